@@ -1,0 +1,20 @@
+include(CMakePackageConfigHelpers)
+
+install(TARGETS nnc nnc_static EXPORT nncTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${PROJECT_BINARY_DIR}/generated/nnc/ccv_nnc_version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/nnc)
+install(EXPORT nncTargets NAMESPACE nnc:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/nnc)
+
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/nncConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/nncConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/nnc)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/nncConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/nncConfig.cmake ${PROJECT_BINARY_DIR}/nncConfigVersion.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/nnc)
+
+configure_file(${PROJECT_SOURCE_DIR}/cmake/nnc.pc.in ${PROJECT_BINARY_DIR}/nnc.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/nnc.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
