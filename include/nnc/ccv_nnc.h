@@ -1,0 +1,600 @@
+/*
+ * ccv_nnc.h — NNC's C API.
+ *
+ * Source-compatible with libnnc: a C program written against libnnc's
+ * ccv_nnc.h compiles and runs against this one. The API comes in levels, each
+ * built on the one below:
+ *   Level 0  initialisation and library-wide flags
+ *   Level 1  tensors, commands (operations with backends) and streams
+ *   Level 2+ graphs, symbolic graphs, dynamic graphs and models (later headers
+ *            sections, added as they are implemented)
+ *
+ * A minimal program:
+ *
+ *   #include <nnc/ccv_nnc.h>
+ *   #include <nnc/ccv_nnc_easy.h>
+ *
+ *   ccv_nnc_init();
+ *   ccv_nnc_tensor_t* a = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, 2, 3), 0);
+ *   ccv_nnc_tensor_t* b = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, 3, 4), 0);
+ *   ccv_nnc_tensor_t* c = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, 2, 4), 0);
+ *   // ... fill a and b ...
+ *   if (ccv_nnc_cmd_exec(CMD_GEMM_FORWARD(), ccv_nnc_no_hint, 0, TENSOR_LIST(a, b), TENSOR_LIST(c), 0) != CCV_NNC_EXEC_SUCCESS)
+ *     fprintf(stderr, "%s\n", ccv_nnc_error_message());
+ *   ccv_nnc_tensor_free(a); ccv_nnc_tensor_free(b); ccv_nnc_tensor_free(c);
+ *
+ * Conventions. Functions returning int report failure with a negative
+ * CCV_NNC_EXEC_* code; functions returning a pointer report it with NULL;
+ * functions returning void leave their outputs untouched. In every case
+ * ccv_nnc_error_message() then says, in words, what was wrong. Objects from
+ * *_new are owned by the caller and released with the matching *_free, which
+ * accepts NULL.
+ */
+#ifndef GUARD_ccv_nnc_h
+#define GUARD_ccv_nnc_h
+
+#include "ccv.h"
+#include <stddef.h>
+
+#include "cmd/ccv_nnc_cmd.h"
+#include "cmd/ccv_nnc_backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------
+ * Level 0: the library
+ * ------------------------------------------------------------------------- */
+
+/**
+ * Initialise NNC: registers the command backends and starts nothing else.
+ * Safe to call more than once and from several threads.
+ */
+void ccv_nnc_init(void);
+
+/* Library-wide switches (the MPS ones are accepted and have no effect here). */
+enum {
+	CCV_NNC_DISABLE_MIXED_MPS_GEMM = 0x1,
+	CCV_NNC_DISABLE_MIXED_MPS_SOFTMAX = 0x2,
+	CCV_NNC_DISABLE_MMAP_MTL_BUFFER = 0x4,
+	CCV_NNC_DISABLE_METAL_FLASH_ATTENTION = 0x8,
+	CCV_NNC_DISABLE_MFA_GEMM = 0x10,
+};
+/** Set library-wide flags (or-ed into the current set). */
+void ccv_nnc_enable_flag(uint64_t flag);
+/** Clear library-wide flags. */
+void ccv_nnc_disable_flag(uint64_t flag);
+/** The current library-wide flags. */
+uint64_t ccv_nnc_flags(void);
+
+/**
+ * NNC addition: the message describing the last failure on the calling
+ * thread, or "" if none. The string belongs to NNC and stays valid until the
+ * next NNC call on this thread.
+ */
+const char* ccv_nnc_error_message(void);
+/** NNC addition: clear the calling thread's error message. */
+void ccv_nnc_error_clear(void);
+/** NNC addition: the library's version, "MAJOR.MINOR.PATCH". */
+const char* ccv_nnc_version(void);
+
+/* ---------------------------------------------------------------------------
+ * Level 1: commands
+ * ------------------------------------------------------------------------- */
+
+/* Command attributes the symbolic passes rely on. */
+enum {
+	CCV_NNC_CMD_ATTR_PASSTHROUGH  = 0x01, /* computes nothing: passes its first inputs through as outputs */
+	CCV_NNC_CMD_ATTR_OUTPUT_ONES  = 0x02, /* every output is all ones */
+	CCV_NNC_CMD_ATTR_NULL_IS_ONES = 0x04, /* a missing (NULL) input reads as all ones */
+};
+
+/* Flags for ccv_nnc_cmd_exec. */
+enum {
+	CCV_NNC_ACCUMULATE_OUTPUT = 0x01, /* add into the outputs (not supported; rejected) */
+	CCV_NNC_ZERO_MEMORY_ALLOC = 0x02, /* do not allocate scratch memory */
+};
+
+/* Results of executing a command. */
+enum {
+	CCV_NNC_EXEC_SUCCESS   = 0,  /* done */
+	CCV_NNC_EXEC_INVALID   = -1, /* the arguments were wrong (see ccv_nnc_error_message) */
+	CCV_NNC_EXEC_NO_KERNEL = -2, /* no backend accepts these tensors */
+	CCV_NNC_EXEC_OOM       = -3, /* out of memory */
+};
+
+enum {
+	CCV_NNC_MSE_REDUCE_MEAN = 0, /* MSE loss averages over a row */
+	CCV_NNC_MSE_REDUCE_SUM = 1,  /* MSE loss sums over a row */
+};
+
+enum {
+	CCV_NNC_HISTOGRAM_EVEN = 0,        /* equal-width bins between min and max */
+	CCV_NNC_HISTOGRAM_LOGARITHMIC = 1, /* bins growing geometrically from min to max */
+	CCV_NNC_HISTOGRAM_BINS = 2,        /* bin edges given as a tensor */
+};
+
+enum {
+	CCV_NNC_UPSAMPLE_NEAREST = 0,
+	CCV_NNC_UPSAMPLE_BILINEAR = 1,
+};
+
+enum {
+	CCV_NNC_PAD_ZERO = 0,      /* pad with zeros */
+	CCV_NNC_PAD_REPLICATE = 1, /* pad by repeating the edge */
+};
+
+/* Preferred accumulator precision for GEMM-like commands. */
+enum {
+	CCV_NNC_GEMM_32F = 0x1,
+	CCV_NNC_GEMM_32TF = 0x2,
+	CCV_NNC_GEMM_16F = 0x4,
+};
+
+/**
+ * A command's parameters. `size` is the window (kernel) size of windowed
+ * commands; the union holds the parameters of one family, named after it.
+ */
+typedef struct {
+	struct {
+		int dim[CCV_NNC_MAX_DIM_ALLOC]; /* window size, e.g. {kh, kw, c} for a convolution */
+	} size;
+	union {
+		struct {
+			int count;  /* number of filters */
+			int groups; /* channel groups */
+			int dilation[CCV_NNC_MAX_DIM_ALLOC]; /* per spatial dimension; 0 means 1 */
+		} convolution;
+		struct {
+			int count;
+			int groups;
+			int dilation[CCV_NNC_MAX_DIM_ALLOC];
+			int output_padding; /* extra rows/columns that make it the inverse of a strided convolution */
+		} convolution_transpose;
+		struct {
+			int hidden_size;
+			int proj_size;
+			int num_layers;
+			int bias;          /* 0: no bias weights */
+			int batch_first;   /* 1: batch dimension before sequence */
+			int bidirectional;
+			float dropout;     /* dropout between layers, 0 for none */
+			int is_test;
+		} rnn;
+		struct {
+			int reserved;
+		} pool;
+		struct {
+			float kappa; /* b = a / (kappa + alpha * local sum of squares) ^ beta */
+			float alpha;
+			float beta;
+		} rnorm;
+		struct {
+			int axis[CCV_NNC_MAX_DIM_ALLOC]; /* axes reduced for the statistics */
+			int count;
+			float epsilon;
+			int is_test;    /* 1: use the running statistics */
+			float momentum; /* running = running * momentum + batch * (1 - momentum) */
+		} bnorm;
+		struct {
+			int axis[CCV_NNC_MAX_DIM_ALLOC];
+			int count;
+			float epsilon;
+			int elementwise_affine; /* 1: apply scale and bias */
+		} lnorm;
+		struct {
+			int group_axis;
+			int reduce_axis[CCV_NNC_MAX_DIM_ALLOC];
+			int reduce_count;
+			int groups;
+			float epsilon;
+			int elementwise_affine;
+		} gnorm;
+		struct {
+			int axis[CCV_NNC_MAX_DIM_ALLOC];
+			int count;
+			float epsilon;
+		} rmsnorm;
+		struct {
+			int nesterov;
+			float rate;      /* learning rate */
+			float scale;     /* gradient scale applied first */
+			float decay;     /* L2 weight decay */
+			float momentum;
+			float dampening;
+		} sgd;
+		struct {
+			int step; /* 1-based step count t */
+			float rate;
+			float scale;
+			float beta1;
+			float beta2;
+			float decay;
+			float epsilon;
+			int amsgrad;
+		} adam;
+		struct {
+			int step;
+			float rate;
+			float scale;
+			float beta1;
+			float beta2;
+			float decay;
+			float epsilon;
+		} lamb;
+		struct {
+			float rate;
+			float scale;
+			float decay;
+			float alpha; /* smoothing constant of the squared-gradient average */
+			float momentum;
+			float epsilon;
+		} rmsprop;
+		struct {
+			int transpose_a[2]; /* the two axes of a to swap; equal means no transpose */
+			int transpose_b[2];
+			float a[3];         /* scalars; GEMM reads none, ADD reads p and q, … */
+			int flags;          /* CCV_NNC_GEMM_… */
+		} blas;
+		struct {
+			float trim0; /* the value a 0 label becomes */
+			float trim1; /* the value a 1 label becomes */
+		} label_smoothing;
+		struct {
+			float pos_weight; /* loss = -(pos_weight * y * log(x) + (1 - y) * log(1 - x)) */
+		} binary_crossentropy;
+		struct {
+			float beta; /* the point where smooth L1 turns from quadratic to linear */
+		} smooth_l1;
+		struct {
+			int reduce_op; /* CCV_NNC_MSE_REDUCE_… */
+		} mse;
+		struct {
+			int tanh; /* 1: tanh approximation */
+		} gelu;
+		struct {
+			int axis[CCV_NNC_MAX_DIM_ALLOC];
+			int count;
+		} reduce;
+		struct {
+			int axis[2];
+		} transpose;
+		struct {
+			float p;       /* probability of dropping */
+			int entirety;  /* 1: drop the whole tensor at once */
+		} dropout;
+		struct {
+			int type; /* CCV_NNC_UPSAMPLE_… */
+			float width_scale;
+			float height_scale;
+			int align_corners;
+		} upsample;
+		struct {
+			float min; /* NaN: no lower bound */
+			float max; /* NaN: no upper bound */
+		} clamp;
+		struct {
+			float iou_threshold;
+		} nms;
+		struct {
+			int type; /* CCV_NNC_HISTOGRAM_… */
+			int bins;
+			float min;
+			float max;
+			float rate;
+		} histogram;
+		struct {
+			float negative_slope;
+		} leaky_relu;
+		struct {
+			float scale;
+			int is_causal;
+			int flags;
+			int deterministic;
+		} scaled_dot_product_attention;
+		struct {
+			int type; /* CCV_NNC_PAD_… */
+			int end[CCV_NNC_MAX_DIM_ALLOC]; /* padding after each dimension (size.dim is before) */
+		} pad;
+		void* userdata;
+	};
+} ccv_nnc_cmd_param_t;
+
+/** Stride and border (padding) of a windowed command, per spatial dimension. */
+typedef struct {
+	struct {
+		int dim[CCV_NNC_MAX_DIM_ALLOC];
+	} stride;
+	struct {
+		int begin[CCV_NNC_MAX_DIM_ALLOC];
+		int end[CCV_NNC_MAX_DIM_ALLOC];
+	} border;
+} ccv_nnc_hint_t;
+
+/** A stream: commands submitted to it run in order, asynchronously to the caller. */
+typedef struct ccv_nnc_stream_context_s ccv_nnc_stream_context_t;
+
+typedef struct ccv_nnc_cmd_vtab_s ccv_nnc_cmd_vtab_t;
+
+/** A command: an operation, the backend that runs it, and its parameters. */
+typedef struct ccv_nnc_cmd_s {
+	uint32_t cmd;     /* CCV_NNC_…_FORWARD / _BACKWARD */
+	uint32_t backend; /* CCV_NNC_BACKEND_…, or 0 to choose per call */
+	int algorithm;    /* backend-specific algorithm, chosen by autotune */
+	ccv_nnc_cmd_param_t info;
+	ccv_nnc_cmd_vtab_t* isa; /* the functions of a CCV_NNC_CUSTOM_… command */
+	void* data;
+} ccv_nnc_cmd_t;
+
+/**
+ * How a command (or backend) runs. For a backward command the inputs are: the
+ * gradients of the forward outputs (m of them), then the forward inputs (n),
+ * then the forward outputs (m); the outputs are the gradients of the forward
+ * inputs (n). Any of them may be NULL where the command does not need it.
+ */
+typedef int(*ccv_nnc_cmd_exec_f)(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* const inputs, const int input_size, ccv_nnc_tensor_t* const* const outputs, const int output_size, ccv_nnc_stream_context_t* const stream_context);
+
+/** A backend's own autotune: returns the algorithm it prefers within max_workspace_size. */
+typedef int(*ccv_nnc_cmd_autotune_f)(const ccv_nnc_cmd_t cmd, const size_t max_workspace_size, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* const inputs, const int input_size, ccv_nnc_tensor_t* const* const outputs, const int output_size, ccv_nnc_stream_context_t* const stream_context);
+
+/** The caller's functions behind a CCV_NNC_CUSTOM_FORWARD / _BACKWARD command. */
+typedef struct ccv_nnc_cmd_vtab_s {
+	ccv_nnc_cmd_exec_f exec;
+	/* Output shapes for given input shapes; NULL copies the first input's shape. */
+	void (*tensor_auto)(const ccv_nnc_cmd_t cmd, const ccv_nnc_tensor_param_t* const inputs, const int input_size, const ccv_nnc_hint_t hint, ccv_nnc_tensor_param_t* const outputs, const int output_size);
+} ccv_nnc_cmd_vtab_t;
+
+/* ---------------------------------------------------------------------------
+ * Level 1: tensors
+ * ------------------------------------------------------------------------- */
+
+/** Number of dimensions: the count before the first 0 in dim. */
+static inline int ccv_nnc_tensor_nd(const int dim[CCV_NNC_MAX_DIM_ALLOC])
+{
+	int i;
+	for (i = 0; i < CCV_NNC_MAX_DIM_ALLOC; i++)
+		if (dim[i] == 0)
+			return i;
+	return CCV_NNC_MAX_DIM_ALLOC;
+}
+
+/**
+ * Create a tensor.
+ * @param ptr NULL to allocate the data (64-byte aligned, uninitialised, freed
+ *   with the tensor); otherwise the tensor uses this memory, which stays the
+ *   caller's and must outlive the tensor.
+ * @param params Memory kind, format, data type and shape.
+ * @param flags CCV_NO_DATA_ALLOC to create a header with no data.
+ * @return A tensor to free with ccv_nnc_tensor_free, or NULL on bad params or
+ *   no memory. A 3-d NHWC CPU tensor is also a valid ccv_dense_matrix_t.
+ */
+CCV_WARN_UNUSED(ccv_nnc_tensor_t*) ccv_nnc_tensor_new(const void* const ptr, const ccv_nnc_tensor_param_t params, const int flags);
+enum {
+	CCV_NNC_TENSOR_MEMORY_MAP_EAGER = 0x1,     /* map the file now */
+	CCV_NNC_TENSOR_MEMORY_MAP_ON_DEMAND = 0x2, /* map when first read, where supported */
+};
+/**
+ * Create a tensor whose data is read from `filename` at byte `offset`
+ * (memory-mapped, read-only pages copied on write).
+ * @return A tensor to free with ccv_nnc_tensor_free, or NULL if the file is
+ *   missing or too short.
+ */
+CCV_WARN_UNUSED(ccv_nnc_tensor_t*) ccv_nnc_tensor_new_from_file(const ccv_nnc_tensor_param_t params, const char* const filename, const off_t offset, const int flags);
+/**
+ * A tensor header by value over `ptr` (caller memory; NULL leaves data NULL).
+ * Nothing is allocated. On bad params the result has data NULL and dim all 0.
+ */
+CCV_WARN_UNUSED(ccv_nnc_tensor_t) ccv_nnc_tensor(const void* const ptr, const ccv_nnc_tensor_param_t params, const int flags);
+/**
+ * Change a tensor's shape (and type). Reuses the tensor when its memory is
+ * large enough; otherwise returns a new tensor and frees the old one, so use
+ * only the returned pointer. Contents are kept up to the smaller size.
+ * @return The tensor, or NULL on bad params or no memory (the old tensor is
+ *   then untouched and still yours).
+ */
+CCV_WARN_UNUSED(ccv_nnc_tensor_t*) ccv_nnc_tensor_resize(ccv_nnc_tensor_t* const tensor, const ccv_nnc_tensor_param_t params);
+/** Pin a tensor's memory for device transfers. 0 on success, -1 without a GPU. */
+int ccv_nnc_tensor_pin_memory(ccv_nnc_tensor_t* const tensor);
+/** Free a tensor (and its data if it owns it). NULL is a no-op. */
+void ccv_nnc_tensor_free(ccv_nnc_tensor_t* const tensor);
+/**
+ * Create a view: a window of shape params.dim into `tensor`.
+ * @param ofs Start of the window, per dimension of the view, in elements.
+ * @param stride Elements between neighbours along each dimension of the view
+ *   (the viewed tensor's row lengths); NULL means packed strides of `params`.
+ * @return A view to free with ccv_nnc_tensor_view_free, or NULL if the window
+ *   reaches outside the tensor or params do not match it. The view does not
+ *   own data: the tensor must outlive it.
+ */
+CCV_WARN_UNUSED(ccv_nnc_tensor_view_t*) ccv_nnc_tensor_view_new(const ccv_nnc_tensor_t* const tensor, const ccv_nnc_tensor_param_t params, const int ofs[CCV_NNC_MAX_DIM_ALLOC], const int stride[CCV_NNC_MAX_DIM_ALLOC]);
+/** ccv_nnc_tensor_view_new by value (nothing allocated). On failure dim is all 0 and data NULL. */
+CCV_WARN_UNUSED(ccv_nnc_tensor_view_t) ccv_nnc_tensor_view(const ccv_nnc_tensor_t* const tensor, const ccv_nnc_tensor_param_t params, const int ofs[CCV_NNC_MAX_DIM_ALLOC], const int stride[CCV_NNC_MAX_DIM_ALLOC]);
+/** Free a view (not the tensor it looks into). NULL is a no-op. */
+void ccv_nnc_tensor_view_free(ccv_nnc_tensor_view_t* const tensor_view);
+/** Set every element of a tensor or view to zero. */
+void ccv_nnc_tensor_zero(void* const tensor);
+/**
+ * Compare two tensors (or views) of the same type and shape. Floating-point
+ * elements are equal when within a few units in the last place or 1e-5 of
+ * each other relatively (fp16/bf16: within their own precision).
+ * @return 0 if equal, -1 otherwise (also on mismatched shapes or types).
+ */
+CCV_WARN_UNUSED(int) ccv_nnc_tensor_eq(const ccv_nnc_tensor_t* const a, const ccv_nnc_tensor_t* const b);
+/**
+ * Print a CPU tensor the way numpy does, eliding the middle of long dimensions.
+ * @return A string to free with ccfree, or NULL.
+ */
+CCV_WARN_UNUSED(char*) ccv_nnc_tensor_format_new(const ccv_nnc_tensor_t* const a);
+
+/* ---------------------------------------------------------------------------
+ * Level 1: commands
+ * ------------------------------------------------------------------------- */
+
+/** A monotonic clock in nanoseconds. */
+uint64_t ccv_nnc_cmd_mono_time(void);
+/** "CCV_NNC_GEMM_FORWARD" for CCV_NNC_GEMM_FORWARD; NULL for an unknown id. Static storage. */
+CCV_WARN_UNUSED(const char*) ccv_nnc_cmd_name(const uint32_t cmd);
+/** "CCV_NNC_BACKEND_CPU_REF" for CCV_NNC_BACKEND_CPU_REF; NULL for an unknown id. */
+CCV_WARN_UNUSED(const char*) ccv_nnc_cmd_backend_name(const uint32_t backend);
+/** 1 if `backend` implements `cmd` in this build. */
+CCV_WARN_UNUSED(int) ccv_nnc_cmd_ok(const uint32_t cmd, const uint32_t backend);
+/**
+ * Make a command.
+ * @param isa For CCV_NNC_CUSTOM_FORWARD / _BACKWARD, the caller's functions
+ *   (must outlive the command); otherwise NULL.
+ * @return The command, with backend 0 (chosen at each execution). For an
+ *   unknown id the result has cmd CCV_NNC_NOOP and the error message is set.
+ */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd(const uint32_t cmd, ccv_nnc_cmd_vtab_t* const isa, const ccv_nnc_cmd_param_t params, const int flags);
+/**
+ * Check that a hint fits a windowed command mapping input shape a to output
+ * shape b. @return 1 if it fits (or the command has no window), 0 otherwise.
+ */
+CCV_WARN_UNUSED(int) ccv_nnc_hint_verify(const ccv_nnc_hint_t hint, const ccv_nnc_cmd_param_t cmd, const ccv_nnc_tensor_param_t a, const ccv_nnc_tensor_param_t b);
+/**
+ * The stride and symmetric padding that take input shape a to output shape b
+ * under the window cmd.size. A zero hint if no such hint exists.
+ */
+CCV_WARN_UNUSED(ccv_nnc_hint_t) ccv_nnc_hint_auto(const ccv_nnc_cmd_param_t cmd, const ccv_nnc_tensor_param_t a, const ccv_nnc_tensor_param_t b);
+/**
+ * The output shapes a command gives for these input shapes. Outputs beyond
+ * what the command defines are left as they are; on bad input all outputs are
+ * left as they are and the error message is set.
+ */
+void ccv_nnc_hint_tensor_auto(const ccv_nnc_cmd_t cmd, const ccv_nnc_tensor_param_t* const inputs, const int input_size, const ccv_nnc_hint_t hint, ccv_nnc_tensor_param_t* const outputs, const int output_size);
+/**
+ * The first backend, in preference order, implementing `cmd` for the given
+ * memory kinds, formats and data types (each an or-ed set every tensor is in).
+ * @return A backend id, or CCV_NNC_NO_BACKEND.
+ */
+CCV_WARN_UNUSED(uint32_t) ccv_nnc_cmd_find_backend(const ccv_nnc_cmd_t cmd, const int tensor_memory, const int tensor_formats, const int tensor_datatypes);
+/**
+ * Time every backend (and algorithm) that accepts these tensors and return the
+ * command with the fastest one set. Outputs are overwritten while timing.
+ * @return The tuned command; `cmd` unchanged if nothing accepts the tensors.
+ */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_size, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* const inputs, const int input_size, ccv_nnc_tensor_t* const* const outputs, const int output_size, ccv_nnc_stream_context_t* const stream_context);
+/**
+ * Whether the command can run with this pattern of present (bit set) and
+ * absent inputs and outputs; bit i of word i / 64 stands for tensor i.
+ * @return 1 if it can.
+ */
+CCV_WARN_UNUSED(int) ccv_nnc_cmd_bitmask(const ccv_nnc_cmd_t cmd, const int input_size, const int output_size, const uint64_t* const input_bitmasks, const int input_bitmask_size, const uint64_t* const output_bitmasks, const int output_bitmask_size);
+/** Backend-specific extra data of the command's backend, or NULL. */
+CCV_WARN_UNUSED(void*) ccv_nnc_cmd_aux(const ccv_nnc_cmd_t cmd);
+/**
+ * Run a command.
+ * @param hint Stride and padding for windowed commands (ccv_nnc_no_hint
+ *   derives them from the shapes).
+ * @param flags CCV_NNC_ZERO_MEMORY_ALLOC or 0.
+ * @param inputs, outputs Tensors or views; NULL entries where the command
+ *   allows them.
+ * @param stream_context NULL to run now on the calling thread; otherwise the
+ *   command is queued on the stream and this returns once it is queued. The
+ *   tensors must then stay alive until the stream reaches it; a failure found
+ *   while running is reported by the stream (see ccv_nnc_stream_context_wait).
+ * @return CCV_NNC_EXEC_SUCCESS or a negative CCV_NNC_EXEC_… code.
+ */
+int ccv_nnc_cmd_exec(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* const inputs, const int input_size, ccv_nnc_tensor_t* const* const outputs, const int output_size, ccv_nnc_stream_context_t* const stream_context);
+/** 1 if the command is a forward pass (its id has the low bit clear). */
+CCV_WARN_UNUSED(int) ccv_nnc_cmd_is_forward(const ccv_nnc_cmd_t cmd);
+/** 1 if the command is a backward pass. */
+CCV_WARN_UNUSED(int) ccv_nnc_cmd_is_backward(const ccv_nnc_cmd_t cmd);
+/** 1 if the command has all the CCV_NNC_CMD_ATTR_… bits in flags. */
+CCV_WARN_UNUSED(int) ccv_nnc_cmd_attr(const ccv_nnc_cmd_t cmd, const int flags);
+/** 1 if output output_idx may share memory with input input_idx. */
+CCV_WARN_UNUSED(int) ccv_nnc_cmd_allow_inplace(const ccv_nnc_cmd_t cmd, const int input_idx, const int input_size, const int output_idx, const int output_size);
+/** 1 if output output_idx must share memory with input input_idx. */
+CCV_WARN_UNUSED(int) ccv_nnc_cmd_enforce_inplace(const ccv_nnc_cmd_t cmd, const int input_idx, const int input_size, const int output_idx, const int output_size);
+/** Start (1) or stop (0) a device profiler; no effect without a GPU. */
+void ccv_nnc_set_profiler(int state);
+/** Prefer memory over speed where there is a choice (1) or not (0, the default). */
+void ccv_nnc_set_memory_efficient(int state);
+
+/* ---------------------------------------------------------------------------
+ * Level 1: streams
+ * ------------------------------------------------------------------------- */
+
+enum {
+	CCV_STREAM_CONTEXT_CPU = 0x1, /* runs on a worker thread of its own */
+	CCV_STREAM_CONTEXT_GPU = 0x2,
+};
+#define CCV_STREAM_GET_CONTEXT(type) ((type) & 0x3)
+#define CCV_STREAM_GET_DEVICE(type) CCV_TENSOR_GET_DEVICE(type)
+#define CCV_STREAM_GET_DEVICE_ID(type) CCV_TENSOR_GET_DEVICE_ID(type)
+#define CCV_STREAM_SET_DEVICE_ID(type, device_id) CCV_TENSOR_SET_DEVICE_ID(type, device_id)
+
+/**
+ * Create a stream. A CPU stream runs what is queued on it in order, on its
+ * own thread; kernels still share the library's one thread pool.
+ * @param type CCV_STREAM_CONTEXT_CPU or _GPU, or-ed with a device.
+ * @return A stream to free with ccv_nnc_stream_context_free, or NULL.
+ */
+CCV_WARN_UNUSED(ccv_nnc_stream_context_t*) ccv_nnc_stream_context_new(const int type);
+/** The type the stream was created with. */
+CCV_WARN_UNUSED(int) ccv_nnc_stream_context_type(const ccv_nnc_stream_context_t* const stream_context);
+/**
+ * Scratch memory owned by the stream, valid until the next call on the same
+ * stream (or its drain / free). Call it only from work running on the stream
+ * (or with no work queued). NULL if the memory cannot be had.
+ */
+CCV_WARN_UNUSED(void*) ccv_nnc_stream_context_get_workspace(ccv_nnc_stream_context_t* const stream_context, const size_t workspace_size, const int mem);
+/** Release the stream's scratch memory. */
+void ccv_nnc_stream_context_drain(ccv_nnc_stream_context_t* const stream);
+typedef void(*ccv_nnc_callback_f)(void* const callback_context);
+/** Queue a call of callback(callback_context), run on the stream in order. */
+void ccv_nnc_stream_context_add_callback(ccv_nnc_stream_context_t* const stream, const ccv_nnc_callback_f callback, void* const callback_context);
+/**
+ * Block until everything queued on the stream has run. A command that failed
+ * on the stream leaves its message readable through ccv_nnc_error_message on
+ * the thread that waits.
+ */
+void ccv_nnc_stream_context_wait(const ccv_nnc_stream_context_t* const stream);
+typedef void (*ccv_nnc_stream_context_destructor_f)(const ccv_nnc_stream_context_t* const stream, void* const context);
+/** Call destructor(stream, context) when the stream is freed. @return an id for removal, or -1. */
+int ccv_nnc_stream_context_add_destructor_hook(ccv_nnc_stream_context_t* const stream, ccv_nnc_stream_context_destructor_f destructor, void* const context);
+/** Remove a destructor hook by the id add_destructor_hook returned. */
+void ccv_nnc_stream_context_remove_destructor_hook(ccv_nnc_stream_context_t* const stream, const int hook_id);
+/** Wait for the stream, run its destructor hooks and free it. NULL is a no-op. */
+void ccv_nnc_stream_context_free(ccv_nnc_stream_context_t* const stream_context);
+/** Seed the stream's random generator (NULL: the library's default generator). */
+void ccv_nnc_stream_context_set_seed(ccv_nnc_stream_context_t* const stream_context, uint32_t seed);
+/** Next 32 random bits of the stream's generator (NULL: the default generator). */
+uint32_t ccv_nnc_stream_context_genrand_uint32(ccv_nnc_stream_context_t* const stream_context);
+
+/** A point in a stream's queue that another stream can wait for. */
+typedef struct ccv_nnc_stream_signal_s ccv_nnc_stream_signal_t;
+
+/** Create a signal for streams of this type. Free with ccv_nnc_stream_signal_free. */
+CCV_WARN_UNUSED(ccv_nnc_stream_signal_t*) ccv_nnc_stream_signal_new(const int type);
+/** The type the signal was created with. */
+CCV_WARN_UNUSED(int) ccv_nnc_stream_signal_type(const ccv_nnc_stream_signal_t* const signal);
+/** Emit the signal once the stream has run everything queued before this call. */
+void ccv_nnc_stream_context_emit_signal(ccv_nnc_stream_context_t* const stream, ccv_nnc_stream_signal_t* const signal);
+/** Emit a signal owned by the stream; use it (wait on it) right away. */
+ccv_nnc_stream_signal_t* ccv_nnc_stream_context_emit_signal_new(ccv_nnc_stream_context_t* const stream);
+/**
+ * Make `stream` wait, before anything queued after this call, until the
+ * signal's latest emission has happened. The caller does not block.
+ */
+void ccv_nnc_stream_context_wait_signal(const ccv_nnc_stream_context_t* const stream, const ccv_nnc_stream_signal_t* const signal);
+/** The stream the signal was last emitted on, or NULL. */
+CCV_WARN_UNUSED(ccv_nnc_stream_context_t*) ccv_nnc_stream_signal_get_emitter(const ccv_nnc_stream_signal_t* const signal);
+/** Free a signal. NULL is a no-op. Streams still waiting on it must have passed it. */
+void ccv_nnc_stream_signal_free(ccv_nnc_stream_signal_t* const signal);
+/** Number of devices of a type (CCV_STREAM_CONTEXT_CPU: 1; _GPU: 0 without CUDA). */
+CCV_WARN_UNUSED(int) ccv_nnc_device_count(const int type);
+/** Make device `source` stand for `destination`. 0 on success, -1 otherwise. */
+CCV_WARN_UNUSED(int) ccv_nnc_device_remap(const int type, const int source, const int destination);
+typedef ccv_nnc_stream_context_t*(*ccv_nnc_stream_context_neighbor_discovery_f)(const int device_id, void* const context);
+/** Set how commands on this stream find streams on other devices. */
+void ccv_nnc_stream_context_set_neighbor_discovery(ccv_nnc_stream_context_t* const stream_context, ccv_nnc_stream_context_neighbor_discovery_f discovery, void* const context);
+/** The stream on device_id that discovery gives for this stream, or NULL. */
+CCV_WARN_UNUSED(ccv_nnc_stream_context_t*) ccv_nnc_stream_context_find_neighbor(ccv_nnc_stream_context_t* const stream_context, const int device_id);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
