@@ -1,0 +1,97 @@
+// Internal to the planner: the problem reduced to blocks (a base tensor with
+// its aliases, in-place partners and forced companions) and their
+// interference. Both planners and the lower bound work on blocks; the checker
+// deliberately does not (it re-derives everything from the Problem).
+#pragma once
+
+#include "symbolic/alloc/planner.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace nnc::alloc::detail {
+
+// The execution order: for a total order the steps themselves; for a partial
+// order a deterministic linearisation (used for the bound and for measuring
+// how tightly two tensors follow each other) plus reachability (used for
+// interference: two tensors may share memory only if one is finished before
+// the other starts in every linearisation).
+struct Order {
+  bool partial = false;
+  std::vector<std::int64_t> pos;            // partial: position of each step
+  std::size_t words = 0;                    // partial: 64-bit words per reach row
+  std::vector<std::uint64_t> reach;         // partial: row s, bit t: s runs strictly before t
+  bool reaches(std::size_t s, std::size_t t) const {
+    return (reach[s * words + t / 64] >> (t % 64)) & 1u;
+  }
+};
+
+// One base tensor's liveness (its aliases folded in).
+struct Member {
+  std::size_t tensor = kNone;
+  std::int64_t first = 0, last = 0;  // positions in the (linearised) order
+  std::vector<std::size_t> writes, reads;  // partial order only
+};
+
+struct Block {
+  std::uint64_t size = 0;   // the largest member
+  std::uint64_t align = 1;  // the largest alignment of any tensor in it
+  std::vector<Member> members;
+  std::int64_t first = 0, last = 0;  // span of all members
+};
+
+struct Blocks {
+  Order order;
+  std::vector<Block> blocks;
+  std::vector<std::size_t> block_of;          // per tensor; kNone when external
+  std::vector<std::uint64_t> offset_in_block;  // per tensor (alias offsets)
+  std::vector<bool> inplace_taken;
+  std::size_t words = 0;
+  std::vector<std::uint64_t> itf;  // block interference, row-major bitset
+  std::uint64_t external_bytes = 0;
+
+  bool interferes(std::size_t a, std::size_t b) const {
+    return (itf[a * words + b / 64] >> (b % 64)) & 1u;
+  }
+  // Every member of a is finished before any member of b starts.
+  bool before(std::size_t a, std::size_t b) const;
+};
+
+// "" or the first problem found with the caller's input (sub-graphs excluded).
+std::string validate(const Problem& problem);
+
+Result<Order> make_order(const Problem& problem);
+
+// Builds blocks. `forced` lists groups of tensors that must share one
+// placement (loop carried values after unrolling); the caller guarantees they
+// do not interfere.
+Result<Blocks> build_blocks(const Problem& problem, const std::vector<std::vector<std::size_t>>& forced);
+
+// The largest total of block bytes live at one position.
+std::uint64_t bound_of(const Blocks& blocks);
+
+// A planner's answer for blocks: a buffer and offset per block.
+struct Layout {
+  std::vector<std::size_t> buffer;
+  std::vector<std::uint64_t> offset;
+  std::vector<std::uint64_t> buffers;
+};
+
+Layout plan_nnc(const Blocks& blocks);
+Layout plan_greedy(const Blocks& blocks);
+
+// A loop body unrolled until every carried pair can share memory: `unrolled`
+// holds `unroll` copies of the body back to back (copy j's tensor t is index
+// j * n + t), and `classes` the tensors that are one value across copies.
+struct Unrolled {
+  unsigned unroll = 1;
+  Problem problem;
+  std::vector<std::vector<std::size_t>> classes;
+};
+inline constexpr unsigned kMaxUnroll = 16;
+Result<Unrolled> unroll_loop(const Problem& body);
+
+inline std::uint64_t align_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; }
+
+}  // namespace nnc::alloc::detail
