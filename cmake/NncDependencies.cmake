@@ -41,3 +41,10 @@ endif()
 if(NNC_BUILD_TOOLS)
   find_package(benchmark QUIET)
 endif()
+
+find_library(NNC_XXHASH_LIBRARY NAMES xxhash REQUIRED)
+find_path(NNC_XXHASH_INCLUDE_DIR NAMES xxhash.h REQUIRED)
+add_library(nnc::xxhash INTERFACE IMPORTED)
+set_target_properties(nnc::xxhash PROPERTIES
+  INTERFACE_LINK_LIBRARIES "${NNC_XXHASH_LIBRARY}"
+  INTERFACE_INCLUDE_DIRECTORIES "${NNC_XXHASH_INCLUDE_DIR}")

@@ -330,6 +330,7 @@ static inline void ccv_nnc_tensor_set_c(ccv_nnc_tensor_param_t* const params, co
 static inline int ccv_nnc_is_matrix_transpose(const ccv_nnc_tensor_param_t params, const int transpose[2])
 {
 	const int nd = ccv_nnc_tensor_nd(params.dim);
+	(void)nd;
 	assert(nd >= 1);
 	if (transpose[0] != transpose[1])
 	{
@@ -412,7 +413,7 @@ static inline void ccv_nnc_tensor_view_alignment(ccv_nnc_tensor_view_t** const t
 #define CMD_GEMM(...) CMD_GEMM_X(_0, ##__VA_ARGS__, NO_TRANSPOSE, NO_TRANSPOSE)
 /* Generic parameters: CMD_GENERIC() or CMD_GENERIC(window dims...) with exactly 3 dims. */
 #define CMD_GENERIC_X_0() ((ccv_nnc_cmd_param_t){.size={.dim={1,1,1}}})
-#define CMD_GENERIC_X_F(...) ("This should not be used, you should have either 0 parameter or 3 parameters for CMD_GENERIC")
+#define CMD_GENERIC_X_F(...) ("CMD_GENERIC takes no arguments or exactly three window sizes")
 #define CMD_GENERIC_X_3(...) ((ccv_nnc_cmd_param_t){.size={.dim={__VA_ARGS__}}})
 #define CMD_GENERIC_X_SEL(_0, _1, _2, _3, _FX, ...) _FX
 #define CMD_GENERIC(...) CMD_GENERIC_X_SEL(CMD_GENERIC_X_F, ##__VA_ARGS__, CMD_GENERIC_X_3, CMD_GENERIC_X_F, CMD_GENERIC_X_F, CMD_GENERIC_X_0)(__VA_ARGS__)

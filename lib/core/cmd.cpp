@@ -1,0 +1,381 @@
+// Commands: creation, backend choice, execution, autotune, and hints.
+//
+// ccv_nnc_cmd_exec is on every hot path (a graph node is one call), so the
+// common case allocates nothing: validation walks the tensor arrays once,
+// kernel choice walks a short preference-ordered list.
+#include "core/cmd.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/stream.hpp"
+#include "core/tensor.hpp"
+
+namespace nnc {
+
+namespace {
+
+struct NameEntry {
+  uint32_t id;
+  const char* name;
+};
+
+constexpr NameEntry kCommandNames[] = {
+#include "cmd/command_names.inc"
+};
+
+constexpr NameEntry kBackendNames[] = {
+#include "cmd/backend_names.inc"
+};
+
+const char* lookup(const NameEntry* table, size_t n, uint32_t id) {
+  for (size_t i = 0; i < n; i++)
+    if (table[i].id == id) return table[i].name;
+  return nullptr;
+}
+
+bool is_special(uint32_t cmd) {
+  return cmd == CCV_NNC_NOOP || cmd == CCV_NNC_CUSTOM_FORWARD || cmd == CCV_NNC_CUSTOM_BACKWARD ||
+         cmd == CCV_NNC_GRAPH_FORWARD || cmd == CCV_NNC_GRAPH_BACKWARD;
+}
+
+const char* describe(uint32_t cmd) {
+  const char* name = cmd_name(cmd);
+  return name ? name : "an unknown command";
+}
+
+// Check one tensor argument of an execution; returns false for NULL.
+void check_tensor(const ccv_nnc_tensor_t* t, const char* kind, int index, uint32_t cmd) {
+  if (CCV_IS_TENSOR_MULTIVIEW(t))
+    fail(CCV_NNC_EXEC_INVALID, "%s: %s %d is a multi-view tensor; only graphs can bind those", describe(cmd), kind, index);
+  const int nd = nd_of(t->info.dim);
+  if (nd == 0) fail(CCV_NNC_EXEC_INVALID, "%s: %s %d has no dimensions", describe(cmd), kind, index);
+  if (!datatype_supported(CCV_GET_DATA_TYPE(t->info.datatype)))
+    fail(CCV_NNC_EXEC_INVALID, "%s: %s %d has unsupported data type 0x%x", describe(cmd), kind, index,
+         t->info.datatype);
+  if (!t->data.ptr) fail(CCV_NNC_EXEC_INVALID, "%s: %s %d has no data", describe(cmd), kind, index);
+}
+
+bool accepts(const Kernel& k, const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+             ccv_nnc_tensor_t* const* outputs, int output_size) {
+  auto ok = [&](const ccv_nnc_tensor_t* t) {
+    if (!t) return true;
+    return (k.tensor_memory & CCV_TENSOR_GET_MEMORY(t->info.type)) && (k.tensor_formats & t->info.format) &&
+           (k.tensor_datatypes & CCV_GET_DATA_TYPE(t->info.datatype));
+  };
+  for (int i = 0; i < input_size; i++)
+    if (!ok(inputs[i])) return false;
+  for (int i = 0; i < output_size; i++)
+    if (!ok(outputs[i])) return false;
+  return !k.accept || k.accept(cmd, inputs, input_size, outputs, output_size);
+}
+
+[[noreturn]] void no_kernel(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                            ccv_nnc_tensor_t* const* outputs, int output_size) {
+  std::string what;
+  auto add = [&](const ccv_nnc_tensor_t* t) {
+    if (!what.empty()) what += ", ";
+    if (!t) {
+      what += "-";
+      return;
+    }
+    what += format("%s %s %s %s", CCV_TENSOR_GET_MEMORY(t->info.type) == CCV_TENSOR_GPU_MEMORY ? "GPU" : "CPU",
+                   datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)), format_name(t->info.format),
+                   shape_string(t->info.dim).c_str());
+  };
+  for (int i = 0; i < input_size; i++) add(inputs[i]);
+  what += " ->";
+  for (int i = 0; i < output_size; i++) add(outputs[i]);
+  if (cmd.backend) {
+    const char* b = backend_name(cmd.backend);
+    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: backend %s cannot run these tensors (%s)", describe(cmd.cmd),
+         b ? b : "(unknown backend)", what.c_str());
+  }
+  fail(CCV_NNC_EXEC_NO_KERNEL, "%s: no backend accepts these tensors (%s)", describe(cmd.cmd), what.c_str());
+}
+
+const Kernel* choose_kernel(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                            ccv_nnc_tensor_t* const* outputs, int output_size) {
+  const Registry& r = registry();
+  if (cmd.backend) {
+    const Kernel* k = r.kernel(cmd.cmd, cmd.backend);
+    if (!k) {
+      const char* b = backend_name(cmd.backend);
+      if (!b) fail(CCV_NNC_EXEC_NO_KERNEL, "%s: unknown backend id 0x%x", describe(cmd.cmd), cmd.backend);
+      fail(CCV_NNC_EXEC_NO_KERNEL, "%s: backend %s does not implement it", describe(cmd.cmd), b);
+    }
+    if (!accepts(*k, cmd, inputs, input_size, outputs, output_size)) no_kernel(cmd, inputs, input_size, outputs, output_size);
+    return k;
+  }
+  for (const Kernel& k : r.kernels(cmd.cmd))
+    if (accepts(k, cmd, inputs, input_size, outputs, output_size)) return &k;
+  no_kernel(cmd, inputs, input_size, outputs, output_size);
+}
+
+// Shared checks of an execution; returns the command's description (NULL for
+// the special commands).
+const CommandInfo* validate(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flags,
+                            ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                            int output_size) {
+  NNC_CHECK(input_size >= 0 && output_size >= 0, "%s: negative tensor count (%d inputs, %d outputs)",
+            describe(cmd.cmd), input_size, output_size);
+  NNC_CHECK(input_size == 0 || inputs, "%s: %d inputs but the input array is NULL", describe(cmd.cmd), input_size);
+  NNC_CHECK(output_size == 0 || outputs, "%s: %d outputs but the output array is NULL", describe(cmd.cmd), output_size);
+  NNC_CHECK(!(flags & CCV_NNC_ACCUMULATE_OUTPUT), "%s: CCV_NNC_ACCUMULATE_OUTPUT is not supported", describe(cmd.cmd));
+  for (int i = 0; i < input_size; i++)
+    if (inputs[i]) check_tensor(inputs[i], "input", i, cmd.cmd);
+  for (int i = 0; i < output_size; i++)
+    if (outputs[i]) check_tensor(outputs[i], "output", i, cmd.cmd);
+  if (is_special(cmd.cmd)) return nullptr;
+  const CommandInfo* info = registry().command(cmd.cmd);
+  if (!info) {
+    if (!cmd_name(cmd.cmd)) fail(CCV_NNC_EXEC_INVALID, "unknown command id 0x%x", cmd.cmd);
+    fail(CCV_NNC_EXEC_NO_KERNEL, "%s is not implemented in this build", describe(cmd.cmd));
+  }
+  if (info->validate) info->validate(cmd, hint, inputs, input_size, outputs, output_size);
+  return info;
+}
+
+int run_custom(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flags, ccv_nnc_tensor_t* const* inputs,
+               int input_size, ccv_nnc_tensor_t* const* outputs, int output_size, ccv_nnc_stream_context_t* stream) {
+  NNC_CHECK(cmd.isa && cmd.isa->exec, "%s: the command has no exec function (isa is NULL)", describe(cmd.cmd));
+  const int code = cmd.isa->exec(cmd, hint, flags, inputs, input_size, outputs, output_size, stream);
+  if (code != CCV_NNC_EXEC_SUCCESS && error_message().empty())
+    set_error_message(format("%s: the custom exec function returned %d", describe(cmd.cmd), code));
+  return code;
+}
+
+}  // namespace
+
+const char* cmd_name(uint32_t cmd) { return lookup(kCommandNames, std::size(kCommandNames), cmd); }
+const char* backend_name(uint32_t backend) { return lookup(kBackendNames, std::size(kBackendNames), backend); }
+
+ccv_nnc_cmd_t make_cmd(uint32_t cmd, ccv_nnc_cmd_vtab_t* isa, const ccv_nnc_cmd_param_t& params, int flags) {
+  (void)flags;
+  ccv_nnc_cmd_t c;
+  std::memset(&c, 0, sizeof(c));
+  c.info = params;
+  c.algorithm = -1;
+  if (!cmd_name(cmd)) {
+    set_error_message(format("ccv_nnc_cmd: unknown command id 0x%x; made a NOOP instead", cmd));
+    c.cmd = CCV_NNC_NOOP;
+    return c;
+  }
+  c.cmd = cmd;
+  if (cmd == CCV_NNC_CUSTOM_FORWARD || cmd == CCV_NNC_CUSTOM_BACKWARD) c.isa = isa;
+  return c;
+}
+
+int cmd_exec(const ccv_nnc_cmd_t& cmd, ccv_nnc_hint_t hint, int flags, ccv_nnc_tensor_t* const* inputs, int input_size,
+             ccv_nnc_tensor_t* const* outputs, int output_size, ccv_nnc_stream_context_t* stream) {
+  const CommandInfo* info = validate(cmd, hint, flags, inputs, input_size, outputs, output_size);
+  if (cmd.cmd == CCV_NNC_NOOP) return CCV_NNC_EXEC_SUCCESS;
+  if (cmd.cmd == CCV_NNC_GRAPH_FORWARD || cmd.cmd == CCV_NNC_GRAPH_BACKWARD)
+    fail(CCV_NNC_EXEC_INVALID, "%s runs only inside a graph", describe(cmd.cmd));
+  if (!info) {  // custom command
+    NNC_CHECK(cmd.isa && cmd.isa->exec, "%s: the command has no exec function (isa is NULL)", describe(cmd.cmd));
+    if (!stream) return run_custom(cmd, hint, flags, inputs, input_size, outputs, output_size, nullptr);
+    std::vector<ccv_nnc_tensor_t*> in(inputs, inputs + input_size), out(outputs, outputs + output_size);
+    stream_enqueue(stream, [=, in = std::move(in), out = std::move(out)]() {
+      return run_custom(cmd, hint, flags, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()), stream);
+    });
+    return CCV_NNC_EXEC_SUCCESS;
+  }
+  if (info->windowed && is_no_hint(hint) && input_size > 0 && output_size > 0 && inputs[0] && outputs[0])
+    hint = hint_auto(cmd.info, inputs[0]->info, outputs[0]->info);
+  const Kernel* k = choose_kernel(cmd, inputs, input_size, outputs, output_size);
+  if (!stream) {
+    const int code = k->exec(cmd, hint, flags, inputs, input_size, outputs, output_size, nullptr);
+    if (code != CCV_NNC_EXEC_SUCCESS && error_message().empty())
+      set_error_message(format("%s: backend %s failed with %d", describe(cmd.cmd), backend_name(k->backend), code));
+    return code;
+  }
+  std::vector<ccv_nnc_tensor_t*> in(inputs, inputs + input_size), out(outputs, outputs + output_size);
+  const ccv_nnc_cmd_exec_f exec = k->exec;
+  stream_enqueue(stream, [=, in = std::move(in), out = std::move(out)]() {
+    return exec(cmd, hint, flags, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()), stream);
+  });
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+uint32_t find_backend(const ccv_nnc_cmd_t& cmd, int memory, int formats, int datatypes) {
+  for (const Kernel& k : registry().kernels(cmd.cmd)) {
+    if ((k.tensor_memory & memory) == memory && (k.tensor_formats & formats) == formats &&
+        (k.tensor_datatypes & datatypes) == datatypes)
+      return k.backend;
+  }
+  return CCV_NNC_NO_BACKEND;
+}
+
+ccv_nnc_cmd_t cmd_autotune(const ccv_nnc_cmd_t& cmd, size_t max_workspace_size, const ccv_nnc_hint_t& hint, int flags,
+                           ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                           int output_size, ccv_nnc_stream_context_t* stream) {
+  const CommandInfo* info = validate(cmd, hint, flags, inputs, input_size, outputs, output_size);
+  if (!info) return cmd;
+  ccv_nnc_hint_t h = hint;
+  if (info->windowed && is_no_hint(h) && input_size > 0 && output_size > 0 && inputs[0] && outputs[0])
+    h = hint_auto(cmd.info, inputs[0]->info, outputs[0]->info);
+  // Timing runs overwrite the outputs; if an output is also an input, running
+  // more than once would change the inputs of later runs. Keep the default.
+  for (int i = 0; i < output_size; i++)
+    for (int j = 0; j < input_size; j++)
+      if (outputs[i] && inputs[j] && outputs[i]->data.ptr == inputs[j]->data.ptr) return cmd;
+  if (stream) stream_wait(stream);
+  ccv_nnc_cmd_t best = cmd;
+  double best_time = std::numeric_limits<double>::infinity();
+  for (const Kernel& k : registry().kernels(cmd.cmd)) {
+    if (cmd.backend && k.backend != cmd.backend) continue;
+    if (!accepts(k, cmd, inputs, input_size, outputs, output_size)) continue;
+    ccv_nnc_cmd_t candidate = cmd;
+    candidate.backend = k.backend;
+    if (k.autotune) {
+      candidate.algorithm = k.autotune(candidate, max_workspace_size, h, flags, inputs, input_size, outputs, output_size, nullptr);
+    }
+    const int first = k.autotune ? candidate.algorithm : 0;
+    const int last = k.autotune ? candidate.algorithm : std::max(k.algorithms, 1) - 1;
+    for (int a = first; a <= last; a++) {
+      candidate.algorithm = a;
+      if (k.exec(candidate, h, flags, inputs, input_size, outputs, output_size, nullptr) != CCV_NNC_EXEC_SUCCESS) continue;
+      double t = std::numeric_limits<double>::infinity();
+      for (int rep = 0; rep < 3; rep++) {
+        const auto start = std::chrono::steady_clock::now();
+        k.exec(candidate, h, flags, inputs, input_size, outputs, output_size, nullptr);
+        t = std::min(t, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      }
+      if (t < best_time) {
+        best_time = t;
+        best = candidate;
+      }
+    }
+  }
+  clear_error_message();
+  return best;
+}
+
+int cmd_bitmask(const ccv_nnc_cmd_t& cmd, int input_size, int output_size, const uint64_t* input_bitmasks,
+                int input_bitmask_size, const uint64_t* output_bitmasks, int output_bitmask_size) {
+  NNC_CHECK(input_size >= 0 && output_size >= 0 && input_bitmask_size >= 0 && output_bitmask_size >= 0,
+            "ccv_nnc_cmd_bitmask: negative sizes");
+  NNC_CHECK(input_bitmask_size == 0 || input_bitmasks, "ccv_nnc_cmd_bitmask: input_bitmasks is NULL");
+  NNC_CHECK(output_bitmask_size == 0 || output_bitmasks, "ccv_nnc_cmd_bitmask: output_bitmasks is NULL");
+  if (cmd.cmd == CCV_NNC_NOOP || cmd.cmd == CCV_NNC_CUSTOM_FORWARD || cmd.cmd == CCV_NNC_CUSTOM_BACKWARD) return 1;
+  const CommandInfo* info = registry().command(cmd.cmd);
+  if (!info) return 0;
+  if (info->bitmask)
+    return info->bitmask(cmd.info, input_size, output_size, input_bitmasks, input_bitmask_size, output_bitmasks,
+                         output_bitmask_size) ? 1 : 0;
+  for (int i = 0; i < input_size; i++)
+    if (!bit(input_bitmasks, input_bitmask_size, i)) return 0;
+  for (int i = 0; i < output_size; i++)
+    if (!bit(output_bitmasks, output_bitmask_size, i)) return 0;
+  return 1;
+}
+
+int cmd_inplace(const ccv_nnc_cmd_t& cmd, int input_idx, int input_size, int output_idx, int output_size, bool enforce) {
+  if (input_idx < 0 || input_idx >= input_size || output_idx < 0 || output_idx >= output_size) return 0;
+  const CommandInfo* info = registry().command(cmd.cmd);
+  if (!info) return 0;
+  const InplaceFn f = enforce ? info->enforce_inplace : info->allow_inplace;
+  return f && f(cmd.info, input_idx, input_size, output_idx, output_size) ? 1 : 0;
+}
+
+void hint_tensor_auto(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_param_t* inputs, int input_size,
+                      const ccv_nnc_hint_t& hint, ccv_nnc_tensor_param_t* outputs, int output_size) {
+  NNC_CHECK(input_size >= 0 && output_size >= 0, "ccv_nnc_hint_tensor_auto: negative sizes");
+  NNC_CHECK(input_size == 0 || inputs, "ccv_nnc_hint_tensor_auto: inputs is NULL");
+  NNC_CHECK(output_size == 0 || outputs, "ccv_nnc_hint_tensor_auto: outputs is NULL");
+  if (output_size == 0) return;
+  // Compute into a scratch copy so a failure leaves the outputs untouched.
+  std::vector<ccv_nnc_tensor_param_t> out(outputs, outputs + output_size);
+  if (cmd.cmd == CCV_NNC_CUSTOM_FORWARD || cmd.cmd == CCV_NNC_CUSTOM_BACKWARD) {
+    if (cmd.isa && cmd.isa->tensor_auto)
+      cmd.isa->tensor_auto(cmd, inputs, input_size, hint, out.data(), output_size);
+    else
+      shape::same_as_first_input(cmd.info, inputs, input_size, hint, out.data(), output_size);
+  } else if (cmd.cmd == CCV_NNC_NOOP) {
+    return;
+  } else {
+    const CommandInfo* info = registry().command(cmd.cmd);
+    NNC_CHECK(info || cmd_name(cmd.cmd), "ccv_nnc_hint_tensor_auto: unknown command id 0x%x", cmd.cmd);
+    const TensorAutoFn f = info && info->tensor_auto ? info->tensor_auto : shape::same_as_first_input;
+    f(cmd.info, inputs, input_size, hint, out.data(), output_size);
+  }
+  std::copy(out.begin(), out.end(), outputs);
+}
+
+bool is_no_hint(const ccv_nnc_hint_t& hint) {
+  static const ccv_nnc_hint_t zero = {};
+  return std::memcmp(&hint, &zero, sizeof(hint)) == 0;
+}
+
+int spatial_offset(const ccv_nnc_tensor_param_t& params, int* count) {
+  const int nd = nd_of(params.dim);
+  *count = 0;
+  switch (params.format) {
+    case CCV_TENSOR_FORMAT_NHWC:  // [N,] H, W, C
+      if (nd < 2) return -1;
+      *count = std::min(nd - 1, CCV_NNC_MAX_DIM);
+      return nd - 1 - *count;
+    case CCV_TENSOR_FORMAT_NCHW:  // [N,] C, H, W
+      if (nd < 2) return -1;
+      *count = std::min(nd - 1, CCV_NNC_MAX_DIM);
+      return nd - *count;
+    case CCV_TENSOR_FORMAT_CHWN:  // C, H, W, N
+      if (nd < 3) return -1;
+      *count = std::min(nd - 2, CCV_NNC_MAX_DIM);
+      return 1;
+  }
+  return -1;
+}
+
+ccv_nnc_hint_t hint_auto(const ccv_nnc_cmd_param_t& cmd, const ccv_nnc_tensor_param_t& a,
+                         const ccv_nnc_tensor_param_t& b) {
+  ccv_nnc_hint_t hint;
+  std::memset(&hint, 0, sizeof(hint));
+  int na = 0, nb = 0;
+  const int oa = spatial_offset(a, &na);
+  const int ob = spatial_offset(b, &nb);
+  if (oa < 0 || ob < 0 || na != nb) return hint;
+  for (int i = 0; i < na; i++) {
+    const int x = a.dim[oa + i], y = b.dim[ob + i];
+    const int k = cmd.size.dim[i] > 0 ? cmd.size.dim[i] : 1;
+    if (x <= 0 || y <= 0) return ccv_nnc_hint_t{};
+    // The smallest stride that reaches y outputs with at most k-1 padding,
+    // then the padding that makes the output exactly y, split evenly.
+    int stride = std::max(1, (x + y - 1) / y);
+    if (y > 1) stride = std::max(1, std::min(stride, (x + k - 1 - k) / (y - 1) + ((x - k) % (y - 1) != 0 && x > k ? 1 : 0)));
+    int total = (y - 1) * stride + k - x;
+    if (total < 0 && y > 1) {
+      stride = std::max(1, (x - k) / (y - 1));
+      total = (y - 1) * stride + k - x;
+    }
+    total = std::max(total, 0);
+    hint.stride.dim[i] = stride;
+    hint.border.begin[i] = total / 2;
+    hint.border.end[i] = total - total / 2;
+  }
+  return hint;
+}
+
+int hint_verify(const ccv_nnc_hint_t& hint, const ccv_nnc_cmd_param_t& cmd, const ccv_nnc_tensor_param_t& a,
+                const ccv_nnc_tensor_param_t& b) {
+  int na = 0, nb = 0;
+  const int oa = spatial_offset(a, &na);
+  const int ob = spatial_offset(b, &nb);
+  if (oa < 0 || ob < 0 || na != nb) return 0;
+  for (int i = 0; i < na; i++) {
+    const int stride = hint.stride.dim[i] > 0 ? hint.stride.dim[i] : 1;
+    const int begin = hint.border.begin[i], end = hint.border.end[i];
+    const int k = cmd.size.dim[i] > 0 ? cmd.size.dim[i] : 1;
+    if (begin < 0 || end < 0 || hint.stride.dim[i] < 0) return 0;
+    const int span = a.dim[oa + i] + begin + end - k;
+    if (span < 0 || span / stride + 1 != b.dim[ob + i]) return 0;
+  }
+  return 1;
+}
+
+}  // namespace nnc

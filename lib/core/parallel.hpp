@@ -1,0 +1,37 @@
+// The library's one thread pool, and the rule that keeps busy threads at or
+// below the number of cores: a multi-threaded kernel (a parallel_for over the
+// pool, or an OpenBLAS call, which uses OpenBLAS's own threads) runs only
+// while holding the compute lock. Work from different streams therefore
+// takes turns on the cores instead of oversubscribing them. Small kernels
+// that run on the calling thread need no lock.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <mutex>
+
+namespace nnc {
+
+// Number of threads kernels may use (the cores of this machine, or
+// NNC_NUM_THREADS from the environment when set at first use).
+size_t thread_count();
+
+// body must not throw (it runs on pool threads).
+// Run body(begin, end) over [0, n) in chunks of at least `grain` items, on
+// the pool. Runs inline when n is small, there is one thread, or the caller is
+// already a pool worker (nested parallelism runs serially).
+void parallel_for(size_t n, size_t grain, const std::function<void(size_t begin, size_t end)>& body);
+
+// Hold while calling a multi-threaded library (OpenBLAS).
+std::unique_lock<std::recursive_mutex> compute_lock();
+
+// CPU features, detected once with cpuinfo.
+struct CpuFeatures {
+  bool avx2 = false;
+  bool fma3 = false;
+  bool f16c = false;
+  bool avx512f = false;
+};
+const CpuFeatures& cpu_features();
+
+}  // namespace nnc
