@@ -344,19 +344,20 @@ ccv_nnc_hint_t hint_auto(const ccv_nnc_cmd_param_t& cmd, const ccv_nnc_tensor_pa
     const int x = a.dim[oa + i], y = b.dim[ob + i];
     const int k = cmd.size.dim[i] > 0 ? cmd.size.dim[i] : 1;
     if (x <= 0 || y <= 0) return ccv_nnc_hint_t{};
-    // The smallest stride that reaches y outputs with at most k-1 padding,
-    // then the padding that makes the output exactly y, split evenly.
-    int stride = std::max(1, (x + y - 1) / y);
-    if (y > 1) stride = std::max(1, std::min(stride, (x + k - 1 - k) / (y - 1) + ((x - k) % (y - 1) != 0 && x > k ? 1 : 0)));
-    int total = (y - 1) * stride + k - x;
-    if (total < 0 && y > 1) {
-      stride = std::max(1, (x - k) / (y - 1));
-      total = (y - 1) * stride + k - x;
+    // The smallest stride for which some padding below the window size gives
+    // exactly y outputs: (x + pad - k) / stride + 1 == y. The padding is the
+    // least that reaches y, split evenly with the odd one at the end.
+    int found = 0;
+    for (int stride = 1; stride <= x + 1 && !found; stride++) {
+      const int pad = std::max(0, (y - 1) * stride + k - x);
+      if (pad > k - 1 || x + pad - k < 0) continue;
+      if ((x + pad - k) / stride + 1 != y) continue;
+      hint.stride.dim[i] = stride;
+      hint.border.begin[i] = pad / 2;
+      hint.border.end[i] = pad - pad / 2;
+      found = 1;
     }
-    total = std::max(total, 0);
-    hint.stride.dim[i] = stride;
-    hint.border.begin[i] = total / 2;
-    hint.border.end[i] = total - total / 2;
+    if (!found) return ccv_nnc_hint_t{};
   }
   return hint;
 }
