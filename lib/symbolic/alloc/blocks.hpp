@@ -78,7 +78,11 @@ struct Layout {
   std::vector<std::uint64_t> buffers;
 };
 
-Layout plan_nnc(const Blocks& blocks);
+// Which tensors a round of the NNC planner starts from: the most interfering
+// (paired with larger companions, libnnc's choice) or the largest (the
+// seed's first description).
+enum class NncSelection { interference_first, size_first };
+Layout plan_nnc(const Blocks& blocks, NncSelection selection);
 Layout plan_greedy(const Blocks& blocks);
 
 // A loop body unrolled until every carried pair can share memory: `unrolled`

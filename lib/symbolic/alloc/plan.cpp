@@ -14,6 +14,7 @@ const char* planner_name(Planner p) {
     case Planner::best: return "best";
     case Planner::nnc: return "nnc";
     case Planner::greedy: return "greedy";
+    case Planner::nnc_interference: return "nnc-oc";
   }
   return "?";
 }
@@ -62,9 +63,14 @@ Result<Plan> plan_flat(const Problem& q, Planner which, const std::vector<std::v
   if (!built) return Result<Plan>::failure(built.error());
   const Blocks& bs = built.value();
   const std::size_t n = q.tensors.size();
-  if (which == Planner::nnc) return assemble(bs, detail::plan_nnc(bs), Planner::nnc, n);
+  auto nnc = [&] {
+    return assemble(bs, detail::plan_nnc(bs, detail::NncSelection::size_first), Planner::nnc, n);
+  };
+  if (which == Planner::nnc_interference)
+    return assemble(bs, detail::plan_nnc(bs, detail::NncSelection::interference_first), Planner::nnc_interference, n);
+  if (which == Planner::nnc) return nnc();
   if (which == Planner::greedy) return assemble(bs, detail::plan_greedy(bs), Planner::greedy, n);
-  Plan a = assemble(bs, detail::plan_nnc(bs), Planner::nnc, n);
+  Plan a = nnc();
   Plan b = assemble(bs, detail::plan_greedy(bs), Planner::greedy, n);
   return b.arena < a.arena ? b : a;
 }

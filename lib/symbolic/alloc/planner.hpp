@@ -100,8 +100,12 @@ struct SubGraph {
 
 enum class Planner {
   best,    // the better of nnc and greedy (ties go to nnc): what the compiler uses
-  nnc,     // nnc-tensor-allocation.txt: allocation graph with partial reuse
+  nnc,     // nnc-tensor-allocation.txt: allocation graph with partial reuse, largest first
   greedy,  // TFLite's greedy by size (the baseline)
+  // The NNC planner with libnnc's candidate choice (most interfering first,
+  // paired with larger companions). Kept for comparison: on real networks it
+  // starts many narrow buffers and lands well above the bound.
+  nnc_interference,
 };
 
 struct Problem {
