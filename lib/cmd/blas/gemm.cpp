@@ -1,0 +1,370 @@
+// GEMM's description: shape rules, validation, output shapes, which tensors
+// may be absent, and the reduction of forward and backward to one product.
+#include "cmd/blas/gemm.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace nnc::gemm {
+
+bool transpose_ok(int nd, const int t[2]) {
+  if (!is_transposed(t)) return true;
+  if (nd < 2) return false;
+  const int lo = std::min(t[0], t[1]), hi = std::max(t[0], t[1]);
+  return lo == nd - 2 && hi == nd - 1;
+}
+
+namespace {
+
+Operand operand_from(const int* dim, int nd, const int64_t* stride, unsigned char* data) {
+  Operand o;
+  o.data = data;
+  if (nd == 1) {
+    o.rows = 1, o.cols = dim[0];
+    o.cs = stride[0], o.rs = stride[0] * dim[0];
+    return o;
+  }
+  o.rows = dim[nd - 2], o.cols = dim[nd - 1];
+  o.rs = stride[nd - 2], o.cs = stride[nd - 1];
+  o.batch_nd = nd - 2;
+  for (int i = 0; i < nd - 2; i++) o.bdim[i] = dim[i], o.bstride[i] = stride[i];
+  return o;
+}
+
+// Batch dimension i of b (right-aligned to nd), 1 where x has none.
+int aligned_dim(const Operand& x, int nd, int i) {
+  const int j = i - (nd - x.batch_nd);
+  return j < 0 ? 1 : x.bdim[j];
+}
+
+}  // namespace
+
+Operand operand(const Layout& l) { return operand_from(l.dim.data(), l.nd, l.stride.data(), l.data); }
+
+Operand operand(const int* dim) {
+  const int nd = nd_of(dim);
+  int64_t stride[kMaxDim] = {};
+  packed_strides(dim, nd, stride);
+  return operand_from(dim, nd, stride, nullptr);
+}
+
+bool broadcast(const Operand& x, const Operand& y, Batch* out) {
+  Batch b;
+  b.nd = std::max(x.batch_nd, y.batch_nd);
+  for (int i = 0; i < b.nd; i++) {
+    const int dx = aligned_dim(x, b.nd, i), dy = aligned_dim(y, b.nd, i);
+    if (dx != dy && dx != 1 && dy != 1) return false;
+    b.dim[i] = std::max(dx, dy);
+  }
+  *out = b;
+  return true;
+}
+
+bool broadcasts_to(const Operand& x, const Batch& b) {
+  for (int j = 0; j < x.batch_nd; j++) {
+    const int i = j - (x.batch_nd - b.nd);
+    if (i < 0) {
+      if (x.bdim[j] != 1) return false;
+    } else if (x.bdim[j] != 1 && x.bdim[j] != b.dim[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool same_batch(const Operand& x, const Batch& b) {
+  const int nd = std::max(x.batch_nd, b.nd);
+  for (int i = 0; i < nd; i++) {
+    const int j = i - (nd - b.nd);
+    if (aligned_dim(x, nd, i) != (j < 0 ? 1 : b.dim[j])) return false;
+  }
+  return true;
+}
+
+Factor factor(const Operand& x, bool trans, const Batch& batch) {
+  Factor f;
+  f.data = x.data;
+  f.trans = trans;
+  f.srows = x.rows, f.scols = x.cols;
+  f.rows = trans ? x.cols : x.rows;
+  f.cols = trans ? x.rows : x.cols;
+  f.rs = trans ? x.cs : x.rs;
+  f.cs = trans ? x.rs : x.cs;
+  // A single stored row has no meaningful row stride; BLAS still wants ld >= cols.
+  f.ld = x.rows == 1 ? std::max<int64_t>(x.rs, x.cols) : x.rs;
+  for (int i = 0; i < batch.nd; i++) {
+    const int j = i - (batch.nd - x.batch_nd);
+    f.bstride[i] = (j < 0 || x.bdim[j] == 1) ? 0 : x.bstride[j];
+  }
+  return f;
+}
+
+namespace {
+
+Product make(const Batch& batch, const Operand& a, bool ta, const Operand& b, bool tb, const Operand& c) {
+  Product p;
+  p.batch = batch;
+  p.A = factor(a, ta, batch);
+  p.B = factor(b, tb, batch);
+  p.C = factor(c, false, batch);
+  p.M = p.A.rows, p.K = p.A.cols, p.N = p.B.cols;
+  for (int i = 0; i < batch.nd; i++)
+    if (batch.dim[i] > 1 && p.C.bstride[i] == 0) p.reduce = true;
+  return p;
+}
+
+}  // namespace
+
+Product forward_product(const ccv_nnc_cmd_param_t& p, const Layout& a, const Layout& w, const Layout& b) {
+  const Operand oa = operand(a), ow = operand(w), ob = operand(b);
+  Batch batch;
+  broadcast(oa, ow, &batch);
+  return make(batch, oa, is_transposed(p.blas.transpose_a), ow, is_transposed(p.blas.transpose_b), ob);
+}
+
+// op(a) = g · op(w)^T, so a = g · op(w)^T or a = op(w) · g^T when a is transposed.
+Product da_product(const ccv_nnc_cmd_param_t& p, const Layout& g, const Layout& w, const Layout& da) {
+  const Operand og = operand(g), ow = operand(w), oda = operand(da);
+  Batch batch;
+  broadcast(oda, ow, &batch);
+  const bool ta = is_transposed(p.blas.transpose_a), tb = is_transposed(p.blas.transpose_b);
+  return ta ? make(batch, ow, tb, og, true, oda) : make(batch, og, false, ow, !tb, oda);
+}
+
+// op(w) = op(a)^T · g, so w = op(a)^T · g or w = g^T · op(a) when w is transposed.
+Product dw_product(const ccv_nnc_cmd_param_t& p, const Layout& g, const Layout& a, const Layout& dw) {
+  const Operand og = operand(g), oa = operand(a), odw = operand(dw);
+  Batch batch;
+  broadcast(oa, odw, &batch);
+  const bool ta = is_transposed(p.blas.transpose_a), tb = is_transposed(p.blas.transpose_b);
+  return tb ? make(batch, og, true, oa, ta, odw) : make(batch, oa, !ta, og, false, odw);
+}
+
+// ---------------------------------------------------------------------------
+// Validation
+
+namespace {
+
+std::string shape_of(const ccv_nnc_tensor_t* t) { return shape_string(t->info.dim); }
+
+std::string batch_string(const Batch& b) {
+  if (b.nd == 0) return "none";
+  std::string s;
+  for (int i = 0; i < b.nd; i++) s += (i ? "x" : "") + std::to_string(b.dim[i]);
+  return s;
+}
+
+void check_transpose(const char* cmd, const char* name, const int t[2], const ccv_nnc_tensor_t* x, const char* xname) {
+  const int nd = nd_of(x->info.dim);
+  if (transpose_ok(nd, t)) return;
+  if (nd < 2)
+    fail(CCV_NNC_EXEC_INVALID, "%s: %s = (%d, %d) but %s is 1-d (%s) and cannot be transposed", cmd, name, t[0], t[1],
+         xname, shape_of(x).c_str());
+  fail(CCV_NNC_EXEC_INVALID, "%s: %s = (%d, %d) does not name the last two axes of %s (%d-d, %s); use (%d, %d)", cmd,
+       name, t[0], t[1], xname, nd, shape_of(x).c_str(), nd - 2, nd - 1);
+}
+
+void check_datatypes(const char* cmd, std::initializer_list<std::pair<const char*, const ccv_nnc_tensor_t*>> ts) {
+  const ccv_nnc_tensor_t* first = nullptr;
+  const char* first_name = nullptr;
+  for (const auto& [name, t] : ts) {
+    if (!t) continue;
+    if (!first) {
+      first = t, first_name = name;
+      continue;
+    }
+    const int x = CCV_GET_DATA_TYPE(t->info.datatype), y = CCV_GET_DATA_TYPE(first->info.datatype);
+    if (x != y)
+      fail(CCV_NNC_EXEC_INVALID, "%s: data types differ: %s is %s but %s is %s", cmd, first_name, datatype_name(y), name,
+           datatype_name(x));
+  }
+}
+
+void check_bias(const char* cmd, const char* name, const ccv_nnc_tensor_t* bias, int n) {
+  const int nd = nd_of(bias->info.dim);
+  size_t count = 1;
+  for (int i = 0; i < nd; i++) count *= static_cast<size_t>(bias->info.dim[i]);
+  if (bias->info.dim[nd - 1] != n || count != static_cast<size_t>(n))
+    fail(CCV_NNC_EXEC_INVALID, "%s: %s is %s but the output has n = %d columns; it must be [%d]", cmd, name,
+         shape_of(bias).c_str(), n, n);
+}
+
+}  // namespace
+
+void validate_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                      ccv_nnc_tensor_t* const* outputs, int output_size) {
+  const char* name = "GEMM_FORWARD";
+  NNC_CHECK(input_size == 2 || input_size == 3, "%s takes 2 or 3 inputs (a, w[, bias]), got %d", name, input_size);
+  NNC_CHECK(output_size == 1, "%s takes 1 output (b), got %d", name, output_size);
+  const ccv_nnc_tensor_t* a = inputs[0];
+  const ccv_nnc_tensor_t* w = inputs[1];
+  const ccv_nnc_tensor_t* bias = input_size > 2 ? inputs[2] : nullptr;
+  const ccv_nnc_tensor_t* b = outputs[0];
+  NNC_CHECK(a, "%s: input a (0) is NULL", name);
+  NNC_CHECK(w, "%s: input w (1) is NULL", name);
+  NNC_CHECK(b, "%s: output b (0) is NULL", name);
+  check_datatypes(name, {{"a", a}, {"w", w}, {"bias", bias}, {"b", b}});
+  const int* ta = cmd.info.blas.transpose_a;
+  const int* tb = cmd.info.blas.transpose_b;
+  check_transpose(name, "transpose_a", ta, a, "a");
+  check_transpose(name, "transpose_b", tb, w, "w");
+  const Operand oa = operand(a->info.dim), ow = operand(w->info.dim), ob = operand(b->info.dim);
+  const int m = is_transposed(ta) ? oa.cols : oa.rows, k = is_transposed(ta) ? oa.rows : oa.cols;
+  const int kw = is_transposed(tb) ? ow.cols : ow.rows, n = is_transposed(tb) ? ow.rows : ow.cols;
+  if (k != kw)
+    fail(CCV_NNC_EXEC_INVALID,
+         "%s: inner dimensions differ: a is %s (m = %d, k = %d after transpose_a) but w is %s (k = %d, n = %d after "
+         "transpose_b)",
+         name, shape_of(a).c_str(), m, k, shape_of(w).c_str(), kw, n);
+  Batch batch;
+  if (!broadcast(oa, ow, &batch))
+    fail(CCV_NNC_EXEC_INVALID, "%s: batch dimensions of a (%s) and w (%s) cannot broadcast (each must be 1 or equal)",
+         name, shape_of(a).c_str(), shape_of(w).c_str());
+  if (ob.rows != m || ob.cols != n || !same_batch(ob, batch))
+    fail(CCV_NNC_EXEC_INVALID, "%s: output b is %s but a (%s) times w (%s) gives batch %s and a %dx%d matrix", name,
+         shape_of(b).c_str(), shape_of(a).c_str(), shape_of(w).c_str(), batch_string(batch).c_str(), m, n);
+  if (bias) check_bias(name, "bias", bias, n);
+}
+
+void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
+                       int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
+  const char* name = "GEMM_BACKWARD";
+  NNC_CHECK(input_size >= 1 && input_size <= 5, "%s takes 1 to 5 inputs (g, a, w[, bias, b]), got %d", name,
+            input_size);
+  NNC_CHECK(output_size >= 1 && output_size <= 3, "%s takes 1 to 3 outputs (da, dw, dbias), got %d", name,
+            output_size);
+  const BackwardArgs t = backward_args(inputs, input_size, outputs, output_size);
+  NNC_CHECK(t.g, "%s: input g (0), the gradient of b, is NULL", name);
+  NNC_CHECK(t.da || t.dw || t.dbias, "%s: every output (da, dw, dbias) is NULL; nothing to compute", name);
+  NNC_CHECK(!t.da || t.w, "%s: computing da needs w (input 2), which is NULL", name);
+  NNC_CHECK(!t.dw || t.a, "%s: computing dw needs a (input 1), which is NULL", name);
+  check_datatypes(name, {{"g", t.g}, {"a", t.a}, {"w", t.w}, {"da", t.da}, {"dw", t.dw}, {"dbias", t.dbias}});
+  const int* ta = cmd.info.blas.transpose_a;
+  const int* tb = cmd.info.blas.transpose_b;
+  if (t.a) check_transpose(name, "transpose_a", ta, t.a, "a");
+  if (t.da) check_transpose(name, "transpose_a", ta, t.da, "da");
+  if (t.w) check_transpose(name, "transpose_b", tb, t.w, "w");
+  if (t.dw) check_transpose(name, "transpose_b", tb, t.dw, "dw");
+  auto same_shape = [&](const ccv_nnc_tensor_t* x, const char* xn, const ccv_nnc_tensor_t* y, const char* yn) {
+    if (!x || !y) return;
+    if (std::memcmp(x->info.dim, y->info.dim, sizeof(x->info.dim)) != 0)
+      fail(CCV_NNC_EXEC_INVALID, "%s: %s is %s but %s is %s; they must have the same shape", name, xn,
+           shape_of(x).c_str(), yn, shape_of(y).c_str());
+  };
+  same_shape(t.a, "a", t.da, "da");
+  same_shape(t.w, "w", t.dw, "dw");
+  const Operand og = operand(t.g->info.dim);
+  const Batch gb = [&] {
+    Batch b;
+    b.nd = og.batch_nd;
+    b.dim = og.bdim;
+    return b;
+  }();
+  const int m = og.rows, n = og.cols;
+  int k = -1;
+  const ccv_nnc_tensor_t* ax = t.a ? t.a : t.da;
+  const ccv_nnc_tensor_t* wx = t.w ? t.w : t.dw;
+  const char* an = t.a ? "a" : "da";
+  const char* wn = t.w ? "w" : "dw";
+  if (ax) {
+    const Operand oa = operand(ax->info.dim);
+    const int am = is_transposed(ta) ? oa.cols : oa.rows;
+    k = is_transposed(ta) ? oa.rows : oa.cols;
+    if (am != m || !broadcasts_to(oa, gb))
+      fail(CCV_NNC_EXEC_INVALID, "%s: g is %s but %s is %s (m = %d after transpose_a); g must be the shape of b", name,
+           shape_of(t.g).c_str(), an, shape_of(ax).c_str(), am);
+  }
+  if (wx) {
+    const Operand ow = operand(wx->info.dim);
+    const int wk = is_transposed(tb) ? ow.cols : ow.rows, wn_ = is_transposed(tb) ? ow.rows : ow.cols;
+    if (wn_ != n || !broadcasts_to(ow, gb))
+      fail(CCV_NNC_EXEC_INVALID, "%s: g is %s but %s is %s (n = %d after transpose_b); g must be the shape of b", name,
+           shape_of(t.g).c_str(), wn, shape_of(wx).c_str(), wn_);
+    if (k >= 0 && wk != k)
+      fail(CCV_NNC_EXEC_INVALID, "%s: inner dimensions differ: %s is %s (k = %d) but %s is %s (k = %d)", name, an,
+           shape_of(ax).c_str(), k, wn, shape_of(wx).c_str(), wk);
+  }
+  if (ax && wx) {
+    Batch batch;
+    const Operand oa = operand(ax->info.dim), ow = operand(wx->info.dim);
+    if (!broadcast(oa, ow, &batch) || !same_batch(og, batch))
+      fail(CCV_NNC_EXEC_INVALID, "%s: g is %s but %s (%s) times %s (%s) gives batch %s", name, shape_of(t.g).c_str(),
+           an, shape_of(ax).c_str(), wn, shape_of(wx).c_str(), batch_string(batch).c_str());
+  }
+  if (t.dbias) check_bias(name, "dbias", t.dbias, n);
+}
+
+// ---------------------------------------------------------------------------
+// Output shapes
+
+void tensor_auto_forward(const ccv_nnc_cmd_param_t& params, const ccv_nnc_tensor_param_t* inputs, int input_size,
+                         const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
+  if (output_size < 1) return;
+  NNC_CHECK(input_size >= 2, "GEMM_FORWARD: output shape needs a and w, got %d inputs", input_size);
+  const ccv_nnc_tensor_param_t& a = inputs[0];
+  const ccv_nnc_tensor_param_t& w = inputs[1];
+  const int a_nd = nd_of(a.dim), w_nd = nd_of(w.dim);
+  NNC_CHECK(a_nd >= 1 && w_nd >= 1, "GEMM_FORWARD: a (%s) and w (%s) must have dimensions", shape_string(a.dim).c_str(),
+            shape_string(w.dim).c_str());
+  const int* ta = params.blas.transpose_a;
+  const int* tb = params.blas.transpose_b;
+  NNC_CHECK(transpose_ok(a_nd, ta), "GEMM_FORWARD: transpose_a = (%d, %d) does not name the last two axes of a (%s)",
+            ta[0], ta[1], shape_string(a.dim).c_str());
+  NNC_CHECK(transpose_ok(w_nd, tb), "GEMM_FORWARD: transpose_b = (%d, %d) does not name the last two axes of w (%s)",
+            tb[0], tb[1], shape_string(w.dim).c_str());
+  const Operand oa = operand(a.dim), ow = operand(w.dim);
+  const int m = is_transposed(ta) ? oa.cols : oa.rows, k = is_transposed(ta) ? oa.rows : oa.cols;
+  const int kw = is_transposed(tb) ? ow.cols : ow.rows, n = is_transposed(tb) ? ow.rows : ow.cols;
+  NNC_CHECK(k == kw, "GEMM_FORWARD: inner dimensions differ: a is %s (k = %d) but w is %s (k = %d)",
+            shape_string(a.dim).c_str(), k, shape_string(w.dim).c_str(), kw);
+  Batch batch;
+  NNC_CHECK(broadcast(oa, ow, &batch), "GEMM_FORWARD: batch dimensions of a (%s) and w (%s) cannot broadcast",
+            shape_string(a.dim).c_str(), shape_string(w.dim).c_str());
+  NNC_CHECK(batch.nd + 2 <= kMaxDim, "GEMM_FORWARD: too many batch dimensions");
+  ccv_nnc_tensor_param_t b = a;
+  std::fill(std::begin(b.dim), std::end(b.dim), 0);
+  if (a_nd == 1 && batch.nd == 0) {
+    b.dim[0] = n;
+  } else {
+    for (int i = 0; i < batch.nd; i++) b.dim[i] = batch.dim[i];
+    b.dim[batch.nd] = m;
+    b.dim[batch.nd + 1] = n;
+  }
+  outputs[0] = b;
+}
+
+void tensor_auto_backward(const ccv_nnc_cmd_param_t& params, const ccv_nnc_tensor_param_t* inputs, int input_size,
+                          const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
+  NNC_CHECK(input_size >= 3, "GEMM_BACKWARD: output shapes need g, a and w, got %d inputs", input_size);
+  if (output_size > 0) outputs[0] = inputs[1];
+  if (output_size > 1) outputs[1] = inputs[2];
+  if (output_size > 2) {
+    const Operand ow = operand(inputs[2].dim);
+    ccv_nnc_tensor_param_t bias = inputs[2];
+    std::fill(std::begin(bias.dim), std::end(bias.dim), 0);
+    bias.dim[0] = is_transposed(params.blas.transpose_b) ? ow.rows : ow.cols;
+    outputs[2] = bias;
+  }
+}
+
+bool bitmask_forward(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
+                     int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size) {
+  return (input_size == 2 || input_size == 3) && output_size == 1 && bit(inputs, input_bitmask_size, 0) &&
+         bit(inputs, input_bitmask_size, 1) && bit(outputs, output_bitmask_size, 0);
+}
+
+bool bitmask_backward(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
+                      int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size) {
+  if (input_size < 1 || output_size < 1 || !bit(inputs, input_bitmask_size, 0)) return false;
+  const bool da = output_size > 0 && bit(outputs, output_bitmask_size, 0);
+  const bool dw = output_size > 1 && bit(outputs, output_bitmask_size, 1);
+  const bool dbias = output_size > 2 && bit(outputs, output_bitmask_size, 2);
+  if (!da && !dw && !dbias) return false;
+  if (da && !(input_size > 2 && bit(inputs, input_bitmask_size, 2))) return false;
+  if (dw && !(input_size > 1 && bit(inputs, input_bitmask_size, 1))) return false;
+  return true;
+}
+
+}  // namespace nnc::gemm

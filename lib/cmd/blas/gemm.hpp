@@ -1,0 +1,156 @@
+// GEMM: the family's shape rules and the one form every GEMM kernel runs.
+//
+// Shapes (libnnc's rule, from ccv_nnc_tensor_get_matrix_params in its public
+// ccv_nnc_easy.h): the last two dimensions of a tensor are the matrix (rows,
+// columns); a 1-d tensor [k] is one row; every dimension before the last two
+// is a batch dimension. transpose_a / transpose_b name the two axes to swap:
+// equal values mean no transpose, otherwise they must be the last two axes
+// ((0, 1) for a 2-d tensor, (nd - 2, nd - 1) for a batched one).
+//
+//   b = op(a) · op(w) + bias      op(a): [batch.., m, k]  op(w): [batch.., k, n]
+//
+// Batch dimensions are right-aligned and broadcast: each of a's and w's batch
+// dimensions is 1 (or absent) or equals the output's, so a 2-d w is shared by
+// every batch (the fully connected layer), a 3-d w pairs with a 3-d a, and a
+// 4-d [p, q, m, k] a is p·q products. b has the broadcast batch dimensions and
+// [m, n] (leading 1s on either side are ignored); a 1-d a with an unbatched w
+// gives a 1-d b [n]. bias, when present, has n elements in its last dimension
+// and is added to every row.
+//
+// Example (a fully connected layer, w is [n, k]):
+//
+//     ccv_nnc_cmd_param_t p = {};
+//     p.blas.a[0] = p.blas.a[1] = 1;
+//     p.blas.transpose_b[0] = 0, p.blas.transpose_b[1] = 1;
+//     ccv_nnc_cmd_t fc = ccv_nnc_cmd(CCV_NNC_GEMM_FORWARD, 0, p, 0);
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "core/registry.hpp"
+#include "core/tensor.hpp"
+
+namespace nnc::gemm {
+
+inline bool is_transposed(const int t[2]) { return t[0] != t[1]; }
+// No transpose, or the last two axes of an nd-dimensional tensor.
+bool transpose_ok(int nd, const int t[2]);
+
+// A tensor read as a batch of matrices, before any transpose.
+struct Operand {
+  unsigned char* data = nullptr;
+  int rows = 0, cols = 0;
+  int64_t rs = 0, cs = 0;  // element strides between rows and between columns
+  int batch_nd = 0;
+  std::array<int, kMaxDim> bdim{};
+  std::array<int64_t, kMaxDim> bstride{};
+};
+Operand operand(const Layout& l);
+Operand operand(const int* dim);  // shape only (packed strides, no data)
+
+// The batch dimensions of a product (right-aligned).
+struct Batch {
+  int nd = 0;
+  std::array<int, kMaxDim> dim{};
+  size_t count() const {
+    size_t c = 1;
+    for (int i = 0; i < nd; i++) c *= static_cast<size_t>(dim[i]);
+    return c;
+  }
+};
+// The broadcast of two operands' batch dimensions; false if they conflict.
+bool broadcast(const Operand& x, const Operand& y, Batch* out);
+// x's batch dimensions are each 1 or equal to b's (right-aligned).
+bool broadcasts_to(const Operand& x, const Batch& b);
+// x's batch dimensions are b's, leading 1s on either side ignored.
+bool same_batch(const Operand& x, const Batch& b);
+
+// One factor of a batched product: op(X) of a stored operand X.
+struct Factor {
+  unsigned char* data = nullptr;
+  int rows = 0, cols = 0;  // of op(X)
+  int64_t rs = 0, cs = 0;  // element strides of op(X)
+  bool trans = false;      // op(X) = X^T
+  int srows = 0, scols = 0;  // X as stored
+  int64_t ld = 0;            // X's leading dimension for row-major BLAS (its row stride)
+  std::array<int64_t, kMaxDim> bstride{};  // aligned to the product's batch; 0 where broadcast
+};
+Factor factor(const Operand& x, bool trans, const Batch& batch);
+
+// C (M x N) = A (M x K) · B (K x N) for every batch index. When C is shared by
+// several batch indices (the gradient of a broadcast operand) the products are
+// summed into it: `reduce`.
+struct Product {
+  Batch batch;
+  int M = 0, N = 0, K = 0;
+  Factor A, B, C;
+  bool reduce = false;
+};
+
+// The products of forward and backward (tensors already validated).
+Product forward_product(const ccv_nnc_cmd_param_t& p, const Layout& a, const Layout& w, const Layout& b);
+// da from g and w; dw from g and a.
+Product da_product(const ccv_nnc_cmd_param_t& p, const Layout& g, const Layout& w, const Layout& da);
+Product dw_product(const ccv_nnc_cmd_param_t& p, const Layout& g, const Layout& a, const Layout& dw);
+
+// Visit every batch index: f(offsets) with the element offsets of A, B, C.
+template <class F>
+void for_each_batch(const Product& p, F&& f) {
+  std::array<int, kMaxDim> idx{};
+  int64_t oa = 0, ob = 0, oc = 0;
+  const int nd = p.batch.nd;
+  for (;;) {
+    f(oa, ob, oc);
+    int d = nd - 1;
+    for (; d >= 0; d--) {
+      oa += p.A.bstride[d], ob += p.B.bstride[d], oc += p.C.bstride[d];
+      if (++idx[d] < p.batch.dim[d]) break;
+      oa -= p.A.bstride[d] * p.batch.dim[d], ob -= p.B.bstride[d] * p.batch.dim[d], oc -= p.C.bstride[d] * p.batch.dim[d];
+      idx[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+// CommandInfo pieces (gemm.cpp).
+void validate_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv_nnc_tensor_t* const* inputs,
+                      int input_size, ccv_nnc_tensor_t* const* outputs, int output_size);
+void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv_nnc_tensor_t* const* inputs,
+                       int input_size, ccv_nnc_tensor_t* const* outputs, int output_size);
+void tensor_auto_forward(const ccv_nnc_cmd_param_t& params, const ccv_nnc_tensor_param_t* inputs, int input_size,
+                         const ccv_nnc_hint_t& hint, ccv_nnc_tensor_param_t* outputs, int output_size);
+void tensor_auto_backward(const ccv_nnc_cmd_param_t& params, const ccv_nnc_tensor_param_t* inputs, int input_size,
+                          const ccv_nnc_hint_t& hint, ccv_nnc_tensor_param_t* outputs, int output_size);
+bool bitmask_forward(const ccv_nnc_cmd_param_t& params, int input_size, int output_size, const uint64_t* inputs,
+                     int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size);
+bool bitmask_backward(const ccv_nnc_cmd_param_t& params, int input_size, int output_size, const uint64_t* inputs,
+                      int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size);
+
+// The backward's tensors by role (NULL when absent).
+struct BackwardArgs {
+  ccv_nnc_tensor_t* g = nullptr;
+  ccv_nnc_tensor_t* a = nullptr;
+  ccv_nnc_tensor_t* w = nullptr;
+  ccv_nnc_tensor_t* da = nullptr;
+  ccv_nnc_tensor_t* dw = nullptr;
+  ccv_nnc_tensor_t* dbias = nullptr;
+};
+inline BackwardArgs backward_args(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                                  int output_size) {
+  BackwardArgs r;
+  r.g = input_size > 0 ? inputs[0] : nullptr;
+  r.a = input_size > 1 ? inputs[1] : nullptr;
+  r.w = input_size > 2 ? inputs[2] : nullptr;
+  r.da = output_size > 0 ? outputs[0] : nullptr;
+  r.dw = output_size > 1 ? outputs[1] : nullptr;
+  r.dbias = output_size > 2 ? outputs[2] : nullptr;
+  return r;
+}
+
+// Backends (gemm_cpu_ref.cpp, gemm_cpu_opt.cpp).
+void register_cpu_ref(Registry& r);
+void register_cpu_opt(Registry& r);
+
+}  // namespace nnc::gemm

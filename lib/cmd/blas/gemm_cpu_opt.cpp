@@ -1,0 +1,213 @@
+// GEMM on CPU_OPT: OpenBLAS (cblas_sgemm / cblas_dgemm), fp32 and fp64, for
+// tensors and views whose rows are unit-stride (the leading dimension is the
+// row stride). Nothing is allocated per call.
+//
+// A batch whose matrices sit one after another in memory, multiplied by a
+// shared w, is one GEMM with M = batch · m (the fully connected layer on a
+// batched input); the gradient of a shared w is likewise one GEMM over
+// K = batch · m. Other batches loop over GEMM calls. Bias: b is first filled
+// with the bias row, then GEMM adds the product (beta = 1).
+#include <cblas.h>
+
+#include <climits>
+#include <cstring>
+
+#include "cmd/blas/gemm.hpp"
+#include "core/error.hpp"
+#include "core/parallel.hpp"
+
+namespace nnc::gemm {
+
+namespace {
+
+constexpr int kFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CCV_TENSOR_FORMAT_CHWN;
+
+void blas(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float beta,
+          float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b,
+              ldb, beta, c, ldc);
+}
+void blas(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const double* b, int ldb, double beta,
+          double* c, int ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a, lda, b,
+              ldb, beta, c, ldc);
+}
+
+// Can BLAS address this tensor's matrices (unit-stride rows, int leading dimension)?
+bool blas_ok(const ccv_nnc_tensor_t* t) {
+  if (!t) return true;
+  const Layout l = layout_of(t);
+  const Operand o = operand(l);
+  if (o.cols != 1 && o.cs != 1) return false;
+  if (o.rows > 1 && o.rs < o.cols) return false;
+  return o.rs <= INT_MAX;
+}
+
+bool accept_forward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int, ccv_nnc_tensor_t* const* outputs, int) {
+  return blas_ok(inputs[0]) && blas_ok(inputs[1]) && blas_ok(outputs[0]);
+}
+
+bool accept_backward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                     ccv_nnc_tensor_t* const* outputs, int output_size) {
+  const BackwardArgs t = backward_args(inputs, input_size, outputs, output_size);
+  return blas_ok(t.g) && (!t.dw || blas_ok(t.a)) && (!t.da || blas_ok(t.w)) && blas_ok(t.da) && blas_ok(t.dw);
+}
+
+// Do f's matrices follow one another with `rows` rows each over the batch,
+// so that the batch is one matrix of rows · count rows?
+bool folds(const Factor& f, const Batch& batch, int64_t rows) {
+  int64_t expect = rows * f.ld;
+  for (int d = batch.nd - 1; d >= 0; d--) {
+    if (batch.dim[d] == 1) continue;
+    if (f.bstride[d] != expect) return false;
+    expect *= batch.dim[d];
+  }
+  return true;
+}
+
+bool shared(const Factor& f, const Batch& batch) {
+  for (int d = 0; d < batch.nd; d++)
+    if (f.bstride[d] != 0) return false;
+  return true;
+}
+
+// C (+)= A · B over the batch; beta = 1 keeps what C holds (the bias).
+template <class T>
+void run(const Product& p, T beta) {
+  T* const a = reinterpret_cast<T*>(p.A.data);
+  T* const b = reinterpret_cast<T*>(p.B.data);
+  T* const c = reinterpret_cast<T*>(p.C.data);
+  const int lda = static_cast<int>(p.A.ld), ldb = static_cast<int>(p.B.ld), ldc = static_cast<int>(p.C.ld);
+  const size_t count = p.batch.count();
+  if (count == 1) {
+    blas(p.A.trans, p.B.trans, p.M, p.N, p.K, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  const int64_t mm = static_cast<int64_t>(p.M) * static_cast<int64_t>(count);
+  if (!p.reduce && !p.A.trans && shared(p.B, p.batch) && mm <= INT_MAX && folds(p.A, p.batch, p.M) &&
+      folds(p.C, p.batch, p.M)) {
+    blas(false, p.B.trans, static_cast<int>(mm), p.N, p.K, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  const int64_t kk = static_cast<int64_t>(p.K) * static_cast<int64_t>(count);
+  if (p.reduce && shared(p.C, p.batch) && p.A.trans && !p.B.trans && kk <= INT_MAX && folds(p.A, p.batch, p.K) &&
+      folds(p.B, p.batch, p.K)) {
+    blas(true, false, p.M, p.N, static_cast<int>(kk), a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  if (p.reduce && beta == T(0)) {
+    // Several products land on each C: clear them all, then accumulate.
+    for_each_batch(p, [&](int64_t, int64_t, int64_t oc) {
+      for (int i = 0; i < p.M; i++) std::memset(c + oc + i * p.C.ld, 0, sizeof(T) * p.N);
+    });
+    beta = T(1);
+  }
+  for_each_batch(p, [&](int64_t oa, int64_t ob, int64_t oc) {
+    blas(p.A.trans, p.B.trans, p.M, p.N, p.K, a + oa, lda, b + ob, ldb, beta, c + oc, ldc);
+  });
+}
+
+// Fill every row of C with the bias.
+template <class T>
+void fill_bias(const Product& p, const ccv_nnc_tensor_t* bias) {
+  const Layout l = layout_of(bias, "bias");
+  const T* const src = reinterpret_cast<const T*>(l.data);
+  const int64_t step = l.stride[l.nd - 1];
+  T* const c = reinterpret_cast<T*>(p.C.data);
+  for_each_batch(p, [&](int64_t, int64_t, int64_t oc) {
+    for (int i = 0; i < p.M; i++) {
+      T* row = c + oc + i * p.C.ld;
+      if (step == 1) {
+        std::memcpy(row, src, sizeof(T) * p.N);
+      } else {
+        for (int j = 0; j < p.N; j++) row[j] = src[j * step];
+      }
+    }
+  });
+}
+
+template <class T>
+void forward_typed(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                   ccv_nnc_tensor_t* const* outputs) {
+  const Layout a = layout_of(inputs[0], "a"), w = layout_of(inputs[1], "w"), b = layout_of(outputs[0], "b");
+  const Product p = forward_product(cmd.info, a, w, b);
+  const ccv_nnc_tensor_t* bias = input_size > 2 ? inputs[2] : nullptr;
+  if (bias) fill_bias<T>(p, bias);
+  auto lock = compute_lock();
+  run<T>(p, bias ? T(1) : T(0));
+}
+
+// dbias[j] = sum of g over every batch and row.
+template <class T>
+void bias_gradient(const Layout& g, const ccv_nnc_tensor_t* dbias) {
+  const Layout db = layout_of(dbias, "dbias");
+  T* const out = reinterpret_cast<T*>(db.data);
+  const int64_t step = db.stride[db.nd - 1];
+  const Operand og = operand(g);
+  const T* const src = reinterpret_cast<const T*>(g.data);
+  const int n = og.cols;
+  for (int j = 0; j < n; j++) out[j * step] = T(0);
+  // Walk g's batch like a product with only C.
+  Product walk;
+  walk.batch.nd = og.batch_nd;
+  walk.batch.dim = og.bdim;
+  walk.C.bstride = og.bstride;
+  for_each_batch(walk, [&](int64_t, int64_t, int64_t off) {
+    for (int i = 0; i < og.rows; i++) {
+      const T* row = src + off + i * og.rs;
+      if (step == 1 && og.cs == 1) {
+        for (int j = 0; j < n; j++) out[j] += row[j];
+      } else {
+        for (int j = 0; j < n; j++) out[j * step] += row[j * og.cs];
+      }
+    }
+  });
+}
+
+template <class T>
+void backward_typed(const ccv_nnc_cmd_t& cmd, const BackwardArgs& t) {
+  const Layout g = layout_of(t.g, "g");
+  auto lock = compute_lock();
+  if (t.da) run<T>(da_product(cmd.info, g, layout_of(t.w, "w"), layout_of(t.da, "da")), T(0));
+  if (t.dw) run<T>(dw_product(cmd.info, g, layout_of(t.a, "a"), layout_of(t.dw, "dw")), T(0));
+  if (t.dbias) bias_gradient<T>(g, t.dbias);
+}
+
+int forward(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t, const int, ccv_nnc_tensor_t* const* inputs,
+            const int input_size, ccv_nnc_tensor_t* const* outputs, const int, ccv_nnc_stream_context_t*) {
+  if (CCV_GET_DATA_TYPE(inputs[0]->info.datatype) == CCV_64F)
+    forward_typed<double>(cmd, inputs, input_size, outputs);
+  else
+    forward_typed<float>(cmd, inputs, input_size, outputs);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+int backward(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t, const int, ccv_nnc_tensor_t* const* inputs,
+             const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size, ccv_nnc_stream_context_t*) {
+  const BackwardArgs t = backward_args(inputs, input_size, outputs, output_size);
+  if (CCV_GET_DATA_TYPE(t.g->info.datatype) == CCV_64F)
+    backward_typed<double>(cmd, t);
+  else
+    backward_typed<float>(cmd, t);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+}  // namespace
+
+void register_cpu_opt(Registry& r) {
+  Kernel k;
+  k.backend = CCV_NNC_BACKEND_CPU_OPT;
+  k.tensor_formats = kFormats;
+  k.tensor_datatypes = CCV_32F | CCV_64F;
+  k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
+  k.cmd = CCV_NNC_GEMM_FORWARD;
+  k.exec = forward;
+  k.accept = accept_forward;
+  r.add_kernel(k);
+  k.cmd = CCV_NNC_GEMM_BACKWARD;
+  k.exec = backward;
+  k.accept = accept_backward;
+  r.add_kernel(k);
+}
+
+}  // namespace nnc::gemm

@@ -1,0 +1,129 @@
+// GEMM on CPU_REF: plain loops over any strides and every floating type,
+// accumulating in double. Slow on purpose; it is what the others are checked
+// against.
+#include <vector>
+
+#include "cmd/blas/gemm.hpp"
+#include "core/error.hpp"
+
+namespace nnc::gemm {
+
+namespace {
+
+constexpr int kTypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF;
+constexpr int kFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CCV_TENSOR_FORMAT_CHWN;
+
+double at(const Factor& f, int datatype, size_t esize, int64_t off, int i, int j) {
+  return load_double(f.data + (off + i * f.rs + j * f.cs) * static_cast<int64_t>(esize), datatype);
+}
+
+// Every product A · B of the batch, summed in double per C matrix and handed
+// to store(C offset, M x N row-major sums).
+template <class Store>
+void run_product(const Product& p, int datatype, Store&& store) {
+  const size_t esize = datatype_size(datatype);
+  // Sum into doubles first: a reduced C collects several products.
+  std::vector<double> sum(static_cast<size_t>(p.M) * p.N);
+  if (!p.reduce) {
+    for_each_batch(p, [&](int64_t oa, int64_t ob, int64_t oc) {
+      for (int i = 0; i < p.M; i++)
+        for (int j = 0; j < p.N; j++) {
+          double s = 0;
+          for (int q = 0; q < p.K; q++) s += at(p.A, datatype, esize, oa, i, q) * at(p.B, datatype, esize, ob, q, j);
+          sum[static_cast<size_t>(i) * p.N + j] = s;
+        }
+      store(oc, sum.data());
+    });
+    return;
+  }
+  // Reduced: C's distinct offsets each get the sum of every product landing on them.
+  std::vector<int64_t> offsets;
+  std::vector<std::vector<double>> sums;
+  for_each_batch(p, [&](int64_t oa, int64_t ob, int64_t oc) {
+    size_t slot = 0;
+    while (slot < offsets.size() && offsets[slot] != oc) slot++;
+    if (slot == offsets.size()) {
+      offsets.push_back(oc);
+      sums.emplace_back(static_cast<size_t>(p.M) * p.N, 0.0);
+    }
+    for (int i = 0; i < p.M; i++)
+      for (int j = 0; j < p.N; j++) {
+        double s = 0;
+        for (int q = 0; q < p.K; q++) s += at(p.A, datatype, esize, oa, i, q) * at(p.B, datatype, esize, ob, q, j);
+        sums[slot][static_cast<size_t>(i) * p.N + j] += s;
+      }
+  });
+  for (size_t s = 0; s < offsets.size(); s++) store(offsets[s], sums[s].data());
+}
+
+void store_matrix(const Product& p, int datatype, int64_t oc, const double* v, const double* bias) {
+  const int64_t esize = static_cast<int64_t>(datatype_size(datatype));
+  for (int i = 0; i < p.M; i++)
+    for (int j = 0; j < p.N; j++)
+      store_double(p.C.data + (oc + i * p.C.rs + j * p.C.cs) * esize, datatype,
+                   v[static_cast<size_t>(i) * p.N + j] + (bias ? bias[j] : 0.0));
+}
+
+std::vector<double> load_vector(const ccv_nnc_tensor_t* t) {
+  const Layout l = layout_of(t, "bias");
+  std::vector<double> v;
+  v.reserve(l.count());
+  for_each_index(l.dim.data(), l.nd, [&](const int* idx) { v.push_back(load_double(l.at(idx), l.datatype)); });
+  return v;
+}
+
+int forward(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t, const int, ccv_nnc_tensor_t* const* inputs,
+            const int input_size, ccv_nnc_tensor_t* const* outputs, const int, ccv_nnc_stream_context_t*) {
+  const Layout a = layout_of(inputs[0], "a"), w = layout_of(inputs[1], "w"), b = layout_of(outputs[0], "b");
+  const Product p = forward_product(cmd.info, a, w, b);
+  std::vector<double> bias;
+  if (input_size > 2 && inputs[2]) bias = load_vector(inputs[2]);
+  run_product(p, b.datatype, [&](int64_t oc, const double* v) {
+    store_matrix(p, b.datatype, oc, v, bias.empty() ? nullptr : bias.data());
+  });
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+int backward(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t, const int, ccv_nnc_tensor_t* const* inputs,
+             const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size, ccv_nnc_stream_context_t*) {
+  const BackwardArgs t = backward_args(inputs, input_size, outputs, output_size);
+  const Layout g = layout_of(t.g, "g");
+  if (t.da) {
+    const Layout w = layout_of(t.w, "w"), da = layout_of(t.da, "da");
+    const Product p = da_product(cmd.info, g, w, da);
+    run_product(p, da.datatype, [&](int64_t oc, const double* v) { store_matrix(p, da.datatype, oc, v, nullptr); });
+  }
+  if (t.dw) {
+    const Layout a = layout_of(t.a, "a"), dw = layout_of(t.dw, "dw");
+    const Product p = dw_product(cmd.info, g, a, dw);
+    run_product(p, dw.datatype, [&](int64_t oc, const double* v) { store_matrix(p, dw.datatype, oc, v, nullptr); });
+  }
+  if (t.dbias) {
+    // dbias[j] = sum of g[.., i, j] over every batch and row.
+    const Operand og = operand(g);
+    std::vector<double> sum(static_cast<size_t>(og.cols), 0.0);
+    for_each_index(g.dim.data(), g.nd, [&](const int* idx) { sum[idx[g.nd - 1]] += load_double(g.at(idx), g.datatype); });
+    const Layout db = layout_of(t.dbias, "dbias");
+    size_t j = 0;
+    for_each_index(db.dim.data(), db.nd, [&](const int* idx) { store_double(db.at(idx), db.datatype, sum[j++]); });
+  }
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+}  // namespace
+
+void register_cpu_ref(Registry& r) {
+  Kernel k;
+  k.backend = CCV_NNC_BACKEND_CPU_REF;
+  k.tensor_formats = kFormats;
+  k.tensor_datatypes = kTypes;
+  k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
+  k.cmd = CCV_NNC_GEMM_FORWARD;
+  k.exec = forward;
+  r.add_kernel(k);
+  k.cmd = CCV_NNC_GEMM_BACKWARD;
+  k.exec = backward;
+  r.add_kernel(k);
+}
+
+}  // namespace nnc::gemm
