@@ -1,5 +1,144 @@
-// Family registration (filled in by the family's implementation).
+// The element-wise family: EWSUM, forward and backward.
+//
+// EWSUM_FORWARD: y = x_1 + ... + x_n for n >= 1 inputs of exactly the output's
+// shape and data type (no broadcasting; ADD broadcasts). Any input may be the
+// output itself.
+// EWSUM_BACKWARD: inputs |g|x_1..x_n|y|, outputs |dx_1..dx_n|; every dx_i is g
+// (a passthrough). A NULL g reads as ones (CCV_NNC_CMD_ATTR_NULL_IS_ONES), so
+// the dx_i are filled with 1; NULL outputs are skipped.
+#include "cmd/ew/ew.hpp"
+
+#include <string>
+
+#include "core/cmd.hpp"
+#include "core/error.hpp"
 #include "core/registry.hpp"
+#include "core/tensor.hpp"
+
 namespace nnc {
-void register_ew(Registry& r) { (void)r; }
+
+namespace ew {
+
+namespace {
+
+constexpr int kAllFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CCV_TENSOR_FORMAT_CHWN;
+constexpr int kSumTypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF | CCV_32S | CCV_64S;
+
+bool same_dims(const ccv_nnc_tensor_t* a, const ccv_nnc_tensor_t* b) {
+  for (int i = 0; i < kMaxDim; i++) {
+    if (a->info.dim[i] != b->info.dim[i]) return false;
+    if (a->info.dim[i] == 0) return true;
+  }
+  return true;
+}
+
+const char* dt(const ccv_nnc_tensor_t* t) { return datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)); }
+std::string dims_of(const ccv_nnc_tensor_t* t) { return shape_string(t->info.dim); }
+
+// Runs on every EWSUM, so the passing path only compares integers.
+void validate_forward(const ccv_nnc_cmd_t&, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                      ccv_nnc_tensor_t* const* outputs, int output_size) {
+  NNC_CHECK(input_size >= 1, "EWSUM_FORWARD: needs at least one input (got %d)", input_size);
+  NNC_CHECK(output_size == 1, "EWSUM_FORWARD: takes exactly one output (got %d)", output_size);
+  const ccv_nnc_tensor_t* y = outputs[0];
+  NNC_CHECK(y, "EWSUM_FORWARD: the output is NULL");
+  const int type = CCV_GET_DATA_TYPE(y->info.datatype);
+  NNC_CHECK(type & kSumTypes, "EWSUM_FORWARD: cannot sum %s tensors (it sums 16F, 16BF, 32F, 64F, 32S and 64S)", dt(y));
+  for (int i = 0; i < input_size; i++) {
+    const ccv_nnc_tensor_t* x = inputs[i];
+    NNC_CHECK(x, "EWSUM_FORWARD: input %d is NULL", i);
+    NNC_CHECK(CCV_GET_DATA_TYPE(x->info.datatype) == type, "EWSUM_FORWARD: input %d is %s but the output is %s", i, dt(x),
+              dt(y));
+    NNC_CHECK(same_dims(x, y), "EWSUM_FORWARD: input %d is %s but the output is %s; EWSUM needs equal shapes (it does not "
+              "broadcast; ADD does)", i, dims_of(x).c_str(), dims_of(y).c_str());
+  }
+}
+
+void validate_backward(const ccv_nnc_cmd_t&, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                       ccv_nnc_tensor_t* const* outputs, int output_size) {
+  NNC_CHECK(output_size >= 1, "EWSUM_BACKWARD: needs at least one output gradient (got %d)", output_size);
+  const ccv_nnc_tensor_t* g = input_size > 0 ? inputs[0] : nullptr;
+  for (int i = 0; i < output_size; i++) {
+    const ccv_nnc_tensor_t* d = outputs[i];
+    if (!d) continue;
+    if (!g) {
+      NNC_CHECK(CCV_GET_DATA_TYPE(d->info.datatype) & kSumTypes,
+                "EWSUM_BACKWARD: cannot fill a %s gradient (output %d) with ones", dt(d), i);
+      continue;
+    }
+    NNC_CHECK(CCV_GET_DATA_TYPE(d->info.datatype) == CCV_GET_DATA_TYPE(g->info.datatype),
+              "EWSUM_BACKWARD: output %d is %s but the gradient g (input 0) is %s", i, dt(d), dt(g));
+    NNC_CHECK(same_dims(d, g), "EWSUM_BACKWARD: output %d is %s but the gradient g (input 0) is %s; they must match", i,
+              dims_of(d).c_str(), dims_of(g).c_str());
+  }
+}
+
+// Forward: every input and the one output present.
+bool forward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
+                     int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size) {
+  if (input_size < 1 || output_size != 1 || !bit(outputs, output_bitmask_size, 0)) return false;
+  for (int i = 0; i < input_size; i++)
+    if (!bit(inputs, input_bitmask_size, i)) return false;
+  return true;
+}
+
+// Backward: g may be missing (it reads as ones), the forward tensors are not
+// needed, and at least one gradient must be asked for.
+bool backward_bitmask(const ccv_nnc_cmd_param_t&, int, int output_size, const uint64_t*, int, const uint64_t* outputs,
+                      int output_bitmask_size) {
+  for (int i = 0; i < output_size; i++)
+    if (bit(outputs, output_bitmask_size, i)) return true;
+  return false;
+}
+
+// Backward writes g into each dx, so any dx may share g's memory.
+bool backward_inplace(const ccv_nnc_cmd_param_t&, int input_idx, int, int, int) { return input_idx == 0; }
+
+}  // namespace
+
+}  // namespace ew
+
+void register_ew(Registry& r) {
+  using namespace ew;
+  CommandInfo fwd;
+  fwd.cmd = CCV_NNC_EWSUM_FORWARD;
+  fwd.tensor_auto = shape::same_as_first_input;
+  fwd.bitmask = forward_bitmask;
+  fwd.allow_inplace = inplace::always;
+  fwd.validate = validate_forward;
+  r.add_command(fwd);
+
+  CommandInfo back;
+  back.cmd = CCV_NNC_EWSUM_BACKWARD;
+  back.attributes = CCV_NNC_CMD_ATTR_PASSTHROUGH | CCV_NNC_CMD_ATTR_NULL_IS_ONES;
+  back.tensor_auto = shape::same_as_first_input;
+  back.bitmask = backward_bitmask;
+  back.allow_inplace = backward_inplace;
+  back.validate = validate_backward;
+  r.add_command(back);
+
+  Kernel k;
+  k.tensor_formats = kAllFormats;
+  k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
+
+  k.cmd = CCV_NNC_EWSUM_FORWARD;
+  k.backend = CCV_NNC_BACKEND_CPU_REF;
+  k.tensor_datatypes = kSumTypes;
+  k.exec = ewsum_forward_ref;
+  r.add_kernel(k);
+  k.backend = CCV_NNC_BACKEND_CPU_OPT;
+  k.tensor_datatypes = CCV_32F | CCV_64F;
+  k.exec = ewsum_forward_opt;
+  r.add_kernel(k);
+
+  k.cmd = CCV_NNC_EWSUM_BACKWARD;
+  k.backend = CCV_NNC_BACKEND_CPU_REF;
+  k.tensor_datatypes = kSumTypes;
+  k.exec = ewsum_backward_ref;
+  r.add_kernel(k);
+  k.backend = CCV_NNC_BACKEND_CPU_OPT;
+  k.exec = ewsum_backward_opt;
+  r.add_kernel(k);
+}
+
 }  // namespace nnc

@@ -1,0 +1,59 @@
+// The util family inside: SET, DATA_TRANSFER, FORMAT_TRANSFORM and
+// DATATYPE_CONVERSION. util.cpp describes the commands (shapes, checks) and
+// registers the kernels; cpu_ref.cpp holds the plain loops, cpu_opt.cpp the
+// packed / threaded / vectorised ones.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.hpp"
+#include "nnc/ccv_nnc.h"
+
+namespace nnc::util {
+
+// One element of `datatype` holding `value` (SET's fill value): floats rounded
+// to nearest-even, integers rounded and saturated (NaN becomes 0).
+void fill_pattern(double value, int datatype, unsigned char out[8]);
+
+// Where each output dimension comes from when a tensor of `in_format` is
+// rewritten in `out_format` (both nd-dimensional): perm[j] is the input
+// dimension that output dimension j holds. Returns false when the two
+// formats do not describe the same axes at this nd (CHWN is 4-d only).
+bool format_permutation(int in_format, int out_format, int nd, int* perm);
+
+// Whether DATATYPE_CONVERSION converts from `from` to `to`.
+bool conversion_supported(int from, int to);
+
+// Convert n elements from one floating-point type to another along strides
+// (in elements), correctly rounded; shared by both backends for the pairs the
+// optimised one has no vector loop for.
+void convert_strided(const unsigned char* src, int from, int64_t src_stride, unsigned char* dst, int to,
+                     int64_t dst_stride, size_t n);
+
+// Whole-tensor helpers other families reuse (EWSUM's backward): copy x into y
+// (same shape, same type, any strides) and fill y with a value. The _ref ones
+// go element by element; the _opt ones are the optimised paths.
+void ref_copy(const ccv_nnc_tensor_t* x, ccv_nnc_tensor_t* y);
+void ref_fill(ccv_nnc_tensor_t* y, double value);
+void opt_copy(const ccv_nnc_tensor_t* x, ccv_nnc_tensor_t* y);
+void opt_fill(ccv_nnc_tensor_t* y, double value);
+
+// Kernels (ccv_nnc_cmd_exec_f).
+#define NNC_UTIL_KERNEL(name)                                                                                   \
+  int name(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* inputs, \
+           const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size,                       \
+           ccv_nnc_stream_context_t* const stream_context)
+NNC_UTIL_KERNEL(set_ref);
+NNC_UTIL_KERNEL(set_opt);
+NNC_UTIL_KERNEL(transfer_ref);
+NNC_UTIL_KERNEL(transfer_opt);
+NNC_UTIL_KERNEL(format_ref);
+NNC_UTIL_KERNEL(format_opt);
+NNC_UTIL_KERNEL(convert_ref);
+NNC_UTIL_KERNEL(convert_opt);
+
+// AVX2 + F16C loops (cpu_opt_avx2.cpp); call only when cpu_features() has f16c and avx2.
+void f32_to_f16_f16c(const float* src, uint16_t* dst, size_t n);
+void f16_to_f32_f16c(const uint16_t* src, float* dst, size_t n);
+
+}  // namespace nnc::util
