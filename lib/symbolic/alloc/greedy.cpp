@@ -23,15 +23,21 @@ Layout plan_greedy(const Blocks& bs) {
     // Longer-lived first among equals: they constrain more.
     return (x.last - x.first) > (y.last - y.first);
   });
-  std::vector<std::size_t> placed;
-  placed.reserve(nb);
+  std::vector<std::uint64_t> placed(bs.words, 0);  // bitset: which blocks have offsets
   std::vector<std::pair<std::uint64_t, std::uint64_t>> busy;  // [offset, end) of interfering placed blocks
   std::uint64_t arena = 0;
   for (std::size_t b : order) {
     const Block& blk = bs.blocks[b];
     busy.clear();
-    for (std::size_t q : placed)
-      if (bs.interferes(b, q)) busy.emplace_back(out.offset[q], out.offset[q] + bs.blocks[q].size);
+    // Placed neighbours in the interference graph, a word of the bitsets at a time.
+    for (std::size_t w = 0; w < bs.words; w++) {
+      std::uint64_t bits = bs.itf[b * bs.words + w] & placed[w];
+      while (bits) {
+        const std::size_t q = w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits));
+        bits &= bits - 1;
+        busy.emplace_back(out.offset[q], out.offset[q] + bs.blocks[q].size);
+      }
+    }
     std::sort(busy.begin(), busy.end());
     std::uint64_t best = 0, best_gap = UINT64_MAX, prev_end = 0;
     bool found = false;
@@ -46,7 +52,7 @@ Layout plan_greedy(const Blocks& bs) {
     if (!found) best = align_up(prev_end, blk.align);
     out.offset[b] = best;
     arena = std::max(arena, best + blk.size);
-    placed.push_back(b);
+    placed[b / 64] |= std::uint64_t{1} << (b % 64);
   }
   if (nb > 0) out.buffers.push_back(arena);
   return out;

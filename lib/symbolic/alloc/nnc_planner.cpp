@@ -194,8 +194,14 @@ Layout plan_nnc(const Blocks& bs, NncSelection selection) {
       assigned[s] = true;
       out.buffer[s] = group;
       out.offset[s] = base;
-      for (std::size_t k : by_size)
-        if (!assigned[k] && bs.interferes(s, k)) oc[k]--;
+      for (std::size_t w = 0; w < bs.words; w++) {
+        std::uint64_t bits = bs.itf[s * bs.words + w];
+        while (bits) {
+          const std::size_t k = w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits));
+          bits &= bits - 1;
+          if (!assigned[k]) oc[k]--;
+        }
+      }
     }
     by_size.erase(std::remove_if(by_size.begin(), by_size.end(), [&](std::size_t b) { return assigned[b]; }), by_size.end());
     // From the edge's source to each tensor in turn, as much as it adds on top
