@@ -1,0 +1,263 @@
+// Helpers for the command-family suites (cmd_util, cmd_ew): tensors and views
+// owned for a test, element access through any strides, and command runs.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <initializer_list>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "nnc/ccv_nnc.h"
+#include "nnc/ccv_nnc_easy.h"
+
+namespace cmdtest {
+
+inline ccv_nnc_tensor_param_t param(int datatype, std::vector<int> dims, int format = CCV_TENSOR_FORMAT_NHWC) {
+  ccv_nnc_tensor_param_t p;
+  std::memset(&p, 0, sizeof(p));
+  p.type = CCV_COMPUTE_DEVICE_ANY | CCV_TENSOR_CPU_MEMORY;
+  p.format = format;
+  p.datatype = datatype;
+  for (size_t i = 0; i < dims.size(); i++) p.dim[i] = dims[i];
+  return p;
+}
+
+inline ccv_nnc_cmd_t command(uint32_t id, uint32_t backend = 0, float a0 = 0) {
+  ccv_nnc_cmd_param_t p;
+  std::memset(&p, 0, sizeof(p));
+  p.size.dim[0] = p.size.dim[1] = p.size.dim[2] = 1;
+  p.blas.a[0] = a0;
+  ccv_nnc_cmd_t c = ccv_nnc_cmd(id, nullptr, p, 0);
+  c.backend = backend;
+  return c;
+}
+
+inline int run(const ccv_nnc_cmd_t& cmd, std::vector<ccv_nnc_tensor_t*> in, std::vector<ccv_nnc_tensor_t*> out) {
+  return ccv_nnc_cmd_exec(cmd, ccv_nnc_no_hint, 0, in.data(), static_cast<int>(in.size()), out.data(),
+                          static_cast<int>(out.size()), nullptr);
+}
+
+inline size_t esize(int datatype) {
+  switch (datatype) {
+    case CCV_8U: return 1;
+    case CCV_16F:
+    case CCV_16BF: return 2;
+    case CCV_32S:
+    case CCV_32F: return 4;
+    default: return 8;
+  }
+}
+
+// Independent decoders (not the library's) for checking results.
+inline double half_value(uint16_t h) {
+  const int sign = h >> 15, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  double v;
+  if (exp == 0x1f)
+    v = man ? NAN : INFINITY;
+  else if (exp == 0)
+    v = std::ldexp(man, -24);
+  else
+    v = std::ldexp(1024 + man, exp - 25);
+  return sign ? -v : v;
+}
+inline double bf16_value(uint16_t h) {
+  uint32_t b = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+
+// Bits of a double that is exactly a binary16 value (tests feed only those).
+inline uint16_t half_exact(double v) {
+  const uint16_t sign = std::signbit(v) ? 0x8000 : 0;
+  const double a = std::fabs(v);
+  if (a == 0) return sign;
+  int e;
+  const double m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+  uint16_t h;
+  if (e - 1 >= -14)
+    h = static_cast<uint16_t>(((e - 1 + 15) << 10) | static_cast<int>(m * 2048 - 1024));
+  else
+    h = static_cast<uint16_t>(std::ldexp(a, 24));
+  EXPECT_EQ(half_value(h), a) << "not a binary16 value: " << v;
+  return sign | h;
+}
+
+// A tensor, or a view into a larger parent tensor filled with a guard value.
+class T {
+ public:
+  // A packed tensor.
+  T(int datatype, std::vector<int> dims, int format = CCV_TENSOR_FORMAT_NHWC) {
+    t_ = ccv_nnc_tensor_new(nullptr, param(datatype, dims, format), 0);
+    EXPECT_NE(t_, nullptr) << ccv_nnc_error_message();
+  }
+  // A view of `dims` at offset 1 in every dimension of a parent that is
+  // (dim + pad) big, so every row is strided.
+  static T view(int datatype, std::vector<int> dims, int format = CCV_TENSOR_FORMAT_NHWC, int pad = 3) {
+    std::vector<int> big = dims;
+    for (int& d : big) d += pad;
+    T t(datatype, big, format);
+    std::memset(t.t_->data.u8, 0x5a, t.t_->data_size);  // guard bytes
+    int ofs[CCV_NNC_MAX_DIM_ALLOC] = {};
+    for (size_t i = 0; i < dims.size(); i++) ofs[i] = 1;
+    ccv_nnc_tensor_view_t* v = ccv_nnc_tensor_view_new(t.t_, param(datatype, dims, format), ofs, nullptr);
+    EXPECT_NE(v, nullptr) << ccv_nnc_error_message();
+    t.parent_ = t.t_;
+    t.t_ = reinterpret_cast<ccv_nnc_tensor_t*>(v);
+    return t;
+  }
+  T(T&& o) noexcept : t_(o.t_), parent_(o.parent_) { o.t_ = o.parent_ = nullptr; }
+  T(const T&) = delete;
+  T& operator=(const T&) = delete;
+  ~T() {
+    if (parent_) {
+      ccv_nnc_tensor_view_free(reinterpret_cast<ccv_nnc_tensor_view_t*>(t_));
+      ccv_nnc_tensor_free(parent_);
+    } else {
+      ccv_nnc_tensor_free(t_);
+    }
+  }
+  operator ccv_nnc_tensor_t*() const { return t_; }
+  ccv_nnc_tensor_t* get() const { return t_; }
+  bool is_view() const { return parent_ != nullptr; }
+
+  int nd() const {
+    int n = 0;
+    while (n < CCV_NNC_MAX_DIM_ALLOC && t_->info.dim[n]) n++;
+    return n;
+  }
+  int datatype() const { return CCV_GET_DATA_TYPE(t_->info.datatype); }
+  size_t count() const {
+    size_t c = 1;
+    for (int i = 0; i < nd(); i++) c *= t_->info.dim[i];
+    return c;
+  }
+  // Element strides (packed for a tensor, the view's own otherwise).
+  std::vector<int64_t> strides() const {
+    std::vector<int64_t> s(nd());
+    if (parent_) {
+      for (int i = 0; i < nd(); i++) s[i] = reinterpret_cast<ccv_nnc_tensor_view_t*>(t_)->stride[i];
+    } else {
+      int64_t k = 1;
+      for (int i = nd() - 1; i >= 0; i--) {
+        s[i] = k;
+        k *= t_->info.dim[i];
+      }
+    }
+    return s;
+  }
+  // Row-major linear index -> address.
+  unsigned char* at(size_t linear) const {
+    const auto s = strides();
+    int64_t off = 0;
+    for (int i = nd() - 1; i >= 0; i--) {
+      off += static_cast<int64_t>(linear % t_->info.dim[i]) * s[i];
+      linear /= t_->info.dim[i];
+    }
+    return t_->data.u8 + off * static_cast<int64_t>(esize(datatype()));
+  }
+  unsigned char* at(std::initializer_list<int> index) const {
+    const auto s = strides();
+    int64_t off = 0;
+    int i = 0;
+    for (int x : index) off += x * s[i++];
+    return t_->data.u8 + off * static_cast<int64_t>(esize(datatype()));
+  }
+  // Value of element `linear` as a double (exact for every type here).
+  double get(size_t linear) const { return decode(at(linear), datatype()); }
+  // Store v rounded by the C++ conversions (tests only feed exactly representable values to 16F/16BF).
+  void set(size_t linear, double v) const { encode(at(linear), datatype(), v); }
+  uint64_t bits(size_t linear) const {
+    uint64_t b = 0;
+    std::memcpy(&b, at(linear), esize(datatype()));
+    return b;
+  }
+
+  static double decode(const unsigned char* p, int dt) {
+    switch (dt) {
+      case CCV_8U: return *p;
+      case CCV_32S: { int32_t v; std::memcpy(&v, p, 4); return v; }
+      case CCV_64S: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+      case CCV_32F: { float v; std::memcpy(&v, p, 4); return v; }
+      case CCV_64F: { double v; std::memcpy(&v, p, 8); return v; }
+      case CCV_16F: { uint16_t v; std::memcpy(&v, p, 2); return half_value(v); }
+      case CCV_16BF: { uint16_t v; std::memcpy(&v, p, 2); return bf16_value(v); }
+    }
+    return NAN;
+  }
+  static void encode(unsigned char* p, int dt, double v) {
+    switch (dt) {
+      case CCV_8U: *p = static_cast<unsigned char>(v); break;
+      case CCV_32S: { int32_t x = static_cast<int32_t>(v); std::memcpy(p, &x, 4); break; }
+      case CCV_64S: { int64_t x = static_cast<int64_t>(v); std::memcpy(p, &x, 8); break; }
+      case CCV_32F: { float x = static_cast<float>(v); std::memcpy(p, &x, 4); break; }
+      case CCV_64F: std::memcpy(p, &v, 8); break;
+      case CCV_16F: {
+        const uint16_t h = half_exact(v);
+        std::memcpy(p, &h, 2);
+        break;
+      }
+      case CCV_16BF: {
+        float f = static_cast<float>(v);
+        uint32_t b;
+        std::memcpy(&b, &f, 4);
+        uint16_t h = static_cast<uint16_t>(b >> 16);
+        std::memcpy(p, &h, 2);
+        break;
+      }
+    }
+  }
+
+  // Guard bytes of the parent outside the view are untouched.
+  bool guard_intact() const {
+    if (!parent_) return true;
+    std::vector<bool> inside(parent_->data_size, false);
+    const size_t es = esize(datatype());
+    for (size_t i = 0; i < count(); i++) {
+      const size_t off = static_cast<size_t>(at(i) - parent_->data.u8);
+      for (size_t b = 0; b < es; b++) inside[off + b] = true;
+    }
+    for (size_t b = 0; b < parent_->data_size; b++)
+      if (!inside[b] && parent_->data.u8[b] != 0x5a) return false;
+    return true;
+  }
+
+ private:
+  T() = default;
+  ccv_nnc_tensor_t* t_ = nullptr;
+  ccv_nnc_tensor_t* parent_ = nullptr;
+};
+
+// Random values in [-8, 8] exact in the tensor's type, so that sums of three are exact too:
+// multiples of 1/64 (1/8 for 16BF), or integers for the integer types.
+inline void fill_random(const T& t, std::mt19937& rng) {
+  const int dt = t.datatype();
+  if (dt == CCV_8U || dt == CCV_32S || dt == CCV_64S) {
+    std::uniform_int_distribution<int> d(dt == CCV_8U ? 0 : -1000, dt == CCV_8U ? 255 : 1000);
+    for (size_t i = 0; i < t.count(); i++) t.set(i, d(rng));
+    return;
+  }
+  // bfloat16 keeps 8 significant bits: multiples of 1/8 there.
+  const int scale = dt == CCV_16BF ? 8 : 64;
+  std::uniform_int_distribution<int> d(-8 * scale, 8 * scale);
+  for (size_t i = 0; i < t.count(); i++) t.set(i, d(rng) / static_cast<double>(scale));
+}
+
+// Full-precision random floats for fp32 / fp64 tensors.
+inline void fill_uniform(const T& t, std::mt19937& rng, double lo = -1, double hi = 1) {
+  std::uniform_real_distribution<double> d(lo, hi);
+  for (size_t i = 0; i < t.count(); i++) t.set(i, d(rng));
+}
+
+inline bool message_has(const char* needle) {
+  const char* m = ccv_nnc_error_message();
+  return m && std::strstr(m, needle) != nullptr;
+}
+
+}  // namespace cmdtest
