@@ -16,6 +16,8 @@ namespace {
 
 // Below this many elements the sum stays on the calling thread.
 constexpr size_t kParallelSum = size_t{1} << 16;
+// Up to this many packed elements skip the vector and thread machinery.
+constexpr size_t kSmall = 8;
 // Inputs one pass handles; more go to the reference loop (rare).
 constexpr int kMaxInputs = kMaxWalkOperands - 1;
 
@@ -56,6 +58,17 @@ int sum(ccv_nnc_tensor_t* const* inputs, int n, ccv_nnc_tensor_t* out) {
   if (packed) {
     size_t count = 1;
     for (int d = 0; d < kMaxDim && out->info.dim[d]; d++) count *= static_cast<size_t>(out->info.dim[d]);
+    if (count <= kSmall) {
+      // A handful of elements (a graph's scalars): the loop alone, left to
+      // right like the vector code, so results do not depend on the size.
+      T* y = reinterpret_cast<T*>(out->data.u8);
+      for (size_t i = 0; i < count; i++) {
+        T s = reinterpret_cast<const T*>(inputs[0]->data.u8)[i];
+        for (int k = 1; k < n; k++) s += reinterpret_cast<const T*>(inputs[k]->data.u8)[i];
+        y[i] = s;
+      }
+      return CCV_NNC_EXEC_SUCCESS;
+    }
     const T* x[kMaxInputs];
     for (int i = 0; i < n; i++) x[i] = reinterpret_cast<const T*>(inputs[i]->data.u8);
     T* y = reinterpret_cast<T*>(out->data.u8);
