@@ -96,6 +96,7 @@ class T {
   T(int datatype, std::vector<int> dims, int format = CCV_TENSOR_FORMAT_NHWC) {
     t_ = ccv_nnc_tensor_new(nullptr, param(datatype, dims, format), 0);
     EXPECT_NE(t_, nullptr) << ccv_nnc_error_message();
+    cache();
   }
   // A view of `dims` at offset 1 in every dimension of a parent that is
   // (dim + pad) big, so every row is strided.
@@ -110,9 +111,14 @@ class T {
     EXPECT_NE(v, nullptr) << ccv_nnc_error_message();
     t.parent_ = t.t_;
     t.t_ = reinterpret_cast<ccv_nnc_tensor_t*>(v);
+    t.cache();
     return t;
   }
-  T(T&& o) noexcept : t_(o.t_), parent_(o.parent_) { o.t_ = o.parent_ = nullptr; }
+  T(T&& o) noexcept
+      : t_(o.t_), parent_(o.parent_), nd_(o.nd_), dt_(o.dt_), es_(o.es_), count_(o.count_), dims_(std::move(o.dims_)),
+        strides_(std::move(o.strides_)) {
+    o.t_ = o.parent_ = nullptr;
+  }
   T(const T&) = delete;
   T& operator=(const T&) = delete;
   ~T() {
@@ -127,47 +133,25 @@ class T {
   ccv_nnc_tensor_t* get() const { return t_; }
   bool is_view() const { return parent_ != nullptr; }
 
-  int nd() const {
-    int n = 0;
-    while (n < CCV_NNC_MAX_DIM_ALLOC && t_->info.dim[n]) n++;
-    return n;
-  }
-  int datatype() const { return CCV_GET_DATA_TYPE(t_->info.datatype); }
-  size_t count() const {
-    size_t c = 1;
-    for (int i = 0; i < nd(); i++) c *= t_->info.dim[i];
-    return c;
-  }
+  int nd() const { return nd_; }
+  int datatype() const { return dt_; }
+  size_t count() const { return count_; }
   // Element strides (packed for a tensor, the view's own otherwise).
-  std::vector<int64_t> strides() const {
-    std::vector<int64_t> s(nd());
-    if (parent_) {
-      for (int i = 0; i < nd(); i++) s[i] = reinterpret_cast<ccv_nnc_tensor_view_t*>(t_)->stride[i];
-    } else {
-      int64_t k = 1;
-      for (int i = nd() - 1; i >= 0; i--) {
-        s[i] = k;
-        k *= t_->info.dim[i];
-      }
-    }
-    return s;
-  }
+  const std::vector<int64_t>& strides() const { return strides_; }
   // Row-major linear index -> address.
   unsigned char* at(size_t linear) const {
-    const auto s = strides();
     int64_t off = 0;
-    for (int i = nd() - 1; i >= 0; i--) {
-      off += static_cast<int64_t>(linear % t_->info.dim[i]) * s[i];
-      linear /= t_->info.dim[i];
+    for (int i = nd_ - 1; i >= 0; i--) {
+      off += static_cast<int64_t>(linear % dims_[i]) * strides_[i];
+      linear /= dims_[i];
     }
-    return t_->data.u8 + off * static_cast<int64_t>(esize(datatype()));
+    return t_->data.u8 + off * es_;
   }
   unsigned char* at(std::initializer_list<int> index) const {
-    const auto s = strides();
     int64_t off = 0;
     int i = 0;
-    for (int x : index) off += x * s[i++];
-    return t_->data.u8 + off * static_cast<int64_t>(esize(datatype()));
+    for (int x : index) off += x * strides_[i++];
+    return t_->data.u8 + off * es_;
   }
   // Value of element `linear` as a double (exact for every type here).
   double get(size_t linear) const { return decode(at(linear), datatype()); }
@@ -230,8 +214,33 @@ class T {
 
  private:
   T() = default;
+  void cache() {
+    nd_ = 0;
+    while (nd_ < CCV_NNC_MAX_DIM_ALLOC && t_->info.dim[nd_]) nd_++;
+    dt_ = CCV_GET_DATA_TYPE(t_->info.datatype);
+    es_ = static_cast<int64_t>(esize(dt_));
+    dims_.assign(t_->info.dim, t_->info.dim + nd_);
+    count_ = 1;
+    for (int d : dims_) count_ *= static_cast<size_t>(d);
+    strides_.assign(nd_, 0);
+    if (parent_) {
+      for (int i = 0; i < nd_; i++) strides_[i] = reinterpret_cast<ccv_nnc_tensor_view_t*>(t_)->stride[i];
+    } else {
+      int64_t k = 1;
+      for (int i = nd_ - 1; i >= 0; i--) {
+        strides_[i] = k;
+        k *= dims_[i];
+      }
+    }
+  }
   ccv_nnc_tensor_t* t_ = nullptr;
   ccv_nnc_tensor_t* parent_ = nullptr;
+  int nd_ = 0;
+  int dt_ = 0;
+  int64_t es_ = 1;
+  size_t count_ = 0;
+  std::vector<int> dims_;
+  std::vector<int64_t> strides_;
 };
 
 // Random values in [-8, 8] exact in the tensor's type, so that sums of three are exact too:
