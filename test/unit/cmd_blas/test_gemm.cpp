@@ -62,20 +62,6 @@ size_t count(const Dims& d) {
   return c;
 }
 
-// Element strides, from the view's fields or packed.
-std::vector<long> strides_of(const ccv_nnc_tensor_t* t) {
-  const Dims d = dims_of(t);
-  std::vector<long> s(d.size());
-  if (CCV_IS_TENSOR_VIEW(t)) {
-    const auto* v = reinterpret_cast<const ccv_nnc_tensor_view_t*>(t);
-    for (size_t i = 0; i < d.size(); i++) s[i] = v->stride[i];
-  } else {
-    long acc = 1;
-    for (size_t i = d.size(); i-- > 0;) s[i] = acc, acc *= d[i];
-  }
-  return s;
-}
-
 uint16_t to_half(float f) {  // round to nearest even, no denormal/inf care needed for test values
   uint32_t x;
   std::memcpy(&x, &f, 4);
@@ -111,34 +97,64 @@ float from_bf16(uint16_t h) {
   return f;
 }
 
-void* element(const ccv_nnc_tensor_t* t, const Dims& idx) {
-  const auto s = strides_of(t);
-  long off = 0;
-  for (size_t i = 0; i < idx.size(); i++) off += idx[i] * s[i];
-  return static_cast<unsigned char*>(t->data.ptr) + off * static_cast<long>(CCV_GET_DATA_TYPE_SIZE(t->info.datatype));
-}
+// A tensor's elements through its public fields: data, shape, and the view's
+// strides (packed strides for a plain tensor). Fixed-size, so cheap to make.
+struct Acc {
+  unsigned char* p = nullptr;
+  int type = 0;
+  long es = 0;
+  int nd = 0;
+  int dim[CCV_NNC_MAX_DIM_ALLOC] = {};
+  long stride[CCV_NNC_MAX_DIM_ALLOC] = {};
+  explicit Acc(const ccv_nnc_tensor_t* t) {
+    p = static_cast<unsigned char*>(t->data.ptr);
+    type = CCV_GET_DATA_TYPE(t->info.datatype);
+    es = static_cast<long>(CCV_GET_DATA_TYPE_SIZE(t->info.datatype));
+    while (nd < CCV_NNC_MAX_DIM_ALLOC && t->info.dim[nd]) dim[nd] = t->info.dim[nd], nd++;
+    if (CCV_IS_TENSOR_VIEW(t)) {
+      const auto* v = reinterpret_cast<const ccv_nnc_tensor_view_t*>(t);
+      for (int i = 0; i < nd; i++) stride[i] = v->stride[i];
+    } else {
+      long acc = 1;
+      for (int i = nd; i-- > 0;) stride[i] = acc, acc *= dim[i];
+    }
+  }
+  long offset(const int* idx) const {
+    long off = 0;
+    for (int i = 0; i < nd; i++) off += idx[i] * stride[i];
+    return off;
+  }
+  double get(long off) const {
+    const void* q = p + off * es;
+    switch (type) {
+      case CCV_32F: return *static_cast<const float*>(q);
+      case CCV_64F: return *static_cast<const double*>(q);
+      case CCV_16F: return from_half(*static_cast<const uint16_t*>(q));
+      case CCV_16BF: return from_bf16(*static_cast<const uint16_t*>(q));
+    }
+    ADD_FAILURE() << "unexpected data type";
+    return 0;
+  }
+  void set(long off, double v) const {
+    void* q = p + off * es;
+    switch (type) {
+      case CCV_32F: *static_cast<float*>(q) = static_cast<float>(v); return;
+      case CCV_64F: *static_cast<double*>(q) = v; return;
+      case CCV_16F: *static_cast<uint16_t*>(q) = to_half(static_cast<float>(v)); return;
+      case CCV_16BF: *static_cast<uint16_t*>(q) = to_bf16(static_cast<float>(v)); return;
+    }
+    ADD_FAILURE() << "unexpected data type";
+  }
+};
 
 double get(const ccv_nnc_tensor_t* t, const Dims& idx) {
-  void* p = element(t, idx);
-  switch (CCV_GET_DATA_TYPE(t->info.datatype)) {
-    case CCV_32F: return *static_cast<float*>(p);
-    case CCV_64F: return *static_cast<double*>(p);
-    case CCV_16F: return from_half(*static_cast<uint16_t*>(p));
-    case CCV_16BF: return from_bf16(*static_cast<uint16_t*>(p));
-  }
-  ADD_FAILURE() << "unexpected data type";
-  return 0;
+  const Acc x(t);
+  return x.get(x.offset(idx.data()));
 }
 
 void set(ccv_nnc_tensor_t* t, const Dims& idx, double v) {
-  void* p = element(t, idx);
-  switch (CCV_GET_DATA_TYPE(t->info.datatype)) {
-    case CCV_32F: *static_cast<float*>(p) = static_cast<float>(v); return;
-    case CCV_64F: *static_cast<double*>(p) = v; return;
-    case CCV_16F: *static_cast<uint16_t*>(p) = to_half(static_cast<float>(v)); return;
-    case CCV_16BF: *static_cast<uint16_t*>(p) = to_bf16(static_cast<float>(v)); return;
-  }
-  ADD_FAILURE() << "unexpected data type";
+  const Acc x(t);
+  x.set(x.offset(idx.data()), v);
 }
 
 // Every index of a shape, row-major.
@@ -155,16 +171,19 @@ void each(const Dims& d, const std::function<void(const Dims&)>& f) {
 
 void fill_random(ccv_nnc_tensor_t* t, std::mt19937& rng) {
   std::uniform_real_distribution<double> u(-1, 1);
-  each(dims_of(t), [&](const Dims& i) { set(t, i, u(rng)); });
+  const Acc x(t);
+  each(dims_of(t), [&](const Dims& i) { x.set(x.offset(i.data()), u(rng)); });
 }
 
 void fill(ccv_nnc_tensor_t* t, double v) {
-  each(dims_of(t), [&](const Dims& i) { set(t, i, v); });
+  const Acc x(t);
+  each(dims_of(t), [&](const Dims& i) { x.set(x.offset(i.data()), v); });
 }
 
 std::vector<double> values(const ccv_nnc_tensor_t* t) {
   std::vector<double> v;
-  each(dims_of(t), [&](const Dims& i) { v.push_back(get(t, i)); });
+  const Acc x(t);
+  each(dims_of(t), [&](const Dims& i) { v.push_back(x.get(x.offset(i.data()))); });
   return v;
 }
 
@@ -241,37 +260,40 @@ Transpose transposes(int a_nd, bool ta, int w_nd, bool tb) {
 // ---------------------------------------------------------------------------
 // The independent reference: b[batch.., i, j] = sum_q A(i, q) W(q, j) + bias[j]
 
-// Element (i, q) of op(x) for output batch index `batch` (right-aligned, size-1 broadcast).
-double op_at(const ccv_nnc_tensor_t* x, bool trans, const Dims& batch, int r, int c) {
-  const Dims d = dims_of(x);
-  if (d.size() == 1) return get(x, {c});
-  Dims idx(d.size());
-  const size_t xb = d.size() - 2;
-  for (size_t i = 0; i < xb; i++) {
-    const size_t j = i + batch.size() - xb;
-    idx[i] = d[i] == 1 ? 0 : batch[j];
+// Where op(x)(r, 0) is for output batch index `batch` (right-aligned, size-1
+// dimensions broadcast), and the step from (r, q) to (r, q + 1).
+long op_row(const Acc& x, bool trans, const int* batch, int batch_nd, int r, long* step) {
+  if (x.nd == 1) {
+    *step = x.stride[0];
+    return 0;
   }
-  idx[xb] = trans ? c : r;
-  idx[xb + 1] = trans ? r : c;
-  return get(x, idx);
+  const int xb = x.nd - 2;
+  long off = 0;
+  for (int i = 0; i < xb; i++) off += (x.dim[i] == 1 ? 0 : batch[i + batch_nd - xb]) * x.stride[i];
+  *step = trans ? x.stride[xb] : x.stride[xb + 1];
+  return off + r * (trans ? x.stride[xb + 1] : x.stride[xb]);
 }
 
 std::vector<double> reference(const ccv_nnc_tensor_t* a, bool ta, const ccv_nnc_tensor_t* w, bool tb,
                               const ccv_nnc_tensor_t* bias, const Dims& b_dims) {
-  const Dims ad = dims_of(a);
-  const int k = ad.size() == 1 ? ad[0] : (ta ? ad[ad.size() - 2] : ad.back());
+  const Acc xa(a), xw(w);
+  const int k = xa.nd == 1 ? xa.dim[0] : (ta ? xa.dim[xa.nd - 2] : xa.dim[xa.nd - 1]);
   std::vector<double> out;
+  out.reserve(count(b_dims));
   each(b_dims, [&](const Dims& idx) {
-    const size_t nb = idx.size() >= 2 ? idx.size() - 2 : 0;
-    const Dims batch(idx.begin(), idx.begin() + nb);
+    const int nb = idx.size() >= 2 ? static_cast<int>(idx.size()) - 2 : 0;
     const int i = idx.size() >= 2 ? idx[nb] : 0, j = idx.back();
     double s = 0;
     if (bias) {
-      Dims bi(dims_of(bias).size(), 0);
-      bi.back() = j;
-      s = get(bias, bi);
+      const Acc xb(bias);
+      s = xb.get(j * xb.stride[xb.nd - 1]);
     }
-    for (int q = 0; q < k; q++) s += op_at(a, ta, batch, i, q) * op_at(w, tb, batch, q, j);
+    // op(w)(q, j) is row j of op(w)^T: the same walk with the transpose flipped.
+    long sa = 0, sw = 0;
+    long oa = op_row(xa, ta, idx.data(), nb, i, &sa);
+    long ow = op_row(xw, !tb, idx.data(), nb, j, &sw);
+    if (xw.nd == 1) ow = j * xw.stride[0], sw = 0;  // a 1-d w is one row [n] (k = 1)
+    for (int q = 0; q < k; q++, oa += sa, ow += sw) s += xa.get(oa) * xw.get(ow);
     out.push_back(s);
   });
   return out;

@@ -1,0 +1,175 @@
+// bench-gemm: what the GEMM command costs over OpenBLAS itself.
+//
+// For each shape, the same buffers are multiplied by ccv_nnc_cmd_exec
+// (GEMM_FORWARD on CPU_OPT: validation, backend choice, the kernel) and by
+// cblas_sgemm called directly (the peer). Samples of the two alternate so that
+// background load hits both alike; each side reports the median time per call.
+// ratio = peer / ours: 1 or more means the command is as fast as raw BLAS.
+//
+//   bench-gemm [--quick]
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "nnc/ccv_nnc.h"
+#include "nnc/ccv_nnc_easy.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(const std::function<void()>& f, int calls) {
+  const auto start = Clock::now();
+  for (int i = 0; i < calls; i++) f();
+  return std::chrono::duration<double>(Clock::now() - start).count() / calls;
+}
+
+struct Timing {
+  double ours = 0, peer = 0;
+};
+
+// Median seconds per call of each side, alternating samples.
+Timing race(const std::function<void()>& ours, const std::function<void()>& peer, bool quick) {
+  // Warm up both (page faults, OpenBLAS thread start), then size the samples.
+  ours(), peer(), ours(), peer();
+  const double once = std::max(seconds(peer, 1), 1e-7);
+  const int calls = std::max(1, static_cast<int>(0.005 / once));         // >= 5 ms per sample
+  const double budget = quick ? 0.3 : 2.0;                              // seconds per side
+  const int samples = std::clamp(static_cast<int>(budget / (once * calls)), 5, 51);
+  std::vector<double> a, b;
+  for (int s = 0; s < samples; s++) {
+    if (s % 2) {
+      a.push_back(seconds(ours, calls));
+      b.push_back(seconds(peer, calls));
+    } else {
+      b.push_back(seconds(peer, calls));
+      a.push_back(seconds(ours, calls));
+    }
+  }
+  auto median = [](std::vector<double>& v) {
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  };
+  return {median(a), median(b)};
+}
+
+ccv_nnc_tensor_param_t params(std::vector<int> dims) {
+  ccv_nnc_tensor_param_t p;
+  std::memset(&p, 0, sizeof(p));
+  p.type = CCV_TENSOR_CPU_MEMORY;
+  p.format = CCV_TENSOR_FORMAT_NHWC;
+  p.datatype = CCV_32F;
+  for (size_t i = 0; i < dims.size(); i++) p.dim[i] = dims[i];
+  return p;
+}
+
+ccv_nnc_cmd_t gemm_cmd(bool transpose_w) {
+  ccv_nnc_cmd_param_t p;
+  std::memset(&p, 0, sizeof(p));
+  p.size.dim[0] = p.size.dim[1] = p.size.dim[2] = 1;
+  p.blas.a[0] = p.blas.a[1] = 1;
+  if (transpose_w) p.blas.transpose_b[1] = 1;
+  ccv_nnc_cmd_t cmd = ccv_nnc_cmd(CCV_NNC_GEMM_FORWARD, nullptr, p, 0);
+  cmd.backend = CCV_NNC_BACKEND_CPU_OPT;
+  return cmd;
+}
+
+struct Case {
+  std::string name;
+  int batch, m, k, n;
+  bool batched_w;    // w is [batch, k, n] (else shared [k, n])
+  bool fc;           // w is [n, k], transposed, plus a bias
+  double target;
+};
+
+void fill(ccv_nnc_tensor_t* t, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1, 1);
+  size_t count = 1;
+  for (int i = 0; i < CCV_NNC_MAX_DIM_ALLOC && t->info.dim[i]; i++) count *= t->info.dim[i];
+  for (size_t i = 0; i < count; i++) t->data.f32[i] = u(rng);
+}
+
+bool run(const Case& c, bool quick) {
+  std::mt19937 rng(1);
+  const bool batched = c.batch > 1;
+  std::vector<int> ad = {c.m, c.k}, wd = c.fc ? std::vector<int>{c.n, c.k} : std::vector<int>{c.k, c.n},
+                   bd = {c.m, c.n};
+  if (batched) {
+    ad.insert(ad.begin(), c.batch), bd.insert(bd.begin(), c.batch);
+    if (c.batched_w) wd.insert(wd.begin(), c.batch);
+  }
+  ccv_nnc_tensor_t* a = ccv_nnc_tensor_new(nullptr, params(ad), 0);
+  ccv_nnc_tensor_t* w = ccv_nnc_tensor_new(nullptr, params(wd), 0);
+  ccv_nnc_tensor_t* b = ccv_nnc_tensor_new(nullptr, params(bd), 0);
+  ccv_nnc_tensor_t* bias = c.fc ? ccv_nnc_tensor_new(nullptr, params({c.n}), 0) : nullptr;
+  fill(a, rng), fill(w, rng);
+  if (bias) fill(bias, rng);
+  ccv_nnc_tensor_t* in[3] = {a, w, bias};
+  const int in_size = bias ? 3 : 2;
+  const ccv_nnc_cmd_t cmd = gemm_cmd(c.fc);
+  int status = CCV_NNC_EXEC_SUCCESS;
+  auto ours = [&] {
+    const int r = ccv_nnc_cmd_exec(cmd, ccv_nnc_no_hint, 0, in, in_size, &b, 1, nullptr);
+    if (r != CCV_NNC_EXEC_SUCCESS) status = r;
+  };
+  const float* A = a->data.f32;
+  const float* W = w->data.f32;
+  float* B = b->data.f32;
+  const size_t a_step = static_cast<size_t>(c.m) * c.k, w_step = c.batched_w ? static_cast<size_t>(c.k) * c.n : 0,
+               b_step = static_cast<size_t>(c.m) * c.n;
+  auto peer = [&] {
+    if (c.fc) {  // bias row copies, then b += a · w^T
+      for (int i = 0; i < c.m; i++) std::memcpy(B + static_cast<size_t>(i) * c.n, bias->data.f32, sizeof(float) * c.n);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c.m, c.n, c.k, 1.0f, A, c.k, W, c.k, 1.0f, B, c.n);
+      return;
+    }
+    for (int i = 0; i < c.batch; i++)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c.m, c.n, c.k, 1.0f, A + i * a_step, c.k, W + i * w_step,
+                  c.n, 0.0f, B + i * b_step, c.n);
+  };
+  // Both sides must compute the same thing.
+  peer();
+  std::vector<float> want(B, B + b_step * c.batch);
+  ours();
+  double err = 0;
+  for (size_t i = 0; i < want.size(); i++) err = std::max(err, static_cast<double>(std::abs(want[i] - B[i])));
+  bool ok = status == CCV_NNC_EXEC_SUCCESS && err <= 1e-3 * std::max(1, c.k / 64);
+  if (!ok) std::fprintf(stderr, "%s: results differ (max error %g, status %d: %s)\n", c.name.c_str(), err, status,
+                        ccv_nnc_error_message());
+  const Timing t = race(ours, peer, quick);
+  const double flops = 2.0 * c.batch * c.m * c.k * c.n;
+  const double ratio = t.peer / t.ours;
+  std::printf("%-34s %12.4f %12.4f %8.1f %7.3f %7.2f  %s\n", c.name.c_str(), t.ours * 1e3, t.peer * 1e3,
+              flops / t.ours * 1e-9, ratio, c.target, ratio >= c.target ? "ok" : "BELOW");
+  ccv_nnc_tensor_free(a), ccv_nnc_tensor_free(w), ccv_nnc_tensor_free(b), ccv_nnc_tensor_free(bias);
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  ccv_nnc_init();
+  const std::vector<Case> cases = {
+      {"1024x1024x1024", 1, 1024, 1024, 1024, false, false, 0.95},
+      {"4096x4096x4096", 1, 4096, 4096, 4096, false, false, 0.95},
+      {"64x3136x256", 1, 64, 3136, 256, false, false, 0.90},
+      {"64x256x10", 1, 64, 256, 10, false, false, 0.90},
+      {"32 x (64x64x64), batched w", 32, 64, 64, 64, true, false, 0.90},
+      {"fc 64x3136x256 (w^T, bias)", 1, 64, 3136, 256, false, true, 0.90},
+      {"fc 64x256x10 (w^T, bias)", 1, 64, 256, 10, false, true, 0.90},
+  };
+  std::printf("GEMM fp32, CPU_OPT through ccv_nnc_cmd_exec vs cblas_sgemm (OpenBLAS) on the same buffers\n");
+  std::printf("shape m x k x n                    ours (ms)    peer (ms)   GFLOPS   ratio  target\n");
+  bool ok = true;
+  for (const Case& c : cases) ok = run(c, quick) && ok;
+  return ok ? 0 : 1;
+}
