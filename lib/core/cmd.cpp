@@ -6,6 +6,7 @@
 #include "core/cmd.hpp"
 
 #include <algorithm>
+#include <span>
 #include <chrono>
 #include <cstring>
 #include <limits>
@@ -50,6 +51,10 @@ const char* describe(uint32_t cmd) {
 
 // Check one tensor argument of an execution; returns false for NULL.
 void check_tensor(const ccv_nnc_tensor_t* t, const char* kind, int index, uint32_t cmd) {
+  constexpr int kSupported = CCV_8U | CCV_32S | CCV_32F | CCV_64S | CCV_64F | CCV_16F | CCV_16BF;
+  const int dt = CCV_GET_DATA_TYPE(t->info.datatype);
+  const bool ok = !CCV_IS_TENSOR_MULTIVIEW(t) && t->info.dim[0] > 0 && (dt & kSupported) && !(dt & (dt - 1)) && t->data.ptr;
+  if (__builtin_expect(ok, 1)) return;
   if (CCV_IS_TENSOR_MULTIVIEW(t))
     fail(CCV_NNC_EXEC_INVALID, "%s: %s %d is a multi-view tensor; only graphs can bind those", describe(cmd), kind, index);
   const int nd = nd_of(t->info.dim);
@@ -98,11 +103,12 @@ bool accepts(const Kernel& k, const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const*
   fail(CCV_NNC_EXEC_NO_KERNEL, "%s: no backend accepts these tensors (%s)", describe(cmd.cmd), what.c_str());
 }
 
-const Kernel* choose_kernel(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
-                            ccv_nnc_tensor_t* const* outputs, int output_size) {
-  const Registry& r = registry();
+const Kernel* choose_kernel(const ccv_nnc_cmd_t& cmd, std::span<const Kernel> kernels, ccv_nnc_tensor_t* const* inputs,
+                            int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (cmd.backend) {
-    const Kernel* k = r.kernel(cmd.cmd, cmd.backend);
+    const Kernel* k = nullptr;
+    for (const Kernel& c : kernels)
+      if (c.backend == cmd.backend) k = &c;
     if (!k) {
       const char* b = backend_name(cmd.backend);
       if (!b) fail(CCV_NNC_EXEC_NO_KERNEL, "%s: unknown backend id 0x%x", describe(cmd.cmd), cmd.backend);
@@ -111,14 +117,14 @@ const Kernel* choose_kernel(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* i
     if (!accepts(*k, cmd, inputs, input_size, outputs, output_size)) no_kernel(cmd, inputs, input_size, outputs, output_size);
     return k;
   }
-  for (const Kernel& k : r.kernels(cmd.cmd))
+  for (const Kernel& k : kernels)
     if (accepts(k, cmd, inputs, input_size, outputs, output_size)) return &k;
   no_kernel(cmd, inputs, input_size, outputs, output_size);
 }
 
 // Shared checks of an execution; returns the command's description (NULL for
 // the special commands).
-const CommandInfo* validate(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flags,
+Registry::Lookup validate(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flags,
                             ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
                             int output_size) {
   NNC_CHECK(input_size >= 0 && output_size >= 0, "%s: negative tensor count (%d inputs, %d outputs)",
@@ -130,14 +136,14 @@ const CommandInfo* validate(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint
     if (inputs[i]) check_tensor(inputs[i], "input", i, cmd.cmd);
   for (int i = 0; i < output_size; i++)
     if (outputs[i]) check_tensor(outputs[i], "output", i, cmd.cmd);
-  if (is_special(cmd.cmd)) return nullptr;
-  const CommandInfo* info = registry().command(cmd.cmd);
-  if (!info) {
+  if (is_special(cmd.cmd)) return {};
+  const Registry::Lookup l = registry().lookup(cmd.cmd);
+  if (!l.info) {
     if (!cmd_name(cmd.cmd)) fail(CCV_NNC_EXEC_INVALID, "unknown command id 0x%x", cmd.cmd);
     fail(CCV_NNC_EXEC_NO_KERNEL, "%s is not implemented in this build", describe(cmd.cmd));
   }
-  if (info->validate) info->validate(cmd, hint, inputs, input_size, outputs, output_size);
-  return info;
+  if (l.info->validate) l.info->validate(cmd, hint, inputs, input_size, outputs, output_size);
+  return l;
 }
 
 int run_custom(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flags, ccv_nnc_tensor_t* const* inputs,
@@ -153,6 +159,10 @@ int run_custom(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flags, 
 
 const char* cmd_name(uint32_t cmd) { return lookup(kCommandNames, std::size(kCommandNames), cmd); }
 const char* backend_name(uint32_t backend) { return lookup(kBackendNames, std::size(kBackendNames), backend); }
+
+int run_kernel(const ccv_nnc_cmd_t& cmd, const Registry::Lookup& l, const ccv_nnc_hint_t& hint, int flags,
+               ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs, int output_size,
+               ccv_nnc_stream_context_t* stream);
 
 ccv_nnc_cmd_t make_cmd(uint32_t cmd, ccv_nnc_cmd_vtab_t* isa, const ccv_nnc_cmd_param_t& params, int flags) {
   (void)flags;
@@ -170,9 +180,11 @@ ccv_nnc_cmd_t make_cmd(uint32_t cmd, ccv_nnc_cmd_vtab_t* isa, const ccv_nnc_cmd_
   return c;
 }
 
-int cmd_exec(const ccv_nnc_cmd_t& cmd, ccv_nnc_hint_t hint, int flags, ccv_nnc_tensor_t* const* inputs, int input_size,
+int cmd_exec(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& given_hint, int flags, ccv_nnc_tensor_t* const* inputs, int input_size,
              ccv_nnc_tensor_t* const* outputs, int output_size, ccv_nnc_stream_context_t* stream) {
-  const CommandInfo* info = validate(cmd, hint, flags, inputs, input_size, outputs, output_size);
+  const Registry::Lookup l = validate(cmd, given_hint, flags, inputs, input_size, outputs, output_size);
+  const CommandInfo* info = l.info;
+  const ccv_nnc_hint_t& hint = given_hint;
   if (cmd.cmd == CCV_NNC_NOOP) return CCV_NNC_EXEC_SUCCESS;
   if (cmd.cmd == CCV_NNC_GRAPH_FORWARD || cmd.cmd == CCV_NNC_GRAPH_BACKWARD)
     fail(CCV_NNC_EXEC_INVALID, "%s runs only inside a graph", describe(cmd.cmd));
@@ -185,9 +197,17 @@ int cmd_exec(const ccv_nnc_cmd_t& cmd, ccv_nnc_hint_t hint, int flags, ccv_nnc_t
     });
     return CCV_NNC_EXEC_SUCCESS;
   }
-  if (info->windowed && is_no_hint(hint) && input_size > 0 && output_size > 0 && inputs[0] && outputs[0])
-    hint = hint_auto(cmd.info, inputs[0]->info, outputs[0]->info);
-  const Kernel* k = choose_kernel(cmd, inputs, input_size, outputs, output_size);
+  if (info->windowed && is_no_hint(hint) && input_size > 0 && output_size > 0 && inputs[0] && outputs[0]) {
+    const ccv_nnc_hint_t derived = hint_auto(cmd.info, inputs[0]->info, outputs[0]->info);
+    return run_kernel(cmd, l, derived, flags, inputs, input_size, outputs, output_size, stream);
+  }
+  return run_kernel(cmd, l, hint, flags, inputs, input_size, outputs, output_size, stream);
+}
+
+int run_kernel(const ccv_nnc_cmd_t& cmd, const Registry::Lookup& l, const ccv_nnc_hint_t& hint, int flags,
+               ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs, int output_size,
+               ccv_nnc_stream_context_t* stream) {
+  const Kernel* k = choose_kernel(cmd, l.kernels, inputs, input_size, outputs, output_size);
   if (!stream) {
     const int code = k->exec(cmd, hint, flags, inputs, input_size, outputs, output_size, nullptr);
     if (code != CCV_NNC_EXEC_SUCCESS && error_message().empty())
@@ -214,7 +234,7 @@ uint32_t find_backend(const ccv_nnc_cmd_t& cmd, int memory, int formats, int dat
 ccv_nnc_cmd_t cmd_autotune(const ccv_nnc_cmd_t& cmd, size_t max_workspace_size, const ccv_nnc_hint_t& hint, int flags,
                            ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
                            int output_size, ccv_nnc_stream_context_t* stream) {
-  const CommandInfo* info = validate(cmd, hint, flags, inputs, input_size, outputs, output_size);
+  const CommandInfo* info = validate(cmd, hint, flags, inputs, input_size, outputs, output_size).info;
   if (!info) return cmd;
   ccv_nnc_hint_t h = hint;
   if (info->windowed && is_no_hint(h) && input_size > 0 && output_size > 0 && inputs[0] && outputs[0])

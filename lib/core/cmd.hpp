@@ -9,7 +9,7 @@ namespace nnc {
 const char* cmd_name(uint32_t cmd);
 const char* backend_name(uint32_t backend);
 ccv_nnc_cmd_t make_cmd(uint32_t cmd, ccv_nnc_cmd_vtab_t* isa, const ccv_nnc_cmd_param_t& params, int flags);
-int cmd_exec(const ccv_nnc_cmd_t& cmd, ccv_nnc_hint_t hint, int flags, ccv_nnc_tensor_t* const* inputs, int input_size,
+int cmd_exec(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flags, ccv_nnc_tensor_t* const* inputs, int input_size,
              ccv_nnc_tensor_t* const* outputs, int output_size, ccv_nnc_stream_context_t* stream);
 ccv_nnc_cmd_t cmd_autotune(const ccv_nnc_cmd_t& cmd, size_t max_workspace_size, const ccv_nnc_hint_t& hint, int flags,
                            ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,

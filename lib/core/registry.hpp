@@ -73,6 +73,16 @@ class Registry {
   // Kernels of a command in preference order (empty if none).
   std::span<const Kernel> kernels(uint32_t cmd) const;
   const Kernel* kernel(uint32_t cmd, uint32_t backend) const;
+  // The command and its kernels in one search.
+  struct Lookup {
+    const CommandInfo* info = nullptr;
+    std::span<const Kernel> kernels;
+  };
+  Lookup lookup(uint32_t cmd) const {
+    const Entry* e = find(cmd);
+    if (!e) return {};
+    return {&e->info, std::span<const Kernel>(e->kernels)};
+  }
 
  private:
   struct Entry {
