@@ -16,5 +16,6 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/nncConfigVersion.cmake
 install(FILES ${PROJECT_BINARY_DIR}/nncConfig.cmake ${PROJECT_BINARY_DIR}/nncConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/nnc)
 
+file(RELATIVE_PATH NNC_PC_RELATIVE_PREFIX ${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
 configure_file(${PROJECT_SOURCE_DIR}/cmake/nnc.pc.in ${PROJECT_BINARY_DIR}/nnc.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/nnc.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -9,13 +9,14 @@ test -f "$prefix/include/nnc/ccv_nnc.h" || { echo "headers not installed"; exit 
 libdir=$(dirname "$(find "$prefix" -name 'libnnc.so.0' | head -n 1)")
 test -n "$libdir" || { echo "libnnc.so.0 not installed"; exit 1; }
 # The soname is versioned.
-objdump -p "$libdir/libnnc.so.0" | grep -q 'SONAME *libnnc.so.0' || { echo "soname is not libnnc.so.0"; exit 1; }
+soname=$(objdump -p "$libdir/libnnc.so.0" | awk '$1 == "SONAME" { print $2 }')
+[ "$soname" = libnnc.so.0 ] || { echo "soname is '$soname', not libnnc.so.0"; exit 1; }
 
 for kind in shared static; do
   "$cmake" -S "$src" -B "$work/$kind" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" -DNNC_CONSUMER_STATIC=$([ $kind = static ] && echo ON || echo OFF) > "$work/$kind.log"
   "$cmake" --build "$work/$kind" >> "$work/$kind.log"
   LD_LIBRARY_PATH="$libdir" "$work/$kind/consumer" | tee "$work/$kind.out"
-  grep -q '^consumer ok' "$work/$kind.out" || { echo "find_package consumer ($kind) failed"; exit 1; }
+  grep '^consumer ok' "$work/$kind.out" > /dev/null || { echo "find_package consumer ($kind) failed"; exit 1; }
 done
 
 if [ -n "$pkgconfig" ]; then
@@ -23,7 +24,7 @@ if [ -n "$pkgconfig" ]; then
   flags=$("$pkgconfig" --cflags --libs nnc)
   ${CC:-cc} -std=gnu11 -Wall -Wextra -Werror "$src/consumer.c" $flags -o "$work/pc-consumer"
   LD_LIBRARY_PATH="$libdir" "$work/pc-consumer" | tee "$work/pc.out"
-  grep -q '^consumer ok' "$work/pc.out" || { echo "pkg-config consumer failed"; exit 1; }
+  grep '^consumer ok' "$work/pc.out" > /dev/null || { echo "pkg-config consumer failed"; exit 1; }
 else
   echo "pkg-config not found: skipped the pkg-config consumer"
 fi
