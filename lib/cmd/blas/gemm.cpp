@@ -41,12 +41,24 @@ int aligned_dim(const Operand& x, int nd, int i) {
 
 }  // namespace
 
-Operand operand(const Layout& l) { return operand_from(l.dim.data(), l.nd, l.stride.data(), l.data); }
+Operand operand(const ccv_nnc_tensor_t* t) {
+  const int nd = nd_of(t->info.dim);
+  int64_t stride[kMaxDim];
+  if (CCV_IS_TENSOR_VIEW(t)) {
+    const auto* v = reinterpret_cast<const ccv_nnc_tensor_view_t*>(t);
+    for (int i = 0; i < nd; i++) stride[i] = v->stride[i];
+  } else {
+    int64_t s = 1;
+    for (int i = nd - 1; i >= 0; i--) stride[i] = s, s *= t->info.dim[i];
+  }
+  return operand_from(t->info.dim, nd, stride, static_cast<unsigned char*>(t->data.ptr));
+}
 
 Operand operand(const int* dim) {
   const int nd = nd_of(dim);
-  int64_t stride[kMaxDim] = {};
-  packed_strides(dim, nd, stride);
+  int64_t stride[kMaxDim];
+  int64_t s = 1;
+  for (int i = nd - 1; i >= 0; i--) stride[i] = s, s *= dim[i];
   return operand_from(dim, nd, stride, nullptr);
 }
 
@@ -117,7 +129,8 @@ Product make(const Batch& batch, const Operand& a, bool ta, const Operand& b, bo
 
 }  // namespace
 
-Product forward_product(const ccv_nnc_cmd_param_t& p, const Layout& a, const Layout& w, const Layout& b) {
+Product forward_product(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_t* a, const ccv_nnc_tensor_t* w,
+                        const ccv_nnc_tensor_t* b) {
   const Operand oa = operand(a), ow = operand(w), ob = operand(b);
   Batch batch;
   broadcast(oa, ow, &batch);
@@ -125,7 +138,8 @@ Product forward_product(const ccv_nnc_cmd_param_t& p, const Layout& a, const Lay
 }
 
 // op(a) = g · op(w)^T, so a = g · op(w)^T or a = op(w) · g^T when a is transposed.
-Product da_product(const ccv_nnc_cmd_param_t& p, const Layout& g, const Layout& w, const Layout& da) {
+Product da_product(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_t* g, const ccv_nnc_tensor_t* w,
+                   const ccv_nnc_tensor_t* da) {
   const Operand og = operand(g), ow = operand(w), oda = operand(da);
   Batch batch;
   broadcast(oda, ow, &batch);
@@ -134,7 +148,8 @@ Product da_product(const ccv_nnc_cmd_param_t& p, const Layout& g, const Layout& 
 }
 
 // op(w) = op(a)^T · g, so w = op(a)^T · g or w = g^T · op(a) when w is transposed.
-Product dw_product(const ccv_nnc_cmd_param_t& p, const Layout& g, const Layout& a, const Layout& dw) {
+Product dw_product(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_t* g, const ccv_nnc_tensor_t* a,
+                   const ccv_nnc_tensor_t* dw) {
   const Operand og = operand(g), oa = operand(a), odw = operand(dw);
   Batch batch;
   broadcast(oa, odw, &batch);
@@ -152,7 +167,10 @@ std::string shape_of(const ccv_nnc_tensor_t* t) { return shape_string(t->info.di
 std::string batch_string(const Batch& b) {
   if (b.nd == 0) return "none";
   std::string s;
-  for (int i = 0; i < b.nd; i++) s += (i ? "x" : "") + std::to_string(b.dim[i]);
+  for (int i = 0; i < b.nd; i++) {
+    if (i) s += 'x';
+    s += std::to_string(b.dim[i]);
+  }
   return s;
 }
 
@@ -259,7 +277,7 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_
   const Batch gb = [&] {
     Batch b;
     b.nd = og.batch_nd;
-    b.dim = og.bdim;
+    for (int i = 0; i < b.nd; i++) b.dim[i] = og.bdim[i];
     return b;
   }();
   const int m = og.rows, n = og.cols;

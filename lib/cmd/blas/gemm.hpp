@@ -38,22 +38,26 @@ inline bool is_transposed(const int t[2]) { return t[0] != t[1]; }
 // No transpose, or the last two axes of an nd-dimensional tensor.
 bool transpose_ok(int nd, const int t[2]);
 
+// These descriptors sit on the path of every ccv_nnc_cmd_exec, so their
+// arrays are left uninitialised: only the first batch_nd / nd entries are set
+// and read.
+
 // A tensor read as a batch of matrices, before any transpose.
 struct Operand {
   unsigned char* data = nullptr;
   int rows = 0, cols = 0;
   int64_t rs = 0, cs = 0;  // element strides between rows and between columns
   int batch_nd = 0;
-  std::array<int, kMaxDim> bdim{};
-  std::array<int64_t, kMaxDim> bstride{};
+  int bdim[kMaxDim];
+  int64_t bstride[kMaxDim];
 };
-Operand operand(const Layout& l);
-Operand operand(const int* dim);  // shape only (packed strides, no data)
+Operand operand(const ccv_nnc_tensor_t* t);  // a tensor or view (not multi-view)
+Operand operand(const int* dim);             // shape only (packed strides, no data)
 
 // The batch dimensions of a product (right-aligned).
 struct Batch {
   int nd = 0;
-  std::array<int, kMaxDim> dim{};
+  int dim[kMaxDim];
   size_t count() const {
     size_t c = 1;
     for (int i = 0; i < nd; i++) c *= static_cast<size_t>(dim[i]);
@@ -75,7 +79,7 @@ struct Factor {
   bool trans = false;      // op(X) = X^T
   int srows = 0, scols = 0;  // X as stored
   int64_t ld = 0;            // X's leading dimension for row-major BLAS (its row stride)
-  std::array<int64_t, kMaxDim> bstride{};  // aligned to the product's batch; 0 where broadcast
+  int64_t bstride[kMaxDim];  // aligned to the product's batch (first batch.nd); 0 where broadcast
 };
 Factor factor(const Operand& x, bool trans, const Batch& batch);
 
@@ -90,17 +94,21 @@ struct Product {
 };
 
 // The products of forward and backward (tensors already validated).
-Product forward_product(const ccv_nnc_cmd_param_t& p, const Layout& a, const Layout& w, const Layout& b);
+Product forward_product(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_t* a, const ccv_nnc_tensor_t* w,
+                        const ccv_nnc_tensor_t* b);
 // da from g and w; dw from g and a.
-Product da_product(const ccv_nnc_cmd_param_t& p, const Layout& g, const Layout& w, const Layout& da);
-Product dw_product(const ccv_nnc_cmd_param_t& p, const Layout& g, const Layout& a, const Layout& dw);
+Product da_product(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_t* g, const ccv_nnc_tensor_t* w,
+                   const ccv_nnc_tensor_t* da);
+Product dw_product(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_t* g, const ccv_nnc_tensor_t* a,
+                   const ccv_nnc_tensor_t* dw);
 
 // Visit every batch index: f(offsets) with the element offsets of A, B, C.
 template <class F>
 void for_each_batch(const Product& p, F&& f) {
-  std::array<int, kMaxDim> idx{};
-  int64_t oa = 0, ob = 0, oc = 0;
+  int idx[kMaxDim];
   const int nd = p.batch.nd;
+  for (int i = 0; i < nd; i++) idx[i] = 0;
+  int64_t oa = 0, ob = 0, oc = 0;
   for (;;) {
     f(oa, ob, oc);
     int d = nd - 1;

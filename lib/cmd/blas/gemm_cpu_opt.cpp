@@ -36,8 +36,7 @@ void blas(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const
 // Can BLAS address this tensor's matrices (unit-stride rows, int leading dimension)?
 bool blas_ok(const ccv_nnc_tensor_t* t) {
   if (!t) return true;
-  const Layout l = layout_of(t);
-  const Operand o = operand(l);
+  const Operand o = operand(t);
   if (o.cols != 1 && o.cs != 1) return false;
   if (o.rows > 1 && o.rs < o.cols) return false;
   return o.rs <= INT_MAX;
@@ -110,9 +109,9 @@ void run(const Product& p, T beta) {
 // Fill every row of C with the bias.
 template <class T>
 void fill_bias(const Product& p, const ccv_nnc_tensor_t* bias) {
-  const Layout l = layout_of(bias, "bias");
+  const Operand l = operand(bias);  // validated: n elements along its last dimension
   const T* const src = reinterpret_cast<const T*>(l.data);
-  const int64_t step = l.stride[l.nd - 1];
+  const int64_t step = l.cs;
   T* const c = reinterpret_cast<T*>(p.C.data);
   for_each_batch(p, [&](int64_t, int64_t, int64_t oc) {
     for (int i = 0; i < p.M; i++) {
@@ -129,8 +128,7 @@ void fill_bias(const Product& p, const ccv_nnc_tensor_t* bias) {
 template <class T>
 void forward_typed(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
                    ccv_nnc_tensor_t* const* outputs) {
-  const Layout a = layout_of(inputs[0], "a"), w = layout_of(inputs[1], "w"), b = layout_of(outputs[0], "b");
-  const Product p = forward_product(cmd.info, a, w, b);
+  const Product p = forward_product(cmd.info, inputs[0], inputs[1], outputs[0]);
   const ccv_nnc_tensor_t* bias = input_size > 2 ? inputs[2] : nullptr;
   if (bias) fill_bias<T>(p, bias);
   auto lock = compute_lock();
@@ -139,19 +137,18 @@ void forward_typed(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, in
 
 // dbias[j] = sum of g over every batch and row.
 template <class T>
-void bias_gradient(const Layout& g, const ccv_nnc_tensor_t* dbias) {
-  const Layout db = layout_of(dbias, "dbias");
+void bias_gradient(const ccv_nnc_tensor_t* g, const ccv_nnc_tensor_t* dbias) {
+  const Operand db = operand(dbias);
   T* const out = reinterpret_cast<T*>(db.data);
-  const int64_t step = db.stride[db.nd - 1];
+  const int64_t step = db.cs;
   const Operand og = operand(g);
-  const T* const src = reinterpret_cast<const T*>(g.data);
+  const T* const src = reinterpret_cast<const T*>(og.data);
   const int n = og.cols;
   for (int j = 0; j < n; j++) out[j * step] = T(0);
   // Walk g's batch like a product with only C.
   Product walk;
   walk.batch.nd = og.batch_nd;
-  walk.batch.dim = og.bdim;
-  walk.C.bstride = og.bstride;
+  for (int i = 0; i < og.batch_nd; i++) walk.batch.dim[i] = og.bdim[i], walk.C.bstride[i] = og.bstride[i];
   for_each_batch(walk, [&](int64_t, int64_t, int64_t off) {
     for (int i = 0; i < og.rows; i++) {
       const T* row = src + off + i * og.rs;
@@ -166,11 +163,10 @@ void bias_gradient(const Layout& g, const ccv_nnc_tensor_t* dbias) {
 
 template <class T>
 void backward_typed(const ccv_nnc_cmd_t& cmd, const BackwardArgs& t) {
-  const Layout g = layout_of(t.g, "g");
   auto lock = compute_lock();
-  if (t.da) run<T>(da_product(cmd.info, g, layout_of(t.w, "w"), layout_of(t.da, "da")), T(0));
-  if (t.dw) run<T>(dw_product(cmd.info, g, layout_of(t.a, "a"), layout_of(t.dw, "dw")), T(0));
-  if (t.dbias) bias_gradient<T>(g, t.dbias);
+  if (t.da) run<T>(da_product(cmd.info, t.g, t.w, t.da), T(0));
+  if (t.dw) run<T>(dw_product(cmd.info, t.g, t.a, t.dw), T(0));
+  if (t.dbias) bias_gradient<T>(t.g, t.dbias);
 }
 
 int forward(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t, const int, ccv_nnc_tensor_t* const* inputs,

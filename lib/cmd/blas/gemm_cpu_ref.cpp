@@ -74,8 +74,8 @@ std::vector<double> load_vector(const ccv_nnc_tensor_t* t) {
 
 int forward(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t, const int, ccv_nnc_tensor_t* const* inputs,
             const int input_size, ccv_nnc_tensor_t* const* outputs, const int, ccv_nnc_stream_context_t*) {
-  const Layout a = layout_of(inputs[0], "a"), w = layout_of(inputs[1], "w"), b = layout_of(outputs[0], "b");
-  const Product p = forward_product(cmd.info, a, w, b);
+  const Layout b = layout_of(outputs[0], "b");
+  const Product p = forward_product(cmd.info, inputs[0], inputs[1], outputs[0]);
   std::vector<double> bias;
   if (input_size > 2 && inputs[2]) bias = load_vector(inputs[2]);
   run_product(p, b.datatype, [&](int64_t oc, const double* v) {
@@ -89,18 +89,18 @@ int backward(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t, const int, ccv_nnc_t
   const BackwardArgs t = backward_args(inputs, input_size, outputs, output_size);
   const Layout g = layout_of(t.g, "g");
   if (t.da) {
-    const Layout w = layout_of(t.w, "w"), da = layout_of(t.da, "da");
-    const Product p = da_product(cmd.info, g, w, da);
+    const Layout da = layout_of(t.da, "da");
+    const Product p = da_product(cmd.info, t.g, t.w, t.da);
     run_product(p, da.datatype, [&](int64_t oc, const double* v) { store_matrix(p, da.datatype, oc, v, nullptr); });
   }
   if (t.dw) {
-    const Layout a = layout_of(t.a, "a"), dw = layout_of(t.dw, "dw");
-    const Product p = dw_product(cmd.info, g, a, dw);
+    const Layout dw = layout_of(t.dw, "dw");
+    const Product p = dw_product(cmd.info, t.g, t.a, t.dw);
     run_product(p, dw.datatype, [&](int64_t oc, const double* v) { store_matrix(p, dw.datatype, oc, v, nullptr); });
   }
   if (t.dbias) {
     // dbias[j] = sum of g[.., i, j] over every batch and row.
-    const Operand og = operand(g);
+    const Operand og = operand(t.g);
     std::vector<double> sum(static_cast<size_t>(og.cols), 0.0);
     for_each_index(g.dim.data(), g.nd, [&](const int* idx) { sum[idx[g.nd - 1]] += load_double(g.at(idx), g.datatype); });
     const Layout db = layout_of(t.dbias, "dbias");
