@@ -18,21 +18,6 @@ bool transpose_ok(int nd, const int t[2]) {
 
 namespace {
 
-Operand operand_from(const int* dim, int nd, const int64_t* stride, unsigned char* data) {
-  Operand o;
-  o.data = data;
-  if (nd == 1) {
-    o.rows = 1, o.cols = dim[0];
-    o.cs = stride[0], o.rs = stride[0] * dim[0];
-    return o;
-  }
-  o.rows = dim[nd - 2], o.cols = dim[nd - 1];
-  o.rs = stride[nd - 2], o.cs = stride[nd - 1];
-  o.batch_nd = nd - 2;
-  for (int i = 0; i < nd - 2; i++) o.bdim[i] = dim[i], o.bstride[i] = stride[i];
-  return o;
-}
-
 // Batch dimension i of b (right-aligned to nd), 1 where x has none.
 int aligned_dim(const Operand& x, int nd, int i) {
   const int j = i - (nd - x.batch_nd);
@@ -40,27 +25,6 @@ int aligned_dim(const Operand& x, int nd, int i) {
 }
 
 }  // namespace
-
-Operand operand(const ccv_nnc_tensor_t* t) {
-  const int nd = nd_of(t->info.dim);
-  int64_t stride[kMaxDim];
-  if (CCV_IS_TENSOR_VIEW(t)) {
-    const auto* v = reinterpret_cast<const ccv_nnc_tensor_view_t*>(t);
-    for (int i = 0; i < nd; i++) stride[i] = v->stride[i];
-  } else {
-    int64_t s = 1;
-    for (int i = nd - 1; i >= 0; i--) stride[i] = s, s *= t->info.dim[i];
-  }
-  return operand_from(t->info.dim, nd, stride, static_cast<unsigned char*>(t->data.ptr));
-}
-
-Operand operand(const int* dim) {
-  const int nd = nd_of(dim);
-  int64_t stride[kMaxDim];
-  int64_t s = 1;
-  for (int i = nd - 1; i >= 0; i--) stride[i] = s, s *= dim[i];
-  return operand_from(dim, nd, stride, nullptr);
-}
 
 bool broadcast(const Operand& x, const Operand& y, Batch* out) {
   Batch b;

@@ -51,8 +51,42 @@ struct Operand {
   int bdim[kMaxDim];
   int64_t bstride[kMaxDim];
 };
-Operand operand(const ccv_nnc_tensor_t* t);  // a tensor or view (not multi-view)
-Operand operand(const int* dim);             // shape only (packed strides, no data)
+// Inline: on the dispatch path, and most callers read only a few fields.
+inline Operand operand_from(const int* dim, int nd, const int64_t* stride, unsigned char* data) {
+  Operand o;
+  o.data = data;
+  if (nd == 1) {
+    o.rows = 1, o.cols = dim[0];
+    o.cs = stride[0], o.rs = stride[0] * dim[0];
+    return o;
+  }
+  o.rows = dim[nd - 2], o.cols = dim[nd - 1];
+  o.rs = stride[nd - 2], o.cs = stride[nd - 1];
+  o.batch_nd = nd - 2;
+  for (int i = 0; i < nd - 2; i++) o.bdim[i] = dim[i], o.bstride[i] = stride[i];
+  return o;
+}
+// A tensor or view (not multi-view).
+inline Operand operand(const ccv_nnc_tensor_t* t) {
+  const int nd = nd_of(t->info.dim);
+  int64_t stride[kMaxDim];
+  if (CCV_IS_TENSOR_VIEW(t)) {
+    const auto* v = reinterpret_cast<const ccv_nnc_tensor_view_t*>(t);
+    for (int i = 0; i < nd; i++) stride[i] = v->stride[i];
+  } else {
+    int64_t s = 1;
+    for (int i = nd - 1; i >= 0; i--) stride[i] = s, s *= t->info.dim[i];
+  }
+  return operand_from(t->info.dim, nd, stride, static_cast<unsigned char*>(t->data.ptr));
+}
+// Shape only (packed strides, no data).
+inline Operand operand(const int* dim) {
+  const int nd = nd_of(dim);
+  int64_t stride[kMaxDim];
+  int64_t s = 1;
+  for (int i = nd - 1; i >= 0; i--) stride[i] = s, s *= dim[i];
+  return operand_from(dim, nd, stride, nullptr);
+}
 
 // The batch dimensions of a product (right-aligned).
 struct Batch {
