@@ -11,8 +11,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -41,8 +41,8 @@ Timing race(const std::function<void()>& ours, const std::function<void()>& peer
   // Warm up both (page faults, OpenBLAS thread start), then size the samples.
   ours(), peer(), ours(), peer();
   const double once = std::max(seconds(peer, 1), 1e-7);
-  const int calls = std::max(1, static_cast<int>(0.005 / once));         // >= 5 ms per sample
-  const double budget = quick ? 0.3 : 2.0;                              // seconds per side
+  const int calls = std::max(1, static_cast<int>(0.005 / once));  // >= 5 ms per sample
+  const double budget = quick ? 0.3 : 2.0;                        // seconds per side
   const int samples = std::clamp(static_cast<int>(budget / (once * calls)), 5, 51);
   std::vector<double> a, b;
   for (int s = 0; s < samples; s++) {
@@ -85,8 +85,8 @@ ccv_nnc_cmd_t gemm_cmd(bool transpose_w) {
 struct Case {
   std::string name;
   int batch, m, k, n;
-  bool batched_w;    // w is [batch, k, n] (else shared [k, n])
-  bool fc;           // w is [n, k], transposed, plus a bias
+  bool batched_w;  // w is [batch, k, n] (else shared [k, n])
+  bool fc;         // w is [n, k], transposed, plus a bias
   double target;
 };
 
@@ -142,8 +142,9 @@ bool run(const Case& c, bool quick) {
   double err = 0;
   for (size_t i = 0; i < want.size(); i++) err = std::max(err, static_cast<double>(std::abs(want[i] - B[i])));
   bool ok = status == CCV_NNC_EXEC_SUCCESS && err <= 1e-3 * std::max(1, c.k / 64);
-  if (!ok) std::fprintf(stderr, "%s: results differ (max error %g, status %d: %s)\n", c.name.c_str(), err, status,
-                        ccv_nnc_error_message());
+  if (!ok)
+    std::fprintf(stderr, "%s: results differ (max error %g, status %d: %s)\n", c.name.c_str(), err, status,
+                 ccv_nnc_error_message());
   const Timing t = race(ours, peer, quick);
   const double flops = 2.0 * c.batch * c.m * c.k * c.n;
   const double ratio = t.peer / t.ours;

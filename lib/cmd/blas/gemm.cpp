@@ -159,8 +159,8 @@ void check_datatypes(const char* cmd, std::initializer_list<std::pair<const char
     }
     const int x = CCV_GET_DATA_TYPE(t->info.datatype), y = CCV_GET_DATA_TYPE(first->info.datatype);
     if (x != y)
-      fail(CCV_NNC_EXEC_INVALID, "%s: data types differ: %s is %s but %s is %s", cmd, first_name, datatype_name(y), name,
-           datatype_name(x));
+      fail(CCV_NNC_EXEC_INVALID, "%s: data types differ: %s is %s but %s is %s", cmd, first_name, datatype_name(y),
+           name, datatype_name(x));
   }
 }
 
@@ -210,13 +210,12 @@ void validate_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_t
   if (bias) check_bias(name, "bias", bias, n);
 }
 
-void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
-                       int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
+void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                       ccv_nnc_tensor_t* const* outputs, int output_size) {
   const char* name = "GEMM_BACKWARD";
   NNC_CHECK(input_size >= 1 && input_size <= 5, "%s takes 1 to 5 inputs (g, a, w[, bias, b]), got %d", name,
             input_size);
-  NNC_CHECK(output_size >= 1 && output_size <= 3, "%s takes 1 to 3 outputs (da, dw, dbias), got %d", name,
-            output_size);
+  NNC_CHECK(output_size >= 1 && output_size <= 3, "%s takes 1 to 3 outputs (da, dw, dbias), got %d", name, output_size);
   const BackwardArgs t = backward_args(inputs, input_size, outputs, output_size);
   NNC_CHECK(t.g, "%s: input g (0), the gradient of b, is NULL", name);
   NNC_CHECK(t.da || t.dw || t.dbias, "%s: every output (da, dw, dbias) is NULL; nothing to compute", name);

@@ -108,9 +108,9 @@ bool same_batch(const Operand& x, const Batch& b);
 // One factor of a batched product: op(X) of a stored operand X.
 struct Factor {
   unsigned char* data = nullptr;
-  int rows = 0, cols = 0;  // of op(X)
-  int64_t rs = 0, cs = 0;  // element strides of op(X)
-  bool trans = false;      // op(X) = X^T
+  int rows = 0, cols = 0;    // of op(X)
+  int64_t rs = 0, cs = 0;    // element strides of op(X)
+  bool trans = false;        // op(X) = X^T
   int srows = 0, scols = 0;  // X as stored
   int64_t ld = 0;            // X's leading dimension for row-major BLAS (its row stride)
   int64_t bstride[kMaxDim];  // aligned to the product's batch (first batch.nd); 0 where broadcast
@@ -149,7 +149,8 @@ void for_each_batch(const Product& p, F&& f) {
     for (; d >= 0; d--) {
       oa += p.A.bstride[d], ob += p.B.bstride[d], oc += p.C.bstride[d];
       if (++idx[d] < p.batch.dim[d]) break;
-      oa -= p.A.bstride[d] * p.batch.dim[d], ob -= p.B.bstride[d] * p.batch.dim[d], oc -= p.C.bstride[d] * p.batch.dim[d];
+      oa -= p.A.bstride[d] * p.batch.dim[d], ob -= p.B.bstride[d] * p.batch.dim[d],
+          oc -= p.C.bstride[d] * p.batch.dim[d];
       idx[d] = 0;
     }
     if (d < 0) return;

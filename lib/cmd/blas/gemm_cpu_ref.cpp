@@ -102,7 +102,8 @@ int backward(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t, const int, ccv_nnc_t
     // dbias[j] = sum of g[.., i, j] over every batch and row.
     const Operand og = operand(t.g);
     std::vector<double> sum(static_cast<size_t>(og.cols), 0.0);
-    for_each_index(g.dim.data(), g.nd, [&](const int* idx) { sum[idx[g.nd - 1]] += load_double(g.at(idx), g.datatype); });
+    for_each_index(g.dim.data(), g.nd,
+                   [&](const int* idx) { sum[idx[g.nd - 1]] += load_double(g.at(idx), g.datatype); });
     const Layout db = layout_of(t.dbias, "dbias");
     size_t j = 0;
     for_each_index(db.dim.data(), db.nd, [&](const int* idx) { store_double(db.at(idx), db.datatype, sum[j++]); });

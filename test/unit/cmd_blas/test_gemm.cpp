@@ -127,10 +127,14 @@ struct Acc {
   double get(long off) const {
     const void* q = p + off * es;
     switch (type) {
-      case CCV_32F: return *static_cast<const float*>(q);
-      case CCV_64F: return *static_cast<const double*>(q);
-      case CCV_16F: return from_half(*static_cast<const uint16_t*>(q));
-      case CCV_16BF: return from_bf16(*static_cast<const uint16_t*>(q));
+      case CCV_32F:
+        return *static_cast<const float*>(q);
+      case CCV_64F:
+        return *static_cast<const double*>(q);
+      case CCV_16F:
+        return from_half(*static_cast<const uint16_t*>(q));
+      case CCV_16BF:
+        return from_bf16(*static_cast<const uint16_t*>(q));
     }
     ADD_FAILURE() << "unexpected data type";
     return 0;
@@ -138,10 +142,18 @@ struct Acc {
   void set(long off, double v) const {
     void* q = p + off * es;
     switch (type) {
-      case CCV_32F: *static_cast<float*>(q) = static_cast<float>(v); return;
-      case CCV_64F: *static_cast<double*>(q) = v; return;
-      case CCV_16F: *static_cast<uint16_t*>(q) = to_half(static_cast<float>(v)); return;
-      case CCV_16BF: *static_cast<uint16_t*>(q) = to_bf16(static_cast<float>(v)); return;
+      case CCV_32F:
+        *static_cast<float*>(q) = static_cast<float>(v);
+        return;
+      case CCV_64F:
+        *static_cast<double*>(q) = v;
+        return;
+      case CCV_16F:
+        *static_cast<uint16_t*>(q) = to_half(static_cast<float>(v));
+        return;
+      case CCV_16BF:
+        *static_cast<uint16_t*>(q) = to_bf16(static_cast<float>(v));
+        return;
     }
     ADD_FAILURE() << "unexpected data type";
   }
@@ -299,7 +311,8 @@ std::vector<double> reference(const ccv_nnc_tensor_t* a, bool ta, const ccv_nnc_
   return out;
 }
 
-void expect_close(const std::vector<double>& got, const std::vector<double>& want, double tol, const std::string& what) {
+void expect_close(const std::vector<double>& got, const std::vector<double>& want, double tol,
+                  const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   size_t bad = 0;
   for (size_t i = 0; i < got.size(); i++) {
@@ -364,11 +377,16 @@ enum class BatchMode { None, SharedW, BatchedBoth, SharedA, FourD };
 
 const char* mode_name(BatchMode b) {
   switch (b) {
-    case BatchMode::None: return "2-d";
-    case BatchMode::SharedW: return "batched a, shared w";
-    case BatchMode::BatchedBoth: return "batched a and w";
-    case BatchMode::SharedA: return "shared a, batched w";
-    case BatchMode::FourD: return "4-d a, 3-d w";
+    case BatchMode::None:
+      return "2-d";
+    case BatchMode::SharedW:
+      return "batched a, shared w";
+    case BatchMode::BatchedBoth:
+      return "batched a and w";
+    case BatchMode::SharedA:
+      return "shared a, batched w";
+    case BatchMode::FourD:
+      return "4-d a, 3-d w";
   }
   return "?";
 }
@@ -384,11 +402,16 @@ Case shapes(Size s, BatchMode mode, bool ta, bool tb) {
     return batch;
   };
   switch (mode) {
-    case BatchMode::None: return {am, wm, {s.m, s.n}};
-    case BatchMode::SharedW: return {with({3}, am), wm, {3, s.m, s.n}};
-    case BatchMode::BatchedBoth: return {with({3}, am), with({3}, wm), {3, s.m, s.n}};
-    case BatchMode::SharedA: return {am, with({2}, wm), {2, s.m, s.n}};
-    case BatchMode::FourD: return {with({2, 3}, am), with({3}, wm), {2, 3, s.m, s.n}};
+    case BatchMode::None:
+      return {am, wm, {s.m, s.n}};
+    case BatchMode::SharedW:
+      return {with({3}, am), wm, {3, s.m, s.n}};
+    case BatchMode::BatchedBoth:
+      return {with({3}, am), with({3}, wm), {3, s.m, s.n}};
+    case BatchMode::SharedA:
+      return {am, with({2}, wm), {2, s.m, s.n}};
+    case BatchMode::FourD:
+      return {with({2, 3}, am), with({3}, wm), {2, 3, s.m, s.n}};
   }
   return {};
 }
@@ -397,10 +420,14 @@ constexpr double kStale = 1000;
 
 double tolerance(int datatype, int k) {
   switch (datatype) {
-    case CCV_64F: return 1e-12 * k;
-    case CCV_32F: return 1e-6 * k;
-    case CCV_16F: return 2e-3 * k;
-    default: return 1.6e-2 * k;  // bf16: 8 bits of mantissa on output
+    case CCV_64F:
+      return 1e-12 * k;
+    case CCV_32F:
+      return 1e-6 * k;
+    case CCV_16F:
+      return 2e-3 * k;
+    default:
+      return 1.6e-2 * k;  // bf16: 8 bits of mantissa on output
   }
 }
 
@@ -516,7 +543,8 @@ TEST_F(Gemm, NonUnitColumnStrideFallsBackToRef) {
   fill_random(parent.get(), rng);
   int ofs[CCV_NNC_MAX_DIM_ALLOC] = {};
   int stride[CCV_NNC_MAX_DIM_ALLOC] = {6, 2};  // every other column
-  Tensor a(reinterpret_cast<ccv_nnc_tensor_t*>(ccv_nnc_tensor_view_new(parent.get(), params(CCV_32F, {4, 3}), ofs, stride)));
+  Tensor a(
+      reinterpret_cast<ccv_nnc_tensor_t*>(ccv_nnc_tensor_view_new(parent.get(), params(CCV_32F, {4, 3}), ofs, stride)));
   ASSERT_TRUE(a) << ccv_nnc_error_message();
   Tensor w = make(CCV_32F, {3, 2}), b = make(CCV_32F, {4, 2});
   fill_random(w.get(), rng);
@@ -569,7 +597,8 @@ Dims auto_shape(Transpose t, const std::vector<Dims>& in, int datatype = CCV_32F
   for (const Dims& d : in) p.push_back(params(datatype, d));
   ccv_nnc_tensor_param_t out = params(CCV_8U, {99});
   out.format = CCV_TENSOR_FORMAT_CHWN;
-  ccv_nnc_hint_tensor_auto(gemm(CCV_NNC_GEMM_FORWARD, t), p.data(), static_cast<int>(p.size()), ccv_nnc_no_hint, &out, 1);
+  ccv_nnc_hint_tensor_auto(gemm(CCV_NNC_GEMM_FORWARD, t), p.data(), static_cast<int>(p.size()), ccv_nnc_no_hint, &out,
+                           1);
   if (ok) *ok = out.datatype == datatype && out.format == CCV_TENSOR_FORMAT_NHWC && out.type == CCV_TENSOR_CPU_MEMORY;
   Dims d;
   for (int i = 0; i < CCV_NNC_MAX_DIM_ALLOC && out.dim[i]; i++) d.push_back(out.dim[i]);
@@ -627,13 +656,13 @@ TEST_F(Gemm, Bitmask) {
   EXPECT_EQ(mask(f, 2, 0b01, 1, 1), 0);   // no w
   EXPECT_EQ(mask(f, 2, 0b11, 1, 0), 0);   // no b
   EXPECT_EQ(mask(bw, 3, 0b111, 3, 0b111), 1);
-  EXPECT_EQ(mask(bw, 3, 0b101, 1, 0b1), 1);     // da needs g and w
-  EXPECT_EQ(mask(bw, 3, 0b011, 1, 0b1), 0);     // ... not a
-  EXPECT_EQ(mask(bw, 3, 0b011, 2, 0b10), 1);    // dw needs g and a
+  EXPECT_EQ(mask(bw, 3, 0b101, 1, 0b1), 1);   // da needs g and w
+  EXPECT_EQ(mask(bw, 3, 0b011, 1, 0b1), 0);   // ... not a
+  EXPECT_EQ(mask(bw, 3, 0b011, 2, 0b10), 1);  // dw needs g and a
   EXPECT_EQ(mask(bw, 3, 0b101, 2, 0b10), 0);
-  EXPECT_EQ(mask(bw, 1, 0b1, 3, 0b100), 1);     // dbias needs only g
-  EXPECT_EQ(mask(bw, 3, 0b110, 3, 0b100), 0);   // no g
-  EXPECT_EQ(mask(bw, 3, 0b111, 3, 0b000), 0);   // nothing asked
+  EXPECT_EQ(mask(bw, 1, 0b1, 3, 0b100), 1);    // dbias needs only g
+  EXPECT_EQ(mask(bw, 3, 0b110, 3, 0b100), 0);  // no g
+  EXPECT_EQ(mask(bw, 3, 0b111, 3, 0b000), 0);  // nothing asked
 }
 
 // ---------------------------------------------------------------------------
@@ -681,7 +710,10 @@ TEST_F(Gemm, BadForwardInput) {
       {"NULL w", {}, {{2, 3}, {}}, {{2, 4}}, {"w", "NULL"}},
       {"NULL b", {}, {{2, 3}, {3, 4}}, {{}}, {"b", "NULL"}},
       {"inner mismatch", {}, {{2, 3}, {4, 5}}, {{2, 5}}, {"inner dimensions", "2x3", "4x5", "k = 3", "k = 4"}},
-      {"inner mismatch after transpose", {0, 1, 0, 0}, {{2, 3}, {3, 4}}, {{3, 4}},
+      {"inner mismatch after transpose",
+       {0, 1, 0, 0},
+       {{2, 3}, {3, 4}},
+       {{3, 4}},
        {"inner dimensions", "k = 2", "k = 3"}},
       {"bias length", {}, {{2, 3}, {3, 4}, {5}}, {{2, 4}}, {"bias", "5", "n = 4"}},
       {"2-d bias", {}, {{2, 3}, {3, 4}, {2, 4}}, {{2, 4}}, {"bias", "2x4"}},
@@ -689,7 +721,10 @@ TEST_F(Gemm, BadForwardInput) {
       {"output batch", {}, {{6, 2, 3}, {3, 4}}, {{2, 4}}, {"output b is 2x4", "batch 6"}},
       {"data types", {}, {{2, 3}, {3, 4}}, {{2, 4}}, {"data types differ", "32F", "64F"}, 1},
       {"bias data type", {}, {{2, 3}, {3, 4}, {4}}, {{2, 4}}, {"data types differ", "bias"}, 2},
-      {"transpose not the last two axes", {0, 1, 0, 0}, {{5, 2, 3}, {3, 4}}, {{5, 3, 4}},
+      {"transpose not the last two axes",
+       {0, 1, 0, 0},
+       {{5, 2, 3}, {3, 4}},
+       {{5, 3, 4}},
        {"transpose_a = (0, 1)", "last two axes", "5x2x3", "(1, 2)"}},
       {"transpose of 2-d w with 3-d axes", {0, 0, 1, 2}, {{2, 3}, {4, 3}}, {{2, 4}}, {"transpose_b = (1, 2)", "4x3"}},
       {"transpose of 1-d", {0, 1, 0, 0}, {{3}, {3, 4}}, {{4}}, {"1-d", "cannot be transposed"}},
@@ -806,11 +841,14 @@ TEST_F(Gemm, BackwardRefAndOptAgree) {
           const uint32_t backend = kBoth[which];
           Tensor da = make(CCV_32F, c.a), dw = make(CCV_32F, c.w), db = make(CCV_32F, {s.n});
           ASSERT_EQ(exec(gemm(CCV_NNC_GEMM_BACKWARD, t, backend), {g.get(), nullptr, w.get()}, {da.get()}),
-                    CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+                    CCV_NNC_EXEC_SUCCESS)
+              << ccv_nnc_error_message();
           ASSERT_EQ(exec(gemm(CCV_NNC_GEMM_BACKWARD, t, backend), {g.get(), a.get(), nullptr}, {nullptr, dw.get()}),
-                    CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+                    CCV_NNC_EXEC_SUCCESS)
+              << ccv_nnc_error_message();
           ASSERT_EQ(exec(gemm(CCV_NNC_GEMM_BACKWARD, t, backend), {g.get()}, {nullptr, nullptr, db.get()}),
-                    CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+                    CCV_NNC_EXEC_SUCCESS)
+              << ccv_nnc_error_message();
           results[which] = {values(da.get()), values(dw.get()), values(db.get())};
         }
         const std::string what = std::string(mode_name(mode)) + (ta ? " ta" : "") + (tb ? " tb" : "");
