@@ -237,3 +237,48 @@ TEST_F(StreamTest, NeighborDiscoveryCallsTheCallersFunction) {
 }
 
 }  // namespace
+
+namespace {
+
+// Real kernels on streams: c = a·b on stream 1, then d = c·b on stream 2
+// after a signal, compared with the same products run directly.
+TEST_F(StreamTest, GemmChainAcrossStreamsMatchesDirectExecution) {
+  std::mt19937 rng(11);
+  Tensor a(cpu_param(CCV_32F, {37, 29})), b(cpu_param(CCV_32F, {29, 29}));
+  Tensor c(cpu_param(CCV_32F, {37, 29})), d(cpu_param(CCV_32F, {37, 29}));
+  Tensor c_ref(cpu_param(CCV_32F, {37, 29})), d_ref(cpu_param(CCV_32F, {37, 29}));
+  fill_uniform(a.f32(), 37 * 29, rng);
+  fill_uniform(b.f32(), 29 * 29, rng);
+  ccv_nnc_cmd_param_t p = no_params();
+  p.blas.a[0] = p.blas.a[1] = 1;
+  const ccv_nnc_cmd_t gemm = ccv_nnc_cmd(CCV_NNC_GEMM_FORWARD, nullptr, p, 0);
+  ccv_nnc_tensor_t* ab[] = {a.t, b.t};
+  ccv_nnc_tensor_t* cb[] = {c.t, b.t};
+  ccv_nnc_tensor_t* crb[] = {c_ref.t, b.t};
+  ccv_nnc_tensor_t* co[] = {c.t};
+  ccv_nnc_tensor_t* dout[] = {d.t};
+  ccv_nnc_tensor_t* cro[] = {c_ref.t};
+  ccv_nnc_tensor_t* dro[] = {d_ref.t};
+  ASSERT_EQ(ccv_nnc_cmd_exec(gemm, ccv_nnc_no_hint, 0, ab, 2, cro, 1, nullptr), 0) << last_error();
+  ASSERT_EQ(ccv_nnc_cmd_exec(gemm, ccv_nnc_no_hint, 0, crb, 2, dro, 1, nullptr), 0) << last_error();
+  ccv_nnc_stream_context_t* s1 = ccv_nnc_stream_context_new(CCV_STREAM_CONTEXT_CPU);
+  ccv_nnc_stream_context_t* s2 = ccv_nnc_stream_context_new(CCV_STREAM_CONTEXT_CPU);
+  for (int round = 0; round < 20; round++) {
+    ccv_nnc_tensor_zero(c);
+    ccv_nnc_tensor_zero(d);
+    // A slow custom command first, so that without the signal s2 would read c too early.
+    ASSERT_EQ(ccv_nnc_cmd_exec(log_cmd(round, round % 4 == 0 ? 20 : 0), ccv_nnc_no_hint, 0, nullptr, 0, nullptr, 0, s1), 0);
+    ASSERT_EQ(ccv_nnc_cmd_exec(gemm, ccv_nnc_no_hint, 0, ab, 2, co, 1, s1), 0) << last_error();
+    ccv_nnc_stream_signal_t* done = ccv_nnc_stream_context_emit_signal_new(s1);
+    ccv_nnc_stream_context_wait_signal(s2, done);
+    ASSERT_EQ(ccv_nnc_cmd_exec(gemm, ccv_nnc_no_hint, 0, cb, 2, dout, 1, s2), 0) << last_error();
+    ccv_nnc_stream_context_wait(s2);
+    EXPECT_EQ(ccv_nnc_tensor_eq(d, d_ref), 0) << "round " << round << ": " << last_error();
+  }
+  ccv_nnc_stream_context_wait(s1);
+  EXPECT_EQ(ccv_nnc_tensor_eq(c, c_ref), 0) << last_error();
+  ccv_nnc_stream_context_free(s1);
+  ccv_nnc_stream_context_free(s2);
+}
+
+}  // namespace
