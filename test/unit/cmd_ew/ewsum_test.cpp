@@ -8,7 +8,7 @@
 
 #include "nnc/ccv_nnc.h"
 #include "unit/cmd_ew/ewsum_easy.h"
-#include "unit/cmd_util/cmd_test_util.hpp"
+#include "cmd_test_util.hpp"
 
 using namespace cmdtest;
 

@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "unit/cmd_util/cmd_test_util.hpp"
+#include "cmd_test_util.hpp"
 
 using namespace cmdtest;
 

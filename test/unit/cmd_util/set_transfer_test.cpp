@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "unit/cmd_util/cmd_test_util.hpp"
+#include "cmd_test_util.hpp"
 #include "unit/cmd_util/util_easy.h"
 
 using namespace cmdtest;

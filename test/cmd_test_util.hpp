@@ -1,5 +1,7 @@
-// Helpers for the command-family suites (cmd_util, cmd_ew): tensors and views
-// owned for a test, element access through any strides, and command runs.
+// Helpers for the command-family suites (test/unit/cmd_*): tensors and views
+// owned for a test, element access through any strides, command runs, and the
+// two generic checks every family uses: backends against CPU_REF, and
+// backward commands against central finite differences.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,6 +10,8 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
+#include <algorithm>
 #include <initializer_list>
 #include <random>
 #include <string>
@@ -267,6 +271,127 @@ inline void fill_uniform(const T& t, std::mt19937& rng, double lo = -1, double h
 inline bool message_has(const char* needle) {
   const char* m = ccv_nnc_error_message();
   return m && std::strstr(m, needle) != nullptr;
+}
+
+// Run `cmd` with an explicit hint.
+inline int run_hint(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, std::vector<ccv_nnc_tensor_t*> in,
+                    std::vector<ccv_nnc_tensor_t*> out) {
+  return ccv_nnc_cmd_exec(cmd, hint, 0, in.data(), static_cast<int>(in.size()), out.data(),
+                          static_cast<int>(out.size()), nullptr);
+}
+
+// Largest |a - b| / max(1, |b|) over two tensors of one shape.
+inline double max_rel_diff(const T& a, const T& b) {
+  EXPECT_EQ(a.count(), b.count());
+  double worst = 0;
+  for (size_t i = 0; i < a.count() && i < b.count(); i++) {
+    const double x = a.get(i), y = b.get(i);
+    if (std::isnan(x) && std::isnan(y)) continue;
+    const double d = std::fabs(x - y) / std::max(1.0, std::fabs(y));
+    worst = std::isnan(d) ? INFINITY : std::max(worst, d);
+  }
+  return worst;
+}
+
+// Run `cmd` on CPU_REF and on `backend` with the same inputs; each output list
+// gets its own tensors of the given shapes (NULL where shape is empty). Every
+// output must agree within `tol` (relative, floored at 1). Returns false on a
+// failed run so a caller can stop early.
+inline bool expect_backends_agree(ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t& hint, const std::vector<ccv_nnc_tensor_t*>& in,
+                                  const std::vector<std::vector<int>>& out_shapes, int datatype, uint32_t backend,
+                                  double tol, int format = CCV_TENSOR_FORMAT_NHWC) {
+  std::vector<std::unique_ptr<T>> ref, opt;
+  std::vector<ccv_nnc_tensor_t*> ref_ptrs, opt_ptrs;
+  for (const auto& shape : out_shapes) {
+    if (shape.empty()) {
+      ref.emplace_back(), opt.emplace_back();
+      ref_ptrs.push_back(nullptr), opt_ptrs.push_back(nullptr);
+      continue;
+    }
+    ref.push_back(std::make_unique<T>(datatype, shape, format));
+    opt.push_back(std::make_unique<T>(datatype, shape, format));
+    ref_ptrs.push_back(ref.back()->get()), opt_ptrs.push_back(opt.back()->get());
+  }
+  cmd.backend = CCV_NNC_BACKEND_CPU_REF;
+  const int a = run_hint(cmd, hint, in, ref_ptrs);
+  EXPECT_EQ(a, CCV_NNC_EXEC_SUCCESS) << "CPU_REF: " << ccv_nnc_error_message();
+  cmd.backend = backend;
+  const int b = run_hint(cmd, hint, in, opt_ptrs);
+  EXPECT_EQ(b, CCV_NNC_EXEC_SUCCESS) << ccv_nnc_cmd_backend_name(backend) << ": " << ccv_nnc_error_message();
+  if (a != CCV_NNC_EXEC_SUCCESS || b != CCV_NNC_EXEC_SUCCESS) return false;
+  bool ok = true;
+  for (size_t i = 0; i < ref.size(); i++) {
+    if (!ref[i]) continue;
+    const double d = max_rel_diff(*opt[i], *ref[i]);
+    EXPECT_LE(d, tol) << "output " << i << " differs between CPU_REF and " << ccv_nnc_cmd_backend_name(backend);
+    ok = ok && d <= tol;
+  }
+  return ok;
+}
+
+// Check a backward command against central differences, in fp64.
+//
+// With forward outputs y_j = f_j(x) and fixed random weights r_j, the scalar
+// L = sum_j <r_j, y_j> has dL/dx_i = backward(g = r)_i. The backward command
+// is called the libnnc way: inputs (g_0..g_{m-1}, x_0..x_{n-1}, y_0..y_{m-1}),
+// outputs (dx_0..dx_{n-1}), with NULL for the x_i not in `differentiable`.
+// `inputs` are fp64 tensors; `out_shapes` the forward outputs' shapes.
+inline void expect_gradients_match(const ccv_nnc_cmd_t& forward, const ccv_nnc_cmd_t& backward,
+                                   const ccv_nnc_hint_t& hint, const std::vector<T*>& inputs,
+                                   const std::vector<std::vector<int>>& out_shapes,
+                                   const std::vector<bool>& differentiable, std::mt19937& rng, double eps = 1e-6,
+                                   double tol = 1e-6, int format = CCV_TENSOR_FORMAT_NHWC) {
+  std::vector<ccv_nnc_tensor_t*> xs;
+  for (T* x : inputs) xs.push_back(x ? x->get() : nullptr);
+  std::vector<std::unique_ptr<T>> ys, rs;
+  std::vector<ccv_nnc_tensor_t*> y_ptrs, r_ptrs;
+  for (const auto& shape : out_shapes) {
+    ys.push_back(std::make_unique<T>(CCV_64F, shape, format));
+    rs.push_back(std::make_unique<T>(CCV_64F, shape, format));
+    fill_uniform(*rs.back(), rng);
+    y_ptrs.push_back(ys.back()->get());
+    r_ptrs.push_back(rs.back()->get());
+  }
+  auto loss = [&]() {
+    EXPECT_EQ(run_hint(forward, hint, xs, y_ptrs), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    double l = 0;
+    for (size_t j = 0; j < ys.size(); j++)
+      for (size_t k = 0; k < ys[j]->count(); k++) l += ys[j]->get(k) * rs[j]->get(k);
+    return l;
+  };
+  loss();  // forward outputs for the backward call
+  std::vector<std::unique_ptr<T>> dxs;
+  std::vector<ccv_nnc_tensor_t*> dx_ptrs;
+  for (size_t i = 0; i < inputs.size(); i++) {
+    if (!inputs[i] || !differentiable[i]) {
+      dxs.emplace_back();
+      dx_ptrs.push_back(nullptr);
+      continue;
+    }
+    std::vector<int> shape(inputs[i]->get()->info.dim, inputs[i]->get()->info.dim + inputs[i]->nd());
+    dxs.push_back(std::make_unique<T>(CCV_64F, shape, format));
+    dx_ptrs.push_back(dxs.back()->get());
+  }
+  std::vector<ccv_nnc_tensor_t*> bin = r_ptrs;
+  bin.insert(bin.end(), xs.begin(), xs.end());
+  bin.insert(bin.end(), y_ptrs.begin(), y_ptrs.end());
+  ASSERT_EQ(run_hint(backward, hint, bin, dx_ptrs), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  for (size_t i = 0; i < inputs.size(); i++) {
+    if (!dxs[i]) continue;
+    T& x = *inputs[i];
+    for (size_t k = 0; k < x.count(); k++) {
+      const double v = x.get(k);
+      x.set(k, v + eps);
+      const double up = loss();
+      x.set(k, v - eps);
+      const double down = loss();
+      x.set(k, v);
+      const double numeric = (up - down) / (2 * eps);
+      const double analytic = dxs[i]->get(k);
+      EXPECT_NEAR(analytic, numeric, tol * std::max(1.0, std::fabs(numeric)))
+          << "d/d input " << i << " element " << k;
+    }
+  }
 }
 
 }  // namespace cmdtest
