@@ -5,14 +5,32 @@
 
 namespace nnc {
 
-void register_blas(Registry& r);  // lib/cmd/blas: GEMM (and later ADD, MUL, SCALAR_MUL)
-void register_ew(Registry& r);    // lib/cmd/ew: EWSUM (and later the other element-wise commands)
-void register_util(Registry& r);  // lib/cmd/util: SET, DATA_TRANSFER, FORMAT_TRANSFORM, DATATYPE_CONVERSION
+void register_blas(Registry& r);        // lib/cmd/blas: GEMM, ADD, MUL, SCALAR_MUL
+void register_ew(Registry& r);          // lib/cmd/ew: EWSUM, EWPROD, EWDIV, EWEXP, EWLOG, EWSQRT, CLAMP, MIN, MAX
+void register_util(Registry& r);        // lib/cmd/util: SET, DATA_TRANSFER, FORMAT_TRANSFORM, DATATYPE_CONVERSION, TRANSPOSE
+void register_activation(Registry& r);  // lib/cmd/activation: RELU, LEAKY_RELU, SIGMOID, TANH, GELU, SWISH
+void register_softmax(Registry& r);     // lib/cmd/softmax: SOFTMAX, SOFTMAX_CROSSENTROPY
+void register_loss(Registry& r);        // lib/cmd/loss: CATEGORICAL_, BINARY_, SIGMOID_BINARY_CROSSENTROPY, MSE, SMOOTH_L1
+void register_convolution(Registry& r); // lib/cmd/convolution: CONVOLUTION
+void register_pool(Registry& r);        // lib/cmd/pool: MAX_POOL, AVERAGE_POOL
+void register_norm(Registry& r);        // lib/cmd/norm: BATCH_NORM, LAYER_NORM
+void register_reduce(Registry& r);      // lib/cmd/reduce: REDUCE_SUM / MEAN / MAX / MIN / NORM2, ARGMAX, ARGMIN
+void register_rand(Registry& r);        // lib/cmd/rand: RANDOM_UNIFORM, RANDOM_NORMAL, DROPOUT
+void register_optim(Registry& r);       // lib/cmd/optim: SGD, ADAM, ADAMW, RMSPROP, LAMB
 
 void register_all_families(Registry& r) {
   register_blas(r);
   register_ew(r);
   register_util(r);
+  register_activation(r);
+  register_softmax(r);
+  register_loss(r);
+  register_convolution(r);
+  register_pool(r);
+  register_norm(r);
+  register_reduce(r);
+  register_rand(r);
+  register_optim(r);
 }
 
 }  // namespace nnc
