@@ -18,7 +18,7 @@ if(NOT NNC_BENCH_TORCH STREQUAL "OFF" AND NOT DEFINED NNC_TORCH_FOUND)
 endif()
 
 function(nnc_use_torch target)
-  if(NNC_TORCH_FOUND)
+  if(NNC_TORCH_FOUND AND NOT NNC_BENCH_TORCH STREQUAL "OFF")
     target_include_directories(${target} SYSTEM PRIVATE ${NNC_ATEN_INCLUDE_DIR} ${NNC_TORCH_INCLUDE_DIR})
     target_link_libraries(${target} PRIVATE ${NNC_TORCH_LIBRARY} ${NNC_TORCH_CPU_LIBRARY} ${NNC_C10_LIBRARY})
     target_compile_definitions(${target} PRIVATE NNC_HAVE_TORCH=1)
