@@ -593,6 +593,99 @@ void ccv_nnc_stream_context_set_neighbor_discovery(ccv_nnc_stream_context_t* con
 /** The stream on device_id that discovery gives for this stream, or NULL. */
 CCV_WARN_UNUSED(ccv_nnc_stream_context_t*) ccv_nnc_stream_context_find_neighbor(ccv_nnc_stream_context_t* const stream_context, const int device_id);
 
+
+/* ---------------------------------------------------------------------------
+ * Level 2: the concrete graph
+ *
+ * Exec nodes run commands over concrete tensors; edges order them. A graph
+ * runs from its sources to its destinations in a topological order:
+ *
+ *   ccv_nnc_graph_t* g = ccv_nnc_graph_new();
+ *   ccv_nnc_graph_exec_t a = ccv_nnc_graph_exec_new(g, CMD_EWSUM_FORWARD(), ccv_nnc_no_hint, TENSOR_LIST(x, y), TENSOR_LIST(z));
+ *   ccv_nnc_graph_exec_t b = ccv_nnc_graph_exec_new(g, CMD_EWSUM_FORWARD(), ccv_nnc_no_hint, TENSOR_LIST(z, z), TENSOR_LIST(w));
+ *   ccv_nnc_graph_exec_concat(g, a, b);
+ *   ccv_nnc_graph_run(g, 0, 0, 0, 0, 0, 0, 0); // all sources to all destinations
+ *   ccv_nnc_graph_free(g);
+ *
+ * Graph mutation is not thread-safe. Tensors stay the caller's and must
+ * outlive the graph's runs.
+ * ------------------------------------------------------------------------- */
+
+enum {
+	CCV_NNC_SHORT_DOT_GRAPH = 0x0, /* node names and edges */
+	CCV_NNC_LONG_DOT_GRAPH  = 0x1, /* also every tensor's shape and type */
+};
+
+/** A concrete graph. */
+typedef struct ccv_nnc_graph_s ccv_nnc_graph_t;
+
+/** A reference to an exec node: its index and its graph. */
+typedef struct {
+	int32_t d;
+	ccv_nnc_graph_t* graph;
+} ccv_nnc_graph_exec_t;
+
+#define CCV_NO_GRAPH_EXEC(exec) ((exec).graph == 0)
+
+/** Record of the tensors loops and branches need for autodiff (see the tape API). */
+typedef struct ccv_nnc_tensor_tape_s ccv_nnc_tensor_tape_t;
+
+/** Create an empty graph. Free with ccv_nnc_graph_free. */
+CCV_WARN_UNUSED(ccv_nnc_graph_t*) ccv_nnc_graph_new(void);
+/**
+ * Add a node running `cmd` over the tensors (copied: the arrays may be
+ * temporary, the tensors may not).
+ * @return The node, or one with graph NULL on bad arguments.
+ */
+CCV_WARN_UNUSED(ccv_nnc_graph_exec_t) ccv_nnc_graph_exec_new(ccv_nnc_graph_t* const graph, const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, ccv_nnc_tensor_t* const* const inputs, const int input_size, ccv_nnc_tensor_t* const* const outputs, const int output_size);
+/** Replace a node's command. */
+void ccv_nnc_graph_exec_set(ccv_nnc_graph_t* const graph, const ccv_nnc_graph_exec_t exec, const ccv_nnc_cmd_t cmd);
+/** A node's command (NOOP for a bad reference). */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_graph_exec_cmd(const ccv_nnc_graph_t* const graph, const ccv_nnc_graph_exec_t exec);
+/** Replace a node's hint. */
+void ccv_nnc_graph_exec_set_hint(ccv_nnc_graph_t* const graph, const ccv_nnc_graph_exec_t exec, const ccv_nnc_hint_t hint);
+/** Replace a node's tensors. */
+void ccv_nnc_graph_exec_set_io(ccv_nnc_graph_t* const graph, const ccv_nnc_graph_exec_t exec, ccv_nnc_tensor_t* const* const inputs, const int input_size, ccv_nnc_tensor_t* const* const outputs, const int output_size);
+/**
+ * Order `destination` after `source`. An edge that would close a cycle is
+ * refused. @return 0 on success, -1 otherwise (message set).
+ */
+int ccv_nnc_graph_exec_concat(ccv_nnc_graph_t* const graph, const ccv_nnc_graph_exec_t source, const ccv_nnc_graph_exec_t destination);
+/** Remove the edge from `source` to `destination`. @return 0, or -1 if there was none. */
+int ccv_nnc_graph_exec_disjoin(ccv_nnc_graph_t* const graph, const ccv_nnc_graph_exec_t source, const ccv_nnc_graph_exec_t destination);
+/** Number of nodes. */
+CCV_WARN_UNUSED(int) ccv_nnc_graph_exec_count(const ccv_nnc_graph_t* const graph);
+/** Write the graph in GraphViz's DOT language. */
+void ccv_nnc_graph_dot(const ccv_nnc_graph_t* const graph, const int flags, FILE* out);
+/** Autotune every node between sources and destinations (0 and 0: the defaults) and keep the choices. */
+void ccv_nnc_graph_autotune(ccv_nnc_graph_t* const graph, const size_t max_workspace_size, const int flags, const ccv_nnc_graph_exec_t* const sources, const int source_size, const ccv_nnc_graph_exec_t* const destinations, const int destination_size);
+/**
+ * Renumber the nodes in a topological order. exec_cvt (may be NULL) receives,
+ * for each old index below exec_cvt_size, its new index.
+ */
+void ccv_nnc_graph_topsort(ccv_nnc_graph_t* const graph, int* const exec_cvt, const int exec_cvt_size);
+/** Set the default sources (copied). */
+void ccv_nnc_graph_set_sources(ccv_nnc_graph_t* const graph, const ccv_nnc_graph_exec_t* const sources, const int source_size);
+/** The default sources set with ccv_nnc_graph_set_sources (NULL if none); valid until the next change. */
+ccv_nnc_graph_exec_t* ccv_nnc_graph_sources(const ccv_nnc_graph_t* const graph);
+CCV_WARN_UNUSED(int) ccv_nnc_graph_source_size(const ccv_nnc_graph_t* const graph);
+/** Set the default destinations (copied). */
+void ccv_nnc_graph_set_destinations(ccv_nnc_graph_t* const graph, const ccv_nnc_graph_exec_t* const destinations, const int destination_size);
+ccv_nnc_graph_exec_t* ccv_nnc_graph_destinations(const ccv_nnc_graph_t* const graph);
+CCV_WARN_UNUSED(int) ccv_nnc_graph_destination_size(const ccv_nnc_graph_t* const graph);
+/** Free the graph (not the tensors). NULL is a no-op. */
+void ccv_nnc_graph_free(ccv_nnc_graph_t* const graph);
+/**
+ * Run every node reachable from `sources` that leads to `destinations` (a size
+ * of 0 means the defaults: those set, or else the nodes without incoming /
+ * outgoing edges), each after all its predecessors.
+ * @param tensor_tape Must be NULL until loops and branches land.
+ * @param stream_context NULL: run on the calling thread; otherwise queue the
+ *   nodes on the stream in order.
+ * @return CCV_NNC_EXEC_SUCCESS, or the first failing node's code (later nodes do not run).
+ */
+int ccv_nnc_graph_run(ccv_nnc_graph_t* const graph, const int flags, const ccv_nnc_graph_exec_t* const sources, const int source_size, const ccv_nnc_graph_exec_t* const destinations, const int destination_size, ccv_nnc_tensor_tape_t* const tensor_tape, ccv_nnc_stream_context_t* const stream_context);
+
 #ifdef __cplusplus
 }
 #endif
