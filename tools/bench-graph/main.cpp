@@ -11,6 +11,7 @@
 #include "nnc/ccv_nnc_easy.h"
 #ifdef NNC_HAVE_TORCH
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #endif
 
 int main() {
