@@ -679,12 +679,139 @@ void ccv_nnc_graph_free(ccv_nnc_graph_t* const graph);
  * Run every node reachable from `sources` that leads to `destinations` (a size
  * of 0 means the defaults: those set, or else the nodes without incoming /
  * outgoing edges), each after all its predecessors.
- * @param tensor_tape Must be NULL until loops and branches land.
- * @param stream_context NULL: run on the calling thread; otherwise queue the
- *   nodes on the stream in order.
+ * @param tensor_tape NULL, or a tape that records loop counts, branch choices
+ *   and the tensors flagged for it (see the tape API below).
+ * @param stream_context NULL: run on the calling thread (with the default
+ *   static schedule, if one is set, on its streams too); otherwise queue the
+ *   run on the stream and return at once.
  * @return CCV_NNC_EXEC_SUCCESS, or the first failing node's code (later nodes do not run).
  */
 int ccv_nnc_graph_run(ccv_nnc_graph_t* const graph, const int flags, const ccv_nnc_graph_exec_t* const sources, const int source_size, const ccv_nnc_graph_exec_t* const destinations, const int destination_size, ccv_nnc_tensor_tape_t* const tensor_tape, ccv_nnc_stream_context_t* const stream_context);
+
+/* --- Static scheduling on streams ------------------------------------------
+ * A schedule places the nodes between sources and destinations on up to
+ * max_stream_count streams: a node continues the stream of a predecessor when
+ * it can, independent branches go to other streams, and every edge between
+ * streams becomes a wait on the node that must finish first. Runs with a
+ * schedule give the values of a serial run. */
+
+/** A placement of a graph's nodes on streams. */
+typedef struct ccv_nnc_graph_static_schedule_s ccv_nnc_graph_static_schedule_t;
+/** Make (and keep) the schedule that ccv_nnc_graph_run uses for its default sources and destinations. */
+void ccv_nnc_graph_set_default_static_schedule(ccv_nnc_graph_t* const graph, const int stream_type, const int max_stream_count);
+/** A schedule for the given (0: default) sources and destinations; free it with ccv_nnc_graph_static_schedule_free before the graph. */
+CCV_WARN_UNUSED(ccv_nnc_graph_static_schedule_t*) ccv_nnc_graph_static_schedule_new(ccv_nnc_graph_t* const graph, const int stream_type, const int max_stream_count, const ccv_nnc_graph_exec_t* const sources, const int source_size, const ccv_nnc_graph_exec_t* const destinations, const int destination_size);
+void ccv_nnc_graph_static_schedule_free(ccv_nnc_graph_static_schedule_t* const schedule);
+/** The graph's first stream (NULL before a static schedule is made). */
+CCV_WARN_UNUSED(ccv_nnc_stream_context_t*) ccv_nnc_graph_default_stream(const ccv_nnc_graph_t* const graph);
+/** Run the nodes of a schedule made for this graph. Arguments as ccv_nnc_graph_run. */
+int ccv_nnc_graph_run_with_schedule(ccv_nnc_graph_t* const graph, const int flags, const ccv_nnc_graph_static_schedule_t* const schedule, ccv_nnc_tensor_tape_t* const tensor_tape, ccv_nnc_stream_context_t* const stream_context);
+/**
+ * Ask a run in progress (on another thread or a stream) to stop: nodes not
+ * yet started do not run and the run returns CCV_NNC_EXEC_INVALID with a
+ * message saying it was cancelled. The next run starts uncancelled.
+ */
+void ccv_nnc_graph_cancel(ccv_nnc_graph_t* const graph);
+
+/* --- Other node properties ---------------------------------------------- */
+
+/** Per-tensor flags of a node (kept for the tape; sizes match the tensors or are 0). */
+void ccv_nnc_graph_exec_set_io_flags(ccv_nnc_graph_t* const graph, const ccv_nnc_graph_exec_t exec, const int* const input_flags, const int input_flag_size, const int* const output_flags, const int output_flag_size);
+/** Record that `exec` (a backward node) pairs with the forward node `pair_exec`. */
+void ccv_nnc_graph_exec_pair_with(ccv_nnc_graph_t* const graph, const ccv_nnc_graph_exec_t exec, const ccv_nnc_graph_exec_t pair_exec);
+/**
+ * In a while loop's graph: what `from` holds at the end of round k is what
+ * `to` holds at the start of round k + 1. When both are multi-view tensors
+ * bound so that to's view for k + 1 is from's view for k, nothing moves;
+ * otherwise the bytes are copied between rounds (same shape and type needed).
+ */
+void ccv_nnc_graph_add_carry_over(ccv_nnc_graph_t* const graph, const ccv_nnc_tensor_t* const from, const ccv_nnc_tensor_t* const to);
+/** A tensor (usually a view) to keep in step with `exec`'s multi-view tensors. */
+void ccv_nnc_graph_exec_add_as_affected(ccv_nnc_graph_t* const graph, const ccv_nnc_graph_exec_t exec, ccv_nnc_tensor_t* const update);
+
+/* --- While loops ------------------------------------------------------------
+ * A while node runs a sub-graph round after round. In each round the nodes up
+ * to and including the breakpoints run, then the expression is evaluated on
+ * its inputs; 0 ends the loop, anything else runs the rest of the round. The
+ * round number (0, 1, …) is readable through ccv_nnc_tensor_for_while_count.
+ * Multi-view tensors anchored to the loop's graph are rebound at the start of
+ * every round, so round k's outputs become round k + 1's inputs without
+ * copies. */
+
+/** Evaluates a loop (or branch) expression over its input tensors. */
+typedef int(*ccv_nnc_graph_while_f)(ccv_nnc_tensor_t* const* const inputs, const int input_size, const void* const data);
+/** Add a node to `graph` that runs `while_graph` as a loop; the graph takes ownership of while_graph. cmd is CCV_NNC_GRAPH_FORWARD or CCV_NNC_GRAPH_BACKWARD. */
+CCV_WARN_UNUSED(ccv_nnc_graph_exec_t) ccv_nnc_graph_while(ccv_nnc_graph_t* const graph, const uint32_t cmd, ccv_nnc_graph_t* const while_graph);
+/** Set the loop's expression (its inputs may include the counter tensor) and the nodes after which it is evaluated. */
+void ccv_nnc_graph_set_while_expr(ccv_nnc_graph_t* const while_graph, const ccv_nnc_graph_while_f while_expr, const void* const while_data, ccv_nnc_tensor_t* const* const inputs, const int input_size, const ccv_nnc_graph_exec_t* const breakpoints, const int breakpoint_size);
+/** A 1-element CCV_64S tensor whose data is the loop's round counter (data.i64[0]). */
+CCV_WARN_UNUSED(ccv_nnc_tensor_t) ccv_nnc_tensor_for_while_count(const ccv_nnc_graph_t* const while_graph);
+/** The sub-graph of a while node (NULL if exec is not one). */
+CCV_WARN_UNUSED(ccv_nnc_graph_t*) ccv_nnc_graph_from_while_exec(const ccv_nnc_graph_t* const graph, ccv_nnc_graph_exec_t exec);
+
+/* --- case..of ---------------------------------------------------------------
+ * A case..of node evaluates an expression on its inputs; expression + offset
+ * picks the branch sub-graph to run. A negative index (or one without a
+ * branch) runs none: then each output falls back to its designated input —
+ * a PHI multi-view output ([default, result]) is pointed at the default, a
+ * plain output i receives a copy of input i. */
+
+typedef int(*ccv_nnc_graph_case_of_f)(ccv_nnc_tensor_t* const* const inputs, const int input_size, const void* const data);
+/** Add a case..of node. cmd is CCV_NNC_GRAPH_FORWARD or CCV_NNC_GRAPH_BACKWARD. */
+CCV_WARN_UNUSED(ccv_nnc_graph_exec_t) ccv_nnc_graph_case_of_new(ccv_nnc_graph_t* const graph, const uint32_t cmd, ccv_nnc_tensor_t* const* const inputs, const int input_size, ccv_nnc_tensor_t* const* const outputs, const int output_size);
+void ccv_nnc_graph_set_case_of_expr(ccv_nnc_graph_t* const graph, const ccv_nnc_graph_exec_t exec, ccv_nnc_graph_case_of_f case_of, const void* case_of_data, const int offset);
+/** Make case_graph (owned from now on) the branch run when expression + offset == case_of. */
+void ccv_nnc_graph_set_case_of(ccv_nnc_graph_t* const graph, const ccv_nnc_graph_exec_t exec, ccv_nnc_graph_t* const case_graph, const int case_of);
+
+/* --- The tensor tape ----------------------------------------------------------
+ * Records, for each run of a graph with loops and branches, how many rounds
+ * each loop took and which branch each case..of chose, keyed by the loop
+ * rounds that enclose them — what the backward pass of a loop or a branch
+ * needs to replay it. */
+
+CCV_WARN_UNUSED(ccv_nnc_tensor_tape_t*) ccv_nnc_tensor_tape_new(void);
+void ccv_nnc_tensor_tape_free(ccv_nnc_tensor_tape_t* const tape);
+/** Keep on the tape the current contents of the flagged tensors (flags non-zero) of a node of `graph`, for the current rounds. */
+void ccv_nnc_tensor_tape_io(ccv_nnc_tensor_tape_t* const tape, const ccv_nnc_graph_t* const graph, const int* const input_flags, ccv_nnc_tensor_t* const* const inputs, const int input_size, const int* const output_flags, ccv_nnc_tensor_t* const* const outputs, const int output_size);
+/** The number recorded for `exec` of `graph` at the current rounds: a loop's round count, a case..of's branch. */
+uint64_t ccv_nnc_tensor_tape_numbering(ccv_nnc_tensor_tape_t* const tape, const ccv_nnc_graph_t* const graph, const ccv_nnc_graph_exec_t exec);
+void ccv_nnc_tensor_tape_set_numbering(ccv_nnc_tensor_tape_t* const tape, ccv_nnc_graph_t* const graph, const ccv_nnc_graph_exec_t exec, const uint64_t numbering);
+
+/* --- Multi-view tensors -------------------------------------------------------
+ * A multi-view stands where a tensor would and points, in each round of the
+ * loop whose graph it is anchored to, at one of several tensors: with data
+ * [a, b, c, d], kind K1N and repeat 3, rounds 0, 1, 2, … see a, b, c, d, b,
+ * c, d, …; with kind K0N and repeat 4, a, b, c, d, a, b, … An entry may be a
+ * multi-view anchored to an inner loop. It is never made by a *_new call:
+ * set one up in caller memory with ccv_nnc_tensor_multiview. */
+
+typedef struct ccv_nnc_tensor_multiview_s {
+	int type; /* CCV_TENSOR_MULTIVIEW, so the header reads like a tensor's */
+	uint8_t kind; /* CCV_NNC_MULTIVIEW_K0N or CCV_NNC_MULTIVIEW_K1N */
+	uint16_t repeat;
+	intptr_t anchor; /* the graph whose rounds select the view (or CCV_NNC_MULTIVIEW_PHI) */
+	off_t offset;
+	struct ccv_nnc_tensor_multiview_s* p; /* the multi-view this one is an entry of, if any */
+	ccv_nnc_tensor_t* it; /* the tensor in use now */
+	ccv_array_t* sp; /* tensors whose data follows `it` (ccv_nnc_tensor_synchronize_to_multiview) */
+	ccv_nnc_tensor_t* _inline_data[4];
+	ccv_nnc_tensor_t** _heap_data;
+} ccv_nnc_tensor_multiview_t;
+#define CCV_NNC_MULTIVIEW_DATA(x) ((x)->_heap_data ? (x)->_heap_data : (x)->_inline_data)
+#define CCV_NNC_MULTIVIEW_PHI (intptr_t)0x1 /* a case..of output: [default, result] */
+enum {
+	CCV_NNC_MULTIVIEW_K0N = 0, /* every entry repeats */
+	CCV_NNC_MULTIVIEW_K1N = 1, /* the first entry is round 0's, the rest repeat */
+};
+#define CCV_NNC_MULTIVIEW_K01(x) ((x)->kind == CCV_NNC_MULTIVIEW_K0N && (x)->repeat == 1)
+/** Set up a multi-view over kind + repeat tensors (data[]), anchored to graph. Errors (zero repeat, NULL entries) leave a message and a multi-view that refuses to run. */
+void ccv_nnc_tensor_multiview(ccv_nnc_tensor_t* data[], const uint8_t kind, const uint16_t repeat, const ccv_nnc_graph_t* const graph, ccv_nnc_tensor_multiview_t* const tensor_multiview);
+/** Free what the multi-view allocated (not the multi-view, not its tensors). */
+void ccv_nnc_tensor_multiview_free(const ccv_nnc_tensor_multiview_t tensor_multiview);
+/** Keep tensor's data pointing at the multi-view's current tensor. */
+void ccv_nnc_tensor_synchronize_to_multiview(ccv_nnc_tensor_multiview_t* const tensor_multiview, ccv_nnc_tensor_t* const tensor);
+/** Point every synchronised tensor at the current tensor now. */
+void ccv_nnc_tensor_multiview_synchronize(ccv_nnc_tensor_multiview_t* const tensor_multiview);
 
 #ifdef __cplusplus
 }

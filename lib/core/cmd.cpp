@@ -222,6 +222,27 @@ int run_kernel(const ccv_nnc_cmd_t& cmd, const Registry::Lookup& l, const ccv_nn
   return CCV_NNC_EXEC_SUCCESS;
 }
 
+PreparedExec prepare_exec(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flags, ccv_nnc_tensor_t* const* inputs,
+                          int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
+  const Registry::Lookup l = validate(cmd, hint, flags, inputs, input_size, outputs, output_size);
+  PreparedExec p;
+  p.hint = hint;
+  if (cmd.cmd == CCV_NNC_NOOP) return p;
+  if (cmd.cmd == CCV_NNC_GRAPH_FORWARD || cmd.cmd == CCV_NNC_GRAPH_BACKWARD)
+    fail(CCV_NNC_EXEC_INVALID, "%s runs only inside a graph", describe(cmd.cmd));
+  if (!l.info) {  // custom command
+    NNC_CHECK(cmd.isa && cmd.isa->exec, "%s: the command has no exec function (isa is NULL)", describe(cmd.cmd));
+    p.exec = cmd.isa->exec;
+    return p;
+  }
+  if (l.info->windowed && is_no_hint(hint) && input_size > 0 && output_size > 0 && inputs[0] && outputs[0])
+    p.hint = hint_auto(cmd.info, inputs[0]->info, outputs[0]->info);
+  const Kernel* k = choose_kernel(cmd, l.kernels, inputs, input_size, outputs, output_size);
+  p.exec = k->exec;
+  p.backend = k->backend;
+  return p;
+}
+
 uint32_t find_backend(const ccv_nnc_cmd_t& cmd, int memory, int formats, int datatypes) {
   for (const Kernel& k : registry().kernels(cmd.cmd)) {
     if ((k.tensor_memory & memory) == memory && (k.tensor_formats & formats) == formats &&

@@ -26,6 +26,19 @@ int hint_verify(const ccv_nnc_hint_t& hint, const ccv_nnc_cmd_param_t& cmd, cons
                 const ccv_nnc_tensor_param_t& b);
 bool is_no_hint(const ccv_nnc_hint_t& hint);
 
+// An execution validated once and reusable while its tensors keep their
+// shapes and types (what a graph node caches between runs): the function to
+// call and the hint to pass it. exec is NULL for a NOOP.
+struct PreparedExec {
+  ccv_nnc_cmd_exec_f exec = nullptr;
+  ccv_nnc_hint_t hint{};
+  uint32_t backend = 0;  // 0 for custom commands and NOOP
+};
+// Does every check ccv_nnc_cmd_exec does and chooses the kernel; throws
+// nnc::Error like it.
+PreparedExec prepare_exec(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flags, ccv_nnc_tensor_t* const* inputs,
+                          int input_size, ccv_nnc_tensor_t* const* outputs, int output_size);
+
 // Spatial (H, W, …) dimensions of an image-shaped tensor: the index of the
 // first spatial dimension in dim[] and how many there are, or -1 if the
 // shape is not image-like for its format.

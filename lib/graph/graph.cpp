@@ -1,11 +1,19 @@
 #include "graph/graph.hpp"
 
+#include "graph/schedule.hpp"
+
 #include <algorithm>
 #include <string>
 
 #include "core/cmd.hpp"
 #include "core/error.hpp"
 #include "core/tensor.hpp"
+
+ccv_nnc_graph_s::ccv_nnc_graph_s() = default;
+ccv_nnc_graph_s::~ccv_nnc_graph_s() {
+  for (auto& node : nodes)
+    for (ccv_nnc_graph_s* sub : node.subs) delete sub;
+}
 
 namespace nnc::graph {
 
@@ -55,6 +63,8 @@ std::vector<char> reach(const Graph* g, const std::vector<int>& from, bool forwa
   return seen;
 }
 
+}  // namespace
+
 // Kahn's algorithm over the nodes marked in `keep`, smallest index first among
 // the ready ones (so the order is deterministic and follows creation order).
 std::vector<int> topological(const Graph* g, const std::vector<char>& keep) {
@@ -86,8 +96,28 @@ std::vector<int> topological(const Graph* g, const std::vector<char>& keep) {
 void invalidate(Graph* g) {
   g->order_valid = false;
   g->default_order.clear();
+  g->loop_head.clear();
+  g->loop_tail.clear();
+  g->version++;
+  g->default_schedule.reset();
+  invalidate_plans(g);
+  for (Graph* p = g; p; p = p->parent) p->multiviews_valid = false;
 }
 
+void invalidate_plans(Graph* g) {
+  g->plan_version++;
+  g->default_plan.reset();
+  g->head_plan.reset();
+  g->tail_plan.reset();
+  for (Graph* p = g; p; p = p->parent) p->multiviews_valid = false;
+}
+
+namespace {
+bool any_multiview(const std::vector<ccv_nnc_tensor_t*>& ts) {
+  for (const ccv_nnc_tensor_t* t : ts)
+    if (t && CCV_IS_TENSOR_MULTIVIEW(t)) return true;
+  return false;
+}
 }  // namespace
 
 Graph::Node& node_of(Graph* g, const ccv_nnc_graph_exec_t& exec, const char* what) {
@@ -109,6 +139,7 @@ ccv_nnc_graph_exec_t exec_new(Graph* g, const ccv_nnc_cmd_t& cmd, const ccv_nnc_
   node.hint = hint;
   node.inputs.assign(inputs, inputs + input_size);
   node.outputs.assign(outputs, outputs + output_size);
+  node.has_multiview = any_multiview(node.inputs) || any_multiview(node.outputs);
   g->nodes.push_back(std::move(node));
   invalidate(g);
   return ccv_nnc_graph_exec_t{static_cast<int32_t>(g->nodes.size() - 1), g};
@@ -120,6 +151,10 @@ void set_io(Graph* g, const ccv_nnc_graph_exec_t& exec, ccv_nnc_tensor_t* const*
   check_io("ccv_nnc_graph_exec_set_io", inputs, input_size, outputs, output_size);
   node.inputs.assign(inputs, inputs + input_size);
   node.outputs.assign(outputs, outputs + output_size);
+  node.has_multiview = any_multiview(node.inputs) || any_multiview(node.outputs);
+  node.input_flags.clear();
+  node.output_flags.clear();
+  invalidate_plans(g);
 }
 
 void concat(Graph* g, const ccv_nnc_graph_exec_t& source, const ccv_nnc_graph_exec_t& destination) {
@@ -181,26 +216,6 @@ std::vector<int> run_order(Graph* g, const ccv_nnc_graph_exec_t* sources, int so
   return order;
 }
 
-int run(Graph* g, const ccv_nnc_graph_exec_t* sources, int source_size, const ccv_nnc_graph_exec_t* destinations,
-        int destination_size, ccv_nnc_stream_context_t* stream) {
-  NNC_CHECK(g, "ccv_nnc_graph_run: graph is NULL");
-  const bool defaults = source_size == 0 && destination_size == 0;
-  std::vector<int> scratch;
-  if (!defaults) scratch = run_order(g, sources, source_size, destinations, destination_size);
-  else if (!g->order_valid) run_order(g, nullptr, 0, nullptr, 0);
-  const std::vector<int>& order = defaults ? g->default_order : scratch;
-  for (int v : order) {
-    const Graph::Node& node = g->nodes[static_cast<size_t>(v)];
-    const int code = cmd_exec(node.cmd, node.hint, 0, node.inputs.data(), static_cast<int>(node.inputs.size()),
-                              node.outputs.data(), static_cast<int>(node.outputs.size()), stream);
-    if (code != CCV_NNC_EXEC_SUCCESS) {
-      const std::string inner = error_message();
-      fail(code, "ccv_nnc_graph_run: node %d failed: %s", v, inner.c_str());
-    }
-  }
-  return CCV_NNC_EXEC_SUCCESS;
-}
-
 void topsort(Graph* g, int* exec_cvt, int exec_cvt_size) {
   NNC_CHECK(g, "ccv_nnc_graph_topsort: graph is NULL");
   NNC_CHECK(exec_cvt_size >= 0 && (exec_cvt_size == 0 || exec_cvt), "ccv_nnc_graph_topsort: bad conversion array");
@@ -216,38 +231,70 @@ void topsort(Graph* g, int* exec_cvt, int exec_cvt_size) {
     nodes[i] = std::move(node);
   }
   g->nodes = std::move(nodes);
+  for (size_t i = 0; i < n; i++) {
+    Graph::Node& node = g->nodes[i];
+    if (node.pair >= 0) node.pair = cvt[static_cast<size_t>(node.pair)];
+    for (Graph* sub : node.subs)
+      if (sub) sub->exec_in_parent = static_cast<int>(i);
+  }
+  for (int& b : g->breakpoints) b = cvt[static_cast<size_t>(b)];
   for (auto& e : g->sources) e.d = cvt[static_cast<size_t>(e.d)];
   for (auto& e : g->destinations) e.d = cvt[static_cast<size_t>(e.d)];
   for (int i = 0; i < exec_cvt_size; i++) exec_cvt[i] = static_cast<size_t>(i) < n ? cvt[static_cast<size_t>(i)] : -1;
   invalidate(g);
 }
 
+namespace {
+
+std::string tensor_list(const std::vector<ccv_nnc_tensor_t*>& ts) {
+  std::string s;
+  for (size_t i = 0; i < ts.size(); i++) {
+    if (i) s += "|";
+    const ccv_nnc_tensor_t* t = ts[i];
+    if (!t) {
+      s += "-";
+      continue;
+    }
+    if (CCV_IS_TENSOR_MULTIVIEW(t)) {
+      const auto* mv = reinterpret_cast<const ccv_nnc_tensor_multiview_t*>(t);
+      s += format("multiview %s%d", mv->kind == CCV_NNC_MULTIVIEW_K1N ? "1+" : "", static_cast<int>(mv->repeat));
+      continue;
+    }
+    s += format("%s %s", datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)), shape_string(t->info.dim).c_str());
+  }
+  return s;
+}
+
+// Nodes of g named <prefix>node<i>; sub-graphs as clusters inside.
+void dot_graph(const Graph* g, int flags, FILE* out, const std::string& prefix, int& cluster) {
+  for (size_t i = 0; i < g->nodes.size(); i++) {
+    const auto& node = g->nodes[i];
+    const char* kind = node.kind == Graph::Kind::While ? "while" : node.kind == Graph::Kind::CaseOf ? "case..of" : nullptr;
+    const char* name = kind ? kind : cmd_name(node.cmd.cmd);
+    if (flags == CCV_NNC_LONG_DOT_GRAPH)
+      std::fprintf(out, "%snode%zu [shape=record,label=\"{%zu %s|{in: %s}|{out: %s}}\"];\n", prefix.c_str(), i, i,
+                   name ? name : "?", tensor_list(node.inputs).c_str(), tensor_list(node.outputs).c_str());
+    else
+      std::fprintf(out, "%snode%zu [shape=box,label=\"%zu %s\"];\n", prefix.c_str(), i, i, name ? name : "?");
+    for (size_t b = 0; b < node.subs.size(); b++) {
+      if (!node.subs[b]) continue;
+      std::fprintf(out, "subgraph cluster%d {\nlabel=\"%s node %zu%s\";\n", cluster++, name ? name : "?", i,
+                   node.kind == Graph::Kind::CaseOf ? format(", branch %zu", b).c_str() : "");
+      dot_graph(node.subs[b], flags, out, prefix + format("n%zub%zu_", i, b), cluster);
+      std::fprintf(out, "}\n");
+    }
+  }
+  for (size_t i = 0; i < g->nodes.size(); i++)
+    for (int j : g->nodes[i].outgoing) std::fprintf(out, "%snode%zu -> %snode%d;\n", prefix.c_str(), i, prefix.c_str(), j);
+}
+
+}  // namespace
+
 void dot(const Graph* g, int flags, FILE* out) {
   NNC_CHECK(g && out, "ccv_nnc_graph_dot: graph or file is NULL");
   std::fprintf(out, "digraph G {\ncompound=true;\n");
-  auto tensors = [&](const std::vector<ccv_nnc_tensor_t*>& ts) {
-    std::string s;
-    for (size_t i = 0; i < ts.size(); i++) {
-      if (i) s += "|";
-      if (!ts[i]) {
-        s += "-";
-        continue;
-      }
-      s += format("%s %s", datatype_name(CCV_GET_DATA_TYPE(ts[i]->info.datatype)), shape_string(ts[i]->info.dim).c_str());
-    }
-    return s;
-  };
-  for (size_t i = 0; i < g->nodes.size(); i++) {
-    const auto& node = g->nodes[i];
-    const char* name = cmd_name(node.cmd.cmd);
-    if (flags == CCV_NNC_LONG_DOT_GRAPH)
-      std::fprintf(out, "node%zu [shape=record,label=\"{%zu %s|{in: %s}|{out: %s}}\"];\n", i, i, name ? name : "?",
-                   tensors(node.inputs).c_str(), tensors(node.outputs).c_str());
-    else
-      std::fprintf(out, "node%zu [shape=box,label=\"%zu %s\"];\n", i, i, name ? name : "?");
-  }
-  for (size_t i = 0; i < g->nodes.size(); i++)
-    for (int j : g->nodes[i].outgoing) std::fprintf(out, "node%zu -> node%d;\n", i, j);
+  int cluster = 0;
+  dot_graph(g, flags, out, "", cluster);
   std::fprintf(out, "}\n");
 }
 

@@ -118,7 +118,7 @@ TEST_F(GraphTest, AFailingNodeStopsTheRunAndIsNamed) {
   ASSERT_EQ(ccv_nnc_graph_exec_concat(g, n1, n2), 0);
   EXPECT_EQ(ccv_nnc_graph_run(g, 0, nullptr, 0, nullptr, 0, nullptr, nullptr), CCV_NNC_EXEC_INVALID);
   EXPECT_EQ(g_trace, (std::vector<int>{0, 1}));
-  EXPECT_NE(last_error().find("node 1 failed"), std::string::npos) << last_error();
+  EXPECT_NE(last_error().find("node 1 (CCV_NNC_CUSTOM_FORWARD) failed"), std::string::npos) << last_error();
   // A node with a shape mismatch fails with the command's own message.
   T a(CCV_32F, {3}), b(CCV_32F, {4}), c(CCV_32F, {3});
   ccv_nnc_graph_exec_set(g, n1, ewsum());
