@@ -484,6 +484,36 @@ TEST_F(ControlTest, StaticSchedulesMatchSerialRuns) {
   ccv_nnc_graph_static_schedule_free(stale);
 }
 
+// d = (a + b) + (a + c) as a diamond on two streams: the two middle nodes go
+// to different streams and the join waits for the one not on its own.
+TEST_F(ControlTest, DiamondOnTwoStreamsMatchesDoubleSums) {
+  std::mt19937 rng(3);
+  T a(CCV_64F, {31, 3}), b(CCV_64F, {31, 3}), c(CCV_64F, {31, 3}), x(CCV_64F, {31, 3}), y(CCV_64F, {31, 3}),
+      d(CCV_64F, {31, 3});
+  fill_random(a, rng), fill_random(b, rng), fill_random(c, rng);
+  const ccv_nnc_cmd_t sum = command(CCV_NNC_EWSUM_FORWARD);
+  const auto src = add(g, noop(), {}, {});
+  const auto n1 = add(g, sum, {a, b}, {x});
+  const auto n2 = add(g, sum, {a, c}, {y});
+  const auto n3 = add(g, sum, {x, y}, {d});
+  ccv_nnc_graph_exec_concat(g, src, n1);
+  ccv_nnc_graph_exec_concat(g, src, n2);
+  ccv_nnc_graph_exec_concat(g, n1, n3);
+  ccv_nnc_graph_exec_concat(g, n2, n3);
+  ccv_nnc_graph_static_schedule_t* s = ccv_nnc_graph_static_schedule_new(g, CCV_STREAM_CONTEXT_CPU, 2, nullptr, 0, nullptr, 0);
+  ASSERT_NE(s, nullptr) << last_error();
+  ASSERT_EQ(s->s.stream_count, 2);
+  const auto pos = [&](int node) { return std::find(s->s.order.begin(), s->s.order.end(), node) - s->s.order.begin(); };
+  EXPECT_NE(s->s.stream_of[static_cast<size_t>(pos(n1.d))], s->s.stream_of[static_cast<size_t>(pos(n2.d))]);
+  EXPECT_EQ(s->s.waits[static_cast<size_t>(pos(n3.d))].size(), 1u);
+  for (int rep = 0; rep < 5; rep++) {
+    for (size_t i = 0; i < d.count(); i++) d.set(i, 0);
+    ASSERT_EQ(ccv_nnc_graph_run_with_schedule(g, 0, s, nullptr, nullptr), CCV_NNC_EXEC_SUCCESS) << last_error();
+    for (size_t i = 0; i < d.count(); i++) ASSERT_DOUBLE_EQ(d.get(i), (a.get(i) + b.get(i)) + (a.get(i) + c.get(i)));
+  }
+  ccv_nnc_graph_static_schedule_free(s);
+}
+
 // A failing node on one stream ends the run with its message; nobody waits forever.
 TEST_F(ControlTest, ScheduledFailureAndCancel) {
   T a(CCV_32F, {4}), b(CCV_32F, {5}), c(CCV_32F, {4});
