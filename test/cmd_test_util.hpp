@@ -394,4 +394,70 @@ inline void expect_gradients_match(const ccv_nnc_cmd_t& forward, const ccv_nnc_c
   }
 }
 
+// expect_gradients_match for commands whose extra outputs are statistics, not
+// differentiable results (BATCH_NORM's running and saved statistics,
+// LAYER_NORM's saved mean / inv_std): only the outputs j with in_loss[j] enter
+// L, and the backward call gets NULL for the gradients of the others. Every
+// input (differentiable or not) is passed to the backward command as given.
+inline void expect_gradients_match_some(const ccv_nnc_cmd_t& forward, const ccv_nnc_cmd_t& backward,
+                                        const ccv_nnc_hint_t& hint, const std::vector<T*>& inputs,
+                                        const std::vector<std::vector<int>>& out_shapes,
+                                        const std::vector<bool>& in_loss, const std::vector<bool>& differentiable,
+                                        std::mt19937& rng, double eps = 1e-6, double tol = 1e-6,
+                                        int format = CCV_TENSOR_FORMAT_NHWC) {
+  std::vector<ccv_nnc_tensor_t*> xs;
+  for (T* x : inputs) xs.push_back(x ? x->get() : nullptr);
+  std::vector<std::unique_ptr<T>> ys, rs;
+  std::vector<ccv_nnc_tensor_t*> y_ptrs, r_ptrs;
+  for (size_t j = 0; j < out_shapes.size(); j++) {
+    ys.push_back(std::make_unique<T>(CCV_64F, out_shapes[j], format));
+    rs.push_back(std::make_unique<T>(CCV_64F, out_shapes[j], format));
+    fill_uniform(*rs.back(), rng);
+    y_ptrs.push_back(ys.back()->get());
+    r_ptrs.push_back(in_loss[j] ? rs.back()->get() : nullptr);
+  }
+  auto loss = [&]() {
+    EXPECT_EQ(run_hint(forward, hint, xs, y_ptrs), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    double l = 0;
+    for (size_t j = 0; j < ys.size(); j++)
+      if (in_loss[j])
+        for (size_t k = 0; k < ys[j]->count(); k++) l += ys[j]->get(k) * rs[j]->get(k);
+    return l;
+  };
+  loss();
+  std::vector<std::unique_ptr<T>> dxs;
+  std::vector<ccv_nnc_tensor_t*> dx_ptrs;
+  for (size_t i = 0; i < inputs.size(); i++) {
+    if (!inputs[i] || !differentiable[i]) {
+      dxs.emplace_back();
+      dx_ptrs.push_back(nullptr);
+      continue;
+    }
+    std::vector<int> shape(inputs[i]->get()->info.dim, inputs[i]->get()->info.dim + inputs[i]->nd());
+    dxs.push_back(std::make_unique<T>(CCV_64F, shape, format));
+    dx_ptrs.push_back(dxs.back()->get());
+  }
+  // Trailing NULL gradients are dropped, as a caller would.
+  while (!dx_ptrs.empty() && !dx_ptrs.back()) dx_ptrs.pop_back();
+  std::vector<ccv_nnc_tensor_t*> bin = r_ptrs;
+  bin.insert(bin.end(), xs.begin(), xs.end());
+  bin.insert(bin.end(), y_ptrs.begin(), y_ptrs.end());
+  ASSERT_EQ(run_hint(backward, hint, bin, dx_ptrs), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  for (size_t i = 0; i < inputs.size(); i++) {
+    if (!dxs[i]) continue;
+    T& x = *inputs[i];
+    for (size_t k = 0; k < x.count(); k++) {
+      const double v = x.get(k);
+      x.set(k, v + eps);
+      const double up = loss();
+      x.set(k, v - eps);
+      const double down = loss();
+      x.set(k, v);
+      const double numeric = (up - down) / (2 * eps);
+      EXPECT_NEAR(dxs[i]->get(k), numeric, tol * std::max(1.0, std::fabs(numeric)))
+          << "d/d input " << i << " element " << k;
+    }
+  }
+}
+
 }  // namespace cmdtest

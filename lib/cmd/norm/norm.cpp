@@ -1,5 +1,445 @@
-// Family registration (filled in by the family's implementation).
+// The normalisation family: BATCH_NORM and LAYER_NORM, forward and backward.
+//
+// BATCH_NORM (bnorm.axis[0..count): the axes the statistics run over, e.g.
+// {0, 1, 2} for NHWC images and {0, 2, 3} for NCHW; the other axes are the
+// channels. Per-channel tensors hold one element per channel, in row-major
+// order of the channel axes; their shape is the input's with the reduced axes
+// of extent 1, or any shape with the same extents once 1s are dropped (so [C]
+// and [1, C, 1, 1] both work for NCHW).
+//   Forward inputs  |x|scale|bias|mean|var|, outputs |y|mean|var|saved_mean|saved_inv_std|.
+//   Training (is_test = 0): m, v = the batch mean and biased variance of x per
+//     channel; inv_std = 1 / sqrt(v + epsilon); y = (x - m) * inv_std * scale + bias;
+//     output mean = input mean * momentum + m * (1 - momentum), the same for var
+//     with v (outputs 1 / 2 may be the input tensors 3 / 4 themselves; NULL skips
+//     the update); saved_mean = m, saved_inv_std = inv_std (NULL skips them).
+//   Inference (is_test = 1): y = (x - mean) / sqrt(var + epsilon) * scale + bias
+//     with the running mean / var of inputs 3 / 4; outputs 1..4 are not written.
+//   Backward inputs (libnnc's order: gradients of the 5 outputs, the 5 inputs,
+//     the 5 outputs) |g|-|-|-|-|x|scale|bias|mean|var|y|mean|var|saved_mean|saved_inv_std|,
+//     only g, x and scale (for dx) plus saved_mean / saved_inv_std (training) or
+//     mean / var (inference) are read. Outputs |dx|dscale|dbias|, any may be NULL.
+//     Training: dx = scale * inv_std * (g - mean(g) - xhat * mean(g * xhat)) with
+//     xhat = (x - m) * inv_std and means per channel; inference: dx = g * scale *
+//     inv_std (the statistics are constants). dscale = sum(g * xhat), dbias = sum(g).
+// LAYER_NORM (lnorm.axis[0..count): the axes normalised over, e.g. {2} for
+// (batch, sequence, features)). The kept axes index the statistics.
+//   Forward inputs |x|scale|bias| (elementwise_affine = 1; scale / bias have the
+//     normalised extents: x's shape with the kept axes of extent 1, or the same
+//     extents once 1s are dropped; either may be NULL: 1 / 0) or |x|
+//     (elementwise_affine = 0); outputs |y|saved_mean|saved_inv_std|, the saved
+//     statistics shaped like x with the normalised axes of extent 1 (NULL skips).
+//     y = (x - m) * inv_std * scale + bias, m / variance biased, per kept index.
+//   Backward inputs |g|-|-|x|scale|bias|y|saved_mean|saved_inv_std| (affine, 9)
+//     or |g|-|-|x|y|saved_mean|saved_inv_std| (7); outputs |dx|dscale|dbias| or
+//     |dx|. With h = g * scale: dx = inv_std * (h - mean(h) - xhat * mean(h * xhat))
+//     over the normalised axes; dscale = sum over kept axes of g * xhat, dbias = sum g.
+#include "cmd/norm/norm.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "cmd/reduce/reduce.hpp"
+#include "core/cmd.hpp"
+#include "core/error.hpp"
 #include "core/registry.hpp"
+#include "core/tensor.hpp"
+
 namespace nnc {
-void register_norm(Registry& r) { (void)r; }
+
+namespace norm {
+
+namespace {
+
+constexpr int kAllFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CCV_TENSOR_FORMAT_CHWN;
+constexpr int kFloatTypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF;
+
+ccv_nnc_tensor_t* in_at(ccv_nnc_tensor_t* const* t, int size, int i) { return i < size ? t[i] : nullptr; }
+const char* dt(const ccv_nnc_tensor_t* t) { return datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)); }
+int type_of(const ccv_nnc_tensor_t* t) { return CCV_GET_DATA_TYPE(t->info.datatype); }
+
+// Extents other than 1, in order.
+int squeeze(const int* dim, int nd, int* out) {
+  int n = 0;
+  for (int i = 0; i < nd; i++)
+    if (dim[i] != 1) out[n++] = dim[i];
+  return n;
+}
+
+// `t` holds the elements of shape `want` (nd dims), up to extents of 1.
+void check_small(const char* name, const char* role, const ccv_nnc_tensor_t* t, const ccv_nnc_tensor_t* x,
+                 const int* want, int nd) {
+  if (!t) return;
+  NNC_CHECK(type_of(t) == type_of(x), "%s: %s is %s but x is %s", name, role, dt(t), dt(x));
+  int a[kMaxDim], b[kMaxDim];
+  const int na = squeeze(t->info.dim, nd_of(t->info.dim), a), nb = squeeze(want, nd, b);
+  bool same = na == nb;
+  for (int i = 0; i < na && same; i++) same = a[i] == b[i];
+  int shown[kMaxDim] = {};
+  for (int i = 0; i < nd; i++) shown[i] = want[i];
+  NNC_CHECK(same, "%s: %s is %s but x is %s, so it must be %s (or the same extents without the 1s)", name, role,
+            shape_string(t->info.dim).c_str(), shape_string(x->info.dim).c_str(), shape_string(shown).c_str());
+}
+
+void check_x(const char* name, const ccv_nnc_tensor_t* x, const char* role, const ccv_nnc_tensor_t* t) {
+  if (!t) return;
+  NNC_CHECK(type_of(t) == type_of(x), "%s: %s is %s but x is %s", name, role, dt(t), dt(x));
+  NNC_CHECK(red::dims_equal(t, x->info.dim, nd_of(x->info.dim)), "%s: %s is %s but x is %s; they must match", name,
+            role, shape_string(t->info.dim).c_str(), shape_string(x->info.dim).c_str());
+}
+
+// Per-channel shape of x for a reduced-axis mask (keep = false) or a kept-axis one.
+void small_shape(const ccv_nnc_tensor_t* x, unsigned mask, int* out) {
+  red::reduced_dims(x->info.dim, nd_of(x->info.dim), mask, out);
+}
+void normalised_shape(const ccv_nnc_tensor_t* x, unsigned mask, int* out) {
+  const int nd = nd_of(x->info.dim);
+  unsigned kept = 0;
+  for (int i = 0; i < nd; i++)
+    if (!((mask >> i) & 1u)) kept |= 1u << i;
+  red::reduced_dims(x->info.dim, nd, kept, out);
+}
+
+void check_epsilon(const char* name, float epsilon) {
+  NNC_CHECK(epsilon >= 0 && std::isfinite(epsilon), "%s: epsilon must be finite and >= 0 (got %g)", name,
+            static_cast<double>(epsilon));
+}
+
+void validate_bnorm_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
+                            int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
+  const char* name = "BATCH_NORM_FORWARD";
+  NNC_CHECK(input_size == 5, "%s: takes inputs |x|scale|bias|mean|var| (got %d inputs)", name, input_size);
+  NNC_CHECK(output_size >= 1 && output_size <= 5,
+            "%s: takes outputs |y|mean|var|saved_mean|saved_inv_std| (got %d outputs)", name, output_size);
+  const BatchNormIo io = batch_norm_forward_io(inputs, input_size, outputs, output_size);
+  NNC_CHECK(io.x && io.y, "%s: x (input 0) and y (output 0) are required", name);
+  NNC_CHECK(io.scale && io.bias, "%s: scale (input 1) and bias (input 2) are required", name);
+  NNC_CHECK(type_of(io.x) & kFloatTypes, "%s: x is %s; it takes 16F, 16BF, 32F and 64F", name, dt(io.x));
+  check_epsilon(name, cmd.info.bnorm.epsilon);
+  const unsigned mask = red::axis_mask(name, cmd.info.bnorm.axis, cmd.info.bnorm.count, nd_of(io.x->info.dim));
+  check_x(name, io.x, "y", io.y);
+  int c[kMaxDim];
+  small_shape(io.x, mask, c);
+  const int nd = nd_of(io.x->info.dim);
+  check_small(name, "scale", io.scale, io.x, c, nd);
+  check_small(name, "bias", io.bias, io.x, c, nd);
+  check_small(name, "mean", io.mean, io.x, c, nd);
+  check_small(name, "var", io.var, io.x, c, nd);
+  if (cmd.info.bnorm.is_test) {
+    NNC_CHECK(io.mean && io.var, "%s: inference (is_test) needs the running mean and var (inputs 3 and 4)", name);
+    return;
+  }
+  check_small(name, "the output mean", io.out_mean, io.x, c, nd);
+  check_small(name, "the output var", io.out_var, io.x, c, nd);
+  check_small(name, "saved_mean", io.saved_mean, io.x, c, nd);
+  check_small(name, "saved_inv_std", io.saved_inv_std, io.x, c, nd);
+  NNC_CHECK(!io.out_mean || io.mean, "%s: updating the running mean (output 1) needs the mean (input 3)", name);
+  NNC_CHECK(!io.out_var || io.var, "%s: updating the running var (output 2) needs the var (input 4)", name);
+}
+
+void validate_bnorm_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
+                             int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
+  const char* name = "BATCH_NORM_BACKWARD";
+  const bool test = cmd.info.bnorm.is_test;
+  NNC_CHECK(input_size == 15,
+            "%s: takes the 15 inputs |g|-|-|-|-|x|scale|bias|mean|var|y|mean|var|saved_mean|saved_inv_std| "
+            "(got %d)", name, input_size);
+  NNC_CHECK(output_size >= 1 && output_size <= 3, "%s: takes outputs |dx|dscale|dbias| (got %d)", name, output_size);
+  const BatchNormIo io = batch_norm_backward_io(inputs, input_size, outputs, output_size);
+  NNC_CHECK(io.dx || io.dscale || io.dbias, "%s: every output is NULL", name);
+  NNC_CHECK(io.g && io.x, "%s: needs g (input 0) and x (input 5)", name);
+  NNC_CHECK(!io.dx || io.scale, "%s: dx needs scale (input 6)", name);
+  NNC_CHECK(type_of(io.x) & kFloatTypes, "%s: x is %s; it takes 16F, 16BF, 32F and 64F", name, dt(io.x));
+  check_epsilon(name, cmd.info.bnorm.epsilon);
+  const unsigned mask = red::axis_mask(name, cmd.info.bnorm.axis, cmd.info.bnorm.count, nd_of(io.x->info.dim));
+  check_x(name, io.x, "g", io.g);
+  check_x(name, io.x, "dx", io.dx);
+  int c[kMaxDim];
+  small_shape(io.x, mask, c);
+  const int nd = nd_of(io.x->info.dim);
+  check_small(name, "scale", io.scale, io.x, c, nd);
+  check_small(name, "dscale", io.dscale, io.x, c, nd);
+  check_small(name, "dbias", io.dbias, io.x, c, nd);
+  if (test) {
+    NNC_CHECK(io.mean && io.var, "%s: inference (is_test) reads the running mean and var (inputs 8 and 9)", name);
+    check_small(name, "mean", io.mean, io.x, c, nd);
+    check_small(name, "var", io.var, io.x, c, nd);
+  } else {
+    NNC_CHECK(io.saved_mean && io.saved_inv_std, "%s: needs saved_mean and saved_inv_std (inputs 13 and 14)", name);
+    check_small(name, "saved_mean", io.saved_mean, io.x, c, nd);
+    check_small(name, "saved_inv_std", io.saved_inv_std, io.x, c, nd);
+  }
+}
+
+void validate_lnorm_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
+                            int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
+  const char* name = "LAYER_NORM_FORWARD";
+  const bool affine = cmd.info.lnorm.elementwise_affine;
+  NNC_CHECK(affine ? input_size >= 1 && input_size <= 3 : input_size == 1,
+            "%s: takes inputs %s (got %d)", name, affine ? "|x|scale|bias|" : "|x| (elementwise_affine is 0)",
+            input_size);
+  NNC_CHECK(output_size >= 1 && output_size <= 3, "%s: takes outputs |y|saved_mean|saved_inv_std| (got %d)", name,
+            output_size);
+  const LayerNormIo io = layer_norm_forward_io(cmd, inputs, input_size, outputs, output_size);
+  NNC_CHECK(io.x && io.y, "%s: x (input 0) and y (output 0) are required", name);
+  NNC_CHECK(type_of(io.x) & kFloatTypes, "%s: x is %s; it takes 16F, 16BF, 32F and 64F", name, dt(io.x));
+  check_epsilon(name, cmd.info.lnorm.epsilon);
+  const int nd = nd_of(io.x->info.dim);
+  const unsigned mask = red::axis_mask(name, cmd.info.lnorm.axis, cmd.info.lnorm.count, nd);
+  check_x(name, io.x, "y", io.y);
+  int s[kMaxDim], m[kMaxDim];
+  normalised_shape(io.x, mask, s);
+  small_shape(io.x, mask, m);
+  check_small(name, "scale", io.scale, io.x, s, nd);
+  check_small(name, "bias", io.bias, io.x, s, nd);
+  check_small(name, "saved_mean", io.saved_mean, io.x, m, nd);
+  check_small(name, "saved_inv_std", io.saved_inv_std, io.x, m, nd);
+}
+
+void validate_lnorm_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
+                             int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
+  const char* name = "LAYER_NORM_BACKWARD";
+  const bool affine = cmd.info.lnorm.elementwise_affine;
+  NNC_CHECK(input_size == (affine ? 9 : 7), "%s: takes inputs %s (got %d)", name,
+            affine ? "|g|-|-|x|scale|bias|y|saved_mean|saved_inv_std|" : "|g|-|-|x|y|saved_mean|saved_inv_std|",
+            input_size);
+  NNC_CHECK(output_size >= 1 && output_size <= (affine ? 3 : 1), "%s: takes outputs %s (got %d)", name,
+            affine ? "|dx|dscale|dbias|" : "|dx|", output_size);
+  const LayerNormIo io = layer_norm_backward_io(cmd, inputs, input_size, outputs, output_size);
+  NNC_CHECK(io.dx || io.dscale || io.dbias, "%s: every output is NULL", name);
+  NNC_CHECK(io.g && io.x && io.saved_mean && io.saved_inv_std,
+            "%s: needs g (input 0), x (input 3), saved_mean and saved_inv_std (the last two inputs)", name);
+  NNC_CHECK(type_of(io.x) & kFloatTypes, "%s: x is %s; it takes 16F, 16BF, 32F and 64F", name, dt(io.x));
+  const int nd = nd_of(io.x->info.dim);
+  const unsigned mask = red::axis_mask(name, cmd.info.lnorm.axis, cmd.info.lnorm.count, nd);
+  check_x(name, io.x, "g", io.g);
+  check_x(name, io.x, "dx", io.dx);
+  int s[kMaxDim], m[kMaxDim];
+  normalised_shape(io.x, mask, s);
+  small_shape(io.x, mask, m);
+  check_small(name, "scale", io.scale, io.x, s, nd);
+  check_small(name, "dscale", io.dscale, io.x, s, nd);
+  check_small(name, "dbias", io.dbias, io.x, s, nd);
+  check_small(name, "saved_mean", io.saved_mean, io.x, m, nd);
+  check_small(name, "saved_inv_std", io.saved_inv_std, io.x, m, nd);
+}
+
+void shape_from_mask(const ccv_nnc_tensor_param_t& x, const int* axis, int count, bool keep_normalised,
+                     ccv_nnc_tensor_param_t* out) {
+  *out = x;
+  const int nd = nd_of(x.dim);
+  unsigned mask = 0;
+  for (int i = 0; i < count && i < kMaxDim; i++)
+    if (axis[i] >= 0 && axis[i] < nd) mask |= 1u << axis[i];
+  for (int i = 0; i < nd; i++) {
+    const bool reduced = (mask >> i) & 1u;
+    if (reduced != keep_normalised) out->dim[i] = 1;
+  }
+}
+
+void bnorm_forward_auto(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_param_t* inputs, int input_size,
+                        const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
+  if (input_size < 1) return;
+  for (int i = 0; i < output_size; i++) {
+    if (i == 0)
+      outputs[0] = inputs[0];
+    else if (input_size > 3)
+      outputs[i] = inputs[3];
+    else
+      shape_from_mask(inputs[0], p.bnorm.axis, p.bnorm.count, false, &outputs[i]);
+  }
+}
+
+void bnorm_backward_auto(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_param_t* inputs, int input_size,
+                         const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
+  if (input_size < 6) return;
+  for (int i = 0; i < output_size; i++) {
+    if (i == 0)
+      outputs[0] = inputs[5];
+    else if (input_size > 6)
+      outputs[i] = inputs[6];
+    else
+      shape_from_mask(inputs[5], p.bnorm.axis, p.bnorm.count, false, &outputs[i]);
+  }
+}
+
+void lnorm_forward_auto(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_param_t* inputs, int input_size,
+                        const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
+  if (input_size < 1) return;
+  for (int i = 0; i < output_size; i++) {
+    if (i == 0)
+      outputs[0] = inputs[0];
+    else
+      shape_from_mask(inputs[0], p.lnorm.axis, p.lnorm.count, false, &outputs[i]);
+  }
+}
+
+void lnorm_backward_auto(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_param_t* inputs, int input_size,
+                         const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
+  if (input_size < 4) return;
+  for (int i = 0; i < output_size; i++) {
+    if (i == 0)
+      outputs[0] = inputs[3];
+    else
+      shape_from_mask(inputs[3], p.lnorm.axis, p.lnorm.count, true, &outputs[i]);
+  }
+}
+
+bool any_output(int output_size, const uint64_t* outputs, int output_bitmask_size) {
+  for (int i = 0; i < output_size; i++)
+    if (bit(outputs, output_bitmask_size, i)) return true;
+  return false;
+}
+
+bool bnorm_forward_bitmask(const ccv_nnc_cmd_param_t& p, int input_size, int output_size, const uint64_t* inputs,
+                           int isz, const uint64_t* outputs, int osz) {
+  if (input_size != 5 || output_size < 1 || output_size > 5) return false;
+  for (int i = 0; i < 3; i++)
+    if (!bit(inputs, isz, i)) return false;
+  if (!bit(outputs, osz, 0)) return false;
+  if (p.bnorm.is_test) return bit(inputs, isz, 3) && bit(inputs, isz, 4);
+  return (!bit(outputs, osz, 1) || bit(inputs, isz, 3)) && (!bit(outputs, osz, 2) || bit(inputs, isz, 4));
+}
+
+bool bnorm_backward_bitmask(const ccv_nnc_cmd_param_t& p, int input_size, int output_size, const uint64_t* inputs,
+                            int isz, const uint64_t* outputs, int osz) {
+  if (input_size != 15 || output_size < 1 || output_size > 3 || !any_output(output_size, outputs, osz)) return false;
+  if (!bit(inputs, isz, 0) || !bit(inputs, isz, 5)) return false;
+  if (bit(outputs, osz, 0) && !bit(inputs, isz, 6)) return false;
+  return p.bnorm.is_test ? bit(inputs, isz, 8) && bit(inputs, isz, 9) : bit(inputs, isz, 13) && bit(inputs, isz, 14);
+}
+
+bool lnorm_forward_bitmask(const ccv_nnc_cmd_param_t& p, int input_size, int output_size, const uint64_t* inputs,
+                           int isz, const uint64_t* outputs, int osz) {
+  if (output_size < 1 || output_size > 3 || !bit(inputs, isz, 0) || !bit(outputs, osz, 0)) return false;
+  return p.lnorm.elementwise_affine ? input_size >= 1 && input_size <= 3 : input_size == 1;
+}
+
+bool lnorm_backward_bitmask(const ccv_nnc_cmd_param_t& p, int input_size, int output_size, const uint64_t* inputs,
+                            int isz, const uint64_t* outputs, int osz) {
+  const bool affine = p.lnorm.elementwise_affine;
+  if (input_size != (affine ? 9 : 7) || output_size < 1 || output_size > (affine ? 3 : 1)) return false;
+  if (!any_output(output_size, outputs, osz)) return false;
+  return bit(inputs, isz, 0) && bit(inputs, isz, 3) && bit(inputs, isz, input_size - 2) &&
+         bit(inputs, isz, input_size - 1);
+}
+
+// y may overwrite x; the running statistics are updated in place (libnnc ties outputs 1 / 2 to inputs 3 / 4).
+bool bnorm_forward_inplace(const ccv_nnc_cmd_param_t&, int input_idx, int, int output_idx, int) {
+  return (input_idx == 0 && output_idx == 0) || (input_idx == 3 && output_idx == 1) ||
+         (input_idx == 4 && output_idx == 2);
+}
+bool bnorm_forward_enforce(const ccv_nnc_cmd_param_t&, int input_idx, int, int output_idx, int) {
+  return (input_idx == 3 && output_idx == 1) || (input_idx == 4 && output_idx == 2);
+}
+bool lnorm_forward_inplace(const ccv_nnc_cmd_param_t&, int input_idx, int, int output_idx, int) {
+  return input_idx == 0 && output_idx == 0;
+}
+
+void add(Registry& r, uint32_t id, TensorAutoFn tensor_auto, BitmaskFn bitmask, InplaceFn allow, InplaceFn enforce,
+         ValidateFn validate, ccv_nnc_cmd_exec_f ref, ccv_nnc_cmd_exec_f opt, AcceptFn accept) {
+  CommandInfo c;
+  c.cmd = id;
+  c.tensor_auto = tensor_auto;
+  c.bitmask = bitmask;
+  c.allow_inplace = allow;
+  c.enforce_inplace = enforce;
+  c.validate = validate;
+  r.add_command(c);
+  Kernel k;
+  k.cmd = id;
+  k.tensor_formats = kAllFormats;
+  k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
+  k.backend = CCV_NNC_BACKEND_CPU_REF;
+  k.tensor_datatypes = kFloatTypes;
+  k.exec = ref;
+  r.add_kernel(k);
+  k.backend = CCV_NNC_BACKEND_CPU_OPT;
+  k.tensor_datatypes = CCV_32F | CCV_64F;
+  k.exec = opt;
+  k.accept = accept;
+  r.add_kernel(k);
+}
+
+}  // namespace
+
+BatchNormIo batch_norm_forward_io(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                                  int output_size) {
+  BatchNormIo io;
+  io.x = in_at(inputs, input_size, 0);
+  io.scale = in_at(inputs, input_size, 1);
+  io.bias = in_at(inputs, input_size, 2);
+  io.mean = in_at(inputs, input_size, 3);
+  io.var = in_at(inputs, input_size, 4);
+  io.y = in_at(outputs, output_size, 0);
+  io.out_mean = in_at(outputs, output_size, 1);
+  io.out_var = in_at(outputs, output_size, 2);
+  io.saved_mean = in_at(outputs, output_size, 3);
+  io.saved_inv_std = in_at(outputs, output_size, 4);
+  return io;
+}
+
+BatchNormIo batch_norm_backward_io(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                                   int output_size) {
+  BatchNormIo io;
+  io.g = in_at(inputs, input_size, 0);
+  io.x = in_at(inputs, input_size, 5);
+  io.scale = in_at(inputs, input_size, 6);
+  io.bias = in_at(inputs, input_size, 7);
+  io.mean = in_at(inputs, input_size, 8);
+  io.var = in_at(inputs, input_size, 9);
+  io.y = in_at(inputs, input_size, 10);
+  io.saved_mean = in_at(inputs, input_size, 13);
+  io.saved_inv_std = in_at(inputs, input_size, 14);
+  io.dx = in_at(outputs, output_size, 0);
+  io.dscale = in_at(outputs, output_size, 1);
+  io.dbias = in_at(outputs, output_size, 2);
+  return io;
+}
+
+LayerNormIo layer_norm_forward_io(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                                  ccv_nnc_tensor_t* const* outputs, int output_size) {
+  LayerNormIo io;
+  io.x = in_at(inputs, input_size, 0);
+  if (cmd.info.lnorm.elementwise_affine) {
+    io.scale = in_at(inputs, input_size, 1);
+    io.bias = in_at(inputs, input_size, 2);
+  }
+  io.y = in_at(outputs, output_size, 0);
+  io.saved_mean = in_at(outputs, output_size, 1);
+  io.saved_inv_std = in_at(outputs, output_size, 2);
+  return io;
+}
+
+LayerNormIo layer_norm_backward_io(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                                   ccv_nnc_tensor_t* const* outputs, int output_size) {
+  LayerNormIo io;
+  io.g = in_at(inputs, input_size, 0);
+  io.x = in_at(inputs, input_size, 3);
+  if (cmd.info.lnorm.elementwise_affine) io.scale = in_at(inputs, input_size, 4);
+  if (input_size >= 2) {
+    io.saved_mean = inputs[input_size - 2];
+    io.saved_inv_std = inputs[input_size - 1];
+  }
+  io.dx = in_at(outputs, output_size, 0);
+  if (cmd.info.lnorm.elementwise_affine) {
+    io.dscale = in_at(outputs, output_size, 1);
+    io.dbias = in_at(outputs, output_size, 2);
+  }
+  return io;
+}
+
+}  // namespace norm
+
+void register_norm(Registry& r) {
+  using namespace norm;
+  add(r, CCV_NNC_BATCH_NORM_FORWARD, bnorm_forward_auto, bnorm_forward_bitmask, bnorm_forward_inplace,
+      bnorm_forward_enforce, validate_bnorm_forward, bnorm_forward_ref, bnorm_forward_opt, bnorm_opt_accepts);
+  add(r, CCV_NNC_BATCH_NORM_BACKWARD, bnorm_backward_auto, bnorm_backward_bitmask, nullptr, nullptr,
+      validate_bnorm_backward, bnorm_backward_ref, bnorm_backward_opt, bnorm_opt_accepts);
+  add(r, CCV_NNC_LAYER_NORM_FORWARD, lnorm_forward_auto, lnorm_forward_bitmask, lnorm_forward_inplace, nullptr,
+      validate_lnorm_forward, lnorm_forward_ref, lnorm_forward_opt, lnorm_opt_accepts);
+  add(r, CCV_NNC_LAYER_NORM_BACKWARD, lnorm_backward_auto, lnorm_backward_bitmask, nullptr, nullptr,
+      validate_lnorm_backward, lnorm_backward_ref, lnorm_backward_opt, lnorm_opt_accepts);
+}
+
 }  // namespace nnc

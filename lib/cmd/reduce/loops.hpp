@@ -22,23 +22,24 @@ struct Loops {
   T (*row_reduce)(int op, const T* x, size_t n);
   // y[j] = op(y[j] (unless init), x[r * ld + j] for r < rows), j < n. rows >= 1.
   void (*col_reduce)(int op, const T* x, size_t rows, int64_t ld, size_t n, T* y, bool init);
-  // sum of (x[i] - mean)^2.
-  T (*row_sqdev)(const T* x, size_t n, T mean);
-  // acc[j] += sum_r (x[r * ld + j] - mean[j])^2.
-  void (*col_sqdev)(const T* x, size_t rows, int64_t ld, size_t n, const T* mean, T* acc);
-  // y[i] = x[i] * a + b.
-  void (*row_affine)(const T* x, T* y, size_t n, T a, T b);
-  // y[r * ld + j] = x[r * ld + j] * a[j] + b[j].
-  void (*col_affine)(const T* x, T* y, size_t rows, int64_t ld, size_t n, const T* a, const T* b);
+  // Returns the sum of (x[i] - mean)^2 and adds the sum of x[i] - mean to *dev
+  // (the shifted-data variance: exact even when `mean` is only close).
+  T (*row_sqdev)(const T* x, size_t n, T mean, T* dev);
+  // acc[j] += sum_r (x[r * ld + j] - mean[j])^2; dev[j] += sum_r x[r * ld + j] - mean[j].
+  void (*col_sqdev)(const T* x, size_t rows, int64_t ld, size_t n, const T* mean, T* acc, T* dev);
+  // y[i] = (x[i] - c) * a + b (centred first, so a large mean cancels exactly).
+  void (*row_affine)(const T* x, T* y, size_t n, T c, T a, T b);
+  // y[r * ld + j] = (x[r * ld + j] - c[j]) * a[j] + b[j].
+  void (*col_affine)(const T* x, T* y, size_t rows, int64_t ld, size_t n, const T* c, const T* a, const T* b);
   // *sg += sum g[i]; *sgx += sum g[i] * (x[i] - mean).
   void (*row_dot2)(const T* g, const T* x, size_t n, T mean, T* sg, T* sgx);
   // sg[j] += sum_r g[r, j]; sgx[j] += sum_r g[r, j] * (x[r, j] - mean[j]).
   void (*col_dot2)(const T* g, const T* x, size_t rows, int64_t ld, size_t n, const T* mean, T* sg, T* sgx);
-  // dx[i] = a * g[i] + b * x[i] + c.
-  void (*row_axpbypc)(const T* g, const T* x, T* dx, size_t n, T a, T b, T c);
-  // dx[r, j] = a[j] * g[r, j] + b[j] * x[r, j] + c[j].
-  void (*col_axpbypc)(const T* g, const T* x, T* dx, size_t rows, int64_t ld, size_t n, const T* a, const T* b,
-                      const T* c);
+  // dx[i] = a * g[i] + b * (x[i] - m) + c.
+  void (*row_axpbypc)(const T* g, const T* x, T* dx, size_t n, T m, T a, T b, T c);
+  // dx[r, j] = a[j] * g[r, j] + b[j] * (x[r, j] - m[j]) + c[j].
+  void (*col_axpbypc)(const T* g, const T* x, T* dx, size_t rows, int64_t ld, size_t n, const T* m, const T* a,
+                      const T* b, const T* c);
   // Layer norm rows. y[i] = (x[i] - mean) * inv * s[i] + b[i] (s, b may be NULL: 1 and 0).
   void (*ln_forward)(const T* x, T* y, size_t n, T mean, T inv, const T* s, const T* b);
   // With h = g * s (g where s is NULL) and xhat = (x - mean) * inv: *sh += sum h, *shx += sum h * xhat;

@@ -106,43 +106,52 @@ void col_reduce(int op, const T* x, size_t rows, int64_t ld, size_t n, T* y, boo
 }
 
 template <class T>
-T row_sqdev(const T* x, size_t n, T mean) {
-  constexpr size_t L = kLanes<T>;
-  T acc[L] = {};
+T row_sqdev(const T* x, size_t n, T mean, T* dev) {
+  constexpr size_t L = kLanes<T> / 2;
+  T acc[L] = {}, sd[L] = {};
   size_t i = 0;
   for (; i + L <= n; i += L)
     for (size_t k = 0; k < L; k++) {
       const T d = x[i + k] - mean;
       acc[k] += d * d;
+      sd[k] += d;
     }
-  T r = 0;
-  for (size_t k = 0; k < L; k++) r += acc[k];
-  for (; i < n; i++) r += (x[i] - mean) * (x[i] - mean);
+  T r = 0, rd = 0;
+  for (size_t k = 0; k < L; k++) r += acc[k], rd += sd[k];
+  for (; i < n; i++) {
+    const T d = x[i] - mean;
+    r += d * d;
+    rd += d;
+  }
+  *dev += rd;
   return r;
 }
 
 template <class T>
-void col_sqdev(const T* __restrict x, size_t rows, int64_t ld, size_t n, const T* __restrict mean, T* __restrict acc) {
+void col_sqdev(const T* __restrict x, size_t rows, int64_t ld, size_t n, const T* __restrict mean, T* __restrict acc,
+               T* __restrict dev) {
   for (size_t r = 0; r < rows; r++) {
     const T* xr = x + static_cast<int64_t>(r) * ld;
     for (size_t j = 0; j < n; j++) {
       const T d = xr[j] - mean[j];
       acc[j] += d * d;
+      dev[j] += d;
     }
   }
 }
 
 template <class T>
-void row_affine(const T* x, T* y, size_t n, T a, T b) {
-  for (size_t i = 0; i < n; i++) y[i] = x[i] * a + b;
+void row_affine(const T* x, T* y, size_t n, T c, T a, T b) {
+  for (size_t i = 0; i < n; i++) y[i] = (x[i] - c) * a + b;
 }
 
 template <class T>
-void col_affine(const T* x, T* y, size_t rows, int64_t ld, size_t n, const T* __restrict a, const T* __restrict b) {
+void col_affine(const T* x, T* y, size_t rows, int64_t ld, size_t n, const T* __restrict c, const T* __restrict a,
+                const T* __restrict b) {
   for (size_t r = 0; r < rows; r++) {
     const T* xr = x + static_cast<int64_t>(r) * ld;
     T* yr = y + static_cast<int64_t>(r) * ld;
-    for (size_t j = 0; j < n; j++) yr[j] = xr[j] * a[j] + b[j];
+    for (size_t j = 0; j < n; j++) yr[j] = (xr[j] - c[j]) * a[j] + b[j];
   }
 }
 
@@ -177,16 +186,16 @@ void col_dot2(const T* __restrict g, const T* __restrict x, size_t rows, int64_t
 }
 
 template <class T>
-void row_axpbypc(const T* g, const T* x, T* dx, size_t n, T a, T b, T c) {
-  for (size_t i = 0; i < n; i++) dx[i] = a * g[i] + b * x[i] + c;
+void row_axpbypc(const T* g, const T* x, T* dx, size_t n, T m, T a, T b, T c) {
+  for (size_t i = 0; i < n; i++) dx[i] = a * g[i] + b * (x[i] - m) + c;
 }
 
 template <class T>
-void col_axpbypc(const T* g, const T* x, T* dx, size_t rows, int64_t ld, size_t n, const T* __restrict a,
-                 const T* __restrict b, const T* __restrict c) {
+void col_axpbypc(const T* g, const T* x, T* dx, size_t rows, int64_t ld, size_t n, const T* __restrict m,
+                 const T* __restrict a, const T* __restrict b, const T* __restrict c) {
   for (size_t r = 0; r < rows; r++) {
     const int64_t o = static_cast<int64_t>(r) * ld;
-    for (size_t j = 0; j < n; j++) dx[o + j] = a[j] * g[o + j] + b[j] * x[o + j] + c[j];
+    for (size_t j = 0; j < n; j++) dx[o + j] = a[j] * g[o + j] + b[j] * (x[o + j] - m[j]) + c[j];
   }
 }
 
@@ -199,8 +208,7 @@ void ln_forward(const T* x, T* y, size_t n, T mean, T inv, const T* s, const T* 
   } else if (b) {
     for (size_t i = 0; i < n; i++) y[i] = (x[i] - mean) * inv + b[i];
   } else {
-    const T c = -mean * inv;
-    for (size_t i = 0; i < n; i++) y[i] = x[i] * inv + c;
+    for (size_t i = 0; i < n; i++) y[i] = (x[i] - mean) * inv;
   }
 }
 

@@ -1,0 +1,416 @@
+// CPU_OPT kernels of BATCH_NORM and LAYER_NORM for packed fp32 / fp64 x.
+//
+// The shape is seen as O x K x I (reduced, kept, reduced extents; see
+// red::split3): NHWC batch norm is O x C x 1 (vectorised across channels),
+// NCHW is N x C x HW (vectorised along each channel's rows), layer norm is
+// 1 x rows x features. Statistics take two passes (mean, then squared
+// deviations from it), so a large mean with a small variance keeps its digits.
+// Work splits over the pool by rows and channels; when there are too few
+// independent outputs the rows split into parts with partial sums, combined in
+// double. The per-channel tensors may be views of any layout: they are copied
+// to and from small arrays in the workspace, which holds every temporary
+// (nothing allocates).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "cmd/norm/norm.hpp"
+#include "cmd/reduce/loops.hpp"
+#include "cmd/reduce/reduce.hpp"
+#include "cmd/util/strided.hpp"
+#include "core/error.hpp"
+#include "core/parallel.hpp"
+#include "core/stream.hpp"
+#include "core/tensor.hpp"
+
+namespace nnc::norm {
+
+namespace {
+
+constexpr size_t kParallelFrom = size_t{1} << 14;
+
+struct Shape {
+  size_t O, K, I;
+};
+
+bool shape_of(const ccv_nnc_tensor_t* x, const int* axis, int count, Shape* s) {
+  const int nd = nd_of(x->info.dim);
+  unsigned mask = 0;
+  for (int i = 0; i < count; i++) mask |= 1u << axis[i];
+  if (!red::split3(x->info.dim, nd, mask, &s->O, &s->K, &s->I)) return false;
+  if (s->K == 1) {  // everything reduced: one row
+    s->I *= s->O;
+    s->O = 1;
+  }
+  return true;
+}
+
+bool packed_or_null(const ccv_nnc_tensor_t* t) { return !t || red::is_packed(t); }
+
+template <class T>
+void read_small(const ccv_nnc_tensor_t* t, size_t n, T fallback, T* out) {
+  if (!t) {
+    for (size_t i = 0; i < n; i++) out[i] = fallback;
+    return;
+  }
+  if (red::is_packed(t)) {
+    std::memcpy(out, t->data.u8, n * sizeof(T));
+    return;
+  }
+  const Layout l = layout_of(t, "parameter");
+  for (size_t i = 0; i < n; i++) out[i] = *reinterpret_cast<const T*>(red::at_linear(l, i));
+}
+
+template <class T>
+void write_small(ccv_nnc_tensor_t* t, size_t n, const T* v) {
+  if (!t) return;
+  if (red::is_packed(t)) {
+    std::memcpy(t->data.u8, v, n * sizeof(T));
+    return;
+  }
+  const Layout l = layout_of(t, "output");
+  for (size_t i = 0; i < n; i++) *reinterpret_cast<T*>(red::at_linear(l, i)) = v[i];
+}
+
+size_t parts_for(const Shape& s) {
+  const size_t threads = thread_count();
+  if (threads <= 1 || s.O * s.K * s.I < kParallelFrom) return 1;
+  if (s.I > 1 && s.K >= 4 * threads) return 1;
+  return std::min<size_t>(s.O, 4 * threads);
+}
+
+enum Sums { kMeanSum, kSqDev, kDot2 };
+
+// Per-channel sums over O x I of x (kMeanSum), (x - c)^2 and x - c (kSqDev,
+// into r1 and r2), or g and g * (x - c) (kDot2, into r1 and r2). `partial`
+// holds 2 * parts * K.
+template <class T>
+void channel_sums(const red::Loops<T>& L, Sums what, const Shape& s, const T* x, const T* g, const T* c, size_t parts,
+                  T* partial, double* r1, double* r2) {
+  const size_t O = s.O, K = s.K, I = s.I;
+  const size_t rows = (O + parts - 1) / parts;
+  T* p1 = partial;
+  T* p2 = partial + parts * K;
+  std::fill(partial, partial + 2 * parts * K, T(0));
+  const bool parallel = O * K * I >= kParallelFrom;
+  if (I == 1) {
+    range_parallel(parts, parallel ? 0 : parts + 1, 1, [&](size_t b, size_t e) {
+      for (size_t q = b; q < e; q++) {
+        const size_t o0 = q * rows, o1 = std::min(O, o0 + rows);
+        if (o1 <= o0) continue;
+        const int64_t ld = static_cast<int64_t>(K);
+        if (what == kMeanSum)
+          L.col_reduce(red::kSum, x + o0 * K, o1 - o0, ld, K, p1 + q * K, true);
+        else if (what == kSqDev)
+          L.col_sqdev(x + o0 * K, o1 - o0, ld, K, c, p1 + q * K, p2 + q * K);
+        else
+          L.col_dot2(g + o0 * K, x + o0 * K, o1 - o0, ld, K, c, p1 + q * K, p2 + q * K);
+      }
+    });
+  } else {
+    range_parallel(parts * K, parallel ? 0 : parts * K + 1, 1, [&](size_t b, size_t e) {
+      for (size_t t = b; t < e; t++) {
+        const size_t q = t / K, k = t % K;
+        const size_t o0 = q * rows, o1 = std::min(O, o0 + rows);
+        T a1 = 0, a2 = 0;
+        for (size_t o = o0; o < o1; o++) {
+          const size_t off = (o * K + k) * I;
+          if (what == kMeanSum)
+            a1 += L.row_reduce(red::kSum, x + off, I);
+          else if (what == kSqDev)
+            a1 += L.row_sqdev(x + off, I, c[k], &a2);
+          else
+            L.row_dot2(g + off, x + off, I, c[k], &a1, &a2);
+        }
+        p1[q * K + k] = a1;
+        p2[q * K + k] = a2;
+      }
+    });
+  }
+  for (size_t k = 0; k < K; k++) {
+    double a1 = 0, a2 = 0;
+    for (size_t q = 0; q < parts; q++) a1 += p1[q * K + k], a2 += p2[q * K + k];
+    r1[k] = a1;
+    if (r2) r2[k] = a2;
+  }
+}
+
+// out = a[k] * g + b[k] * (x - m[k]) + c[k] per channel (with g NULL: out = (x - m[k]) * a[k] + b[k]).
+template <class T>
+void channel_apply(const red::Loops<T>& L, const Shape& s, const T* g, const T* x, T* out, const T* m, const T* a,
+                   const T* b, const T* c) {
+  const size_t O = s.O, K = s.K, I = s.I;
+  const bool parallel = O * K * I >= kParallelFrom;
+  if (I == 1) {
+    const size_t chunk = std::max<size_t>(1, 4096 / std::max<size_t>(K, 1));
+    range_parallel(O, parallel ? 0 : O + 1, chunk, [&](size_t b0, size_t e0) {
+      const int64_t ld = static_cast<int64_t>(K);
+      if (g)
+        L.col_axpbypc(g + b0 * K, x + b0 * K, out + b0 * K, e0 - b0, ld, K, m, a, b, c);
+      else
+        L.col_affine(x + b0 * K, out + b0 * K, e0 - b0, ld, K, m, a, b);
+    });
+  } else {
+    range_parallel(O * K, parallel ? 0 : O * K + 1, std::max<size_t>(1, 4096 / I), [&](size_t b0, size_t e0) {
+      for (size_t r = b0; r < e0; r++) {
+        const size_t k = r % K, off = r * I;
+        if (g)
+          L.row_axpbypc(g + off, x + off, out + off, I, m[k], a[k], b[k], c[k]);
+        else
+          L.row_affine(x + off, out + off, I, m[k], a[k], b[k]);
+      }
+    });
+  }
+}
+
+template <class T>
+int bnorm_forward(const ccv_nnc_cmd_t& cmd, const BatchNormIo& io, ccv_nnc_stream_context_t* stream) {
+  const red::Loops<T>& L = red::loops<T>();
+  Shape s;
+  shape_of(io.x, cmd.info.bnorm.axis, cmd.info.bnorm.count, &s);
+  const size_t K = s.K, parts = parts_for(s);
+  // Workspace: mean, inv, a, b, running (K each) + partials (2 * parts * K) + double sums (2 * K).
+  T* w = static_cast<T*>(workspace(stream, (6 * K + 2 * parts * K) * sizeof(T) + 2 * K * sizeof(double) + 64));
+  T *mean = w, *inv = w + K, *a = w + 2 * K, *b = w + 3 * K, *run = w + 4 * K, *partial = w + 6 * K;
+  double* d1 = reinterpret_cast<double*>(partial + 2 * parts * K);
+  const T* x = reinterpret_cast<const T*>(io.x->data.u8);
+  T* y = reinterpret_cast<T*>(io.y->data.u8);
+  const double eps = cmd.info.bnorm.epsilon;
+  const double n = static_cast<double>(s.O * s.I);
+  if (cmd.info.bnorm.is_test) {
+    read_small<T>(io.mean, K, T(0), mean);
+    read_small<T>(io.var, K, T(1), inv);
+    for (size_t k = 0; k < K; k++) inv[k] = static_cast<T>(1.0 / std::sqrt(static_cast<double>(inv[k]) + eps));
+  } else {
+    channel_sums(L, kMeanSum, s, x, static_cast<const T*>(nullptr), static_cast<const T*>(nullptr), parts, partial, d1,
+                 static_cast<double*>(nullptr));
+    // Shifted data: the first mean (rounded to T) centres x; the sum of the
+    // deviations from it corrects both the mean and the variance, so neither
+    // loses digits to a large mean. The correction (in double) also shifts b.
+    double* residual = d1 + K;
+    for (size_t k = 0; k < K; k++) mean[k] = static_cast<T>(d1[k] / n);
+    channel_sums(L, kSqDev, s, x, static_cast<const T*>(nullptr), mean, parts, partial, d1, residual);
+    for (size_t k = 0; k < K; k++) {
+      residual[k] /= n;
+      d1[k] = std::max(0.0, d1[k] / n - residual[k] * residual[k]);  // the variance
+    }
+    const double m = cmd.info.bnorm.momentum;
+    for (size_t k = 0; k < K; k++) inv[k] = static_cast<T>(d1[k]);  // the variance, for now
+    if (io.out_var) {
+      read_small<T>(io.var, K, T(0), run);
+      for (size_t k = 0; k < K; k++) run[k] = static_cast<T>(run[k] * m + inv[k] * (1 - m));
+      write_small(io.out_var, K, run);
+    }
+    if (io.out_mean) {
+      read_small<T>(io.mean, K, T(0), run);
+      for (size_t k = 0; k < K; k++) run[k] = static_cast<T>(run[k] * m + (mean[k] + residual[k]) * (1 - m));
+      write_small(io.out_mean, K, run);
+    }
+    for (size_t k = 0; k < K; k++) inv[k] = static_cast<T>(1.0 / std::sqrt(static_cast<double>(inv[k]) + eps));
+    if (io.saved_mean) {
+      for (size_t k = 0; k < K; k++) run[k] = static_cast<T>(mean[k] + residual[k]);
+      write_small(io.saved_mean, K, run);
+    }
+    write_small(io.saved_inv_std, K, inv);
+  }
+  // The residual of the mean, from the temporaries (zero in inference).
+  T* res = partial;
+  for (size_t k = 0; k < K; k++) res[k] = cmd.info.bnorm.is_test ? T(0) : static_cast<T>(d1[K + k]);
+  read_small<T>(io.scale, K, T(1), a);
+  read_small<T>(io.bias, K, T(0), b);
+  for (size_t k = 0; k < K; k++) {
+    a[k] = a[k] * inv[k];
+    b[k] = b[k] - res[k] * a[k];
+  }
+  channel_apply(L, s, static_cast<const T*>(nullptr), x, y, mean, a, b, static_cast<const T*>(nullptr));
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+template <class T>
+int bnorm_backward(const ccv_nnc_cmd_t& cmd, const BatchNormIo& io, ccv_nnc_stream_context_t* stream) {
+  const red::Loops<T>& L = red::loops<T>();
+  Shape s;
+  shape_of(io.x, cmd.info.bnorm.axis, cmd.info.bnorm.count, &s);
+  const size_t K = s.K, parts = parts_for(s);
+  T* w = static_cast<T*>(workspace(stream, (6 * K + 2 * parts * K) * sizeof(T) + 2 * K * sizeof(double) + 64));
+  T *mean = w, *inv = w + K, *A = w + 2 * K, *B = w + 3 * K, *C = w + 4 * K, *tmp = w + 5 * K, *partial = w + 6 * K;
+  double* sg = reinterpret_cast<double*>(partial + 2 * parts * K);
+  double* sgx = sg + K;
+  const bool test = cmd.info.bnorm.is_test;
+  if (test) {
+    read_small<T>(io.mean, K, T(0), mean);
+    read_small<T>(io.var, K, T(1), inv);
+    for (size_t k = 0; k < K; k++)
+      inv[k] = static_cast<T>(1.0 / std::sqrt(static_cast<double>(inv[k]) + cmd.info.bnorm.epsilon));
+  } else {
+    read_small<T>(io.saved_mean, K, T(0), mean);
+    read_small<T>(io.saved_inv_std, K, T(1), inv);
+  }
+  const T* x = reinterpret_cast<const T*>(io.x->data.u8);
+  const T* g = reinterpret_cast<const T*>(io.g->data.u8);
+  channel_sums(L, kDot2, s, x, g, mean, parts, partial, sg, sgx);
+  if (io.dscale) {
+    for (size_t k = 0; k < K; k++) tmp[k] = static_cast<T>(sgx[k] * inv[k]);
+    write_small(io.dscale, K, tmp);
+  }
+  if (io.dbias) {
+    for (size_t k = 0; k < K; k++) tmp[k] = static_cast<T>(sg[k]);
+    write_small(io.dbias, K, tmp);
+  }
+  if (!io.dx) return CCV_NNC_EXEC_SUCCESS;
+  read_small<T>(io.scale, K, T(1), tmp);
+  const double n = static_cast<double>(s.O * s.I);
+  for (size_t k = 0; k < K; k++) {
+    const double a = static_cast<double>(tmp[k]) * inv[k];
+    if (test) {
+      A[k] = static_cast<T>(a), B[k] = 0, C[k] = 0;
+      continue;
+    }
+    A[k] = static_cast<T>(a);
+    B[k] = static_cast<T>(-a * inv[k] * inv[k] * sgx[k] / n);
+    C[k] = static_cast<T>(-a * sg[k] / n);
+  }
+  channel_apply(L, s, g, x, reinterpret_cast<T*>(io.dx->data.u8), mean, A, B, C);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+template <class T>
+int lnorm_forward(const ccv_nnc_cmd_t& cmd, const LayerNormIo& io, ccv_nnc_stream_context_t* stream) {
+  const red::Loops<T>& L = red::loops<T>();
+  Shape s;
+  shape_of(io.x, cmd.info.lnorm.axis, cmd.info.lnorm.count, &s);
+  const size_t K = s.K, I = s.I;
+  T* w = static_cast<T*>(workspace(stream, (2 * K + 2 * I) * sizeof(T) + 64));
+  T *mean = w, *inv = w + K, *sc = w + 2 * K, *bi = w + 2 * K + I;
+  if (io.scale) read_small<T>(io.scale, I, T(1), sc);
+  if (io.bias) read_small<T>(io.bias, I, T(0), bi);
+  const T* scale = io.scale ? sc : nullptr;
+  const T* bias = io.bias ? bi : nullptr;
+  const T* x = reinterpret_cast<const T*>(io.x->data.u8);
+  T* y = reinterpret_cast<T*>(io.y->data.u8);
+  const double eps = cmd.info.lnorm.epsilon;
+  range_parallel(K, K * I >= kParallelFrom ? 0 : K + 1, std::max<size_t>(1, 4096 / I), [&](size_t b, size_t e) {
+    for (size_t k = b; k < e; k++) {
+      const T* xr = x + k * I;
+      const double n = static_cast<double>(I);
+      const T m = static_cast<T>(static_cast<double>(L.row_reduce(red::kSum, xr, I)) / n);
+      T dev = 0;
+      const double sq = static_cast<double>(L.row_sqdev(xr, I, m, &dev)) / n;
+      const double r = static_cast<double>(dev) / n;  // shifted data: mean = m + r
+      const T iv = static_cast<T>(1.0 / std::sqrt(std::max(0.0, sq - r * r) + eps));
+      const T mc = static_cast<T>(m + r);
+      mean[k] = mc, inv[k] = iv;
+      L.ln_forward(xr, y + k * I, I, mc, iv, scale, bias);
+    }
+  });
+  write_small(io.saved_mean, K, mean);
+  write_small(io.saved_inv_std, K, inv);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+template <class T>
+int lnorm_backward(const ccv_nnc_cmd_t& cmd, const LayerNormIo& io, ccv_nnc_stream_context_t* stream) {
+  const red::Loops<T>& L = red::loops<T>();
+  Shape s;
+  shape_of(io.x, cmd.info.lnorm.axis, cmd.info.lnorm.count, &s);
+  const size_t K = s.K, I = s.I;
+  const bool parallel = K * I >= kParallelFrom && thread_count() > 1;
+  const size_t parts = parallel ? std::min<size_t>(K, 4 * thread_count()) : 1;
+  const bool params = io.dscale || io.dbias;
+  T* w = static_cast<T*>(workspace(stream, (2 * K + I + (params ? 2 * parts * I : 0)) * sizeof(T) + 64));
+  T *mean = w, *inv = w + K, *sc = w + 2 * K, *pds = w + 2 * K + I, *pdb = pds + parts * I;
+  read_small<T>(io.saved_mean, K, T(0), mean);
+  read_small<T>(io.saved_inv_std, K, T(1), inv);
+  if (io.scale) read_small<T>(io.scale, I, T(1), sc);
+  const T* scale = io.scale ? sc : nullptr;
+  if (params) std::fill(pds, pds + 2 * parts * I, T(0));
+  const T* x = reinterpret_cast<const T*>(io.x->data.u8);
+  const T* g = reinterpret_cast<const T*>(io.g->data.u8);
+  T* dx = io.dx ? reinterpret_cast<T*>(io.dx->data.u8) : nullptr;
+  const size_t rows = (K + parts - 1) / parts;
+  range_parallel(parts, parallel ? 0 : parts + 1, 1, [&](size_t b, size_t e) {
+    for (size_t q = b; q < e; q++) {
+      T* ds = params ? pds + q * I : nullptr;
+      T* db = params ? pdb + q * I : nullptr;
+      for (size_t k = q * rows; k < std::min(K, (q + 1) * rows); k++) {
+        T sh = 0, shx = 0;
+        L.ln_backward_sums(g + k * I, x + k * I, I, mean[k], inv[k], scale, &sh, &shx, ds, db);
+        if (dx)
+          L.ln_backward_dx(g + k * I, x + k * I, dx + k * I, I, mean[k], inv[k], scale, sh / static_cast<T>(I),
+                           shx / static_cast<T>(I));
+      }
+    }
+  });
+  if (params) {
+    for (size_t q = 1; q < parts; q++)
+      for (size_t j = 0; j < I; j++) pds[j] += pds[q * I + j], pdb[j] += pdb[q * I + j];
+    write_small(io.dscale, I, pds);
+    write_small(io.dbias, I, pdb);
+  }
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+}  // namespace
+
+bool bnorm_opt_accepts(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                       ccv_nnc_tensor_t* const* outputs, int output_size) {
+  const bool forward = cmd.cmd == CCV_NNC_BATCH_NORM_FORWARD;
+  const BatchNormIo io = forward ? batch_norm_forward_io(inputs, input_size, outputs, output_size)
+                                 : batch_norm_backward_io(inputs, input_size, outputs, output_size);
+  if (!io.x || !packed_or_null(io.x) || !packed_or_null(io.y) || !packed_or_null(io.g) || !packed_or_null(io.dx))
+    return false;
+  if (forward && !io.y) return false;
+  Shape s;
+  return cmd.info.bnorm.count >= 1 && cmd.info.bnorm.count <= kMaxDim &&
+         shape_of(io.x, cmd.info.bnorm.axis, cmd.info.bnorm.count, &s);
+}
+
+bool lnorm_opt_accepts(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                       ccv_nnc_tensor_t* const* outputs, int output_size) {
+  const bool forward = cmd.cmd == CCV_NNC_LAYER_NORM_FORWARD;
+  const LayerNormIo io = forward ? layer_norm_forward_io(cmd, inputs, input_size, outputs, output_size)
+                                 : layer_norm_backward_io(cmd, inputs, input_size, outputs, output_size);
+  if (!io.x || !packed_or_null(io.x) || !packed_or_null(io.y) || !packed_or_null(io.g) || !packed_or_null(io.dx))
+    return false;
+  Shape s;
+  return cmd.info.lnorm.count >= 1 && cmd.info.lnorm.count <= kMaxDim &&
+         shape_of(io.x, cmd.info.lnorm.axis, cmd.info.lnorm.count, &s) && s.O == 1;
+}
+
+NNC_NORM_KERNEL(bnorm_forward_opt) {
+  (void)hint, (void)flags;
+  return guard_code([&] {
+    const BatchNormIo io = batch_norm_forward_io(inputs, input_size, outputs, output_size);
+    if (CCV_GET_DATA_TYPE(io.x->info.datatype) == CCV_64F) return bnorm_forward<double>(cmd, io, stream_context);
+    return bnorm_forward<float>(cmd, io, stream_context);
+  });
+}
+
+NNC_NORM_KERNEL(bnorm_backward_opt) {
+  (void)hint, (void)flags;
+  return guard_code([&] {
+    const BatchNormIo io = batch_norm_backward_io(inputs, input_size, outputs, output_size);
+    if (CCV_GET_DATA_TYPE(io.x->info.datatype) == CCV_64F) return bnorm_backward<double>(cmd, io, stream_context);
+    return bnorm_backward<float>(cmd, io, stream_context);
+  });
+}
+
+NNC_NORM_KERNEL(lnorm_forward_opt) {
+  (void)hint, (void)flags;
+  return guard_code([&] {
+    const LayerNormIo io = layer_norm_forward_io(cmd, inputs, input_size, outputs, output_size);
+    if (CCV_GET_DATA_TYPE(io.x->info.datatype) == CCV_64F) return lnorm_forward<double>(cmd, io, stream_context);
+    return lnorm_forward<float>(cmd, io, stream_context);
+  });
+}
+
+NNC_NORM_KERNEL(lnorm_backward_opt) {
+  (void)hint, (void)flags;
+  return guard_code([&] {
+    const LayerNormIo io = layer_norm_backward_io(cmd, inputs, input_size, outputs, output_size);
+    if (CCV_GET_DATA_TYPE(io.x->info.datatype) == CCV_64F) return lnorm_backward<double>(cmd, io, stream_context);
+    return lnorm_backward<float>(cmd, io, stream_context);
+  });
+}
+
+}  // namespace nnc::norm

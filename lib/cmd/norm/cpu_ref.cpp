@@ -1,0 +1,216 @@
+// CPU_REF kernels of BATCH_NORM and LAYER_NORM: every element through its
+// tensor's own strides, statistics in double by two passes (mean, then the
+// squared deviations), results rounded once into the output type.
+#include <cmath>
+#include <vector>
+
+#include "cmd/norm/norm.hpp"
+#include "cmd/reduce/reduce.hpp"
+#include "core/error.hpp"
+#include "core/tensor.hpp"
+
+namespace nnc::norm {
+
+namespace {
+
+// One normalisation problem: x's layout, the axes the statistics run over, and
+// whether the per-element parameters (scale, bias, dscale, dbias) are indexed
+// by the statistics group (batch norm: per channel) or by position inside it
+// (layer norm: per normalised element).
+struct Problem {
+  Layout x;
+  unsigned mask = 0;
+  bool param_per_group = true;
+  size_t groups = 1, group_size = 1;
+
+  size_t group_of(const int* index) const {
+    size_t k = 0;
+    for (int i = 0; i < x.nd; i++)
+      if (!((mask >> i) & 1u)) k = k * static_cast<size_t>(x.dim[i]) + static_cast<size_t>(index[i]);
+    return k;
+  }
+  size_t inside_of(const int* index) const {
+    size_t k = 0;
+    for (int i = 0; i < x.nd; i++)
+      if ((mask >> i) & 1u) k = k * static_cast<size_t>(x.dim[i]) + static_cast<size_t>(index[i]);
+    return k;
+  }
+  size_t param_of(const int* index) const { return param_per_group ? group_of(index) : inside_of(index); }
+};
+
+Problem problem(const ccv_nnc_tensor_t* x, const int* axis, int count, bool param_per_group) {
+  Problem p;
+  p.x = layout_of(x, "x");
+  p.mask = red::axis_mask("normalisation", axis, count, p.x.nd);
+  p.param_per_group = param_per_group;
+  for (int i = 0; i < p.x.nd; i++) {
+    if ((p.mask >> i) & 1u)
+      p.group_size *= static_cast<size_t>(p.x.dim[i]);
+    else
+      p.groups *= static_cast<size_t>(p.x.dim[i]);
+  }
+  return p;
+}
+
+// Values of a small tensor (NULL: `fallback` everywhere), as doubles in row-major order.
+std::vector<double> read_small(const ccv_nnc_tensor_t* t, size_t n, double fallback) {
+  std::vector<double> v(n, fallback);
+  if (!t) return v;
+  const Layout l = layout_of(t, "parameter");
+  for (size_t i = 0; i < n; i++) v[i] = load_double(red::at_linear(l, i), l.datatype);
+  return v;
+}
+
+void write_small(ccv_nnc_tensor_t* t, const std::vector<double>& v) {
+  if (!t) return;
+  const Layout l = layout_of(t, "output");
+  for (size_t i = 0; i < v.size(); i++) store_double(red::at_linear(l, i), l.datatype, v[i]);
+}
+
+// Batch mean and biased variance of each group.
+void statistics(const Problem& p, std::vector<double>& mean, std::vector<double>& var) {
+  mean.assign(p.groups, 0.0);
+  var.assign(p.groups, 0.0);
+  for_each_index(p.x.dim.data(), p.x.nd,
+                 [&](const int* i) { mean[p.group_of(i)] += load_double(p.x.at(i), p.x.datatype); });
+  for (double& m : mean) m /= static_cast<double>(p.group_size);
+  for_each_index(p.x.dim.data(), p.x.nd, [&](const int* i) {
+    const double d = load_double(p.x.at(i), p.x.datatype) - mean[p.group_of(i)];
+    var[p.group_of(i)] += d * d;
+  });
+  for (double& v : var) v /= static_cast<double>(p.group_size);
+}
+
+// y = (x - mean) * inv_std * scale + bias.
+void normalise(const Problem& p, const ccv_nnc_tensor_t* yt, const std::vector<double>& mean,
+               const std::vector<double>& inv_std, const std::vector<double>& scale, const std::vector<double>& bias) {
+  const Layout y = layout_of(yt, "y");
+  // Read every x before writing y at the same index, so y may be x.
+  for_each_index(p.x.dim.data(), p.x.nd, [&](const int* i) {
+    const size_t k = p.group_of(i), q = p.param_of(i);
+    const double v = (load_double(p.x.at(i), p.x.datatype) - mean[k]) * inv_std[k] * scale[q] + bias[q];
+    store_double(y.at(i), y.datatype, v);
+  });
+}
+
+// Gradients of y = xhat * scale + bias where xhat = (x - mean) * inv_std; with
+// `batch_statistics` the mean and inv_std are functions of x (training).
+void backward(const Problem& p, const ccv_nnc_tensor_t* gt, ccv_nnc_tensor_t* dxt, ccv_nnc_tensor_t* dscale,
+              ccv_nnc_tensor_t* dbias, const std::vector<double>& mean, const std::vector<double>& inv_std,
+              const std::vector<double>& scale, size_t params, bool batch_statistics) {
+  const Layout g = layout_of(gt, "g");
+  std::vector<double> sh(p.groups, 0.0), shx(p.groups, 0.0), ds(params, 0.0), db(params, 0.0);
+  for_each_index(p.x.dim.data(), p.x.nd, [&](const int* i) {
+    const size_t k = p.group_of(i), q = p.param_of(i);
+    const double gv = load_double(g.at(i), g.datatype);
+    const double xhat = (load_double(p.x.at(i), p.x.datatype) - mean[k]) * inv_std[k];
+    const double h = gv * scale[q];
+    sh[k] += h;
+    shx[k] += h * xhat;
+    ds[q] += gv * xhat;
+    db[q] += gv;
+  });
+  write_small(dscale, ds);
+  write_small(dbias, db);
+  if (!dxt) return;
+  const Layout dx = layout_of(dxt, "dx");
+  const double n = static_cast<double>(p.group_size);
+  for_each_index(p.x.dim.data(), p.x.nd, [&](const int* i) {
+    const size_t k = p.group_of(i), q = p.param_of(i);
+    const double h = load_double(g.at(i), g.datatype) * scale[q];
+    double v = h;
+    if (batch_statistics) {
+      const double xhat = (load_double(p.x.at(i), p.x.datatype) - mean[k]) * inv_std[k];
+      v = h - sh[k] / n - xhat * shx[k] / n;
+    }
+    store_double(dx.at(i), dx.datatype, v * inv_std[k]);
+  });
+}
+
+std::vector<double> inv_std_of(const std::vector<double>& var, double epsilon) {
+  std::vector<double> inv(var.size());
+  for (size_t i = 0; i < var.size(); i++) inv[i] = 1.0 / std::sqrt(var[i] + epsilon);
+  return inv;
+}
+
+}  // namespace
+
+NNC_NORM_KERNEL(bnorm_forward_ref) {
+  (void)hint, (void)flags, (void)stream_context;
+  return guard_code([&] {
+    const BatchNormIo io = batch_norm_forward_io(inputs, input_size, outputs, output_size);
+    const Problem p = problem(io.x, cmd.info.bnorm.axis, cmd.info.bnorm.count, true);
+    const double eps = cmd.info.bnorm.epsilon;
+    const std::vector<double> scale = read_small(io.scale, p.groups, 1.0), bias = read_small(io.bias, p.groups, 0.0);
+    if (cmd.info.bnorm.is_test) {
+      const std::vector<double> mean = read_small(io.mean, p.groups, 0.0), var = read_small(io.var, p.groups, 1.0);
+      normalise(p, io.y, mean, inv_std_of(var, eps), scale, bias);
+      return CCV_NNC_EXEC_SUCCESS;
+    }
+    std::vector<double> mean, var;
+    statistics(p, mean, var);
+    const std::vector<double> inv = inv_std_of(var, eps);
+    const double m = cmd.info.bnorm.momentum;
+    if (io.out_mean) {
+      std::vector<double> r = read_small(io.mean, p.groups, 0.0);
+      for (size_t k = 0; k < p.groups; k++) r[k] = r[k] * m + mean[k] * (1 - m);
+      write_small(io.out_mean, r);
+    }
+    if (io.out_var) {
+      std::vector<double> r = read_small(io.var, p.groups, 0.0);
+      for (size_t k = 0; k < p.groups; k++) r[k] = r[k] * m + var[k] * (1 - m);
+      write_small(io.out_var, r);
+    }
+    write_small(io.saved_mean, mean);
+    write_small(io.saved_inv_std, inv);
+    normalise(p, io.y, mean, inv, scale, bias);
+    return CCV_NNC_EXEC_SUCCESS;
+  });
+}
+
+NNC_NORM_KERNEL(bnorm_backward_ref) {
+  (void)hint, (void)flags, (void)stream_context;
+  return guard_code([&] {
+    const BatchNormIo io = batch_norm_backward_io(inputs, input_size, outputs, output_size);
+    const Problem p = problem(io.x, cmd.info.bnorm.axis, cmd.info.bnorm.count, true);
+    const std::vector<double> scale = read_small(io.scale, p.groups, 1.0);
+    std::vector<double> mean, inv;
+    if (cmd.info.bnorm.is_test) {
+      mean = read_small(io.mean, p.groups, 0.0);
+      inv = inv_std_of(read_small(io.var, p.groups, 1.0), cmd.info.bnorm.epsilon);
+    } else {
+      mean = read_small(io.saved_mean, p.groups, 0.0);
+      inv = read_small(io.saved_inv_std, p.groups, 1.0);
+    }
+    backward(p, io.g, io.dx, io.dscale, io.dbias, mean, inv, scale, p.groups, !cmd.info.bnorm.is_test);
+    return CCV_NNC_EXEC_SUCCESS;
+  });
+}
+
+NNC_NORM_KERNEL(lnorm_forward_ref) {
+  (void)hint, (void)flags, (void)stream_context;
+  return guard_code([&] {
+    const LayerNormIo io = layer_norm_forward_io(cmd, inputs, input_size, outputs, output_size);
+    const Problem p = problem(io.x, cmd.info.lnorm.axis, cmd.info.lnorm.count, false);
+    std::vector<double> mean, var;
+    statistics(p, mean, var);
+    const std::vector<double> inv = inv_std_of(var, cmd.info.lnorm.epsilon);
+    write_small(io.saved_mean, mean);
+    write_small(io.saved_inv_std, inv);
+    normalise(p, io.y, mean, inv, read_small(io.scale, p.group_size, 1.0), read_small(io.bias, p.group_size, 0.0));
+    return CCV_NNC_EXEC_SUCCESS;
+  });
+}
+
+NNC_NORM_KERNEL(lnorm_backward_ref) {
+  (void)hint, (void)flags, (void)stream_context;
+  return guard_code([&] {
+    const LayerNormIo io = layer_norm_backward_io(cmd, inputs, input_size, outputs, output_size);
+    const Problem p = problem(io.x, cmd.info.lnorm.axis, cmd.info.lnorm.count, false);
+    backward(p, io.g, io.dx, io.dscale, io.dbias, read_small(io.saved_mean, p.groups, 0.0),
+             read_small(io.saved_inv_std, p.groups, 1.0), read_small(io.scale, p.group_size, 1.0), p.group_size, true);
+    return CCV_NNC_EXEC_SUCCESS;
+  });
+}
+
+}  // namespace nnc::norm

@@ -1,0 +1,52 @@
+// The normalisation family inside. norm.cpp describes BATCH_NORM and
+// LAYER_NORM (shapes, checks, tensor roles) and registers the kernels;
+// cpu_ref.cpp holds the plain loops, cpu_opt.cpp the packed, threaded,
+// vectorised paths (over lib/cmd/reduce/loops.hpp).
+#pragma once
+
+#include "cmd/reduce/reduce.hpp"
+#include "core/tensor.hpp"
+#include "nnc/ccv_nnc.h"
+
+namespace nnc::norm {
+
+// Tensor roles of one call, NULL where absent (see norm.cpp for the orders).
+struct BatchNormIo {
+  ccv_nnc_tensor_t *x = nullptr, *scale = nullptr, *bias = nullptr, *mean = nullptr, *var = nullptr;  // inputs
+  ccv_nnc_tensor_t *y = nullptr, *out_mean = nullptr, *out_var = nullptr, *saved_mean = nullptr,
+                   *saved_inv_std = nullptr;                                                          // outputs
+  ccv_nnc_tensor_t *g = nullptr, *dx = nullptr, *dscale = nullptr, *dbias = nullptr;                // backward
+};
+BatchNormIo batch_norm_forward_io(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                                  int output_size);
+BatchNormIo batch_norm_backward_io(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                                   int output_size);
+
+struct LayerNormIo {
+  ccv_nnc_tensor_t *x = nullptr, *scale = nullptr, *bias = nullptr;
+  ccv_nnc_tensor_t *y = nullptr, *saved_mean = nullptr, *saved_inv_std = nullptr;
+  ccv_nnc_tensor_t *g = nullptr, *dx = nullptr, *dscale = nullptr, *dbias = nullptr;
+};
+LayerNormIo layer_norm_forward_io(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                                  ccv_nnc_tensor_t* const* outputs, int output_size);
+LayerNormIo layer_norm_backward_io(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                                   ccv_nnc_tensor_t* const* outputs, int output_size);
+
+#define NNC_NORM_KERNEL(name)                                                                                   \
+  int name(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* inputs, \
+           const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size,                       \
+           ccv_nnc_stream_context_t* const stream_context)
+NNC_NORM_KERNEL(bnorm_forward_ref);
+NNC_NORM_KERNEL(bnorm_backward_ref);
+NNC_NORM_KERNEL(lnorm_forward_ref);
+NNC_NORM_KERNEL(lnorm_backward_ref);
+NNC_NORM_KERNEL(bnorm_forward_opt);
+NNC_NORM_KERNEL(bnorm_backward_opt);
+NNC_NORM_KERNEL(lnorm_forward_opt);
+NNC_NORM_KERNEL(lnorm_backward_opt);
+bool bnorm_opt_accepts(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                       ccv_nnc_tensor_t* const* outputs, int output_size);
+bool lnorm_opt_accepts(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                       ccv_nnc_tensor_t* const* outputs, int output_size);
+
+}  // namespace nnc::norm

@@ -1,0 +1,420 @@
+// BATCH_NORM and LAYER_NORM against references written here, finite
+// differences in fp64, and CPU_REF.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "../../cmd_test_util.hpp"
+#include "norm_easy.h"
+
+using namespace cmdtest;
+
+namespace {
+
+class Norm : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { ccv_nnc_init(); }
+};
+
+constexpr int NHWC = CCV_TENSOR_FORMAT_NHWC, NCHW = CCV_TENSOR_FORMAT_NCHW;
+
+ccv_nnc_cmd_t bnorm(uint32_t id, std::vector<int> axes, float eps, int is_test, float momentum, uint32_t backend = 0) {
+  ccv_nnc_cmd_param_t p;
+  std::memset(&p, 0, sizeof(p));
+  p.size.dim[0] = p.size.dim[1] = p.size.dim[2] = 1;
+  p.bnorm.count = static_cast<int>(axes.size());
+  for (size_t i = 0; i < axes.size(); i++) p.bnorm.axis[i] = axes[i];
+  p.bnorm.epsilon = eps;
+  p.bnorm.is_test = is_test;
+  p.bnorm.momentum = momentum;
+  ccv_nnc_cmd_t c = ccv_nnc_cmd(id, nullptr, p, 0);
+  c.backend = backend;
+  return c;
+}
+
+ccv_nnc_cmd_t lnorm(uint32_t id, std::vector<int> axes, float eps, int affine, uint32_t backend = 0) {
+  ccv_nnc_cmd_param_t p;
+  std::memset(&p, 0, sizeof(p));
+  p.size.dim[0] = p.size.dim[1] = p.size.dim[2] = 1;
+  p.lnorm.count = static_cast<int>(axes.size());
+  for (size_t i = 0; i < axes.size(); i++) p.lnorm.axis[i] = axes[i];
+  p.lnorm.epsilon = eps;
+  p.lnorm.elementwise_affine = affine;
+  ccv_nnc_cmd_t c = ccv_nnc_cmd(id, nullptr, p, 0);
+  c.backend = backend;
+  return c;
+}
+
+// Independent statistics: for each element its group (kept axes, row-major) and
+// position inside the group (reduced axes, row-major); mean and biased variance per group.
+struct Stats {
+  std::vector<size_t> group, inside;
+  std::vector<double> mean, var;
+  size_t groups = 1, size = 1;
+};
+
+Stats stats_of(const T& x, const std::vector<int>& dims, const std::vector<int>& axes) {
+  Stats s;
+  std::vector<bool> red(dims.size(), false);
+  for (int a : axes) red[a] = true;
+  for (size_t i = 0; i < dims.size(); i++) (red[i] ? s.size : s.groups) *= dims[i];
+  s.mean.assign(s.groups, 0), s.var.assign(s.groups, 0);
+  std::vector<int> idx(dims.size());
+  for (size_t lin = 0; lin < x.count(); lin++) {
+    size_t rem = lin;
+    for (int i = static_cast<int>(dims.size()) - 1; i >= 0; i--) idx[i] = static_cast<int>(rem % dims[i]), rem /= dims[i];
+    size_t g = 0, in = 0;
+    for (size_t i = 0; i < dims.size(); i++) (red[i] ? in : g) = (red[i] ? in : g) * dims[i] + idx[i];
+    s.group.push_back(g), s.inside.push_back(in);
+    s.mean[g] += x.get(lin);
+  }
+  for (double& m : s.mean) m /= static_cast<double>(s.size);
+  for (size_t lin = 0; lin < x.count(); lin++) {
+    const double d = x.get(lin) - s.mean[s.group[lin]];
+    s.var[s.group[lin]] += d * d;
+  }
+  for (double& v : s.var) v /= static_cast<double>(s.size);
+  return s;
+}
+
+std::vector<int> channel_shape(std::vector<int> dims, const std::vector<int>& axes) {
+  for (int a : axes) dims[a] = 1;
+  return dims;
+}
+std::vector<int> normalised_shape(std::vector<int> dims, const std::vector<int>& axes) {
+  std::vector<bool> red(dims.size(), false);
+  for (int a : axes) red[a] = true;
+  for (size_t i = 0; i < dims.size(); i++)
+    if (!red[i]) dims[i] = 1;
+  return dims;
+}
+
+struct BnCase {
+  std::vector<int> dims, axes;
+  int format;
+};
+const BnCase kBnCases[] = {{{4, 3, 5, 6}, {0, 1, 2}, NHWC}, {{4, 6, 3, 5}, {0, 2, 3}, NCHW}, {{7, 5}, {0}, NHWC},
+                           {{3, 4, 5}, {0, 2}, NHWC}};
+
+TEST_F(Norm, BatchNormTrainingForwardMatchesReference) {
+  std::mt19937 rng(1);
+  for (uint32_t backend : {0u, uint32_t(CCV_NNC_BACKEND_CPU_REF), uint32_t(CCV_NNC_BACKEND_CPU_OPT)})
+    for (int dt : {CCV_32F, CCV_64F})
+      for (const BnCase& c : kBnCases)
+        for (bool view : {false, true}) {
+          if (view && backend == CCV_NNC_BACKEND_CPU_OPT) continue;  // OPT takes packed x; views go to REF
+          const std::vector<int> cs = channel_shape(c.dims, c.axes);
+          T x = view ? T::view(dt, c.dims, c.format) : T(dt, c.dims, c.format);
+          T y = view ? T::view(dt, c.dims, c.format) : T(dt, c.dims, c.format);
+          T scale(dt, cs, c.format), bias(dt, cs, c.format), rm(dt, cs, c.format), rv(dt, cs, c.format);
+          T sm = T::view(dt, cs, c.format), si(dt, cs, c.format);
+          fill_uniform(x, rng, -3, 5);
+          fill_uniform(scale, rng, 0.5, 2), fill_uniform(bias, rng), fill_uniform(rm, rng), fill_uniform(rv, rng, 1, 2);
+          std::vector<double> rm0(rm.count()), rv0(rv.count());
+          for (size_t k = 0; k < rm.count(); k++) rm0[k] = rm.get(k), rv0[k] = rv.get(k);
+          // The running statistics are updated in place, as libnnc's graphs do.
+          ASSERT_EQ(run(bnorm(CCV_NNC_BATCH_NORM_FORWARD, c.axes, 1e-3f, 0, 0.75f, backend), {x, scale, bias, rm, rv},
+                        {y, rm, rv, sm, si}),
+                    CCV_NNC_EXEC_SUCCESS)
+              << ccv_nnc_error_message();
+          const Stats s = stats_of(x, c.dims, c.axes);
+          const double tol = dt == CCV_32F ? 2e-5 : 1e-12;
+          for (size_t k = 0; k < s.groups; k++) {
+            EXPECT_NEAR(sm.get(k), s.mean[k], tol);
+            EXPECT_NEAR(si.get(k), 1 / std::sqrt(s.var[k] + double(1e-3f)), tol * 10);
+            EXPECT_NEAR(rm.get(k), rm0[k] * 0.75 + s.mean[k] * 0.25, tol);
+            EXPECT_NEAR(rv.get(k), rv0[k] * 0.75 + s.var[k] * 0.25, tol * 10);
+          }
+          for (size_t i = 0; i < x.count(); i++) {
+            const size_t k = s.group[i];
+            const double want = (x.get(i) - s.mean[k]) / std::sqrt(s.var[k] + double(1e-3f)) * scale.get(k) + bias.get(k);
+            ASSERT_NEAR(y.get(i), want, tol * 10) << "element " << i;
+          }
+          EXPECT_TRUE(y.guard_intact());
+          EXPECT_TRUE(sm.guard_intact());
+        }
+}
+
+TEST_F(Norm, BatchNormInferenceUsesTheRunningStatistics) {
+  std::mt19937 rng(2);
+  for (uint32_t backend : {CCV_NNC_BACKEND_CPU_REF, CCV_NNC_BACKEND_CPU_OPT})
+    for (const BnCase& c : kBnCases) {
+      const std::vector<int> cs = channel_shape(c.dims, c.axes);
+      T x(CCV_32F, c.dims, c.format), y(CCV_32F, c.dims, c.format);
+      T scale(CCV_32F, cs), bias(CCV_32F, cs), rm(CCV_32F, cs), rv(CCV_32F, cs);
+      fill_uniform(x, rng), fill_uniform(scale, rng), fill_uniform(bias, rng), fill_uniform(rm, rng);
+      fill_uniform(rv, rng, 0.5, 2);
+      ASSERT_EQ(run(bnorm(CCV_NNC_BATCH_NORM_FORWARD, c.axes, 1e-5f, 1, 0.9f, backend), {x, scale, bias, rm, rv}, {y}),
+                CCV_NNC_EXEC_SUCCESS)
+          << ccv_nnc_error_message();
+      const Stats s = stats_of(x, c.dims, c.axes);
+      for (size_t i = 0; i < x.count(); i++) {
+        const size_t k = s.group[i];
+        const double want = (x.get(i) - rm.get(k)) / std::sqrt(rv.get(k) + double(1e-5f)) * scale.get(k) + bias.get(k);
+        ASSERT_NEAR(y.get(i), want, 1e-5 * std::max(1.0, std::fabs(want)));
+      }
+    }
+}
+
+TEST_F(Norm, BatchNormBackwardMatchesFiniteDifferences) {
+  std::mt19937 rng(3);
+  const BnCase cases[] = {{{3, 2, 2, 3}, {0, 1, 2}, NHWC}, {{2, 3, 2, 2}, {0, 2, 3}, NCHW}};
+  for (uint32_t backend : {CCV_NNC_BACKEND_CPU_REF, CCV_NNC_BACKEND_CPU_OPT})
+    for (const BnCase& c : cases)
+      for (int is_test : {0, 1}) {
+        const std::vector<int> cs = channel_shape(c.dims, c.axes);
+        T x(CCV_64F, c.dims, c.format), scale(CCV_64F, cs, c.format), bias(CCV_64F, cs, c.format),
+            rm(CCV_64F, cs, c.format), rv(CCV_64F, cs, c.format);
+        fill_uniform(x, rng, -2, 2), fill_uniform(scale, rng, 0.5, 2), fill_uniform(bias, rng), fill_uniform(rm, rng);
+        fill_uniform(rv, rng, 0.5, 2);
+        expect_gradients_match_some(bnorm(CCV_NNC_BATCH_NORM_FORWARD, c.axes, 1e-3f, is_test, 0.9f, backend),
+                                    bnorm(CCV_NNC_BATCH_NORM_BACKWARD, c.axes, 1e-3f, is_test, 0.9f, backend),
+                                    ccv_nnc_no_hint, {&x, &scale, &bias, &rm, &rv}, {c.dims, cs, cs, cs, cs},
+                                    {true, false, false, false, false}, {true, true, true, false, false}, rng, 1e-6,
+                                    1e-6, c.format);
+      }
+}
+
+// Run a training forward and backward on `backend`; returns y, saved stats, dx, dscale, dbias as doubles.
+std::vector<std::vector<double>> bn_round(const BnCase& c, uint32_t backend, bool view, int dt, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const std::vector<int> cs = channel_shape(c.dims, c.axes);
+  T x = view ? T::view(dt, c.dims, c.format, 1) : T(dt, c.dims, c.format);
+  T g = view ? T::view(dt, c.dims, c.format, 1) : T(dt, c.dims, c.format);
+  T y(dt, c.dims, c.format), dx(dt, c.dims, c.format);
+  T scale(dt, cs), bias(dt, cs), rm(dt, cs), rv(dt, cs), sm(dt, cs), si(dt, cs), ds(dt, cs), db(dt, cs);
+  fill_uniform(x, rng, -1, 3), fill_uniform(g, rng), fill_uniform(scale, rng), fill_uniform(bias, rng);
+  fill_uniform(rm, rng), fill_uniform(rv, rng, 1, 2);
+  EXPECT_EQ(run(bnorm(CCV_NNC_BATCH_NORM_FORWARD, c.axes, 1e-5f, 0, 0.9f, backend), {x, scale, bias, rm, rv},
+                {y, rm, rv, sm, si}),
+            CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  EXPECT_EQ(run(bnorm(CCV_NNC_BATCH_NORM_BACKWARD, c.axes, 1e-5f, 0, 0.9f, backend),
+                {g, nullptr, nullptr, nullptr, nullptr, x, scale, bias, rm, rv, y, rm, rv, sm, si}, {dx, ds, db}),
+            CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  std::vector<std::vector<double>> out;
+  for (const T* t : {&y, &rm, &rv, &sm, &si, &dx, &ds, &db}) {
+    out.emplace_back();
+    for (size_t i = 0; i < t->count(); i++) out.back().push_back(t->get(i));
+  }
+  return out;
+}
+
+void expect_close(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b, double tol) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t j = 0; j < a.size(); j++)
+    for (size_t i = 0; i < a[j].size(); i++)
+      ASSERT_NEAR(a[j][i], b[j][i], tol * std::max(1.0, std::fabs(b[j][i]))) << "tensor " << j << " element " << i;
+}
+
+TEST_F(Norm, BatchNormOptAgreesWithRefOnOddAndLargeShapes) {
+  const BnCase cases[] = {{{5, 7, 9, 13}, {0, 1, 2}, NHWC}, {{3, 17, 11, 10}, {0, 2, 3}, NCHW},
+                          {{8, 20, 20, 37}, {0, 1, 2}, NHWC}, {{6, 37, 20, 21}, {0, 2, 3}, NCHW},
+                          {{3, 2, 40, 41}, {0, 2, 3}, NCHW},   {{1000, 3}, {0}, NHWC}};
+  uint32_t seed = 10;
+  for (const BnCase& c : cases)
+    for (int dt : {CCV_32F, CCV_64F}) {
+      expect_close(bn_round(c, CCV_NNC_BACKEND_CPU_OPT, false, dt, seed), bn_round(c, CCV_NNC_BACKEND_CPU_REF, false, dt, seed),
+                   dt == CCV_32F ? 5e-4 : 1e-10);
+      // Views: the default choice (REF takes them) against REF on packed copies.
+      expect_close(bn_round(c, 0, true, dt, seed), bn_round(c, CCV_NNC_BACKEND_CPU_REF, false, dt, seed), 1e-12);
+      seed++;
+    }
+}
+
+TEST_F(Norm, BatchNormLargeMeanSmallVarianceKeepsItsDigits) {
+  std::mt19937 rng(4);
+  for (uint32_t backend : {CCV_NNC_BACKEND_CPU_REF, CCV_NNC_BACKEND_CPU_OPT})
+    for (const BnCase& c : {BnCase{{16, 9, 9, 8}, {0, 1, 2}, NHWC}, BnCase{{16, 8, 9, 9}, {0, 2, 3}, NCHW}}) {
+      const std::vector<int> cs = channel_shape(c.dims, c.axes);
+      T x(CCV_32F, c.dims, c.format), y(CCV_32F, c.dims, c.format), scale(CCV_32F, cs), bias(CCV_32F, cs);
+      T sm(CCV_32F, cs), si(CCV_32F, cs);
+      for (size_t i = 0; i < x.count(); i++) x.set(i, 10000 + std::uniform_real_distribution<double>(-1e-2, 1e-2)(rng));
+      for (size_t k = 0; k < scale.count(); k++) scale.set(k, 1), bias.set(k, 0);
+      ASSERT_EQ(run(bnorm(CCV_NNC_BATCH_NORM_FORWARD, c.axes, 0, 0, 0.9f, backend), {x, scale, bias, nullptr, nullptr},
+                    {y, nullptr, nullptr, sm, si}),
+                CCV_NNC_EXEC_SUCCESS)
+          << ccv_nnc_error_message();
+      const Stats s = stats_of(x, c.dims, c.axes);  // x as stored (fp32), statistics in double
+      for (size_t k = 0; k < s.groups; k++)
+        EXPECT_NEAR(si.get(k), 1 / std::sqrt(s.var[k]), 1e-4 / std::sqrt(s.var[k])) << "channel " << k;
+      double worst = 0;
+      for (size_t i = 0; i < x.count(); i++) {
+        const size_t k = s.group[i];
+        worst = std::max(worst, std::fabs(y.get(i) - (x.get(i) - s.mean[k]) / std::sqrt(s.var[k])));
+      }
+      EXPECT_LT(worst, 1e-3);  // y is O(1): centring on the mean keeps the cancellation exact
+    }
+}
+
+TEST_F(Norm, LayerNormForwardMatchesReference) {
+  std::mt19937 rng(5);
+  struct Case {
+    std::vector<int> dims, axes;
+  };
+  for (uint32_t backend : {0u, uint32_t(CCV_NNC_BACKEND_CPU_REF), uint32_t(CCV_NNC_BACKEND_CPU_OPT)})
+    for (int dt : {CCV_32F, CCV_64F})
+      for (const Case& c : {Case{{4, 5, 7}, {2}}, Case{{3, 4, 5}, {1, 2}}, Case{{6, 9}, {1}}, Case{{6, 9}, {0, 1}},
+                            Case{{4, 5, 6}, {0}}})
+        for (int affine : {0, 1}) {
+          if (backend == CCV_NNC_BACKEND_CPU_OPT && c.axes[0] == 0 && c.axes.size() == 1) continue;  // REF's case
+          const std::vector<int> ss = normalised_shape(c.dims, c.axes), ms = channel_shape(c.dims, c.axes);
+          T x(dt, c.dims), y(dt, c.dims), scale(dt, ss), bias(dt, ss), sm(dt, ms), si = T::view(dt, ms);
+          fill_uniform(x, rng, -2, 4), fill_uniform(scale, rng), fill_uniform(bias, rng);
+          std::vector<ccv_nnc_tensor_t*> in = {x};
+          if (affine) in = {x, scale, bias};
+          ASSERT_EQ(run(lnorm(CCV_NNC_LAYER_NORM_FORWARD, c.axes, 1e-4f, affine, backend), in, {y, sm, si}),
+                    CCV_NNC_EXEC_SUCCESS)
+              << ccv_nnc_error_message();
+          const Stats s = stats_of(x, c.dims, c.axes);
+          const double tol = dt == CCV_32F ? 1e-5 : 1e-12;
+          for (size_t k = 0; k < s.groups; k++) {
+            EXPECT_NEAR(sm.get(k), s.mean[k], tol);
+            EXPECT_NEAR(si.get(k), 1 / std::sqrt(s.var[k] + double(1e-4f)), tol * 10);
+          }
+          for (size_t i = 0; i < x.count(); i++) {
+            const size_t k = s.group[i], j = s.inside[i];
+            double want = (x.get(i) - s.mean[k]) / std::sqrt(s.var[k] + double(1e-4f));
+            if (affine) want = want * scale.get(j) + bias.get(j);
+            ASSERT_NEAR(y.get(i), want, tol * 10 * std::max(1.0, std::fabs(want)));
+          }
+          EXPECT_TRUE(si.guard_intact());
+        }
+}
+
+TEST_F(Norm, LayerNormBackwardMatchesFiniteDifferences) {
+  std::mt19937 rng(6);
+  for (uint32_t backend : {CCV_NNC_BACKEND_CPU_REF, CCV_NNC_BACKEND_CPU_OPT})
+    for (int affine : {0, 1}) {
+      const std::vector<int> dims = {3, 2, 5}, axes = {2};
+      const std::vector<int> ss = normalised_shape(dims, axes), ms = channel_shape(dims, axes);
+      T x(CCV_64F, dims), scale(CCV_64F, ss), bias(CCV_64F, ss);
+      fill_uniform(x, rng, -2, 2), fill_uniform(scale, rng, 0.5, 2), fill_uniform(bias, rng);
+      std::vector<T*> in = {&x};
+      std::vector<bool> diff = {true};
+      if (affine) in = {&x, &scale, &bias}, diff = {true, true, true};
+      expect_gradients_match_some(lnorm(CCV_NNC_LAYER_NORM_FORWARD, axes, 1e-3f, affine, backend),
+                                  lnorm(CCV_NNC_LAYER_NORM_BACKWARD, axes, 1e-3f, affine, backend), ccv_nnc_no_hint, in,
+                                  {dims, ms, ms}, {true, false, false}, diff, rng);
+    }
+  // Two normalised axes, on the reference backend.
+  const std::vector<int> dims = {2, 3, 4}, axes = {1, 2};
+  T x(CCV_64F, dims), scale(CCV_64F, normalised_shape(dims, axes)), bias(CCV_64F, normalised_shape(dims, axes));
+  fill_uniform(x, rng), fill_uniform(scale, rng), fill_uniform(bias, rng);
+  expect_gradients_match_some(lnorm(CCV_NNC_LAYER_NORM_FORWARD, axes, 1e-3f, 1), lnorm(CCV_NNC_LAYER_NORM_BACKWARD, axes, 1e-3f, 1),
+                              ccv_nnc_no_hint, {&x, &scale, &bias}, {dims, channel_shape(dims, axes), channel_shape(dims, axes)},
+                              {true, false, false}, {true, true, true}, rng);
+}
+
+TEST_F(Norm, LayerNormOptAgreesWithRef) {
+  for (int dt : {CCV_32F, CCV_64F})
+    for (const std::vector<int>& dims : {std::vector<int>{7, 13, 77}, std::vector<int>{64, 3, 768}, std::vector<int>{5, 1001}})
+      for (int affine : {0, 1}) {
+        std::mt19937 rng(7);
+        const std::vector<int> axes = {static_cast<int>(dims.size()) - 1};
+        const std::vector<int> ss = normalised_shape(dims, axes), ms = channel_shape(dims, axes);
+        T x(dt, dims), g(dt, dims), scale(dt, ss), bias(dt, ss);
+        fill_uniform(x, rng, -1, 3), fill_uniform(g, rng), fill_uniform(scale, rng), fill_uniform(bias, rng);
+        std::vector<ccv_nnc_tensor_t*> in = {x};
+        if (affine) in = {x, scale, bias};
+        const double tol = dt == CCV_32F ? 2e-4 : 1e-10;
+        expect_backends_agree(lnorm(CCV_NNC_LAYER_NORM_FORWARD, axes, 1e-5f, affine), ccv_nnc_no_hint, in, {dims, ms, ms},
+                              dt, CCV_NNC_BACKEND_CPU_OPT, tol);
+        T y(dt, dims), sm(dt, ms), si(dt, ms);
+        ASSERT_EQ(run(lnorm(CCV_NNC_LAYER_NORM_FORWARD, axes, 1e-5f, affine), in, {y, sm, si}), CCV_NNC_EXEC_SUCCESS);
+        std::vector<ccv_nnc_tensor_t*> bin = {g, nullptr, nullptr, x};
+        if (affine) bin.insert(bin.end(), {scale.get(), bias.get()});
+        bin.insert(bin.end(), {y.get(), sm.get(), si.get()});
+        std::vector<std::vector<int>> outs = {dims};
+        if (affine) outs = {dims, ss, ss};
+        expect_backends_agree(lnorm(CCV_NNC_LAYER_NORM_BACKWARD, axes, 1e-5f, affine), ccv_nnc_no_hint, bin, outs, dt,
+                              CCV_NNC_BACKEND_CPU_OPT, tol);
+      }
+}
+
+TEST_F(Norm, HalfPrecisionOnTheReferenceBackend) {
+  std::mt19937 rng(8);
+  for (int dt : {CCV_16F, CCV_16BF}) {
+    T x(dt, {6, 4}), y(dt, {6, 4}), scale(dt, {4}), bias(dt, {4});
+    fill_random(x, rng);
+    for (int k = 0; k < 4; k++) scale.set(k, 1), bias.set(k, 0);
+    ASSERT_EQ(run(bnorm(CCV_NNC_BATCH_NORM_FORWARD, {0}, 1e-3f, 0, 0.9f), {x, scale, bias, nullptr, nullptr}, {y}),
+              CCV_NNC_EXEC_SUCCESS)
+        << ccv_nnc_error_message();
+    const Stats s = stats_of(x, {6, 4}, {0});
+    for (size_t i = 0; i < x.count(); i++) {
+      const double want = (x.get(i) - s.mean[s.group[i]]) / std::sqrt(s.var[s.group[i]] + double(1e-3f));
+      EXPECT_NEAR(y.get(i), want, dt == CCV_16F ? 4e-3 : 3e-2);
+    }
+  }
+}
+
+TEST_F(Norm, ShapeInference) {
+  ccv_nnc_tensor_param_t in[5] = {param(CCV_32F, {8, 6, 5, 5}, NCHW)}, out[5];
+  ccv_nnc_hint_tensor_auto(bnorm(CCV_NNC_BATCH_NORM_FORWARD, {0, 2, 3}, 1e-5f, 0, 0.9f), in, 1, ccv_nnc_no_hint, out, 5);
+  EXPECT_EQ(out[0].dim[1], 6);
+  EXPECT_EQ(out[3].dim[0], 1);
+  EXPECT_EQ(out[3].dim[1], 6);
+  EXPECT_EQ(out[3].dim[2], 1);
+  ccv_nnc_hint_tensor_auto(lnorm(CCV_NNC_LAYER_NORM_FORWARD, {3}, 1e-5f, 1), in, 1, ccv_nnc_no_hint, out, 3);
+  EXPECT_EQ(out[1].dim[2], 5);
+  EXPECT_EQ(out[1].dim[3], 1);
+}
+
+TEST_F(Norm, BadInputFailsWithAMessage) {
+  T x(CCV_32F, {4, 3}), y(CCV_32F, {4, 3}), c(CCV_32F, {3}), c4(CCV_32F, {4}), c64(CCV_64F, {3}), y5(CCV_32F, {5, 3});
+  const ccv_nnc_cmd_t f = bnorm(CCV_NNC_BATCH_NORM_FORWARD, {0}, 1e-5f, 0, 0.9f);
+  EXPECT_EQ(run(f, {x, c, c, c, c}, {y, c, c, c, c}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  EXPECT_EQ(run(f, {x, c4, c, c, c}, {y}), CCV_NNC_EXEC_INVALID);
+  EXPECT_TRUE(message_has("scale")) << ccv_nnc_error_message();
+  EXPECT_EQ(run(f, {x, c64, c, c, c}, {y}), CCV_NNC_EXEC_INVALID);
+  EXPECT_EQ(run(f, {x, c, c, c, c}, {y5}), CCV_NNC_EXEC_INVALID);
+  EXPECT_EQ(run(f, {x, c, c}, {y}), CCV_NNC_EXEC_INVALID);
+  EXPECT_EQ(run(f, {x, c, c, c, c}, {y, c, c, c, c, c}), CCV_NNC_EXEC_INVALID);
+  EXPECT_EQ(run(f, {x, nullptr, c, c, c}, {y}), CCV_NNC_EXEC_INVALID);
+  EXPECT_EQ(run(f, {x, c, c, nullptr, c}, {y, c}), CCV_NNC_EXEC_INVALID);  // update without a running mean
+  EXPECT_EQ(run(bnorm(CCV_NNC_BATCH_NORM_FORWARD, {0}, 1e-5f, 1, 0.9f), {x, c, c, nullptr, nullptr}, {y}),
+            CCV_NNC_EXEC_INVALID);
+  EXPECT_EQ(run(bnorm(CCV_NNC_BATCH_NORM_FORWARD, {2}, 1e-5f, 0, 0.9f), {x, c, c, c, c}, {y}), CCV_NNC_EXEC_INVALID);
+  EXPECT_EQ(run(bnorm(CCV_NNC_BATCH_NORM_FORWARD, {0}, -1.f, 0, 0.9f), {x, c, c, c, c}, {y}), CCV_NNC_EXEC_INVALID);
+  EXPECT_EQ(run(bnorm(CCV_NNC_BATCH_NORM_FORWARD, {0}, NAN, 0, 0.9f), {x, c, c, c, c}, {y}), CCV_NNC_EXEC_INVALID);
+  const ccv_nnc_cmd_t b = bnorm(CCV_NNC_BATCH_NORM_BACKWARD, {0}, 1e-5f, 0, 0.9f);
+  T dx(CCV_32F, {4, 3});
+  EXPECT_EQ(run(b, {y, nullptr, nullptr, nullptr, nullptr, x, c, c, c, c, y, c, c, nullptr, c}, {dx}),
+            CCV_NNC_EXEC_INVALID);
+  EXPECT_EQ(run(b, {y, x, c}, {dx}), CCV_NNC_EXEC_INVALID);
+  EXPECT_EQ(run(b, {y, nullptr, nullptr, nullptr, nullptr, x, c, c, c, c, y, c, c, c, c}, {nullptr, nullptr}),
+            CCV_NNC_EXEC_INVALID);
+  EXPECT_EQ(run(b, {y5, nullptr, nullptr, nullptr, nullptr, x, c, c, c, c, y, c, c, c, c}, {dx}),
+            CCV_NNC_EXEC_INVALID);
+  const ccv_nnc_cmd_t l = lnorm(CCV_NNC_LAYER_NORM_FORWARD, {1}, 1e-5f, 1);
+  EXPECT_EQ(run(l, {x, c, c}, {y, c4, c4}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  EXPECT_EQ(run(l, {x, c4, c}, {y}), CCV_NNC_EXEC_INVALID);
+  EXPECT_EQ(run(l, {x, c, c}, {y, c, c}), CCV_NNC_EXEC_INVALID);
+  EXPECT_EQ(run(lnorm(CCV_NNC_LAYER_NORM_FORWARD, {1}, 1e-5f, 0), {x, c, c}, {y}), CCV_NNC_EXEC_INVALID);
+  EXPECT_EQ(run(lnorm(CCV_NNC_LAYER_NORM_BACKWARD, {1}, 1e-5f, 1), {y, nullptr, nullptr, x, c, c, y, c4}, {dx}),
+            CCV_NNC_EXEC_INVALID);
+  EXPECT_EQ(run(lnorm(CCV_NNC_LAYER_NORM_BACKWARD, {1}, 1e-5f, 0), {y, nullptr, nullptr, x, y, c4, c4}, {dx, c}),
+            CCV_NNC_EXEC_INVALID);
+}
+
+TEST_F(Norm, EasyMacrosFromC) {
+  const ccv_nnc_cmd_t f = nnc_test_bnorm_forward();
+  EXPECT_EQ(f.cmd, CCV_NNC_BATCH_NORM_FORWARD);
+  EXPECT_EQ(f.info.bnorm.count, 3);
+  EXPECT_EQ(f.info.bnorm.axis[2], 2);
+  EXPECT_FLOAT_EQ(f.info.bnorm.momentum, 0.9f);
+  EXPECT_EQ(nnc_test_bnorm_backward().info.bnorm.is_test, 1);
+  EXPECT_EQ(nnc_test_lnorm_forward().info.lnorm.elementwise_affine, 1);
+  EXPECT_EQ(nnc_test_lnorm_forward().info.lnorm.count, 2);
+  float y[8];
+  ASSERT_EQ(nnc_test_lnorm_example(y), CCV_NNC_EXEC_SUCCESS);
+  // Row 0 is 0 1 4 9: mean 3.5, variance 12.25 (std 3.5).
+  EXPECT_NEAR(y[0], -1.0, 1e-6);
+  EXPECT_NEAR(y[3], 11.0 / 7.0, 1e-6);
+}
+
+}  // namespace
