@@ -1,5 +1,6 @@
 // The util family: SET, DATA_TRANSFER, FORMAT_TRANSFORM and
-// DATATYPE_CONVERSION, forward and backward.
+// DATATYPE_CONVERSION, forward and backward (TRANSPOSE is described in
+// transpose.cpp and registered from here).
 //
 // Conventions shared by the three copying commands (libnnc's): they work on n
 // pairs, output i made from input i. Their backward commands do the same
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "cmd/util/convert.hpp"
+#include "cmd/util/transpose.hpp"
 #include "cmd/util/util.hpp"
 #include "core/cmd.hpp"
 #include "core/error.hpp"
@@ -380,6 +382,7 @@ void register_util(Registry& r) {
       convert_opt);
   add(r, CCV_NNC_DATATYPE_CONVERSION_BACKWARD, convert_auto, pairs_bitmask, nullptr, validate_convert, convert_ref,
       convert_opt);
+  register_transpose(r);
 }
 
 }  // namespace nnc

@@ -1,0 +1,94 @@
+// TRANSPOSE: swap two axes.
+//
+// transpose.axis[0] and transpose.axis[1] name the two axes (equal axes: a
+// plain copy). Forward: inputs |x|, outputs |y|, y's shape is x's with the two
+// extents exchanged and y[..i..j..] = x[..j..i..]; any data type, any strides.
+// Backward: inputs |g| (the forward tensors x and y may follow and are
+// ignored), outputs |dx|: dx is g transposed back by the same two axes (a swap
+// is its own inverse).
+#include <string>
+
+#include "cmd/util/transpose.hpp"
+#include "core/cmd.hpp"
+#include "core/error.hpp"
+#include "core/registry.hpp"
+#include "core/tensor.hpp"
+
+namespace nnc::util {
+
+namespace {
+
+constexpr int kAllFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CCV_TENSOR_FORMAT_CHWN;
+constexpr int kAllTypes = CCV_8U | CCV_32S | CCV_32F | CCV_64S | CCV_64F | CCV_16F | CCV_16BF;
+
+void transpose_auto(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_param_t* inputs, int input_size,
+                    const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
+  if (input_size < 1) return;
+  const int nd = nd_of(inputs[0].dim);
+  for (int i = 0; i < output_size; i++) {
+    outputs[i] = inputs[0];
+    const int a = p.transpose.axis[0], b = p.transpose.axis[1];
+    if (a >= 0 && a < nd && b >= 0 && b < nd) {
+      outputs[i].dim[a] = inputs[0].dim[b];
+      outputs[i].dim[b] = inputs[0].dim[a];
+    }
+  }
+}
+
+bool transpose_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs, int isz,
+                       const uint64_t* outputs, int osz) {
+  return input_size >= 1 && output_size == 1 && bit(inputs, isz, 0) && bit(outputs, osz, 0);
+}
+
+void validate(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+              ccv_nnc_tensor_t* const* outputs, int output_size) {
+  const bool forward = cmd.cmd == CCV_NNC_TRANSPOSE_FORWARD;
+  const char* name = forward ? "TRANSPOSE_FORWARD" : "TRANSPOSE_BACKWARD";
+  NNC_CHECK(forward ? input_size == 1 : input_size >= 1 && input_size <= 3, "%s: takes %s (got %d inputs)", name,
+            forward ? "one input x" : "inputs |g|x|y| (x and y unused)", input_size);
+  NNC_CHECK(output_size == 1, "%s: takes one output (got %d)", name, output_size);
+  const ccv_nnc_tensor_t* x = inputs[0];
+  const ccv_nnc_tensor_t* y = outputs[0];
+  NNC_CHECK(x && y, "%s: the input and the output must not be NULL", name);
+  const int nd = nd_of(x->info.dim);
+  const int a = cmd.info.transpose.axis[0], b = cmd.info.transpose.axis[1];
+  NNC_CHECK(a >= 0 && a < nd && b >= 0 && b < nd, "%s: axes %d and %d: a %d-dimensional tensor has axes 0 to %d", name,
+            a, b, nd, nd - 1);
+  NNC_CHECK(CCV_GET_DATA_TYPE(x->info.datatype) == CCV_GET_DATA_TYPE(y->info.datatype), "%s: input is %s, output %s",
+            name, datatype_name(CCV_GET_DATA_TYPE(x->info.datatype)),
+            datatype_name(CCV_GET_DATA_TYPE(y->info.datatype)));
+  int want[kMaxDim] = {};
+  for (int i = 0; i < nd; i++) want[i] = x->info.dim[i];
+  want[a] = x->info.dim[b];
+  want[b] = x->info.dim[a];
+  bool same = nd_of(y->info.dim) == nd;
+  for (int i = 0; i < nd && same; i++) same = y->info.dim[i] == want[i];
+  NNC_CHECK(same, "%s: swapping axes %d and %d of %s gives %s, but the output is %s", name, a, b,
+            shape_string(x->info.dim).c_str(), shape_string(want).c_str(), shape_string(y->info.dim).c_str());
+}
+
+}  // namespace
+
+void register_transpose(Registry& r) {
+  for (uint32_t id : {CCV_NNC_TRANSPOSE_FORWARD, CCV_NNC_TRANSPOSE_BACKWARD}) {
+    CommandInfo c;
+    c.cmd = id;
+    c.tensor_auto = transpose_auto;
+    c.bitmask = transpose_bitmask;
+    c.validate = validate;
+    r.add_command(c);
+    Kernel k;
+    k.cmd = id;
+    k.tensor_formats = kAllFormats;
+    k.tensor_datatypes = kAllTypes;
+    k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
+    k.backend = CCV_NNC_BACKEND_CPU_REF;
+    k.exec = transpose_ref;
+    r.add_kernel(k);
+    k.backend = CCV_NNC_BACKEND_CPU_OPT;
+    k.exec = transpose_opt;
+    r.add_kernel(k);
+  }
+}
+
+}  // namespace nnc::util
