@@ -240,6 +240,7 @@ PreparedExec prepare_exec(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, 
   const Kernel* k = choose_kernel(cmd, l.kernels, inputs, input_size, outputs, output_size);
   p.exec = k->exec;
   p.backend = k->backend;
+  p.exclusive = k->exclusive;
   return p;
 }
 

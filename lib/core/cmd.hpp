@@ -33,6 +33,7 @@ struct PreparedExec {
   ccv_nnc_cmd_exec_f exec = nullptr;
   ccv_nnc_hint_t hint{};
   uint32_t backend = 0;  // 0 for custom commands and NOOP
+  bool exclusive = false;  // the kernel's Kernel::exclusive
 };
 // Does every check ccv_nnc_cmd_exec does and chooses the kernel; throws
 // nnc::Error like it.

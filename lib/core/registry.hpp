@@ -60,6 +60,9 @@ struct Kernel {
   ccv_nnc_cmd_autotune_f autotune = nullptr;  // optional: the backend picks its own algorithm
   AcceptFn accept = nullptr;                  // optional
   void* aux = nullptr;
+  // Runs under compute_lock() using every core (OpenBLAS-backed kernels):
+  // two such nodes never overlap, so graph schedules keep them on one stream.
+  bool exclusive = false;
 };
 
 class Registry {

@@ -1,6 +1,9 @@
 // Static schedules: nodes placed on streams once, run many times.
 //
-// Placement walks a topological order. A node continues the stream of a
+// Placement walks a topological order. A node whose kernel uses the whole
+// machine under the compute lock (Kernel::exclusive: OpenBLAS GEMM and the
+// like) goes to stream 0: such nodes never overlap, so spreading them only
+// adds waits and cache traffic. Any other node continues the stream of a
 // predecessor that was the last node placed there (a chain stays on one
 // stream); otherwise it opens a new stream while fewer than the maximum are
 // open, or joins the least loaded one. Every edge between streams becomes a
@@ -27,6 +30,22 @@ Streams::~Streams() {
   for (auto* s : this->s) stream_free(s);
 }
 
+namespace {
+// Whether node v's kernel (for its tensors now) is exclusive; nodes that do
+// not validate yet (multi-views, sub-graphs) are not.
+bool exclusive(Graph* g, int v) {
+  const Graph::Node& node = g->nodes[static_cast<size_t>(v)];
+  if (node.kind != Graph::Kind::Command || node.has_multiview) return false;
+  try {
+    return prepare_exec(node.cmd, node.hint, 0, node.inputs.data(), static_cast<int>(node.inputs.size()),
+                        node.outputs.data(), static_cast<int>(node.outputs.size()))
+        .exclusive;
+  } catch (const Error&) {
+    return false;  // the run reports it
+  }
+}
+}  // namespace
+
 Schedule make_schedule(Graph* g, int stream_type, int max_stream_count, const ccv_nnc_graph_exec_t* sources,
                        int source_size, const ccv_nnc_graph_exec_t* destinations, int destination_size) {
   NNC_CHECK(g, "ccv_nnc_graph_static_schedule_new: graph is NULL");
@@ -50,16 +69,17 @@ Schedule make_schedule(Graph* g, int stream_type, int max_stream_count, const cc
     for (int w : g->nodes[static_cast<size_t>(s.order[p])].outgoing)
       if (pos[static_cast<size_t>(w)] >= 0) preds[static_cast<size_t>(pos[static_cast<size_t>(w)])].push_back(static_cast<int>(p));
   s.stream_of.assign(n, 0);
-  std::vector<int> last, load;
+  std::vector<int> last(1, -1), load(1, 0);  // stream 0 always exists
   for (size_t p = 0; p < n; p++) {
-    int chosen = -1;
+    int chosen = exclusive(g, s.order[p]) ? 0 : -1;
     // Prefer the predecessor placed last (the one most likely finished last).
     int best = -1;
-    for (int u : preds[p])
+    for (int u : chosen < 0 ? preds[p] : std::vector<int>{})
       if (last[static_cast<size_t>(s.stream_of[static_cast<size_t>(u)])] == u && u > best) {
         best = u;
         chosen = s.stream_of[static_cast<size_t>(u)];
       }
+    if (chosen < 0 && last[0] < 0 && static_cast<int>(p) == 0) chosen = 0;
     if (chosen < 0) {
       if (static_cast<int>(last.size()) < max_stream_count) {
         chosen = static_cast<int>(last.size());
@@ -73,7 +93,7 @@ Schedule make_schedule(Graph* g, int stream_type, int max_stream_count, const cc
     last[static_cast<size_t>(chosen)] = static_cast<int>(p);
     load[static_cast<size_t>(chosen)]++;
   }
-  s.stream_count = std::max(1, static_cast<int>(last.size()));
+  s.stream_count = static_cast<int>(last.size());
   s.lists.assign(static_cast<size_t>(s.stream_count), {});
   s.waits.assign(n, {});
   s.signals.assign(n, 0);

@@ -196,6 +196,7 @@ void register_cpu_opt(Registry& r) {
   k.tensor_formats = kFormats;
   k.tensor_datatypes = CCV_32F | CCV_64F;
   k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
+  k.exclusive = true;  // OpenBLAS under the compute lock
   k.cmd = CCV_NNC_GEMM_FORWARD;
   k.exec = forward;
   k.accept = accept_forward;
