@@ -620,6 +620,43 @@ TEST_F(ControlTest, PlansRevalidateWhenTensorsChange) {
   ccv_nnc_tensor_multiview_free(out);
 }
 
+// DOT draws sub-graphs as clusters and names multi-view tensors; autotune
+// leaves loop and branch nodes alone.
+TEST_F(ControlTest, DotAndAutotuneWithSubgraphs) {
+  ccv_nnc_graph_t* body = ccv_nnc_graph_new();
+  T x0(CCV_32F, {2}), x1(CCV_32F, {2});
+  ccv_nnc_tensor_multiview_t in = multiview({x0, x1}, CCV_NNC_MULTIVIEW_K1N, 1, body);
+  const auto bp = add(body, noop(), {}, {});
+  const auto step = add(body, affine(1, 1), {as_tensor(in)}, {x1});
+  ccv_nnc_graph_exec_concat(body, bp, step);
+  const int64_t n = 3;
+  ccv_nnc_tensor_t counter = ccv_nnc_tensor_for_while_count(body);
+  ccv_nnc_tensor_t* expr_in[] = {&counter};
+  ccv_nnc_graph_set_while_expr(body, below, &n, expr_in, 1, &bp, 1);
+  const auto loop = ccv_nnc_graph_while(g, CCV_NNC_GRAPH_FORWARD, body);
+  ccv_nnc_graph_exec_set_io(g, loop, std::vector<ccv_nnc_tensor_t*>{x0}.data(), 1, std::vector<ccv_nnc_tensor_t*>{x1}.data(), 1);
+  char* buf = nullptr;
+  size_t size = 0;
+  FILE* f = open_memstream(&buf, &size);
+  ccv_nnc_graph_dot(g, CCV_NNC_LONG_DOT_GRAPH, f);
+  std::fclose(f);
+  const std::string dot(buf, size);
+  std::free(buf);
+  EXPECT_NE(dot.find("subgraph cluster0"), std::string::npos) << dot;
+  EXPECT_NE(dot.find("while node 0"), std::string::npos) << dot;
+  EXPECT_NE(dot.find("multiview 1+1"), std::string::npos) << dot;
+  EXPECT_NE(dot.find("n0b0_node0 -> n0b0_node1"), std::string::npos) << dot;
+  ccv_nnc_error_clear();
+  ccv_nnc_graph_autotune(g, 0, 0, nullptr, 0, nullptr, 0);
+  EXPECT_EQ(last_error(), "");
+  x0.set(0, 1.f), x0.set(1, 2.f);
+  ASSERT_EQ(ccv_nnc_graph_run(g, 0, nullptr, 0, nullptr, 0, nullptr, nullptr), CCV_NNC_EXEC_SUCCESS) << last_error();
+  // Round 0 reads x0, rounds 1 and 2 read x1 (K1N, repeat 1): x1 = x0 + 3.
+  EXPECT_EQ(x1.get()->data.f32[0], 4.f);
+  EXPECT_EQ(x1.get()->data.f32[1], 5.f);
+  ccv_nnc_tensor_multiview_free(in);
+}
+
 TEST_F(ControlTest, BadInputIsRefusedWithAMessage) {
   // A multi-view with zero repeat: a message, and a run that fails cleanly.
   ccv_nnc_graph_t* body = ccv_nnc_graph_new();
