@@ -3,8 +3,10 @@
 // The shape is seen as O x K x I (reduced, kept, reduced extents; see
 // red::split3): NHWC batch norm is O x C x 1 (vectorised across channels),
 // NCHW is N x C x HW (vectorised along each channel's rows), layer norm is
-// 1 x rows x features. Statistics take two passes (mean, then squared
-// deviations from it), so a large mean with a small variance keeps its digits.
+// 1 x rows x features. Statistics take one pass over shifted data (sums of
+// x - c and (x - c)^2, c a sample mean of the channel / row), then the
+// output pass centres on c, so a large mean with a small variance keeps its
+// digits without a third pass over memory.
 // Work splits over the pool by rows and channels; when there are too few
 // independent outputs the rows split into parts with partial sums, combined in
 // double. The per-channel tensors may be views of any layout: they are copied
@@ -163,6 +165,19 @@ void channel_apply(const red::Loops<T>& L, const Shape& s, const T* g, const T* 
   }
 }
 
+// c[k] = the mean of a small sample of channel k (its first rows), the shift
+// of the one-pass variance: close to the mean, so the shifted sums stay small.
+template <class T>
+void shift_estimate(const Shape& s, const T* x, T* c) {
+  const size_t rows = std::min<size_t>(s.O, 16), cols = std::min<size_t>(s.I, 256);
+  for (size_t k = 0; k < s.K; k++) {
+    double a = 0;
+    for (size_t o = 0; o < rows; o++)
+      for (size_t i = 0; i < cols; i++) a += static_cast<double>(x[(o * s.K + k) * s.I + i]);
+    c[k] = static_cast<T>(a / static_cast<double>(rows * cols));
+  }
+}
+
 template <class T>
 int bnorm_forward(const ccv_nnc_cmd_t& cmd, const BatchNormIo& io, ccv_nnc_stream_context_t* stream) {
   const red::Loops<T>& L = red::loops<T>();
@@ -182,13 +197,14 @@ int bnorm_forward(const ccv_nnc_cmd_t& cmd, const BatchNormIo& io, ccv_nnc_strea
     read_small<T>(io.var, K, T(1), inv);
     for (size_t k = 0; k < K; k++) inv[k] = static_cast<T>(1.0 / std::sqrt(static_cast<double>(inv[k]) + eps));
   } else {
-    channel_sums(L, kMeanSum, s, x, static_cast<const T*>(nullptr), static_cast<const T*>(nullptr), parts, partial, d1,
-                 static_cast<double*>(nullptr));
-    // Shifted data: the first mean (rounded to T) centres x; the sum of the
-    // deviations from it corrects both the mean and the variance, so neither
-    // loses digits to a large mean. The correction (in double) also shifts b.
+    // One pass over shifted data: with c = a rough mean of a small sample of
+    // the channel, mean = c + sum(x - c) / n and var = sum((x - c)^2) / n -
+    // (sum(x - c) / n)^2. c sits inside the data, so the differences keep the
+    // digits a large mean would cost (Chan, Golub & LeVeque's shifted
+    // algorithm). x is centred on c in the output pass and the rest of the
+    // mean goes into b, in double.
     double* residual = d1 + K;
-    for (size_t k = 0; k < K; k++) mean[k] = static_cast<T>(d1[k] / n);
+    shift_estimate(s, x, mean);
     channel_sums(L, kSqDev, s, x, static_cast<const T*>(nullptr), mean, parts, partial, d1, residual);
     for (size_t k = 0; k < K; k++) {
       residual[k] /= n;
@@ -293,14 +309,15 @@ int lnorm_forward(const ccv_nnc_cmd_t& cmd, const LayerNormIo& io, ccv_nnc_strea
     for (size_t k = b; k < e; k++) {
       const T* xr = x + k * I;
       const double n = static_cast<double>(I);
-      const T m = static_cast<T>(static_cast<double>(L.row_reduce(red::kSum, xr, I)) / n);
+      // The shift of a one-pass shifted-data variance (see bnorm_forward): the mean of a sample of the row.
+      const size_t sample = std::min<size_t>(I, 32);
+      const T m = static_cast<T>(static_cast<double>(L.row_reduce(red::kSum, xr, sample)) / static_cast<double>(sample));
       T dev = 0;
       const double sq = static_cast<double>(L.row_sqdev(xr, I, m, &dev)) / n;
       const double r = static_cast<double>(dev) / n;  // shifted data: mean = m + r
       const T iv = static_cast<T>(1.0 / std::sqrt(std::max(0.0, sq - r * r) + eps));
-      const T mc = static_cast<T>(m + r);
-      mean[k] = mc, inv[k] = iv;
-      L.ln_forward(xr, y + k * I, I, mc, iv, scale, bias);
+      mean[k] = static_cast<T>(m + r), inv[k] = iv;
+      L.ln_forward(xr, y + k * I, I, m, static_cast<T>(r), iv, scale, bias);
     }
   });
   write_small(io.saved_mean, K, mean);

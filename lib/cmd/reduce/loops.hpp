@@ -40,8 +40,9 @@ struct Loops {
   // dx[r, j] = a[j] * g[r, j] + b[j] * (x[r, j] - m[j]) + c[j].
   void (*col_axpbypc)(const T* g, const T* x, T* dx, size_t rows, int64_t ld, size_t n, const T* m, const T* a,
                       const T* b, const T* c);
-  // Layer norm rows. y[i] = (x[i] - mean) * inv * s[i] + b[i] (s, b may be NULL: 1 and 0).
-  void (*ln_forward)(const T* x, T* y, size_t n, T mean, T inv, const T* s, const T* b);
+  // Layer norm rows. y[i] = ((x[i] - c) - r) * inv * s[i] + b[i] (s, b may be NULL: 1 and 0): the mean
+  // as a centre c near the data plus a small rest r, so that a large mean cancels exactly.
+  void (*ln_forward)(const T* x, T* y, size_t n, T c, T r, T inv, const T* s, const T* b);
   // With h = g * s (g where s is NULL) and xhat = (x - mean) * inv: *sh += sum h, *shx += sum h * xhat;
   // ds[j] += g * xhat and db[j] += g where they are not NULL.
   void (*ln_backward_sums)(const T* g, const T* x, size_t n, T mean, T inv, const T* s, T* sh, T* shx, T* ds, T* db);

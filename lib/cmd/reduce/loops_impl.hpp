@@ -200,15 +200,15 @@ void col_axpbypc(const T* g, const T* x, T* dx, size_t rows, int64_t ld, size_t 
 }
 
 template <class T>
-void ln_forward(const T* x, T* y, size_t n, T mean, T inv, const T* s, const T* b) {
+void ln_forward(const T* x, T* y, size_t n, T c, T r, T inv, const T* s, const T* b) {
   if (s && b) {
-    for (size_t i = 0; i < n; i++) y[i] = (x[i] - mean) * inv * s[i] + b[i];
+    for (size_t i = 0; i < n; i++) y[i] = ((x[i] - c) - r) * inv * s[i] + b[i];
   } else if (s) {
-    for (size_t i = 0; i < n; i++) y[i] = (x[i] - mean) * inv * s[i];
+    for (size_t i = 0; i < n; i++) y[i] = ((x[i] - c) - r) * inv * s[i];
   } else if (b) {
-    for (size_t i = 0; i < n; i++) y[i] = (x[i] - mean) * inv + b[i];
+    for (size_t i = 0; i < n; i++) y[i] = ((x[i] - c) - r) * inv + b[i];
   } else {
-    for (size_t i = 0; i < n; i++) y[i] = (x[i] - mean) * inv;
+    for (size_t i = 0; i < n; i++) y[i] = ((x[i] - c) - r) * inv;
   }
 }
 
@@ -218,7 +218,16 @@ void ln_backward_sums(const T* __restrict g, const T* __restrict x, size_t n, T 
   constexpr size_t L = kLanes<T> / 2;
   T a[L] = {}, b[L] = {};
   size_t i = 0;
-  if (s) {
+  if (s && ds && db) {  // the training case with an affine transform: one pass for everything
+    for (; i + L <= n; i += L)
+      for (size_t k = 0; k < L; k++) {
+        const T gv = g[i + k], xh = (x[i + k] - mean) * inv, h = gv * s[i + k];
+        a[k] += h;
+        b[k] += h * xh;
+        ds[i + k] += gv * xh;
+        db[i + k] += gv;
+      }
+  } else if (s) {
     for (; i + L <= n; i += L)
       for (size_t k = 0; k < L; k++) {
         const T h = g[i + k] * s[i + k];
@@ -233,6 +242,7 @@ void ln_backward_sums(const T* __restrict g, const T* __restrict x, size_t n, T 
         b[k] += h * ((x[i + k] - mean) * inv);
       }
   }
+  const size_t done = i;
   T ra = 0, rb = 0;
   for (size_t k = 0; k < L; k++) ra += a[k], rb += b[k];
   for (; i < n; i++) {
@@ -242,10 +252,11 @@ void ln_backward_sums(const T* __restrict g, const T* __restrict x, size_t n, T 
   }
   *sh += ra;
   *shx += rb;
+  const size_t from = s && ds && db ? done : 0;
   if (ds)
-    for (size_t j = 0; j < n; j++) ds[j] += g[j] * ((x[j] - mean) * inv);
+    for (size_t j = from; j < n; j++) ds[j] += g[j] * ((x[j] - mean) * inv);
   if (db)
-    for (size_t j = 0; j < n; j++) db[j] += g[j];
+    for (size_t j = from; j < n; j++) db[j] += g[j];
 }
 
 template <class T>

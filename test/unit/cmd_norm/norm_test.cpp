@@ -250,6 +250,36 @@ TEST_F(Norm, BatchNormLargeMeanSmallVarianceKeepsItsDigits) {
     }
 }
 
+TEST_F(Norm, BatchNormSortedDataAndLayerNormLargeMean) {
+  // Sorted channels: the first rows (a sample a one-pass method might shift by) are far below the mean.
+  for (uint32_t backend : {CCV_NNC_BACKEND_CPU_REF, CCV_NNC_BACKEND_CPU_OPT}) {
+    const std::vector<int> dims = {4000, 3};
+    T x(CCV_32F, dims), y(CCV_32F, dims), scale(CCV_32F, {3}), bias(CCV_32F, {3}), sm(CCV_32F, {3}), si(CCV_32F, {3});
+    for (size_t i = 0; i < x.count(); i++) x.set(i, 1000 + 0.01 * static_cast<double>(i / 3) / 4000.0 + (i % 3));
+    for (int k = 0; k < 3; k++) scale.set(k, 1), bias.set(k, 0);
+    ASSERT_EQ(run(bnorm(CCV_NNC_BATCH_NORM_FORWARD, {0}, 0, 0, 0.9f, backend), {x, scale, bias, nullptr, nullptr},
+                  {y, nullptr, nullptr, sm, si}),
+              CCV_NNC_EXEC_SUCCESS)
+        << ccv_nnc_error_message();
+    const Stats s = stats_of(x, dims, {0});
+    for (size_t k = 0; k < 3; k++)
+      EXPECT_NEAR(si.get(k), 1 / std::sqrt(s.var[k]), 1e-3 / std::sqrt(s.var[k])) << "channel " << k;
+    for (size_t i = 0; i < x.count(); i++)
+      ASSERT_NEAR(y.get(i), (x.get(i) - s.mean[s.group[i]]) / std::sqrt(s.var[s.group[i]]), 2e-3) << i;
+  }
+  std::mt19937 rng(9);
+  for (uint32_t backend : {CCV_NNC_BACKEND_CPU_REF, CCV_NNC_BACKEND_CPU_OPT}) {
+    const std::vector<int> dims = {5, 300};
+    T x(CCV_32F, dims), y(CCV_32F, dims), sm(CCV_32F, {5, 1}), si(CCV_32F, {5, 1});
+    for (size_t i = 0; i < x.count(); i++) x.set(i, -20000 + std::uniform_real_distribution<double>(-0.02, 0.02)(rng));
+    ASSERT_EQ(run(lnorm(CCV_NNC_LAYER_NORM_FORWARD, {1}, 0, 0, backend), {x}, {y, sm, si}), CCV_NNC_EXEC_SUCCESS)
+        << ccv_nnc_error_message();
+    const Stats s = stats_of(x, dims, {1});
+    for (size_t i = 0; i < x.count(); i++)
+      ASSERT_NEAR(y.get(i), (x.get(i) - s.mean[s.group[i]]) / std::sqrt(s.var[s.group[i]]), 1e-3) << i;
+  }
+}
+
 TEST_F(Norm, LayerNormForwardMatchesReference) {
   std::mt19937 rng(5);
   struct Case {
