@@ -9,6 +9,12 @@
 
 using namespace cmdtest;
 
+extern "C" {
+ccv_nnc_cmd_t nnc_test_transpose_forward_0_2(void);
+ccv_nnc_cmd_t nnc_test_transpose_backward_1_0(void);
+int nnc_test_transpose_example(float out[6]);
+}
+
 namespace {
 
 class Transpose : public ::testing::Test {
@@ -110,6 +116,18 @@ TEST_F(Transpose, ShapeInferenceAndBadInput) {
   EXPECT_EQ(run(transpose_cmd(CCV_NNC_TRANSPOSE_FORWARD, 0, 3), {x}, {y}), CCV_NNC_EXEC_INVALID);
   EXPECT_EQ(run(transpose_cmd(CCV_NNC_TRANSPOSE_FORWARD, -1, 0), {x}, {y}), CCV_NNC_EXEC_INVALID);
   EXPECT_EQ(run(transpose_cmd(CCV_NNC_TRANSPOSE_BACKWARD, 0, 2), {y}, {bad}), CCV_NNC_EXEC_INVALID);
+}
+
+TEST_F(Transpose, EasyMacrosFromC) {
+  const ccv_nnc_cmd_t f = nnc_test_transpose_forward_0_2();
+  EXPECT_EQ(f.cmd, CCV_NNC_TRANSPOSE_FORWARD);
+  EXPECT_EQ(f.info.transpose.axis[0], 0);
+  EXPECT_EQ(f.info.transpose.axis[1], 2);
+  EXPECT_EQ(nnc_test_transpose_backward_1_0().cmd, CCV_NNC_TRANSPOSE_BACKWARD);
+  float out[6];
+  ASSERT_EQ(nnc_test_transpose_example(out), CCV_NNC_EXEC_SUCCESS);
+  const float want[6] = {1, 4, 2, 5, 3, 6};
+  for (int i = 0; i < 6; i++) EXPECT_EQ(out[i], want[i]);
 }
 
 }  // namespace
