@@ -23,6 +23,12 @@ namespace {
 constexpr size_t kParallelElements = size_t{1} << 15;
 // Each task gets at least this many elements.
 constexpr size_t kGrainElements = size_t{1} << 13;
+// Rows shorter than this, packed one after another, take the block path: row
+// by row, each short row is one dependent chain (max, exp, sum) and the loop
+// is latency-bound; a block of rows instead goes through one flat exp pass.
+constexpr int kSmallCols = 32;
+// Elements per block of the block path (stays in L1).
+constexpr int64_t kBlockElements = 4096;
 
 namespace scalar {
 void row_exp(const float* x, float* y, size_t n) {
@@ -90,6 +96,46 @@ void over_rows(int64_t rows, int cols, const F& body) {
 
 float* row_ptr(const rows::Rows& t, int64_t r) { return reinterpret_cast<float*>(t.data) + t.row(r); }
 
+// Rows packed one after another (row r at r * cols)?
+bool packed_rows(const rows::Rows& t) {
+  return (t.col_stride == 1 || t.cols == 1) && (t.rows == 1 || (t.outer.uniform && t.outer.step == t.cols));
+}
+bool small_rows(const rows::Rows& t) { return t.cols < kSmallCols && packed_rows(t); }
+
+// The block path's forward: for rows [r0, r1) of packed x (cols each), e holds
+// exp(x - max) / sum per row when `normalise`, else exp(x - max); sums[r - r0]
+// gets each row's sum and maxes[r - r0] its max. `before(r, m)` runs for each
+// row after its max is known and before e is written (e may be x).
+template <class Before>
+void block_forward(const RowKernels& k, const float* x, float* e, int cols, int64_t r0, int64_t r1, bool normalise,
+                   float* maxes, float* sums, const Before& before) {
+  const int64_t block_rows = std::max<int64_t>(1, kBlockElements / cols);
+  for (int64_t b = r0; b < r1; b += block_rows) {
+    const int64_t end = std::min(r1, b + block_rows);
+    for (int64_t r = b; r < end; r++) {
+      const float* xr = x + r * cols;
+      float m = xr[0];
+      for (int j = 1; j < cols; j++) m = std::max(m, xr[j]);
+      if (std::isinf(m) && m < 0) m = 0;
+      maxes[r - r0] = m;
+      before(r, m);
+      float* er = e + r * cols;
+      for (int j = 0; j < cols; j++) er[j] = xr[j] - m;
+    }
+    k.exp(e + b * cols, e + b * cols, static_cast<size_t>((end - b) * cols));
+    for (int64_t r = b; r < end; r++) {
+      float* er = e + r * cols;
+      float s = 0;
+      for (int j = 0; j < cols; j++) s += er[j];
+      sums[r - r0] = s;
+      if (normalise) {
+        const float inv = 1.0f / s;
+        for (int j = 0; j < cols; j++) er[j] *= inv;
+      }
+    }
+  }
+}
+
 // The labels of one call: class indices (checked, in the workspace) or dense rows.
 struct Labels {
   bool dense = false;
@@ -97,17 +143,16 @@ struct Labels {
   rows::Rows rows;
 };
 
-Labels labels_of(const char* what, const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* labels, int classes,
-                 int64_t nrows, ccv_nnc_stream_context_t* stream) {
+// `index` has room for one int per row.
+Labels labels_of(const char* what, const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* labels, int classes, int* index) {
   Labels l;
   if (rows::label_kind(x->info, labels->info) == rows::LabelKind::kDense) {
     l.dense = true;
     l.rows = rows::rows_of(layout_of(labels, "labels"));
     return l;
   }
-  int* idx = static_cast<int*>(workspace(stream, static_cast<size_t>(nrows) * sizeof(int)));
-  rows::read_indices(what, layout_of(labels, "labels"), classes, idx);
-  l.index = idx;
+  rows::read_indices(what, layout_of(labels, "labels"), classes, index);
+  l.index = index;
   return l;
 }
 
@@ -136,12 +181,21 @@ bool opt_accept(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input
 }
 
 NNC_SOFTMAX_KERNEL(softmax_forward_opt) {
-  (void)cmd, (void)hint, (void)flags, (void)input_size, (void)output_size, (void)stream_context;
+  (void)cmd, (void)hint, (void)flags, (void)input_size, (void)output_size;
   return guard_code([&] {
     const rows::Rows x = rows::rows_of(layout_of(inputs[0], "x"));
     const rows::Rows y = rows::rows_of(layout_of(outputs[0], "y"));
     const RowKernels& k = row_kernels();
     const int n = x.cols;
+    if (small_rows(x) && small_rows(y)) {
+      float* scratch = static_cast<float*>(workspace(stream_context, 2 * static_cast<size_t>(x.rows) * sizeof(float)));
+      const float* xd = reinterpret_cast<const float*>(x.data);
+      float* yd = reinterpret_cast<float*>(y.data);
+      over_rows(x.rows, n, [&](int64_t b, int64_t e) {
+        block_forward(k, xd, yd, n, b, e, true, scratch + b, scratch + x.rows + b, [](int64_t, float) {});
+      });
+      return CCV_NNC_EXEC_SUCCESS;
+    }
     over_rows(x.rows, n, [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; r++) {
         const float* xr = row_ptr(x, r);
@@ -176,52 +230,81 @@ NNC_SOFTMAX_KERNEL(crossentropy_forward_opt) {
   return guard_code([&] {
     const rows::Rows z = rows::rows_of(layout_of(inputs[0], "logits"));
     const int n = z.cols;
+    const int64_t nrows = z.rows;
     const ccv_nnc_tensor_t* loss_t = outputs[0];
     const ccv_nnc_tensor_t* s_t = output_size > 1 ? outputs[1] : nullptr;
     rows::Items loss;
     rows::Rows s;
     if (loss_t) loss = rows::items_of(layout_of(loss_t, "loss"));
     if (s_t) s = rows::rows_of(layout_of(s_t, "softmax"));
+    const bool small = small_rows(z) && (!s_t || small_rows(s));
+    // One workspace request: class indices, then (block path) each row's
+    // max, sum and label part, and the exps when there is no softmax output.
+    const size_t index_bytes = (static_cast<size_t>(nrows) * sizeof(int) + 63) / 64 * 64;
+    const size_t block_bytes = small
+                                   ? static_cast<size_t>(nrows) * (2 * sizeof(float) + 2 * sizeof(double)) +
+                                         (s_t ? 0 : static_cast<size_t>(nrows) * static_cast<size_t>(n) * sizeof(float))
+                                   : 0;
+    unsigned char* ws = static_cast<unsigned char*>(workspace(stream_context, index_bytes + block_bytes));
     Labels lab;
-    if (loss_t) lab = labels_of("SOFTMAX_CROSSENTROPY_FORWARD", inputs[0], inputs[1], n, z.rows, stream_context);
+    if (loss_t) lab = labels_of("SOFTMAX_CROSSENTROPY_FORWARD", inputs[0], inputs[1], n, reinterpret_cast<int*>(ws));
     const double trim0 = cmd.info.label_smoothing.trim0, trim1 = cmd.info.label_smoothing.trim1;
     const double dtrim = trim1 - trim0;
+    // The label part of row r's loss, sum_j t_j (m - z_j), and T = sum_j t_j;
+    // the loss is part + T log sum exp(z - m). Read before the softmax is
+    // written (the softmax may be the logits).
+    auto label_part = [&](int64_t r, const float* zr, float m, double& part, double& total) {
+      part = 0, total = 0;
+      if (!lab.dense) {
+        const int l = lab.index[r];
+        part = trim1 * (static_cast<double>(m) - zr[l]);
+        total = trim1 + (n - 1) * trim0;
+        if (trim0 != 0) {
+          double rest = 0;
+          for (int j = 0; j < n; j++)
+            if (j != l) rest += static_cast<double>(m) - zr[j];
+          part += trim0 * rest;
+        }
+      } else {
+        const float* lr = row_ptr(lab.rows, r);
+        for (int j = 0; j < n; j++) {
+          const double t = trim0 + dtrim * lr[j];
+          total += t;
+          if (t != 0) part += t * (static_cast<double>(m) - zr[j]);
+        }
+      }
+    };
+    auto store_loss = [&](int64_t r, double part, double total, float sum) {
+      *reinterpret_cast<float*>(loss.at(r)) = static_cast<float>(part + total * std::log(static_cast<double>(sum)));
+    };
     const RowKernels& k = row_kernels();
-    over_rows(z.rows, n, [&](int64_t b, int64_t e) {
+    if (small) {
+      float* maxes = reinterpret_cast<float*>(ws + index_bytes);
+      float* sums = maxes + nrows;
+      double* parts = reinterpret_cast<double*>(sums + nrows + (nrows & 1));
+      double* totals = parts + nrows;
+      float* e = s_t ? reinterpret_cast<float*>(s.data) : reinterpret_cast<float*>(totals + nrows);
+      const float* zd = reinterpret_cast<const float*>(z.data);
+      over_rows(nrows, n, [&](int64_t b, int64_t end) {
+        block_forward(k, zd, e, n, b, end, s_t != nullptr, maxes + b, sums + b, [&](int64_t r, float m) {
+          if (loss_t) label_part(r, zd + r * n, m, parts[r], totals[r]);
+        });
+        if (loss_t)
+          for (int64_t r = b; r < end; r++) store_loss(r, parts[r], totals[r], sums[r]);
+      });
+      return CCV_NNC_EXEC_SUCCESS;
+    }
+    over_rows(nrows, n, [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; r++) {
         const float* zr = row_ptr(z, r);
         float m = k.max(zr, n);
         if (std::isinf(m) && m < 0) m = 0;
-        // The label part, sum_j t_j (m - z_j), and T = sum_j t_j, are read
-        // before the softmax is written (the softmax may be the logits).
         double part = 0, total = 0;
-        if (loss_t) {
-          if (!lab.dense) {
-            const int l = lab.index[r];
-            part = trim1 * (static_cast<double>(m) - zr[l]);
-            total = trim1 + (n - 1) * trim0;
-            if (trim0 != 0) {
-              double rest = 0;
-              for (int j = 0; j < n; j++)
-                if (j != l) rest += static_cast<double>(m) - zr[j];
-              part += trim0 * rest;
-            }
-          } else {
-            const float* lr = row_ptr(lab.rows, r);
-            for (int j = 0; j < n; j++) {
-              const double t = trim0 + dtrim * lr[j];
-              total += t;
-              if (t != 0) part += t * (static_cast<double>(m) - zr[j]);
-            }
-          }
-        }
+        if (loss_t) label_part(r, zr, m, part, total);
         float* sr = s_t ? row_ptr(s, r) : nullptr;
         const float sum = k.exp_sum(zr, m, sr, n);
         if (sr) k.scale(sr, 1.0f / sum, n);
-        if (loss_t) {
-          const double l = part + total * std::log(static_cast<double>(sum));
-          *reinterpret_cast<float*>(loss.at(r)) = static_cast<float>(l);
-        }
+        if (loss_t) store_loss(r, part, total, sum);
       }
     });
     return CCV_NNC_EXEC_SUCCESS;
@@ -233,7 +316,9 @@ NNC_SOFTMAX_KERNEL(crossentropy_backward_opt) {
   return guard_code([&] {
     const rows::Rows s = rows::rows_of(layout_of(inputs[5], "softmax"));
     const int n = s.cols;
-    const Labels lab = labels_of("SOFTMAX_CROSSENTROPY_BACKWARD", inputs[5], inputs[3], n, s.rows, stream_context);
+    const Labels lab =
+        labels_of("SOFTMAX_CROSSENTROPY_BACKWARD", inputs[5], inputs[3], n,
+                  static_cast<int*>(workspace(stream_context, static_cast<size_t>(s.rows) * sizeof(int))));
     rows::Items g;
     rows::Rows gs;
     if (inputs[0]) g = rows::items_of(layout_of(inputs[0], "g"));

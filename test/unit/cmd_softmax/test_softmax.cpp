@@ -185,8 +185,8 @@ TEST_F(Softmax, OptAgreesWithRef) {
   std::mt19937 rng(5);
   for (bool view : {false, true})
     for (int format : {CCV_TENSOR_FORMAT_NHWC, CCV_TENSOR_FORMAT_NCHW})
-      for (const Dims& d :
-           {Dims{1}, Dims{37, 1}, Dims{5, 7}, Dims{3, 16}, Dims{4, 33}, Dims{2, 3, 1000}, Dims{129, 257}}) {
+      for (const Dims& d : {Dims{1}, Dims{37, 1}, Dims{5, 7}, Dims{3, 16}, Dims{4, 33}, Dims{2, 3, 1000},
+                            Dims{129, 257}, Dims{3001, 13}}) {
         SCOPED_TRACE(::testing::Message() << "view " << view << " format " << format << " rows x " << d.back());
         T x = make(CCV_32F, d, view, format), g = make(CCV_32F, d, view, format), y = make(CCV_32F, d, false, format);
         cmdtest::fill_uniform(x, rng, -10, 10);
@@ -363,7 +363,8 @@ TEST_F(Softmax, CrossEntropyOptAgreesWithRef) {
   std::mt19937 rng(9);
   for (bool view : {false, true})
     for (int format : {CCV_TENSOR_FORMAT_NHWC, CCV_TENSOR_FORMAT_NCHW})
-      for (const Dims& d : {Dims{1, 1}, Dims{7}, Dims{64, 10}, Dims{5, 17}, Dims{3, 4, 33}, Dims{130, 1000}})
+      for (const Dims& d :
+           {Dims{1, 1}, Dims{7}, Dims{64, 10}, Dims{5, 17}, Dims{3, 4, 33}, Dims{130, 1000}, Dims{4001, 10}})
         for (bool dense : {false, true}) {
           SCOPED_TRACE(::testing::Message()
                        << "view " << view << " format " << format << " cols " << d.back() << " dense " << dense);
