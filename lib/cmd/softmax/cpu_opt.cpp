@@ -281,7 +281,8 @@ NNC_SOFTMAX_KERNEL(crossentropy_forward_opt) {
     if (small) {
       float* maxes = reinterpret_cast<float*>(ws + index_bytes);
       float* sums = maxes + nrows;
-      double* parts = reinterpret_cast<double*>(sums + nrows + (nrows & 1));
+      // maxes and sums together are 8 * nrows bytes: parts stay 8-byte aligned.
+      double* parts = reinterpret_cast<double*>(sums + nrows);
       double* totals = parts + nrows;
       float* e = s_t ? reinterpret_cast<float*>(s.data) : reinterpret_cast<float*>(totals + nrows);
       const float* zd = reinterpret_cast<const float*>(z.data);
