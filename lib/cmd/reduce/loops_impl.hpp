@@ -20,6 +20,10 @@ namespace {
 
 template <class T>
 constexpr size_t kLanes = 128 / sizeof(T);
+// Lanes of the loops with two or more sums per element: enough independent
+// chains to cover the add latency with four AVX-512 (eight AVX2) registers.
+template <class T>
+constexpr size_t kWide = 256 / sizeof(T);
 
 template <class T>
 inline T combine(int op, T a, T b) {
@@ -107,7 +111,7 @@ void col_reduce(int op, const T* x, size_t rows, int64_t ld, size_t n, T* y, boo
 
 template <class T>
 T row_sqdev(const T* x, size_t n, T mean, T* dev) {
-  constexpr size_t L = kLanes<T> / 2;
+  constexpr size_t L = kWide<T>;
   T acc[L] = {}, sd[L] = {};
   size_t i = 0;
   for (; i + L <= n; i += L)
@@ -157,7 +161,7 @@ void col_affine(const T* x, T* y, size_t rows, int64_t ld, size_t n, const T* __
 
 template <class T>
 void row_dot2(const T* g, const T* x, size_t n, T mean, T* sg, T* sgx) {
-  constexpr size_t L = kLanes<T> / 2;
+  constexpr size_t L = kWide<T>;
   T a[L] = {}, b[L] = {};
   size_t i = 0;
   for (; i + L <= n; i += L)
@@ -215,7 +219,7 @@ void ln_forward(const T* x, T* y, size_t n, T c, T r, T inv, const T* s, const T
 template <class T>
 void ln_backward_sums(const T* __restrict g, const T* __restrict x, size_t n, T mean, T inv, const T* __restrict s,
                       T* sh, T* shx, T* __restrict ds, T* __restrict db) {
-  constexpr size_t L = kLanes<T> / 2;
+  constexpr size_t L = kWide<T>;
   T a[L] = {}, b[L] = {};
   size_t i = 0;
   if (s && ds && db) {  // the training case with an affine transform: one pass for everything
