@@ -165,6 +165,14 @@ void channel_apply(const red::Loops<T>& L, const Shape& s, const T* g, const T* 
   }
 }
 
+// NCHW-like shapes (each channel a set of rows) whose channels are numerous
+// enough to share out and small enough to stay in cache: statistics and output
+// run channel by channel, reading each channel from memory once.
+constexpr size_t kFuseBytes = size_t{1} << 20;
+bool fuse_channels(const Shape& s, size_t parts, size_t element) {
+  return s.I > 1 && parts == 1 && s.O * s.I * element * 2 <= kFuseBytes && thread_count() > 0;
+}
+
 // c[k] = the mean of a small sample of channel k (its first rows), the shift
 // of the one-pass variance: close to the mean, so the shifted sums stay small.
 template <class T>
@@ -192,6 +200,7 @@ int bnorm_forward(const ccv_nnc_cmd_t& cmd, const BatchNormIo& io, ccv_nnc_strea
   T* y = reinterpret_cast<T*>(io.y->data.u8);
   const double eps = cmd.info.bnorm.epsilon;
   const double n = static_cast<double>(s.O * s.I);
+  const bool fused = fuse_channels(s, parts, sizeof(T)) && !cmd.info.bnorm.is_test;
   if (cmd.info.bnorm.is_test) {
     read_small<T>(io.mean, K, T(0), mean);
     read_small<T>(io.var, K, T(1), inv);
@@ -205,10 +214,32 @@ int bnorm_forward(const ccv_nnc_cmd_t& cmd, const BatchNormIo& io, ccv_nnc_strea
     // mean goes into b, in double.
     double* residual = d1 + K;
     shift_estimate(s, x, mean);
-    channel_sums(L, kSqDev, s, x, static_cast<const T*>(nullptr), mean, parts, partial, d1, residual);
-    for (size_t k = 0; k < K; k++) {
-      residual[k] /= n;
-      d1[k] = std::max(0.0, d1[k] / n - residual[k] * residual[k]);  // the variance
+    if (fused) {
+      // Each channel's rows stay in cache between its statistics and its output.
+      read_small<T>(io.scale, K, T(1), a);
+      read_small<T>(io.bias, K, T(0), b);
+      range_parallel(K, 0, 1, [&](size_t k0, size_t k1) {
+        for (size_t k = k0; k < k1; k++) {
+          double sq = 0, dev = 0;
+          for (size_t o = 0; o < s.O; o++) {
+            T d = 0;
+            sq += static_cast<double>(L.row_sqdev(x + (o * K + k) * s.I, s.I, mean[k], &d));
+            dev += static_cast<double>(d);
+          }
+          residual[k] = dev / n;
+          d1[k] = std::max(0.0, sq / n - residual[k] * residual[k]);
+          const T ak = a[k] * static_cast<T>(1.0 / std::sqrt(d1[k] + eps));
+          const T bk = static_cast<T>(b[k] - residual[k] * ak);
+          for (size_t o = 0; o < s.O; o++)
+            L.row_affine(x + (o * K + k) * s.I, y + (o * K + k) * s.I, s.I, mean[k], ak, bk);
+        }
+      });
+    } else {
+      channel_sums(L, kSqDev, s, x, static_cast<const T*>(nullptr), mean, parts, partial, d1, residual);
+      for (size_t k = 0; k < K; k++) {
+        residual[k] /= n;
+        d1[k] = std::max(0.0, d1[k] / n - residual[k] * residual[k]);  // the variance
+      }
     }
     const double m = cmd.info.bnorm.momentum;
     for (size_t k = 0; k < K; k++) inv[k] = static_cast<T>(d1[k]);  // the variance, for now
@@ -229,6 +260,7 @@ int bnorm_forward(const ccv_nnc_cmd_t& cmd, const BatchNormIo& io, ccv_nnc_strea
     }
     write_small(io.saved_inv_std, K, inv);
   }
+  if (fused) return CCV_NNC_EXEC_SUCCESS;
   // The residual of the mean, from the temporaries (zero in inference).
   T* res = partial;
   for (size_t k = 0; k < K; k++) res[k] = cmd.info.bnorm.is_test ? T(0) : static_cast<T>(d1[K + k]);
@@ -248,9 +280,10 @@ int bnorm_backward(const ccv_nnc_cmd_t& cmd, const BatchNormIo& io, ccv_nnc_stre
   Shape s;
   shape_of(io.x, cmd.info.bnorm.axis, cmd.info.bnorm.count, &s);
   const size_t K = s.K, parts = parts_for(s);
-  T* w = static_cast<T*>(workspace(stream, (6 * K + 2 * parts * K) * sizeof(T) + 2 * K * sizeof(double) + 64));
+  T* w = static_cast<T*>(workspace(stream, (8 * K + 2 * parts * K) * sizeof(T) + 2 * K * sizeof(double) + 64));
   T *mean = w, *inv = w + K, *A = w + 2 * K, *B = w + 3 * K, *C = w + 4 * K, *tmp = w + 5 * K, *partial = w + 6 * K;
-  double* sg = reinterpret_cast<double*>(partial + 2 * parts * K);
+  T* scale_k = partial + 2 * parts * K;
+  double* sg = reinterpret_cast<double*>(scale_k + K + (K & 1));
   double* sgx = sg + K;
   const bool test = cmd.info.bnorm.is_test;
   if (test) {
@@ -264,7 +297,38 @@ int bnorm_backward(const ccv_nnc_cmd_t& cmd, const BatchNormIo& io, ccv_nnc_stre
   }
   const T* x = reinterpret_cast<const T*>(io.x->data.u8);
   const T* g = reinterpret_cast<const T*>(io.g->data.u8);
-  channel_sums(L, kDot2, s, x, g, mean, parts, partial, sg, sgx);
+  const double n = static_cast<double>(s.O * s.I);
+  // A[k] g + B[k] (x - mean[k]) + C[k] from the sums of channel k.
+  auto coefficients = [&](size_t k) {
+    const double a = static_cast<double>(scale_k[k]) * inv[k];
+    A[k] = static_cast<T>(a);
+    B[k] = test ? T(0) : static_cast<T>(-a * inv[k] * inv[k] * sgx[k] / n);
+    C[k] = test ? T(0) : static_cast<T>(-a * sg[k] / n);
+  };
+  T* dx = io.dx ? reinterpret_cast<T*>(io.dx->data.u8) : nullptr;
+  read_small<T>(io.scale, K, T(1), scale_k);
+  if (fuse_channels(s, parts, sizeof(T))) {
+    // Each channel's rows stay in cache between its sums and its dx.
+    range_parallel(K, 0, 1, [&](size_t k0, size_t k1) {
+      for (size_t k = k0; k < k1; k++) {
+        double a1 = 0, a2 = 0;
+        for (size_t o = 0; o < s.O; o++) {
+          T r1 = 0, r2 = 0;
+          L.row_dot2(g + (o * K + k) * s.I, x + (o * K + k) * s.I, s.I, mean[k], &r1, &r2);
+          a1 += static_cast<double>(r1), a2 += static_cast<double>(r2);
+        }
+        sg[k] = a1, sgx[k] = a2;
+        if (!dx) continue;
+        coefficients(k);
+        for (size_t o = 0; o < s.O; o++) {
+          const size_t off = (o * K + k) * s.I;
+          L.row_axpbypc(g + off, x + off, dx + off, s.I, mean[k], A[k], B[k], C[k]);
+        }
+      }
+    });
+  } else {
+    channel_sums(L, kDot2, s, x, g, mean, parts, partial, sg, sgx);
+  }
   if (io.dscale) {
     for (size_t k = 0; k < K; k++) tmp[k] = static_cast<T>(sgx[k] * inv[k]);
     write_small(io.dscale, K, tmp);
@@ -273,20 +337,9 @@ int bnorm_backward(const ccv_nnc_cmd_t& cmd, const BatchNormIo& io, ccv_nnc_stre
     for (size_t k = 0; k < K; k++) tmp[k] = static_cast<T>(sg[k]);
     write_small(io.dbias, K, tmp);
   }
-  if (!io.dx) return CCV_NNC_EXEC_SUCCESS;
-  read_small<T>(io.scale, K, T(1), tmp);
-  const double n = static_cast<double>(s.O * s.I);
-  for (size_t k = 0; k < K; k++) {
-    const double a = static_cast<double>(tmp[k]) * inv[k];
-    if (test) {
-      A[k] = static_cast<T>(a), B[k] = 0, C[k] = 0;
-      continue;
-    }
-    A[k] = static_cast<T>(a);
-    B[k] = static_cast<T>(-a * inv[k] * inv[k] * sgx[k] / n);
-    C[k] = static_cast<T>(-a * sg[k] / n);
-  }
-  channel_apply(L, s, g, x, reinterpret_cast<T*>(io.dx->data.u8), mean, A, B, C);
+  if (!dx || fuse_channels(s, parts, sizeof(T))) return CCV_NNC_EXEC_SUCCESS;
+  for (size_t k = 0; k < K; k++) coefficients(k);
+  channel_apply(L, s, g, x, dx, mean, A, B, C);
   return CCV_NNC_EXEC_SUCCESS;
 }
 
