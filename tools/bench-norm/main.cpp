@@ -99,11 +99,15 @@ double nnc_batch_norm(bool nhwc, double* fwd, double* bwd) {
   const ccv_nnc_cmd_t f = cmd_with(CCV_NNC_BATCH_NORM_FORWARD, p), b = cmd_with(CCV_NNC_BATCH_NORM_BACKWARD, p);
   ccv_nnc_tensor_t* fin[] = {x.t, scale.t, bias.t, rm.t, rv.t};
   ccv_nnc_tensor_t* fout[] = {y.t, rm.t, rv.t, sm.t, si.t};
-  ccv_nnc_tensor_t* bin[] = {g.t, nullptr, nullptr, nullptr, nullptr, x.t, scale.t, bias.t,
-                             rm.t, rv.t, y.t, rm.t, rv.t, sm.t, si.t};
+  ccv_nnc_tensor_t* bin[] = {g.t,  nullptr, nullptr, nullptr, nullptr, x.t,  scale.t, bias.t,
+                             rm.t, rv.t,    y.t,     rm.t,    rv.t,    sm.t, si.t};
   ccv_nnc_tensor_t* bout[] = {dx.t, ds.t, db.t};
-  auto forward = [&] { check(ccv_nnc_cmd_exec(f, ccv_nnc_no_hint, 0, fin, 5, fout, 5, nullptr), "BATCH_NORM_FORWARD"); };
-  auto backward = [&] { check(ccv_nnc_cmd_exec(b, ccv_nnc_no_hint, 0, bin, 15, bout, 3, nullptr), "BATCH_NORM_BACKWARD"); };
+  auto forward = [&] {
+    check(ccv_nnc_cmd_exec(f, ccv_nnc_no_hint, 0, fin, 5, fout, 5, nullptr), "BATCH_NORM_FORWARD");
+  };
+  auto backward = [&] {
+    check(ccv_nnc_cmd_exec(b, ccv_nnc_no_hint, 0, bin, 15, bout, 3, nullptr), "BATCH_NORM_BACKWARD");
+  };
   *fwd = nnc_bench::time_ms(forward);
   *bwd = nnc_bench::time_ms(backward);
   return nnc_bench::time_ms([&] {
@@ -130,8 +134,12 @@ double nnc_layer_norm(double* fwd, double* bwd) {
   ccv_nnc_tensor_t* fout[] = {y.t, sm.t, si.t};
   ccv_nnc_tensor_t* bin[] = {g.t, nullptr, nullptr, x.t, scale.t, bias.t, y.t, sm.t, si.t};
   ccv_nnc_tensor_t* bout[] = {dx.t, ds.t, db.t};
-  auto forward = [&] { check(ccv_nnc_cmd_exec(f, ccv_nnc_no_hint, 0, fin, 3, fout, 3, nullptr), "LAYER_NORM_FORWARD"); };
-  auto backward = [&] { check(ccv_nnc_cmd_exec(b, ccv_nnc_no_hint, 0, bin, 9, bout, 3, nullptr), "LAYER_NORM_BACKWARD"); };
+  auto forward = [&] {
+    check(ccv_nnc_cmd_exec(f, ccv_nnc_no_hint, 0, fin, 3, fout, 3, nullptr), "LAYER_NORM_FORWARD");
+  };
+  auto backward = [&] {
+    check(ccv_nnc_cmd_exec(b, ccv_nnc_no_hint, 0, bin, 9, bout, 3, nullptr), "LAYER_NORM_BACKWARD");
+  };
   *fwd = nnc_bench::time_ms(forward);
   *bwd = nnc_bench::time_ms(backward);
   return nnc_bench::time_ms([&] {
@@ -152,8 +160,8 @@ double nnc_reduce_sum() {
   const ccv_nnc_cmd_t c = cmd_with(CCV_NNC_REDUCE_SUM_FORWARD, p);
   ccv_nnc_tensor_t* in[] = {x.t};
   ccv_nnc_tensor_t* out[] = {y.t};
-  return nnc_bench::time_ms([&] { check(ccv_nnc_cmd_exec(c, ccv_nnc_no_hint, 0, in, 1, out, 1, nullptr), "REDUCE_SUM"); },
-                            5, 300, 50, 20000);
+  return nnc_bench::time_ms(
+      [&] { check(ccv_nnc_cmd_exec(c, ccv_nnc_no_hint, 0, in, 1, out, 1, nullptr), "REDUCE_SUM"); }, 5, 300, 50, 20000);
 }
 
 #ifdef NNC_HAVE_TORCH
@@ -208,9 +216,10 @@ int main() {
 #endif
   double nf = 0, nb = 0, tf = -1, tb = -1, nt, tt = -1;
   {
-    nnc_bench::Table table("Batch norm, training, 32x64x56x56 fp32 (forward: y + running / saved statistics; "
-                           "backward: dx, dscale, dbias)",
-                           "PyTorch");
+    nnc_bench::Table table(
+        "Batch norm, training, 32x64x56x56 fp32 (forward: y + running / saved statistics; "
+        "backward: dx, dscale, dbias)",
+        "PyTorch");
     for (bool nhwc : {false, true}) {
       nt = nnc_batch_norm(nhwc, &nf, &nb);
 #ifdef NNC_HAVE_TORCH

@@ -364,7 +364,8 @@ int lnorm_forward(const ccv_nnc_cmd_t& cmd, const LayerNormIo& io, ccv_nnc_strea
       const double n = static_cast<double>(I);
       // The shift of a one-pass shifted-data variance (see bnorm_forward): the mean of a sample of the row.
       const size_t sample = std::min<size_t>(I, 32);
-      const T m = static_cast<T>(static_cast<double>(L.row_reduce(red::kSum, xr, sample)) / static_cast<double>(sample));
+      const T m =
+          static_cast<T>(static_cast<double>(L.row_reduce(red::kSum, xr, sample)) / static_cast<double>(sample));
       T dev = 0;
       const double sq = static_cast<double>(L.row_sqdev(xr, I, m, &dev)) / n;
       const double r = static_cast<double>(dev) / n;  // shifted data: mean = m + r

@@ -142,7 +142,8 @@ void validate_bnorm_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, cc
   const bool test = cmd.info.bnorm.is_test;
   NNC_CHECK(input_size == 15,
             "%s: takes the 15 inputs |g|-|-|-|-|x|scale|bias|mean|var|y|mean|var|saved_mean|saved_inv_std| "
-            "(got %d)", name, input_size);
+            "(got %d)",
+            name, input_size);
   NNC_CHECK(output_size >= 1 && output_size <= 3, "%s: takes outputs |dx|dscale|dbias| (got %d)", name, output_size);
   const BatchNormIo io = batch_norm_backward_io(inputs, input_size, outputs, output_size);
   NNC_CHECK(io.dx || io.dscale || io.dbias, "%s: every output is NULL", name);
@@ -174,9 +175,8 @@ void validate_lnorm_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv
                             int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
   const char* name = "LAYER_NORM_FORWARD";
   const bool affine = cmd.info.lnorm.elementwise_affine;
-  NNC_CHECK(affine ? input_size >= 1 && input_size <= 3 : input_size == 1,
-            "%s: takes inputs %s (got %d)", name, affine ? "|x|scale|bias|" : "|x| (elementwise_affine is 0)",
-            input_size);
+  NNC_CHECK(affine ? input_size >= 1 && input_size <= 3 : input_size == 1, "%s: takes inputs %s (got %d)", name,
+            affine ? "|x|scale|bias|" : "|x| (elementwise_affine is 0)", input_size);
   NNC_CHECK(output_size >= 1 && output_size <= 3, "%s: takes outputs |y|saved_mean|saved_inv_std| (got %d)", name,
             output_size);
   const LayerNormIo io = layer_norm_forward_io(cmd, inputs, input_size, outputs, output_size);

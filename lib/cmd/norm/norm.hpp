@@ -14,8 +14,8 @@ namespace nnc::norm {
 struct BatchNormIo {
   ccv_nnc_tensor_t *x = nullptr, *scale = nullptr, *bias = nullptr, *mean = nullptr, *var = nullptr;  // inputs
   ccv_nnc_tensor_t *y = nullptr, *out_mean = nullptr, *out_var = nullptr, *saved_mean = nullptr,
-                   *saved_inv_std = nullptr;                                                          // outputs
-  ccv_nnc_tensor_t *g = nullptr, *dx = nullptr, *dscale = nullptr, *dbias = nullptr;                // backward
+                   *saved_inv_std = nullptr;                                          // outputs
+  ccv_nnc_tensor_t *g = nullptr, *dx = nullptr, *dscale = nullptr, *dbias = nullptr;  // backward
 };
 BatchNormIo batch_norm_forward_io(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
                                   int output_size);
@@ -32,9 +32,9 @@ LayerNormIo layer_norm_forward_io(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* co
 LayerNormIo layer_norm_backward_io(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
                                    ccv_nnc_tensor_t* const* outputs, int output_size);
 
-#define NNC_NORM_KERNEL(name)                                                                                   \
+#define NNC_NORM_KERNEL(name)                                                                                    \
   int name(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* inputs, \
-           const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size,                       \
+           const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size,                        \
            ccv_nnc_stream_context_t* const stream_context)
 NNC_NORM_KERNEL(bnorm_forward_ref);
 NNC_NORM_KERNEL(bnorm_backward_ref);

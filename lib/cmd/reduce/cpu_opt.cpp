@@ -128,8 +128,8 @@ int forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* xt, ccv_nnc_tensor_t* yt
     if ((mask >> i) & 1u) count *= static_cast<size_t>(xt->info.dim[i]);
   }
   const size_t out_count = total / std::max<size_t>(count, 1);
-  const int op = cmd.cmd == CCV_NNC_REDUCE_MAX_FORWARD   ? kMax
-                 : cmd.cmd == CCV_NNC_REDUCE_MIN_FORWARD ? kMin
+  const int op = cmd.cmd == CCV_NNC_REDUCE_MAX_FORWARD     ? kMax
+                 : cmd.cmd == CCV_NNC_REDUCE_MIN_FORWARD   ? kMin
                  : cmd.cmd == CCV_NNC_REDUCE_NORM2_FORWARD ? kSumSq
                                                            : kSum;
   // Plan the passes (innermost reduced run first).

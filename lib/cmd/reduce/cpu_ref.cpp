@@ -86,8 +86,12 @@ NNC_REDUCE_KERNEL(reduce_backward_ref) {
       const double gv = load_double(reduced_at(g, index, mask), g.datatype);
       double v;
       switch (cmd.cmd) {
-        case CCV_NNC_REDUCE_SUM_BACKWARD: v = gv; break;
-        case CCV_NNC_REDUCE_MEAN_BACKWARD: v = gv / count; break;
+        case CCV_NNC_REDUCE_SUM_BACKWARD:
+          v = gv;
+          break;
+        case CCV_NNC_REDUCE_MEAN_BACKWARD:
+          v = gv / count;
+          break;
         case CCV_NNC_REDUCE_NORM2_BACKWARD: {
           const double yv = load_double(reduced_at(y, index, mask), y.datatype);
           v = yv == 0 ? 0.0 : gv * load_double(x.at(index), x.datatype) / yv;

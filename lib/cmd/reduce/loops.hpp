@@ -55,9 +55,13 @@ const Loops<double>& loops_f64();
 template <class T>
 const Loops<T>& loops();
 template <>
-inline const Loops<float>& loops<float>() { return loops_f32(); }
+inline const Loops<float>& loops<float>() {
+  return loops_f32();
+}
 template <>
-inline const Loops<double>& loops<double>() { return loops_f64(); }
+inline const Loops<double>& loops<double>() {
+  return loops_f64();
+}
 
 // The tables of each instruction set (loops.cpp picks one).
 const Loops<float>& loops_f32_generic();

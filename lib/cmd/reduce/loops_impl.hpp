@@ -28,9 +28,12 @@ constexpr size_t kWide = 256 / sizeof(T);
 template <class T>
 inline T combine(int op, T a, T b) {
   switch (op) {
-    case kMax: return b > a ? b : a;
-    case kMin: return b < a ? b : a;
-    default: return a + b;
+    case kMax:
+      return b > a ? b : a;
+    case kMin:
+      return b < a ? b : a;
+    default:
+      return a + b;
   }
 }
 
@@ -69,10 +72,14 @@ T row_reduce_op(const T* x, size_t n) {
 template <class T>
 T row_reduce(int op, const T* x, size_t n) {
   switch (op) {
-    case kMax: return row_reduce_op<T, kMax>(x, n);
-    case kMin: return row_reduce_op<T, kMin>(x, n);
-    case kSumSq: return row_reduce_op<T, kSumSq>(x, n);
-    default: return row_reduce_op<T, kSum>(x, n);
+    case kMax:
+      return row_reduce_op<T, kMax>(x, n);
+    case kMin:
+      return row_reduce_op<T, kMin>(x, n);
+    case kSumSq:
+      return row_reduce_op<T, kSumSq>(x, n);
+    default:
+      return row_reduce_op<T, kSum>(x, n);
   }
 }
 
@@ -102,10 +109,14 @@ void col_reduce_op(const T* __restrict x, size_t rows, int64_t ld, size_t n, T* 
 template <class T>
 void col_reduce(int op, const T* x, size_t rows, int64_t ld, size_t n, T* y, bool init) {
   switch (op) {
-    case kMax: return col_reduce_op<T, kMax>(x, rows, ld, n, y, init);
-    case kMin: return col_reduce_op<T, kMin>(x, rows, ld, n, y, init);
-    case kSumSq: return col_reduce_op<T, kSumSq>(x, rows, ld, n, y, init);
-    default: return col_reduce_op<T, kSum>(x, rows, ld, n, y, init);
+    case kMax:
+      return col_reduce_op<T, kMax>(x, rows, ld, n, y, init);
+    case kMin:
+      return col_reduce_op<T, kMin>(x, rows, ld, n, y, init);
+    case kSumSq:
+      return col_reduce_op<T, kSumSq>(x, rows, ld, n, y, init);
+    default:
+      return col_reduce_op<T, kSum>(x, rows, ld, n, y, init);
   }
 }
 
@@ -273,10 +284,9 @@ void ln_backward_dx(const T* g, const T* x, T* dx, size_t n, T mean, T inv, cons
 }
 
 template <class T>
-const Loops<T> kTable = {row_reduce<T>,  col_reduce<T>,  row_sqdev<T>,        col_sqdev<T>,
-                         row_affine<T>,  col_affine<T>,  row_dot2<T>,         col_dot2<T>,
-                         row_axpbypc<T>, col_axpbypc<T>, ln_forward<T>,       ln_backward_sums<T>,
-                         ln_backward_dx<T>};
+const Loops<T> kTable = {row_reduce<T>, col_reduce<T>,       row_sqdev<T>,     col_sqdev<T>,   row_affine<T>,
+                         col_affine<T>, row_dot2<T>,         col_dot2<T>,      row_axpbypc<T>, col_axpbypc<T>,
+                         ln_forward<T>, ln_backward_sums<T>, ln_backward_dx<T>};
 
 }  // namespace
 

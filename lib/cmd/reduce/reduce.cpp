@@ -101,7 +101,8 @@ int type_of(const ccv_nnc_tensor_t* t) { return CCV_GET_DATA_TYPE(t->info.dataty
 bool is_arg(uint32_t cmd) { return cmd == CCV_NNC_ARGMAX_FORWARD || cmd == CCV_NNC_ARGMIN_FORWARD; }
 // Backward commands that read x and y.
 bool backward_needs_xy(uint32_t cmd) {
-  return cmd == CCV_NNC_REDUCE_MAX_BACKWARD || cmd == CCV_NNC_REDUCE_MIN_BACKWARD || cmd == CCV_NNC_REDUCE_NORM2_BACKWARD;
+  return cmd == CCV_NNC_REDUCE_MAX_BACKWARD || cmd == CCV_NNC_REDUCE_MIN_BACKWARD ||
+         cmd == CCV_NNC_REDUCE_NORM2_BACKWARD;
 }
 
 // Output: the input with the reduced axes of extent 1 (an invalid axis list
@@ -179,8 +180,8 @@ void validate_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_t
   check_reduced_shape(name, x, "x", y, "the output", mask);
 }
 
-void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
-                       int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
+void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                       ccv_nnc_tensor_t* const* outputs, int output_size) {
   const char* name = name_of(cmd.cmd);
   const bool xy = backward_needs_xy(cmd.cmd);
   NNC_CHECK(input_size >= (xy ? 3 : 1) && input_size <= 3, "%s: takes inputs |g|x|y| (%s), got %d", name,

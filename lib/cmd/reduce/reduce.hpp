@@ -46,9 +46,9 @@ inline unsigned char* at_linear(const Layout& l, size_t linear) {
 // Whether a tensor is packed (no view gaps).
 bool is_packed(const ccv_nnc_tensor_t* t);
 
-#define NNC_REDUCE_KERNEL(name)                                                                                 \
+#define NNC_REDUCE_KERNEL(name)                                                                                  \
   int name(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* inputs, \
-           const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size,                       \
+           const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size,                        \
            ccv_nnc_stream_context_t* const stream_context)
 NNC_REDUCE_KERNEL(reduce_forward_ref);
 NNC_REDUCE_KERNEL(reduce_forward_opt);

@@ -6,9 +6,10 @@
 // Backward: inputs |g| (the forward tensors x and y may follow and are
 // ignored), outputs |dx|: dx is g transposed back by the same two axes (a swap
 // is its own inverse).
+#include "cmd/util/transpose.hpp"
+
 #include <string>
 
-#include "cmd/util/transpose.hpp"
 #include "core/cmd.hpp"
 #include "core/error.hpp"
 #include "core/registry.hpp"

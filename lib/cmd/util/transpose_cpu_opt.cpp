@@ -102,10 +102,18 @@ NNC_TRANSPOSE_KERNEL(transpose_opt) {
     const Layout y = layout_of(outputs[0], "TRANSPOSE output");
     const int a = cmd.info.transpose.axis[0], b = cmd.info.transpose.axis[1];
     switch (y.element_size) {
-      case 1: transpose<uint8_t>(x, y, a, b); break;
-      case 2: transpose<uint16_t>(x, y, a, b); break;
-      case 4: transpose<uint32_t>(x, y, a, b); break;
-      default: transpose<uint64_t>(x, y, a, b); break;
+      case 1:
+        transpose<uint8_t>(x, y, a, b);
+        break;
+      case 2:
+        transpose<uint16_t>(x, y, a, b);
+        break;
+      case 4:
+        transpose<uint32_t>(x, y, a, b);
+        break;
+      default:
+        transpose<uint64_t>(x, y, a, b);
+        break;
     }
     return CCV_NNC_EXEC_SUCCESS;
   });

@@ -64,7 +64,8 @@ Stats stats_of(const T& x, const std::vector<int>& dims, const std::vector<int>&
   std::vector<int> idx(dims.size());
   for (size_t lin = 0; lin < x.count(); lin++) {
     size_t rem = lin;
-    for (int i = static_cast<int>(dims.size()) - 1; i >= 0; i--) idx[i] = static_cast<int>(rem % dims[i]), rem /= dims[i];
+    for (int i = static_cast<int>(dims.size()) - 1; i >= 0; i--)
+      idx[i] = static_cast<int>(rem % dims[i]), rem /= dims[i];
     size_t g = 0, in = 0;
     for (size_t i = 0; i < dims.size(); i++) (red[i] ? in : g) = (red[i] ? in : g) * dims[i] + idx[i];
     s.group.push_back(g), s.inside.push_back(in);
@@ -95,8 +96,8 @@ struct BnCase {
   std::vector<int> dims, axes;
   int format;
 };
-const BnCase kBnCases[] = {{{4, 3, 5, 6}, {0, 1, 2}, NHWC}, {{4, 6, 3, 5}, {0, 2, 3}, NCHW}, {{7, 5}, {0}, NHWC},
-                           {{3, 4, 5}, {0, 2}, NHWC}};
+const BnCase kBnCases[] = {
+    {{4, 3, 5, 6}, {0, 1, 2}, NHWC}, {{4, 6, 3, 5}, {0, 2, 3}, NCHW}, {{7, 5}, {0}, NHWC}, {{3, 4, 5}, {0, 2}, NHWC}};
 
 TEST_F(Norm, BatchNormTrainingForwardMatchesReference) {
   std::mt19937 rng(1);
@@ -129,7 +130,8 @@ TEST_F(Norm, BatchNormTrainingForwardMatchesReference) {
           }
           for (size_t i = 0; i < x.count(); i++) {
             const size_t k = s.group[i];
-            const double want = (x.get(i) - s.mean[k]) / std::sqrt(s.var[k] + double(1e-3f)) * scale.get(k) + bias.get(k);
+            const double want =
+                (x.get(i) - s.mean[k]) / std::sqrt(s.var[k] + double(1e-3f)) * scale.get(k) + bias.get(k);
             ASSERT_NEAR(y.get(i), want, tol * 10) << "element " << i;
           }
           EXPECT_TRUE(y.guard_intact());
@@ -211,14 +213,14 @@ void expect_close(const std::vector<std::vector<double>>& a, const std::vector<s
 }
 
 TEST_F(Norm, BatchNormOptAgreesWithRefOnOddAndLargeShapes) {
-  const BnCase cases[] = {{{5, 7, 9, 13}, {0, 1, 2}, NHWC}, {{3, 17, 11, 10}, {0, 2, 3}, NCHW},
+  const BnCase cases[] = {{{5, 7, 9, 13}, {0, 1, 2}, NHWC},   {{3, 17, 11, 10}, {0, 2, 3}, NCHW},
                           {{8, 20, 20, 37}, {0, 1, 2}, NHWC}, {{6, 37, 20, 21}, {0, 2, 3}, NCHW},
-                          {{3, 2, 40, 41}, {0, 2, 3}, NCHW},   {{1000, 3}, {0}, NHWC}};
+                          {{3, 2, 40, 41}, {0, 2, 3}, NCHW},  {{1000, 3}, {0}, NHWC}};
   uint32_t seed = 10;
   for (const BnCase& c : cases)
     for (int dt : {CCV_32F, CCV_64F}) {
-      expect_close(bn_round(c, CCV_NNC_BACKEND_CPU_OPT, false, dt, seed), bn_round(c, CCV_NNC_BACKEND_CPU_REF, false, dt, seed),
-                   dt == CCV_32F ? 5e-4 : 1e-10);
+      expect_close(bn_round(c, CCV_NNC_BACKEND_CPU_OPT, false, dt, seed),
+                   bn_round(c, CCV_NNC_BACKEND_CPU_REF, false, dt, seed), dt == CCV_32F ? 5e-4 : 1e-10);
       // Views: the default choice (REF takes them) against REF on packed copies.
       expect_close(bn_round(c, 0, true, dt, seed), bn_round(c, CCV_NNC_BACKEND_CPU_REF, false, dt, seed), 1e-12);
       seed++;
@@ -334,14 +336,16 @@ TEST_F(Norm, LayerNormBackwardMatchesFiniteDifferences) {
   const std::vector<int> dims = {2, 3, 4}, axes = {1, 2};
   T x(CCV_64F, dims), scale(CCV_64F, normalised_shape(dims, axes)), bias(CCV_64F, normalised_shape(dims, axes));
   fill_uniform(x, rng), fill_uniform(scale, rng), fill_uniform(bias, rng);
-  expect_gradients_match_some(lnorm(CCV_NNC_LAYER_NORM_FORWARD, axes, 1e-3f, 1), lnorm(CCV_NNC_LAYER_NORM_BACKWARD, axes, 1e-3f, 1),
-                              ccv_nnc_no_hint, {&x, &scale, &bias}, {dims, channel_shape(dims, axes), channel_shape(dims, axes)},
-                              {true, false, false}, {true, true, true}, rng);
+  expect_gradients_match_some(lnorm(CCV_NNC_LAYER_NORM_FORWARD, axes, 1e-3f, 1),
+                              lnorm(CCV_NNC_LAYER_NORM_BACKWARD, axes, 1e-3f, 1), ccv_nnc_no_hint, {&x, &scale, &bias},
+                              {dims, channel_shape(dims, axes), channel_shape(dims, axes)}, {true, false, false},
+                              {true, true, true}, rng);
 }
 
 TEST_F(Norm, LayerNormOptAgreesWithRef) {
   for (int dt : {CCV_32F, CCV_64F})
-    for (const std::vector<int>& dims : {std::vector<int>{7, 13, 77}, std::vector<int>{64, 3, 768}, std::vector<int>{5, 1001}})
+    for (const std::vector<int>& dims :
+         {std::vector<int>{7, 13, 77}, std::vector<int>{64, 3, 768}, std::vector<int>{5, 1001}})
       for (int affine : {0, 1}) {
         std::mt19937 rng(7);
         const std::vector<int> axes = {static_cast<int>(dims.size()) - 1};
@@ -351,8 +355,8 @@ TEST_F(Norm, LayerNormOptAgreesWithRef) {
         std::vector<ccv_nnc_tensor_t*> in = {x};
         if (affine) in = {x, scale, bias};
         const double tol = dt == CCV_32F ? 2e-4 : 1e-10;
-        expect_backends_agree(lnorm(CCV_NNC_LAYER_NORM_FORWARD, axes, 1e-5f, affine), ccv_nnc_no_hint, in, {dims, ms, ms},
-                              dt, CCV_NNC_BACKEND_CPU_OPT, tol);
+        expect_backends_agree(lnorm(CCV_NNC_LAYER_NORM_FORWARD, axes, 1e-5f, affine), ccv_nnc_no_hint, in,
+                              {dims, ms, ms}, dt, CCV_NNC_BACKEND_CPU_OPT, tol);
         T y(dt, dims), sm(dt, ms), si(dt, ms);
         ASSERT_EQ(run(lnorm(CCV_NNC_LAYER_NORM_FORWARD, axes, 1e-5f, affine), in, {y, sm, si}), CCV_NNC_EXEC_SUCCESS);
         std::vector<ccv_nnc_tensor_t*> bin = {g, nullptr, nullptr, x};
@@ -384,7 +388,8 @@ TEST_F(Norm, HalfPrecisionOnTheReferenceBackend) {
 
 TEST_F(Norm, ShapeInference) {
   ccv_nnc_tensor_param_t in[5] = {param(CCV_32F, {8, 6, 5, 5}, NCHW)}, out[5];
-  ccv_nnc_hint_tensor_auto(bnorm(CCV_NNC_BATCH_NORM_FORWARD, {0, 2, 3}, 1e-5f, 0, 0.9f), in, 1, ccv_nnc_no_hint, out, 5);
+  ccv_nnc_hint_tensor_auto(bnorm(CCV_NNC_BATCH_NORM_FORWARD, {0, 2, 3}, 1e-5f, 0, 0.9f), in, 1, ccv_nnc_no_hint, out,
+                           5);
   EXPECT_EQ(out[0].dim[1], 6);
   EXPECT_EQ(out[3].dim[0], 1);
   EXPECT_EQ(out[3].dim[1], 6);
@@ -418,8 +423,7 @@ TEST_F(Norm, BadInputFailsWithAMessage) {
   EXPECT_EQ(run(b, {y, x, c}, {dx}), CCV_NNC_EXEC_INVALID);
   EXPECT_EQ(run(b, {y, nullptr, nullptr, nullptr, nullptr, x, c, c, c, c, y, c, c, c, c}, {nullptr, nullptr}),
             CCV_NNC_EXEC_INVALID);
-  EXPECT_EQ(run(b, {y5, nullptr, nullptr, nullptr, nullptr, x, c, c, c, c, y, c, c, c, c}, {dx}),
-            CCV_NNC_EXEC_INVALID);
+  EXPECT_EQ(run(b, {y5, nullptr, nullptr, nullptr, nullptr, x, c, c, c, c, y, c, c, c, c}, {dx}), CCV_NNC_EXEC_INVALID);
   const ccv_nnc_cmd_t l = lnorm(CCV_NNC_LAYER_NORM_FORWARD, {1}, 1e-5f, 1);
   EXPECT_EQ(run(l, {x, c, c}, {y, c4, c4}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
   EXPECT_EQ(run(l, {x, c4, c}, {y}), CCV_NNC_EXEC_INVALID);

@@ -52,10 +52,14 @@ std::vector<double> expected(const T& x, const std::vector<int>& dims, const std
     for (size_t i = 0; i < dims.size(); i++) o = o * od[i] + (od[i] == 1 ? 0 : idx[i]);
     const double v = x.get(lin);
     cnt[o]++;
-    if (op == 2) acc[o] = std::max(acc[o], v);
-    else if (op == 3) acc[o] = std::min(acc[o], v);
-    else if (op == 4) acc[o] += v * v;
-    else acc[o] += v;
+    if (op == 2)
+      acc[o] = std::max(acc[o], v);
+    else if (op == 3)
+      acc[o] = std::min(acc[o], v);
+    else if (op == 4)
+      acc[o] += v * v;
+    else
+      acc[o] += v;
   }
   for (size_t o = 0; o < on; o++) {
     if (op == 1) acc[o] /= static_cast<double>(cnt[o]);
@@ -70,9 +74,10 @@ const uint32_t kForward[] = {CCV_NNC_REDUCE_SUM_FORWARD, CCV_NNC_REDUCE_MEAN_FOR
 struct Case {
   std::vector<int> dims, axes;
 };
-const Case kCases[] = {{{5, 7}, {0}},         {{5, 7}, {1}},          {{5, 7}, {0, 1}},      {{3, 4, 5}, {1}},
-                       {{3, 4, 5}, {0, 2}},   {{2, 3, 4, 5}, {0, 2, 3}}, {{2, 3, 4, 5}, {3}}, {{2, 1, 4, 5}, {1}},
-                       {{6, 1, 7}, {0, 1}},   {{9}, {0}}};
+const Case kCases[] = {{{5, 7}, {0}},       {{5, 7}, {1}},       {{5, 7}, {0, 1}},
+                       {{3, 4, 5}, {1}},    {{3, 4, 5}, {0, 2}}, {{2, 3, 4, 5}, {0, 2, 3}},
+                       {{2, 3, 4, 5}, {3}}, {{2, 1, 4, 5}, {1}}, {{6, 1, 7}, {0, 1}},
+                       {{9}, {0}}};
 
 TEST_F(Reduce, ForwardMatchesReferenceOnEveryBackendTypeAndView) {
   std::mt19937 rng(1);
@@ -112,8 +117,9 @@ TEST_F(Reduce, HalfAndBfloatOnTheReferenceBackend) {
 TEST_F(Reduce, OptAgreesWithRefOnLargeAndOddShapes) {
   std::mt19937 rng(3);
   // Large enough to thread, including the split-R path (few outputs, many rows).
-  const Case cases[] = {{{257, 130}, {0}}, {{130, 257}, {1}},   {{64, 3136}, {0}}, {{3, 50, 41, 7}, {0, 1, 2}},
-                        {{3, 50, 41, 7}, {0, 2, 3}}, {{70001}, {0}}, {{5, 33, 301}, {0, 2}}};
+  const Case cases[] = {{{257, 130}, {0}},           {{130, 257}, {1}},           {{64, 3136}, {0}},
+                        {{3, 50, 41, 7}, {0, 1, 2}}, {{3, 50, 41, 7}, {0, 2, 3}}, {{70001}, {0}},
+                        {{5, 33, 301}, {0, 2}}};
   for (const Case& c : cases)
     for (int op = 0; op < 5; op++)
       for (bool view : {false, true}) {

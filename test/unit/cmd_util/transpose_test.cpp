@@ -41,7 +41,8 @@ std::vector<int> swapped(std::vector<int> d, int a, int b) {
 // Linear index into x of output element `lin` of y = transpose(x, a, b).
 size_t source_of(size_t lin, const std::vector<int>& ydims, int a, int b) {
   std::vector<int> idx(ydims.size());
-  for (int i = static_cast<int>(ydims.size()) - 1; i >= 0; i--) idx[i] = static_cast<int>(lin % ydims[i]), lin /= ydims[i];
+  for (int i = static_cast<int>(ydims.size()) - 1; i >= 0; i--)
+    idx[i] = static_cast<int>(lin % ydims[i]), lin /= ydims[i];
   std::swap(idx[a], idx[b]);
   const std::vector<int> xdims = swapped(ydims, a, b);
   size_t s = 0;
@@ -55,8 +56,8 @@ TEST_F(Transpose, ForwardAndBackwardSwapTheIndices) {
     std::vector<int> dims;
     int a, b;
   };
-  const Case cases[] = {{{3, 5}, 0, 1},       {{3, 5}, 1, 0},       {{2, 3, 4}, 0, 2},   {{2, 3, 4}, 1, 2},
-                        {{2, 3, 4, 5}, 1, 3}, {{2, 3, 4, 5}, 0, 1}, {{2, 3, 4}, 1, 1},   {{1, 7, 1, 9}, 1, 3},
+  const Case cases[] = {{{3, 5}, 0, 1},       {{3, 5}, 1, 0},        {{2, 3, 4}, 0, 2}, {{2, 3, 4}, 1, 2},
+                        {{2, 3, 4, 5}, 1, 3}, {{2, 3, 4, 5}, 0, 1},  {{2, 3, 4}, 1, 1}, {{1, 7, 1, 9}, 1, 3},
                         {{37, 45}, 0, 1},     {{3, 33, 2, 35}, 1, 3}};
   for (uint32_t backend : {CCV_NNC_BACKEND_CPU_REF, CCV_NNC_BACKEND_CPU_OPT})
     for (int dt : {CCV_32F, CCV_64F, CCV_16F, CCV_8U, CCV_32S})
@@ -82,13 +83,14 @@ TEST_F(Transpose, ForwardAndBackwardSwapTheIndices) {
 
 TEST_F(Transpose, OptAgreesWithRefOnLargeShapes) {
   std::mt19937 rng(2);
-  for (const std::vector<int>& dims : {std::vector<int>{64, 3136}, std::vector<int>{13, 129, 67}, std::vector<int>{4, 19, 23, 37}})
+  for (const std::vector<int>& dims :
+       {std::vector<int>{64, 3136}, std::vector<int>{13, 129, 67}, std::vector<int>{4, 19, 23, 37}})
     for (int a = 0; a < static_cast<int>(dims.size()); a++)
       for (int b = a + 1; b < static_cast<int>(dims.size()); b++) {
         T x(CCV_32F, dims);
         fill_uniform(x, rng);
-        expect_backends_agree(transpose_cmd(CCV_NNC_TRANSPOSE_FORWARD, a, b), ccv_nnc_no_hint, {x}, {swapped(dims, a, b)},
-                              CCV_32F, CCV_NNC_BACKEND_CPU_OPT, 0);
+        expect_backends_agree(transpose_cmd(CCV_NNC_TRANSPOSE_FORWARD, a, b), ccv_nnc_no_hint, {x},
+                              {swapped(dims, a, b)}, CCV_32F, CCV_NNC_BACKEND_CPU_OPT, 0);
       }
 }
 
@@ -96,8 +98,9 @@ TEST_F(Transpose, BackwardMatchesFiniteDifferences) {
   std::mt19937 rng(3);
   T x(CCV_64F, {2, 3, 4});
   fill_uniform(x, rng);
-  expect_gradients_match(transpose_cmd(CCV_NNC_TRANSPOSE_FORWARD, 0, 2), transpose_cmd(CCV_NNC_TRANSPOSE_BACKWARD, 0, 2),
-                         ccv_nnc_no_hint, {&x}, {{4, 3, 2}}, {true}, rng);
+  expect_gradients_match(transpose_cmd(CCV_NNC_TRANSPOSE_FORWARD, 0, 2),
+                         transpose_cmd(CCV_NNC_TRANSPOSE_BACKWARD, 0, 2), ccv_nnc_no_hint, {&x}, {{4, 3, 2}}, {true},
+                         rng);
 }
 
 TEST_F(Transpose, ShapeInferenceAndBadInput) {
