@@ -147,6 +147,19 @@ TEST_F(Softmax, HalfTypesOnRef) {
     cmdtest::fill_random(x, rng);
     ASSERT_EQ(cmdtest::run(cmd(CCV_NNC_SOFTMAX_FORWARD), {x}, {y}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
     expect_values(y, ref_softmax(values(x), 6), dt == CCV_16F ? 1e-3 : 8e-3, "y");
+    // Cross-entropy with 32S labels next to half logits (CPU_REF).
+    T lab(CCV_32S, {4}), loss(dt, {4, 1}), s(dt, {4, 6}), dx(dt, {4, 6});
+    fill_labels(lab, 6, rng);
+    ASSERT_EQ(cmdtest::run(cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD), {x, lab}, {loss, s}), CCV_NNC_EXEC_SUCCESS)
+        << ccv_nnc_error_message();
+    const double tol = dt == CCV_16F ? 2e-3 : 1e-2;
+    expect_values(loss, ref_ce(values(x), ref_targets(values(lab), 4, 6, 0, 1), 6), tol, "loss");
+    ASSERT_EQ(cmdtest::run(cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_BACKWARD), {nullptr, nullptr, x, lab, loss, s}, {dx}),
+              CCV_NNC_EXEC_SUCCESS)
+        << ccv_nnc_error_message();
+    std::vector<double> want = values(s);
+    for (int r = 0; r < 4; r++) want[r * 6 + static_cast<int>(lab.get(r))] -= 1;
+    expect_values(dx, want, tol, "d logits");
   }
 }
 
