@@ -10,8 +10,10 @@
 //   Training (is_test = 0): m, v = the batch mean and biased variance of x per
 //     channel; inv_std = 1 / sqrt(v + epsilon); y = (x - m) * inv_std * scale + bias;
 //     output mean = input mean * momentum + m * (1 - momentum), the same for var
-//     with v (outputs 1 / 2 may be the input tensors 3 / 4 themselves; NULL skips
-//     the update); saved_mean = m, saved_inv_std = inv_std (NULL skips them).
+//     with v, the biased variance that normalised the batch (PyTorch's running
+//     var takes the unbiased one). Outputs 1 / 2 may be the input tensors 3 / 4
+//     themselves; NULL skips the update. saved_mean = m, saved_inv_std = inv_std
+//     (NULL skips them).
 //   Inference (is_test = 1): y = (x - mean) / sqrt(var + epsilon) * scale + bias
 //     with the running mean / var of inputs 3 / 4; outputs 1..4 are not written.
 //   Backward inputs (libnnc's order: gradients of the 5 outputs, the 5 inputs,
