@@ -7,8 +7,8 @@
 // row: [1]). Backward commands take the libnnc layout: |g|forward inputs|
 // forward outputs| -> |gradients of the forward inputs|, where g is the
 // gradient of the per-row loss (NULL reads as ones) and NULL outputs are
-// skipped. Types: 16F, 16BF, 32F, 64F, all tensors of one command in one
-// type (class-index labels may be 32S or any float type).
+// skipped; the trailing forward outputs may be left off the input list. Types: 16F, 16BF, 32F, 64F, all tensors of one
+// command in one type (class-index labels may be 32S or any float type).
 //
 // CATEGORICAL_CROSSENTROPY_FORWARD: |p|labels| -> |loss|, p probabilities;
 //   labels class indices (one per row) or dense rows of p's shape, with label
@@ -136,16 +136,17 @@ void validate_backward(const ccv_nnc_cmd_t&, const ccv_nnc_hint_t&, ccv_nnc_tens
                        ccv_nnc_tensor_t* const* outputs, int output_size) {
   const std::string c = std::string(S.name) + "_BACKWARD";
   const int m = S.forward_outputs;
-  const int expected = m + 2 + m;
+  // The forward outputs at the end may be left off (only the sigmoid is ever read).
+  const int least = m + 2, most = 2 * m + 2;
   const char* layout = m == 2 ? "|g|g_sigmoid|z|y|loss|sigmoid|" : nullptr;
   const std::string plain = std::string("|g|") + S.in0 + "|" + S.in1 + "|loss|";
-  NNC_CHECK(input_size == expected, "%s: takes inputs %s (got %d inputs)", c.c_str(), layout ? layout : plain.c_str(),
-            input_size);
+  NNC_CHECK(input_size >= least && input_size <= most, "%s: takes inputs %s (got %d inputs)", c.c_str(),
+            layout ? layout : plain.c_str(), input_size);
   NNC_CHECK(output_size >= 1 && output_size <= 2, "%s: takes outputs |d %s|d %s| (got %d outputs)", c.c_str(), S.in0,
             S.in1, output_size);
   const ccv_nnc_tensor_t* x = inputs[m];
   const ccv_nnc_tensor_t* second = inputs[m + 1];
-  const ccv_nnc_tensor_t* act = m == 2 ? inputs[5] : nullptr;
+  const ccv_nnc_tensor_t* act = m == 2 && input_size > 5 ? inputs[5] : nullptr;
   NNC_CHECK(second, "%s: %s (input %d) is NULL; the backward needs it", c.c_str(), S.in1, m + 1);
   const ccv_nnc_tensor_t* ref = x ? x : act;
   if (m == 2)
@@ -157,7 +158,7 @@ void validate_backward(const ccv_nnc_cmd_t&, const ccv_nnc_hint_t&, ccv_nnc_tens
   if (x && act) check_like(c, "sigmoid", act, S.in0, x);
   if (inputs[0]) check_per_row(c, "g", inputs[0], S.in0, ref);
   if (m == 2 && inputs[1]) check_like(c, "g_sigmoid", inputs[1], S.in0, ref);
-  if (inputs[m + 2]) check_per_row(c, "loss", inputs[m + 2], S.in0, ref);
+  if (input_size > m + 2 && inputs[m + 2]) check_per_row(c, "loss", inputs[m + 2], S.in0, ref);
   NNC_CHECK(outputs[0] || (output_size > 1 && outputs[1]), "%s: every output is NULL", c.c_str());
   if (outputs[0]) check_like(c, "the first output gradient", outputs[0], S.in0, ref);
   if (output_size > 1 && outputs[1]) {
@@ -196,10 +197,10 @@ template <const Spec& S>
 bool backward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs, int ib,
                       const uint64_t* outputs, int ob) {
   const int m = S.forward_outputs;
-  if (input_size != 2 * m + 2 || output_size < 1 || output_size > 2) return false;
+  if (input_size < m + 2 || input_size > 2 * m + 2 || output_size < 1 || output_size > 2) return false;
   if (!bit(inputs, ib, m + 1)) return false;
   if (!bit(outputs, ob, 0) && !bit(outputs, ob, 1)) return false;
-  if (m == 2) return bit(inputs, ib, 2) || (bit(inputs, ib, 5) && !bit(outputs, ob, 1));
+  if (m == 2) return bit(inputs, ib, 2) || (input_size > 5 && bit(inputs, ib, 5) && !bit(outputs, ob, 1));
   return bit(inputs, ib, m);
 }
 

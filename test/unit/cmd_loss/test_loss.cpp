@@ -355,6 +355,9 @@ TEST_F(Loss, BackwardWithoutGradientReadsOnes) {
   ASSERT_EQ(cmdtest::run(mse(CCV_NNC_MSE_BACKWARD, 0), {ones, a, b, nullptr}, {d1}), CCV_NNC_EXEC_SUCCESS);
   ASSERT_EQ(cmdtest::run(mse(CCV_NNC_MSE_BACKWARD, 0), {nullptr, a, b, nullptr}, {d2}), CCV_NNC_EXEC_SUCCESS);
   EXPECT_EQ(cmdtest::max_rel_diff(d1, d2), 0);
+  // The forward output left off the input list.
+  ASSERT_EQ(cmdtest::run(mse(CCV_NNC_MSE_BACKWARD, 0), {nullptr, a, b}, {d2}), CCV_NNC_EXEC_SUCCESS);
+  EXPECT_EQ(cmdtest::max_rel_diff(d1, d2), 0);
   // Only db asked for.
   ASSERT_EQ(cmdtest::run(mse(CCV_NNC_MSE_BACKWARD, 0), {nullptr, a, b, nullptr}, {nullptr, d2}), CCV_NNC_EXEC_SUCCESS);
   for (size_t i = 0; i < d1.count(); i++) EXPECT_EQ(d2.get(i), -d1.get(i));
@@ -403,7 +406,8 @@ TEST_F(Loss, BadInput) {
     expect_invalid(f, {x, nullptr}, {loss}, "NULL");
   }
   const ccv_nnc_cmd_t mb = cmd(CCV_NNC_MSE_BACKWARD);
-  expect_invalid(mb, {nullptr, x, y}, {dx}, "|g|a|b|loss|");
+  expect_invalid(mb, {nullptr, x}, {dx}, "|g|a|b|loss|");
+  expect_invalid(mb, {nullptr, x, y, loss, loss}, {dx}, "|g|a|b|loss|");
   expect_invalid(mb, {nullptr, nullptr, y, nullptr}, {dx}, "input 1");
   expect_invalid(mb, {nullptr, x, y, nullptr}, {nullptr, nullptr}, "every output is NULL");
   expect_invalid(mb, {nullptr, x, y, nullptr}, {ybad}, "4x6");
