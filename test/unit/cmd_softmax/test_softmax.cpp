@@ -239,7 +239,7 @@ TEST_F(Softmax, VectorExpIsAccurate) {
       const double ulp = std::ldexp(1.0, std::ilogb(static_cast<float>(want)) - 23);
       worst = std::max(worst, std::fabs(y[i] - want) / ulp);
     }
-    EXPECT_LE(worst, 3.0) << "max error in ulp";
+    EXPECT_LE(worst, 2.0) << "max error in ulp (measured 0.91 for the vector loops, 0.5 for libm)";
     const float edge[5] = {-1e4f, -88.0f, -87.5f, 0.0f, -INFINITY};
     float out[5];
     k->exp(edge, out, 5);
