@@ -31,8 +31,17 @@ namespace {
 constexpr size_t kParallelFrom = size_t{1} << 15;
 // Most partial results one pass splits R into.
 constexpr size_t kMaxParts = 16;
-// Columns one task reduces.
-constexpr size_t kColumnBlock = 512;
+// Columns one task reduces, at most.
+constexpr size_t kColumnBlock = 1024;
+
+// Width of the column blocks of an O x R x I pass: small enough that every
+// thread gets an equal share of blocks, a multiple of 16 (whole vectors).
+size_t column_block(size_t O, size_t I) {
+  const size_t threads = thread_count();
+  if (threads <= 1 || O >= 4 * threads) return kColumnBlock;
+  const size_t share = (I + 2 * threads - 1) / (2 * threads);
+  return std::clamp<size_t>((share + 15) / 16 * 16, 64, kColumnBlock);
+}
 
 struct Pass {
   size_t outer, r, inner;
@@ -96,10 +105,11 @@ void run_pass(const Loops<T>& L, const Pass& p, const T* src, T* dst, T* partial
                    });
     return;
   }
-  const size_t blocks = (I + kColumnBlock - 1) / kColumnBlock;
+  const size_t cb = column_block(O, I);
+  const size_t blocks = (I + cb - 1) / cb;
   range_parallel(O * blocks, parallel ? 0 : O * blocks + 1, 1, [&](size_t b, size_t e) {
     for (size_t t = b; t < e; t++) {
-      const size_t o = t / blocks, j0 = (t % blocks) * kColumnBlock, j1 = std::min(I, j0 + kColumnBlock);
+      const size_t o = t / blocks, j0 = (t % blocks) * cb, j1 = std::min(I, j0 + cb);
       L.col_reduce(op, src + o * R * I + j0, R, static_cast<int64_t>(I), j1 - j0, dst + o * I + j0, true);
     }
   });
@@ -109,7 +119,7 @@ void run_pass(const Loops<T>& L, const Pass& p, const T* src, T* dst, T* partial
 size_t parts_for(size_t O, size_t R, size_t I) {
   const size_t threads = thread_count();
   if (threads <= 1 || O * R * I < kParallelFrom) return 1;
-  const size_t tasks = I == 1 ? O : O * ((I + kColumnBlock - 1) / kColumnBlock);
+  const size_t tasks = I == 1 ? O : O * ((I + column_block(O, I) - 1) / column_block(O, I));
   if (tasks >= 2 * threads) return 1;
   return std::min<size_t>({kMaxParts, 4 * threads, std::max<size_t>(1, R / 64)});
 }
