@@ -386,6 +386,33 @@ TEST_F(Norm, HalfPrecisionOnTheReferenceBackend) {
   }
 }
 
+TEST_F(Norm, InPlaceOutputsAndStreams) {
+  // y may be x itself (both commands allow it), and a stream's workspace serves the optimised kernels.
+  std::mt19937 rng(10);
+  ccv_nnc_stream_context_t* stream = ccv_nnc_stream_context_new(CCV_STREAM_CONTEXT_CPU);
+  ASSERT_NE(stream, nullptr);
+  for (uint32_t backend : {CCV_NNC_BACKEND_CPU_REF, CCV_NNC_BACKEND_CPU_OPT}) {
+    const std::vector<int> dims = {6, 5, 4, 7};
+    T x(CCV_32F, dims, NCHW), y(CCV_32F, dims, NCHW), scale(CCV_32F, {5}), bias(CCV_32F, {5});
+    fill_uniform(x, rng), fill_uniform(scale, rng), fill_uniform(bias, rng);
+    const ccv_nnc_cmd_t f = bnorm(CCV_NNC_BATCH_NORM_FORWARD, {0, 2, 3}, 1e-5f, 0, 0.9f, backend);
+    ccv_nnc_tensor_t* in[] = {x, scale, bias, nullptr, nullptr};
+    ccv_nnc_tensor_t* out[] = {y};
+    ASSERT_EQ(ccv_nnc_cmd_exec(f, ccv_nnc_no_hint, 0, in, 5, out, 1, stream), CCV_NNC_EXEC_SUCCESS);
+    ccv_nnc_stream_context_wait(stream);
+    ccv_nnc_tensor_t* self[] = {x};
+    ASSERT_EQ(ccv_nnc_cmd_exec(f, ccv_nnc_no_hint, 0, in, 5, self, 1, nullptr), CCV_NNC_EXEC_SUCCESS);
+    for (size_t i = 0; i < x.count(); i++) ASSERT_NEAR(x.get(i), y.get(i), 1e-6);
+    T z(CCV_32F, {9, 31}), w(CCV_32F, {9, 31});
+    fill_uniform(z, rng);
+    const ccv_nnc_cmd_t l = lnorm(CCV_NNC_LAYER_NORM_FORWARD, {1}, 1e-5f, 0, backend);
+    ASSERT_EQ(run(l, {z}, {w}), CCV_NNC_EXEC_SUCCESS);
+    ASSERT_EQ(run(l, {z}, {z}), CCV_NNC_EXEC_SUCCESS);
+    for (size_t i = 0; i < z.count(); i++) ASSERT_NEAR(z.get(i), w.get(i), 1e-6);
+  }
+  ccv_nnc_stream_context_free(stream);
+}
+
 TEST_F(Norm, ShapeInference) {
   ccv_nnc_tensor_param_t in[5] = {param(CCV_32F, {8, 6, 5, 5}, NCHW)}, out[5];
   ccv_nnc_hint_tensor_auto(bnorm(CCV_NNC_BATCH_NORM_FORWARD, {0, 2, 3}, 1e-5f, 0, 0.9f), in, 1, ccv_nnc_no_hint, out,
