@@ -1,4 +1,5 @@
-// CPU_OPT kernels of BATCH_NORM and LAYER_NORM for packed fp32 / fp64 x.
+// CPU_OPT kernels of BATCH_NORM and LAYER_NORM for fp32 / fp64 (views of x,
+// y, g and dx are packed into the workspace first and unpacked after).
 //
 // The shape is seen as O x K x I (reduced, kept, reduced extents; see
 // red::split3): NHWC batch norm is O x C x 1 (vectorised across channels),
@@ -20,6 +21,7 @@
 #include "cmd/reduce/loops.hpp"
 #include "cmd/reduce/reduce.hpp"
 #include "cmd/util/strided.hpp"
+#include "cmd/util/util.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "core/stream.hpp"
@@ -48,6 +50,52 @@ bool shape_of(const ccv_nnc_tensor_t* x, const int* axis, int count, Shape* s) {
 }
 
 bool packed_or_null(const ccv_nnc_tensor_t* t) { return !t || red::is_packed(t); }
+
+// Views of the big tensors (x, y, g, dx) are packed into the workspace after
+// the kernel's own temporaries and unpacked at the end, so that the loops
+// always walk packed rows. These count, fill and drain those copies.
+size_t count_of(const ccv_nnc_tensor_t* t) {
+  size_t n = 1;
+  for (int i = 0; i < kMaxDim && t->info.dim[i]; i++) n *= static_cast<size_t>(t->info.dim[i]);
+  return n;
+}
+size_t staged(const ccv_nnc_tensor_t* t) { return packed_or_null(t) ? 0 : count_of(t); }
+
+// The kernel's temporaries (`own` bytes) followed by `big` elements of T for staged copies.
+template <class T>
+T* scratch(ccv_nnc_stream_context_t* stream, size_t own, size_t big, T** stage) {
+  own = (own + 63) / 64 * 64;
+  unsigned char* w = static_cast<unsigned char*>(workspace(stream, own + big * sizeof(T)));
+  *stage = reinterpret_cast<T*>(w + own);
+  return reinterpret_cast<T*>(w);
+}
+
+template <class T>
+const T* stage_in(const ccv_nnc_tensor_t* t, T** buf) {
+  if (!t) return nullptr;
+  if (red::is_packed(t)) return reinterpret_cast<const T*>(t->data.u8);
+  ccv_nnc_tensor_t packed = tensor_value(*buf, t->info, 0);
+  util::opt_copy(t, &packed);
+  const T* r = *buf;
+  *buf += count_of(t);
+  return r;
+}
+
+template <class T>
+T* stage_out(const ccv_nnc_tensor_t* t, T** buf) {
+  if (!t) return nullptr;
+  if (red::is_packed(t)) return reinterpret_cast<T*>(t->data.u8);
+  T* r = *buf;
+  *buf += count_of(t);
+  return r;
+}
+
+template <class T>
+void unstage(ccv_nnc_tensor_t* t, const T* data) {
+  if (!t || red::is_packed(t)) return;
+  const ccv_nnc_tensor_t packed = tensor_value(data, t->info, 0);
+  util::opt_copy(&packed, t);
+}
 
 template <class T>
 void read_small(const ccv_nnc_tensor_t* t, size_t n, T fallback, T* out) {
@@ -193,11 +241,13 @@ int bnorm_forward(const ccv_nnc_cmd_t& cmd, const BatchNormIo& io, ccv_nnc_strea
   shape_of(io.x, cmd.info.bnorm.axis, cmd.info.bnorm.count, &s);
   const size_t K = s.K, parts = parts_for(s);
   // Workspace: mean, inv, a, b, running (K each) + partials (2 * parts * K) + double sums (2 * K).
-  T* w = static_cast<T*>(workspace(stream, (6 * K + 2 * parts * K) * sizeof(T) + 2 * K * sizeof(double) + 64));
+  T* buf;
+  T* w = scratch<T>(stream, (6 * K + 2 * parts * K) * sizeof(T) + 2 * K * sizeof(double) + 64,
+                    staged(io.x) + staged(io.y), &buf);
   T *mean = w, *inv = w + K, *a = w + 2 * K, *b = w + 3 * K, *run = w + 4 * K, *partial = w + 6 * K;
   double* d1 = reinterpret_cast<double*>(partial + 2 * parts * K);
-  const T* x = reinterpret_cast<const T*>(io.x->data.u8);
-  T* y = reinterpret_cast<T*>(io.y->data.u8);
+  const T* x = stage_in<T>(io.x, &buf);
+  T* y = stage_out<T>(io.y, &buf);
   const double eps = cmd.info.bnorm.epsilon;
   const double n = static_cast<double>(s.O * s.I);
   const bool fused = fuse_channels(s, parts, sizeof(T)) && !cmd.info.bnorm.is_test;
@@ -260,7 +310,10 @@ int bnorm_forward(const ccv_nnc_cmd_t& cmd, const BatchNormIo& io, ccv_nnc_strea
     }
     write_small(io.saved_inv_std, K, inv);
   }
-  if (fused) return CCV_NNC_EXEC_SUCCESS;
+  if (fused) {
+    unstage(io.y, y);
+    return CCV_NNC_EXEC_SUCCESS;
+  }
   // The residual of the mean, from the temporaries (zero in inference).
   T* res = partial;
   for (size_t k = 0; k < K; k++) res[k] = cmd.info.bnorm.is_test ? T(0) : static_cast<T>(d1[K + k]);
@@ -271,6 +324,7 @@ int bnorm_forward(const ccv_nnc_cmd_t& cmd, const BatchNormIo& io, ccv_nnc_strea
     b[k] = b[k] - res[k] * a[k];
   }
   channel_apply(L, s, static_cast<const T*>(nullptr), x, y, mean, a, b, static_cast<const T*>(nullptr));
+  unstage(io.y, y);
   return CCV_NNC_EXEC_SUCCESS;
 }
 
@@ -280,7 +334,9 @@ int bnorm_backward(const ccv_nnc_cmd_t& cmd, const BatchNormIo& io, ccv_nnc_stre
   Shape s;
   shape_of(io.x, cmd.info.bnorm.axis, cmd.info.bnorm.count, &s);
   const size_t K = s.K, parts = parts_for(s);
-  T* w = static_cast<T*>(workspace(stream, (8 * K + 2 * parts * K) * sizeof(T) + 2 * K * sizeof(double) + 64));
+  T* buf;
+  T* w = scratch<T>(stream, (8 * K + 2 * parts * K) * sizeof(T) + 2 * K * sizeof(double) + 64,
+                    staged(io.x) + staged(io.g) + staged(io.dx), &buf);
   T *mean = w, *inv = w + K, *A = w + 2 * K, *B = w + 3 * K, *C = w + 4 * K, *tmp = w + 5 * K, *partial = w + 6 * K;
   T* scale_k = partial + 2 * parts * K;
   double* sg = reinterpret_cast<double*>(scale_k + K + (K & 1));
@@ -295,8 +351,8 @@ int bnorm_backward(const ccv_nnc_cmd_t& cmd, const BatchNormIo& io, ccv_nnc_stre
     read_small<T>(io.saved_mean, K, T(0), mean);
     read_small<T>(io.saved_inv_std, K, T(1), inv);
   }
-  const T* x = reinterpret_cast<const T*>(io.x->data.u8);
-  const T* g = reinterpret_cast<const T*>(io.g->data.u8);
+  const T* x = stage_in<T>(io.x, &buf);
+  const T* g = stage_in<T>(io.g, &buf);
   const double n = static_cast<double>(s.O * s.I);
   // A[k] g + B[k] (x - mean[k]) + C[k] from the sums of channel k.
   auto coefficients = [&](size_t k) {
@@ -305,7 +361,7 @@ int bnorm_backward(const ccv_nnc_cmd_t& cmd, const BatchNormIo& io, ccv_nnc_stre
     B[k] = test ? T(0) : static_cast<T>(-a * inv[k] * inv[k] * sgx[k] / n);
     C[k] = test ? T(0) : static_cast<T>(-a * sg[k] / n);
   };
-  T* dx = io.dx ? reinterpret_cast<T*>(io.dx->data.u8) : nullptr;
+  T* dx = stage_out<T>(io.dx, &buf);
   read_small<T>(io.scale, K, T(1), scale_k);
   if (fuse_channels(s, parts, sizeof(T))) {
     // Each channel's rows stay in cache between its sums and its dx.
@@ -337,9 +393,11 @@ int bnorm_backward(const ccv_nnc_cmd_t& cmd, const BatchNormIo& io, ccv_nnc_stre
     for (size_t k = 0; k < K; k++) tmp[k] = static_cast<T>(sg[k]);
     write_small(io.dbias, K, tmp);
   }
-  if (!dx || fuse_channels(s, parts, sizeof(T))) return CCV_NNC_EXEC_SUCCESS;
-  for (size_t k = 0; k < K; k++) coefficients(k);
-  channel_apply(L, s, g, x, dx, mean, A, B, C);
+  if (dx && !fuse_channels(s, parts, sizeof(T))) {
+    for (size_t k = 0; k < K; k++) coefficients(k);
+    channel_apply(L, s, g, x, dx, mean, A, B, C);
+  }
+  unstage(io.dx, dx);
   return CCV_NNC_EXEC_SUCCESS;
 }
 
@@ -349,14 +407,15 @@ int lnorm_forward(const ccv_nnc_cmd_t& cmd, const LayerNormIo& io, ccv_nnc_strea
   Shape s;
   shape_of(io.x, cmd.info.lnorm.axis, cmd.info.lnorm.count, &s);
   const size_t K = s.K, I = s.I;
-  T* w = static_cast<T*>(workspace(stream, (2 * K + 2 * I) * sizeof(T) + 64));
+  T* buf;
+  T* w = scratch<T>(stream, (2 * K + 2 * I) * sizeof(T) + 64, staged(io.x) + staged(io.y), &buf);
   T *mean = w, *inv = w + K, *sc = w + 2 * K, *bi = w + 2 * K + I;
   if (io.scale) read_small<T>(io.scale, I, T(1), sc);
   if (io.bias) read_small<T>(io.bias, I, T(0), bi);
   const T* scale = io.scale ? sc : nullptr;
   const T* bias = io.bias ? bi : nullptr;
-  const T* x = reinterpret_cast<const T*>(io.x->data.u8);
-  T* y = reinterpret_cast<T*>(io.y->data.u8);
+  const T* x = stage_in<T>(io.x, &buf);
+  T* y = stage_out<T>(io.y, &buf);
   const double eps = cmd.info.lnorm.epsilon;
   range_parallel(K, K * I >= kParallelFrom ? 0 : K + 1, std::max<size_t>(1, 4096 / I), [&](size_t b, size_t e) {
     for (size_t k = b; k < e; k++) {
@@ -376,6 +435,7 @@ int lnorm_forward(const ccv_nnc_cmd_t& cmd, const LayerNormIo& io, ccv_nnc_strea
   });
   write_small(io.saved_mean, K, mean);
   write_small(io.saved_inv_std, K, inv);
+  unstage(io.y, y);
   return CCV_NNC_EXEC_SUCCESS;
 }
 
@@ -388,16 +448,18 @@ int lnorm_backward(const ccv_nnc_cmd_t& cmd, const LayerNormIo& io, ccv_nnc_stre
   const bool parallel = K * I >= kParallelFrom && thread_count() > 1;
   const size_t parts = parallel ? std::min<size_t>(K, 4 * thread_count()) : 1;
   const bool params = io.dscale || io.dbias;
-  T* w = static_cast<T*>(workspace(stream, (2 * K + I + (params ? 2 * parts * I : 0)) * sizeof(T) + 64));
+  T* buf;
+  T* w = scratch<T>(stream, (2 * K + I + (params ? 2 * parts * I : 0)) * sizeof(T) + 64,
+                    staged(io.x) + staged(io.g) + staged(io.dx), &buf);
   T *mean = w, *inv = w + K, *sc = w + 2 * K, *pds = w + 2 * K + I, *pdb = pds + parts * I;
   read_small<T>(io.saved_mean, K, T(0), mean);
   read_small<T>(io.saved_inv_std, K, T(1), inv);
   if (io.scale) read_small<T>(io.scale, I, T(1), sc);
   const T* scale = io.scale ? sc : nullptr;
   if (params) std::fill(pds, pds + 2 * parts * I, T(0));
-  const T* x = reinterpret_cast<const T*>(io.x->data.u8);
-  const T* g = reinterpret_cast<const T*>(io.g->data.u8);
-  T* dx = io.dx ? reinterpret_cast<T*>(io.dx->data.u8) : nullptr;
+  const T* x = stage_in<T>(io.x, &buf);
+  const T* g = stage_in<T>(io.g, &buf);
+  T* dx = stage_out<T>(io.dx, &buf);
   const size_t rows = (K + parts - 1) / parts;
   range_parallel(parts, parallel ? 0 : parts + 1, 1, [&](size_t b, size_t e) {
     for (size_t q = b; q < e; q++) {
@@ -418,6 +480,7 @@ int lnorm_backward(const ccv_nnc_cmd_t& cmd, const LayerNormIo& io, ccv_nnc_stre
     write_small(io.dscale, I, pds);
     write_small(io.dbias, I, pdb);
   }
+  unstage(io.dx, dx);
   return CCV_NNC_EXEC_SUCCESS;
 }
 
@@ -428,9 +491,7 @@ bool bnorm_opt_accepts(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs
   const bool forward = cmd.cmd == CCV_NNC_BATCH_NORM_FORWARD;
   const BatchNormIo io = forward ? batch_norm_forward_io(inputs, input_size, outputs, output_size)
                                  : batch_norm_backward_io(inputs, input_size, outputs, output_size);
-  if (!io.x || !packed_or_null(io.x) || !packed_or_null(io.y) || !packed_or_null(io.g) || !packed_or_null(io.dx))
-    return false;
-  if (forward && !io.y) return false;
+  if (!io.x || (forward && !io.y)) return false;
   Shape s;
   return cmd.info.bnorm.count >= 1 && cmd.info.bnorm.count <= kMaxDim &&
          shape_of(io.x, cmd.info.bnorm.axis, cmd.info.bnorm.count, &s);
@@ -441,8 +502,7 @@ bool lnorm_opt_accepts(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs
   const bool forward = cmd.cmd == CCV_NNC_LAYER_NORM_FORWARD;
   const LayerNormIo io = forward ? layer_norm_forward_io(cmd, inputs, input_size, outputs, output_size)
                                  : layer_norm_backward_io(cmd, inputs, input_size, outputs, output_size);
-  if (!io.x || !packed_or_null(io.x) || !packed_or_null(io.y) || !packed_or_null(io.g) || !packed_or_null(io.dx))
-    return false;
+  if (!io.x) return false;
   Shape s;
   return cmd.info.lnorm.count >= 1 && cmd.info.lnorm.count <= kMaxDim &&
          shape_of(io.x, cmd.info.lnorm.axis, cmd.info.lnorm.count, &s) && s.O == 1;
