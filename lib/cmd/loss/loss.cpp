@@ -7,7 +7,9 @@
 // row: [1]). Backward commands take the libnnc layout: |g|forward inputs|
 // forward outputs| -> |gradients of the forward inputs|, where g is the
 // gradient of the per-row loss (NULL reads as ones) and NULL outputs are
-// skipped; the trailing forward outputs may be left off the input list. Types: 16F, 16BF, 32F, 64F, all tensors of one
+// skipped; the trailing forward outputs may be left off the input list.
+// Backends: CPU_REF for all (double inside, any float type, any layout);
+// CPU_OPT for fp32 MSE and SMOOTH_L1 with a unit-stride last dimension. Types: 16F, 16BF, 32F, 64F, all tensors of one
 // command in one type (class-index labels may be 32S or any float type).
 //
 // CATEGORICAL_CROSSENTROPY_FORWARD: |p|labels| -> |loss|, p probabilities;
@@ -205,7 +207,8 @@ bool backward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_siz
 }
 
 template <const Spec& S>
-void add(Registry& r, uint32_t forward, uint32_t backward, ccv_nnc_cmd_exec_f fexec, ccv_nnc_cmd_exec_f bexec) {
+void add(Registry& r, uint32_t forward, uint32_t backward, ccv_nnc_cmd_exec_f fexec, ccv_nnc_cmd_exec_f bexec,
+         ccv_nnc_cmd_exec_f fopt = nullptr, ccv_nnc_cmd_exec_f bopt = nullptr) {
   CommandInfo info;
   info.cmd = forward;
   info.tensor_auto = forward_shapes<S>;
@@ -231,6 +234,16 @@ void add(Registry& r, uint32_t forward, uint32_t backward, ccv_nnc_cmd_exec_f fe
   k.cmd = backward;
   k.exec = bexec;
   r.add_kernel(k);
+  if (!fopt) return;
+  k.backend = CCV_NNC_BACKEND_CPU_OPT;
+  k.tensor_datatypes = CCV_32F;
+  k.accept = opt_accept;
+  k.cmd = forward;
+  k.exec = fopt;
+  r.add_kernel(k);
+  k.cmd = backward;
+  k.exec = bopt;
+  r.add_kernel(k);
 }
 
 }  // namespace
@@ -245,9 +258,10 @@ void register_loss(Registry& r) {
                binary_backward_ref);
   add<kSigmoidBinary>(r, CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD, CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_BACKWARD,
                       sigmoid_binary_forward_ref, sigmoid_binary_backward_ref);
-  add<kMse>(r, CCV_NNC_MSE_FORWARD, CCV_NNC_MSE_BACKWARD, mse_forward_ref, mse_backward_ref);
+  add<kMse>(r, CCV_NNC_MSE_FORWARD, CCV_NNC_MSE_BACKWARD, mse_forward_ref, mse_backward_ref, mse_forward_opt,
+            mse_backward_opt);
   add<kSmoothL1>(r, CCV_NNC_SMOOTH_L1_FORWARD, CCV_NNC_SMOOTH_L1_BACKWARD, smooth_l1_forward_ref,
-                 smooth_l1_backward_ref);
+                 smooth_l1_backward_ref, smooth_l1_forward_opt, smooth_l1_backward_opt);
 }
 
 }  // namespace nnc

@@ -1,6 +1,7 @@
 // The loss family inside. loss.cpp describes the commands (shapes, checks,
 // backward needs) and registers the kernels; cpu_ref.cpp holds the
-// double-precision loops over any layout and any float type.
+// double-precision loops over any layout and any float type, cpu_opt.cpp the
+// fp32 MSE and SMOOTH_L1 loops (the other losses run on CPU_REF only).
 #pragma once
 
 #include "nnc/ccv_nnc.h"
@@ -21,6 +22,14 @@ NNC_LOSS_KERNEL(mse_forward_ref);
 NNC_LOSS_KERNEL(mse_backward_ref);
 NNC_LOSS_KERNEL(smooth_l1_forward_ref);
 NNC_LOSS_KERNEL(smooth_l1_backward_ref);
+NNC_LOSS_KERNEL(mse_forward_opt);
+NNC_LOSS_KERNEL(mse_backward_opt);
+NNC_LOSS_KERNEL(smooth_l1_forward_opt);
+NNC_LOSS_KERNEL(smooth_l1_backward_opt);
+
+// CPU_OPT's accept test: fp32 tensors whose last dimension is unit-stride.
+bool opt_accept(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                ccv_nnc_tensor_t* const* outputs, int output_size);
 
 // Clamps that keep the probability losses finite: log(p) is read as at least
 // kLogFloor (PyTorch's BCELoss convention), and 1 / p as 1 / max(p, kDivFloor).

@@ -1,9 +1,10 @@
-// The loss family through the C API (CPU_REF): CATEGORICAL_CROSSENTROPY,
+// The loss family through the C API: CATEGORICAL_CROSSENTROPY,
 // BINARY_CROSSENTROPY, SIGMOID_BINARY_CROSSENTROPY, MSE and SMOOTH_L1 -
 // values against double references written here, gradients of every
 // differentiable input against central differences, extreme inputs
-// (probabilities 0 and 1, logits +-1e4), views and half types, bad input,
-// shapes and bitmasks, and the easy macros from C.
+// (probabilities 0 and 1, logits +-1e4), views and half types, CPU_OPT (MSE,
+// SMOOTH_L1) against CPU_REF, bad input, shapes and bitmasks, and the easy
+// macros from C.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -361,6 +362,35 @@ TEST_F(Loss, BackwardWithoutGradientReadsOnes) {
   // Only db asked for.
   ASSERT_EQ(cmdtest::run(mse(CCV_NNC_MSE_BACKWARD, 0), {nullptr, a, b, nullptr}, {nullptr, d2}), CCV_NNC_EXEC_SUCCESS);
   for (size_t i = 0; i < d1.count(); i++) EXPECT_EQ(d2.get(i), -d1.get(i));
+}
+
+TEST_F(Loss, OptAgreesWithRef) {
+  std::mt19937 rng(13);
+  const uint32_t opt = CCV_NNC_BACKEND_CPU_OPT;
+  for (bool view : {false, true})
+    for (int format : {CCV_TENSOR_FORMAT_NHWC, CCV_TENSOR_FORMAT_NCHW})
+      for (const Dims& d : {Dims{1}, Dims{9}, Dims{5, 1}, Dims{4, 7}, Dims{3, 5, 33}, Dims{3001, 13}}) {
+        SCOPED_TRACE(::testing::Message() << "view " << view << " format " << format << " cols " << d.back());
+        T a = view ? T::view(CCV_32F, d, format) : T(CCV_32F, d, format);
+        T b = view ? T::view(CCV_32F, d, format) : T(CCV_32F, d, format);
+        Dims per_row = d;
+        per_row.back() = 1;
+        T g = view ? T::view(CCV_32F, per_row, format) : T(CCV_32F, per_row, format);
+        fill(a, rng, -3, 3);
+        fill(b, rng, -3, 3);
+        fill(g, rng, -1, 1);
+        const ccv_nnc_cmd_t cmds[4][2] = {
+            {mse(CCV_NNC_MSE_FORWARD, CCV_NNC_MSE_REDUCE_MEAN), mse(CCV_NNC_MSE_BACKWARD, CCV_NNC_MSE_REDUCE_MEAN)},
+            {mse(CCV_NNC_MSE_FORWARD, CCV_NNC_MSE_REDUCE_SUM), mse(CCV_NNC_MSE_BACKWARD, CCV_NNC_MSE_REDUCE_SUM)},
+            {sl1(CCV_NNC_SMOOTH_L1_FORWARD, 1.0f), sl1(CCV_NNC_SMOOTH_L1_BACKWARD, 1.0f)},
+            {sl1(CCV_NNC_SMOOTH_L1_FORWARD, 0.0f), sl1(CCV_NNC_SMOOTH_L1_BACKWARD, 0.0f)}};
+        for (const auto& c : cmds) {
+          cmdtest::expect_backends_agree(c[0], ccv_nnc_no_hint, {a, b}, {per_row}, CCV_32F, opt, 1e-5, format);
+          cmdtest::expect_backends_agree(c[1], ccv_nnc_no_hint, {g, a, b, nullptr}, {d, d}, CCV_32F, opt, 1e-5, format);
+          cmdtest::expect_backends_agree(c[1], ccv_nnc_no_hint, {nullptr, a, b}, {d}, CCV_32F, opt, 1e-5, format);
+          cmdtest::expect_backends_agree(c[1], ccv_nnc_no_hint, {g, a, b}, {{}, d}, CCV_32F, opt, 1e-5, format);
+        }
+      }
 }
 
 // ---------------------------------------------------------------------------

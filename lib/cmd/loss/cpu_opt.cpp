@@ -1,0 +1,166 @@
+// CPU_OPT kernels of MSE and SMOOTH_L1 for fp32 tensors and views whose last
+// dimension is unit-stride: plain loops over each row (the element-wise
+// backward ones vectorise), per-row sums in double, rows split over the
+// library's pool when there is enough work. Nothing is allocated.
+#include <algorithm>
+#include <cmath>
+
+#include "cmd/loss/loss.hpp"
+#include "cmd/softmax/rows.hpp"
+#include "cmd/util/strided.hpp"
+#include "core/error.hpp"
+#include "core/parallel.hpp"
+#include "core/tensor.hpp"
+
+namespace nnc::loss {
+
+namespace {
+
+constexpr size_t kParallelElements = size_t{1} << 15;
+constexpr size_t kGrainElements = size_t{1} << 13;
+
+bool unit_rows(const ccv_nnc_tensor_t* t) {
+  if (!CCV_IS_TENSOR_VIEW(t)) return true;
+  const int nd = nd_of(t->info.dim);
+  return t->info.dim[nd - 1] == 1 || reinterpret_cast<const ccv_nnc_tensor_view_t*>(t)->stride[nd - 1] == 1;
+}
+
+template <class F>
+void over_rows(int64_t rows, int cols, const F& body) {
+  const size_t c = static_cast<size_t>(std::max(cols, 1));
+  range_parallel(static_cast<size_t>(rows), std::max<size_t>(1, kParallelElements / c),
+                 std::max<size_t>(1, kGrainElements / c),
+                 [&](size_t b, size_t e) { body(static_cast<int64_t>(b), static_cast<int64_t>(e)); });
+}
+
+const float* crow(const rows::Rows& t, int64_t r) { return reinterpret_cast<const float*>(t.data) + t.row(r); }
+float* wrow(const rows::Rows& t, int64_t r) { return reinterpret_cast<float*>(t.data) + t.row(r); }
+
+struct Grad {
+  bool present = false;
+  rows::Items items;
+  explicit Grad(const ccv_nnc_tensor_t* g) {
+    if (!g) return;
+    present = true;
+    items = rows::items_of(layout_of(g, "g"));
+  }
+  float at(int64_t r) const { return present ? *reinterpret_cast<const float*>(items.at(r)) : 1.0f; }
+};
+
+// sum_j f(a_j - b_j) over each row into loss[r] * scale. Four partial sums
+// keep the double additions from forming one long dependent chain.
+template <class F>
+void forward(ccv_nnc_tensor_t* const* inputs, ccv_nnc_tensor_t* const* outputs, double scale, const F& f) {
+  const rows::Rows a = rows::rows_of(layout_of(inputs[0], "a"));
+  const rows::Rows b = rows::rows_of(layout_of(inputs[1], "b"));
+  const rows::Items loss = rows::items_of(layout_of(outputs[0], "loss"));
+  const int n = a.cols;
+  over_rows(a.rows, n, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++) {
+      const float* ar = crow(a, r);
+      const float* br = crow(b, r);
+      double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      int j = 0;
+      for (; j + 4 <= n; j += 4) {
+        s0 += f(ar[j] - br[j]);
+        s1 += f(ar[j + 1] - br[j + 1]);
+        s2 += f(ar[j + 2] - br[j + 2]);
+        s3 += f(ar[j + 3] - br[j + 3]);
+      }
+      for (; j < n; j++) s0 += f(ar[j] - br[j]);
+      *reinterpret_cast<float*>(loss.at(r)) = static_cast<float>(((s0 + s1) + (s2 + s3)) * scale);
+    }
+  });
+}
+
+// da = c g f'(a - b), db = -da, over each row (either output may be NULL).
+template <class F>
+void backward(ccv_nnc_tensor_t* const* inputs, ccv_nnc_tensor_t* const* outputs, int output_size, float c,
+              const F& df) {
+  const Grad g(inputs[0]);
+  const rows::Rows a = rows::rows_of(layout_of(inputs[1], "a"));
+  const rows::Rows b = rows::rows_of(layout_of(inputs[2], "b"));
+  const bool has_da = outputs[0] != nullptr, has_db = output_size > 1 && outputs[1] != nullptr;
+  rows::Rows da, db;
+  if (has_da) da = rows::rows_of(layout_of(outputs[0], "da"));
+  if (has_db) db = rows::rows_of(layout_of(outputs[1], "db"));
+  const int n = a.cols;
+  over_rows(a.rows, n, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++) {
+      const float k = c * g.at(r);
+      const float* ar = crow(a, r);
+      const float* br = crow(b, r);
+      float* dar = has_da ? wrow(da, r) : nullptr;
+      float* dbr = has_db ? wrow(db, r) : nullptr;
+      if (dar && dbr) {
+        for (int j = 0; j < n; j++) {
+          const float v = k * df(ar[j] - br[j]);
+          dar[j] = v;
+          dbr[j] = -v;
+        }
+      } else if (dar) {
+        for (int j = 0; j < n; j++) dar[j] = k * df(ar[j] - br[j]);
+      } else {
+        for (int j = 0; j < n; j++) dbr[j] = -(k * df(ar[j] - br[j]));
+      }
+    }
+  });
+}
+
+}  // namespace
+
+bool opt_accept(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                int output_size) {
+  for (int i = 0; i < input_size; i++)
+    if (inputs[i] && !unit_rows(inputs[i])) return false;
+  for (int i = 0; i < output_size; i++)
+    if (outputs[i] && !unit_rows(outputs[i])) return false;
+  return true;
+}
+
+NNC_LOSS_KERNEL(mse_forward_opt) {
+  (void)hint, (void)flags, (void)input_size, (void)output_size, (void)stream_context;
+  return guard_code([&] {
+    const int cols = inputs[0]->info.dim[nd_of(inputs[0]->info.dim) - 1];
+    const double scale = cmd.info.mse.reduce_op == CCV_NNC_MSE_REDUCE_SUM ? 1.0 : 1.0 / cols;
+    forward(inputs, outputs, scale, [](float d) { return static_cast<double>(d) * d; });
+    return CCV_NNC_EXEC_SUCCESS;
+  });
+}
+
+NNC_LOSS_KERNEL(mse_backward_opt) {
+  (void)hint, (void)flags, (void)input_size, (void)stream_context;
+  return guard_code([&] {
+    const int cols = inputs[1]->info.dim[nd_of(inputs[1]->info.dim) - 1];
+    const float c = cmd.info.mse.reduce_op == CCV_NNC_MSE_REDUCE_SUM ? 2.0f : 2.0f / static_cast<float>(cols);
+    backward(inputs, outputs, output_size, c, [](float d) { return d; });
+    return CCV_NNC_EXEC_SUCCESS;
+  });
+}
+
+NNC_LOSS_KERNEL(smooth_l1_forward_opt) {
+  (void)hint, (void)flags, (void)input_size, (void)output_size, (void)stream_context;
+  return guard_code([&] {
+    const double beta = cmd.info.smooth_l1.beta;
+    const double half = 0.5 * std::max(beta, 0.0);
+    forward(inputs, outputs, 1.0, [beta, half](float d) {
+      const double x = std::fabs(static_cast<double>(d));
+      return x < beta ? 0.5 * x * x / beta : x - half;
+    });
+    return CCV_NNC_EXEC_SUCCESS;
+  });
+}
+
+NNC_LOSS_KERNEL(smooth_l1_backward_opt) {
+  (void)hint, (void)flags, (void)input_size, (void)stream_context;
+  return guard_code([&] {
+    const float beta = cmd.info.smooth_l1.beta;
+    backward(inputs, outputs, output_size, 1.0f, [beta](float d) {
+      if (std::fabs(d) < beta) return d / beta;
+      return d > 0 ? 1.0f : d < 0 ? -1.0f : 0.0f;
+    });
+    return CCV_NNC_EXEC_SUCCESS;
+  });
+}
+
+}  // namespace nnc::loss
