@@ -471,8 +471,17 @@ TEST_F(Softmax, BadInput) {
     expect_invalid(f, {x, labf}, {loss, s}, "not a whole class index");
     labf.set(1, NAN);
     expect_invalid(f, {x, labf}, {loss, s}, "not a whole class index");
+    labf.set(1, 1e10);
+    expect_invalid(f, {x, labf}, {loss, s}, "outside [0, 5)");
     labf.set(1, 1);
     EXPECT_EQ(cmdtest::run(f, {x, labf}, {loss, s}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    // A bad label deep in a batch large enough for the threaded path.
+    T bx(CCV_32F, {5000, 10}), blab(CCV_32S, {5000}), bloss(CCV_32F, {5000, 1}), bs(CCV_32F, {5000, 10});
+    for (size_t i = 0; i < bx.count(); i++) bx.set(i, 0.001 * i);
+    for (int i = 0; i < 5000; i++) blab.set(i, i % 10);
+    blab.set(4321, 10);
+    expect_invalid(f, {bx, blab}, {bloss, bs}, "label 4321 is class 10");
+    expect_invalid(b, {nullptr, nullptr, bx, blab, bloss, bs}, {bs}, "label 4321 is class 10");
   }
 }
 
