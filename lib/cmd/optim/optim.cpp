@@ -222,8 +222,8 @@ void register_optim(Registry& r) {
     k.tensor_datatypes = kTypes;
     k.exec = optim_ref;
     r.add_kernel(k);
+    // CPU_OPT hands 16-bit types and views to the reference loop itself.
     k.backend = CCV_NNC_BACKEND_CPU_OPT;
-    k.tensor_datatypes = CCV_32F | CCV_64F;
     k.exec = optim_opt;
     r.add_kernel(k);
   }

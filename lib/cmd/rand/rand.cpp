@@ -1,5 +1,219 @@
-// Family registration (filled in by the family's implementation).
+// The random family: RANDOM_UNIFORM, RANDOM_NORMAL and DROPOUT.
+//
+// RANDOM_UNIFORM_FORWARD: no inputs needed (any given are ignored), one output
+// filled with values uniform in [blas.a[0], blas.a[1]) (CMD_RANDOM_UNIFORM_FORWARD(lb, ub));
+// in 16F / 16BF / 32F the rounding to the type can give ub itself.
+// RANDOM_NORMAL_FORWARD: one output, normal with standard deviation blas.a[0]
+// and mean blas.a[1] (CMD_RANDOM_NORMAL_FORWARD(std, mean)).
+// Their backward commands have nothing to pass back: gradients asked for are
+// filled with zeros.
+// DROPOUT_FORWARD: inputs |x|, outputs |y|mask|. Each element is dropped with
+// probability dropout.p (with dropout.entirety the whole tensor at once),
+// y = x / (1 - p) where kept and 0 where dropped. mask is an 8U tensor of x's
+// shape (with entirety, one element), 1 where kept and 0 where dropped.
+// y may be x.
+// DROPOUT_BACKWARD: inputs |g|x|y|mask| (x and y unused, may be NULL), outputs
+// |dx|: dx = g / (1 - p) where the mask is 1, 0 elsewhere. dx may be g.
+// Values are reproducible under a seed: see rand.hpp.
+#include "cmd/rand/rand.hpp"
+
+#include <cmath>
+
+#include "core/cmd.hpp"
+#include "core/error.hpp"
 #include "core/registry.hpp"
+#include "core/stream.hpp"
+#include "core/tensor.hpp"
+
 namespace nnc {
-void register_rand(Registry& r) { (void)r; }
+
+namespace rand {
+
+uint32_t draw_seed(ccv_nnc_stream_context_t* stream) { return stream_genrand(stream); }
+
+namespace {
+
+constexpr int kTypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF;
+constexpr int kAllFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CCV_TENSOR_FORMAT_CHWN;
+
+const char* dt(const ccv_nnc_tensor_t* t) { return datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)); }
+
+bool same_dims(const ccv_nnc_tensor_t* a, const ccv_nnc_tensor_t* b) {
+  for (int i = 0; i < kMaxDim; i++) {
+    if (a->info.dim[i] != b->info.dim[i]) return false;
+    if (a->info.dim[i] == 0) return true;
+  }
+  return true;
+}
+
+size_t count_of(const ccv_nnc_tensor_t* t) {
+  size_t c = 1;
+  for (int i = 0; i < kMaxDim && t->info.dim[i]; i++) c *= static_cast<size_t>(t->info.dim[i]);
+  return c;
+}
+
+void validate_random(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const*, int,
+                     ccv_nnc_tensor_t* const* outputs, int output_size) {
+  const bool uniform = cmd.cmd == CCV_NNC_RANDOM_UNIFORM_FORWARD;
+  const char* name = uniform ? "RANDOM_UNIFORM_FORWARD" : "RANDOM_NORMAL_FORWARD";
+  NNC_CHECK(output_size == 1, "%s: takes exactly one output (got %d)", name, output_size);
+  NNC_CHECK(outputs[0], "%s: the output is NULL", name);
+  NNC_CHECK(CCV_GET_DATA_TYPE(outputs[0]->info.datatype) & kTypes,
+            "%s: cannot fill a %s tensor (it fills 16F, 16BF, 32F and 64F)", name, dt(outputs[0]));
+  const double a0 = cmd.info.blas.a[0], a1 = cmd.info.blas.a[1];
+  if (uniform)
+    NNC_CHECK(std::isfinite(a0) && std::isfinite(a1) && a0 <= a1,
+              "%s: the range [%g, %g) (blas.a[0], blas.a[1]) must be finite with lower <= upper", name, a0, a1);
+  else
+    NNC_CHECK(std::isfinite(a0) && std::isfinite(a1) && a0 >= 0,
+              "%s: std (blas.a[0] = %g) must be finite and >= 0 and mean (blas.a[1] = %g) finite", name, a0, a1);
+}
+
+bool random_bitmask(const ccv_nnc_cmd_param_t&, int, int output_size, const uint64_t*, int, const uint64_t* outputs,
+                    int output_bitmask_size) {
+  return output_size == 1 && bit(outputs, output_bitmask_size, 0);
+}
+
+bool any_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t*, int, const uint64_t*, int) { return true; }
+
+void check_p(const ccv_nnc_cmd_t& cmd, const char* name) {
+  const double p = cmd.info.dropout.p;
+  NNC_CHECK(p >= 0 && p <= 1, "%s: dropout.p is %g; it must be in [0, 1]", name, p);
+}
+
+void check_mask(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* mask, const ccv_nnc_tensor_t* like,
+                const char* name) {
+  NNC_CHECK(CCV_GET_DATA_TYPE(mask->info.datatype) == CCV_8U, "%s: the mask is %s; it must be 8U", name, dt(mask));
+  if (cmd.info.dropout.entirety)
+    NNC_CHECK(count_of(mask) == 1, "%s: with entirety the mask has one element, not %s", name,
+              shape_string(mask->info.dim).c_str());
+  else
+    NNC_CHECK(same_dims(mask, like), "%s: the mask is %s but the data is %s; they must match", name,
+              shape_string(mask->info.dim).c_str(), shape_string(like->info.dim).c_str());
+}
+
+void validate_dropout_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
+                              int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
+  const char* name = "DROPOUT_FORWARD";
+  NNC_CHECK(input_size == 1 && output_size == 2, "%s: takes one input (x) and two outputs (y, mask); got %d and %d",
+            name, input_size, output_size);
+  check_p(cmd, name);
+  const ccv_nnc_tensor_t* x = inputs[0];
+  const ccv_nnc_tensor_t* y = outputs[0];
+  NNC_CHECK(x && y && outputs[1], "%s: x, y and mask must all be given", name);
+  NNC_CHECK(CCV_GET_DATA_TYPE(x->info.datatype) & kTypes, "%s: x is %s (it takes 16F, 16BF, 32F and 64F)", name, dt(x));
+  NNC_CHECK(CCV_GET_DATA_TYPE(y->info.datatype) == CCV_GET_DATA_TYPE(x->info.datatype), "%s: y is %s but x is %s", name,
+            dt(y), dt(x));
+  NNC_CHECK(same_dims(x, y), "%s: y is %s but x is %s", name, shape_string(y->info.dim).c_str(),
+            shape_string(x->info.dim).c_str());
+  check_mask(cmd, outputs[1], x, name);
+}
+
+void validate_dropout_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
+                               int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
+  const char* name = "DROPOUT_BACKWARD";
+  NNC_CHECK(input_size == 4 && output_size == 1, "%s: takes inputs |g|x|y|mask| and one output |dx|; got %d and %d",
+            name, input_size, output_size);
+  check_p(cmd, name);
+  const ccv_nnc_tensor_t* g = inputs[0];
+  const ccv_nnc_tensor_t* dx = outputs[0];
+  NNC_CHECK(g && inputs[3] && dx, "%s: g (input 0), mask (input 3) and dx must be given", name);
+  NNC_CHECK(CCV_GET_DATA_TYPE(g->info.datatype) & kTypes, "%s: g is %s (it takes 16F, 16BF, 32F and 64F)", name, dt(g));
+  NNC_CHECK(CCV_GET_DATA_TYPE(dx->info.datatype) == CCV_GET_DATA_TYPE(g->info.datatype), "%s: dx is %s but g is %s",
+            name, dt(dx), dt(g));
+  NNC_CHECK(same_dims(g, dx), "%s: dx is %s but g is %s", name, shape_string(dx->info.dim).c_str(),
+            shape_string(g->info.dim).c_str());
+  check_mask(cmd, inputs[3], g, name);
+}
+
+void dropout_auto(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_param_t* inputs, int input_size,
+                  const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
+  if (input_size < 1) return;
+  if (output_size > 0) outputs[0] = inputs[0];
+  if (output_size > 1) {
+    outputs[1] = inputs[0];
+    outputs[1].datatype = CCV_8U;
+    if (p.dropout.entirety) {
+      for (int i = 0; i < kMaxDim; i++) outputs[1].dim[i] = 0;
+      outputs[1].dim[0] = 1;
+    }
+  }
+}
+
+bool dropout_forward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
+                             int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size) {
+  return input_size == 1 && output_size == 2 && bit(inputs, input_bitmask_size, 0) &&
+         bit(outputs, output_bitmask_size, 0) && bit(outputs, output_bitmask_size, 1);
+}
+
+bool dropout_backward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
+                              int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size) {
+  return input_size == 4 && output_size == 1 && bit(inputs, input_bitmask_size, 0) &&
+         bit(inputs, input_bitmask_size, 3) && bit(outputs, output_bitmask_size, 0);
+}
+
+bool first_pair(const ccv_nnc_cmd_param_t&, int input_idx, int, int output_idx, int) {
+  return input_idx == 0 && output_idx == 0;
+}
+
+}  // namespace
+
+}  // namespace rand
+
+void register_rand(Registry& r) {
+  using namespace rand;
+  Kernel k;
+  k.tensor_formats = kAllFormats;
+  k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
+  auto add = [&](uint32_t cmd, int ref_types, ccv_nnc_cmd_exec_f ref, int opt_types, ccv_nnc_cmd_exec_f opt) {
+    k.cmd = cmd;
+    k.backend = CCV_NNC_BACKEND_CPU_REF;
+    k.tensor_datatypes = ref_types;
+    k.exec = ref;
+    r.add_kernel(k);
+    if (!opt) return;
+    k.backend = CCV_NNC_BACKEND_CPU_OPT;
+    k.tensor_datatypes = opt_types;
+    k.exec = opt;
+    r.add_kernel(k);
+  };
+
+  // CPU_OPT takes every type the reference does and hands 16-bit types and
+  // views to it, so forcing CPU_OPT never fails where CPU_REF would run.
+  for (uint32_t id : {CCV_NNC_RANDOM_UNIFORM_FORWARD, CCV_NNC_RANDOM_NORMAL_FORWARD}) {
+    CommandInfo fwd;
+    fwd.cmd = id;
+    fwd.tensor_auto = shape::same_as_first_input;
+    fwd.bitmask = random_bitmask;
+    fwd.validate = validate_random;
+    r.add_command(fwd);
+    CommandInfo back;
+    back.cmd = id + 1;
+    back.tensor_auto = shape::same_as_input_i;
+    back.bitmask = any_bitmask;
+    r.add_command(back);
+  }
+  add(CCV_NNC_RANDOM_UNIFORM_FORWARD, kTypes, uniform_ref, kTypes, uniform_opt);
+  add(CCV_NNC_RANDOM_NORMAL_FORWARD, kTypes, normal_ref, kTypes, normal_opt);
+  add(CCV_NNC_RANDOM_UNIFORM_BACKWARD, kTypes | CCV_32S | CCV_64S | CCV_8U, zero_gradients, 0, nullptr);
+  add(CCV_NNC_RANDOM_NORMAL_BACKWARD, kTypes | CCV_32S | CCV_64S | CCV_8U, zero_gradients, 0, nullptr);
+
+  CommandInfo fwd;
+  fwd.cmd = CCV_NNC_DROPOUT_FORWARD;
+  fwd.tensor_auto = dropout_auto;
+  fwd.bitmask = dropout_forward_bitmask;
+  fwd.allow_inplace = first_pair;
+  fwd.validate = validate_dropout_forward;
+  r.add_command(fwd);
+  CommandInfo back;
+  back.cmd = CCV_NNC_DROPOUT_BACKWARD;
+  back.tensor_auto = shape::same_as_first_input;
+  back.bitmask = dropout_backward_bitmask;
+  back.allow_inplace = first_pair;
+  back.validate = validate_dropout_backward;
+  r.add_command(back);
+  add(CCV_NNC_DROPOUT_FORWARD, kTypes | CCV_8U, dropout_forward_ref, kTypes | CCV_8U, dropout_forward_opt);
+  add(CCV_NNC_DROPOUT_BACKWARD, kTypes | CCV_8U, dropout_backward_ref, kTypes | CCV_8U, dropout_backward_opt);
+}
+
 }  // namespace nnc
