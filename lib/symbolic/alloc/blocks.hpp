@@ -85,6 +85,14 @@ enum class NncSelection { interference_first, size_first };
 Layout plan_nnc(const Blocks& blocks, NncSelection selection);
 Layout plan_greedy(const Blocks& blocks);
 
+// Places blocks in `order`, each in the smallest gap between the placed
+// blocks it interferes with that fits it, else above them all (one buffer).
+// Returns the buffer's size.
+std::uint64_t fit_decode(const Blocks& blocks, const std::vector<std::size_t>& order, Layout& out);
+// The best of fit_decode over several orders (greedy by size's among them,
+// and `seed`'s offsets when given), improved by squeaky-wheel reordering.
+Layout plan_fit(const Blocks& blocks, const Layout* seed);
+
 // A loop body unrolled until every carried pair can share memory: `unrolled`
 // holds `unroll` copies of the body back to back (copy j's tensor t is index
 // j * n + t), and `classes` the tensors that are one value across copies.

@@ -15,6 +15,7 @@ const char* planner_name(Planner p) {
     case Planner::nnc: return "nnc";
     case Planner::greedy: return "greedy";
     case Planner::nnc_interference: return "nnc-oc";
+    case Planner::fit: return "fit";
   }
   return "?";
 }
@@ -70,8 +71,12 @@ Result<Plan> plan_flat(const Problem& q, Planner which, const std::vector<std::v
     return assemble(bs, detail::plan_nnc(bs, detail::NncSelection::interference_first), Planner::nnc_interference, n);
   if (which == Planner::nnc) return nnc();
   if (which == Planner::greedy) return assemble(bs, detail::plan_greedy(bs), Planner::greedy, n);
-  Plan a = nnc();
-  Plan b = assemble(bs, detail::plan_greedy(bs), Planner::greedy, n);
+  if (which == Planner::fit) return assemble(bs, detail::plan_fit(bs, nullptr), Planner::fit, n);
+  // The default: NNC, and fit seeded with NNC's offsets (fit is never worse
+  // than greedy by size, so greedy need not run).
+  const Layout nl = detail::plan_nnc(bs, detail::NncSelection::size_first);
+  Plan a = assemble(bs, nl, Planner::nnc, n);
+  Plan b = assemble(bs, detail::plan_fit(bs, &nl), Planner::fit, n);
   return b.arena < a.arena ? b : a;
 }
 

@@ -99,9 +99,14 @@ struct SubGraph {
 };
 
 enum class Planner {
-  best,    // the better of nnc and greedy (ties go to nnc): what the compiler uses
+  best,    // the best of nnc and fit (ties go to nnc): what the compiler uses
   nnc,     // nnc-tensor-allocation.txt: allocation graph with partial reuse, largest first
   greedy,  // TFLite's greedy by size (the baseline)
+  // Best fit in several orders (greedy by size's, by breadth at the peak,
+  // lifetime, degree, the NNC plan's offsets), then squeaky-wheel
+  // reordering of the blocks that end above the lower bound. Never worse
+  // than greedy.
+  fit,
   // The NNC planner with libnnc's candidate choice (most interfering first,
   // paired with larger companions). Kept for comparison: on real networks it
   // starts many narrow buffers and lands well above the bound.

@@ -60,6 +60,6 @@ inline bool same_placements(const Plan& a, const Plan& b) {
   return true;
 }
 
-constexpr Planner kAll[] = {Planner::nnc, Planner::greedy, Planner::best, Planner::nnc_interference};
+constexpr Planner kAll[] = {Planner::nnc, Planner::greedy, Planner::fit, Planner::best, Planner::nnc_interference};
 
 }  // namespace alloc_test

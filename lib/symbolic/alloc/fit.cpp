@@ -1,0 +1,193 @@
+// Best-fit placement in a given order (the decoder behind greedy by size),
+// and the "fit" planner: the decoder run on several orders, then improved by
+// squeaky-wheel reordering.
+//
+// The decoder keeps the placed blocks sorted by offset and walks them once
+// per block, testing interference with one bit of the block's row: O(n^2)
+// cheap tests with no sorting, where collecting and sorting each block's
+// placed neighbours cost several times more on dense lists.
+//
+// Orders tried: by size (TFLite's greedy by size), by breadth (the most bytes
+// live at any step of the block's span, so the blocks that meet at the peak
+// are stacked first, with nothing under them yet), breadth with longer-lived
+// first, lifetime, degree in the interference graph, and the seed layout's
+// offsets (the NNC plan's, when the caller has one). The best result is then
+// reworked: blocks that end above the lower bound gain priority in proportion
+// to how far above they end, and the decoder runs again (Joslin & Clements'
+// squeaky wheel optimisation). The number of rounds is fixed by the list's
+// size, not by a clock, so the same problem always gives the same plan.
+#include "symbolic/alloc/blocks.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace nnc::alloc::detail {
+
+namespace {
+
+// The decoder's work for one round is about n^2 / 2 bit tests; the squeaky
+// wheel gets this many tests in all (a few milliseconds on one core).
+constexpr std::uint64_t kWheelWork = std::uint64_t{48} << 20;
+constexpr unsigned kMaxWheelRounds = 48;
+
+}  // namespace
+
+std::uint64_t fit_decode(const Blocks& bs, const std::vector<std::size_t>& order, Layout& out) {
+  const std::size_t nb = bs.blocks.size();
+  out.buffer.assign(nb, 0);
+  out.offset.assign(nb, 0);
+  out.buffers.clear();
+  // Placed blocks by offset: (offset, block) pairs for a tight scan, end
+  // offsets alongside.
+  std::vector<std::uint64_t> lo, hi;
+  std::vector<std::uint32_t> id, hits;
+  lo.reserve(nb), hi.reserve(nb), id.reserve(nb), hits.resize(nb);
+  std::uint64_t arena = 0;
+  for (std::size_t b : order) {
+    const Block& blk = bs.blocks[b];
+    const std::uint64_t* row = &bs.itf[b * bs.words];
+    // Branch-free: the positions of the placed blocks b interferes with.
+    const std::size_t m = lo.size();
+    std::size_t h = 0;
+    for (std::size_t k = 0; k < m; k++) {
+      const std::uint32_t q = id[k];
+      hits[h] = static_cast<std::uint32_t>(k);
+      h += (row[q >> 6] >> (q & 63)) & 1u;
+    }
+    std::uint64_t best = 0, best_gap = UINT64_MAX, prev_end = 0;
+    bool found = false;
+    for (std::size_t j = 0; j < h; j++) {
+      const std::size_t k = hits[j];
+      const std::uint64_t start = align_up(prev_end, blk.align);
+      if (lo[k] >= start && lo[k] - start >= blk.size) {
+        const std::uint64_t gap = lo[k] - prev_end;
+        if (gap < best_gap) best_gap = gap, best = start, found = true;
+      }
+      prev_end = std::max(prev_end, hi[k]);
+    }
+    if (!found) best = align_up(prev_end, blk.align);
+    out.offset[b] = best;
+    arena = std::max(arena, best + blk.size);
+    // After any equal offsets: ties keep placement order, as a stable sort would.
+    const auto at = static_cast<std::ptrdiff_t>(std::upper_bound(lo.begin(), lo.end(), best) - lo.begin());
+    lo.insert(lo.begin() + at, best);
+    hi.insert(hi.begin() + at, best + blk.size);
+    id.insert(id.begin() + at, static_cast<std::uint32_t>(b));
+  }
+  if (nb > 0) out.buffers.push_back(arena);
+  return arena;
+}
+
+Layout plan_fit(const Blocks& bs, const Layout* seed) {
+  const std::size_t nb = bs.blocks.size();
+  Layout best;
+  if (nb == 0) return best;
+  std::uint64_t best_arena = UINT64_MAX;
+  std::vector<std::size_t> best_order;
+  Layout lay;
+  auto run = [&](const std::vector<std::size_t>& order) {
+    const std::uint64_t a = fit_decode(bs, order, lay);
+    if (a < best_arena) best_arena = a, best = lay, best_order = order;
+    return a;
+  };
+
+  std::vector<std::int64_t> span(nb);
+  std::vector<std::uint64_t> degree(nb, 0), breadth(nb, 0);
+  for (std::size_t b = 0; b < nb; b++) {
+    span[b] = bs.blocks[b].last - bs.blocks[b].first;
+    for (std::size_t w = 0; w < bs.words; w++)
+      degree[b] += static_cast<std::uint64_t>(__builtin_popcountll(bs.itf[b * bs.words + w]));
+  }
+  {
+    // Bytes live per position (a block counts over its whole span), then the
+    // most over each block's span.
+    std::int64_t lo = bs.blocks[0].first, hi = bs.blocks[0].last;
+    for (const Block& b : bs.blocks) lo = std::min(lo, b.first), hi = std::max(hi, b.last);
+    const std::size_t steps = static_cast<std::size_t>(hi - lo) + 1;
+    std::vector<std::int64_t> delta(steps + 1, 0);
+    for (const Block& b : bs.blocks) {
+      delta[static_cast<std::size_t>(b.first - lo)] += static_cast<std::int64_t>(b.size);
+      delta[static_cast<std::size_t>(b.last - lo) + 1] -= static_cast<std::int64_t>(b.size);
+    }
+    std::vector<std::uint64_t> live(steps);
+    std::int64_t c = 0;
+    for (std::size_t s = 0; s < steps; s++) live[s] = static_cast<std::uint64_t>(c += delta[s]);
+    // A sparse table answers each span's maximum in O(1).
+    std::vector<std::vector<std::uint64_t>> table{live};
+    for (std::size_t w = 1; 2 * w <= steps; w *= 2) {
+      const std::vector<std::uint64_t>& prev = table.back();
+      std::vector<std::uint64_t> next(steps - 2 * w + 1);
+      for (std::size_t s = 0; s < next.size(); s++) next[s] = std::max(prev[s], prev[s + w]);
+      table.push_back(std::move(next));
+    }
+    for (std::size_t b = 0; b < nb; b++) {
+      const std::size_t x = static_cast<std::size_t>(bs.blocks[b].first - lo);
+      const std::size_t len = static_cast<std::size_t>(span[b]) + 1;
+      const std::size_t k = static_cast<std::size_t>(63 - __builtin_clzll(len));
+      breadth[b] = std::max(table[k][x], table[k][x + len - (std::size_t{1} << k)]);
+    }
+  }
+  auto size_of = [&](std::size_t b) { return bs.blocks[b].size; };
+  std::vector<std::size_t> base(nb);
+  std::iota(base.begin(), base.end(), 0);
+  auto sorted = [&](auto less) {
+    std::vector<std::size_t> o = base;
+    std::stable_sort(o.begin(), o.end(), less);
+    return o;
+  };
+  // Greedy by size's own order first, so this planner is never worse than it.
+  run(sorted([&](std::size_t a, std::size_t b) {
+    if (size_of(a) != size_of(b)) return size_of(a) > size_of(b);
+    return span[a] > span[b];
+  }));
+  run(sorted([&](std::size_t a, std::size_t b) {
+    if (breadth[a] != breadth[b]) return breadth[a] > breadth[b];
+    if (size_of(a) != size_of(b)) return size_of(a) > size_of(b);
+    return span[a] > span[b];
+  }));
+  run(sorted([&](std::size_t a, std::size_t b) {
+    if (breadth[a] != breadth[b]) return breadth[a] > breadth[b];
+    if (span[a] != span[b]) return span[a] > span[b];
+    return size_of(a) > size_of(b);
+  }));
+  run(sorted([&](std::size_t a, std::size_t b) {
+    if (span[a] != span[b]) return span[a] > span[b];
+    return size_of(a) > size_of(b);
+  }));
+  run(sorted([&](std::size_t a, std::size_t b) {
+    if (degree[a] != degree[b]) return degree[a] > degree[b];
+    return size_of(a) > size_of(b);
+  }));
+  if (seed) {
+    // The seed's blocks from the bottom up: each drops to the best gap below.
+    run(sorted([&](std::size_t a, std::size_t b) {
+      if (seed->buffer[a] != seed->buffer[b]) return seed->buffer[a] < seed->buffer[b];
+      return seed->offset[a] < seed->offset[b];
+    }));
+  }
+
+  const std::uint64_t bound = bound_of(bs);
+  const std::uint64_t per_round = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(nb) * nb / 2);
+  const unsigned rounds = static_cast<unsigned>(std::min<std::uint64_t>(kMaxWheelRounds, kWheelWork / per_round));
+  if (best_arena > bound && rounds > 0) {
+    // Priorities from the best order's ranks; the wheel adds to them.
+    std::vector<double> prio(nb);
+    for (std::size_t k = 0; k < nb; k++) prio[best_order[k]] = static_cast<double>(nb - k);
+    std::vector<std::size_t> order = best_order;
+    Layout cur = best;
+    std::uint64_t arena = best_arena;
+    for (unsigned r = 0; r < rounds && best_arena > bound; r++) {
+      const double above = static_cast<double>(arena - bound);
+      for (std::size_t b = 0; b < nb; b++) {
+        const std::uint64_t end = cur.offset[b] + bs.blocks[b].size;
+        if (end > bound) prio[b] += 0.05 * static_cast<double>(nb) * static_cast<double>(end - bound) / above;
+      }
+      std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return prio[a] > prio[b]; });
+      arena = fit_decode(bs, order, cur);
+      if (arena < best_arena) best_arena = arena, best = cur;
+    }
+  }
+  return best;
+}
+
+}  // namespace nnc::alloc::detail
