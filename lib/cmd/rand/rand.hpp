@@ -57,10 +57,10 @@ uint32_t draw_seed(ccv_nnc_stream_context_t* stream);
 
 // RANDOM_UNIFORM element i of a tensor of type `wide` (64F: 53 random bits from
 // word64(i)) or not (24 bits from word32(i)): lb + (ub - lb) * u, u in [0, 1).
-// For narrow types the product is exact in double, so the one rounding of
-// the sum (then to the type) is the same on every backend.
+// Both are one correctly rounded fma in double (then one rounding to the
+// type), so every backend and vector width gives the same bits.
 inline double uniform_narrow(uint32_t w, double lb, double range) {
-  return lb + range * (static_cast<double>(w >> 8) * 0x1p-24);
+  return std::fma(range, static_cast<double>(w >> 8) * 0x1p-24, lb);
 }
 inline double uniform_wide(uint64_t w, double lb, double range) {
   return std::fma(range, static_cast<double>(w >> 11) * 0x1p-53, lb);
@@ -87,5 +87,14 @@ inline uint64_t dropout_threshold(double p) {
   return t <= 0 ? 0 : t >= 4294967296.0 ? uint64_t{1} << 32 : static_cast<uint64_t>(t);
 }
 inline double dropout_scale(double p) { return p < 1 ? 1 / (1 - p) : 0; }
+
+// AVX2 + FMA loops (cpu_opt_avx2.cpp) over 64-bit words k0 .. k1 of a
+// Counter with `key`, writing elements 2*k0 .. 2*k1 - 1 of packed fp32; they
+// stop at a multiple of four words and return where they stopped (the
+// caller finishes with the scalar code). Call only when cpu_features()
+// reports avx2 and fma3. Dropout: threshold < 2^32.
+size_t uniform_f32_avx2(float* y, size_t k0, size_t k1, uint64_t key, double lb, double range);
+size_t dropout_f32_avx2(const float* x, float* y, unsigned char* mask, size_t k0, size_t k1, uint64_t key,
+                        uint64_t threshold, double scale);
 
 }  // namespace nnc::rand
