@@ -101,6 +101,41 @@ TEST_F(RandTest, SameSeedSameValuesOnEveryBackendSizeAndLayout) {
   }
 }
 
+// The documented generator, written again here: the kernel's one seed is the
+// next draw of the stream's generator, and element values are functions of
+// (seed, index) only, so a threaded CPU_OPT run must equal this serial loop.
+uint64_t splitmix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+TEST_F(RandTest, ValuesAreTheCounterGeneratorOfSeedAndIndex) {
+  const int n = 100003;
+  ccv_nnc_stream_context_set_seed(nullptr, 42);
+  const uint32_t seed = ccv_nnc_stream_context_genrand_uint32(nullptr);
+  const uint64_t key = splitmix(0x6a09e667f3bcc909ull ^ seed);
+  auto word64 = [&](uint64_t k) { return splitmix(key + (k + 1) * 0x9e3779b97f4a7c15ull); };
+  auto word32 = [&](uint64_t i) { return uint32_t(i & 1 ? word64(i >> 1) >> 32 : word64(i >> 1)); };
+  T f(CCV_32F, {n}), d(CCV_64F, {n}), x(CCV_32F, {n}), y(CCV_32F, {n}), m(CCV_8U, {n});
+  fill_seeded(random_cmd(CCV_NNC_RANDOM_UNIFORM_FORWARD, -1, 3, kOpt), f, 42);
+  fill_seeded(random_cmd(CCV_NNC_RANDOM_UNIFORM_FORWARD, -1, 3, kOpt), d, 42);
+  for (int i = 0; i < x.count(); i++) x.set(i, 1);
+  ccv_nnc_stream_context_set_seed(nullptr, 42);
+  ASSERT_EQ(run(dropout_cmd(CCV_NNC_DROPOUT_FORWARD, 0.25f, 0, kOpt), {x}, {y, m}), CCV_NNC_EXEC_SUCCESS);
+  const uint64_t t = uint64_t(std::nearbyint(double(0.25f) * 4294967296.0));
+  int bad_f = 0, bad_d = 0, bad_m = 0;
+  for (int i = 0; i < n; i++) {
+    const double uf = double(word32(i) >> 8) * 0x1p-24, ud = double(word64(i) >> 11) * 0x1p-53;
+    bad_f += f.get(i) != double(float(std::fma(4.0, uf, -1.0)));
+    bad_d += d.get(i) != std::fma(4.0, ud, -1.0);
+    bad_m += m.get(i) != (word32(i) >= t ? 1 : 0);
+  }
+  EXPECT_EQ(bad_f, 0);
+  EXPECT_EQ(bad_d, 0);
+  EXPECT_EQ(bad_m, 0);
+}
+
 TEST_F(RandTest, ConsecutiveCallsAndSeedsDiffer) {
   T a(CCV_32F, {64}), b(CCV_32F, {64}), c(CCV_32F, {64});
   ccv_nnc_stream_context_set_seed(nullptr, 1);
