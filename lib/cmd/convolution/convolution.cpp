@@ -1,5 +1,353 @@
-// Family registration (filled in by the family's implementation).
+// The convolution family: CONVOLUTION forward and backward (2-d windows).
+//
+//   ccv_nnc_cmd_t conv = CMD_CONVOLUTION_FORWARD(groups, K, KH, KW, C);
+//   ccv_nnc_cmd_exec(conv, HINT((1, 1), (1, 1)), 0, TENSOR_LIST(x, w, bias), TENSOR_LIST(y), 0);
+//
+// Parameters: size.dim = {KH, KW, C} (the window; size.dim[2] is informational
+// and not checked, since the weights carry the channels), convolution.count =
+// K (the number of filters, all groups together), convolution.groups (0 reads
+// as 1), convolution.dilation[0..1] (0 reads as 1). Stride and padding come
+// from the hint (stride 0 reads as 1); with ccv_nnc_no_hint the hint is
+// derived from the extents of x and y with the dilated window
+// ((KH - 1) * DH + 1), the same rule as ccv_nnc_hint_auto.
+//
+// Forward: inputs |x|w|bias|, bias optional (NULL or absent: 0); output |y|.
+//   x  NHWC [N,] H, W, C        or NCHW [N,] C, H, W
+//   w  NHWC K, KH, KW, C/groups or NCHW K, C/groups, KH, KW — the weights'
+//      own format tag picks their layout, so NHWC data may use NCHW weights.
+//   bias: K elements (1-d [K], or any shape holding K elements).
+//   y  NHWC [N,] OH, OW, K      or NCHW [N,] K, OH, OW, x's format; OH =
+//      (H + top + bottom - ((KH - 1) * DH + 1)) / SH + 1, the same for OW.
+//   y[n, oh, ow, k] = bias[k] + sum over kh, kw, c of
+//      x[n, oh * SH + kh * DH - top, ow * SW + kw * DW - left, g * C/groups + c]
+//      * w[k, kh, kw, c], g = k / (K / groups); x outside the image reads 0.
+// Backward: inputs |g|x|w|bias|y| (libnnc's order: the output gradient, then
+//   the forward inputs, then the forward output); only g, x (for dw) and w
+//   (for dx) are read, so bias and y may be NULL or left out. Outputs
+//   |dx|dw|dbias|, each optional (NULL or left out): the gradients of x, w and
+//   bias, shaped like them. dbias[k] = sum of g over n, oh, ow.
+// Data types: x, w, bias, y (g, dx, dw, dbias) share one float type: 32F,
+// 64F, 16F or 16BF on CPU_REF (accumulating in double), 32F on CPU_OPT.
+#include <algorithm>
+#include <cstring>
+
+#include "cmd/convolution/convolution.hpp"
+#include "core/cmd.hpp"
+#include "core/error.hpp"
 #include "core/registry.hpp"
+
 namespace nnc {
-void register_convolution(Registry& r) { (void)r; }
+
+namespace conv {
+
+namespace {
+
+constexpr int kFloatTypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF;
+
+const char* dt_name(const ccv_nnc_tensor_t* t) { return datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)); }
+int dt_of(const ccv_nnc_tensor_t* t) { return CCV_GET_DATA_TYPE(t->info.datatype); }
+
+int groups_of(const ccv_nnc_cmd_param_t& p) { return p.convolution.groups > 0 ? p.convolution.groups : 1; }
+int dilation_of(const ccv_nnc_cmd_param_t& p, int i) {
+  return p.convolution.dilation[i] > 0 ? p.convolution.dilation[i] : 1;
+}
+
+// Output extent of one spatial dimension, or -1 if the window does not fit.
+int out_extent(int x, int begin, int end, int k, int d, int s) {
+  const int span = x + begin + end - ((k - 1) * d + 1);
+  return span < 0 ? -1 : span / s + 1;
+}
+
+bool image_shape(const ccv_nnc_tensor_param_t& p) {
+  const int nd = nd_of(p.dim);
+  return (nd == 3 || nd == 4) && (p.format == CCV_TENSOR_FORMAT_NHWC || p.format == CCV_TENSOR_FORMAT_NCHW);
+}
+
+void tensor_auto_forward(const ccv_nnc_cmd_param_t& params, const ccv_nnc_tensor_param_t* inputs, int input_size,
+                         const ccv_nnc_hint_t& hint, ccv_nnc_tensor_param_t* outputs, int output_size) {
+  if (output_size < 1 || input_size < 1) return;
+  const ccv_nnc_tensor_param_t& x = inputs[0];
+  ccv_nnc_tensor_param_t y = x;
+  if (image_shape(x)) {
+    const int nd = nd_of(x.dim);
+    const bool nhwc = x.format == CCV_TENSOR_FORMAT_NHWC;
+    const int hi = nhwc ? nd - 3 : nd - 2;  // index of H
+    const int ci = nhwc ? nd - 1 : nd - 3;  // index of C
+    int K = params.convolution.count;
+    if (K <= 0 && input_size > 1) K = inputs[1].dim[0];
+    for (int i = 0; i < 2; i++) {
+      const int k = params.size.dim[i] > 0 ? params.size.dim[i] : 1;
+      const int s = hint.stride.dim[i] > 0 ? hint.stride.dim[i] : 1;
+      y.dim[hi + i] = std::max(0, out_extent(x.dim[hi + i], hint.border.begin[i], hint.border.end[i], k,
+                                             dilation_of(params, i), s));
+    }
+    y.dim[ci] = K;
+  }
+  outputs[0] = y;
+  for (int i = 1; i < output_size; i++) outputs[i] = y;
+}
+
+void tensor_auto_backward(const ccv_nnc_cmd_param_t& params, const ccv_nnc_tensor_param_t* inputs, int input_size,
+                          const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
+  // dx like x (input 1), dw like w (input 2), dbias a 1-d [K] of g's type.
+  for (int i = 0; i < output_size; i++) {
+    const int from = i + 1;
+    if (from < input_size && (i < 2 || nd_of(inputs[from].dim) > 0)) {
+      outputs[i] = inputs[from];
+      continue;
+    }
+    ccv_nnc_tensor_param_t p = input_size > 0 ? inputs[0] : ccv_nnc_tensor_param_t{};
+    if (i == 2) {
+      std::memset(p.dim, 0, sizeof(p.dim));
+      p.dim[0] = params.convolution.count > 0 ? params.convolution.count : (input_size > 2 ? inputs[2].dim[0] : 1);
+    }
+    outputs[i] = p;
+  }
+}
+
+bool bitmask_forward(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
+                     int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size) {
+  return (input_size == 2 || input_size == 3) && output_size == 1 && bit(inputs, input_bitmask_size, 0) &&
+         bit(inputs, input_bitmask_size, 1) && bit(outputs, output_bitmask_size, 0);
+}
+
+bool bitmask_backward(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
+                      int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size) {
+  if (input_size < 1 || input_size > 5 || output_size < 1 || output_size > 3 || !bit(inputs, input_bitmask_size, 0))
+    return false;
+  const bool dx = bit(outputs, output_bitmask_size, 0);
+  const bool dw = output_size > 1 && bit(outputs, output_bitmask_size, 1);
+  const bool db = output_size > 2 && bit(outputs, output_bitmask_size, 2);
+  if (!dx && !dw && !db) return false;
+  // Shapes come from x and w even for dbias alone only through g, which suffices.
+  if (dx && !(input_size > 2 && bit(inputs, input_bitmask_size, 2))) return false;
+  if (dw && !(input_size > 1 && bit(inputs, input_bitmask_size, 1))) return false;
+  return true;
+}
+
+void check_common(const char* name, const ccv_nnc_tensor_t* ref, const char* role, const ccv_nnc_tensor_t* t) {
+  if (!t) return;
+  NNC_CHECK(dt_of(t) == dt_of(ref), "%s: %s is %s but x is %s; they must share one type", name, role, dt_name(t),
+            dt_name(ref));
+}
+
+void validate_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv_nnc_tensor_t* const* inputs,
+                      int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
+  const char* name = "CONVOLUTION_FORWARD";
+  NNC_CHECK(input_size == 2 || input_size == 3, "%s: takes inputs |x|w|bias| (bias optional; got %d inputs)", name,
+            input_size);
+  NNC_CHECK(output_size == 1, "%s: takes one output |y| (got %d outputs)", name, output_size);
+  NNC_CHECK(inputs[0] && inputs[1], "%s: x (input 0) and w (input 1) are required", name);
+  NNC_CHECK(outputs[0], "%s: y (output 0) is required", name);
+  geometry(cmd, hint, inputs[0], inputs[1], input_size > 2 ? inputs[2] : nullptr, outputs[0], name);
+}
+
+void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv_nnc_tensor_t* const* inputs,
+                       int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
+  const char* name = "CONVOLUTION_BACKWARD";
+  NNC_CHECK(input_size >= 3 && input_size <= 5, "%s: takes inputs |g|x|w|bias|y| (at least |g|x|w|; got %d inputs)",
+            name, input_size);
+  NNC_CHECK(output_size >= 1 && output_size <= 3, "%s: takes outputs |dx|dw|dbias| (got %d outputs)", name,
+            output_size);
+  const BackwardIo io = backward_io(inputs, input_size, outputs, output_size);
+  NNC_CHECK(io.dx || io.dw || io.dbias, "%s: every output is NULL", name);
+  NNC_CHECK(io.g && io.x && io.w, "%s: needs g (input 0), x (input 1) and w (input 2) for the shapes", name);
+  const Geometry geo = geometry(cmd, hint, io.x, io.w, nullptr, io.g, name);
+  auto same = [&](const ccv_nnc_tensor_t* t, const ccv_nnc_tensor_t* like, const char* role, const char* of) {
+    if (!t) return;
+    check_common(name, io.x, role, t);
+    const int n = nd_of(like->info.dim);
+    bool ok = nd_of(t->info.dim) == n && t->info.format == like->info.format;
+    for (int i = 0; i < n && ok; i++) ok = t->info.dim[i] == like->info.dim[i];
+    NNC_CHECK(ok, "%s: %s is %s %s but %s is %s %s; they must match", name, role, format_name(t->info.format),
+              shape_string(t->info.dim).c_str(), of, format_name(like->info.format),
+              shape_string(like->info.dim).c_str());
+  };
+  same(io.dx, io.x, "dx", "x");
+  same(io.dw, io.w, "dw", "w");
+  if (io.dbias) {
+    check_common(name, io.x, "dbias", io.dbias);
+    size_t count = 1;
+    for (int i = 0; i < nd_of(io.dbias->info.dim); i++) count *= static_cast<size_t>(io.dbias->info.dim[i]);
+    NNC_CHECK(count == static_cast<size_t>(geo.K), "%s: dbias is %s but there are %d filters", name,
+              shape_string(io.dbias->info.dim).c_str(), geo.K);
+  }
+}
+
+}  // namespace
+
+Image image_of(const ccv_nnc_tensor_t* t) {
+  const Layout l = layout_of(t);
+  Image im;
+  im.data = l.data;
+  im.datatype = l.datatype;
+  im.nhwc = l.format != CCV_TENSOR_FORMAT_NCHW;
+  const int o = l.nd == 4 ? 1 : 0;
+  if (l.nd == 4) {
+    im.n = l.dim[0];
+    im.sn = l.stride[0];
+  }
+  if (im.nhwc) {
+    im.h = l.dim[o], im.w = l.dim[o + 1], im.c = l.dim[o + 2];
+    im.sh = l.stride[o], im.sw = l.stride[o + 1], im.sc = l.stride[o + 2];
+  } else {
+    im.c = l.dim[o], im.h = l.dim[o + 1], im.w = l.dim[o + 2];
+    im.sc = l.stride[o], im.sh = l.stride[o + 1], im.sw = l.stride[o + 2];
+  }
+  return im;
+}
+
+Weights weights_of(const ccv_nnc_tensor_t* t) {
+  const Layout l = layout_of(t);
+  Weights w;
+  w.data = l.data;
+  w.datatype = l.datatype;
+  w.nhwc = l.format != CCV_TENSOR_FORMAT_NCHW;
+  w.k = l.dim[0], w.sk = l.stride[0];
+  if (w.nhwc) {
+    w.kh = l.dim[1], w.kw = l.dim[2], w.c = l.dim[3];
+    w.skh = l.stride[1], w.skw = l.stride[2], w.sc = l.stride[3];
+  } else {
+    w.c = l.dim[1], w.kh = l.dim[2], w.kw = l.dim[3];
+    w.sc = l.stride[1], w.skh = l.stride[2], w.skw = l.stride[3];
+  }
+  return w;
+}
+
+ccv_nnc_hint_t resolve_hint(const ccv_nnc_cmd_param_t& params, const ccv_nnc_hint_t& hint,
+                            const ccv_nnc_tensor_param_t& x, const ccv_nnc_tensor_param_t& y, const char*) {
+  if (!is_no_hint(hint)) return hint;
+  ccv_nnc_cmd_param_t p = params;
+  for (int i = 0; i < 2; i++) {
+    const int k = params.size.dim[i] > 0 ? params.size.dim[i] : 1;
+    p.size.dim[i] = (k - 1) * dilation_of(params, i) + 1;
+  }
+  return hint_auto(p, x, y);
+}
+
+Geometry geometry(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& given, const ccv_nnc_tensor_t* x,
+                  const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* bias, const ccv_nnc_tensor_t* y,
+                  const char* name) {
+  const ccv_nnc_cmd_param_t& p = cmd.info;
+  NNC_CHECK(dt_of(x) & kFloatTypes, "%s: x is %s; convolution takes 32F, 64F, 16F and 16BF", name, dt_name(x));
+  check_common(name, x, "w", w);
+  check_common(name, x, "bias", bias);
+  check_common(name, x, y == nullptr ? "y" : "the output (or g)", y);
+  const int xnd = nd_of(x->info.dim);
+  NNC_CHECK(image_shape(x->info), "%s: x is %s %s; it must be a 3-d or 4-d NHWC or NCHW tensor", name,
+            format_name(x->info.format), shape_string(x->info.dim).c_str());
+  NNC_CHECK(nd_of(y->info.dim) == xnd && y->info.format == x->info.format,
+            "%s: the output (or g) is %s %s but x is %s %s; same rank and format expected", name,
+            format_name(y->info.format), shape_string(y->info.dim).c_str(), format_name(x->info.format),
+            shape_string(x->info.dim).c_str());
+  NNC_CHECK(nd_of(w->info.dim) == 4 &&
+                (w->info.format == CCV_TENSOR_FORMAT_NHWC || w->info.format == CCV_TENSOR_FORMAT_NCHW),
+            "%s: w is %s %s; it must be 4-d: NHWC K x KH x KW x C/groups or NCHW K x C/groups x KH x KW", name,
+            format_name(w->info.format), shape_string(w->info.dim).c_str());
+  Geometry g;
+  g.datatype = dt_of(x);
+  g.batched = xnd == 4;
+  g.x = image_of(x);
+  g.w = weights_of(w);
+  g.y = image_of(y);
+  g.N = g.x.n, g.H = g.x.h, g.W = g.x.w, g.C = g.x.c;
+  g.K = g.w.k;
+  g.KH = g.w.kh, g.KW = g.w.kw;
+  g.G = groups_of(p);
+  NNC_CHECK(p.convolution.count > 0, "%s: convolution.count (the number of filters) is %d; it must be > 0", name,
+            p.convolution.count);
+  NNC_CHECK(p.convolution.count == g.K, "%s: convolution.count is %d but w is %s with %d filters", name,
+            p.convolution.count, shape_string(w->info.dim).c_str(), g.K);
+  NNC_CHECK(p.size.dim[0] == g.KH && p.size.dim[1] == g.KW,
+            "%s: the window (size.dim) is %dx%d but w is %s %s with a %dx%d window", name, p.size.dim[0],
+            p.size.dim[1], format_name(w->info.format), shape_string(w->info.dim).c_str(), g.KH, g.KW);
+  NNC_CHECK(g.C % g.G == 0 && g.K % g.G == 0, "%s: %d groups must divide the %d input channels and the %d filters",
+            name, g.G, g.C, g.K);
+  g.Cg = g.C / g.G, g.Kg = g.K / g.G;
+  NNC_CHECK(g.w.c == g.Cg, "%s: w is %s %s with %d channels per filter but x has %d channels in %d groups (%d each)",
+            name, format_name(w->info.format), shape_string(w->info.dim).c_str(), g.w.c, g.C, g.G, g.Cg);
+  for (int i = 0; i < 2; i++)
+    NNC_CHECK(p.convolution.dilation[i] >= 0, "%s: convolution.dilation[%d] is %d; it must be >= 0", name, i,
+              p.convolution.dilation[i]);
+  g.DH = dilation_of(p, 0), g.DW = dilation_of(p, 1);
+  const ccv_nnc_hint_t hint = resolve_hint(p, given, x->info, y->info, name);
+  for (int i = 0; i < 2; i++)
+    NNC_CHECK(hint.stride.dim[i] >= 0 && hint.border.begin[i] >= 0 && hint.border.end[i] >= 0,
+              "%s: the hint's stride / border in dimension %d is negative (stride %d, border %d, %d)", name, i,
+              hint.stride.dim[i], hint.border.begin[i], hint.border.end[i]);
+  g.SH = hint.stride.dim[0] > 0 ? hint.stride.dim[0] : 1;
+  g.SW = hint.stride.dim[1] > 0 ? hint.stride.dim[1] : 1;
+  g.PT = hint.border.begin[0], g.PL = hint.border.begin[1];
+  g.PB = hint.border.end[0], g.PR = hint.border.end[1];
+  g.OH = out_extent(g.H, g.PT, g.PB, g.KH, g.DH, g.SH);
+  g.OW = out_extent(g.W, g.PL, g.PR, g.KW, g.DW, g.SW);
+  NNC_CHECK(g.OH > 0 && g.OW > 0,
+            "%s: the %dx%d window (dilation %dx%d) does not fit the %dx%d input with padding %d,%d / %d,%d", name,
+            g.KH, g.KW, g.DH, g.DW, g.H, g.W, g.PT, g.PB, g.PL, g.PR);
+  g.K = g.w.k;
+  NNC_CHECK(g.y.n == g.N && g.y.h == g.OH && g.y.w == g.OW && g.y.c == g.K,
+            "%s: the output (or g) is %s but x %s, w %s, stride %dx%d and padding %d,%d / %d,%d give %d x %d x %d "
+            "x %d (N, OH, OW, K)",
+            name, shape_string(y->info.dim).c_str(), shape_string(x->info.dim).c_str(),
+            shape_string(w->info.dim).c_str(), g.SH, g.SW, g.PT, g.PB, g.PL, g.PR, g.N, g.OH, g.OW, g.K);
+  if (bias) {
+    const Layout b = layout_of(bias);
+    NNC_CHECK(b.count() == static_cast<size_t>(g.K), "%s: bias is %s but there are %d filters", name,
+              shape_string(bias->info.dim).c_str(), g.K);
+    g.bias = b.data;
+    // K elements along one dimension (the others are 1).
+    g.bias_stride = 1;
+    for (int i = 0; i < b.nd; i++)
+      if (b.dim[i] == g.K) g.bias_stride = b.stride[i];
+  }
+  return g;
+}
+
+BackwardIo backward_io(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                       int output_size) {
+  BackwardIo io;
+  io.g = input_size > 0 ? inputs[0] : nullptr;
+  io.x = input_size > 1 ? inputs[1] : nullptr;
+  io.w = input_size > 2 ? inputs[2] : nullptr;
+  io.dx = output_size > 0 ? outputs[0] : nullptr;
+  io.dw = output_size > 1 ? outputs[1] : nullptr;
+  io.dbias = output_size > 2 ? outputs[2] : nullptr;
+  return io;
+}
+
+}  // namespace conv
+
+void register_convolution(Registry& r) {
+  CommandInfo forward;
+  forward.cmd = CCV_NNC_CONVOLUTION_FORWARD;
+  forward.tensor_auto = conv::tensor_auto_forward;
+  forward.bitmask = conv::bitmask_forward;
+  forward.validate = conv::validate_forward;
+  // Not `windowed`: core would derive a missing hint without the dilation (and,
+  // for the backward, from g to dx); resolve_hint does it for both instead.
+  r.add_command(forward);
+
+  CommandInfo backward;
+  backward.cmd = CCV_NNC_CONVOLUTION_BACKWARD;
+  backward.tensor_auto = conv::tensor_auto_backward;
+  backward.bitmask = conv::bitmask_backward;
+  backward.validate = conv::validate_backward;
+  r.add_command(backward);
+
+  constexpr int kFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW;
+  constexpr int kTypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF;
+  for (const auto& [id, exec] : {std::pair{CCV_NNC_CONVOLUTION_FORWARD, &conv::forward_ref},
+                                 std::pair{CCV_NNC_CONVOLUTION_BACKWARD, &conv::backward_ref}}) {
+    Kernel k;
+    k.cmd = id;
+    k.backend = CCV_NNC_BACKEND_CPU_REF;
+    k.tensor_formats = kFormats;
+    k.tensor_datatypes = kTypes;
+    k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
+    k.exec = exec;
+    r.add_kernel(k);
+  }
+  conv::register_cpu_opt(r);
+}
+
 }  // namespace nnc

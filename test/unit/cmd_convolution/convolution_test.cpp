@@ -1,0 +1,360 @@
+// CONVOLUTION against a reference written here in double, finite differences
+// in fp64, CPU_REF against CPU_OPT, shapes and bad input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "../../cmd_test_util.hpp"
+#include "convolution_easy.h"
+
+using namespace cmdtest;
+
+namespace {
+
+class Conv : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { ccv_nnc_init(); }
+};
+
+constexpr int NHWC = CCV_TENSOR_FORMAT_NHWC, NCHW = CCV_TENSOR_FORMAT_NCHW;
+
+// One problem, described the way a test states it.
+struct Case {
+  int N, H, W, C, K, KH, KW;
+  int SH = 1, SW = 1, PT = 0, PB = 0, PL = 0, PR = 0, DH = 1, DW = 1, G = 1;
+  int format = NHWC;
+  bool bias = true;
+  bool batched = true;
+  int OH() const { return (H + PT + PB - ((KH - 1) * DH + 1)) / SH + 1; }
+  int OW() const { return (W + PL + PR - ((KW - 1) * DW + 1)) / SW + 1; }
+  std::vector<int> img(int n, int h, int w, int c) const {
+    std::vector<int> d = format == NHWC ? std::vector<int>{n, h, w, c} : std::vector<int>{n, c, h, w};
+    if (!batched) d.erase(d.begin());
+    return d;
+  }
+  std::vector<int> x_shape() const { return img(N, H, W, C); }
+  std::vector<int> y_shape() const { return img(N, OH(), OW(), K); }
+  std::vector<int> w_shape() const {
+    return format == NHWC ? std::vector<int>{K, KH, KW, C / G} : std::vector<int>{K, C / G, KH, KW};
+  }
+  // Row-major linear indices of the logical elements.
+  size_t xi(int n, int h, int w, int c, int HH, int WW, int CC) const {
+    if (format == NHWC) return ((static_cast<size_t>(n) * HH + h) * WW + w) * CC + c;
+    return ((static_cast<size_t>(n) * CC + c) * HH + h) * WW + w;
+  }
+  size_t wi(int k, int kh, int kw, int c) const {
+    const int Cg = C / G;
+    if (format == NHWC) return ((static_cast<size_t>(k) * KH + kh) * KW + kw) * Cg + c;
+    return ((static_cast<size_t>(k) * Cg + c) * KH + kh) * KW + kw;
+  }
+  ccv_nnc_hint_t hint() const {
+    ccv_nnc_hint_t h = {};
+    h.stride.dim[0] = SH, h.stride.dim[1] = SW;
+    h.border.begin[0] = PT, h.border.end[0] = PB, h.border.begin[1] = PL, h.border.end[1] = PR;
+    return h;
+  }
+  ccv_nnc_cmd_t cmd(uint32_t id, uint32_t backend = 0) const {
+    ccv_nnc_cmd_param_t p;
+    std::memset(&p, 0, sizeof(p));
+    p.size.dim[0] = KH, p.size.dim[1] = KW, p.size.dim[2] = C;
+    p.convolution.count = K;
+    p.convolution.groups = G;
+    p.convolution.dilation[0] = DH, p.convolution.dilation[1] = DW;
+    ccv_nnc_cmd_t c = ccv_nnc_cmd(id, nullptr, p, 0);
+    c.backend = backend;
+    return c;
+  }
+};
+
+// y in double straight from the definition.
+std::vector<double> reference(const Case& c, const T& x, const T& w, const T* b) {
+  const int OH = c.OH(), OW = c.OW(), Cg = c.C / c.G, Kg = c.K / c.G;
+  std::vector<double> y(static_cast<size_t>(c.N) * OH * OW * c.K);
+  for (int n = 0; n < c.N; n++)
+    for (int oh = 0; oh < OH; oh++)
+      for (int ow = 0; ow < OW; ow++)
+        for (int k = 0; k < c.K; k++) {
+          double s = b ? b->get(static_cast<size_t>(k)) : 0;
+          for (int kh = 0; kh < c.KH; kh++)
+            for (int kw = 0; kw < c.KW; kw++) {
+              const int ih = oh * c.SH - c.PT + kh * c.DH, iw = ow * c.SW - c.PL + kw * c.DW;
+              if (ih < 0 || iw < 0 || ih >= c.H || iw >= c.W) continue;
+              for (int ci = 0; ci < Cg; ci++)
+                s += x.get(c.xi(n, ih, iw, (k / Kg) * Cg + ci, c.H, c.W, c.C)) * w.get(c.wi(k, kh, kw, ci));
+            }
+          y[c.xi(n, oh, ow, k, OH, OW, c.K)] = s;
+        }
+  return y;
+}
+
+T make(int dt, const std::vector<int>& shape, int format, bool view) {
+  return view ? T::view(dt, shape, format) : T(dt, shape, format);
+}
+
+void check_forward(const Case& c, int dt, bool views, uint32_t backend, double tol, std::mt19937& rng,
+                   bool no_hint = false) {
+  T x = make(dt, c.x_shape(), c.format, views), w = make(dt, c.w_shape(), c.format, views);
+  T b = make(dt, {c.K}, c.format, views), y = make(dt, c.y_shape(), c.format, views);
+  if (dt == CCV_16F || dt == CCV_16BF) {
+    fill_random(x, rng), fill_random(w, rng), fill_random(b, rng);
+  } else {
+    fill_uniform(x, rng), fill_uniform(w, rng), fill_uniform(b, rng);
+  }
+  std::vector<ccv_nnc_tensor_t*> in = {x, w};
+  if (c.bias) in.push_back(b);
+  const ccv_nnc_hint_t h = no_hint ? ccv_nnc_no_hint : c.hint();
+  ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, backend), h, in, {y}), CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  const std::vector<double> want = reference(c, x, w, c.bias ? &b : nullptr);
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); i++)
+    worst = std::max(worst, std::fabs(y.get(i) - want[i]) / std::max(1.0, std::fabs(want[i])));
+  EXPECT_LE(worst, tol) << "N" << c.N << " " << c.H << "x" << c.W << " C" << c.C << " K" << c.K << " " << c.KH << "x"
+                        << c.KW << " G" << c.G;
+  EXPECT_TRUE(y.guard_intact());
+}
+
+std::vector<Case> forward_cases() {
+  std::vector<Case> cs;
+  for (int format : {NHWC, NCHW}) {
+    Case a{2, 7, 6, 3, 4, 3, 3};
+    a.PT = a.PB = a.PL = a.PR = 1;
+    a.format = format;
+    cs.push_back(a);
+    Case s{1, 9, 8, 4, 6, 3, 2};
+    s.SH = 2, s.SW = 3, s.PT = 2, s.PB = 0, s.PL = 0, s.PR = 1, s.G = 2, s.format = format, s.bias = false;
+    cs.push_back(s);
+    Case d{2, 8, 9, 2, 3, 3, 3};
+    d.DH = 2, d.DW = 3, d.PT = 1, d.PB = 2, d.PL = 2, d.PR = 1, d.format = format;
+    cs.push_back(d);
+    Case u{1, 5, 5, 6, 6, 1, 1};
+    u.G = 3, u.batched = false, u.format = format;
+    cs.push_back(u);
+    Case big{1, 4, 4, 2, 3, 5, 5};  // padding larger than the image
+    big.PT = big.PB = big.PL = big.PR = 4, big.format = format;
+    cs.push_back(big);
+  }
+  return cs;
+}
+
+TEST_F(Conv, ForwardMatchesDefinitionRef) {
+  std::mt19937 rng(1);
+  for (const Case& c : forward_cases()) {
+    check_forward(c, CCV_64F, false, CCV_NNC_BACKEND_CPU_REF, 1e-12, rng);
+    check_forward(c, CCV_32F, true, CCV_NNC_BACKEND_CPU_REF, 1e-5, rng);
+  }
+}
+
+TEST_F(Conv, ForwardHalfAndBfloatRef) {
+  std::mt19937 rng(2);
+  Case c{1, 5, 4, 3, 2, 3, 3};
+  c.PT = c.PB = c.PL = c.PR = 1;
+  // Sums of products of multiples of 1/64 in [-8, 8]: rounded once on store.
+  check_forward(c, CCV_16F, false, CCV_NNC_BACKEND_CPU_REF, 1e-3, rng);
+  check_forward(c, CCV_16BF, false, CCV_NNC_BACKEND_CPU_REF, 8e-3, rng);
+}
+
+TEST_F(Conv, ForwardDerivesHintWithDilation) {
+  std::mt19937 rng(3);
+  Case c{1, 9, 9, 2, 3, 3, 3};
+  c.DH = c.DW = 2, c.PT = c.PL = 2, c.PB = c.PR = 2;  // "same" output for a dilated 3x3
+  ASSERT_EQ(c.OH(), 9);
+  check_forward(c, CCV_64F, false, CCV_NNC_BACKEND_CPU_REF, 1e-12, rng, /*no_hint=*/true);
+  Case s{1, 8, 8, 2, 2, 3, 3};
+  s.SH = s.SW = 2, s.PT = s.PL = 0, s.PB = s.PR = 1;  // 8 -> 4 with stride 2
+  ASSERT_EQ(s.OH(), 4);
+  check_forward(s, CCV_64F, false, CCV_NNC_BACKEND_CPU_REF, 1e-12, rng, /*no_hint=*/true);
+}
+
+TEST_F(Conv, WeightsInTheirOwnFormat) {
+  // NHWC data with NCHW (K, C, KH, KW) weights gives the same result as the
+  // same weights stored NHWC.
+  std::mt19937 rng(4);
+  Case c{1, 5, 5, 3, 2, 3, 2};
+  T x(CCV_64F, c.x_shape(), NHWC), w(CCV_64F, c.w_shape(), NHWC), wc(CCV_64F, {2, 3, 3, 2}, NCHW);
+  T y(CCV_64F, c.y_shape(), NHWC), y2(CCV_64F, c.y_shape(), NHWC);
+  fill_uniform(x, rng), fill_uniform(w, rng);
+  for (int k = 0; k < 2; k++)
+    for (int kh = 0; kh < 3; kh++)
+      for (int kw = 0; kw < 2; kw++)
+        for (int ci = 0; ci < 3; ci++) wc.set(((k * 3 + ci) * 3 + kh) * 2 + kw, w.get(((k * 3 + kh) * 2 + kw) * 3 + ci));
+  for (uint32_t backend : {static_cast<uint32_t>(CCV_NNC_BACKEND_CPU_REF), 0u}) {
+    ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, backend), c.hint(), {x, w}, {y}), CCV_NNC_EXEC_SUCCESS);
+    ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, backend), c.hint(), {x, wc}, {y2}), CCV_NNC_EXEC_SUCCESS)
+        << ccv_nnc_error_message();
+    EXPECT_LE(max_rel_diff(y2, y), 1e-14);
+  }
+}
+
+std::vector<Case> gradient_cases() {
+  std::vector<Case> cs;
+  for (int format : {NHWC, NCHW}) {
+    Case a{2, 5, 4, 2, 3, 3, 3};
+    a.PT = a.PB = a.PL = a.PR = 1, a.format = format;
+    cs.push_back(a);
+    Case s{1, 7, 6, 4, 2, 3, 2};
+    s.SH = 2, s.SW = 2, s.PT = 1, s.PR = 1, s.DH = 2, s.G = 2, s.format = format;
+    cs.push_back(s);
+  }
+  return cs;
+}
+
+TEST_F(Conv, BackwardMatchesFiniteDifferences) {
+  std::mt19937 rng(5);
+  for (const Case& c : gradient_cases())
+    for (uint32_t backend : {static_cast<uint32_t>(CCV_NNC_BACKEND_CPU_REF), 0u}) {
+      T x(CCV_64F, c.x_shape(), c.format), w(CCV_64F, c.w_shape(), c.format), b(CCV_64F, {c.K}, c.format);
+      fill_uniform(x, rng), fill_uniform(w, rng), fill_uniform(b, rng);
+      expect_gradients_match(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, backend), c.cmd(CCV_NNC_CONVOLUTION_BACKWARD, backend),
+                             c.hint(), {&x, &w, &b}, {c.y_shape()}, {true, true, true}, rng, 1e-6, 1e-6, c.format);
+    }
+}
+
+TEST_F(Conv, BackwardOutputsAreOptional) {
+  std::mt19937 rng(6);
+  Case c{2, 5, 5, 3, 4, 3, 3};
+  c.PT = c.PB = c.PL = c.PR = 1;
+  T x(CCV_64F, c.x_shape()), w(CCV_64F, c.w_shape()), g(CCV_64F, c.y_shape());
+  fill_uniform(x, rng), fill_uniform(w, rng), fill_uniform(g, rng);
+  T dx(CCV_64F, c.x_shape()), dw(CCV_64F, c.w_shape()), db(CCV_64F, {c.K});
+  T dx2(CCV_64F, c.x_shape()), dw2(CCV_64F, c.w_shape()), db2(CCV_64F, {c.K});
+  const ccv_nnc_cmd_t back = c.cmd(CCV_NNC_CONVOLUTION_BACKWARD, CCV_NNC_BACKEND_CPU_REF);
+  ASSERT_EQ(run_hint(back, c.hint(), {g, x, w, nullptr, nullptr}, {dx, dw, db}), CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  ASSERT_EQ(run_hint(back, c.hint(), {g, x, w}, {dx2}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  ASSERT_EQ(run_hint(back, c.hint(), {g, x, w}, {nullptr, dw2}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  ASSERT_EQ(run_hint(back, c.hint(), {g, x, w}, {nullptr, nullptr, db2}), CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  EXPECT_EQ(max_rel_diff(dx2, dx), 0);
+  EXPECT_EQ(max_rel_diff(dw2, dw), 0);
+  EXPECT_EQ(max_rel_diff(db2, db), 0);
+  // dbias is the sum of g over n, oh, ow.
+  for (int k = 0; k < c.K; k++) {
+    double s = 0;
+    for (size_t i = static_cast<size_t>(k); i < g.count(); i += static_cast<size_t>(c.K)) s += g.get(i);
+    EXPECT_NEAR(db.get(static_cast<size_t>(k)), s, 1e-12);
+  }
+}
+
+TEST_F(Conv, ShapeInference) {
+  Case c{8, 28, 27, 3, 16, 5, 5};
+  c.SH = 2, c.SW = 2, c.PT = c.PB = c.PL = c.PR = 2, c.DW = 2;
+  for (int format : {NHWC, NCHW}) {
+    c.format = format;
+    ccv_nnc_tensor_param_t in[3] = {param(CCV_32F, c.x_shape(), format), param(CCV_32F, c.w_shape(), format),
+                                    param(CCV_32F, {16}, format)};
+    ccv_nnc_tensor_param_t out[1];
+    ccv_nnc_hint_tensor_auto(c.cmd(CCV_NNC_CONVOLUTION_FORWARD), in, 3, c.hint(), out, 1);
+    const std::vector<int> want = c.y_shape();
+    for (size_t i = 0; i < 4; i++) EXPECT_EQ(out[0].dim[i], want[i]);
+    EXPECT_EQ(out[0].dim[4], 0);
+    EXPECT_EQ(out[0].format, format);
+    ccv_nnc_tensor_param_t bin[3] = {param(CCV_32F, c.y_shape(), format), in[0], in[1]};
+    ccv_nnc_tensor_param_t bout[3];
+    ccv_nnc_hint_tensor_auto(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD), bin, 3, c.hint(), bout, 3);
+    for (int i = 0; i < 4; i++) EXPECT_EQ(bout[0].dim[i], in[0].dim[i]);
+    for (int i = 0; i < 4; i++) EXPECT_EQ(bout[1].dim[i], in[1].dim[i]);
+    EXPECT_EQ(bout[2].dim[0], 16);
+    EXPECT_EQ(bout[2].dim[1], 0);
+  }
+  // The forward needs x and w; its backward g plus x (for dw) / w (for dx).
+  const uint64_t xw = 3, xwb = 7, y = 1;
+  EXPECT_TRUE(ccv_nnc_cmd_bitmask(c.cmd(CCV_NNC_CONVOLUTION_FORWARD), 3, 1, &xw, 1, &y, 1));
+  EXPECT_TRUE(ccv_nnc_cmd_bitmask(c.cmd(CCV_NNC_CONVOLUTION_FORWARD), 3, 1, &xwb, 1, &y, 1));
+  const uint64_t only_x = 1;
+  EXPECT_FALSE(ccv_nnc_cmd_bitmask(c.cmd(CCV_NNC_CONVOLUTION_FORWARD), 3, 1, &only_x, 1, &y, 1));
+  const uint64_t g_x = 0x3, g_w = 0x5, g_only = 0x1, dx = 0x1, dw = 0x2, db = 0x4;
+  EXPECT_TRUE(ccv_nnc_cmd_bitmask(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD), 5, 3, &g_w, 1, &dx, 1));
+  EXPECT_FALSE(ccv_nnc_cmd_bitmask(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD), 5, 3, &g_x, 1, &dx, 1));
+  EXPECT_TRUE(ccv_nnc_cmd_bitmask(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD), 5, 3, &g_x, 1, &dw, 1));
+  EXPECT_FALSE(ccv_nnc_cmd_bitmask(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD), 5, 3, &g_w, 1, &dw, 1));
+  EXPECT_TRUE(ccv_nnc_cmd_bitmask(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD), 5, 3, &g_only, 1, &db, 1));
+}
+
+TEST_F(Conv, EasyMacrosFromC) {
+  const ccv_nnc_cmd_t f = nnc_test_conv_forward();
+  EXPECT_EQ(f.cmd, static_cast<uint32_t>(CCV_NNC_CONVOLUTION_FORWARD));
+  EXPECT_EQ(f.info.convolution.groups, 2);
+  EXPECT_EQ(f.info.convolution.count, 6);
+  EXPECT_EQ(f.info.size.dim[0], 3);
+  EXPECT_EQ(f.info.size.dim[1], 5);
+  EXPECT_EQ(f.info.size.dim[2], 4);
+  EXPECT_EQ(nnc_test_conv_backward().cmd, static_cast<uint32_t>(CCV_NNC_CONVOLUTION_BACKWARD));
+  float y[4];
+  ASSERT_EQ(nnc_test_conv_example(y), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  EXPECT_EQ(y[0], 1 + 2 + 4 + 5 + 0.5f);
+  EXPECT_EQ(y[1], 2 + 3 + 5 + 6 + 0.5f);
+  EXPECT_EQ(y[2], 4 + 5 + 7 + 8 + 0.5f);
+  EXPECT_EQ(y[3], 5 + 6 + 8 + 9 + 0.5f);
+}
+
+TEST_F(Conv, BadInput) {
+  Case c{1, 6, 6, 4, 4, 3, 3};
+  c.PT = c.PB = c.PL = c.PR = 1;
+  T x(CCV_32F, c.x_shape()), w(CCV_32F, c.w_shape()), b(CCV_32F, {4}), y(CCV_32F, c.y_shape());
+  T xd(CCV_64F, c.x_shape()), y5(CCV_32F, {1, 5, 5, 4}), w2(CCV_32F, {4, 3, 3, 3}), b5(CCV_32F, {5});
+  T flat(CCV_32F, {36, 4}), g(CCV_32F, c.y_shape()), dx(CCV_32F, c.x_shape()), dxw(CCV_32F, {1, 6, 5, 4});
+  const ccv_nnc_cmd_t f = c.cmd(CCV_NNC_CONVOLUTION_FORWARD), bk = c.cmd(CCV_NNC_CONVOLUTION_BACKWARD);
+  const ccv_nnc_hint_t h = c.hint();
+  EXPECT_EQ(run_hint(f, h, {x, w, b}, {y}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  EXPECT_EQ(run_hint(f, h, {x}, {y}), CCV_NNC_EXEC_INVALID);
+  EXPECT_TRUE(message_has("inputs"));
+  EXPECT_EQ(run_hint(f, h, {x, w, b}, {y, y}), CCV_NNC_EXEC_INVALID);
+  EXPECT_EQ(run_hint(f, h, {x, nullptr}, {y}), CCV_NNC_EXEC_INVALID);
+  EXPECT_EQ(run_hint(f, h, {xd, w, b}, {y}), CCV_NNC_EXEC_INVALID);
+  EXPECT_TRUE(message_has("64F"));
+  EXPECT_EQ(run_hint(f, h, {x, w, b}, {y5}), CCV_NNC_EXEC_INVALID);
+  EXPECT_TRUE(message_has("1x5x5x4"));
+  EXPECT_EQ(run_hint(f, h, {x, w2, b}, {y}), CCV_NNC_EXEC_INVALID);
+  EXPECT_TRUE(message_has("channels"));
+  EXPECT_EQ(run_hint(f, h, {x, w, b5}, {y}), CCV_NNC_EXEC_INVALID);
+  EXPECT_TRUE(message_has("bias"));
+  EXPECT_EQ(run_hint(f, h, {flat, w, b}, {y}), CCV_NNC_EXEC_INVALID);
+  ccv_nnc_cmd_t wrong = f;
+  wrong.info.convolution.count = 5;
+  EXPECT_EQ(run_hint(wrong, h, {x, w, b}, {y}), CCV_NNC_EXEC_INVALID);
+  EXPECT_TRUE(message_has("count"));
+  wrong = f;
+  wrong.info.size.dim[0] = 5;
+  EXPECT_EQ(run_hint(wrong, h, {x, w, b}, {y}), CCV_NNC_EXEC_INVALID);
+  wrong = f;
+  wrong.info.convolution.groups = 3;
+  EXPECT_EQ(run_hint(wrong, h, {x, w, b}, {y}), CCV_NNC_EXEC_INVALID);
+  EXPECT_TRUE(message_has("groups"));
+  wrong = f;
+  wrong.info.convolution.dilation[0] = -1;
+  EXPECT_EQ(run_hint(wrong, h, {x, w, b}, {y}), CCV_NNC_EXEC_INVALID);
+  // Impossible hints: negative values, a window larger than the padded image, a stride that gives another size.
+  ccv_nnc_hint_t bad = h;
+  bad.border.begin[0] = -1;
+  EXPECT_EQ(run_hint(f, bad, {x, w, b}, {y}), CCV_NNC_EXEC_INVALID);
+  bad = h;
+  bad.stride.dim[0] = 2;
+  EXPECT_EQ(run_hint(f, bad, {x, w, b}, {y}), CCV_NNC_EXEC_INVALID);
+  T tiny(CCV_32F, {1, 2, 2, 4}), ty(CCV_32F, {1, 1, 1, 4});
+  ccv_nnc_hint_t unpadded = {};
+  unpadded.stride.dim[0] = unpadded.stride.dim[1] = 1;
+  EXPECT_EQ(run_hint(f, unpadded, {tiny, w, b}, {ty}), CCV_NNC_EXEC_INVALID);
+  EXPECT_TRUE(message_has("does not fit"));
+  // No hint can map 6x6 to 1x5x5 ... but a 3x3 window maps 6 to 5 only with one pad: derived.
+  EXPECT_EQ(run(f, {x, w, b}, {y5}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  T y9(CCV_32F, {1, 9, 9, 4});
+  EXPECT_EQ(run(f, {x, w, b}, {y9}), CCV_NNC_EXEC_INVALID);
+  // Backward.
+  EXPECT_EQ(run_hint(bk, h, {g, x, w}, {dx}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  EXPECT_EQ(run_hint(bk, h, {g, x}, {dx}), CCV_NNC_EXEC_INVALID);
+  EXPECT_EQ(run_hint(bk, h, {g, x, w}, {nullptr, nullptr, nullptr}), CCV_NNC_EXEC_INVALID);
+  EXPECT_EQ(run_hint(bk, h, {g, x, w}, {dxw}), CCV_NNC_EXEC_INVALID);
+  EXPECT_TRUE(message_has("dx"));
+  EXPECT_EQ(run_hint(bk, h, {g, x, w}, {dx, w2}), CCV_NNC_EXEC_INVALID);
+  EXPECT_EQ(run_hint(bk, h, {g, x, w}, {dx, nullptr, b5}), CCV_NNC_EXEC_INVALID);
+  EXPECT_EQ(run_hint(bk, h, {y5, x, w}, {dx}), CCV_NNC_EXEC_INVALID);
+  EXPECT_EQ(run_hint(bk, h, {g, x, w, b, y, y}, {dx}), CCV_NNC_EXEC_INVALID);
+  // A CHWN tensor has no backend.
+  T chwn(CCV_32F, {4, 6, 6, 1}, CCV_TENSOR_FORMAT_CHWN);
+  EXPECT_NE(run_hint(f, h, {chwn, w, b}, {y}), CCV_NNC_EXEC_SUCCESS);
+}
+
+}  // namespace
