@@ -85,10 +85,16 @@ enum class NncSelection { interference_first, size_first };
 Layout plan_nnc(const Blocks& blocks, NncSelection selection);
 Layout plan_greedy(const Blocks& blocks);
 
-// Places blocks in `order`, each in the smallest gap between the placed
-// blocks it interferes with that fits it, else above them all (one buffer).
-// Returns the buffer's size.
-std::uint64_t fit_decode(const Blocks& blocks, const std::vector<std::size_t>& order, Layout& out);
+// Places blocks in `order`, each in the smallest (Fit::best) or lowest
+// (Fit::first) gap between the placed blocks it interferes with that fits
+// it, else above them all (one buffer). Returns the buffer's size.
+enum class Fit { best, first };
+std::uint64_t fit_decode(const Blocks& blocks, const std::vector<std::size_t>& order, Fit how, Layout& out);
+// Total orders only: skyline placement (skyline.cpp), each round putting
+// into the lowest stretch of the skyline the fitting block that ranks first
+// by `pick`. Returns the buffer's size.
+enum class SkylinePick { longest, largest, area };
+std::uint64_t skyline_decode(const Blocks& blocks, SkylinePick pick, Layout& out);
 // The best of fit_decode over several orders (greedy by size's among them,
 // and `seed`'s offsets when given), improved by squeaky-wheel reordering.
 Layout plan_fit(const Blocks& blocks, const Layout* seed);
@@ -104,6 +110,7 @@ struct Unrolled {
 inline constexpr unsigned kMaxUnroll = 16;
 Result<Unrolled> unroll_loop(const Problem& body);
 
-inline std::uint64_t align_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; }
+// `a` is a power of two (validate() sees to it).
+inline std::uint64_t align_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) & ~(a - 1); }
 
 }  // namespace nnc::alloc::detail

@@ -32,47 +32,67 @@ constexpr unsigned kMaxWheelRounds = 48;
 
 }  // namespace
 
-std::uint64_t fit_decode(const Blocks& bs, const std::vector<std::size_t>& order, Layout& out) {
+std::uint64_t fit_decode(const Blocks& bs, const std::vector<std::size_t>& order, Fit how, Layout& out) {
   const std::size_t nb = bs.blocks.size();
   out.buffer.assign(nb, 0);
   out.offset.assign(nb, 0);
   out.buffers.clear();
-  // Placed blocks by offset: (offset, block) pairs for a tight scan, end
-  // offsets alongside.
-  std::vector<std::uint64_t> lo, hi;
-  std::vector<std::uint32_t> id, hits;
-  lo.reserve(nb), hi.reserve(nb), id.reserve(nb), hits.resize(nb);
+  // Placed blocks by offset, in chunks of at most kChunk so that an
+  // insertion moves little; a chunk holds parallel arrays for a tight scan.
+  constexpr std::size_t kChunk = 128;
+  struct Chunk {
+    std::vector<std::uint64_t> lo, hi;
+    std::vector<std::uint32_t> id;
+  };
+  std::vector<Chunk> chunks(1);
+  std::vector<std::uint32_t> hits(kChunk);
   std::uint64_t arena = 0;
   for (std::size_t b : order) {
     const Block& blk = bs.blocks[b];
     const std::uint64_t* row = &bs.itf[b * bs.words];
-    // Branch-free: the positions of the placed blocks b interferes with.
-    const std::size_t m = lo.size();
-    std::size_t h = 0;
-    for (std::size_t k = 0; k < m; k++) {
-      const std::uint32_t q = id[k];
-      hits[h] = static_cast<std::uint32_t>(k);
-      h += (row[q >> 6] >> (q & 63)) & 1u;
-    }
     std::uint64_t best = 0, best_gap = UINT64_MAX, prev_end = 0;
     bool found = false;
-    for (std::size_t j = 0; j < h; j++) {
-      const std::size_t k = hits[j];
-      const std::uint64_t start = align_up(prev_end, blk.align);
-      if (lo[k] >= start && lo[k] - start >= blk.size) {
-        const std::uint64_t gap = lo[k] - prev_end;
-        if (gap < best_gap) best_gap = gap, best = start, found = true;
+    for (const Chunk& c : chunks) {
+      // Branch-free: the positions of the placed blocks b interferes with.
+      const std::size_t m = c.id.size();
+      std::size_t h = 0;
+      for (std::size_t k = 0; k < m; k++) {
+        const std::uint32_t q = c.id[k];
+        hits[h] = static_cast<std::uint32_t>(k);
+        h += (row[q >> 6] >> (q & 63)) & 1u;
       }
-      prev_end = std::max(prev_end, hi[k]);
+      for (std::size_t j = 0; j < h; j++) {
+        const std::size_t k = hits[j];
+        const std::uint64_t start = align_up(prev_end, blk.align);
+        if (c.lo[k] >= start && c.lo[k] - start >= blk.size) {
+          // Best fit: the smallest gap; first fit: the lowest.
+          const std::uint64_t gap = how == Fit::best ? c.lo[k] - prev_end : start;
+          if (gap < best_gap) best_gap = gap, best = start, found = true;
+        }
+        prev_end = std::max(prev_end, c.hi[k]);
+      }
+      if (found && how == Fit::first) break;
     }
     if (!found) best = align_up(prev_end, blk.align);
     out.offset[b] = best;
     arena = std::max(arena, best + blk.size);
     // After any equal offsets: ties keep placement order, as a stable sort would.
-    const auto at = static_cast<std::ptrdiff_t>(std::upper_bound(lo.begin(), lo.end(), best) - lo.begin());
-    lo.insert(lo.begin() + at, best);
-    hi.insert(hi.begin() + at, best + blk.size);
-    id.insert(id.begin() + at, static_cast<std::uint32_t>(b));
+    std::size_t ci = 0;
+    while (ci + 1 < chunks.size() && !chunks[ci + 1].lo.empty() && chunks[ci + 1].lo.front() <= best) ci++;
+    Chunk& c = chunks[ci];
+    const auto at = std::upper_bound(c.lo.begin(), c.lo.end(), best) - c.lo.begin();
+    c.lo.insert(c.lo.begin() + at, best);
+    c.hi.insert(c.hi.begin() + at, best + blk.size);
+    c.id.insert(c.id.begin() + at, static_cast<std::uint32_t>(b));
+    if (c.id.size() == kChunk) {
+      Chunk upper;
+      const auto half = static_cast<std::ptrdiff_t>(kChunk / 2);
+      upper.lo.assign(c.lo.begin() + half, c.lo.end());
+      upper.hi.assign(c.hi.begin() + half, c.hi.end());
+      upper.id.assign(c.id.begin() + half, c.id.end());
+      c.lo.resize(kChunk / 2), c.hi.resize(kChunk / 2), c.id.resize(kChunk / 2);
+      chunks.insert(chunks.begin() + static_cast<std::ptrdiff_t>(ci) + 1, std::move(upper));
+    }
   }
   if (nb > 0) out.buffers.push_back(arena);
   return arena;
@@ -84,11 +104,13 @@ Layout plan_fit(const Blocks& bs, const Layout* seed) {
   if (nb == 0) return best;
   std::uint64_t best_arena = UINT64_MAX;
   std::vector<std::size_t> best_order;
+  Fit best_how = Fit::best;
   Layout lay;
   auto run = [&](const std::vector<std::size_t>& order) {
-    const std::uint64_t a = fit_decode(bs, order, lay);
-    if (a < best_arena) best_arena = a, best = lay, best_order = order;
-    return a;
+    for (Fit how : {Fit::best, Fit::first}) {
+      const std::uint64_t a = fit_decode(bs, order, how, lay);
+      if (a < best_arena) best_arena = a, best = lay, best_order = order, best_how = how;
+    }
   };
 
   std::vector<std::int64_t> span(nb);
@@ -166,6 +188,13 @@ Layout plan_fit(const Blocks& bs, const Layout* seed) {
     }));
   }
 
+  if (!bs.order.partial) {
+    for (SkylinePick pick : {SkylinePick::longest, SkylinePick::largest, SkylinePick::area}) {
+      const std::uint64_t a = skyline_decode(bs, pick, lay);
+      if (a < best_arena) best_arena = a, best = lay;
+    }
+  }
+
   const std::uint64_t bound = bound_of(bs);
   const std::uint64_t per_round = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(nb) * nb / 2);
   const unsigned rounds = static_cast<unsigned>(std::min<std::uint64_t>(kMaxWheelRounds, kWheelWork / per_round));
@@ -183,7 +212,7 @@ Layout plan_fit(const Blocks& bs, const Layout* seed) {
         if (end > bound) prio[b] += 0.05 * static_cast<double>(nb) * static_cast<double>(end - bound) / above;
       }
       std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return prio[a] > prio[b]; });
-      arena = fit_decode(bs, order, cur);
+      arena = fit_decode(bs, order, best_how, cur);
       if (arena < best_arena) best_arena = arena, best = cur;
     }
   }

@@ -22,7 +22,7 @@ Layout plan_greedy(const Blocks& bs) {
     return (x.last - x.first) > (y.last - y.first);
   });
   Layout out;
-  fit_decode(bs, order, out);
+  fit_decode(bs, order, Fit::best, out);
   return out;
 }
 
