@@ -119,7 +119,6 @@ bool bitmask_backward(const ccv_nnc_cmd_param_t&, int input_size, int output_siz
   const bool dw = output_size > 1 && bit(outputs, output_bitmask_size, 1);
   const bool db = output_size > 2 && bit(outputs, output_bitmask_size, 2);
   if (!dx && !dw && !db) return false;
-  // Shapes come from x and w even for dbias alone only through g, which suffices.
   if (dx && !(input_size > 2 && bit(inputs, input_bitmask_size, 2))) return false;
   if (dw && !(input_size > 1 && bit(inputs, input_bitmask_size, 1))) return false;
   return true;
@@ -151,7 +150,19 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv
             output_size);
   const BackwardIo io = backward_io(inputs, input_size, outputs, output_size);
   NNC_CHECK(io.dx || io.dw || io.dbias, "%s: every output is NULL", name);
-  NNC_CHECK(io.g && io.x && io.w, "%s: needs g (input 0), x (input 1) and w (input 2) for the shapes", name);
+  NNC_CHECK(io.g, "%s: needs g (input 0)", name);
+  if (!io.dx && !io.dw) {  // dbias alone: a sum of g, whatever x and w are
+    NNC_CHECK(dt_of(io.g) & kFloatTypes, "%s: g is %s; convolution takes 32F, 64F, 16F and 16BF", name,
+              dt_name(io.g));
+    NNC_CHECK(image_shape(io.g->info), "%s: g is %s %s; it must be a 3-d or 4-d NHWC or NCHW tensor", name,
+              format_name(io.g->info.format), shape_string(io.g->info.dim).c_str());
+    NNC_CHECK(dt_of(io.dbias) == dt_of(io.g), "%s: dbias is %s but g is %s", name, dt_name(io.dbias), dt_name(io.g));
+    const int K = image_of(io.g).c;
+    NNC_CHECK(layout_of(io.dbias).count() == static_cast<size_t>(K), "%s: dbias is %s but g has %d channels", name,
+              shape_string(io.dbias->info.dim).c_str(), K);
+    return;
+  }
+  NNC_CHECK(io.x && io.w, "%s: dx and dw need x (input 1) and w (input 2)", name);
   const Geometry geo = geometry(cmd, hint, io.x, io.w, nullptr, io.g, name);
   auto same = [&](const ccv_nnc_tensor_t* t, const ccv_nnc_tensor_t* like, const char* role, const char* of) {
     if (!t) return;

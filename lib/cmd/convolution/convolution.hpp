@@ -79,6 +79,10 @@ struct BackwardIo {
 BackwardIo backward_io(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
                        int output_size);
 
+// dbias = the sum of g over everything but its channels (the backward call
+// that asks for dbias alone, which needs neither x nor w).
+void bias_gradient_only(const ccv_nnc_tensor_t* g, ccv_nnc_tensor_t* dbias);
+
 #define NNC_CONV_KERNEL(name)                                                                                    \
   int name(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* inputs, \
            const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size,                        \

@@ -1,8 +1,516 @@
-// CONVOLUTION on CPU_OPT (fp32): see below.
+// CONVOLUTION on CPU_OPT (fp32, NHWC and NCHW, any strides, groups,
+// dilation): implicit GEMM over a zero-padded NHWC copy of the input, with
+// the register-blocked micro-kernels of kernels.hpp (AVX-512 or AVX2 + FMA,
+// chosen at run time), threaded over output rows on the library's pool under
+// the compute lock. All scratch memory is one workspace request per call.
+//
+// Forward: xpad = x with the padding made explicit (NHWC); weights packed per
+// group and block of BW output channels as taps x C/groups x BW (zeros past
+// K/groups); each output row is cut into strips of at most max_pix pixels and
+// every strip is one micro-kernel call per block: no lowering buffer at all.
+// Backward:
+//   dx: the convolution of g — spread by the stride (zeros between rows and
+//       columns) and padded by (KH - 1) * DH - top etc. — with the weights
+//       flipped in space and transposed (K <-> C), stride 1, same dilation:
+//       the forward machinery again, over dx's rows.
+//   dw: for each tap and input channel (a row r) and each output channel j,
+//       dw[j][r] = sum over pixels of xpad[pixel + tap][c] * g[pixel][j]; the
+//       pixels are split into one range per thread with private accumulators,
+//       summed at the end. dbias: the sum of g, from the same pass.
+// Algorithms (cmd.algorithm; ccv_nnc_cmd_autotune tries them all):
+//   0 the default: the widest instruction set, block width by K/groups;
+//   1..3 AVX-512 with blocks of 16, 32, 64 channels; 4..5 AVX2 with 8, 16.
+//   An algorithm this CPU cannot run falls back to the default.
+#include <cpuinfo.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
 #include "cmd/convolution/convolution.hpp"
+#include "cmd/convolution/kernels.hpp"
+#include "core/error.hpp"
+#include "core/parallel.hpp"
+#include "core/stream.hpp"
 
 namespace nnc::conv {
 
-void register_cpu_opt(Registry& r) { (void)r; }
+const Kernels* kernels() {
+  static const Kernels* k = []() -> const Kernels* {
+    const CpuFeatures& f = cpu_features();
+    if (f.avx512f && f.fma3 && cpuinfo_has_x86_avx512bw() && cpuinfo_has_x86_avx512vl() &&
+        cpuinfo_has_x86_avx512dq())
+      return kernels_avx512();
+    if (f.avx2 && f.fma3) return kernels_avx2();
+    return nullptr;
+  }();
+  return k;
+}
+
+namespace {
+
+constexpr int kAlgorithms = 6;
+
+struct Plan {
+  const Kernels* k = nullptr;
+  int nz = 1, bw = 8;
+};
+
+// Kernel table and block width for `cols` output channels per group.
+Plan plan_for(int algorithm, int cols) {
+  Plan p;
+  p.k = kernels();
+  const Kernels* const best = p.k;
+  const bool avx512 = best && best->lanes == 16;
+  if (algorithm >= 1 && algorithm <= 3 && avx512) {
+    p.nz = algorithm == 3 ? 4 : algorithm;
+  } else if ((algorithm == 4 || algorithm == 5) && best) {
+    p.k = kernels_avx2();
+    p.nz = algorithm - 3;
+  } else if (best) {
+    const int lanes = best->lanes;
+    p.nz = cols <= lanes ? 1 : std::min(2, best->max_nz);
+  }
+  if (p.k) p.bw = p.nz * p.k->lanes;
+  return p;
+}
+
+// Bump allocator over one workspace request, 64-byte aligned pieces.
+class Arena {
+ public:
+  void plan(size_t floats) { total_ += (floats * sizeof(float) + 63) / 64 * 64; }
+  void start(ccv_nnc_stream_context_t* stream) { base_ = static_cast<unsigned char*>(workspace(stream, total_ + 64)); }
+  float* take(size_t floats) {
+    float* p = reinterpret_cast<float*>(base_ + used_);
+    used_ += (floats * sizeof(float) + 63) / 64 * 64;
+    return p;
+  }
+
+ private:
+  size_t total_ = 0, used_ = 0;
+  unsigned char* base_ = nullptr;
+};
+
+// Problems below this many multiply-adds run on the calling thread: waking
+// the pool costs more than it saves.
+constexpr double kThreadedFrom = 1 << 20;
+
+template <class F>
+void parallel(size_t n, const F& f, bool threaded = true) {
+  if (n == 0) return;
+  if (!threaded) {
+    f(size_t{0}, n);
+    return;
+  }
+  const F* p = &f;
+  parallel_for(n, 1, [p](size_t b, size_t e) { (*p)(b, e); });
+}
+
+bool threaded(const Geometry& g) {
+  return static_cast<double>(g.N) * g.OH * g.OW * g.K * g.Cg * g.KH * g.KW >= kThreadedFrom;
+}
+
+const float* fptr(const unsigned char* p) { return reinterpret_cast<const float*>(p); }
+
+// dst (NHWC, rows of Wd pixels of C floats) row `row` of image n gets
+// src[n, h, w, c] at (h + top, w + left), zeros elsewhere; src is any Image.
+// `spread` inserts stride - 1 zero rows / columns between source elements
+// (the input gradient's spread g).
+struct PadSpec {
+  int Hd, Wd;            // destination extent
+  int top, left;         // where source (0, 0) lands (may be negative)
+  int sh = 1, sw = 1;    // source rows / columns land every sh / sw
+};
+
+void pad_rows(const Image& src, float* dst, const PadSpec& s, size_t begin, size_t end) {
+  const int C = src.c;
+  const float* const base = fptr(src.data);
+  for (size_t item = begin; item < end; item++) {
+    const int n = static_cast<int>(item / s.Hd), r = static_cast<int>(item % s.Hd);
+    float* out = dst + item * static_cast<size_t>(s.Wd) * C;
+    const int hr = r - s.top;
+    const int h = hr >= 0 && hr % s.sh == 0 ? hr / s.sh : -1;
+    if (h < 0 || h >= src.h) {
+      std::memset(out, 0, sizeof(float) * static_cast<size_t>(s.Wd) * C);
+      continue;
+    }
+    const float* row = base + n * src.sn + h * src.sh;
+    for (int col = 0; col < s.Wd; col++) {
+      float* o = out + static_cast<size_t>(col) * C;
+      const int wr = col - s.left;
+      const int w = wr >= 0 && wr % s.sw == 0 ? wr / s.sw : -1;
+      if (w < 0 || w >= src.w) {
+        std::memset(o, 0, sizeof(float) * C);
+        continue;
+      }
+      const float* in = row + w * src.sw;
+      if (src.sc == 1) {
+        std::memcpy(o, in, sizeof(float) * C);
+      } else {
+        for (int c = 0; c < C; c++) o[c] = in[c * src.sc];
+      }
+    }
+  }
+}
+
+// Copy a packed NHWC buffer (N x H x W x C) into an Image of any strides.
+void unpack_rows(const float* src, const Image& dst, size_t begin, size_t end) {
+  float* const base = reinterpret_cast<float*>(dst.data);
+  for (size_t item = begin; item < end; item++) {
+    const int n = static_cast<int>(item / dst.h), h = static_cast<int>(item % dst.h);
+    const float* in = src + item * static_cast<size_t>(dst.w) * dst.c;
+    float* row = base + n * dst.sn + h * dst.sh;
+    if (dst.sc == 1) {
+      for (int w = 0; w < dst.w; w++) std::memcpy(row + w * dst.sw, in + static_cast<size_t>(w) * dst.c, sizeof(float) * dst.c);
+    } else if (dst.sw == 1) {  // NCHW: write each channel's row
+      for (int c = 0; c < dst.c; c++) {
+        float* o = row + c * dst.sc;
+        for (int w = 0; w < dst.w; w++) o[w] = in[static_cast<size_t>(w) * dst.c + c];
+      }
+    } else {
+      for (int w = 0; w < dst.w; w++)
+        for (int c = 0; c < dst.c; c++) row[w * dst.sw + c * dst.sc] = in[static_cast<size_t>(w) * dst.c + c];
+    }
+  }
+}
+
+// Where a kernel writes an NHWC image: straight into the tensor when its
+// channels are unit-stride, else into a packed buffer copied out afterwards.
+struct Target {
+  float* data;
+  int64_t sn, sh, sw;
+  bool direct;
+};
+Target target_for(const Image& im, Arena* arena, bool reserve) {
+  const bool direct = im.sc == 1;
+  if (reserve) {
+    if (!direct) arena->plan(static_cast<size_t>(im.n) * im.h * im.w * im.c);
+    return {};
+  }
+  if (direct) return {reinterpret_cast<float*>(im.data), im.sn, im.sh, im.sw, true};
+  const int64_t sw = im.c, sh = sw * im.w, sn = sh * im.h;
+  return {arena->take(static_cast<size_t>(im.n) * im.h * im.w * im.c), sn, sh, sw, false};
+}
+
+// Strips of one row: `count` pixels cut into near-equal pieces of at most `most`.
+template <class F>
+void for_strips(int count, int most, const F& f) {
+  const int pieces = (count + most - 1) / most;
+  const int size = (count + pieces - 1) / pieces;
+  for (int s = 0; s < count; s += size) f(s, std::min(size, count - s));
+}
+
+// One convolution run through strip(): out rows (n, r) for r < rows, pixels
+// q < cols of each, from `in` (NHWC rows of in_w pixels of in_c floats):
+//   out[n, r, q, j] = bias[j] + sum_t sum_c in[n, r * rs + .., q * qs + .., c] * wpk
+struct StripRun {
+  bool threaded;
+  const Kernels* k;
+  Plan pl;
+  const float* in;
+  int64_t in_image, in_row;  // floats per image / per row of `in`
+  int rs, qs;                // in rows / pixels per out row / pixel
+  int in_c;
+  const int64_t* tapoff;
+  int taps;
+  int groups, cin, cols, blocks;  // per group: input channels, output channels, blocks of bw
+  const float* wpk;               // [group][block][taps][cin][bw]
+  const float* bpk;               // [group][block][bw] or NULL
+  Target out;
+  int N, rows, pixels;
+};
+
+void run_strips(const StripRun& s) {
+  parallel(static_cast<size_t>(s.N) * s.rows, [&](size_t b, size_t e) {
+    StripArgs a;
+    a.tapoff = s.tapoff;
+    a.taps = s.taps;
+    a.cin = s.cin;
+    a.xps = static_cast<int64_t>(s.qs) * s.in_c;
+    a.yps = s.out.sw;
+    const int most = s.k->max_pix[s.pl.nz];
+    for (size_t item = b; item < e; item++) {
+      const int n = static_cast<int>(item / s.rows), r = static_cast<int>(item % s.rows);
+      const float* in_row = s.in + n * s.in_image + static_cast<int64_t>(r) * s.rs * s.in_row;
+      float* out_row = s.out.data + n * s.out.sn + r * s.out.sh;
+      for (int gi = 0; gi < s.groups; gi++)
+        for (int kb = 0; kb < s.blocks; kb++) {
+          const size_t blk = static_cast<size_t>(gi) * s.blocks + kb;
+          a.w = s.wpk + blk * s.taps * s.cin * s.pl.bw;
+          a.bias = s.bpk ? s.bpk + blk * s.pl.bw : nullptr;
+          a.kvalid = std::min(s.pl.bw, s.cols - kb * s.pl.bw);
+          for_strips(s.pixels, most, [&](int q0, int np) {
+            a.x = in_row + static_cast<int64_t>(q0) * a.xps + gi * s.cin;
+            a.y = out_row + q0 * s.out.sw + gi * s.cols + kb * s.pl.bw;
+            a.npix = np;
+            s.k->strip(a, s.pl.nz);
+          });
+        }
+    }
+  }, s.threaded);
+}
+
+NNC_CONV_KERNEL(forward_impl) {
+  (void)flags, (void)output_size;
+  const Geometry g = geometry(cmd, hint, inputs[0], inputs[1], input_size > 2 ? inputs[2] : nullptr, outputs[0],
+                             "CONVOLUTION_FORWARD");
+  const Plan pl = plan_for(cmd.algorithm, g.Kg);
+  if (!pl.k) return forward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
+  const int bw = pl.bw, blocks = (g.Kg + bw - 1) / bw, taps = g.KH * g.KW;
+  const int Hp = g.H + g.PT + g.PB, Wp = g.W + g.PL + g.PR;
+  const bool th = threaded(g);
+  Arena arena;
+  arena.plan(static_cast<size_t>(g.N) * Hp * Wp * g.C);
+  arena.plan(static_cast<size_t>(g.G) * blocks * taps * g.Cg * bw);
+  arena.plan(static_cast<size_t>(g.G) * blocks * bw);
+  arena.plan(static_cast<size_t>(taps) * 2);
+  target_for(g.y, &arena, true);
+  arena.start(stream_context);
+  float* xpad = arena.take(static_cast<size_t>(g.N) * Hp * Wp * g.C);
+  float* wpk = arena.take(static_cast<size_t>(g.G) * blocks * taps * g.Cg * bw);
+  float* bpk = arena.take(static_cast<size_t>(g.G) * blocks * bw);
+  int64_t* tapoff = reinterpret_cast<int64_t*>(arena.take(static_cast<size_t>(taps) * 2));
+  const Target out = target_for(g.y, &arena, false);
+  // Weights: [group][block][kh][kw][c][j], zeros past the group's filters.
+  const float* w = fptr(g.w.data);
+  for (int gi = 0; gi < g.G; gi++)
+    for (int kb = 0; kb < blocks; kb++) {
+      float* dst = wpk + (static_cast<size_t>(gi) * blocks + kb) * taps * g.Cg * bw;
+      for (int kh = 0; kh < g.KH; kh++)
+        for (int kw = 0; kw < g.KW; kw++)
+          for (int c = 0; c < g.Cg; c++, dst += bw)
+            for (int j = 0; j < bw; j++) {
+              const int k = kb * bw + j;
+              dst[j] = k < g.Kg ? w[(gi * g.Kg + k) * g.w.sk + kh * g.w.skh + kw * g.w.skw + c * g.w.sc] : 0.f;
+            }
+      float* bdst = bpk + (static_cast<size_t>(gi) * blocks + kb) * bw;
+      for (int j = 0; j < bw; j++) {
+        const int k = kb * bw + j;
+        bdst[j] = g.bias && k < g.Kg ? fptr(g.bias)[(gi * g.Kg + k) * g.bias_stride] : 0.f;
+      }
+    }
+  for (int kh = 0; kh < g.KH; kh++)
+    for (int kw = 0; kw < g.KW; kw++)
+      tapoff[kh * g.KW + kw] = (static_cast<int64_t>(kh) * g.DH * Wp + static_cast<int64_t>(kw) * g.DW) * g.C;
+  auto lock = compute_lock();
+  const PadSpec ps{Hp, Wp, g.PT, g.PL};
+  parallel(static_cast<size_t>(g.N) * Hp, [&](size_t b, size_t e) { pad_rows(g.x, xpad, ps, b, e); }, th);
+  StripRun s;
+  s.threaded = th;
+  s.k = pl.k, s.pl = pl;
+  s.in = xpad, s.in_row = static_cast<int64_t>(Wp) * g.C, s.in_image = s.in_row * Hp;
+  s.rs = g.SH, s.qs = g.SW, s.in_c = g.C;
+  s.tapoff = tapoff, s.taps = taps;
+  s.groups = g.G, s.cin = g.Cg, s.cols = g.Kg, s.blocks = blocks;
+  s.wpk = wpk, s.bpk = g.bias ? bpk : nullptr;
+  s.out = out;
+  s.N = g.N, s.rows = g.OH, s.pixels = g.OW;
+  run_strips(s);
+  if (!out.direct)
+    parallel(static_cast<size_t>(g.N) * g.OH, [&](size_t b, size_t e) { unpack_rows(out.data, g.y, b, e); }, th);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// dx: see the top of the file.
+void input_gradient(const Geometry& g, const Plan& pl, const Image& dx, ccv_nnc_stream_context_t* stream) {
+  const int bw = pl.bw, blocks = (g.Cg + bw - 1) / bw, taps = g.KH * g.KW;
+  const bool th = threaded(g);
+  const int top = (g.KH - 1) * g.DH - g.PT, left = (g.KW - 1) * g.DW - g.PL;
+  const int Hs = g.H + (g.KH - 1) * g.DH, Ws = g.W + (g.KW - 1) * g.DW;
+  Arena arena;
+  arena.plan(static_cast<size_t>(g.N) * Hs * Ws * g.K);
+  arena.plan(static_cast<size_t>(g.G) * blocks * taps * g.Kg * bw);
+  arena.plan(static_cast<size_t>(taps) * 2);
+  target_for(dx, &arena, true);
+  arena.start(stream);
+  float* gpad = arena.take(static_cast<size_t>(g.N) * Hs * Ws * g.K);
+  float* wpk = arena.take(static_cast<size_t>(g.G) * blocks * taps * g.Kg * bw);
+  int64_t* tapoff = reinterpret_cast<int64_t*>(arena.take(static_cast<size_t>(taps) * 2));
+  const Target out = target_for(dx, &arena, false);
+  // Flipped, transposed weights: [group][block of c][a][b][k][j] = w[k][KH-1-a][KW-1-b][c = block * bw + j].
+  const float* w = fptr(g.w.data);
+  for (int gi = 0; gi < g.G; gi++)
+    for (int cb = 0; cb < blocks; cb++) {
+      float* dst = wpk + (static_cast<size_t>(gi) * blocks + cb) * taps * g.Kg * bw;
+      for (int a = 0; a < g.KH; a++)
+        for (int b = 0; b < g.KW; b++)
+          for (int k = 0; k < g.Kg; k++, dst += bw)
+            for (int j = 0; j < bw; j++) {
+              const int c = cb * bw + j;
+              dst[j] = c < g.Cg ? w[(gi * g.Kg + k) * g.w.sk + (g.KH - 1 - a) * g.w.skh + (g.KW - 1 - b) * g.w.skw +
+                                    c * g.w.sc]
+                                : 0.f;
+            }
+    }
+  for (int a = 0; a < g.KH; a++)
+    for (int b = 0; b < g.KW; b++)
+      tapoff[a * g.KW + b] = (static_cast<int64_t>(a) * g.DH * Ws + static_cast<int64_t>(b) * g.DW) * g.K;
+  auto lock = compute_lock();
+  PadSpec ps{Hs, Ws, top, left};
+  ps.sh = g.SH, ps.sw = g.SW;
+  parallel(static_cast<size_t>(g.N) * Hs, [&](size_t b, size_t e) { pad_rows(g.y, gpad, ps, b, e); }, th);
+  StripRun s;
+  s.threaded = th;
+  s.k = pl.k, s.pl = pl;
+  s.in = gpad, s.in_row = static_cast<int64_t>(Ws) * g.K, s.in_image = s.in_row * Hs;
+  s.rs = 1, s.qs = 1, s.in_c = g.K;
+  s.tapoff = tapoff, s.taps = taps;
+  s.groups = g.G, s.cin = g.Kg, s.cols = g.Cg, s.blocks = blocks;
+  s.wpk = wpk, s.bpk = nullptr;
+  s.out = out;
+  s.N = g.N, s.rows = g.H, s.pixels = g.W;
+  run_strips(s);
+  if (!out.direct)
+    parallel(static_cast<size_t>(g.N) * g.H, [&](size_t b, size_t e) { unpack_rows(out.data, dx, b, e); }, th);
+}
+
+// dw and dbias: see the top of the file.
+void weight_gradient(const Geometry& g, const Plan& pl, ccv_nnc_tensor_t* dw_t, ccv_nnc_tensor_t* db_t,
+                     ccv_nnc_stream_context_t* stream) {
+  const int bw = pl.bw, blocks = (g.Kg + bw - 1) / bw, taps = g.KH * g.KW;
+  const int Kgp = blocks * bw;  // padded filters per group
+  const int Hp = g.H + g.PT + g.PB, Wp = g.W + g.PL + g.PR;
+  const int rows = taps * g.Cg;
+  const size_t items = static_cast<size_t>(g.N) * g.OH;
+  const bool th = threaded(g);
+  const size_t parts = th ? std::min(items, thread_count()) : 1;
+  const bool need_x = dw_t != nullptr;  // dx + dbias: only g is packed and summed
+  Arena arena;
+  if (need_x) arena.plan(static_cast<size_t>(g.N) * Hp * Wp * g.C);
+  arena.plan(parts * g.OW * g.G * Kgp);            // per part: one packed row of g
+  arena.plan(parts * g.G * rows * Kgp);           // per part dw^T accumulators
+  arena.plan(parts * g.G * Kgp);                  // per part dbias
+  arena.plan(static_cast<size_t>(g.G) * rows * 2);  // row offsets
+  arena.start(stream);
+  float* xpad = need_x ? arena.take(static_cast<size_t>(g.N) * Hp * Wp * g.C) : nullptr;
+  float* gpk = arena.take(parts * g.OW * g.G * Kgp);
+  float* acc = arena.take(parts * g.G * rows * Kgp);
+  float* dbp = arena.take(parts * g.G * Kgp);
+  int64_t* rowoff = reinterpret_cast<int64_t*>(arena.take(static_cast<size_t>(g.G) * rows * 2));
+  for (int gi = 0; gi < g.G; gi++)
+    for (int kh = 0; kh < g.KH; kh++)
+      for (int kw = 0; kw < g.KW; kw++)
+        for (int c = 0; c < g.Cg; c++)
+          rowoff[(static_cast<size_t>(gi) * taps + kh * g.KW + kw) * g.Cg + c] =
+              (static_cast<int64_t>(kh) * g.DH * Wp + static_cast<int64_t>(kw) * g.DW) * g.C + gi * g.Cg + c;
+  auto lock = compute_lock();
+  if (need_x) {
+    const PadSpec ps{Hp, Wp, g.PT, g.PL};
+    parallel(static_cast<size_t>(g.N) * Hp, [&](size_t b, size_t e) { pad_rows(g.x, xpad, ps, b, e); }, th);
+  }
+  const int64_t gps = static_cast<int64_t>(g.G) * Kgp;
+  const int max_rows = pl.k->max_rows[pl.nz];
+  parallel(parts, [&](size_t pb, size_t pe) {
+    for (size_t part = pb; part < pe; part++) {
+      const size_t i0 = items * part / parts, i1 = items * (part + 1) / parts;
+      float* my_acc = acc + part * g.G * rows * Kgp;
+      float* my_db = dbp + part * g.G * Kgp;
+      std::memset(my_acc, 0, sizeof(float) * g.G * rows * Kgp);
+      std::memset(my_db, 0, sizeof(float) * g.G * Kgp);
+      const float* src = fptr(g.y.data);
+      for (size_t item = i0; item < i1; item++) {
+        const int n = static_cast<int>(item / g.OH), oh = static_cast<int>(item % g.OH);
+        // Pack g's row: [ow][group][Kgp], zeros past each group's filters; sum dbias.
+        float* grow = gpk + part * g.OW * gps;
+        const float* srow = src + n * g.y.sn + oh * g.y.sh;
+        for (int ow = 0; ow < g.OW; ow++) {
+          float* o = grow + ow * gps;
+          const float* in = srow + ow * g.y.sw;
+          for (int gi = 0; gi < g.G; gi++) {
+            float* og = o + gi * Kgp;
+            if (g.y.sc == 1) {
+              std::memcpy(og, in + gi * g.Kg, sizeof(float) * g.Kg);
+            } else {
+              for (int k = 0; k < g.Kg; k++) og[k] = in[(gi * g.Kg + k) * g.y.sc];
+            }
+            for (int k = g.Kg; k < Kgp; k++) og[k] = 0.f;
+            float* db = my_db + gi * Kgp;
+            for (int k = 0; k < g.Kg; k++) db[k] += og[k];
+          }
+        }
+        if (!need_x) continue;
+        const float* xrow = xpad + ((static_cast<int64_t>(n) * Hp + static_cast<int64_t>(oh) * g.SH) * Wp) * g.C;
+        WgradArgs a;
+        a.x = xrow;
+        a.xps = static_cast<int64_t>(g.SW) * g.C;
+        a.gps = gps;
+        a.npix = g.OW;
+        a.ldacc = Kgp;
+        for (int gi = 0; gi < g.G; gi++)
+          for (int r0 = 0; r0 < rows; r0 += max_rows) {
+            a.rowoff = rowoff + static_cast<size_t>(gi) * rows + r0;
+            a.rows = std::min(max_rows, rows - r0);
+            for (int kb = 0; kb < blocks; kb++) {
+              a.g = grow + gi * Kgp + kb * bw;
+              a.acc = my_acc + (static_cast<size_t>(gi) * rows + r0) * Kgp + kb * bw;
+              pl.k->wgrad(a, pl.nz);
+            }
+          }
+      }
+    }
+  }, th);
+  // Sum the parts and write dw (transposing rows x filters back) and dbias.
+  if (dw_t) {
+    const Weights dw = weights_of(dw_t);
+    float* out = reinterpret_cast<float*>(dw.data);
+    parallel(static_cast<size_t>(g.K), [&](size_t b, size_t e) {
+      for (size_t k = b; k < e; k++) {
+        const int gi = static_cast<int>(k) / g.Kg, kk = static_cast<int>(k) % g.Kg;
+        for (int kh = 0; kh < g.KH; kh++)
+          for (int kw = 0; kw < g.KW; kw++)
+            for (int c = 0; c < g.Cg; c++) {
+              const size_t r = static_cast<size_t>(kh * g.KW + kw) * g.Cg + c;
+              float s = 0;
+              for (size_t part = 0; part < parts; part++) s += acc[((part * g.G + gi) * rows + r) * Kgp + kk];
+              out[static_cast<int64_t>(k) * dw.sk + kh * dw.skh + kw * dw.skw + c * dw.sc] = s;
+            }
+      }
+    }, th);
+  }
+  if (db_t) {
+    const Layout b = layout_of(db_t);
+    int64_t stride = 1;
+    for (int i = 0; i < b.nd; i++)
+      if (b.dim[i] == g.K) stride = b.stride[i];
+    float* out = reinterpret_cast<float*>(b.data);
+    for (int k = 0; k < g.K; k++) {
+      float s = 0;
+      for (size_t part = 0; part < parts; part++) s += dbp[(part * g.G + k / g.Kg) * Kgp + k % g.Kg];
+      out[k * stride] = s;
+    }
+  }
+}
+
+NNC_CONV_KERNEL(backward_impl) {
+  (void)flags;
+  const BackwardIo io = backward_io(inputs, input_size, outputs, output_size);
+  if (!io.dx && !io.dw) {
+    bias_gradient_only(io.g, io.dbias);
+    return CCV_NNC_EXEC_SUCCESS;
+  }
+  const Geometry g = geometry(cmd, hint, io.x, io.w, nullptr, io.g, "CONVOLUTION_BACKWARD");
+  if (!kernels()) return backward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
+  if (io.dw || io.dbias) weight_gradient(g, plan_for(cmd.algorithm, g.Kg), io.dw, io.dbias, stream_context);
+  if (io.dx) input_gradient(g, plan_for(cmd.algorithm, g.Cg), image_of(io.dx), stream_context);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+}  // namespace
+
+void register_cpu_opt(Registry& r) {
+  for (const auto& [id, exec] : {std::pair{CCV_NNC_CONVOLUTION_FORWARD, &forward_impl},
+                                 std::pair{CCV_NNC_CONVOLUTION_BACKWARD, &backward_impl}}) {
+    Kernel k;
+    k.cmd = id;
+    k.backend = CCV_NNC_BACKEND_CPU_OPT;
+    k.tensor_formats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW;
+    k.tensor_datatypes = CCV_32F;
+    k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
+    k.algorithms = kAlgorithms;
+    k.exec = exec;
+    k.exclusive = true;  // the pool's every thread, under the compute lock
+    r.add_kernel(k);
+  }
+}
 
 }  // namespace nnc::conv

@@ -51,9 +51,37 @@ NNC_CONV_KERNEL(forward_ref) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
+void bias_gradient_only(const ccv_nnc_tensor_t* gt, ccv_nnc_tensor_t* dbias) {
+  const Image g = image_of(gt);
+  const int dt = g.datatype;
+  std::vector<double> db(static_cast<size_t>(g.c), 0.0);
+  const Access a = access(g.data, dt);
+  for (int n = 0; n < g.n; n++)
+    for (int h = 0; h < g.h; h++)
+      for (int w = 0; w < g.w; w++) {
+        const int64_t o = n * g.sn + h * g.sh + w * g.sw;
+        if (dt == CCV_32F) {
+          const float* p = reinterpret_cast<const float*>(g.data) + o;
+          for (int c = 0; c < g.c; c++) db[c] += p[c * g.sc];
+        } else {
+          for (int c = 0; c < g.c; c++) db[c] += a.get(o + c * g.sc);
+        }
+      }
+  const Layout b = layout_of(dbias);
+  int64_t stride = 1;
+  for (int i = 0; i < b.nd; i++)
+    if (b.dim[i] == g.c) stride = b.stride[i];
+  const Access d = access(b.data, dt);
+  for (int c = 0; c < g.c; c++) d.put(c * stride, db[c]);
+}
+
 NNC_CONV_KERNEL(backward_ref) {
   (void)flags, (void)stream_context;
   const BackwardIo io = backward_io(inputs, input_size, outputs, output_size);
+  if (!io.dx && !io.dw) {
+    bias_gradient_only(io.g, io.dbias);
+    return CCV_NNC_EXEC_SUCCESS;
+  }
   const Geometry g = geometry(cmd, hint, io.x, io.w, nullptr, io.g, "CONVOLUTION_BACKWARD");
   const Access x = access(g.x.data, g.datatype), w = access(g.w.data, g.datatype), gy = access(g.y.data, g.datatype);
   std::vector<double> dx(io.dx ? static_cast<size_t>(g.N) * g.H * g.W * g.C : 0);

@@ -238,6 +238,103 @@ TEST_F(Conv, BackwardOutputsAreOptional) {
   }
 }
 
+// CPU_OPT against CPU_REF: every algorithm (block widths and instruction
+// sets; ones this CPU lacks fall back to the default), odd sizes, views,
+// both formats, groups, strides, dilation, padding beyond the window.
+std::vector<Case> opt_cases() {
+  std::vector<Case> cs = forward_cases();
+  for (int format : {NHWC, NCHW}) {
+    Case wide{2, 11, 13, 5, 37, 3, 3};  // K not a multiple of any block; strips with tails
+    wide.PT = wide.PB = wide.PL = wide.PR = 1, wide.format = format;
+    cs.push_back(wide);
+    Case many{1, 6, 30, 24, 70, 1, 1};  // 1x1 over a long row
+    many.format = format;
+    cs.push_back(many);
+    Case s5{3, 9, 9, 1, 19, 5, 5};  // one input channel, 5x5
+    s5.PT = s5.PB = s5.PL = s5.PR = 2, s5.format = format;
+    cs.push_back(s5);
+    Case st{1, 12, 11, 6, 9, 3, 4};  // stride 2 x 3, dilation, groups
+    st.SH = 2, st.SW = 3, st.DH = 2, st.G = 3, st.PT = 1, st.PB = 2, st.PL = 3, st.PR = 0, st.format = format;
+    cs.push_back(st);
+  }
+  Case threaded{2, 15, 16, 16, 33, 3, 3};  // above the size that goes to the pool (2^20 multiply-adds)
+  threaded.PT = threaded.PB = threaded.PL = threaded.PR = 1;
+  cs.push_back(threaded);
+  return cs;
+}
+
+TEST_F(Conv, OptMatchesRef) {
+  std::mt19937 rng(7);
+  for (const Case& c : opt_cases())
+    for (bool views : {false, true}) {
+      T x = make(CCV_32F, c.x_shape(), c.format, views), w = make(CCV_32F, c.w_shape(), c.format, views);
+      T b = make(CCV_32F, {c.K}, c.format, views), g = make(CCV_32F, c.y_shape(), c.format, views);
+      fill_uniform(x, rng), fill_uniform(w, rng), fill_uniform(b, rng), fill_uniform(g, rng);
+      std::vector<ccv_nnc_tensor_t*> in = {x, w};
+      if (c.bias) in.push_back(b);
+      T y(CCV_32F, c.y_shape(), c.format), dx(CCV_32F, c.x_shape(), c.format), dw(CCV_32F, c.w_shape(), c.format),
+          db(CCV_32F, {c.K}, c.format);
+      ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_CPU_REF), c.hint(), in, {y}), 0);
+      ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD, CCV_NNC_BACKEND_CPU_REF), c.hint(), {g, x, w},
+                         {dx, dw, db}),
+                0);
+      for (int algorithm = 0; algorithm < 6; algorithm++) {
+        SCOPED_TRACE(testing::Message() << "algorithm " << algorithm << (views ? " views " : " ") << c.N << "x" << c.H
+                                        << "x" << c.W << "x" << c.C << " K" << c.K << " " << c.KH << "x" << c.KW
+                                        << " G" << c.G << (c.format == NHWC ? " NHWC" : " NCHW"));
+        ccv_nnc_cmd_t f = c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_CPU_OPT);
+        ccv_nnc_cmd_t bk = c.cmd(CCV_NNC_CONVOLUTION_BACKWARD, CCV_NNC_BACKEND_CPU_OPT);
+        f.algorithm = bk.algorithm = algorithm;
+        T y2(CCV_32F, c.y_shape(), c.format), dx2(CCV_32F, c.x_shape(), c.format),
+            dw2(CCV_32F, c.w_shape(), c.format), db2(CCV_32F, {c.K}, c.format);
+        ASSERT_EQ(run_hint(f, c.hint(), in, {y2}), 0) << ccv_nnc_error_message();
+        EXPECT_LE(max_rel_diff(y2, y), 1e-5);
+        ASSERT_EQ(run_hint(bk, c.hint(), {g, x, w}, {dx2, dw2, db2}), 0) << ccv_nnc_error_message();
+        EXPECT_LE(max_rel_diff(dx2, dx), 1e-4);
+        EXPECT_LE(max_rel_diff(dw2, dw), 1e-4);
+        EXPECT_LE(max_rel_diff(db2, db), 1e-4);
+        // Each output alone.
+        T dx3(CCV_32F, c.x_shape(), c.format), dw3(CCV_32F, c.w_shape(), c.format), db3(CCV_32F, {c.K}, c.format);
+        ASSERT_EQ(run_hint(bk, c.hint(), {g, x, w}, {dx3}), 0) << ccv_nnc_error_message();
+        ASSERT_EQ(run_hint(bk, c.hint(), {g, x, w}, {nullptr, dw3}), 0) << ccv_nnc_error_message();
+        ASSERT_EQ(run_hint(bk, c.hint(), {g, nullptr, w}, {nullptr, nullptr, db3}), 0) << ccv_nnc_error_message();
+        EXPECT_EQ(max_rel_diff(dx3, dx2), 0);
+        EXPECT_EQ(max_rel_diff(dw3, dw2), 0);
+        EXPECT_LE(max_rel_diff(db3, db), 1e-4);
+      }
+    }
+}
+
+// Outputs written through views leave the rest of their parents alone, and
+// the default backend picks CPU_OPT for fp32.
+TEST_F(Conv, OptWritesViews) {
+  std::mt19937 rng(8);
+  for (int format : {NHWC, NCHW}) {
+    Case c{2, 7, 9, 6, 10, 3, 3};
+    c.PT = c.PB = c.PL = c.PR = 1, c.format = format;
+    T x(CCV_32F, c.x_shape(), format), w(CCV_32F, c.w_shape(), format), b(CCV_32F, {c.K}, format);
+    T y = T::view(CCV_32F, c.y_shape(), format), g(CCV_32F, c.y_shape(), format);
+    T dx = T::view(CCV_32F, c.x_shape(), format), dw = T::view(CCV_32F, c.w_shape(), format);
+    T db = T::view(CCV_32F, {c.K}, format);
+    fill_uniform(x, rng), fill_uniform(w, rng), fill_uniform(b, rng), fill_uniform(g, rng);
+    ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_CPU_OPT), c.hint(), {x, w, b}, {y}),
+              CCV_NNC_EXEC_SUCCESS)
+        << ccv_nnc_error_message();
+    ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD, CCV_NNC_BACKEND_CPU_OPT), c.hint(), {g, x, w},
+                       {dx, dw, db}),
+              CCV_NNC_EXEC_SUCCESS)
+        << ccv_nnc_error_message();
+    EXPECT_TRUE(y.guard_intact());
+    EXPECT_TRUE(dx.guard_intact());
+    EXPECT_TRUE(dw.guard_intact());
+    EXPECT_TRUE(db.guard_intact());
+    const std::vector<double> want = reference(c, x, w, &b);
+    double worst = 0;
+    for (size_t i = 0; i < want.size(); i++) worst = std::max(worst, std::fabs(y.get(i) - want[i]));
+    EXPECT_LE(worst, 1e-5);
+  }
+}
+
 TEST_F(Conv, ShapeInference) {
   Case c{8, 28, 27, 3, 16, 5, 5};
   c.SH = 2, c.SW = 2, c.PT = c.PB = c.PL = c.PR = 2, c.DW = 2;

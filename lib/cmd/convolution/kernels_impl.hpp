@@ -1,0 +1,170 @@
+// The body of the micro-kernel tables (see kernels.hpp), written with the
+// vector type of the including file: define NNC_CONV_AVX512 for 16 lanes,
+// nothing for AVX2's 8. Everything has internal linkage except the table
+// function, so the two copies never merge at link time.
+#include <immintrin.h>
+
+#include <array>
+#include <cstring>
+#include <utility>
+
+#include "cmd/convolution/kernels.hpp"
+
+namespace nnc::conv {
+
+namespace {
+
+#ifdef NNC_CONV_AVX512
+using V = __m512;
+constexpr int L = 16;
+inline V vload(const float* p) { return _mm512_loadu_ps(p); }
+inline void vstore(float* p, V v) { _mm512_storeu_ps(p, v); }
+inline V vset1(float v) { return _mm512_set1_ps(v); }
+inline V vzero() { return _mm512_setzero_ps(); }
+inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+constexpr int kMaxNz = 4;
+constexpr int kPix[5] = {0, 16, 12, 0, 6};
+constexpr int kRows[5] = {0, 12, 8, 0, 6};
+#else
+using V = __m256;
+constexpr int L = 8;
+inline V vload(const float* p) { return _mm256_loadu_ps(p); }
+inline void vstore(float* p, V v) { _mm256_storeu_ps(p, v); }
+inline V vset1(float v) { return _mm256_set1_ps(v); }
+inline V vzero() { return _mm256_setzero_ps(); }
+inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+constexpr int kMaxNz = 2;
+constexpr int kPix[5] = {0, 8, 6, 0, 0};
+constexpr int kRows[5] = {0, 8, 6, 0, 0};
+#endif
+
+template <int P, int NZ>
+void strip(const StripArgs& a) {
+  V acc[P][NZ];
+  if (a.bias) {
+#pragma GCC unroll 4
+    for (int z = 0; z < NZ; z++) {
+      const V b = vload(a.bias + z * L);
+#pragma GCC unroll 16
+      for (int p = 0; p < P; p++) acc[p][z] = b;
+    }
+  } else {
+#pragma GCC unroll 16
+    for (int p = 0; p < P; p++)
+#pragma GCC unroll 4
+      for (int z = 0; z < NZ; z++) acc[p][z] = vzero();
+  }
+  const float* w = a.w;
+  for (int t = 0; t < a.taps; t++) {
+    const float* xp[P];
+#pragma GCC unroll 16
+    for (int p = 0; p < P; p++) xp[p] = a.x + a.tapoff[t] + p * a.xps;
+    for (int c = 0; c < a.cin; c++, w += NZ * L) {
+      V wv[NZ];
+#pragma GCC unroll 4
+      for (int z = 0; z < NZ; z++) wv[z] = vload(w + z * L);
+#pragma GCC unroll 16
+      for (int p = 0; p < P; p++) {
+        const V b = vset1(xp[p][c]);
+#pragma GCC unroll 4
+        for (int z = 0; z < NZ; z++) acc[p][z] = vfma(b, wv[z], acc[p][z]);
+      }
+    }
+  }
+  if (a.kvalid == NZ * L) {
+#pragma GCC unroll 16
+    for (int p = 0; p < P; p++)
+#pragma GCC unroll 4
+      for (int z = 0; z < NZ; z++) vstore(a.y + p * a.yps + z * L, acc[p][z]);
+  } else {
+    for (int p = 0; p < P; p++) {
+      alignas(64) float tmp[NZ * L];
+      for (int z = 0; z < NZ; z++) vstore(tmp + z * L, acc[p][z]);
+      std::memcpy(a.y + p * a.yps, tmp, sizeof(float) * static_cast<size_t>(a.kvalid));
+    }
+  }
+}
+
+template <int R, int NZ>
+void wgrad(const WgradArgs& a) {
+  V acc[R][NZ];
+  int64_t off[R];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; r++) {
+    off[r] = a.rowoff[r];
+#pragma GCC unroll 4
+    for (int z = 0; z < NZ; z++) acc[r][z] = vload(a.acc + r * a.ldacc + z * L);
+  }
+  const float* x = a.x;
+  const float* g = a.g;
+  for (int p = 0; p < a.npix; p++, x += a.xps, g += a.gps) {
+    V gv[NZ];
+#pragma GCC unroll 4
+    for (int z = 0; z < NZ; z++) gv[z] = vload(g + z * L);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; r++) {
+      const V b = vset1(x[off[r]]);
+#pragma GCC unroll 4
+      for (int z = 0; z < NZ; z++) acc[r][z] = vfma(b, gv[z], acc[r][z]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+    for (int z = 0; z < NZ; z++) vstore(a.acc + r * a.ldacc + z * L, acc[r][z]);
+}
+
+using StripFn = void (*)(const StripArgs&);
+using WgradFn = void (*)(const WgradArgs&);
+
+template <int NZ, size_t... I>
+constexpr std::array<StripFn, sizeof...(I) + 1> strip_table(std::index_sequence<I...>) {
+  return {nullptr, &strip<static_cast<int>(I) + 1, NZ>...};
+}
+template <int NZ, size_t... I>
+constexpr std::array<WgradFn, sizeof...(I) + 1> wgrad_table(std::index_sequence<I...>) {
+  return {nullptr, &wgrad<static_cast<int>(I) + 1, NZ>...};
+}
+
+constexpr auto kStrip1 = strip_table<1>(std::make_index_sequence<kPix[1]>{});
+constexpr auto kStrip2 = strip_table<2>(std::make_index_sequence<kPix[2]>{});
+constexpr auto kWgrad1 = wgrad_table<1>(std::make_index_sequence<kRows[1]>{});
+constexpr auto kWgrad2 = wgrad_table<2>(std::make_index_sequence<kRows[2]>{});
+#ifdef NNC_CONV_AVX512
+constexpr auto kStrip4 = strip_table<4>(std::make_index_sequence<kPix[4]>{});
+constexpr auto kWgrad4 = wgrad_table<4>(std::make_index_sequence<kRows[4]>{});
+#endif
+
+void strip_any(const StripArgs& a, int nz) {
+  switch (nz) {
+    case 1: kStrip1[a.npix](a); return;
+    case 2: kStrip2[a.npix](a); return;
+#ifdef NNC_CONV_AVX512
+    case 4: kStrip4[a.npix](a); return;
+#endif
+  }
+}
+
+void wgrad_any(const WgradArgs& a, int nz) {
+  switch (nz) {
+    case 1: kWgrad1[a.rows](a); return;
+    case 2: kWgrad2[a.rows](a); return;
+#ifdef NNC_CONV_AVX512
+    case 4: kWgrad4[a.rows](a); return;
+#endif
+  }
+}
+
+Kernels make_table() {
+  Kernels k;
+  k.lanes = L;
+  k.max_nz = kMaxNz;
+  for (int i = 0; i < 5; i++) k.max_pix[i] = kPix[i], k.max_rows[i] = kRows[i];
+  k.strip = strip_any;
+  k.wgrad = wgrad_any;
+  return k;
+}
+
+}  // namespace
+
+}  // namespace nnc::conv
