@@ -123,8 +123,8 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv
   geometry(cmd, hint, outputs[0], inputs[0], name);
   if (x) {
     NNC_CHECK(dt_of(x) == dt_of(outputs[0]), "%s: x is %s but dx is %s", name, dt_name(x), dt_name(outputs[0]));
-    bool same = x->info.format == outputs[0]->info.format;
-    for (int i = 0; i < CCV_NNC_MAX_DIM_ALLOC && same; i++) same = x->info.dim[i] == outputs[0]->info.dim[i];
+    bool same = x->info.format == outputs[0]->info.format && nd_of(x->info.dim) == nd_of(outputs[0]->info.dim);
+    for (int i = 0; i < nd_of(x->info.dim) && same; i++) same = x->info.dim[i] == outputs[0]->info.dim[i];
     NNC_CHECK(same, "%s: x is %s %s but dx is %s %s; they must match", name, format_name(x->info.format),
               shape_string(x->info.dim).c_str(), format_name(outputs[0]->info.format),
               shape_string(outputs[0]->info.dim).c_str());
@@ -132,8 +132,8 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv
   ccv_nnc_tensor_t* y = input_size > 2 ? inputs[2] : nullptr;
   if (y) {
     NNC_CHECK(dt_of(y) == dt_of(inputs[0]), "%s: y is %s but g is %s", name, dt_name(y), dt_name(inputs[0]));
-    bool same = y->info.format == inputs[0]->info.format;
-    for (int i = 0; i < CCV_NNC_MAX_DIM_ALLOC && same; i++) same = y->info.dim[i] == inputs[0]->info.dim[i];
+    bool same = y->info.format == inputs[0]->info.format && nd_of(y->info.dim) == nd_of(inputs[0]->info.dim);
+    for (int i = 0; i < nd_of(y->info.dim) && same; i++) same = y->info.dim[i] == inputs[0]->info.dim[i];
     NNC_CHECK(same, "%s: y is %s but g is %s; they must match", name, shape_string(y->info.dim).c_str(),
               shape_string(inputs[0]->info.dim).c_str());
   }

@@ -249,6 +249,63 @@ TEST_F(Pool, DerivesHint) {
   EXPECT_EQ(max_rel_diff(dx, dx2), 0);
 }
 
+// CPU_OPT against CPU_REF, fp32: channel counts around the vector width (the
+// channels-inner NHWC path and its tail), NCHW planes including the 2x2
+// stride-2 vector case (rows of 16+ and odd extents with bottom padding),
+// strided views as inputs, overlapping windows, 3-d tensors.
+TEST_F(Pool, OptMatchesRef) {
+  std::mt19937 rng(6);
+  std::vector<Case> cs = cases();
+  for (int format : {NHWC, NCHW}) {
+    Case a{2, 34, 37, 19, 2, 2};
+    a.SH = a.SW = 2, a.PB = a.PR = 1, a.format = format;
+    cs.push_back(a);
+    Case b{3, 32, 40, 8, 2, 2};
+    b.SH = b.SW = 2, b.format = format;
+    cs.push_back(b);
+    Case o{2, 9, 11, 70, 3, 3};
+    o.SH = o.SW = 2, o.PT = o.PL = 1, o.PB = o.PR = 2, o.format = format;
+    cs.push_back(o);
+    Case u{1, 13, 12, 33, 3, 2};
+    u.SH = 1, u.SW = 1, u.PT = 1, u.batched = false, u.format = format;
+    cs.push_back(u);
+  }
+  const uint32_t opt = CCV_NNC_BACKEND_CPU_OPT;
+  for (const Case& c : cs)
+    for (bool views : {false, true}) {
+      T x = views ? T::view(CCV_32F, c.x_shape(), c.format) : T(CCV_32F, c.x_shape(), c.format);
+      T g = views ? T::view(CCV_32F, c.y_shape(), c.format) : T(CCV_32F, c.y_shape(), c.format);
+      // Integer values in a small range: many ties in every window.
+      std::uniform_int_distribution<int> d(-3, 3);
+      for (size_t i = 0; i < x.count(); i++) x.set(i, d(rng));
+      fill_uniform(g, rng);
+      expect_backends_agree(c.cmd(CCV_NNC_MAX_POOL_FORWARD), c.hint(), {x}, {c.y_shape()}, CCV_32F, opt, 0, c.format);
+      expect_backends_agree(c.cmd(CCV_NNC_AVERAGE_POOL_FORWARD), c.hint(), {x}, {c.y_shape()}, CCV_32F, opt, 1e-6,
+                            c.format);
+      expect_backends_agree(c.cmd(CCV_NNC_MAX_POOL_BACKWARD), c.hint(), {g, x, nullptr}, {c.x_shape()}, CCV_32F, opt,
+                            1e-6, c.format);  // overlapping windows add in fp32 (REF: in double)
+      expect_backends_agree(c.cmd(CCV_NNC_AVERAGE_POOL_BACKWARD), c.hint(), {g}, {c.x_shape()}, CCV_32F, opt, 1e-6,
+                            c.format);
+    }
+}
+
+// NaN in the 2x2 stride-2 vector case and the channels-inner path: the first
+// NaN of the window wins and takes the gradient.
+TEST_F(Pool, OptNanRule) {
+  for (int format : {NHWC, NCHW}) {
+    Case c{1, 2, 32, 16, 2, 2};
+    c.SH = c.SW = 2, c.format = format;
+    T x(CCV_32F, c.x_shape(), format), g(CCV_32F, c.y_shape(), format);
+    std::mt19937 rng(7);
+    fill_uniform(x, rng);
+    fill_uniform(g, rng);
+    for (size_t i = 0; i < x.count(); i += 7) x.set(i, NAN);
+    const uint32_t opt = CCV_NNC_BACKEND_CPU_OPT;
+    expect_backends_agree(c.cmd(CCV_NNC_MAX_POOL_FORWARD), c.hint(), {x}, {c.y_shape()}, CCV_32F, opt, 0, format);
+    expect_backends_agree(c.cmd(CCV_NNC_MAX_POOL_BACKWARD), c.hint(), {g, x}, {c.x_shape()}, CCV_32F, opt, 0, format);
+  }
+}
+
 TEST_F(Pool, BadInput) {
   Case c{1, 6, 6, 2, 2, 2};
   c.SH = c.SW = 2;

@@ -1,0 +1,308 @@
+// MAX_POOL and AVERAGE_POOL on CPU_OPT, AVX2 part: the loops over one task of
+// an fp32 problem (see cpu_opt.cpp for the split and the rules).
+//
+// Channels-inner path (x and y with unit-stride channels, i.e. NHWC): eight
+// channels per vector, the window walked in row-major order; the max keeps
+// the first maximum and the first NaN exactly as pool.cpp defines it (an
+// element replaces the best only if it is greater, or if it is a NaN and the
+// best is not), so forward values and backward routing equal CPU_REF's.
+// Plane path (any strides, NCHW above all): one (n, c) plane at a time,
+// scalar over the window, with a vectorised case for 2x2 windows of stride 2
+// along unit-stride rows, the common CNN downsampling.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "cmd/pool/pool_opt.hpp"
+
+namespace nnc::pool::opt {
+
+namespace {
+
+struct Win {
+  int h0, h1, w0, w1;
+};
+inline Win window(const Geometry& g, int oh, int ow) {
+  const int h = oh * g.SH - g.PT, w = ow * g.SW - g.PL;
+  return {std::max(h, 0), std::min(h + g.KH, g.H), std::max(w, 0), std::min(w + g.KW, g.W)};
+}
+
+inline float* fp(const Image& im) { return reinterpret_cast<float*>(im.data); }
+
+// best <- v where v > best, or v is NaN and best is not.
+inline __m256 take_mask(__m256 v, __m256 best) {
+  const __m256 gt = _mm256_cmp_ps(v, best, _CMP_GT_OQ);
+  const __m256 vnan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+  const __m256 bnan = _mm256_cmp_ps(best, best, _CMP_UNORD_Q);
+  return _mm256_or_ps(gt, _mm256_andnot_ps(bnan, vnan));
+}
+inline bool take(float v, float best) { return v > best || (std::isnan(v) && !std::isnan(best)); }
+
+// ---- channels-inner (NHWC) ----
+
+void max_fwd_nhwc(const Geometry& g, int n, int oh) {
+  const Image &x = g.x, &y = g.y;
+  const float* xb = fp(x) + n * x.sn;
+  float* yrow = fp(y) + n * y.sn + oh * y.sh;
+  for (int ow = 0; ow < g.OW; ow++) {
+    const Win win = window(g, oh, ow);
+    const float* first = xb + win.h0 * x.sh + win.w0 * x.sw;
+    float* out = yrow + ow * y.sw;
+    int c = 0;
+    for (; c + 8 <= g.C; c += 8) {
+      __m256 best = _mm256_loadu_ps(first + c);
+      for (int h = win.h0; h < win.h1; h++)
+        for (int w = win.w0; w < win.w1; w++) {
+          const __m256 v = _mm256_loadu_ps(xb + h * x.sh + w * x.sw + c);
+          best = _mm256_blendv_ps(best, v, take_mask(v, best));
+        }
+      _mm256_storeu_ps(out + c, best);
+    }
+    for (; c < g.C; c++) {
+      float best = first[c];
+      for (int h = win.h0; h < win.h1; h++)
+        for (int w = win.w0; w < win.w1; w++) {
+          const float v = xb[h * x.sh + w * x.sw + c];
+          if (take(v, best)) best = v;
+        }
+      out[c] = best;
+    }
+  }
+}
+
+void avg_fwd_nhwc(const Geometry& g, int n, int oh) {
+  const Image &x = g.x, &y = g.y;
+  const float* xb = fp(x) + n * x.sn;
+  float* yrow = fp(y) + n * y.sn + oh * y.sh;
+  for (int ow = 0; ow < g.OW; ow++) {
+    const Win win = window(g, oh, ow);
+    const float inv = 1.0f / static_cast<float>((win.h1 - win.h0) * (win.w1 - win.w0));
+    float* out = yrow + ow * y.sw;
+    int c = 0;
+    for (; c + 8 <= g.C; c += 8) {
+      __m256 s = _mm256_setzero_ps();
+      for (int h = win.h0; h < win.h1; h++)
+        for (int w = win.w0; w < win.w1; w++) s = _mm256_add_ps(s, _mm256_loadu_ps(xb + h * x.sh + w * x.sw + c));
+      _mm256_storeu_ps(out + c, _mm256_mul_ps(s, _mm256_set1_ps(inv)));
+    }
+    for (; c < g.C; c++) {
+      float s = 0;
+      for (int h = win.h0; h < win.h1; h++)
+        for (int w = win.w0; w < win.w1; w++) s += xb[h * x.sh + w * x.sw + c];
+      out[c] = s * inv;
+    }
+  }
+}
+
+// dx[n, :, :, c0:c1] = 0 (dx shares x's geometry: dx is an Image like x).
+void zero_nhwc(const Image& dx, int n, int c0, int c1) {
+  float* b = fp(dx) + n * dx.sn;
+  for (int h = 0; h < dx.h; h++)
+    for (int w = 0; w < dx.w; w++) std::memset(b + h * dx.sh + w * dx.sw + c0, 0, sizeof(float) * (c1 - c0));
+}
+
+void max_bwd_nhwc(const Geometry& g, const Image& dx, int n, int c0, int c1) {
+  zero_nhwc(dx, n, c0, c1);
+  const Image &x = g.x, &gy = g.y;
+  const float* xb = fp(x) + n * x.sn;
+  float* db = fp(dx) + n * dx.sn;
+  for (int oh = 0; oh < g.OH; oh++)
+    for (int ow = 0; ow < g.OW; ow++) {
+      const Win win = window(g, oh, ow);
+      const int ww = win.w1 - win.w0;
+      const float* gv = fp(gy) + n * gy.sn + oh * gy.sh + ow * gy.sw;
+      int c = c0;
+      for (; c + 8 <= c1; c += 8) {
+        __m256 best = _mm256_loadu_ps(xb + win.h0 * x.sh + win.w0 * x.sw + c);
+        __m256 at = _mm256_setzero_ps();
+        float t = 0;
+        for (int h = win.h0; h < win.h1; h++)
+          for (int w = win.w0; w < win.w1; w++, t += 1.0f) {
+            const __m256 v = _mm256_loadu_ps(xb + h * x.sh + w * x.sw + c);
+            const __m256 m = take_mask(v, best);
+            best = _mm256_blendv_ps(best, v, m);
+            at = _mm256_blendv_ps(at, _mm256_set1_ps(t), m);
+          }
+        alignas(32) float pos[8];
+        _mm256_store_ps(pos, at);
+        for (int l = 0; l < 8; l++) {
+          const int p = static_cast<int>(pos[l]);
+          const int h = win.h0 + p / ww, w = win.w0 + p % ww;
+          db[h * dx.sh + w * dx.sw + c + l] += gv[c + l];
+        }
+      }
+      for (; c < c1; c++) {
+        int bh = win.h0, bw = win.w0;
+        float best = xb[bh * x.sh + bw * x.sw + c];
+        for (int h = win.h0; h < win.h1; h++)
+          for (int w = win.w0; w < win.w1; w++) {
+            const float v = xb[h * x.sh + w * x.sw + c];
+            if (take(v, best)) best = v, bh = h, bw = w;
+          }
+        db[bh * dx.sh + bw * dx.sw + c] += gv[c];
+      }
+    }
+}
+
+void avg_bwd_nhwc(const Geometry& g, const Image& dx, int n, int c0, int c1) {
+  zero_nhwc(dx, n, c0, c1);
+  const Image& gy = g.y;
+  float* db = fp(dx) + n * dx.sn;
+  for (int oh = 0; oh < g.OH; oh++)
+    for (int ow = 0; ow < g.OW; ow++) {
+      const Win win = window(g, oh, ow);
+      const float inv = 1.0f / static_cast<float>((win.h1 - win.h0) * (win.w1 - win.w0));
+      const float* gv = fp(gy) + n * gy.sn + oh * gy.sh + ow * gy.sw;
+      int c = c0;
+      for (; c + 8 <= c1; c += 8) {
+        const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(gv + c), _mm256_set1_ps(inv));
+        for (int h = win.h0; h < win.h1; h++)
+          for (int w = win.w0; w < win.w1; w++) {
+            float* d = db + h * dx.sh + w * dx.sw + c;
+            _mm256_storeu_ps(d, _mm256_add_ps(_mm256_loadu_ps(d), v));
+          }
+      }
+      for (; c < c1; c++) {
+        const float v = gv[c] * inv;
+        for (int h = win.h0; h < win.h1; h++)
+          for (int w = win.w0; w < win.w1; w++) db[h * dx.sh + w * dx.sw + c] += v;
+      }
+    }
+}
+
+// ---- planes (any strides) ----
+
+// Plane (n, c) of an Image: base pointer, row and column strides.
+struct Plane {
+  float* p;
+  int64_t sh, sw;
+};
+inline Plane plane(const Image& im, int n, int c) { return {fp(im) + n * im.sn + c * im.sc, im.sh, im.sw}; }
+
+// 2x2 windows, stride 2, no padding, unit-stride rows: eight outputs a step.
+// Lanes of max(a, b) for rows a, b at columns 0..15 are paired by
+// shuffles (evens against odds), the same first-maximum rule per pair.
+inline __m256 pair_max(__m256 lo, __m256 hi) {
+  // lo = cols 0..7, hi = 8..15 of one already-reduced row pair.
+  const __m256 ev = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));  // 0 2 8 10 | 4 6 12 14
+  const __m256 od = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1));
+  const __m256 m = _mm256_blendv_ps(ev, od, take_mask(od, ev));
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(m), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+void max_fwd_plane(const Geometry& g, int n, int c) {
+  const Plane x = plane(g.x, n, c), y = plane(g.y, n, c);
+  const bool fast = g.KH == 2 && g.KW == 2 && g.SH == 2 && g.SW == 2 && g.PT == 0 && g.PL == 0 && x.sw == 1 &&
+                    y.sw == 1;
+  for (int oh = 0; oh < g.OH; oh++) {
+    float* out = y.p + oh * y.sh;
+    int ow = 0;
+    if (fast && 2 * oh + 2 <= g.H) {
+      const float* r0 = x.p + (2 * oh) * x.sh;
+      const float* r1 = r0 + x.sh;
+      // Rows (2 oh, 2 oh + 1): the maximum of the window's top pair and its
+      // bottom pair in row-major order = take over (t0, t1, b0, b1); done as
+      // top-pair best then bottom-pair best, then between them.
+      for (; ow + 8 <= g.OW && 2 * ow + 16 <= g.W; ow += 8) {
+        const __m256 t = pair_max(_mm256_loadu_ps(r0 + 2 * ow), _mm256_loadu_ps(r0 + 2 * ow + 8));
+        const __m256 b = pair_max(_mm256_loadu_ps(r1 + 2 * ow), _mm256_loadu_ps(r1 + 2 * ow + 8));
+        _mm256_storeu_ps(out + ow, _mm256_blendv_ps(t, b, take_mask(b, t)));
+      }
+    }
+    for (; ow < g.OW; ow++) {
+      const Win win = window(g, oh, ow);
+      float best = x.p[win.h0 * x.sh + win.w0 * x.sw];
+      for (int h = win.h0; h < win.h1; h++)
+        for (int w = win.w0; w < win.w1; w++) {
+          const float v = x.p[h * x.sh + w * x.sw];
+          if (take(v, best)) best = v;
+        }
+      out[ow * y.sw] = best;
+    }
+  }
+}
+
+void avg_fwd_plane(const Geometry& g, int n, int c) {
+  const Plane x = plane(g.x, n, c), y = plane(g.y, n, c);
+  for (int oh = 0; oh < g.OH; oh++)
+    for (int ow = 0; ow < g.OW; ow++) {
+      const Win win = window(g, oh, ow);
+      float s = 0;
+      for (int h = win.h0; h < win.h1; h++)
+        for (int w = win.w0; w < win.w1; w++) s += x.p[h * x.sh + w * x.sw];
+      y.p[oh * y.sh + ow * y.sw] = s * (1.0f / static_cast<float>((win.h1 - win.h0) * (win.w1 - win.w0)));
+    }
+}
+
+void zero_plane(const Plane& d, int H, int W) {
+  for (int h = 0; h < H; h++) {
+    float* r = d.p + h * d.sh;
+    if (d.sw == 1) {
+      std::memset(r, 0, sizeof(float) * W);
+    } else {
+      for (int w = 0; w < W; w++) r[w * d.sw] = 0.f;
+    }
+  }
+}
+
+void max_bwd_plane(const Geometry& g, const Image& dx, int n, int c) {
+  const Plane x = plane(g.x, n, c), gy = plane(g.y, n, c), d = plane(dx, n, c);
+  // Windows that tile without overlap or gaps write every element once:
+  // no zeroing pass then, only the zeros beside each maximum.
+  const bool tiles = g.SH == g.KH && g.SW == g.KW && g.PT == 0 && g.PL == 0 && g.OH * g.KH == g.H &&
+                     g.OW * g.KW == g.W;
+  if (!tiles) zero_plane(d, g.H, g.W);
+  for (int oh = 0; oh < g.OH; oh++)
+    for (int ow = 0; ow < g.OW; ow++) {
+      const Win win = window(g, oh, ow);
+      int bh = win.h0, bw = win.w0;
+      float best = x.p[bh * x.sh + bw * x.sw];
+      for (int h = win.h0; h < win.h1; h++)
+        for (int w = win.w0; w < win.w1; w++) {
+          const float v = x.p[h * x.sh + w * x.sw];
+          if (take(v, best)) best = v, bh = h, bw = w;
+        }
+      const float gv = gy.p[oh * gy.sh + ow * gy.sw];
+      if (tiles) {
+        for (int h = win.h0; h < win.h1; h++)
+          for (int w = win.w0; w < win.w1; w++) d.p[h * d.sh + w * d.sw] = (h == bh && w == bw) ? gv : 0.f;
+      } else {
+        d.p[bh * d.sh + bw * d.sw] += gv;
+      }
+    }
+}
+
+void avg_bwd_plane(const Geometry& g, const Image& dx, int n, int c) {
+  const Plane gy = plane(g.y, n, c), d = plane(dx, n, c);
+  zero_plane(d, g.H, g.W);
+  for (int oh = 0; oh < g.OH; oh++)
+    for (int ow = 0; ow < g.OW; ow++) {
+      const Win win = window(g, oh, ow);
+      const float v = gy.p[oh * gy.sh + ow * gy.sw] / static_cast<float>((win.h1 - win.h0) * (win.w1 - win.w0));
+      for (int h = win.h0; h < win.h1; h++)
+        for (int w = win.w0; w < win.w1; w++) d.p[h * d.sh + w * d.sw] += v;
+    }
+}
+
+}  // namespace
+
+void run_avx2(Op op, const Geometry& g, const Image& dx, Task t) {
+  switch (op) {
+    case Op::kMaxForward:
+      if (t.channels_inner) return max_fwd_nhwc(g, t.n, t.a);
+      return max_fwd_plane(g, t.n, t.a);
+    case Op::kAvgForward:
+      if (t.channels_inner) return avg_fwd_nhwc(g, t.n, t.a);
+      return avg_fwd_plane(g, t.n, t.a);
+    case Op::kMaxBackward:
+      if (t.channels_inner) return max_bwd_nhwc(g, dx, t.n, t.a, t.b);
+      return max_bwd_plane(g, dx, t.n, t.a);
+    case Op::kAvgBackward:
+      if (t.channels_inner) return avg_bwd_nhwc(g, dx, t.n, t.a, t.b);
+      return avg_bwd_plane(g, dx, t.n, t.a);
+  }
+}
+
+}  // namespace nnc::pool::opt

@@ -1,0 +1,22 @@
+// The CPU_OPT pooling loops (cpu_opt_avx2.cpp), one task at a time; the
+// split into tasks and the dispatch live in cpu_opt.cpp.
+#pragma once
+
+#include "cmd/pool/pool.hpp"
+
+namespace nnc::pool::opt {
+
+enum class Op { kMaxForward, kAvgForward, kMaxBackward, kAvgBackward };
+
+// One task. channels_inner (x, y / g and dx with unit-stride channels):
+//   forward: image n, output row a; backward: image n, channels [a, b).
+// Otherwise (planes): image n, channel a.
+struct Task {
+  bool channels_inner;
+  int n, a, b;
+};
+
+// g: the geometry over (x or dx, y or g); dx: the backward output (else unused).
+void run_avx2(Op op, const Geometry& g, const Image& dx, Task t);
+
+}  // namespace nnc::pool::opt
