@@ -1,4 +1,5 @@
-// The element-wise family: EWSUM, forward and backward.
+// The element-wise family: EWSUM, forward and backward, here; EWPROD, EWDIV,
+// EWEXP, EWLOG, EWSQRT, CLAMP, MIN and MAX in math.cpp.
 //
 // EWSUM_FORWARD: y = x_1 + ... + x_n for n >= 1 inputs of exactly the output's
 // shape and data type (no broadcasting; ADD broadcasts). Any input may be the
@@ -7,6 +8,8 @@
 // (a passthrough). A NULL g reads as ones (CCV_NNC_CMD_ATTR_NULL_IS_ONES), so
 // the dx_i are filled with 1; NULL outputs are skipped.
 #include "cmd/ew/ew.hpp"
+
+#include "cmd/ew/math.hpp"
 
 #include <string>
 
@@ -139,6 +142,8 @@ void register_ew(Registry& r) {
   k.backend = CCV_NNC_BACKEND_CPU_OPT;
   k.exec = ewsum_backward_opt;
   r.add_kernel(k);
+
+  register_math(r);
 }
 
 }  // namespace nnc

@@ -1,0 +1,3 @@
+// The ew loops compiled for AVX2 + FMA (see loops.hpp).
+#define NNC_EW_LOOPS_SUFFIX avx2
+#include "cmd/ew/loops_impl.hpp"
