@@ -1,0 +1,65 @@
+// nnc::vmath::Avx2: the vector type of core/vmath.hpp for AVX2 + FMA, eight
+// floats per register, masks as all-ones lanes. Include only from files
+// compiled with -mavx2 -mfma (lib/cmd/**/*_avx2.cpp), and call their code only
+// after nnc::cpu_features() reports avx2 and fma3.
+//
+//   using V = nnc::vmath::Avx2;
+//   V::store(y, nnc::vmath::tanh<V>(V::load(x)));
+#pragma once
+
+#include <immintrin.h>
+
+#include "core/vmath.hpp"
+
+namespace nnc::vmath {
+
+struct Avx2 {
+  using R = __m256;
+  using M = __m256;
+  static constexpr int N = 8;
+  // Lanes [0, n) set, for tails of n < 8 elements.
+  static __m256i tail_mask(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  static R load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, R v) { _mm256_storeu_ps(p, v); }
+  // The first n lanes from p, the rest `fill`; nothing past p + n is read.
+  static R load_tail(const float* p, int n, float fill = 0.0f) {
+    const __m256i m = tail_mask(n);
+    return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
+  }
+  static void store_tail(float* p, R v, int n) { _mm256_maskstore_ps(p, tail_mask(n), v); }
+  static R set1(float v) { return _mm256_set1_ps(v); }
+  static R add(R a, R b) { return _mm256_add_ps(a, b); }
+  static R sub(R a, R b) { return _mm256_sub_ps(a, b); }
+  static R mul(R a, R b) { return _mm256_mul_ps(a, b); }
+  static R div(R a, R b) { return _mm256_div_ps(a, b); }
+  static R fmadd(R a, R b, R c) { return _mm256_fmadd_ps(a, b, c); }
+  static R fnmadd(R a, R b, R c) { return _mm256_fnmadd_ps(a, b, c); }
+  static R min(R a, R b) { return _mm256_min_ps(a, b); }
+  static R max(R a, R b) { return _mm256_max_ps(a, b); }
+  static R abs(R a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
+  static R round(R x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static M lt(R a, R b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
+  static M gt(R a, R b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
+  static M isnan(R a) { return _mm256_cmp_ps(a, a, _CMP_UNORD_Q); }
+  static R select(M m, R a, R b) { return _mm256_blendv_ps(b, a, m); }
+  static R copysign(R mag, R sign) {
+    const R s = _mm256_set1_ps(-0.0f);
+    return _mm256_or_ps(_mm256_andnot_ps(s, mag), _mm256_and_ps(s, sign));
+  }
+  static R pow2n(R n) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+  }
+  static R exponent(R x) {
+    const __m256i b = _mm256_castps_si256(x);
+    return _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(b, 23), _mm256_set1_epi32(126)));
+  }
+  static R mantissa(R x) {
+    const __m256i b = _mm256_castps_si256(x);
+    return _mm256_castsi256_ps(
+        _mm256_or_si256(_mm256_and_si256(b, _mm256_set1_epi32(0x007fffff)), _mm256_set1_epi32(0x3f000000)));
+  }
+};
+
+}  // namespace nnc::vmath
