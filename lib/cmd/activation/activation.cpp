@@ -1,5 +1,224 @@
-// Family registration (filled in by the family's implementation).
+// The activation family: RELU, LEAKY_RELU, SIGMOID, TANH, GELU, SWISH,
+// forward and backward, element by element.
+//
+// FORWARD: |x| -> |y|, y of x's shape and type (the output may be x itself).
+//   RELU        y = max(x, 0)                (NaN stays NaN)
+//   LEAKY_RELU  y = x > 0 ? x : s x          (s = leaky_relu.negative_slope)
+//   SIGMOID     y = 1 / (1 + exp(-x))
+//   TANH        y = tanh x
+//   GELU        y = x Phi(x), Phi the standard normal CDF (gelu.tanh == 0,
+//               the exact erf form), or y = x (1 + tanh u) / 2 with
+//               u = sqrt(2 / pi) (x + 0.044715 x^3) (gelu.tanh != 0)
+//   SWISH       y = x sigmoid(x)
+// BACKWARD (libnnc's layout): |g|x|y| -> |dx|, dx = g dy/dx; the list may end
+//   after x (|g|x|), and x or y may be NULL where the command does not need
+//   it. g is required (there is no implicit all-ones gradient). dx may be g,
+//   x or y itself. What each reads:
+//   RELU        y (dx = y > 0 ? g : 0), or x when y is NULL (the same test);
+//               at 0 the derivative is taken as 0, as PyTorch does.
+//   LEAKY_RELU  x (dx = x > 0 ? g : s g), or y when x is NULL and s > 0
+//               (then y > 0 exactly where x > 0).
+//   SIGMOID     y (dx = g y (1 - y)), or x when y is NULL (y recomputed).
+//   TANH        y (dx = g (1 - y) (1 + y)), or x when y is NULL.
+//   GELU        x (dx = g (Phi(x) + x phi(x)) exact; the derivative of the
+//               tanh form otherwise).
+//   SWISH       x (dx = g s (1 + x (1 - s)), s = sigmoid(x)).
+// Types: 16F, 16BF, 32F, 64F, every tensor of one command in the same type and
+// shape; any format, any view. Backends: CPU_REF (double inside, any layout),
+// CPU_OPT (fp32 with a unit-stride innermost dimension: vector loops of
+// core/vmath.hpp, threaded; SIGMOID / TANH backward only when y is given).
+#include "cmd/activation/activation.hpp"
+
+#include <string>
+
+#include "core/error.hpp"
 #include "core/registry.hpp"
+#include "core/tensor.hpp"
+
 namespace nnc {
-void register_activation(Registry& r) { (void)r; }
+
+namespace activation {
+
+Op op_of(const ccv_nnc_cmd_t& cmd) {
+  switch (cmd.cmd & ~1u) {
+    case CCV_NNC_RELU_FORWARD:
+      return kRelu;
+    case CCV_NNC_LEAKY_RELU_FORWARD:
+      return kLeakyRelu;
+    case CCV_NNC_SIGMOID_FORWARD:
+      return kSigmoid;
+    case CCV_NNC_TANH_FORWARD:
+      return kTanh;
+    case CCV_NNC_GELU_FORWARD:
+      return cmd.info.gelu.tanh ? kGeluTanh : kGelu;
+    case CCV_NNC_SWISH_FORWARD:
+      return kSwish;
+    default:
+      return kOpCount;
+  }
+}
+
+bool backward_uses_output(Op op) { return op == kRelu || op == kSigmoid || op == kTanh; }
+
+namespace {
+
+constexpr int kAllFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CCV_TENSOR_FORMAT_CHWN;
+constexpr int kFloatTypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF;
+
+const char* name_of(uint32_t cmd) {
+  switch (cmd & ~1u) {
+    case CCV_NNC_RELU_FORWARD:
+      return "RELU";
+    case CCV_NNC_LEAKY_RELU_FORWARD:
+      return "LEAKY_RELU";
+    case CCV_NNC_SIGMOID_FORWARD:
+      return "SIGMOID";
+    case CCV_NNC_TANH_FORWARD:
+      return "TANH";
+    case CCV_NNC_GELU_FORWARD:
+      return "GELU";
+    default:
+      return "SWISH";
+  }
+}
+
+std::string command_name(uint32_t cmd) { return std::string(name_of(cmd)) + (cmd & 1 ? "_BACKWARD" : "_FORWARD"); }
+
+int type_of(const ccv_nnc_tensor_t* t) { return CCV_GET_DATA_TYPE(t->info.datatype); }
+const char* dt(const ccv_nnc_tensor_t* t) { return datatype_name(type_of(t)); }
+
+bool same_dims(const int* a, const int* b) {
+  for (int i = 0; i < kMaxDim; i++) {
+    if (a[i] != b[i]) return false;
+    if (a[i] == 0) return true;
+  }
+  return true;
+}
+
+bool is_float(int type) { return type == CCV_32F || type == CCV_64F || type == CCV_16F || type == CCV_16BF; }
+
+void check_like(const std::string& c, const char* what, const ccv_nnc_tensor_t* t, const char* what_ref,
+                const ccv_nnc_tensor_t* ref) {
+  NNC_CHECK(type_of(t) == type_of(ref), "%s: %s is %s but %s is %s; they must match", c.c_str(), what, dt(t), what_ref,
+            dt(ref));
+  NNC_CHECK(same_dims(t->info.dim, ref->info.dim), "%s: %s is %s but %s is %s; they must match", c.c_str(), what,
+            shape_string(t->info.dim).c_str(), what_ref, shape_string(ref->info.dim).c_str());
+}
+
+void validate_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                      ccv_nnc_tensor_t* const* outputs, int output_size) {
+  const std::string c = command_name(cmd.cmd);
+  NNC_CHECK(input_size == 1, "%s: takes one input |x| (got %d inputs)", c.c_str(), input_size);
+  NNC_CHECK(output_size == 1, "%s: takes one output |y| (got %d outputs)", c.c_str(), output_size);
+  NNC_CHECK(inputs[0], "%s: x (input 0) is NULL", c.c_str());
+  NNC_CHECK(outputs[0], "%s: y (output 0) is NULL", c.c_str());
+  NNC_CHECK(is_float(type_of(inputs[0])), "%s: x is %s; it takes 16F, 16BF, 32F or 64F", c.c_str(), dt(inputs[0]));
+  check_like(c, "y", outputs[0], "x", inputs[0]);
+}
+
+void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                       ccv_nnc_tensor_t* const* outputs, int output_size) {
+  const std::string c = command_name(cmd.cmd);
+  const Op op = op_of(cmd);
+  NNC_CHECK(input_size >= 2 && input_size <= 3, "%s: takes inputs |g|x|y| (got %d inputs)", c.c_str(), input_size);
+  NNC_CHECK(output_size == 1, "%s: takes one output |dx| (got %d outputs)", c.c_str(), output_size);
+  const ccv_nnc_tensor_t* g = inputs[0];
+  const ccv_nnc_tensor_t* x = inputs[1];
+  const ccv_nnc_tensor_t* y = input_size > 2 ? inputs[2] : nullptr;
+  NNC_CHECK(g, "%s: the gradient g (input 0) is NULL", c.c_str());
+  NNC_CHECK(outputs[0], "%s: dx (output 0) is NULL", c.c_str());
+  NNC_CHECK(is_float(type_of(g)), "%s: g is %s; it takes 16F, 16BF, 32F or 64F", c.c_str(), dt(g));
+  switch (op) {
+    case kRelu:
+    case kSigmoid:
+    case kTanh:
+      NNC_CHECK(x || y, "%s: both x (input 1) and y (input 2) are NULL; it needs y (or x)", c.c_str());
+      break;
+    case kLeakyRelu:
+      NNC_CHECK(x || (y && cmd.info.leaky_relu.negative_slope > 0),
+                "%s: x (input 1) is NULL; it needs x, or y when negative_slope > 0 (it is %g)", c.c_str(),
+                static_cast<double>(cmd.info.leaky_relu.negative_slope));
+      break;
+    default:
+      NNC_CHECK(x, "%s: x (input 1) is NULL; the backward needs x", c.c_str());
+      break;
+  }
+  if (x) check_like(c, "x", x, "g", g);
+  if (y) check_like(c, "y", y, "g", g);
+  check_like(c, "dx", outputs[0], "g", g);
+}
+
+bool forward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs, int ib,
+                     const uint64_t* outputs, int ob) {
+  return input_size == 1 && output_size == 1 && bit(inputs, ib, 0) && bit(outputs, ob, 0);
+}
+
+template <Op kOp>
+bool backward_bitmask(const ccv_nnc_cmd_param_t& p, int input_size, int output_size, const uint64_t* inputs, int ib,
+                      const uint64_t* outputs, int ob) {
+  if (input_size < 2 || input_size > 3 || output_size != 1) return false;
+  if (!bit(inputs, ib, 0) || !bit(outputs, ob, 0)) return false;
+  const bool x = bit(inputs, ib, 1), y = input_size > 2 && bit(inputs, ib, 2);
+  switch (kOp) {
+    case kRelu:
+    case kSigmoid:
+    case kTanh:
+      return x || y;
+    case kLeakyRelu:
+      return x || (y && p.leaky_relu.negative_slope > 0);
+    default:
+      return x;
+  }
+}
+
+void add(Registry& r, uint32_t forward, BitmaskFn backward_bitmask_fn) {
+  CommandInfo info;
+  info.cmd = forward;
+  info.bitmask = forward_bitmask;
+  info.allow_inplace = inplace::always;
+  info.validate = validate_forward;
+  r.add_command(info);
+  info = CommandInfo{};
+  info.cmd = forward + 1;
+  info.bitmask = backward_bitmask_fn;
+  info.allow_inplace = inplace::always;
+  info.validate = validate_backward;
+  r.add_command(info);
+
+  Kernel k;
+  k.tensor_formats = kAllFormats;
+  k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
+  k.backend = CCV_NNC_BACKEND_CPU_REF;
+  k.tensor_datatypes = kFloatTypes;
+  k.cmd = forward;
+  k.exec = forward_ref;
+  r.add_kernel(k);
+  k.cmd = forward + 1;
+  k.exec = backward_ref;
+  r.add_kernel(k);
+  k.backend = CCV_NNC_BACKEND_CPU_OPT;
+  k.tensor_datatypes = CCV_32F;
+  k.accept = opt_accept;
+  k.cmd = forward;
+  k.exec = forward_opt;
+  r.add_kernel(k);
+  k.cmd = forward + 1;
+  k.exec = backward_opt;
+  r.add_kernel(k);
+}
+
+}  // namespace
+
+}  // namespace activation
+
+void register_activation(Registry& r) {
+  using namespace activation;
+  add(r, CCV_NNC_RELU_FORWARD, backward_bitmask<kRelu>);
+  add(r, CCV_NNC_LEAKY_RELU_FORWARD, backward_bitmask<kLeakyRelu>);
+  add(r, CCV_NNC_SIGMOID_FORWARD, backward_bitmask<kSigmoid>);
+  add(r, CCV_NNC_TANH_FORWARD, backward_bitmask<kTanh>);
+  add(r, CCV_NNC_GELU_FORWARD, backward_bitmask<kGelu>);
+  add(r, CCV_NNC_SWISH_FORWARD, backward_bitmask<kSwish>);
+}
+
 }  // namespace nnc

@@ -1,0 +1,129 @@
+// CPU_OPT kernels of the activation family for fp32 tensors and views whose
+// innermost dimension is unit-stride. Operands are walked as runs of the
+// innermost (merged) dimension (cmd/util/strided.hpp), so a packed tensor is
+// one run split over the library's pool and a view is rows; each run goes
+// through the loop table of this CPU (AVX-512, AVX2 + FMA, or scalar, picked
+// once). Nothing is allocated per call.
+#include <cpuinfo.h>
+
+#include "cmd/activation/activation.hpp"
+#include "cmd/util/strided.hpp"
+#include "core/error.hpp"
+#include "core/parallel.hpp"
+#include "core/tensor.hpp"
+#include "core/vmath_scalar.hpp"
+
+namespace nnc::activation {
+
+namespace scalar {
+namespace {
+using V = vmath::Scalar;
+constexpr const char* kTableName = "scalar";
+#include "cmd/activation/loops_body.hpp"
+}  // namespace
+}  // namespace scalar
+
+const Loops kLoopsScalar = scalar::kTable;
+
+const Loops* loops_avx2_if_supported() {
+  static const bool ok = cpu_features().avx2 && cpu_features().fma3;
+  return ok ? &kLoopsAvx2 : nullptr;
+}
+
+const Loops* loops_avx512_if_supported() {
+  static const bool ok = cpu_features().avx512f && cpuinfo_has_x86_avx512bw() && cpuinfo_has_x86_avx512vl() &&
+                         cpuinfo_has_x86_avx512dq() && cpu_features().fma3;
+  return ok ? &kLoopsAvx512 : nullptr;
+}
+
+const Loops& loops() {
+  static const Loops* const best = [] {
+    if (const Loops* l = loops_avx512_if_supported()) return l;
+    if (const Loops* l = loops_avx2_if_supported()) return l;
+    return &kLoopsScalar;
+  }();
+  return *best;
+}
+
+namespace {
+
+// Below this many elements a command stays on the calling thread: the cheap
+// ops (a compare and a select per element) are bound by memory and gain from
+// a second thread only on large tensors; the ones with an exp or a division
+// gain earlier.
+size_t parallel_from(Op op, bool backward) {
+  const bool cheap = op == kRelu || op == kLeakyRelu || (backward && (op == kSigmoid || op == kTanh));
+  return cheap ? size_t{1} << 16 : size_t{1} << 14;
+}
+
+bool unit_inner(const ccv_nnc_tensor_t* t) {
+  if (!t) return true;
+  if (CCV_GET_DATA_TYPE(t->info.datatype) != CCV_32F) return false;
+  if (!CCV_IS_TENSOR_VIEW(t)) return true;
+  const int nd = nd_of(t->info.dim);
+  return nd == 0 || reinterpret_cast<const ccv_nnc_tensor_view_t*>(t)->stride[nd - 1] == 1;
+}
+
+template <int K>
+void run(const Layout* const (&ops)[K], size_t from, const auto& body) {
+  Walk w;
+  const int64_t* strides[K];
+  for (int k = 0; k < K; k++) strides[k] = ops[k]->stride.data();
+  make_walk(w, ops[0]->dim.data(), ops[0]->nd, K, strides);
+  walk_parallel(w, from, body);
+}
+
+}  // namespace
+
+bool opt_accept(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                ccv_nnc_tensor_t* const* outputs, int output_size) {
+  for (int i = 0; i < input_size; i++)
+    if (!unit_inner(inputs[i])) return false;
+  for (int i = 0; i < output_size; i++)
+    if (!unit_inner(outputs[i])) return false;
+  // SIGMOID / TANH backward from x alone: CPU_REF recomputes y.
+  if (cmd.cmd == CCV_NNC_SIGMOID_BACKWARD || cmd.cmd == CCV_NNC_TANH_BACKWARD) return input_size > 2 && inputs[2];
+  return true;
+}
+
+NNC_ACT_KERNEL(forward_opt) {
+  (void)hint, (void)flags, (void)input_size, (void)output_size, (void)stream_context;
+  return guard_code([&] {
+    const Op op = op_of(cmd);
+    const Layout x = layout_of(inputs[0], "x");
+    const Layout y = layout_of(outputs[0], "y");
+    if (x.count() == 0) return CCV_NNC_EXEC_SUCCESS;
+    const auto f = loops().forward[op];
+    const float a = cmd.info.leaky_relu.negative_slope;
+    float* const xp = reinterpret_cast<float*>(x.data);
+    float* const yp = reinterpret_cast<float*>(y.data);
+    const Layout* const ops[2] = {&y, &x};
+    run(ops, parallel_from(op, false), [&](const int64_t* off, size_t n) { f(xp + off[1], yp + off[0], n, a); });
+    return CCV_NNC_EXEC_SUCCESS;
+  });
+}
+
+NNC_ACT_KERNEL(backward_opt) {
+  (void)hint, (void)flags, (void)output_size, (void)stream_context;
+  return guard_code([&] {
+    const Op op = op_of(cmd);
+    ccv_nnc_tensor_t* const xt = input_size > 1 ? inputs[1] : nullptr;
+    ccv_nnc_tensor_t* const yt = input_size > 2 ? inputs[2] : nullptr;
+    const bool use_y = (backward_uses_output(op) && yt) || !xt;  // LEAKY_RELU may come with y alone
+    const Layout g = layout_of(inputs[0], "g");
+    const Layout t = layout_of(use_y ? yt : xt, use_y ? "y" : "x");
+    const Layout dx = layout_of(outputs[0], "dx");
+    if (g.count() == 0) return CCV_NNC_EXEC_SUCCESS;
+    const auto f = loops().backward[op];
+    const float a = cmd.info.leaky_relu.negative_slope;
+    float* const gp = reinterpret_cast<float*>(g.data);
+    float* const tp = reinterpret_cast<float*>(t.data);
+    float* const dp = reinterpret_cast<float*>(dx.data);
+    const Layout* const ops[3] = {&dx, &g, &t};
+    run(ops, parallel_from(op, true),
+        [&](const int64_t* off, size_t n) { f(gp + off[1], tp + off[2], dp + off[0], n, a); });
+    return CCV_NNC_EXEC_SUCCESS;
+  });
+}
+
+}  // namespace nnc::activation

@@ -1,0 +1,119 @@
+// The activation family's contiguous fp32 loops, written once against a
+// vmath vector type V and included by each ISA file *inside its own
+// namespace* after `using V = ...;` (cpu_opt_avx2.cpp, cpu_opt_avx512.cpp,
+// and cpu_opt.cpp with vmath::Scalar). Defines one `const Loops kTable`.
+// Tails go through masked loads and stores, so any length is one loop.
+
+template <class F>
+inline void map1(const float* x, float* y, size_t n, F f) {
+  size_t i = 0;
+  for (; i + 2 * V::N <= n; i += 2 * V::N) {
+    const V::R a = f(V::load(x + i)), b = f(V::load(x + i + V::N));
+    V::store(y + i, a);
+    V::store(y + i + V::N, b);
+  }
+  for (; i + V::N <= n; i += V::N) V::store(y + i, f(V::load(x + i)));
+  if (i < n) {
+    const int k = static_cast<int>(n - i);
+    V::store_tail(y + i, f(V::load_tail(x + i, k, 0.0f)), k);
+  }
+}
+
+template <class F>
+inline void map2(const float* g, const float* t, float* dx, size_t n, F f) {
+  size_t i = 0;
+  for (; i + 2 * V::N <= n; i += 2 * V::N) {
+    const V::R a = f(V::load(g + i), V::load(t + i));
+    const V::R b = f(V::load(g + i + V::N), V::load(t + i + V::N));
+    V::store(dx + i, a);
+    V::store(dx + i + V::N, b);
+  }
+  for (; i + V::N <= n; i += V::N) V::store(dx + i, f(V::load(g + i), V::load(t + i)));
+  if (i < n) {
+    const int k = static_cast<int>(n - i);
+    V::store_tail(dx + i, f(V::load_tail(g + i, k, 0.0f), V::load_tail(t + i, k, 0.0f)), k);
+  }
+}
+
+inline V::R zero() { return V::set1(0.0f); }
+inline V::R one() { return V::set1(1.0f); }
+
+// max(x, 0) with NaN kept (max gives its second operand for a NaN).
+void relu_f(const float* x, float* y, size_t n, float) {
+  map1(x, y, n, [](V::R v) { return V::max(zero(), v); });
+}
+void relu_b(const float* g, const float* t, float* dx, size_t n, float) {
+  map2(g, t, dx, n, [](V::R gv, V::R tv) { return V::select(V::gt(tv, zero()), gv, zero()); });
+}
+void leaky_f(const float* x, float* y, size_t n, float a) {
+  const V::R s = V::set1(a);
+  map1(x, y, n, [s](V::R v) { return V::select(V::gt(v, zero()), v, V::mul(v, s)); });
+}
+void leaky_b(const float* g, const float* t, float* dx, size_t n, float a) {
+  const V::R s = V::set1(a);
+  map2(g, t, dx, n, [s](V::R gv, V::R tv) { return V::select(V::gt(tv, zero()), gv, V::mul(gv, s)); });
+}
+void sigmoid_f(const float* x, float* y, size_t n, float) { map1(x, y, n, vmath::sigmoid<V>); }
+void sigmoid_b(const float* g, const float* t, float* dx, size_t n, float) {
+  map2(g, t, dx, n, [](V::R gv, V::R yv) { return V::mul(V::mul(gv, yv), V::sub(one(), yv)); });
+}
+void tanh_f(const float* x, float* y, size_t n, float) { map1(x, y, n, vmath::tanh<V>); }
+void tanh_b(const float* g, const float* t, float* dx, size_t n, float) {
+  map2(g, t, dx, n, [](V::R gv, V::R yv) { return V::mul(gv, V::mul(V::sub(one(), yv), V::add(one(), yv))); });
+}
+// x Phi(x).
+void gelu_f(const float* x, float* y, size_t n, float) {
+  map1(x, y, n, [](V::R v) { return V::mul(v, vmath::ncdf<V>(v)); });
+}
+// Phi(x) + x phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi).
+void gelu_b(const float* g, const float* t, float* dx, size_t n, float) {
+  map2(g, t, dx, n, [](V::R gv, V::R xv) {
+    const V::R pdf = V::mul(vmath::exp<V>(V::mul(V::mul(xv, xv), V::set1(-0.5f))), V::set1(0.398942280401432678f));
+    return V::mul(gv, V::fmadd(xv, pdf, vmath::ncdf<V>(xv)));
+  });
+}
+// 0.5 x (1 + tanh u) = x sigmoid(2u), u = k0 (x + k1 x^3): no cancellation for negative u.
+inline V::R gelu_tanh_2u(V::R x) {
+  const V::R x2 = V::mul(x, x);
+  return V::mul(V::mul(x, V::set1(static_cast<float>(2 * kGeluK0))),
+                V::fmadd(x2, V::set1(static_cast<float>(kGeluK1)), one()));
+}
+void gelu_tanh_f(const float* x, float* y, size_t n, float) {
+  map1(x, y, n, [](V::R v) { return V::mul(v, vmath::sigmoid<V>(gelu_tanh_2u(v))); });
+}
+// s + 2 x s (1 - s) du/dx, s = sigmoid(2u), du/dx = k0 (1 + 3 k1 x^2). Beyond
+// |x| = 20 the derivative is s (0 or 1) to the last bit; clamping there keeps
+// x^2 finite (NaN passes through the clamp).
+void gelu_tanh_b(const float* g, const float* t, float* dx, size_t n, float) {
+  map2(g, t, dx, n, [](V::R gv, V::R x) {
+    const V::R xv = V::min(V::set1(20.0f), V::max(V::set1(-20.0f), x));
+    const V::R s = vmath::sigmoid<V>(gelu_tanh_2u(xv));
+    const V::R du2 = V::mul(V::set1(static_cast<float>(2 * kGeluK0)),
+                            V::fmadd(V::mul(xv, xv), V::set1(static_cast<float>(3 * kGeluK1)), one()));
+    return V::mul(gv, V::fmadd(V::mul(V::mul(xv, s), V::sub(one(), s)), du2, s));
+  });
+}
+void swish_f(const float* x, float* y, size_t n, float) {
+  map1(x, y, n, [](V::R v) { return V::mul(v, vmath::sigmoid<V>(v)); });
+}
+// s (1 + x (1 - s)).
+void swish_b(const float* g, const float* t, float* dx, size_t n, float) {
+  map2(g, t, dx, n, [](V::R gv, V::R xv) {
+    const V::R s = vmath::sigmoid<V>(xv);
+    return V::mul(gv, V::mul(s, V::fmadd(xv, V::sub(one(), s), one())));
+  });
+}
+
+void exp_a(const float* x, float* y, size_t n) { map1(x, y, n, vmath::exp<V>); }
+void log_a(const float* x, float* y, size_t n) { map1(x, y, n, vmath::log<V>); }
+void tanh_a(const float* x, float* y, size_t n) { map1(x, y, n, vmath::tanh<V>); }
+void sigmoid_a(const float* x, float* y, size_t n) { map1(x, y, n, vmath::sigmoid<V>); }
+void erf_a(const float* x, float* y, size_t n) { map1(x, y, n, vmath::erf<V>); }
+void ncdf_a(const float* x, float* y, size_t n) { map1(x, y, n, vmath::ncdf<V>); }
+
+constexpr Loops kTable = {
+    kTableName,
+    {relu_f, leaky_f, sigmoid_f, tanh_f, gelu_f, gelu_tanh_f, swish_f},
+    {relu_b, leaky_b, sigmoid_b, tanh_b, gelu_b, gelu_tanh_b, swish_b},
+    {exp_a, log_a, tanh_a, sigmoid_a, erf_a, ncdf_a},
+};
