@@ -1,5 +1,6 @@
-// The BLAS family: GEMM forward and backward (ADD, MUL and SCALAR_MUL join
-// later). The commands are described here; backends live one per file.
+// The BLAS family: GEMM forward and backward, described here (backends one
+// per file), and the broadcasting ADD, MUL and SCALAR_MUL (elementwise*.cpp).
+#include "cmd/blas/elementwise.hpp"
 #include "cmd/blas/gemm.hpp"
 #include "core/registry.hpp"
 
@@ -22,6 +23,8 @@ void register_blas(Registry& r) {
 
   gemm::register_cpu_ref(r);
   gemm::register_cpu_opt(r);
+
+  blas_ew::register_elementwise(r);
 }
 
 }  // namespace nnc
