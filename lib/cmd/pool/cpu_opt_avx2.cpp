@@ -103,15 +103,23 @@ void zero_nhwc(const Image& dx, int n, int c0, int c1) {
     for (int w = 0; w < dx.w; w++) std::memset(b + h * dx.sh + w * dx.sw + c0, 0, sizeof(float) * (c1 - c0));
 }
 
+// Windows that tile the image without overlap or gaps: each dx element is
+// written exactly once, so no zeroing pass.
+inline bool tiles(const Geometry& g) {
+  return g.SH == g.KH && g.SW == g.KW && g.PT == 0 && g.PL == 0 && g.OH * g.KH == g.H && g.OW * g.KW == g.W;
+}
+
+// Each window: the position of its first maximum per lane, then one masked
+// add (or store, when windows tile) per window element.
 void max_bwd_nhwc(const Geometry& g, const Image& dx, int n, int c0, int c1) {
-  zero_nhwc(dx, n, c0, c1);
+  const bool tile = tiles(g);
+  if (!tile) zero_nhwc(dx, n, c0, c1);
   const Image &x = g.x, &gy = g.y;
   const float* xb = fp(x) + n * x.sn;
   float* db = fp(dx) + n * dx.sn;
   for (int oh = 0; oh < g.OH; oh++)
     for (int ow = 0; ow < g.OW; ow++) {
       const Win win = window(g, oh, ow);
-      const int ww = win.w1 - win.w0;
       const float* gv = fp(gy) + n * gy.sn + oh * gy.sh + ow * gy.sw;
       int c = c0;
       for (; c + 8 <= c1; c += 8) {
@@ -125,13 +133,14 @@ void max_bwd_nhwc(const Geometry& g, const Image& dx, int n, int c0, int c1) {
             best = _mm256_blendv_ps(best, v, m);
             at = _mm256_blendv_ps(at, _mm256_set1_ps(t), m);
           }
-        alignas(32) float pos[8];
-        _mm256_store_ps(pos, at);
-        for (int l = 0; l < 8; l++) {
-          const int p = static_cast<int>(pos[l]);
-          const int h = win.h0 + p / ww, w = win.w0 + p % ww;
-          db[h * dx.sh + w * dx.sw + c + l] += gv[c + l];
-        }
+        const __m256 gvec = _mm256_loadu_ps(gv + c);
+        t = 0;
+        for (int h = win.h0; h < win.h1; h++)
+          for (int w = win.w0; w < win.w1; w++, t += 1.0f) {
+            float* d = db + h * dx.sh + w * dx.sw + c;
+            const __m256 part = _mm256_and_ps(_mm256_cmp_ps(at, _mm256_set1_ps(t), _CMP_EQ_OQ), gvec);
+            _mm256_storeu_ps(d, tile ? part : _mm256_add_ps(_mm256_loadu_ps(d), part));
+          }
       }
       for (; c < c1; c++) {
         int bh = win.h0, bw = win.w0;
@@ -141,6 +150,9 @@ void max_bwd_nhwc(const Geometry& g, const Image& dx, int n, int c0, int c1) {
             const float v = xb[h * x.sh + w * x.sw + c];
             if (take(v, best)) best = v, bh = h, bw = w;
           }
+        if (tile)
+          for (int h = win.h0; h < win.h1; h++)
+            for (int w = win.w0; w < win.w1; w++) db[h * dx.sh + w * dx.sw + c] = 0.f;
         db[bh * dx.sh + bw * dx.sw + c] += gv[c];
       }
     }
@@ -192,26 +204,35 @@ inline __m256 pair_max(__m256 lo, __m256 hi) {
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(m), _MM_SHUFFLE(3, 1, 2, 0)));
 }
 
+// The 2x2 stride-2 case on unit-stride rows r0, r1: outputs [ow, ow + 8).
+inline void max_fwd_2x2(const float* r0, const float* r1, float* out, int ow) {
+  const __m256 t = pair_max(_mm256_loadu_ps(r0 + 2 * ow), _mm256_loadu_ps(r0 + 2 * ow + 8));
+  const __m256 b = pair_max(_mm256_loadu_ps(r1 + 2 * ow), _mm256_loadu_ps(r1 + 2 * ow + 8));
+  _mm256_storeu_ps(out + ow, _mm256_blendv_ps(t, b, take_mask(b, t)));
+}
+
+inline bool fast_2x2(const Geometry& g, const Plane& x, const Plane& y) {
+  return g.KH == 2 && g.KW == 2 && g.SH == 2 && g.SW == 2 && g.PT == 0 && g.PL == 0 && x.sw == 1 && y.sw == 1 &&
+         g.OW >= 8 && 2 * g.OW <= g.W;
+}
+
 void max_fwd_plane(const Geometry& g, int n, int c) {
   const Plane x = plane(g.x, n, c), y = plane(g.y, n, c);
-  const bool fast = g.KH == 2 && g.KW == 2 && g.SH == 2 && g.SW == 2 && g.PT == 0 && g.PL == 0 && x.sw == 1 &&
-                    y.sw == 1;
+  const bool fast = fast_2x2(g, x, y);
   for (int oh = 0; oh < g.OH; oh++) {
     float* out = y.p + oh * y.sh;
-    int ow = 0;
     if (fast && 2 * oh + 2 <= g.H) {
+      // Rows (2 oh, 2 oh + 1), eight outputs a step; the last step overlaps
+      // the one before it rather than leaving a scalar tail.
       const float* r0 = x.p + (2 * oh) * x.sh;
-      const float* r1 = r0 + x.sh;
-      // Rows (2 oh, 2 oh + 1): the maximum of the window's top pair and its
-      // bottom pair in row-major order = take over (t0, t1, b0, b1); done as
-      // top-pair best then bottom-pair best, then between them.
-      for (; ow + 8 <= g.OW && 2 * ow + 16 <= g.W; ow += 8) {
-        const __m256 t = pair_max(_mm256_loadu_ps(r0 + 2 * ow), _mm256_loadu_ps(r0 + 2 * ow + 8));
-        const __m256 b = pair_max(_mm256_loadu_ps(r1 + 2 * ow), _mm256_loadu_ps(r1 + 2 * ow + 8));
-        _mm256_storeu_ps(out + ow, _mm256_blendv_ps(t, b, take_mask(b, t)));
+      for (int ow = 0;; ow += 8) {
+        ow = std::min(ow, g.OW - 8);
+        max_fwd_2x2(r0, r0 + x.sh, out, ow);
+        if (ow == g.OW - 8) break;
       }
+      continue;
     }
-    for (; ow < g.OW; ow++) {
+    for (int ow = 0; ow < g.OW; ow++) {
       const Win win = window(g, oh, ow);
       float best = x.p[win.h0 * x.sh + win.w0 * x.sw];
       for (int h = win.h0; h < win.h1; h++)
@@ -247,13 +268,51 @@ void zero_plane(const Plane& d, int H, int W) {
   }
 }
 
+// 2x2 stride-2 backward on rows r0, r1 (dx rows d0, d1), outputs [ow, ow + 8):
+// the window's first maximum gets g, the other three elements 0 (the
+// windows tile the two rows, so dx is stored, not added to).
+inline void max_bwd_2x2(const float* r0, const float* r1, const float* gr, float* d0, float* d1, int ow) {
+  const __m256 a0 = _mm256_loadu_ps(r0 + 2 * ow), a1 = _mm256_loadu_ps(r0 + 2 * ow + 8);
+  const __m256 b0 = _mm256_loadu_ps(r1 + 2 * ow), b1 = _mm256_loadu_ps(r1 + 2 * ow + 8);
+  // Window elements in row-major order, lanes in the shuffled output order
+  // (0 1 4 5 2 3 6 7), as pair_max leaves them.
+  const __m256 e0 = _mm256_shuffle_ps(a0, a1, _MM_SHUFFLE(2, 0, 2, 0));
+  const __m256 e1 = _mm256_shuffle_ps(a0, a1, _MM_SHUFFLE(3, 1, 3, 1));
+  const __m256 e2 = _mm256_shuffle_ps(b0, b1, _MM_SHUFFLE(2, 0, 2, 0));
+  const __m256 e3 = _mm256_shuffle_ps(b0, b1, _MM_SHUFFLE(3, 1, 3, 1));
+  __m256 best = e0, s1, s2, s3;
+  s1 = take_mask(e1, best), best = _mm256_blendv_ps(best, e1, s1);
+  s2 = take_mask(e2, best), best = _mm256_blendv_ps(best, e2, s2);
+  s3 = take_mask(e3, best);
+  // One-hot: the last element taken wins.
+  const __m256 w3 = s3, w2 = _mm256_andnot_ps(s3, s2), w1 = _mm256_andnot_ps(_mm256_or_ps(s3, s2), s1);
+  const __m256 w0 = _mm256_andnot_ps(_mm256_or_ps(_mm256_or_ps(s3, s2), s1), _mm256_castsi256_ps(_mm256_set1_epi32(-1)));
+  const __m256 gv = _mm256_castpd_ps(
+      _mm256_permute4x64_pd(_mm256_castps_pd(_mm256_loadu_ps(gr + ow)), _MM_SHUFFLE(3, 1, 2, 0)));
+  const __m256 v0 = _mm256_and_ps(w0, gv), v1 = _mm256_and_ps(w1, gv);
+  const __m256 v2 = _mm256_and_ps(w2, gv), v3 = _mm256_and_ps(w3, gv);
+  _mm256_storeu_ps(d0 + 2 * ow, _mm256_unpacklo_ps(v0, v1));
+  _mm256_storeu_ps(d0 + 2 * ow + 8, _mm256_unpackhi_ps(v0, v1));
+  _mm256_storeu_ps(d1 + 2 * ow, _mm256_unpacklo_ps(v2, v3));
+  _mm256_storeu_ps(d1 + 2 * ow + 8, _mm256_unpackhi_ps(v2, v3));
+}
+
 void max_bwd_plane(const Geometry& g, const Image& dx, int n, int c) {
   const Plane x = plane(g.x, n, c), gy = plane(g.y, n, c), d = plane(dx, n, c);
-  // Windows that tile without overlap or gaps write every element once:
-  // no zeroing pass then, only the zeros beside each maximum.
-  const bool tiles = g.SH == g.KH && g.SW == g.KW && g.PT == 0 && g.PL == 0 && g.OH * g.KH == g.H &&
-                     g.OW * g.KW == g.W;
-  if (!tiles) zero_plane(d, g.H, g.W);
+  const bool tile = tiles(g);
+  if (tile && fast_2x2(g, x, gy) && d.sw == 1) {
+    for (int oh = 0; oh < g.OH; oh++) {
+      const float* r0 = x.p + (2 * oh) * x.sh;
+      float* d0 = d.p + (2 * oh) * d.sh;
+      for (int ow = 0;; ow += 8) {
+        ow = std::min(ow, g.OW - 8);
+        max_bwd_2x2(r0, r0 + x.sh, gy.p + oh * gy.sh, d0, d0 + d.sh, ow);
+        if (ow == g.OW - 8) break;
+      }
+    }
+    return;
+  }
+  if (!tile) zero_plane(d, g.H, g.W);
   for (int oh = 0; oh < g.OH; oh++)
     for (int ow = 0; ow < g.OW; ow++) {
       const Win win = window(g, oh, ow);
@@ -265,7 +324,7 @@ void max_bwd_plane(const Geometry& g, const Image& dx, int n, int c) {
           if (take(v, best)) best = v, bh = h, bw = w;
         }
       const float gv = gy.p[oh * gy.sh + ow * gy.sw];
-      if (tiles) {
+      if (tile) {
         for (int h = win.h0; h < win.h1; h++)
           for (int w = win.w0; w < win.w1; w++) d.p[h * d.sh + w * d.sw] = (h == bh && w == bw) ? gv : 0.f;
       } else {

@@ -263,6 +263,9 @@ TEST_F(Pool, OptMatchesRef) {
     Case b{3, 32, 40, 8, 2, 2};
     b.SH = b.SW = 2, b.format = format;
     cs.push_back(b);
+    Case t{2, 28, 28, 5, 2, 2};  // windows tile the image: dx stored, not added
+    t.SH = t.SW = 2, t.format = format;
+    cs.push_back(t);
     Case o{2, 9, 11, 70, 3, 3};
     o.SH = o.SW = 2, o.PT = o.PL = 1, o.PB = o.PR = 2, o.format = format;
     cs.push_back(o);
