@@ -7,7 +7,8 @@
 // squeaky-wheel reordering) and the default (the best of NNC and fit seeded
 // with NNC's plan; "won" names the winner), and prints bytes with no reuse,
 // the lower bound, each plan and its ratio to the bound, and planning times
-// (best_ms is what the compiler pays).
+// (best_ms is what the compiler pays; best_cpu is the same in this thread's
+// CPU time, which other processes on a loaded machine disturb less).
 // Training lists run the forward pass, then the backward pass in reverse,
 // keeping each forward tensor until the last gradient step that needs it;
 // gradients reaching one tensor from several consumers are summed in one
@@ -18,6 +19,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <random>
 #include <string>
@@ -290,6 +293,12 @@ struct Row {
   std::vector<TensorSpec> tensors;
 };
 
+double cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
 double mib(std::uint64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); }
 
 }  // namespace
@@ -317,11 +326,13 @@ int main(int argc, char** argv) {
   rows.push_back({"random-dag-1000", random_dag(1000, 2)});
   rows.push_back({"random-dag-3000", random_dag(3000, 3)});
 
-  std::printf("%-22s %7s %9s %9s %9s %7s %9s %7s %9s %7s %9s %7s %6s %7s %7s %7s %7s %7s\n", "list", "tensors", "noreuse",
+  double load[3] = {0, 0, 0};
+  if (getloadavg(load, 3) == 3) std::printf("# load average %.2f %.2f %.2f\n", load[0], load[1], load[2]);
+  std::printf("%-22s %7s %9s %9s %9s %7s %9s %7s %9s %7s %9s %7s %6s %7s %7s %7s %7s %7s %8s\n", "list", "tensors", "noreuse",
               "bound", "nnc", "ratio", "greedy", "ratio", "fit", "ratio", "best", "ratio", "won", "nnc-oc", "nnc_ms",
-              "grdy_ms", "fit_ms", "best_ms");
-  std::printf("%-22s %7s %9s %9s %9s %7s %9s %7s %9s %7s %9s %7s %6s %7s %7s %7s %7s %7s\n", "", "", "MiB", "MiB", "MiB", "",
-              "MiB", "", "MiB", "", "MiB", "", "", "ratio", "", "", "", "");
+              "grdy_ms", "fit_ms", "best_ms", "best_cpu");
+  std::printf("%-22s %7s %9s %9s %9s %7s %9s %7s %9s %7s %9s %7s %6s %7s %7s %7s %7s %7s %8s\n", "", "", "MiB", "MiB", "MiB", "",
+              "MiB", "", "MiB", "", "MiB", "", "", "ratio", "", "", "", "", "ms");
   int status = 0;
   for (const Row& row : rows) {
     nnc::alloc::Problem p;
@@ -334,13 +345,15 @@ int main(int argc, char** argv) {
     }
     constexpr int kPlanners = 5;
     Plan plans[kPlanners];
-    double ms[kPlanners];
+    double ms[kPlanners], cpu[kPlanners];
     const Planner which[kPlanners] = {Planner::nnc, Planner::greedy, Planner::fit, Planner::best,
                                       Planner::nnc_interference};
     for (int k = 0; k < kPlanners; k++) {
+      const double c0 = cpu_ms();
       const auto t0 = std::chrono::steady_clock::now();
       auto r = nnc::alloc::plan(p, which[k]);
       ms[k] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      cpu[k] = cpu_ms() - c0;
       if (!r) {
         std::fprintf(stderr, "%s: %s\n", row.name.c_str(), r.error().c_str());
         return 1;
@@ -353,11 +366,11 @@ int main(int argc, char** argv) {
     }
     const double bound = static_cast<double>(plans[0].lower_bound);
     auto ratio = [&](int k) { return static_cast<double>(plans[k].arena) / bound; };
-    std::printf("%-22s %7zu %9.2f %9.2f %9.2f %6.4fx %9.2f %6.4fx %9.2f %6.4fx %9.2f %6.4fx %6s %6.3fx %7.2f %7.2f %7.2f %7.2f\n",
+    std::printf("%-22s %7zu %9.2f %9.2f %9.2f %6.4fx %9.2f %6.4fx %9.2f %6.4fx %9.2f %6.4fx %6s %6.3fx %7.2f %7.2f %7.2f %7.2f %8.2f\n",
                 row.name.c_str(), row.tensors.size(), mib(nnc::alloc::no_reuse_bytes(p)), mib(plans[0].lower_bound),
                 mib(plans[0].arena), ratio(0), mib(plans[1].arena), ratio(1), mib(plans[2].arena), ratio(2),
                 mib(plans[3].arena), ratio(3), nnc::alloc::planner_name(plans[3].planner), ratio(4), ms[0], ms[1], ms[2],
-                ms[3]);
+                ms[3], cpu[3]);
   }
   return status;
 }

@@ -114,12 +114,8 @@ Layout plan_fit(const Blocks& bs, const Layout* seed) {
   };
 
   std::vector<std::int64_t> span(nb);
-  std::vector<std::uint64_t> degree(nb, 0), breadth(nb, 0);
-  for (std::size_t b = 0; b < nb; b++) {
-    span[b] = bs.blocks[b].last - bs.blocks[b].first;
-    for (std::size_t w = 0; w < bs.words; w++)
-      degree[b] += static_cast<std::uint64_t>(__builtin_popcountll(bs.itf[b * bs.words + w]));
-  }
+  std::vector<std::uint64_t> breadth(nb, 0);
+  for (std::size_t b = 0; b < nb; b++) span[b] = bs.blocks[b].last - bs.blocks[b].first;
   {
     // Bytes live per position (a block counts over its whole span), then the
     // most over each block's span.
@@ -170,14 +166,6 @@ Layout plan_fit(const Blocks& bs, const Layout* seed) {
   run(sorted([&](std::size_t a, std::size_t b) {
     if (breadth[a] != breadth[b]) return breadth[a] > breadth[b];
     if (span[a] != span[b]) return span[a] > span[b];
-    return size_of(a) > size_of(b);
-  }));
-  run(sorted([&](std::size_t a, std::size_t b) {
-    if (span[a] != span[b]) return span[a] > span[b];
-    return size_of(a) > size_of(b);
-  }));
-  run(sorted([&](std::size_t a, std::size_t b) {
-    if (degree[a] != degree[b]) return degree[a] > degree[b];
     return size_of(a) > size_of(b);
   }));
   if (seed) {

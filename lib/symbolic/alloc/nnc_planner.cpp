@@ -65,12 +65,12 @@ Layout plan_nnc(const Blocks& bs, NncSelection selection) {
   for (std::size_t b = 0; b < nb; b++) {
     for (std::size_t w = 0; w < bs.words; w++) oc[b] += static_cast<std::uint64_t>(__builtin_popcountll(bs.itf[b * bs.words + w]));
   }
-  std::vector<bool> assigned(nb, false);
+  std::vector<char> assigned(nb, 0);
   // Unplaced blocks, largest first: where companions are looked for.
   std::vector<std::size_t> by_size;
   for (std::size_t b = 0; b < nb; b++)
     if (size[b] > 0) by_size.push_back(b);
-    else assigned[b] = true;  // zero bytes: placed anywhere below
+    else assigned[b] = 1;  // zero bytes: placed anywhere below
   std::stable_sort(by_size.begin(), by_size.end(), [&](std::size_t a, std::size_t b) { return size[a] > size[b]; });
   std::int64_t lo = 0, hi = 0;
   for (std::size_t b = 0; b < nb; b++) {
@@ -104,7 +104,8 @@ Layout plan_nnc(const Blocks& bs, NncSelection selection) {
         cands.push_back(b);
       }
     }
-    std::sort(cands.begin(), cands.end());
+    // by_size keeps equal sizes in index order, so size-first candidates come sorted.
+    if (selection == NncSelection::interference_first) std::sort(cands.begin(), cands.end());
     tuples.clear();
     for (std::size_t a : cands) {
       tuples.push_back({a, kNone, size[a], oc[a]});
@@ -124,20 +125,25 @@ Layout plan_nnc(const Blocks& bs, NncSelection selection) {
       if (x.a != y.a) return x.a < y.a;
       return (x.c == kNone ? 0 : x.c + 1) < (y.c == kNone ? 0 : y.c + 1);
     };
-    // Tuples are consumed in order but the first few usually fit: a heap
-    // pops them in order without sorting them all every round.
-    auto heap_less = [&](const Tuple& x, const Tuple& y) { return tuple_less(y, x); };
-    std::make_heap(tuples.begin(), tuples.end(), heap_less);
-    std::size_t popped = 0;  // tuples[size - popped, size) are in order, best last
+    // Tuples are consumed in order, at most kTuples of them, and the first
+    // often fits: one scan finds it, and only when it does not fit are the
+    // next ones selected and sorted (tuple_less is a total order, so the
+    // sequence is the same as sorting them all).
+    std::size_t popped = 0;
+    const std::size_t tries = std::min(tuples.size(), kTuples);
     auto next_tuple = [&]() -> const Tuple& {
-      std::pop_heap(tuples.begin(), tuples.end() - static_cast<std::ptrdiff_t>(popped), heap_less);
-      return tuples[tuples.size() - ++popped];
+      if (popped == 0) {
+        std::iter_swap(tuples.begin(), std::min_element(tuples.begin(), tuples.end(), tuple_less));
+      } else if (popped == 1) {
+        std::partial_sort(tuples.begin() + 1, tuples.begin() + static_cast<std::ptrdiff_t>(tries), tuples.end(), tuple_less);
+      }
+      return tuples[popped++];
     };
 
     std::size_t best_edge = kNone;
     std::size_t p = kNone, q = kNone, companion_scans = 0;
     Tuple first_tuple{}, t{};
-    for (std::size_t i = 0; i < std::min(tuples.size(), kTuples) && best_edge == kNone; i++) {
+    for (std::size_t i = 0; i < tries && best_edge == kNone; i++) {
       t = next_tuple();
       if (i == 0) first_tuple = t;
       p = q = t.a;
@@ -191,7 +197,7 @@ Layout plan_nnc(const Blocks& bs, NncSelection selection) {
     const std::size_t count = p == q ? 1 : 2;
     for (std::size_t i = 0; i < count; i++) {
       const std::size_t s = strings[i];
-      assigned[s] = true;
+      assigned[s] = 1;
       out.buffer[s] = group;
       out.offset[s] = base;
       for (std::size_t w = 0; w < bs.words; w++) {
