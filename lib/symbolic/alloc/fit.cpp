@@ -25,9 +25,10 @@ namespace nnc::alloc::detail {
 
 namespace {
 
-// The decoder's work for one round is about n^2 / 2 bit tests; the squeaky
-// wheel gets this many tests in all (a few milliseconds on one core).
-constexpr std::uint64_t kWheelWork = std::uint64_t{48} << 20;
+// The decoder's work for one order is about n^2 / 2 bit tests; the orders
+// and the squeaky wheel get this many tests in all (about 30 ms on one core
+// of the CI machines: the three-thousand-tensor list gets five decodes).
+constexpr std::uint64_t kFitWork = std::uint64_t{24} << 20;
 constexpr unsigned kMaxWheelRounds = 48;
 
 }  // namespace
@@ -102,16 +103,33 @@ Layout plan_fit(const Blocks& bs, const Layout* seed) {
   const std::size_t nb = bs.blocks.size();
   Layout best;
   if (nb == 0) return best;
+  const std::uint64_t bound = bound_of(bs);
   std::uint64_t best_arena = UINT64_MAX;
   std::vector<std::size_t> best_order;
   Fit best_how = Fit::best;
   Layout lay;
-  auto run = [&](const std::vector<std::size_t>& order) {
-    for (Fit how : {Fit::best, Fit::first}) {
-      const std::uint64_t a = fit_decode(bs, order, how, lay);
-      if (a < best_arena) best_arena = a, best = lay, best_order = order, best_how = how;
+  // Every decode costs about per_round bit tests; the orders and then the
+  // wheel draw on one budget, and nothing more runs once a plan meets the
+  // bound (none can be smaller).
+  const std::uint64_t per_round = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(nb) * nb / 2);
+  std::uint64_t work = kFitWork;
+  auto run = [&](const std::vector<std::size_t>& order, Fit how) {
+    if (best_arena == bound || (!best_order.empty() && work < per_round)) return;
+    work -= std::min(work, per_round);
+    const std::uint64_t a = fit_decode(bs, order, how, lay);
+    if (a < best_arena) {
+      best_arena = a, best = lay, best_order = order, best_how = how;
+    } else if (best_order.empty()) {
+      best_order = order, best_how = how;  // the wheel's start when a skyline plan is best
     }
   };
+  if (!bs.order.partial) {
+    // Cheaper than a decode: first, so that a plan at the bound (the
+    // unrolled LSTM's training list) ends the search early. Of the picks,
+    // largest area first was the only one that ever won on the benchmark
+    // lists.
+    best_arena = skyline_decode(bs, SkylinePick::area, best);
+  }
 
   std::vector<std::int64_t> span(nb);
   std::vector<std::uint64_t> breadth(nb, 0);
@@ -153,39 +171,40 @@ Layout plan_fit(const Blocks& bs, const Layout* seed) {
     std::stable_sort(o.begin(), o.end(), less);
     return o;
   };
-  // Greedy by size's own order first, so this planner is never worse than it.
-  run(sorted([&](std::size_t a, std::size_t b) {
+  const auto by_size = sorted([&](std::size_t a, std::size_t b) {
     if (size_of(a) != size_of(b)) return size_of(a) > size_of(b);
     return span[a] > span[b];
-  }));
-  run(sorted([&](std::size_t a, std::size_t b) {
+  });
+  const auto by_breadth = sorted([&](std::size_t a, std::size_t b) {
     if (breadth[a] != breadth[b]) return breadth[a] > breadth[b];
     if (size_of(a) != size_of(b)) return size_of(a) > size_of(b);
     return span[a] > span[b];
-  }));
-  run(sorted([&](std::size_t a, std::size_t b) {
+  });
+  std::vector<std::size_t> by_seed;
+  if (seed) {
+    // The seed's blocks from the bottom up: each drops to the best gap below.
+    by_seed = sorted([&](std::size_t a, std::size_t b) {
+      if (seed->buffer[a] != seed->buffer[b]) return seed->buffer[a] < seed->buffer[b];
+      return seed->offset[a] < seed->offset[b];
+    });
+  }
+  // Most useful first, as far as the budget goes. Greedy by size's own
+  // decode always runs, so this planner is never worse than it.
+  run(by_size, Fit::best);
+  run(by_size, Fit::first);
+  run(by_breadth, Fit::best);
+  if (seed) run(by_seed, Fit::best);
+  run(by_breadth, Fit::first);
+  if (seed) run(by_seed, Fit::first);
+  const auto by_breadth_span = sorted([&](std::size_t a, std::size_t b) {
     if (breadth[a] != breadth[b]) return breadth[a] > breadth[b];
     if (span[a] != span[b]) return span[a] > span[b];
     return size_of(a) > size_of(b);
-  }));
-  if (seed) {
-    // The seed's blocks from the bottom up: each drops to the best gap below.
-    run(sorted([&](std::size_t a, std::size_t b) {
-      if (seed->buffer[a] != seed->buffer[b]) return seed->buffer[a] < seed->buffer[b];
-      return seed->offset[a] < seed->offset[b];
-    }));
-  }
+  });
+  run(by_breadth_span, Fit::best);
+  run(by_breadth_span, Fit::first);
 
-  if (!bs.order.partial) {
-    for (SkylinePick pick : {SkylinePick::longest, SkylinePick::largest, SkylinePick::area}) {
-      const std::uint64_t a = skyline_decode(bs, pick, lay);
-      if (a < best_arena) best_arena = a, best = lay;
-    }
-  }
-
-  const std::uint64_t bound = bound_of(bs);
-  const std::uint64_t per_round = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(nb) * nb / 2);
-  const unsigned rounds = static_cast<unsigned>(std::min<std::uint64_t>(kMaxWheelRounds, kWheelWork / per_round));
+  const unsigned rounds = static_cast<unsigned>(std::min<std::uint64_t>(kMaxWheelRounds, work / per_round));
   if (best_arena > bound && rounds > 0) {
     // Priorities from the best order's ranks; the wheel adds to them.
     std::vector<double> prio(nb);
