@@ -1,0 +1,217 @@
+// bench-ew: the element-wise and broadcasting CPU_OPT kernels, and a fully
+// connected layer, against PyTorch's CPU kernels on the same shapes, both on
+// 2 threads, with preallocated outputs on both sides.
+//
+//   bench-ew
+//
+// 1. ADD_FORWARD(1, 1) of a bias row: x [64, 3136] + b [3136] -> y [64, 3136]
+//    (at::add_out(y, x, b)), and its backward's bias gradient, ADD_BACKWARD
+//    with g alone -> (NULL, db [3136]) (at::sum_out(db, g, {0})).
+// 2. ADD_FORWARD(1, 1) per channel on 32 x 64 x 56 x 56: NCHW with b
+//    [1, 64, 1, 1] (at::add_out into a contiguous y), NHWC 32 x 56 x 56 x 64
+//    with b [64] (at::add_out into a channels_last y); and the bias gradient,
+//    ADD_BACKWARD -> db (at::sum_out over {0, 2, 3}).
+// 3. EWPROD_FORWARD of two 32 x 64 x 56 x 56 tensors (at::mul_out).
+// 4. Dense 3136 -> 256 at batch 64: GEMM_FORWARD(NO_TRANSPOSE,
+//    TRANSPOSE(0, 1)) of x [64, 3136], w [256, 3136], bias [256] -> y [64, 256]
+//    (at::addmm_out(y, bias, x, w.t())); GEMM_BACKWARD (g, x, w) -> (dx, dw,
+//    dbias) (at::mm_out(dx, g, w), at::mm_out(dw, g.t(), x),
+//    at::sum_out(db, g, {0})); then each backward output alone on both sides.
+// Times are medians in milliseconds; ratio = NNC / PyTorch (below 1: faster).
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench.hpp"
+#include "nnc/ccv_nnc.h"
+#include "nnc/ccv_nnc_easy.h"
+
+#ifdef NNC_HAVE_TORCH
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#endif
+
+namespace {
+
+ccv_nnc_tensor_param_t param(std::vector<int> dims, int format = CCV_TENSOR_FORMAT_NHWC) {
+  ccv_nnc_tensor_param_t p;
+  std::memset(&p, 0, sizeof(p));
+  p.type = CCV_COMPUTE_DEVICE_ANY | CCV_TENSOR_CPU_MEMORY;
+  p.format = format;
+  p.datatype = CCV_32F;
+  for (size_t i = 0; i < dims.size(); i++) p.dim[i] = dims[i];
+  return p;
+}
+
+struct Tensor {
+  ccv_nnc_tensor_t* t;
+  explicit Tensor(std::vector<int> dims, int format = CCV_TENSOR_FORMAT_NHWC)
+      : t(ccv_nnc_tensor_new(nullptr, param(dims, format), 0)) {}
+  ~Tensor() { ccv_nnc_tensor_free(t); }
+  Tensor(const Tensor&) = delete;
+  Tensor& operator=(const Tensor&) = delete;
+  operator ccv_nnc_tensor_t*() const { return t; }
+  size_t count() const {
+    size_t n = 1;
+    for (int i = 0; i < CCV_NNC_MAX_DIM_ALLOC && t->info.dim[i]; i++) n *= static_cast<size_t>(t->info.dim[i]);
+    return n;
+  }
+  void fill(std::mt19937& rng) const {
+    std::uniform_real_distribution<float> d(-1, 1);
+    for (size_t i = 0; i < count(); i++) t->data.f32[i] = d(rng);
+  }
+};
+
+ccv_nnc_cmd_t cmd_with(uint32_t id, float p, float q) {
+  ccv_nnc_cmd_param_t prm;
+  std::memset(&prm, 0, sizeof(prm));
+  prm.size.dim[0] = prm.size.dim[1] = prm.size.dim[2] = 1;
+  prm.blas.a[0] = p, prm.blas.a[1] = q;
+  ccv_nnc_cmd_t c = ccv_nnc_cmd(id, nullptr, prm, 0);
+  c.backend = CCV_NNC_BACKEND_CPU_OPT;
+  return c;
+}
+
+void check(int code, const char* what) {
+  if (code != CCV_NNC_EXEC_SUCCESS) {
+    std::fprintf(stderr, "%s failed: %s\n", what, ccv_nnc_error_message());
+    std::exit(1);
+  }
+}
+
+double exec_ms(const ccv_nnc_cmd_t& cmd, std::vector<ccv_nnc_tensor_t*> in, std::vector<ccv_nnc_tensor_t*> out,
+               const char* what) {
+  auto f = [&] {
+    check(ccv_nnc_cmd_exec(cmd, ccv_nnc_no_hint, 0, in.data(), static_cast<int>(in.size()), out.data(),
+                           static_cast<int>(out.size()), nullptr),
+          what);
+  };
+  return nnc_bench::time_ms(f, 3, 400, 20, 5000);
+}
+
+#ifdef NNC_HAVE_TORCH
+double torch_ms(const std::function<void()>& f) { return nnc_bench::time_ms(f, 3, 400, 20, 5000); }
+#else
+double torch_ms(const std::function<void()>&) { return -1; }
+#endif
+
+}  // namespace
+
+int main() {
+  ccv_nnc_init();
+#ifdef NNC_HAVE_TORCH
+  at::set_num_threads(2);
+  at::manual_seed(1);
+#endif
+  std::mt19937 rng(7);
+  const ccv_nnc_cmd_t add = cmd_with(CCV_NNC_ADD_FORWARD, 1, 1), add_back = cmd_with(CCV_NNC_ADD_BACKWARD, 1, 1);
+  {
+    nnc_bench::Table table("ADD with a broadcast bias row, fp32", "PyTorch");
+    Tensor x({64, 3136}), b({3136}), y({64, 3136}), db({3136});
+    x.fill(rng), b.fill(rng);
+    const double fwd = exec_ms(add, {x, b}, {y}, "ADD bias");
+    const double bwd = exec_ms(add_back, {x}, {nullptr, db}, "ADD_BACKWARD bias");
+    double tf = -1, tb = -1;
+#ifdef NNC_HAVE_TORCH
+    at::Tensor tx = at::rand({64, 3136}), tbias = at::rand({3136}), ty = at::empty({64, 3136}),
+               tdb = at::empty({3136});
+    tf = torch_ms([&] { at::add_out(ty, tx, tbias); });
+    tb = torch_ms([&] { at::sum_out(tdb, tx, {0}); });
+#endif
+    table.row("(64, 3136) + (3136) forward", fwd, tf);
+    table.row("  backward db = sum over the batch", bwd, tb);
+  }
+  {
+    nnc_bench::Table table("ADD per channel on 32x64x56x56, fp32", "PyTorch");
+    for (bool nhwc : {false, true}) {
+      const int fmt = nhwc ? CCV_TENSOR_FORMAT_NHWC : CCV_TENSOR_FORMAT_NCHW;
+      const std::vector<int> shape = nhwc ? std::vector<int>{32, 56, 56, 64} : std::vector<int>{32, 64, 56, 56};
+      Tensor x(shape, fmt), y(shape, fmt);
+      Tensor b(nhwc ? std::vector<int>{64} : std::vector<int>{1, 64, 1, 1}, fmt),
+          db(nhwc ? std::vector<int>{64} : std::vector<int>{1, 64, 1, 1}, fmt);
+      x.fill(rng), b.fill(rng);
+      const double fwd = exec_ms(add, {x, b}, {y}, "ADD per channel");
+      const double bwd = exec_ms(add_back, {x}, {nullptr, db}, "ADD_BACKWARD per channel");
+      double tf = -1, tb = -1;
+#ifdef NNC_HAVE_TORCH
+      const auto mf = nhwc ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
+      at::Tensor tx = at::rand({32, 64, 56, 56}).contiguous(mf), tbias = at::rand({1, 64, 1, 1});
+      at::Tensor ty = at::empty({32, 64, 56, 56}).contiguous(mf), tdb = at::empty({64});
+      tf = torch_ms([&] { at::add_out(ty, tx, tbias); });
+      tb = torch_ms([&] { at::sum_out(tdb, tx, {0, 2, 3}); });
+#endif
+      const std::string layout = nhwc ? "NHWC (channels_last) + (64)" : "NCHW + (1, 64, 1, 1)";
+      table.row(layout + " forward", fwd, tf);
+      table.row("  backward db = sum over N, H, W", bwd, tb);
+    }
+  }
+  {
+    nnc_bench::Table table("EWPROD of two 32x64x56x56 fp32 tensors", "PyTorch");
+    Tensor a({32, 64, 56, 56}), b({32, 64, 56, 56}), y({32, 64, 56, 56});
+    a.fill(rng), b.fill(rng);
+    const double ours = exec_ms(cmd_with(CCV_NNC_EWPROD_FORWARD, 1, 1), {a, b}, {y}, "EWPROD");
+    double peer = -1;
+#ifdef NNC_HAVE_TORCH
+    at::Tensor ta = at::rand({32, 64, 56, 56}), tb = at::rand({32, 64, 56, 56}), ty = at::empty({32, 64, 56, 56});
+    peer = torch_ms([&] { at::mul_out(ty, ta, tb); });
+#endif
+    table.row("a * b", ours, peer);
+  }
+  {
+    nnc_bench::Table table("Dense 3136 -> 256 at batch 64, fp32 (GEMM with bias, w [256, 3136] transposed)",
+                           "PyTorch");
+    Tensor x({64, 3136}), w({256, 3136}), bias({256}), y({64, 256}), g({64, 256});
+    Tensor dx({64, 3136}), dw({256, 3136}), dbias({256});
+    x.fill(rng), w.fill(rng), bias.fill(rng), g.fill(rng);
+    ccv_nnc_cmd_t fwd = cmd_with(CCV_NNC_GEMM_FORWARD, 1, 1), bwd = cmd_with(CCV_NNC_GEMM_BACKWARD, 1, 1);
+    fwd.info.blas.transpose_b[0] = bwd.info.blas.transpose_b[0] = 0;
+    fwd.info.blas.transpose_b[1] = bwd.info.blas.transpose_b[1] = 1;
+    const double nf = exec_ms(fwd, {x, w, bias}, {y}, "GEMM_FORWARD");
+    const double nb = exec_ms(bwd, {g, x, w}, {dx, dw, dbias}, "GEMM_BACKWARD");
+    const double ndx = exec_ms(bwd, {g, x, w}, {dx, nullptr, nullptr}, "GEMM_BACKWARD dx");
+    const double ndw = exec_ms(bwd, {g, x, w}, {nullptr, dw, nullptr}, "GEMM_BACKWARD dw");
+    const double ndb = exec_ms(bwd, {g, x, w}, {nullptr, nullptr, dbias}, "GEMM_BACKWARD dbias");
+    const double nt = nnc_bench::time_ms(
+        [&] {
+          ccv_nnc_tensor_t* fi[] = {x, w, bias};
+          ccv_nnc_tensor_t* fo[] = {y};
+          check(ccv_nnc_cmd_exec(fwd, ccv_nnc_no_hint, 0, fi, 3, fo, 1, nullptr), "GEMM_FORWARD");
+          ccv_nnc_tensor_t* bi[] = {g, x, w};
+          ccv_nnc_tensor_t* bo[] = {dx, dw, dbias};
+          check(ccv_nnc_cmd_exec(bwd, ccv_nnc_no_hint, 0, bi, 3, bo, 3, nullptr), "GEMM_BACKWARD");
+        },
+        3, 400, 20, 5000);
+    double tf = -1, tb = -1, tdx = -1, tdw = -1, tdb = -1, tt = -1;
+#ifdef NNC_HAVE_TORCH
+    at::Tensor tx = at::rand({64, 3136}), tw = at::rand({256, 3136}), tbias = at::rand({256}),
+               tg = at::rand({64, 256});
+    at::Tensor ty = at::empty({64, 256}), tdx_ = at::empty({64, 3136}), tdw_ = at::empty({256, 3136}),
+               tdb_ = at::empty({256});
+    auto forward = [&] { at::addmm_out(ty, tbias, tx, tw.t()); };
+    auto backward = [&] {
+      at::mm_out(tdx_, tg, tw);
+      at::mm_out(tdw_, tg.t(), tx);
+      at::sum_out(tdb_, tg, {0});
+    };
+    tf = torch_ms(forward);
+    tb = torch_ms(backward);
+    tdx = torch_ms([&] { at::mm_out(tdx_, tg, tw); });
+    tdw = torch_ms([&] { at::mm_out(tdw_, tg.t(), tx); });
+    tdb = torch_ms([&] { at::sum_out(tdb_, tg, {0}); });
+    tt = torch_ms([&] {
+      forward();
+      backward();
+    });
+#endif
+    table.row("forward + backward", nt, tt);
+    table.row("  forward y = x w^T + bias", nf, tf);
+    table.row("  backward dx, dw, dbias", nb, tb);
+    table.row("    dx = g w alone", ndx, tdx);
+    table.row("    dw = g^T x alone", ndw, tdw);
+    table.row("    dbias = sum of g alone", ndb, tdb);
+  }
+  return 0;
+}
