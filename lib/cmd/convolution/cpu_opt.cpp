@@ -364,6 +364,124 @@ void input_gradient(const Geometry& g, const Plan& pl, const Image& dx, ccv_nnc_
     parallel(static_cast<size_t>(g.N) * g.H, [&](size_t b, size_t e) { unpack_rows(out.data, dx, b, e); }, th);
 }
 
+// dx by lowering: for each output row, gcol[ow][tap, c] = sum_k g[ow][k] *
+// w[k][tap][c] (one strip run with a single tap and K/groups inputs), then
+// each gcol row is added into the dx pixels its taps came from. Used when
+// the transposed convolution would waste most of its lanes (few channels
+// per group) or its work on the zeros of a stride above 1. Threads take
+// whole images, so no two add into one dx element.
+void input_gradient_col2im(const Geometry& g, const Plan& pl, const Image& dx, ccv_nnc_stream_context_t* stream) {
+  const int taps = g.KH * g.KW, cols = taps * g.Cg;
+  const int bw = pl.bw, blocks = (cols + bw - 1) / bw, colp = blocks * bw;
+  const bool th = threaded(g);
+  const size_t parts = th ? std::min(static_cast<size_t>(g.N), thread_count()) : 1;
+  const bool pack_g = g.y.sc != 1;
+  Arena arena;
+  arena.plan(static_cast<size_t>(g.G) * blocks * g.Kg * bw);
+  arena.plan(parts * g.OW * colp);
+  if (pack_g) arena.plan(static_cast<size_t>(g.N) * g.OH * g.OW * g.K);
+  arena.plan(2);
+  target_for(dx, &arena, true);
+  arena.start(stream);
+  float* wpk = arena.take(static_cast<size_t>(g.G) * blocks * g.Kg * bw);
+  float* gcol = arena.take(parts * g.OW * colp);
+  float* gpk = pack_g ? arena.take(static_cast<size_t>(g.N) * g.OH * g.OW * g.K) : nullptr;
+  int64_t* tapoff = reinterpret_cast<int64_t*>(arena.take(2));
+  tapoff[0] = 0;
+  const Target out = target_for(dx, &arena, false);
+  // [group][block][k][j] = w[k][tap, c = block * bw + j].
+  const float* w = fptr(g.w.data);
+  for (int gi = 0; gi < g.G; gi++)
+    for (int cb = 0; cb < blocks; cb++) {
+      float* dst = wpk + (static_cast<size_t>(gi) * blocks + cb) * g.Kg * bw;
+      for (int k = 0; k < g.Kg; k++, dst += bw)
+        for (int j = 0; j < bw; j++) {
+          const int col = cb * bw + j;
+          if (col >= cols) {
+            dst[j] = 0.f;
+            continue;
+          }
+          const int t = col / g.Cg, c = col % g.Cg;
+          dst[j] = w[(gi * g.Kg + k) * g.w.sk + (t / g.KW) * g.w.skh + (t % g.KW) * g.w.skw + c * g.w.sc];
+        }
+    }
+  auto lock = compute_lock();
+  // g with unit-stride channels: as given, or packed NHWC.
+  const float* gsrc = fptr(g.y.data);
+  int64_t gsn = g.y.sn, gsh = g.y.sh, gsw = g.y.sw;
+  if (pack_g) {
+    const PadSpec ps{g.OH, g.OW, 0, 0};
+    parallel(static_cast<size_t>(g.N) * g.OH, [&](size_t b, size_t e) { pad_rows(g.y, gpk, ps, b, e); }, th);
+    gsrc = gpk, gsw = g.K, gsh = gsw * g.OW, gsn = gsh * g.OH;
+  }
+  const int most = pl.k->max_pix[pl.nz];
+  const int KH = g.KH, KW = g.KW, Cg = g.Cg, SH = g.SH, DH = g.DH, PT = g.PT, SW = g.SW, DW = g.DW, PL = g.PL;
+  const int H = g.H, W = g.W, OW = g.OW;
+  const int64_t osh = out.sh, osw = out.sw;
+  parallel(parts, [&](size_t pb, size_t pe) {
+    for (size_t part = pb; part < pe; part++) {
+      float* row = gcol + part * g.OW * colp;
+      const size_t n0 = g.N * part / parts, n1 = g.N * (part + 1) / parts;
+      StripArgs a;
+      a.tapoff = tapoff;
+      a.taps = 1;
+      a.cin = g.Kg;
+      a.xps = gsw;
+      a.yps = colp;
+      for (size_t nn = n0; nn < n1; nn++) {
+        const int n = static_cast<int>(nn);
+        float* img = out.data + n * out.sn;
+        for (int h = 0; h < H; h++) {
+          if (osw == g.C) {
+            std::memset(img + h * osh, 0, sizeof(float) * g.C * W);
+            continue;
+          }
+          for (int x0 = 0; x0 < W; x0++) std::memset(img + h * osh + x0 * osw, 0, sizeof(float) * g.C);
+        }
+        for (int oh = 0; oh < g.OH; oh++) {
+          const float* grow = gsrc + n * gsn + oh * gsh;
+          for (int gi = 0; gi < g.G; gi++) {
+            for (int cb = 0; cb < blocks; cb++) {
+              a.w = wpk + (static_cast<size_t>(gi) * blocks + cb) * g.Kg * bw;
+              a.bias = nullptr;
+              a.kvalid = bw;
+              for_strips(g.OW, most, [&](int q0, int np) {
+                a.x = grow + q0 * gsw + gi * g.Kg;
+                a.y = row + static_cast<size_t>(q0) * colp + cb * bw;
+                a.npix = np;
+                pl.k->strip(a, pl.nz);
+              });
+            }
+            // Add gcol into dx, tap row by tap row (locals keep the index
+            // arithmetic out of memory: the stores may alias nothing here).
+            for (int kh = 0; kh < KH; kh++) {
+              const int ih = oh * SH + kh * DH - PT;
+              if (ih < 0 || ih >= H) continue;
+              float* const drow = img + ih * osh + gi * Cg;
+              for (int ow = 0; ow < OW; ow++) {
+                const float* src = row + static_cast<size_t>(ow) * colp + kh * KW * Cg;
+                const int iw0 = ow * SW - PL;
+                for (int kw = 0; kw < KW; kw++) {
+                  const int iw = iw0 + kw * DW;
+                  if (iw < 0 || iw >= W) continue;
+                  float* d = drow + iw * osw;
+                  const float* v = src + kw * Cg;
+                  if (Cg == 1)
+                    d[0] += v[0];
+                  else
+                    for (int c = 0; c < Cg; c++) d[c] += v[c];
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }, th);
+  if (!out.direct)
+    parallel(static_cast<size_t>(g.N) * g.H, [&](size_t b, size_t e) { unpack_rows(out.data, dx, b, e); }, th);
+}
+
 // dw and dbias: see the top of the file.
 void weight_gradient(const Geometry& g, const Plan& pl, ccv_nnc_tensor_t* dw_t, ccv_nnc_tensor_t* db_t,
                      ccv_nnc_stream_context_t* stream) {
@@ -491,7 +609,14 @@ NNC_CONV_KERNEL(backward_impl) {
   const Geometry g = geometry(cmd, hint, io.x, io.w, nullptr, io.g, "CONVOLUTION_BACKWARD");
   if (!kernels()) return backward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
   if (io.dw || io.dbias) weight_gradient(g, plan_for(cmd.algorithm, g.Kg), io.dw, io.dbias, stream_context);
-  if (io.dx) input_gradient(g, plan_for(cmd.algorithm, g.Cg), image_of(io.dx), stream_context);
+  if (io.dx) {
+    // Few channels per group, or a stride above 1: lower; else the transposed convolution.
+    const Plan direct = plan_for(cmd.algorithm, g.Cg);
+    if (g.Cg * 2 <= direct.bw || g.SH > 1 || g.SW > 1)
+      input_gradient_col2im(g, plan_for(cmd.algorithm, g.KH * g.KW * g.Cg), image_of(io.dx), stream_context);
+    else
+      input_gradient(g, direct, image_of(io.dx), stream_context);
+  }
   return CCV_NNC_EXEC_SUCCESS;
 }
 
