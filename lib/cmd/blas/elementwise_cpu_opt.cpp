@@ -40,16 +40,21 @@ int forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, ccv_nnc_t
   ew::broadcast_strides(b, y, bs);
   const T* x[] = {ptr<T>(a), ptr<T>(b)};
   const int64_t* xs[] = {as, bs};
-  if (op == CCV_NNC_ADD_FORWARD)
+  // Outputs far beyond the caches are written with non-temporal stores.
+  const bool stream = y.count() * sizeof(T) >= ew::kStreamBytes;
+  if (op == CCV_NNC_ADD_FORWARD) {
+    const auto add = stream ? L.add_nt : L.add;
     ew::for_runs<T, 2>(y.dim.data(), y.nd, ptr<T>(y), y.stride.data(), x, xs, 3u,
                        [&](T* o, const T* const* r, const bool* sc, size_t n) {
-                         L.add(o, r[0], r[1], n, sc[0] ? ew::kSV : sc[1] ? ew::kVS : ew::kVV, p, q);
+                         add(o, r[0], r[1], n, sc[0] ? ew::kSV : sc[1] ? ew::kVS : ew::kVV, p, q);
                        });
-  else
+  } else {
+    const auto mul = stream ? L.mul_nt : L.mul;
     ew::for_runs<T, 2>(y.dim.data(), y.nd, ptr<T>(y), y.stride.data(), x, xs, 3u,
                        [&](T* o, const T* const* r, const bool* sc, size_t n) {
-                         L.mul(o, r[0], r[1], n, sc[0] ? ew::kSV : sc[1] ? ew::kVS : ew::kVV, p);
+                         mul(o, r[0], r[1], n, sc[0] ? ew::kSV : sc[1] ? ew::kVS : ew::kVV, p);
                        });
+  }
   return CCV_NNC_EXEC_SUCCESS;
 }
 

@@ -54,7 +54,15 @@ struct Loops {
   void (*acc)(T* acc, const T* g, const T* b, size_t n, int bmode);
   // y[i] = p x[i] (also the combine step of partial sums).
   void (*scale)(T* y, const T* x, size_t n, T p);
+  // add and mul with non-temporal stores of y (the AVX2 tables; the generic
+  // ones store normally): for outputs much larger than the caches, where they
+  // save reading y's lines before writing them. Ends with a store fence.
+  void (*add_nt)(T* y, const T* a, const T* b, size_t n, int mode, T p, T q);
+  void (*mul_nt)(T* y, const T* a, const T* b, size_t n, int mode, T p);
 };
+
+// Output size (bytes) from which the drivers use the _nt loops.
+constexpr size_t kStreamBytes = size_t{8} << 20;
 
 template <class T>
 const Loops<T>& loops();

@@ -216,10 +216,24 @@ void scale(T* __restrict y, const T* __restrict x, size_t n, T p) {
   for (size_t i = 0; i < n; i++) y[i] = p * x[i];
 }
 
+#ifdef NNC_EW_STREAM_STORES
+// NNC_EW_STREAM_STORES (the AVX2 file) supplies add_nt<T> / mul_nt<T>.
+#else
+template <class T>
+void add_nt(T* y, const T* a, const T* b, size_t n, int mode, T p, T q) {
+  add<T>(y, a, b, n, mode, p, q);
+}
+template <class T>
+void mul_nt(T* y, const T* a, const T* b, size_t n, int mode, T p) {
+  mul<T>(y, a, b, n, mode, p);
+}
+#endif
+
 template <class T>
 constexpr Loops<T> make_table() {
-  return Loops<T>{add<T>,   mul<T>,      div<T>,   min<T>,   max<T>,        muldiv<T>,      exp_<T>, log_<T>,
-                  sqrt_<T>, clamp<T>, clamp_grad<T>, minmax_grad<T>, dot<T>, acc<T>,  scale<T>};
+  return Loops<T>{add<T>,      mul<T>,         div<T>,         min<T>, max<T>, muldiv<T>,
+                  exp_<T>,     log_<T>,        sqrt_<T>,       clamp<T>, clamp_grad<T>, minmax_grad<T>,
+                  dot<T>,      acc<T>,         scale<T>,       add_nt<T>, mul_nt<T>};
 }
 
 constexpr Loops<float> kF32 = make_table<float>();

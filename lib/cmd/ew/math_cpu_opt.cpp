@@ -50,13 +50,16 @@ int forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input
     }
     const T* x[] = {ap, ptr<T>(b)};
     const int64_t* xs[] = {as, b.stride.data()};
+    // Outputs far beyond the caches are written with non-temporal stores
+    // (EWPROD only; its later inputs are multiplied in through the caches).
+    const auto mul = y.count() * sizeof(T) >= kStreamBytes && input_size == 2 ? L.mul_nt : L.mul;
     auto body = [&](T* o, const T* const* r, const bool* sc, size_t n) {
       const int mode = sc[0] ? kSV : sc[1] ? kVS : kVV;
       switch (op) {
         case Op::kDiv: L.div(o, r[0], r[1], n, mode, T(1)); break;
         case Op::kMin: L.min(o, r[0], r[1], n, mode); break;
         case Op::kMax: L.max(o, r[0], r[1], n, mode); break;
-        default: L.mul(o, r[0], r[1], n, mode, T(1)); break;
+        default: mul(o, r[0], r[1], n, mode, T(1)); break;
       }
     };
     for_runs<T, 2>(dim, y.nd, yp, ys, x, xs, 3u, body);

@@ -33,6 +33,55 @@ constexpr size_t kParallelFrom = size_t{1} << 15;
 // Elements per gathered block.
 constexpr size_t kBlock = 256;
 
+// Elements of one tile of a periodic operand (16 KiB).
+template <class T>
+constexpr size_t kTile = 16384 / sizeof(T);
+
+// Short rows (a per-channel vector over NHWC: rows of C) would reach the loops
+// one short run at a time. When the output and every operand are contiguous
+// across rows except operands that repeat one row (row stride 0), the rows
+// are processed many at a time instead: each repeating row is copied side by
+// side into a tile on the stack, so the loops see runs of up to kTile
+// elements. Returns false (doing nothing) when the walk is not of that kind.
+template <class T, int K, class F>
+bool tiled_runs(const Walk& w, T* y, const T* const* x, const F& f) {
+  if (w.nd < 2) return false;
+  const size_t n = w.inner();
+  const int r = w.nd - 2;  // the row dimension
+  if (n * 4 > kTile<T> || w.stride[0][w.nd - 1] != 1 || w.stride[0][r] != static_cast<int64_t>(n)) return false;
+  bool periodic[K];
+  bool any = false;
+  for (int k = 0; k < K; k++) {
+    if (w.stride[k + 1][w.nd - 1] != 1) return false;
+    const int64_t rs = w.stride[k + 1][r];
+    if (rs != 0 && rs != static_cast<int64_t>(n)) return false;
+    periodic[k] = rs == 0;
+    any = any || periodic[k];
+  }
+  if (!any) return false;
+  Walk rows = w;  // the same walk without its innermost dimension: each step is one row
+  rows.nd = w.nd - 1;
+  const size_t per = kTile<T> / n;  // rows per call
+  walk_parallel(rows, std::max<size_t>(1, kParallelFrom / n), [&](const int64_t* off, size_t count) {
+    T tile[K][kTile<T>];
+    const T* xr[K];
+    const bool scalar[K] = {};
+    for (int k = 0; k < K; k++) {
+      if (!periodic[k]) continue;
+      const T* src = x[k] + off[k + 1];
+      const size_t m = std::min(per, count);
+      for (size_t i = 0; i < m; i++) std::copy(src, src + n, tile[k] + i * n);
+    }
+    for (size_t r0 = 0; r0 < count; r0 += per) {
+      const size_t m = std::min(per, count - r0);
+      const int64_t at = static_cast<int64_t>(r0 * n);
+      for (int k = 0; k < K; k++) xr[k] = periodic[k] ? tile[k] : x[k] + off[k + 1] + at;
+      f(y + off[0] + at, static_cast<const T* const*>(xr), scalar, m * n);
+    }
+  });
+  return true;
+}
+
 // f(T* y, const T* const* x, const bool* scalar, size_t n) over every run of
 // the output; K inputs. f must not throw.
 template <class T, int K, class F>
@@ -46,6 +95,7 @@ void for_runs(const int* dim, int nd, T* y, const int64_t* ystride, const T* con
   int64_t xs[K];
   for (int k = 0; k < K; k++) xs[k] = w.inner_stride(k + 1);
   const int64_t ys = w.inner_stride(0);
+  if (tiled_runs<T, K>(w, y, x, f)) return;
   bool direct = ys == 1;
   bool scalar[K];
   for (int k = 0; k < K; k++) {
@@ -133,11 +183,18 @@ void reduce_runs(ccv_nnc_stream_context_t* stream, const int* dim, int nd, const
   const int64_t* strides[3] = {ps, gs, b ? bs : gs};
   make_walk(w, dim, nd, 3, strides);
   const size_t inner = w.inner(), rows = w.rows(), total = inner * rows;
+  // A sum over rows into one contiguous row (a bias gradient): the threads
+  // split the columns, each summing every row of its own columns, so no
+  // partial blocks need adding up.
+  bool columns = w.nd >= 2 && w.stride[0][w.nd - 1] == 1 && inner >= 512;
+  for (int i = 0; i + 1 < w.nd && columns; i++) columns = w.stride[0][i] == 0;
   size_t parts = 1;
   if (total >= kParallelFrom && thread_count() > 1)
-    parts = std::min<size_t>(thread_count(), rows > 1 ? rows : std::max<size_t>(1, inner / 4096));
-  // One block per part; part 0 is also where the parts are summed.
-  T* acc = static_cast<T*>(workspace(stream, parts * dcount * sizeof(T)));
+    parts = columns ? std::min<size_t>(thread_count(), inner / 256)
+                    : std::min<size_t>(thread_count(), rows > 1 ? rows : std::max<size_t>(1, inner / 4096));
+  // One block per part (one in all when splitting columns); part 0 is also
+  // where the parts are summed.
+  T* acc = static_cast<T*>(workspace(stream, (columns ? 1 : parts) * dcount * sizeof(T)));
   const int64_t s0 = w.inner_stride(0), sg = w.inner_stride(1), sb = b ? w.inner_stride(2) : 0;
   const int bmode_run = !b ? 0 : sb == 0 ? 2 : 1;
   auto run = [&](T* a, const int64_t* off, size_t n) {
@@ -157,6 +214,18 @@ void reduce_runs(ccv_nnc_stream_context_t* stream, const int* dim, int nd, const
     }
   };
   auto part = [&](size_t k) {
+    if (columns) {
+      const size_t c0 = inner * k / parts, c1 = inner * (k + 1) / parts;
+      std::fill(acc + c0, acc + c1, T(0));
+      auto body = [&](const int64_t* off, size_t) {
+        const int64_t o[3] = {off[0] + static_cast<int64_t>(c0), off[1] + static_cast<int64_t>(c0) * sg,
+                              off[2] + static_cast<int64_t>(c0) * sb};
+        run(acc, o, c1 - c0);
+      };
+      const detail::WalkTask<decltype(body)> task{&w, &body};
+      task.rows(0, rows);
+      return;
+    }
     T* a = acc + k * dcount;
     std::fill(a, a + dcount, T(0));
     if (w.nd == 1) {
@@ -177,7 +246,8 @@ void reduce_runs(ccv_nnc_stream_context_t* stream, const int* dim, int nd, const
     parallel_for(parts, 1, [&](size_t lo, size_t hi) {
       for (size_t k = lo; k < hi; k++) part(k);
     });
-    for (size_t k = 1; k < parts; k++) L.acc(acc, acc + k * dcount, nullptr, dcount, 0);
+    if (!columns)
+      for (size_t k = 1; k < parts; k++) L.acc(acc, acc + k * dcount, nullptr, dcount, 0);
   }
   // d = p * acc through d's own strides.
   const T* x[] = {acc};
