@@ -83,9 +83,14 @@ Layout plan_nnc(const Blocks& bs, NncSelection selection) {
   const bool total = !bs.order.partial;
   std::vector<Edge> edges;  // never erased: spent edges keep weight 0
   std::vector<std::size_t> scanned(nb, 0);  // edges already known not to fit a tensor alone
+  // The fields a total-order scan tests, one array each, so that it tests
+  // 64 edges without a branch and visits only the few that pass.
+  std::vector<std::uint64_t> e_weight;
+  std::vector<std::int64_t> e_y_last, e_x_first;
   auto edge = [&](std::size_t y, std::size_t x, std::uint64_t weight, std::uint64_t offset, std::size_t group) {
     edges.push_back({y, x, weight, offset, group, y == kSource ? INT64_MIN : bs.blocks[y].last,
                      x == kSink ? INT64_MAX : bs.blocks[x].first});
+    e_weight.push_back(weight), e_y_last.push_back(edges.back().y_last), e_x_first.push_back(edges.back().x_first);
   };
   std::vector<Tuple> tuples;
   std::vector<std::size_t> cands;
@@ -160,18 +165,31 @@ Layout plan_nnc(const Blocks& bs, NncSelection selection) {
       }
       std::uint64_t min_hop = UINT64_MAX;
       const std::int64_t p_first = bs.blocks[p].first, q_last = bs.blocks[q].last;
-      for (std::size_t e = from; e < edges.size(); e++) {
+      auto consider = [&](std::size_t e) {
         const Edge& ed = edges[e];
-        if (ed.weight < t.size) continue;
-        if (total) {
-          if (ed.y_last >= p_first || ed.x_first <= q_last) continue;
-        } else {
-          if (ed.y != kSource && !bs.before(ed.y, p)) continue;
-          if (ed.x != kSink && !bs.before(q, ed.x)) continue;
-        }
         const std::uint64_t hy = ed.y == kSource ? far : static_cast<std::uint64_t>(bs.blocks[p].first - bs.blocks[ed.y].last);
         const std::uint64_t hx = ed.x == kSink ? far : static_cast<std::uint64_t>(bs.blocks[ed.x].first - bs.blocks[q].last);
         if (hy + hx < min_hop) min_hop = hy + hx, best_edge = e;
+      };
+      const std::size_t n_edges = edges.size();
+      if (total) {
+        for (std::size_t e0 = from; e0 < n_edges; e0 += 64) {
+          const std::size_t e1 = std::min(n_edges, e0 + 64);
+          std::uint64_t fits = 0;
+          for (std::size_t e = e0; e < e1; e++) {
+            const bool ok = (e_weight[e] >= t.size) & (e_y_last[e] < p_first) & (e_x_first[e] > q_last);
+            fits |= static_cast<std::uint64_t>(ok) << (e - e0);
+          }
+          for (; fits; fits &= fits - 1) consider(e0 + static_cast<std::size_t>(__builtin_ctzll(fits)));
+        }
+      } else {
+        for (std::size_t e = from; e < n_edges; e++) {
+          const Edge& ed = edges[e];
+          if (ed.weight < t.size) continue;
+          if (ed.y != kSource && !bs.before(ed.y, p)) continue;
+          if (ed.x != kSink && !bs.before(q, ed.x)) continue;
+          consider(e);
+        }
       }
     }
     if (best_edge == kNone) {
@@ -192,6 +210,7 @@ Layout plan_nnc(const Blocks& bs, NncSelection selection) {
       y = ed.y, x = ed.x, group = ed.group, base = ed.offset;
       ed.weight -= t.size;
       ed.offset += t.size;
+      e_weight[best_edge] = ed.weight;
     }
     std::size_t strings[2] = {p, q};
     const std::size_t count = p == q ? 1 : 2;
