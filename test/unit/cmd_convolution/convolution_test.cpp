@@ -168,6 +168,22 @@ TEST_F(Conv, ForwardDerivesHintWithDilation) {
   check_forward(s, CCV_64F, false, CCV_NNC_BACKEND_CPU_REF, 1e-12, rng, /*no_hint=*/true);
 }
 
+TEST_F(Conv, BackwardDerivesHintWithDilation) {
+  std::mt19937 rng(9);
+  Case c{2, 9, 8, 3, 4, 3, 3};
+  c.DH = c.DW = 2, c.PT = c.PL = c.PB = c.PR = 2;
+  for (uint32_t backend : {static_cast<uint32_t>(CCV_NNC_BACKEND_CPU_REF), static_cast<uint32_t>(CCV_NNC_BACKEND_CPU_OPT)}) {
+    T x(CCV_32F, c.x_shape()), w(CCV_32F, c.w_shape()), g(CCV_32F, c.y_shape());
+    fill_uniform(x, rng), fill_uniform(w, rng), fill_uniform(g, rng);
+    T dx(CCV_32F, c.x_shape()), dw(CCV_32F, c.w_shape()), dx2(CCV_32F, c.x_shape()), dw2(CCV_32F, c.w_shape());
+    const ccv_nnc_cmd_t bk = c.cmd(CCV_NNC_CONVOLUTION_BACKWARD, backend);
+    ASSERT_EQ(run_hint(bk, c.hint(), {g, x, w}, {dx, dw}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    ASSERT_EQ(run(bk, {g, x, w}, {dx2, dw2}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    EXPECT_EQ(max_rel_diff(dx2, dx), 0);
+    EXPECT_EQ(max_rel_diff(dw2, dw), 0);
+  }
+}
+
 TEST_F(Conv, WeightsInTheirOwnFormat) {
   // NHWC data with NCHW (K, C, KH, KW) weights gives the same result as the
   // same weights stored NHWC.
@@ -257,6 +273,9 @@ std::vector<Case> opt_cases() {
     st.SH = 2, st.SW = 3, st.DH = 2, st.G = 3, st.PT = 1, st.PB = 2, st.PL = 3, st.PR = 0, st.format = format;
     cs.push_back(st);
   }
+  Case crop{1, 7, 6, 32, 8, 3, 3};  // padding beyond the dilated window: dx's padded g starts cropped
+  crop.DH = crop.DW = 2, crop.PT = 5, crop.PB = 1, crop.PL = 5, crop.PR = 2;
+  cs.push_back(crop);
   Case threaded{2, 15, 16, 16, 33, 3, 3};  // above the size that goes to the pool (2^20 multiply-adds)
   threaded.PT = threaded.PB = threaded.PL = threaded.PR = 1;
   cs.push_back(threaded);
