@@ -5,7 +5,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <cmath>
+#include <type_traits>
+
+#include "core/vmath_avx2.hpp"
+
 #define NNC_EW_STREAM_STORES 1
+#define NNC_EW_VECTOR_EXP_LOG 1
 
 namespace nnc::ew {
 namespace {
@@ -98,6 +104,34 @@ void mul_nt(T* y, const T* a, const T* b, size_t n, int mode, T p) {
   stream_binary(
       y, a, b, n, mode, [p](T x, T z) { return p * x * z; },
       [pv](auto x, auto z) { return I::mul(I::mul(pv, x), z); });
+}
+
+// exp / log: fp32 through core/vmath.hpp (within 2 ulp), fp64 through libm.
+template <class T, bool LOG>
+void exp_log(T* y, const T* x, size_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    using V = vmath::Avx2;
+    size_t i = 0;
+    for (; i + V::N <= n; i += V::N) {
+      const V::R v = V::load(x + i);
+      V::store(y + i, LOG ? vmath::log<V>(v) : vmath::exp<V>(v));
+    }
+    if (i < n) {
+      const int m = static_cast<int>(n - i);
+      const V::R v = V::load_tail(x + i, m, 1.0f);
+      V::store_tail(y + i, LOG ? vmath::log<V>(v) : vmath::exp<V>(v), m);
+    }
+  } else {
+    for (size_t i = 0; i < n; i++) y[i] = LOG ? std::log(x[i]) : std::exp(x[i]);
+  }
+}
+template <class T>
+void exp_(T* y, const T* x, size_t n) {
+  exp_log<T, false>(y, x, n);
+}
+template <class T>
+void log_(T* y, const T* x, size_t n) {
+  exp_log<T, true>(y, x, n);
 }
 
 }  // namespace

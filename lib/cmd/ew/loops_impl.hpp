@@ -93,6 +93,8 @@ void muldiv(T* __restrict y, const T* __restrict a, const T* __restrict b, const
   for (size_t i = 0; i < n; i++) y[i] = p * a[i] * b[i] / c[i];
 }
 
+#ifndef NNC_EW_VECTOR_EXP_LOG
+// (The AVX2 file supplies exp_ / log_ with core/vmath.hpp's vector exp / log for fp32.)
 template <class T>
 void exp_(T* __restrict y, const T* __restrict x, size_t n) {
   for (size_t i = 0; i < n; i++) y[i] = std::exp(x[i]);
@@ -102,6 +104,7 @@ template <class T>
 void log_(T* __restrict y, const T* __restrict x, size_t n) {
   for (size_t i = 0; i < n; i++) y[i] = std::log(x[i]);
 }
+#endif
 
 template <class T>
 void sqrt_(T* __restrict y, const T* __restrict x, size_t n) {

@@ -363,6 +363,34 @@ TEST_F(EwMathTest, ProductOfThreeIntoLastInput) {
   }
 }
 
+// The vector exp / log of the fp32 optimised path at the edges of their range.
+TEST_F(EwMathTest, ExpLogSpecialValues) {
+  const float inf = INFINITY;
+  const std::vector<float> ex = {-inf, -200, -103, -88, -1e-40f, 0, 1e-30f, 1, 88.5f, 88.8f, 89, 200, inf, NAN};
+  const std::vector<float> lx = {-1, -0.0f, 0, 1e-45f, 1e-40f, 1e-30f, 0.999999f, 1, 1.000001f, 3e38f, inf, NAN};
+  for (bool log : {false, true}) {
+    const std::vector<float>& v = log ? lx : ex;
+    const int n = static_cast<int>(v.size());
+    for (uint32_t backend : {kRef, kOpt}) {
+      T x(CCV_32F, {n}), y(CCV_32F, {n});
+      for (int i = 0; i < n; i++) x.set(i, v[i]);
+      ASSERT_EQ(run(command(log ? CCV_NNC_EWLOG_FORWARD : CCV_NNC_EWEXP_FORWARD, backend), {x}, {y}),
+                CCV_NNC_EXEC_SUCCESS);
+      for (int i = 0; i < n; i++) {
+        const double want = log ? std::log(static_cast<double>(v[i])) : std::exp(static_cast<double>(v[i]));
+        const double got = y.get(i);
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(got)) << (log ? "log " : "exp ") << v[i];
+        } else if (std::isinf(static_cast<float>(want))) {
+          EXPECT_EQ(got, static_cast<float>(want)) << (log ? "log " : "exp ") << v[i];
+        } else {
+          EXPECT_NEAR(got, want, 2.5e-7 * std::fabs(want) + 1.5e-45) << (log ? "log " : "exp ") << v[i] << " backend " << backend;
+        }
+      }
+    }
+  }
+}
+
 TEST_F(EwMathTest, ShapesAndBitmasks) {
   ccv_nnc_tensor_param_t in[2] = {param(CCV_32F, {3, 4}), param(CCV_32F, {3, 4})}, out[2];
   std::memset(out, 0, sizeof(out));
