@@ -42,11 +42,17 @@ const char* dt(const ccv_nnc_tensor_t* t) { return datatype_name(CCV_GET_DATA_TY
 int type_of(const ccv_nnc_tensor_t* t) { return CCV_GET_DATA_TYPE(t->info.datatype); }
 std::string dims(const ccv_nnc_tensor_t* t) { return shape_string(t->info.dim); }
 
-const char* name_of(uint32_t cmd) {
+// "ADD_BACKWARD" for messages (no string is built on the passing path).
+struct Name {
+  const char* s;
+  const char* c_str() const { return s; }
+};
+Name name_of(uint32_t cmd) {
+  const bool back = cmd & 1u;
   switch (cmd & ~1u) {
-    case CCV_NNC_ADD_FORWARD: return "ADD";
-    case CCV_NNC_MUL_FORWARD: return "MUL";
-    default: return "SCALAR_MUL";
+    case CCV_NNC_ADD_FORWARD: return {back ? "ADD_BACKWARD" : "ADD_FORWARD"};
+    case CCV_NNC_MUL_FORWARD: return {back ? "MUL_BACKWARD" : "MUL_FORWARD"};
+    default: return {back ? "SCALAR_MUL_BACKWARD" : "SCALAR_MUL_FORWARD"};
   }
 }
 bool is_scalar_mul(uint32_t cmd) { return (cmd & ~1u) == CCV_NNC_SCALAR_MUL_FORWARD; }
@@ -59,7 +65,7 @@ bool same_dims(const int* a, const int* b) {
   return true;
 }
 
-void check_type(const std::string& c, const char* what, const ccv_nnc_tensor_t* t, const ccv_nnc_tensor_t* ref) {
+void check_type(const Name& c, const char* what, const ccv_nnc_tensor_t* t, const ccv_nnc_tensor_t* ref) {
   NNC_CHECK(type_of(t) & kFloatTypes, "%s: %s is %s; it takes 16F, 16BF, 32F or 64F", c.c_str(), what, dt(t));
   NNC_CHECK(type_of(t) == type_of(ref), "%s: %s is %s but the others are %s; all take one data type", c.c_str(), what,
             dt(t), dt(ref));
@@ -67,7 +73,7 @@ void check_type(const std::string& c, const char* what, const ccv_nnc_tensor_t* 
 
 void validate_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
                       ccv_nnc_tensor_t* const* outputs, int output_size) {
-  const std::string c = std::string(name_of(cmd.cmd)) + "_FORWARD";
+  const Name c = name_of(cmd.cmd);
   const bool scalar = is_scalar_mul(cmd.cmd);
   NNC_CHECK(input_size == (scalar ? 1 : 2), "%s: takes inputs %s (got %d inputs)", c.c_str(), scalar ? "|x|" : "|a|b|",
             input_size);
@@ -94,7 +100,7 @@ void validate_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_t
 
 void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
                        ccv_nnc_tensor_t* const* outputs, int output_size) {
-  const std::string c = std::string(name_of(cmd.cmd)) + "_BACKWARD";
+  const Name c = name_of(cmd.cmd);
   const bool scalar = is_scalar_mul(cmd.cmd);
   const int n = scalar ? 1 : 2;
   NNC_CHECK(input_size >= 1 && input_size <= n + 2, "%s: takes inputs %s (got %d inputs)", c.c_str(),

@@ -49,14 +49,30 @@ struct Entry {
   uint32_t forward;
   Op op;
   const char* name;
+  const char* names[2];  // forward, backward (for messages, without building strings on every call)
 };
 
 constexpr Entry kEntries[] = {
-    {CCV_NNC_EWPROD_FORWARD, Op::kProd, "EWPROD"}, {CCV_NNC_EWDIV_FORWARD, Op::kDiv, "EWDIV"},
-    {CCV_NNC_EWEXP_FORWARD, Op::kExp, "EWEXP"},    {CCV_NNC_EWLOG_FORWARD, Op::kLog, "EWLOG"},
-    {CCV_NNC_EWSQRT_FORWARD, Op::kSqrt, "EWSQRT"}, {CCV_NNC_CLAMP_FORWARD, Op::kClamp, "CLAMP"},
-    {CCV_NNC_MIN_FORWARD, Op::kMin, "MIN"},        {CCV_NNC_MAX_FORWARD, Op::kMax, "MAX"},
+    {CCV_NNC_EWPROD_FORWARD, Op::kProd, "EWPROD", {"EWPROD_FORWARD", "EWPROD_BACKWARD"}},
+    {CCV_NNC_EWDIV_FORWARD, Op::kDiv, "EWDIV", {"EWDIV_FORWARD", "EWDIV_BACKWARD"}},
+    {CCV_NNC_EWEXP_FORWARD, Op::kExp, "EWEXP", {"EWEXP_FORWARD", "EWEXP_BACKWARD"}},
+    {CCV_NNC_EWLOG_FORWARD, Op::kLog, "EWLOG", {"EWLOG_FORWARD", "EWLOG_BACKWARD"}},
+    {CCV_NNC_EWSQRT_FORWARD, Op::kSqrt, "EWSQRT", {"EWSQRT_FORWARD", "EWSQRT_BACKWARD"}},
+    {CCV_NNC_CLAMP_FORWARD, Op::kClamp, "CLAMP", {"CLAMP_FORWARD", "CLAMP_BACKWARD"}},
+    {CCV_NNC_MIN_FORWARD, Op::kMin, "MIN", {"MIN_FORWARD", "MIN_BACKWARD"}},
+    {CCV_NNC_MAX_FORWARD, Op::kMax, "MAX", {"MAX_FORWARD", "MAX_BACKWARD"}},
 };
+
+// "EWEXP_BACKWARD" for messages.
+struct Name {
+  const char* s;
+  const char* c_str() const { return s; }
+};
+Name name_of(uint32_t cmd) {
+  for (const Entry& e : kEntries)
+    if (e.forward == (cmd & ~1u)) return {e.names[cmd & 1u]};
+  return {"?"};
+}
 
 const char* dt(const ccv_nnc_tensor_t* t) { return datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)); }
 int type_of(const ccv_nnc_tensor_t* t) { return CCV_GET_DATA_TYPE(t->info.datatype); }
@@ -89,7 +105,7 @@ const char* backward_layout(Op op) {
   }
 }
 
-void check_like(const std::string& c, const char* what, int index, const ccv_nnc_tensor_t* t, const char* ref_what,
+void check_like(const Name& c, const char* what, int index, const ccv_nnc_tensor_t* t, const char* ref_what,
                 const ccv_nnc_tensor_t* ref) {
   NNC_CHECK(type_of(t) == type_of(ref), "%s: %s %d is %s but %s is %s; all tensors take one data type", c.c_str(), what,
             index, dt(t), ref_what, dt(ref));
@@ -101,7 +117,7 @@ void check_like(const std::string& c, const char* what, int index, const ccv_nnc
 void validate_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
                       ccv_nnc_tensor_t* const* outputs, int output_size) {
   const Op op = op_of(cmd.cmd);
-  const std::string c = std::string(op_name(op)) + "_FORWARD";
+  const Name c = name_of(cmd.cmd);
   const int n = forward_inputs(op);
   if (n < 0)
     NNC_CHECK(input_size >= 1, "%s: takes inputs %s with n >= 1 (got %d inputs)", c.c_str(), forward_layout(op), input_size);
@@ -158,7 +174,7 @@ const char* input_name(Op op, int i, int n) {
 void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
                        ccv_nnc_tensor_t* const* outputs, int output_size) {
   const Op op = op_of(cmd.cmd);
-  const std::string c = std::string(op_name(op)) + "_BACKWARD";
+  const Name c = name_of(cmd.cmd);
   int n = forward_inputs(op);
   if (n < 0) {
     NNC_CHECK(output_size >= 1, "%s: takes %s (got %d outputs)", c.c_str(), backward_layout(op), output_size);
