@@ -17,8 +17,13 @@
 //    (at::addmm_out(y, bias, x, w.t())); GEMM_BACKWARD (g, x, w) -> (dx, dw,
 //    dbias) (at::mm_out(dx, g, w), at::mm_out(dw, g.t(), x),
 //    at::sum_out(db, g, {0})); then each backward output alone on both sides.
-// Times are medians in milliseconds; ratio = NNC / PyTorch (below 1: faster).
+// Samples of the two sides alternate (each sample >= 2 ms of back-to-back
+// calls) so that load from other processes hits both alike. Times are medians
+// in milliseconds per call; ratio = NNC / PyTorch (below 1: faster).
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <functional>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -82,21 +87,51 @@ void check(int code, const char* what) {
   }
 }
 
-double exec_ms(const ccv_nnc_cmd_t& cmd, std::vector<ccv_nnc_tensor_t*> in, std::vector<ccv_nnc_tensor_t*> out,
-               const char* what) {
-  auto f = [&] {
+using Fn = std::function<void()>;
+
+double seconds(const Fn& f, int calls) {
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < calls; i++) f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / calls;
+}
+
+double median(std::vector<double>& v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+// Median ms per call of each side, samples alternating; peer may be empty
+// (no libtorch in this build: -1).
+std::pair<double, double> race(const Fn& ours, const Fn& peer) {
+  for (int i = 0; i < 3; i++) {
+    ours();
+    if (peer) peer();
+  }
+  const double once = std::max(seconds(ours, 1), 1e-7);
+  const int calls = std::max(1, static_cast<int>(0.002 / once));
+  const int samples = std::clamp(static_cast<int>(0.6 / (once * calls)), 7, 41);
+  std::vector<double> a, b;
+  for (int s = 0; s < samples; s++) {
+    if (peer && s % 2) b.push_back(seconds(peer, calls));
+    a.push_back(seconds(ours, calls));
+    if (peer && !(s % 2)) b.push_back(seconds(peer, calls));
+  }
+  return {median(a) * 1e3, peer ? median(b) * 1e3 : -1};
+}
+
+Fn exec(const ccv_nnc_cmd_t& cmd, std::vector<ccv_nnc_tensor_t*> in, std::vector<ccv_nnc_tensor_t*> out,
+        const char* what) {
+  return [cmd, in, out, what] {
     check(ccv_nnc_cmd_exec(cmd, ccv_nnc_no_hint, 0, in.data(), static_cast<int>(in.size()), out.data(),
                            static_cast<int>(out.size()), nullptr),
           what);
   };
-  return nnc_bench::time_ms(f, 3, 400, 20, 5000);
 }
 
-#ifdef NNC_HAVE_TORCH
-double torch_ms(const std::function<void()>& f) { return nnc_bench::time_ms(f, 3, 400, 20, 5000); }
-#else
-double torch_ms(const std::function<void()>&) { return -1; }
-#endif
+void row(nnc_bench::Table& table, const std::string& name, const Fn& ours, const Fn& peer) {
+  const auto [o, p] = race(ours, peer);
+  table.row(name, o, p);
+}
 
 }  // namespace
 
@@ -112,53 +147,48 @@ int main() {
     nnc_bench::Table table("ADD with a broadcast bias row, fp32", "PyTorch");
     Tensor x({64, 3136}), b({3136}), y({64, 3136}), db({3136});
     x.fill(rng), b.fill(rng);
-    const double fwd = exec_ms(add, {x, b}, {y}, "ADD bias");
-    const double bwd = exec_ms(add_back, {x}, {nullptr, db}, "ADD_BACKWARD bias");
-    double tf = -1, tb = -1;
+    Fn tf, tb;
 #ifdef NNC_HAVE_TORCH
     at::Tensor tx = at::rand({64, 3136}), tbias = at::rand({3136}), ty = at::empty({64, 3136}),
                tdb = at::empty({3136});
-    tf = torch_ms([&] { at::add_out(ty, tx, tbias); });
-    tb = torch_ms([&] { at::sum_out(tdb, tx, {0}); });
+    tf = [&] { at::add_out(ty, tx, tbias); };
+    tb = [&] { at::sum_out(tdb, tx, {0}); };
 #endif
-    table.row("(64, 3136) + (3136) forward", fwd, tf);
-    table.row("  backward db = sum over the batch", bwd, tb);
+    row(table, "(64, 3136) + (3136) forward", exec(add, {x, b}, {y}, "ADD bias"), tf);
+    row(table, "  backward db = sum over the batch", exec(add_back, {x}, {nullptr, db}, "ADD_BACKWARD bias"), tb);
   }
   {
     nnc_bench::Table table("ADD per channel on 32x64x56x56, fp32", "PyTorch");
     for (bool nhwc : {false, true}) {
       const int fmt = nhwc ? CCV_TENSOR_FORMAT_NHWC : CCV_TENSOR_FORMAT_NCHW;
       const std::vector<int> shape = nhwc ? std::vector<int>{32, 56, 56, 64} : std::vector<int>{32, 64, 56, 56};
-      Tensor x(shape, fmt), y(shape, fmt);
-      Tensor b(nhwc ? std::vector<int>{64} : std::vector<int>{1, 64, 1, 1}, fmt),
-          db(nhwc ? std::vector<int>{64} : std::vector<int>{1, 64, 1, 1}, fmt);
+      const std::vector<int> bshape = nhwc ? std::vector<int>{64} : std::vector<int>{1, 64, 1, 1};
+      Tensor x(shape, fmt), y(shape, fmt), b(bshape, fmt), db(bshape, fmt);
       x.fill(rng), b.fill(rng);
-      const double fwd = exec_ms(add, {x, b}, {y}, "ADD per channel");
-      const double bwd = exec_ms(add_back, {x}, {nullptr, db}, "ADD_BACKWARD per channel");
-      double tf = -1, tb = -1;
+      Fn tf, tb;
 #ifdef NNC_HAVE_TORCH
       const auto mf = nhwc ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
       at::Tensor tx = at::rand({32, 64, 56, 56}).contiguous(mf), tbias = at::rand({1, 64, 1, 1});
       at::Tensor ty = at::empty({32, 64, 56, 56}).contiguous(mf), tdb = at::empty({64});
-      tf = torch_ms([&] { at::add_out(ty, tx, tbias); });
-      tb = torch_ms([&] { at::sum_out(tdb, tx, {0, 2, 3}); });
+      tf = [&] { at::add_out(ty, tx, tbias); };
+      tb = [&] { at::sum_out(tdb, tx, {0, 2, 3}); };
 #endif
       const std::string layout = nhwc ? "NHWC (channels_last) + (64)" : "NCHW + (1, 64, 1, 1)";
-      table.row(layout + " forward", fwd, tf);
-      table.row("  backward db = sum over N, H, W", bwd, tb);
+      row(table, layout + " forward", exec(add, {x, b}, {y}, "ADD per channel"), tf);
+      row(table, "  backward db = sum over N, H, W", exec(add_back, {x}, {nullptr, db}, "ADD_BACKWARD per channel"),
+          tb);
     }
   }
   {
     nnc_bench::Table table("EWPROD of two 32x64x56x56 fp32 tensors", "PyTorch");
     Tensor a({32, 64, 56, 56}), b({32, 64, 56, 56}), y({32, 64, 56, 56});
     a.fill(rng), b.fill(rng);
-    const double ours = exec_ms(cmd_with(CCV_NNC_EWPROD_FORWARD, 1, 1), {a, b}, {y}, "EWPROD");
-    double peer = -1;
+    Fn peer;
 #ifdef NNC_HAVE_TORCH
     at::Tensor ta = at::rand({32, 64, 56, 56}), tb = at::rand({32, 64, 56, 56}), ty = at::empty({32, 64, 56, 56});
-    peer = torch_ms([&] { at::mul_out(ty, ta, tb); });
+    peer = [&] { at::mul_out(ty, ta, tb); };
 #endif
-    table.row("a * b", ours, peer);
+    row(table, "a * b", exec(cmd_with(CCV_NNC_EWPROD_FORWARD, 1, 1), {a, b}, {y}, "EWPROD"), peer);
   }
   {
     nnc_bench::Table table("Dense 3136 -> 256 at batch 64, fp32 (GEMM with bias, w [256, 3136] transposed)",
@@ -169,49 +199,35 @@ int main() {
     ccv_nnc_cmd_t fwd = cmd_with(CCV_NNC_GEMM_FORWARD, 1, 1), bwd = cmd_with(CCV_NNC_GEMM_BACKWARD, 1, 1);
     fwd.info.blas.transpose_b[0] = bwd.info.blas.transpose_b[0] = 0;
     fwd.info.blas.transpose_b[1] = bwd.info.blas.transpose_b[1] = 1;
-    const double nf = exec_ms(fwd, {x, w, bias}, {y}, "GEMM_FORWARD");
-    const double nb = exec_ms(bwd, {g, x, w}, {dx, dw, dbias}, "GEMM_BACKWARD");
-    const double ndx = exec_ms(bwd, {g, x, w}, {dx, nullptr, nullptr}, "GEMM_BACKWARD dx");
-    const double ndw = exec_ms(bwd, {g, x, w}, {nullptr, dw, nullptr}, "GEMM_BACKWARD dw");
-    const double ndb = exec_ms(bwd, {g, x, w}, {nullptr, nullptr, dbias}, "GEMM_BACKWARD dbias");
-    const double nt = nnc_bench::time_ms(
-        [&] {
-          ccv_nnc_tensor_t* fi[] = {x, w, bias};
-          ccv_nnc_tensor_t* fo[] = {y};
-          check(ccv_nnc_cmd_exec(fwd, ccv_nnc_no_hint, 0, fi, 3, fo, 1, nullptr), "GEMM_FORWARD");
-          ccv_nnc_tensor_t* bi[] = {g, x, w};
-          ccv_nnc_tensor_t* bo[] = {dx, dw, dbias};
-          check(ccv_nnc_cmd_exec(bwd, ccv_nnc_no_hint, 0, bi, 3, bo, 3, nullptr), "GEMM_BACKWARD");
-        },
-        3, 400, 20, 5000);
-    double tf = -1, tb = -1, tdx = -1, tdw = -1, tdb = -1, tt = -1;
+    const Fn nf = exec(fwd, {x, w, bias}, {y}, "GEMM_FORWARD");
+    const Fn nb = exec(bwd, {g, x, w}, {dx, dw, dbias}, "GEMM_BACKWARD");
+    Fn tf, tb, tdx, tdw, tdb, tt;
 #ifdef NNC_HAVE_TORCH
     at::Tensor tx = at::rand({64, 3136}), tw = at::rand({256, 3136}), tbias = at::rand({256}),
                tg = at::rand({64, 256});
     at::Tensor ty = at::empty({64, 256}), tdx_ = at::empty({64, 3136}), tdw_ = at::empty({256, 3136}),
                tdb_ = at::empty({256});
-    auto forward = [&] { at::addmm_out(ty, tbias, tx, tw.t()); };
-    auto backward = [&] {
-      at::mm_out(tdx_, tg, tw);
-      at::mm_out(tdw_, tg.t(), tx);
-      at::sum_out(tdb_, tg, {0});
+    tf = [&] { at::addmm_out(ty, tbias, tx, tw.t()); };
+    tdx = [&] { at::mm_out(tdx_, tg, tw); };
+    tdw = [&] { at::mm_out(tdw_, tg.t(), tx); };
+    tdb = [&] { at::sum_out(tdb_, tg, {0}); };
+    tb = [&] {
+      tdx();
+      tdw();
+      tdb();
     };
-    tf = torch_ms(forward);
-    tb = torch_ms(backward);
-    tdx = torch_ms([&] { at::mm_out(tdx_, tg, tw); });
-    tdw = torch_ms([&] { at::mm_out(tdw_, tg.t(), tx); });
-    tdb = torch_ms([&] { at::sum_out(tdb_, tg, {0}); });
-    tt = torch_ms([&] {
-      forward();
-      backward();
-    });
+    tt = [&] {
+      tf();
+      tb();
+    };
 #endif
-    table.row("forward + backward", nt, tt);
-    table.row("  forward y = x w^T + bias", nf, tf);
-    table.row("  backward dx, dw, dbias", nb, tb);
-    table.row("    dx = g w alone", ndx, tdx);
-    table.row("    dw = g^T x alone", ndw, tdw);
-    table.row("    dbias = sum of g alone", ndb, tdb);
+    row(table, "forward + backward", [&] { nf(), nb(); }, tt);
+    row(table, "  forward y = x w^T + bias", nf, tf);
+    row(table, "  backward dx, dw, dbias", nb, tb);
+    row(table, "    dx = g w alone", exec(bwd, {g, x, w}, {dx, nullptr, nullptr}, "GEMM_BACKWARD dx"), tdx);
+    row(table, "    dw = g^T x alone", exec(bwd, {g, x, w}, {nullptr, dw, nullptr}, "GEMM_BACKWARD dw"), tdw);
+    row(table, "    dbias = sum of g alone", exec(bwd, {g, x, w}, {nullptr, nullptr, dbias}, "GEMM_BACKWARD dbias"),
+        tdb);
   }
   return 0;
 }
