@@ -51,6 +51,17 @@ struct Avx2 {
   static R pow2n(R n) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
   }
+  // p 2^n for whole n in [-150, 128]: two factors, so that overflow gives inf and
+  // underflow rounds once to a subnormal or 0.
+  static R scalef(R p, R n) {
+    const R n1 = round(mul(n, set1(0.5f)));
+    return mul(mul(p, pow2n(n1)), pow2n(sub(n, n1)));
+  }
+  // 1 / x to about 2^-22 relative: the 12-bit estimate and one Newton step.
+  static R recip(R x) {
+    const R r = _mm256_rcp_ps(x);
+    return _mm256_fmadd_ps(r, _mm256_fnmadd_ps(r, x, _mm256_set1_ps(1.0f)), r);
+  }
   static R exponent(R x) {
     const __m256i b = _mm256_castps_si256(x);
     return _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(b, 23), _mm256_set1_epi32(126)));

@@ -55,6 +55,13 @@ struct Avx512 {
   static R pow2n(R n) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
   }
+  // p 2^n for whole n (any range: overflow gives inf, underflow rounds once to a subnormal or 0).
+  static R scalef(R p, R n) { return _mm512_scalef_ps(p, n); }
+  // 1 / x to about 2^-27 relative: the 14-bit estimate and one Newton step.
+  static R recip(R x) {
+    const R r = _mm512_rcp14_ps(x);
+    return _mm512_fmadd_ps(r, _mm512_fnmadd_ps(r, x, _mm512_set1_ps(1.0f)), r);
+  }
   static R exponent(R x) {
     const __m512i b = _mm512_castps_si512(x);
     return _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_srli_epi32(b, 23), _mm512_set1_epi32(126)));

@@ -47,6 +47,8 @@ struct Scalar {
     std::memcpy(&r, &b, 4);
     return r;
   }
+  static R scalef(R p, R n) { return std::ldexp(p, static_cast<int>(n)); }
+  static R recip(R x) { return 1.0f / x; }
   static R exponent(R x) {
     uint32_t b;
     std::memcpy(&b, &x, 4);
