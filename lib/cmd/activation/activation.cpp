@@ -23,6 +23,10 @@
 //   GELU        x (dx = g (Phi(x) + x phi(x)) exact; the derivative of the
 //               tanh form otherwise).
 //   SWISH       x (dx = g s (1 + x (1 - s)), s = sigmoid(x)).
+//   For GELU and SWISH, y is optional; when given it must be this command's
+//   forward output of x: CPU_OPT then reads Phi(x), sigmoid(2u) or sigmoid(x)
+//   as y / x (a division instead of an exp and a division), CPU_REF always
+//   recomputes from x.
 // Types: 16F, 16BF, 32F, 64F, every tensor of one command in the same type and
 // shape; any format, any view. Backends: CPU_REF (double inside, any layout),
 // CPU_OPT (fp32 with a unit-stride innermost dimension: vector loops of

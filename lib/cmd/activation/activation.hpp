@@ -36,7 +36,8 @@ bool opt_accept(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int i
 
 // Contiguous fp32 loops of one instruction set. forward: y = f(x) over n
 // elements (a = leaky_relu.negative_slope); backward: dx = g f'(.) where t is
-// y or x as backward_uses_output says. math: the vmath functions over arrays
+// y or x as backward_uses_output says; backward_xy: GELU and SWISH with both
+// x and y (F(x) read as y / x, see loops_body.hpp). math: the vmath functions over arrays
 // (exp, log, tanh, sigmoid, erf, ncdf), for the tests. Outputs may alias
 // their inputs exactly.
 enum MathFn { kExp, kLog, kTanhFn, kSigmoidFn, kErf, kNcdf, kMathCount };
@@ -44,6 +45,8 @@ struct Loops {
   const char* name;
   void (*forward[kOpCount])(const float* x, float* y, size_t n, float a);
   void (*backward[kOpCount])(const float* g, const float* t, float* dx, size_t n, float a);
+  // GELU (both forms) and SWISH from x and their output y (NULL for the others).
+  void (*backward_xy[kOpCount])(const float* g, const float* x, const float* y, float* dx, size_t n, float a);
   void (*math[kMathCount])(const float* x, float* y, size_t n);
 };
 extern const Loops kLoopsScalar;

@@ -114,11 +114,19 @@ NNC_ACT_KERNEL(backward_opt) {
     const Layout t = layout_of(use_y ? yt : xt, use_y ? "y" : "x");
     const Layout dx = layout_of(outputs[0], "dx");
     if (g.count() == 0) return CCV_NNC_EXEC_SUCCESS;
-    const auto f = loops().backward[op];
     const float a = cmd.info.leaky_relu.negative_slope;
     float* const gp = reinterpret_cast<float*>(g.data);
     float* const tp = reinterpret_cast<float*>(t.data);
     float* const dp = reinterpret_cast<float*>(dx.data);
+    if (const auto fxy = loops().backward_xy[op]; fxy && xt && yt) {
+      const Layout y = layout_of(yt, "y");
+      float* const yp = reinterpret_cast<float*>(y.data);
+      const Layout* const ops[4] = {&dx, &g, &t, &y};
+      run(ops, parallel_from(op, true),
+          [&](const int64_t* off, size_t n) { fxy(gp + off[1], tp + off[2], yp + off[3], dp + off[0], n, a); });
+      return CCV_NNC_EXEC_SUCCESS;
+    }
+    const auto f = loops().backward[op];
     const Layout* const ops[3] = {&dx, &g, &t};
     run(ops, parallel_from(op, true),
         [&](const int64_t* off, size_t n) { f(gp + off[1], tp + off[2], dp + off[0], n, a); });

@@ -35,6 +35,17 @@ inline void map2(const float* g, const float* t, float* dx, size_t n, F f) {
   }
 }
 
+template <class F>
+inline void map3(const float* g, const float* x, const float* y, float* dx, size_t n, F f) {
+  size_t i = 0;
+  for (; i + V::N <= n; i += V::N) V::store(dx + i, f(V::load(g + i), V::load(x + i), V::load(y + i)));
+  if (i < n) {
+    const int k = static_cast<int>(n - i);
+    V::store_tail(dx + i, f(V::load_tail(g + i, k, 0.0f), V::load_tail(x + i, k, 0.0f), V::load_tail(y + i, k, 0.0f)),
+                  k);
+  }
+}
+
 inline V::R zero() { return V::set1(0.0f); }
 inline V::R one() { return V::set1(1.0f); }
 
@@ -104,6 +115,41 @@ void swish_b(const float* g, const float* t, float* dx, size_t n, float) {
   });
 }
 
+// The backward of GELU and SWISH from x and their forward output y = x F(x),
+// F = Phi (GELU), sigmoid(2u) (GELU tanh form), sigmoid (SWISH): F = y / x
+// costs a division where recomputing it costs an exp and a division (and,
+// for Phi, a polynomial more). Where the quotient is unreliable, F is exact
+// anyway: 1/2 for |x| < 1e-30 (F(0) = 1/2 to float precision there), 0 or 1
+// for |x| > 1e30 and infinities.
+inline V::R ratio(V::R x, V::R y) {
+  const V::R ax = V::abs(x);
+  const V::R big = V::select(V::gt(x, zero()), one(), zero());
+  V::R f = V::select(V::lt(ax, V::set1(1e-30f)), V::set1(0.5f), V::div(y, x));
+  f = V::select(V::gt(ax, V::set1(1e30f)), big, f);
+  return V::select(V::isnan(x), x, f);
+}
+void gelu_bxy(const float* g, const float* x, const float* y, float* dx, size_t n, float) {
+  map3(g, x, y, dx, n, [](V::R gv, V::R xv, V::R yv) {
+    const V::R pdf = V::mul(vmath::exp<V>(V::mul(V::mul(xv, xv), V::set1(-0.5f))), V::set1(0.398942280401432678f));
+    return V::mul(gv, V::fmadd(xv, pdf, ratio(xv, yv)));
+  });
+}
+void gelu_tanh_bxy(const float* g, const float* x, const float* y, float* dx, size_t n, float) {
+  map3(g, x, y, dx, n, [](V::R gv, V::R xin, V::R yv) {
+    const V::R s = ratio(xin, yv);
+    const V::R xv = V::min(V::set1(20.0f), V::max(V::set1(-20.0f), xin));
+    const V::R du2 = V::mul(V::set1(static_cast<float>(2 * kGeluK0)),
+                            V::fmadd(V::mul(xv, xv), V::set1(static_cast<float>(3 * kGeluK1)), one()));
+    return V::mul(gv, V::fmadd(V::mul(V::mul(xv, s), V::sub(one(), s)), du2, s));
+  });
+}
+void swish_bxy(const float* g, const float* x, const float* y, float* dx, size_t n, float) {
+  map3(g, x, y, dx, n, [](V::R gv, V::R xv, V::R yv) {
+    const V::R s = ratio(xv, yv);
+    return V::mul(gv, V::mul(s, V::fmadd(xv, V::sub(one(), s), one())));
+  });
+}
+
 void exp_a(const float* x, float* y, size_t n) { map1(x, y, n, vmath::exp<V>); }
 void log_a(const float* x, float* y, size_t n) { map1(x, y, n, vmath::log<V>); }
 void tanh_a(const float* x, float* y, size_t n) { map1(x, y, n, vmath::tanh<V>); }
@@ -115,5 +161,6 @@ constexpr Loops kTable = {
     kTableName,
     {relu_f, leaky_f, sigmoid_f, tanh_f, gelu_f, gelu_tanh_f, swish_f},
     {relu_b, leaky_b, sigmoid_b, tanh_b, gelu_b, gelu_tanh_b, swish_b},
+    {nullptr, nullptr, nullptr, nullptr, gelu_bxy, gelu_tanh_bxy, swish_bxy},
     {exp_a, log_a, tanh_a, sigmoid_a, erf_a, ncdf_a},
 };

@@ -1,0 +1,174 @@
+// bench-act: the activation family's CPU_OPT kernels against PyTorch 1.13's
+// CPU kernels on the same shapes and data, both on 2 threads.
+//
+//   bench-act
+//
+// Shapes: 32 x 64 x 56 x 56 fp32 (a ResNet's first stage at batch 32, 25.7 MB
+// per tensor) and 64 x 256 (an MLP's hidden layer; timed per call over many
+// calls). Rows, NNC against libtorch with preallocated outputs:
+//   ReLU forward (in place)      RELU_FORWARD |x| -> |x|   at::relu_(x)
+//   ReLU backward                RELU_BACKWARD |g|-|y| -> |dx|   at::threshold_backward_out(dx, g, y, 0)
+//   GELU fwd+bwd (exact, tanh)   GELU_FORWARD + GELU_BACKWARD |g|x|y|   at::gelu_out + at::gelu_backward_out
+//   SIGMOID / TANH / SWISH forward   at::sigmoid_out / at::tanh_out / at::silu_out
+// Times are medians in milliseconds; ratio = NNC / PyTorch (below 1: faster).
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench.hpp"
+#include "nnc/ccv_nnc.h"
+#include "nnc/ccv_nnc_easy.h"
+
+#ifdef NNC_HAVE_TORCH
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#endif
+
+namespace {
+
+ccv_nnc_tensor_param_t param(const std::vector<int>& dims) {
+  ccv_nnc_tensor_param_t p;
+  std::memset(&p, 0, sizeof(p));
+  p.type = CCV_COMPUTE_DEVICE_ANY | CCV_TENSOR_CPU_MEMORY;
+  p.format = CCV_TENSOR_FORMAT_NCHW;
+  p.datatype = CCV_32F;
+  for (size_t i = 0; i < dims.size(); i++) p.dim[i] = dims[i];
+  return p;
+}
+
+struct Tensor {
+  ccv_nnc_tensor_t* t;
+  size_t n = 1;
+  explicit Tensor(const std::vector<int>& dims) : t(ccv_nnc_tensor_new(nullptr, param(dims), 0)) {
+    for (int d : dims) n *= static_cast<size_t>(d);
+  }
+  ~Tensor() { ccv_nnc_tensor_free(t); }
+  Tensor(const Tensor&) = delete;
+  Tensor& operator=(const Tensor&) = delete;
+  float* data() const { return t->data.f32; }
+  void fill(std::mt19937& rng, float lo, float hi) const {
+    std::uniform_real_distribution<float> d(lo, hi);
+    for (size_t i = 0; i < n; i++) data()[i] = d(rng);
+  }
+};
+
+ccv_nnc_cmd_t cmd(uint32_t id, int gelu_tanh = 0) {
+  ccv_nnc_cmd_param_t p;
+  std::memset(&p, 0, sizeof(p));
+  p.size.dim[0] = p.size.dim[1] = p.size.dim[2] = 1;
+  p.gelu.tanh = gelu_tanh;
+  ccv_nnc_cmd_t c = ccv_nnc_cmd(id, nullptr, p, 0);
+  c.backend = CCV_NNC_BACKEND_CPU_OPT;
+  return c;
+}
+
+void check(int code, const char* what) {
+  if (code != CCV_NNC_EXEC_SUCCESS) {
+    std::fprintf(stderr, "%s failed: %s\n", what, ccv_nnc_error_message());
+    std::exit(1);
+  }
+}
+
+void exec(const ccv_nnc_cmd_t& c, std::vector<ccv_nnc_tensor_t*> in, std::vector<ccv_nnc_tensor_t*> out,
+          const char* what) {
+  check(ccv_nnc_cmd_exec(c, ccv_nnc_no_hint, 0, in.data(), static_cast<int>(in.size()), out.data(),
+                         static_cast<int>(out.size()), nullptr),
+        what);
+}
+
+// Milliseconds of f: the median of repeated runs for the large shape, the
+// best mean over many calls for the small one.
+double time_of(bool small, const std::function<void()>& f) {
+  return small ? nnc_bench::time_us_per_call(f, 20000) / 1000.0 : nnc_bench::time_ms(f);
+}
+
+enum Row { kReluF, kReluB, kGelu, kGeluTanh, kSigmoid, kTanh, kSwish, kRows };
+const char* kRowNames[] = {"ReLU forward (in place)", "ReLU backward", "GELU exact fwd+bwd", "GELU tanh fwd+bwd",
+                           "SIGMOID forward",         "TANH forward",  "SWISH forward"};
+
+double ours(Row row, const std::vector<int>& dims, bool small) {
+  std::mt19937 rng(7);
+  Tensor x(dims), y(dims), g(dims), dx(dims);
+  x.fill(rng, -4, 4), g.fill(rng, -1, 1);
+  exec(cmd(CCV_NNC_RELU_FORWARD), {x.t}, {y.t}, "RELU_FORWARD");
+  switch (row) {
+    case kReluF:
+      return time_of(small, [&] { exec(cmd(CCV_NNC_RELU_FORWARD), {x.t}, {x.t}, "RELU_FORWARD"); });
+    case kReluB:
+      return time_of(small, [&] { exec(cmd(CCV_NNC_RELU_BACKWARD), {g.t, nullptr, y.t}, {dx.t}, "RELU_BACKWARD"); });
+    case kGelu:
+    case kGeluTanh: {
+      const int t = row == kGeluTanh;
+      return time_of(small, [&] {
+        exec(cmd(CCV_NNC_GELU_FORWARD, t), {x.t}, {y.t}, "GELU_FORWARD");
+        exec(cmd(CCV_NNC_GELU_BACKWARD, t), {g.t, x.t, y.t}, {dx.t}, "GELU_BACKWARD");
+      });
+    }
+    case kSigmoid:
+      return time_of(small, [&] { exec(cmd(CCV_NNC_SIGMOID_FORWARD), {x.t}, {y.t}, "SIGMOID_FORWARD"); });
+    case kTanh:
+      return time_of(small, [&] { exec(cmd(CCV_NNC_TANH_FORWARD), {x.t}, {y.t}, "TANH_FORWARD"); });
+    default:
+      return time_of(small, [&] { exec(cmd(CCV_NNC_SWISH_FORWARD), {x.t}, {y.t}, "SWISH_FORWARD"); });
+  }
+}
+
+double peer(Row row, const std::vector<int>& dims, bool small) {
+#ifdef NNC_HAVE_TORCH
+  std::vector<int64_t> sizes(dims.begin(), dims.end());
+  at::manual_seed(7);
+  at::Tensor x = at::rand(sizes) * 8 - 4, g = at::rand(sizes) * 2 - 1;
+  at::Tensor y = at::relu(x), dx = at::empty_like(x);
+  switch (row) {
+    case kReluF:
+      return time_of(small, [&] { at::relu_(x); });
+    case kReluB:
+      return time_of(small, [&] { at::threshold_backward_out(dx, g, y, 0); });
+    case kGelu:
+    case kGeluTanh: {
+      const char* approx = row == kGeluTanh ? "tanh" : "none";
+      return time_of(small, [&] {
+        at::gelu_out(y, x, approx);
+        at::gelu_backward_out(dx, g, x, approx);
+      });
+    }
+    case kSigmoid:
+      return time_of(small, [&] { at::sigmoid_out(y, x); });
+    case kTanh:
+      return time_of(small, [&] { at::tanh_out(y, x); });
+    default:
+      return time_of(small, [&] { at::silu_out(y, x); });
+  }
+#else
+  (void)row, (void)dims, (void)small;
+  return -1;
+#endif
+}
+
+}  // namespace
+
+int main() {
+  ccv_nnc_init();
+#ifdef NNC_HAVE_TORCH
+  at::set_num_threads(2);
+#endif
+  const struct {
+    const char* label;
+    std::vector<int> dims;
+    bool small;
+  } shapes[] = {{"32x64x56x56", {32, 64, 56, 56}, false}, {"64x256", {64, 256}, true}};
+  for (const auto& s : shapes) {
+    nnc_bench::Table table(std::string("activations, fp32 ") + s.label + (s.small ? " (per call)" : ""), "PyTorch");
+    for (int r = 0; r < kRows; r++) {
+      const Row row = static_cast<Row>(r);
+      const double a = ours(row, s.dims, s.small);
+      const double b = peer(row, s.dims, s.small);
+      table.row(kRowNames[r], a, b);
+    }
+  }
+  return 0;
+}
