@@ -172,6 +172,48 @@ TEST_F(BlasElementwiseTest, OptMatchesRef) {
         }
 }
 
+// Outputs beyond 8 MiB take the non-temporal-store loops: every operand mode,
+// an output that starts off a 32-byte boundary, and an odd tail.
+TEST_F(BlasElementwiseTest, LargeOutputsWithStreamingStores) {
+  const int n = (1 << 21) + 13;
+  T a(CCV_32F, {n}), b(CCV_32F, {n}), s(CCV_32F, {1});
+  // Multiples of 1/64 in [-8, 8] (filled through the raw pointers: 2M elements): sums and products are exact in float.
+  float* ap = a.get()->data.f32;
+  float* bp = b.get()->data.f32;
+  for (int i = 0; i < n; i++) ap[i] = static_cast<float>((i * 37 % 1025) - 512) / 64, bp[i] = static_cast<float>((i * 91 % 1023) - 511) / 64;
+  s.get()->data.f32[0] = 0.375f;
+  // A 1-d view one element in: y's data is 4 bytes past an aligned address; its elements are contiguous.
+  T y = T::view(CCV_32F, {n}, CCV_TENSOR_FORMAT_NHWC, 2);
+  const float* yp = y.get()->data.f32;
+  struct Run {
+    std::vector<ccv_nnc_tensor_t*> in;
+    bool mul;
+  };
+  for (const Run& r : {Run{{a, b}, false}, Run{{a, s}, false}, Run{{s, b}, true}, Run{{a, b}, true}}) {
+    const ccv_nnc_cmd_t c = r.mul ? blas(CCV_NNC_MUL_FORWARD, 1, 0, kOpt) : blas(CCV_NNC_ADD_FORWARD, 1, 1, kOpt);
+    ASSERT_EQ(run(c, r.in, {y}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    const bool sa = r.in[0] == s.get(), sb = r.in[1] == s.get();
+    for (int i = 0; i < n; i++) {
+      const float av = sa ? 0.375f : ap[i], bv = sb ? 0.375f : bp[i];
+      const float want = r.mul ? av * bv : av + bv;
+      if (yp[i] != want) {
+        ADD_FAILURE() << (r.mul ? "MUL" : "ADD") << " element " << i << ": " << yp[i] << " != " << want;
+        break;
+      }
+    }
+  }
+  EXPECT_TRUE(y.guard_intact());
+  // With scales, in place: a = 0.5 a - 2 a = -1.5 a (exact here).
+  std::vector<float> want(static_cast<size_t>(n));
+  for (int i = 0; i < n; i++) want[i] = -1.5f * ap[i];
+  ASSERT_EQ(run(blas(CCV_NNC_ADD_FORWARD, 0.5f, -2, kOpt), {a, a}, {a}), CCV_NNC_EXEC_SUCCESS);
+  for (int i = 0; i < n; i++)
+    if (ap[i] != want[i]) {
+      ADD_FAILURE() << "in-place ADD element " << i;
+      break;
+    }
+}
+
 // Gradients written through strided views (partial sums then a strided store).
 TEST_F(BlasElementwiseTest, BackwardIntoViews) {
   std::mt19937 rng(25);

@@ -363,6 +363,31 @@ TEST_F(EwMathTest, ProductOfThreeIntoLastInput) {
   }
 }
 
+// EWPROD of outputs beyond 8 MiB (the non-temporal-store loop), fp32 and fp64, into an unaligned view.
+TEST_F(EwMathTest, LargeProductWithStreamingStores) {
+  for (int dt : {CCV_32F, CCV_64F}) {
+    const int n = (dt == CCV_32F ? 1 << 21 : 1 << 20) + 7;
+    T a(dt, {n}), b(dt, {n});
+    T y = T::view(dt, {n}, CCV_TENSOR_FORMAT_NHWC, 2);  // 1-d: contiguous, off a 32-byte boundary
+    // Multiples of 1/64 in [-8, 8] through raw pointers (millions of elements): products are exact.
+    auto check = [&](auto* ap, auto* bp, const auto* yp) {
+      for (int i = 0; i < n; i++) ap[i] = ((i * 37 % 1025) - 512) / 64.0f, bp[i] = ((i * 91 % 1023) - 511) / 64.0f;
+      ASSERT_EQ(run(command(CCV_NNC_EWPROD_FORWARD, kOpt), {a, b}, {y}), CCV_NNC_EXEC_SUCCESS)
+          << ccv_nnc_error_message();
+      for (int i = 0; i < n; i++)
+        if (yp[i] != ap[i] * bp[i]) {
+          ADD_FAILURE() << "element " << i << ": " << yp[i] << " != " << ap[i] * bp[i];
+          break;
+        }
+    };
+    if (dt == CCV_32F)
+      check(a.get()->data.f32, b.get()->data.f32, y.get()->data.f32);
+    else
+      check(a.get()->data.f64, b.get()->data.f64, y.get()->data.f64);
+    EXPECT_TRUE(y.guard_intact());
+  }
+}
+
 // The vector exp / log of the fp32 optimised path at the edges of their range.
 TEST_F(EwMathTest, ExpLogSpecialValues) {
   const float inf = INFINITY;
