@@ -1,0 +1,201 @@
+// The fit planner's parts: the decoder against a plain reference written
+// here, the skyline placement against the interference it must respect, and
+// the whole planner's determinism and its place against greedy by size and
+// the NNC planner on lists like the benchmark's.
+#include "helpers.hpp"
+#include "symbolic/alloc/blocks.hpp"
+
+#include <cmath>
+#include <numeric>
+
+namespace alloc_test {
+namespace {
+
+namespace d = nnc::alloc::detail;
+
+// Single-interval tensors of a total order (the decoder's span path).
+Problem random_intervals(std::mt19937& rng, std::size_t n, std::int64_t steps, bool aligned) {
+  std::vector<TensorSpec> ts;
+  for (std::size_t i = 0; i < n; i++) {
+    const std::int64_t first = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(steps));
+    const std::int64_t len = (rng() % 5 == 0) ? static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(steps)) : rng() % 6;
+    const std::int64_t size = 1 + static_cast<std::int64_t>(rng() % 5000);
+    ts.push_back(T(size, first, first + len, aligned ? std::int64_t{1} << (rng() % 7) : 1));
+  }
+  return lifetimes(ts);
+}
+
+d::Blocks blocks_of(const Problem& p) {
+  auto b = d::build_blocks(p, {});
+  EXPECT_TRUE(static_cast<bool>(b)) << b.error();
+  return std::move(b).value();
+}
+
+// The decoder as its comment describes it, written plainly: the placed
+// blocks that interfere, by offset (ties in placement order); best fit takes
+// the smallest gap that holds the block, first fit the lowest; else on top.
+std::vector<std::uint64_t> reference_decode(const d::Blocks& bs, const std::vector<std::size_t>& order, d::Fit how) {
+  std::vector<std::uint64_t> off(bs.blocks.size(), 0);
+  std::vector<std::size_t> placed;
+  for (std::size_t b : order) {
+    const d::Block& blk = bs.blocks[b];
+    std::vector<std::size_t> nb;
+    for (std::size_t k : placed)
+      if (bs.interferes(b, k)) nb.push_back(k);
+    std::stable_sort(nb.begin(), nb.end(), [&](std::size_t x, std::size_t y) { return off[x] < off[y]; });
+    std::uint64_t prev = 0, at = 0, best_gap = UINT64_MAX;
+    bool found = false;
+    for (std::size_t k : nb) {
+      const std::uint64_t start = d::align_up(prev, blk.align);
+      if (off[k] >= start && off[k] - start >= blk.size) {
+        const std::uint64_t key = how == d::Fit::best ? off[k] - prev : start;
+        if (key < best_gap) best_gap = key, at = start, found = true;
+      }
+      prev = std::max(prev, off[k] + bs.blocks[k].size);
+    }
+    off[b] = found ? at : d::align_up(prev, blk.align);
+    placed.push_back(b);
+  }
+  return off;
+}
+
+// No two interfering blocks overlap; every block sits on its alignment.
+void expect_valid(const d::Blocks& bs, const d::Layout& lay, const char* who) {
+  for (std::size_t a = 0; a < bs.blocks.size(); a++) {
+    EXPECT_EQ(lay.offset[a] % bs.blocks[a].align, 0u) << who << " block " << a;
+    EXPECT_LE(lay.offset[a] + bs.blocks[a].size, lay.buffers.at(0)) << who << " block " << a;
+    for (std::size_t b = a + 1; b < bs.blocks.size(); b++) {
+      if (!bs.interferes(a, b) || bs.blocks[a].size == 0 || bs.blocks[b].size == 0) continue;
+      const bool apart = lay.offset[a] + bs.blocks[a].size <= lay.offset[b] || lay.offset[b] + bs.blocks[b].size <= lay.offset[a];
+      EXPECT_TRUE(apart) << who << " blocks " << a << " and " << b;
+    }
+  }
+}
+
+TEST(AllocFit, DecoderMatchesTheReferenceOnIntervals) {
+  // Up to 300 blocks: several chunks of placed blocks, so chunk splits are crossed.
+  std::mt19937 rng(2024);
+  for (int iter = 0; iter < 40; iter++) {
+    const Problem p = random_intervals(rng, 20 + rng() % 280, 40 + static_cast<std::int64_t>(rng() % 200), iter % 2 == 0);
+    const d::Blocks bs = blocks_of(p);
+    std::vector<std::size_t> order(bs.blocks.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    for (d::Fit how : {d::Fit::best, d::Fit::first}) {
+      d::Layout lay;
+      const std::uint64_t top = d::fit_decode(bs, order, how, lay);
+      const std::vector<std::uint64_t> want = reference_decode(bs, order, how);
+      ASSERT_EQ(lay.offset, want) << "iteration " << iter << (how == d::Fit::best ? " best" : " first");
+      std::uint64_t max_top = 0;
+      for (std::size_t b = 0; b < bs.blocks.size(); b++) max_top = std::max(max_top, want[b] + bs.blocks[b].size);
+      EXPECT_EQ(top, max_top);
+      expect_valid(bs, lay, "decoder");
+    }
+  }
+}
+
+TEST(AllocFit, DecoderMatchesTheReferenceWithInPlaceBlocks) {
+  // In-place pairs make blocks of two intervals with a hole: the bitset path.
+  std::mt19937 rng(77);
+  for (int iter = 0; iter < 20; iter++) {
+    Problem p = random_intervals(rng, 60, 50, false);
+    for (std::size_t i = 0; i + 1 < p.tensors.size(); i += 7) {
+      p.tensors[i + 1].first = p.tensors[i].last;
+      p.tensors[i + 1].last = p.tensors[i].last + 3;
+      p.inplace.push_back({i + 1, i});
+    }
+    const d::Blocks bs = blocks_of(p);
+    std::vector<std::size_t> order(bs.blocks.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    for (d::Fit how : {d::Fit::best, d::Fit::first}) {
+      d::Layout lay;
+      d::fit_decode(bs, order, how, lay);
+      ASSERT_EQ(lay.offset, reference_decode(bs, order, how)) << "iteration " << iter;
+    }
+  }
+}
+
+TEST(AllocFit, SkylineRespectsInterference) {
+  std::mt19937 rng(99);
+  for (int iter = 0; iter < 40; iter++) {
+    Problem p = random_intervals(rng, 10 + rng() % 200, 30 + static_cast<std::int64_t>(rng() % 100), iter % 2 == 1);
+    if (iter % 4 == 0) {
+      // Blocks with holes are placed over their whole span.
+      for (std::size_t i = 0; i + 1 < p.tensors.size(); i += 5) {
+        p.tensors[i + 1].first = p.tensors[i].last;
+        p.tensors[i + 1].last = p.tensors[i].last + 2;
+        p.inplace.push_back({i + 1, i});
+      }
+    }
+    const d::Blocks bs = blocks_of(p);
+    for (d::SkylinePick pick : {d::SkylinePick::longest, d::SkylinePick::largest, d::SkylinePick::area}) {
+      d::Layout lay;
+      const std::uint64_t top = d::skyline_decode(bs, pick, lay);
+      EXPECT_GE(top, d::bound_of(bs));
+      expect_valid(bs, lay, "skyline");
+    }
+  }
+}
+
+TEST(AllocFit, SkylineStacksAStaircaseExactly) {
+  // Tensors born one step apart, each living four steps: the skyline puts
+  // each on the first one free below, reaching the bound of four tensors.
+  std::vector<TensorSpec> ts;
+  for (int i = 0; i < 40; i++) ts.push_back(T(100, i, i + 3));
+  const d::Blocks bs = blocks_of(lifetimes(ts));
+  d::Layout lay;
+  EXPECT_EQ(d::skyline_decode(bs, d::SkylinePick::area, lay), 400u);
+}
+
+// A list shaped like bench-planner's random DAGs (kept small for the test
+// time): sizes over three decades, a few long-lived tensors.
+Problem dag_like(std::uint32_t seed, std::size_t n) {
+  std::mt19937 rng(seed);
+  std::vector<TensorSpec> ts;
+  for (std::size_t i = 0; i < n; i++) {
+    const std::int64_t size = 64 * (1 + static_cast<std::int64_t>(std::exp2(static_cast<double>(rng() % 1000) / 100.0)));
+    const std::int64_t first = static_cast<std::int64_t>(i);
+    const std::int64_t len = (rng() % 8 == 0) ? static_cast<std::int64_t>(rng() % (n / 4)) : 1 + rng() % 6;
+    ts.push_back(T(size, first, first + len, 64));
+  }
+  return lifetimes(ts);
+}
+
+TEST(AllocFit, DefaultIsDeterministicAndNoWorseThanEitherPlanner) {
+  for (std::uint32_t seed : {1u, 2u, 3u}) {
+    const Problem p = dag_like(seed, 400);
+    const Plan a = plan_ok(p);
+    const Plan b = plan_ok(p);
+    EXPECT_TRUE(same_placements(a, b)) << "seed " << seed;
+    const Plan fit1 = plan_ok(p, Planner::fit);
+    EXPECT_TRUE(same_placements(fit1, plan_ok(p, Planner::fit))) << "seed " << seed;
+    EXPECT_LE(a.arena, plan_ok(p, Planner::greedy).arena);
+    EXPECT_LE(a.arena, plan_ok(p, Planner::nnc).arena);
+    EXPECT_LE(fit1.arena, plan_ok(p, Planner::greedy).arena);
+    // These lists land within a few percent of the bound.
+    EXPECT_LE(static_cast<double>(a.arena), 1.05 * static_cast<double>(a.lower_bound)) << "seed " << seed;
+  }
+}
+
+TEST(AllocFit, PartialOrderPlansStayValid) {
+  // The skyline and the span path are for total orders; partial orders go
+  // through the bitset decoder only. A chain with side branches, checked.
+  Problem p;
+  p.partial_order = true;
+  p.steps = 30;
+  for (std::size_t s = 0; s + 1 < 30; s++) p.edges.push_back({s, s + 1});
+  std::mt19937 rng(5);
+  for (std::size_t i = 0; i < 60; i++) {
+    TensorSpec t;
+    t.size = 1 + static_cast<std::int64_t>(rng() % 900);
+    const std::size_t w = rng() % 28;
+    t.writes = {w};
+    t.reads = {w + 1 + rng() % 2};
+    p.tensors.push_back(t);
+  }
+  for (Planner w : kAll) plan_ok(p, w);
+}
+
+}  // namespace
+}  // namespace alloc_test
