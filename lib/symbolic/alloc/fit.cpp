@@ -1,21 +1,25 @@
-// Best-fit placement in a given order (the decoder behind greedy by size),
-// and the "fit" planner: the decoder run on several orders, then improved by
-// squeaky-wheel reordering.
+// Best-fit and first-fit placement in a given order (the decoder behind
+// greedy by size), and the "fit" planner: the decoder run on several orders,
+// then improved by squeaky-wheel reordering.
 //
-// The decoder keeps the placed blocks sorted by offset and walks them once
-// per block, testing interference with one bit of the block's row: O(n^2)
+// The decoder keeps the placed blocks sorted by offset (in chunks, so an
+// insertion moves little) and walks them once per block. Where blocks are
+// single intervals of a total order it tests their spans four at a time;
+// otherwise one bit of the block's interference row per placed block. O(n^2)
 // cheap tests with no sorting, where collecting and sorting each block's
 // placed neighbours cost several times more on dense lists.
 //
-// Orders tried: by size (TFLite's greedy by size), by breadth (the most bytes
-// live at any step of the block's span, so the blocks that meet at the peak
-// are stacked first, with nothing under them yet), breadth with longer-lived
-// first, lifetime, degree in the interference graph, and the seed layout's
-// offsets (the NNC plan's, when the caller has one). The best result is then
-// reworked: blocks that end above the lower bound gain priority in proportion
-// to how far above they end, and the decoder runs again (Joslin & Clements'
-// squeaky wheel optimisation). The number of rounds is fixed by the list's
-// size, not by a clock, so the same problem always gives the same plan.
+// Candidates, most useful first while a work budget lasts: the skyline
+// placement by area (total orders; skyline.cpp), then the decoder on greedy
+// by size's order (best fit, so this planner is never worse than greedy by
+// size, then first fit), by breadth (the most bytes live at any step of the
+// block's span, so the blocks that meet at the peak are stacked first), the
+// seed layout's offsets (the NNC plan's, when the caller has one), and
+// breadth with longer-lived first. The best result is then reworked: blocks
+// that end above the lower bound gain priority in proportion to how far above
+// they end, and the decoder runs again (Joslin & Clements' squeaky wheel
+// optimisation). The budget counts decodes, not time, so the same problem
+// always gives the same plan; nothing more runs once a plan meets the bound.
 #include "symbolic/alloc/blocks.hpp"
 
 #include <algorithm>

@@ -102,10 +102,10 @@ enum class Planner {
   best,    // the best of nnc and fit (ties go to nnc): what the compiler uses
   nnc,     // nnc-tensor-allocation.txt: allocation graph with partial reuse, largest first
   greedy,  // TFLite's greedy by size (the baseline)
-  // Best fit in several orders (greedy by size's, by breadth at the peak,
-  // lifetime, degree, the NNC plan's offsets), then squeaky-wheel
-  // reordering of the blocks that end above the lower bound. Never worse
-  // than greedy.
+  // Skyline placement (total orders), then best and first fit in several
+  // orders (greedy by size's, by breadth at the peak, the NNC plan's
+  // offsets), then squeaky-wheel reordering of the blocks that end above
+  // the lower bound, within a fixed work budget. Never worse than greedy.
   fit,
   // The NNC planner with libnnc's candidate choice (most interfering first,
   // paired with larger companions). Kept for comparison: on real networks it

@@ -105,6 +105,9 @@ TEST(AllocFit, DecoderMatchesTheReferenceWithInPlaceBlocks) {
       p.inplace.push_back({i + 1, i});
     }
     const d::Blocks bs = blocks_of(p);
+    std::size_t paired = 0;
+    for (const d::Block& b : bs.blocks) paired += b.members.size() > 1;
+    EXPECT_GT(paired, 0u) << "iteration " << iter;
     std::vector<std::size_t> order(bs.blocks.size());
     std::iota(order.begin(), order.end(), 0);
     std::shuffle(order.begin(), order.end(), rng);
