@@ -9,10 +9,13 @@
 // K/groups); each output row is cut into strips of at most max_pix pixels and
 // every strip is one micro-kernel call per block: no lowering buffer at all.
 // Backward:
-//   dx: the convolution of g — spread by the stride (zeros between rows and
-//       columns) and padded by (KH - 1) * DH - top etc. — with the weights
-//       flipped in space and transposed (K <-> C), stride 1, same dilation:
-//       the forward machinery again, over dx's rows.
+//   dx, stride 1 and at least half a block of channels per group: the
+//       convolution of g, padded by (KH - 1) * DH - top etc., with the
+//       weights flipped in space and transposed (K <-> C), stride 1, same
+//       dilation: the forward machinery again, over dx's rows.
+//   dx otherwise (a stride above 1, or few channels per group, e.g. a first
+//       layer's C = 1): lowering per output row, gcol = g . w (taps x C/groups
+//       columns), added into dx; threads take whole images.
 //   dw: for each tap and input channel (a row r) and each output channel j,
 //       dw[j][r] = sum over pixels of xpad[pixel + tap][c] * g[pixel][j]; the
 //       pixels are split into one range per thread with private accumulators,
