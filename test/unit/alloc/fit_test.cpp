@@ -6,6 +6,9 @@
 #include "symbolic/alloc/blocks.hpp"
 
 #include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <numeric>
 
 namespace alloc_test {
@@ -198,6 +201,57 @@ TEST(AllocFit, PartialOrderPlansStayValid) {
     p.tensors.push_back(t);
   }
   for (Planner w : kAll) plan_ok(p, w);
+}
+
+}  // namespace
+}  // namespace alloc_test
+
+namespace alloc_test {
+namespace {
+
+// bench-planner's unrolled LSTM inference list (2 layers, hidden 512, 32
+// steps, batch 1): its bound, 44 hidden-state sizes, is reachable. A plan
+// built by hand: layer 0's hidden states stacked downwards from 31 units as
+// they are made, its cell state at 0 and its gate work in the top twelve
+// units; layer 1's twelve-unit work window then slides down one unit per
+// step, into the slot of the layer-0 state it has just read, leaving its own
+// hidden state at the window's top; the outputs take the dying states'
+// slots. The checker accepts it. The planners land one unit above (45,
+// 1.0227x): the window has to slide, and no order tried places it so. This
+// test keeps the evidence and guards the planners from drifting further.
+TEST(AllocFit, UnrolledLstmInferenceBoundIsReachable) {
+  std::ifstream in(std::string(NNC_ALLOC_TEST_DATA) + "/lstm2x512x32-infer-b1.txt");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto list = parse_lifetimes(text.str());
+  ASSERT_TRUE(static_cast<bool>(list)) << list.error();
+  Problem p = list.value().problem;
+  ASSERT_EQ(p.tensors.size(), 832u);
+  for (TensorSpec& t : p.tensors) t.alignment = 64;
+  constexpr std::uint64_t kUnit = 2048;
+  std::vector<std::uint64_t> unit(832);
+  for (std::size_t l = 0; l < 2; l++) {
+    for (std::uint64_t t = 0; t < 32; t++) {
+      const std::size_t b = l * 384 + t * 12;  // gx gh gates i f g o fc ig c tc h
+      const std::uint64_t r = 31 - t;
+      const std::uint64_t layer0[12] = {32, 36, 40, 32, 33, 34, 35, 36, 37, 0, 38, 31 - t};
+      const std::uint64_t layer1[12] = {r + 8, r + 4, r, r + 4, r + 5, r + 6, r + 7, r + 8, r + 9, 43, r + 10, r + 11};
+      for (std::size_t j = 0; j < 12; j++) unit[b + j] = l == 0 ? layer0[j] : layer1[j];
+    }
+  }
+  for (std::uint64_t t = 0; t < 32; t++) unit[768 + 2 * t] = 0, unit[769 + 2 * t] = 42 - t;  // logits, loss
+  Plan hand;
+  hand.buffers = {44 * kUnit};
+  hand.buffer_base = {0};
+  hand.arena = 44 * kUnit;
+  for (std::uint64_t u : unit) hand.placements.push_back({0, u * kUnit});
+  auto bound = lower_bound(p);
+  ASSERT_TRUE(static_cast<bool>(bound));
+  EXPECT_EQ(bound.value(), 44 * kUnit);
+  hand.lower_bound = bound.value();
+  EXPECT_EQ(check(p, hand), "");
+  const Plan best = plan_ok(p);
+  EXPECT_LE(best.arena, 45 * kUnit);
 }
 
 }  // namespace
