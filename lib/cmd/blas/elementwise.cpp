@@ -50,9 +50,12 @@ struct Name {
 Name name_of(uint32_t cmd) {
   const bool back = cmd & 1u;
   switch (cmd & ~1u) {
-    case CCV_NNC_ADD_FORWARD: return {back ? "ADD_BACKWARD" : "ADD_FORWARD"};
-    case CCV_NNC_MUL_FORWARD: return {back ? "MUL_BACKWARD" : "MUL_FORWARD"};
-    default: return {back ? "SCALAR_MUL_BACKWARD" : "SCALAR_MUL_FORWARD"};
+    case CCV_NNC_ADD_FORWARD:
+      return {back ? "ADD_BACKWARD" : "ADD_FORWARD"};
+    case CCV_NNC_MUL_FORWARD:
+      return {back ? "MUL_BACKWARD" : "MUL_FORWARD"};
+    default:
+      return {back ? "SCALAR_MUL_BACKWARD" : "SCALAR_MUL_FORWARD"};
   }
 }
 bool is_scalar_mul(uint32_t cmd) { return (cmd & ~1u) == CCV_NNC_SCALAR_MUL_FORWARD; }
@@ -165,8 +168,8 @@ bool scalar_forward_bitmask(const ccv_nnc_cmd_param_t& p, int is, int os, const 
 }
 
 // ADD / SCALAR_MUL backward: g and at least one output.
-bool g_only_backward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs, int ib,
-                             const uint64_t* outputs, int ob) {
+bool g_only_backward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
+                             int ib, const uint64_t* outputs, int ob) {
   if (input_size < 1 || !bit(inputs, ib, 0)) return false;
   for (int j = 0; j < output_size; j++)
     if (bit(outputs, ob, j)) return true;

@@ -10,9 +10,9 @@ class Registry;
 
 namespace nnc::blas_ew {
 
-#define NNC_BLAS_EW_KERNEL(name)                                                                                \
+#define NNC_BLAS_EW_KERNEL(name)                                                                                 \
   int name(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* inputs, \
-           const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size,                       \
+           const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size,                        \
            ccv_nnc_stream_context_t* const stream_context)
 NNC_BLAS_EW_KERNEL(forward_ref);
 NNC_BLAS_EW_KERNEL(backward_ref);

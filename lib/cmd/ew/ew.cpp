@@ -9,10 +9,9 @@
 // the dx_i are filled with 1; NULL outputs are skipped.
 #include "cmd/ew/ew.hpp"
 
-#include "cmd/ew/math.hpp"
-
 #include <string>
 
+#include "cmd/ew/math.hpp"
 #include "core/cmd.hpp"
 #include "core/error.hpp"
 #include "core/registry.hpp"
@@ -50,10 +49,12 @@ void validate_forward(const ccv_nnc_cmd_t&, const ccv_nnc_hint_t&, ccv_nnc_tenso
   for (int i = 0; i < input_size; i++) {
     const ccv_nnc_tensor_t* x = inputs[i];
     NNC_CHECK(x, "EWSUM_FORWARD: input %d is NULL", i);
-    NNC_CHECK(CCV_GET_DATA_TYPE(x->info.datatype) == type, "EWSUM_FORWARD: input %d is %s but the output is %s", i, dt(x),
-              dt(y));
-    NNC_CHECK(same_dims(x, y), "EWSUM_FORWARD: input %d is %s but the output is %s; EWSUM needs equal shapes (it does not "
-              "broadcast; ADD does)", i, dims_of(x).c_str(), dims_of(y).c_str());
+    NNC_CHECK(CCV_GET_DATA_TYPE(x->info.datatype) == type, "EWSUM_FORWARD: input %d is %s but the output is %s", i,
+              dt(x), dt(y));
+    NNC_CHECK(same_dims(x, y),
+              "EWSUM_FORWARD: input %d is %s but the output is %s; EWSUM needs equal shapes (it does not "
+              "broadcast; ADD does)",
+              i, dims_of(x).c_str(), dims_of(y).c_str());
   }
 }
 

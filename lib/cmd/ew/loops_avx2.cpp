@@ -2,10 +2,9 @@
 // non-temporal-store add / mul for outputs far larger than the caches.
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
-
-#include <cmath>
 #include <type_traits>
 
 #include "core/vmath_avx2.hpp"
@@ -84,7 +83,8 @@ template <class T>
 void add_nt(T* y, const T* a, const T* b, size_t n, int mode, T p, T q) {
   using I = Isa<T>;
   if (p == T(1) && q == T(1)) {
-    stream_binary(y, a, b, n, mode, [](T x, T z) { return x + z; }, [](auto x, auto z) { return I::add(x, z); });
+    stream_binary(
+        y, a, b, n, mode, [](T x, T z) { return x + z; }, [](auto x, auto z) { return I::add(x, z); });
     return;
   }
   const typename I::R pv = I::set1(p), qv = I::set1(q);
@@ -97,13 +97,13 @@ template <class T>
 void mul_nt(T* y, const T* a, const T* b, size_t n, int mode, T p) {
   using I = Isa<T>;
   if (p == T(1)) {
-    stream_binary(y, a, b, n, mode, [](T x, T z) { return x * z; }, [](auto x, auto z) { return I::mul(x, z); });
+    stream_binary(
+        y, a, b, n, mode, [](T x, T z) { return x * z; }, [](auto x, auto z) { return I::mul(x, z); });
     return;
   }
   const typename I::R pv = I::set1(p);
   stream_binary(
-      y, a, b, n, mode, [p](T x, T z) { return p * x * z; },
-      [pv](auto x, auto z) { return I::mul(I::mul(pv, x), z); });
+      y, a, b, n, mode, [p](T x, T z) { return p * x * z; }, [pv](auto x, auto z) { return I::mul(I::mul(pv, x), z); });
 }
 
 // exp / log: fp32 through core/vmath.hpp (within 2 ulp), fp64 through libm.

@@ -21,29 +21,29 @@ template <class T>
 constexpr size_t kLanes = 128 / sizeof(T);
 
 // One binary map in its three operand modes; each branch is a simple loop.
-#define NNC_EW_BINARY(EXPR)                                        \
-  switch (mode) {                                                  \
-    case kSV: {                                                    \
-      const T av = a[0];                                           \
-      for (size_t i = 0; i < n; i++) {                             \
-        const T x = av, z = b[i];                                  \
-        y[i] = EXPR;                                               \
-      }                                                            \
-      break;                                                       \
-    }                                                              \
-    case kVS: {                                                    \
-      const T bv = b[0];                                           \
-      for (size_t i = 0; i < n; i++) {                             \
-        const T x = a[i], z = bv;                                  \
-        y[i] = EXPR;                                               \
-      }                                                            \
-      break;                                                       \
-    }                                                              \
-    default:                                                       \
-      for (size_t i = 0; i < n; i++) {                             \
-        const T x = a[i], z = b[i];                                \
-        y[i] = EXPR;                                               \
-      }                                                            \
+#define NNC_EW_BINARY(EXPR)            \
+  switch (mode) {                      \
+    case kSV: {                        \
+      const T av = a[0];               \
+      for (size_t i = 0; i < n; i++) { \
+        const T x = av, z = b[i];      \
+        y[i] = EXPR;                   \
+      }                                \
+      break;                           \
+    }                                  \
+    case kVS: {                        \
+      const T bv = b[0];               \
+      for (size_t i = 0; i < n; i++) { \
+        const T x = a[i], z = bv;      \
+        y[i] = EXPR;                   \
+      }                                \
+      break;                           \
+    }                                  \
+    default:                           \
+      for (size_t i = 0; i < n; i++) { \
+        const T x = a[i], z = b[i];    \
+        y[i] = EXPR;                   \
+      }                                \
   }
 
 template <class T>
@@ -164,10 +164,18 @@ void minmax_grad_f(T* __restrict d, const T* __restrict g, const T* __restrict a
 template <class T>
 void minmax_grad(T* d, const T* g, const T* a, const T* b, size_t n, int flags) {
   switch (flags & 3) {
-    case 0: minmax_grad_f<T, 0>(d, g, a, b, n); break;
-    case 1: minmax_grad_f<T, 1>(d, g, a, b, n); break;
-    case 2: minmax_grad_f<T, 2>(d, g, a, b, n); break;
-    default: minmax_grad_f<T, 3>(d, g, a, b, n); break;
+    case 0:
+      minmax_grad_f<T, 0>(d, g, a, b, n);
+      break;
+    case 1:
+      minmax_grad_f<T, 1>(d, g, a, b, n);
+      break;
+    case 2:
+      minmax_grad_f<T, 2>(d, g, a, b, n);
+      break;
+    default:
+      minmax_grad_f<T, 3>(d, g, a, b, n);
+      break;
   }
 }
 
@@ -192,9 +200,12 @@ T dot_f(const T* __restrict g, const T* __restrict b, size_t n) {
 template <class T>
 T dot(const T* g, const T* b, size_t n, int bmode) {
   switch (bmode) {
-    case 1: return dot_f<T, 1>(g, b, n);
-    case 2: return dot_f<T, 2>(g, b, n);
-    default: return dot_f<T, 0>(g, b, n);
+    case 1:
+      return dot_f<T, 1>(g, b, n);
+    case 2:
+      return dot_f<T, 2>(g, b, n);
+    default:
+      return dot_f<T, 0>(g, b, n);
   }
 }
 
@@ -234,9 +245,8 @@ void mul_nt(T* y, const T* a, const T* b, size_t n, int mode, T p) {
 
 template <class T>
 constexpr Loops<T> make_table() {
-  return Loops<T>{add<T>,      mul<T>,         div<T>,         min<T>, max<T>, muldiv<T>,
-                  exp_<T>,     log_<T>,        sqrt_<T>,       clamp<T>, clamp_grad<T>, minmax_grad<T>,
-                  dot<T>,      acc<T>,         scale<T>,       add_nt<T>, mul_nt<T>};
+  return Loops<T>{add<T>,   mul<T>,        div<T>,         min<T>, max<T>, muldiv<T>, exp_<T>,   log_<T>,  sqrt_<T>,
+                  clamp<T>, clamp_grad<T>, minmax_grad<T>, dot<T>, acc<T>, scale<T>,  add_nt<T>, mul_nt<T>};
 }
 
 constexpr Loops<float> kF32 = make_table<float>();

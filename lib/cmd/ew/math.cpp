@@ -88,20 +88,26 @@ bool same_dims(const int* a, const int* b) {
 // Names of the inputs for messages.
 const char* forward_layout(Op op) {
   switch (op) {
-    case Op::kProd: return "|x_1..x_n|";
+    case Op::kProd:
+      return "|x_1..x_n|";
     case Op::kDiv:
     case Op::kMin:
-    case Op::kMax: return "|a|b|";
-    default: return "|x|";
+    case Op::kMax:
+      return "|a|b|";
+    default:
+      return "|x|";
   }
 }
 const char* backward_layout(Op op) {
   switch (op) {
-    case Op::kProd: return "|g|x_1..x_n|y| -> |dx_1..dx_n|";
+    case Op::kProd:
+      return "|g|x_1..x_n|y| -> |dx_1..dx_n|";
     case Op::kDiv:
     case Op::kMin:
-    case Op::kMax: return "|g|a|b|y| -> |da|db|";
-    default: return "|g|x|y| -> |dx|";
+    case Op::kMax:
+      return "|g|a|b|y| -> |da|db|";
+    default:
+      return "|g|x|y| -> |dx|";
   }
 }
 
@@ -109,9 +115,9 @@ void check_like(const Name& c, const char* what, int index, const ccv_nnc_tensor
                 const ccv_nnc_tensor_t* ref) {
   NNC_CHECK(type_of(t) == type_of(ref), "%s: %s %d is %s but %s is %s; all tensors take one data type", c.c_str(), what,
             index, dt(t), ref_what, dt(ref));
-  NNC_CHECK(same_dims(t->info.dim, ref->info.dim), "%s: %s %d is %s but %s is %s; they must match (%s does not broadcast)",
-            c.c_str(), what, index, shape_string(t->info.dim).c_str(), ref_what, shape_string(ref->info.dim).c_str(),
-            c.c_str());
+  NNC_CHECK(same_dims(t->info.dim, ref->info.dim),
+            "%s: %s %d is %s but %s is %s; they must match (%s does not broadcast)", c.c_str(), what, index,
+            shape_string(t->info.dim).c_str(), ref_what, shape_string(ref->info.dim).c_str(), c.c_str());
 }
 
 void validate_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
@@ -120,7 +126,8 @@ void validate_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_t
   const Name c = name_of(cmd.cmd);
   const int n = forward_inputs(op);
   if (n < 0)
-    NNC_CHECK(input_size >= 1, "%s: takes inputs %s with n >= 1 (got %d inputs)", c.c_str(), forward_layout(op), input_size);
+    NNC_CHECK(input_size >= 1, "%s: takes inputs %s with n >= 1 (got %d inputs)", c.c_str(), forward_layout(op),
+              input_size);
   else
     NNC_CHECK(input_size == n, "%s: takes inputs %s (got %d inputs)", c.c_str(), forward_layout(op), input_size);
   NNC_CHECK(output_size == 1, "%s: takes one output |y| (got %d outputs)", c.c_str(), output_size);
@@ -148,13 +155,17 @@ bool reads(Op op, int n, int i, const W& wanted) {
       for (int j = 0; j < n; j++)
         if (wanted(j) && j != i - 1) return true;
       return false;
-    case Op::kDiv: return (i == 2 && (wanted(0) || wanted(1))) || (i == 3 && wanted(1));
+    case Op::kDiv:
+      return (i == 2 && (wanted(0) || wanted(1))) || (i == 3 && wanted(1));
     case Op::kExp:
     case Op::kSqrt:
-    case Op::kClamp: return i == 2;
-    case Op::kLog: return i == 1;
+    case Op::kClamp:
+      return i == 2;
+    case Op::kLog:
+      return i == 1;
     case Op::kMin:
-    case Op::kMax: return i == 1 || i == 2;
+    case Op::kMax:
+      return i == 1 || i == 2;
   }
   return false;
 }
@@ -163,11 +174,14 @@ const char* input_name(Op op, int i, int n) {
   if (i == 0) return "g";
   if (i == n + 1) return "y";
   switch (op) {
-    case Op::kProd: return "x_i";
+    case Op::kProd:
+      return "x_i";
     case Op::kDiv:
     case Op::kMin:
-    case Op::kMax: return i == 1 ? "a" : "b";
-    default: return "x";
+    case Op::kMax:
+      return i == 1 ? "a" : "b";
+    default:
+      return "x";
   }
 }
 
@@ -231,7 +245,8 @@ bool backward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_siz
 }
 
 template <Op OP>
-bool forward_bitmask_t(const ccv_nnc_cmd_param_t& p, int is, int os, const uint64_t* i, int ib, const uint64_t* o, int ob) {
+bool forward_bitmask_t(const ccv_nnc_cmd_param_t& p, int is, int os, const uint64_t* i, int ib, const uint64_t* o,
+                       int ob) {
   return forward_bitmask(p, is, os, i, ib, o, ob, OP);
 }
 template <Op OP>
@@ -312,11 +327,14 @@ const char* op_name(Op op) {
 
 int forward_inputs(Op op) {
   switch (op) {
-    case Op::kProd: return -1;
+    case Op::kProd:
+      return -1;
     case Op::kDiv:
     case Op::kMin:
-    case Op::kMax: return 2;
-    default: return 1;
+    case Op::kMax:
+      return 2;
+    default:
+      return 1;
   }
 }
 
@@ -325,7 +343,8 @@ bool overlaps(const ccv_nnc_tensor_t* a, const ccv_nnc_tensor_t* b) {
   auto range = [](const ccv_nnc_tensor_t* t, const unsigned char*& lo, const unsigned char*& hi) {
     const Layout l = layout_of(t);
     int64_t span = 0;
-    for (int i = 0; i < l.nd; i++) span += static_cast<int64_t>(l.dim[i] - 1) * (l.stride[i] < 0 ? -l.stride[i] : l.stride[i]);
+    for (int i = 0; i < l.nd; i++)
+      span += static_cast<int64_t>(l.dim[i] - 1) * (l.stride[i] < 0 ? -l.stride[i] : l.stride[i]);
     lo = l.data;
     hi = l.data + (span + 1) * static_cast<int64_t>(l.element_size);
   };

@@ -33,7 +33,8 @@ int forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input
     const Layout a = layout_of(inputs[0], "input");
     const T* x[] = {ptr<T>(a)};
     const int64_t* xs[] = {a.stride.data()};
-    for_runs<T, 1>(dim, y.nd, yp, ys, x, xs, 0u, [&](T* o, const T* const* r, const bool*, size_t n) { L.scale(o, r[0], n, T(1)); });
+    for_runs<T, 1>(dim, y.nd, yp, ys, x, xs, 0u,
+                   [&](T* o, const T* const* r, const bool*, size_t n) { L.scale(o, r[0], n, T(1)); });
     return CCV_NNC_EXEC_SUCCESS;
   }
   if (input_size == 2 || op == Op::kProd) {
@@ -56,10 +57,18 @@ int forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input
     auto body = [&](T* o, const T* const* r, const bool* sc, size_t n) {
       const int mode = sc[0] ? kSV : sc[1] ? kVS : kVV;
       switch (op) {
-        case Op::kDiv: L.div(o, r[0], r[1], n, mode, T(1)); break;
-        case Op::kMin: L.min(o, r[0], r[1], n, mode); break;
-        case Op::kMax: L.max(o, r[0], r[1], n, mode); break;
-        default: mul(o, r[0], r[1], n, mode, T(1)); break;
+        case Op::kDiv:
+          L.div(o, r[0], r[1], n, mode, T(1));
+          break;
+        case Op::kMin:
+          L.min(o, r[0], r[1], n, mode);
+          break;
+        case Op::kMax:
+          L.max(o, r[0], r[1], n, mode);
+          break;
+        default:
+          mul(o, r[0], r[1], n, mode, T(1));
+          break;
       }
     };
     for_runs<T, 2>(dim, y.nd, yp, ys, x, xs, 3u, body);
@@ -80,10 +89,18 @@ int forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input
   const int cf = (std::isnan(lo) ? 0 : kHasLo) | (std::isnan(hi) ? 0 : kHasHi);
   for_runs<T, 1>(dim, y.nd, yp, ys, x, xs, 0u, [&](T* o, const T* const* r, const bool*, size_t n) {
     switch (op) {
-      case Op::kExp: L.exp(o, r[0], n); break;
-      case Op::kLog: L.log(o, r[0], n); break;
-      case Op::kSqrt: L.sqrt(o, r[0], n); break;
-      default: L.clamp(o, r[0], n, T(lo), T(hi), cf); break;
+      case Op::kExp:
+        L.exp(o, r[0], n);
+        break;
+      case Op::kLog:
+        L.log(o, r[0], n);
+        break;
+      case Op::kSqrt:
+        L.sqrt(o, r[0], n);
+        break;
+      default:
+        L.clamp(o, r[0], n, T(lo), T(hi), cf);
+        break;
     }
   });
   return CCV_NNC_EXEC_SUCCESS;
@@ -119,9 +136,12 @@ int backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* in, int input_si
       if (output_size == 1) {
         grad<T, 1>(out[0], {g}, [&](T* o, const T* const* r, size_t n) { L.scale(o, r[0], n, T(1)); });
       } else {
-        if (out[0]) grad<T, 2>(out[0], {g, in[2]}, [&](T* o, const T* const* r, size_t n) { L.mul(o, r[0], r[1], n, kVV, T(1)); });
+        if (out[0])
+          grad<T, 2>(out[0], {g, in[2]},
+                     [&](T* o, const T* const* r, size_t n) { L.mul(o, r[0], r[1], n, kVV, T(1)); });
         if (output_size > 1 && out[1])
-          grad<T, 2>(out[1], {g, in[1]}, [&](T* o, const T* const* r, size_t n) { L.mul(o, r[0], r[1], n, kVV, T(1)); });
+          grad<T, 2>(out[1], {g, in[1]},
+                     [&](T* o, const T* const* r, size_t n) { L.mul(o, r[0], r[1], n, kVV, T(1)); });
       }
       break;
     case Op::kDiv:
@@ -129,7 +149,8 @@ int backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* in, int input_si
       if (output_size > 1 && out[1])
         grad<T, 3>(out[1], {g, at(3), in[2]},
                    [&](T* o, const T* const* r, size_t n) { L.muldiv(o, r[0], r[1], r[2], n, T(-1)); });
-      if (out[0]) grad<T, 2>(out[0], {g, in[2]}, [&](T* o, const T* const* r, size_t n) { L.div(o, r[0], r[1], n, kVV, T(1)); });
+      if (out[0])
+        grad<T, 2>(out[0], {g, in[2]}, [&](T* o, const T* const* r, size_t n) { L.div(o, r[0], r[1], n, kVV, T(1)); });
       break;
     case Op::kExp:
       grad<T, 2>(out[0], {g, in[2]}, [&](T* o, const T* const* r, size_t n) { L.mul(o, r[0], r[1], n, kVV, T(1)); });
@@ -189,7 +210,8 @@ NNC_EW_KERNEL(math_forward_opt) {
   return guard_code([&] {
     if (forward_needs_ref(cmd, inputs, input_size, outputs[0]))
       return math_forward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
-    if (CCV_GET_DATA_TYPE(outputs[0]->info.datatype) == CCV_64F) return forward<double>(cmd, inputs, input_size, outputs[0]);
+    if (CCV_GET_DATA_TYPE(outputs[0]->info.datatype) == CCV_64F)
+      return forward<double>(cmd, inputs, input_size, outputs[0]);
     return forward<float>(cmd, inputs, input_size, outputs[0]);
   });
 }

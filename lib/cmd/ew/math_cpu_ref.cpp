@@ -41,17 +41,27 @@ NNC_EW_KERNEL(math_forward_ref) {
       if (inputs[i]) x[static_cast<size_t>(i)] = layout_of(inputs[i], "input");
     const Bounds bd = bounds_of(cmd);
     for_each_index(y.dim.data(), y.nd, [&](const int* index) {
-      auto in = [&](int i) { return load_double(x[static_cast<size_t>(i)].at(index), x[static_cast<size_t>(i)].datatype); };
+      auto in = [&](int i) {
+        return load_double(x[static_cast<size_t>(i)].at(index), x[static_cast<size_t>(i)].datatype);
+      };
       double v = 0;
       switch (op) {
         case Op::kProd:
           v = in(0);
           for (int i = 1; i < input_size; i++) v *= in(i);
           break;
-        case Op::kDiv: v = (inputs[0] ? in(0) : 1.0) / in(1); break;
-        case Op::kExp: v = std::exp(in(0)); break;
-        case Op::kLog: v = std::log(in(0)); break;
-        case Op::kSqrt: v = std::sqrt(in(0)); break;
+        case Op::kDiv:
+          v = (inputs[0] ? in(0) : 1.0) / in(1);
+          break;
+        case Op::kExp:
+          v = std::exp(in(0));
+          break;
+        case Op::kLog:
+          v = std::log(in(0));
+          break;
+        case Op::kSqrt:
+          v = std::sqrt(in(0));
+          break;
         case Op::kClamp:
           v = in(0);
           if (bd.has_lo && v < bd.lo) v = bd.lo;
@@ -89,7 +99,8 @@ NNC_EW_KERNEL(math_backward_ref) {
     for_each_index(g.dim.data(), g.nd, [&](const int* index) {
       // Read everything at this index first.
       for (int i = 0; i < input_size && i <= n + 1; i++)
-        xv[static_cast<size_t>(i)] = inputs[i] ? load_double(in[static_cast<size_t>(i)].at(index), in[static_cast<size_t>(i)].datatype) : 0.0;
+        xv[static_cast<size_t>(i)] =
+            inputs[i] ? load_double(in[static_cast<size_t>(i)].at(index), in[static_cast<size_t>(i)].datatype) : 0.0;
       const double gv = xv[0];
       auto X = [&](int i) { return xv[static_cast<size_t>(i)]; };
       for (int j = 0; j < output_size; j++) {
@@ -102,10 +113,18 @@ NNC_EW_KERNEL(math_backward_ref) {
               if (i != j) d *= X(1 + i);
             break;
           }
-          case Op::kDiv: d = j == 0 ? gv / X(2) : -gv * X(3) / X(2); break;
-          case Op::kExp: d = gv * X(2); break;
-          case Op::kLog: d = gv / X(1); break;
-          case Op::kSqrt: d = gv / (2 * X(2)); break;
+          case Op::kDiv:
+            d = j == 0 ? gv / X(2) : -gv * X(3) / X(2);
+            break;
+          case Op::kExp:
+            d = gv * X(2);
+            break;
+          case Op::kLog:
+            d = gv / X(1);
+            break;
+          case Op::kSqrt:
+            d = gv / (2 * X(2));
+            break;
           case Op::kClamp: {
             const double yv = X(2);
             const bool inside = (!bd.has_lo || yv > bd.lo) && (!bd.has_hi || yv < bd.hi);
@@ -121,7 +140,9 @@ NNC_EW_KERNEL(math_backward_ref) {
         dv[static_cast<size_t>(j)] = d;
       }
       for (int j = 0; j < output_size; j++)
-        if (outputs[j]) store_double(out[static_cast<size_t>(j)].at(index), out[static_cast<size_t>(j)].datatype, dv[static_cast<size_t>(j)]);
+        if (outputs[j])
+          store_double(out[static_cast<size_t>(j)].at(index), out[static_cast<size_t>(j)].datatype,
+                       dv[static_cast<size_t>(j)]);
     });
     return CCV_NNC_EXEC_SUCCESS;
   });

@@ -5,7 +5,8 @@
 //
 //   const T* x[] = {a, b};
 //   const int64_t* xs[] = {as, bs};            // element strides over y's dims
-//   for_runs<T, 2>(y.dim.data(), y.nd, y_ptr, ys, x, xs, kScalarOk, [&](T* yr, const T* const* xr, const bool* sc, size_t n) {
+//   for_runs<T, 2>(y.dim.data(), y.nd, y_ptr, ys, x, xs, kScalarOk, [&](T* yr, const T* const* xr, const bool* sc,
+//   size_t n) {
 //     L.add(yr, xr[0], xr[1], n, sc[0] ? kSV : sc[1] ? kVS : kVV, p, q);
 //   });
 //

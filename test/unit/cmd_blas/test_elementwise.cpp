@@ -58,8 +58,8 @@ struct Pair {
   std::vector<int> a, b;
 };
 const std::vector<Pair> kPairs = {
-    {{4, 5}, {4, 5}},       {{4, 5}, {5}},          {{5}, {4, 5}},          {{4, 5}, {4, 1}},
-    {{3, 1}, {1, 4}},       {{2, 3, 4}, {1, 3, 1}}, {{1}, {2, 3}},          {{2, 3, 4, 5}, {3, 1, 5}},
+    {{4, 5}, {4, 5}},          {{4, 5}, {5}},          {{5}, {4, 5}}, {{4, 5}, {4, 1}},
+    {{3, 1}, {1, 4}},          {{2, 3, 4}, {1, 3, 1}}, {{1}, {2, 3}}, {{2, 3, 4, 5}, {3, 1, 5}},
     {{2, 1, 4, 1}, {3, 1, 6}},
 };
 
@@ -73,7 +73,8 @@ TEST_F(BlasElementwiseTest, ForwardMatchesDoubleReference) {
           T a(dt, pr.a), b(dt, pr.b), y(dt, ys);
           fill_uniform(a, rng, -2, 2), fill_uniform(b, rng, -2, 2);
           const float p = 0.75f, q = -1.5f;
-          const ccv_nnc_cmd_t c = mul ? blas(CCV_NNC_MUL_FORWARD, p, 0, backend) : blas(CCV_NNC_ADD_FORWARD, p, q, backend);
+          const ccv_nnc_cmd_t c =
+              mul ? blas(CCV_NNC_MUL_FORWARD, p, 0, backend) : blas(CCV_NNC_ADD_FORWARD, p, q, backend);
           ASSERT_EQ(run(c, {a, b}, {y}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
           for (size_t i = 0; i < y.count(); i++) {
             const double av = a.get(source(i, ys, pr.a)), bv = b.get(source(i, ys, pr.b));
@@ -110,8 +111,8 @@ TEST_F(BlasElementwiseTest, GradientsMatchFiniteDifferences) {
       for (bool mul : {false, true}) {
         T a(CCV_64F, pr.a), b(CCV_64F, pr.b);
         fill_uniform(a, rng), fill_uniform(b, rng);
-        const ccv_nnc_cmd_t f = mul ? blas(CCV_NNC_MUL_FORWARD, 0.75f, 0, backend)
-                                    : blas(CCV_NNC_ADD_FORWARD, 0.75f, -1.5f, backend);
+        const ccv_nnc_cmd_t f =
+            mul ? blas(CCV_NNC_MUL_FORWARD, 0.75f, 0, backend) : blas(CCV_NNC_ADD_FORWARD, 0.75f, -1.5f, backend);
         ccv_nnc_cmd_t g = f;
         g.cmd = f.cmd | 1;
         SCOPED_TRACE(mul ? "MUL" : "ADD");
@@ -135,14 +136,14 @@ TEST_F(BlasElementwiseTest, OptMatchesRef) {
     int format;
   };
   const std::vector<Shape> shapes = {
-      {{64, 313}, {313}, CCV_TENSOR_FORMAT_NHWC},               // bias
-      {{40, 1001}, {1001}, CCV_TENSOR_FORMAT_NHWC},             // bias, threaded
+      {{64, 313}, {313}, CCV_TENSOR_FORMAT_NHWC},                // bias
+      {{40, 1001}, {1001}, CCV_TENSOR_FORMAT_NHWC},              // bias, threaded
       {{3, 16, 29, 31}, {1, 16, 1, 1}, CCV_TENSOR_FORMAT_NCHW},  // per channel, NCHW, threaded
-      {{3, 29, 31, 16}, {16}, CCV_TENSOR_FORMAT_NHWC},          // per channel, NHWC, threaded
-      {{40003}, {1}, CCV_TENSOR_FORMAT_NHWC},                   // scalar, threaded
-      {{2, 20001}, {1, 20001}, CCV_TENSOR_FORMAT_NHWC},         // summed over the outer dimension, threaded
-      {{5, 1, 7}, {1, 6, 1}, CCV_TENSOR_FORMAT_NHWC},           // both broadcast
-      {{7, 9}, {7, 9}, CCV_TENSOR_FORMAT_NCHW},                 // no broadcast
+      {{3, 29, 31, 16}, {16}, CCV_TENSOR_FORMAT_NHWC},           // per channel, NHWC, threaded
+      {{40003}, {1}, CCV_TENSOR_FORMAT_NHWC},                    // scalar, threaded
+      {{2, 20001}, {1, 20001}, CCV_TENSOR_FORMAT_NHWC},          // summed over the outer dimension, threaded
+      {{5, 1, 7}, {1, 6, 1}, CCV_TENSOR_FORMAT_NHWC},            // both broadcast
+      {{7, 9}, {7, 9}, CCV_TENSOR_FORMAT_NCHW},                  // no broadcast
   };
   for (const Shape& s : shapes)
     for (int dt : {CCV_32F, CCV_64F})
@@ -165,10 +166,11 @@ TEST_F(BlasElementwiseTest, OptMatchesRef) {
           ccv_nnc_cmd_t back = f;
           back.cmd = id | 1;
           // Sums of up to ~4000 float terms: 1e-5 relative to the largest.
-          expect_backends_agree(back, ccv_nnc_no_hint, {g, a, b}, {s.a, s.b}, dt, kOpt,
-                                dt == CCV_32F ? 2e-5 : 1e-12, s.format);
+          expect_backends_agree(back, ccv_nnc_no_hint, {g, a, b}, {s.a, s.b}, dt, kOpt, dt == CCV_32F ? 2e-5 : 1e-12,
+                                s.format);
           // One gradient at a time, a and b left off where not needed.
-          if (id == CCV_NNC_ADD_FORWARD) expect_backends_agree(back, ccv_nnc_no_hint, {g}, {{}, s.b}, dt, kOpt, 2e-5, s.format);
+          if (id == CCV_NNC_ADD_FORWARD)
+            expect_backends_agree(back, ccv_nnc_no_hint, {g}, {{}, s.b}, dt, kOpt, 2e-5, s.format);
         }
 }
 
@@ -180,7 +182,8 @@ TEST_F(BlasElementwiseTest, LargeOutputsWithStreamingStores) {
   // Multiples of 1/64 in [-8, 8] (filled through the raw pointers: 2M elements): sums and products are exact in float.
   float* ap = a.get()->data.f32;
   float* bp = b.get()->data.f32;
-  for (int i = 0; i < n; i++) ap[i] = static_cast<float>((i * 37 % 1025) - 512) / 64, bp[i] = static_cast<float>((i * 91 % 1023) - 511) / 64;
+  for (int i = 0; i < n; i++)
+    ap[i] = static_cast<float>((i * 37 % 1025) - 512) / 64, bp[i] = static_cast<float>((i * 91 % 1023) - 511) / 64;
   s.get()->data.f32[0] = 0.375f;
   // A 1-d view one element in: y's data is 4 bytes past an aligned address; its elements are contiguous.
   T y = T::view(CCV_32F, {n}, CCV_TENSOR_FORMAT_NHWC, 2);
@@ -289,8 +292,8 @@ TEST_F(BlasElementwiseTest, ShapesAndBitmasks) {
 }
 
 TEST_F(BlasElementwiseTest, BadInputIsAnErrorWithAMessage) {
-  T a(CCV_32F, {3, 4}), b4(CCV_32F, {4}), b3(CCV_32F, {3}), y(CCV_32F, {3, 4}), y43(CCV_32F, {4, 3}),
-      d64(CCV_64F, {4}), i32(CCV_32S, {3, 4}), big(CCV_32F, {2, 3, 4});
+  T a(CCV_32F, {3, 4}), b4(CCV_32F, {4}), b3(CCV_32F, {3}), y(CCV_32F, {3, 4}), y43(CCV_32F, {4, 3}), d64(CCV_64F, {4}),
+      i32(CCV_32S, {3, 4}), big(CCV_32F, {2, 3, 4});
   struct Bad {
     uint32_t cmd;
     std::vector<ccv_nnc_tensor_t*> in, out;

@@ -409,7 +409,8 @@ TEST_F(EwMathTest, ExpLogSpecialValues) {
         } else if (std::isinf(static_cast<float>(want))) {
           EXPECT_EQ(got, static_cast<float>(want)) << (log ? "log " : "exp ") << v[i];
         } else {
-          EXPECT_NEAR(got, want, 2.5e-7 * std::fabs(want) + 1.5e-45) << (log ? "log " : "exp ") << v[i] << " backend " << backend;
+          EXPECT_NEAR(got, want, 2.5e-7 * std::fabs(want) + 1.5e-45)
+              << (log ? "log " : "exp ") << v[i] << " backend " << backend;
         }
       }
     }
