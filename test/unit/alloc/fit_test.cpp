@@ -216,9 +216,9 @@ namespace {
 // units; layer 1's twelve-unit work window then slides down one unit per
 // step, into the slot of the layer-0 state it has just read, leaving its own
 // hidden state at the window's top; the outputs take the dying states'
-// slots. The checker accepts it. The planners land one unit above (45,
-// 1.0227x): the window has to slide, and no order tried places it so. This
-// test keeps the evidence and guards the planners from drifting further.
+// slots. The checker accepts it. NNC and greedy by size land one unit above
+// (45, 1.0227x): the window has to slide, and no fixed order places it so;
+// the default finds a plan at the bound in the squeaky wheel's later rounds.
 TEST(AllocFit, UnrolledLstmInferenceBoundIsReachable) {
   std::ifstream in(std::string(NNC_ALLOC_TEST_DATA) + "/lstm2x512x32-infer-b1.txt");
   std::stringstream text;
@@ -250,8 +250,8 @@ TEST(AllocFit, UnrolledLstmInferenceBoundIsReachable) {
   EXPECT_EQ(bound.value(), 44 * kUnit);
   hand.lower_bound = bound.value();
   EXPECT_EQ(check(p, hand), "");
-  const Plan best = plan_ok(p);
-  EXPECT_LE(best.arena, 45 * kUnit);
+  EXPECT_EQ(plan_ok(p).arena, 44 * kUnit);
+  EXPECT_EQ(plan_ok(p, Planner::greedy).arena, 45 * kUnit);
 }
 
 }  // namespace

@@ -110,9 +110,10 @@ TEST(AllocPatterns, UnrolledLstm) {
   const Plan best = plan_ok(p);
   EXPECT_EQ(best.lower_bound, bound);
   // Three 4H tensors overlap at every step's gate computation and the cell
-  // states of neighbouring steps overlap, so one H above the bound is what
-  // both planners reach; pinned so a regression shows.
-  EXPECT_EQ(best.arena, 14u * 2048);
+  // states of neighbouring steps overlap: greedy by size lands one H above
+  // the bound, the default (the squeaky wheel's later rounds) at the bound.
+  // Pinned so a regression shows.
+  EXPECT_EQ(best.arena, 13u * 2048);
   EXPECT_EQ(plan_ok(p, Planner::greedy).arena, 14u * 2048);
 }
 
