@@ -189,6 +189,12 @@ void reduce_runs(ccv_nnc_stream_context_t* stream, const int* dim, int nd, const
   // partial blocks need adding up.
   bool columns = w.nd >= 2 && w.stride[0][w.nd - 1] == 1 && inner >= 512;
   for (int i = 0; i + 1 < w.nd && columns; i++) columns = w.stride[0][i] == 0;
+  // Short rows summed into one (a per-channel gradient over NHWC): g (and b)
+  // contiguous across the rows, d one row of `inner`.
+  const bool short_rows = !columns && w.nd == 2 && w.stride[0][1] == 1 && w.stride[0][0] == 0 && w.stride[1][1] == 1 &&
+                          w.stride[1][0] == static_cast<int64_t>(inner) &&
+                          (!b || (w.stride[2][1] == 1 && w.stride[2][0] == static_cast<int64_t>(inner))) &&
+                          inner * 4 <= kTile<T>;
   size_t parts = 1;
   if (total >= kParallelFrom && thread_count() > 1)
     parts = columns ? std::min<size_t>(thread_count(), inner / 256)
@@ -237,6 +243,19 @@ void reduce_runs(ccv_nnc_stream_context_t* stream, const int* dim, int nd, const
       return;
     }
     const size_t lo = rows * k / parts, hi = rows * (k + 1) / parts;
+    if (short_rows) {
+      // Rows of n side by side in a tile of sums: runs of many rows at a time, folded into a at the end.
+      T tile[kTile<T>];
+      const size_t per = kTile<T> / inner;
+      std::fill(tile, tile + per * inner, T(0));
+      for (size_t r = lo; r < hi; r += per) {
+        const size_t m = std::min(per, hi - r);
+        const int64_t at = static_cast<int64_t>(r * inner);
+        L.acc(tile, g + at, b ? b + at : nullptr, m * inner, b ? 1 : 0);
+      }
+      for (size_t j = 0; j < per; j++) L.acc(a, tile + j * inner, nullptr, inner, 0);
+      return;
+    }
     auto body = [&](const int64_t* off, size_t n) { run(a, off, n); };
     const detail::WalkTask<decltype(body)> task{&w, &body};
     task.rows(lo, hi);
