@@ -28,10 +28,11 @@
 //   bias, shaped like them. dbias[k] = sum of g over n, oh, ow.
 // Data types: x, w, bias, y (g, dx, dw, dbias) share one float type: 32F,
 // 64F, 16F or 16BF on CPU_REF (accumulating in double), 32F on CPU_OPT.
+#include "cmd/convolution/convolution.hpp"
+
 #include <algorithm>
 #include <cstring>
 
-#include "cmd/convolution/convolution.hpp"
 #include "core/cmd.hpp"
 #include "core/error.hpp"
 #include "core/registry.hpp"
@@ -78,8 +79,8 @@ void tensor_auto_forward(const ccv_nnc_cmd_param_t& params, const ccv_nnc_tensor
     for (int i = 0; i < 2; i++) {
       const int k = params.size.dim[i] > 0 ? params.size.dim[i] : 1;
       const int s = hint.stride.dim[i] > 0 ? hint.stride.dim[i] : 1;
-      y.dim[hi + i] = std::max(0, out_extent(x.dim[hi + i], hint.border.begin[i], hint.border.end[i], k,
-                                             dilation_of(params, i), s));
+      y.dim[hi + i] = std::max(
+          0, out_extent(x.dim[hi + i], hint.border.begin[i], hint.border.end[i], k, dilation_of(params, i), s));
     }
     y.dim[ci] = K;
   }
@@ -152,8 +153,7 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv
   NNC_CHECK(io.dx || io.dw || io.dbias, "%s: every output is NULL", name);
   NNC_CHECK(io.g, "%s: needs g (input 0)", name);
   if (!io.dx && !io.dw) {  // dbias alone: a sum of g, whatever x and w are
-    NNC_CHECK(dt_of(io.g) & kFloatTypes, "%s: g is %s; convolution takes 32F, 64F, 16F and 16BF", name,
-              dt_name(io.g));
+    NNC_CHECK(dt_of(io.g) & kFloatTypes, "%s: g is %s; convolution takes 32F, 64F, 16F and 16BF", name, dt_name(io.g));
     NNC_CHECK(image_shape(io.g->info), "%s: g is %s %s; it must be a 3-d or 4-d NHWC or NCHW tensor", name,
               format_name(io.g->info.format), shape_string(io.g->info.dim).c_str());
     NNC_CHECK(dt_of(io.dbias) == dt_of(io.g), "%s: dbias is %s but g is %s", name, dt_name(io.dbias), dt_name(io.g));
@@ -251,10 +251,10 @@ Geometry geometry(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& given, const c
             "%s: the output (or g) is %s %s but x is %s %s; same rank and format expected", name,
             format_name(y->info.format), shape_string(y->info.dim).c_str(), format_name(x->info.format),
             shape_string(x->info.dim).c_str());
-  NNC_CHECK(nd_of(w->info.dim) == 4 &&
-                (w->info.format == CCV_TENSOR_FORMAT_NHWC || w->info.format == CCV_TENSOR_FORMAT_NCHW),
-            "%s: w is %s %s; it must be 4-d: NHWC K x KH x KW x C/groups or NCHW K x C/groups x KH x KW", name,
-            format_name(w->info.format), shape_string(w->info.dim).c_str());
+  NNC_CHECK(
+      nd_of(w->info.dim) == 4 && (w->info.format == CCV_TENSOR_FORMAT_NHWC || w->info.format == CCV_TENSOR_FORMAT_NCHW),
+      "%s: w is %s %s; it must be 4-d: NHWC K x KH x KW x C/groups or NCHW K x C/groups x KH x KW", name,
+      format_name(w->info.format), shape_string(w->info.dim).c_str());
   Geometry g;
   g.datatype = dt_of(x);
   g.batched = xnd == 4;
@@ -270,8 +270,8 @@ Geometry geometry(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& given, const c
   NNC_CHECK(p.convolution.count == g.K, "%s: convolution.count is %d but w is %s with %d filters", name,
             p.convolution.count, shape_string(w->info.dim).c_str(), g.K);
   NNC_CHECK(p.size.dim[0] == g.KH && p.size.dim[1] == g.KW,
-            "%s: the window (size.dim) is %dx%d but w is %s %s with a %dx%d window", name, p.size.dim[0],
-            p.size.dim[1], format_name(w->info.format), shape_string(w->info.dim).c_str(), g.KH, g.KW);
+            "%s: the window (size.dim) is %dx%d but w is %s %s with a %dx%d window", name, p.size.dim[0], p.size.dim[1],
+            format_name(w->info.format), shape_string(w->info.dim).c_str(), g.KH, g.KW);
   NNC_CHECK(g.C % g.G == 0 && g.K % g.G == 0, "%s: %d groups must divide the %d input channels and the %d filters",
             name, g.G, g.C, g.K);
   g.Cg = g.C / g.G, g.Kg = g.K / g.G;
@@ -293,8 +293,8 @@ Geometry geometry(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& given, const c
   g.OH = out_extent(g.H, g.PT, g.PB, g.KH, g.DH, g.SH);
   g.OW = out_extent(g.W, g.PL, g.PR, g.KW, g.DW, g.SW);
   NNC_CHECK(g.OH > 0 && g.OW > 0,
-            "%s: the %dx%d window (dilation %dx%d) does not fit the %dx%d input with padding %d,%d / %d,%d", name,
-            g.KH, g.KW, g.DH, g.DW, g.H, g.W, g.PT, g.PB, g.PL, g.PR);
+            "%s: the %dx%d window (dilation %dx%d) does not fit the %dx%d input with padding %d,%d / %d,%d", name, g.KH,
+            g.KW, g.DH, g.DW, g.H, g.W, g.PT, g.PB, g.PL, g.PR);
   g.K = g.w.k;
   NNC_CHECK(g.y.n == g.N && g.y.h == g.OH && g.y.w == g.OW && g.y.c == g.K,
             "%s: the output (or g) is %s but x %s, w %s, stride %dx%d and padding %d,%d / %d,%d give %d x %d x %d "

@@ -38,17 +38,17 @@ struct Weights {
 // One convolution problem: shapes, window, and the element strides of each
 // tensor present (data NULL where absent).
 struct Geometry {
-  int N = 1, H = 0, W = 0, C = 0;  // input
-  int K = 0, OH = 0, OW = 0;       // output
-  int KH = 1, KW = 1;              // window
-  int SH = 1, SW = 1;              // stride
+  int N = 1, H = 0, W = 0, C = 0;      // input
+  int K = 0, OH = 0, OW = 0;           // output
+  int KH = 1, KW = 1;                  // window
+  int SH = 1, SW = 1;                  // stride
   int PT = 0, PL = 0, PB = 0, PR = 0;  // padding: top, left, bottom, right
-  int DH = 1, DW = 1;              // dilation
-  int G = 1, Cg = 0, Kg = 0;       // groups, channels per group
-  bool batched = true;             // inputs are 4-d (otherwise 3-d, N = 1)
-  Image x, y;                      // y: the output (forward) or g (backward)
+  int DH = 1, DW = 1;                  // dilation
+  int G = 1, Cg = 0, Kg = 0;           // groups, channels per group
+  bool batched = true;                 // inputs are 4-d (otherwise 3-d, N = 1)
+  Image x, y;                          // y: the output (forward) or g (backward)
   Weights w;
-  unsigned char* bias = nullptr;   // K elements with stride bias_stride
+  unsigned char* bias = nullptr;  // K elements with stride bias_stride
   int64_t bias_stride = 1;
   int datatype = 0;
 };
@@ -67,8 +67,7 @@ ccv_nnc_hint_t resolve_hint(const ccv_nnc_cmd_param_t& params, const ccv_nnc_hin
 // forward output or the backward gradient g (its extents are checked against
 // the ones the hint gives). Throws nnc::Error naming the problem.
 Geometry geometry(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const ccv_nnc_tensor_t* x,
-                  const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* bias, const ccv_nnc_tensor_t* y,
-                  const char* name);
+                  const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* bias, const ccv_nnc_tensor_t* y, const char* name);
 
 // Tensor roles of a backward call: inputs |g|x|w|bias|y| (bias, y unread),
 // outputs |dx|dw|dbias|.

@@ -41,8 +41,7 @@ namespace nnc::conv {
 const Kernels* kernels() {
   static const Kernels* k = []() -> const Kernels* {
     const CpuFeatures& f = cpu_features();
-    if (f.avx512f && f.fma3 && cpuinfo_has_x86_avx512bw() && cpuinfo_has_x86_avx512vl() &&
-        cpuinfo_has_x86_avx512dq())
+    if (f.avx512f && f.fma3 && cpuinfo_has_x86_avx512bw() && cpuinfo_has_x86_avx512vl() && cpuinfo_has_x86_avx512dq())
       return kernels_avx512();
     if (f.avx2 && f.fma3) return kernels_avx2();
     return nullptr;
@@ -120,9 +119,9 @@ const float* fptr(const unsigned char* p) { return reinterpret_cast<const float*
 // `spread` inserts stride - 1 zero rows / columns between source elements
 // (the input gradient's spread g).
 struct PadSpec {
-  int Hd, Wd;            // destination extent
-  int top, left;         // where source (0, 0) lands (may be negative)
-  int sh = 1, sw = 1;    // source rows / columns land every sh / sw
+  int Hd, Wd;          // destination extent
+  int top, left;       // where source (0, 0) lands (may be negative)
+  int sh = 1, sw = 1;  // source rows / columns land every sh / sw
 };
 
 void pad_rows(const Image& src, float* dst, const PadSpec& s, size_t begin, size_t end) {
@@ -164,7 +163,8 @@ void unpack_rows(const float* src, const Image& dst, size_t begin, size_t end) {
     const float* in = src + item * static_cast<size_t>(dst.w) * dst.c;
     float* row = base + n * dst.sn + h * dst.sh;
     if (dst.sc == 1) {
-      for (int w = 0; w < dst.w; w++) std::memcpy(row + w * dst.sw, in + static_cast<size_t>(w) * dst.c, sizeof(float) * dst.c);
+      for (int w = 0; w < dst.w; w++)
+        std::memcpy(row + w * dst.sw, in + static_cast<size_t>(w) * dst.c, sizeof(float) * dst.c);
     } else if (dst.sw == 1) {  // NCHW: write each channel's row
       for (int c = 0; c < dst.c; c++) {
         float* o = row + c * dst.sc;
@@ -224,39 +224,42 @@ struct StripRun {
 };
 
 void run_strips(const StripRun& s) {
-  parallel(static_cast<size_t>(s.N) * s.rows, [&](size_t b, size_t e) {
-    StripArgs a;
-    a.tapoff = s.tapoff;
-    a.taps = s.taps;
-    a.cin = s.cin;
-    a.xps = static_cast<int64_t>(s.qs) * s.in_c;
-    a.yps = s.out.sw;
-    const int most = s.k->max_pix[s.pl.nz];
-    for (size_t item = b; item < e; item++) {
-      const int n = static_cast<int>(item / s.rows), r = static_cast<int>(item % s.rows);
-      const float* in_row = s.in + n * s.in_image + static_cast<int64_t>(r) * s.rs * s.in_row;
-      float* out_row = s.out.data + n * s.out.sn + r * s.out.sh;
-      for (int gi = 0; gi < s.groups; gi++)
-        for (int kb = 0; kb < s.blocks; kb++) {
-          const size_t blk = static_cast<size_t>(gi) * s.blocks + kb;
-          a.w = s.wpk + blk * s.taps * s.cin * s.pl.bw;
-          a.bias = s.bpk ? s.bpk + blk * s.pl.bw : nullptr;
-          a.kvalid = std::min(s.pl.bw, s.cols - kb * s.pl.bw);
-          for_strips(s.pixels, most, [&](int q0, int np) {
-            a.x = in_row + static_cast<int64_t>(q0) * a.xps + gi * s.cin;
-            a.y = out_row + q0 * s.out.sw + gi * s.cols + kb * s.pl.bw;
-            a.npix = np;
-            s.k->strip(a, s.pl.nz);
-          });
+  parallel(
+      static_cast<size_t>(s.N) * s.rows,
+      [&](size_t b, size_t e) {
+        StripArgs a;
+        a.tapoff = s.tapoff;
+        a.taps = s.taps;
+        a.cin = s.cin;
+        a.xps = static_cast<int64_t>(s.qs) * s.in_c;
+        a.yps = s.out.sw;
+        const int most = s.k->max_pix[s.pl.nz];
+        for (size_t item = b; item < e; item++) {
+          const int n = static_cast<int>(item / s.rows), r = static_cast<int>(item % s.rows);
+          const float* in_row = s.in + n * s.in_image + static_cast<int64_t>(r) * s.rs * s.in_row;
+          float* out_row = s.out.data + n * s.out.sn + r * s.out.sh;
+          for (int gi = 0; gi < s.groups; gi++)
+            for (int kb = 0; kb < s.blocks; kb++) {
+              const size_t blk = static_cast<size_t>(gi) * s.blocks + kb;
+              a.w = s.wpk + blk * s.taps * s.cin * s.pl.bw;
+              a.bias = s.bpk ? s.bpk + blk * s.pl.bw : nullptr;
+              a.kvalid = std::min(s.pl.bw, s.cols - kb * s.pl.bw);
+              for_strips(s.pixels, most, [&](int q0, int np) {
+                a.x = in_row + static_cast<int64_t>(q0) * a.xps + gi * s.cin;
+                a.y = out_row + q0 * s.out.sw + gi * s.cols + kb * s.pl.bw;
+                a.npix = np;
+                s.k->strip(a, s.pl.nz);
+              });
+            }
         }
-    }
-  }, s.threaded);
+      },
+      s.threaded);
 }
 
 NNC_CONV_KERNEL(forward_impl) {
   (void)flags, (void)output_size;
   const Geometry g = geometry(cmd, hint, inputs[0], inputs[1], input_size > 2 ? inputs[2] : nullptr, outputs[0],
-                             "CONVOLUTION_FORWARD");
+                              "CONVOLUTION_FORWARD");
   const Plan pl = plan_for(cmd.algorithm, g.Kg);
   if (!pl.k) return forward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
   const int bw = pl.bw, blocks = (g.Kg + bw - 1) / bw, taps = g.KH * g.KW;
@@ -297,7 +300,8 @@ NNC_CONV_KERNEL(forward_impl) {
       tapoff[kh * g.KW + kw] = (static_cast<int64_t>(kh) * g.DH * Wp + static_cast<int64_t>(kw) * g.DW) * g.C;
   auto lock = compute_lock();
   const PadSpec ps{Hp, Wp, g.PT, g.PL};
-  parallel(static_cast<size_t>(g.N) * Hp, [&](size_t b, size_t e) { pad_rows(g.x, xpad, ps, b, e); }, th);
+  parallel(
+      static_cast<size_t>(g.N) * Hp, [&](size_t b, size_t e) { pad_rows(g.x, xpad, ps, b, e); }, th);
   StripRun s;
   s.threaded = th;
   s.k = pl.k, s.pl = pl;
@@ -310,7 +314,8 @@ NNC_CONV_KERNEL(forward_impl) {
   s.N = g.N, s.rows = g.OH, s.pixels = g.OW;
   run_strips(s);
   if (!out.direct)
-    parallel(static_cast<size_t>(g.N) * g.OH, [&](size_t b, size_t e) { unpack_rows(out.data, g.y, b, e); }, th);
+    parallel(
+        static_cast<size_t>(g.N) * g.OH, [&](size_t b, size_t e) { unpack_rows(out.data, g.y, b, e); }, th);
   return CCV_NNC_EXEC_SUCCESS;
 }
 
@@ -340,9 +345,10 @@ void input_gradient(const Geometry& g, const Plan& pl, const Image& dx, ccv_nnc_
           for (int k = 0; k < g.Kg; k++, dst += bw)
             for (int j = 0; j < bw; j++) {
               const int c = cb * bw + j;
-              dst[j] = c < g.Cg ? w[(gi * g.Kg + k) * g.w.sk + (g.KH - 1 - a) * g.w.skh + (g.KW - 1 - b) * g.w.skw +
-                                    c * g.w.sc]
-                                : 0.f;
+              dst[j] =
+                  c < g.Cg
+                      ? w[(gi * g.Kg + k) * g.w.sk + (g.KH - 1 - a) * g.w.skh + (g.KW - 1 - b) * g.w.skw + c * g.w.sc]
+                      : 0.f;
             }
     }
   for (int a = 0; a < g.KH; a++)
@@ -351,7 +357,8 @@ void input_gradient(const Geometry& g, const Plan& pl, const Image& dx, ccv_nnc_
   auto lock = compute_lock();
   PadSpec ps{Hs, Ws, top, left};
   ps.sh = g.SH, ps.sw = g.SW;
-  parallel(static_cast<size_t>(g.N) * Hs, [&](size_t b, size_t e) { pad_rows(g.y, gpad, ps, b, e); }, th);
+  parallel(
+      static_cast<size_t>(g.N) * Hs, [&](size_t b, size_t e) { pad_rows(g.y, gpad, ps, b, e); }, th);
   StripRun s;
   s.threaded = th;
   s.k = pl.k, s.pl = pl;
@@ -364,7 +371,8 @@ void input_gradient(const Geometry& g, const Plan& pl, const Image& dx, ccv_nnc_
   s.N = g.N, s.rows = g.H, s.pixels = g.W;
   run_strips(s);
   if (!out.direct)
-    parallel(static_cast<size_t>(g.N) * g.H, [&](size_t b, size_t e) { unpack_rows(out.data, dx, b, e); }, th);
+    parallel(
+        static_cast<size_t>(g.N) * g.H, [&](size_t b, size_t e) { unpack_rows(out.data, dx, b, e); }, th);
 }
 
 // dx by lowering: for each output row, gcol[ow][tap, c] = sum_k g[ow][k] *
@@ -414,75 +422,80 @@ void input_gradient_col2im(const Geometry& g, const Plan& pl, const Image& dx, c
   int64_t gsn = g.y.sn, gsh = g.y.sh, gsw = g.y.sw;
   if (pack_g) {
     const PadSpec ps{g.OH, g.OW, 0, 0};
-    parallel(static_cast<size_t>(g.N) * g.OH, [&](size_t b, size_t e) { pad_rows(g.y, gpk, ps, b, e); }, th);
+    parallel(
+        static_cast<size_t>(g.N) * g.OH, [&](size_t b, size_t e) { pad_rows(g.y, gpk, ps, b, e); }, th);
     gsrc = gpk, gsw = g.K, gsh = gsw * g.OW, gsn = gsh * g.OH;
   }
   const int most = pl.k->max_pix[pl.nz];
   const int KH = g.KH, KW = g.KW, Cg = g.Cg, SH = g.SH, DH = g.DH, PT = g.PT, SW = g.SW, DW = g.DW, PL = g.PL;
   const int H = g.H, W = g.W, OW = g.OW;
   const int64_t osh = out.sh, osw = out.sw;
-  parallel(parts, [&](size_t pb, size_t pe) {
-    for (size_t part = pb; part < pe; part++) {
-      float* row = gcol + part * g.OW * colp;
-      const size_t n0 = g.N * part / parts, n1 = g.N * (part + 1) / parts;
-      StripArgs a;
-      a.tapoff = tapoff;
-      a.taps = 1;
-      a.cin = g.Kg;
-      a.xps = gsw;
-      a.yps = colp;
-      for (size_t nn = n0; nn < n1; nn++) {
-        const int n = static_cast<int>(nn);
-        float* img = out.data + n * out.sn;
-        for (int h = 0; h < H; h++) {
-          if (osw == g.C) {
-            std::memset(img + h * osh, 0, sizeof(float) * g.C * W);
-            continue;
-          }
-          for (int x0 = 0; x0 < W; x0++) std::memset(img + h * osh + x0 * osw, 0, sizeof(float) * g.C);
-        }
-        for (int oh = 0; oh < g.OH; oh++) {
-          const float* grow = gsrc + n * gsn + oh * gsh;
-          for (int gi = 0; gi < g.G; gi++) {
-            for (int cb = 0; cb < blocks; cb++) {
-              a.w = wpk + (static_cast<size_t>(gi) * blocks + cb) * g.Kg * bw;
-              a.bias = nullptr;
-              a.kvalid = bw;
-              for_strips(g.OW, most, [&](int q0, int np) {
-                a.x = grow + q0 * gsw + gi * g.Kg;
-                a.y = row + static_cast<size_t>(q0) * colp + cb * bw;
-                a.npix = np;
-                pl.k->strip(a, pl.nz);
-              });
+  parallel(
+      parts,
+      [&](size_t pb, size_t pe) {
+        for (size_t part = pb; part < pe; part++) {
+          float* row = gcol + part * g.OW * colp;
+          const size_t n0 = g.N * part / parts, n1 = g.N * (part + 1) / parts;
+          StripArgs a;
+          a.tapoff = tapoff;
+          a.taps = 1;
+          a.cin = g.Kg;
+          a.xps = gsw;
+          a.yps = colp;
+          for (size_t nn = n0; nn < n1; nn++) {
+            const int n = static_cast<int>(nn);
+            float* img = out.data + n * out.sn;
+            for (int h = 0; h < H; h++) {
+              if (osw == g.C) {
+                std::memset(img + h * osh, 0, sizeof(float) * g.C * W);
+                continue;
+              }
+              for (int x0 = 0; x0 < W; x0++) std::memset(img + h * osh + x0 * osw, 0, sizeof(float) * g.C);
             }
-            // Add gcol into dx, tap row by tap row (locals keep the index
-            // arithmetic out of memory: the stores may alias nothing here).
-            for (int kh = 0; kh < KH; kh++) {
-              const int ih = oh * SH + kh * DH - PT;
-              if (ih < 0 || ih >= H) continue;
-              float* const drow = img + ih * osh + gi * Cg;
-              for (int ow = 0; ow < OW; ow++) {
-                const float* src = row + static_cast<size_t>(ow) * colp + kh * KW * Cg;
-                const int iw0 = ow * SW - PL;
-                for (int kw = 0; kw < KW; kw++) {
-                  const int iw = iw0 + kw * DW;
-                  if (iw < 0 || iw >= W) continue;
-                  float* d = drow + iw * osw;
-                  const float* v = src + kw * Cg;
-                  if (Cg == 1)
-                    d[0] += v[0];
-                  else
-                    for (int c = 0; c < Cg; c++) d[c] += v[c];
+            for (int oh = 0; oh < g.OH; oh++) {
+              const float* grow = gsrc + n * gsn + oh * gsh;
+              for (int gi = 0; gi < g.G; gi++) {
+                for (int cb = 0; cb < blocks; cb++) {
+                  a.w = wpk + (static_cast<size_t>(gi) * blocks + cb) * g.Kg * bw;
+                  a.bias = nullptr;
+                  a.kvalid = bw;
+                  for_strips(g.OW, most, [&](int q0, int np) {
+                    a.x = grow + q0 * gsw + gi * g.Kg;
+                    a.y = row + static_cast<size_t>(q0) * colp + cb * bw;
+                    a.npix = np;
+                    pl.k->strip(a, pl.nz);
+                  });
+                }
+                // Add gcol into dx, tap row by tap row (locals keep the index
+                // arithmetic out of memory: the stores may alias nothing here).
+                for (int kh = 0; kh < KH; kh++) {
+                  const int ih = oh * SH + kh * DH - PT;
+                  if (ih < 0 || ih >= H) continue;
+                  float* const drow = img + ih * osh + gi * Cg;
+                  for (int ow = 0; ow < OW; ow++) {
+                    const float* src = row + static_cast<size_t>(ow) * colp + kh * KW * Cg;
+                    const int iw0 = ow * SW - PL;
+                    for (int kw = 0; kw < KW; kw++) {
+                      const int iw = iw0 + kw * DW;
+                      if (iw < 0 || iw >= W) continue;
+                      float* d = drow + iw * osw;
+                      const float* v = src + kw * Cg;
+                      if (Cg == 1)
+                        d[0] += v[0];
+                      else
+                        for (int c = 0; c < Cg; c++) d[c] += v[c];
+                    }
+                  }
                 }
               }
             }
           }
         }
-      }
-    }
-  }, th);
+      },
+      th);
   if (!out.direct)
-    parallel(static_cast<size_t>(g.N) * g.H, [&](size_t b, size_t e) { unpack_rows(out.data, dx, b, e); }, th);
+    parallel(
+        static_cast<size_t>(g.N) * g.H, [&](size_t b, size_t e) { unpack_rows(out.data, dx, b, e); }, th);
 }
 
 // dw and dbias: see the top of the file.
@@ -498,9 +511,9 @@ void weight_gradient(const Geometry& g, const Plan& pl, ccv_nnc_tensor_t* dw_t, 
   const bool need_x = dw_t != nullptr;  // dx + dbias: only g is packed and summed
   Arena arena;
   if (need_x) arena.plan(static_cast<size_t>(g.N) * Hp * Wp * g.C);
-  arena.plan(parts * g.OW * g.G * Kgp);            // per part: one packed row of g
-  arena.plan(parts * g.G * rows * Kgp);           // per part dw^T accumulators
-  arena.plan(parts * g.G * Kgp);                  // per part dbias
+  arena.plan(parts * g.OW * g.G * Kgp);             // per part: one packed row of g
+  arena.plan(parts * g.G * rows * Kgp);             // per part dw^T accumulators
+  arena.plan(parts * g.G * Kgp);                    // per part dbias
   arena.plan(static_cast<size_t>(g.G) * rows * 2);  // row offsets
   arena.start(stream);
   float* xpad = need_x ? arena.take(static_cast<size_t>(g.N) * Hp * Wp * g.C) : nullptr;
@@ -517,76 +530,83 @@ void weight_gradient(const Geometry& g, const Plan& pl, ccv_nnc_tensor_t* dw_t, 
   auto lock = compute_lock();
   if (need_x) {
     const PadSpec ps{Hp, Wp, g.PT, g.PL};
-    parallel(static_cast<size_t>(g.N) * Hp, [&](size_t b, size_t e) { pad_rows(g.x, xpad, ps, b, e); }, th);
+    parallel(
+        static_cast<size_t>(g.N) * Hp, [&](size_t b, size_t e) { pad_rows(g.x, xpad, ps, b, e); }, th);
   }
   const int64_t gps = static_cast<int64_t>(g.G) * Kgp;
   const int max_rows = pl.k->max_rows[pl.nz];
-  parallel(parts, [&](size_t pb, size_t pe) {
-    for (size_t part = pb; part < pe; part++) {
-      const size_t i0 = items * part / parts, i1 = items * (part + 1) / parts;
-      float* my_acc = acc + part * g.G * rows * Kgp;
-      float* my_db = dbp + part * g.G * Kgp;
-      std::memset(my_acc, 0, sizeof(float) * g.G * rows * Kgp);
-      std::memset(my_db, 0, sizeof(float) * g.G * Kgp);
-      const float* src = fptr(g.y.data);
-      for (size_t item = i0; item < i1; item++) {
-        const int n = static_cast<int>(item / g.OH), oh = static_cast<int>(item % g.OH);
-        // Pack g's row: [ow][group][Kgp], zeros past each group's filters; sum dbias.
-        float* grow = gpk + part * g.OW * gps;
-        const float* srow = src + n * g.y.sn + oh * g.y.sh;
-        for (int ow = 0; ow < g.OW; ow++) {
-          float* o = grow + ow * gps;
-          const float* in = srow + ow * g.y.sw;
-          for (int gi = 0; gi < g.G; gi++) {
-            float* og = o + gi * Kgp;
-            if (g.y.sc == 1) {
-              std::memcpy(og, in + gi * g.Kg, sizeof(float) * g.Kg);
-            } else {
-              for (int k = 0; k < g.Kg; k++) og[k] = in[(gi * g.Kg + k) * g.y.sc];
+  parallel(
+      parts,
+      [&](size_t pb, size_t pe) {
+        for (size_t part = pb; part < pe; part++) {
+          const size_t i0 = items * part / parts, i1 = items * (part + 1) / parts;
+          float* my_acc = acc + part * g.G * rows * Kgp;
+          float* my_db = dbp + part * g.G * Kgp;
+          std::memset(my_acc, 0, sizeof(float) * g.G * rows * Kgp);
+          std::memset(my_db, 0, sizeof(float) * g.G * Kgp);
+          const float* src = fptr(g.y.data);
+          for (size_t item = i0; item < i1; item++) {
+            const int n = static_cast<int>(item / g.OH), oh = static_cast<int>(item % g.OH);
+            // Pack g's row: [ow][group][Kgp], zeros past each group's filters; sum dbias.
+            float* grow = gpk + part * g.OW * gps;
+            const float* srow = src + n * g.y.sn + oh * g.y.sh;
+            for (int ow = 0; ow < g.OW; ow++) {
+              float* o = grow + ow * gps;
+              const float* in = srow + ow * g.y.sw;
+              for (int gi = 0; gi < g.G; gi++) {
+                float* og = o + gi * Kgp;
+                if (g.y.sc == 1) {
+                  std::memcpy(og, in + gi * g.Kg, sizeof(float) * g.Kg);
+                } else {
+                  for (int k = 0; k < g.Kg; k++) og[k] = in[(gi * g.Kg + k) * g.y.sc];
+                }
+                for (int k = g.Kg; k < Kgp; k++) og[k] = 0.f;
+                float* db = my_db + gi * Kgp;
+                for (int k = 0; k < g.Kg; k++) db[k] += og[k];
+              }
             }
-            for (int k = g.Kg; k < Kgp; k++) og[k] = 0.f;
-            float* db = my_db + gi * Kgp;
-            for (int k = 0; k < g.Kg; k++) db[k] += og[k];
+            if (!need_x) continue;
+            const float* xrow = xpad + ((static_cast<int64_t>(n) * Hp + static_cast<int64_t>(oh) * g.SH) * Wp) * g.C;
+            WgradArgs a;
+            a.x = xrow;
+            a.xps = static_cast<int64_t>(g.SW) * g.C;
+            a.gps = gps;
+            a.npix = g.OW;
+            a.ldacc = Kgp;
+            for (int gi = 0; gi < g.G; gi++)
+              for (int r0 = 0; r0 < rows; r0 += max_rows) {
+                a.rowoff = rowoff + static_cast<size_t>(gi) * rows + r0;
+                a.rows = std::min(max_rows, rows - r0);
+                for (int kb = 0; kb < blocks; kb++) {
+                  a.g = grow + gi * Kgp + kb * bw;
+                  a.acc = my_acc + (static_cast<size_t>(gi) * rows + r0) * Kgp + kb * bw;
+                  pl.k->wgrad(a, pl.nz);
+                }
+              }
           }
         }
-        if (!need_x) continue;
-        const float* xrow = xpad + ((static_cast<int64_t>(n) * Hp + static_cast<int64_t>(oh) * g.SH) * Wp) * g.C;
-        WgradArgs a;
-        a.x = xrow;
-        a.xps = static_cast<int64_t>(g.SW) * g.C;
-        a.gps = gps;
-        a.npix = g.OW;
-        a.ldacc = Kgp;
-        for (int gi = 0; gi < g.G; gi++)
-          for (int r0 = 0; r0 < rows; r0 += max_rows) {
-            a.rowoff = rowoff + static_cast<size_t>(gi) * rows + r0;
-            a.rows = std::min(max_rows, rows - r0);
-            for (int kb = 0; kb < blocks; kb++) {
-              a.g = grow + gi * Kgp + kb * bw;
-              a.acc = my_acc + (static_cast<size_t>(gi) * rows + r0) * Kgp + kb * bw;
-              pl.k->wgrad(a, pl.nz);
-            }
-          }
-      }
-    }
-  }, th);
+      },
+      th);
   // Sum the parts and write dw (transposing rows x filters back) and dbias.
   if (dw_t) {
     const Weights dw = weights_of(dw_t);
     float* out = reinterpret_cast<float*>(dw.data);
-    parallel(static_cast<size_t>(g.K), [&](size_t b, size_t e) {
-      for (size_t k = b; k < e; k++) {
-        const int gi = static_cast<int>(k) / g.Kg, kk = static_cast<int>(k) % g.Kg;
-        for (int kh = 0; kh < g.KH; kh++)
-          for (int kw = 0; kw < g.KW; kw++)
-            for (int c = 0; c < g.Cg; c++) {
-              const size_t r = static_cast<size_t>(kh * g.KW + kw) * g.Cg + c;
-              float s = 0;
-              for (size_t part = 0; part < parts; part++) s += acc[((part * g.G + gi) * rows + r) * Kgp + kk];
-              out[static_cast<int64_t>(k) * dw.sk + kh * dw.skh + kw * dw.skw + c * dw.sc] = s;
-            }
-      }
-    }, th);
+    parallel(
+        static_cast<size_t>(g.K),
+        [&](size_t b, size_t e) {
+          for (size_t k = b; k < e; k++) {
+            const int gi = static_cast<int>(k) / g.Kg, kk = static_cast<int>(k) % g.Kg;
+            for (int kh = 0; kh < g.KH; kh++)
+              for (int kw = 0; kw < g.KW; kw++)
+                for (int c = 0; c < g.Cg; c++) {
+                  const size_t r = static_cast<size_t>(kh * g.KW + kw) * g.Cg + c;
+                  float s = 0;
+                  for (size_t part = 0; part < parts; part++) s += acc[((part * g.G + gi) * rows + r) * Kgp + kk];
+                  out[static_cast<int64_t>(k) * dw.sk + kh * dw.skh + kw * dw.skw + c * dw.sc] = s;
+                }
+          }
+        },
+        th);
   }
   if (db_t) {
     const Layout b = layout_of(db_t);

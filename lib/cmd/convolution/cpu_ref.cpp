@@ -26,7 +26,7 @@ int64_t woff(const Weights& w, int k, int kh, int kw, int c) { return k * w.sk +
 NNC_CONV_KERNEL(forward_ref) {
   (void)flags, (void)stream_context, (void)output_size;
   const Geometry g = geometry(cmd, hint, inputs[0], inputs[1], input_size > 2 ? inputs[2] : nullptr, outputs[0],
-                             "CONVOLUTION_FORWARD");
+                              "CONVOLUTION_FORWARD");
   const Access x = access(g.x.data, g.datatype), w = access(g.w.data, g.datatype), y = access(g.y.data, g.datatype);
   for (int n = 0; n < g.N; n++)
     for (int oh = 0; oh < g.OH; oh++)

@@ -137,20 +137,32 @@ constexpr auto kWgrad4 = wgrad_table<4>(std::make_index_sequence<kRows[4]>{});
 
 void strip_any(const StripArgs& a, int nz) {
   switch (nz) {
-    case 1: kStrip1[a.npix](a); return;
-    case 2: kStrip2[a.npix](a); return;
+    case 1:
+      kStrip1[a.npix](a);
+      return;
+    case 2:
+      kStrip2[a.npix](a);
+      return;
 #ifdef NNC_CONV_AVX512
-    case 4: kStrip4[a.npix](a); return;
+    case 4:
+      kStrip4[a.npix](a);
+      return;
 #endif
   }
 }
 
 void wgrad_any(const WgradArgs& a, int nz) {
   switch (nz) {
-    case 1: kWgrad1[a.rows](a); return;
-    case 2: kWgrad2[a.rows](a); return;
+    case 1:
+      kWgrad1[a.rows](a);
+      return;
+    case 2:
+      kWgrad2[a.rows](a);
+      return;
 #ifdef NNC_CONV_AVX512
-    case 4: kWgrad4[a.rows](a); return;
+    case 4:
+      kWgrad4[a.rows](a);
+      return;
 #endif
   }
 }

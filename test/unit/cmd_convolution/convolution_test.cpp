@@ -172,7 +172,8 @@ TEST_F(Conv, BackwardDerivesHintWithDilation) {
   std::mt19937 rng(9);
   Case c{2, 9, 8, 3, 4, 3, 3};
   c.DH = c.DW = 2, c.PT = c.PL = c.PB = c.PR = 2;
-  for (uint32_t backend : {static_cast<uint32_t>(CCV_NNC_BACKEND_CPU_REF), static_cast<uint32_t>(CCV_NNC_BACKEND_CPU_OPT)}) {
+  for (uint32_t backend :
+       {static_cast<uint32_t>(CCV_NNC_BACKEND_CPU_REF), static_cast<uint32_t>(CCV_NNC_BACKEND_CPU_OPT)}) {
     T x(CCV_32F, c.x_shape()), w(CCV_32F, c.w_shape()), g(CCV_32F, c.y_shape());
     fill_uniform(x, rng), fill_uniform(w, rng), fill_uniform(g, rng);
     T dx(CCV_32F, c.x_shape()), dw(CCV_32F, c.w_shape()), dx2(CCV_32F, c.x_shape()), dw2(CCV_32F, c.w_shape());
@@ -195,7 +196,8 @@ TEST_F(Conv, WeightsInTheirOwnFormat) {
   for (int k = 0; k < 2; k++)
     for (int kh = 0; kh < 3; kh++)
       for (int kw = 0; kw < 2; kw++)
-        for (int ci = 0; ci < 3; ci++) wc.set(((k * 3 + ci) * 3 + kh) * 2 + kw, w.get(((k * 3 + kh) * 2 + kw) * 3 + ci));
+        for (int ci = 0; ci < 3; ci++)
+          wc.set(((k * 3 + ci) * 3 + kh) * 2 + kw, w.get(((k * 3 + kh) * 2 + kw) * 3 + ci));
   for (uint32_t backend : {static_cast<uint32_t>(CCV_NNC_BACKEND_CPU_REF), 0u}) {
     ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, backend), c.hint(), {x, w}, {y}), CCV_NNC_EXEC_SUCCESS);
     ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, backend), c.hint(), {x, wc}, {y2}), CCV_NNC_EXEC_SUCCESS)
@@ -294,18 +296,17 @@ TEST_F(Conv, OptMatchesRef) {
       T y(CCV_32F, c.y_shape(), c.format), dx(CCV_32F, c.x_shape(), c.format), dw(CCV_32F, c.w_shape(), c.format),
           db(CCV_32F, {c.K}, c.format);
       ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_CPU_REF), c.hint(), in, {y}), 0);
-      ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD, CCV_NNC_BACKEND_CPU_REF), c.hint(), {g, x, w},
-                         {dx, dw, db}),
-                0);
+      ASSERT_EQ(
+          run_hint(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD, CCV_NNC_BACKEND_CPU_REF), c.hint(), {g, x, w}, {dx, dw, db}), 0);
       for (int algorithm = 0; algorithm < 6; algorithm++) {
         SCOPED_TRACE(testing::Message() << "algorithm " << algorithm << (views ? " views " : " ") << c.N << "x" << c.H
-                                        << "x" << c.W << "x" << c.C << " K" << c.K << " " << c.KH << "x" << c.KW
-                                        << " G" << c.G << (c.format == NHWC ? " NHWC" : " NCHW"));
+                                        << "x" << c.W << "x" << c.C << " K" << c.K << " " << c.KH << "x" << c.KW << " G"
+                                        << c.G << (c.format == NHWC ? " NHWC" : " NCHW"));
         ccv_nnc_cmd_t f = c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_CPU_OPT);
         ccv_nnc_cmd_t bk = c.cmd(CCV_NNC_CONVOLUTION_BACKWARD, CCV_NNC_BACKEND_CPU_OPT);
         f.algorithm = bk.algorithm = algorithm;
-        T y2(CCV_32F, c.y_shape(), c.format), dx2(CCV_32F, c.x_shape(), c.format),
-            dw2(CCV_32F, c.w_shape(), c.format), db2(CCV_32F, {c.K}, c.format);
+        T y2(CCV_32F, c.y_shape(), c.format), dx2(CCV_32F, c.x_shape(), c.format), dw2(CCV_32F, c.w_shape(), c.format),
+            db2(CCV_32F, {c.K}, c.format);
         ASSERT_EQ(run_hint(f, c.hint(), in, {y2}), 0) << ccv_nnc_error_message();
         EXPECT_LE(max_rel_diff(y2, y), 1e-5);
         ASSERT_EQ(run_hint(bk, c.hint(), {g, x, w}, {dx2, dw2, db2}), 0) << ccv_nnc_error_message();
@@ -339,8 +340,7 @@ TEST_F(Conv, OptWritesViews) {
     ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_CPU_OPT), c.hint(), {x, w, b}, {y}),
               CCV_NNC_EXEC_SUCCESS)
         << ccv_nnc_error_message();
-    ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD, CCV_NNC_BACKEND_CPU_OPT), c.hint(), {g, x, w},
-                       {dx, dw, db}),
+    ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD, CCV_NNC_BACKEND_CPU_OPT), c.hint(), {g, x, w}, {dx, dw, db}),
               CCV_NNC_EXEC_SUCCESS)
         << ccv_nnc_error_message();
     EXPECT_TRUE(y.guard_intact());
