@@ -140,6 +140,7 @@ TEST_F(BlasElementwiseTest, OptMatchesRef) {
       {{40, 1001}, {1001}, CCV_TENSOR_FORMAT_NHWC},              // bias, threaded
       {{3, 16, 29, 31}, {1, 16, 1, 1}, CCV_TENSOR_FORMAT_NCHW},  // per channel, NCHW, threaded
       {{3, 29, 31, 16}, {16}, CCV_TENSOR_FORMAT_NHWC},           // per channel, NHWC, threaded
+      {{2, 5, 7, 16}, {16}, CCV_TENSOR_FORMAT_NHWC},             // per channel, NHWC, one thread and views
       {{40003}, {1}, CCV_TENSOR_FORMAT_NHWC},                    // scalar, threaded
       {{2, 20001}, {1, 20001}, CCV_TENSOR_FORMAT_NHWC},          // summed over the outer dimension, threaded
       {{5, 1, 7}, {1, 6, 1}, CCV_TENSOR_FORMAT_NHWC},            // both broadcast
