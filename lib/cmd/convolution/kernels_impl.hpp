@@ -55,19 +55,36 @@ void strip(const StripArgs& a) {
       for (int z = 0; z < NZ; z++) acc[p][z] = vzero();
   }
   const float* w = a.w;
-  for (int t = 0; t < a.taps; t++) {
-    const float* xp[P];
-#pragma GCC unroll 16
-    for (int p = 0; p < P; p++) xp[p] = a.x + a.tapoff[t] + p * a.xps;
-    for (int c = 0; c < a.cin; c++, w += NZ * L) {
+  if (a.xps == 1 && a.cin == 1) {
+    // One channel, stride 1 (a first layer): the strip's pixels are adjacent,
+    // so every broadcast is a displacement off one pointer per tap.
+    for (int t = 0; t < a.taps; t++, w += NZ * L) {
+      const float* xt = a.x + a.tapoff[t];
       V wv[NZ];
 #pragma GCC unroll 4
       for (int z = 0; z < NZ; z++) wv[z] = vload(w + z * L);
 #pragma GCC unroll 16
       for (int p = 0; p < P; p++) {
-        const V b = vset1(xp[p][c]);
+        const V b = vset1(xt[p]);
 #pragma GCC unroll 4
         for (int z = 0; z < NZ; z++) acc[p][z] = vfma(b, wv[z], acc[p][z]);
+      }
+    }
+  } else {
+    for (int t = 0; t < a.taps; t++) {
+      const float* xp[P];
+#pragma GCC unroll 16
+      for (int p = 0; p < P; p++) xp[p] = a.x + a.tapoff[t] + p * a.xps;
+      for (int c = 0; c < a.cin; c++, w += NZ * L) {
+        V wv[NZ];
+#pragma GCC unroll 4
+        for (int z = 0; z < NZ; z++) wv[z] = vload(w + z * L);
+#pragma GCC unroll 16
+        for (int p = 0; p < P; p++) {
+          const V b = vset1(xp[p][c]);
+#pragma GCC unroll 4
+          for (int z = 0; z < NZ; z++) acc[p][z] = vfma(b, wv[z], acc[p][z]);
+        }
       }
     }
   }
