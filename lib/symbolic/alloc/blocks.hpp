@@ -89,7 +89,10 @@ Layout plan_greedy(const Blocks& blocks);
 // (Fit::first) gap between the placed blocks it interferes with that fits
 // it, else above them all (one buffer). Returns the buffer's size.
 enum class Fit { best, first };
-std::uint64_t fit_decode(const Blocks& blocks, const std::vector<std::size_t>& order, Fit how, Layout& out);
+// `visited`, when given, gains the number of placed blocks the decoder
+// looked at (its work, counted rather than timed so budgets stay deterministic).
+std::uint64_t fit_decode(const Blocks& blocks, const std::vector<std::size_t>& order, Fit how, Layout& out,
+                         std::uint64_t* visited = nullptr);
 // Total orders only: skyline placement (skyline.cpp), each round putting
 // into the lowest stretch of the skyline the fitting block that ranks first
 // by `pick`. Returns the buffer's size.

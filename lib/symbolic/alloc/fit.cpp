@@ -9,17 +9,18 @@
 // cheap tests with no sorting, where collecting and sorting each block's
 // placed neighbours cost several times more on dense lists.
 //
-// Candidates, most useful first while a work budget lasts: the skyline
-// placement by area (total orders; skyline.cpp), then the decoder on greedy
-// by size's order (best fit, so this planner is never worse than greedy by
-// size, then first fit), by breadth (the most bytes live at any step of the
+// Candidates: the skyline placement by area (total orders; skyline.cpp),
+// then the decoder on greedy by size's order (best fit, so this planner is
+// never worse than greedy by size, then first fit) and, on lists of up to
+// about a thousand blocks, by breadth (the most bytes live at any step of the
 // block's span, so the blocks that meet at the peak are stacked first), the
 // seed layout's offsets (the NNC plan's, when the caller has one), and
 // breadth with longer-lived first. The best result is then reworked: blocks
 // that end above the lower bound gain priority in proportion to how far above
 // they end, and the decoder runs again (Joslin & Clements' squeaky wheel
-// optimisation). The budget counts decodes, not time, so the same problem
-// always gives the same plan; nothing more runs once a plan meets the bound.
+// optimisation). Rounds are bounded by a count and, on larger lists, by the
+// decoder's counted work, never by a clock, so the same problem always gives
+// the same plan; nothing more runs once a plan meets the bound.
 #include "symbolic/alloc/blocks.hpp"
 
 #include <algorithm>
@@ -33,19 +34,17 @@ namespace nnc::alloc::detail {
 
 namespace {
 
-// The decoder's work for one order is about n^2 / 2 tests; the orders and
-// the squeaky wheel get this many tests in all (the three-thousand-tensor
-// list gets five decodes, some 30 ms on one core).
-constexpr std::uint64_t kFitWork = std::uint64_t{24} << 20;
-// Lists whose decode costs at most kSmallRound tests (up to about a thousand
-// blocks) get every order and kMaxWheelRounds rounds instead: at most some
-// 55M tests. The wheel is a walk that improves in jumps (the thousand-tensor
+// Lists whose decode costs at most kSmallRound placed blocks visited (n^2 / 2
+// for n blocks: up to about a thousand) get every order and kMaxWheelRounds
+// rounds of the wheel, a walk that improves in jumps (the thousand-tensor
 // random DAG drops from 1.0124x to 1.0043x at round 92, the unrolled LSTM
-// inference list reaches its bound after round 48), and on such lists a
-// round is cheap.
+// inference list reaches its bound after round 48). Larger lists get greedy
+// by size's order (best and first fit) and then the wheel while the
+// decoder's visits stay within kLargeWork (some 40 ms on one core; the
+// 3000-tensor random DAG gets to 1.0099x, 1.0104x with 16M, 1.0093x with 32M).
 constexpr std::uint64_t kSmallRound = std::uint64_t{1} << 19;
 constexpr unsigned kMaxWheelRounds = 100;
-constexpr unsigned kOrders = 8;
+constexpr std::uint64_t kLargeWork = std::uint64_t{20} << 20;
 
 // Total orders where every block is one tensor's interval: two blocks
 // interfere exactly when their spans overlap, which a chunk tests four at a
@@ -80,7 +79,7 @@ std::size_t span_hits(const std::int32_t* first_of, const std::int32_t* last_of,
 
 }  // namespace
 
-std::uint64_t fit_decode(const Blocks& bs, const std::vector<std::size_t>& order, Fit how, Layout& out) {
+std::uint64_t fit_decode(const Blocks& bs, const std::vector<std::size_t>& order, Fit how, Layout& out, std::uint64_t* visited) {
   const std::size_t nb = bs.blocks.size();
   out.buffer.assign(nb, 0);
   out.offset.assign(nb, 0);
@@ -96,7 +95,7 @@ std::uint64_t fit_decode(const Blocks& bs, const std::vector<std::size_t>& order
   const bool by_span = spans_decide(bs);
   std::vector<Chunk> chunks(1);
   std::vector<std::uint32_t> hits(kChunk);
-  std::uint64_t arena = 0;
+  std::uint64_t arena = 0, seen = 0;
   for (std::size_t b : order) {
     const Block& blk = bs.blocks[b];
     const std::uint64_t* row = &bs.itf[b * bs.words];
@@ -105,6 +104,7 @@ std::uint64_t fit_decode(const Blocks& bs, const std::vector<std::size_t>& order
     for (const Chunk& c : chunks) {
       // Branch-free: the positions of the placed blocks b interferes with.
       const std::size_t m = c.id.size();
+      seen += m;
       std::size_t h = 0;
       if (by_span) {
         h = span_hits(c.first.data(), c.last.data(), m, static_cast<std::int32_t>(blk.first), static_cast<std::int32_t>(blk.last),
@@ -159,6 +159,7 @@ std::uint64_t fit_decode(const Blocks& bs, const std::vector<std::size_t>& order
     }
   }
   if (nb > 0) out.buffers.push_back(arena);
+  if (visited) *visited += seen;
   return arena;
 }
 
@@ -171,15 +172,15 @@ Layout plan_fit(const Blocks& bs, const Layout* seed) {
   std::vector<std::size_t> best_order;
   Fit best_how = Fit::best;
   Layout lay;
-  // Every decode costs about per_round bit tests; the orders and then the
-  // wheel draw on one budget, and nothing more runs once a plan meets the
-  // bound (none can be smaller).
-  const std::uint64_t per_round = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(nb) * nb / 2);
-  std::uint64_t work = per_round <= kSmallRound ? std::max(kFitWork, (kMaxWheelRounds + kOrders) * per_round) : kFitWork;
+  // Nothing more runs once a plan meets the bound (none can be smaller).
+  const std::uint64_t per_round = static_cast<std::uint64_t>(nb) * nb / 2;
+  const bool small = per_round <= kSmallRound;
+  std::uint64_t visited = 0;
+  auto more = [&] { return best_arena > bound && (small || visited < kLargeWork); };
   auto run = [&](const std::vector<std::size_t>& order, Fit how) {
-    if (best_arena == bound || (!best_order.empty() && work < per_round)) return;
-    work -= std::min(work, per_round);
-    const std::uint64_t a = fit_decode(bs, order, how, lay);
+    if (!more() && !best_order.empty()) return;
+    if (best_arena == bound) return;
+    const std::uint64_t a = fit_decode(bs, order, how, lay, &visited);
     if (a < best_arena) {
       best_arena = a, best = lay, best_order = order, best_how = how;
     } else if (best_order.empty()) {
@@ -255,34 +256,37 @@ Layout plan_fit(const Blocks& bs, const Layout* seed) {
   // decode always runs, so this planner is never worse than it.
   run(by_size, Fit::best);
   run(by_size, Fit::first);
-  run(by_breadth, Fit::best);
-  if (seed) run(by_seed, Fit::best);
-  run(by_breadth, Fit::first);
-  if (seed) run(by_seed, Fit::first);
+  if (small) {
+    run(by_breadth, Fit::best);
+    if (seed) run(by_seed, Fit::best);
+    run(by_breadth, Fit::first);
+    if (seed) run(by_seed, Fit::first);
+  }
   const auto by_breadth_span = sorted([&](std::size_t a, std::size_t b) {
     if (breadth[a] != breadth[b]) return breadth[a] > breadth[b];
     if (span[a] != span[b]) return span[a] > span[b];
     return size_of(a) > size_of(b);
   });
-  run(by_breadth_span, Fit::best);
-  run(by_breadth_span, Fit::first);
+  if (small) {
+    run(by_breadth_span, Fit::best);
+    run(by_breadth_span, Fit::first);
+  }
 
-  const unsigned rounds = static_cast<unsigned>(std::min<std::uint64_t>(kMaxWheelRounds, work / per_round));
-  if (best_arena > bound && rounds > 0) {
+  if (more()) {
     // Priorities from the best order's ranks; the wheel adds to them.
     std::vector<double> prio(nb);
     for (std::size_t k = 0; k < nb; k++) prio[best_order[k]] = static_cast<double>(nb - k);
     std::vector<std::size_t> order = best_order;
     Layout cur = best;
     std::uint64_t arena = best_arena;
-    for (unsigned r = 0; r < rounds && best_arena > bound; r++) {
+    for (unsigned r = 0; r < kMaxWheelRounds && more(); r++) {
       const double above = static_cast<double>(arena - bound);
       for (std::size_t b = 0; b < nb; b++) {
         const std::uint64_t end = cur.offset[b] + bs.blocks[b].size;
         if (end > bound) prio[b] += 0.05 * static_cast<double>(nb) * static_cast<double>(end - bound) / above;
       }
       std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return prio[a] > prio[b]; });
-      arena = fit_decode(bs, order, best_how, cur);
+      arena = fit_decode(bs, order, best_how, cur, &visited);
       if (arena < best_arena) best_arena = arena, best = cur;
     }
   }
