@@ -137,6 +137,19 @@ void pad_rows(const Image& src, float* dst, const PadSpec& s, size_t begin, size
       continue;
     }
     const float* row = base + n * src.sn + h * src.sh;
+    if (src.sc != 1) {
+      // Channel-major source (NCHW): zero the row, then read each channel's
+      // row in order and write it across the (L1-sized) destination row.
+      std::memset(out, 0, sizeof(float) * static_cast<size_t>(s.Wd) * C);
+      for (int c = 0; c < C; c++) {
+        const float* in = row + c * src.sc;
+        for (int w = 0; w < src.w; w++) {
+          const int col = s.left + w * s.sw;
+          if (col >= 0 && col < s.Wd) out[static_cast<size_t>(col) * C + c] = in[w * src.sw];
+        }
+      }
+      continue;
+    }
     for (int col = 0; col < s.Wd; col++) {
       float* o = out + static_cast<size_t>(col) * C;
       const int wr = col - s.left;
@@ -550,6 +563,15 @@ void weight_gradient(const Geometry& g, const Plan& pl, ccv_nnc_tensor_t* dw_t, 
             // Pack g's row: [ow][group][Kgp], zeros past each group's filters; sum dbias.
             float* grow = gpk + part * g.OW * gps;
             const float* srow = src + n * g.y.sn + oh * g.y.sh;
+            if (g.y.sc != 1) {  // channel-major g (NCHW): each channel's row in order
+              std::memset(grow, 0, sizeof(float) * g.OW * gps);
+              for (int gi = 0; gi < g.G; gi++)
+                for (int k = 0; k < g.Kg; k++) {
+                  const float* in = srow + (gi * g.Kg + k) * g.y.sc;
+                  float* o = grow + gi * Kgp + k;
+                  for (int ow = 0; ow < g.OW; ow++) o[ow * gps] = in[ow * g.y.sw];
+                }
+            }
             for (int ow = 0; ow < g.OW; ow++) {
               float* o = grow + ow * gps;
               const float* in = srow + ow * g.y.sw;
@@ -557,10 +579,8 @@ void weight_gradient(const Geometry& g, const Plan& pl, ccv_nnc_tensor_t* dw_t, 
                 float* og = o + gi * Kgp;
                 if (g.y.sc == 1) {
                   std::memcpy(og, in + gi * g.Kg, sizeof(float) * g.Kg);
-                } else {
-                  for (int k = 0; k < g.Kg; k++) og[k] = in[(gi * g.Kg + k) * g.y.sc];
+                  for (int k = g.Kg; k < Kgp; k++) og[k] = 0.f;
                 }
-                for (int k = g.Kg; k < Kgp; k++) og[k] = 0.f;
                 float* db = my_db + gi * Kgp;
                 for (int k = 0; k < g.Kg; k++) db[k] += og[k];
               }
