@@ -47,13 +47,15 @@ const Loops& loops() {
 
 namespace {
 
-// Below this many elements a command stays on the calling thread: the cheap
-// ops (a compare and a select per element) are bound by memory and gain from
-// a second thread only on large tensors; the ones with an exp or a division
-// gain earlier.
+// Below this many elements a command stays on the calling thread (PyTorch's
+// element-wise grain is 32768 too): the cheap ops (a compare and a select per
+// element) are bound by memory and gain from a second thread only on large
+// tensors; for the ones with an exp or a division, smaller tensors finish
+// before a second thread would have started (measured on the 64 x 256 rows of
+// bench-act).
 size_t parallel_from(Op op, bool backward) {
   const bool cheap = op == kRelu || op == kLeakyRelu || (backward && (op == kSigmoid || op == kTanh));
-  return cheap ? size_t{1} << 16 : size_t{1} << 14;
+  return cheap ? size_t{1} << 16 : size_t{1} << 15;
 }
 
 bool unit_inner(const ccv_nnc_tensor_t* t) {
