@@ -186,23 +186,39 @@ TEST_F(Conv, BackwardDerivesHintWithDilation) {
 }
 
 TEST_F(Conv, WeightsInTheirOwnFormat) {
-  // NHWC data with NCHW (K, C, KH, KW) weights gives the same result as the
-  // same weights stored NHWC.
+  // NHWC data with NCHW (K, C, KH, KW) weights gives the same result, and the
+  // same gradients (dw in the weights' format), as the same weights stored
+  // NHWC: on CPU_REF in fp64 and on CPU_OPT in fp32.
   std::mt19937 rng(4);
-  Case c{1, 5, 5, 3, 2, 3, 2};
-  T x(CCV_64F, c.x_shape(), NHWC), w(CCV_64F, c.w_shape(), NHWC), wc(CCV_64F, {2, 3, 3, 2}, NCHW);
-  T y(CCV_64F, c.y_shape(), NHWC), y2(CCV_64F, c.y_shape(), NHWC);
-  fill_uniform(x, rng), fill_uniform(w, rng);
-  for (int k = 0; k < 2; k++)
-    for (int kh = 0; kh < 3; kh++)
-      for (int kw = 0; kw < 2; kw++)
-        for (int ci = 0; ci < 3; ci++)
-          wc.set(((k * 3 + ci) * 3 + kh) * 2 + kw, w.get(((k * 3 + kh) * 2 + kw) * 3 + ci));
-  for (uint32_t backend : {static_cast<uint32_t>(CCV_NNC_BACKEND_CPU_REF), 0u}) {
+  Case c{2, 5, 6, 3, 18, 3, 2};
+  c.PT = c.PL = 1;
+  for (int dt : {CCV_64F, CCV_32F}) {
+    const uint32_t backend = dt == CCV_64F ? CCV_NNC_BACKEND_CPU_REF : CCV_NNC_BACKEND_CPU_OPT;
+    T x(dt, c.x_shape(), NHWC), w(dt, c.w_shape(), NHWC), wc(dt, {c.K, 3, 3, 2}, NCHW), g(dt, c.y_shape(), NHWC);
+    T y(dt, c.y_shape(), NHWC), y2(dt, c.y_shape(), NHWC);
+    T dx(dt, c.x_shape(), NHWC), dx2(dt, c.x_shape(), NHWC), dw(dt, c.w_shape(), NHWC), dwc(dt, {c.K, 3, 3, 2}, NCHW);
+    fill_uniform(x, rng), fill_uniform(w, rng), fill_uniform(g, rng);
+    auto nchw = [&](int k, int kh, int kw, int ci) { return ((static_cast<size_t>(k) * 3 + ci) * 3 + kh) * 2 + kw; };
+    auto nhwc = [&](int k, int kh, int kw, int ci) { return ((static_cast<size_t>(k) * 3 + kh) * 2 + kw) * 3 + ci; };
+    for (int k = 0; k < c.K; k++)
+      for (int kh = 0; kh < 3; kh++)
+        for (int kw = 0; kw < 2; kw++)
+          for (int ci = 0; ci < 3; ci++) wc.set(nchw(k, kh, kw, ci), w.get(nhwc(k, kh, kw, ci)));
+    const double tol = dt == CCV_64F ? 1e-14 : 1e-6;
     ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, backend), c.hint(), {x, w}, {y}), CCV_NNC_EXEC_SUCCESS);
     ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, backend), c.hint(), {x, wc}, {y2}), CCV_NNC_EXEC_SUCCESS)
         << ccv_nnc_error_message();
-    EXPECT_LE(max_rel_diff(y2, y), 1e-14);
+    EXPECT_LE(max_rel_diff(y2, y), tol);
+    T dw2(dt, c.w_shape(), NHWC);
+    const ccv_nnc_cmd_t bk = c.cmd(CCV_NNC_CONVOLUTION_BACKWARD, backend);
+    ASSERT_EQ(run_hint(bk, c.hint(), {g, x, w}, {dx, dw}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    ASSERT_EQ(run_hint(bk, c.hint(), {g, x, wc}, {dx2, dwc}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    EXPECT_LE(max_rel_diff(dx2, dx), tol);
+    for (int k = 0; k < c.K; k++)
+      for (int kh = 0; kh < 3; kh++)
+        for (int kw = 0; kw < 2; kw++)
+          for (int ci = 0; ci < 3; ci++) dw2.set(nhwc(k, kh, kw, ci), dwc.get(nchw(k, kh, kw, ci)));
+    EXPECT_LE(max_rel_diff(dw2, dw), tol);
   }
 }
 
