@@ -3,9 +3,10 @@
 // Builds lifetime lists from layer tables (ResNet-50 and a 2-layer LSTM with
 // hidden 512 over 32 unrolled steps; inference and training; batch 1 and 32;
 // fp32) and from random DAGs in random topological orders, plans each with
-// the NNC planner, greedy by size, fit (best fit over several orders with
-// squeaky-wheel reordering) and the default (the best of NNC and fit seeded
-// with NNC's plan; "won" names the winner), and prints bytes with no reuse,
+// the NNC planner, greedy by size, fit (skyline placement, best and first
+// fit over several orders, squeaky-wheel reordering) and the default (the
+// best of NNC and fit seeded with NNC's plan; "won" names the winner, ties
+// go to NNC), and prints bytes with no reuse,
 // the lower bound, each plan and its ratio to the bound, and planning times
 // (best_ms is what the compiler pays; best_cpu is the same in this thread's
 // CPU time, which other processes on a loaded machine disturb less).
