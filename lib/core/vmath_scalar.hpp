@@ -24,6 +24,8 @@ struct Scalar {
   static void store_tail(float* p, R v, int n) {
     if (n > 0) *p = v;
   }
+  static void stream(float* p, R v) { *p = v; }
+  static void fence() {}
   static R set1(float v) { return v; }
   static R add(R a, R b) { return a + b; }
   static R sub(R a, R b) { return a - b; }

@@ -6,6 +6,9 @@
 // once). Nothing is allocated per call.
 #include <cpuinfo.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include "cmd/activation/activation.hpp"
 #include "cmd/util/strided.hpp"
 #include "core/error.hpp"

@@ -1,5 +1,8 @@
 // The activation loops for AVX2 + FMA (compiled with -mavx2 -mfma; used only
 // after the CPU check in cpu_opt.cpp).
+#include <algorithm>
+#include <cstdint>
+
 #include "cmd/activation/activation.hpp"
 #include "core/vmath_avx2.hpp"
 

@@ -1,5 +1,8 @@
 // The activation loops for AVX-512 (compiled with the AVX-512 flags; used only
 // after the CPU check in cpu_opt.cpp).
+#include <algorithm>
+#include <cstdint>
+
 #include "cmd/activation/activation.hpp"
 #include "core/vmath_avx512.hpp"
 
