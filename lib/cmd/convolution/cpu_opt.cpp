@@ -21,7 +21,8 @@
 //       pixels are split into one range per thread with private accumulators,
 //       summed at the end. dbias: the sum of g, from the same pass.
 // Algorithms (cmd.algorithm; ccv_nnc_cmd_autotune tries them all):
-//   0 the default: the widest instruction set, block width by K/groups;
+//   0 the default: the widest instruction set, block width by the output
+//     channels per group (16 / 32 / 64 floats on AVX-512, 8 / 16 on AVX2);
 //   1..3 AVX-512 with blocks of 16, 32, 64 channels; 4..5 AVX2 with 8, 16.
 //   An algorithm this CPU cannot run falls back to the default.
 #include <cpuinfo.h>
@@ -71,7 +72,9 @@ Plan plan_for(int algorithm, int cols) {
     p.nz = algorithm - 3;
   } else if (best) {
     const int lanes = best->lanes;
-    p.nz = cols <= lanes ? 1 : std::min(2, best->max_nz);
+    // Narrow outputs waste the least with narrow blocks; from 3 vectors' worth
+    // up, the widest block (4 x 16 on AVX-512) measured fastest.
+    p.nz = cols <= lanes ? 1 : cols <= 2 * lanes + lanes / 2 ? 2 : best->max_nz;
   }
   if (p.k) p.bw = p.nz * p.k->lanes;
   return p;
@@ -524,13 +527,16 @@ void weight_gradient(const Geometry& g, const Plan& pl, ccv_nnc_tensor_t* dw_t, 
   const bool need_x = dw_t != nullptr;  // dx + dbias: only g is packed and summed
   Arena arena;
   if (need_x) arena.plan(static_cast<size_t>(g.N) * Hp * Wp * g.C);
-  arena.plan(parts * g.OW * g.G * Kgp);             // per part: one packed row of g
-  arena.plan(parts * g.G * rows * Kgp);             // per part dw^T accumulators
-  arena.plan(parts * g.G * Kgp);                    // per part dbias
-  arena.plan(static_cast<size_t>(g.G) * rows * 2);  // row offsets
+  // Output rows go to the kernel in runs of up to `chunk` rows of one image,
+  // so that each accumulator load / store serves ~100 pixels or more.
+  const int chunk = std::clamp(8192 / (g.G * Kgp) / g.OW, 1, g.OH);  // ~32 KB of g: L1
+  arena.plan(parts * chunk * g.OW * g.G * Kgp);                      // per part: `chunk` packed rows of g
+  arena.plan(parts * g.G * rows * Kgp);                              // per part dw^T accumulators
+  arena.plan(parts * g.G * Kgp);                                     // per part dbias
+  arena.plan(static_cast<size_t>(g.G) * rows * 2);                   // row offsets
   arena.start(stream);
   float* xpad = need_x ? arena.take(static_cast<size_t>(g.N) * Hp * Wp * g.C) : nullptr;
-  float* gpk = arena.take(parts * g.OW * g.G * Kgp);
+  float* gpk = arena.take(parts * chunk * g.OW * g.G * Kgp);
   float* acc = arena.take(parts * g.G * rows * Kgp);
   float* dbp = arena.take(parts * g.G * Kgp);
   int64_t* rowoff = reinterpret_cast<int64_t*>(arena.take(static_cast<size_t>(g.G) * rows * 2));
@@ -558,47 +564,56 @@ void weight_gradient(const Geometry& g, const Plan& pl, ccv_nnc_tensor_t* dw_t, 
           std::memset(my_acc, 0, sizeof(float) * g.G * rows * Kgp);
           std::memset(my_db, 0, sizeof(float) * g.G * Kgp);
           const float* src = fptr(g.y.data);
-          for (size_t item = i0; item < i1; item++) {
-            const int n = static_cast<int>(item / g.OH), oh = static_cast<int>(item % g.OH);
-            // Pack g's row: [ow][group][Kgp], zeros past each group's filters; sum dbias.
-            float* grow = gpk + part * g.OW * gps;
-            const float* srow = src + n * g.y.sn + oh * g.y.sh;
-            if (g.y.sc != 1) {  // channel-major g (NCHW): each channel's row in order
-              std::memset(grow, 0, sizeof(float) * g.OW * gps);
-              for (int gi = 0; gi < g.G; gi++)
-                for (int k = 0; k < g.Kg; k++) {
-                  const float* in = srow + (gi * g.Kg + k) * g.y.sc;
-                  float* o = grow + gi * Kgp + k;
-                  for (int ow = 0; ow < g.OW; ow++) o[ow * gps] = in[ow * g.y.sw];
+          for (size_t first = i0; first < i1;) {
+            const int n = static_cast<int>(first / g.OH), oh0 = static_cast<int>(first % g.OH);
+            const int count = static_cast<int>(
+                std::min<size_t>({i1 - first, static_cast<size_t>(g.OH - oh0), static_cast<size_t>(chunk)}));
+            float* const gchunk = gpk + part * chunk * g.OW * gps;
+            for (int j = 0; j < count; j++) {
+              const int oh = oh0 + j;
+              // Pack g's row: [ow][group][Kgp], zeros past each group's filters; sum dbias.
+              float* grow = gchunk + static_cast<size_t>(j) * g.OW * gps;
+              const float* srow = src + n * g.y.sn + oh * g.y.sh;
+              if (g.y.sc != 1) {  // channel-major g (NCHW): each channel's row in order
+                std::memset(grow, 0, sizeof(float) * g.OW * gps);
+                for (int gi = 0; gi < g.G; gi++)
+                  for (int k = 0; k < g.Kg; k++) {
+                    const float* in = srow + (gi * g.Kg + k) * g.y.sc;
+                    float* o = grow + gi * Kgp + k;
+                    for (int ow = 0; ow < g.OW; ow++) o[ow * gps] = in[ow * g.y.sw];
+                  }
+              }
+              for (int ow = 0; ow < g.OW; ow++) {
+                float* o = grow + ow * gps;
+                const float* in = srow + ow * g.y.sw;
+                for (int gi = 0; gi < g.G; gi++) {
+                  float* og = o + gi * Kgp;
+                  if (g.y.sc == 1) {
+                    std::memcpy(og, in + gi * g.Kg, sizeof(float) * g.Kg);
+                    for (int k = g.Kg; k < Kgp; k++) og[k] = 0.f;
+                  }
+                  float* db = my_db + gi * Kgp;
+                  for (int k = 0; k < g.Kg; k++) db[k] += og[k];
                 }
-            }
-            for (int ow = 0; ow < g.OW; ow++) {
-              float* o = grow + ow * gps;
-              const float* in = srow + ow * g.y.sw;
-              for (int gi = 0; gi < g.G; gi++) {
-                float* og = o + gi * Kgp;
-                if (g.y.sc == 1) {
-                  std::memcpy(og, in + gi * g.Kg, sizeof(float) * g.Kg);
-                  for (int k = g.Kg; k < Kgp; k++) og[k] = 0.f;
-                }
-                float* db = my_db + gi * Kgp;
-                for (int k = 0; k < g.Kg; k++) db[k] += og[k];
               }
             }
+            first += static_cast<size_t>(count);
             if (!need_x) continue;
-            const float* xrow = xpad + ((static_cast<int64_t>(n) * Hp + static_cast<int64_t>(oh) * g.SH) * Wp) * g.C;
             WgradArgs a;
-            a.x = xrow;
+            a.x = xpad + ((static_cast<int64_t>(n) * Hp + static_cast<int64_t>(oh0) * g.SH) * Wp) * g.C;
             a.xps = static_cast<int64_t>(g.SW) * g.C;
             a.gps = gps;
             a.npix = g.OW;
             a.ldacc = Kgp;
+            a.nrows = count;
+            a.xrs = static_cast<int64_t>(g.SH) * Wp * g.C;
+            a.grs = static_cast<int64_t>(g.OW) * gps;
             for (int gi = 0; gi < g.G; gi++)
               for (int r0 = 0; r0 < rows; r0 += max_rows) {
                 a.rowoff = rowoff + static_cast<size_t>(gi) * rows + r0;
                 a.rows = std::min(max_rows, rows - r0);
                 for (int kb = 0; kb < blocks; kb++) {
-                  a.g = grow + gi * Kgp + kb * bw;
+                  a.g = gchunk + gi * Kgp + kb * bw;
                   a.acc = my_acc + (static_cast<size_t>(gi) * rows + r0) * Kgp + kb * bw;
                   pl.k->wgrad(a, pl.nz);
                 }

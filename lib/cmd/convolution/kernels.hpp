@@ -8,6 +8,7 @@
 //          forward, and the input gradient as a convolution of the padded
 //          output gradient with flipped weights);
 //   wgrad: acc[r][j] += sum_p x[p * xps + rowoff[r]] * g[p * gps + j]
+//          (over nrows runs of npix pixels: x + i * xrs, g + i * grs)
 //          for `rows` rows r (taps x input channels) and BW columns j (the
 //          weight gradient, accumulated in place).
 #pragma once
@@ -39,6 +40,8 @@ struct WgradArgs {
   int npix = 0;
   float* acc = nullptr;  // rows x BW, leading dimension ldacc
   int64_t ldacc = 0;
+  int nrows = 1;  // runs of npix pixels, the next one at x + xrs, g + grs
+  int64_t xrs = 0, grs = 0;
 };
 
 struct Kernels {

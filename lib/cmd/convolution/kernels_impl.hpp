@@ -112,17 +112,19 @@ void wgrad(const WgradArgs& a) {
 #pragma GCC unroll 4
     for (int z = 0; z < NZ; z++) acc[r][z] = vload(a.acc + r * a.ldacc + z * L);
   }
-  const float* x = a.x;
-  const float* g = a.g;
-  for (int p = 0; p < a.npix; p++, x += a.xps, g += a.gps) {
-    V gv[NZ];
+  for (int run = 0; run < a.nrows; run++) {
+    const float* x = a.x + run * a.xrs;
+    const float* g = a.g + run * a.grs;
+    for (int p = 0; p < a.npix; p++, x += a.xps, g += a.gps) {
+      V gv[NZ];
 #pragma GCC unroll 4
-    for (int z = 0; z < NZ; z++) gv[z] = vload(g + z * L);
+      for (int z = 0; z < NZ; z++) gv[z] = vload(g + z * L);
 #pragma GCC unroll 16
-    for (int r = 0; r < R; r++) {
-      const V b = vset1(x[off[r]]);
+      for (int r = 0; r < R; r++) {
+        const V b = vset1(x[off[r]]);
 #pragma GCC unroll 4
-      for (int z = 0; z < NZ; z++) acc[r][z] = vfma(b, gv[z], acc[r][z]);
+        for (int z = 0; z < NZ; z++) acc[r][z] = vfma(b, gv[z], acc[r][z]);
+      }
     }
   }
 #pragma GCC unroll 16
