@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "cmd/ew/loops.hpp"
+#include "cmd/reduce/loops.hpp"
 #include "cmd/util/strided.hpp"
 #include "core/parallel.hpp"
 #include "core/stream.hpp"
@@ -223,6 +224,12 @@ void reduce_runs(ccv_nnc_stream_context_t* stream, const int* dim, int nd, const
   auto part = [&](size_t k) {
     if (columns) {
       const size_t c0 = inner * k / parts, c1 = inner * (k + 1) / parts;
+      if (!b && w.nd == 2 && sg == 1) {
+        // A plain column sum (ADD's bias gradient): the reduction family's
+        // column loop keeps the sums in registers across the rows.
+        red::loops<T>().col_reduce(red::kSum, g + c0, rows, w.stride[1][0], c1 - c0, acc + c0, true);
+        return;
+      }
       std::fill(acc + c0, acc + c1, T(0));
       auto body = [&](const int64_t* off, size_t) {
         const int64_t o[3] = {off[0] + static_cast<int64_t>(c0), off[1] + static_cast<int64_t>(c0) * sg,
