@@ -17,17 +17,19 @@
 //    (at::addmm_out(y, bias, x, w.t())); GEMM_BACKWARD (g, x, w) -> (dx, dw,
 //    dbias) (at::mm_out(dx, g, w), at::mm_out(dw, g.t(), x),
 //    at::sum_out(db, g, {0})); then each backward output alone on both sides.
-// Samples of the two sides alternate (each sample >= 2 ms of back-to-back
-// calls) so that load from other processes hits both alike. Times are medians
-// in milliseconds per call; ratio = NNC / PyTorch (below 1: faster).
+// The two sides run in alternating rounds (see race()) so that load from
+// other processes hits both alike. Times are medians of single calls in
+// milliseconds; ratio = NNC / PyTorch (below 1: faster).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench.hpp"
@@ -89,34 +91,27 @@ void check(int code, const char* what) {
 
 using Fn = std::function<void()>;
 
-double seconds(const Fn& f, int calls) {
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < calls; i++) f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / calls;
-}
-
 double median(std::vector<double>& v) {
   std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
   return v[v.size() / 2];
 }
 
-// Median ms per call of each side, samples alternating; peer may be empty
-// (no libtorch in this build: -1).
+// Milliseconds per call of each side: three rounds, alternating sides, each
+// round nnc_bench::time_ms (the median of single calls, as the other bench
+// programs report) with a 10 ms sleep after it so that one side's spinning
+// workers (libgomp's, OpenBLAS's, the pool's) are idle when the other starts;
+// the median of the three round medians. peer may be empty (no libtorch in
+// this build: -1).
 std::pair<double, double> race(const Fn& ours, const Fn& peer) {
-  for (int i = 0; i < 3; i++) {
-    ours();
-    if (peer) peer();
-  }
-  const double once = std::max(seconds(ours, 1), 1e-7);
-  const int calls = std::max(1, static_cast<int>(0.002 / once));
-  const int samples = std::clamp(static_cast<int>(0.6 / (once * calls)), 7, 41);
   std::vector<double> a, b;
-  for (int s = 0; s < samples; s++) {
-    if (peer && s % 2) b.push_back(seconds(peer, calls));
-    a.push_back(seconds(ours, calls));
-    if (peer && !(s % 2)) b.push_back(seconds(peer, calls));
-  }
-  return {median(a) * 1e3, peer ? median(b) * 1e3 : -1};
+  for (int r = 0; r < 3; r++)
+    for (int side = 0; side < 2; side++) {
+      const bool mine = (side == 0) == (r % 2 == 0);
+      if (!mine && !peer) continue;
+      (mine ? a : b).push_back(nnc_bench::time_ms(mine ? ours : peer, 3, 150, 7, 3000));
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  return {median(a), peer ? median(b) : -1};
 }
 
 Fn exec(const ccv_nnc_cmd_t& cmd, std::vector<ccv_nnc_tensor_t*> in, std::vector<ccv_nnc_tensor_t*> out,
