@@ -10,6 +10,7 @@
 //               the exact erf form), or y = x (1 + tanh u) / 2 with
 //               u = sqrt(2 / pi) (x + 0.044715 x^3) (gelu.tanh != 0)
 //   SWISH       y = x sigmoid(x)
+//   (GELU and SWISH of -inf are NaN, -inf times 0, as in PyTorch.)
 // BACKWARD (libnnc's layout): |g|x|y| -> |dx|, dx = g dy/dx; the list may end
 //   after x (|g|x|), and x or y may be NULL where the command does not need
 //   it. g is required (there is no implicit all-ones gradient). dx may be g,
@@ -21,7 +22,7 @@
 //   SIGMOID     y (dx = g y (1 - y)), or x when y is NULL (y recomputed).
 //   TANH        y (dx = g (1 - y) (1 + y)), or x when y is NULL.
 //   GELU        x (dx = g (Phi(x) + x phi(x)) exact; the derivative of the
-//               tanh form otherwise).
+//               tanh form otherwise, taken as its limit 0 or 1 beyond |x| = 20).
 //   SWISH       x (dx = g s (1 + x (1 - s)), s = sigmoid(x)).
 //   For GELU and SWISH, y is optional; when given it must be this command's
 //   forward output of x: CPU_OPT then reads Phi(x), sigmoid(2u) or sigmoid(x)
@@ -30,7 +31,9 @@
 // Types: 16F, 16BF, 32F, 64F, every tensor of one command in the same type and
 // shape; any format, any view. Backends: CPU_REF (double inside, any layout),
 // CPU_OPT (fp32 with a unit-stride innermost dimension: vector loops of
-// core/vmath.hpp, threaded; SIGMOID / TANH backward only when y is given).
+// core/vmath.hpp, AVX-512 / AVX2 / scalar chosen at run time, threaded from
+// 32K or 64K elements, large outputs streamed past the caches; SIGMOID / TANH
+// backward only when y is given).
 #include "cmd/activation/activation.hpp"
 
 #include <string>
