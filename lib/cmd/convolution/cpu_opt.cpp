@@ -193,6 +193,33 @@ void unpack_rows(const float* src, const Image& dst, size_t begin, size_t end) {
   }
 }
 
+// Copy the packed NHWC buffer into `dst`: row by row, or, for a channel-major
+// dst (NCHW), plane by plane (sequential writes; the reads stay within one
+// image of the buffer).
+void unpack(const float* src, const Image& dst, bool threaded_) {
+  if (dst.sw == 1 && dst.sc != 1) {
+    const size_t image = static_cast<size_t>(dst.h) * dst.w * dst.c;
+    parallel(
+        static_cast<size_t>(dst.n) * dst.c,
+        [&](size_t b, size_t e) {
+          for (size_t item = b; item < e; item++) {
+            const int n = static_cast<int>(item / dst.c), c = static_cast<int>(item % dst.c);
+            const float* in = src + n * image + c;
+            float* out = reinterpret_cast<float*>(dst.data) + n * dst.sn + c * dst.sc;
+            for (int h = 0; h < dst.h; h++) {
+              float* o = out + h * dst.sh;
+              const float* i = in + static_cast<size_t>(h) * dst.w * dst.c;
+              for (int w = 0; w < dst.w; w++) o[w] = i[static_cast<size_t>(w) * dst.c];
+            }
+          }
+        },
+        threaded_);
+    return;
+  }
+  parallel(
+      static_cast<size_t>(dst.n) * dst.h, [&](size_t b, size_t e) { unpack_rows(src, dst, b, e); }, threaded_);
+}
+
 // Where a kernel writes an NHWC image: straight into the tensor when its
 // channels are unit-stride, else into a packed buffer copied out afterwards.
 struct Target {
@@ -329,9 +356,7 @@ NNC_CONV_KERNEL(forward_impl) {
   s.out = out;
   s.N = g.N, s.rows = g.OH, s.pixels = g.OW;
   run_strips(s);
-  if (!out.direct)
-    parallel(
-        static_cast<size_t>(g.N) * g.OH, [&](size_t b, size_t e) { unpack_rows(out.data, g.y, b, e); }, th);
+  if (!out.direct) unpack(out.data, g.y, th);
   return CCV_NNC_EXEC_SUCCESS;
 }
 
@@ -386,9 +411,7 @@ void input_gradient(const Geometry& g, const Plan& pl, const Image& dx, ccv_nnc_
   s.out = out;
   s.N = g.N, s.rows = g.H, s.pixels = g.W;
   run_strips(s);
-  if (!out.direct)
-    parallel(
-        static_cast<size_t>(g.N) * g.H, [&](size_t b, size_t e) { unpack_rows(out.data, dx, b, e); }, th);
+  if (!out.direct) unpack(out.data, dx, th);
 }
 
 // dx by lowering: for each output row, gcol[ow][tap, c] = sum_k g[ow][k] *
@@ -509,9 +532,7 @@ void input_gradient_col2im(const Geometry& g, const Plan& pl, const Image& dx, c
         }
       },
       th);
-  if (!out.direct)
-    parallel(
-        static_cast<size_t>(g.N) * g.H, [&](size_t b, size_t e) { unpack_rows(out.data, dx, b, e); }, th);
+  if (!out.direct) unpack(out.data, dx, th);
 }
 
 // dw and dbias: see the top of the file.
