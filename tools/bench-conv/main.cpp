@@ -1,7 +1,7 @@
 // bench-conv: the convolution and pooling CPU_OPT kernels against PyTorch's
 // CPU kernels on the same shapes, both on 2 threads.
 //
-//   bench-conv [nhwc|nchw|both]   (default both)
+//   bench-conv [nhwc|nchw|both] [conv|pool|all]   (default: both all)
 //
 // Convolutions (fp32, bias, stride 1, "same" padding):
 //   N=32 C=64 56x56 K=64 3x3 pad 1;  N=64 C=1 28x28 K=32 5x5 pad 2;
@@ -189,6 +189,7 @@ Times torch_pool() { return {}; }
 
 int main(int argc, char** argv) {
   const std::string which = argc > 1 ? argv[1] : "both";
+  const std::string part = argc > 2 ? argv[2] : "all";
   std::vector<int> formats;
   if (which != "nchw") formats.push_back(NHWC);
   if (which != "nhwc") formats.push_back(NCHW);
@@ -211,6 +212,7 @@ int main(int argc, char** argv) {
   nnc_bench::Table table("convolution (PyTorch: NCHW, at::conv2d / at::convolution_backward)", "PyTorch");
   char note[128];
   for (const Conv& c : convs) {
+    if (part == "pool") break;
     const Times peer = torch_conv(c);
     for (int f : formats) {
       int fa = 0, ba = 0;
@@ -225,6 +227,7 @@ int main(int argc, char** argv) {
       table.row(std::string("bwd ") + c.name + " " + fn, ours.bwd, peer.bwd, note);
     }
   }
+  if (part == "conv") return 0;
   nnc_bench::Table pool("max pool 2x2 stride 2 on 64x32x28x28 (PyTorch: NCHW, with indices)", "PyTorch");
   const Times peer = torch_pool();
   for (int f : formats) {
