@@ -82,7 +82,9 @@ inline uint16_t half_exact(double v) {
   const uint16_t sign = std::signbit(v) ? 0x8000 : 0;
   const double a = std::fabs(v);
   if (a == 0) return sign;
-  int e;
+  if (std::isnan(v)) return static_cast<uint16_t>(sign | 0x7e00);
+  if (std::isinf(v)) return static_cast<uint16_t>(sign | 0x7c00);
+  int e = 0;
   const double m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
   uint16_t h;
   if (e - 1 >= -14)

@@ -131,7 +131,9 @@ TEST_F(EwsumTest, RefAndOptAgreeOnStridedViewsNhwcAndNchw) {
             const double want = sum_at(xs, i);
             ASSERT_NEAR(yr.get(i), want, 1e-6) << i;
             ASSERT_NEAR(yo.get(i), yr.get(i), 1e-6) << i;
-            if (n == 2) ASSERT_EQ(yo.get(i), yr.get(i)) << i;
+            if (n == 2) {
+              ASSERT_EQ(yo.get(i), yr.get(i)) << i;
+            }
           }
           EXPECT_TRUE(yr.guard_intact());
           EXPECT_TRUE(yo.guard_intact());

@@ -120,7 +120,7 @@ TEST_F(RandTest, ValuesAreTheCounterGeneratorOfSeedAndIndex) {
   T f(CCV_32F, {n}), d(CCV_64F, {n}), x(CCV_32F, {n}), y(CCV_32F, {n}), m(CCV_8U, {n});
   fill_seeded(random_cmd(CCV_NNC_RANDOM_UNIFORM_FORWARD, -1, 3, kOpt), f, 42);
   fill_seeded(random_cmd(CCV_NNC_RANDOM_UNIFORM_FORWARD, -1, 3, kOpt), d, 42);
-  for (int i = 0; i < x.count(); i++) x.set(i, 1);
+  for (size_t i = 0; i < x.count(); i++) x.set(i, 1);
   ccv_nnc_stream_context_set_seed(nullptr, 42);
   ASSERT_EQ(run(dropout_cmd(CCV_NNC_DROPOUT_FORWARD, 0.25f, 0, kOpt), {x}, {y, m}), CCV_NNC_EXEC_SUCCESS);
   const uint64_t t = uint64_t(std::nearbyint(double(0.25f) * 4294967296.0));
