@@ -9,8 +9,10 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "nnc/ccv_nnc.h"
@@ -71,6 +73,15 @@ class Registry {
   // Kernels of one command are kept in backend preference order (GPU before
   // CPU, optimised before reference), whatever order they are added in.
   void add_kernel(const Kernel& kernel);
+  // `like` once per (command, exec) pair: the same backend and masks for a
+  // family's commands on one backend.
+  void add_kernels(Kernel like, std::initializer_list<std::pair<uint32_t, ccv_nnc_cmd_exec_f>> execs) {
+    for (const auto& [cmd, exec] : execs) {
+      like.cmd = cmd;
+      like.exec = exec;
+      add_kernel(like);
+    }
+  }
 
   const CommandInfo* command(uint32_t cmd) const;
   // Kernels of a command in preference order (empty if none).

@@ -257,18 +257,12 @@ void register_elementwise(Registry& r) {
     Kernel k;
     k.tensor_formats = kAllFormats;
     k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
-    for (uint32_t cmd : {fwd, fwd | 1u}) {
-      const bool forward = cmd == fwd;
-      k.cmd = cmd;
-      k.backend = CCV_NNC_BACKEND_CPU_REF;
-      k.tensor_datatypes = kFloatTypes;
-      k.exec = forward ? forward_ref : backward_ref;
-      r.add_kernel(k);
-      k.backend = CCV_NNC_BACKEND_CPU_OPT;
-      k.tensor_datatypes = CCV_32F | CCV_64F;
-      k.exec = forward ? forward_opt : backward_opt;
-      r.add_kernel(k);
-    }
+    k.backend = CCV_NNC_BACKEND_CPU_REF;
+    k.tensor_datatypes = kFloatTypes;
+    r.add_kernels(k, {{fwd, forward_ref}, {fwd | 1u, backward_ref}});
+    k.backend = CCV_NNC_BACKEND_CPU_OPT;
+    k.tensor_datatypes = CCV_32F | CCV_64F;
+    r.add_kernels(k, {{fwd, forward_opt}, {fwd | 1u, backward_opt}});
   }
 }
 

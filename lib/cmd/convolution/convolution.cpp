@@ -345,19 +345,13 @@ void register_convolution(Registry& r) {
   backward.validate = conv::validate_backward;
   r.add_command(backward);
 
-  constexpr int kFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW;
-  constexpr int kTypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF;
-  for (const auto& [id, exec] : {std::pair{CCV_NNC_CONVOLUTION_FORWARD, &conv::forward_ref},
-                                 std::pair{CCV_NNC_CONVOLUTION_BACKWARD, &conv::backward_ref}}) {
-    Kernel k;
-    k.cmd = id;
-    k.backend = CCV_NNC_BACKEND_CPU_REF;
-    k.tensor_formats = kFormats;
-    k.tensor_datatypes = kTypes;
-    k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
-    k.exec = exec;
-    r.add_kernel(k);
-  }
+  Kernel ref;
+  ref.backend = CCV_NNC_BACKEND_CPU_REF;
+  ref.tensor_formats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW;
+  ref.tensor_datatypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF;
+  ref.tensor_memory = CCV_TENSOR_CPU_MEMORY;
+  r.add_kernels(ref, {{CCV_NNC_CONVOLUTION_FORWARD, &conv::forward_ref},
+                      {CCV_NNC_CONVOLUTION_BACKWARD, &conv::backward_ref}});
   conv::register_cpu_opt(r);
 }
 

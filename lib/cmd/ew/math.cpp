@@ -297,18 +297,12 @@ void add(Registry& r, uint32_t forward) {
   Kernel k;
   k.tensor_formats = kAllFormats;
   k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
-  for (uint32_t cmd : {forward, forward | 1u}) {
-    const bool fwd = cmd == forward;
-    k.cmd = cmd;
-    k.backend = CCV_NNC_BACKEND_CPU_REF;
-    k.tensor_datatypes = kFloatTypes;
-    k.exec = fwd ? math_forward_ref : math_backward_ref;
-    r.add_kernel(k);
-    k.backend = CCV_NNC_BACKEND_CPU_OPT;
-    k.tensor_datatypes = CCV_32F | CCV_64F;
-    k.exec = fwd ? math_forward_opt : math_backward_opt;
-    r.add_kernel(k);
-  }
+  k.backend = CCV_NNC_BACKEND_CPU_REF;
+  k.tensor_datatypes = kFloatTypes;
+  r.add_kernels(k, {{forward, math_forward_ref}, {forward | 1u, math_backward_ref}});
+  k.backend = CCV_NNC_BACKEND_CPU_OPT;
+  k.tensor_datatypes = CCV_32F | CCV_64F;
+  r.add_kernels(k, {{forward, math_forward_opt}, {forward | 1u, math_backward_opt}});
 }
 
 }  // namespace

@@ -207,21 +207,15 @@ void register_pool(Registry& r) {
     // derives it from dx to g instead.
     r.add_command(c);
   }
-  constexpr int kFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW;
-  constexpr int kTypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF;
-  for (const auto& [id, exec] : {std::pair{CCV_NNC_MAX_POOL_FORWARD, &pool::max_forward_ref},
-                                 std::pair{CCV_NNC_MAX_POOL_BACKWARD, &pool::max_backward_ref},
-                                 std::pair{CCV_NNC_AVERAGE_POOL_FORWARD, &pool::avg_forward_ref},
-                                 std::pair{CCV_NNC_AVERAGE_POOL_BACKWARD, &pool::avg_backward_ref}}) {
-    Kernel k;
-    k.cmd = id;
-    k.backend = CCV_NNC_BACKEND_CPU_REF;
-    k.tensor_formats = kFormats;
-    k.tensor_datatypes = kTypes;
-    k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
-    k.exec = exec;
-    r.add_kernel(k);
-  }
+  Kernel ref;
+  ref.backend = CCV_NNC_BACKEND_CPU_REF;
+  ref.tensor_formats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW;
+  ref.tensor_datatypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF;
+  ref.tensor_memory = CCV_TENSOR_CPU_MEMORY;
+  r.add_kernels(ref, {{CCV_NNC_MAX_POOL_FORWARD, &pool::max_forward_ref},
+                      {CCV_NNC_MAX_POOL_BACKWARD, &pool::max_backward_ref},
+                      {CCV_NNC_AVERAGE_POOL_FORWARD, &pool::avg_forward_ref},
+                      {CCV_NNC_AVERAGE_POOL_BACKWARD, &pool::avg_backward_ref}});
   pool::register_cpu_opt(r);
 }
 
