@@ -1,6 +1,8 @@
-// GEMM on CPU_OPT: OpenBLAS (cblas_sgemm / cblas_dgemm), fp32 and fp64, for
-// tensors and views whose rows are unit-stride (the leading dimension is the
-// row stride). Nothing is allocated per call.
+// GEMM on CPU_OPT, fp32 and fp64, for tensors and views whose rows are
+// unit-stride (the leading dimension is the row stride): fp32 on our AVX-512
+// kernel (sgemm.hpp) where the CPU has it and the product is wide enough,
+// everything else on OpenBLAS (cblas_sgemm / cblas_dgemm). Nothing is
+// allocated per call.
 //
 // A batch whose matrices sit one after another in memory, multiplied by a
 // shared w, is one GEMM with M = batch · m (the fully connected layer on a
@@ -13,6 +15,7 @@
 #include <cstring>
 
 #include "cmd/blas/gemm.hpp"
+#include "cmd/blas/sgemm.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 
@@ -22,8 +25,25 @@ namespace {
 
 constexpr int kFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CCV_TENSOR_FORMAT_CHWN;
 
+// fp32 runs on our own kernel where the CPU has AVX-512 (see sgemm.hpp),
+// except for products too narrow or too short for its 6 x 64 tiles (a
+// classifier's 10 outputs, a single row), where OpenBLAS wastes less.
+bool own_sgemm(int m, int n) {
+  static const bool avx512 = cpu_features().avx512f && cpu_features().fma3;
+  return avx512 && n >= 48 && m >= 6;
+}
+
 void blas(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float beta, float* c,
           int ldc) {
+  if (own_sgemm(m, n)) {
+    Sgemm g;
+    g.m = m, g.n = n, g.k = k;
+    g.a = a, g.ars = ta ? 1 : lda, g.acs = ta ? lda : 1;
+    g.b = b, g.brs = tb ? 1 : ldb, g.bcs = tb ? ldb : 1;
+    g.beta = beta, g.c = c, g.ldc = ldc;
+    sgemm_avx512(g);
+    return;
+  }
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b,
               ldb, beta, c, ldc);
 }

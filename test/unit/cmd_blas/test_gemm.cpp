@@ -486,6 +486,20 @@ TEST_F(Gemm, ForwardFp32AndFp64BothBackends) {
             for (int bias = 0; bias < 2; bias++) check_forward(datatype, s, mode, ta, tb, bias, false, kBoth);
 }
 
+// Shapes past CPU_OPT's blocking on AVX-512 CPUs (256 rows of k and 512
+// columns of n per block, 64-column panels, 6-row tiles, two threads split by
+// columns or, with one panel, by rows), every transpose, on plain tensors and
+// strided views.
+TEST_F(Gemm, ForwardAcrossBlocksBothBackends) {
+  for (Size s : {Size{70, 300, 600}, Size{200, 300, 50}, Size{13, 520, 75}})
+    for (BatchMode mode : {BatchMode::None, BatchMode::SharedW})
+      for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+          check_forward(CCV_32F, s, mode, ta, tb, ta == tb, false, kBoth);
+          if (mode == BatchMode::None) check_forward(CCV_32F, s, mode, ta, tb, true, true, kBoth);
+        }
+}
+
 TEST_F(Gemm, ForwardStridedViewsBothBackends) {
   for (int datatype : {CCV_32F, CCV_64F})
     for (Size s : {Size{1, 1, 1}, Size{7, 13, 5}})

@@ -1,0 +1,43 @@
+// Our own single-precision GEMM for CPUs with AVX-512, used by GEMM's
+// CPU_OPT backend in place of OpenBLAS where it is faster (OpenBLAS runs its
+// AVX2 kernels on some AVX-512 CPUs, at half their FMA peak).
+//
+//   C = beta · C + A · B      A: m x k, B: k x n, C: m x n
+//
+// A(i, p) is a[i * ars + p * acs] and B(p, j) is b[p * brs + j * bcs], so
+// either operand may be transposed or strided; C's rows are ldc apart and its
+// columns adjacent. The classic blocked scheme: B is packed into panels of
+// kNr columns and A into panels of MR rows, both zero-padded at the edges, and
+// a register-blocked kernel computes each MR x kNr tile of C. The caller's
+// threads: the product splits over the pool (parallel_for), so call it under
+// the compute lock.
+//
+// Example (y = x · wᵀ for x [64, 3136] and w [256, 3136]):
+//
+//     nnc::gemm::Sgemm g;
+//     g.m = 64, g.n = 256, g.k = 3136;
+//     g.a = x, g.ars = 3136, g.acs = 1;
+//     g.b = w, g.brs = 1, g.bcs = 3136;
+//     g.c = y, g.ldc = 256;
+//     nnc::gemm::sgemm_avx512(g);
+#pragma once
+
+#include <cstdint>
+
+namespace nnc::gemm {
+
+struct Sgemm {
+  int m = 0, n = 0, k = 0;
+  const float* a = nullptr;
+  int64_t ars = 0, acs = 0;
+  const float* b = nullptr;
+  int64_t brs = 0, bcs = 0;
+  float beta = 0;  // 0: C is overwritten (never read); 1: the product is added to C
+  float* c = nullptr;
+  int64_t ldc = 0;
+};
+
+// Runs on AVX-512F CPUs only (check nnc::cpu_features() first).
+void sgemm_avx512(const Sgemm& g);
+
+}  // namespace nnc::gemm

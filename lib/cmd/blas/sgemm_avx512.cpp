@@ -1,0 +1,229 @@
+// sgemm_avx512 (see sgemm.hpp): B is packed, A is read in place.
+//
+// The kernel computes an MR x kNr tile of C (MR rows, kNv vectors of 16
+// columns) with MR · kNv accumulators. A's elements are broadcast straight from
+// the caller's memory, whatever its strides: a transposed A needs no packing,
+// and a row-major A's MR rows stream through L1 while the packed B panel comes
+// from L2. Rows past the edge of A read the last valid row again and are never
+// stored, so A needs no padding either. B is packed per block of kKc rows and
+// kNc columns into panels of kNr columns (zero past the edge), contiguous per
+// row, from either layout (a transposed B goes through 16 x 16 register
+// transposes).
+//
+// Threads split C into column ranges of whole panels (each packs only its
+// own part of B), or into row ranges when there are fewer panels than threads.
+// GCC 12 warns inside its own shuffle intrinsics (their undefined first
+// operand) when they are inlined into transpose16.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+
+#include "cmd/blas/sgemm.hpp"
+#include "core/parallel.hpp"
+
+namespace nnc::gemm {
+
+namespace {
+
+constexpr int kMr = 6;
+constexpr int kNv = 4;
+constexpr int kNr = 16 * kNv;
+constexpr int kKc = 512;
+constexpr int kNc = 512;  // a multiple of kNr
+
+struct FreeDeleter {
+  void operator()(float* p) const { std::free(p); }
+};
+
+// The calling thread's B block (kKc x kNc floats, 64-byte aligned), kept
+// between calls so that a GEMM allocates nothing after the first.
+float* b_block() {
+  thread_local std::unique_ptr<float, FreeDeleter> block(
+      static_cast<float*>(std::aligned_alloc(64, sizeof(float) * kKc * kNc)));
+  return block.get();
+}
+
+__mmask16 lane_mask(int valid) {
+  if (valid >= 16) return 0xffff;
+  if (valid <= 0) return 0;
+  return static_cast<__mmask16>((1u << valid) - 1u);
+}
+
+// In-register transpose of 16 vectors (rows) of 16 floats.
+inline void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xee);
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+  }
+  for (int i = 0; i < 16; i += 8)
+    for (int j = 0; j < 4; j++) {
+      t[i + j] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0x88);
+      t[i + j + 4] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0xdd);
+    }
+  for (int j = 0; j < 8; j++) {
+    r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
+    r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd);
+  }
+}
+
+// Pack B rows [p0, p0 + kc) and columns [j0, j0 + nc) into panels of kNr
+// columns: panel q holds B(p0 + p, j0 + q · kNr + j) at out[q · kc · kNr + p · kNr + j].
+void pack_b(const Sgemm& g, int p0, int kc, int j0, int nc, float* out) {
+  const int panels = (nc + kNr - 1) / kNr;
+  for (int q = 0; q < panels; q++) {
+    float* dst = out + static_cast<int64_t>(q) * kc * kNr;
+    const int jq = j0 + q * kNr;
+    const int cols = std::min(kNr, j0 + nc - jq);
+    if (g.bcs == 1) {
+      for (int p = 0; p < kc; p++) {
+        const float* src = g.b + (p0 + p) * g.brs + jq;
+        for (int z = 0; z < kNv; z++) {
+          const __mmask16 m = lane_mask(cols - 16 * z);
+          _mm512_store_ps(dst + p * kNr + 16 * z, _mm512_maskz_loadu_ps(m, src + 16 * z));
+        }
+      }
+    } else if (g.brs == 1) {
+      // B(p, j) = b[j · bcs + p]: each column is contiguous; transpose 16 x 16 tiles.
+      for (int z = 0; z < kNv; z++) {
+        const int rows = std::min(16, cols - 16 * z);  // columns of B in this vector
+        for (int p = 0; p < kc; p += 16) {
+          const int len = std::min(16, kc - p);
+          const __mmask16 m = lane_mask(len);
+          __m512 r[16];
+          for (int i = 0; i < 16; i++)
+            r[i] = i < rows ? _mm512_maskz_loadu_ps(m, g.b + static_cast<int64_t>(jq + 16 * z + i) * g.bcs + p0 + p)
+                            : _mm512_setzero_ps();
+          transpose16(r);
+          for (int i = 0; i < len; i++) _mm512_store_ps(dst + (p + i) * kNr + 16 * z, r[i]);
+        }
+      }
+    } else {
+      for (int p = 0; p < kc; p++)
+        for (int j = 0; j < kNr; j++)
+          dst[p * kNr + j] = j < cols ? g.b[(p0 + p) * g.brs + static_cast<int64_t>(jq + j) * g.bcs] : 0.0f;
+    }
+  }
+}
+
+// C tile (mr <= kMr rows, nr <= kNr columns) = (add ? C : 0) + A panel · B panel.
+// A(r, p) is a[off[r] + p · pa].
+void tile(int kc, const float* a, const int64_t* off, int64_t pa, const float* bp, float* c, int64_t ldc, int mr,
+          int nr, bool add) {
+  __m512 acc[kMr][kNv];
+#pragma GCC unroll 8
+  for (int r = 0; r < kMr; r++)
+#pragma GCC unroll 4
+    for (int z = 0; z < kNv; z++) acc[r][z] = _mm512_setzero_ps();
+  const int64_t o0 = off[0], o1 = off[1], o2 = off[2], o3 = off[3], o4 = off[4], o5 = off[5];
+  for (int p = 0; p < kc; p++) {
+    __m512 b[kNv];
+#pragma GCC unroll 4
+    for (int z = 0; z < kNv; z++) b[z] = _mm512_load_ps(bp + 16 * z);
+    const __m512 a0 = _mm512_set1_ps(a[o0]), a1 = _mm512_set1_ps(a[o1]), a2 = _mm512_set1_ps(a[o2]);
+#pragma GCC unroll 4
+    for (int z = 0; z < kNv; z++) {
+      acc[0][z] = _mm512_fmadd_ps(a0, b[z], acc[0][z]);
+      acc[1][z] = _mm512_fmadd_ps(a1, b[z], acc[1][z]);
+      acc[2][z] = _mm512_fmadd_ps(a2, b[z], acc[2][z]);
+    }
+    const __m512 a3 = _mm512_set1_ps(a[o3]), a4 = _mm512_set1_ps(a[o4]), a5 = _mm512_set1_ps(a[o5]);
+#pragma GCC unroll 4
+    for (int z = 0; z < kNv; z++) {
+      acc[3][z] = _mm512_fmadd_ps(a3, b[z], acc[3][z]);
+      acc[4][z] = _mm512_fmadd_ps(a4, b[z], acc[4][z]);
+      acc[5][z] = _mm512_fmadd_ps(a5, b[z], acc[5][z]);
+    }
+    a += pa;
+    bp += kNr;
+  }
+  __mmask16 mask[kNv];
+#pragma GCC unroll 4
+  for (int z = 0; z < kNv; z++) mask[z] = lane_mask(nr - 16 * z);
+#pragma GCC unroll 8
+  for (int r = 0; r < kMr; r++) {
+    if (r >= mr) break;
+    float* row = c + r * ldc;
+#pragma GCC unroll 4
+    for (int z = 0; z < kNv; z++) {
+      __m512 v = acc[r][z];
+      if (add) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask[z], row + 16 * z));
+      _mm512_mask_storeu_ps(row + 16 * z, mask[z], v);
+    }
+  }
+}
+static_assert(kMr == 6, "tile() names its six rows");
+
+// One thread's part: rows [m0, m1) and columns [n0, n1) of C.
+void part(const Sgemm& g, int m0, int m1, int n0, int n1) {
+  float* const bp = b_block();
+  for (int jc = n0; jc < n1; jc += kNc) {
+    const int nc = std::min(kNc, n1 - jc);
+    for (int pc = 0; pc < g.k; pc += kKc) {
+      const int kc = std::min(kKc, g.k - pc);
+      const bool add = pc > 0 || g.beta != 0.0f;
+      pack_b(g, pc, kc, jc, nc, bp);
+      for (int ir = m0; ir < m1; ir += kMr) {
+        const int mr = std::min(kMr, m1 - ir);
+        int64_t off[kMr];
+        for (int r = 0; r < kMr; r++) off[r] = static_cast<int64_t>(std::min(r, mr - 1)) * g.ars;
+        const float* a = g.a + ir * g.ars + pc * g.acs;
+        for (int jr = 0; jr < nc; jr += kNr)
+          tile(kc, a, off, g.acs, bp + static_cast<int64_t>(jr) * kc, g.c + ir * g.ldc + jc + jr, g.ldc, mr,
+               std::min(kNr, nc - jr), add);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void sgemm_avx512(const Sgemm& g) {
+  if (g.m <= 0 || g.n <= 0) return;
+  if (g.k <= 0) {
+    for (int i = 0; i < g.m; i++)
+      for (int j = 0; j < g.n; j++) g.c[i * g.ldc + j] = g.beta == 0.0f ? 0.0f : g.beta * g.c[i * g.ldc + j];
+    return;
+  }
+  if (g.beta != 0.0f && g.beta != 1.0f) {
+    for (int i = 0; i < g.m; i++)
+      for (int j = 0; j < g.n; j++) g.c[i * g.ldc + j] *= g.beta;
+    Sgemm h = g;
+    h.beta = 1.0f;
+    return sgemm_avx512(h);
+  }
+  // Threads only when each gets at least ~1 MFLOP.
+  const double flops = 2.0 * g.m * g.n * static_cast<double>(g.k);
+  const int threads = static_cast<int>(std::min<double>(static_cast<double>(thread_count()), std::max(1.0, flops / 1e6)));
+  const int panels = (g.n + kNr - 1) / kNr;
+  const int row_panels = (g.m + kMr - 1) / kMr;
+  if (threads <= 1) return part(g, 0, g.m, 0, g.n);
+  if (panels >= threads) {
+    parallel_for(threads, 1, [&](size_t b, size_t e) {
+      for (size_t t = b; t < e; t++) {
+        const int p0 = static_cast<int>(panels * t / threads), p1 = static_cast<int>(panels * (t + 1) / threads);
+        part(g, 0, g.m, p0 * kNr, std::min(g.n, p1 * kNr));
+      }
+    });
+  } else {
+    const int parts = std::min(threads, row_panels);
+    parallel_for(parts, 1, [&](size_t b, size_t e) {
+      for (size_t t = b; t < e; t++) {
+        const int r0 = static_cast<int>(row_panels * t / parts), r1 = static_cast<int>(row_panels * (t + 1) / parts);
+        part(g, r0 * kMr, std::min(g.m, r1 * kMr), 0, g.n);
+      }
+    });
+  }
+}
+
+}  // namespace nnc::gemm
