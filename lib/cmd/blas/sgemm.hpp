@@ -40,4 +40,13 @@ struct Sgemm {
 // Runs on AVX-512F CPUs only (check nnc::cpu_features() first).
 void sgemm_avx512(const Sgemm& g);
 
+// For callers that multiply many A by one B (Winograd's transformed
+// weights): B (g.k x g.n, from g.b / g.brs / g.bcs) packed once into
+// sgemm_packed_floats(k, n) floats at `packed` (64-byte aligned), then
+// C = A · B on the calling thread for a row-major A (m x k, rows lda apart)
+// and C (rows ldc apart), C overwritten.
+int64_t sgemm_packed_floats(int k, int n);
+void sgemm_pack_avx512(const Sgemm& g, float* packed);
+void sgemm_packed_avx512(int m, int n, int k, const float* a, int64_t lda, const float* packed, float* c, int64_t ldc);
+
 }  // namespace nnc::gemm

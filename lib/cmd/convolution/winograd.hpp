@@ -1,0 +1,46 @@
+// Winograd convolution F(m x m, R x R) for stride 1, no dilation, one group
+// and square windows of 3 (m = 4) or 5 (m = 2): both on 6 x 6 tiles, so the
+// products per output fall from R² to 36 / m² (9 -> 2.25, 25 -> 9) at the cost
+// of transforming inputs, weights and outputs. Used by CONVOLUTION's CPU_OPT
+// for the forward pass and for the input gradient (the convolution of the
+// padded g with the flipped, transposed weights), on AVX-512 CPUs.
+//
+//   y[n, oh, ow, k] = bias[k] + sum_{i, j < R} sum_c in[n, oh + i, ow + j, c] · w[k, i, j, c]
+//
+// for oh < OH, ow < OW, where `in` is a packed NHWC buffer already padded,
+// large enough that every tile's 6 x 6 patch lies inside it (winograd_extent).
+// The transforms' points are 0, ±1, ±2 and infinity (Lavin and Gray, "Fast
+// Algorithms for Convolutional Neural Networks", 2016); the matrices are
+// derived here by the Toom-Cook construction.
+//
+//   WinogradRun r;  ... fill it ...
+//   std::vector<float> scratch(winograd_scratch_floats(r));
+//   winograd_avx512(r, scratch.data());  // under the compute lock when threaded
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace nnc::conv {
+
+struct WinogradRun {
+  const float* in = nullptr;  // N x in_h x in_w x C, packed
+  int N = 0, in_h = 0, in_w = 0, C = 0;
+  const float* w = nullptr;     // K x R x R x C, packed
+  const float* bias = nullptr;  // K floats, or NULL for 0
+  int K = 0, R = 0, OH = 0, OW = 0;
+  float* out = nullptr;  // NHWC with unit-stride channels
+  int64_t sn = 0, sh = 0, sw = 0;
+  bool threaded = true;
+};
+
+// Output tile size m for window R (0: Winograd does not apply).
+int winograd_tile(int R);
+// The padded input extent every tile needs: ceil(O / m) · m + R - 1.
+int winograd_extent(int O, int R);
+// Scratch the run needs, in floats (64-byte aligned pieces inside).
+size_t winograd_scratch_floats(const WinogradRun& r);
+// Runs on AVX-512F CPUs only; scratch must be 64-byte aligned.
+void winograd_avx512(const WinogradRun& r, float* scratch);
+
+}  // namespace nnc::conv

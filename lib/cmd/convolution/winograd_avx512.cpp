@@ -1,0 +1,278 @@
+// Winograd F(4x4, 3x3) and F(2x2, 5x5) on AVX-512 (see winograd.hpp).
+//
+// With d a 6 x 6 input patch, g an R x R filter and ⊙ the element-wise product,
+//   Y (m x m) = Aᵀ [ (G g Gᵀ) ⊙ (Bᵀ d B) ] A.
+// The matrices below come from the Toom-Cook construction on the points
+// 0, 1, -1, 2, -2, ∞ (correlation as the transposed polynomial product):
+// Bᵀ = (V₆⁻¹)ᵀ, G = V_R, Aᵀ = V_mᵀ, with V_n the 6 x n evaluation matrix
+// (rows [1, a, a², ...] and [0, ..., 0, 1] at infinity), each row of Bᵀ
+// scaled to small integers and G's row scaled inversely. Bᵀ is the same for
+// both tile sizes.
+//
+// Every vector holds 16 channels (NHWC keeps them adjacent). Threads take
+// blocks of TB tiles: transform the block's inputs into V[36][TB][C], run 36
+// products M[ξν] = V[ξν] · U[ξν] (TB x C times C x K, U the transformed
+// weights packed once for sgemm_packed_avx512), and transform M back into the
+// output; V and M stay in the thread's L2.
+#include "cmd/convolution/winograd.hpp"
+
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "cmd/blas/sgemm.hpp"
+#include "core/parallel.hpp"
+
+namespace nnc::conv {
+
+namespace {
+
+constexpr int kAlpha = 6;
+constexpr int kLanes = 16;
+
+template <int R>
+struct Filter;  // G: 6 x R
+template <>
+struct Filter<3> {
+  static constexpr int m = 4;
+  static constexpr float G[6][3] = {{1.f / 4, 0, 0},
+                                    {1.f / 6, 1.f / 6, 1.f / 6},
+                                    {1.f / 6, -1.f / 6, 1.f / 6},
+                                    {1.f / 24, 1.f / 12, 1.f / 6},
+                                    {1.f / 24, -1.f / 12, 1.f / 6},
+                                    {0, 0, 1}};
+  static constexpr float AT[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
+};
+template <>
+struct Filter<5> {
+  static constexpr int m = 2;
+  static constexpr float G[6][5] = {{1.f / 4, 0, 0, 0, 0},
+                                    {1.f / 6, 1.f / 6, 1.f / 6, 1.f / 6, 1.f / 6},
+                                    {1.f / 6, -1.f / 6, 1.f / 6, -1.f / 6, 1.f / 6},
+                                    {1.f / 24, 1.f / 12, 1.f / 6, 1.f / 3, 2.f / 3},
+                                    {1.f / 24, -1.f / 12, 1.f / 6, -1.f / 3, 2.f / 3},
+                                    {0, 0, 0, 0, 1}};
+  static constexpr float AT[2][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 1}};
+};
+
+__mmask16 lanes_mask(int valid) {
+  return valid >= kLanes ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << valid) - 1u);
+}
+
+// v = Bᵀ d for six vectors, Bᵀ =
+//   [4  0 -5  0  1  0]
+//   [0  4  4 -1 -1  0]
+//   [0 -4  4  1 -1  0]
+//   [0 -2 -1  2  1  0]
+//   [0  2 -1 -2  1  0]
+//   [0  4  0 -5  0  1]
+inline void bt6(const __m512 d[6], __m512 v[6]) {
+  const __m512 four = _mm512_set1_ps(4.f), five = _mm512_set1_ps(-5.f), two = _mm512_set1_ps(2.f);
+  v[0] = _mm512_fmadd_ps(four, d[0], _mm512_fmadd_ps(five, d[2], d[4]));
+  const __m512 s12 = _mm512_add_ps(d[1], d[2]), s34 = _mm512_add_ps(d[3], d[4]);
+  v[1] = _mm512_fmsub_ps(four, s12, s34);
+  const __m512 d21 = _mm512_sub_ps(d[2], d[1]), d34 = _mm512_sub_ps(d[3], d[4]);
+  v[2] = _mm512_fmadd_ps(four, d21, d34);
+  const __m512 d31 = _mm512_sub_ps(d[3], d[1]), d42 = _mm512_sub_ps(d[4], d[2]);
+  v[3] = _mm512_fmadd_ps(two, d31, d42);
+  v[4] = _mm512_fnmadd_ps(two, d31, d42);
+  v[5] = _mm512_fmadd_ps(four, d[1], _mm512_fmadd_ps(five, d[3], d[5]));
+}
+
+struct Layout {
+  int m = 0, tiles_h = 0, tiles_w = 0, tiles = 0;
+  int TB = 0;          // tiles per block (a multiple of 6)
+  int ldm = 0;         // M's row length: K rounded up to whole vectors
+  int64_t panel = 0;   // floats of one packed U[ξν]
+  int threads = 1;
+  int64_t u_floats = 0, uraw_floats = 0, v_floats = 0, m_floats = 0;
+};
+
+int64_t aligned(int64_t floats) { return (floats + 15) / 16 * 16; }
+
+Layout layout(const WinogradRun& r) {
+  Layout l;
+  l.m = winograd_tile(r.R);
+  l.tiles_h = (r.OH + l.m - 1) / l.m, l.tiles_w = (r.OW + l.m - 1) / l.m;
+  l.tiles = r.N * l.tiles_h * l.tiles_w;
+  l.ldm = (r.K + kLanes - 1) / kLanes * kLanes;
+  // V and M of one block within about 768 KiB.
+  const int64_t per_tile = int64_t{kAlpha} * kAlpha * (r.C + l.ldm) * 4;
+  l.TB = static_cast<int>(std::clamp<int64_t>((768 << 10) / per_tile / 6 * 6, 6, 96));
+  l.TB = std::min(l.TB, (l.tiles + 5) / 6 * 6);
+  l.panel = aligned(gemm::sgemm_packed_floats(r.C, r.K));
+  l.threads = r.threaded ? static_cast<int>(std::max<size_t>(1, thread_count())) : 1;
+  l.u_floats = kAlpha * kAlpha * l.panel;
+  l.uraw_floats = aligned(int64_t{kAlpha} * kAlpha * r.C * r.K);
+  l.v_floats = aligned(int64_t{kAlpha} * kAlpha * l.TB * r.C);
+  l.m_floats = aligned(int64_t{kAlpha} * kAlpha * l.TB * l.ldm);
+  return l;
+}
+
+template <class F>
+void parallel_parts(int parts, const F& f) {
+  if (parts <= 1) return f(0);
+  parallel_for(static_cast<size_t>(parts), 1, [&](size_t b, size_t e) {
+    for (size_t t = b; t < e; t++) f(static_cast<int>(t));
+  });
+}
+
+// uraw[ξν][c][k] = (G g Gᵀ)[ξ][ν] for g = w[k, :, :, c].
+template <int R>
+void transform_weights(const WinogradRun& r, int k0, int k1, float* uraw) {
+  using T = Filter<R>;
+  alignas(64) float lanes[kLanes];
+  for (int k = k0; k < k1; k++)
+    for (int c0 = 0; c0 < r.C; c0 += kLanes) {
+      const __mmask16 mask = lanes_mask(r.C - c0);
+      __m512 g[R][R];
+      for (int i = 0; i < R; i++)
+        for (int j = 0; j < R; j++)
+          g[i][j] = _mm512_maskz_loadu_ps(mask, r.w + ((static_cast<int64_t>(k) * R + i) * R + j) * r.C + c0);
+      __m512 t[kAlpha][R];  // G g
+      for (int x = 0; x < kAlpha; x++)
+        for (int j = 0; j < R; j++) {
+          __m512 s = _mm512_setzero_ps();
+          for (int i = 0; i < R; i++) s = _mm512_fmadd_ps(_mm512_set1_ps(T::G[x][i]), g[i][j], s);
+          t[x][j] = s;
+        }
+      const int valid = std::min(kLanes, r.C - c0);
+      for (int x = 0; x < kAlpha; x++)
+        for (int y = 0; y < kAlpha; y++) {
+          __m512 s = _mm512_setzero_ps();
+          for (int j = 0; j < R; j++) s = _mm512_fmadd_ps(_mm512_set1_ps(T::G[y][j]), t[x][j], s);
+          _mm512_store_ps(lanes, s);
+          float* dst = uraw + (static_cast<int64_t>(x * kAlpha + y) * r.C + c0) * r.K + k;
+          for (int c = 0; c < valid; c++) dst[static_cast<int64_t>(c) * r.K] = lanes[c];
+        }
+    }
+}
+
+// V[ξν][i][c] for the block's tiles first .. first + count - 1.
+void transform_inputs(const WinogradRun& r, const Layout& l, int first, int count, float* V) {
+  const int64_t row = static_cast<int64_t>(r.in_w) * r.C;
+  const int per_image = l.tiles_h * l.tiles_w;
+  for (int i = 0; i < count; i++) {
+    const int tile = first + i;
+    const int n = tile / per_image, th = (tile % per_image) / l.tiles_w, tw = tile % l.tiles_w;
+    const float* base = r.in + (static_cast<int64_t>(n) * r.in_h + th * l.m) * row + static_cast<int64_t>(tw) * l.m * r.C;
+    for (int c0 = 0; c0 < r.C; c0 += kLanes) {
+      const __mmask16 mask = lanes_mask(r.C - c0);
+      __m512 w[kAlpha][kAlpha];  // w[y][x]: row y of d Bᵀ... stored column-wise below
+      for (int y = 0; y < kAlpha; y++) {
+        __m512 d[kAlpha];
+        for (int x = 0; x < kAlpha; x++) d[x] = _mm512_maskz_loadu_ps(mask, base + y * row + x * r.C + c0);
+        bt6(d, w[y]);  // w[y][ν] = (d[y] B)[ν]
+      }
+      for (int x = 0; x < kAlpha; x++) {
+        __m512 col[kAlpha], v[kAlpha];
+        for (int y = 0; y < kAlpha; y++) col[y] = w[y][x];
+        bt6(col, v);  // v[ξ] = (Bᵀ d B)[ξ][x]
+        for (int y = 0; y < kAlpha; y++)
+          _mm512_mask_storeu_ps(V + (static_cast<int64_t>(y * kAlpha + x) * l.TB + i) * r.C + c0, mask, v[y]);
+      }
+    }
+  }
+}
+
+// Output tiles from M[ξν][i][k].
+template <int R>
+void transform_outputs(const WinogradRun& r, const Layout& l, int first, int count, const float* M) {
+  using T = Filter<R>;
+  constexpr int m = T::m;
+  const int per_image = l.tiles_h * l.tiles_w;
+  for (int i = 0; i < count; i++) {
+    const int tile = first + i;
+    const int n = tile / per_image, th = (tile % per_image) / l.tiles_w, tw = tile % l.tiles_w;
+    const int rows = std::min(m, r.OH - th * m), cols = std::min(m, r.OW - tw * m);
+    float* out = r.out + n * r.sn + th * m * r.sh + tw * m * r.sw;
+    for (int k0 = 0; k0 < r.K; k0 += kLanes) {
+      const __mmask16 mask = lanes_mask(r.K - k0);
+      __m512 s[kAlpha][m];  // s[ξ][b] = (M A)[ξ][b]
+#pragma GCC unroll 6
+      for (int x = 0; x < kAlpha; x++) {
+        __m512 mv[kAlpha];
+#pragma GCC unroll 6
+        for (int y = 0; y < kAlpha; y++)
+          mv[y] = _mm512_maskz_load_ps(mask, M + (static_cast<int64_t>(x * kAlpha + y) * l.TB + i) * l.ldm + k0);
+#pragma GCC unroll 4
+        for (int b = 0; b < m; b++) {
+          __m512 acc = _mm512_setzero_ps();
+#pragma GCC unroll 6
+          for (int y = 0; y < kAlpha; y++)
+            if (T::AT[b][y] != 0) acc = _mm512_fmadd_ps(_mm512_set1_ps(T::AT[b][y]), mv[y], acc);
+          s[x][b] = acc;
+        }
+      }
+      const __m512 bias = r.bias ? _mm512_maskz_loadu_ps(mask, r.bias + k0) : _mm512_setzero_ps();
+#pragma GCC unroll 4
+      for (int a = 0; a < m; a++) {
+        if (a >= rows) break;
+#pragma GCC unroll 4
+        for (int b = 0; b < m; b++) {
+          if (b >= cols) break;
+          __m512 acc = bias;
+#pragma GCC unroll 6
+          for (int x = 0; x < kAlpha; x++)
+            if (T::AT[a][x] != 0) acc = _mm512_fmadd_ps(_mm512_set1_ps(T::AT[a][x]), s[x][b], acc);
+          _mm512_mask_storeu_ps(out + a * r.sh + b * r.sw + k0, mask, acc);
+        }
+      }
+    }
+  }
+}
+
+template <int R>
+void run(const WinogradRun& r, float* scratch) {
+  const Layout l = layout(r);
+  float* const U = scratch;
+  float* const uraw = U + l.u_floats;
+  float* const per_thread = uraw + l.uraw_floats;
+  // Weights: transform (threads split the filters), then pack each U[ξν].
+  parallel_parts(l.threads, [&](int t) {
+    transform_weights<R>(r, static_cast<int>(int64_t{r.K} * t / l.threads),
+                         static_cast<int>(int64_t{r.K} * (t + 1) / l.threads), uraw);
+  });
+  parallel_parts(l.threads, [&](int t) {
+    for (int xy = t; xy < kAlpha * kAlpha; xy += l.threads) {
+      gemm::Sgemm p;
+      p.k = r.C, p.n = r.K;
+      p.b = uraw + static_cast<int64_t>(xy) * r.C * r.K, p.brs = r.K, p.bcs = 1;
+      gemm::sgemm_pack_avx512(p, U + xy * l.panel);
+    }
+  });
+  const int blocks = (l.tiles + l.TB - 1) / l.TB;
+  parallel_parts(l.threads, [&](int t) {
+    float* const V = per_thread + t * (l.v_floats + l.m_floats);
+    float* const M = V + l.v_floats;
+    for (int b = t; b < blocks; b += l.threads) {
+      const int first = b * l.TB, count = std::min(l.TB, l.tiles - first);
+      transform_inputs(r, l, first, count, V);
+      for (int xy = 0; xy < kAlpha * kAlpha; xy++)
+        gemm::sgemm_packed_avx512(count, r.K, r.C, V + static_cast<int64_t>(xy) * l.TB * r.C, r.C, U + xy * l.panel,
+                                  M + static_cast<int64_t>(xy) * l.TB * l.ldm, l.ldm);
+      transform_outputs<R>(r, l, first, count, M);
+    }
+  });
+}
+
+}  // namespace
+
+int winograd_tile(int R) { return R == 3 ? 4 : R == 5 ? 2 : 0; }
+
+int winograd_extent(int O, int R) {
+  const int m = winograd_tile(R);
+  return (O + m - 1) / m * m + R - 1;
+}
+
+size_t winograd_scratch_floats(const WinogradRun& r) {
+  const Layout l = layout(r);
+  return static_cast<size_t>(l.u_floats + l.uraw_floats + l.threads * (l.v_floats + l.m_floats));
+}
+
+void winograd_avx512(const WinogradRun& r, float* scratch) {
+  if (r.R == 3) return run<3>(r, scratch);
+  run<5>(r, scratch);
+}
+
+}  // namespace nnc::conv
