@@ -23,6 +23,8 @@
 // at::max_pool2d_with_indices_out (what training runs: values and indices)
 // and at::max_pool2d_with_indices_backward_out, NCHW.
 // Times are medians in milliseconds; ratio = NNC / PyTorch (below 1: faster).
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -132,6 +134,60 @@ Times nnc_conv(const Conv& c, int format, int* fwd_alg, int* bwd_alg) {
   return t;
 }
 
+// The best direct (non-Winograd) forward on NHWC, for the FMA-peak figure:
+// Winograd's GFLOP/s count multiply-adds it does not do.
+double direct_fwd_ms(const Conv& c, int* alg) {
+  std::mt19937 rng(1);
+  Tensor x({c.N, c.H, c.W, c.C}, NHWC), y({c.N, c.H, c.W, c.K}, NHWC), w({c.K, c.R, c.R, c.C}, NHWC), b({c.K}, NHWC);
+  x.fill(rng), w.fill(rng), b.fill(rng);
+  ccv_nnc_hint_t hint;
+  std::memset(&hint, 0, sizeof(hint));
+  hint.stride.dim[0] = hint.stride.dim[1] = 1;
+  hint.border.begin[0] = hint.border.begin[1] = hint.border.end[0] = hint.border.end[1] = c.pad;
+  double best = -1;
+  for (int a = 1; a <= 5; a++) {
+    ccv_nnc_cmd_t fwd = CMD_CONVOLUTION_FORWARD(1, c.K, c.R, c.R, c.C);
+    fwd.backend = CCV_NNC_BACKEND_CPU_OPT, fwd.algorithm = a;
+    const double t = nnc_bench::time_ms([&] { check(exec(fwd, hint, {x.t, w.t, b.t}, {y.t}), "CONVOLUTION_FORWARD"); });
+    if (best < 0 || t < best) best = t, *alg = a;
+  }
+  return best;
+}
+
+// Winograd's rounding on this shape (batch 2, NHWC): the largest difference
+// from CPU_REF relative to the largest |value|, for y and for dx.
+void winograd_error(const Conv& c, double* ey, double* edx) {
+  std::mt19937 rng(3);
+  const int N = 2;
+  Tensor x({N, c.H, c.W, c.C}, NHWC), w({c.K, c.R, c.R, c.C}, NHWC), b({c.K}, NHWC), g({N, c.H, c.W, c.K}, NHWC);
+  Tensor y0({N, c.H, c.W, c.K}, NHWC), y1({N, c.H, c.W, c.K}, NHWC);
+  Tensor dx0({N, c.H, c.W, c.C}, NHWC), dx1({N, c.H, c.W, c.C}, NHWC);
+  x.fill(rng), w.fill(rng), b.fill(rng), g.fill(rng);
+  ccv_nnc_hint_t hint;
+  std::memset(&hint, 0, sizeof(hint));
+  hint.stride.dim[0] = hint.stride.dim[1] = 1;
+  hint.border.begin[0] = hint.border.begin[1] = hint.border.end[0] = hint.border.end[1] = c.pad;
+  auto run = [&](uint32_t backend, int alg, const Tensor& y, const Tensor& dx) {
+    ccv_nnc_cmd_t fwd = CMD_CONVOLUTION_FORWARD(1, c.K, c.R, c.R, c.C);
+    ccv_nnc_cmd_t bwd = CMD_CONVOLUTION_BACKWARD(1, c.K, c.R, c.R, c.C);
+    fwd.backend = bwd.backend = backend;
+    fwd.algorithm = bwd.algorithm = alg;
+    check(exec(fwd, hint, {x.t, w.t, b.t}, {y.t}), "CONVOLUTION_FORWARD");
+    check(exec(bwd, hint, {g.t, x.t, w.t}, {dx.t}), "CONVOLUTION_BACKWARD");
+  };
+  run(CCV_NNC_BACKEND_CPU_REF, 0, y0, dx0);
+  run(CCV_NNC_BACKEND_CPU_OPT, 6, y1, dx1);
+  auto rel = [](const Tensor& want, const Tensor& got) {
+    double diff = 0, big = 0;
+    for (size_t i = 0; i < want.count(); i++) {
+      diff = std::max(diff, static_cast<double>(std::fabs(want.t->data.f32[i] - got.t->data.f32[i])));
+      big = std::max(big, static_cast<double>(std::fabs(want.t->data.f32[i])));
+    }
+    return diff / big;
+  };
+  *ey = rel(y0, y1), *edx = rel(dx0, dx1);
+}
+
 Times nnc_pool(int format) {
   std::mt19937 rng(2);
   const bool nhwc = format == NHWC;
@@ -225,7 +281,22 @@ int main(int argc, char** argv) {
       std::snprintf(note, sizeof(note), "%6.1f GFLOP/s %3.0f%% peak (%3.0f%% AVX2) alg %d", gb, 100 * gb / peak,
                     100 * gb / peak2, ba);
       table.row(std::string("bwd ") + c.name + " " + fn, ours.bwd, peer.bwd, note);
+      if (f == NHWC && c.C >= 16) {
+        int da = 0;
+        const double direct = direct_fwd_ms(c, &da);
+        const double gd = c.flops() / direct / 1e6;
+        std::snprintf(note, sizeof(note), "%6.1f GFLOP/s %3.0f%% peak (%3.0f%% AVX2) alg %d", gd, 100 * gd / peak,
+                      100 * gd / peak2, da);
+        table.row(std::string("fwd ") + c.name + " " + fn + " direct", direct, peer.fwd, note);
+      }
     }
+  }
+  for (const Conv& c : convs) {
+    if (part == "pool" || !avx512 || c.C < 16) continue;
+    double ey = 0, edx = 0;
+    winograd_error(c, &ey, &edx);
+    std::printf("Winograd (alg 6) vs CPU_REF, %s, batch 2: max |error| / max |value| y %.1e, dx %.1e\n", c.name, ey,
+                edx);
   }
   if (part == "conv") return 0;
   nnc_bench::Table pool("max pool 2x2 stride 2 on 64x32x28x28 (PyTorch: NCHW, with indices)", "PyTorch");

@@ -39,6 +39,8 @@ struct Sgemm {
 
 // Runs on AVX-512F CPUs only (check nnc::cpu_features() first).
 void sgemm_avx512(const Sgemm& g);
+// The same on the calling thread only (for callers that split work themselves).
+void sgemm_avx512_serial(const Sgemm& g);
 
 // For callers that multiply many A by one B (Winograd's transformed
 // weights): B (g.k x g.n, from g.b / g.brs / g.bcs) packed once into

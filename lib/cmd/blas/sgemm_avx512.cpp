@@ -204,7 +204,9 @@ void sgemm_packed_avx512(int m, int n, int k, const float* a, int64_t lda, const
   }
 }
 
-void sgemm_avx512(const Sgemm& g) {
+namespace {
+
+void run(const Sgemm& g, bool may_thread) {
   if (g.m <= 0 || g.n <= 0) return;
   if (g.k <= 0) {
     for (int i = 0; i < g.m; i++)
@@ -216,11 +218,13 @@ void sgemm_avx512(const Sgemm& g) {
       for (int j = 0; j < g.n; j++) g.c[i * g.ldc + j] *= g.beta;
     Sgemm h = g;
     h.beta = 1.0f;
-    return sgemm_avx512(h);
+    return run(h, may_thread);
   }
   // Threads only when each gets at least ~1 MFLOP.
   const double flops = 2.0 * g.m * g.n * static_cast<double>(g.k);
-  const int threads = static_cast<int>(std::min<double>(static_cast<double>(thread_count()), std::max(1.0, flops / 1e6)));
+  const int threads =
+      may_thread ? static_cast<int>(std::min<double>(static_cast<double>(thread_count()), std::max(1.0, flops / 1e6)))
+                 : 1;
   const int panels = (g.n + kNr - 1) / kNr;
   const int row_panels = (g.m + kMr - 1) / kMr;
   if (threads <= 1) return part(g, 0, g.m, 0, g.n);
@@ -241,5 +245,11 @@ void sgemm_avx512(const Sgemm& g) {
     });
   }
 }
+
+}  // namespace
+
+void sgemm_avx512(const Sgemm& g) { run(g, true); }
+
+void sgemm_avx512_serial(const Sgemm& g) { run(g, false); }
 
 }  // namespace nnc::gemm

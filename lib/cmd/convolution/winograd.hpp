@@ -2,8 +2,9 @@
 // and square windows of 3 (m = 4) or 5 (m = 2): both on 6 x 6 tiles, so the
 // products per output fall from R² to 36 / m² (9 -> 2.25, 25 -> 9) at the cost
 // of transforming inputs, weights and outputs. Used by CONVOLUTION's CPU_OPT
-// for the forward pass and for the input gradient (the convolution of the
-// padded g with the flipped, transposed weights), on AVX-512 CPUs.
+// for the forward pass, the input gradient (the convolution of the padded g
+// with the flipped, transposed weights) and the weight gradient (below), on
+// AVX-512 CPUs.
 //
 //   y[n, oh, ow, k] = bias[k] + sum_{i, j < R} sum_c in[n, oh + i, ow + j, c] · w[k, i, j, c]
 //
@@ -42,5 +43,21 @@ int winograd_extent(int O, int R);
 size_t winograd_scratch_floats(const WinogradRun& r);
 // Runs on AVX-512F CPUs only; scratch must be 64-byte aligned.
 void winograd_avx512(const WinogradRun& r, float* scratch);
+
+// The weight gradient by F(R x R, m x m) on the same tiles and transforms:
+//   dw[k, i, j, c] = sum_{n, oh < OH, ow < OW} g[n, oh, ow, k] · in[n, oh + i, ow + j, c]
+// with `in` padded as above (winograd_extent of OH and OW).
+struct WinogradGradRun {
+  const float* in = nullptr;  // N x in_h x in_w x C, packed
+  int N = 0, in_h = 0, in_w = 0, C = 0;
+  const float* g = nullptr;  // N x OH x OW x K, unit-stride channels
+  int64_t gsn = 0, gsh = 0, gsw = 0;
+  int K = 0, R = 0, OH = 0, OW = 0;
+  float* dw = nullptr;     // K x R x R x C, packed; overwritten
+  float* dbias = nullptr;  // K floats, the sum of g, or NULL; overwritten
+  bool threaded = true;
+};
+size_t winograd_gradient_scratch_floats(const WinogradGradRun& r);
+void winograd_gradient_avx512(const WinogradGradRun& r, float* scratch);
 
 }  // namespace nnc::conv

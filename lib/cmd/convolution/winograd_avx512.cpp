@@ -148,9 +148,18 @@ void transform_weights(const WinogradRun& r, int k0, int k1, float* uraw) {
     }
 }
 
-// V[ξν][i][c] for the block's tiles first .. first + count - 1.
-void transform_inputs(const WinogradRun& r, const Layout& l, int first, int count, float* V) {
+// Where the tiles' 6 x 6 input patches are: a packed, padded NHWC buffer,
+// tiles every m pixels, tiles_h x tiles_w per image.
+struct Patches {
+  const float* in;
+  int in_h, in_w, C;
+  int m, tiles_h, tiles_w;
+};
+
+// V[ξν][i][c] (rows TB apart) for the tiles first .. first + count - 1.
+void transform_inputs(const Patches& r, int TB, int first, int count, float* V) {
   const int64_t row = static_cast<int64_t>(r.in_w) * r.C;
+  const Patches& l = r;
   const int per_image = l.tiles_h * l.tiles_w;
   for (int i = 0; i < count; i++) {
     const int tile = first + i;
@@ -169,7 +178,7 @@ void transform_inputs(const WinogradRun& r, const Layout& l, int first, int coun
         for (int y = 0; y < kAlpha; y++) col[y] = w[y][x];
         bt6(col, v);  // v[ξ] = (Bᵀ d B)[ξ][x]
         for (int y = 0; y < kAlpha; y++)
-          _mm512_mask_storeu_ps(V + (static_cast<int64_t>(y * kAlpha + x) * l.TB + i) * r.C + c0, mask, v[y]);
+          _mm512_mask_storeu_ps(V + (static_cast<int64_t>(y * kAlpha + x) * TB + i) * r.C + c0, mask, v[y]);
       }
     }
   }
@@ -247,12 +256,205 @@ void run(const WinogradRun& r, float* scratch) {
     float* const M = V + l.v_floats;
     for (int b = t; b < blocks; b += l.threads) {
       const int first = b * l.TB, count = std::min(l.TB, l.tiles - first);
-      transform_inputs(r, l, first, count, V);
+      transform_inputs({r.in, r.in_h, r.in_w, r.C, l.m, l.tiles_h, l.tiles_w}, l.TB, first, count, V);
       for (int xy = 0; xy < kAlpha * kAlpha; xy++)
         gemm::sgemm_packed_avx512(count, r.K, r.C, V + static_cast<int64_t>(xy) * l.TB * r.C, r.C, U + xy * l.panel,
                                   M + static_cast<int64_t>(xy) * l.TB * l.ldm, l.ldm);
       transform_outputs<R>(r, l, first, count, M);
     }
+  });
+}
+
+// The weight gradient as F(R x R, m x m) on the same tiles and the same Bᵀ:
+// g's m x m tile is the filter and dw's R x R the output, so G' = V_m and
+// A'ᵀ = V_Rᵀ (G' rows scaled like G's above).
+template <int R>
+struct Gradient;
+template <>
+struct Gradient<3> {
+  static constexpr int m = 4;
+  static constexpr float G[6][4] = {{1.f / 4, 0, 0, 0},
+                                    {1.f / 6, 1.f / 6, 1.f / 6, 1.f / 6},
+                                    {1.f / 6, -1.f / 6, 1.f / 6, -1.f / 6},
+                                    {1.f / 24, 1.f / 12, 1.f / 6, 1.f / 3},
+                                    {1.f / 24, -1.f / 12, 1.f / 6, -1.f / 3},
+                                    {0, 0, 0, 1}};
+  static constexpr float AT[3][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 1}};
+};
+template <>
+struct Gradient<5> {
+  static constexpr int m = 2;
+  static constexpr float G[6][2] = {{1.f / 4, 0}, {1.f / 6, 1.f / 6}, {1.f / 6, -1.f / 6}, {1.f / 24, 1.f / 12},
+                                    {1.f / 24, -1.f / 12}, {0, 1}};
+  static constexpr float AT[5][6] = {{1, 1, 1, 1, 1, 0},
+                                     {0, 1, -1, 2, -2, 0},
+                                     {0, 1, 1, 4, 4, 0},
+                                     {0, 1, -1, 8, -8, 0},
+                                     {0, 1, 1, 16, 16, 1}};
+};
+
+struct GradLayout {
+  int m = 0, tiles_h = 0, tiles_w = 0, tiles = 0;
+  int TB = 0;  // tiles per block
+  int threads = 1;
+  int64_t x_floats = 0, g_floats = 0, d_floats = 0, b_floats = 0;
+};
+
+GradLayout grad_layout(const WinogradGradRun& r) {
+  GradLayout l;
+  l.m = winograd_tile(r.R);
+  l.tiles_h = (r.OH + l.m - 1) / l.m, l.tiles_w = (r.OW + l.m - 1) / l.m;
+  l.tiles = r.N * l.tiles_h * l.tiles_w;
+  // X and Gt of one block within about 768 KiB; the block is the products' depth.
+  const int64_t per_tile = int64_t{kAlpha} * kAlpha * (r.C + r.K) * 4;
+  l.TB = static_cast<int>(std::clamp<int64_t>((768 << 10) / per_tile, 16, 256));
+  l.TB = std::min(l.TB, l.tiles);
+  l.threads = r.threaded ? static_cast<int>(std::max<size_t>(1, thread_count())) : 1;
+  l.threads = std::min(l.threads, (l.tiles + l.TB - 1) / l.TB);
+  l.x_floats = aligned(int64_t{kAlpha} * kAlpha * l.TB * r.C);
+  l.g_floats = aligned(int64_t{kAlpha} * kAlpha * l.TB * r.K);
+  l.d_floats = aligned(int64_t{kAlpha} * kAlpha * r.C * r.K);
+  l.b_floats = aligned(r.K);
+  return l;
+}
+
+// Gt[ξν][i][k] = (G' g G'ᵀ)[ξ][ν] for the tiles' m x m pieces of g (zero past
+// OH, OW); db[k] += the pieces' sum (each g element is in one tile).
+template <int R>
+void transform_grads(const WinogradGradRun& r, const GradLayout& l, int first, int count, float* Gt, float* db) {
+  using T = Gradient<R>;
+  constexpr int m = T::m;
+  const int per_image = l.tiles_h * l.tiles_w;
+  for (int i = 0; i < count; i++) {
+    const int tile = first + i;
+    const int n = tile / per_image, th = (tile % per_image) / l.tiles_w, tw = tile % l.tiles_w;
+    const int rows = std::min(m, r.OH - th * m), cols = std::min(m, r.OW - tw * m);
+    const float* base = r.g + n * r.gsn + th * m * r.gsh + tw * m * r.gsw;
+    for (int k0 = 0; k0 < r.K; k0 += kLanes) {
+      const __mmask16 mask = lanes_mask(r.K - k0);
+      __m512 gv[m][m];
+#pragma GCC unroll 4
+      for (int a = 0; a < m; a++)
+#pragma GCC unroll 4
+        for (int b = 0; b < m; b++)
+          gv[a][b] = a < rows && b < cols ? _mm512_maskz_loadu_ps(mask, base + a * r.gsh + b * r.gsw + k0)
+                                          : _mm512_setzero_ps();
+      __m512 sum = _mm512_loadu_ps(db + k0);
+#pragma GCC unroll 4
+      for (int a = 0; a < m; a++)
+#pragma GCC unroll 4
+        for (int b = 0; b < m; b++) sum = _mm512_add_ps(sum, gv[a][b]);
+      _mm512_storeu_ps(db + k0, sum);
+      __m512 t[kAlpha][m];  // G' g
+#pragma GCC unroll 6
+      for (int x = 0; x < kAlpha; x++)
+#pragma GCC unroll 4
+        for (int b = 0; b < m; b++) {
+          __m512 acc = _mm512_setzero_ps();
+#pragma GCC unroll 4
+          for (int a = 0; a < m; a++)
+            if (T::G[x][a] != 0) acc = _mm512_fmadd_ps(_mm512_set1_ps(T::G[x][a]), gv[a][b], acc);
+          t[x][b] = acc;
+        }
+#pragma GCC unroll 6
+      for (int x = 0; x < kAlpha; x++)
+#pragma GCC unroll 6
+        for (int y = 0; y < kAlpha; y++) {
+          __m512 acc = _mm512_setzero_ps();
+#pragma GCC unroll 4
+          for (int b = 0; b < m; b++)
+            if (T::G[y][b] != 0) acc = _mm512_fmadd_ps(_mm512_set1_ps(T::G[y][b]), t[x][b], acc);
+          _mm512_mask_storeu_ps(Gt + (static_cast<int64_t>(x * kAlpha + y) * l.TB + i) * r.K + k0, mask, acc);
+        }
+    }
+  }
+}
+
+// dw[k, i, j, c] = (A'ᵀ D[·][c][k] A')[i][j] for filters k0 .. k1 - 1.
+template <int R>
+void transform_dw(const WinogradGradRun& r, const float* D, int k0, int k1) {
+  using T = Gradient<R>;
+  alignas(64) float lanes[kLanes];
+  for (int kb = k0; kb < k1; kb += kLanes) {
+    const int valid = std::min(kLanes, k1 - kb);
+    const __mmask16 mask = lanes_mask(valid);
+    for (int c = 0; c < r.C; c++) {
+      __m512 s[kAlpha][R];  // s[ξ][j] = (D A')[ξ][j]
+      for (int x = 0; x < kAlpha; x++) {
+        __m512 d[kAlpha];
+        for (int y = 0; y < kAlpha; y++)
+          d[y] = _mm512_maskz_loadu_ps(mask, D + (static_cast<int64_t>(x * kAlpha + y) * r.C + c) * r.K + kb);
+        for (int j = 0; j < R; j++) {
+          __m512 acc = _mm512_setzero_ps();
+          for (int y = 0; y < kAlpha; y++)
+            if (T::AT[j][y] != 0) acc = _mm512_fmadd_ps(_mm512_set1_ps(T::AT[j][y]), d[y], acc);
+          s[x][j] = acc;
+        }
+      }
+      for (int i = 0; i < R; i++)
+        for (int j = 0; j < R; j++) {
+          __m512 acc = _mm512_setzero_ps();
+          for (int x = 0; x < kAlpha; x++)
+            if (T::AT[i][x] != 0) acc = _mm512_fmadd_ps(_mm512_set1_ps(T::AT[i][x]), s[x][j], acc);
+          _mm512_store_ps(lanes, acc);
+          float* dst = r.dw + ((static_cast<int64_t>(kb) * R + i) * R + j) * r.C + c;
+          for (int q = 0; q < valid; q++) dst[static_cast<int64_t>(q) * R * R * r.C] = lanes[q];
+        }
+    }
+  }
+}
+
+template <int R>
+void run_gradient(const WinogradGradRun& r, float* scratch) {
+  const GradLayout l = grad_layout(r);
+  const int64_t per_thread = l.x_floats + l.g_floats + l.d_floats + l.b_floats + kLanes;
+  const int blocks = (l.tiles + l.TB - 1) / l.TB;
+  const Patches patches{r.in, r.in_h, r.in_w, r.C, l.m, l.tiles_h, l.tiles_w};
+  parallel_parts(l.threads, [&](int t) {
+    float* const X = scratch + t * per_thread;
+    float* const Gt = X + l.x_floats;
+    float* const D = Gt + l.g_floats;
+    float* const db = D + l.d_floats;  // b_floats + one vector of slack for the last masked lanes
+    std::fill(D, D + l.d_floats + l.b_floats + kLanes, 0.0f);
+    for (int b = t; b < blocks; b += l.threads) {
+      const int first = b * l.TB, count = std::min(l.TB, l.tiles - first);
+      transform_inputs(patches, l.TB, first, count, X);
+      transform_grads<R>(r, l, first, count, Gt, db);
+      for (int xy = 0; xy < kAlpha * kAlpha; xy++) {
+        // D[ξν] (C x K) += X[ξν]ᵀ · Gt[ξν]
+        gemm::Sgemm p;
+        p.m = r.C, p.n = r.K, p.k = count;
+        p.a = X + static_cast<int64_t>(xy) * l.TB * r.C, p.ars = 1, p.acs = r.C;
+        p.b = Gt + static_cast<int64_t>(xy) * l.TB * r.K, p.brs = r.K, p.bcs = 1;
+        p.beta = 1.0f;
+        p.c = D + static_cast<int64_t>(xy) * r.C * r.K, p.ldc = r.K;
+        gemm::sgemm_avx512_serial(p);
+      }
+    }
+  });
+  // Sum the threads' D into the first, then transform (threads split the filters).
+  const int64_t d = int64_t{kAlpha} * kAlpha * r.C * r.K;
+  float* const D0 = scratch + l.x_floats + l.g_floats;
+  if (l.threads > 1) {
+    parallel_parts(l.threads, [&](int t) {
+      const int64_t b = d * t / l.threads, e = d * (t + 1) / l.threads;
+      for (int u = 1; u < l.threads; u++) {
+        const float* Du = D0 + u * per_thread;
+        for (int64_t q = b; q < e; q++) D0[q] += Du[q];
+      }
+    });
+  }
+  if (r.dbias) {
+    for (int k = 0; k < r.K; k++) {
+      float sum = 0;
+      for (int u = 0; u < l.threads; u++) sum += D0[u * per_thread + l.d_floats + k];
+      r.dbias[k] = sum;
+    }
+  }
+  const int kblocks = (r.K + kLanes - 1) / kLanes;
+  parallel_parts(l.threads, [&](int t) {
+    const int b0 = kblocks * t / l.threads, b1 = kblocks * (t + 1) / l.threads;
+    transform_dw<R>(r, D0, b0 * kLanes, std::min(r.K, b1 * kLanes));
   });
 }
 
@@ -273,6 +475,16 @@ size_t winograd_scratch_floats(const WinogradRun& r) {
 void winograd_avx512(const WinogradRun& r, float* scratch) {
   if (r.R == 3) return run<3>(r, scratch);
   run<5>(r, scratch);
+}
+
+size_t winograd_gradient_scratch_floats(const WinogradGradRun& r) {
+  const GradLayout l = grad_layout(r);
+  return static_cast<size_t>(l.threads * (l.x_floats + l.g_floats + l.d_floats + l.b_floats + kLanes));
+}
+
+void winograd_gradient_avx512(const WinogradGradRun& r, float* scratch) {
+  if (r.R == 3) return run_gradient<3>(r, scratch);
+  run_gradient<5>(r, scratch);
 }
 
 }  // namespace nnc::conv
