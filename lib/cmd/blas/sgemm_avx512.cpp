@@ -186,26 +186,6 @@ void part(const Sgemm& g, int m0, int m1, int n0, int n1) {
   }
 }
 
-}  // namespace
-
-int64_t sgemm_packed_floats(int k, int n) { return static_cast<int64_t>((n + kNr - 1) / kNr) * kNr * k; }
-
-void sgemm_pack_avx512(const Sgemm& g, float* packed) { pack_b(g, 0, g.k, 0, g.n, packed); }
-
-void sgemm_packed_avx512(int m, int n, int k, const float* a, int64_t lda, const float* packed, float* c,
-                         int64_t ldc) {
-  for (int ir = 0; ir < m; ir += kMr) {
-    const int mr = std::min(kMr, m - ir);
-    int64_t off[kMr];
-    for (int r = 0; r < kMr; r++) off[r] = static_cast<int64_t>(std::min(r, mr - 1)) * lda;
-    for (int jr = 0; jr < n; jr += kNr)
-      tile(k, a + ir * lda, off, 1, packed + static_cast<int64_t>(jr) * k, c + ir * ldc + jr, ldc, mr,
-           std::min(kNr, n - jr), false);
-  }
-}
-
-namespace {
-
 void run(const Sgemm& g, bool may_thread) {
   if (g.m <= 0 || g.n <= 0) return;
   if (g.k <= 0) {
@@ -247,6 +227,22 @@ void run(const Sgemm& g, bool may_thread) {
 }
 
 }  // namespace
+
+int64_t sgemm_packed_floats(int k, int n) { return static_cast<int64_t>((n + kNr - 1) / kNr) * kNr * k; }
+
+void sgemm_pack_avx512(const Sgemm& g, float* packed) { pack_b(g, 0, g.k, 0, g.n, packed); }
+
+void sgemm_packed_avx512(int m, int n, int k, const float* a, int64_t lda, const float* packed, float* c,
+                         int64_t ldc) {
+  for (int ir = 0; ir < m; ir += kMr) {
+    const int mr = std::min(kMr, m - ir);
+    int64_t off[kMr];
+    for (int r = 0; r < kMr; r++) off[r] = static_cast<int64_t>(std::min(r, mr - 1)) * lda;
+    for (int jr = 0; jr < n; jr += kNr)
+      tile(k, a + ir * lda, off, 1, packed + static_cast<int64_t>(jr) * k, c + ir * ldc + jr, ldc, mr,
+           std::min(kNr, n - jr), false);
+  }
+}
 
 void sgemm_avx512(const Sgemm& g) { run(g, true); }
 
