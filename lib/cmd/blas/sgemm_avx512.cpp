@@ -23,6 +23,7 @@
 #include <memory>
 
 #include "cmd/blas/sgemm.hpp"
+#include "cmd/util/transpose_avx512.hpp"
 #include "core/parallel.hpp"
 
 namespace nnc::gemm {
@@ -53,30 +54,6 @@ __mmask16 lane_mask(int valid) {
   return static_cast<__mmask16>((1u << valid) - 1u);
 }
 
-// In-register transpose of 16 vectors (rows) of 16 floats.
-inline void transpose16(__m512 r[16]) {
-  __m512 t[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 16; i += 4) {
-    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
-    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xee);
-    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xee);
-  }
-  for (int i = 0; i < 16; i += 8)
-    for (int j = 0; j < 4; j++) {
-      t[i + j] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0x88);
-      t[i + j + 4] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0xdd);
-    }
-  for (int j = 0; j < 8; j++) {
-    r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
-    r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd);
-  }
-}
-
 // Pack B rows [p0, p0 + kc) and columns [j0, j0 + nc) into panels of kNr
 // columns: panel q holds B(p0 + p, j0 + q · kNr + j) at out[q · kc · kNr + p · kNr + j].
 void pack_b(const Sgemm& g, int p0, int kc, int j0, int nc, float* out) {
@@ -104,7 +81,7 @@ void pack_b(const Sgemm& g, int p0, int kc, int j0, int nc, float* out) {
           for (int i = 0; i < 16; i++)
             r[i] = i < rows ? _mm512_maskz_loadu_ps(m, g.b + static_cast<int64_t>(jq + 16 * z + i) * g.bcs + p0 + p)
                             : _mm512_setzero_ps();
-          transpose16(r);
+          util::transpose16(r);
           for (int i = 0; i < len; i++) _mm512_store_ps(dst + (p + i) * kNr + 16 * z, r[i]);
         }
       }

@@ -38,6 +38,7 @@
 #include "cmd/convolution/convolution.hpp"
 #include "cmd/convolution/kernels.hpp"
 #include "cmd/convolution/winograd.hpp"
+#include "cmd/util/transpose_avx512.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "core/stream.hpp"
@@ -132,6 +133,12 @@ bool threaded(const Geometry& g) {
 
 const float* fptr(const unsigned char* p) { return reinterpret_cast<const float*>(p); }
 
+// NCHW <-> NHWC copies by 16 x 16 register transposes (util/transpose_avx512.hpp).
+bool fast_transpose() {
+  static const bool yes = cpu_features().avx512f;
+  return yes;
+}
+
 // dst (NHWC, rows of Wd pixels of C floats) row `row` of image n gets
 // src[n, h, w, c] at (h + top, w + left), zeros elsewhere; src is any Image.
 // `spread` inserts stride - 1 zero rows / columns between source elements
@@ -155,6 +162,19 @@ void pad_rows(const Image& src, float* dst, const PadSpec& s, size_t begin, size
       continue;
     }
     const float* row = base + n * src.sn + h * src.sh;
+    if (src.sc != 1 && src.sw == 1 && s.sw == 1 && fast_transpose()) {
+      // Channel-major source (NCHW) on AVX-512: the row's C x W block transposed.
+      const int w0 = std::max(0, -s.left), w1 = std::min(src.w, s.Wd - s.left);
+      if (w1 <= w0) {
+        std::memset(out, 0, sizeof(float) * static_cast<size_t>(s.Wd) * C);
+        continue;
+      }
+      const int first = s.left + w0, last = s.left + w1;  // destination columns [first, last)
+      std::memset(out, 0, sizeof(float) * static_cast<size_t>(first) * C);
+      std::memset(out + static_cast<size_t>(last) * C, 0, sizeof(float) * static_cast<size_t>(s.Wd - last) * C);
+      util::transpose_f32_avx512(row + w0, src.sc, C, w1 - w0, out + static_cast<size_t>(first) * C, C);
+      continue;
+    }
     if (src.sc != 1) {
       // Channel-major source (NCHW): zero the row, then read each channel's
       // row in order and write it across the (L1-sized) destination row.
@@ -212,6 +232,19 @@ void unpack_rows(const float* src, const Image& dst, size_t begin, size_t end) {
 // dst (NCHW), plane by plane (sequential writes; the reads stay within one
 // image of the buffer).
 void unpack(const float* src, const Image& dst, bool threaded_) {
+  if (dst.sw == 1 && dst.sc != 1 && fast_transpose()) {  // NCHW on AVX-512: each row's W x C block transposed
+    parallel(
+        static_cast<size_t>(dst.n) * dst.h,
+        [&](size_t b, size_t e) {
+          for (size_t item = b; item < e; item++) {
+            const int n = static_cast<int>(item / dst.h), h = static_cast<int>(item % dst.h);
+            util::transpose_f32_avx512(src + item * static_cast<size_t>(dst.w) * dst.c, dst.c, dst.w, dst.c,
+                                       reinterpret_cast<float*>(dst.data) + n * dst.sn + h * dst.sh, dst.sc);
+          }
+        },
+        threaded_);
+    return;
+  }
   if (dst.sw == 1 && dst.sc != 1) {
     const size_t image = static_cast<size_t>(dst.h) * dst.w * dst.c;
     parallel(

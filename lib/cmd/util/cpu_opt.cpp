@@ -7,6 +7,7 @@
 
 #include "cmd/util/convert.hpp"
 #include "cmd/util/strided.hpp"
+#include "cmd/util/transpose_avx512.hpp"
 #include "cmd/util/util.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
@@ -141,6 +142,7 @@ void strided_copy(Copy& c, size_t parallel_from) {
   const int T = w.dim[t_dim], I = w.dim[nd - 1];
   const int tiles_t = (T + kTile - 1) / kTile;
   const int64_t ys_t = w.stride[0][t_dim], xs_i = w.inner_stride(1);
+  const bool avx512 = cpu_features().avx512f;
   auto body = [&](size_t b, size_t e) {
     for (size_t job = b; job < e; job++) {
       size_t batch = job / static_cast<size_t>(tiles_t);
@@ -160,7 +162,13 @@ void strided_copy(Copy& c, size_t parallel_from) {
         switch (c.esize) {
           case 1: transpose_tile<uint8_t>(yb, ys_t, xb, xs_i, t0, t1, i0, i1); break;
           case 2: transpose_tile<uint16_t>(yb, ys_t, xb, xs_i, t0, t1, i0, i1); break;
-          case 4: transpose_tile<uint32_t>(yb, ys_t, xb, xs_i, t0, t1, i0, i1); break;
+          case 4:
+            if (avx512)  // bit copies through float lanes: no arithmetic, payloads kept
+              util::transpose_f32_avx512(reinterpret_cast<const float*>(xb) + t0 + i0 * xs_i, xs_i, i1 - i0, t1 - t0,
+                                         reinterpret_cast<float*>(yb) + t0 * ys_t + i0, ys_t);
+            else
+              transpose_tile<uint32_t>(yb, ys_t, xb, xs_i, t0, t1, i0, i1);
+            break;
           case 8: transpose_tile<uint64_t>(yb, ys_t, xb, xs_i, t0, t1, i0, i1); break;
         }
       }

@@ -12,6 +12,7 @@
 
 #include "cmd/util/strided.hpp"
 #include "cmd/util/transpose.hpp"
+#include "cmd/util/transpose_avx512.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "core/tensor.hpp"
@@ -35,6 +36,14 @@ void copy_row(E* y, int64_t ys, const E* x, int64_t xs, size_t n) {
 // y[r * ys + c] = x[r + c * xs] for r in [r0, r1), c in [0, C), in tiles.
 template <class E>
 void tile_rows(E* y, int64_t ys, const E* x, int64_t xs, size_t r0, size_t r1, size_t C) {
+  if constexpr (sizeof(E) == 4) {
+    static const bool avx512 = cpu_features().avx512f;
+    if (avx512) {  // bit copies through float lanes: no arithmetic, payloads kept
+      transpose_f32_avx512(reinterpret_cast<const float*>(x + r0), xs, static_cast<int>(C), static_cast<int>(r1 - r0),
+                           reinterpret_cast<float*>(y + static_cast<int64_t>(r0) * ys), ys);
+      return;
+    }
+  }
   for (size_t c0 = 0; c0 < C; c0 += kTile) {
     const size_t c1 = std::min(C, c0 + kTile);
     for (size_t r = r0; r < r1; r++) {
