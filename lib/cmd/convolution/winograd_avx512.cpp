@@ -309,11 +309,14 @@ GradLayout grad_layout(const WinogradGradRun& r) {
   const int64_t per_tile = int64_t{kAlpha} * kAlpha * (r.C + r.K) * 4;
   l.TB = static_cast<int>(std::clamp<int64_t>((768 << 10) / per_tile, 16, 256));
   l.TB = std::min(l.TB, l.tiles);
-  l.threads = r.threaded ? static_cast<int>(std::max<size_t>(1, thread_count())) : 1;
-  l.threads = std::min(l.threads, (l.tiles + l.TB - 1) / l.TB);
   l.x_floats = aligned(int64_t{kAlpha} * kAlpha * l.TB * r.C);
   l.g_floats = aligned(int64_t{kAlpha} * kAlpha * l.TB * r.K);
   l.d_floats = aligned(int64_t{kAlpha} * kAlpha * r.C * r.K);
+  // Each thread keeps its own 36 x C x K sums: no more threads than fit in
+  // 256 MiB of them (6 for 512 x 512 channels), so wide layers stay lean.
+  const int64_t fit = std::max<int64_t>(1, (int64_t{256} << 20) / (l.d_floats * 4));
+  l.threads = r.threaded ? static_cast<int>(std::max<size_t>(1, thread_count())) : 1;
+  l.threads = static_cast<int>(std::min<int64_t>({l.threads, (l.tiles + l.TB - 1) / l.TB, fit}));
   l.b_floats = aligned(r.K);
   return l;
 }
