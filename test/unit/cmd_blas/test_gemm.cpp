@@ -491,13 +491,11 @@ TEST_F(Gemm, ForwardFp32AndFp64BothBackends) {
 // columns or, with one panel, by rows), every transpose, on plain tensors and
 // strided views.
 TEST_F(Gemm, ForwardAcrossBlocksBothBackends) {
-  for (Size s : {Size{70, 300, 600}, Size{200, 300, 50}, Size{13, 520, 75}})
-    for (BatchMode mode : {BatchMode::None, BatchMode::SharedW})
-      for (int ta = 0; ta < 2; ta++)
-        for (int tb = 0; tb < 2; tb++) {
-          check_forward(CCV_32F, s, mode, ta, tb, ta == tb, false, kBoth);
-          if (mode == BatchMode::None) check_forward(CCV_32F, s, mode, ta, tb, true, true, kBoth);
-        }
+  for (Size s : {Size{13, 520, 600}, Size{200, 100, 50}, Size{70, 300, 130}})
+    for (int ta = 0; ta < 2; ta++)
+      for (int tb = 0; tb < 2; tb++) check_forward(CCV_32F, s, BatchMode::None, ta, tb, ta == tb, false, kBoth);
+  check_forward(CCV_32F, Size{70, 300, 130}, BatchMode::SharedW, false, true, true, false, kBoth);
+  check_forward(CCV_32F, Size{13, 520, 600}, BatchMode::None, true, false, true, true, kBoth);
 }
 
 TEST_F(Gemm, ForwardStridedViewsBothBackends) {
