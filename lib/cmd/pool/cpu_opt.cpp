@@ -1,6 +1,7 @@
 // MAX_POOL and AVERAGE_POOL on CPU_OPT (fp32, NHWC and NCHW, any strides).
 //
-// Two shapes of work (cpu_opt_avx2.cpp has the loops):
+// Two shapes of work (cpu_opt_avx2.cpp has the loops; cpu_opt_avx512.cpp
+// takes the channels-inner max pooling where the CPU has AVX-512):
 //   channels inner — x, y (g) and dx all with unit-stride channels (NHWC):
 //     eight channels per AVX2 vector. Forward tasks are output rows (n, oh);
 //     backward tasks are (n, block of channels), so that overlapping windows
@@ -41,6 +42,7 @@ void run(Op op, const Geometry& g, const Image& dx) {
   const size_t tasks = !inner ? static_cast<size_t>(g.N) * g.C
                        : backward ? static_cast<size_t>(g.N) * cblocks
                                   : static_cast<size_t>(g.N) * g.OH;
+  const bool avx512 = cpu_features().avx512f;
   auto body = [&](size_t b, size_t e) {
     for (size_t i = b; i < e; i++) {
       Task t{inner, 0, 0, 0};
@@ -53,7 +55,7 @@ void run(Op op, const Geometry& g, const Image& dx) {
       } else {
         t.n = static_cast<int>(i / g.OH), t.a = static_cast<int>(i % g.OH);
       }
-      opt::run_avx2(op, g, dx, t);
+      if (!avx512 || !opt::run_avx512(op, g, dx, t)) opt::run_avx2(op, g, dx, t);
     }
   };
   const size_t elements = static_cast<size_t>(g.N) * g.C * (static_cast<size_t>(g.H) * g.W + g.OH * g.OW);

@@ -31,12 +31,10 @@ inline Win window(const Geometry& g, int oh, int ow) {
 
 inline float* fp(const Image& im) { return reinterpret_cast<float*>(im.data); }
 
-// best <- v where v > best, or v is NaN and best is not.
+// best <- v where v > best, or v is NaN and best is not: where best is not
+// NaN and !(v <= best) (an unordered compare is true for a NaN v).
 inline __m256 take_mask(__m256 v, __m256 best) {
-  const __m256 gt = _mm256_cmp_ps(v, best, _CMP_GT_OQ);
-  const __m256 vnan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
-  const __m256 bnan = _mm256_cmp_ps(best, best, _CMP_UNORD_Q);
-  return _mm256_or_ps(gt, _mm256_andnot_ps(bnan, vnan));
+  return _mm256_andnot_ps(_mm256_cmp_ps(best, best, _CMP_UNORD_Q), _mm256_cmp_ps(v, best, _CMP_NLE_UQ));
 }
 inline bool take(float v, float best) { return v > best || (std::isnan(v) && !std::isnan(best)); }
 

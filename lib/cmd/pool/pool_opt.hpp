@@ -1,4 +1,4 @@
-// The CPU_OPT pooling loops (cpu_opt_avx2.cpp), one task at a time; the
+// The CPU_OPT pooling loops (cpu_opt_avx2.cpp, cpu_opt_avx512.cpp), one task at a time; the
 // split into tasks and the dispatch live in cpu_opt.cpp.
 #pragma once
 
@@ -18,5 +18,10 @@ struct Task {
 
 // g: the geometry over (x or dx, y or g); dx: the backward output (else unused).
 void run_avx2(Op op, const Geometry& g, const Image& dx, Task t);
+
+// The AVX-512 loops (cpu_opt_avx512.cpp; call only after
+// cpu_features().avx512f): false, having done nothing, for a task they do not
+// cover (then run_avx2 does it).
+bool run_avx512(Op op, const Geometry& g, const Image& dx, Task t);
 
 }  // namespace nnc::pool::opt
