@@ -16,8 +16,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "cmd/norm/norm.hpp"
+#include "cmd/norm/norm_avx512.hpp"
 #include "cmd/reduce/loops.hpp"
 #include "cmd/reduce/reduce.hpp"
 #include "cmd/util/strided.hpp"
@@ -32,6 +34,8 @@ namespace nnc::norm {
 namespace {
 
 constexpr size_t kParallelFrom = size_t{1} << 14;
+// Outputs of at least this many elements (4 MiB of fp32) are streamed.
+constexpr size_t kStreamFrom = size_t{1} << 20;
 
 struct Shape {
   size_t O, K, I;
@@ -134,6 +138,8 @@ enum Sums { kMeanSum, kSqDev, kDot2 };
 // Per-channel sums over O x I of x (kMeanSum), (x - c)^2 and x - c (kSqDev,
 // into r1 and r2), or g and g * (x - c) (kDot2, into r1 and r2). `partial`
 // holds 2 * parts * K.
+// Channels inner with AVX-512 and K a multiple of 16 up to kSumsMaxK, a part's
+// sums stay in registers over its rows (norm_avx512.hpp).
 template <class T>
 void channel_sums(const red::Loops<T>& L, Sums what, const Shape& s, const T* x, const T* g, const T* c, size_t parts,
                   T* partial, double* r1, double* r2) {
@@ -144,11 +150,21 @@ void channel_sums(const red::Loops<T>& L, Sums what, const Shape& s, const T* x,
   std::fill(partial, partial + 2 * parts * K, T(0));
   const bool parallel = O * K * I >= kParallelFrom;
   if (I == 1) {
+    const bool regs = cpu_features().avx512f && K % 16 == 0 && K <= kSumsMaxK;
     range_parallel(parts, parallel ? 0 : parts + 1, 1, [&](size_t b, size_t e) {
       for (size_t q = b; q < e; q++) {
         const size_t o0 = q * rows, o1 = std::min(O, o0 + rows);
         if (o1 <= o0) continue;
         const int64_t ld = static_cast<int64_t>(K);
+        if constexpr (std::is_same_v<T, float>) {
+          if (what != kMeanSum && regs) {
+            if (what == kSqDev)
+              col_sqdev_regs(x + o0 * K, o1 - o0, K, c, p1 + q * K, p2 + q * K);
+            else
+              col_dot2_regs(g + o0 * K, x + o0 * K, o1 - o0, K, c, p1 + q * K, p2 + q * K);
+            continue;
+          }
+        }
         if (what == kMeanSum)
           L.col_reduce(red::kSum, x + o0 * K, o1 - o0, ld, K, p1 + q * K, true);
         else if (what == kSqDev)
@@ -186,19 +202,41 @@ void channel_sums(const red::Loops<T>& L, Sums what, const Shape& s, const T* x,
 }
 
 // out = a[k] * g + b[k] * (x - m[k]) + c[k] per channel (with g NULL: out = (x - m[k]) * a[k] + b[k]).
+// Channels inner (I == 1): the parts of channel_sums again (so that each
+// thread finds the rows it summed), large outputs of whole lines streamed past
+// the cache where the CPU has AVX-512 (norm_avx512.hpp): that spares the read
+// of each output line before its write and keeps the inputs in cache.
 template <class T>
-void channel_apply(const red::Loops<T>& L, const Shape& s, const T* g, const T* x, T* out, const T* m, const T* a,
-                   const T* b, const T* c) {
+void channel_apply(const red::Loops<T>& L, const Shape& s, size_t parts, const T* g, const T* x, T* out, const T* m,
+                   const T* a, const T* b, const T* c) {
   const size_t O = s.O, K = s.K, I = s.I;
   const bool parallel = O * K * I >= kParallelFrom;
   if (I == 1) {
-    const size_t chunk = std::max<size_t>(1, 4096 / std::max<size_t>(K, 1));
-    range_parallel(O, parallel ? 0 : O + 1, chunk, [&](size_t b0, size_t e0) {
-      const int64_t ld = static_cast<int64_t>(K);
-      if (g)
-        L.col_axpbypc(g + b0 * K, x + b0 * K, out + b0 * K, e0 - b0, ld, K, m, a, b, c);
-      else
-        L.col_affine(x + b0 * K, out + b0 * K, e0 - b0, ld, K, m, a, b);
+    const size_t rows = (O + parts - 1) / parts;
+    bool stream = false;
+    if constexpr (std::is_same_v<T, float>)
+      stream = cpu_features().avx512f && stream_ok(out, K) && O * K >= kStreamFrom;
+    range_parallel(parts, parallel ? 0 : parts + 1, 1, [&](size_t b0, size_t e0) {
+      for (size_t q = b0; q < e0; q++) {
+        const size_t o0 = q * rows, o1 = std::min(O, o0 + rows);
+        if (o1 <= o0) continue;
+        const size_t off = o0 * K;
+        if constexpr (std::is_same_v<T, float>) {
+          if (stream) {
+            if (g)
+              col_axpbypc_stream(g + off, x + off, out + off, o1 - o0, K, m, a, b, c);
+            else
+              col_affine_stream(x + off, out + off, o1 - o0, K, m, a, b);
+            continue;
+          }
+        }
+        const int64_t ld = static_cast<int64_t>(K);
+        if (g)
+          L.col_axpbypc(g + off, x + off, out + off, o1 - o0, ld, K, m, a, b, c);
+        else
+          L.col_affine(x + off, out + off, o1 - o0, ld, K, m, a, b);
+      }
+      if (stream) stream_fence();
     });
   } else {
     range_parallel(O * K, parallel ? 0 : O * K + 1, std::max<size_t>(1, 4096 / I), [&](size_t b0, size_t e0) {
@@ -323,7 +361,7 @@ int bnorm_forward(const ccv_nnc_cmd_t& cmd, const BatchNormIo& io, ccv_nnc_strea
     a[k] = a[k] * inv[k];
     b[k] = b[k] - res[k] * a[k];
   }
-  channel_apply(L, s, static_cast<const T*>(nullptr), x, y, mean, a, b, static_cast<const T*>(nullptr));
+  channel_apply(L, s, parts, static_cast<const T*>(nullptr), x, y, mean, a, b, static_cast<const T*>(nullptr));
   unstage(io.y, y);
   return CCV_NNC_EXEC_SUCCESS;
 }
@@ -395,7 +433,7 @@ int bnorm_backward(const ccv_nnc_cmd_t& cmd, const BatchNormIo& io, ccv_nnc_stre
   }
   if (dx && !fuse_channels(s, parts, sizeof(T))) {
     for (size_t k = 0; k < K; k++) coefficients(k);
-    channel_apply(L, s, g, x, dx, mean, A, B, C);
+    channel_apply(L, s, parts, g, x, dx, mean, A, B, C);
   }
   unstage(io.dx, dx);
   return CCV_NNC_EXEC_SUCCESS;

@@ -213,9 +213,16 @@ void expect_close(const std::vector<std::vector<double>>& a, const std::vector<s
 }
 
 TEST_F(Norm, BatchNormOptAgreesWithRefOnOddAndLargeShapes) {
-  const BnCase cases[] = {{{5, 7, 9, 13}, {0, 1, 2}, NHWC},   {{3, 17, 11, 10}, {0, 2, 3}, NCHW},
-                          {{8, 20, 20, 37}, {0, 1, 2}, NHWC}, {{6, 37, 20, 21}, {0, 2, 3}, NCHW},
-                          {{3, 2, 40, 41}, {0, 2, 3}, NCHW},  {{1000, 3}, {0}, NHWC}};
+  const BnCase cases[] = {{{5, 7, 9, 13}, {0, 1, 2}, NHWC},
+                          {{3, 17, 11, 10}, {0, 2, 3}, NCHW},
+                          {{8, 20, 20, 37}, {0, 1, 2}, NHWC},
+                          {{6, 37, 20, 21}, {0, 2, 3}, NCHW},
+                          {{3, 2, 40, 41}, {0, 2, 3}, NCHW},
+                          {{1000, 3}, {0}, NHWC},
+                          // Channels inner, K a multiple of 16: sums in registers (AVX-512); with
+                          // 2^20 elements the output is streamed.
+                          {{2, 16, 16, 48}, {0, 1, 2}, NHWC},
+                          {{4, 64, 64, 64}, {0, 1, 2}, NHWC}};
   uint32_t seed = 10;
   for (const BnCase& c : cases)
     for (int dt : {CCV_32F, CCV_64F}) {
