@@ -1,12 +1,12 @@
 // sgemm_avx512 (see sgemm.hpp): B is packed, A is read in place.
 //
-// The kernel computes an MR x kNr tile of C (MR rows, kNv vectors of 16
-// columns) with MR · kNv accumulators. A's elements are broadcast straight from
+// The kernel computes an MR x NR tile of C (MR = 6 rows, NV vectors of 16
+// columns: 4, or 2 for products at most 32 wide) with MR · NV accumulators. A's elements are broadcast straight from
 // the caller's memory, whatever its strides: a transposed A needs no packing,
 // and a row-major A's MR rows stream through L1 while the packed B panel comes
 // from L2. Rows past the edge of A read the last valid row again and are never
 // stored, so A needs no padding either. B is packed per block of kKc rows and
-// kNc columns into panels of kNr columns (zero past the edge), contiguous per
+// kNc columns into panels of NR columns (zero past the edge), contiguous per
 // row, from either layout (a transposed B goes through 16 x 16 register
 // transposes).
 //
@@ -34,7 +34,7 @@ constexpr int kMr = 6;
 constexpr int kNv = 4;
 constexpr int kNr = 16 * kNv;
 constexpr int kKc = 512;
-constexpr int kNc = 512;  // a multiple of kNr
+constexpr int kNc = 512;  // a multiple of the panel widths
 
 struct FreeDeleter {
   void operator()(float* p) const { std::free(p); }
@@ -54,25 +54,27 @@ __mmask16 lane_mask(int valid) {
   return static_cast<__mmask16>((1u << valid) - 1u);
 }
 
-// Pack B rows [p0, p0 + kc) and columns [j0, j0 + nc) into panels of kNr
-// columns: panel q holds B(p0 + p, j0 + q · kNr + j) at out[q · kc · kNr + p · kNr + j].
-void pack_b(const Sgemm& g, int p0, int kc, int j0, int nc, float* out) {
-  const int panels = (nc + kNr - 1) / kNr;
+// Pack B rows [p0, p0 + kc) and columns [j0, j0 + nc) into panels of
+// nr = 16 · nv columns: panel q holds B(p0 + p, j0 + q · nr + j) at
+// out[q · kc · nr + p · nr + j].
+void pack_b(const Sgemm& g, int p0, int kc, int j0, int nc, int nv, float* out) {
+  const int nr = 16 * nv;
+  const int panels = (nc + nr - 1) / nr;
   for (int q = 0; q < panels; q++) {
-    float* dst = out + static_cast<int64_t>(q) * kc * kNr;
-    const int jq = j0 + q * kNr;
-    const int cols = std::min(kNr, j0 + nc - jq);
+    float* dst = out + static_cast<int64_t>(q) * kc * nr;
+    const int jq = j0 + q * nr;
+    const int cols = std::min(nr, j0 + nc - jq);
     if (g.bcs == 1) {
       for (int p = 0; p < kc; p++) {
         const float* src = g.b + (p0 + p) * g.brs + jq;
-        for (int z = 0; z < kNv; z++) {
+        for (int z = 0; z < nv; z++) {
           const __mmask16 m = lane_mask(cols - 16 * z);
-          _mm512_store_ps(dst + p * kNr + 16 * z, _mm512_maskz_loadu_ps(m, src + 16 * z));
+          _mm512_store_ps(dst + p * nr + 16 * z, _mm512_maskz_loadu_ps(m, src + 16 * z));
         }
       }
     } else if (g.brs == 1) {
       // B(p, j) = b[j · bcs + p]: each column is contiguous; transpose 16 x 16 tiles.
-      for (int z = 0; z < kNv; z++) {
+      for (int z = 0; z < nv; z++) {
         const int rows = std::min(16, cols - 16 * z);  // columns of B in this vector
         for (int p = 0; p < kc; p += 16) {
           const int len = std::min(16, kc - p);
@@ -82,57 +84,58 @@ void pack_b(const Sgemm& g, int p0, int kc, int j0, int nc, float* out) {
             r[i] = i < rows ? _mm512_maskz_loadu_ps(m, g.b + static_cast<int64_t>(jq + 16 * z + i) * g.bcs + p0 + p)
                             : _mm512_setzero_ps();
           util::transpose16(r);
-          for (int i = 0; i < len; i++) _mm512_store_ps(dst + (p + i) * kNr + 16 * z, r[i]);
+          for (int i = 0; i < len; i++) _mm512_store_ps(dst + (p + i) * nr + 16 * z, r[i]);
         }
       }
     } else {
       for (int p = 0; p < kc; p++)
-        for (int j = 0; j < kNr; j++)
-          dst[p * kNr + j] = j < cols ? g.b[(p0 + p) * g.brs + static_cast<int64_t>(jq + j) * g.bcs] : 0.0f;
+        for (int j = 0; j < nr; j++)
+          dst[p * nr + j] = j < cols ? g.b[(p0 + p) * g.brs + static_cast<int64_t>(jq + j) * g.bcs] : 0.0f;
     }
   }
 }
 
-// C tile (mr <= kMr rows, nr <= kNr columns) = (add ? C : 0) + A panel · B panel.
-// A(r, p) is a[off[r] + p · pa].
+// C tile (mr <= kMr rows, nr <= 16 · NV columns) = (add ? C : 0) + A panel · B
+// panel (16 · NV columns a row). A(r, p) is a[off[r] + p · pa].
+template <int NV>
 void tile(int kc, const float* a, const int64_t* off, int64_t pa, const float* bp, float* c, int64_t ldc, int mr,
           int nr, bool add) {
-  __m512 acc[kMr][kNv];
+  __m512 acc[kMr][NV];
 #pragma GCC unroll 8
   for (int r = 0; r < kMr; r++)
 #pragma GCC unroll 4
-    for (int z = 0; z < kNv; z++) acc[r][z] = _mm512_setzero_ps();
+    for (int z = 0; z < NV; z++) acc[r][z] = _mm512_setzero_ps();
   const int64_t o0 = off[0], o1 = off[1], o2 = off[2], o3 = off[3], o4 = off[4], o5 = off[5];
   for (int p = 0; p < kc; p++) {
-    __m512 b[kNv];
+    __m512 b[NV];
 #pragma GCC unroll 4
-    for (int z = 0; z < kNv; z++) b[z] = _mm512_load_ps(bp + 16 * z);
+    for (int z = 0; z < NV; z++) b[z] = _mm512_load_ps(bp + 16 * z);
     const __m512 a0 = _mm512_set1_ps(a[o0]), a1 = _mm512_set1_ps(a[o1]), a2 = _mm512_set1_ps(a[o2]);
 #pragma GCC unroll 4
-    for (int z = 0; z < kNv; z++) {
+    for (int z = 0; z < NV; z++) {
       acc[0][z] = _mm512_fmadd_ps(a0, b[z], acc[0][z]);
       acc[1][z] = _mm512_fmadd_ps(a1, b[z], acc[1][z]);
       acc[2][z] = _mm512_fmadd_ps(a2, b[z], acc[2][z]);
     }
     const __m512 a3 = _mm512_set1_ps(a[o3]), a4 = _mm512_set1_ps(a[o4]), a5 = _mm512_set1_ps(a[o5]);
 #pragma GCC unroll 4
-    for (int z = 0; z < kNv; z++) {
+    for (int z = 0; z < NV; z++) {
       acc[3][z] = _mm512_fmadd_ps(a3, b[z], acc[3][z]);
       acc[4][z] = _mm512_fmadd_ps(a4, b[z], acc[4][z]);
       acc[5][z] = _mm512_fmadd_ps(a5, b[z], acc[5][z]);
     }
     a += pa;
-    bp += kNr;
+    bp += 16 * NV;
   }
-  __mmask16 mask[kNv];
+  __mmask16 mask[NV];
 #pragma GCC unroll 4
-  for (int z = 0; z < kNv; z++) mask[z] = lane_mask(nr - 16 * z);
+  for (int z = 0; z < NV; z++) mask[z] = lane_mask(nr - 16 * z);
 #pragma GCC unroll 8
   for (int r = 0; r < kMr; r++) {
     if (r >= mr) break;
     float* row = c + r * ldc;
 #pragma GCC unroll 4
-    for (int z = 0; z < kNv; z++) {
+    for (int z = 0; z < NV; z++) {
       __m512 v = acc[r][z];
       if (add) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask[z], row + 16 * z));
       _mm512_mask_storeu_ps(row + 16 * z, mask[z], v);
@@ -140,24 +143,34 @@ void tile(int kc, const float* a, const int64_t* off, int64_t pa, const float* b
   }
 }
 static_assert(kMr == 6, "tile() names its six rows");
+static_assert(kNc % (16 * kNv) == 0, "blocks of whole panels");
 
 // One thread's part: rows [m0, m1) and columns [n0, n1) of C.
+// Panels of 64 columns, or of 32 for products at most 32 wide.
+int panel_vectors(int n) { return n <= 32 ? 2 : kNv; }
+
 void part(const Sgemm& g, int m0, int m1, int n0, int n1) {
   float* const bp = b_block();
+  const int nv = panel_vectors(g.n), nr = 16 * nv;
   for (int jc = n0; jc < n1; jc += kNc) {
     const int nc = std::min(kNc, n1 - jc);
     for (int pc = 0; pc < g.k; pc += kKc) {
       const int kc = std::min(kKc, g.k - pc);
       const bool add = pc > 0 || g.beta != 0.0f;
-      pack_b(g, pc, kc, jc, nc, bp);
+      pack_b(g, pc, kc, jc, nc, nv, bp);
       for (int ir = m0; ir < m1; ir += kMr) {
         const int mr = std::min(kMr, m1 - ir);
         int64_t off[kMr];
         for (int r = 0; r < kMr; r++) off[r] = static_cast<int64_t>(std::min(r, mr - 1)) * g.ars;
         const float* a = g.a + ir * g.ars + pc * g.acs;
-        for (int jr = 0; jr < nc; jr += kNr)
-          tile(kc, a, off, g.acs, bp + static_cast<int64_t>(jr) * kc, g.c + ir * g.ldc + jc + jr, g.ldc, mr,
-               std::min(kNr, nc - jr), add);
+        for (int jr = 0; jr < nc; jr += nr) {
+          const float* b = bp + static_cast<int64_t>(jr) * kc;
+          float* c = g.c + ir * g.ldc + jc + jr;
+          if (nv == kNv)
+            tile<kNv>(kc, a, off, g.acs, b, c, g.ldc, mr, std::min(nr, nc - jr), add);
+          else
+            tile<2>(kc, a, off, g.acs, b, c, g.ldc, mr, std::min(nr, nc - jr), add);
+        }
       }
     }
   }
@@ -205,19 +218,27 @@ void run(const Sgemm& g, bool may_thread) {
 
 }  // namespace
 
-int64_t sgemm_packed_floats(int k, int n) { return static_cast<int64_t>((n + kNr - 1) / kNr) * kNr * k; }
+int64_t sgemm_packed_floats(int k, int n) {
+  const int nr = 16 * panel_vectors(n);
+  return static_cast<int64_t>((n + nr - 1) / nr) * nr * k;
+}
 
-void sgemm_pack_avx512(const Sgemm& g, float* packed) { pack_b(g, 0, g.k, 0, g.n, packed); }
+void sgemm_pack_avx512(const Sgemm& g, float* packed) { pack_b(g, 0, g.k, 0, g.n, panel_vectors(g.n), packed); }
 
 void sgemm_packed_avx512(int m, int n, int k, const float* a, int64_t lda, const float* packed, float* c,
                          int64_t ldc) {
+  const int nv = panel_vectors(n), nr = 16 * nv;
   for (int ir = 0; ir < m; ir += kMr) {
     const int mr = std::min(kMr, m - ir);
     int64_t off[kMr];
     for (int r = 0; r < kMr; r++) off[r] = static_cast<int64_t>(std::min(r, mr - 1)) * lda;
-    for (int jr = 0; jr < n; jr += kNr)
-      tile(k, a + ir * lda, off, 1, packed + static_cast<int64_t>(jr) * k, c + ir * ldc + jr, ldc, mr,
-           std::min(kNr, n - jr), false);
+    for (int jr = 0; jr < n; jr += nr) {
+      const float* b = packed + static_cast<int64_t>(jr) * k;
+      if (nv == kNv)
+        tile<kNv>(k, a + ir * lda, off, 1, b, c + ir * ldc + jr, ldc, mr, std::min(nr, n - jr), false);
+      else
+        tile<2>(k, a + ir * lda, off, 1, b, c + ir * ldc + jr, ldc, mr, std::min(nr, n - jr), false);
+    }
   }
 }
 
