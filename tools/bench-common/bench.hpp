@@ -26,6 +26,10 @@ namespace nnc_bench {
 // reps adapts so that the whole measurement takes about `budget_ms`.
 inline double time_ms(const std::function<void()>& f, int warmup = 2, double budget_ms = 400, int min_reps = 5,
                       int max_reps = 1000) {
+  // A pause first, so that the previous side's idle pool threads (they spin
+  // a while before sleeping; OpenBLAS's for tens of milliseconds) have left
+  // the cores; the warm-up runs then wake this side's.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
   for (int i = 0; i < warmup; i++) f();
   const auto t0 = std::chrono::steady_clock::now();
   f();
@@ -44,6 +48,7 @@ inline double time_ms(const std::function<void()>& f, int warmup = 2, double bud
 
 // Time of f per call in microseconds, for operations too small to time one by one.
 inline double time_us_per_call(const std::function<void()>& f, long calls) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // as in time_ms
   for (long i = 0; i < calls / 10; i++) f();
   double best = INFINITY;
   for (int round = 0; round < 3; round++) {

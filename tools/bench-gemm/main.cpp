@@ -3,8 +3,8 @@
 //
 // For each shape, the same buffers are multiplied by ccv_nnc_cmd_exec
 // (GEMM_FORWARD on CPU_OPT: validation, backend choice, the kernel) and by
-// cblas_sgemm called directly (the peer). Samples of the two alternate so that
-// background load hits both alike; each side reports the median time per call.
+// cblas_sgemm called directly (the peer), each side in its own blocks of
+// samples after a pause (see race); each reports the median time per call.
 // ratio = peer / ours: 1 or more means the command is at least as fast as raw BLAS.
 //
 //   bench-gemm [--quick]
@@ -18,6 +18,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "nnc/ccv_nnc.h"
@@ -37,23 +38,26 @@ struct Timing {
   double ours = 0, peer = 0;
 };
 
-// Median seconds per call of each side, alternating samples.
+// Median seconds per call of each side. The sides take turns in blocks of
+// samples, two blocks each, every block after a pause: idle pool threads spin
+// for a while before they sleep (OpenBLAS's for tens of milliseconds), so a
+// side timed right after the other would share the cores with them.
 Timing race(const std::function<void()>& ours, const std::function<void()>& peer, bool quick) {
-  // Warm up both (page faults, OpenBLAS thread start), then size the samples.
+  // Warm up both (page faults, thread start), then size the samples.
   ours(), peer(), ours(), peer();
   const double once = std::max(seconds(peer, 1), 1e-7);
   const int calls = std::max(1, static_cast<int>(0.005 / once));  // >= 5 ms per sample
   const double budget = quick ? 0.3 : 2.0;                        // seconds per side
-  const int samples = std::clamp(static_cast<int>(budget / (once * calls)), 5, 51);
+  const int samples = std::clamp(static_cast<int>(budget / (once * calls)), 6, 50) / 2;
   std::vector<double> a, b;
-  for (int s = 0; s < samples; s++) {
-    if (s % 2) {
-      a.push_back(seconds(ours, calls));
-      b.push_back(seconds(peer, calls));
-    } else {
-      b.push_back(seconds(peer, calls));
-      a.push_back(seconds(ours, calls));
-    }
+  auto block = [&](const std::function<void()>& f, std::vector<double>* out) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    f(), f();  // wakes this side's threads
+    for (int s = 0; s < samples; s++) out->push_back(seconds(f, calls));
+  };
+  for (int round = 0; round < 2; round++) {
+    block(ours, &a);
+    block(peer, &b);
   }
   auto median = [](std::vector<double>& v) {
     std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());

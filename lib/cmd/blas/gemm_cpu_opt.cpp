@@ -26,11 +26,14 @@ namespace {
 constexpr int kFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CCV_TENSOR_FORMAT_CHWN;
 
 // fp32 runs on our own kernel where the CPU has AVX-512 (see sgemm.hpp),
-// except for products too narrow or too short for its 6 x 64 tiles (a
-// classifier's 10 outputs, a single row), where OpenBLAS wastes less.
+// except for products of fewer than 6 rows (its tile height; one row is a
+// matrix-vector product, which OpenBLAS does without packing B). Keeping
+// OpenBLAS off the common path matters beyond its own speed: its idle
+// threads spin for tens of milliseconds after each call, taking the cores
+// from the kernels that follow.
 bool own_sgemm(int m, int n) {
   static const bool avx512 = cpu_features().avx512f && cpu_features().fma3;
-  return avx512 && n >= 48 && m >= 6;
+  return avx512 && m >= 6 && n >= 1;
 }
 
 void blas(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float beta, float* c,

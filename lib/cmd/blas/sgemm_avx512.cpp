@@ -1,7 +1,8 @@
 // sgemm_avx512 (see sgemm.hpp): B is packed, A is read in place.
 //
 // The kernel computes an MR x NR tile of C (MR = 6 rows, NV vectors of 16
-// columns: 4, or 2 for products at most 32 wide) with MR · NV accumulators. A's elements are broadcast straight from
+// columns: 4, or 1 / 2 for products at most 16 / 32 wide) with MR · NV
+// accumulators. A's elements are broadcast straight from
 // the caller's memory, whatever its strides: a transposed A needs no packing,
 // and a row-major A's MR rows stream through L1 while the packed B panel comes
 // from L2. Rows past the edge of A read the last valid row again and are never
@@ -146,8 +147,8 @@ static_assert(kMr == 6, "tile() names its six rows");
 static_assert(kNc % (16 * kNv) == 0, "blocks of whole panels");
 
 // One thread's part: rows [m0, m1) and columns [n0, n1) of C.
-// Panels of 64 columns, or of 32 for products at most 32 wide.
-int panel_vectors(int n) { return n <= 32 ? 2 : kNv; }
+// Panels of 64 columns, or of 16 / 32 for products at most that wide.
+int panel_vectors(int n) { return n <= 16 ? 1 : n <= 32 ? 2 : kNv; }
 
 void part(const Sgemm& g, int m0, int m1, int n0, int n1) {
   float* const bp = b_block();
@@ -168,8 +169,10 @@ void part(const Sgemm& g, int m0, int m1, int n0, int n1) {
           float* c = g.c + ir * g.ldc + jc + jr;
           if (nv == kNv)
             tile<kNv>(kc, a, off, g.acs, b, c, g.ldc, mr, std::min(nr, nc - jr), add);
-          else
+          else if (nv == 2)
             tile<2>(kc, a, off, g.acs, b, c, g.ldc, mr, std::min(nr, nc - jr), add);
+          else
+            tile<1>(kc, a, off, g.acs, b, c, g.ldc, mr, std::min(nr, nc - jr), add);
         }
       }
     }
@@ -236,8 +239,10 @@ void sgemm_packed_avx512(int m, int n, int k, const float* a, int64_t lda, const
       const float* b = packed + static_cast<int64_t>(jr) * k;
       if (nv == kNv)
         tile<kNv>(k, a + ir * lda, off, 1, b, c + ir * ldc + jr, ldc, mr, std::min(nr, n - jr), false);
-      else
+      else if (nv == 2)
         tile<2>(k, a + ir * lda, off, 1, b, c + ir * ldc + jr, ldc, mr, std::min(nr, n - jr), false);
+      else
+        tile<1>(k, a + ir * lda, off, 1, b, c + ir * ldc + jr, ldc, mr, std::min(nr, n - jr), false);
     }
   }
 }
