@@ -255,8 +255,10 @@ int main(int argc, char** argv) {
 #endif
   __builtin_cpu_init();
   const bool avx512 = __builtin_cpu_supports("avx512f");
-  const double peak2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? peak_avx2_gflops(2) : 0;
-  const double peak5 = avx512 ? peak_avx512_gflops(2) : 0;
+  // Best of three: a shared or virtual machine only ever lowers the rate.
+  auto best_of_3 = [](double (*f)(int)) { return std::max({f(2), f(2), f(2)}); };
+  const double peak2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? best_of_3(peak_avx2_gflops) : 0;
+  const double peak5 = avx512 ? best_of_3(peak_avx512_gflops) : 0;
   std::printf("FMA peak, fp32, 2 threads: AVX2 %.1f GFLOP/s (nnc_bench::fma_peak_gflops(2)), AVX-512 %.1f GFLOP/s\n",
               peak2, peak5);
   // NNC's convolution kernels use AVX-512 where the CPU has it: % of that
