@@ -25,7 +25,8 @@ void parallel_for(size_t n, size_t grain, const std::function<void(size_t begin,
 // Hold while calling a multi-threaded library (OpenBLAS).
 std::unique_lock<std::recursive_mutex> compute_lock();
 
-// CPU features, detected once with cpuinfo.
+// CPU features, detected once with cpuinfo; NNC_NO_AVX512 (set, not "0")
+// in the environment reports no AVX-512.
 struct CpuFeatures {
   bool avx2 = false;
   bool fma3 = false;
