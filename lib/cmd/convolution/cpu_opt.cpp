@@ -635,6 +635,17 @@ void input_gradient_col2im(const Geometry& g, const Plan& pl, const Image& dx, c
   if (!out.direct) unpack(out.data, dx, th);
 }
 
+// dbias[k] = value(k) for the K elements of db_t, whatever its shape and strides.
+template <class F>
+void write_bias(ccv_nnc_tensor_t* db_t, int K, const F& value) {
+  const Layout b = layout_of(db_t);
+  int64_t stride = 1;
+  for (int i = 0; i < b.nd; i++)
+    if (b.dim[i] == K) stride = b.stride[i];
+  float* out = reinterpret_cast<float*>(b.data);
+  for (int k = 0; k < K; k++) out[k * stride] = value(k);
+}
+
 // dw and dbias: see the top of the file.
 void weight_gradient(const Geometry& g, const Plan& pl, ccv_nnc_tensor_t* dw_t, ccv_nnc_tensor_t* db_t,
                      ccv_nnc_stream_context_t* stream) {
@@ -764,18 +775,12 @@ void weight_gradient(const Geometry& g, const Plan& pl, ccv_nnc_tensor_t* dw_t, 
         },
         th);
   }
-  if (db_t) {
-    const Layout b = layout_of(db_t);
-    int64_t stride = 1;
-    for (int i = 0; i < b.nd; i++)
-      if (b.dim[i] == g.K) stride = b.stride[i];
-    float* out = reinterpret_cast<float*>(b.data);
-    for (int k = 0; k < g.K; k++) {
+  if (db_t)
+    write_bias(db_t, g.K, [&](int k) {
       float s = 0;
       for (size_t part = 0; part < parts; part++) s += dbp[(part * g.G + k / g.Kg) * Kgp + k % g.Kg];
-      out[k * stride] = s;
-    }
-  }
+      return s;
+    });
 }
 
 // dw (and dbias) by Winograd: see winograd.hpp.
@@ -822,14 +827,7 @@ void weight_gradient_winograd(const Geometry& g, ccv_nnc_tensor_t* dw_t, ccv_nnc
         for (int j = 0; j < r.R; j++)
           for (int c = 0; c < g.C; c++) out[k * dw.sk + i * dw.skh + j * dw.skw + c * dw.sc] = *src++;
   }
-  if (db_t) {
-    const Layout b = layout_of(db_t);
-    int64_t stride = 1;
-    for (int i = 0; i < b.nd; i++)
-      if (b.dim[i] == g.K) stride = b.stride[i];
-    float* out = reinterpret_cast<float*>(b.data);
-    for (int k = 0; k < g.K; k++) out[k * stride] = dbk[k];
-  }
+  if (db_t) write_bias(db_t, g.K, [&](int k) { return dbk[k]; });
 }
 
 NNC_CONV_KERNEL(backward_impl) {
