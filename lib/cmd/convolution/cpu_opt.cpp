@@ -312,6 +312,7 @@ struct StripRun {
   const float* bpk;               // [group][block][bw] or NULL
   Target out;
   int N, rows, pixels;
+  int kw = 0;  // see StripArgs::kw
 };
 
 void run_strips(const StripRun& s) {
@@ -324,7 +325,12 @@ void run_strips(const StripRun& s) {
         a.cin = s.cin;
         a.xps = static_cast<int64_t>(s.qs) * s.in_c;
         a.yps = s.out.sw;
-        const int most = s.k->max_pix[s.pl.nz];
+        int most = s.k->max_pix[s.pl.nz];
+        // Row sharing (one input channel) where it keeps strips of 8 or more.
+        if (s.kw && s.k->lanes == 16 && rows_pix(s.pl.nz, s.kw) >= 8) {
+          a.kw = s.kw;
+          most = std::min(most, rows_pix(s.pl.nz, s.kw));
+        }
         for (size_t item = b; item < e; item++) {
           const int n = static_cast<int>(item / s.rows), r = static_cast<int>(item % s.rows);
           const float* in_row = s.in + n * s.in_image + static_cast<int64_t>(r) * s.rs * s.in_row;
@@ -455,6 +461,7 @@ NNC_CONV_KERNEL(forward_impl) {
   s.wpk = wpk, s.bpk = g.bias ? bpk : nullptr;
   s.out = out;
   s.N = g.N, s.rows = g.OH, s.pixels = g.OW;
+  if (g.C == 1 && g.SW == 1 && g.DW == 1 && (g.KW == 3 || g.KW == 5)) s.kw = g.KW;
   run_strips(s);
   if (!out.direct) unpack(out.data, g.y, th);
   return CCV_NNC_EXEC_SUCCESS;

@@ -28,7 +28,16 @@ struct StripArgs {
   int64_t yps = 0;  // pixel stride in y
   int npix = 0;     // <= max_pix(nz)
   int kvalid = 0;   // columns stored (<= BW)
+  // With cin = 1 and xps = 1: 3 or 5 when the taps are rows of that many
+  // adjacent pixels (tap r * kw + j at tapoff[r * kw] + j), else 0. The
+  // AVX-512 kernels then share each broadcast across a row's taps, for
+  // npix <= rows_pix(nz, kw).
+  int kw = 0;
 };
+
+// The longest strip the row-sharing path takes (AVX-512 only): its P x nz
+// accumulators, kw x nz weights and a broadcast fit in 32 registers.
+inline int rows_pix(int nz, int kw) { return (31 - kw * nz) / nz; }
 
 struct WgradArgs {
   const float* x = nullptr;

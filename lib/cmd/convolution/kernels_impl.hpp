@@ -38,6 +38,34 @@ constexpr int kPix[5] = {0, 8, 6, 0, 0};
 constexpr int kRows[5] = {0, 8, 6, 0, 0};
 #endif
 
+// One input channel, stride 1, taps in rows of KW adjacent pixels (a first
+// layer): the KW taps of a row read x[q], q < P + KW - 1, so each broadcast
+// serves up to KW pixels, with the row's KW x NZ weight vectors in registers.
+template <int P, int NZ, int KW>
+void strip_rows(const StripArgs& a, V (&acc)[P][NZ]) {
+  const float* w = a.w;
+  const int rows = a.taps / KW;
+  for (int r = 0; r < rows; r++, w += KW * NZ * L) {
+    const float* xr = a.x + a.tapoff[r * KW];
+    V wv[KW][NZ];
+#pragma GCC unroll 8
+    for (int kw = 0; kw < KW; kw++)
+#pragma GCC unroll 4
+      for (int z = 0; z < NZ; z++) wv[kw][z] = vload(w + (kw * NZ + z) * L);
+#pragma GCC unroll 32
+    for (int q = 0; q < P + KW - 1; q++) {
+      const V b = vset1(xr[q]);
+#pragma GCC unroll 8
+      for (int kw = 0; kw < KW; kw++) {
+        const int p = q - kw;
+        if (p >= 0 && p < P)
+#pragma GCC unroll 4
+          for (int z = 0; z < NZ; z++) acc[p][z] = vfma(b, wv[kw][z], acc[p][z]);
+      }
+    }
+  }
+}
+
 template <int P, int NZ>
 void strip(const StripArgs& a) {
   V acc[P][NZ];
@@ -55,7 +83,15 @@ void strip(const StripArgs& a) {
       for (int z = 0; z < NZ; z++) acc[p][z] = vzero();
   }
   const float* w = a.w;
-  if (a.xps == 1 && a.cin == 1) {
+  // Row sharing where accumulators, a row's weights and a broadcast fit in
+  // the 32 AVX-512 registers (run_strips keeps such strips short enough).
+  constexpr bool rows5 = L == 16 && P * NZ + 5 * NZ + 1 <= 32;
+  constexpr bool rows3 = L == 16 && P * NZ + 3 * NZ + 1 <= 32;
+  if (rows5 && a.kw == 5 && a.xps == 1 && a.cin == 1) {
+    if constexpr (rows5) strip_rows<P, NZ, 5>(a, acc);
+  } else if (rows3 && a.kw == 3 && a.xps == 1 && a.cin == 1) {
+    if constexpr (rows3) strip_rows<P, NZ, 3>(a, acc);
+  } else if (a.xps == 1 && a.cin == 1) {
     // One channel, stride 1 (a first layer): the strip's pixels are adjacent,
     // so every broadcast is a displacement off one pointer per tap.
     for (int t = 0; t < a.taps; t++, w += NZ * L) {

@@ -287,6 +287,9 @@ std::vector<Case> opt_cases() {
     Case s5{3, 9, 9, 1, 19, 5, 5};  // one input channel, 5x5
     s5.PT = s5.PB = s5.PL = s5.PR = 2, s5.format = format;
     cs.push_back(s5);
+    Case s3{2, 7, 23, 1, 12, 3, 3};  // one input channel, 3x3, rows cut into several strips
+    s3.PT = s3.PL = 1, s3.PB = 0, s3.PR = 2, s3.format = format;
+    cs.push_back(s3);
     Case st{1, 12, 11, 6, 9, 3, 4};  // stride 2 x 3, dilation, groups
     st.SH = 2, st.SW = 3, st.DH = 2, st.G = 3, st.PT = 1, st.PB = 2, st.PL = 3, st.PR = 0, st.format = format;
     cs.push_back(st);
