@@ -325,6 +325,12 @@ void run_strips(const StripRun& s) {
         a.cin = s.cin;
         a.xps = static_cast<int64_t>(s.qs) * s.in_c;
         a.yps = s.out.sw;
+        // Streaming stores for large outputs written in place, when every
+        // block starts on a cache line (x86's cache line and the 16 lanes).
+        const double out_bytes = 4.0 * s.N * s.rows * s.pixels * s.groups * s.cols;
+        a.stream = s.k->lanes == 16 && s.out.direct && out_bytes >= (8 << 20) &&
+                   reinterpret_cast<uintptr_t>(s.out.data) % 64 == 0 && s.out.sw % 16 == 0 &&
+                   s.out.sh % 16 == 0 && s.out.sn % 16 == 0 && (s.groups == 1 || s.cols % 16 == 0);
         int most = s.k->max_pix[s.pl.nz];
         // Row sharing (one input channel) where it keeps strips of 8 or more.
         if (s.kw && s.k->lanes == 16 && rows_pix(s.pl.nz, s.kw) >= 8) {

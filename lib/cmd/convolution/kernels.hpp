@@ -33,6 +33,9 @@ struct StripArgs {
   // AVX-512 kernels then share each broadcast across a row's taps, for
   // npix <= rows_pix(nz, kw).
   int kw = 0;
+  // Non-temporal stores of whole blocks (AVX-512; y and yps 64-byte aligned):
+  // for outputs much larger than the caches.
+  bool stream = false;
 };
 
 // The longest strip the row-sharing path takes (AVX-512 only): its P x nz

@@ -362,6 +362,27 @@ TEST_F(Conv, OptMatchesRef) {
     }
 }
 
+// Outputs of 8 MiB or more go out with streaming stores on AVX-512 (whole
+// 16-channel blocks, aligned rows): same values as CPU_REF, every algorithm.
+TEST_F(Conv, OptLargeOutputs) {
+  std::mt19937 rng(9);
+  Case c{2, 64, 65, 1, 272, 3, 3};  // 2 x 64 x 65 x 272 floats = 9 MB; K leaves a partial block
+  c.PT = c.PB = c.PL = c.PR = 1;
+  T x = make(CCV_32F, c.x_shape(), c.format, false), w = make(CCV_32F, c.w_shape(), c.format, false);
+  T b = make(CCV_32F, {c.K}, c.format, false);
+  fill_uniform(x, rng), fill_uniform(w, rng), fill_uniform(b, rng);
+  T y(CCV_32F, c.y_shape(), c.format);
+  ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_CPU_REF), c.hint(), {x, w, b}, {y}), 0);
+  for (int algorithm = 0; algorithm < 7; algorithm++) {
+    SCOPED_TRACE(testing::Message() << "algorithm " << algorithm);
+    ccv_nnc_cmd_t f = c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_CPU_OPT);
+    f.algorithm = algorithm;
+    T y2(CCV_32F, c.y_shape(), c.format);
+    ASSERT_EQ(run_hint(f, c.hint(), {x, w, b}, {y2}), 0) << ccv_nnc_error_message();
+    EXPECT_LE(max_rel_diff(y2, y), algorithm == 6 ? 1e-4 : 1e-5);
+  }
+}
+
 // Outputs written through views leave the rest of their parents alone, and
 // the default backend picks CPU_OPT for fp32.
 TEST_F(Conv, OptWritesViews) {
