@@ -400,7 +400,12 @@ NNC_CONV_KERNEL(forward_impl) {
   (void)flags, (void)output_size;
   const Geometry g = geometry(cmd, hint, inputs[0], inputs[1], input_size > 2 ? inputs[2] : nullptr, outputs[0],
                               "CONVOLUTION_FORWARD");
-  const Plan pl = plan_for(cmd.algorithm, g.Kg);
+  // One input channel with rows of 3 or 5 taps shares broadcasts across a
+  // row (StripArgs::kw); by default on AVX-512 its blocks are one vector wide,
+  // which leaves room for the longest strips.
+  const bool rows = g.C == 1 && g.SW == 1 && g.DW == 1 && (g.KW == 3 || g.KW == 5);
+  const bool avx512 = kernels() && kernels()->lanes == 16;
+  const Plan pl = plan_for(cmd.algorithm == 0 && rows && avx512 ? 1 : cmd.algorithm, g.Kg);
   if (!pl.k) return forward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
   if (winograd_for(g, cmd.algorithm, g.C, g.K)) {
     const float* w = fptr(g.w.data);
@@ -467,7 +472,7 @@ NNC_CONV_KERNEL(forward_impl) {
   s.wpk = wpk, s.bpk = g.bias ? bpk : nullptr;
   s.out = out;
   s.N = g.N, s.rows = g.OH, s.pixels = g.OW;
-  if (g.C == 1 && g.SW == 1 && g.DW == 1 && (g.KW == 3 || g.KW == 5)) s.kw = g.KW;
+  if (rows) s.kw = g.KW;
   run_strips(s);
   if (!out.direct) unpack(out.data, g.y, th);
   return CCV_NNC_EXEC_SUCCESS;
