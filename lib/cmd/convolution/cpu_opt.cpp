@@ -162,6 +162,19 @@ void pad_rows(const Image& src, float* dst, const PadSpec& s, size_t begin, size
       continue;
     }
     const float* row = base + n * src.sn + h * src.sh;
+    if (C == 1 && src.sw == 1 && s.sw == 1) {
+      // One channel (a first layer, NHWC and NCHW alike): the row is one copy.
+      const int w0 = std::max(0, -s.left), w1 = std::min(src.w, s.Wd - s.left);
+      if (w1 <= w0) {
+        std::memset(out, 0, sizeof(float) * static_cast<size_t>(s.Wd));
+        continue;
+      }
+      const int first = s.left + w0, last = s.left + w1;
+      std::memset(out, 0, sizeof(float) * static_cast<size_t>(first));
+      std::memcpy(out + first, row + w0, sizeof(float) * static_cast<size_t>(w1 - w0));
+      std::memset(out + last, 0, sizeof(float) * static_cast<size_t>(s.Wd - last));
+      continue;
+    }
     if (src.sc != 1 && src.sw == 1 && s.sw == 1 && fast_transpose()) {
       // Channel-major source (NCHW) on AVX-512: the row's C x W block transposed.
       const int w0 = std::max(0, -s.left), w1 = std::min(src.w, s.Wd - s.left);
