@@ -37,10 +37,12 @@ struct Sgemm {
   int64_t ldc = 0;
 };
 
-// Runs on AVX-512F CPUs only (check nnc::cpu_features() first).
+// Runs on AVX-512F CPUs only (check nnc::cpu_features() first). Throws
+// std::bad_alloc when out of memory for its (per-thread, reused) packing block.
 void sgemm_avx512(const Sgemm& g);
-// The same on the calling thread only (for callers that split work themselves).
-void sgemm_avx512_serial(const Sgemm& g);
+// The same on the calling thread only (for callers that split work
+// themselves, on pool threads): never throws, false when out of memory.
+[[nodiscard]] bool sgemm_avx512_serial(const Sgemm& g);
 
 // For callers that multiply many A by one B (Winograd's transformed
 // weights): B (g.k x g.n, from g.b / g.brs / g.bcs) packed once into

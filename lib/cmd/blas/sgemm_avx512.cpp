@@ -20,8 +20,10 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <memory>
+#include <new>
 
 #include "cmd/blas/sgemm.hpp"
 #include "cmd/util/transpose_avx512.hpp"
@@ -42,11 +44,12 @@ struct FreeDeleter {
 };
 
 // The calling thread's B block (kKc x kNc floats, 64-byte aligned), kept
-// between calls so that a GEMM allocates nothing after the first.
+// between calls so that a GEMM allocates nothing after the first; NULL when
+// out of memory (pool threads cannot throw: the caller reports it).
 float* b_block() {
   thread_local std::unique_ptr<float, FreeDeleter> block(
       static_cast<float*>(std::aligned_alloc(64, sizeof(float) * kKc * kNc)));
-  return block.get();
+  return block.get();  // NULL if it could not be allocated
 }
 
 __mmask16 lane_mask(int valid) {
@@ -150,8 +153,10 @@ static_assert(kNc % (16 * kNv) == 0, "blocks of whole panels");
 // Panels of 64 columns, or of 16 / 32 for products at most that wide.
 int panel_vectors(int n) { return n <= 16 ? 1 : n <= 32 ? 2 : kNv; }
 
-void part(const Sgemm& g, int m0, int m1, int n0, int n1) {
+// False when out of memory for the B block.
+bool part(const Sgemm& g, int m0, int m1, int n0, int n1) {
   float* const bp = b_block();
+  if (!bp) return false;
   const int nv = panel_vectors(g.n), nr = 16 * nv;
   for (int jc = n0; jc < n1; jc += kNc) {
     const int nc = std::min(kNc, n1 - jc);
@@ -177,14 +182,16 @@ void part(const Sgemm& g, int m0, int m1, int n0, int n1) {
       }
     }
   }
+  return true;
 }
 
-void run(const Sgemm& g, bool may_thread) {
-  if (g.m <= 0 || g.n <= 0) return;
+// False when out of memory (C is then incomplete).
+bool run(const Sgemm& g, bool may_thread) {
+  if (g.m <= 0 || g.n <= 0) return true;
   if (g.k <= 0) {
     for (int i = 0; i < g.m; i++)
       for (int j = 0; j < g.n; j++) g.c[i * g.ldc + j] = g.beta == 0.0f ? 0.0f : g.beta * g.c[i * g.ldc + j];
-    return;
+    return true;
   }
   if (g.beta != 0.0f && g.beta != 1.0f) {
     for (int i = 0; i < g.m; i++)
@@ -201,11 +208,12 @@ void run(const Sgemm& g, bool may_thread) {
   const int panels = (g.n + kNr - 1) / kNr;
   const int row_panels = (g.m + kMr - 1) / kMr;
   if (threads <= 1) return part(g, 0, g.m, 0, g.n);
+  std::atomic<bool> ok{true};
   if (panels >= threads) {
     parallel_for(threads, 1, [&](size_t b, size_t e) {
       for (size_t t = b; t < e; t++) {
         const int p0 = static_cast<int>(panels * t / threads), p1 = static_cast<int>(panels * (t + 1) / threads);
-        part(g, 0, g.m, p0 * kNr, std::min(g.n, p1 * kNr));
+        if (!part(g, 0, g.m, p0 * kNr, std::min(g.n, p1 * kNr))) ok = false;
       }
     });
   } else {
@@ -213,10 +221,11 @@ void run(const Sgemm& g, bool may_thread) {
     parallel_for(parts, 1, [&](size_t b, size_t e) {
       for (size_t t = b; t < e; t++) {
         const int r0 = static_cast<int>(row_panels * t / parts), r1 = static_cast<int>(row_panels * (t + 1) / parts);
-        part(g, r0 * kMr, std::min(g.m, r1 * kMr), 0, g.n);
+        if (!part(g, r0 * kMr, std::min(g.m, r1 * kMr), 0, g.n)) ok = false;
       }
     });
   }
+  return ok;
 }
 
 }  // namespace
@@ -247,8 +256,10 @@ void sgemm_packed_avx512(int m, int n, int k, const float* a, int64_t lda, const
   }
 }
 
-void sgemm_avx512(const Sgemm& g) { run(g, true); }
+void sgemm_avx512(const Sgemm& g) {
+  if (!run(g, true)) throw std::bad_alloc();
+}
 
-void sgemm_avx512_serial(const Sgemm& g) { run(g, false); }
+bool sgemm_avx512_serial(const Sgemm& g) { return run(g, false); }
 
 }  // namespace nnc::gemm

@@ -19,6 +19,8 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
+#include <new>
 
 #include "cmd/blas/sgemm.hpp"
 #include "core/parallel.hpp"
@@ -413,6 +415,7 @@ void run_gradient(const WinogradGradRun& r, float* scratch) {
   const int64_t per_thread = l.x_floats + l.g_floats + l.d_floats + l.b_floats + kLanes;
   const int blocks = (l.tiles + l.TB - 1) / l.TB;
   const Patches patches{r.in, r.in_h, r.in_w, r.C, l.m, l.tiles_h, l.tiles_w};
+  std::atomic<bool> failed{false};  // out of memory in a product (pool threads cannot throw)
   parallel_parts(l.threads, [&](int t) {
     float* const X = scratch + t * per_thread;
     float* const Gt = X + l.x_floats;
@@ -431,10 +434,11 @@ void run_gradient(const WinogradGradRun& r, float* scratch) {
         p.b = Gt + static_cast<int64_t>(xy) * l.TB * r.K, p.brs = r.K, p.bcs = 1;
         p.beta = 1.0f;
         p.c = D + static_cast<int64_t>(xy) * r.C * r.K, p.ldc = r.K;
-        gemm::sgemm_avx512_serial(p);
+        if (!gemm::sgemm_avx512_serial(p)) failed = true;
       }
     }
   });
+  if (failed) throw std::bad_alloc();
   // Sum the threads' D into the first, then transform (threads split the filters).
   const int64_t d = int64_t{kAlpha} * kAlpha * r.C * r.K;
   float* const D0 = scratch + l.x_floats + l.g_floats;
