@@ -81,6 +81,51 @@ inline void bt6(const __m512 d[6], __m512 v[6]) {
   v[5] = _mm512_fmadd_ps(four, d[1], _mm512_fmadd_ps(five, d[3], d[5]));
 }
 
+// out = G · in · Gᵀ for a constant ROWS x N matrix G (its zeros skipped), on
+// vectors: the weights' G g Gᵀ, the outputs' Aᵀ M A, the gradient tiles'
+// G' g G'ᵀ and dw's A'ᵀ D A'.
+template <int ROWS, int N>
+[[gnu::always_inline]] inline void sandwich(const float (&G)[ROWS][N], const __m512 (&in)[N][N],
+                                            __m512 (&out)[ROWS][ROWS]) {
+  __m512 t[ROWS][N];  // G · in
+#pragma GCC unroll 6
+  for (int x = 0; x < ROWS; x++)
+#pragma GCC unroll 6
+    for (int j = 0; j < N; j++) {
+      __m512 acc = _mm512_setzero_ps();
+#pragma GCC unroll 6
+      for (int i = 0; i < N; i++)
+        if (G[x][i] != 0) acc = _mm512_fmadd_ps(_mm512_set1_ps(G[x][i]), in[i][j], acc);
+      t[x][j] = acc;
+    }
+#pragma GCC unroll 6
+  for (int x = 0; x < ROWS; x++)
+#pragma GCC unroll 6
+    for (int y = 0; y < ROWS; y++) {
+      __m512 acc = _mm512_setzero_ps();
+#pragma GCC unroll 6
+      for (int j = 0; j < N; j++)
+        if (G[y][j] != 0) acc = _mm512_fmadd_ps(_mm512_set1_ps(G[y][j]), t[x][j], acc);
+      out[x][y] = acc;
+    }
+}
+
+// dst[q · stride] = lane q of v for q < valid.
+inline void scatter(float* dst, int64_t stride, __m512 v, int valid) {
+  alignas(64) float lanes[kLanes];
+  _mm512_store_ps(lanes, v);
+  for (int q = 0; q < valid; q++) dst[q * stride] = lanes[q];
+}
+
+// Tile `tile` of a grid of tiles_h x tiles_w per image.
+struct TilePos {
+  int n, th, tw;
+};
+inline TilePos tile_pos(int tile, int tiles_h, int tiles_w) {
+  const int per_image = tiles_h * tiles_w;
+  return {tile / per_image, (tile % per_image) / tiles_w, tile % tiles_w};
+}
+
 struct Layout {
   int m = 0, tiles_h = 0, tiles_w = 0, tiles = 0;
   int TB = 0;          // tiles per block (a multiple of 6)
@@ -122,31 +167,18 @@ void parallel_parts(int parts, const F& f) {
 // uraw[ξν][c][k] = (G g Gᵀ)[ξ][ν] for g = w[k, :, :, c].
 template <int R>
 void transform_weights(const WinogradRun& r, int k0, int k1, float* uraw) {
-  using T = Filter<R>;
-  alignas(64) float lanes[kLanes];
   for (int k = k0; k < k1; k++)
     for (int c0 = 0; c0 < r.C; c0 += kLanes) {
       const __mmask16 mask = lanes_mask(r.C - c0);
-      __m512 g[R][R];
+      __m512 g[R][R], u[kAlpha][kAlpha];
       for (int i = 0; i < R; i++)
         for (int j = 0; j < R; j++)
           g[i][j] = _mm512_maskz_loadu_ps(mask, r.w + ((static_cast<int64_t>(k) * R + i) * R + j) * r.C + c0);
-      __m512 t[kAlpha][R];  // G g
+      sandwich(Filter<R>::G, g, u);
       for (int x = 0; x < kAlpha; x++)
-        for (int j = 0; j < R; j++) {
-          __m512 s = _mm512_setzero_ps();
-          for (int i = 0; i < R; i++) s = _mm512_fmadd_ps(_mm512_set1_ps(T::G[x][i]), g[i][j], s);
-          t[x][j] = s;
-        }
-      const int valid = std::min(kLanes, r.C - c0);
-      for (int x = 0; x < kAlpha; x++)
-        for (int y = 0; y < kAlpha; y++) {
-          __m512 s = _mm512_setzero_ps();
-          for (int j = 0; j < R; j++) s = _mm512_fmadd_ps(_mm512_set1_ps(T::G[y][j]), t[x][j], s);
-          _mm512_store_ps(lanes, s);
-          float* dst = uraw + (static_cast<int64_t>(x * kAlpha + y) * r.C + c0) * r.K + k;
-          for (int c = 0; c < valid; c++) dst[static_cast<int64_t>(c) * r.K] = lanes[c];
-        }
+        for (int y = 0; y < kAlpha; y++)
+          scatter(uraw + (static_cast<int64_t>(x * kAlpha + y) * r.C + c0) * r.K + k, r.K, u[x][y],
+                  std::min(kLanes, r.C - c0));
     }
 }
 
@@ -161,12 +193,9 @@ struct Patches {
 // V[ξν][i][c] (rows TB apart) for the tiles first .. first + count - 1.
 void transform_inputs(const Patches& r, int TB, int first, int count, float* V) {
   const int64_t row = static_cast<int64_t>(r.in_w) * r.C;
-  const Patches& l = r;
-  const int per_image = l.tiles_h * l.tiles_w;
   for (int i = 0; i < count; i++) {
-    const int tile = first + i;
-    const int n = tile / per_image, th = (tile % per_image) / l.tiles_w, tw = tile % l.tiles_w;
-    const float* base = r.in + (static_cast<int64_t>(n) * r.in_h + th * l.m) * row + static_cast<int64_t>(tw) * l.m * r.C;
+    const auto [n, th, tw] = tile_pos(first + i, r.tiles_h, r.tiles_w);
+    const float* base = r.in + (static_cast<int64_t>(n) * r.in_h + th * r.m) * row + static_cast<int64_t>(tw) * r.m * r.C;
     for (int c0 = 0; c0 < r.C; c0 += kLanes) {
       const __mmask16 mask = lanes_mask(r.C - c0);
       __m512 w[kAlpha][kAlpha];  // w[y][x]: row y of d Bᵀ... stored column-wise below
@@ -189,32 +218,20 @@ void transform_inputs(const Patches& r, int TB, int first, int count, float* V) 
 // Output tiles from M[ξν][i][k].
 template <int R>
 void transform_outputs(const WinogradRun& r, const Layout& l, int first, int count, const float* M) {
-  using T = Filter<R>;
-  constexpr int m = T::m;
-  const int per_image = l.tiles_h * l.tiles_w;
+  constexpr int m = Filter<R>::m;
   for (int i = 0; i < count; i++) {
-    const int tile = first + i;
-    const int n = tile / per_image, th = (tile % per_image) / l.tiles_w, tw = tile % l.tiles_w;
+    const auto [n, th, tw] = tile_pos(first + i, l.tiles_h, l.tiles_w);
     const int rows = std::min(m, r.OH - th * m), cols = std::min(m, r.OW - tw * m);
     float* out = r.out + n * r.sn + th * m * r.sh + tw * m * r.sw;
     for (int k0 = 0; k0 < r.K; k0 += kLanes) {
       const __mmask16 mask = lanes_mask(r.K - k0);
-      __m512 s[kAlpha][m];  // s[ξ][b] = (M A)[ξ][b]
+      __m512 mv[kAlpha][kAlpha], y[m][m];
 #pragma GCC unroll 6
-      for (int x = 0; x < kAlpha; x++) {
-        __m512 mv[kAlpha];
+      for (int x = 0; x < kAlpha; x++)
 #pragma GCC unroll 6
-        for (int y = 0; y < kAlpha; y++)
-          mv[y] = _mm512_maskz_load_ps(mask, M + (static_cast<int64_t>(x * kAlpha + y) * l.TB + i) * l.ldm + k0);
-#pragma GCC unroll 4
-        for (int b = 0; b < m; b++) {
-          __m512 acc = _mm512_setzero_ps();
-#pragma GCC unroll 6
-          for (int y = 0; y < kAlpha; y++)
-            if (T::AT[b][y] != 0) acc = _mm512_fmadd_ps(_mm512_set1_ps(T::AT[b][y]), mv[y], acc);
-          s[x][b] = acc;
-        }
-      }
+        for (int v = 0; v < kAlpha; v++)
+          mv[x][v] = _mm512_maskz_load_ps(mask, M + (static_cast<int64_t>(x * kAlpha + v) * l.TB + i) * l.ldm + k0);
+      sandwich(Filter<R>::AT, mv, y);
       const __m512 bias = r.bias ? _mm512_maskz_loadu_ps(mask, r.bias + k0) : _mm512_setzero_ps();
 #pragma GCC unroll 4
       for (int a = 0; a < m; a++) {
@@ -222,11 +239,7 @@ void transform_outputs(const WinogradRun& r, const Layout& l, int first, int cou
 #pragma GCC unroll 4
         for (int b = 0; b < m; b++) {
           if (b >= cols) break;
-          __m512 acc = bias;
-#pragma GCC unroll 6
-          for (int x = 0; x < kAlpha; x++)
-            if (T::AT[a][x] != 0) acc = _mm512_fmadd_ps(_mm512_set1_ps(T::AT[a][x]), s[x][b], acc);
-          _mm512_mask_storeu_ps(out + a * r.sh + b * r.sw + k0, mask, acc);
+          _mm512_mask_storeu_ps(out + a * r.sh + b * r.sw + k0, mask, _mm512_add_ps(y[a][b], bias));
         }
       }
     }
@@ -327,50 +340,30 @@ GradLayout grad_layout(const WinogradGradRun& r) {
 // OH, OW); db[k] += the pieces' sum (each g element is in one tile).
 template <int R>
 void transform_grads(const WinogradGradRun& r, const GradLayout& l, int first, int count, float* Gt, float* db) {
-  using T = Gradient<R>;
-  constexpr int m = T::m;
-  const int per_image = l.tiles_h * l.tiles_w;
+  constexpr int m = Gradient<R>::m;
   for (int i = 0; i < count; i++) {
-    const int tile = first + i;
-    const int n = tile / per_image, th = (tile % per_image) / l.tiles_w, tw = tile % l.tiles_w;
+    const auto [n, th, tw] = tile_pos(first + i, l.tiles_h, l.tiles_w);
     const int rows = std::min(m, r.OH - th * m), cols = std::min(m, r.OW - tw * m);
     const float* base = r.g + n * r.gsn + th * m * r.gsh + tw * m * r.gsw;
     for (int k0 = 0; k0 < r.K; k0 += kLanes) {
       const __mmask16 mask = lanes_mask(r.K - k0);
-      __m512 gv[m][m];
-#pragma GCC unroll 4
-      for (int a = 0; a < m; a++)
-#pragma GCC unroll 4
-        for (int b = 0; b < m; b++)
-          gv[a][b] = a < rows && b < cols ? _mm512_maskz_loadu_ps(mask, base + a * r.gsh + b * r.gsw + k0)
-                                          : _mm512_setzero_ps();
+      __m512 gv[m][m], u[kAlpha][kAlpha];
       __m512 sum = _mm512_loadu_ps(db + k0);
 #pragma GCC unroll 4
       for (int a = 0; a < m; a++)
 #pragma GCC unroll 4
-        for (int b = 0; b < m; b++) sum = _mm512_add_ps(sum, gv[a][b]);
-      _mm512_storeu_ps(db + k0, sum);
-      __m512 t[kAlpha][m];  // G' g
-#pragma GCC unroll 6
-      for (int x = 0; x < kAlpha; x++)
-#pragma GCC unroll 4
         for (int b = 0; b < m; b++) {
-          __m512 acc = _mm512_setzero_ps();
-#pragma GCC unroll 4
-          for (int a = 0; a < m; a++)
-            if (T::G[x][a] != 0) acc = _mm512_fmadd_ps(_mm512_set1_ps(T::G[x][a]), gv[a][b], acc);
-          t[x][b] = acc;
+          gv[a][b] = a < rows && b < cols ? _mm512_maskz_loadu_ps(mask, base + a * r.gsh + b * r.gsw + k0)
+                                          : _mm512_setzero_ps();
+          sum = _mm512_add_ps(sum, gv[a][b]);
         }
+      _mm512_storeu_ps(db + k0, sum);
+      sandwich(Gradient<R>::G, gv, u);
 #pragma GCC unroll 6
       for (int x = 0; x < kAlpha; x++)
 #pragma GCC unroll 6
-        for (int y = 0; y < kAlpha; y++) {
-          __m512 acc = _mm512_setzero_ps();
-#pragma GCC unroll 4
-          for (int b = 0; b < m; b++)
-            if (T::G[y][b] != 0) acc = _mm512_fmadd_ps(_mm512_set1_ps(T::G[y][b]), t[x][b], acc);
-          _mm512_mask_storeu_ps(Gt + (static_cast<int64_t>(x * kAlpha + y) * l.TB + i) * r.K + k0, mask, acc);
-        }
+        for (int y = 0; y < kAlpha; y++)
+          _mm512_mask_storeu_ps(Gt + (static_cast<int64_t>(x * kAlpha + y) * l.TB + i) * r.K + k0, mask, u[x][y]);
     }
   }
 }
@@ -378,33 +371,19 @@ void transform_grads(const WinogradGradRun& r, const GradLayout& l, int first, i
 // dw[k, i, j, c] = (A'ᵀ D[·][c][k] A')[i][j] for filters k0 .. k1 - 1.
 template <int R>
 void transform_dw(const WinogradGradRun& r, const float* D, int k0, int k1) {
-  using T = Gradient<R>;
-  alignas(64) float lanes[kLanes];
   for (int kb = k0; kb < k1; kb += kLanes) {
     const int valid = std::min(kLanes, k1 - kb);
     const __mmask16 mask = lanes_mask(valid);
     for (int c = 0; c < r.C; c++) {
-      __m512 s[kAlpha][R];  // s[ξ][j] = (D A')[ξ][j]
-      for (int x = 0; x < kAlpha; x++) {
-        __m512 d[kAlpha];
-        for (int y = 0; y < kAlpha; y++)
-          d[y] = _mm512_maskz_loadu_ps(mask, D + (static_cast<int64_t>(x * kAlpha + y) * r.C + c) * r.K + kb);
-        for (int j = 0; j < R; j++) {
-          __m512 acc = _mm512_setzero_ps();
-          for (int y = 0; y < kAlpha; y++)
-            if (T::AT[j][y] != 0) acc = _mm512_fmadd_ps(_mm512_set1_ps(T::AT[j][y]), d[y], acc);
-          s[x][j] = acc;
-        }
-      }
+      __m512 d[kAlpha][kAlpha], y[R][R];
+      for (int x = 0; x < kAlpha; x++)
+        for (int v = 0; v < kAlpha; v++)
+          d[x][v] = _mm512_maskz_loadu_ps(mask, D + (static_cast<int64_t>(x * kAlpha + v) * r.C + c) * r.K + kb);
+      sandwich(Gradient<R>::AT, d, y);
       for (int i = 0; i < R; i++)
-        for (int j = 0; j < R; j++) {
-          __m512 acc = _mm512_setzero_ps();
-          for (int x = 0; x < kAlpha; x++)
-            if (T::AT[i][x] != 0) acc = _mm512_fmadd_ps(_mm512_set1_ps(T::AT[i][x]), s[x][j], acc);
-          _mm512_store_ps(lanes, acc);
-          float* dst = r.dw + ((static_cast<int64_t>(kb) * R + i) * R + j) * r.C + c;
-          for (int q = 0; q < valid; q++) dst[static_cast<int64_t>(q) * R * R * r.C] = lanes[q];
-        }
+        for (int j = 0; j < R; j++)
+          scatter(r.dw + ((static_cast<int64_t>(kb) * R + i) * R + j) * r.C + c, int64_t{R} * R * r.C, y[i][j],
+                  valid);
     }
   }
 }
