@@ -1,6 +1,6 @@
 // GEMM on CPU_OPT, fp32 and fp64, for tensors and views whose rows are
 // unit-stride (the leading dimension is the row stride): fp32 on our AVX-512
-// kernel (sgemm.hpp) where the CPU has it and the product is wide enough,
+// kernel (sgemm.hpp) where the CPU has it and the product has 6 rows or more,
 // everything else on OpenBLAS (cblas_sgemm / cblas_dgemm). Nothing is
 // allocated per call.
 //
@@ -31,14 +31,14 @@ constexpr int kFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CCV_T
 // OpenBLAS off the common path matters beyond its own speed: its idle
 // threads spin for tens of milliseconds after each call, taking the cores
 // from the kernels that follow.
-bool own_sgemm(int m, int n) {
+bool own_sgemm(int m) {
   static const bool avx512 = cpu_features().avx512f && cpu_features().fma3;
-  return avx512 && m >= 6 && n >= 1;
+  return avx512 && m >= 6;
 }
 
 void blas(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float beta, float* c,
           int ldc) {
-  if (own_sgemm(m, n)) {
+  if (own_sgemm(m)) {
     Sgemm g;
     g.m = m, g.n = n, g.k = k;
     g.a = a, g.ars = ta ? 1 : lda, g.acs = ta ? lda : 1;

@@ -6,11 +6,10 @@
 //
 // A(i, p) is a[i * ars + p * acs] and B(p, j) is b[p * brs + j * bcs], so
 // either operand may be transposed or strided; C's rows are ldc apart and its
-// columns adjacent. The classic blocked scheme: B is packed into panels of
-// kNr columns and A into panels of MR rows, both zero-padded at the edges, and
-// a register-blocked kernel computes each MR x kNr tile of C. The caller's
-// threads: the product splits over the pool (parallel_for), so call it under
-// the compute lock.
+// columns adjacent. The blocked scheme of sgemm_avx512.cpp: B is packed into
+// zero-padded panels of 16 to 64 columns, A is read in place, and a
+// register-blocked kernel computes each 6-row tile of C. The product splits
+// over the pool (parallel_for), so call it under the compute lock.
 //
 // Example (y = x · wᵀ for x [64, 3136] and w [256, 3136]):
 //

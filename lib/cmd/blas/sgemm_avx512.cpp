@@ -13,15 +13,12 @@
 //
 // Threads split C into column ranges of whole panels (each packs only its
 // own part of B), or into row ranges when there are fewer panels than threads.
-// GCC 12 warns inside its own shuffle intrinsics (their undefined first
-// operand) when they are inlined into transpose16.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
 #include <immintrin.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <new>
 
@@ -77,20 +74,11 @@ void pack_b(const Sgemm& g, int p0, int kc, int j0, int nc, int nv, float* out) 
         }
       }
     } else if (g.brs == 1) {
-      // B(p, j) = b[j · bcs + p]: each column is contiguous; transpose 16 x 16 tiles.
-      for (int z = 0; z < nv; z++) {
-        const int rows = std::min(16, cols - 16 * z);  // columns of B in this vector
-        for (int p = 0; p < kc; p += 16) {
-          const int len = std::min(16, kc - p);
-          const __mmask16 m = lane_mask(len);
-          __m512 r[16];
-          for (int i = 0; i < 16; i++)
-            r[i] = i < rows ? _mm512_maskz_loadu_ps(m, g.b + static_cast<int64_t>(jq + 16 * z + i) * g.bcs + p0 + p)
-                            : _mm512_setzero_ps();
-          util::transpose16(r);
-          for (int i = 0; i < len; i++) _mm512_store_ps(dst + (p + i) * nr + 16 * z, r[i]);
-        }
-      }
+      // B(p, j) = b[j · bcs + p]: columns of B are contiguous; a transpose.
+      // Lanes past B's last column are never stored to C; zeros there keep
+      // an earlier call's values (denormals, NaN) out of the arithmetic.
+      if (cols < nr) std::memset(dst, 0, sizeof(float) * static_cast<size_t>(kc) * nr);
+      util::transpose_f32_avx512(g.b + static_cast<int64_t>(jq) * g.bcs + p0, g.bcs, cols, kc, dst, nr);
     } else {
       for (int p = 0; p < kc; p++)
         for (int j = 0; j < nr; j++)
@@ -149,37 +137,42 @@ void tile(int kc, const float* a, const int64_t* off, int64_t pa, const float* b
 static_assert(kMr == 6, "tile() names its six rows");
 static_assert(kNc % (16 * kNv) == 0, "blocks of whole panels");
 
-// One thread's part: rows [m0, m1) and columns [n0, n1) of C.
 // Panels of 64 columns, or of 16 / 32 for products at most that wide.
 int panel_vectors(int n) { return n <= 16 ? 1 : n <= 32 ? 2 : kNv; }
 
-// False when out of memory for the B block.
+// C rows [ir, ir + mr) x columns [0, nc) (+)= A rows · packed B (kc rows of
+// panels of 16 · nv columns); A(r, p) is a[r · ars + p · acs].
+void row_panel(int kc, const float* a, int64_t ars, int64_t acs, int mr, const float* bp, int nv, int nc, float* c,
+               int64_t ldc, bool add) {
+  const int nr = 16 * nv;
+  int64_t off[kMr];
+  for (int r = 0; r < kMr; r++) off[r] = static_cast<int64_t>(std::min(r, mr - 1)) * ars;
+  for (int jr = 0; jr < nc; jr += nr) {
+    const float* b = bp + static_cast<int64_t>(jr) * kc;
+    const int cols = std::min(nr, nc - jr);
+    if (nv == kNv)
+      tile<kNv>(kc, a, off, acs, b, c + jr, ldc, mr, cols, add);
+    else if (nv == 2)
+      tile<2>(kc, a, off, acs, b, c + jr, ldc, mr, cols, add);
+    else
+      tile<1>(kc, a, off, acs, b, c + jr, ldc, mr, cols, add);
+  }
+}
+
+// One thread's part: rows [m0, m1) and columns [n0, n1) of C. False when out
+// of memory for the B block.
 bool part(const Sgemm& g, int m0, int m1, int n0, int n1) {
   float* const bp = b_block();
   if (!bp) return false;
-  const int nv = panel_vectors(g.n), nr = 16 * nv;
+  const int nv = panel_vectors(g.n);
   for (int jc = n0; jc < n1; jc += kNc) {
     const int nc = std::min(kNc, n1 - jc);
     for (int pc = 0; pc < g.k; pc += kKc) {
       const int kc = std::min(kKc, g.k - pc);
-      const bool add = pc > 0 || g.beta != 0.0f;
       pack_b(g, pc, kc, jc, nc, nv, bp);
-      for (int ir = m0; ir < m1; ir += kMr) {
-        const int mr = std::min(kMr, m1 - ir);
-        int64_t off[kMr];
-        for (int r = 0; r < kMr; r++) off[r] = static_cast<int64_t>(std::min(r, mr - 1)) * g.ars;
-        const float* a = g.a + ir * g.ars + pc * g.acs;
-        for (int jr = 0; jr < nc; jr += nr) {
-          const float* b = bp + static_cast<int64_t>(jr) * kc;
-          float* c = g.c + ir * g.ldc + jc + jr;
-          if (nv == kNv)
-            tile<kNv>(kc, a, off, g.acs, b, c, g.ldc, mr, std::min(nr, nc - jr), add);
-          else if (nv == 2)
-            tile<2>(kc, a, off, g.acs, b, c, g.ldc, mr, std::min(nr, nc - jr), add);
-          else
-            tile<1>(kc, a, off, g.acs, b, c, g.ldc, mr, std::min(nr, nc - jr), add);
-        }
-      }
+      for (int ir = m0; ir < m1; ir += kMr)
+        row_panel(kc, g.a + ir * g.ars + pc * g.acs, g.ars, g.acs, std::min(kMr, m1 - ir), bp, nv, nc,
+                  g.c + ir * g.ldc + jc, g.ldc, pc > 0 || g.beta != 0.0f);
     }
   }
   return true;
@@ -239,21 +232,8 @@ void sgemm_pack_avx512(const Sgemm& g, float* packed) { pack_b(g, 0, g.k, 0, g.n
 
 void sgemm_packed_avx512(int m, int n, int k, const float* a, int64_t lda, const float* packed, float* c,
                          int64_t ldc) {
-  const int nv = panel_vectors(n), nr = 16 * nv;
-  for (int ir = 0; ir < m; ir += kMr) {
-    const int mr = std::min(kMr, m - ir);
-    int64_t off[kMr];
-    for (int r = 0; r < kMr; r++) off[r] = static_cast<int64_t>(std::min(r, mr - 1)) * lda;
-    for (int jr = 0; jr < n; jr += nr) {
-      const float* b = packed + static_cast<int64_t>(jr) * k;
-      if (nv == kNv)
-        tile<kNv>(k, a + ir * lda, off, 1, b, c + ir * ldc + jr, ldc, mr, std::min(nr, n - jr), false);
-      else if (nv == 2)
-        tile<2>(k, a + ir * lda, off, 1, b, c + ir * ldc + jr, ldc, mr, std::min(nr, n - jr), false);
-      else
-        tile<1>(k, a + ir * lda, off, 1, b, c + ir * ldc + jr, ldc, mr, std::min(nr, n - jr), false);
-    }
-  }
+  for (int ir = 0; ir < m; ir += kMr)
+    row_panel(k, a + ir * lda, lda, 1, std::min(kMr, m - ir), packed, panel_vectors(n), n, c + ir * ldc, ldc, false);
 }
 
 void sgemm_avx512(const Sgemm& g) {
