@@ -162,30 +162,19 @@ void pad_rows(const Image& src, float* dst, const PadSpec& s, size_t begin, size
       continue;
     }
     const float* row = base + n * src.sn + h * src.sh;
-    if (C == 1 && src.sw == 1 && s.sw == 1) {
-      // One channel (a first layer, NHWC and NCHW alike): the row is one copy.
+    if (src.sw == 1 && s.sw == 1 && (C == 1 || (src.sc != 1 && fast_transpose()))) {
+      // Pixels adjacent in the source: zero the edges, then the row is one
+      // copy (one channel, NHWC and NCHW alike) or, channel-major (NCHW) on
+      // AVX-512, its C x W block transposed.
       const int w0 = std::max(0, -s.left), w1 = std::min(src.w, s.Wd - s.left);
-      if (w1 <= w0) {
-        std::memset(out, 0, sizeof(float) * static_cast<size_t>(s.Wd));
-        continue;
-      }
-      const int first = s.left + w0, last = s.left + w1;
-      std::memset(out, 0, sizeof(float) * static_cast<size_t>(first));
-      std::memcpy(out + first, row + w0, sizeof(float) * static_cast<size_t>(w1 - w0));
-      std::memset(out + last, 0, sizeof(float) * static_cast<size_t>(s.Wd - last));
-      continue;
-    }
-    if (src.sc != 1 && src.sw == 1 && s.sw == 1 && fast_transpose()) {
-      // Channel-major source (NCHW) on AVX-512: the row's C x W block transposed.
-      const int w0 = std::max(0, -s.left), w1 = std::min(src.w, s.Wd - s.left);
-      if (w1 <= w0) {
-        std::memset(out, 0, sizeof(float) * static_cast<size_t>(s.Wd) * C);
-        continue;
-      }
-      const int first = s.left + w0, last = s.left + w1;  // destination columns [first, last)
+      const int first = std::clamp(s.left + w0, 0, s.Wd), last = std::max(first, s.left + w1);
       std::memset(out, 0, sizeof(float) * static_cast<size_t>(first) * C);
       std::memset(out + static_cast<size_t>(last) * C, 0, sizeof(float) * static_cast<size_t>(s.Wd - last) * C);
-      util::transpose_f32_avx512(row + w0, src.sc, C, w1 - w0, out + static_cast<size_t>(first) * C, C);
+      if (last == first) continue;
+      if (C == 1)
+        std::memcpy(out + first, row + w0, sizeof(float) * static_cast<size_t>(w1 - w0));
+      else
+        util::transpose_f32_avx512(row + w0, src.sc, C, w1 - w0, out + static_cast<size_t>(first) * C, C);
       continue;
     }
     if (src.sc != 1) {
