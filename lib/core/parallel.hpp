@@ -25,6 +25,11 @@ void parallel_for(size_t n, size_t grain, const std::function<void(size_t begin,
 // Hold while calling a multi-threaded library (OpenBLAS).
 std::unique_lock<std::recursive_mutex> compute_lock();
 
+// Outputs of at least this many bytes are written with non-temporal
+// (streaming) stores where a kernel can: far larger than the caches and not
+// read again soon, so skipping the read of each line before its write pays.
+constexpr size_t kStreamBytes = size_t{8} << 20;
+
 // CPU features, detected once with cpuinfo; NNC_NO_AVX512 (set, not "0")
 // in the environment reports no AVX-512.
 struct CpuFeatures {

@@ -8,6 +8,7 @@
 #include "cmd/ew/math.hpp"
 #include "cmd/ew/runs.hpp"
 #include "core/error.hpp"
+#include "core/parallel.hpp"
 #include "core/tensor.hpp"
 
 namespace nnc::blas_ew {
@@ -41,7 +42,7 @@ int forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, ccv_nnc_t
   const T* x[] = {ptr<T>(a), ptr<T>(b)};
   const int64_t* xs[] = {as, bs};
   // Outputs far beyond the caches are written with non-temporal stores.
-  const bool stream = y.count() * sizeof(T) >= ew::kStreamBytes;
+  const bool stream = y.count() * sizeof(T) >= kStreamBytes;
   if (op == CCV_NNC_ADD_FORWARD) {
     const auto add = stream ? L.add_nt : L.add;
     ew::for_runs<T, 2>(y.dim.data(), y.nd, ptr<T>(y), y.stride.data(), x, xs, 3u,

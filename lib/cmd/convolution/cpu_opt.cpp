@@ -330,7 +330,7 @@ void run_strips(const StripRun& s) {
         // Streaming stores for large outputs written in place, when every
         // block starts on a cache line (x86's cache line and the 16 lanes).
         const double out_bytes = 4.0 * s.N * s.rows * s.pixels * s.groups * s.cols;
-        a.stream = s.k->lanes == 16 && s.out.direct && out_bytes >= (8 << 20) &&
+        a.stream = s.k->lanes == 16 && s.out.direct && out_bytes >= static_cast<double>(kStreamBytes) &&
                    reinterpret_cast<uintptr_t>(s.out.data) % 64 == 0 && s.out.sw % 16 == 0 &&
                    s.out.sh % 16 == 0 && s.out.sn % 16 == 0 && (s.groups == 1 || s.cols % 16 == 0);
         int most = s.k->max_pix[s.pl.nz];

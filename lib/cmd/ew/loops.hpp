@@ -61,9 +61,6 @@ struct Loops {
   void (*mul_nt)(T* y, const T* a, const T* b, size_t n, int mode, T p);
 };
 
-// Output size (bytes) from which the drivers use the _nt loops.
-constexpr size_t kStreamBytes = size_t{8} << 20;
-
 template <class T>
 const Loops<T>& loops();
 template <>

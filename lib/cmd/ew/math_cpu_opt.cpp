@@ -10,6 +10,7 @@
 #include "cmd/ew/math.hpp"
 #include "cmd/ew/runs.hpp"
 #include "core/error.hpp"
+#include "core/parallel.hpp"
 #include "core/tensor.hpp"
 
 namespace nnc::ew {

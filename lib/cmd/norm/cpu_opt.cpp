@@ -34,8 +34,6 @@ namespace nnc::norm {
 namespace {
 
 constexpr size_t kParallelFrom = size_t{1} << 14;
-// Outputs of at least this many elements (4 MiB of fp32) are streamed.
-constexpr size_t kStreamFrom = size_t{1} << 20;
 
 struct Shape {
   size_t O, K, I;
@@ -215,7 +213,7 @@ void channel_apply(const red::Loops<T>& L, const Shape& s, size_t parts, const T
     const size_t rows = (O + parts - 1) / parts;
     bool stream = false;
     if constexpr (std::is_same_v<T, float>)
-      stream = cpu_features().avx512f && stream_ok(out, K) && O * K >= kStreamFrom;
+      stream = cpu_features().avx512f && stream_ok(out, K) && O * K * sizeof(float) >= kStreamBytes;
     range_parallel(parts, parallel ? 0 : parts + 1, 1, [&](size_t b0, size_t e0) {
       for (size_t q = b0; q < e0; q++) {
         const size_t o0 = q * rows, o1 = std::min(O, o0 + rows);
