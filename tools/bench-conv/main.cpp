@@ -92,6 +92,13 @@ struct Conv {
   const char* name;
   int N, C, H, W, K, R, pad;
   double flops() const { return 2.0 * N * H * W * K * C * R * R; }  // stride 1, same padding
+  ccv_nnc_hint_t hint() const {
+    ccv_nnc_hint_t h;
+    std::memset(&h, 0, sizeof(h));
+    h.stride.dim[0] = h.stride.dim[1] = 1;
+    h.border.begin[0] = h.border.begin[1] = h.border.end[0] = h.border.end[1] = pad;
+    return h;
+  }
 };
 
 struct Times {
@@ -116,10 +123,7 @@ Times nnc_conv(const Conv& c, int format, int* fwd_alg, int* bwd_alg) {
   ccv_nnc_cmd_t fwd = CMD_CONVOLUTION_FORWARD(1, c.K, c.R, c.R, c.C);
   ccv_nnc_cmd_t bwd = CMD_CONVOLUTION_BACKWARD(1, c.K, c.R, c.R, c.C);
   fwd.backend = bwd.backend = CCV_NNC_BACKEND_CPU_OPT;
-  ccv_nnc_hint_t hint;
-  std::memset(&hint, 0, sizeof(hint));
-  hint.stride.dim[0] = hint.stride.dim[1] = 1;
-  hint.border.begin[0] = hint.border.begin[1] = hint.border.end[0] = hint.border.end[1] = c.pad;
+  const ccv_nnc_hint_t hint = c.hint();
   fwd = tuned(fwd, hint, {x.t, w.t, b.t}, {y.t});
   bwd = tuned(bwd, hint, {g.t, x.t, w.t}, {dx.t, dw.t, db.t});
   *fwd_alg = fwd.algorithm, *bwd_alg = bwd.algorithm;
@@ -140,10 +144,7 @@ double direct_fwd_ms(const Conv& c, int* alg) {
   std::mt19937 rng(1);
   Tensor x({c.N, c.H, c.W, c.C}, NHWC), y({c.N, c.H, c.W, c.K}, NHWC), w({c.K, c.R, c.R, c.C}, NHWC), b({c.K}, NHWC);
   x.fill(rng), w.fill(rng), b.fill(rng);
-  ccv_nnc_hint_t hint;
-  std::memset(&hint, 0, sizeof(hint));
-  hint.stride.dim[0] = hint.stride.dim[1] = 1;
-  hint.border.begin[0] = hint.border.begin[1] = hint.border.end[0] = hint.border.end[1] = c.pad;
+  const ccv_nnc_hint_t hint = c.hint();
   double best = -1;
   for (int a = 1; a <= 5; a++) {
     ccv_nnc_cmd_t fwd = CMD_CONVOLUTION_FORWARD(1, c.K, c.R, c.R, c.C);
@@ -163,10 +164,7 @@ void winograd_error(const Conv& c, double* ey, double* edx) {
   Tensor y0({N, c.H, c.W, c.K}, NHWC), y1({N, c.H, c.W, c.K}, NHWC);
   Tensor dx0({N, c.H, c.W, c.C}, NHWC), dx1({N, c.H, c.W, c.C}, NHWC);
   x.fill(rng), w.fill(rng), b.fill(rng), g.fill(rng);
-  ccv_nnc_hint_t hint;
-  std::memset(&hint, 0, sizeof(hint));
-  hint.stride.dim[0] = hint.stride.dim[1] = 1;
-  hint.border.begin[0] = hint.border.begin[1] = hint.border.end[0] = hint.border.end[1] = c.pad;
+  const ccv_nnc_hint_t hint = c.hint();
   auto run = [&](uint32_t backend, int alg, const Tensor& y, const Tensor& dx) {
     ccv_nnc_cmd_t fwd = CMD_CONVOLUTION_FORWARD(1, c.K, c.R, c.R, c.C);
     ccv_nnc_cmd_t bwd = CMD_CONVOLUTION_BACKWARD(1, c.K, c.R, c.R, c.C);

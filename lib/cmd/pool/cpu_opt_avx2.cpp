@@ -101,12 +101,6 @@ void zero_nhwc(const Image& dx, int n, int c0, int c1) {
     for (int w = 0; w < dx.w; w++) std::memset(b + h * dx.sh + w * dx.sw + c0, 0, sizeof(float) * (c1 - c0));
 }
 
-// Windows that tile the image without overlap or gaps: each dx element is
-// written exactly once, so no zeroing pass.
-inline bool tiles(const Geometry& g) {
-  return g.SH == g.KH && g.SW == g.KW && g.PT == 0 && g.PL == 0 && g.OH * g.KH == g.H && g.OW * g.KW == g.W;
-}
-
 // Each window: the position of its first maximum per lane, then one masked
 // add (or store, when windows tile) per window element.
 void max_bwd_nhwc(const Geometry& g, const Image& dx, int n, int c0, int c1) {

@@ -117,11 +117,6 @@ void max_bwd_nhwc_2x2(const Geometry& g, const Image& dx, int n, int c0, int c1)
   }
 }
 
-bool tiles_2x2(const Geometry& g) {
-  return g.KH == 2 && g.KW == 2 && g.SH == 2 && g.SW == 2 && g.PT == 0 && g.PL == 0 && g.OH * 2 == g.H &&
-         g.OW * 2 == g.W;
-}
-
 }  // namespace
 
 bool run_avx512(Op op, const Geometry& g, const Image& dx, Task t) {
@@ -131,7 +126,7 @@ bool run_avx512(Op op, const Geometry& g, const Image& dx, Task t) {
       max_fwd_nhwc(g, t.n, t.a);
       return true;
     case Op::kMaxBackward:
-      if (!tiles_2x2(g)) return false;
+      if (g.KH != 2 || g.KW != 2 || !tiles(g)) return false;
       max_bwd_nhwc_2x2(g, dx, t.n, t.a, t.b);
       return true;
     default:

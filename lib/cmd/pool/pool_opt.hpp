@@ -24,4 +24,10 @@ void run_avx2(Op op, const Geometry& g, const Image& dx, Task t);
 // cover (then run_avx2 does it).
 bool run_avx512(Op op, const Geometry& g, const Image& dx, Task t);
 
+// Windows that tile the image without overlap or gaps: each dx element is
+// written exactly once, so no zeroing pass.
+inline bool tiles(const Geometry& g) {
+  return g.SH == g.KH && g.SW == g.KW && g.PT == 0 && g.PL == 0 && g.OH * g.KH == g.H && g.OW * g.KW == g.W;
+}
+
 }  // namespace nnc::pool::opt
