@@ -96,6 +96,12 @@ bool winograd_for(const Geometry& g, int algorithm, int cin, int cout) {
   return algorithm == kWinograd || (algorithm == 0 && cin >= 16 && cout >= 16);
 }
 
+// The algorithm a command asks for; ccv_nnc_cmd leaves -1 (none chosen),
+// which, like any number past the table, means the default.
+int chosen_algorithm(const ccv_nnc_cmd_t& cmd) {
+  return cmd.algorithm > 0 && cmd.algorithm < kAlgorithms ? cmd.algorithm : 0;
+}
+
 // Bump allocator over one workspace request, 64-byte aligned pieces.
 class Arena {
  public:
@@ -407,9 +413,10 @@ NNC_CONV_KERNEL(forward_impl) {
   // which leaves room for the longest strips.
   const bool rows = g.C == 1 && g.SW == 1 && g.DW == 1 && (g.KW == 3 || g.KW == 5);
   const bool avx512 = kernels() && kernels()->lanes == 16;
-  const Plan pl = plan_for(cmd.algorithm == 0 && rows && avx512 ? 1 : cmd.algorithm, g.Kg);
+  const int algorithm = chosen_algorithm(cmd);
+  const Plan pl = plan_for(algorithm == 0 && rows && avx512 ? 1 : algorithm, g.Kg);
   if (!pl.k) return forward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
-  if (winograd_for(g, cmd.algorithm, g.C, g.K)) {
+  if (winograd_for(g, algorithm, g.C, g.K)) {
     const float* w = fptr(g.w.data);
     const int R = g.KH;
     winograd_conv(
@@ -859,14 +866,15 @@ NNC_CONV_KERNEL(backward_impl) {
   }
   const Geometry g = geometry(cmd, hint, io.x, io.w, nullptr, io.g, "CONVOLUTION_BACKWARD");
   if (!kernels()) return backward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
-  if (io.dw && winograd_for(g, cmd.algorithm, g.C, g.K))
+  const int algorithm = chosen_algorithm(cmd);
+  if (io.dw && winograd_for(g, algorithm, g.C, g.K))
     weight_gradient_winograd(g, io.dw, io.dbias, stream_context);
   else if (io.dw || io.dbias)
-    weight_gradient(g, plan_for(cmd.algorithm, g.Kg), io.dw, io.dbias, stream_context);
+    weight_gradient(g, plan_for(algorithm, g.Kg), io.dw, io.dbias, stream_context);
   if (io.dx) {
     // Few channels per group, or a stride above 1: lower; else the transposed convolution.
-    const Plan direct = plan_for(cmd.algorithm, g.Cg);
-    if (winograd_for(g, cmd.algorithm, g.K, g.C)) {
+    const Plan direct = plan_for(algorithm, g.Cg);
+    if (winograd_for(g, algorithm, g.K, g.C)) {
       const float* w = fptr(g.w.data);
       const int R = g.KH;
       winograd_conv(
@@ -880,7 +888,7 @@ NNC_CONV_KERNEL(backward_impl) {
           },
           nullptr, 0, image_of(io.dx), threaded(g), stream_context);
     } else if (g.Cg * 2 <= direct.bw || g.SH > 1 || g.SW > 1)
-      input_gradient_col2im(g, plan_for(cmd.algorithm, g.KH * g.KW * g.Cg), image_of(io.dx), stream_context);
+      input_gradient_col2im(g, plan_for(algorithm, g.KH * g.KW * g.Cg), image_of(io.dx), stream_context);
     else
       input_gradient(g, direct, image_of(io.dx), stream_context);
   }

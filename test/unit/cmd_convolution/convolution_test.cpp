@@ -331,7 +331,10 @@ TEST_F(Conv, OptMatchesRef) {
       ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_CPU_REF), c.hint(), in, {y}), 0);
       ASSERT_EQ(
           run_hint(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD, CCV_NNC_BACKEND_CPU_REF), c.hint(), {g, x, w}, {dx, dw, db}), 0);
-      for (int algorithm = 0; algorithm < 7; algorithm++) {
+      // -1 (what ccv_nnc_cmd leaves) and 7 (past the table) are the default:
+      // the same bits as algorithm 0.
+      std::vector<T> by_default;
+      for (int algorithm : {0, 1, 2, 3, 4, 5, 6, -1, 7}) {
         SCOPED_TRACE(testing::Message() << "algorithm " << algorithm << (views ? " views " : " ") << c.N << "x" << c.H
                                         << "x" << c.W << "x" << c.C << " K" << c.K << " " << c.KH << "x" << c.KW << " G"
                                         << c.G << (c.format == NHWC ? " NHWC" : " NCHW"));
@@ -343,7 +346,7 @@ TEST_F(Conv, OptMatchesRef) {
         ASSERT_EQ(run_hint(f, c.hint(), in, {y2}), 0) << ccv_nnc_error_message();
         // Winograd's transforms round more (relative error ~1e-5 of the
         // terms' magnitude instead of ~1e-7); it may run for algorithms 0 and 6.
-        const bool winograd = (algorithm == 0 || algorithm == 6) && c.SH == 1 && c.SW == 1 && c.DH == 1 &&
+        const bool winograd = (algorithm <= 0 || algorithm >= 6) && c.SH == 1 && c.SW == 1 && c.DH == 1 &&
                               c.DW == 1 && c.G == 1 && c.KH == c.KW && (c.KH == 3 || c.KH == 5);
         EXPECT_LE(max_rel_diff(y2, y), winograd ? 1e-4 : 1e-5);
         ASSERT_EQ(run_hint(bk, c.hint(), {g, x, w}, {dx2, dw2, db2}), 0) << ccv_nnc_error_message();
@@ -358,6 +361,14 @@ TEST_F(Conv, OptMatchesRef) {
         EXPECT_EQ(max_rel_diff(dx3, dx2), 0);
         EXPECT_EQ(max_rel_diff(dw3, dw2), 0);
         EXPECT_LE(max_rel_diff(db3, db), 1e-4);
+        if (algorithm == 0) {
+          by_default.push_back(std::move(y2)), by_default.push_back(std::move(dx2));
+          by_default.push_back(std::move(dw2));
+        } else if (algorithm == -1 || algorithm == 7) {
+          EXPECT_EQ(max_rel_diff(y2, by_default[0]), 0);
+          EXPECT_EQ(max_rel_diff(dx2, by_default[1]), 0);
+          EXPECT_EQ(max_rel_diff(dw2, by_default[2]), 0);
+        }
       }
     }
 }
