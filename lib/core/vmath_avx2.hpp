@@ -47,6 +47,7 @@ struct Avx2 {
   static M gt(R a, R b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
   static M isnan(R a) { return _mm256_cmp_ps(a, a, _CMP_UNORD_Q); }
   static R select(M m, R a, R b) { return _mm256_blendv_ps(b, a, m); }
+  static R opaque(R v) { return v; }  // AVX2 has no zero-masking loads to avoid (see Avx512::opaque)
   static R copysign(R mag, R sign) {
     const R s = _mm256_set1_ps(-0.0f);
     return _mm256_or_ps(_mm256_andnot_ps(s, mag), _mm256_and_ps(s, sign));

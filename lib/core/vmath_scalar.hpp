@@ -42,6 +42,7 @@ struct Scalar {
   static M gt(R a, R b) { return a > b; }
   static M isnan(R a) { return a != a; }
   static R select(M m, R a, R b) { return m ? a : b; }
+  static R opaque(R v) { return v; }
   static R copysign(R mag, R sign) { return std::copysign(mag, sign); }
   static R pow2n(R n) {
     const uint32_t b = static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23;

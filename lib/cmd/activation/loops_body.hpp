@@ -69,7 +69,7 @@ void relu_f(const float* x, float* y, size_t n, float) {
   map1(x, y, n, [](V::R v) { return V::max(zero(), v); });
 }
 void relu_b(const float* g, const float* t, float* dx, size_t n, float) {
-  map2(g, t, dx, n, [](V::R gv, V::R tv) { return V::select(V::gt(tv, zero()), gv, zero()); });
+  map2(g, t, dx, n, [](V::R gv, V::R tv) { return V::select(V::gt(tv, zero()), V::opaque(gv), zero()); });
 }
 void leaky_f(const float* x, float* y, size_t n, float a) {
   const V::R s = V::set1(a);
