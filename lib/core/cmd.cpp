@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/parallel.hpp"
 #include "core/stream.hpp"
 #include "core/tensor.hpp"
 
@@ -210,6 +211,7 @@ int run_kernel(const ccv_nnc_cmd_t& cmd, const Registry::Lookup& l, const ccv_nn
   const Kernel* k = choose_kernel(cmd, l.kernels, inputs, input_size, outputs, output_size);
   if (!stream) {
     const int code = k->exec(cmd, hint, flags, inputs, input_size, outputs, output_size, nullptr);
+    store_fence();  // the kernel's streaming stores, if any (core/parallel.hpp)
     if (code != CCV_NNC_EXEC_SUCCESS && error_message().empty())
       set_error_message(format("%s: backend %s failed with %d", describe(cmd.cmd), backend_name(k->backend), code));
     return code;
@@ -217,7 +219,10 @@ int run_kernel(const ccv_nnc_cmd_t& cmd, const Registry::Lookup& l, const ccv_nn
   std::vector<ccv_nnc_tensor_t*> in(inputs, inputs + input_size), out(outputs, outputs + output_size);
   const ccv_nnc_cmd_exec_f exec = k->exec;
   stream_enqueue(stream, [=, in = std::move(in), out = std::move(out)]() {
-    return exec(cmd, hint, flags, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()), stream);
+    const int code =
+        exec(cmd, hint, flags, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()), stream);
+    store_fence();
+    return code;
   });
   return CCV_NNC_EXEC_SUCCESS;
 }
@@ -295,6 +300,7 @@ ccv_nnc_cmd_t cmd_autotune(const ccv_nnc_cmd_t& cmd, size_t max_workspace_size, 
     }
   }
   clear_error_message();
+  store_fence();  // the timing runs' streaming stores
   return best;
 }
 

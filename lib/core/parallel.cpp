@@ -5,6 +5,10 @@
 #include <cstring>
 #include <thread>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 #include <cblas.h>
 #include <cpuinfo.h>
 #include <pthreadpool.h>
@@ -62,6 +66,7 @@ void run_chunk(void* context, size_t i) {
   t_in_pool = true;
   const size_t begin = i * task->chunk;
   (*task->body)(begin, std::min(task->n, begin + task->chunk));
+  store_fence();
   t_in_pool = was;
 }
 
@@ -75,6 +80,7 @@ void parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_
   Pool& p = pool();
   if (!p.pool || t_in_pool || n <= grain) {
     body(0, n);
+    store_fence();
     return;
   }
   // A few chunks per thread balance uneven work without much overhead.
@@ -84,6 +90,12 @@ void parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_
   Task task{&body, n, chunk};
   auto lock = compute_lock();
   pthreadpool_parallelize_1d(p.pool, run_chunk, &task, chunks, 0);
+}
+
+void store_fence() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_sfence();
+#endif
 }
 
 std::unique_lock<std::recursive_mutex> compute_lock() {

@@ -29,9 +29,9 @@ struct Avx2 {
     return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
   }
   static void store_tail(float* p, R v, int n) { _mm256_maskstore_ps(p, tail_mask(n), v); }
-  // A store past the caches to a 32-byte aligned p; fence() orders such stores before what follows.
+  // A store past the caches to a 32-byte aligned p; nnc::store_fence() (core/parallel.hpp)
+  // orders such stores before later ones.
   static void stream(float* p, R v) { _mm256_stream_ps(p, v); }
-  static void fence() { _mm_sfence(); }
   static R set1(float v) { return _mm256_set1_ps(v); }
   static R add(R a, R b) { return _mm256_add_ps(a, b); }
   static R sub(R a, R b) { return _mm256_sub_ps(a, b); }

@@ -31,9 +31,9 @@ struct Avx512 {
     return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), tail_mask(n), p);
   }
   static void store_tail(float* p, R v, int n) { _mm512_mask_storeu_ps(p, tail_mask(n), v); }
-  // A store past the caches to a 64-byte aligned p; fence() orders such stores before what follows.
+  // A store past the caches to a 64-byte aligned p; nnc::store_fence() (core/parallel.hpp)
+  // orders such stores before later ones.
   static void stream(float* p, R v) { _mm512_stream_ps(p, v); }
-  static void fence() { _mm_sfence(); }
   static R set1(float v) { return _mm512_set1_ps(v); }
   static R add(R a, R b) { return _mm512_add_ps(a, b); }
   static R sub(R a, R b) { return _mm512_sub_ps(a, b); }

@@ -25,7 +25,6 @@ struct Scalar {
     if (n > 0) *p = v;
   }
   static void stream(float* p, R v) { *p = v; }
-  static void fence() {}
   static R set1(float v) { return v; }
   static R add(R a, R b) { return a + b; }
   static R sub(R a, R b) { return a - b; }

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/error.hpp"
+#include "core/parallel.hpp"
 #include "core/stream.hpp"
 #include "core/tensor.hpp"
 #include "graph/graph.hpp"
@@ -173,6 +174,7 @@ void run_command(Graph* g, Plan& plan, Step& st, RunContext& ctx) {
   }
   if (st.exec) {
     const int code = st.exec(st.ch->cmd, st.ch->hint, 0, io, st.ni, io + st.ni, st.no, ctx.stream);
+    store_fence();  // the kernel's streaming stores, if any (core/parallel.hpp)
     if (__builtin_expect(code != CCV_NNC_EXEC_SUCCESS, 0)) {
       const std::string inner = error_message();
       fail(code, "ccv_nnc_graph_run: node %d (%s) failed: %s", st.node, node_name(g->nodes[static_cast<size_t>(st.node)]),

@@ -26,7 +26,6 @@ inline void map_out(float* out, size_t n, bool stream, F f) {
     }
     if (reinterpret_cast<uintptr_t>(out + i) % align == 0) {
       for (; i + V::N <= n; i += V::N) V::stream(out + i, f(i, V::N));
-      V::fence();
     }
   }
   for (; i + 2 * V::N <= n; i += 2 * V::N) {

@@ -125,12 +125,12 @@ void strip(const StripArgs& a) {
     }
   }
 #ifdef NNC_CONV_AVX512
-  if (a.stream && a.kvalid == NZ * L) {  // aligned, past the caches; ordered before the caller's join
+  // Aligned, past the caches; the pool's chunk ends with the fence (core/parallel.hpp).
+  if (a.stream && a.kvalid == NZ * L) {
 #pragma GCC unroll 16
     for (int p = 0; p < P; p++)
 #pragma GCC unroll 4
       for (int z = 0; z < NZ; z++) _mm512_stream_ps(a.y + p * a.yps + z * L, acc[p][z]);
-    _mm_sfence();
     return;
   }
 #endif

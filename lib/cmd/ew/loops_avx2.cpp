@@ -76,7 +76,7 @@ inline void stream_binary(T* y, const T* a, const T* b, size_t n, int mode, S sc
       for (; i + I::N <= n; i += I::N) I::stream(y + i, vec(I::load(a + i), I::load(b + i)));
   }
   for (; i < n; i++) y[i] = scalar(av(i), bv(i));
-  _mm_sfence();
+  // No fence here: one ends each pool chunk and each command (core/parallel.hpp).
 }
 
 template <class T>

@@ -234,7 +234,6 @@ void channel_apply(const red::Loops<T>& L, const Shape& s, size_t parts, const T
         else
           L.col_affine(x + off, out + off, o1 - o0, ld, K, m, a, b);
       }
-      if (stream) stream_fence();
     });
   } else {
     range_parallel(O * K, parallel ? 0 : O * K + 1, std::max<size_t>(1, 4096 / I), [&](size_t b0, size_t e0) {

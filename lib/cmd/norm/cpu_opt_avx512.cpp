@@ -110,6 +110,4 @@ void col_dot2_regs(const float* g, const float* x, size_t rows, size_t K, const 
   by_vectors(K, [&]<int V>() { dot2<V>(g, x, rows, K, c, sg, sgx); });
 }
 
-void stream_fence() { _mm_sfence(); }
-
 }  // namespace nnc::norm

@@ -36,7 +36,4 @@ constexpr size_t kSumsMaxK = 128;
 void col_sqdev_regs(const float* x, size_t rows, size_t K, const float* c, float* acc, float* dev);
 void col_dot2_regs(const float* g, const float* x, size_t rows, size_t K, const float* c, float* sg, float* sgx);
 
-// Wait for the streamed stores of this thread (before another thread reads them).
-void stream_fence();
-
 }  // namespace nnc::norm
