@@ -15,6 +15,15 @@
 //    at::_log_softmax_backward_data_out. All outputs preallocated; the
 //    64 x 10 case (the reference network's loss, one batch) is a tiny
 //    operation timed per call in microseconds.
+// 3. The binary losses of a multi-label head, 256 x 1000 fp32, forward +
+//    backward, per-row losses and a gradient of ones: BINARY_CROSSENTROPY
+//    (x in (0, 1)) against at::binary_cross_entropy_out (reduction none),
+//    at::sum_out over each row and at::binary_cross_entropy_backward_out;
+//    SIGMOID_BINARY_CROSSENTROPY (backward from the logits) against
+//    at::binary_cross_entropy_with_logits (reduction none), at::sum_out, and
+//    the backward PyTorch 1.13's autograd runs for it, (sigmoid(z) - y) * g,
+//    through at::sigmoid_out, at::sub_out and at::mul_out.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -175,6 +184,62 @@ int main() {
     char name[64];
     std::snprintf(name, sizeof(name), "softmax-CE fwd+bwd %dx%d", p.rows, p.cols);
     print_us_row(name, nnc_bench::time_us_per_call(ours, calls), t_peer);
+  }
+  // --- 3. binary cross-entropy losses, forward + backward ------------------------
+  {
+    nnc_bench::Table table("binary cross-entropy fwd+bwd 256x1000, per-row loss, g = 1", "PyTorch");
+    const int r = 256, c = 1000;
+    std::uniform_real_distribution<float> u(0.01f, 0.99f), n(-4, 4);
+    ccv_nnc_tensor_t* x = ccv_nnc_tensor_new(nullptr, param(CCV_32F, {r, c}), 0);
+    ccv_nnc_tensor_t* z = ccv_nnc_tensor_new(nullptr, param(CCV_32F, {r, c}), 0);
+    ccv_nnc_tensor_t* y = ccv_nnc_tensor_new(nullptr, param(CCV_32F, {r, c}), 0);
+    ccv_nnc_tensor_t* dx = ccv_nnc_tensor_new(nullptr, param(CCV_32F, {r, c}), 0);
+    ccv_nnc_tensor_t* loss = ccv_nnc_tensor_new(nullptr, param(CCV_32F, {r, 1}), 0);
+    for (int i = 0; i < r * c; i++) x->data.f32[i] = u(rng), z->data.f32[i] = n(rng), y->data.f32[i] = u(rng) > 0.5f;
+    ccv_nnc_cmd_t bf = command(CCV_NNC_BINARY_CROSSENTROPY_FORWARD), bb = command(CCV_NNC_BINARY_CROSSENTROPY_BACKWARD);
+    ccv_nnc_cmd_t zf = command(CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD);
+    ccv_nnc_cmd_t zb = command(CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_BACKWARD);
+    for (ccv_nnc_cmd_t* k : {&bf, &bb, &zf, &zb}) k->info.binary_crossentropy.pos_weight = 1;
+    auto bce = [&] {
+      check(exec(bf, {x, y}, {loss}), "BINARY_CROSSENTROPY_FORWARD");
+      check(exec(bb, {nullptr, x, y}, {dx}), "BINARY_CROSSENTROPY_BACKWARD");
+    };
+    auto sbce = [&] {
+      check(exec(zf, {z, y}, {loss}), "SIGMOID_BINARY_CROSSENTROPY_FORWARD");
+      check(exec(zb, {nullptr, nullptr, z, y}, {dx}), "SIGMOID_BINARY_CROSSENTROPY_BACKWARD");
+    };
+    double t_bce = -1, t_sbce = -1;
+#ifdef NNC_HAVE_TORCH
+    at::Tensor tx = at::from_blob(x->data.f32, {r, c}, at::kFloat), tz = at::from_blob(z->data.f32, {r, c}, at::kFloat);
+    at::Tensor ty = at::from_blob(y->data.f32, {r, c}, at::kFloat);
+    at::Tensor el = at::empty({r, c}, at::kFloat), rl = at::empty({r}, at::kFloat), g = at::ones({r, c}, at::kFloat);
+    at::Tensor tdx = at::empty({r, c}, at::kFloat), ts = at::empty({r, c}, at::kFloat);
+    const c10::optional<at::Tensor> none;
+    t_bce = nnc_bench::time_ms([&] {
+      at::binary_cross_entropy_out(el, tx, ty, none, at::Reduction::None);
+      at::sum_out(rl, el, {1});
+      at::binary_cross_entropy_backward_out(tdx, g, tx, ty, none, at::Reduction::None);
+    });
+    t_sbce = nnc_bench::time_ms([&] {
+      el = at::binary_cross_entropy_with_logits(tz, ty, none, none, at::Reduction::None);
+      at::sum_out(rl, el, {1});
+      at::sigmoid_out(ts, tz);
+      at::sub_out(tdx, ts, ty);
+      at::mul_out(tdx, tdx, g);
+    });
+    sbce();
+    double worst_loss = 0, worst_dz = 0;
+    for (int i = 0; i < r; i++)
+      worst_loss = std::max(worst_loss, static_cast<double>(std::fabs(loss->data.f32[i] - rl.data_ptr<float>()[i]) /
+                                                            std::max(1.0f, std::fabs(rl.data_ptr<float>()[i]))));
+    for (int i = 0; i < r * c; i++)
+      worst_dz = std::max(worst_dz, static_cast<double>(std::fabs(dx->data.f32[i] - tdx.data_ptr<float>()[i])));
+    std::printf("(sigmoid BCE: max relative |ours - PyTorch| loss %.3g, max |ours - PyTorch| dz %.3g)\n", worst_loss,
+                worst_dz);
+#endif
+    table.row("BINARY_CROSSENTROPY fwd+bwd", nnc_bench::time_ms(bce), t_bce);
+    table.row("SIGMOID_BINARY_CROSSENTROPY fwd+bwd", nnc_bench::time_ms(sbce), t_sbce);
+    for (ccv_nnc_tensor_t* t : {x, z, y, dx, loss}) ccv_nnc_tensor_free(t);
   }
   (void)peer;
   return 0;

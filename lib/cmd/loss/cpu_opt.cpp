@@ -1,9 +1,16 @@
-// CPU_OPT kernels of MSE and SMOOTH_L1 for fp32 tensors and views whose last
-// dimension is unit-stride: plain loops over each row (the element-wise
-// backward ones vectorise), per-row sums in double, rows split over the
-// library's pool when there is enough work. Nothing is allocated.
+// CPU_OPT kernels of the loss family for fp32 tensors and views whose last
+// dimension is unit-stride, rows split over the library's pool when there is
+// enough work. MSE and SMOOTH_L1: plain loops over each row (the element-wise
+// backward ones vectorise), per-row sums in double. The probability losses
+// (CATEGORICAL_, BINARY_ and SIGMOID_BINARY_CROSSENTROPY): the row loops of
+// rows_body.hpp for the widest instruction set the CPU has. Nothing is
+// allocated but class-index labels' one int per row.
+#include <cpuinfo.h>
+
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include "cmd/loss/loss.hpp"
 #include "cmd/softmax/rows.hpp"
@@ -11,8 +18,16 @@
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "core/tensor.hpp"
+#include "core/vmath_scalar.hpp"
 
 namespace nnc::loss {
+
+namespace scalar {
+namespace {
+using V = vmath::Scalar;
+#include "cmd/loss/rows_body.hpp"
+}  // namespace
+}  // namespace scalar
 
 namespace {
 
@@ -107,6 +122,41 @@ void backward(ccv_nnc_tensor_t* const* inputs, ccv_nnc_tensor_t* const* outputs,
   });
 }
 
+const RowLoops& row_loops() {
+  static const RowLoops* const best = []() -> const RowLoops* {
+    const CpuFeatures& f = cpu_features();
+    if (f.avx512f && f.fma3 && cpuinfo_has_x86_avx512bw() && cpuinfo_has_x86_avx512vl() && cpuinfo_has_x86_avx512dq())
+      return &kRowLoopsAvx512;
+    if (f.avx2 && f.fma3) return &kRowLoopsAvx2;
+    return &scalar::kRowTable;
+  }();
+  return *best;
+}
+
+// An optional tensor's rows (present = false for NULL).
+struct MaybeRows {
+  bool present = false;
+  rows::Rows rows;
+  MaybeRows(const ccv_nnc_tensor_t* t, const char* what) {
+    if (!t) return;
+    present = true;
+    rows = rows::rows_of(layout_of(t, what));
+  }
+  const float* in(int64_t r) const { return present ? crow(rows, r) : nullptr; }
+  float* out(int64_t r) const { return present ? wrow(rows, r) : nullptr; }
+};
+
+// Class-index labels, read (and range-checked) once; empty for dense labels.
+std::vector<int> class_indices(const char* what, const ccv_nnc_tensor_t* p, const ccv_nnc_tensor_t* labels) {
+  std::vector<int> index;
+  if (rows::label_kind(p->info, labels->info) == rows::LabelKind::kDense) return index;
+  index.resize(static_cast<size_t>(rows::row_count(p->info.dim)));
+  rows::read_indices(what, layout_of(labels, "labels"), p->info.dim[nd_of(p->info.dim) - 1], index.data());
+  return index;
+}
+
+float log_floor(float p) { return std::max(static_cast<float>(kLogFloor), std::log(p)); }
+
 }  // namespace
 
 bool opt_accept(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
@@ -158,6 +208,128 @@ NNC_LOSS_KERNEL(smooth_l1_backward_opt) {
     backward(inputs, outputs, output_size, 1.0f, [beta](float d) {
       if (std::fabs(d) < beta) return d / beta;
       return d > 0 ? 1.0f : d < 0 ? -1.0f : 0.0f;
+    });
+    return CCV_NNC_EXEC_SUCCESS;
+  });
+}
+
+NNC_LOSS_KERNEL(binary_forward_opt) {
+  (void)hint, (void)flags, (void)input_size, (void)output_size, (void)stream_context;
+  return guard_code([&] {
+    const rows::Rows x = rows::rows_of(layout_of(inputs[0], "x"));
+    const rows::Rows y = rows::rows_of(layout_of(inputs[1], "y"));
+    const rows::Items loss = rows::items_of(layout_of(outputs[0], "loss"));
+    const float w = cmd.info.binary_crossentropy.pos_weight;
+    const RowLoops& L = row_loops();
+    over_rows(x.rows, x.cols, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; r++)
+        *reinterpret_cast<float*>(loss.at(r)) = static_cast<float>(L.bce_forward(crow(x, r), crow(y, r), x.cols, w));
+    });
+    return CCV_NNC_EXEC_SUCCESS;
+  });
+}
+
+NNC_LOSS_KERNEL(binary_backward_opt) {
+  (void)hint, (void)flags, (void)input_size, (void)stream_context;
+  return guard_code([&] {
+    const Grad g(inputs[0]);
+    const rows::Rows x = rows::rows_of(layout_of(inputs[1], "x"));
+    const rows::Rows y = rows::rows_of(layout_of(inputs[2], "y"));
+    const MaybeRows dx(outputs[0], "dx"), dy(output_size > 1 ? outputs[1] : nullptr, "dy");
+    const float w = cmd.info.binary_crossentropy.pos_weight;
+    const RowLoops& L = row_loops();
+    over_rows(x.rows, x.cols, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; r++) L.bce_backward(crow(x, r), crow(y, r), dx.out(r), dy.out(r), x.cols, g.at(r), w);
+    });
+    return CCV_NNC_EXEC_SUCCESS;
+  });
+}
+
+NNC_LOSS_KERNEL(sigmoid_binary_forward_opt) {
+  (void)hint, (void)flags, (void)input_size, (void)stream_context;
+  return guard_code([&] {
+    const rows::Rows z = rows::rows_of(layout_of(inputs[0], "z"));
+    const rows::Rows y = rows::rows_of(layout_of(inputs[1], "y"));
+    rows::Items loss;
+    if (outputs[0]) loss = rows::items_of(layout_of(outputs[0], "loss"));
+    const MaybeRows s(output_size > 1 ? outputs[1] : nullptr, "sigmoid");
+    const float w = cmd.info.binary_crossentropy.pos_weight;
+    const RowLoops& L = row_loops();
+    over_rows(z.rows, z.cols, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; r++) {
+        const double l = L.sbce_forward(crow(z, r), crow(y, r), s.out(r), z.cols, w);
+        if (outputs[0]) *reinterpret_cast<float*>(loss.at(r)) = static_cast<float>(l);
+      }
+    });
+    return CCV_NNC_EXEC_SUCCESS;
+  });
+}
+
+NNC_LOSS_KERNEL(sigmoid_binary_backward_opt) {
+  (void)hint, (void)flags, (void)stream_context;
+  return guard_code([&] {
+    const Grad g(inputs[0]);
+    const MaybeRows gs(inputs[1], "g_sigmoid"), z(inputs[2], "z");
+    const MaybeRows s(z.present || input_size <= 5 ? nullptr : inputs[5], "sigmoid");
+    const rows::Rows y = rows::rows_of(layout_of(inputs[3], "y"));
+    const MaybeRows dz(outputs[0], "dz"), dy(output_size > 1 ? outputs[1] : nullptr, "dy");
+    const float w = cmd.info.binary_crossentropy.pos_weight;
+    const RowLoops& L = row_loops();
+    over_rows(y.rows, y.cols, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; r++)
+        L.sbce_backward(z.in(r), s.in(r), crow(y, r), gs.in(r), dz.out(r), dy.out(r), y.cols, g.at(r), w);
+    });
+    return CCV_NNC_EXEC_SUCCESS;
+  });
+}
+
+NNC_LOSS_KERNEL(categorical_forward_opt) {
+  (void)hint, (void)flags, (void)input_size, (void)output_size, (void)stream_context;
+  return guard_code([&] {
+    const rows::Rows p = rows::rows_of(layout_of(inputs[0], "p"));
+    const std::vector<int> index = class_indices("CATEGORICAL_CROSSENTROPY_FORWARD", inputs[0], inputs[1]);
+    const MaybeRows dense(index.empty() ? inputs[1] : nullptr, "labels");
+    const rows::Items loss = rows::items_of(layout_of(outputs[0], "loss"));
+    const float trim0 = cmd.info.label_smoothing.trim0, trim1 = cmd.info.label_smoothing.trim1;
+    const RowLoops& L = row_loops();
+    over_rows(p.rows, p.cols, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; r++) {
+        const float* pr = crow(p, r);
+        double l = 0;
+        if (dense.present) {
+          l = L.cce_forward(pr, dense.in(r), p.cols, trim0, trim1);
+        } else {
+          // trim0 on every class, then the labelled one's trim1 in its place.
+          const int c = index[static_cast<size_t>(r)];
+          if (trim0 != 0) l = L.cce_forward(pr, nullptr, p.cols, trim0, trim0) + trim0 * double(log_floor(pr[c]));
+          if (trim1 != 0) l -= trim1 * double(log_floor(pr[c]));
+        }
+        *reinterpret_cast<float*>(loss.at(r)) = static_cast<float>(l);
+      }
+    });
+    return CCV_NNC_EXEC_SUCCESS;
+  });
+}
+
+NNC_LOSS_KERNEL(categorical_backward_opt) {
+  (void)hint, (void)flags, (void)input_size, (void)stream_context;
+  return guard_code([&] {
+    const Grad g(inputs[0]);
+    const rows::Rows p = rows::rows_of(layout_of(inputs[1], "p"));
+    const std::vector<int> index = class_indices("CATEGORICAL_CROSSENTROPY_BACKWARD", inputs[1], inputs[2]);
+    const MaybeRows dense(index.empty() ? inputs[2] : nullptr, "labels");
+    const MaybeRows dp(outputs[0], "dp"), dl(output_size > 1 ? outputs[1] : nullptr, "d labels");
+    const float trim0 = cmd.info.label_smoothing.trim0, trim1 = cmd.info.label_smoothing.trim1;
+    const RowLoops& L = row_loops();
+    over_rows(p.rows, p.cols, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; r++) {
+        const float gr = g.at(r);
+        L.cce_backward(crow(p, r), dense.in(r), dp.out(r), dl.out(r), p.cols, gr, trim0, trim1);
+        if (!dense.present && dp.present) {  // the labelled class's target is trim1
+          const int c = index[static_cast<size_t>(r)];
+          dp.out(r)[c] = -gr * trim1 / std::max(static_cast<float>(kDivFloor), crow(p, r)[c]);
+        }
+      }
     });
     return CCV_NNC_EXEC_SUCCESS;
   });

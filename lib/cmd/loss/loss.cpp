@@ -9,8 +9,9 @@
 // gradient of the per-row loss (NULL reads as ones) and NULL outputs are
 // skipped; the trailing forward outputs may be left off the input list.
 // Backends: CPU_REF for all (double inside, any float type, any layout);
-// CPU_OPT for fp32 MSE and SMOOTH_L1 with a unit-stride last dimension. Types: 16F, 16BF, 32F, 64F, all tensors of one
-// command in one type (class-index labels may be 32S or any float type).
+// CPU_OPT for every loss on fp32 tensors with a unit-stride last dimension
+// (class-index labels 32S or 32F). Types: 16F, 16BF, 32F, 64F, all tensors of
+// one command in one type (class-index labels may be 32S or any float type).
 //
 // CATEGORICAL_CROSSENTROPY_FORWARD: |p|labels| -> |loss|, p probabilities;
 //   labels class indices (one per row) or dense rows of p's shape, with label
@@ -236,7 +237,7 @@ void add(Registry& r, uint32_t forward, uint32_t backward, ccv_nnc_cmd_exec_f fe
   r.add_kernel(k);
   if (!fopt) return;
   k.backend = CCV_NNC_BACKEND_CPU_OPT;
-  k.tensor_datatypes = CCV_32F;
+  k.tensor_datatypes = CCV_32F | (S.second == Second::kLabels ? CCV_32S : 0);
   k.accept = opt_accept;
   k.cmd = forward;
   k.exec = fopt;
@@ -253,11 +254,13 @@ void add(Registry& r, uint32_t forward, uint32_t backward, ccv_nnc_cmd_exec_f fe
 void register_loss(Registry& r) {
   using namespace loss;
   add<kCategorical>(r, CCV_NNC_CATEGORICAL_CROSSENTROPY_FORWARD, CCV_NNC_CATEGORICAL_CROSSENTROPY_BACKWARD,
-                    categorical_forward_ref, categorical_backward_ref);
+                    categorical_forward_ref, categorical_backward_ref, categorical_forward_opt,
+                    categorical_backward_opt);
   add<kBinary>(r, CCV_NNC_BINARY_CROSSENTROPY_FORWARD, CCV_NNC_BINARY_CROSSENTROPY_BACKWARD, binary_forward_ref,
-               binary_backward_ref);
+               binary_backward_ref, binary_forward_opt, binary_backward_opt);
   add<kSigmoidBinary>(r, CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD, CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_BACKWARD,
-                      sigmoid_binary_forward_ref, sigmoid_binary_backward_ref);
+                      sigmoid_binary_forward_ref, sigmoid_binary_backward_ref, sigmoid_binary_forward_opt,
+                      sigmoid_binary_backward_opt);
   add<kMse>(r, CCV_NNC_MSE_FORWARD, CCV_NNC_MSE_BACKWARD, mse_forward_ref, mse_backward_ref, mse_forward_opt,
             mse_backward_opt);
   add<kSmoothL1>(r, CCV_NNC_SMOOTH_L1_FORWARD, CCV_NNC_SMOOTH_L1_BACKWARD, smooth_l1_forward_ref,

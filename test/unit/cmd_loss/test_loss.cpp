@@ -2,9 +2,8 @@
 // BINARY_CROSSENTROPY, SIGMOID_BINARY_CROSSENTROPY, MSE and SMOOTH_L1 -
 // values against double references written here, gradients of every
 // differentiable input against central differences, extreme inputs
-// (probabilities 0 and 1, logits +-1e4), views and half types, CPU_OPT (MSE,
-// SMOOTH_L1) against CPU_REF, bad input, shapes and bitmasks, and the easy
-// macros from C.
+// (probabilities 0 and 1, logits +-1e4), views and half types, CPU_OPT
+// against CPU_REF, bad input, shapes and bitmasks, and the easy macros from C.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -391,6 +390,100 @@ TEST_F(Loss, OptAgreesWithRef) {
           cmdtest::expect_backends_agree(c[1], ccv_nnc_no_hint, {g, a, b}, {{}, d}, CCV_32F, opt, 1e-5, format);
         }
       }
+}
+
+// The probability losses' CPU_OPT (vector row loops, scalar tails) against
+// CPU_REF: rows of 1 to 33 (every tail length of both vector widths is not
+// needed; 1, 7, 9, 13, 16 and 33 cut AVX2 and AVX-512 vectors differently),
+// views, both label kinds, smoothing, pos_weight, every optional input and
+// output, and inputs at the clamps: probabilities 0 and 1, targets exactly 0
+// and 1, logits out to +-40.
+TEST_F(Loss, OptAgreesWithRefProbabilityLosses) {
+  std::mt19937 rng(17);
+  const uint32_t opt = CCV_NNC_BACKEND_CPU_OPT;
+  for (bool view : {false, true})
+    for (const Dims& d : {Dims{9}, Dims{5, 1}, Dims{4, 7}, Dims{3, 16}, Dims{3, 5, 33}, Dims{2001, 13}}) {
+      SCOPED_TRACE(::testing::Message() << "view " << view << " shape " << d.size() << "-d, cols " << d.back());
+      auto make_t = [&](const Dims& dims) { return view ? T::view(CCV_32F, dims) : T(CCV_32F, dims); };
+      Dims per_row = d;
+      per_row.back() = 1;
+      T x = make_t(d), y = make_t(d), z = make_t(d), gs = make_t(d), g = make_t(per_row);
+      fill(x, rng, 0.001, 0.999);
+      fill(y, rng, 0, 1);
+      fill(z, rng, -40, 40);
+      fill(gs, rng, -1, 1);
+      fill(g, rng, -1, 1);
+      // Every fifth probability at 0 or 1, every seventh target exactly 0 or 1.
+      for (size_t i = 0; i < x.count(); i += 5) x.set(i, (i / 5) % 2);
+      for (size_t i = 3; i < y.count(); i += 7) y.set(i, (i / 7) % 2);
+      for (float w : {1.0f, 2.5f}) {
+        SCOPED_TRACE(::testing::Message() << "pos_weight " << w);
+        const ccv_nnc_cmd_t bf = bce(CCV_NNC_BINARY_CROSSENTROPY_FORWARD, w);
+        const ccv_nnc_cmd_t bb = bce(CCV_NNC_BINARY_CROSSENTROPY_BACKWARD, w);
+        cmdtest::expect_backends_agree(bf, ccv_nnc_no_hint, {x, y}, {per_row}, CCV_32F, opt, 1e-5);
+        cmdtest::expect_backends_agree(bb, ccv_nnc_no_hint, {g, x, y, nullptr}, {d, d}, CCV_32F, opt, 1e-5);
+        cmdtest::expect_backends_agree(bb, ccv_nnc_no_hint, {nullptr, x, y}, {d}, CCV_32F, opt, 1e-5);
+        cmdtest::expect_backends_agree(bb, ccv_nnc_no_hint, {g, x, y}, {{}, d}, CCV_32F, opt, 1e-5);
+        const ccv_nnc_cmd_t sf = bce(CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD, w);
+        const ccv_nnc_cmd_t sb = bce(CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_BACKWARD, w);
+        cmdtest::expect_backends_agree(sf, ccv_nnc_no_hint, {z, y}, {per_row, d}, CCV_32F, opt, 1e-5);
+        cmdtest::expect_backends_agree(sf, ccv_nnc_no_hint, {z, y}, {per_row}, CCV_32F, opt, 1e-5);
+        cmdtest::expect_backends_agree(sf, ccv_nnc_no_hint, {z, y}, {{}, d}, CCV_32F, opt, 1e-5);
+        cmdtest::expect_backends_agree(sb, ccv_nnc_no_hint, {g, gs, z, y}, {d, d}, CCV_32F, opt, 1e-5);
+        cmdtest::expect_backends_agree(sb, ccv_nnc_no_hint, {nullptr, nullptr, z, y}, {d}, CCV_32F, opt, 1e-5);
+        cmdtest::expect_backends_agree(sb, ccv_nnc_no_hint, {g, nullptr, z, y}, {{}, d}, CCV_32F, opt, 1e-5);
+        // From the saved sigmoid, without the logits.
+        T s(CCV_32F, d);
+        T loss(CCV_32F, per_row);
+        ASSERT_EQ(cmdtest::run(sf, {z, y}, {loss, s}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+        cmdtest::expect_backends_agree(sb, ccv_nnc_no_hint, {g, gs, nullptr, y, loss, s}, {d}, CCV_32F, opt, 1e-5);
+      }
+      // Categorical: class indices (32S and float), dense label rows.
+      T p = make_t(d);
+      fill(p, rng, 0.001, 1);
+      for (size_t i = 0; i < p.count(); i += 6) p.set(i, 0);
+      Dims index_dims(d.begin(), d.end() - 1);
+      if (index_dims.empty()) index_dims = {1};
+      T idx(CCV_32S, index_dims), fidx(CCV_32F, index_dims), dense = make_t(d);
+      for (size_t i = 0; i < idx.count(); i++) idx.set(i, (i * 5 + 2) % d.back()), fidx.set(i, (i * 3) % d.back());
+      fill(dense, rng, 0, 1);
+      for (const auto& trim : {std::pair<float, float>{0, 1}, std::pair<float, float>{0.05f, 0.9f}})
+        for (int kind : {0, 1, 2}) {
+          SCOPED_TRACE(::testing::Message() << "labels " << kind << " trim0 " << trim.first);
+          T& lab = kind == 0 ? idx : kind == 1 ? fidx : dense;
+          const ccv_nnc_cmd_t cf = ce(CCV_NNC_CATEGORICAL_CROSSENTROPY_FORWARD, trim.first, trim.second);
+          const ccv_nnc_cmd_t cb = ce(CCV_NNC_CATEGORICAL_CROSSENTROPY_BACKWARD, trim.first, trim.second);
+          cmdtest::expect_backends_agree(cf, ccv_nnc_no_hint, {p, lab}, {per_row}, CCV_32F, opt, 1e-5);
+          cmdtest::expect_backends_agree(cb, ccv_nnc_no_hint, {g, p, lab}, {d}, CCV_32F, opt, 1e-5);
+          cmdtest::expect_backends_agree(cb, ccv_nnc_no_hint, {nullptr, p, lab}, {d}, CCV_32F, opt, 1e-5);
+          if (kind == 2) cmdtest::expect_backends_agree(cb, ccv_nnc_no_hint, {g, p, lab}, {d, d}, CCV_32F, opt, 1e-5);
+        }
+    }
+}
+
+// Values the comparison above cannot see (its error is relative to at least
+// 1): softplus of large negative logits keeps its relative accuracy (the
+// loss of a well fitted logit is e^-|z|, not 0), and a zero weight keeps a
+// term out of the sum even where its log is NaN, as on CPU_REF.
+TEST_F(Loss, OptProbabilityEdgeCases) {
+  const double zs[] = {-20, -30, 17, 25, -88};
+  T z(CCV_32F, {5, 1}), y(CCV_32F, {5, 1}), loss(CCV_32F, {5, 1});
+  for (int i = 0; i < 5; i++) z.set(i, zs[i]), y.set(i, zs[i] > 0 ? 1 : 0);
+  ccv_nnc_cmd_t sf = bce(CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD, 1);
+  sf.backend = CCV_NNC_BACKEND_CPU_OPT;
+  ASSERT_EQ(cmdtest::run(sf, {z, y}, {loss}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  for (int i = 0; i < 5; i++) {
+    const double want = std::log1p(std::exp(-std::fabs(zs[i])));  // the target agrees with the logit's sign
+    EXPECT_NEAR(loss.get(i), want, 1e-6 * want) << "z = " << zs[i];
+  }
+  // x outside [0, 1] with a zero weight on its log: CPU_REF leaves the term out.
+  T x(CCV_32F, {1, 3}), t(CCV_32F, {1, 3}), p(CCV_32F, {1, 3}), dense(CCV_32F, {1, 3});
+  const double xv[3] = {-0.25, 0.5, 1.5}, tv[3] = {0, 0.5, 1};
+  for (int i = 0; i < 3; i++) x.set(i, xv[i]), t.set(i, tv[i]), p.set(i, xv[i]), dense.set(i, tv[i]);
+  cmdtest::expect_backends_agree(bce(CCV_NNC_BINARY_CROSSENTROPY_FORWARD, 1), ccv_nnc_no_hint, {x, t}, {{1, 1}},
+                                 CCV_32F, CCV_NNC_BACKEND_CPU_OPT, 1e-6);
+  cmdtest::expect_backends_agree(cmd(CCV_NNC_CATEGORICAL_CROSSENTROPY_FORWARD), ccv_nnc_no_hint, {p, dense}, {{1, 1}},
+                                 CCV_32F, CCV_NNC_BACKEND_CPU_OPT, 1e-6);
 }
 
 // ---------------------------------------------------------------------------
