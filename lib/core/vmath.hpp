@@ -17,7 +17,8 @@
 //   load / store (unaligned), stream (a non-temporal store to an address
 //   aligned to the register size; nnc::store_fence orders them), set1, add, sub, mul, div, fmadd(a, b, c) = a*b +
 //   c, fnmadd(a, b, c) = c - a*b, min / max (with a NaN, the second operand comes back), abs, round (to nearest even),
-//   lt / gt (ordered compares), isnan, select(m, a, b) = m ? a : b, copysign(mag, sign), pow2n(n) = 2^n for whole n in
+//   lt / gt (ordered compares), isnan, select(m, a, b) = m ? a : b, opaque(v) = v kept from being folded into
+//   a masked load, copysign(mag, sign), pow2n(n) = 2^n for whole n in
 //   [-126, 127], scalef(p, n) = p 2^n for whole n in [-150, 128] rounded once (inf on overflow), recip(x) = 1 / x to
 //   within 2^-22 relative (an estimate refined by a Newton step; not rounded exactly), exponent(x) / mantissa(x): x =
 //   mantissa * 2^exponent, mantissa in [0.5, 1), for positive normal x.
