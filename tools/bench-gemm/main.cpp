@@ -173,6 +173,9 @@ int main(int argc, char** argv) {
       {"32 x (64x64x64), batched w", 32, 64, 64, 64, true, false, 0.90},
       {"fc 64x3136x256 (w^T, bias)", 1, 64, 3136, 256, false, true, 0.90},
       {"fc 64x256x10 (w^T, bias)", 1, 64, 256, 10, false, true, 0.90},
+      {"fc 1x3136x256 (batch 1, w^T, bias)", 1, 1, 3136, 256, false, true, 0.90},
+      {"fc 4x3136x256 (batch 4, w^T, bias)", 1, 4, 3136, 256, false, true, 0.90},
+      {"1x256x3136 (batch-1 dx)", 1, 1, 256, 3136, false, false, 0.90},
   };
   std::printf("GEMM fp32, CPU_OPT through ccv_nnc_cmd_exec vs cblas_sgemm (OpenBLAS) on the same buffers\n");
   std::printf("shape m x k x n                    ours (ms)    peer (ms)   GFLOPS   ratio  target\n");

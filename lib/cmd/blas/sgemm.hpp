@@ -43,6 +43,12 @@ void sgemm_avx512(const Sgemm& g);
 // themselves, on pool threads): never throws, false when out of memory.
 [[nodiscard]] bool sgemm_avx512_serial(const Sgemm& g);
 
+// Products of 1 to 5 rows (sgemm_small_avx512.cpp): B read in place once,
+// no packing, threads over C's columns. Takes B with adjacent rows
+// (bcs = 1), or with adjacent columns (brs = 1) when A's rows are adjacent
+// too (acs = 1); returns false, doing nothing, for other shapes and strides.
+[[nodiscard]] bool sgemm_small_avx512(const Sgemm& g);
+
 // For callers that multiply many A by one B (Winograd's transformed
 // weights): B (g.k x g.n, from g.b / g.brs / g.bcs) packed once into
 // sgemm_packed_floats(k, n) floats at `packed` (64-byte aligned), then

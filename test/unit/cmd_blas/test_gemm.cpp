@@ -498,6 +498,25 @@ TEST_F(Gemm, ForwardAcrossBlocksBothBackends) {
   check_forward(CCV_32F, Size{13, 520, 600}, BatchMode::None, true, false, true, true, kBoth);
 }
 
+// Products of 1 to 5 rows (CPU_OPT's unpacked kernel on AVX-512 CPUs: B's
+// rows or columns adjacent, column blocks of 64 or 4 with tails, k in
+// vectors of 16 with a tail, threads over columns for the largest), every
+// transpose (a transposed A with a transposed B goes to OpenBLAS), bias,
+// batches and strided views.
+TEST_F(Gemm, ForwardFewRowsBothBackends) {
+  for (int m = 1; m <= 5; m++)
+    for (Size s : {Size{m, 1, 7}, Size{m, 15, 65}, Size{m, 33, 130}, Size{m, 300, 67}})
+      for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+          check_forward(CCV_32F, s, BatchMode::None, ta, tb, (m + tb) % 2, false, kBoth);
+          check_forward(CCV_32F, s, BatchMode::BatchedBoth, ta, tb, (m + ta) % 2, m % 2 == 1, kBoth);
+        }
+  for (int tb = 0; tb < 2; tb++) {
+    check_forward(CCV_32F, Size{1, 3136, 256}, BatchMode::None, false, tb, true, false, kBoth);
+    check_forward(CCV_32F, Size{4, 1000, 1000}, BatchMode::None, false, tb, false, true, kBoth);
+  }
+}
+
 TEST_F(Gemm, ForwardStridedViewsBothBackends) {
   for (int datatype : {CCV_32F, CCV_64F})
     for (Size s : {Size{1, 1, 1}, Size{7, 13, 5}})
