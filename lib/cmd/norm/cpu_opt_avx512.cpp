@@ -5,10 +5,54 @@
 
 namespace nnc::norm {
 
+namespace {
+
+// The stream loops with the per-channel coefficients of a row of K = 16 V
+// channels held in registers (V <= 4) instead of reloaded for every row.
+template <int V>
+void affine_rows(const float* x, float* y, size_t rows, const float* c, const float* a, const float* b) {
+  __m512 cv[V], av[V], bv[V];
+  for (int v = 0; v < V; v++)
+    cv[v] = _mm512_loadu_ps(c + 16 * v), av[v] = _mm512_loadu_ps(a + 16 * v), bv[v] = _mm512_loadu_ps(b + 16 * v);
+  for (size_t r = 0; r < rows; r++, x += 16 * V, y += 16 * V)
+    for (int v = 0; v < V; v++)
+      _mm512_stream_ps(y + 16 * v, _mm512_fmadd_ps(_mm512_sub_ps(_mm512_loadu_ps(x + 16 * v), cv[v]), av[v], bv[v]));
+}
+
+template <int V>
+void axpbypc_rows(const float* g, const float* x, float* dx, size_t rows, const float* m, const float* a,
+                  const float* b, const float* c) {
+  __m512 mv[V], av[V], bv[V], cv[V];
+  for (int v = 0; v < V; v++) {
+    mv[v] = _mm512_loadu_ps(m + 16 * v), av[v] = _mm512_loadu_ps(a + 16 * v);
+    bv[v] = _mm512_loadu_ps(b + 16 * v), cv[v] = _mm512_loadu_ps(c + 16 * v);
+  }
+  for (size_t r = 0; r < rows; r++, g += 16 * V, x += 16 * V, dx += 16 * V)
+    for (int v = 0; v < V; v++) {
+      const __m512 t = _mm512_fmadd_ps(av[v], _mm512_loadu_ps(g + 16 * v), cv[v]);
+      _mm512_stream_ps(dx + 16 * v, _mm512_fmadd_ps(bv[v], _mm512_sub_ps(_mm512_loadu_ps(x + 16 * v), mv[v]), t));
+    }
+}
+
+// f.template operator()<V>() for K = 16 V up to 64; false for wider rows.
+template <class F>
+bool in_registers(size_t K, const F& f) {
+  switch (K / 16) {
+    case 1: f.template operator()<1>(); return true;
+    case 2: f.template operator()<2>(); return true;
+    case 3: f.template operator()<3>(); return true;
+    case 4: f.template operator()<4>(); return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
 // The formulas of red::Loops' col_affine and col_axpbypc, with fused
 // multiply-adds (results differ from those loops' by rounding only).
 void col_affine_stream(const float* x, float* y, size_t rows, size_t K, const float* c, const float* a,
                        const float* b) {
+  if (in_registers(K, [&]<int V>() { affine_rows<V>(x, y, rows, c, a, b); })) return;
   for (size_t r = 0; r < rows; r++) {
     const float* xr = x + r * K;
     float* yr = y + r * K;
@@ -21,6 +65,7 @@ void col_affine_stream(const float* x, float* y, size_t rows, size_t K, const fl
 
 void col_axpbypc_stream(const float* g, const float* x, float* dx, size_t rows, size_t K, const float* m,
                         const float* a, const float* b, const float* c) {
+  if (in_registers(K, [&]<int V>() { axpbypc_rows<V>(g, x, dx, rows, m, a, b, c); })) return;
   for (size_t r = 0; r < rows; r++) {
     const float *gr = g + r * K, *xr = x + r * K;
     float* dr = dx + r * K;

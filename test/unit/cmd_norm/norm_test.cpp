@@ -220,9 +220,11 @@ TEST_F(Norm, BatchNormOptAgreesWithRefOnOddAndLargeShapes) {
                           {{3, 2, 40, 41}, {0, 2, 3}, NCHW},
                           {{1000, 3}, {0}, NHWC},
                           // Channels inner, K a multiple of 16: sums in registers (AVX-512); with
-                          // 8 MiB of output (nnc::kStreamBytes) it is streamed.
+                          // 8 MiB of output (nnc::kStreamBytes) it is streamed, with the
+                          // channels' coefficients in registers up to K = 64.
                           {{2, 16, 16, 48}, {0, 1, 2}, NHWC},
-                          {{4, 64, 64, 128}, {0, 1, 2}, NHWC}};
+                          {{4, 64, 64, 128}, {0, 1, 2}, NHWC},
+                          {{2, 128, 128, 64}, {0, 1, 2}, NHWC}};
   uint32_t seed = 10;
   for (const BnCase& c : cases)
     for (int dt : {CCV_32F, CCV_64F}) {
