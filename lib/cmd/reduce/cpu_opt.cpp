@@ -9,6 +9,9 @@
 // The workspace is taken once per call; nothing allocates.
 // Backward: one strided walk over dx with g (and y) broadcast along the reduced
 // axes through zero strides.
+// ARGMAX / ARGMIN: a packed x as O x R x I over its axis R, rows (I = 1) or
+// blocks of columns per task, the indices written through y's layout; a view
+// x goes to CPU_REF's loop.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -279,12 +282,59 @@ int backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, ccv_nnc_
 
 }  // namespace
 
+template <class T>
+void arg_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* xt, ccv_nnc_tensor_t* yt) {
+  const Layout x = layout_of(xt, "ARGMAX/ARGMIN input");
+  const Layout y = layout_of(yt, "ARGMAX/ARGMIN output");
+  const int axis = cmd.info.reduce.axis[0];
+  size_t O = 1, I = 1;
+  for (int d = 0; d < axis; d++) O *= static_cast<size_t>(x.dim[d]);
+  for (int d = axis + 1; d < x.nd; d++) I *= static_cast<size_t>(x.dim[d]);
+  const size_t R = static_cast<size_t>(x.dim[axis]);
+  if (O * R * I == 0) return;
+  const bool max = cmd.cmd == CCV_NNC_ARGMAX_FORWARD;
+  const Loops<T>& L = loops<T>();
+  const T* xp = reinterpret_cast<const T*>(x.data);
+  auto put = [&](size_t linear, int32_t v) { std::memcpy(at_linear(y, linear), &v, 4); };
+  const size_t grain = std::max<size_t>(1, kParallelFrom / std::max<size_t>(1, R * std::min(I, kColumnBlock)));
+  if (I == 1) {
+    range_parallel(O, O * R >= kParallelFrom ? 0 : O + 1, grain, [&](size_t b, size_t e) {
+      for (size_t o = b; o < e; o++) put(o, L.row_arg(xp + o * R, R, max));
+    });
+    return;
+  }
+  const size_t blocks = (I + kColumnBlock - 1) / kColumnBlock;
+  range_parallel(O * blocks, O * R * I >= kParallelFrom ? 0 : O * blocks + 1, grain, [&](size_t b, size_t e) {
+    T best[kColumnBlock];
+    int32_t at[kColumnBlock];
+    for (size_t t = b; t < e; t++) {
+      const size_t o = t / blocks, i0 = (t % blocks) * kColumnBlock, n = std::min(kColumnBlock, I - i0);
+      L.col_arg(xp + o * R * I + i0, R, static_cast<int64_t>(I), n, max, best, at);
+      for (size_t j = 0; j < n; j++) put(o * I + i0 + j, at[j]);
+    }
+  });
+}
+
 NNC_REDUCE_KERNEL(reduce_forward_opt) {
   (void)hint, (void)flags, (void)input_size, (void)output_size;
   return guard_code([&] {
     if (CCV_GET_DATA_TYPE(inputs[0]->info.datatype) == CCV_64F)
       return forward<double>(cmd, inputs[0], outputs[0], stream_context);
     return forward<float>(cmd, inputs[0], outputs[0], stream_context);
+  });
+}
+
+NNC_REDUCE_KERNEL(arg_forward_opt) {
+  (void)hint, (void)flags, (void)input_size, (void)output_size, (void)stream_context;
+  return guard_code([&]() -> int {
+    const int dt = CCV_GET_DATA_TYPE(inputs[0]->info.datatype);
+    if (!is_packed(inputs[0]) || (dt != CCV_32F && dt != CCV_64F))
+      return arg_forward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
+    if (dt == CCV_64F)
+      arg_forward<double>(cmd, inputs[0], outputs[0]);
+    else
+      arg_forward<float>(cmd, inputs[0], outputs[0]);
+    return CCV_NNC_EXEC_SUCCESS;
   });
 }
 

@@ -48,6 +48,12 @@ struct Loops {
   void (*ln_backward_sums)(const T* g, const T* x, size_t n, T mean, T inv, const T* s, T* sh, T* shx, T* ds, T* db);
   // dx[i] = inv * (h[i] - mh - xhat[i] * mhx).
   void (*ln_backward_dx)(const T* g, const T* x, T* dx, size_t n, T mean, T inv, const T* s, T mh, T mhx);
+  // ARGMAX (max) / ARGMIN of x[0..n), n >= 1: the index of the first largest /
+  // smallest element; a NaN beats every number, and the first NaN wins.
+  int32_t (*row_arg)(const T* x, size_t n, bool max);
+  // The same per column j < n over rows r < rows of x[r * ld + j]: the value
+  // in best[j], its row in at[j].
+  void (*col_arg)(const T* x, size_t rows, int64_t ld, size_t n, bool max, T* best, int32_t* at);
 };
 
 const Loops<float>& loops_f32();

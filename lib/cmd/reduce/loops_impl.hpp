@@ -6,8 +6,10 @@
 //
 // Include once per instruction set, after defining NNC_LOOPS_SUFFIX (generic,
 // avx2, avx512).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "cmd/reduce/loops.hpp"
 
@@ -283,10 +285,77 @@ void ln_backward_dx(const T* g, const T* x, T* dx, size_t n, T mean, T inv, cons
   }
 }
 
+// Whether v replaces best in an arg reduction: strictly better (so the first
+// of equals stays), or the first NaN.
+template <class T, bool MAX>
+inline bool arg_better(T v, T best) {
+  return (MAX ? v > best : v < best) || (v != v && best == best);
+}
+
+template <class T, bool MAX>
+int32_t row_arg_op(const T* x, size_t n) {
+  constexpr size_t L = kLanes<T>;
+  constexpr int32_t kNone = std::numeric_limits<int32_t>::max();
+  T bv = x[0];
+  int32_t bi = 0;
+  size_t i = 1;
+  if (n >= 2 * L) {
+    // Per lane: the best value and its index, and the lane's first NaN.
+    T best[L];
+    int32_t at[L], nan_at[L];
+    for (size_t k = 0; k < L; k++)
+      best[k] = x[k], at[k] = static_cast<int32_t>(k), nan_at[k] = x[k] != x[k] ? static_cast<int32_t>(k) : kNone;
+    for (i = L; i + L <= n; i += L)
+      for (size_t k = 0; k < L; k++) {
+        const T v = x[i + k];
+        const bool better = MAX ? v > best[k] : v < best[k];
+        best[k] = better ? v : best[k];
+        at[k] = better ? static_cast<int32_t>(i + k) : at[k];
+        nan_at[k] = v != v && nan_at[k] == kNone ? static_cast<int32_t>(i + k) : nan_at[k];
+      }
+    int32_t first_nan = kNone;
+    for (size_t k = 0; k < L; k++) first_nan = std::min(first_nan, nan_at[k]);
+    if (first_nan != kNone) return first_nan;  // lanes' NaNs all precede position i
+    bv = best[0], bi = at[0];
+    for (size_t k = 1; k < L; k++)
+      if (arg_better<T, MAX>(best[k], bv) || (best[k] == bv && at[k] < bi)) bv = best[k], bi = at[k];
+  }
+  for (; i < n && bv == bv; i++)
+    if (arg_better<T, MAX>(x[i], bv)) bv = x[i], bi = static_cast<int32_t>(i);
+  return bi;
+}
+
+template <class T>
+int32_t row_arg(const T* x, size_t n, bool max) {
+  return max ? row_arg_op<T, true>(x, n) : row_arg_op<T, false>(x, n);
+}
+
+template <class T, bool MAX>
+void col_arg_op(const T* __restrict x, size_t rows, int64_t ld, size_t n, T* __restrict best,
+                int32_t* __restrict at) {
+  for (size_t j = 0; j < n; j++) best[j] = x[j], at[j] = 0;
+  for (size_t r = 1; r < rows; r++) {
+    const T* xr = x + static_cast<int64_t>(r) * ld;
+    for (size_t j = 0; j < n; j++) {
+      const bool better = arg_better<T, MAX>(xr[j], best[j]);
+      best[j] = better ? xr[j] : best[j];
+      at[j] = better ? static_cast<int32_t>(r) : at[j];
+    }
+  }
+}
+
+template <class T>
+void col_arg(const T* x, size_t rows, int64_t ld, size_t n, bool max, T* best, int32_t* at) {
+  if (max)
+    col_arg_op<T, true>(x, rows, ld, n, best, at);
+  else
+    col_arg_op<T, false>(x, rows, ld, n, best, at);
+}
+
 template <class T>
 const Loops<T> kTable = {row_reduce<T>, col_reduce<T>,       row_sqdev<T>,     col_sqdev<T>,   row_affine<T>,
                          col_affine<T>, row_dot2<T>,         col_dot2<T>,      row_axpbypc<T>, col_axpbypc<T>,
-                         ln_forward<T>, ln_backward_sums<T>, ln_backward_dx<T>};
+                         ln_forward<T>, ln_backward_sums<T>, ln_backward_dx<T>, row_arg<T>,    col_arg<T>};
 
 }  // namespace
 

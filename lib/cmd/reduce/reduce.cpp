@@ -248,6 +248,7 @@ void register_reduce(Registry& r) {
   for (uint32_t f : {CCV_NNC_ARGMAX_FORWARD, CCV_NNC_ARGMIN_FORWARD}) {
     add_command(r, f, arg_auto, forward_bitmask, validate_forward);
     add_kernel(r, f, CCV_NNC_BACKEND_CPU_REF, kFloatTypes | CCV_32S, arg_forward_ref);
+    add_kernel(r, f, CCV_NNC_BACKEND_CPU_OPT, CCV_32F | CCV_64F | CCV_32S, arg_forward_opt);
   }
 }
 

@@ -55,5 +55,6 @@ NNC_REDUCE_KERNEL(reduce_forward_opt);
 NNC_REDUCE_KERNEL(reduce_backward_ref);
 NNC_REDUCE_KERNEL(reduce_backward_opt);
 NNC_REDUCE_KERNEL(arg_forward_ref);
+NNC_REDUCE_KERNEL(arg_forward_opt);
 
 }  // namespace nnc::red

@@ -109,6 +109,30 @@ void check_tables() {
       }
       EXPECT_NEAR(sh, wsh, tol * n) << name;
       EXPECT_NEAR(shx, wshx, tol * n) << name;
+      // Arg reductions: ties (values rounded to halves), then a NaN at one place.
+      std::vector<T> t(n * rows);
+      for (size_t i = 0; i < n * rows; i++) t[i] = static_cast<T>(std::round(x[i] * 2) / 2);
+      for (int nan_at : {-1, static_cast<int>(n / 2), static_cast<int>(n) - 1}) {
+        std::vector<T> u = t;
+        if (nan_at >= 0) u[static_cast<size_t>(nan_at)] = static_cast<T>(NAN);
+        for (bool max : {true, false}) {
+          int want = 0;
+          for (size_t i = 1; i < n && !std::isnan(u[want]); i++)
+            if (std::isnan(u[i]) || (max ? u[i] > u[want] : u[i] < u[want])) want = static_cast<int>(i);
+          EXPECT_EQ(L.row_arg(u.data(), n, max), want) << name << " n " << n << " nan at " << nan_at;
+          std::vector<T> best(n);
+          std::vector<int32_t> at(n);
+          L.col_arg(u.data(), rows, static_cast<int64_t>(n), n, max, best.data(), at.data());
+          for (size_t j = 0; j < n; j++) {
+            int32_t w = 0;
+            for (size_t r = 1; r < rows && !std::isnan(u[w * n + j]); r++) {
+              const T v = u[r * n + j];
+              if (std::isnan(v) || (max ? v > u[w * n + j] : v < u[w * n + j])) w = static_cast<int32_t>(r);
+            }
+            EXPECT_EQ(at[j], w) << name << " column " << j;
+          }
+        }
+      }
     }
   }
 }

@@ -210,6 +210,67 @@ TEST_F(Reduce, ArgmaxArgminFindTheFirstExtremum) {
     }
 }
 
+// CPU_OPT's vectorised arg reductions (lanes per row, or per column when the
+// axis is not innermost) against a reference written here: first extremum on
+// ties, the first NaN wins. Rows long enough for the lane path and short ones,
+// NaNs in the first element, inside the lanes and in the tail, sizes that go
+// to the pool, fp32 and fp64; a strided output view.
+TEST_F(Reduce, ArgOptFindsTheFirstExtremumAndTheFirstNaN) {
+  std::mt19937 rng(16);
+  const std::vector<std::pair<std::vector<int>, int>> cases = {
+      {{3, 200, 5}, 0}, {{3, 200, 5}, 1}, {{3, 200, 5}, 2}, {{2001, 70}, 1}, {{70, 2001}, 0},
+      {{7, 33}, 1},     {{7, 33}, 0},     {{1, 1}, 1},      {{5, 131}, 1},   {{2, 3, 1500}, 1}};
+  for (int dt : {CCV_32F, CCV_64F})
+    for (const auto& [dims, axis] : cases) {
+      T x(dt, dims);
+      std::uniform_int_distribution<int> d(-20, 20);  // ties
+      for (size_t i = 0; i < x.count(); i++) x.set(i, d(rng));
+      const std::vector<int> od = reduced(dims, {axis});
+      size_t inner = 1;
+      for (size_t k = axis + 1; k < dims.size(); k++) inner *= static_cast<size_t>(dims[k]);
+      const size_t len = static_cast<size_t>(dims[axis]);
+      T y0(CCV_32S, od);
+      // NaNs: in every 7th output position's run, at a position depending on it.
+      for (size_t o = 0; o < y0.count(); o += 7) {
+        const size_t outer = o / inner, in = o % inner;
+        const size_t k = (o * 13) % len;
+        x.set((outer * len + k) * inner + in, NAN);
+        if (o % 14 == 0 && k + 3 < len) x.set((outer * len + k + 3) * inner + in, NAN);
+      }
+      for (bool is_max : {true, false}) {
+        SCOPED_TRACE(::testing::Message() << "dt " << dt << " dims " << dims.size() << "-d axis " << axis << " len "
+                                          << len << (is_max ? " max" : " min"));
+        T y(CCV_32S, od);
+        ASSERT_EQ(run(reduce_cmd(is_max ? CCV_NNC_ARGMAX_FORWARD : CCV_NNC_ARGMIN_FORWARD, {axis},
+                                 CCV_NNC_BACKEND_CPU_OPT),
+                      {x}, {y}),
+                  CCV_NNC_EXEC_SUCCESS)
+            << ccv_nnc_error_message();
+        for (size_t o = 0; o < y.count(); o++) {
+          const size_t outer = o / inner, in = o % inner;
+          int best = 0;
+          double b = x.get(outer * len * inner + in);
+          for (size_t k = 1; k < len && !std::isnan(b); k++) {
+            const double v = x.get((outer * len + k) * inner + in);
+            if (std::isnan(v) || (is_max ? v > b : v < b)) b = v, best = static_cast<int>(k);
+          }
+          ASSERT_EQ(y.get(o), best) << "output " << o;
+        }
+      }
+    }
+  // The output through a strided view.
+  T x(CCV_32F, {9, 40});
+  for (size_t i = 0; i < x.count(); i++) x.set(i, static_cast<double>((i * 7) % 40));
+  T y = T::view(CCV_32S, {9, 1});
+  ASSERT_EQ(run(reduce_cmd(CCV_NNC_ARGMAX_FORWARD, {1}, CCV_NNC_BACKEND_CPU_OPT), {x}, {y}), CCV_NNC_EXEC_SUCCESS);
+  for (int r = 0; r < 9; r++) {
+    int best = 0;
+    for (int k = 1; k < 40; k++)
+      if (x.get(r * 40 + k) > x.get(r * 40 + best)) best = k;
+    EXPECT_EQ(y.get(r), best) << r;
+  }
+}
+
 TEST_F(Reduce, ShapeInference) {
   ccv_nnc_tensor_param_t in = param(CCV_32F, {4, 5, 6}), out;
   ccv_nnc_hint_tensor_auto(reduce_cmd(CCV_NNC_REDUCE_SUM_FORWARD, {0, 2}), &in, 1, ccv_nnc_no_hint, &out, 1);
