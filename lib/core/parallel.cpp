@@ -113,7 +113,8 @@ const CpuFeatures& cpu_features() {
       // NNC_NO_AVX512=1 keeps the AVX2 kernels even on an AVX-512 CPU (the
       // tests run both sets on one machine that way).
       const char* no512 = std::getenv("NNC_NO_AVX512");
-      f.avx512f = cpuinfo_has_x86_avx512f() && !(no512 && *no512 && std::strcmp(no512, "0") != 0);
+      f.avx512 = cpuinfo_has_x86_avx512f() && cpuinfo_has_x86_avx512bw() && cpuinfo_has_x86_avx512vl() &&
+                 cpuinfo_has_x86_avx512dq() && f.fma3 && f.f16c && !(no512 && *no512 && std::strcmp(no512, "0") != 0);
     }
     return f;
   }();

@@ -44,7 +44,9 @@ struct CpuFeatures {
   bool avx2 = false;
   bool fma3 = false;
   bool f16c = false;
-  bool avx512f = false;
+  // AVX-512 F, BW, VL and DQ with FMA and F16C: the set every lib/cmd/*_avx512.cpp
+  // file is compiled for (the compiler may use any of them there).
+  bool avx512 = false;
 };
 const CpuFeatures& cpu_features();
 

@@ -2,7 +2,7 @@
 // DQ/BW/VL available to the file), sixteen floats per register, masks as
 // __mmask16. Include only from files compiled with the AVX-512 flags
 // (lib/cmd/**/*_avx512.cpp) and call their code only after
-// nnc::cpu_features() reports avx512f.
+// nnc::cpu_features() reports avx512.
 //
 //   using V = nnc::vmath::Avx512;
 //   V::store(y, nnc::vmath::erf<V>(V::load(x)));

@@ -4,8 +4,6 @@
 // one run split over the library's pool and a view is rows; each run goes
 // through the loop table of this CPU (AVX-512, AVX2 + FMA, or scalar, picked
 // once). Nothing is allocated per call.
-#include <cpuinfo.h>
-
 #include <algorithm>
 #include <cstdint>
 
@@ -34,9 +32,7 @@ const Loops* loops_avx2_if_supported() {
 }
 
 const Loops* loops_avx512_if_supported() {
-  static const bool ok = cpu_features().avx512f && cpuinfo_has_x86_avx512bw() && cpuinfo_has_x86_avx512vl() &&
-                         cpuinfo_has_x86_avx512dq() && cpu_features().fma3;
-  return ok ? &kLoopsAvx512 : nullptr;
+  return cpu_features().avx512 ? &kLoopsAvx512 : nullptr;
 }
 
 const Loops& loops() {

@@ -31,10 +31,7 @@ constexpr int kFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CCV_T
 // against OpenBLAS's 0.27). Keeping OpenBLAS off the common path matters
 // beyond its own speed: its idle threads spin for tens of milliseconds after
 // each call, taking the cores from the kernels that follow.
-bool own_sgemm() {
-  static const bool avx512 = cpu_features().avx512f && cpu_features().fma3;
-  return avx512;
-}
+bool own_sgemm() { return cpu_features().avx512; }
 
 void blas(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float beta, float* c,
           int ldc) {

@@ -29,8 +29,6 @@
 //     takes it too when both sides have at least 16 channels: 2.5 to 4 times
 //     fewer multiply-adds, at a relative error of about 1e-6 instead of 1e-7.
 //   An algorithm this CPU cannot run falls back to the default.
-#include <cpuinfo.h>
-
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -48,8 +46,7 @@ namespace nnc::conv {
 const Kernels* kernels() {
   static const Kernels* k = []() -> const Kernels* {
     const CpuFeatures& f = cpu_features();
-    if (f.avx512f && f.fma3 && cpuinfo_has_x86_avx512bw() && cpuinfo_has_x86_avx512vl() && cpuinfo_has_x86_avx512dq())
-      return kernels_avx512();
+    if (f.avx512) return kernels_avx512();
     if (f.avx2 && f.fma3) return kernels_avx2();
     return nullptr;
   }();
@@ -141,7 +138,7 @@ const float* fptr(const unsigned char* p) { return reinterpret_cast<const float*
 
 // NCHW <-> NHWC copies by 16 x 16 register transposes (util/transpose_avx512.hpp).
 bool fast_transpose() {
-  static const bool yes = cpu_features().avx512f;
+  static const bool yes = cpu_features().avx512;
   return yes;
 }
 

@@ -5,8 +5,6 @@
 // (CATEGORICAL_, BINARY_ and SIGMOID_BINARY_CROSSENTROPY): the row loops of
 // rows_body.hpp for the widest instruction set the CPU has. Nothing is
 // allocated but class-index labels' one int per row.
-#include <cpuinfo.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -125,8 +123,7 @@ void backward(ccv_nnc_tensor_t* const* inputs, ccv_nnc_tensor_t* const* outputs,
 const RowLoops& row_loops() {
   static const RowLoops* const best = []() -> const RowLoops* {
     const CpuFeatures& f = cpu_features();
-    if (f.avx512f && f.fma3 && cpuinfo_has_x86_avx512bw() && cpuinfo_has_x86_avx512vl() && cpuinfo_has_x86_avx512dq())
-      return &kRowLoopsAvx512;
+    if (f.avx512) return &kRowLoopsAvx512;
     if (f.avx2 && f.fma3) return &kRowLoopsAvx2;
     return &scalar::kRowTable;
   }();

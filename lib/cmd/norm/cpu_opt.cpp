@@ -148,7 +148,7 @@ void channel_sums(const red::Loops<T>& L, Sums what, const Shape& s, const T* x,
   std::fill(partial, partial + 2 * parts * K, T(0));
   const bool parallel = O * K * I >= kParallelFrom;
   if (I == 1) {
-    const bool regs = cpu_features().avx512f && K % 16 == 0 && K <= kSumsMaxK;
+    const bool regs = cpu_features().avx512 && K % 16 == 0 && K <= kSumsMaxK;
     range_parallel(parts, parallel ? 0 : parts + 1, 1, [&](size_t b, size_t e) {
       for (size_t q = b; q < e; q++) {
         const size_t o0 = q * rows, o1 = std::min(O, o0 + rows);
@@ -213,7 +213,7 @@ void channel_apply(const red::Loops<T>& L, const Shape& s, size_t parts, const T
     const size_t rows = (O + parts - 1) / parts;
     bool stream = false;
     if constexpr (std::is_same_v<T, float>)
-      stream = cpu_features().avx512f && stream_ok(out, K) && O * K * sizeof(float) >= kStreamBytes;
+      stream = cpu_features().avx512 && stream_ok(out, K) && O * K * sizeof(float) >= kStreamBytes;
     range_parallel(parts, parallel ? 0 : parts + 1, 1, [&](size_t b0, size_t e0) {
       for (size_t q = b0; q < e0; q++) {
         const size_t o0 = q * rows, o1 = std::min(O, o0 + rows);

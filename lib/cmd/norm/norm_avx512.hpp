@@ -1,6 +1,6 @@
 // The AVX-512F loops of the channels-inner (NHWC) batch norm, fp32, on packed
 // rows of K channels (cpu_opt_avx512.cpp; call only after
-// cpu_features().avx512f):
+// cpu_features().avx512):
 //
 //   if (K % 16 == 0 && K <= norm::kSumsMaxK) norm::col_sqdev_regs(x, rows, K, c, acc, dev);
 //   if (norm::stream_ok(y, K)) norm::col_affine_stream(x, y, rows, K, c, a, b);

@@ -42,7 +42,7 @@ void run(Op op, const Geometry& g, const Image& dx) {
   const size_t tasks = !inner ? static_cast<size_t>(g.N) * g.C
                        : backward ? static_cast<size_t>(g.N) * cblocks
                                   : static_cast<size_t>(g.N) * g.OH;
-  const bool avx512 = cpu_features().avx512f;
+  const bool avx512 = cpu_features().avx512;
   auto body = [&](size_t b, size_t e) {
     for (size_t i = b; i < e; i++) {
       Task t{inner, 0, 0, 0};

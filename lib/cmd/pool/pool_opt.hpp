@@ -20,7 +20,7 @@ struct Task {
 void run_avx2(Op op, const Geometry& g, const Image& dx, Task t);
 
 // The AVX-512 loops (cpu_opt_avx512.cpp; call only after
-// cpu_features().avx512f): false, having done nothing, for a task they do not
+// cpu_features().avx512): false, having done nothing, for a task they do not
 // cover (then run_avx2 does it).
 bool run_avx512(Op op, const Geometry& g, const Image& dx, Task t);
 

@@ -1,8 +1,6 @@
 // The reduction / normalisation loops without extra instruction-set flags,
 // and the choice of table by what this CPU runs (see loops.hpp).
 #define NNC_LOOPS_SUFFIX generic
-#include <cpuinfo.h>
-
 #include "cmd/reduce/loops_impl.hpp"
 #include "core/parallel.hpp"
 
@@ -10,14 +8,9 @@ namespace nnc::red {
 
 namespace {
 
-// loops_avx512.cpp is compiled with AVX-512 F, BW, VL and DQ (and FMA), and
-// loops_avx2.cpp with AVX2, FMA and F16C: the compiler may use any of them,
-// so every one must be there.
-bool has_avx512() {
-  static const bool ok = cpu_features().avx512f && cpuinfo_has_x86_avx512bw() && cpuinfo_has_x86_avx512vl() &&
-                         cpuinfo_has_x86_avx512dq() && cpu_features().fma3 && cpu_features().f16c;
-  return ok;
-}
+// loops_avx2.cpp is compiled with AVX2, FMA and F16C: the compiler may use
+// any of them, so every one must be there (cpu_features().avx512 likewise).
+bool has_avx512() { return cpu_features().avx512; }
 bool has_avx2() { return cpu_features().avx2 && cpu_features().fma3 && cpu_features().f16c; }
 
 }  // namespace

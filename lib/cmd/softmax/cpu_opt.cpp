@@ -4,8 +4,6 @@
 // time, or scalar); rows are split over the library's pool when there is
 // enough work. Class indices are checked once, serially, into the stream's
 // workspace before any thread starts; nothing is allocated per call.
-#include <cpuinfo.h>
-
 #include <cmath>
 #include <cstring>
 
@@ -162,13 +160,7 @@ Labels labels_of(const char* what, const ccv_nnc_tensor_t* x, const ccv_nnc_tens
 
 const RowKernels* row_kernels_scalar() { return &kRowKernelsScalar; }
 const RowKernels* row_kernels_avx2() { return cpu_features().avx2 && cpu_features().fma3 ? &kRowKernelsAvx2 : nullptr; }
-// cpu_opt_avx512.cpp is compiled with F, BW, VL and DQ (the compiler may use
-// any of them), so all four must be there, not only AVX-512F.
-const RowKernels* row_kernels_avx512() {
-  static const bool ok = cpu_features().avx512f && cpuinfo_has_x86_avx512bw() && cpuinfo_has_x86_avx512vl() &&
-                         cpuinfo_has_x86_avx512dq() && cpu_features().fma3;
-  return ok ? &kRowKernelsAvx512 : nullptr;
-}
+const RowKernels* row_kernels_avx512() { return cpu_features().avx512 ? &kRowKernelsAvx512 : nullptr; }
 
 const RowKernels& row_kernels() {
   static const RowKernels* const best = [] {

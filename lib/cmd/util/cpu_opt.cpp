@@ -142,7 +142,7 @@ void strided_copy(Copy& c, size_t parallel_from) {
   const int T = w.dim[t_dim], I = w.dim[nd - 1];
   const int tiles_t = (T + kTile - 1) / kTile;
   const int64_t ys_t = w.stride[0][t_dim], xs_i = w.inner_stride(1);
-  const bool avx512 = cpu_features().avx512f;
+  const bool avx512 = cpu_features().avx512;
   auto body = [&](size_t b, size_t e) {
     for (size_t job = b; job < e; job++) {
       size_t batch = job / static_cast<size_t>(tiles_t);

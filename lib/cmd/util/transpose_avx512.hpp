@@ -1,7 +1,7 @@
 // fp32 matrix transposes on AVX-512 by 16 x 16 register tiles.
 //
 // transpose_f32_avx512 may be called from any file once
-// nnc::cpu_features().avx512f is known to be true:
+// nnc::cpu_features().avx512 is known to be true:
 //
 //   // y (cols x rows, rows ys apart) = transpose of x (rows x cols, rows xs apart)
 //   nnc::util::transpose_f32_avx512(x, xs, rows, cols, y, ys);

@@ -37,7 +37,7 @@ void copy_row(E* y, int64_t ys, const E* x, int64_t xs, size_t n) {
 template <class E>
 void tile_rows(E* y, int64_t ys, const E* x, int64_t xs, size_t r0, size_t r1, size_t C) {
   if constexpr (sizeof(E) == 4) {
-    static const bool avx512 = cpu_features().avx512f;
+    static const bool avx512 = cpu_features().avx512;
     if (avx512) {  // bit copies through float lanes: no arithmetic, payloads kept
       transpose_f32_avx512(reinterpret_cast<const float*>(x + r0), xs, static_cast<int>(C), static_cast<int>(r1 - r0),
                            reinterpret_cast<float*>(y + static_cast<int64_t>(r0) * ys), ys);
