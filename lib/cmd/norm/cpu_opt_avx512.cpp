@@ -7,8 +7,33 @@ namespace nnc::norm {
 
 namespace {
 
+// f.template operator()<V>() for K = 16 V (V up to 8).
+template <class F>
+void by_vectors(size_t K, F f) {
+  switch (K / 16) {
+    case 1:
+      return f.template operator()<1>();
+    case 2:
+      return f.template operator()<2>();
+    case 3:
+      return f.template operator()<3>();
+    case 4:
+      return f.template operator()<4>();
+    case 5:
+      return f.template operator()<5>();
+    case 6:
+      return f.template operator()<6>();
+    case 7:
+      return f.template operator()<7>();
+    default:
+      return f.template operator()<8>();
+  }
+}
+
 // The stream loops with the per-channel coefficients of a row of K = 16 V
-// channels held in registers (V <= 4) instead of reloaded for every row.
+// channels held in registers (up to kRegisterK channels: 16 registers of
+// coefficients) instead of reloaded for every row.
+constexpr size_t kRegisterK = 64;
 template <int V>
 void affine_rows(const float* x, float* y, size_t rows, const float* c, const float* a, const float* b) {
   __m512 cv[V], av[V], bv[V];
@@ -34,25 +59,15 @@ void axpbypc_rows(const float* g, const float* x, float* dx, size_t rows, const 
     }
 }
 
-// f.template operator()<V>() for K = 16 V up to 64; false for wider rows.
-template <class F>
-bool in_registers(size_t K, const F& f) {
-  switch (K / 16) {
-    case 1: f.template operator()<1>(); return true;
-    case 2: f.template operator()<2>(); return true;
-    case 3: f.template operator()<3>(); return true;
-    case 4: f.template operator()<4>(); return true;
-    default: return false;
-  }
-}
-
 }  // namespace
 
 // The formulas of red::Loops' col_affine and col_axpbypc, with fused
 // multiply-adds (results differ from those loops' by rounding only).
 void col_affine_stream(const float* x, float* y, size_t rows, size_t K, const float* c, const float* a,
                        const float* b) {
-  if (in_registers(K, [&]<int V>() { affine_rows<V>(x, y, rows, c, a, b); })) return;
+  if (K <= kRegisterK) return by_vectors(K, [&]<int V>() {
+      if constexpr (V * 16 <= kRegisterK) affine_rows<V>(x, y, rows, c, a, b);
+    });
   for (size_t r = 0; r < rows; r++) {
     const float* xr = x + r * K;
     float* yr = y + r * K;
@@ -65,7 +80,9 @@ void col_affine_stream(const float* x, float* y, size_t rows, size_t K, const fl
 
 void col_axpbypc_stream(const float* g, const float* x, float* dx, size_t rows, size_t K, const float* m,
                         const float* a, const float* b, const float* c) {
-  if (in_registers(K, [&]<int V>() { axpbypc_rows<V>(g, x, dx, rows, m, a, b, c); })) return;
+  if (K <= kRegisterK) return by_vectors(K, [&]<int V>() {
+      if constexpr (V * 16 <= kRegisterK) axpbypc_rows<V>(g, x, dx, rows, m, a, b, c);
+    });
   for (size_t r = 0; r < rows; r++) {
     const float *gr = g + r * K, *xr = x + r * K;
     float* dr = dx + r * K;
@@ -123,27 +140,6 @@ void dot2(const float* g, const float* x, size_t rows, size_t K, const float* c,
   }
 }
 
-template <class F>
-void by_vectors(size_t K, F f) {
-  switch (K / 16) {
-    case 1:
-      return f.template operator()<1>();
-    case 2:
-      return f.template operator()<2>();
-    case 3:
-      return f.template operator()<3>();
-    case 4:
-      return f.template operator()<4>();
-    case 5:
-      return f.template operator()<5>();
-    case 6:
-      return f.template operator()<6>();
-    case 7:
-      return f.template operator()<7>();
-    default:
-      return f.template operator()<8>();
-  }
-}
 
 }  // namespace
 
