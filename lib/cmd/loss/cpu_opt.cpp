@@ -152,7 +152,8 @@ std::vector<int> class_indices(const char* what, const ccv_nnc_tensor_t* p, cons
   return index;
 }
 
-float log_floor(float p) { return std::max(static_cast<float>(kLogFloor), std::log(p)); }
+// The vector loops' clamped log, on one element.
+float log_floor(float p) { return scalar::clog<vmath::Scalar>(p); }
 
 }  // namespace
 
