@@ -280,8 +280,6 @@ int backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, ccv_nnc_
   return CCV_NNC_EXEC_SUCCESS;
 }
 
-}  // namespace
-
 template <class T>
 void arg_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* xt, ccv_nnc_tensor_t* yt) {
   const Layout x = layout_of(xt, "ARGMAX/ARGMIN input");
@@ -295,7 +293,14 @@ void arg_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* xt, ccv_nnc_tensor_
   const bool max = cmd.cmd == CCV_NNC_ARGMAX_FORWARD;
   const Loops<T>& L = loops<T>();
   const T* xp = reinterpret_cast<const T*>(x.data);
-  auto put = [&](size_t linear, int32_t v) { std::memcpy(at_linear(y, linear), &v, 4); };
+  // Packed indices (the usual case) by their position; a view through its layout.
+  int32_t* const yp = is_packed(yt) ? reinterpret_cast<int32_t*>(y.data) : nullptr;
+  auto put = [&](size_t linear, int32_t v) {
+    if (yp)
+      yp[linear] = v;
+    else
+      std::memcpy(at_linear(y, linear), &v, 4);
+  };
   const size_t grain = std::max<size_t>(1, kParallelFrom / std::max<size_t>(1, R * std::min(I, kColumnBlock)));
   if (I == 1) {
     range_parallel(O, O * R >= kParallelFrom ? 0 : O + 1, grain, [&](size_t b, size_t e) {
@@ -314,6 +319,8 @@ void arg_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* xt, ccv_nnc_tensor_
     }
   });
 }
+
+}  // namespace
 
 NNC_REDUCE_KERNEL(reduce_forward_opt) {
   (void)hint, (void)flags, (void)input_size, (void)output_size;
