@@ -30,6 +30,22 @@ inline int nd_of(const int* dim) {
   return kMaxDim;
 }
 
+// Whether two shapes are equal: the same number of dimensions and the same
+// sizes up to it. Entries after the first 0 are ignored, so a plain tensor
+// (which keeps the dense-matrix step in a spare entry) equals a view of the
+// same shape. The one shape comparison for the whole library: never compare
+// dim arrays with memcmp.
+inline bool same_shape(const int* a, const int* b) {
+  for (int i = 0; i < kMaxDim; i++) {
+    if (a[i] != b[i]) return false;
+    if (a[i] == 0) return true;
+  }
+  return true;
+}
+inline bool same_shape(const ccv_nnc_tensor_param_t& a, const ccv_nnc_tensor_param_t& b) {
+  return same_shape(a.dim, b.dim);
+}
+
 // Check tensor parameters from a caller; throws nnc::Error naming `what`.
 // Returns the number of bytes of data (unpadded).
 size_t validate_params(const ccv_nnc_tensor_param_t& params, const char* what);
