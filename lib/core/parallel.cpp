@@ -107,9 +107,9 @@ const CpuFeatures& cpu_features() {
   static const CpuFeatures features = [] {
     CpuFeatures f;
     if (cpuinfo_initialize()) {
-      f.avx2 = cpuinfo_has_x86_avx2();
       f.fma3 = cpuinfo_has_x86_fma3();
       f.f16c = cpuinfo_has_x86_f16c();
+      f.avx2 = cpuinfo_has_x86_avx2() && f.fma3 && f.f16c;
       // NNC_NO_AVX512=1 keeps the AVX2 kernels even on an AVX-512 CPU (the
       // tests run both sets on one machine that way).
       const char* no512 = std::getenv("NNC_NO_AVX512");

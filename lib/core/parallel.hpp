@@ -41,7 +41,11 @@ constexpr size_t kStreamBytes = size_t{8} << 20;
 // CPU features, detected once with cpuinfo; NNC_NO_AVX512 (set, not "0")
 // in the environment reports no AVX-512.
 struct CpuFeatures {
+  // AVX2 with FMA and F16C: the set every lib/cmd/*_avx2.cpp file is compiled
+  // for (the compiler may use any of them there), so the one test before
+  // calling into such a file. A CPU with AVX2 but no FMA reports false.
   bool avx2 = false;
+  // The single extensions as cpuinfo reports them, for code that needs only one.
   bool fma3 = false;
   bool f16c = false;
   // AVX-512 F, BW, VL and DQ with FMA and F16C: the set every lib/cmd/*_avx512.cpp

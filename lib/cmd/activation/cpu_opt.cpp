@@ -27,7 +27,7 @@ constexpr const char* kTableName = "scalar";
 const Loops kLoopsScalar = scalar::kTable;
 
 const Loops* loops_avx2_if_supported() {
-  static const bool ok = cpu_features().avx2 && cpu_features().fma3;
+  static const bool ok = cpu_features().avx2;
   return ok ? &kLoopsAvx2 : nullptr;
 }
 

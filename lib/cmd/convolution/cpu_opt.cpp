@@ -47,7 +47,7 @@ const Kernels* kernels() {
   static const Kernels* k = []() -> const Kernels* {
     const CpuFeatures& f = cpu_features();
     if (f.avx512) return kernels_avx512();
-    if (f.avx2 && f.fma3) return kernels_avx2();
+    if (f.avx2) return kernels_avx2();
     return nullptr;
   }();
   return k;

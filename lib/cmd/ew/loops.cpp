@@ -9,7 +9,7 @@ namespace nnc::ew {
 namespace {
 
 // loops_avx2.cpp is compiled with AVX2, FMA and F16C: the compiler may use any.
-bool has_avx2() { return cpu_features().avx2 && cpu_features().fma3 && cpu_features().f16c; }
+bool has_avx2() { return cpu_features().avx2; }
 
 }  // namespace
 

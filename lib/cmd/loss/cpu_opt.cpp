@@ -124,7 +124,7 @@ const RowLoops& row_loops() {
   static const RowLoops* const best = []() -> const RowLoops* {
     const CpuFeatures& f = cpu_features();
     if (f.avx512) return &kRowLoopsAvx512;
-    if (f.avx2 && f.fma3) return &kRowLoopsAvx2;
+    if (f.avx2) return &kRowLoopsAvx2;
     return &scalar::kRowTable;
   }();
   return *best;

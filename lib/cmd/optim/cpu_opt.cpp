@@ -27,7 +27,7 @@ constexpr size_t kNormBlock = size_t{1} << 14;
 template <class T>
 void sgd_span(const Coef& c, const T* g, const T* a, const T* m, T* b, T* n, size_t count) {
   if constexpr (sizeof(T) == 4) {
-    if (cpu_features().avx2 && cpu_features().fma3) {
+    if (cpu_features().avx2) {
       sgd_f32_avx2(c, g, a, m, b, n, count);
       return;
     }
@@ -39,7 +39,7 @@ template <class T>
 void adam_span(const Coef& c, const T* g, const T* a, const T* m, const T* v, const T* vm, T* b, T* n, T* u, T* um,
                size_t count) {
   if constexpr (sizeof(T) == 4) {
-    if (cpu_features().avx2 && cpu_features().fma3) {
+    if (cpu_features().avx2) {
       adam_f32_avx2(c, g, a, m, v, vm, b, n, u, um, count);
       return;
     }

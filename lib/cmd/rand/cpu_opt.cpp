@@ -39,7 +39,7 @@ void uniform_fill(T* y, size_t n, const Counter& ctr, double lb, double range) {
     range_parallel(words, kParallel, kGrain, [&](size_t s, size_t e) {
       const size_t full = std::min(e, n / 2);
       size_t k0 = s;
-      if (s < full && cpu_features().avx2 && cpu_features().fma3) k0 = uniform_f32_avx2(y, s, full, ctr.key, lb, range);
+      if (s < full && cpu_features().avx2) k0 = uniform_f32_avx2(y, s, full, ctr.key, lb, range);
       for (size_t k = k0; k < full; k++) {
         const uint64_t h = ctr.word64(k);
         y[2 * k] = static_cast<float>(uniform_narrow(static_cast<uint32_t>(h), lb, range));
@@ -79,7 +79,7 @@ void dropout_fill(const T* x, T* y, unsigned char* mask, size_t n, const Counter
     size_t k0 = s;
     if constexpr (sizeof(T) == 4) {
       const size_t full = std::min(e, n / 2);
-      if (s < full && t < (uint64_t{1} << 32) && cpu_features().avx2 && cpu_features().fma3)
+      if (s < full && t < (uint64_t{1} << 32) && cpu_features().avx2)
         k0 = dropout_f32_avx2(x, y, mask, s, full, ctr.key, t, scale);
     }
     for (size_t k = k0; k < e; k++) {

@@ -11,7 +11,7 @@ namespace {
 // loops_avx2.cpp is compiled with AVX2, FMA and F16C: the compiler may use
 // any of them, so every one must be there (cpu_features().avx512 likewise).
 bool has_avx512() { return cpu_features().avx512; }
-bool has_avx2() { return cpu_features().avx2 && cpu_features().fma3 && cpu_features().f16c; }
+bool has_avx2() { return cpu_features().avx2; }
 
 }  // namespace
 

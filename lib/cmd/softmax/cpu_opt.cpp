@@ -159,7 +159,7 @@ Labels labels_of(const char* what, const ccv_nnc_tensor_t* x, const ccv_nnc_tens
 }  // namespace
 
 const RowKernels* row_kernels_scalar() { return &kRowKernelsScalar; }
-const RowKernels* row_kernels_avx2() { return cpu_features().avx2 && cpu_features().fma3 ? &kRowKernelsAvx2 : nullptr; }
+const RowKernels* row_kernels_avx2() { return cpu_features().avx2 ? &kRowKernelsAvx2 : nullptr; }
 const RowKernels* row_kernels_avx512() { return cpu_features().avx512 ? &kRowKernelsAvx512 : nullptr; }
 
 const RowKernels& row_kernels() {

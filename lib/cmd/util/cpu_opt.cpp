@@ -218,9 +218,9 @@ void copy_tensor(const ccv_nnc_tensor_t* xt, ccv_nnc_tensor_t* yt) {
 // n packed elements from src (type `from`) to dst (type `to`), from != to.
 void convert_packed(const unsigned char* src, int from, unsigned char* dst, int to, size_t n) {
   const CpuFeatures& cpu = cpu_features();
-  if (from == CCV_32F && to == CCV_16F && cpu.f16c && cpu.avx2) {
+  if (from == CCV_32F && to == CCV_16F && cpu.avx2) {
     f32_to_f16_f16c(reinterpret_cast<const float*>(src), reinterpret_cast<uint16_t*>(dst), n);
-  } else if (from == CCV_16F && to == CCV_32F && cpu.f16c && cpu.avx2) {
+  } else if (from == CCV_16F && to == CCV_32F && cpu.avx2) {
     f16_to_f32_f16c(reinterpret_cast<const uint16_t*>(src), reinterpret_cast<float*>(dst), n);
   } else if (from == CCV_32F && to == CCV_64F) {
     const float* s = reinterpret_cast<const float*>(src);
