@@ -94,21 +94,13 @@ std::string command_name(uint32_t cmd) { return std::string(name_of(cmd)) + (cmd
 int type_of(const ccv_nnc_tensor_t* t) { return CCV_GET_DATA_TYPE(t->info.datatype); }
 const char* dt(const ccv_nnc_tensor_t* t) { return datatype_name(type_of(t)); }
 
-bool same_dims(const int* a, const int* b) {
-  for (int i = 0; i < kMaxDim; i++) {
-    if (a[i] != b[i]) return false;
-    if (a[i] == 0) return true;
-  }
-  return true;
-}
-
 bool is_float(int type) { return type == CCV_32F || type == CCV_64F || type == CCV_16F || type == CCV_16BF; }
 
 void check_like(const std::string& c, const char* what, const ccv_nnc_tensor_t* t, const char* what_ref,
                 const ccv_nnc_tensor_t* ref) {
   NNC_CHECK(type_of(t) == type_of(ref), "%s: %s is %s but %s is %s; they must match", c.c_str(), what, dt(t), what_ref,
             dt(ref));
-  NNC_CHECK(same_dims(t->info.dim, ref->info.dim), "%s: %s is %s but %s is %s; they must match", c.c_str(), what,
+  NNC_CHECK(same_shape(t->info.dim, ref->info.dim), "%s: %s is %s but %s is %s; they must match", c.c_str(), what,
             shape_string(t->info.dim).c_str(), what_ref, shape_string(ref->info.dim).c_str());
 }
 

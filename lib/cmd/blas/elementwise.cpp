@@ -60,14 +60,6 @@ Name name_of(uint32_t cmd) {
 }
 bool is_scalar_mul(uint32_t cmd) { return (cmd & ~1u) == CCV_NNC_SCALAR_MUL_FORWARD; }
 
-bool same_dims(const int* a, const int* b) {
-  for (int i = 0; i < kMaxDim; i++) {
-    if (a[i] != b[i]) return false;
-    if (a[i] == 0) return true;
-  }
-  return true;
-}
-
 void check_type(const Name& c, const char* what, const ccv_nnc_tensor_t* t, const ccv_nnc_tensor_t* ref) {
   NNC_CHECK(type_of(t) & kFloatTypes, "%s: %s is %s; it takes 16F, 16BF, 32F or 64F", c.c_str(), what, dt(t));
   NNC_CHECK(type_of(t) == type_of(ref), "%s: %s is %s but the others are %s; all take one data type", c.c_str(), what,
@@ -89,7 +81,7 @@ void validate_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_t
   }
   check_type(c, "y", y, y);
   if (scalar) {
-    NNC_CHECK(same_dims(inputs[0]->info.dim, y->info.dim), "%s: x is %s but y is %s; they must match", c.c_str(),
+    NNC_CHECK(same_shape(inputs[0]->info.dim, y->info.dim), "%s: x is %s but y is %s; they must match", c.c_str(),
               dims(inputs[0]).c_str(), dims(y).c_str());
     return;
   }
@@ -97,7 +89,7 @@ void validate_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_t
   NNC_CHECK(broadcast_dims(inputs[0]->info.dim, inputs[1]->info.dim, out),
             "%s: a is %s and b is %s; they do not broadcast (aligned at the last dimension, each pair equal or 1)",
             c.c_str(), dims(inputs[0]).c_str(), dims(inputs[1]).c_str());
-  NNC_CHECK(same_dims(out, y->info.dim), "%s: a %s and b %s broadcast to %s but y is %s", c.c_str(),
+  NNC_CHECK(same_shape(out, y->info.dim), "%s: a %s and b %s broadcast to %s but y is %s", c.c_str(),
             dims(inputs[0]).c_str(), dims(inputs[1]).c_str(), shape_string(out).c_str(), dims(y).c_str());
 }
 
@@ -116,7 +108,7 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_
   for (int i = 1; i < input_size; i++)
     if (inputs[i]) check_type(c, i == n + 1 ? "y" : "a forward input", inputs[i], g);
   if (input_size > n + 1 && inputs[n + 1])
-    NNC_CHECK(same_dims(inputs[n + 1]->info.dim, g->info.dim), "%s: y is %s but g is %s; they must match", c.c_str(),
+    NNC_CHECK(same_shape(inputs[n + 1]->info.dim, g->info.dim), "%s: y is %s but g is %s; they must match", c.c_str(),
               dims(inputs[n + 1]).c_str(), dims(g).c_str());
   bool any = false;
   const bool mul = (cmd.cmd & ~1u) == CCV_NNC_MUL_FORWARD;
@@ -127,7 +119,7 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_
     const char* dn = scalar ? "dx" : j == 0 ? "da" : "db";
     check_type(c, dn, d, g);
     if (scalar) {
-      NNC_CHECK(same_dims(d->info.dim, g->info.dim), "%s: dx is %s but g is %s; they must match", c.c_str(),
+      NNC_CHECK(same_shape(d->info.dim, g->info.dim), "%s: dx is %s but g is %s; they must match", c.c_str(),
                 dims(d).c_str(), dims(g).c_str());
       continue;
     }
@@ -136,7 +128,7 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_
               c.c_str(), dn, dims(d).c_str(), dims(g).c_str());
     const ccv_nnc_tensor_t* x = 1 + j < input_size ? inputs[1 + j] : nullptr;
     if (x)
-      NNC_CHECK(same_dims(d->info.dim, x->info.dim), "%s: %s is %s but %s (input %d) is %s; they must match", c.c_str(),
+      NNC_CHECK(same_shape(d->info.dim, x->info.dim), "%s: %s is %s but %s (input %d) is %s; they must match", c.c_str(),
                 dn, dims(d).c_str(), j == 0 ? "a" : "b", 1 + j, dims(x).c_str());
     if (mul) {
       // da needs b, db needs a.

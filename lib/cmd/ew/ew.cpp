@@ -26,14 +26,6 @@ namespace {
 constexpr int kAllFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CCV_TENSOR_FORMAT_CHWN;
 constexpr int kSumTypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF | CCV_32S | CCV_64S;
 
-bool same_dims(const ccv_nnc_tensor_t* a, const ccv_nnc_tensor_t* b) {
-  for (int i = 0; i < kMaxDim; i++) {
-    if (a->info.dim[i] != b->info.dim[i]) return false;
-    if (a->info.dim[i] == 0) return true;
-  }
-  return true;
-}
-
 const char* dt(const ccv_nnc_tensor_t* t) { return datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)); }
 std::string dims_of(const ccv_nnc_tensor_t* t) { return shape_string(t->info.dim); }
 
@@ -51,7 +43,7 @@ void validate_forward(const ccv_nnc_cmd_t&, const ccv_nnc_hint_t&, ccv_nnc_tenso
     NNC_CHECK(x, "EWSUM_FORWARD: input %d is NULL", i);
     NNC_CHECK(CCV_GET_DATA_TYPE(x->info.datatype) == type, "EWSUM_FORWARD: input %d is %s but the output is %s", i,
               dt(x), dt(y));
-    NNC_CHECK(same_dims(x, y),
+    NNC_CHECK(same_shape(x->info, y->info),
               "EWSUM_FORWARD: input %d is %s but the output is %s; EWSUM needs equal shapes (it does not "
               "broadcast; ADD does)",
               i, dims_of(x).c_str(), dims_of(y).c_str());
@@ -72,7 +64,7 @@ void validate_backward(const ccv_nnc_cmd_t&, const ccv_nnc_hint_t&, ccv_nnc_tens
     }
     NNC_CHECK(CCV_GET_DATA_TYPE(d->info.datatype) == CCV_GET_DATA_TYPE(g->info.datatype),
               "EWSUM_BACKWARD: output %d is %s but the gradient g (input 0) is %s", i, dt(d), dt(g));
-    NNC_CHECK(same_dims(d, g), "EWSUM_BACKWARD: output %d is %s but the gradient g (input 0) is %s; they must match", i,
+    NNC_CHECK(same_shape(d->info, g->info), "EWSUM_BACKWARD: output %d is %s but the gradient g (input 0) is %s; they must match", i,
               dims_of(d).c_str(), dims_of(g).c_str());
   }
 }

@@ -77,14 +77,6 @@ Name name_of(uint32_t cmd) {
 const char* dt(const ccv_nnc_tensor_t* t) { return datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)); }
 int type_of(const ccv_nnc_tensor_t* t) { return CCV_GET_DATA_TYPE(t->info.datatype); }
 
-bool same_dims(const int* a, const int* b) {
-  for (int i = 0; i < kMaxDim; i++) {
-    if (a[i] != b[i]) return false;
-    if (a[i] == 0) return true;
-  }
-  return true;
-}
-
 // Names of the inputs for messages.
 const char* forward_layout(Op op) {
   switch (op) {
@@ -115,7 +107,7 @@ void check_like(const Name& c, const char* what, int index, const ccv_nnc_tensor
                 const ccv_nnc_tensor_t* ref) {
   NNC_CHECK(type_of(t) == type_of(ref), "%s: %s %d is %s but %s is %s; all tensors take one data type", c.c_str(), what,
             index, dt(t), ref_what, dt(ref));
-  NNC_CHECK(same_dims(t->info.dim, ref->info.dim),
+  NNC_CHECK(same_shape(t->info.dim, ref->info.dim),
             "%s: %s %d is %s but %s is %s; they must match (%s does not broadcast)", c.c_str(), what, index,
             shape_string(t->info.dim).c_str(), ref_what, shape_string(ref->info.dim).c_str(), c.c_str());
 }

@@ -38,14 +38,6 @@ constexpr int kAllFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CC
 
 const char* dt(const ccv_nnc_tensor_t* t) { return datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)); }
 
-bool same_dims(const ccv_nnc_tensor_t* a, const ccv_nnc_tensor_t* b) {
-  for (int i = 0; i < kMaxDim; i++) {
-    if (a->info.dim[i] != b->info.dim[i]) return false;
-    if (a->info.dim[i] == 0) return true;
-  }
-  return true;
-}
-
 size_t count_of(const ccv_nnc_tensor_t* t) {
   size_t c = 1;
   for (int i = 0; i < kMaxDim && t->info.dim[i]; i++) c *= static_cast<size_t>(t->info.dim[i]);
@@ -88,7 +80,7 @@ void check_mask(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* mask, const cc
     NNC_CHECK(count_of(mask) == 1, "%s: with entirety the mask has one element, not %s", name,
               shape_string(mask->info.dim).c_str());
   else
-    NNC_CHECK(same_dims(mask, like), "%s: the mask is %s but the data is %s; they must match", name,
+    NNC_CHECK(same_shape(mask->info, like->info), "%s: the mask is %s but the data is %s; they must match", name,
               shape_string(mask->info.dim).c_str(), shape_string(like->info.dim).c_str());
 }
 
@@ -104,7 +96,7 @@ void validate_dropout_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, c
   NNC_CHECK(CCV_GET_DATA_TYPE(x->info.datatype) & kTypes, "%s: x is %s (it takes 16F, 16BF, 32F and 64F)", name, dt(x));
   NNC_CHECK(CCV_GET_DATA_TYPE(y->info.datatype) == CCV_GET_DATA_TYPE(x->info.datatype), "%s: y is %s but x is %s", name,
             dt(y), dt(x));
-  NNC_CHECK(same_dims(x, y), "%s: y is %s but x is %s", name, shape_string(y->info.dim).c_str(),
+  NNC_CHECK(same_shape(x->info, y->info), "%s: y is %s but x is %s", name, shape_string(y->info.dim).c_str(),
             shape_string(x->info.dim).c_str());
   check_mask(cmd, outputs[1], x, name);
 }
@@ -121,7 +113,7 @@ void validate_dropout_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, 
   NNC_CHECK(CCV_GET_DATA_TYPE(g->info.datatype) & kTypes, "%s: g is %s (it takes 16F, 16BF, 32F and 64F)", name, dt(g));
   NNC_CHECK(CCV_GET_DATA_TYPE(dx->info.datatype) == CCV_GET_DATA_TYPE(g->info.datatype), "%s: dx is %s but g is %s",
             name, dt(dx), dt(g));
-  NNC_CHECK(same_dims(g, dx), "%s: dx is %s but g is %s", name, shape_string(dx->info.dim).c_str(),
+  NNC_CHECK(same_shape(g->info, dx->info), "%s: dx is %s but g is %s", name, shape_string(dx->info.dim).c_str(),
             shape_string(g->info.dim).c_str());
   check_mask(cmd, inputs[3], g, name);
 }

@@ -34,14 +34,6 @@ const char* name_of(const ccv_nnc_cmd_t& cmd) {
   return n ? n : "command";
 }
 
-bool same_dims(const ccv_nnc_tensor_param_t& a, const ccv_nnc_tensor_param_t& b) {
-  const int nd = nd_of(a.dim);
-  if (nd != nd_of(b.dim)) return false;
-  for (int i = 0; i < nd; i++)
-    if (a.dim[i] != b.dim[i]) return false;
-  return true;
-}
-
 size_t count_of(const ccv_nnc_tensor_param_t& p) {
   const int nd = nd_of(p.dim);
   size_t c = 1;
@@ -116,7 +108,7 @@ void validate_transfer(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_
     NNC_CHECK(CCV_GET_DATA_TYPE(a->info.datatype) == CCV_GET_DATA_TYPE(b->info.datatype),
               "%s: input %d is %s but output %d is %s; use DATATYPE_CONVERSION to change types", name_of(cmd), i, dt(a), i,
               dt(b));
-    if (same_dims(a->info, b->info)) continue;
+    if (same_shape(a->info, b->info)) continue;
     // Different shapes with the same number of elements are a reshaping copy,
     // which only makes sense when both sides are packed.
     NNC_CHECK(count_of(a->info) == count_of(b->info),
@@ -165,7 +157,7 @@ void validate_convert(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_t
     const ccv_nnc_tensor_t* a = inputs[i];
     const ccv_nnc_tensor_t* b = outputs[i];
     if (!b) continue;
-    NNC_CHECK(same_dims(a->info, b->info), "%s: input %d is %s but output %d is %s; the shapes must match", name_of(cmd),
+    NNC_CHECK(same_shape(a->info, b->info), "%s: input %d is %s but output %d is %s; the shapes must match", name_of(cmd),
               i, dims_of(a).c_str(), i, dims_of(b).c_str());
     NNC_CHECK(conversion_supported(CCV_GET_DATA_TYPE(a->info.datatype), CCV_GET_DATA_TYPE(b->info.datatype)),
               "%s: cannot convert %s to %s (pair %d); it converts between 16F, 16BF, 32F and 64F, or copies a type to "
