@@ -121,6 +121,43 @@ Product dw_product(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_t* g, cons
   return tb ? make(batch, og, true, oa, ta, odw) : make(batch, oa, !ta, og, false, odw);
 }
 
+BiasMap bias_map(const ccv_nnc_tensor_t* bias, const Product& p) {
+  const Operand o = operand(bias);
+  const Factor f = factor(o, false, p.batch);  // bstride 0 where the bias has extent 1
+  BiasMap m;
+  m.data = o.data;
+  m.rs = o.rows == 1 ? 0 : o.rs;
+  m.cs = o.cols == 1 ? 0 : o.cs;
+  for (int i = 0; i < p.batch.nd; i++) m.bstride[i] = f.bstride[i];
+  return m;
+}
+
+Product output_walk(const ccv_nnc_tensor_t* g) {
+  const Operand o = operand(g);
+  Product p;
+  p.batch.nd = o.batch_nd;
+  for (int i = 0; i < o.batch_nd; i++) p.batch.dim[i] = o.bdim[i];
+  p.C = factor(o, false, p.batch);
+  p.M = o.rows, p.N = o.cols;
+  for (int i = 0; i < p.batch.nd; i++) p.A.bstride[i] = p.B.bstride[i] = 0;
+  return p;
+}
+
+bool bias_broadcasts(const int* bias, const int* out) {
+  int nb = nd_of(bias);
+  const int no = nd_of(out);
+  if (nb < 1) return false;
+  // A bias with more dimensions than the output may only add leading 1s.
+  int skip = 0;
+  while (nb - skip > no && bias[skip] == 1) skip++;
+  if (nb - skip > no) return false;
+  for (int k = 0; k < nb - skip; k++) {
+    const int x = bias[nb - 1 - k];
+    if (x != 1 && x != out[no - 1 - k]) return false;
+  }
+  return true;
+}
+
 // ---------------------------------------------------------------------------
 // Validation
 
@@ -164,13 +201,14 @@ void check_datatypes(const char* cmd, std::initializer_list<std::pair<const char
   }
 }
 
-void check_bias(const char* cmd, const char* name, const ccv_nnc_tensor_t* bias, int n) {
-  const int nd = nd_of(bias->info.dim);
-  size_t count = 1;
-  for (int i = 0; i < nd; i++) count *= static_cast<size_t>(bias->info.dim[i]);
-  if (bias->info.dim[nd - 1] != n || count != static_cast<size_t>(n))
-    fail(CCV_NNC_EXEC_INVALID, "%s: %s is %s but the output has n = %d columns; it must be [%d]", cmd, name,
-         shape_of(bias).c_str(), n, n);
+// The bias broadcasts to the output as ADD does: [n] (or [1, n]) for every
+// row, [m, n] for every batch, [B, 1, n] per batch, or the output's shape.
+void check_bias(const char* cmd, const char* name, const ccv_nnc_tensor_t* bias, const char* out_name,
+                const ccv_nnc_tensor_t* out) {
+  if (!bias_broadcasts(bias->info.dim, out->info.dim))
+    fail(CCV_NNC_EXEC_INVALID,
+         "%s: %s is %s, which does not broadcast to %s %s (aligned at the last dimension, each 1 or equal)", cmd, name,
+         shape_of(bias).c_str(), out_name, shape_of(out).c_str());
 }
 
 }  // namespace
@@ -207,7 +245,7 @@ void validate_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_t
   if (ob.rows != m || ob.cols != n || !same_batch(ob, batch))
     fail(CCV_NNC_EXEC_INVALID, "%s: output b is %s but a (%s) times w (%s) gives batch %s and a %dx%d matrix", name,
          shape_of(b).c_str(), shape_of(a).c_str(), shape_of(w).c_str(), batch_string(batch).c_str(), m, n);
-  if (bias) check_bias(name, "bias", bias, n);
+  if (bias) check_bias(name, "bias", bias, "the output b", b);
 }
 
 void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
@@ -228,14 +266,14 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_
   if (t.da) check_transpose(name, "transpose_a", ta, t.da, "da");
   if (t.w) check_transpose(name, "transpose_b", tb, t.w, "w");
   if (t.dw) check_transpose(name, "transpose_b", tb, t.dw, "dw");
-  auto same_shape = [&](const ccv_nnc_tensor_t* x, const char* xn, const ccv_nnc_tensor_t* y, const char* yn) {
+  auto check_same = [&](const ccv_nnc_tensor_t* x, const char* xn, const ccv_nnc_tensor_t* y, const char* yn) {
     if (!x || !y) return;
-    if (std::memcmp(x->info.dim, y->info.dim, sizeof(x->info.dim)) != 0)
+    if (!nnc::same_shape(x->info, y->info))
       fail(CCV_NNC_EXEC_INVALID, "%s: %s is %s but %s is %s; they must have the same shape", name, xn,
            shape_of(x).c_str(), yn, shape_of(y).c_str());
   };
-  same_shape(t.a, "a", t.da, "da");
-  same_shape(t.w, "w", t.dw, "dw");
+  check_same(t.a, "a", t.da, "da");
+  check_same(t.w, "w", t.dw, "dw");
   const Operand og = operand(t.g->info.dim);
   const Batch gb = [&] {
     Batch b;
@@ -274,7 +312,7 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_
       fail(CCV_NNC_EXEC_INVALID, "%s: g is %s but %s (%s) times %s (%s) gives batch %s", name, shape_of(t.g).c_str(),
            an, shape_of(ax).c_str(), wn, shape_of(wx).c_str(), batch_string(batch).c_str());
   }
-  if (t.dbias) check_bias(name, "dbias", t.dbias, n);
+  if (t.dbias) check_bias(name, "dbias", t.dbias, "g", t.g);
 }
 
 // ---------------------------------------------------------------------------
@@ -318,10 +356,14 @@ void tensor_auto_forward(const ccv_nnc_cmd_param_t& params, const ccv_nnc_tensor
 
 void tensor_auto_backward(const ccv_nnc_cmd_param_t& params, const ccv_nnc_tensor_param_t* inputs, int input_size,
                           const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
+  // libnnc's rule (backward from inputs): da, dw and dbias take the shapes of
+  // a, w and bias (inputs 1, 2, 3); without a bias, dbias is [n].
   NNC_CHECK(input_size >= 3, "GEMM_BACKWARD: output shapes need g, a and w, got %d inputs", input_size);
   if (output_size > 0) outputs[0] = inputs[1];
   if (output_size > 1) outputs[1] = inputs[2];
-  if (output_size > 2) {
+  if (output_size > 2 && input_size > 3 && inputs[3].dim[0] > 0) {
+    outputs[2] = inputs[3];
+  } else if (output_size > 2) {
     const Operand ow = operand(inputs[2].dim);
     ccv_nnc_tensor_param_t bias = inputs[2];
     std::fill(std::begin(bias.dim), std::end(bias.dim), 0);
@@ -330,22 +372,25 @@ void tensor_auto_backward(const ccv_nnc_cmd_param_t& params, const ccv_nnc_tenso
   }
 }
 
-bool bitmask_forward(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
-                     int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size) {
-  return (input_size == 2 || input_size == 3) && output_size == 1 && bit(inputs, input_bitmask_size, 0) &&
-         bit(inputs, input_bitmask_size, 1) && bit(outputs, output_bitmask_size, 0);
+// libnnc's patterns exactly: |a|w| or |a|w|bias| -> |b|, every one present.
+bool bitmask_forward(const ccv_nnc_cmd_param_t&, int input_size, int, const uint64_t* inputs, int input_bitmask_size,
+                     const uint64_t* outputs, int output_bitmask_size) {
+  if (input_bitmask_size < 1 || output_bitmask_size < 1 || outputs[0] != 1u) return false;
+  if (input_size == 3) return (inputs[0] & 7u) == 7u;
+  if (input_size == 2) return (inputs[0] & 3u) == 3u;
+  return false;
 }
 
-bool bitmask_backward(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
-                      int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size) {
-  if (input_size < 1 || output_size < 1 || !bit(inputs, input_bitmask_size, 0)) return false;
-  const bool da = output_size > 0 && bit(outputs, output_bitmask_size, 0);
-  const bool dw = output_size > 1 && bit(outputs, output_bitmask_size, 1);
-  const bool dbias = output_size > 2 && bit(outputs, output_bitmask_size, 2);
-  if (!da && !dw && !dbias) return false;
-  if (da && !(input_size > 2 && bit(inputs, input_bitmask_size, 2))) return false;
-  if (dw && !(input_size > 1 && bit(inputs, input_bitmask_size, 1))) return false;
-  return true;
+// libnnc's six patterns over |g|a|w|(bias, b unread)| -> |da|dw|dbias|: g
+// always; a when dw is asked for; w when da is; dbias only beside da or dw.
+bool bitmask_backward(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int input_bitmask_size,
+                      const uint64_t* outputs, int output_bitmask_size) {
+  if (input_bitmask_size < 1 || output_bitmask_size < 1) return false;
+  const uint64_t in = inputs[0], out = outputs[0];
+  if ((in & 7u) == 7u && (out == 7u || out == 3u)) return true;
+  if ((in & 3u) == 3u && (out == 6u || out == 2u)) return true;
+  if ((in & 5u) == 5u && (out == 5u || out == 1u)) return true;
+  return false;
 }
 
 }  // namespace nnc::gemm

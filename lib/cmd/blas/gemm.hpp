@@ -157,6 +157,33 @@ void for_each_batch(const Product& p, F&& f) {
   }
 }
 
+// A bias (or dbias) broadcast over a product's C: its element for C's (batch,
+// i, j) sits at data + ob + i * rs + j * cs (in elements), ob walked with
+// bstride over the batch; strides are 0 along every dimension where the bias
+// has extent 1 or no dimension at all, so [n], [1, n], [m, n], [B, 1, n] and
+// [B, m, n] are one form.
+struct BiasMap {
+  unsigned char* data = nullptr;
+  int64_t rs = 0, cs = 0;
+  int64_t bstride[kMaxDim];
+};
+// The bias tensor (validated to broadcast to C) against product p.
+BiasMap bias_map(const ccv_nnc_tensor_t* bias, const Product& p);
+// f(ob, oc) for every batch index of p, in for_each_batch's order.
+template <class F>
+void for_each_bias_batch(const Product& p, const BiasMap& bias, F&& f) {
+  Product walk;
+  walk.batch = p.batch;
+  for (int i = 0; i < p.batch.nd; i++)
+    walk.A.bstride[i] = bias.bstride[i], walk.B.bstride[i] = 0, walk.C.bstride[i] = p.C.bstride[i];
+  for_each_batch(walk, [&](int64_t ob, int64_t, int64_t oc) { f(ob, oc); });
+}
+// g (the gradient of the output) as the C of a product, for summing dbias.
+Product output_walk(const ccv_nnc_tensor_t* g);
+// Does a bias of shape `bias` broadcast to an output of shape `out` (aligned
+// at the last dimension; leading 1s on either side ignored)?
+bool bias_broadcasts(const int* bias, const int* out);
+
 // CommandInfo pieces (gemm.cpp).
 void validate_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv_nnc_tensor_t* const* inputs,
                       int input_size, ccv_nnc_tensor_t* const* outputs, int output_size);

@@ -129,20 +129,20 @@ void run(const Product& p, T beta) {
   });
 }
 
-// Fill every row of C with the bias.
+// Fill C with the bias broadcast to it (validated to broadcast).
 template <class T>
 void fill_bias(const Product& p, const ccv_nnc_tensor_t* bias) {
-  const Operand l = operand(bias);  // validated: n elements along its last dimension
-  const T* const src = reinterpret_cast<const T*>(l.data);
-  const int64_t step = l.cs;
+  const BiasMap m = bias_map(bias, p);
+  const T* const src = reinterpret_cast<const T*>(m.data);
   T* const c = reinterpret_cast<T*>(p.C.data);
-  for_each_batch(p, [&](int64_t, int64_t, int64_t oc) {
+  for_each_bias_batch(p, m, [&](int64_t ob, int64_t oc) {
     for (int i = 0; i < p.M; i++) {
       T* row = c + oc + i * p.C.ld;
-      if (step == 1) {
-        std::memcpy(row, src, sizeof(T) * p.N);
+      const T* from = src + ob + i * m.rs;
+      if (m.cs == 1) {
+        std::memcpy(row, from, sizeof(T) * p.N);
       } else {
-        for (int j = 0; j < p.N; j++) row[j] = src[j * step];
+        for (int j = 0; j < p.N; j++) row[j] = from[j * m.cs];
       }
     }
   });
@@ -158,27 +158,30 @@ void forward_typed(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, in
   run<T>(p, bias ? T(1) : T(0));
 }
 
-// dbias[j] = sum of g over every batch and row.
+// dbias = g summed over every dimension along which the bias was broadcast
+// (a row bias: over every batch and row).
 template <class T>
 void bias_gradient(const ccv_nnc_tensor_t* g, const ccv_nnc_tensor_t* dbias) {
-  const Operand db = operand(dbias);
-  T* const out = reinterpret_cast<T*>(db.data);
-  const int64_t step = db.cs;
-  const Operand og = operand(g);
-  const T* const src = reinterpret_cast<const T*>(og.data);
-  const int n = og.cols;
-  for (int j = 0; j < n; j++) out[j * step] = T(0);
-  // Walk g's batch like a product with only C.
-  Product walk;
-  walk.batch.nd = og.batch_nd;
-  for (int i = 0; i < og.batch_nd; i++) walk.batch.dim[i] = og.bdim[i], walk.C.bstride[i] = og.bstride[i];
-  for_each_batch(walk, [&](int64_t, int64_t, int64_t off) {
-    for (int i = 0; i < og.rows; i++) {
-      const T* row = src + off + i * og.rs;
-      if (step == 1 && og.cs == 1) {
-        for (int j = 0; j < n; j++) out[j] += row[j];
+  const Layout dl = layout_of(dbias, "dbias");
+  for_each_index(dl.dim.data(), dl.nd, [&](const int* idx) { *reinterpret_cast<T*>(dl.at(idx)) = T(0); });
+  const Product walk = output_walk(g);
+  const BiasMap m = bias_map(dbias, walk);
+  T* const out = reinterpret_cast<T*>(m.data);
+  const T* const src = reinterpret_cast<const T*>(walk.C.data);
+  const int64_t grs = walk.C.rs, gcs = walk.C.cs;
+  const int n = walk.N;
+  for_each_bias_batch(walk, m, [&](int64_t ob, int64_t og) {
+    for (int i = 0; i < walk.M; i++) {
+      const T* row = src + og + i * grs;
+      T* to = out + ob + i * m.rs;
+      if (m.cs == 1 && gcs == 1) {
+        for (int j = 0; j < n; j++) to[j] += row[j];
+      } else if (m.cs == 0) {
+        T s = T(0);
+        for (int j = 0; j < n; j++) s += row[j * gcs];
+        to[0] += s;
       } else {
-        for (int j = 0; j < n; j++) out[j * step] += row[j * og.cs];
+        for (int j = 0; j < n; j++) to[j * m.cs] += row[j * gcs];
       }
     }
   });

@@ -56,31 +56,34 @@ void run_product(const Product& p, int datatype, Store&& store) {
   for (size_t s = 0; s < offsets.size(); s++) store(offsets[s], sums[s].data());
 }
 
-void store_matrix(const Product& p, int datatype, int64_t oc, const double* v, const double* bias) {
+// C's matrix at offset oc = v (+ the bias matrix at offset ob when bias).
+void store_matrix(const Product& p, int datatype, int64_t oc, const double* v, const BiasMap* bias = nullptr,
+                  int64_t ob = 0) {
   const int64_t esize = static_cast<int64_t>(datatype_size(datatype));
   for (int i = 0; i < p.M; i++)
-    for (int j = 0; j < p.N; j++)
-      store_double(p.C.data + (oc + i * p.C.rs + j * p.C.cs) * esize, datatype,
-                   v[static_cast<size_t>(i) * p.N + j] + (bias ? bias[j] : 0.0));
-}
-
-std::vector<double> load_vector(const ccv_nnc_tensor_t* t) {
-  const Layout l = layout_of(t, "bias");
-  std::vector<double> v;
-  v.reserve(l.count());
-  for_each_index(l.dim.data(), l.nd, [&](const int* idx) { v.push_back(load_double(l.at(idx), l.datatype)); });
-  return v;
+    for (int j = 0; j < p.N; j++) {
+      double x = v[static_cast<size_t>(i) * p.N + j];
+      if (bias) x += load_double(bias->data + (ob + i * bias->rs + j * bias->cs) * esize, datatype);
+      store_double(p.C.data + (oc + i * p.C.rs + j * p.C.cs) * esize, datatype, x);
+    }
 }
 
 int forward(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t, const int, ccv_nnc_tensor_t* const* inputs,
             const int input_size, ccv_nnc_tensor_t* const* outputs, const int, ccv_nnc_stream_context_t*) {
   const Layout b = layout_of(outputs[0], "b");
   const Product p = forward_product(cmd.info, inputs[0], inputs[1], outputs[0]);
-  std::vector<double> bias;
-  if (input_size > 2 && inputs[2]) bias = load_vector(inputs[2]);
-  run_product(p, b.datatype, [&](int64_t oc, const double* v) {
-    store_matrix(p, b.datatype, oc, v, bias.empty() ? nullptr : bias.data());
-  });
+  if (input_size < 3 || !inputs[2]) {
+    run_product(p, b.datatype, [&](int64_t oc, const double* v) { store_matrix(p, b.datatype, oc, v); });
+    return CCV_NNC_EXEC_SUCCESS;
+  }
+  // The forward product is never reduced, so run_product stores the batch
+  // indices in for_each_batch's order: the bias offsets follow in that order.
+  const BiasMap bias = bias_map(inputs[2], p);
+  std::vector<int64_t> bias_offsets;
+  for_each_bias_batch(p, bias, [&](int64_t ob, int64_t) { bias_offsets.push_back(ob); });
+  size_t next = 0;
+  run_product(p, b.datatype,
+              [&](int64_t oc, const double* v) { store_matrix(p, b.datatype, oc, v, &bias, bias_offsets[next++]); });
   return CCV_NNC_EXEC_SUCCESS;
 }
 
@@ -91,22 +94,29 @@ int backward(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t, const int, ccv_nnc_t
   if (t.da) {
     const Layout da = layout_of(t.da, "da");
     const Product p = da_product(cmd.info, t.g, t.w, t.da);
-    run_product(p, da.datatype, [&](int64_t oc, const double* v) { store_matrix(p, da.datatype, oc, v, nullptr); });
+    run_product(p, da.datatype, [&](int64_t oc, const double* v) { store_matrix(p, da.datatype, oc, v); });
   }
   if (t.dw) {
     const Layout dw = layout_of(t.dw, "dw");
     const Product p = dw_product(cmd.info, t.g, t.a, t.dw);
-    run_product(p, dw.datatype, [&](int64_t oc, const double* v) { store_matrix(p, dw.datatype, oc, v, nullptr); });
+    run_product(p, dw.datatype, [&](int64_t oc, const double* v) { store_matrix(p, dw.datatype, oc, v); });
   }
   if (t.dbias) {
-    // dbias[j] = sum of g[.., i, j] over every batch and row.
-    const Operand og = operand(t.g);
-    std::vector<double> sum(static_cast<size_t>(og.cols), 0.0);
-    for_each_index(g.dim.data(), g.nd,
-                   [&](const int* idx) { sum[idx[g.nd - 1]] += load_double(g.at(idx), g.datatype); });
+    // dbias = g summed over every dimension along which the bias was
+    // broadcast (right-aligned; extent 1 or absent in dbias).
     const Layout db = layout_of(t.dbias, "dbias");
-    size_t j = 0;
-    for_each_index(db.dim.data(), db.nd, [&](const int* idx) { store_double(db.at(idx), db.datatype, sum[j++]); });
+    std::vector<double> sum(db.count(), 0.0);
+    for_each_index(g.dim.data(), g.nd, [&](const int* idx) {
+      size_t k = 0;
+      for (int d = 0; d < db.nd; d++) {
+        const int gd = d - (db.nd - g.nd);  // g's dimension aligned with dbias's d
+        const int i = (gd < 0 || db.dim[d] == 1) ? 0 : idx[gd];
+        k = k * static_cast<size_t>(db.dim[d]) + static_cast<size_t>(i);
+      }
+      sum[k] += load_double(g.at(idx), g.datatype);
+    });
+    size_t k = 0;
+    for_each_index(db.dim.data(), db.nd, [&](const int* idx) { store_double(db.at(idx), db.datatype, sum[k++]); });
   }
   return CCV_NNC_EXEC_SUCCESS;
 }

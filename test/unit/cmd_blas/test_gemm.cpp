@@ -78,6 +78,10 @@ float from_half(uint16_t h) {
   const uint32_t sign = (h & 0x8000u) << 16;
   const int exp = (h >> 10) & 0x1f;
   const uint32_t mant = h & 0x3ff;
+  if (exp == 0) {  // zero or subnormal: mant * 2^-24, exact in float
+    const float v = std::ldexp(static_cast<float>(mant), -24);
+    return sign ? -v : v;
+  }
   uint32_t x = sign;
   if (exp != 0) x |= (static_cast<uint32_t>(exp - 15 + 127) << 23) | (mant << 13);
   float f;
@@ -270,7 +274,8 @@ Transpose transposes(int a_nd, bool ta, int w_nd, bool tb) {
 }
 
 // ---------------------------------------------------------------------------
-// The independent reference: b[batch.., i, j] = sum_q A(i, q) W(q, j) + bias[j]
+// The independent reference: b[batch.., i, j] = sum_q A(i, q) W(q, j) + bias,
+// the bias broadcast to b (right-aligned, extent-1 dimensions repeated).
 
 // Where op(x)(r, 0) is for output batch index `batch` (right-aligned, size-1
 // dimensions broadcast), and the step from (r, q) to (r, q + 1).
@@ -286,29 +291,62 @@ long op_row(const Acc& x, bool trans, const int* batch, int batch_nd, int r, lon
   return off + r * (trans ? x.stride[xb + 1] : x.stride[xb]);
 }
 
+// The bias element for output index idx: right-aligned, extent 1 repeated.
+double bias_at(const Acc& xb, const Dims& idx) {
+  long off = 0;
+  const int n = static_cast<int>(idx.size());
+  for (int d = 0; d < xb.nd; d++) {
+    const int i = d - (xb.nd - n);
+    off += (i < 0 || xb.dim[d] == 1 ? 0 : idx[i]) * xb.stride[d];
+  }
+  return xb.get(off);
+}
+
+// magnitude (optional): per element sum_q |A(i, q) W(q, j)| + |bias|, the
+// scale of the rounding error any summation of the product can make.
 std::vector<double> reference(const ccv_nnc_tensor_t* a, bool ta, const ccv_nnc_tensor_t* w, bool tb,
-                              const ccv_nnc_tensor_t* bias, const Dims& b_dims) {
+                              const ccv_nnc_tensor_t* bias, const Dims& b_dims,
+                              std::vector<double>* magnitude = nullptr) {
   const Acc xa(a), xw(w);
   const int k = xa.nd == 1 ? xa.dim[0] : (ta ? xa.dim[xa.nd - 2] : xa.dim[xa.nd - 1]);
   std::vector<double> out;
   out.reserve(count(b_dims));
+  if (magnitude) magnitude->clear();
   each(b_dims, [&](const Dims& idx) {
     const int nb = idx.size() >= 2 ? static_cast<int>(idx.size()) - 2 : 0;
     const int i = idx.size() >= 2 ? idx[nb] : 0, j = idx.back();
-    double s = 0;
+    double s = 0, m = 0;
     if (bias) {
-      const Acc xb(bias);
-      s = xb.get(j * xb.stride[xb.nd - 1]);
+      s = bias_at(Acc(bias), idx);
+      m = std::fabs(s);
     }
     // op(w)(q, j) is row j of op(w)^T: the same walk with the transpose flipped.
     long sa = 0, sw = 0;
     long oa = op_row(xa, ta, idx.data(), nb, i, &sa);
     long ow = op_row(xw, !tb, idx.data(), nb, j, &sw);
     if (xw.nd == 1) ow = j * xw.stride[0], sw = 0;  // a 1-d w is one row [n] (k = 1)
-    for (int q = 0; q < k; q++, oa += sa, ow += sw) s += xa.get(oa) * xw.get(ow);
+    for (int q = 0; q < k; q++, oa += sa, ow += sw) {
+      const double t = xa.get(oa) * xw.get(ow);
+      s += t;
+      m += std::fabs(t);
+    }
     out.push_back(s);
+    if (magnitude) magnitude->push_back(m);
   });
   return out;
+}
+
+// |got - want| <= bound[i] for every element.
+void expect_within(const std::vector<double>& got, const std::vector<double>& want, const std::vector<double>& bound,
+                   const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  ASSERT_EQ(bound.size(), want.size()) << what;
+  size_t bad = 0;
+  for (size_t i = 0; i < got.size(); i++)
+    if (!(std::fabs(got[i] - want[i]) <= bound[i]) && bad++ < 5)
+      ADD_FAILURE() << what << ": element " << i << " is " << got[i] << ", expected " << want[i] << " within "
+                    << bound[i];
+  EXPECT_EQ(bad, 0u) << what;
 }
 
 void expect_close(const std::vector<double>& got, const std::vector<double>& want, double tol,
@@ -416,23 +454,64 @@ Case shapes(Size s, BatchMode mode, bool ta, bool tb) {
   return {};
 }
 
+// The bias's shape: a row [n] (every row of every batch), the output's full
+// shape, or one row per batch ([.., 1, n]; [1, n] without batch).
+enum class BiasShape { Row, Full, PerBatch };
+Dims bias_dims(const Case& c, BiasShape bs) {
+  switch (bs) {
+    case BiasShape::Row:
+      return {c.b.back()};
+    case BiasShape::Full:
+      return c.b;
+    case BiasShape::PerBatch: {
+      Dims d = c.b;
+      if (d.size() >= 2) d[d.size() - 2] = 1;
+      return d;
+    }
+  }
+  return {};
+}
+const char* bias_name(BiasShape bs) {
+  return bs == BiasShape::Row ? "" : bs == BiasShape::Full ? " full bias" : " per-batch bias";
+}
+
 constexpr double kStale = 1000;
 
-double tolerance(int datatype, int k) {
+// Unit roundoff of a type (half an ulp at 1).
+double unit_roundoff(int datatype) {
   switch (datatype) {
     case CCV_64F:
-      return 1e-12 * k;
+      return 0x1p-53;
     case CCV_32F:
-      return 1e-6 * k;
+      return 0x1p-24;
     case CCV_16F:
-      return 2e-3 * k;
+      return 0x1p-11;
     default:
-      return 1.6e-2 * k;  // bf16: 8 bits of mantissa on output
+      return 0x1p-8;  // bf16
   }
 }
 
+// The error a correct backend may make on each element, from the magnitude
+// M = sum_q |a w| + |bias| of the terms: the output's rounding (2 u M, the
+// stored value being the nearest of its type, through at most two roundings)
+// plus, for the types a backend accumulates in (fp32, fp64), the rigorous
+// bound of a k + 1-term sum in any order, gamma = (k + 1) u / (1 - (k + 1) u).
+// fp16 and bf16 are summed in double (CPU_REF), so only the rounding counts:
+// the bound does not grow with k. fp16's subnormal spacing is the floor.
+std::vector<double> error_bound(int datatype, int k, const std::vector<double>& magnitude) {
+  const double u = unit_roundoff(datatype);
+  const bool accumulates = datatype == CCV_32F || datatype == CCV_64F;
+  const double n = k + 1.0;
+  const double gamma = accumulates ? n * u / (1 - n * u) : 0;
+  const double floor = datatype == CCV_16F ? 0x1p-24 : datatype == CCV_16BF ? 0x1p-133 : 0;
+  std::vector<double> b;
+  b.reserve(magnitude.size());
+  for (double m : magnitude) b.push_back((2 * u + gamma) * m + floor);
+  return b;
+}
+
 void check_forward(int datatype, Size s, BatchMode mode, bool ta, bool tb, bool with_bias, bool views,
-                   const std::vector<uint32_t>& backends) {
+                   const std::vector<uint32_t>& backends, BiasShape bs = BiasShape::Row) {
   const Case c = shapes(s, mode, ta, tb);
   std::mt19937 rng(1234 + s.m * 7 + s.k * 13 + s.n);
   std::vector<Viewed> keep;
@@ -448,12 +527,15 @@ void check_forward(int datatype, Size s, BatchMode mode, bool ta, bool tb, bool 
   };
   ccv_nnc_tensor_t* a = tensor(c.a, true);
   ccv_nnc_tensor_t* w = tensor(c.w, true);
-  ccv_nnc_tensor_t* bias = with_bias ? tensor({s.n}, true) : nullptr;
-  const std::vector<double> want = reference(a, ta, w, tb, bias, c.b);
+  ccv_nnc_tensor_t* bias = with_bias ? tensor(bias_dims(c, bs), true) : nullptr;
+  std::vector<double> magnitude;
+  const std::vector<double> want = reference(a, ta, w, tb, bias, c.b, &magnitude);
+  const std::vector<double> bound = error_bound(datatype, s.k, magnitude);
   const Transpose t = transposes(static_cast<int>(c.a.size()), ta, static_cast<int>(c.w.size()), tb);
   const std::string what = std::string(mode_name(mode)) + " m=" + std::to_string(s.m) + " k=" + std::to_string(s.k) +
                            " n=" + std::to_string(s.n) + (ta ? " ta" : "") + (tb ? " tb" : "") +
-                           (with_bias ? " bias" : "") + (views ? " views" : "") + " type=" + std::to_string(datatype);
+                           (with_bias ? " bias" : "") + bias_name(bs) + (views ? " views" : "") +
+                           " type=" + std::to_string(datatype);
   for (uint32_t backend : backends) {
     ccv_nnc_tensor_t* b = tensor(c.b, false);
     // Stale values in b (and around it, for a view) must be overwritten (and kept).
@@ -462,7 +544,7 @@ void check_forward(int datatype, Size s, BatchMode mode, bool ta, bool tb, bool 
     if (with_bias) in.push_back(bias);
     ASSERT_EQ(exec(gemm(CCV_NNC_GEMM_FORWARD, t, backend), in, {b}), CCV_NNC_EXEC_SUCCESS)
         << what << ": " << ccv_nnc_error_message();
-    expect_close(values(b), want, tolerance(datatype, s.k), what + " backend " + backend_name(backend));
+    expect_within(values(b), want, bound, what + " backend " + backend_name(backend));
     if (views) {  // nothing outside the view was written
       const Tensor& parent = keep.back().parent;
       size_t stale = 0;
@@ -523,6 +605,22 @@ TEST_F(Gemm, ForwardStridedViewsBothBackends) {
       for (BatchMode mode : kModes)
         for (int ta = 0; ta < 2; ta++)
           for (int tb = 0; tb < 2; tb++) check_forward(datatype, s, mode, ta, tb, true, true, kBoth);
+}
+
+// A bias of the output's full shape, and one row per batch ([B, 1, n]),
+// broadcast as ADD would: every batch mode, transpose (TRANSPOSE(1, 2) of a
+// 3-d operand included), plain tensors and views, fp32 / fp64 / fp16 on
+// both backends (fp16 on REF only).
+TEST_F(Gemm, ForwardFullAndPerBatchBias) {
+  for (BiasShape bs : {BiasShape::Full, BiasShape::PerBatch})
+    for (BatchMode mode : kModes)
+      for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+          check_forward(CCV_32F, Size{7, 13, 5}, mode, ta, tb, true, false, kBoth, bs);
+          check_forward(CCV_64F, Size{33, 65, 17}, mode, ta, tb, true, ta == tb, kBoth, bs);
+          check_forward(CCV_32F, Size{3, 9, 70}, mode, ta, tb, true, true, kBoth, bs);  // few rows
+          check_forward(CCV_16F, Size{9, 33, 4}, mode, ta, tb, true, false, {CCV_NNC_BACKEND_CPU_REF}, bs);
+        }
 }
 
 TEST_F(Gemm, ForwardHalfAndBf16OnRef) {
@@ -674,6 +772,16 @@ TEST_F(Gemm, BackwardTensorAuto) {
   EXPECT_EQ(out[1].dim[1], 5);
   EXPECT_EQ(out[2].dim[0], 6);
   EXPECT_EQ(out[2].dim[1], 0);
+  // libnnc's layout |g|a|w|bias|b|: dbias takes the bias's shape (input 3).
+  ccv_nnc_tensor_param_t in5[5] = {params(CCV_32F, {2, 8, 6}), params(CCV_32F, {2, 8, 5}), params(CCV_32F, {6, 5}),
+                                   params(CCV_32F, {2, 1, 6}), params(CCV_32F, {2, 8, 6})};
+  ccv_nnc_hint_tensor_auto(gemm(CCV_NNC_GEMM_BACKWARD, {0, 0, 0, 1}), in5, 5, ccv_nnc_no_hint, out, 3);
+  EXPECT_EQ(out[0].dim[1], 8);
+  EXPECT_EQ(out[1].dim[0], 6);
+  EXPECT_EQ(out[2].dim[0], 2);
+  EXPECT_EQ(out[2].dim[1], 1);
+  EXPECT_EQ(out[2].dim[2], 6);
+  EXPECT_EQ(out[2].dim[3], 0);
 }
 
 TEST_F(Gemm, Bitmask) {
@@ -683,7 +791,7 @@ TEST_F(Gemm, Bitmask) {
   };
   EXPECT_EQ(mask(f, 2, 0b11, 1, 1), 1);
   EXPECT_EQ(mask(f, 3, 0b111, 1, 1), 1);
-  EXPECT_EQ(mask(f, 3, 0b011, 1, 1), 1);  // no bias
+  EXPECT_EQ(mask(f, 3, 0b011, 1, 1), 0);  // libnnc: three inputs means a bias, which must be there
   EXPECT_EQ(mask(f, 2, 0b01, 1, 1), 0);   // no w
   EXPECT_EQ(mask(f, 2, 0b11, 1, 0), 0);   // no b
   EXPECT_EQ(mask(bw, 3, 0b111, 3, 0b111), 1);
@@ -691,7 +799,11 @@ TEST_F(Gemm, Bitmask) {
   EXPECT_EQ(mask(bw, 3, 0b011, 1, 0b1), 0);   // ... not a
   EXPECT_EQ(mask(bw, 3, 0b011, 2, 0b10), 1);  // dw needs g and a
   EXPECT_EQ(mask(bw, 3, 0b101, 2, 0b10), 0);
-  EXPECT_EQ(mask(bw, 1, 0b1, 3, 0b100), 1);    // dbias needs only g
+  EXPECT_EQ(mask(bw, 1, 0b1, 3, 0b100), 0);    // libnnc: dbias only beside da or dw
+  EXPECT_EQ(mask(bw, 3, 0b011, 3, 0b110), 1);  // dw and dbias: g and a
+  EXPECT_EQ(mask(bw, 3, 0b101, 3, 0b101), 1);  // da and dbias: g and w
+  EXPECT_EQ(mask(bw, 3, 0b111, 3, 0b011), 1);  // da and dw, no dbias
+  EXPECT_EQ(mask(bw, 5, 0b11111, 3, 0b111), 1);  // the forward's bias and b beside are allowed
   EXPECT_EQ(mask(bw, 3, 0b110, 3, 0b100), 0);  // no g
   EXPECT_EQ(mask(bw, 3, 0b111, 3, 0b000), 0);  // nothing asked
 }
@@ -746,8 +858,10 @@ TEST_F(Gemm, BadForwardInput) {
        {{2, 3}, {3, 4}},
        {{3, 4}},
        {"inner dimensions", "k = 2", "k = 3"}},
-      {"bias length", {}, {{2, 3}, {3, 4}, {5}}, {{2, 4}}, {"bias", "5", "n = 4"}},
-      {"2-d bias", {}, {{2, 3}, {3, 4}, {2, 4}}, {{2, 4}}, {"bias", "2x4"}},
+      {"bias length", {}, {{2, 3}, {3, 4}, {5}}, {{2, 4}}, {"bias is 5", "does not broadcast", "2x4"}},
+      {"bias rows", {}, {{2, 3}, {3, 4}, {3, 4}}, {{2, 4}}, {"bias is 3x4", "2x4"}},
+      {"bias batch", {}, {{6, 2, 3}, {3, 4}, {5, 1, 4}}, {{6, 2, 4}}, {"bias is 5x1x4", "6x2x4"}},
+      {"bias with more dimensions", {}, {{2, 3}, {3, 4}, {2, 2, 4}}, {{2, 4}}, {"bias is 2x2x4"}},
       {"output shape", {}, {{2, 3}, {3, 4}}, {{2, 5}}, {"output b is 2x5", "2x4"}},
       {"output batch", {}, {{6, 2, 3}, {3, 4}}, {{2, 4}}, {"output b is 2x4", "batch 6"}},
       {"data types", {}, {{2, 3}, {3, 4}}, {{2, 4}}, {"data types differ", "32F", "64F"}, 1},
@@ -771,7 +885,8 @@ TEST_F(Gemm, BadBackwardInput) {
       {"dw without a", {}, {{2, 4}, {}, {3, 4}}, {{}, {3, 4}}, {"dw needs a"}},
       {"da shape", {}, {{2, 4}, {2, 3}, {3, 4}}, {{2, 5}}, {"da is 2x5", "a is 2x3"}},
       {"g shape", {}, {{2, 5}, {2, 3}, {3, 4}}, {{2, 3}, {3, 4}}, {"g is 2x5", "n = 4"}},
-      {"dbias length", {}, {{2, 4}, {2, 3}, {3, 4}}, {{}, {}, {3}}, {"dbias", "n = 4"}},
+      {"dbias length", {}, {{2, 4}, {2, 3}, {3, 4}}, {{}, {}, {3}}, {"dbias is 3", "does not broadcast", "g 2x4"}},
+      {"dbias batch", {}, {{6, 2, 4}, {6, 2, 3}, {3, 4}}, {{}, {3, 4}, {5, 1, 4}}, {"dbias is 5x1x4", "g 6x2x4"}},
       {"too many outputs", {}, {{2, 4}, {2, 3}, {3, 4}}, {{2, 3}, {3, 4}, {4}, {4}}, {"1 to 3 outputs", "got 4"}},
       {"data types", {}, {{2, 4}, {2, 3}, {3, 4}}, {{2, 3}}, {"data types differ", "da"}, 3},
   };
@@ -783,7 +898,8 @@ TEST_F(Gemm, BadBackwardInput) {
 
 // Loss L = sum(b .* r): g = r, and each gradient is checked against central
 // differences of L (exact up to rounding, GEMM being linear in each input).
-void check_backward(int datatype, Size s, BatchMode mode, bool ta, bool tb, bool views, uint32_t backend) {
+void check_backward(int datatype, Size s, BatchMode mode, bool ta, bool tb, bool views, uint32_t backend,
+                    BiasShape bs = BiasShape::Row) {
   const Case c = shapes(s, mode, ta, tb);
   std::mt19937 rng(99 + s.m + 3 * s.k + 5 * s.n);
   std::vector<Viewed> keep;
@@ -799,15 +915,15 @@ void check_backward(int datatype, Size s, BatchMode mode, bool ta, bool tb, bool
   };
   ccv_nnc_tensor_t* a = tensor(c.a);
   ccv_nnc_tensor_t* w = tensor(c.w);
-  ccv_nnc_tensor_t* bias = tensor({s.n});
+  ccv_nnc_tensor_t* bias = tensor(bias_dims(c, bs));
   ccv_nnc_tensor_t* g = tensor(c.b);
   ccv_nnc_tensor_t* da = tensor(c.a);
   ccv_nnc_tensor_t* dw = tensor(c.w);
-  ccv_nnc_tensor_t* dbias = tensor({s.n});
+  ccv_nnc_tensor_t* dbias = tensor(bias_dims(c, bs));
   const Transpose t = transposes(static_cast<int>(c.a.size()), ta, static_cast<int>(c.w.size()), tb);
   const std::string what = std::string(mode_name(mode)) + " m=" + std::to_string(s.m) + " k=" + std::to_string(s.k) +
                            " n=" + std::to_string(s.n) + (ta ? " ta" : "") + (tb ? " tb" : "") +
-                           (views ? " views" : "") + " " + backend_name(backend);
+                           bias_name(bs) + (views ? " views" : "") + " " + backend_name(backend);
   ASSERT_EQ(exec(gemm(CCV_NNC_GEMM_BACKWARD, t, backend), {g, a, w}, {da, dw, dbias}), CCV_NNC_EXEC_SUCCESS)
       << what << ": " << ccv_nnc_error_message();
   const std::vector<double> r = values(g);
@@ -855,6 +971,54 @@ TEST_F(Gemm, BackwardViewsAndFp32) {
         }
 }
 
+// dbias of a full-shape and of a per-batch bias: g summed over the broadcast
+// dimensions only, against finite differences, on both backends.
+TEST_F(Gemm, BackwardFullAndPerBatchBias) {
+  for (uint32_t backend : kBoth)
+    for (BiasShape bs : {BiasShape::Full, BiasShape::PerBatch})
+      for (BatchMode mode : kModes)
+        for (int ta = 0; ta < 2; ta++)
+          for (int tb = 0; tb < 2; tb++) {
+            check_backward(CCV_64F, Size{4, 5, 3}, mode, ta, tb, ta != tb, backend, bs);
+            check_backward(CCV_32F, Size{3, 4, 2}, mode, ta, tb, false, backend, bs);
+          }
+}
+
+// A plain 3-d tensor keeps the dense-matrix step in dim[4] (toll-free
+// layout), a view does not: a and da of one shape must still be accepted
+// together, whichever of the two is the view, and give the plain result.
+TEST_F(Gemm, BackwardPlainTensorBesideViewOfTheSameShape) {
+  std::mt19937 rng(8);
+  Tensor a = make(CCV_32F, {3, 4, 5}), w = make(CCV_32F, {5, 2}), g = make(CCV_32F, {3, 4, 2});
+  fill_random(a.get(), rng), fill_random(w.get(), rng), fill_random(g.get(), rng);
+  for (uint32_t backend : kBoth) {
+    Tensor da = make(CCV_32F, {3, 4, 5}), dw = make(CCV_32F, {5, 2});
+    ASSERT_EQ(exec(gemm(CCV_NNC_GEMM_BACKWARD, {}, backend), {g.get(), a.get(), w.get()}, {da.get(), dw.get()}),
+              CCV_NNC_EXEC_SUCCESS)
+        << ccv_nnc_error_message();
+    Viewed vda = make_view(CCV_32F, {3, 4, 5}), va = make_view(CCV_32F, {3, 4, 5});
+    std::vector<double> av = values(a.get());
+    size_t i = 0;
+    each({3, 4, 5}, [&](const Dims& idx) { set(va.view.get(), idx, av[i++]); });
+    Tensor dw2 = make(CCV_32F, {5, 2}), da2 = make(CCV_32F, {3, 4, 5});
+    // plain a, view da
+    ASSERT_EQ(
+        exec(gemm(CCV_NNC_GEMM_BACKWARD, {}, backend), {g.get(), a.get(), w.get()}, {vda.view.get(), dw2.get()}),
+        CCV_NNC_EXEC_SUCCESS)
+        << backend_name(backend) << ": " << ccv_nnc_error_message();
+    // OPT may take another path for a view (one product per batch instead of one folded GEMM).
+    expect_close(values(vda.view.get()), values(da.get()), 1e-6, "view da");
+    expect_close(values(dw2.get()), values(dw.get()), 1e-6, "dw beside a view da");
+    // view a, plain da
+    ASSERT_EQ(
+        exec(gemm(CCV_NNC_GEMM_BACKWARD, {}, backend), {g.get(), va.view.get(), w.get()}, {da2.get(), dw2.get()}),
+        CCV_NNC_EXEC_SUCCESS)
+        << backend_name(backend) << ": " << ccv_nnc_error_message();
+    expect_close(values(da2.get()), values(da.get()), 1e-6, "da beside a view a");
+    expect_close(values(dw2.get()), values(dw.get()), 1e-6, "dw from a view a");
+  }
+}
+
 // REF and OPT agree on the gradients of odd-sized fp32 products, with outputs
 // requested one at a time.
 TEST_F(Gemm, BackwardRefAndOptAgree) {
@@ -883,6 +1047,19 @@ TEST_F(Gemm, BackwardRefAndOptAgree) {
           results[which] = {values(da.get()), values(dw.get()), values(db.get())};
         }
         const std::string what = std::string(mode_name(mode)) + (ta ? " ta" : "") + (tb ? " tb" : "");
+        // dbias of the other shapes, beside da (libnnc's bitmask asks dbias with da or dw).
+        for (BiasShape bs : {BiasShape::Full, BiasShape::PerBatch}) {
+          std::vector<double> got[2];
+          for (int which = 0; which < 2; which++) {
+            Tensor da = make(CCV_32F, c.a), db = make(CCV_32F, bias_dims(c, bs));
+            ASSERT_EQ(exec(gemm(CCV_NNC_GEMM_BACKWARD, t, kBoth[which]), {g.get(), nullptr, w.get()},
+                           {da.get(), nullptr, db.get()}),
+                      CCV_NNC_EXEC_SUCCESS)
+                << ccv_nnc_error_message();
+            got[which] = values(db.get());
+          }
+          expect_close(got[1], got[0], 1e-5 * 33 * 6, what + bias_name(bs));
+        }
         expect_close(results[1][0], results[0][0], 1e-5 * 17, what + " da");
         expect_close(results[1][1], results[0][1], 1e-5 * 33 * 6, what + " dw");
         expect_close(results[1][2], results[0][2], 1e-5 * 33 * 6, what + " dbias");
