@@ -162,7 +162,7 @@ NNC_RAND_KERNEL(dropout_forward_opt) {
 
 NNC_RAND_KERNEL(dropout_backward_opt) {
   ccv_nnc_tensor_t* g = inputs[0];
-  ccv_nnc_tensor_t* mask = inputs[3];
+  ccv_nnc_tensor_t* mask = inputs[4];
   ccv_nnc_tensor_t* dx = outputs[0];
   if (!CCV_IS_TENSOR_CONTIGUOUS(g) || !CCV_IS_TENSOR_CONTIGUOUS(dx) || !CCV_IS_TENSOR_CONTIGUOUS(mask) ||
       !(is_type(g, CCV_32F) || is_type(g, CCV_64F)))

@@ -48,6 +48,7 @@ NNC_RAND_KERNEL(dropout_forward_ref) {
     const Layout x = layout_of(inputs[0], "DROPOUT x");
     const Layout y = layout_of(outputs[0], "DROPOUT y");
     const Layout mask = layout_of(outputs[1], "DROPOUT mask");
+    const bool shaped = mask_like_x(outputs[1], inputs[0]);
     const Counter ctr(draw_seed(stream_context));
     const uint64_t t = dropout_threshold(cmd.info.dropout.p);
     const double scale = dropout_scale(cmd.info.dropout.p);
@@ -59,7 +60,7 @@ NNC_RAND_KERNEL(dropout_forward_ref) {
       const bool keep = entirety ? keep_all : ctr.word32(i) >= t;
       const double v = keep ? load_double(x.at(idx), x.datatype) * scale : 0.0;
       store_double(y.at(idx), y.datatype, v);
-      if (!entirety) *mask.at(idx) = keep;
+      if (!entirety) *(shaped ? mask.at(idx) : mask.data + i) = keep;
       i++;
     });
     return CCV_NNC_EXEC_SUCCESS;
@@ -70,13 +71,16 @@ NNC_RAND_KERNEL(dropout_backward_ref) {
   (void)hint, (void)flags, (void)input_size, (void)output_size, (void)stream_context;
   return guard_code([&] {
     const Layout g = layout_of(inputs[0], "DROPOUT_BACKWARD g");
-    const Layout mask = layout_of(inputs[3], "DROPOUT_BACKWARD mask");
+    const Layout mask = layout_of(inputs[4], "DROPOUT_BACKWARD mask");
+    const bool shaped = mask_like_x(inputs[4], inputs[0]);
     const Layout dx = layout_of(outputs[0], "DROPOUT_BACKWARD dx");
     const double scale = dropout_scale(cmd.info.dropout.p);
     const bool entirety = cmd.info.dropout.entirety != 0;
+    uint64_t i = 0;
     for_each_index(g.dim.data(), g.nd, [&](const int* idx) {
-      const bool keep = entirety ? *mask.data != 0 : *mask.at(idx) != 0;
+      const bool keep = entirety ? *mask.data != 0 : *(shaped ? mask.at(idx) : mask.data + i) != 0;
       store_double(dx.at(idx), dx.datatype, keep ? load_double(g.at(idx), g.datatype) * scale : 0.0);
+      i++;
     });
     return CCV_NNC_EXEC_SUCCESS;
   });

@@ -9,11 +9,14 @@
 // filled with zeros.
 // DROPOUT_FORWARD: inputs |x|, outputs |y|mask|. Each element is dropped with
 // probability dropout.p (with dropout.entirety the whole tensor at once),
-// y = x / (1 - p) where kept and 0 where dropped. mask is an 8U tensor of x's
-// shape (with entirety, one element), 1 where kept and 0 where dropped.
-// y may be x.
-// DROPOUT_BACKWARD: inputs |g|x|y|mask| (x and y unused, may be NULL), outputs
-// |dx|: dx = g / (1 - p) where the mask is 1, 0 elsewhere. dx may be g.
+// y = x / (1 - p) where kept and 0 where dropped. The mask records which
+// (rand.hpp): one byte per element, 1 where kept; ccv_nnc_hint_tensor_auto
+// gives libnnc's reserved-space shape for it, an 8U tensor of x's shape also
+// serves (with entirety, one byte). y may be x.
+// DROPOUT_BACKWARD: libnnc's layout |g|g_mask|x|y|mask| (the gradient of each
+// forward output, then x, then y and the mask): only g (input 0) and the mask
+// (input 4) are read, the rest may be NULL. Output |dx|: dx = g / (1 - p)
+// where the mask is 1, 0 elsewhere.
 // Values are reproducible under a seed: see rand.hpp.
 #include "cmd/rand/rand.hpp"
 
@@ -30,6 +33,10 @@ namespace nnc {
 namespace rand {
 
 uint32_t draw_seed(ccv_nnc_stream_context_t* stream) { return stream_genrand(stream); }
+
+bool mask_like_x(const ccv_nnc_tensor_t* mask, const ccv_nnc_tensor_t* x) {
+  return CCV_GET_DATA_TYPE(mask->info.datatype) == CCV_8U && same_shape(mask->info, x->info);
+}
 
 namespace {
 
@@ -61,12 +68,12 @@ void validate_random(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_te
               "%s: std (blas.a[0] = %g) must be finite and >= 0 and mean (blas.a[1] = %g) finite", name, a0, a1);
 }
 
-bool random_bitmask(const ccv_nnc_cmd_param_t&, int, int output_size, const uint64_t*, int, const uint64_t* outputs,
+// libnnc's pattern for the random commands, forward and backward alike: the
+// one output, whatever inputs there are.
+bool random_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t*, int, const uint64_t* outputs,
                     int output_bitmask_size) {
-  return output_size == 1 && bit(outputs, output_bitmask_size, 0);
+  return output_bitmask_size > 0 && outputs[0] == 1u;
 }
-
-bool any_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t*, int, const uint64_t*, int) { return true; }
 
 void check_p(const ccv_nnc_cmd_t& cmd, const char* name) {
   const double p = cmd.info.dropout.p;
@@ -75,13 +82,14 @@ void check_p(const ccv_nnc_cmd_t& cmd, const char* name) {
 
 void check_mask(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* mask, const ccv_nnc_tensor_t* like,
                 const char* name) {
-  NNC_CHECK(CCV_GET_DATA_TYPE(mask->info.datatype) == CCV_8U, "%s: the mask is %s; it must be 8U", name, dt(mask));
-  if (cmd.info.dropout.entirety)
-    NNC_CHECK(count_of(mask) == 1, "%s: with entirety the mask has one element, not %s", name,
-              shape_string(mask->info.dim).c_str());
-  else
-    NNC_CHECK(same_shape(mask->info, like->info), "%s: the mask is %s but the data is %s; they must match", name,
-              shape_string(mask->info.dim).c_str(), shape_string(like->info.dim).c_str());
+  if (mask_like_x(mask, like)) return;
+  const size_t need = cmd.info.dropout.entirety ? 1 : count_of(like);
+  const size_t bytes = count_of(mask) * CCV_GET_DATA_TYPE_SIZE(mask->info.datatype);
+  NNC_CHECK(CCV_IS_TENSOR_CONTIGUOUS(mask) && bytes >= need,
+            "%s: the mask (%s %s, %zu bytes%s) cannot hold one byte per element of the data (%s, %zu); make it with "
+            "ccv_nnc_hint_tensor_auto, or 8U of the data's shape",
+            name, dt(mask), shape_string(mask->info.dim).c_str(), bytes,
+            CCV_IS_TENSOR_CONTIGUOUS(mask) ? "" : ", not contiguous", shape_string(like->info.dim).c_str(), need);
 }
 
 void validate_dropout_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
@@ -104,44 +112,59 @@ void validate_dropout_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, c
 void validate_dropout_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
                                int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
   const char* name = "DROPOUT_BACKWARD";
-  NNC_CHECK(input_size == 4 && output_size == 1, "%s: takes inputs |g|x|y|mask| and one output |dx|; got %d and %d",
+  NNC_CHECK(input_size == 5 && output_size == 1,
+            "%s: takes libnnc's inputs |g|g_mask|x|y|mask| (g and mask read, the others may be NULL) and one output "
+            "|dx|; got %d and %d",
             name, input_size, output_size);
   check_p(cmd, name);
   const ccv_nnc_tensor_t* g = inputs[0];
   const ccv_nnc_tensor_t* dx = outputs[0];
-  NNC_CHECK(g && inputs[3] && dx, "%s: g (input 0), mask (input 3) and dx must be given", name);
+  NNC_CHECK(g && inputs[4] && dx, "%s: g (input 0), the mask (input 4) and dx must be given", name);
   NNC_CHECK(CCV_GET_DATA_TYPE(g->info.datatype) & kTypes, "%s: g is %s (it takes 16F, 16BF, 32F and 64F)", name, dt(g));
   NNC_CHECK(CCV_GET_DATA_TYPE(dx->info.datatype) == CCV_GET_DATA_TYPE(g->info.datatype), "%s: dx is %s but g is %s",
             name, dt(dx), dt(g));
   NNC_CHECK(same_shape(g->info, dx->info), "%s: dx is %s but g is %s", name, shape_string(dx->info.dim).c_str(),
             shape_string(g->info.dim).c_str());
-  check_mask(cmd, inputs[3], g, name);
+  check_mask(cmd, inputs[4], g, name);
 }
 
+// libnnc's shapes: y is x; the mask is reserved space in x's data type,
+// [128 / element size, ceil(d0 / 128) * d1 * ...] (128 bytes per 128
+// elements along the first dimension), or [1] with entirety.
 void dropout_auto(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_param_t* inputs, int input_size,
                   const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
   if (input_size < 1) return;
   if (output_size > 0) outputs[0] = inputs[0];
   if (output_size > 1) {
-    outputs[1] = inputs[0];
-    outputs[1].datatype = CCV_8U;
+    ccv_nnc_tensor_param_t m = inputs[0];
+    for (int i = 0; i < kMaxDim; i++) m.dim[i] = 0;
     if (p.dropout.entirety) {
-      for (int i = 0; i < kMaxDim; i++) outputs[1].dim[i] = 0;
-      outputs[1].dim[0] = 1;
+      m.dim[0] = 1;
+    } else {
+      const int size = static_cast<int>(CCV_GET_DATA_TYPE_SIZE(inputs[0].datatype));
+      NNC_CHECK(size > 0 && 128 % size == 0, "DROPOUT_FORWARD: no mask shape for x of type %s",
+                datatype_name(CCV_GET_DATA_TYPE(inputs[0].datatype)));
+      int64_t line = (inputs[0].dim[0] + 127) / 128;
+      for (int i = 1; i < kMaxDim && inputs[0].dim[i] > 0; i++) line *= inputs[0].dim[i];
+      NNC_CHECK(line <= INT32_MAX, "DROPOUT_FORWARD: x (%s) is too large for a mask",
+                shape_string(inputs[0].dim).c_str());
+      m.dim[0] = 128 / size;
+      m.dim[1] = static_cast<int>(line);
     }
+    outputs[1] = m;
   }
 }
 
-bool dropout_forward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
-                             int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size) {
-  return input_size == 1 && output_size == 2 && bit(inputs, input_bitmask_size, 0) &&
-         bit(outputs, output_bitmask_size, 0) && bit(outputs, output_bitmask_size, 1);
+// libnnc's patterns: forward x -> y and mask, all present.
+bool dropout_forward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int input_bitmask_size,
+                             const uint64_t* outputs, int output_bitmask_size) {
+  return input_bitmask_size > 0 && output_bitmask_size > 0 && inputs[0] == 1u && outputs[0] == 3u;
 }
 
-bool dropout_backward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
-                              int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size) {
-  return input_size == 4 && output_size == 1 && bit(inputs, input_bitmask_size, 0) &&
-         bit(inputs, input_bitmask_size, 3) && bit(outputs, output_bitmask_size, 0);
+// Backward reads g (input 0) and the mask (input 4) for dx.
+bool dropout_backward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int input_bitmask_size,
+                              const uint64_t* outputs, int output_bitmask_size) {
+  return input_bitmask_size > 0 && output_bitmask_size > 0 && (inputs[0] & 17u) == 17u && (outputs[0] & 1u) == 1u;
 }
 
 bool first_pair(const ccv_nnc_cmd_param_t&, int input_idx, int, int output_idx, int) {
@@ -182,7 +205,7 @@ void register_rand(Registry& r) {
     CommandInfo back;
     back.cmd = id + 1;
     back.tensor_auto = shape::same_as_input_i;
-    back.bitmask = any_bitmask;
+    back.bitmask = random_bitmask;
     r.add_command(back);
   }
   add(CCV_NNC_RANDOM_UNIFORM_FORWARD, kTypes, uniform_ref, kTypes, uniform_opt);
@@ -200,8 +223,7 @@ void register_rand(Registry& r) {
   CommandInfo back;
   back.cmd = CCV_NNC_DROPOUT_BACKWARD;
   back.tensor_auto = shape::same_as_first_input;
-  back.bitmask = dropout_backward_bitmask;
-  back.allow_inplace = first_pair;
+  back.bitmask = dropout_backward_bitmask;  // no in-place pair, as in libnnc
   back.validate = validate_dropout_backward;
   r.add_command(back);
   add(CCV_NNC_DROPOUT_FORWARD, kTypes | CCV_8U, dropout_forward_ref, kTypes | CCV_8U, dropout_forward_opt);

@@ -88,6 +88,15 @@ inline uint64_t dropout_threshold(double p) {
 }
 inline double dropout_scale(double p) { return p < 1 ? 1 / (1 - p) : 0; }
 
+// DROPOUT's mask is storage the forward fills and the backward reads: one
+// byte per element of x in row-major order (with entirety, one byte), at the
+// start of the mask's data. libnnc sizes it as reserved space
+// (ccv_nnc_hint_tensor_auto: x's data type, [128 / element size, ceil(d0 /
+// 128) * d1 * ...], at least one byte per element); an 8U tensor of x's
+// shape is that layout too, and may also be a view (then indexed like x).
+// Is `mask` an 8U tensor of x's shape (indexed through its own strides)?
+bool mask_like_x(const ccv_nnc_tensor_t* mask, const ccv_nnc_tensor_t* x);
+
 // AVX2 + FMA loops (cpu_opt_avx2.cpp) over 64-bit words k0 .. k1 of a
 // Counter with `key`, writing elements 2*k0 .. 2*k1 - 1 of packed fp32; they
 // stop at a multiple of four words and return where they stopped (the

@@ -17,7 +17,7 @@ int rand_easy_all(float* u, float* z, const float* x, float* y, unsigned char* m
 	if (code == CCV_NNC_EXEC_SUCCESS)
 		code = ccv_nnc_cmd_exec(CMD_DROPOUT_FORWARD(0.5), ccv_nnc_no_hint, 0, TENSOR_LIST(tx), TENSOR_LIST(ty, tm), 0);
 	if (code == CCV_NNC_EXEC_SUCCESS)
-		code = ccv_nnc_cmd_exec(CMD_DROPOUT_BACKWARD(0.5), ccv_nnc_no_hint, 0, TENSOR_LIST(tx, 0, 0, tm), TENSOR_LIST(td), 0);
+		code = ccv_nnc_cmd_exec(CMD_DROPOUT_BACKWARD(0.5), ccv_nnc_no_hint, 0, TENSOR_LIST(tx, 0, 0, 0, tm), TENSOR_LIST(td), 0);
 	ccv_nnc_tensor_free(tu);
 	ccv_nnc_tensor_free(tz);
 	ccv_nnc_tensor_free(tx);

@@ -287,7 +287,7 @@ TEST_F(RandTest, DropoutEntiretyDropsAllOrNothing) {
     // Backward with the one-element mask.
     T g(CCV_32F, {33}), dx(CCV_32F, {33});
     for (size_t i = 0; i < 33; i++) g.set(i, 0.5 * double(i));
-    ASSERT_EQ(run(dropout_cmd(CCV_NNC_DROPOUT_BACKWARD, 0.25f, 1, c % 2 ? kRef : kOpt), {g, nullptr, nullptr, m}, {dx}),
+    ASSERT_EQ(run(dropout_cmd(CCV_NNC_DROPOUT_BACKWARD, 0.25f, 1, c % 2 ? kRef : kOpt), {g, nullptr, nullptr, nullptr, m}, {dx}),
               CCV_NNC_EXEC_SUCCESS);
     for (size_t i = 0; i < 33; i++) ASSERT_NEAR(dx.get(i), keep ? g.get(i) / 0.75 : 0, 1e-6);
   }
@@ -303,7 +303,7 @@ TEST_F(RandTest, DropoutBackwardIsMaskTimesGradientTimesScale) {
         T m = view ? T::view(CCV_8U, dims) : T(CCV_8U, dims);
         std::mt19937 rng(5);
         for (size_t i = 0; i < g.count(); i++) g.set(i, double(int(rng() % 64) - 32) / 16), m.set(i, rng() % 2);
-        ASSERT_EQ(run(dropout_cmd(CCV_NNC_DROPOUT_BACKWARD, 0.5f, 0, backend), {g, nullptr, nullptr, m}, {dx}),
+        ASSERT_EQ(run(dropout_cmd(CCV_NNC_DROPOUT_BACKWARD, 0.5f, 0, backend), {g, nullptr, nullptr, nullptr, m}, {dx}),
                   CCV_NNC_EXEC_SUCCESS)
             << ccv_nnc_error_message();
         for (size_t i = 0; i < g.count(); i++) ASSERT_EQ(dx.get(i), m.get(i) ? 2 * g.get(i) : 0) << i;
@@ -328,7 +328,7 @@ TEST_F(RandTest, DropoutBackwardMatchesFiniteDifferences) {
     return l;
   };
   loss();
-  ASSERT_EQ(run(dropout_cmd(CCV_NNC_DROPOUT_BACKWARD, p, 0, kOpt), {r, x, y, m}, {dx}), CCV_NNC_EXEC_SUCCESS);
+  ASSERT_EQ(run(dropout_cmd(CCV_NNC_DROPOUT_BACKWARD, p, 0, kOpt), {r, nullptr, x, y, m}, {dx}), CCV_NNC_EXEC_SUCCESS);
   const double h = 1e-5;
   for (int i = 0; i < n; i++) {
     const double x0 = x.get(i);
@@ -356,27 +356,89 @@ TEST_F(RandTest, DescriptionsAndShapes) {
   ccv_nnc_tensor_param_t in = param(CCV_32F, {2, 3, 4}), out[2];
   std::memset(out, 0, sizeof(out));
   ccv_nnc_hint_tensor_auto(d, &in, 1, ccv_nnc_no_hint, out, 2);
+  // libnnc's shapes: y is x; the mask is reserved space in x's type,
+  // [128 / element size, ceil(d0 / 128) * d1 * ...].
   EXPECT_EQ(out[0].datatype, CCV_32F);
-  EXPECT_EQ(out[1].datatype, CCV_8U);
-  EXPECT_TRUE(out[1].dim[0] == 2 && out[1].dim[1] == 3 && out[1].dim[2] == 4);
+  EXPECT_TRUE(out[0].dim[0] == 2 && out[0].dim[1] == 3 && out[0].dim[2] == 4 && out[0].dim[3] == 0);
+  EXPECT_EQ(out[1].datatype, CCV_32F);
+  EXPECT_TRUE(out[1].dim[0] == 32 && out[1].dim[1] == 12 && out[1].dim[2] == 0);
+  ccv_nnc_tensor_param_t in2 = param(CCV_16F, {300, 5}), in3 = param(CCV_64F, {7});
+  ccv_nnc_hint_tensor_auto(d, &in2, 1, ccv_nnc_no_hint, out, 2);
+  EXPECT_TRUE(out[1].datatype == CCV_16F && out[1].dim[0] == 64 && out[1].dim[1] == 15 && out[1].dim[2] == 0);
+  ccv_nnc_hint_tensor_auto(d, &in3, 1, ccv_nnc_no_hint, out, 2);
+  EXPECT_TRUE(out[1].datatype == CCV_64F && out[1].dim[0] == 16 && out[1].dim[1] == 1 && out[1].dim[2] == 0);
   const ccv_nnc_cmd_t e = dropout_cmd(CCV_NNC_DROPOUT_FORWARD, 0.5f, 1, 0);
   ccv_nnc_hint_tensor_auto(e, &in, 1, ccv_nnc_no_hint, out, 2);
-  EXPECT_TRUE(out[1].dim[0] == 1 && out[1].dim[1] == 0);
-  // Backward needs g and the mask, not x or y.
+  EXPECT_TRUE(out[1].datatype == CCV_32F && out[1].dim[0] == 1 && out[1].dim[1] == 0);
+  // Forward: x in, y and mask out, all present.
+  const uint64_t x1 = 1, both = 3, y_only = 1;
+  EXPECT_TRUE(ccv_nnc_cmd_bitmask(d, 1, 2, &x1, 1, &both, 1));
+  EXPECT_FALSE(ccv_nnc_cmd_bitmask(d, 1, 2, &x1, 1, &y_only, 1));
+  // Backward, libnnc's |g|g_mask|x|y|mask|: needs g (0) and the mask (4) only.
   const ccv_nnc_cmd_t b = dropout_cmd(CCV_NNC_DROPOUT_BACKWARD, 0.5f, 0, 0);
-  const uint64_t g_mask = 1 | 8, g_only = 1, dx = 1;
-  EXPECT_TRUE(ccv_nnc_cmd_bitmask(b, 4, 1, &g_mask, 1, &dx, 1));
-  EXPECT_FALSE(ccv_nnc_cmd_bitmask(b, 4, 1, &g_only, 1, &dx, 1));
+  const uint64_t g_mask = 1 | 16, all = 31, g_only = 1, old_slot = 1 | 8, dx = 1;
+  EXPECT_TRUE(ccv_nnc_cmd_bitmask(b, 5, 1, &g_mask, 1, &dx, 1));
+  EXPECT_TRUE(ccv_nnc_cmd_bitmask(b, 5, 1, &all, 1, &dx, 1));
+  EXPECT_FALSE(ccv_nnc_cmd_bitmask(b, 5, 1, &g_only, 1, &dx, 1));
+  EXPECT_FALSE(ccv_nnc_cmd_bitmask(b, 5, 1, &old_slot, 1, &dx, 1));
+  // In place: forward y on x only; the backward has no pair (as libnnc).
   EXPECT_TRUE(ccv_nnc_cmd_allow_inplace(d, 0, 1, 0, 2));
   EXPECT_FALSE(ccv_nnc_cmd_allow_inplace(d, 0, 1, 1, 2));
-  EXPECT_TRUE(ccv_nnc_cmd_allow_inplace(b, 0, 4, 0, 1));
-  // Random forward: no inputs, one output.
-  const uint64_t none = 0, one = 1;
+  EXPECT_FALSE(ccv_nnc_cmd_allow_inplace(b, 0, 5, 0, 1));
+  // Random forward and backward: the one output, whatever the inputs.
+  const uint64_t none = 0, one = 1, two = 3;
   EXPECT_TRUE(ccv_nnc_cmd_bitmask(random_cmd(CCV_NNC_RANDOM_UNIFORM_FORWARD, 0, 1, 0), 0, 1, &none, 1, &one, 1));
+  EXPECT_TRUE(ccv_nnc_cmd_bitmask(random_cmd(CCV_NNC_RANDOM_NORMAL_BACKWARD, 1, 0, 0), 1, 1, &one, 1, &one, 1));
+  EXPECT_FALSE(ccv_nnc_cmd_bitmask(random_cmd(CCV_NNC_RANDOM_NORMAL_BACKWARD, 1, 0, 0), 1, 2, &one, 1, &two, 1));
+}
+
+// A libnnc program's dropout: the mask made from ccv_nnc_hint_tensor_auto
+// (reserved space in x's type, not 8U), the backward's mask in the fifth slot
+// (|g|g_mask|x|y|mask|), on both backends, fp32 / fp64 / fp16, odd first
+// dimensions (past 128 too); the two backends give the same bits.
+TEST_F(RandTest, DropoutWithLibnncMaskAndSlots) {
+  for (int dt : {CCV_32F, CCV_64F, CCV_16F})
+    for (const std::vector<int>& dims : {std::vector<int>{5}, std::vector<int>{130, 3}, std::vector<int>{2, 7, 9}}) {
+      ccv_nnc_tensor_param_t in = param(dt, dims), out[2];
+      std::memset(out, 0, sizeof(out));
+      ccv_nnc_hint_tensor_auto(dropout_cmd(CCV_NNC_DROPOUT_FORWARD, 0.4f, 0, 0), &in, 1, ccv_nnc_no_hint, out, 2);
+      std::vector<int> mdims;
+      for (int i = 0; i < CCV_NNC_MAX_DIM_ALLOC && out[1].dim[i]; i++) mdims.push_back(out[1].dim[i]);
+      T x(dt, dims), g(dt, dims);
+      std::mt19937 rng(dims[0]);
+      for (size_t i = 0; i < x.count(); i++) x.set(i, double(int(rng() % 64) - 32) / 16 + 0.03125), g.set(i, double(i % 7) - 3);
+      std::vector<double> ys[2], dxs[2];
+      for (int which = 0; which < 2; which++) {
+        const uint32_t backend = which ? kOpt : kRef;
+        T y(dt, dims), dx(dt, dims), m(CCV_GET_DATA_TYPE(out[1].datatype), mdims);
+        ccv_nnc_stream_context_set_seed(nullptr, 77);
+        ASSERT_EQ(run(dropout_cmd(CCV_NNC_DROPOUT_FORWARD, 0.4f, 0, backend), {x}, {y, m}), CCV_NNC_EXEC_SUCCESS)
+            << ccv_nnc_error_message();
+        ASSERT_EQ(run(dropout_cmd(CCV_NNC_DROPOUT_BACKWARD, 0.4f, 0, backend), {g, nullptr, nullptr, nullptr, m}, {dx}),
+                  CCV_NNC_EXEC_SUCCESS)
+            << ccv_nnc_error_message();
+        // dx is g scaled where y kept x (x has no zeros), 0 elsewhere.
+        const double tol = dt == CCV_16F ? 2e-3 : 1e-6;
+        for (size_t i = 0; i < x.count(); i++) {
+          const bool kept = y.get(i) != 0;
+          ASSERT_NEAR(y.get(i), kept ? x.get(i) / 0.6 : 0, tol * 4) << i;
+          ASSERT_NEAR(dx.get(i), kept ? g.get(i) / 0.6 : 0, tol * 4) << i;
+          ys[which].push_back(y.get(i)), dxs[which].push_back(dx.get(i));
+        }
+      }
+      EXPECT_EQ(ys[0], ys[1]);
+      EXPECT_EQ(dxs[0], dxs[1]);
+    }
+  // libnnc's entirety mask: [1] in x's type.
+  T x(CCV_32F, {9}), y(CCV_32F, {9}), g(CCV_32F, {9}), dx(CCV_32F, {9}), m(CCV_32F, {1});
+  for (size_t i = 0; i < 9; i++) x.set(i, 1), g.set(i, 2);
+  ASSERT_EQ(run(dropout_cmd(CCV_NNC_DROPOUT_FORWARD, 0.5f, 1, 0), {x}, {y, m}), CCV_NNC_EXEC_SUCCESS);
+  ASSERT_EQ(run(dropout_cmd(CCV_NNC_DROPOUT_BACKWARD, 0.5f, 1, 0), {g, nullptr, x, y, m}, {dx}), CCV_NNC_EXEC_SUCCESS);
+  for (size_t i = 0; i < 9; i++) EXPECT_EQ(dx.get(i), y.get(i) * 2);
 }
 
 TEST_F(RandTest, RejectsBadInputWithMessages) {
-  T y(CCV_32F, {8}), i32(CCV_32S, {8}), x(CCV_32F, {8}), m(CCV_8U, {8}), m9(CCV_8U, {9}), mf(CCV_32F, {8});
+  T y(CCV_32F, {8}), i32(CCV_32S, {8}), x(CCV_32F, {8}), m(CCV_8U, {8}), m9(CCV_8U, {7}), mf(CCV_32F, {1});
   T y64(CCV_64F, {8}), big(CCV_32F, {9});
   EXPECT_EQ(run(random_cmd(CCV_NNC_RANDOM_UNIFORM_FORWARD, 2, 1, 0), {}, {y}), CCV_NNC_EXEC_INVALID);
   EXPECT_TRUE(message_has("RANDOM_UNIFORM")) << ccv_nnc_error_message();
@@ -394,15 +456,21 @@ TEST_F(RandTest, RejectsBadInputWithMessages) {
   EXPECT_NE(run(d, {x}, {y, nullptr}), CCV_NNC_EXEC_SUCCESS);
   EXPECT_NE(run(d, {x}, {y, mf}), CCV_NNC_EXEC_SUCCESS);
   EXPECT_NE(run(d, {x}, {y, m9}), CCV_NNC_EXEC_SUCCESS);
+  EXPECT_TRUE(message_has("one byte per element")) << ccv_nnc_error_message();
   EXPECT_NE(run(d, {x}, {y64, m}), CCV_NNC_EXEC_SUCCESS);
   EXPECT_NE(run(d, {x}, {big, m}), CCV_NNC_EXEC_SUCCESS);
-  EXPECT_NE(run(dropout_cmd(CCV_NNC_DROPOUT_FORWARD, 0.5f, 1, 0), {x}, {y, m}), CCV_NNC_EXEC_SUCCESS);
+  // With entirety an 8U mask of x's shape serves (its first byte is the record).
+  EXPECT_EQ(run(dropout_cmd(CCV_NNC_DROPOUT_FORWARD, 0.5f, 1, 0), {x}, {y, m}), CCV_NNC_EXEC_SUCCESS);
   const ccv_nnc_cmd_t b = dropout_cmd(CCV_NNC_DROPOUT_BACKWARD, 0.5f, 0, 0);
-  EXPECT_NE(run(b, {x, nullptr, nullptr, nullptr}, {y}), CCV_NNC_EXEC_SUCCESS);
+  EXPECT_NE(run(b, {x, nullptr, nullptr, nullptr, nullptr}, {y}), CCV_NNC_EXEC_SUCCESS);
+  EXPECT_TRUE(message_has("mask (input 4)")) << ccv_nnc_error_message();
   EXPECT_NE(run(b, {x, m}, {y}), CCV_NNC_EXEC_SUCCESS);
-  EXPECT_NE(run(b, {x, nullptr, nullptr, m9}, {y}), CCV_NNC_EXEC_SUCCESS);
-  EXPECT_NE(run(b, {x, nullptr, nullptr, m}, {y64}), CCV_NNC_EXEC_SUCCESS);
-  EXPECT_NE(run(b, {x, nullptr, nullptr, m}, {}), CCV_NNC_EXEC_SUCCESS);
+  // The old four-slot layout |g|x|y|mask| is not libnnc's.
+  EXPECT_EQ(run(b, {x, nullptr, nullptr, m}, {y}), CCV_NNC_EXEC_INVALID);
+  EXPECT_TRUE(message_has("|g|g_mask|x|y|mask|")) << ccv_nnc_error_message();
+  EXPECT_NE(run(b, {x, nullptr, nullptr, nullptr, m9}, {y}), CCV_NNC_EXEC_SUCCESS);
+  EXPECT_NE(run(b, {x, nullptr, nullptr, nullptr, m}, {y64}), CCV_NNC_EXEC_SUCCESS);
+  EXPECT_NE(run(b, {x, nullptr, nullptr, nullptr, m}, {}), CCV_NNC_EXEC_SUCCESS);
 }
 
 TEST_F(RandTest, EasyMacrosFromC) {
