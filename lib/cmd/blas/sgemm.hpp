@@ -1,4 +1,5 @@
-// Our own single-precision GEMM for CPUs with AVX-512, used by GEMM's
+// Our own single-precision GEMM for CPUs with AVX-512, and for CPUs with
+// AVX2 and FMA only (the *_avx2 functions, same contracts), used by GEMM's
 // CPU_OPT backend in place of OpenBLAS where it is faster (OpenBLAS runs its
 // AVX2 kernels on some AVX-512 CPUs, at half their FMA peak).
 //
@@ -7,9 +8,10 @@
 // A(i, p) is a[i * ars + p * acs] and B(p, j) is b[p * brs + j * bcs], so
 // either operand may be transposed or strided; C's rows are ldc apart and its
 // columns adjacent. The blocked scheme of sgemm_avx512.cpp: B is packed into
-// zero-padded panels of 16 to 64 columns, A is read in place, and a
-// register-blocked kernel computes each 6-row tile of C. The product splits
-// over the pool (parallel_for), so call it under the compute lock.
+// zero-padded panels of 16 to 64 columns (8 or 16 in sgemm_avx2.cpp), A is
+// read in place, and a register-blocked kernel computes each 6-row tile of C.
+// The product splits over the pool (parallel_for), so call it under the
+// compute lock.
 //
 // Example (y = x · wᵀ for x [64, 3136] and w [256, 3136]):
 //
@@ -53,9 +55,19 @@ void sgemm_avx512(const Sgemm& g);
 // weights): B (g.k x g.n, from g.b / g.brs / g.bcs) packed once into
 // sgemm_packed_floats(k, n) floats at `packed` (64-byte aligned), then
 // C = A · B on the calling thread for a row-major A (m x k, rows lda apart)
-// and C (rows ldc apart), C overwritten.
+// and C (rows ldc apart), C overwritten. sgemm_packed_floats is enough for
+// either instruction set's packing (AVX2's panels are narrower and never
+// need more), but a B packed by one set is read only by the same set.
 int64_t sgemm_packed_floats(int k, int n);
 void sgemm_pack_avx512(const Sgemm& g, float* packed);
 void sgemm_packed_avx512(int m, int n, int k, const float* a, int64_t lda, const float* packed, float* c, int64_t ldc);
+
+// The same for CPUs with AVX2, FMA and F16C (nnc::cpu_features().avx2):
+// sgemm_avx2.cpp and sgemm_small_avx2.cpp.
+void sgemm_avx2(const Sgemm& g);
+[[nodiscard]] bool sgemm_avx2_serial(const Sgemm& g);
+[[nodiscard]] bool sgemm_small_avx2(const Sgemm& g);
+void sgemm_pack_avx2(const Sgemm& g, float* packed);
+void sgemm_packed_avx2(int m, int n, int k, const float* a, int64_t lda, const float* packed, float* c, int64_t ldc);
 
 }  // namespace nnc::gemm
