@@ -4,7 +4,7 @@
 // of transforming inputs, weights and outputs. Used by CONVOLUTION's CPU_OPT
 // for the forward pass, the input gradient (the convolution of the padded g
 // with the flipped, transposed weights) and the weight gradient (below), on
-// AVX-512 CPUs.
+// AVX-512 (winograd_avx512.cpp) and AVX2 + FMA (winograd_avx2.cpp) CPUs.
 //
 //   y[n, oh, ow, k] = bias[k] + sum_{i, j < R} sum_c in[n, oh + i, ow + j, c] · w[k, i, j, c]
 //
@@ -35,14 +35,23 @@ struct WinogradRun {
   bool threaded = true;
 };
 
-// Output tile size m for window R (0: Winograd does not apply).
-int winograd_tile(int R);
+// Output tile size m for window R (0: Winograd does not apply). Inline here,
+// not in the per-instruction-set files, so that choosing an algorithm never
+// calls code compiled for a set the CPU may lack.
+inline int winograd_tile(int R) { return R == 3 ? 4 : R == 5 ? 2 : 0; }
 // The padded input extent every tile needs: ceil(O / m) · m + R - 1.
-int winograd_extent(int O, int R);
-// Scratch the run needs, in floats (64-byte aligned pieces inside).
+inline int winograd_extent(int O, int R) {
+  const int m = winograd_tile(R);
+  return (O + m - 1) / m * m + R - 1;
+}
+// Scratch the run needs, in floats (64-byte aligned pieces inside), for the
+// same instruction set's run.
 size_t winograd_scratch_floats(const WinogradRun& r);
-// Runs on AVX-512F CPUs only; scratch must be 64-byte aligned.
+size_t winograd_scratch_floats_avx2(const WinogradRun& r);
+// winograd_avx512 runs on CPUs with cpu_features().avx512 only,
+// winograd_avx2 on those with cpu_features().avx2; scratch 64-byte aligned.
 void winograd_avx512(const WinogradRun& r, float* scratch);
+void winograd_avx2(const WinogradRun& r, float* scratch);
 
 // The weight gradient by F(R x R, m x m) on the same tiles and transforms:
 //   dw[k, i, j, c] = sum_{n, oh < OH, ow < OW} g[n, oh, ow, k] · in[n, oh + i, ow + j, c]
@@ -58,6 +67,8 @@ struct WinogradGradRun {
   bool threaded = true;
 };
 size_t winograd_gradient_scratch_floats(const WinogradGradRun& r);
+size_t winograd_gradient_scratch_floats_avx2(const WinogradGradRun& r);
 void winograd_gradient_avx512(const WinogradGradRun& r, float* scratch);
+void winograd_gradient_avx2(const WinogradGradRun& r, float* scratch);
 
 }  // namespace nnc::conv

@@ -473,13 +473,6 @@ void run_gradient(const WinogradGradRun& r, float* scratch) {
 
 }  // namespace
 
-int winograd_tile(int R) { return R == 3 ? 4 : R == 5 ? 2 : 0; }
-
-int winograd_extent(int O, int R) {
-  const int m = winograd_tile(R);
-  return (O + m - 1) / m * m + R - 1;
-}
-
 size_t winograd_scratch_floats(const WinogradRun& r) {
   const Layout l = layout(r);
   return static_cast<size_t>(l.u_floats + l.uraw_floats + l.threads * (l.v_floats + l.m_floats));
