@@ -21,12 +21,16 @@
 // SCALAR_MUL_FORWARD  |x| -> |y|, y = a x with a = blas.a[0].
 // SCALAR_MUL_BACKWARD |g|x|y| -> |dx|, dx = a g. Reads only g.
 //
-// Forward outputs may share an input's memory when that input has the
-// output's shape (in place); SCALAR_MUL_BACKWARD's dx may share g's.
+// Backward: a NULL g reads as ones (CCV_NNC_CMD_ATTR_NULL_IS_ONES) of the
+// shape the other tensors broadcast to. In place (libnnc's rule): y may be a
+// (the input at its position); the backwards declare no pairs, though the
+// kernels also run with y over a full-shaped b or dx over g. Bitmasks are
+// libnnc's patterns.
 #include "cmd/blas/elementwise.hpp"
 
 #include <string>
 
+#include "cmd/ew/null_is_ones.hpp"
 #include "core/error.hpp"
 #include "core/registry.hpp"
 #include "core/tensor.hpp"
@@ -93,6 +97,41 @@ void validate_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_t
             dims(inputs[0]).c_str(), dims(inputs[1]).c_str(), shape_string(out).c_str(), dims(y).c_str());
 }
 
+}  // namespace
+
+// A NULL g (CCV_NNC_CMD_ATTR_NULL_IS_ONES): its shape is the broadcast of
+// every other tensor given (each gradient, a, b and y broadcast to it), its
+// type and format theirs.
+bool implicit_g(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs, int output_size,
+                ccv_nnc_tensor_param_t* g) {
+  const ccv_nnc_tensor_t* first = nullptr;
+  int shape[kMaxDim + 1] = {};
+  auto take = [&](const ccv_nnc_tensor_t* t) {
+    if (!t) return true;
+    if (!first) {
+      first = t;
+      for (int i = 0; i < kMaxDim; i++) shape[i] = t->info.dim[i];
+      shape[nd_of(t->info.dim)] = 0;
+      return true;
+    }
+    int out[kMaxDim + 1] = {};
+    if (!broadcast_dims(shape, t->info.dim, out)) return false;
+    for (int i = 0; i <= kMaxDim; i++) shape[i] = out[i];
+    return true;
+  };
+  for (int j = 0; j < output_size; j++)
+    if (!take(outputs[j])) return false;
+  for (int i = 1; i < input_size; i++)
+    if (!take(inputs[i])) return false;
+  if (!first) return false;
+  *g = normalized_params(first->info);
+  g->type = CCV_TENSOR_CPU_MEMORY;
+  for (int i = 0; i < kMaxDim; i++) g->dim[i] = shape[i];
+  return true;
+}
+
+namespace {
+
 void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
                        ccv_nnc_tensor_t* const* outputs, int output_size) {
   const Name c = name_of(cmd.cmd);
@@ -102,8 +141,15 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_
             scalar ? "|g|x|y|" : "|g|a|b|y|", input_size);
   NNC_CHECK(output_size >= 1 && output_size <= n, "%s: takes outputs %s (got %d outputs)", c.c_str(),
             scalar ? "|dx|" : "|da|db|", output_size);
+  // A NULL g reads as ones of the shape the other tensors broadcast to.
+  ccv_nnc_tensor_t ones_g{};
   const ccv_nnc_tensor_t* g = inputs[0];
-  NNC_CHECK(g, "%s: the gradient g (input 0) is NULL", c.c_str());
+  if (!g) {
+    NNC_CHECK(implicit_g(inputs, input_size, outputs, output_size, &ones_g.info),
+              "%s: the gradient g (input 0) is NULL (read as ones), but the other tensors give no shape it could have",
+              c.c_str());
+    g = &ones_g;
+  }
   check_type(c, "g", g, g);
   for (int i = 1; i < input_size; i++)
     if (inputs[i]) check_type(c, i == n + 1 ? "y" : "a forward input", inputs[i], g);
@@ -143,42 +189,35 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_
   NNC_CHECK(any, "%s: every output is NULL", c.c_str());
 }
 
-bool forward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs, int ib,
-                     const uint64_t* outputs, int ob, bool scalar) {
-  if (input_size != (scalar ? 1 : 2) || output_size != 1 || !bit(outputs, ob, 0)) return false;
-  for (int i = 0; i < input_size; i++)
-    if (!bit(inputs, ib, i)) return false;
-  return true;
+// The bitmasks are libnnc's patterns, bit for bit (the first word only).
+// ADD / MUL forward: a and b -> y.
+bool add_forward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* i, int ib, const uint64_t* o, int ob) {
+  return ib > 0 && ob > 0 && (i[0] & 3u) == 3u && o[0] == 1u;
 }
-bool add_forward_bitmask(const ccv_nnc_cmd_param_t& p, int is, int os, const uint64_t* i, int ib, const uint64_t* o,
-                         int ob) {
-  return forward_bitmask(p, is, os, i, ib, o, ob, false);
-}
-bool scalar_forward_bitmask(const ccv_nnc_cmd_param_t& p, int is, int os, const uint64_t* i, int ib, const uint64_t* o,
+// SCALAR_MUL forward: x -> y.
+bool scalar_forward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* i, int ib, const uint64_t* o,
                             int ob) {
-  return forward_bitmask(p, is, os, i, ib, o, ob, true);
+  return ib > 0 && ob > 0 && (i[0] & 1u) == 1u && o[0] == 1u;
 }
-
-// ADD / SCALAR_MUL backward: g and at least one output.
-bool g_only_backward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
-                             int ib, const uint64_t* outputs, int ob) {
-  if (input_size < 1 || !bit(inputs, ib, 0)) return false;
-  for (int j = 0; j < output_size; j++)
-    if (bit(outputs, ob, j)) return true;
+// ADD backward: g -> da, db or both.
+bool add_backward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* i, int ib, const uint64_t* o, int ob) {
+  return ib > 0 && ob > 0 && (i[0] & 1u) == 1u && (o[0] == 3u || o[0] == 1u || o[0] == 2u);
+}
+// SCALAR_MUL backward: g -> dx.
+bool scalar_backward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* i, int ib, const uint64_t* o,
+                             int ob) {
+  return ib > 0 && ob > 0 && (i[0] & 1u) == 1u && o[0] == 1u;
+}
+// MUL backward: g, a, b for both; g and b for da; g and a for db.
+bool mul_backward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* i, int ib, const uint64_t* o, int ob) {
+  if (ib < 1 || ob < 1) return false;
+  if (o[0] == 3u) return (i[0] & 7u) == 7u;
+  if (o[0] == 1u) return (i[0] & 5u) == 5u;
+  if (o[0] == 2u) return (i[0] & 3u) == 3u;
   return false;
 }
 
-// MUL backward: g; b for da; a for db.
-bool mul_backward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs, int ib,
-                          const uint64_t* outputs, int ob) {
-  if (input_size < 1 || !bit(inputs, ib, 0) || output_size < 1 || output_size > 2) return false;
-  const bool da = bit(outputs, ob, 0), db = output_size > 1 && bit(outputs, ob, 1);
-  if (!da && !db) return false;
-  if (da && (input_size < 3 || !bit(inputs, ib, 2))) return false;
-  if (db && (input_size < 2 || !bit(inputs, ib, 1))) return false;
-  return true;
-}
-
+// libnnc's rule: y is a's parameters (type, format) with the broadcast shape.
 void forward_shapes(const ccv_nnc_cmd_param_t&, const ccv_nnc_tensor_param_t* inputs, int input_size,
                     const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
   if (input_size < 1 || output_size < 1) return;
@@ -186,7 +225,6 @@ void forward_shapes(const ccv_nnc_cmd_param_t&, const ccv_nnc_tensor_param_t* in
   if (input_size < 2) return;
   int out[kMaxDim + 1] = {};
   if (!broadcast_dims(inputs[0].dim, inputs[1].dim, out)) return;
-  if (nd_of(inputs[1].dim) > nd_of(inputs[0].dim)) outputs[0] = inputs[1];
   for (int i = 0; i < kMaxDim; i++) outputs[0].dim[i] = out[i];
 }
 
@@ -198,11 +236,15 @@ void backward_shapes(const ccv_nnc_cmd_param_t&, const ccv_nnc_tensor_param_t* i
     outputs[j] = (1 + j < input_size && inputs[1 + j].dim[0] > 0) ? inputs[1 + j] : inputs[0];
 }
 
+// libnnc's rule: an output may share the memory of the input at its own
+// position only (y with a; cuDNN's OpTensor cannot write over b alone).
 bool forward_inplace(const ccv_nnc_cmd_param_t&, int input_idx, int, int output_idx, int) {
-  return output_idx == 0 && input_idx <= 1;
+  return input_idx == output_idx;
 }
-bool scalar_backward_inplace(const ccv_nnc_cmd_param_t&, int input_idx, int, int output_idx, int) {
-  return input_idx == 0 && output_idx == 0;
+
+bool implicit_g_shape(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                      int output_size, ccv_nnc_tensor_param_t* g) {
+  return implicit_g(inputs, input_size, outputs, output_size, g);
 }
 
 }  // namespace
@@ -240,10 +282,10 @@ void register_elementwise(Registry& r) {
     r.add_command(f);
     CommandInfo b;
     b.cmd = fwd | 1u;
+    b.attributes = CCV_NNC_CMD_ATTR_NULL_IS_ONES;
     b.tensor_auto = backward_shapes;
-    b.bitmask = fwd == CCV_NNC_MUL_FORWARD ? mul_backward_bitmask : g_only_backward_bitmask;
-    if (scalar) b.allow_inplace = scalar_backward_inplace;
-    b.validate = validate_backward;
+    b.bitmask = fwd == CCV_NNC_MUL_FORWARD ? mul_backward_bitmask : scalar ? scalar_backward_bitmask : add_backward_bitmask;
+    b.validate = validate_backward;  // no in-place pair, as in libnnc
     r.add_command(b);
 
     Kernel k;
@@ -251,10 +293,10 @@ void register_elementwise(Registry& r) {
     k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
     k.backend = CCV_NNC_BACKEND_CPU_REF;
     k.tensor_datatypes = kFloatTypes;
-    r.add_kernels(k, {{fwd, forward_ref}, {fwd | 1u, backward_ref}});
+    r.add_kernels(k, {{fwd, forward_ref}, {fwd | 1u, null_is_ones<backward_ref, implicit_g_shape>}});
     k.backend = CCV_NNC_BACKEND_CPU_OPT;
     k.tensor_datatypes = CCV_32F | CCV_64F;
-    r.add_kernels(k, {{fwd, forward_opt}, {fwd | 1u, backward_opt}});
+    r.add_kernels(k, {{fwd, forward_opt}, {fwd | 1u, null_is_ones<backward_opt, implicit_g_shape>}});
   }
 }
 

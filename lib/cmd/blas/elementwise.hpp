@@ -26,6 +26,11 @@ bool broadcast_dims(const int* a, const int* b, int* out);
 // Whether `d` (a gradient's shape) broadcasts to `full` without growing it.
 bool reduces_to(const int* d, const int* full);
 
+// The shape and type a NULL g (read as ones) has: the broadcast of the other
+// tensors of a backward call. False when they give none or do not broadcast.
+bool implicit_g(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs, int output_size,
+                ccv_nnc_tensor_param_t* g);
+
 void register_elementwise(Registry& r);
 
 }  // namespace nnc::blas_ew

@@ -254,9 +254,20 @@ TEST_F(BlasElementwiseTest, InPlaceAndEasyMacros) {
     ASSERT_EQ(run(blas(CCV_NNC_ADD_FORWARD, 1, 1, backend), {a, b}, {a}), CCV_NNC_EXEC_SUCCESS);
     for (size_t i = 0; i < a.count(); i++) ASSERT_EQ(a.get(i), want[i]);
   }
-  EXPECT_TRUE(ccv_nnc_cmd_allow_inplace(command(CCV_NNC_ADD_FORWARD), 0, 2, 0, 1));
-  EXPECT_TRUE(ccv_nnc_cmd_allow_inplace(command(CCV_NNC_MUL_FORWARD), 1, 2, 0, 1));
-  EXPECT_FALSE(ccv_nnc_cmd_allow_inplace(command(CCV_NNC_ADD_BACKWARD), 0, 4, 0, 2));
+  // libnnc: the output shares memory with the input at its own position only
+  // (y with a, never with b alone); the backwards have no pairs.
+  for (uint32_t id : {CCV_NNC_ADD_FORWARD, CCV_NNC_MUL_FORWARD}) {
+    EXPECT_TRUE(ccv_nnc_cmd_allow_inplace(command(id), 0, 2, 0, 1));
+    EXPECT_FALSE(ccv_nnc_cmd_allow_inplace(command(id), 1, 2, 0, 1));
+  }
+  EXPECT_TRUE(ccv_nnc_cmd_allow_inplace(command(CCV_NNC_SCALAR_MUL_FORWARD), 0, 1, 0, 1));
+  for (uint32_t id : {CCV_NNC_ADD_BACKWARD, CCV_NNC_MUL_BACKWARD, CCV_NNC_SCALAR_MUL_BACKWARD})
+    for (int i = 0; i < 3; i++) EXPECT_FALSE(ccv_nnc_cmd_allow_inplace(command(id), i, 4, 0, 2)) << id << " " << i;
+  for (uint32_t id : {CCV_NNC_ADD_FORWARD, CCV_NNC_MUL_FORWARD, CCV_NNC_SCALAR_MUL_FORWARD}) {
+    EXPECT_FALSE(ccv_nnc_cmd_enforce_inplace(command(id), 0, 2, 0, 1));
+    EXPECT_FALSE(ccv_nnc_cmd_attr(command(id), CCV_NNC_CMD_ATTR_NULL_IS_ONES));
+    EXPECT_TRUE(ccv_nnc_cmd_attr(command(id | 1), CCV_NNC_CMD_ATTR_NULL_IS_ONES));
+  }
   ccv_nnc_cmd_t c[6];
   blas_easy_commands(0.5f, 2, c);
   EXPECT_EQ(c[0].cmd, static_cast<uint32_t>(CCV_NNC_ADD_FORWARD));
@@ -290,6 +301,53 @@ TEST_F(BlasElementwiseTest, ShapesAndBitmasks) {
   EXPECT_FALSE(ccv_nnc_cmd_bitmask(command(CCV_NNC_MUL_BACKWARD), 4, 2, &gb, 1, &two, 1));
   EXPECT_TRUE(ccv_nnc_cmd_bitmask(command(CCV_NNC_MUL_BACKWARD), 4, 2, &ga, 1, &two, 1));
   EXPECT_TRUE(ccv_nnc_cmd_bitmask(command(CCV_NNC_SCALAR_MUL_BACKWARD), 3, 1, &g, 1, &one, 1));
+  // libnnc's exact patterns: MUL's both-gradients case reads g, a and b; no
+  // output bits beyond those named; forward needs every input.
+  const uint64_t gab = 0b111, four = 4, none = 0, ab = 3, a_only = 1;
+  EXPECT_FALSE(ccv_nnc_cmd_bitmask(command(CCV_NNC_MUL_BACKWARD), 4, 2, &ga, 1, &three, 1));
+  EXPECT_TRUE(ccv_nnc_cmd_bitmask(command(CCV_NNC_MUL_BACKWARD), 4, 2, &gab, 1, &three, 1));
+  EXPECT_FALSE(ccv_nnc_cmd_bitmask(command(CCV_NNC_ADD_BACKWARD), 4, 3, &g, 1, &four, 1));
+  EXPECT_FALSE(ccv_nnc_cmd_bitmask(command(CCV_NNC_ADD_BACKWARD), 4, 2, &none, 1, &one, 1));
+  EXPECT_TRUE(ccv_nnc_cmd_bitmask(command(CCV_NNC_ADD_BACKWARD), 4, 2, &g, 1, &two, 1));
+  EXPECT_TRUE(ccv_nnc_cmd_bitmask(command(CCV_NNC_ADD_FORWARD), 2, 1, &ab, 1, &one, 1));
+  EXPECT_FALSE(ccv_nnc_cmd_bitmask(command(CCV_NNC_ADD_FORWARD), 2, 1, &a_only, 1, &one, 1));
+  EXPECT_FALSE(ccv_nnc_cmd_bitmask(command(CCV_NNC_MUL_FORWARD), 2, 1, &ab, 1, &three, 1));
+  EXPECT_TRUE(ccv_nnc_cmd_bitmask(command(CCV_NNC_SCALAR_MUL_FORWARD), 1, 1, &a_only, 1, &one, 1));
+  // y takes a's type and format (libnnc), whichever operand has more dimensions.
+  ccv_nnc_tensor_param_t mixed[2] = {param(CCV_16F, {3}), param(CCV_32F, {2, 3})};
+  mixed[1].format = CCV_TENSOR_FORMAT_NCHW;
+  ccv_nnc_hint_tensor_auto(command(CCV_NNC_ADD_FORWARD), mixed, 2, ccv_nnc_no_hint, out, 1);
+  EXPECT_EQ(out[0].datatype, CCV_16F);
+  EXPECT_EQ(out[0].format, CCV_TENSOR_FORMAT_NHWC);
+  EXPECT_TRUE(out[0].dim[0] == 2 && out[0].dim[1] == 3 && out[0].dim[2] == 0);
+}
+
+// CCV_NNC_CMD_ATTR_NULL_IS_ONES: a NULL g reads as ones of the shape every
+// other tensor broadcasts to; the same results as with a tensor of ones.
+TEST_F(BlasElementwiseTest, NullGradientReadsAsOnes) {
+  std::mt19937 rng(40);
+  for (uint32_t backend : {kRef, kOpt}) {
+    T a(CCV_32F, {3, 4}), b(CCV_32F, {4}), ones(CCV_32F, {3, 4});
+    fill_uniform(a, rng), fill_uniform(b, rng);
+    for (size_t i = 0; i < ones.count(); i++) ones.set(i, 1);
+    for (uint32_t id : {CCV_NNC_ADD_BACKWARD, CCV_NNC_MUL_BACKWARD}) {
+      T da0(CCV_32F, {3, 4}), db0(CCV_32F, {4}), da1(CCV_32F, {3, 4}), db1(CCV_32F, {4});
+      ASSERT_EQ(run(blas(id, 0.5f, 2, backend), {ones, a, b}, {da0, db0}), CCV_NNC_EXEC_SUCCESS);
+      ASSERT_EQ(run(blas(id, 0.5f, 2, backend), {nullptr, a, b}, {da1, db1}), CCV_NNC_EXEC_SUCCESS)
+          << ccv_nnc_error_message();
+      EXPECT_EQ(max_rel_diff(da1, da0), 0) << id;
+      EXPECT_EQ(max_rel_diff(db1, db0), 0) << id;
+    }
+    // ADD: da = p, db = q * 3 (summed over the 3 rows b was broadcast along).
+    T da(CCV_32F, {3, 4}), db(CCV_32F, {4});
+    ASSERT_EQ(run(blas(CCV_NNC_ADD_BACKWARD, 0.5f, 2, backend), {nullptr}, {da, db}), CCV_NNC_EXEC_SUCCESS)
+        << ccv_nnc_error_message();
+    for (size_t i = 0; i < 12; i++) EXPECT_EQ(da.get(i), 0.5);
+    for (size_t i = 0; i < 4; i++) EXPECT_EQ(db.get(i), 6);
+    T dx(CCV_32F, {5});
+    ASSERT_EQ(run(blas(CCV_NNC_SCALAR_MUL_BACKWARD, 3, 0, backend), {nullptr}, {dx}), CCV_NNC_EXEC_SUCCESS);
+    for (size_t i = 0; i < 5; i++) EXPECT_EQ(dx.get(i), 3);
+  }
 }
 
 TEST_F(BlasElementwiseTest, BadInputIsAnErrorWithAMessage) {
@@ -310,7 +368,7 @@ TEST_F(BlasElementwiseTest, BadInputIsAnErrorWithAMessage) {
       {CCV_NNC_MUL_FORWARD, {a, b4}, {y, y}, "one output"},
       {CCV_NNC_SCALAR_MUL_FORWARD, {a}, {y43}, "must match"},
       {CCV_NNC_SCALAR_MUL_FORWARD, {a, a}, {y}, "takes inputs |x|"},
-      {CCV_NNC_ADD_BACKWARD, {nullptr, a, b4}, {y, b4}, "g (input 0) is NULL"},
+      {CCV_NNC_ADD_BACKWARD, {nullptr, a, b3}, {y, b3}, "g (input 0) is NULL (read as ones)"},
       {CCV_NNC_ADD_BACKWARD, {y, a, b4}, {y, b3}, "does not broadcast to g"},
       {CCV_NNC_ADD_BACKWARD, {y, a, b4}, {y, big}, "does not broadcast to g"},
       {CCV_NNC_ADD_BACKWARD, {y, a, b4}, {nullptr, y}, "they must match"},
