@@ -26,9 +26,10 @@
 //   1..3 AVX-512 with blocks of 16, 32, 64 channels; 4..5 AVX2 with 8, 16;
 //   6 Winograd (winograd.hpp) for the forward pass, dx and dw wherever it applies
 //     (AVX-512 or AVX2 + FMA, stride 1, no dilation, one group, 3 x 3 or 5 x 5).
-//     The default takes it too when both sides have at least 16 channels: 2.5
-//     to 4 times fewer multiply-adds, at a relative error of about 1e-6 instead
-//     of 1e-7 (on AVX2, 5x5 C32 fwd 6.1 -> 3.0 ms, 3x3 C64 36 -> 17 ms).
+//     The default takes it too when both sides have at least 16 channels and
+//     the output at least 768 pixels (N x OH x OW): 2.5 to 4 times fewer
+//     multiply-adds, at a relative error of about 1e-6 instead of 1e-7 (on
+//     AVX2, 5x5 C32 fwd 6.1 -> 3.0 ms, 3x3 C64 36 -> 17 ms).
 //   An algorithm this CPU cannot run falls back to the default.
 #include <algorithm>
 #include <cstring>
@@ -58,6 +59,7 @@ namespace {
 
 constexpr int kAlgorithms = 7;
 constexpr int kWinograd = 6;
+constexpr int64_t kWinogradFromPixels = 768;
 
 struct Plan {
   const Kernels* k = nullptr;
@@ -91,7 +93,12 @@ bool winograd_for(const Geometry& g, int algorithm, int cin, int cout) {
   if (!k || g.G != 1 || g.SH != 1 || g.SW != 1 || g.DH != 1 || g.DW != 1 || g.KH != g.KW ||
       !winograd_tile(g.KH))
     return false;
-  return algorithm == kWinograd || (algorithm == 0 && cin >= 16 && cout >= 16);
+  // By default only over 768 output pixels or more: the weights' transform
+  // and packing cost about as much as a few hundred pixels' products save
+  // (3x3, 256 channels at 7 x 7: 8 images 2.8 -> 4.8 ms, 16 about even, 32
+  // 10.2 -> 7.7 ms on AVX2; alike on AVX-512), whatever the channel counts.
+  return algorithm == kWinograd ||
+         (algorithm == 0 && cin >= 16 && cout >= 16 && int64_t{g.N} * g.OH * g.OW >= kWinogradFromPixels);
 }
 
 // The Winograd code of the instruction set kernels() chose (its scratch sizes

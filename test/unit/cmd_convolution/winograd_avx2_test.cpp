@@ -214,4 +214,36 @@ TEST_F(WinogradAvx2, CommandMatchesRef) {
       }
 }
 
+// The default takes Winograd from 768 output pixels (16+ channels each way):
+// the same bits as algorithm 6 there, on either instruction set.
+TEST_F(WinogradAvx2, DefaultIsWinogradOnLargeOutputs) {
+  ccv_nnc_init();
+  std::mt19937 rng(14);
+  const int N = 4, H = 14, W = 14, C = 16, K = 17, R = 3;  // 4 x 14 x 14 = 784 pixels
+  T x(CCV_32F, {N, H, W, C}, CCV_TENSOR_FORMAT_NHWC), w(CCV_32F, {K, R, R, C}, CCV_TENSOR_FORMAT_NHWC);
+  T b(CCV_32F, {K}, CCV_TENSOR_FORMAT_NHWC), g(CCV_32F, {N, H, W, K}, CCV_TENSOR_FORMAT_NHWC);
+  fill_uniform(x, rng), fill_uniform(w, rng), fill_uniform(b, rng), fill_uniform(g, rng);
+  ccv_nnc_cmd_param_t p = {};
+  p.size.dim[0] = R, p.size.dim[1] = R, p.size.dim[2] = C;
+  p.convolution.count = K;
+  p.convolution.groups = 1;
+  ccv_nnc_hint_t hint = {};
+  hint.stride.dim[0] = hint.stride.dim[1] = 1;
+  hint.border.begin[0] = hint.border.begin[1] = hint.border.end[0] = hint.border.end[1] = 1;
+  std::vector<T> outs;
+  for (int algorithm : {0, 6}) {
+    ccv_nnc_cmd_t f = ccv_nnc_cmd(CCV_NNC_CONVOLUTION_FORWARD, nullptr, p, 0);
+    ccv_nnc_cmd_t bk = ccv_nnc_cmd(CCV_NNC_CONVOLUTION_BACKWARD, nullptr, p, 0);
+    f.backend = bk.backend = CCV_NNC_BACKEND_CPU_OPT;
+    f.algorithm = bk.algorithm = algorithm;
+    outs.emplace_back(CCV_32F, std::vector<int>{N, H, W, K}, CCV_TENSOR_FORMAT_NHWC);
+    outs.emplace_back(CCV_32F, std::vector<int>{N, H, W, C}, CCV_TENSOR_FORMAT_NHWC);
+    outs.emplace_back(CCV_32F, std::vector<int>{K, R, R, C}, CCV_TENSOR_FORMAT_NHWC);
+    const size_t o = outs.size() - 3;
+    ASSERT_EQ(run_hint(f, hint, {x, w, b}, {outs[o]}), 0) << ccv_nnc_error_message();
+    ASSERT_EQ(run_hint(bk, hint, {g, x, w}, {outs[o + 1], outs[o + 2]}), 0) << ccv_nnc_error_message();
+  }
+  for (int i = 0; i < 3; i++) EXPECT_EQ(max_rel_diff(outs[i], outs[i + 3]), 0) << "output " << i;
+}
+
 }  // namespace
