@@ -101,10 +101,54 @@ void zero_nhwc(const Image& dx, int n, int c0, int c1) {
     for (int w = 0; w < dx.w; w++) std::memset(b + h * dx.sh + w * dx.sw + c0, 0, sizeof(float) * (c1 - c0));
 }
 
+// 2x2 windows of stride 2 tiling the image (the common downsampling): per
+// window the one-hot of its first maximum from three compares, and the four
+// dx elements stored (g where chosen, else 0); no window-position bookkeeping.
+// c1 - c0 is a multiple of 8 (max_bwd_nhwc does the channels past it).
+void max_bwd_nhwc_2x2(const Geometry& g, const Image& dx, int n, int c0, int c1) {
+  const Image &x = g.x, &gy = g.y;
+  const float* xb = fp(x) + n * x.sn;
+  float* db = fp(dx) + n * dx.sn;
+  const float* gb = fp(gy) + n * gy.sn;
+  for (int oh = 0; oh < g.OH; oh++) {
+    const float* r0 = xb + 2 * oh * x.sh;
+    float* d0 = db + 2 * oh * dx.sh;
+    for (int ow = 0; ow < g.OW; ow++) {
+      const float *p0 = r0 + 2 * ow * x.sw, *p1 = p0 + x.sw, *p2 = p0 + x.sh, *p3 = p2 + x.sw;
+      float *q0 = d0 + 2 * ow * dx.sw, *q1 = q0 + dx.sw, *q2 = q0 + dx.sh, *q3 = q2 + dx.sw;
+      const float* gp = gb + oh * gy.sh + ow * gy.sw;
+      for (int c = c0; c < c1; c += 8) {
+        const __m256 e0 = _mm256_loadu_ps(p0 + c), e1 = _mm256_loadu_ps(p1 + c);
+        const __m256 e2 = _mm256_loadu_ps(p2 + c), e3 = _mm256_loadu_ps(p3 + c);
+        const __m256 s1 = take_mask(e1, e0);
+        __m256 best = _mm256_blendv_ps(e0, e1, s1);
+        const __m256 s2 = take_mask(e2, best);
+        best = _mm256_blendv_ps(best, e2, s2);
+        const __m256 s3 = take_mask(e3, best);
+        // One-hot: the last element taken is the window's first maximum.
+        const __m256 gv = _mm256_loadu_ps(gp + c);
+        const __m256 g3 = _mm256_and_ps(s3, gv), rest3 = _mm256_andnot_ps(s3, gv);
+        const __m256 g2 = _mm256_and_ps(s2, rest3), rest2 = _mm256_andnot_ps(s2, rest3);
+        const __m256 g1 = _mm256_and_ps(s1, rest2);
+        _mm256_storeu_ps(q0 + c, _mm256_andnot_ps(s1, rest2));
+        _mm256_storeu_ps(q1 + c, g1);
+        _mm256_storeu_ps(q2 + c, g2);
+        _mm256_storeu_ps(q3 + c, g3);
+      }
+    }
+  }
+}
+
 // Each window: the position of its first maximum per lane, then one masked
 // add (or store, when windows tile) per window element.
 void max_bwd_nhwc(const Geometry& g, const Image& dx, int n, int c0, int c1) {
   const bool tile = tiles(g);
+  if (tile && g.KH == 2 && g.KW == 2 && (c1 - c0) >= 8) {
+    const int whole = c0 + (c1 - c0) / 8 * 8;
+    max_bwd_nhwc_2x2(g, dx, n, c0, whole);
+    if (whole == c1) return;
+    c0 = whole;
+  }
   if (!tile) zero_nhwc(dx, n, c0, c1);
   const Image &x = g.x, &gy = g.y;
   const float* xb = fp(x) + n * x.sn;
