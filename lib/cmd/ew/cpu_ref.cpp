@@ -67,6 +67,8 @@ NNC_EW_KERNEL(ewsum_backward_ref) {
     const ccv_nnc_tensor_t* g = input_size > 0 ? inputs[0] : nullptr;
     for (int i = 0; i < output_size; i++) {
       if (!outputs[i]) continue;
+      // dx may be g itself (any pair is allowed in place): nothing to copy.
+      if (g && outputs[i]->data.u8 == g->data.u8 && !CCV_IS_TENSOR_VIEW(g) && !CCV_IS_TENSOR_VIEW(outputs[i])) continue;
       if (g)
         util::ref_copy(g, outputs[i]);
       else

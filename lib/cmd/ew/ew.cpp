@@ -69,26 +69,23 @@ void validate_backward(const ccv_nnc_cmd_t&, const ccv_nnc_hint_t&, ccv_nnc_tens
   }
 }
 
-// Forward: every input and the one output present.
+// libnnc's patterns. Forward: the one output, every input as a run from
+// the first.
 bool forward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
                      int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size) {
-  if (input_size < 1 || output_size != 1 || !bit(outputs, output_bitmask_size, 0)) return false;
-  for (int i = 0; i < input_size; i++)
-    if (!bit(inputs, input_bitmask_size, i)) return false;
-  return true;
+  int count = 0;
+  return output_size == 1 && output_bitmask_size > 0 && outputs[0] == 1u &&
+         ones_prefix(inputs, input_bitmask_size, &count) && count == input_size;
 }
 
-// Backward: g may be missing (it reads as ones), the forward tensors are not
-// needed, and at least one gradient must be asked for.
-bool backward_bitmask(const ccv_nnc_cmd_param_t&, int, int output_size, const uint64_t*, int, const uint64_t* outputs,
-                      int output_bitmask_size) {
-  for (int i = 0; i < output_size; i++)
-    if (bit(outputs, output_bitmask_size, i)) return true;
-  return false;
+// Backward: g (the exec path also takes a NULL g as ones) and every gradient
+// as a run from the first.
+bool backward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
+                      int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size) {
+  int count = 0;
+  return input_size >= 1 && input_bitmask_size > 0 && (inputs[0] & 1u) == 1u &&
+         ones_prefix(outputs, output_bitmask_size, &count) && count == output_size;
 }
-
-// Backward writes g into each dx, so any dx may share g's memory.
-bool backward_inplace(const ccv_nnc_cmd_param_t&, int input_idx, int, int, int) { return input_idx == 0; }
 
 }  // namespace
 
@@ -109,7 +106,7 @@ void register_ew(Registry& r) {
   back.attributes = CCV_NNC_CMD_ATTR_PASSTHROUGH | CCV_NNC_CMD_ATTR_NULL_IS_ONES;
   back.tensor_auto = shape::same_as_first_input;
   back.bitmask = backward_bitmask;
-  back.allow_inplace = backward_inplace;
+  back.allow_inplace = inplace::always;  // libnnc: any pair (each dx is a copy of g)
   back.validate = validate_backward;
   r.add_command(back);
 

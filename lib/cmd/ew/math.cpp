@@ -4,9 +4,17 @@
 // 64F). Forward outputs may be any of the inputs (in place).
 //
 // Backward commands take libnnc's layout |g|forward inputs|forward outputs|
-// -> |gradients of the forward inputs|; g is required, NULL outputs are not
-// computed, and the trailing forward output may be left off the input list
-// when it is not needed. Each lists what it reads; the rest may be NULL.
+// -> |gradients of the forward inputs|; a NULL g reads as ones
+// (CCV_NNC_CMD_ATTR_NULL_IS_ONES, as EWDIV's a does forward), NULL outputs
+// are not computed, and the trailing forward output may be left off the
+// input list when it is not needed. Each lists what it reads; the rest may be
+// NULL. Shapes, bitmasks and in-place pairs are libnnc's: a forward output
+// takes input 0's parameters (EWDIV's: b's), every gradient takes g's; the
+// bitmasks are libnnc's exact patterns (which may ask for more than the
+// kernels read: EWPROD's backward wants every x_i and y, MIN / MAX's both
+// gradients); forwards and the backwards of EWEXP, EWLOG, EWSQRT, CLAMP,
+// MIN and MAX may run in place, EWPROD's and EWDIV's backwards declare no
+// pair.
 //
 // EWPROD_FORWARD  |x_1..x_n| -> |y|, y = x_1 x_2 ... x_n (n >= 1).
 // EWPROD_BACKWARD |g|x_1..x_n|y| -> |dx_1..dx_n| (n = the number of outputs),
@@ -34,6 +42,7 @@
 
 #include <string>
 
+#include "cmd/ew/null_is_ones.hpp"
 #include "core/error.hpp"
 #include "core/registry.hpp"
 #include "core/tensor.hpp"
@@ -191,16 +200,14 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_
   }
   NNC_CHECK(input_size >= 1 + n && input_size <= 2 + n, "%s: takes %s (got %d inputs for %d forward inputs)", c.c_str(),
             backward_layout(op), input_size, n);
-  const ccv_nnc_tensor_t* g = inputs[0];
-  NNC_CHECK(g, "%s: the gradient g (input 0) is NULL", c.c_str());
+  // A NULL g reads as ones of the gradients' shape and type.
+  const ccv_nnc_tensor_t* first = nullptr;
+  for (int j = 0; j < output_size && !first; j++) first = outputs[j];
+  NNC_CHECK(first, "%s: every output is NULL", c.c_str());
+  const ccv_nnc_tensor_t* g = inputs[0] ? inputs[0] : first;
   NNC_CHECK(type_of(g) & kFloatTypes, "%s: g is %s; it takes 16F, 16BF, 32F or 64F", c.c_str(), dt(g));
-  bool any = false;
-  for (int j = 0; j < output_size; j++) {
-    if (!outputs[j]) continue;
-    any = true;
-    check_like(c, "output", j, outputs[j], "g", g);
-  }
-  NNC_CHECK(any, "%s: every output is NULL", c.c_str());
+  for (int j = 0; j < output_size; j++)
+    if (outputs[j]) check_like(c, "output", j, outputs[j], "g", g);
   auto wanted = [&](int j) { return j < output_size && outputs[j] != nullptr; };
   for (int i = 1; i <= n + 1; i++) {
     const ccv_nnc_tensor_t* t = i < input_size ? inputs[i] : nullptr;
@@ -212,28 +219,67 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_
   }
 }
 
-bool forward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs, int ib,
-                     const uint64_t* outputs, int ob, Op op) {
-  const int n = forward_inputs(op);
-  if (output_size != 1 || !bit(outputs, ob, 0)) return false;
-  if (n < 0 ? input_size < 1 : input_size != n) return false;
-  for (int i = 0; i < input_size; i++)
-    if (!bit(inputs, ib, i) && !(op == Op::kDiv && i == 0)) return false;
+}  // namespace
+
+bool ones_prefix(const uint64_t* masks, int size, int* count) {
+  int total = 0;
+  bool ended = false;
+  for (int w = 0; w < size; w++)
+    for (int b = 0; b < 64; b++) {
+      const bool set = (masks[w] >> b) & 1u;
+      if (set && ended) return false;
+      if (!set) ended = true;
+      total += set ? 1 : 0;
+    }
+  *count = total;
   return true;
 }
 
-bool backward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs, int ib,
+namespace {
+
+// libnnc's forward patterns, bit for bit.
+bool forward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs, int ib,
+                     const uint64_t* outputs, int ob, Op op) {
+  if (ib < 1 || ob < 1) return false;
+  const uint64_t in = inputs[0], out = outputs[0];
+  switch (op) {
+    case Op::kProd: {  // every input, as a run from the first
+      int count = 0;
+      return output_size == 1 && out == 1u && ones_prefix(inputs, ib, &count) && count == input_size;
+    }
+    case Op::kDiv:  // a may be left out (1 / b)
+      return ((in & 3u) == 3u || (in & 3u) == 2u) && out == 1u;
+    case Op::kMin:
+    case Op::kMax:
+      return (in & 3u) == 3u && out == 1u;
+    default:
+      return (in & 1u) == 1u && out == 1u;
+  }
+}
+
+// libnnc's backward patterns over |g|x..|y|, bit for bit.
+bool backward_bitmask(const ccv_nnc_cmd_param_t&, int, int output_size, const uint64_t* inputs, int ib,
                       const uint64_t* outputs, int ob, Op op) {
-  int n = forward_inputs(op);
-  if (n < 0) n = output_size;
-  if (output_size < 1 || output_size > n || input_size < 1 + n || input_size > 2 + n) return false;
-  auto wanted = [&](int j) { return bit(outputs, ob, j); };
-  bool any = false;
-  for (int j = 0; j < output_size; j++) any = any || wanted(j);
-  if (!any) return false;
-  for (int i = 0; i <= n + 1; i++)
-    if (reads(op, n, i, wanted) && (i >= input_size || !bit(inputs, ib, i))) return false;
-  return true;
+  if (ib < 1 || ob < 1) return false;
+  const uint64_t in = inputs[0], out = outputs[0];
+  switch (op) {
+    case Op::kProd: {  // g, every x_i and y; every gradient
+      int in_count = 0, out_count = 0;
+      if (!ones_prefix(inputs, ib, &in_count) || !ones_prefix(outputs, ob, &out_count)) return false;
+      return out_count == output_size && in_count == out_count + 2;
+    }
+    case Op::kDiv: {  // a (bit 1) never counts
+      const uint64_t m = in & 0xdu;
+      return (m == 0xdu && (out == 3u || out == 2u)) || (m == 0x5u && out == 1u);
+    }
+    case Op::kLog:  // g and x
+      return (in & 3u) == 3u && out == 1u;
+    case Op::kMin:
+    case Op::kMax:  // g, a, b; both gradients
+      return (in & 7u) == 7u && out == 3u;
+    default:  // EXP, SQRT, CLAMP: g and y
+      return (in & 5u) == 5u && out == 1u;
+  }
 }
 
 template <Op OP>
@@ -247,42 +293,37 @@ bool backward_bitmask_t(const ccv_nnc_cmd_param_t& p, int is, int os, const uint
   return backward_bitmask(p, is, os, i, ib, o, ob, OP);
 }
 
-// The output takes the shape of the last input given (EWDIV's a may be NULL).
+// libnnc's rule: the output takes input 0's parameters (forward from
+// inputs); EWDIV's takes b's (its a may be NULL).
 void forward_shapes(const ccv_nnc_cmd_param_t&, const ccv_nnc_tensor_param_t* inputs, int input_size,
                     const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
-  if (input_size < 1 || output_size < 1) return;
-  int k = 0;
-  for (int i = 0; i < input_size; i++)
-    if (inputs[i].dim[0] > 0) k = i;
-  outputs[0] = inputs[k];
-}
-
-// dx_i takes x_i's shape, or g's where x_i is not given.
-void backward_shapes(const ccv_nnc_cmd_param_t&, const ccv_nnc_tensor_param_t* inputs, int input_size,
-                     const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
   if (input_size < 1) return;
-  for (int j = 0; j < output_size; j++)
-    outputs[j] = (1 + j < input_size && inputs[1 + j].dim[0] > 0) ? inputs[1 + j] : inputs[0];
+  for (int i = 0; i < output_size && i < input_size; i++) outputs[i] = inputs[i];
 }
-
-// Unary backward: dx may share g's (or the forward tensors') memory, each
-// element being read before it is written at the same index.
-bool unary_backward_inplace(const ccv_nnc_cmd_param_t&, int, int, int, int) { return true; }
+void div_forward_shapes(const ccv_nnc_cmd_param_t&, const ccv_nnc_tensor_param_t* inputs, int input_size,
+                        const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
+  if (input_size < 2) return;
+  for (int i = 0; i < output_size; i++) outputs[i] = inputs[1];
+}
 
 template <Op OP>
 void add(Registry& r, uint32_t forward) {
   CommandInfo f;
   f.cmd = forward;
-  f.tensor_auto = forward_shapes;
+  if (OP == Op::kDiv) f.attributes = CCV_NNC_CMD_ATTR_NULL_IS_ONES;  // a NULL a is 1
+  f.tensor_auto = OP == Op::kDiv ? div_forward_shapes : forward_shapes;
   f.bitmask = forward_bitmask_t<OP>;
   f.allow_inplace = inplace::always;
   f.validate = validate_forward;
   r.add_command(f);
   CommandInfo b;
   b.cmd = forward | 1;
-  b.tensor_auto = backward_shapes;
+  b.attributes = CCV_NNC_CMD_ATTR_NULL_IS_ONES;
+  b.tensor_auto = shape::same_as_first_input;  // every gradient is g's shape
   b.bitmask = backward_bitmask_t<OP>;
-  if (forward_inputs(OP) == 1) b.allow_inplace = unary_backward_inplace;
+  // Each kernel reads every operand at an index before writing there (the
+  // optimised one hands overlapping two-gradient calls to the reference).
+  if (OP != Op::kProd && OP != Op::kDiv) b.allow_inplace = inplace::always;
   b.validate = validate_backward;
   r.add_command(b);
 
@@ -291,10 +332,10 @@ void add(Registry& r, uint32_t forward) {
   k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
   k.backend = CCV_NNC_BACKEND_CPU_REF;
   k.tensor_datatypes = kFloatTypes;
-  r.add_kernels(k, {{forward, math_forward_ref}, {forward | 1u, math_backward_ref}});
+  r.add_kernels(k, {{forward, math_forward_ref}, {forward | 1u, null_is_ones<math_backward_ref, shape_of_first_output>}});
   k.backend = CCV_NNC_BACKEND_CPU_OPT;
   k.tensor_datatypes = CCV_32F | CCV_64F;
-  r.add_kernels(k, {{forward, math_forward_opt}, {forward | 1u, math_backward_opt}});
+  r.add_kernels(k, {{forward, math_forward_opt}, {forward | 1u, null_is_ones<math_backward_opt, shape_of_first_output>}});
 }
 
 }  // namespace

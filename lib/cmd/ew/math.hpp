@@ -27,6 +27,10 @@ NNC_EW_KERNEL(math_backward_ref);
 NNC_EW_KERNEL(math_forward_opt);
 NNC_EW_KERNEL(math_backward_opt);
 
+// libnnc's bitmask shape "1..10..0": true when the set bits of the first
+// `size` words form one run from bit 0 (count set to its length).
+bool ones_prefix(const uint64_t* masks, int size, int* count);
+
 // Whether two tensors' bytes overlap (in-place and aliasing checks).
 bool overlaps(const ccv_nnc_tensor_t* a, const ccv_nnc_tensor_t* b);
 

@@ -235,11 +235,29 @@ TEST_F(EwsumTest, BitmasksAndShapes) {
   EXPECT_EQ(ccv_nnc_cmd_bitmask(fwd, 3, 1, &in, 1, &out, 1), 1);
   in = 0x5;  // input 1 missing
   EXPECT_EQ(ccv_nnc_cmd_bitmask(fwd, 3, 1, &in, 1, &out, 1), 0);
-  in = 0x0;  // backward: no g (ones), forward tensors unneeded
-  out = 0x2;
+  in = 0x7;  // libnnc: inputs as a run from the first, all of them
+  EXPECT_EQ(ccv_nnc_cmd_bitmask(fwd, 2, 1, &in, 1, &out, 1), 0);
+  out = 0x3;
+  EXPECT_EQ(ccv_nnc_cmd_bitmask(fwd, 3, 1, &in, 1, &out, 1), 0);
+  // Backward (libnnc): g, the forward tensors unneeded, every gradient.
+  in = 0x1;
+  out = 0x3;
   EXPECT_EQ(ccv_nnc_cmd_bitmask(back, 4, 2, &in, 1, &out, 1), 1);
-  out = 0;
+  out = 0x2;
   EXPECT_EQ(ccv_nnc_cmd_bitmask(back, 4, 2, &in, 1, &out, 1), 0);
+  in = 0x0;  // exec takes a NULL g as ones, but the pattern wants it (libnnc's)
+  out = 0x3;
+  EXPECT_EQ(ccv_nnc_cmd_bitmask(back, 4, 2, &in, 1, &out, 1), 0);
+  EXPECT_TRUE(ccv_nnc_cmd_attr(back, CCV_NNC_CMD_ATTR_PASSTHROUGH | CCV_NNC_CMD_ATTR_NULL_IS_ONES));
+  // In place: any pair, forward and backward (libnnc's arbitrary rule).
+  EXPECT_TRUE(ccv_nnc_cmd_allow_inplace(fwd, 2, 3, 0, 1));
+  EXPECT_TRUE(ccv_nnc_cmd_allow_inplace(back, 3, 4, 1, 2));
+  // Backward shapes come from g.
+  ccv_nnc_tensor_param_t bins[3] = {param(CCV_32F, {5, 2}), param(CCV_32F, {5, 2}), param(CCV_32F, {5, 2})};
+  ccv_nnc_tensor_param_t bouts[2];
+  std::memset(bouts, 0, sizeof(bouts));
+  ccv_nnc_hint_tensor_auto(back, bins, 3, ccv_nnc_no_hint, bouts, 2);
+  EXPECT_TRUE(bouts[1].dim[0] == 5 && bouts[1].dim[1] == 2 && bouts[1].dim[2] == 0);
 
   ccv_nnc_tensor_param_t ins[2] = {param(CCV_32F, {2, 3, 4}, CCV_TENSOR_FORMAT_NCHW), param(CCV_32F, {2, 3, 4})};
   ccv_nnc_tensor_param_t outs[1];

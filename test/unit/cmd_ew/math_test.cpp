@@ -439,10 +439,69 @@ TEST_F(EwMathTest, ShapesAndBitmasks) {
   EXPECT_TRUE(ccv_nnc_cmd_bitmask(command(CCV_NNC_EWDIV_BACKWARD), 4, 2, &gby, 1, &three, 1));
   EXPECT_TRUE(ccv_nnc_cmd_bitmask(command(CCV_NNC_EWDIV_FORWARD), 2, 1, &two, 1, &one, 1));  // a NULL
   EXPECT_FALSE(ccv_nnc_cmd_bitmask(command(CCV_NNC_MIN_FORWARD), 2, 1, &two, 1, &one, 1));
-  // EWPROD backward: dx_1 of x_1 x_2 needs x_2 only.
-  const uint64_t g_x2 = 0b101;
-  EXPECT_TRUE(ccv_nnc_cmd_bitmask(command(CCV_NNC_EWPROD_BACKWARD), 4, 2, &g_x2, 1, &one, 1));
-  EXPECT_FALSE(ccv_nnc_cmd_bitmask(command(CCV_NNC_EWPROD_BACKWARD), 4, 2, &g_x2, 1, &two, 1));
+  // libnnc's patterns: EWPROD's backward wants g, every x_i, y and every
+  // gradient (the kernels read less); EWDIV's da alone wants y left out
+  // (bit 3 clear); MIN / MAX want g, a, b and both gradients.
+  const uint64_t g_x2 = 0b101, all4 = 0b1111, gab = 0b111;
+  EXPECT_FALSE(ccv_nnc_cmd_bitmask(command(CCV_NNC_EWPROD_BACKWARD), 4, 2, &g_x2, 1, &one, 1));
+  EXPECT_TRUE(ccv_nnc_cmd_bitmask(command(CCV_NNC_EWPROD_BACKWARD), 4, 2, &all4, 1, &three, 1));
+  EXPECT_FALSE(ccv_nnc_cmd_bitmask(command(CCV_NNC_EWPROD_BACKWARD), 4, 2, &all4, 1, &one, 1));
+  EXPECT_FALSE(ccv_nnc_cmd_bitmask(command(CCV_NNC_EWDIV_BACKWARD), 4, 2, &gby, 1, &one, 1));
+  EXPECT_TRUE(ccv_nnc_cmd_bitmask(command(CCV_NNC_EWDIV_BACKWARD), 4, 2, &gby, 1, &two, 1));
+  EXPECT_TRUE(ccv_nnc_cmd_bitmask(command(CCV_NNC_MIN_BACKWARD), 4, 2, &gab, 1, &three, 1));
+  EXPECT_FALSE(ccv_nnc_cmd_bitmask(command(CCV_NNC_MAX_BACKWARD), 4, 2, &gab, 1, &one, 1));
+  EXPECT_TRUE(ccv_nnc_cmd_bitmask(command(CCV_NNC_EWSQRT_BACKWARD), 3, 1, &gy, 1, &one, 1));
+  EXPECT_TRUE(ccv_nnc_cmd_bitmask(command(CCV_NNC_CLAMP_BACKWARD), 3, 1, &all4, 1, &one, 1));
+  EXPECT_FALSE(ccv_nnc_cmd_bitmask(command(CCV_NNC_CLAMP_BACKWARD), 3, 1, &gy, 1, &three, 1));
+  // Shapes: a forward output takes input 0's parameters, a gradient g's.
+  ccv_nnc_tensor_param_t mixed[2] = {param(CCV_32F, {3, 4}, CCV_TENSOR_FORMAT_NCHW), param(CCV_32F, {3, 4})};
+  ccv_nnc_hint_tensor_auto(command(CCV_NNC_MAX_FORWARD), mixed, 2, ccv_nnc_no_hint, out, 1);
+  EXPECT_EQ(out[0].format, CCV_TENSOR_FORMAT_NCHW);
+  ccv_nnc_tensor_param_t bin[4] = {param(CCV_32F, {2, 5}), param(CCV_32F, {2, 5}, CCV_TENSOR_FORMAT_NCHW),
+                                   param(CCV_32F, {2, 5}, CCV_TENSOR_FORMAT_NCHW), param(CCV_32F, {2, 5})};
+  ccv_nnc_hint_tensor_auto(command(CCV_NNC_MIN_BACKWARD), bin, 4, ccv_nnc_no_hint, out, 2);
+  EXPECT_TRUE(out[0].format == CCV_TENSOR_FORMAT_NHWC && out[1].format == CCV_TENSOR_FORMAT_NHWC);
+  EXPECT_TRUE(out[1].dim[0] == 2 && out[1].dim[1] == 5 && out[1].dim[2] == 0);
+  // In place: forwards any pair; backwards any pair except EWPROD's and EWDIV's.
+  for (uint32_t id : {CCV_NNC_EWPROD_FORWARD, CCV_NNC_EWDIV_FORWARD, CCV_NNC_EWEXP_FORWARD, CCV_NNC_EWLOG_FORWARD,
+                      CCV_NNC_EWSQRT_FORWARD, CCV_NNC_CLAMP_FORWARD, CCV_NNC_MIN_FORWARD, CCV_NNC_MAX_FORWARD}) {
+    EXPECT_TRUE(ccv_nnc_cmd_allow_inplace(command(id), 1, 2, 0, 1)) << id;
+    const bool pairs = id != CCV_NNC_EWPROD_FORWARD && id != CCV_NNC_EWDIV_FORWARD;
+    EXPECT_EQ(ccv_nnc_cmd_allow_inplace(command(id | 1), 2, 4, 0, 2), pairs) << id;
+    EXPECT_TRUE(ccv_nnc_cmd_attr(command(id | 1), CCV_NNC_CMD_ATTR_NULL_IS_ONES)) << id;
+    EXPECT_EQ(ccv_nnc_cmd_attr(command(id), CCV_NNC_CMD_ATTR_NULL_IS_ONES), id == CCV_NNC_EWDIV_FORWARD) << id;
+  }
+}
+
+// CCV_NNC_CMD_ATTR_NULL_IS_ONES: a NULL g reads as ones, on both backends.
+TEST_F(EwMathTest, NullGradientReadsAsOnes) {
+  std::mt19937 rng(81);
+  for (uint32_t backend : {kRef, kOpt}) {
+    T a(CCV_32F, {7, 9}), b(CCV_32F, {7, 9}), y(CCV_32F, {7, 9}), ones(CCV_32F, {7, 9});
+    fill_uniform(a, rng, 0.5, 2), fill_uniform(b, rng, 0.5, 2);
+    for (size_t i = 0; i < ones.count(); i++) ones.set(i, 1);
+    for (uint32_t fwd : {CCV_NNC_EWPROD_FORWARD, CCV_NNC_EWDIV_FORWARD, CCV_NNC_EWEXP_FORWARD, CCV_NNC_EWLOG_FORWARD,
+                         CCV_NNC_EWSQRT_FORWARD, CCV_NNC_CLAMP_FORWARD, CCV_NNC_MIN_FORWARD, CCV_NNC_MAX_FORWARD}) {
+      ccv_nnc_cmd_t f = command(fwd, backend);
+      f.info.clamp.min = 0.75f, f.info.clamp.max = 1.5f;
+      const bool two = fwd == CCV_NNC_EWPROD_FORWARD || fwd == CCV_NNC_EWDIV_FORWARD || fwd == CCV_NNC_MIN_FORWARD ||
+                       fwd == CCV_NNC_MAX_FORWARD;
+      std::vector<ccv_nnc_tensor_t*> in = two ? std::vector<ccv_nnc_tensor_t*>{a, b} : std::vector<ccv_nnc_tensor_t*>{a};
+      ASSERT_EQ(run(f, in, {y}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+      ccv_nnc_cmd_t bk = f;
+      bk.cmd = fwd | 1;
+      T d0(CCV_32F, {7, 9}), d1(CCV_32F, {7, 9}), e0(CCV_32F, {7, 9}), e1(CCV_32F, {7, 9});
+      std::vector<ccv_nnc_tensor_t*> with = {ones}, without = {nullptr};
+      for (ccv_nnc_tensor_t* t : in) with.push_back(t), without.push_back(t);
+      with.push_back(y), without.push_back(y);
+      std::vector<ccv_nnc_tensor_t*> o0 = {d0}, o1 = {d1};
+      if (two) o0.push_back(e0), o1.push_back(e1);
+      ASSERT_EQ(run(bk, with, o0), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+      ASSERT_EQ(run(bk, without, o1), CCV_NNC_EXEC_SUCCESS) << fwd << ": " << ccv_nnc_error_message();
+      EXPECT_EQ(max_rel_diff(d1, d0), 0) << fwd;
+      if (two) EXPECT_EQ(max_rel_diff(e1, e0), 0) << fwd;
+    }
+  }
 }
 
 TEST_F(EwMathTest, BadInputIsAnErrorWithAMessage) {
@@ -468,7 +527,6 @@ TEST_F(EwMathTest, BadInputIsAnErrorWithAMessage) {
       {CCV_NNC_EWEXP_BACKWARD, {a, b, nullptr}, {y}, "y (input 2) is NULL"},
       {CCV_NNC_EWLOG_BACKWARD, {a, nullptr, b}, {y}, "x (input 1) is NULL"},
       {CCV_NNC_EWDIV_BACKWARD, {a, nullptr, b}, {nullptr, y}, "y (input 3) is missing"},
-      {CCV_NNC_EWDIV_BACKWARD, {nullptr, a, b, y}, {y}, "g (input 0) is NULL"},
       {CCV_NNC_MIN_BACKWARD, {a, b, nullptr, y}, {y, nullptr}, "b (input 2) is NULL"},
       {CCV_NNC_MIN_BACKWARD, {a, b, a, y}, {nullptr, nullptr}, "every output is NULL"},
       {CCV_NNC_MIN_BACKWARD, {a, b, a, y}, {wrong}, "must match"},
