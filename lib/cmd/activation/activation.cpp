@@ -13,12 +13,12 @@
 //   (GELU and SWISH of -inf are NaN, -inf times 0, as in PyTorch.)
 // BACKWARD (libnnc's layout): |g|x|y| -> |dx|, dx = g dy/dx; the list may end
 //   after x (|g|x|), and x or y may be NULL where the command does not need
-//   it. g is required (there is no implicit all-ones gradient). dx may be g,
-//   x or y itself. What each reads:
+//   it. g is required, except for SIGMOID and TANH, whose NULL g reads as
+//   ones (CCV_NNC_CMD_ATTR_NULL_IS_ONES, as in libnnc). What each reads:
 //   RELU        y (dx = y > 0 ? g : 0), or x when y is NULL (the same test);
 //               at 0 the derivative is taken as 0, as PyTorch does.
-//   LEAKY_RELU  x (dx = x > 0 ? g : s g), or y when x is NULL and s > 0
-//               (then y > 0 exactly where x > 0).
+//   LEAKY_RELU  x (dx = x > 0 ? g : s g), or y when x is NULL and s >= 0
+//               (then y > 0 exactly where x > 0; libnnc's |g|0|y|).
 //   SIGMOID     y (dx = g y (1 - y)), or x when y is NULL (y recomputed).
 //   TANH        y (dx = g (1 - y) (1 + y)), or x when y is NULL.
 //   GELU        x (dx = g (Phi(x) + x phi(x)) exact; the derivative of the
@@ -28,6 +28,11 @@
 //   forward output of x: CPU_OPT then reads Phi(x), sigmoid(2u) or sigmoid(x)
 //   as y / x (a division instead of an exp and a division), CPU_REF always
 //   recomputes from x.
+// Contract (libnnc's): the bitmasks are its exact patterns, which name what
+//   libnnc reads (RELU, LEAKY_RELU, SIGMOID, TANH backward: g and y; GELU,
+//   SWISH: g and x), not every form the kernels accept; y and dx may share
+//   only x's and g's memory (input 0 with output 0); shapes: y is x's, dx
+//   is g's (SIGMOID's and TANH's: y's).
 // Types: 16F, 16BF, 32F, 64F, every tensor of one command in the same type and
 // shape; any format, any view. Backends: CPU_REF (double inside, any layout),
 // CPU_OPT (fp32 with a unit-stride innermost dimension: vector loops of
@@ -38,6 +43,7 @@
 
 #include <string>
 
+#include "cmd/ew/null_is_ones.hpp"
 #include "core/error.hpp"
 #include "core/registry.hpp"
 #include "core/tensor.hpp"
@@ -124,8 +130,9 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_
   const ccv_nnc_tensor_t* g = inputs[0];
   const ccv_nnc_tensor_t* x = inputs[1];
   const ccv_nnc_tensor_t* y = input_size > 2 ? inputs[2] : nullptr;
-  NNC_CHECK(g, "%s: the gradient g (input 0) is NULL", c.c_str());
   NNC_CHECK(outputs[0], "%s: dx (output 0) is NULL", c.c_str());
+  if (!g && (op == kSigmoid || op == kTanh)) g = outputs[0];  // NULL is ones, of dx's shape
+  NNC_CHECK(g, "%s: the gradient g (input 0) is NULL", c.c_str());
   NNC_CHECK(is_float(type_of(g)), "%s: g is %s; it takes 16F, 16BF, 32F or 64F", c.c_str(), dt(g));
   switch (op) {
     case kRelu:
@@ -134,8 +141,8 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_
       NNC_CHECK(x || y, "%s: both x (input 1) and y (input 2) are NULL; it needs y (or x)", c.c_str());
       break;
     case kLeakyRelu:
-      NNC_CHECK(x || (y && cmd.info.leaky_relu.negative_slope > 0),
-                "%s: x (input 1) is NULL; it needs x, or y when negative_slope > 0 (it is %g)", c.c_str(),
+      NNC_CHECK(x || (y && cmd.info.leaky_relu.negative_slope >= 0),
+                "%s: x (input 1) is NULL; it needs x, or y when negative_slope >= 0 (it is %g)", c.c_str(),
                 static_cast<double>(cmd.info.leaky_relu.negative_slope));
       break;
     default:
@@ -147,40 +154,57 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_
   check_like(c, "dx", outputs[0], "g", g);
 }
 
-bool forward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs, int ib,
-                     const uint64_t* outputs, int ob) {
-  return input_size == 1 && output_size == 1 && bit(inputs, ib, 0) && bit(outputs, ob, 0);
+// libnnc's patterns, bit for bit: x -> y.
+bool forward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int ib, const uint64_t* outputs,
+                     int ob) {
+  return ib > 0 && ob > 0 && (inputs[0] & 1u) == 1u && outputs[0] == 1u;
 }
 
+// Backward over |g|x|y|: RELU, LEAKY_RELU, SIGMOID, TANH read g and y; GELU
+// and SWISH g and x (SIGMOID's and TANH's tolerate more output bits).
 template <Op kOp>
-bool backward_bitmask(const ccv_nnc_cmd_param_t& p, int input_size, int output_size, const uint64_t* inputs, int ib,
-                      const uint64_t* outputs, int ob) {
-  if (input_size < 2 || input_size > 3 || output_size != 1) return false;
-  if (!bit(inputs, ib, 0) || !bit(outputs, ob, 0)) return false;
-  const bool x = bit(inputs, ib, 1), y = input_size > 2 && bit(inputs, ib, 2);
+bool backward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int ib, const uint64_t* outputs,
+                      int ob) {
+  if (ib < 1 || ob < 1) return false;
+  const uint64_t in = inputs[0], out = outputs[0];
   switch (kOp) {
     case kRelu:
+    case kLeakyRelu:
+      return (in & 5u) == 5u && out == 1u;
     case kSigmoid:
     case kTanh:
-      return x || y;
-    case kLeakyRelu:
-      return x || (y && p.leaky_relu.negative_slope > 0);
+      return (in & 5u) == 5u && (out & 1u) == 1u;
     default:
-      return x;
+      return (in & 3u) == 3u && out == 1u;
   }
 }
 
+// libnnc's in-place rule: only output 0 over input 0 (y over x, dx over g).
+bool first_pair(const ccv_nnc_cmd_param_t&, int input_idx, int, int output_idx, int) {
+  return input_idx == 0 && output_idx == 0;
+}
+
+// SIGMOID's and TANH's dx takes y's shape (input 2), g's without it.
+void y_shaped_backward(const ccv_nnc_cmd_param_t&, const ccv_nnc_tensor_param_t* inputs, int input_size,
+                       const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
+  if (input_size < 1 || output_size < 1) return;
+  outputs[0] = input_size > 2 && inputs[2].dim[0] > 0 ? inputs[2] : inputs[0];
+}
+
 void add(Registry& r, uint32_t forward, BitmaskFn backward_bitmask_fn) {
+  const bool from_y = forward == CCV_NNC_SIGMOID_FORWARD || forward == CCV_NNC_TANH_FORWARD;
   CommandInfo info;
   info.cmd = forward;
   info.bitmask = forward_bitmask;
-  info.allow_inplace = inplace::always;
+  info.allow_inplace = first_pair;
   info.validate = validate_forward;
   r.add_command(info);
   info = CommandInfo{};
   info.cmd = forward + 1;
+  if (from_y) info.attributes = CCV_NNC_CMD_ATTR_NULL_IS_ONES;
+  info.tensor_auto = from_y ? y_shaped_backward : shape::same_as_first_input;
   info.bitmask = backward_bitmask_fn;
-  info.allow_inplace = inplace::always;
+  info.allow_inplace = first_pair;
   info.validate = validate_backward;
   r.add_command(info);
 
@@ -193,7 +217,7 @@ void add(Registry& r, uint32_t forward, BitmaskFn backward_bitmask_fn) {
   k.exec = forward_ref;
   r.add_kernel(k);
   k.cmd = forward + 1;
-  k.exec = backward_ref;
+  k.exec = from_y ? null_is_ones<backward_ref, shape_of_first_output> : backward_ref;
   r.add_kernel(k);
   k.backend = CCV_NNC_BACKEND_CPU_OPT;
   k.tensor_datatypes = CCV_32F;
@@ -202,7 +226,7 @@ void add(Registry& r, uint32_t forward, BitmaskFn backward_bitmask_fn) {
   k.exec = forward_opt;
   r.add_kernel(k);
   k.cmd = forward + 1;
-  k.exec = backward_opt;
+  k.exec = from_y ? null_is_ones<backward_opt, shape_of_first_output> : backward_opt;
   r.add_kernel(k);
 }
 

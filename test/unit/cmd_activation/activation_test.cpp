@@ -275,16 +275,64 @@ TEST_F(ActivationTest, ShapesBitmaskAndInplaceQueries) {
     std::memset(&out, 0, sizeof(out));
     ccv_nnc_hint_tensor_auto(make(c, true), in, 3, ccv_nnc_no_hint, &out, 1);
     EXPECT_EQ(out.dim[2], 5);
-    const uint64_t one = 1, g_x_y = 7, g_x = 3, g_y = 5, x_y = 6;
+    // libnnc's patterns: RELU, LEAKY_RELU, SIGMOID, TANH backward read g and
+    // y; GELU and SWISH g and x.
+    const uint64_t one = 1, three = 3, g_x_y = 7, g_x = 3, g_y = 5, x_y = 6;
     EXPECT_TRUE(ccv_nnc_cmd_bitmask(make(c, false), 1, 1, &one, 1, &one, 1));
     EXPECT_FALSE(ccv_nnc_cmd_bitmask(make(c, false), 1, 1, &one, 1, nullptr, 0));
     EXPECT_TRUE(ccv_nnc_cmd_bitmask(make(c, true), 3, 1, &g_x_y, 1, &one, 1));
-    EXPECT_TRUE(ccv_nnc_cmd_bitmask(make(c, true), 3, 1, &g_x, 1, &one, 1));
     EXPECT_FALSE(ccv_nnc_cmd_bitmask(make(c, true), 3, 1, &x_y, 1, &one, 1)) << c.name << ": g is required";
-    const bool y_enough = c.forward == CCV_NNC_RELU_FORWARD || c.forward == CCV_NNC_SIGMOID_FORWARD ||
-                          c.forward == CCV_NNC_TANH_FORWARD || (c.forward == CCV_NNC_LEAKY_RELU_FORWARD && c.slope > 0);
-    EXPECT_EQ(ccv_nnc_cmd_bitmask(make(c, true), 3, 1, &g_y, 1, &one, 1), y_enough) << c.name;
+    const bool reads_y = c.forward == CCV_NNC_RELU_FORWARD || c.forward == CCV_NNC_SIGMOID_FORWARD ||
+                         c.forward == CCV_NNC_TANH_FORWARD || c.forward == CCV_NNC_LEAKY_RELU_FORWARD;
+    EXPECT_EQ(ccv_nnc_cmd_bitmask(make(c, true), 3, 1, &g_y, 1, &one, 1), reads_y) << c.name;
+    EXPECT_EQ(ccv_nnc_cmd_bitmask(make(c, true), 3, 1, &g_x, 1, &one, 1), !reads_y) << c.name;
+    const bool sig_tanh = c.forward == CCV_NNC_SIGMOID_FORWARD || c.forward == CCV_NNC_TANH_FORWARD;
+    EXPECT_EQ(ccv_nnc_cmd_bitmask(make(c, true), 3, 2, &g_x_y, 1, &three, 1), sig_tanh) << c.name;
+    // In place: output 0 over input 0 only, forward and backward.
+    EXPECT_TRUE(ccv_nnc_cmd_allow_inplace(make(c, false), 0, 1, 0, 1));
+    EXPECT_TRUE(ccv_nnc_cmd_allow_inplace(make(c, true), 0, 3, 0, 1));
+    EXPECT_FALSE(ccv_nnc_cmd_allow_inplace(make(c, true), 1, 3, 0, 1)) << c.name;
+    EXPECT_FALSE(ccv_nnc_cmd_allow_inplace(make(c, true), 2, 3, 0, 1)) << c.name;
+    EXPECT_FALSE(ccv_nnc_cmd_enforce_inplace(make(c, false), 0, 1, 0, 1));
+    EXPECT_EQ(ccv_nnc_cmd_attr(make(c, true), CCV_NNC_CMD_ATTR_NULL_IS_ONES), sig_tanh) << c.name;
+    // SIGMOID's and TANH's dx takes y's parameters (libnnc), the others g's.
+    ccv_nnc_tensor_param_t bin[3] = {cmdtest::param(CCV_32F, {2, 3, 5}), cmdtest::param(CCV_32F, {2, 3, 5}),
+                                     cmdtest::param(CCV_32F, {2, 3, 5}, CCV_TENSOR_FORMAT_NCHW)};
+    ccv_nnc_hint_tensor_auto(make(c, true), bin, 3, ccv_nnc_no_hint, &out, 1);
+    EXPECT_EQ(out.format, sig_tanh ? CCV_TENSOR_FORMAT_NCHW : CCV_TENSOR_FORMAT_NHWC) << c.name;
   }
+}
+
+// libnnc's slots |g|0|y| for RELU and LEAKY_RELU (slope >= 0), |g|x| for GELU
+// and SWISH, and SIGMOID / TANH with a NULL g read as ones, on both backends,
+// against the closed-form derivative.
+TEST_F(ActivationTest, LibnncBackwardSlots) {
+  std::mt19937 rng(14);
+  for (uint32_t backend : {static_cast<uint32_t>(CCV_NNC_BACKEND_CPU_REF), static_cast<uint32_t>(CCV_NNC_BACKEND_CPU_OPT)})
+    for (float slope : {0.f, 0.2f}) {
+      T x(CCV_32F, {37}), y(CCV_32F, {37}), g(CCV_32F, {37}), dx(CCV_32F, {37});
+      cmdtest::fill_uniform(x, rng, -2, 2), cmdtest::fill_uniform(g, rng);
+      ccv_nnc_cmd_t f = make(kCases[1], false), b = make(kCases[1], true);
+      f.info.leaky_relu.negative_slope = b.info.leaky_relu.negative_slope = slope;
+      b.backend = backend;
+      ASSERT_EQ(cmdtest::run(f, {x}, {y}), CCV_NNC_EXEC_SUCCESS);
+      ASSERT_EQ(cmdtest::run(b, {g, nullptr, y}, {dx}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+      for (size_t i = 0; i < 37; i++) EXPECT_EQ(dx.get(i), x.get(i) > 0 ? g.get(i) : float(slope * g.get(i))) << i;
+    }
+  for (uint32_t backend : {static_cast<uint32_t>(CCV_NNC_BACKEND_CPU_REF), static_cast<uint32_t>(CCV_NNC_BACKEND_CPU_OPT)})
+    for (const Case& c : {kCases[3], kCases[4]}) {
+      T x(CCV_32F, {41}), y(CCV_32F, {41}), dx(CCV_32F, {41});
+      cmdtest::fill_uniform(x, rng, -3, 3);
+      ASSERT_EQ(cmdtest::run(make(c, false), {x}, {y}), CCV_NNC_EXEC_SUCCESS);
+      ccv_nnc_cmd_t b = make(c, true);
+      b.backend = backend;
+      ASSERT_EQ(cmdtest::run(b, {nullptr, nullptr, y}, {dx}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+      for (size_t i = 0; i < 41; i++) {
+        const double yv = y.get(i);
+        const double want = c.forward == CCV_NNC_SIGMOID_FORWARD ? yv * (1 - yv) : (1 - yv) * (1 + yv);
+        EXPECT_NEAR(dx.get(i), want, 1e-6) << c.name << " " << i;
+      }
+    }
 }
 
 TEST_F(ActivationTest, BadInputIsAnErrorWithAMessage) {
@@ -311,7 +359,7 @@ TEST_F(ActivationTest, BadInputIsAnErrorWithAMessage) {
       {make(relu, true), {nullptr, x, y}, {dx}, "g (input 0) is NULL"},
       {make(relu, true), {g, nullptr, nullptr}, {dx}, "both x (input 1) and y (input 2) are NULL"},
       {make(gelu, true), {g, nullptr, y}, {dx}, "x (input 1) is NULL"},
-      {make(kCases[2], true), {g, nullptr, y}, {dx}, "negative_slope > 0"},
+      {make(kCases[2], true), {g, nullptr, y}, {dx}, "negative_slope >= 0"},
       {make(gelu, true), {g, wrong, y}, {dx}, "5x4"},
       {make(gelu, true), {g, x, y}, {wrong}, "5x4"},
       {make(gelu, true), {g, x64, y}, {dx}, "64F"},
