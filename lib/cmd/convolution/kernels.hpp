@@ -63,6 +63,8 @@ struct Kernels {
   int max_rows[5]{};  // per nz
   void (*strip)(const StripArgs& a, int nz) = nullptr;
   void (*wgrad)(const WgradArgs& a, int nz) = nullptr;
+  // y[j * ys + i] = x[i * xs + j] for i < rows, j < cols (NCHW <-> NHWC rows).
+  void (*transpose)(const float* x, int64_t xs, int rows, int cols, float* y, int64_t ys) = nullptr;
 };
 
 // The best table this CPU can run (AVX-512, else AVX2 + FMA), NULL if none.

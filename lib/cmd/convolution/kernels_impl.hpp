@@ -232,6 +232,48 @@ void wgrad_any(const WgradArgs& a, int nz) {
   }
 }
 
+// y[j * ys + i] = x[i * xs + j] for i < rows, j < cols, by 8 x 8 register
+// tiles (AVX2 instructions, in either copy); a last partial block of rows is
+// loaded zero-padded and stored through VMASKMOV, the last columns are scalar.
+inline void transpose8x8(const __m256 (&r)[8], __m256 (&o)[8]) {
+  __m256 t[8], u[8];
+  for (int k = 0; k < 4; k++) {
+    t[2 * k] = _mm256_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+    t[2 * k + 1] = _mm256_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+  }
+  for (int k = 0; k < 2; k++) {
+    u[4 * k] = _mm256_shuffle_ps(t[4 * k], t[4 * k + 2], 0x44);
+    u[4 * k + 1] = _mm256_shuffle_ps(t[4 * k], t[4 * k + 2], 0xEE);
+    u[4 * k + 2] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0x44);
+    u[4 * k + 3] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0xEE);
+  }
+  for (int k = 0; k < 4; k++) {
+    o[k] = _mm256_permute2f128_ps(u[k], u[k + 4], 0x20);
+    o[k + 4] = _mm256_permute2f128_ps(u[k], u[k + 4], 0x31);
+  }
+}
+
+void transpose(const float* x, int64_t xs, int rows, int cols, float* y, int64_t ys) {
+  for (int i = 0; i < rows; i += 8) {
+    const int rem = rows - i < 8 ? rows - i : 8;
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(rem), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    int j = 0;
+    for (; j + 8 <= cols; j += 8) {
+      __m256 r[8], o[8];
+      for (int k = 0; k < 8; k++) r[k] = k < rem ? _mm256_loadu_ps(x + (i + k) * xs + j) : _mm256_setzero_ps();
+      transpose8x8(r, o);
+      for (int k = 0; k < 8; k++) {
+        if (rem == 8)
+          _mm256_storeu_ps(y + (j + k) * ys + i, o[k]);
+        else
+          _mm256_maskstore_ps(y + (j + k) * ys + i, mask, o[k]);
+      }
+    }
+    for (; j < cols; j++)
+      for (int k = 0; k < rem; k++) y[j * ys + i + k] = x[(i + k) * xs + j];
+  }
+}
+
 Kernels make_table() {
   Kernels k;
   k.lanes = L;
@@ -239,6 +281,7 @@ Kernels make_table() {
   for (int i = 0; i < 5; i++) k.max_pix[i] = kPix[i], k.max_rows[i] = kRows[i];
   k.strip = strip_any;
   k.wgrad = wgrad_any;
+  k.transpose = transpose;
   return k;
 }
 

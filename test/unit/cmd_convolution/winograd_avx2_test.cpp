@@ -4,7 +4,8 @@
 // dw) against CPU_REF (on the AVX2 code where the kernels are AVX2: the
 // test_winograd_avx2_avx2 run sets NNC_NO_AVX512). Odd extents that cut the
 // last tiles, channel counts that are not multiples of 8, strided outputs,
-// one thread and the pool.
+// one thread and the pool. Also the AVX2 kernel table's transpose (NCHW <->
+// NHWC rows on AVX2 CPUs) over every edge case of its 8 x 8 tiles.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "../../cmd_test_util.hpp"
+#include "cmd/convolution/kernels.hpp"
 #include "cmd/convolution/winograd.hpp"
 #include "core/parallel.hpp"
 
@@ -212,6 +214,22 @@ TEST_F(WinogradAvx2, CommandMatchesRef) {
         EXPECT_LE(max_rel_diff(dw[1], dw[0]), 1e-4);
         EXPECT_LE(max_rel_diff(db[1], db[0]), 1e-4);
       }
+}
+
+TEST_F(WinogradAvx2, TableTransposeMatchesDefinition) {
+  const nnc::conv::Kernels* k = nnc::conv::kernels_avx2();
+  ASSERT_NE(k->transpose, nullptr);
+  for (int rows = 1; rows <= 19; rows++)
+    for (int cols = 1; cols <= 19; cols++) {
+      const int64_t xs = cols + 3, ys = rows + 5;  // strided both ways
+      std::vector<float> x(static_cast<size_t>(rows) * xs), y(static_cast<size_t>(cols) * ys, -1.0f);
+      for (size_t i = 0; i < x.size(); i++) x[i] = static_cast<float>(i);
+      k->transpose(x.data(), xs, rows, cols, y.data(), ys);
+      for (int j = 0; j < cols; j++)
+        for (int i = 0; i < ys; i++)
+          ASSERT_EQ(y[j * ys + i], i < rows ? x[i * xs + j] : -1.0f)
+              << rows << " x " << cols << " at column " << j << " row " << i;
+    }
 }
 
 // The default takes Winograd from 768 output pixels (16+ channels each way):
