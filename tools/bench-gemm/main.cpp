@@ -1,5 +1,10 @@
-// bench-gemm: the GEMM command against OpenBLAS itself (on AVX-512 CPUs the
-// command runs our own kernel for fp32, elsewhere OpenBLAS plus our overhead).
+// bench-gemm: the GEMM command against OpenBLAS itself. For fp32 the command
+// runs our own kernels on AVX-512 CPUs, and on AVX2 + FMA ones (or with
+// NNC_NO_AVX512=1); elsewhere OpenBLAS plus our overhead. The header says
+// which instruction set ran and each side's thread count (the same: NNC sets
+// OpenBLAS's to its pool's), the "ran" column which kernel each row took.
+// OPENBLAS_CORETYPE=Haswell makes OpenBLAS run its AVX2 kernels, the fair peer
+// for NNC_NO_AVX512=1.
 //
 // For each shape, the same buffers are multiplied by ccv_nnc_cmd_exec
 // (GEMM_FORWARD on CPU_OPT: validation, backend choice, the kernel) and by
@@ -8,6 +13,7 @@
 // ratio = peer / ours: 1 or more means the command is at least as fast as raw BLAS.
 //
 //   bench-gemm [--quick]
+//   NNC_NO_AVX512=1 OPENBLAS_CORETYPE=Haswell bench-gemm
 #include <cblas.h>
 
 #include <algorithm>
@@ -15,6 +21,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
 #include <functional>
 #include <random>
 #include <string>
@@ -27,6 +34,39 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The instruction set of NNC's own fp32 GEMM kernels here, decided as the
+// library decides it (nnc::cpu_features, internal to the library): AVX-512
+// F/BW/VL/DQ unless NNC_NO_AVX512 is set and not "0", else AVX2 + FMA + F16C,
+// else none (OpenBLAS runs every product).
+enum class Isa { avx512, avx2, none };
+Isa nnc_isa() {
+  const char* no512 = std::getenv("NNC_NO_AVX512");
+  const bool off = no512 && *no512 && std::strcmp(no512, "0") != 0;
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  return avx512 && !off ? Isa::avx512 : avx2 ? Isa::avx2 : Isa::none;
+}
+
+// NNC's kernel thread count, read as its pool reads it.
+int nnc_threads() {
+  if (const char* env = std::getenv("NNC_NUM_THREADS")) {
+    const long n = std::strtol(env, nullptr, 10);
+    if (n > 0 && n < 4096) return static_cast<int>(n);
+  }
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+// Which kernel the command runs for a product of `rows` rows (the batch
+// folded into the rows where A's matrices follow one another and w is shared).
+std::string kernel(int rows) {
+  switch (nnc_isa()) {
+    case Isa::avx512: return rows >= 6 ? "AVX-512 6x64" : "AVX-512 small";
+    case Isa::avx2: return rows >= 6 ? "AVX2 6x16" : "AVX2 small";
+    default: return "OpenBLAS";
+  }
+}
 
 double seconds(const std::function<void()>& f, int calls) {
   const auto start = Clock::now();
@@ -153,8 +193,10 @@ bool run(const Case& c, bool quick) {
   const Timing t = race(ours, peer, quick);
   const double flops = 2.0 * c.batch * c.m * c.k * c.n;
   const double ratio = t.peer / t.ours;
-  std::printf("%-34s %12.4f %12.4f %8.1f %7.3f %7.2f  %s\n", c.name.c_str(), t.ours * 1e3, t.peer * 1e3,
-              flops / t.ours * 1e-9, ratio, c.target, ratio >= c.target ? "ok" : "BELOW");
+  const int rows = c.batched_w ? c.m : c.m * c.batch;
+  std::printf("%-36s %10.4f %10.4f %8.1f %8.1f %7.3f %6.2f %-6s %s\n", c.name.c_str(), t.ours * 1e3, t.peer * 1e3,
+              flops / t.ours * 1e-9, flops / t.peer * 1e-9, ratio, c.target, ratio >= c.target ? "ok" : "BELOW",
+              kernel(rows).c_str());
   ccv_nnc_tensor_free(a), ccv_nnc_tensor_free(w), ccv_nnc_tensor_free(b), ccv_nnc_tensor_free(bias);
   return ok;
 }
@@ -176,9 +218,30 @@ int main(int argc, char** argv) {
       {"fc 1x3136x256 (batch 1, w^T, bias)", 1, 1, 3136, 256, false, true, 0.90},
       {"fc 4x3136x256 (batch 4, w^T, bias)", 1, 4, 3136, 256, false, true, 0.90},
       {"1x256x3136 (batch-1 dx)", 1, 1, 256, 3136, false, false, 0.90},
+      {"odd 37x333x1001", 1, 37, 333, 1001, false, false, 0.90},
+      {"odd 513x257x129", 1, 513, 257, 129, false, false, 0.90},
+      {"odd 1000x17x1000 (short k)", 1, 1000, 17, 1000, false, false, 0.90},
+      {"odd 6x5000x70", 1, 6, 5000, 70, false, false, 0.90},
+      {"odd 3x1000x999", 1, 3, 1000, 999, false, false, 0.90},
+      {"fc 100x999x77 (w^T, bias)", 1, 100, 999, 77, false, true, 0.90},
   };
+  // The first command sets OpenBLAS's thread count to NNC's pool's
+  // (lib/core/parallel.cpp); run one so that the header reports it.
+  {
+    ccv_nnc_tensor_t* x = ccv_nnc_tensor_new(nullptr, params({8, 8}), 0);
+    std::memset(x->data.f32, 0, sizeof(float) * 64);
+    ccv_nnc_tensor_t* y = ccv_nnc_tensor_new(nullptr, params({8, 8}), 0);
+    ccv_nnc_tensor_t* in[2] = {x, x};
+    ccv_nnc_cmd_exec(gemm_cmd(false), ccv_nnc_no_hint, 0, in, 2, &y, 1, nullptr);
+    ccv_nnc_tensor_free(x), ccv_nnc_tensor_free(y);
+  }
+  const Isa isa = nnc_isa();
   std::printf("GEMM fp32, CPU_OPT through ccv_nnc_cmd_exec vs cblas_sgemm (OpenBLAS) on the same buffers\n");
-  std::printf("shape m x k x n                    ours (ms)    peer (ms)   GFLOPS   ratio  target\n");
+  std::printf("ours: NNC's %s, %d threads | peer: OpenBLAS %s kernels, %d threads\n",
+              isa == Isa::avx512 ? "AVX-512 kernels" : isa == Isa::avx2 ? "AVX2 kernels" : "OpenBLAS (no own kernels)",
+              nnc_threads(), openblas_get_corename(), openblas_get_num_threads());
+  std::printf("%-36s %10s %10s %8s %8s %7s %6s %-6s %s\n", "shape m x k x n", "ours (ms)", "peer (ms)", "GF ours",
+              "GF peer", "ratio", "target", "", "ours ran");
   bool ok = true;
   for (const Case& c : cases) ok = run(c, quick) && ok;
   return ok ? 0 : 1;
