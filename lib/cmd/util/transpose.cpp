@@ -5,11 +5,14 @@
 // extents exchanged and y[..i..j..] = x[..j..i..]; any data type, any strides.
 // Backward: inputs |g| (the forward tensors x and y may follow and are
 // ignored), outputs |dx|: dx is g transposed back by the same two axes (a swap
-// is its own inverse).
+// is its own inverse). As in libnnc (whose bitmask is DATA_TRANSFER's), one
+// call may carry several pairs: forward |x_1..x_n| -> |y_1..y_n|, backward
+// |g_1..g_n|...| -> |dx_1..dx_n|, each pair transposed alone.
 #include "cmd/util/transpose.hpp"
 
 #include <string>
 
+#include "cmd/util/util.hpp"
 #include "core/cmd.hpp"
 #include "core/error.hpp"
 #include "core/registry.hpp"
@@ -22,34 +25,21 @@ namespace {
 constexpr int kAllFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CCV_TENSOR_FORMAT_CHWN;
 constexpr int kAllTypes = CCV_8U | CCV_32S | CCV_32F | CCV_64S | CCV_64F | CCV_16F | CCV_16BF;
 
+// libnnc's rule: output i is input i with the two axes swapped.
 void transpose_auto(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_param_t* inputs, int input_size,
                     const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
-  if (input_size < 1) return;
-  const int nd = nd_of(inputs[0].dim);
-  for (int i = 0; i < output_size; i++) {
-    outputs[i] = inputs[0];
+  for (int i = 0; i < output_size && i < input_size; i++) {
+    const int nd = nd_of(inputs[i].dim);
+    outputs[i] = inputs[i];
     const int a = p.transpose.axis[0], b = p.transpose.axis[1];
     if (a >= 0 && a < nd && b >= 0 && b < nd) {
-      outputs[i].dim[a] = inputs[0].dim[b];
-      outputs[i].dim[b] = inputs[0].dim[a];
+      outputs[i].dim[a] = inputs[i].dim[b];
+      outputs[i].dim[b] = inputs[i].dim[a];
     }
   }
 }
 
-bool transpose_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs, int isz,
-                       const uint64_t* outputs, int osz) {
-  return input_size >= 1 && output_size == 1 && bit(inputs, isz, 0) && bit(outputs, osz, 0);
-}
-
-void validate(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
-              ccv_nnc_tensor_t* const* outputs, int output_size) {
-  const bool forward = cmd.cmd == CCV_NNC_TRANSPOSE_FORWARD;
-  const char* name = forward ? "TRANSPOSE_FORWARD" : "TRANSPOSE_BACKWARD";
-  NNC_CHECK(forward ? input_size == 1 : input_size >= 1 && input_size <= 3, "%s: takes %s (got %d inputs)", name,
-            forward ? "one input x" : "inputs |g|x|y| (x and y unused)", input_size);
-  NNC_CHECK(output_size == 1, "%s: takes one output (got %d)", name, output_size);
-  const ccv_nnc_tensor_t* x = inputs[0];
-  const ccv_nnc_tensor_t* y = outputs[0];
+void validate_pair(const ccv_nnc_cmd_t& cmd, const char* name, const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* y) {
   NNC_CHECK(x && y, "%s: the input and the output must not be NULL", name);
   const int nd = nd_of(x->info.dim);
   const int a = cmd.info.transpose.axis[0], b = cmd.info.transpose.axis[1];
@@ -68,6 +58,30 @@ void validate(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t*
             shape_string(x->info.dim).c_str(), shape_string(want).c_str(), shape_string(y->info.dim).c_str());
 }
 
+void validate(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+              ccv_nnc_tensor_t* const* outputs, int output_size) {
+  const bool forward = cmd.cmd == CCV_NNC_TRANSPOSE_FORWARD;
+  const char* name = forward ? "TRANSPOSE_FORWARD" : "TRANSPOSE_BACKWARD";
+  NNC_CHECK(output_size >= 1, "%s: takes at least one output (got %d)", name, output_size);
+  NNC_CHECK(forward ? input_size == output_size : input_size >= output_size && input_size <= 3 * output_size,
+            "%s: takes %s for %d output%s (got %d inputs)", name,
+            forward ? "one input per output |x_1..x_n|" : "inputs |g_1..g_n| (then the unused x and y)", output_size,
+            output_size == 1 ? "" : "s", input_size);
+  for (int i = 0; i < output_size; i++) validate_pair(cmd, name, inputs[i], outputs[i]);
+}
+
+// One kernel call per pair.
+template <ccv_nnc_cmd_exec_f F>
+int pairwise(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* inputs,
+             const int, ccv_nnc_tensor_t* const* outputs, const int output_size,
+             ccv_nnc_stream_context_t* const stream_context) {
+  for (int i = 0; i < output_size; i++) {
+    const int code = F(cmd, hint, flags, inputs + i, 1, outputs + i, 1, stream_context);
+    if (code != CCV_NNC_EXEC_SUCCESS) return code;
+  }
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
 }  // namespace
 
 void register_transpose(Registry& r) {
@@ -75,7 +89,7 @@ void register_transpose(Registry& r) {
     CommandInfo c;
     c.cmd = id;
     c.tensor_auto = transpose_auto;
-    c.bitmask = transpose_bitmask;
+    c.bitmask = id == CCV_NNC_TRANSPOSE_FORWARD ? pairs_forward_bitmask : pairs_backward_bitmask;  // libnnc's
     c.validate = validate;
     r.add_command(c);
     Kernel k;
@@ -84,10 +98,10 @@ void register_transpose(Registry& r) {
     k.tensor_datatypes = kAllTypes;
     k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
     k.backend = CCV_NNC_BACKEND_CPU_REF;
-    k.exec = transpose_ref;
+    k.exec = pairwise<transpose_ref>;
     r.add_kernel(k);
     k.backend = CCV_NNC_BACKEND_CPU_OPT;
-    k.exec = transpose_opt;
+    k.exec = pairwise<transpose_opt>;
     r.add_kernel(k);
   }
 }

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 
+#include "cmd/ew/math.hpp"
 #include "cmd/util/convert.hpp"
 #include "cmd/util/transpose.hpp"
 #include "cmd/util/util.hpp"
@@ -203,27 +204,31 @@ void convert_auto(const ccv_nnc_cmd_param_t&, const ccv_nnc_tensor_param_t* inpu
 
 // --- bitmasks -----------------------------------------------------------
 
-// Every output is present; inputs are ignored.
+// libnnc's patterns. SET: every output, as a run from the first; inputs
+// are ignored.
 bool set_bitmask(const ccv_nnc_cmd_param_t&, int, int output_size, const uint64_t*, int, const uint64_t* outputs,
                  int output_bitmask_size) {
-  if (output_size < 1) return false;
-  for (int i = 0; i < output_size; i++)
-    if (!bit(outputs, output_bitmask_size, i)) return false;
-  return true;
+  int count = 0;
+  return ew::ones_prefix(outputs, output_bitmask_size, &count) && count == output_size;
 }
 
-// At least one output; each present output has its input.
-bool pairs_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
-                   int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size) {
-  if (output_size < 1 || input_size < output_size) return false;
-  bool any = false;
-  for (int i = 0; i < output_size; i++) {
-    if (!bit(outputs, output_bitmask_size, i)) continue;
-    if (!bit(inputs, input_bitmask_size, i)) return false;
-    any = true;
-  }
-  return any;
+}  // namespace
+
+bool pairs_forward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
+                           int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size) {
+  int in = 0, out = 0;
+  return ew::ones_prefix(inputs, input_bitmask_size, &in) && ew::ones_prefix(outputs, output_bitmask_size, &out) &&
+         in == out && input_size == output_size && input_size == in;
 }
+
+bool pairs_backward_bitmask(const ccv_nnc_cmd_param_t&, int, int output_size, const uint64_t* inputs,
+                            int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size) {
+  int in = 0, out = 0;
+  return ew::ones_prefix(inputs, input_bitmask_size, &in) && ew::ones_prefix(outputs, output_bitmask_size, &out) &&
+         out <= in && out == output_size;
+}
+
+namespace {
 
 void add(Registry& r, uint32_t cmd, TensorAutoFn tensor_auto, BitmaskFn bitmask, InplaceFn inplace, ValidateFn validate,
          ccv_nnc_cmd_exec_f ref, ccv_nnc_cmd_exec_f opt) {
@@ -362,17 +367,20 @@ void convert_strided(const unsigned char* src, int from, int64_t ss, unsigned ch
 
 void register_util(Registry& r) {
   using namespace util;
-  add(r, CCV_NNC_SET_FORWARD, nullptr, set_bitmask, inplace::always, validate_set, set_ref, set_opt);
-  add(r, CCV_NNC_SET_BACKWARD, nullptr, set_bitmask, inplace::always, validate_set, set_ref, set_opt);
-  add(r, CCV_NNC_DATA_TRANSFER_FORWARD, shape::same_as_input_i, pairs_bitmask, inplace::same_index, validate_transfer,
+  // libnnc declares no in-place pair for any of these.
+  add(r, CCV_NNC_SET_FORWARD, shape::same_as_input_i, set_bitmask, nullptr, validate_set, set_ref, set_opt);
+  add(r, CCV_NNC_SET_BACKWARD, shape::same_as_input_i, set_bitmask, nullptr, validate_set, set_ref, set_opt);
+  add(r, CCV_NNC_DATA_TRANSFER_FORWARD, shape::same_as_input_i, pairs_forward_bitmask, nullptr, validate_transfer,
       transfer_ref, transfer_opt);
-  add(r, CCV_NNC_DATA_TRANSFER_BACKWARD, shape::same_as_input_i, pairs_bitmask, inplace::same_index, validate_transfer,
+  add(r, CCV_NNC_DATA_TRANSFER_BACKWARD, shape::same_as_input_i, pairs_backward_bitmask, nullptr, validate_transfer,
       transfer_ref, transfer_opt);
-  add(r, CCV_NNC_FORMAT_TRANSFORM_FORWARD, format_auto, pairs_bitmask, nullptr, validate_format, format_ref, format_opt);
-  add(r, CCV_NNC_FORMAT_TRANSFORM_BACKWARD, format_auto, pairs_bitmask, nullptr, validate_format, format_ref, format_opt);
-  add(r, CCV_NNC_DATATYPE_CONVERSION_FORWARD, convert_auto, pairs_bitmask, nullptr, validate_convert, convert_ref,
+  add(r, CCV_NNC_FORMAT_TRANSFORM_FORWARD, format_auto, pairs_forward_bitmask, nullptr, validate_format, format_ref,
+      format_opt);
+  add(r, CCV_NNC_FORMAT_TRANSFORM_BACKWARD, format_auto, pairs_backward_bitmask, nullptr, validate_format, format_ref,
+      format_opt);
+  add(r, CCV_NNC_DATATYPE_CONVERSION_FORWARD, convert_auto, pairs_forward_bitmask, nullptr, validate_convert, convert_ref,
       convert_opt);
-  add(r, CCV_NNC_DATATYPE_CONVERSION_BACKWARD, convert_auto, pairs_bitmask, nullptr, validate_convert, convert_ref,
+  add(r, CCV_NNC_DATATYPE_CONVERSION_BACKWARD, convert_auto, pairs_backward_bitmask, nullptr, validate_convert, convert_ref,
       convert_opt);
   register_transpose(r);
 }

@@ -38,6 +38,15 @@ void ref_fill(ccv_nnc_tensor_t* y, double value);
 void opt_copy(const ccv_nnc_tensor_t* x, ccv_nnc_tensor_t* y);
 void opt_fill(ccv_nnc_tensor_t* y, double value);
 
+// libnnc's bitmasks of the pairwise copies (DATA_TRANSFER, FORMAT_TRANSFORM,
+// DATATYPE_CONVERSION, TRANSPOSE): forward, inputs and outputs are equal runs
+// from the first bit covering both lists; backward, the outputs are a run
+// covering their list, no longer than the inputs' run.
+bool pairs_forward_bitmask(const ccv_nnc_cmd_param_t& params, int input_size, int output_size, const uint64_t* inputs,
+                           int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size);
+bool pairs_backward_bitmask(const ccv_nnc_cmd_param_t& params, int input_size, int output_size, const uint64_t* inputs,
+                            int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size);
+
 // Kernels (ccv_nnc_cmd_exec_f).
 #define NNC_UTIL_KERNEL(name)                                                                                   \
   int name(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* inputs, \

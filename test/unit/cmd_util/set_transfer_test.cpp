@@ -79,6 +79,13 @@ TEST_F(UtilTest, SetDescription) {
   EXPECT_EQ(ccv_nnc_cmd_bitmask(command(CCV_NNC_SET_FORWARD), 0, 1, &in, 1, &out, 1), 1);
   out = 0;
   EXPECT_EQ(ccv_nnc_cmd_bitmask(command(CCV_NNC_SET_FORWARD), 0, 1, &in, 1, &out, 1), 0);
+  // libnnc: every output as a run from the first; none at all passes too.
+  out = 0b011;
+  EXPECT_EQ(ccv_nnc_cmd_bitmask(command(CCV_NNC_SET_BACKWARD), 0, 2, &in, 1, &out, 1), 1);
+  out = 0b101;
+  EXPECT_EQ(ccv_nnc_cmd_bitmask(command(CCV_NNC_SET_FORWARD), 0, 3, &in, 1, &out, 1), 0);
+  out = 0;
+  EXPECT_EQ(ccv_nnc_cmd_bitmask(command(CCV_NNC_SET_FORWARD), 0, 0, &in, 1, &out, 1), 1);
   EXPECT_EQ(run(command(CCV_NNC_SET_FORWARD, 0, 1), {}, {}), CCV_NNC_EXEC_INVALID);
   EXPECT_TRUE(message_has("at least one output")) << ccv_nnc_error_message();
 }
@@ -125,8 +132,10 @@ TEST_F(UtilTest, TransferLargeReshapeAndInPlace) {
   }
   for (size_t i = 0; i < a.count(); i++) ASSERT_EQ(b.bits(i), a.bits(i));
   for (size_t i = 0; i < v.count(); i++) ASSERT_EQ(w.bits(i), v.bits(i));
-  EXPECT_EQ(ccv_nnc_cmd_allow_inplace(command(CCV_NNC_DATA_TRANSFER_FORWARD), 1, 2, 1, 2), 1);
+  // The kernels take a copy onto itself, but libnnc declares no in-place pair.
+  EXPECT_EQ(ccv_nnc_cmd_allow_inplace(command(CCV_NNC_DATA_TRANSFER_FORWARD), 1, 2, 1, 2), 0);
   EXPECT_EQ(ccv_nnc_cmd_allow_inplace(command(CCV_NNC_DATA_TRANSFER_FORWARD), 0, 2, 1, 2), 0);
+  EXPECT_EQ(ccv_nnc_cmd_allow_inplace(command(CCV_NNC_SET_FORWARD), 0, 1, 0, 1), 0);
 }
 
 TEST_F(UtilTest, TransferRejectsBadInput) {
@@ -158,6 +167,30 @@ TEST_F(UtilTest, TransferRejectsBadInput) {
   EXPECT_EQ(ccv_nnc_cmd_bitmask(cmd, 2, 2, &in, 1, &out, 1), 0);  // output 1 without input 1
   in = 0x3;
   EXPECT_EQ(ccv_nnc_cmd_bitmask(cmd, 2, 2, &in, 1, &out, 1), 1);
+  // libnnc's pairs: forward, equal runs covering both lists; backward, the
+  // outputs a run covering their list, no longer than the inputs'.
+  for (uint32_t id : {CCV_NNC_DATA_TRANSFER_FORWARD, CCV_NNC_FORMAT_TRANSFORM_FORWARD,
+                      CCV_NNC_DATATYPE_CONVERSION_FORWARD, CCV_NNC_TRANSPOSE_FORWARD}) {
+    in = 0x1, out = 0x1;
+    EXPECT_EQ(ccv_nnc_cmd_bitmask(command(id), 2, 2, &in, 1, &out, 1), 0) << id;  // a pair left out
+    in = 0x2, out = 0x2;
+    EXPECT_EQ(ccv_nnc_cmd_bitmask(command(id), 2, 2, &in, 1, &out, 1), 0) << id;
+    in = 0x3, out = 0x3;
+    EXPECT_EQ(ccv_nnc_cmd_bitmask(command(id), 2, 2, &in, 1, &out, 1), 1) << id;
+    in = 0x7, out = 0x1;
+    EXPECT_EQ(ccv_nnc_cmd_bitmask(command(id | 1), 3, 1, &in, 1, &out, 1), 1) << id;
+    in = 0x1, out = 0x3;
+    EXPECT_EQ(ccv_nnc_cmd_bitmask(command(id | 1), 3, 2, &in, 1, &out, 1), 0) << id;
+    EXPECT_EQ(ccv_nnc_cmd_allow_inplace(command(id), 0, 1, 0, 1), 0) << id;
+  }
+  // TRANSPOSE's shapes: output i is input i with the axes swapped.
+  ccv_nnc_cmd_t tr = command(CCV_NNC_TRANSPOSE_FORWARD);
+  tr.info.transpose.axis[0] = 0, tr.info.transpose.axis[1] = 2;
+  ccv_nnc_tensor_param_t tin[2] = {param(CCV_32F, {2, 3, 4}), param(CCV_16F, {5, 6, 7})}, tout[2];
+  std::memset(tout, 0, sizeof(tout));
+  ccv_nnc_hint_tensor_auto(tr, tin, 2, ccv_nnc_no_hint, tout, 2);
+  EXPECT_TRUE(tout[0].dim[0] == 4 && tout[0].dim[1] == 3 && tout[0].dim[2] == 2);
+  EXPECT_TRUE(tout[1].datatype == CCV_16F && tout[1].dim[0] == 7 && tout[1].dim[1] == 6 && tout[1].dim[2] == 5);
 }
 
 TEST_F(UtilTest, EasyMacrosFromC) {

@@ -121,6 +121,26 @@ TEST_F(Transpose, ShapeInferenceAndBadInput) {
   EXPECT_EQ(run(transpose_cmd(CCV_NNC_TRANSPOSE_BACKWARD, 0, 2), {y}, {bad}), CCV_NNC_EXEC_INVALID);
 }
 
+// libnnc's TRANSPOSE takes several pairs in one call (its bitmask is
+// DATA_TRANSFER's): each output is its own input transposed, on both backends,
+// forward and backward.
+TEST_F(Transpose, SeveralPairsInOneCall) {
+  std::mt19937 rng(6);
+  for (uint32_t backend : {static_cast<uint32_t>(CCV_NNC_BACKEND_CPU_REF), static_cast<uint32_t>(CCV_NNC_BACKEND_CPU_OPT)})
+    for (uint32_t id : {CCV_NNC_TRANSPOSE_FORWARD, CCV_NNC_TRANSPOSE_BACKWARD}) {
+      T x1(CCV_32F, {2, 3, 4}), x2(CCV_64F, {5, 1, 7}), y1(CCV_32F, {4, 3, 2}), y2(CCV_64F, {7, 1, 5});
+      fill_random(x1, rng), fill_random(x2, rng);
+      ASSERT_EQ(run(transpose_cmd(id, 0, 2, backend), {x1, x2}, {y1, y2}), CCV_NNC_EXEC_SUCCESS)
+          << ccv_nnc_error_message();
+      for (size_t i = 0; i < y1.count(); i++) ASSERT_EQ(y1.get(i), x1.get(source_of(i, {4, 3, 2}, 0, 2))) << i;
+      for (size_t i = 0; i < y2.count(); i++) ASSERT_EQ(y2.get(i), x2.get(source_of(i, {7, 1, 5}, 0, 2))) << i;
+      // One pair's bad shape fails the call and names the pair's tensors.
+      T bad(CCV_64F, {5, 1, 7});
+      EXPECT_EQ(run(transpose_cmd(id, 0, 2, backend), {x1, x2}, {y1, bad}), CCV_NNC_EXEC_INVALID);
+      EXPECT_TRUE(message_has("7x1x5")) << ccv_nnc_error_message();
+    }
+}
+
 TEST_F(Transpose, EasyMacrosFromC) {
   const ccv_nnc_cmd_t f = nnc_test_transpose_forward_0_2();
   EXPECT_EQ(f.cmd, CCV_NNC_TRANSPOSE_FORWARD);
