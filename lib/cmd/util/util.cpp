@@ -169,38 +169,10 @@ void validate_convert(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_t
 
 // --- shapes -------------------------------------------------------------
 
-// Output i takes input i's shape rewritten in the format the caller put in
-// outputs[i].format (ccv_nnc_hint_tensor_auto passes the caller's outputs in);
-// with no format there it stays in the input's format.
-void format_auto(const ccv_nnc_cmd_param_t&, const ccv_nnc_tensor_param_t* inputs, int input_size, const ccv_nnc_hint_t&,
-                 ccv_nnc_tensor_param_t* outputs, int output_size) {
-  for (int i = 0; i < output_size && i < input_size; i++) {
-    const int want = outputs[i].format;
-    ccv_nnc_tensor_param_t p = normalized_params(inputs[i]);
-    if (want && want != p.format) {
-      const int nd = nd_of(p.dim);
-      int perm[kMaxDim];
-      NNC_CHECK(format_permutation(p.format, want, nd, perm),
-                "ccv_nnc_hint_tensor_auto: FORMAT_TRANSFORM cannot rewrite a %d-d %s tensor (%s) as %s", nd,
-                format_name(p.format), shape_string(p.dim).c_str(), format_name(want));
-      for (int j = 0; j < nd; j++) p.dim[j] = inputs[i].dim[perm[j]];
-      p.format = want;
-    }
-    outputs[i] = p;
-  }
-}
-
-// Output i takes input i's shape, in the data type the caller put in
-// outputs[i].datatype (the input's when none).
-void convert_auto(const ccv_nnc_cmd_param_t&, const ccv_nnc_tensor_param_t* inputs, int input_size, const ccv_nnc_hint_t&,
-                  ccv_nnc_tensor_param_t* outputs, int output_size) {
-  for (int i = 0; i < output_size && i < input_size; i++) {
-    const int want = outputs[i].datatype;
-    ccv_nnc_tensor_param_t p = inputs[i];
-    if (want) p.datatype = want;
-    outputs[i] = p;
-  }
-}
+// FORMAT_TRANSFORM and DATATYPE_CONVERSION infer shapes as libnnc does
+// (forward from inputs: output i is input i). What the caller's outputs hold
+// is not read: libnnc programs pass uninitialised parameters in, and the
+// target format or type is the output tensor's own, given at execution.
 
 // --- bitmasks -----------------------------------------------------------
 
@@ -374,13 +346,13 @@ void register_util(Registry& r) {
       transfer_ref, transfer_opt);
   add(r, CCV_NNC_DATA_TRANSFER_BACKWARD, shape::same_as_input_i, pairs_backward_bitmask, nullptr, validate_transfer,
       transfer_ref, transfer_opt);
-  add(r, CCV_NNC_FORMAT_TRANSFORM_FORWARD, format_auto, pairs_forward_bitmask, nullptr, validate_format, format_ref,
+  add(r, CCV_NNC_FORMAT_TRANSFORM_FORWARD, shape::same_as_input_i, pairs_forward_bitmask, nullptr, validate_format, format_ref,
       format_opt);
-  add(r, CCV_NNC_FORMAT_TRANSFORM_BACKWARD, format_auto, pairs_backward_bitmask, nullptr, validate_format, format_ref,
+  add(r, CCV_NNC_FORMAT_TRANSFORM_BACKWARD, shape::same_as_input_i, pairs_backward_bitmask, nullptr, validate_format, format_ref,
       format_opt);
-  add(r, CCV_NNC_DATATYPE_CONVERSION_FORWARD, convert_auto, pairs_forward_bitmask, nullptr, validate_convert, convert_ref,
+  add(r, CCV_NNC_DATATYPE_CONVERSION_FORWARD, shape::same_as_input_i, pairs_forward_bitmask, nullptr, validate_convert, convert_ref,
       convert_opt);
-  add(r, CCV_NNC_DATATYPE_CONVERSION_BACKWARD, convert_auto, pairs_backward_bitmask, nullptr, validate_convert, convert_ref,
+  add(r, CCV_NNC_DATATYPE_CONVERSION_BACKWARD, shape::same_as_input_i, pairs_backward_bitmask, nullptr, validate_convert, convert_ref,
       convert_opt);
   register_transpose(r);
 }
