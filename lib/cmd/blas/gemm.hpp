@@ -14,8 +14,12 @@
 // every batch (the fully connected layer), a 3-d w pairs with a 3-d a, and a
 // 4-d [p, q, m, k] a is p·q products. b has the broadcast batch dimensions and
 // [m, n] (leading 1s on either side are ignored); a 1-d a with an unbatched w
-// gives a 1-d b [n]. bias, when present, has n elements in its last dimension
-// and is added to every row.
+// gives a 1-d b [n]. bias, when present, broadcasts to b as ADD's operands do
+// (right-aligned, each dimension 1 or b's): [n] or [1, n] is added to every
+// row, [m, n] to every batch, [B, 1, n] per batch, b's own shape element by
+// element. The backward's dbias takes the bias's shape and sums g over the
+// dimensions the bias was broadcast along; its inputs are libnnc's
+// |g|a|w|bias|b| (bias and b never read).
 //
 // Example (a fully connected layer, w is [n, k]):
 //
