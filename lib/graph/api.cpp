@@ -104,7 +104,7 @@ NNC_API void ccv_nnc_graph_set_sources(ccv_nnc_graph_t* const graph, const ccv_n
     NNC_CHECK(source_size >= 0 && (source_size == 0 || sources), "ccv_nnc_graph_set_sources: bad array");
     for (int i = 0; i < source_size; i++) node_of(graph, sources[i], "ccv_nnc_graph_set_sources");
     graph->sources.assign(sources, sources + source_size);
-    graph->order_valid = false;
+    invalidate_defaults(graph);
   });
 }
 
@@ -123,7 +123,7 @@ NNC_API void ccv_nnc_graph_set_destinations(ccv_nnc_graph_t* const graph, const 
     NNC_CHECK(destination_size >= 0 && (destination_size == 0 || destinations), "ccv_nnc_graph_set_destinations: bad array");
     for (int i = 0; i < destination_size; i++) node_of(graph, destinations[i], "ccv_nnc_graph_set_destinations");
     graph->destinations.assign(destinations, destinations + destination_size);
-    graph->order_valid = false;
+    invalidate_defaults(graph);
   });
 }
 

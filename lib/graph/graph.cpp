@@ -109,7 +109,44 @@ void invalidate_plans(Graph* g) {
   g->default_plan.reset();
   g->head_plan.reset();
   g->tail_plan.reset();
+  g->range_plans.clear();
   for (Graph* p = g; p; p = p->parent) p->multiviews_valid = false;
+}
+
+void invalidate_defaults(Graph* g) {
+  g->order_valid = false;
+  g->default_order.clear();
+  g->loop_head.clear();
+  g->loop_tail.clear();
+  g->default_plan.reset();
+  g->head_plan.reset();
+  g->tail_plan.reset();
+  // A range with one side left empty uses the default of that side.
+  g->range_plans.clear();
+  g->default_schedule.reset();
+}
+
+std::shared_ptr<Plan> range_plan(Graph* g, const ccv_nnc_graph_exec_t* sources, int source_size,
+                                 const ccv_nnc_graph_exec_t* destinations, int destination_size) {
+  constexpr size_t kKept = 8;
+  auto same = [](const std::vector<ccv_nnc_graph_exec_t>& kept, const ccv_nnc_graph_exec_t* given, int size) {
+    if (kept.size() != static_cast<size_t>(size)) return false;
+    for (int i = 0; i < size; i++)
+      if (kept[static_cast<size_t>(i)].d != given[i].d || kept[static_cast<size_t>(i)].graph != given[i].graph) return false;
+    return true;
+  };
+  // Sizes are checked by run_order on a miss; a hit only matches arrays that passed.
+  if (source_size >= 0 && destination_size >= 0 && (source_size == 0 || sources) && (destination_size == 0 || destinations))
+    for (auto& r : g->range_plans)
+      if (same(r.sources, sources, source_size) && same(r.destinations, destinations, destination_size)) return r.plan;
+  std::shared_ptr<Plan> plan = make_plan(g, run_order(g, sources, source_size, destinations, destination_size));
+  Graph::RangePlan r;
+  r.sources.assign(sources, sources + source_size);
+  r.destinations.assign(destinations, destinations + destination_size);
+  r.plan = plan;
+  if (g->range_plans.size() >= kKept) g->range_plans.pop_back();
+  g->range_plans.insert(g->range_plans.begin(), std::move(r));
+  return plan;
 }
 
 namespace {

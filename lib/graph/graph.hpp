@@ -56,6 +56,14 @@ struct ccv_nnc_graph_s {
   // Compact run plans for the default order and a loop body's two parts
   // (built on first use after a change).
   std::unique_ptr<nnc::graph::Plan> default_plan, head_plan, tail_plan;
+  // Plans of runs given explicit sources or destinations, keyed by the arrays
+  // as passed (the most recent first, a few kept): a program that runs the
+  // same sub-range again pays for its order and plan once, like the default.
+  struct RangePlan {
+    std::vector<ccv_nnc_graph_exec_t> sources, destinations;
+    std::shared_ptr<nnc::graph::Plan> plan;
+  };
+  std::vector<RangePlan> range_plans;
   uint64_t version = 0;       // bumped by every change of structure (schedules check it)
   uint64_t plan_version = 0;  // bumped by every change at all (plans check it)
 
@@ -104,6 +112,12 @@ void disjoin(Graph* g, const ccv_nnc_graph_exec_t& source, const ccv_nnc_graph_e
 void invalidate(Graph* g);
 // Forget cached plans only (a node's command, hint or tensors changed).
 void invalidate_plans(Graph* g);
+// Forget what depends on the default sources and destinations (they changed).
+void invalidate_defaults(Graph* g);
+// The plan of a run from the given sources to the given destinations (either
+// may be empty for the defaults, not both), from the graph's cache or made.
+std::shared_ptr<Plan> range_plan(Graph* g, const ccv_nnc_graph_exec_t* sources, int source_size,
+                                 const ccv_nnc_graph_exec_t* destinations, int destination_size);
 // Nodes to run, in order, for the given (or default) sources and destinations.
 std::vector<int> run_order(Graph* g, const ccv_nnc_graph_exec_t* sources, int source_size,
                            const ccv_nnc_graph_exec_t* destinations, int destination_size);

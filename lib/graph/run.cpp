@@ -132,8 +132,7 @@ void copy_tensor(ccv_nnc_tensor_t* src, ccv_nnc_tensor_t* dst, const char* what)
   ccv_nnc_cmd_param_t params;
   std::memset(&params, 0, sizeof(params));
   const ccv_nnc_cmd_t transfer = make_cmd(CCV_NNC_DATA_TRANSFER_FORWARD, nullptr, params, 0);
-  NNC_CHECK(std::memcmp(src->info.dim, dst->info.dim, sizeof(src->info.dim)) == 0 &&
-                src->info.datatype == dst->info.datatype,
+  NNC_CHECK(same_shape(src->info, dst->info) && src->info.datatype == dst->info.datatype,
             "%s: %s %s and %s %s differ in shape or type", what, datatype_name(src->info.datatype),
             shape_string(src->info.dim).c_str(), datatype_name(dst->info.datatype), shape_string(dst->info.dim).c_str());
   const int code = cmd_exec(transfer, ccv_nnc_no_hint, 0, &src, 1, &dst, 1, nullptr);
@@ -382,9 +381,10 @@ int run(Graph* g, int flags, const ccv_nnc_graph_exec_t* sources, int source_siz
   g->cancelled.store(false);
   const bool defaults = source_size == 0 && destination_size == 0;
   if (defaults && g->default_schedule) return run_schedule(g, *g->default_schedule, tape, stream);
-  std::shared_ptr<Plan> scratch;
-  if (!defaults) scratch = make_plan(g, run_order(g, sources, source_size, destinations, destination_size));
-  Plan* plan = defaults ? &default_plan(g) : scratch.get();
+  // A range plan is held by the run (a stream task may outlive its place in the cache).
+  std::shared_ptr<Plan> held;
+  if (!defaults) held = range_plan(g, sources, source_size, destinations, destination_size);
+  Plan* plan = defaults ? &default_plan(g) : held.get();
   if (!stream) {
     RunContext ctx;
     ctx.tape = tape;
@@ -394,7 +394,7 @@ int run(Graph* g, int flags, const ccv_nnc_graph_exec_t* sources, int source_siz
   }
   // On a stream: the whole run is one task, behind what the stream already
   // has. The default plan is the graph's (do not change a graph while it runs).
-  stream_enqueue(stream, [g, tape, stream, plan, scratch]() {
+  stream_enqueue(stream, [g, tape, stream, plan, held]() {
     return guard_code([&] {
       RunContext ctx;
       ctx.tape = tape;
@@ -497,8 +497,7 @@ void add_carry_over(Graph* g, const ccv_nnc_tensor_t* from, const ccv_nnc_tensor
   NNC_CHECK(from && to, "ccv_nnc_graph_add_carry_over: a tensor is NULL");
   NNC_CHECK(from != to, "ccv_nnc_graph_add_carry_over: a tensor cannot be carried to itself");
   if (!CCV_IS_TENSOR_MULTIVIEW(from) && !CCV_IS_TENSOR_MULTIVIEW(to))
-    NNC_CHECK(std::memcmp(from->info.dim, to->info.dim, sizeof(from->info.dim)) == 0 &&
-                  from->info.datatype == to->info.datatype,
+    NNC_CHECK(same_shape(from->info, to->info) && from->info.datatype == to->info.datatype,
               "ccv_nnc_graph_add_carry_over: %s %s cannot be carried into %s %s", datatype_name(from->info.datatype),
               shape_string(from->info.dim).c_str(), datatype_name(to->info.datatype), shape_string(to->info.dim).c_str());
   g->carry_overs.emplace_back(from, to);

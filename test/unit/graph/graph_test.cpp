@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cmd_test_util.hpp"
+#include "graph/graph.hpp"
 
 using namespace cmdtest;
 
@@ -108,6 +109,103 @@ TEST_F(GraphTest, SourcesAndDestinationsSelectASubgraph) {
   g_trace.clear();
   ASSERT_EQ(ccv_nnc_graph_run(g, 0, nullptr, 0, nullptr, 0, nullptr, nullptr), 0);
   EXPECT_EQ(g_trace, (std::vector<int>{2, 3, 4}));
+}
+
+// Changing the default sources or destinations after a default run replaces
+// the cached default order and plan.
+TEST_F(GraphTest, NewDefaultsReplaceTheCachedDefaultPlan) {
+  std::vector<ccv_nnc_graph_exec_t> n;
+  for (int i = 0; i < 4; i++) n.push_back(add(tag(i), {}, {}));
+  for (int i = 0; i < 3; i++) ASSERT_EQ(ccv_nnc_graph_exec_concat(g, n[i], n[i + 1]), 0);
+  ASSERT_EQ(ccv_nnc_graph_run(g, 0, nullptr, 0, nullptr, 0, nullptr, nullptr), 0);
+  EXPECT_EQ(g_trace, (std::vector<int>{0, 1, 2, 3}));
+  ccv_nnc_graph_set_sources(g, &n[1], 1);
+  g_trace.clear();
+  ASSERT_EQ(ccv_nnc_graph_run(g, 0, nullptr, 0, nullptr, 0, nullptr, nullptr), 0);
+  EXPECT_EQ(g_trace, (std::vector<int>{1, 2, 3}));
+  ccv_nnc_graph_set_destinations(g, &n[2], 1);
+  g_trace.clear();
+  ASSERT_EQ(ccv_nnc_graph_run(g, 0, nullptr, 0, nullptr, 0, nullptr, nullptr), 0);
+  EXPECT_EQ(g_trace, (std::vector<int>{1, 2}));
+  // A run given only sources takes the default destinations, and follows them too.
+  g_trace.clear();
+  ASSERT_EQ(ccv_nnc_graph_run(g, 0, &n[0], 1, nullptr, 0, nullptr, nullptr), 0);
+  EXPECT_EQ(g_trace, (std::vector<int>{0, 1, 2}));
+  ccv_nnc_graph_set_destinations(g, &n[3], 1);
+  g_trace.clear();
+  ASSERT_EQ(ccv_nnc_graph_run(g, 0, &n[0], 1, nullptr, 0, nullptr, nullptr), 0);
+  EXPECT_EQ(g_trace, (std::vector<int>{0, 1, 2, 3}));
+}
+
+// Runs with explicit sources and destinations keep their plans (several
+// ranges at once) and drop them when the graph changes: new nodes and edges,
+// a node's command, a node's tensors.
+TEST_F(GraphTest, ExplicitRangePlansAreCachedAndFollowChanges) {
+  T a(CCV_32F, {3}), b(CCV_32F, {3}), c(CCV_32F, {3}), x(CCV_32F, {3}), y(CCV_32F, {3});
+  for (size_t i = 0; i < 3; i++) a.set(i, 1.0 + i), b.set(i, 10.0 * (i + 1)), c.set(i, -7.0 + i);
+  std::vector<ccv_nnc_graph_exec_t> n;
+  n.push_back(add(tag(0), {}, {}));
+  n.push_back(add(ewsum(), {a, b}, {x}));  // x = a + b
+  n.push_back(add(tag(2), {}, {}));
+  n.push_back(add(ewsum(), {x, x}, {y}));  // y = 2x
+  for (int i = 0; i < 3; i++) ASSERT_EQ(ccv_nnc_graph_exec_concat(g, n[i], n[i + 1]), 0);
+  auto run_range = [&](int from, int to) {
+    g_trace.clear();
+    return ccv_nnc_graph_run(g, 0, &n[from], 1, &n[to], 1, nullptr, nullptr);
+  };
+  for (int round = 0; round < 3; round++) {
+    ASSERT_EQ(run_range(0, 3), 0) << last_error();
+    EXPECT_EQ(g_trace, (std::vector<int>{0, 2}));
+    for (size_t i = 0; i < 3; i++) EXPECT_EQ(y.get(i), 2 * (a.get(i) + b.get(i)));
+    ASSERT_EQ(run_range(2, 2), 0);
+    EXPECT_EQ(g_trace, (std::vector<int>{2}));
+    ASSERT_EQ(run_range(0, 2), 0);
+    EXPECT_EQ(g_trace, (std::vector<int>{0, 2}));
+    EXPECT_EQ(g->range_plans.size(), 3u);
+  }
+  // The node's tensors change: x = a + c.
+  ccv_nnc_tensor_t* in[] = {a, c};
+  ccv_nnc_tensor_t* out[] = {x};
+  ccv_nnc_graph_exec_set_io(g, n[1], in, 2, out, 1);
+  EXPECT_TRUE(g->range_plans.empty());
+  ASSERT_EQ(run_range(0, 3), 0) << last_error();
+  for (size_t i = 0; i < 3; i++) EXPECT_EQ(y.get(i), 2 * (a.get(i) + c.get(i)));
+  // The node's command changes: a custom tag instead of the sum.
+  ccv_nnc_graph_exec_set(g, n[1], tag(1));
+  ASSERT_EQ(run_range(0, 3), 0) << last_error();
+  EXPECT_EQ(g_trace, (std::vector<int>{0, 1, 2}));
+  // A new node after the old end, and an edge to it.
+  const auto n4 = add(tag(4), {}, {});
+  ASSERT_EQ(ccv_nnc_graph_exec_concat(g, n[3], n4), 0);
+  n.push_back(n4);
+  ASSERT_EQ(run_range(0, 3), 0);
+  EXPECT_EQ(g_trace, (std::vector<int>{0, 1, 2}));
+  ASSERT_EQ(run_range(0, 4), 0);
+  EXPECT_EQ(g_trace, (std::vector<int>{0, 1, 2, 4}));
+  // Removing an edge cuts the range: nothing both follows 0 and leads to 4.
+  ASSERT_EQ(ccv_nnc_graph_exec_disjoin(g, n[1], n[2]), 0);
+  ASSERT_EQ(run_range(0, 4), 0);
+  EXPECT_EQ(g_trace, (std::vector<int>{}));
+  ASSERT_EQ(run_range(0, 1), 0);
+  EXPECT_EQ(g_trace, (std::vector<int>{0, 1}));
+  // More ranges than the cache keeps still run right.
+  ASSERT_EQ(ccv_nnc_graph_exec_concat(g, n[1], n[2]), 0);
+  for (int round = 0; round < 2; round++)
+    for (int from = 0; from < 5; from++)
+      for (int to = from; to < 5; to++) {
+        ASSERT_EQ(run_range(from, to), 0);
+        std::vector<int> expect;
+        for (int k = from; k <= to; k++)
+          if (k != 3) expect.push_back(k);
+        EXPECT_EQ(g_trace, expect) << from << ".." << to;
+      }
+  // Bad ranges are refused every time, cached or not.
+  ccv_nnc_graph_exec_t foreign{0, nullptr};
+  for (int round = 0; round < 2; round++) {
+    EXPECT_EQ(ccv_nnc_graph_run(g, 0, &foreign, 1, &n[1], 1, nullptr, nullptr), CCV_NNC_EXEC_INVALID);
+    EXPECT_EQ(ccv_nnc_graph_run(g, 0, &n[0], -1, &n[1], 1, nullptr, nullptr), CCV_NNC_EXEC_INVALID);
+    EXPECT_EQ(ccv_nnc_graph_run(g, 0, nullptr, 1, &n[1], 1, nullptr, nullptr), CCV_NNC_EXEC_INVALID);
+  }
 }
 
 TEST_F(GraphTest, AFailingNodeStopsTheRunAndIsNamed) {
