@@ -6,6 +6,7 @@
 #include "core/cmd.hpp"
 
 #include <algorithm>
+#include <array>
 #include <span>
 #include <chrono>
 #include <cstring>
@@ -34,10 +35,23 @@ constexpr NameEntry kBackendNames[] = {
 #include "cmd/backend_names.inc"
 };
 
-const char* lookup(const NameEntry* table, size_t n, uint32_t id) {
-  for (size_t i = 0; i < n; i++)
-    if (table[i].id == id) return table[i].name;
-  return nullptr;
+// The generated tables sorted by id at compile time, so that a name lookup
+// (which ccv_nnc_cmd does on every call, to reject unknown ids) is a binary
+// search rather than a walk over every command.
+template <size_t N>
+constexpr std::array<NameEntry, N> sorted_by_id(const NameEntry (&table)[N]) {
+  std::array<NameEntry, N> out{};
+  for (size_t i = 0; i < N; i++) out[i] = table[i];
+  std::sort(out.begin(), out.end(), [](const NameEntry& a, const NameEntry& b) { return a.id < b.id; });
+  return out;
+}
+constexpr auto kSortedCommandNames = sorted_by_id(kCommandNames);
+constexpr auto kSortedBackendNames = sorted_by_id(kBackendNames);
+
+template <size_t N>
+const char* lookup(const std::array<NameEntry, N>& table, uint32_t id) {
+  auto it = std::lower_bound(table.begin(), table.end(), id, [](const NameEntry& e, uint32_t x) { return e.id < x; });
+  return it != table.end() && it->id == id ? it->name : nullptr;
 }
 
 bool is_special(uint32_t cmd) {
@@ -158,8 +172,8 @@ int run_custom(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flags, 
 
 }  // namespace
 
-const char* cmd_name(uint32_t cmd) { return lookup(kCommandNames, std::size(kCommandNames), cmd); }
-const char* backend_name(uint32_t backend) { return lookup(kBackendNames, std::size(kBackendNames), backend); }
+const char* cmd_name(uint32_t cmd) { return lookup(kSortedCommandNames, cmd); }
+const char* backend_name(uint32_t backend) { return lookup(kSortedBackendNames, backend); }
 
 int run_kernel(const ccv_nnc_cmd_t& cmd, const Registry::Lookup& l, const ccv_nnc_hint_t& hint, int flags,
                ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs, int output_size,
