@@ -1,5 +1,6 @@
 // bench-act: the activation family's CPU_OPT kernels against PyTorch 1.13's
-// CPU kernels on the same shapes and data, both on 2 threads.
+// CPU kernels on the same shapes and data, both on NNC's thread count
+// (nnc_bench::header_torch(); NNC_NUM_THREADS=n sets both).
 //
 //   bench-act
 //
@@ -12,11 +13,12 @@
 //   SIGMOID / TANH / SWISH forward   at::sigmoid_out / at::tanh_out / at::silu_out
 // For the two ReLU rows, which only move memory, the note column gives each
 // side's bandwidth (the bytes the row must move over its time) and that of a
-// hand-written loop on the same tensors: one AVX-512 loop per thread over half
-// of the tensor, on a 2-thread pthreadpool (x = max(x, 0) in place, two
-// vectors a step; dx = y > 0 ? g : 0 with streaming stores), no dispatch, no
-// tails. Where NNC matches it, the row is at what this machine's memory
-// moves; printed only on AVX-512 CPUs.
+// hand-written loop on the same tensors: one loop per thread over its share
+// of the tensor, on a pthreadpool of NNC's thread count, in the instruction
+// set NNC runs (AVX-512, or AVX2 with NNC_NO_AVX512 or on an AVX2-only CPU):
+// x = max(x, 0) in place, two vectors a step; dx = y > 0 ? g : 0 with
+// streaming stores; no dispatch, no tails. Where NNC matches it, the row is at
+// what this machine's memory moves; not printed for the generic loops.
 // Each side is sampled 5 times, alternating with the other (a sample: the
 // median of repeated runs for the large shape, the mean over 4000 calls for
 // the small one); the best sample is printed, in milliseconds.
@@ -168,6 +170,27 @@ __attribute__((target("avx512f"))) void hand_relu_backward(void* context, size_t
   _mm_sfence();
 }
 #pragma GCC diagnostic pop
+__attribute__((target("avx2"))) void hand_relu_forward_avx2(void* context, size_t i) {
+  const HandLoop& h = *static_cast<const HandLoop*>(context);
+  const size_t b = h.n * i / h.parts / 16 * 16, e = h.n * (i + 1) / h.parts / 16 * 16;
+  float* const x = h.x;
+  const __m256 zero = _mm256_setzero_ps();
+  for (size_t j = b; j < e; j += 16) {
+    const __m256 u = _mm256_max_ps(zero, _mm256_load_ps(x + j)), v = _mm256_max_ps(zero, _mm256_load_ps(x + j + 8));
+    _mm256_store_ps(x + j, u), _mm256_store_ps(x + j + 8, v);
+  }
+}
+__attribute__((target("avx2"))) void hand_relu_backward_avx2(void* context, size_t i) {
+  const HandLoop& h = *static_cast<const HandLoop*>(context);
+  const size_t b = h.n * i / h.parts / 8 * 8, e = h.n * (i + 1) / h.parts / 8 * 8;
+  const float *const g = h.g, *const y = h.x;
+  float* const dx = h.dx;
+  for (size_t j = b; j < e; j += 8) {
+    const __m256 keep = _mm256_cmp_ps(_mm256_load_ps(y + j), _mm256_setzero_ps(), _CMP_GT_OQ);
+    _mm256_stream_ps(dx + j, _mm256_and_ps(keep, _mm256_load_ps(g + j)));
+  }
+  _mm_sfence();
+}
 
 #ifdef NNC_HAVE_TORCH
 // The same row through libtorch, outputs preallocated (tensors kept in `ts`).
@@ -205,9 +228,7 @@ std::function<void()> peer(Row row, const std::vector<int>& dims, std::vector<at
 
 int main() {
   ccv_nnc_init();
-#ifdef NNC_HAVE_TORCH
-  at::set_num_threads(2);
-#endif
+  const int threads = nnc_bench::header_torch();
   const struct {
     const char* label;
     std::vector<int> dims;
@@ -234,14 +255,17 @@ int main() {
 #endif
       }
       std::string note;
-      if (!s.small && (row == kReluF || row == kReluB) && __builtin_cpu_supports("avx512f")) {
+      const std::string isa = nnc_bench::nnc_isa();
+      const bool avx512 = isa == "AVX-512", avx2 = isa.rfind("AVX2", 0) == 0;
+      if (!s.small && (row == kReluF || row == kReluB) && (avx512 || avx2)) {
         // The hand-written loop on NNC's tensors (x, y as the mask, g, dx).
-        HandLoop h{our_tensors[0]->data(), our_tensors[2]->data(), our_tensors[3]->data(), our_tensors[0]->n, 2};
+        const size_t parts = static_cast<size_t>(threads);
+        HandLoop h{our_tensors[0]->data(), our_tensors[2]->data(), our_tensors[3]->data(), our_tensors[0]->n, parts};
         if (row == kReluB) h.x = our_tensors[1]->data();
-        pthreadpool_t pool = pthreadpool_create(2);
-        const std::function<void()> f = [&] {
-          pthreadpool_parallelize_1d(pool, row == kReluF ? hand_relu_forward : hand_relu_backward, &h, 2, 0);
-        };
+        pthreadpool_t pool = pthreadpool_create(parts);
+        const pthreadpool_task_1d_t loop = avx512 ? (row == kReluF ? hand_relu_forward : hand_relu_backward)
+                                                  : (row == kReluF ? hand_relu_forward_avx2 : hand_relu_backward_avx2);
+        const std::function<void()> f = [&] { pthreadpool_parallelize_1d(pool, loop, &h, parts, 0); };
         double best_f = INFINITY;
         for (int round = 0; round < 5; round++) best_f = std::min(best_f, sample(false, f));
         pthreadpool_destroy(pool);

@@ -7,6 +7,14 @@
 //
 // A ratio is ours / peer: below 1 we are faster. Benchmarks are programs, never
 // tests: nothing here asserts a time.
+//
+// Every benchmark opens with nnc_bench::header(), which gives the peer as many
+// threads as NNC's pool has and prints one line a reader can compare runs by:
+//
+//   NNC kernels: AVX2 (NNC_NO_AVX512 set), 2 threads | PyTorch: 2 threads
+//
+// (with libtorch built in, nnc_bench::header_torch() does the setting itself).
+// To run both sides on n threads: NNC_NUM_THREADS=n bench-xxx.
 #pragma once
 
 #include <immintrin.h>
@@ -15,12 +23,69 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#ifdef NNC_HAVE_TORCH
+#include <ATen/Parallel.h>
+#endif
+
 namespace nnc_bench {
+
+// The instruction set NNC's CPU kernels run on this machine, decided as the
+// library decides it (nnc::cpu_features, lib/core/parallel.cpp): AVX-512 F,
+// BW, VL and DQ with FMA and F16C unless NNC_NO_AVX512 is set and not "0";
+// else AVX2 with FMA and F16C; else the generic loops. The library keeps its
+// own copy internal (only ccv_* is exported), hence this second reading.
+inline std::string nnc_isa() {
+  const char* no512 = std::getenv("NNC_NO_AVX512");
+  const bool off = no512 && *no512 && std::strcmp(no512, "0") != 0;
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  if (avx512 && !off) return "AVX-512";
+  if (avx2) return avx512 ? "AVX2 (NNC_NO_AVX512 set on an AVX-512 CPU)" : "AVX2 (no AVX-512 on this CPU)";
+  return "generic (no AVX2 + FMA + F16C)";
+}
+
+// NNC's kernel thread count, read as its pool reads it: NNC_NUM_THREADS when
+// set to 1..4095, else the processors online.
+inline int nnc_threads() {
+  if (const char* env = std::getenv("NNC_NUM_THREADS")) {
+    const long n = std::strtol(env, nullptr, 10);
+    if (n > 0 && n < 4096) return static_cast<int>(n);
+  }
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+// Gives the peer NNC's thread count (set_peer_threads(n) sets it and returns
+// the count the peer then reports; empty when no peer is built in) and prints
+// the shared header line. Returns the thread count.
+inline int header(const std::string& peer, const std::function<int(int)>& set_peer_threads) {
+  const int n = nnc_threads();
+  std::string theirs = "not built in";
+  if (set_peer_threads) theirs = std::to_string(set_peer_threads(n)) + " threads";
+  std::printf("NNC kernels: %s, %d threads | %s: %s\n", nnc_isa().c_str(), n, peer.c_str(), theirs.c_str());
+  std::fflush(stdout);
+  return n;
+}
+
+// header() for the libtorch peer (at::set_num_threads; PyTorch's own default
+// of one thread would otherwise make every ratio unfair).
+inline int header_torch() {
+#ifdef NNC_HAVE_TORCH
+  return header("PyTorch", [](int n) {
+    at::set_num_threads(n);
+    return at::get_num_threads();
+  });
+#else
+  return header("PyTorch", nullptr);
+#endif
+}
 
 // Median wall time in milliseconds of `reps` runs of f after `warmup` runs;
 // reps adapts so that the whole measurement takes about `budget_ms`.

@@ -1,6 +1,7 @@
 // bench-ew: the element-wise and broadcasting CPU_OPT kernels, and a fully
 // connected layer, against PyTorch's CPU kernels on the same shapes, both on
-// 2 threads, with preallocated outputs on both sides.
+// NNC's thread count (nnc_bench::header_torch(); NNC_NUM_THREADS=n sets
+// both), with preallocated outputs on both sides.
 //
 //   bench-ew
 //
@@ -132,8 +133,8 @@ void row(nnc_bench::Table& table, const std::string& name, const Fn& ours, const
 
 int main() {
   ccv_nnc_init();
+  nnc_bench::header_torch();
 #ifdef NNC_HAVE_TORCH
-  at::set_num_threads(2);
   at::manual_seed(1);
 #endif
   std::mt19937 rng(7);

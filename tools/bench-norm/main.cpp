@@ -1,5 +1,6 @@
 // bench-norm: the normalisation and reduction CPU_OPT kernels against PyTorch
-// 1.13's CPU kernels on the same shapes and data, both on 2 threads.
+// 1.13's CPU kernels on the same shapes and data, both on NNC's thread count
+// (nnc_bench::header_torch(); NNC_NUM_THREADS=n sets both).
 //
 //   bench-norm
 //
@@ -211,9 +212,7 @@ double torch_reduce_sum() {
 
 int main() {
   ccv_nnc_init();
-#ifdef NNC_HAVE_TORCH
-  at::set_num_threads(2);
-#endif
+  nnc_bench::header_torch();
   double nf = 0, nb = 0, tf = -1, tb = -1, nt, tt = -1;
   {
     nnc_bench::Table table(

@@ -1,5 +1,6 @@
 // bench-optim: the optimiser and random-number CPU_OPT kernels against
-// PyTorch's CPU implementations on the same sizes, both on 2 threads.
+// PyTorch's CPU implementations on the same sizes, both on NNC's thread
+// count (nnc_bench::header_torch(); NNC_NUM_THREADS=n sets both).
 //
 //   bench-optim
 //
@@ -171,9 +172,8 @@ double torch_dropout() { return -1; }
 
 int main() {
   ccv_nnc_init();
-#ifdef NNC_HAVE_TORCH
-  at::set_num_threads(2);
-#else
+  nnc_bench::header_torch();
+#ifndef NNC_HAVE_TORCH
   std::printf("PyTorch peer not built in (configure with -DNNC_BENCH_TORCH=ON and libtorch-dev): peer shows \"-\"\n");
 #endif
   {

@@ -1,5 +1,6 @@
 // bench-softmax: the softmax family's CPU_OPT kernels against PyTorch 1.13's
-// CPU kernels on the same shapes and data, both on 2 threads.
+// CPU kernels on the same shapes and data, both on NNC's thread count
+// (nnc_bench::header_torch(); NNC_NUM_THREADS=n sets both).
 //
 //   bench-softmax
 //
@@ -110,8 +111,8 @@ void print_us_row(const char* name, double ours, double peer) {
 
 int main() {
   ccv_nnc_init();
+  nnc_bench::header_torch();
 #ifdef NNC_HAVE_TORCH
-  at::set_num_threads(2);
   const bool peer = true;
 #else
   const bool peer = false;
