@@ -509,7 +509,15 @@ CCV_WARN_UNUSED(int) ccv_nnc_cmd_allow_inplace(const ccv_nnc_cmd_t cmd, const in
 CCV_WARN_UNUSED(int) ccv_nnc_cmd_enforce_inplace(const ccv_nnc_cmd_t cmd, const int input_idx, const int input_size, const int output_idx, const int output_size);
 /** Start (1) or stop (0) a device profiler; no effect without a GPU. */
 void ccv_nnc_set_profiler(int state);
-/** Prefer memory over speed where there is a choice (1) or not (0, the default). */
+/**
+ * Prefer memory over speed where there is a choice (1) or not (0, the default).
+ * On the CPU the one choice is scratch memory: while on, the calling thread's
+ * workspace (a NULL stream's ccv_nnc_stream_context_get_workspace, and what
+ * kernels run by ccv_nnc_cmd_exec or ccv_nnc_graph_run use) is freed when the
+ * outermost such call returns, and a stream's workspace when each of its tasks
+ * ends, instead of being kept for the next command (which then allocates
+ * again). Process-wide; takes effect from the next call.
+ */
 void ccv_nnc_set_memory_efficient(int state);
 
 /* ---------------------------------------------------------------------------
@@ -537,7 +545,10 @@ CCV_WARN_UNUSED(int) ccv_nnc_stream_context_type(const ccv_nnc_stream_context_t*
 /**
  * Scratch memory owned by the stream, valid until the next call on the same
  * stream (or its drain / free). Call it only from work running on the stream
- * (or with no work queued). NULL if the memory cannot be had.
+ * or with no work queued or running: from another thread while the stream is
+ * busy it returns NULL with a message (the buffer may be a running kernel's).
+ * A NULL stream gives the calling thread's buffer. NULL if the memory cannot
+ * be had.
  */
 CCV_WARN_UNUSED(void*) ccv_nnc_stream_context_get_workspace(ccv_nnc_stream_context_t* const stream_context, const size_t workspace_size, const int mem);
 /** Release the stream's scratch memory. */

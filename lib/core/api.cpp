@@ -52,10 +52,15 @@ NNC_API ccv_nnc_tensor_t* ccv_nnc_tensor_new_from_file(const ccv_nnc_tensor_para
 }
 
 NNC_API ccv_nnc_tensor_t ccv_nnc_tensor(const void* const ptr, const ccv_nnc_tensor_param_t params, const int flags) {
-  ccv_nnc_tensor_t t;
-  std::memset(&t, 0, sizeof(t));
-  guard_void([&] { t = tensor_value(ptr, params, flags); });
-  return t;
+  // The zero header comes from the failure path itself: assigning into a
+  // zeroed local let GCC build the result in place and drop the zeroing.
+  return guard_else(
+      []() noexcept {
+        ccv_nnc_tensor_t t;
+        std::memset(&t, 0, sizeof(t));
+        return t;
+      },
+      [&] { return tensor_value(ptr, params, flags); });
 }
 
 NNC_API ccv_nnc_tensor_t* ccv_nnc_tensor_resize(ccv_nnc_tensor_t* const tensor, const ccv_nnc_tensor_param_t params) {
@@ -90,10 +95,17 @@ NNC_API ccv_nnc_tensor_view_t* ccv_nnc_tensor_view_new(const ccv_nnc_tensor_t* c
 
 NNC_API ccv_nnc_tensor_view_t ccv_nnc_tensor_view(const ccv_nnc_tensor_t* const tensor, const ccv_nnc_tensor_param_t params,
                                                   const int ofs[CCV_NNC_MAX_DIM_ALLOC], const int stride[CCV_NNC_MAX_DIM_ALLOC]) {
-  ccv_nnc_tensor_view_t view;
-  std::memset(&view, 0, sizeof(view));
-  guard_void([&] { view_fill(&view, tensor, params, ofs, stride); });
-  return view;
+  return guard_else(
+      []() noexcept {
+        ccv_nnc_tensor_view_t view;
+        std::memset(&view, 0, sizeof(view));
+        return view;
+      },
+      [&] {
+        ccv_nnc_tensor_view_t view;
+        view_fill(&view, tensor, params, ofs, stride);
+        return view;
+      });
 }
 
 NNC_API void ccv_nnc_tensor_view_free(ccv_nnc_tensor_view_t* const tensor_view) {
@@ -137,7 +149,16 @@ NNC_API int ccv_nnc_cmd_ok(const uint32_t cmd, const uint32_t backend) {
 }
 
 NNC_API ccv_nnc_cmd_t ccv_nnc_cmd(const uint32_t cmd, ccv_nnc_cmd_vtab_t* const isa, const ccv_nnc_cmd_param_t params, const int flags) {
-  return make_cmd(cmd, isa, params, flags);
+  // An unknown id formats a message (which may throw bad_alloc): inside the guard.
+  return guard_else(
+      [&]() noexcept {
+        ccv_nnc_cmd_t noop;
+        std::memset(&noop, 0, sizeof(noop));
+        noop.info = params;
+        noop.algorithm = -1;
+        return noop;
+      },
+      [&] { return make_cmd(cmd, isa, params, flags); });
 }
 
 NNC_API int ccv_nnc_hint_verify(const ccv_nnc_hint_t hint, const ccv_nnc_cmd_param_t cmd, const ccv_nnc_tensor_param_t a,
@@ -186,7 +207,10 @@ NNC_API void* ccv_nnc_cmd_aux(const ccv_nnc_cmd_t cmd) {
 NNC_API int ccv_nnc_cmd_exec(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* const inputs,
                              const int input_size, ccv_nnc_tensor_t* const* const outputs, const int output_size,
                              ccv_nnc_stream_context_t* const stream_context) {
-  return guard_code([&] { return cmd_exec(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context); });
+  const int code =
+      guard_code([&] { return cmd_exec(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context); });
+  if (__builtin_expect(memory_efficient(), 0) && detail::t_guard_depth == 0) release_thread_workspace();
+  return code;
 }
 
 NNC_API int ccv_nnc_cmd_is_forward(const ccv_nnc_cmd_t cmd) {
@@ -213,7 +237,7 @@ NNC_API int ccv_nnc_cmd_enforce_inplace(const ccv_nnc_cmd_t cmd, const int input
 }
 
 NNC_API void ccv_nnc_set_profiler(int state) { (void)state; }
-NNC_API void ccv_nnc_set_memory_efficient(int state) { (void)state; }
+NNC_API void ccv_nnc_set_memory_efficient(int state) { set_memory_efficient(state != 0); }
 
 NNC_API int ccv_nnc_is_no_hint(const ccv_nnc_hint_t hint) { return is_no_hint(hint) ? 1 : 0; }
 

@@ -206,10 +206,7 @@ int cmd_exec(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& given_hint, int fla
   if (!info) {  // custom command
     NNC_CHECK(cmd.isa && cmd.isa->exec, "%s: the command has no exec function (isa is NULL)", describe(cmd.cmd));
     if (!stream) return run_custom(cmd, hint, flags, inputs, input_size, outputs, output_size, nullptr);
-    std::vector<ccv_nnc_tensor_t*> in(inputs, inputs + input_size), out(outputs, outputs + output_size);
-    stream_enqueue(stream, [=, in = std::move(in), out = std::move(out)]() {
-      return run_custom(cmd, hint, flags, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()), stream);
-    });
+    stream_enqueue_command(stream, cmd.isa->exec, 0, cmd, hint, flags, inputs, input_size, outputs, output_size);
     return CCV_NNC_EXEC_SUCCESS;
   }
   if (info->windowed && is_no_hint(hint) && input_size > 0 && output_size > 0 && inputs[0] && outputs[0]) {
@@ -230,14 +227,7 @@ int run_kernel(const ccv_nnc_cmd_t& cmd, const Registry::Lookup& l, const ccv_nn
       set_error_message(format("%s: backend %s failed with %d", describe(cmd.cmd), backend_name(k->backend), code));
     return code;
   }
-  std::vector<ccv_nnc_tensor_t*> in(inputs, inputs + input_size), out(outputs, outputs + output_size);
-  const ccv_nnc_cmd_exec_f exec = k->exec;
-  stream_enqueue(stream, [=, in = std::move(in), out = std::move(out)]() {
-    const int code =
-        exec(cmd, hint, flags, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()), stream);
-    store_fence();
-    return code;
-  });
+  stream_enqueue_command(stream, k->exec, k->backend, cmd, hint, flags, inputs, input_size, outputs, output_size);
   return CCV_NNC_EXEC_SUCCESS;
 }
 

@@ -36,24 +36,47 @@ void fail(int code, const char* fmt, ...) {
   throw Error(code, std::move(message));
 }
 
-void set_error_message(const std::string& message) { t_error_message = message; }
-const std::string& error_message() { return t_error_message; }
-void clear_error_message() { t_error_message.clear(); }
+void set_error_message(const std::string& message) {
+  t_error_message = message;
+  detail::t_error_set = true;
+}
+const std::string& error_message() {
+  static const std::string none;
+  return detail::t_error_set ? t_error_message : none;
+}
+void clear_error_message() { detail::t_error_set = false; }
+
+namespace {
+// Store a message from a catch block; the flag is set only once the text is in place.
+void store(const char* text) noexcept {
+  try {
+    t_error_message = text;
+    detail::t_error_set = true;
+  } catch (...) {
+    detail::t_error_set = false;
+  }
+}
+}  // namespace
 
 int record_current_exception() noexcept {
   try {
     throw;
   } catch (const Error& e) {
-    try { t_error_message = e.what(); } catch (...) {}
+    store(e.what());
     return e.code();
   } catch (const std::bad_alloc&) {
-    try { t_error_message = "out of memory"; } catch (...) {}
+    store("out of memory");
     return CCV_NNC_EXEC_OOM;
   } catch (const std::exception& e) {
-    try { t_error_message = std::string("internal error: ") + e.what(); } catch (...) {}
+    try {
+      const std::string text = std::string("internal error: ") + e.what();
+      store(text.c_str());
+    } catch (...) {
+      store("internal error");
+    }
     return CCV_NNC_EXEC_INVALID;
   } catch (...) {
-    try { t_error_message = "internal error: unknown exception"; } catch (...) {}
+    store("internal error: unknown exception");
     return CCV_NNC_EXEC_INVALID;
   }
 }

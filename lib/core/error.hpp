@@ -41,9 +41,34 @@ void clear_error_message();
 // Record the exception being handled (call from a catch block) and return its code.
 int record_current_exception() noexcept;
 
+namespace detail {
+// Exported calls in progress on this thread (an exported function may call
+// another), and whether the message belongs to the outermost one. Plain
+// thread-locals with constant initialisers, so a guard costs two TLS accesses.
+inline thread_local int t_guard_depth = 0;
+inline thread_local bool t_error_set = false;
+}  // namespace detail
+
+// Held by every guard: the outermost exported call on a thread starts with no
+// message, so a failure that sets none (a kernel returning a code) is never
+// reported with an older call's text. Nested exported calls keep the message
+// of the call they are part of. Clearing is a flag; the string keeps its storage.
+class GuardScope {
+ public:
+  GuardScope() noexcept {
+    if (detail::t_guard_depth++ == 0) detail::t_error_set = false;
+  }
+  ~GuardScope() { --detail::t_guard_depth; }
+  GuardScope(const GuardScope&) = delete;
+  GuardScope& operator=(const GuardScope&) = delete;
+  // True when this is the outermost exported call on the thread.
+  static bool outermost() noexcept { return detail::t_guard_depth == 1; }
+};
+
 // Run f; on any exception record it and return `on_error`.
 template <class R, class F>
 R guard(R on_error, F&& f) noexcept {
+  GuardScope scope;
   try {
     return f();
   } catch (...) {
@@ -52,9 +77,23 @@ R guard(R on_error, F&& f) noexcept {
   }
 }
 
+// Run f; on any exception record it and return on_error() (a non-throwing
+// callable), for failure values too large to build on every call.
+template <class E, class F>
+auto guard_else(E&& on_error, F&& f) noexcept -> decltype(f()) {
+  GuardScope scope;
+  try {
+    return f();
+  } catch (...) {
+    record_current_exception();
+    return on_error();
+  }
+}
+
 // Run f (which returns an int code); on an exception return the exception's code.
 template <class F>
 int guard_code(F&& f) noexcept {
+  GuardScope scope;
   try {
     return f();
   } catch (...) {
@@ -65,6 +104,7 @@ int guard_code(F&& f) noexcept {
 // Run f (returning void); exceptions are recorded and swallowed.
 template <class F>
 void guard_void(F&& f) noexcept {
+  GuardScope scope;
   try {
     f();
   } catch (...) {

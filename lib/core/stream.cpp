@@ -9,6 +9,8 @@
 #include "core/stream.hpp"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -18,7 +20,9 @@
 #include <thread>
 #include <vector>
 
+#include "core/cmd.hpp"
 #include "core/error.hpp"
+#include "core/parallel.hpp"
 
 struct SignalState {
   std::mutex mutex;
@@ -33,12 +37,32 @@ struct ccv_nnc_stream_signal_s {
   std::shared_ptr<SignalState> state;
 };
 
+// One queued piece of work: a command (exec set), or a general task (fn).
+// Records live in the stream's ring and are overwritten in place, so a
+// command costs no allocation: its tensors fit the inline array, or the
+// record's own vector, which keeps its capacity from one use to the next.
+struct StreamTask {
+  static constexpr int kInline = 8;
+  ccv_nnc_cmd_exec_f exec = nullptr;
+  uint32_t backend = 0;
+  int flags = 0;
+  int ni = 0, no = 0;
+  ccv_nnc_cmd_t cmd;
+  ccv_nnc_hint_t hint;
+  std::array<ccv_nnc_tensor_t*, kInline> io_inline;
+  std::vector<ccv_nnc_tensor_t*> io_more;
+  std::function<int()> fn;
+  ccv_nnc_tensor_t** io() { return ni + no <= kInline ? io_inline.data() : io_more.data(); }
+};
+
 struct ccv_nnc_stream_context_s {
   int type = 0;
   std::mutex mutex;
   std::condition_variable work_cv;  // new task or stop
   std::condition_variable idle_cv;  // queue drained
-  std::deque<std::function<int()>> queue;
+  // A ring of records (grown by doubling, never shrunk): `count` queued from `head`.
+  std::vector<StreamTask> ring;
+  size_t head = 0, count = 0;
   size_t pending = 0;  // queued plus running
   bool stop = false;
   std::thread worker;
@@ -69,26 +93,90 @@ struct ThreadWorkspace {
 };
 thread_local ThreadWorkspace t_workspace_owner;
 
+std::atomic<bool> g_memory_efficient{false};
+
+// Takes the record at the head of the ring into `out` (the caller holds the
+// lock). Vectors and functions are swapped or moved, never copied, so the
+// records keep their storage.
+void take_head(ccv_nnc_stream_context_t* s, StreamTask& out) {
+  StreamTask& t = s->ring[s->head];
+  out.exec = t.exec;
+  out.backend = t.backend;
+  out.flags = t.flags;
+  out.ni = t.ni;
+  out.no = t.no;
+  if (t.exec) {
+    out.cmd = t.cmd;
+    out.hint = t.hint;
+    if (t.ni + t.no <= StreamTask::kInline)
+      std::copy_n(t.io_inline.begin(), t.ni + t.no, out.io_inline.begin());
+    else
+      out.io_more.swap(t.io_more);
+  } else {
+    out.fn = std::move(t.fn);
+    t.fn = nullptr;
+  }
+  s->head = (s->head + 1) % s->ring.size();
+  s->count--;
+}
+
+// A free record at the tail of the ring, growing it when full (the caller
+// holds the lock; the worker only touches records it has taken out).
+StreamTask& tail_record(ccv_nnc_stream_context_t* s) {
+  if (s->count == s->ring.size()) {
+    std::vector<StreamTask> bigger(std::max<size_t>(16, s->ring.size() * 2));
+    for (size_t i = 0; i < s->count; i++) bigger[i] = std::move(s->ring[(s->head + i) % s->ring.size()]);
+    s->ring = std::move(bigger);
+    s->head = 0;
+  }
+  return s->ring[(s->head + s->count) % s->ring.size()];
+}
+
+int run_task(ccv_nnc_stream_context_t* s, StreamTask& task) {
+  if (!task.exec) {
+    const int code = task.fn();
+    task.fn = nullptr;  // release what it captured now, not at the next task
+    return code;
+  }
+  ccv_nnc_tensor_t** io = task.io();
+  const int code = task.exec(task.cmd, task.hint, task.flags, io, task.ni, io + task.ni, task.no, s);
+  store_fence();  // the kernel's streaming stores, if any (core/parallel.hpp)
+  if (code != CCV_NNC_EXEC_SUCCESS && error_message().empty()) {
+    const char* name = cmd_name(task.cmd.cmd);
+    if (task.backend)
+      set_error_message(format("%s: backend %s failed with %d", name ? name : "custom", backend_name(task.backend), code));
+    else
+      set_error_message(format("%s: the custom exec function returned %d", name ? name : "custom", code));
+  }
+  return code;
+}
+
 void run_worker(ccv_nnc_stream_context_t* s) {
   t_current_stream = s;
+  StreamTask task;
   for (;;) {
-    std::function<int()> task;
     {
       std::unique_lock<std::mutex> lock(s->mutex);
-      s->work_cv.wait(lock, [&] { return s->stop || !s->queue.empty(); });
-      if (s->queue.empty()) return;  // stop requested and nothing left
-      task = std::move(s->queue.front());
-      s->queue.pop_front();
+      s->work_cv.wait(lock, [&] { return s->stop || s->count > 0; });
+      if (s->count == 0) return;  // stop requested and nothing left
+      take_head(s, task);
     }
     int code = CCV_NNC_EXEC_SUCCESS;
     std::string message;
     clear_error_message();
     try {
-      code = task();
+      code = run_task(s, task);
       if (code != CCV_NNC_EXEC_SUCCESS) message = error_message();
     } catch (...) {
+      task.fn = nullptr;
       code = record_current_exception();
       message = error_message();
+    }
+    if (g_memory_efficient.load(std::memory_order_relaxed)) {
+      // Only the worker uses the stream's workspace while work is queued.
+      std::free(s->workspace);
+      s->workspace = nullptr;
+      s->workspace_size = 0;
     }
     std::lock_guard<std::mutex> lock(s->mutex);
     if (code != CCV_NNC_EXEC_SUCCESS && s->error_code == CCV_NNC_EXEC_SUCCESS) {
@@ -120,7 +208,38 @@ void check_stream(const ccv_nnc_stream_context_t* s, const char* what) {
 void stream_enqueue(ccv_nnc_stream_context_t* s, std::function<int()> task) {
   check_stream(s, "stream_enqueue");
   std::lock_guard<std::mutex> lock(s->mutex);
-  s->queue.push_back(std::move(task));
+  StreamTask& t = tail_record(s);
+  t.exec = nullptr;
+  t.fn = std::move(task);
+  s->count++;
+  s->pending++;
+  s->work_cv.notify_one();
+}
+
+void stream_enqueue_command(ccv_nnc_stream_context_t* s, ccv_nnc_cmd_exec_f exec, uint32_t backend,
+                            const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flags,
+                            ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                            int output_size) {
+  check_stream(s, "stream_enqueue_command");
+  NNC_CHECK(exec, "stream_enqueue_command: no exec function");
+  std::lock_guard<std::mutex> lock(s->mutex);
+  StreamTask& t = tail_record(s);
+  const int n = input_size + output_size;
+  ccv_nnc_tensor_t** io = t.io_inline.data();
+  if (n > StreamTask::kInline) {
+    t.io_more.resize(static_cast<size_t>(n));  // may allocate: the first time a record holds this many
+    io = t.io_more.data();
+  }
+  std::copy_n(inputs, input_size, io);
+  std::copy_n(outputs, output_size, io + input_size);
+  t.exec = exec;
+  t.backend = backend;
+  t.cmd = cmd;
+  t.hint = hint;
+  t.flags = flags;
+  t.ni = input_size;
+  t.no = output_size;
+  s->count++;
   s->pending++;
   s->work_cv.notify_one();
 }
@@ -129,6 +248,17 @@ void* workspace(ccv_nnc_stream_context_t* stream, size_t size) {
   if (stream) return grow(stream->workspace, stream->workspace_size, size);
   return grow(t_workspace, t_workspace_size, size);
 }
+
+void set_memory_efficient(bool on) { g_memory_efficient.store(on, std::memory_order_relaxed); }
+bool memory_efficient() { return g_memory_efficient.load(std::memory_order_relaxed); }
+
+void release_thread_workspace() {
+  std::free(t_workspace);
+  t_workspace = nullptr;
+  t_workspace_size = 0;
+}
+
+size_t thread_workspace_size() { return t_workspace_size; }
 
 ccv_nnc_stream_context_t* stream_new(int type) {
   const int context = CCV_STREAM_GET_CONTEXT(type);
@@ -181,6 +311,14 @@ int stream_type(const ccv_nnc_stream_context_t* s) {
 void* stream_get_workspace(ccv_nnc_stream_context_t* s, size_t size, int mem) {
   NNC_CHECK(mem == CCV_TENSOR_CPU_MEMORY, "ccv_nnc_stream_context_get_workspace: only CPU memory in this build");
   if (!s) return workspace(nullptr, size);
+  if (t_current_stream == s) return grow(s->workspace, s->workspace_size, size);
+  // From another thread: growing would free the buffer a queued or running
+  // kernel uses. Only an idle stream (nothing queued, nothing running) lends it.
+  std::lock_guard<std::mutex> lock(s->mutex);
+  NNC_CHECK(s->pending == 0,
+            "ccv_nnc_stream_context_get_workspace: the stream has %zu commands queued or running; call it from the "
+            "stream's own work or after ccv_nnc_stream_context_wait",
+            s->pending);
   return grow(s->workspace, s->workspace_size, size);
 }
 

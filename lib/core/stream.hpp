@@ -13,6 +13,26 @@ namespace nnc {
 // ccv_nnc_stream_context_wait.
 void stream_enqueue(ccv_nnc_stream_context_t* stream, std::function<int()> task);
 
+// Queue one command on the stream: exec(cmd, hint, flags, inputs, outputs,
+// stream) on its worker. The arguments are copied into a record of the
+// stream's own queue, whose storage is reused: no heap allocation per command
+// once the queue has grown to the depth the program uses. `backend` names the
+// kernel in a failure message (0: a custom command).
+void stream_enqueue_command(ccv_nnc_stream_context_t* stream, ccv_nnc_cmd_exec_f exec, uint32_t backend,
+                            const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flags,
+                            ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                            int output_size);
+
+// ccv_nnc_set_memory_efficient: while on, the scratch memory of a thread (or a
+// stream) is released when the outermost call that used it returns (or the
+// stream's task ends) instead of being kept for the next command.
+void set_memory_efficient(bool on);
+bool memory_efficient();
+// Frees the calling thread's scratch buffer (outside any kernel only).
+void release_thread_workspace();
+// Bytes held by the calling thread's scratch buffer (tests).
+size_t thread_workspace_size();
+
 // Scratch memory for a kernel: the stream's workspace when running on one,
 // otherwise a per-thread buffer. Valid until the next request on the same
 // stream / thread. Never NULL (throws on failure).

@@ -140,7 +140,10 @@ NNC_API void ccv_nnc_graph_free(ccv_nnc_graph_t* const graph) { delete graph; }
 NNC_API int ccv_nnc_graph_run(ccv_nnc_graph_t* const graph, const int flags, const ccv_nnc_graph_exec_t* const sources, const int source_size,
                               const ccv_nnc_graph_exec_t* const destinations, const int destination_size,
                               ccv_nnc_tensor_tape_t* const tensor_tape, ccv_nnc_stream_context_t* const stream_context) {
-  return guard_code([&] { return run(graph, flags, sources, source_size, destinations, destination_size, tensor_tape, stream_context); });
+  const int code =
+      guard_code([&] { return run(graph, flags, sources, source_size, destinations, destination_size, tensor_tape, stream_context); });
+  if (__builtin_expect(memory_efficient(), 0) && detail::t_guard_depth == 0) release_thread_workspace();
+  return code;
 }
 
 // --- static schedules --------------------------------------------------------
