@@ -4,17 +4,19 @@
 // backward ones vectorise), per-row sums in double. The probability losses
 // (CATEGORICAL_, BINARY_ and SIGMOID_BINARY_CROSSENTROPY): the row loops of
 // rows_body.hpp for the widest instruction set the CPU has. Nothing is
-// allocated but class-index labels' one int per row.
+// allocated: class-index labels' one int per row lives in the stream's (or
+// the calling thread's) workspace.
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <vector>
+#include <span>
 
 #include "cmd/loss/loss.hpp"
 #include "cmd/softmax/rows.hpp"
 #include "cmd/util/strided.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
+#include "core/stream.hpp"
 #include "core/tensor.hpp"
 #include "core/vmath_scalar.hpp"
 
@@ -143,13 +145,15 @@ struct MaybeRows {
   float* out(int64_t r) const { return present ? wrow(rows, r) : nullptr; }
 };
 
-// Class-index labels, read (and range-checked) once; empty for dense labels.
-std::vector<int> class_indices(const char* what, const ccv_nnc_tensor_t* p, const ccv_nnc_tensor_t* labels) {
-  std::vector<int> index;
-  if (rows::label_kind(p->info, labels->info) == rows::LabelKind::kDense) return index;
-  index.resize(static_cast<size_t>(rows::row_count(p->info.dim)));
-  rows::read_indices(what, layout_of(labels, "labels"), p->info.dim[nd_of(p->info.dim) - 1], index.data());
-  return index;
+// Class-index labels, read (and range-checked) once into the stream's or
+// thread's workspace; empty for dense labels.
+std::span<const int> class_indices(const char* what, const ccv_nnc_tensor_t* p, const ccv_nnc_tensor_t* labels,
+                                   ccv_nnc_stream_context_t* stream) {
+  if (rows::label_kind(p->info, labels->info) == rows::LabelKind::kDense) return {};
+  const size_t n = static_cast<size_t>(rows::row_count(p->info.dim));
+  int* index = static_cast<int*>(workspace(stream, n * sizeof(int)));
+  rows::read_indices(what, layout_of(labels, "labels"), p->info.dim[nd_of(p->info.dim) - 1], index);
+  return {index, n};
 }
 
 // The vector loops' clamped log, on one element.
@@ -285,7 +289,8 @@ NNC_LOSS_KERNEL(categorical_forward_opt) {
   (void)hint, (void)flags, (void)input_size, (void)output_size, (void)stream_context;
   return guard_code([&] {
     const rows::Rows p = rows::rows_of(layout_of(inputs[0], "p"));
-    const std::vector<int> index = class_indices("CATEGORICAL_CROSSENTROPY_FORWARD", inputs[0], inputs[1]);
+    const std::span<const int> index =
+        class_indices("CATEGORICAL_CROSSENTROPY_FORWARD", inputs[0], inputs[1], stream_context);
     const MaybeRows dense(index.empty() ? inputs[1] : nullptr, "labels");
     const rows::Items loss = rows::items_of(layout_of(outputs[0], "loss"));
     const float trim0 = cmd.info.label_smoothing.trim0, trim1 = cmd.info.label_smoothing.trim1;
@@ -314,7 +319,8 @@ NNC_LOSS_KERNEL(categorical_backward_opt) {
   return guard_code([&] {
     const Grad g(inputs[0]);
     const rows::Rows p = rows::rows_of(layout_of(inputs[1], "p"));
-    const std::vector<int> index = class_indices("CATEGORICAL_CROSSENTROPY_BACKWARD", inputs[1], inputs[2]);
+    const std::span<const int> index =
+        class_indices("CATEGORICAL_CROSSENTROPY_BACKWARD", inputs[1], inputs[2], stream_context);
     const MaybeRows dense(index.empty() ? inputs[2] : nullptr, "labels");
     const MaybeRows dp(outputs[0], "dp"), dl(output_size > 1 ? outputs[1] : nullptr, "d labels");
     const float trim0 = cmd.info.label_smoothing.trim0, trim1 = cmd.info.label_smoothing.trim1;

@@ -2,9 +2,10 @@
 // SIGMOID_BINARY_CROSSENTROPY, MSE and SMOOTH_L1, forward and backward.
 //
 // Every tensor is a stack of rows along its last dimension (all earlier
-// dimensions are batch dimensions); every loss is one value per row, shaped
-// like the first input with its last dimension set to 1 (a 1-d input is one
-// row: [1]). Backward commands take the libnnc layout: |g|forward inputs|
+// dimensions are batch dimensions); every loss is one value per row, in any
+// shape holding one entry per row. ccv_nnc_hint_tensor_auto gives libnnc's:
+// the labels' (second input's) shape with its channel entry 1, so [N, C]
+// inputs give [N, 1] and class-index labels [N] give [N]. Backward commands take the libnnc layout: |g|forward inputs|
 // forward outputs| -> |gradients of the forward inputs|, where g is the
 // gradient of the per-row loss (NULL reads as ones) and NULL outputs are
 // skipped; the trailing forward outputs may be left off the input list.
@@ -91,7 +92,7 @@ void check_float(const std::string& c, const char* what, const ccv_nnc_tensor_t*
 void check_like(const std::string& c, const char* what, const ccv_nnc_tensor_t* t, const char* what_ref,
                 const ccv_nnc_tensor_t* ref) {
   NNC_CHECK(type_of(t) == type_of(ref), "%s: %s is %s but %s is %s", c.c_str(), what, dt(t), what_ref, dt(ref));
-  NNC_CHECK(rows::same_dims(t->info.dim, ref->info.dim), "%s: %s is %s but %s is %s; they must match", c.c_str(), what,
+  NNC_CHECK(same_shape(t->info, ref->info), "%s: %s is %s but %s is %s; they must match", c.c_str(), what,
             dims_of(t).c_str(), what_ref, dims_of(ref).c_str());
 }
 void check_per_row(const std::string& c, const char* what, const ccv_nnc_tensor_t* t, const char* what_ref,
@@ -173,38 +174,66 @@ void validate_backward(const ccv_nnc_cmd_t&, const ccv_nnc_hint_t&, ccv_nnc_tens
   }
 }
 
+// libnnc's loss shape (rows::loss_params): from the labels / targets, with
+// the channel entry 1; MSE reduces a 1-d target to [1] as well.
 template <const Spec& S>
 void forward_shapes(const ccv_nnc_cmd_param_t&, const ccv_nnc_tensor_param_t* inputs, int input_size,
                     const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
-  if (input_size < 1) return;
-  if (output_size > 0) rows::per_row_params(inputs[0], outputs[0]);
+  if (input_size < 2 || output_size < 1) return;
+  rows::loss_params(inputs[0], inputs[1], &S != &kMse, outputs[0]);
   if (output_size > 1) outputs[1] = inputs[0];
 }
 
+// libnnc's backward shapes: the first output like the forward's first input
+// (the saved sigmoid, input 5, for SIGMOID_BINARY_CROSSENTROPY), the second
+// like its second input.
 template <const Spec& S>
 void backward_shapes(const ccv_nnc_cmd_param_t&, const ccv_nnc_tensor_param_t* inputs, int input_size,
                      const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
   const int m = S.forward_outputs;
-  for (int i = 0; i < output_size && m + i < input_size; i++) outputs[i] = inputs[m + i];
-  if (m == 2 && output_size > 0 && input_size > 5 && nd_of(outputs[0].dim) == 0) outputs[0] = inputs[5];
+  const int first = m == 2 ? 5 : 1;
+  if (output_size < 1 || input_size <= first || input_size <= m + 1) return;
+  outputs[0] = inputs[first];
+  if (output_size > 1) outputs[1] = inputs[m + 1];
 }
 
+uint64_t word0(const uint64_t* mask, int size) { return size > 0 ? mask[0] : 0; }
+
+// libnnc's bitmasks (predicates on the first word). Forward: both inputs and
+// the loss; SIGMOID_BINARY_CROSSENTROPY always produces the sigmoid, the loss
+// optional.
 template <const Spec& S>
-bool forward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs, int ib,
-                     const uint64_t* outputs, int ob) {
-  return input_size == 2 && output_size >= 1 && output_size <= S.forward_outputs && bit(inputs, ib, 0) &&
-         bit(inputs, ib, 1) && (bit(outputs, ob, 0) || bit(outputs, ob, 1));
+bool forward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int ib, const uint64_t* outputs,
+                     int ob) {
+  const uint64_t out = word0(outputs, ob);
+  if ((word0(inputs, ib) & 3u) != 3u) return false;
+  return S.forward_outputs == 2 ? out == 3u || out == 2u : out == 1u;
 }
 
+// Backward, |g|forward inputs|forward outputs|: the slots each loss needs
+// (CATEGORICAL: g, p, labels; BINARY: x, y; MSE: g, a, b; SMOOTH_L1: a, b,
+// loss; SIGMOID_BINARY: y and the saved sigmoid) and the first output (MSE:
+// either output).
 template <const Spec& S>
-bool backward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs, int ib,
-                      const uint64_t* outputs, int ob) {
-  const int m = S.forward_outputs;
-  if (input_size < m + 2 || input_size > 2 * m + 2 || output_size < 1 || output_size > 2) return false;
-  if (!bit(inputs, ib, m + 1)) return false;
-  if (!bit(outputs, ob, 0) && !bit(outputs, ob, 1)) return false;
-  if (m == 2) return bit(inputs, ib, 2) || (input_size > 5 && bit(inputs, ib, 5) && !bit(outputs, ob, 1));
-  return bit(inputs, ib, m);
+bool backward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int ib, const uint64_t* outputs,
+                      int ob) {
+  const uint64_t in = word0(inputs, ib), out = word0(outputs, ob);
+  uint64_t need = 7u;
+  if (&S == &kBinary) need = 6u;
+  if (&S == &kSmoothL1) need = 14u;
+  if (&S == &kSigmoidBinary) need = 40u;
+  if ((in & need) != need) return false;
+  return &S == &kMse ? (out & 3u) != 0 : (out & 1u) == 1u;
+}
+
+// SIGMOID_BINARY_CROSSENTROPY (libnnc's rule): the sigmoid may be written over
+// the logits; dz over g_sigmoid, z or the saved sigmoid (each read only at its
+// own element after the row's scalars are formed).
+bool sbce_forward_inplace(const ccv_nnc_cmd_param_t&, int input_idx, int, int output_idx, int) {
+  return input_idx == 0 && output_idx == 1;
+}
+bool sbce_backward_inplace(const ccv_nnc_cmd_param_t&, int input_idx, int, int output_idx, int) {
+  return output_idx == 0 && (input_idx == 1 || input_idx == 2 || input_idx == 5);
 }
 
 template <const Spec& S>
@@ -214,6 +243,7 @@ void add(Registry& r, uint32_t forward, uint32_t backward, ccv_nnc_cmd_exec_f fe
   info.cmd = forward;
   info.tensor_auto = forward_shapes<S>;
   info.bitmask = forward_bitmask<S>;
+  if (&S == &kSigmoidBinary) info.allow_inplace = sbce_forward_inplace;
   info.validate = validate_forward<S>;
   r.add_command(info);
   info = CommandInfo{};
@@ -221,6 +251,7 @@ void add(Registry& r, uint32_t forward, uint32_t backward, ccv_nnc_cmd_exec_f fe
   info.attributes = CCV_NNC_CMD_ATTR_NULL_IS_ONES;
   info.tensor_auto = backward_shapes<S>;
   info.bitmask = backward_bitmask<S>;
+  if (&S == &kSigmoidBinary) info.allow_inplace = sbce_backward_inplace;
   info.validate = validate_backward<S>;
   r.add_command(info);
 

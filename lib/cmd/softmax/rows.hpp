@@ -19,6 +19,7 @@
 #include "core/error.hpp"
 #include "core/tensor.hpp"
 #include "nnc/ccv_nnc.h"
+#include "nnc/ccv_nnc_easy.h"
 
 namespace nnc::rows {
 
@@ -125,22 +126,21 @@ inline int64_t item_count(const int* dim) {
   for (int i = 0; i < nd; i++) r *= dim[i];
   return r;
 }
-inline bool same_dims(const int* a, const int* b) {
-  for (int i = 0; i < kMaxDim; i++) {
-    if (a[i] != b[i]) return false;
-    if (a[i] == 0) return true;
-  }
-  return true;
-}
-
-// The shape of a per-row result: the input's shape with its last dimension 1
-// (a 1-d input of n classes is one row: [1]).
-inline void per_row_params(const ccv_nnc_tensor_param_t& in, ccv_nnc_tensor_param_t& out) {
+// libnnc's shape of a loss (the tensor_auto of the loss commands): the
+// labels' dimensions in the input's type and format, with the channel entry
+// (ccv_nnc_tensor_get_c) set to 1 when it is larger than 1. So for [N, C]
+// inputs, class-index labels [N] give [N], [N, 1] or dense [N, C] labels
+// [N, 1]. MSE applies the rule to 1-d targets too (keep_1d false); the others
+// keep a 1-d label shape. Class-index labels with one dimension fewer than
+// the input (our extension to several batch dimensions, [B, T] for [B, T, C])
+// keep their shape: their last entry is not a class axis.
+inline void loss_params(const ccv_nnc_tensor_param_t& in, const ccv_nnc_tensor_param_t& labels, bool keep_1d,
+                        ccv_nnc_tensor_param_t& out) {
   out = in;
-  const int nd = nd_of(in.dim);
-  if (nd == 0) return;
-  out.dim[nd - 1] = 1;
-  for (int i = nd; i < kMaxDim; i++) out.dim[i] = 0;
+  std::memcpy(out.dim, labels.dim, sizeof(out.dim));
+  const int nd = nd_of(out.dim);
+  if (nd == 0 || (keep_1d && nd == 1) || nd == nd_of(in.dim) - 1) return;
+  if (ccv_nnc_tensor_get_c(out) > 1) ccv_nnc_tensor_set_c(&out, nd, 1);
 }
 
 // How a label tensor relates to a logits / probabilities tensor.
@@ -154,7 +154,7 @@ inline LabelKind label_kind(const ccv_nnc_tensor_param_t& x, const ccv_nnc_tenso
   const int ldt = CCV_GET_DATA_TYPE(label.datatype);
   const int nd = nd_of(x.dim), lnd = nd_of(label.dim);
   // A float label shaped like an input of one class ([n, 1]) is read as dense.
-  if (is_float(ldt) && same_dims(x.dim, label.dim)) return LabelKind::kDense;
+  if (is_float(ldt) && same_shape(x.dim, label.dim)) return LabelKind::kDense;
   if (ldt != CCV_32S && !is_float(ldt)) return LabelKind::kBad;
   const int64_t rows = row_count(x.dim);
   if (item_count(label.dim) != rows) return LabelKind::kBad;

@@ -7,7 +7,7 @@
 // SOFTMAX_FORWARD: |x| -> |y|, y = exp(x - max) / sum exp(x - max) per row;
 // same shape and type. y may be x (in place).
 // SOFTMAX_BACKWARD: |g|x|y| -> |dx|, dx = y * (g - <g, y>) per row. It needs
-// g and y; x may be NULL. dx may share g's memory.
+// g and y; x may be NULL. dx may share g's memory; dx takes g's shape.
 //
 // SOFTMAX_CROSSENTROPY_FORWARD: |logits|labels| -> |loss|softmax|.
 //   labels: either one class index per row (32S or a float type holding
@@ -33,7 +33,11 @@
 //   logits and loss are not read. With T = sum_j t_j:
 //   d logits_j = g (softmax_j T - t_j) + softmax_j (gs_j - <gs, softmax>).
 //   The gradient with respect to the labels is not computed (d labels must
-//   be NULL). d logits may share the softmax's memory.
+//   be NULL). d logits may share the memory of g_softmax, the logits or the
+//   softmax (libnnc's in-place pairs); the forward's softmax may share the
+//   logits'. Shapes (ccv_nnc_hint_tensor_auto) follow libnnc: the loss takes
+//   the labels' shape with the channel entry 1; d logits the softmax's, d
+//   labels the labels'.
 #include "cmd/softmax/softmax.hpp"
 
 #include <string>
@@ -62,7 +66,7 @@ void check_float(const char* cmd, const char* what, const ccv_nnc_tensor_t* t) {
 void check_like(const char* cmd, const char* what, const ccv_nnc_tensor_t* t, const char* what_ref,
                 const ccv_nnc_tensor_t* ref) {
   NNC_CHECK(type_of(t) == type_of(ref), "%s: %s is %s but %s is %s", cmd, what, dt(t), what_ref, dt(ref));
-  NNC_CHECK(rows::same_dims(t->info.dim, ref->info.dim), "%s: %s is %s but %s is %s; they must match", cmd, what,
+  NNC_CHECK(same_shape(t->info, ref->info), "%s: %s is %s but %s is %s; they must match", cmd, what,
             dims_of(t).c_str(), what_ref, dims_of(ref).c_str());
 }
 // A per-row tensor (loss, its gradient): one item per row of `x`, x's type.
@@ -146,48 +150,68 @@ void validate_ce_backward(const ccv_nnc_cmd_t&, const ccv_nnc_hint_t&, ccv_nnc_t
   if (inputs[4]) check_per_row(c, "loss", inputs[4], "softmax", s);
 }
 
+// libnnc's loss shape: the labels' dimensions in the logits' type and
+// format, with the channel entry (ccv_nnc_tensor_get_c) set to 1 when there
+// is more than one dimension; so class-index labels [N] give a loss of [N],
+// [N, 1] or dense [N, C] labels [N, 1]. The softmax output is the logits'.
 void ce_forward_shapes(const ccv_nnc_cmd_param_t&, const ccv_nnc_tensor_param_t* inputs, int input_size,
                        const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
-  if (input_size < 1) return;
-  if (output_size > 0) rows::per_row_params(inputs[0], outputs[0]);
+  if (input_size < 2 || output_size < 1) return;
+  rows::loss_params(inputs[0], inputs[1], true, outputs[0]);
   if (output_size > 1) outputs[1] = inputs[0];
 }
 
-// Backward outputs mirror the forward inputs: |d logits|d labels| = inputs 2, 3.
+// libnnc's backward shapes: d logits like the saved softmax (input 5), d labels
+// like the labels (input 3).
 void ce_backward_shapes(const ccv_nnc_cmd_param_t&, const ccv_nnc_tensor_param_t* inputs, int input_size,
                         const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
-  for (int i = 0; i < output_size && 2 + i < input_size; i++) outputs[i] = inputs[2 + i];
-  // Without the logits the softmax has their shape.
-  if (output_size > 0 && input_size > 5 && nd_of(outputs[0].dim) == 0) outputs[0] = inputs[5];
+  if (input_size < 6 || output_size < 1) return;
+  outputs[0] = inputs[5];
+  if (output_size > 1) outputs[1] = inputs[3];
 }
 
-bool softmax_forward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
-                             int ib, const uint64_t* outputs, int ob) {
-  return input_size == 1 && output_size == 1 && bit(inputs, ib, 0) && bit(outputs, ob, 0);
+// The bitmasks are libnnc's predicates on the first word: which slots a
+// graph must fill for the command to run (autodiff prunes by them).
+uint64_t word0(const uint64_t* mask, int size) { return size > 0 ? mask[0] : 0; }
+
+bool softmax_forward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int ib,
+                             const uint64_t* outputs, int ob) {
+  return (word0(inputs, ib) & 1u) == 1u && word0(outputs, ob) == 1u;
 }
-bool softmax_backward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
-                              int ib, const uint64_t* outputs, int ob) {
-  return input_size == 3 && output_size == 1 && bit(inputs, ib, 0) && bit(inputs, ib, 2) && bit(outputs, ob, 0);
+// |g|x|y|: g and y, never x.
+bool softmax_backward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int ib,
+                              const uint64_t* outputs, int ob) {
+  return (word0(inputs, ib) & 5u) == 5u && word0(outputs, ob) == 1u;
 }
-bool ce_forward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs, int ib,
-                        const uint64_t* outputs, int ob) {
-  return input_size == 2 && output_size >= 1 && output_size <= 2 && bit(inputs, ib, 0) && bit(inputs, ib, 1) &&
-         (bit(outputs, ob, 0) || bit(outputs, ob, 1));
+// |logits|labels| -> |loss|softmax|: the softmax is always produced, the loss optional.
+bool ce_forward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int ib, const uint64_t* outputs,
+                        int ob) {
+  const uint64_t out = word0(outputs, ob);
+  return (word0(inputs, ib) & 3u) == 3u && (out == 3u || out == 2u);
 }
-bool ce_backward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs, int ib,
-                         const uint64_t* outputs, int ob) {
-  return input_size == 6 && output_size >= 1 && output_size <= 2 && bit(inputs, ib, 3) && bit(inputs, ib, 5) &&
-         bit(outputs, ob, 0) && !bit(outputs, ob, 1);
+// |g|g_softmax|logits|labels|loss|softmax|: labels and softmax; d logits required.
+bool ce_backward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int ib, const uint64_t* outputs,
+                         int ob) {
+  return (word0(inputs, ib) & 40u) == 40u && (word0(outputs, ob) & 1u) == 1u;
 }
 
-bool same_index(const ccv_nnc_cmd_param_t&, int input_idx, int, int output_idx, int) { return input_idx == output_idx; }
+// SOFTMAX_FORWARD works row by row from a copy of the row's maximum and sum,
+// so y may be x.
+bool always(const ccv_nnc_cmd_param_t&, int, int, int, int) { return true; }
 // Each row's <g, y> is formed before any dx of the row is written, and then
-// dx_j reads only g_j and y_j: dx may overwrite g or y.
+// dx_j reads only g_j and y_j: dx may overwrite g (libnnc's rule; it does not
+// list y).
 bool softmax_backward_inplace(const ccv_nnc_cmd_param_t&, int input_idx, int, int output_idx, int) {
-  return output_idx == 0 && (input_idx == 0 || input_idx == 2);
+  return output_idx == 0 && input_idx == 0;
 }
+// The softmax output may be written over the logits.
+bool ce_forward_inplace(const ccv_nnc_cmd_param_t&, int input_idx, int, int output_idx, int) {
+  return input_idx == 0 && output_idx == 1;
+}
+// d logits over g_softmax (its row dot product comes first), the logits (never
+// read) or the softmax.
 bool ce_backward_inplace(const ccv_nnc_cmd_param_t&, int input_idx, int, int output_idx, int) {
-  return output_idx == 0 && input_idx == 5;
+  return output_idx == 0 && (input_idx == 1 || input_idx == 2 || input_idx == 5);
 }
 
 }  // namespace
@@ -200,12 +224,13 @@ void register_softmax(Registry& r) {
   info.cmd = CCV_NNC_SOFTMAX_FORWARD;
   info.tensor_auto = shape::same_as_first_input;
   info.bitmask = softmax_forward_bitmask;
-  info.allow_inplace = same_index;
+  info.allow_inplace = always;
   info.validate = validate_softmax_forward;
   r.add_command(info);
 
   info = CommandInfo{};
   info.cmd = CCV_NNC_SOFTMAX_BACKWARD;
+  info.attributes = CCV_NNC_CMD_ATTR_NULL_IS_ONES;
   info.tensor_auto = shape::same_as_first_input;
   info.bitmask = softmax_backward_bitmask;
   info.allow_inplace = softmax_backward_inplace;
@@ -216,6 +241,7 @@ void register_softmax(Registry& r) {
   info.cmd = CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD;
   info.tensor_auto = ce_forward_shapes;
   info.bitmask = ce_forward_bitmask;
+  info.allow_inplace = ce_forward_inplace;
   info.validate = validate_ce_forward;
   r.add_command(info);
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <vector>
@@ -540,40 +541,185 @@ TEST_F(Loss, BadInput) {
   expect_invalid(sb, {nullptr, nullptr, x, y, nullptr, x64}, {dx}, "sigmoid is 64F");
 }
 
+bool same_params(const ccv_nnc_tensor_param_t& a, const ccv_nnc_tensor_param_t& b) {
+  return a.type == b.type && a.format == b.format && a.datatype == b.datatype &&
+         std::memcmp(a.dim, b.dim, sizeof(a.dim)) == 0;
+}
+
+// libnnc's contract of each loss (its description file's tensor_auto, bitmask
+// and in-place rules), pinned one rule at a time.
 TEST_F(Loss, ShapesAndBitmasks) {
-  ccv_nnc_tensor_param_t in[2] = {cmdtest::param(CCV_32F, {8, 10}), cmdtest::param(CCV_32F, {8, 10})};
   ccv_nnc_tensor_param_t out[2];
+  auto loss_shape = [&](uint32_t id, Dims x, ccv_nnc_tensor_param_t label) {
+    ccv_nnc_tensor_param_t in[2] = {cmdtest::param(CCV_64F, x), label};
+    std::memset(out, 0, sizeof(out));
+    ccv_nnc_hint_tensor_auto(cmd(id), in, 2, ccv_nnc_no_hint, out, 2);
+    EXPECT_EQ(out[0].datatype, CCV_64F) << ccv_nnc_cmd_name(id);  // the input's type, not the labels'
+    return Dims(out[0].dim, out[0].dim + ccv_nnc_tensor_nd(out[0].dim));
+  };
+  // The loss takes the second input's shape with the channel set to 1.
   for (uint32_t id : {CCV_NNC_CATEGORICAL_CROSSENTROPY_FORWARD, CCV_NNC_BINARY_CROSSENTROPY_FORWARD,
-                      CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD, CCV_NNC_MSE_FORWARD, CCV_NNC_SMOOTH_L1_FORWARD}) {
-    ccv_nnc_hint_tensor_auto(cmd(id), in, 2, ccv_nnc_no_hint, out, 1);
-    EXPECT_EQ(out[0].dim[0], 8) << ccv_nnc_cmd_name(id);
-    EXPECT_EQ(out[0].dim[1], 1) << ccv_nnc_cmd_name(id);
-    EXPECT_EQ(out[0].dim[2], 0) << ccv_nnc_cmd_name(id);
+                      CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD, CCV_NNC_MSE_FORWARD, CCV_NNC_SMOOTH_L1_FORWARD})
+    EXPECT_EQ(loss_shape(id, {8, 10}, cmdtest::param(CCV_64F, {8, 10})), (Dims{8, 1})) << ccv_nnc_cmd_name(id);
+  EXPECT_EQ(loss_shape(CCV_NNC_CATEGORICAL_CROSSENTROPY_FORWARD, {8, 10}, cmdtest::param(CCV_32S, {8})), (Dims{8}));
+  EXPECT_EQ(loss_shape(CCV_NNC_CATEGORICAL_CROSSENTROPY_FORWARD, {8, 10}, cmdtest::param(CCV_32S, {8, 1})),
+            (Dims{8, 1}));
+  EXPECT_EQ(loss_shape(CCV_NNC_CATEGORICAL_CROSSENTROPY_FORWARD, {4, 8, 10}, cmdtest::param(CCV_32S, {4, 8})),
+            (Dims{4, 8}));
+  // A 1-d target: MSE sets its channel to 1 as well, the others keep it.
+  EXPECT_EQ(loss_shape(CCV_NNC_MSE_FORWARD, {6}, cmdtest::param(CCV_64F, {6})), (Dims{1}));
+  EXPECT_EQ(loss_shape(CCV_NNC_SMOOTH_L1_FORWARD, {6}, cmdtest::param(CCV_64F, {6})), (Dims{6}));
+  // NCHW: the channel is dimension 1.
+  {
+    ccv_nnc_tensor_param_t in[2] = {cmdtest::param(CCV_32F, {2, 3, 4, 5}, CCV_TENSOR_FORMAT_NCHW),
+                                    cmdtest::param(CCV_32F, {2, 3, 4, 5}, CCV_TENSOR_FORMAT_NCHW)};
+    ccv_nnc_hint_tensor_auto(cmd(CCV_NNC_MSE_FORWARD), in, 2, ccv_nnc_no_hint, out, 1);
+    EXPECT_EQ(Dims(out[0].dim, out[0].dim + 4), (Dims{2, 1, 4, 5}));
   }
+  ccv_nnc_tensor_param_t in[2] = {cmdtest::param(CCV_32F, {8, 10}), cmdtest::param(CCV_32F, {8, 10})};
   ccv_nnc_hint_tensor_auto(cmd(CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD), in, 2, ccv_nnc_no_hint, out, 2);
-  EXPECT_EQ(out[1].dim[1], 10);
-  ccv_nnc_tensor_param_t one[1] = {cmdtest::param(CCV_32F, {6})};
-  ccv_nnc_hint_tensor_auto(cmd(CCV_NNC_MSE_FORWARD), one, 1, ccv_nnc_no_hint, out, 1);
-  EXPECT_EQ(out[0].dim[0], 1);
-  EXPECT_EQ(out[0].dim[1], 0);
-  ccv_nnc_tensor_param_t bin[4] = {cmdtest::param(CCV_32F, {8, 1}), in[0], in[1], cmdtest::param(CCV_32F, {8, 1})};
-  ccv_nnc_hint_tensor_auto(cmd(CCV_NNC_MSE_BACKWARD), bin, 4, ccv_nnc_no_hint, out, 2);
-  EXPECT_EQ(out[0].dim[1], 10);
-  EXPECT_EQ(out[1].dim[1], 10);
+  EXPECT_TRUE(same_params(out[1], in[0]));
+  // Backward: |g|forward inputs|forward outputs| -> gradients of the inputs.
+  const ccv_nnc_tensor_param_t a = cmdtest::param(CCV_32F, {8, 10}), b = cmdtest::param(CCV_16F, {8, 10}),
+                               lab = cmdtest::param(CCV_32S, {8});
+  for (uint32_t id : {CCV_NNC_CATEGORICAL_CROSSENTROPY_BACKWARD, CCV_NNC_BINARY_CROSSENTROPY_BACKWARD,
+                      CCV_NNC_MSE_BACKWARD, CCV_NNC_SMOOTH_L1_BACKWARD}) {
+    ccv_nnc_tensor_param_t bin[4] = {cmdtest::param(CCV_32F, {8, 1}), a, id == CCV_NNC_CATEGORICAL_CROSSENTROPY_BACKWARD ? lab : b,
+                                     cmdtest::param(CCV_32F, {8, 1})};
+    ccv_nnc_hint_tensor_auto(cmd(id), bin, 4, ccv_nnc_no_hint, out, 2);
+    EXPECT_TRUE(same_params(out[0], bin[1])) << ccv_nnc_cmd_name(id);
+    EXPECT_TRUE(same_params(out[1], bin[2])) << ccv_nnc_cmd_name(id);
+  }
+  // SIGMOID_BINARY_CROSSENTROPY: dz like the saved sigmoid (input 5), dy like y (input 3).
+  ccv_nnc_tensor_param_t sin[6] = {{}, {}, cmdtest::param(CCV_64F, {1}), b, {}, a};
+  ccv_nnc_hint_tensor_auto(cmd(CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_BACKWARD), sin, 6, ccv_nnc_no_hint, out, 2);
+  EXPECT_TRUE(same_params(out[0], a));
+  EXPECT_TRUE(same_params(out[1], b));
 
   auto bm = [](uint32_t id, int ni, uint64_t inputs, int no, uint64_t outputs) {
     return ccv_nnc_cmd_bitmask(cmd(id), ni, no, &inputs, 1, &outputs, 1);
   };
-  EXPECT_TRUE(bm(CCV_NNC_MSE_FORWARD, 2, 0b11, 1, 1));
-  EXPECT_FALSE(bm(CCV_NNC_MSE_FORWARD, 2, 0b01, 1, 1));
-  EXPECT_TRUE(bm(CCV_NNC_MSE_BACKWARD, 4, 0b0110, 2, 0b10));
+  for (uint32_t id : {CCV_NNC_CATEGORICAL_CROSSENTROPY_FORWARD, CCV_NNC_BINARY_CROSSENTROPY_FORWARD,
+                      CCV_NNC_MSE_FORWARD, CCV_NNC_SMOOTH_L1_FORWARD}) {
+    EXPECT_TRUE(bm(id, 2, 0b11, 1, 1)) << ccv_nnc_cmd_name(id);
+    EXPECT_FALSE(bm(id, 2, 0b01, 1, 1)) << ccv_nnc_cmd_name(id);
+    EXPECT_FALSE(bm(id, 2, 0b11, 1, 0)) << ccv_nnc_cmd_name(id);
+  }
+  // The sigmoid output is required, the loss optional.
+  EXPECT_TRUE(bm(CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD, 2, 0b11, 2, 0b11));
+  EXPECT_TRUE(bm(CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD, 2, 0b11, 2, 0b10));
+  EXPECT_FALSE(bm(CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD, 2, 0b11, 2, 0b01));
+  // Backward needs per loss: CATEGORICAL and MSE g, x, y; BINARY x, y; SMOOTH_L1 x, y and the loss.
+  EXPECT_TRUE(bm(CCV_NNC_CATEGORICAL_CROSSENTROPY_BACKWARD, 4, 0b0111, 1, 1));
+  EXPECT_FALSE(bm(CCV_NNC_CATEGORICAL_CROSSENTROPY_BACKWARD, 4, 0b0110, 1, 1));
+  EXPECT_TRUE(bm(CCV_NNC_CATEGORICAL_CROSSENTROPY_BACKWARD, 4, 0b0111, 2, 0b11));
+  EXPECT_FALSE(bm(CCV_NNC_CATEGORICAL_CROSSENTROPY_BACKWARD, 4, 0b0111, 2, 0b10));
+  EXPECT_TRUE(bm(CCV_NNC_BINARY_CROSSENTROPY_BACKWARD, 4, 0b0110, 1, 1));
+  EXPECT_FALSE(bm(CCV_NNC_BINARY_CROSSENTROPY_BACKWARD, 4, 0b0011, 1, 1));
+  EXPECT_FALSE(bm(CCV_NNC_BINARY_CROSSENTROPY_BACKWARD, 4, 0b0110, 2, 0b10));
+  EXPECT_TRUE(bm(CCV_NNC_MSE_BACKWARD, 4, 0b0111, 2, 0b10));
   EXPECT_TRUE(bm(CCV_NNC_MSE_BACKWARD, 4, 0b1111, 2, 0b11));
-  EXPECT_FALSE(bm(CCV_NNC_MSE_BACKWARD, 4, 0b0101, 2, 0b01));
-  EXPECT_TRUE(bm(CCV_NNC_CATEGORICAL_CROSSENTROPY_BACKWARD, 4, 0b0110, 1, 1));
+  EXPECT_FALSE(bm(CCV_NNC_MSE_BACKWARD, 4, 0b0110, 2, 0b01));
+  EXPECT_FALSE(bm(CCV_NNC_MSE_BACKWARD, 4, 0b0111, 2, 0b00));
+  EXPECT_TRUE(bm(CCV_NNC_SMOOTH_L1_BACKWARD, 4, 0b1110, 1, 1));
+  EXPECT_FALSE(bm(CCV_NNC_SMOOTH_L1_BACKWARD, 4, 0b0111, 1, 1));
+  // |g|g_sigmoid|z|y|loss|sigmoid|: y and the sigmoid.
   EXPECT_TRUE(bm(CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_BACKWARD, 6, 0b101000, 1, 1));
-  EXPECT_FALSE(bm(CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_BACKWARD, 6, 0b101000, 2, 0b11));
-  EXPECT_TRUE(bm(CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_BACKWARD, 6, 0b001100, 2, 0b11));
+  EXPECT_TRUE(bm(CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_BACKWARD, 6, 0b101000, 2, 0b11));
+  EXPECT_FALSE(bm(CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_BACKWARD, 6, 0b001100, 2, 0b11));
   EXPECT_FALSE(bm(CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_BACKWARD, 6, 0b100100, 1, 1));
+
+  auto allow = [](uint32_t id, int i, int ni, int o, int no) { return ccv_nnc_cmd_allow_inplace(cmd(id), i, ni, o, no); };
+  EXPECT_TRUE(allow(CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD, 0, 2, 1, 2));
+  EXPECT_FALSE(allow(CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD, 0, 2, 0, 2));
+  for (int i = 0; i < 6; i++)
+    EXPECT_EQ(allow(CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_BACKWARD, i, 6, 0, 2), i == 1 || i == 2 || i == 5) << i;
+  for (uint32_t id : {CCV_NNC_CATEGORICAL_CROSSENTROPY_FORWARD, CCV_NNC_CATEGORICAL_CROSSENTROPY_BACKWARD,
+                      CCV_NNC_BINARY_CROSSENTROPY_FORWARD, CCV_NNC_BINARY_CROSSENTROPY_BACKWARD, CCV_NNC_MSE_FORWARD,
+                      CCV_NNC_MSE_BACKWARD, CCV_NNC_SMOOTH_L1_FORWARD, CCV_NNC_SMOOTH_L1_BACKWARD,
+                      CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD, CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_BACKWARD}) {
+    EXPECT_EQ(ccv_nnc_cmd_attr(cmd(id), CCV_NNC_CMD_ATTR_NULL_IS_ONES), (id & 1) ? 1 : 0) << ccv_nnc_cmd_name(id);
+    for (int i = 0; i < 6; i++) {
+      EXPECT_FALSE(ccv_nnc_cmd_enforce_inplace(cmd(id), i, 6, 0, 2)) << ccv_nnc_cmd_name(id);
+      if (id != CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD && id != CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_BACKWARD)
+        EXPECT_FALSE(allow(id, i, 6, 0, 2)) << ccv_nnc_cmd_name(id);
+    }
+  }
+}
+
+// SIGMOID_BINARY_CROSSENTROPY's in-place pairs compute what separate tensors do, on both backends.
+TEST_F(Loss, SigmoidInPlacePairsGiveTheSameValues) {
+  std::mt19937 rng(5);
+  const int rows = 6, cols = 37;
+  for (uint32_t backend : {CCV_NNC_BACKEND_CPU_REF, CCV_NNC_BACKEND_CPU_OPT}) {
+    ccv_nnc_cmd_t f = bce(CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD, 1.5f);
+    ccv_nnc_cmd_t b = bce(CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_BACKWARD, 1.5f);
+    f.backend = b.backend = backend;
+    T z(CCV_32F, {rows, cols}), y(CCV_32F, {rows, cols}), g(CCV_32F, {rows, 1}), gs(CCV_32F, {rows, cols});
+    fill(z, rng, -4, 4);
+    fill(y, rng, 0, 1);
+    fill(g, rng, 0.5, 2);
+    fill(gs, rng, -1, 1);
+    T loss(CCV_32F, {rows, 1}), s(CCV_32F, {rows, cols}), dz(CCV_32F, {rows, cols});
+    ASSERT_EQ(cmdtest::run(f, {z, y}, {loss, s}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    ASSERT_EQ(cmdtest::run(b, {g, gs, nullptr, y, loss, s}, {dz}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    T z2(CCV_32F, {rows, cols}), loss2(CCV_32F, {rows, 1});
+    for (size_t i = 0; i < z.count(); i++) z2.set(i, z.get(i));
+    ASSERT_EQ(cmdtest::run(f, {z2, y}, {loss2, z2}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    for (size_t i = 0; i < s.count(); i++) ASSERT_EQ(z2.get(i), s.get(i)) << i;
+    for (int r = 0; r < rows; r++) ASSERT_EQ(loss2.get(r), loss.get(r)) << r;
+    for (int slot : {1, 5}) {
+      T over(CCV_32F, {rows, cols});
+      const T& from = slot == 1 ? gs : s;
+      for (size_t i = 0; i < over.count(); i++) over.set(i, from.get(i));
+      std::vector<ccv_nnc_tensor_t*> in = {g, gs, nullptr, y, loss, s};
+      in[slot] = over;
+      ASSERT_EQ(cmdtest::run(b, in, {over}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+      for (size_t i = 0; i < dz.count(); i++) ASSERT_EQ(over.get(i), dz.get(i)) << "slot " << slot << " at " << i;
+    }
+    // dz over the logits, from the logits: the same values as from them kept apart.
+    T dz_z(CCV_32F, {rows, cols}), z3(CCV_32F, {rows, cols});
+    ASSERT_EQ(cmdtest::run(b, {g, gs, z, y, loss, s}, {dz_z}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    for (size_t i = 0; i < z.count(); i++) z3.set(i, z.get(i));
+    ASSERT_EQ(cmdtest::run(b, {g, gs, z3, y, loss, s}, {z3}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    for (size_t i = 0; i < dz.count(); i++) ASSERT_EQ(z3.get(i), dz_z.get(i)) << i;
+  }
+}
+
+// CATEGORICAL_CROSSENTROPY on CPU_OPT keeps its class indices in the stream's
+// or thread's workspace: calls that reuse it (other sizes, another stream)
+// still give the reference's values.
+TEST_F(Loss, CategoricalIndicesInWorkspace) {
+  std::mt19937 rng(9);
+  ccv_nnc_stream_context_t* stream = ccv_nnc_stream_context_new(CCV_STREAM_CONTEXT_CPU);
+  ASSERT_NE(stream, nullptr);
+  for (int rows : {3, 700, 5}) {
+    const int cols = 11;
+    T p(CCV_32F, {rows, cols}), lab(CCV_32S, {rows}), g(CCV_32F, {rows});
+    fill(p, rng, 0.01, 1);
+    fill(g, rng, 0.5, 2);
+    for (int r = 0; r < rows; r++) lab.set(r, (r * 5 + rows) % cols);
+    T loss_ref(CCV_32F, {rows}), dp_ref(CCV_32F, {rows, cols});
+    ccv_nnc_cmd_t f = ce(CCV_NNC_CATEGORICAL_CROSSENTROPY_FORWARD, 0.02f, 0.8f);
+    ccv_nnc_cmd_t b = ce(CCV_NNC_CATEGORICAL_CROSSENTROPY_BACKWARD, 0.02f, 0.8f);
+    f.backend = b.backend = CCV_NNC_BACKEND_CPU_REF;
+    ASSERT_EQ(cmdtest::run(f, {p, lab}, {loss_ref}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    ASSERT_EQ(cmdtest::run(b, {g, p, lab}, {dp_ref}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    f.backend = b.backend = CCV_NNC_BACKEND_CPU_OPT;
+    for (ccv_nnc_stream_context_t* s : {static_cast<ccv_nnc_stream_context_t*>(nullptr), stream}) {
+      T loss(CCV_32F, {rows}), dp(CCV_32F, {rows, cols});
+      ccv_nnc_tensor_t* fin[2] = {p, lab};
+      ccv_nnc_tensor_t* fout[1] = {loss};
+      ccv_nnc_tensor_t* bin[3] = {g, p, lab};
+      ccv_nnc_tensor_t* bout[1] = {dp};
+      ASSERT_EQ(ccv_nnc_cmd_exec(f, ccv_nnc_no_hint, 0, fin, 2, fout, 1, s), CCV_NNC_EXEC_SUCCESS);
+      ASSERT_EQ(ccv_nnc_cmd_exec(b, ccv_nnc_no_hint, 0, bin, 3, bout, 1, s), CCV_NNC_EXEC_SUCCESS);
+      if (s) ccv_nnc_stream_context_wait(s);
+      for (int r = 0; r < rows; r++) EXPECT_NEAR(loss.get(r), loss_ref.get(r), 1e-5 * std::fabs(loss_ref.get(r)));
+      for (size_t i = 0; i < dp.count(); i++) EXPECT_NEAR(dp.get(i), dp_ref.get(i), 1e-5 * std::fabs(dp_ref.get(i)));
+    }
+  }
+  ccv_nnc_stream_context_free(stream);
 }
 
 TEST_F(Loss, EasyMacrosFromC) {

@@ -7,6 +7,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -28,6 +29,11 @@ class Softmax : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { ccv_nnc_init(); }
 };
+
+bool same_params(const ccv_nnc_tensor_param_t& a, const ccv_nnc_tensor_param_t& b) {
+  return a.type == b.type && a.format == b.format && a.datatype == b.datatype &&
+         std::memcmp(a.dim, b.dim, sizeof(a.dim)) == 0;
+}
 
 ccv_nnc_cmd_t cmd(uint32_t id, uint32_t backend = 0, float trim0 = 0, float trim1 = 1) {
   ccv_nnc_cmd_t c = cmdtest::command(id, backend);
@@ -485,37 +491,123 @@ TEST_F(Softmax, BadInput) {
   }
 }
 
+// libnnc's contract of each command (its description file's tensor_auto,
+// bitmask and in-place rules), pinned one rule at a time.
 TEST_F(Softmax, ShapesAndBitmasks) {
-  ccv_nnc_tensor_param_t in[2] = {cmdtest::param(CCV_32F, {8, 3, 10}), cmdtest::param(CCV_32S, {8, 3})};
   ccv_nnc_tensor_param_t out[2];
-  ccv_nnc_hint_tensor_auto(cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD), in, 2, ccv_nnc_no_hint, out, 2);
-  EXPECT_EQ(out[0].dim[0], 8);
-  EXPECT_EQ(out[0].dim[1], 3);
-  EXPECT_EQ(out[0].dim[2], 1);
-  EXPECT_EQ(out[0].dim[3], 0);
-  EXPECT_EQ(out[0].datatype, CCV_32F);
-  EXPECT_EQ(out[1].dim[2], 10);
-  ccv_nnc_hint_tensor_auto(cmd(CCV_NNC_SOFTMAX_FORWARD), in, 1, ccv_nnc_no_hint, out, 1);
-  EXPECT_EQ(out[0].dim[2], 10);
-  ccv_nnc_tensor_param_t bin[6] = {cmdtest::param(CCV_32F, {8, 3, 1}), {},   in[0], in[1],
-                                   cmdtest::param(CCV_32F, {8, 3, 1}), in[0]};
+  auto ce_loss_shape = [&](Dims x, ccv_nnc_tensor_param_t label) {
+    ccv_nnc_tensor_param_t in[2] = {cmdtest::param(CCV_32F, x), label};
+    std::memset(out, 0, sizeof(out));
+    ccv_nnc_hint_tensor_auto(cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD), in, 2, ccv_nnc_no_hint, out, 2);
+    EXPECT_EQ(out[0].datatype, CCV_32F);  // the logits' type, whatever the labels'
+    EXPECT_TRUE(ccv_nnc_tensor_count(out[1]) == ccv_nnc_tensor_count(in[0]) && out[1].dim[1] == in[0].dim[1]);
+    return Dims(out[0].dim, out[0].dim + ccv_nnc_tensor_nd(out[0].dim));
+  };
+  // The loss takes the labels' shape with the channel set to 1.
+  EXPECT_EQ(ce_loss_shape({8, 10}, cmdtest::param(CCV_32S, {8})), (Dims{8}));
+  EXPECT_EQ(ce_loss_shape({8, 10}, cmdtest::param(CCV_32S, {8, 1})), (Dims{8, 1}));
+  EXPECT_EQ(ce_loss_shape({8, 10}, cmdtest::param(CCV_32F, {8, 10})), (Dims{8, 1}));
+  // Class indices over several batch dimensions keep their shape.
+  EXPECT_EQ(ce_loss_shape({8, 3, 10}, cmdtest::param(CCV_32S, {8, 3})), (Dims{8, 3}));
+  EXPECT_EQ(ce_loss_shape({8, 3, 10}, cmdtest::param(CCV_32F, {8, 3, 10})), (Dims{8, 3, 1}));
+  ccv_nnc_tensor_param_t x = cmdtest::param(CCV_32F, {8, 10});
+  ccv_nnc_hint_tensor_auto(cmd(CCV_NNC_SOFTMAX_FORWARD), &x, 1, ccv_nnc_no_hint, out, 1);
+  EXPECT_TRUE(same_params(out[0], x));
+  // SOFTMAX_BACKWARD: dx from the gradient (input 0).
+  ccv_nnc_tensor_param_t sb[3] = {cmdtest::param(CCV_64F, {4, 5}), cmdtest::param(CCV_32F, {2, 2}), x};
+  ccv_nnc_hint_tensor_auto(cmd(CCV_NNC_SOFTMAX_BACKWARD), sb, 3, ccv_nnc_no_hint, out, 1);
+  EXPECT_TRUE(same_params(out[0], sb[0]));
+  // SOFTMAX_CROSSENTROPY_BACKWARD: d logits from the softmax (input 5), d labels from the labels (input 3).
+  ccv_nnc_tensor_param_t bin[6] = {cmdtest::param(CCV_32F, {8}), {}, {}, cmdtest::param(CCV_32S, {8}), {},
+                                   cmdtest::param(CCV_32F, {8, 10})};
   ccv_nnc_hint_tensor_auto(cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_BACKWARD), bin, 6, ccv_nnc_no_hint, out, 2);
-  EXPECT_EQ(out[0].dim[2], 10);
-  EXPECT_EQ(out[1].dim[1], 3);
+  EXPECT_TRUE(same_params(out[0], bin[5]));
+  EXPECT_TRUE(same_params(out[1], bin[3]));
 
   auto bm = [](uint32_t id, int ni, uint64_t inputs, int no, uint64_t outputs) {
     return ccv_nnc_cmd_bitmask(cmd(id), ni, no, &inputs, 1, &outputs, 1);
   };
   EXPECT_TRUE(bm(CCV_NNC_SOFTMAX_FORWARD, 1, 1, 1, 1));
+  EXPECT_FALSE(bm(CCV_NNC_SOFTMAX_FORWARD, 1, 0, 1, 1));
+  EXPECT_FALSE(bm(CCV_NNC_SOFTMAX_FORWARD, 1, 1, 2, 0b11));
+  // |g|x|y| -> |dx|: g and y; x is never needed.
   EXPECT_TRUE(bm(CCV_NNC_SOFTMAX_BACKWARD, 3, 0b101, 1, 1));
+  EXPECT_TRUE(bm(CCV_NNC_SOFTMAX_BACKWARD, 3, 0b111, 1, 1));
   EXPECT_FALSE(bm(CCV_NNC_SOFTMAX_BACKWARD, 3, 0b011, 1, 1));
+  EXPECT_FALSE(bm(CCV_NNC_SOFTMAX_BACKWARD, 3, 0b100, 1, 1));
+  // |logits|labels| -> |loss|softmax|: the softmax is required, the loss optional.
   EXPECT_TRUE(bm(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD, 2, 0b11, 2, 0b11));
-  EXPECT_TRUE(bm(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD, 2, 0b11, 2, 0b01));
+  EXPECT_TRUE(bm(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD, 2, 0b11, 2, 0b10));
+  EXPECT_FALSE(bm(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD, 2, 0b11, 2, 0b01));
   EXPECT_FALSE(bm(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD, 2, 0b01, 2, 0b11));
+  // |g|g_softmax|logits|labels|loss|softmax| -> |d logits|d labels|: labels and softmax.
   EXPECT_TRUE(bm(CCV_NNC_SOFTMAX_CROSSENTROPY_BACKWARD, 6, 0b101001, 2, 0b01));
   EXPECT_TRUE(bm(CCV_NNC_SOFTMAX_CROSSENTROPY_BACKWARD, 6, 0b101000, 2, 0b01));
+  EXPECT_TRUE(bm(CCV_NNC_SOFTMAX_CROSSENTROPY_BACKWARD, 6, 0b101001, 2, 0b11));
   EXPECT_FALSE(bm(CCV_NNC_SOFTMAX_CROSSENTROPY_BACKWARD, 6, 0b001001, 2, 0b01));
-  EXPECT_FALSE(bm(CCV_NNC_SOFTMAX_CROSSENTROPY_BACKWARD, 6, 0b101001, 2, 0b11));
+  EXPECT_FALSE(bm(CCV_NNC_SOFTMAX_CROSSENTROPY_BACKWARD, 6, 0b101001, 2, 0b10));
+
+  auto allow = [](uint32_t id, int i, int ni, int o, int no) { return ccv_nnc_cmd_allow_inplace(cmd(id), i, ni, o, no); };
+  EXPECT_TRUE(allow(CCV_NNC_SOFTMAX_FORWARD, 0, 1, 0, 1));
+  EXPECT_TRUE(allow(CCV_NNC_SOFTMAX_BACKWARD, 0, 3, 0, 1));
+  EXPECT_FALSE(allow(CCV_NNC_SOFTMAX_BACKWARD, 2, 3, 0, 1));
+  EXPECT_TRUE(allow(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD, 0, 2, 1, 2));
+  EXPECT_FALSE(allow(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD, 0, 2, 0, 2));
+  for (int i = 0; i < 6; i++)
+    EXPECT_EQ(allow(CCV_NNC_SOFTMAX_CROSSENTROPY_BACKWARD, i, 6, 0, 2), i == 1 || i == 2 || i == 5) << i;
+  EXPECT_FALSE(allow(CCV_NNC_SOFTMAX_CROSSENTROPY_BACKWARD, 3, 6, 1, 2));
+  for (uint32_t id : {CCV_NNC_SOFTMAX_FORWARD, CCV_NNC_SOFTMAX_BACKWARD, CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD,
+                      CCV_NNC_SOFTMAX_CROSSENTROPY_BACKWARD}) {
+    EXPECT_EQ(ccv_nnc_cmd_attr(cmd(id), CCV_NNC_CMD_ATTR_NULL_IS_ONES), (id & 1) ? 1 : 0) << ccv_nnc_cmd_name(id);
+    for (int i = 0; i < 6; i++)
+      for (int o = 0; o < 2; o++) EXPECT_FALSE(ccv_nnc_cmd_enforce_inplace(cmd(id), i, 6, o, 2));
+  }
+}
+
+// The in-place pairs libnnc allows compute what separate tensors do, on both backends.
+TEST_F(Softmax, InPlacePairsGiveTheSameValues) {
+  std::mt19937 rng(71);
+  const int rows = 5, cols = 37;
+  for (uint32_t backend : {kRef, kOpt}) {
+    T x(CCV_32F, {rows, cols}), lab(CCV_32S, {rows}), gs(CCV_32F, {rows, cols}), g(CCV_32F, {rows});
+    cmdtest::fill_uniform(x, rng, -3, 3);
+    cmdtest::fill_uniform(gs, rng, -1, 1);
+    cmdtest::fill_uniform(g, rng, 0.5, 2);
+    for (int r = 0; r < rows; r++) lab.set(r, (r * 7) % cols);
+    const ccv_nnc_cmd_t f = cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD, backend, 0.05f, 0.9f);
+    const ccv_nnc_cmd_t b = cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_BACKWARD, backend, 0.05f, 0.9f);
+    T loss(CCV_32F, {rows}), s(CCV_32F, {rows, cols}), dz(CCV_32F, {rows, cols});
+    ASSERT_EQ(cmdtest::run(f, {x, lab}, {loss, s}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    ASSERT_EQ(cmdtest::run(b, {g, gs, x, lab, loss, s}, {dz}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    // Forward: the softmax over the logits.
+    T x2(CCV_32F, {rows, cols}), loss2(CCV_32F, {rows});
+    for (size_t i = 0; i < x.count(); i++) x2.set(i, x.get(i));
+    ASSERT_EQ(cmdtest::run(f, {x2, lab}, {loss2, x2}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    for (size_t i = 0; i < s.count(); i++) ASSERT_EQ(x2.get(i), s.get(i)) << i;
+    for (int r = 0; r < rows; r++) ASSERT_EQ(loss2.get(r), loss.get(r)) << r;
+    // Backward: d logits over g_softmax, the logits and the softmax.
+    for (int slot : {1, 2, 5}) {
+      T over(CCV_32F, {rows, cols});
+      const T& from = slot == 1 ? gs : slot == 2 ? x : s;
+      for (size_t i = 0; i < over.count(); i++) over.set(i, from.get(i));
+      std::vector<ccv_nnc_tensor_t*> in = {g, gs, x, lab, loss, s};
+      in[slot] = over;
+      ASSERT_EQ(cmdtest::run(b, in, {over}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+      for (size_t i = 0; i < dz.count(); i++) ASSERT_EQ(over.get(i), dz.get(i)) << "slot " << slot << " at " << i;
+    }
+    // SOFTMAX: y over x, dx over g.
+    T y(CCV_32F, {rows, cols}), dx(CCV_32F, {rows, cols});
+    ASSERT_EQ(cmdtest::run(cmd(CCV_NNC_SOFTMAX_FORWARD, backend), {x}, {y}), CCV_NNC_EXEC_SUCCESS);
+    ASSERT_EQ(cmdtest::run(cmd(CCV_NNC_SOFTMAX_BACKWARD, backend), {gs, x, y}, {dx}), CCV_NNC_EXEC_SUCCESS);
+    T x3(CCV_32F, {rows, cols}), g3(CCV_32F, {rows, cols});
+    for (size_t i = 0; i < x.count(); i++) x3.set(i, x.get(i)), g3.set(i, gs.get(i));
+    ASSERT_EQ(cmdtest::run(cmd(CCV_NNC_SOFTMAX_FORWARD, backend), {x3}, {x3}), CCV_NNC_EXEC_SUCCESS);
+    ASSERT_EQ(cmdtest::run(cmd(CCV_NNC_SOFTMAX_BACKWARD, backend), {g3, nullptr, y}, {g3}), CCV_NNC_EXEC_SUCCESS);
+    for (size_t i = 0; i < y.count(); i++) {
+      ASSERT_EQ(x3.get(i), y.get(i)) << i;
+      ASSERT_EQ(g3.get(i), dx.get(i)) << i;
+    }
+  }
 }
 
 TEST_F(Softmax, EasyMacrosFromC) {
