@@ -14,9 +14,38 @@
  *
  * Ownership: every *_new returns an object the caller frees with the matching
  * *_free; every *_free accepts NULL.
+ *
+ * Beside libccv: when libccv's own ccv.h is further along the include path,
+ * this header includes it instead (it declares everything below and the image
+ * functions, ccv_read, CCV_IO_*, ...), so a program that uses both libraries
+ * compiles whichever include directory comes first. Define
+ * NNC_NO_LIBCCV_HEADER to always get this subset. NNC_CCV_H_SUBSET is defined
+ * to 1 when this subset is in effect, NNC_CCV_H_DEFERRED when libccv's is.
  */
+/* libccv's header uses this guard too: whichever is included first wins. */
+#if !defined(GUARD_ccv_h) && !defined(NNC_NO_LIBCCV_HEADER) && !defined(NNC_BUILDING_LIBRARY) && defined(__has_include_next)
+/* include_next looks only past the directory this file came from, so it finds
+ * a later ccv.h (libccv's, or another copy of this one, which repeats the
+ * look-up from its own place) and never this file again. The library itself
+ * (NNC_BUILDING_LIBRARY) always builds against the subset. */
+#if __has_include_next(<ccv.h>)
+#define NNC_CCV_H_DEFERRED 1
+#include_next <ccv.h>
+#endif
+#endif
+
+#if defined(GUARD_ccv_h) && !defined(NNC_CCV_H_SUBSET) && !defined(GUARD_nnc_ccv_h_supplement)
+#define GUARD_nnc_ccv_h_supplement
+/* libccv's ccv.h is in effect. NNC's public headers use these, which libccv
+ * keeps in its internal header. */
+#ifndef CCV_SWAP
+#define CCV_SWAP(a, b, t) ((t) = (a), (a) = (b), (b) = (t))
+#endif
+#endif
+
 #ifndef GUARD_ccv_h
 #define GUARD_ccv_h
+#define NNC_CCV_H_SUBSET 1
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,10 +190,38 @@ ccv_dense_matrix_t ccv_dense_matrix(int rows, int cols, int type, void* data, ui
 void ccv_make_matrix_mutable(ccv_matrix_t* mat);
 /** Give the matrix a signature computed from its content. */
 void ccv_make_matrix_immutable(ccv_matrix_t* mat);
-/** Free a matrix now. NULL is a no-op; an CCV_UNMANAGED matrix is left alone. */
+/**
+ * Free a matrix now. NULL is a no-op; an CCV_UNMANAGED matrix is left alone.
+ *
+ * A matrix is one block from the C library's allocator (the header, then the
+ * rows at the 64-byte-rounded offset of ccv_compute_dense_matrix_size) or,
+ * with CCV_NO_DATA_ALLOC, a header alone; freeing it is free() of the header,
+ * as in libccv. So a matrix made by libccv can be freed here and one made here
+ * (or a CPU tensor from ccv_nnc_tensor_new) by libccv. NNC's ccv_* functions
+ * are weak definitions: linked beside libccv, libccv's win, in either link
+ * order, and NNC uses them.
+ */
 void ccv_matrix_free_immediately(ccv_matrix_t* mat);
 /** Free a matrix (NNC keeps no matrix cache, so this is ccv_matrix_free_immediately). */
 void ccv_matrix_free(ccv_matrix_t* mat);
+/**
+ * The matrix as a dense matrix: mat itself when it is one (a dense matrix or
+ * a plain CPU tensor, which share the layout), otherwise NULL with a message
+ * for ccv_nnc_error_message.
+ */
+ccv_dense_matrix_t* ccv_get_dense_matrix(ccv_matrix_t* mat);
+/**
+ * Compare two dense matrices: 0 when they have the same data type, channel
+ * count, rows and cols and equal elements, -1 otherwise (and for NULL or
+ * non-dense input, with a message). Row padding is not compared. Integers
+ * must match exactly; floating-point elements x, y match when
+ * |x - y| <= tol * max(1, |x|, |y|), tol being 1e-4 for 32F, 1e-2 for 16F and
+ * 16BF, and 1e-10 for 64F, or when both are NaN.
+ */
+int ccv_matrix_eq(ccv_matrix_t* a, ccv_matrix_t* b);
+/** Set every byte of the matrix's rows (padding included) to 0. NULL: no-op. */
+void ccv_zero(ccv_matrix_t* mat);
+#define CCV_DEFAULT_CACHE_SIZE (1024 * 1024 * 64)
 /** ccv's matrix cache: NNC has none, these exist so ccv programs link. */
 void ccv_drain_cache(void);
 void ccv_disable_cache(void);
@@ -251,6 +308,64 @@ static inline ccv_rect_t ccv_rect(int x, int y, int width, int height)
 static inline int ccv_rect_is_zero(ccv_rect_t rect)
 {
 	return rect.x == 0 && rect.y == 0 && rect.width == 0 && rect.height == 0;
+}
+
+typedef struct {
+	float x;
+	float y;
+	float width;
+	float height;
+} ccv_decimal_rect_t;
+
+static inline ccv_decimal_rect_t ccv_decimal_rect(float x, float y, float width, float height)
+{
+	ccv_decimal_rect_t rect;
+	rect.x = x;
+	rect.y = y;
+	rect.width = width;
+	rect.height = height;
+	return rect;
+}
+
+typedef struct {
+	int left;
+	int top;
+	int right;
+	int bottom;
+} ccv_margin_t;
+
+static inline ccv_margin_t ccv_margin(int left, int top, int right, int bottom)
+{
+	ccv_margin_t margin;
+	margin.left = left;
+	margin.top = top;
+	margin.right = right;
+	margin.bottom = bottom;
+	return margin;
+}
+
+typedef struct {
+	int x, y;
+} ccv_point_t;
+
+static inline ccv_point_t ccv_point(int x, int y)
+{
+	ccv_point_t point;
+	point.x = x;
+	point.y = y;
+	return point;
+}
+
+typedef struct {
+	float x, y;
+} ccv_decimal_point_t;
+
+static inline ccv_decimal_point_t ccv_decimal_point(float x, float y)
+{
+	ccv_decimal_point_t point;
+	point.x = x;
+	point.y = y;
+	return point;
 }
 
 /**

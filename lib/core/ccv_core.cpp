@@ -1,6 +1,15 @@
 // The ccv core NNC's API uses: dense matrices (the same objects as 3-d
 // tensors), growable arrays, and half-precision conversion.
+//
+// libccv defines these same functions, and programs link both libraries. So
+// every definition here is weak (NNC_CCV_API): beside a static libccv, its
+// strong definitions replace ours without a duplicate-symbol error in either
+// link order, and NNC itself then calls libccv's. That is safe because the
+// two agree on memory: a matrix is one malloc-family block (header, data at
+// the header size rounded up to 64 bytes) or a header alone, released by
+// free() on the header, so either library frees the other's matrices.
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -11,6 +20,9 @@
 #include "core/error.hpp"
 #include "core/export.hpp"
 #include "core/tensor.hpp"
+
+// Exported, and yields to a strong definition of the same name (libccv's).
+#define NNC_CCV_API NNC_API __attribute__((weak))
 
 namespace nnc {
 namespace {
@@ -46,6 +58,33 @@ void fill_matrix(ccv_dense_matrix_t* m, int rows, int cols, int type, void* data
   m->reserved2 = static_cast<uint64_t>(m->step) * static_cast<uint64_t>(rows);  // the tensor's data_size
 }
 
+ccv_dense_matrix_t* dense_or_fail(ccv_matrix_t* mat, const char* what, const char* name) {
+  NNC_CHECK(mat, "%s: %s is NULL", what, name);
+  auto* m = static_cast<ccv_dense_matrix_t*>(mat);
+  NNC_CHECK(m->type & CCV_MATRIX_DENSE, "%s: %s is not a dense matrix (type 0x%x)", what, name, m->type);
+  NNC_CHECK(m->rows >= 0 && m->cols >= 0 && m->step >= 0 && (m->rows == 0 || m->data.u8),
+            "%s: %s is a malformed dense matrix (%dx%d, step %d)", what, name, m->rows, m->cols, m->step);
+  return m;
+}
+
+// Relative to the larger magnitude, but never tighter than `tol` in absolute
+// terms, so values near 0 that differ only by rounding still match.
+template <class T>
+bool values_match(T x, T y, double tol) {
+  if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
+  if (x == y) return true;
+  if (std::isinf(x) || std::isinf(y)) return false;  // the relative bound would admit any finite value
+  const double dx = static_cast<double>(x), dy = static_cast<double>(y);
+  return std::fabs(dx - dy) <= tol * std::max({1.0, std::fabs(dx), std::fabs(dy)});
+}
+
+template <class T>
+bool rows_match(const T* a, const T* b, size_t n, double tol) {
+  for (size_t i = 0; i < n; i++)
+    if (!values_match(a[i], b[i], tol)) return false;
+  return true;
+}
+
 }  // namespace
 }  // namespace nnc
 
@@ -53,7 +92,7 @@ using namespace nnc;
 
 extern "C" {
 
-NNC_API ccv_dense_matrix_t* ccv_dense_matrix_new(int rows, int cols, int type, void* data, uint64_t sig) {
+NNC_CCV_API ccv_dense_matrix_t* ccv_dense_matrix_new(int rows, int cols, int type, void* data, uint64_t sig) {
   return guard<ccv_dense_matrix_t*>(nullptr, [&]() -> ccv_dense_matrix_t* {
     check_matrix_type(rows, cols, type, "ccv_dense_matrix_new");
     if (data) {
@@ -73,7 +112,7 @@ NNC_API ccv_dense_matrix_t* ccv_dense_matrix_new(int rows, int cols, int type, v
   });
 }
 
-NNC_API ccv_dense_matrix_t* ccv_dense_matrix_renew(ccv_dense_matrix_t* x, int rows, int cols, int types, int prefer_type, uint64_t sig) {
+NNC_CCV_API ccv_dense_matrix_t* ccv_dense_matrix_renew(ccv_dense_matrix_t* x, int rows, int cols, int types, int prefer_type, uint64_t sig) {
   if (x && x->rows == rows && x->cols == cols && (CCV_GET_DATA_TYPE(x->type) & types) &&
       CCV_GET_CHANNEL(x->type) == CCV_GET_CHANNEL(types)) {
     x->sig = sig;
@@ -83,7 +122,7 @@ NNC_API ccv_dense_matrix_t* ccv_dense_matrix_renew(ccv_dense_matrix_t* x, int ro
   return ccv_dense_matrix_new(rows, cols, prefer_type, nullptr, sig);
 }
 
-NNC_API ccv_dense_matrix_t ccv_dense_matrix(int rows, int cols, int type, void* data, uint64_t sig) {
+NNC_CCV_API ccv_dense_matrix_t ccv_dense_matrix(int rows, int cols, int type, void* data, uint64_t sig) {
   ccv_dense_matrix_t m;
   std::memset(&m, 0, sizeof(m));
   guard_void([&] {
@@ -94,14 +133,14 @@ NNC_API ccv_dense_matrix_t ccv_dense_matrix(int rows, int cols, int type, void* 
   return m;
 }
 
-NNC_API void ccv_make_matrix_mutable(ccv_matrix_t* mat) {
+NNC_CCV_API void ccv_make_matrix_mutable(ccv_matrix_t* mat) {
   if (!mat) return;
   auto* m = static_cast<ccv_dense_matrix_t*>(mat);
   m->sig = 0;
   m->type &= ~CCV_REUSABLE;
 }
 
-NNC_API void ccv_make_matrix_immutable(ccv_matrix_t* mat) {
+NNC_CCV_API void ccv_make_matrix_immutable(ccv_matrix_t* mat) {
   if (!mat) return;
   auto* m = static_cast<ccv_dense_matrix_t*>(mat);
   m->type &= ~CCV_REUSABLE;
@@ -112,36 +151,92 @@ NNC_API void ccv_make_matrix_immutable(ccv_matrix_t* mat) {
   m->sig = sig ? sig : 1;  // 0 means "no signature"
 }
 
-NNC_API void ccv_matrix_free_immediately(ccv_matrix_t* mat) {
+NNC_CCV_API void ccv_matrix_free_immediately(ccv_matrix_t* mat) {
   if (!mat) return;
   auto* m = static_cast<ccv_dense_matrix_t*>(mat);
   if (m->type & CCV_UNMANAGED) return;
   tensor_free(reinterpret_cast<ccv_nnc_tensor_t*>(m));
 }
 
-NNC_API void ccv_matrix_free(ccv_matrix_t* mat) { ccv_matrix_free_immediately(mat); }
-NNC_API void ccv_drain_cache(void) {}
-NNC_API void ccv_disable_cache(void) {}
-NNC_API void ccv_enable_default_cache(void) {}
-NNC_API void ccv_enable_cache(size_t) {}
+NNC_CCV_API void ccv_matrix_free(ccv_matrix_t* mat) { ccv_matrix_free_immediately(mat); }
+NNC_CCV_API void ccv_drain_cache(void) {}
+NNC_CCV_API void ccv_disable_cache(void) {}
+NNC_CCV_API void ccv_enable_default_cache(void) {}
+NNC_CCV_API void ccv_enable_cache(size_t) {}
 
-NNC_API void ccv_float_to_half_precision(const float* f, uint16_t* h, size_t len) {
+NNC_CCV_API ccv_dense_matrix_t* ccv_get_dense_matrix(ccv_matrix_t* mat) {
+  return guard<ccv_dense_matrix_t*>(nullptr, [&] { return dense_or_fail(mat, "ccv_get_dense_matrix", "mat"); });
+}
+
+NNC_CCV_API int ccv_matrix_eq(ccv_matrix_t* a, ccv_matrix_t* b) {
+  return guard<int>(-1, [&]() -> int {
+    const ccv_dense_matrix_t* da = dense_or_fail(a, "ccv_matrix_eq", "a");
+    const ccv_dense_matrix_t* db = dense_or_fail(b, "ccv_matrix_eq", "b");
+    const int dt = CCV_GET_DATA_TYPE(da->type);
+    const int channels = CCV_GET_CHANNEL(da->type);
+    // A mismatch is an answer, not an error: no message.
+    if (dt != CCV_GET_DATA_TYPE(db->type) || channels != CCV_GET_CHANNEL(db->type) || da->rows != db->rows ||
+        da->cols != db->cols)
+      return -1;
+    const size_t row_elements = static_cast<size_t>(da->cols) * static_cast<size_t>(channels);
+    const size_t esize = datatype_size(dt);
+    NNC_CHECK(esize > 0, "ccv_matrix_eq: data type 0x%x cannot be compared", dt);
+    for (int r = 0; r < da->rows; r++) {
+      const unsigned char* ra = da->data.u8 + static_cast<size_t>(r) * static_cast<size_t>(da->step);
+      const unsigned char* rb = db->data.u8 + static_cast<size_t>(r) * static_cast<size_t>(db->step);
+      switch (dt) {
+        case CCV_32F:
+          if (!rows_match(reinterpret_cast<const float*>(ra), reinterpret_cast<const float*>(rb), row_elements, 1e-4))
+            return -1;
+          break;
+        case CCV_64F:
+          if (!rows_match(reinterpret_cast<const double*>(ra), reinterpret_cast<const double*>(rb), row_elements, 1e-10))
+            return -1;
+          break;
+        case CCV_16F:
+        case CCV_16BF: {
+          const auto* ha = reinterpret_cast<const uint16_t*>(ra);
+          const auto* hb = reinterpret_cast<const uint16_t*>(rb);
+          for (size_t i = 0; i < row_elements; i++) {
+            const float x = dt == CCV_16F ? half_to_float(ha[i]) : bf16_to_float(ha[i]);
+            const float y = dt == CCV_16F ? half_to_float(hb[i]) : bf16_to_float(hb[i]);
+            if (!values_match(x, y, 1e-2)) return -1;
+          }
+          break;
+        }
+        default:  // integers: bit-exact
+          if (std::memcmp(ra, rb, row_elements * esize) != 0) return -1;
+      }
+    }
+    return 0;
+  });
+}
+
+NNC_CCV_API void ccv_zero(ccv_matrix_t* mat) {
+  guard_void([&] {
+    if (!mat) return;
+    ccv_dense_matrix_t* m = dense_or_fail(mat, "ccv_zero", "mat");
+    if (m->data.u8) std::memset(m->data.u8, 0, static_cast<size_t>(m->step) * static_cast<size_t>(m->rows));
+  });
+}
+
+NNC_CCV_API void ccv_float_to_half_precision(const float* f, uint16_t* h, size_t len) {
   for (size_t i = 0; i < len; i++) h[i] = float_to_half(f[i]);
 }
 
-NNC_API void ccv_half_precision_to_float(const uint16_t* h, float* f, size_t len) {
+NNC_CCV_API void ccv_half_precision_to_float(const uint16_t* h, float* f, size_t len) {
   for (size_t i = 0; i < len; i++) f[i] = half_to_float(h[i]);
 }
 
-NNC_API void ccv_double_to_half_precision(const double* f, uint16_t* h, size_t len) {
+NNC_CCV_API void ccv_double_to_half_precision(const double* f, uint16_t* h, size_t len) {
   for (size_t i = 0; i < len; i++) h[i] = float_to_half(static_cast<float>(f[i]));
 }
 
-NNC_API void ccv_half_precision_to_double(const uint16_t* h, double* f, size_t len) {
+NNC_CCV_API void ccv_half_precision_to_double(const uint16_t* h, double* f, size_t len) {
   for (size_t i = 0; i < len; i++) f[i] = half_to_float(h[i]);
 }
 
-NNC_API ccv_array_t* ccv_array_new(int rsize, int rnum, uint64_t sig) {
+NNC_CCV_API ccv_array_t* ccv_array_new(int rsize, int rnum, uint64_t sig) {
   return guard<ccv_array_t*>(nullptr, [&]() -> ccv_array_t* {
     NNC_CHECK(rsize > 0, "ccv_array_new: record size %d must be positive", rsize);
     NNC_CHECK(rnum >= 0, "ccv_array_new: capacity %d must not be negative", rnum);
@@ -161,7 +256,7 @@ NNC_API ccv_array_t* ccv_array_new(int rsize, int rnum, uint64_t sig) {
   });
 }
 
-NNC_API void ccv_array_push(ccv_array_t* array, const void* r) {
+NNC_CCV_API void ccv_array_push(ccv_array_t* array, const void* r) {
   guard_void([&] {
     NNC_CHECK(array && r, "ccv_array_push: array or record is NULL");
     if (array->rnum >= array->size) {
@@ -176,7 +271,7 @@ NNC_API void ccv_array_push(ccv_array_t* array, const void* r) {
   });
 }
 
-NNC_API int ccv_array_group(ccv_array_t* array, ccv_array_t** index, ccv_array_group_f gfunc, void* data) {
+NNC_CCV_API int ccv_array_group(ccv_array_t* array, ccv_array_t** index, ccv_array_group_f gfunc, void* data) {
   return guard<int>(-1, [&]() -> int {
     NNC_CHECK(array && index && gfunc, "ccv_array_group: array, index or gfunc is NULL");
     // Union-find over records: the groups are the connected components of gfunc.
@@ -205,21 +300,21 @@ NNC_API int ccv_array_group(ccv_array_t* array, ccv_array_t** index, ccv_array_g
   });
 }
 
-NNC_API void ccv_make_array_immutable(ccv_array_t* array) {
+NNC_CCV_API void ccv_make_array_immutable(ccv_array_t* array) {
   if (!array) return;
   array->sig = XXH3_64bits(array->data, static_cast<size_t>(array->rnum) * static_cast<size_t>(array->rsize));
   if (!array->sig) array->sig = 1;
 }
 
-NNC_API void ccv_make_array_mutable(ccv_array_t* array) {
+NNC_CCV_API void ccv_make_array_mutable(ccv_array_t* array) {
   if (array) array->sig = 0;
 }
 
-NNC_API void ccv_array_zero(ccv_array_t* array) {
+NNC_CCV_API void ccv_array_zero(ccv_array_t* array) {
   if (array) std::memset(array->data, 0, static_cast<size_t>(array->size) * static_cast<size_t>(array->rsize));
 }
 
-NNC_API void ccv_array_resize(ccv_array_t* array, int rnum) {
+NNC_CCV_API void ccv_array_resize(ccv_array_t* array, int rnum) {
   guard_void([&] {
     NNC_CHECK(array, "ccv_array_resize: array is NULL");
     NNC_CHECK(rnum >= 0, "ccv_array_resize: negative size %d", rnum);
@@ -235,16 +330,16 @@ NNC_API void ccv_array_resize(ccv_array_t* array, int rnum) {
   });
 }
 
-NNC_API void ccv_array_clear(ccv_array_t* array) {
+NNC_CCV_API void ccv_array_clear(ccv_array_t* array) {
   if (array) array->rnum = 0;
 }
 
-NNC_API void ccv_array_free_immediately(ccv_array_t* array) {
+NNC_CCV_API void ccv_array_free_immediately(ccv_array_t* array) {
   if (!array) return;
   std::free(array->data);
   std::free(array);
 }
 
-NNC_API void ccv_array_free(ccv_array_t* array) { ccv_array_free_immediately(array); }
+NNC_CCV_API void ccv_array_free(ccv_array_t* array) { ccv_array_free_immediately(array); }
 
 }  // extern "C"
