@@ -3,12 +3,15 @@
 //   ccv_nnc_cmd_t conv = CMD_CONVOLUTION_FORWARD(groups, K, KH, KW, C);
 //   ccv_nnc_cmd_exec(conv, HINT((1, 1), (1, 1)), 0, TENSOR_LIST(x, w, bias), TENSOR_LIST(y), 0);
 //
-// Parameters: size.dim = {KH, KW, C} (the window; size.dim[2] is informational
-// and not checked, since the weights carry the channels), convolution.count =
-// K (the number of filters, all groups together), convolution.groups (0 reads
-// as 1), convolution.dilation[0..1] (0 reads as 1). Stride and padding come
-// from the hint (stride 0 reads as 1); with ccv_nnc_no_hint the hint is
-// derived from the extents of x and y with the dilated window
+// Parameters: size.dim = {KH, KW, C} (the window), convolution.count = K (the
+// number of filters, all groups together), convolution.groups (0 reads as 1),
+// convolution.dilation[0..1] (0 reads as 1). As in libnnc, execution takes the
+// window from the weights: size.dim serves shape inference only (forward
+// tensor_auto), so programs written for libnnc that pass it in another order
+// (CMD_CONVOLUTION_BACKWARD(1, 4, 2, 3, 5) beside 4x5x3x2 weights) run; the
+// forward checks count against w, the backward reads neither. Stride and
+// padding come from the hint (stride 0 reads as 1); with ccv_nnc_no_hint the
+// hint is derived from the extents of x and y with the weights' dilated window
 // ((KH - 1) * DH + 1), the same rule as ccv_nnc_hint_auto.
 //
 // Forward: inputs |x|w|bias|, bias optional (NULL or absent: 0); output |y|.
@@ -26,6 +29,10 @@
 //   (for dx) are read, so bias and y may be NULL or left out. Outputs
 //   |dx|dw|dbias|, each optional (NULL or left out): the gradients of x, w and
 //   bias, shaped like them. dbias[k] = sum of g over n, oh, ow.
+// libnnc's bitmasks: the forward needs |x|w| (two inputs) or |x|w|bias| (three)
+//   and y; the backward g with x (then dw, maybe dbias) or with w (then dx,
+//   maybe dbias), or g, x and w for dx and dw (maybe dbias). Backward shapes
+//   (tensor_auto): each output like the forward input it differentiates.
 // Data types: x, w, bias, y (g, dx, dw, dbias) share one float type: 32F,
 // 64F, 16F or 16BF on CPU_REF (accumulating in double), 32F on CPU_OPT.
 #include "cmd/convolution/convolution.hpp"
@@ -74,8 +81,8 @@ void tensor_auto_forward(const ccv_nnc_cmd_param_t& params, const ccv_nnc_tensor
     const bool nhwc = x.format == CCV_TENSOR_FORMAT_NHWC;
     const int hi = nhwc ? nd - 3 : nd - 2;  // index of H
     const int ci = nhwc ? nd - 1 : nd - 3;  // index of C
-    int K = params.convolution.count;
-    if (K <= 0 && input_size > 1) K = inputs[1].dim[0];
+    // The filters' count from the weights (libnnc's rule), the command's without them.
+    int K = input_size > 1 && nd_of(inputs[1].dim) > 0 ? inputs[1].dim[0] : params.convolution.count;
     for (int i = 0; i < 2; i++) {
       const int k = params.size.dim[i] > 0 ? params.size.dim[i] : 1;
       const int s = hint.stride.dim[i] > 0 ? hint.stride.dim[i] : 1;
@@ -100,29 +107,29 @@ void tensor_auto_backward(const ccv_nnc_cmd_param_t& params, const ccv_nnc_tenso
     ccv_nnc_tensor_param_t p = input_size > 0 ? inputs[0] : ccv_nnc_tensor_param_t{};
     if (i == 2) {
       std::memset(p.dim, 0, sizeof(p.dim));
-      p.dim[0] = params.convolution.count > 0 ? params.convolution.count : (input_size > 2 ? inputs[2].dim[0] : 1);
+      p.dim[0] = input_size > 2 && nd_of(inputs[2].dim) > 0 ? inputs[2].dim[0] : std::max(params.convolution.count, 1);
     }
     outputs[i] = p;
   }
 }
 
-bool bitmask_forward(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
-                     int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size) {
-  return (input_size == 2 || input_size == 3) && output_size == 1 && bit(inputs, input_bitmask_size, 0) &&
-         bit(inputs, input_bitmask_size, 1) && bit(outputs, output_bitmask_size, 0);
+uint64_t word0(const uint64_t* mask, int size) { return size > 0 ? mask[0] : 0; }
+
+// libnnc's predicates on the first word of each mask.
+bool bitmask_forward(const ccv_nnc_cmd_param_t&, int input_size, int, const uint64_t* inputs, int input_bitmask_size,
+                     const uint64_t* outputs, int output_bitmask_size) {
+  const uint64_t in = word0(inputs, input_bitmask_size);
+  if (word0(outputs, output_bitmask_size) != 1u) return false;
+  return (input_size == 3 && (in & 7u) == 7u) || (input_size == 2 && (in & 3u) == 3u);
 }
 
-bool bitmask_backward(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
-                      int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size) {
-  if (input_size < 1 || input_size > 5 || output_size < 1 || output_size > 3 || !bit(inputs, input_bitmask_size, 0))
-    return false;
-  const bool dx = bit(outputs, output_bitmask_size, 0);
-  const bool dw = output_size > 1 && bit(outputs, output_bitmask_size, 1);
-  const bool db = output_size > 2 && bit(outputs, output_bitmask_size, 2);
-  if (!dx && !dw && !db) return false;
-  if (dx && !(input_size > 2 && bit(inputs, input_bitmask_size, 2))) return false;
-  if (dw && !(input_size > 1 && bit(inputs, input_bitmask_size, 1))) return false;
-  return true;
+bool bitmask_backward(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int input_bitmask_size,
+                      const uint64_t* outputs, int output_bitmask_size) {
+  const uint64_t in = word0(inputs, input_bitmask_size), out = word0(outputs, output_bitmask_size);
+  if ((in & 7u) == 7u && (out == 7u || out == 3u)) return true;  // g, x, w: dx, dw (dbias)
+  if ((in & 3u) == 3u && (out == 6u || out == 2u)) return true;  // g, x: dw (dbias)
+  if ((in & 5u) == 5u && (out == 5u || out == 1u)) return true;  // g, w: dx (dbias)
+  return false;
 }
 
 void check_common(const char* name, const ccv_nnc_tensor_t* ref, const char* role, const ccv_nnc_tensor_t* t) {
@@ -167,10 +174,7 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv
   auto same = [&](const ccv_nnc_tensor_t* t, const ccv_nnc_tensor_t* like, const char* role, const char* of) {
     if (!t) return;
     check_common(name, io.x, role, t);
-    const int n = nd_of(like->info.dim);
-    bool ok = nd_of(t->info.dim) == n && t->info.format == like->info.format;
-    for (int i = 0; i < n && ok; i++) ok = t->info.dim[i] == like->info.dim[i];
-    NNC_CHECK(ok, "%s: %s is %s %s but %s is %s %s; they must match", name, role, format_name(t->info.format),
+    NNC_CHECK(t->info.format == like->info.format && same_shape(t->info, like->info), "%s: %s is %s %s but %s is %s %s; they must match", name, role, format_name(t->info.format),
               shape_string(t->info.dim).c_str(), of, format_name(like->info.format),
               shape_string(like->info.dim).c_str());
   };
@@ -265,13 +269,13 @@ Geometry geometry(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& given, const c
   g.K = g.w.k;
   g.KH = g.w.kh, g.KW = g.w.kw;
   g.G = groups_of(p);
-  NNC_CHECK(p.convolution.count > 0, "%s: convolution.count (the number of filters) is %d; it must be > 0", name,
-            p.convolution.count);
-  NNC_CHECK(p.convolution.count == g.K, "%s: convolution.count is %d but w is %s with %d filters", name,
-            p.convolution.count, shape_string(w->info.dim).c_str(), g.K);
-  NNC_CHECK(p.size.dim[0] == g.KH && p.size.dim[1] == g.KW,
-            "%s: the window (size.dim) is %dx%d but w is %s %s with a %dx%d window", name, p.size.dim[0], p.size.dim[1],
-            format_name(w->info.format), shape_string(w->info.dim).c_str(), g.KH, g.KW);
+  // The window and, for the backward, the filters' count are the weights'
+  // (libnnc's rule); size.dim is not read here.
+  if (cmd.cmd == CCV_NNC_CONVOLUTION_FORWARD)
+    NNC_CHECK(p.convolution.count == g.K, "%s: convolution.count is %d but w is %s with %d filters", name,
+              p.convolution.count, shape_string(w->info.dim).c_str(), g.K);
+  NNC_CHECK(g.K > 0 && g.KH > 0 && g.KW > 0, "%s: w is %s; every extent must be > 0", name,
+            shape_string(w->info.dim).c_str());
   NNC_CHECK(g.C % g.G == 0 && g.K % g.G == 0, "%s: %d groups must divide the %d input channels and the %d filters",
             name, g.G, g.C, g.K);
   g.Cg = g.C / g.G, g.Kg = g.K / g.G;
@@ -281,7 +285,9 @@ Geometry geometry(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& given, const c
     NNC_CHECK(p.convolution.dilation[i] >= 0, "%s: convolution.dilation[%d] is %d; it must be >= 0", name, i,
               p.convolution.dilation[i]);
   g.DH = dilation_of(p, 0), g.DW = dilation_of(p, 1);
-  const ccv_nnc_hint_t hint = resolve_hint(p, given, x->info, y->info, name);
+  ccv_nnc_cmd_param_t window = p;
+  window.size.dim[0] = g.KH, window.size.dim[1] = g.KW;
+  const ccv_nnc_hint_t hint = resolve_hint(window, given, x->info, y->info, name);
   for (int i = 0; i < 2; i++)
     NNC_CHECK(hint.stride.dim[i] >= 0 && hint.border.begin[i] >= 0 && hint.border.end[i] >= 0,
               "%s: the hint's stride / border in dimension %d is negative (stride %d, border %d, %d)", name, i,

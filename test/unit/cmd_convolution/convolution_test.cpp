@@ -444,18 +444,89 @@ TEST_F(Conv, ShapeInference) {
     EXPECT_EQ(bout[2].dim[0], 16);
     EXPECT_EQ(bout[2].dim[1], 0);
   }
-  // The forward needs x and w; its backward g plus x (for dw) / w (for dx).
-  const uint64_t xw = 3, xwb = 7, y = 1;
-  EXPECT_TRUE(ccv_nnc_cmd_bitmask(c.cmd(CCV_NNC_CONVOLUTION_FORWARD), 3, 1, &xw, 1, &y, 1));
-  EXPECT_TRUE(ccv_nnc_cmd_bitmask(c.cmd(CCV_NNC_CONVOLUTION_FORWARD), 3, 1, &xwb, 1, &y, 1));
-  const uint64_t only_x = 1;
-  EXPECT_FALSE(ccv_nnc_cmd_bitmask(c.cmd(CCV_NNC_CONVOLUTION_FORWARD), 3, 1, &only_x, 1, &y, 1));
-  const uint64_t g_x = 0x3, g_w = 0x5, g_only = 0x1, dx = 0x1, dw = 0x2, db = 0x4;
-  EXPECT_TRUE(ccv_nnc_cmd_bitmask(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD), 5, 3, &g_w, 1, &dx, 1));
-  EXPECT_FALSE(ccv_nnc_cmd_bitmask(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD), 5, 3, &g_x, 1, &dx, 1));
-  EXPECT_TRUE(ccv_nnc_cmd_bitmask(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD), 5, 3, &g_x, 1, &dw, 1));
-  EXPECT_FALSE(ccv_nnc_cmd_bitmask(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD), 5, 3, &g_w, 1, &dw, 1));
-  EXPECT_TRUE(ccv_nnc_cmd_bitmask(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD), 5, 3, &g_only, 1, &db, 1));
+  // Forward tensor_auto takes the filters' count from the weights (libnnc's rule).
+  {
+    ccv_nnc_cmd_t other = c.cmd(CCV_NNC_CONVOLUTION_FORWARD);
+    other.info.convolution.count = 3;
+    ccv_nnc_tensor_param_t in[2] = {param(CCV_32F, {8, 28, 27, 3}), param(CCV_32F, {16, 5, 5, 3})};
+    ccv_nnc_tensor_param_t out[1];
+    ccv_nnc_hint_tensor_auto(other, in, 2, c.hint(), out, 1);
+    EXPECT_EQ(out[0].dim[3], 16);
+  }
+  // libnnc's bitmasks. Forward: |x|w| with two inputs, |x|w|bias| with three; y.
+  auto bm = [&](uint32_t id, int ni, uint64_t in, int no, uint64_t out) {
+    return ccv_nnc_cmd_bitmask(c.cmd(id), ni, no, &in, 1, &out, 1);
+  };
+  const uint32_t F = CCV_NNC_CONVOLUTION_FORWARD, B = CCV_NNC_CONVOLUTION_BACKWARD;
+  EXPECT_TRUE(bm(F, 2, 0b11, 1, 1));
+  EXPECT_TRUE(bm(F, 3, 0b111, 1, 1));
+  EXPECT_FALSE(bm(F, 3, 0b011, 1, 1));
+  EXPECT_FALSE(bm(F, 3, 0b001, 1, 1));
+  EXPECT_FALSE(bm(F, 2, 0b11, 2, 0b11));
+  // Backward |g|x|w|bias|y| -> |dx|dw|dbias|: g, x, w for dx + dw; g, x for dw;
+  // g, w for dx; dbias beside any of them; bias and y never needed.
+  EXPECT_TRUE(bm(B, 5, 0b00111, 3, 0b111));
+  EXPECT_TRUE(bm(B, 5, 0b11111, 3, 0b011));
+  EXPECT_TRUE(bm(B, 5, 0b00011, 3, 0b110));
+  EXPECT_TRUE(bm(B, 5, 0b00011, 3, 0b010));
+  EXPECT_TRUE(bm(B, 5, 0b00101, 3, 0b101));
+  EXPECT_TRUE(bm(B, 5, 0b00101, 3, 0b001));
+  EXPECT_FALSE(bm(B, 5, 0b00011, 3, 0b001));  // dx needs w
+  EXPECT_FALSE(bm(B, 5, 0b00101, 3, 0b010));  // dw needs x
+  EXPECT_FALSE(bm(B, 5, 0b00001, 3, 0b100));  // dbias alone is not a libnnc pattern
+  EXPECT_FALSE(bm(B, 5, 0b00110, 3, 0b011));  // g is always needed
+  EXPECT_FALSE(bm(B, 5, 0b00111, 3, 0b000));
+  // No in-place pairs.
+  for (uint32_t id : {F, B})
+    for (int i = 0; i < 5; i++)
+      for (int o = 0; o < 3; o++) {
+        EXPECT_FALSE(ccv_nnc_cmd_allow_inplace(c.cmd(id), i, 5, o, 3));
+        EXPECT_FALSE(ccv_nnc_cmd_enforce_inplace(c.cmd(id), i, 5, o, 3));
+      }
+}
+
+// libnnc takes the window from the weights: a backward whose size.dim lists
+// the extents in another order (CMD_CONVOLUTION_BACKWARD(1, 4, 2, 3, 5) beside
+// 4x5x3x2 weights, as programs written for libnnc pass it) runs, and gives
+// what the well-formed command gives; so does the forward.
+TEST_F(Conv, WindowComesFromTheWeights) {
+  std::mt19937 rng(17);
+  Case c{2, 9, 8, 2, 4, 5, 3};
+  c.PT = 2, c.PB = 2, c.PL = 1, c.PR = 1;
+  ASSERT_EQ(c.w_shape(), (std::vector<int>{4, 5, 3, 2}));
+  for (uint32_t backend :
+       {static_cast<uint32_t>(CCV_NNC_BACKEND_CPU_REF), static_cast<uint32_t>(CCV_NNC_BACKEND_CPU_OPT)}) {
+    T x(CCV_32F, c.x_shape()), w(CCV_32F, c.w_shape()), b(CCV_32F, {4}), g(CCV_32F, c.y_shape());
+    fill_uniform(x, rng), fill_uniform(w, rng), fill_uniform(b, rng), fill_uniform(g, rng);
+    ccv_nnc_cmd_t odd_b = c.cmd(CCV_NNC_CONVOLUTION_BACKWARD, backend);
+    odd_b.info.size.dim[0] = 2, odd_b.info.size.dim[1] = 3, odd_b.info.size.dim[2] = 5;
+    ccv_nnc_cmd_t odd_f = c.cmd(CCV_NNC_CONVOLUTION_FORWARD, backend);
+    odd_f.info.size = odd_b.info.size;
+    T dx(CCV_32F, c.x_shape()), dw(CCV_32F, c.w_shape()), db(CCV_32F, {4});
+    T dx2(CCV_32F, c.x_shape()), dw2(CCV_32F, c.w_shape()), db2(CCV_32F, {4}), y(CCV_32F, c.y_shape()),
+        y2(CCV_32F, c.y_shape());
+    const ccv_nnc_cmd_t good_b = c.cmd(CCV_NNC_CONVOLUTION_BACKWARD, backend);
+    ASSERT_EQ(run_hint(good_b, c.hint(), {g, x, w}, {dx, dw, db}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    ASSERT_EQ(run_hint(odd_b, c.hint(), {g, x, w}, {dx2, dw2, db2}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    EXPECT_EQ(max_rel_diff(dx2, dx), 0);
+    EXPECT_EQ(max_rel_diff(dw2, dw), 0);
+    EXPECT_EQ(max_rel_diff(db2, db), 0);
+    // Without a hint the derivation uses the weights' 5x3 window too.
+    fill_uniform(dx2, rng), fill_uniform(dw2, rng);
+    ASSERT_EQ(run(odd_b, {g, x, w}, {dx2, dw2}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    EXPECT_EQ(max_rel_diff(dx2, dx), 0);
+    EXPECT_EQ(max_rel_diff(dw2, dw), 0);
+    // The backward does not read the filters' count either.
+    ccv_nnc_cmd_t no_count = odd_b;
+    no_count.info.convolution.count = 0;
+    ASSERT_EQ(run_hint(no_count, c.hint(), {g, x, w}, {dx2}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    EXPECT_EQ(max_rel_diff(dx2, dx), 0);
+    ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, backend), c.hint(), {x, w, b}, {y}), CCV_NNC_EXEC_SUCCESS);
+    ASSERT_EQ(run_hint(odd_f, c.hint(), {x, w, b}, {y2}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    EXPECT_EQ(max_rel_diff(y2, y), 0);
+    const std::vector<double> want = reference(c, x, w, &b);
+    for (size_t i = 0; i < want.size(); i++) ASSERT_NEAR(y2.get(i), want[i], 1e-5 * (1 + std::fabs(want[i]))) << i;
+  }
 }
 
 TEST_F(Conv, EasyMacrosFromC) {
@@ -501,9 +572,10 @@ TEST_F(Conv, BadInput) {
   wrong.info.convolution.count = 5;
   EXPECT_EQ(run_hint(wrong, h, {x, w, b}, {y}), CCV_NNC_EXEC_INVALID);
   EXPECT_TRUE(message_has("count"));
-  wrong = f;
-  wrong.info.size.dim[0] = 5;
-  EXPECT_EQ(run_hint(wrong, h, {x, w, b}, {y}), CCV_NNC_EXEC_INVALID);
+  // A y that does not fit the weights' window fails whatever size.dim says.
+  EXPECT_EQ(run_hint(f, h, {x, w, b}, {y5}), CCV_NNC_EXEC_INVALID);
+  // The backward's g is checked against the weights' window as well.
+  EXPECT_EQ(run_hint(bk, h, {y5, x, w}, {dx}), CCV_NNC_EXEC_INVALID);
   wrong = f;
   wrong.info.convolution.groups = 3;
   EXPECT_EQ(run_hint(wrong, h, {x, w, b}, {y}), CCV_NNC_EXEC_INVALID);
