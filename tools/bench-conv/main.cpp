@@ -1,5 +1,7 @@
 // bench-conv: the convolution and pooling CPU_OPT kernels against PyTorch's
-// CPU kernels on the same shapes, both on 2 threads.
+// CPU kernels on the same shapes, both on NNC's thread count (the header line
+// says which instruction set NNC's kernels run and each side's threads:
+// NNC_NUM_THREADS=n sets both, NNC_NO_AVX512=1 takes the AVX2 kernels).
 //
 //   bench-conv [nhwc|nchw|both] [conv|pool|all]   (default: both all)
 //
@@ -12,12 +14,13 @@
 // K x C x KH x KW); PyTorch runs at::conv2d and at::convolution_backward
 // (output_mask = all three) on contiguous NCHW tensors — the same logical
 // problem. Each NNC command is first tuned with ccv_nnc_cmd_autotune (the
-// CPU_OPT algorithm: instruction set and block width; printed as "alg").
+// CPU_OPT algorithm: instruction set and block width; printed as "alg");
+// the NHWC "default" rows time algorithm 0, what an untuned command runs.
 // GFLOP/s counts 2 N OH OW K C KH KW per forward and twice that per backward
-// (dx and dw); "% peak" is against the FMA peak measured in this run on 2
-// threads with the instruction set NNC's kernels use (AVX-512 where the CPU
-// has it: peak_avx512.cpp), and, in brackets, against the AVX2 loop of
-// nnc_bench::fma_peak_gflops(2) (peak_avx2.cpp).
+// (dx and dw); "% peak" is against the FMA peak measured in this run on the
+// same threads with the instruction set NNC's kernels use (peak_avx512.cpp
+// when they run AVX-512), and, in brackets, against the AVX2 loop of
+// nnc_bench::fma_peak_gflops (peak_avx2.cpp).
 // Max pooling 2x2 stride 2 on 64 x 32 x 28 x 28: NNC MAX_POOL_FORWARD and
 // MAX_POOL_BACKWARD (dx from g and x) in NCHW and NHWC; PyTorch
 // at::max_pool2d_with_indices_out (what training runs: values and indices)
@@ -111,7 +114,7 @@ ccv_nnc_cmd_t tuned(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, std::v
                               static_cast<int>(out.size()), nullptr);
 }
 
-Times nnc_conv(const Conv& c, int format, int* fwd_alg, int* bwd_alg) {
+Times nnc_conv(const Conv& c, int format, int* fwd_alg, int* bwd_alg, bool untuned = false) {
   std::mt19937 rng(1);
   const bool nhwc = format == NHWC;
   auto img = [&](int ch) { return nhwc ? std::vector<int>{c.N, c.H, c.W, ch} : std::vector<int>{c.N, ch, c.H, c.W}; };
@@ -124,8 +127,12 @@ Times nnc_conv(const Conv& c, int format, int* fwd_alg, int* bwd_alg) {
   ccv_nnc_cmd_t bwd = CMD_CONVOLUTION_BACKWARD(1, c.K, c.R, c.R, c.C);
   fwd.backend = bwd.backend = CCV_NNC_BACKEND_CPU_OPT;
   const ccv_nnc_hint_t hint = c.hint();
-  fwd = tuned(fwd, hint, {x.t, w.t, b.t}, {y.t});
-  bwd = tuned(bwd, hint, {g.t, x.t, w.t}, {dx.t, dw.t, db.t});
+  if (untuned) {
+    fwd.algorithm = bwd.algorithm = 0;
+  } else {
+    fwd = tuned(fwd, hint, {x.t, w.t, b.t}, {y.t});
+    bwd = tuned(bwd, hint, {g.t, x.t, w.t}, {dx.t, dw.t, db.t});
+  }
   *fwd_alg = fwd.algorithm, *bwd_alg = bwd.algorithm;
   Times t;
   t.fwd = nnc_bench::time_ms([&] {
@@ -248,19 +255,17 @@ int main(int argc, char** argv) {
   if (which != "nchw") formats.push_back(NHWC);
   if (which != "nhwc") formats.push_back(NCHW);
   ccv_nnc_init();
-#ifdef NNC_HAVE_TORCH
-  at::set_num_threads(2);
-#endif
+  const int threads = nnc_bench::header_torch();
   __builtin_cpu_init();
-  const bool avx512 = __builtin_cpu_supports("avx512f");
+  // The set NNC's kernels run (NNC_NO_AVX512 honoured), as the header says.
+  const bool avx512 = nnc_bench::nnc_isa().rfind("AVX-512", 0) == 0;
   // Best of three: a shared or virtual machine only ever lowers the rate.
-  auto best_of_3 = [](double (*f)(int)) { return std::max({f(2), f(2), f(2)}); };
+  auto best_of_3 = [threads](double (*f)(int)) { return std::max({f(threads), f(threads), f(threads)}); };
   const double peak2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? best_of_3(peak_avx2_gflops) : 0;
   const double peak5 = avx512 ? best_of_3(peak_avx512_gflops) : 0;
-  std::printf("FMA peak, fp32, 2 threads: AVX2 %.1f GFLOP/s (nnc_bench::fma_peak_gflops(2)), AVX-512 %.1f GFLOP/s\n",
-              peak2, peak5);
-  // NNC's convolution kernels use AVX-512 where the CPU has it: % of that
-  // peak first, then % of the AVX2 peak.
+  std::printf("FMA peak, fp32, %d threads: AVX2 %.1f GFLOP/s (nnc_bench::fma_peak_gflops), AVX-512 %.1f GFLOP/s%s\n",
+              threads, peak2, peak5, avx512 ? "" : " (not run: NNC's kernels are AVX2)");
+  // % of the peak of the set NNC's kernels run first, then % of the AVX2 peak.
   const double peak = avx512 ? peak5 : peak2;
   const Conv convs[] = {{"N=32 C=64 56x56 K=64 3x3 pad 1", 32, 64, 56, 56, 64, 3, 1},
                         {"N=64 C=1 28x28 K=32 5x5 pad 2", 64, 1, 28, 28, 32, 5, 2},
@@ -281,6 +286,11 @@ int main(int argc, char** argv) {
       std::snprintf(note, sizeof(note), "%6.1f GFLOP/s %3.0f%% peak (%3.0f%% AVX2) alg %d", gb, 100 * gb / peak,
                     100 * gb / peak2, ba);
       table.row(std::string("bwd ") + c.name + " " + fn, ours.bwd, peer.bwd, note);
+      if (f == NHWC) {
+        const Times def = nnc_conv(c, f, &fa, &ba, /*untuned=*/true);
+        table.row(std::string("fwd ") + c.name + " " + fn + " default", def.fwd, peer.fwd, "algorithm 0");
+        table.row(std::string("bwd ") + c.name + " " + fn + " default", def.bwd, peer.bwd, "algorithm 0");
+      }
       if (f == NHWC && c.C >= 16) {
         int da = 0;
         const double direct = direct_fwd_ms(c, &da);
@@ -292,7 +302,7 @@ int main(int argc, char** argv) {
     }
   }
   for (const Conv& c : convs) {
-    if (part == "pool" || !avx512 || c.C < 16) continue;
+    if (part == "pool" || c.C < 16) continue;  // Winograd runs on AVX-512 and AVX2 alike
     double ey = 0, edx = 0;
     winograd_error(c, &ey, &edx);
     std::printf("Winograd (alg 6) vs CPU_REF, %s, batch 2: max |error| / max |value| y %.1e, dx %.1e\n", c.name, ey,
