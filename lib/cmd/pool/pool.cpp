@@ -23,6 +23,9 @@
 //   count_include_pad = False).
 // AVERAGE_POOL_BACKWARD: |g|x|y| or |g| -> |dx|; only g is read (dx gives the
 //   input's shape): each element of a window gets g / (its element count).
+// Shapes and bitmasks are libnnc's: ccv_nnc_hint_tensor_auto grows g back
+//   through the window for dx ((g - 1) * stride - padding + window); the
+//   bitmask of MAX_POOL_BACKWARD asks for all of |g|x|y|, AVERAGE_POOL's for g.
 // Data types: one float type for every tensor: 32F, 64F, 16F, 16BF on CPU_REF
 // (in double), 32F on CPU_OPT.
 #include "cmd/pool/pool.hpp"
@@ -68,28 +71,44 @@ void tensor_auto_forward(const ccv_nnc_cmd_param_t& params, const ccv_nnc_tensor
   for (int i = 0; i < output_size; i++) outputs[i] = y;
 }
 
-// dx takes x's parameters (input 1), or g's when x is not given.
-void tensor_auto_backward(const ccv_nnc_cmd_param_t&, const ccv_nnc_tensor_param_t* inputs, int input_size,
-                          const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
-  for (int i = 0; i < output_size; i++) outputs[i] = input_size > 1 ? inputs[1] : inputs[0];
+// libnnc's rule: dx is g's parameters with each spatial extent grown back
+// through the window, (g - 1) * stride - top - bottom + window (the inverse
+// of the forward's extent when the division was exact).
+void tensor_auto_backward(const ccv_nnc_cmd_param_t& params, const ccv_nnc_tensor_param_t* inputs, int input_size,
+                          const ccv_nnc_hint_t& hint, ccv_nnc_tensor_param_t* outputs, int output_size) {
+  if (input_size < 1 || output_size < 1) return;
+  ccv_nnc_tensor_param_t dx = inputs[0];
+  if (image_shape(dx)) {
+    const int nd = nd_of(dx.dim);
+    const int hi = dx.format == CCV_TENSOR_FORMAT_NHWC ? nd - 3 : nd - 2;
+    for (int i = 0; i < 2; i++) {
+      const int k = params.size.dim[i] > 0 ? params.size.dim[i] : 1;
+      const int s = hint.stride.dim[i] > 0 ? hint.stride.dim[i] : 1;
+      const int extent = (dx.dim[hi + i] - 1) * s - hint.border.begin[i] - hint.border.end[i] + k;
+      dx.dim[hi + i] = std::max(extent, 0);
+    }
+  }
+  for (int i = 0; i < output_size; i++) outputs[i] = dx;
 }
 
-bool bitmask_forward(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
-                     int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size) {
-  return input_size == 1 && output_size == 1 && bit(inputs, input_bitmask_size, 0) &&
-         bit(outputs, output_bitmask_size, 0);
+uint64_t word0(const uint64_t* mask, int size) { return size > 0 ? mask[0] : 0; }
+
+// libnnc's predicates on the first word: the forward needs x; MAX_POOL's
+// backward |g|x|y| all three (CPU kernels here read only g and x);
+// AVERAGE_POOL's backward only g.
+bool bitmask_forward(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int input_bitmask_size,
+                     const uint64_t* outputs, int output_bitmask_size) {
+  return (word0(inputs, input_bitmask_size) & 1u) == 1u && word0(outputs, output_bitmask_size) == 1u;
 }
 
-bool bitmask_max_backward(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
-                          int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size) {
-  return input_size >= 2 && input_size <= 3 && output_size == 1 && bit(inputs, input_bitmask_size, 0) &&
-         bit(inputs, input_bitmask_size, 1) && bit(outputs, output_bitmask_size, 0);
+bool bitmask_max_backward(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int input_bitmask_size,
+                          const uint64_t* outputs, int output_bitmask_size) {
+  return (word0(inputs, input_bitmask_size) & 7u) == 7u && word0(outputs, output_bitmask_size) == 1u;
 }
 
-bool bitmask_avg_backward(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
-                          int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size) {
-  return input_size >= 1 && input_size <= 3 && output_size == 1 && bit(inputs, input_bitmask_size, 0) &&
-         bit(outputs, output_bitmask_size, 0);
+bool bitmask_avg_backward(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int input_bitmask_size,
+                          const uint64_t* outputs, int output_bitmask_size) {
+  return (word0(inputs, input_bitmask_size) & 1u) == 1u && word0(outputs, output_bitmask_size) == 1u;
 }
 
 const char* name_of(uint32_t cmd) {
@@ -123,18 +142,14 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv
   geometry(cmd, hint, outputs[0], inputs[0], name);
   if (x) {
     NNC_CHECK(dt_of(x) == dt_of(outputs[0]), "%s: x is %s but dx is %s", name, dt_name(x), dt_name(outputs[0]));
-    bool same = x->info.format == outputs[0]->info.format && nd_of(x->info.dim) == nd_of(outputs[0]->info.dim);
-    for (int i = 0; i < nd_of(x->info.dim) && same; i++) same = x->info.dim[i] == outputs[0]->info.dim[i];
-    NNC_CHECK(same, "%s: x is %s %s but dx is %s %s; they must match", name, format_name(x->info.format),
+    NNC_CHECK(x->info.format == outputs[0]->info.format && same_shape(x->info, outputs[0]->info), "%s: x is %s %s but dx is %s %s; they must match", name, format_name(x->info.format),
               shape_string(x->info.dim).c_str(), format_name(outputs[0]->info.format),
               shape_string(outputs[0]->info.dim).c_str());
   }
   ccv_nnc_tensor_t* y = input_size > 2 ? inputs[2] : nullptr;
   if (y) {
     NNC_CHECK(dt_of(y) == dt_of(inputs[0]), "%s: y is %s but g is %s", name, dt_name(y), dt_name(inputs[0]));
-    bool same = y->info.format == inputs[0]->info.format && nd_of(y->info.dim) == nd_of(inputs[0]->info.dim);
-    for (int i = 0; i < nd_of(y->info.dim) && same; i++) same = y->info.dim[i] == inputs[0]->info.dim[i];
-    NNC_CHECK(same, "%s: y is %s but g is %s; they must match", name, shape_string(y->info.dim).c_str(),
+    NNC_CHECK(y->info.format == inputs[0]->info.format && same_shape(y->info, inputs[0]->info), "%s: y is %s but g is %s; they must match", name, shape_string(y->info.dim).c_str(),
               shape_string(inputs[0]->info.dim).c_str());
   }
 }

@@ -211,10 +211,42 @@ TEST_F(Pool, ShapesAndMacros) {
     ccv_nnc_hint_tensor_auto(c.cmd(CCV_NNC_MAX_POOL_FORWARD), &in, 1, c.hint(), &out, 1);
     const std::vector<int> want = c.y_shape();
     for (int i = 0; i < 4; i++) EXPECT_EQ(out.dim[i], want[i]);
+    // libnnc's backward rule: dx grows from g through the window, (g - 1) * stride
+    // - padding + window, whatever x is: 14 -> 28 rows, 13 -> 26 columns (x has 27).
     ccv_nnc_tensor_param_t bin[3] = {out, in, out}, bout;
-    ccv_nnc_hint_tensor_auto(c.cmd(CCV_NNC_MAX_POOL_BACKWARD), bin, 3, c.hint(), &bout, 1);
-    for (int i = 0; i < 4; i++) EXPECT_EQ(bout.dim[i], in.dim[i]);
+    for (uint32_t id : {CCV_NNC_MAX_POOL_BACKWARD, CCV_NNC_AVERAGE_POOL_BACKWARD}) {
+      ccv_nnc_hint_tensor_auto(c.cmd(id), bin, 3, c.hint(), &bout, 1);
+      EXPECT_EQ(bout.dim[4], 0);
+      EXPECT_EQ(std::vector<int>(bout.dim, bout.dim + 4), c.img(4, 28, 26, 32));
+      EXPECT_EQ(bout.format, format);
+    }
+    Case p = c;
+    p.PT = 1, p.PB = 0, p.PL = 1, p.PR = 1, p.SH = 3, p.SW = 1, p.KH = 3, p.KW = 2;
+    ccv_nnc_tensor_param_t g = param(CCV_32F, p.img(4, 5, 7, 32), format);
+    ccv_nnc_hint_tensor_auto(p.cmd(CCV_NNC_MAX_POOL_BACKWARD), &g, 1, p.hint(), &bout, 1);
+    EXPECT_EQ(std::vector<int>(bout.dim, bout.dim + 4), p.img(4, 4 * 3 - 1 + 3, 6 * 1 - 2 + 2, 32));
   }
+  // libnnc's bitmasks: the forward x; MAX_POOL's backward |g|x|y|, AVERAGE_POOL's g.
+  auto bm = [&](uint32_t id, int ni, uint64_t in, uint64_t out) {
+    return ccv_nnc_cmd_bitmask(c.cmd(id), ni, 1, &in, 1, &out, 1);
+  };
+  for (uint32_t id : {CCV_NNC_MAX_POOL_FORWARD, CCV_NNC_AVERAGE_POOL_FORWARD}) {
+    EXPECT_TRUE(bm(id, 1, 1, 1));
+    EXPECT_FALSE(bm(id, 1, 0, 1));
+    EXPECT_FALSE(bm(id, 1, 1, 0));
+  }
+  EXPECT_TRUE(bm(CCV_NNC_MAX_POOL_BACKWARD, 3, 0b111, 1));
+  EXPECT_FALSE(bm(CCV_NNC_MAX_POOL_BACKWARD, 3, 0b011, 1));
+  EXPECT_FALSE(bm(CCV_NNC_MAX_POOL_BACKWARD, 3, 0b101, 1));
+  EXPECT_TRUE(bm(CCV_NNC_AVERAGE_POOL_BACKWARD, 3, 0b001, 1));
+  EXPECT_TRUE(bm(CCV_NNC_AVERAGE_POOL_BACKWARD, 1, 0b1, 1));
+  EXPECT_FALSE(bm(CCV_NNC_AVERAGE_POOL_BACKWARD, 3, 0b110, 1));
+  for (uint32_t id : {CCV_NNC_MAX_POOL_FORWARD, CCV_NNC_MAX_POOL_BACKWARD, CCV_NNC_AVERAGE_POOL_FORWARD,
+                      CCV_NNC_AVERAGE_POOL_BACKWARD})
+    for (int i = 0; i < 3; i++) {
+      EXPECT_FALSE(ccv_nnc_cmd_allow_inplace(c.cmd(id), i, 3, 0, 1));
+      EXPECT_FALSE(ccv_nnc_cmd_enforce_inplace(c.cmd(id), i, 3, 0, 1));
+    }
   EXPECT_EQ(nnc_test_max_pool_forward().cmd, static_cast<uint32_t>(CCV_NNC_MAX_POOL_FORWARD));
   EXPECT_EQ(nnc_test_max_pool_forward().info.size.dim[0], 3);
   EXPECT_EQ(nnc_test_max_pool_forward().info.size.dim[1], 2);
