@@ -155,7 +155,13 @@ NNC_CCV_API void ccv_matrix_free_immediately(ccv_matrix_t* mat) {
   if (!mat) return;
   auto* m = static_cast<ccv_dense_matrix_t*>(mat);
   if (m->type & CCV_UNMANAGED) return;
-  tensor_free(reinterpret_cast<ccv_nnc_tensor_t*>(m));
+  // libccv's sparse matrices own several blocks that only libccv can walk;
+  // freeing the header alone would leak them and look like success.
+  guard_void([&] {
+    NNC_CHECK(!(m->type & (CCV_MATRIX_SPARSE | CCV_MATRIX_CSR | CCV_MATRIX_CSC)),
+              "ccv_matrix_free: a sparse matrix (type 0x%x) must be freed by libccv; NNC has only dense ones", m->type);
+    tensor_free(reinterpret_cast<ccv_nnc_tensor_t*>(m));
+  });
 }
 
 NNC_CCV_API void ccv_matrix_free(ccv_matrix_t* mat) { ccv_matrix_free_immediately(mat); }

@@ -139,6 +139,12 @@ TEST(CcvMatrixFree, SharedWithTensorsAndLibccvBlocks) {
   block->channels = 1;
   block->step = 12;
   ccv_matrix_free(block);
+  // A sparse matrix header is refused, not half-freed.
+  ccv_dense_matrix_t sparse;
+  std::memset(&sparse, 0, sizeof(sparse));
+  sparse.type = CCV_MATRIX_SPARSE | CCV_32F | CCV_C1;
+  ccv_matrix_free(&sparse);
+  EXPECT_TRUE(message_has("sparse matrix")) << ccv_nnc_error_message();
 }
 
 ccv_dense_matrix_t* filled(int rows, int cols, int type, double scale) {
