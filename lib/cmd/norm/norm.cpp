@@ -35,6 +35,9 @@
 //     or |g|-|-|x|y|saved_mean|saved_inv_std| (7); outputs |dx|dscale|dbias| or
 //     |dx|. With h = g * scale: dx = inv_std * (h - mean(h) - xhat * mean(h * xhat))
 //     over the normalised axes; dscale = sum over kept axes of g * xhat, dbias = sum g.
+// Shapes, bitmasks and in-place rules are libnnc's (see the functions below):
+// BATCH_NORM enforces (and allows nothing beyond) the running statistics'
+// in-place update; LAYER_NORM has no in-place pair.
 #include "cmd/norm/norm.hpp"
 
 #include <cmath>
@@ -85,7 +88,7 @@ void check_small(const char* name, const char* role, const ccv_nnc_tensor_t* t, 
 void check_x(const char* name, const ccv_nnc_tensor_t* x, const char* role, const ccv_nnc_tensor_t* t) {
   if (!t) return;
   NNC_CHECK(type_of(t) == type_of(x), "%s: %s is %s but x is %s", name, role, dt(t), dt(x));
-  NNC_CHECK(red::dims_equal(t, x->info.dim, nd_of(x->info.dim)), "%s: %s is %s but x is %s; they must match", name,
+  NNC_CHECK(same_shape(t->info, x->info), "%s: %s is %s but x is %s; they must match", name,
             role, shape_string(t->info.dim).c_str(), shape_string(x->info.dim).c_str());
 }
 
@@ -225,116 +228,74 @@ void validate_lnorm_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, cc
   check_small(name, "saved_inv_std", io.saved_inv_std, io.x, m, nd);
 }
 
-void shape_from_mask(const ccv_nnc_tensor_param_t& x, const int* axis, int count, bool keep_normalised,
-                     ccv_nnc_tensor_param_t* out) {
-  *out = x;
-  const int nd = nd_of(x.dim);
-  unsigned mask = 0;
-  for (int i = 0; i < count && i < kMaxDim; i++)
-    if (axis[i] >= 0 && axis[i] < nd) mask |= 1u << axis[i];
-  for (int i = 0; i < nd; i++) {
-    const bool reduced = (mask >> i) & 1u;
-    if (reduced != keep_normalised) out->dim[i] = 1;
-  }
-}
-
-void bnorm_forward_auto(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_param_t* inputs, int input_size,
-                        const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
+// libnnc's shapes: y (and, backward, dx) like the first input; every other
+// output like it with the command's axes of extent 1. For BATCH_NORM those are
+// the per-channel statistics and dscale / dbias. LAYER_NORM's backward applies
+// the same rule, so its dscale / dbias come out shaped like the saved
+// statistics (x with the normalised axes 1), not like scale: libnnc's rule,
+// kept for source compatibility; execution checks them against scale's shape.
+void first_and_reduced(const ccv_nnc_tensor_param_t* inputs, int input_size, const int* axis, int count,
+                       ccv_nnc_tensor_param_t* outputs, int output_size) {
   if (input_size < 1) return;
+  const int nd = nd_of(inputs[0].dim);
   for (int i = 0; i < output_size; i++) {
-    if (i == 0)
-      outputs[0] = inputs[0];
-    else if (input_size > 3)
-      outputs[i] = inputs[3];
-    else
-      shape_from_mask(inputs[0], p.bnorm.axis, p.bnorm.count, false, &outputs[i]);
+    outputs[i] = inputs[0];
+    if (i == 0) continue;
+    for (int j = 0; j < count && j < kMaxDim; j++)
+      if (axis[j] >= 0 && axis[j] < nd) outputs[i].dim[axis[j]] = 1;
   }
 }
 
-void bnorm_backward_auto(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_param_t* inputs, int input_size,
-                         const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
-  if (input_size < 6) return;
-  for (int i = 0; i < output_size; i++) {
-    if (i == 0)
-      outputs[0] = inputs[5];
-    else if (input_size > 6)
-      outputs[i] = inputs[6];
-    else
-      shape_from_mask(inputs[5], p.bnorm.axis, p.bnorm.count, false, &outputs[i]);
-  }
+void bnorm_auto(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_param_t* inputs, int input_size,
+                const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
+  first_and_reduced(inputs, input_size, p.bnorm.axis, p.bnorm.count, outputs, output_size);
 }
 
-void lnorm_forward_auto(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_param_t* inputs, int input_size,
-                        const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
-  if (input_size < 1) return;
-  for (int i = 0; i < output_size; i++) {
-    if (i == 0)
-      outputs[0] = inputs[0];
-    else
-      shape_from_mask(inputs[0], p.lnorm.axis, p.lnorm.count, false, &outputs[i]);
-  }
+void lnorm_auto(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_param_t* inputs, int input_size,
+                const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
+  first_and_reduced(inputs, input_size, p.lnorm.axis, p.lnorm.count, outputs, output_size);
 }
 
-void lnorm_backward_auto(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_param_t* inputs, int input_size,
-                         const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
-  if (input_size < 4) return;
-  for (int i = 0; i < output_size; i++) {
-    if (i == 0)
-      outputs[0] = inputs[3];
-    else
-      shape_from_mask(inputs[3], p.lnorm.axis, p.lnorm.count, true, &outputs[i]);
-  }
+uint64_t word0(const uint64_t* mask, int size) { return size > 0 ? mask[0] : 0; }
+
+// libnnc's bitmasks (predicates on the first word). BATCH_NORM_FORWARD: all
+// five inputs, and y alone or all five outputs.
+bool bnorm_forward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int isz,
+                           const uint64_t* outputs, int osz) {
+  const uint64_t out = word0(outputs, osz);
+  return word0(inputs, isz) == 31u && (out == 1u || out == 31u);
 }
 
-bool any_output(int output_size, const uint64_t* outputs, int output_bitmask_size) {
-  for (int i = 0; i < output_size; i++)
-    if (bit(outputs, output_bitmask_size, i)) return true;
-  return false;
+// |g|-|-|-|-|x|scale|bias|mean|var|y|mean|var|saved_mean|saved_inv_std|: g, x,
+// scale, saved_mean, saved_inv_std; all of |dx|dscale|dbias|.
+bool bnorm_backward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int isz,
+                            const uint64_t* outputs, int osz) {
+  constexpr uint64_t kNeed = (1u << 0) | (1u << 5) | (1u << 6) | (1u << 13) | (1u << 14);
+  return (word0(inputs, isz) & kNeed) == kNeed && (word0(outputs, osz) & 7u) == 7u;
 }
 
-bool bnorm_forward_bitmask(const ccv_nnc_cmd_param_t& p, int input_size, int output_size, const uint64_t* inputs,
-                           int isz, const uint64_t* outputs, int osz) {
-  if (input_size != 5 || output_size < 1 || output_size > 5) return false;
-  for (int i = 0; i < 3; i++)
-    if (!bit(inputs, isz, i)) return false;
-  if (!bit(outputs, osz, 0)) return false;
-  if (p.bnorm.is_test) return bit(inputs, isz, 3) && bit(inputs, isz, 4);
-  return (!bit(outputs, osz, 1) || bit(inputs, isz, 3)) && (!bit(outputs, osz, 2) || bit(inputs, isz, 4));
+// LAYER_NORM_FORWARD: |x|scale|bias| (affine) or |x|, all of them; y alone or
+// all of |y|saved_mean|saved_inv_std|.
+bool lnorm_forward_bitmask(const ccv_nnc_cmd_param_t& p, int, int, const uint64_t* inputs, int isz,
+                           const uint64_t* outputs, int osz) {
+  const uint64_t out = word0(outputs, osz);
+  return word0(inputs, isz) == (p.lnorm.elementwise_affine ? 7u : 1u) && (out == 1u || out == 7u);
 }
 
-bool bnorm_backward_bitmask(const ccv_nnc_cmd_param_t& p, int input_size, int output_size, const uint64_t* inputs,
-                            int isz, const uint64_t* outputs, int osz) {
-  if (input_size != 15 || output_size < 1 || output_size > 3 || !any_output(output_size, outputs, osz)) return false;
-  if (!bit(inputs, isz, 0) || !bit(inputs, isz, 5)) return false;
-  if (bit(outputs, osz, 0) && !bit(inputs, isz, 6)) return false;
-  return p.bnorm.is_test ? bit(inputs, isz, 8) && bit(inputs, isz, 9) : bit(inputs, isz, 13) && bit(inputs, isz, 14);
+// Affine |g|-|-|x|scale|bias|y|saved_mean|saved_inv_std|: g, x, scale and the
+// saved statistics; plain |g|-|-|x|y|saved_mean|saved_inv_std|: g, x and the
+// saved statistics. dx is always produced.
+bool lnorm_backward_bitmask(const ccv_nnc_cmd_param_t& p, int, int, const uint64_t* inputs, int isz,
+                            const uint64_t* outputs, int osz) {
+  const uint64_t need = p.lnorm.elementwise_affine ? (1u << 0) | (1u << 3) | (1u << 4) | (1u << 7) | (1u << 8)
+                                                   : (1u << 0) | (1u << 3) | (1u << 5) | (1u << 6);
+  return (word0(inputs, isz) & need) == need && (word0(outputs, osz) & 1u) == 1u;
 }
 
-bool lnorm_forward_bitmask(const ccv_nnc_cmd_param_t& p, int input_size, int output_size, const uint64_t* inputs,
-                           int isz, const uint64_t* outputs, int osz) {
-  if (output_size < 1 || output_size > 3 || !bit(inputs, isz, 0) || !bit(outputs, osz, 0)) return false;
-  return p.lnorm.elementwise_affine ? input_size >= 1 && input_size <= 3 : input_size == 1;
-}
-
-bool lnorm_backward_bitmask(const ccv_nnc_cmd_param_t& p, int input_size, int output_size, const uint64_t* inputs,
-                            int isz, const uint64_t* outputs, int osz) {
-  const bool affine = p.lnorm.elementwise_affine;
-  if (input_size != (affine ? 9 : 7) || output_size < 1 || output_size > (affine ? 3 : 1)) return false;
-  if (!any_output(output_size, outputs, osz)) return false;
-  return bit(inputs, isz, 0) && bit(inputs, isz, 3) && bit(inputs, isz, input_size - 2) &&
-         bit(inputs, isz, input_size - 1);
-}
-
-// y may overwrite x; the running statistics are updated in place (libnnc ties outputs 1 / 2 to inputs 3 / 4).
-bool bnorm_forward_inplace(const ccv_nnc_cmd_param_t&, int input_idx, int, int output_idx, int) {
-  return (input_idx == 0 && output_idx == 0) || (input_idx == 3 && output_idx == 1) ||
-         (input_idx == 4 && output_idx == 2);
-}
+// The running statistics are updated in place: libnnc ties outputs 1 / 2 to
+// inputs 3 / 4 and allows no other pair.
 bool bnorm_forward_enforce(const ccv_nnc_cmd_param_t&, int input_idx, int, int output_idx, int) {
   return (input_idx == 3 && output_idx == 1) || (input_idx == 4 && output_idx == 2);
-}
-bool lnorm_forward_inplace(const ccv_nnc_cmd_param_t&, int input_idx, int, int output_idx, int) {
-  return input_idx == 0 && output_idx == 0;
 }
 
 void add(Registry& r, uint32_t id, TensorAutoFn tensor_auto, BitmaskFn bitmask, InplaceFn allow, InplaceFn enforce,
@@ -434,13 +395,12 @@ LayerNormIo layer_norm_backward_io(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* c
 
 void register_norm(Registry& r) {
   using namespace norm;
-  add(r, CCV_NNC_BATCH_NORM_FORWARD, bnorm_forward_auto, bnorm_forward_bitmask, bnorm_forward_inplace,
-      bnorm_forward_enforce, validate_bnorm_forward, bnorm_forward_ref, bnorm_forward_opt, bnorm_opt_accepts);
-  add(r, CCV_NNC_BATCH_NORM_BACKWARD, bnorm_backward_auto, bnorm_backward_bitmask, nullptr, nullptr,
+  add(r, CCV_NNC_BATCH_NORM_FORWARD, bnorm_auto, bnorm_forward_bitmask, nullptr, bnorm_forward_enforce, validate_bnorm_forward, bnorm_forward_ref, bnorm_forward_opt, bnorm_opt_accepts);
+  add(r, CCV_NNC_BATCH_NORM_BACKWARD, bnorm_auto, bnorm_backward_bitmask, nullptr, nullptr,
       validate_bnorm_backward, bnorm_backward_ref, bnorm_backward_opt, bnorm_opt_accepts);
-  add(r, CCV_NNC_LAYER_NORM_FORWARD, lnorm_forward_auto, lnorm_forward_bitmask, lnorm_forward_inplace, nullptr,
+  add(r, CCV_NNC_LAYER_NORM_FORWARD, lnorm_auto, lnorm_forward_bitmask, nullptr, nullptr,
       validate_lnorm_forward, lnorm_forward_ref, lnorm_forward_opt, lnorm_opt_accepts);
-  add(r, CCV_NNC_LAYER_NORM_BACKWARD, lnorm_backward_auto, lnorm_backward_bitmask, nullptr, nullptr,
+  add(r, CCV_NNC_LAYER_NORM_BACKWARD, lnorm_auto, lnorm_backward_bitmask, nullptr, nullptr,
       validate_lnorm_backward, lnorm_backward_ref, lnorm_backward_opt, lnorm_opt_accepts);
 }
 

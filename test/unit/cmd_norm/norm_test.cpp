@@ -445,6 +445,117 @@ TEST_F(Norm, ShapeInference) {
   EXPECT_EQ(out[1].dim[3], 1);
 }
 
+// libnnc's contract (the description file's tensor_auto, bitmask and in-place
+// rules), pinned one rule at a time, and the slot layout of the backward run
+// with every forward tensor in its place.
+TEST_F(Norm, LibnncContract) {
+  const ccv_nnc_tensor_param_t x = param(CCV_32F, {8, 6, 5, 5}, NCHW);
+  ccv_nnc_tensor_param_t in[15] = {}, out[5];
+  auto dims = [](const ccv_nnc_tensor_param_t& p) { return std::vector<int>(p.dim, p.dim + 5); };
+  // BATCH_NORM: statistics (and dscale / dbias) are x with the axes of extent 1.
+  in[0] = x;
+  ccv_nnc_hint_tensor_auto(bnorm(CCV_NNC_BATCH_NORM_FORWARD, {0, 2, 3}, 1e-5f, 0, 0.9f), in, 5, ccv_nnc_no_hint, out, 5);
+  EXPECT_EQ(dims(out[0]), (std::vector<int>{8, 6, 5, 5, 0}));
+  for (int i = 1; i < 5; i++) EXPECT_EQ(dims(out[i]), (std::vector<int>{1, 6, 1, 1, 0})) << i;
+  in[0] = param(CCV_64F, {8, 6, 5, 5}, NCHW);  // the backward's shapes come from g (input 0)
+  in[5] = param(CCV_32F, {2, 2}, NCHW);
+  ccv_nnc_hint_tensor_auto(bnorm(CCV_NNC_BATCH_NORM_BACKWARD, {0, 2, 3}, 1e-5f, 0, 0.9f), in, 15, ccv_nnc_no_hint, out, 3);
+  EXPECT_EQ(out[0].datatype, CCV_64F);
+  EXPECT_EQ(dims(out[0]), (std::vector<int>{8, 6, 5, 5, 0}));
+  EXPECT_EQ(dims(out[1]), (std::vector<int>{1, 6, 1, 1, 0}));
+  EXPECT_EQ(dims(out[2]), (std::vector<int>{1, 6, 1, 1, 0}));
+  // LAYER_NORM over {1, 2, 3}: the saved statistics are [8, 1, 1, 1]; the
+  // backward's dscale / dbias get the same shape from libnnc's rule.
+  in[0] = x;
+  ccv_nnc_hint_tensor_auto(lnorm(CCV_NNC_LAYER_NORM_FORWARD, {1, 2, 3}, 1e-5f, 1), in, 3, ccv_nnc_no_hint, out, 3);
+  EXPECT_EQ(dims(out[0]), (std::vector<int>{8, 6, 5, 5, 0}));
+  EXPECT_EQ(dims(out[1]), (std::vector<int>{8, 1, 1, 1, 0}));
+  EXPECT_EQ(dims(out[2]), (std::vector<int>{8, 1, 1, 1, 0}));
+  ccv_nnc_hint_tensor_auto(lnorm(CCV_NNC_LAYER_NORM_BACKWARD, {1, 2, 3}, 1e-5f, 1), in, 9, ccv_nnc_no_hint, out, 3);
+  EXPECT_EQ(dims(out[0]), (std::vector<int>{8, 6, 5, 5, 0}));
+  EXPECT_EQ(dims(out[1]), (std::vector<int>{8, 1, 1, 1, 0}));
+
+  auto bm = [](const ccv_nnc_cmd_t& c, int ni, uint64_t inputs, int no, uint64_t outputs) {
+    return ccv_nnc_cmd_bitmask(c, ni, no, &inputs, 1, &outputs, 1);
+  };
+  for (int is_test : {0, 1}) {
+    const ccv_nnc_cmd_t bf = bnorm(CCV_NNC_BATCH_NORM_FORWARD, {0}, 1e-5f, is_test, 0.9f);
+    EXPECT_TRUE(bm(bf, 5, 31, 1, 1));
+    EXPECT_TRUE(bm(bf, 5, 31, 5, 31));
+    EXPECT_FALSE(bm(bf, 5, 7, 1, 1));
+    EXPECT_FALSE(bm(bf, 5, 31, 5, 7));
+    EXPECT_FALSE(bm(bf, 5, 31, 5, 0b11001));
+    const ccv_nnc_cmd_t bb = bnorm(CCV_NNC_BATCH_NORM_BACKWARD, {0}, 1e-5f, is_test, 0.9f);
+    const uint64_t need = 1u | (1u << 5) | (1u << 6) | (1u << 13) | (1u << 14);
+    EXPECT_TRUE(bm(bb, 15, need, 3, 7));
+    EXPECT_TRUE(bm(bb, 15, 0x7fff, 3, 7));
+    EXPECT_FALSE(bm(bb, 15, need, 3, 3));
+    for (int i : {0, 5, 6, 13, 14}) EXPECT_FALSE(bm(bb, 15, need & ~(1ull << i), 3, 7)) << i;
+  }
+  const ccv_nnc_cmd_t la = lnorm(CCV_NNC_LAYER_NORM_FORWARD, {1}, 1e-5f, 1), lp = lnorm(CCV_NNC_LAYER_NORM_FORWARD, {1}, 1e-5f, 0);
+  EXPECT_TRUE(bm(la, 3, 7, 3, 7));
+  EXPECT_TRUE(bm(la, 3, 7, 3, 1));
+  EXPECT_FALSE(bm(la, 3, 1, 3, 7));
+  EXPECT_FALSE(bm(la, 3, 7, 3, 3));
+  EXPECT_TRUE(bm(lp, 1, 1, 3, 7));
+  EXPECT_TRUE(bm(lp, 1, 1, 1, 1));
+  EXPECT_FALSE(bm(lp, 3, 7, 3, 7));
+  const ccv_nnc_cmd_t lba = lnorm(CCV_NNC_LAYER_NORM_BACKWARD, {1}, 1e-5f, 1),
+                      lbp = lnorm(CCV_NNC_LAYER_NORM_BACKWARD, {1}, 1e-5f, 0);
+  const uint64_t affine_need = 1u | (1u << 3) | (1u << 4) | (1u << 7) | (1u << 8);
+  for (uint64_t o : {7u, 5u, 3u, 1u}) EXPECT_TRUE(bm(lba, 9, affine_need, 3, o)) << o;
+  EXPECT_FALSE(bm(lba, 9, affine_need, 3, 6));
+  for (int i : {0, 3, 4, 7, 8}) EXPECT_FALSE(bm(lba, 9, affine_need & ~(1ull << i), 3, 7)) << i;
+  const uint64_t plain_need = 1u | (1u << 3) | (1u << 5) | (1u << 6);
+  EXPECT_TRUE(bm(lbp, 7, plain_need, 1, 1));
+  for (int i : {0, 3, 5, 6}) EXPECT_FALSE(bm(lbp, 7, plain_need & ~(1ull << i), 1, 1)) << i;
+
+  // In place: BATCH_NORM_FORWARD enforces the running statistics' pairs and allows nothing.
+  const ccv_nnc_cmd_t bf = bnorm(CCV_NNC_BATCH_NORM_FORWARD, {0}, 1e-5f, 0, 0.9f);
+  for (int i = 0; i < 5; i++)
+    for (int o = 0; o < 5; o++) {
+      EXPECT_EQ(ccv_nnc_cmd_enforce_inplace(bf, i, 5, o, 5), (i == 3 && o == 1) || (i == 4 && o == 2)) << i << o;
+      EXPECT_FALSE(ccv_nnc_cmd_allow_inplace(bf, i, 5, o, 5)) << i << o;
+      for (const ccv_nnc_cmd_t& c : {bnorm(CCV_NNC_BATCH_NORM_BACKWARD, {0}, 1e-5f, 0, 0.9f), la,
+                                     lnorm(CCV_NNC_LAYER_NORM_BACKWARD, {1}, 1e-5f, 1)}) {
+        EXPECT_FALSE(ccv_nnc_cmd_allow_inplace(c, i, 15, o, 5));
+        EXPECT_FALSE(ccv_nnc_cmd_enforce_inplace(c, i, 15, o, 5));
+      }
+    }
+
+  // The backward run in libnnc's slots, with the forward's outputs (the
+  // running statistics updated in place) where they belong; its dx matches a
+  // double reference: dx = inv_std * scale * (g - mean(g) - xhat * mean(g * xhat)).
+  T tx(CCV_64F, {6, 3}), ts(CCV_64F, {3}), tb(CCV_64F, {3}), tm(CCV_64F, {3}), tv(CCV_64F, {3}), ty(CCV_64F, {6, 3});
+  T sm(CCV_64F, {3}), si(CCV_64F, {3}), tg(CCV_64F, {6, 3}), dx(CCV_64F, {6, 3}), dsc(CCV_64F, {3}), dbi(CCV_64F, {3});
+  std::mt19937 rng(23);
+  fill_uniform(tx, rng), fill_uniform(ts, rng), fill_uniform(tb, rng), fill_uniform(tg, rng);
+  for (int c = 0; c < 3; c++) tm.set(c, 0), tv.set(c, 1);
+  ASSERT_EQ(run(bf, {tx, ts, tb, tm, tv}, {ty, tm, tv, sm, si}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  ASSERT_EQ(run(bnorm(CCV_NNC_BATCH_NORM_BACKWARD, {0}, 1e-5f, 0, 0.9f),
+                {tg, nullptr, nullptr, nullptr, nullptr, tx, ts, tb, tm, tv, ty, tm, tv, sm, si}, {dx, dsc, dbi}),
+            CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  for (int c = 0; c < 3; c++) {
+    double m = 0, v = 0, mg = 0, mgx = 0;
+    for (int n = 0; n < 6; n++) m += tx.get(n * 3 + c) / 6;
+    for (int n = 0; n < 6; n++) v += (tx.get(n * 3 + c) - m) * (tx.get(n * 3 + c) - m) / 6;
+    const double inv = 1 / std::sqrt(v + 1e-5);
+    for (int n = 0; n < 6; n++) {
+      mg += tg.get(n * 3 + c) / 6;
+      mgx += tg.get(n * 3 + c) * (tx.get(n * 3 + c) - m) * inv / 6;
+    }
+    EXPECT_NEAR(sm.get(c), m, 1e-12);
+    EXPECT_NEAR(tm.get(c), (1 - static_cast<double>(0.9f)) * m, 1e-12);  // the running mean, in place
+    for (int n = 0; n < 6; n++) {
+      const double xhat = (tx.get(n * 3 + c) - m) * inv;
+      EXPECT_NEAR(dx.get(n * 3 + c), inv * ts.get(c) * (tg.get(n * 3 + c) - mg - xhat * mgx), 1e-9);
+    }
+    EXPECT_NEAR(dsc.get(c), 6 * mgx, 1e-9);
+    EXPECT_NEAR(dbi.get(c), 6 * mg, 1e-9);
+  }
+}
+
 TEST_F(Norm, BadInputFailsWithAMessage) {
   T x(CCV_32F, {4, 3}), y(CCV_32F, {4, 3}), c(CCV_32F, {3}), c4(CCV_32F, {4}), c64(CCV_64F, {3}), y5(CCV_32F, {5, 3});
   const ccv_nnc_cmd_t f = bnorm(CCV_NNC_BATCH_NORM_FORWARD, {0}, 1e-5f, 0, 0.9f);
