@@ -209,7 +209,7 @@ NNC_API int ccv_nnc_cmd_exec(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint,
                              ccv_nnc_stream_context_t* const stream_context) {
   const int code =
       guard_code([&] { return cmd_exec(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context); });
-  if (__builtin_expect(memory_efficient(), 0) && detail::t_guard_depth == 0) release_thread_workspace();
+  if (__builtin_expect(memory_efficient(), 0) && GuardScope::outside()) release_thread_workspace();
   return code;
 }
 

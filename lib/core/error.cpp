@@ -38,22 +38,22 @@ void fail(int code, const char* fmt, ...) {
 
 void set_error_message(const std::string& message) {
   t_error_message = message;
-  detail::t_error_set = true;
+  detail::t_guard.error_set = true;
 }
 const std::string& error_message() {
   static const std::string none;
-  return detail::t_error_set ? t_error_message : none;
+  return detail::t_guard.error_set ? t_error_message : none;
 }
-void clear_error_message() { detail::t_error_set = false; }
+void clear_error_message() { detail::t_guard.error_set = false; }
 
 namespace {
 // Store a message from a catch block; the flag is set only once the text is in place.
 void store(const char* text) noexcept {
   try {
     t_error_message = text;
-    detail::t_error_set = true;
+    detail::t_guard.error_set = true;
   } catch (...) {
-    detail::t_error_set = false;
+    detail::t_guard.error_set = false;
   }
 }
 }  // namespace

@@ -43,10 +43,15 @@ int record_current_exception() noexcept;
 
 namespace detail {
 // Exported calls in progress on this thread (an exported function may call
-// another), and whether the message belongs to the outermost one. Plain
-// thread-locals with constant initialisers, so a guard costs two TLS accesses.
-inline thread_local int t_guard_depth = 0;
-inline thread_local bool t_error_set = false;
+// another), and whether the stored message is current. One trivially
+// destructible thread-local with the initial-exec model: a guard reaches it
+// with a thread-pointer offset, not a __tls_get_addr call (a few bytes of the
+// static TLS reserve, which libraries opened with dlopen may use too).
+struct GuardState {
+  int depth = 0;
+  bool error_set = false;
+};
+inline thread_local GuardState t_guard __attribute__((tls_model("initial-exec")));
 }  // namespace detail
 
 // Held by every guard: the outermost exported call on a thread starts with no
@@ -56,13 +61,15 @@ inline thread_local bool t_error_set = false;
 class GuardScope {
  public:
   GuardScope() noexcept {
-    if (detail::t_guard_depth++ == 0) detail::t_error_set = false;
+    if (detail::t_guard.depth++ == 0) detail::t_guard.error_set = false;
   }
-  ~GuardScope() { --detail::t_guard_depth; }
+  ~GuardScope() { --detail::t_guard.depth; }
   GuardScope(const GuardScope&) = delete;
   GuardScope& operator=(const GuardScope&) = delete;
   // True when this is the outermost exported call on the thread.
-  static bool outermost() noexcept { return detail::t_guard_depth == 1; }
+  static bool outermost() noexcept { return detail::t_guard.depth == 1; }
+  // True outside every exported call.
+  static bool outside() noexcept { return detail::t_guard.depth == 0; }
 };
 
 // Run f; on any exception record it and return `on_error`.

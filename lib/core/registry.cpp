@@ -18,6 +18,14 @@ int backend_rank(uint32_t backend) {
 }
 
 Registry::Entry* Registry::find(uint32_t cmd) {
+  if (!slots_.empty()) {
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = slot_of(cmd);; i = (i + 1) & mask) {
+      const int32_t e = slots_[i];
+      if (e < 0) return nullptr;
+      if (entries_[static_cast<size_t>(e)].info.cmd == cmd) return &entries_[static_cast<size_t>(e)];
+    }
+  }
   if (sorted_) {
     auto it = std::lower_bound(entries_.begin(), entries_.end(), cmd,
                                [](const Entry& e, uint32_t id) { return e.info.cmd < id; });
@@ -37,6 +45,7 @@ void Registry::add_command(const CommandInfo& info) {
   }
   entries_.push_back(Entry{info, {}});
   sorted_ = false;
+  slots_.clear();  // until the next freeze
 }
 
 void Registry::add_kernel(const Kernel& kernel) {
@@ -57,6 +66,17 @@ void Registry::add_kernel(const Kernel& kernel) {
 void Registry::freeze() {
   std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) { return a.info.cmd < b.info.cmd; });
   sorted_ = true;
+  // At most a quarter full, so probes stay short.
+  unsigned bits = 4;
+  while ((size_t{1} << bits) < entries_.size() * 4) bits++;
+  slot_shift_ = 32 - bits;
+  slots_.assign(size_t{1} << bits, -1);
+  const size_t mask = slots_.size() - 1;
+  for (size_t k = 0; k < entries_.size(); k++) {
+    size_t i = slot_of(entries_[k].info.cmd);
+    while (slots_[i] >= 0) i = (i + 1) & mask;
+    slots_[i] = static_cast<int32_t>(k);
+  }
 }
 
 const CommandInfo* Registry::command(uint32_t cmd) const {

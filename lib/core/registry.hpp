@@ -107,6 +107,11 @@ class Registry {
   const Entry* find(uint32_t cmd) const;
   std::vector<Entry> entries_;  // sorted by id after freeze
   bool sorted_ = true;
+  // After freeze: an open-addressing table of indices into entries_ (-1 empty),
+  // so the lookup every execution does is one or two probes, not a binary search.
+  std::vector<int32_t> slots_;
+  unsigned slot_shift_ = 32;
+  size_t slot_of(uint32_t cmd) const { return static_cast<size_t>((cmd * 0x9E3779B1u) >> slot_shift_); }
   friend const Registry& registry();
   void freeze();
 };

@@ -142,7 +142,7 @@ NNC_API int ccv_nnc_graph_run(ccv_nnc_graph_t* const graph, const int flags, con
                               ccv_nnc_tensor_tape_t* const tensor_tape, ccv_nnc_stream_context_t* const stream_context) {
   const int code =
       guard_code([&] { return run(graph, flags, sources, source_size, destinations, destination_size, tensor_tape, stream_context); });
-  if (__builtin_expect(memory_efficient(), 0) && detail::t_guard_depth == 0) release_thread_workspace();
+  if (__builtin_expect(memory_efficient(), 0) && GuardScope::outside()) release_thread_workspace();
   return code;
 }
 
