@@ -18,7 +18,10 @@
 //   (count = 1): the index along that axis of the largest / smallest element,
 //   the first one on ties; a NaN counts as larger (ARGMAX) / smaller (ARGMIN)
 //   than any number so that it is found. There is no backward (the gradient is
-//   zero almost everywhere and libnnc defines none).
+//   zero almost everywhere): ARGMAX_BACKWARD / ARGMIN_BACKWARD exist, as in
+//   libnnc, with a bitmask that accepts nothing and no kernel (CCV_NNC_EXEC_NO_KERNEL).
+// Shapes and bitmasks are libnnc's: the forward output is x with the axes of
+//   extent 1 (ARGMAX / ARGMIN: 32S); a backward's dx takes g's parameters.
 #include "cmd/reduce/reduce.hpp"
 
 #include <cstring>
@@ -47,13 +50,6 @@ unsigned axis_mask(const char* what, const int* axis, int count, int nd) {
 
 void reduced_dims(const int* dim, int nd, unsigned mask, int* out) {
   for (int i = 0; i < kMaxDim; i++) out[i] = i < nd ? ((mask >> i) & 1u ? 1 : dim[i]) : 0;
-}
-
-bool dims_equal(const ccv_nnc_tensor_t* t, const int* dim, int nd) {
-  if (nd_of(t->info.dim) != nd) return false;
-  for (int i = 0; i < nd; i++)
-    if (t->info.dim[i] != dim[i]) return false;
-  return true;
 }
 
 int runs_of(const int* dim, int nd, unsigned mask, size_t* extent, bool* reduced) {
@@ -123,30 +119,43 @@ void arg_auto(const ccv_nnc_cmd_param_t& params, const ccv_nnc_tensor_param_t* i
   for (int i = 0; i < output_size && input_size > 0; i++) outputs[i].datatype = CCV_32S;
 }
 
-// dx takes x's shape (input 1), or g's when x is absent.
+// libnnc's rule for every reduction backward: dx takes the parameters of
+// the gradient (input 0). (A caller allocating dx from it gets g's reduced
+// shape, which execution refuses; graphs take dx's shape from x.)
 void backward_auto(const ccv_nnc_cmd_param_t&, const ccv_nnc_tensor_param_t* inputs, int input_size,
                    const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
   if (input_size < 1) return;
-  for (int i = 0; i < output_size; i++) outputs[i] = input_size > 1 ? inputs[1] : inputs[0];
+  for (int i = 0; i < output_size; i++) outputs[i] = inputs[0];
 }
 
-bool forward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
-                     int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size) {
-  return input_size == 1 && output_size == 1 && bit(inputs, input_bitmask_size, 0) &&
-         bit(outputs, output_bitmask_size, 0);
+// ARGMAX / ARGMIN have a backward id but no backward: libnnc's shape rule
+// leaves the outputs alone and its bitmask accepts nothing.
+void no_auto(const ccv_nnc_cmd_param_t&, const ccv_nnc_tensor_param_t*, int, const ccv_nnc_hint_t&,
+             ccv_nnc_tensor_param_t*, int) {}
+bool no_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t*, int, const uint64_t*, int) { return false; }
+void validate_no_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const*, int,
+                          ccv_nnc_tensor_t* const*, int) {
+  fail(CCV_NNC_EXEC_NO_KERNEL, "%s: there is no backward (the index of an extreme has no gradient)",
+       name_of(cmd.cmd));
 }
 
-bool sum_backward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
-                          int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size) {
-  return input_size >= 1 && output_size == 1 && bit(inputs, input_bitmask_size, 0) &&
-         bit(outputs, output_bitmask_size, 0);
+uint64_t word0(const uint64_t* mask, int size) { return size > 0 ? mask[0] : 0; }
+
+// libnnc's bitmasks (predicates on the first word): every forward exactly x
+// and y; SUM / MEAN backward g; MAX / MIN / NORM2 backward |g|x|y|.
+bool forward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int input_bitmask_size,
+                     const uint64_t* outputs, int output_bitmask_size) {
+  return word0(inputs, input_bitmask_size) == 1u && word0(outputs, output_bitmask_size) == 1u;
 }
 
-bool xy_backward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
-                         int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size) {
-  return input_size >= 3 && output_size == 1 && bit(inputs, input_bitmask_size, 0) &&
-         bit(inputs, input_bitmask_size, 1) && bit(inputs, input_bitmask_size, 2) &&
-         bit(outputs, output_bitmask_size, 0);
+bool sum_backward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int input_bitmask_size,
+                          const uint64_t* outputs, int output_bitmask_size) {
+  return (word0(inputs, input_bitmask_size) & 1u) == 1u && word0(outputs, output_bitmask_size) == 1u;
+}
+
+bool xy_backward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int input_bitmask_size,
+                         const uint64_t* outputs, int output_bitmask_size) {
+  return (word0(inputs, input_bitmask_size) & 7u) == 7u && word0(outputs, output_bitmask_size) == 1u;
 }
 
 void check_reduced_shape(const char* name, const ccv_nnc_tensor_t* full, const char* full_name,
@@ -154,7 +163,7 @@ void check_reduced_shape(const char* name, const ccv_nnc_tensor_t* full, const c
   const int nd = nd_of(full->info.dim);
   int want[kMaxDim];
   reduced_dims(full->info.dim, nd, mask, want);
-  NNC_CHECK(dims_equal(small, want, nd), "%s: %s is %s, so %s must be %s (the reduced axes kept with extent 1), not %s",
+  NNC_CHECK(same_shape(small->info.dim, want), "%s: %s is %s, so %s must be %s (the reduced axes kept with extent 1), not %s",
             name, full_name, shape_string(full->info.dim).c_str(), small_name, shape_string(want).c_str(),
             shape_string(small->info.dim).c_str());
 }
@@ -201,9 +210,9 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_
   NNC_CHECK(x && y, "%s: needs the forward input x (input 1) and output y (input 2)", name);
   NNC_CHECK(type_of(x) == type_of(g) && type_of(y) == type_of(g), "%s: g is %s but x is %s and y is %s", name, dt(g),
             dt(x), dt(y));
-  NNC_CHECK(dims_equal(x, dx->info.dim, nd_of(dx->info.dim)), "%s: x is %s but dx is %s", name,
+  NNC_CHECK(same_shape(x->info, dx->info), "%s: x is %s but dx is %s", name,
             shape_string(x->info.dim).c_str(), shape_string(dx->info.dim).c_str());
-  NNC_CHECK(dims_equal(y, g->info.dim, nd_of(g->info.dim)), "%s: y is %s but g is %s", name,
+  NNC_CHECK(same_shape(y->info, g->info), "%s: y is %s but g is %s", name,
             shape_string(y->info.dim).c_str(), shape_string(g->info.dim).c_str());
 }
 
@@ -249,6 +258,7 @@ void register_reduce(Registry& r) {
     add_command(r, f, arg_auto, forward_bitmask, validate_forward);
     add_kernel(r, f, CCV_NNC_BACKEND_CPU_REF, kFloatTypes | CCV_32S, arg_forward_ref);
     add_kernel(r, f, CCV_NNC_BACKEND_CPU_OPT, CCV_32F | CCV_64F | CCV_32S, arg_forward_opt);
+    add_command(r, f + 1, no_auto, no_bitmask, validate_no_backward);
   }
 }
 

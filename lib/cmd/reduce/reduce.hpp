@@ -20,8 +20,6 @@ unsigned axis_mask(const char* what, const int* axis, int count, int nd);
 // `dim` with the axes of `mask` set to 1 (nd entries, the rest 0).
 void reduced_dims(const int* dim, int nd, unsigned mask, int* out);
 
-// Whether the tensor's nd and dims equal `dim[0..nd)`.
-bool dims_equal(const ccv_nnc_tensor_t* t, const int* dim, int nd);
 
 // The shape as three extents (outer reduced, kept, inner reduced) when the
 // kept axes (those not in mask, ignoring extents of 1) are one block: element

@@ -283,6 +283,45 @@ TEST_F(Reduce, ShapeInference) {
   EXPECT_EQ(out.datatype, CCV_32S);
 }
 
+// libnnc's contract: shapes, bitmasks and (no) in-place pairs of each reduction.
+TEST_F(Reduce, LibnncContract) {
+  const uint32_t fwd[] = {CCV_NNC_REDUCE_SUM_FORWARD, CCV_NNC_REDUCE_MEAN_FORWARD, CCV_NNC_REDUCE_MAX_FORWARD,
+                          CCV_NNC_REDUCE_MIN_FORWARD, CCV_NNC_REDUCE_NORM2_FORWARD, CCV_NNC_ARGMAX_FORWARD,
+                          CCV_NNC_ARGMIN_FORWARD};
+  auto bm = [](uint32_t id, int ni, uint64_t in, int no, uint64_t out) {
+    return ccv_nnc_cmd_bitmask(reduce_cmd(id, {0}), ni, no, &in, 1, &out, 1);
+  };
+  for (uint32_t f : fwd) {
+    EXPECT_TRUE(bm(f, 1, 1, 1, 1)) << ccv_nnc_cmd_name(f);
+    EXPECT_FALSE(bm(f, 2, 3, 1, 1)) << ccv_nnc_cmd_name(f);  // exactly x
+    EXPECT_FALSE(bm(f, 1, 1, 1, 0)) << ccv_nnc_cmd_name(f);
+    const uint32_t b = f + 1;
+    const bool arg = f == CCV_NNC_ARGMAX_FORWARD || f == CCV_NNC_ARGMIN_FORWARD;
+    const bool xy = f == CCV_NNC_REDUCE_MAX_FORWARD || f == CCV_NNC_REDUCE_MIN_FORWARD || f == CCV_NNC_REDUCE_NORM2_FORWARD;
+    EXPECT_EQ(bm(b, 3, 0b111, 1, 1), !arg) << ccv_nnc_cmd_name(b);
+    EXPECT_EQ(bm(b, 3, 0b001, 1, 1), !arg && !xy) << ccv_nnc_cmd_name(b);
+    EXPECT_EQ(bm(b, 1, 0b1, 1, 1), !arg && !xy) << ccv_nnc_cmd_name(b);
+    EXPECT_FALSE(bm(b, 3, 0b110, 1, 1)) << ccv_nnc_cmd_name(b);
+    EXPECT_FALSE(bm(b, 3, 0b111, 1, 0)) << ccv_nnc_cmd_name(b);
+    for (uint32_t id : {f, b})
+      for (int i = 0; i < 3; i++) {
+        EXPECT_FALSE(ccv_nnc_cmd_allow_inplace(reduce_cmd(id, {0}), i, 3, 0, 1)) << ccv_nnc_cmd_name(id);
+        EXPECT_FALSE(ccv_nnc_cmd_enforce_inplace(reduce_cmd(id, {0}), i, 3, 0, 1)) << ccv_nnc_cmd_name(id);
+      }
+    // Backward shapes: libnnc gives dx the gradient's parameters; ARGMAX /
+    // ARGMIN's backward leaves the outputs alone.
+    ccv_nnc_tensor_param_t in[3] = {param(CCV_64F, {1, 5}), param(CCV_32F, {4, 5}), param(CCV_32F, {1, 5})};
+    ccv_nnc_tensor_param_t out = param(CCV_16F, {7});
+    ccv_nnc_hint_tensor_auto(reduce_cmd(b, {0}), in, 3, ccv_nnc_no_hint, &out, 1);
+    const ccv_nnc_tensor_param_t want = arg ? param(CCV_16F, {7}) : in[0];
+    EXPECT_EQ(out.datatype, want.datatype) << ccv_nnc_cmd_name(b);
+    EXPECT_EQ(std::vector<int>(out.dim, out.dim + 3), std::vector<int>(want.dim, want.dim + 3)) << ccv_nnc_cmd_name(b);
+  }
+  T y(CCV_32F, {1, 5}), dx(CCV_32F, {4, 5});
+  EXPECT_EQ(run(reduce_cmd(CCV_NNC_ARGMIN_BACKWARD, {0}), {y}, {dx}), CCV_NNC_EXEC_NO_KERNEL);
+  EXPECT_TRUE(message_has("no backward")) << ccv_nnc_error_message();
+}
+
 TEST_F(Reduce, BadInputFailsWithAMessage) {
   T x(CCV_32F, {4, 5}), y(CCV_32F, {1, 5}), wrong(CCV_32F, {4, 1}), y64(CCV_64F, {1, 5}), i32(CCV_32S, {1, 5});
   const ccv_nnc_cmd_t sum0 = reduce_cmd(CCV_NNC_REDUCE_SUM_FORWARD, {0});
