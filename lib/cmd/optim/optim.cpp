@@ -24,7 +24,11 @@
 // and drives the bias correction; RMSPROP always writes its momentum buffer
 // (with momentum 0 it holds the last step's grad / (sqrt(v) + epsilon));
 // LAMB's trust ratio uses the 2-norms of the whole parameter tensor.
-// The optimisers have no backward commands.
+// The optimisers have no backward: their *_BACKWARD ids are registered as in
+// libnnc, with a bitmask that accepts nothing and no kernel. Shapes, bitmasks
+// and in-place pairs are libnnc's: every output like the gradient (input 0);
+// exactly the inputs and outputs above, all present; output i may share input
+// i + 1's memory.
 #include "cmd/optim/optim.hpp"
 
 #include <cmath>
@@ -108,14 +112,6 @@ const char* name_of(uint32_t cmd) {
   }
 }
 
-bool same_dims(const ccv_nnc_tensor_t* a, const ccv_nnc_tensor_t* b) {
-  for (int i = 0; i < kMaxDim; i++) {
-    if (a->info.dim[i] != b->info.dim[i]) return false;
-    if (a->info.dim[i] == 0) return true;
-  }
-  return true;
-}
-
 bool finite(double x) { return std::isfinite(x); }
 
 void check_params(const ccv_nnc_cmd_t& cmd, const char* name) {
@@ -174,7 +170,7 @@ void validate(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t*
     NNC_CHECK(t, "%s: %s %d is NULL", name, what, index);
     NNC_CHECK(CCV_GET_DATA_TYPE(t->info.datatype) == type, "%s: %s %d is %s but the parameter a is %s", name, what,
               index, datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)), datatype_name(type));
-    NNC_CHECK(same_dims(t, a), "%s: %s %d is %s but the parameter a is %s; every tensor must have a's shape", name,
+    NNC_CHECK(same_shape(t->info, a->info), "%s: %s %d is %s but the parameter a is %s; every tensor must have a's shape", name,
               what, index, shape_string(t->info.dim).c_str(), shape_string(a->info.dim).c_str());
     NNC_CHECK(CCV_TENSOR_GET_MEMORY(t->info.type) == CCV_TENSOR_GET_MEMORY(a->info.type),
               "%s: %s %d is in another memory than the parameter a", name, what, index);
@@ -183,14 +179,37 @@ void validate(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t*
   for (int i = 0; i < output_size; i++) check(outputs[i], "output", i);
 }
 
-bool bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
-             int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size) {
-  if (input_size < 3 || output_size != input_size - 1) return false;
-  for (int i = 0; i < input_size; i++)
-    if (!bit(inputs, input_bitmask_size, i)) return false;
-  for (int i = 0; i < output_size; i++)
-    if (!bit(outputs, output_bitmask_size, i)) return false;
-  return true;
+uint64_t word0(const uint64_t* mask, int size) { return size > 0 ? mask[0] : 0; }
+
+// libnnc's bitmasks: exactly the command's inputs and outputs, all present
+// (SGD 3 -> 2; ADAM / ADAMW 4 -> 3, or 5 -> 4 with amsgrad; RMSPROP and LAMB 4 -> 3).
+bool bitmask(const ccv_nnc_cmd_param_t& p, int, int, const uint64_t* inputs, int input_bitmask_size,
+             const uint64_t* outputs, int output_bitmask_size, int state) {
+  const uint64_t in = (uint64_t{1} << (2 + state)) - 1, out = (uint64_t{1} << (1 + state)) - 1;
+  (void)p;
+  return word0(inputs, input_bitmask_size) == in && word0(outputs, output_bitmask_size) == out;
+}
+bool sgd_bitmask(const ccv_nnc_cmd_param_t& p, int ni, int no, const uint64_t* in, int ib, const uint64_t* out, int ob) {
+  return bitmask(p, ni, no, in, ib, out, ob, 1);
+}
+bool adam_bitmask(const ccv_nnc_cmd_param_t& p, int ni, int no, const uint64_t* in, int ib, const uint64_t* out,
+                  int ob) {
+  return bitmask(p, ni, no, in, ib, out, ob, p.adam.amsgrad ? 3 : 2);
+}
+bool two_state_bitmask(const ccv_nnc_cmd_param_t& p, int ni, int no, const uint64_t* in, int ib, const uint64_t* out,
+                       int ob) {
+  return bitmask(p, ni, no, in, ib, out, ob, 2);
+}
+
+// The optimisers' backward ids exist (as in libnnc) without a backward: a
+// bitmask that accepts nothing, a shape rule that leaves the outputs alone.
+bool no_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t*, int, const uint64_t*, int) { return false; }
+void no_auto(const ccv_nnc_cmd_param_t&, const ccv_nnc_tensor_param_t*, int, const ccv_nnc_hint_t&,
+             ccv_nnc_tensor_param_t*, int) {}
+void validate_no_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const*, int,
+                          ccv_nnc_tensor_t* const*, int) {
+  const char* n = cmd_name(cmd.cmd);
+  fail(CCV_NNC_EXEC_NO_KERNEL, "%s: an optimiser step has no backward", n ? n : "optimiser");
 }
 
 // Output i is the new value of input i + 1 (b of a, n of m, ...).
@@ -209,10 +228,18 @@ void register_optim(Registry& r) {
     CommandInfo info;
     info.cmd = id;
     info.tensor_auto = shape::same_as_first_input;
-    info.bitmask = bitmask;
+    info.bitmask = id == CCV_NNC_SGD_FORWARD                                 ? sgd_bitmask
+                   : id == CCV_NNC_ADAM_FORWARD || id == CCV_NNC_ADAMW_FORWARD ? adam_bitmask
+                                                                              : two_state_bitmask;
     info.allow_inplace = inplace_pair;
     info.validate = validate;
     r.add_command(info);
+    CommandInfo back;
+    back.cmd = id + 1;
+    back.tensor_auto = no_auto;
+    back.bitmask = no_bitmask;
+    back.validate = validate_no_backward;
+    r.add_command(back);
 
     Kernel k;
     k.cmd = id;

@@ -293,6 +293,28 @@ TEST_F(OptimTest, DescriptionsBitmasksAndInplace) {
     std::memset(out, 0, sizeof(out));
     ccv_nnc_hint_tensor_auto(cmd, in, 2 + ns, ccv_nnc_no_hint, out, 1 + ns);
     for (int o = 0; o < 1 + ns; o++) EXPECT_TRUE(out[o].dim[0] == 3 && out[o].dim[1] == 4 && out[o].dim[2] == 0);
+    // libnnc's bitmask is exact: an extra slot, a missing output or the other
+    // ADAM form (amsgrad or not) does not match.
+    const uint64_t in_extra = (in_all << 1) | 1, out_missing = out_all >> 1;
+    EXPECT_FALSE(ccv_nnc_cmd_bitmask(cmd, 3 + ns, 1 + ns, &in_extra, 1, &out_all, 1)) << c.what;
+    EXPECT_FALSE(ccv_nnc_cmd_bitmask(cmd, 2 + ns, 1 + ns, &in_all, 1, &out_missing, 1)) << c.what;
+    if (c.id == CCV_NNC_ADAM_FORWARD || c.id == CCV_NNC_ADAMW_FORWARD) {
+      ccv_nnc_cmd_t other = cmd;
+      other.info.adam.amsgrad = !cmd.info.adam.amsgrad;
+      EXPECT_FALSE(ccv_nnc_cmd_bitmask(other, 2 + ns, 1 + ns, &in_all, 1, &out_all, 1)) << c.what;
+    }
+    for (int i = 0; i < 2 + ns; i++)
+      for (int o = 0; o < 1 + ns; o++) EXPECT_FALSE(ccv_nnc_cmd_enforce_inplace(cmd, i, 2 + ns, o, 1 + ns));
+    // The backward id exists without a backward.
+    ccv_nnc_cmd_t back = cmd;
+    back.cmd = c.id + 1;
+    EXPECT_FALSE(ccv_nnc_cmd_bitmask(back, 2 + ns, 1 + ns, &in_all, 1, &out_all, 1)) << c.what;
+    ccv_nnc_tensor_param_t untouched = param(CCV_16F, {7});
+    ccv_nnc_hint_tensor_auto(back, in, 2 + ns, ccv_nnc_no_hint, &untouched, 1);
+    EXPECT_TRUE(untouched.datatype == CCV_16F && untouched.dim[0] == 7 && untouched.dim[1] == 0) << c.what;
+    T t(CCV_32F, {3, 4});
+    EXPECT_EQ(run(back, {t, t, t}, {t}), CCV_NNC_EXEC_NO_KERNEL) << c.what;
+    EXPECT_TRUE(message_has("no backward")) << ccv_nnc_error_message();
   }
 }
 
