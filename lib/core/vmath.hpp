@@ -19,7 +19,8 @@
 //   c, fnmadd(a, b, c) = c - a*b, min / max (with a NaN, the second operand comes back), abs, round (to nearest even),
 //   lt / gt (ordered compares), isnan, select(m, a, b) = m ? a : b, opaque(v) = v kept from being folded into
 //   a masked load, copysign(mag, sign), pow2n(n) = 2^n for whole n in
-//   [-126, 127], scalef(p, n) = p 2^n for whole n in [-150, 128] rounded once (inf on overflow), recip(x) = 1 / x to
+//   [-126, 127], scalef(p, n) = p 2^n for whole n in [-150, 128] rounded once (inf on overflow), scale_unit(p, n) =
+//   scalef(p, n) for p in [0.5, 2) (cheaper where the CPU has no scalef instruction), recip(x) = 1 / x to
 //   within 2^-22 relative (an estimate refined by a Newton step; not rounded exactly), exponent(x) / mantissa(x): x =
 //   mantissa * 2^exponent, mantissa in [0.5, 1), for positive normal x.
 //
@@ -50,7 +51,7 @@ inline typename V::R horner(typename V::R x, const float (&c)[K]) {
 // exp(x) for x already clamped to [-105, 89] (NaN-free): x = n ln2 + r with
 // |r| <= ln2 / 2 (Cody-Waite, ln2 in two parts, exact for |n| <= 2^8), exp(r)
 // by its degree-7 Taylor polynomial (truncation 5e-9 relative), then 2^n
-// applied by scalef, so results that overflow become +inf and results below
+// applied by scale_unit, so results that overflow become +inf and results below
 // FLT_MIN come out as (correctly rounded) subnormals.
 template <class V>
 inline typename V::R exp_clamped(typename V::R x) {
@@ -60,7 +61,7 @@ inline typename V::R exp_clamped(typename V::R x) {
   r = V::fnmadd(n, V::set1(-2.12194440e-4f), r);
   static constexpr float kExp[] = {1.0f / 5040, 1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f};
   const R p = horner<V>(r, kExp);
-  return V::scalef(p, n);
+  return V::scale_unit(p, n);
 }
 
 // erfc(z) for z >= 0: with t = 1 / (1 + z / 2), erfc(z) = t exp(Q(t) - z^2),

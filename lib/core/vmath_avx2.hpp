@@ -61,6 +61,17 @@ struct Avx2 {
     const R n1 = round(mul(n, set1(0.5f)));
     return mul(mul(p, pow2n(n1)), pow2n(sub(n, n1)));
   }
+  // scalef for p in [0.5, 2) (exp's reduced value). When every lane's n is in
+  // [-125, 126], each p 2^n is a normal float: n goes straight into p's
+  // exponent field (3 instructions where scalef takes 11, a quarter of exp on
+  // AVX2). A lane outside (exp of x below -86 or above 88) takes scalef for the
+  // whole register; the branch is taken alike for most registers of a tensor.
+  static R scale_unit(R p, R n) {
+    const R out = _mm256_or_ps(lt(n, set1(-125.0f)), gt(n, set1(126.0f)));
+    if (__builtin_expect(!_mm256_testz_ps(out, out), 0)) return scalef(p, n);
+    return _mm256_castsi256_ps(
+        _mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23)));
+  }
   // 1 / x to about 2^-22 relative: the 12-bit estimate and one Newton step.
   static R recip(R x) {
     const R r = _mm256_rcp_ps(x);

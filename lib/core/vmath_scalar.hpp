@@ -50,6 +50,7 @@ struct Scalar {
     return r;
   }
   static R scalef(R p, R n) { return std::ldexp(p, static_cast<int>(n)); }
+  static R scale_unit(R p, R n) { return scalef(p, n); }
   static R recip(R x) { return 1.0f / x; }
   static R exponent(R x) {
     uint32_t b;

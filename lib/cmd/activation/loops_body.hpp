@@ -10,6 +10,14 @@
 // third of the traffic of these memory-bound loops).
 constexpr size_t kStreamFrom = size_t{1} << 16;
 
+// Every loop below is flattened: map_out calls its element function from six
+// places, and GCC then keeps a large one (sigmoid, tanh, ncdf passed by
+// pointer) out of line, a call per register that reloads every constant
+// (SIGMOID forward on AVX2 spent two thirds of its time in that call).
+#ifndef NNC_ACT_LOOP
+#define NNC_ACT_LOOP __attribute__((flatten))
+#endif
+
 // out[i] = f(i) for i in [0, n): vectors of N with masked tails; when `stream`,
 // the first lanes up to out's register alignment go through a masked store
 // and the aligned body through streamed stores.
@@ -64,34 +72,34 @@ inline V::R zero() { return V::set1(0.0f); }
 inline V::R one() { return V::set1(1.0f); }
 
 // max(x, 0) with NaN kept (max gives its second operand for a NaN).
-void relu_f(const float* x, float* y, size_t n, float) {
+NNC_ACT_LOOP void relu_f(const float* x, float* y, size_t n, float) {
   map1(x, y, n, [](V::R v) { return V::max(zero(), v); });
 }
-void relu_b(const float* g, const float* t, float* dx, size_t n, float) {
+NNC_ACT_LOOP void relu_b(const float* g, const float* t, float* dx, size_t n, float) {
   map2(g, t, dx, n, [](V::R gv, V::R tv) { return V::select(V::gt(tv, zero()), V::opaque(gv), zero()); });
 }
-void leaky_f(const float* x, float* y, size_t n, float a) {
+NNC_ACT_LOOP void leaky_f(const float* x, float* y, size_t n, float a) {
   const V::R s = V::set1(a);
   map1(x, y, n, [s](V::R v) { return V::select(V::gt(v, zero()), v, V::mul(v, s)); });
 }
-void leaky_b(const float* g, const float* t, float* dx, size_t n, float a) {
+NNC_ACT_LOOP void leaky_b(const float* g, const float* t, float* dx, size_t n, float a) {
   const V::R s = V::set1(a);
   map2(g, t, dx, n, [s](V::R gv, V::R tv) { return V::select(V::gt(tv, zero()), gv, V::mul(gv, s)); });
 }
-void sigmoid_f(const float* x, float* y, size_t n, float) { map1(x, y, n, vmath::sigmoid<V>); }
-void sigmoid_b(const float* g, const float* t, float* dx, size_t n, float) {
+NNC_ACT_LOOP void sigmoid_f(const float* x, float* y, size_t n, float) { map1(x, y, n, vmath::sigmoid<V>); }
+NNC_ACT_LOOP void sigmoid_b(const float* g, const float* t, float* dx, size_t n, float) {
   map2(g, t, dx, n, [](V::R gv, V::R yv) { return V::mul(V::mul(gv, yv), V::sub(one(), yv)); });
 }
-void tanh_f(const float* x, float* y, size_t n, float) { map1(x, y, n, vmath::tanh<V>); }
-void tanh_b(const float* g, const float* t, float* dx, size_t n, float) {
+NNC_ACT_LOOP void tanh_f(const float* x, float* y, size_t n, float) { map1(x, y, n, vmath::tanh<V>); }
+NNC_ACT_LOOP void tanh_b(const float* g, const float* t, float* dx, size_t n, float) {
   map2(g, t, dx, n, [](V::R gv, V::R yv) { return V::mul(gv, V::mul(V::sub(one(), yv), V::add(one(), yv))); });
 }
 // x Phi(x).
-void gelu_f(const float* x, float* y, size_t n, float) {
+NNC_ACT_LOOP void gelu_f(const float* x, float* y, size_t n, float) {
   map1(x, y, n, [](V::R v) { return V::mul(v, vmath::ncdf<V>(v)); });
 }
 // Phi(x) + x phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi).
-void gelu_b(const float* g, const float* t, float* dx, size_t n, float) {
+NNC_ACT_LOOP void gelu_b(const float* g, const float* t, float* dx, size_t n, float) {
   map2(g, t, dx, n, [](V::R gv, V::R xv) {
     const V::R pdf = V::mul(vmath::exp<V>(V::mul(V::mul(xv, xv), V::set1(-0.5f))), V::set1(0.398942280401432678f));
     return V::mul(gv, V::fmadd(xv, pdf, vmath::ncdf<V>(xv)));
@@ -103,13 +111,13 @@ inline V::R gelu_tanh_2u(V::R x) {
   return V::mul(V::mul(x, V::set1(static_cast<float>(2 * kGeluK0))),
                 V::fmadd(x2, V::set1(static_cast<float>(kGeluK1)), one()));
 }
-void gelu_tanh_f(const float* x, float* y, size_t n, float) {
+NNC_ACT_LOOP void gelu_tanh_f(const float* x, float* y, size_t n, float) {
   map1(x, y, n, [](V::R v) { return V::mul(v, vmath::sigmoid<V>(gelu_tanh_2u(v))); });
 }
 // s + 2 x s (1 - s) du/dx, s = sigmoid(2u), du/dx = k0 (1 + 3 k1 x^2). Beyond
 // |x| = 20 the derivative is s (0 or 1) to the last bit; clamping there keeps
 // x^2 finite (NaN passes through the clamp).
-void gelu_tanh_b(const float* g, const float* t, float* dx, size_t n, float) {
+NNC_ACT_LOOP void gelu_tanh_b(const float* g, const float* t, float* dx, size_t n, float) {
   map2(g, t, dx, n, [](V::R gv, V::R x) {
     const V::R xv = V::min(V::set1(20.0f), V::max(V::set1(-20.0f), x));
     const V::R s = vmath::sigmoid<V>(gelu_tanh_2u(xv));
@@ -118,11 +126,11 @@ void gelu_tanh_b(const float* g, const float* t, float* dx, size_t n, float) {
     return V::mul(gv, V::fmadd(V::mul(V::mul(xv, s), V::sub(one(), s)), du2, s));
   });
 }
-void swish_f(const float* x, float* y, size_t n, float) {
+NNC_ACT_LOOP void swish_f(const float* x, float* y, size_t n, float) {
   map1(x, y, n, [](V::R v) { return V::mul(v, vmath::sigmoid<V>(v)); });
 }
 // s (1 + x (1 - s)).
-void swish_b(const float* g, const float* t, float* dx, size_t n, float) {
+NNC_ACT_LOOP void swish_b(const float* g, const float* t, float* dx, size_t n, float) {
   map2(g, t, dx, n, [](V::R gv, V::R xv) {
     const V::R s = vmath::sigmoid<V>(xv);
     return V::mul(gv, V::mul(s, V::fmadd(xv, V::sub(one(), s), one())));
@@ -142,13 +150,13 @@ inline V::R ratio(V::R x, V::R y) {
   f = V::select(V::gt(ax, V::set1(1e30f)), big, f);
   return V::select(V::isnan(x), x, f);
 }
-void gelu_bxy(const float* g, const float* x, const float* y, float* dx, size_t n, float) {
+NNC_ACT_LOOP void gelu_bxy(const float* g, const float* x, const float* y, float* dx, size_t n, float) {
   map3(g, x, y, dx, n, [](V::R gv, V::R xv, V::R yv) {
     const V::R pdf = V::mul(vmath::exp<V>(V::mul(V::mul(xv, xv), V::set1(-0.5f))), V::set1(0.398942280401432678f));
     return V::mul(gv, V::fmadd(xv, pdf, ratio(xv, yv)));
   });
 }
-void gelu_tanh_bxy(const float* g, const float* x, const float* y, float* dx, size_t n, float) {
+NNC_ACT_LOOP void gelu_tanh_bxy(const float* g, const float* x, const float* y, float* dx, size_t n, float) {
   map3(g, x, y, dx, n, [](V::R gv, V::R xin, V::R yv) {
     const V::R s = ratio(xin, yv);
     const V::R xv = V::min(V::set1(20.0f), V::max(V::set1(-20.0f), xin));
@@ -157,19 +165,19 @@ void gelu_tanh_bxy(const float* g, const float* x, const float* y, float* dx, si
     return V::mul(gv, V::fmadd(V::mul(V::mul(xv, s), V::sub(one(), s)), du2, s));
   });
 }
-void swish_bxy(const float* g, const float* x, const float* y, float* dx, size_t n, float) {
+NNC_ACT_LOOP void swish_bxy(const float* g, const float* x, const float* y, float* dx, size_t n, float) {
   map3(g, x, y, dx, n, [](V::R gv, V::R xv, V::R yv) {
     const V::R s = ratio(xv, yv);
     return V::mul(gv, V::mul(s, V::fmadd(xv, V::sub(one(), s), one())));
   });
 }
 
-void exp_a(const float* x, float* y, size_t n) { map1(x, y, n, vmath::exp<V>); }
-void log_a(const float* x, float* y, size_t n) { map1(x, y, n, vmath::log<V>); }
-void tanh_a(const float* x, float* y, size_t n) { map1(x, y, n, vmath::tanh<V>); }
-void sigmoid_a(const float* x, float* y, size_t n) { map1(x, y, n, vmath::sigmoid<V>); }
-void erf_a(const float* x, float* y, size_t n) { map1(x, y, n, vmath::erf<V>); }
-void ncdf_a(const float* x, float* y, size_t n) { map1(x, y, n, vmath::ncdf<V>); }
+NNC_ACT_LOOP void exp_a(const float* x, float* y, size_t n) { map1(x, y, n, vmath::exp<V>); }
+NNC_ACT_LOOP void log_a(const float* x, float* y, size_t n) { map1(x, y, n, vmath::log<V>); }
+NNC_ACT_LOOP void tanh_a(const float* x, float* y, size_t n) { map1(x, y, n, vmath::tanh<V>); }
+NNC_ACT_LOOP void sigmoid_a(const float* x, float* y, size_t n) { map1(x, y, n, vmath::sigmoid<V>); }
+NNC_ACT_LOOP void erf_a(const float* x, float* y, size_t n) { map1(x, y, n, vmath::erf<V>); }
+NNC_ACT_LOOP void ncdf_a(const float* x, float* y, size_t n) { map1(x, y, n, vmath::ncdf<V>); }
 
 constexpr Loops kTable = {
     kTableName,
