@@ -26,7 +26,8 @@
 //      * w[k, kh, kw, c], g = k / (K / groups); x outside the image reads 0.
 // Backward: inputs |g|x|w|bias|y| (libnnc's order: the output gradient, then
 //   the forward inputs, then the forward output); only g, x (for dw) and w
-//   (for dx) are read, so bias and y may be NULL or left out. Outputs
+//   (for dx) are read, so bias and y may be NULL or left out, and x too when
+//   dw is not asked for (dx gives its shape). Outputs
 //   |dx|dw|dbias|, each optional (NULL or left out): the gradients of x, w and
 //   bias, shaped like them. dbias[k] = sum of g over n, oh, ow.
 // libnnc's bitmasks: the forward needs |x|w| (two inputs) or |x|w|bias| (three)
@@ -329,6 +330,9 @@ BackwardIo backward_io(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_
   io.dx = output_size > 0 ? outputs[0] : nullptr;
   io.dw = output_size > 1 ? outputs[1] : nullptr;
   io.dbias = output_size > 2 ? outputs[2] : nullptr;
+  // libnnc's |g|-|w| -> |dx| pattern: without x, dx (x's shape; only its
+  // shape is read when dw is not asked for) stands in for it.
+  if (!io.x && io.dx && !io.dw) io.x = io.dx;
   return io;
 }
 

@@ -516,6 +516,11 @@ TEST_F(Conv, WindowComesFromTheWeights) {
     ASSERT_EQ(run(odd_b, {g, x, w}, {dx2, dw2}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
     EXPECT_EQ(max_rel_diff(dx2, dx), 0);
     EXPECT_EQ(max_rel_diff(dw2, dw), 0);
+    // libnnc's |g|-|w| -> |dx| pattern: x may be absent when dw is not asked for.
+    fill_uniform(dx2, rng);
+    ASSERT_EQ(run_hint(odd_b, c.hint(), {g, nullptr, w}, {dx2}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    EXPECT_EQ(max_rel_diff(dx2, dx), 0);
+    EXPECT_EQ(run_hint(odd_b, c.hint(), {g, nullptr, w}, {dx2, dw2}), CCV_NNC_EXEC_INVALID);
     // The backward does not read the filters' count either.
     ccv_nnc_cmd_t no_count = odd_b;
     no_count.info.convolution.count = 0;
