@@ -65,12 +65,10 @@ const char* describe(uint32_t cmd) {
   return name ? name : "an unknown command";
 }
 
-// Check one tensor argument of an execution; returns false for NULL.
-void check_tensor(const ccv_nnc_tensor_t* t, const char* kind, int index, uint32_t cmd) {
-  constexpr int kSupported = CCV_8U | CCV_32S | CCV_32F | CCV_64S | CCV_64F | CCV_16F | CCV_16BF;
-  const int dt = CCV_GET_DATA_TYPE(t->info.datatype);
-  const bool ok = !CCV_IS_TENSOR_MULTIVIEW(t) && t->info.dim[0] > 0 && (dt & kSupported) && !(dt & (dt - 1)) && t->data.ptr;
-  if (__builtin_expect(ok, 1)) return;
+// Why a tensor argument failed the quick check, as an Error. Kept out of
+// line so that the checks of every execution stay a few instructions without
+// spills around the message formatting.
+[[noreturn, gnu::noinline, gnu::cold]] void bad_tensor(const ccv_nnc_tensor_t* t, const char* kind, int index, uint32_t cmd) {
   if (CCV_IS_TENSOR_MULTIVIEW(t))
     fail(CCV_NNC_EXEC_INVALID, "%s: %s %d is a multi-view tensor; only graphs can bind those", describe(cmd), kind, index);
   const int nd = nd_of(t->info.dim);
@@ -79,6 +77,15 @@ void check_tensor(const ccv_nnc_tensor_t* t, const char* kind, int index, uint32
     fail(CCV_NNC_EXEC_INVALID, "%s: %s %d has unsupported data type 0x%x", describe(cmd), kind, index,
          t->info.datatype);
   if (!t->data.ptr) fail(CCV_NNC_EXEC_INVALID, "%s: %s %d has no data", describe(cmd), kind, index);
+  fail(CCV_NNC_EXEC_INVALID, "%s: %s %d has a bad shape (%s)", describe(cmd), kind, index, shape_string(t->info.dim).c_str());
+}
+
+// Check one (non-NULL) tensor argument of an execution.
+inline void check_tensor(const ccv_nnc_tensor_t* t, const char* kind, int index, uint32_t cmd) {
+  constexpr int kSupported = CCV_8U | CCV_32S | CCV_32F | CCV_64S | CCV_64F | CCV_16F | CCV_16BF;
+  const int dt = CCV_GET_DATA_TYPE(t->info.datatype);
+  const bool ok = !CCV_IS_TENSOR_MULTIVIEW(t) && t->info.dim[0] > 0 && (dt & kSupported) && !(dt & (dt - 1)) && t->data.ptr;
+  if (__builtin_expect(!ok, 0)) bad_tensor(t, kind, index, cmd);
 }
 
 bool accepts(const Kernel& k, const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
@@ -140,14 +147,23 @@ const Kernel* choose_kernel(const ccv_nnc_cmd_t& cmd, std::span<const Kernel> ke
 
 // Shared checks of an execution; returns the command's description (NULL for
 // the special commands).
-Registry::Lookup validate(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flags,
-                            ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                            int output_size) {
+[[noreturn, gnu::noinline, gnu::cold]] void bad_arguments(const ccv_nnc_cmd_t& cmd, int flags, ccv_nnc_tensor_t* const* inputs,
+                                                          int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
   NNC_CHECK(input_size >= 0 && output_size >= 0, "%s: negative tensor count (%d inputs, %d outputs)",
             describe(cmd.cmd), input_size, output_size);
   NNC_CHECK(input_size == 0 || inputs, "%s: %d inputs but the input array is NULL", describe(cmd.cmd), input_size);
   NNC_CHECK(output_size == 0 || outputs, "%s: %d outputs but the output array is NULL", describe(cmd.cmd), output_size);
   NNC_CHECK(!(flags & CCV_NNC_ACCUMULATE_OUTPUT), "%s: CCV_NNC_ACCUMULATE_OUTPUT is not supported", describe(cmd.cmd));
+  fail(CCV_NNC_EXEC_INVALID, "%s: bad arguments", describe(cmd.cmd));
+}
+
+Registry::Lookup validate(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flags,
+                            ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                            int output_size) {
+  if (__builtin_expect(input_size < 0 || output_size < 0 || (input_size && !inputs) || (output_size && !outputs) ||
+                           (flags & CCV_NNC_ACCUMULATE_OUTPUT),
+                       0))
+    bad_arguments(cmd, flags, inputs, input_size, outputs, output_size);
   for (int i = 0; i < input_size; i++)
     if (inputs[i]) check_tensor(inputs[i], "input", i, cmd.cmd);
   for (int i = 0; i < output_size; i++)
@@ -160,6 +176,27 @@ Registry::Lookup validate(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, 
   }
   if (l.info->validate) l.info->validate(cmd, hint, inputs, input_size, outputs, output_size);
   return l;
+}
+
+// Kernels write with streaming stores only outputs of kStreamBytes or more
+// (core/parallel.hpp), and parallel_for fences each chunk itself; the fence
+// after a kernel is owed only when an output is that big. For small
+// commands the fence was a measurable part of a call.
+bool may_have_streamed(ccv_nnc_tensor_t* const* outputs, int output_size) {
+  for (int i = 0; i < output_size; i++) {
+    const ccv_nnc_tensor_t* t = outputs[i];
+    if (!t) continue;
+    size_t n;
+    switch (CCV_GET_DATA_TYPE(t->info.datatype)) {  // validated already: one of these
+      case CCV_8U: n = 1; break;
+      case CCV_16F: case CCV_16BF: n = 2; break;
+      case CCV_32S: case CCV_32F: n = 4; break;
+      default: n = 8; break;
+    }
+    for (int d = 0; d < kMaxDim && t->info.dim[d] > 0; d++) n *= static_cast<size_t>(t->info.dim[d]);
+    if (n >= kStreamBytes) return true;
+  }
+  return false;
 }
 
 int run_custom(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flags, ccv_nnc_tensor_t* const* inputs,
@@ -190,7 +227,9 @@ ccv_nnc_cmd_t make_cmd(uint32_t cmd, ccv_nnc_cmd_vtab_t* isa, const ccv_nnc_cmd_
   c.algorithm = -1;
   c.isa = nullptr;
   c.data = nullptr;
-  if (!cmd_name(cmd)) {
+  // Registered commands (every one a program can run) by the registry's hash;
+  // the name table only for ids registered nowhere.
+  if (!registry().has(cmd) && !cmd_name(cmd)) {
     set_error_message(format("ccv_nnc_cmd: unknown command id 0x%x; made a NOOP instead", cmd));
     c.cmd = CCV_NNC_NOOP;
     return c;
@@ -227,7 +266,7 @@ int run_kernel(const ccv_nnc_cmd_t& cmd, const Registry::Lookup& l, const ccv_nn
   const Kernel* k = choose_kernel(cmd, l.kernels, inputs, input_size, outputs, output_size);
   if (!stream) {
     const int code = k->exec(cmd, hint, flags, inputs, input_size, outputs, output_size, nullptr);
-    store_fence();  // the kernel's streaming stores, if any (core/parallel.hpp)
+    if (may_have_streamed(outputs, output_size)) store_fence();
     if (code != CCV_NNC_EXEC_SUCCESS && error_message().empty())
       set_error_message(format("%s: backend %s failed with %d", describe(cmd.cmd), backend_name(k->backend), code));
     return code;

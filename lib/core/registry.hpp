@@ -93,7 +93,7 @@ class Registry {
     std::span<const Kernel> kernels;
   };
   Lookup lookup(uint32_t cmd) const {
-    const Entry* e = find(cmd);
+    const Entry* e = find_fast(cmd);
     if (!e) return {};
     return {&e->info, std::span<const Kernel>(e->kernels)};
   }
@@ -105,6 +105,22 @@ class Registry {
   };
   Entry* find(uint32_t cmd);
   const Entry* find(uint32_t cmd) const;
+  // find, with the frozen table's probe inlined at the caller (the path of every execution).
+  const Entry* find_fast(uint32_t cmd) const {
+    if (slots_.empty()) return find(cmd);
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = slot_of(cmd);; i = (i + 1) & mask) {
+      const int32_t e = slots_[i];
+      if (e < 0) return nullptr;
+      if (entries_[static_cast<size_t>(e)].info.cmd == cmd) return &entries_[static_cast<size_t>(e)];
+    }
+  }
+
+ public:
+  // Whether the command is registered (inline: ccv_nnc_cmd asks on every call).
+  bool has(uint32_t cmd) const { return find_fast(cmd) != nullptr; }
+
+ private:
   std::vector<Entry> entries_;  // sorted by id after freeze
   bool sorted_ = true;
   // After freeze: an open-addressing table of indices into entries_ (-1 empty),
