@@ -3,7 +3,8 @@
 // run sets NNC_NO_AVX512): each window's gradient goes to its first maximum
 // in row-major order, or to its first NaN, and every other dx element is 0 —
 // checked against that rule written here, over channel counts around whole
-// vectors of 8, ties, infinities, NaNs and strided views.
+// vectors of 8, ties, infinities, NaNs and strided views. And the gate every
+// *_avx2.cpp call passes: CpuFeatures::avx2 is AVX2, FMA and F16C together.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "../../cmd_test_util.hpp"
+#include "core/parallel.hpp"
 
 using namespace cmdtest;
 
@@ -28,6 +30,14 @@ int winner(const float v[4]) {
   for (int i = 1; i < 4; i++)
     if (v[i] > v[best] || (std::isnan(v[i]) && !std::isnan(v[best]))) best = i;
   return best;
+}
+
+TEST_F(PoolAvx2, GateIsTheCompiledSet) {
+  __builtin_cpu_init();
+  const bool set = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  EXPECT_EQ(nnc::cpu_features().avx2, set);
+  // AVX-512 implies the AVX2 set (every AVX-512 path may fall back to it).
+  if (nnc::cpu_features().avx512) EXPECT_TRUE(nnc::cpu_features().avx2);
 }
 
 TEST_F(PoolAvx2, MaxBackward2x2TilesToTheFirstMaximum) {
