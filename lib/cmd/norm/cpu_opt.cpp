@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "cmd/norm/norm.hpp"
+#include "cmd/norm/norm_avx2.hpp"
 #include "cmd/norm/norm_avx512.hpp"
 #include "cmd/reduce/loops.hpp"
 #include "cmd/reduce/reduce.hpp"
@@ -136,8 +137,9 @@ enum Sums { kMeanSum, kSqDev, kDot2 };
 // Per-channel sums over O x I of x (kMeanSum), (x - c)^2 and x - c (kSqDev,
 // into r1 and r2), or g and g * (x - c) (kDot2, into r1 and r2). `partial`
 // holds 2 * parts * K.
-// Channels inner with AVX-512 and K a multiple of 16 up to kSumsMaxK, a part's
-// sums stay in registers over its rows (norm_avx512.hpp).
+// Channels inner with AVX-512 and K a multiple of 16 up to kSumsMaxK, or AVX2
+// and K a multiple of 8 up to avx2::kSumsMaxK, a part's sums stay in registers
+// over its rows (norm_avx512.hpp, norm_avx2.hpp).
 template <class T>
 void channel_sums(const red::Loops<T>& L, Sums what, const Shape& s, const T* x, const T* g, const T* c, size_t parts,
                   T* partial, double* r1, double* r2) {
@@ -148,18 +150,21 @@ void channel_sums(const red::Loops<T>& L, Sums what, const Shape& s, const T* x,
   std::fill(partial, partial + 2 * parts * K, T(0));
   const bool parallel = O * K * I >= kParallelFrom;
   if (I == 1) {
-    const bool regs = cpu_features().avx512 && K % 16 == 0 && K <= kSumsMaxK;
+    const bool regs512 = cpu_features().avx512 && K % 16 == 0 && K <= kSumsMaxK;
+    const bool regs2 = !regs512 && cpu_features().avx2 && avx2::sums_ok(K);
     range_parallel(parts, parallel ? 0 : parts + 1, 1, [&](size_t b, size_t e) {
       for (size_t q = b; q < e; q++) {
         const size_t o0 = q * rows, o1 = std::min(O, o0 + rows);
         if (o1 <= o0) continue;
         const int64_t ld = static_cast<int64_t>(K);
         if constexpr (std::is_same_v<T, float>) {
-          if (what != kMeanSum && regs) {
+          if (what != kMeanSum && (regs512 || regs2)) {
+            const auto sqdev = regs512 ? col_sqdev_regs : avx2::col_sqdev_regs;
+            const auto dot2 = regs512 ? col_dot2_regs : avx2::col_dot2_regs;
             if (what == kSqDev)
-              col_sqdev_regs(x + o0 * K, o1 - o0, K, c, p1 + q * K, p2 + q * K);
+              sqdev(x + o0 * K, o1 - o0, K, c, p1 + q * K, p2 + q * K);
             else
-              col_dot2_regs(g + o0 * K, x + o0 * K, o1 - o0, K, c, p1 + q * K, p2 + q * K);
+              dot2(g + o0 * K, x + o0 * K, o1 - o0, K, c, p1 + q * K, p2 + q * K);
             continue;
           }
         }
@@ -202,7 +207,7 @@ void channel_sums(const red::Loops<T>& L, Sums what, const Shape& s, const T* x,
 // out = a[k] * g + b[k] * (x - m[k]) + c[k] per channel (with g NULL: out = (x - m[k]) * a[k] + b[k]).
 // Channels inner (I == 1): the parts of channel_sums again (so that each
 // thread finds the rows it summed), large outputs of whole lines streamed past
-// the cache where the CPU has AVX-512 (norm_avx512.hpp): that spares the read
+// the cache (norm_avx512.hpp, norm_avx2.hpp): that spares the read
 // of each output line before its write and keeps the inputs in cache.
 template <class T>
 void channel_apply(const red::Loops<T>& L, const Shape& s, size_t parts, const T* g, const T* x, T* out, const T* m,
@@ -211,20 +216,24 @@ void channel_apply(const red::Loops<T>& L, const Shape& s, size_t parts, const T
   const bool parallel = O * K * I >= kParallelFrom;
   if (I == 1) {
     const size_t rows = (O + parts - 1) / parts;
-    bool stream = false;
-    if constexpr (std::is_same_v<T, float>)
-      stream = cpu_features().avx512 && stream_ok(out, K) && O * K * sizeof(float) >= kStreamBytes;
+    bool stream512 = false, stream2 = false;
+    if constexpr (std::is_same_v<T, float>) {
+      const bool big = O * K * sizeof(float) >= kStreamBytes;
+      stream512 = big && cpu_features().avx512 && stream_ok(out, K);
+      stream2 = big && !stream512 && cpu_features().avx2 && avx2::stream_ok(out, K);
+    }
     range_parallel(parts, parallel ? 0 : parts + 1, 1, [&](size_t b0, size_t e0) {
       for (size_t q = b0; q < e0; q++) {
         const size_t o0 = q * rows, o1 = std::min(O, o0 + rows);
         if (o1 <= o0) continue;
         const size_t off = o0 * K;
         if constexpr (std::is_same_v<T, float>) {
-          if (stream) {
+          if (stream512 || stream2) {
             if (g)
-              col_axpbypc_stream(g + off, x + off, out + off, o1 - o0, K, m, a, b, c);
+              (stream512 ? col_axpbypc_stream : avx2::col_axpbypc_stream)(g + off, x + off, out + off, o1 - o0, K,
+                                                                           m, a, b, c);
             else
-              col_affine_stream(x + off, out + off, o1 - o0, K, m, a, b);
+              (stream512 ? col_affine_stream : avx2::col_affine_stream)(x + off, out + off, o1 - o0, K, m, a, b);
             continue;
           }
         }

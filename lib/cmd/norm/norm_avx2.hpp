@@ -1,0 +1,39 @@
+// The AVX2 + FMA loops of the channels-inner (NHWC) batch norm, fp32, on
+// packed rows of K channels: what norm_avx512.hpp's loops do, for CPUs without
+// AVX-512 (cpu_opt_avx2.cpp; call only after cpu_features().avx2):
+//
+//   if (norm::avx2::sums_ok(K)) norm::avx2::col_sqdev_regs(x, rows, K, c, acc, dev);
+//   if (norm::avx2::stream_ok(y, K)) norm::avx2::col_affine_stream(x, y, rows, K, c, a, b);
+//
+// With 16 registers of 8 floats, a sum keeps at most 32 channels' two
+// accumulators and centres in registers: wider rows are summed 32 channels at
+// a time over blocks of rows small enough to stay in the L1 cache, so memory
+// is still read once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace nnc::norm::avx2 {
+
+// Rows of K floats starting at out can be streamed: K a multiple of 8 and out
+// aligned to 32 bytes.
+inline bool stream_ok(const float* out, size_t K) { return K % 8 == 0 && reinterpret_cast<uintptr_t>(out) % 32 == 0; }
+
+// The register sums take K a multiple of 8 up to kSumsMaxK.
+constexpr size_t kSumsMaxK = 512;
+inline bool sums_ok(size_t K) { return K % 8 == 0 && K <= kSumsMaxK; }
+
+// y[r, j] = (x[r, j] - c[j]) * a[j] + b[j] for r < rows, j < K.
+void col_affine_stream(const float* x, float* y, size_t rows, size_t K, const float* c, const float* a, const float* b);
+
+// dx[r, j] = a[j] g[r, j] + b[j] (x[r, j] - m[j]) + c[j].
+void col_axpbypc_stream(const float* g, const float* x, float* dx, size_t rows, size_t K, const float* m,
+                        const float* a, const float* b, const float* c);
+
+// acc[j] += (x - c[j])^2 and dev[j] += x - c[j] over the rows (col_sqdev), or
+// sg[j] += g and sgx[j] += g (x - c[j]) (col_dot2); K as sums_ok.
+void col_sqdev_regs(const float* x, size_t rows, size_t K, const float* c, float* acc, float* dev);
+void col_dot2_regs(const float* g, const float* x, size_t rows, size_t K, const float* c, float* sg, float* sgx);
+
+}  // namespace nnc::norm::avx2
