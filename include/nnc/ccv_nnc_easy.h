@@ -18,6 +18,12 @@
 #include "ccv.h"
 #include "nnc/ccv_nnc.h"
 
+/* libccv keeps CCV_SWAP in an internal header, so when libccv's ccv.h is the
+ * one in effect nothing has defined it yet. */
+#ifndef CCV_SWAP
+#define CCV_SWAP(a, b, t) ((t) = (a), (a) = (b), (b) = (t))
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif

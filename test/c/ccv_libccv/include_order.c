@@ -9,13 +9,6 @@
  *   EXPECT_DEFERRED  1: NNC's ccv.h was read first and included libccv's.
  *   NNC_FIRST        include <nnc/ccv_nnc.h> before <ccv.h>.
  */
-/* NNC's ccv_nnc_easy.h uses CCV_SWAP, which libccv's ccv.h does not define
- * (libccv keeps it in an internal header). NNC's ccv.h supplies it when it is
- * read first; with libccv's header first, nothing does until easy.h defines
- * it itself, so the program must. */
-#if !EXPECT_DEFERRED && EXPECT_LIBCCV
-#define CCV_SWAP(a, b, t) ((t) = (a), (a) = (b), (b) = (t))
-#endif
 #if NNC_FIRST
 #include <nnc/ccv_nnc.h>
 #include <ccv.h>

@@ -9,13 +9,6 @@
  * against libnnc.so and libnnc.a. EXPECT_FAKE_MEMORY says whose
  * ccv_dense_matrix_new / ccv_matrix_free the link is expected to keep.
  */
-/* NNC's ccv_nnc_easy.h uses CCV_SWAP, which libccv's ccv.h does not define
- * (libccv keeps it in an internal header). NNC's ccv.h supplies it when it is
- * read first; with libccv's header first, nothing does until easy.h defines
- * it itself, so the program must. */
-#ifndef CCV_SWAP
-#define CCV_SWAP(a, b, t) ((t) = (a), (a) = (b), (b) = (t))
-#endif
 #include <ccv.h>
 #include <nnc/ccv_nnc.h>
 #include <nnc/ccv_nnc_easy.h>
