@@ -461,6 +461,11 @@ int lnorm_forward(const ccv_nnc_cmd_t& cmd, const LayerNormIo& io, ccv_nnc_strea
   const T* x = stage_in<T>(io.x, &buf);
   T* y = stage_out<T>(io.y, &buf);
   const double eps = cmd.info.lnorm.epsilon;
+  // A large output goes past the cache on AVX2 (as channel_apply's): whole rows of aligned lines only.
+  bool stream_out = false;
+  if constexpr (std::is_same_v<T, float>)
+    stream_out = !cpu_features().avx512 && cpu_features().avx2 && K * I * sizeof(float) >= kStreamBytes &&
+             avx2::stream_ok(y, I);
   range_parallel(K, K * I >= kParallelFrom ? 0 : K + 1, std::max<size_t>(1, 4096 / I), [&](size_t b, size_t e) {
     for (size_t k = b; k < e; k++) {
       const T* xr = x + k * I;
@@ -474,6 +479,12 @@ int lnorm_forward(const ccv_nnc_cmd_t& cmd, const LayerNormIo& io, ccv_nnc_strea
       const double r = static_cast<double>(dev) / n;  // shifted data: mean = m + r
       const T iv = static_cast<T>(1.0 / std::sqrt(std::max(0.0, sq - r * r) + eps));
       mean[k] = static_cast<T>(m + r), inv[k] = iv;
+      if constexpr (std::is_same_v<T, float>) {
+        if (stream_out) {
+          avx2::row_ln_forward_stream(xr, y + k * I, I, m, static_cast<T>(r), iv, scale, bias);
+          continue;
+        }
+      }
       L.ln_forward(xr, y + k * I, I, m, static_cast<T>(r), iv, scale, bias);
     }
   });
@@ -505,6 +516,10 @@ int lnorm_backward(const ccv_nnc_cmd_t& cmd, const LayerNormIo& io, ccv_nnc_stre
   const T* g = stage_in<T>(io.g, &buf);
   T* dx = stage_out<T>(io.dx, &buf);
   const size_t rows = (K + parts - 1) / parts;
+  bool stream_out = false;
+  if constexpr (std::is_same_v<T, float>)
+    stream_out = dx && !cpu_features().avx512 && cpu_features().avx2 && K * I * sizeof(float) >= kStreamBytes &&
+             avx2::stream_ok(dx, I);
   range_parallel(parts, parallel ? 0 : parts + 1, 1, [&](size_t b, size_t e) {
     for (size_t q = b; q < e; q++) {
       T* ds = params ? pds + q * I : nullptr;
@@ -512,6 +527,13 @@ int lnorm_backward(const ccv_nnc_cmd_t& cmd, const LayerNormIo& io, ccv_nnc_stre
       for (size_t k = q * rows; k < std::min(K, (q + 1) * rows); k++) {
         T sh = 0, shx = 0;
         L.ln_backward_sums(g + k * I, x + k * I, I, mean[k], inv[k], scale, &sh, &shx, ds, db);
+        if constexpr (std::is_same_v<T, float>) {
+          if (stream_out) {
+            avx2::row_ln_dx_stream(g + k * I, x + k * I, dx + k * I, I, mean[k], inv[k], scale,
+                                   sh / static_cast<T>(I), shx / static_cast<T>(I));
+            continue;
+          }
+        }
         if (dx)
           L.ln_backward_dx(g + k * I, x + k * I, dx + k * I, I, mean[k], inv[k], scale, sh / static_cast<T>(I),
                            shx / static_cast<T>(I));

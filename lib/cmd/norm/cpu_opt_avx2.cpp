@@ -1,8 +1,6 @@
 // The channels-inner batch-norm loops for AVX2 + FMA (norm_avx2.hpp).
 #include <immintrin.h>
 
-#include <algorithm>
-
 #include "cmd/norm/norm_avx2.hpp"
 
 namespace nnc::norm::avx2 {
@@ -51,8 +49,8 @@ void axpbypc_rows(const float* g, const float* x, float* dx, size_t rows, const 
     }
 }
 
-// Sums of V registers of channels (at column j0 of rows K apart) over `rows`
-// rows, the accumulators in registers from start to end.
+// Sums of V registers of channels over `rows` rows K apart, the accumulators
+// in registers from start to end.
 template <int V>
 void sqdev(const float* x, size_t rows, size_t K, const float* c, float* acc, float* dev) {
   __m256 m[V], s2[V], s1[V];
@@ -97,19 +95,6 @@ void dot2(const float* g, const float* x, size_t rows, size_t K, const float* c,
   }
 }
 
-// Rows per block of the column-group walk: a block of up to 16 KB of each
-// input, so that its second and later groups read the L1 cache.
-size_t block_rows(size_t K) { return std::max<size_t>(1, 4096 / K); }
-
-// f(j0, w, r0, n) over groups of at most 32 channels (w) in blocks of rows.
-template <class F>
-void by_groups(size_t rows, size_t K, F f) {
-  if (K <= 32) return f(size_t{0}, K, size_t{0}, rows);
-  const size_t B = block_rows(K);
-  for (size_t r0 = 0; r0 < rows; r0 += B)
-    for (size_t j0 = 0; j0 < K; j0 += 32) f(j0, std::min<size_t>(32, K - j0), r0, std::min(B, rows - r0));
-}
-
 }  // namespace
 
 void col_affine_stream(const float* x, float* y, size_t rows, size_t K, const float* c, const float* a,
@@ -142,15 +127,33 @@ void col_axpbypc_stream(const float* g, const float* x, float* dx, size_t rows, 
 }
 
 void col_sqdev_regs(const float* x, size_t rows, size_t K, const float* c, float* acc, float* dev) {
-  by_groups(rows, K, [&](size_t j0, size_t w, size_t r0, size_t n) {
-    by_vectors(w, [&]<int V>() { sqdev<V>(x + r0 * K + j0, n, K, c + j0, acc + j0, dev + j0); });
-  });
+  by_vectors(K, [&]<int V>() { sqdev<V>(x, rows, K, c, acc, dev); });
 }
 
 void col_dot2_regs(const float* g, const float* x, size_t rows, size_t K, const float* c, float* sg, float* sgx) {
-  by_groups(rows, K, [&](size_t j0, size_t w, size_t r0, size_t n) {
-    by_vectors(w, [&]<int V>() { dot2<V>(g + r0 * K + j0, x + r0 * K + j0, n, K, c + j0, sg + j0, sgx + j0); });
-  });
+  by_vectors(K, [&]<int V>() { dot2<V>(g, x, rows, K, c, sg, sgx); });
+}
+
+void row_ln_forward_stream(const float* x, float* y, size_t n, float c, float r, float inv, const float* s,
+                           const float* b) {
+  const __m256 cv = _mm256_set1_ps(c), rv = _mm256_set1_ps(r), iv = _mm256_set1_ps(inv), one = _mm256_set1_ps(1.0f),
+               zero = _mm256_setzero_ps();
+  for (size_t i = 0; i < n; i += 8) {
+    const __m256 t = _mm256_mul_ps(_mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), cv), rv), iv);
+    _mm256_stream_ps(y + i, _mm256_fmadd_ps(t, s ? _mm256_loadu_ps(s + i) : one, b ? _mm256_loadu_ps(b + i) : zero));
+  }
+}
+
+void row_ln_dx_stream(const float* g, const float* x, float* dx, size_t n, float mean, float inv, const float* s,
+                      float mh, float mhx) {
+  const __m256 mv = _mm256_set1_ps(mean), iv = _mm256_set1_ps(inv), hv = _mm256_set1_ps(mh),
+               hxv = _mm256_set1_ps(mhx);
+  for (size_t i = 0; i < n; i += 8) {
+    __m256 gs = _mm256_loadu_ps(g + i);
+    if (s) gs = _mm256_mul_ps(gs, _mm256_loadu_ps(s + i));
+    const __m256 xh = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), mv), iv);
+    _mm256_stream_ps(dx + i, _mm256_mul_ps(iv, _mm256_fnmadd_ps(xh, hxv, _mm256_sub_ps(gs, hv))));
+  }
 }
 
 }  // namespace nnc::norm::avx2

@@ -2,10 +2,10 @@
 // (cmd/norm/norm_avx2.hpp), registered as test_norm_avx2 and, with
 // NNC_NO_AVX512=1, test_norm_avx2_avx2, so that an AVX-512 machine runs them
 // too: training forward and backward on CPU_OPT against CPU_REF for channel
-// counts on each side of the loops' limits (a multiple of 8 or not; up to 24,
-// 32, beyond 32 in groups of 32 with a partial last group; the register sums'
-// largest K and one past it), small and streamed (at least 8 MiB) outputs,
-// row counts that leave a partial block, and views of x and g.
+// counts on each side of the loops' limits (a multiple of 8 or not; register
+// sums and coefficients up to 24 and 32 channels, the plain sums beyond),
+// small and streamed (at least 8 MiB) outputs, and views of x and g. And layer
+// norm's streamed output loops (8 MiB and more, rows a multiple of 8 floats).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -99,6 +99,43 @@ TEST_F(NormAvx2Test, ChannelsInnerBatchNormMatchesRef) {
         // fp32 sums over up to 4 x 10^6 elements in a different order than CPU_REF's.
         EXPECT_LE(worst, 2e-4) << names[o] << " at " << at << ": " << opt[o][at] << " vs " << ref[o][at];
       }
+    }
+}
+
+ccv_nnc_cmd_t lnorm(uint32_t id, int affine) {
+  ccv_nnc_cmd_param_t p;
+  std::memset(&p, 0, sizeof(p));
+  p.size.dim[0] = p.size.dim[1] = p.size.dim[2] = 1;
+  p.lnorm.count = 1;
+  p.lnorm.axis[0] = 2;
+  p.lnorm.epsilon = 1e-5f;
+  p.lnorm.elementwise_affine = affine;
+  return ccv_nnc_cmd(id, nullptr, p, 0);
+}
+
+TEST_F(NormAvx2Test, StreamedLayerNormMatchesRef) {
+  // 8.5 MB rows of 520 (streamed), one of 525 floats (not a multiple of 8: the plain loops).
+  for (const std::vector<int>& dims : {std::vector<int>{64, 64, 520}, std::vector<int>{4, 1001, 525}})
+    for (int affine : {0, 1}) {
+      SCOPED_TRACE(std::to_string(dims[2]) + (affine ? " affine" : ""));
+      std::mt19937 rng(11);
+      const std::vector<int> ss = {1, 1, dims[2]}, ms = {dims[0], dims[1], 1};
+      T x(CCV_32F, dims), g(CCV_32F, dims), scale(CCV_32F, ss), bias(CCV_32F, ss);
+      cmdtest::fill_uniform(x, rng, -1, 3), cmdtest::fill_uniform(g, rng);
+      cmdtest::fill_uniform(scale, rng), cmdtest::fill_uniform(bias, rng);
+      std::vector<ccv_nnc_tensor_t*> in = {x};
+      if (affine) in = {x, scale, bias};
+      cmdtest::expect_backends_agree(lnorm(CCV_NNC_LAYER_NORM_FORWARD, affine), ccv_nnc_no_hint, in, {dims, ms, ms},
+                                     CCV_32F, CCV_NNC_BACKEND_CPU_OPT, 2e-4);
+      T y(CCV_32F, dims), sm(CCV_32F, ms), si(CCV_32F, ms);
+      ASSERT_EQ(cmdtest::run(lnorm(CCV_NNC_LAYER_NORM_FORWARD, affine), in, {y, sm, si}), CCV_NNC_EXEC_SUCCESS);
+      std::vector<ccv_nnc_tensor_t*> bin = {g, nullptr, nullptr, x};
+      if (affine) bin.insert(bin.end(), {scale.get(), bias.get()});
+      bin.insert(bin.end(), {y.get(), sm.get(), si.get()});
+      std::vector<std::vector<int>> outs = {dims};
+      if (affine) outs = {dims, ss, ss};
+      cmdtest::expect_backends_agree(lnorm(CCV_NNC_LAYER_NORM_BACKWARD, affine), ccv_nnc_no_hint, bin, outs,
+                                     CCV_32F, CCV_NNC_BACKEND_CPU_OPT, 2e-4);
     }
 }
 
