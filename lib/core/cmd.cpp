@@ -55,6 +55,13 @@ const char* lookup(const std::array<NameEntry, N>& table, uint32_t id) {
   return it != table.end() && it->id == id ? it->name : nullptr;
 }
 
+// The registry through a reference cached in this file: its guard check is
+// inlined where registry() would be a call on every execution.
+inline const Registry& reg() {
+  static const Registry& r = registry();
+  return r;
+}
+
 bool is_special(uint32_t cmd) {
   return cmd == CCV_NNC_NOOP || cmd == CCV_NNC_CUSTOM_FORWARD || cmd == CCV_NNC_CUSTOM_BACKWARD ||
          cmd == CCV_NNC_GRAPH_FORWARD || cmd == CCV_NNC_GRAPH_BACKWARD;
@@ -88,7 +95,7 @@ inline void check_tensor(const ccv_nnc_tensor_t* t, const char* kind, int index,
   if (__builtin_expect(!ok, 0)) bad_tensor(t, kind, index, cmd);
 }
 
-bool accepts(const Kernel& k, const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+[[gnu::always_inline]] inline bool accepts(const Kernel& k, const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
              ccv_nnc_tensor_t* const* outputs, int output_size) {
   auto ok = [&](const ccv_nnc_tensor_t* t) {
     if (!t) return true;
@@ -126,7 +133,7 @@ bool accepts(const Kernel& k, const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const*
   fail(CCV_NNC_EXEC_NO_KERNEL, "%s: no backend accepts these tensors (%s)", describe(cmd.cmd), what.c_str());
 }
 
-const Kernel* choose_kernel(const ccv_nnc_cmd_t& cmd, std::span<const Kernel> kernels, ccv_nnc_tensor_t* const* inputs,
+[[gnu::always_inline]] inline const Kernel* choose_kernel(const ccv_nnc_cmd_t& cmd, std::span<const Kernel> kernels, ccv_nnc_tensor_t* const* inputs,
                             int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (cmd.backend) {
     const Kernel* k = nullptr;
@@ -157,7 +164,7 @@ const Kernel* choose_kernel(const ccv_nnc_cmd_t& cmd, std::span<const Kernel> ke
   fail(CCV_NNC_EXEC_INVALID, "%s: bad arguments", describe(cmd.cmd));
 }
 
-Registry::Lookup validate(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flags,
+[[gnu::always_inline]] inline Registry::Lookup validate(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flags,
                             ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
                             int output_size) {
   if (__builtin_expect(input_size < 0 || output_size < 0 || (input_size && !inputs) || (output_size && !outputs) ||
@@ -169,7 +176,7 @@ Registry::Lookup validate(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, 
   for (int i = 0; i < output_size; i++)
     if (outputs[i]) check_tensor(outputs[i], "output", i, cmd.cmd);
   if (is_special(cmd.cmd)) return {};
-  const Registry::Lookup l = registry().lookup(cmd.cmd);
+  const Registry::Lookup l = reg().lookup(cmd.cmd);
   if (!l.info) {
     if (!cmd_name(cmd.cmd)) fail(CCV_NNC_EXEC_INVALID, "unknown command id 0x%x", cmd.cmd);
     fail(CCV_NNC_EXEC_NO_KERNEL, "%s is not implemented in this build", describe(cmd.cmd));
@@ -213,7 +220,7 @@ int run_custom(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flags, 
 const char* cmd_name(uint32_t cmd) { return lookup(kSortedCommandNames, cmd); }
 const char* backend_name(uint32_t backend) { return lookup(kSortedBackendNames, backend); }
 
-int run_kernel(const ccv_nnc_cmd_t& cmd, const Registry::Lookup& l, const ccv_nnc_hint_t& hint, int flags,
+[[gnu::always_inline]] inline int run_kernel(const ccv_nnc_cmd_t& cmd, const Registry::Lookup& l, const ccv_nnc_hint_t& hint, int flags,
                ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs, int output_size,
                ccv_nnc_stream_context_t* stream);
 
@@ -229,7 +236,7 @@ ccv_nnc_cmd_t make_cmd(uint32_t cmd, ccv_nnc_cmd_vtab_t* isa, const ccv_nnc_cmd_
   c.data = nullptr;
   // Registered commands (every one a program can run) by the registry's hash;
   // the name table only for ids registered nowhere.
-  if (!registry().has(cmd) && !cmd_name(cmd)) {
+  if (!reg().has(cmd) && !cmd_name(cmd)) {
     set_error_message(format("ccv_nnc_cmd: unknown command id 0x%x; made a NOOP instead", cmd));
     c.cmd = CCV_NNC_NOOP;
     return c;
@@ -260,7 +267,7 @@ int cmd_exec(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& given_hint, int fla
   return run_kernel(cmd, l, hint, flags, inputs, input_size, outputs, output_size, stream);
 }
 
-int run_kernel(const ccv_nnc_cmd_t& cmd, const Registry::Lookup& l, const ccv_nnc_hint_t& hint, int flags,
+inline int run_kernel(const ccv_nnc_cmd_t& cmd, const Registry::Lookup& l, const ccv_nnc_hint_t& hint, int flags,
                ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs, int output_size,
                ccv_nnc_stream_context_t* stream) {
   const Kernel* k = choose_kernel(cmd, l.kernels, inputs, input_size, outputs, output_size);

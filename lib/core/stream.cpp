@@ -93,8 +93,6 @@ struct ThreadWorkspace {
 };
 thread_local ThreadWorkspace t_workspace_owner;
 
-std::atomic<bool> g_memory_efficient{false};
-
 // Takes the record at the head of the ring into `out` (the caller holds the
 // lock). Vectors and functions are swapped or moved, never copied, so the
 // records keep their storage.
@@ -172,7 +170,7 @@ void run_worker(ccv_nnc_stream_context_t* s) {
       code = record_current_exception();
       message = error_message();
     }
-    if (g_memory_efficient.load(std::memory_order_relaxed)) {
+    if (memory_efficient()) {
       // Only the worker uses the stream's workspace while work is queued.
       std::free(s->workspace);
       s->workspace = nullptr;
@@ -248,9 +246,6 @@ void* workspace(ccv_nnc_stream_context_t* stream, size_t size) {
   if (stream) return grow(stream->workspace, stream->workspace_size, size);
   return grow(t_workspace, t_workspace_size, size);
 }
-
-void set_memory_efficient(bool on) { g_memory_efficient.store(on, std::memory_order_relaxed); }
-bool memory_efficient() { return g_memory_efficient.load(std::memory_order_relaxed); }
 
 void release_thread_workspace() {
   std::free(t_workspace);

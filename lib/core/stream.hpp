@@ -1,6 +1,7 @@
 // Internal side of streams: queueing work and per-stream scratch memory.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 
@@ -26,8 +27,12 @@ void stream_enqueue_command(ccv_nnc_stream_context_t* stream, ccv_nnc_cmd_exec_f
 // ccv_nnc_set_memory_efficient: while on, the scratch memory of a thread (or a
 // stream) is released when the outermost call that used it returns (or the
 // stream's task ends) instead of being kept for the next command.
-void set_memory_efficient(bool on);
-bool memory_efficient();
+namespace detail {
+inline std::atomic<bool> g_memory_efficient{false};
+}
+inline void set_memory_efficient(bool on) { detail::g_memory_efficient.store(on, std::memory_order_relaxed); }
+// Inline: asked after every ccv_nnc_cmd_exec.
+inline bool memory_efficient() { return detail::g_memory_efficient.load(std::memory_order_relaxed); }
 // Frees the calling thread's scratch buffer (outside any kernel only).
 void release_thread_workspace();
 // Bytes held by the calling thread's scratch buffer (tests).
