@@ -2,6 +2,7 @@
 // instruction-set table this CPU runs (the generic one always), against
 // double-precision loops written here, on every length up to a few vectors.
 #include "cmd/reduce/loops.hpp"
+#include "core/parallel.hpp"
 
 #include <gtest/gtest.h>
 
@@ -18,20 +19,18 @@ std::vector<std::pair<const char*, const Loops<T>*>> tables();
 template <>
 std::vector<std::pair<const char*, const Loops<float>*>> tables<float>() {
   std::vector<std::pair<const char*, const Loops<float>*>> t = {{"generic", &nnc::red::loops_f32_generic()}};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+  if (nnc::cpu_features().avx2)
     t.push_back({"avx2", &nnc::red::loops_f32_avx2()});
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512dq"))
+  if (nnc::cpu_features().avx512)
     t.push_back({"avx512", &nnc::red::loops_f32_avx512()});
   return t;
 }
 template <>
 std::vector<std::pair<const char*, const Loops<double>*>> tables<double>() {
   std::vector<std::pair<const char*, const Loops<double>*>> t = {{"generic", &nnc::red::loops_f64_generic()}};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+  if (nnc::cpu_features().avx2)
     t.push_back({"avx2", &nnc::red::loops_f64_avx2()});
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512dq"))
+  if (nnc::cpu_features().avx512)
     t.push_back({"avx512", &nnc::red::loops_f64_avx512()});
   return t;
 }
