@@ -7,7 +7,8 @@
 // SOFTMAX_FORWARD: |x| -> |y|, y = exp(x - max) / sum exp(x - max) per row;
 // same shape and type. y may be x (in place).
 // SOFTMAX_BACKWARD: |g|x|y| -> |dx|, dx = y * (g - <g, y>) per row. It needs
-// g and y; x may be NULL. dx may share g's memory; dx takes g's shape.
+// y; x may be NULL, and a NULL g reads as ones of dx's shape (NULL_IS_ONES).
+// dx may share g's memory; dx takes g's shape.
 //
 // SOFTMAX_CROSSENTROPY_FORWARD: |logits|labels| -> |loss|softmax|.
 //   labels: either one class index per row (32S or a float type holding
@@ -42,6 +43,7 @@
 
 #include <string>
 
+#include "cmd/ew/null_is_ones.hpp"
 #include "cmd/softmax/rows.hpp"
 #include "core/error.hpp"
 #include "core/registry.hpp"
@@ -103,13 +105,15 @@ void validate_softmax_backward(const ccv_nnc_cmd_t&, const ccv_nnc_hint_t&, ccv_
   const char* c = "SOFTMAX_BACKWARD";
   NNC_CHECK(input_size == 3, "%s: takes inputs |g|x|y| (got %d inputs)", c, input_size);
   NNC_CHECK(output_size == 1, "%s: takes one output dx (got %d)", c, output_size);
-  NNC_CHECK(inputs[0], "%s: the gradient g (input 0) is NULL", c);
   NNC_CHECK(inputs[2], "%s: the forward output y (input 2) is NULL; the backward needs it", c);
   NNC_CHECK(outputs[0], "%s: dx is NULL", c);
-  check_float(c, "g", inputs[0]);
-  check_like(c, "y", inputs[2], "g", inputs[0]);
-  if (inputs[1]) check_like(c, "x", inputs[1], "g", inputs[0]);
-  check_like(c, "dx", outputs[0], "g", inputs[0]);
+  // A NULL g reads as ones of dx's shape (CCV_NNC_CMD_ATTR_NULL_IS_ONES).
+  const ccv_nnc_tensor_t* g = inputs[0] ? inputs[0] : outputs[0];
+  const char* gname = inputs[0] ? "g" : "dx";
+  check_float(c, gname, g);
+  check_like(c, "y", inputs[2], gname, g);
+  if (inputs[1]) check_like(c, "x", inputs[1], gname, g);
+  if (inputs[0]) check_like(c, "dx", outputs[0], "g", g);
 }
 
 void validate_ce_forward(const ccv_nnc_cmd_t&, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
@@ -262,7 +266,8 @@ void register_softmax(Registry& r) {
     ccv_nnc_cmd_exec_f ref, opt;
   } table[] = {
       {CCV_NNC_SOFTMAX_FORWARD, softmax_forward_ref, softmax_forward_opt},
-      {CCV_NNC_SOFTMAX_BACKWARD, softmax_backward_ref, softmax_backward_opt},
+      {CCV_NNC_SOFTMAX_BACKWARD, null_is_ones<softmax_backward_ref, shape_of_first_output>,
+       null_is_ones<softmax_backward_opt, shape_of_first_output>},
       {CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD, crossentropy_forward_ref, crossentropy_forward_opt},
       {CCV_NNC_SOFTMAX_CROSSENTROPY_BACKWARD, crossentropy_backward_ref, crossentropy_backward_opt},
   };

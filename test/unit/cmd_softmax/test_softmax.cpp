@@ -632,3 +632,38 @@ TEST_F(Softmax, EasyMacrosFromC) {
 }
 
 }  // namespace
+
+namespace {
+
+// SOFTMAX_BACKWARD carries NULL_IS_ONES: a NULL g computes what a tensor of
+// ones does (dx = y * (1 - sum y), about 0), on both backends; and with a
+// softmax of a row whose sum is off by rounding the two still agree exactly.
+TEST_F(Softmax, BackwardNullGradientReadsAsOnes) {
+  std::mt19937 rng(73);
+  for (uint32_t backend : {kRef, kOpt})
+    for (int cols : {1, 7, 33}) {
+      const int rows = 3;
+      T y(CCV_32F, {rows, cols}), ones(CCV_32F, {rows, cols}), dx(CCV_32F, {rows, cols}), dx1(CCV_32F, {rows, cols});
+      // y need not be a softmax: the kernel's algebra holds for any y, and a
+      // y that does not sum to 1 makes the expected dx nonzero.
+      cmdtest::fill_uniform(y, rng, 0, 1);
+      for (size_t i = 0; i < ones.count(); i++) ones.set(i, 1);
+      const ccv_nnc_cmd_t b = cmd(CCV_NNC_SOFTMAX_BACKWARD, backend);
+      ASSERT_EQ(cmdtest::run(b, {nullptr, nullptr, y}, {dx}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+      ASSERT_EQ(cmdtest::run(b, {ones, nullptr, y}, {dx1}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+      for (int r = 0; r < rows; r++) {
+        double s = 0;
+        for (int j = 0; j < cols; j++) s += y.get(r * cols + j);
+        for (int j = 0; j < cols; j++) {
+          const size_t i = r * cols + j;
+          EXPECT_EQ(dx.get(i), dx1.get(i)) << backend << " " << i;
+          EXPECT_NEAR(dx.get(i), y.get(i) * (1 - s), 1e-5 * (1 + std::fabs(s))) << backend << " " << i;
+        }
+      }
+      // Without g, y is still required.
+      EXPECT_EQ(cmdtest::run(b, {nullptr, nullptr, nullptr}, {dx}), CCV_NNC_EXEC_INVALID);
+      EXPECT_TRUE(cmdtest::message_has("y (input 2) is NULL")) << ccv_nnc_error_message();
+    }
+}
+
+}  // namespace
