@@ -185,9 +185,9 @@ inline void check_tensor(const ccv_nnc_tensor_t* t, const char* kind, int index,
   return l;
 }
 
-// Kernels write with streaming stores only outputs of kStreamBytes or more
-// (core/parallel.hpp), and parallel_for fences each chunk itself; the fence
-// after a kernel is owed only when an output is that big. For small
+// Kernels write with streaming stores only outputs of kStreamFloorBytes or
+// more (core/parallel.hpp), and parallel_for fences each chunk itself; the
+// fence after a kernel is owed only when an output is that big. For small
 // commands the fence was a measurable part of a call.
 bool may_have_streamed(ccv_nnc_tensor_t* const* outputs, int output_size) {
   for (int i = 0; i < output_size; i++) {
@@ -201,7 +201,7 @@ bool may_have_streamed(ccv_nnc_tensor_t* const* outputs, int output_size) {
       default: n = 8; break;
     }
     for (int d = 0; d < kMaxDim && t->info.dim[d] > 0; d++) n *= static_cast<size_t>(t->info.dim[d]);
-    if (n >= kStreamBytes) return true;
+    if (n >= kStreamFloorBytes) return true;
   }
   return false;
 }

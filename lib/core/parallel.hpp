@@ -37,6 +37,11 @@ std::unique_lock<std::recursive_mutex> compute_lock();
 // (streaming) stores where a kernel can: far larger than the caches and not
 // read again soon, so skipping the read of each line before its write pays.
 constexpr size_t kStreamBytes = size_t{8} << 20;
+// No kernel streams an output smaller than this (the activation loops stream
+// runs from 64K floats, the others from kStreamBytes): ccv_nnc_cmd_exec owes
+// the fence after a kernel only from here up, since a kernel may stream
+// outside parallel_for (one thread, or one run below the parallel size).
+constexpr size_t kStreamFloorBytes = size_t{256} << 10;
 
 // CPU features, detected once with cpuinfo; NNC_NO_AVX512 (set, not "0")
 // in the environment reports no AVX-512.

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "cmd/activation/activation.hpp"
+#include "core/parallel.hpp"
 #include "core/vmath_avx2.hpp"
 
 namespace nnc::activation {

@@ -8,7 +8,7 @@
 // it with non-temporal stores: a large output is not read back soon, and
 // streaming it saves the read of each line before its write (a quarter to a
 // third of the traffic of these memory-bound loops).
-constexpr size_t kStreamFrom = size_t{1} << 16;
+constexpr size_t kStreamFrom = nnc::kStreamFloorBytes / sizeof(float);
 
 // Every loop below is flattened: map_out calls its element function from six
 // places, and GCC then keeps a large one (sigmoid, tanh, ncdf passed by
