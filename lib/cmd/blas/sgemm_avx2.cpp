@@ -10,8 +10,7 @@
 // columns (zero past the edge), contiguous per row, from either layout (a
 // transposed B goes through 8 x 8 register transposes).
 //
-// Threads split C into column ranges of whole panels (each packs only its
-// own part of B), or into row ranges when there are fewer panels than threads.
+// The packing, blocking and threading are sgemm_driver.hpp's.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -29,27 +28,14 @@ namespace nnc::gemm {
 namespace {
 
 constexpr int kMr = 6;
+constexpr int kLanes = 8;
 constexpr int kNv = 2;
-constexpr int kNr = 8 * kNv;
 // A's 6 x kKc floats (12 KiB) stay in L1 while B's panels stream past;
 // kKc = 512 halves C's traffic of kKc = 256 (2048^3 on one AMD EPYC core:
 // 97 -> 104 GFLOP/s), and 1024 gained only ~3% more there at the price of
 // an L1 that 32 KiB cores lack.
 constexpr int kKc = 512;
 constexpr int kNc = 1024;  // a multiple of the panel widths
-
-struct FreeDeleter {
-  void operator()(float* p) const { std::free(p); }
-};
-
-// The calling thread's B block (kKc x kNc floats, 64-byte aligned), kept
-// between calls; NULL when out of memory (pool threads cannot throw: the
-// caller reports it).
-float* b_block() {
-  thread_local std::unique_ptr<float, FreeDeleter> block(
-      static_cast<float*>(std::aligned_alloc(64, sizeof(float) * kKc * kNc)));
-  return block.get();
-}
 
 // Lanes [0, valid) set, for maskload / maskstore.
 __m256i lane_mask(int valid) {
@@ -81,53 +67,42 @@ void transpose8(const float* src, int64_t ss, float* dst, int64_t ds) {
   _mm256_store_ps(dst + 7 * ds, _mm256_permute2f128_ps(s3, s7, 0x31));
 }
 
-// Pack B rows [p0, p0 + kc) and columns [j0, j0 + nc) into panels of
-// nr = 8 · nv columns: panel q holds B(p0 + p, j0 + q · nr + j) at
-// out[q · kc · nr + p · nr + j]; zeros past B's last column keep an earlier
-// call's values (denormals, NaN) out of the arithmetic.
-void pack_b(const Sgemm& g, int p0, int kc, int j0, int nc, int nv, float* out) {
+// One panel of B(p0 + p, jq + j) for a B with adjacent columns (bcs = 1),
+// zero past column `cols`.
+void pack_rows(const Sgemm& g, int p0, int kc, int jq, int cols, int nv, float* dst) {
   const int nr = 8 * nv;
-  const int panels = (nc + nr - 1) / nr;
-  for (int q = 0; q < panels; q++) {
-    float* dst = out + static_cast<int64_t>(q) * kc * nr;
-    const int jq = j0 + q * nr;
-    const int cols = std::min(nr, j0 + nc - jq);
-    if (g.bcs == 1) {
-      if (cols == nr) {
-        for (int p = 0; p < kc; p++) {
-          const float* src = g.b + (p0 + p) * g.brs + jq;
-          for (int z = 0; z < nv; z++) _mm256_store_ps(dst + p * nr + 8 * z, _mm256_loadu_ps(src + 8 * z));
-        }
-      } else {
-        __m256i mask[kNv];
-        for (int z = 0; z < nv; z++) mask[z] = lane_mask(cols - 8 * z);
-        for (int p = 0; p < kc; p++) {
-          const float* src = g.b + (p0 + p) * g.brs + jq;
-          for (int z = 0; z < nv; z++) _mm256_store_ps(dst + p * nr + 8 * z, _mm256_maskload_ps(src + 8 * z, mask[z]));
-        }
-      }
-    } else if (g.brs == 1) {
-      // B(p, j) = b[j · bcs + p]: columns of B are contiguous; a transpose,
-      // by 8 x 8 blocks where 8 columns and 8 rows are there.
-      const float* src = g.b + static_cast<int64_t>(jq) * g.bcs + p0;
-      const int kfull = kc / 8 * 8;
-      for (int z = 0; z < nv; z++) {
-        const int valid = std::min(8, cols - 8 * z);
-        float* d = dst + 8 * z;
-        const float* s = src + static_cast<int64_t>(8 * z) * g.bcs;
-        if (valid == 8) {
-          for (int p = 0; p < kfull; p += 8) transpose8(s + p, g.bcs, d + p * nr, nr);
-          for (int p = kfull; p < kc; p++)
-            for (int j = 0; j < 8; j++) d[p * nr + j] = s[j * g.bcs + p];
-        } else {
-          for (int p = 0; p < kc; p++)
-            for (int j = 0; j < 8; j++) d[p * nr + j] = j < valid ? s[j * g.bcs + p] : 0.0f;
-        }
-      }
+  if (cols == nr) {
+    for (int p = 0; p < kc; p++) {
+      const float* src = g.b + (p0 + p) * g.brs + jq;
+      for (int z = 0; z < nv; z++) _mm256_store_ps(dst + p * nr + 8 * z, _mm256_loadu_ps(src + 8 * z));
+    }
+  } else {
+    __m256i mask[kNv];
+    for (int z = 0; z < nv; z++) mask[z] = lane_mask(cols - 8 * z);
+    for (int p = 0; p < kc; p++) {
+      const float* src = g.b + (p0 + p) * g.brs + jq;
+      for (int z = 0; z < nv; z++) _mm256_store_ps(dst + p * nr + 8 * z, _mm256_maskload_ps(src + 8 * z, mask[z]));
+    }
+  }
+}
+
+// The same for a B with adjacent rows (brs = 1, B(p, j) = b[j · bcs + p]):
+// a transpose, by 8 x 8 blocks where 8 columns and 8 rows are there.
+void pack_cols(const Sgemm& g, int p0, int kc, int jq, int cols, int nv, float* dst) {
+  const int nr = 8 * nv;
+  const float* src = g.b + static_cast<int64_t>(jq) * g.bcs + p0;
+  const int kfull = kc / 8 * 8;
+  for (int z = 0; z < nv; z++) {
+    const int valid = std::min(8, cols - 8 * z);
+    float* d = dst + 8 * z;
+    const float* s = src + static_cast<int64_t>(8 * z) * g.bcs;
+    if (valid == 8) {
+      for (int p = 0; p < kfull; p += 8) transpose8(s + p, g.bcs, d + p * nr, nr);
+      for (int p = kfull; p < kc; p++)
+        for (int j = 0; j < 8; j++) d[p * nr + j] = s[j * g.bcs + p];
     } else {
       for (int p = 0; p < kc; p++)
-        for (int j = 0; j < nr; j++)
-          dst[p * nr + j] = j < cols ? g.b[(p0 + p) * g.brs + static_cast<int64_t>(jq + j) * g.bcs] : 0.0f;
+        for (int j = 0; j < 8; j++) d[p * nr + j] = j < valid ? s[j * g.bcs + p] : 0.0f;
     }
   }
 }
@@ -199,98 +174,21 @@ void tile(int kc, const float* a, const int64_t* off, int64_t pa, const float* b
   }
 }
 static_assert(kMr == 6, "tile() names its six rows");
-static_assert(kNc % (8 * kNv) == 0, "blocks of whole panels");
 
 // Panels of 16 columns, or of 8 for products at most that wide.
 int panel_vectors(int n) { return n <= 8 ? 1 : kNv; }
 
-// C rows [ir, ir + mr) x columns [0, nc) (+)= A rows · packed B (kc rows of
-// panels of 8 · nv columns); A(r, p) is a[r · ars + p · acs].
-void row_panel(int kc, const float* a, int64_t ars, int64_t acs, int mr, const float* bp, int nv, int nc, float* c,
-               int64_t ldc, bool add) {
-  const int nr = 8 * nv;
-  int64_t off[kMr];
-  for (int r = 0; r < kMr; r++) off[r] = static_cast<int64_t>(std::min(r, mr - 1)) * ars;
-  for (int jr = 0; jr < nc; jr += nr) {
-    const float* b = bp + static_cast<int64_t>(jr) * kc;
-    const int cols = std::min(nr, nc - jr);
-    if (nv == kNv)
-      tile<kNv>(kc, a, off, acs, b, c + jr, ldc, mr, cols, add);
-    else
-      tile<1>(kc, a, off, acs, b, c + jr, ldc, mr, cols, add);
-  }
-}
+// Threads split C by whole panels of the width the product uses.
+int split_width(int n) { return kLanes * panel_vectors(n); }
 
-// One thread's part: rows [m0, m1) and columns [n0, n1) of C. False when out
-// of memory for the B block.
-bool part(const Sgemm& g, int m0, int m1, int n0, int n1) {
-  float* const bp = b_block();
-  if (!bp) return false;
-  const int nv = panel_vectors(g.n);
-  for (int jc = n0; jc < n1; jc += kNc) {
-    const int nc = std::min(kNc, n1 - jc);
-    for (int pc = 0; pc < g.k; pc += kKc) {
-      const int kc = std::min(kKc, g.k - pc);
-      pack_b(g, pc, kc, jc, nc, nv, bp);
-      for (int ir = m0; ir < m1; ir += kMr)
-        row_panel(kc, g.a + ir * g.ars + pc * g.acs, g.ars, g.acs, std::min(kMr, m1 - ir), bp, nv, nc,
-                  g.c + ir * g.ldc + jc, g.ldc, pc > 0 || g.beta != 0.0f);
-    }
-  }
-  return true;
-}
-
-// False when out of memory (C is then incomplete).
-bool run(const Sgemm& g, bool may_thread) {
-  if (g.m <= 0 || g.n <= 0) return true;
-  if (g.k <= 0) {
-    for (int i = 0; i < g.m; i++)
-      for (int j = 0; j < g.n; j++) g.c[i * g.ldc + j] = g.beta == 0.0f ? 0.0f : g.beta * g.c[i * g.ldc + j];
-    return true;
-  }
-  if (g.beta != 0.0f && g.beta != 1.0f) {
-    for (int i = 0; i < g.m; i++)
-      for (int j = 0; j < g.n; j++) g.c[i * g.ldc + j] *= g.beta;
-    Sgemm h = g;
-    h.beta = 1.0f;
-    return run(h, may_thread);
-  }
-  // Threads only when each gets at least ~1 MFLOP.
-  const double flops = 2.0 * g.m * g.n * static_cast<double>(g.k);
-  const int threads =
-      may_thread ? static_cast<int>(std::min<double>(static_cast<double>(thread_count()), std::max(1.0, flops / 1e6)))
-                 : 1;
-  if (threads <= 1) return part(g, 0, g.m, 0, g.n);
-  const int nr = 8 * panel_vectors(g.n);
-  const int panels = (g.n + nr - 1) / nr;
-  const int row_panels = (g.m + kMr - 1) / kMr;
-  std::atomic<bool> ok{true};
-  if (panels >= threads) {
-    parallel_for(threads, 1, [&](size_t b, size_t e) {
-      for (size_t t = b; t < e; t++) {
-        const int p0 = static_cast<int>(panels * t / threads), p1 = static_cast<int>(panels * (t + 1) / threads);
-        if (!part(g, 0, g.m, p0 * nr, std::min(g.n, p1 * nr))) ok = false;
-      }
-    });
-  } else {
-    const int parts = std::min(threads, row_panels);
-    parallel_for(parts, 1, [&](size_t b, size_t e) {
-      for (size_t t = b; t < e; t++) {
-        const int r0 = static_cast<int>(row_panels * t / parts), r1 = static_cast<int>(row_panels * (t + 1) / parts);
-        if (!part(g, r0 * kMr, std::min(g.m, r1 * kMr), 0, g.n)) ok = false;
-      }
-    });
-  }
-  return ok;
-}
+#include "cmd/blas/sgemm_driver.hpp"
 
 }  // namespace
 
-void sgemm_pack_avx2(const Sgemm& g, float* packed) { pack_b(g, 0, g.k, 0, g.n, panel_vectors(g.n), packed); }
+void sgemm_pack_avx2(const Sgemm& g, float* packed) { pack_whole(g, packed); }
 
 void sgemm_packed_avx2(int m, int n, int k, const float* a, int64_t lda, const float* packed, float* c, int64_t ldc) {
-  for (int ir = 0; ir < m; ir += kMr)
-    row_panel(k, a + ir * lda, lda, 1, std::min(kMr, m - ir), packed, panel_vectors(n), n, c + ir * ldc, ldc, false);
+  packed_product(m, n, k, a, lda, packed, c, ldc);
 }
 
 void sgemm_avx2(const Sgemm& g) {
