@@ -11,7 +11,7 @@
 //   of C at a time (M · Q accumulators: Q = 8, 4, 4, 3, 2 for M = 1..5), each
 //   a dot product along k of a row of A with a row of w, a horizontal sum at
 //   the end.
-// Threads take ranges of C's columns.
+// The threading and the entry checks are sgemm_small_driver.hpp's.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -24,7 +24,6 @@ namespace nnc::gemm {
 namespace {
 
 constexpr int kLanes = 8;
-constexpr int kMaxRows = 5;
 
 __m256i lane_mask(int valid) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(valid), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -142,49 +141,13 @@ void columns_adjacent(const Sgemm& g, int j0, int j1) {
   }
 }
 
-template <int M>
-void run(const Sgemm& g, bool by_rows) {
-  // Column ranges per thread: whole blocks, and enough work per range to be
-  // worth a thread.
-  const int block = by_rows ? row_vectors(M) * kLanes : dot_columns(M);
-  const int blocks = (g.n + block - 1) / block;
-  const int64_t work = int64_t{M} * g.n * g.k;
-  const size_t grain =
-      static_cast<size_t>(std::max<int64_t>(1, (int64_t{1} << 17) / std::max<int64_t>(1, work / blocks)));
-  parallel_for(static_cast<size_t>(blocks), grain, [&](size_t b0, size_t b1) {
-    const int j0 = static_cast<int>(b0) * block, j1 = std::min(g.n, static_cast<int>(b1) * block);
-    if (by_rows)
-      rows_adjacent<M>(g, j0, j1);
-    else
-      columns_adjacent<M>(g, j0, j1);
-  });
-}
+constexpr int row_block(int m) { return row_vectors(m) * kLanes; }
+constexpr int dot_block(int m) { return dot_columns(m); }
+
+#include "cmd/blas/sgemm_small_driver.hpp"
 
 }  // namespace
 
-bool sgemm_small_avx2(const Sgemm& g) {
-  if (g.m < 1 || g.m > kMaxRows) return false;
-  bool by_rows;
-  if (g.bcs == 1)
-    by_rows = true;
-  else if (g.brs == 1 && g.acs == 1)
-    by_rows = false;
-  else
-    return false;
-  if (g.n == 0) return true;
-  if (g.k == 0) {  // C = beta C
-    for (int i = 0; i < g.m; i++)
-      for (int j = 0; j < g.n; j++) g.c[i * g.ldc + j] = g.beta != 0 ? g.beta * g.c[i * g.ldc + j] : 0.0f;
-    return true;
-  }
-  switch (g.m) {
-    case 1: run<1>(g, by_rows); break;
-    case 2: run<2>(g, by_rows); break;
-    case 3: run<3>(g, by_rows); break;
-    case 4: run<4>(g, by_rows); break;
-    default: run<5>(g, by_rows); break;
-  }
-  return true;
-}
+bool sgemm_small_avx2(const Sgemm& g) { return small_product(g); }
 
 }  // namespace nnc::gemm

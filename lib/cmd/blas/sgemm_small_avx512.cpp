@@ -9,7 +9,7 @@
 //   connected layer): four columns of C at a time, each a dot product along k
 //   of a row of A with a row of w, vectors of 16 along k, a horizontal sum at
 //   the end.
-// Threads take ranges of C's columns.
+// The threading and the entry checks are sgemm_small_driver.hpp's.
 // GCC 12's AVX-512 intrinsics (shuffles and permutes with an undefined
 // pass-through) trip -Wmaybe-uninitialized falsely.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -25,7 +25,6 @@ namespace nnc::gemm {
 namespace {
 
 constexpr int kLanes = 16;
-constexpr int kMaxRows = 5;
 
 __mmask16 tail(int valid) {
   return valid >= kLanes ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << valid) - 1u);
@@ -126,48 +125,13 @@ void columns_adjacent(const Sgemm& g, int j0, int j1) {
   }
 }
 
-template <int M>
-void run(const Sgemm& g, bool by_rows) {
-  // Column ranges per thread: whole blocks (64 columns, or 4), and enough
-  // work per range to be worth a thread.
-  const int block = by_rows ? 4 * kLanes : 4;
-  const int blocks = (g.n + block - 1) / block;
-  const int64_t work = int64_t{M} * g.n * g.k;
-  const size_t grain = static_cast<size_t>(std::max<int64_t>(1, (int64_t{1} << 17) / std::max<int64_t>(1, work / blocks)));
-  parallel_for(static_cast<size_t>(blocks), grain, [&](size_t b0, size_t b1) {
-    const int j0 = static_cast<int>(b0) * block, j1 = std::min(g.n, static_cast<int>(b1) * block);
-    if (by_rows)
-      rows_adjacent<M>(g, j0, j1);
-    else
-      columns_adjacent<M>(g, j0, j1);
-  });
-}
+constexpr int row_block(int) { return 4 * kLanes; }
+constexpr int dot_block(int) { return 4; }
+
+#include "cmd/blas/sgemm_small_driver.hpp"
 
 }  // namespace
 
-bool sgemm_small_avx512(const Sgemm& g) {
-  if (g.m < 1 || g.m > kMaxRows) return false;
-  bool by_rows;
-  if (g.bcs == 1)
-    by_rows = true;
-  else if (g.brs == 1 && g.acs == 1)
-    by_rows = false;
-  else
-    return false;
-  if (g.n == 0) return true;
-  if (g.k == 0) {  // C = beta C
-    for (int i = 0; i < g.m; i++)
-      for (int j = 0; j < g.n; j++) g.c[i * g.ldc + j] = g.beta != 0 ? g.beta * g.c[i * g.ldc + j] : 0.0f;
-    return true;
-  }
-  switch (g.m) {
-    case 1: run<1>(g, by_rows); break;
-    case 2: run<2>(g, by_rows); break;
-    case 3: run<3>(g, by_rows); break;
-    case 4: run<4>(g, by_rows); break;
-    default: run<5>(g, by_rows); break;
-  }
-  return true;
-}
+bool sgemm_small_avx512(const Sgemm& g) { return small_product(g); }
 
 }  // namespace nnc::gemm
