@@ -26,17 +26,7 @@ inline bool stream_ok(const float* out, size_t K) { return K % 8 == 0 && reinter
 constexpr size_t kSumsMaxK = 32;
 inline bool sums_ok(size_t K) { return K % 8 == 0 && K <= kSumsMaxK; }
 
-// y[r, j] = (x[r, j] - c[j]) * a[j] + b[j] for r < rows, j < K.
-void col_affine_stream(const float* x, float* y, size_t rows, size_t K, const float* c, const float* a, const float* b);
-
-// dx[r, j] = a[j] g[r, j] + b[j] (x[r, j] - m[j]) + c[j].
-void col_axpbypc_stream(const float* g, const float* x, float* dx, size_t rows, size_t K, const float* m,
-                        const float* a, const float* b, const float* c);
-
-// acc[j] += (x - c[j])^2 and dev[j] += x - c[j] over the rows (col_sqdev), or
-// sg[j] += g and sgx[j] += g (x - c[j]) (col_dot2); K as sums_ok.
-void col_sqdev_regs(const float* x, size_t rows, size_t K, const float* c, float* acc, float* dev);
-void col_dot2_regs(const float* g, const float* x, size_t rows, size_t K, const float* c, float* sg, float* sgx);
+#include "cmd/norm/norm_loops_decl.hpp"
 
 // Layer norm's output loops with streamed stores (n a multiple of 8, out
 // aligned to 32 bytes: stream_ok(out, n)); s / b may be NULL. The formulas of

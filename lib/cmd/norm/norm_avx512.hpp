@@ -22,18 +22,9 @@ namespace nnc::norm {
 // aligned to 64 bytes.
 inline bool stream_ok(const float* out, size_t K) { return K % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 64 == 0; }
 
-// y[r, j] = (x[r, j] - c[j]) * a[j] + b[j] for r < rows, j < K.
-void col_affine_stream(const float* x, float* y, size_t rows, size_t K, const float* c, const float* a, const float* b);
-
-// dx[r, j] = a[j] g[r, j] + b[j] (x[r, j] - m[j]) + c[j].
-void col_axpbypc_stream(const float* g, const float* x, float* dx, size_t rows, size_t K, const float* m,
-                        const float* a, const float* b, const float* c);
-
-// Channels-inner sums with the accumulators in registers (K a multiple of 16,
-// at most kSumsMaxK): acc[j] += (x - c[j])^2 and dev[j] += x - c[j] over the
-// rows (col_sqdev), or sg[j] += g and sgx[j] += g (x - c[j]) (col_dot2).
+// The register sums take K a multiple of 16 up to kSumsMaxK.
 constexpr size_t kSumsMaxK = 128;
-void col_sqdev_regs(const float* x, size_t rows, size_t K, const float* c, float* acc, float* dev);
-void col_dot2_regs(const float* g, const float* x, size_t rows, size_t K, const float* c, float* sg, float* sgx);
+
+#include "cmd/norm/norm_loops_decl.hpp"
 
 }  // namespace nnc::norm

@@ -8,7 +8,7 @@
 //   kAffineRegK   the most channels whose coefficients col_affine_stream keeps
 //   kAxpbypcRegK  in registers across rows (col_axpbypc_stream the same)
 //
-// Defines the four functions both headers declare.
+// Defines the four functions of norm_loops_decl.hpp.
 
 namespace {
 
