@@ -4,7 +4,8 @@
 // of transforming inputs, weights and outputs. Used by CONVOLUTION's CPU_OPT
 // for the forward pass, the input gradient (the convolution of the padded g
 // with the flipped, transposed weights) and the weight gradient (below), on
-// AVX-512 (winograd_avx512.cpp) and AVX2 + FMA (winograd_avx2.cpp) CPUs.
+// AVX-512 (winograd_avx512.cpp) and AVX2 + FMA (winograd_avx2.cpp) CPUs: one
+// body, winograd_body.hpp, compiled by each with its own vector type.
 //
 //   y[n, oh, ow, k] = bias[k] + sum_{i, j < R} sum_c in[n, oh + i, ow + j, c] · w[k, i, j, c]
 //
