@@ -85,13 +85,16 @@ namespace nnc {
 namespace {
 
 thread_local ccv_nnc_stream_context_t* t_current_stream = nullptr;
-thread_local void* t_workspace = nullptr;
-thread_local size_t t_workspace_size = 0;
-
+// The buffer lives in the thread_local object itself: a thread_local with a
+// destructor is constructed (and so destroyed at thread exit) only in the
+// threads that use it, so a separate owner object that is never named in a
+// thread would never free that thread's buffer.
 struct ThreadWorkspace {
-  ~ThreadWorkspace() { std::free(t_workspace); }
+  void* buffer = nullptr;
+  size_t size = 0;
+  ~ThreadWorkspace() { std::free(buffer); }
 };
-thread_local ThreadWorkspace t_workspace_owner;
+thread_local ThreadWorkspace t_workspace;
 
 // Takes the record at the head of the ring into `out` (the caller holds the
 // lock). Vectors and functions are swapped or moved, never copied, so the
@@ -244,16 +247,16 @@ void stream_enqueue_command(ccv_nnc_stream_context_t* s, ccv_nnc_cmd_exec_f exec
 
 void* workspace(ccv_nnc_stream_context_t* stream, size_t size) {
   if (stream) return grow(stream->workspace, stream->workspace_size, size);
-  return grow(t_workspace, t_workspace_size, size);
+  return grow(t_workspace.buffer, t_workspace.size, size);
 }
 
 void release_thread_workspace() {
-  std::free(t_workspace);
-  t_workspace = nullptr;
-  t_workspace_size = 0;
+  std::free(t_workspace.buffer);
+  t_workspace.buffer = nullptr;
+  t_workspace.size = 0;
 }
 
-size_t thread_workspace_size() { return t_workspace_size; }
+size_t thread_workspace_size() { return t_workspace.size; }
 
 ccv_nnc_stream_context_t* stream_new(int type) {
   const int context = CCV_STREAM_GET_CONTEXT(type);
