@@ -41,15 +41,25 @@ namespace nnc_bench {
 // BW, VL and DQ with FMA and F16C unless NNC_NO_AVX512 is set and not "0";
 // else AVX2 with FMA and F16C; else the generic loops. The library keeps its
 // own copy internal (only ccv_* is exported), hence this second reading.
-inline std::string nnc_isa() {
+enum class Isa { avx512, avx2, generic };
+inline bool cpu_has_avx512() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
+         __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+}
+inline Isa nnc_isa_kind() {
   const char* no512 = std::getenv("NNC_NO_AVX512");
   const bool off = no512 && *no512 && std::strcmp(no512, "0") != 0;
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  if (avx512 && !off) return "AVX-512";
-  if (avx2) return avx512 ? "AVX2 (NNC_NO_AVX512 set on an AVX-512 CPU)" : "AVX2 (no AVX-512 on this CPU)";
-  return "generic (no AVX2 + FMA + F16C)";
+  if (cpu_has_avx512() && !off) return Isa::avx512;
+  return avx2 ? Isa::avx2 : Isa::generic;
+}
+inline std::string nnc_isa() {
+  switch (nnc_isa_kind()) {
+    case Isa::avx512: return "AVX-512";
+    case Isa::avx2: return cpu_has_avx512() ? "AVX2 (NNC_NO_AVX512 set on an AVX-512 CPU)" : "AVX2 (no AVX-512 on this CPU)";
+    default: return "generic (no AVX2 + FMA + F16C)";
+  }
 }
 
 // NNC's kernel thread count, read as its pool reads it: NNC_NUM_THREADS when

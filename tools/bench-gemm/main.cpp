@@ -34,38 +34,20 @@
 
 #include "nnc/ccv_nnc.h"
 #include "nnc/ccv_nnc_easy.h"
+#include "bench.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The instruction set of NNC's own fp32 GEMM kernels here, decided as the
-// library decides it (nnc::cpu_features, internal to the library): AVX-512
-// F/BW/VL/DQ unless NNC_NO_AVX512 is set and not "0", else AVX2 + FMA + F16C,
-// else none (OpenBLAS runs every product).
-enum class Isa { avx512, avx2, none };
-Isa nnc_isa() {
-  const char* no512 = std::getenv("NNC_NO_AVX512");
-  const bool off = no512 && *no512 && std::strcmp(no512, "0") != 0;
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  return avx512 && !off ? Isa::avx512 : avx2 ? Isa::avx2 : Isa::none;
-}
-
-// NNC's kernel thread count, read as its pool reads it.
-int nnc_threads() {
-  if (const char* env = std::getenv("NNC_NUM_THREADS")) {
-    const long n = std::strtol(env, nullptr, 10);
-    if (n > 0 && n < 4096) return static_cast<int>(n);
-  }
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
+using nnc_bench::Isa;
+using nnc_bench::nnc_isa_kind;
+using nnc_bench::nnc_threads;
 
 // Which kernel the command runs for a product of `rows` rows (the batch
 // folded into the rows where A's matrices follow one another and w is shared).
 std::string kernel(int rows) {
-  switch (nnc_isa()) {
+  switch (nnc_isa_kind()) {
     case Isa::avx512: return rows >= 6 ? "AVX-512 6x64" : "AVX-512 small";
     case Isa::avx2: return rows >= 6 ? "AVX2 6x16" : "AVX2 small";
     default: return "OpenBLAS";
@@ -244,7 +226,7 @@ int main(int argc, char** argv) {
     ccv_nnc_cmd_exec(gemm_cmd(false), ccv_nnc_no_hint, 0, in, 2, &y, 1, nullptr);
     ccv_nnc_tensor_free(x), ccv_nnc_tensor_free(y);
   }
-  const Isa isa = nnc_isa();
+  const Isa isa = nnc_isa_kind();
   std::printf("GEMM fp32, CPU_OPT through ccv_nnc_cmd_exec vs cblas_sgemm (OpenBLAS) on the same buffers\n");
   std::printf("ours: NNC's %s, %d threads | peer: OpenBLAS %s kernels, %d threads\n",
               isa == Isa::avx512 ? "AVX-512 kernels" : isa == Isa::avx2 ? "AVX2 kernels" : "OpenBLAS (no own kernels)",
