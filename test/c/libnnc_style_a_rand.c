@@ -9,16 +9,7 @@
 #include "nnc/ccv_nnc.h"
 #include "nnc/ccv_nnc_easy.h"
 
-static int failed = 0;
-#define CHECK(cond, ...)                                                         \
-	do {                                                                         \
-		if (!(cond)) {                                                           \
-			failed++;                                                            \
-			printf("%s:%d: %s: ", __FILE__, __LINE__, #cond);                    \
-			printf(__VA_ARGS__);                                                 \
-			printf(" (%s)\n", ccv_nnc_error_message());                          \
-		}                                                                        \
-	} while (0)
+#include "libnnc_style.h"
 
 #define N 4000
 

@@ -9,17 +9,7 @@
 #include "nnc/ccv_nnc.h"
 #include "nnc/ccv_nnc_easy.h"
 
-static int failed = 0;
-#define CHECK(cond, ...)                                                         \
-	do {                                                                         \
-		if (!(cond)) {                                                           \
-			failed++;                                                            \
-			printf("%s:%d: %s: ", __FILE__, __LINE__, #cond);                    \
-			printf(__VA_ARGS__);                                                 \
-			printf(" (%s)\n", ccv_nnc_error_message());                          \
-		}                                                                        \
-	} while (0)
-#define RUN(cmd, in, out) CHECK(ccv_nnc_cmd_exec(cmd, ccv_nnc_no_hint, 0, in, out, 0) == CCV_NNC_EXEC_SUCCESS, "%s", #cmd)
+#include "libnnc_style.h"
 
 int main(void)
 {

@@ -11,9 +11,7 @@
 #include "nnc/ccv_nnc.h"
 #include "nnc/ccv_nnc_easy.h"
 
-static int failed = 0;
-#define CHECK(cond, ...) \
-	do { if (!(cond)) { failed++; printf("%s:%d: %s: ", __FILE__, __LINE__, #cond); printf(__VA_ARGS__); printf(" (%s)\n", ccv_nnc_error_message()); } } while (0)
+#include "libnnc_style.h"
 #define NEAR(a, b) (fabs((double)(a) - (double)(b)) <= 1e-4 * (1 + fabs((double)(b))))
 
 enum { N = 6, C = 4 };
