@@ -227,9 +227,13 @@ const char* backend_name(uint32_t backend) { return lookup(kSortedBackendNames, 
 ccv_nnc_cmd_t make_cmd(uint32_t cmd, ccv_nnc_cmd_vtab_t* isa, const ccv_nnc_cmd_param_t& params, int flags) {
   (void)flags;
   // Field by field: a memset of the whole 152 bytes (rep stos) was most of
-  // this function's time. Only the padding before info needs clearing.
+  // this function's time. Every byte outside the fields is still cleared (the
+  // padding before info and between info and isa), since commands are
+  // compared and hashed as bytes (the graph's command interning).
   ccv_nnc_cmd_t c;
   std::memset(&c, 0, offsetof(ccv_nnc_cmd_t, info));
+  constexpr size_t kInfoEnd = offsetof(ccv_nnc_cmd_t, info) + sizeof(ccv_nnc_cmd_param_t);
+  std::memset(reinterpret_cast<unsigned char*>(&c) + kInfoEnd, 0, offsetof(ccv_nnc_cmd_t, isa) - kInfoEnd);
   c.info = params;
   c.algorithm = -1;
   c.isa = nullptr;
