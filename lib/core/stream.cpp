@@ -63,6 +63,10 @@ struct ccv_nnc_stream_context_s {
   // A ring of records (grown by doubling, never shrunk): `count` queued from `head`.
   std::vector<StreamTask> ring;
   size_t head = 0, count = 0;
+  // Tensor lists of finished records too long for a record's inline array,
+  // kept for the next long one: such lists are allocated only while more long
+  // records are queued at once than ever before, wherever they land in the ring.
+  std::vector<std::vector<ccv_nnc_tensor_t*>> spare_io;
   size_t pending = 0;  // queued plus running
   bool stop = false;
   std::thread worker;
@@ -180,6 +184,10 @@ void run_worker(ccv_nnc_stream_context_t* s) {
       s->workspace_size = 0;
     }
     std::lock_guard<std::mutex> lock(s->mutex);
+    if (task.io_more.capacity() > 0) {
+      s->spare_io.push_back(std::move(task.io_more));
+      task.io_more = {};
+    }
     if (code != CCV_NNC_EXEC_SUCCESS && s->error_code == CCV_NNC_EXEC_SUCCESS) {
       s->error_code = code;
       s->error_message = message.empty() ? format("a command on a stream failed with %d", code) : message;
@@ -228,8 +236,15 @@ void stream_enqueue_command(ccv_nnc_stream_context_t* s, ccv_nnc_cmd_exec_f exec
   const int n = input_size + output_size;
   ccv_nnc_tensor_t** io = t.io_inline.data();
   if (n > StreamTask::kInline) {
-    t.io_more.resize(static_cast<size_t>(n));  // may allocate: the first time a record holds this many
+    if (t.io_more.capacity() < static_cast<size_t>(n) && !s->spare_io.empty()) {
+      t.io_more.swap(s->spare_io.back());  // the record's own list, if any, is the spare now
+      if (s->spare_io.back().capacity() == 0) s->spare_io.pop_back();
+    }
+    t.io_more.resize(static_cast<size_t>(n));  // may allocate: more long records at once than before
     io = t.io_more.data();
+  } else if (t.io_more.capacity() > 0) {
+    s->spare_io.push_back(std::move(t.io_more));  // not stranded under short records
+    t.io_more = {};
   }
   std::copy_n(inputs, input_size, io);
   std::copy_n(outputs, output_size, io + input_size);

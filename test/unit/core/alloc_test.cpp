@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <new>
+#include <thread>
 
 #include "test_util.hpp"
 
@@ -46,6 +47,15 @@ int nothing_exec(const ccv_nnc_cmd_t, const ccv_nnc_hint_t, const int, ccv_nnc_t
 }
 ccv_nnc_cmd_vtab_t g_nothing = {nothing_exec, nullptr};
 
+// Holds the stream's worker until released, so a burst queues in full.
+std::atomic<bool> g_released{true};
+int hold_exec(const ccv_nnc_cmd_t, const ccv_nnc_hint_t, const int, ccv_nnc_tensor_t* const*, const int,
+              ccv_nnc_tensor_t* const*, const int, ccv_nnc_stream_context_t* const) {
+  while (!g_released.load(std::memory_order_acquire)) std::this_thread::yield();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+ccv_nnc_cmd_vtab_t g_hold = {hold_exec, nullptr};
+
 TEST(Allocation, NonePerCommandDirectlyOrOnAStream) {
   ccv_nnc_init();
   Tensor a(cpu_param(CCV_32F, {3})), b(cpu_param(CCV_32F, {3}));
@@ -66,7 +76,20 @@ TEST(Allocation, NonePerCommandDirectlyOrOnAStream) {
     }
     ccv_nnc_stream_context_wait(s);
   };
-  burst();  // grows the queue and the records' vectors
+  // Warm-up: one burst queued whole behind a held worker, the deepest queue
+  // this loop can build however fast or slow the worker runs later (a loaded
+  // machine); then two free-running ones.
+  const ccv_nnc_cmd_t hold = ccv_nnc_cmd(CCV_NNC_CUSTOM_FORWARD, &g_hold, no_params(), 0);
+  g_released = false;
+  ASSERT_EQ(ccv_nnc_cmd_exec(hold, ccv_nnc_no_hint, 0, nullptr, 0, nullptr, 0, s), CCV_NNC_EXEC_SUCCESS);
+  for (int i = 0; i < 64; i++) {
+    ASSERT_EQ(ccv_nnc_cmd_exec(ccv_nnc_cmd(CCV_NNC_EWSUM_FORWARD, nullptr, ccv_nnc_cmd_auto, 0), ccv_nnc_no_hint, 0,
+                               in, 2, out, 1, s), CCV_NNC_EXEC_SUCCESS);
+    ASSERT_EQ(ccv_nnc_cmd_exec(custom, ccv_nnc_no_hint, 0, many, 12, out, 1, s), CCV_NNC_EXEC_SUCCESS);
+  }
+  g_released = true;
+  ccv_nnc_stream_context_wait(s);
+  burst();
   burst();
   const long before = g_news.load();
   for (int r = 0; r < 10; r++) burst();
