@@ -345,11 +345,16 @@ ccv_nnc_cmd_t cmd_autotune(const ccv_nnc_cmd_t& cmd, size_t max_workspace_size, 
     const int last = k.autotune ? candidate.algorithm : std::max(k.algorithms, 1) - 1;
     for (int a = first; a <= last; a++) {
       candidate.algorithm = a;
-      if (k.exec(candidate, h, flags, inputs, input_size, outputs, output_size, nullptr) != CCV_NNC_EXEC_SUCCESS) continue;
+      // Kernels throw on what they cannot run (core/kernel.hpp): a candidate
+      // that fails is skipped, not the whole search.
+      const auto trial = [&] {
+        return guard_code([&] { return k.exec(candidate, h, flags, inputs, input_size, outputs, output_size, nullptr); });
+      };
+      if (trial() != CCV_NNC_EXEC_SUCCESS) continue;
       double t = std::numeric_limits<double>::infinity();
       for (int rep = 0; rep < 3; rep++) {
         const auto start = std::chrono::steady_clock::now();
-        k.exec(candidate, h, flags, inputs, input_size, outputs, output_size, nullptr);
+        trial();
         t = std::min(t, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       }
       if (t < best_time) {

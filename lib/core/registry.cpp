@@ -63,6 +63,23 @@ void Registry::add_kernel(const Kernel& kernel) {
                    [](const Kernel& a, const Kernel& b) { return backend_rank(a.backend) < backend_rank(b.backend); });
 }
 
+void Registry::add_kernels(const KernelTraits& traits, KernelList execs) {
+  Kernel k;
+  k.backend = traits.backend;
+  k.tensor_formats = traits.formats;
+  k.tensor_datatypes = traits.datatypes;
+  k.tensor_memory = traits.memory;
+  k.algorithms = traits.algorithms;
+  k.autotune = traits.autotune;
+  k.accept = traits.accept;
+  k.exclusive = traits.exclusive;
+  for (const auto& [cmd, exec] : execs) {
+    k.cmd = cmd;
+    k.exec = exec;
+    add_kernel(k);
+  }
+}
+
 void Registry::freeze() {
   std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) { return a.info.cmd < b.info.cmd; });
   sorted_ = true;

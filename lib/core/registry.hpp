@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/kernel.hpp"
 #include "nnc/ccv_nnc.h"
 
 namespace nnc {
@@ -73,15 +74,9 @@ class Registry {
   // Kernels of one command are kept in backend preference order (GPU before
   // CPU, optimised before reference), whatever order they are added in.
   void add_kernel(const Kernel& kernel);
-  // `like` once per (command, exec) pair: the same backend and masks for a
-  // family's commands on one backend.
-  void add_kernels(Kernel like, std::initializer_list<std::pair<uint32_t, ccv_nnc_cmd_exec_f>> execs) {
-    for (const auto& [cmd, exec] : execs) {
-      like.cmd = cmd;
-      like.exec = exec;
-      add_kernel(like);
-    }
-  }
+  // Each (command, exec) pair as a kernel of `traits` (core/kernel.hpp): the
+  // one way a family registers its kernels.
+  void add_kernels(const KernelTraits& traits, KernelList execs);
 
   const CommandInfo* command(uint32_t cmd) const;
   // Kernels of a command in preference order (empty if none).

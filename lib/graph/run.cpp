@@ -172,7 +172,13 @@ void run_command(Graph* g, Plan& plan, Step& st, RunContext& ctx) {
       }
   }
   if (st.exec) {
-    const int code = st.exec(st.ch->cmd, st.ch->hint, 0, io, st.ni, io + st.ni, st.no, ctx.stream);
+    // A kernel throws what it cannot run (core/kernel.hpp); the node's name is added here either way.
+    int code;
+    try {
+      code = st.exec(st.ch->cmd, st.ch->hint, 0, io, st.ni, io + st.ni, st.no, ctx.stream);
+    } catch (...) {
+      code = record_current_exception();
+    }
     store_fence();  // the kernel's streaming stores, if any (core/parallel.hpp)
     if (__builtin_expect(code != CCV_NNC_EXEC_SUCCESS, 0)) {
       const std::string inner = error_message();

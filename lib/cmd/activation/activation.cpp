@@ -43,7 +43,7 @@
 
 #include <string>
 
-#include "cmd/ew/null_is_ones.hpp"
+#include "cmd/common/null_is_ones.hpp"
 #include "core/error.hpp"
 #include "core/registry.hpp"
 #include "core/tensor.hpp"
@@ -75,8 +75,6 @@ bool backward_uses_output(Op op) { return op == kRelu || op == kSigmoid || op ==
 
 namespace {
 
-constexpr int kAllFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CCV_TENSOR_FORMAT_CHWN;
-constexpr int kFloatTypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF;
 
 const char* name_of(uint32_t cmd) {
   switch (cmd & ~1u) {
@@ -208,26 +206,12 @@ void add(Registry& r, uint32_t forward, BitmaskFn backward_bitmask_fn) {
   info.validate = validate_backward;
   r.add_command(info);
 
-  Kernel k;
-  k.tensor_formats = kAllFormats;
-  k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
-  k.backend = CCV_NNC_BACKEND_CPU_REF;
-  k.tensor_datatypes = kFloatTypes;
-  k.cmd = forward;
-  k.exec = forward_ref;
-  r.add_kernel(k);
-  k.cmd = forward + 1;
-  k.exec = from_y ? null_is_ones<backward_ref, shape_of_first_output> : backward_ref;
-  r.add_kernel(k);
-  k.backend = CCV_NNC_BACKEND_CPU_OPT;
-  k.tensor_datatypes = CCV_32F;
-  k.accept = opt_accept;
-  k.cmd = forward;
-  k.exec = forward_opt;
-  r.add_kernel(k);
-  k.cmd = forward + 1;
-  k.exec = from_y ? null_is_ones<backward_opt, shape_of_first_output> : backward_opt;
-  r.add_kernel(k);
+  r.add_kernels(cpu_ref(types::kFloat),
+                {{forward, forward_ref},
+                 {forward + 1, from_y ? null_is_ones<backward_ref, shape_of_first_output> : backward_ref}});
+  r.add_kernels(cpu_opt(CCV_32F).accepting(opt_accept),
+                {{forward, forward_opt},
+                 {forward + 1, from_y ? null_is_ones<backward_opt, shape_of_first_output> : backward_opt}});
 }
 
 }  // namespace

@@ -8,20 +8,17 @@
 
 #include <cstddef>
 
+#include "core/kernel.hpp"
 #include "nnc/ccv_nnc.h"
 
 namespace nnc::activation {
 
 enum Op { kRelu, kLeakyRelu, kSigmoid, kTanh, kGelu, kGeluTanh, kSwish, kOpCount };
 
-#define NNC_ACT_KERNEL(name)                                                                                     \
-  int name(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* inputs, \
-           const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size,                        \
-           ccv_nnc_stream_context_t* const stream_context)
-NNC_ACT_KERNEL(forward_ref);
-NNC_ACT_KERNEL(backward_ref);
-NNC_ACT_KERNEL(forward_opt);
-NNC_ACT_KERNEL(backward_opt);
+NNC_KERNEL(forward_ref);
+NNC_KERNEL(backward_ref);
+NNC_KERNEL(forward_opt);
+NNC_KERNEL(backward_opt);
 
 // The op a command id (forward or backward) and its parameters stand for.
 Op op_of(const ccv_nnc_cmd_t& cmd);

@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "cmd/activation/activation.hpp"
-#include "cmd/util/strided.hpp"
+#include "cmd/common/strided.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "core/tensor.hpp"
@@ -87,52 +87,46 @@ bool opt_accept(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int i
   return true;
 }
 
-NNC_ACT_KERNEL(forward_opt) {
-  (void)hint, (void)flags, (void)input_size, (void)output_size, (void)stream_context;
-  return guard_code([&] {
-    const Op op = op_of(cmd);
-    const Layout x = layout_of(inputs[0], "x");
-    const Layout y = layout_of(outputs[0], "y");
-    if (x.count() == 0) return CCV_NNC_EXEC_SUCCESS;
-    const auto f = loops().forward[op];
-    const float a = cmd.info.leaky_relu.negative_slope;
-    float* const xp = reinterpret_cast<float*>(x.data);
-    float* const yp = reinterpret_cast<float*>(y.data);
-    const Layout* const ops[2] = {&y, &x};
-    run(ops, parallel_from(op, false), [&](const int64_t* off, size_t n) { f(xp + off[1], yp + off[0], n, a); });
-    return CCV_NNC_EXEC_SUCCESS;
-  });
+NNC_KERNEL(forward_opt) {
+  const Op op = op_of(cmd);
+  const Layout x = layout_of(inputs[0], "x");
+  const Layout y = layout_of(outputs[0], "y");
+  if (x.count() == 0) return CCV_NNC_EXEC_SUCCESS;
+  const auto f = loops().forward[op];
+  const float a = cmd.info.leaky_relu.negative_slope;
+  float* const xp = reinterpret_cast<float*>(x.data);
+  float* const yp = reinterpret_cast<float*>(y.data);
+  const Layout* const ops[2] = {&y, &x};
+  run(ops, parallel_from(op, false), [&](const int64_t* off, size_t n) { f(xp + off[1], yp + off[0], n, a); });
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_ACT_KERNEL(backward_opt) {
-  (void)hint, (void)flags, (void)output_size, (void)stream_context;
-  return guard_code([&] {
-    const Op op = op_of(cmd);
-    ccv_nnc_tensor_t* const xt = input_size > 1 ? inputs[1] : nullptr;
-    ccv_nnc_tensor_t* const yt = input_size > 2 ? inputs[2] : nullptr;
-    const bool use_y = (backward_uses_output(op) && yt) || !xt;  // LEAKY_RELU may come with y alone
-    const Layout g = layout_of(inputs[0], "g");
-    const Layout t = layout_of(use_y ? yt : xt, use_y ? "y" : "x");
-    const Layout dx = layout_of(outputs[0], "dx");
-    if (g.count() == 0) return CCV_NNC_EXEC_SUCCESS;
-    const float a = cmd.info.leaky_relu.negative_slope;
-    float* const gp = reinterpret_cast<float*>(g.data);
-    float* const tp = reinterpret_cast<float*>(t.data);
-    float* const dp = reinterpret_cast<float*>(dx.data);
-    if (const auto fxy = loops().backward_xy[op]; fxy && xt && yt) {
-      const Layout y = layout_of(yt, "y");
-      float* const yp = reinterpret_cast<float*>(y.data);
-      const Layout* const ops[4] = {&dx, &g, &t, &y};
-      run(ops, parallel_from(op, true),
-          [&](const int64_t* off, size_t n) { fxy(gp + off[1], tp + off[2], yp + off[3], dp + off[0], n, a); });
-      return CCV_NNC_EXEC_SUCCESS;
-    }
-    const auto f = loops().backward[op];
-    const Layout* const ops[3] = {&dx, &g, &t};
+NNC_KERNEL(backward_opt) {
+  const Op op = op_of(cmd);
+  ccv_nnc_tensor_t* const xt = input_size > 1 ? inputs[1] : nullptr;
+  ccv_nnc_tensor_t* const yt = input_size > 2 ? inputs[2] : nullptr;
+  const bool use_y = (backward_uses_output(op) && yt) || !xt;  // LEAKY_RELU may come with y alone
+  const Layout g = layout_of(inputs[0], "g");
+  const Layout t = layout_of(use_y ? yt : xt, use_y ? "y" : "x");
+  const Layout dx = layout_of(outputs[0], "dx");
+  if (g.count() == 0) return CCV_NNC_EXEC_SUCCESS;
+  const float a = cmd.info.leaky_relu.negative_slope;
+  float* const gp = reinterpret_cast<float*>(g.data);
+  float* const tp = reinterpret_cast<float*>(t.data);
+  float* const dp = reinterpret_cast<float*>(dx.data);
+  if (const auto fxy = loops().backward_xy[op]; fxy && xt && yt) {
+    const Layout y = layout_of(yt, "y");
+    float* const yp = reinterpret_cast<float*>(y.data);
+    const Layout* const ops[4] = {&dx, &g, &t, &y};
     run(ops, parallel_from(op, true),
-        [&](const int64_t* off, size_t n) { f(gp + off[1], tp + off[2], dp + off[0], n, a); });
+        [&](const int64_t* off, size_t n) { fxy(gp + off[1], tp + off[2], yp + off[3], dp + off[0], n, a); });
     return CCV_NNC_EXEC_SUCCESS;
-  });
+  }
+  const auto f = loops().backward[op];
+  const Layout* const ops[3] = {&dx, &g, &t};
+  run(ops, parallel_from(op, true),
+      [&](const int64_t* off, size_t n) { f(gp + off[1], tp + off[2], dp + off[0], n, a); });
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
 }  // namespace nnc::activation

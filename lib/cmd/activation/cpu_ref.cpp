@@ -79,39 +79,33 @@ double derivative(Op op, double t, bool from_y, double a) {
 
 }  // namespace
 
-NNC_ACT_KERNEL(forward_ref) {
-  (void)hint, (void)flags, (void)input_size, (void)output_size, (void)stream_context;
-  return guard_code([&] {
-    const Op op = op_of(cmd);
-    const double a = cmd.info.leaky_relu.negative_slope;
-    const Layout x = layout_of(inputs[0], "x");
-    const Layout y = layout_of(outputs[0], "y");
-    for_each_index(x.dim.data(), x.nd, [&](const int* i) {
-      store_double(y.at(i), y.datatype, forward_value(op, load_double(x.at(i), x.datatype), a));
-    });
-    return CCV_NNC_EXEC_SUCCESS;
+NNC_KERNEL(forward_ref) {
+  const Op op = op_of(cmd);
+  const double a = cmd.info.leaky_relu.negative_slope;
+  const Layout x = layout_of(inputs[0], "x");
+  const Layout y = layout_of(outputs[0], "y");
+  for_each_index(x.dim.data(), x.nd, [&](const int* i) {
+    store_double(y.at(i), y.datatype, forward_value(op, load_double(x.at(i), x.datatype), a));
   });
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_ACT_KERNEL(backward_ref) {
-  (void)hint, (void)flags, (void)output_size, (void)stream_context;
-  return guard_code([&] {
-    const Op op = op_of(cmd);
-    const double a = cmd.info.leaky_relu.negative_slope;
-    ccv_nnc_tensor_t* const xt = input_size > 1 ? inputs[1] : nullptr;
-    ccv_nnc_tensor_t* const yt = input_size > 2 ? inputs[2] : nullptr;
-    const bool from_y = (backward_uses_output(op) && yt) || !xt;  // LEAKY_RELU may come with y alone
-    const Layout g = layout_of(inputs[0], "g");
-    const Layout t = layout_of(from_y ? yt : xt, from_y ? "y" : "x");
-    const Layout dx = layout_of(outputs[0], "dx");
-    for_each_index(g.dim.data(), g.nd, [&](const int* i) {
-      const double gv = load_double(g.at(i), g.datatype);
-      const double d = derivative(op, load_double(t.at(i), t.datatype), from_y, a);
-      // ReLU's dead side gives zero even where g is inf or NaN (a select, as in CPU_OPT).
-      store_double(dx.at(i), dx.datatype, op == kRelu ? (d != 0 ? gv : 0.0) : gv * d);
-    });
-    return CCV_NNC_EXEC_SUCCESS;
+NNC_KERNEL(backward_ref) {
+  const Op op = op_of(cmd);
+  const double a = cmd.info.leaky_relu.negative_slope;
+  ccv_nnc_tensor_t* const xt = input_size > 1 ? inputs[1] : nullptr;
+  ccv_nnc_tensor_t* const yt = input_size > 2 ? inputs[2] : nullptr;
+  const bool from_y = (backward_uses_output(op) && yt) || !xt;  // LEAKY_RELU may come with y alone
+  const Layout g = layout_of(inputs[0], "g");
+  const Layout t = layout_of(from_y ? yt : xt, from_y ? "y" : "x");
+  const Layout dx = layout_of(outputs[0], "dx");
+  for_each_index(g.dim.data(), g.nd, [&](const int* i) {
+    const double gv = load_double(g.at(i), g.datatype);
+    const double d = derivative(op, load_double(t.at(i), t.datatype), from_y, a);
+    // ReLU's dead side gives zero even where g is inf or NaN (a select, as in CPU_OPT).
+    store_double(dx.at(i), dx.datatype, op == kRelu ? (d != 0 ? gv : 0.0) : gv * d);
   });
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
 }  // namespace nnc::activation

@@ -30,7 +30,7 @@
 
 #include <string>
 
-#include "cmd/ew/null_is_ones.hpp"
+#include "cmd/common/null_is_ones.hpp"
 #include "core/error.hpp"
 #include "core/registry.hpp"
 #include "core/tensor.hpp"
@@ -39,8 +39,6 @@ namespace nnc::blas_ew {
 
 namespace {
 
-constexpr int kAllFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CCV_TENSOR_FORMAT_CHWN;
-constexpr int kFloatTypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF;
 
 const char* dt(const ccv_nnc_tensor_t* t) { return datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)); }
 int type_of(const ccv_nnc_tensor_t* t) { return CCV_GET_DATA_TYPE(t->info.datatype); }
@@ -65,7 +63,7 @@ Name name_of(uint32_t cmd) {
 bool is_scalar_mul(uint32_t cmd) { return (cmd & ~1u) == CCV_NNC_SCALAR_MUL_FORWARD; }
 
 void check_type(const Name& c, const char* what, const ccv_nnc_tensor_t* t, const ccv_nnc_tensor_t* ref) {
-  NNC_CHECK(type_of(t) & kFloatTypes, "%s: %s is %s; it takes 16F, 16BF, 32F or 64F", c.c_str(), what, dt(t));
+  NNC_CHECK(type_of(t) & types::kFloat, "%s: %s is %s; it takes 16F, 16BF, 32F or 64F", c.c_str(), what, dt(t));
   NNC_CHECK(type_of(t) == type_of(ref), "%s: %s is %s but the others are %s; all take one data type", c.c_str(), what,
             dt(t), dt(ref));
 }
@@ -288,15 +286,8 @@ void register_elementwise(Registry& r) {
     b.validate = validate_backward;  // no in-place pair, as in libnnc
     r.add_command(b);
 
-    Kernel k;
-    k.tensor_formats = kAllFormats;
-    k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
-    k.backend = CCV_NNC_BACKEND_CPU_REF;
-    k.tensor_datatypes = kFloatTypes;
-    r.add_kernels(k, {{fwd, forward_ref}, {fwd | 1u, null_is_ones<backward_ref, implicit_g_shape>}});
-    k.backend = CCV_NNC_BACKEND_CPU_OPT;
-    k.tensor_datatypes = CCV_32F | CCV_64F;
-    r.add_kernels(k, {{fwd, forward_opt}, {fwd | 1u, null_is_ones<backward_opt, implicit_g_shape>}});
+    r.add_kernels(cpu_ref(types::kFloat), {{fwd, forward_ref}, {fwd | 1u, null_is_ones<backward_ref, implicit_g_shape>}});
+    r.add_kernels(cpu_opt(types::kWide), {{fwd, forward_opt}, {fwd | 1u, null_is_ones<backward_opt, implicit_g_shape>}});
   }
 }
 

@@ -2,6 +2,7 @@
 // elementwise.cpp for their semantics), their shape rule and kernels.
 #pragma once
 
+#include "core/kernel.hpp"
 #include "nnc/ccv_nnc.h"
 
 namespace nnc {
@@ -10,14 +11,10 @@ class Registry;
 
 namespace nnc::blas_ew {
 
-#define NNC_BLAS_EW_KERNEL(name)                                                                                 \
-  int name(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* inputs, \
-           const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size,                        \
-           ccv_nnc_stream_context_t* const stream_context)
-NNC_BLAS_EW_KERNEL(forward_ref);
-NNC_BLAS_EW_KERNEL(backward_ref);
-NNC_BLAS_EW_KERNEL(forward_opt);
-NNC_BLAS_EW_KERNEL(backward_opt);
+NNC_KERNEL(forward_ref);
+NNC_KERNEL(backward_ref);
+NNC_KERNEL(forward_opt);
+NNC_KERNEL(backward_opt);
 
 // libnnc's broadcast of two shapes: right-aligned, each dimension equal or 1.
 // Writes the result (nd = the larger nd) into out and returns true, or false

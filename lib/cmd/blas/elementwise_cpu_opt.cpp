@@ -5,8 +5,9 @@
 // vectorised loops as contiguous runs. Backward: the sums over broadcast
 // dimensions in per-thread partial blocks (ew::reduce_runs).
 #include "cmd/blas/elementwise.hpp"
-#include "cmd/ew/math.hpp"
-#include "cmd/ew/runs.hpp"
+#include "cmd/common/checks.hpp"
+#include "cmd/common/ew_loops.hpp"
+#include "cmd/common/runs.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "core/tensor.hpp"
@@ -84,25 +85,20 @@ int backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, ccv_nnc_
 
 }  // namespace
 
-NNC_BLAS_EW_KERNEL(forward_opt) {
-  (void)hint, (void)flags, (void)input_size, (void)output_size, (void)stream_context;
-  return guard_code([&] {
-    if (CCV_GET_DATA_TYPE(outputs[0]->info.datatype) == CCV_64F) return forward<double>(cmd, inputs, outputs[0]);
-    return forward<float>(cmd, inputs, outputs[0]);
-  });
+NNC_KERNEL(forward_opt) {
+  if (CCV_GET_DATA_TYPE(outputs[0]->info.datatype) == CCV_64F) return forward<double>(cmd, inputs, outputs[0]);
+  return forward<float>(cmd, inputs, outputs[0]);
 }
 
-NNC_BLAS_EW_KERNEL(backward_opt) {
-  return guard_code([&] {
-    // The first gradient must not overwrite what the second reads.
-    if (output_size > 1 && outputs[0] && outputs[1])
-      for (int i = 0; i < input_size; i++)
-        if (ew::overlaps(outputs[0], inputs[i]))
-          return backward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
-    if (CCV_GET_DATA_TYPE(inputs[0]->info.datatype) == CCV_64F)
-      return backward<double>(cmd, inputs, outputs, output_size, stream_context);
-    return backward<float>(cmd, inputs, outputs, output_size, stream_context);
-  });
+NNC_KERNEL(backward_opt) {
+  // The first gradient must not overwrite what the second reads.
+  if (output_size > 1 && outputs[0] && outputs[1])
+    for (int i = 0; i < input_size; i++)
+      if (overlaps(outputs[0], inputs[i]))
+        return backward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
+  if (CCV_GET_DATA_TYPE(inputs[0]->info.datatype) == CCV_64F)
+    return backward<double>(cmd, inputs, outputs, output_size, stream_context);
+  return backward<float>(cmd, inputs, outputs, output_size, stream_context);
 }
 
 }  // namespace nnc::blas_ew

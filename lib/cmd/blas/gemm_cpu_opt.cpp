@@ -15,15 +15,15 @@
 #include <cstring>
 
 #include "cmd/blas/gemm.hpp"
-#include "cmd/blas/sgemm.hpp"
+#include "cmd/common/sgemm.hpp"
 #include "core/error.hpp"
+#include "core/kernel.hpp"
 #include "core/parallel.hpp"
 
 namespace nnc::gemm {
 
 namespace {
 
-constexpr int kFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CCV_TENSOR_FORMAT_CHWN;
 
 // fp32 runs on our own kernels where the CPU has AVX-512 (see sgemm.hpp):
 // the blocked one from 6 rows (its tile height), the unpacked one below
@@ -207,8 +207,7 @@ void backward_typed(const ccv_nnc_cmd_t& cmd, const BackwardArgs& t) {
   if (t.dbias) bias_gradient<T>(t.g, t.dbias);
 }
 
-int forward(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t, const int, ccv_nnc_tensor_t* const* inputs,
-            const int input_size, ccv_nnc_tensor_t* const* outputs, const int, ccv_nnc_stream_context_t*) {
+NNC_KERNEL(forward) {
   if (CCV_GET_DATA_TYPE(inputs[0]->info.datatype) == CCV_64F)
     forward_typed<double>(cmd, inputs, input_size, outputs);
   else
@@ -216,8 +215,7 @@ int forward(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t, const int, ccv_nnc_te
   return CCV_NNC_EXEC_SUCCESS;
 }
 
-int backward(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t, const int, ccv_nnc_tensor_t* const* inputs,
-             const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size, ccv_nnc_stream_context_t*) {
+NNC_KERNEL(backward) {
   const BackwardArgs t = backward_args(inputs, input_size, outputs, output_size);
   if (CCV_GET_DATA_TYPE(t.g->info.datatype) == CCV_64F)
     backward_typed<double>(cmd, t);
@@ -229,20 +227,9 @@ int backward(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t, const int, ccv_nnc_t
 }  // namespace
 
 void register_cpu_opt(Registry& r) {
-  Kernel k;
-  k.backend = CCV_NNC_BACKEND_CPU_OPT;
-  k.tensor_formats = kFormats;
-  k.tensor_datatypes = CCV_32F | CCV_64F;
-  k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
-  k.exclusive = true;  // OpenBLAS under the compute lock
-  k.cmd = CCV_NNC_GEMM_FORWARD;
-  k.exec = forward;
-  k.accept = accept_forward;
-  r.add_kernel(k);
-  k.cmd = CCV_NNC_GEMM_BACKWARD;
-  k.exec = backward;
-  k.accept = accept_backward;
-  r.add_kernel(k);
+  const KernelTraits opt = cpu_opt(types::kWide).exclusive_use();  // OpenBLAS under the compute lock
+  r.add_kernels(opt.accepting(accept_forward), {{CCV_NNC_GEMM_FORWARD, forward}});
+  r.add_kernels(opt.accepting(accept_backward), {{CCV_NNC_GEMM_BACKWARD, backward}});
 }
 
 }  // namespace nnc::gemm

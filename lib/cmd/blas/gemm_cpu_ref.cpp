@@ -5,13 +5,12 @@
 
 #include "cmd/blas/gemm.hpp"
 #include "core/error.hpp"
+#include "core/kernel.hpp"
 
 namespace nnc::gemm {
 
 namespace {
 
-constexpr int kTypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF;
-constexpr int kFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CCV_TENSOR_FORMAT_CHWN;
 
 double at(const Factor& f, int datatype, size_t esize, int64_t off, int i, int j) {
   return load_double(f.data + (off + i * f.rs + j * f.cs) * static_cast<int64_t>(esize), datatype);
@@ -68,8 +67,7 @@ void store_matrix(const Product& p, int datatype, int64_t oc, const double* v, c
     }
 }
 
-int forward(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t, const int, ccv_nnc_tensor_t* const* inputs,
-            const int input_size, ccv_nnc_tensor_t* const* outputs, const int, ccv_nnc_stream_context_t*) {
+NNC_KERNEL(forward) {
   const Layout b = layout_of(outputs[0], "b");
   const Product p = forward_product(cmd.info, inputs[0], inputs[1], outputs[0]);
   if (input_size < 3 || !inputs[2]) {
@@ -87,8 +85,7 @@ int forward(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t, const int, ccv_nnc_te
   return CCV_NNC_EXEC_SUCCESS;
 }
 
-int backward(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t, const int, ccv_nnc_tensor_t* const* inputs,
-             const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size, ccv_nnc_stream_context_t*) {
+NNC_KERNEL(backward) {
   const BackwardArgs t = backward_args(inputs, input_size, outputs, output_size);
   const Layout g = layout_of(t.g, "g");
   if (t.da) {
@@ -124,17 +121,7 @@ int backward(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t, const int, ccv_nnc_t
 }  // namespace
 
 void register_cpu_ref(Registry& r) {
-  Kernel k;
-  k.backend = CCV_NNC_BACKEND_CPU_REF;
-  k.tensor_formats = kFormats;
-  k.tensor_datatypes = kTypes;
-  k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
-  k.cmd = CCV_NNC_GEMM_FORWARD;
-  k.exec = forward;
-  r.add_kernel(k);
-  k.cmd = CCV_NNC_GEMM_BACKWARD;
-  k.exec = backward;
-  r.add_kernel(k);
+  r.add_kernels(cpu_ref(types::kFloat), {{CCV_NNC_GEMM_FORWARD, forward}, {CCV_NNC_GEMM_BACKWARD, backward}});
 }
 
 }  // namespace nnc::gemm

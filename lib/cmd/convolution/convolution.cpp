@@ -51,7 +51,6 @@ namespace conv {
 
 namespace {
 
-constexpr int kFloatTypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF;
 
 const char* dt_name(const ccv_nnc_tensor_t* t) { return datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)); }
 int dt_of(const ccv_nnc_tensor_t* t) { return CCV_GET_DATA_TYPE(t->info.datatype); }
@@ -161,7 +160,7 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv
   NNC_CHECK(io.dx || io.dw || io.dbias, "%s: every output is NULL", name);
   NNC_CHECK(io.g, "%s: needs g (input 0)", name);
   if (!io.dx && !io.dw) {  // dbias alone: a sum of g, whatever x and w are
-    NNC_CHECK(dt_of(io.g) & kFloatTypes, "%s: g is %s; convolution takes 32F, 64F, 16F and 16BF", name, dt_name(io.g));
+    NNC_CHECK(dt_of(io.g) & types::kFloat, "%s: g is %s; convolution takes 32F, 64F, 16F and 16BF", name, dt_name(io.g));
     NNC_CHECK(image_shape(io.g->info), "%s: g is %s %s; it must be a 3-d or 4-d NHWC or NCHW tensor", name,
               format_name(io.g->info.format), shape_string(io.g->info.dim).c_str());
     NNC_CHECK(dt_of(io.dbias) == dt_of(io.g), "%s: dbias is %s but g is %s", name, dt_name(io.dbias), dt_name(io.g));
@@ -191,27 +190,6 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv
 }
 
 }  // namespace
-
-Image image_of(const ccv_nnc_tensor_t* t) {
-  const Layout l = layout_of(t);
-  Image im;
-  im.data = l.data;
-  im.datatype = l.datatype;
-  im.nhwc = l.format != CCV_TENSOR_FORMAT_NCHW;
-  const int o = l.nd == 4 ? 1 : 0;
-  if (l.nd == 4) {
-    im.n = l.dim[0];
-    im.sn = l.stride[0];
-  }
-  if (im.nhwc) {
-    im.h = l.dim[o], im.w = l.dim[o + 1], im.c = l.dim[o + 2];
-    im.sh = l.stride[o], im.sw = l.stride[o + 1], im.sc = l.stride[o + 2];
-  } else {
-    im.c = l.dim[o], im.h = l.dim[o + 1], im.w = l.dim[o + 2];
-    im.sc = l.stride[o], im.sh = l.stride[o + 1], im.sw = l.stride[o + 2];
-  }
-  return im;
-}
 
 Weights weights_of(const ccv_nnc_tensor_t* t) {
   const Layout l = layout_of(t);
@@ -245,7 +223,7 @@ Geometry geometry(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& given, const c
                   const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* bias, const ccv_nnc_tensor_t* y,
                   const char* name) {
   const ccv_nnc_cmd_param_t& p = cmd.info;
-  NNC_CHECK(dt_of(x) & kFloatTypes, "%s: x is %s; convolution takes 32F, 64F, 16F and 16BF", name, dt_name(x));
+  NNC_CHECK(dt_of(x) & types::kFloat, "%s: x is %s; convolution takes 32F, 64F, 16F and 16BF", name, dt_name(x));
   check_common(name, x, "w", w);
   check_common(name, x, "bias", bias);
   check_common(name, x, y == nullptr ? "y" : "the output (or g)", y);
@@ -355,13 +333,8 @@ void register_convolution(Registry& r) {
   backward.validate = conv::validate_backward;
   r.add_command(backward);
 
-  Kernel ref;
-  ref.backend = CCV_NNC_BACKEND_CPU_REF;
-  ref.tensor_formats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW;
-  ref.tensor_datatypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF;
-  ref.tensor_memory = CCV_TENSOR_CPU_MEMORY;
-  r.add_kernels(ref, {{CCV_NNC_CONVOLUTION_FORWARD, &conv::forward_ref},
-                      {CCV_NNC_CONVOLUTION_BACKWARD, &conv::backward_ref}});
+  r.add_kernels(cpu_ref(types::kFloat, formats::kImage),
+                {{CCV_NNC_CONVOLUTION_FORWARD, conv::forward_ref}, {CCV_NNC_CONVOLUTION_BACKWARD, conv::backward_ref}});
   conv::register_cpu_opt(r);
 }
 

@@ -9,21 +9,13 @@
 
 #include <cstdint>
 
+#include "cmd/common/image.hpp"
+#include "core/kernel.hpp"
 #include "core/registry.hpp"
 #include "core/tensor.hpp"
 #include "nnc/ccv_nnc.h"
 
 namespace nnc::conv {
-
-// Strides of a 4-d image tensor (or view) in NHWC order of meaning, whatever
-// its format: n, h, w, c (elements).
-struct Image {
-  unsigned char* data = nullptr;
-  int datatype = 0;
-  int n = 1, h = 0, w = 0, c = 0;
-  int64_t sn = 0, sh = 0, sw = 0, sc = 0;
-  bool nhwc = true;  // the tensor's own format (NCHW otherwise)
-};
 
 // Strides of the weights in (k, kh, kw, c) order of meaning. NHWC weights are
 // [K, KH, KW, C/groups], NCHW weights [K, C/groups, KH, KW].
@@ -53,8 +45,7 @@ struct Geometry {
   int datatype = 0;
 };
 
-// The tensors' spatial layout as an Image (x, y, g, dx) or Weights.
-Image image_of(const ccv_nnc_tensor_t* t);
+// The weights' layout (images: image_of, cmd/common/image.hpp).
 Weights weights_of(const ccv_nnc_tensor_t* t);
 
 // The hint a call runs with: the given one, or, for ccv_nnc_no_hint, the one
@@ -82,12 +73,8 @@ BackwardIo backward_io(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_
 // that asks for dbias alone, which needs neither x nor w).
 void bias_gradient_only(const ccv_nnc_tensor_t* g, ccv_nnc_tensor_t* dbias);
 
-#define NNC_CONV_KERNEL(name)                                                                                    \
-  int name(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* inputs, \
-           const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size,                        \
-           ccv_nnc_stream_context_t* const stream_context)
-NNC_CONV_KERNEL(forward_ref);
-NNC_CONV_KERNEL(backward_ref);
+NNC_KERNEL(forward_ref);
+NNC_KERNEL(backward_ref);
 
 // The CPU_OPT kernels (cpu_opt.cpp).
 void register_cpu_opt(Registry& r);

@@ -35,10 +35,10 @@
 #include <cstring>
 #include <vector>
 
+#include "cmd/common/transpose_avx512.hpp"
 #include "cmd/convolution/convolution.hpp"
 #include "cmd/convolution/kernels.hpp"
 #include "cmd/convolution/winograd.hpp"
-#include "cmd/util/transpose_avx512.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "core/stream.hpp"
@@ -165,7 +165,7 @@ const float* fptr(const unsigned char* p) { return reinterpret_cast<const float*
 // without either (then the scalar loops below).
 using TransposeFn = void (*)(const float* x, int64_t xs, int rows, int cols, float* y, int64_t ys);
 TransposeFn fast_transpose() {
-  static const TransposeFn f = cpu_features().avx512 ? util::transpose_f32_avx512
+  static const TransposeFn f = cpu_features().avx512 ? transpose_f32_avx512
                                : kernels()            ? kernels()->transpose
                                                       : nullptr;
   return f;
@@ -456,8 +456,7 @@ void winograd_conv(const Image& src, int top, int left, int cout, int R, const F
   if (!out.direct) unpack(out.data, dst, th);
 }
 
-NNC_CONV_KERNEL(forward_impl) {
-  (void)flags, (void)output_size;
+NNC_KERNEL(forward_impl) {
   const Geometry g = geometry(cmd, hint, inputs[0], inputs[1], input_size > 2 ? inputs[2] : nullptr, outputs[0],
                               "CONVOLUTION_FORWARD");
   // One input channel with rows of 3 or 5 taps shares broadcasts across a
@@ -909,8 +908,7 @@ void weight_gradient_winograd(const Geometry& g, ccv_nnc_tensor_t* dw_t, ccv_nnc
   if (db_t) write_bias(db_t, g.K, [&](int k) { return dbk[k]; });
 }
 
-NNC_CONV_KERNEL(backward_impl) {
-  (void)flags;
+NNC_KERNEL(backward_impl) {
   const BackwardIo io = backward_io(inputs, input_size, outputs, output_size);
   if (!io.dx && !io.dw) {
     bias_gradient_only(io.g, io.dbias);
@@ -950,19 +948,9 @@ NNC_CONV_KERNEL(backward_impl) {
 }  // namespace
 
 void register_cpu_opt(Registry& r) {
-  for (const auto& [id, exec] : {std::pair{CCV_NNC_CONVOLUTION_FORWARD, &forward_impl},
-                                 std::pair{CCV_NNC_CONVOLUTION_BACKWARD, &backward_impl}}) {
-    Kernel k;
-    k.cmd = id;
-    k.backend = CCV_NNC_BACKEND_CPU_OPT;
-    k.tensor_formats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW;
-    k.tensor_datatypes = CCV_32F;
-    k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
-    k.algorithms = kAlgorithms;
-    k.exec = exec;
-    k.exclusive = true;  // the pool's every thread, under the compute lock
-    r.add_kernel(k);
-  }
+  // The pool's every thread, under the compute lock.
+  r.add_kernels(cpu_opt(CCV_32F, formats::kImage).with_algorithms(kAlgorithms).exclusive_use(),
+                {{CCV_NNC_CONVOLUTION_FORWARD, forward_impl}, {CCV_NNC_CONVOLUTION_BACKWARD, backward_impl}});
 }
 
 }  // namespace nnc::conv

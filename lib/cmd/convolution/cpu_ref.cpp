@@ -23,8 +23,7 @@ int64_t woff(const Weights& w, int k, int kh, int kw, int c) { return k * w.sk +
 
 }  // namespace
 
-NNC_CONV_KERNEL(forward_ref) {
-  (void)flags, (void)stream_context, (void)output_size;
+NNC_KERNEL(forward_ref) {
   const Geometry g = geometry(cmd, hint, inputs[0], inputs[1], input_size > 2 ? inputs[2] : nullptr, outputs[0],
                               "CONVOLUTION_FORWARD");
   const Access x = access(g.x.data, g.datatype), w = access(g.w.data, g.datatype), y = access(g.y.data, g.datatype);
@@ -75,8 +74,7 @@ void bias_gradient_only(const ccv_nnc_tensor_t* gt, ccv_nnc_tensor_t* dbias) {
   for (int c = 0; c < g.c; c++) d.put(c * stride, db[c]);
 }
 
-NNC_CONV_KERNEL(backward_ref) {
-  (void)flags, (void)stream_context;
+NNC_KERNEL(backward_ref) {
   const BackwardIo io = backward_io(inputs, input_size, outputs, output_size);
   if (!io.dx && !io.dw) {
     bias_gradient_only(io.g, io.dbias);

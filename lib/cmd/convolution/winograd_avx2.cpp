@@ -10,7 +10,7 @@
 #include <atomic>
 #include <new>
 
-#include "cmd/blas/sgemm.hpp"
+#include "cmd/common/sgemm.hpp"
 #include "core/parallel.hpp"
 
 namespace nnc::conv {

@@ -3,9 +3,9 @@
 // Walk; large sums are split over the thread pool. Nothing allocates.
 #include <cstdint>
 
+#include "cmd/common/copy.hpp"
+#include "cmd/common/strided.hpp"
 #include "cmd/ew/ew.hpp"
-#include "cmd/util/strided.hpp"
-#include "cmd/util/util.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "core/tensor.hpp"
@@ -107,31 +107,25 @@ int sum(ccv_nnc_tensor_t* const* inputs, int n, ccv_nnc_tensor_t* out) {
 
 }  // namespace
 
-NNC_EW_KERNEL(ewsum_forward_opt) {
+NNC_KERNEL(ewsum_forward_opt) {
   if (input_size > kMaxInputs)
     return ewsum_forward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
-  (void)stream_context;
-  return guard_code([&] {
-    if (CCV_GET_DATA_TYPE(outputs[0]->info.datatype) == CCV_64F) return sum<double>(inputs, input_size, outputs[0]);
-    return sum<float>(inputs, input_size, outputs[0]);
-  });
+  if (CCV_GET_DATA_TYPE(outputs[0]->info.datatype) == CCV_64F) return sum<double>(inputs, input_size, outputs[0]);
+  return sum<float>(inputs, input_size, outputs[0]);
 }
 
-NNC_EW_KERNEL(ewsum_backward_opt) {
-  (void)cmd, (void)hint, (void)flags, (void)stream_context;
-  return guard_code([&] {
-    const ccv_nnc_tensor_t* g = input_size > 0 ? inputs[0] : nullptr;
-    for (int i = 0; i < output_size; i++) {
-      if (!outputs[i]) continue;
-      // dx may be g itself (any pair is allowed in place): nothing to copy.
-      if (g && outputs[i]->data.u8 == g->data.u8 && !CCV_IS_TENSOR_VIEW(g) && !CCV_IS_TENSOR_VIEW(outputs[i])) continue;
-      if (g)
-        util::opt_copy(g, outputs[i]);
-      else
-        util::opt_fill(outputs[i], 1.0);
-    }
-    return CCV_NNC_EXEC_SUCCESS;
-  });
+NNC_KERNEL(ewsum_backward_opt) {
+  const ccv_nnc_tensor_t* g = input_size > 0 ? inputs[0] : nullptr;
+  for (int i = 0; i < output_size; i++) {
+    if (!outputs[i]) continue;
+    // dx may be g itself (any pair is allowed in place): nothing to copy.
+    if (g && outputs[i]->data.u8 == g->data.u8 && !CCV_IS_TENSOR_VIEW(g) && !CCV_IS_TENSOR_VIEW(outputs[i])) continue;
+    if (g)
+      util::opt_copy(g, outputs[i]);
+    else
+      util::opt_fill(outputs[i], 1.0);
+  }
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
 }  // namespace nnc::ew

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <vector>
 
+#include "cmd/common/copy.hpp"
 #include "cmd/ew/ew.hpp"
-#include "cmd/util/util.hpp"
 #include "core/error.hpp"
 #include "core/tensor.hpp"
 
@@ -36,46 +36,40 @@ void store_int(unsigned char* p, int datatype, uint64_t v) {
 
 }  // namespace
 
-NNC_EW_KERNEL(ewsum_forward_ref) {
-  (void)cmd, (void)hint, (void)flags, (void)output_size, (void)stream_context;
-  return guard_code([&] {
-    const Layout y = layout_of(outputs[0], "EWSUM output");
-    std::vector<Layout> x;
-    x.reserve(static_cast<size_t>(input_size));
-    for (int i = 0; i < input_size; i++) x.push_back(layout_of(inputs[i], "EWSUM input"));
-    const bool integer = y.datatype == CCV_32S || y.datatype == CCV_64S;
-    // Each output element is written only after every input element at the
-    // same index has been read, so an input may be the output.
-    for_each_index(y.dim.data(), y.nd, [&](const int* index) {
-      if (integer) {
-        uint64_t s = 0;
-        for (const Layout& l : x) s += static_cast<uint64_t>(load_int(l.at(index), l.datatype));
-        store_int(y.at(index), y.datatype, s);
-      } else {
-        double s = 0;
-        for (const Layout& l : x) s += load_double(l.at(index), l.datatype);
-        store_double(y.at(index), y.datatype, s);
-      }
-    });
-    return CCV_NNC_EXEC_SUCCESS;
+NNC_KERNEL(ewsum_forward_ref) {
+  const Layout y = layout_of(outputs[0], "EWSUM output");
+  std::vector<Layout> x;
+  x.reserve(static_cast<size_t>(input_size));
+  for (int i = 0; i < input_size; i++) x.push_back(layout_of(inputs[i], "EWSUM input"));
+  const bool integer = y.datatype == CCV_32S || y.datatype == CCV_64S;
+  // Each output element is written only after every input element at the
+  // same index has been read, so an input may be the output.
+  for_each_index(y.dim.data(), y.nd, [&](const int* index) {
+    if (integer) {
+      uint64_t s = 0;
+      for (const Layout& l : x) s += static_cast<uint64_t>(load_int(l.at(index), l.datatype));
+      store_int(y.at(index), y.datatype, s);
+    } else {
+      double s = 0;
+      for (const Layout& l : x) s += load_double(l.at(index), l.datatype);
+      store_double(y.at(index), y.datatype, s);
+    }
   });
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_EW_KERNEL(ewsum_backward_ref) {
-  (void)cmd, (void)hint, (void)flags, (void)stream_context;
-  return guard_code([&] {
-    const ccv_nnc_tensor_t* g = input_size > 0 ? inputs[0] : nullptr;
-    for (int i = 0; i < output_size; i++) {
-      if (!outputs[i]) continue;
-      // dx may be g itself (any pair is allowed in place): nothing to copy.
-      if (g && outputs[i]->data.u8 == g->data.u8 && !CCV_IS_TENSOR_VIEW(g) && !CCV_IS_TENSOR_VIEW(outputs[i])) continue;
-      if (g)
-        util::ref_copy(g, outputs[i]);
-      else
-        util::ref_fill(outputs[i], 1.0);
-    }
-    return CCV_NNC_EXEC_SUCCESS;
-  });
+NNC_KERNEL(ewsum_backward_ref) {
+  const ccv_nnc_tensor_t* g = input_size > 0 ? inputs[0] : nullptr;
+  for (int i = 0; i < output_size; i++) {
+    if (!outputs[i]) continue;
+    // dx may be g itself (any pair is allowed in place): nothing to copy.
+    if (g && outputs[i]->data.u8 == g->data.u8 && !CCV_IS_TENSOR_VIEW(g) && !CCV_IS_TENSOR_VIEW(outputs[i])) continue;
+    if (g)
+      util::ref_copy(g, outputs[i]);
+    else
+      util::ref_fill(outputs[i], 1.0);
+  }
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
 }  // namespace nnc::ew

@@ -23,8 +23,7 @@ namespace ew {
 
 namespace {
 
-constexpr int kAllFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CCV_TENSOR_FORMAT_CHWN;
-constexpr int kSumTypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF | CCV_32S | CCV_64S;
+constexpr int kSumTypes = types::kFloat | CCV_32S | CCV_64S;
 
 const char* dt(const ccv_nnc_tensor_t* t) { return datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)); }
 std::string dims_of(const ccv_nnc_tensor_t* t) { return shape_string(t->info.dim); }
@@ -110,28 +109,9 @@ void register_ew(Registry& r) {
   back.validate = validate_backward;
   r.add_command(back);
 
-  Kernel k;
-  k.tensor_formats = kAllFormats;
-  k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
-
-  k.cmd = CCV_NNC_EWSUM_FORWARD;
-  k.backend = CCV_NNC_BACKEND_CPU_REF;
-  k.tensor_datatypes = kSumTypes;
-  k.exec = ewsum_forward_ref;
-  r.add_kernel(k);
-  k.backend = CCV_NNC_BACKEND_CPU_OPT;
-  k.tensor_datatypes = CCV_32F | CCV_64F;
-  k.exec = ewsum_forward_opt;
-  r.add_kernel(k);
-
-  k.cmd = CCV_NNC_EWSUM_BACKWARD;
-  k.backend = CCV_NNC_BACKEND_CPU_REF;
-  k.tensor_datatypes = kSumTypes;
-  k.exec = ewsum_backward_ref;
-  r.add_kernel(k);
-  k.backend = CCV_NNC_BACKEND_CPU_OPT;
-  k.exec = ewsum_backward_opt;
-  r.add_kernel(k);
+  r.add_kernels(cpu_ref(kSumTypes), {{CCV_NNC_EWSUM_FORWARD, ewsum_forward_ref}, {CCV_NNC_EWSUM_BACKWARD, ewsum_backward_ref}});
+  r.add_kernels(cpu_opt(types::kWide), {{CCV_NNC_EWSUM_FORWARD, ewsum_forward_opt}});
+  r.add_kernels(cpu_opt(kSumTypes), {{CCV_NNC_EWSUM_BACKWARD, ewsum_backward_opt}});  // copies: any type
 
   register_math(r);
 }

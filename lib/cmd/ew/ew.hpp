@@ -5,18 +5,15 @@
 
 #include <cstddef>
 
+#include "core/kernel.hpp"
 #include "nnc/ccv_nnc.h"
 
 namespace nnc::ew {
 
-#define NNC_EW_KERNEL(name)                                                                                     \
-  int name(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* inputs, \
-           const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size,                       \
-           ccv_nnc_stream_context_t* const stream_context)
-NNC_EW_KERNEL(ewsum_forward_ref);
-NNC_EW_KERNEL(ewsum_forward_opt);
-NNC_EW_KERNEL(ewsum_backward_ref);
-NNC_EW_KERNEL(ewsum_backward_opt);
+NNC_KERNEL(ewsum_forward_ref);
+NNC_KERNEL(ewsum_forward_opt);
+NNC_KERNEL(ewsum_backward_ref);
+NNC_KERNEL(ewsum_backward_opt);
 
 // y[i] = x[0][i] + x[1][i] + ... + x[n-1][i] for i < count, summed left to
 // right in float (so it matches the scalar loop bit for bit). y may be one of

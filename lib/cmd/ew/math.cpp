@@ -42,7 +42,7 @@
 
 #include <string>
 
-#include "cmd/ew/null_is_ones.hpp"
+#include "cmd/common/null_is_ones.hpp"
 #include "core/error.hpp"
 #include "core/registry.hpp"
 #include "core/tensor.hpp"
@@ -51,8 +51,6 @@ namespace nnc::ew {
 
 namespace {
 
-constexpr int kAllFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CCV_TENSOR_FORMAT_CHWN;
-constexpr int kFloatTypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF;
 
 struct Entry {
   uint32_t forward;
@@ -134,7 +132,7 @@ void validate_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_t
   NNC_CHECK(output_size == 1, "%s: takes one output |y| (got %d outputs)", c.c_str(), output_size);
   const ccv_nnc_tensor_t* y = outputs[0];
   NNC_CHECK(y, "%s: the output y is NULL", c.c_str());
-  NNC_CHECK(type_of(y) & kFloatTypes, "%s: y is %s; it takes 16F, 16BF, 32F or 64F", c.c_str(), dt(y));
+  NNC_CHECK(type_of(y) & types::kFloat, "%s: y is %s; it takes 16F, 16BF, 32F or 64F", c.c_str(), dt(y));
   for (int i = 0; i < input_size; i++) {
     if (!inputs[i]) {
       NNC_CHECK(op == Op::kDiv && i == 0, "%s: input %d is NULL%s", c.c_str(), i,
@@ -205,7 +203,7 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_
   for (int j = 0; j < output_size && !first; j++) first = outputs[j];
   NNC_CHECK(first, "%s: every output is NULL", c.c_str());
   const ccv_nnc_tensor_t* g = inputs[0] ? inputs[0] : first;
-  NNC_CHECK(type_of(g) & kFloatTypes, "%s: g is %s; it takes 16F, 16BF, 32F or 64F", c.c_str(), dt(g));
+  NNC_CHECK(type_of(g) & types::kFloat, "%s: g is %s; it takes 16F, 16BF, 32F or 64F", c.c_str(), dt(g));
   for (int j = 0; j < output_size; j++)
     if (outputs[j]) check_like(c, "output", j, outputs[j], "g", g);
   auto wanted = [&](int j) { return j < output_size && outputs[j] != nullptr; };
@@ -220,20 +218,6 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_
 }
 
 }  // namespace
-
-bool ones_prefix(const uint64_t* masks, int size, int* count) {
-  int total = 0;
-  bool ended = false;
-  for (int w = 0; w < size; w++)
-    for (int b = 0; b < 64; b++) {
-      const bool set = (masks[w] >> b) & 1u;
-      if (set && ended) return false;
-      if (!set) ended = true;
-      total += set ? 1 : 0;
-    }
-  *count = total;
-  return true;
-}
 
 namespace {
 
@@ -327,15 +311,10 @@ void add(Registry& r, uint32_t forward) {
   b.validate = validate_backward;
   r.add_command(b);
 
-  Kernel k;
-  k.tensor_formats = kAllFormats;
-  k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
-  k.backend = CCV_NNC_BACKEND_CPU_REF;
-  k.tensor_datatypes = kFloatTypes;
-  r.add_kernels(k, {{forward, math_forward_ref}, {forward | 1u, null_is_ones<math_backward_ref, shape_of_first_output>}});
-  k.backend = CCV_NNC_BACKEND_CPU_OPT;
-  k.tensor_datatypes = CCV_32F | CCV_64F;
-  r.add_kernels(k, {{forward, math_forward_opt}, {forward | 1u, null_is_ones<math_backward_opt, shape_of_first_output>}});
+  r.add_kernels(cpu_ref(types::kFloat),
+                {{forward, math_forward_ref}, {forward | 1u, null_is_ones<math_backward_ref, shape_of_first_output>}});
+  r.add_kernels(cpu_opt(types::kWide),
+                {{forward, math_forward_opt}, {forward | 1u, null_is_ones<math_backward_opt, shape_of_first_output>}});
 }
 
 }  // namespace
@@ -363,22 +342,6 @@ int forward_inputs(Op op) {
     default:
       return 1;
   }
-}
-
-bool overlaps(const ccv_nnc_tensor_t* a, const ccv_nnc_tensor_t* b) {
-  if (!a || !b) return false;
-  auto range = [](const ccv_nnc_tensor_t* t, const unsigned char*& lo, const unsigned char*& hi) {
-    const Layout l = layout_of(t);
-    int64_t span = 0;
-    for (int i = 0; i < l.nd; i++)
-      span += static_cast<int64_t>(l.dim[i] - 1) * (l.stride[i] < 0 ? -l.stride[i] : l.stride[i]);
-    lo = l.data;
-    hi = l.data + (span + 1) * static_cast<int64_t>(l.element_size);
-  };
-  const unsigned char *alo, *ahi, *blo, *bhi;
-  range(a, alo, ahi);
-  range(b, blo, bhi);
-  return alo < bhi && blo < ahi;
 }
 
 void register_math(Registry& r) {

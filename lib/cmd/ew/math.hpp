@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "cmd/common/checks.hpp"
 #include "cmd/ew/ew.hpp"
 #include "nnc/ccv_nnc.h"
 
@@ -22,17 +23,10 @@ const char* op_name(Op op);
 // Forward inputs of a command: EWPROD's depend on the call (-1 here).
 int forward_inputs(Op op);
 
-NNC_EW_KERNEL(math_forward_ref);
-NNC_EW_KERNEL(math_backward_ref);
-NNC_EW_KERNEL(math_forward_opt);
-NNC_EW_KERNEL(math_backward_opt);
-
-// libnnc's bitmask shape "1..10..0": true when the set bits of the first
-// `size` words form one run from bit 0 (count set to its length).
-bool ones_prefix(const uint64_t* masks, int size, int* count);
-
-// Whether two tensors' bytes overlap (in-place and aliasing checks).
-bool overlaps(const ccv_nnc_tensor_t* a, const ccv_nnc_tensor_t* b);
+NNC_KERNEL(math_forward_ref);
+NNC_KERNEL(math_backward_ref);
+NNC_KERNEL(math_forward_opt);
+NNC_KERNEL(math_backward_opt);
 
 void register_math(Registry& r);
 

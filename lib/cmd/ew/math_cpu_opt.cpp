@@ -7,8 +7,8 @@
 #include <cmath>
 #include <limits>
 
+#include "cmd/common/runs.hpp"
 #include "cmd/ew/math.hpp"
-#include "cmd/ew/runs.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "core/tensor.hpp"
@@ -207,24 +207,20 @@ bool backward_needs_ref(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* input
 
 }  // namespace
 
-NNC_EW_KERNEL(math_forward_opt) {
-  return guard_code([&] {
-    if (forward_needs_ref(cmd, inputs, input_size, outputs[0]))
-      return math_forward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
-    if (CCV_GET_DATA_TYPE(outputs[0]->info.datatype) == CCV_64F)
-      return forward<double>(cmd, inputs, input_size, outputs[0]);
-    return forward<float>(cmd, inputs, input_size, outputs[0]);
-  });
+NNC_KERNEL(math_forward_opt) {
+  if (forward_needs_ref(cmd, inputs, input_size, outputs[0]))
+    return math_forward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
+  if (CCV_GET_DATA_TYPE(outputs[0]->info.datatype) == CCV_64F)
+    return forward<double>(cmd, inputs, input_size, outputs[0]);
+  return forward<float>(cmd, inputs, input_size, outputs[0]);
 }
 
-NNC_EW_KERNEL(math_backward_opt) {
-  return guard_code([&] {
-    if (backward_needs_ref(cmd, inputs, input_size, outputs, output_size))
-      return math_backward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
-    if (CCV_GET_DATA_TYPE(inputs[0]->info.datatype) == CCV_64F)
-      return backward<double>(cmd, inputs, input_size, outputs, output_size);
-    return backward<float>(cmd, inputs, input_size, outputs, output_size);
-  });
+NNC_KERNEL(math_backward_opt) {
+  if (backward_needs_ref(cmd, inputs, input_size, outputs, output_size))
+    return math_backward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
+  if (CCV_GET_DATA_TYPE(inputs[0]->info.datatype) == CCV_64F)
+    return backward<double>(cmd, inputs, input_size, outputs, output_size);
+  return backward<float>(cmd, inputs, input_size, outputs, output_size);
 }
 
 }  // namespace nnc::ew

@@ -11,9 +11,9 @@
 #include <limits>
 #include <span>
 
+#include "cmd/common/rows.hpp"
+#include "cmd/common/strided.hpp"
 #include "cmd/loss/loss.hpp"
-#include "cmd/softmax/rows.hpp"
-#include "cmd/util/strided.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "core/stream.hpp"
@@ -170,173 +170,143 @@ bool opt_accept(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input
   return true;
 }
 
-NNC_LOSS_KERNEL(mse_forward_opt) {
-  (void)hint, (void)flags, (void)input_size, (void)output_size, (void)stream_context;
-  return guard_code([&] {
-    const int cols = inputs[0]->info.dim[nd_of(inputs[0]->info.dim) - 1];
-    const double scale = cmd.info.mse.reduce_op == CCV_NNC_MSE_REDUCE_SUM ? 1.0 : 1.0 / cols;
-    forward(inputs, outputs, scale, [](float d) { return static_cast<double>(d) * d; });
-    return CCV_NNC_EXEC_SUCCESS;
-  });
+NNC_KERNEL(mse_forward_opt) {
+  const int cols = inputs[0]->info.dim[nd_of(inputs[0]->info.dim) - 1];
+  const double scale = cmd.info.mse.reduce_op == CCV_NNC_MSE_REDUCE_SUM ? 1.0 : 1.0 / cols;
+  forward(inputs, outputs, scale, [](float d) { return static_cast<double>(d) * d; });
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_LOSS_KERNEL(mse_backward_opt) {
-  (void)hint, (void)flags, (void)input_size, (void)stream_context;
-  return guard_code([&] {
-    const int cols = inputs[1]->info.dim[nd_of(inputs[1]->info.dim) - 1];
-    const float c = cmd.info.mse.reduce_op == CCV_NNC_MSE_REDUCE_SUM ? 2.0f : 2.0f / static_cast<float>(cols);
-    backward(inputs, outputs, output_size, c, [](float d) { return d; });
-    return CCV_NNC_EXEC_SUCCESS;
-  });
+NNC_KERNEL(mse_backward_opt) {
+  const int cols = inputs[1]->info.dim[nd_of(inputs[1]->info.dim) - 1];
+  const float c = cmd.info.mse.reduce_op == CCV_NNC_MSE_REDUCE_SUM ? 2.0f : 2.0f / static_cast<float>(cols);
+  backward(inputs, outputs, output_size, c, [](float d) { return d; });
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_LOSS_KERNEL(smooth_l1_forward_opt) {
-  (void)hint, (void)flags, (void)input_size, (void)output_size, (void)stream_context;
-  return guard_code([&] {
-    const double beta = cmd.info.smooth_l1.beta;
-    const double half = 0.5 * std::max(beta, 0.0);
-    forward(inputs, outputs, 1.0, [beta, half](float d) {
-      const double x = std::fabs(static_cast<double>(d));
-      return x < beta ? 0.5 * x * x / beta : x - half;
-    });
-    return CCV_NNC_EXEC_SUCCESS;
+NNC_KERNEL(smooth_l1_forward_opt) {
+  const double beta = cmd.info.smooth_l1.beta;
+  const double half = 0.5 * std::max(beta, 0.0);
+  forward(inputs, outputs, 1.0, [beta, half](float d) {
+    const double x = std::fabs(static_cast<double>(d));
+    return x < beta ? 0.5 * x * x / beta : x - half;
   });
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_LOSS_KERNEL(smooth_l1_backward_opt) {
-  (void)hint, (void)flags, (void)input_size, (void)stream_context;
-  return guard_code([&] {
-    const float beta = cmd.info.smooth_l1.beta;
-    backward(inputs, outputs, output_size, 1.0f, [beta](float d) {
-      if (std::fabs(d) < beta) return d / beta;
-      return d > 0 ? 1.0f : d < 0 ? -1.0f : 0.0f;
-    });
-    return CCV_NNC_EXEC_SUCCESS;
+NNC_KERNEL(smooth_l1_backward_opt) {
+  const float beta = cmd.info.smooth_l1.beta;
+  backward(inputs, outputs, output_size, 1.0f, [beta](float d) {
+    if (std::fabs(d) < beta) return d / beta;
+    return d > 0 ? 1.0f : d < 0 ? -1.0f : 0.0f;
   });
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_LOSS_KERNEL(binary_forward_opt) {
-  (void)hint, (void)flags, (void)input_size, (void)output_size, (void)stream_context;
-  return guard_code([&] {
-    const rows::Rows x = rows::rows_of(layout_of(inputs[0], "x"));
-    const rows::Rows y = rows::rows_of(layout_of(inputs[1], "y"));
-    const rows::Items loss = rows::items_of(layout_of(outputs[0], "loss"));
-    const float w = cmd.info.binary_crossentropy.pos_weight;
-    const RowLoops& L = row_loops();
-    over_rows(x.rows, x.cols, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; r++)
-        *reinterpret_cast<float*>(loss.at(r)) = static_cast<float>(L.bce_forward(crow(x, r), crow(y, r), x.cols, w));
-    });
-    return CCV_NNC_EXEC_SUCCESS;
+NNC_KERNEL(binary_forward_opt) {
+  const rows::Rows x = rows::rows_of(layout_of(inputs[0], "x"));
+  const rows::Rows y = rows::rows_of(layout_of(inputs[1], "y"));
+  const rows::Items loss = rows::items_of(layout_of(outputs[0], "loss"));
+  const float w = cmd.info.binary_crossentropy.pos_weight;
+  const RowLoops& L = row_loops();
+  over_rows(x.rows, x.cols, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++)
+      *reinterpret_cast<float*>(loss.at(r)) = static_cast<float>(L.bce_forward(crow(x, r), crow(y, r), x.cols, w));
   });
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_LOSS_KERNEL(binary_backward_opt) {
-  (void)hint, (void)flags, (void)input_size, (void)stream_context;
-  return guard_code([&] {
-    const Grad g(inputs[0]);
-    const rows::Rows x = rows::rows_of(layout_of(inputs[1], "x"));
-    const rows::Rows y = rows::rows_of(layout_of(inputs[2], "y"));
-    const MaybeRows dx(outputs[0], "dx"), dy(output_size > 1 ? outputs[1] : nullptr, "dy");
-    const float w = cmd.info.binary_crossentropy.pos_weight;
-    const RowLoops& L = row_loops();
-    over_rows(x.rows, x.cols, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; r++) L.bce_backward(crow(x, r), crow(y, r), dx.out(r), dy.out(r), x.cols, g.at(r), w);
-    });
-    return CCV_NNC_EXEC_SUCCESS;
+NNC_KERNEL(binary_backward_opt) {
+  const Grad g(inputs[0]);
+  const rows::Rows x = rows::rows_of(layout_of(inputs[1], "x"));
+  const rows::Rows y = rows::rows_of(layout_of(inputs[2], "y"));
+  const MaybeRows dx(outputs[0], "dx"), dy(output_size > 1 ? outputs[1] : nullptr, "dy");
+  const float w = cmd.info.binary_crossentropy.pos_weight;
+  const RowLoops& L = row_loops();
+  over_rows(x.rows, x.cols, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++) L.bce_backward(crow(x, r), crow(y, r), dx.out(r), dy.out(r), x.cols, g.at(r), w);
   });
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_LOSS_KERNEL(sigmoid_binary_forward_opt) {
-  (void)hint, (void)flags, (void)input_size, (void)stream_context;
-  return guard_code([&] {
-    const rows::Rows z = rows::rows_of(layout_of(inputs[0], "z"));
-    const rows::Rows y = rows::rows_of(layout_of(inputs[1], "y"));
-    rows::Items loss;
-    if (outputs[0]) loss = rows::items_of(layout_of(outputs[0], "loss"));
-    const MaybeRows s(output_size > 1 ? outputs[1] : nullptr, "sigmoid");
-    const float w = cmd.info.binary_crossentropy.pos_weight;
-    const RowLoops& L = row_loops();
-    over_rows(z.rows, z.cols, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; r++) {
-        const double l = L.sbce_forward(crow(z, r), crow(y, r), s.out(r), z.cols, w);
-        if (outputs[0]) *reinterpret_cast<float*>(loss.at(r)) = static_cast<float>(l);
+NNC_KERNEL(sigmoid_binary_forward_opt) {
+  const rows::Rows z = rows::rows_of(layout_of(inputs[0], "z"));
+  const rows::Rows y = rows::rows_of(layout_of(inputs[1], "y"));
+  rows::Items loss;
+  if (outputs[0]) loss = rows::items_of(layout_of(outputs[0], "loss"));
+  const MaybeRows s(output_size > 1 ? outputs[1] : nullptr, "sigmoid");
+  const float w = cmd.info.binary_crossentropy.pos_weight;
+  const RowLoops& L = row_loops();
+  over_rows(z.rows, z.cols, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++) {
+      const double l = L.sbce_forward(crow(z, r), crow(y, r), s.out(r), z.cols, w);
+      if (outputs[0]) *reinterpret_cast<float*>(loss.at(r)) = static_cast<float>(l);
+    }
+  });
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+NNC_KERNEL(sigmoid_binary_backward_opt) {
+  const Grad g(inputs[0]);
+  const MaybeRows gs(inputs[1], "g_sigmoid"), z(inputs[2], "z");
+  const MaybeRows s(z.present || input_size <= 5 ? nullptr : inputs[5], "sigmoid");
+  const rows::Rows y = rows::rows_of(layout_of(inputs[3], "y"));
+  const MaybeRows dz(outputs[0], "dz"), dy(output_size > 1 ? outputs[1] : nullptr, "dy");
+  const float w = cmd.info.binary_crossentropy.pos_weight;
+  const RowLoops& L = row_loops();
+  over_rows(y.rows, y.cols, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++)
+      L.sbce_backward(z.in(r), s.in(r), crow(y, r), gs.in(r), dz.out(r), dy.out(r), y.cols, g.at(r), w);
+  });
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+NNC_KERNEL(categorical_forward_opt) {
+  const rows::Rows p = rows::rows_of(layout_of(inputs[0], "p"));
+  const std::span<const int> index =
+      class_indices("CATEGORICAL_CROSSENTROPY_FORWARD", inputs[0], inputs[1], stream_context);
+  const MaybeRows dense(index.empty() ? inputs[1] : nullptr, "labels");
+  const rows::Items loss = rows::items_of(layout_of(outputs[0], "loss"));
+  const float trim0 = cmd.info.label_smoothing.trim0, trim1 = cmd.info.label_smoothing.trim1;
+  const RowLoops& L = row_loops();
+  over_rows(p.rows, p.cols, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++) {
+      const float* pr = crow(p, r);
+      double l = 0;
+      if (dense.present) {
+        l = L.cce_forward(pr, dense.in(r), p.cols, trim0, trim1);
+      } else {
+        // trim0 on every class, then the labelled one's trim1 in its place.
+        const int c = index[static_cast<size_t>(r)];
+        if (trim0 != 0) l = L.cce_forward(pr, nullptr, p.cols, trim0, trim0) + trim0 * double(log_floor(pr[c]));
+        if (trim1 != 0) l -= trim1 * double(log_floor(pr[c]));
       }
-    });
-    return CCV_NNC_EXEC_SUCCESS;
+      *reinterpret_cast<float*>(loss.at(r)) = static_cast<float>(l);
+    }
   });
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_LOSS_KERNEL(sigmoid_binary_backward_opt) {
-  (void)hint, (void)flags, (void)stream_context;
-  return guard_code([&] {
-    const Grad g(inputs[0]);
-    const MaybeRows gs(inputs[1], "g_sigmoid"), z(inputs[2], "z");
-    const MaybeRows s(z.present || input_size <= 5 ? nullptr : inputs[5], "sigmoid");
-    const rows::Rows y = rows::rows_of(layout_of(inputs[3], "y"));
-    const MaybeRows dz(outputs[0], "dz"), dy(output_size > 1 ? outputs[1] : nullptr, "dy");
-    const float w = cmd.info.binary_crossentropy.pos_weight;
-    const RowLoops& L = row_loops();
-    over_rows(y.rows, y.cols, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; r++)
-        L.sbce_backward(z.in(r), s.in(r), crow(y, r), gs.in(r), dz.out(r), dy.out(r), y.cols, g.at(r), w);
-    });
-    return CCV_NNC_EXEC_SUCCESS;
-  });
-}
-
-NNC_LOSS_KERNEL(categorical_forward_opt) {
-  (void)hint, (void)flags, (void)input_size, (void)output_size, (void)stream_context;
-  return guard_code([&] {
-    const rows::Rows p = rows::rows_of(layout_of(inputs[0], "p"));
-    const std::span<const int> index =
-        class_indices("CATEGORICAL_CROSSENTROPY_FORWARD", inputs[0], inputs[1], stream_context);
-    const MaybeRows dense(index.empty() ? inputs[1] : nullptr, "labels");
-    const rows::Items loss = rows::items_of(layout_of(outputs[0], "loss"));
-    const float trim0 = cmd.info.label_smoothing.trim0, trim1 = cmd.info.label_smoothing.trim1;
-    const RowLoops& L = row_loops();
-    over_rows(p.rows, p.cols, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; r++) {
-        const float* pr = crow(p, r);
-        double l = 0;
-        if (dense.present) {
-          l = L.cce_forward(pr, dense.in(r), p.cols, trim0, trim1);
-        } else {
-          // trim0 on every class, then the labelled one's trim1 in its place.
-          const int c = index[static_cast<size_t>(r)];
-          if (trim0 != 0) l = L.cce_forward(pr, nullptr, p.cols, trim0, trim0) + trim0 * double(log_floor(pr[c]));
-          if (trim1 != 0) l -= trim1 * double(log_floor(pr[c]));
-        }
-        *reinterpret_cast<float*>(loss.at(r)) = static_cast<float>(l);
+NNC_KERNEL(categorical_backward_opt) {
+  const Grad g(inputs[0]);
+  const rows::Rows p = rows::rows_of(layout_of(inputs[1], "p"));
+  const std::span<const int> index =
+      class_indices("CATEGORICAL_CROSSENTROPY_BACKWARD", inputs[1], inputs[2], stream_context);
+  const MaybeRows dense(index.empty() ? inputs[2] : nullptr, "labels");
+  const MaybeRows dp(outputs[0], "dp"), dl(output_size > 1 ? outputs[1] : nullptr, "d labels");
+  const float trim0 = cmd.info.label_smoothing.trim0, trim1 = cmd.info.label_smoothing.trim1;
+  const RowLoops& L = row_loops();
+  over_rows(p.rows, p.cols, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++) {
+      const float gr = g.at(r);
+      L.cce_backward(crow(p, r), dense.in(r), dp.out(r), dl.out(r), p.cols, gr, trim0, trim1);
+      if (!dense.present && dp.present) {  // the labelled class's target is trim1
+        const int c = index[static_cast<size_t>(r)];
+        dp.out(r)[c] = -gr * trim1 / std::max(static_cast<float>(kDivFloor), crow(p, r)[c]);
       }
-    });
-    return CCV_NNC_EXEC_SUCCESS;
+    }
   });
-}
-
-NNC_LOSS_KERNEL(categorical_backward_opt) {
-  (void)hint, (void)flags, (void)input_size, (void)stream_context;
-  return guard_code([&] {
-    const Grad g(inputs[0]);
-    const rows::Rows p = rows::rows_of(layout_of(inputs[1], "p"));
-    const std::span<const int> index =
-        class_indices("CATEGORICAL_CROSSENTROPY_BACKWARD", inputs[1], inputs[2], stream_context);
-    const MaybeRows dense(index.empty() ? inputs[2] : nullptr, "labels");
-    const MaybeRows dp(outputs[0], "dp"), dl(output_size > 1 ? outputs[1] : nullptr, "d labels");
-    const float trim0 = cmd.info.label_smoothing.trim0, trim1 = cmd.info.label_smoothing.trim1;
-    const RowLoops& L = row_loops();
-    over_rows(p.rows, p.cols, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; r++) {
-        const float gr = g.at(r);
-        L.cce_backward(crow(p, r), dense.in(r), dp.out(r), dl.out(r), p.cols, gr, trim0, trim1);
-        if (!dense.present && dp.present) {  // the labelled class's target is trim1
-          const int c = index[static_cast<size_t>(r)];
-          dp.out(r)[c] = -gr * trim1 / std::max(static_cast<float>(kDivFloor), crow(p, r)[c]);
-        }
-      }
-    });
-    return CCV_NNC_EXEC_SUCCESS;
-  });
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
 }  // namespace nnc::loss

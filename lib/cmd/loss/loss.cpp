@@ -50,7 +50,7 @@
 
 #include <string>
 
-#include "cmd/softmax/rows.hpp"
+#include "cmd/common/rows.hpp"
 #include "core/error.hpp"
 #include "core/registry.hpp"
 #include "core/tensor.hpp"
@@ -61,8 +61,6 @@ namespace loss {
 
 namespace {
 
-constexpr int kAllFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CCV_TENSOR_FORMAT_CHWN;
-constexpr int kFloatTypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF;
 
 const char* dt(const ccv_nnc_tensor_t* t) { return datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)); }
 std::string dims_of(const ccv_nnc_tensor_t* t) { return shape_string(t->info.dim); }
@@ -255,27 +253,9 @@ void add(Registry& r, uint32_t forward, uint32_t backward, ccv_nnc_cmd_exec_f fe
   info.validate = validate_backward<S>;
   r.add_command(info);
 
-  Kernel k;
-  k.tensor_formats = kAllFormats;
-  k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
-  k.backend = CCV_NNC_BACKEND_CPU_REF;
-  k.tensor_datatypes = kFloatTypes | (S.second == Second::kLabels ? CCV_32S : 0);
-  k.cmd = forward;
-  k.exec = fexec;
-  r.add_kernel(k);
-  k.cmd = backward;
-  k.exec = bexec;
-  r.add_kernel(k);
-  if (!fopt) return;
-  k.backend = CCV_NNC_BACKEND_CPU_OPT;
-  k.tensor_datatypes = CCV_32F | (S.second == Second::kLabels ? CCV_32S : 0);
-  k.accept = opt_accept;
-  k.cmd = forward;
-  k.exec = fopt;
-  r.add_kernel(k);
-  k.cmd = backward;
-  k.exec = bopt;
-  r.add_kernel(k);
+  const int labels = S.second == Second::kLabels ? CCV_32S : 0;
+  r.add_kernels(cpu_ref(types::kFloat | labels), {{forward, fexec}, {backward, bexec}});
+  if (fopt) r.add_kernels(cpu_opt(CCV_32F | labels).accepting(opt_accept), {{forward, fopt}, {backward, bopt}});
 }
 
 }  // namespace

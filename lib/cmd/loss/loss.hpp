@@ -6,34 +6,31 @@
 // rows_avx512.cpp).
 #pragma once
 
+#include "core/kernel.hpp"
 #include "nnc/ccv_nnc.h"
 
 namespace nnc::loss {
 
-#define NNC_LOSS_KERNEL(name)                                                                                    \
-  int name(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* inputs, \
-           const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size,                        \
-           ccv_nnc_stream_context_t* const stream_context)
-NNC_LOSS_KERNEL(categorical_forward_ref);
-NNC_LOSS_KERNEL(categorical_backward_ref);
-NNC_LOSS_KERNEL(binary_forward_ref);
-NNC_LOSS_KERNEL(binary_backward_ref);
-NNC_LOSS_KERNEL(sigmoid_binary_forward_ref);
-NNC_LOSS_KERNEL(sigmoid_binary_backward_ref);
-NNC_LOSS_KERNEL(mse_forward_ref);
-NNC_LOSS_KERNEL(mse_backward_ref);
-NNC_LOSS_KERNEL(smooth_l1_forward_ref);
-NNC_LOSS_KERNEL(smooth_l1_backward_ref);
-NNC_LOSS_KERNEL(mse_forward_opt);
-NNC_LOSS_KERNEL(mse_backward_opt);
-NNC_LOSS_KERNEL(smooth_l1_forward_opt);
-NNC_LOSS_KERNEL(smooth_l1_backward_opt);
-NNC_LOSS_KERNEL(categorical_forward_opt);
-NNC_LOSS_KERNEL(categorical_backward_opt);
-NNC_LOSS_KERNEL(binary_forward_opt);
-NNC_LOSS_KERNEL(binary_backward_opt);
-NNC_LOSS_KERNEL(sigmoid_binary_forward_opt);
-NNC_LOSS_KERNEL(sigmoid_binary_backward_opt);
+NNC_KERNEL(categorical_forward_ref);
+NNC_KERNEL(categorical_backward_ref);
+NNC_KERNEL(binary_forward_ref);
+NNC_KERNEL(binary_backward_ref);
+NNC_KERNEL(sigmoid_binary_forward_ref);
+NNC_KERNEL(sigmoid_binary_backward_ref);
+NNC_KERNEL(mse_forward_ref);
+NNC_KERNEL(mse_backward_ref);
+NNC_KERNEL(smooth_l1_forward_ref);
+NNC_KERNEL(smooth_l1_backward_ref);
+NNC_KERNEL(mse_forward_opt);
+NNC_KERNEL(mse_backward_opt);
+NNC_KERNEL(smooth_l1_forward_opt);
+NNC_KERNEL(smooth_l1_backward_opt);
+NNC_KERNEL(categorical_forward_opt);
+NNC_KERNEL(categorical_backward_opt);
+NNC_KERNEL(binary_forward_opt);
+NNC_KERNEL(binary_backward_opt);
+NNC_KERNEL(sigmoid_binary_forward_opt);
+NNC_KERNEL(sigmoid_binary_backward_opt);
 
 // CPU_OPT's accept test: fp32 tensors whose last dimension is unit-stride.
 bool opt_accept(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,

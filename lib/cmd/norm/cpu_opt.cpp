@@ -2,7 +2,7 @@
 // y, g and dx are packed into the workspace first and unpacked after).
 //
 // The shape is seen as O x K x I (reduced, kept, reduced extents; see
-// red::split3): NHWC batch norm is O x C x 1 (vectorised across channels),
+// split3): NHWC batch norm is O x C x 1 (vectorised across channels),
 // NCHW is N x C x HW (vectorised along each channel's rows), layer norm is
 // 1 x rows x features. Statistics take one pass over shifted data (sums of
 // x - c and (x - c)^2, c a sample mean of the channel / row), then the
@@ -18,13 +18,13 @@
 #include <cstring>
 #include <type_traits>
 
+#include "cmd/common/axes.hpp"
+#include "cmd/common/copy.hpp"
+#include "cmd/common/reduce_loops.hpp"
+#include "cmd/common/strided.hpp"
 #include "cmd/norm/norm.hpp"
 #include "cmd/norm/norm_avx2.hpp"
 #include "cmd/norm/norm_avx512.hpp"
-#include "cmd/reduce/loops.hpp"
-#include "cmd/reduce/reduce.hpp"
-#include "cmd/util/strided.hpp"
-#include "cmd/util/util.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "core/stream.hpp"
@@ -44,7 +44,7 @@ bool shape_of(const ccv_nnc_tensor_t* x, const int* axis, int count, Shape* s) {
   const int nd = nd_of(x->info.dim);
   unsigned mask = 0;
   for (int i = 0; i < count; i++) mask |= 1u << axis[i];
-  if (!red::split3(x->info.dim, nd, mask, &s->O, &s->K, &s->I)) return false;
+  if (!split3(x->info.dim, nd, mask, &s->O, &s->K, &s->I)) return false;
   if (s->K == 1) {  // everything reduced: one row
     s->I *= s->O;
     s->O = 1;
@@ -52,7 +52,7 @@ bool shape_of(const ccv_nnc_tensor_t* x, const int* axis, int count, Shape* s) {
   return true;
 }
 
-bool packed_or_null(const ccv_nnc_tensor_t* t) { return !t || red::is_packed(t); }
+bool packed_or_null(const ccv_nnc_tensor_t* t) { return !t || is_packed(t); }
 
 // Views of the big tensors (x, y, g, dx) are packed into the workspace after
 // the kernel's own temporaries and unpacked at the end, so that the loops
@@ -76,7 +76,7 @@ T* scratch(ccv_nnc_stream_context_t* stream, size_t own, size_t big, T** stage) 
 template <class T>
 const T* stage_in(const ccv_nnc_tensor_t* t, T** buf) {
   if (!t) return nullptr;
-  if (red::is_packed(t)) return reinterpret_cast<const T*>(t->data.u8);
+  if (is_packed(t)) return reinterpret_cast<const T*>(t->data.u8);
   ccv_nnc_tensor_t packed = tensor_value(*buf, t->info, 0);
   util::opt_copy(t, &packed);
   const T* r = *buf;
@@ -87,7 +87,7 @@ const T* stage_in(const ccv_nnc_tensor_t* t, T** buf) {
 template <class T>
 T* stage_out(const ccv_nnc_tensor_t* t, T** buf) {
   if (!t) return nullptr;
-  if (red::is_packed(t)) return reinterpret_cast<T*>(t->data.u8);
+  if (is_packed(t)) return reinterpret_cast<T*>(t->data.u8);
   T* r = *buf;
   *buf += count_of(t);
   return r;
@@ -95,7 +95,7 @@ T* stage_out(const ccv_nnc_tensor_t* t, T** buf) {
 
 template <class T>
 void unstage(ccv_nnc_tensor_t* t, const T* data) {
-  if (!t || red::is_packed(t)) return;
+  if (!t || is_packed(t)) return;
   const ccv_nnc_tensor_t packed = tensor_value(data, t->info, 0);
   util::opt_copy(&packed, t);
 }
@@ -106,23 +106,23 @@ void read_small(const ccv_nnc_tensor_t* t, size_t n, T fallback, T* out) {
     for (size_t i = 0; i < n; i++) out[i] = fallback;
     return;
   }
-  if (red::is_packed(t)) {
+  if (is_packed(t)) {
     std::memcpy(out, t->data.u8, n * sizeof(T));
     return;
   }
   const Layout l = layout_of(t, "parameter");
-  for (size_t i = 0; i < n; i++) out[i] = *reinterpret_cast<const T*>(red::at_linear(l, i));
+  for (size_t i = 0; i < n; i++) out[i] = *reinterpret_cast<const T*>(at_linear(l, i));
 }
 
 template <class T>
 void write_small(ccv_nnc_tensor_t* t, size_t n, const T* v) {
   if (!t) return;
-  if (red::is_packed(t)) {
+  if (is_packed(t)) {
     std::memcpy(t->data.u8, v, n * sizeof(T));
     return;
   }
   const Layout l = layout_of(t, "output");
-  for (size_t i = 0; i < n; i++) *reinterpret_cast<T*>(red::at_linear(l, i)) = v[i];
+  for (size_t i = 0; i < n; i++) *reinterpret_cast<T*>(at_linear(l, i)) = v[i];
 }
 
 size_t parts_for(const Shape& s) {
@@ -574,40 +574,28 @@ bool lnorm_opt_accepts(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs
          shape_of(io.x, cmd.info.lnorm.axis, cmd.info.lnorm.count, &s) && s.O == 1;
 }
 
-NNC_NORM_KERNEL(bnorm_forward_opt) {
-  (void)hint, (void)flags;
-  return guard_code([&] {
-    const BatchNormIo io = batch_norm_forward_io(inputs, input_size, outputs, output_size);
-    if (CCV_GET_DATA_TYPE(io.x->info.datatype) == CCV_64F) return bnorm_forward<double>(cmd, io, stream_context);
-    return bnorm_forward<float>(cmd, io, stream_context);
-  });
+NNC_KERNEL(bnorm_forward_opt) {
+  const BatchNormIo io = batch_norm_forward_io(inputs, input_size, outputs, output_size);
+  if (CCV_GET_DATA_TYPE(io.x->info.datatype) == CCV_64F) return bnorm_forward<double>(cmd, io, stream_context);
+  return bnorm_forward<float>(cmd, io, stream_context);
 }
 
-NNC_NORM_KERNEL(bnorm_backward_opt) {
-  (void)hint, (void)flags;
-  return guard_code([&] {
-    const BatchNormIo io = batch_norm_backward_io(inputs, input_size, outputs, output_size);
-    if (CCV_GET_DATA_TYPE(io.x->info.datatype) == CCV_64F) return bnorm_backward<double>(cmd, io, stream_context);
-    return bnorm_backward<float>(cmd, io, stream_context);
-  });
+NNC_KERNEL(bnorm_backward_opt) {
+  const BatchNormIo io = batch_norm_backward_io(inputs, input_size, outputs, output_size);
+  if (CCV_GET_DATA_TYPE(io.x->info.datatype) == CCV_64F) return bnorm_backward<double>(cmd, io, stream_context);
+  return bnorm_backward<float>(cmd, io, stream_context);
 }
 
-NNC_NORM_KERNEL(lnorm_forward_opt) {
-  (void)hint, (void)flags;
-  return guard_code([&] {
-    const LayerNormIo io = layer_norm_forward_io(cmd, inputs, input_size, outputs, output_size);
-    if (CCV_GET_DATA_TYPE(io.x->info.datatype) == CCV_64F) return lnorm_forward<double>(cmd, io, stream_context);
-    return lnorm_forward<float>(cmd, io, stream_context);
-  });
+NNC_KERNEL(lnorm_forward_opt) {
+  const LayerNormIo io = layer_norm_forward_io(cmd, inputs, input_size, outputs, output_size);
+  if (CCV_GET_DATA_TYPE(io.x->info.datatype) == CCV_64F) return lnorm_forward<double>(cmd, io, stream_context);
+  return lnorm_forward<float>(cmd, io, stream_context);
 }
 
-NNC_NORM_KERNEL(lnorm_backward_opt) {
-  (void)hint, (void)flags;
-  return guard_code([&] {
-    const LayerNormIo io = layer_norm_backward_io(cmd, inputs, input_size, outputs, output_size);
-    if (CCV_GET_DATA_TYPE(io.x->info.datatype) == CCV_64F) return lnorm_backward<double>(cmd, io, stream_context);
-    return lnorm_backward<float>(cmd, io, stream_context);
-  });
+NNC_KERNEL(lnorm_backward_opt) {
+  const LayerNormIo io = layer_norm_backward_io(cmd, inputs, input_size, outputs, output_size);
+  if (CCV_GET_DATA_TYPE(io.x->info.datatype) == CCV_64F) return lnorm_backward<double>(cmd, io, stream_context);
+  return lnorm_backward<float>(cmd, io, stream_context);
 }
 
 }  // namespace nnc::norm

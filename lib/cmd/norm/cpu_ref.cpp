@@ -4,8 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "cmd/common/axes.hpp"
 #include "cmd/norm/norm.hpp"
-#include "cmd/reduce/reduce.hpp"
 #include "core/error.hpp"
 #include "core/tensor.hpp"
 
@@ -41,7 +41,7 @@ struct Problem {
 Problem problem(const ccv_nnc_tensor_t* x, const int* axis, int count, bool param_per_group) {
   Problem p;
   p.x = layout_of(x, "x");
-  p.mask = red::axis_mask("normalisation", axis, count, p.x.nd);
+  p.mask = axis_mask("normalisation", axis, count, p.x.nd);
   p.param_per_group = param_per_group;
   for (int i = 0; i < p.x.nd; i++) {
     if ((p.mask >> i) & 1u)
@@ -57,14 +57,14 @@ std::vector<double> read_small(const ccv_nnc_tensor_t* t, size_t n, double fallb
   std::vector<double> v(n, fallback);
   if (!t) return v;
   const Layout l = layout_of(t, "parameter");
-  for (size_t i = 0; i < n; i++) v[i] = load_double(red::at_linear(l, i), l.datatype);
+  for (size_t i = 0; i < n; i++) v[i] = load_double(at_linear(l, i), l.datatype);
   return v;
 }
 
 void write_small(ccv_nnc_tensor_t* t, const std::vector<double>& v) {
   if (!t) return;
   const Layout l = layout_of(t, "output");
-  for (size_t i = 0; i < v.size(); i++) store_double(red::at_linear(l, i), l.datatype, v[i]);
+  for (size_t i = 0; i < v.size(); i++) store_double(at_linear(l, i), l.datatype, v[i]);
 }
 
 // Batch mean and biased variance of each group.
@@ -135,82 +135,70 @@ std::vector<double> inv_std_of(const std::vector<double>& var, double epsilon) {
 
 }  // namespace
 
-NNC_NORM_KERNEL(bnorm_forward_ref) {
-  (void)hint, (void)flags, (void)stream_context;
-  return guard_code([&] {
-    const BatchNormIo io = batch_norm_forward_io(inputs, input_size, outputs, output_size);
-    const Problem p = problem(io.x, cmd.info.bnorm.axis, cmd.info.bnorm.count, true);
-    const double eps = cmd.info.bnorm.epsilon;
-    const std::vector<double> scale = read_small(io.scale, p.groups, 1.0), bias = read_small(io.bias, p.groups, 0.0);
-    if (cmd.info.bnorm.is_test) {
-      const std::vector<double> mean = read_small(io.mean, p.groups, 0.0), var = read_small(io.var, p.groups, 1.0);
-      normalise(p, io.y, mean, inv_std_of(var, eps), scale, bias);
-      return CCV_NNC_EXEC_SUCCESS;
-    }
-    std::vector<double> mean, var;
-    statistics(p, mean, var);
-    const std::vector<double> inv = inv_std_of(var, eps);
-    const double m = cmd.info.bnorm.momentum;
-    if (io.out_mean) {
-      std::vector<double> r = read_small(io.mean, p.groups, 0.0);
-      for (size_t k = 0; k < p.groups; k++) r[k] = r[k] * m + mean[k] * (1 - m);
-      write_small(io.out_mean, r);
-    }
-    if (io.out_var) {
-      std::vector<double> r = read_small(io.var, p.groups, 0.0);
-      for (size_t k = 0; k < p.groups; k++) r[k] = r[k] * m + var[k] * (1 - m);
-      write_small(io.out_var, r);
-    }
-    write_small(io.saved_mean, mean);
-    write_small(io.saved_inv_std, inv);
-    normalise(p, io.y, mean, inv, scale, bias);
+NNC_KERNEL(bnorm_forward_ref) {
+  const BatchNormIo io = batch_norm_forward_io(inputs, input_size, outputs, output_size);
+  const Problem p = problem(io.x, cmd.info.bnorm.axis, cmd.info.bnorm.count, true);
+  const double eps = cmd.info.bnorm.epsilon;
+  const std::vector<double> scale = read_small(io.scale, p.groups, 1.0), bias = read_small(io.bias, p.groups, 0.0);
+  if (cmd.info.bnorm.is_test) {
+    const std::vector<double> mean = read_small(io.mean, p.groups, 0.0), var = read_small(io.var, p.groups, 1.0);
+    normalise(p, io.y, mean, inv_std_of(var, eps), scale, bias);
     return CCV_NNC_EXEC_SUCCESS;
-  });
+  }
+  std::vector<double> mean, var;
+  statistics(p, mean, var);
+  const std::vector<double> inv = inv_std_of(var, eps);
+  const double m = cmd.info.bnorm.momentum;
+  if (io.out_mean) {
+    std::vector<double> r = read_small(io.mean, p.groups, 0.0);
+    for (size_t k = 0; k < p.groups; k++) r[k] = r[k] * m + mean[k] * (1 - m);
+    write_small(io.out_mean, r);
+  }
+  if (io.out_var) {
+    std::vector<double> r = read_small(io.var, p.groups, 0.0);
+    for (size_t k = 0; k < p.groups; k++) r[k] = r[k] * m + var[k] * (1 - m);
+    write_small(io.out_var, r);
+  }
+  write_small(io.saved_mean, mean);
+  write_small(io.saved_inv_std, inv);
+  normalise(p, io.y, mean, inv, scale, bias);
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_NORM_KERNEL(bnorm_backward_ref) {
-  (void)hint, (void)flags, (void)stream_context;
-  return guard_code([&] {
-    const BatchNormIo io = batch_norm_backward_io(inputs, input_size, outputs, output_size);
-    const Problem p = problem(io.x, cmd.info.bnorm.axis, cmd.info.bnorm.count, true);
-    const std::vector<double> scale = read_small(io.scale, p.groups, 1.0);
-    std::vector<double> mean, inv;
-    if (cmd.info.bnorm.is_test) {
-      mean = read_small(io.mean, p.groups, 0.0);
-      inv = inv_std_of(read_small(io.var, p.groups, 1.0), cmd.info.bnorm.epsilon);
-    } else {
-      mean = read_small(io.saved_mean, p.groups, 0.0);
-      inv = read_small(io.saved_inv_std, p.groups, 1.0);
-    }
-    backward(p, io.g, io.dx, io.dscale, io.dbias, mean, inv, scale, p.groups, !cmd.info.bnorm.is_test);
-    return CCV_NNC_EXEC_SUCCESS;
-  });
+NNC_KERNEL(bnorm_backward_ref) {
+  const BatchNormIo io = batch_norm_backward_io(inputs, input_size, outputs, output_size);
+  const Problem p = problem(io.x, cmd.info.bnorm.axis, cmd.info.bnorm.count, true);
+  const std::vector<double> scale = read_small(io.scale, p.groups, 1.0);
+  std::vector<double> mean, inv;
+  if (cmd.info.bnorm.is_test) {
+    mean = read_small(io.mean, p.groups, 0.0);
+    inv = inv_std_of(read_small(io.var, p.groups, 1.0), cmd.info.bnorm.epsilon);
+  } else {
+    mean = read_small(io.saved_mean, p.groups, 0.0);
+    inv = read_small(io.saved_inv_std, p.groups, 1.0);
+  }
+  backward(p, io.g, io.dx, io.dscale, io.dbias, mean, inv, scale, p.groups, !cmd.info.bnorm.is_test);
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_NORM_KERNEL(lnorm_forward_ref) {
-  (void)hint, (void)flags, (void)stream_context;
-  return guard_code([&] {
-    const LayerNormIo io = layer_norm_forward_io(cmd, inputs, input_size, outputs, output_size);
-    const Problem p = problem(io.x, cmd.info.lnorm.axis, cmd.info.lnorm.count, false);
-    std::vector<double> mean, var;
-    statistics(p, mean, var);
-    const std::vector<double> inv = inv_std_of(var, cmd.info.lnorm.epsilon);
-    write_small(io.saved_mean, mean);
-    write_small(io.saved_inv_std, inv);
-    normalise(p, io.y, mean, inv, read_small(io.scale, p.group_size, 1.0), read_small(io.bias, p.group_size, 0.0));
-    return CCV_NNC_EXEC_SUCCESS;
-  });
+NNC_KERNEL(lnorm_forward_ref) {
+  const LayerNormIo io = layer_norm_forward_io(cmd, inputs, input_size, outputs, output_size);
+  const Problem p = problem(io.x, cmd.info.lnorm.axis, cmd.info.lnorm.count, false);
+  std::vector<double> mean, var;
+  statistics(p, mean, var);
+  const std::vector<double> inv = inv_std_of(var, cmd.info.lnorm.epsilon);
+  write_small(io.saved_mean, mean);
+  write_small(io.saved_inv_std, inv);
+  normalise(p, io.y, mean, inv, read_small(io.scale, p.group_size, 1.0), read_small(io.bias, p.group_size, 0.0));
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_NORM_KERNEL(lnorm_backward_ref) {
-  (void)hint, (void)flags, (void)stream_context;
-  return guard_code([&] {
-    const LayerNormIo io = layer_norm_backward_io(cmd, inputs, input_size, outputs, output_size);
-    const Problem p = problem(io.x, cmd.info.lnorm.axis, cmd.info.lnorm.count, false);
-    backward(p, io.g, io.dx, io.dscale, io.dbias, read_small(io.saved_mean, p.groups, 0.0),
-             read_small(io.saved_inv_std, p.groups, 1.0), read_small(io.scale, p.group_size, 1.0), p.group_size, true);
-    return CCV_NNC_EXEC_SUCCESS;
-  });
+NNC_KERNEL(lnorm_backward_ref) {
+  const LayerNormIo io = layer_norm_backward_io(cmd, inputs, input_size, outputs, output_size);
+  const Problem p = problem(io.x, cmd.info.lnorm.axis, cmd.info.lnorm.count, false);
+  backward(p, io.g, io.dx, io.dscale, io.dbias, read_small(io.saved_mean, p.groups, 0.0),
+           read_small(io.saved_inv_std, p.groups, 1.0), read_small(io.scale, p.group_size, 1.0), p.group_size, true);
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
 }  // namespace nnc::norm

@@ -43,7 +43,7 @@
 #include <cmath>
 #include <string>
 
-#include "cmd/reduce/reduce.hpp"
+#include "cmd/common/axes.hpp"
 #include "core/cmd.hpp"
 #include "core/error.hpp"
 #include "core/registry.hpp"
@@ -55,8 +55,6 @@ namespace norm {
 
 namespace {
 
-constexpr int kAllFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CCV_TENSOR_FORMAT_CHWN;
-constexpr int kFloatTypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF;
 
 ccv_nnc_tensor_t* in_at(ccv_nnc_tensor_t* const* t, int size, int i) { return i < size ? t[i] : nullptr; }
 const char* dt(const ccv_nnc_tensor_t* t) { return datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)); }
@@ -94,14 +92,14 @@ void check_x(const char* name, const ccv_nnc_tensor_t* x, const char* role, cons
 
 // Per-channel shape of x for a reduced-axis mask (keep = false) or a kept-axis one.
 void small_shape(const ccv_nnc_tensor_t* x, unsigned mask, int* out) {
-  red::reduced_dims(x->info.dim, nd_of(x->info.dim), mask, out);
+  reduced_dims(x->info.dim, nd_of(x->info.dim), mask, out);
 }
 void normalised_shape(const ccv_nnc_tensor_t* x, unsigned mask, int* out) {
   const int nd = nd_of(x->info.dim);
   unsigned kept = 0;
   for (int i = 0; i < nd; i++)
     if (!((mask >> i) & 1u)) kept |= 1u << i;
-  red::reduced_dims(x->info.dim, nd, kept, out);
+  reduced_dims(x->info.dim, nd, kept, out);
 }
 
 void check_epsilon(const char* name, float epsilon) {
@@ -118,9 +116,9 @@ void validate_bnorm_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv
   const BatchNormIo io = batch_norm_forward_io(inputs, input_size, outputs, output_size);
   NNC_CHECK(io.x && io.y, "%s: x (input 0) and y (output 0) are required", name);
   NNC_CHECK(io.scale && io.bias, "%s: scale (input 1) and bias (input 2) are required", name);
-  NNC_CHECK(type_of(io.x) & kFloatTypes, "%s: x is %s; it takes 16F, 16BF, 32F and 64F", name, dt(io.x));
+  NNC_CHECK(type_of(io.x) & types::kFloat, "%s: x is %s; it takes 16F, 16BF, 32F and 64F", name, dt(io.x));
   check_epsilon(name, cmd.info.bnorm.epsilon);
-  const unsigned mask = red::axis_mask(name, cmd.info.bnorm.axis, cmd.info.bnorm.count, nd_of(io.x->info.dim));
+  const unsigned mask = axis_mask(name, cmd.info.bnorm.axis, cmd.info.bnorm.count, nd_of(io.x->info.dim));
   check_x(name, io.x, "y", io.y);
   int c[kMaxDim];
   small_shape(io.x, mask, c);
@@ -154,9 +152,9 @@ void validate_bnorm_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, cc
   NNC_CHECK(io.dx || io.dscale || io.dbias, "%s: every output is NULL", name);
   NNC_CHECK(io.g && io.x, "%s: needs g (input 0) and x (input 5)", name);
   NNC_CHECK(!io.dx || io.scale, "%s: dx needs scale (input 6)", name);
-  NNC_CHECK(type_of(io.x) & kFloatTypes, "%s: x is %s; it takes 16F, 16BF, 32F and 64F", name, dt(io.x));
+  NNC_CHECK(type_of(io.x) & types::kFloat, "%s: x is %s; it takes 16F, 16BF, 32F and 64F", name, dt(io.x));
   check_epsilon(name, cmd.info.bnorm.epsilon);
-  const unsigned mask = red::axis_mask(name, cmd.info.bnorm.axis, cmd.info.bnorm.count, nd_of(io.x->info.dim));
+  const unsigned mask = axis_mask(name, cmd.info.bnorm.axis, cmd.info.bnorm.count, nd_of(io.x->info.dim));
   check_x(name, io.x, "g", io.g);
   check_x(name, io.x, "dx", io.dx);
   int c[kMaxDim];
@@ -186,10 +184,10 @@ void validate_lnorm_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv
             output_size);
   const LayerNormIo io = layer_norm_forward_io(cmd, inputs, input_size, outputs, output_size);
   NNC_CHECK(io.x && io.y, "%s: x (input 0) and y (output 0) are required", name);
-  NNC_CHECK(type_of(io.x) & kFloatTypes, "%s: x is %s; it takes 16F, 16BF, 32F and 64F", name, dt(io.x));
+  NNC_CHECK(type_of(io.x) & types::kFloat, "%s: x is %s; it takes 16F, 16BF, 32F and 64F", name, dt(io.x));
   check_epsilon(name, cmd.info.lnorm.epsilon);
   const int nd = nd_of(io.x->info.dim);
-  const unsigned mask = red::axis_mask(name, cmd.info.lnorm.axis, cmd.info.lnorm.count, nd);
+  const unsigned mask = axis_mask(name, cmd.info.lnorm.axis, cmd.info.lnorm.count, nd);
   check_x(name, io.x, "y", io.y);
   int s[kMaxDim], m[kMaxDim];
   normalised_shape(io.x, mask, s);
@@ -213,9 +211,9 @@ void validate_lnorm_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, cc
   NNC_CHECK(io.dx || io.dscale || io.dbias, "%s: every output is NULL", name);
   NNC_CHECK(io.g && io.x && io.saved_mean && io.saved_inv_std,
             "%s: needs g (input 0), x (input 3), saved_mean and saved_inv_std (the last two inputs)", name);
-  NNC_CHECK(type_of(io.x) & kFloatTypes, "%s: x is %s; it takes 16F, 16BF, 32F and 64F", name, dt(io.x));
+  NNC_CHECK(type_of(io.x) & types::kFloat, "%s: x is %s; it takes 16F, 16BF, 32F and 64F", name, dt(io.x));
   const int nd = nd_of(io.x->info.dim);
-  const unsigned mask = red::axis_mask(name, cmd.info.lnorm.axis, cmd.info.lnorm.count, nd);
+  const unsigned mask = axis_mask(name, cmd.info.lnorm.axis, cmd.info.lnorm.count, nd);
   check_x(name, io.x, "g", io.g);
   check_x(name, io.x, "dx", io.dx);
   int s[kMaxDim], m[kMaxDim];
@@ -308,19 +306,8 @@ void add(Registry& r, uint32_t id, TensorAutoFn tensor_auto, BitmaskFn bitmask, 
   c.enforce_inplace = enforce;
   c.validate = validate;
   r.add_command(c);
-  Kernel k;
-  k.cmd = id;
-  k.tensor_formats = kAllFormats;
-  k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
-  k.backend = CCV_NNC_BACKEND_CPU_REF;
-  k.tensor_datatypes = kFloatTypes;
-  k.exec = ref;
-  r.add_kernel(k);
-  k.backend = CCV_NNC_BACKEND_CPU_OPT;
-  k.tensor_datatypes = CCV_32F | CCV_64F;
-  k.exec = opt;
-  k.accept = accept;
-  r.add_kernel(k);
+  r.add_kernels(cpu_ref(types::kFloat), {{id, ref}});
+  r.add_kernels(cpu_opt(types::kWide).accepting(accept), {{id, opt}});
 }
 
 }  // namespace

@@ -4,7 +4,8 @@
 // vectorised paths (over lib/cmd/reduce/loops.hpp).
 #pragma once
 
-#include "cmd/reduce/reduce.hpp"
+#include "cmd/common/axes.hpp"
+#include "core/kernel.hpp"
 #include "core/tensor.hpp"
 #include "nnc/ccv_nnc.h"
 
@@ -32,18 +33,14 @@ LayerNormIo layer_norm_forward_io(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* co
 LayerNormIo layer_norm_backward_io(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
                                    ccv_nnc_tensor_t* const* outputs, int output_size);
 
-#define NNC_NORM_KERNEL(name)                                                                                    \
-  int name(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* inputs, \
-           const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size,                        \
-           ccv_nnc_stream_context_t* const stream_context)
-NNC_NORM_KERNEL(bnorm_forward_ref);
-NNC_NORM_KERNEL(bnorm_backward_ref);
-NNC_NORM_KERNEL(lnorm_forward_ref);
-NNC_NORM_KERNEL(lnorm_backward_ref);
-NNC_NORM_KERNEL(bnorm_forward_opt);
-NNC_NORM_KERNEL(bnorm_backward_opt);
-NNC_NORM_KERNEL(lnorm_forward_opt);
-NNC_NORM_KERNEL(lnorm_backward_opt);
+NNC_KERNEL(bnorm_forward_ref);
+NNC_KERNEL(bnorm_backward_ref);
+NNC_KERNEL(lnorm_forward_ref);
+NNC_KERNEL(lnorm_backward_ref);
+NNC_KERNEL(bnorm_forward_opt);
+NNC_KERNEL(bnorm_backward_opt);
+NNC_KERNEL(lnorm_forward_opt);
+NNC_KERNEL(lnorm_backward_opt);
 bool bnorm_opt_accepts(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
                        ccv_nnc_tensor_t* const* outputs, int output_size);
 bool lnorm_opt_accepts(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,

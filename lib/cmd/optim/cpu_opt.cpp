@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "cmd/common/strided.hpp"
 #include "cmd/optim/optim.hpp"
-#include "cmd/util/strided.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "core/stream.hpp"
@@ -107,18 +107,16 @@ int run(const Coef& c, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_
 
 }  // namespace
 
-NNC_OPTIM_KERNEL(optim_opt) {
+NNC_KERNEL(optim_opt) {
   bool packed = true;
   for (int i = 0; i < input_size && packed; i++) packed = CCV_IS_TENSOR_CONTIGUOUS(inputs[i]);
   for (int i = 0; i < output_size && packed; i++) packed = CCV_IS_TENSOR_CONTIGUOUS(outputs[i]);
   const int type = CCV_GET_DATA_TYPE(inputs[1]->info.datatype);
   if (!packed || (type != CCV_32F && type != CCV_64F))
     return optim_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
-  return guard_code([&] {
-    const Coef c = coef_of(cmd);
-    if (type == CCV_64F) return run<double>(c, inputs, input_size, outputs, stream_context);
-    return run<float>(c, inputs, input_size, outputs, stream_context);
-  });
+  const Coef c = coef_of(cmd);
+  if (type == CCV_64F) return run<double>(c, inputs, input_size, outputs, stream_context);
+  return run<float>(c, inputs, input_size, outputs, stream_context);
 }
 
 }  // namespace nnc::optim

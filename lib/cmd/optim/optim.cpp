@@ -94,8 +94,6 @@ int state_count(const ccv_nnc_cmd_t& cmd) {
 
 namespace {
 
-constexpr int kTypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF;
-constexpr int kAllFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CCV_TENSOR_FORMAT_CHWN;
 
 const char* name_of(uint32_t cmd) {
   switch (cmd) {
@@ -165,7 +163,7 @@ void validate(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t*
   const ccv_nnc_tensor_t* a = inputs[1];
   NNC_CHECK(a, "%s: the parameter a (input 1) is NULL", name);
   const int type = CCV_GET_DATA_TYPE(a->info.datatype);
-  NNC_CHECK(type & kTypes, "%s: cannot update %s tensors (it takes 32F, 64F, 16F and 16BF)", name, datatype_name(type));
+  NNC_CHECK(type & types::kFloat, "%s: cannot update %s tensors (it takes 32F, 64F, 16F and 16BF)", name, datatype_name(type));
   auto check = [&](const ccv_nnc_tensor_t* t, const char* what, int index) {
     NNC_CHECK(t, "%s: %s %d is NULL", name, what, index);
     NNC_CHECK(CCV_GET_DATA_TYPE(t->info.datatype) == type, "%s: %s %d is %s but the parameter a is %s", name, what,
@@ -241,18 +239,9 @@ void register_optim(Registry& r) {
     back.validate = validate_no_backward;
     r.add_command(back);
 
-    Kernel k;
-    k.cmd = id;
-    k.tensor_formats = kAllFormats;
-    k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
-    k.backend = CCV_NNC_BACKEND_CPU_REF;
-    k.tensor_datatypes = kTypes;
-    k.exec = optim_ref;
-    r.add_kernel(k);
+    r.add_kernels(cpu_ref(types::kFloat), {{id, optim_ref}});
     // CPU_OPT hands 16-bit types and views to the reference loop itself.
-    k.backend = CCV_NNC_BACKEND_CPU_OPT;
-    k.exec = optim_opt;
-    r.add_kernel(k);
+    r.add_kernels(cpu_opt(types::kFloat), {{id, optim_opt}});
   }
 }
 

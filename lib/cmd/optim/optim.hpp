@@ -13,16 +13,13 @@
 #include <cmath>
 #include <cstddef>
 
+#include "core/kernel.hpp"
 #include "nnc/ccv_nnc.h"
 
 namespace nnc::optim {
 
-#define NNC_OPTIM_KERNEL(name)                                                                                   \
-  int name(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* inputs, \
-           const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size,                        \
-           ccv_nnc_stream_context_t* const stream_context)
-NNC_OPTIM_KERNEL(optim_ref);
-NNC_OPTIM_KERNEL(optim_opt);
+NNC_KERNEL(optim_ref);
+NNC_KERNEL(optim_opt);
 
 // Which update a command performs.
 enum class Kind { kSgd, kAdam, kAdamW, kRmsprop, kLamb };

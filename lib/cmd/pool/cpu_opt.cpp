@@ -69,29 +69,29 @@ void run(Op op, const Geometry& g, const Image& dx) {
 
 bool have_avx2() { return cpu_features().avx2; }
 
-NNC_POOL_KERNEL(max_forward_opt) {
+NNC_KERNEL(max_forward_opt) {
   if (!have_avx2()) return max_forward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
   const Geometry g = geometry(cmd, hint, inputs[0], outputs[0], "MAX_POOL_FORWARD");
   run(Op::kMaxForward, g, g.x);
   return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_POOL_KERNEL(avg_forward_opt) {
+NNC_KERNEL(avg_forward_opt) {
   if (!have_avx2()) return avg_forward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
   const Geometry g = geometry(cmd, hint, inputs[0], outputs[0], "AVERAGE_POOL_FORWARD");
   run(Op::kAvgForward, g, g.x);
   return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_POOL_KERNEL(max_backward_opt) {
+NNC_KERNEL(max_backward_opt) {
   if (!have_avx2()) return max_backward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
   const Geometry g = geometry(cmd, hint, inputs[1], inputs[0], "MAX_POOL_BACKWARD");
   // dx may alias neither x nor g: it is written while the maxima are read.
-  run(Op::kMaxBackward, g, conv::image_of(outputs[0]));
+  run(Op::kMaxBackward, g, image_of(outputs[0]));
   return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_POOL_KERNEL(avg_backward_opt) {
+NNC_KERNEL(avg_backward_opt) {
   if (!have_avx2()) return avg_backward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
   const Geometry g = geometry(cmd, hint, outputs[0], inputs[0], "AVERAGE_POOL_BACKWARD");
   run(Op::kAvgBackward, g, g.x);
@@ -101,19 +101,10 @@ NNC_POOL_KERNEL(avg_backward_opt) {
 }  // namespace
 
 void register_cpu_opt(Registry& r) {
-  for (const auto& [id, exec] : {std::pair{CCV_NNC_MAX_POOL_FORWARD, &max_forward_opt},
-                                 std::pair{CCV_NNC_MAX_POOL_BACKWARD, &max_backward_opt},
-                                 std::pair{CCV_NNC_AVERAGE_POOL_FORWARD, &avg_forward_opt},
-                                 std::pair{CCV_NNC_AVERAGE_POOL_BACKWARD, &avg_backward_opt}}) {
-    Kernel k;
-    k.cmd = id;
-    k.backend = CCV_NNC_BACKEND_CPU_OPT;
-    k.tensor_formats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW;
-    k.tensor_datatypes = CCV_32F;
-    k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
-    k.exec = exec;
-    r.add_kernel(k);
-  }
+  r.add_kernels(cpu_opt(CCV_32F, formats::kImage), {{CCV_NNC_MAX_POOL_FORWARD, max_forward_opt},
+                                                     {CCV_NNC_MAX_POOL_BACKWARD, max_backward_opt},
+                                                     {CCV_NNC_AVERAGE_POOL_FORWARD, avg_forward_opt},
+                                                     {CCV_NNC_AVERAGE_POOL_BACKWARD, avg_backward_opt}});
 }
 
 }  // namespace nnc::pool

@@ -64,8 +64,7 @@ void scatter(const Geometry& g, F&& per_output) {
 
 }  // namespace
 
-NNC_POOL_KERNEL(max_forward_ref) {
-  (void)flags, (void)stream_context, (void)input_size, (void)output_size;
+NNC_KERNEL(max_forward_ref) {
   const Geometry g = geometry(cmd, hint, inputs[0], outputs[0], "MAX_POOL_FORWARD");
   for (int n = 0; n < g.N; n++)
     for (int oh = 0; oh < g.OH; oh++)
@@ -78,8 +77,7 @@ NNC_POOL_KERNEL(max_forward_ref) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_POOL_KERNEL(avg_forward_ref) {
-  (void)flags, (void)stream_context, (void)input_size, (void)output_size;
+NNC_KERNEL(avg_forward_ref) {
   const Geometry g = geometry(cmd, hint, inputs[0], outputs[0], "AVERAGE_POOL_FORWARD");
   for (int n = 0; n < g.N; n++)
     for (int oh = 0; oh < g.OH; oh++)
@@ -94,11 +92,10 @@ NNC_POOL_KERNEL(avg_forward_ref) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_POOL_KERNEL(max_backward_ref) {
-  (void)flags, (void)stream_context, (void)input_size, (void)output_size;
+NNC_KERNEL(max_backward_ref) {
   // Geometry over x (for the maxima) and g; dx has x's shape (validated).
   Geometry g = geometry(cmd, hint, inputs[1], inputs[0], "MAX_POOL_BACKWARD");
-  const Image dx = conv::image_of(outputs[0]);
+  const Image dx = image_of(outputs[0]);
   std::vector<double> acc(static_cast<size_t>(g.N) * g.H * g.W * g.C, 0.0);
   for (int n = 0; n < g.N; n++)
     for (int oh = 0; oh < g.OH; oh++)
@@ -115,8 +112,7 @@ NNC_POOL_KERNEL(max_backward_ref) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_POOL_KERNEL(avg_backward_ref) {
-  (void)flags, (void)stream_context, (void)input_size, (void)output_size;
+NNC_KERNEL(avg_backward_ref) {
   const Geometry g = geometry(cmd, hint, outputs[0], inputs[0], "AVERAGE_POOL_BACKWARD");
   scatter(g, [&](int n, int oh, int ow, int c, auto& at) {
     const Window win = window(g, oh, ow);

@@ -44,7 +44,6 @@ namespace pool {
 
 namespace {
 
-constexpr int kFloatTypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF;
 
 const char* dt_name(const ccv_nnc_tensor_t* t) { return datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)); }
 int dt_of(const ccv_nnc_tensor_t* t) { return CCV_GET_DATA_TYPE(t->info.datatype); }
@@ -158,7 +157,7 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv
 
 Geometry geometry(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& given, const ccv_nnc_tensor_t* x,
                   const ccv_nnc_tensor_t* y, const char* name) {
-  NNC_CHECK(dt_of(x) & kFloatTypes, "%s: the input is %s; pooling takes 32F, 64F, 16F and 16BF", name, dt_name(x));
+  NNC_CHECK(dt_of(x) & types::kFloat, "%s: the input is %s; pooling takes 32F, 64F, 16F and 16BF", name, dt_name(x));
   NNC_CHECK(dt_of(y) == dt_of(x), "%s: the pooled tensor is %s but the input is %s; they must share one type", name,
             dt_name(y), dt_name(x));
   NNC_CHECK(image_shape(x->info), "%s: the input is %s %s; it must be a 3-d or 4-d NHWC or NCHW tensor", name,
@@ -173,8 +172,8 @@ Geometry geometry(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& given, const c
   const ccv_nnc_hint_t hint = is_no_hint(given) ? hint_auto(p, x->info, y->info) : given;
   Geometry g;
   g.datatype = dt_of(x);
-  g.x = conv::image_of(x);
-  g.y = conv::image_of(y);
+  g.x = image_of(x);
+  g.y = image_of(y);
   g.N = g.x.n, g.H = g.x.h, g.W = g.x.w, g.C = g.x.c;
   g.KH = p.size.dim[0], g.KW = p.size.dim[1];
   for (int i = 0; i < 2; i++)
@@ -222,15 +221,10 @@ void register_pool(Registry& r) {
     // derives it from dx to g instead.
     r.add_command(c);
   }
-  Kernel ref;
-  ref.backend = CCV_NNC_BACKEND_CPU_REF;
-  ref.tensor_formats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW;
-  ref.tensor_datatypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF;
-  ref.tensor_memory = CCV_TENSOR_CPU_MEMORY;
-  r.add_kernels(ref, {{CCV_NNC_MAX_POOL_FORWARD, &pool::max_forward_ref},
-                      {CCV_NNC_MAX_POOL_BACKWARD, &pool::max_backward_ref},
-                      {CCV_NNC_AVERAGE_POOL_FORWARD, &pool::avg_forward_ref},
-                      {CCV_NNC_AVERAGE_POOL_BACKWARD, &pool::avg_backward_ref}});
+  r.add_kernels(cpu_ref(types::kFloat, formats::kImage), {{CCV_NNC_MAX_POOL_FORWARD, pool::max_forward_ref},
+                                                          {CCV_NNC_MAX_POOL_BACKWARD, pool::max_backward_ref},
+                                                          {CCV_NNC_AVERAGE_POOL_FORWARD, pool::avg_forward_ref},
+                                                          {CCV_NNC_AVERAGE_POOL_BACKWARD, pool::avg_backward_ref}});
   pool::register_cpu_opt(r);
 }
 

@@ -5,13 +5,12 @@
 //   Geometry g = geometry(cmd, hint, x, y, "MAX_POOL_FORWARD");  // y: the output or g
 #pragma once
 
-#include "cmd/convolution/convolution.hpp"
+#include "cmd/common/image.hpp"
+#include "core/kernel.hpp"
 #include "core/registry.hpp"
 #include "nnc/ccv_nnc.h"
 
 namespace nnc::pool {
-
-using conv::Image;
 
 struct Geometry {
   int N = 1, H = 0, W = 0, C = 0, OH = 0, OW = 0;
@@ -26,14 +25,10 @@ struct Geometry {
 Geometry geometry(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const ccv_nnc_tensor_t* x,
                   const ccv_nnc_tensor_t* y, const char* name);
 
-#define NNC_POOL_KERNEL(name)                                                                                    \
-  int name(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* inputs, \
-           const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size,                        \
-           ccv_nnc_stream_context_t* const stream_context)
-NNC_POOL_KERNEL(max_forward_ref);
-NNC_POOL_KERNEL(max_backward_ref);
-NNC_POOL_KERNEL(avg_forward_ref);
-NNC_POOL_KERNEL(avg_backward_ref);
+NNC_KERNEL(max_forward_ref);
+NNC_KERNEL(max_backward_ref);
+NNC_KERNEL(avg_forward_ref);
+NNC_KERNEL(avg_backward_ref);
 
 // The CPU_OPT kernels (cpu_opt.cpp).
 void register_cpu_opt(Registry& r);

@@ -4,9 +4,9 @@
 // same whatever the split. Views and 16-bit types go to the reference kernels.
 #include <algorithm>
 
+#include "cmd/common/copy.hpp"
+#include "cmd/common/strided.hpp"
 #include "cmd/rand/rand.hpp"
-#include "cmd/util/strided.hpp"
-#include "cmd/util/util.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "core/tensor.hpp"
@@ -110,72 +110,64 @@ void dropout_grad(const T* g, const unsigned char* mask, T* dx, size_t n, double
 
 }  // namespace
 
-NNC_RAND_KERNEL(uniform_opt) {
+NNC_KERNEL(uniform_opt) {
   ccv_nnc_tensor_t* y = outputs[0];
   if (!CCV_IS_TENSOR_CONTIGUOUS(y) || !(is_type(y, CCV_32F) || is_type(y, CCV_64F)))
     return uniform_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
-  return guard_code([&] {
-    const Counter ctr(draw_seed(stream_context));
-    const double lb = cmd.info.blas.a[0], range = double(cmd.info.blas.a[1]) - lb;
-    if (is_type(y, CCV_64F))
-      uniform_fill(y->data.f64, count_of(y), ctr, lb, range);
-    else
-      uniform_fill(y->data.f32, count_of(y), ctr, lb, range);
-    return CCV_NNC_EXEC_SUCCESS;
-  });
+  const Counter ctr(draw_seed(stream_context));
+  const double lb = cmd.info.blas.a[0], range = double(cmd.info.blas.a[1]) - lb;
+  if (is_type(y, CCV_64F))
+    uniform_fill(y->data.f64, count_of(y), ctr, lb, range);
+  else
+    uniform_fill(y->data.f32, count_of(y), ctr, lb, range);
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_RAND_KERNEL(normal_opt) {
+NNC_KERNEL(normal_opt) {
   ccv_nnc_tensor_t* y = outputs[0];
   if (!CCV_IS_TENSOR_CONTIGUOUS(y) || !(is_type(y, CCV_32F) || is_type(y, CCV_64F)))
     return normal_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
-  return guard_code([&] {
-    const Counter ctr(draw_seed(stream_context));
-    const double std_dev = cmd.info.blas.a[0], mean = cmd.info.blas.a[1];
-    if (is_type(y, CCV_64F))
-      normal_fill(y->data.f64, count_of(y), ctr, mean, std_dev);
-    else
-      normal_fill(y->data.f32, count_of(y), ctr, mean, std_dev);
-    return CCV_NNC_EXEC_SUCCESS;
-  });
+  const Counter ctr(draw_seed(stream_context));
+  const double std_dev = cmd.info.blas.a[0], mean = cmd.info.blas.a[1];
+  if (is_type(y, CCV_64F))
+    normal_fill(y->data.f64, count_of(y), ctr, mean, std_dev);
+  else
+    normal_fill(y->data.f32, count_of(y), ctr, mean, std_dev);
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_RAND_KERNEL(dropout_forward_opt) {
+NNC_KERNEL(dropout_forward_opt) {
   ccv_nnc_tensor_t* x = inputs[0];
   ccv_nnc_tensor_t* y = outputs[0];
   ccv_nnc_tensor_t* mask = outputs[1];
   if (!CCV_IS_TENSOR_CONTIGUOUS(x) || !CCV_IS_TENSOR_CONTIGUOUS(y) || !CCV_IS_TENSOR_CONTIGUOUS(mask) ||
       !(is_type(x, CCV_32F) || is_type(x, CCV_64F)))
     return dropout_forward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
-  return guard_code([&] {
-    const Counter ctr(draw_seed(stream_context));
-    const uint64_t t = dropout_threshold(cmd.info.dropout.p);
-    const double scale = dropout_scale(cmd.info.dropout.p);
-    const bool entirety = cmd.info.dropout.entirety != 0;
-    if (is_type(x, CCV_64F))
-      dropout_fill(x->data.f64, y->data.f64, mask->data.u8, count_of(x), ctr, t, scale, entirety);
-    else
-      dropout_fill(x->data.f32, y->data.f32, mask->data.u8, count_of(x), ctr, t, scale, entirety);
-    return CCV_NNC_EXEC_SUCCESS;
-  });
+  const Counter ctr(draw_seed(stream_context));
+  const uint64_t t = dropout_threshold(cmd.info.dropout.p);
+  const double scale = dropout_scale(cmd.info.dropout.p);
+  const bool entirety = cmd.info.dropout.entirety != 0;
+  if (is_type(x, CCV_64F))
+    dropout_fill(x->data.f64, y->data.f64, mask->data.u8, count_of(x), ctr, t, scale, entirety);
+  else
+    dropout_fill(x->data.f32, y->data.f32, mask->data.u8, count_of(x), ctr, t, scale, entirety);
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_RAND_KERNEL(dropout_backward_opt) {
+NNC_KERNEL(dropout_backward_opt) {
   ccv_nnc_tensor_t* g = inputs[0];
   ccv_nnc_tensor_t* mask = inputs[4];
   ccv_nnc_tensor_t* dx = outputs[0];
   if (!CCV_IS_TENSOR_CONTIGUOUS(g) || !CCV_IS_TENSOR_CONTIGUOUS(dx) || !CCV_IS_TENSOR_CONTIGUOUS(mask) ||
       !(is_type(g, CCV_32F) || is_type(g, CCV_64F)))
     return dropout_backward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
-  return guard_code([&] {
-    const double scale = dropout_scale(cmd.info.dropout.p);
-    const bool entirety = cmd.info.dropout.entirety != 0;
-    if (is_type(g, CCV_64F))
-      dropout_grad(g->data.f64, mask->data.u8, dx->data.f64, count_of(g), scale, entirety);
-    else
-      dropout_grad(g->data.f32, mask->data.u8, dx->data.f32, count_of(g), scale, entirety);
-    return CCV_NNC_EXEC_SUCCESS;
-  });
+  const double scale = dropout_scale(cmd.info.dropout.p);
+  const bool entirety = cmd.info.dropout.entirety != 0;
+  if (is_type(g, CCV_64F))
+    dropout_grad(g->data.f64, mask->data.u8, dx->data.f64, count_of(g), scale, entirety);
+  else
+    dropout_grad(g->data.f32, mask->data.u8, dx->data.f32, count_of(g), scale, entirety);
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
 }  // namespace nnc::rand

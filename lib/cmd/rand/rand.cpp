@@ -40,8 +40,6 @@ bool mask_like_x(const ccv_nnc_tensor_t* mask, const ccv_nnc_tensor_t* x) {
 
 namespace {
 
-constexpr int kTypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF;
-constexpr int kAllFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CCV_TENSOR_FORMAT_CHWN;
 
 const char* dt(const ccv_nnc_tensor_t* t) { return datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)); }
 
@@ -57,7 +55,7 @@ void validate_random(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_te
   const char* name = uniform ? "RANDOM_UNIFORM_FORWARD" : "RANDOM_NORMAL_FORWARD";
   NNC_CHECK(output_size == 1, "%s: takes exactly one output (got %d)", name, output_size);
   NNC_CHECK(outputs[0], "%s: the output is NULL", name);
-  NNC_CHECK(CCV_GET_DATA_TYPE(outputs[0]->info.datatype) & kTypes,
+  NNC_CHECK(CCV_GET_DATA_TYPE(outputs[0]->info.datatype) & types::kFloat,
             "%s: cannot fill a %s tensor (it fills 16F, 16BF, 32F and 64F)", name, dt(outputs[0]));
   const double a0 = cmd.info.blas.a[0], a1 = cmd.info.blas.a[1];
   if (uniform)
@@ -101,7 +99,7 @@ void validate_dropout_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, c
   const ccv_nnc_tensor_t* x = inputs[0];
   const ccv_nnc_tensor_t* y = outputs[0];
   NNC_CHECK(x && y && outputs[1], "%s: x, y and mask must all be given", name);
-  NNC_CHECK(CCV_GET_DATA_TYPE(x->info.datatype) & kTypes, "%s: x is %s (it takes 16F, 16BF, 32F and 64F)", name, dt(x));
+  NNC_CHECK(CCV_GET_DATA_TYPE(x->info.datatype) & types::kFloat, "%s: x is %s (it takes 16F, 16BF, 32F and 64F)", name, dt(x));
   NNC_CHECK(CCV_GET_DATA_TYPE(y->info.datatype) == CCV_GET_DATA_TYPE(x->info.datatype), "%s: y is %s but x is %s", name,
             dt(y), dt(x));
   NNC_CHECK(same_shape(x->info, y->info), "%s: y is %s but x is %s", name, shape_string(y->info.dim).c_str(),
@@ -120,7 +118,7 @@ void validate_dropout_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, 
   const ccv_nnc_tensor_t* g = inputs[0];
   const ccv_nnc_tensor_t* dx = outputs[0];
   NNC_CHECK(g && inputs[4] && dx, "%s: g (input 0), the mask (input 4) and dx must be given", name);
-  NNC_CHECK(CCV_GET_DATA_TYPE(g->info.datatype) & kTypes, "%s: g is %s (it takes 16F, 16BF, 32F and 64F)", name, dt(g));
+  NNC_CHECK(CCV_GET_DATA_TYPE(g->info.datatype) & types::kFloat, "%s: g is %s (it takes 16F, 16BF, 32F and 64F)", name, dt(g));
   NNC_CHECK(CCV_GET_DATA_TYPE(dx->info.datatype) == CCV_GET_DATA_TYPE(g->info.datatype), "%s: dx is %s but g is %s",
             name, dt(dx), dt(g));
   NNC_CHECK(same_shape(g->info, dx->info), "%s: dx is %s but g is %s", name, shape_string(dx->info.dim).c_str(),
@@ -177,22 +175,6 @@ bool first_pair(const ccv_nnc_cmd_param_t&, int input_idx, int, int output_idx, 
 
 void register_rand(Registry& r) {
   using namespace rand;
-  Kernel k;
-  k.tensor_formats = kAllFormats;
-  k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
-  auto add = [&](uint32_t cmd, int ref_types, ccv_nnc_cmd_exec_f ref, int opt_types, ccv_nnc_cmd_exec_f opt) {
-    k.cmd = cmd;
-    k.backend = CCV_NNC_BACKEND_CPU_REF;
-    k.tensor_datatypes = ref_types;
-    k.exec = ref;
-    r.add_kernel(k);
-    if (!opt) return;
-    k.backend = CCV_NNC_BACKEND_CPU_OPT;
-    k.tensor_datatypes = opt_types;
-    k.exec = opt;
-    r.add_kernel(k);
-  };
-
   // CPU_OPT takes every type the reference does and hands 16-bit types and
   // views to it, so forcing CPU_OPT never fails where CPU_REF would run.
   for (uint32_t id : {CCV_NNC_RANDOM_UNIFORM_FORWARD, CCV_NNC_RANDOM_NORMAL_FORWARD}) {
@@ -208,10 +190,12 @@ void register_rand(Registry& r) {
     back.bitmask = random_bitmask;
     r.add_command(back);
   }
-  add(CCV_NNC_RANDOM_UNIFORM_FORWARD, kTypes, uniform_ref, kTypes, uniform_opt);
-  add(CCV_NNC_RANDOM_NORMAL_FORWARD, kTypes, normal_ref, kTypes, normal_opt);
-  add(CCV_NNC_RANDOM_UNIFORM_BACKWARD, kTypes | CCV_32S | CCV_64S | CCV_8U, zero_gradients, 0, nullptr);
-  add(CCV_NNC_RANDOM_NORMAL_BACKWARD, kTypes | CCV_32S | CCV_64S | CCV_8U, zero_gradients, 0, nullptr);
+  r.add_kernels(cpu_ref(types::kFloat),
+                {{CCV_NNC_RANDOM_UNIFORM_FORWARD, uniform_ref}, {CCV_NNC_RANDOM_NORMAL_FORWARD, normal_ref}});
+  r.add_kernels(cpu_opt(types::kFloat),
+                {{CCV_NNC_RANDOM_UNIFORM_FORWARD, uniform_opt}, {CCV_NNC_RANDOM_NORMAL_FORWARD, normal_opt}});
+  r.add_kernels(cpu_ref(types::kAll),
+                {{CCV_NNC_RANDOM_UNIFORM_BACKWARD, zero_gradients}, {CCV_NNC_RANDOM_NORMAL_BACKWARD, zero_gradients}});
 
   CommandInfo fwd;
   fwd.cmd = CCV_NNC_DROPOUT_FORWARD;
@@ -226,8 +210,10 @@ void register_rand(Registry& r) {
   back.bitmask = dropout_backward_bitmask;  // no in-place pair, as in libnnc
   back.validate = validate_dropout_backward;
   r.add_command(back);
-  add(CCV_NNC_DROPOUT_FORWARD, kTypes | CCV_8U, dropout_forward_ref, kTypes | CCV_8U, dropout_forward_opt);
-  add(CCV_NNC_DROPOUT_BACKWARD, kTypes | CCV_8U, dropout_backward_ref, kTypes | CCV_8U, dropout_backward_opt);
+  r.add_kernels(cpu_ref(types::kFloat | CCV_8U),
+                {{CCV_NNC_DROPOUT_FORWARD, dropout_forward_ref}, {CCV_NNC_DROPOUT_BACKWARD, dropout_backward_ref}});
+  r.add_kernels(cpu_opt(types::kFloat | CCV_8U),
+                {{CCV_NNC_DROPOUT_FORWARD, dropout_forward_opt}, {CCV_NNC_DROPOUT_BACKWARD, dropout_backward_opt}});
 }
 
 }  // namespace nnc

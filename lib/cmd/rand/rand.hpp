@@ -15,23 +15,20 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/kernel.hpp"
 #include "nnc/ccv_nnc.h"
 
 namespace nnc::rand {
 
-#define NNC_RAND_KERNEL(name)                                                                                    \
-  int name(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* inputs, \
-           const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size,                        \
-           ccv_nnc_stream_context_t* const stream_context)
-NNC_RAND_KERNEL(uniform_ref);
-NNC_RAND_KERNEL(uniform_opt);
-NNC_RAND_KERNEL(normal_ref);
-NNC_RAND_KERNEL(normal_opt);
-NNC_RAND_KERNEL(dropout_forward_ref);
-NNC_RAND_KERNEL(dropout_forward_opt);
-NNC_RAND_KERNEL(dropout_backward_ref);
-NNC_RAND_KERNEL(dropout_backward_opt);
-NNC_RAND_KERNEL(zero_gradients);
+NNC_KERNEL(uniform_ref);
+NNC_KERNEL(uniform_opt);
+NNC_KERNEL(normal_ref);
+NNC_KERNEL(normal_opt);
+NNC_KERNEL(dropout_forward_ref);
+NNC_KERNEL(dropout_forward_opt);
+NNC_KERNEL(dropout_backward_ref);
+NNC_KERNEL(dropout_backward_opt);
+NNC_KERNEL(zero_gradients);
 
 inline uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;

@@ -17,10 +17,10 @@
 #include <cstdint>
 #include <cstring>
 
-#include "cmd/reduce/loops.hpp"
+#include "cmd/common/copy.hpp"
+#include "cmd/common/reduce_loops.hpp"
+#include "cmd/common/strided.hpp"
 #include "cmd/reduce/reduce.hpp"
-#include "cmd/util/strided.hpp"
-#include "cmd/util/util.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "core/stream.hpp"
@@ -322,35 +322,26 @@ void arg_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* xt, ccv_nnc_tensor_
 
 }  // namespace
 
-NNC_REDUCE_KERNEL(reduce_forward_opt) {
-  (void)hint, (void)flags, (void)input_size, (void)output_size;
-  return guard_code([&] {
-    if (CCV_GET_DATA_TYPE(inputs[0]->info.datatype) == CCV_64F)
-      return forward<double>(cmd, inputs[0], outputs[0], stream_context);
-    return forward<float>(cmd, inputs[0], outputs[0], stream_context);
-  });
+NNC_KERNEL(reduce_forward_opt) {
+  if (CCV_GET_DATA_TYPE(inputs[0]->info.datatype) == CCV_64F)
+    return forward<double>(cmd, inputs[0], outputs[0], stream_context);
+  return forward<float>(cmd, inputs[0], outputs[0], stream_context);
 }
 
-NNC_REDUCE_KERNEL(arg_forward_opt) {
-  (void)hint, (void)flags, (void)input_size, (void)output_size, (void)stream_context;
-  return guard_code([&]() -> int {
-    const int dt = CCV_GET_DATA_TYPE(inputs[0]->info.datatype);
-    if (!is_packed(inputs[0]) || (dt != CCV_32F && dt != CCV_64F))
-      return arg_forward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
-    if (dt == CCV_64F)
-      arg_forward<double>(cmd, inputs[0], outputs[0]);
-    else
-      arg_forward<float>(cmd, inputs[0], outputs[0]);
-    return CCV_NNC_EXEC_SUCCESS;
-  });
+NNC_KERNEL(arg_forward_opt) {
+  const int dt = CCV_GET_DATA_TYPE(inputs[0]->info.datatype);
+  if (!is_packed(inputs[0]) || (dt != CCV_32F && dt != CCV_64F))
+    return arg_forward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
+  if (dt == CCV_64F)
+    arg_forward<double>(cmd, inputs[0], outputs[0]);
+  else
+    arg_forward<float>(cmd, inputs[0], outputs[0]);
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_REDUCE_KERNEL(reduce_backward_opt) {
-  (void)hint, (void)flags, (void)input_size, (void)output_size, (void)stream_context;
-  return guard_code([&] {
-    if (CCV_GET_DATA_TYPE(outputs[0]->info.datatype) == CCV_64F) return backward<double>(cmd, inputs, outputs[0]);
-    return backward<float>(cmd, inputs, outputs[0]);
-  });
+NNC_KERNEL(reduce_backward_opt) {
+  if (CCV_GET_DATA_TYPE(outputs[0]->info.datatype) == CCV_64F) return backward<double>(cmd, inputs, outputs[0]);
+  return backward<float>(cmd, inputs, outputs[0]);
 }
 
 }  // namespace nnc::red

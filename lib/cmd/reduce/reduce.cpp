@@ -36,56 +36,8 @@ namespace nnc {
 
 namespace red {
 
-unsigned axis_mask(const char* what, const int* axis, int count, int nd) {
-  NNC_CHECK(count >= 1 && count <= nd, "%s: %d axes given for a %d-dimensional tensor (it needs 1 to %d)", what, count,
-            nd, nd);
-  unsigned mask = 0;
-  for (int i = 0; i < count; i++) {
-    NNC_CHECK(axis[i] >= 0 && axis[i] < nd, "%s: axis %d is outside a %d-dimensional tensor", what, axis[i], nd);
-    NNC_CHECK(!(mask & (1u << axis[i])), "%s: axis %d is given twice", what, axis[i]);
-    mask |= 1u << axis[i];
-  }
-  return mask;
-}
-
-void reduced_dims(const int* dim, int nd, unsigned mask, int* out) {
-  for (int i = 0; i < kMaxDim; i++) out[i] = i < nd ? ((mask >> i) & 1u ? 1 : dim[i]) : 0;
-}
-
-int runs_of(const int* dim, int nd, unsigned mask, size_t* extent, bool* reduced) {
-  int n = 0;
-  for (int i = 0; i < nd; i++) {
-    if (dim[i] == 1) continue;
-    const bool r = (mask >> i) & 1u;
-    if (n > 0 && reduced[n - 1] == r) {
-      extent[n - 1] *= static_cast<size_t>(dim[i]);
-    } else {
-      extent[n] = static_cast<size_t>(dim[i]);
-      reduced[n] = r;
-      n++;
-    }
-  }
-  return n;
-}
-
-bool split3(const int* dim, int nd, unsigned mask, size_t* outer, size_t* kept, size_t* inner) {
-  size_t extent[kMaxDim];
-  bool reduced[kMaxDim];
-  const int n = runs_of(dim, nd, mask, extent, reduced);
-  *outer = *kept = *inner = 1;
-  int i = 0;
-  if (i < n && reduced[i]) *outer = extent[i++];
-  if (i < n && !reduced[i]) *kept = extent[i++];
-  if (i < n && reduced[i]) *inner = extent[i++];
-  return i == n;
-}
-
-bool is_packed(const ccv_nnc_tensor_t* t) { return CCV_IS_TENSOR_CONTIGUOUS(t); }
-
 namespace {
 
-constexpr int kAllFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CCV_TENSOR_FORMAT_CHWN;
-constexpr int kFloatTypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF;
 
 const char* name_of(uint32_t cmd) {
   const char* n = cmd_name(cmd);
@@ -177,7 +129,7 @@ void validate_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_t
   const ccv_nnc_tensor_t* y = outputs[0];
   NNC_CHECK(x, "%s: the input x is NULL", name);
   NNC_CHECK(y, "%s: the output is NULL", name);
-  NNC_CHECK(type_of(x) & kFloatTypes, "%s: x is %s; it reduces 16F, 16BF, 32F and 64F", name, dt(x));
+  NNC_CHECK(type_of(x) & types::kFloat, "%s: x is %s; it reduces 16F, 16BF, 32F and 64F", name, dt(x));
   const int nd = nd_of(x->info.dim);
   const unsigned mask = axis_mask(name, cmd.info.reduce.axis, cmd.info.reduce.count, nd);
   if (is_arg(cmd.cmd)) {
@@ -200,7 +152,7 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_
   const ccv_nnc_tensor_t* dx = outputs[0];
   NNC_CHECK(g, "%s: the gradient g (input 0) is NULL", name);
   NNC_CHECK(dx, "%s: the output dx is NULL", name);
-  NNC_CHECK(type_of(g) & kFloatTypes, "%s: g is %s; it takes 16F, 16BF, 32F and 64F", name, dt(g));
+  NNC_CHECK(type_of(g) & types::kFloat, "%s: g is %s; it takes 16F, 16BF, 32F and 64F", name, dt(g));
   NNC_CHECK(type_of(dx) == type_of(g), "%s: g is %s but dx is %s", name, dt(g), dt(dx));
   const unsigned mask = axis_mask(name, cmd.info.reduce.axis, cmd.info.reduce.count, nd_of(dx->info.dim));
   check_reduced_shape(name, dx, "dx", g, "g", mask);
@@ -225,17 +177,6 @@ void add_command(Registry& r, uint32_t id, TensorAutoFn tensor_auto, BitmaskFn b
   r.add_command(c);
 }
 
-void add_kernel(Registry& r, uint32_t id, uint32_t backend, int datatypes, ccv_nnc_cmd_exec_f exec) {
-  Kernel k;
-  k.cmd = id;
-  k.backend = backend;
-  k.tensor_formats = kAllFormats;
-  k.tensor_datatypes = datatypes;
-  k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
-  k.exec = exec;
-  r.add_kernel(k);
-}
-
 }  // namespace
 
 }  // namespace red
@@ -249,15 +190,13 @@ void register_reduce(Registry& r) {
     add_command(r, f, forward_auto, forward_bitmask, validate_forward);
     add_command(r, b, backward_auto, backward_needs_xy(b) ? xy_backward_bitmask : sum_backward_bitmask,
                 validate_backward);
-    add_kernel(r, f, CCV_NNC_BACKEND_CPU_REF, kFloatTypes, reduce_forward_ref);
-    add_kernel(r, f, CCV_NNC_BACKEND_CPU_OPT, CCV_32F | CCV_64F, reduce_forward_opt);
-    add_kernel(r, b, CCV_NNC_BACKEND_CPU_REF, kFloatTypes, reduce_backward_ref);
-    add_kernel(r, b, CCV_NNC_BACKEND_CPU_OPT, CCV_32F | CCV_64F, reduce_backward_opt);
+    r.add_kernels(cpu_ref(types::kFloat), {{f, reduce_forward_ref}, {b, reduce_backward_ref}});
+    r.add_kernels(cpu_opt(types::kWide), {{f, reduce_forward_opt}, {b, reduce_backward_opt}});
   }
   for (uint32_t f : {CCV_NNC_ARGMAX_FORWARD, CCV_NNC_ARGMIN_FORWARD}) {
     add_command(r, f, arg_auto, forward_bitmask, validate_forward);
-    add_kernel(r, f, CCV_NNC_BACKEND_CPU_REF, kFloatTypes | CCV_32S, arg_forward_ref);
-    add_kernel(r, f, CCV_NNC_BACKEND_CPU_OPT, CCV_32F | CCV_64F | CCV_32S, arg_forward_opt);
+    r.add_kernels(cpu_ref(types::kFloat | CCV_32S), {{f, arg_forward_ref}});
+    r.add_kernels(cpu_opt(types::kWide | CCV_32S), {{f, arg_forward_opt}});
     add_command(r, f + 1, no_auto, no_bitmask, validate_no_backward);
   }
 }

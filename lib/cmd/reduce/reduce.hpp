@@ -1,5 +1,5 @@
-// The reduction family inside, and the axis helpers the normalisation family
-// shares. reduce.cpp describes the commands (shapes, checks) and registers the
+// The reduction family inside (its axis helpers, shared with the
+// normalisation family, are cmd/common/axes.hpp). reduce.cpp describes the commands (shapes, checks) and registers the
 // kernels; cpu_ref.cpp holds the plain loops, cpu_opt.cpp the packed,
 // threaded paths over the vectorised loops of loops.hpp.
 #pragma once
@@ -7,52 +7,18 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "cmd/common/axes.hpp"
+#include "core/kernel.hpp"
 #include "core/tensor.hpp"
 #include "nnc/ccv_nnc.h"
 
 namespace nnc::red {
 
-// Bit i set when axis i of an nd-dimensional tensor is in axis[0..count).
-// Throws (CCV_NNC_EXEC_INVALID, naming `what`) on a count outside [1, nd], an
-// axis outside [0, nd), or a repeated axis.
-unsigned axis_mask(const char* what, const int* axis, int count, int nd);
-
-// `dim` with the axes of `mask` set to 1 (nd entries, the rest 0).
-void reduced_dims(const int* dim, int nd, unsigned mask, int* out);
-
-
-// The shape as three extents (outer reduced, kept, inner reduced) when the
-// kept axes (those not in mask, ignoring extents of 1) are one block: element
-// (o, k, i) sits at (o * kept + k) * inner + i of the packed tensor. False if
-// the kept axes are split by a reduced one.
-bool split3(const int* dim, int nd, unsigned mask, size_t* outer, size_t* kept, size_t* inner);
-
-// Merged runs of a shape: extents of 1 dropped, neighbours of the same kind
-// (reduced or kept) multiplied together. Returns the number of runs.
-int runs_of(const int* dim, int nd, unsigned mask, size_t* extent, bool* reduced);
-
-// Element `linear` (row-major over its own shape) of a tensor seen through its layout.
-inline unsigned char* at_linear(const Layout& l, size_t linear) {
-  int64_t off = 0;
-  for (int i = l.nd - 1; i >= 0; i--) {
-    off += static_cast<int64_t>(linear % static_cast<size_t>(l.dim[i])) * l.stride[i];
-    linear /= static_cast<size_t>(l.dim[i]);
-  }
-  return l.data + off * static_cast<int64_t>(l.element_size);
-}
-
-// Whether a tensor is packed (no view gaps).
-bool is_packed(const ccv_nnc_tensor_t* t);
-
-#define NNC_REDUCE_KERNEL(name)                                                                                  \
-  int name(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* inputs, \
-           const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size,                        \
-           ccv_nnc_stream_context_t* const stream_context)
-NNC_REDUCE_KERNEL(reduce_forward_ref);
-NNC_REDUCE_KERNEL(reduce_forward_opt);
-NNC_REDUCE_KERNEL(reduce_backward_ref);
-NNC_REDUCE_KERNEL(reduce_backward_opt);
-NNC_REDUCE_KERNEL(arg_forward_ref);
-NNC_REDUCE_KERNEL(arg_forward_opt);
+NNC_KERNEL(reduce_forward_ref);
+NNC_KERNEL(reduce_forward_opt);
+NNC_KERNEL(reduce_backward_ref);
+NNC_KERNEL(reduce_backward_opt);
+NNC_KERNEL(arg_forward_ref);
+NNC_KERNEL(arg_forward_opt);
 
 }  // namespace nnc::red

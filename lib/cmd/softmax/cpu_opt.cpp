@@ -7,9 +7,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "cmd/softmax/rows.hpp"
+#include "cmd/common/rows.hpp"
+#include "cmd/common/strided.hpp"
 #include "cmd/softmax/softmax.hpp"
-#include "cmd/util/strided.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "core/stream.hpp"
@@ -180,175 +180,163 @@ bool opt_accept(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input
   return true;
 }
 
-NNC_SOFTMAX_KERNEL(softmax_forward_opt) {
-  (void)cmd, (void)hint, (void)flags, (void)input_size, (void)output_size;
-  return guard_code([&] {
-    const rows::Rows x = rows::rows_of(layout_of(inputs[0], "x"));
-    const rows::Rows y = rows::rows_of(layout_of(outputs[0], "y"));
-    const RowKernels& k = row_kernels();
-    const int n = x.cols;
-    if (small_rows(x) && small_rows(y)) {
-      float* scratch = static_cast<float*>(workspace(stream_context, 2 * static_cast<size_t>(x.rows) * sizeof(float)));
-      const float* xd = reinterpret_cast<const float*>(x.data);
-      float* yd = reinterpret_cast<float*>(y.data);
-      over_rows(x.rows, n, [&](int64_t b, int64_t e) {
-        block_forward(k, xd, yd, n, b, e, true, scratch + b, scratch + x.rows + b, [](int64_t, float) {});
-      });
-      return CCV_NNC_EXEC_SUCCESS;
-    }
+NNC_KERNEL(softmax_forward_opt) {
+  const rows::Rows x = rows::rows_of(layout_of(inputs[0], "x"));
+  const rows::Rows y = rows::rows_of(layout_of(outputs[0], "y"));
+  const RowKernels& k = row_kernels();
+  const int n = x.cols;
+  if (small_rows(x) && small_rows(y)) {
+    float* scratch = static_cast<float*>(workspace(stream_context, 2 * static_cast<size_t>(x.rows) * sizeof(float)));
+    const float* xd = reinterpret_cast<const float*>(x.data);
+    float* yd = reinterpret_cast<float*>(y.data);
     over_rows(x.rows, n, [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; r++) {
-        const float* xr = row_ptr(x, r);
-        float* yr = row_ptr(y, r);
-        float m = k.max(xr, n);
-        if (std::isinf(m) && m < 0) m = 0;
-        const float s = k.exp_sum(xr, m, yr, n);
-        k.scale(yr, 1.0f / s, n);
+      block_forward(k, xd, yd, n, b, e, true, scratch + b, scratch + x.rows + b, [](int64_t, float) {});
+    });
+    return CCV_NNC_EXEC_SUCCESS;
+  }
+  over_rows(x.rows, n, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; r++) {
+      const float* xr = row_ptr(x, r);
+      float* yr = row_ptr(y, r);
+      float m = k.max(xr, n);
+      if (std::isinf(m) && m < 0) m = 0;
+      const float s = k.exp_sum(xr, m, yr, n);
+      k.scale(yr, 1.0f / s, n);
+    }
+  });
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+NNC_KERNEL(softmax_backward_opt) {
+  const rows::Rows g = rows::rows_of(layout_of(inputs[0], "g"));
+  const rows::Rows y = rows::rows_of(layout_of(inputs[2], "y"));
+  const rows::Rows dx = rows::rows_of(layout_of(outputs[0], "dx"));
+  const RowKernels& k = row_kernels();
+  const int n = g.cols;
+  over_rows(g.rows, n, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; r++) k.softmax_backward(row_ptr(g, r), row_ptr(y, r), row_ptr(dx, r), n);
+  });
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+NNC_KERNEL(crossentropy_forward_opt) {
+  const rows::Rows z = rows::rows_of(layout_of(inputs[0], "logits"));
+  const int n = z.cols;
+  const int64_t nrows = z.rows;
+  const ccv_nnc_tensor_t* loss_t = outputs[0];
+  const ccv_nnc_tensor_t* s_t = output_size > 1 ? outputs[1] : nullptr;
+  rows::Items loss;
+  rows::Rows s;
+  if (loss_t) loss = rows::items_of(layout_of(loss_t, "loss"));
+  if (s_t) s = rows::rows_of(layout_of(s_t, "softmax"));
+  const bool small = small_rows(z) && (!s_t || small_rows(s));
+  // One workspace request: class indices, then (block path) each row's
+  // max, sum and label part, and the exps when there is no softmax output.
+  const size_t index_bytes = (static_cast<size_t>(nrows) * sizeof(int) + 63) / 64 * 64;
+  const size_t block_bytes = small
+                                 ? static_cast<size_t>(nrows) * (2 * sizeof(float) + 2 * sizeof(double)) +
+                                       (s_t ? 0 : static_cast<size_t>(nrows) * static_cast<size_t>(n) * sizeof(float))
+                                 : 0;
+  unsigned char* ws = static_cast<unsigned char*>(workspace(stream_context, index_bytes + block_bytes));
+  Labels lab;
+  if (loss_t) lab = labels_of("SOFTMAX_CROSSENTROPY_FORWARD", inputs[0], inputs[1], n, reinterpret_cast<int*>(ws));
+  const double trim0 = cmd.info.label_smoothing.trim0, trim1 = cmd.info.label_smoothing.trim1;
+  const double dtrim = trim1 - trim0;
+  // The label part of row r's loss, sum_j t_j (m - z_j), and T = sum_j t_j;
+  // the loss is part + T log sum exp(z - m). Read before the softmax is
+  // written (the softmax may be the logits).
+  auto label_part = [&](int64_t r, const float* zr, float m, double& part, double& total) {
+    part = 0, total = 0;
+    if (!lab.dense) {
+      const int l = lab.index[r];
+      part = trim1 * (static_cast<double>(m) - zr[l]);
+      total = trim1 + (n - 1) * trim0;
+      if (trim0 != 0) {
+        double rest = 0;
+        for (int j = 0; j < n; j++)
+          if (j != l) rest += static_cast<double>(m) - zr[j];
+        part += trim0 * rest;
       }
+    } else {
+      const float* lr = row_ptr(lab.rows, r);
+      for (int j = 0; j < n; j++) {
+        const double t = trim0 + dtrim * lr[j];
+        total += t;
+        if (t != 0) part += t * (static_cast<double>(m) - zr[j]);
+      }
+    }
+  };
+  auto store_loss = [&](int64_t r, double part, double total, float sum) {
+    *reinterpret_cast<float*>(loss.at(r)) = static_cast<float>(part + total * std::log(static_cast<double>(sum)));
+  };
+  const RowKernels& k = row_kernels();
+  if (small) {
+    float* maxes = reinterpret_cast<float*>(ws + index_bytes);
+    float* sums = maxes + nrows;
+    // maxes and sums together are 8 * nrows bytes: parts stay 8-byte aligned.
+    double* parts = reinterpret_cast<double*>(sums + nrows);
+    double* totals = parts + nrows;
+    float* e = s_t ? reinterpret_cast<float*>(s.data) : reinterpret_cast<float*>(totals + nrows);
+    const float* zd = reinterpret_cast<const float*>(z.data);
+    over_rows(nrows, n, [&](int64_t b, int64_t end) {
+      block_forward(k, zd, e, n, b, end, s_t != nullptr, maxes + b, sums + b, [&](int64_t r, float m) {
+        if (loss_t) label_part(r, zd + r * n, m, parts[r], totals[r]);
+      });
+      if (loss_t)
+        for (int64_t r = b; r < end; r++) store_loss(r, parts[r], totals[r], sums[r]);
     });
     return CCV_NNC_EXEC_SUCCESS;
+  }
+  over_rows(nrows, n, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; r++) {
+      const float* zr = row_ptr(z, r);
+      float m = k.max(zr, n);
+      if (std::isinf(m) && m < 0) m = 0;
+      double part = 0, total = 0;
+      if (loss_t) label_part(r, zr, m, part, total);
+      float* sr = s_t ? row_ptr(s, r) : nullptr;
+      const float sum = k.exp_sum(zr, m, sr, n);
+      if (sr) k.scale(sr, 1.0f / sum, n);
+      if (loss_t) store_loss(r, part, total, sum);
+    }
   });
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_SOFTMAX_KERNEL(softmax_backward_opt) {
-  (void)cmd, (void)hint, (void)flags, (void)input_size, (void)output_size, (void)stream_context;
-  return guard_code([&] {
-    const rows::Rows g = rows::rows_of(layout_of(inputs[0], "g"));
-    const rows::Rows y = rows::rows_of(layout_of(inputs[2], "y"));
-    const rows::Rows dx = rows::rows_of(layout_of(outputs[0], "dx"));
-    const RowKernels& k = row_kernels();
-    const int n = g.cols;
-    over_rows(g.rows, n, [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; r++) k.softmax_backward(row_ptr(g, r), row_ptr(y, r), row_ptr(dx, r), n);
-    });
-    return CCV_NNC_EXEC_SUCCESS;
-  });
-}
-
-NNC_SOFTMAX_KERNEL(crossentropy_forward_opt) {
-  (void)hint, (void)flags, (void)input_size;
-  return guard_code([&] {
-    const rows::Rows z = rows::rows_of(layout_of(inputs[0], "logits"));
-    const int n = z.cols;
-    const int64_t nrows = z.rows;
-    const ccv_nnc_tensor_t* loss_t = outputs[0];
-    const ccv_nnc_tensor_t* s_t = output_size > 1 ? outputs[1] : nullptr;
-    rows::Items loss;
-    rows::Rows s;
-    if (loss_t) loss = rows::items_of(layout_of(loss_t, "loss"));
-    if (s_t) s = rows::rows_of(layout_of(s_t, "softmax"));
-    const bool small = small_rows(z) && (!s_t || small_rows(s));
-    // One workspace request: class indices, then (block path) each row's
-    // max, sum and label part, and the exps when there is no softmax output.
-    const size_t index_bytes = (static_cast<size_t>(nrows) * sizeof(int) + 63) / 64 * 64;
-    const size_t block_bytes = small
-                                   ? static_cast<size_t>(nrows) * (2 * sizeof(float) + 2 * sizeof(double)) +
-                                         (s_t ? 0 : static_cast<size_t>(nrows) * static_cast<size_t>(n) * sizeof(float))
-                                   : 0;
-    unsigned char* ws = static_cast<unsigned char*>(workspace(stream_context, index_bytes + block_bytes));
-    Labels lab;
-    if (loss_t) lab = labels_of("SOFTMAX_CROSSENTROPY_FORWARD", inputs[0], inputs[1], n, reinterpret_cast<int*>(ws));
-    const double trim0 = cmd.info.label_smoothing.trim0, trim1 = cmd.info.label_smoothing.trim1;
-    const double dtrim = trim1 - trim0;
-    // The label part of row r's loss, sum_j t_j (m - z_j), and T = sum_j t_j;
-    // the loss is part + T log sum exp(z - m). Read before the softmax is
-    // written (the softmax may be the logits).
-    auto label_part = [&](int64_t r, const float* zr, float m, double& part, double& total) {
-      part = 0, total = 0;
+NNC_KERNEL(crossentropy_backward_opt) {
+  const rows::Rows s = rows::rows_of(layout_of(inputs[5], "softmax"));
+  const int n = s.cols;
+  const Labels lab =
+      labels_of("SOFTMAX_CROSSENTROPY_BACKWARD", inputs[5], inputs[3], n,
+                static_cast<int*>(workspace(stream_context, static_cast<size_t>(s.rows) * sizeof(int))));
+  rows::Items g;
+  rows::Rows gs;
+  if (inputs[0]) g = rows::items_of(layout_of(inputs[0], "g"));
+  if (inputs[1]) gs = rows::rows_of(layout_of(inputs[1], "g_softmax"));
+  const bool has_g = inputs[0] != nullptr, has_gs = inputs[1] != nullptr;
+  const rows::Rows dz = rows::rows_of(layout_of(outputs[0], "d logits"));
+  const float trim0 = cmd.info.label_smoothing.trim0, trim1 = cmd.info.label_smoothing.trim1;
+  const float dtrim = trim1 - trim0;
+  const RowKernels& k = row_kernels();
+  over_rows(s.rows, n, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; r++) {
+      const float gl = has_g ? *reinterpret_cast<const float*>(g.at(r)) : 1.0f;
+      const float* gsr = has_gs ? row_ptr(gs, r) : nullptr;
+      float* dzr = row_ptr(dz, r);
       if (!lab.dense) {
-        const int l = lab.index[r];
-        part = trim1 * (static_cast<double>(m) - zr[l]);
-        total = trim1 + (n - 1) * trim0;
-        if (trim0 != 0) {
-          double rest = 0;
-          for (int j = 0; j < n; j++)
-            if (j != l) rest += static_cast<double>(m) - zr[j];
-          part += trim0 * rest;
-        }
+        const float total = trim1 + static_cast<float>(n - 1) * trim0;
+        k.crossentropy_backward(row_ptr(s, r), gsr, nullptr, dzr, n, gl * total, gl * trim0, 0.0f);
+        dzr[lab.index[r]] -= gl * dtrim;
       } else {
         const float* lr = row_ptr(lab.rows, r);
-        for (int j = 0; j < n; j++) {
-          const double t = trim0 + dtrim * lr[j];
-          total += t;
-          if (t != 0) part += t * (static_cast<double>(m) - zr[j]);
-        }
+        float sum = 0;
+        for (int j = 0; j < n; j++) sum += lr[j];
+        const float total = static_cast<float>(n) * trim0 + dtrim * sum;
+        k.crossentropy_backward(row_ptr(s, r), gsr, lr, dzr, n, gl * total, gl * trim0, gl * dtrim);
       }
-    };
-    auto store_loss = [&](int64_t r, double part, double total, float sum) {
-      *reinterpret_cast<float*>(loss.at(r)) = static_cast<float>(part + total * std::log(static_cast<double>(sum)));
-    };
-    const RowKernels& k = row_kernels();
-    if (small) {
-      float* maxes = reinterpret_cast<float*>(ws + index_bytes);
-      float* sums = maxes + nrows;
-      // maxes and sums together are 8 * nrows bytes: parts stay 8-byte aligned.
-      double* parts = reinterpret_cast<double*>(sums + nrows);
-      double* totals = parts + nrows;
-      float* e = s_t ? reinterpret_cast<float*>(s.data) : reinterpret_cast<float*>(totals + nrows);
-      const float* zd = reinterpret_cast<const float*>(z.data);
-      over_rows(nrows, n, [&](int64_t b, int64_t end) {
-        block_forward(k, zd, e, n, b, end, s_t != nullptr, maxes + b, sums + b, [&](int64_t r, float m) {
-          if (loss_t) label_part(r, zd + r * n, m, parts[r], totals[r]);
-        });
-        if (loss_t)
-          for (int64_t r = b; r < end; r++) store_loss(r, parts[r], totals[r], sums[r]);
-      });
-      return CCV_NNC_EXEC_SUCCESS;
     }
-    over_rows(nrows, n, [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; r++) {
-        const float* zr = row_ptr(z, r);
-        float m = k.max(zr, n);
-        if (std::isinf(m) && m < 0) m = 0;
-        double part = 0, total = 0;
-        if (loss_t) label_part(r, zr, m, part, total);
-        float* sr = s_t ? row_ptr(s, r) : nullptr;
-        const float sum = k.exp_sum(zr, m, sr, n);
-        if (sr) k.scale(sr, 1.0f / sum, n);
-        if (loss_t) store_loss(r, part, total, sum);
-      }
-    });
-    return CCV_NNC_EXEC_SUCCESS;
   });
-}
-
-NNC_SOFTMAX_KERNEL(crossentropy_backward_opt) {
-  (void)hint, (void)flags, (void)input_size, (void)output_size;
-  return guard_code([&] {
-    const rows::Rows s = rows::rows_of(layout_of(inputs[5], "softmax"));
-    const int n = s.cols;
-    const Labels lab =
-        labels_of("SOFTMAX_CROSSENTROPY_BACKWARD", inputs[5], inputs[3], n,
-                  static_cast<int*>(workspace(stream_context, static_cast<size_t>(s.rows) * sizeof(int))));
-    rows::Items g;
-    rows::Rows gs;
-    if (inputs[0]) g = rows::items_of(layout_of(inputs[0], "g"));
-    if (inputs[1]) gs = rows::rows_of(layout_of(inputs[1], "g_softmax"));
-    const bool has_g = inputs[0] != nullptr, has_gs = inputs[1] != nullptr;
-    const rows::Rows dz = rows::rows_of(layout_of(outputs[0], "d logits"));
-    const float trim0 = cmd.info.label_smoothing.trim0, trim1 = cmd.info.label_smoothing.trim1;
-    const float dtrim = trim1 - trim0;
-    const RowKernels& k = row_kernels();
-    over_rows(s.rows, n, [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; r++) {
-        const float gl = has_g ? *reinterpret_cast<const float*>(g.at(r)) : 1.0f;
-        const float* gsr = has_gs ? row_ptr(gs, r) : nullptr;
-        float* dzr = row_ptr(dz, r);
-        if (!lab.dense) {
-          const float total = trim1 + static_cast<float>(n - 1) * trim0;
-          k.crossentropy_backward(row_ptr(s, r), gsr, nullptr, dzr, n, gl * total, gl * trim0, 0.0f);
-          dzr[lab.index[r]] -= gl * dtrim;
-        } else {
-          const float* lr = row_ptr(lab.rows, r);
-          float sum = 0;
-          for (int j = 0; j < n; j++) sum += lr[j];
-          const float total = static_cast<float>(n) * trim0 + dtrim * sum;
-          k.crossentropy_backward(row_ptr(s, r), gsr, lr, dzr, n, gl * total, gl * trim0, gl * dtrim);
-        }
-      }
-    });
-    return CCV_NNC_EXEC_SUCCESS;
-  });
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
 }  // namespace nnc::softmax

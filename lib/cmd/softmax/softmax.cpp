@@ -43,8 +43,8 @@
 
 #include <string>
 
-#include "cmd/ew/null_is_ones.hpp"
-#include "cmd/softmax/rows.hpp"
+#include "cmd/common/null_is_ones.hpp"
+#include "cmd/common/rows.hpp"
 #include "core/error.hpp"
 #include "core/registry.hpp"
 #include "core/tensor.hpp"
@@ -55,8 +55,6 @@ namespace softmax {
 
 namespace {
 
-constexpr int kAllFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CCV_TENSOR_FORMAT_CHWN;
-constexpr int kFloatTypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF;
 
 const char* dt(const ccv_nnc_tensor_t* t) { return datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)); }
 std::string dims_of(const ccv_nnc_tensor_t* t) { return shape_string(t->info.dim); }
@@ -258,33 +256,17 @@ void register_softmax(Registry& r) {
   info.validate = validate_ce_backward;
   r.add_command(info);
 
-  Kernel k;
-  k.tensor_formats = kAllFormats;
-  k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
-  const struct {
-    uint32_t cmd;
-    ccv_nnc_cmd_exec_f ref, opt;
-  } table[] = {
-      {CCV_NNC_SOFTMAX_FORWARD, softmax_forward_ref, softmax_forward_opt},
-      {CCV_NNC_SOFTMAX_BACKWARD, null_is_ones<softmax_backward_ref, shape_of_first_output>,
-       null_is_ones<softmax_backward_opt, shape_of_first_output>},
-      {CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD, crossentropy_forward_ref, crossentropy_forward_opt},
-      {CCV_NNC_SOFTMAX_CROSSENTROPY_BACKWARD, crossentropy_backward_ref, crossentropy_backward_opt},
-  };
-  for (const auto& e : table) {
-    k.cmd = e.cmd;
-    k.backend = CCV_NNC_BACKEND_CPU_REF;
-    // Class-index labels may be 32S next to float logits.
-    k.tensor_datatypes = kFloatTypes | CCV_32S;
-    k.exec = e.ref;
-    k.accept = nullptr;
-    r.add_kernel(k);
-    k.backend = CCV_NNC_BACKEND_CPU_OPT;
-    k.tensor_datatypes = CCV_32F | CCV_32S;
-    k.exec = e.opt;
-    k.accept = opt_accept;
-    r.add_kernel(k);
-  }
+  // Class-index labels may be 32S next to float logits.
+  r.add_kernels(cpu_ref(types::kFloat | CCV_32S),
+                {{CCV_NNC_SOFTMAX_FORWARD, softmax_forward_ref},
+                 {CCV_NNC_SOFTMAX_BACKWARD, null_is_ones<softmax_backward_ref, shape_of_first_output>},
+                 {CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD, crossentropy_forward_ref},
+                 {CCV_NNC_SOFTMAX_CROSSENTROPY_BACKWARD, crossentropy_backward_ref}});
+  r.add_kernels(cpu_opt(CCV_32F | CCV_32S).accepting(opt_accept),
+                {{CCV_NNC_SOFTMAX_FORWARD, softmax_forward_opt},
+                 {CCV_NNC_SOFTMAX_BACKWARD, null_is_ones<softmax_backward_opt, shape_of_first_output>},
+                 {CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD, crossentropy_forward_opt},
+                 {CCV_NNC_SOFTMAX_CROSSENTROPY_BACKWARD, crossentropy_backward_opt}});
 }
 
 }  // namespace nnc

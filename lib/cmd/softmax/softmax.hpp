@@ -8,22 +8,19 @@
 
 #include <cstddef>
 
+#include "core/kernel.hpp"
 #include "nnc/ccv_nnc.h"
 
 namespace nnc::softmax {
 
-#define NNC_SOFTMAX_KERNEL(name)                                                                                 \
-  int name(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* inputs, \
-           const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size,                        \
-           ccv_nnc_stream_context_t* const stream_context)
-NNC_SOFTMAX_KERNEL(softmax_forward_ref);
-NNC_SOFTMAX_KERNEL(softmax_backward_ref);
-NNC_SOFTMAX_KERNEL(crossentropy_forward_ref);
-NNC_SOFTMAX_KERNEL(crossentropy_backward_ref);
-NNC_SOFTMAX_KERNEL(softmax_forward_opt);
-NNC_SOFTMAX_KERNEL(softmax_backward_opt);
-NNC_SOFTMAX_KERNEL(crossentropy_forward_opt);
-NNC_SOFTMAX_KERNEL(crossentropy_backward_opt);
+NNC_KERNEL(softmax_forward_ref);
+NNC_KERNEL(softmax_backward_ref);
+NNC_KERNEL(crossentropy_forward_ref);
+NNC_KERNEL(crossentropy_backward_ref);
+NNC_KERNEL(softmax_forward_opt);
+NNC_KERNEL(softmax_backward_opt);
+NNC_KERNEL(crossentropy_forward_opt);
+NNC_KERNEL(crossentropy_backward_opt);
 
 // CPU_OPT's accept test: fp32 tensors whose last dimension is unit-stride.
 bool opt_accept(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,

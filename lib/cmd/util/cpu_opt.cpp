@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "cmd/common/strided.hpp"
+#include "cmd/common/transpose_avx512.hpp"
 #include "cmd/util/convert.hpp"
-#include "cmd/util/strided.hpp"
-#include "cmd/util/transpose_avx512.hpp"
 #include "cmd/util/util.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
@@ -164,7 +164,7 @@ void strided_copy(Copy& c, size_t parallel_from) {
           case 2: transpose_tile<uint16_t>(yb, ys_t, xb, xs_i, t0, t1, i0, i1); break;
           case 4:
             if (avx512)  // bit copies through float lanes: no arithmetic, payloads kept
-              util::transpose_f32_avx512(reinterpret_cast<const float*>(xb) + t0 + i0 * xs_i, xs_i, i1 - i0, t1 - t0,
+              transpose_f32_avx512(reinterpret_cast<const float*>(xb) + t0 + i0 * xs_i, xs_i, i1 - i0, t1 - t0,
                                          reinterpret_cast<float*>(yb) + t0 * ys_t + i0, ys_t);
             else
               transpose_tile<uint32_t>(yb, ys_t, xb, xs_i, t0, t1, i0, i1);
@@ -272,56 +272,44 @@ void convert_tensor(const ccv_nnc_tensor_t* xt, ccv_nnc_tensor_t* yt) {
 void opt_copy(const ccv_nnc_tensor_t* x, ccv_nnc_tensor_t* y) { copy_tensor(x, y); }
 void opt_fill(ccv_nnc_tensor_t* y, double value) { set_one(y, value); }
 
-NNC_UTIL_KERNEL(set_opt) {
-  (void)hint, (void)flags, (void)inputs, (void)input_size, (void)stream_context;
-  return guard_code([&] {
-    for (int i = 0; i < output_size; i++)
-      if (outputs[i]) set_one(outputs[i], cmd.info.blas.a[0]);
-    return CCV_NNC_EXEC_SUCCESS;
-  });
+NNC_KERNEL(set_opt) {
+  for (int i = 0; i < output_size; i++)
+    if (outputs[i]) set_one(outputs[i], cmd.info.blas.a[0]);
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_UTIL_KERNEL(transfer_opt) {
-  (void)cmd, (void)hint, (void)flags, (void)input_size, (void)stream_context;
-  return guard_code([&] {
-    for (int i = 0; i < output_size; i++)
-      if (outputs[i]) copy_tensor(inputs[i], outputs[i]);
-    return CCV_NNC_EXEC_SUCCESS;
-  });
+NNC_KERNEL(transfer_opt) {
+  for (int i = 0; i < output_size; i++)
+    if (outputs[i]) copy_tensor(inputs[i], outputs[i]);
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_UTIL_KERNEL(format_opt) {
-  (void)cmd, (void)hint, (void)flags, (void)input_size, (void)stream_context;
-  return guard_code([&] {
-    for (int i = 0; i < output_size; i++) {
-      if (!outputs[i]) continue;
-      const Layout x = layout_of(inputs[i], "FORMAT_TRANSFORM input");
-      const Layout y = layout_of(outputs[i], "FORMAT_TRANSFORM output");
-      int perm[kMaxDim];
-      NNC_CHECK(format_permutation(x.format, y.format, y.nd, perm), "FORMAT_TRANSFORM: formats %s and %s do not match",
-                format_name(x.format), format_name(y.format));
-      // x read in y's dimension order.
-      int64_t xs[kMaxDim];
-      for (int j = 0; j < y.nd; j++) xs[j] = x.stride[perm[j]];
-      Copy c;
-      const int64_t* strides[] = {y.stride.data(), xs};
-      make_walk(c.w, y.dim.data(), y.nd, 2, strides);
-      c.y = y.data;
-      c.x = x.data;
-      c.esize = y.element_size;
-      strided_copy(c, kParallelCopy);
-    }
-    return CCV_NNC_EXEC_SUCCESS;
-  });
+NNC_KERNEL(format_opt) {
+  for (int i = 0; i < output_size; i++) {
+    if (!outputs[i]) continue;
+    const Layout x = layout_of(inputs[i], "FORMAT_TRANSFORM input");
+    const Layout y = layout_of(outputs[i], "FORMAT_TRANSFORM output");
+    int perm[kMaxDim];
+    NNC_CHECK(format_permutation(x.format, y.format, y.nd, perm), "FORMAT_TRANSFORM: formats %s and %s do not match",
+              format_name(x.format), format_name(y.format));
+    // x read in y's dimension order.
+    int64_t xs[kMaxDim];
+    for (int j = 0; j < y.nd; j++) xs[j] = x.stride[perm[j]];
+    Copy c;
+    const int64_t* strides[] = {y.stride.data(), xs};
+    make_walk(c.w, y.dim.data(), y.nd, 2, strides);
+    c.y = y.data;
+    c.x = x.data;
+    c.esize = y.element_size;
+    strided_copy(c, kParallelCopy);
+  }
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_UTIL_KERNEL(convert_opt) {
-  (void)cmd, (void)hint, (void)flags, (void)input_size, (void)stream_context;
-  return guard_code([&] {
-    for (int i = 0; i < output_size; i++)
-      if (outputs[i]) convert_tensor(inputs[i], outputs[i]);
-    return CCV_NNC_EXEC_SUCCESS;
-  });
+NNC_KERNEL(convert_opt) {
+  for (int i = 0; i < output_size; i++)
+    if (outputs[i]) convert_tensor(inputs[i], outputs[i]);
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
 }  // namespace nnc::util

@@ -29,60 +29,48 @@ void ref_copy(const ccv_nnc_tensor_t* xt, ccv_nnc_tensor_t* yt) {
   for_each_index(y.dim.data(), y.nd, [&](const int* index) { std::memmove(y.at(index), x.at(index), y.element_size); });
 }
 
-NNC_UTIL_KERNEL(set_ref) {
-  (void)hint, (void)flags, (void)inputs, (void)input_size, (void)stream_context;
-  return guard_code([&] {
-    for (int i = 0; i < output_size; i++)
-      if (outputs[i]) ref_fill(outputs[i], cmd.info.blas.a[0]);
-    return CCV_NNC_EXEC_SUCCESS;
-  });
+NNC_KERNEL(set_ref) {
+  for (int i = 0; i < output_size; i++)
+    if (outputs[i]) ref_fill(outputs[i], cmd.info.blas.a[0]);
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_UTIL_KERNEL(transfer_ref) {
-  (void)cmd, (void)hint, (void)flags, (void)input_size, (void)stream_context;
-  return guard_code([&] {
-    for (int i = 0; i < output_size; i++)
-      if (outputs[i]) ref_copy(inputs[i], outputs[i]);
-    return CCV_NNC_EXEC_SUCCESS;
-  });
+NNC_KERNEL(transfer_ref) {
+  for (int i = 0; i < output_size; i++)
+    if (outputs[i]) ref_copy(inputs[i], outputs[i]);
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_UTIL_KERNEL(format_ref) {
-  (void)cmd, (void)hint, (void)flags, (void)input_size, (void)stream_context;
-  return guard_code([&] {
-    for (int i = 0; i < output_size; i++) {
-      if (!outputs[i]) continue;
-      const Layout x = layout_of(inputs[i], "FORMAT_TRANSFORM input");
-      const Layout y = layout_of(outputs[i], "FORMAT_TRANSFORM output");
-      int perm[kMaxDim];
-      NNC_CHECK(format_permutation(x.format, y.format, y.nd, perm), "FORMAT_TRANSFORM: formats %s and %s do not match",
-                format_name(x.format), format_name(y.format));
-      for_each_index(y.dim.data(), y.nd, [&](const int* index) {
-        int from[kMaxDim];
-        for (int j = 0; j < y.nd; j++) from[perm[j]] = index[j];
-        std::memcpy(y.at(index), x.at(from), y.element_size);
-      });
-    }
-    return CCV_NNC_EXEC_SUCCESS;
-  });
+NNC_KERNEL(format_ref) {
+  for (int i = 0; i < output_size; i++) {
+    if (!outputs[i]) continue;
+    const Layout x = layout_of(inputs[i], "FORMAT_TRANSFORM input");
+    const Layout y = layout_of(outputs[i], "FORMAT_TRANSFORM output");
+    int perm[kMaxDim];
+    NNC_CHECK(format_permutation(x.format, y.format, y.nd, perm), "FORMAT_TRANSFORM: formats %s and %s do not match",
+              format_name(x.format), format_name(y.format));
+    for_each_index(y.dim.data(), y.nd, [&](const int* index) {
+      int from[kMaxDim];
+      for (int j = 0; j < y.nd; j++) from[perm[j]] = index[j];
+      std::memcpy(y.at(index), x.at(from), y.element_size);
+    });
+  }
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_UTIL_KERNEL(convert_ref) {
-  (void)cmd, (void)hint, (void)flags, (void)input_size, (void)stream_context;
-  return guard_code([&] {
-    for (int i = 0; i < output_size; i++) {
-      if (!outputs[i]) continue;
-      const Layout x = layout_of(inputs[i], "DATATYPE_CONVERSION input");
-      const Layout y = layout_of(outputs[i], "DATATYPE_CONVERSION output");
-      for_each_index(y.dim.data(), y.nd, [&](const int* index) {
-        if (x.datatype == y.datatype)
-          std::memmove(y.at(index), x.at(index), y.element_size);
-        else
-          convert_strided(x.at(index), x.datatype, 1, y.at(index), y.datatype, 1, 1);
-      });
-    }
-    return CCV_NNC_EXEC_SUCCESS;
-  });
+NNC_KERNEL(convert_ref) {
+  for (int i = 0; i < output_size; i++) {
+    if (!outputs[i]) continue;
+    const Layout x = layout_of(inputs[i], "DATATYPE_CONVERSION input");
+    const Layout y = layout_of(outputs[i], "DATATYPE_CONVERSION output");
+    for_each_index(y.dim.data(), y.nd, [&](const int* index) {
+      if (x.datatype == y.datatype)
+        std::memmove(y.at(index), x.at(index), y.element_size);
+      else
+        convert_strided(x.at(index), x.datatype, 1, y.at(index), y.datatype, 1, 1);
+    });
+  }
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
 }  // namespace nnc::util

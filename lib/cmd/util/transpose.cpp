@@ -22,8 +22,6 @@ namespace nnc::util {
 
 namespace {
 
-constexpr int kAllFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CCV_TENSOR_FORMAT_CHWN;
-constexpr int kAllTypes = CCV_8U | CCV_32S | CCV_32F | CCV_64S | CCV_64F | CCV_16F | CCV_16BF;
 
 // libnnc's rule: output i is input i with the two axes swapped.
 void transpose_auto(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_param_t* inputs, int input_size,
@@ -72,9 +70,7 @@ void validate(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t*
 
 // One kernel call per pair.
 template <ccv_nnc_cmd_exec_f F>
-int pairwise(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* inputs,
-             const int, ccv_nnc_tensor_t* const* outputs, const int output_size,
-             ccv_nnc_stream_context_t* const stream_context) {
+NNC_KERNEL(pairwise) {
   for (int i = 0; i < output_size; i++) {
     const int code = F(cmd, hint, flags, inputs + i, 1, outputs + i, 1, stream_context);
     if (code != CCV_NNC_EXEC_SUCCESS) return code;
@@ -92,17 +88,8 @@ void register_transpose(Registry& r) {
     c.bitmask = id == CCV_NNC_TRANSPOSE_FORWARD ? pairs_forward_bitmask : pairs_backward_bitmask;  // libnnc's
     c.validate = validate;
     r.add_command(c);
-    Kernel k;
-    k.cmd = id;
-    k.tensor_formats = kAllFormats;
-    k.tensor_datatypes = kAllTypes;
-    k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
-    k.backend = CCV_NNC_BACKEND_CPU_REF;
-    k.exec = pairwise<transpose_ref>;
-    r.add_kernel(k);
-    k.backend = CCV_NNC_BACKEND_CPU_OPT;
-    k.exec = pairwise<transpose_opt>;
-    r.add_kernel(k);
+    r.add_kernels(cpu_ref(types::kAll), {{id, pairwise<transpose_ref>}});
+    r.add_kernels(cpu_opt(types::kAll), {{id, pairwise<transpose_opt>}});
   }
 }
 

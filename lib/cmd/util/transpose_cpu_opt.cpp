@@ -10,9 +10,9 @@
 #include <cstring>
 #include <utility>
 
-#include "cmd/util/strided.hpp"
+#include "cmd/common/strided.hpp"
+#include "cmd/common/transpose_avx512.hpp"
 #include "cmd/util/transpose.hpp"
-#include "cmd/util/transpose_avx512.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "core/tensor.hpp"
@@ -104,28 +104,25 @@ void transpose(const Layout& x, const Layout& y, int a, int b) {
 
 }  // namespace
 
-NNC_TRANSPOSE_KERNEL(transpose_opt) {
-  (void)hint, (void)flags, (void)input_size, (void)output_size, (void)stream_context;
-  return guard_code([&] {
-    const Layout x = layout_of(inputs[0], "TRANSPOSE input");
-    const Layout y = layout_of(outputs[0], "TRANSPOSE output");
-    const int a = cmd.info.transpose.axis[0], b = cmd.info.transpose.axis[1];
-    switch (y.element_size) {
-      case 1:
-        transpose<uint8_t>(x, y, a, b);
-        break;
-      case 2:
-        transpose<uint16_t>(x, y, a, b);
-        break;
-      case 4:
-        transpose<uint32_t>(x, y, a, b);
-        break;
-      default:
-        transpose<uint64_t>(x, y, a, b);
-        break;
-    }
-    return CCV_NNC_EXEC_SUCCESS;
-  });
+NNC_KERNEL(transpose_opt) {
+  const Layout x = layout_of(inputs[0], "TRANSPOSE input");
+  const Layout y = layout_of(outputs[0], "TRANSPOSE output");
+  const int a = cmd.info.transpose.axis[0], b = cmd.info.transpose.axis[1];
+  switch (y.element_size) {
+    case 1:
+      transpose<uint8_t>(x, y, a, b);
+      break;
+    case 2:
+      transpose<uint16_t>(x, y, a, b);
+      break;
+    case 4:
+      transpose<uint32_t>(x, y, a, b);
+      break;
+    default:
+      transpose<uint64_t>(x, y, a, b);
+      break;
+  }
+  return CCV_NNC_EXEC_SUCCESS;
 }
 
 }  // namespace nnc::util

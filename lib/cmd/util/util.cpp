@@ -11,7 +11,7 @@
 #include <cstring>
 #include <string>
 
-#include "cmd/ew/math.hpp"
+#include "cmd/common/checks.hpp"
 #include "cmd/util/convert.hpp"
 #include "cmd/util/transpose.hpp"
 #include "cmd/util/util.hpp"
@@ -26,9 +26,6 @@ namespace util {
 
 namespace {
 
-constexpr int kAllFormats = CCV_TENSOR_FORMAT_NHWC | CCV_TENSOR_FORMAT_NCHW | CCV_TENSOR_FORMAT_CHWN;
-constexpr int kAllTypes = CCV_8U | CCV_32S | CCV_32F | CCV_64S | CCV_64F | CCV_16F | CCV_16BF;
-constexpr int kFloatTypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF;
 
 const char* name_of(const ccv_nnc_cmd_t& cmd) {
   const char* n = cmd_name(cmd.cmd);
@@ -181,7 +178,7 @@ void validate_convert(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_t
 bool set_bitmask(const ccv_nnc_cmd_param_t&, int, int output_size, const uint64_t*, int, const uint64_t* outputs,
                  int output_bitmask_size) {
   int count = 0;
-  return ew::ones_prefix(outputs, output_bitmask_size, &count) && count == output_size;
+  return ones_prefix(outputs, output_bitmask_size, &count) && count == output_size;
 }
 
 }  // namespace
@@ -189,14 +186,14 @@ bool set_bitmask(const ccv_nnc_cmd_param_t&, int, int output_size, const uint64_
 bool pairs_forward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_size, const uint64_t* inputs,
                            int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size) {
   int in = 0, out = 0;
-  return ew::ones_prefix(inputs, input_bitmask_size, &in) && ew::ones_prefix(outputs, output_bitmask_size, &out) &&
+  return ones_prefix(inputs, input_bitmask_size, &in) && ones_prefix(outputs, output_bitmask_size, &out) &&
          in == out && input_size == output_size && input_size == in;
 }
 
 bool pairs_backward_bitmask(const ccv_nnc_cmd_param_t&, int, int output_size, const uint64_t* inputs,
                             int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size) {
   int in = 0, out = 0;
-  return ew::ones_prefix(inputs, input_bitmask_size, &in) && ew::ones_prefix(outputs, output_bitmask_size, &out) &&
+  return ones_prefix(inputs, input_bitmask_size, &in) && ones_prefix(outputs, output_bitmask_size, &out) &&
          out <= in && out == output_size;
 }
 
@@ -211,17 +208,8 @@ void add(Registry& r, uint32_t cmd, TensorAutoFn tensor_auto, BitmaskFn bitmask,
   info.allow_inplace = inplace;
   info.validate = validate;
   r.add_command(info);
-  Kernel k;
-  k.cmd = cmd;
-  k.tensor_formats = kAllFormats;
-  k.tensor_datatypes = kAllTypes;
-  k.tensor_memory = CCV_TENSOR_CPU_MEMORY;
-  k.backend = CCV_NNC_BACKEND_CPU_REF;
-  k.exec = ref;
-  r.add_kernel(k);
-  k.backend = CCV_NNC_BACKEND_CPU_OPT;
-  k.exec = opt;
-  r.add_kernel(k);
+  r.add_kernels(cpu_ref(types::kAll), {{cmd, ref}});
+  r.add_kernels(cpu_opt(types::kAll), {{cmd, opt}});
 }
 
 }  // namespace
@@ -245,7 +233,7 @@ bool format_permutation(int in_format, int out_format, int nd, int* perm) {
 
 bool conversion_supported(int from, int to) {
   if (from == to) return datatype_supported(from);
-  return (from & kFloatTypes) && (to & kFloatTypes) && datatype_supported(from) && datatype_supported(to);
+  return (from & types::kFloat) && (to & types::kFloat) && datatype_supported(from) && datatype_supported(to);
 }
 
 void fill_pattern(double v, int datatype, unsigned char out[8]) {

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "cmd/common/copy.hpp"
+#include "core/kernel.hpp"
 #include "core/tensor.hpp"
 #include "nnc/ccv_nnc.h"
 
@@ -30,14 +32,6 @@ bool conversion_supported(int from, int to);
 void convert_strided(const unsigned char* src, int from, int64_t src_stride, unsigned char* dst, int to,
                      int64_t dst_stride, size_t n);
 
-// Whole-tensor helpers other families reuse (EWSUM's backward): copy x into y
-// (same shape, same type, any strides) and fill y with a value. The _ref ones
-// go element by element; the _opt ones are the optimised paths.
-void ref_copy(const ccv_nnc_tensor_t* x, ccv_nnc_tensor_t* y);
-void ref_fill(ccv_nnc_tensor_t* y, double value);
-void opt_copy(const ccv_nnc_tensor_t* x, ccv_nnc_tensor_t* y);
-void opt_fill(ccv_nnc_tensor_t* y, double value);
-
 // libnnc's bitmasks of the pairwise copies (DATA_TRANSFER, FORMAT_TRANSFORM,
 // DATATYPE_CONVERSION, TRANSPOSE): forward, inputs and outputs are equal runs
 // from the first bit covering both lists; backward, the outputs are a run
@@ -47,19 +41,14 @@ bool pairs_forward_bitmask(const ccv_nnc_cmd_param_t& params, int input_size, in
 bool pairs_backward_bitmask(const ccv_nnc_cmd_param_t& params, int input_size, int output_size, const uint64_t* inputs,
                             int input_bitmask_size, const uint64_t* outputs, int output_bitmask_size);
 
-// Kernels (ccv_nnc_cmd_exec_f).
-#define NNC_UTIL_KERNEL(name)                                                                                   \
-  int name(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* inputs, \
-           const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size,                       \
-           ccv_nnc_stream_context_t* const stream_context)
-NNC_UTIL_KERNEL(set_ref);
-NNC_UTIL_KERNEL(set_opt);
-NNC_UTIL_KERNEL(transfer_ref);
-NNC_UTIL_KERNEL(transfer_opt);
-NNC_UTIL_KERNEL(format_ref);
-NNC_UTIL_KERNEL(format_opt);
-NNC_UTIL_KERNEL(convert_ref);
-NNC_UTIL_KERNEL(convert_opt);
+NNC_KERNEL(set_ref);
+NNC_KERNEL(set_opt);
+NNC_KERNEL(transfer_ref);
+NNC_KERNEL(transfer_opt);
+NNC_KERNEL(format_ref);
+NNC_KERNEL(format_opt);
+NNC_KERNEL(convert_ref);
+NNC_KERNEL(convert_opt);
 
 // AVX2 + F16C loops (cpu_opt_avx2.cpp); call only when cpu_features() has f16c and avx2.
 void f32_to_f16_f16c(const float* src, uint16_t* dst, size_t n);

@@ -21,7 +21,7 @@
 #include <random>
 #include <vector>
 
-#include "cmd/blas/sgemm.hpp"
+#include "cmd/common/sgemm.hpp"
 #include "core/parallel.hpp"
 #include "nnc/ccv_nnc.h"
 #include "nnc/ccv_nnc_easy.h"

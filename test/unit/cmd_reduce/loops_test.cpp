@@ -1,7 +1,7 @@
 // The inner loops of the reduction and normalisation kernels, every
 // instruction-set table this CPU runs (the generic one always), against
 // double-precision loops written here, on every length up to a few vectors.
-#include "cmd/reduce/loops.hpp"
+#include "cmd/common/reduce_loops.hpp"
 #include "core/parallel.hpp"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // The reduction / normalisation loops without extra instruction-set flags,
 // and the choice of table by what this CPU runs (see loops.hpp).
 #define NNC_LOOPS_SUFFIX generic
-#include "cmd/reduce/loops_impl.hpp"
+#include "cmd/common/reduce_loops_impl.hpp"
 #include "core/parallel.hpp"
 
 namespace nnc::red {

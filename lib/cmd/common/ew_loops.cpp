@@ -1,7 +1,7 @@
 // The ew loops without extra instruction-set flags, and the choice of table
 // by what this CPU runs (see loops.hpp).
 #define NNC_EW_LOOPS_SUFFIX generic
-#include "cmd/ew/loops_impl.hpp"
+#include "cmd/common/ew_loops_impl.hpp"
 #include "core/parallel.hpp"
 
 namespace nnc::ew {

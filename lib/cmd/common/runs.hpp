@@ -21,9 +21,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cmd/ew/loops.hpp"
-#include "cmd/reduce/loops.hpp"
-#include "cmd/util/strided.hpp"
+#include "cmd/common/ew_loops.hpp"
+#include "cmd/common/reduce_loops.hpp"
+#include "cmd/common/strided.hpp"
 #include "core/parallel.hpp"
 #include "core/stream.hpp"
 #include "core/tensor.hpp"

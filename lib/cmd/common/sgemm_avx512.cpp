@@ -21,8 +21,8 @@
 #include <memory>
 #include <new>
 
-#include "cmd/blas/sgemm.hpp"
-#include "cmd/util/transpose_avx512.hpp"
+#include "cmd/common/sgemm.hpp"
+#include "cmd/common/transpose_avx512.hpp"
 #include "core/parallel.hpp"
 
 namespace nnc::gemm {
@@ -59,7 +59,7 @@ void pack_rows(const Sgemm& g, int p0, int kc, int jq, int cols, int nv, float* 
 void pack_cols(const Sgemm& g, int p0, int kc, int jq, int cols, int nv, float* dst) {
   const int nr = 16 * nv;
   if (cols < nr) std::memset(dst, 0, sizeof(float) * static_cast<size_t>(kc) * nr);
-  util::transpose_f32_avx512(g.b + static_cast<int64_t>(jq) * g.bcs + p0, g.bcs, cols, kc, dst, nr);
+  transpose_f32_avx512(g.b + static_cast<int64_t>(jq) * g.bcs + p0, g.bcs, cols, kc, dst, nr);
 }
 
 // C tile (mr <= kMr rows, nr <= 16 · NV columns) = (add ? C : 0) + A panel · B
@@ -118,7 +118,7 @@ int panel_vectors(int n) { return n <= 16 ? 1 : n <= 32 ? 2 : kNv; }
 // the product uses.
 int split_width(int) { return kLanes * kNv; }
 
-#include "cmd/blas/sgemm_driver.hpp"
+#include "cmd/common/sgemm_driver.hpp"
 
 }  // namespace
 

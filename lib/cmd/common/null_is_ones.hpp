@@ -11,8 +11,9 @@
 #include <memory>
 #include <vector>
 
-#include "cmd/util/util.hpp"
+#include "cmd/common/copy.hpp"
 #include "core/error.hpp"
+#include "core/kernel.hpp"
 #include "core/tensor.hpp"
 #include "nnc/ccv_nnc.h"
 
@@ -37,25 +38,21 @@ inline bool shape_of_first_output(ccv_nnc_tensor_t* const*, int, ccv_nnc_tensor_
 }
 
 template <ccv_nnc_cmd_exec_f Exec, OnesShapeFn Shape>
-int null_is_ones(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* inputs,
-                 const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size,
-                 ccv_nnc_stream_context_t* const stream_context) {
+NNC_KERNEL(null_is_ones) {
   if (input_size > 0 && inputs[0])
     return Exec(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
-  return guard_code([&] {
-    ccv_nnc_tensor_param_t p{};
-    if (!Shape(inputs, input_size, outputs, output_size, &p))
-      fail(CCV_NNC_EXEC_INVALID, "the gradient (input 0) is NULL and its shape cannot be told from the other tensors");
-    struct Free {
-      void operator()(ccv_nnc_tensor_t* t) const { tensor_free(t); }
-    };
-    const std::unique_ptr<ccv_nnc_tensor_t, Free> ones(tensor_new(nullptr, p, 0));
-    util::opt_fill(ones.get(), 1);
-    std::vector<ccv_nnc_tensor_t*> in(inputs, inputs + std::max(input_size, 0));
-    if (in.empty()) in.push_back(nullptr);
-    in[0] = ones.get();
-    return Exec(cmd, hint, flags, in.data(), static_cast<int>(in.size()), outputs, output_size, stream_context);
-  });
+  ccv_nnc_tensor_param_t p{};
+  if (!Shape(inputs, input_size, outputs, output_size, &p))
+    fail(CCV_NNC_EXEC_INVALID, "the gradient (input 0) is NULL and its shape cannot be told from the other tensors");
+  struct Free {
+    void operator()(ccv_nnc_tensor_t* t) const { tensor_free(t); }
+  };
+  const std::unique_ptr<ccv_nnc_tensor_t, Free> ones(tensor_new(nullptr, p, 0));
+  util::opt_fill(ones.get(), 1);
+  std::vector<ccv_nnc_tensor_t*> in(inputs, inputs + std::max(input_size, 0));
+  if (in.empty()) in.push_back(nullptr);
+  in[0] = ones.get();
+  return Exec(cmd, hint, flags, in.data(), static_cast<int>(in.size()), outputs, output_size, stream_context);
 }
 
 }  // namespace nnc

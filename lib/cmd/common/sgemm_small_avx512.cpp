@@ -17,7 +17,7 @@
 
 #include <algorithm>
 
-#include "cmd/blas/sgemm.hpp"
+#include "cmd/common/sgemm.hpp"
 #include "core/parallel.hpp"
 
 namespace nnc::gemm {
@@ -128,7 +128,7 @@ void columns_adjacent(const Sgemm& g, int j0, int j1) {
 constexpr int row_block(int) { return 4 * kLanes; }
 constexpr int dot_block(int) { return 4; }
 
-#include "cmd/blas/sgemm_small_driver.hpp"
+#include "cmd/common/sgemm_small_driver.hpp"
 
 }  // namespace
 

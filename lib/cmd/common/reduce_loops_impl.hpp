@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "cmd/reduce/loops.hpp"
+#include "cmd/common/reduce_loops.hpp"
 
 #define NNC_LOOPS_CAT2(a, b) a##b
 #define NNC_LOOPS_CAT(a, b) NNC_LOOPS_CAT2(a, b)

@@ -3,4 +3,4 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #define NNC_LOOPS_SUFFIX avx512
-#include "cmd/reduce/loops_impl.hpp"
+#include "cmd/common/reduce_loops_impl.hpp"

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstddef>
 
-#include "cmd/ew/loops.hpp"
+#include "cmd/common/ew_loops.hpp"
 
 #define NNC_EW_CAT2(a, b) a##b
 #define NNC_EW_CAT(a, b) NNC_EW_CAT2(a, b)

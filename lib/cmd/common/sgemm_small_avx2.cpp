@@ -16,7 +16,7 @@
 
 #include <algorithm>
 
-#include "cmd/blas/sgemm.hpp"
+#include "cmd/common/sgemm.hpp"
 #include "core/parallel.hpp"
 
 namespace nnc::gemm {
@@ -144,7 +144,7 @@ void columns_adjacent(const Sgemm& g, int j0, int j1) {
 constexpr int row_block(int m) { return row_vectors(m) * kLanes; }
 constexpr int dot_block(int m) { return dot_columns(m); }
 
-#include "cmd/blas/sgemm_small_driver.hpp"
+#include "cmd/common/sgemm_small_driver.hpp"
 
 }  // namespace
 

@@ -138,4 +138,4 @@ void log_(T* y, const T* x, size_t n) {
 }  // namespace nnc::ew
 
 #define NNC_EW_LOOPS_SUFFIX avx2
-#include "cmd/ew/loops_impl.hpp"
+#include "cmd/common/ew_loops_impl.hpp"

@@ -4,13 +4,13 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
-#include "cmd/util/transpose_avx512.hpp"
+#include "cmd/common/transpose_avx512.hpp"
 
 #include <immintrin.h>
 
 #include <algorithm>
 
-namespace nnc::util {
+namespace nnc {
 
 namespace {
 
@@ -56,4 +56,4 @@ void transpose_f32_avx512(const float* x, int64_t xs, int rows, int cols, float*
   }
 }
 
-}  // namespace nnc::util
+}  // namespace nnc

@@ -20,7 +20,7 @@
 #include <memory>
 #include <new>
 
-#include "cmd/blas/sgemm.hpp"
+#include "cmd/common/sgemm.hpp"
 #include "core/parallel.hpp"
 
 namespace nnc::gemm {
@@ -181,7 +181,7 @@ int panel_vectors(int n) { return n <= 8 ? 1 : kNv; }
 // Threads split C by whole panels of the width the product uses.
 int split_width(int n) { return kLanes * panel_vectors(n); }
 
-#include "cmd/blas/sgemm_driver.hpp"
+#include "cmd/common/sgemm_driver.hpp"
 
 }  // namespace
 

@@ -4,14 +4,14 @@
 // nnc::cpu_features().avx512 is known to be true:
 //
 //   // y (cols x rows, rows ys apart) = transpose of x (rows x cols, rows xs apart)
-//   nnc::util::transpose_f32_avx512(x, xs, rows, cols, y, ys);
+//   nnc::transpose_f32_avx512(x, xs, rows, cols, y, ys);
 #pragma once
 
 #include <cstdint>
 
-namespace nnc::util {
+namespace nnc {
 
 // y[j * ys + i] = x[i * xs + j] for i < rows, j < cols.
 void transpose_f32_avx512(const float* x, int64_t xs, int rows, int cols, float* y, int64_t ys);
 
-}  // namespace nnc::util
+}  // namespace nnc
