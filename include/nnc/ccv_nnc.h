@@ -824,6 +824,230 @@ void ccv_nnc_tensor_synchronize_to_multiview(ccv_nnc_tensor_multiview_t* const t
 /** Point every synchronised tensor at the current tensor now. */
 void ccv_nnc_tensor_multiview_synchronize(ccv_nnc_tensor_multiview_t* const tensor_multiview);
 
+
+/* ---------------------------------------------------------------------------
+ * Level 3: the symbolic graph
+ *
+ * Tensor symbols stand for tensors (shape and type, no memory); exec symbols
+ * run commands over them. Symbols follow SSA: each is written once (aliases
+ * of one symbol may be written separately where they do not overlap, which
+ * is how a concatenation is written in place). Outputs created without a
+ * shape take the command's inference when the exec symbol is made. Compiling
+ * gives a concrete graph, a tensor arena laid out by the memory planner and
+ * the map from exec symbols to graph nodes:
+ *
+ *   ccv_nnc_symbolic_graph_t* sg = ccv_nnc_symbolic_graph_new();
+ *   ccv_nnc_tensor_symbol_t x = ccv_nnc_tensor_symbol_new(sg, CPU_TENSOR_NHWC(32F, 8, 4), "x");
+ *   ccv_nnc_tensor_symbol_t w = ccv_nnc_tensor_symbol_new(sg, CPU_TENSOR_NHWC(32F, 3, 4), "w");
+ *   ccv_nnc_tensor_symbol_t y = ccv_nnc_tensor_symbol_new(sg, ccv_nnc_tensor_auto, "y");  // inferred: 8x3
+ *   ccv_nnc_graph_exec_symbol_new(sg, CMD_GEMM_FORWARD(NO_TRANSPOSE, TRANSPOSE(0, 1)), TENSOR_SYMBOL_LIST(x, w), TENSOR_SYMBOL_LIST(y), "fc");
+ *   ccv_nnc_graph_exec_symbol_autogen(sg, 0, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
+ *   ccv_nnc_graph_t* g; ccv_nnc_tensor_arena_t* ta; ccv_nnc_graph_exec_arena_t* ea;
+ *   ccv_nnc_symbolic_graph_compile(sg, ccv_nnc_default_compile_params, 0, 0, TENSOR_SYMBOL_LIST(y),
+ *                                  SYMBOLIC_GRAPH_SOURCES(sg), SYMBOLIC_GRAPH_DESTINATIONS(sg), &g, &ta, &ea);
+ *   // fill ccv_nnc_tensor_from_symbol(ta, x) and (ta, w), then:
+ *   ccv_nnc_graph_run(g, 0, TRAVERSE_FULL, 0, 0);
+ *
+ * Mistakes (a second writer, a freed or foreign symbol, a cycle, shapes that
+ * do not fit) are refused with a message (ccv_nnc_error_message()); calls
+ * that return a symbol return one with d < 0 and graph NULL then.
+ * Not yet: symbolic while / case..of, simplification passes, persistence,
+ * memory reduction and compression (later steps of this layer).
+ * ------------------------------------------------------------------------- */
+
+/** A symbolic graph. Not thread-safe: mutate it from one thread at a time. */
+typedef struct ccv_nnc_symbolic_graph_s ccv_nnc_symbolic_graph_t;
+/** The tensors of a compiled graph. */
+typedef struct ccv_nnc_tensor_arena_s ccv_nnc_tensor_arena_t;
+/** The map from exec symbols to the nodes of a compiled graph. */
+typedef struct ccv_nnc_graph_exec_arena_s ccv_nnc_graph_exec_arena_t;
+
+/** A tensor symbol, by value: its index and its graph. */
+typedef struct {
+	int32_t d;
+	const ccv_nnc_symbolic_graph_t* graph;
+} ccv_nnc_tensor_symbol_t;
+
+/** An exec symbol, by value: its index and its graph. */
+typedef struct {
+	int32_t d;
+	const ccv_nnc_symbolic_graph_t* graph;
+} ccv_nnc_graph_exec_symbol_t;
+
+enum {
+	CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS = 0x01, /* compiled with a SET to 0 before the first exec */
+	CCV_NNC_TENSOR_SYMBOL_INIT_ONES = 0x02,  /* compiled with a SET to 1 before the first exec */
+	CCV_NNC_TENSOR_SYMBOL_TAPE_VAR = 0x04,   /* recorded on the tensor tape (loops, branches) */
+	CCV_NNC_TENSOR_SYMBOL_DEAD = 0x80000000, /* freed: any further use is an error */
+};
+#define CCV_NNC_TENSOR_SYMBOL_IS_DEAD(x) ((x) & CCV_NNC_TENSOR_SYMBOL_DEAD)
+
+enum {
+	CCV_NNC_GRAPH_EXEC_DEAD = 0x1,           /* freed */
+	CCV_NNC_GRAPH_EXEC_P_WHILE = 0x10,       /* the node is a while loop */
+	CCV_NNC_GRAPH_EXEC_CASE_OF = 0x20,       /* the node is a case..of */
+	CCV_NNC_GRAPH_EXEC_DISABLE_OPT = 0x10000, /* simplification passes leave this node alone */
+};
+#define CCV_NNC_GRAPH_EXEC_IS_DEAD(x) ((x) & CCV_NNC_GRAPH_EXEC_DEAD)
+
+enum {
+	CCV_NNC_NO_TENSOR_SYMBOL = -1,          /* an empty slot */
+	CCV_NNC_WHILE_COUNT_TENSOR_SYMBOL = -2, /* a while loop's iteration count */
+};
+enum {
+	CCV_NNC_NO_GRAPH_EXEC_SYMBOL = -1,
+};
+enum {
+	CCV_NNC_SYMBOL_TENSOR,       /* tensor symbols that are not aliases */
+	CCV_NNC_SYMBOL_TENSOR_ALIAS, /* alias symbols */
+	CCV_NNC_SYMBOL_GRAPH_EXEC,   /* exec symbols */
+};
+#define CCV_NNC_IS_WHILE_COUNT_TENSOR_SYMBOL(d) (((uint32_t)(d) & 0xf) == 0xe)
+
+/** A pair of tensor symbols (from, to). */
+typedef struct {
+	ccv_nnc_tensor_symbol_t source;
+	ccv_nnc_tensor_symbol_t destination;
+} ccv_nnc_tensor_symbol_map_t;
+
+/** Create an empty symbolic graph. Free with ccv_nnc_symbolic_graph_free. */
+CCV_WARN_UNUSED(ccv_nnc_symbolic_graph_t*) ccv_nnc_symbolic_graph_new(void);
+/**
+ * A tensor symbol of the given shape and type (no memory). With a zero shape
+ * (ccv_nnc_tensor_auto) it takes the shape the first exec that writes it infers.
+ * @param name Optional (copied), used in messages and dot output.
+ */
+CCV_WARN_UNUSED(ccv_nnc_tensor_symbol_t) ccv_nnc_tensor_symbol_new(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_param_t info, const char* const name);
+/**
+ * An alias: a view of part of `tensor_symbol` (which must not be an alias
+ * itself) with its own shape. Element offset = sum of ofs[i] * stride[i]
+ * over the alias's dimensions. stride all 0: packed for the alias's own
+ * shape (a reshape); a slice passes the base's strides.
+ */
+CCV_WARN_UNUSED(ccv_nnc_tensor_symbol_t) ccv_nnc_tensor_symbol_alias_new(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_t tensor_symbol, const int ofs[CCV_NNC_MAX_DIM_ALLOC], const int stride[CCV_NNC_MAX_DIM_ALLOC], const ccv_nnc_tensor_param_t info, const char* const name);
+/** Free a tensor symbol (and its aliases); its index stays taken. */
+void ccv_nnc_tensor_symbol_free(ccv_nnc_symbolic_graph_t* const graph, ccv_nnc_tensor_symbol_t tensor);
+/**
+ * An exec symbol running cmd over the symbols (an empty slot is
+ * NO_TENSOR_SYMBOL). Outputs without a shape get the inferred one; the hint
+ * is derived from the first input and output (ccv_nnc_hint_auto). A second
+ * writer of any element of an output is refused (SSA).
+ */
+ccv_nnc_graph_exec_symbol_t ccv_nnc_graph_exec_symbol_new(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_cmd_t cmd, const ccv_nnc_tensor_symbol_t* const inputs, const int input_size, const ccv_nnc_tensor_symbol_t* const outputs, const int output_size, const char* const name);
+/** Replace the hint an exec symbol runs with. */
+void ccv_nnc_graph_exec_symbol_set_hint(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t exec, const ccv_nnc_hint_t hint);
+/** Free an exec symbol; its predecessors are ordered before its successors instead. */
+void ccv_nnc_graph_exec_symbol_free(ccv_nnc_symbolic_graph_t* const graph, ccv_nnc_graph_exec_symbol_t symbol);
+enum {
+	CCV_NNC_AUTOGEN_ALL_EXECS = 0x1,                /* edges from data dependencies */
+	CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS = 0x2, /* and the default sources / destinations from the edges */
+};
+/**
+ * Order the execs by their data: an edge from the writer of every symbol
+ * (or overlapping alias) to each exec that reads it. execs NULL and
+ * exec_size 0: every exec. @return 0, or -1 when the dependencies form a
+ * cycle (no edge is added then).
+ */
+int ccv_nnc_graph_exec_symbol_autogen(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t* const execs, const int exec_size, const int flags);
+/** Replace the default sources (copied). */
+void ccv_nnc_symbolic_graph_set_sources(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t* const sources, const int source_size);
+void ccv_nnc_symbolic_graph_add_source(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t source);
+/** The default sources (NULL if none); valid until the graph changes. */
+ccv_nnc_graph_exec_symbol_t* ccv_nnc_symbolic_graph_sources(const ccv_nnc_symbolic_graph_t* const graph);
+int ccv_nnc_symbolic_graph_source_size(const ccv_nnc_symbolic_graph_t* const graph);
+void ccv_nnc_symbolic_graph_set_destinations(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t* const destinations, const int destination_size);
+void ccv_nnc_symbolic_graph_add_destination(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t destination);
+ccv_nnc_graph_exec_symbol_t* ccv_nnc_symbolic_graph_destinations(const ccv_nnc_symbolic_graph_t* const graph);
+int ccv_nnc_symbolic_graph_destination_size(const ccv_nnc_symbolic_graph_t* const graph);
+/** Write the graph in GraphViz's DOT language (CCV_NNC_LONG_DOT_GRAPH adds shapes). */
+void ccv_nnc_symbolic_graph_dot(const ccv_nnc_symbolic_graph_t* const graph, const int flags, FILE* out);
+
+/** A tensor the compiled graph uses for a symbol instead of arena memory. */
+typedef struct {
+	ccv_nnc_tensor_symbol_t symbol;
+	const ccv_nnc_tensor_t* tensor;
+} ccv_nnc_tensor_bind_t;
+
+/** Where compiled arenas get memory (NULL isa: the library's own allocation). */
+typedef struct {
+	void* (*alloc)(const int type, const int pinned_mem, const size_t size, void* const arg);
+	void (*free)(void* const ptr, void* const arg);
+} ccv_nnc_symbolic_graph_compile_allocator_vtab_t;
+typedef struct {
+	const ccv_nnc_symbolic_graph_compile_allocator_vtab_t* isa;
+	struct {
+		void* alloc;
+		void* free;
+	} context;
+} ccv_nnc_symbolic_graph_compile_allocator_t;
+typedef struct {
+	ccv_nnc_symbolic_graph_compile_allocator_t allocator;
+} ccv_nnc_symbolic_graph_compile_param_t;
+
+/**
+ * Compile the execs between sources and destinations (sizes 0: the graph's
+ * defaults) into a concrete graph with one source and one destination node.
+ * Tensor symbols get memory from one arena laid out by the memory planner,
+ * except bound ones (tensor_binds: the caller's tensors, which must outlive
+ * the graph). Symbols no exec writes keep their contents across runs; of the
+ * rest only `outputs` are kept to the end of a run, the others share memory.
+ * On failure the three results are set to NULL and the message says why.
+ * A custom allocator is not supported yet (refused with a message).
+ */
+void ccv_nnc_symbolic_graph_compile(const ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_symbolic_graph_compile_param_t compile_params, const ccv_nnc_tensor_bind_t* const tensor_binds, const int tensor_bind_size, const ccv_nnc_tensor_symbol_t* const outputs, const int output_size, const ccv_nnc_graph_exec_symbol_t* const sources, const int source_size, const ccv_nnc_graph_exec_symbol_t* const destinations, const int destination_size, ccv_nnc_graph_t** const graph_ref, ccv_nnc_tensor_arena_t** const tensor_arena_ref, ccv_nnc_graph_exec_arena_t** const graph_exec_arena_ref);
+/** Free the symbolic graph (compiled graphs and arenas live on). NULL is a no-op. */
+void ccv_nnc_symbolic_graph_free(ccv_nnc_symbolic_graph_t* const graph);
+/** The tensor a compiled graph uses for the symbol (NULL if it uses none). Symbols stay valid after the symbolic graph is freed. */
+CCV_WARN_UNUSED(ccv_nnc_tensor_t*) ccv_nnc_tensor_from_symbol(const ccv_nnc_tensor_arena_t* const tensor_arena, const ccv_nnc_tensor_symbol_t symbol);
+/** Use `tensor`'s data for the symbol (and its aliases) from now on; same shape, type and layout. NULL restores the compiled binding. */
+void ccv_nnc_tensor_bind_symbol(ccv_nnc_tensor_arena_t* const tensor_arena, const ccv_nnc_tensor_symbol_t symbol, const ccv_nnc_tensor_t* const tensor);
+/** Undo every ccv_nnc_tensor_bind_symbol. */
+void ccv_nnc_tensor_arena_clear_bindings(ccv_nnc_tensor_arena_t* const tensor_arena);
+/** Free the arena's memory (the tensors are unusable until the arena is freed). */
+void ccv_nnc_tensor_arena_buffer_free(ccv_nnc_tensor_arena_t* const tensor_arena);
+/** Bytes of the arena's memory. */
+CCV_WARN_UNUSED(uint64_t) ccv_nnc_tensor_arena_size(const ccv_nnc_tensor_arena_t* const tensor_arena);
+void ccv_nnc_tensor_arena_free(ccv_nnc_tensor_arena_t* const tensor_arena);
+/** The node an exec symbol became (graph NULL if it was not compiled). */
+CCV_WARN_UNUSED(ccv_nnc_graph_exec_t) ccv_nnc_graph_exec_from_symbol(const ccv_nnc_graph_exec_arena_t* const graph_exec_arena, const ccv_nnc_graph_exec_symbol_t symbol);
+/** The compiled graph's single source and destination nodes. */
+CCV_WARN_UNUSED(ccv_nnc_graph_exec_t) ccv_nnc_graph_exec_source(const ccv_nnc_graph_exec_arena_t* const graph_exec_arena);
+CCV_WARN_UNUSED(ccv_nnc_graph_exec_t) ccv_nnc_graph_exec_destination(const ccv_nnc_graph_exec_arena_t* const graph_exec_arena);
+void ccv_nnc_graph_exec_arena_free(ccv_nnc_graph_exec_arena_t* const graph_exec_arena);
+
+/** A symbol's parameters (all zero for a bad symbol, message set). */
+CCV_WARN_UNUSED(ccv_nnc_tensor_param_t) ccv_nnc_tensor_symbol_params(const ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_t tensor);
+/** Change a symbol's parameters. @return 0, or -1 (message set). */
+int ccv_nnc_tensor_symbol_set(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_t tensor, const ccv_nnc_tensor_param_t info);
+CCV_WARN_UNUSED(const char*) ccv_nnc_tensor_symbol_name(const ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_t tensor);
+/** The base of an alias (NO_TENSOR_SYMBOL for a symbol that is not an alias). */
+CCV_WARN_UNUSED(ccv_nnc_tensor_symbol_t) ccv_nnc_tensor_symbol_alias_to(const ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_t tensor_symbol);
+/** An alias's ofs and stride. @return 0, or -1 if it is not an alias. */
+int ccv_nnc_tensor_symbol_alias_params(const ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_t tensor, int ofs[CCV_NNC_MAX_DIM_ALLOC], int stride[CCV_NNC_MAX_DIM_ALLOC]);
+/** Set / read CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS, _INIT_ONES, _TAPE_VAR. @return 0, or -1. */
+int ccv_nnc_tensor_symbol_set_flags(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_t tensor, const int flags);
+CCV_WARN_UNUSED(int) ccv_nnc_tensor_symbol_flags(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_t tensor);
+/** The symbol itself, or the base an alias views. */
+CCV_WARN_UNUSED(ccv_nnc_tensor_symbol_t) ccv_nnc_tensor_symbol_resolve(const ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_t tensor_symbol);
+/** Replace an exec symbol's command. */
+void ccv_nnc_graph_exec_symbol_set(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t exec, const ccv_nnc_cmd_t cmd);
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_graph_exec_symbol_cmd(const ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t exec);
+CCV_WARN_UNUSED(const char*) ccv_nnc_graph_exec_symbol_name(const ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t exec);
+/** Order destination after source. @return 0, or -1 (a cycle, a bad symbol; message set). */
+int ccv_nnc_graph_exec_symbol_concat(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t source, const ccv_nnc_graph_exec_symbol_t destination);
+/** Remove that edge. @return 0, or -1 if there was none. */
+int ccv_nnc_graph_exec_symbol_disjoin(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t source, const ccv_nnc_graph_exec_symbol_t destination);
+/** Exec symbols ever made (freed ones included: indices are never reused). */
+CCV_WARN_UNUSED(int) ccv_nnc_graph_exec_symbol_count(const ccv_nnc_symbolic_graph_t* const graph);
+/** Tensor symbols ever made, aliases included. */
+CCV_WARN_UNUSED(int) ccv_nnc_tensor_symbol_count(const ccv_nnc_symbolic_graph_t* const graph);
+/** Live symbols of one kind (CCV_NNC_SYMBOL_TENSOR, _TENSOR_ALIAS, _GRAPH_EXEC). */
+CCV_WARN_UNUSED(int) ccv_nnc_symbolic_graph_active_symbol_count(const ccv_nnc_symbolic_graph_t* const graph, const int type);
+/** An exec symbol's tensor symbol indices; valid until the graph changes. */
+void ccv_nnc_graph_exec_symbol_io(const ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t symbol, const int** const inputs, int* const input_size, const int** const outputs, int* const output_size);
+/** The exec symbols ordered directly after this one; valid until the graph changes. */
+void ccv_nnc_graph_exec_symbol_to(const ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t symbol, const int** const tos, int* const to_size);
+
 #ifdef __cplusplus
 }
 #endif

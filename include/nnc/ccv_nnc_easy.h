@@ -443,6 +443,8 @@ extern const ccv_nnc_hint_t ccv_nnc_no_hint;
 extern const ccv_nnc_cmd_param_t ccv_nnc_cmd_auto;
 /** All-zero tensor parameters. */
 extern const ccv_nnc_tensor_param_t ccv_nnc_tensor_auto;
+/** Compile parameters with every field zero: the defaults of ccv_nnc_symbolic_graph_compile. */
+extern const ccv_nnc_symbolic_graph_compile_param_t ccv_nnc_default_compile_params;
 
 #ifdef __cplusplus
 }

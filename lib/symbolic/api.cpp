@@ -1,0 +1,429 @@
+// Exported Level-3 functions: argument checks and the guard around the C++ code.
+#include <algorithm>
+#include <cstring>
+
+#include "core/cmd.hpp"
+#include "core/error.hpp"
+#include "core/export.hpp"
+#include "core/tensor.hpp"
+#include "symbolic/compile.hpp"
+#include "symbolic/graph.hpp"
+
+using namespace nnc;
+using namespace nnc::symbolic;
+
+const ccv_nnc_symbolic_graph_compile_param_t ccv_nnc_default_compile_params = {};
+
+namespace {
+
+constexpr ccv_nnc_tensor_symbol_t kNoTensor = {CCV_NNC_NO_TENSOR_SYMBOL, nullptr};
+constexpr ccv_nnc_graph_exec_symbol_t kNoExec = {CCV_NNC_NO_GRAPH_EXEC_SYMBOL, nullptr};
+constexpr ccv_nnc_graph_exec_t kNoNode = {-1, nullptr};
+
+Graph* mut(const ccv_nnc_symbolic_graph_t* g) { return const_cast<Graph*>(g); }
+
+void check_arena_symbol(const void* arena_graph, const ccv_nnc_symbolic_graph_t* symbol_graph, int d, size_t count,
+                        const char* what, const char* kind) {
+  NNC_CHECK(symbol_graph == arena_graph, "%s: %s symbol %d is not of the graph this arena was compiled from", what, kind, d);
+  NNC_CHECK(d >= 0 && static_cast<size_t>(d) < count, "%s: %s symbol %d does not exist in the compiled graph", what, kind, d);
+}
+
+}  // namespace
+
+NNC_API ccv_nnc_symbolic_graph_t* ccv_nnc_symbolic_graph_new(void) {
+  return guard<ccv_nnc_symbolic_graph_t*>(nullptr, [] { return std::make_unique<ccv_nnc_symbolic_graph_s>().release(); });
+}
+
+NNC_API void ccv_nnc_symbolic_graph_free(ccv_nnc_symbolic_graph_t* const graph) { delete graph; }
+
+NNC_API ccv_nnc_tensor_symbol_t ccv_nnc_tensor_symbol_new(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_param_t info,
+                                                          const char* const name) {
+  return guard(kNoTensor, [&] { return tensor_new(graph, info, name); });
+}
+
+NNC_API ccv_nnc_tensor_symbol_t ccv_nnc_tensor_symbol_alias_new(ccv_nnc_symbolic_graph_t* const graph,
+                                                                const ccv_nnc_tensor_symbol_t tensor_symbol,
+                                                                const int ofs[CCV_NNC_MAX_DIM_ALLOC],
+                                                                const int stride[CCV_NNC_MAX_DIM_ALLOC],
+                                                                const ccv_nnc_tensor_param_t info, const char* const name) {
+  return guard(kNoTensor, [&] { return alias_new(graph, tensor_symbol, ofs, stride, info, name); });
+}
+
+NNC_API void ccv_nnc_tensor_symbol_free(ccv_nnc_symbolic_graph_t* const graph, ccv_nnc_tensor_symbol_t tensor) {
+  guard_void([&] { tensor_free(graph, tensor); });
+}
+
+NNC_API ccv_nnc_graph_exec_symbol_t ccv_nnc_graph_exec_symbol_new(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_cmd_t cmd,
+                                                                  const ccv_nnc_tensor_symbol_t* const inputs, const int input_size,
+                                                                  const ccv_nnc_tensor_symbol_t* const outputs,
+                                                                  const int output_size, const char* const name) {
+  return guard(kNoExec, [&] { return exec_new(graph, cmd, inputs, input_size, outputs, output_size, name); });
+}
+
+NNC_API void ccv_nnc_graph_exec_symbol_set_hint(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t exec,
+                                                const ccv_nnc_hint_t hint) {
+  guard_void([&] { exec_of(graph, exec, "ccv_nnc_graph_exec_symbol_set_hint").hint = hint; });
+}
+
+NNC_API void ccv_nnc_graph_exec_symbol_free(ccv_nnc_symbolic_graph_t* const graph, ccv_nnc_graph_exec_symbol_t symbol) {
+  guard_void([&] { exec_free(graph, symbol); });
+}
+
+NNC_API int ccv_nnc_graph_exec_symbol_autogen(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t* const execs,
+                                              const int exec_size, const int flags) {
+  return guard<int>(-1, [&] {
+    static const char* what = "ccv_nnc_graph_exec_symbol_autogen";
+    NNC_CHECK(graph, "%s: the symbolic graph is NULL", what);
+    NNC_CHECK(exec_size >= 0 && (exec_size == 0 || execs), "%s: bad execs array (size %d)", what, exec_size);
+    std::vector<int> set;
+    for (int i = 0; i < exec_size; i++) {
+      exec_of(graph, execs[i], what);
+      set.push_back(execs[i].d);
+    }
+    autogen(graph, set, flags & CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
+    return 0;
+  });
+}
+
+namespace {
+
+void set_ends(Graph* g, std::vector<ccv_nnc_graph_exec_symbol_t>& ends, const ccv_nnc_graph_exec_symbol_t* list, int size,
+              const char* what) {
+  NNC_CHECK(g, "%s: the symbolic graph is NULL", what);
+  NNC_CHECK(size >= 0 && (size == 0 || list), "%s: bad array (size %d)", what, size);
+  for (int i = 0; i < size; i++) exec_of(g, list[i], what);
+  ends.assign(list, list + size);
+}
+
+}  // namespace
+
+NNC_API void ccv_nnc_symbolic_graph_set_sources(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t* const sources,
+                                                const int source_size) {
+  guard_void([&] {
+    NNC_CHECK(graph, "ccv_nnc_symbolic_graph_set_sources: the symbolic graph is NULL");
+    set_ends(graph, graph->sources, sources, source_size, "ccv_nnc_symbolic_graph_set_sources");
+  });
+}
+
+NNC_API void ccv_nnc_symbolic_graph_add_source(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t source) {
+  guard_void([&] {
+    exec_of(graph, source, "ccv_nnc_symbolic_graph_add_source");
+    for (const auto& s : graph->sources)
+      if (s.d == source.d) return;
+    graph->sources.push_back(source);
+  });
+}
+
+NNC_API ccv_nnc_graph_exec_symbol_t* ccv_nnc_symbolic_graph_sources(const ccv_nnc_symbolic_graph_t* const graph) {
+  return graph && !graph->sources.empty() ? mut(graph)->sources.data() : nullptr;
+}
+
+NNC_API int ccv_nnc_symbolic_graph_source_size(const ccv_nnc_symbolic_graph_t* const graph) {
+  return graph ? static_cast<int>(graph->sources.size()) : 0;
+}
+
+NNC_API void ccv_nnc_symbolic_graph_set_destinations(ccv_nnc_symbolic_graph_t* const graph,
+                                                     const ccv_nnc_graph_exec_symbol_t* const destinations,
+                                                     const int destination_size) {
+  guard_void([&] {
+    NNC_CHECK(graph, "ccv_nnc_symbolic_graph_set_destinations: the symbolic graph is NULL");
+    set_ends(graph, graph->destinations, destinations, destination_size, "ccv_nnc_symbolic_graph_set_destinations");
+  });
+}
+
+NNC_API void ccv_nnc_symbolic_graph_add_destination(ccv_nnc_symbolic_graph_t* const graph,
+                                                    const ccv_nnc_graph_exec_symbol_t destination) {
+  guard_void([&] {
+    exec_of(graph, destination, "ccv_nnc_symbolic_graph_add_destination");
+    for (const auto& s : graph->destinations)
+      if (s.d == destination.d) return;
+    graph->destinations.push_back(destination);
+  });
+}
+
+NNC_API ccv_nnc_graph_exec_symbol_t* ccv_nnc_symbolic_graph_destinations(const ccv_nnc_symbolic_graph_t* const graph) {
+  return graph && !graph->destinations.empty() ? mut(graph)->destinations.data() : nullptr;
+}
+
+NNC_API int ccv_nnc_symbolic_graph_destination_size(const ccv_nnc_symbolic_graph_t* const graph) {
+  return graph ? static_cast<int>(graph->destinations.size()) : 0;
+}
+
+NNC_API void ccv_nnc_symbolic_graph_dot(const ccv_nnc_symbolic_graph_t* const graph, const int flags, FILE* out) {
+  guard_void([&] {
+    NNC_CHECK(graph && out, "ccv_nnc_symbolic_graph_dot: graph or out is NULL");
+    auto tensor_text = [&](int d) {
+      if (d < 0) return std::string("-");
+      const Graph::Tensor& t = graph->tensors[static_cast<size_t>(d)];
+      std::string s = t.name.empty() ? format("t%d", d) : t.name;
+      if (flags & CCV_NNC_LONG_DOT_GRAPH) s += format(" %s %s", datatype_name(t.info.datatype), shape_string(t.info.dim).c_str());
+      return s;
+    };
+    std::fprintf(out, "digraph G {\ncompound=true;\n");
+    for (size_t e = 0; e < graph->execs.size(); e++) {
+      const Graph::Exec& x = graph->execs[e];
+      if (CCV_NNC_GRAPH_EXEC_IS_DEAD(x.flags)) continue;
+      const char* cmd = cmd_name(x.cmd.cmd);
+      std::string label = format("%s%s%s|%s", x.name.c_str(), x.name.empty() ? "" : " ", cmd ? cmd : "custom", "in:");
+      for (int d : x.inputs) label.append(1, ' ').append(tensor_text(d));
+      label += "|out:";
+      for (int d : x.outputs) label.append(1, ' ').append(tensor_text(d));
+      std::string escaped;
+      for (char c : label) {
+        if (c == '"' || c == '{' || c == '}' || c == '<' || c == '>') escaped += '\\';
+        escaped += c;
+      }
+      std::fprintf(out, "node%zu [shape=record,label=\"%s\"];\n", e, escaped.c_str());
+    }
+    for (size_t e = 0; e < graph->execs.size(); e++) {
+      if (CCV_NNC_GRAPH_EXEC_IS_DEAD(graph->execs[e].flags)) continue;
+      for (int t : graph->execs[e].outgoing) std::fprintf(out, "node%zu -> node%d;\n", e, t);
+    }
+    std::fprintf(out, "}\n");
+  });
+}
+
+NNC_API void ccv_nnc_symbolic_graph_compile(const ccv_nnc_symbolic_graph_t* const graph,
+                                            const ccv_nnc_symbolic_graph_compile_param_t compile_params,
+                                            const ccv_nnc_tensor_bind_t* const tensor_binds, const int tensor_bind_size,
+                                            const ccv_nnc_tensor_symbol_t* const outputs, const int output_size,
+                                            const ccv_nnc_graph_exec_symbol_t* const sources, const int source_size,
+                                            const ccv_nnc_graph_exec_symbol_t* const destinations, const int destination_size,
+                                            ccv_nnc_graph_t** const graph_ref, ccv_nnc_tensor_arena_t** const tensor_arena_ref,
+                                            ccv_nnc_graph_exec_arena_t** const graph_exec_arena_ref) {
+  if (graph_ref) *graph_ref = nullptr;
+  if (tensor_arena_ref) *tensor_arena_ref = nullptr;
+  if (graph_exec_arena_ref) *graph_exec_arena_ref = nullptr;
+  guard_void([&] {
+    static const char* what = "ccv_nnc_symbolic_graph_compile";
+    NNC_CHECK(graph_ref && tensor_arena_ref && graph_exec_arena_ref, "%s: graph_ref, tensor_arena_ref and graph_exec_arena_ref are required",
+              what);
+    NNC_CHECK(!compile_params.allocator.isa, "%s: a custom allocator is not supported yet; pass ccv_nnc_default_compile_params", what);
+    const Compiled c = compile(graph, tensor_binds, tensor_bind_size, outputs, output_size, sources, source_size, destinations,
+                               destination_size);
+    *graph_ref = c.graph;
+    *tensor_arena_ref = c.tensor_arena;
+    *graph_exec_arena_ref = c.exec_arena;
+  });
+}
+
+NNC_API ccv_nnc_tensor_t* ccv_nnc_tensor_from_symbol(const ccv_nnc_tensor_arena_t* const tensor_arena,
+                                                     const ccv_nnc_tensor_symbol_t symbol) {
+  return guard<ccv_nnc_tensor_t*>(nullptr, [&]() -> ccv_nnc_tensor_t* {
+    static const char* what = "ccv_nnc_tensor_from_symbol";
+    NNC_CHECK(tensor_arena, "%s: the tensor arena is NULL", what);
+    check_arena_symbol(tensor_arena->graph, symbol.graph, symbol.d, tensor_arena->headers.size(), what, "tensor");
+    return reinterpret_cast<ccv_nnc_tensor_t*>(tensor_arena->headers[static_cast<size_t>(symbol.d)].get());
+  });
+}
+
+NNC_API void ccv_nnc_tensor_bind_symbol(ccv_nnc_tensor_arena_t* const tensor_arena, const ccv_nnc_tensor_symbol_t symbol,
+                                        const ccv_nnc_tensor_t* const tensor) {
+  guard_void([&] { bind(tensor_arena, symbol, tensor); });
+}
+
+NNC_API void ccv_nnc_tensor_arena_clear_bindings(ccv_nnc_tensor_arena_t* const tensor_arena) {
+  guard_void([&] {
+    NNC_CHECK(tensor_arena, "ccv_nnc_tensor_arena_clear_bindings: the tensor arena is NULL");
+    for (size_t d = 0; d < tensor_arena->headers.size(); d++)
+      if (tensor_arena->headers[d] && tensor_arena->base[d] == static_cast<int>(d))
+        bind(tensor_arena, {static_cast<int32_t>(d), tensor_arena->graph}, nullptr);
+  });
+}
+
+NNC_API void ccv_nnc_tensor_arena_buffer_free(ccv_nnc_tensor_arena_t* const tensor_arena) {
+  guard_void([&] {
+    NNC_CHECK(tensor_arena, "ccv_nnc_tensor_arena_buffer_free: the tensor arena is NULL");
+    if (!tensor_arena->buffer) return;
+    // Tensors that pointed into the buffer point nowhere now (a run fails with a message, not a stray write).
+    const unsigned char* lo = tensor_arena->buffer;
+    const unsigned char* hi = lo + tensor_arena->size;
+    for (size_t d = 0; d < tensor_arena->headers.size(); d++) {
+      if (tensor_arena->own[d] >= lo && tensor_arena->own[d] < hi) tensor_arena->own[d] = nullptr;
+      ccv_nnc_tensor_view_t* h = tensor_arena->headers[d].get();
+      if (h && h->data.u8 >= lo && h->data.u8 < hi) h->data.u8 = nullptr;
+    }
+    std::free(tensor_arena->buffer);
+    tensor_arena->buffer = nullptr;
+    tensor_arena->size = 0;
+  });
+}
+
+NNC_API uint64_t ccv_nnc_tensor_arena_size(const ccv_nnc_tensor_arena_t* const tensor_arena) {
+  return tensor_arena ? tensor_arena->size : 0;
+}
+
+NNC_API void ccv_nnc_tensor_arena_free(ccv_nnc_tensor_arena_t* const tensor_arena) { delete tensor_arena; }
+
+NNC_API ccv_nnc_graph_exec_t ccv_nnc_graph_exec_from_symbol(const ccv_nnc_graph_exec_arena_t* const graph_exec_arena,
+                                                            const ccv_nnc_graph_exec_symbol_t symbol) {
+  return guard(kNoNode, [&] {
+    static const char* what = "ccv_nnc_graph_exec_from_symbol";
+    NNC_CHECK(graph_exec_arena, "%s: the exec arena is NULL", what);
+    check_arena_symbol(graph_exec_arena->graph, symbol.graph, symbol.d, graph_exec_arena->execs.size(), what, "exec");
+    return graph_exec_arena->execs[static_cast<size_t>(symbol.d)];
+  });
+}
+
+NNC_API ccv_nnc_graph_exec_t ccv_nnc_graph_exec_source(const ccv_nnc_graph_exec_arena_t* const graph_exec_arena) {
+  return graph_exec_arena ? graph_exec_arena->source : kNoNode;
+}
+
+NNC_API ccv_nnc_graph_exec_t ccv_nnc_graph_exec_destination(const ccv_nnc_graph_exec_arena_t* const graph_exec_arena) {
+  return graph_exec_arena ? graph_exec_arena->destination : kNoNode;
+}
+
+NNC_API void ccv_nnc_graph_exec_arena_free(ccv_nnc_graph_exec_arena_t* const graph_exec_arena) { delete graph_exec_arena; }
+
+NNC_API ccv_nnc_tensor_param_t ccv_nnc_tensor_symbol_params(const ccv_nnc_symbolic_graph_t* const graph,
+                                                            const ccv_nnc_tensor_symbol_t tensor) {
+  return guard(ccv_nnc_tensor_param_t{}, [&] { return tensor_of(graph, tensor, "ccv_nnc_tensor_symbol_params").info; });
+}
+
+NNC_API int ccv_nnc_tensor_symbol_set(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_t tensor,
+                                      const ccv_nnc_tensor_param_t info) {
+  return guard<int>(-1, [&] {
+    Graph::Tensor& t = tensor_of(graph, tensor, "ccv_nnc_tensor_symbol_set");
+    if (nd_of(info.dim) > 0) validate_params(info, "ccv_nnc_tensor_symbol_set");
+    NNC_CHECK(t.aliases.empty() || bytes_of(info) >= bytes_of(t.info),
+              "ccv_nnc_tensor_symbol_set: %s has aliases; it cannot shrink below them", tensor_label(graph, tensor.d).c_str());
+    t.info = info;
+    return 0;
+  });
+}
+
+NNC_API const char* ccv_nnc_tensor_symbol_name(const ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_t tensor) {
+  return guard<const char*>(nullptr, [&]() -> const char* {
+    const Graph::Tensor& t = tensor_of(graph, tensor, "ccv_nnc_tensor_symbol_name");
+    return t.name.empty() ? nullptr : t.name.c_str();
+  });
+}
+
+NNC_API ccv_nnc_tensor_symbol_t ccv_nnc_tensor_symbol_alias_to(const ccv_nnc_symbolic_graph_t* const graph,
+                                                               const ccv_nnc_tensor_symbol_t tensor_symbol) {
+  return guard(kNoTensor, [&]() -> ccv_nnc_tensor_symbol_t {
+    const Graph::Tensor& t = tensor_of(graph, tensor_symbol, "ccv_nnc_tensor_symbol_alias_to");
+    if (t.alias_of < 0) return kNoTensor;
+    return {t.alias_of, graph};
+  });
+}
+
+NNC_API int ccv_nnc_tensor_symbol_alias_params(const ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_t tensor,
+                                               int ofs[CCV_NNC_MAX_DIM_ALLOC], int stride[CCV_NNC_MAX_DIM_ALLOC]) {
+  return guard<int>(-1, [&] {
+    const Graph::Tensor& t = tensor_of(graph, tensor, "ccv_nnc_tensor_symbol_alias_params");
+    if (t.alias_of < 0) return -1;
+    if (ofs) std::memcpy(ofs, t.ofs, sizeof(t.ofs));
+    if (stride) std::memcpy(stride, t.stride, sizeof(t.stride));
+    return 0;
+  });
+}
+
+NNC_API int ccv_nnc_tensor_symbol_set_flags(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_t tensor,
+                                            const int flags) {
+  return guard<int>(-1, [&] {
+    Graph::Tensor& t = tensor_of(graph, tensor, "ccv_nnc_tensor_symbol_set_flags");
+    NNC_CHECK(!CCV_NNC_TENSOR_SYMBOL_IS_DEAD(flags), "ccv_nnc_tensor_symbol_set_flags: free a symbol with ccv_nnc_tensor_symbol_free");
+    NNC_CHECK(!((flags & CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS) && (flags & CCV_NNC_TENSOR_SYMBOL_INIT_ONES)),
+              "ccv_nnc_tensor_symbol_set_flags: INIT_ZEROS and INIT_ONES together");
+    t.flags = flags;
+    return 0;
+  });
+}
+
+NNC_API int ccv_nnc_tensor_symbol_flags(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_t tensor) {
+  return guard<int>(0, [&] { return tensor_of(graph, tensor, "ccv_nnc_tensor_symbol_flags").flags; });
+}
+
+NNC_API ccv_nnc_tensor_symbol_t ccv_nnc_tensor_symbol_resolve(const ccv_nnc_symbolic_graph_t* const graph,
+                                                              const ccv_nnc_tensor_symbol_t tensor_symbol) {
+  return guard(kNoTensor, [&]() -> ccv_nnc_tensor_symbol_t {
+    const Graph::Tensor& t = tensor_of(graph, tensor_symbol, "ccv_nnc_tensor_symbol_resolve");
+    return {t.alias_of >= 0 ? t.alias_of : tensor_symbol.d, graph};
+  });
+}
+
+NNC_API void ccv_nnc_graph_exec_symbol_set(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t exec,
+                                           const ccv_nnc_cmd_t cmd) {
+  guard_void([&] { exec_of(graph, exec, "ccv_nnc_graph_exec_symbol_set").cmd = cmd; });
+}
+
+NNC_API ccv_nnc_cmd_t ccv_nnc_graph_exec_symbol_cmd(const ccv_nnc_symbolic_graph_t* const graph,
+                                                    const ccv_nnc_graph_exec_symbol_t exec) {
+  return guard_else([] { return make_cmd(CCV_NNC_NOOP, nullptr, ccv_nnc_cmd_auto, 0); },
+                    [&] { return exec_of(graph, exec, "ccv_nnc_graph_exec_symbol_cmd").cmd; });
+}
+
+NNC_API const char* ccv_nnc_graph_exec_symbol_name(const ccv_nnc_symbolic_graph_t* const graph,
+                                                   const ccv_nnc_graph_exec_symbol_t exec) {
+  return guard<const char*>(nullptr, [&]() -> const char* {
+    const Graph::Exec& x = exec_of(graph, exec, "ccv_nnc_graph_exec_symbol_name");
+    return x.name.empty() ? nullptr : x.name.c_str();
+  });
+}
+
+NNC_API int ccv_nnc_graph_exec_symbol_concat(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t source,
+                                             const ccv_nnc_graph_exec_symbol_t destination) {
+  return guard<int>(-1, [&] {
+    exec_of(graph, source, "ccv_nnc_graph_exec_symbol_concat: source");
+    exec_of(graph, destination, "ccv_nnc_graph_exec_symbol_concat: destination");
+    concat(graph, source.d, destination.d);
+    return 0;
+  });
+}
+
+NNC_API int ccv_nnc_graph_exec_symbol_disjoin(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t source,
+                                              const ccv_nnc_graph_exec_symbol_t destination) {
+  return guard<int>(-1, [&] {
+    exec_of(graph, source, "ccv_nnc_graph_exec_symbol_disjoin: source");
+    exec_of(graph, destination, "ccv_nnc_graph_exec_symbol_disjoin: destination");
+    NNC_CHECK(disjoin(graph, source.d, destination.d), "ccv_nnc_graph_exec_symbol_disjoin: there is no edge from %s to %s",
+              exec_label(graph, source.d).c_str(), exec_label(graph, destination.d).c_str());
+    return 0;
+  });
+}
+
+NNC_API int ccv_nnc_graph_exec_symbol_count(const ccv_nnc_symbolic_graph_t* const graph) {
+  return graph ? static_cast<int>(graph->execs.size()) : 0;
+}
+
+NNC_API int ccv_nnc_tensor_symbol_count(const ccv_nnc_symbolic_graph_t* const graph) {
+  return graph ? static_cast<int>(graph->tensors.size()) : 0;
+}
+
+NNC_API int ccv_nnc_symbolic_graph_active_symbol_count(const ccv_nnc_symbolic_graph_t* const graph, const int type) {
+  return guard<int>(0, [&] {
+    NNC_CHECK(graph, "ccv_nnc_symbolic_graph_active_symbol_count: the symbolic graph is NULL");
+    int n = 0;
+    if (type == CCV_NNC_SYMBOL_GRAPH_EXEC) {
+      for (const auto& x : graph->execs) n += !CCV_NNC_GRAPH_EXEC_IS_DEAD(x.flags);
+      return n;
+    }
+    NNC_CHECK(type == CCV_NNC_SYMBOL_TENSOR || type == CCV_NNC_SYMBOL_TENSOR_ALIAS,
+              "ccv_nnc_symbolic_graph_active_symbol_count: unknown symbol type %d", type);
+    for (const auto& t : graph->tensors)
+      n += !CCV_NNC_TENSOR_SYMBOL_IS_DEAD(t.flags) && ((t.alias_of >= 0) == (type == CCV_NNC_SYMBOL_TENSOR_ALIAS));
+    return n;
+  });
+}
+
+NNC_API void ccv_nnc_graph_exec_symbol_io(const ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t symbol,
+                                          const int** const inputs, int* const input_size, const int** const outputs,
+                                          int* const output_size) {
+  guard_void([&] {
+    const Graph::Exec& x = exec_of(graph, symbol, "ccv_nnc_graph_exec_symbol_io");
+    if (inputs) *inputs = x.inputs.empty() ? nullptr : x.inputs.data();
+    if (input_size) *input_size = static_cast<int>(x.inputs.size());
+    if (outputs) *outputs = x.outputs.empty() ? nullptr : x.outputs.data();
+    if (output_size) *output_size = static_cast<int>(x.outputs.size());
+  });
+}
+
+NNC_API void ccv_nnc_graph_exec_symbol_to(const ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t symbol,
+                                          const int** const tos, int* const to_size) {
+  guard_void([&] {
+    const Graph::Exec& x = exec_of(graph, symbol, "ccv_nnc_graph_exec_symbol_to");
+    if (tos) *tos = x.outgoing.empty() ? nullptr : x.outgoing.data();
+    if (to_size) *to_size = static_cast<int>(x.outgoing.size());
+  });
+}

@@ -1,0 +1,62 @@
+// Compiling a symbolic graph: the exec symbols between sources and
+// destinations, in a topological order, become nodes of a concrete graph;
+// the tensor symbols they use get one arena laid out by the memory planner
+// (lib/symbolic/alloc), with views for aliases and the caller's tensors
+// for bound symbols.
+//
+// Liveness over that order: a symbol lives from the step that first writes
+// it (or any part of it, through an alias) to the last step that reads it.
+// Symbols no exec writes are inputs: they live through the whole run, so
+// what the caller puts there survives runs. Symbols in `outputs` live to
+// the end. A command that may run in place offers its output the place of
+// an input read for the last time there; the planner takes the offer when
+// it lowers the arena.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "nnc/ccv_nnc.h"
+#include "symbolic/graph.hpp"
+
+struct ccv_nnc_tensor_arena_s {
+  const ccv_nnc_symbolic_graph_s* graph = nullptr;  // compiled from (identity only: it may be freed)
+  // Per tensor symbol: the header the compiled graph's nodes use (NULL when
+  // the symbol is not part of the compiled graph). A base symbol's data
+  // points into the arena or at a bound tensor; an alias's is its base's
+  // data plus `offset` bytes.
+  std::vector<std::unique_ptr<ccv_nnc_tensor_view_t>> headers;
+  std::vector<int> base;            // per symbol: its base symbol
+  std::vector<int64_t> offset;      // per alias: bytes from its base's data
+  std::vector<unsigned char*> own;  // per base symbol: its data at compile time
+  unsigned char* buffer = nullptr;
+  uint64_t size = 0;     // bytes of buffer (the planned arena)
+  uint64_t planned = 0;  // the planner's arena, before alignment padding
+  uint64_t lower_bound = 0;
+  ~ccv_nnc_tensor_arena_s();
+};
+
+struct ccv_nnc_graph_exec_arena_s {
+  const ccv_nnc_symbolic_graph_s* graph = nullptr;
+  std::vector<ccv_nnc_graph_exec_t> execs;  // per exec symbol; graph NULL when not compiled
+  ccv_nnc_graph_exec_t source{-1, nullptr}, destination{-1, nullptr};
+};
+
+namespace nnc::symbolic {
+
+struct Compiled {
+  ccv_nnc_graph_t* graph = nullptr;
+  ccv_nnc_tensor_arena_t* tensor_arena = nullptr;
+  ccv_nnc_graph_exec_arena_t* exec_arena = nullptr;
+};
+
+Compiled compile(const Graph* g, const ccv_nnc_tensor_bind_t* binds, int bind_size, const ccv_nnc_tensor_symbol_t* outputs,
+                 int output_size, const ccv_nnc_graph_exec_symbol_t* sources, int source_size,
+                 const ccv_nnc_graph_exec_symbol_t* destinations, int destination_size);
+
+// Point a symbol (and the aliases of it) at `tensor`'s data; NULL restores
+// what compile gave it.
+void bind(ccv_nnc_tensor_arena_t* arena, const ccv_nnc_tensor_symbol_t& symbol, const ccv_nnc_tensor_t* tensor);
+
+}  // namespace nnc::symbolic

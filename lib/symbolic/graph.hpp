@@ -1,0 +1,97 @@
+// The symbolic graph (Level 3): tensor symbols (shapes without memory),
+// aliases of them, and exec symbols (commands over symbols) with edges.
+//
+// SSA: a tensor symbol is written by one exec symbol. Aliases of one symbol
+// may each be written by their own exec when the parts they cover are
+// disjoint (a concatenation written in place); anything else is refused
+// when the second writer is added, naming the symbol and both writers.
+//
+// Symbols are never renumbered: a freed symbol stays in the table, marked
+// dead, so references held by the caller keep their meaning (using one is
+// an error with a message).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nnc/ccv_nnc.h"
+
+struct ccv_nnc_symbolic_graph_s {
+  struct Tensor {
+    ccv_nnc_tensor_param_t info{};
+    std::string name;
+    int flags = 0;  // CCV_NNC_TENSOR_SYMBOL_* (dead included)
+    // An alias: the symbol it views (never itself an alias), the offset in
+    // each of its dimensions and its strides in elements (all 0: packed for
+    // its own shape, a reshape).
+    int alias_of = -1;
+    int ofs[CCV_NNC_MAX_DIM_ALLOC] = {};
+    int stride[CCV_NNC_MAX_DIM_ALLOC] = {};
+    std::vector<int> aliases;  // of a base: its alias symbols
+    std::vector<int> writers;  // exec symbols that write this symbol itself
+  };
+  struct Exec {
+    ccv_nnc_cmd_t cmd{};
+    ccv_nnc_hint_t hint{};
+    std::string name;
+    int flags = 0;  // CCV_NNC_GRAPH_EXEC_* (dead included)
+    std::vector<int> inputs, outputs;  // tensor symbol indices, CCV_NNC_NO_TENSOR_SYMBOL for none
+    std::vector<int> outgoing;         // exec symbols ordered after this one
+  };
+  std::vector<Tensor> tensors;
+  std::vector<Exec> execs;
+  std::vector<ccv_nnc_graph_exec_symbol_t> sources, destinations;
+};
+
+namespace nnc::symbolic {
+
+using Graph = ccv_nnc_symbolic_graph_s;
+
+// Checked access: throws nnc::Error (INVALID) naming `what` when the
+// reference is NULL, of another graph, out of range or freed.
+Graph::Tensor& tensor_of(Graph* g, const ccv_nnc_tensor_symbol_t& s, const char* what);
+const Graph::Tensor& tensor_of(const Graph* g, const ccv_nnc_tensor_symbol_t& s, const char* what);
+Graph::Exec& exec_of(Graph* g, const ccv_nnc_graph_exec_symbol_t& s, const char* what);
+const Graph::Exec& exec_of(const Graph* g, const ccv_nnc_graph_exec_symbol_t& s, const char* what);
+
+// "tensor symbol 3 (\"h1\")" / "exec symbol 2 (\"fc1\", GEMM_FORWARD)" for messages.
+std::string tensor_label(const Graph* g, int d);
+std::string exec_label(const Graph* g, int d);
+
+// The symbol a tensor symbol's memory belongs to (itself, or the base of an alias).
+inline int base_of(const Graph* g, int d) { return g->tensors[static_cast<size_t>(d)].alias_of >= 0 ? g->tensors[static_cast<size_t>(d)].alias_of : d; }
+
+// Bytes of a symbol's own shape, and where an alias sits in its base:
+// [first, last] in elements of the base (a base covers all of itself).
+size_t bytes_of(const ccv_nnc_tensor_param_t& info);
+void element_range(const Graph* g, int d, int64_t* first, int64_t* last);
+// The alias's strides in elements as views will use them (see Tensor::stride).
+void alias_strides(const Graph* g, int d, int64_t* stride);
+// Whether two symbols of the same base may touch the same element.
+bool may_overlap(const Graph* g, int a, int b);
+
+ccv_nnc_tensor_symbol_t tensor_new(Graph* g, const ccv_nnc_tensor_param_t& info, const char* name);
+ccv_nnc_tensor_symbol_t alias_new(Graph* g, const ccv_nnc_tensor_symbol_t& base, const int* ofs, const int* stride,
+                                  const ccv_nnc_tensor_param_t& info, const char* name);
+void tensor_free(Graph* g, const ccv_nnc_tensor_symbol_t& s);
+ccv_nnc_graph_exec_symbol_t exec_new(Graph* g, const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_symbol_t* inputs,
+                                     int input_size, const ccv_nnc_tensor_symbol_t* outputs, int output_size,
+                                     const char* name);
+void exec_free(Graph* g, const ccv_nnc_graph_exec_symbol_t& s);
+// Edges. concat refuses an edge that would close a cycle; returns false if
+// the edge was there already (concat) or absent (disjoin).
+bool concat(Graph* g, int from, int to);
+bool disjoin(Graph* g, int from, int to);
+// Edges from data dependencies among `execs` (all live execs when empty),
+// and with `with_ends` the default sources and destinations from the edges.
+void autogen(Graph* g, const std::vector<int>& execs, bool with_ends);
+
+// The live exec symbols between sources and destinations (the defaults when
+// empty: those set, else the execs without incoming / outgoing edges), in a
+// topological order (smallest index first among the ready ones). Throws on
+// a cycle or a foreign / freed endpoint.
+std::vector<int> exec_order(const Graph* g, const ccv_nnc_graph_exec_symbol_t* sources, int source_size,
+                            const ccv_nnc_graph_exec_symbol_t* destinations, int destination_size);
+
+}  // namespace nnc::symbolic
