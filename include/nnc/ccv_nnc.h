@@ -1047,6 +1047,43 @@ CCV_WARN_UNUSED(int) ccv_nnc_symbolic_graph_active_symbol_count(const ccv_nnc_sy
 void ccv_nnc_graph_exec_symbol_io(const ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t symbol, const int** const inputs, int* const input_size, const int** const outputs, int* const output_size);
 /** The exec symbols ordered directly after this one; valid until the graph changes. */
 void ccv_nnc_graph_exec_symbol_to(const ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t symbol, const int** const tos, int* const to_size);
+/** Set / read an exec symbol's flags (CCV_NNC_GRAPH_EXEC_DISABLE_OPT). */
+void ccv_nnc_graph_exec_symbol_set_flags(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t exec, const int flags);
+CCV_WARN_UNUSED(int) ccv_nnc_graph_exec_symbol_flags(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t exec);
+/**
+ * For each source, whether it reaches one of the destinations: bit i of
+ * bitmask (an array of (source_size + 63) / 64 words) set for source i.
+ */
+void ccv_nnc_symbolic_graph_sources_to_destinations(const ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t* const sources, const int source_size, const ccv_nnc_graph_exec_symbol_t* const destinations, const int destination_size, uint64_t* const bitmask);
+/** Called once per exec symbol, in a topological order, by ccv_nnc_symbolic_graph_format. */
+typedef void(*ccv_nnc_symbolic_graph_format_f)(const ccv_nnc_symbolic_graph_t* const graph, const int node, const char* const name, const ccv_nnc_cmd_t cmd, const int flags, const int* const incomings, const int incoming_size, const int* const outgoings, const int outgoing_size, const int* const inputs, const int input_size, const int* const outputs, const int output_size, void* const context);
+/** Visit the execs between sources and destinations (sizes 0: the defaults) with their edges and tensor symbols: a hook for serialisers. */
+void ccv_nnc_symbolic_graph_format(const ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t* const sources, const int source_size, const ccv_nnc_graph_exec_symbol_t* const destinations, const int destination_size, const ccv_nnc_symbolic_graph_format_f format_fn, void* const context);
+
+enum {
+	/* An exec with the same command, hint and inputs as an earlier one: its outputs' readers read the earlier outputs (pruning then removes it). */
+	CCV_NNC_SIMPLIFY_COMMON_SUBEXPRESSION_ELIMINATION,
+	/* Remove the execs the outputs do not depend on, then the symbols nothing uses (bound ones stay). */
+	CCV_NNC_SIMPLIFY_GRAPH_PRUNING,
+	/* Remove DATA_TRANSFER / FORMAT_TRANSFORM / DATATYPE_CONVERSION between tensors of one layout. */
+	CCV_NNC_SIMPLIFY_DATA_TRANSFER_OPT,
+	/* Fuse SOFTMAX followed by CATEGORICAL_CROSSENTROPY into SOFTMAX_CROSSENTROPY. */
+	CCV_NNC_SIMPLIFY_OPS_FUSION,
+	/*
+	 * NNC addition (Owl's "useless work"): x + 0 and x * 1 (EWSUM, EWPROD, ADD,
+	 * MUL, SCALAR_MUL by 1, where the 0 or 1 is a symbol flagged INIT_ZEROS /
+	 * INIT_ONES that nothing writes), one-input EWSUM and identity copies
+	 * become their input.
+	 */
+	CCV_NNC_SIMPLIFY_USELESS_WORK = 0x100,
+};
+/**
+ * Rewrite the graph with the passes, in the order given, keeping the values
+ * of `outputs` (none given: what the destinations write). `binds` are
+ * symbols the caller will bind at compile (pruning keeps them). The default
+ * sources and destinations are recomputed when anything changed.
+ */
+void ccv_nnc_symbolic_graph_simplify(ccv_nnc_symbolic_graph_t* const graph, const int* const passes, const int pass_size, const ccv_nnc_tensor_symbol_t* const binds, const int bind_size, const ccv_nnc_tensor_symbol_t* const outputs, const int output_size, const ccv_nnc_graph_exec_symbol_t* const sources, const int source_size, const ccv_nnc_graph_exec_symbol_t* const destinations, const int destination_size);
 
 #ifdef __cplusplus
 }

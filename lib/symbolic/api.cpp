@@ -8,6 +8,7 @@
 #include "core/tensor.hpp"
 #include "symbolic/compile.hpp"
 #include "symbolic/graph.hpp"
+#include "symbolic/simplify.hpp"
 
 using namespace nnc;
 using namespace nnc::symbolic;
@@ -425,5 +426,99 @@ NNC_API void ccv_nnc_graph_exec_symbol_to(const ccv_nnc_symbolic_graph_t* const 
     const Graph::Exec& x = exec_of(graph, symbol, "ccv_nnc_graph_exec_symbol_to");
     if (tos) *tos = x.outgoing.empty() ? nullptr : x.outgoing.data();
     if (to_size) *to_size = static_cast<int>(x.outgoing.size());
+  });
+}
+
+NNC_API void ccv_nnc_graph_exec_symbol_set_flags(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t exec,
+                                                 const int flags) {
+  guard_void([&] {
+    Graph::Exec& x = exec_of(graph, exec, "ccv_nnc_graph_exec_symbol_set_flags");
+    NNC_CHECK(!CCV_NNC_GRAPH_EXEC_IS_DEAD(flags), "ccv_nnc_graph_exec_symbol_set_flags: free an exec with ccv_nnc_graph_exec_symbol_free");
+    x.flags = flags;
+  });
+}
+
+NNC_API int ccv_nnc_graph_exec_symbol_flags(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t exec) {
+  return guard<int>(0, [&] { return exec_of(graph, exec, "ccv_nnc_graph_exec_symbol_flags").flags; });
+}
+
+NNC_API void ccv_nnc_symbolic_graph_sources_to_destinations(const ccv_nnc_symbolic_graph_t* const graph,
+                                                            const ccv_nnc_graph_exec_symbol_t* const sources, const int source_size,
+                                                            const ccv_nnc_graph_exec_symbol_t* const destinations,
+                                                            const int destination_size, uint64_t* const bitmask) {
+  guard_void([&] {
+    static const char* what = "ccv_nnc_symbolic_graph_sources_to_destinations";
+    NNC_CHECK(graph, "%s: the symbolic graph is NULL", what);
+    NNC_CHECK(source_size >= 0 && (source_size == 0 || (sources && bitmask)), "%s: bad sources or bitmask", what);
+    NNC_CHECK(destination_size >= 0 && (destination_size == 0 || destinations), "%s: bad destinations", what);
+    std::vector<char> target(graph->execs.size(), 0);
+    for (int i = 0; i < destination_size; i++) {
+      exec_of(graph, destinations[i], what);
+      target[static_cast<size_t>(destinations[i].d)] = 1;
+    }
+    for (int i = 0; i < source_size; i++) exec_of(graph, sources[i], what);
+    std::memset(bitmask, 0, static_cast<size_t>((source_size + 63) / 64) * sizeof(uint64_t));
+    for (int i = 0; i < source_size; i++) {
+      std::vector<char> seen(graph->execs.size(), 0);
+      std::vector<int> stack{sources[i].d};
+      seen[static_cast<size_t>(sources[i].d)] = 1;
+      bool hit = false;
+      while (!stack.empty() && !hit) {
+        const int n = stack.back();
+        stack.pop_back();
+        hit = target[static_cast<size_t>(n)];
+        for (int t : graph->execs[static_cast<size_t>(n)].outgoing)
+          if (!seen[static_cast<size_t>(t)] && !CCV_NNC_GRAPH_EXEC_IS_DEAD(graph->execs[static_cast<size_t>(t)].flags)) {
+            seen[static_cast<size_t>(t)] = 1;
+            stack.push_back(t);
+          }
+      }
+      if (hit) bitmask[i / 64] |= uint64_t{1} << (i % 64);
+    }
+  });
+}
+
+NNC_API void ccv_nnc_symbolic_graph_format(const ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t* const sources,
+                                           const int source_size, const ccv_nnc_graph_exec_symbol_t* const destinations,
+                                           const int destination_size, const ccv_nnc_symbolic_graph_format_f format_fn,
+                                           void* const context) {
+  guard_void([&] {
+    static const char* what = "ccv_nnc_symbolic_graph_format";
+    NNC_CHECK(graph && format_fn, "%s: graph or format_fn is NULL", what);
+    std::vector<int> order;
+    try {
+      order = exec_order(graph, sources, source_size, destinations, destination_size);
+    } catch (const Error& e) {
+      fail(e.code(), "%s: %s", what, e.what());
+    }
+    std::vector<char> in_order(graph->execs.size(), 0);
+    for (int e : order) in_order[static_cast<size_t>(e)] = 1;
+    std::vector<std::vector<int>> incoming(graph->execs.size());
+    for (int e : order)
+      for (int t : graph->execs[static_cast<size_t>(e)].outgoing)
+        if (in_order[static_cast<size_t>(t)]) incoming[static_cast<size_t>(t)].push_back(e);
+    std::vector<int> outgoing;
+    for (int e : order) {
+      const Graph::Exec& x = graph->execs[static_cast<size_t>(e)];
+      outgoing.clear();
+      for (int t : x.outgoing)
+        if (in_order[static_cast<size_t>(t)]) outgoing.push_back(t);
+      const std::vector<int>& in = incoming[static_cast<size_t>(e)];
+      format_fn(graph, e, x.name.empty() ? nullptr : x.name.c_str(), x.cmd, x.flags, in.empty() ? nullptr : in.data(),
+                static_cast<int>(in.size()), outgoing.empty() ? nullptr : outgoing.data(), static_cast<int>(outgoing.size()),
+                x.inputs.empty() ? nullptr : x.inputs.data(), static_cast<int>(x.inputs.size()),
+                x.outputs.empty() ? nullptr : x.outputs.data(), static_cast<int>(x.outputs.size()), context);
+    }
+  });
+}
+
+NNC_API void ccv_nnc_symbolic_graph_simplify(ccv_nnc_symbolic_graph_t* const graph, const int* const passes, const int pass_size,
+                                             const ccv_nnc_tensor_symbol_t* const binds, const int bind_size,
+                                             const ccv_nnc_tensor_symbol_t* const outputs, const int output_size,
+                                             const ccv_nnc_graph_exec_symbol_t* const sources, const int source_size,
+                                             const ccv_nnc_graph_exec_symbol_t* const destinations, const int destination_size) {
+  guard_void([&] {
+    simplify(graph, passes, pass_size, binds, bind_size, outputs, output_size, sources, source_size, destinations,
+             destination_size);
   });
 }

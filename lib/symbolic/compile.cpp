@@ -256,6 +256,64 @@ Compiled compile(const Graph* g, const ccv_nnc_tensor_bind_t* binds, int bind_si
       cg->nodes[static_cast<size_t>(exec_arena->execs[static_cast<size_t>(e)].d)].outgoing.push_back(to.d);
       has_in[static_cast<size_t>(to.d)] = 1;
     }
+  // Memory reuse as order: where the planner put a tensor in bytes an
+  // earlier one used, every node touching the earlier one comes before the
+  // later one's first writer, so a static schedule over several streams
+  // cannot overlap them (the default run follows the planned order anyway).
+  {
+    std::vector<std::vector<int>> touching(nt);
+    std::vector<int> first_writer(nt, -1);
+    for (int e : order) {
+      const Graph::Exec& x = g->execs[static_cast<size_t>(e)];
+      const int node = exec_arena->execs[static_cast<size_t>(e)].d;
+      for (int d : x.inputs)
+        if (d >= 0) touching[static_cast<size_t>(base_of(g, d))].push_back(node);
+      for (int d : x.outputs)
+        if (d >= 0) {
+          const size_t b = static_cast<size_t>(base_of(g, d));
+          touching[b].push_back(node);
+          if (first_writer[b] < 0) first_writer[b] = node;
+        }
+    }
+    size_t next_init = 0;
+    for (int b : bases)
+      if (g->tensors[static_cast<size_t>(b)].flags & (CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS | CCV_NNC_TENSOR_SYMBOL_INIT_ONES)) {
+        const int n = init_nodes[next_init++];
+        touching[static_cast<size_t>(b)].push_back(n);
+        first_writer[static_cast<size_t>(b)] = n;
+      }
+    struct Span {
+      uint64_t lo, hi;
+      int64_t first, last;
+      int base;
+    };
+    std::vector<Span> spans;
+    for (int b : bases) {
+      const alloc::TensorSpec& t = problem.tensors[index[static_cast<size_t>(b)]];
+      if (t.external || t.size <= 0) continue;
+      const uint64_t lo = plan.arena_offset(index[static_cast<size_t>(b)]);
+      spans.push_back({lo, lo + static_cast<uint64_t>(t.size), t.first, t.last, b});
+    }
+    std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.lo < b.lo; });
+    auto order_after = [&](const Span& before, const Span& later) {
+      const int w = first_writer[static_cast<size_t>(later.base)];
+      if (w < 0) return;
+      for (int n : touching[static_cast<size_t>(before.base)]) {
+        if (n == w) continue;
+        std::vector<int>& out = cg->nodes[static_cast<size_t>(n)].outgoing;
+        if (std::find(out.begin(), out.end(), w) != out.end()) continue;
+        out.push_back(w);
+        has_in[static_cast<size_t>(w)] = 1;
+      }
+    };
+    for (size_t i = 0; i < spans.size(); i++)
+      for (size_t j = i + 1; j < spans.size() && spans[j].lo < spans[i].hi; j++) {
+        if (spans[i].last < spans[j].first)
+          order_after(spans[i], spans[j]);
+        else if (spans[j].last < spans[i].first)
+          order_after(spans[j], spans[i]);
+      }
+  }
   std::vector<int> heads, tails;
   for (int e : order) {
     const int n = exec_arena->execs[static_cast<size_t>(e)].d;

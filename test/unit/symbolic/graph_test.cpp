@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cmd_test_util.hpp"
+#include "graph/graph.hpp"
 
 using namespace cmdtest;
 
@@ -390,6 +391,116 @@ TEST(SymbolicGraph, CompileFreeCompileLeavesNothingBehind) {
     ccv_nnc_tensor_arena_buffer_free(m.c.ta);
     EXPECT_EQ(ccv_nnc_tensor_arena_size(m.c.ta), 0u);
     EXPECT_EQ(m.c.t(m.h)->data.u8, nullptr);
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// Eight branches x -> scale -> exp -> sum of each row, added up: each
+// branch's temporaries die at its reduction, and later branches take their
+// memory. Every pair of tensors that share bytes must be ordered in the
+// compiled graph (all nodes touching the earlier before the later's writer),
+// so that the graph also runs right on several streams.
+TEST(SymbolicGraph, SharedMemoryIsOrderedSoStreamsCannotRace) {
+  Compiled c;
+  constexpr int kBranches = 8;
+  const auto x = ccv_nnc_tensor_symbol_new(c.sg, param(CCV_32F, {64, 64}), "x");
+  std::vector<ccv_nnc_tensor_symbol_t> logs;
+  std::vector<std::vector<ccv_nnc_tensor_symbol_t>> temps(kBranches);
+  for (int b = 0; b < kBranches; b++) {
+    const auto s = ccv_nnc_tensor_symbol_new(c.sg, ccv_nnc_tensor_auto, nullptr);
+    const auto e = ccv_nnc_tensor_symbol_new(c.sg, ccv_nnc_tensor_auto, nullptr);
+    const auto l = ccv_nnc_tensor_symbol_new(c.sg, ccv_nnc_tensor_auto, nullptr);
+    ccv_nnc_cmd_t scale = plain(CCV_NNC_SCALAR_MUL_FORWARD);
+    scale.info.blas.a[0] = 0.125f * static_cast<float>(b + 1);
+    ccv_nnc_graph_exec_symbol_new(c.sg, scale, &x, 1, &s, 1, nullptr);
+    ccv_nnc_graph_exec_symbol_new(c.sg, plain(CCV_NNC_EWEXP_FORWARD), &s, 1, &e, 1, nullptr);
+    ccv_nnc_cmd_t reduce = plain(CCV_NNC_REDUCE_SUM_FORWARD);
+    reduce.info.reduce.axis[0] = 1;
+    reduce.info.reduce.count = 1;
+    ccv_nnc_graph_exec_symbol_new(c.sg, reduce, &e, 1, &l, 1, nullptr);
+    temps[static_cast<size_t>(b)] = {s, e};
+    logs.push_back(l);
+  }
+  const auto y = ccv_nnc_tensor_symbol_new(c.sg, ccv_nnc_tensor_auto, "y");
+  ccv_nnc_graph_exec_symbol_new(c.sg, plain(CCV_NNC_EWSUM_FORWARD), logs.data(), kBranches, &y, 1, "sum");
+  ASSERT_EQ(ccv_nnc_graph_exec_symbol_autogen(c.sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS), 0);
+  ASSERT_TRUE(c.compile({y})) << last_error();
+  // Which symbols share bytes (by their tensors' data ranges).
+  struct Sym {
+    ccv_nnc_tensor_symbol_t s;
+    int writer = -1;             // concrete node
+    std::vector<int> touching;   // concrete nodes
+  };
+  std::vector<Sym> syms;
+  const int n_exec = ccv_nnc_graph_exec_symbol_count(c.sg);
+  for (int d = 0; d < ccv_nnc_tensor_symbol_count(c.sg); d++) {
+    Sym sym;
+    sym.s = {d, c.sg};
+    for (int e = 0; e < n_exec; e++) {
+      const int *in, *out;
+      int ni, no;
+      ccv_nnc_graph_exec_symbol_io(c.sg, {e, c.sg}, &in, &ni, &out, &no);
+      const int node = ccv_nnc_graph_exec_from_symbol(c.ea, {e, c.sg}).d;
+      for (int i = 0; i < ni; i++)
+        if (in[i] == d) sym.touching.push_back(node);
+      for (int i = 0; i < no; i++)
+        if (out[i] == d) {
+          sym.touching.push_back(node);
+          sym.writer = node;
+        }
+    }
+    syms.push_back(sym);
+  }
+  // Reachability in the compiled graph (read through lib/graph/graph.hpp).
+  const ccv_nnc_graph_t* g = c.g;
+  auto reaches = [&](int from, int to) {
+    std::vector<char> seen(g->nodes.size(), 0);
+    std::vector<int> stack{from};
+    while (!stack.empty()) {
+      const int n = stack.back();
+      stack.pop_back();
+      if (n == to) return true;
+      for (int t : g->nodes[static_cast<size_t>(n)].outgoing)
+        if (!seen[static_cast<size_t>(t)]) {
+          seen[static_cast<size_t>(t)] = 1;
+          stack.push_back(t);
+        }
+    }
+    return false;
+  };
+  int shared = 0;
+  for (size_t i = 0; i < syms.size(); i++)
+    for (size_t j = 0; j < syms.size(); j++) {
+      if (i == j || syms[i].writer < 0 || syms[j].writer < 0) continue;
+      const ccv_nnc_tensor_t* a = c.t(syms[i].s);
+      const ccv_nnc_tensor_t* b = c.t(syms[j].s);
+      const unsigned char* a0 = a->data.u8;
+      const unsigned char* b0 = b->data.u8;
+      const size_t abytes = ccv_nnc_tensor_count(a->info) * 4, bbytes = ccv_nnc_tensor_count(b->info) * 4;
+      if (!(a0 < b0 + bbytes && b0 < a0 + abytes)) continue;
+      // i written first (nodes are numbered in the compiled order): everything
+      // touching i must precede j's writer (unless j took i's place in that very node).
+      if (syms[i].writer >= syms[j].writer) continue;
+      shared++;
+      for (int n : syms[i].touching)
+        if (n != syms[j].writer) EXPECT_TRUE(reaches(n, syms[j].writer)) << "symbols " << i << " and " << j;
+    }
+  EXPECT_GT(shared, 0);  // the branches did share memory
+  // And the values are right when the graph runs on two streams.
+  std::mt19937 rng(15);
+  fill(c.t(x), rng);
+  ccv_nnc_graph_set_default_static_schedule(c.g, CCV_STREAM_CONTEXT_CPU, 2);
+  for (int round = 0; round < 5; round++) {
+    ASSERT_EQ(c.run(), CCV_NNC_EXEC_SUCCESS) << last_error();
+    for (int r = 0; r < 64; r++) {
+      double want = 0;
+      for (int b = 0; b < kBranches; b++)
+        for (int k = 0; k < 64; k++) want += std::exp(0.125 * (b + 1) * c.t(x)->data.f32[r * 64 + k]);
+      EXPECT_NEAR(c.t(y)->data.f32[r], want, 1e-5 * want) << r;
+    }
   }
 }
 
