@@ -17,7 +17,8 @@
 // after checking a small in-place dense block against separate tensors.
 // --peak prints the exec at the activation peak and the tensors live there.
 //
-// Per graph: execs, compile time (median of 5 compile + free), the arena
+// Per graph: execs, compile time (median of 5 compile + free; wall and this
+// thread's CPU time), the arena
 // (ccv_nnc_tensor_arena_size), a lower bound computed here and the ratio.
 // Parameters (weights, BN statistics) and data inputs are symbols no exec
 // writes: the compiler keeps them in the arena for the whole run, so
@@ -576,6 +577,13 @@ Analysis analyse(const Builder& b, const Compiled& c, bool detail) {
   return a;
 }
 
+// This thread's CPU time: other processes on a loaded machine disturb it less than wall time.
+double thread_cpu_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -750,7 +758,7 @@ int main(int argc, char** argv) {
   std::printf("bench-compile: %u hardware threads, %s; fp32 NHWC inference; MB = 1e6 bytes\n",
               std::thread::hardware_concurrency(), when);
   std::printf("bound = params + inputs + peak live activations (no in-place); lb = the planner's own lower bound, plan/lb its arena over it\n");
-  std::printf("%-13s %5s %6s %10s %9s %9s %7s %7s %8s %9s %8s %7s %3s\n", "graph", "batch", "execs", "compile_ms", "arena_MB",
+  std::printf("%-13s %5s %6s %10s %7s %9s %9s %7s %7s %8s %9s %8s %7s %3s\n", "graph", "batch", "execs", "compile_ms", "cpu_ms", "arena_MB",
               "bound_MB", "ratio", "lb_MB", "plan/lb", "noreuse_MB", "param_MB", "input_MB", "DT");
   struct Net {
     const char* name;
@@ -785,17 +793,20 @@ int main(int argc, char** argv) {
       const double plan_lb = c.arena->lower_bound ? static_cast<double>(c.arena->planned) / static_cast<double>(c.arena->lower_bound) : 0;
       const uint64_t lb = c.arena->lower_bound;
       c.free();
-      std::vector<double> times;
+      std::vector<double> times, cpu;
       for (int r = 0; r < 5; r++) {
+        const double c0 = thread_cpu_ms();
         const auto t0 = std::chrono::steady_clock::now();
         Compiled k;
         k.compile(b);
         k.free();
         times.push_back(ms_since(t0));
+        cpu.push_back(thread_cpu_ms() - c0);
       }
       std::sort(times.begin(), times.end());
+      std::sort(cpu.begin(), cpu.end());
       const int64_t bound = a.params + a.inputs + a.peak;
-      std::printf("%-13s %5d %6d %10.2f %9.1f %9.1f %7.4f %7.1f %8.4f %9.1f %8.1f %7.1f %3d\n", net.name, batch, a.execs, times[2],
+      std::printf("%-13s %5d %6d %10.2f %7.2f %9.1f %9.1f %7.4f %7.1f %8.4f %9.1f %8.1f %7.1f %3d\n", net.name, batch, a.execs, times[2], cpu[2],
                   mb(static_cast<int64_t>(arena)), mb(bound), static_cast<double>(arena) / static_cast<double>(bound),
                   mb(static_cast<int64_t>(lb)), plan_lb,
                   mb(a.activations), mb(a.params), mb(a.inputs), a.data_transfers);
