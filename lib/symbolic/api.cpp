@@ -522,3 +522,141 @@ NNC_API void ccv_nnc_symbolic_graph_simplify(ccv_nnc_symbolic_graph_t* const gra
              destination_size);
   });
 }
+
+NNC_API void ccv_nnc_graph_exec_symbol_set_io(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t exec,
+                                              const ccv_nnc_tensor_symbol_t* const inputs, const int input_size,
+                                              const ccv_nnc_tensor_symbol_t* const outputs, const int output_size) {
+  guard_void([&] {
+    exec_of(graph, exec, "ccv_nnc_graph_exec_symbol_set_io");
+    exec_set_io(graph, exec.d, inputs, input_size, outputs, output_size);
+  });
+}
+
+NNC_API void ccv_nnc_graph_exec_symbol_replace_io(const ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t symbol,
+                                                  const ccv_nnc_tensor_symbol_t old_symbol, const ccv_nnc_tensor_symbol_t new_symbol) {
+  guard_void([&] {
+    static const char* what = "ccv_nnc_graph_exec_symbol_replace_io";
+    Graph* g = mut(graph);
+    const Graph::Exec& x = exec_of(g, symbol, what);
+    tensor_of(g, old_symbol, what);
+    tensor_of(g, new_symbol, what);
+    std::vector<ccv_nnc_tensor_symbol_t> in, out;
+    auto swap = [&](int d) -> ccv_nnc_tensor_symbol_t {
+      const int n = d == old_symbol.d ? new_symbol.d : d;
+      return {n, n < 0 ? nullptr : g};
+    };
+    for (int d : x.inputs) in.push_back(swap(d));
+    for (int d : x.outputs) out.push_back(swap(d));
+    exec_set_io(g, symbol.d, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()));
+  });
+}
+
+NNC_API void ccv_nnc_symbolic_graph_tensor_auto(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t* const sources,
+                                                const int source_size, const ccv_nnc_graph_exec_symbol_t* const destinations,
+                                                const int destination_size) {
+  guard_void([&] {
+    NNC_CHECK(graph, "ccv_nnc_symbolic_graph_tensor_auto: the symbolic graph is NULL");
+    try {
+      tensor_auto(graph, sources, source_size, destinations, destination_size);
+    } catch (const Error& e) {
+      fail(e.code(), "ccv_nnc_symbolic_graph_tensor_auto: %s", e.what());
+    }
+  });
+}
+
+NNC_API ccv_nnc_symbolic_graph_t* ccv_nnc_symbolic_graph_dup(const ccv_nnc_symbolic_graph_t* const graph,
+                                                             ccv_nnc_symbolic_graph_subst_f subst) {
+  return guard<ccv_nnc_symbolic_graph_t*>(nullptr, [&] {
+    NNC_CHECK(graph, "ccv_nnc_symbolic_graph_dup: the symbolic graph is NULL");
+    auto copy = std::make_unique<ccv_nnc_symbolic_graph_s>();
+    copy->tensors = graph->tensors;
+    copy->execs = graph->execs;
+    for (auto& t : copy->tensors)
+      if (t.pair.graph == graph) t.pair.graph = copy.get();
+    for (size_t e = 0; e < copy->execs.size(); e++) {
+      Graph::Exec& x = copy->execs[e];
+      if (x.pair.graph == graph) x.pair.graph = copy.get();
+      if (subst && !CCV_NNC_GRAPH_EXEC_IS_DEAD(x.flags)) x.cmd = subst({static_cast<int32_t>(e), copy.get()}, x.cmd);
+    }
+    for (auto s : graph->sources) copy->sources.push_back({s.d, copy.get()});
+    for (auto s : graph->destinations) copy->destinations.push_back({s.d, copy.get()});
+    return copy.release();
+  });
+}
+
+namespace {
+
+template <class F>
+void* swap_hook(Graph* g, F& slot, void*& slot_context, F hook, void* context, F* previous_hook, const char* what) {
+  NNC_CHECK(g, "%s: the symbolic graph is NULL", what);
+  void* previous_context = slot_context;
+  if (previous_hook) *previous_hook = slot;
+  slot = hook;
+  slot_context = context;
+  return previous_context;
+}
+
+}  // namespace
+
+NNC_API void* ccv_nnc_tensor_symbol_new_hook(ccv_nnc_symbolic_graph_t* const graph, ccv_nnc_tensor_symbol_new_hook_f hook,
+                                             void* context, ccv_nnc_tensor_symbol_new_hook_f* previous_hook) {
+  return guard<void*>(nullptr, [&] {
+    NNC_CHECK(graph, "ccv_nnc_tensor_symbol_new_hook: the symbolic graph is NULL");
+    return swap_hook(graph, graph->tensor_hook, graph->tensor_hook_context, hook, context, previous_hook,
+                     "ccv_nnc_tensor_symbol_new_hook");
+  });
+}
+
+NNC_API void* ccv_nnc_tensor_symbol_alias_new_hook(ccv_nnc_symbolic_graph_t* const graph, ccv_nnc_tensor_symbol_alias_new_hook_f hook,
+                                                   void* context, ccv_nnc_tensor_symbol_alias_new_hook_f* previous_hook) {
+  return guard<void*>(nullptr, [&] {
+    NNC_CHECK(graph, "ccv_nnc_tensor_symbol_alias_new_hook: the symbolic graph is NULL");
+    return swap_hook(graph, graph->alias_hook, graph->alias_hook_context, hook, context, previous_hook,
+                     "ccv_nnc_tensor_symbol_alias_new_hook");
+  });
+}
+
+NNC_API void* ccv_nnc_graph_exec_symbol_new_hook(ccv_nnc_symbolic_graph_t* const graph, ccv_nnc_graph_exec_symbol_new_hook_f hook,
+                                                 void* context, ccv_nnc_graph_exec_symbol_new_hook_f* previous_hook) {
+  return guard<void*>(nullptr, [&] {
+    NNC_CHECK(graph, "ccv_nnc_graph_exec_symbol_new_hook: the symbolic graph is NULL");
+    return swap_hook(graph, graph->exec_hook, graph->exec_hook_context, hook, context, previous_hook,
+                     "ccv_nnc_graph_exec_symbol_new_hook");
+  });
+}
+
+NNC_API void ccv_nnc_tensor_symbol_pair_with(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_t tensor_symbol,
+                                             const ccv_nnc_tensor_symbol_t pair_tensor_symbol) {
+  guard_void([&] {
+    Graph::Tensor& t = tensor_of(graph, tensor_symbol, "ccv_nnc_tensor_symbol_pair_with");
+    tensor_of(pair_tensor_symbol.graph, pair_tensor_symbol, "ccv_nnc_tensor_symbol_pair_with: pair");
+    t.pair = pair_tensor_symbol;
+  });
+}
+
+NNC_API void ccv_nnc_graph_exec_symbol_pair_with(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t exec_symbol,
+                                                 const ccv_nnc_graph_exec_symbol_t pair_exec_symbol) {
+  guard_void([&] {
+    Graph::Exec& x = exec_of(graph, exec_symbol, "ccv_nnc_graph_exec_symbol_pair_with");
+    exec_of(pair_exec_symbol.graph, pair_exec_symbol, "ccv_nnc_graph_exec_symbol_pair_with: pair");
+    x.pair = pair_exec_symbol;
+  });
+}
+
+NNC_API void ccv_nnc_symbolic_graph_memory_compression(ccv_nnc_symbolic_graph_t* const graph,
+                                                       const ccv_nnc_graph_exec_symbol_t* const, const int,
+                                                       const ccv_nnc_graph_exec_symbol_t* const, const int) {
+  guard_void([&] {
+    NNC_CHECK(graph, "ccv_nnc_symbolic_graph_memory_compression: the symbolic graph is NULL");
+    fail(CCV_NNC_EXEC_INVALID, "ccv_nnc_symbolic_graph_memory_compression is not supported yet; the graph is unchanged");
+  });
+}
+
+NNC_API void ccv_nnc_symbolic_graph_memory_reduction(ccv_nnc_symbolic_graph_t* const graph,
+                                                     const ccv_nnc_graph_exec_symbol_t* const, const int,
+                                                     const ccv_nnc_graph_exec_symbol_t* const, const int) {
+  guard_void([&] {
+    NNC_CHECK(graph, "ccv_nnc_symbolic_graph_memory_reduction: the symbolic graph is NULL");
+    fail(CCV_NNC_EXEC_INVALID, "ccv_nnc_symbolic_graph_memory_reduction is not supported yet; the graph is unchanged");
+  });
+}

@@ -153,7 +153,9 @@ ccv_nnc_tensor_symbol_t tensor_new(Graph* g, const ccv_nnc_tensor_param_t& info,
   t.info = info;
   if (name) t.name = name;
   g->tensors.push_back(std::move(t));
-  return {static_cast<int32_t>(g->tensors.size() - 1), g};
+  const ccv_nnc_tensor_symbol_t made = {static_cast<int32_t>(g->tensors.size() - 1), g};
+  if (g->tensor_hook) g->tensor_hook(g->tensor_hook_context, made, info, name);
+  return made;
 }
 
 ccv_nnc_tensor_symbol_t alias_new(Graph* g, const ccv_nnc_tensor_symbol_t& base, const int* ofs, const int* stride,
@@ -191,6 +193,8 @@ ccv_nnc_tensor_symbol_t alias_new(Graph* g, const ccv_nnc_tensor_symbol_t& base,
          tensor_label(g, base.d).c_str(), shape_string(b.info.dim).c_str(), static_cast<long long>(count));
   }
   g->tensors[static_cast<size_t>(base.d)].aliases.push_back(d);
+  if (g->alias_hook) g->alias_hook(g->alias_hook_context, {d, g}, base, ofs ? ofs : g->tensors[static_cast<size_t>(d)].ofs,
+                                   stride ? stride : g->tensors[static_cast<size_t>(d)].stride, info, name);
   return {d, g};
 }
 
@@ -274,7 +278,62 @@ ccv_nnc_graph_exec_symbol_t exec_new(Graph* g, const ccv_nnc_cmd_t& cmd, const c
   g->execs.push_back(std::move(x));
   for (int o : g->execs.back().outputs)
     if (o >= 0) g->tensors[static_cast<size_t>(o)].writers.push_back(e);
+  if (g->exec_hook) g->exec_hook(g->exec_hook_context, {e, g}, cmd, inputs, input_size, outputs, output_size, name);
   return {e, g};
+}
+
+void exec_set_io(Graph* g, int e, const ccv_nnc_tensor_symbol_t* inputs, int input_size, const ccv_nnc_tensor_symbol_t* outputs,
+                 int output_size) {
+  static const char* what = "ccv_nnc_graph_exec_symbol_set_io";
+  NNC_CHECK(input_size >= 0 && output_size >= 0 && (inputs || input_size == 0) && (outputs || output_size == 0),
+            "%s: bad arrays (sizes %d and %d)", what, input_size, output_size);
+  auto slot = [&](const ccv_nnc_tensor_symbol_t& s) {
+    if (s.d == CCV_NNC_NO_TENSOR_SYMBOL || !s.graph) return static_cast<int>(CCV_NNC_NO_TENSOR_SYMBOL);
+    tensor_at(g, s, what);
+    return static_cast<int>(s.d);
+  };
+  std::vector<int> in, out;
+  for (int i = 0; i < input_size; i++) in.push_back(slot(inputs[i]));
+  for (int i = 0; i < output_size; i++) out.push_back(slot(outputs[i]));
+  for (size_t i = 0; i < out.size(); i++) {
+    const int o = out[i];
+    if (o < 0) continue;
+    const int b = base_of(g, o);
+    std::vector<int> family{b};
+    family.insert(family.end(), g->tensors[static_cast<size_t>(b)].aliases.begin(), g->tensors[static_cast<size_t>(b)].aliases.end());
+    for (int s : family)
+      for (int w : g->tensors[static_cast<size_t>(s)].writers)
+        NNC_CHECK(w == e || !live_exec(g, w) || !may_overlap(g, o, s), "%s: output %zu, %s, would break SSA: %s already writes %s",
+                  what, i, tensor_label(g, o).c_str(), exec_label(g, w).c_str(), tensor_label(g, s).c_str());
+  }
+  Graph::Exec& x = g->execs[static_cast<size_t>(e)];
+  for (int o : x.outputs)
+    if (o >= 0) remove_value(g->tensors[static_cast<size_t>(o)].writers, e);
+  x.inputs = std::move(in);
+  x.outputs = std::move(out);
+  for (int o : x.outputs)
+    if (o >= 0) g->tensors[static_cast<size_t>(o)].writers.push_back(e);
+}
+
+void tensor_auto(Graph* g, const ccv_nnc_graph_exec_symbol_t* sources, int source_size,
+                 const ccv_nnc_graph_exec_symbol_t* destinations, int destination_size) {
+  for (int e : exec_order(g, sources, source_size, destinations, destination_size)) {
+    const Graph::Exec& x = g->execs[static_cast<size_t>(e)];
+    bool unknown = false, ready = true;
+    for (int o : x.outputs) unknown = unknown || (o >= 0 && nd(g->tensors[static_cast<size_t>(o)].info) == 0);
+    std::vector<ccv_nnc_tensor_param_t> in(x.inputs.size()), out(x.outputs.size());
+    for (size_t i = 0; i < x.inputs.size(); i++)
+      if (x.inputs[i] >= 0) {
+        in[i] = g->tensors[static_cast<size_t>(x.inputs[i])].info;
+        ready = ready && nd(in[i]) > 0;
+      }
+    if (!unknown || !ready || x.cmd.cmd == CCV_NNC_NOOP || x.cmd.cmd == CCV_NNC_CUSTOM_FORWARD || x.cmd.cmd == CCV_NNC_CUSTOM_BACKWARD) continue;
+    hint_tensor_auto(x.cmd, in.data(), static_cast<int>(in.size()), x.hint, out.data(), static_cast<int>(out.size()));
+    for (size_t i = 0; i < x.outputs.size(); i++) {
+      const int o = x.outputs[i];
+      if (o >= 0 && nd(g->tensors[static_cast<size_t>(o)].info) == 0 && nd(out[i]) > 0) g->tensors[static_cast<size_t>(o)].info = out[i];
+    }
+  }
 }
 
 void exec_free(Graph* g, const ccv_nnc_graph_exec_symbol_t& s) {

@@ -30,6 +30,7 @@ struct ccv_nnc_symbolic_graph_s {
     int stride[CCV_NNC_MAX_DIM_ALLOC] = {};
     std::vector<int> aliases;  // of a base: its alias symbols
     std::vector<int> writers;  // exec symbols that write this symbol itself
+    ccv_nnc_tensor_symbol_t pair{CCV_NNC_NO_TENSOR_SYMBOL, nullptr};  // ccv_nnc_tensor_symbol_pair_with
   };
   struct Exec {
     ccv_nnc_cmd_t cmd{};
@@ -38,10 +39,18 @@ struct ccv_nnc_symbolic_graph_s {
     int flags = 0;  // CCV_NNC_GRAPH_EXEC_* (dead included)
     std::vector<int> inputs, outputs;  // tensor symbol indices, CCV_NNC_NO_TENSOR_SYMBOL for none
     std::vector<int> outgoing;         // exec symbols ordered after this one
+    ccv_nnc_graph_exec_symbol_t pair{CCV_NNC_NO_GRAPH_EXEC_SYMBOL, nullptr};
   };
   std::vector<Tensor> tensors;
   std::vector<Exec> execs;
   std::vector<ccv_nnc_graph_exec_symbol_t> sources, destinations;
+  // Called after each symbol is made (the *_new_hook functions).
+  ccv_nnc_tensor_symbol_new_hook_f tensor_hook = nullptr;
+  void* tensor_hook_context = nullptr;
+  ccv_nnc_tensor_symbol_alias_new_hook_f alias_hook = nullptr;
+  void* alias_hook_context = nullptr;
+  ccv_nnc_graph_exec_symbol_new_hook_f exec_hook = nullptr;
+  void* exec_hook_context = nullptr;
 };
 
 namespace nnc::symbolic {
@@ -79,6 +88,13 @@ ccv_nnc_graph_exec_symbol_t exec_new(Graph* g, const ccv_nnc_cmd_t& cmd, const c
                                      int input_size, const ccv_nnc_tensor_symbol_t* outputs, int output_size,
                                      const char* name);
 void exec_free(Graph* g, const ccv_nnc_graph_exec_symbol_t& s);
+// Replace an exec's tensors (SSA checked against the other writers; shapes
+// are not inferred again).
+void exec_set_io(Graph* g, int e, const ccv_nnc_tensor_symbol_t* inputs, int input_size, const ccv_nnc_tensor_symbol_t* outputs,
+                 int output_size);
+// Shapes for the outputs that have none, along the order between sources and destinations.
+void tensor_auto(Graph* g, const ccv_nnc_graph_exec_symbol_t* sources, int source_size,
+                 const ccv_nnc_graph_exec_symbol_t* destinations, int destination_size);
 // Edges. concat refuses an edge that would close a cycle; returns false if
 // the edge was there already (concat) or absent (disjoin).
 bool concat(Graph* g, int from, int to);

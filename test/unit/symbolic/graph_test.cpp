@@ -485,8 +485,9 @@ TEST(SymbolicGraph, SharedMemoryIsOrderedSoStreamsCannotRace) {
       // touching i must precede j's writer (unless j took i's place in that very node).
       if (syms[i].writer >= syms[j].writer) continue;
       shared++;
-      for (int n : syms[i].touching)
+      for (int n : syms[i].touching) {
         if (n != syms[j].writer) EXPECT_TRUE(reaches(n, syms[j].writer)) << "symbols " << i << " and " << j;
+      }
     }
   EXPECT_GT(shared, 0);  // the branches did share memory
   // And the values are right when the graph runs on two streams.
@@ -502,6 +503,76 @@ TEST(SymbolicGraph, SharedMemoryIsOrderedSoStreamsCannotRace) {
       EXPECT_NEAR(c.t(y)->data.f32[r], want, 1e-5 * want) << r;
     }
   }
+}
+
+}  // namespace
+
+namespace {
+
+TEST(SymbolicGraph, EditingExecsDuplicatingGraphsAndHooks) {
+  Compiled c;
+  // Hooks see every symbol made after they are installed.
+  struct Log {
+    int tensors = 0, aliases = 0, execs = 0;
+  } log;
+  ccv_nnc_tensor_symbol_new_hook_f previous = nullptr;
+  EXPECT_EQ(ccv_nnc_tensor_symbol_new_hook(
+                c.sg, [](void* ctx, const ccv_nnc_tensor_symbol_t, const ccv_nnc_tensor_param_t, const char* const) { static_cast<Log*>(ctx)->tensors++; },
+                &log, &previous),
+            nullptr);
+  EXPECT_EQ(previous, nullptr);
+  ccv_nnc_tensor_symbol_alias_new_hook(
+      c.sg,
+      [](void* ctx, const ccv_nnc_tensor_symbol_t, const ccv_nnc_tensor_symbol_t, const int*, const int*, const ccv_nnc_tensor_param_t,
+         const char* const) { static_cast<Log*>(ctx)->aliases++; },
+      &log, nullptr);
+  ccv_nnc_graph_exec_symbol_new_hook(
+      c.sg,
+      [](void* ctx, const ccv_nnc_graph_exec_symbol_t, const ccv_nnc_cmd_t, const ccv_nnc_tensor_symbol_t* const, const int,
+         const ccv_nnc_tensor_symbol_t* const, const int, const char* const) { static_cast<Log*>(ctx)->execs++; },
+      &log, nullptr);
+  const auto a = ccv_nnc_tensor_symbol_new(c.sg, param(CCV_32F, {2, 3}), "a");
+  const auto b = ccv_nnc_tensor_symbol_new(c.sg, param(CCV_32F, {2, 3}), "b");
+  const auto y = ccv_nnc_tensor_symbol_new(c.sg, ccv_nnc_tensor_auto, "y");
+  const auto half = ccv_nnc_tensor_symbol_alias_new(c.sg, a, ccv_nnc_no_ofs, ccv_nnc_no_ofs, param(CCV_32F, {3}), "half");
+  const auto e = ccv_nnc_graph_exec_symbol_new(c.sg, plain(CCV_NNC_EWEXP_FORWARD), &a, 1, &y, 1, "exp");
+  EXPECT_EQ(log.tensors, 3);
+  EXPECT_EQ(log.aliases, 1);
+  EXPECT_EQ(log.execs, 1);
+  EXPECT_GE(half.d, 0);
+  // Read b instead of a; then the shape of a fresh output from tensor_auto.
+  ccv_nnc_graph_exec_symbol_replace_io(c.sg, e, a, b);
+  const int* in = nullptr;
+  int ni = 0;
+  ccv_nnc_graph_exec_symbol_io(c.sg, e, &in, &ni, nullptr, nullptr);
+  ASSERT_EQ(ni, 1);
+  EXPECT_EQ(in[0], b.d);
+  const auto z = ccv_nnc_tensor_symbol_new(c.sg, ccv_nnc_tensor_auto, "z");
+  ccv_nnc_graph_exec_symbol_set_io(c.sg, e, &b, 1, &z, 1);
+  EXPECT_EQ(ccv_nnc_tensor_symbol_params(c.sg, z).dim[0], 0);
+  ccv_nnc_symbolic_graph_tensor_auto(c.sg, nullptr, 0, nullptr, 0);
+  EXPECT_EQ(ccv_nnc_tensor_symbol_params(c.sg, z).dim[1], 3) << last_error();
+  // y has no writer now, so another exec may write it; z has one.
+  EXPECT_GE(ccv_nnc_graph_exec_symbol_new(c.sg, plain(CCV_NNC_EWLOG_FORWARD), &b, 1, &y, 1, "log").d, 0) << last_error();
+  ccv_nnc_graph_exec_symbol_set_io(c.sg, e, &b, 1, &y, 1);
+  EXPECT_NE(last_error().find("SSA"), std::string::npos) << last_error();
+  // A duplicate with its commands rewritten: the same indices, another graph.
+  ccv_nnc_symbolic_graph_t* dup = ccv_nnc_symbolic_graph_dup(c.sg, [](const ccv_nnc_graph_exec_symbol_t, const ccv_nnc_cmd_t cmd) {
+    ccv_nnc_cmd_t c2 = cmd;
+    if (cmd.cmd == CCV_NNC_EWEXP_FORWARD) c2.cmd = CCV_NNC_EWSQRT_FORWARD;
+    return c2;
+  });
+  ASSERT_NE(dup, nullptr);
+  EXPECT_EQ(ccv_nnc_graph_exec_symbol_cmd(dup, {e.d, dup}).cmd, CCV_NNC_EWSQRT_FORWARD);
+  EXPECT_EQ(ccv_nnc_graph_exec_symbol_cmd(c.sg, e).cmd, CCV_NNC_EWEXP_FORWARD);
+  EXPECT_EQ(ccv_nnc_tensor_symbol_count(dup), ccv_nnc_tensor_symbol_count(c.sg));
+  EXPECT_STREQ(ccv_nnc_tensor_symbol_name(dup, {z.d, dup}), "z");
+  EXPECT_EQ(log.tensors, 4);  // the duplicate made no calls into the hooks
+  ccv_nnc_tensor_symbol_pair_with(dup, {z.d, dup}, z);
+  ccv_nnc_symbolic_graph_free(dup);
+  // Not supported yet, and said so.
+  ccv_nnc_symbolic_graph_memory_reduction(c.sg, nullptr, 0, nullptr, 0);
+  EXPECT_NE(last_error().find("not supported yet"), std::string::npos) << last_error();
 }
 
 }  // namespace
