@@ -1015,6 +1015,14 @@ void ccv_nnc_tensor_arena_buffer_free(ccv_nnc_tensor_arena_t* const tensor_arena
 /** Bytes of the arena's memory. */
 CCV_WARN_UNUSED(uint64_t) ccv_nnc_tensor_arena_size(const ccv_nnc_tensor_arena_t* const tensor_arena);
 void ccv_nnc_tensor_arena_free(ccv_nnc_tensor_arena_t* const tensor_arena);
+/**
+ * Take the symbols' current shapes (ccv_nnc_tensor_symbol_set) into the
+ * arena's tensors, where each still fits the bytes compiled for it.
+ * @return 0, or -1 (nothing changed; compile again) when one does not fit.
+ */
+int ccv_nnc_tensor_arena_reinit(ccv_nnc_tensor_arena_t* const tensor_arena, const ccv_nnc_symbolic_graph_t* const graph);
+/** Take the exec symbols' current commands and hints (ccv_nnc_graph_exec_symbol_set) into the compiled graph's nodes. */
+void ccv_nnc_graph_exec_reinit(ccv_nnc_graph_exec_arena_t* const graph_exec_arena, ccv_nnc_graph_t* const graph, const ccv_nnc_symbolic_graph_t* const symbolic_graph);
 /** The node an exec symbol became (graph NULL if it was not compiled). */
 CCV_WARN_UNUSED(ccv_nnc_graph_exec_t) ccv_nnc_graph_exec_from_symbol(const ccv_nnc_graph_exec_arena_t* const graph_exec_arena, const ccv_nnc_graph_exec_symbol_t symbol);
 /** The compiled graph's single source and destination nodes. */

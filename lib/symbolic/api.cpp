@@ -660,3 +660,16 @@ NNC_API void ccv_nnc_symbolic_graph_memory_reduction(ccv_nnc_symbolic_graph_t* c
     fail(CCV_NNC_EXEC_INVALID, "ccv_nnc_symbolic_graph_memory_reduction is not supported yet; the graph is unchanged");
   });
 }
+
+NNC_API int ccv_nnc_tensor_arena_reinit(ccv_nnc_tensor_arena_t* const tensor_arena, const ccv_nnc_symbolic_graph_t* const graph) {
+  return guard<int>(-1, [&] {
+    if (reinit(tensor_arena, graph)) return 0;
+    set_error_message("ccv_nnc_tensor_arena_reinit: a symbol's shape no longer fits the memory compiled for it; compile again");
+    return -1;
+  });
+}
+
+NNC_API void ccv_nnc_graph_exec_reinit(ccv_nnc_graph_exec_arena_t* const graph_exec_arena, ccv_nnc_graph_t* const graph,
+                                       const ccv_nnc_symbolic_graph_t* const symbolic_graph) {
+  guard_void([&] { exec_reinit(graph_exec_arena, graph, symbolic_graph); });
+}

@@ -146,8 +146,10 @@ Compiled compile(const Graph* g, const ccv_nnc_tensor_bind_t* binds, int bind_si
       if (os.first != step) continue;
       for (size_t i = 0; i < x.inputs.size(); i++) {
         const int in = x.inputs[i];
+        // Inputs (no writer here) and kept symbols hold their values across runs: never overwritten.
         if (in < 0 || in == o || taken[i] || g->tensors[static_cast<size_t>(in)].alias_of >= 0 ||
-            !g->tensors[static_cast<size_t>(in)].aliases.empty() || bound[static_cast<size_t>(in)])
+            !g->tensors[static_cast<size_t>(in)].aliases.empty() || bound[static_cast<size_t>(in)] ||
+            !written[static_cast<size_t>(in)] || keep[static_cast<size_t>(in)])
           continue;
         const alloc::TensorSpec& is = problem.tensors[index[static_cast<size_t>(in)]];
         if (is.last != step || is.size != os.size) continue;
@@ -180,9 +182,11 @@ Compiled compile(const Graph* g, const ccv_nnc_tensor_bind_t* binds, int bind_si
   arena->base.resize(nt);
   arena->offset.assign(nt, 0);
   arena->own.assign(nt, nullptr);
+  arena->capacity.assign(nt, 0);
   for (size_t d = 0; d < nt; d++) arena->base[d] = base_of(g, static_cast<int>(d));
   for (int b : bases) {
     const size_t d = static_cast<size_t>(b);
+    arena->capacity[d] = bytes_of(g->tensors[d].info);
     if (bound[d]) {
       arena->headers[d] = header_of(*bound[d]);
       arena->own[d] = bound[d]->data.u8;
@@ -381,6 +385,76 @@ void bind(ccv_nnc_tensor_arena_t* arena, const ccv_nnc_tensor_symbol_t& symbol, 
   for (size_t a = 0; a < arena->headers.size(); a++)
     if (a != d && arena->base[a] == symbol.d && arena->headers[a])
       arena->headers[a]->data.u8 = data ? data + arena->offset[a] : nullptr;
+}
+
+}  // namespace nnc::symbolic
+
+namespace nnc::symbolic {
+
+bool reinit(ccv_nnc_tensor_arena_t* arena, const Graph* g) {
+  static const char* what = "ccv_nnc_tensor_arena_reinit";
+  NNC_CHECK(arena && g, "%s: the arena or the graph is NULL", what);
+  NNC_CHECK(arena->graph == g, "%s: the arena was compiled from another graph", what);
+  const size_t n = std::min(arena->headers.size(), g->tensors.size());
+  for (size_t d = 0; d < n; d++) {
+    if (!arena->headers[d] || arena->base[d] != static_cast<int>(d)) continue;
+    const ccv_nnc_tensor_param_t& info = g->tensors[d].info;
+    if (nd_of(info.dim) == 0 || bytes_of(info) > arena->capacity[d]) return false;
+    if (CCV_GET_DATA_TYPE(info.datatype) != CCV_GET_DATA_TYPE(arena->headers[d]->info.datatype)) return false;
+  }
+  for (size_t d = 0; d < n; d++) {  // every alias inside its base's new shape
+    if (!arena->headers[d] || arena->base[d] == static_cast<int>(d)) continue;
+    const ccv_nnc_tensor_param_t& b = g->tensors[static_cast<size_t>(arena->base[d])].info;
+    int64_t first, last;
+    element_range(g, static_cast<int>(d), &first, &last);
+    if (nd_of(g->tensors[d].info.dim) == 0 || last >= static_cast<int64_t>(bytes_of(b) / datatype_size(b.datatype))) return false;
+  }
+  for (size_t d = 0; d < n; d++) {
+    if (!arena->headers[d] || arena->base[d] != static_cast<int>(d)) continue;
+    ccv_nnc_tensor_view_t* h = arena->headers[d].get();
+    h->info = g->tensors[d].info;
+    if (!is_view(reinterpret_cast<ccv_nnc_tensor_t*>(h))) h->data_size = bytes_of(h->info);
+  }
+  // Aliases follow their bases' new shapes where they still fit inside them.
+  for (size_t d = 0; d < n; d++) {
+    if (!arena->headers[d] || arena->base[d] == static_cast<int>(d)) continue;
+    const Graph::Tensor& t = g->tensors[d];
+    const ccv_nnc_tensor_t* base = reinterpret_cast<const ccv_nnc_tensor_t*>(arena->headers[static_cast<size_t>(arena->base[d])].get());
+    int64_t stride[CCV_NNC_MAX_DIM_ALLOC], packed[CCV_NNC_MAX_DIM_ALLOC];
+    const int nd = nd_of(t.info.dim);
+    alias_strides(g, static_cast<int>(d), stride);
+    packed_strides(t.info.dim, nd, packed);
+    int64_t first = 0;
+    for (int i = 0; i < nd; i++) first += static_cast<int64_t>(t.ofs[i]) * stride[i];
+    const int64_t bytes = first * static_cast<int64_t>(datatype_size(t.info.datatype));
+    arena->offset[d] = bytes;
+    if (std::equal(stride, stride + nd, packed)) {
+      arena->headers[d] = header_of(tensor_value(base->data.u8 ? base->data.u8 + bytes : nullptr, t.info, 0));
+    } else {
+      int istride[CCV_NNC_MAX_DIM_ALLOC] = {};
+      for (int i = 0; i < nd; i++) istride[i] = static_cast<int>(stride[i]);
+      view_fill(arena->headers[d].get(), base, t.info, t.ofs, istride);
+    }
+  }
+  return true;
+}
+
+void exec_reinit(ccv_nnc_graph_exec_arena_t* arena, ccv_nnc_graph_t* graph, const Graph* g) {
+  static const char* what = "ccv_nnc_graph_exec_reinit";
+  NNC_CHECK(arena && graph && g, "%s: the arena, the graph or the symbolic graph is NULL", what);
+  NNC_CHECK(arena->graph == g, "%s: the arena was compiled from another symbolic graph", what);
+  const size_t n = std::min(arena->execs.size(), g->execs.size());
+  for (size_t e = 0; e < n; e++) {
+    const ccv_nnc_graph_exec_t node = arena->execs[e];
+    if (!node.graph) continue;
+    NNC_CHECK(node.graph == graph, "%s: the exec arena belongs to another concrete graph", what);
+    Graph::Exec const& x = g->execs[e];
+    if (CCV_NNC_GRAPH_EXEC_IS_DEAD(x.flags)) continue;
+    graph::Graph::Node& nd = graph::node_of(graph, node, what);
+    nd.cmd = x.cmd;
+    nd.hint = x.hint;
+  }
+  graph::invalidate_plans(graph);
 }
 
 }  // namespace nnc::symbolic

@@ -30,6 +30,7 @@ struct ccv_nnc_tensor_arena_s {
   std::vector<int> base;            // per symbol: its base symbol
   std::vector<int64_t> offset;      // per alias: bytes from its base's data
   std::vector<unsigned char*> own;  // per base symbol: its data at compile time
+  std::vector<uint64_t> capacity;   // per base symbol: bytes it may grow to (ccv_nnc_tensor_arena_reinit)
   unsigned char* buffer = nullptr;
   uint64_t size = 0;     // bytes of buffer (the planned arena)
   uint64_t planned = 0;  // the planner's arena, before alignment padding
@@ -58,5 +59,11 @@ Compiled compile(const Graph* g, const ccv_nnc_tensor_bind_t* binds, int bind_si
 // Point a symbol (and the aliases of it) at `tensor`'s data; NULL restores
 // what compile gave it.
 void bind(ccv_nnc_tensor_arena_t* arena, const ccv_nnc_tensor_symbol_t& symbol, const ccv_nnc_tensor_t* tensor);
+
+// Take the symbols' current shapes into the arena's tensors where each still
+// fits the bytes compiled for it; returns false (nothing changed) otherwise.
+bool reinit(ccv_nnc_tensor_arena_t* arena, const Graph* g);
+// Take the exec symbols' current commands and hints into the compiled nodes.
+void exec_reinit(ccv_nnc_graph_exec_arena_t* arena, ccv_nnc_graph_t* graph, const Graph* g);
 
 }  // namespace nnc::symbolic

@@ -576,3 +576,35 @@ TEST(SymbolicGraph, EditingExecsDuplicatingGraphsAndHooks) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(SymbolicGraph, ReinitTakesNewShapesAndCommandsWithoutRecompiling) {
+  Compiled c;
+  const auto a = ccv_nnc_tensor_symbol_new(c.sg, param(CCV_32F, {6, 4}), "a");
+  const auto y = ccv_nnc_tensor_symbol_new(c.sg, ccv_nnc_tensor_auto, "y");
+  const auto e = ccv_nnc_graph_exec_symbol_new(c.sg, plain(CCV_NNC_EWEXP_FORWARD), &a, 1, &y, 1, "f");
+  ASSERT_TRUE(c.compile({y})) << last_error();
+  std::mt19937 rng(16);
+  fill(c.t(a), rng);
+  // Smaller shapes fit the memory compiled for them.
+  ASSERT_EQ(ccv_nnc_tensor_symbol_set(c.sg, a, param(CCV_32F, {3, 4})), 0);
+  ASSERT_EQ(ccv_nnc_tensor_symbol_set(c.sg, y, param(CCV_32F, {3, 4})), 0);
+  ASSERT_EQ(ccv_nnc_tensor_arena_reinit(c.ta, c.sg), 0) << last_error();
+  EXPECT_EQ(c.t(y)->info.dim[0], 3);
+  ASSERT_EQ(c.run(), CCV_NNC_EXEC_SUCCESS) << last_error();
+  for (int i = 0; i < 12; i++) EXPECT_NEAR(c.t(y)->data.f32[i], std::exp(double(c.t(a)->data.f32[i])), 1e-6);
+  // Another command, the same tensors.
+  ccv_nnc_graph_exec_symbol_set(c.sg, e, plain(CCV_NNC_EWLOG_FORWARD));
+  ccv_nnc_graph_exec_reinit(c.ea, c.g, c.sg);
+  for (int i = 0; i < 12; i++) c.t(a)->data.f32[i] = 0.5f + 0.25f * static_cast<float>(i);
+  ASSERT_EQ(c.run(), CCV_NNC_EXEC_SUCCESS) << last_error();
+  for (int i = 0; i < 12; i++) EXPECT_NEAR(c.t(y)->data.f32[i], std::log(0.5 + 0.25 * i), 1e-6);
+  // A larger shape does not fit: refused, nothing changed.
+  ASSERT_EQ(ccv_nnc_tensor_symbol_set(c.sg, a, param(CCV_32F, {8, 4})), 0);
+  EXPECT_EQ(ccv_nnc_tensor_arena_reinit(c.ta, c.sg), -1);
+  EXPECT_NE(last_error().find("compile again"), std::string::npos) << last_error();
+  EXPECT_EQ(c.t(a)->info.dim[0], 3);
+}
+
+}  // namespace
