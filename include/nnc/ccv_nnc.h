@@ -1112,6 +1112,13 @@ enum {
 	 * become their input.
 	 */
 	CCV_NNC_SIMPLIFY_USELESS_WORK = 0x100,
+	/*
+	 * NNC addition (Owl's constant folding, over the constants a symbolic graph
+	 * has): an exec whose inputs are all INIT_ZEROS / INIT_ONES symbols that
+	 * nothing writes runs once during simplification; an output that is
+	 * uniformly 0 or 1 becomes such a constant symbol and the exec goes.
+	 */
+	CCV_NNC_SIMPLIFY_CONSTANT_FOLDING = 0x101,
 };
 /**
  * Rewrite the graph with the passes, in the order given, keeping the values

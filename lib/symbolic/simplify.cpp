@@ -217,6 +217,94 @@ int fuse(Graph* g, const std::vector<int>& order) {
   return fused;
 }
 
+// Constant folding over the constants a symbolic graph has: symbols flagged
+// INIT_ZEROS / INIT_ONES that nothing writes. An exec whose inputs are all
+// such constants runs once here, on tensors of the real shapes; an output
+// that comes out uniformly 0 or 1 becomes a constant symbol of that value
+// (its writer goes), anything else is left to run.
+int fold(Graph* g, const std::vector<int>& order, const std::vector<char>& keep) {
+  int folded = 0;
+  for (int e : order) {
+    if (!optimisable(g, e)) continue;
+    const Graph::Exec& x = g->execs[static_cast<size_t>(e)];
+    const uint32_t c = x.cmd.cmd;
+    if (x.inputs.empty() || x.cmd.isa || c == CCV_NNC_NOOP || c == CCV_NNC_CUSTOM_FORWARD || c == CCV_NNC_CUSTOM_BACKWARD ||
+        c == CCV_NNC_RANDOM_UNIFORM_FORWARD || c == CCV_NNC_RANDOM_NORMAL_FORWARD || c == CCV_NNC_DROPOUT_FORWARD)
+      continue;
+    bool constant = true;
+    for (int i : x.inputs) constant = constant && (i < 0 || constant_of(g, i) >= 0);
+    bool outputs_plain = !x.outputs.empty();
+    for (int o : x.outputs) outputs_plain = outputs_plain && (o < 0 || (plain(g, o) && !is_kept(keep, o)));
+    if (!constant || !outputs_plain) continue;
+    struct Owned {
+      std::vector<ccv_nnc_tensor_t*> list;
+      ~Owned() {
+        for (ccv_nnc_tensor_t* t : list) nnc::tensor_free(t);
+      }
+    } owned;
+    std::vector<ccv_nnc_tensor_t*> in, out;
+    for (int i : x.inputs) {
+      if (i < 0) {
+        in.push_back(nullptr);
+        continue;
+      }
+      ccv_nnc_tensor_param_t p = T(g, i).info;
+      p.type = CCV_TENSOR_CPU_MEMORY;
+      ccv_nnc_tensor_t* t = nnc::tensor_new(nullptr, p, 0);
+      owned.list.push_back(t);
+      const double v = constant_of(g, i);
+      const size_t n = bytes_of(p) / datatype_size(p.datatype);
+      for (size_t k = 0; k < n; k++) store_double(t->data.u8 + k * datatype_size(p.datatype), p.datatype, v);
+      in.push_back(t);
+    }
+    for (int o : x.outputs) {
+      if (o < 0) {
+        out.push_back(nullptr);
+        continue;
+      }
+      ccv_nnc_tensor_param_t p = T(g, o).info;
+      p.type = CCV_TENSOR_CPU_MEMORY;
+      ccv_nnc_tensor_t* t = nnc::tensor_new(nullptr, p, 0);
+      owned.list.push_back(t);
+      out.push_back(t);
+    }
+    ccv_nnc_cmd_t cmd = x.cmd;
+    cmd.backend = 0;  // whatever CPU backend runs it
+    int code;
+    try {
+      code = cmd_exec(cmd, x.hint, 0, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()), nullptr);
+    } catch (...) {
+      code = CCV_NNC_EXEC_INVALID;
+    }
+    if (code != CCV_NNC_EXEC_SUCCESS) {  // left to run, and to report its error, when the graph runs
+      clear_error_message();
+      continue;
+    }
+    std::vector<int> value(x.outputs.size(), -1);
+    bool uniform = true;
+    for (size_t j = 0; j < x.outputs.size() && uniform; j++) {
+      if (!out[j]) continue;
+      const ccv_nnc_tensor_param_t& p = out[j]->info;
+      const size_t n = bytes_of(p) / datatype_size(p.datatype);
+      const double v0 = load_double(out[j]->data.u8, p.datatype);
+      uniform = v0 == 0 || v0 == 1;
+      for (size_t k = 1; k < n && uniform; k++) uniform = load_double(out[j]->data.u8 + k * datatype_size(p.datatype), p.datatype) == v0;
+      value[j] = static_cast<int>(v0);
+    }
+    if (!uniform) continue;
+    const std::vector<int> outs = x.outputs;
+    exec_free(g, {e, g});
+    for (size_t j = 0; j < outs.size(); j++) {
+      if (outs[j] < 0) continue;
+      Graph::Tensor& t = g->tensors[static_cast<size_t>(outs[j])];
+      t.flags = (t.flags & ~(CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS | CCV_NNC_TENSOR_SYMBOL_INIT_ONES)) |
+                (value[j] ? CCV_NNC_TENSOR_SYMBOL_INIT_ONES : CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS);
+    }
+    folded++;
+  }
+  return folded;
+}
+
 // Execs that no output asked for depends on are removed; so are tensor
 // symbols nothing uses any more.
 int prune(Graph* g, const std::vector<int>& order, const std::vector<char>& keep, const std::vector<char>& bound) {
@@ -300,7 +388,7 @@ void simplify(Graph* g, const int* passes, int pass_size, const ccv_nnc_tensor_s
   for (int p = 0; p < pass_size; p++)
     NNC_CHECK(passes[p] == CCV_NNC_SIMPLIFY_COMMON_SUBEXPRESSION_ELIMINATION || passes[p] == CCV_NNC_SIMPLIFY_GRAPH_PRUNING ||
                   passes[p] == CCV_NNC_SIMPLIFY_DATA_TRANSFER_OPT || passes[p] == CCV_NNC_SIMPLIFY_OPS_FUSION ||
-                  passes[p] == CCV_NNC_SIMPLIFY_USELESS_WORK,
+                  passes[p] == CCV_NNC_SIMPLIFY_USELESS_WORK || passes[p] == CCV_NNC_SIMPLIFY_CONSTANT_FOLDING,
               "%s: passes[%d] = %d is not a pass", what, p, passes[p]);
   std::vector<char> keep(g->tensors.size(), 0), bound(g->tensors.size(), 0);
   for (int i = 0; i < output_size; i++) {
@@ -339,6 +427,9 @@ void simplify(Graph* g, const int* passes, int pass_size, const ccv_nnc_tensor_s
         break;
       case CCV_NNC_SIMPLIFY_USELESS_WORK:
         changed = useless(g, order, keep) > 0 || changed;
+        break;
+      case CCV_NNC_SIMPLIFY_CONSTANT_FOLDING:
+        changed = fold(g, order, keep) > 0 || changed;
         break;
       default:  // CCV_NNC_SIMPLIFY_OPS_FUSION
         changed = fuse(g, order) > 0 || changed;

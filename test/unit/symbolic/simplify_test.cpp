@@ -212,6 +212,34 @@ TEST(Simplify, UselessWorkAddingZeroOrMultiplyingByOne) {
   ccv_nnc_symbolic_graph_free(sg);
 }
 
+TEST(Simplify, ConstantFoldingTurnsUniformResultsIntoConstants) {
+  ccv_nnc_symbolic_graph_t* sg = ccv_nnc_symbolic_graph_new();
+  const auto z = ccv_nnc_tensor_symbol_new(sg, param(CCV_32F, {4, 4}), "zero");
+  const auto o = ccv_nnc_tensor_symbol_new(sg, param(CCV_32F, {4, 4}), "one");
+  const auto a = ccv_nnc_tensor_symbol_new(sg, param(CCV_32F, {4, 4}), "a");
+  ccv_nnc_tensor_symbol_set_flags(sg, z, CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS);
+  ccv_nnc_tensor_symbol_set_flags(sg, o, CCV_NNC_TENSOR_SYMBOL_INIT_ONES);
+  const auto e = ccv_nnc_tensor_symbol_new(sg, ccv_nnc_tensor_auto, "exp0");   // exp(0) = 1: folds
+  const auto s = ccv_nnc_tensor_symbol_new(sg, ccv_nnc_tensor_auto, "two");    // 1 + 1 = 2: runs
+  const auto y = ccv_nnc_tensor_symbol_new(sg, ccv_nnc_tensor_auto, "y");      // a * 2: runs
+  ccv_nnc_graph_exec_symbol_new(sg, plain(CCV_NNC_EWEXP_FORWARD), &z, 1, &e, 1, "exp");
+  const ccv_nnc_tensor_symbol_t sum_in[] = {e, o}, prod_in[] = {a, s};
+  ccv_nnc_graph_exec_symbol_new(sg, plain(CCV_NNC_EWSUM_FORWARD), sum_in, 2, &s, 1, "sum");
+  ccv_nnc_graph_exec_symbol_new(sg, plain(CCV_NNC_EWPROD_FORWARD), prod_in, 2, &y, 1, "prod");
+  ASSERT_EQ(ccv_nnc_graph_exec_symbol_autogen(sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS), 0);
+  int passes[] = {CCV_NNC_SIMPLIFY_CONSTANT_FOLDING};
+  ccv_nnc_symbolic_graph_simplify(sg, passes, 1, nullptr, 0, &y, 1, nullptr, 0, nullptr, 0);
+  EXPECT_EQ(live_execs(sg), 2) << last_error();
+  EXPECT_EQ(ccv_nnc_tensor_symbol_flags(sg, e), CCV_NNC_TENSOR_SYMBOL_INIT_ONES);
+  EXPECT_EQ(ccv_nnc_tensor_symbol_flags(sg, s), 0);
+  const std::vector<float> got = run_graph(sg, {a}, y, 51);
+  std::mt19937 rng(51);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  ASSERT_EQ(got.size(), 16u);
+  for (size_t i = 0; i < got.size(); i++) EXPECT_FLOAT_EQ(got[i], 2 * d(rng)) << i;
+  ccv_nnc_symbolic_graph_free(sg);
+}
+
 TEST(SymbolicGraph, FormatVisitsInOrderAndReachabilityIsReported) {
   Redundant r;
   struct Seen {
