@@ -286,9 +286,22 @@ NNC_API int ccv_nnc_tensor_symbol_set(ccv_nnc_symbolic_graph_t* const graph, con
   return guard<int>(-1, [&] {
     Graph::Tensor& t = tensor_of(graph, tensor, "ccv_nnc_tensor_symbol_set");
     if (nd_of(info.dim) > 0) validate_params(info, "ccv_nnc_tensor_symbol_set");
-    NNC_CHECK(t.aliases.empty() || bytes_of(info) >= bytes_of(t.info),
-              "ccv_nnc_tensor_symbol_set: %s has aliases; it cannot shrink below them", tensor_label(graph, tensor.d).c_str());
+    const ccv_nnc_tensor_param_t before = t.info;
     t.info = info;
+    // Its aliases (or, for an alias, itself) must still lie inside the base.
+    const int b = base_of(graph, tensor.d);
+    const ccv_nnc_tensor_param_t& bi = graph->tensors[static_cast<size_t>(b)].info;
+    const int64_t count = nd_of(bi.dim) ? static_cast<int64_t>(bytes_of(bi) / datatype_size(bi.datatype)) : 0;
+    for (int a : graph->tensors[static_cast<size_t>(b)].aliases) {
+      int64_t first, last;
+      element_range(graph, a, &first, &last);
+      if (last >= count) {
+        t.info = before;
+        fail(CCV_NNC_EXEC_INVALID, "ccv_nnc_tensor_symbol_set: %s would reach element %lld, outside %s (%lld elements)",
+             tensor_label(graph, a).c_str(), static_cast<long long>(last), tensor_label(graph, b).c_str(),
+             static_cast<long long>(count));
+      }
+    }
     return 0;
   });
 }

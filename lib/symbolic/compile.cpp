@@ -25,12 +25,34 @@ struct GraphDeleter {
 
 bool is_view(const ccv_nnc_tensor_t* t) { return CCV_IS_TENSOR_VIEW(t); }
 
-// A header the graph's nodes can point at, owned by the arena.
-std::unique_ptr<ccv_nnc_tensor_view_t> header_of(const ccv_nnc_tensor_t& t) {
-  auto h = std::make_unique<ccv_nnc_tensor_view_t>();
-  std::memset(h.get(), 0, sizeof(*h));
-  std::memcpy(h.get(), &t, is_view(&t) ? sizeof(ccv_nnc_tensor_view_t) : sizeof(ccv_nnc_tensor_t));
-  return h;
+// A header the graph's nodes can point at, owned by the arena. An existing
+// header is rewritten in place: compiled nodes hold its address.
+void set_header(std::unique_ptr<ccv_nnc_tensor_view_t>& slot, const ccv_nnc_tensor_t& t) {
+  if (!slot) slot = std::make_unique<ccv_nnc_tensor_view_t>();
+  std::memset(slot.get(), 0, sizeof(*slot));
+  std::memcpy(slot.get(), &t, is_view(&t) ? sizeof(ccv_nnc_tensor_view_t) : sizeof(ccv_nnc_tensor_t));
+}
+
+// The header of alias d over its base's header: a plain tensor where the
+// alias is packed (a reshape or a leading slice), else a strided view.
+void alias_header(ccv_nnc_tensor_arena_t* arena, const Graph* g, int d, const ccv_nnc_tensor_t* base) {
+  const Graph::Tensor& t = g->tensors[static_cast<size_t>(d)];
+  const int n = nd_of(t.info.dim);
+  int64_t stride[CCV_NNC_MAX_DIM_ALLOC], packed[CCV_NNC_MAX_DIM_ALLOC];
+  alias_strides(g, d, stride);
+  packed_strides(t.info.dim, n, packed);
+  int64_t first_element = 0;
+  for (int i = 0; i < n; i++) first_element += static_cast<int64_t>(t.ofs[i]) * stride[i];
+  const int64_t bytes = first_element * static_cast<int64_t>(datatype_size(t.info.datatype));
+  arena->offset[static_cast<size_t>(d)] = bytes;
+  if (std::equal(stride, stride + n, packed)) {
+    set_header(arena->headers[static_cast<size_t>(d)], tensor_value(base->data.u8 ? base->data.u8 + bytes : nullptr, t.info, 0));
+    return;
+  }
+  int istride[CCV_NNC_MAX_DIM_ALLOC] = {};
+  for (int i = 0; i < n; i++) istride[i] = static_cast<int>(stride[i]);
+  if (!arena->headers[static_cast<size_t>(d)]) arena->headers[static_cast<size_t>(d)] = std::make_unique<ccv_nnc_tensor_view_t>();
+  view_fill(arena->headers[static_cast<size_t>(d)].get(), base, t.info, t.ofs, istride);
 }
 
 }  // namespace
@@ -188,11 +210,11 @@ Compiled compile(const Graph* g, const ccv_nnc_tensor_bind_t* binds, int bind_si
     const size_t d = static_cast<size_t>(b);
     arena->capacity[d] = bytes_of(g->tensors[d].info);
     if (bound[d]) {
-      arena->headers[d] = header_of(*bound[d]);
+      set_header(arena->headers[d], *bound[d]);
       arena->own[d] = bound[d]->data.u8;
     } else {
       unsigned char* ptr = arena->buffer + plan.arena_offset(index[d]);
-      arena->headers[d] = header_of(tensor_value(ptr, g->tensors[d].info, 0));
+      set_header(arena->headers[d], tensor_value(ptr, g->tensors[d].info, 0));
       arena->own[d] = ptr;
     }
   }
@@ -202,23 +224,7 @@ Compiled compile(const Graph* g, const ccv_nnc_tensor_bind_t* binds, int bind_si
     const ccv_nnc_tensor_t* base = reinterpret_cast<const ccv_nnc_tensor_t*>(arena->headers[static_cast<size_t>(t.alias_of)].get());
     NNC_CHECK(!is_view(base), "%s: %s is an alias of %s, which is bound to a tensor view; bind a plain tensor", what,
               tensor_label(g, static_cast<int>(d)).c_str(), tensor_label(g, t.alias_of).c_str());
-    const int n = nd_of(t.info.dim);
-    int64_t stride[CCV_NNC_MAX_DIM_ALLOC], packed[CCV_NNC_MAX_DIM_ALLOC];
-    alias_strides(g, static_cast<int>(d), stride);
-    packed_strides(t.info.dim, n, packed);
-    int64_t first_element = 0;
-    for (int i = 0; i < n; i++) first_element += static_cast<int64_t>(t.ofs[i]) * stride[i];
-    const int64_t bytes = first_element * static_cast<int64_t>(datatype_size(t.info.datatype));
-    arena->offset[d] = bytes;
-    if (std::equal(stride, stride + n, packed)) {
-      arena->headers[d] = header_of(tensor_value(base->data.u8 + bytes, t.info, 0));
-    } else {
-      int istride[CCV_NNC_MAX_DIM_ALLOC] = {};
-      for (int i = 0; i < n; i++) istride[i] = static_cast<int>(stride[i]);
-      auto h = std::make_unique<ccv_nnc_tensor_view_t>();
-      view_fill(h.get(), base, t.info, t.ofs, istride);
-      arena->headers[d] = std::move(h);
-    }
+    alias_header(arena.get(), g, static_cast<int>(d), base);
   }
   auto tensor = [&](int d) -> ccv_nnc_tensor_t* {
     return d < 0 ? nullptr : reinterpret_cast<ccv_nnc_tensor_t*>(arena->headers[static_cast<size_t>(d)].get());
@@ -401,6 +407,9 @@ bool reinit(ccv_nnc_tensor_arena_t* arena, const Graph* g) {
     const ccv_nnc_tensor_param_t& info = g->tensors[d].info;
     if (nd_of(info.dim) == 0 || bytes_of(info) > arena->capacity[d]) return false;
     if (CCV_GET_DATA_TYPE(info.datatype) != CCV_GET_DATA_TYPE(arena->headers[d]->info.datatype)) return false;
+    // A tensor bound as a strided view keeps the shape it was bound with.
+    if (is_view(reinterpret_cast<const ccv_nnc_tensor_t*>(arena->headers[d].get())) && !same_shape(info, arena->headers[d]->info))
+      return false;
   }
   for (size_t d = 0; d < n; d++) {  // every alias inside its base's new shape
     if (!arena->headers[d] || arena->base[d] == static_cast<int>(d)) continue;
@@ -418,23 +427,8 @@ bool reinit(ccv_nnc_tensor_arena_t* arena, const Graph* g) {
   // Aliases follow their bases' new shapes where they still fit inside them.
   for (size_t d = 0; d < n; d++) {
     if (!arena->headers[d] || arena->base[d] == static_cast<int>(d)) continue;
-    const Graph::Tensor& t = g->tensors[d];
     const ccv_nnc_tensor_t* base = reinterpret_cast<const ccv_nnc_tensor_t*>(arena->headers[static_cast<size_t>(arena->base[d])].get());
-    int64_t stride[CCV_NNC_MAX_DIM_ALLOC], packed[CCV_NNC_MAX_DIM_ALLOC];
-    const int nd = nd_of(t.info.dim);
-    alias_strides(g, static_cast<int>(d), stride);
-    packed_strides(t.info.dim, nd, packed);
-    int64_t first = 0;
-    for (int i = 0; i < nd; i++) first += static_cast<int64_t>(t.ofs[i]) * stride[i];
-    const int64_t bytes = first * static_cast<int64_t>(datatype_size(t.info.datatype));
-    arena->offset[d] = bytes;
-    if (std::equal(stride, stride + nd, packed)) {
-      arena->headers[d] = header_of(tensor_value(base->data.u8 ? base->data.u8 + bytes : nullptr, t.info, 0));
-    } else {
-      int istride[CCV_NNC_MAX_DIM_ALLOC] = {};
-      for (int i = 0; i < nd; i++) istride[i] = static_cast<int>(stride[i]);
-      view_fill(arena->headers[d].get(), base, t.info, t.ofs, istride);
-    }
+    alias_header(arena, g, static_cast<int>(d), base);
   }
   return true;
 }

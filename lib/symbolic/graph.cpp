@@ -259,9 +259,7 @@ ccv_nnc_graph_exec_symbol_t exec_new(Graph* g, const ccv_nnc_cmd_t& cmd, const c
     const int o = x.outputs[static_cast<size_t>(i)];
     if (o < 0) continue;
     const int b = base_of(g, o);
-    std::vector<int> family{b};
-    family.insert(family.end(), g->tensors[static_cast<size_t>(b)].aliases.begin(),
-                  g->tensors[static_cast<size_t>(b)].aliases.end());
+    const std::vector<int> family = family_of(g, b);
     for (int s : family)
       for (int w : g->tensors[static_cast<size_t>(s)].writers)
         if (live_exec(g, w) && may_overlap(g, o, s))
@@ -299,8 +297,7 @@ void exec_set_io(Graph* g, int e, const ccv_nnc_tensor_symbol_t* inputs, int inp
     const int o = out[i];
     if (o < 0) continue;
     const int b = base_of(g, o);
-    std::vector<int> family{b};
-    family.insert(family.end(), g->tensors[static_cast<size_t>(b)].aliases.begin(), g->tensors[static_cast<size_t>(b)].aliases.end());
+    const std::vector<int> family = family_of(g, b);
     for (int s : family)
       for (int w : g->tensors[static_cast<size_t>(s)].writers)
         NNC_CHECK(w == e || !live_exec(g, w) || !may_overlap(g, o, s), "%s: output %zu, %s, would break SSA: %s already writes %s",
@@ -387,9 +384,7 @@ void autogen(Graph* g, const std::vector<int>& execs, bool with_ends) {
     for (int i : g->execs[static_cast<size_t>(e)].inputs) {
       if (i < 0) continue;
       const int b = base_of(g, i);
-      std::vector<int> family{b};
-      family.insert(family.end(), g->tensors[static_cast<size_t>(b)].aliases.begin(),
-                    g->tensors[static_cast<size_t>(b)].aliases.end());
+      const std::vector<int> family = family_of(g, b);
       for (int s : family)
         for (int w : g->tensors[static_cast<size_t>(s)].writers) {
           if (w == e || !in_set[static_cast<size_t>(w)] || !live_exec(g, w) || !may_overlap(g, i, s)) continue;
@@ -423,7 +418,10 @@ void autogen(Graph* g, const std::vector<int>& execs, bool with_ends) {
     for (const auto& [w, e] : added) remove_value(g->execs[static_cast<size_t>(w)].outgoing, e);
     fail(CCV_NNC_EXEC_INVALID, "ccv_nnc_graph_exec_symbol_autogen: the execs' data dependencies form a cycle");
   }
-  if (!with_ends) return;
+  if (with_ends) reset_ends(g);
+}
+
+void reset_ends(Graph* g) {
   std::vector<char> has_in(g->execs.size(), 0);
   for (size_t e = 0; e < g->execs.size(); e++)
     if (live_exec(g, static_cast<int>(e)))
@@ -435,6 +433,13 @@ void autogen(Graph* g, const std::vector<int>& execs, bool with_ends) {
     if (!has_in[e]) g->sources.push_back({static_cast<int32_t>(e), g});
     if (g->execs[e].outgoing.empty()) g->destinations.push_back({static_cast<int32_t>(e), g});
   }
+}
+
+std::vector<int> family_of(const Graph* g, int base) {
+  std::vector<int> family{base};
+  const std::vector<int>& aliases = g->tensors[static_cast<size_t>(base)].aliases;
+  family.insert(family.end(), aliases.begin(), aliases.end());
+  return family;
 }
 
 std::vector<int> exec_order(const Graph* g, const ccv_nnc_graph_exec_symbol_t* sources, int source_size,

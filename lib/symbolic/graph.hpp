@@ -71,6 +71,12 @@ std::string exec_label(const Graph* g, int d);
 // The symbol a tensor symbol's memory belongs to (itself, or the base of an alias).
 inline int base_of(const Graph* g, int d) { return g->tensors[static_cast<size_t>(d)].alias_of >= 0 ? g->tensors[static_cast<size_t>(d)].alias_of : d; }
 
+// A base symbol and its aliases: every symbol that names part of its memory.
+std::vector<int> family_of(const Graph* g, int base);
+// The default sources and destinations from the edges: the live execs
+// without incoming / without outgoing edges.
+void reset_ends(Graph* g);
+
 // Bytes of a symbol's own shape, and where an alias sits in its base:
 // [first, last] in elements of the base (a base covers all of itself).
 size_t bytes_of(const ccv_nnc_tensor_param_t& info);

@@ -26,6 +26,14 @@ bool optimisable(const Graph* g, int e) {
 }
 const Graph::Tensor& T(const Graph* g, int d) { return g->tensors[static_cast<size_t>(d)]; }
 
+// A command whose outputs are a function of its inputs alone: not random,
+// not the caller's own code, not a NOOP.
+bool pure(const Graph::Exec& x) {
+  const uint32_t c = x.cmd.cmd;
+  return !x.cmd.isa && c != CCV_NNC_NOOP && c != CCV_NNC_CUSTOM_FORWARD && c != CCV_NNC_CUSTOM_BACKWARD &&
+         c != CCV_NNC_RANDOM_UNIFORM_FORWARD && c != CCV_NNC_RANDOM_NORMAL_FORWARD && c != CCV_NNC_DROPOUT_FORWARD;
+}
+
 // A plain symbol: not an alias and viewed by none, so it can stand for another.
 bool plain(const Graph* g, int d) { return d >= 0 && T(g, d).alias_of < 0 && T(g, d).aliases.empty(); }
 
@@ -69,9 +77,7 @@ int cse(Graph* g, const std::vector<int>& order, const std::vector<char>& keep) 
     if (!optimisable(g, e)) continue;
     const Graph::Exec& x = g->execs[static_cast<size_t>(e)];
     const uint32_t c = x.cmd.cmd;
-    if (c == CCV_NNC_NOOP || c == CCV_NNC_CUSTOM_FORWARD || c == CCV_NNC_CUSTOM_BACKWARD || c == CCV_NNC_RANDOM_UNIFORM_FORWARD ||
-        c == CCV_NNC_RANDOM_NORMAL_FORWARD || c == CCV_NNC_DROPOUT_FORWARD || x.cmd.isa)
-      continue;
+    if (!pure(x)) continue;
     bool simple = !x.outputs.empty();
     for (int o : x.outputs) simple = simple && (o < 0 || plain(g, o));
     for (int i : x.inputs) simple = simple && std::find(x.outputs.begin(), x.outputs.end(), i) == x.outputs.end();
@@ -227,10 +233,7 @@ int fold(Graph* g, const std::vector<int>& order, const std::vector<char>& keep)
   for (int e : order) {
     if (!optimisable(g, e)) continue;
     const Graph::Exec& x = g->execs[static_cast<size_t>(e)];
-    const uint32_t c = x.cmd.cmd;
-    if (x.inputs.empty() || x.cmd.isa || c == CCV_NNC_NOOP || c == CCV_NNC_CUSTOM_FORWARD || c == CCV_NNC_CUSTOM_BACKWARD ||
-        c == CCV_NNC_RANDOM_UNIFORM_FORWARD || c == CCV_NNC_RANDOM_NORMAL_FORWARD || c == CCV_NNC_DROPOUT_FORWARD)
-      continue;
+    if (x.inputs.empty() || !pure(x)) continue;
     bool constant = true;
     for (int i : x.inputs) constant = constant && (i < 0 || constant_of(g, i) >= 0);
     bool outputs_plain = !x.outputs.empty();
@@ -313,9 +316,7 @@ int prune(Graph* g, const std::vector<int>& order, const std::vector<char>& keep
   auto need = [&](int d) {
     if (d < 0) return;
     const int b = base_of(g, d);
-    std::vector<int> family{b};
-    family.insert(family.end(), T(g, b).aliases.begin(), T(g, b).aliases.end());
-    for (int s : family) {
+    for (int s : family_of(g, b)) {
       if (!may_overlap(g, d, s)) continue;
       if (!need_tensor[static_cast<size_t>(s)]) need_tensor[static_cast<size_t>(s)] = 1;
       for (int w : T(g, s).writers)
@@ -359,20 +360,6 @@ int prune(Graph* g, const std::vector<int>& order, const std::vector<char>& keep
     tensor_free(g, {static_cast<int32_t>(d), g});
   }
   return removed;
-}
-
-void reset_ends(Graph* g) {
-  std::vector<char> has_in(g->execs.size(), 0);
-  for (size_t e = 0; e < g->execs.size(); e++)
-    if (live(g, static_cast<int>(e)))
-      for (int t : g->execs[e].outgoing) has_in[static_cast<size_t>(t)] = 1;
-  g->sources.clear();
-  g->destinations.clear();
-  for (size_t e = 0; e < g->execs.size(); e++) {
-    if (!live(g, static_cast<int>(e))) continue;
-    if (!has_in[e]) g->sources.push_back({static_cast<int32_t>(e), g});
-    if (g->execs[e].outgoing.empty()) g->destinations.push_back({static_cast<int32_t>(e), g});
-  }
 }
 
 }  // namespace

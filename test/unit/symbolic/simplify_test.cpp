@@ -9,18 +9,12 @@
 #include <vector>
 
 #include "cmd_test_util.hpp"
+#include "symbolic_test_util.hpp"
 
 using namespace cmdtest;
+using namespace symtest;
 
 namespace {
-
-std::string last_error() { return ccv_nnc_error_message(); }
-
-ccv_nnc_cmd_t plain(uint32_t id) {
-  ccv_nnc_cmd_param_t p;
-  std::memset(&p, 0, sizeof(p));
-  return ccv_nnc_cmd(id, nullptr, p, 0);
-}
 
 int live_execs(const ccv_nnc_symbolic_graph_t* sg) {
   return ccv_nnc_symbolic_graph_active_symbol_count(sg, CCV_NNC_SYMBOL_GRAPH_EXEC);
