@@ -614,3 +614,38 @@ TEST(SymbolicGraph, ReinitTakesNewShapesAndCommandsWithoutRecompiling) {
 }
 
 }  // namespace
+
+namespace {
+
+// Compiling part of a graph: only the execs between the given sources and
+// destinations become nodes; the rest are left out (no node, no memory).
+TEST(SymbolicGraph, CompilingASubRangeLeavesTheRestOut) {
+  Mlp m;
+  ASSERT_EQ(ccv_nnc_graph_exec_symbol_autogen(m.c.sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS), 0);
+  // fc1 .. relu only: r is the output; fc2 and softmax are not compiled.
+  ccv_nnc_symbolic_graph_compile(m.c.sg, ccv_nnc_default_compile_params, nullptr, 0, &m.r, 1, &m.fc1, 1, &m.relu, 1, &m.c.g,
+                                 &m.c.ta, &m.c.ea);
+  ASSERT_NE(m.c.g, nullptr) << last_error();
+  EXPECT_EQ(ccv_nnc_graph_exec_count(m.c.g), 2);
+  EXPECT_EQ(ccv_nnc_graph_exec_from_symbol(m.c.ea, m.fc2).graph, nullptr);
+  EXPECT_EQ(m.c.t(m.p), nullptr);
+  EXPECT_EQ(m.c.t(m.w2), nullptr);
+  std::mt19937 rng(17);
+  for (auto s : {m.x, m.w1, m.b1}) fill(m.c.t(s), rng);
+  ASSERT_EQ(m.c.run(), CCV_NNC_EXEC_SUCCESS) << last_error();
+  for (int i = 0; i < Mlp::kRows; i++)
+    for (int j = 0; j < Mlp::kHidden; j++) {
+      double s = m.c.t(m.b1)->data.f32[j];
+      for (int k = 0; k < Mlp::kIn; k++) s += double(m.c.t(m.x)->data.f32[i * Mlp::kIn + k]) * m.c.t(m.w1)->data.f32[j * Mlp::kIn + k];
+      EXPECT_NEAR(m.c.t(m.r)->data.f32[i * Mlp::kHidden + j], s > 0 ? s : 0, 1e-5) << i << "," << j;
+    }
+  // A freed source is refused by name.
+  Mlp m2;
+  ccv_nnc_graph_exec_symbol_free(m2.c.sg, m2.fc1);
+  ccv_nnc_symbolic_graph_compile(m2.c.sg, ccv_nnc_default_compile_params, nullptr, 0, nullptr, 0, &m2.fc1, 1, nullptr, 0, &m2.c.g,
+                                 &m2.c.ta, &m2.c.ea);
+  EXPECT_EQ(m2.c.g, nullptr);
+  EXPECT_NE(last_error().find("freed"), std::string::npos) << last_error();
+}
+
+}  // namespace
