@@ -267,9 +267,10 @@ Compiled compile(const Graph* g, const ccv_nnc_tensor_bind_t* binds, int bind_si
       has_in[static_cast<size_t>(to.d)] = 1;
     }
   // Memory reuse as order: where the planner put a tensor in bytes an
-  // earlier one used, every node touching the earlier one comes before the
-  // later one's first writer, so a static schedule over several streams
-  // cannot overlap them (the default run follows the planned order anyway).
+  // earlier one used (or, in place, the bytes of an input it reads), every
+  // other node touching the earlier one comes before the later one's first
+  // writer, so a static schedule over several streams cannot overlap them
+  // (the default run follows the planned order anyway).
   {
     std::vector<std::vector<int>> touching(nt);
     std::vector<int> first_writer(nt, -1);
@@ -318,9 +319,11 @@ Compiled compile(const Graph* g, const ccv_nnc_tensor_bind_t* binds, int bind_si
     };
     for (size_t i = 0; i < spans.size(); i++)
       for (size_t j = i + 1; j < spans.size() && spans[j].lo < spans[i].hi; j++) {
-        if (spans[i].last < spans[j].first)
+        // Equal steps: an output took its input's place in that exec; the
+        // input's other readers must still finish before it writes.
+        if (spans[i].last <= spans[j].first)
           order_after(spans[i], spans[j]);
-        else if (spans[j].last < spans[i].first)
+        else if (spans[j].last <= spans[i].first)
           order_after(spans[j], spans[i]);
       }
   }
