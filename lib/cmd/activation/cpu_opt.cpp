@@ -65,13 +65,19 @@ bool unit_inner(const ccv_nnc_tensor_t* t) {
   return nd == 0 || reinterpret_cast<const ccv_nnc_tensor_view_t*>(t)->stride[nd - 1] == 1;
 }
 
+// False, running nothing, when the walk's innermost run is not contiguous
+// for every operand: a view whose last stride is 1 can still walk with a
+// larger one once extents of 1 are dropped (a [6, 1] column of a wider
+// tensor); the element-by-element kernel takes those.
 template <int K>
-void run(const Layout* const (&ops)[K], size_t from, const auto& body) {
+bool run(const Layout* const (&ops)[K], size_t from, const auto& body) {
   Walk w;
   const int64_t* strides[K];
   for (int k = 0; k < K; k++) strides[k] = ops[k]->stride.data();
   make_walk(w, ops[0]->dim.data(), ops[0]->nd, K, strides);
+  if (!w.unit_inner()) return false;
   walk_parallel(w, from, body);
+  return true;
 }
 
 }  // namespace
@@ -97,7 +103,8 @@ NNC_KERNEL(forward_opt) {
   float* const xp = reinterpret_cast<float*>(x.data);
   float* const yp = reinterpret_cast<float*>(y.data);
   const Layout* const ops[2] = {&y, &x};
-  run(ops, parallel_from(op, false), [&](const int64_t* off, size_t n) { f(xp + off[1], yp + off[0], n, a); });
+  if (!run(ops, parallel_from(op, false), [&](const int64_t* off, size_t n) { f(xp + off[1], yp + off[0], n, a); }))
+    return forward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
   return CCV_NNC_EXEC_SUCCESS;
 }
 
@@ -118,14 +125,15 @@ NNC_KERNEL(backward_opt) {
     const Layout y = layout_of(yt, "y");
     float* const yp = reinterpret_cast<float*>(y.data);
     const Layout* const ops[4] = {&dx, &g, &t, &y};
-    run(ops, parallel_from(op, true),
-        [&](const int64_t* off, size_t n) { fxy(gp + off[1], tp + off[2], yp + off[3], dp + off[0], n, a); });
+    if (!run(ops, parallel_from(op, true),
+             [&](const int64_t* off, size_t n) { fxy(gp + off[1], tp + off[2], yp + off[3], dp + off[0], n, a); }))
+      return backward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
     return CCV_NNC_EXEC_SUCCESS;
   }
   const auto f = loops().backward[op];
   const Layout* const ops[3] = {&dx, &g, &t};
-  run(ops, parallel_from(op, true),
-      [&](const int64_t* off, size_t n) { f(gp + off[1], tp + off[2], dp + off[0], n, a); });
+  if (!run(ops, parallel_from(op, true), [&](const int64_t* off, size_t n) { f(gp + off[1], tp + off[2], dp + off[0], n, a); }))
+    return backward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
   return CCV_NNC_EXEC_SUCCESS;
 }
 

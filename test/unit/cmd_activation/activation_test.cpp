@@ -139,7 +139,8 @@ TEST_F(ActivationTest, BackwardFromEitherForwardTensor) {
 // a strided view (outputs too), in NHWC and NCHW, on sizes that exercise the
 // vector tails and the threaded path.
 TEST_F(ActivationTest, OptMatchesRef) {
-  const std::vector<std::vector<int>> shapes = {{1},           {7},        {33},        {3, 37, 5},
+  // {6, 1} and {5, 1, 1}: as views, columns whose last stride is 1 but whose walk strides by the row.
+  const std::vector<std::vector<int>> shapes = {{1},    {7},         {33},         {3, 37, 5}, {6, 1}, {5, 1, 1},
                                                 {2, 3, 4, 17}, {300, 301}, {2, 270001}, {3, 70001}};
   for (const Case& c : kCases) {
     for (const auto& shape : shapes) {
