@@ -26,9 +26,12 @@ struct Op {
 };
 
 // Commands that are total on any finite input (so NaN never hides a difference).
-const Op kOps[] = {{CCV_NNC_EWSUM_FORWARD, 2}, {CCV_NNC_EWPROD_FORWARD, 2}, {CCV_NNC_SIGMOID_FORWARD, 1},
-                   {CCV_NNC_TANH_FORWARD, 1},  {CCV_NNC_RELU_FORWARD, 1},   {CCV_NNC_SCALAR_MUL_FORWARD, 1},
-                   {CCV_NNC_EWSUM_FORWARD, 3}, {CCV_NNC_MAX_FORWARD, 2},    {CCV_NNC_MIN_FORWARD, 2}};
+const Op kOps[] = {{CCV_NNC_EWSUM_FORWARD, 2},      {CCV_NNC_EWPROD_FORWARD, 2}, {CCV_NNC_SIGMOID_FORWARD, 1},
+                   {CCV_NNC_TANH_FORWARD, 1},       {CCV_NNC_RELU_FORWARD, 1},   {CCV_NNC_SCALAR_MUL_FORWARD, 1},
+                   {CCV_NNC_EWSUM_FORWARD, 3},      {CCV_NNC_MAX_FORWARD, 2},    {CCV_NNC_MIN_FORWARD, 2},
+                   {CCV_NNC_SOFTMAX_FORWARD, 1},    {CCV_NNC_SWISH_FORWARD, 1},  {CCV_NNC_GELU_FORWARD, 1},
+                   {CCV_NNC_LEAKY_RELU_FORWARD, 1}, {CCV_NNC_CLAMP_FORWARD, 1},  {CCV_NNC_DATA_TRANSFER_FORWARD, 1},
+                   {CCV_NNC_ADD_FORWARD, 2},        {CCV_NNC_MUL_FORWARD, 2}};
 
 struct Node {
   ccv_nnc_cmd_t cmd;
@@ -52,6 +55,10 @@ void run_random_graph(unsigned seed, bool streams) {
     Node node;
     node.cmd = plain(op.cmd);
     if (op.cmd == CCV_NNC_SCALAR_MUL_FORWARD) node.cmd.info.blas.a[0] = 0.5f + static_cast<float>(rng() % 4) * 0.25f;
+    if (op.cmd == CCV_NNC_ADD_FORWARD) node.cmd.info.blas.a[0] = 1, node.cmd.info.blas.a[1] = -0.5f;
+    if (op.cmd == CCV_NNC_MUL_FORWARD) node.cmd.info.blas.a[0] = 0.75f;
+    if (op.cmd == CCV_NNC_LEAKY_RELU_FORWARD) node.cmd.info.leaky_relu.negative_slope = 0.125f;
+    if (op.cmd == CCV_NNC_CLAMP_FORWARD) node.cmd.info.clamp.min = -1, node.cmd.info.clamp.max = 1;
     const int available = inputs + n;
     // Mostly recent values, so that old ones die and their memory is reused.
     for (int a = 0; a < op.arity; a++) {
