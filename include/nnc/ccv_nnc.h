@@ -975,7 +975,7 @@ typedef struct {
 	const ccv_nnc_tensor_t* tensor;
 } ccv_nnc_tensor_bind_t;
 
-/** Where compiled arenas get memory (NULL isa: the library's own allocation). */
+/** Where compiled arenas get memory (NULL isa: the library's own allocation). alloc may return any alignment. */
 typedef struct {
 	void* (*alloc)(const int type, const int pinned_mem, const size_t size, void* const arg);
 	void (*free)(void* const ptr, void* const arg);
@@ -999,14 +999,20 @@ typedef struct {
  * the graph). Symbols no exec writes keep their contents across runs; of the
  * rest only `outputs` are kept to the end of a run, the others share memory.
  * On failure the three results are set to NULL and the message says why.
- * A custom allocator is not supported yet (refused with a message).
+ * compile_params.allocator.isa, when set, gives the arena's memory
+ * (alloc(CCV_TENSOR_CPU_MEMORY, 0, size, context.alloc)) and takes it back
+ * (free(ptr, context.free)) when the arena or its buffer is freed.
  */
 void ccv_nnc_symbolic_graph_compile(const ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_symbolic_graph_compile_param_t compile_params, const ccv_nnc_tensor_bind_t* const tensor_binds, const int tensor_bind_size, const ccv_nnc_tensor_symbol_t* const outputs, const int output_size, const ccv_nnc_graph_exec_symbol_t* const sources, const int source_size, const ccv_nnc_graph_exec_symbol_t* const destinations, const int destination_size, ccv_nnc_graph_t** const graph_ref, ccv_nnc_tensor_arena_t** const tensor_arena_ref, ccv_nnc_graph_exec_arena_t** const graph_exec_arena_ref);
 /** Free the symbolic graph (compiled graphs and arenas live on). NULL is a no-op. */
 void ccv_nnc_symbolic_graph_free(ccv_nnc_symbolic_graph_t* const graph);
 /** The tensor a compiled graph uses for the symbol (NULL if it uses none). Symbols stay valid after the symbolic graph is freed. */
 CCV_WARN_UNUSED(ccv_nnc_tensor_t*) ccv_nnc_tensor_from_symbol(const ccv_nnc_tensor_arena_t* const tensor_arena, const ccv_nnc_tensor_symbol_t symbol);
-/** Use `tensor`'s data for the symbol (and its aliases) from now on; same shape, type and layout. NULL restores the compiled binding. */
+/**
+ * Use `tensor`'s data for the symbol (and its aliases) from now on: the same
+ * shape, type and layout (packed, or a view with the same strides; compiled
+ * nodes chose their kernels for that layout). NULL restores the compiled binding.
+ */
 void ccv_nnc_tensor_bind_symbol(ccv_nnc_tensor_arena_t* const tensor_arena, const ccv_nnc_tensor_symbol_t symbol, const ccv_nnc_tensor_t* const tensor);
 /** Undo every ccv_nnc_tensor_bind_symbol. */
 void ccv_nnc_tensor_arena_clear_bindings(ccv_nnc_tensor_arena_t* const tensor_arena);

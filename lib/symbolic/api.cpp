@@ -199,9 +199,8 @@ NNC_API void ccv_nnc_symbolic_graph_compile(const ccv_nnc_symbolic_graph_t* cons
     static const char* what = "ccv_nnc_symbolic_graph_compile";
     NNC_CHECK(graph_ref && tensor_arena_ref && graph_exec_arena_ref, "%s: graph_ref, tensor_arena_ref and graph_exec_arena_ref are required",
               what);
-    NNC_CHECK(!compile_params.allocator.isa, "%s: a custom allocator is not supported yet; pass ccv_nnc_default_compile_params", what);
-    const Compiled c = compile(graph, tensor_binds, tensor_bind_size, outputs, output_size, sources, source_size, destinations,
-                               destination_size);
+    const Compiled c = compile(graph, compile_params.allocator, tensor_binds, tensor_bind_size, outputs, output_size, sources,
+                               source_size, destinations, destination_size);
     *graph_ref = c.graph;
     *tensor_arena_ref = c.tensor_arena;
     *graph_exec_arena_ref = c.exec_arena;
@@ -244,9 +243,7 @@ NNC_API void ccv_nnc_tensor_arena_buffer_free(ccv_nnc_tensor_arena_t* const tens
       ccv_nnc_tensor_view_t* h = tensor_arena->headers[d].get();
       if (h && h->data.u8 >= lo && h->data.u8 < hi) h->data.u8 = nullptr;
     }
-    std::free(tensor_arena->buffer);
-    tensor_arena->buffer = nullptr;
-    tensor_arena->size = 0;
+    tensor_arena->release();
   });
 }
 

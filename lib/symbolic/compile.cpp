@@ -11,7 +11,18 @@
 #include "graph/graph.hpp"
 #include "symbolic/alloc/planner.hpp"
 
-ccv_nnc_tensor_arena_s::~ccv_nnc_tensor_arena_s() { std::free(buffer); }
+ccv_nnc_tensor_arena_s::~ccv_nnc_tensor_arena_s() { release(); }
+
+void ccv_nnc_tensor_arena_s::release() {
+  if (!raw) return;
+  if (allocator.isa && allocator.isa->free)
+    allocator.isa->free(raw, allocator.context.free);
+  else
+    std::free(raw);
+  raw = nullptr;
+  buffer = nullptr;
+  size = 0;
+}
 
 namespace nnc::symbolic {
 
@@ -57,8 +68,9 @@ void alias_header(ccv_nnc_tensor_arena_t* arena, const Graph* g, int d, const cc
 
 }  // namespace
 
-Compiled compile(const Graph* g, const ccv_nnc_tensor_bind_t* binds, int bind_size, const ccv_nnc_tensor_symbol_t* outputs,
-                 int output_size, const ccv_nnc_graph_exec_symbol_t* sources, int source_size,
+Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_t& allocator, const ccv_nnc_tensor_bind_t* binds,
+                 int bind_size, const ccv_nnc_tensor_symbol_t* outputs, int output_size,
+                 const ccv_nnc_graph_exec_symbol_t* sources, int source_size,
                  const ccv_nnc_graph_exec_symbol_t* destinations, int destination_size) {
   static const char* what = "ccv_nnc_symbolic_graph_compile";
   NNC_CHECK(g, "%s: the symbolic graph is NULL", what);
@@ -192,12 +204,26 @@ Compiled compile(const Graph* g, const ccv_nnc_tensor_bind_t* binds, int bind_si
   arena->graph = g;
   arena->planned = plan.arena;
   arena->lower_bound = plan.lower_bound;
+  arena->allocator = allocator;
   if (plan.arena > 0) {
     const uint64_t bytes = (plan.arena + 63) & ~uint64_t{63};
-    void* p = nullptr;
-    if (posix_memalign(&p, kAlignment, bytes) != 0 || !p)
-      fail(CCV_NNC_EXEC_OOM, "%s: cannot allocate the %llu-byte tensor arena", what, static_cast<unsigned long long>(bytes));
-    arena->buffer = static_cast<unsigned char*>(p);
+    if (allocator.isa) {
+      NNC_CHECK(allocator.isa->alloc && allocator.isa->free, "%s: the custom allocator needs both alloc and free", what);
+      // Any alignment the allocator gives: the arena starts at the next 64-byte boundary inside.
+      void* p = allocator.isa->alloc(CCV_TENSOR_CPU_MEMORY, 0, static_cast<size_t>(bytes + kAlignment), allocator.context.alloc);
+      if (!p)
+        fail(CCV_NNC_EXEC_OOM, "%s: the custom allocator gave no memory for the %llu-byte tensor arena", what,
+             static_cast<unsigned long long>(bytes));
+      arena->raw = p;
+      const uintptr_t at = (reinterpret_cast<uintptr_t>(p) + kAlignment - 1) & ~static_cast<uintptr_t>(kAlignment - 1);
+      arena->buffer = reinterpret_cast<unsigned char*>(at);
+    } else {
+      void* p = nullptr;
+      if (posix_memalign(&p, kAlignment, bytes) != 0 || !p)
+        fail(CCV_NNC_EXEC_OOM, "%s: cannot allocate the %llu-byte tensor arena", what, static_cast<unsigned long long>(bytes));
+      arena->raw = p;
+      arena->buffer = static_cast<unsigned char*>(p);
+    }
     arena->size = bytes;
   }
   arena->headers.resize(nt);

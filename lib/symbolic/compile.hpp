@@ -31,11 +31,15 @@ struct ccv_nnc_tensor_arena_s {
   std::vector<int64_t> offset;      // per alias: bytes from its base's data
   std::vector<unsigned char*> own;  // per base symbol: its data at compile time
   std::vector<uint64_t> capacity;   // per base symbol: bytes it may grow to (ccv_nnc_tensor_arena_reinit)
-  unsigned char* buffer = nullptr;
+  unsigned char* buffer = nullptr;  // 64-byte aligned, inside `raw`
+  void* raw = nullptr;              // what the allocator returned
+  ccv_nnc_symbolic_graph_compile_allocator_t allocator{};  // isa NULL: malloc / free
   uint64_t size = 0;     // bytes of buffer (the planned arena)
   uint64_t planned = 0;  // the planner's arena, before alignment padding
   uint64_t lower_bound = 0;
   ~ccv_nnc_tensor_arena_s();
+  // Give the memory back through the allocator it came from.
+  void release();
 };
 
 struct ccv_nnc_graph_exec_arena_s {
@@ -52,8 +56,9 @@ struct Compiled {
   ccv_nnc_graph_exec_arena_t* exec_arena = nullptr;
 };
 
-Compiled compile(const Graph* g, const ccv_nnc_tensor_bind_t* binds, int bind_size, const ccv_nnc_tensor_symbol_t* outputs,
-                 int output_size, const ccv_nnc_graph_exec_symbol_t* sources, int source_size,
+Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_t& allocator, const ccv_nnc_tensor_bind_t* binds,
+                 int bind_size, const ccv_nnc_tensor_symbol_t* outputs, int output_size,
+                 const ccv_nnc_graph_exec_symbol_t* sources, int source_size,
                  const ccv_nnc_graph_exec_symbol_t* destinations, int destination_size);
 
 // Point a symbol (and the aliases of it) at `tensor`'s data; NULL restores

@@ -649,3 +649,55 @@ TEST(SymbolicGraph, CompilingASubRangeLeavesTheRestOut) {
 }
 
 }  // namespace
+
+namespace {
+
+// A custom allocator gives the arena its memory, at whatever alignment, and takes it back.
+struct Counting {
+  int allocs = 0, frees = 0;
+  size_t bytes = 0;
+  void* last = nullptr;
+};
+
+TEST(SymbolicGraph, ACustomAllocatorGivesAndTakesTheArena) {
+  Counting count;
+  static const ccv_nnc_symbolic_graph_compile_allocator_vtab_t vtab = {
+      [](const int type, const int pinned, const size_t size, void* const arg) -> void* {
+        auto* c = static_cast<Counting*>(arg);
+        EXPECT_EQ(type, CCV_TENSOR_CPU_MEMORY);
+        EXPECT_EQ(pinned, 0);
+        c->allocs++;
+        c->bytes = size;
+        // Deliberately 8 bytes off a 64-byte boundary.
+        unsigned char* p = static_cast<unsigned char*>(std::aligned_alloc(64, size + 64));
+        c->last = p + 8;
+        return c->last;
+      },
+      [](void* const ptr, void* const arg) {
+        auto* c = static_cast<Counting*>(arg);
+        EXPECT_EQ(ptr, c->last);
+        c->frees++;
+        std::free(static_cast<unsigned char*>(ptr) - 8);
+      }};
+  ccv_nnc_symbolic_graph_compile_param_t params = ccv_nnc_default_compile_params;
+  params.allocator.isa = &vtab;
+  params.allocator.context.alloc = &count;
+  params.allocator.context.free = &count;
+  {
+    Mlp m;
+    ASSERT_EQ(ccv_nnc_graph_exec_symbol_autogen(m.c.sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS), 0);
+    ccv_nnc_symbolic_graph_compile(m.c.sg, params, nullptr, 0, &m.p, 1, nullptr, 0, nullptr, 0, &m.c.g, &m.c.ta, &m.c.ea);
+    ASSERT_NE(m.c.g, nullptr) << last_error();
+    EXPECT_EQ(count.allocs, 1);
+    EXPECT_GE(count.bytes, ccv_nnc_tensor_arena_size(m.c.ta));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(m.c.t(m.x)->data.u8) % 64, 0u);  // tensors still start on cache lines
+    std::mt19937 rng(18);
+    for (auto s : {m.x, m.w1, m.b1, m.w2, m.b2}) fill(m.c.t(s), rng);
+    ASSERT_EQ(m.c.run(), CCV_NNC_EXEC_SUCCESS) << last_error();
+    EXPECT_LT(max_abs_diff(m.c.t(m.p), m.reference()), 1e-6);
+    EXPECT_EQ(count.frees, 0);
+  }
+  EXPECT_EQ(count.frees, 1);  // the arena's free gave it back
+}
+
+}  // namespace
