@@ -385,6 +385,9 @@ TEST(SymbolicGraph, CompileFreeCompileLeavesNothingBehind) {
     ccv_nnc_tensor_arena_buffer_free(m.c.ta);
     EXPECT_EQ(ccv_nnc_tensor_arena_size(m.c.ta), 0u);
     EXPECT_EQ(m.c.t(m.h)->data.u8, nullptr);
+    // Running without the memory is an error with a message, not a stray write.
+    EXPECT_EQ(m.c.run(), CCV_NNC_EXEC_INVALID);
+    EXPECT_NE(last_error().find("no data"), std::string::npos) << last_error();
   }
 }
 
