@@ -127,8 +127,25 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
     mark(outputs[i].d);
     keep[static_cast<size_t>(base_of(g, outputs[i].d))] = 1;
   }
+  // An initialised alias of a base in use is part of its memory: set too.
+  for (size_t d = 0; d < nt; d++) {
+    const Graph::Tensor& t = g->tensors[d];
+    if (t.alias_of >= 0 && used[static_cast<size_t>(t.alias_of)] && !CCV_NNC_TENSOR_SYMBOL_IS_DEAD(t.flags) &&
+        (t.flags & (CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS | CCV_NNC_TENSOR_SYMBOL_INIT_ONES)))
+      mark(static_cast<int>(d));
+  }
   for (size_t d = 0; d < nt; d++)
     if (used[d] && g->tensors[d].flags & (CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS | CCV_NNC_TENSOR_SYMBOL_INIT_ONES)) any_init = true;
+  // The symbols initialised before the first exec (bases or aliases in use),
+  // and the bases that holds them (live from the start).
+  constexpr int kInit = CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS | CCV_NNC_TENSOR_SYMBOL_INIT_ONES;
+  std::vector<int> initialised;
+  std::vector<char> init_base(nt, 0);
+  for (size_t d = 0; d < nt; d++)
+    if (used[d] && (g->tensors[d].flags & kInit)) {
+      initialised.push_back(static_cast<int>(d));
+      init_base[static_cast<size_t>(base_of(g, static_cast<int>(d)))] = 1;
+    }
   const int64_t shift = any_init ? 1 : 0;
   const int64_t end = static_cast<int64_t>(order.size()) + shift - 1;
   std::vector<int64_t> first(nt, std::numeric_limits<int64_t>::max()), last(nt, -1);
@@ -156,7 +173,7 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
     alloc::TensorSpec s;
     s.size = static_cast<int64_t>(bytes_of(t.info));
     s.alignment = kAlignment;
-    const bool init = t.flags & (CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS | CCV_NNC_TENSOR_SYMBOL_INIT_ONES);
+    const bool init = init_base[d];
     // Inputs (nothing here writes them) and initialised symbols hold their
     // value from the start; inputs and outputs to the end.
     s.first = !written[d] || init ? 0 : first[d];
@@ -262,9 +279,8 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
   exec_arena->graph = g;
   exec_arena->execs.assign(g->execs.size(), ccv_nnc_graph_exec_t{-1, nullptr});
   std::vector<int> init_nodes;
-  for (int b : bases) {
+  for (int b : initialised) {
     const int flags = g->tensors[static_cast<size_t>(b)].flags;
-    if (!(flags & (CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS | CCV_NNC_TENSOR_SYMBOL_INIT_ONES))) continue;
     ccv_nnc_cmd_param_t p;
     std::memset(&p, 0, sizeof(p));
     p.blas.a[0] = flags & CCV_NNC_TENSOR_SYMBOL_INIT_ONES ? 1 : 0;
@@ -312,13 +328,11 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
           if (first_writer[b] < 0) first_writer[b] = node;
         }
     }
-    size_t next_init = 0;
-    for (int b : bases)
-      if (g->tensors[static_cast<size_t>(b)].flags & (CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS | CCV_NNC_TENSOR_SYMBOL_INIT_ONES)) {
-        const int n = init_nodes[next_init++];
-        touching[static_cast<size_t>(b)].push_back(n);
-        first_writer[static_cast<size_t>(b)] = n;
-      }
+    for (size_t k = 0; k < initialised.size(); k++) {
+      const size_t b = static_cast<size_t>(base_of(g, initialised[k]));
+      touching[b].push_back(init_nodes[k]);
+      if (first_writer[b] < 0 || first_writer[b] > init_nodes[k]) first_writer[b] = init_nodes[k];
+    }
     struct Span {
       uint64_t lo, hi;
       int64_t first, last;

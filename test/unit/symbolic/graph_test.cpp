@@ -704,3 +704,32 @@ TEST(SymbolicGraph, ACustomAllocatorGivesAndTakesTheArena) {
 }
 
 }  // namespace
+
+namespace {
+
+// An alias flagged INIT_ONES is set before the first exec, beside a part of
+// the same base that an exec writes.
+TEST(SymbolicGraph, AnInitialisedAliasBesideAWrittenOne) {
+  Compiled c;
+  const auto a = ccv_nnc_tensor_symbol_new(c.sg, param(CCV_32F, {2, 2}), "a");
+  const auto base = ccv_nnc_tensor_symbol_new(c.sg, param(CCV_32F, {2, 4}), "base");
+  const int stride[CCV_NNC_MAX_DIM_ALLOC] = {4, 1}, left_ofs[CCV_NNC_MAX_DIM_ALLOC] = {0, 0}, right_ofs[CCV_NNC_MAX_DIM_ALLOC] = {0, 2};
+  const auto left = ccv_nnc_tensor_symbol_alias_new(c.sg, base, left_ofs, stride, param(CCV_32F, {2, 2}), "left");
+  const auto right = ccv_nnc_tensor_symbol_alias_new(c.sg, base, right_ofs, stride, param(CCV_32F, {2, 2}), "right");
+  ASSERT_EQ(ccv_nnc_tensor_symbol_set_flags(c.sg, left, CCV_NNC_TENSOR_SYMBOL_INIT_ONES), 0);
+  const auto y = ccv_nnc_tensor_symbol_new(c.sg, ccv_nnc_tensor_auto, "y");
+  ccv_nnc_graph_exec_symbol_new(c.sg, plain(CCV_NNC_EWEXP_FORWARD), &a, 1, &right, 1, "exp a");
+  ccv_nnc_graph_exec_symbol_new(c.sg, plain(CCV_NNC_EWEXP_FORWARD), &base, 1, &y, 1, "exp base");
+  ASSERT_EQ(ccv_nnc_graph_exec_symbol_autogen(c.sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS), 0);
+  ASSERT_TRUE(c.compile({y})) << last_error();
+  EXPECT_EQ(ccv_nnc_graph_exec_count(c.g), 3);  // SET, exp a, exp base
+  for (int i = 0; i < 4; i++) c.t(a)->data.f32[i] = 0.25f * static_cast<float>(i);
+  ASSERT_EQ(c.run(), CCV_NNC_EXEC_SUCCESS) << last_error();
+  for (int r = 0; r < 2; r++)
+    for (int k = 0; k < 4; k++) {
+      const double want = k < 2 ? std::exp(1.0) : std::exp(std::exp(0.25 * (r * 2 + k - 2)));
+      EXPECT_NEAR(c.t(y)->data.f32[r * 4 + k], want, 1e-5 * want) << r << "," << k;
+    }
+}
+
+}  // namespace
