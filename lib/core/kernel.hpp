@@ -62,16 +62,6 @@ struct KernelTraits {
                  ccv_nnc_tensor_t* const* outputs, int output_size) = nullptr;
   bool exclusive = false;  // runs under compute_lock() using every core (OpenBLAS)
 
-  constexpr KernelTraits with_formats(int f) const {
-    KernelTraits t = *this;
-    t.formats = f;
-    return t;
-  }
-  constexpr KernelTraits with_types(int d) const {
-    KernelTraits t = *this;
-    t.datatypes = d;
-    return t;
-  }
   constexpr KernelTraits accepting(decltype(accept) a) const {
     KernelTraits t = *this;
     t.accept = a;

@@ -12,6 +12,7 @@
 #include <map>
 #include <string>
 
+#include "cmd/common/copy.hpp"
 #include "core/cmd.hpp"
 #include "core/error.hpp"
 #include "core/tensor.hpp"
@@ -245,32 +246,20 @@ int fold(Graph* g, const std::vector<int>& order, const std::vector<char>& keep)
         for (ccv_nnc_tensor_t* t : list) nnc::tensor_free(t);
       }
     } owned;
+    // A CPU tensor of the symbol's shape (NULL for an empty slot), freed with the pass.
+    auto scratch = [&](int d) -> ccv_nnc_tensor_t* {
+      if (d < 0) return nullptr;
+      ccv_nnc_tensor_param_t p = T(g, d).info;
+      p.type = CCV_TENSOR_CPU_MEMORY;
+      owned.list.push_back(nnc::tensor_new(nullptr, p, 0));
+      return owned.list.back();
+    };
     std::vector<ccv_nnc_tensor_t*> in, out;
     for (int i : x.inputs) {
-      if (i < 0) {
-        in.push_back(nullptr);
-        continue;
-      }
-      ccv_nnc_tensor_param_t p = T(g, i).info;
-      p.type = CCV_TENSOR_CPU_MEMORY;
-      ccv_nnc_tensor_t* t = nnc::tensor_new(nullptr, p, 0);
-      owned.list.push_back(t);
-      const double v = constant_of(g, i);
-      const size_t n = bytes_of(p) / datatype_size(p.datatype);
-      for (size_t k = 0; k < n; k++) store_double(t->data.u8 + k * datatype_size(p.datatype), p.datatype, v);
-      in.push_back(t);
+      in.push_back(scratch(i));
+      if (in.back()) util::opt_fill(in.back(), constant_of(g, i));
     }
-    for (int o : x.outputs) {
-      if (o < 0) {
-        out.push_back(nullptr);
-        continue;
-      }
-      ccv_nnc_tensor_param_t p = T(g, o).info;
-      p.type = CCV_TENSOR_CPU_MEMORY;
-      ccv_nnc_tensor_t* t = nnc::tensor_new(nullptr, p, 0);
-      owned.list.push_back(t);
-      out.push_back(t);
-    }
+    for (int o : x.outputs) out.push_back(scratch(o));
     ccv_nnc_cmd_t cmd = x.cmd;
     cmd.backend = 0;  // whatever CPU backend runs it
     int code;
