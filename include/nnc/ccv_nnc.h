@@ -1048,7 +1048,12 @@ int ccv_nnc_tensor_symbol_alias_params(const ccv_nnc_symbolic_graph_t* const gra
 /** Set / read CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS, _INIT_ONES, _TAPE_VAR. @return 0, or -1. */
 int ccv_nnc_tensor_symbol_set_flags(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_t tensor, const int flags);
 CCV_WARN_UNUSED(int) ccv_nnc_tensor_symbol_flags(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_t tensor);
-/** The symbol itself, or the base an alias views. */
+/**
+ * The symbol that stands for tensor_symbol inside graph: itself when it is
+ * graph's own; for a symbol of an enclosing graph, the sub-graph symbol hooked
+ * to it (NO_TENSOR_SYMBOL when none is); for a sub-graph symbol, the symbol of
+ * graph it is hooked to.
+ */
 CCV_WARN_UNUSED(ccv_nnc_tensor_symbol_t) ccv_nnc_tensor_symbol_resolve(const ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_t tensor_symbol);
 /** Replace an exec symbol's command. */
 void ccv_nnc_graph_exec_symbol_set(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t exec, const ccv_nnc_cmd_t cmd);
@@ -1101,6 +1106,76 @@ void ccv_nnc_graph_exec_symbol_pair_with(ccv_nnc_symbolic_graph_t* const graph, 
 /** Not supported yet (a later step of Level 3): each leaves the graph as it is and sets an error message. */
 void ccv_nnc_symbolic_graph_memory_compression(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t* const sources, const int source_size, const ccv_nnc_graph_exec_symbol_t* const destinations, const int destination_size);
 void ccv_nnc_symbolic_graph_memory_reduction(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t* const sources, const int source_size, const ccv_nnc_graph_exec_symbol_t* const destinations, const int destination_size);
+
+/*
+ * Level 3.5: loops and branches in a symbolic graph.
+ *
+ * A while loop or a case..of branch is a sub-graph owned by the graph it is
+ * attached to (freed with it). Its exec symbols may name the enclosing
+ * graphs' tensor symbols directly: each such symbol gets a local stand-in
+ * hooked to it (ccv_nnc_tensor_symbol_hookup), and the loop / case..of exec
+ * symbol of the enclosing graph reads it (or, when the sub-graph writes it,
+ * writes it), which orders it among its neighbours. Compiling the enclosing
+ * graph compiles the sub-graphs with it: a loop's carried values are bound
+ * round by round through multi-view tensors placed by the memory planner,
+ * so no data moves between rounds; a case..of's outputs are phi multi-views
+ * over the branch's results and the fall-back inputs.
+ */
+/** Record that dest_tensor_symbol of dest_graph (a sub-graph of src_graph, at any depth) stands for src_tensor_symbol. */
+void ccv_nnc_tensor_symbol_hookup(ccv_nnc_symbolic_graph_t* const src_graph, ccv_nnc_symbolic_graph_t* const dest_graph, const ccv_nnc_tensor_symbol_t src_tensor_symbol, const ccv_nnc_tensor_symbol_t dest_tensor_symbol);
+/** For a case..of branch: when the branch is skipped, each destination (an output) takes its source (an input). */
+void ccv_nnc_tensor_symbol_set_bypasses(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_map_t* const symbol_map, const int symbol_map_size);
+/**
+ * Attach while_graph to graph as a while loop (cmd: CCV_NNC_GRAPH_FORWARD or
+ * CCV_NNC_GRAPH_BACKWARD). @return the loop's exec symbol in graph, or
+ * NO_GRAPH_EXEC_SYMBOL (message set) when while_graph is already attached.
+ */
+ccv_nnc_graph_exec_symbol_t ccv_nnc_symbolic_graph_while(ccv_nnc_symbolic_graph_t* const graph, const uint32_t cmd, ccv_nnc_symbolic_graph_t* const while_graph, const char* const name);
+/**
+ * The loop runs its body up to the breakpoints (and what they need), calls
+ * while_expr on the inputs' tensors, and stops when it returns 0; otherwise
+ * it runs the rest of the body and starts the next round.
+ */
+void ccv_nnc_symbolic_graph_set_while_expr(ccv_nnc_symbolic_graph_t* const while_graph, const ccv_nnc_graph_while_f while_expr, const void* const while_data, const ccv_nnc_tensor_symbol_t* const inputs, const int input_size, const ccv_nnc_graph_exec_symbol_t* const breakpoints, const int breakpoint_size);
+/** Each source (written in a round) is what its destination (read by the body) holds in the next round. */
+void ccv_nnc_symbolic_graph_set_carry_overs(ccv_nnc_symbolic_graph_t* const while_graph, const ccv_nnc_tensor_symbol_map_t* const symbol_map, const int symbol_map_size);
+/** The loop's round counter (one CCV_64S value, 0 in the first round). */
+CCV_WARN_UNUSED(ccv_nnc_tensor_symbol_t) ccv_nnc_tensor_symbol_for_while_count(const ccv_nnc_symbolic_graph_t* const while_graph);
+/** The body of a while exec symbol (NULL, message set, for another kind of symbol). */
+CCV_WARN_UNUSED(ccv_nnc_symbolic_graph_t*) ccv_nnc_symbolic_graph_from_while_symbol(const ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t while_symbol);
+/**
+ * A case..of exec symbol: the expression sees `inputs`; each map entry pairs
+ * a fall-back input (source) with an output (destination) that takes it
+ * when no branch runs.
+ */
+CCV_WARN_UNUSED(ccv_nnc_graph_exec_symbol_t) ccv_nnc_symbolic_graph_case_of_new(ccv_nnc_symbolic_graph_t* const graph, const uint32_t cmd, const ccv_nnc_tensor_symbol_t* const inputs, const int input_size, const ccv_nnc_tensor_symbol_map_t* const symbol_map, const int symbol_map_size, const char* const name);
+/** The expression returns the branch to run (-1 or an unset index: none). */
+void ccv_nnc_symbolic_graph_set_case_of_expr(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t exec, ccv_nnc_graph_case_of_f case_of, const void* case_of_data);
+/** Attach case_graph as branch case_of; each map entry pairs a branch symbol (source) with the case..of output it becomes (destination). */
+void ccv_nnc_symbolic_graph_set_case_of(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t symbol, ccv_nnc_symbolic_graph_t* const case_graph, const int case_of, const ccv_nnc_tensor_symbol_map_t* const symbol_map, const int symbol_map_size);
+
+/*
+ * Level 3.5: automatic differentiation and minimisers.
+ */
+/**
+ * Append to graph the backward pass of the execs between sources and
+ * destinations: the gradients of wrt_symbols given those of f_symbols (a
+ * scalar f's gradient is 1 unless the caller writes its gradient symbol).
+ */
+void ccv_nnc_symbolic_graph_backward(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_t* const f_symbols, const int f_symbol_size, const ccv_nnc_tensor_symbol_t* const wrt_symbols, const int wrt_symbol_size, const ccv_nnc_graph_exec_symbol_t* const sources, const int source_size, const ccv_nnc_graph_exec_symbol_t* const destinations, const int destination_size);
+/** The gradient symbol of a wrt or f symbol after the last ccv_nnc_symbolic_graph_backward (NO_TENSOR_SYMBOL when none). */
+CCV_WARN_UNUSED(ccv_nnc_tensor_symbol_t) ccv_nnc_tensor_symbol_for_backward(const ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_t symbol);
+/** The exec symbol that writes a gradient symbol. */
+CCV_WARN_UNUSED(ccv_nnc_graph_exec_symbol_t) ccv_nnc_graph_exec_symbol_for_backward(const ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_t symbol);
+/**
+ * Backward of the losses, then one minimizer exec per parameter. gradients
+ * (optional, parameter_size + input_size), updated_parameters and
+ * graph_exec_symbols (parameter_size each) and saved_aux
+ * (parameter_size * ccv_nnc_minimizer_saved_aux_size(minimizer)) are filled.
+ */
+void ccv_nnc_symbolic_graph_minimize(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_cmd_t minimizer, const ccv_nnc_tensor_symbol_t* const losses, const int loss_size, const ccv_nnc_tensor_symbol_t* const parameters, const int parameter_size, const ccv_nnc_tensor_symbol_t* const inputs, const int input_size, const ccv_nnc_graph_exec_symbol_t* const sources, const int source_size, const ccv_nnc_graph_exec_symbol_t* const destinations, const int destination_size, ccv_nnc_tensor_symbol_t* const gradients, ccv_nnc_tensor_symbol_t* const updated_parameters, ccv_nnc_tensor_symbol_map_t* const saved_aux, ccv_nnc_graph_exec_symbol_t* const graph_exec_symbols);
+/** The auxiliary tensors per parameter a minimizer keeps (momenta, squares, ...). */
+CCV_WARN_UNUSED(int) ccv_nnc_minimizer_saved_aux_size(const ccv_nnc_cmd_t minimizer);
 
 enum {
 	/* An exec with the same command, hint and inputs as an earlier one: its outputs' readers read the earlier outputs (pruning then removes it). */

@@ -504,8 +504,8 @@ Analysis analyse(const Builder& b, const Compiled& c, bool detail) {
   const int ne = ccv_nnc_graph_exec_symbol_count(b.sg);
   const int nt = ccv_nnc_tensor_symbol_count(b.sg);
   auto base = [&](int d) {
-    const T r = ccv_nnc_tensor_symbol_resolve(b.sg, T{d, b.sg});
-    return r.d;
+    const T r = ccv_nnc_tensor_symbol_alias_to(b.sg, T{d, b.sg});
+    return r.d >= 0 ? r.d : d;
   };
   std::vector<int64_t> first(static_cast<size_t>(nt), INT64_MAX), last(static_cast<size_t>(nt), -1);
   std::vector<char> used(static_cast<size_t>(nt), 0), written(static_cast<size_t>(nt), 0);

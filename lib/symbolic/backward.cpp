@@ -1,0 +1,1 @@
+// Automatic differentiation of symbolic graphs (Level 3.5): being written.

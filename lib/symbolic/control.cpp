@@ -1,0 +1,1 @@
+// Loops and branches of symbolic graphs (Level 3.5): being written.
