@@ -1,1 +1,518 @@
-// Automatic differentiation of symbolic graphs (Level 3.5): being written.
+// Reverse-mode automatic differentiation of symbolic graphs (Level 3.5);
+// see backward.hpp. Loops and branches (while / case..of sub-graphs) are not
+// differentiated yet: a backward pass that would cross one is refused.
+#include "symbolic/backward.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "core/cmd.hpp"
+#include "core/error.hpp"
+#include "core/export.hpp"
+#include "core/registry.hpp"
+#include "core/tensor.hpp"
+
+namespace nnc::symbolic {
+
+namespace {
+
+constexpr const char* kWhat = "ccv_nnc_symbolic_graph_backward";
+
+// The gradients of the last backward pass per graph. The graph struct has no
+// room for them (graph.hpp is shared with the loop work), so they live here,
+// keyed by the graph; an entry is checked against the graph before use, since
+// a freed graph's address may come back for a new one.
+struct Record {
+  int forward = -1, gradient = -1;
+  ccv_nnc_tensor_param_t info{};  // the forward symbol's, to recognise a stale entry
+};
+std::mutex g_records_mutex;
+std::unordered_map<const Graph*, std::vector<Record>> g_records;
+
+bool is_float(int datatype) {
+  const int t = CCV_GET_DATA_TYPE(datatype);
+  return t == CCV_32F || t == CCV_64F || t == CCV_16F || t == CCV_16BF;
+}
+
+int ndim(const ccv_nnc_tensor_param_t& info) { return nd_of(info.dim); }
+
+size_t count_of(const ccv_nnc_tensor_param_t& info) {
+  const size_t s = datatype_size(info.datatype);
+  return s ? bytes_of(info) / s : 0;
+}
+
+// Where a symbol sits in its base: shape, first element and strides.
+struct Geometry {
+  int nd = 0;
+  int dim[CCV_NNC_MAX_DIM_ALLOC] = {};
+  int64_t first = 0;
+  int64_t stride[CCV_NNC_MAX_DIM_ALLOC] = {};
+  bool operator==(const Geometry& o) const {
+    return nd == o.nd && first == o.first && std::equal(dim, dim + nd, o.dim) && std::equal(stride, stride + nd, o.stride);
+  }
+};
+
+class Differentiator {
+ public:
+  explicit Differentiator(Graph* g) : g_(g) {}
+
+  void run(const ccv_nnc_tensor_symbol_t* f, int f_size, const ccv_nnc_tensor_symbol_t* wrt, int wrt_size,
+           const ccv_nnc_graph_exec_symbol_t* sources, int source_size, const ccv_nnc_graph_exec_symbol_t* destinations,
+           int destination_size);
+
+ private:
+  struct Contribution {
+    int target;  // the forward symbol (a base or an alias) the gradient is of
+    int grad;    // a packed base symbol of the target's shape
+  };
+
+  Graph* g_;
+  std::vector<int> new_execs_;
+  std::map<int, std::vector<Contribution>> contributions_;  // by base
+  std::unordered_map<int, int> memo_;                       // forward symbol -> its gradient (-1: none)
+
+  const Graph::Tensor& t(int d) const { return g_->tensors[static_cast<size_t>(d)]; }
+
+  Geometry geometry(int d) const {
+    Geometry r;
+    const Graph::Tensor& x = t(d);
+    r.nd = ndim(x.info);
+    std::copy(x.info.dim, x.info.dim + r.nd, r.dim);
+    int64_t last;
+    element_range(g_, d, &r.first, &last);
+    if (x.alias_of >= 0)
+      alias_strides(g_, d, r.stride);
+    else
+      packed_strides(x.info.dim, r.nd, r.stride);
+    return r;
+  }
+
+  // The symbol covers its base's elements exactly, in packed order (the base
+  // itself or a reshape of it).
+  bool covers_base(int d) const {
+    const Geometry geo = geometry(d);
+    int64_t packed[CCV_NNC_MAX_DIM_ALLOC];
+    packed_strides(geo.dim, geo.nd, packed);
+    return geo.first == 0 && std::equal(packed, packed + geo.nd, geo.stride) &&
+           count_of(t(d).info) == count_of(t(base_of(g_, d)).info);
+  }
+
+  std::string name_for(int forward) const {
+    const std::string& n = t(forward).name;
+    return n.empty() ? std::string() : "d" + n;
+  }
+
+  int fresh(const ccv_nnc_tensor_param_t& info, const std::string& name, int flags = 0) {
+    const ccv_nnc_tensor_symbol_t s = tensor_new(g_, info, name.empty() ? nullptr : name.c_str());
+    g_->tensors[static_cast<size_t>(s.d)].flags |= flags;
+    return s.d;
+  }
+
+  // An alias of `of` (a packed base) at `like`'s place in its own base; both
+  // bases hold the same number of elements, so the offsets carry over.
+  int alias_like(int of, int like) {
+    const Graph::Tensor& l = t(like);
+    int ofs[CCV_NNC_MAX_DIM_ALLOC] = {}, stride[CCV_NNC_MAX_DIM_ALLOC] = {};
+    if (l.alias_of >= 0) {
+      std::copy(l.ofs, l.ofs + CCV_NNC_MAX_DIM_ALLOC, ofs);
+      std::copy(l.stride, l.stride + CCV_NNC_MAX_DIM_ALLOC, stride);
+    }
+    const ccv_nnc_tensor_param_t info = l.info;
+    return alias_new(g_, {of, g_}, ofs, stride, info, nullptr).d;
+  }
+
+  // `of` (a packed base) seen with `shape`'s parameters: itself when the
+  // shapes agree, else a reshape.
+  int reshaped(int of, const ccv_nnc_tensor_param_t& shape) {
+    if (std::equal(shape.dim, shape.dim + CCV_NNC_MAX_DIM_ALLOC, t(of).info.dim)) return of;
+    int zeros[CCV_NNC_MAX_DIM_ALLOC] = {};
+    return alias_new(g_, {of, g_}, zeros, zeros, shape, nullptr).d;
+  }
+
+  int emit(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t* hint, const std::vector<int>& in, const std::vector<int>& out,
+           const char* name) {
+    std::vector<ccv_nnc_tensor_symbol_t> i, o;
+    for (int d : in) i.push_back(d >= 0 ? ccv_nnc_tensor_symbol_t{d, g_} : ccv_nnc_tensor_symbol_t{CCV_NNC_NO_TENSOR_SYMBOL, nullptr});
+    for (int d : out) o.push_back(d >= 0 ? ccv_nnc_tensor_symbol_t{d, g_} : ccv_nnc_tensor_symbol_t{CCV_NNC_NO_TENSOR_SYMBOL, nullptr});
+    const ccv_nnc_graph_exec_symbol_t e =
+        exec_new(g_, cmd, i.data(), static_cast<int>(i.size()), o.data(), static_cast<int>(o.size()), name);
+    if (hint) g_->execs[static_cast<size_t>(e.d)].hint = *hint;
+    new_execs_.push_back(e.d);
+    return e.d;
+  }
+
+  static ccv_nnc_cmd_t simple(uint32_t id) {
+    ccv_nnc_cmd_param_t p;
+    std::memset(&p, 0, sizeof(p));
+    return make_cmd(id, nullptr, p, 0);
+  }
+
+  // Sum `grads` (one shape) into `into` (a new symbol of that shape when -1).
+  int sum(const std::vector<int>& grads, int into, const ccv_nnc_tensor_param_t& info, const std::string& name) {
+    if (into < 0) into = fresh(info, name);
+    emit(simple(CCV_NNC_EWSUM_FORWARD), nullptr, grads, {into}, "sum gradients");
+    return into;
+  }
+
+  int gradient(int o);
+  int combine(int base, const std::vector<Contribution>& parts);
+  void differentiate(int e, const std::vector<char>& reached);
+};
+
+// The gradient of forward symbol o from the contributions recorded so far (all
+// of them: every reader of o comes after its writer, so it was processed).
+int Differentiator::gradient(int o) {
+  if (const auto it = memo_.find(o); it != memo_.end()) return it->second;
+  const int b = base_of(g_, o);
+  std::vector<Contribution> parts;
+  for (const Contribution& c : contributions_[b])
+    if (may_overlap(g_, c.target, o)) parts.push_back(c);
+  int r = -1;
+  if (!parts.empty()) {
+    const Geometry geo = geometry(o);
+    bool same = true;
+    for (const Contribution& c : parts) same = same && geometry(c.target) == geo;
+    if (same) {
+      if (parts.size() == 1) {
+        r = parts[0].grad;
+      } else {
+        std::vector<int> grads;
+        for (const Contribution& c : parts) grads.push_back(c.grad);
+        r = sum(grads, -1, t(o).info, name_for(o));
+      }
+    } else {
+      const int whole = combine(b, parts);
+      r = t(o).alias_of >= 0 ? alias_like(whole, o) : reshaped(whole, t(o).info);
+    }
+  }
+  memo_[o] = r;
+  return r;
+}
+
+// One packed gradient over a whole base from partial gradients at several
+// places in it: each place's gradients are summed into an alias of a
+// zero-initialised base-sized symbol; places that overlap go into different
+// such layers, which one EWSUM adds up.
+int Differentiator::combine(int base, const std::vector<Contribution>& parts) {
+  struct Group {
+    int target;
+    std::vector<int> grads;
+  };
+  std::vector<Group> groups;
+  for (const Contribution& c : parts) {
+    const Geometry geo = geometry(c.target);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& gr) { return geometry(gr.target) == geo; });
+    if (it == groups.end())
+      groups.push_back({c.target, {c.grad}});
+    else
+      it->grads.push_back(c.grad);
+  }
+  std::vector<std::vector<int>> layers;  // indices into groups
+  for (size_t i = 0; i < groups.size(); i++) {
+    bool placed = false;
+    for (auto& layer : layers) {
+      bool apart = true;
+      for (int j : layer) apart = apart && !may_overlap(g_, groups[i].target, groups[static_cast<size_t>(j)].target);
+      if (apart) {
+        layer.push_back(static_cast<int>(i));
+        placed = true;
+        break;
+      }
+    }
+    if (!placed) layers.push_back({static_cast<int>(i)});
+  }
+  const ccv_nnc_tensor_param_t info = t(base).info;
+  const std::string name = name_for(base);
+  std::vector<int> sums;
+  for (const auto& layer : layers) {
+    const Group& first = groups[static_cast<size_t>(layer[0])];
+    if (layer.size() == 1 && covers_base(first.target)) {
+      const int s = first.grads.size() == 1 ? first.grads[0] : sum(first.grads, -1, t(first.target).info, name);
+      sums.push_back(s);
+      continue;
+    }
+    const int whole = fresh(info, name, CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS);
+    for (int j : layer) {
+      const Group& gr = groups[static_cast<size_t>(j)];
+      const int part = alias_like(whole, gr.target);
+      if (gr.grads.size() == 1)
+        emit(simple(CCV_NNC_DATA_TRANSFER_FORWARD), nullptr, {gr.grads[0]}, {part}, "place gradient");
+      else
+        sum(gr.grads, part, info, name);
+    }
+    sums.push_back(whole);
+  }
+  if (sums.size() == 1) return sums[0];
+  std::vector<int> shaped;
+  for (int s : sums) shaped.push_back(reshaped(s, info));
+  return sum(shaped, -1, info, name);
+}
+
+void Differentiator::differentiate(int e, const std::vector<char>& reached) {
+  // A copy: emitting execs below may move the table.
+  const Graph::Exec x = g_->execs[static_cast<size_t>(e)];
+  const int m = static_cast<int>(x.outputs.size()), n = static_cast<int>(x.inputs.size());
+  std::vector<int> grad_out(static_cast<size_t>(m), -1);
+  bool any = false;
+  for (int j = 0; j < m; j++)
+    if (x.outputs[static_cast<size_t>(j)] >= 0) {
+      grad_out[static_cast<size_t>(j)] = gradient(x.outputs[static_cast<size_t>(j)]);
+      any = any || grad_out[static_cast<size_t>(j)] >= 0;
+    }
+  if (!any) return;
+  std::vector<char> wanted(static_cast<size_t>(n), 0);
+  bool want_any = false;
+  for (int i = 0; i < n; i++) {
+    const int d = x.inputs[static_cast<size_t>(i)];
+    if (d >= 0 && reached[static_cast<size_t>(base_of(g_, d))] && is_float(t(d).info.datatype)) {
+      wanted[static_cast<size_t>(i)] = 1;
+      want_any = true;
+    }
+  }
+  if (!want_any) return;
+  if ((x.flags & (CCV_NNC_GRAPH_EXEC_P_WHILE | CCV_NNC_GRAPH_EXEC_CASE_OF)) || x.cmd.cmd == CCV_NNC_GRAPH_FORWARD ||
+      x.cmd.cmd == CCV_NNC_GRAPH_BACKWARD)
+    fail(CCV_NNC_EXEC_INVALID, "%s: %s is a %s; the backward pass through loops and branches is not supported yet", kWhat,
+         exec_label(g_, e).c_str(), (x.flags & CCV_NNC_GRAPH_EXEC_CASE_OF) ? "case..of" : "while loop / sub-graph");
+  ccv_nnc_cmd_t cmd = x.cmd;
+  int attributes = 0;
+  if (x.cmd.cmd == CCV_NNC_CUSTOM_FORWARD) {
+    cmd.cmd = CCV_NNC_CUSTOM_BACKWARD;
+  } else {
+    NNC_CHECK(!(x.cmd.cmd & 1u), "%s: %s is already a backward command; gradients of backward passes are not supported yet",
+              kWhat, exec_label(g_, e).c_str());
+    const uint32_t id = x.cmd.cmd | 1u;
+    const CommandInfo* info = registry().command(id);
+    NNC_CHECK(info && !registry().kernels(id).empty(), "%s: %s has no backward command, so no gradient flows through it",
+              kWhat, exec_label(g_, e).c_str());
+    attributes = info->attributes;
+    cmd = make_cmd(id, nullptr, x.cmd.info, 0);
+  }
+  // The zero gradient of a missing first output: NULL would read as ones there.
+  auto zeros_for = [&](int j) {
+    const int o = x.outputs[static_cast<size_t>(j)];
+    return fresh(t(o).info, name_for(o), CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS);
+  };
+  if ((attributes & CCV_NNC_CMD_ATTR_NULL_IS_ONES) && m > 0 && x.outputs[0] >= 0 && grad_out[0] < 0) grad_out[0] = zeros_for(0);
+  // Slots: |output gradients|forward inputs|forward outputs| -> |input gradients|.
+  const int in_size = m + n + m;
+  std::vector<int> in(static_cast<size_t>(in_size), -1);
+  for (int j = 0; j < m; j++) in[static_cast<size_t>(j)] = grad_out[static_cast<size_t>(j)];
+  for (int i = 0; i < n; i++) in[static_cast<size_t>(m + i)] = x.inputs[static_cast<size_t>(i)];
+  for (int j = 0; j < m; j++) in[static_cast<size_t>(m + n + j)] = x.outputs[static_cast<size_t>(j)];
+  std::vector<char> out_on(wanted);
+  auto accepts = [&]() {
+    std::vector<uint64_t> im(static_cast<size_t>((in_size + 63) / 64 + 1), 0), om(static_cast<size_t>((n + 63) / 64 + 1), 0);
+    for (int k = 0; k < in_size; k++)
+      if (in[static_cast<size_t>(k)] >= 0) im[static_cast<size_t>(k / 64)] |= uint64_t{1} << (k % 64);
+    for (int k = 0; k < n; k++)
+      if (out_on[static_cast<size_t>(k)]) om[static_cast<size_t>(k / 64)] |= uint64_t{1} << (k % 64);
+    return cmd_bitmask(cmd, in_size, n, im.data(), static_cast<int>(im.size()), om.data(), static_cast<int>(om.size())) != 0;
+  };
+  bool ok = accepts();
+  if (!ok) {  // some backwards compute every input's gradient
+    for (int i = 0; i < n; i++) out_on[static_cast<size_t>(i)] = wanted[static_cast<size_t>(i)] || x.inputs[static_cast<size_t>(i)] >= 0;
+    ok = accepts();
+  }
+  if (!ok) {  // or want every output's gradient
+    for (int j = 0; j < m; j++)
+      if (in[static_cast<size_t>(j)] < 0 && x.outputs[static_cast<size_t>(j)] >= 0) in[static_cast<size_t>(j)] = zeros_for(j);
+    out_on = wanted;
+    ok = accepts();
+    if (!ok) {
+      for (int i = 0; i < n; i++) out_on[static_cast<size_t>(i)] = wanted[static_cast<size_t>(i)] || x.inputs[static_cast<size_t>(i)] >= 0;
+      ok = accepts();
+    }
+  }
+  if (!ok) {
+    std::string list;
+    for (int i = 0; i < n; i++)
+      if (wanted[static_cast<size_t>(i)]) list += format("%s%d", list.empty() ? "" : ", ", i);
+    fail(CCV_NNC_EXEC_INVALID, "%s: the backward of %s cannot give the gradient of input%s %s (its bitmask refuses it)", kWhat,
+         exec_label(g_, e).c_str(), list.find(',') == std::string::npos ? "" : "s", list.c_str());
+  }
+  // Pass only the forward values the backward reads, so the planner can free the rest early.
+  for (int k = m; k < in_size; k++) {
+    const int keep = in[static_cast<size_t>(k)];
+    if (keep < 0) continue;
+    in[static_cast<size_t>(k)] = -1;
+    if (!accepts()) in[static_cast<size_t>(k)] = keep;
+  }
+  std::vector<int> out(static_cast<size_t>(n), -1);
+  for (int i = 0; i < n; i++)
+    if (out_on[static_cast<size_t>(i)]) {
+      const int d = x.inputs[static_cast<size_t>(i)];
+      out[static_cast<size_t>(i)] = fresh(t(d).info, name_for(d));
+    }
+  const std::string name = x.name.empty() ? std::string() : x.name + " backward";
+  const int b = emit(cmd, &x.hint, in, out, name.empty() ? nullptr : name.c_str());
+  // After its forward exec even where it reads none of its values (libnnc's shape of a training graph).
+  concat(g_, e, b);
+  for (int i = 0; i < n; i++)
+    if (wanted[static_cast<size_t>(i)]) {
+      const int d = x.inputs[static_cast<size_t>(i)];
+      contributions_[base_of(g_, d)].push_back({d, out[static_cast<size_t>(i)]});
+    }
+}
+
+void Differentiator::run(const ccv_nnc_tensor_symbol_t* f, int f_size, const ccv_nnc_tensor_symbol_t* wrt, int wrt_size,
+                         const ccv_nnc_graph_exec_symbol_t* sources, int source_size,
+                         const ccv_nnc_graph_exec_symbol_t* destinations, int destination_size) {
+  NNC_CHECK(f_size > 0 && f, "%s: no f symbols (f_symbol_size %d)", kWhat, f_size);
+  NNC_CHECK(wrt_size > 0 && wrt, "%s: no wrt symbols (wrt_symbol_size %d)", kWhat, wrt_size);
+  NNC_CHECK(source_size >= 0 && (source_size == 0 || sources), "%s: bad sources array (size %d)", kWhat, source_size);
+  NNC_CHECK(destination_size >= 0 && (destination_size == 0 || destinations), "%s: bad destinations array (size %d)", kWhat,
+            destination_size);
+  for (int i = 0; i < f_size; i++) {
+    const std::string w = format("%s: f_symbols[%d]", kWhat, i);
+    const Graph::Tensor& x = tensor_of(g_, f[i], w.c_str());
+    NNC_CHECK(ndim(x.info) > 0, "%s: %s has no shape", w.c_str(), tensor_label(g_, f[i].d).c_str());
+    NNC_CHECK(is_float(x.info.datatype), "%s: %s is %s; gradients need a floating-point f", w.c_str(),
+              tensor_label(g_, f[i].d).c_str(), datatype_name(x.info.datatype));
+  }
+  for (int i = 0; i < wrt_size; i++) {
+    const std::string w = format("%s: wrt_symbols[%d]", kWhat, i);
+    const Graph::Tensor& x = tensor_of(g_, wrt[i], w.c_str());
+    NNC_CHECK(is_float(x.info.datatype), "%s: %s is %s; gradients need a floating-point symbol", w.c_str(),
+              tensor_label(g_, wrt[i].d).c_str(), datatype_name(x.info.datatype));
+  }
+  const std::vector<int> order = exec_order(g_, sources, source_size, destinations, destination_size);
+  const size_t nt = g_->tensors.size();
+  // Which bases depend on a wrt (forward), and which an f depends on (backward).
+  std::vector<char> reached(nt, 0), needed(nt, 0);
+  for (int i = 0; i < wrt_size; i++) reached[static_cast<size_t>(base_of(g_, wrt[i].d))] = 1;
+  std::vector<char> exec_reached(g_->execs.size(), 0), exec_needed(g_->execs.size(), 0);
+  for (int e : order) {
+    const Graph::Exec& x = g_->execs[static_cast<size_t>(e)];
+    bool r = false;
+    for (int d : x.inputs) r = r || (d >= 0 && reached[static_cast<size_t>(base_of(g_, d))]);
+    if (!r) continue;
+    exec_reached[static_cast<size_t>(e)] = 1;
+    for (int d : x.outputs)
+      if (d >= 0) reached[static_cast<size_t>(base_of(g_, d))] = 1;
+  }
+  for (int i = 0; i < f_size; i++) needed[static_cast<size_t>(base_of(g_, f[i].d))] = 1;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const Graph::Exec& x = g_->execs[static_cast<size_t>(*it)];
+    bool r = false;
+    for (int d : x.outputs) r = r || (d >= 0 && needed[static_cast<size_t>(base_of(g_, d))]);
+    if (!r || !exec_reached[static_cast<size_t>(*it)]) continue;
+    exec_needed[static_cast<size_t>(*it)] = 1;
+    for (int d : x.inputs)
+      if (d >= 0) needed[static_cast<size_t>(base_of(g_, d))] = 1;
+  }
+  for (int i = 0; i < wrt_size; i++)
+    NNC_CHECK(needed[static_cast<size_t>(base_of(g_, wrt[i].d))],
+              "%s: wrt_symbols[%d], %s, is not reachable from the f symbols (no exec between the sources and the "
+              "destinations leads from it to an f)",
+              kWhat, i, tensor_label(g_, wrt[i].d).c_str());
+  // The seeds: the gradients of the f symbols, ones for a scalar.
+  std::vector<int> seeds;
+  for (int i = 0; i < f_size; i++) {
+    const int d = f[i].d;
+    int seed = -1;
+    for (int j = 0; j < i; j++)
+      if (f[j].d == d) seed = seeds[static_cast<size_t>(j)];
+    if (seed < 0) {
+      seed = fresh(t(d).info, name_for(d), count_of(t(d).info) == 1 ? static_cast<int>(CCV_NNC_TENSOR_SYMBOL_INIT_ONES) : 0);
+      contributions_[base_of(g_, d)].push_back({d, seed});
+    }
+    seeds.push_back(seed);
+  }
+  for (auto it = order.rbegin(); it != order.rend(); ++it)
+    if (exec_needed[static_cast<size_t>(*it)]) differentiate(*it, reached);
+  std::vector<Record> records;
+  for (int i = 0; i < wrt_size; i++) {
+    const int gd = gradient(wrt[i].d);
+    NNC_CHECK(gd >= 0, "%s: no gradient reaches wrt_symbols[%d], %s", kWhat, i, tensor_label(g_, wrt[i].d).c_str());
+    records.push_back({wrt[i].d, gd, t(wrt[i].d).info});
+  }
+  for (int i = 0; i < f_size; i++) records.push_back({f[i].d, seeds[static_cast<size_t>(i)], t(f[i].d).info});
+  // Order each backward exec after the forward execs whose values it reads.
+  std::vector<int> set = order;
+  set.insert(set.end(), new_execs_.begin(), new_execs_.end());
+  autogen(g_, set, false);
+  if (!g_->sources.empty() || !g_->destinations.empty()) reset_ends(g_);
+  const std::lock_guard<std::mutex> lock(g_records_mutex);
+  g_records[g_] = std::move(records);
+}
+
+bool same_info(const ccv_nnc_tensor_param_t& a, const ccv_nnc_tensor_param_t& b) {
+  return a.datatype == b.datatype && std::equal(a.dim, a.dim + CCV_NNC_MAX_DIM_ALLOC, b.dim);
+}
+
+}  // namespace
+
+void backward(Graph* g, const ccv_nnc_tensor_symbol_t* f, int f_size, const ccv_nnc_tensor_symbol_t* wrt, int wrt_size,
+              const ccv_nnc_graph_exec_symbol_t* sources, int source_size, const ccv_nnc_graph_exec_symbol_t* destinations,
+              int destination_size) {
+  NNC_CHECK(g, "%s: the symbolic graph is NULL", kWhat);
+  {
+    const std::lock_guard<std::mutex> lock(g_records_mutex);
+    g_records.erase(g);
+  }
+  Differentiator(g).run(f, f_size, wrt, wrt_size, sources, source_size, destinations, destination_size);
+}
+
+int gradient_of(const Graph* g, int symbol) {
+  const std::lock_guard<std::mutex> lock(g_records_mutex);
+  const auto it = g_records.find(g);
+  if (it == g_records.end()) return -1;
+  for (const Record& r : it->second)
+    if (r.forward == symbol) {
+      // A stale entry (a new graph at a freed one's address) fails these checks.
+      if (static_cast<size_t>(r.gradient) >= g->tensors.size() || static_cast<size_t>(symbol) >= g->tensors.size()) return -1;
+      const Graph::Tensor& gt = g->tensors[static_cast<size_t>(r.gradient)];
+      if (CCV_NNC_TENSOR_SYMBOL_IS_DEAD(gt.flags) || !same_info(g->tensors[static_cast<size_t>(symbol)].info, r.info) ||
+          !same_info(gt.info, r.info))
+        return -1;
+      return r.gradient;
+    }
+  return -1;
+}
+
+}  // namespace nnc::symbolic
+
+using namespace nnc;
+using namespace nnc::symbolic;
+
+NNC_API void ccv_nnc_symbolic_graph_backward(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_t* const f_symbols,
+                                             const int f_symbol_size, const ccv_nnc_tensor_symbol_t* const wrt_symbols,
+                                             const int wrt_symbol_size, const ccv_nnc_graph_exec_symbol_t* const sources,
+                                             const int source_size, const ccv_nnc_graph_exec_symbol_t* const destinations,
+                                             const int destination_size) {
+  guard_void([&] {
+    backward(graph, f_symbols, f_symbol_size, wrt_symbols, wrt_symbol_size, sources, source_size, destinations,
+             destination_size);
+  });
+}
+
+NNC_API ccv_nnc_tensor_symbol_t ccv_nnc_tensor_symbol_for_backward(const ccv_nnc_symbolic_graph_t* const graph,
+                                                                   const ccv_nnc_tensor_symbol_t symbol) {
+  constexpr ccv_nnc_tensor_symbol_t none = {CCV_NNC_NO_TENSOR_SYMBOL, nullptr};
+  return guard(none, [&]() -> ccv_nnc_tensor_symbol_t {
+    tensor_of(graph, symbol, "ccv_nnc_tensor_symbol_for_backward");
+    const int d = gradient_of(graph, symbol.d);
+    if (d < 0) return none;
+    return {d, const_cast<Graph*>(graph)};
+  });
+}
+
+NNC_API ccv_nnc_graph_exec_symbol_t ccv_nnc_graph_exec_symbol_for_backward(const ccv_nnc_symbolic_graph_t* const graph,
+                                                                           const ccv_nnc_tensor_symbol_t symbol) {
+  constexpr ccv_nnc_graph_exec_symbol_t none = {CCV_NNC_NO_GRAPH_EXEC_SYMBOL, nullptr};
+  return guard(none, [&]() -> ccv_nnc_graph_exec_symbol_t {
+    const Graph::Tensor& x = tensor_of(graph, symbol, "ccv_nnc_graph_exec_symbol_for_backward");
+    // A gradient that is an alias is written through its base.
+    for (int d : {symbol.d, x.alias_of}) {
+      if (d < 0) continue;
+      for (int w : graph->tensors[static_cast<size_t>(d)].writers)
+        if (!CCV_NNC_GRAPH_EXEC_IS_DEAD(graph->execs[static_cast<size_t>(w)].flags)) return {w, const_cast<Graph*>(graph)};
+    }
+    return none;
+  });
+}

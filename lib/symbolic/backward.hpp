@@ -1,0 +1,30 @@
+// Reverse-mode automatic differentiation of a symbolic graph (Level 3.5).
+//
+//   nnc::symbolic::backward(g, {loss}, {w, x}, nullptr, 0, nullptr, 0);
+//   int dw = nnc::symbolic::gradient_of(g, w);  // its gradient symbol, or -1
+//
+// backward() appends to the graph, for every forward exec on a path from a
+// wrt symbol to an f symbol, its backward command in libnnc's layout
+// (|output gradients|forward inputs|forward outputs| -> |input gradients|),
+// passing only the slots the command's bitmask asks for. Gradients follow
+// SSA: the partial gradients of a symbol read several times are summed by
+// one EWSUM; gradients arriving through aliases go into aliases of a
+// zero-initialised gradient of the base. A scalar f's gradient symbol (the
+// seed) is flagged INIT_ONES.
+#pragma once
+
+#include "symbolic/graph.hpp"
+
+namespace nnc::symbolic {
+
+// Throws nnc::Error (INVALID) with a message on bad input; on failure the
+// graph may hold part of the backward pass (the symbols and execs added so far).
+void backward(Graph* g, const ccv_nnc_tensor_symbol_t* f, int f_size, const ccv_nnc_tensor_symbol_t* wrt, int wrt_size,
+              const ccv_nnc_graph_exec_symbol_t* sources, int source_size, const ccv_nnc_graph_exec_symbol_t* destinations,
+              int destination_size);
+
+// The gradient symbol of a wrt symbol (the seed of an f symbol) after the last
+// backward() on g, or -1.
+int gradient_of(const Graph* g, int symbol);
+
+}  // namespace nnc::symbolic
