@@ -13,7 +13,7 @@ void register_softmax(Registry& r);     // lib/cmd/softmax: SOFTMAX, SOFTMAX_CRO
 void register_loss(Registry& r);        // lib/cmd/loss: CATEGORICAL_, BINARY_, SIGMOID_BINARY_CROSSENTROPY, MSE, SMOOTH_L1
 void register_convolution(Registry& r); // lib/cmd/convolution: CONVOLUTION
 void register_pool(Registry& r);        // lib/cmd/pool: MAX_POOL, AVERAGE_POOL
-void register_norm(Registry& r);        // lib/cmd/norm: BATCH_NORM, LAYER_NORM
+void register_norm(Registry& r);        // lib/cmd/norm: BATCH_NORM, LAYER_NORM, GROUP_NORM, RMSNORM
 void register_reduce(Registry& r);      // lib/cmd/reduce: REDUCE_SUM / MEAN / MAX / MIN / NORM2, ARGMAX, ARGMIN
 void register_rand(Registry& r);        // lib/cmd/rand: RANDOM_UNIFORM, RANDOM_NORMAL, DROPOUT
 void register_optim(Registry& r);       // lib/cmd/optim: SGD, ADAM, ADAMW, RMSPROP, LAMB

@@ -1,5 +1,6 @@
 // CPU_OPT kernels of BATCH_NORM and LAYER_NORM for fp32 / fp64 (views of x,
-// y, g and dx are packed into the workspace first and unpacked after).
+// y, g and dx are packed into the workspace first and unpacked after:
+// stage.hpp).
 //
 // The shape is seen as O x K x I (reduced, kept, reduced extents; see
 // split3): NHWC batch norm is O x C x 1 (vectorised across channels),
@@ -25,6 +26,7 @@
 #include "cmd/norm/norm.hpp"
 #include "cmd/norm/norm_avx2.hpp"
 #include "cmd/norm/norm_avx512.hpp"
+#include "cmd/norm/stage.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "core/stream.hpp"
@@ -50,79 +52,6 @@ bool shape_of(const ccv_nnc_tensor_t* x, const int* axis, int count, Shape* s) {
     s->O = 1;
   }
   return true;
-}
-
-bool packed_or_null(const ccv_nnc_tensor_t* t) { return !t || is_packed(t); }
-
-// Views of the big tensors (x, y, g, dx) are packed into the workspace after
-// the kernel's own temporaries and unpacked at the end, so that the loops
-// always walk packed rows. These count, fill and drain those copies.
-size_t count_of(const ccv_nnc_tensor_t* t) {
-  size_t n = 1;
-  for (int i = 0; i < kMaxDim && t->info.dim[i]; i++) n *= static_cast<size_t>(t->info.dim[i]);
-  return n;
-}
-size_t staged(const ccv_nnc_tensor_t* t) { return packed_or_null(t) ? 0 : count_of(t); }
-
-// The kernel's temporaries (`own` bytes) followed by `big` elements of T for staged copies.
-template <class T>
-T* scratch(ccv_nnc_stream_context_t* stream, size_t own, size_t big, T** stage) {
-  own = (own + 63) / 64 * 64;
-  unsigned char* w = static_cast<unsigned char*>(workspace(stream, own + big * sizeof(T)));
-  *stage = reinterpret_cast<T*>(w + own);
-  return reinterpret_cast<T*>(w);
-}
-
-template <class T>
-const T* stage_in(const ccv_nnc_tensor_t* t, T** buf) {
-  if (!t) return nullptr;
-  if (is_packed(t)) return reinterpret_cast<const T*>(t->data.u8);
-  ccv_nnc_tensor_t packed = tensor_value(*buf, t->info, 0);
-  util::opt_copy(t, &packed);
-  const T* r = *buf;
-  *buf += count_of(t);
-  return r;
-}
-
-template <class T>
-T* stage_out(const ccv_nnc_tensor_t* t, T** buf) {
-  if (!t) return nullptr;
-  if (is_packed(t)) return reinterpret_cast<T*>(t->data.u8);
-  T* r = *buf;
-  *buf += count_of(t);
-  return r;
-}
-
-template <class T>
-void unstage(ccv_nnc_tensor_t* t, const T* data) {
-  if (!t || is_packed(t)) return;
-  const ccv_nnc_tensor_t packed = tensor_value(data, t->info, 0);
-  util::opt_copy(&packed, t);
-}
-
-template <class T>
-void read_small(const ccv_nnc_tensor_t* t, size_t n, T fallback, T* out) {
-  if (!t) {
-    for (size_t i = 0; i < n; i++) out[i] = fallback;
-    return;
-  }
-  if (is_packed(t)) {
-    std::memcpy(out, t->data.u8, n * sizeof(T));
-    return;
-  }
-  const Layout l = layout_of(t, "parameter");
-  for (size_t i = 0; i < n; i++) out[i] = *reinterpret_cast<const T*>(at_linear(l, i));
-}
-
-template <class T>
-void write_small(ccv_nnc_tensor_t* t, size_t n, const T* v) {
-  if (!t) return;
-  if (is_packed(t)) {
-    std::memcpy(t->data.u8, v, n * sizeof(T));
-    return;
-  }
-  const Layout l = layout_of(t, "output");
-  for (size_t i = 0; i < n; i++) *reinterpret_cast<T*>(at_linear(l, i)) = v[i];
 }
 
 size_t parts_for(const Shape& s) {

@@ -1,6 +1,7 @@
-// CPU_REF kernels of BATCH_NORM and LAYER_NORM: every element through its
-// tensor's own strides, statistics in double by two passes (mean, then the
-// squared deviations), results rounded once into the output type.
+// CPU_REF kernels of BATCH_NORM, LAYER_NORM, GROUP_NORM and RMSNORM: every
+// element through its tensor's own strides, statistics in double by two
+// passes (mean, then the squared deviations), results rounded once into the
+// output type.
 #include <cmath>
 #include <vector>
 
@@ -133,7 +134,150 @@ std::vector<double> inv_std_of(const std::vector<double>& var, double epsilon) {
   return inv;
 }
 
+// GROUP_NORM: each element's statistics index runs over the kept axes in
+// row-major order, the group axis counting groups (channel / (C / G)).
+struct GroupProblem {
+  Layout x;
+  int ga = 0, groups = 1;
+  unsigned mask = 0;
+  size_t per_group = 1, stats = 1, group_size = 1, channels = 1;
+
+  size_t stat_of(const int* index) const {
+    size_t k = 0;
+    for (int i = 0; i < x.nd; i++) {
+      if (i == ga)
+        k = k * static_cast<size_t>(groups) + static_cast<size_t>(index[i]) / per_group;
+      else if (!((mask >> i) & 1u))
+        k = k * static_cast<size_t>(x.dim[i]) + static_cast<size_t>(index[i]);
+    }
+    return k;
+  }
+};
+
+GroupProblem group_problem(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* x) {
+  GroupProblem p;
+  p.x = layout_of(x, "x");
+  p.ga = cmd.info.gnorm.group_axis;
+  p.groups = cmd.info.gnorm.groups;
+  p.mask = gnorm_reduce_mask(cmd);
+  p.channels = static_cast<size_t>(p.x.dim[p.ga]);
+  p.per_group = p.channels / static_cast<size_t>(p.groups);
+  p.group_size = p.per_group;
+  p.stats = static_cast<size_t>(p.groups);
+  for (int i = 0; i < p.x.nd; i++) {
+    if (i == p.ga) continue;
+    if ((p.mask >> i) & 1u)
+      p.group_size *= static_cast<size_t>(p.x.dim[i]);
+    else
+      p.stats *= static_cast<size_t>(p.x.dim[i]);
+  }
+  return p;
+}
+
 }  // namespace
+
+NNC_KERNEL(gnorm_forward_ref) {
+  const GroupNormIo io = group_norm_forward_io(cmd, inputs, input_size, outputs, output_size);
+  const GroupProblem p = group_problem(cmd, io.x);
+  std::vector<double> mean(p.stats, 0.0), var(p.stats, 0.0);
+  for_each_index(p.x.dim.data(), p.x.nd,
+                 [&](const int* i) { mean[p.stat_of(i)] += load_double(p.x.at(i), p.x.datatype); });
+  for (double& m : mean) m /= static_cast<double>(p.group_size);
+  for_each_index(p.x.dim.data(), p.x.nd, [&](const int* i) {
+    const double d = load_double(p.x.at(i), p.x.datatype) - mean[p.stat_of(i)];
+    var[p.stat_of(i)] += d * d;
+  });
+  for (double& v : var) v /= static_cast<double>(p.group_size);
+  const std::vector<double> inv = inv_std_of(var, cmd.info.gnorm.epsilon);
+  const std::vector<double> scale = read_small(io.scale, p.channels, 1.0), bias = read_small(io.bias, p.channels, 0.0);
+  write_small(io.saved_mean, mean);
+  write_small(io.saved_inv_std, inv);
+  const Layout y = layout_of(io.y, "y");
+  for_each_index(p.x.dim.data(), p.x.nd, [&](const int* i) {
+    const size_t k = p.stat_of(i), c = static_cast<size_t>(i[p.ga]);
+    const double v = (load_double(p.x.at(i), p.x.datatype) - mean[k]) * inv[k] * scale[c] + bias[c];
+    store_double(y.at(i), y.datatype, v);
+  });
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+NNC_KERNEL(gnorm_backward_ref) {
+  const GroupNormIo io = group_norm_backward_io(cmd, inputs, input_size, outputs, output_size);
+  const GroupProblem p = group_problem(cmd, io.x);
+  const std::vector<double> mean = read_small(io.saved_mean, p.stats, 0.0),
+                            inv = read_small(io.saved_inv_std, p.stats, 1.0),
+                            scale = read_small(io.scale, p.channels, 1.0);
+  const Layout g = layout_of(io.g, "g");
+  std::vector<double> sh(p.stats, 0.0), shx(p.stats, 0.0), ds(p.channels, 0.0), db(p.channels, 0.0);
+  for_each_index(p.x.dim.data(), p.x.nd, [&](const int* i) {
+    const size_t k = p.stat_of(i), c = static_cast<size_t>(i[p.ga]);
+    const double gv = load_double(g.at(i), g.datatype);
+    const double xhat = (load_double(p.x.at(i), p.x.datatype) - mean[k]) * inv[k];
+    sh[k] += gv * scale[c];
+    shx[k] += gv * scale[c] * xhat;
+    ds[c] += gv * xhat;
+    db[c] += gv;
+  });
+  write_small(io.dscale, ds);
+  write_small(io.dbias, db);
+  if (!io.dx) return CCV_NNC_EXEC_SUCCESS;
+  const Layout dx = layout_of(io.dx, "dx");
+  const double n = static_cast<double>(p.group_size);
+  for_each_index(p.x.dim.data(), p.x.nd, [&](const int* i) {
+    const size_t k = p.stat_of(i), c = static_cast<size_t>(i[p.ga]);
+    const double xhat = (load_double(p.x.at(i), p.x.datatype) - mean[k]) * inv[k];
+    const double h = load_double(g.at(i), g.datatype) * scale[c];
+    store_double(dx.at(i), dx.datatype, inv[k] * (h - sh[k] / n - xhat * shx[k] / n));
+  });
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+NNC_KERNEL(rmsnorm_forward_ref) {
+  const RmsNormIo io = rmsnorm_forward_io(inputs, input_size, outputs, output_size);
+  const Problem p = problem(io.x, cmd.info.rmsnorm.axis, cmd.info.rmsnorm.count, false);
+  std::vector<double> ms(p.groups, 0.0);
+  for_each_index(p.x.dim.data(), p.x.nd, [&](const int* i) {
+    const double v = load_double(p.x.at(i), p.x.datatype);
+    ms[p.group_of(i)] += v * v;
+  });
+  for (double& m : ms) m /= static_cast<double>(p.group_size);
+  const std::vector<double> inv = inv_std_of(ms, cmd.info.rmsnorm.epsilon);
+  const std::vector<double> scale = read_small(io.scale, p.group_size, 1.0);
+  write_small(io.saved_inv_std, inv);
+  const Layout y = layout_of(io.y, "y");
+  for_each_index(p.x.dim.data(), p.x.nd, [&](const int* i) {
+    const double v = load_double(p.x.at(i), p.x.datatype) * inv[p.group_of(i)] * scale[p.inside_of(i)];
+    store_double(y.at(i), y.datatype, v);
+  });
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+NNC_KERNEL(rmsnorm_backward_ref) {
+  const RmsNormIo io = rmsnorm_backward_io(inputs, input_size, outputs, output_size);
+  const Problem p = problem(io.x, cmd.info.rmsnorm.axis, cmd.info.rmsnorm.count, false);
+  const std::vector<double> inv = read_small(io.saved_inv_std, p.groups, 1.0),
+                            scale = read_small(io.scale, p.group_size, 1.0);
+  const Layout g = layout_of(io.g, "g");
+  std::vector<double> shx(p.groups, 0.0), ds(p.group_size, 0.0);
+  for_each_index(p.x.dim.data(), p.x.nd, [&](const int* i) {
+    const size_t k = p.group_of(i), q = p.inside_of(i);
+    const double gv = load_double(g.at(i), g.datatype);
+    const double xhat = load_double(p.x.at(i), p.x.datatype) * inv[k];
+    shx[k] += gv * scale[q] * xhat;
+    ds[q] += gv * xhat;
+  });
+  write_small(io.dscale, ds);
+  if (!io.dx) return CCV_NNC_EXEC_SUCCESS;
+  const Layout dx = layout_of(io.dx, "dx");
+  const double n = static_cast<double>(p.group_size);
+  for_each_index(p.x.dim.data(), p.x.nd, [&](const int* i) {
+    const size_t k = p.group_of(i), q = p.inside_of(i);
+    const double xhat = load_double(p.x.at(i), p.x.datatype) * inv[k];
+    const double h = load_double(g.at(i), g.datatype) * scale[q];
+    store_double(dx.at(i), dx.datatype, inv[k] * (h - xhat * shx[k] / n));
+  });
+  return CCV_NNC_EXEC_SUCCESS;
+}
 
 NNC_KERNEL(bnorm_forward_ref) {
   const BatchNormIo io = batch_norm_forward_io(inputs, input_size, outputs, output_size);

@@ -1,4 +1,5 @@
-// The normalisation family: BATCH_NORM and LAYER_NORM, forward and backward.
+// The normalisation family: BATCH_NORM, LAYER_NORM, GROUP_NORM and RMSNORM,
+// forward and backward.
 //
 // BATCH_NORM (bnorm.axis[0..count): the axes the statistics run over, e.g.
 // {0, 1, 2} for NHWC images and {0, 2, 3} for NCHW; the other axes are the
@@ -35,9 +36,36 @@
 //     or |g|-|-|x|y|saved_mean|saved_inv_std| (7); outputs |dx|dscale|dbias| or
 //     |dx|. With h = g * scale: dx = inv_std * (h - mean(h) - xhat * mean(h * xhat))
 //     over the normalised axes; dscale = sum over kept axes of g * xhat, dbias = sum g.
+// GROUP_NORM (gnorm.group_axis: the channel axis, of C channels; gnorm.groups:
+// G, dividing C; gnorm.reduce_axis[0..reduce_count): further axes the
+// statistics run over, e.g. {2, 3} for NCHW images). Statistics are per group
+// of C / G channels and per index of the remaining (kept) axes: for NCHW x
+// [N, C, H, W] with group axis 1 and reduce axes {2, 3}, over C / G x H x W
+// elements for each (n, group), saved as [N, G, 1, 1] (x's shape with the
+// group axis of extent G and the reduce axes of extent 1).
+//   Forward inputs |x|scale|bias| (elementwise_affine = 1; scale / bias per
+//     channel: x's shape with every axis but the group axis of extent 1, or
+//     [C]; either may be NULL: 1 / 0) or |x|; outputs
+//     |y|saved_mean|saved_inv_std| (NULL skips the statistics).
+//     y = (x - m) * inv_std * scale[c] + bias[c], the variance biased.
+//   Backward inputs |g|-|-|x|scale|bias|y|saved_mean|saved_inv_std| (affine)
+//     or |g|-|-|x|y|saved_mean|saved_inv_std|; outputs |dx|dscale|dbias| or
+//     |dx|. With h = g * scale[c], per statistics group:
+//     dx = inv_std * (h - mean(h) - xhat * mean(h * xhat)); dscale[c] = sum of
+//     g * xhat over everything but the channel, dbias[c] = sum of g.
+// RMSNORM (rmsnorm.axis[0..count): the normalised axes, as LAYER_NORM's).
+//   Forward inputs |x|scale| (scale with the normalised extents, as layer
+//     norm's; NULL: 1), outputs |y|saved_inv_std| (saved_inv_std shaped like
+//     x with the normalised axes of extent 1; NULL skips it).
+//     y = x * inv_rms * scale with inv_rms = 1 / sqrt(mean(x^2) + epsilon).
+//   Backward inputs |g|-|x|scale|y|saved_inv_std|, outputs |dx|dscale|. With
+//     h = g * scale and xhat = x * inv_rms: dx = inv_rms * (h - xhat *
+//     mean(h * xhat)); dscale = sum over the kept axes of g * xhat.
 // Shapes, bitmasks and in-place rules are libnnc's (see the functions below):
 // BATCH_NORM enforces (and allows nothing beyond) the running statistics'
-// in-place update; LAYER_NORM has no in-place pair.
+// in-place update; LAYER_NORM, GROUP_NORM and RMSNORM have no in-place pair
+// (the kernels still take y = x, as every one reads a statistics group whole
+// before writing it).
 #include "cmd/norm/norm.hpp"
 
 #include <cmath>
@@ -226,6 +254,131 @@ void validate_lnorm_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, cc
   check_small(name, "saved_inv_std", io.saved_inv_std, io.x, m, nd);
 }
 
+// GROUP_NORM's per-channel shape (x with every axis but the group axis of
+// extent 1) and statistics shape (x with the group axis of extent G and the
+// reduce axes of extent 1). The command must have passed gnorm_check.
+void gnorm_shapes(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* x, int* channel, int* stats) {
+  const int nd = nd_of(x->info.dim);
+  const int ga = cmd.info.gnorm.group_axis;
+  const unsigned mask = gnorm_reduce_mask(cmd);
+  for (int i = 0; i < nd; i++) {
+    channel[i] = i == ga ? x->info.dim[i] : 1;
+    stats[i] = i == ga ? cmd.info.gnorm.groups : ((mask >> i) & 1u) ? 1 : x->info.dim[i];
+  }
+}
+
+// The group axis, groups and reduce axes against x.
+void gnorm_check(const char* name, const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* x) {
+  const auto& p = cmd.info.gnorm;
+  const int nd = nd_of(x->info.dim);
+  NNC_CHECK(p.group_axis >= 0 && p.group_axis < nd, "%s: group_axis %d is outside x's %d axes (%s)", name,
+            p.group_axis, nd, shape_string(x->info.dim).c_str());
+  const int c = x->info.dim[p.group_axis];
+  NNC_CHECK(p.groups >= 1 && c % p.groups == 0, "%s: %d groups must divide the %d channels of axis %d", name,
+            p.groups, c, p.group_axis);
+  NNC_CHECK(p.reduce_count >= 0 && p.reduce_count < nd, "%s: reduce_count %d must be in [0, %d) for x %s", name,
+            p.reduce_count, nd, shape_string(x->info.dim).c_str());
+  unsigned mask = 0;
+  for (int i = 0; i < p.reduce_count; i++) {
+    const int a = p.reduce_axis[i];
+    NNC_CHECK(a >= 0 && a < nd, "%s: reduce axis %d is outside x's %d axes", name, a, nd);
+    NNC_CHECK(a != p.group_axis, "%s: reduce axis %d is the group axis", name, a);
+    NNC_CHECK(!((mask >> a) & 1u), "%s: reduce axis %d is listed twice", name, a);
+    mask |= 1u << a;
+  }
+  check_epsilon(name, p.epsilon);
+}
+
+void validate_gnorm_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
+                            int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
+  const char* name = "GROUP_NORM_FORWARD";
+  const bool affine = cmd.info.gnorm.elementwise_affine;
+  NNC_CHECK(affine ? input_size >= 1 && input_size <= 3 : input_size == 1, "%s: takes inputs %s (got %d)", name,
+            affine ? "|x|scale|bias|" : "|x| (elementwise_affine is 0)", input_size);
+  NNC_CHECK(output_size >= 1 && output_size <= 3, "%s: takes outputs |y|saved_mean|saved_inv_std| (got %d)", name,
+            output_size);
+  const GroupNormIo io = group_norm_forward_io(cmd, inputs, input_size, outputs, output_size);
+  NNC_CHECK(io.x && io.y, "%s: x (input 0) and y (output 0) are required", name);
+  NNC_CHECK(type_of(io.x) & types::kFloat, "%s: x is %s; it takes 16F, 16BF, 32F and 64F", name, dt(io.x));
+  gnorm_check(name, cmd, io.x);
+  check_x(name, io.x, "y", io.y);
+  const int nd = nd_of(io.x->info.dim);
+  int c[kMaxDim] = {}, m[kMaxDim] = {};
+  gnorm_shapes(cmd, io.x, c, m);
+  check_small(name, "scale", io.scale, io.x, c, nd);
+  check_small(name, "bias", io.bias, io.x, c, nd);
+  check_small(name, "saved_mean", io.saved_mean, io.x, m, nd);
+  check_small(name, "saved_inv_std", io.saved_inv_std, io.x, m, nd);
+}
+
+void validate_gnorm_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
+                             int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
+  const char* name = "GROUP_NORM_BACKWARD";
+  const bool affine = cmd.info.gnorm.elementwise_affine;
+  NNC_CHECK(input_size == (affine ? 9 : 7), "%s: takes inputs %s (got %d)", name,
+            affine ? "|g|-|-|x|scale|bias|y|saved_mean|saved_inv_std|" : "|g|-|-|x|y|saved_mean|saved_inv_std|",
+            input_size);
+  NNC_CHECK(output_size >= 1 && output_size <= (affine ? 3 : 1), "%s: takes outputs %s (got %d)", name,
+            affine ? "|dx|dscale|dbias|" : "|dx|", output_size);
+  const GroupNormIo io = group_norm_backward_io(cmd, inputs, input_size, outputs, output_size);
+  NNC_CHECK(io.dx || io.dscale || io.dbias, "%s: every output is NULL", name);
+  NNC_CHECK(io.g && io.x && io.saved_mean && io.saved_inv_std,
+            "%s: needs g (input 0), x (input 3), saved_mean and saved_inv_std (the last two inputs)", name);
+  NNC_CHECK(type_of(io.x) & types::kFloat, "%s: x is %s; it takes 16F, 16BF, 32F and 64F", name, dt(io.x));
+  gnorm_check(name, cmd, io.x);
+  check_x(name, io.x, "g", io.g);
+  check_x(name, io.x, "dx", io.dx);
+  const int nd = nd_of(io.x->info.dim);
+  int c[kMaxDim] = {}, m[kMaxDim] = {};
+  gnorm_shapes(cmd, io.x, c, m);
+  check_small(name, "scale", io.scale, io.x, c, nd);
+  check_small(name, "dscale", io.dscale, io.x, c, nd);
+  check_small(name, "dbias", io.dbias, io.x, c, nd);
+  check_small(name, "saved_mean", io.saved_mean, io.x, m, nd);
+  check_small(name, "saved_inv_std", io.saved_inv_std, io.x, m, nd);
+}
+
+void validate_rmsnorm_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
+                              int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
+  const char* name = "RMSNORM_FORWARD";
+  NNC_CHECK(input_size >= 1 && input_size <= 2, "%s: takes inputs |x|scale| (got %d)", name, input_size);
+  NNC_CHECK(output_size >= 1 && output_size <= 2, "%s: takes outputs |y|saved_inv_std| (got %d)", name, output_size);
+  const RmsNormIo io = rmsnorm_forward_io(inputs, input_size, outputs, output_size);
+  NNC_CHECK(io.x && io.y, "%s: x (input 0) and y (output 0) are required", name);
+  NNC_CHECK(type_of(io.x) & types::kFloat, "%s: x is %s; it takes 16F, 16BF, 32F and 64F", name, dt(io.x));
+  check_epsilon(name, cmd.info.rmsnorm.epsilon);
+  const int nd = nd_of(io.x->info.dim);
+  const unsigned mask = axis_mask(name, cmd.info.rmsnorm.axis, cmd.info.rmsnorm.count, nd);
+  check_x(name, io.x, "y", io.y);
+  int s[kMaxDim], m[kMaxDim];
+  normalised_shape(io.x, mask, s);
+  small_shape(io.x, mask, m);
+  check_small(name, "scale", io.scale, io.x, s, nd);
+  check_small(name, "saved_inv_std", io.saved_inv_std, io.x, m, nd);
+}
+
+void validate_rmsnorm_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
+                               int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
+  const char* name = "RMSNORM_BACKWARD";
+  NNC_CHECK(input_size == 6, "%s: takes inputs |g|-|x|scale|y|saved_inv_std| (got %d)", name, input_size);
+  NNC_CHECK(output_size >= 1 && output_size <= 2, "%s: takes outputs |dx|dscale| (got %d)", name, output_size);
+  const RmsNormIo io = rmsnorm_backward_io(inputs, input_size, outputs, output_size);
+  NNC_CHECK(io.dx || io.dscale, "%s: every output is NULL", name);
+  NNC_CHECK(io.g && io.x && io.saved_inv_std, "%s: needs g (input 0), x (input 2) and saved_inv_std (input 5)",
+            name);
+  NNC_CHECK(type_of(io.x) & types::kFloat, "%s: x is %s; it takes 16F, 16BF, 32F and 64F", name, dt(io.x));
+  const int nd = nd_of(io.x->info.dim);
+  const unsigned mask = axis_mask(name, cmd.info.rmsnorm.axis, cmd.info.rmsnorm.count, nd);
+  check_x(name, io.x, "g", io.g);
+  check_x(name, io.x, "dx", io.dx);
+  int s[kMaxDim], m[kMaxDim];
+  normalised_shape(io.x, mask, s);
+  small_shape(io.x, mask, m);
+  check_small(name, "scale", io.scale, io.x, s, nd);
+  check_small(name, "dscale", io.dscale, io.x, s, nd);
+  check_small(name, "saved_inv_std", io.saved_inv_std, io.x, m, nd);
+}
+
 // libnnc's shapes: y (and, backward, dx) like the first input; every other
 // output like it with the command's axes of extent 1. For BATCH_NORM those are
 // the per-channel statistics and dscale / dbias. LAYER_NORM's backward applies
@@ -252,6 +405,28 @@ void bnorm_auto(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_param_t* inpu
 void lnorm_auto(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_param_t* inputs, int input_size,
                 const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
   first_and_reduced(inputs, input_size, p.lnorm.axis, p.lnorm.count, outputs, output_size);
+}
+
+// GROUP_NORM's rule: y / dx like the first input, every other output like it
+// with the group axis of extent G and the reduce axes of extent 1 (the saved
+// statistics; libnnc gives the backward's dscale / dbias that shape too, kept
+// for source compatibility; execution checks them against scale's shape).
+void gnorm_auto(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_param_t* inputs, int input_size,
+                const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
+  if (input_size < 1) return;
+  const int nd = nd_of(inputs[0].dim);
+  for (int i = 0; i < output_size; i++) {
+    outputs[i] = inputs[0];
+    if (i == 0) continue;
+    if (p.gnorm.group_axis >= 0 && p.gnorm.group_axis < nd) outputs[i].dim[p.gnorm.group_axis] = p.gnorm.groups;
+    for (int j = 0; j < p.gnorm.reduce_count && j < kMaxDim; j++)
+      if (p.gnorm.reduce_axis[j] >= 0 && p.gnorm.reduce_axis[j] < nd) outputs[i].dim[p.gnorm.reduce_axis[j]] = 1;
+  }
+}
+
+void rmsnorm_auto(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_param_t* inputs, int input_size,
+                  const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
+  first_and_reduced(inputs, input_size, p.rmsnorm.axis, p.rmsnorm.count, outputs, output_size);
 }
 
 uint64_t word0(const uint64_t* mask, int size) { return size > 0 ? mask[0] : 0; }
@@ -288,6 +463,40 @@ bool lnorm_backward_bitmask(const ccv_nnc_cmd_param_t& p, int, int, const uint64
   const uint64_t need = p.lnorm.elementwise_affine ? (1u << 0) | (1u << 3) | (1u << 4) | (1u << 7) | (1u << 8)
                                                    : (1u << 0) | (1u << 3) | (1u << 5) | (1u << 6);
   return (word0(inputs, isz) & need) == need && (word0(outputs, osz) & 1u) == 1u;
+}
+
+// GROUP_NORM_FORWARD: as LAYER_NORM_FORWARD, under gnorm.elementwise_affine.
+bool gnorm_forward_bitmask(const ccv_nnc_cmd_param_t& p, int, int, const uint64_t* inputs, int isz,
+                           const uint64_t* outputs, int osz) {
+  const uint64_t out = word0(outputs, osz);
+  return word0(inputs, isz) == (p.gnorm.elementwise_affine ? 7u : 1u) && (out == 1u || out == 7u);
+}
+
+// Affine |g|-|-|x|scale|bias|y|saved_mean|saved_inv_std|: g, x, scale and the
+// saved statistics, dx always produced. Plain |g|-|-|x|y|saved_mean|saved_inv_std|:
+// g, x and the saved statistics, and exactly dx.
+bool gnorm_backward_bitmask(const ccv_nnc_cmd_param_t& p, int, int, const uint64_t* inputs, int isz,
+                            const uint64_t* outputs, int osz) {
+  const uint64_t in = word0(inputs, isz), out = word0(outputs, osz);
+  if (p.gnorm.elementwise_affine) {
+    constexpr uint64_t kNeed = (1u << 0) | (1u << 3) | (1u << 4) | (1u << 7) | (1u << 8);
+    return (in & kNeed) == kNeed && (out & 1u) == 1u;
+  }
+  constexpr uint64_t kNeed = (1u << 0) | (1u << 3) | (1u << 5) | (1u << 6);
+  return (in & kNeed) == kNeed && (out & 7u) == 1u;
+}
+
+// RMSNORM_FORWARD: both inputs |x|scale| and both outputs |y|saved_inv_std|.
+bool rmsnorm_forward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int isz,
+                             const uint64_t* outputs, int osz) {
+  return word0(inputs, isz) == 3u && word0(outputs, osz) == 3u;
+}
+
+// |g|-|x|scale|y|saved_inv_std|: g, x, scale and saved_inv_std; dx always produced.
+bool rmsnorm_backward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int isz,
+                              const uint64_t* outputs, int osz) {
+  constexpr uint64_t kNeed = (1u << 0) | (1u << 2) | (1u << 3) | (1u << 5);
+  return (word0(inputs, isz) & kNeed) == kNeed && (word0(outputs, osz) & 1u) == 1u;
 }
 
 // The running statistics are updated in place: libnnc ties outputs 1 / 2 to
@@ -378,17 +587,87 @@ LayerNormIo layer_norm_backward_io(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* c
   return io;
 }
 
+unsigned gnorm_reduce_mask(const ccv_nnc_cmd_t& cmd) {
+  unsigned mask = 0;
+  for (int i = 0; i < cmd.info.gnorm.reduce_count && i < kMaxDim; i++) mask |= 1u << cmd.info.gnorm.reduce_axis[i];
+  return mask;
+}
+
+GroupNormIo group_norm_forward_io(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                                  ccv_nnc_tensor_t* const* outputs, int output_size) {
+  GroupNormIo io;
+  io.x = in_at(inputs, input_size, 0);
+  if (cmd.info.gnorm.elementwise_affine) {
+    io.scale = in_at(inputs, input_size, 1);
+    io.bias = in_at(inputs, input_size, 2);
+  }
+  io.y = in_at(outputs, output_size, 0);
+  io.saved_mean = in_at(outputs, output_size, 1);
+  io.saved_inv_std = in_at(outputs, output_size, 2);
+  return io;
+}
+
+GroupNormIo group_norm_backward_io(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                                   ccv_nnc_tensor_t* const* outputs, int output_size) {
+  GroupNormIo io;
+  io.g = in_at(inputs, input_size, 0);
+  io.x = in_at(inputs, input_size, 3);
+  if (cmd.info.gnorm.elementwise_affine) io.scale = in_at(inputs, input_size, 4);
+  if (input_size >= 2) {
+    io.saved_mean = inputs[input_size - 2];
+    io.saved_inv_std = inputs[input_size - 1];
+  }
+  io.dx = in_at(outputs, output_size, 0);
+  if (cmd.info.gnorm.elementwise_affine) {
+    io.dscale = in_at(outputs, output_size, 1);
+    io.dbias = in_at(outputs, output_size, 2);
+  }
+  return io;
+}
+
+RmsNormIo rmsnorm_forward_io(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                             int output_size) {
+  RmsNormIo io;
+  io.x = in_at(inputs, input_size, 0);
+  io.scale = in_at(inputs, input_size, 1);
+  io.y = in_at(outputs, output_size, 0);
+  io.saved_inv_std = in_at(outputs, output_size, 1);
+  return io;
+}
+
+RmsNormIo rmsnorm_backward_io(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                              int output_size) {
+  RmsNormIo io;
+  io.g = in_at(inputs, input_size, 0);
+  io.x = in_at(inputs, input_size, 2);
+  io.scale = in_at(inputs, input_size, 3);
+  io.y = in_at(inputs, input_size, 4);
+  io.saved_inv_std = in_at(inputs, input_size, 5);
+  io.dx = in_at(outputs, output_size, 0);
+  io.dscale = in_at(outputs, output_size, 1);
+  return io;
+}
+
 }  // namespace norm
 
 void register_norm(Registry& r) {
   using namespace norm;
-  add(r, CCV_NNC_BATCH_NORM_FORWARD, bnorm_auto, bnorm_forward_bitmask, nullptr, bnorm_forward_enforce, validate_bnorm_forward, bnorm_forward_ref, bnorm_forward_opt, bnorm_opt_accepts);
+  add(r, CCV_NNC_BATCH_NORM_FORWARD, bnorm_auto, bnorm_forward_bitmask, nullptr, bnorm_forward_enforce,
+      validate_bnorm_forward, bnorm_forward_ref, bnorm_forward_opt, bnorm_opt_accepts);
   add(r, CCV_NNC_BATCH_NORM_BACKWARD, bnorm_auto, bnorm_backward_bitmask, nullptr, nullptr,
       validate_bnorm_backward, bnorm_backward_ref, bnorm_backward_opt, bnorm_opt_accepts);
   add(r, CCV_NNC_LAYER_NORM_FORWARD, lnorm_auto, lnorm_forward_bitmask, nullptr, nullptr,
       validate_lnorm_forward, lnorm_forward_ref, lnorm_forward_opt, lnorm_opt_accepts);
   add(r, CCV_NNC_LAYER_NORM_BACKWARD, lnorm_auto, lnorm_backward_bitmask, nullptr, nullptr,
       validate_lnorm_backward, lnorm_backward_ref, lnorm_backward_opt, lnorm_opt_accepts);
+  add(r, CCV_NNC_GROUP_NORM_FORWARD, gnorm_auto, gnorm_forward_bitmask, nullptr, nullptr, validate_gnorm_forward,
+      gnorm_forward_ref, gnorm_forward_opt, gnorm_opt_accepts);
+  add(r, CCV_NNC_GROUP_NORM_BACKWARD, gnorm_auto, gnorm_backward_bitmask, nullptr, nullptr, validate_gnorm_backward,
+      gnorm_backward_ref, gnorm_backward_opt, gnorm_opt_accepts);
+  add(r, CCV_NNC_RMSNORM_FORWARD, rmsnorm_auto, rmsnorm_forward_bitmask, nullptr, nullptr, validate_rmsnorm_forward,
+      rmsnorm_forward_ref, rmsnorm_forward_opt, rmsnorm_opt_accepts);
+  add(r, CCV_NNC_RMSNORM_BACKWARD, rmsnorm_auto, rmsnorm_backward_bitmask, nullptr, nullptr,
+      validate_rmsnorm_backward, rmsnorm_backward_ref, rmsnorm_backward_opt, rmsnorm_opt_accepts);
 }
 
 }  // namespace nnc

@@ -16,6 +16,14 @@ ccv_nnc_cmd_t nnc_test_bnorm_backward(void);
 ccv_nnc_cmd_t nnc_test_lnorm_forward(void);
 /* LAYER_NORM over axis 1 of a 2x4 fp32 tensor (no affine) into y[8]; returns the exec code. */
 int nnc_test_lnorm_example(float y[8]);
+/* CMD_GROUP_NORM_FORWARD(1, 2, 1e-5, 1, 2, 3) */
+ccv_nnc_cmd_t nnc_test_gnorm_forward(void);
+/* CMD_RMSNORM_FORWARD(1e-6, 1) */
+ccv_nnc_cmd_t nnc_test_rmsnorm_forward(void);
+/* GROUP_NORM of a 1x4x2 NCHW fp32 tensor in 2 groups over axis 2 (no affine) into y[8]; returns the exec code. */
+int nnc_test_gnorm_example(float y[8]);
+/* RMSNORM over axis 1 of a 2x4 fp32 tensor with scale 1 into y[8]; returns the exec code. */
+int nnc_test_rmsnorm_example(float y[8]);
 
 #ifdef __cplusplus
 }
