@@ -35,7 +35,14 @@ NNC_API ccv_nnc_symbolic_graph_t* ccv_nnc_symbolic_graph_new(void) {
   return guard<ccv_nnc_symbolic_graph_t*>(nullptr, [] { return std::make_unique<ccv_nnc_symbolic_graph_s>().release(); });
 }
 
-NNC_API void ccv_nnc_symbolic_graph_free(ccv_nnc_symbolic_graph_t* const graph) { delete graph; }
+NNC_API void ccv_nnc_symbolic_graph_free(ccv_nnc_symbolic_graph_t* const graph) {
+  guard_void([&] {
+    // A sub-graph goes with the graph that owns it.
+    NNC_CHECK(!graph || !graph->parent, "ccv_nnc_symbolic_graph_free: the graph is a loop body or branch of %s; free the graph that owns it",
+              exec_label(graph->parent, graph->exec_in_parent).c_str());
+    delete graph;
+  });
+}
 
 NNC_API ccv_nnc_tensor_symbol_t ccv_nnc_tensor_symbol_new(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_param_t info,
                                                           const char* const name) {
@@ -210,10 +217,7 @@ NNC_API void ccv_nnc_symbolic_graph_compile(const ccv_nnc_symbolic_graph_t* cons
 NNC_API ccv_nnc_tensor_t* ccv_nnc_tensor_from_symbol(const ccv_nnc_tensor_arena_t* const tensor_arena,
                                                      const ccv_nnc_tensor_symbol_t symbol) {
   return guard<ccv_nnc_tensor_t*>(nullptr, [&]() -> ccv_nnc_tensor_t* {
-    static const char* what = "ccv_nnc_tensor_from_symbol";
-    NNC_CHECK(tensor_arena, "%s: the tensor arena is NULL", what);
-    check_arena_symbol(tensor_arena->graph, symbol.graph, symbol.d, tensor_arena->headers.size(), what, "tensor");
-    return reinterpret_cast<ccv_nnc_tensor_t*>(tensor_arena->headers[static_cast<size_t>(symbol.d)].get());
+    return tensor_from_symbol(tensor_arena, symbol);
   });
 }
 
@@ -243,6 +247,9 @@ NNC_API void ccv_nnc_tensor_arena_buffer_free(ccv_nnc_tensor_arena_t* const tens
       ccv_nnc_tensor_view_t* h = tensor_arena->headers[d].get();
       if (h && h->data.u8 >= lo && h->data.u8 < hi) h->data.u8 = nullptr;
     }
+    for (auto& sa : tensor_arena->subs)
+      for (auto& h : sa->headers)
+        if (h && h->data.u8 >= lo && h->data.u8 < hi) h->data.u8 = nullptr;
     tensor_arena->release();
   });
 }
@@ -258,6 +265,11 @@ NNC_API ccv_nnc_graph_exec_t ccv_nnc_graph_exec_from_symbol(const ccv_nnc_graph_
   return guard(kNoNode, [&] {
     static const char* what = "ccv_nnc_graph_exec_from_symbol";
     NNC_CHECK(graph_exec_arena, "%s: the exec arena is NULL", what);
+    for (const auto& sub : graph_exec_arena->subs)
+      if (sub.first == symbol.graph) {
+        check_arena_symbol(sub.first, symbol.graph, symbol.d, sub.second.size(), what, "exec");
+        return sub.second[static_cast<size_t>(symbol.d)];
+      }
     check_arena_symbol(graph_exec_arena->graph, symbol.graph, symbol.d, graph_exec_arena->execs.size(), what, "exec");
     return graph_exec_arena->execs[static_cast<size_t>(symbol.d)];
   });
@@ -344,14 +356,6 @@ NNC_API int ccv_nnc_tensor_symbol_set_flags(ccv_nnc_symbolic_graph_t* const grap
 
 NNC_API int ccv_nnc_tensor_symbol_flags(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_t tensor) {
   return guard<int>(0, [&] { return tensor_of(graph, tensor, "ccv_nnc_tensor_symbol_flags").flags; });
-}
-
-NNC_API ccv_nnc_tensor_symbol_t ccv_nnc_tensor_symbol_resolve(const ccv_nnc_symbolic_graph_t* const graph,
-                                                              const ccv_nnc_tensor_symbol_t tensor_symbol) {
-  return guard(kNoTensor, [&]() -> ccv_nnc_tensor_symbol_t {
-    const Graph::Tensor& t = tensor_of(graph, tensor_symbol, "ccv_nnc_tensor_symbol_resolve");
-    return {t.alias_of >= 0 ? t.alias_of : tensor_symbol.d, graph};
-  });
 }
 
 NNC_API void ccv_nnc_graph_exec_symbol_set(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t exec,
@@ -578,6 +582,7 @@ NNC_API ccv_nnc_symbolic_graph_t* ccv_nnc_symbolic_graph_dup(const ccv_nnc_symbo
                                                              ccv_nnc_symbolic_graph_subst_f subst) {
   return guard<ccv_nnc_symbolic_graph_t*>(nullptr, [&] {
     NNC_CHECK(graph, "ccv_nnc_symbolic_graph_dup: the symbolic graph is NULL");
+    NNC_CHECK(!has_subgraphs(graph), "ccv_nnc_symbolic_graph_dup: graphs with while loops or case..of are not supported yet");
     auto copy = std::make_unique<ccv_nnc_symbolic_graph_s>();
     copy->tensors = graph->tensors;
     copy->execs = graph->execs;

@@ -11,7 +11,14 @@
 #include "graph/graph.hpp"
 #include "symbolic/alloc/planner.hpp"
 
-ccv_nnc_tensor_arena_s::~ccv_nnc_tensor_arena_s() { release(); }
+ccv_nnc_tensor_arena_s::~ccv_nnc_tensor_arena_s() {
+  release();
+  for (auto& mv : multiviews) ccv_nnc_tensor_multiview_free(*mv);
+}
+
+ccv_nnc_tensor_sub_arena_s::~ccv_nnc_tensor_sub_arena_s() {
+  for (auto& mv : multiviews) ccv_nnc_tensor_multiview_free(*mv);
+}
 
 void ccv_nnc_tensor_arena_s::release() {
   if (!raw) return;
@@ -46,7 +53,7 @@ void set_header(std::unique_ptr<ccv_nnc_tensor_view_t>& slot, const ccv_nnc_tens
 
 // The header of alias d over its base's header: a plain tensor where the
 // alias is packed (a reshape or a leading slice), else a strided view.
-void alias_header(ccv_nnc_tensor_arena_t* arena, const Graph* g, int d, const ccv_nnc_tensor_t* base) {
+void alias_header(std::unique_ptr<ccv_nnc_tensor_view_t>& slot, int64_t& offset, const Graph* g, int d, const ccv_nnc_tensor_t* base) {
   const Graph::Tensor& t = g->tensors[static_cast<size_t>(d)];
   const int n = nd_of(t.info.dim);
   int64_t stride[CCV_NNC_MAX_DIM_ALLOC], packed[CCV_NNC_MAX_DIM_ALLOC];
@@ -55,17 +62,331 @@ void alias_header(ccv_nnc_tensor_arena_t* arena, const Graph* g, int d, const cc
   int64_t first_element = 0;
   for (int i = 0; i < n; i++) first_element += static_cast<int64_t>(t.ofs[i]) * stride[i];
   const int64_t bytes = first_element * static_cast<int64_t>(datatype_size(t.info.datatype));
-  arena->offset[static_cast<size_t>(d)] = bytes;
+  offset = bytes;
   if (std::equal(stride, stride + n, packed)) {
-    set_header(arena->headers[static_cast<size_t>(d)], tensor_value(base->data.u8 ? base->data.u8 + bytes : nullptr, t.info, 0));
+    set_header(slot, tensor_value(base->data.u8 ? base->data.u8 + bytes : nullptr, t.info, 0));
     return;
   }
   int istride[CCV_NNC_MAX_DIM_ALLOC] = {};
   for (int i = 0; i < n; i++) istride[i] = static_cast<int>(stride[i]);
-  if (!arena->headers[static_cast<size_t>(d)]) arena->headers[static_cast<size_t>(d)] = std::make_unique<ccv_nnc_tensor_view_t>();
-  view_fill(arena->headers[static_cast<size_t>(d)].get(), base, t.info, t.ofs, istride);
+  if (!slot) slot = std::make_unique<ccv_nnc_tensor_view_t>();
+  view_fill(slot.get(), base, t.info, t.ofs, istride);
+}
+void alias_header(ccv_nnc_tensor_arena_t* arena, const Graph* g, int d, const ccv_nnc_tensor_t* base) {
+  alias_header(arena->headers[static_cast<size_t>(d)], arena->offset[static_cast<size_t>(d)], g, d, base);
 }
 
+
+// ---- Loops and branches -------------------------------------------------
+//
+// Each loop body and case..of branch is planned on its own (the planner
+// unrolls a body as few times as its carried values need, so no data moves
+// between rounds) and occupies one block of its owner's arena, live while
+// its exec runs (and after, while a result it holds is read). What a
+// sub-graph only reads of its own (constants the caller fills, a carried
+// value's first round) lives in the owner's arena for the whole run, like
+// the owner's inputs.
+
+enum class Role : uint8_t { None, Internal, Outer, External, CarriedIn, Constant };
+
+struct SubLevel {
+  const Graph* g = nullptr;
+  bool loop = false;
+  std::string label;               // "the body of exec symbol 3 (...)" for messages
+  std::vector<int> order;          // head (the breakpoints and what they need) first for a loop
+  std::vector<Role> role;          // per base symbol
+  std::vector<char> used;          // per symbol (aliases included)
+  std::vector<char> carried_from;  // per symbol
+  std::vector<size_t> index;       // per base: its tensor in problem
+  std::vector<size_t> extra;       // per base (Constant, or CarriedIn without an owner symbol): its tensor in the owner's problem
+  alloc::Problem problem;
+  alloc::Plan plan;
+  std::vector<int> provides;       // owner symbols whose tensor this level holds (carried and hooked up)
+  std::vector<char> keep;          // per symbol: asked for in the compile's outputs
+};
+
+// Builds the level's problem and plans it. `keep` lists the symbols of this
+// graph the caller asked for.
+std::unique_ptr<SubLevel> analyse_sub(const Graph* sg, bool loop, const std::string& label, std::vector<char> keep) {
+  static const char* what = "ccv_nnc_symbolic_graph_compile";
+  auto L = std::make_unique<SubLevel>();
+  L->g = sg;
+  L->loop = loop;
+  L->label = label;
+  const size_t nt = sg->tensors.size();
+  keep.resize(nt, 0);
+  L->keep = keep;
+  if (loop)
+    NNC_CHECK(sg->while_expr && !sg->breakpoints.empty(), "%s: %s has no expression (ccv_nnc_symbolic_graph_set_while_expr)", what,
+              label.c_str());
+  std::vector<int> order;
+  try {
+    order = exec_order(sg, nullptr, 0, nullptr, 0);
+  } catch (const Error& e) {
+    fail(e.code(), "%s: %s: %s", what, label.c_str(), e.what());
+  }
+  for (int e : order)
+    NNC_CHECK(!control_of(sg->execs[static_cast<size_t>(e)]), "%s: %s holds %s; loops and branches inside a loop or branch are not supported yet",
+              what, label.c_str(), exec_label(sg, e).c_str());
+  if (loop) {  // the breakpoints and everything they need run first in each round
+    std::vector<char> in_order(sg->execs.size(), 0), head(sg->execs.size(), 0);
+    for (int e : order) in_order[static_cast<size_t>(e)] = 1;
+    std::vector<std::vector<int>> incoming(sg->execs.size());
+    for (int e : order)
+      for (int t : sg->execs[static_cast<size_t>(e)].outgoing)
+        if (in_order[static_cast<size_t>(t)]) incoming[static_cast<size_t>(t)].push_back(e);
+    std::vector<int> stack;
+    for (int b : sg->breakpoints) {
+      NNC_CHECK(b >= 0 && static_cast<size_t>(b) < sg->execs.size() && in_order[static_cast<size_t>(b)],
+                "%s: %s: breakpoint exec symbol %d is not part of the body", what, label.c_str(), b);
+      stack.push_back(b);
+    }
+    while (!stack.empty()) {
+      const int v = stack.back();
+      stack.pop_back();
+      if (head[static_cast<size_t>(v)]) continue;
+      head[static_cast<size_t>(v)] = 1;
+      for (int u : incoming[static_cast<size_t>(v)]) stack.push_back(u);
+    }
+    std::vector<int> reordered;
+    for (int e : order)
+      if (head[static_cast<size_t>(e)]) reordered.push_back(e);
+    const size_t head_size = reordered.size();
+    for (int e : order)
+      if (!head[static_cast<size_t>(e)]) reordered.push_back(e);
+    order = std::move(reordered);
+    (void)head_size;
+  }
+  L->order = order;
+  int64_t head_end = 0;
+  if (loop)
+    for (size_t k = 0; k < order.size(); k++)
+      for (int b : sg->breakpoints)
+        if (order[k] == b) head_end = std::max<int64_t>(head_end, static_cast<int64_t>(k));
+  const int64_t steps = std::max<int64_t>(static_cast<int64_t>(order.size()), 1);
+
+  L->used.assign(nt, 0);
+  std::vector<char> written(nt, 0), carried_to(nt, 0);
+  L->carried_from.assign(nt, 0);
+  std::vector<int64_t> first(nt, std::numeric_limits<int64_t>::max()), last(nt, -1);
+  auto use = [&](int d, const std::string& by) {
+    const Graph::Tensor& t = sg->tensors[static_cast<size_t>(d)];
+    NNC_CHECK(!CCV_NNC_TENSOR_SYMBOL_IS_DEAD(t.flags), "%s: %s uses %s, which was freed", what, by.c_str(), tensor_label(sg, d).c_str());
+    NNC_CHECK(nd_of(t.info.dim) > 0, "%s: %s uses %s, which has no shape", what, by.c_str(), tensor_label(sg, d).c_str());
+    NNC_CHECK(!(t.flags & (CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS | CCV_NNC_TENSOR_SYMBOL_INIT_ONES)),
+              "%s: %s is flagged to be initialised; symbols of a loop or branch cannot be yet (initialise them in the enclosing graph)",
+              what, tensor_label(sg, d).c_str());
+    L->used[static_cast<size_t>(d)] = 1;
+    L->used[static_cast<size_t>(base_of(sg, d))] = 1;
+  };
+  for (size_t k = 0; k < order.size(); k++) {
+    const Graph::Exec& x = sg->execs[static_cast<size_t>(order[k])];
+    const std::string by = label + ", " + exec_label(sg, order[k]);
+    for (int d : x.inputs)
+      if (d >= 0) {
+        use(d, by);
+        const size_t b = static_cast<size_t>(base_of(sg, d));
+        last[b] = std::max(last[b], static_cast<int64_t>(k));
+      }
+    for (int d : x.outputs)
+      if (d >= 0) {
+        use(d, by);
+        const size_t b = static_cast<size_t>(base_of(sg, d));
+        written[b] = 1;
+        first[b] = std::min(first[b], static_cast<int64_t>(k));
+        last[b] = std::max(last[b], static_cast<int64_t>(k));
+      }
+  }
+  for (int d : sg->while_inputs)
+    if (d >= 0) {
+      use(d, label + "'s expression");
+      const size_t b = static_cast<size_t>(base_of(sg, d));
+      last[b] = std::max(last[b], head_end);
+    }
+  for (const auto& c : sg->carry_overs) {
+    use(c.first, label + "'s carried pair");
+    use(c.second, label + "'s carried pair");
+    NNC_CHECK(written[static_cast<size_t>(c.first)], "%s: %s carries %s, which nothing in the body writes", what, label.c_str(),
+              tensor_label(sg, c.first).c_str());
+    NNC_CHECK(!written[static_cast<size_t>(c.second)], "%s: %s carries a value into %s, which the body also writes (SSA)", what,
+              label.c_str(), tensor_label(sg, c.second).c_str());
+    L->carried_from[static_cast<size_t>(c.first)] = 1;
+    carried_to[static_cast<size_t>(c.second)] = 1;
+  }
+  for (size_t d = 0; d < nt; d++)
+    if (keep[d]) L->used[static_cast<size_t>(base_of(sg, static_cast<int>(d)))] = 1;
+
+  L->role.assign(nt, Role::None);
+  L->index.assign(nt, alloc::kNone);
+  L->extra.assign(nt, alloc::kNone);
+  L->problem.total_steps = steps;
+  for (size_t d = 0; d < nt; d++) {
+    const Graph::Tensor& t = sg->tensors[d];
+    if (!L->used[d] || t.alias_of >= 0) continue;
+    const bool hooked = t.outer >= 0;
+    Role r;
+    if (hooked && !written[d])
+      r = carried_to[d] ? Role::CarriedIn : Role::Outer;
+    else if (hooked)
+      r = L->carried_from[d] ? Role::Internal : Role::External;
+    else if (!written[d])
+      r = carried_to[d] ? Role::CarriedIn : Role::Constant;
+    else
+      r = Role::Internal;
+    L->role[d] = r;
+    if (r == Role::Internal && hooked) L->provides.push_back(t.outer);
+    if (r != Role::Internal && r != Role::CarriedIn) continue;
+    alloc::TensorSpec s;
+    s.size = static_cast<int64_t>(bytes_of(t.info));
+    s.alignment = kAlignment;
+    s.first = written[d] ? first[d] : 0;
+    s.last = keep[d] ? steps - 1 : std::max(last[d], s.first);
+    L->index[d] = L->problem.tensors.size();
+    L->problem.tensors.push_back(s);
+  }
+  for (const auto& c : sg->carry_overs)
+    L->problem.carried.push_back({L->index[static_cast<size_t>(c.first)], L->index[static_cast<size_t>(c.second)]});
+  auto planned = alloc::plan(L->problem);
+  NNC_CHECK(planned, "%s: %s: the memory planner failed: %s", what, label.c_str(), planned.error().c_str());
+  L->plan = std::move(planned.value());
+  return L;
+}
+
+// Where tensor `t` of a level's problem sits in iteration `j`, in bytes from the level's block.
+uint64_t placed(const alloc::Plan& plan, size_t t, unsigned j) {
+  const alloc::Placement& p = plan.iterations.empty() ? plan.placements.at(t) : plan.iterations.at(j % plan.iterations.size()).at(t);
+  return plan.buffer_base.at(p.buffer) + p.offset;
+}
+
+ccv_nnc_tensor_t* add_header(ccv_nnc_tensor_sub_arena_s* sa, unsigned char* data, const ccv_nnc_tensor_param_t& info) {
+  sa->headers.push_back(nullptr);
+  set_header(sa->headers.back(), tensor_value(data, info, 0));
+  return reinterpret_cast<ccv_nnc_tensor_t*>(sa->headers.back().get());
+}
+
+ccv_nnc_tensor_t* add_multiview(std::vector<std::unique_ptr<ccv_nnc_tensor_multiview_t>>& owned, std::vector<ccv_nnc_tensor_t*> data,
+                                uint8_t kind, uint16_t repeat, const ccv_nnc_graph_t* anchor) {
+  owned.push_back(std::make_unique<ccv_nnc_tensor_multiview_t>());
+  ccv_nnc_tensor_multiview_t* mv = owned.back().get();
+  ccv_nnc_tensor_multiview(data.data(), kind, repeat, anchor, mv);
+  NNC_CHECK(mv->repeat == repeat, "ccv_nnc_symbolic_graph_compile: cannot make a multi-view tensor: %s", ccv_nnc_error_message());
+  return reinterpret_cast<ccv_nnc_tensor_t*>(mv);
+}
+
+// The tensor a run of the arena last left a symbol in (the first round's
+// before any run; a case..of output's branch result).
+ccv_nnc_tensor_t* current(ccv_nnc_tensor_t* t) {
+  for (int depth = 0; t && CCV_IS_TENSOR_MULTIVIEW(t) && depth < 64; depth++) {
+    auto* mv = reinterpret_cast<ccv_nnc_tensor_multiview_t*>(t);
+    t = mv->it ? mv->it : CCV_NNC_MULTIVIEW_DATA(mv)[mv->anchor == CCV_NNC_MULTIVIEW_PHI ? 1 : 0];
+  }
+  return t;
+}
+
+// The sub-graph's tensors and nodes. `block` is where its block of the
+// owner's arena starts; `outer(d)` gives the owner's tensor for its symbol d
+// (as nodes there see it), `outer_plain(d)` the owner's own header (what a
+// branch writes a case..of output into); `extra_at(offset)` the owner's
+// arena at an offset.
+template <class Outer, class OuterPlain, class Extra>
+std::unique_ptr<ccv_nnc_tensor_sub_arena_s> build_sub(const SubLevel& L, unsigned char* block, ccv_nnc_graph_t* cg, Outer outer,
+                                                      OuterPlain outer_plain, Extra extra_at,
+                                                      std::vector<ccv_nnc_graph_exec_t>& nodes) {
+  static const char* what = "ccv_nnc_symbolic_graph_compile";
+  const Graph* sg = L.g;
+  const size_t nt = sg->tensors.size();
+  auto sa = std::make_unique<ccv_nnc_tensor_sub_arena_s>();
+  sa->graph = sg;
+  sa->tensors.assign(nt, nullptr);
+  sa->initial.assign(nt, nullptr);
+  sa->count.type = CCV_TENSOR_CPU_MEMORY;
+  sa->count.info = slot_params(sg, CCV_NNC_WHILE_COUNT_TENSOR_SYMBOL);
+  sa->count.data.i64 = &cg->loop_count;
+  sa->count.data_size = sizeof(int64_t);
+  const unsigned unroll = std::max(1u, L.plan.unroll);
+  for (size_t d = 0; d < nt; d++) {
+    const Graph::Tensor& t = sg->tensors[d];
+    switch (L.role[d]) {
+      case Role::None:
+        break;
+      case Role::Outer:
+        sa->tensors[d] = outer(t.outer);
+        sa->initial[d] = sa->tensors[d];
+        break;
+      case Role::External:
+        sa->tensors[d] = outer_plain(t.outer);
+        break;
+      case Role::Constant:
+        sa->tensors[d] = extra_at(L.extra[d], t.info);
+        sa->initial[d] = sa->tensors[d];
+        break;
+      case Role::Internal: {
+        const size_t i = L.index[d];
+        bool same = true;
+        for (unsigned j = 1; j < unroll; j++) same = same && placed(L.plan, i, j) == placed(L.plan, i, 0);
+        if (same) {
+          sa->tensors[d] = add_header(sa.get(), block + placed(L.plan, i, 0), t.info);
+        } else {
+          std::vector<ccv_nnc_tensor_t*> data;
+          for (unsigned j = 0; j < unroll; j++) data.push_back(add_header(sa.get(), block + placed(L.plan, i, j), t.info));
+          sa->tensors[d] = add_multiview(sa->multiviews, data, CCV_NNC_MULTIVIEW_K0N, static_cast<uint16_t>(unroll), cg);
+        }
+        break;
+      }
+      case Role::CarriedIn: {
+        // Round 0 reads the owner's symbol (or a tensor the caller fills);
+        // round c >= 1 what the body wrote in round c - 1.
+        ccv_nnc_tensor_t* init = t.outer >= 0 ? outer(t.outer) : extra_at(L.extra[d], t.info);
+        std::vector<ccv_nnc_tensor_t*> data{init};
+        for (unsigned j = 0; j < unroll; j++) data.push_back(add_header(sa.get(), block + placed(L.plan, L.index[d], j + 1), t.info));
+        sa->tensors[d] = add_multiview(sa->multiviews, data, CCV_NNC_MULTIVIEW_K1N, static_cast<uint16_t>(unroll), cg);
+        sa->initial[d] = init;
+        break;
+      }
+    }
+  }
+  for (size_t d = 0; d < nt; d++) {
+    const Graph::Tensor& t = sg->tensors[d];
+    if (!L.used[d] || t.alias_of < 0) continue;
+    ccv_nnc_tensor_t* base = sa->tensors[static_cast<size_t>(t.alias_of)];
+    NNC_CHECK(base && !CCV_IS_TENSOR_MULTIVIEW(base) && !CCV_IS_TENSOR_VIEW(base),
+              "%s: %s: %s is an alias of %s, which changes from round to round or is a view; aliases of such symbols are not supported yet",
+              what, L.label.c_str(), tensor_label(sg, static_cast<int>(d)).c_str(), tensor_label(sg, t.alias_of).c_str());
+    sa->headers.push_back(nullptr);
+    int64_t offset = 0;
+    alias_header(sa->headers.back(), offset, sg, static_cast<int>(d), base);
+    sa->tensors[d] = reinterpret_cast<ccv_nnc_tensor_t*>(sa->headers.back().get());
+  }
+  auto tensor = [&](int d) -> ccv_nnc_tensor_t* {
+    if (d == CCV_NNC_WHILE_COUNT_TENSOR_SYMBOL) return &sa->count;
+    return d < 0 ? nullptr : sa->tensors[static_cast<size_t>(d)];
+  };
+  nodes.assign(sg->execs.size(), ccv_nnc_graph_exec_t{-1, nullptr});
+  std::vector<ccv_nnc_tensor_t*> in, out;
+  for (int e : L.order) {
+    const Graph::Exec& x = sg->execs[static_cast<size_t>(e)];
+    in.clear();
+    out.clear();
+    for (int d : x.inputs) in.push_back(tensor(d));
+    for (int d : x.outputs) out.push_back(tensor(d));
+    nodes[static_cast<size_t>(e)] =
+        graph::exec_new(cg, x.cmd, x.hint, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()));
+  }
+  for (int e : L.order)
+    for (int t : sg->execs[static_cast<size_t>(e)].outgoing)
+      if (nodes[static_cast<size_t>(t)].graph)
+        cg->nodes[static_cast<size_t>(nodes[static_cast<size_t>(e)].d)].outgoing.push_back(nodes[static_cast<size_t>(t)].d);
+  if (L.loop) {
+    std::vector<ccv_nnc_tensor_t*> expr_in;
+    for (int d : sg->while_inputs) expr_in.push_back(tensor(d));
+    std::vector<ccv_nnc_graph_exec_t> bps;
+    for (int b : sg->breakpoints) bps.push_back(nodes[static_cast<size_t>(b)]);
+    graph::set_while_expr(cg, sg->while_expr, sg->while_data, expr_in.data(), static_cast<int>(expr_in.size()), bps.data(),
+                          static_cast<int>(bps.size()));
+  }
+  graph::invalidate(cg);
+  return sa;
+}
 }  // namespace
 
 Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_t& allocator, const ccv_nnc_tensor_bind_t* binds,
@@ -76,6 +397,8 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
   NNC_CHECK(g, "%s: the symbolic graph is NULL", what);
   NNC_CHECK(bind_size >= 0 && (bind_size == 0 || binds), "%s: bad tensor_binds array (size %d)", what, bind_size);
   NNC_CHECK(output_size >= 0 && (output_size == 0 || outputs), "%s: bad outputs array (size %d)", what, output_size);
+  NNC_CHECK(!g->parent, "%s: the graph is a loop body or a branch of %s; compile the graph that owns it", what,
+            exec_label(g->parent, g->exec_in_parent).c_str());
   std::vector<int> order;
   try {
     order = exec_order(g, sources, source_size, destinations, destination_size);
@@ -84,10 +407,61 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
   }
   const size_t nt = g->tensors.size();
 
+  // Loops and branches, each planned on its own (analyse_sub). Outputs the
+  // caller asks for inside them keep their values to the end of the run.
+  struct Control {
+    int exec = -1;
+    size_t position = 0;  // in order
+    std::vector<std::unique_ptr<SubLevel>> subs;  // a loop's body, or the branches set (index in `branch`)
+    std::vector<int> branch;
+    size_t spec = alloc::kNone;
+    bool keep = false;
+  };
+  std::vector<Control> controls;
+  std::vector<char> from_sub(nt, 0);  // symbols whose tensor a loop holds (a carried result it hands out)
+  std::vector<int> control_of_symbol(nt, -1);
+  for (size_t k = 0; k < order.size(); k++) {
+    const Graph::Exec& x = g->execs[static_cast<size_t>(order[k])];
+    if (!control_of(x)) continue;
+    Control c;
+    c.exec = order[k];
+    c.position = k;
+    const bool loop = x.flags & CCV_NNC_GRAPH_EXEC_P_WHILE;
+    if (!loop) NNC_CHECK(x.case_of, "%s: %s has no expression (ccv_nnc_symbolic_graph_set_case_of_expr)", what, exec_label(g, c.exec).c_str());
+    for (size_t i = 0; i < x.subs.size(); i++) {
+      const Graph* sg = x.subs[i];
+      if (!sg) continue;
+      std::vector<char> keep(sg->tensors.size(), 0);
+      for (int j = 0; j < output_size; j++)
+        if (outputs[j].graph == sg && outputs[j].d >= 0 && static_cast<size_t>(outputs[j].d) < keep.size()) {
+          keep[static_cast<size_t>(outputs[j].d)] = 1;
+          c.keep = true;
+        }
+      const std::string label = loop ? "the body of " + exec_label(g, c.exec) : format("branch %zu of %s", i, exec_label(g, c.exec).c_str());
+      c.subs.push_back(analyse_sub(sg, loop, label, std::move(keep)));
+      c.branch.push_back(static_cast<int>(i));
+      for (int p : c.subs.back()->provides) {
+        from_sub[static_cast<size_t>(p)] = 1;
+        control_of_symbol[static_cast<size_t>(p)] = static_cast<int>(controls.size());
+      }
+    }
+    controls.push_back(std::move(c));
+  }
+  for (int j = 0; j < output_size; j++)
+    if (outputs[j].graph != g) {
+      bool inside = false;
+      for (const Control& c : controls)
+        for (const auto& L : c.subs) inside = inside || L->g == outputs[j].graph;
+      NNC_CHECK(inside, "%s: outputs[%d] (tensor symbol %d) belongs to a graph that is neither this one nor one of its compiled loops or branches",
+                what, j, outputs[j].d);
+    }
+
   // The caller's tensors.
   std::vector<const ccv_nnc_tensor_t*> bound(nt, nullptr);
   for (int i = 0; i < bind_size; i++) {
     const std::string w = format("%s: tensor_binds[%d]", what, i);
+    NNC_CHECK(binds[i].symbol.graph == g || !binds[i].symbol.graph,
+              "%s: binding a symbol of a loop or branch is not supported yet; bind the enclosing graph's symbol it stands for", w.c_str());
     const Graph::Tensor& t = tensor_of(g, binds[i].symbol, w.c_str());
     const ccv_nnc_tensor_t* x = binds[i].tensor;
     if (!x) continue;  // libnnc: a NULL tensor binds nothing
@@ -98,6 +472,8 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
               "%s: the tensor is %s %s but %s is %s %s", w.c_str(), shape_string(x->info.dim).c_str(),
               datatype_name(x->info.datatype), tensor_label(g, binds[i].symbol.d).c_str(),
               shape_string(t.info.dim).c_str(), datatype_name(t.info.datatype));
+    NNC_CHECK(!from_sub[static_cast<size_t>(binds[i].symbol.d)], "%s: %s is a loop's carried result; it cannot be bound", w.c_str(),
+              tensor_label(g, binds[i].symbol.d).c_str());
     bound[static_cast<size_t>(binds[i].symbol.d)] = x;
   }
 
@@ -121,6 +497,7 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
       }
   }
   for (int i = 0; i < output_size; i++) {
+    if (outputs[i].graph != g) continue;  // a loop's or branch's (above)
     const std::string w = format("%s: outputs[%d]", what, i);
     NNC_CHECK(nd_of(tensor_of(g, outputs[i], w.c_str()).info.dim) > 0, "%s: %s has no shape", w.c_str(),
               tensor_label(g, outputs[i].d).c_str());
@@ -168,7 +545,7 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
   alloc::Problem problem;
   problem.total_steps = std::max<int64_t>(end + 1, 1);
   for (size_t d = 0; d < nt; d++) {
-    if (!used[d] || g->tensors[d].alias_of >= 0) continue;
+    if (!used[d] || g->tensors[d].alias_of >= 0 || from_sub[d]) continue;
     const Graph::Tensor& t = g->tensors[d];
     alloc::TensorSpec s;
     s.size = static_cast<int64_t>(bytes_of(t.info));
@@ -183,22 +560,49 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
     bases.push_back(static_cast<int>(d));
     problem.tensors.push_back(s);
   }
+  // A loop's or branch's block lives while it runs, and on while a result it
+  // holds is read (to the end when the caller asked for one); what the
+  // sub-graphs only read of their own lives through the whole run.
+  for (Control& c : controls) {
+    alloc::TensorSpec s;
+    for (const auto& L : c.subs) s.size = std::max<int64_t>(s.size, static_cast<int64_t>(L->plan.arena));
+    s.alignment = kAlignment;
+    s.first = static_cast<int64_t>(c.position) + shift;
+    s.last = c.keep ? std::max<int64_t>(end, 0) : s.first;
+    for (size_t d = 0; d < nt; d++)
+      if (from_sub[d] && control_of_symbol[d] == static_cast<int>(&c - controls.data()))
+        s.last = keep[d] ? std::max<int64_t>(end, 0) : std::max(s.last, last[d]);
+    c.spec = problem.tensors.size();
+    problem.tensors.push_back(s);
+    for (auto& L : c.subs)
+      for (size_t d = 0; d < L->role.size(); d++)
+        if (L->role[d] == Role::Constant || (L->role[d] == Role::CarriedIn && L->g->tensors[d].outer < 0)) {
+          alloc::TensorSpec e;
+          e.size = static_cast<int64_t>(bytes_of(L->g->tensors[d].info));
+          e.alignment = kAlignment;
+          e.first = 0;
+          e.last = std::max<int64_t>(end, 0);
+          L->extra[d] = problem.tensors.size();
+          problem.tensors.push_back(e);
+        }
+  }
   // In place: an output may take the place of an input whose last read is this step.
   for (size_t k = 0; k < order.size(); k++) {
     const int64_t step = static_cast<int64_t>(k) + shift;
     const Graph::Exec& x = g->execs[static_cast<size_t>(order[k])];
+    if (control_of(x)) continue;
     std::vector<char> taken(x.inputs.size(), 0);
     for (size_t j = 0; j < x.outputs.size(); j++) {
       const int o = x.outputs[j];
       if (o < 0 || g->tensors[static_cast<size_t>(o)].alias_of >= 0 || !g->tensors[static_cast<size_t>(o)].aliases.empty() ||
-          bound[static_cast<size_t>(o)])
+          bound[static_cast<size_t>(o)] || from_sub[static_cast<size_t>(o)])
         continue;
       const alloc::TensorSpec& os = problem.tensors[index[static_cast<size_t>(o)]];
       if (os.first != step) continue;
       for (size_t i = 0; i < x.inputs.size(); i++) {
         const int in = x.inputs[i];
         // Inputs (no writer here) and kept symbols hold their values across runs: never overwritten.
-        if (in < 0 || in == o || taken[i] || g->tensors[static_cast<size_t>(in)].alias_of >= 0 ||
+        if (in < 0 || in == o || taken[i] || from_sub[static_cast<size_t>(in)] || g->tensors[static_cast<size_t>(in)].alias_of >= 0 ||
             !g->tensors[static_cast<size_t>(in)].aliases.empty() || bound[static_cast<size_t>(in)] ||
             !written[static_cast<size_t>(in)] || keep[static_cast<size_t>(in)])
           continue;
@@ -264,13 +668,18 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
   for (size_t d = 0; d < nt; d++) {
     const Graph::Tensor& t = g->tensors[d];
     if (!used[d] || t.alias_of < 0) continue;
+    NNC_CHECK(!from_sub[static_cast<size_t>(t.alias_of)], "%s: %s is an alias of %s, a loop's carried result; such aliases are not supported yet",
+              what, tensor_label(g, static_cast<int>(d)).c_str(), tensor_label(g, t.alias_of).c_str());
     const ccv_nnc_tensor_t* base = reinterpret_cast<const ccv_nnc_tensor_t*>(arena->headers[static_cast<size_t>(t.alias_of)].get());
     NNC_CHECK(!is_view(base), "%s: %s is an alias of %s, which is bound to a tensor view; bind a plain tensor", what,
               tensor_label(g, static_cast<int>(d)).c_str(), tensor_label(g, t.alias_of).c_str());
     alias_header(arena.get(), g, static_cast<int>(d), base);
   }
+  arena->override.assign(nt, nullptr);
   auto tensor = [&](int d) -> ccv_nnc_tensor_t* {
-    return d < 0 ? nullptr : reinterpret_cast<ccv_nnc_tensor_t*>(arena->headers[static_cast<size_t>(d)].get());
+    if (d < 0) return nullptr;
+    if (arena->override[static_cast<size_t>(d)]) return arena->override[static_cast<size_t>(d)];
+    return reinterpret_cast<ccv_nnc_tensor_t*>(arena->headers[static_cast<size_t>(d)].get());
   };
 
   // The concrete graph: initialisers, then the execs in order.
@@ -290,8 +699,76 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
     init_nodes.push_back(n.d);
   }
   std::vector<ccv_nnc_tensor_t*> in, out;
+  size_t next_control = 0;
   for (int e : order) {
     const Graph::Exec& x = g->execs[static_cast<size_t>(e)];
+    if (control_of(x)) {
+      Control& c = controls[next_control++];
+      unsigned char* block = plan.placements.at(c.spec).buffer == alloc::kNone ? nullptr : arena->buffer + plan.arena_offset(c.spec);
+      auto outer = [&](int d) { return tensor(d); };
+      auto outer_plain = [&](int d) { return reinterpret_cast<ccv_nnc_tensor_t*>(arena->headers[static_cast<size_t>(d)].get()); };
+      std::vector<ccv_nnc_tensor_sub_arena_s*> made;
+      auto build = [&](const SubLevel& L, ccv_nnc_graph_t* sub_cg) {
+        std::vector<ccv_nnc_graph_exec_t> nodes;
+        ccv_nnc_tensor_sub_arena_s* sa_raw = nullptr;
+        auto extra = [&](size_t spec, const ccv_nnc_tensor_param_t& info) -> ccv_nnc_tensor_t* {
+          return add_header(sa_raw, arena->buffer + plan.arena_offset(spec), info);
+        };
+        // Headers of the sub-graph's own inputs point into this arena; they are made in a holder, then kept with the rest.
+        auto holder = std::make_unique<ccv_nnc_tensor_sub_arena_s>();
+        sa_raw = holder.get();
+        auto sa = build_sub(L, block, sub_cg, outer, outer_plain, extra, nodes);
+        for (auto& h : holder->headers) sa->headers.push_back(std::move(h));
+        exec_arena->subs.emplace_back(L.g, std::move(nodes));
+        arena->subs.push_back(std::move(sa));
+        made.push_back(arena->subs.back().get());
+      };
+      if (x.flags & CCV_NNC_GRAPH_EXEC_P_WHILE) {
+        auto* body = new ccv_nnc_graph_s();
+        ccv_nnc_graph_exec_t node;
+        try {
+          node = graph::while_new(cg.get(), x.cmd.cmd, body);
+        } catch (...) {
+          delete body;
+          throw;
+        }
+        build(*c.subs[0], body);
+        exec_arena->execs[static_cast<size_t>(e)] = node;
+        // A carried result handed to this graph: nodes here see the body's tensor.
+        for (int p : c.subs[0]->provides)
+          for (size_t d = 0; d < c.subs[0]->g->tensors.size(); d++)
+            if (c.subs[0]->g->tensors[d].outer == p && c.subs[0]->role[d] == Role::Internal)
+              arena->override[static_cast<size_t>(p)] = made[0]->tensors[d];
+      } else {
+        // Each output is a phi: the branch's result, or the fall-back input when no branch runs.
+        for (int o : x.outputs) {
+          ccv_nnc_tensor_t* result = reinterpret_cast<ccv_nnc_tensor_t*>(arena->headers[static_cast<size_t>(o)].get());
+          const int b = g->tensors[static_cast<size_t>(o)].bypass;
+          std::vector<ccv_nnc_tensor_t*> data{b >= 0 ? tensor(b) : result, result};
+          arena->override[static_cast<size_t>(o)] = add_multiview(arena->multiviews, data, CCV_NNC_MULTIVIEW_K0N, 2,
+                                                                  reinterpret_cast<const ccv_nnc_graph_t*>(CCV_NNC_MULTIVIEW_PHI));
+        }
+        in.clear();
+        out.clear();
+        for (int i = 0; i < x.expr_inputs; i++) in.push_back(tensor(x.declared_inputs[static_cast<size_t>(i)]));
+        for (int o : x.outputs) out.push_back(tensor(o));
+        const ccv_nnc_graph_exec_t node =
+            graph::case_of_new(cg.get(), x.cmd.cmd, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()));
+        graph::set_case_of_expr(cg.get(), node, x.case_of, x.case_of_data, 0);
+        for (size_t i = 0; i < c.subs.size(); i++) {
+          auto* branch = new ccv_nnc_graph_s();
+          try {
+            graph::set_case_of(cg.get(), node, branch, c.branch[i]);
+          } catch (...) {
+            delete branch;
+            throw;
+          }
+          build(*c.subs[i], branch);
+        }
+        exec_arena->execs[static_cast<size_t>(e)] = node;
+      }
+      continue;
+    }
     in.clear();
     out.clear();
     for (int d : x.inputs) in.push_back(tensor(d));
@@ -314,19 +791,32 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
   // writer, so a static schedule over several streams cannot overlap them
   // (the default run follows the planned order anyway).
   {
-    std::vector<std::vector<int>> touching(nt);
-    std::vector<int> first_writer(nt, -1);
+    // Keyed by base symbol, then nt + problem tensor for loops' and branches' blocks and inputs.
+    std::vector<std::vector<int>> touching(nt + problem.tensors.size());
+    std::vector<int> first_writer(nt + problem.tensors.size(), -1);
     for (int e : order) {
       const Graph::Exec& x = g->execs[static_cast<size_t>(e)];
       const int node = exec_arena->execs[static_cast<size_t>(e)].d;
       for (int d : x.inputs)
-        if (d >= 0) touching[static_cast<size_t>(base_of(g, d))].push_back(node);
+        if (d >= 0) {
+          const size_t b = static_cast<size_t>(base_of(g, d));
+          touching[b].push_back(node);
+          if (from_sub[b]) touching[nt + controls[static_cast<size_t>(control_of_symbol[b])].spec].push_back(node);
+        }
       for (int d : x.outputs)
         if (d >= 0) {
           const size_t b = static_cast<size_t>(base_of(g, d));
           touching[b].push_back(node);
           if (first_writer[b] < 0) first_writer[b] = node;
         }
+    }
+    for (const Control& c : controls) {
+      const int node = exec_arena->execs[static_cast<size_t>(c.exec)].d;
+      touching[nt + c.spec].push_back(node);
+      first_writer[nt + c.spec] = node;
+      for (const auto& L : c.subs)
+        for (size_t d = 0; d < L->extra.size(); d++)
+          if (L->extra[d] != alloc::kNone) touching[nt + L->extra[d]].push_back(node);
     }
     for (size_t k = 0; k < initialised.size(); k++) {
       const size_t b = static_cast<size_t>(base_of(g, initialised[k]));
@@ -344,6 +834,18 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
       if (t.external || t.size <= 0) continue;
       const uint64_t lo = plan.arena_offset(index[static_cast<size_t>(b)]);
       spans.push_back({lo, lo + static_cast<uint64_t>(t.size), t.first, t.last, b});
+    }
+    auto add_span = [&](size_t spec) {
+      const alloc::TensorSpec& t = problem.tensors[spec];
+      if (t.size <= 0) return;
+      const uint64_t lo = plan.arena_offset(spec);
+      spans.push_back({lo, lo + static_cast<uint64_t>(t.size), t.first, t.last, static_cast<int>(nt + spec)});
+    };
+    for (const Control& c : controls) {
+      add_span(c.spec);
+      for (const auto& L : c.subs)
+        for (size_t d = 0; d < L->extra.size(); d++)
+          if (L->extra[d] != alloc::kNone) add_span(L->extra[d]);
     }
     std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.lo < b.lo; });
     auto order_after = [&](const Span& before, const Span& later) {
@@ -405,6 +907,28 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
   return c;
 }
 
+ccv_nnc_tensor_t* tensor_from_symbol(const ccv_nnc_tensor_arena_t* arena, const ccv_nnc_tensor_symbol_t& symbol) {
+  static const char* what = "ccv_nnc_tensor_from_symbol";
+  NNC_CHECK(arena, "%s: the tensor arena is NULL", what);
+  if (symbol.graph == arena->graph) {
+    NNC_CHECK(symbol.d >= 0 && static_cast<size_t>(symbol.d) < arena->headers.size(), "%s: tensor symbol %d does not exist in the compiled graph",
+              what, symbol.d);
+    const size_t d = static_cast<size_t>(symbol.d);
+    if (d < arena->override.size() && arena->override[d]) return current(arena->override[d]);
+    return reinterpret_cast<ccv_nnc_tensor_t*>(arena->headers[d].get());
+  }
+  for (const auto& sa : arena->subs) {
+    if (sa->graph != symbol.graph) continue;
+    if (symbol.d == CCV_NNC_WHILE_COUNT_TENSOR_SYMBOL) return &sa->count;
+    NNC_CHECK(symbol.d >= 0 && static_cast<size_t>(symbol.d) < sa->tensors.size(), "%s: tensor symbol %d does not exist in the compiled sub-graph",
+              what, symbol.d);
+    const size_t d = static_cast<size_t>(symbol.d);
+    return current(sa->initial[d] ? sa->initial[d] : sa->tensors[d]);
+  }
+  fail(CCV_NNC_EXEC_INVALID, "%s: tensor symbol %d is not of the graph this arena was compiled from (nor of its loops or branches)", what,
+       symbol.d);
+}
+
 void bind(ccv_nnc_tensor_arena_t* arena, const ccv_nnc_tensor_symbol_t& symbol, const ccv_nnc_tensor_t* tensor) {
   static const char* what = "ccv_nnc_tensor_bind_symbol";
   NNC_CHECK(arena, "%s: the tensor arena is NULL", what);
@@ -444,6 +968,8 @@ bool reinit(ccv_nnc_tensor_arena_t* arena, const Graph* g) {
   static const char* what = "ccv_nnc_tensor_arena_reinit";
   NNC_CHECK(arena && g, "%s: the arena or the graph is NULL", what);
   NNC_CHECK(arena->graph == g, "%s: the arena was compiled from another graph", what);
+  NNC_CHECK(arena->subs.empty() && arena->multiviews.empty(), "%s: arenas with loops or branches cannot be reinitialised yet; compile again",
+            what);
   const size_t n = std::min(arena->headers.size(), g->tensors.size());
   for (size_t d = 0; d < n; d++) {
     if (!arena->headers[d] || arena->base[d] != static_cast<int>(d)) continue;

@@ -20,6 +20,20 @@
 #include "nnc/ccv_nnc.h"
 #include "symbolic/graph.hpp"
 
+// The tensors of one loop body or case..of branch, inside its owner's arena.
+struct ccv_nnc_tensor_sub_arena_s {
+  const ccv_nnc_symbolic_graph_s* graph = nullptr;
+  // Per symbol: what the sub-graph's nodes use (a header, a multi-view bound
+  // round by round, or an enclosing graph's tensor), and for symbols the
+  // sub-graph only reads, what the first round reads (what
+  // ccv_nnc_tensor_from_symbol gives, so the caller can fill it).
+  std::vector<ccv_nnc_tensor_t*> tensors, initial;
+  std::vector<std::unique_ptr<ccv_nnc_tensor_view_t>> headers;
+  std::vector<std::unique_ptr<ccv_nnc_tensor_multiview_t>> multiviews;
+  ccv_nnc_tensor_t count{};  // the loop counter (CCV_NNC_WHILE_COUNT_TENSOR_SYMBOL)
+  ~ccv_nnc_tensor_sub_arena_s();
+};
+
 struct ccv_nnc_tensor_arena_s {
   const ccv_nnc_symbolic_graph_s* graph = nullptr;  // compiled from (identity only: it may be freed)
   // Per tensor symbol: the header the compiled graph's nodes use (NULL when
@@ -37,6 +51,12 @@ struct ccv_nnc_tensor_arena_s {
   uint64_t size = 0;     // bytes of buffer (the planned arena)
   uint64_t planned = 0;  // the planner's arena, before alignment padding
   uint64_t lower_bound = 0;
+  // Loops and branches: per symbol, the tensor nodes use instead of the
+  // header (a loop's carried result, a case..of output's phi multi-view);
+  // the sub-graphs' tensors; multi-views owned here.
+  std::vector<ccv_nnc_tensor_t*> override;
+  std::vector<std::unique_ptr<ccv_nnc_tensor_sub_arena_s>> subs;
+  std::vector<std::unique_ptr<ccv_nnc_tensor_multiview_t>> multiviews;
   ~ccv_nnc_tensor_arena_s();
   // Give the memory back through the allocator it came from.
   void release();
@@ -46,6 +66,8 @@ struct ccv_nnc_graph_exec_arena_s {
   const ccv_nnc_symbolic_graph_s* graph = nullptr;
   std::vector<ccv_nnc_graph_exec_t> execs;  // per exec symbol; graph NULL when not compiled
   ccv_nnc_graph_exec_t source{-1, nullptr}, destination{-1, nullptr};
+  // Per loop body or branch: its exec symbols' nodes.
+  std::vector<std::pair<const ccv_nnc_symbolic_graph_s*, std::vector<ccv_nnc_graph_exec_t>>> subs;
 };
 
 namespace nnc::symbolic {
@@ -60,6 +82,10 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
                  int bind_size, const ccv_nnc_tensor_symbol_t* outputs, int output_size,
                  const ccv_nnc_graph_exec_symbol_t* sources, int source_size,
                  const ccv_nnc_graph_exec_symbol_t* destinations, int destination_size);
+
+// What ccv_nnc_tensor_from_symbol gives for a symbol of the graph or of one
+// of its sub-graphs (NULL when it is not part of the compiled graph).
+ccv_nnc_tensor_t* tensor_from_symbol(const ccv_nnc_tensor_arena_t* arena, const ccv_nnc_tensor_symbol_t& symbol);
 
 // Point a symbol (and the aliases of it) at `tensor`'s data; NULL restores
 // what compile gave it.

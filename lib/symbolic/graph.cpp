@@ -218,19 +218,24 @@ ccv_nnc_graph_exec_symbol_t exec_new(Graph* g, const ccv_nnc_cmd_t& cmd, const c
   x.cmd = cmd;
   x.hint = ccv_nnc_no_hint;
   if (name) x.name = name;
-  // An empty slot is CCV_NNC_NO_TENSOR_SYMBOL, or a symbol of no graph.
+  // An empty slot is CCV_NNC_NO_TENSOR_SYMBOL, or a symbol of no graph; an
+  // enclosing graph's symbol gets a local stand-in.
   auto slot = [&](const ccv_nnc_tensor_symbol_t& s, const char* role, int i) {
-    if (s.d == CCV_NNC_NO_TENSOR_SYMBOL || !s.graph) return static_cast<int>(CCV_NNC_NO_TENSOR_SYMBOL);
     const std::string w = format("%s: %s %d", what, role, i);
-    tensor_at(g, s, w.c_str());
-    return static_cast<int>(s.d);
+    return local_symbol(g, s, w.c_str());
   };
   for (int i = 0; i < input_size; i++) x.inputs.push_back(slot(inputs[i], "input", i));
-  for (int i = 0; i < output_size; i++) x.outputs.push_back(slot(outputs[i], "output", i));
+  for (int i = 0; i < output_size; i++) {
+    x.outputs.push_back(slot(outputs[i], "output", i));
+    NNC_CHECK(x.outputs.back() != CCV_NNC_WHILE_COUNT_TENSOR_SYMBOL, "%s: output %d is the loop counter, which only the loop writes",
+              what, i);
+  }
   // Shapes: outputs created without one take the command's inference.
   std::vector<ccv_nnc_tensor_param_t> in(static_cast<size_t>(input_size)), out(static_cast<size_t>(output_size));
   for (int i = 0; i < input_size; i++)
-    if (x.inputs[static_cast<size_t>(i)] >= 0) {
+    if (x.inputs[static_cast<size_t>(i)] == CCV_NNC_WHILE_COUNT_TENSOR_SYMBOL)
+      in[static_cast<size_t>(i)] = slot_params(g, CCV_NNC_WHILE_COUNT_TENSOR_SYMBOL);
+    else if (x.inputs[static_cast<size_t>(i)] >= 0) {
       in[static_cast<size_t>(i)] = g->tensors[static_cast<size_t>(x.inputs[static_cast<size_t>(i)])].info;
       NNC_CHECK(nd(in[static_cast<size_t>(i)]) > 0, "%s: input %d, %s, has no shape yet (nothing before it gave one)",
                 what, i, tensor_label(g, x.inputs[static_cast<size_t>(i)]).c_str());
@@ -276,6 +281,16 @@ ccv_nnc_graph_exec_symbol_t exec_new(Graph* g, const ccv_nnc_cmd_t& cmd, const c
   g->execs.push_back(std::move(x));
   for (int o : g->execs.back().outputs)
     if (o >= 0) g->tensors[static_cast<size_t>(o)].writers.push_back(e);
+  if (g->parent) {
+    try {
+      refresh_owner(g);
+    } catch (...) {  // an enclosing symbol would get a second writer: undo
+      for (int o : g->execs.back().outputs)
+        if (o >= 0) remove_value(g->tensors[static_cast<size_t>(o)].writers, e);
+      g->execs.back().flags |= CCV_NNC_GRAPH_EXEC_DEAD;
+      throw;
+    }
+  }
   if (g->exec_hook) g->exec_hook(g->exec_hook_context, {e, g}, cmd, inputs, input_size, outputs, output_size, name);
   return {e, g};
 }
@@ -285,11 +300,7 @@ void exec_set_io(Graph* g, int e, const ccv_nnc_tensor_symbol_t* inputs, int inp
   static const char* what = "ccv_nnc_graph_exec_symbol_set_io";
   NNC_CHECK(input_size >= 0 && output_size >= 0 && (inputs || input_size == 0) && (outputs || output_size == 0),
             "%s: bad arrays (sizes %d and %d)", what, input_size, output_size);
-  auto slot = [&](const ccv_nnc_tensor_symbol_t& s) {
-    if (s.d == CCV_NNC_NO_TENSOR_SYMBOL || !s.graph) return static_cast<int>(CCV_NNC_NO_TENSOR_SYMBOL);
-    tensor_at(g, s, what);
-    return static_cast<int>(s.d);
-  };
+  auto slot = [&](const ccv_nnc_tensor_symbol_t& s) { return local_symbol(g, s, what); };
   std::vector<int> in, out;
   for (int i = 0; i < input_size; i++) in.push_back(slot(inputs[i]));
   for (int i = 0; i < output_size; i++) out.push_back(slot(outputs[i]));
@@ -310,12 +321,14 @@ void exec_set_io(Graph* g, int e, const ccv_nnc_tensor_symbol_t* inputs, int inp
   x.outputs = std::move(out);
   for (int o : x.outputs)
     if (o >= 0) g->tensors[static_cast<size_t>(o)].writers.push_back(e);
+  if (g->parent) refresh_owner(g);
 }
 
 void tensor_auto(Graph* g, const ccv_nnc_graph_exec_symbol_t* sources, int source_size,
                  const ccv_nnc_graph_exec_symbol_t* destinations, int destination_size) {
   for (int e : exec_order(g, sources, source_size, destinations, destination_size)) {
     const Graph::Exec& x = g->execs[static_cast<size_t>(e)];
+    if (control_of(x)) continue;  // its outputs take their shapes from the sub-graphs
     bool unknown = false, ready = true;
     for (int o : x.outputs) unknown = unknown || (o >= 0 && nd(g->tensors[static_cast<size_t>(o)].info) == 0);
     std::vector<ccv_nnc_tensor_param_t> in(x.inputs.size()), out(x.outputs.size());
@@ -353,6 +366,10 @@ void exec_free(Graph* g, const ccv_nnc_graph_exec_symbol_t& s) {
   };
   drop(g->sources);
   drop(g->destinations);
+  // A loop or case..of goes with its sub-graphs.
+  for (Graph* sub : x.subs) delete sub;
+  x.subs.clear();
+  if (g->parent) refresh_owner(g);
 }
 
 bool concat(Graph* g, int from, int to) {

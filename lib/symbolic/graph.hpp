@@ -31,6 +31,11 @@ struct ccv_nnc_symbolic_graph_s {
     std::vector<int> aliases;  // of a base: its alias symbols
     std::vector<int> writers;  // exec symbols that write this symbol itself
     ccv_nnc_tensor_symbol_t pair{CCV_NNC_NO_TENSOR_SYMBOL, nullptr};  // ccv_nnc_tensor_symbol_pair_with
+    // In a sub-graph: the symbol of the enclosing graph this one stands for
+    // (ccv_nnc_tensor_symbol_hookup), -1 for a symbol of its own.
+    int outer = -1;
+    // A case..of output: the input it takes when no branch runs (-1: none).
+    int bypass = -1;
   };
   struct Exec {
     ccv_nnc_cmd_t cmd{};
@@ -40,6 +45,17 @@ struct ccv_nnc_symbolic_graph_s {
     std::vector<int> inputs, outputs;  // tensor symbol indices, CCV_NNC_NO_TENSOR_SYMBOL for none
     std::vector<int> outgoing;         // exec symbols ordered after this one
     ccv_nnc_graph_exec_symbol_t pair{CCV_NNC_NO_GRAPH_EXEC_SYMBOL, nullptr};
+    // A while loop (flags CCV_NNC_GRAPH_EXEC_P_WHILE): subs = {body}. A
+    // case..of (CCV_NNC_GRAPH_EXEC_CASE_OF): subs[i] is branch i, NULL where
+    // none is set. Owned by this graph. Their inputs and outputs are what the
+    // caller declared (the expression's inputs and the fall-backs, the
+    // outputs) plus the enclosing symbols the sub-graphs read or write,
+    // recomputed whenever a sub-graph changes.
+    std::vector<ccv_nnc_symbolic_graph_s*> subs;
+    std::vector<int> declared_inputs, declared_outputs;
+    int expr_inputs = 0;  // case..of: inputs[0, expr_inputs) are what the expression sees
+    ccv_nnc_graph_case_of_f case_of = nullptr;
+    const void* case_of_data = nullptr;
   };
   std::vector<Tensor> tensors;
   std::vector<Exec> execs;
@@ -51,6 +67,25 @@ struct ccv_nnc_symbolic_graph_s {
   void* alias_hook_context = nullptr;
   ccv_nnc_graph_exec_symbol_new_hook_f exec_hook = nullptr;
   void* exec_hook_context = nullptr;
+
+  // A sub-graph: its owner and the exec symbol there that runs it, and the
+  // stand-ins it holds for the owner's symbols (owner symbol -> local).
+  ccv_nnc_symbolic_graph_s* parent = nullptr;
+  int exec_in_parent = -1;
+  std::vector<std::pair<int, int>> stand_ins;
+  // A while body: the expression, its inputs (local symbols or
+  // CCV_NNC_WHILE_COUNT_TENSOR_SYMBOL), the breakpoints, and the carried
+  // pairs (written this round -> read next round).
+  ccv_nnc_graph_while_f while_expr = nullptr;
+  const void* while_data = nullptr;
+  std::vector<int> while_inputs;
+  std::vector<int> breakpoints;
+  std::vector<std::pair<int, int>> carry_overs;
+
+  ccv_nnc_symbolic_graph_s() = default;
+  ccv_nnc_symbolic_graph_s(const ccv_nnc_symbolic_graph_s&) = delete;
+  ccv_nnc_symbolic_graph_s& operator=(const ccv_nnc_symbolic_graph_s&) = delete;
+  ~ccv_nnc_symbolic_graph_s();
 };
 
 namespace nnc::symbolic {
@@ -115,5 +150,29 @@ void autogen(Graph* g, const std::vector<int>& execs, bool with_ends);
 // a cycle or a foreign / freed endpoint.
 std::vector<int> exec_order(const Graph* g, const ccv_nnc_graph_exec_symbol_t* sources, int source_size,
                             const ccv_nnc_graph_exec_symbol_t* destinations, int destination_size);
+
+// Sub-graphs (control.cpp).
+// Whether a encloses g (at any depth; a graph does not enclose itself).
+bool encloses(const Graph* a, const Graph* g);
+// The local stand-in in g for symbol s of an enclosing graph, made (and
+// hooked up through every graph between) when there is none yet.
+int stand_in(Graph* g, const ccv_nnc_tensor_symbol_t& s, const char* what);
+// A symbol for g's exec slots: g's own, a stand-in for an enclosing graph's,
+// or the loop counter; CCV_NNC_NO_TENSOR_SYMBOL for an empty slot.
+int local_symbol(Graph* g, const ccv_nnc_tensor_symbol_t& s, const char* what);
+// Parameters of a slot's symbol (the loop counter's included).
+ccv_nnc_tensor_param_t slot_params(const Graph* g, int d);
+// After g (a sub-graph) changed: recompute the inputs and outputs of the
+// exec symbol that runs it, and of those above it. Throws (SSA) when an
+// enclosing symbol would get a second writer.
+void refresh_owner(Graph* g);
+void refresh_exec(Graph* owner, int e);
+// Record that dest_symbol of dest_graph stands for src_symbol of src_graph (an enclosing graph).
+void hookup(Graph* src_graph, Graph* dest_graph, const ccv_nnc_tensor_symbol_t& src_symbol, const ccv_nnc_tensor_symbol_t& dest_symbol,
+            const char* what);
+// The sub-graph kind of an exec: 0, CCV_NNC_GRAPH_EXEC_P_WHILE or CCV_NNC_GRAPH_EXEC_CASE_OF.
+inline int control_of(const Graph::Exec& x) { return x.flags & (CCV_NNC_GRAPH_EXEC_P_WHILE | CCV_NNC_GRAPH_EXEC_CASE_OF); }
+// Whether any live exec of g runs a sub-graph.
+bool has_subgraphs(const Graph* g);
 
 }  // namespace nnc::symbolic

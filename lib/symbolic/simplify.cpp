@@ -31,7 +31,7 @@ const Graph::Tensor& T(const Graph* g, int d) { return g->tensors[static_cast<si
 // not the caller's own code, not a NOOP.
 bool pure(const Graph::Exec& x) {
   const uint32_t c = x.cmd.cmd;
-  return !x.cmd.isa && c != CCV_NNC_NOOP && c != CCV_NNC_CUSTOM_FORWARD && c != CCV_NNC_CUSTOM_BACKWARD &&
+  return !x.cmd.isa && !control_of(x) && c != CCV_NNC_NOOP && c != CCV_NNC_CUSTOM_FORWARD && c != CCV_NNC_CUSTOM_BACKWARD &&
          c != CCV_NNC_RANDOM_UNIFORM_FORWARD && c != CCV_NNC_RANDOM_NORMAL_FORWARD && c != CCV_NNC_DROPOUT_FORWARD;
 }
 
@@ -43,6 +43,26 @@ bool plain(const Graph* g, int d) { return d >= 0 && T(g, d).alias_of < 0 && T(g
 void replace_reads(Graph* g, int from, int to) {
   for (size_t e = 0; e < g->execs.size(); e++) {
     if (!live(g, static_cast<int>(e))) continue;
+    // A loop or case..of reads through its sub-graphs' stand-ins: they are
+    // pointed at `to` too (left alone where one already stands for `to`).
+    Graph::Exec& cx = g->execs[e];
+    if (!cx.subs.empty() && std::find(cx.inputs.begin(), cx.inputs.end(), from) != cx.inputs.end()) {
+      bool clash = false;
+      for (const Graph* sub : cx.subs)
+        if (sub)
+          for (const auto& p : sub->stand_ins) clash = clash || p.first == to;
+      if (clash) continue;
+      for (Graph* sub : cx.subs)
+        if (sub)
+          for (auto& p : sub->stand_ins)
+            if (p.first == from) {
+              p.first = to;
+              sub->tensors[static_cast<size_t>(p.second)].outer = to;
+            }
+      std::replace(cx.declared_inputs.begin(), cx.declared_inputs.end(), from, to);
+      for (int o : cx.outputs)
+        if (o >= 0 && T(g, o).bypass == from) g->tensors[static_cast<size_t>(o)].bypass = to;
+    }
     bool moved = false;
     for (int& d : g->execs[e].inputs)
       if (d == from) {
@@ -358,6 +378,8 @@ void simplify(Graph* g, const int* passes, int pass_size, const ccv_nnc_tensor_s
               int source_size, const ccv_nnc_graph_exec_symbol_t* destinations, int destination_size) {
   static const char* what = "ccv_nnc_symbolic_graph_simplify";
   NNC_CHECK(g, "%s: the symbolic graph is NULL", what);
+  NNC_CHECK(!g->parent, "%s: the graph is a loop body or a branch; simplify the graph that owns it (sub-graphs are left as they are)",
+            what);
   NNC_CHECK(pass_size >= 0 && (pass_size == 0 || passes), "%s: bad passes array (size %d)", what, pass_size);
   NNC_CHECK(bind_size >= 0 && (bind_size == 0 || binds), "%s: bad binds array (size %d)", what, bind_size);
   NNC_CHECK(output_size >= 0 && (output_size == 0 || outputs), "%s: bad outputs array (size %d)", what, output_size);
