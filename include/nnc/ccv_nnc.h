@@ -123,6 +123,7 @@ enum {
 enum {
 	CCV_NNC_PAD_ZERO = 0,      /* pad with zeros */
 	CCV_NNC_PAD_REPLICATE = 1, /* pad by repeating the edge */
+	CCV_NNC_PAD_REFLECT = 2,   /* NNC addition: pad by mirroring around the edge, which is not repeated */
 };
 
 /* Preferred accumulator precision for GEMM-like commands. */

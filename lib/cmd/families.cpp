@@ -17,6 +17,7 @@ void register_norm(Registry& r);        // lib/cmd/norm: BATCH_NORM, LAYER_NORM,
 void register_reduce(Registry& r);      // lib/cmd/reduce: REDUCE_SUM / MEAN / MAX / MIN / NORM2, ARGMAX, ARGMIN
 void register_rand(Registry& r);        // lib/cmd/rand: RANDOM_UNIFORM, RANDOM_NORMAL, DROPOUT
 void register_optim(Registry& r);       // lib/cmd/optim: SGD, ADAM, ADAMW, RMSPROP, LAMB
+void register_pad(Registry& r);         // lib/cmd/pad: PAD
 
 void register_all_families(Registry& r) {
   register_blas(r);
@@ -31,6 +32,7 @@ void register_all_families(Registry& r) {
   register_reduce(r);
   register_rand(r);
   register_optim(r);
+  register_pad(r);
 }
 
 }  // namespace nnc
