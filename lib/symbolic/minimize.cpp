@@ -89,6 +89,25 @@ void minimize(Graph* g, const ccv_nnc_cmd_t& minimizer, const ccv_nnc_tensor_sym
       if (d >= 0)
         for (int w : g->tensors[static_cast<size_t>(d)].writers) set.push_back(w);
   autogen(g, set, false);
+  // Each update after every other reader of its parameter, so a caller may
+  // bind the parameter and its update to one tensor (libnnc's in-place step).
+  for (int i = 0; i < parameter_size; i++) {
+    const int u = made[static_cast<size_t>(i)];
+    const int b = base_of(g, parameters[i].d);
+    for (size_t e = 0; e < g->execs.size(); e++) {
+      const Graph::Exec& x = g->execs[e];
+      if (static_cast<int>(e) == u || CCV_NNC_GRAPH_EXEC_IS_DEAD(x.flags)) continue;
+      bool reads = false;
+      for (int d : x.inputs) reads = reads || (d >= 0 && base_of(g, d) == b);
+      if (reads) {
+        try {
+          concat(g, static_cast<int>(e), u);
+        } catch (const Error&) {
+          // It runs after the update (the caller's own use of the parameter): no edge.
+        }
+      }
+    }
+  }
   if (!g->sources.empty() || !g->destinations.empty()) reset_ends(g);
   if (gradients)
     for (size_t i = 0; i < grads.size(); i++) gradients[i] = grads[i];
