@@ -228,6 +228,50 @@ TEST(SymbolicWhile, RecurrenceAgainstDoubleReference) {
   EXPECT_EQ(node.graph, b);
 }
 
+// Newton's iteration for sqrt(a), stopped by the values themselves: the
+// expression reads a body symbol; a body constant (h = 0.5) is the caller's
+// to fill and keeps its value across runs.
+int not_converged(ccv_nnc_tensor_t* const* inputs, int input_size, const void*) {
+  EXPECT_EQ(input_size, 2);
+  const float x = inputs[0]->data.f32[0], a = inputs[1]->data.f32[0];
+  return std::fabs(x * x - a) > 1e-5f * a;
+}
+
+TEST(SymbolicWhile, StopsOnItsValues) {
+  Compiled c;
+  ccv_nnc_symbolic_graph_t* body = ccv_nnc_symbolic_graph_new();
+  const TS a = ccv_nnc_tensor_symbol_new(c.sg, f32(1), "a");
+  const TS x0 = ccv_nnc_tensor_symbol_new(c.sg, f32(1), "x0");
+  ccv_nnc_symbolic_graph_while(c.sg, CCV_NNC_GRAPH_FORWARD, body, "newton");
+  const TS x = ccv_nnc_tensor_symbol_new(body, f32(1), "x");
+  ccv_nnc_tensor_symbol_hookup(c.sg, body, x0, x);
+  const TS h = ccv_nnc_tensor_symbol_new(body, f32(1), "half");
+  const TS q = ccv_nnc_tensor_symbol_new(body, kAuto, "a/x");
+  const TS sum = ccv_nnc_tensor_symbol_new(body, kAuto, "x+a/x");
+  const TS xn = ccv_nnc_tensor_symbol_new(body, kAuto, "x_next");
+  ccv_nnc_graph_exec_symbol_new(body, plain(CCV_NNC_EWDIV_FORWARD), SL(a, x), SL(q), "div");
+  ccv_nnc_graph_exec_symbol_new(body, plain(CCV_NNC_EWSUM_FORWARD), SL(x, q), SL(sum), "sum");
+  const ES last = ccv_nnc_graph_exec_symbol_new(body, plain(CCV_NNC_EWPROD_FORWARD), SL(sum, h), SL(xn), "half");
+  ASSERT_GE(last.d, 0) << last_error();
+  autogen(body);
+  ccv_nnc_symbolic_graph_set_carry_overs(body, ML(MAP{xn, x}));
+  ccv_nnc_symbolic_graph_set_while_expr(body, not_converged, nullptr, SL(xn, a), EL(last));
+  autogen(c.sg);
+  ASSERT_TRUE(c.compile({xn})) << last_error();
+  c.t(h)->data.f32[0] = 0.5f;
+  for (const float av : {2.f, 10.f, 0.25f}) {
+    c.t(a)->data.f32[0] = av;
+    c.t(x0)->data.f32[0] = 1.f;
+    ASSERT_EQ(c.run(), CCV_NNC_EXEC_SUCCESS) << last_error();
+    EXPECT_NEAR(c.t(xn)->data.f32[0], std::sqrt(av), 1e-5 * std::sqrt(av)) << av;
+    const int64_t rounds = ccv_nnc_tensor_from_symbol(c.ta, ccv_nnc_tensor_symbol_for_while_count(body))->data.i64[0];
+    EXPECT_GT(rounds, 0);
+    EXPECT_LT(rounds, 10);  // quadratic convergence from 1
+    EXPECT_EQ(c.t(h)->data.f32[0], 0.5f);
+    EXPECT_EQ(c.t(x0)->data.f32[0], 1.f);  // the first round's value is not overwritten
+  }
+}
+
 // y = case x[0] of > 0: 2x | in (-1, 0]: exp(x) | otherwise: x itself (the bypass).
 int branch_of(ccv_nnc_tensor_t* const* inputs, int input_size, const void*) {
   EXPECT_EQ(input_size, 1);
