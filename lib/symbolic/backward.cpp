@@ -313,20 +313,23 @@ void Differentiator::differentiate(int e, const std::vector<char>& reached) {
       if (out_on[static_cast<size_t>(k)]) om[static_cast<size_t>(k / 64)] |= uint64_t{1} << (k % 64);
     return cmd_bitmask(cmd, in_size, n, im.data(), static_cast<int>(im.size()), om.data(), static_cast<int>(om.size())) != 0;
   };
-  bool ok = accepts();
-  if (!ok) {  // some backwards compute every input's gradient
-    for (int i = 0; i < n; i++) out_on[static_cast<size_t>(i)] = wanted[static_cast<size_t>(i)] || x.inputs[static_cast<size_t>(i)] >= 0;
-    ok = accepts();
-  }
-  if (!ok) {  // or want every output's gradient
+  // Some backwards compute gradients nobody wants (thrown away): add them one
+  // by one, in slot order, until the bitmask accepts.
+  auto widen = [&]() {
+    bool accepted = accepts();
+    for (int i = 0; i < n && !accepted; i++)
+      if (!out_on[static_cast<size_t>(i)] && x.inputs[static_cast<size_t>(i)] >= 0) {
+        out_on[static_cast<size_t>(i)] = 1;
+        accepted = accepts();
+      }
+    return accepted;
+  };
+  bool ok = widen();
+  if (!ok) {  // or want a gradient for every output: zeros where none arrives
     for (int j = 0; j < m; j++)
       if (in[static_cast<size_t>(j)] < 0 && x.outputs[static_cast<size_t>(j)] >= 0) in[static_cast<size_t>(j)] = zeros_for(j);
     out_on = wanted;
-    ok = accepts();
-    if (!ok) {
-      for (int i = 0; i < n; i++) out_on[static_cast<size_t>(i)] = wanted[static_cast<size_t>(i)] || x.inputs[static_cast<size_t>(i)] >= 0;
-      ok = accepts();
-    }
+    ok = widen();
   }
   if (!ok) {
     std::string list;

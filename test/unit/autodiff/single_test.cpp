@@ -221,6 +221,13 @@ TEST(AutodiffSingle, MoreElementWise) {
   for (uint32_t id : {CCV_NNC_MIN_FORWARD, CCV_NNC_MAX_FORWARD})
     check_gradients({{{3, 4}}, {{3, 4}}}, [&](ccv_nnc_symbolic_graph_t* g, const Syms& x) { return apply(g, cmd(id), {x[0], x[1]}); },
                     23, 1e-6, 1e-5, "min / max");
+  // Only one operand a wrt: libnnc's MIN / MAX backward bitmask asks for both
+  // gradients, so the other one is computed and thrown away.
+  Input constant{{3, 4}};
+  constant.wrt = false;
+  check_gradients({{{3, 4}}, constant},
+                  [&](ccv_nnc_symbolic_graph_t* g, const Syms& x) { return apply(g, cmd(CCV_NNC_MAX_FORWARD), {x[0], x[1]}); }, 23,
+                  1e-6, 1e-5, "max of one wrt");
   check_gradients({{{3, 4}}}, [](ccv_nnc_symbolic_graph_t* g, const Syms& x) { return apply(g, cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {x[0]}); },
                   24, 1e-6, 1e-5, "copy");
   // One symbol twice in one exec: x + x, x * x * x.
