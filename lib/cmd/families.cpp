@@ -18,6 +18,7 @@ void register_reduce(Registry& r);      // lib/cmd/reduce: REDUCE_SUM / MEAN / M
 void register_rand(Registry& r);        // lib/cmd/rand: RANDOM_UNIFORM, RANDOM_NORMAL, DROPOUT
 void register_optim(Registry& r);       // lib/cmd/optim: SGD, ADAM, ADAMW, RMSPROP, LAMB
 void register_pad(Registry& r);         // lib/cmd/pad: PAD
+void register_upsample(Registry& r);    // lib/cmd/upsample: UPSAMPLE
 
 void register_all_families(Registry& r) {
   register_blas(r);
@@ -33,6 +34,7 @@ void register_all_families(Registry& r) {
   register_rand(r);
   register_optim(r);
   register_pad(r);
+  register_upsample(r);
 }
 
 }  // namespace nnc
