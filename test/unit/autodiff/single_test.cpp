@@ -238,6 +238,19 @@ TEST(AutodiffSingle, MoreElementWise) {
                   1e-6, 1e-5, "x^3");
 }
 
+// Disabled: for dw and dbias alone libnnc's bitmask leaves w out
+// (|g|x|-|bias| -> |-|dw|dbias|), which the backward pass follows; our
+// CONVOLUTION_BACKWARD kernel still asks for w.
+TEST(AutodiffSingle, DISABLED_ConvolutionWeightsOnly) {
+  Input data{{1, 5, 5, 2}};
+  data.wrt = false;
+  check_gradients({data, {{3, 3, 3, 2}}, {{3}}},
+                  [](ccv_nnc_symbolic_graph_t* g, const Syms& x) {
+                    return apply(g, windowed(CCV_NNC_CONVOLUTION_FORWARD, 3, 3, 2, 3), {x[0], x[1], x[2]});
+                  },
+                  33);
+}
+
 TEST(AutodiffSingle, StridedPaddedConvolutionAndPool) {
   // [1, 7, 7, 2] * 3 filters 3x3x2, stride 2, padding 1 -> [1, 4, 4, 3]; then a padded 3x3 max pool, stride 1.
   check_gradients({{{1, 7, 7, 2}}, {{3, 3, 3, 2}}, {{3}}},
