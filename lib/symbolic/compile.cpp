@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 
 #include "core/cmd.hpp"
@@ -89,8 +90,27 @@ void alias_header(ccv_nnc_tensor_arena_t* arena, const Graph* g, int d, const cc
 
 enum class Role : uint8_t { None, Internal, Outer, External, CarriedIn, Constant };
 
+struct SubLevel;
+// A loop or case..of exec and its planned sub-graphs. `spec` is the block of
+// the root arena its sub-graphs occupy: at the root, live while it runs (and
+// while a result it holds is read); deeper, for the whole run.
+struct ControlPlan {
+  int exec = -1;
+  size_t position = 0;                          // in its graph's order
+  std::vector<std::unique_ptr<SubLevel>> subs;  // a loop's body, or the branches set
+  std::vector<int> branch;                      // per sub: its branch index
+  size_t spec = alloc::kNone;
+  bool keep = false;  // the caller asked for one of its sub-graphs' symbols
+  ControlPlan() = default;
+  ControlPlan(ControlPlan&&) noexcept = default;
+  ControlPlan& operator=(ControlPlan&&) noexcept = default;
+  ~ControlPlan();
+};
+
 struct SubLevel {
   const Graph* g = nullptr;
+  std::vector<ControlPlan> nested;  // loops and branches inside this one
+  std::vector<int> nested_of;       // per symbol: the nested control holding its tensor (a carried result), -1
   bool loop = false;
   std::string label;               // "the body of exec symbol 3 (...)" for messages
   std::vector<int> order;          // head (the breakpoints and what they need) first for a loop
@@ -105,9 +125,50 @@ struct SubLevel {
   std::vector<char> keep;          // per symbol: asked for in the compile's outputs
 };
 
+ControlPlan::~ControlPlan() = default;
+
+std::unique_ptr<SubLevel> analyse_sub(const Graph* sg, bool loop, const std::string& label, std::vector<char> keep,
+                                      const ccv_nnc_tensor_symbol_t* outputs, int output_size);
+
+// Plans the sub-graphs of loop / case..of exec e of g.
+ControlPlan analyse_control(const Graph* g, int e, size_t position, const ccv_nnc_tensor_symbol_t* outputs, int output_size) {
+  static const char* what = "ccv_nnc_symbolic_graph_compile";
+  const Graph::Exec& x = g->execs[static_cast<size_t>(e)];
+  ControlPlan c;
+  c.exec = e;
+  c.position = position;
+  const bool loop = x.flags & CCV_NNC_GRAPH_EXEC_P_WHILE;
+  if (!loop) NNC_CHECK(x.case_of, "%s: %s has no expression (ccv_nnc_symbolic_graph_set_case_of_expr)", what, exec_label(g, e).c_str());
+  for (size_t i = 0; i < x.subs.size(); i++) {
+    const Graph* sg = x.subs[i];
+    if (!sg) continue;
+    std::vector<char> keep(sg->tensors.size(), 0);
+    for (int j = 0; j < output_size; j++)
+      if (outputs[j].graph == sg && outputs[j].d >= 0 && static_cast<size_t>(outputs[j].d) < keep.size()) {
+        keep[static_cast<size_t>(outputs[j].d)] = 1;
+        c.keep = true;
+      }
+    const std::string label = loop ? "the body of " + exec_label(g, e) : format("branch %zu of %s", i, exec_label(g, e).c_str());
+    c.subs.push_back(analyse_sub(sg, loop, label, std::move(keep), outputs, output_size));
+    c.branch.push_back(static_cast<int>(i));
+    for (const auto& n : c.subs.back()->nested) c.keep = c.keep || n.keep;
+  }
+  return c;
+}
+
+// Every sub-graph level under c, outermost first.
+template <class F>
+void for_each_level(ControlPlan& c, F&& f) {
+  for (auto& L : c.subs) {
+    f(*L);
+    for (ControlPlan& n : L->nested) for_each_level(n, f);
+  }
+}
+
 // Builds the level's problem and plans it. `keep` lists the symbols of this
 // graph the caller asked for.
-std::unique_ptr<SubLevel> analyse_sub(const Graph* sg, bool loop, const std::string& label, std::vector<char> keep) {
+std::unique_ptr<SubLevel> analyse_sub(const Graph* sg, bool loop, const std::string& label, std::vector<char> keep,
+                                      const ccv_nnc_tensor_symbol_t* outputs, int output_size) {
   static const char* what = "ccv_nnc_symbolic_graph_compile";
   auto L = std::make_unique<SubLevel>();
   L->g = sg;
@@ -125,9 +186,6 @@ std::unique_ptr<SubLevel> analyse_sub(const Graph* sg, bool loop, const std::str
   } catch (const Error& e) {
     fail(e.code(), "%s: %s: %s", what, label.c_str(), e.what());
   }
-  for (int e : order)
-    NNC_CHECK(!control_of(sg->execs[static_cast<size_t>(e)]), "%s: %s holds %s; loops and branches inside a loop or branch are not supported yet",
-              what, label.c_str(), exec_label(sg, e).c_str());
   if (loop) {  // the breakpoints and everything they need run first in each round
     std::vector<char> in_order(sg->execs.size(), 0), head(sg->execs.size(), 0);
     for (int e : order) in_order[static_cast<size_t>(e)] = 1;
@@ -158,6 +216,18 @@ std::unique_ptr<SubLevel> analyse_sub(const Graph* sg, bool loop, const std::str
     (void)head_size;
   }
   L->order = order;
+  L->nested_of.assign(nt, -1);
+  for (size_t k = 0; k < order.size(); k++) {
+    if (!control_of(sg->execs[static_cast<size_t>(order[k])])) continue;
+    L->nested.push_back(analyse_control(sg, order[k], k, outputs, output_size));
+    for (const auto& sub : L->nested.back().subs)
+      for (int p : sub->provides) {
+        NNC_CHECK(sg->tensors[static_cast<size_t>(p)].outer < 0,
+                  "%s: %s: %s is a carried result of an inner loop handed further out; not supported yet (copy it in the body)", what,
+                  label.c_str(), tensor_label(sg, p).c_str());
+        L->nested_of[static_cast<size_t>(p)] = static_cast<int>(L->nested.size() - 1);
+      }
+  }
   int64_t head_end = 0;
   if (loop)
     for (size_t k = 0; k < order.size(); k++)
@@ -223,6 +293,7 @@ std::unique_ptr<SubLevel> analyse_sub(const Graph* sg, bool loop, const std::str
   for (size_t d = 0; d < nt; d++) {
     const Graph::Tensor& t = sg->tensors[d];
     if (!L->used[d] || t.alias_of >= 0) continue;
+    if (L->nested_of[d] >= 0) continue;  // an inner loop holds it (Role::None here)
     const bool hooked = t.outer >= 0;
     Role r;
     if (hooked && !written[d])
@@ -283,19 +354,34 @@ ccv_nnc_tensor_t* current(ccv_nnc_tensor_t* t) {
   return t;
 }
 
+struct BuildCtx {
+  ccv_nnc_tensor_arena_t* arena = nullptr;
+  const alloc::Plan* plan = nullptr;
+  ccv_nnc_graph_exec_arena_t* exec_arena = nullptr;
+  unsigned char* at(size_t spec) const {
+    return plan->placements.at(spec).buffer == alloc::kNone ? nullptr : arena->buffer + plan->arena_offset(spec);
+  }
+};
+using TensorFn = std::function<ccv_nnc_tensor_t*(int)>;
+using OverrideFn = std::function<void(int, ccv_nnc_tensor_t*)>;
+
+ccv_nnc_graph_exec_t build_control(const Graph* g, const ControlPlan& c, ccv_nnc_graph_t* cg, BuildCtx& ctx, const TensorFn& tensor,
+                                   const TensorFn& plain, const OverrideFn& set_override,
+                                   std::vector<std::unique_ptr<ccv_nnc_tensor_multiview_t>>& owned);
+
 // The sub-graph's tensors and nodes. `block` is where its block of the
-// owner's arena starts; `outer(d)` gives the owner's tensor for its symbol d
-// (as nodes there see it), `outer_plain(d)` the owner's own header (what a
-// branch writes a case..of output into); `extra_at(offset)` the owner's
-// arena at an offset.
-template <class Outer, class OuterPlain, class Extra>
-std::unique_ptr<ccv_nnc_tensor_sub_arena_s> build_sub(const SubLevel& L, unsigned char* block, ccv_nnc_graph_t* cg, Outer outer,
-                                                      OuterPlain outer_plain, Extra extra_at,
+// root arena starts; `outer(d)` gives the owner's tensor for its symbol d
+// (as nodes there see it), `outer_plain(d)` the owner's tensor before a
+// case..of made it a phi (what a branch writes a case..of output into).
+std::unique_ptr<ccv_nnc_tensor_sub_arena_s> build_sub(const SubLevel& L, unsigned char* block, ccv_nnc_graph_t* cg, const TensorFn& outer,
+                                                      const TensorFn& outer_plain, BuildCtx& ctx,
                                                       std::vector<ccv_nnc_graph_exec_t>& nodes) {
   static const char* what = "ccv_nnc_symbolic_graph_compile";
   const Graph* sg = L.g;
   const size_t nt = sg->tensors.size();
   auto sa = std::make_unique<ccv_nnc_tensor_sub_arena_s>();
+  ccv_nnc_tensor_sub_arena_s* const sa_ptr = sa.get();
+  auto extra_at = [&](size_t spec, const ccv_nnc_tensor_param_t& info) { return add_header(sa_ptr, ctx.at(spec), info); };
   sa->graph = sg;
   sa->tensors.assign(nt, nullptr);
   sa->initial.assign(nt, nullptr);
@@ -357,14 +443,24 @@ std::unique_ptr<ccv_nnc_tensor_sub_arena_s> build_sub(const SubLevel& L, unsigne
     alias_header(sa->headers.back(), offset, sg, static_cast<int>(d), base);
     sa->tensors[d] = reinterpret_cast<ccv_nnc_tensor_t*>(sa->headers.back().get());
   }
+  const std::vector<ccv_nnc_tensor_t*> plain = sa->tensors;  // before inner case..of outputs become phis
   auto tensor = [&](int d) -> ccv_nnc_tensor_t* {
     if (d == CCV_NNC_WHILE_COUNT_TENSOR_SYMBOL) return &sa->count;
     return d < 0 ? nullptr : sa->tensors[static_cast<size_t>(d)];
   };
+  const TensorFn tensor_fn = tensor;
+  const TensorFn plain_fn = [&](int d) -> ccv_nnc_tensor_t* { return d < 0 ? nullptr : plain[static_cast<size_t>(d)]; };
+  const OverrideFn override_fn = [&](int d, ccv_nnc_tensor_t* t) { sa_ptr->tensors[static_cast<size_t>(d)] = t; };
   nodes.assign(sg->execs.size(), ccv_nnc_graph_exec_t{-1, nullptr});
   std::vector<ccv_nnc_tensor_t*> in, out;
+  size_t next_nested = 0;
   for (int e : L.order) {
     const Graph::Exec& x = sg->execs[static_cast<size_t>(e)];
+    if (control_of(x)) {
+      const ControlPlan& nc = L.nested.at(next_nested++);
+      nodes[static_cast<size_t>(e)] = build_control(sg, nc, cg, ctx, tensor_fn, plain_fn, override_fn, sa_ptr->multiviews);
+      continue;
+    }
     in.clear();
     out.clear();
     for (int d : x.inputs) in.push_back(tensor(d));
@@ -386,6 +482,61 @@ std::unique_ptr<ccv_nnc_tensor_sub_arena_s> build_sub(const SubLevel& L, unsigne
   }
   graph::invalidate(cg);
   return sa;
+}
+
+ccv_nnc_graph_exec_t build_control(const Graph* g, const ControlPlan& c, ccv_nnc_graph_t* cg, BuildCtx& ctx, const TensorFn& tensor,
+                                   const TensorFn& plain, const OverrideFn& set_override,
+                                   std::vector<std::unique_ptr<ccv_nnc_tensor_multiview_t>>& owned) {
+  const Graph::Exec& x = g->execs[static_cast<size_t>(c.exec)];
+  unsigned char* block = ctx.at(c.spec);
+  auto build = [&](const SubLevel& L, ccv_nnc_graph_t* sub_cg) {
+    std::vector<ccv_nnc_graph_exec_t> nodes;
+    auto sa = build_sub(L, block, sub_cg, tensor, plain, ctx, nodes);
+    ctx.exec_arena->subs.emplace_back(L.g, std::move(nodes));
+    ctx.arena->subs.push_back(std::move(sa));
+    return ctx.arena->subs.back().get();
+  };
+  if (x.flags & CCV_NNC_GRAPH_EXEC_P_WHILE) {
+    auto* body = new ccv_nnc_graph_s();
+    ccv_nnc_graph_exec_t node;
+    try {
+      node = graph::while_new(cg, x.cmd.cmd, body);
+    } catch (...) {
+      delete body;
+      throw;
+    }
+    const SubLevel& L = *c.subs[0];
+    ccv_nnc_tensor_sub_arena_s* sa = build(L, body);
+    // A carried result handed to the owner: its nodes see the body's tensor.
+    for (int p : L.provides)
+      for (size_t d = 0; d < L.g->tensors.size(); d++)
+        if (L.g->tensors[d].outer == p && L.role[d] == Role::Internal) set_override(p, sa->tensors[d]);
+    return node;
+  }
+  // Each output is a phi: the branch's result, or the fall-back input when no branch runs.
+  for (int o : x.outputs) {
+    ccv_nnc_tensor_t* result = plain(o);
+    const int b = g->tensors[static_cast<size_t>(o)].bypass;
+    std::vector<ccv_nnc_tensor_t*> data{b >= 0 ? tensor(b) : result, result};
+    set_override(o, add_multiview(owned, data, CCV_NNC_MULTIVIEW_K0N, 2, reinterpret_cast<const ccv_nnc_graph_t*>(CCV_NNC_MULTIVIEW_PHI)));
+  }
+  std::vector<ccv_nnc_tensor_t*> in, out;
+  for (int i = 0; i < x.expr_inputs; i++) in.push_back(tensor(x.declared_inputs[static_cast<size_t>(i)]));
+  for (int o : x.outputs) out.push_back(tensor(o));
+  const ccv_nnc_graph_exec_t node =
+      graph::case_of_new(cg, x.cmd.cmd, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()));
+  graph::set_case_of_expr(cg, node, x.case_of, x.case_of_data, 0);
+  for (size_t i = 0; i < c.subs.size(); i++) {
+    auto* branch = new ccv_nnc_graph_s();
+    try {
+      graph::set_case_of(cg, node, branch, c.branch[i]);
+    } catch (...) {
+      delete branch;
+      throw;
+    }
+    build(*c.subs[i], branch);
+  }
+  return node;
 }
 }  // namespace
 
@@ -409,49 +560,22 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
 
   // Loops and branches, each planned on its own (analyse_sub). Outputs the
   // caller asks for inside them keep their values to the end of the run.
-  struct Control {
-    int exec = -1;
-    size_t position = 0;  // in order
-    std::vector<std::unique_ptr<SubLevel>> subs;  // a loop's body, or the branches set (index in `branch`)
-    std::vector<int> branch;
-    size_t spec = alloc::kNone;
-    bool keep = false;
-  };
-  std::vector<Control> controls;
+  std::vector<ControlPlan> controls;
   std::vector<char> from_sub(nt, 0);  // symbols whose tensor a loop holds (a carried result it hands out)
   std::vector<int> control_of_symbol(nt, -1);
   for (size_t k = 0; k < order.size(); k++) {
-    const Graph::Exec& x = g->execs[static_cast<size_t>(order[k])];
-    if (!control_of(x)) continue;
-    Control c;
-    c.exec = order[k];
-    c.position = k;
-    const bool loop = x.flags & CCV_NNC_GRAPH_EXEC_P_WHILE;
-    if (!loop) NNC_CHECK(x.case_of, "%s: %s has no expression (ccv_nnc_symbolic_graph_set_case_of_expr)", what, exec_label(g, c.exec).c_str());
-    for (size_t i = 0; i < x.subs.size(); i++) {
-      const Graph* sg = x.subs[i];
-      if (!sg) continue;
-      std::vector<char> keep(sg->tensors.size(), 0);
-      for (int j = 0; j < output_size; j++)
-        if (outputs[j].graph == sg && outputs[j].d >= 0 && static_cast<size_t>(outputs[j].d) < keep.size()) {
-          keep[static_cast<size_t>(outputs[j].d)] = 1;
-          c.keep = true;
-        }
-      const std::string label = loop ? "the body of " + exec_label(g, c.exec) : format("branch %zu of %s", i, exec_label(g, c.exec).c_str());
-      c.subs.push_back(analyse_sub(sg, loop, label, std::move(keep)));
-      c.branch.push_back(static_cast<int>(i));
-      for (int p : c.subs.back()->provides) {
+    if (!control_of(g->execs[static_cast<size_t>(order[k])])) continue;
+    controls.push_back(analyse_control(g, order[k], k, outputs, output_size));
+    for (const auto& L : controls.back().subs)
+      for (int p : L->provides) {
         from_sub[static_cast<size_t>(p)] = 1;
-        control_of_symbol[static_cast<size_t>(p)] = static_cast<int>(controls.size());
+        control_of_symbol[static_cast<size_t>(p)] = static_cast<int>(controls.size() - 1);
       }
-    }
-    controls.push_back(std::move(c));
   }
   for (int j = 0; j < output_size; j++)
     if (outputs[j].graph != g) {
       bool inside = false;
-      for (const Control& c : controls)
-        for (const auto& L : c.subs) inside = inside || L->g == outputs[j].graph;
+      for (ControlPlan& c : controls) for_each_level(c, [&](SubLevel& L) { inside = inside || L.g == outputs[j].graph; });
       NNC_CHECK(inside, "%s: outputs[%d] (tensor symbol %d) belongs to a graph that is neither this one nor one of its compiled loops or branches",
                 what, j, outputs[j].d);
     }
@@ -563,7 +687,7 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
   // A loop's or branch's block lives while it runs, and on while a result it
   // holds is read (to the end when the caller asked for one); what the
   // sub-graphs only read of their own lives through the whole run.
-  for (Control& c : controls) {
+  for (ControlPlan& c : controls) {
     alloc::TensorSpec s;
     for (const auto& L : c.subs) s.size = std::max<int64_t>(s.size, static_cast<int64_t>(L->plan.arena));
     s.alignment = kAlignment;
@@ -574,17 +698,29 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
         s.last = keep[d] ? std::max<int64_t>(end, 0) : std::max(s.last, last[d]);
     c.spec = problem.tensors.size();
     problem.tensors.push_back(s);
-    for (auto& L : c.subs)
-      for (size_t d = 0; d < L->role.size(); d++)
-        if (L->role[d] == Role::Constant || (L->role[d] == Role::CarriedIn && L->g->tensors[d].outer < 0)) {
+    for_each_level(c, [&](SubLevel& L) {
+      for (size_t d = 0; d < L.role.size(); d++)
+        if (L.role[d] == Role::Constant || (L.role[d] == Role::CarriedIn && L.g->tensors[d].outer < 0)) {
           alloc::TensorSpec e;
-          e.size = static_cast<int64_t>(bytes_of(L->g->tensors[d].info));
+          e.size = static_cast<int64_t>(bytes_of(L.g->tensors[d].info));
           e.alignment = kAlignment;
           e.first = 0;
           e.last = std::max<int64_t>(end, 0);
-          L->extra[d] = problem.tensors.size();
+          L.extra[d] = problem.tensors.size();
           problem.tensors.push_back(e);
         }
+      // Loops and branches inside: their own block for the whole run (a
+      // body's rounds may place its tensors differently; these stay put).
+      for (ControlPlan& n : L.nested) {
+        alloc::TensorSpec e;
+        for (const auto& sub : n.subs) e.size = std::max<int64_t>(e.size, static_cast<int64_t>(sub->plan.arena));
+        e.alignment = kAlignment;
+        e.first = 0;
+        e.last = std::max<int64_t>(end, 0);
+        n.spec = problem.tensors.size();
+        problem.tensors.push_back(e);
+      }
+    });
   }
   // In place: an output may take the place of an input whose last read is this step.
   for (size_t k = 0; k < order.size(); k++) {
@@ -700,73 +836,21 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
   }
   std::vector<ccv_nnc_tensor_t*> in, out;
   size_t next_control = 0;
+  BuildCtx ctx;
+  ctx.arena = arena.get();
+  ctx.plan = &plan;
+  ctx.exec_arena = exec_arena.get();
+  const TensorFn root_tensor = tensor;
+  const TensorFn root_plain = [&](int d) -> ccv_nnc_tensor_t* {
+    return d < 0 ? nullptr : reinterpret_cast<ccv_nnc_tensor_t*>(arena->headers[static_cast<size_t>(d)].get());
+  };
+  const OverrideFn root_override = [&](int d, ccv_nnc_tensor_t* t) { arena->override[static_cast<size_t>(d)] = t; };
   for (int e : order) {
     const Graph::Exec& x = g->execs[static_cast<size_t>(e)];
     if (control_of(x)) {
-      Control& c = controls[next_control++];
-      unsigned char* block = plan.placements.at(c.spec).buffer == alloc::kNone ? nullptr : arena->buffer + plan.arena_offset(c.spec);
-      auto outer = [&](int d) { return tensor(d); };
-      auto outer_plain = [&](int d) { return reinterpret_cast<ccv_nnc_tensor_t*>(arena->headers[static_cast<size_t>(d)].get()); };
-      std::vector<ccv_nnc_tensor_sub_arena_s*> made;
-      auto build = [&](const SubLevel& L, ccv_nnc_graph_t* sub_cg) {
-        std::vector<ccv_nnc_graph_exec_t> nodes;
-        ccv_nnc_tensor_sub_arena_s* sa_raw = nullptr;
-        auto extra = [&](size_t spec, const ccv_nnc_tensor_param_t& info) -> ccv_nnc_tensor_t* {
-          return add_header(sa_raw, arena->buffer + plan.arena_offset(spec), info);
-        };
-        // Headers of the sub-graph's own inputs point into this arena; they are made in a holder, then kept with the rest.
-        auto holder = std::make_unique<ccv_nnc_tensor_sub_arena_s>();
-        sa_raw = holder.get();
-        auto sa = build_sub(L, block, sub_cg, outer, outer_plain, extra, nodes);
-        for (auto& h : holder->headers) sa->headers.push_back(std::move(h));
-        exec_arena->subs.emplace_back(L.g, std::move(nodes));
-        arena->subs.push_back(std::move(sa));
-        made.push_back(arena->subs.back().get());
-      };
-      if (x.flags & CCV_NNC_GRAPH_EXEC_P_WHILE) {
-        auto* body = new ccv_nnc_graph_s();
-        ccv_nnc_graph_exec_t node;
-        try {
-          node = graph::while_new(cg.get(), x.cmd.cmd, body);
-        } catch (...) {
-          delete body;
-          throw;
-        }
-        build(*c.subs[0], body);
-        exec_arena->execs[static_cast<size_t>(e)] = node;
-        // A carried result handed to this graph: nodes here see the body's tensor.
-        for (int p : c.subs[0]->provides)
-          for (size_t d = 0; d < c.subs[0]->g->tensors.size(); d++)
-            if (c.subs[0]->g->tensors[d].outer == p && c.subs[0]->role[d] == Role::Internal)
-              arena->override[static_cast<size_t>(p)] = made[0]->tensors[d];
-      } else {
-        // Each output is a phi: the branch's result, or the fall-back input when no branch runs.
-        for (int o : x.outputs) {
-          ccv_nnc_tensor_t* result = reinterpret_cast<ccv_nnc_tensor_t*>(arena->headers[static_cast<size_t>(o)].get());
-          const int b = g->tensors[static_cast<size_t>(o)].bypass;
-          std::vector<ccv_nnc_tensor_t*> data{b >= 0 ? tensor(b) : result, result};
-          arena->override[static_cast<size_t>(o)] = add_multiview(arena->multiviews, data, CCV_NNC_MULTIVIEW_K0N, 2,
-                                                                  reinterpret_cast<const ccv_nnc_graph_t*>(CCV_NNC_MULTIVIEW_PHI));
-        }
-        in.clear();
-        out.clear();
-        for (int i = 0; i < x.expr_inputs; i++) in.push_back(tensor(x.declared_inputs[static_cast<size_t>(i)]));
-        for (int o : x.outputs) out.push_back(tensor(o));
-        const ccv_nnc_graph_exec_t node =
-            graph::case_of_new(cg.get(), x.cmd.cmd, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()));
-        graph::set_case_of_expr(cg.get(), node, x.case_of, x.case_of_data, 0);
-        for (size_t i = 0; i < c.subs.size(); i++) {
-          auto* branch = new ccv_nnc_graph_s();
-          try {
-            graph::set_case_of(cg.get(), node, branch, c.branch[i]);
-          } catch (...) {
-            delete branch;
-            throw;
-          }
-          build(*c.subs[i], branch);
-        }
-        exec_arena->execs[static_cast<size_t>(e)] = node;
-      }
+      const ControlPlan& c = controls[next_control++];
+      exec_arena->execs[static_cast<size_t>(e)] =
+          build_control(g, c, cg.get(), ctx, root_tensor, root_plain, root_override, arena->multiviews);
       continue;
     }
     in.clear();
@@ -810,13 +894,15 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
           if (first_writer[b] < 0) first_writer[b] = node;
         }
     }
-    for (const Control& c : controls) {
+    for (ControlPlan& c : controls) {
       const int node = exec_arena->execs[static_cast<size_t>(c.exec)].d;
       touching[nt + c.spec].push_back(node);
       first_writer[nt + c.spec] = node;
-      for (const auto& L : c.subs)
-        for (size_t d = 0; d < L->extra.size(); d++)
-          if (L->extra[d] != alloc::kNone) touching[nt + L->extra[d]].push_back(node);
+      for_each_level(c, [&](SubLevel& L) {
+        for (size_t d = 0; d < L.extra.size(); d++)
+          if (L.extra[d] != alloc::kNone) touching[nt + L.extra[d]].push_back(node);
+        for (const ControlPlan& n : L.nested) touching[nt + n.spec].push_back(node);
+      });
     }
     for (size_t k = 0; k < initialised.size(); k++) {
       const size_t b = static_cast<size_t>(base_of(g, initialised[k]));
@@ -841,11 +927,13 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
       const uint64_t lo = plan.arena_offset(spec);
       spans.push_back({lo, lo + static_cast<uint64_t>(t.size), t.first, t.last, static_cast<int>(nt + spec)});
     };
-    for (const Control& c : controls) {
+    for (ControlPlan& c : controls) {
       add_span(c.spec);
-      for (const auto& L : c.subs)
-        for (size_t d = 0; d < L->extra.size(); d++)
-          if (L->extra[d] != alloc::kNone) add_span(L->extra[d]);
+      for_each_level(c, [&](SubLevel& L) {
+        for (size_t d = 0; d < L.extra.size(); d++)
+          if (L.extra[d] != alloc::kNone) add_span(L.extra[d]);
+        for (const ControlPlan& n : L.nested) add_span(n.spec);
+      });
     }
     std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.lo < b.lo; });
     auto order_after = [&](const Span& before, const Span& later) {

@@ -317,6 +317,67 @@ TEST(SymbolicCaseOf, BranchesAndBypassAgainstClosedForm) {
   }
 }
 
+// A case..of inside a loop, and a loop inside that loop: y is halved when
+// its first element is above 4 (else it passes through), then multiplied by
+// x three times by the inner loop; the outer loop carries the result.
+int above_4(ccv_nnc_tensor_t* const* inputs, int, const void*) { return inputs[0]->data.f32[0] > 4 ? 0 : -1; }
+
+TEST(SymbolicWhile, NestedCaseOfAndLoop) {
+  Compiled c;
+  const TS x = ccv_nnc_tensor_symbol_new(c.sg, f32(2), "x");
+  ccv_nnc_symbolic_graph_t* outer = ccv_nnc_symbolic_graph_new();
+  ccv_nnc_symbolic_graph_while(c.sg, CCV_NNC_GRAPH_FORWARD, outer, "outer");
+  const TS y = ccv_nnc_tensor_symbol_new(outer, f32(2), "y");
+  const TS y2 = ccv_nnc_tensor_symbol_new(outer, f32(2), "y2");
+  const TS z = ccv_nnc_tensor_symbol_new(outer, f32(2), "z");
+  const ES cs = ccv_nnc_symbolic_graph_case_of_new(outer, CCV_NNC_GRAPH_FORWARD, SL(y), ML(MAP{y, y2}), "halve?");
+  ASSERT_GE(cs.d, 0) << last_error();
+  ccv_nnc_symbolic_graph_set_case_of_expr(outer, cs, above_4, nullptr);
+  ccv_nnc_symbolic_graph_t* half = ccv_nnc_symbolic_graph_new();
+  const TS h = ccv_nnc_tensor_symbol_new(half, f32(2), "h");
+  ccv_nnc_symbolic_graph_set_case_of(outer, cs, half, 0, ML(MAP{h, y2}));
+  ccv_nnc_graph_exec_symbol_new(half, scalar_mul(0.5f), SL(y), SL(h), "0.5y");
+  autogen(half);
+  // The inner loop: v carried from w = v * x, starting from y2, three products.
+  ccv_nnc_symbolic_graph_t* inner = ccv_nnc_symbolic_graph_new();
+  ccv_nnc_symbolic_graph_while(outer, CCV_NNC_GRAPH_FORWARD, inner, "inner");
+  const TS v = ccv_nnc_tensor_symbol_new(inner, f32(2), "v");
+  ccv_nnc_tensor_symbol_hookup(outer, inner, y2, v);
+  const TS w = ccv_nnc_tensor_symbol_new(inner, f32(2), "w");
+  const ES mul = ccv_nnc_graph_exec_symbol_new(inner, plain(CCV_NNC_EWPROD_FORWARD), SL(v, x), SL(w), "v*x");
+  ASSERT_GE(mul.d, 0) << last_error();
+  autogen(inner);
+  ccv_nnc_symbolic_graph_set_carry_overs(inner, ML(MAP{w, v}));
+  static const int64_t inner_limit = 2, outer_limit = 2;
+  ccv_nnc_symbolic_graph_set_while_expr(inner, count_below, &inner_limit, SL(ccv_nnc_tensor_symbol_for_while_count(inner)), EL(mul));
+  // The inner result, copied (scaled by 1) into z, which the outer loop carries.
+  const TS w_out = ccv_nnc_tensor_symbol_new(outer, f32(2), "w_out");
+  ccv_nnc_tensor_symbol_hookup(outer, inner, w_out, w);
+  const ES last = ccv_nnc_graph_exec_symbol_new(outer, scalar_mul(1), SL(w_out), SL(z), "z");
+  ASSERT_GE(last.d, 0) << last_error();
+  autogen(outer);
+  ccv_nnc_symbolic_graph_set_carry_overs(outer, ML(MAP{z, y}));
+  ccv_nnc_symbolic_graph_set_while_expr(outer, count_below, &outer_limit, SL(ccv_nnc_tensor_symbol_for_while_count(outer)), EL(last));
+  autogen(c.sg);
+  ASSERT_TRUE(c.compile({z})) << last_error();
+  const float xv[2] = {1.5f, -0.5f}, yv[2] = {1.f, 2.f};
+  for (int trial = 0; trial < 2; trial++) {
+    for (int i = 0; i < 2; i++) c.t(x)->data.f32[i] = xv[i];
+    for (int i = 0; i < 2; i++) c.t(y)->data.f32[i] = yv[i];
+    ASSERT_EQ(c.run(), CCV_NNC_EXEC_SUCCESS) << last_error();
+    double Y[2] = {yv[0], yv[1]}, Z[2] = {0, 0};
+    for (int r = 0; r <= outer_limit; r++) {
+      const bool halve = Y[0] > 4;
+      for (int i = 0; i < 2; i++) {
+        const double y2v = halve ? 0.5 * Y[i] : Y[i];
+        Z[i] = y2v * std::pow(static_cast<double>(xv[i]), 3.0);
+      }
+      Y[0] = Z[0], Y[1] = Z[1];
+    }
+    for (int i = 0; i < 2; i++) EXPECT_NEAR(c.t(z)->data.f32[i], Z[i], 1e-5 * (1 + std::fabs(Z[i]))) << trial << " " << i;
+  }
+}
+
 TEST(SymbolicWhile, MistakesAreReported) {
   // A body that writes what is carried into it.
   {
