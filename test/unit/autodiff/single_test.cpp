@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "autodiff_test_util.hpp"
 
@@ -370,6 +371,53 @@ TEST(AutodiffSingle, AliasesAsWrtAndF) {
       EXPECT_NEAR(at(gx, static_cast<size_t>(r * 4 + c)), want, 1e-14) << r << "," << c;
       if (c == 1 || c == 2) EXPECT_NEAR(at(gp, static_cast<size_t>(r * 2 + c - 1)), want, 1e-14) << r << "," << c;
     }
+}
+
+// Each input alone as the wrt: the backward exec then passes only the slots
+// libnnc's bitmask asks for that one gradient, and the kernel must take it.
+void each_alone(std::vector<Input> inputs, const Build& build, unsigned seed, const char* what) {
+  for (size_t k = 0; k < inputs.size(); k++) {
+    if (!inputs[k].wrt) continue;
+    std::vector<Input> one = inputs;
+    for (size_t j = 0; j < one.size(); j++) one[j].wrt = j == k;
+    check_gradients(one, build, seed + static_cast<unsigned>(k), 1e-6, 1e-5, (std::string(what) + " input " + std::to_string(k)).c_str());
+  }
+}
+
+TEST(AutodiffSingle, EachInputAlone) {
+  each_alone({{{4, 5}}, {{3, 5}}, {{3}}}, [](ccv_nnc_symbolic_graph_t* g, const Syms& x) { return apply(g, gemm_wt(), {x[0], x[1], x[2]}); },
+             40, "gemm");
+  each_alone({{{3, 4}}, {{1, 4}}},
+             [](ccv_nnc_symbolic_graph_t* g, const Syms& x) { return apply(g, blas(CCV_NNC_ADD_FORWARD, 0.5f, -2), {x[0], x[1]}); }, 42, "add");
+  each_alone({{{3, 1}}, {{3, 4}}},
+             [](ccv_nnc_symbolic_graph_t* g, const Syms& x) { return apply(g, blas(CCV_NNC_MUL_FORWARD, 1.5f), {x[0], x[1]}); }, 44, "mul");
+  each_alone({{{3, 4}}, {{3, 4}}, {{3, 4}}},
+             [](ccv_nnc_symbolic_graph_t* g, const Syms& x) { return apply(g, cmd(CCV_NNC_EWPROD_FORWARD), {x[0], x[1], x[2]}); }, 46, "ewprod");
+  Input den{{3, 4}};
+  den.lo = 0.5, den.hi = 2;
+  each_alone({{{3, 4}}, den}, [](ccv_nnc_symbolic_graph_t* g, const Syms& x) { return apply(g, cmd(CCV_NNC_EWDIV_FORWARD), {x[0], x[1]}); },
+             49, "ewdiv");
+  each_alone({{{3, 4}}, {{3, 4}}}, [](ccv_nnc_symbolic_graph_t* g, const Syms& x) { return apply(g, cmd(CCV_NNC_MIN_FORWARD), {x[0], x[1]}); },
+             51, "min");
+  each_alone({{{4, 3}}, {{4, 3}}},
+             [](ccv_nnc_symbolic_graph_t* g, const Syms& x) {
+               ccv_nnc_cmd_t c = cmd(CCV_NNC_MSE_FORWARD);
+               c.info.mse.reduce_op = CCV_NNC_MSE_REDUCE_SUM;
+               return apply(g, c, {x[0], x[1]});
+             },
+             53, "mse");
+  each_alone({{{3, 5}}, {{1, 5}}, {{1, 5}}},
+             [](ccv_nnc_symbolic_graph_t* g, const Syms& x) {
+               ccv_nnc_cmd_t c = cmd(CCV_NNC_LAYER_NORM_FORWARD);
+               c.info.lnorm.count = 1;
+               c.info.lnorm.axis[0] = 1;
+               c.info.lnorm.epsilon = 1e-5f;
+               c.info.lnorm.elementwise_affine = 1;
+               ccv_nnc_tensor_symbol_t y = sym(g, {3, 5}), m = sym(g, {3, 1}), s = sym(g, {3, 1});
+               exec(g, c, {x[0], x[1], x[2]}, {y, m, s});
+               return y;
+             },
+             55, "layer norm");
 }
 
 }  // namespace
