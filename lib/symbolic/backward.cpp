@@ -338,8 +338,10 @@ void Differentiator::differentiate(int e, const std::vector<char>& reached) {
     fail(CCV_NNC_EXEC_INVALID, "%s: the backward of %s cannot give the gradient of input%s %s (its bitmask refuses it)", kWhat,
          exec_label(g_, e).c_str(), list.find(',') == std::string::npos ? "" : "s", list.c_str());
   }
-  // Pass only the forward values the backward reads, so the planner can free the rest early.
-  for (int k = m; k < in_size; k++) {
+  // Pass only the forward values the backward reads, so the planner can free
+  // the rest early. A custom command's bitmask accepts anything, which says
+  // nothing about what its backward reads: it gets every slot.
+  for (int k = m; k < in_size && cmd.cmd != CCV_NNC_CUSTOM_BACKWARD; k++) {
     const int keep = in[static_cast<size_t>(k)];
     if (keep < 0) continue;
     in[static_cast<size_t>(k)] = -1;

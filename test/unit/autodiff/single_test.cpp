@@ -420,4 +420,33 @@ TEST(AutodiffSingle, EachInputAlone) {
              55, "layer norm");
 }
 
+// A custom command y = x^2 whose backward (CCV_NNC_CUSTOM_BACKWARD, same
+// vtab) reads x: custom commands get every slot of libnnc's layout.
+int square(const ccv_nnc_cmd_t c, const ccv_nnc_hint_t, const int, ccv_nnc_tensor_t* const* const inputs, const int input_size,
+           ccv_nnc_tensor_t* const* const outputs, const int output_size, ccv_nnc_stream_context_t* const) {
+  if (c.cmd == CCV_NNC_CUSTOM_FORWARD) {
+    if (input_size < 1 || output_size < 1 || !inputs[0] || !outputs[0]) return CCV_NNC_EXEC_INVALID;
+    for (size_t i = 0; i < count(inputs[0]->info); i++) outputs[0]->data.f64[i] = inputs[0]->data.f64[i] * inputs[0]->data.f64[i];
+    return CCV_NNC_EXEC_SUCCESS;
+  }
+  // |g|x|y| -> |dx|
+  if (input_size < 3 || output_size < 1 || !inputs[0] || !inputs[1] || !inputs[2] || !outputs[0]) return CCV_NNC_EXEC_INVALID;
+  for (size_t i = 0; i < count(inputs[1]->info); i++) outputs[0]->data.f64[i] = 2 * inputs[1]->data.f64[i] * inputs[0]->data.f64[i];
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+TEST(AutodiffSingle, CustomCommand) {
+  static ccv_nnc_cmd_vtab_t vtab = {square, nullptr};
+  ccv_nnc_cmd_param_t params;
+  std::memset(&params, 0, sizeof(params));
+  const ccv_nnc_cmd_t c = ccv_nnc_cmd(CCV_NNC_CUSTOM_FORWARD, &vtab, params, 0);
+  check_gradients({{{3, 4}}},
+                  [&](ccv_nnc_symbolic_graph_t* g, const Syms& x) {
+                    ccv_nnc_tensor_symbol_t y = sym(g, {3, 4});
+                    exec(g, c, {x[0]}, {y});
+                    return apply(g, cmd(CCV_NNC_TANH_FORWARD), {y});
+                  },
+                  60, 1e-6, 1e-5, "custom");
+}
+
 }  // namespace
