@@ -158,6 +158,32 @@ class Differentiator {
     return into;
   }
 
+  // Have the backward exec that writes `grad` (nothing read it yet) write
+  // `part` instead, saving a copy; the contribution then names `part`.
+  bool redirect(int base, int grad, int part) {
+    const Graph::Tensor& x = t(grad);
+    if (x.alias_of >= 0 || !x.aliases.empty() || x.writers.size() != 1) return false;
+    const int w = x.writers[0];
+    if (std::find(new_execs_.begin(), new_execs_.end(), w) == new_execs_.end()) return false;
+    for (int e : new_execs_)
+      for (int d : g_->execs[static_cast<size_t>(e)].inputs)
+        if (d == grad) return false;
+    for (const auto& [symbol, r] : memo_)
+      if (r == grad) return false;
+    const Graph::Exec& we = g_->execs[static_cast<size_t>(w)];
+    std::vector<ccv_nnc_tensor_symbol_t> in, out;
+    auto ref = [&](int d) {
+      return d >= 0 ? ccv_nnc_tensor_symbol_t{d, g_} : ccv_nnc_tensor_symbol_t{CCV_NNC_NO_TENSOR_SYMBOL, nullptr};
+    };
+    for (int d : we.inputs) in.push_back(ref(d));
+    for (int d : we.outputs) out.push_back(ref(d == grad ? part : d));
+    exec_set_io(g_, w, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()));
+    tensor_free(g_, {grad, g_});
+    for (Contribution& c : contributions_[base])
+      if (c.grad == grad) c.grad = part;
+    return true;
+  }
+
   int gradient(int o);
   int combine(int base, const std::vector<Contribution>& parts);
   void differentiate(int e, const std::vector<char>& reached);
@@ -239,7 +265,9 @@ int Differentiator::combine(int base, const std::vector<Contribution>& parts) {
     for (int j : layer) {
       const Group& gr = groups[static_cast<size_t>(j)];
       const int part = alias_like(whole, gr.target);
-      if (gr.grads.size() == 1)
+      if (gr.grads.size() == 1 && redirect(base, gr.grads[0], part))
+        continue;
+      else if (gr.grads.size() == 1)
         emit(simple(CCV_NNC_DATA_TRANSFER_FORWARD), nullptr, {gr.grads[0]}, {part}, "place gradient");
       else
         sum(gr.grads, part, info, name);

@@ -175,4 +175,32 @@ TEST(AutodiffApi, MinimizerSavedAuxSize) {
   EXPECT_TRUE(message_has("not a minimizer")) << ccv_nnc_error_message();
 }
 
+TEST(AutodiffApi, SplitGradientsAreWrittenInPlace) {
+  // x [2, 6] read as two [2, 3] column blocks: each block's backward writes
+  // straight into its place in x's zero-initialised gradient (no copies).
+  Graph s;
+  const ccv_nnc_tensor_symbol_t x = sym(s.g, {2, 6}, "x");
+  int ofs[CCV_NNC_MAX_DIM_ALLOC] = {}, stride[CCV_NNC_MAX_DIM_ALLOC] = {6, 1};
+  const ccv_nnc_tensor_symbol_t left = ccv_nnc_tensor_symbol_alias_new(s.g, x, ofs, stride, param({2, 3}), "left");
+  ofs[1] = 3;
+  const ccv_nnc_tensor_symbol_t right = ccv_nnc_tensor_symbol_alias_new(s.g, x, ofs, stride, param({2, 3}), "right");
+  const ccv_nnc_tensor_symbol_t f =
+      apply(s.g, cmd(CCV_NNC_EWPROD_FORWARD), {apply(s.g, cmd(CCV_NNC_TANH_FORWARD), {left}), apply(s.g, cmd(CCV_NNC_SIGMOID_FORWARD), {right})});
+  s.backward({f}, {x});
+  const ccv_nnc_tensor_symbol_t dx = ccv_nnc_tensor_symbol_for_backward(s.g, x);
+  ASSERT_GE(dx.d, 0) << ccv_nnc_error_message();
+  EXPECT_EQ(ccv_nnc_tensor_symbol_flags(s.g, dx) & CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS, CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS);
+  int copies = 0, writers = 0;
+  for (int e = 0; e < ccv_nnc_graph_exec_symbol_count(s.g); e++) {
+    const ccv_nnc_cmd_t c = ccv_nnc_graph_exec_symbol_cmd(s.g, {e, s.g});
+    copies += c.cmd == CCV_NNC_DATA_TRANSFER_FORWARD;
+    for (int d : io(s.g, {e, s.g}, true)) {
+      ccv_nnc_tensor_symbol_t o = {d, s.g};
+      if (d >= 0 && ccv_nnc_tensor_symbol_alias_to(s.g, o).d == dx.d) writers++;
+    }
+  }
+  EXPECT_EQ(copies, 0);
+  EXPECT_EQ(writers, 2);  // TANH_BACKWARD and SIGMOID_BACKWARD, each into its block
+}
+
 }  // namespace
