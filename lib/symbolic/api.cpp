@@ -342,6 +342,99 @@ NNC_API int ccv_nnc_tensor_symbol_alias_params(const ccv_nnc_symbolic_graph_t* c
   });
 }
 
+NNC_API int ccv_nnc_tensor_symbol_alias_set(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_t tensor,
+                                            const int ofs[CCV_NNC_MAX_DIM_ALLOC], const int stride[CCV_NNC_MAX_DIM_ALLOC]) {
+  return guard<int>(-1, [&] {
+    static const char* what = "ccv_nnc_tensor_symbol_alias_set";
+    Graph::Tensor& t = tensor_of(graph, tensor, what);
+    NNC_CHECK(t.alias_of >= 0, "%s: %s is not an alias", what, tensor_label(graph, tensor.d).c_str());
+    const int n = nd_of(t.info.dim);
+    int old_ofs[CCV_NNC_MAX_DIM_ALLOC], old_stride[CCV_NNC_MAX_DIM_ALLOC];
+    std::memcpy(old_ofs, t.ofs, sizeof(old_ofs));
+    std::memcpy(old_stride, t.stride, sizeof(old_stride));
+    for (int i = 0; i < n; i++) {
+      NNC_CHECK((!ofs || ofs[i] >= 0) && (!stride || stride[i] >= 0), "%s: ofs and stride must not be negative (dimension %d)", what, i);
+      t.ofs[i] = ofs ? ofs[i] : 0;
+      t.stride[i] = stride ? stride[i] : 0;
+    }
+    // Inside its base, and (when written) apart from the parts other execs write.
+    auto restore = [&] {
+      std::memcpy(t.ofs, old_ofs, sizeof(old_ofs));
+      std::memcpy(t.stride, old_stride, sizeof(old_stride));
+    };
+    const Graph::Tensor& b = graph->tensors[static_cast<size_t>(t.alias_of)];
+    int64_t first, last;
+    element_range(graph, tensor.d, &first, &last);
+    const int64_t count = static_cast<int64_t>(bytes_of(b.info) / datatype_size(b.info.datatype));
+    if (last >= count) {
+      restore();
+      fail(CCV_NNC_EXEC_INVALID, "%s: the alias would reach element %lld, outside %s (%lld elements)", what, static_cast<long long>(last),
+           tensor_label(graph, t.alias_of).c_str(), static_cast<long long>(count));
+    }
+    bool written = false;
+    for (int w : t.writers) written = written || !CCV_NNC_GRAPH_EXEC_IS_DEAD(graph->execs[static_cast<size_t>(w)].flags);
+    if (written)
+      for (int s : family_of(graph, t.alias_of)) {
+        if (s == tensor.d) continue;
+        for (int w : graph->tensors[static_cast<size_t>(s)].writers)
+          if (!CCV_NNC_GRAPH_EXEC_IS_DEAD(graph->execs[static_cast<size_t>(w)].flags) && may_overlap(graph, tensor.d, s)) {
+            restore();
+            fail(CCV_NNC_EXEC_INVALID, "%s: %s would overlap %s, which %s writes (SSA)", what, tensor_label(graph, tensor.d).c_str(),
+                 tensor_label(graph, s).c_str(), exec_label(graph, w).c_str());
+          }
+      }
+    return 0;
+  });
+}
+
+NNC_API ccv_nnc_tensor_symbol_t ccv_nnc_tensor_symbol_copy(const ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_t symbol,
+                                                           const int device_id) {
+  return guard(kNoTensor, [&]() -> ccv_nnc_tensor_symbol_t {
+    const Graph::Tensor& t = tensor_of(graph, symbol, "ccv_nnc_tensor_symbol_copy");
+    for (const auto& c : t.copies)
+      if (c.first == device_id) return {c.second, const_cast<Graph*>(graph)};
+    return kNoTensor;
+  });
+}
+
+NNC_API void ccv_nnc_tensor_symbol_set_copy(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_t symbol, const int device_id,
+                                            const ccv_nnc_tensor_symbol_t copy) {
+  guard_void([&] {
+    static const char* what = "ccv_nnc_tensor_symbol_set_copy";
+    Graph::Tensor& t = tensor_of(graph, symbol, what);
+    NNC_CHECK(device_id >= 0, "%s: device_id %d is negative", what, device_id);
+    const bool none = copy.d == CCV_NNC_NO_TENSOR_SYMBOL;
+    if (!none) tensor_of(graph, copy, what);
+    auto& v = graph->tensors[static_cast<size_t>(symbol.d)].copies;
+    v.erase(std::remove_if(v.begin(), v.end(), [&](const std::pair<int, int>& c) { return c.first == device_id; }), v.end());
+    if (!none) t.copies.emplace_back(device_id, copy.d);
+  });
+}
+
+NNC_API ccv_nnc_graph_exec_symbol_t ccv_nnc_graph_exec_symbol_copy(const ccv_nnc_symbolic_graph_t* const graph,
+                                                                   const ccv_nnc_graph_exec_symbol_t symbol, const int device_id) {
+  return guard(kNoExec, [&]() -> ccv_nnc_graph_exec_symbol_t {
+    const Graph::Exec& x = exec_of(graph, symbol, "ccv_nnc_graph_exec_symbol_copy");
+    for (const auto& c : x.copies)
+      if (c.first == device_id) return {c.second, const_cast<Graph*>(graph)};
+    return kNoExec;
+  });
+}
+
+NNC_API void ccv_nnc_graph_exec_symbol_set_copy(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_graph_exec_symbol_t symbol,
+                                                const int device_id, const ccv_nnc_graph_exec_symbol_t copy) {
+  guard_void([&] {
+    static const char* what = "ccv_nnc_graph_exec_symbol_set_copy";
+    Graph::Exec& x = exec_of(graph, symbol, what);
+    NNC_CHECK(device_id >= 0, "%s: device_id %d is negative", what, device_id);
+    const bool none = copy.d == CCV_NNC_NO_GRAPH_EXEC_SYMBOL;
+    if (!none) exec_of(graph, copy, what);
+    auto& v = graph->execs[static_cast<size_t>(symbol.d)].copies;
+    v.erase(std::remove_if(v.begin(), v.end(), [&](const std::pair<int, int>& c) { return c.first == device_id; }), v.end());
+    if (!none) x.copies.emplace_back(device_id, copy.d);
+  });
+}
+
 NNC_API int ccv_nnc_tensor_symbol_set_flags(ccv_nnc_symbolic_graph_t* const graph, const ccv_nnc_tensor_symbol_t tensor,
                                             const int flags) {
   return guard<int>(-1, [&] {

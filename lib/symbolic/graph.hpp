@@ -36,6 +36,7 @@ struct ccv_nnc_symbolic_graph_s {
     int outer = -1;
     // A case..of output: the input it takes when no branch runs (-1: none).
     int bypass = -1;
+    std::vector<std::pair<int, int>> copies;  // (device id, symbol): ccv_nnc_tensor_symbol_set_copy
   };
   struct Exec {
     ccv_nnc_cmd_t cmd{};
@@ -53,6 +54,7 @@ struct ccv_nnc_symbolic_graph_s {
     // recomputed whenever a sub-graph changes.
     std::vector<ccv_nnc_symbolic_graph_s*> subs;
     std::vector<int> declared_inputs, declared_outputs;
+    std::vector<std::pair<int, int>> copies;  // (device id, exec symbol): ccv_nnc_graph_exec_symbol_set_copy
     int expr_inputs = 0;  // case..of: inputs[0, expr_inputs) are what the expression sees
     ccv_nnc_graph_case_of_f case_of = nullptr;
     const void* case_of_data = nullptr;

@@ -378,6 +378,55 @@ TEST(SymbolicWhile, NestedCaseOfAndLoop) {
   }
 }
 
+// ccv_nnc_tensor_symbol_alias_set moves an alias (checked like a new one);
+// _set_copy / _copy record counterparts on other devices.
+TEST(SymbolicGraphSymbols, AliasSetAndCopies) {
+  Compiled c;
+  const TS base = ccv_nnc_tensor_symbol_new(c.sg, f32(4, 4), "base");
+  int ofs[CCV_NNC_MAX_DIM_ALLOC] = {0}, stride[CCV_NNC_MAX_DIM_ALLOC] = {4, 1};
+  const TS top = ccv_nnc_tensor_symbol_alias_new(c.sg, base, ofs, stride, f32(2, 4), "top");
+  ofs[0] = 2;
+  const TS bottom = ccv_nnc_tensor_symbol_alias_new(c.sg, base, ofs, stride, f32(2, 4), "bottom");
+  ofs[0] = 0;
+  const TS row = ccv_nnc_tensor_symbol_alias_new(c.sg, base, ofs, stride, f32(1, 4), "row");
+  const TS src = ccv_nnc_tensor_symbol_new(c.sg, f32(2, 4), "src");
+  const TS out = ccv_nnc_tensor_symbol_new(c.sg, kAuto, "out");
+  ccv_nnc_graph_exec_symbol_new(c.sg, scalar_mul(1), SL(src), SL(top), "top = src");
+  ccv_nnc_graph_exec_symbol_new(c.sg, scalar_mul(2), SL(src), SL(bottom), "bottom = 2 src");
+  ccv_nnc_graph_exec_symbol_new(c.sg, scalar_mul(1), SL(row), SL(out), "out = row");
+  // Moving bottom onto top's rows breaks SSA: refused, nothing changed.
+  ofs[0] = 1;
+  EXPECT_EQ(ccv_nnc_tensor_symbol_alias_set(c.sg, bottom, ofs, stride), -1);
+  EXPECT_NE(last_error().find("SSA"), std::string::npos) << last_error();
+  int got_ofs[CCV_NNC_MAX_DIM_ALLOC], got_stride[CCV_NNC_MAX_DIM_ALLOC];
+  ASSERT_EQ(ccv_nnc_tensor_symbol_alias_params(c.sg, bottom, got_ofs, got_stride), 0);
+  EXPECT_EQ(got_ofs[0], 2);
+  // Outside the base, or not an alias.
+  ofs[0] = 3;
+  EXPECT_EQ(ccv_nnc_tensor_symbol_alias_set(c.sg, bottom, ofs, stride), -1);
+  EXPECT_NE(last_error().find("outside"), std::string::npos) << last_error();
+  EXPECT_EQ(ccv_nnc_tensor_symbol_alias_set(c.sg, base, ofs, stride), -1);
+  // The reader's row moves to the last row: the compiled graph reads there.
+  EXPECT_EQ(ccv_nnc_tensor_symbol_alias_set(c.sg, row, ofs, stride), 0) << last_error();
+  autogen(c.sg);
+  ASSERT_TRUE(c.compile({out})) << last_error();
+  for (int i = 0; i < 8; i++) c.t(src)->data.f32[i] = static_cast<float>(i + 1);
+  ASSERT_EQ(c.run(), CCV_NNC_EXEC_SUCCESS) << last_error();
+  for (int j = 0; j < 4; j++) EXPECT_EQ(c.t(out)->data.f32[j], 2.f * static_cast<float>(4 + j + 1)) << j;
+  // Copies.
+  EXPECT_EQ(ccv_nnc_tensor_symbol_copy(c.sg, src, 1).d, CCV_NNC_NO_TENSOR_SYMBOL);
+  ccv_nnc_tensor_symbol_set_copy(c.sg, src, 1, out);
+  EXPECT_EQ(ccv_nnc_tensor_symbol_copy(c.sg, src, 1).d, out.d);
+  EXPECT_EQ(ccv_nnc_tensor_symbol_copy(c.sg, src, 2).d, CCV_NNC_NO_TENSOR_SYMBOL);
+  ccv_nnc_tensor_symbol_set_copy(c.sg, src, 1, TS{CCV_NNC_NO_TENSOR_SYMBOL, nullptr});
+  EXPECT_EQ(ccv_nnc_tensor_symbol_copy(c.sg, src, 1).d, CCV_NNC_NO_TENSOR_SYMBOL);
+  const ES e0{0, c.sg}, e1{1, c.sg};
+  ccv_nnc_graph_exec_symbol_set_copy(c.sg, e0, 3, e1);
+  EXPECT_EQ(ccv_nnc_graph_exec_symbol_copy(c.sg, e0, 3).d, 1);
+  ccv_nnc_graph_exec_symbol_set_copy(c.sg, e0, 3, ES{7, c.sg});
+  EXPECT_NE(last_error().find("does not exist"), std::string::npos) << last_error();
+}
+
 TEST(SymbolicWhile, MistakesAreReported) {
   // A body that writes what is carried into it.
   {
@@ -455,6 +504,16 @@ TEST(SymbolicWhile, MistakesAreReported) {
         ccv_nnc_graph_exec_symbol_new(c.sg, plain(CCV_NNC_EWEXP_FORWARD), SL(r), SL(out), "second");
     EXPECT_LT(second.d, 0);
     EXPECT_NE(last_error().find("SSA"), std::string::npos) << last_error();
+    // Not supported yet, and said so.
+    EXPECT_EQ(ccv_nnc_symbolic_graph_dup(c.sg, nullptr), nullptr);
+    EXPECT_NE(last_error().find("not supported yet"), std::string::npos) << last_error();
+    int passes[] = {CCV_NNC_SIMPLIFY_GRAPH_PRUNING};
+    ccv_nnc_symbolic_graph_simplify(body, passes, 1, nullptr, 0, nullptr, 0, nullptr, 0, nullptr, 0);
+    EXPECT_NE(last_error().find("simplify the graph that owns it"), std::string::npos) << last_error();
+    // Freeing the loop's exec symbol frees its body (the sanitizer build checks) and its writes.
+    ccv_nnc_graph_exec_symbol_free(c.sg, ES{0, c.sg});
+    EXPECT_EQ(ccv_nnc_graph_exec_symbol_new(c.sg, plain(CCV_NNC_EWEXP_FORWARD), SL(r), SL(out), "now the only writer").d >= 0, true)
+        << last_error();
     ccv_nnc_symbolic_graph_free(other);
     ccv_nnc_symbolic_graph_free(stranger);
   }
