@@ -305,7 +305,8 @@ void Differentiator::differentiate(int e, const std::vector<char>& reached) {
   if ((x.flags & (CCV_NNC_GRAPH_EXEC_P_WHILE | CCV_NNC_GRAPH_EXEC_CASE_OF)) || x.cmd.cmd == CCV_NNC_GRAPH_FORWARD ||
       x.cmd.cmd == CCV_NNC_GRAPH_BACKWARD)
     fail(CCV_NNC_EXEC_INVALID, "%s: %s is a %s; the backward pass through loops and branches is not supported yet", kWhat,
-         exec_label(g_, e).c_str(), (x.flags & CCV_NNC_GRAPH_EXEC_CASE_OF) ? "case..of" : "while loop / sub-graph");
+         exec_label(g_, e).c_str(),
+         (x.flags & CCV_NNC_GRAPH_EXEC_CASE_OF) ? "case..of" : (x.flags & CCV_NNC_GRAPH_EXEC_P_WHILE) ? "while loop" : "sub-graph");
   ccv_nnc_cmd_t cmd = x.cmd;
   int attributes = 0;
   if (x.cmd.cmd == CCV_NNC_CUSTOM_FORWARD) {
@@ -480,6 +481,32 @@ bool same_info(const ccv_nnc_tensor_param_t& a, const ccv_nnc_tensor_param_t& b)
 
 }  // namespace
 
+Checkpoint checkpoint(const Graph* g) { return {g->tensors.size(), g->execs.size()}; }
+
+void rollback(Graph* g, const Checkpoint& c) {
+  // Appended symbols and execs refer only to each other, except the edges
+  // from older execs to new ones and the ends.
+  g->execs.resize(c.execs);
+  g->tensors.resize(c.tensors);
+  for (Graph::Exec& x : g->execs)
+    x.outgoing.erase(std::remove_if(x.outgoing.begin(), x.outgoing.end(), [&](int t) { return static_cast<size_t>(t) >= c.execs; }),
+                     x.outgoing.end());
+  for (Graph::Tensor& t : g->tensors) {
+    t.writers.erase(std::remove_if(t.writers.begin(), t.writers.end(), [&](int w) { return static_cast<size_t>(w) >= c.execs; }),
+                    t.writers.end());
+    t.aliases.erase(std::remove_if(t.aliases.begin(), t.aliases.end(), [&](int a) { return static_cast<size_t>(a) >= c.tensors; }),
+                    t.aliases.end());
+  }
+  auto drop = [&](std::vector<ccv_nnc_graph_exec_symbol_t>& v) {
+    v.erase(std::remove_if(v.begin(), v.end(), [&](const ccv_nnc_graph_exec_symbol_t& e) { return static_cast<size_t>(e.d) >= c.execs; }),
+            v.end());
+  };
+  drop(g->sources);
+  drop(g->destinations);
+  const std::lock_guard<std::mutex> lock(g_records_mutex);
+  g_records.erase(g);
+}
+
 void backward(Graph* g, const ccv_nnc_tensor_symbol_t* f, int f_size, const ccv_nnc_tensor_symbol_t* wrt, int wrt_size,
               const ccv_nnc_graph_exec_symbol_t* sources, int source_size, const ccv_nnc_graph_exec_symbol_t* destinations,
               int destination_size) {
@@ -488,7 +515,13 @@ void backward(Graph* g, const ccv_nnc_tensor_symbol_t* f, int f_size, const ccv_
     const std::lock_guard<std::mutex> lock(g_records_mutex);
     g_records.erase(g);
   }
-  Differentiator(g).run(f, f_size, wrt, wrt_size, sources, source_size, destinations, destination_size);
+  const Checkpoint before = checkpoint(g);
+  try {
+    Differentiator(g).run(f, f_size, wrt, wrt_size, sources, source_size, destinations, destination_size);
+  } catch (...) {
+    rollback(g, before);
+    throw;
+  }
 }
 
 int gradient_of(const Graph* g, int symbol) {

@@ -17,11 +17,19 @@
 
 namespace nnc::symbolic {
 
-// Throws nnc::Error (INVALID) with a message on bad input; on failure the
-// graph may hold part of the backward pass (the symbols and execs added so far).
+// Throws nnc::Error (INVALID) with a message on bad input, leaving the graph
+// as it was.
 void backward(Graph* g, const ccv_nnc_tensor_symbol_t* f, int f_size, const ccv_nnc_tensor_symbol_t* wrt, int wrt_size,
               const ccv_nnc_graph_exec_symbol_t* sources, int source_size, const ccv_nnc_graph_exec_symbol_t* destinations,
               int destination_size);
+
+// What a failed backward() or minimize() must undo: the symbols and execs
+// appended after this point are dropped again (with the edges to them).
+struct Checkpoint {
+  size_t tensors = 0, execs = 0;
+};
+Checkpoint checkpoint(const Graph* g);
+void rollback(Graph* g, const Checkpoint& c);
 
 // The gradient symbol of a wrt symbol (the seed of an f symbol) after the last
 // backward() on g, or -1.

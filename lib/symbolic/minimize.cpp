@@ -40,6 +40,12 @@ int saved_aux_size(const ccv_nnc_cmd_t& minimizer, const char* what) {
   return optim::state_count(minimizer);
 }
 
+void append(Graph* g, const ccv_nnc_cmd_t& minimizer, int aux, const ccv_nnc_tensor_symbol_t* losses, int loss_size,
+            const ccv_nnc_tensor_symbol_t* parameters, int parameter_size, const ccv_nnc_tensor_symbol_t* inputs, int input_size,
+            const ccv_nnc_graph_exec_symbol_t* sources, int source_size, const ccv_nnc_graph_exec_symbol_t* destinations,
+            int destination_size, ccv_nnc_tensor_symbol_t* gradients, ccv_nnc_tensor_symbol_t* updated_parameters,
+            ccv_nnc_tensor_symbol_map_t* saved_aux, ccv_nnc_graph_exec_symbol_t* graph_exec_symbols);
+
 void minimize(Graph* g, const ccv_nnc_cmd_t& minimizer, const ccv_nnc_tensor_symbol_t* losses, int loss_size,
               const ccv_nnc_tensor_symbol_t* parameters, int parameter_size, const ccv_nnc_tensor_symbol_t* inputs,
               int input_size, const ccv_nnc_graph_exec_symbol_t* sources, int source_size,
@@ -53,6 +59,23 @@ void minimize(Graph* g, const ccv_nnc_cmd_t& minimizer, const ccv_nnc_tensor_sym
   NNC_CHECK(input_size >= 0 && (input_size == 0 || inputs), "%s: bad inputs array (size %d)", what, input_size);
   NNC_CHECK(updated_parameters && graph_exec_symbols && (aux == 0 || saved_aux),
             "%s: updated_parameters, saved_aux and graph_exec_symbols are required", what);
+  const Checkpoint before = checkpoint(g);
+  try {
+    append(g, minimizer, aux, losses, loss_size, parameters, parameter_size, inputs, input_size, sources, source_size, destinations,
+           destination_size, gradients, updated_parameters, saved_aux, graph_exec_symbols);
+  } catch (...) {
+    rollback(g, before);
+    throw;
+  }
+}
+
+// The backward pass and the updates; the outputs are written last, so they
+// stay untouched when anything fails.
+void append(Graph* g, const ccv_nnc_cmd_t& minimizer, int aux, const ccv_nnc_tensor_symbol_t* losses, int loss_size,
+            const ccv_nnc_tensor_symbol_t* parameters, int parameter_size, const ccv_nnc_tensor_symbol_t* inputs, int input_size,
+            const ccv_nnc_graph_exec_symbol_t* sources, int source_size, const ccv_nnc_graph_exec_symbol_t* destinations,
+            int destination_size, ccv_nnc_tensor_symbol_t* gradients, ccv_nnc_tensor_symbol_t* updated_parameters,
+            ccv_nnc_tensor_symbol_map_t* saved_aux, ccv_nnc_graph_exec_symbol_t* graph_exec_symbols) {
   std::vector<ccv_nnc_tensor_symbol_t> wrt(parameters, parameters + parameter_size);
   wrt.insert(wrt.end(), inputs, inputs + input_size);
   backward(g, losses, loss_size, wrt.data(), static_cast<int>(wrt.size()), sources, source_size, destinations,

@@ -135,6 +135,21 @@ TEST(AutodiffApi, CommandWithoutBackwardIsNamed) {
   sgd.info.sgd.scale = 1;
   exec(s.g, sgd, {g, a, m}, {b, n});
   const ccv_nnc_tensor_symbol_t f = apply(s.g, cmd(CCV_NNC_TANH_FORWARD), {b});
+  const int execs = ccv_nnc_graph_exec_symbol_count(s.g), tensors = ccv_nnc_tensor_symbol_count(s.g);
+  s.backward({f}, {a});
+  EXPECT_EQ(ccv_nnc_graph_exec_symbol_count(s.g), execs);
+  EXPECT_EQ(ccv_nnc_tensor_symbol_count(s.g), tensors);
+  // The graph still compiles and runs as it did (no edge to a dropped exec left behind).
+  ccv_nnc_graph_t* cg = nullptr;
+  ccv_nnc_tensor_arena_t* ta = nullptr;
+  ccv_nnc_graph_exec_arena_t* ea = nullptr;
+  ccv_nnc_symbolic_graph_compile(s.g, ccv_nnc_default_compile_params, nullptr, 0, &f, 1, ccv_nnc_symbolic_graph_sources(s.g),
+                                 ccv_nnc_symbolic_graph_source_size(s.g), ccv_nnc_symbolic_graph_destinations(s.g),
+                                 ccv_nnc_symbolic_graph_destination_size(s.g), &cg, &ta, &ea);
+  EXPECT_TRUE(cg && ta && ea) << ccv_nnc_error_message();
+  ccv_nnc_graph_free(cg);
+  ccv_nnc_tensor_arena_free(ta);
+  ccv_nnc_graph_exec_arena_free(ea);
   s.backward({f}, {a});
   EXPECT_TRUE(message_has("SGD_FORWARD")) << ccv_nnc_error_message();
   EXPECT_TRUE(message_has("no backward")) << ccv_nnc_error_message();
@@ -148,6 +163,23 @@ TEST(AutodiffApi, SubGraphsAndBackwardsAreRefused) {
   s.backward({f}, {x});
   EXPECT_TRUE(message_has("not supported yet")) << ccv_nnc_error_message();
   EXPECT_TRUE(message_has("exec symbol 0")) << ccv_nnc_error_message();
+
+  // A real while loop whose body writes the enclosing graph's y from x.
+  Graph w;
+  const ccv_nnc_tensor_symbol_t wx = sym(w.g, {3}, "x"), wy = sym(w.g, {3}, "y");
+  ccv_nnc_symbolic_graph_t* body = ccv_nnc_symbolic_graph_new();
+  const ccv_nnc_graph_exec_symbol_t loop = ccv_nnc_symbolic_graph_while(w.g, CCV_NNC_GRAPH_FORWARD, body, "loop");
+  ASSERT_GE(loop.d, 0) << ccv_nnc_error_message();
+  exec(body, cmd(CCV_NNC_TANH_FORWARD), {wx}, {wy});
+  const ccv_nnc_tensor_symbol_t wf = apply(w.g, cmd(CCV_NNC_TANH_FORWARD), {wy});
+  const int before = ccv_nnc_graph_exec_symbol_count(w.g);
+  w.backward({wf}, {wx});
+  EXPECT_TRUE(message_has("is a while loop")) << ccv_nnc_error_message();
+  EXPECT_TRUE(message_has("\"loop\"")) << ccv_nnc_error_message();
+  EXPECT_TRUE(message_has("not supported yet")) << ccv_nnc_error_message();
+  EXPECT_EQ(ccv_nnc_tensor_symbol_for_backward(w.g, wx).d, CCV_NNC_NO_TENSOR_SYMBOL);
+  // TANH_BACKWARD of the last exec was made before the loop was met: dropped again.
+  EXPECT_EQ(ccv_nnc_graph_exec_symbol_count(w.g), before);
 
   // Second order: the gradient of a gradient crosses backward commands.
   Graph t;
