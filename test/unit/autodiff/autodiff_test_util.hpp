@@ -126,8 +126,10 @@ inline double& at(ccv_nnc_tensor_t* t, size_t i) {
 // Differentiate f = build(inputs) with respect to the wrt inputs, and check
 // every gradient element against (L(x + h) - L(x - h)) / 2h, where L is f for
 // a scalar f and <R, f> for a random R (the seed the test writes) otherwise.
+// With `simplify`, every ccv_nnc_symbolic_graph_simplify pass runs on the
+// training graph (keeping f and the gradients) before it is compiled.
 inline void check_gradients(const std::vector<Input>& inputs, const Build& build, unsigned seed, double tol = 1e-6,
-                            double h = 1e-5, const char* what = "") {
+                            double h = 1e-5, const char* what = "", bool simplify = false) {
   SCOPED_TRACE(std::string("gradient check ") + what + " seed " + std::to_string(seed));
   std::mt19937 rng(seed);
   Program p;
@@ -177,6 +179,18 @@ inline void check_gradients(const std::vector<Input>& inputs, const Build& build
   }
   std::vector<ccv_nnc_tensor_symbol_t> outputs{f};
   outputs.insert(outputs.end(), grads.begin(), grads.end());
+  if (simplify) {
+    const int passes[] = {CCV_NNC_SIMPLIFY_COMMON_SUBEXPRESSION_ELIMINATION, CCV_NNC_SIMPLIFY_USELESS_WORK,
+                          CCV_NNC_SIMPLIFY_CONSTANT_FOLDING,                 CCV_NNC_SIMPLIFY_DATA_TRANSFER_OPT,
+                          CCV_NNC_SIMPLIFY_OPS_FUSION,                       CCV_NNC_SIMPLIFY_GRAPH_PRUNING};
+    std::vector<ccv_nnc_tensor_symbol_t> bound;
+    for (const auto& b : binds) bound.push_back(b.symbol);
+    ccv_nnc_symbolic_graph_simplify(p.sg, passes, 6, bound.data(), static_cast<int>(bound.size()), outputs.data(),
+                                    static_cast<int>(outputs.size()), ccv_nnc_symbolic_graph_sources(p.sg),
+                                    ccv_nnc_symbolic_graph_source_size(p.sg), ccv_nnc_symbolic_graph_destinations(p.sg),
+                                    ccv_nnc_symbolic_graph_destination_size(p.sg));
+    EXPECT_STREQ(ccv_nnc_error_message(), "") << "simplify";
+  }
   ASSERT_TRUE(p.compile(binds, outputs)) << ccv_nnc_error_message();
   ASSERT_EQ(p.run(), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
   std::vector<std::vector<double>> analytic;

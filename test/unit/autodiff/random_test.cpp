@@ -181,4 +181,21 @@ TEST_P(AutodiffRandom, MatchesFiniteDifferences) {
 
 INSTANTIATE_TEST_SUITE_P(Seeds, AutodiffRandom, ::testing::Range(1u, 61u));
 
+// The same training graphs through every simplification pass first.
+class AutodiffRandomSimplified : public ::testing::TestWithParam<unsigned> {};
+
+TEST_P(AutodiffRandomSimplified, MatchesFiniteDifferences) {
+  const unsigned seed = GetParam();
+  std::mt19937 shape(seed * 7919u + 1);
+  const int rows = 2 + static_cast<int>(shape() % 3), cols = 2 + static_cast<int>(shape() % 4);
+  const int n = 2 + static_cast<int>(shape() % 3);
+  std::vector<Input> inputs(static_cast<size_t>(n), Input({rows, cols}));
+  for (Input& in : inputs) in.away = 0.05;
+  RandomProgram program(seed, rows, cols);
+  check_gradients(inputs, [&](ccv_nnc_symbolic_graph_t* g, const Syms& x) { return program.build(g, x); }, seed, 1e-5, 1e-6,
+                  "random simplified", true);
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, AutodiffRandomSimplified, ::testing::Range(1u, 31u));
+
 }  // namespace
