@@ -107,7 +107,10 @@ class Differentiator {
   }
 
   int fresh(const ccv_nnc_tensor_param_t& info, const std::string& name, int flags = 0) {
-    const ccv_nnc_tensor_symbol_t s = tensor_new(g_, info, name.empty() ? nullptr : name.c_str());
+    // A copy: `info` may live in the symbol table, which tensor_new can move
+    // before it passes the parameters to the caller's hook.
+    const ccv_nnc_tensor_param_t params = info;
+    const ccv_nnc_tensor_symbol_t s = tensor_new(g_, params, name.empty() ? nullptr : name.c_str());
     g_->tensors[static_cast<size_t>(s.d)].flags |= flags;
     return s.d;
   }

@@ -235,4 +235,42 @@ TEST(AutodiffApi, SplitGradientsAreWrittenInPlace) {
   EXPECT_EQ(writers, 2);  // TANH_BACKWARD and SIGMOID_BACKWARD, each into its block
 }
 
+TEST(AutodiffApi, HooksSeeEverySymbolAndExecMade) {
+  struct Seen {
+    int tensors = 0, aliases = 0, execs = 0;
+    size_t elements = 0;
+  } seen;
+  Graph s;
+  const ccv_nnc_tensor_symbol_t x = sym(s.g, {2, 6}, "x");
+  int ofs[CCV_NNC_MAX_DIM_ALLOC] = {0, 3}, stride[CCV_NNC_MAX_DIM_ALLOC] = {6, 1};
+  const ccv_nnc_tensor_symbol_t right = ccv_nnc_tensor_symbol_alias_new(s.g, x, ofs, stride, param({2, 3}), "right");
+  const ccv_nnc_tensor_symbol_t y = apply(s.g, cmd(CCV_NNC_TANH_FORWARD), {x});
+  const ccv_nnc_tensor_symbol_t f = apply(s.g, cmd(CCV_NNC_EWSUM_FORWARD), {apply(s.g, cmd(CCV_NNC_SIGMOID_FORWARD), {right}), apply(s.g, cmd(CCV_NNC_TANH_FORWARD), {right})});
+  (void)y;
+  const int tensors = ccv_nnc_tensor_symbol_count(s.g), execs = ccv_nnc_graph_exec_symbol_count(s.g);
+  ccv_nnc_tensor_symbol_new_hook(
+      s.g, [](void* c, const ccv_nnc_tensor_symbol_t, const ccv_nnc_tensor_param_t info, const char*) {
+        static_cast<Seen*>(c)->tensors++;
+        static_cast<Seen*>(c)->elements += count(info);  // the parameters must be readable
+      },
+      &seen, nullptr);
+  ccv_nnc_tensor_symbol_alias_new_hook(
+      s.g, [](void* c, const ccv_nnc_tensor_symbol_t, const ccv_nnc_tensor_symbol_t, const int*, const int*, const ccv_nnc_tensor_param_t info,
+              const char*) {
+        static_cast<Seen*>(c)->aliases++;
+        static_cast<Seen*>(c)->elements += count(info);
+      },
+      &seen, nullptr);
+  ccv_nnc_graph_exec_symbol_new_hook(
+      s.g, [](void* c, const ccv_nnc_graph_exec_symbol_t, const ccv_nnc_cmd_t, const ccv_nnc_tensor_symbol_t*, const int,
+              const ccv_nnc_tensor_symbol_t*, const int, const char*) { static_cast<Seen*>(c)->execs++; },
+      &seen, nullptr);
+  s.backward({f}, {x});
+  ASSERT_GE(ccv_nnc_tensor_symbol_for_backward(s.g, x).d, 0) << ccv_nnc_error_message();
+  EXPECT_EQ(seen.tensors + seen.aliases, ccv_nnc_tensor_symbol_count(s.g) - tensors);
+  EXPECT_EQ(seen.execs, ccv_nnc_graph_exec_symbol_count(s.g) - execs);
+  EXPECT_GT(seen.aliases, 0);
+  EXPECT_GT(seen.elements, 0u);
+}
+
 }  // namespace
