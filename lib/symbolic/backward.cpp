@@ -323,6 +323,8 @@ void Differentiator::differentiate(int e, const std::vector<char>& reached) {
               kWhat, exec_label(g_, e).c_str());
     attributes = info->attributes;
     cmd = make_cmd(id, nullptr, x.cmd.info, 0);
+    // A forward pinned to a backend keeps it where that backend has the backward too.
+    if (x.cmd.backend && registry().kernel(id, x.cmd.backend)) cmd.backend = x.cmd.backend;
   }
   // The zero gradient of a missing first output: NULL would read as ones there.
   auto zeros_for = [&](int j) {

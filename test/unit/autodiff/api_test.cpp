@@ -61,6 +61,18 @@ TEST(AutodiffApi, SeedOfAScalarIsOnesOtherwiseTheCallers) {
   EXPECT_EQ(ccv_nnc_graph_exec_symbol_for_backward(v.g, db).d, CCV_NNC_NO_GRAPH_EXEC_SYMBOL);  // the caller writes it
 }
 
+TEST(AutodiffApi, BackendOfTheForwardIsKept) {
+  Graph s;
+  const ccv_nnc_tensor_symbol_t x = sym(s.g, {3}, "x");
+  ccv_nnc_cmd_t tanh_ref = cmd(CCV_NNC_TANH_FORWARD);
+  tanh_ref.backend = CCV_NNC_BACKEND_CPU_REF;
+  const ccv_nnc_tensor_symbol_t y = apply(s.g, tanh_ref, {x});
+  s.backward({y}, {x});
+  const ccv_nnc_graph_exec_symbol_t e = ccv_nnc_graph_exec_symbol_for_backward(s.g, ccv_nnc_tensor_symbol_for_backward(s.g, x));
+  ASSERT_GE(e.d, 0) << ccv_nnc_error_message();
+  EXPECT_EQ(ccv_nnc_graph_exec_symbol_cmd(s.g, e).backend, static_cast<uint32_t>(CCV_NNC_BACKEND_CPU_REF));
+}
+
 TEST(AutodiffApi, SharedValueGetsOneSumAndUnneededGradientsAreLeftOut) {
   Graph s;
   const ccv_nnc_tensor_symbol_t x = sym(s.g, {2, 3}, "x"), w = sym(s.g, {4, 3}, "w");
