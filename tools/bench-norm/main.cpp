@@ -18,6 +18,11 @@
 //    at::native_layer_norm_backward.
 // 3. REDUCE_SUM over the batch of a 64 x 3136 fp32 tensor (axis 0, output
 //    1 x 3136) against at::sum_out(out, x, {0}, keepdim = true).
+// 4. Group norm, 32 groups, on 16 x 128 x 64 x 64 fp32 with scale and bias:
+//    GROUP_NORM_FORWARD (y, saved mean / inv_std) + _BACKWARD (dx, dscale,
+//    dbias), NCHW (group axis 1, reduce axes 2, 3) and NHWC (16 x 64 x 64 x
+//    128, group axis 3, reduce axes 1, 2), against at::native_group_norm +
+//    at::native_group_norm_backward on contiguous and channels_last tensors.
 // Times are medians in milliseconds; ratio = NNC / PyTorch (below 1: faster).
 #include <cstdio>
 #include <cstring>
@@ -165,7 +170,65 @@ double nnc_reduce_sum() {
       [&] { check(ccv_nnc_cmd_exec(c, ccv_nnc_no_hint, 0, in, 1, out, 1, nullptr), "REDUCE_SUM"); }, 5, 300, 50, 20000);
 }
 
+double nnc_group_norm(bool nhwc, double* fwd, double* bwd) {
+  const int N = 16, C = 128, H = 64, W = 64, G = 32;
+  std::mt19937 rng(4);
+  const int fmt = nhwc ? CCV_TENSOR_FORMAT_NHWC : CCV_TENSOR_FORMAT_NCHW;
+  const std::vector<int> dims = nhwc ? std::vector<int>{N, H, W, C} : std::vector<int>{N, C, H, W};
+  const std::vector<int> stats = nhwc ? std::vector<int>{N, 1, 1, G} : std::vector<int>{N, G, 1, 1};
+  Tensor x(dims, fmt), y(dims, fmt), g(dims, fmt), dx(dims, fmt), sm(stats, fmt), si(stats, fmt);
+  Tensor scale({C}), bias({C}), ds({C}), db({C});
+  x.fill(rng, -1, 3), g.fill(rng, -1, 1), scale.fill(rng, 0.5, 1.5), bias.fill(rng, -1, 1);
+  ccv_nnc_cmd_param_t p;
+  std::memset(&p, 0, sizeof(p));
+  p.size.dim[0] = p.size.dim[1] = p.size.dim[2] = 1;
+  p.gnorm.group_axis = nhwc ? 3 : 1;
+  p.gnorm.groups = G;
+  p.gnorm.reduce_count = 2;
+  p.gnorm.reduce_axis[0] = nhwc ? 1 : 2;
+  p.gnorm.reduce_axis[1] = nhwc ? 2 : 3;
+  p.gnorm.epsilon = 1e-5f;
+  p.gnorm.elementwise_affine = 1;
+  const ccv_nnc_cmd_t f = cmd_with(CCV_NNC_GROUP_NORM_FORWARD, p), b = cmd_with(CCV_NNC_GROUP_NORM_BACKWARD, p);
+  ccv_nnc_tensor_t* fin[] = {x.t, scale.t, bias.t};
+  ccv_nnc_tensor_t* fout[] = {y.t, sm.t, si.t};
+  ccv_nnc_tensor_t* bin[] = {g.t, nullptr, nullptr, x.t, scale.t, bias.t, y.t, sm.t, si.t};
+  ccv_nnc_tensor_t* bout[] = {dx.t, ds.t, db.t};
+  auto forward = [&] {
+    check(ccv_nnc_cmd_exec(f, ccv_nnc_no_hint, 0, fin, 3, fout, 3, nullptr), "GROUP_NORM_FORWARD");
+  };
+  auto backward = [&] {
+    check(ccv_nnc_cmd_exec(b, ccv_nnc_no_hint, 0, bin, 9, bout, 3, nullptr), "GROUP_NORM_BACKWARD");
+  };
+  *fwd = nnc_bench::time_ms(forward);
+  *bwd = nnc_bench::time_ms(backward);
+  return nnc_bench::time_ms([&] {
+    forward();
+    backward();
+  });
+}
+
 #ifdef NNC_HAVE_TORCH
+double torch_group_norm(bool channels_last, double* fwd, double* bwd) {
+  const int64_t N = 16, C = 128, HW = 64 * 64, G = 32;
+  at::manual_seed(4);
+  const auto fmt = channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
+  at::Tensor x = (at::rand({N, C, 64, 64}) * 4 - 1).contiguous(fmt);
+  at::Tensor g = (at::rand({N, C, 64, 64}) * 2 - 1).contiguous(fmt);
+  at::Tensor w = at::rand({C}) + 0.5, b = at::rand({C});
+  std::tuple<at::Tensor, at::Tensor, at::Tensor> r = at::native_group_norm(x, w, b, N, C, HW, G, 1e-5);
+  auto forward = [&] { r = at::native_group_norm(x, w, b, N, C, HW, G, 1e-5); };
+  auto backward = [&] {
+    at::native_group_norm_backward(g, x, std::get<1>(r), std::get<2>(r), w, N, C, HW, G, {true, true, true});
+  };
+  *fwd = nnc_bench::time_ms(forward);
+  *bwd = nnc_bench::time_ms(backward);
+  return nnc_bench::time_ms([&] {
+    forward();
+    backward();
+  });
+}
+
 double torch_batch_norm(bool channels_last, double* fwd, double* bwd) {
   at::manual_seed(1);
   const auto fmt = channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
@@ -247,6 +310,20 @@ int main() {
     tt = torch_reduce_sum();
 #endif
     table.row("64x3136 -> 1x3136", nt, tt);
+  }
+  {
+    nnc_bench::Table table("Group norm, 32 groups, 16x128x64x64 fp32, scale and bias (backward: dx, dscale, dbias)",
+                           "PyTorch");
+    for (bool nhwc : {false, true}) {
+      nt = nnc_group_norm(nhwc, &nf, &nb);
+#ifdef NNC_HAVE_TORCH
+      tt = torch_group_norm(nhwc, &tf, &tb);
+#endif
+      const char* layout = nhwc ? "NHWC (PyTorch channels_last)" : "NCHW";
+      table.row(std::string("forward   ") + layout, nf, tf);
+      table.row(std::string("backward  ") + layout, nb, tb);
+      table.row(std::string("fwd + bwd ") + layout, nt, tt);
+    }
   }
   return 0;
 }

@@ -10,6 +10,9 @@
 // Other layouts (a kept axis after a reduced one, or after the group axis) go
 // to CPU_REF.
 //
+// With I > 1 and groups small enough to stay in cache (fuse_groups), each
+// group's statistics and output run back to back, so x (and g) come from
+// memory once.
 // As batch and layer norm's kernels (cpu_opt.cpp): one pass over shifted
 // data for the statistics (c = the mean of a small sample of the group), the
 // output centred on c with the rest of the mean folded into the bias, sums in
@@ -110,6 +113,24 @@ void group_shifts(const GroupShape& s, const T* x, T* shift) {
     }
 }
 
+// The sums of channel_sums below for one (o, c), I > 1.
+template <class T>
+void channel_sum_one(const red::Loops<T>& L, const GroupShape& s, const T* x, const T* g, T centre, size_t o, size_t c,
+                     double* r1, double* r2) {
+  double a1 = 0, a2 = 0;
+  for (size_t m = 0; m < s.M; m++) {
+    const size_t off = ((o * s.M + m) * s.C + c) * s.I;
+    T s1 = 0, s2 = 0;
+    if (g)
+      L.row_dot2(g + off, x + off, s.I, centre, &s1, &s2);
+    else
+      s1 = L.row_sqdev(x + off, s.I, centre, &s2);
+    a1 += static_cast<double>(s1), a2 += static_cast<double>(s2);
+  }
+  *r1 = a1;
+  *r2 = a2;
+}
+
 // Per (o, c) sums over M x I: with g NULL, sum (x - c)^2 into r1 and sum x - c
 // into r2 (c the group's centre); with g, sum g into r1 and g (x - c) into r2.
 // `partial` holds 2 * O * parts * C elements (used when I == 1).
@@ -146,23 +167,31 @@ void channel_sums(const red::Loops<T>& L, const GroupShape& s, const T* x, const
     return;
   }
   range_parallel(O * C, parallel ? 0 : O * C + 1, 1, [&](size_t b, size_t e) {
-    for (size_t t = b; t < e; t++) {
-      const size_t o = t / C, c = t % C;
-      double a1 = 0, a2 = 0;
-      for (size_t m = 0; m < M; m++) {
-        const size_t off = ((o * M + m) * C + c) * I;
-        T s1 = 0, s2 = 0;
-        if (g) {
-          L.row_dot2(g + off, x + off, I, centre_c[t], &s1, &s2);
-        } else {
-          s1 = L.row_sqdev(x + off, I, centre_c[t], &s2);
-        }
-        a1 += static_cast<double>(s1), a2 += static_cast<double>(s2);
-      }
-      r1[t] = a1;
-      r2[t] = a2;
-    }
+    for (size_t t = b; t < e; t++) channel_sum_one(L, s, x, g, centre_c[t], t / C, t % C, r1 + t, r2 + t);
   });
+}
+
+// NCHW-like shapes (I > 1) with enough groups to share out, each small enough
+// to stay in cache: the statistics and the output run group by group, reading
+// each group from memory once (`streams`: x, or g and x).
+constexpr size_t kFuseBytes = size_t{1} << 20;
+bool fuse_groups(const GroupShape& s, size_t element, size_t streams) {
+  const size_t threads = thread_count();
+  return s.I > 1 && (threads <= 1 || s.O * s.G >= 2 * threads) && s.n() * element * streams <= kFuseBytes;
+}
+
+// The output of channel_apply for the channels of group gi at o (I > 1).
+template <class T>
+void group_apply(const red::Loops<T>& L, const GroupShape& s, size_t o, size_t gi, const T* g, const T* x, T* out,
+                 const T* m, const T* a, const T* b, const T* c) {
+  for (size_t mi = 0; mi < s.M; mi++)
+    for (size_t ch = gi * s.cg; ch < (gi + 1) * s.cg; ch++) {
+      const size_t k = o * s.C + ch, off = ((o * s.M + mi) * s.C + ch) * s.I;
+      if (g)
+        L.row_axpbypc(g + off, x + off, out + off, s.I, m[k], a[k], b[k], c[k]);
+      else
+        L.row_affine(x + off, out + off, s.I, m[k], a[k], b[k]);
+    }
 }
 
 // out = a * g + b * (x - m) + c per (o, c) (g NULL: out = (x - m) * a + b),
@@ -233,25 +262,40 @@ int gnorm_forward(const ccv_nnc_cmd_t& cmd, const GroupNormIo& io, ccv_nnc_strea
   group_shifts(s, x, shift);
   for (size_t o = 0; o < O; o++)
     for (size_t c = 0; c < C; c++) ctr[o * C + c] = shift[o * G + c / s.cg];
-  channel_sums(L, s, x, static_cast<const T*>(nullptr), ctr, parts, partial, r1, r2);
   const double n = static_cast<double>(s.n()), eps = cmd.info.gnorm.epsilon;
-  for (size_t o = 0; o < O; o++)
-    for (size_t gi = 0; gi < G; gi++) {
-      double sq = 0, dev = 0;
-      for (size_t c = gi * s.cg; c < (gi + 1) * s.cg; c++) sq += r1[o * C + c], dev += r2[o * C + c];
-      const double r = dev / n, var = std::max(0.0, sq / n - r * r), iv = 1.0 / std::sqrt(var + eps);
-      const size_t k = o * G + gi;
-      mean[k] = static_cast<T>(static_cast<double>(shift[k]) + r);
-      inv[k] = static_cast<T>(iv);
-      for (size_t c = gi * s.cg; c < (gi + 1) * s.cg; c++) {
-        const double ak = iv * static_cast<double>(sc[c]);
-        a[o * C + c] = static_cast<T>(ak);
-        b[o * C + c] = static_cast<T>(static_cast<double>(bi[c]) - r * ak);
-      }
+  // The statistics of group gi at o from its channels' sums, and its channels' coefficients.
+  auto coefficients = [&](size_t o, size_t gi) {
+    double sq = 0, dev = 0;
+    for (size_t c = gi * s.cg; c < (gi + 1) * s.cg; c++) sq += r1[o * C + c], dev += r2[o * C + c];
+    const double r = dev / n, var = std::max(0.0, sq / n - r * r), iv = 1.0 / std::sqrt(var + eps);
+    const size_t k = o * G + gi;
+    mean[k] = static_cast<T>(static_cast<double>(shift[k]) + r);
+    inv[k] = static_cast<T>(iv);
+    for (size_t c = gi * s.cg; c < (gi + 1) * s.cg; c++) {
+      const double ak = iv * static_cast<double>(sc[c]);
+      a[o * C + c] = static_cast<T>(ak);
+      b[o * C + c] = static_cast<T>(static_cast<double>(bi[c]) - r * ak);
     }
+  };
+  const T* none = nullptr;
+  if (fuse_groups(s, sizeof(T), 1)) {
+    range_parallel(OG, s.count() >= kParallelFrom ? 0 : OG + 1, 1, [&](size_t t0, size_t t1) {
+      for (size_t t = t0; t < t1; t++) {
+        const size_t o = t / G, gi = t % G;
+        for (size_t c = gi * s.cg; c < (gi + 1) * s.cg; c++)
+          channel_sum_one(L, s, x, none, ctr[o * C + c], o, c, r1 + o * C + c, r2 + o * C + c);
+        coefficients(o, gi);
+        group_apply(L, s, o, gi, none, x, y, ctr, a, b, none);
+      }
+    });
+  } else {
+    channel_sums(L, s, x, none, ctr, parts, partial, r1, r2);
+    for (size_t o = 0; o < O; o++)
+      for (size_t gi = 0; gi < G; gi++) coefficients(o, gi);
+    channel_apply(L, s, none, x, y, ctr, a, b, none);
+  }
   write_small(io.saved_mean, OG, mean);
   write_small(io.saved_inv_std, OG, inv);
-  channel_apply(L, s, static_cast<const T*>(nullptr), x, y, ctr, a, b, static_cast<const T*>(nullptr));
   unstage(io.y, y);
   return CCV_NNC_EXEC_SUCCESS;
 }
@@ -291,7 +335,38 @@ int gnorm_backward(const ccv_nnc_cmd_t& cmd, const GroupNormIo& io, ccv_nnc_stre
   T* dx = stage_out<T>(io.dx, &buf);
   for (size_t o = 0; o < O; o++)
     for (size_t c = 0; c < C; c++) mc[o * C + c] = mean[o * G + c / s.cg];
-  channel_sums(L, s, x, g, mc, parts, partial, sg, sgx);
+  // dx = inv (h - mean(h) - xhat mean(h xhat)) with h = g s_c, xhat = (x - mean) inv:
+  // A g + B (x - mean) + C per channel, from the channels' sums of group gi at o.
+  const double n = static_cast<double>(s.n());
+  auto coefficients = [&](size_t o, size_t gi) {
+    double sh = 0, shx = 0;
+    for (size_t c = gi * s.cg; c < (gi + 1) * s.cg; c++) {
+      sh += static_cast<double>(sc[c]) * sg[o * C + c];
+      shx += static_cast<double>(sc[c]) * sgx[o * C + c];
+    }
+    const double iv = static_cast<double>(inv[o * G + gi]);
+    // shx is sum h (x - mean); sum h xhat = iv * shx.
+    for (size_t c = gi * s.cg; c < (gi + 1) * s.cg; c++) {
+      A[o * C + c] = static_cast<T>(iv * static_cast<double>(sc[c]));
+      B[o * C + c] = static_cast<T>(-iv * iv * iv * shx / n);
+      Cc[o * C + c] = static_cast<T>(-iv * sh / n);
+    }
+  };
+  const bool fused = fuse_groups(s, sizeof(T), 2);
+  if (fused) {
+    range_parallel(OG, s.count() >= kParallelFrom ? 0 : OG + 1, 1, [&](size_t t0, size_t t1) {
+      for (size_t t = t0; t < t1; t++) {
+        const size_t o = t / G, gi = t % G;
+        for (size_t c = gi * s.cg; c < (gi + 1) * s.cg; c++)
+          channel_sum_one(L, s, x, g, mc[o * C + c], o, c, sg + o * C + c, sgx + o * C + c);
+        if (!dx) continue;
+        coefficients(o, gi);
+        group_apply(L, s, o, gi, g, x, dx, mc, A, B, Cc);
+      }
+    });
+  } else {
+    channel_sums(L, s, x, g, mc, parts, partial, sg, sgx);
+  }
   if (io.dscale) {
     for (size_t c = 0; c < C; c++) {
       double v = 0;
@@ -308,25 +383,12 @@ int gnorm_backward(const ccv_nnc_cmd_t& cmd, const GroupNormIo& io, ccv_nnc_stre
     }
     write_small(io.dbias, C, tmp);
   }
-  if (!dx) return CCV_NNC_EXEC_SUCCESS;
-  // dx = inv (h - mean(h) - xhat mean(h xhat)) with h = g s_c, xhat = (x - mean) inv:
-  // A g + B (x - mean) + C per channel.
-  const double n = static_cast<double>(s.n());
+  if (!dx || fused) {
+    unstage(io.dx, dx);
+    return CCV_NNC_EXEC_SUCCESS;
+  }
   for (size_t o = 0; o < O; o++)
-    for (size_t gi = 0; gi < G; gi++) {
-      double sh = 0, shx = 0;
-      for (size_t c = gi * s.cg; c < (gi + 1) * s.cg; c++) {
-        sh += static_cast<double>(sc[c]) * sg[o * C + c];
-        shx += static_cast<double>(sc[c]) * sgx[o * C + c];
-      }
-      const double iv = static_cast<double>(inv[o * G + gi]);
-      // shx is sum h (x - mean); sum h xhat = iv * shx.
-      for (size_t c = gi * s.cg; c < (gi + 1) * s.cg; c++) {
-        A[o * C + c] = static_cast<T>(iv * static_cast<double>(sc[c]));
-        B[o * C + c] = static_cast<T>(-iv * iv * iv * shx / n);
-        Cc[o * C + c] = static_cast<T>(-iv * sh / n);
-      }
-    }
+    for (size_t gi = 0; gi < G; gi++) coefficients(o, gi);
   channel_apply(L, s, g, x, dx, mc, A, B, Cc);
   unstage(io.dx, dx);
   return CCV_NNC_EXEC_SUCCESS;

@@ -1,7 +1,7 @@
 // CPU_OPT kernels of UPSAMPLE for fp32 / fp64: tap tables for every output
 // row and column computed once (tap() in double, weights rounded to the
-// element type), then rows of the packed B x H x W x C tensors over the pool,
-// by the widest loops this CPU runs (upsample_body.hpp). Views are packed
+// element type), then rows of the packed B x H x W x C tensors in one block
+// per thread, by the widest loops this CPU runs (upsample_body.hpp). Views are packed
 // into the workspace first and unpacked after; the workspace holds every
 // temporary.
 #include <cstring>
@@ -39,7 +39,15 @@ struct Work {
   Tables<T> t;
   const T* in = nullptr;
   T* out = nullptr;
+  T* rows = nullptr;  // scratch rows, `row` elements each, one per task
+  size_t row = 0;
 };
+
+// Rows split into this many blocks, each a task with its own scratch row.
+size_t tasks_of(size_t rows) {
+  const size_t threads = thread_count();
+  return threads <= 1 ? 1 : (rows < threads ? rows : threads);
+}
 
 // `small` is x (forward) or dx (backward), `big` y or g.
 template <class T>
@@ -48,14 +56,19 @@ Work<T> prepare(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* small, const c
   const Geometry gs = geometry(small->info), gb = geometry(big->info);
   const int type = cmd.info.upsample.type;
   const bool align = cmd.info.upsample.align_corners;
-  const size_t OH = static_cast<size_t>(gb.H), OW = static_cast<size_t>(gb.W), H = static_cast<size_t>(gs.H);
-  const size_t ints = round64((2 * OH + 2 * OW + 2 * H) * sizeof(int)), reals = round64((OH + OW) * sizeof(T));
+  const size_t OH = static_cast<size_t>(gb.H), OW = static_cast<size_t>(gb.W), H = static_cast<size_t>(gs.H),
+               W = static_cast<size_t>(gs.W);
+  const size_t ints = round64((2 * OH + 2 * OW + 2 * H + 2 * W) * sizeof(int));
+  // Scratch rows, one per task (see run_rows).
+  const size_t row = (OW > W ? OW : W) * gs.C;
+  const size_t reals = round64((OH + OW) * sizeof(T)) + round64(tasks_of(gs.B * (OH > H ? OH : H)) * row * sizeof(T));
   const size_t stage_in = is_packed(in) ? 0 : round64(count_of(in) * sizeof(T));
   const size_t stage_out = is_packed(out) ? 0 : round64(count_of(out) * sizeof(T));
   unsigned char* w = static_cast<unsigned char*>(workspace(stream, ints + reals + stage_in + stage_out));
   int* iv = reinterpret_cast<int*>(w);
   T* rv = reinterpret_cast<T*>(w + ints);
-  int *h0 = iv, *h1 = h0 + OH, *w0 = h1 + OH, *w1 = w0 + OW, *lo = w1 + OW, *hi = lo + H;
+  int *h0 = iv, *h1 = h0 + OH, *w0 = h1 + OH, *w1 = w0 + OW, *lo = w1 + OW, *hi = lo + H, *wlo = hi + H,
+      *whi = wlo + W;
   T *hl = rv, *wl = rv + OH;
   for (size_t i = 0; i < OH; i++) {
     const Tap a = tap(type, align, static_cast<int>(i), gs.H, gb.H);
@@ -67,17 +80,25 @@ Work<T> prepare(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* small, const c
   }
   // Output rows reading input row iy: from the first whose upper tap reaches
   // iy to the first whose lower tap passes it (both taps never decrease).
-  size_t a = 0, b = 0;
-  for (size_t iy = 0; iy < H; iy++) {
-    while (a < OH && static_cast<size_t>(h1[a]) < iy) a++;
-    while (b < OH && static_cast<size_t>(h0[b]) <= iy) b++;
-    lo[iy] = static_cast<int>(a);
-    hi[iy] = static_cast<int>(b < a ? a : b);
-  }
+  // The same for columns.
+  auto readers = [](const int* t0, const int* t1, size_t out, size_t in, int* first, int* end) {
+    size_t a = 0, b = 0;
+    for (size_t i = 0; i < in; i++) {
+      while (a < out && static_cast<size_t>(t1[a]) < i) a++;
+      while (b < out && static_cast<size_t>(t0[b]) <= i) b++;
+      first[i] = static_cast<int>(a);
+      end[i] = static_cast<int>(b < a ? a : b);
+    }
+  };
+  readers(h0, h1, OH, H, lo, hi);
+  readers(w0, w1, OW, W, wlo, whi);
   Work<T> k;
   k.t.B = gs.B, k.t.C = gs.C, k.t.H = gs.H, k.t.W = gs.W, k.t.OH = gb.H, k.t.OW = gb.W;
   k.t.nearest = type == CCV_NNC_UPSAMPLE_NEAREST;
-  k.t.h0 = h0, k.t.h1 = h1, k.t.w0 = w0, k.t.w1 = w1, k.t.lo = lo, k.t.hi = hi, k.t.hl = hl, k.t.wl = wl;
+  k.t.h0 = h0, k.t.h1 = h1, k.t.w0 = w0, k.t.w1 = w1, k.t.lo = lo, k.t.hi = hi, k.t.wlo = wlo, k.t.whi = whi;
+  k.t.hl = hl, k.t.wl = wl;
+  k.rows = rv + round64((OH + OW) * sizeof(T)) / sizeof(T);
+  k.row = row;
   if (stage_in) {
     T* buf = reinterpret_cast<T*>(w + ints + reals);
     ccv_nnc_tensor_t p = tensor_value(buf, in->info, 0);
@@ -97,24 +118,31 @@ void finish(ccv_nnc_tensor_t* out, const T* data) {
   util::opt_copy(&p, out);
 }
 
+// `rows` rows in tasks_of(rows) blocks (one when small), each with its scratch row.
 template <class T>
-void run_rows(bool forward, const Tables<T>& t, const T* in, T* out, size_t rows, size_t row_elements) {
+void run_rows(bool forward, const Work<T>& k, size_t rows, size_t row_elements) {
   const auto& f = cpu_features();
-  const size_t grain = row_elements >= 4096 ? 1 : 4096 / row_elements;
-  range_parallel(rows, rows * row_elements >= kParallelFrom ? 0 : rows + 1, grain, [&](size_t r0, size_t r1) {
-    if (f.avx512)
-      forward ? avx512::forward_rows(t, in, out, r0, r1) : avx512::backward_rows(t, in, out, r0, r1);
-    else if (f.avx2)
-      forward ? avx2::forward_rows(t, in, out, r0, r1) : avx2::backward_rows(t, in, out, r0, r1);
-    else
-      forward ? generic::forward_rows(t, in, out, r0, r1) : generic::backward_rows(t, in, out, r0, r1);
+  const size_t tasks = rows * row_elements >= kParallelFrom ? tasks_of(rows) : 1;
+  range_parallel(tasks, tasks > 1 ? 0 : 2, 1, [&](size_t q0, size_t q1) {
+    for (size_t q = q0; q < q1; q++) {
+      const size_t r0 = rows * q / tasks, r1 = rows * (q + 1) / tasks;
+      T* tmp = k.rows + q * k.row;
+      if (f.avx512)
+        forward ? avx512::forward_rows(k.t, k.in, k.out, r0, r1, tmp)
+                : avx512::backward_rows(k.t, k.in, k.out, r0, r1, tmp);
+      else if (f.avx2)
+        forward ? avx2::forward_rows(k.t, k.in, k.out, r0, r1, tmp) : avx2::backward_rows(k.t, k.in, k.out, r0, r1, tmp);
+      else
+        forward ? generic::forward_rows(k.t, k.in, k.out, r0, r1, tmp)
+                : generic::backward_rows(k.t, k.in, k.out, r0, r1, tmp);
+    }
   });
 }
 
 template <class T>
 int forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* x, ccv_nnc_tensor_t* y, ccv_nnc_stream_context_t* stream) {
   const Work<T> k = prepare<T>(cmd, x, y, x, y, stream);
-  run_rows(true, k.t, k.in, k.out, k.t.B * static_cast<size_t>(k.t.OH), static_cast<size_t>(k.t.OW) * k.t.C);
+  run_rows(true, k, k.t.B * static_cast<size_t>(k.t.OH), static_cast<size_t>(k.t.OW) * k.t.C);
   finish(y, k.out);
   return CCV_NNC_EXEC_SUCCESS;
 }
@@ -124,7 +152,7 @@ int backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* g, ccv_nnc_tensor_t* dx
   const Work<T> k = prepare<T>(cmd, dx, g, g, dx, stream);
   // A row's cost is the output rows it gathers: about OH / H of them, OW * C each.
   const size_t per_row = static_cast<size_t>(k.t.OW) * k.t.C * (static_cast<size_t>(k.t.OH) / k.t.H + 1);
-  run_rows(false, k.t, k.in, k.out, k.t.B * static_cast<size_t>(k.t.H), per_row);
+  run_rows(false, k, k.t.B * static_cast<size_t>(k.t.H), per_row);
   finish(dx, k.out);
   return CCV_NNC_EXEC_SUCCESS;
 }

@@ -74,25 +74,29 @@ inline Tap tap(int type, bool align_corners, int dst, int in, int out) {
 
 // What the optimised loops (upsample_body.hpp) read: the packed input
 // B x H x W x C, the output extents, and the taps of every output row and
-// column with their weights in the element type. For the backward, the
-// output rows that read input row iy are oy in [lo[iy], hi[iy]).
+// column with their weights in the element type (nearest: l = 0). For the
+// backward, the output rows that read input row iy are oy in
+// [lo[iy], hi[iy]), the output columns that read input column j ox in
+// [wlo[j], whi[j]).
 template <class T>
 struct Tables {
   size_t B = 1, C = 1;
   int H = 1, W = 1, OH = 1, OW = 1;
   bool nearest = false;
-  const int *h0 = nullptr, *h1 = nullptr, *w0 = nullptr, *w1 = nullptr, *lo = nullptr, *hi = nullptr;
+  const int *h0 = nullptr, *h1 = nullptr, *w0 = nullptr, *w1 = nullptr;
+  const int *lo = nullptr, *hi = nullptr, *wlo = nullptr, *whi = nullptr;
   const T *hl = nullptr, *wl = nullptr;
 };
 
 // The loops of one instruction set (upsample_body.hpp): output rows
 // r = b * OH + oy in [r0, r1) of the forward; input rows r = b * H + iy of
-// the backward, each written whole (dx need not be zeroed).
+// the backward, each written whole (dx need not be zeroed). `row` is
+// scratch for one row of max(W, OW) * C elements.
 #define NNC_UPSAMPLE_LOOPS                                                                                  \
-  void forward_rows(const Tables<float>& t, const float* x, float* y, size_t r0, size_t r1);               \
-  void forward_rows(const Tables<double>& t, const double* x, double* y, size_t r0, size_t r1);            \
-  void backward_rows(const Tables<float>& t, const float* g, float* dx, size_t r0, size_t r1);             \
-  void backward_rows(const Tables<double>& t, const double* g, double* dx, size_t r0, size_t r1);
+  void forward_rows(const Tables<float>& t, const float* x, float* y, size_t r0, size_t r1, float* row);   \
+  void forward_rows(const Tables<double>& t, const double* x, double* y, size_t r0, size_t r1, double* row); \
+  void backward_rows(const Tables<float>& t, const float* g, float* dx, size_t r0, size_t r1, float* row); \
+  void backward_rows(const Tables<double>& t, const double* g, double* dx, size_t r0, size_t r1, double* row);
 namespace generic {
 NNC_UPSAMPLE_LOOPS
 }
