@@ -19,6 +19,7 @@ void register_rand(Registry& r);        // lib/cmd/rand: RANDOM_UNIFORM, RANDOM_
 void register_optim(Registry& r);       // lib/cmd/optim: SGD, ADAM, ADAMW, RMSPROP, LAMB
 void register_pad(Registry& r);         // lib/cmd/pad: PAD
 void register_upsample(Registry& r);    // lib/cmd/upsample: UPSAMPLE
+void register_index(Registry& r);       // lib/cmd/index: INDEX_SELECT
 
 void register_all_families(Registry& r) {
   register_blas(r);
@@ -35,6 +36,7 @@ void register_all_families(Registry& r) {
   register_optim(r);
   register_pad(r);
   register_upsample(r);
+  register_index(r);
 }
 
 }  // namespace nnc
