@@ -1,0 +1,801 @@
+// The dynamic graph: variables, eager execution traced into a symbolic
+// graph, pruning of the trace, and backward through the symbolic autodiff.
+#include "dynamic/dynamic.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/cmd.hpp"
+#include "core/error.hpp"
+#include "core/export.hpp"
+#include "core/tensor.hpp"
+#include "symbolic/graph.hpp"
+
+using namespace nnc;
+
+namespace {
+
+using DG = ccv_nnc_dynamic_graph_s;
+using Var = ccv_nnc_tensor_variable_s;
+using SG = ccv_nnc_symbolic_graph_s;
+
+void check_graph(const DG* g, const char* what) { NNC_CHECK(g, "%s: the dynamic graph is NULL", what); }
+
+Var* check_var(const DG* g, Var* v, const char* what, const char* role) {
+  check_graph(g, what);
+  NNC_CHECK(v, "%s: %s is NULL", what, role);
+  NNC_CHECK(v->graph == g, "%s: %s belongs to another dynamic graph", what, role);
+  NNC_CHECK(v->alive, "%s: %s was freed", what, role);
+  return v;
+}
+
+std::shared_ptr<ccv_nnc_tensor_t> new_storage(const ccv_nnc_tensor_param_t& info, const char* what) {
+  ccv_nnc_tensor_t* t = ccv_nnc_tensor_new(nullptr, info, 0);
+  if (!t) fail(CCV_NNC_EXEC_OOM, "%s: cannot allocate a %s %s tensor", what, shape_string(info.dim).c_str(), datatype_name(info.datatype));
+  return std::shared_ptr<ccv_nnc_tensor_t>(t, [](ccv_nnc_tensor_t* p) { ccv_nnc_tensor_free(p); });
+}
+
+// The variable an alias views, through freed bases (which hand their storage to the alias).
+const std::shared_ptr<ccv_nnc_tensor_t>& storage_of(const Var* v) {
+  if (v->alias_of && v->alias_of->alive) return v->alias_of->value;
+  return v->value;
+}
+
+// What commands read and write for v: its storage, or an alias's header over
+// its base's current storage (NULL when there is none yet).
+ccv_nnc_tensor_t* tensor_of(Var* v) {
+  if (!v->alias_of) return v->value.get();
+  ccv_nnc_tensor_t* base = storage_of(v).get();
+  if (!base) return nullptr;
+  const int n = nd_of(v->info.dim);
+  int64_t stride[CCV_NNC_MAX_DIM_ALLOC], packed[CCV_NNC_MAX_DIM_ALLOC];
+  bool given = false;
+  for (int i = 0; i < n; i++) given = given || v->stride[i] != 0;
+  packed_strides(v->info.dim, n, packed);
+  for (int i = 0; i < n; i++) stride[i] = given ? v->stride[i] : packed[i];
+  int64_t first = 0;
+  for (int i = 0; i < n; i++) first += static_cast<int64_t>(v->ofs[i]) * stride[i];
+  if (!v->view) v->view = std::make_unique<ccv_nnc_tensor_view_t>();
+  std::memset(v->view.get(), 0, sizeof(ccv_nnc_tensor_view_t));
+  if (std::equal(stride, stride + n, packed)) {
+    const ccv_nnc_tensor_t t = tensor_value(base->data.u8 + first * static_cast<int64_t>(datatype_size(v->info.datatype)), v->info, 0);
+    std::memcpy(v->view.get(), &t, sizeof(t));
+  } else {
+    int istride[CCV_NNC_MAX_DIM_ALLOC] = {};
+    for (int i = 0; i < n; i++) istride[i] = static_cast<int>(stride[i]);
+    view_fill(v->view.get(), base, v->info, v->ofs, istride);
+  }
+  return reinterpret_cast<ccv_nnc_tensor_t*>(v->view.get());
+}
+
+// ---- The trace ------------------------------------------------------------
+
+int base_of(DG* g, int s) { return symbolic::base_of(g->trace, s); }
+void sync(DG* g) { g->symbols.resize(g->trace->tensors.size()); }
+bool needed(DG* g, int b) { return g->symbols[static_cast<size_t>(b)].named > 0 || g->symbols[static_cast<size_t>(b)].readers > 0; }
+bool dead_symbol(DG* g, int s) { return CCV_NNC_TENSOR_SYMBOL_IS_DEAD(g->trace->tensors[static_cast<size_t>(s)].flags); }
+
+int live_writer(DG* g, int b) {
+  for (int w : g->trace->tensors[static_cast<size_t>(b)].writers)
+    if (!CCV_NNC_GRAPH_EXEC_IS_DEAD(g->trace->execs[static_cast<size_t>(w)].flags)) return w;
+  return -1;
+}
+
+void drop_symbol(DG* g, int b) {
+  g->symbols[static_cast<size_t>(b)].value.reset();
+  if (!dead_symbol(g, b)) {
+    symbolic::tensor_free(g->trace, {b, g->trace});
+    g->dropped++;
+  }
+}
+
+// Rebuild the trace with its live symbols and execs only, renumbered.
+// (symbolic::tensor_new etc. record the graph they were made in; the
+// symbols are plain indices, so moving the tables over is enough.)
+void compact(DG* g) {
+  SG* old = g->trace;
+  auto fresh = std::make_unique<SG>();
+  SG* t = fresh.get();
+  std::vector<int> tmap(old->tensors.size(), -1), emap(old->execs.size(), -1);
+  for (int pass = 0; pass < 2; pass++)  // bases, then the aliases of them
+    for (size_t d = 0; d < old->tensors.size(); d++) {
+      const SG::Tensor& x = old->tensors[d];
+      if (CCV_NNC_TENSOR_SYMBOL_IS_DEAD(x.flags) || (x.alias_of >= 0) != (pass == 1)) continue;
+      const char* name = x.name.empty() ? nullptr : x.name.c_str();
+      tmap[d] = pass == 0 ? symbolic::tensor_new(t, x.info, name).d
+                          : symbolic::alias_new(t, {tmap[static_cast<size_t>(x.alias_of)], t}, x.ofs, x.stride, x.info, name).d;
+      t->tensors[static_cast<size_t>(tmap[d])].flags = x.flags;
+    }
+  for (size_t e = 0; e < old->execs.size(); e++) {
+    const SG::Exec& x = old->execs[e];
+    if (CCV_NNC_GRAPH_EXEC_IS_DEAD(x.flags)) continue;
+    std::vector<ccv_nnc_tensor_symbol_t> in, out;
+    for (int d : x.inputs) in.push_back(d >= 0 ? ccv_nnc_tensor_symbol_t{tmap[static_cast<size_t>(d)], t} : ccv_nnc_tensor_symbol_t{d, nullptr});
+    for (int d : x.outputs) out.push_back(d >= 0 ? ccv_nnc_tensor_symbol_t{tmap[static_cast<size_t>(d)], t} : ccv_nnc_tensor_symbol_t{d, nullptr});
+    emap[e] = symbolic::exec_new(t, x.cmd, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()),
+                                 x.name.empty() ? nullptr : x.name.c_str())
+                  .d;
+    t->execs[static_cast<size_t>(emap[e])].hint = x.hint;
+    t->execs[static_cast<size_t>(emap[e])].flags = x.flags;
+  }
+  for (size_t e = 0; e < old->execs.size(); e++)
+    if (emap[e] >= 0)
+      for (int to : old->execs[e].outgoing)
+        if (emap[static_cast<size_t>(to)] >= 0) symbolic::concat(t, emap[e], emap[static_cast<size_t>(to)]);
+  std::vector<ccv_nnc_dynamic_graph_s::Symbol> symbols(t->tensors.size());
+  for (size_t d = 0; d < old->tensors.size(); d++)
+    if (tmap[d] >= 0 && d < g->symbols.size()) symbols[static_cast<size_t>(tmap[d])] = std::move(g->symbols[d]);
+  for (auto& v : g->shells)
+    if (v->alive && v->symbol >= 0) v->symbol = tmap[static_cast<size_t>(v->symbol)];
+  g->symbols = std::move(symbols);
+  // The trace object stays (its address may key state kept for it elsewhere); its tables are replaced.
+  std::swap(old->tensors, t->tensors);
+  std::swap(old->execs, t->execs);
+  std::swap(old->sources, t->sources);
+  std::swap(old->destinations, t->destinations);
+  g->dropped = 0;
+}
+
+void maybe_compact(DG* g) {
+  const size_t n = g->trace->tensors.size();
+  if (n < 256 || g->dropped * 4 < n) return;  // counting the dead costs O(n): only now and then
+  size_t dead = 0;
+  for (const auto& t : g->trace->tensors) dead += CCV_NNC_TENSOR_SYMBOL_IS_DEAD(t.flags) ? 1 : 0;
+  if (dead * 2 > n) compact(g);
+  else g->dropped = 0;
+}
+
+// Remove what no variable and no needed command can reach from base symbol b.
+void prune(DG* g, int start) {
+  std::vector<int> work{start};
+  while (!work.empty()) {
+    const int b = work.back();
+    work.pop_back();
+    if (dead_symbol(g, b) || needed(g, b)) continue;
+    const int w = live_writer(g, b);
+    if (w < 0) {  // a leaf
+      drop_symbol(g, b);
+      continue;
+    }
+    const SG::Exec& x = g->trace->execs[static_cast<size_t>(w)];
+    bool all = true;
+    for (int o : x.outputs)
+      if (o >= 0) all = all && !needed(g, base_of(g, o));
+    if (!all) continue;  // another output is still needed
+    const std::vector<int> ins = x.inputs, outs = x.outputs;
+    symbolic::exec_free(g->trace, {w, g->trace});
+    for (int o : outs)
+      if (o >= 0) drop_symbol(g, base_of(g, o));
+    for (int i : ins)
+      if (i >= 0) {
+        const int bi = base_of(g, i);
+        g->symbols[static_cast<size_t>(bi)].readers--;
+        work.push_back(bi);
+      }
+  }
+}
+
+// v stops naming its trace symbol.
+void release(DG* g, Var* v) {
+  if (v->symbol < 0) return;
+  const int b = base_of(g, v->symbol);
+  v->symbol = -1;
+  g->symbols[static_cast<size_t>(b)].named--;
+  prune(g, b);
+  maybe_compact(g);
+}
+
+// v's trace symbol, made (as a leaf, or an alias of its base's) when it has none.
+int symbol_of(DG* g, Var* v) {
+  if (v->symbol >= 0) return v->symbol;
+  int s;
+  if (v->alias_of && v->alias_of->alive) {
+    const int b = symbol_of(g, v->alias_of);
+    s = symbolic::alias_new(g->trace, {b, g->trace}, v->ofs, v->stride, v->info, nullptr).d;
+  } else {
+    ccv_nnc_tensor_param_t info = v->alias_of ? storage_of(v)->info : v->info;
+    s = symbolic::tensor_new(g->trace, info, nullptr).d;
+    if (v->alias_of) {  // a freed base's storage, held by the alias: a leaf aliased like before
+      const int b = s;
+      sync(g);
+      g->symbols[static_cast<size_t>(b)].value = storage_of(v);
+      s = symbolic::alias_new(g->trace, {b, g->trace}, v->ofs, v->stride, v->info, nullptr).d;
+    }
+  }
+  sync(g);
+  const int b = base_of(g, s);
+  if (!g->symbols[static_cast<size_t>(b)].value) g->symbols[static_cast<size_t>(b)].value = storage_of(v);
+  g->symbols[static_cast<size_t>(b)].named++;
+  v->symbol = s;
+  return s;
+}
+
+Var* new_variable(DG* g, const ccv_nnc_tensor_param_t& info, bool constant, const char* what) {
+  check_graph(g, what);
+  if (nd_of(info.dim) > 0) validate_params(info, what);
+  Var* v;
+  if (!g->free_shells.empty()) {
+    v = g->free_shells.back();
+    g->free_shells.pop_back();
+    *v = Var();
+  } else {
+    g->shells.push_back(std::make_unique<Var>());
+    v = g->shells.back().get();
+  }
+  v->graph = g;
+  v->alive = true;
+  v->info = info;
+  v->constant = constant;
+  return v;
+}
+
+// Aliases of v that are alive.
+std::vector<Var*> aliases_of(DG* g, Var* v) {
+  std::vector<Var*> out;
+  for (auto& s : g->shells)
+    if (s->alive && s->alias_of == v) out.push_back(s.get());
+  return out;
+}
+
+void destroy(DG* g, Var* v) {
+  for (const auto& d : v->destructors) d.first(g, tensor_of(v), d.second);
+  v->destructors.clear();
+  release(g, v);
+  // Aliases keep viewing this storage.
+  if (!v->alias_of)
+    for (Var* a : aliases_of(g, v)) a->value = v->value;
+  v->value.reset();
+  v->view.reset();
+  v->alive = false;
+  g->free_shells.push_back(v);
+}
+
+}  // namespace
+
+ccv_nnc_dynamic_graph_s::~ccv_nnc_dynamic_graph_s() {
+  for (auto& s : shells)
+    if (s->alive)
+      for (const auto& d : s->destructors) d.first(this, tensor_of(s.get()), d.second);
+  symbols.clear();
+  delete trace;
+}
+
+// ---- Exported ---------------------------------------------------------------
+
+NNC_API ccv_nnc_dynamic_graph_t* ccv_nnc_dynamic_graph_new(void) {
+  return guard<ccv_nnc_dynamic_graph_t*>(nullptr, [] {
+    auto g = std::make_unique<ccv_nnc_dynamic_graph_s>();
+    g->trace = new ccv_nnc_symbolic_graph_s();
+    return g.release();
+  });
+}
+
+NNC_API void ccv_nnc_dynamic_graph_free(ccv_nnc_dynamic_graph_t* const graph) { delete graph; }
+
+NNC_API ccv_nnc_tensor_variable_t ccv_nnc_tensor_variable_new_impl(ccv_nnc_dynamic_graph_t* const graph, const ccv_nnc_tensor_param_t info) {
+  return guard<ccv_nnc_tensor_variable_t>(nullptr, [&] { return new_variable(graph, info, false, "ccv_nnc_tensor_variable_new"); });
+}
+
+NNC_API ccv_nnc_tensor_variable_t ccv_nnc_tensor_constant_new_impl(ccv_nnc_dynamic_graph_t* const graph, const ccv_nnc_tensor_param_t info) {
+  return guard<ccv_nnc_tensor_variable_t>(nullptr, [&] { return new_variable(graph, info, true, "ccv_nnc_tensor_constant_new"); });
+}
+
+NNC_API ccv_nnc_tensor_variable_t ccv_nnc_tensor_variable_alias_new(ccv_nnc_dynamic_graph_t* const graph, const ccv_nnc_tensor_variable_t tensor_variable,
+                                                                    const int ofs[CCV_NNC_MAX_DIM_ALLOC], const int stride[CCV_NNC_MAX_DIM_ALLOC],
+                                                                    const ccv_nnc_tensor_param_t info) {
+  return guard<ccv_nnc_tensor_variable_t>(nullptr, [&]() -> ccv_nnc_tensor_variable_t {
+    static const char* what = "ccv_nnc_tensor_variable_alias_new";
+    Var* base = check_var(graph, tensor_variable, what, "the variable");
+    NNC_CHECK(!base->alias_of, "%s: the variable is itself an alias; alias its base", what);
+    NNC_CHECK(nd_of(base->info.dim) > 0, "%s: the variable has no shape yet", what);
+    validate_params(info, what);
+    NNC_CHECK(CCV_GET_DATA_TYPE(info.datatype) == CCV_GET_DATA_TYPE(base->info.datatype), "%s: the alias is %s but the variable is %s", what,
+              datatype_name(info.datatype), datatype_name(base->info.datatype));
+    // Inside the base.
+    const int n = nd_of(info.dim);
+    int64_t st[CCV_NNC_MAX_DIM_ALLOC], packed[CCV_NNC_MAX_DIM_ALLOC];
+    bool given = false;
+    for (int i = 0; i < n; i++) {
+      NNC_CHECK((!ofs || ofs[i] >= 0) && (!stride || stride[i] >= 0), "%s: ofs and stride must not be negative (dimension %d)", what, i);
+      given = given || (stride && stride[i] != 0);
+    }
+    packed_strides(info.dim, n, packed);
+    int64_t reach = 0;
+    for (int i = 0; i < n; i++) {
+      st[i] = given ? stride[i] : packed[i];
+      reach += (static_cast<int64_t>(ofs ? ofs[i] : 0) + info.dim[i] - 1) * st[i];
+    }
+    int64_t count = 1;
+    for (int i = 0; i < nd_of(base->info.dim); i++) count *= base->info.dim[i];
+    NNC_CHECK(reach < count, "%s: a %s alias reaches element %lld, outside the variable (%s, %lld elements)", what,
+              shape_string(info.dim).c_str(), static_cast<long long>(reach), shape_string(base->info.dim).c_str(), static_cast<long long>(count));
+    Var* v = new_variable(graph, info, base->constant, what);
+    v->alias_of = base;
+    for (int i = 0; i < n; i++) {
+      v->ofs[i] = ofs ? ofs[i] : 0;
+      v->stride[i] = stride ? stride[i] : 0;
+    }
+    return v;
+  });
+}
+
+NNC_API ccv_nnc_tensor_param_t ccv_nnc_tensor_variable_params(ccv_nnc_dynamic_graph_t* const graph, const ccv_nnc_tensor_variable_t tensor_variable) {
+  return guard(ccv_nnc_tensor_param_t{}, [&] { return check_var(graph, tensor_variable, "ccv_nnc_tensor_variable_params", "the variable")->info; });
+}
+
+NNC_API int ccv_nnc_tensor_variable_alias_params(const ccv_nnc_dynamic_graph_t* const graph, const ccv_nnc_tensor_variable_t tensor_variable,
+                                                int ofs[CCV_NNC_MAX_DIM_ALLOC], int stride[CCV_NNC_MAX_DIM_ALLOC]) {
+  return guard<int>(-1, [&] {
+    const Var* v = check_var(graph, tensor_variable, "ccv_nnc_tensor_variable_alias_params", "the variable");
+    if (!v->alias_of) return -1;
+    if (ofs) std::memcpy(ofs, v->ofs, sizeof(v->ofs));
+    if (stride) std::memcpy(stride, v->stride, sizeof(v->stride));
+    return 0;
+  });
+}
+
+NNC_API ccv_nnc_tensor_t* ccv_nnc_tensor_from_variable_impl(ccv_nnc_dynamic_graph_t* const graph, const ccv_nnc_tensor_variable_t tensor_variable,
+                                                            ccv_nnc_stream_context_t* const stream_context) {
+  return guard<ccv_nnc_tensor_t*>(nullptr, [&]() -> ccv_nnc_tensor_t* {
+    static const char* what = "ccv_nnc_tensor_from_variable";
+    (void)stream_context;  // CPU streams: nothing is pending on them for a variable
+    Var* v = check_var(graph, tensor_variable, what, "the variable");
+    Var* base = v->alias_of && v->alias_of->alive ? v->alias_of : v;
+    if (!storage_of(v)) {
+      NNC_CHECK(nd_of(base->info.dim) > 0, "%s: the variable has no shape yet (no command wrote it)", what);
+      base->value = new_storage(base->info, what);
+      if (base->symbol >= 0) graph->symbols[static_cast<size_t>(base_of(graph, base->symbol))].value = base->value;
+    }
+    return tensor_of(v);
+  });
+}
+
+NNC_API int ccv_nnc_tensor_variable_is_constant(const ccv_nnc_dynamic_graph_t* const graph, const ccv_nnc_tensor_variable_t tensor_variable) {
+  return guard<int>(0, [&] { return check_var(graph, tensor_variable, "ccv_nnc_tensor_variable_is_constant", "the variable")->constant ? 1 : 0; });
+}
+
+NNC_API void ccv_nnc_tensor_variable_set(ccv_nnc_dynamic_graph_t* const graph, const ccv_nnc_tensor_variable_t tensor_variable,
+                                         ccv_nnc_tensor_t* const tensor) {
+  guard_void([&] {
+    static const char* what = "ccv_nnc_tensor_variable_set";
+    Var* v = check_var(graph, tensor_variable, what, "the variable");
+    NNC_CHECK(!v->alias_of, "%s: set the base variable, not an alias", what);
+    NNC_CHECK(tensor, "%s: the tensor is NULL", what);
+    NNC_CHECK(!CCV_IS_TENSOR_MULTIVIEW(tensor) && !CCV_IS_TENSOR_VIEW(tensor), "%s: only plain tensors can be set", what);
+    NNC_CHECK(nd_of(v->info.dim) == 0 || (same_shape(v->info, tensor->info) &&
+                                          CCV_GET_DATA_TYPE(v->info.datatype) == CCV_GET_DATA_TYPE(tensor->info.datatype)),
+              "%s: the tensor is %s %s but the variable is %s %s", what, shape_string(tensor->info.dim).c_str(),
+              datatype_name(tensor->info.datatype), shape_string(v->info.dim).c_str(), datatype_name(v->info.datatype));
+    // A new value: what the trace read before keeps its own storage.
+    release(graph, v);
+    for (Var* a : aliases_of(graph, v)) release(graph, a);
+    v->info = tensor->info;
+    v->value = std::shared_ptr<ccv_nnc_tensor_t>(tensor, [](ccv_nnc_tensor_t*) {});
+  });
+}
+
+NNC_API void ccv_nnc_tensor_variable_detach(ccv_nnc_dynamic_graph_t* const graph, const ccv_nnc_tensor_variable_t tensor_variable) {
+  guard_void([&] {
+    static const char* what = "ccv_nnc_tensor_variable_detach";
+    Var* v = check_var(graph, tensor_variable, what, "the variable");
+    NNC_CHECK(!v->alias_of, "%s: detach the base variable, not an alias", what);
+    release(graph, v);
+    for (Var* a : aliases_of(graph, v)) {
+      release(graph, a);
+      a->constant = true;
+    }
+    v->constant = true;
+  });
+}
+
+NNC_API void ccv_nnc_tensor_variable_destructor_hook(ccv_nnc_dynamic_graph_t* const graph, const ccv_nnc_tensor_variable_t tensor_variable,
+                                                     ccv_nnc_tensor_variable_destructor_f func, void* const context) {
+  guard_void([&] {
+    static const char* what = "ccv_nnc_tensor_variable_destructor_hook";
+    Var* v = check_var(graph, tensor_variable, what, "the variable");
+    NNC_CHECK(func, "%s: the function is NULL", what);
+    v->destructors.emplace_back(func, context);
+  });
+}
+
+NNC_API void ccv_nnc_tensor_variable_free(ccv_nnc_dynamic_graph_t* const graph, const ccv_nnc_tensor_variable_t tensor_variable) {
+  guard_void([&] { destroy(graph, check_var(graph, tensor_variable, "ccv_nnc_tensor_variable_free", "the variable")); });
+}
+
+NNC_API int ccv_nnc_dynamic_graph_exec(ccv_nnc_dynamic_graph_t* const graph, const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags,
+                                       const ccv_nnc_tensor_variable_t* const inputs, const int input_size, ccv_nnc_tensor_variable_t* const outputs,
+                                       const int output_size, const int parallel, ccv_nnc_stream_context_t* const stream_context) {
+  return guard_code([&] {
+    static const char* what = "ccv_nnc_dynamic_graph_exec";
+    check_graph(graph, what);
+    NNC_CHECK(input_size >= 0 && output_size >= 0 && (inputs || input_size == 0) && (outputs || output_size == 0),
+              "%s: bad arrays (sizes %d and %d)", what, input_size, output_size);
+    NNC_CHECK(parallel >= 0, "%s: parallel %d is negative", what, parallel);
+    std::vector<ccv_nnc_tensor_t*> in(static_cast<size_t>(input_size), nullptr), out(static_cast<size_t>(output_size), nullptr);
+    std::vector<ccv_nnc_tensor_param_t> in_params(static_cast<size_t>(input_size)), out_params(static_cast<size_t>(output_size));
+    bool differentiable = false;
+    for (int i = 0; i < input_size; i++) {
+      if (!inputs[i]) continue;
+      const std::string role = format("input %d", i);
+      Var* v = check_var(graph, inputs[i], what, role.c_str());
+      in[static_cast<size_t>(i)] = tensor_of(v);
+      NNC_CHECK(in[static_cast<size_t>(i)], "%s: input %d has no value yet (set it, or read it with ccv_nnc_tensor_from_variable)", what, i);
+      in_params[static_cast<size_t>(i)] = in[static_cast<size_t>(i)]->info;
+      differentiable = differentiable || !v->constant;
+    }
+    ccv_nnc_hint_tensor_auto(cmd, in_params.data(), input_size, hint, out_params.data(), output_size);
+    // The outputs' storage: reused in place only when nothing else (the trace, an input) holds it.
+    std::vector<std::shared_ptr<ccv_nnc_tensor_t>> fresh(static_cast<size_t>(output_size));
+    for (int j = 0; j < output_size; j++) {
+      Var* v = outputs[j];
+      if (!v) continue;
+      const std::string role = format("output %d", j);
+      check_var(graph, v, what, role.c_str());
+      NNC_CHECK(!v->constant, "%s: output %d is a constant; constants are never written", what, j);
+      if (v->alias_of) {
+        NNC_CHECK(graph->no_grad || !differentiable,
+                  "%s: output %d is an alias; writing into part of a variable is not traced yet (do it between set_no_grad(1) and (0))", what, j);
+        out[static_cast<size_t>(j)] = tensor_of(v);
+        NNC_CHECK(out[static_cast<size_t>(j)], "%s: output %d is an alias of a variable with no value yet", what, j);
+        continue;
+      }
+      ccv_nnc_tensor_param_t p = nd_of(v->info.dim) > 0 ? v->info : out_params[static_cast<size_t>(j)];
+      NNC_CHECK(nd_of(p.dim) > 0, "%s: cannot infer the shape of output %d from the inputs; give the variable one", what, j);
+      if (nd_of(v->info.dim) == 0 && v->info.datatype) p.datatype = v->info.datatype;
+      bool reuse = v->value && v->value.use_count() == 1 && same_shape(v->value->info, p) &&
+                   CCV_GET_DATA_TYPE(v->value->info.datatype) == CCV_GET_DATA_TYPE(p.datatype);
+      for (int i = 0; i < input_size && reuse; i++)
+        if (inputs[i] && storage_of(inputs[i]).get() == v->value.get()) reuse = false;
+      fresh[static_cast<size_t>(j)] = reuse ? v->value : new_storage(p, what);
+      out[static_cast<size_t>(j)] = fresh[static_cast<size_t>(j)].get();
+      for (int k = 0; k < j; k++)
+        NNC_CHECK(outputs[k] != v, "%s: outputs %d and %d are the same variable", what, k, j);
+    }
+    const int rc = ccv_nnc_cmd_exec(cmd, hint, flags, in.data(), input_size, out.data(), output_size, stream_context);
+    if (rc != CCV_NNC_EXEC_SUCCESS) return rc;
+    const bool traced = !graph->no_grad && differentiable;
+    std::vector<int> in_symbols, out_symbols;
+    if (traced) {
+      for (int i = 0; i < input_size; i++) in_symbols.push_back(inputs[i] ? symbol_of(graph, inputs[i]) : CCV_NNC_NO_TENSOR_SYMBOL);
+      for (int j = 0; j < output_size; j++)
+        out_symbols.push_back(outputs[j] ? symbolic::tensor_new(graph->trace, fresh[static_cast<size_t>(j)]->info, nullptr).d
+                                         : CCV_NNC_NO_TENSOR_SYMBOL);
+      std::vector<ccv_nnc_tensor_symbol_t> is, os;
+      for (int s : in_symbols) is.push_back({s, s >= 0 ? graph->trace : nullptr});
+      for (int s : out_symbols) os.push_back({s, s >= 0 ? graph->trace : nullptr});
+      const int e = symbolic::exec_new(graph->trace, cmd, is.data(), input_size, os.data(), output_size, nullptr).d;
+      graph->trace->execs[static_cast<size_t>(e)].hint = hint;
+      sync(graph);
+      for (int s : in_symbols)
+        if (s >= 0) {
+          const int b = base_of(graph, s);
+          graph->symbols[static_cast<size_t>(b)].readers++;
+          const int w = live_writer(graph, b);
+          if (w >= 0) symbolic::concat(graph->trace, w, e);
+        }
+    }
+    for (int j = 0; j < output_size; j++) {
+      Var* v = outputs[j];
+      if (!v || v->alias_of) continue;
+      release(graph, v);
+      for (Var* a : aliases_of(graph, v)) release(graph, a);
+      v->value = fresh[static_cast<size_t>(j)];
+      v->info = v->value->info;
+      if (traced) {
+        const int s = out_symbols[static_cast<size_t>(j)];
+        graph->symbols[static_cast<size_t>(s)].value = v->value;
+        graph->symbols[static_cast<size_t>(s)].named++;
+        v->symbol = s;
+      }
+    }
+    if (traced)  // an output nobody names (a NULL slot's) is not needed
+      for (int s : out_symbols)
+        if (s >= 0) prune(graph, s);
+    return static_cast<int>(CCV_NNC_EXEC_SUCCESS);
+  });
+}
+
+NNC_API void ccv_nnc_dynamic_graph_set_max_concurrency(ccv_nnc_dynamic_graph_t* const graph, const int max_stream_count) {
+  guard_void([&] {
+    check_graph(graph, "ccv_nnc_dynamic_graph_set_max_concurrency");
+    NNC_CHECK(max_stream_count >= 1, "ccv_nnc_dynamic_graph_set_max_concurrency: %d is less than 1", max_stream_count);
+    graph->max_concurrency = max_stream_count;
+  });
+}
+
+NNC_API int ccv_nnc_dynamic_graph_set_no_grad(ccv_nnc_dynamic_graph_t* const dynamic_graph, const int no_grad) {
+  return guard<int>(-1, [&] {
+    check_graph(dynamic_graph, "ccv_nnc_dynamic_graph_set_no_grad");
+    const int was = dynamic_graph->no_grad;
+    dynamic_graph->no_grad = no_grad ? 1 : 0;
+    return was == dynamic_graph->no_grad ? -1 : 0;
+  });
+}
+
+NNC_API void ccv_nnc_dynamic_graph_gc(ccv_nnc_dynamic_graph_t* const dynamic_graph) {
+  guard_void([&] { check_graph(dynamic_graph, "ccv_nnc_dynamic_graph_gc"); });
+}
+
+NNC_API void ccv_nnc_dynamic_graph_dot(const ccv_nnc_dynamic_graph_t* const graph, const int flags, FILE* out) {
+  guard_void([&] {
+    check_graph(graph, "ccv_nnc_dynamic_graph_dot");
+    ccv_nnc_symbolic_graph_dot(graph->trace, flags, out);
+  });
+}
+
+NNC_API int ccv_nnc_dynamic_graph_bookkeeping_count(const ccv_nnc_dynamic_graph_t* const graph, const int type) {
+  return guard<int>(0, [&] {
+    check_graph(graph, "ccv_nnc_dynamic_graph_bookkeeping_count");
+    return ccv_nnc_symbolic_graph_active_symbol_count(graph->trace, type);
+  });
+}
+
+NNC_API void ccv_nnc_dynamic_graph_format(const ccv_nnc_dynamic_graph_t* const graph, const ccv_nnc_symbolic_graph_format_f format_fn,
+                                          void* const context) {
+  guard_void([&] {
+    check_graph(graph, "ccv_nnc_dynamic_graph_format");
+    if (ccv_nnc_symbolic_graph_active_symbol_count(graph->trace, CCV_NNC_SYMBOL_GRAPH_EXEC) == 0) return;
+    ccv_nnc_symbolic_graph_format(graph->trace, nullptr, 0, nullptr, 0, format_fn, context);
+  });
+}
+
+NNC_API void ccv_nnc_dynamic_graph_has_effect_to_tensor_variables(const ccv_nnc_dynamic_graph_t* const graph,
+                                                                  const ccv_nnc_tensor_variable_t* const source_variables, const int source_variable_size,
+                                                                  const ccv_nnc_tensor_variable_t* const destination_variables,
+                                                                  const int destination_variable_size, uint64_t* const bitmask) {
+  guard_void([&] {
+    static const char* what = "ccv_nnc_dynamic_graph_has_effect_to_tensor_variables";
+    check_graph(graph, what);
+    NNC_CHECK(bitmask, "%s: bitmask is NULL", what);
+    NNC_CHECK(source_variable_size >= 0 && destination_variable_size >= 0, "%s: negative sizes", what);
+    DG* g = const_cast<DG*>(graph);
+    for (int i = 0; i < (source_variable_size + 63) / 64; i++) bitmask[i] = 0;
+    std::vector<char> target(g->trace->tensors.size(), 0);
+    for (int j = 0; j < destination_variable_size; j++) {
+      Var* v = check_var(g, destination_variables[j], what, "a destination");
+      if (v->symbol >= 0) target[static_cast<size_t>(base_of(g, v->symbol))] = 1;
+    }
+    // Symbol -> the live execs reading it.
+    std::vector<std::vector<int>> readers(g->trace->tensors.size());
+    for (size_t e = 0; e < g->trace->execs.size(); e++) {
+      if (CCV_NNC_GRAPH_EXEC_IS_DEAD(g->trace->execs[e].flags)) continue;
+      for (int i : g->trace->execs[e].inputs)
+        if (i >= 0) readers[static_cast<size_t>(base_of(g, i))].push_back(static_cast<int>(e));
+    }
+    for (int i = 0; i < source_variable_size; i++) {
+      Var* v = check_var(g, source_variables[i], what, "a source");
+      if (v->symbol < 0) continue;
+      std::vector<char> seen(g->trace->tensors.size(), 0);
+      std::vector<int> work{base_of(g, v->symbol)};
+      bool hit = false;
+      while (!work.empty() && !hit) {
+        const int b = work.back();
+        work.pop_back();
+        if (seen[static_cast<size_t>(b)]) continue;
+        seen[static_cast<size_t>(b)] = 1;
+        hit = target[static_cast<size_t>(b)];
+        for (int e : readers[static_cast<size_t>(b)])
+          for (int o : g->trace->execs[static_cast<size_t>(e)].outputs)
+            if (o >= 0) work.push_back(base_of(g, o));
+      }
+      if (hit) bitmask[i / 64] |= uint64_t{1} << (i % 64);
+    }
+  });
+}
+
+// ---- Gradients ------------------------------------------------------------
+
+namespace {
+
+struct Owned {
+  ccv_nnc_graph_t* graph = nullptr;
+  ccv_nnc_tensor_arena_t* tensors = nullptr;
+  ccv_nnc_graph_exec_arena_t* execs = nullptr;
+  ~Owned() {
+    ccv_nnc_graph_free(graph);
+    ccv_nnc_tensor_arena_free(tensors);
+    ccv_nnc_graph_exec_arena_free(execs);
+  }
+};
+
+void backward(DG* g, const ccv_nnc_tensor_variable_t* f_variables, int f_size, const ccv_nnc_tensor_variable_t* df, const ccv_nnc_tensor_variable_t* inputs,
+              int input_size, ccv_nnc_tensor_variable_t* outputs, int output_size, ccv_nnc_stream_context_t* stream) {
+  static const char* what = "ccv_nnc_dynamic_graph_backward";
+  check_graph(g, what);
+  NNC_CHECK(f_size > 0 && f_variables, "%s: no f variables", what);
+  NNC_CHECK(input_size > 0 && inputs, "%s: no input variables", what);
+  NNC_CHECK(output_size == input_size && outputs, "%s: %d outputs for %d inputs (one gradient per input)", what, output_size, input_size);
+  std::vector<ccv_nnc_tensor_symbol_t> f, wrt;
+  for (int i = 0; i < f_size; i++) {
+    const std::string role = format("f variable %d", i);
+    Var* v = check_var(g, f_variables[i], what, role.c_str());
+    NNC_CHECK(v->symbol >= 0 && live_writer(g, base_of(g, v->symbol)) >= 0,
+              "%s: f variable %d was not computed by a traced command (a constant, or computed without gradients)", what, i);
+    f.push_back({v->symbol, g->trace});
+  }
+  for (int i = 0; i < input_size; i++) {
+    const std::string role = format("input %d", i);
+    Var* v = check_var(g, inputs[i], what, role.c_str());
+    NNC_CHECK(!v->constant, "%s: input %d is a constant; constants have no gradient", what, i);
+    NNC_CHECK(v->symbol >= 0, "%s: input %d has no path to the f variables (no traced command read it)", what, i);
+    const std::string orole = format("output %d", i);
+    if (outputs[i]) check_var(g, outputs[i], what, orole.c_str());
+    wrt.push_back({v->symbol, g->trace});
+  }
+  const size_t execs_before = g->trace->execs.size(), tensors_before = g->trace->tensors.size();
+  // Whatever happens, the backward part leaves the trace.
+  struct Cleanup {
+    DG* g;
+    size_t execs_before, tensors_before;
+    ~Cleanup() {
+      for (size_t e = execs_before; e < g->trace->execs.size(); e++)
+        if (!CCV_NNC_GRAPH_EXEC_IS_DEAD(g->trace->execs[e].flags)) symbolic::exec_free(g->trace, {static_cast<int>(e), g->trace});
+      for (size_t t = tensors_before; t < g->trace->tensors.size(); t++)
+        if (!CCV_NNC_TENSOR_SYMBOL_IS_DEAD(g->trace->tensors[t].flags) && g->trace->tensors[t].alias_of < 0)
+          symbolic::tensor_free(g->trace, {static_cast<int>(t), g->trace});
+      sync(g);
+      g->dropped += g->trace->tensors.size() - tensors_before;
+      maybe_compact(g);
+    }
+  } cleanup{g, execs_before, tensors_before};
+  ccv_nnc_symbolic_graph_backward(g->trace, f.data(), f_size, wrt.data(), input_size, nullptr, 0, nullptr, 0);
+  const std::string message = ccv_nnc_error_message();
+  NNC_CHECK(g->trace->execs.size() > execs_before || message.empty(), "%s: %s", what, message.c_str());
+  sync(g);
+  std::vector<ccv_nnc_graph_exec_symbol_t> backward_execs;
+  for (size_t e = execs_before; e < g->trace->execs.size(); e++)
+    if (!CCV_NNC_GRAPH_EXEC_IS_DEAD(g->trace->execs[e].flags)) backward_execs.push_back({static_cast<int>(e), g->trace});
+  NNC_CHECK(!backward_execs.empty(), "%s: nothing to differentiate (%s)", what, message.empty() ? "no path from the inputs to f" : message.c_str());
+  std::vector<ccv_nnc_tensor_bind_t> binds;
+  std::vector<std::shared_ptr<ccv_nnc_tensor_t>> hold;
+  // Forward values the backward reads: the trace's storage.
+  std::vector<char> bound(g->trace->tensors.size(), 0);
+  for (const auto& e : backward_execs)
+    for (int s : g->trace->execs[static_cast<size_t>(e.d)].inputs) {
+      if (s < 0 || static_cast<size_t>(s) >= tensors_before) continue;
+      const int b = base_of(g, s);
+      if (bound[static_cast<size_t>(b)]) continue;
+      bound[static_cast<size_t>(b)] = 1;
+      const auto& value = g->symbols[static_cast<size_t>(b)].value;
+      NNC_CHECK(value, "%s: the value of trace symbol %d, which the backward reads, is no longer kept", what, b);
+      binds.push_back({{b, g->trace}, value.get()});
+    }
+  // Seeds: the caller's, or ones.
+  for (int i = 0; i < f_size; i++) {
+    const ccv_nnc_tensor_symbol_t seed = ccv_nnc_tensor_symbol_for_backward(g->trace, f[static_cast<size_t>(i)]);
+    if (seed.d < 0 || static_cast<size_t>(seed.d) >= g->trace->tensors.size()) continue;
+    bool read = false;
+    for (const auto& e : backward_execs)
+      for (int s : g->trace->execs[static_cast<size_t>(e.d)].inputs) read = read || (s >= 0 && base_of(g, s) == base_of(g, seed.d));
+    if (!read) continue;
+    g->trace->tensors[static_cast<size_t>(seed.d)].flags &= ~(CCV_NNC_TENSOR_SYMBOL_INIT_ONES | CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS);
+    ccv_nnc_tensor_t* t = nullptr;
+    if (df && df[i]) {
+      const std::string role = format("df_optionals[%d]", i);
+      t = tensor_of(check_var(g, df[i], what, role.c_str()));
+      NNC_CHECK(t && same_shape(t->info, g->trace->tensors[static_cast<size_t>(seed.d)].info), "%s: df_optionals[%d] has no value or a shape other than f's",
+                what, i);
+    } else {
+      hold.push_back(new_storage(g->trace->tensors[static_cast<size_t>(seed.d)].info, what));
+      t = hold.back().get();
+      const int n = ccv_nnc_tensor_count(t->info);
+      for (int k = 0; k < n; k++) store_double(t->data.u8 + static_cast<size_t>(k) * datatype_size(t->info.datatype), t->info.datatype, 1.0);
+    }
+    binds.push_back({seed, t});
+  }
+  // Gradients: into the outputs' storage, or beside it to be added.
+  std::vector<ccv_nnc_tensor_symbol_t> grads;
+  std::vector<std::shared_ptr<ccv_nnc_tensor_t>> into(static_cast<size_t>(input_size));
+  for (int i = 0; i < input_size; i++) {
+    const ccv_nnc_tensor_symbol_t gs = ccv_nnc_tensor_symbol_for_backward(g->trace, wrt[static_cast<size_t>(i)]);
+    NNC_CHECK(gs.d >= 0, "%s: input %d has no path to the f variables", what, i);
+    grads.push_back(gs);
+    if (!outputs[i]) continue;
+    const ccv_nnc_tensor_param_t info = g->trace->tensors[static_cast<size_t>(gs.d)].info;
+    into[static_cast<size_t>(i)] = new_storage(info, what);
+    binds.push_back({gs, into[static_cast<size_t>(i)].get()});
+  }
+  Owned c;
+  ccv_nnc_symbolic_graph_compile(g->trace, ccv_nnc_default_compile_params, binds.data(), static_cast<int>(binds.size()), grads.data(),
+                                 static_cast<int>(grads.size()), backward_execs.data(), static_cast<int>(backward_execs.size()),
+                                 backward_execs.data(), static_cast<int>(backward_execs.size()), &c.graph, &c.tensors, &c.execs);
+  NNC_CHECK(c.graph, "%s: compiling the backward pass: %s", what, ccv_nnc_error_message());
+  const int rc = ccv_nnc_graph_run(c.graph, 0, nullptr, 0, nullptr, 0, nullptr, stream);
+  NNC_CHECK(rc == CCV_NNC_EXEC_SUCCESS, "%s: running the backward pass: %s", what, ccv_nnc_error_message());
+  for (int i = 0; i < input_size; i++) {
+    Var* o = outputs[i];
+    if (!o) continue;
+    const std::shared_ptr<ccv_nnc_tensor_t>& gv = into[static_cast<size_t>(i)];
+    ccv_nnc_tensor_t* existing = tensor_of(o);
+    if (existing && same_shape(existing->info, gv->info)) {  // accumulate
+      ccv_nnc_tensor_t* in[2] = {existing, gv.get()};
+      ccv_nnc_tensor_t* out[1] = {existing};
+      ccv_nnc_cmd_t sum = ccv_nnc_cmd(CCV_NNC_EWSUM_FORWARD, nullptr, ccv_nnc_cmd_auto, 0);
+      NNC_CHECK(ccv_nnc_cmd_exec(sum, ccv_nnc_no_hint, 0, in, 2, out, 1, stream) == CCV_NNC_EXEC_SUCCESS, "%s: adding gradient %d: %s", what, i,
+                ccv_nnc_error_message());
+      continue;
+    }
+    NNC_CHECK(!o->alias_of, "%s: output %d is an alias with no value to add to", what, i);
+    release(g, o);
+    o->value = gv;
+    o->info = gv->info;
+  }
+}
+
+}  // namespace
+
+NNC_API void ccv_nnc_dynamic_graph_backward(ccv_nnc_dynamic_graph_t* const dynamic_graph, const ccv_nnc_tensor_variable_t* const f_variables,
+                                            const int f_variable_size, const ccv_nnc_tensor_variable_t* const df_optionals,
+                                            const ccv_nnc_tensor_variable_t* const inputs, const int input_size, ccv_nnc_tensor_variable_t* const outputs,
+                                            const int output_size, ccv_nnc_stream_context_t* const stream_context) {
+  guard_void([&] {
+    backward(dynamic_graph, f_variables, f_variable_size, df_optionals, inputs, input_size, outputs, output_size, stream_context);
+  });
+}
+
+NNC_API void ccv_nnc_dynamic_graph_apply_gradients(ccv_nnc_dynamic_graph_t* const dynamic_graph, const ccv_nnc_cmd_t minimizer,
+                                                   const ccv_nnc_tensor_variable_t* const gradients, const int gradient_size,
+                                                   ccv_nnc_tensor_variable_t* const parameters, const int parameter_size,
+                                                   ccv_nnc_tensor_variable_t* const saved_aux, const int parallel,
+                                                   ccv_nnc_stream_context_t* const stream_context) {
+  guard_void([&] {
+    static const char* what = "ccv_nnc_dynamic_graph_apply_gradients";
+    check_graph(dynamic_graph, what);
+    NNC_CHECK(parallel >= 0, "%s: parallel %d is negative", what, parallel);
+    NNC_CHECK(gradient_size == parameter_size && parameter_size >= 0 && (gradients || gradient_size == 0) && (parameters || parameter_size == 0),
+              "%s: %d gradients for %d parameters", what, gradient_size, parameter_size);
+    const int aux = ccv_nnc_minimizer_saved_aux_size(minimizer);
+    NNC_CHECK(aux >= 0, "%s: %s", what, ccv_nnc_error_message());
+    NNC_CHECK(aux == 0 || saved_aux, "%s: the minimizer keeps %d auxiliary tensors per parameter; saved_aux is NULL", what, aux);
+    for (int i = 0; i < parameter_size; i++) {
+      const std::string pr = format("parameter %d", i), gr = format("gradient %d", i);
+      Var* p = check_var(dynamic_graph, parameters[i], what, pr.c_str());
+      Var* gv = check_var(dynamic_graph, gradients[i], what, gr.c_str());
+      ccv_nnc_tensor_t* pt = tensor_of(p);
+      ccv_nnc_tensor_t* gt = tensor_of(gv);
+      NNC_CHECK(pt && gt, "%s: parameter %d or its gradient has no value", what, i);
+      std::vector<ccv_nnc_tensor_t*> in{gt, pt}, out{pt};
+      for (int k = 0; k < aux; k++) {
+        const std::string ar = format("saved_aux[%d]", i * aux + k);
+        Var* a = check_var(dynamic_graph, saved_aux[i * aux + k], what, ar.c_str());
+        if (!storage_of(a)) {  // a fresh auxiliary tensor starts at zero
+          Var* base = a->alias_of ? a->alias_of : a;
+          if (nd_of(base->info.dim) == 0) base->info = pt->info;
+          base->value = new_storage(base->info, what);
+          std::memset(base->value->data.u8, 0, ccv_nnc_tensor_data_size(base->value->info));
+        }
+        in.push_back(tensor_of(a));
+        out.push_back(tensor_of(a));
+      }
+      const int rc = ccv_nnc_cmd_exec(minimizer, ccv_nnc_no_hint, 0, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()),
+                                      stream_context);
+      NNC_CHECK(rc == CCV_NNC_EXEC_SUCCESS, "%s: updating parameter %d: %s", what, i, ccv_nnc_error_message());
+    }
+  });
+}
+
+NNC_API void ccv_nnc_dynamic_graph_minimize(ccv_nnc_dynamic_graph_t* const dynamic_graph, const ccv_nnc_cmd_t minimizer,
+                                            const ccv_nnc_tensor_variable_t* const losses, const int loss_size,
+                                            const ccv_nnc_tensor_variable_t* const dloss_optionals, ccv_nnc_tensor_variable_t* const parameters,
+                                            const int parameter_size, ccv_nnc_tensor_variable_t* const saved_aux, const int parallel,
+                                            ccv_nnc_stream_context_t* const stream_context) {
+  guard_void([&] {
+    static const char* what = "ccv_nnc_dynamic_graph_minimize";
+    check_graph(dynamic_graph, what);
+    NNC_CHECK(parameter_size > 0 && parameters, "%s: no parameters", what);
+    std::vector<ccv_nnc_tensor_variable_t> grads;
+    struct Free {
+      DG* g;
+      std::vector<ccv_nnc_tensor_variable_t>* v;
+      ~Free() {
+        for (auto x : *v) destroy(g, x);
+      }
+    } free_grads{dynamic_graph, &grads};
+    for (int i = 0; i < parameter_size; i++) grads.push_back(new_variable(dynamic_graph, ccv_nnc_tensor_auto, false, what));
+    backward(dynamic_graph, losses, loss_size, dloss_optionals, parameters, parameter_size, grads.data(), parameter_size, stream_context);
+    ccv_nnc_dynamic_graph_apply_gradients(dynamic_graph, minimizer, grads.data(), parameter_size, parameters, parameter_size, saved_aux, parallel,
+                                          stream_context);
+    const std::string message = ccv_nnc_error_message();
+    NNC_CHECK(message.empty(), "%s", message.c_str());
+  });
+}

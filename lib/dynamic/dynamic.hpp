@@ -1,0 +1,59 @@
+// The dynamic graph (Level 4): commands run at once on tensor variables and
+// are traced into a symbolic graph (the trace), which the symbolic autodiff
+// differentiates on demand.
+//
+// Memory: a variable's storage is shared between the variable and the trace
+// symbol it was written as. The trace keeps a symbol (and its storage) only
+// while a later backward may read it: while a live variable names it, or a
+// traced command that is still needed reads it. A traced command is needed
+// while one of its outputs is; freeing a variable (or writing it again)
+// prunes what nothing needs any more, so a training loop that frees its
+// temporaries holds flat memory.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "nnc/ccv_nnc.h"
+
+struct ccv_nnc_tensor_variable_s {
+  ccv_nnc_dynamic_graph_s* graph = nullptr;
+  bool alive = false;  // false: freed (the shell is kept for reuse, so a stale handle is reported, not followed)
+  ccv_nnc_tensor_param_t info{};
+  bool constant = false;
+  // A base variable's storage (NULL until computed, allocated or set).
+  std::shared_ptr<ccv_nnc_tensor_t> value;
+  // An alias: the variable it views, where, and its header over that
+  // variable's current storage (remade whenever asked for).
+  ccv_nnc_tensor_variable_s* alias_of = nullptr;
+  int ofs[CCV_NNC_MAX_DIM_ALLOC] = {};
+  int stride[CCV_NNC_MAX_DIM_ALLOC] = {};
+  std::unique_ptr<ccv_nnc_tensor_view_t> view;
+  // The trace symbol this variable's current value is (-1: not traced).
+  int symbol = -1;
+  std::vector<std::pair<ccv_nnc_tensor_variable_destructor_f, void*>> destructors;
+};
+
+struct ccv_nnc_dynamic_graph_s {
+  ccv_nnc_symbolic_graph_t* trace = nullptr;
+  // Every variable shell made; free ones are reused.
+  std::vector<std::unique_ptr<ccv_nnc_tensor_variable_s>> shells;
+  std::vector<ccv_nnc_tensor_variable_s*> free_shells;
+  // Per trace tensor symbol (indexed like the trace): the storage a backward
+  // would read (base symbols), how many live variables name it, and how many
+  // traced commands still needed read it (counted on the base).
+  struct Symbol {
+    std::shared_ptr<ccv_nnc_tensor_t> value;
+    int named = 0;
+    int readers = 0;
+  };
+  std::vector<Symbol> symbols;
+  int no_grad = 0;
+  int max_concurrency = 1;
+  // Trace entries dropped since the trace was last compacted (symbols are
+  // never renumbered in a symbolic graph, so the trace is rebuilt with only
+  // its live entries once most are dead: a long loop's trace stays small).
+  size_t dropped = 0;
+  ~ccv_nnc_dynamic_graph_s();
+};

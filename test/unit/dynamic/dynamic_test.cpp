@@ -1,0 +1,312 @@
+// Level 4: the dynamic graph. Values against double-precision references
+// written here, gradients against central finite differences of those
+// references, memory against the trace's own counts over a training loop.
+#include <gtest/gtest.h>
+#include <malloc.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "dynamic/dynamic.hpp"
+#include "symbolic/graph.hpp"
+#include "nnc/ccv_nnc.h"
+#include "nnc/ccv_nnc_easy.h"
+#include "symbolic_test_util.hpp"
+
+using namespace symtest;
+
+namespace {
+
+using V = ccv_nnc_tensor_variable_t;
+#define VL(...) std::vector<V>{__VA_ARGS__}.data(), static_cast<int>(std::vector<V>{__VA_ARGS__}.size())
+
+ccv_nnc_tensor_param_t f32(int a, int b = 0) {
+  ccv_nnc_tensor_param_t p{};
+  p.type = CCV_TENSOR_CPU_MEMORY;
+  p.format = CCV_TENSOR_FORMAT_NHWC;
+  p.datatype = CCV_32F;
+  p.dim[0] = a;
+  p.dim[1] = b;
+  return p;
+}
+const ccv_nnc_tensor_param_t kAuto{};
+
+ccv_nnc_cmd_t gemm_wt() {  // x W^T (+ b)
+  ccv_nnc_cmd_t c = plain(CCV_NNC_GEMM_FORWARD);
+  c.info.blas.a[0] = 1;
+  c.info.blas.a[1] = 1;
+  c.info.blas.transpose_b[0] = 0;
+  c.info.blas.transpose_b[1] = 1;
+  return c;
+}
+ccv_nnc_cmd_t reduce_all() {
+  ccv_nnc_cmd_t c = plain(CCV_NNC_REDUCE_SUM_FORWARD);
+  c.info.reduce.axis[0] = 0;
+  c.info.reduce.axis[1] = 1;
+  c.info.reduce.count = 2;
+  return c;
+}
+ccv_nnc_cmd_t sgd(float rate) {
+  ccv_nnc_cmd_t c = plain(CCV_NNC_SGD_FORWARD);
+  c.info.sgd.rate = rate;
+  c.info.sgd.scale = 1;
+  return c;
+}
+
+int exec(ccv_nnc_dynamic_graph_t* g, ccv_nnc_cmd_t cmd, std::vector<V> in, std::vector<V> out) {
+  return ccv_nnc_dynamic_graph_exec(g, cmd, ccv_nnc_no_hint, 0, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()), 0,
+                                    nullptr);
+}
+
+float* data(ccv_nnc_dynamic_graph_t* g, V v) { return ccv_nnc_tensor_from_variable(g, v)->data.f32; }
+
+// loss = sum((tanh(x W1^T + b1) W2^T)^2) in double.
+double mlp_loss(const std::vector<double>& x, const std::vector<double>& w1, const std::vector<double>& b1, const std::vector<double>& w2, int n,
+                int i, int h) {
+  double loss = 0;
+  for (int r = 0; r < n; r++) {
+    double y = 0;
+    for (int k = 0; k < h; k++) {
+      double a = b1[static_cast<size_t>(k)];
+      for (int c = 0; c < i; c++) a += x[static_cast<size_t>(r * i + c)] * w1[static_cast<size_t>(k * i + c)];
+      y += std::tanh(a) * w2[static_cast<size_t>(k)];
+    }
+    loss += y * y;
+  }
+  return loss;
+}
+
+TEST(DynamicGraph, MlpValueAndGradientsAgainstFiniteDifferences) {
+  constexpr int n = 4, i = 3, h = 5;
+  ccv_nnc_dynamic_graph_t* g = ccv_nnc_dynamic_graph_new();
+  const V x = ccv_nnc_tensor_constant_new(g, f32(n, i));
+  const V w1 = ccv_nnc_tensor_variable_new(g, f32(h, i));
+  const V b1 = ccv_nnc_tensor_variable_new(g, f32(h));
+  const V w2 = ccv_nnc_tensor_variable_new(g, f32(1, h));
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<double> X(n * i), W1(h * i), B1(h), W2(h);
+  for (int k = 0; k < n * i; k++) X[static_cast<size_t>(k)] = data(g, x)[k] = u(rng);
+  for (int k = 0; k < h * i; k++) W1[static_cast<size_t>(k)] = data(g, w1)[k] = u(rng);
+  for (int k = 0; k < h; k++) B1[static_cast<size_t>(k)] = data(g, b1)[k] = u(rng);
+  for (int k = 0; k < h; k++) W2[static_cast<size_t>(k)] = data(g, w2)[k] = u(rng);
+  const V a = ccv_nnc_tensor_variable_new(g), t = ccv_nnc_tensor_variable_new(g), y = ccv_nnc_tensor_variable_new(g);
+  const V sq = ccv_nnc_tensor_variable_new(g), loss = ccv_nnc_tensor_variable_new(g);
+  ASSERT_EQ(exec(g, gemm_wt(), {x, w1, b1}, {a}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ASSERT_EQ(exec(g, plain(CCV_NNC_TANH_FORWARD), {a}, {t}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ASSERT_EQ(exec(g, gemm_wt(), {t, w2}, {y}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ASSERT_EQ(exec(g, plain(CCV_NNC_EWPROD_FORWARD), {y, y}, {sq}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ASSERT_EQ(exec(g, reduce_all(), {sq}, {loss}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  const double L = mlp_loss(X, W1, B1, W2, n, i, h);
+  EXPECT_NEAR(data(g, loss)[0], L, 1e-5 * (1 + L));
+  EXPECT_EQ(ccv_nnc_dynamic_graph_bookkeeping_count(g, CCV_NNC_SYMBOL_GRAPH_EXEC), 5);
+  // x is a constant: the gradients go to the parameters only.
+  const V dw1 = ccv_nnc_tensor_variable_new(g), db1 = ccv_nnc_tensor_variable_new(g), dw2 = ccv_nnc_tensor_variable_new(g);
+  ccv_nnc_dynamic_graph_backward(g, VL(loss), nullptr, VL(w1, b1, w2), VL(dw1, db1, dw2), nullptr);
+  ASSERT_STREQ(last_error().c_str(), "");
+  auto check = [&](std::vector<double>& p, V grad, const char* name) {
+    for (size_t k = 0; k < p.size(); k++) {
+      const double keep = p[k], eps = 1e-5;
+      p[k] = keep + eps;
+      const double up = mlp_loss(X, W1, B1, W2, n, i, h);
+      p[k] = keep - eps;
+      const double down = mlp_loss(X, W1, B1, W2, n, i, h);
+      p[k] = keep;
+      const double fd = (up - down) / (2 * eps);
+      EXPECT_NEAR(data(g, grad)[k], fd, 1e-4 * (1 + std::fabs(fd))) << name << "[" << k << "]";
+    }
+  };
+  check(W1, dw1, "dW1");
+  check(B1, db1, "db1");
+  check(W2, dw2, "dW2");
+  // A second backward adds to gradients that hold values.
+  const float before = data(g, dw2)[1];
+  ccv_nnc_dynamic_graph_backward(g, VL(loss), nullptr, VL(w2), VL(dw2), nullptr);
+  EXPECT_NEAR(data(g, dw2)[1], 2 * before, 1e-5 * (1 + std::fabs(before)));
+  // The backward pass left nothing in the trace.
+  EXPECT_EQ(ccv_nnc_dynamic_graph_bookkeeping_count(g, CCV_NNC_SYMBOL_GRAPH_EXEC), 5);
+  // Freeing the results prunes the trace down to the named leaves.
+  for (V v : {a, t, y, sq, loss}) ccv_nnc_tensor_variable_free(g, v);
+  EXPECT_EQ(ccv_nnc_dynamic_graph_bookkeeping_count(g, CCV_NNC_SYMBOL_GRAPH_EXEC), 0);
+  ccv_nnc_dynamic_graph_free(g);
+}
+
+// A variable written again keeps what the trace needs of its old value:
+// y = x * x; x = y * x (x rebinds); loss = sum(x) = sum(x0^3); d/dx0 = 3 x0^2.
+TEST(DynamicGraph, RewrittenVariableKeepsTracedValue) {
+  ccv_nnc_dynamic_graph_t* g = ccv_nnc_dynamic_graph_new();
+  const V x0 = ccv_nnc_tensor_variable_new(g, f32(3));
+  const V x = ccv_nnc_tensor_variable_new(g, f32(3));
+  const float v[3] = {0.5f, -1.5f, 2.f};
+  for (int k = 0; k < 3; k++) data(g, x0)[k] = v[k];
+  ASSERT_EQ(exec(g, plain(CCV_NNC_EWPROD_FORWARD), {x0, x0}, {x}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ASSERT_EQ(exec(g, plain(CCV_NNC_EWPROD_FORWARD), {x, x0}, {x}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ccv_nnc_cmd_t r = plain(CCV_NNC_REDUCE_SUM_FORWARD);
+  r.info.reduce.axis[0] = 0;
+  r.info.reduce.count = 1;
+  const V loss = ccv_nnc_tensor_variable_new(g);
+  ASSERT_EQ(exec(g, r, {x}, {loss}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  const V d = ccv_nnc_tensor_variable_new(g);
+  ccv_nnc_dynamic_graph_backward(g, VL(loss), nullptr, VL(x0), VL(d), nullptr);
+  ASSERT_STREQ(last_error().c_str(), "");
+  for (int k = 0; k < 3; k++) {
+    EXPECT_NEAR(data(g, x)[k], v[k] * v[k] * v[k], 1e-6);
+    EXPECT_NEAR(data(g, d)[k], 3 * v[k] * v[k], 1e-5);
+  }
+  ccv_nnc_dynamic_graph_free(g);
+}
+
+// A training loop that frees its temporaries holds flat memory: the trace
+// is empty after each step and the heap does not grow.
+TEST(DynamicGraph, TrainingLoopHoldsFlatMemory) {
+  constexpr int n = 8, i = 4;
+  ccv_nnc_dynamic_graph_t* g = ccv_nnc_dynamic_graph_new();
+  const V x = ccv_nnc_tensor_constant_new(g, f32(n, i));
+  const V target = ccv_nnc_tensor_constant_new(g, f32(n, 1));
+  const V w = ccv_nnc_tensor_variable_new(g, f32(1, i));
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  const float truth[i] = {0.5f, -1.f, 0.25f, 2.f};
+  for (int r = 0; r < n; r++) {
+    double s = 0;
+    for (int c = 0; c < i; c++) s += truth[c] * (data(g, x)[r * i + c] = u(rng));
+    data(g, target)[r] = static_cast<float>(s);
+  }
+  for (int c = 0; c < i; c++) data(g, w)[c] = 0;
+  ccv_nnc_cmd_t neg = plain(CCV_NNC_ADD_FORWARD);
+  neg.info.blas.a[0] = 1;
+  neg.info.blas.a[1] = -1;
+  ASSERT_EQ(ccv_nnc_minimizer_saved_aux_size(sgd(0.02f)), 1);  // SGD's momentum
+  V momentum = ccv_nnc_tensor_variable_new(g);
+  // The heap's high-water mark over steps 100..399 and over 700..999 (the
+  // trace is compacted every few hundred steps, so the heap saw-tooths).
+  size_t early_peak = 0, late_peak = 0;
+  float first_loss = 0, last_loss = 0;
+  for (int step = 0; step < 1000; step++) {
+    const V y = ccv_nnc_tensor_variable_new(g), e = ccv_nnc_tensor_variable_new(g), sq = ccv_nnc_tensor_variable_new(g),
+            loss = ccv_nnc_tensor_variable_new(g);
+    ASSERT_EQ(exec(g, gemm_wt(), {x, w}, {y}), CCV_NNC_EXEC_SUCCESS) << last_error();
+    ASSERT_EQ(exec(g, neg, {y, target}, {e}), CCV_NNC_EXEC_SUCCESS) << last_error();
+    ASSERT_EQ(exec(g, plain(CCV_NNC_EWPROD_FORWARD), {e, e}, {sq}), CCV_NNC_EXEC_SUCCESS) << last_error();
+    ASSERT_EQ(exec(g, reduce_all(), {sq}, {loss}), CCV_NNC_EXEC_SUCCESS) << last_error();
+    ASSERT_EQ(ccv_nnc_dynamic_graph_bookkeeping_count(g, CCV_NNC_SYMBOL_GRAPH_EXEC), 4) << step;  // traced
+    if (step == 0) first_loss = data(g, loss)[0];
+    last_loss = data(g, loss)[0];
+    ccv_nnc_dynamic_graph_minimize(g, sgd(0.02f), VL(loss), nullptr, VL(w), &momentum, 0, nullptr);
+    ASSERT_STREQ(last_error().c_str(), "") << step;
+    for (V v : {y, e, sq, loss}) ccv_nnc_tensor_variable_free(g, v);
+    ASSERT_EQ(ccv_nnc_dynamic_graph_bookkeeping_count(g, CCV_NNC_SYMBOL_GRAPH_EXEC), 0) << step;
+    const size_t heap = mallinfo2().uordblks;
+    if (step >= 100 && step < 400) early_peak = std::max(early_peak, heap);
+    if (step >= 700) late_peak = std::max(late_peak, heap);
+    // The trace table (dead entries included) is compacted once mostly dead: bounded.
+    ASSERT_LT(g->trace->tensors.size(), 600u) << step;
+  }
+  // A leak of one trace entry per step (about 800 bytes) would add 600 KB; allow the allocator 5 %.
+  EXPECT_LE(late_peak, early_peak + early_peak / 20) << "the heap's peak grew from " << early_peak << " to " << late_peak << " bytes";
+  EXPECT_LT(last_loss, 1e-6f * (1 + first_loss)) << first_loss;
+  for (int c = 0; c < i; c++) EXPECT_NEAR(data(g, w)[c], truth[c], 1e-3);
+  ccv_nnc_dynamic_graph_free(g);
+}
+
+TEST(DynamicGraph, NoGradLeavesNoTrace) {
+  ccv_nnc_dynamic_graph_t* g = ccv_nnc_dynamic_graph_new();
+  const V a = ccv_nnc_tensor_variable_new(g, f32(2));
+  data(g, a)[0] = 1, data(g, a)[1] = 2;
+  EXPECT_EQ(ccv_nnc_dynamic_graph_set_no_grad(g, 1), 0);
+  EXPECT_EQ(ccv_nnc_dynamic_graph_set_no_grad(g, 1), -1);
+  const V b = ccv_nnc_tensor_variable_new(g);
+  ASSERT_EQ(exec(g, plain(CCV_NNC_EWEXP_FORWARD), {a}, {b}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  EXPECT_EQ(ccv_nnc_dynamic_graph_bookkeeping_count(g, CCV_NNC_SYMBOL_GRAPH_EXEC), 0);
+  EXPECT_EQ(ccv_nnc_dynamic_graph_bookkeeping_count(g, CCV_NNC_SYMBOL_TENSOR), 0);
+  EXPECT_NEAR(data(g, b)[1], std::exp(2.0), 1e-5);
+  const V d = ccv_nnc_tensor_variable_new(g);
+  ccv_nnc_dynamic_graph_backward(g, VL(b), nullptr, VL(a), VL(d), nullptr);
+  EXPECT_NE(last_error().find("not computed by a traced command"), std::string::npos) << last_error();
+  EXPECT_EQ(ccv_nnc_dynamic_graph_set_no_grad(g, 0), 0);
+  // Constant inputs leave no trace either.
+  const V c = ccv_nnc_tensor_constant_new(g, f32(2));
+  data(g, c)[0] = 3, data(g, c)[1] = 4;
+  ASSERT_EQ(exec(g, plain(CCV_NNC_EWEXP_FORWARD), {c}, {b}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  EXPECT_EQ(ccv_nnc_dynamic_graph_bookkeeping_count(g, CCV_NNC_SYMBOL_GRAPH_EXEC), 0);
+  ccv_nnc_dynamic_graph_free(g);
+}
+
+// Aliases as inputs: the gradient reaches only the part they view.
+TEST(DynamicGraph, AliasInputGradient) {
+  ccv_nnc_dynamic_graph_t* g = ccv_nnc_dynamic_graph_new();
+  const V x = ccv_nnc_tensor_variable_new(g, f32(4, 2));
+  for (int k = 0; k < 8; k++) data(g, x)[k] = static_cast<float>(k) * 0.25f - 1;
+  int ofs[CCV_NNC_MAX_DIM_ALLOC] = {1, 0}, stride[CCV_NNC_MAX_DIM_ALLOC] = {2, 1};
+  const V mid = ccv_nnc_tensor_variable_alias_new(g, x, ofs, stride, f32(2, 2));
+  ASSERT_NE(mid, nullptr) << last_error();
+  const V sq = ccv_nnc_tensor_variable_new(g), loss = ccv_nnc_tensor_variable_new(g);
+  ASSERT_EQ(exec(g, plain(CCV_NNC_EWPROD_FORWARD), {mid, mid}, {sq}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ASSERT_EQ(exec(g, reduce_all(), {sq}, {loss}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  double expected = 0;
+  for (int k = 2; k < 6; k++) expected += std::pow(k * 0.25 - 1, 2);
+  EXPECT_NEAR(data(g, loss)[0], expected, 1e-6);
+  const V dx = ccv_nnc_tensor_variable_new(g);
+  ccv_nnc_dynamic_graph_backward(g, VL(loss), nullptr, VL(x), VL(dx), nullptr);
+  ASSERT_STREQ(last_error().c_str(), "");
+  for (int k = 0; k < 8; k++) EXPECT_NEAR(data(g, dx)[k], k >= 2 && k < 6 ? 2 * (k * 0.25 - 1) : 0.0, 1e-6) << k;
+  int got[CCV_NNC_MAX_DIM_ALLOC];
+  EXPECT_EQ(ccv_nnc_tensor_variable_alias_params(g, mid, got, nullptr), 0);
+  EXPECT_EQ(got[0], 1);
+  EXPECT_EQ(ccv_nnc_tensor_variable_alias_params(g, x, got, nullptr), -1);
+  ccv_nnc_dynamic_graph_free(g);
+}
+
+int destroyed = 0;
+void count_destroyed(ccv_nnc_dynamic_graph_t*, const ccv_nnc_tensor_t* t, void* context) {
+  destroyed += t ? *static_cast<int*>(context) : 0;
+}
+
+TEST(DynamicGraph, MistakesAreReported) {
+  ccv_nnc_dynamic_graph_t* g = ccv_nnc_dynamic_graph_new();
+  ccv_nnc_dynamic_graph_t* other = ccv_nnc_dynamic_graph_new();
+  const V a = ccv_nnc_tensor_variable_new(g, f32(2));
+  data(g, a)[0] = 1, data(g, a)[1] = 2;
+  const V foreign = ccv_nnc_tensor_variable_new(other, f32(2));
+  const V b = ccv_nnc_tensor_variable_new(g);
+  EXPECT_NE(exec(g, plain(CCV_NNC_EWEXP_FORWARD), {foreign}, {b}), CCV_NNC_EXEC_SUCCESS);
+  EXPECT_NE(last_error().find("another dynamic graph"), std::string::npos) << last_error();
+  const V empty = ccv_nnc_tensor_variable_new(g);
+  EXPECT_NE(exec(g, plain(CCV_NNC_EWEXP_FORWARD), {empty}, {b}), CCV_NNC_EXEC_SUCCESS);
+  EXPECT_NE(last_error().find("has no value yet"), std::string::npos) << last_error();
+  EXPECT_EQ(ccv_nnc_tensor_from_variable(g, empty), nullptr);
+  EXPECT_NE(last_error().find("no shape"), std::string::npos) << last_error();
+  const V k = ccv_nnc_tensor_constant_new(g, f32(2));
+  EXPECT_NE(exec(g, plain(CCV_NNC_EWEXP_FORWARD), {a}, {k}), CCV_NNC_EXEC_SUCCESS);
+  EXPECT_NE(last_error().find("constant"), std::string::npos) << last_error();
+  const V wrong = ccv_nnc_tensor_variable_new(g, f32(3));
+  EXPECT_NE(exec(g, plain(CCV_NNC_EWEXP_FORWARD), {a}, {wrong}), CCV_NNC_EXEC_SUCCESS);
+  // Backward without a path, and of a freed variable.
+  ASSERT_EQ(exec(g, plain(CCV_NNC_EWEXP_FORWARD), {a}, {b}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  const V lone = ccv_nnc_tensor_variable_new(g, f32(2));
+  data(g, lone)[0] = 0;
+  const V d = ccv_nnc_tensor_variable_new(g);
+  ccv_nnc_dynamic_graph_backward(g, VL(b), nullptr, VL(lone), VL(d), nullptr);
+  EXPECT_NE(last_error().find("no path"), std::string::npos) << last_error();
+  int weight = 7;
+  destroyed = 0;
+  ccv_nnc_tensor_variable_destructor_hook(g, b, count_destroyed, &weight);
+  ccv_nnc_tensor_variable_free(g, b);
+  EXPECT_EQ(destroyed, 7);
+  ccv_nnc_dynamic_graph_backward(g, VL(b), nullptr, VL(a), VL(d), nullptr);
+  EXPECT_NE(last_error().find("was freed"), std::string::npos) << last_error();
+  ccv_nnc_tensor_variable_free(g, b);
+  EXPECT_NE(last_error().find("was freed"), std::string::npos) << last_error();
+  EXPECT_EQ(ccv_nnc_tensor_variable_alias_new(g, a, nullptr, nullptr, f32(5)), nullptr);
+  EXPECT_NE(last_error().find("outside"), std::string::npos) << last_error();
+  ccv_nnc_dynamic_graph_set_max_concurrency(g, 0);
+  EXPECT_NE(last_error(), "");
+  ccv_nnc_dynamic_graph_free(other);
+  ccv_nnc_dynamic_graph_free(g);
+}
+
+}  // namespace
