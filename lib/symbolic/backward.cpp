@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -22,16 +21,8 @@ namespace {
 
 constexpr const char* kWhat = "ccv_nnc_symbolic_graph_backward";
 
-// The gradients of the last backward pass per graph. The graph struct has no
-// room for them (graph.hpp is shared with the loop work), so they live here,
-// keyed by the graph; an entry is checked against the graph before use, since
-// a freed graph's address may come back for a new one.
-struct Record {
-  int forward = -1, gradient = -1;
-  ccv_nnc_tensor_param_t info{};  // the forward symbol's, to recognise a stale entry
-};
-std::mutex g_records_mutex;
-std::unordered_map<const Graph*, std::vector<Record>> g_records;
+// The gradients of the last backward pass live in the graph (Graph::gradients).
+using Record = Graph::GradientRecord;
 
 bool is_float(int datatype) {
   const int t = CCV_GET_DATA_TYPE(datatype);
@@ -476,8 +467,7 @@ void Differentiator::run(const ccv_nnc_tensor_symbol_t* f, int f_size, const ccv
   set.insert(set.end(), new_execs_.begin(), new_execs_.end());
   autogen(g_, set, false);
   if (!g_->sources.empty() || !g_->destinations.empty()) reset_ends(g_);
-  const std::lock_guard<std::mutex> lock(g_records_mutex);
-  g_records[g_] = std::move(records);
+  g_->gradients = std::move(records);
 }
 
 bool same_info(const ccv_nnc_tensor_param_t& a, const ccv_nnc_tensor_param_t& b) {
@@ -508,18 +498,14 @@ void rollback(Graph* g, const Checkpoint& c) {
   };
   drop(g->sources);
   drop(g->destinations);
-  const std::lock_guard<std::mutex> lock(g_records_mutex);
-  g_records.erase(g);
+  g->gradients.clear();
 }
 
 void backward(Graph* g, const ccv_nnc_tensor_symbol_t* f, int f_size, const ccv_nnc_tensor_symbol_t* wrt, int wrt_size,
               const ccv_nnc_graph_exec_symbol_t* sources, int source_size, const ccv_nnc_graph_exec_symbol_t* destinations,
               int destination_size) {
   NNC_CHECK(g, "%s: the symbolic graph is NULL", kWhat);
-  {
-    const std::lock_guard<std::mutex> lock(g_records_mutex);
-    g_records.erase(g);
-  }
+  g->gradients.clear();
   const Checkpoint before = checkpoint(g);
   try {
     Differentiator(g).run(f, f_size, wrt, wrt_size, sources, source_size, destinations, destination_size);
@@ -530,12 +516,9 @@ void backward(Graph* g, const ccv_nnc_tensor_symbol_t* f, int f_size, const ccv_
 }
 
 int gradient_of(const Graph* g, int symbol) {
-  const std::lock_guard<std::mutex> lock(g_records_mutex);
-  const auto it = g_records.find(g);
-  if (it == g_records.end()) return -1;
-  for (const Record& r : it->second)
+  for (const Record& r : g->gradients)
     if (r.forward == symbol) {
-      // A stale entry (a new graph at a freed one's address) fails these checks.
+      // A record that no longer fits the graph (symbols changed since) fails these checks.
       if (static_cast<size_t>(r.gradient) >= g->tensors.size() || static_cast<size_t>(symbol) >= g->tensors.size()) return -1;
       const Graph::Tensor& gt = g->tensors[static_cast<size_t>(r.gradient)];
       if (CCV_NNC_TENSOR_SYMBOL_IS_DEAD(gt.flags) || !same_info(g->tensors[static_cast<size_t>(symbol)].info, r.info) ||

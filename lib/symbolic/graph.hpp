@@ -84,6 +84,15 @@ struct ccv_nnc_symbolic_graph_s {
   std::vector<int> breakpoints;
   std::vector<std::pair<int, int>> carry_overs;
 
+  // The last ccv_nnc_symbolic_graph_backward: each wrt / f symbol and the
+  // symbol holding its gradient (with the forward symbol's parameters, to
+  // notice a symbol changed since).
+  struct GradientRecord {
+    int forward = -1, gradient = -1;
+    ccv_nnc_tensor_param_t info{};
+  };
+  std::vector<GradientRecord> gradients;
+
   ccv_nnc_symbolic_graph_s() = default;
   ccv_nnc_symbolic_graph_s(const ccv_nnc_symbolic_graph_s&) = delete;
   ccv_nnc_symbolic_graph_s& operator=(const ccv_nnc_symbolic_graph_s&) = delete;
