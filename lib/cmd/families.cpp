@@ -20,6 +20,8 @@ void register_optim(Registry& r);       // lib/cmd/optim: SGD, ADAM, ADAMW, RMSP
 void register_pad(Registry& r);         // lib/cmd/pad: PAD
 void register_upsample(Registry& r);    // lib/cmd/upsample: UPSAMPLE
 void register_index(Registry& r);       // lib/cmd/index: INDEX_SELECT
+void register_isnan(Registry& r);       // lib/cmd/isnan: REDUCE_ISNAN
+void register_masked_fill(Registry& r); // lib/cmd/masked_fill: MASKED_FILL
 
 void register_all_families(Registry& r) {
   register_blas(r);
@@ -37,6 +39,8 @@ void register_all_families(Registry& r) {
   register_pad(r);
   register_upsample(r);
   register_index(r);
+  register_isnan(r);
+  register_masked_fill(r);
 }
 
 }  // namespace nnc

@@ -63,7 +63,8 @@ void nnc_upsample(int type, bool nhwc, double* fwd, double* bwd) {
   ccv_nnc_cmd_t f = CMD_UPSAMPLE_FORWARD(type, 2, 2, 0), b = CMD_UPSAMPLE_BACKWARD(type, 2, 2, 0);
   f.backend = b.backend = CCV_NNC_BACKEND_CPU_OPT;
   *fwd = nnc_bench::time_ms([&] { check(ccv_nnc_cmd_exec(f, ccv_nnc_no_hint, 0, &x, 1, &y, 1, nullptr), "forward"); });
-  *bwd = nnc_bench::time_ms([&] { check(ccv_nnc_cmd_exec(b, ccv_nnc_no_hint, 0, &g, 1, &dx, 1, nullptr), "backward"); });
+  *bwd = nnc_bench::time_ms(
+      [&] { check(ccv_nnc_cmd_exec(b, ccv_nnc_no_hint, 0, &g, 1, &dx, 1, nullptr), "backward"); });
   ccv_nnc_tensor_free(x), ccv_nnc_tensor_free(y), ccv_nnc_tensor_free(g), ccv_nnc_tensor_free(dx);
 }
 

@@ -121,7 +121,8 @@ void register_index(Registry& r) {
   b.bitmask = backward_bitmask;
   b.validate = validate_backward;
   r.add_command(b);
-  r.add_kernels(cpu_ref(types::kAll), {{CCV_NNC_INDEX_SELECT_FORWARD, forward_ref}, {CCV_NNC_INDEX_SELECT_BACKWARD, backward_ref}});
+  r.add_kernels(cpu_ref(types::kAll),
+                {{CCV_NNC_INDEX_SELECT_FORWARD, forward_ref}, {CCV_NNC_INDEX_SELECT_BACKWARD, backward_ref}});
   r.add_kernels(cpu_opt(types::kAll).accepting(opt_accepts),
                 {{CCV_NNC_INDEX_SELECT_FORWARD, forward_opt}, {CCV_NNC_INDEX_SELECT_BACKWARD, backward_opt}});
 }

@@ -131,7 +131,8 @@ void run_rows(bool forward, const Work<T>& k, size_t rows, size_t row_elements) 
         forward ? avx512::forward_rows(k.t, k.in, k.out, r0, r1, tmp)
                 : avx512::backward_rows(k.t, k.in, k.out, r0, r1, tmp);
       else if (f.avx2)
-        forward ? avx2::forward_rows(k.t, k.in, k.out, r0, r1, tmp) : avx2::backward_rows(k.t, k.in, k.out, r0, r1, tmp);
+        forward ? avx2::forward_rows(k.t, k.in, k.out, r0, r1, tmp)
+                : avx2::backward_rows(k.t, k.in, k.out, r0, r1, tmp);
       else
         forward ? generic::forward_rows(k.t, k.in, k.out, r0, r1, tmp)
                 : generic::backward_rows(k.t, k.in, k.out, r0, r1, tmp);

@@ -114,8 +114,10 @@ void register_upsample(Registry& r) {
   b.bitmask = backward_bitmask;
   b.validate = validate_backward;
   r.add_command(b);
-  r.add_kernels(cpu_ref(types::kFloat), {{CCV_NNC_UPSAMPLE_FORWARD, forward_ref}, {CCV_NNC_UPSAMPLE_BACKWARD, backward_ref}});
-  r.add_kernels(cpu_opt(types::kWide), {{CCV_NNC_UPSAMPLE_FORWARD, forward_opt}, {CCV_NNC_UPSAMPLE_BACKWARD, backward_opt}});
+  r.add_kernels(cpu_ref(types::kFloat),
+                {{CCV_NNC_UPSAMPLE_FORWARD, forward_ref}, {CCV_NNC_UPSAMPLE_BACKWARD, backward_ref}});
+  r.add_kernels(cpu_opt(types::kWide),
+                {{CCV_NNC_UPSAMPLE_FORWARD, forward_opt}, {CCV_NNC_UPSAMPLE_BACKWARD, backward_opt}});
 }
 
 }  // namespace nnc

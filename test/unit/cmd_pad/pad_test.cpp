@@ -100,7 +100,8 @@ TEST_F(Pad, BackwardMatchesFiniteDifferences) {
     for (int type : kTypes) {
       T x(CCV_64F, c.dims);
       fill_uniform(x, rng);
-      expect_gradients_match(pad(CCV_NNC_PAD_FORWARD, type, c.begin, c.end), pad(CCV_NNC_PAD_BACKWARD, type, c.begin, c.end),
+      expect_gradients_match(pad(CCV_NNC_PAD_FORWARD, type, c.begin, c.end),
+                             pad(CCV_NNC_PAD_BACKWARD, type, c.begin, c.end),
                              ccv_nnc_no_hint, {&x}, {padded(c.dims, c.begin, c.end)}, {true}, rng);
     }
 }

@@ -50,7 +50,8 @@ int h_axis(size_t nd, int format) {
 // corners aligned) and the two taps with weights.
 void taps(int type, int align, int d, int in, int out, int* i0, int* i1, double* l) {
   if (type == NEAREST) {
-    const double s = align ? (out > 1 ? std::round(d * double(in - 1) / (out - 1)) : 0) : std::floor((d + 0.5) * in / out);
+    const double s =
+        align ? (out > 1 ? std::round(d * double(in - 1) / (out - 1)) : 0) : std::floor((d + 0.5) * in / out);
     *i0 = *i1 = std::min(static_cast<int>(s), in - 1);
     *l = 0;
     return;
@@ -88,7 +89,8 @@ std::vector<double> reference(const T& x, const std::vector<int>& xd, const std:
       return x_at(i);
     };
     y[lin] = type == NEAREST ? v(a0, b0)
-                             : (1 - la) * ((1 - lb) * v(a0, b0) + lb * v(a0, b1)) + la * ((1 - lb) * v(a1, b0) + lb * v(a1, b1));
+                             : (1 - la) * ((1 - lb) * v(a0, b0) + lb * v(a0, b1)) +
+                                   la * ((1 - lb) * v(a1, b0) + lb * v(a1, b1));
   }
   return y;
 }
@@ -210,7 +212,8 @@ TEST_F(Upsample, HalfPrecisionOnTheReferenceBackend) {
     const UpCase c = kCases[0];
     T x(dt, c.x, c.format), y(dt, c.y, c.format);
     fill_random(x, rng);
-    ASSERT_EQ(run(up(CCV_NNC_UPSAMPLE_FORWARD, BILINEAR, 0), {x}, {y}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    ASSERT_EQ(run(up(CCV_NNC_UPSAMPLE_FORWARD, BILINEAR, 0), {x}, {y}), CCV_NNC_EXEC_SUCCESS)
+        << ccv_nnc_error_message();
     const std::vector<double> want = reference(x, c.x, c.y, c.format, BILINEAR, 0);
     for (size_t i = 0; i < y.count(); i++)
       EXPECT_NEAR(y.get(i), want[i], (dt == CCV_16F ? 1e-3 : 8e-3) * std::max(1.0, std::fabs(want[i]))) << i;
@@ -269,7 +272,8 @@ TEST_F(Upsample, LibnncContract) {
 
 TEST_F(Upsample, BadInputFailsWithAMessage) {
   T x(CCV_32F, {2, 4, 5, 3}), y(CCV_32F, {2, 8, 10, 3}), yc(CCV_32F, {2, 8, 10, 4}), yd(CCV_64F, {2, 8, 10, 3});
-  T yn(CCV_32F, {2, 8, 10, 3}, NCHW), y3(CCV_32F, {8, 10, 3}), x5(CCV_32F, {1, 2, 4, 5, 3}), y5(CCV_32F, {1, 2, 8, 10, 3});
+  T yn(CCV_32F, {2, 8, 10, 3}, NCHW), y3(CCV_32F, {8, 10, 3});
+  T x5(CCV_32F, {1, 2, 4, 5, 3}), y5(CCV_32F, {1, 2, 8, 10, 3});
   T x1(CCV_32F, {4}), y1(CCV_32F, {8}), xi(CCV_32S, {2, 4, 5, 3}), yi(CCV_32S, {2, 8, 10, 3});
   const ccv_nnc_cmd_t f = up(CCV_NNC_UPSAMPLE_FORWARD, BILINEAR, 0);
   EXPECT_EQ(run(f, {x}, {y}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
