@@ -152,7 +152,7 @@ void validate_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv_
 void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv_nnc_tensor_t* const* inputs,
                        int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
   const char* name = "CONVOLUTION_BACKWARD";
-  NNC_CHECK(input_size >= 3 && input_size <= 5, "%s: takes inputs |g|x|w|bias|y| (at least |g|x|w|; got %d inputs)",
+  NNC_CHECK(input_size >= 2 && input_size <= 5, "%s: takes inputs |g|x|w|bias|y| (at least |g|x|; got %d inputs)",
             name, input_size);
   NNC_CHECK(output_size >= 1 && output_size <= 3, "%s: takes outputs |dx|dw|dbias| (got %d outputs)", name,
             output_size);
@@ -311,6 +311,9 @@ BackwardIo backward_io(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_
   // libnnc's |g|-|w| -> |dx| pattern: without x, dx (x's shape; only its
   // shape is read when dw is not asked for) stands in for it.
   if (!io.x && io.dx && !io.dw) io.x = io.dx;
+  // And |g|x|-| -> |-|dw|dbias|: dw (w's shape; w itself is read only for dx)
+  // stands in for w.
+  if (!io.w && io.dw && !io.dx) io.w = io.dw;
   return io;
 }
 

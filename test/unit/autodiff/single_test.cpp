@@ -242,7 +242,7 @@ TEST(AutodiffSingle, MoreElementWise) {
 // Disabled: for dw and dbias alone libnnc's bitmask leaves w out
 // (|g|x|-|bias| -> |-|dw|dbias|), which the backward pass follows; our
 // CONVOLUTION_BACKWARD kernel still asks for w.
-TEST(AutodiffSingle, DISABLED_ConvolutionWeightsOnly) {
+TEST(AutodiffSingle, ConvolutionWeightsOnly) {
   Input data{{1, 5, 5, 2}};
   data.wrt = false;
   check_gradients({data, {{3, 3, 3, 2}}, {{3}}},

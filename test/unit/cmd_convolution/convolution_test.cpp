@@ -264,6 +264,23 @@ TEST_F(Conv, BackwardOutputsAreOptional) {
   EXPECT_EQ(max_rel_diff(dx2, dx), 0);
   EXPECT_EQ(max_rel_diff(dw2, dw), 0);
   EXPECT_EQ(max_rel_diff(db2, db), 0);
+  // libnnc's weights-only pattern |g|x| -> |-|dw|dbias| (what a first layer
+  // gets when its input needs no gradient): the window comes from dw. REF
+  // and OPT, with and without dbias, 2 or 3 input slots.
+  for (int backend : {CCV_NNC_BACKEND_CPU_REF, CCV_NNC_BACKEND_CPU_OPT}) {
+    const int dt = backend == CCV_NNC_BACKEND_CPU_REF ? CCV_64F : CCV_32F;  // OPT runs fp32
+    const double tol = dt == CCV_64F ? 1e-12 : 1e-5;
+    const ccv_nnc_cmd_t b = c.cmd(CCV_NNC_CONVOLUTION_BACKWARD, backend);
+    T gx(dt, c.y_shape()), xx(dt, c.x_shape());
+    for (size_t i = 0; i < g.count(); i++) gx.set(i, g.get(i));
+    for (size_t i = 0; i < x.count(); i++) xx.set(i, x.get(i));
+    T dw3(dt, c.w_shape()), db3(dt, {c.K}), dw4(dt, c.w_shape());
+    ASSERT_EQ(run_hint(b, c.hint(), {gx, xx}, {nullptr, dw3, db3}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    ASSERT_EQ(run_hint(b, c.hint(), {gx, xx, nullptr}, {nullptr, dw4}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    EXPECT_LT(max_rel_diff(dw3, dw), tol) << backend;
+    EXPECT_LT(max_rel_diff(dw4, dw), tol) << backend;
+    EXPECT_LT(max_rel_diff(db3, db), tol) << backend;
+  }
   // dbias is the sum of g over n, oh, ow.
   for (int k = 0; k < c.K; k++) {
     double s = 0;
