@@ -157,36 +157,56 @@ NNC_API int ccv_nnc_symbolic_graph_destination_size(const ccv_nnc_symbolic_graph
   return graph ? static_cast<int>(graph->destinations.size()) : 0;
 }
 
+namespace {
+
+// One graph's nodes and edges; a loop's body and a case..of's branches go in
+// clusters beside the node that runs them. Node names carry the path of
+// sub-graphs ("node3_0_2": node 2 of sub-graph 0 of node 3).
+void dot_graph(const Graph* graph, int flags, FILE* out, const std::string& prefix) {
+  auto tensor_text = [&](int d) {
+    if (d == CCV_NNC_WHILE_COUNT_TENSOR_SYMBOL) return std::string("count");
+    if (d < 0) return std::string("-");
+    const Graph::Tensor& t = graph->tensors[static_cast<size_t>(d)];
+    std::string s = t.name.empty() ? format("t%d", d) : t.name;
+    if (flags & CCV_NNC_LONG_DOT_GRAPH) s += format(" %s %s", datatype_name(t.info.datatype), shape_string(t.info.dim).c_str());
+    return s;
+  };
+  for (size_t e = 0; e < graph->execs.size(); e++) {
+    const Graph::Exec& x = graph->execs[e];
+    if (CCV_NNC_GRAPH_EXEC_IS_DEAD(x.flags)) continue;
+    const char* cmd = x.flags & CCV_NNC_GRAPH_EXEC_P_WHILE ? "while" : x.flags & CCV_NNC_GRAPH_EXEC_CASE_OF ? "case..of" : cmd_name(x.cmd.cmd);
+    std::string label = format("%s%s%s|%s", x.name.c_str(), x.name.empty() ? "" : " ", cmd ? cmd : "custom", "in:");
+    for (int d : x.inputs) label.append(1, ' ').append(tensor_text(d));
+    label += "|out:";
+    for (int d : x.outputs) label.append(1, ' ').append(tensor_text(d));
+    std::string escaped;
+    for (char c : label) {
+      if (c == '"' || c == '{' || c == '}' || c == '<' || c == '>') escaped += '\\';
+      escaped += c;
+    }
+    std::fprintf(out, "node%s%zu [shape=record,label=\"%s\"];\n", prefix.c_str(), e, escaped.c_str());
+    for (size_t i = 0; i < x.subs.size(); i++) {
+      if (!x.subs[i]) continue;
+      const std::string sub = format("%s%zu_%zu_", prefix.c_str(), e, i);
+      std::fprintf(out, "subgraph cluster%s {\nlabel=\"%s\";\n", sub.c_str(),
+                   x.flags & CCV_NNC_GRAPH_EXEC_P_WHILE ? "body" : format("branch %zu", i).c_str());
+      dot_graph(x.subs[i], flags, out, sub);
+      std::fprintf(out, "}\n");
+    }
+  }
+  for (size_t e = 0; e < graph->execs.size(); e++) {
+    if (CCV_NNC_GRAPH_EXEC_IS_DEAD(graph->execs[e].flags)) continue;
+    for (int t : graph->execs[e].outgoing) std::fprintf(out, "node%s%zu -> node%s%d;\n", prefix.c_str(), e, prefix.c_str(), t);
+  }
+}
+
+}  // namespace
+
 NNC_API void ccv_nnc_symbolic_graph_dot(const ccv_nnc_symbolic_graph_t* const graph, const int flags, FILE* out) {
   guard_void([&] {
     NNC_CHECK(graph && out, "ccv_nnc_symbolic_graph_dot: graph or out is NULL");
-    auto tensor_text = [&](int d) {
-      if (d < 0) return std::string("-");
-      const Graph::Tensor& t = graph->tensors[static_cast<size_t>(d)];
-      std::string s = t.name.empty() ? format("t%d", d) : t.name;
-      if (flags & CCV_NNC_LONG_DOT_GRAPH) s += format(" %s %s", datatype_name(t.info.datatype), shape_string(t.info.dim).c_str());
-      return s;
-    };
     std::fprintf(out, "digraph G {\ncompound=true;\n");
-    for (size_t e = 0; e < graph->execs.size(); e++) {
-      const Graph::Exec& x = graph->execs[e];
-      if (CCV_NNC_GRAPH_EXEC_IS_DEAD(x.flags)) continue;
-      const char* cmd = cmd_name(x.cmd.cmd);
-      std::string label = format("%s%s%s|%s", x.name.c_str(), x.name.empty() ? "" : " ", cmd ? cmd : "custom", "in:");
-      for (int d : x.inputs) label.append(1, ' ').append(tensor_text(d));
-      label += "|out:";
-      for (int d : x.outputs) label.append(1, ' ').append(tensor_text(d));
-      std::string escaped;
-      for (char c : label) {
-        if (c == '"' || c == '{' || c == '}' || c == '<' || c == '>') escaped += '\\';
-        escaped += c;
-      }
-      std::fprintf(out, "node%zu [shape=record,label=\"%s\"];\n", e, escaped.c_str());
-    }
-    for (size_t e = 0; e < graph->execs.size(); e++) {
-      if (CCV_NNC_GRAPH_EXEC_IS_DEAD(graph->execs[e].flags)) continue;
-      for (int t : graph->execs[e].outgoing) std::fprintf(out, "node%zu -> node%d;\n", e, t);
-    }
+    dot_graph(graph, flags, out, "");
     std::fprintf(out, "}\n");
   });
 }

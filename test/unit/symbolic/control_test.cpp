@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -359,6 +361,20 @@ TEST(SymbolicWhile, NestedCaseOfAndLoop) {
   ccv_nnc_symbolic_graph_set_carry_overs(outer, ML(MAP{z, y}));
   ccv_nnc_symbolic_graph_set_while_expr(outer, count_below, &outer_limit, SL(ccv_nnc_tensor_symbol_for_while_count(outer)), EL(last));
   autogen(c.sg);
+  // DOT shows the sub-graphs as clusters beside the nodes that run them.
+  {
+    char* text = nullptr;
+    size_t size = 0;
+    FILE* f = open_memstream(&text, &size);
+    ccv_nnc_symbolic_graph_dot(c.sg, CCV_NNC_LONG_DOT_GRAPH, f);
+    std::fclose(f);
+    const std::string dot(text, size);
+    std::free(text);
+    EXPECT_NE(dot.find("subgraph cluster0_0_ {"), std::string::npos) << dot;  // the outer body
+    EXPECT_NE(dot.find("label=\"branch 0\""), std::string::npos) << dot;
+    EXPECT_NE(dot.find("v*x"), std::string::npos) << dot;  // a node of the inner body
+    EXPECT_NE(dot.find("case..of"), std::string::npos) << dot;
+  }
   ASSERT_TRUE(c.compile({z})) << last_error();
   const float xv[2] = {1.5f, -0.5f}, yv[2] = {1.f, 2.f};
   for (int trial = 0; trial < 2; trial++) {
