@@ -22,6 +22,7 @@ void register_upsample(Registry& r);    // lib/cmd/upsample: UPSAMPLE
 void register_index(Registry& r);       // lib/cmd/index: INDEX_SELECT
 void register_isnan(Registry& r);       // lib/cmd/isnan: REDUCE_ISNAN
 void register_masked_fill(Registry& r); // lib/cmd/masked_fill: MASKED_FILL
+void register_cmul(Registry& r);        // lib/cmd/cmul: CMUL
 
 void register_all_families(Registry& r) {
   register_blas(r);
@@ -41,6 +42,7 @@ void register_all_families(Registry& r) {
   register_index(r);
   register_isnan(r);
   register_masked_fill(r);
+  register_cmul(r);
 }
 
 }  // namespace nnc
