@@ -21,19 +21,62 @@ using SG = ccv_nnc_symbolic_graph_s;
 
 void check_graph(const DG* g, const char* what) { NNC_CHECK(g, "%s: the dynamic graph is NULL", what); }
 
-Var* check_var(const DG* g, Var* v, const char* what, const char* role) {
+// `role` names the argument in messages, with `index` when it is one of an array.
+Var* check_var(const DG* g, Var* v, const char* what, const char* role, int index = -1) {
   check_graph(g, what);
-  NNC_CHECK(v, "%s: %s is NULL", what, role);
-  NNC_CHECK(v->graph == g, "%s: %s belongs to another dynamic graph", what, role);
-  NNC_CHECK(v->alive, "%s: %s was freed", what, role);
+  auto label = [&] { return index < 0 ? std::string(role) : format("%s %d", role, index); };
+  if (!v) fail(CCV_NNC_EXEC_INVALID, "%s: %s is NULL", what, label().c_str());
+  if (v->graph != g) fail(CCV_NNC_EXEC_INVALID, "%s: %s belongs to another dynamic graph", what, label().c_str());
+  if (!v->alive) fail(CCV_NNC_EXEC_INVALID, "%s: %s was freed", what, label().c_str());
   return v;
 }
 
-std::shared_ptr<ccv_nnc_tensor_t> new_storage(const ccv_nnc_tensor_param_t& info, const char* what) {
-  ccv_nnc_tensor_t* t = ccv_nnc_tensor_new(nullptr, info, 0);
+constexpr size_t kPoolLimit = 256u << 20;  // bytes kept for reuse at most
+
+// Storage from the graph's pool when one of the same type and size is there.
+std::shared_ptr<ccv_nnc_tensor_t> new_storage(DG* g, const ccv_nnc_tensor_param_t& info, const char* what) {
+  ccv_nnc_tensor_t* t = nullptr;
+  const size_t bytes = ccv_nnc_tensor_data_size(info);
+  for (size_t i = g->pool.size(); i-- > 0;) {
+    ccv_nnc_tensor_t* c = g->pool[i];
+    if (c->info.datatype != info.datatype || c->info.format != info.format || c->info.type != info.type ||
+        ccv_nnc_tensor_data_size(c->info) != bytes)
+      continue;
+    t = c;
+    g->pool[i] = g->pool.back();
+    g->pool.pop_back();
+    g->pool_bytes -= bytes;
+    std::memcpy(t->info.dim, info.dim, sizeof(info.dim));
+    break;
+  }
+  if (!t) t = ccv_nnc_tensor_new(nullptr, info, 0);
   if (!t) fail(CCV_NNC_EXEC_OOM, "%s: cannot allocate a %s %s tensor", what, shape_string(info.dim).c_str(), datatype_name(info.datatype));
-  return std::shared_ptr<ccv_nnc_tensor_t>(t, [](ccv_nnc_tensor_t* p) { ccv_nnc_tensor_free(p); });
+  return std::shared_ptr<ccv_nnc_tensor_t>(t, [g](ccv_nnc_tensor_t* p) {
+    const size_t n = ccv_nnc_tensor_data_size(p->info);
+    if (g->dying || g->pool_bytes + n > kPoolLimit) {
+      ccv_nnc_tensor_free(p);
+      return;
+    }
+    g->pool.push_back(p);
+    g->pool_bytes += n;
+  });
 }
+
+// A few tensors or parameters without a heap allocation for the common sizes.
+template <class T, size_t N = 8>
+class Small {
+ public:
+  explicit Small(size_t n) : n_(n) {
+    if (n > N) heap_.resize(n);
+  }
+  T* data() { return n_ > N ? heap_.data() : inline_; }
+  T& operator[](size_t i) { return data()[i]; }
+
+ private:
+  size_t n_;
+  T inline_[N]{};
+  std::vector<T> heap_;
+};
 
 // The variable an alias views, through freed bases (which hand their storage to the alias).
 const std::shared_ptr<ccv_nnc_tensor_t>& storage_of(const Var* v) {
@@ -256,7 +299,10 @@ ccv_nnc_dynamic_graph_s::~ccv_nnc_dynamic_graph_s() {
   for (auto& s : shells)
     if (s->alive)
       for (const auto& d : s->destructors) d.first(this, tensor_of(s.get()), d.second);
+  dying = true;  // storage released from here on is freed, not pooled
   symbols.clear();
+  shells.clear();
+  for (ccv_nnc_tensor_t* t : pool) ccv_nnc_tensor_free(t);
   delete trace;
 }
 
@@ -343,7 +389,7 @@ NNC_API ccv_nnc_tensor_t* ccv_nnc_tensor_from_variable_impl(ccv_nnc_dynamic_grap
     Var* base = v->alias_of && v->alias_of->alive ? v->alias_of : v;
     if (!storage_of(v)) {
       NNC_CHECK(nd_of(base->info.dim) > 0, "%s: the variable has no shape yet (no command wrote it)", what);
-      base->value = new_storage(base->info, what);
+      base->value = new_storage(graph, base->info, what);
       if (base->symbol >= 0) graph->symbols[static_cast<size_t>(base_of(graph, base->symbol))].value = base->value;
     }
     return tensor_of(v);
@@ -411,13 +457,12 @@ NNC_API int ccv_nnc_dynamic_graph_exec(ccv_nnc_dynamic_graph_t* const graph, con
     NNC_CHECK(input_size >= 0 && output_size >= 0 && (inputs || input_size == 0) && (outputs || output_size == 0),
               "%s: bad arrays (sizes %d and %d)", what, input_size, output_size);
     NNC_CHECK(parallel >= 0, "%s: parallel %d is negative", what, parallel);
-    std::vector<ccv_nnc_tensor_t*> in(static_cast<size_t>(input_size), nullptr), out(static_cast<size_t>(output_size), nullptr);
-    std::vector<ccv_nnc_tensor_param_t> in_params(static_cast<size_t>(input_size)), out_params(static_cast<size_t>(output_size));
+    Small<ccv_nnc_tensor_t*> in(static_cast<size_t>(input_size)), out(static_cast<size_t>(output_size));
+    Small<ccv_nnc_tensor_param_t> in_params(static_cast<size_t>(input_size)), out_params(static_cast<size_t>(output_size));
     bool differentiable = false;
     for (int i = 0; i < input_size; i++) {
       if (!inputs[i]) continue;
-      const std::string role = format("input %d", i);
-      Var* v = check_var(graph, inputs[i], what, role.c_str());
+      Var* v = check_var(graph, inputs[i], what, "input", i);
       in[static_cast<size_t>(i)] = tensor_of(v);
       NNC_CHECK(in[static_cast<size_t>(i)], "%s: input %d has no value yet (set it, or read it with ccv_nnc_tensor_from_variable)", what, i);
       in_params[static_cast<size_t>(i)] = in[static_cast<size_t>(i)]->info;
@@ -425,12 +470,11 @@ NNC_API int ccv_nnc_dynamic_graph_exec(ccv_nnc_dynamic_graph_t* const graph, con
     }
     ccv_nnc_hint_tensor_auto(cmd, in_params.data(), input_size, hint, out_params.data(), output_size);
     // The outputs' storage: reused in place only when nothing else (the trace, an input) holds it.
-    std::vector<std::shared_ptr<ccv_nnc_tensor_t>> fresh(static_cast<size_t>(output_size));
+    Small<std::shared_ptr<ccv_nnc_tensor_t>> fresh(static_cast<size_t>(output_size));
     for (int j = 0; j < output_size; j++) {
       Var* v = outputs[j];
       if (!v) continue;
-      const std::string role = format("output %d", j);
-      check_var(graph, v, what, role.c_str());
+      check_var(graph, v, what, "output", j);
       NNC_CHECK(!v->constant, "%s: output %d is a constant; constants are never written", what, j);
       if (v->alias_of) {
         NNC_CHECK(graph->no_grad || !differentiable,
@@ -446,7 +490,7 @@ NNC_API int ccv_nnc_dynamic_graph_exec(ccv_nnc_dynamic_graph_t* const graph, con
                    CCV_GET_DATA_TYPE(v->value->info.datatype) == CCV_GET_DATA_TYPE(p.datatype);
       for (int i = 0; i < input_size && reuse; i++)
         if (inputs[i] && storage_of(inputs[i]).get() == v->value.get()) reuse = false;
-      fresh[static_cast<size_t>(j)] = reuse ? v->value : new_storage(p, what);
+      fresh[static_cast<size_t>(j)] = reuse ? v->value : new_storage(graph, p, what);
       out[static_cast<size_t>(j)] = fresh[static_cast<size_t>(j)].get();
       for (int k = 0; k < j; k++)
         NNC_CHECK(outputs[k] != v, "%s: outputs %d and %d are the same variable", what, k, j);
@@ -513,7 +557,12 @@ NNC_API int ccv_nnc_dynamic_graph_set_no_grad(ccv_nnc_dynamic_graph_t* const dyn
 }
 
 NNC_API void ccv_nnc_dynamic_graph_gc(ccv_nnc_dynamic_graph_t* const dynamic_graph) {
-  guard_void([&] { check_graph(dynamic_graph, "ccv_nnc_dynamic_graph_gc"); });
+  guard_void([&] {
+    check_graph(dynamic_graph, "ccv_nnc_dynamic_graph_gc");
+    for (ccv_nnc_tensor_t* t : dynamic_graph->pool) ccv_nnc_tensor_free(t);
+    dynamic_graph->pool.clear();
+    dynamic_graph->pool_bytes = 0;
+  });
 }
 
 NNC_API void ccv_nnc_dynamic_graph_dot(const ccv_nnc_dynamic_graph_t* const graph, const int flags, FILE* out) {
@@ -607,19 +656,16 @@ void backward(DG* g, const ccv_nnc_tensor_variable_t* f_variables, int f_size, c
   NNC_CHECK(output_size == input_size && outputs, "%s: %d outputs for %d inputs (one gradient per input)", what, output_size, input_size);
   std::vector<ccv_nnc_tensor_symbol_t> f, wrt;
   for (int i = 0; i < f_size; i++) {
-    const std::string role = format("f variable %d", i);
-    Var* v = check_var(g, f_variables[i], what, role.c_str());
+    Var* v = check_var(g, f_variables[i], what, "f variable", i);
     NNC_CHECK(v->symbol >= 0 && live_writer(g, base_of(g, v->symbol)) >= 0,
               "%s: f variable %d was not computed by a traced command (a constant, or computed without gradients)", what, i);
     f.push_back({v->symbol, g->trace});
   }
   for (int i = 0; i < input_size; i++) {
-    const std::string role = format("input %d", i);
-    Var* v = check_var(g, inputs[i], what, role.c_str());
+    Var* v = check_var(g, inputs[i], what, "input", i);
     NNC_CHECK(!v->constant, "%s: input %d is a constant; constants have no gradient", what, i);
     NNC_CHECK(v->symbol >= 0, "%s: input %d has no path to the f variables (no traced command read it)", what, i);
-    const std::string orole = format("output %d", i);
-    if (outputs[i]) check_var(g, outputs[i], what, orole.c_str());
+    if (outputs[i]) check_var(g, outputs[i], what, "output", i);
     wrt.push_back({v->symbol, g->trace});
   }
   const size_t execs_before = g->trace->execs.size(), tensors_before = g->trace->tensors.size();
@@ -671,12 +717,11 @@ void backward(DG* g, const ccv_nnc_tensor_variable_t* f_variables, int f_size, c
     g->trace->tensors[static_cast<size_t>(seed.d)].flags &= ~(CCV_NNC_TENSOR_SYMBOL_INIT_ONES | CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS);
     ccv_nnc_tensor_t* t = nullptr;
     if (df && df[i]) {
-      const std::string role = format("df_optionals[%d]", i);
-      t = tensor_of(check_var(g, df[i], what, role.c_str()));
+      t = tensor_of(check_var(g, df[i], what, "df_optionals", i));
       NNC_CHECK(t && same_shape(t->info, g->trace->tensors[static_cast<size_t>(seed.d)].info), "%s: df_optionals[%d] has no value or a shape other than f's",
                 what, i);
     } else {
-      hold.push_back(new_storage(g->trace->tensors[static_cast<size_t>(seed.d)].info, what));
+      hold.push_back(new_storage(g, g->trace->tensors[static_cast<size_t>(seed.d)].info, what));
       t = hold.back().get();
       const int n = ccv_nnc_tensor_count(t->info);
       for (int k = 0; k < n; k++) store_double(t->data.u8 + static_cast<size_t>(k) * datatype_size(t->info.datatype), t->info.datatype, 1.0);
@@ -692,7 +737,7 @@ void backward(DG* g, const ccv_nnc_tensor_variable_t* f_variables, int f_size, c
     grads.push_back(gs);
     if (!outputs[i]) continue;
     const ccv_nnc_tensor_param_t info = g->trace->tensors[static_cast<size_t>(gs.d)].info;
-    into[static_cast<size_t>(i)] = new_storage(info, what);
+    into[static_cast<size_t>(i)] = new_storage(g, info, what);
     binds.push_back({gs, into[static_cast<size_t>(i)].get()});
   }
   Owned c;
@@ -748,20 +793,18 @@ NNC_API void ccv_nnc_dynamic_graph_apply_gradients(ccv_nnc_dynamic_graph_t* cons
     NNC_CHECK(aux >= 0, "%s: %s", what, ccv_nnc_error_message());
     NNC_CHECK(aux == 0 || saved_aux, "%s: the minimizer keeps %d auxiliary tensors per parameter; saved_aux is NULL", what, aux);
     for (int i = 0; i < parameter_size; i++) {
-      const std::string pr = format("parameter %d", i), gr = format("gradient %d", i);
-      Var* p = check_var(dynamic_graph, parameters[i], what, pr.c_str());
-      Var* gv = check_var(dynamic_graph, gradients[i], what, gr.c_str());
+      Var* p = check_var(dynamic_graph, parameters[i], what, "parameter", i);
+      Var* gv = check_var(dynamic_graph, gradients[i], what, "gradient", i);
       ccv_nnc_tensor_t* pt = tensor_of(p);
       ccv_nnc_tensor_t* gt = tensor_of(gv);
       NNC_CHECK(pt && gt, "%s: parameter %d or its gradient has no value", what, i);
       std::vector<ccv_nnc_tensor_t*> in{gt, pt}, out{pt};
       for (int k = 0; k < aux; k++) {
-        const std::string ar = format("saved_aux[%d]", i * aux + k);
-        Var* a = check_var(dynamic_graph, saved_aux[i * aux + k], what, ar.c_str());
+        Var* a = check_var(dynamic_graph, saved_aux[i * aux + k], what, "saved_aux", i * aux + k);
         if (!storage_of(a)) {  // a fresh auxiliary tensor starts at zero
           Var* base = a->alias_of ? a->alias_of : a;
           if (nd_of(base->info.dim) == 0) base->info = pt->info;
-          base->value = new_storage(base->info, what);
+          base->value = new_storage(dynamic_graph, base->info, what);
           std::memset(base->value->data.u8, 0, ccv_nnc_tensor_data_size(base->value->info));
         }
         in.push_back(tensor_of(a));

@@ -36,6 +36,13 @@ struct ccv_nnc_tensor_variable_s {
 };
 
 struct ccv_nnc_dynamic_graph_s {
+  // Storage no variable or symbol holds any more, kept for the next tensor of
+  // the same type and size (an eager loop allocates the same shapes every
+  // step); ccv_nnc_dynamic_graph_gc gives it back. Declared first: it must
+  // outlive everything that returns storage to it.
+  std::vector<ccv_nnc_tensor_t*> pool;
+  size_t pool_bytes = 0;
+  bool dying = false;
   ccv_nnc_symbolic_graph_t* trace = nullptr;
   // Every variable shell made; free ones are reused.
   std::vector<std::unique_ptr<ccv_nnc_tensor_variable_s>> shells;

@@ -221,6 +221,9 @@ ccv_nnc_graph_exec_symbol_t exec_new(Graph* g, const ccv_nnc_cmd_t& cmd, const c
   // An empty slot is CCV_NNC_NO_TENSOR_SYMBOL, or a symbol of no graph; an
   // enclosing graph's symbol gets a local stand-in.
   auto slot = [&](const ccv_nnc_tensor_symbol_t& s, const char* role, int i) {
+    if (s.graph == g && s.d >= 0 && static_cast<size_t>(s.d) < g->tensors.size() &&
+        !CCV_NNC_TENSOR_SYMBOL_IS_DEAD(g->tensors[static_cast<size_t>(s.d)].flags))
+      return static_cast<int>(s.d);  // the common case, without building a message
     const std::string w = format("%s: %s %d", what, role, i);
     return local_symbol(g, s, w.c_str());
   };
