@@ -1251,6 +1251,20 @@ void ccv_nnc_dynamic_graph_free(ccv_nnc_dynamic_graph_t* const graph);
 void ccv_nnc_dynamic_graph_dot(const ccv_nnc_dynamic_graph_t* const graph, const int flags, FILE* out);
 /** Symbols the trace holds for later backward passes: type CCV_NNC_SYMBOL_TENSOR, _TENSOR_ALIAS or _GRAPH_EXEC. */
 CCV_WARN_UNUSED(int) ccv_nnc_dynamic_graph_bookkeeping_count(const ccv_nnc_dynamic_graph_t* const graph, const int type);
+/**
+ * NNC addition: memoisation. A command repeated on inputs of the same
+ * contents (same command, parameters, hint and input bytes, hashed with
+ * XXH3-128) hands back the outputs it made before instead of running; the
+ * outputs kept are at most max_bytes (the least recently used go first).
+ * 0 turns it off and empties the cache. Random and custom commands always
+ * run; so does a command with a strided-view input. Hashing reads every
+ * input byte, so it pays for commands that cost more than reading their
+ * inputs. A cached output read with ccv_nnc_tensor_from_variable is first
+ * copied, so writing through that pointer never changes the cache.
+ */
+void ccv_nnc_dynamic_graph_set_memoization(ccv_nnc_dynamic_graph_t* const graph, const size_t max_bytes);
+/** Memoisation hits and misses since it was turned on. */
+void ccv_nnc_dynamic_graph_memoization_stats(const ccv_nnc_dynamic_graph_t* const graph, uint64_t* const hits, uint64_t* const misses);
 /** The trace through a symbolic graph format function. */
 void ccv_nnc_dynamic_graph_format(const ccv_nnc_dynamic_graph_t* const graph, const ccv_nnc_symbolic_graph_format_f format_fn, void* const context);
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <xxhash.h>
+
 #include "core/cmd.hpp"
 #include "core/error.hpp"
 #include "core/export.hpp"
@@ -293,6 +295,80 @@ void destroy(DG* g, Var* v) {
   g->free_shells.push_back(v);
 }
 
+// ---- Memoisation -----------------------------------------------------------
+
+bool memoizable(const ccv_nnc_cmd_t& cmd) {
+  const uint32_t c = cmd.cmd;
+  return !cmd.isa && c != CCV_NNC_CUSTOM_FORWARD && c != CCV_NNC_CUSTOM_BACKWARD && c != CCV_NNC_RANDOM_UNIFORM_FORWARD &&
+         c != CCV_NNC_RANDOM_NORMAL_FORWARD && c != CCV_NNC_DROPOUT_FORWARD && c != CCV_NNC_DROPOUT_BACKWARD && c != CCV_NNC_NOOP;
+}
+
+// The key of a call, or false when it cannot be memoised (a view among the inputs).
+bool memo_key(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flags, ccv_nnc_tensor_t* const* in, int input_size,
+              const ccv_nnc_tensor_param_t* out_params, int output_size, DG::MemoKey* key) {
+  XXH3_state_t* st = XXH3_createState();
+  if (!st) return false;
+  XXH3_128bits_reset(st);
+  XXH3_128bits_update(st, &cmd.cmd, sizeof(cmd.cmd));
+  XXH3_128bits_update(st, &cmd.backend, sizeof(cmd.backend));
+  XXH3_128bits_update(st, &cmd.algorithm, sizeof(cmd.algorithm));
+  XXH3_128bits_update(st, &cmd.info, sizeof(cmd.info));
+  XXH3_128bits_update(st, &hint, sizeof(hint));
+  XXH3_128bits_update(st, &flags, sizeof(flags));
+  XXH3_128bits_update(st, &input_size, sizeof(input_size));
+  bool ok = true;
+  for (int i = 0; i < input_size && ok; i++) {
+    const ccv_nnc_tensor_t* t = in[i];
+    const int present = t ? 1 : 0;
+    XXH3_128bits_update(st, &present, sizeof(present));
+    if (!t) continue;
+    if (CCV_IS_TENSOR_VIEW(t) || CCV_IS_TENSOR_MULTIVIEW(t)) {
+      ok = false;
+      break;
+    }
+    XXH3_128bits_update(st, &t->info, sizeof(t->info));
+    XXH3_128bits_update(st, t->data.u8, ccv_nnc_tensor_data_size(t->info));
+  }
+  XXH3_128bits_update(st, &output_size, sizeof(output_size));
+  for (int j = 0; j < output_size; j++) XXH3_128bits_update(st, &out_params[j], sizeof(out_params[j]));
+  const XXH128_hash_t h = XXH3_128bits_digest(st);
+  XXH3_freeState(st);
+  key->low = h.low64;
+  key->high = h.high64;
+  return ok;
+}
+
+void memo_evict(DG* g) {
+  while (g->memo_bytes > g->memo_limit && !g->memo_ages.empty()) {
+    const DG::MemoKey k = g->memo_ages.back();
+    g->memo_ages.pop_back();
+    auto it = g->memo.find(k);
+    if (it == g->memo.end()) continue;
+    g->memo_bytes -= it->second.bytes;
+    for (const auto& o : it->second.outputs)
+      if (o) g->memo_held.erase(o.get());
+    g->memo.erase(it);
+  }
+}
+
+void memo_clear(DG* g) {
+  g->memo.clear();
+  g->memo_ages.clear();
+  g->memo_held.clear();
+  g->memo_bytes = 0;
+}
+
+// A variable about to be handed to the caller: storage the cache holds is
+// copied first, so the caller's writes cannot reach the cache.
+void memo_unshare(DG* g, Var* v, const char* what) {
+  Var* base = v->alias_of && v->alias_of->alive ? v->alias_of : v;
+  if (!base->value || !g->memo_held.count(base->value.get())) return;
+  auto copy = new_storage(g, base->value->info, what);
+  std::memcpy(copy->data.u8, base->value->data.u8, ccv_nnc_tensor_data_size(base->value->info));
+  // The trace keeps the cached storage (the same bytes); the variable goes on with its copy.
+  base->value = copy;
+}
+
 }  // namespace
 
 ccv_nnc_dynamic_graph_s::~ccv_nnc_dynamic_graph_s() {
@@ -300,6 +376,8 @@ ccv_nnc_dynamic_graph_s::~ccv_nnc_dynamic_graph_s() {
     if (s->alive)
       for (const auto& d : s->destructors) d.first(this, tensor_of(s.get()), d.second);
   dying = true;  // storage released from here on is freed, not pooled
+  memo.clear();
+  memo_held.clear();
   symbols.clear();
   shells.clear();
   for (ccv_nnc_tensor_t* t : pool) ccv_nnc_tensor_free(t);
@@ -387,6 +465,7 @@ NNC_API ccv_nnc_tensor_t* ccv_nnc_tensor_from_variable_impl(ccv_nnc_dynamic_grap
     (void)stream_context;  // CPU streams: nothing is pending on them for a variable
     Var* v = check_var(graph, tensor_variable, what, "the variable");
     Var* base = v->alias_of && v->alias_of->alive ? v->alias_of : v;
+    if (graph->memo_limit) memo_unshare(graph, v, what);
     if (!storage_of(v)) {
       NNC_CHECK(nd_of(base->info.dim) > 0, "%s: the variable has no shape yet (no command wrote it)", what);
       base->value = new_storage(graph, base->info, what);
@@ -495,8 +574,43 @@ NNC_API int ccv_nnc_dynamic_graph_exec(ccv_nnc_dynamic_graph_t* const graph, con
       for (int k = 0; k < j; k++)
         NNC_CHECK(outputs[k] != v, "%s: outputs %d and %d are the same variable", what, k, j);
     }
-    const int rc = ccv_nnc_cmd_exec(cmd, hint, flags, in.data(), input_size, out.data(), output_size, stream_context);
-    if (rc != CCV_NNC_EXEC_SUCCESS) return rc;
+    // Memoisation: the outputs of the same call before, or this call's outputs kept for next time.
+    bool aliased_output = false;
+    for (int j = 0; j < output_size; j++) aliased_output = aliased_output || (outputs[j] && outputs[j]->alias_of);
+    DG::MemoKey key;
+    const bool memo = graph->memo_limit > 0 && !aliased_output && memoizable(cmd) &&
+                      memo_key(cmd, hint, flags, in.data(), input_size, out_params.data(), output_size, &key);
+    auto hit = memo ? graph->memo.find(key) : graph->memo.end();
+    if (hit != graph->memo.end()) {
+      graph->memo_hits++;
+      graph->memo_ages.splice(graph->memo_ages.begin(), graph->memo_ages, hit->second.age);
+      for (int j = 0; j < output_size; j++)
+        if (outputs[j]) fresh[static_cast<size_t>(j)] = hit->second.outputs[static_cast<size_t>(j)];
+    } else {
+      const int rc = ccv_nnc_cmd_exec(cmd, hint, flags, in.data(), input_size, out.data(), output_size, stream_context);
+      if (rc != CCV_NNC_EXEC_SUCCESS) return rc;
+      if (memo) {
+        graph->memo_misses++;
+        DG::MemoEntry entry;
+        for (int j = 0; j < output_size; j++) {
+          entry.outputs.push_back(fresh[static_cast<size_t>(j)]);
+          if (fresh[static_cast<size_t>(j)]) {
+            entry.bytes += ccv_nnc_tensor_data_size(fresh[static_cast<size_t>(j)]->info);
+            graph->memo_held.insert(fresh[static_cast<size_t>(j)].get());
+          }
+        }
+        if (entry.bytes <= graph->memo_limit) {
+          graph->memo_ages.push_front(key);
+          entry.age = graph->memo_ages.begin();
+          graph->memo_bytes += entry.bytes;
+          graph->memo.emplace(key, std::move(entry));
+          memo_evict(graph);
+        } else {
+          for (const auto& o : entry.outputs)
+            if (o) graph->memo_held.erase(o.get());
+        }
+      }
+    }
     const bool traced = !graph->no_grad && differentiable;
     std::vector<int> in_symbols, out_symbols;
     if (traced) {
@@ -553,6 +667,27 @@ NNC_API int ccv_nnc_dynamic_graph_set_no_grad(ccv_nnc_dynamic_graph_t* const dyn
     const int was = dynamic_graph->no_grad;
     dynamic_graph->no_grad = no_grad ? 1 : 0;
     return was == dynamic_graph->no_grad ? -1 : 0;
+  });
+}
+
+NNC_API void ccv_nnc_dynamic_graph_set_memoization(ccv_nnc_dynamic_graph_t* const graph, const size_t max_bytes) {
+  guard_void([&] {
+    check_graph(graph, "ccv_nnc_dynamic_graph_set_memoization");
+    graph->memo_limit = max_bytes;
+    if (!max_bytes) {
+      memo_clear(graph);
+      graph->memo_hits = graph->memo_misses = 0;
+    } else {
+      memo_evict(graph);
+    }
+  });
+}
+
+NNC_API void ccv_nnc_dynamic_graph_memoization_stats(const ccv_nnc_dynamic_graph_t* const graph, uint64_t* const hits, uint64_t* const misses) {
+  guard_void([&] {
+    check_graph(graph, "ccv_nnc_dynamic_graph_memoization_stats");
+    if (hits) *hits = graph->memo_hits;
+    if (misses) *misses = graph->memo_misses;
   });
 }
 

@@ -12,7 +12,10 @@
 #pragma once
 
 #include <cstdint>
+#include <list>
 #include <memory>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "nnc/ccv_nnc.h"
@@ -58,6 +61,26 @@ struct ccv_nnc_dynamic_graph_s {
   std::vector<Symbol> symbols;
   int no_grad = 0;
   int max_concurrency = 1;
+  // Memoisation (ccv_nnc_dynamic_graph_set_memoization): outputs by the
+  // 128-bit hash of (command, parameters, hint, input bytes), least recently
+  // used first out.
+  struct MemoKey {
+    uint64_t low = 0, high = 0;
+    bool operator==(const MemoKey& o) const { return low == o.low && high == o.high; }
+  };
+  struct MemoHash {
+    size_t operator()(const MemoKey& k) const { return static_cast<size_t>(k.low); }
+  };
+  struct MemoEntry {
+    std::vector<std::shared_ptr<ccv_nnc_tensor_t>> outputs;
+    size_t bytes = 0;
+    std::list<MemoKey>::iterator age;
+  };
+  size_t memo_limit = 0, memo_bytes = 0;
+  std::unordered_map<MemoKey, MemoEntry, MemoHash> memo;
+  std::list<MemoKey> memo_ages;                       // most recent first
+  std::unordered_set<const ccv_nnc_tensor_t*> memo_held;  // storage the cache holds
+  uint64_t memo_hits = 0, memo_misses = 0;
   // Trace entries dropped since the trace was last compacted (symbols are
   // never renumbered in a symbolic graph, so the trace is rebuilt with only
   // its live entries once most are dead: a long loop's trace stays small).

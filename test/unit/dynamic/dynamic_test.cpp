@@ -261,6 +261,66 @@ TEST(DynamicGraph, AliasInputGradient) {
   ccv_nnc_dynamic_graph_free(g);
 }
 
+// Memoisation: a repeated call on the same bytes hands back its outputs; a
+// changed input, a random command or a full cache runs the command.
+TEST(DynamicGraph, Memoization) {
+  ccv_nnc_dynamic_graph_t* g = ccv_nnc_dynamic_graph_new();
+  ccv_nnc_dynamic_graph_set_memoization(g, 1 << 20);
+  const V a = ccv_nnc_tensor_variable_new(g, f32(64));
+  for (int k = 0; k < 64; k++) data(g, a)[k] = 0.01f * static_cast<float>(k) - 0.3f;
+  uint64_t hits = 0, misses = 0;
+  const V b1 = ccv_nnc_tensor_variable_new(g), b2 = ccv_nnc_tensor_variable_new(g);
+  ASSERT_EQ(exec(g, plain(CCV_NNC_EWEXP_FORWARD), {a}, {b1}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  // The caller's writes into a cached output do not reach the cache.
+  float* p1 = data(g, b1);
+  const float first = p1[5];
+  p1[5] = 1e6f;
+  ASSERT_EQ(exec(g, plain(CCV_NNC_EWEXP_FORWARD), {a}, {b2}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ccv_nnc_dynamic_graph_memoization_stats(g, &hits, &misses);
+  EXPECT_EQ(hits, 1u);
+  EXPECT_EQ(misses, 1u);
+  for (int k = 0; k < 64; k++) EXPECT_NEAR(data(g, b2)[k], std::exp(0.01 * k - 0.3), 1e-6) << k;
+  EXPECT_EQ(first, data(g, b2)[5]);
+  // A changed input misses.
+  data(g, a)[3] += 1;
+  ASSERT_EQ(exec(g, plain(CCV_NNC_EWEXP_FORWARD), {a}, {b2}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ccv_nnc_dynamic_graph_memoization_stats(g, &hits, &misses);
+  EXPECT_EQ(hits, 1u);
+  EXPECT_EQ(misses, 2u);
+  EXPECT_NEAR(data(g, b2)[3], std::exp(0.03 - 0.3 + 1), 1e-5);
+  // Random commands always run.
+  ccv_nnc_cmd_t rnd = plain(CCV_NNC_RANDOM_UNIFORM_FORWARD);
+  rnd.info.blas.a[0] = 0, rnd.info.blas.a[1] = 1;
+  const V r1 = ccv_nnc_tensor_variable_new(g, f32(16)), r2 = ccv_nnc_tensor_variable_new(g, f32(16));
+  ASSERT_EQ(exec(g, rnd, {}, {r1}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ASSERT_EQ(exec(g, rnd, {}, {r2}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  EXPECT_NE(std::memcmp(data(g, r1), data(g, r2), 16 * sizeof(float)), 0);
+  ccv_nnc_dynamic_graph_memoization_stats(g, &hits, &misses);
+  EXPECT_EQ(hits + misses, 3u);
+  // Gradients through a memoised call are the same.
+  const V s1 = ccv_nnc_tensor_variable_new(g), s2 = ccv_nnc_tensor_variable_new(g), d = ccv_nnc_tensor_variable_new(g);
+  ccv_nnc_cmd_t r = plain(CCV_NNC_REDUCE_SUM_FORWARD);
+  r.info.reduce.axis[0] = 0;
+  r.info.reduce.count = 1;
+  ASSERT_EQ(exec(g, plain(CCV_NNC_EWEXP_FORWARD), {a}, {b1}), CCV_NNC_EXEC_SUCCESS) << last_error();  // a hit
+  ASSERT_EQ(exec(g, r, {b1}, {s1}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ccv_nnc_dynamic_graph_backward(g, VL(s1), nullptr, VL(a), VL(d), nullptr);
+  ASSERT_STREQ(last_error().c_str(), "");
+  for (int k = 0; k < 64; k++) EXPECT_NEAR(data(g, d)[k], std::exp(static_cast<double>(data(g, a)[k])), 1e-5) << k;
+  (void)s2;
+  // A cache smaller than an output keeps nothing; 0 turns it off.
+  ccv_nnc_dynamic_graph_set_memoization(g, 16);
+  ASSERT_EQ(exec(g, plain(CCV_NNC_EWEXP_FORWARD), {a}, {b1}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ASSERT_EQ(exec(g, plain(CCV_NNC_EWEXP_FORWARD), {a}, {b2}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  uint64_t hits2 = 0;
+  ccv_nnc_dynamic_graph_memoization_stats(g, &hits2, nullptr);
+  EXPECT_EQ(hits2, hits + 1);  // only the hit above, before the cache shrank
+  ccv_nnc_dynamic_graph_set_memoization(g, 0);
+  ccv_nnc_dynamic_graph_memoization_stats(g, &hits, &misses);
+  EXPECT_EQ(hits + misses, 0u);
+  ccv_nnc_dynamic_graph_free(g);
+}
+
 int destroyed = 0;
 void count_destroyed(ccv_nnc_dynamic_graph_t*, const ccv_nnc_tensor_t* t, void* context) {
   destroyed += t ? *static_cast<int*>(context) : 0;
