@@ -1265,6 +1265,33 @@ CCV_WARN_UNUSED(int) ccv_nnc_dynamic_graph_bookkeeping_count(const ccv_nnc_dynam
 void ccv_nnc_dynamic_graph_set_memoization(ccv_nnc_dynamic_graph_t* const graph, const size_t max_bytes);
 /** Memoisation hits and misses since it was turned on. */
 void ccv_nnc_dynamic_graph_memoization_stats(const ccv_nnc_dynamic_graph_t* const graph, uint64_t* const hits, uint64_t* const misses);
+/**
+ * NNC addition: the deferred mode (after MXNet's deferred compute). While on,
+ * ccv_nnc_dynamic_graph_exec records calls without running them (their
+ * outputs are pending). Reading a pending variable (ccv_nnc_tensor_from_variable),
+ * an immediate call that reads one, backward, apply_gradients, turning the
+ * mode off or ccv_nnc_dynamic_graph_flush runs everything recorded at once:
+ * as one symbolic graph, simplified (common sub-expressions, pruning of what
+ * no live variable holds) and compiled into a planned arena, so values whose
+ * variables were freed before the flush never get storage of their own.
+ * Deferred calls are not traced (differentiate in immediate mode); outputs
+ * that are aliases are not supported in the deferred mode yet.
+ * @return 0 when the setting changed, -1 when it already was so.
+ */
+int ccv_nnc_dynamic_graph_set_deferred(ccv_nnc_dynamic_graph_t* const graph, const int deferred);
+/** Run what the deferred mode recorded. @return CCV_NNC_EXEC_SUCCESS or an error code (message set). */
+int ccv_nnc_dynamic_graph_flush(ccv_nnc_dynamic_graph_t* const graph);
+/**
+ * The recorded region between the given input variables and the pending
+ * output variables, as a new symbolic graph the caller frees (nothing runs;
+ * the recording stays). input_symbols / output_symbols (input_size /
+ * output_size each) receive the symbols standing for the variables. An
+ * output that needs a variable not among the inputs, or an input that no
+ * output needs, is an error. @return 0, or -1 (message set, *symbolic_graph NULL).
+ */
+int ccv_nnc_dynamic_graph_export(ccv_nnc_dynamic_graph_t* const graph, const ccv_nnc_tensor_variable_t* const inputs, const int input_size, const ccv_nnc_tensor_variable_t* const outputs, const int output_size, ccv_nnc_symbolic_graph_t** const symbolic_graph, ccv_nnc_tensor_symbol_t* const input_symbols, ccv_nnc_tensor_symbol_t* const output_symbols);
+/** Bytes of tensor storage the graph's variables, trace and flushes hold now, and the most held at once (reset to now when reset_peak). */
+void ccv_nnc_dynamic_graph_memory_stats(ccv_nnc_dynamic_graph_t* const graph, uint64_t* const in_use, uint64_t* const peak, const int reset_peak);
 /** The trace through a symbolic graph format function. */
 void ccv_nnc_dynamic_graph_format(const ccv_nnc_dynamic_graph_t* const graph, const ccv_nnc_symbolic_graph_format_f format_fn, void* const context);
 

@@ -53,8 +53,11 @@ std::shared_ptr<ccv_nnc_tensor_t> new_storage(DG* g, const ccv_nnc_tensor_param_
   }
   if (!t) t = ccv_nnc_tensor_new(nullptr, info, 0);
   if (!t) fail(CCV_NNC_EXEC_OOM, "%s: cannot allocate a %s %s tensor", what, shape_string(info.dim).c_str(), datatype_name(info.datatype));
+  g->in_use += bytes;
+  g->peak = std::max(g->peak, g->in_use);
   return std::shared_ptr<ccv_nnc_tensor_t>(t, [g](ccv_nnc_tensor_t* p) {
     const size_t n = ccv_nnc_tensor_data_size(p->info);
+    g->in_use -= n;
     if (g->dying || g->pool_bytes + n > kPoolLimit) {
       ccv_nnc_tensor_free(p);
       return;
@@ -369,6 +372,204 @@ void memo_unshare(DG* g, Var* v, const char* what) {
   base->value = copy;
 }
 
+// ---- Deferred mode -----------------------------------------------------
+
+struct Compiled {
+  ccv_nnc_graph_t* graph = nullptr;
+  ccv_nnc_tensor_arena_t* tensors = nullptr;
+  ccv_nnc_graph_exec_arena_t* execs = nullptr;
+  ~Compiled() {
+    ccv_nnc_graph_free(graph);
+    ccv_nnc_tensor_arena_free(tensors);
+    ccv_nnc_graph_exec_arena_free(execs);
+  }
+};
+
+using SymbolicPtr = std::unique_ptr<ccv_nnc_symbolic_graph_t, void (*)(ccv_nnc_symbolic_graph_t*)>;
+
+// The recording as a symbolic graph: a symbol per value (existing storage or
+// pending value), an exec per recorded call, edges from the data.
+struct Built {
+  SymbolicPtr sg{nullptr, ccv_nnc_symbolic_graph_free};
+  std::unordered_map<const ccv_nnc_tensor_t*, int> storage_symbols;
+  std::vector<std::pair<std::shared_ptr<ccv_nnc_tensor_t>, int>> storages;  // in first-use order
+  std::unordered_map<const ccv_nnc_deferred_value_s*, int> pending_symbols;
+};
+
+Built build_recording(DG* g, const char* what) {
+  Built b;
+  b.sg.reset(ccv_nnc_symbolic_graph_new());
+  ccv_nnc_symbolic_graph_t* sg = b.sg.get();
+  auto source_symbol = [&](const DG::Source& src) -> ccv_nnc_tensor_symbol_t {
+    int base;
+    if (src.pending) {
+      auto it = b.pending_symbols.find(src.pending.get());
+      NNC_CHECK(it != b.pending_symbols.end(), "%s: a recorded call reads a value no earlier recorded call makes", what);
+      base = it->second;
+    } else {
+      auto it = b.storage_symbols.find(src.storage.get());
+      if (it == b.storage_symbols.end()) {
+        base = symbolic::tensor_new(sg, src.storage->info, nullptr).d;
+        b.storage_symbols.emplace(src.storage.get(), base);
+        b.storages.emplace_back(src.storage, base);
+      } else {
+        base = it->second;
+      }
+    }
+    if (!src.alias) return {base, sg};
+    return symbolic::alias_new(sg, {base, sg}, src.ofs, src.stride, src.info, nullptr);
+  };
+  for (const DG::Record& r : g->records) {
+    std::vector<ccv_nnc_tensor_symbol_t> in, out;
+    for (const DG::Source& src : r.inputs)
+      in.push_back(src.storage || src.pending ? source_symbol(src) : ccv_nnc_tensor_symbol_t{CCV_NNC_NO_TENSOR_SYMBOL, nullptr});
+    for (const auto& o : r.outputs) {
+      if (!o) {
+        out.push_back({CCV_NNC_NO_TENSOR_SYMBOL, nullptr});
+        continue;
+      }
+      const ccv_nnc_tensor_symbol_t s = symbolic::tensor_new(sg, o->info, nullptr);
+      b.pending_symbols[o.get()] = s.d;
+      out.push_back(s);
+    }
+    const int e = symbolic::exec_new(sg, r.cmd, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()), nullptr).d;
+    sg->execs[static_cast<size_t>(e)].hint = r.hint;
+  }
+  symbolic::autogen(sg, {}, true);
+  return b;
+}
+
+// Run the recording: what live variables will hold gets storage and is kept;
+// the rest lives in the compiled arena for the run only.
+void flush(DG* g) {
+  static const char* what = "ccv_nnc_dynamic_graph_flush";
+  if (g->records.empty()) return;
+  // Whatever happens, the recording is consumed.
+  struct Consume {
+    DG* g;
+    ~Consume() {
+      g->records.clear();
+      for (auto& v : g->shells)
+        if (v->alive) v->pending.reset();
+    }
+  } consume{g};
+  Built b = build_recording(g, what);
+  ccv_nnc_symbolic_graph_t* sg = b.sg.get();
+  std::vector<ccv_nnc_tensor_symbol_t> wanted, binds_symbols;
+  std::vector<Var*> holders;
+  for (auto& v : g->shells)
+    if (v->alive && v->pending) {
+      auto it = b.pending_symbols.find(v->pending.get());
+      if (it == b.pending_symbols.end()) continue;
+      bool seen = false;
+      for (const auto& w : wanted) seen = seen || w.d == it->second;
+      if (!seen) wanted.push_back({it->second, sg});
+      holders.push_back(v.get());
+    }
+  for (const auto& st : b.storages) binds_symbols.push_back({st.second, sg});
+  const int passes[] = {CCV_NNC_SIMPLIFY_COMMON_SUBEXPRESSION_ELIMINATION, CCV_NNC_SIMPLIFY_GRAPH_PRUNING};
+  ccv_nnc_symbolic_graph_simplify(sg, passes, 2, binds_symbols.data(), static_cast<int>(binds_symbols.size()), wanted.data(),
+                                  static_cast<int>(wanted.size()), nullptr, 0, nullptr, 0);
+  NNC_CHECK(std::string(ccv_nnc_error_message()).empty(), "%s: simplifying the recording: %s", what, ccv_nnc_error_message());
+  if (wanted.empty()) return;  // nothing anyone can read
+  std::vector<ccv_nnc_tensor_bind_t> binds;
+  for (const auto& st : b.storages)
+    if (!CCV_NNC_TENSOR_SYMBOL_IS_DEAD(sg->tensors[static_cast<size_t>(st.second)].flags)) binds.push_back({{st.second, sg}, st.first.get()});
+  std::unordered_map<int, std::shared_ptr<ccv_nnc_tensor_t>> made;
+  for (const auto& w : wanted) {
+    made[w.d] = new_storage(g, sg->tensors[static_cast<size_t>(w.d)].info, what);
+    binds.push_back({w, made[w.d].get()});
+  }
+  Compiled c;
+  ccv_nnc_symbolic_graph_compile(sg, ccv_nnc_default_compile_params, binds.data(), static_cast<int>(binds.size()), wanted.data(),
+                                 static_cast<int>(wanted.size()), nullptr, 0, nullptr, 0, &c.graph, &c.tensors, &c.execs);
+  NNC_CHECK(c.graph, "%s: compiling the recording: %s", what, ccv_nnc_error_message());
+  const uint64_t arena = ccv_nnc_tensor_arena_size(c.tensors);
+  g->in_use += arena;
+  g->peak = std::max(g->peak, g->in_use);
+  const int rc = ccv_nnc_graph_run(c.graph, 0, nullptr, 0, nullptr, 0, nullptr, nullptr);
+  g->in_use -= arena;
+  NNC_CHECK(rc == CCV_NNC_EXEC_SUCCESS, "%s: running the recording: %s", what, ccv_nnc_error_message());
+  for (Var* v : holders) {
+    const int d = b.pending_symbols[v->pending.get()];
+    v->value = made[d];
+    v->info = v->value->info;
+  }
+}
+
+// Inputs of a call in the deferred mode: values as they are now, or values
+// earlier recorded calls will make.
+DG::Source source_of(DG* g, Var* v, int i, const char* what) {
+  DG::Source src;
+  Var* base = v->alias_of && v->alias_of->alive ? v->alias_of : v;
+  if (base->pending) {
+    src.pending = base->pending;
+  } else {
+    src.storage = storage_of(v);
+    if (!src.storage) fail(CCV_NNC_EXEC_INVALID, "%s: input %d has no value yet (set it, or read it with ccv_nnc_tensor_from_variable)", what, i);
+  }
+  src.info = v->info;
+  if (v->alias_of) {
+    src.alias = true;
+    std::memcpy(src.ofs, v->ofs, sizeof(src.ofs));
+    std::memcpy(src.stride, v->stride, sizeof(src.stride));
+  } else if (src.storage) {
+    src.info = src.storage->info;
+  } else {
+    src.info = base->pending->info;
+  }
+  return src;
+}
+
+int record(DG* g, const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flags, const ccv_nnc_tensor_variable_t* inputs, int input_size,
+           ccv_nnc_tensor_variable_t* outputs, int output_size) {
+  static const char* what = "ccv_nnc_dynamic_graph_exec";
+  DG::Record r;
+  r.cmd = cmd;
+  r.hint = hint;
+  r.flags = flags;
+  std::vector<ccv_nnc_tensor_param_t> in_params(static_cast<size_t>(input_size)), out_params(static_cast<size_t>(output_size));
+  for (int i = 0; i < input_size; i++) {
+    if (!inputs[i]) {
+      r.inputs.emplace_back();
+      continue;
+    }
+    Var* v = check_var(g, inputs[i], what, "input", i);
+    r.inputs.push_back(source_of(g, v, i, what));
+    in_params[static_cast<size_t>(i)] = r.inputs.back().info;
+  }
+  ccv_nnc_hint_tensor_auto(cmd, in_params.data(), input_size, hint, out_params.data(), output_size);
+  for (int j = 0; j < output_size; j++) {
+    Var* v = outputs[j];
+    if (!v) {
+      r.outputs.emplace_back();
+      continue;
+    }
+    check_var(g, v, what, "output", j);
+    NNC_CHECK(!v->constant, "%s: output %d is a constant; constants are never written", what, j);
+    NNC_CHECK(!v->alias_of, "%s: output %d is an alias; writing into part of a variable is not supported in the deferred mode yet", what, j);
+    ccv_nnc_tensor_param_t p = nd_of(v->info.dim) > 0 ? v->info : out_params[static_cast<size_t>(j)];
+    NNC_CHECK(nd_of(p.dim) > 0, "%s: cannot infer the shape of output %d from the inputs; give the variable one", what, j);
+    for (int k = 0; k < j; k++) NNC_CHECK(outputs[k] != v, "%s: outputs %d and %d are the same variable", what, k, j);
+    auto value = std::make_shared<ccv_nnc_deferred_value_s>();
+    value->info = p;
+    r.outputs.push_back(value);
+  }
+  for (int j = 0; j < output_size; j++) {
+    Var* v = outputs[j];
+    if (!v) continue;
+    release(g, v);
+    for (Var* a : aliases_of(g, v)) release(g, a);
+    v->value.reset();
+    v->pending = r.outputs[static_cast<size_t>(j)];
+    v->info = v->pending->info;
+  }
+  g->records.push_back(std::move(r));
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+bool any_pending(DG* g) { return !g->records.empty(); }
+
 }  // namespace
 
 ccv_nnc_dynamic_graph_s::~ccv_nnc_dynamic_graph_s() {
@@ -376,6 +577,7 @@ ccv_nnc_dynamic_graph_s::~ccv_nnc_dynamic_graph_s() {
     if (s->alive)
       for (const auto& d : s->destructors) d.first(this, tensor_of(s.get()), d.second);
   dying = true;  // storage released from here on is freed, not pooled
+  records.clear();
   memo.clear();
   memo_held.clear();
   symbols.clear();
@@ -465,6 +667,7 @@ NNC_API ccv_nnc_tensor_t* ccv_nnc_tensor_from_variable_impl(ccv_nnc_dynamic_grap
     (void)stream_context;  // CPU streams: nothing is pending on them for a variable
     Var* v = check_var(graph, tensor_variable, what, "the variable");
     Var* base = v->alias_of && v->alias_of->alive ? v->alias_of : v;
+    if (base->pending) flush(graph);
     if (graph->memo_limit) memo_unshare(graph, v, what);
     if (!storage_of(v)) {
       NNC_CHECK(nd_of(base->info.dim) > 0, "%s: the variable has no shape yet (no command wrote it)", what);
@@ -494,6 +697,7 @@ NNC_API void ccv_nnc_tensor_variable_set(ccv_nnc_dynamic_graph_t* const graph, c
     // A new value: what the trace read before keeps its own storage.
     release(graph, v);
     for (Var* a : aliases_of(graph, v)) release(graph, a);
+    v->pending.reset();
     v->info = tensor->info;
     v->value = std::shared_ptr<ccv_nnc_tensor_t>(tensor, [](ccv_nnc_tensor_t*) {});
   });
@@ -536,6 +740,9 @@ NNC_API int ccv_nnc_dynamic_graph_exec(ccv_nnc_dynamic_graph_t* const graph, con
     NNC_CHECK(input_size >= 0 && output_size >= 0 && (inputs || input_size == 0) && (outputs || output_size == 0),
               "%s: bad arrays (sizes %d and %d)", what, input_size, output_size);
     NNC_CHECK(parallel >= 0, "%s: parallel %d is negative", what, parallel);
+    if (graph->deferred) return record(graph, cmd, hint, flags, inputs, input_size, outputs, output_size);
+    if (any_pending(graph))  // an immediate call after recorded ones: they run first
+      flush(graph);
     Small<ccv_nnc_tensor_t*> in(static_cast<size_t>(input_size)), out(static_cast<size_t>(output_size));
     Small<ccv_nnc_tensor_param_t> in_params(static_cast<size_t>(input_size)), out_params(static_cast<size_t>(output_size));
     bool differentiable = false;
@@ -670,6 +877,96 @@ NNC_API int ccv_nnc_dynamic_graph_set_no_grad(ccv_nnc_dynamic_graph_t* const dyn
   });
 }
 
+NNC_API int ccv_nnc_dynamic_graph_set_deferred(ccv_nnc_dynamic_graph_t* const graph, const int deferred) {
+  return guard<int>(-1, [&] {
+    check_graph(graph, "ccv_nnc_dynamic_graph_set_deferred");
+    const int was = graph->deferred;
+    if (was && !deferred) flush(graph);
+    graph->deferred = deferred ? 1 : 0;
+    return was == graph->deferred ? -1 : 0;
+  });
+}
+
+NNC_API int ccv_nnc_dynamic_graph_flush(ccv_nnc_dynamic_graph_t* const graph) {
+  return guard_code([&] {
+    check_graph(graph, "ccv_nnc_dynamic_graph_flush");
+    flush(graph);
+    return static_cast<int>(CCV_NNC_EXEC_SUCCESS);
+  });
+}
+
+NNC_API int ccv_nnc_dynamic_graph_export(ccv_nnc_dynamic_graph_t* const graph, const ccv_nnc_tensor_variable_t* const inputs, const int input_size,
+                                         const ccv_nnc_tensor_variable_t* const outputs, const int output_size,
+                                         ccv_nnc_symbolic_graph_t** const symbolic_graph, ccv_nnc_tensor_symbol_t* const input_symbols,
+                                         ccv_nnc_tensor_symbol_t* const output_symbols) {
+  if (symbolic_graph) *symbolic_graph = nullptr;
+  return guard<int>(-1, [&] {
+    static const char* what = "ccv_nnc_dynamic_graph_export";
+    check_graph(graph, what);
+    NNC_CHECK(symbolic_graph, "%s: symbolic_graph is NULL", what);
+    NNC_CHECK(input_size >= 0 && (inputs || input_size == 0) && (input_symbols || input_size == 0), "%s: bad inputs arrays (size %d)", what,
+              input_size);
+    NNC_CHECK(output_size > 0 && outputs && output_symbols, "%s: at least one output is needed, with its symbol array", what);
+    Built b = build_recording(graph, what);
+    ccv_nnc_symbolic_graph_t* sg = b.sg.get();
+    std::vector<ccv_nnc_tensor_symbol_t> outs;
+    for (int j = 0; j < output_size; j++) {
+      Var* v = check_var(graph, outputs[j], what, "output", j);
+      NNC_CHECK(!v->alias_of, "%s: output %d is an alias; export its base", what, j);
+      auto it = v->pending ? b.pending_symbols.find(v->pending.get()) : b.pending_symbols.end();
+      NNC_CHECK(it != b.pending_symbols.end(), "%s: output %d is not made by the recorded calls (record them in the deferred mode)", what, j);
+      outs.push_back({it->second, sg});
+    }
+    std::vector<int> given(static_cast<size_t>(input_size), -1);
+    std::vector<ccv_nnc_tensor_symbol_t> ins;
+    for (int i = 0; i < input_size; i++) {
+      Var* v = check_var(graph, inputs[i], what, "input", i);
+      NNC_CHECK(!v->alias_of, "%s: input %d is an alias; give its base", what, i);
+      NNC_CHECK(!v->pending, "%s: input %d is itself made by the recorded calls; give the values it is made from", what, i);
+      {
+        auto it = v->value ? b.storage_symbols.find(v->value.get()) : b.storage_symbols.end();
+        NNC_CHECK(it != b.storage_symbols.end(), "%s: input %d feeds none of the recorded calls", what, i);
+        given[static_cast<size_t>(i)] = it->second;
+      }
+      ins.push_back({given[static_cast<size_t>(i)], sg});
+    }
+    // Keep what the outputs need, then check every input is still read and nothing else is.
+    const int prune = CCV_NNC_SIMPLIFY_GRAPH_PRUNING;
+    ccv_nnc_symbolic_graph_simplify(sg, &prune, 1, nullptr, 0, outs.data(), static_cast<int>(outs.size()), nullptr, 0, nullptr, 0);
+    NNC_CHECK(std::string(ccv_nnc_error_message()).empty(), "%s: %s", what, ccv_nnc_error_message());
+    std::vector<char> read(sg->tensors.size(), 0), written(sg->tensors.size(), 0);
+    for (const auto& x : sg->execs) {
+      if (CCV_NNC_GRAPH_EXEC_IS_DEAD(x.flags)) continue;
+      for (int d : x.inputs)
+        if (d >= 0) read[static_cast<size_t>(symbolic::base_of(sg, d))] = 1;
+      for (int d : x.outputs)
+        if (d >= 0) written[static_cast<size_t>(symbolic::base_of(sg, d))] = 1;
+    }
+    for (int i = 0; i < input_size; i++)
+      NNC_CHECK(read[static_cast<size_t>(given[static_cast<size_t>(i)])], "%s: input %d feeds none of the outputs", what, i);
+    for (size_t d = 0; d < sg->tensors.size(); d++) {
+      if (!read[d] || written[d] || CCV_NNC_TENSOR_SYMBOL_IS_DEAD(sg->tensors[d].flags) || sg->tensors[d].alias_of >= 0) continue;
+      const bool is_given = std::find(given.begin(), given.end(), static_cast<int>(d)) != given.end();
+      NNC_CHECK(is_given, "%s: the outputs need a value (tensor symbol %d, %s) that is not among the inputs", what, static_cast<int>(d),
+                shape_string(sg->tensors[d].info.dim).c_str());
+    }
+    for (int i = 0; i < input_size; i++) input_symbols[i] = ins[static_cast<size_t>(i)];
+    for (int j = 0; j < output_size; j++) output_symbols[j] = outs[static_cast<size_t>(j)];
+    *symbolic_graph = b.sg.release();
+    return 0;
+  });
+}
+
+NNC_API void ccv_nnc_dynamic_graph_memory_stats(ccv_nnc_dynamic_graph_t* const graph, uint64_t* const in_use, uint64_t* const peak,
+                                                const int reset_peak) {
+  guard_void([&] {
+    check_graph(graph, "ccv_nnc_dynamic_graph_memory_stats");
+    if (in_use) *in_use = graph->in_use;
+    if (peak) *peak = graph->peak;
+    if (reset_peak) graph->peak = graph->in_use;
+  });
+}
+
 NNC_API void ccv_nnc_dynamic_graph_set_memoization(ccv_nnc_dynamic_graph_t* const graph, const size_t max_bytes) {
   guard_void([&] {
     check_graph(graph, "ccv_nnc_dynamic_graph_set_memoization");
@@ -786,6 +1083,7 @@ void backward(DG* g, const ccv_nnc_tensor_variable_t* f_variables, int f_size, c
               int input_size, ccv_nnc_tensor_variable_t* outputs, int output_size, ccv_nnc_stream_context_t* stream) {
   static const char* what = "ccv_nnc_dynamic_graph_backward";
   check_graph(g, what);
+  flush(g);
   NNC_CHECK(f_size > 0 && f_variables, "%s: no f variables", what);
   NNC_CHECK(input_size > 0 && inputs, "%s: no input variables", what);
   NNC_CHECK(output_size == input_size && outputs, "%s: %d outputs for %d inputs (one gradient per input)", what, output_size, input_size);
@@ -921,6 +1219,7 @@ NNC_API void ccv_nnc_dynamic_graph_apply_gradients(ccv_nnc_dynamic_graph_t* cons
   guard_void([&] {
     static const char* what = "ccv_nnc_dynamic_graph_apply_gradients";
     check_graph(dynamic_graph, what);
+    flush(dynamic_graph);
     NNC_CHECK(parallel >= 0, "%s: parallel %d is negative", what, parallel);
     NNC_CHECK(gradient_size == parameter_size && parameter_size >= 0 && (gradients || gradient_size == 0) && (parameters || parameter_size == 0),
               "%s: %d gradients for %d parameters", what, gradient_size, parameter_size);

@@ -20,6 +20,11 @@
 
 #include "nnc/ccv_nnc.h"
 
+// Deferred mode: a value a recorded call will produce (its storage is set when the recording runs).
+struct ccv_nnc_deferred_value_s {
+  ccv_nnc_tensor_param_t info{};
+};
+
 struct ccv_nnc_tensor_variable_s {
   ccv_nnc_dynamic_graph_s* graph = nullptr;
   bool alive = false;  // false: freed (the shell is kept for reuse, so a stale handle is reported, not followed)
@@ -36,6 +41,8 @@ struct ccv_nnc_tensor_variable_s {
   // The trace symbol this variable's current value is (-1: not traced).
   int symbol = -1;
   std::vector<std::pair<ccv_nnc_tensor_variable_destructor_f, void*>> destructors;
+  // Deferred mode: the recorded value this base variable will hold.
+  std::shared_ptr<ccv_nnc_deferred_value_s> pending;
 };
 
 struct ccv_nnc_dynamic_graph_s {
@@ -81,6 +88,29 @@ struct ccv_nnc_dynamic_graph_s {
   std::list<MemoKey> memo_ages;                       // most recent first
   std::unordered_set<const ccv_nnc_tensor_t*> memo_held;  // storage the cache holds
   uint64_t memo_hits = 0, memo_misses = 0;
+  // Deferred mode: the calls recorded since the last flush. An input is a
+  // value that existed when the call was recorded (kept alive here) or a
+  // value an earlier recorded call produces; either may be viewed through
+  // an alias's geometry.
+  struct Source {
+    std::shared_ptr<ccv_nnc_tensor_t> storage;
+    std::shared_ptr<ccv_nnc_deferred_value_s> pending;
+    bool alias = false;
+    int ofs[CCV_NNC_MAX_DIM_ALLOC] = {};
+    int stride[CCV_NNC_MAX_DIM_ALLOC] = {};
+    ccv_nnc_tensor_param_t info{};  // what the command sees
+  };
+  struct Record {
+    ccv_nnc_cmd_t cmd{};
+    ccv_nnc_hint_t hint{};
+    int flags = 0;
+    std::vector<Source> inputs;  // an empty slot has neither storage nor pending
+    std::vector<std::shared_ptr<ccv_nnc_deferred_value_s>> outputs;
+  };
+  int deferred = 0;
+  std::vector<Record> records;
+  // Tensor storage handed out and not yet given back (the pool excluded), and its high-water mark.
+  uint64_t in_use = 0, peak = 0;
   // Trace entries dropped since the trace was last compacted (symbols are
   // never renumbered in a symbolic graph, so the trace is rebuilt with only
   // its live entries once most are dead: a long loop's trace stays small).
