@@ -181,6 +181,30 @@ class Differentiator {
   int gradient(int o);
   int combine(int base, const std::vector<Contribution>& parts);
   void differentiate(int e, const std::vector<char>& reached);
+  void differentiate_backward(int e, const std::vector<int>& grad_out, const std::vector<char>& wanted);
+
+ public:
+  // For the second-order rules (below): forward commands over symbols.
+  const Graph::Tensor& tensor(int d) const { return t(d); }
+  // `c` over `in` into a new symbol shaped like `like` (-1: the command's inference).
+  int apply(const ccv_nnc_cmd_t& c, const std::vector<int>& in, int like, std::vector<int> outs = {}) {
+    ccv_nnc_tensor_param_t info;
+    if (like >= 0) {
+      info = t(like).info;
+    } else {
+      info = t(in[0] >= 0 ? in[0] : in[1]).info;
+      std::fill(info.dim, info.dim + CCV_NNC_MAX_DIM_ALLOC, 0);
+    }
+    const int o = fresh(info, std::string());
+    if (outs.empty()) outs = {o};
+    for (int& x : outs)
+      if (x == -2) x = o;
+    emit(c, nullptr, in, outs, "second order");
+    return o;
+  }
+  int zeros(int like) { return fresh(t(like).info, std::string(), CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS); }
+  void contribute(int target, int grad) { contributions_[base_of(g_, target)].push_back({target, grad}); }
+  Graph* graph() const { return g_; }
 };
 
 // The gradient of forward symbol o from the contributions recorded so far (all
@@ -274,6 +298,265 @@ int Differentiator::combine(int base, const std::vector<Contribution>& parts) {
   return sum(shaped, -1, info, name);
 }
 
+// --- Second order (beyond libnnc) -------------------------------------------
+//
+// A backward command B reads |g..|x..|y..| and writes |dx..|. Differentiating
+// it again means: with H the gradients arriving at B's outputs, the gradient
+// of <H, B(g, x, y)> with respect to each of B's inputs. Each rule writes it
+// with forward commands, and with backward commands where those are the
+// linear map needed (TANH_BACKWARD(H, y) is H (1 - y^2), the gradient of
+// <H, TANH_BACKWARD(g, y)> in g), so the result plans and runs like any other
+// part of the graph. y is an input of B like any other: its own dependence on
+// x reaches x through the forward exec that wrote it.
+//
+// Bilinear forwards (GEMM, MUL, two-input EWPROD) need nothing new: with
+// F(a, w) bilinear, da = Fa*(g; w) and dw = Fw*(g; a) are its adjoints, so
+// d<Ha, da>/dg = F(Ha, w), d<Ha, da>/dw = Fw*(g; Ha), and alike for Hw.
+
+struct Adjoint {
+  Differentiator& d;
+  const Graph::Exec& b;  // the backward exec
+  std::string label;
+  std::vector<int> h;        // the gradient of each of b's outputs, -1 where none arrives
+  std::vector<char> wanted;  // which of b's inputs need a gradient
+
+  int in(size_t k) const { return k < b.inputs.size() ? b.inputs[k] : -1; }
+  int H(size_t j) const { return j < h.size() ? h[j] : -1; }
+  bool want(size_t k) const { return k < wanted.size() && wanted[k] && in(k) >= 0; }
+  int need(size_t k, const char* role) const {
+    NNC_CHECK(in(k) >= 0, "%s: differentiating %s needs its input %d (%s), which it does not have", kWhat, label.c_str(),
+              static_cast<int>(k), role);
+    return in(k);
+  }
+  void give(size_t k, int grad) {
+    if (grad >= 0 && want(k)) d.contribute(b.inputs[k], grad);
+  }
+
+  static ccv_nnc_cmd_t cmd(uint32_t id, const ccv_nnc_cmd_param_t& p) { return make_cmd(id, nullptr, p, 0); }
+  static ccv_nnc_cmd_t blas(uint32_t id, float p, float q = 0) {
+    ccv_nnc_cmd_param_t c;
+    std::memset(&c, 0, sizeof(c));
+    c.blas.a[0] = p;
+    c.blas.a[1] = q;
+    return make_cmd(id, nullptr, c, 0);
+  }
+  static ccv_nnc_cmd_t plain(uint32_t id) {
+    ccv_nnc_cmd_param_t c;
+    std::memset(&c, 0, sizeof(c));
+    return make_cmd(id, nullptr, c, 0);
+  }
+  // B's own command on other operands (its backend pin dropped: the operands differ).
+  ccv_nnc_cmd_t again() const { return make_cmd(b.cmd.cmd, nullptr, b.cmd.info, 0); }
+  ccv_nnc_cmd_t forward() const { return make_cmd(b.cmd.cmd & ~1u, nullptr, b.cmd.info, 0); }
+
+  int prod(const std::vector<int>& xs) {
+    return xs.size() == 1 ? xs[0] : d.apply(plain(CCV_NNC_EWPROD_FORWARD), xs, xs[0]);
+  }
+  int scale(int x, float a) { return d.apply(blas(CCV_NNC_SCALAR_MUL_FORWARD, a), {x}, x); }
+  int lin(int x, float p, int y, float q) { return d.apply(blas(CCV_NNC_ADD_FORWARD, p, q), {x, y}, -1); }
+  int div(int x, int y) { return d.apply(plain(CCV_NNC_EWDIV_FORWARD), {x, y}, x); }
+  int mul(int x, int y) { return d.apply(blas(CCV_NNC_MUL_FORWARD, 1), {x, y}, -1); }
+  // A gradient usable as a contribution: a packed base of `like`'s shape.
+  int own(int x, int like) {
+    const Graph::Tensor& t = d.tensor(x);
+    if (t.alias_of < 0 && std::equal(t.info.dim, t.info.dim + CCV_NNC_MAX_DIM_ALLOC, d.tensor(like).info.dim)) return x;
+    return d.apply(plain(CCV_NNC_DATA_TRANSFER_FORWARD), {x}, like);
+  }
+  int row_sum(int x) {
+    ccv_nnc_cmd_param_t p;
+    std::memset(&p, 0, sizeof(p));
+    p.reduce.axis[0] = ndim(d.tensor(x).info) - 1;
+    p.reduce.count = 1;
+    return d.apply(cmd(CCV_NNC_REDUCE_SUM_FORWARD, p), {x}, -1);
+  }
+};
+
+using Rule = void (*)(Adjoint&);
+
+// |g|x|y| -> |dx| with dx = g s(y): the gradient in g is B itself on H; `dy`
+// gives the one in y from H and g.
+template <int Y>
+void unary_rule(Adjoint& a, int (*dy)(Adjoint&, int h, int g, int y)) {
+  const int h = a.H(0);
+  if (h < 0) return;
+  const int y = a.need(Y, Y == 1 ? "x" : "y");
+  if (a.want(0)) {
+    std::vector<int> in{h, -1, -1};
+    in[Y] = y;
+    a.give(0, a.d.apply(a.again(), in, a.in(0) >= 0 ? a.in(0) : y));
+  }
+  if (dy && a.want(Y)) a.give(Y, dy(a, h, a.need(0, "g"), y));
+}
+
+void tanh_rule(Adjoint& a) {
+  unary_rule<2>(a, [](Adjoint& a, int h, int g, int y) { return a.scale(a.prod({h, g, y}), -2); });  // d(1 - y^2) = -2y
+}
+void sigmoid_rule(Adjoint& a) {
+  unary_rule<2>(a, [](Adjoint& a, int h, int g, int y) {  // d(y - y^2) = 1 - 2y
+    const int hg = a.prod({h, g});
+    return a.lin(hg, 1, a.prod({hg, y}), -2);
+  });
+}
+void relu_rule(Adjoint& a) {  // the mask's derivative is 0 almost everywhere
+  const int h = a.H(0);
+  if (h < 0 || !a.want(0)) return;
+  NNC_CHECK(a.in(1) >= 0 || a.in(2) >= 0, "%s: differentiating %s needs x or y, which it does not have", kWhat, a.label.c_str());
+  a.give(0, a.d.apply(a.again(), {h, a.in(1), a.in(2)}, a.need(0, "g")));
+}
+void softmax_rule(Adjoint& a) {
+  // dx = y (g - <g, y>) per row: in g that is B on H; in y,
+  // H g - H <g, y> - g <H, y>.
+  unary_rule<2>(a, [](Adjoint& a, int h, int g, int y) {
+    const int s = a.row_sum(a.prod({g, y})), u = a.row_sum(a.prod({h, y}));
+    const int r = a.lin(a.prod({h, g}), 1, a.mul(h, s), -1);
+    return a.lin(r, 1, a.mul(g, u), -1);
+  });
+}
+void exp_rule(Adjoint& a) {  // dx = g y
+  const int h = a.H(0);
+  if (h < 0) return;
+  const int y = a.need(2, "y");
+  if (a.want(0)) a.give(0, a.prod({h, y}));
+  if (a.want(2)) a.give(2, a.prod({h, a.need(0, "g")}));
+}
+void log_rule(Adjoint& a) {  // dx = g / x
+  const int h = a.H(0);
+  if (h < 0) return;
+  const int x = a.need(1, "x");
+  const int t = a.div(h, x);
+  a.give(0, t);
+  if (a.want(1)) a.give(1, a.scale(a.div(a.prod({t, a.need(0, "g")}), x), -1));
+}
+void sqrt_rule(Adjoint& a) {  // dx = g / (2 y)
+  const int h = a.H(0);
+  if (h < 0) return;
+  const int y = a.need(2, "y");
+  const int t = a.d.apply(a.again(), {h, -1, y}, y);  // h / (2 y)
+  a.give(0, t);
+  if (a.want(2)) a.give(2, a.scale(a.div(a.prod({t, a.need(0, "g")}), y), -1));
+}
+void div_rule(Adjoint& a) {  // |g|a|b|y| -> |da|db|: da = g / b, db = -g y / b
+  const int ha = a.H(0), hb = a.H(1);
+  if (ha < 0 && hb < 0) return;
+  const int b = a.need(2, "b");
+  const int ta = ha >= 0 ? a.div(ha, b) : -1, tb = hb >= 0 ? a.div(hb, b) : -1;
+  const int y = tb >= 0 ? a.need(3, "y") : -1;
+  int dg = ta;
+  if (tb >= 0) dg = ta >= 0 ? a.lin(ta, 1, a.prod({tb, y}), -1) : a.scale(a.prod({tb, y}), -1);
+  a.give(0, dg);
+  if (a.want(2)) a.give(2, a.scale(a.div(a.prod({a.need(0, "g"), dg}), b), -1));  // -g dg / b
+  if (tb >= 0 && a.want(3)) a.give(3, a.scale(a.prod({tb, a.need(0, "g")}), -1));
+}
+void prod_rule(Adjoint& a) {  // |g|x_1..x_n|y| -> |dx_i = g prod_{j != i} x_j|
+  const size_t n = a.b.outputs.size();
+  for (size_t i = 0; i < n; i++) {
+    const int h = a.H(i);
+    if (h < 0) continue;
+    if (a.want(0)) {
+      std::vector<int> f{h};
+      for (size_t j = 0; j < n; j++)
+        if (j != i) f.push_back(a.need(1 + j, "x"));
+      a.give(0, a.own(a.prod(f), a.in(0)));
+    }
+    for (size_t k = 0; k < n; k++)
+      if (k != i && a.want(1 + k)) {
+        std::vector<int> f{h, a.need(0, "g")};
+        for (size_t j = 0; j < n; j++)
+          if (j != i && j != k) f.push_back(a.need(1 + j, "x"));
+        a.give(1 + k, a.prod(f));
+      }
+  }
+}
+void sum_rule(Adjoint& a) {  // every dx_i is g
+  for (size_t i = 0; i < a.b.outputs.size(); i++)
+    if (a.H(i) >= 0 && a.want(0)) a.give(0, a.own(a.H(i), a.in(0)));
+}
+void data_transfer_rule(Adjoint& a) {  // pairs: dx_i = g_i
+  for (size_t i = 0; i < a.b.outputs.size(); i++)
+    if (a.H(i) >= 0 && a.want(i)) a.give(i, a.own(a.H(i), a.in(i)));
+}
+void transpose_rule(Adjoint& a) {  // pairs: dx_i = g_i with the axes swapped back
+  for (size_t i = 0; i < a.b.outputs.size(); i++)
+    if (a.H(i) >= 0 && a.want(i)) a.give(i, a.d.apply(a.forward(), {a.H(i)}, a.in(i)));
+}
+void linear_rule(Adjoint& a) {  // SCALAR_MUL, REDUCE_SUM / MEAN: dx = L*(g), so d<H, dx>/dg = L(H)
+  if (a.H(0) >= 0 && a.want(0)) a.give(0, a.d.apply(a.forward(), {a.H(0)}, a.in(0)));
+}
+void add_rule(Adjoint& a) {  // |g|a|b|y| -> |da|db|: p g and q g, summed down to a's and b's shapes
+  const int ha = a.H(0), hb = a.H(1);
+  if ((ha < 0 && hb < 0) || !a.want(0)) return;
+  const float p = a.b.cmd.info.blas.a[0], q = a.b.cmd.info.blas.a[1];
+  const int g = a.in(0);
+  const int dg = a.lin(ha >= 0 ? ha : a.d.zeros(g), ha >= 0 ? p : 0, hb >= 0 ? hb : a.d.zeros(g), hb >= 0 ? q : 0);
+  a.give(0, a.own(dg, g));
+}
+// |g|a|b|..| -> |da|db|..| of a bilinear forward F (MUL: slots 1, 2; GEMM:
+// slots 1, 2 and the bias at 3).
+void bilinear_rule(Adjoint& a, bool bias) {
+  const int ha = a.H(0), hw = a.H(1), hbias = bias ? a.H(2) : -1;
+  if (ha < 0 && hw < 0 && hbias < 0) return;
+  const int g = a.need(0, "g");
+  const ccv_nnc_cmd_t f = a.forward();
+  if (a.want(0)) {
+    if (ha >= 0) {
+      std::vector<int> in{ha, a.need(2, "the second operand")};
+      if (hbias >= 0) in.push_back(hbias);
+      a.give(0, a.own(a.d.apply(f, in, -1), g));
+    } else if (hbias >= 0) {
+      a.give(0, a.own(a.lin(a.d.zeros(g), 1, hbias, 1), g));
+    }
+    if (hw >= 0) a.give(0, a.own(a.d.apply(f, {a.need(1, "the first operand"), hw}, -1), g));
+  }
+  const size_t outs = a.b.outputs.size();
+  auto slots = [&](int which) {  // B's outputs with only `which` written
+    std::vector<int> o(outs, -1);
+    o[static_cast<size_t>(which)] = -2;
+    return o;
+  };
+  if (hw >= 0 && a.want(1)) a.give(1, a.d.apply(a.again(), {g, a.in(1), hw}, a.in(1), slots(0)));
+  if (ha >= 0 && a.want(2)) a.give(2, a.d.apply(a.again(), {g, ha, a.in(2)}, a.in(2), slots(1)));
+}
+void mul_rule(Adjoint& a) { bilinear_rule(a, false); }
+void gemm_rule(Adjoint& a) { bilinear_rule(a, true); }
+
+Rule second_order_rule(uint32_t id) {
+  static const std::pair<uint32_t, Rule> table[] = {
+      {CCV_NNC_GEMM_BACKWARD, gemm_rule},
+      {CCV_NNC_ADD_BACKWARD, add_rule},
+      {CCV_NNC_MUL_BACKWARD, mul_rule},
+      {CCV_NNC_SCALAR_MUL_BACKWARD, linear_rule},
+      {CCV_NNC_EWSUM_BACKWARD, sum_rule},
+      {CCV_NNC_EWPROD_BACKWARD, prod_rule},
+      {CCV_NNC_EWDIV_BACKWARD, div_rule},
+      {CCV_NNC_EWEXP_BACKWARD, exp_rule},
+      {CCV_NNC_EWLOG_BACKWARD, log_rule},
+      {CCV_NNC_EWSQRT_BACKWARD, sqrt_rule},
+      {CCV_NNC_RELU_BACKWARD, relu_rule},
+      {CCV_NNC_SIGMOID_BACKWARD, sigmoid_rule},
+      {CCV_NNC_TANH_BACKWARD, tanh_rule},
+      {CCV_NNC_SOFTMAX_BACKWARD, softmax_rule},
+      {CCV_NNC_REDUCE_SUM_BACKWARD, linear_rule},
+      {CCV_NNC_REDUCE_MEAN_BACKWARD, linear_rule},
+      {CCV_NNC_TRANSPOSE_BACKWARD, transpose_rule},
+      {CCV_NNC_DATA_TRANSFER_BACKWARD, data_transfer_rule},
+  };
+  for (const auto& [cmd, rule] : table)
+    if (cmd == id) return rule;
+  return nullptr;
+}
+
+void Differentiator::differentiate_backward(int e, const std::vector<int>& grad_out, const std::vector<char>& wanted) {
+  const Graph::Exec x = g_->execs[static_cast<size_t>(e)];  // a copy: the rules append execs
+  const Rule rule = second_order_rule(x.cmd.cmd);
+  NNC_CHECK(rule,
+            "%s: %s is a backward command without a second-order rule, so gradients cannot flow through it (the "
+            "differentiable backwards are those of GEMM, ADD, MUL, SCALAR_MUL, EWSUM, EWPROD, EWDIV, EWEXP, EWLOG, EWSQRT, "
+            "RELU, SIGMOID, TANH, SOFTMAX, REDUCE_SUM, REDUCE_MEAN, TRANSPOSE and DATA_TRANSFER)",
+            kWhat, exec_label(g_, e).c_str());
+  Adjoint a{*this, x, exec_label(g_, e), grad_out, wanted};
+  rule(a);
+}
+
 void Differentiator::differentiate(int e, const std::vector<char>& reached) {
   // A copy: emitting execs below may move the table.
   const Graph::Exec x = g_->execs[static_cast<size_t>(e)];
@@ -306,8 +589,10 @@ void Differentiator::differentiate(int e, const std::vector<char>& reached) {
   if (x.cmd.cmd == CCV_NNC_CUSTOM_FORWARD) {
     cmd.cmd = CCV_NNC_CUSTOM_BACKWARD;
   } else {
-    NNC_CHECK(!(x.cmd.cmd & 1u), "%s: %s is already a backward command; gradients of backward passes are not supported yet",
-              kWhat, exec_label(g_, e).c_str());
+    if (x.cmd.cmd & 1u) {  // a backward pass differentiated again
+      differentiate_backward(e, grad_out, wanted);
+      return;
+    }
     const uint32_t id = x.cmd.cmd | 1u;
     const CommandInfo* info = registry().command(id);
     NNC_CHECK(info && !registry().kernels(id).empty(), "%s: %s has no backward command, so no gradient flows through it",

@@ -11,6 +11,12 @@
 // one EWSUM; gradients arriving through aliases go into aliases of a
 // zero-initialised gradient of the base. A scalar f's gradient symbol (the
 // seed) is flagged INIT_ONES.
+//
+// Second order (beyond libnnc): a backward command met on the path (from an
+// earlier backward()) is differentiated by its rule in backward.cpp, written
+// in forward commands (and backward commands used as linear maps), so
+// gradients of gradients plan and run like any graph; a backward command
+// without a rule is refused by name.
 #pragma once
 
 #include "symbolic/graph.hpp"
