@@ -1231,7 +1231,13 @@ typedef void (*ccv_nnc_tensor_variable_destructor_f)(ccv_nnc_dynamic_graph_t* co
 void ccv_nnc_tensor_variable_destructor_hook(ccv_nnc_dynamic_graph_t* const graph, const ccv_nnc_tensor_variable_t tensor_variable, ccv_nnc_tensor_variable_destructor_f func, void* const context);
 /** Bit i of bitmask: source i reaches (through traced commands) one of the destinations. */
 void ccv_nnc_dynamic_graph_has_effect_to_tensor_variables(const ccv_nnc_dynamic_graph_t* const graph, const ccv_nnc_tensor_variable_t* const source_variables, const int source_variable_size, const ccv_nnc_tensor_variable_t* const destination_variables, const int destination_variable_size, uint64_t* const bitmask);
-/** Run cmd now on the variables' tensors (outputs without a shape take the command's inference) and trace it. @return CCV_NNC_EXEC_SUCCESS or an error code (message set). */
+/**
+ * Run cmd now on the variables' tensors (outputs without a shape take the
+ * command's inference) and trace it. With a stream the call is queued on it:
+ * its tensors stay alive until the stream has run it, even if the variables
+ * are freed; wait on the stream before reading the outputs or freeing the
+ * graph. @return CCV_NNC_EXEC_SUCCESS or an error code (message set).
+ */
 int ccv_nnc_dynamic_graph_exec(ccv_nnc_dynamic_graph_t* const graph, const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, const ccv_nnc_tensor_variable_t* const inputs, const int input_size, ccv_nnc_tensor_variable_t* const outputs, const int output_size, const int parallel, ccv_nnc_stream_context_t* const stream_context);
 /** d f / d inputs into outputs (one per input; a gradient already holding a value is added to). df_optionals: f's seeds, NULL for ones. */
 void ccv_nnc_dynamic_graph_backward(ccv_nnc_dynamic_graph_t* const dynamic_graph, const ccv_nnc_tensor_variable_t* const f_variables, const int f_variable_size, const ccv_nnc_tensor_variable_t* const df_optionals, const ccv_nnc_tensor_variable_t* const inputs, const int input_size, ccv_nnc_tensor_variable_t* const outputs, const int output_size, ccv_nnc_stream_context_t* const stream_context);

@@ -372,6 +372,33 @@ void memo_unshare(DG* g, Var* v, const char* what) {
   base->value = copy;
 }
 
+// ---- Streams -------------------------------------------------------------
+
+struct Retire {
+  DG* g;
+  std::vector<std::shared_ptr<ccv_nnc_tensor_t>>* held;
+};
+
+void retire_callback(void* context) {
+  auto* r = static_cast<Retire*>(context);
+  {
+    const std::lock_guard<std::mutex> lock(r->g->retired_mutex);
+    r->g->retired.push_back(r->held);
+  }
+  delete r;
+}
+
+// Drop the references of calls the streams have run (on the graph's thread).
+void drain_retired(DG* g) {
+  std::vector<std::vector<std::shared_ptr<ccv_nnc_tensor_t>>*> done;
+  {
+    const std::lock_guard<std::mutex> lock(g->retired_mutex);
+    if (g->retired.empty()) return;
+    done.swap(g->retired);
+  }
+  for (auto* h : done) delete h;
+}
+
 // ---- Deferred mode -----------------------------------------------------
 
 struct Compiled {
@@ -577,6 +604,7 @@ ccv_nnc_dynamic_graph_s::~ccv_nnc_dynamic_graph_s() {
     if (s->alive)
       for (const auto& d : s->destructors) d.first(this, tensor_of(s.get()), d.second);
   dying = true;  // storage released from here on is freed, not pooled
+  drain_retired(this);
   records.clear();
   memo.clear();
   memo_held.clear();
@@ -728,7 +756,10 @@ NNC_API void ccv_nnc_tensor_variable_destructor_hook(ccv_nnc_dynamic_graph_t* co
 }
 
 NNC_API void ccv_nnc_tensor_variable_free(ccv_nnc_dynamic_graph_t* const graph, const ccv_nnc_tensor_variable_t tensor_variable) {
-  guard_void([&] { destroy(graph, check_var(graph, tensor_variable, "ccv_nnc_tensor_variable_free", "the variable")); });
+  guard_void([&] {
+    destroy(graph, check_var(graph, tensor_variable, "ccv_nnc_tensor_variable_free", "the variable"));
+    drain_retired(graph);
+  });
 }
 
 NNC_API int ccv_nnc_dynamic_graph_exec(ccv_nnc_dynamic_graph_t* const graph, const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags,
@@ -740,6 +771,7 @@ NNC_API int ccv_nnc_dynamic_graph_exec(ccv_nnc_dynamic_graph_t* const graph, con
     NNC_CHECK(input_size >= 0 && output_size >= 0 && (inputs || input_size == 0) && (outputs || output_size == 0),
               "%s: bad arrays (sizes %d and %d)", what, input_size, output_size);
     NNC_CHECK(parallel >= 0, "%s: parallel %d is negative", what, parallel);
+    drain_retired(graph);
     if (graph->deferred) return record(graph, cmd, hint, flags, inputs, input_size, outputs, output_size);
     if (any_pending(graph))  // an immediate call after recorded ones: they run first
       flush(graph);
@@ -796,6 +828,15 @@ NNC_API int ccv_nnc_dynamic_graph_exec(ccv_nnc_dynamic_graph_t* const graph, con
     } else {
       const int rc = ccv_nnc_cmd_exec(cmd, hint, flags, in.data(), input_size, out.data(), output_size, stream_context);
       if (rc != CCV_NNC_EXEC_SUCCESS) return rc;
+      if (stream_context) {  // queued: its tensors stay alive until the stream has run it
+        auto* held = new std::vector<std::shared_ptr<ccv_nnc_tensor_t>>();
+        for (int i = 0; i < input_size; i++)
+          if (inputs[i] && storage_of(inputs[i])) held->push_back(storage_of(inputs[i]));
+        for (int j = 0; j < output_size; j++)
+          if (fresh[static_cast<size_t>(j)]) held->push_back(fresh[static_cast<size_t>(j)]);
+          else if (outputs[j] && storage_of(outputs[j])) held->push_back(storage_of(outputs[j]));
+        ccv_nnc_stream_context_add_callback(stream_context, retire_callback, new Retire{graph, held});
+      }
       if (memo) {
         graph->memo_misses++;
         DG::MemoEntry entry;
@@ -991,6 +1032,7 @@ NNC_API void ccv_nnc_dynamic_graph_memoization_stats(const ccv_nnc_dynamic_graph
 NNC_API void ccv_nnc_dynamic_graph_gc(ccv_nnc_dynamic_graph_t* const dynamic_graph) {
   guard_void([&] {
     check_graph(dynamic_graph, "ccv_nnc_dynamic_graph_gc");
+    drain_retired(dynamic_graph);
     for (ccv_nnc_tensor_t* t : dynamic_graph->pool) ccv_nnc_tensor_free(t);
     dynamic_graph->pool.clear();
     dynamic_graph->pool_bytes = 0;

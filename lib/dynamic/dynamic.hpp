@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -109,6 +110,11 @@ struct ccv_nnc_dynamic_graph_s {
   };
   int deferred = 0;
   std::vector<Record> records;
+  // Calls queued on streams keep their tensors alive until the stream has
+  // run them: a callback queued after each call moves its references here,
+  // and the graph drops them on its own thread at its next call.
+  std::mutex retired_mutex;
+  std::vector<std::vector<std::shared_ptr<ccv_nnc_tensor_t>>*> retired;
   // Tensor storage handed out and not yet given back (the pool excluded), and its high-water mark.
   uint64_t in_use = 0, peak = 0;
   // Trace entries dropped since the trace was last compacted (symbols are

@@ -416,6 +416,34 @@ TEST(DynamicGraph, DeferredExport) {
   ccv_nnc_dynamic_graph_free(g);
 }
 
+// Calls queued on a CPU stream: their tensors outlive the variables freed
+// before the stream ran them.
+TEST(DynamicGraph, StreamKeepsTensorsAlive) {
+  constexpr int n = 1 << 16;
+  ccv_nnc_dynamic_graph_t* g = ccv_nnc_dynamic_graph_new();
+  ccv_nnc_stream_context_t* stream = ccv_nnc_stream_context_new(CCV_STREAM_CONTEXT_CPU);
+  V a = ccv_nnc_tensor_variable_new(g, f32(n));
+  for (int k = 0; k < n; k++) data(g, a)[k] = 1e-5f * static_cast<float>(k);
+  const V b = ccv_nnc_tensor_variable_new(g), c = ccv_nnc_tensor_variable_new(g);
+  std::vector<V> in{a}, mid{b};
+  ASSERT_EQ(ccv_nnc_dynamic_graph_exec(g, plain(CCV_NNC_EWEXP_FORWARD), ccv_nnc_no_hint, 0, in.data(), 1, mid.data(), 1, 0, stream),
+            CCV_NNC_EXEC_SUCCESS)
+      << last_error();
+  ccv_nnc_tensor_variable_free(g, a);  // before the stream has necessarily run
+  std::vector<V> out{c};
+  ASSERT_EQ(ccv_nnc_dynamic_graph_exec(g, plain(CCV_NNC_EWEXP_FORWARD), ccv_nnc_no_hint, 0, mid.data(), 1, out.data(), 1, 0, stream),
+            CCV_NNC_EXEC_SUCCESS)
+      << last_error();
+  ccv_nnc_tensor_variable_free(g, b);
+  ccv_nnc_stream_context_wait(stream);
+  for (int k = 0; k < n; k += 101) {
+    const double want = std::exp(std::exp(static_cast<double>(1e-5f * static_cast<float>(k))));
+    EXPECT_NEAR(data(g, c)[k], want, 2e-6 * want) << k;
+  }
+  ccv_nnc_stream_context_free(stream);
+  ccv_nnc_dynamic_graph_free(g);
+}
+
 int destroyed = 0;
 void count_destroyed(ccv_nnc_dynamic_graph_t*, const ccv_nnc_tensor_t* t, void* context) {
   destroyed += t ? *static_cast<int*>(context) : 0;
