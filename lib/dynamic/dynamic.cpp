@@ -384,17 +384,19 @@ void retire_callback(void* context) {
   {
     const std::lock_guard<std::mutex> lock(r->g->retired_mutex);
     r->g->retired.push_back(r->held);
+    r->g->any_retired.store(true, std::memory_order_release);
   }
   delete r;
 }
 
 // Drop the references of calls the streams have run (on the graph's thread).
 void drain_retired(DG* g) {
+  if (!g->any_retired.load(std::memory_order_acquire)) return;
   std::vector<std::vector<std::shared_ptr<ccv_nnc_tensor_t>>*> done;
   {
     const std::lock_guard<std::mutex> lock(g->retired_mutex);
-    if (g->retired.empty()) return;
     done.swap(g->retired);
+    g->any_retired.store(false, std::memory_order_relaxed);
   }
   for (auto* h : done) delete h;
 }

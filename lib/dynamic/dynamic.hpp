@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <atomic>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -115,6 +116,7 @@ struct ccv_nnc_dynamic_graph_s {
   // and the graph drops them on its own thread at its next call.
   std::mutex retired_mutex;
   std::vector<std::vector<std::shared_ptr<ccv_nnc_tensor_t>>*> retired;
+  std::atomic<bool> any_retired{false};  // lets a call skip the mutex when nothing waits
   // Tensor storage handed out and not yet given back (the pool excluded), and its high-water mark.
   uint64_t in_use = 0, peak = 0;
   // Trace entries dropped since the trace was last compacted (symbols are
