@@ -1,7 +1,11 @@
-// bench-compile [--run] [--peak] [GRAPH...]   (GRAPH: resnet50, mobilenet_v2, ...; default all)
+// bench-compile [--run] [--peak] [--no-train] [GRAPH...]   (GRAPH: resnet50, mobilenet_v2, ...; default all)
 //
 // Builds inference graphs (fp32, NHWC) through the public Level-3 API for
-// batch 1 and 32 and compiles each with ccv_nnc_symbolic_graph_compile:
+// batch 1 and 32 and compiles each with ccv_nnc_symbolic_graph_compile; then
+// (unless --no-train) the training graph of each ("+bwd" rows): the head's
+// softmax becomes a softmax cross-entropy averaged into a scalar loss (the
+// LSTM: the mean of its outputs), and ccv_nnc_symbolic_graph_backward adds
+// the gradient of every parameter, each an output of the compiled graph:
 //   resnet50      224x224, bottlenecks [3,4,6,3] with projection shortcuts
 //   mobilenet_v2  224x224, inverted residuals, depthwise convs (groups = C)
 //   densenet121   224x224, blocks [6,12,24,16], growth 32; the concatenation
@@ -103,8 +107,10 @@ struct Builder {
   std::vector<int> params;          // weights and BN statistics
   std::vector<float> param_scale;   // --run fills each uniform in +-scale (BN var: 1 + that)
   std::vector<char> param_is_var;
+  std::vector<char> param_is_stat;  // BN running statistics: updated, not differentiated
   std::string error;
   int count = 0;
+  bool train = false;  // the head ends in a scalar loss instead of a softmax
 
   ~Builder() { ccv_nnc_symbolic_graph_free(sg); }
   bool ok() const { return error.empty(); }
@@ -140,6 +146,7 @@ struct Builder {
       params.push_back(t.d);
       param_scale.push_back(scale);
       param_is_var.push_back(var);
+      param_is_stat.push_back(0);
     }
     return t;
   }
@@ -207,7 +214,17 @@ struct Builder {
     const int c = d.back();
     const T scale = param({c}, 0.1f), bias = param({c}, 0.1f), mean = param({c}, 0.1f), var = param({c}, 0.1f, true);
     const T y = out_or_new(out, d);
-    exec(bn_cmd(), {x, scale, bias, mean, var}, {y}, "bn");
+    if (!train) {
+      exec(bn_cmd(), {x, scale, bias, mean, var}, {y}, "bn");
+      return y;
+    }
+    // Training: batch statistics, the running ones updated in place (libnnc's
+    // |y|mean|var|saved_mean|saved_inv_std|).
+    param_is_stat[param_is_stat.size() - 2] = param_is_stat[param_is_stat.size() - 1] = 1;
+    ccv_nnc_cmd_t cmd = bn_cmd();
+    cmd.info.bnorm.is_test = 0;
+    cmd.info.bnorm.momentum = 0.9f;
+    exec(cmd, {x, scale, bias, mean, var}, {y, mean, var, tensor({c}, "saved_mean"), tensor({c}, "saved_inv_std")}, "bn");
     return y;
   }
   T unary(uint32_t id, const ccv_nnc_cmd_param_t& p, T x, T out, const char* what) {
@@ -269,8 +286,26 @@ struct Builder {
     const Dims d = dims(x);
     const T p = avgpool(x, d[1], 1, kValid);
     const T f = reshape(p, {d[0], d[3]});
-    const T y = softmax(gemm(f, 1000, true));
-    outputs.push_back(y);
+    if (!train) {
+      outputs.push_back(softmax(gemm(f, 1000, true)));
+      return;
+    }
+    // Training: softmax cross-entropy against one class index per row, averaged.
+    const T logits = gemm(f, 1000, true), labels = input({d[0]}, "labels");
+    const T loss = tensor({d[0], 1}, "loss"), probs = tensor({d[0], 1000}, "probs");
+    exec(command(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD, blank()), {logits, labels}, {loss, probs}, "xent");
+    outputs.push_back(mean_all(loss));
+  }
+  // The mean of every element, as a 1x..x1 symbol (a scalar loss).
+  T mean_all(T x) {
+    if (!ok()) return kNone;
+    const Dims d = dims(x);
+    ccv_nnc_cmd_param_t p = blank();
+    for (size_t i = 0; i < d.size(); i++) p.reduce.axis[i] = static_cast<int>(i);
+    p.reduce.count = static_cast<int>(d.size());
+    const T y = tensor(Dims(d.size(), 1), "mean");
+    exec(command(CCV_NNC_REDUCE_MEAN_FORWARD, p), {x}, {y}, "mean");
+    return y;
   }
   // conv (no bias) + BN + ReLU, the last written into `out` if given.
   T cbr(T x, int k, int kh, int kw, int stride = 1, Pad pad = kSame, T out = kNone) {
@@ -467,7 +502,31 @@ void lstm(Builder& b, int n) {
       in = h[l];
     }
   }
-  b.outputs.push_back(y);
+  b.outputs.push_back(b.train ? b.mean_all(y) : y);
+}
+
+// Training: the gradient of the loss (outputs[0]) with respect to every
+// parameter, the gradients made outputs beside the loss.
+void add_backward(Builder& b) {
+  if (!b.ok()) return;
+  std::vector<T> wrt;
+  for (size_t i = 0; i < b.params.size(); i++)
+    if (!b.param_is_stat[i]) wrt.push_back(T{b.params[i], b.sg});
+  ccv_nnc_symbolic_graph_backward(b.sg, b.outputs.data(), 1, wrt.data(), static_cast<int>(wrt.size()),
+                                  SYMBOLIC_GRAPH_SOURCES(b.sg), SYMBOLIC_GRAPH_DESTINATIONS(b.sg));
+  const char* message = ccv_nnc_error_message();
+  if (message && *message) {
+    b.fail("symbolic_graph_backward");
+    return;
+  }
+  for (const T& w : wrt) {
+    const T g = ccv_nnc_tensor_symbol_for_backward(b.sg, w);
+    if (g.d < 0) {
+      b.fail("symbolic_graph_backward");
+      return;
+    }
+    b.outputs.push_back(g);
+  }
 }
 
 struct Compiled {
@@ -738,27 +797,29 @@ bool run_net(const char* name, void (*build)(Builder&, int)) {
 
 int main(int argc, char** argv) {
   ccv_nnc_init();
-  bool run = false, peak = false;
+  bool run = false, peak = false, no_train = false;
   std::vector<std::string> only;
   for (int i = 1; i < argc; i++) {
     if (!std::strcmp(argv[i], "--run"))
       run = true;
     else if (!std::strcmp(argv[i], "--peak"))
       peak = true;
+    else if (!std::strcmp(argv[i], "--no-train"))
+      no_train = true;
     else if (argv[i][0] != '-')
       only.push_back(argv[i]);
     else {
-      std::fprintf(stderr, "usage: bench-compile [--run] [--peak] [resnet50|mobilenet_v2|densenet121|inception_v3|lstm2x512 ...]\n");
+      std::fprintf(stderr, "usage: bench-compile [--run] [--peak] [--no-train] [resnet50|mobilenet_v2|densenet121|inception_v3|lstm2x512 ...]\n");
       return 2;
     }
   }
   const std::time_t now = std::time(nullptr);
   char when[64];
   std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", std::gmtime(&now));
-  std::printf("bench-compile: %u hardware threads, %s; fp32 NHWC inference; MB = 1e6 bytes\n",
+  std::printf("bench-compile: %u hardware threads, %s; fp32 NHWC inference and training (+bwd: mean loss, backward to every parameter); MB = 1e6 bytes\n",
               std::thread::hardware_concurrency(), when);
   std::printf("bound = params + inputs + peak live activations (no in-place); lb = the planner's own lower bound, plan/lb its arena over it\n");
-  std::printf("%-13s %5s %6s %10s %7s %9s %9s %7s %7s %8s %9s %8s %7s %3s\n", "graph", "batch", "execs", "compile_ms", "cpu_ms", "arena_MB",
+  std::printf("%-17s %5s %6s %10s %7s %9s %9s %7s %7s %8s %9s %8s %7s %3s\n", "graph", "batch", "execs", "compile_ms", "cpu_ms", "arena_MB",
               "bound_MB", "ratio", "lb_MB", "plan/lb", "noreuse_MB", "param_MB", "input_MB", "DT");
   struct Net {
     const char* name;
@@ -771,20 +832,25 @@ int main(int argc, char** argv) {
                       {"lstm2x512", lstm}};
   int failures = 0;
   for (const Net& net : nets)
+    for (int mode = 0; mode < 2; mode++)
     for (int batch : {1, 32}) {
       if (!only.empty() && std::find(only.begin(), only.end(), net.name) == only.end()) continue;
+      if (mode == 1 && no_train) continue;
+      const std::string label = std::string(net.name) + (mode ? "+bwd" : "");
       Builder b;
+      b.train = mode == 1;
       net.build(b, batch);
       if (b.ok() && ccv_nnc_graph_exec_symbol_autogen(b.sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS) != 0)
         b.fail("graph_exec_symbol_autogen");
+      if (b.train) add_backward(b);
       if (!b.ok()) {
-        std::printf("%-13s %5d build failed: %s\n", net.name, batch, b.error.c_str());
+        std::printf("%-13s %5d build failed: %s\n", label.c_str(), batch, b.error.c_str());
         failures++;
         continue;
       }
       Compiled c;
       if (!c.compile(b)) {
-        std::printf("%-13s %5d compile failed: %s\n", net.name, batch, ccv_nnc_error_message());
+        std::printf("%-13s %5d compile failed: %s\n", label.c_str(), batch, ccv_nnc_error_message());
         failures++;
         continue;
       }
@@ -806,7 +872,7 @@ int main(int argc, char** argv) {
       std::sort(times.begin(), times.end());
       std::sort(cpu.begin(), cpu.end());
       const int64_t bound = a.params + a.inputs + a.peak;
-      std::printf("%-13s %5d %6d %10.2f %7.2f %9.1f %9.1f %7.4f %7.1f %8.4f %9.1f %8.1f %7.1f %3d\n", net.name, batch, a.execs, times[2], cpu[2],
+      std::printf("%-17s %5d %6d %10.2f %7.2f %9.1f %9.1f %7.4f %7.1f %8.4f %9.1f %8.1f %7.1f %3d\n", label.c_str(), batch, a.execs, times[2], cpu[2],
                   mb(static_cast<int64_t>(arena)), mb(bound), static_cast<double>(arena) / static_cast<double>(bound),
                   mb(static_cast<int64_t>(lb)), plan_lb,
                   mb(a.activations), mb(a.params), mb(a.inputs), a.data_transfers);
