@@ -180,6 +180,47 @@ class Differentiator {
 
   int gradient(int o);
   int combine(int base, const std::vector<Contribution>& parts);
+
+  // Where box `inner` lies wholly inside box `outer` of the same base, both
+  // laid out with the same strides: the per-dimension offset; false otherwise.
+  bool inside(int inner, int outer, int* rel) const {
+    const Geometry gi = geometry(inner), go = geometry(outer);
+    if (gi.nd != go.nd || !std::equal(gi.stride, gi.stride + gi.nd, go.stride)) return false;
+    int64_t fi = 0, fo = 0;
+    for (int k = 0; k < gi.nd; k++) {
+      const int oi = t(inner).alias_of >= 0 ? t(inner).ofs[k] : 0, oo = t(outer).alias_of >= 0 ? t(outer).ofs[k] : 0;
+      fi += oi * gi.stride[k];
+      fo += oo * go.stride[k];
+      if (oi < oo || oi + gi.dim[k] > oo + go.dim[k]) return false;
+      rel[k] = oi - oo;
+    }
+    return fi == gi.first && fo == go.first;
+  }
+
+  // The gradient of o read straight out of partial gradients of larger boxes
+  // that each hold o (a dense block's prefixes read by its later layers):
+  // views of them, with no zero-initialised base and no copies (combine()
+  // would build one base-sized sum per such o). Empty when some part does
+  // not hold o.
+  std::vector<int> within(int o, const std::vector<Contribution>& parts) {
+    std::vector<std::vector<int>> rels;
+    for (const Contribution& c : parts) {
+      std::vector<int> rel(CCV_NNC_MAX_DIM_ALLOC, 0);
+      if (!inside(o, c.target, rel.data())) return {};
+      rels.push_back(std::move(rel));
+    }
+    std::vector<int> pieces;
+    for (size_t i = 0; i < parts.size(); i++) {
+      const Graph::Tensor& gt = t(parts[i].grad);
+      int stride[CCV_NNC_MAX_DIM_ALLOC] = {};
+      int64_t packed[CCV_NNC_MAX_DIM_ALLOC];
+      packed_strides(gt.info.dim, ndim(gt.info), packed);
+      for (int k = 0; k < ndim(gt.info); k++) stride[k] = static_cast<int>(packed[k]);
+      const ccv_nnc_tensor_param_t info = t(o).info;
+      pieces.push_back(alias_new(g_, {parts[i].grad, g_}, rels[i].data(), stride, info, nullptr).d);
+    }
+    return pieces;
+  }
   void differentiate(int e, const std::vector<char>& reached);
   void differentiate_backward(int e, const std::vector<int>& grad_out, const std::vector<char>& wanted);
 
@@ -228,6 +269,8 @@ int Differentiator::gradient(int o) {
         for (const Contribution& c : parts) grads.push_back(c.grad);
         r = sum(grads, -1, t(o).info, name_for(o));
       }
+    } else if (std::vector<int> pieces = within(o, parts); !pieces.empty()) {
+      r = pieces.size() == 1 ? pieces[0] : sum(pieces, -1, t(o).info, name_for(o));
     } else {
       const int whole = combine(b, parts);
       r = t(o).alias_of >= 0 ? alias_like(whole, o) : reshaped(whole, t(o).info);
