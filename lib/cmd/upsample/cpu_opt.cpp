@@ -95,6 +95,8 @@ Work<T> prepare(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* small, const c
   Work<T> k;
   k.t.B = gs.B, k.t.C = gs.C, k.t.H = gs.H, k.t.W = gs.W, k.t.OH = gb.H, k.t.OW = gb.W;
   k.t.nearest = type == CCV_NNC_UPSAMPLE_NEAREST;
+  k.t.half_pixel_2x = !k.t.nearest && !align && gb.W == 2 * gs.W;
+  k.t.nearest_2x = k.t.nearest && !align && gb.W == 2 * gs.W;
   k.t.h0 = h0, k.t.h1 = h1, k.t.w0 = w0, k.t.w1 = w1, k.t.lo = lo, k.t.hi = hi, k.t.wlo = wlo, k.t.whi = whi;
   k.t.hl = hl, k.t.wl = wl;
   k.rows = rv + round64((OH + OW) * sizeof(T)) / sizeof(T);

@@ -83,6 +83,8 @@ struct Tables {
   size_t B = 1, C = 1;
   int H = 1, W = 1, OH = 1, OW = 1;
   bool nearest = false;
+  bool half_pixel_2x = false;  // bilinear, half-pixel centres, OW = 2 W (the taps repeat every 2 columns)
+  bool nearest_2x = false;     // nearest, not aligned, OW = 2 W: output column ox reads ox / 2
   const int *h0 = nullptr, *h1 = nullptr, *w0 = nullptr, *w1 = nullptr;
   const int *lo = nullptr, *hi = nullptr, *wlo = nullptr, *whi = nullptr;
   const T *hl = nullptr, *wl = nullptr;

@@ -41,6 +41,15 @@ void forward_impl(const Tables<T>& t, const T* x, T* y, size_t r0, size_t r1, T*
     if (C == 1) {
       if (t.nearest) {
         for (int ox = 0; ox < t.OW; ox++) out[ox] = v[t.w0[ox]];
+      } else if (t.half_pixel_2x) {
+        // Exactly 2x with half-pixel centres: output 2j blends v[j - 1] and v[j]
+        // 1 : 3, output 2j + 1 v[j] and v[j + 1] 3 : 1 (the edges clamp);
+        // the taps' own rule, in a loop without gathers.
+        const int W = t.W;
+        out[0] = v[0];
+        for (int j = 1; j < W; j++) out[2 * j] = T(0.25) * v[j - 1] + T(0.75) * v[j];
+        for (int j = 0; j + 1 < W; j++) out[2 * j + 1] = T(0.75) * v[j] + T(0.25) * v[j + 1];
+        out[2 * W - 1] = v[W - 1];
       } else {
         for (int ox = 0; ox < t.OW; ox++) {
           const T lx = t.wl[ox];
@@ -92,7 +101,9 @@ void backward_impl(const Tables<T>& t, const T* g, T* dx, size_t r0, size_t r1, 
     // Horizontal. One channel: nearest sums the run of output columns that
     // read each input column; bilinear scatters along the row (no branches).
     if (C == 1) {
-      if (t.nearest) {
+      if (t.nearest_2x) {  // each input column read by the output pair 2j, 2j + 1
+        for (int j = 0; j < t.W; j++) d[j] = tmp[2 * j] + tmp[2 * j + 1];
+      } else if (t.nearest) {
         for (int j = 0; j < t.W; j++) {
           T s = T(0);
           for (int ox = t.wlo[j]; ox < t.whi[j]; ox++) s += tmp[ox];

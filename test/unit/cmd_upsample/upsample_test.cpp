@@ -105,6 +105,8 @@ const UpCase kCases[] = {
     {{2, 8, 8, 3}, {2, 3, 5, 3}, NHWC},  // down
     {{1, 1, 1, 2}, {1, 3, 4, 2}, NHWC},  // from one pixel
     {{3, 4, 5, 2}, {3, 8, 10, 2}, CHWN},
+    {{2, 3, 4, 5}, {2, 3, 8, 10}, NCHW},  // exactly 2x, one channel a row (CPU_OPT's 2x loops)
+    {{1, 1, 3, 1}, {1, 1, 6, 2}, NCHW},
 };
 
 TEST_F(Upsample, ForwardMatchesReference) {
@@ -154,7 +156,7 @@ TEST_F(Upsample, CoordinateRulesInClosedForm) {
 TEST_F(Upsample, BackwardMatchesFiniteDifferences) {
   std::mt19937 rng(402);
   const UpCase cases[] = {{{1, 3, 2, 2}, {1, 5, 4, 2}, NHWC}, {{1, 2, 3, 2}, {1, 2, 6, 3}, NCHW},
-                          {{4, 5}, {3, 7}, NHWC}};
+                          {{4, 5}, {3, 7}, NHWC}, {{1, 2, 3, 2}, {1, 2, 6, 4}, NCHW}};
   for (uint32_t backend : {REF, OPT})
     for (const UpCase& c : cases)
       for (int type : {NEAREST, BILINEAR})
