@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <string>
 #include <thread>
@@ -181,5 +182,34 @@ class Table {
  private:
   std::string title_, peer_;
 };
+
+// Per-call costs on a shared machine: the minimum over many short samples,
+// timed in the thread's own CPU time (time spent descheduled by other
+// processes does not count), with the wall-clock minimum beside it.
+inline double thread_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+inline double wall_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+struct Best {
+  double cpu = 1e30, wall = 1e30;
+};
+// f runs `per` calls; the result is seconds per call.
+template <class F>
+Best best_of(int samples, double per, F&& f) {
+  Best b;
+  for (int i = 0; i < samples; i++) {
+    const double c0 = thread_seconds(), w0 = wall_seconds();
+    f();
+    b.cpu = std::min(b.cpu, (thread_seconds() - c0) / per);
+    b.wall = std::min(b.wall, (wall_seconds() - w0) / per);
+  }
+  return b;
+}
 
 }  // namespace nnc_bench

@@ -20,38 +20,14 @@
 #include <thread>
 #include <vector>
 
+#include "bench.hpp"
 #include "nnc/ccv_nnc.h"
 #include "nnc/ccv_nnc_easy.h"
 
 namespace {
 
-double thread_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-double wall_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-// Minimum CPU and wall time of `samples` runs of f, divided by `per`.
-struct Best {
-  double cpu = 1e30, wall = 1e30;
-};
-template <class F>
-Best best_of(int samples, double per, F&& f) {
-  Best b;
-  for (int i = 0; i < samples; i++) {
-    const double c0 = thread_seconds(), w0 = wall_seconds();
-    f();
-    const double c = thread_seconds() - c0, w = wall_seconds() - w0;
-    b.cpu = std::min(b.cpu, c / per);
-    b.wall = std::min(b.wall, w / per);
-  }
-  return b;
-}
+using nnc_bench::Best;
+using nnc_bench::best_of;
 
 ccv_nnc_tensor_param_t one_float() {
   ccv_nnc_tensor_param_t p;

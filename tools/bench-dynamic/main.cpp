@@ -15,6 +15,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "bench.hpp"
 #include "nnc/ccv_nnc.h"
 #include "nnc/ccv_nnc_easy.h"
 
@@ -24,29 +25,13 @@
 
 namespace {
 
-double thread_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-double wall_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-struct Best {
-  double cpu = 1e30, wall = 1e30;
-};
+using nnc_bench::Best;
+// calls per sample, seconds per call
 template <class F>
 Best best_of(int samples, int calls, F&& f) {
-  Best b;
-  for (int i = 0; i < samples; i++) {
-    const double c0 = thread_seconds(), w0 = wall_seconds();
+  return nnc_bench::best_of(samples, calls, [&] {
     for (int k = 0; k < calls; k++) f();
-    b.cpu = std::min(b.cpu, (thread_seconds() - c0) / calls);
-    b.wall = std::min(b.wall, (wall_seconds() - w0) / calls);
-  }
-  return b;
+  });
 }
 
 ccv_nnc_tensor_param_t one_float() {
