@@ -444,6 +444,117 @@ TEST(DynamicGraph, StreamKeepsTensorsAlive) {
   ccv_nnc_dynamic_graph_free(g);
 }
 
+// A small CNN (convolution with bias, RELU, max pool, a reshape alias, a
+// dense layer, a sum of squares) run on the dynamic graph and compiled as a
+// symbolic graph: the loss and the gradients agree.
+ccv_nnc_tensor_param_t f32n(std::vector<int> d) {
+  ccv_nnc_tensor_param_t p = f32(1);
+  for (size_t i = 0; i < d.size(); i++) p.dim[i] = d[i];
+  return p;
+}
+
+TEST(DynamicGraph, SmallCnnMatchesSymbolicPath) {
+  constexpr int N = 2, H = 6, W = 6, C = 2, K = 4, O = 3;
+  ccv_nnc_cmd_t conv = plain(CCV_NNC_CONVOLUTION_FORWARD);
+  conv.info.size.dim[0] = conv.info.size.dim[1] = 3;
+  conv.info.size.dim[2] = C;
+  conv.info.convolution.count = K;
+  conv.info.convolution.groups = 1;
+  ccv_nnc_hint_t pad{};
+  pad.stride.dim[0] = pad.stride.dim[1] = 1;
+  pad.border.begin[0] = pad.border.begin[1] = pad.border.end[0] = pad.border.end[1] = 1;
+  ccv_nnc_cmd_t pool = plain(CCV_NNC_MAX_POOL_FORWARD);
+  pool.info.size.dim[0] = pool.info.size.dim[1] = 2;
+  pool.info.size.dim[2] = K;
+  ccv_nnc_hint_t pool_hint{};
+  pool_hint.stride.dim[0] = pool_hint.stride.dim[1] = 2;
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> X(N * H * W * C), KW(K * 3 * 3 * C), KB(K), DW(O * 36), DB(O);
+  for (auto* v : {&X, &KW, &KB, &DW, &DB})
+    for (float& f : *v) f = u(rng);
+  // Dynamic.
+  ccv_nnc_dynamic_graph_t* g = ccv_nnc_dynamic_graph_new();
+  const V x = ccv_nnc_tensor_constant_new(g, f32n({N, H, W, C}));
+  const V kw = ccv_nnc_tensor_variable_new(g, f32n({K, 3, 3, C})), kb = ccv_nnc_tensor_variable_new(g, f32n({K}));
+  const V dw = ccv_nnc_tensor_variable_new(g, f32n({O, 36})), db = ccv_nnc_tensor_variable_new(g, f32n({O}));
+  std::memcpy(data(g, x), X.data(), X.size() * 4), std::memcpy(data(g, kw), KW.data(), KW.size() * 4);
+  std::memcpy(data(g, kb), KB.data(), KB.size() * 4), std::memcpy(data(g, dw), DW.data(), DW.size() * 4);
+  std::memcpy(data(g, db), DB.data(), DB.size() * 4);
+  const V c1 = ccv_nnc_tensor_variable_new(g), r1 = ccv_nnc_tensor_variable_new(g), p1 = ccv_nnc_tensor_variable_new(g);
+  auto dexec = [&](ccv_nnc_cmd_t cmd, ccv_nnc_hint_t hint, std::vector<V> in, std::vector<V> out) {
+    return ccv_nnc_dynamic_graph_exec(g, cmd, hint, 0, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()), 0,
+                                      nullptr);
+  };
+  ASSERT_EQ(dexec(conv, pad, {x, kw, kb}, {c1}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ASSERT_EQ(dexec(plain(CCV_NNC_RELU_FORWARD), ccv_nnc_no_hint, {c1}, {r1}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ASSERT_EQ(dexec(pool, pool_hint, {r1}, {p1}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  int ofs[CCV_NNC_MAX_DIM_ALLOC] = {}, st[CCV_NNC_MAX_DIM_ALLOC] = {};
+  const V flat = ccv_nnc_tensor_variable_alias_new(g, p1, ofs, st, f32n({N, 36}));
+  ASSERT_NE(flat, nullptr) << last_error();
+  const V y = ccv_nnc_tensor_variable_new(g), sq = ccv_nnc_tensor_variable_new(g), loss = ccv_nnc_tensor_variable_new(g);
+  ASSERT_EQ(dexec(gemm_wt(), ccv_nnc_no_hint, {flat, dw, db}, {y}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ASSERT_EQ(dexec(plain(CCV_NNC_EWPROD_FORWARD), ccv_nnc_no_hint, {y, y}, {sq}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ASSERT_EQ(dexec(reduce_all(), ccv_nnc_no_hint, {sq}, {loss}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  const V gkw = ccv_nnc_tensor_variable_new(g), gkb = ccv_nnc_tensor_variable_new(g), gdw = ccv_nnc_tensor_variable_new(g);
+  ccv_nnc_dynamic_graph_backward(g, VL(loss), nullptr, VL(kw, kb, dw), VL(gkw, gkb, gdw), nullptr);
+  ASSERT_STREQ(last_error().c_str(), "");
+  // Symbolic.
+  ccv_nnc_symbolic_graph_t* sg = ccv_nnc_symbolic_graph_new();
+  using TS = ccv_nnc_tensor_symbol_t;
+  auto sym = [&](ccv_nnc_tensor_param_t p) { return ccv_nnc_tensor_symbol_new(sg, p, nullptr); };
+  const TS sx = sym(f32n({N, H, W, C})), skw = sym(f32n({K, 3, 3, C})), skb = sym(f32n({K})), sdw = sym(f32n({O, 36})), sdb = sym(f32n({O}));
+  const TS sc = sym(f32n({N, H, W, K})), sr = sym(kAuto), sp = sym(f32n({N, 3, 3, K})), sy = sym(kAuto), ssq = sym(kAuto), sl = sym(kAuto);
+  const TS sflat = ccv_nnc_tensor_symbol_alias_new(sg, sp, ofs, st, f32n({N, 36}), nullptr);
+  auto sexec = [&](ccv_nnc_cmd_t cmd, ccv_nnc_hint_t hint, std::vector<TS> in, std::vector<TS> out) {
+    const ccv_nnc_graph_exec_symbol_t e =
+        ccv_nnc_graph_exec_symbol_new(sg, cmd, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()), nullptr);
+    ccv_nnc_graph_exec_symbol_set_hint(sg, e, hint);
+  };
+  sexec(conv, pad, {sx, skw, skb}, {sc});
+  sexec(plain(CCV_NNC_RELU_FORWARD), ccv_nnc_no_hint, {sc}, {sr});
+  sexec(pool, pool_hint, {sr}, {sp});
+  sexec(gemm_wt(), ccv_nnc_no_hint, {sflat, sdw, sdb}, {sy});
+  sexec(plain(CCV_NNC_EWPROD_FORWARD), ccv_nnc_no_hint, {sy, sy}, {ssq});
+  sexec(reduce_all(), ccv_nnc_no_hint, {ssq}, {sl});
+  ccv_nnc_graph_exec_symbol_autogen(sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
+  const std::vector<TS> wrt{skw, skb, sdw};
+  ccv_nnc_symbolic_graph_backward(sg, &sl, 1, wrt.data(), 3, ccv_nnc_symbolic_graph_sources(sg), ccv_nnc_symbolic_graph_source_size(sg),
+                                  ccv_nnc_symbolic_graph_destinations(sg), ccv_nnc_symbolic_graph_destination_size(sg));
+  ASSERT_STREQ(last_error().c_str(), "");
+  std::vector<TS> grads;
+  for (const TS& w : wrt) grads.push_back(ccv_nnc_tensor_symbol_for_backward(sg, w));
+  grads.push_back(sl);
+  ccv_nnc_graph_exec_symbol_autogen(sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
+  ccv_nnc_graph_t* cg = nullptr;
+  ccv_nnc_tensor_arena_t* ta = nullptr;
+  ccv_nnc_graph_exec_arena_t* ea = nullptr;
+  ccv_nnc_symbolic_graph_compile(sg, ccv_nnc_default_compile_params, nullptr, 0, grads.data(), static_cast<int>(grads.size()), nullptr, 0,
+                                 nullptr, 0, &cg, &ta, &ea);
+  ASSERT_NE(cg, nullptr) << last_error();
+  std::memcpy(ccv_nnc_tensor_from_symbol(ta, sx)->data.f32, X.data(), X.size() * 4);
+  std::memcpy(ccv_nnc_tensor_from_symbol(ta, skw)->data.f32, KW.data(), KW.size() * 4);
+  std::memcpy(ccv_nnc_tensor_from_symbol(ta, skb)->data.f32, KB.data(), KB.size() * 4);
+  std::memcpy(ccv_nnc_tensor_from_symbol(ta, sdw)->data.f32, DW.data(), DW.size() * 4);
+  std::memcpy(ccv_nnc_tensor_from_symbol(ta, sdb)->data.f32, DB.data(), DB.size() * 4);
+  ASSERT_EQ(ccv_nnc_graph_run(cg, 0, nullptr, 0, nullptr, 0, nullptr, nullptr), CCV_NNC_EXEC_SUCCESS) << last_error();
+  EXPECT_NEAR(data(g, loss)[0], ccv_nnc_tensor_from_symbol(ta, sl)->data.f32[0], 1e-5 * (1 + std::fabs(data(g, loss)[0])));
+  const V dyn[3] = {gkw, gkb, gdw};
+  const int counts[3] = {K * 9 * C, K, O * 36};
+  for (int i = 0; i < 3; i++) {
+    const float* a = data(g, dyn[i]);
+    const float* b = ccv_nnc_tensor_from_symbol(ta, grads[static_cast<size_t>(i)])->data.f32;
+    double largest = 1;
+    for (int k = 0; k < counts[i]; k++) largest = std::max(largest, std::fabs(static_cast<double>(b[k])));
+    for (int k = 0; k < counts[i]; k++) EXPECT_NEAR(a[k], b[k], 1e-5 * largest) << i << " " << k;
+  }
+  ccv_nnc_graph_free(cg);
+  ccv_nnc_tensor_arena_free(ta);
+  ccv_nnc_graph_exec_arena_free(ea);
+  ccv_nnc_symbolic_graph_free(sg);
+  ccv_nnc_dynamic_graph_free(g);
+}
+
 int destroyed = 0;
 void count_destroyed(ccv_nnc_dynamic_graph_t*, const ccv_nnc_tensor_t* t, void* context) {
   destroyed += t ? *static_cast<int*>(context) : 0;
