@@ -186,7 +186,7 @@ void compact(DG* g) {
 
 void maybe_compact(DG* g) {
   const size_t n = g->trace->tensors.size();
-  if (n < 256 || g->dropped * 4 < n) return;  // counting the dead costs O(n): only now and then
+  if (n < 32 || g->dropped * 4 < n) return;  // counting the dead costs O(n): only now and then
   size_t dead = 0;
   for (const auto& t : g->trace->tensors) dead += CCV_NNC_TENSOR_SYMBOL_IS_DEAD(t.flags) ? 1 : 0;
   if (dead * 2 > n) compact(g);
