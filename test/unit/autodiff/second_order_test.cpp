@@ -277,6 +277,25 @@ TEST(AutodiffSecondOrder, ReduceTransposeTransfer) {
   check_hvp({{{3, 4}}}, [](auto g, auto v) { return un(g, CCV_NNC_DATA_TRANSFER_FORWARD, v[0]); }, 64, "DATA_TRANSFER");
 }
 
+// The first gradient assembled from overlapping and disjoint column views of
+// x (zero-initialised bases, gradients placed into views, EWSUM of layers):
+// the second pass goes back through that assembly.
+TEST(AutodiffSecondOrder, ThroughViewsOfTheInput) {
+  check_hvp({{{3, 4}}},
+            [](ccv_nnc_symbolic_graph_t* g, const std::vector<ccv_nnc_tensor_symbol_t>& v) {
+              auto cols = [&](int c0, int c) {
+                int ofs[CCV_NNC_MAX_DIM_ALLOC] = {0, c0}, stride[CCV_NNC_MAX_DIM_ALLOC] = {4, 1};
+                return ccv_nnc_tensor_symbol_alias_new(g, v[0], ofs, stride, param({3, c}), nullptr);
+              };
+              const ccv_nnc_tensor_symbol_t a = un(g, CCV_NNC_TANH_FORWARD, cols(0, 2));
+              const ccv_nnc_tensor_symbol_t b = un(g, CCV_NNC_SIGMOID_FORWARD, cols(1, 2));
+              const ccv_nnc_tensor_symbol_t c = un(g, CCV_NNC_EWEXP_FORWARD, cols(2, 2));
+              return apply(g, adtest::cmd(CCV_NNC_EWPROD_FORWARD),
+                           {apply(g, adtest::cmd(CCV_NNC_EWSUM_FORWARD), {a, b}), c});
+            },
+            81, "overlapping views");
+}
+
 // The second backward of a backward with no rule is refused by name, and the
 // graph keeps the first pass (it still compiles and gives the first gradient).
 TEST(AutodiffSecondOrder, BackwardWithoutRuleRefused) {
