@@ -441,11 +441,22 @@ void sigmoid_rule(Adjoint& a) {
     return a.lin(hg, 1, a.prod({hg, y}), -2);
   });
 }
-void relu_rule(Adjoint& a) {  // the mask's derivative is 0 almost everywhere
+// RELU, LEAKY_RELU, CLAMP: dx = g times a piecewise-constant slope of x (or
+// y), whose derivative is 0 almost everywhere; in g it is B itself on H.
+void mask_rule(Adjoint& a) {
   const int h = a.H(0);
   if (h < 0 || !a.want(0)) return;
   NNC_CHECK(a.in(1) >= 0 || a.in(2) >= 0, "%s: differentiating %s needs x or y, which it does not have", kWhat, a.label.c_str());
   a.give(0, a.d.apply(a.again(), {h, a.in(1), a.in(2)}, a.need(0, "g")));
+}
+// MIN / MAX: |g|a|b|y| -> |da|db|, g routed to the operand picked (half each
+// on a tie): <Ha, da> + <Hb, db> in g is Ha routed to a plus Hb routed to b.
+void pick_rule(Adjoint& a) {
+  const int ha = a.H(0), hb = a.H(1);
+  if ((ha < 0 && hb < 0) || !a.want(0)) return;
+  const int g = a.need(0, "g"), x = a.need(1, "a"), y = a.need(2, "b");
+  if (ha >= 0) a.give(0, a.d.apply(a.again(), {ha, x, y}, g, {-2, -1}));
+  if (hb >= 0) a.give(0, a.d.apply(a.again(), {hb, x, y}, g, {-1, -2}));
 }
 void softmax_rule(Adjoint& a) {
   // dx = y (g - <g, y>) per row: in g that is B on H; in y,
@@ -575,7 +586,11 @@ Rule second_order_rule(uint32_t id) {
       {CCV_NNC_EWEXP_BACKWARD, exp_rule},
       {CCV_NNC_EWLOG_BACKWARD, log_rule},
       {CCV_NNC_EWSQRT_BACKWARD, sqrt_rule},
-      {CCV_NNC_RELU_BACKWARD, relu_rule},
+      {CCV_NNC_RELU_BACKWARD, mask_rule},
+      {CCV_NNC_LEAKY_RELU_BACKWARD, mask_rule},
+      {CCV_NNC_CLAMP_BACKWARD, mask_rule},
+      {CCV_NNC_MIN_BACKWARD, pick_rule},
+      {CCV_NNC_MAX_BACKWARD, pick_rule},
       {CCV_NNC_SIGMOID_BACKWARD, sigmoid_rule},
       {CCV_NNC_TANH_BACKWARD, tanh_rule},
       {CCV_NNC_SOFTMAX_BACKWARD, softmax_rule},
@@ -595,7 +610,7 @@ void Differentiator::differentiate_backward(int e, const std::vector<int>& grad_
   NNC_CHECK(rule,
             "%s: %s is a backward command without a second-order rule, so gradients cannot flow through it (the "
             "differentiable backwards are those of GEMM, ADD, MUL, SCALAR_MUL, EWSUM, EWPROD, EWDIV, EWEXP, EWLOG, EWSQRT, "
-            "RELU, SIGMOID, TANH, SOFTMAX, REDUCE_SUM, REDUCE_MEAN, TRANSPOSE and DATA_TRANSFER)",
+            "RELU, LEAKY_RELU, CLAMP, MIN, MAX, SIGMOID, TANH, SOFTMAX, REDUCE_SUM, REDUCE_MEAN, TRANSPOSE and DATA_TRANSFER)",
             kWhat, exec_label(g_, e).c_str());
   Adjoint a{*this, x, exec_label(g_, e), grad_out, wanted};
   rule(a);

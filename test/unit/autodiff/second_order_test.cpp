@@ -255,6 +255,27 @@ TEST(AutodiffSecondOrder, Activations) {
   std::vector<Input> kinked{{{3, 4}}};
   kinked[0].away = 0.2;
   check_hvp(kinked, [](auto g, auto v) { return un(g, CCV_NNC_RELU_FORWARD, v[0]); }, 51, "RELU");
+  check_hvp(kinked,
+            [](auto g, auto v) {
+              ccv_nnc_cmd_t c = adtest::cmd(CCV_NNC_LEAKY_RELU_FORWARD);
+              c.info.leaky_relu.negative_slope = 0.3f;
+              return apply(g, c, {v[0]});
+            },
+            55, "LEAKY_RELU");
+  std::vector<Input> wide{{{3, 4}}};
+  wide[0].lo = -2, wide[0].hi = 2;
+  check_hvp(wide,
+            [](auto g, auto v) {
+              ccv_nnc_cmd_t c = adtest::cmd(CCV_NNC_CLAMP_FORWARD);
+              c.info.clamp.min = -1, c.info.clamp.max = 1;
+              return apply(g, c, {v[0]});
+            },
+            56, "CLAMP");
+  // Random a and b: a tie (or a step of h crossing one) is all but impossible.
+  check_hvp({{{3, 4}}, {{3, 4}}}, [](auto g, auto v) { return apply(g, adtest::cmd(CCV_NNC_MAX_FORWARD), {v[0], v[1]}); }, 57,
+            "MAX");
+  check_hvp({{{3, 4}}, {{3, 4}}}, [](auto g, auto v) { return apply(g, adtest::cmd(CCV_NNC_MIN_FORWARD), {v[0], v[1]}); }, 58,
+            "MIN");
   check_hvp({{{3, 4}}}, [](auto g, auto v) { return un(g, CCV_NNC_SIGMOID_FORWARD, v[0]); }, 52, "SIGMOID");
   check_hvp({{{3, 4}}}, [](auto g, auto v) { return un(g, CCV_NNC_TANH_FORWARD, v[0]); }, 53, "TANH");
   check_hvp({{{3, 5}}}, [](auto g, auto v) { return un(g, CCV_NNC_SOFTMAX_FORWARD, v[0]); }, 54, "SOFTMAX");
@@ -301,9 +322,7 @@ TEST(AutodiffSecondOrder, ThroughViewsOfTheInput) {
 TEST(AutodiffSecondOrder, BackwardWithoutRuleRefused) {
   Program p;
   const ccv_nnc_tensor_symbol_t x = sym(p.sg, {3, 4}, "x");
-  ccv_nnc_cmd_t clamp = adtest::cmd(CCV_NNC_CLAMP_FORWARD);
-  clamp.info.clamp.min = -0.5f, clamp.info.clamp.max = 0.5f;
-  const ccv_nnc_tensor_symbol_t y = apply(p.sg, clamp, {x});
+  const ccv_nnc_tensor_symbol_t y = apply(p.sg, adtest::cmd(CCV_NNC_SWISH_FORWARD), {x});
   const ccv_nnc_tensor_symbol_t f = total(p.sg, apply(p.sg, adtest::cmd(CCV_NNC_EWPROD_FORWARD), {y, y}));
   ccv_nnc_graph_exec_symbol_autogen(p.sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
   backward(p.sg, f, {x});
@@ -315,7 +334,7 @@ TEST(AutodiffSecondOrder, BackwardWithoutRuleRefused) {
   const int tensors = ccv_nnc_tensor_symbol_count(p.sg), execs = ccv_nnc_graph_exec_symbol_count(p.sg);
   backward(p.sg, s, {x});
   const std::string message = ccv_nnc_error_message();
-  EXPECT_NE(message.find("CLAMP_BACKWARD"), std::string::npos) << message;
+  EXPECT_NE(message.find("SWISH_BACKWARD"), std::string::npos) << message;
   EXPECT_NE(message.find("second-order"), std::string::npos) << message;
   EXPECT_EQ(ccv_nnc_tensor_symbol_for_backward(p.sg, x).d, CCV_NNC_NO_TENSOR_SYMBOL);
   EXPECT_EQ(ccv_nnc_tensor_symbol_count(p.sg), tensors);
@@ -325,8 +344,8 @@ TEST(AutodiffSecondOrder, BackwardWithoutRuleRefused) {
   ASSERT_TRUE(p.compile({{x, xt}}, {dx, s})) << ccv_nnc_error_message();
   ASSERT_EQ(p.run(), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
   for (int k = 0; k < 12; k++) {
-    const double v = (k - 6) * 0.1, clamped = std::min(0.5, std::max(-0.5, v));
-    EXPECT_NEAR(at(p.of(dx), k), std::fabs(v) < 0.5 ? 2 * clamped : 0, 1e-12) << k;
+    const double v = (k - 6) * 0.1, s = 1 / (1 + std::exp(-v));
+    EXPECT_NEAR(at(p.of(dx), k), 2 * v * s * s * (1 + v * (1 - s)), 1e-12) << k;
   }
 }
 
