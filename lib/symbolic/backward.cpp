@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/cmd.hpp"
@@ -65,6 +66,22 @@ class Differentiator {
   std::vector<int> new_execs_;
   std::map<int, std::vector<Contribution>> contributions_;  // by base
   std::unordered_map<int, int> memo_;                       // forward symbol -> its gradient (-1: none)
+  std::unordered_set<int> consumed_;                        // partial gradients gradient() has read
+
+  // A partial gradient of `target`. One of the same place that nothing has
+  // read yet is added to it at once (an EWSUM), so that a value read at every
+  // step of an unrolled loop (an LSTM's weights) holds one running sum instead
+  // of every step's gradient alive until a single EWSUM at the end.
+  void add(int target, int grad) {
+    auto& list = contributions_[base_of(g_, target)];
+    for (Contribution& c : list)
+      if (!consumed_.count(c.grad) && (c.target == target || geometry(c.target) == geometry(target)) &&
+          t(c.grad).alias_of < 0 && t(c.grad).aliases.empty()) {
+        c.grad = sum({c.grad, grad}, -1, t(c.grad).info, name_for(c.target));
+        return;
+      }
+    list.push_back({target, grad});
+  }
 
   const Graph::Tensor& t(int d) const { return g_->tensors[static_cast<size_t>(d)]; }
 
@@ -245,7 +262,7 @@ class Differentiator {
     return o;
   }
   int zeros(int like) { return fresh(t(like).info, std::string(), CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS); }
-  void contribute(int target, int grad) { contributions_[base_of(g_, target)].push_back({target, grad}); }
+  void contribute(int target, int grad) { add(target, grad); }
   Graph* graph() const { return g_; }
 };
 
@@ -256,7 +273,10 @@ int Differentiator::gradient(int o) {
   const int b = base_of(g_, o);
   std::vector<Contribution> parts;
   for (const Contribution& c : contributions_[b])
-    if (may_overlap(g_, c.target, o)) parts.push_back(c);
+    if (may_overlap(g_, c.target, o)) {
+      parts.push_back(c);
+      consumed_.insert(c.grad);
+    }
   int r = -1;
   if (!parts.empty()) {
     const Geometry geo = geometry(o);
@@ -729,7 +749,7 @@ void Differentiator::differentiate(int e, const std::vector<char>& reached) {
   for (int i = 0; i < n; i++)
     if (wanted[static_cast<size_t>(i)]) {
       const int d = x.inputs[static_cast<size_t>(i)];
-      contributions_[base_of(g_, d)].push_back({d, out[static_cast<size_t>(i)]});
+      add(d, out[static_cast<size_t>(i)]);
     }
 }
 

@@ -104,6 +104,38 @@ TEST(AutodiffApi, SharedValueGetsOneSumAndUnneededGradientsAreLeftOut) {
   }
 }
 
+// A value read by many execs (a weight at every step of an unrolled loop):
+// its partial gradients are added as they arrive, each EWSUM of two, so no
+// more than a running sum and one new part are alive; values against finite
+// differences.
+TEST(AutodiffApi, ManyReadersAccumulateAsTheyArrive) {
+  auto build = [](ccv_nnc_symbolic_graph_t* g, const std::vector<ccv_nnc_tensor_symbol_t>& v) {
+    ccv_nnc_tensor_symbol_t h = v[1];
+    for (int step = 0; step < 5; step++) {
+      ccv_nnc_cmd_t mul = cmd(CCV_NNC_MUL_FORWARD);
+      mul.info.blas.a[0] = 1;
+      h = apply(g, cmd(CCV_NNC_TANH_FORWARD), {apply(g, mul, {h, v[0]})});
+    }
+    ccv_nnc_cmd_t sum = cmd(CCV_NNC_REDUCE_SUM_FORWARD);
+    sum.info.reduce.count = 1;
+    return apply(g, sum, {h});
+  };
+  check_gradients({{{4}}, {{4}}}, build, 5, 1e-6, 1e-5, "w read 5 times");
+  Graph s;
+  const ccv_nnc_tensor_symbol_t w = sym(s.g, {4}, "w"), h0 = sym(s.g, {4}, "h0");
+  const ccv_nnc_tensor_symbol_t f = build(s.g, {w, h0});
+  const int before = ccv_nnc_graph_exec_symbol_count(s.g);
+  s.backward({f}, {w});
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  int sums = 0;
+  for (int e = before; e < ccv_nnc_graph_exec_symbol_count(s.g); e++)
+    if (ccv_nnc_graph_exec_symbol_cmd(s.g, {e, s.g}).cmd == CCV_NNC_EWSUM_FORWARD) {
+      sums++;
+      EXPECT_EQ(io(s.g, {e, s.g}, false).size(), 2u);
+    }
+  EXPECT_EQ(sums, 4);
+}
+
 TEST(AutodiffApi, BadInput) {
   Graph s, other;
   const ccv_nnc_tensor_symbol_t x = sym(s.g, {3}, "x"), unused = sym(s.g, {3}, "unused");
