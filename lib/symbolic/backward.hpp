@@ -7,9 +7,13 @@
 // wrt symbol to an f symbol, its backward command in libnnc's layout
 // (|output gradients|forward inputs|forward outputs| -> |input gradients|),
 // passing only the slots the command's bitmask asks for. Gradients follow
-// SSA: the partial gradients of a symbol read several times are summed by
-// one EWSUM; gradients arriving through aliases go into aliases of a
-// zero-initialised gradient of the base. A scalar f's gradient symbol (the
+// SSA: the partial gradients of a symbol read several times are summed into
+// one new symbol, two at a time as they arrive (so a weight read at every
+// step of an unrolled loop keeps one running sum alive, not every step's
+// part); gradients arriving through aliases go into aliases of a
+// zero-initialised gradient of the base, except that the gradient of a place
+// lying inside each larger place a gradient arrived for is a sum of views of
+// those (a dense block's channels under its later layers' prefixes). A scalar f's gradient symbol (the
 // seed) is flagged INIT_ONES.
 //
 // Second order (beyond libnnc): a backward command met on the path (from an
