@@ -511,6 +511,9 @@ NNC_KERNEL(bnorm_forward_opt) {
 
 NNC_KERNEL(bnorm_backward_opt) {
   const BatchNormIo io = batch_norm_backward_io(inputs, input_size, outputs, output_size);
+  // libnnc's outputs 3 and 4 (the running statistics' gradients, which only
+  // a caller differentiating them asks for): the reference computes it all.
+  if (io.dmean || io.dvar) return bnorm_backward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
   if (CCV_GET_DATA_TYPE(io.x->info.datatype) == CCV_64F) return bnorm_backward<double>(cmd, io, stream_context);
   return bnorm_backward<float>(cmd, io, stream_context);
 }

@@ -98,7 +98,8 @@ void normalise(const Problem& p, const ccv_nnc_tensor_t* yt, const std::vector<d
 // `batch_statistics` the mean and inv_std are functions of x (training).
 void backward(const Problem& p, const ccv_nnc_tensor_t* gt, ccv_nnc_tensor_t* dxt, ccv_nnc_tensor_t* dscale,
               ccv_nnc_tensor_t* dbias, const std::vector<double>& mean, const std::vector<double>& inv_std,
-              const std::vector<double>& scale, size_t params, bool batch_statistics) {
+              const std::vector<double>& scale, size_t params, bool batch_statistics, std::vector<double>* sums_h = nullptr,
+              std::vector<double>* sums_hx = nullptr) {
   const Layout g = layout_of(gt, "g");
   std::vector<double> sh(p.groups, 0.0), shx(p.groups, 0.0), ds(params, 0.0), db(params, 0.0);
   for_each_index(p.x.dim.data(), p.x.nd, [&](const int* i) {
@@ -113,6 +114,8 @@ void backward(const Problem& p, const ccv_nnc_tensor_t* gt, ccv_nnc_tensor_t* dx
   });
   write_small(dscale, ds);
   write_small(dbias, db);
+  if (sums_h) *sums_h = sh;  // per group: sum of g * scale, and of g * scale * xhat
+  if (sums_hx) *sums_hx = shx;
   if (!dxt) return;
   const Layout dx = layout_of(dxt, "dx");
   const double n = static_cast<double>(p.group_size);
@@ -321,7 +324,20 @@ NNC_KERNEL(bnorm_backward_ref) {
     mean = read_small(io.saved_mean, p.groups, 0.0);
     inv = read_small(io.saved_inv_std, p.groups, 1.0);
   }
-  backward(p, io.g, io.dx, io.dscale, io.dbias, mean, inv, scale, p.groups, !cmd.info.bnorm.is_test);
+  std::vector<double> sh, shx;
+  backward(p, io.g, io.dx, io.dscale, io.dbias, mean, inv, scale, p.groups, !cmd.info.bnorm.is_test, &sh, &shx);
+  // libnnc's outputs 3 and 4, the gradients of the running mean and var: y
+  // reads them only in inference (is_test), where y = scale (x - mean) / sqrt(var + eps) + bias.
+  if (io.dmean || io.dvar) {
+    std::vector<double> dmean(p.groups, 0.0), dvar(p.groups, 0.0);
+    if (cmd.info.bnorm.is_test)
+      for (size_t k = 0; k < p.groups; k++) {
+        dmean[k] = -inv[k] * sh[k];
+        dvar[k] = -0.5 * inv[k] * inv[k] * shx[k];
+      }
+    write_small(io.dmean, dmean);
+    write_small(io.dvar, dvar);
+  }
   return CCV_NNC_EXEC_SUCCESS;
 }
 

@@ -175,9 +175,9 @@ void validate_bnorm_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, cc
             "%s: takes the 15 inputs |g|-|-|-|-|x|scale|bias|mean|var|y|mean|var|saved_mean|saved_inv_std| "
             "(got %d)",
             name, input_size);
-  NNC_CHECK(output_size >= 1 && output_size <= 3, "%s: takes outputs |dx|dscale|dbias| (got %d)", name, output_size);
+  NNC_CHECK(output_size >= 1 && output_size <= 5, "%s: takes outputs |dx|dscale|dbias|dmean|dvar| (got %d)", name, output_size);
   const BatchNormIo io = batch_norm_backward_io(inputs, input_size, outputs, output_size);
-  NNC_CHECK(io.dx || io.dscale || io.dbias, "%s: every output is NULL", name);
+  NNC_CHECK(io.dx || io.dscale || io.dbias || io.dmean || io.dvar, "%s: every output is NULL", name);
   NNC_CHECK(io.g && io.x, "%s: needs g (input 0) and x (input 5)", name);
   NNC_CHECK(!io.dx || io.scale, "%s: dx needs scale (input 6)", name);
   NNC_CHECK(type_of(io.x) & types::kFloat, "%s: x is %s; it takes 16F, 16BF, 32F and 64F", name, dt(io.x));
@@ -191,6 +191,9 @@ void validate_bnorm_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, cc
   check_small(name, "scale", io.scale, io.x, c, nd);
   check_small(name, "dscale", io.dscale, io.x, c, nd);
   check_small(name, "dbias", io.dbias, io.x, c, nd);
+  check_small(name, "dmean", io.dmean, io.x, c, nd);
+  check_small(name, "dvar", io.dvar, io.x, c, nd);
+  NNC_CHECK(!(io.dmean || io.dvar) || !test || io.scale, "%s: dmean and dvar in inference need scale (input 6)", name);
   if (test) {
     NNC_CHECK(io.mean && io.var, "%s: inference (is_test) reads the running mean and var (inputs 8 and 9)", name);
     check_small(name, "mean", io.mean, io.x, c, nd);
@@ -552,6 +555,8 @@ BatchNormIo batch_norm_backward_io(ccv_nnc_tensor_t* const* inputs, int input_si
   io.dx = in_at(outputs, output_size, 0);
   io.dscale = in_at(outputs, output_size, 1);
   io.dbias = in_at(outputs, output_size, 2);
+  io.dmean = in_at(outputs, output_size, 3);
+  io.dvar = in_at(outputs, output_size, 4);
   return io;
 }
 

@@ -18,6 +18,7 @@ struct BatchNormIo {
   ccv_nnc_tensor_t *y = nullptr, *out_mean = nullptr, *out_var = nullptr, *saved_mean = nullptr,
                    *saved_inv_std = nullptr;                                          // outputs
   ccv_nnc_tensor_t *g = nullptr, *dx = nullptr, *dscale = nullptr, *dbias = nullptr;  // backward
+  ccv_nnc_tensor_t *dmean = nullptr, *dvar = nullptr;  // backward outputs 3 and 4 (the running statistics)
 };
 BatchNormIo batch_norm_forward_io(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
                                   int output_size);
