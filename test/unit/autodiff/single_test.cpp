@@ -286,10 +286,9 @@ TEST(AutodiffSingle, Normalisation) {
                   28, 1e-6, 1e-5, "layer norm");
 }
 
-// Disabled: libnnc's BATCH_NORM_BACKWARD has 5 outputs (one gradient slot per
-// forward input, the last two empty), which is what the backward pass emits;
-// our norm family's kernel takes exactly |dx|dscale|dbias| for now.
-TEST(AutodiffSingle, DISABLED_BatchNorm) {
+// libnnc's BATCH_NORM_BACKWARD has 5 outputs (one gradient slot per forward
+// input, the last two empty here), which is what the backward pass emits.
+TEST(AutodiffSingle, BatchNorm) {
   // Batch norm in training over the batch axis: running statistics are constants.
   Input mean{{1, 4}}, var{{1, 4}};
   mean.wrt = var.wrt = false;
