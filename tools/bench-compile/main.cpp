@@ -18,7 +18,9 @@
 // Nothing runs (no kernel is needed to compile) unless --run, which runs
 // each graph at batch 1 once with small random parameters and checks that
 // every softmax row sums to 1 (the LSTM: h finite, inside (-1, 1), not 0),
-// after checking a small in-place dense block against separate tensors.
+// after checking a small in-place dense block against separate tensors; and
+// each training graph at batch 1 (labels: class indices): the loss finite
+// (cross-entropy positive), every gradient finite, some gradient not zero.
 // --peak prints the exec at the activation peak and the tensors live there.
 //
 // Per graph: execs, compile time (median of 5 compile + free; wall and this
@@ -293,7 +295,9 @@ struct Builder {
     // Training: softmax cross-entropy against one class index per row, averaged.
     const T logits = gemm(f, 1000, true), labels = input({d[0]}, "labels");
     const T loss = tensor({d[0], 1}, "loss"), probs = tensor({d[0], 1000}, "probs");
-    exec(command(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD, blank()), {logits, labels}, {loss, probs}, "xent");
+    ccv_nnc_cmd_param_t xent = blank();
+    xent.label_smoothing.trim0 = 0, xent.label_smoothing.trim1 = 1;  // no smoothing (CMD_SOFTMAX_CROSSENTROPY_FORWARD())
+    exec(command(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD, xent), {logits, labels}, {loss, probs}, "xent");
     outputs.push_back(mean_all(loss));
   }
   // The mean of every element, as a 1x..x1 symbol (a scalar loss).
@@ -793,6 +797,49 @@ bool run_net(const char* name, void (*build)(Builder&, int)) {
   return ok;
 }
 
+// A training graph at batch 1 once: the loss must be finite and positive,
+// every parameter's gradient finite, and some gradient not zero.
+bool run_training(const char* name, void (*build)(Builder&, int)) {
+  Builder b;
+  b.train = true;
+  build(b, 1);
+  if (b.ok() && ccv_nnc_graph_exec_symbol_autogen(b.sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS) != 0)
+    b.fail("graph_exec_symbol_autogen");
+  add_backward(b);
+  Compiled c;
+  if (!b.ok() || !c.compile(b)) {
+    std::printf("run: %s+bwd: build or compile failed: %s\n", name, b.ok() ? ccv_nnc_error_message() : b.error.c_str());
+    return false;
+  }
+  fill_random(b, c);
+  for (int d : b.inputs) {  // class indices for the labels
+    ccv_nnc_tensor_t* t = ccv_nnc_tensor_from_symbol(c.arena, T{d, b.sg});
+    if (!std::strncmp(ccv_nnc_tensor_symbol_name(b.sg, T{d, b.sg}), "labels", 6))
+      for (int64_t i = 0, n = count_of(t); i < n; i++) t->data.f32[i] = static_cast<float>((i * 7 + 3) % 1000);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const int rc = ccv_nnc_graph_run(c.graph, 0, TRAVERSE_FULL, 0, 0);
+  const double ms = ms_since(t0);
+  bool ok = rc == CCV_NNC_EXEC_SUCCESS;
+  if (!ok) std::printf("run: ccv_nnc_graph_run returned %d: %s\n", rc, ccv_nnc_error_message());
+  const float loss = ccv_nnc_tensor_from_symbol(c.arena, b.outputs[0])->data.f32[0];
+  // Cross-entropy is positive; the LSTM's mean output may have either sign.
+  if (!std::isfinite(loss) || (std::strcmp(name, "lstm2x512") && !(loss > 0))) ok = false;
+  double big = 0;
+  for (size_t k = 1; k < b.outputs.size(); k++) {
+    const ccv_nnc_tensor_t* t = ccv_nnc_tensor_from_symbol(c.arena, b.outputs[k]);
+    for (int64_t i = 0, n = count_of(t); i < n; i++) {
+      if (!std::isfinite(t->data.f32[i])) ok = false;
+      big = std::max(big, static_cast<double>(std::fabs(t->data.f32[i])));
+    }
+  }
+  if (big == 0) ok = false;
+  std::printf("run: %s+bwd batch 1: %s in %.1f ms, loss %.5f, %zu gradients, max |gradient| %.4g\n", name, ok ? "OK" : "FAILED", ms,
+              loss, b.outputs.size() - 1, big);
+  c.free();
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -882,6 +929,9 @@ int main(int argc, char** argv) {
   if (run && !check_dense_block()) failures++;
   if (run)
     for (const Net& net : nets)
-      if ((only.empty() || std::find(only.begin(), only.end(), net.name) != only.end()) && !run_net(net.name, net.build)) failures++;
+      if (only.empty() || std::find(only.begin(), only.end(), net.name) != only.end()) {
+        if (!run_net(net.name, net.build)) failures++;
+        if (!no_train && !run_training(net.name, net.build)) failures++;
+      }
   return failures ? 1 : 0;
 }
