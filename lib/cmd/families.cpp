@@ -24,6 +24,10 @@ void register_isnan(Registry& r);       // lib/cmd/isnan: REDUCE_ISNAN
 void register_masked_fill(Registry& r); // lib/cmd/masked_fill: MASKED_FILL
 void register_cmul(Registry& r);        // lib/cmd/cmul: CMUL
 
+#if NNC_HAVE_CUDA
+void register_cuda(Registry& r);  // cuda/: GPU memory, DATA_TRANSFER and GEMM on the GPU
+#endif
+
 void register_all_families(Registry& r) {
   register_blas(r);
   register_ew(r);
@@ -37,6 +41,9 @@ void register_all_families(Registry& r) {
   register_reduce(r);
   register_rand(r);
   register_optim(r);
+#if NNC_HAVE_CUDA
+  register_cuda(r);
+#endif
   register_pad(r);
   register_upsample(r);
   register_index(r);

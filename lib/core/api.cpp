@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/cmd.hpp"
+#include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/export.hpp"
 #include "core/registry.hpp"
@@ -327,7 +328,9 @@ NNC_API ccv_nnc_stream_context_t* ccv_nnc_stream_signal_get_emitter(const ccv_nn
 NNC_API void ccv_nnc_stream_signal_free(ccv_nnc_stream_signal_t* const signal) { signal_free(signal); }
 
 NNC_API int ccv_nnc_device_count(const int type) {
-  return CCV_STREAM_GET_CONTEXT(type) == CCV_STREAM_CONTEXT_CPU ? 1 : 0;
+  if (CCV_STREAM_GET_CONTEXT(type) == CCV_STREAM_CONTEXT_CPU) return 1;
+  const DeviceMemory* m = device_memory();
+  return CCV_STREAM_GET_CONTEXT(type) == CCV_STREAM_CONTEXT_GPU && m ? m->count() : 0;
 }
 
 NNC_API int ccv_nnc_device_remap(const int type, const int source, const int destination) {

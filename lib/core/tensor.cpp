@@ -8,6 +8,8 @@
 // mapping is remembered in a side table and unmapped when the header is freed.
 #include "core/tensor.hpp"
 
+#include "core/device.hpp"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -75,6 +77,14 @@ void require_cpu(const ccv_nnc_tensor_param_t& params, const char* what) {
   if (CCV_TENSOR_GET_MEMORY(params.type) == CCV_TENSOR_GPU_MEMORY)
     fail(CCV_NNC_EXEC_NO_KERNEL, "%s: GPU memory requested, but this build of NNC has no CUDA support", what);
 }
+
+// GPU memory is allowed when the CUDA module installed its allocator.
+void require_memory(const ccv_nnc_tensor_param_t& params, const char* what) {
+  if (CCV_TENSOR_GET_MEMORY(params.type) == CCV_TENSOR_GPU_MEMORY && device_memory()) return;
+  require_cpu(params, what);
+}
+
+const DeviceMemory* g_device_memory = nullptr;
 
 }  // namespace
 
@@ -161,9 +171,27 @@ size_t validate_params(const ccv_nnc_tensor_param_t& params, const char* what) {
   return bytes;
 }
 
+void set_device_memory(const DeviceMemory* memory) { g_device_memory = memory; }
+const DeviceMemory* device_memory() { return g_device_memory; }
+
 ccv_nnc_tensor_t* tensor_new(const void* ptr, const ccv_nnc_tensor_param_t& params, int flags) {
   const size_t bytes = validate_params(params, "ccv_nnc_tensor_new");
-  require_cpu(params, "ccv_nnc_tensor_new");
+  require_memory(params, "ccv_nnc_tensor_new");
+  if (CCV_TENSOR_GET_MEMORY(params.type) == CCV_TENSOR_GPU_MEMORY && !ptr && !(flags & CCV_NO_DATA_ALLOC)) {
+    // The header on the host, the data on the device (freed by tensor_free).
+    void* block = nullptr;
+    if (posix_memalign(&block, 64, kHeaderSize) != 0) throw std::bad_alloc();
+    auto* t = static_cast<ccv_nnc_tensor_t*>(block);
+    void* data = nullptr;
+    try {
+      data = g_device_memory->alloc(CCV_TENSOR_GET_DEVICE_ID(params.type), bytes);
+    } catch (...) {
+      std::free(block);
+      throw;
+    }
+    fill_header(t, data, params, bytes, 0);
+    return t;
+  }
   if (ptr || (flags & CCV_NO_DATA_ALLOC)) {
     void* block = nullptr;
     if (posix_memalign(&block, 64, kHeaderSize) != 0) throw std::bad_alloc();
@@ -228,6 +256,9 @@ ccv_nnc_tensor_t* tensor_new_from_file(const ccv_nnc_tensor_param_t& params, con
 
 void tensor_free(ccv_nnc_tensor_t* tensor) {
   if (!tensor) return;
+  if (CCV_TENSOR_GET_MEMORY(tensor->info.type) == CCV_TENSOR_GPU_MEMORY && !(tensor->type & CCV_NO_DATA_ALLOC) &&
+      !CCV_IS_TENSOR_VIEW(tensor) && g_device_memory && tensor->data.ptr)
+    g_device_memory->free(CCV_TENSOR_GET_DEVICE_ID(tensor->info.type), tensor->data.ptr);
   if (tensor->type & CCV_NO_DATA_ALLOC) {
     std::lock_guard<std::mutex> lock(g_mapping_mutex);
     auto it = mappings().find(tensor);

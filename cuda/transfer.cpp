@@ -1,0 +1,53 @@
+// DATA_TRANSFER between host and device memory, and within a device
+// (GPU_REF): one cudaMemcpy per input / output pair of packed tensors of the
+// same type and size. On a stream the copy is ordered on its queue (CPU
+// streams: the call itself runs on the stream's worker).
+#include "core/kernel.hpp"
+#include "core/registry.hpp"
+#include "core/tensor.hpp"
+#include "cuda/cuda.hpp"
+
+namespace nnc::cuda {
+
+namespace {
+
+bool packed(const ccv_nnc_tensor_t* t) { return t && !CCV_IS_TENSOR_VIEW(t) && !CCV_IS_TENSOR_MULTIVIEW(t); }
+
+bool accept_transfer(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                     int output_size) {
+  bool any_gpu = false;
+  for (int i = 0; i < input_size && i < output_size; i++) {
+    if (!inputs[i] || !outputs[i]) continue;
+    if (!packed(inputs[i]) || !packed(outputs[i])) return false;
+    any_gpu = any_gpu || CCV_TENSOR_GET_MEMORY(inputs[i]->info.type) == CCV_TENSOR_GPU_MEMORY ||
+              CCV_TENSOR_GET_MEMORY(outputs[i]->info.type) == CCV_TENSOR_GPU_MEMORY;
+  }
+  return any_gpu;  // host-to-host copies stay on the CPU backends
+}
+
+NNC_KERNEL(transfer) {
+  static const char* what = "DATA_TRANSFER (GPU_REF)";
+  for (int i = 0; i < input_size && i < output_size; i++) {
+    const ccv_nnc_tensor_t* a = inputs[i];
+    ccv_nnc_tensor_t* b = outputs[i];
+    if (!a || !b || a == b) continue;
+    const size_t bytes = ccv_nnc_tensor_data_size(a->info);
+    NNC_CHECK(CCV_GET_DATA_TYPE(a->info.datatype) == CCV_GET_DATA_TYPE(b->info.datatype) && bytes == ccv_nnc_tensor_data_size(b->info),
+              "%s: pair %d: %s %s cannot be copied into %s %s", what, i, datatype_name(a->info.datatype), shape_string(a->info.dim).c_str(),
+              datatype_name(b->info.datatype), shape_string(b->info.dim).c_str());
+    NNC_CUDA_CHECK(cudaMemcpy(b->data.u8, a->data.u8, bytes, cudaMemcpyDefault), what);
+  }
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+}  // namespace
+
+void register_transfer(Registry& r) {
+  KernelTraits t;
+  t.backend = CCV_NNC_BACKEND_GPU_REF;
+  t.datatypes = types::kAll;
+  t.memory = CCV_TENSOR_CPU_MEMORY | CCV_TENSOR_GPU_MEMORY;
+  r.add_kernels(t.accepting(accept_transfer), {{CCV_NNC_DATA_TRANSFER_FORWARD, transfer}, {CCV_NNC_DATA_TRANSFER_BACKWARD, transfer}});
+}
+
+}  // namespace nnc::cuda
