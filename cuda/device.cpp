@@ -55,7 +55,16 @@ int device_count() {
 const DeviceMemory kDeviceMemory = {device_alloc, device_free, device_count};
 
 std::mutex g_handles_mutex;
-std::vector<cublasHandle_t> g_handles;
+// Destroyed at exit (errors ignored: the runtime may be shutting down too).
+struct Handles {
+  std::vector<cublasHandle_t> v;
+  ~Handles() {
+    for (cublasHandle_t h : v)
+      if (h) cublasDestroy(h);
+  }
+};
+Handles g_handles_holder;
+std::vector<cublasHandle_t>& g_handles = g_handles_holder.v;
 
 }  // namespace
 

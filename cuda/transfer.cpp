@@ -3,6 +3,7 @@
 // same type and size. On a stream the copy is ordered on its queue (CPU
 // streams: the call itself runs on the stream's worker).
 #include "core/kernel.hpp"
+#include "nnc/ccv_nnc_easy.h"
 #include "core/registry.hpp"
 #include "core/tensor.hpp"
 #include "cuda/cuda.hpp"
@@ -31,11 +32,17 @@ NNC_KERNEL(transfer) {
     const ccv_nnc_tensor_t* a = inputs[i];
     ccv_nnc_tensor_t* b = outputs[i];
     if (!a || !b || a == b) continue;
-    const size_t bytes = ccv_nnc_tensor_data_size(a->info);
-    NNC_CHECK(CCV_GET_DATA_TYPE(a->info.datatype) == CCV_GET_DATA_TYPE(b->info.datatype) && bytes == ccv_nnc_tensor_data_size(b->info),
+    const size_t bytes = ccv_nnc_tensor_data_size_without_padding(a->info);
+    NNC_CHECK(CCV_GET_DATA_TYPE(a->info.datatype) == CCV_GET_DATA_TYPE(b->info.datatype) &&
+                  bytes == ccv_nnc_tensor_data_size_without_padding(b->info),
               "%s: pair %d: %s %s cannot be copied into %s %s", what, i, datatype_name(a->info.datatype), shape_string(a->info.dim).c_str(),
               datatype_name(b->info.datatype), shape_string(b->info.dim).c_str());
-    NNC_CUDA_CHECK(cudaMemcpy(b->data.u8, a->data.u8, bytes, cudaMemcpyDefault), what);
+    const bool from_gpu = CCV_TENSOR_GET_MEMORY(a->info.type) == CCV_TENSOR_GPU_MEMORY;
+    const bool to_gpu = CCV_TENSOR_GET_MEMORY(b->info.type) == CCV_TENSOR_GPU_MEMORY;
+    const cudaMemcpyKind kind = from_gpu ? (to_gpu ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost)
+                                         : (to_gpu ? cudaMemcpyHostToDevice : cudaMemcpyHostToHost);
+    NNC_CUDA_CHECK(cudaSetDevice(CCV_TENSOR_GET_DEVICE_ID((from_gpu ? a : b)->info.type)), what);
+    NNC_CUDA_CHECK(cudaMemcpy(b->data.u8, a->data.u8, bytes, kind), what);
   }
   return CCV_NNC_EXEC_SUCCESS;
 }

@@ -329,6 +329,7 @@ NNC_API void ccv_nnc_stream_signal_free(ccv_nnc_stream_signal_t* const signal) {
 
 NNC_API int ccv_nnc_device_count(const int type) {
   if (CCV_STREAM_GET_CONTEXT(type) == CCV_STREAM_CONTEXT_CPU) return 1;
+  (void)registry();  // the CUDA module installs its device memory as the registry is built
   const DeviceMemory* m = device_memory();
   return CCV_STREAM_GET_CONTEXT(type) == CCV_STREAM_CONTEXT_GPU && m ? m->count() : 0;
 }

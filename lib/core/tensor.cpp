@@ -9,6 +9,7 @@
 #include "core/tensor.hpp"
 
 #include "core/device.hpp"
+#include "core/registry.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -80,7 +81,10 @@ void require_cpu(const ccv_nnc_tensor_param_t& params, const char* what) {
 
 // GPU memory is allowed when the CUDA module installed its allocator.
 void require_memory(const ccv_nnc_tensor_param_t& params, const char* what) {
-  if (CCV_TENSOR_GET_MEMORY(params.type) == CCV_TENSOR_GPU_MEMORY && device_memory()) return;
+  if (CCV_TENSOR_GET_MEMORY(params.type) == CCV_TENSOR_GPU_MEMORY) {
+    (void)registry();  // the CUDA module installs its device memory as the registry is built
+    if (device_memory()) return;
+  }
   require_cpu(params, what);
 }
 
@@ -184,12 +188,12 @@ ccv_nnc_tensor_t* tensor_new(const void* ptr, const ccv_nnc_tensor_param_t& para
     auto* t = static_cast<ccv_nnc_tensor_t*>(block);
     void* data = nullptr;
     try {
-      data = g_device_memory->alloc(CCV_TENSOR_GET_DEVICE_ID(params.type), bytes);
+      data = g_device_memory->alloc(CCV_TENSOR_GET_DEVICE_ID(params.type), (bytes + 63) & ~size_t{63});
     } catch (...) {
       std::free(block);
       throw;
     }
-    fill_header(t, data, params, bytes, 0);
+    fill_header(t, data, params, (bytes + 63) & ~size_t{63}, 0);
     return t;
   }
   if (ptr || (flags & CCV_NO_DATA_ALLOC)) {
