@@ -291,9 +291,8 @@ TEST(AutodiffMinimize, SmallCnnTrainsWithSgd) {
   ccv_nnc_tensor_symbol_t updated[4];
   ccv_nnc_tensor_symbol_map_t saved[4];
   ccv_nnc_graph_exec_symbol_t updates[4];
-  // x's gradient too (an input of minimize): without it CONVOLUTION_BACKWARD
-  // gets libnnc's |g|x|-| for dw alone, which our kernel does not take yet
-  // (see AutodiffSingle.DISABLED_ConvolutionWeightsOnly).
+  // x's gradient too (an input of minimize; the first layer's weights-only
+  // pattern |g|x|-| is AutodiffSingle.ConvolutionWeightsOnly's).
   ccv_nnc_symbolic_graph_minimize(p.sg, sgd, &loss, 1, params, 4, &x, 1, ccv_nnc_symbolic_graph_sources(p.sg),
                                   ccv_nnc_symbolic_graph_source_size(p.sg), ccv_nnc_symbolic_graph_destinations(p.sg),
                                   ccv_nnc_symbolic_graph_destination_size(p.sg), nullptr, updated, saved, updates);
