@@ -80,6 +80,7 @@ cublasHandle_t cublas_handle(int device) {
 
 void register_transfer(Registry& r);
 void register_gemm(Registry& r);
+void register_ew(Registry& r);
 
 }  // namespace nnc::cuda
 
@@ -90,6 +91,7 @@ void register_cuda(Registry& r) {
   set_device_memory(&cuda::kDeviceMemory);
   cuda::register_transfer(r);
   cuda::register_gemm(r);
+  cuda::register_ew(r);
 }
 
 }  // namespace nnc

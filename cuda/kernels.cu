@@ -22,3 +22,54 @@ cudaError_t launch_broadcast_rows(float* c, const float* bias, int rows, int col
 }
 
 }  // namespace nnc::cuda
+
+// Element-wise kernels over packed fp32 arrays (ew.cpp chooses and checks).
+namespace {
+
+__global__ void unary_kernel(const float* x, float* y, long long n, int op, float a) {
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const float v = x[i];
+  float r;
+  switch (op) {
+    case 0: r = expf(v); break;
+    case 1: r = logf(v); break;
+    case 2: r = sqrtf(v); break;
+    case 3: r = v > 0.f ? v : 0.f; break;
+    case 4: r = 1.f / (1.f + expf(-v)); break;
+    case 5: r = tanhf(v); break;
+    case 6: r = a * v; break;
+    default: r = 1.f / v; break;  // 7: reciprocal
+  }
+  y[i] = r;
+}
+
+__global__ void binary_kernel(const float* a, const float* b, float* y, long long n, int op) {
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  switch (op) {
+    case 0: y[i] = a[i] + b[i]; break;
+    case 1: y[i] = a[i] * b[i]; break;
+    default: y[i] = a[i] / b[i]; break;  // 2
+  }
+}
+
+unsigned blocks_for(long long n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
+
+}  // namespace
+
+namespace nnc::cuda {
+
+cudaError_t launch_unary(const float* x, float* y, long long n, int op, float a) {
+  if (n == 0) return cudaSuccess;
+  unary_kernel<<<blocks_for(n, 256), 256>>>(x, y, n, op, a);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_binary(const float* a, const float* b, float* y, long long n, int op) {
+  if (n == 0) return cudaSuccess;
+  binary_kernel<<<blocks_for(n, 256), 256>>>(a, b, y, n, op);
+  return cudaGetLastError();
+}
+
+}  // namespace nnc::cuda

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -108,6 +109,50 @@ TEST(Cuda, GemmMatchesCpuRef) {
     for (int i = 0; i < c.M * c.N; i++)
       ASSERT_NEAR(got.t->data.f32[i], ref.t->data.f32[i], 1e-4f * (1 + std::fabs(ref.t->data.f32[i])))
           << c.M << "x" << c.K << "x" << c.N << " ta " << c.ta << " tb " << c.tb << " element " << i;
+  }
+}
+
+// Element-wise families on the GPU against CPU_REF (odd sizes, 1-d and 2-d,
+// EWSUM / EWPROD over three inputs, EWDIV with and without a numerator).
+TEST(Cuda, ElementwiseMatchesCpuRef) {
+  REQUIRE_GPU();
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(0.1f, 2.f);  // positive: log, sqrt and division stay defined
+  struct Op {
+    uint32_t id;
+    int inputs;
+    float scale;
+  };
+  const Op ops[] = {{CCV_NNC_EWEXP_FORWARD, 1, 0},  {CCV_NNC_EWLOG_FORWARD, 1, 0},     {CCV_NNC_EWSQRT_FORWARD, 1, 0},
+                    {CCV_NNC_RELU_FORWARD, 1, 0},   {CCV_NNC_SIGMOID_FORWARD, 1, 0},  {CCV_NNC_TANH_FORWARD, 1, 0},
+                    {CCV_NNC_SCALAR_MUL_FORWARD, 1, -1.5f}, {CCV_NNC_EWSUM_FORWARD, 3, 0}, {CCV_NNC_EWPROD_FORWARD, 3, 0},
+                    {CCV_NNC_EWDIV_FORWARD, 2, 0},  {CCV_NNC_EWDIV_FORWARD, -2, 0}};
+  for (const auto& shape : {std::vector<int>{1237}, std::vector<int>{33, 65}}) {
+    for (const Op& op : ops) {
+      const int n_in = op.inputs < 0 ? -op.inputs : op.inputs;
+      const int a = shape[0], b = shape.size() > 1 ? shape[1] : 0;
+      std::vector<std::unique_ptr<Gpu>> host, dev;
+      std::vector<ccv_nnc_tensor_t*> hin, din;
+      for (int i = 0; i < n_in; i++) {
+        host.push_back(std::make_unique<Gpu>(params(CCV_TENSOR_CPU_MEMORY, a, b)));
+        dev.push_back(std::make_unique<Gpu>(params(CCV_TENSOR_GPU_MEMORY, a, b)));
+        for (size_t k = 0; k < ccv_nnc_tensor_count(host.back()->t->info); k++) host.back()->t->data.f32[k] = u(rng) * (op.id == CCV_NNC_RELU_FORWARD && k % 2 ? -1.f : 1.f);
+        ASSERT_EQ(run(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {host.back()->t}, {dev.back()->t}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+        hin.push_back(host.back()->t);
+        din.push_back(dev.back()->t);
+      }
+      if (op.inputs < 0) hin[0] = din[0] = nullptr;  // EWDIV's 1 / b
+      Gpu ref(params(CCV_TENSOR_CPU_MEMORY, a, b)), got(params(CCV_TENSOR_CPU_MEMORY, a, b)), out(params(CCV_TENSOR_GPU_MEMORY, a, b));
+      ccv_nnc_cmd_t c = cmd(op.id, CCV_NNC_BACKEND_CPU_REF);
+      c.info.blas.a[0] = op.scale;
+      ASSERT_EQ(run(c, hin, {ref.t}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+      c.backend = 0;
+      ASSERT_EQ(run(c, din, {out.t}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+      ASSERT_EQ(run(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {out.t}, {got.t}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+      for (size_t k = 0; k < ccv_nnc_tensor_count(ref.t->info); k++)
+        ASSERT_NEAR(got.t->data.f32[k], ref.t->data.f32[k], 2e-6f * (1 + std::fabs(ref.t->data.f32[k])))
+            << "command 0x" << std::hex << op.id << std::dec << " element " << k;
+    }
   }
 }
 

@@ -1,0 +1,122 @@
+// Element-wise families on the GPU (GPU_REF): EWSUM, EWPROD, EWDIV, EWEXP,
+// EWLOG, EWSQRT, RELU, SIGMOID, TANH and SCALAR_MUL forward, over packed fp32
+// tensors of one element count in device memory. Broadcasting, views, other
+// types and the backward commands are the next step of issue 19.
+#include "core/kernel.hpp"
+#include "core/registry.hpp"
+#include "core/tensor.hpp"
+#include "cuda/cuda.hpp"
+#include "nnc/ccv_nnc_easy.h"
+
+namespace nnc::cuda {
+
+cudaError_t launch_unary(const float* x, float* y, long long n, int op, float a);
+cudaError_t launch_binary(const float* a, const float* b, float* y, long long n, int op);
+
+namespace {
+
+long long count_of(const ccv_nnc_tensor_t* t) { return static_cast<long long>(ccv_nnc_tensor_count(t->info)); }
+
+bool gpu_f32(const ccv_nnc_tensor_t* t) {
+  return t && !CCV_IS_TENSOR_VIEW(t) && !CCV_IS_TENSOR_MULTIVIEW(t) && CCV_TENSOR_GET_MEMORY(t->info.type) == CCV_TENSOR_GPU_MEMORY &&
+         CCV_GET_DATA_TYPE(t->info.datatype) == CCV_32F;
+}
+
+// Every tensor present is packed fp32 on the GPU with the output's element count.
+bool accept_same_count(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                       int output_size) {
+  if (output_size < 1 || !gpu_f32(outputs[0])) return false;
+  const long long n = count_of(outputs[0]);
+  bool any = false;
+  for (int i = 0; i < input_size; i++) {
+    if (!inputs[i]) continue;
+    if (!gpu_f32(inputs[i]) || count_of(inputs[i]) != n) return false;
+    any = true;
+  }
+  return any;
+}
+
+void sync_check(cudaError_t e, const char* what) {
+  NNC_CUDA_CHECK(e, what);
+  NNC_CUDA_CHECK(cudaDeviceSynchronize(), what);
+}
+
+int unary_op(uint32_t cmd) {
+  switch (cmd) {
+    case CCV_NNC_EWEXP_FORWARD: return 0;
+    case CCV_NNC_EWLOG_FORWARD: return 1;
+    case CCV_NNC_EWSQRT_FORWARD: return 2;
+    case CCV_NNC_RELU_FORWARD: return 3;
+    case CCV_NNC_SIGMOID_FORWARD: return 4;
+    case CCV_NNC_TANH_FORWARD: return 5;
+    default: return 6;  // SCALAR_MUL
+  }
+}
+
+NNC_KERNEL(unary) {
+  static const char* what = "element-wise (GPU_REF)";
+  const ccv_nnc_tensor_t* x = inputs[0];
+  ccv_nnc_tensor_t* y = outputs[0];
+  NNC_CHECK(x, "%s: the input is NULL", what);
+  NNC_CUDA_CHECK(cudaSetDevice(CCV_TENSOR_GET_DEVICE_ID(y->info.type)), what);
+  sync_check(launch_unary(x->data.f32, y->data.f32, count_of(y), unary_op(cmd.cmd), cmd.info.blas.a[0]), what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// EWSUM / EWPROD over any number of inputs: the first two, then each next one into the output.
+NNC_KERNEL(reduce_inputs) {
+  static const char* what = "EWSUM / EWPROD (GPU_REF)";
+  ccv_nnc_tensor_t* y = outputs[0];
+  const int op = cmd.cmd == CCV_NNC_EWSUM_FORWARD ? 0 : 1;
+  const long long n = count_of(y);
+  NNC_CUDA_CHECK(cudaSetDevice(CCV_TENSOR_GET_DEVICE_ID(y->info.type)), what);
+  std::vector<const ccv_nnc_tensor_t*> in;
+  for (int i = 0; i < input_size; i++)
+    if (inputs[i]) in.push_back(inputs[i]);
+  NNC_CHECK(!in.empty(), "%s: no input", what);
+  if (in.size() == 1) {
+    if (in[0]->data.f32 != y->data.f32) sync_check(cudaMemcpy(y->data.f32, in[0]->data.f32, static_cast<size_t>(n) * 4, cudaMemcpyDeviceToDevice), what);
+    return CCV_NNC_EXEC_SUCCESS;
+  }
+  NNC_CUDA_CHECK(launch_binary(in[0]->data.f32, in[1]->data.f32, y->data.f32, n, op), what);
+  for (size_t i = 2; i < in.size(); i++) NNC_CUDA_CHECK(launch_binary(y->data.f32, in[i]->data.f32, y->data.f32, n, op), what);
+  sync_check(cudaSuccess, what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// EWDIV: a / b, or 1 / b when a is absent.
+NNC_KERNEL(divide) {
+  static const char* what = "EWDIV (GPU_REF)";
+  ccv_nnc_tensor_t* y = outputs[0];
+  const ccv_nnc_tensor_t* a = input_size > 0 ? inputs[0] : nullptr;
+  const ccv_nnc_tensor_t* b = input_size > 1 ? inputs[1] : nullptr;
+  NNC_CHECK(b, "%s: the divisor (input 1) is NULL", what);
+  NNC_CUDA_CHECK(cudaSetDevice(CCV_TENSOR_GET_DEVICE_ID(y->info.type)), what);
+  if (a)
+    sync_check(launch_binary(a->data.f32, b->data.f32, y->data.f32, count_of(y), 2), what);
+  else
+    sync_check(launch_unary(b->data.f32, y->data.f32, count_of(y), 7, 0), what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+}  // namespace
+
+void register_ew(Registry& r) {
+  KernelTraits t;
+  t.backend = CCV_NNC_BACKEND_GPU_REF;
+  t.datatypes = CCV_32F;
+  t.memory = CCV_TENSOR_GPU_MEMORY;
+  const KernelTraits traits = t.accepting(accept_same_count);
+  r.add_kernels(traits, {{CCV_NNC_EWEXP_FORWARD, unary},
+                         {CCV_NNC_EWLOG_FORWARD, unary},
+                         {CCV_NNC_EWSQRT_FORWARD, unary},
+                         {CCV_NNC_RELU_FORWARD, unary},
+                         {CCV_NNC_SIGMOID_FORWARD, unary},
+                         {CCV_NNC_TANH_FORWARD, unary},
+                         {CCV_NNC_SCALAR_MUL_FORWARD, unary},
+                         {CCV_NNC_EWSUM_FORWARD, reduce_inputs},
+                         {CCV_NNC_EWPROD_FORWARD, reduce_inputs},
+                         {CCV_NNC_EWDIV_FORWARD, divide}});
+}
+
+}  // namespace nnc::cuda
