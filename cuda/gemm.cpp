@@ -11,6 +11,8 @@
 
 namespace nnc::cuda {
 
+cudaError_t launch_column_sums(const float* g, float* out, int rows, int cols);
+
 namespace {
 
 bool transposed(const int* t) { return t[0] != t[1]; }
@@ -67,6 +69,71 @@ NNC_KERNEL(gemm) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
+// C [m, n] = op(X) op(Y) over row-major storage (x_cols, y_cols: the stored
+// widths), as one column-major cublasSgemm of the transposes.
+void rm_gemm(cublasHandle_t h, bool tx, bool ty, int m, int n, int k, const float* x, int x_cols, const float* y, int y_cols, float* c,
+             const char* what) {
+  const float alpha = 1, beta = 0;
+  NNC_CUDA_CHECK(cublasSgemm(h, ty ? CUBLAS_OP_T : CUBLAS_OP_N, tx ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, y, y_cols, x, x_cols, &beta, c, n),
+                 what);
+}
+
+bool accept_gemm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                          int output_size) {
+  if (input_size < 3 || output_size < 1 || !plain2d(inputs[0])) return false;
+  const ccv_nnc_tensor_t* da = outputs[0];
+  const ccv_nnc_tensor_t* dw = output_size > 1 ? outputs[1] : nullptr;
+  const ccv_nnc_tensor_t* db = output_size > 2 ? outputs[2] : nullptr;
+  if (!da && !dw && !db) return false;
+  if (da && (!plain2d(da) || !plain2d(inputs[2]))) return false;
+  if (dw && (!plain2d(dw) || !plain2d(inputs[1]))) return false;
+  if (db && (CCV_IS_TENSOR_VIEW(db) || CCV_TENSOR_GET_MEMORY(db->info.type) != CCV_TENSOR_GPU_MEMORY ||
+             CCV_GET_DATA_TYPE(db->info.datatype) != CCV_32F || nd_of(db->info.dim) != 1))
+    return false;
+  if (cmd.info.blas.a[0] != 1 || cmd.info.blas.a[1] != 1) return false;
+  return true;
+}
+
+// libnnc's |g|a|w| -> |da|dw|dbias|, for C = op(A) op(B) + bias.
+NNC_KERNEL(gemm_backward) {
+  static const char* what = "GEMM_BACKWARD (GPU_CUBLAS)";
+  const ccv_nnc_tensor_t* g = inputs[0];
+  const ccv_nnc_tensor_t* a = inputs[1];
+  const ccv_nnc_tensor_t* b = inputs[2];
+  ccv_nnc_tensor_t* da = outputs[0];
+  ccv_nnc_tensor_t* dw = output_size > 1 ? outputs[1] : nullptr;
+  ccv_nnc_tensor_t* dbias = output_size > 2 ? outputs[2] : nullptr;
+  const bool ta = transposed(cmd.info.blas.transpose_a), tb = transposed(cmd.info.blas.transpose_b);
+  const int M = g->info.dim[0], N = g->info.dim[1];
+  const int device = CCV_TENSOR_GET_DEVICE_ID(g->info.type);
+  NNC_CUDA_CHECK(cudaSetDevice(device), what);
+  cublasHandle_t h = cublas_handle(device);
+  if (da) {
+    const int K = ta ? da->info.dim[0] : da->info.dim[1];
+    NNC_CHECK(b && (tb ? b->info.dim[1] : b->info.dim[0]) == K, "%s: da is %s but w is %s", what, shape_string(da->info.dim).c_str(),
+              b ? shape_string(b->info.dim).c_str() : "missing");
+    if (!ta)
+      rm_gemm(h, false, !tb, M, K, N, g->data.f32, N, b->data.f32, b->info.dim[1], da->data.f32, what);  // G opB^T
+    else
+      rm_gemm(h, tb, true, K, M, N, b->data.f32, b->info.dim[1], g->data.f32, N, da->data.f32, what);  // (G opB^T)^T = opB G^T
+  }
+  if (dw) {
+    const int K = tb ? dw->info.dim[1] : dw->info.dim[0];
+    NNC_CHECK(a && (ta ? a->info.dim[0] : a->info.dim[1]) == K, "%s: dw is %s but a is %s", what, shape_string(dw->info.dim).c_str(),
+              a ? shape_string(a->info.dim).c_str() : "missing");
+    if (!tb)
+      rm_gemm(h, !ta, false, K, N, M, a->data.f32, a->info.dim[1], g->data.f32, N, dw->data.f32, what);  // opA^T G
+    else
+      rm_gemm(h, true, ta, N, K, M, g->data.f32, N, a->data.f32, a->info.dim[1], dw->data.f32, what);  // (opA^T G)^T = G^T opA
+  }
+  if (dbias) {
+    NNC_CHECK(dbias->info.dim[0] == N, "%s: dbias has %d elements for %d columns", what, dbias->info.dim[0], N);
+    NNC_CUDA_CHECK(launch_column_sums(g->data.f32, dbias->data.f32, M, N), what);
+  }
+  NNC_CUDA_CHECK(cudaDeviceSynchronize(), what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
 }  // namespace
 
 void register_gemm(Registry& r) {
@@ -75,6 +142,7 @@ void register_gemm(Registry& r) {
   t.datatypes = CCV_32F;
   t.memory = CCV_TENSOR_GPU_MEMORY;
   r.add_kernels(t.accepting(accept_gemm), {{CCV_NNC_GEMM_FORWARD, gemm}});
+  r.add_kernels(t.accepting(accept_gemm_backward), {{CCV_NNC_GEMM_BACKWARD, gemm_backward}});
 }
 
 }  // namespace nnc::cuda

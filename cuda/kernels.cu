@@ -73,3 +73,26 @@ cudaError_t launch_binary(const float* a, const float* b, float* y, long long n,
 }
 
 }  // namespace nnc::cuda
+
+// Column sums of a packed row-major matrix (a bias's gradient).
+namespace {
+
+__global__ void column_sums_kernel(const float* g, float* out, int rows, int cols) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= cols) return;
+  float s = 0.f;
+  for (int i = 0; i < rows; i++) s += g[static_cast<long long>(i) * cols + j];
+  out[j] = s;
+}
+
+}  // namespace
+
+namespace nnc::cuda {
+
+cudaError_t launch_column_sums(const float* g, float* out, int rows, int cols) {
+  if (cols == 0) return cudaSuccess;
+  column_sums_kernel<<<(cols + 127) / 128, 128>>>(g, out, rows, cols);
+  return cudaGetLastError();
+}
+
+}  // namespace nnc::cuda

@@ -112,6 +112,51 @@ TEST(Cuda, GemmMatchesCpuRef) {
   }
 }
 
+// GEMM_BACKWARD on cuBLAS against CPU_REF: |g|a|w| -> |da|dw|dbias| for every
+// transpose combination, and dw alone.
+TEST(Cuda, GemmBackwardMatchesCpuRef) {
+  REQUIRE_GPU();
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  struct Case {
+    int M, K, N;
+    bool ta, tb;
+  };
+  for (const Case c : {Case{37, 53, 29, false, false}, Case{64, 128, 96, false, true}, Case{17, 9, 130, true, false}, Case{33, 65, 31, true, true}}) {
+    auto host = [](int a, int b) { return std::make_unique<Gpu>(params(CCV_TENSOR_CPU_MEMORY, a, b)); };
+    auto dev = [](const ccv_nnc_tensor_t* like) {
+      ccv_nnc_tensor_param_t p = like->info;
+      p.type = CCV_TENSOR_GPU_MEMORY;
+      return std::make_unique<Gpu>(p);
+    };
+    auto g = host(c.M, c.N), a = host(c.ta ? c.K : c.M, c.ta ? c.M : c.K), w = host(c.tb ? c.N : c.K, c.tb ? c.K : c.N);
+    for (ccv_nnc_tensor_t* t : {g->t, a->t, w->t})
+      for (size_t i = 0; i < ccv_nnc_tensor_count(t->info); i++) t->data.f32[i] = u(rng);
+    auto da = host(a->t->info.dim[0], a->t->info.dim[1]), dw = host(w->t->info.dim[0], w->t->info.dim[1]), dbias = host(c.N, 0);
+    ccv_nnc_cmd_t back = cmd(CCV_NNC_GEMM_BACKWARD, CCV_NNC_BACKEND_CPU_REF);
+    back.info.blas.a[0] = back.info.blas.a[1] = 1;
+    if (c.ta) back.info.blas.transpose_a[0] = 0, back.info.blas.transpose_a[1] = 1;
+    if (c.tb) back.info.blas.transpose_b[0] = 0, back.info.blas.transpose_b[1] = 1;
+    ASSERT_EQ(run(back, {g->t, a->t, w->t}, {da->t, dw->t, dbias->t}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    auto gg = dev(g->t), ga = dev(a->t), gw = dev(w->t), gda = dev(da->t), gdw = dev(dw->t), gdb = dev(dbias->t), gdw2 = dev(dw->t);
+    ASSERT_EQ(run(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {g->t, a->t, w->t}, {gg->t, ga->t, gw->t}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    back.backend = 0;
+    ASSERT_EQ(run(back, {gg->t, ga->t, gw->t}, {gda->t, gdw->t, gdb->t}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    ASSERT_EQ(run(back, {gg->t, ga->t, nullptr}, {nullptr, gdw2->t}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    auto check = [&](const ccv_nnc_tensor_t* ref, const ccv_nnc_tensor_t* gpu_t, const char* name) {
+      auto back_host = host(ref->info.dim[0], ref->info.dim[1]);
+      ASSERT_EQ(run(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {const_cast<ccv_nnc_tensor_t*>(gpu_t)}, {back_host->t}), CCV_NNC_EXEC_SUCCESS);
+      for (size_t i = 0; i < ccv_nnc_tensor_count(ref->info); i++)
+        ASSERT_NEAR(back_host->t->data.f32[i], ref->data.f32[i], 1e-4f * (1 + std::fabs(ref->data.f32[i])))
+            << name << " " << c.M << "x" << c.K << "x" << c.N << " ta " << c.ta << " tb " << c.tb << " element " << i;
+    };
+    check(da->t, gda->t, "da");
+    check(dw->t, gdw->t, "dw");
+    check(dbias->t, gdb->t, "dbias");
+    check(dw->t, gdw2->t, "dw alone");
+  }
+}
+
 // Element-wise families on the GPU against CPU_REF (odd sizes, 1-d and 2-d,
 // EWSUM / EWPROD over three inputs, EWDIV with and without a numerator).
 TEST(Cuda, ElementwiseMatchesCpuRef) {
