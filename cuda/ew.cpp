@@ -1,7 +1,8 @@
 // Element-wise families on the GPU (GPU_REF): EWSUM, EWPROD, EWDIV, EWEXP,
 // EWLOG, EWSQRT, RELU, SIGMOID, TANH and SCALAR_MUL forward, over packed fp32
-// tensors of one element count in device memory. Broadcasting, views, other
-// types and the backward commands are the next step of issue 19.
+// tensors of one element count in device memory, and the backward of the
+// one-input functions. Broadcasting, views, other types and the other
+// backward commands are the next step of issue 19.
 #include "core/kernel.hpp"
 #include "core/registry.hpp"
 #include "core/tensor.hpp"
@@ -12,6 +13,7 @@ namespace nnc::cuda {
 
 cudaError_t launch_unary(const float* x, float* y, long long n, int op, float a);
 cudaError_t launch_binary(const float* a, const float* b, float* y, long long n, int op);
+cudaError_t launch_grad(const float* g, const float* v, float* dx, long long n, int op);
 
 namespace {
 
@@ -99,6 +101,47 @@ NNC_KERNEL(divide) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
+// Backward |g|x|y| -> |dx|: which value each command reads (y, or x for
+// EWLOG; RELU takes x when y is absent), and the gradient op in kernels.cu.
+struct Grad {
+  int op;
+  bool reads_y;
+};
+Grad grad_of(uint32_t cmd) {
+  switch (cmd) {
+    case CCV_NNC_RELU_BACKWARD: return {0, true};
+    case CCV_NNC_SIGMOID_BACKWARD: return {1, true};
+    case CCV_NNC_TANH_BACKWARD: return {2, true};
+    case CCV_NNC_EWEXP_BACKWARD: return {3, true};
+    case CCV_NNC_EWLOG_BACKWARD: return {4, false};
+    default: return {5, true};  // EWSQRT_BACKWARD
+  }
+}
+const ccv_nnc_tensor_t* grad_value(uint32_t cmd, ccv_nnc_tensor_t* const* inputs, int input_size) {
+  const ccv_nnc_tensor_t* x = input_size > 1 ? inputs[1] : nullptr;
+  const ccv_nnc_tensor_t* y = input_size > 2 ? inputs[2] : nullptr;
+  if (!grad_of(cmd).reads_y) return x;
+  if (y) return y;
+  return cmd == CCV_NNC_RELU_BACKWARD ? x : nullptr;  // RELU's test is the same on x
+}
+
+bool accept_grad(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                 int output_size) {
+  if (output_size < 1 || !gpu_f32(outputs[0]) || input_size < 2 || !gpu_f32(inputs[0])) return false;
+  const ccv_nnc_tensor_t* v = grad_value(cmd.cmd, inputs, input_size);
+  const long long n = count_of(outputs[0]);
+  return gpu_f32(v) && count_of(v) == n && count_of(inputs[0]) == n;
+}
+
+NNC_KERNEL(grad) {
+  static const char* what = "element-wise backward (GPU_REF)";
+  ccv_nnc_tensor_t* dx = outputs[0];
+  const ccv_nnc_tensor_t* v = grad_value(cmd.cmd, inputs, input_size);
+  NNC_CUDA_CHECK(cudaSetDevice(CCV_TENSOR_GET_DEVICE_ID(dx->info.type)), what);
+  sync_check(launch_grad(inputs[0]->data.f32, v->data.f32, dx->data.f32, count_of(dx), grad_of(cmd.cmd).op), what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
 }  // namespace
 
 void register_ew(Registry& r) {
@@ -117,6 +160,12 @@ void register_ew(Registry& r) {
                          {CCV_NNC_EWSUM_FORWARD, reduce_inputs},
                          {CCV_NNC_EWPROD_FORWARD, reduce_inputs},
                          {CCV_NNC_EWDIV_FORWARD, divide}});
+  r.add_kernels(t.accepting(accept_grad), {{CCV_NNC_RELU_BACKWARD, grad},
+                                           {CCV_NNC_SIGMOID_BACKWARD, grad},
+                                           {CCV_NNC_TANH_BACKWARD, grad},
+                                           {CCV_NNC_EWEXP_BACKWARD, grad},
+                                           {CCV_NNC_EWLOG_BACKWARD, grad},
+                                           {CCV_NNC_EWSQRT_BACKWARD, grad}});
 }
 
 }  // namespace nnc::cuda

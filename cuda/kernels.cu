@@ -96,3 +96,35 @@ cudaError_t launch_column_sums(const float* g, float* out, int rows, int cols) {
 }
 
 }  // namespace nnc::cuda
+
+// Gradients of the element-wise functions from g and the value each reads
+// (y for RELU / SIGMOID / TANH / EWEXP / EWSQRT, x for EWLOG and a RELU without y).
+namespace {
+
+__global__ void grad_kernel(const float* g, const float* v, float* dx, long long n, int op) {
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const float gv = g[i], vv = v[i];
+  float r;
+  switch (op) {
+    case 0: r = vv > 0.f ? gv : 0.f; break;             // RELU
+    case 1: r = gv * vv * (1.f - vv); break;            // SIGMOID
+    case 2: r = gv * (1.f - vv) * (1.f + vv); break;    // TANH
+    case 3: r = gv * vv; break;                         // EWEXP
+    case 4: r = gv / vv; break;                         // EWLOG
+    default: r = gv / (2.f * vv); break;                // 5: EWSQRT
+  }
+  dx[i] = r;
+}
+
+}  // namespace
+
+namespace nnc::cuda {
+
+cudaError_t launch_grad(const float* g, const float* v, float* dx, long long n, int op) {
+  if (n == 0) return cudaSuccess;
+  grad_kernel<<<static_cast<unsigned>((n + 255) / 256), 256>>>(g, v, dx, n, op);
+  return cudaGetLastError();
+}
+
+}  // namespace nnc::cuda

@@ -201,6 +201,42 @@ TEST(Cuda, ElementwiseMatchesCpuRef) {
   }
 }
 
+// The one-input functions' backward |g|x|y| -> |dx| against CPU_REF, and
+// RELU's |g|x| (no y).
+TEST(Cuda, ElementwiseBackwardMatchesCpuRef) {
+  REQUIRE_GPU();
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> u(0.1f, 2.f);
+  const std::pair<uint32_t, uint32_t> ops[] = {{CCV_NNC_RELU_FORWARD, CCV_NNC_RELU_BACKWARD},
+                                               {CCV_NNC_SIGMOID_FORWARD, CCV_NNC_SIGMOID_BACKWARD},
+                                               {CCV_NNC_TANH_FORWARD, CCV_NNC_TANH_BACKWARD},
+                                               {CCV_NNC_EWEXP_FORWARD, CCV_NNC_EWEXP_BACKWARD},
+                                               {CCV_NNC_EWLOG_FORWARD, CCV_NNC_EWLOG_BACKWARD},
+                                               {CCV_NNC_EWSQRT_FORWARD, CCV_NNC_EWSQRT_BACKWARD}};
+  constexpr int n = 1237;
+  for (const auto& op : ops)
+    for (int with_y = 1; with_y >= (op.first == CCV_NNC_RELU_FORWARD ? 0 : 1); with_y--) {
+      Gpu x(params(CCV_TENSOR_CPU_MEMORY, n)), y(params(CCV_TENSOR_CPU_MEMORY, n)), g(params(CCV_TENSOR_CPU_MEMORY, n));
+      Gpu ref(params(CCV_TENSOR_CPU_MEMORY, n)), got(params(CCV_TENSOR_CPU_MEMORY, n));
+      for (int k = 0; k < n; k++) {
+        x.t->data.f32[k] = u(rng) * (op.first == CCV_NNC_RELU_FORWARD && k % 3 == 0 ? -1.f : 1.f);
+        g.t->data.f32[k] = u(rng) - 1.f;
+      }
+      ASSERT_EQ(run(cmd(op.first, CCV_NNC_BACKEND_CPU_REF), {x.t}, {y.t}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+      ASSERT_EQ(run(cmd(op.second, CCV_NNC_BACKEND_CPU_REF), {g.t, x.t, y.t}, {ref.t}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+      Gpu gx(params(CCV_TENSOR_GPU_MEMORY, n)), gy(params(CCV_TENSOR_GPU_MEMORY, n)), gg(params(CCV_TENSOR_GPU_MEMORY, n)),
+          gdx(params(CCV_TENSOR_GPU_MEMORY, n));
+      ASSERT_EQ(run(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {x.t, y.t, g.t}, {gx.t, gy.t, gg.t}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+      std::vector<ccv_nnc_tensor_t*> in{gg.t, gx.t};
+      if (with_y) in.push_back(gy.t);
+      ASSERT_EQ(run(cmd(op.second), in, {gdx.t}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+      ASSERT_EQ(run(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {gdx.t}, {got.t}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+      for (int k = 0; k < n; k++)
+        ASSERT_NEAR(got.t->data.f32[k], ref.t->data.f32[k], 2e-6f * (1 + std::fabs(ref.t->data.f32[k])))
+            << "command 0x" << std::hex << op.second << std::dec << " with_y " << with_y << " element " << k;
+    }
+}
+
 TEST(Cuda, GpuTensorWithoutGpuIsAnError) {
   if (have_gpu()) GTEST_SKIP() << "a GPU is present: this checks the message without one";
   EXPECT_EQ(ccv_nnc_tensor_new(nullptr, params(CCV_TENSOR_GPU_MEMORY, 4), 0), nullptr);
