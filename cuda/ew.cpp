@@ -101,6 +101,26 @@ NNC_KERNEL(divide) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
+// SET: every output filled with the command's value (what compile's
+// INIT_ZEROS / INIT_ONES initialisers run).
+bool accept_set(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const*, int, ccv_nnc_tensor_t* const* outputs, int output_size) {
+  for (int j = 0; j < output_size; j++)
+    if (outputs[j] && !gpu_f32(outputs[j])) return false;
+  return output_size > 0;
+}
+
+NNC_KERNEL(set) {
+  static const char* what = "SET (GPU_REF)";
+  for (int j = 0; j < output_size; j++) {
+    ccv_nnc_tensor_t* y = outputs[j];
+    if (!y) continue;
+    NNC_CUDA_CHECK(cudaSetDevice(CCV_TENSOR_GET_DEVICE_ID(y->info.type)), what);
+    NNC_CUDA_CHECK(launch_unary(y->data.f32, y->data.f32, count_of(y), 8, cmd.info.blas.a[0]), what);
+  }
+  NNC_CUDA_CHECK(cudaDeviceSynchronize(), what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
 // Backward |g|x|y| -> |dx|: which value each command reads (y, or x for
 // EWLOG; RELU takes x when y is absent), and the gradient op in kernels.cu.
 struct Grad {
@@ -160,6 +180,7 @@ void register_ew(Registry& r) {
                          {CCV_NNC_EWSUM_FORWARD, reduce_inputs},
                          {CCV_NNC_EWPROD_FORWARD, reduce_inputs},
                          {CCV_NNC_EWDIV_FORWARD, divide}});
+  r.add_kernels(t.accepting(accept_set), {{CCV_NNC_SET_FORWARD, set}});
   r.add_kernels(t.accepting(accept_grad), {{CCV_NNC_RELU_BACKWARD, grad},
                                            {CCV_NNC_SIGMOID_BACKWARD, grad},
                                            {CCV_NNC_TANH_BACKWARD, grad},

@@ -39,6 +39,7 @@ __global__ void unary_kernel(const float* x, float* y, long long n, int op, floa
     case 4: r = 1.f / (1.f + expf(-v)); break;
     case 5: r = tanhf(v); break;
     case 6: r = a * v; break;
+    case 8: r = a; break;  // fill (SET)
     default: r = 1.f / v; break;  // 7: reciprocal
   }
   y[i] = r;

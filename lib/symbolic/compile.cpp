@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/cmd.hpp"
+#include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/tensor.hpp"
 #include "graph/graph.hpp"
@@ -25,6 +26,8 @@ void ccv_nnc_tensor_arena_s::release() {
   if (!raw) return;
   if (allocator.isa && allocator.isa->free)
     allocator.isa->free(raw, allocator.context.free);
+  else if (memory == CCV_TENSOR_GPU_MEMORY && nnc::device_memory())
+    nnc::device_memory()->free(device, raw);
   else
     std::free(raw);
   raw = nullptr;
@@ -757,17 +760,54 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
   NNC_CHECK(planned, "%s: the memory planner failed: %s", what, planned.error().c_str());
   const alloc::Plan& plan = planned.value();
 
+  // One arena, so one kind of memory: host, or one GPU's (a graph whose
+  // symbols live on both binds one side's tensors).
+  int arena_memory = 0, arena_device = 0;
+  auto place = [&](const ccv_nnc_tensor_param_t& info, const std::string& who) {
+    const int m = CCV_TENSOR_GET_MEMORY(info.type) == CCV_TENSOR_GPU_MEMORY ? CCV_TENSOR_GPU_MEMORY : CCV_TENSOR_CPU_MEMORY;
+    const int d = m == CCV_TENSOR_GPU_MEMORY ? CCV_TENSOR_GET_DEVICE_ID(info.type) : 0;
+    if (!arena_memory) {
+      arena_memory = m, arena_device = d;
+      return;
+    }
+    NNC_CHECK(m == arena_memory && d == arena_device,
+              "%s: %s is in %s memory%s but other symbols the arena holds are not; one arena holds one device's tensors "
+              "(bind the tensors of the other side)",
+              what, who.c_str(), m == CCV_TENSOR_GPU_MEMORY ? "GPU" : "CPU",
+              m == CCV_TENSOR_GPU_MEMORY ? format(" (device %d)", d).c_str() : "");
+  };
+  for (int b : bases)
+    if (!bound[static_cast<size_t>(b)] && problem.tensors[index[static_cast<size_t>(b)]].size > 0)
+      place(g->tensors[static_cast<size_t>(b)].info, tensor_label(g, b));
+  for (ControlPlan& c : controls)
+    for_each_level(c, [&](SubLevel& L) {
+      for (size_t d = 0; d < L.role.size(); d++)
+        if (L.role[d] == Role::Internal || L.role[d] == Role::CarriedIn || L.role[d] == Role::Constant)
+          place(L.g->tensors[d].info, L.label + ", " + tensor_label(L.g, static_cast<int>(d)));
+    });
+  if (!arena_memory) arena_memory = CCV_TENSOR_CPU_MEMORY;
+
   auto arena = std::make_unique<ccv_nnc_tensor_arena_s>();
   arena->graph = g;
   arena->planned = plan.arena;
   arena->lower_bound = plan.lower_bound;
   arena->allocator = allocator;
-  if (plan.arena > 0) {
+  arena->memory = arena_memory;
+  arena->device = arena_device;
+  if (plan.arena > 0 && arena_memory == CCV_TENSOR_GPU_MEMORY && !allocator.isa) {
+    const uint64_t bytes = (plan.arena + 63) & ~uint64_t{63};
+    const DeviceMemory* dm = device_memory();
+    NNC_CHECK(dm, "%s: the graph's symbols are in GPU memory, but this build of NNC has no CUDA support", what);
+    arena->raw = dm->alloc(arena_device, static_cast<size_t>(bytes));  // cudaMalloc: 256-byte aligned
+    arena->buffer = static_cast<unsigned char*>(arena->raw);
+    arena->size = bytes;
+  } else if (plan.arena > 0) {
     const uint64_t bytes = (plan.arena + 63) & ~uint64_t{63};
     if (allocator.isa) {
       NNC_CHECK(allocator.isa->alloc && allocator.isa->free, "%s: the custom allocator needs both alloc and free", what);
       // Any alignment the allocator gives: the arena starts at the next 64-byte boundary inside.
-      void* p = allocator.isa->alloc(CCV_TENSOR_CPU_MEMORY, 0, static_cast<size_t>(bytes + kAlignment), allocator.context.alloc);
+      const int type = arena_memory == CCV_TENSOR_GPU_MEMORY ? (CCV_TENSOR_GPU_MEMORY | (arena_device << 8)) : CCV_TENSOR_CPU_MEMORY;
+      void* p = allocator.isa->alloc(type, 0, static_cast<size_t>(bytes + kAlignment), allocator.context.alloc);
       if (!p)
         fail(CCV_NNC_EXEC_OOM, "%s: the custom allocator gave no memory for the %llu-byte tensor arena", what,
              static_cast<unsigned long long>(bytes));

@@ -47,6 +47,8 @@ struct ccv_nnc_tensor_arena_s {
   std::vector<uint64_t> capacity;   // per base symbol: bytes it may grow to (ccv_nnc_tensor_arena_reinit)
   unsigned char* buffer = nullptr;  // 64-byte aligned, inside `raw`
   void* raw = nullptr;              // what the allocator returned
+  int memory = CCV_TENSOR_CPU_MEMORY;  // where the arena lives (GPU: device memory of `device`)
+  int device = 0;
   ccv_nnc_symbolic_graph_compile_allocator_t allocator{};  // isa NULL: malloc / free
   uint64_t size = 0;     // bytes of buffer (the planned arena)
   uint64_t planned = 0;  // the planner's arena, before alignment padding

@@ -237,6 +237,80 @@ TEST(Cuda, ElementwiseBackwardMatchesCpuRef) {
     }
 }
 
+// A symbolic graph of GPU symbols compiles into an arena in device memory:
+// a 2-layer MLP and its backward (autodiff) on the GPU give the CPU's
+// gradients.
+TEST(Cuda, CompiledGraphBackwardOnGpuMatchesCpu) {
+  REQUIRE_GPU();
+  constexpr int B = 7, I = 13, H = 21, O = 5;
+  std::mt19937 rng(19);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  struct Host {
+    std::vector<float> v;
+    int a, b;
+  };
+  std::vector<Host> inputs = {{{}, B, I}, {{}, H, I}, {{}, H, 0}, {{}, O, H}, {{}, O, 0}, {{}, B, O}};  // x W1 b1 W2 b2 dy
+  for (Host& h : inputs) {
+    h.v.resize(static_cast<size_t>(h.a) * (h.b ? h.b : 1));
+    for (float& f : h.v) f = u(rng);
+  }
+  std::vector<std::vector<float>> grads[2];
+  for (int on_gpu = 0; on_gpu < 2; on_gpu++) {
+    const int memory = on_gpu ? CCV_TENSOR_GPU_MEMORY : CCV_TENSOR_CPU_MEMORY;
+    ccv_nnc_symbolic_graph_t* sg = ccv_nnc_symbolic_graph_new();
+    std::vector<ccv_nnc_tensor_symbol_t> in;
+    for (const Host& h : inputs) in.push_back(ccv_nnc_tensor_symbol_new(sg, params(memory, h.a, h.b), nullptr));
+    const ccv_nnc_tensor_symbol_t hs = ccv_nnc_tensor_symbol_new(sg, params(memory, B, H), "h");
+    const ccv_nnc_tensor_symbol_t rs = ccv_nnc_tensor_symbol_new(sg, params(memory, B, H), "r");
+    const ccv_nnc_tensor_symbol_t ys = ccv_nnc_tensor_symbol_new(sg, params(memory, B, O), "y");
+    ccv_nnc_cmd_t gemm = cmd(CCV_NNC_GEMM_FORWARD);
+    gemm.info.blas.a[0] = gemm.info.blas.a[1] = 1;
+    gemm.info.blas.transpose_b[0] = 0, gemm.info.blas.transpose_b[1] = 1;
+    std::vector<ccv_nnc_tensor_symbol_t> a1{in[0], in[1], in[2]}, o1{hs}, a2{hs}, o2{rs}, a3{rs, in[3], in[4]}, o3{ys};
+    ccv_nnc_graph_exec_symbol_new(sg, gemm, a1.data(), 3, o1.data(), 1, "fc1");
+    ccv_nnc_graph_exec_symbol_new(sg, cmd(CCV_NNC_RELU_FORWARD), a2.data(), 1, o2.data(), 1, "relu");
+    ccv_nnc_graph_exec_symbol_new(sg, gemm, a3.data(), 3, o3.data(), 1, "fc2");
+    ccv_nnc_graph_exec_symbol_autogen(sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
+    std::vector<ccv_nnc_tensor_symbol_t> wrt{in[1], in[2], in[3], in[4]};
+    ccv_nnc_symbolic_graph_backward(sg, &ys, 1, wrt.data(), 4, ccv_nnc_symbolic_graph_sources(sg), ccv_nnc_symbolic_graph_source_size(sg),
+                                    ccv_nnc_symbolic_graph_destinations(sg), ccv_nnc_symbolic_graph_destination_size(sg));
+    ASSERT_STREQ(ccv_nnc_error_message(), "");
+    ccv_nnc_graph_exec_symbol_autogen(sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
+    std::vector<ccv_nnc_tensor_symbol_t> outs;
+    for (const auto& w : wrt) outs.push_back(ccv_nnc_tensor_symbol_for_backward(sg, w));
+    const ccv_nnc_tensor_symbol_t seed = ccv_nnc_tensor_symbol_for_backward(sg, ys);
+    Gpu seed_t(params(memory, B, O));
+    ccv_nnc_tensor_bind_t bind{seed, seed_t.t};
+    ccv_nnc_graph_t* g = nullptr;
+    ccv_nnc_tensor_arena_t* ta = nullptr;
+    ccv_nnc_graph_exec_arena_t* ea = nullptr;
+    ccv_nnc_symbolic_graph_compile(sg, ccv_nnc_default_compile_params, &bind, 1, outs.data(), 4, nullptr, 0, nullptr, 0, &g, &ta, &ea);
+    ASSERT_NE(g, nullptr) << ccv_nnc_error_message();
+    auto upload = [&](const Host& h, ccv_nnc_tensor_t* t) {
+      Gpu host(params(CCV_TENSOR_CPU_MEMORY, h.a, h.b));
+      std::memcpy(host.t->data.f32, h.v.data(), h.v.size() * sizeof(float));
+      ASSERT_EQ(run(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {host.t}, {t}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    };
+    for (int i = 0; i < 5; i++) upload(inputs[static_cast<size_t>(i)], ccv_nnc_tensor_from_symbol(ta, in[static_cast<size_t>(i)]));
+    upload(inputs[5], seed_t.t);
+    ASSERT_EQ(ccv_nnc_graph_run(g, 0, nullptr, 0, nullptr, 0, nullptr, nullptr), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    for (const auto& o : outs) {
+      ccv_nnc_tensor_t* t = ccv_nnc_tensor_from_symbol(ta, o);
+      ASSERT_EQ(CCV_TENSOR_GET_MEMORY(t->info.type), memory);
+      Gpu host(params(CCV_TENSOR_CPU_MEMORY, t->info.dim[0], t->info.dim[1]));
+      ASSERT_EQ(run(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {t}, {host.t}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+      grads[on_gpu].emplace_back(host.t->data.f32, host.t->data.f32 + ccv_nnc_tensor_count(host.t->info));
+    }
+    ccv_nnc_graph_free(g);
+    ccv_nnc_tensor_arena_free(ta);
+    ccv_nnc_graph_exec_arena_free(ea);
+    ccv_nnc_symbolic_graph_free(sg);
+  }
+  for (size_t w = 0; w < grads[0].size(); w++)
+    for (size_t k = 0; k < grads[0][w].size(); k++)
+      ASSERT_NEAR(grads[1][w][k], grads[0][w][k], 1e-4f * (1 + std::fabs(grads[0][w][k]))) << "gradient " << w << " element " << k;
+}
+
 TEST(Cuda, GpuTensorWithoutGpuIsAnError) {
   if (have_gpu()) GTEST_SKIP() << "a GPU is present: this checks the message without one";
   EXPECT_EQ(ccv_nnc_tensor_new(nullptr, params(CCV_TENSOR_GPU_MEMORY, 4), 0), nullptr);

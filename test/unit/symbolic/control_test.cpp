@@ -443,6 +443,34 @@ TEST(SymbolicGraphSymbols, AliasSetAndCopies) {
   EXPECT_NE(last_error().find("does not exist"), std::string::npos) << last_error();
 }
 
+// One arena holds one device's tensors: CPU and GPU symbols together are
+// refused with a message (bind one side); GPU symbols without CUDA, too.
+TEST(SymbolicGraphSymbols, ArenaHoldsOneKindOfMemory) {
+  ccv_nnc_tensor_param_t gpu = f32(4);
+  gpu.type = CCV_TENSOR_GPU_MEMORY;
+  {
+    Compiled c;
+    const TS a = ccv_nnc_tensor_symbol_new(c.sg, f32(4), "a");
+    const TS b = ccv_nnc_tensor_symbol_new(c.sg, gpu, "b");
+    const TS y = ccv_nnc_tensor_symbol_new(c.sg, f32(4), "y");
+    const TS z = ccv_nnc_tensor_symbol_new(c.sg, gpu, "z");
+    ccv_nnc_graph_exec_symbol_new(c.sg, plain(CCV_NNC_EWEXP_FORWARD), SL(a), SL(y), "cpu");
+    ccv_nnc_graph_exec_symbol_new(c.sg, plain(CCV_NNC_EWEXP_FORWARD), SL(b), SL(z), "gpu");
+    autogen(c.sg);
+    EXPECT_FALSE(c.compile({y, z}));
+    EXPECT_NE(last_error().find("one arena holds one device's tensors"), std::string::npos) << last_error();
+  }
+  if (ccv_nnc_device_count(CCV_STREAM_CONTEXT_GPU) == 0) {
+    Compiled c;
+    const TS b = ccv_nnc_tensor_symbol_new(c.sg, gpu, "b");
+    const TS z = ccv_nnc_tensor_symbol_new(c.sg, gpu, "z");
+    ccv_nnc_graph_exec_symbol_new(c.sg, plain(CCV_NNC_EWEXP_FORWARD), SL(b), SL(z), "gpu");
+    autogen(c.sg);
+    EXPECT_FALSE(c.compile({z}));
+    EXPECT_NE(last_error().find("GPU"), std::string::npos) << last_error();
+  }
+}
+
 TEST(SymbolicWhile, MistakesAreReported) {
   // A body that writes what is carried into it.
   {
