@@ -151,6 +151,9 @@ bool always(const ccv_nnc_cmd_param_t&, int, int, int, int);
 bool same_index(const ccv_nnc_cmd_param_t&, int input_idx, int, int output_idx, int);
 }  // namespace inplace
 
+// The first word of a bitmask array (0 when there is none): inputs / outputs 0..63.
+inline uint64_t word0(const uint64_t* mask, int size) { return size > 0 ? mask[0] : 0; }
+
 // Is bit i set in a bitmask array of `size` words?
 inline bool bit(const uint64_t* mask, int size, int i) {
   return i / 64 < size && (mask[i / 64] >> (i % 64)) & 1u;

@@ -1112,17 +1112,6 @@ NNC_API void ccv_nnc_dynamic_graph_has_effect_to_tensor_variables(const ccv_nnc_
 
 namespace {
 
-struct Owned {
-  ccv_nnc_graph_t* graph = nullptr;
-  ccv_nnc_tensor_arena_t* tensors = nullptr;
-  ccv_nnc_graph_exec_arena_t* execs = nullptr;
-  ~Owned() {
-    ccv_nnc_graph_free(graph);
-    ccv_nnc_tensor_arena_free(tensors);
-    ccv_nnc_graph_exec_arena_free(execs);
-  }
-};
-
 void backward(DG* g, const ccv_nnc_tensor_variable_t* f_variables, int f_size, const ccv_nnc_tensor_variable_t* df, const ccv_nnc_tensor_variable_t* inputs,
               int input_size, ccv_nnc_tensor_variable_t* outputs, int output_size, ccv_nnc_stream_context_t* stream) {
   static const char* what = "ccv_nnc_dynamic_graph_backward";
@@ -1217,7 +1206,7 @@ void backward(DG* g, const ccv_nnc_tensor_variable_t* f_variables, int f_size, c
     into[static_cast<size_t>(i)] = new_storage(g, info, what);
     binds.push_back({gs, into[static_cast<size_t>(i)].get()});
   }
-  Owned c;
+  Compiled c;
   ccv_nnc_symbolic_graph_compile(g->trace, ccv_nnc_default_compile_params, binds.data(), static_cast<int>(binds.size()), grads.data(),
                                  static_cast<int>(grads.size()), backward_execs.data(), static_cast<int>(backward_execs.size()),
                                  backward_execs.data(), static_cast<int>(backward_execs.size()), &c.graph, &c.tensors, &c.execs);

@@ -7,19 +7,9 @@
 namespace nnc {
 
 void register_blas(Registry& r) {
-  CommandInfo forward;
-  forward.cmd = CCV_NNC_GEMM_FORWARD;
-  forward.tensor_auto = gemm::tensor_auto_forward;
-  forward.bitmask = gemm::bitmask_forward;
-  forward.validate = gemm::validate_forward;
-  r.add_command(forward);
+  r.add_command({.cmd = CCV_NNC_GEMM_FORWARD, .tensor_auto = gemm::tensor_auto_forward, .bitmask = gemm::bitmask_forward, .validate = gemm::validate_forward});
 
-  CommandInfo backward;
-  backward.cmd = CCV_NNC_GEMM_BACKWARD;
-  backward.tensor_auto = gemm::tensor_auto_backward;
-  backward.bitmask = gemm::bitmask_backward;
-  backward.validate = gemm::validate_backward;
-  r.add_command(backward);
+  r.add_command({.cmd = CCV_NNC_GEMM_BACKWARD, .tensor_auto = gemm::tensor_auto_backward, .bitmask = gemm::bitmask_backward, .validate = gemm::validate_backward});
 
   gemm::register_cpu_ref(r);
   gemm::register_cpu_opt(r);

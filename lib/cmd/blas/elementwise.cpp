@@ -39,7 +39,6 @@ namespace nnc::blas_ew {
 
 namespace {
 
-
 const char* dt(const ccv_nnc_tensor_t* t) { return datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)); }
 int type_of(const ccv_nnc_tensor_t* t) { return CCV_GET_DATA_TYPE(t->info.datatype); }
 std::string dims(const ccv_nnc_tensor_t* t) { return shape_string(t->info.dim); }
@@ -271,13 +270,7 @@ bool reduces_to(const int* d, const int* full) {
 void register_elementwise(Registry& r) {
   for (uint32_t fwd : {CCV_NNC_ADD_FORWARD, CCV_NNC_MUL_FORWARD, CCV_NNC_SCALAR_MUL_FORWARD}) {
     const bool scalar = fwd == CCV_NNC_SCALAR_MUL_FORWARD;
-    CommandInfo f;
-    f.cmd = fwd;
-    f.tensor_auto = forward_shapes;
-    f.bitmask = scalar ? scalar_forward_bitmask : add_forward_bitmask;
-    f.allow_inplace = forward_inplace;
-    f.validate = validate_forward;
-    r.add_command(f);
+    r.add_command({.cmd = fwd, .tensor_auto = forward_shapes, .bitmask = scalar ? scalar_forward_bitmask : add_forward_bitmask, .allow_inplace = forward_inplace, .validate = validate_forward});
     CommandInfo b;
     b.cmd = fwd | 1u;
     b.attributes = CCV_NNC_CMD_ATTR_NULL_IS_ONES;

@@ -117,8 +117,6 @@ void backward_auto(const ccv_nnc_cmd_param_t&, const ccv_nnc_tensor_param_t* inp
   for (int i = 0; i < output_size && 1 + i < input_size; i++) outputs[i] = inputs[1 + i];
 }
 
-uint64_t word0(const uint64_t* mask, int size) { return size > 0 ? mask[0] : 0; }
-
 bool forward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int isz, const uint64_t* outputs,
                      int osz) {
   return (word0(inputs, isz) & 3u) == 3u && word0(outputs, osz) == 1u;
@@ -153,20 +151,8 @@ bool ones_shape(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_
 
 void register_cmul(Registry& r) {
   using namespace cmul;
-  CommandInfo f;
-  f.cmd = CCV_NNC_CMUL_FORWARD;
-  f.tensor_auto = forward_auto;
-  f.bitmask = forward_bitmask;
-  f.allow_inplace = same_position;
-  f.validate = validate_forward;
-  r.add_command(f);
-  CommandInfo b;
-  b.cmd = CCV_NNC_CMUL_BACKWARD;
-  b.attributes = CCV_NNC_CMD_ATTR_NULL_IS_ONES;
-  b.tensor_auto = backward_auto;
-  b.bitmask = backward_bitmask;
-  b.validate = validate_backward;
-  r.add_command(b);
+  r.add_command({.cmd = CCV_NNC_CMUL_FORWARD, .tensor_auto = forward_auto, .bitmask = forward_bitmask, .allow_inplace = same_position, .validate = validate_forward});
+  r.add_command({.cmd = CCV_NNC_CMUL_BACKWARD, .attributes = CCV_NNC_CMD_ATTR_NULL_IS_ONES, .tensor_auto = backward_auto, .bitmask = backward_bitmask, .validate = validate_backward});
   r.add_kernels(cpu_ref(types::kFloat), {{CCV_NNC_CMUL_FORWARD, forward_ref},
                                          {CCV_NNC_CMUL_BACKWARD, null_is_ones<backward_ref, ones_shape>}});
 }

@@ -51,7 +51,6 @@ namespace conv {
 
 namespace {
 
-
 const char* dt_name(const ccv_nnc_tensor_t* t) { return datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)); }
 int dt_of(const ccv_nnc_tensor_t* t) { return CCV_GET_DATA_TYPE(t->info.datatype); }
 
@@ -112,8 +111,6 @@ void tensor_auto_backward(const ccv_nnc_cmd_param_t& params, const ccv_nnc_tenso
     outputs[i] = p;
   }
 }
-
-uint64_t word0(const uint64_t* mask, int size) { return size > 0 ? mask[0] : 0; }
 
 // libnnc's predicates on the first word of each mask.
 bool bitmask_forward(const ccv_nnc_cmd_param_t&, int input_size, int, const uint64_t* inputs, int input_bitmask_size,
@@ -329,12 +326,7 @@ void register_convolution(Registry& r) {
   // for the backward, from g to dx); resolve_hint does it for both instead.
   r.add_command(forward);
 
-  CommandInfo backward;
-  backward.cmd = CCV_NNC_CONVOLUTION_BACKWARD;
-  backward.tensor_auto = conv::tensor_auto_backward;
-  backward.bitmask = conv::bitmask_backward;
-  backward.validate = conv::validate_backward;
-  r.add_command(backward);
+  r.add_command({.cmd = CCV_NNC_CONVOLUTION_BACKWARD, .tensor_auto = conv::tensor_auto_backward, .bitmask = conv::bitmask_backward, .validate = conv::validate_backward});
 
   r.add_kernels(cpu_ref(types::kFloat, formats::kImage),
                 {{CCV_NNC_CONVOLUTION_FORWARD, conv::forward_ref}, {CCV_NNC_CONVOLUTION_BACKWARD, conv::backward_ref}});

@@ -92,13 +92,7 @@ bool backward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int output_siz
 
 void register_ew(Registry& r) {
   using namespace ew;
-  CommandInfo fwd;
-  fwd.cmd = CCV_NNC_EWSUM_FORWARD;
-  fwd.tensor_auto = shape::same_as_first_input;
-  fwd.bitmask = forward_bitmask;
-  fwd.allow_inplace = inplace::always;
-  fwd.validate = validate_forward;
-  r.add_command(fwd);
+  r.add_command({.cmd = CCV_NNC_EWSUM_FORWARD, .tensor_auto = shape::same_as_first_input, .bitmask = forward_bitmask, .allow_inplace = inplace::always, .validate = validate_forward});
 
   CommandInfo back;
   back.cmd = CCV_NNC_EWSUM_BACKWARD;

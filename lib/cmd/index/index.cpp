@@ -77,8 +77,6 @@ void forward_auto(const ccv_nnc_cmd_param_t&, const ccv_nnc_tensor_param_t* inpu
   outputs[0].dim[0] = inputs[1].dim[0];
 }
 
-uint64_t word0(const uint64_t* mask, int size) { return size > 0 ? mask[0] : 0; }
-
 // x and indices; exactly y.
 bool forward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int isz, const uint64_t* outputs,
                      int osz) {
@@ -109,18 +107,8 @@ void read_rows(const ccv_nnc_tensor_t* indices, int64_t rows, const char* name, 
 
 void register_index(Registry& r) {
   using namespace index;
-  CommandInfo f;
-  f.cmd = CCV_NNC_INDEX_SELECT_FORWARD;
-  f.tensor_auto = forward_auto;
-  f.bitmask = forward_bitmask;
-  f.validate = validate_forward;
-  r.add_command(f);
-  CommandInfo b;
-  b.cmd = CCV_NNC_INDEX_SELECT_BACKWARD;
-  b.tensor_auto = shape::same_as_first_input;
-  b.bitmask = backward_bitmask;
-  b.validate = validate_backward;
-  r.add_command(b);
+  r.add_command({.cmd = CCV_NNC_INDEX_SELECT_FORWARD, .tensor_auto = forward_auto, .bitmask = forward_bitmask, .validate = validate_forward});
+  r.add_command({.cmd = CCV_NNC_INDEX_SELECT_BACKWARD, .tensor_auto = shape::same_as_first_input, .bitmask = backward_bitmask, .validate = validate_backward});
   r.add_kernels(cpu_ref(types::kAll),
                 {{CCV_NNC_INDEX_SELECT_FORWARD, forward_ref}, {CCV_NNC_INDEX_SELECT_BACKWARD, backward_ref}});
   r.add_kernels(cpu_opt(types::kAll).accepting(opt_accepts),

@@ -58,8 +58,6 @@ void forward_auto(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_param_t* in
     if (p.reduce.axis[i] >= 0 && p.reduce.axis[i] < nd) outputs[0].dim[p.reduce.axis[i]] = 1;
 }
 
-uint64_t word0(const uint64_t* mask, int size) { return size > 0 ? mask[0] : 0; }
-
 bool forward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int isz, const uint64_t* outputs,
                      int osz) {
   return word0(inputs, isz) == 1u && word0(outputs, osz) == 1u;
@@ -95,17 +93,8 @@ NNC_KERNEL(backward_ref) {
 
 void register_isnan(Registry& r) {
   using namespace isnan_;
-  CommandInfo f;
-  f.cmd = CCV_NNC_REDUCE_ISNAN_FORWARD;
-  f.tensor_auto = forward_auto;
-  f.bitmask = forward_bitmask;
-  f.validate = validate_forward;
-  r.add_command(f);
-  CommandInfo b;
-  b.cmd = CCV_NNC_REDUCE_ISNAN_BACKWARD;
-  b.tensor_auto = shape::same_as_first_input;
-  b.validate = validate_backward;
-  r.add_command(b);
+  r.add_command({.cmd = CCV_NNC_REDUCE_ISNAN_FORWARD, .tensor_auto = forward_auto, .bitmask = forward_bitmask, .validate = validate_forward});
+  r.add_command({.cmd = CCV_NNC_REDUCE_ISNAN_BACKWARD, .tensor_auto = shape::same_as_first_input, .validate = validate_backward});
   r.add_kernels(cpu_ref(types::kAll), {{CCV_NNC_REDUCE_ISNAN_FORWARD, forward_ref}});
   r.add_kernels(cpu_ref(types::kAll), {{CCV_NNC_REDUCE_ISNAN_BACKWARD, backward_ref}});
 }

@@ -61,7 +61,6 @@ namespace loss {
 
 namespace {
 
-
 const char* dt(const ccv_nnc_tensor_t* t) { return datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)); }
 std::string dims_of(const ccv_nnc_tensor_t* t) { return shape_string(t->info.dim); }
 int type_of(const ccv_nnc_tensor_t* t) { return CCV_GET_DATA_TYPE(t->info.datatype); }
@@ -194,8 +193,6 @@ void backward_shapes(const ccv_nnc_cmd_param_t&, const ccv_nnc_tensor_param_t* i
   outputs[0] = inputs[first];
   if (output_size > 1) outputs[1] = inputs[m + 1];
 }
-
-uint64_t word0(const uint64_t* mask, int size) { return size > 0 ? mask[0] : 0; }
 
 // libnnc's bitmasks (predicates on the first word). Forward: both inputs and
 // the loss; SIGMOID_BINARY_CROSSENTROPY always produces the sigmoid, the loss

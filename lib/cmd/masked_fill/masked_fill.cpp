@@ -81,8 +81,6 @@ void backward_auto(const ccv_nnc_cmd_param_t&, const ccv_nnc_tensor_param_t* inp
     outputs[i] = 1 + i < input_size && nd_of(inputs[1 + i].dim) > 0 ? inputs[1 + i] : inputs[0];
 }
 
-uint64_t word0(const uint64_t* mask, int size) { return size > 0 ? mask[0] : 0; }
-
 bool forward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int, const uint64_t* inputs, int isz,
                      const uint64_t* outputs, int osz) {
   return input_size == 2 && (word0(inputs, isz) & 3u) == 3u && word0(outputs, osz) == 1u;
@@ -141,18 +139,8 @@ NNC_KERNEL(backward_ref) {
 
 void register_masked_fill(Registry& r) {
   using namespace masked_fill;
-  CommandInfo f;
-  f.cmd = CCV_NNC_MASKED_FILL_FORWARD;
-  f.tensor_auto = shape::same_as_input_i;
-  f.bitmask = forward_bitmask;
-  f.validate = validate_forward;
-  r.add_command(f);
-  CommandInfo b;
-  b.cmd = CCV_NNC_MASKED_FILL_BACKWARD;
-  b.tensor_auto = backward_auto;
-  b.bitmask = backward_bitmask;
-  b.validate = validate_backward;
-  r.add_command(b);
+  r.add_command({.cmd = CCV_NNC_MASKED_FILL_FORWARD, .tensor_auto = shape::same_as_input_i, .bitmask = forward_bitmask, .validate = validate_forward});
+  r.add_command({.cmd = CCV_NNC_MASKED_FILL_BACKWARD, .tensor_auto = backward_auto, .bitmask = backward_bitmask, .validate = validate_backward});
   r.add_kernels(cpu_ref(types::kAll), {{CCV_NNC_MASKED_FILL_FORWARD, forward_ref}});
   r.add_kernels(cpu_ref(types::kAll), {{CCV_NNC_MASKED_FILL_BACKWARD, backward_ref}});
 }

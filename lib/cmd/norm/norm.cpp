@@ -83,7 +83,6 @@ namespace norm {
 
 namespace {
 
-
 ccv_nnc_tensor_t* in_at(ccv_nnc_tensor_t* const* t, int size, int i) { return i < size ? t[i] : nullptr; }
 const char* dt(const ccv_nnc_tensor_t* t) { return datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)); }
 int type_of(const ccv_nnc_tensor_t* t) { return CCV_GET_DATA_TYPE(t->info.datatype); }
@@ -432,8 +431,6 @@ void rmsnorm_auto(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_param_t* in
   first_and_reduced(inputs, input_size, p.rmsnorm.axis, p.rmsnorm.count, outputs, output_size);
 }
 
-uint64_t word0(const uint64_t* mask, int size) { return size > 0 ? mask[0] : 0; }
-
 // libnnc's bitmasks (predicates on the first word). BATCH_NORM_FORWARD: all
 // five inputs, and y alone or all five outputs.
 bool bnorm_forward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int isz,
@@ -510,14 +507,7 @@ bool bnorm_forward_enforce(const ccv_nnc_cmd_param_t&, int input_idx, int, int o
 
 void add(Registry& r, uint32_t id, TensorAutoFn tensor_auto, BitmaskFn bitmask, InplaceFn allow, InplaceFn enforce,
          ValidateFn validate, ccv_nnc_cmd_exec_f ref, ccv_nnc_cmd_exec_f opt, AcceptFn accept) {
-  CommandInfo c;
-  c.cmd = id;
-  c.tensor_auto = tensor_auto;
-  c.bitmask = bitmask;
-  c.allow_inplace = allow;
-  c.enforce_inplace = enforce;
-  c.validate = validate;
-  r.add_command(c);
+  r.add_command({.cmd = id, .tensor_auto = tensor_auto, .bitmask = bitmask, .allow_inplace = allow, .enforce_inplace = enforce, .validate = validate});
   r.add_kernels(cpu_ref(types::kFloat), {{id, ref}});
   r.add_kernels(cpu_opt(types::kWide).accepting(accept), {{id, opt}});
 }
@@ -560,11 +550,16 @@ BatchNormIo batch_norm_backward_io(ccv_nnc_tensor_t* const* inputs, int input_si
   return io;
 }
 
-LayerNormIo layer_norm_forward_io(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
-                                  ccv_nnc_tensor_t* const* outputs, int output_size) {
+namespace {
+
+// LAYER_NORM and GROUP_NORM share their slots: |x|scale|bias| -> |y|saved_mean|saved_inv_std|
+// (scale and bias when elementwise_affine), backward |g|-|-|x|scale|...|saved_mean|saved_inv_std|
+// -> |dx|dscale|dbias|.
+LayerNormIo affine_norm_forward_io(bool affine, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                                   int output_size) {
   LayerNormIo io;
   io.x = in_at(inputs, input_size, 0);
-  if (cmd.info.lnorm.elementwise_affine) {
+  if (affine) {
     io.scale = in_at(inputs, input_size, 1);
     io.bias = in_at(inputs, input_size, 2);
   }
@@ -574,22 +569,34 @@ LayerNormIo layer_norm_forward_io(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* co
   return io;
 }
 
-LayerNormIo layer_norm_backward_io(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
-                                   ccv_nnc_tensor_t* const* outputs, int output_size) {
+LayerNormIo affine_norm_backward_io(bool affine, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                                    int output_size) {
   LayerNormIo io;
   io.g = in_at(inputs, input_size, 0);
   io.x = in_at(inputs, input_size, 3);
-  if (cmd.info.lnorm.elementwise_affine) io.scale = in_at(inputs, input_size, 4);
+  if (affine) io.scale = in_at(inputs, input_size, 4);
   if (input_size >= 2) {
     io.saved_mean = inputs[input_size - 2];
     io.saved_inv_std = inputs[input_size - 1];
   }
   io.dx = in_at(outputs, output_size, 0);
-  if (cmd.info.lnorm.elementwise_affine) {
+  if (affine) {
     io.dscale = in_at(outputs, output_size, 1);
     io.dbias = in_at(outputs, output_size, 2);
   }
   return io;
+}
+
+}  // namespace
+
+LayerNormIo layer_norm_forward_io(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                                  ccv_nnc_tensor_t* const* outputs, int output_size) {
+  return affine_norm_forward_io(cmd.info.lnorm.elementwise_affine, inputs, input_size, outputs, output_size);
+}
+
+LayerNormIo layer_norm_backward_io(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                                   ccv_nnc_tensor_t* const* outputs, int output_size) {
+  return affine_norm_backward_io(cmd.info.lnorm.elementwise_affine, inputs, input_size, outputs, output_size);
 }
 
 unsigned gnorm_reduce_mask(const ccv_nnc_cmd_t& cmd) {
@@ -600,34 +607,12 @@ unsigned gnorm_reduce_mask(const ccv_nnc_cmd_t& cmd) {
 
 GroupNormIo group_norm_forward_io(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
                                   ccv_nnc_tensor_t* const* outputs, int output_size) {
-  GroupNormIo io;
-  io.x = in_at(inputs, input_size, 0);
-  if (cmd.info.gnorm.elementwise_affine) {
-    io.scale = in_at(inputs, input_size, 1);
-    io.bias = in_at(inputs, input_size, 2);
-  }
-  io.y = in_at(outputs, output_size, 0);
-  io.saved_mean = in_at(outputs, output_size, 1);
-  io.saved_inv_std = in_at(outputs, output_size, 2);
-  return io;
+  return affine_norm_forward_io(cmd.info.gnorm.elementwise_affine, inputs, input_size, outputs, output_size);
 }
 
 GroupNormIo group_norm_backward_io(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
                                    ccv_nnc_tensor_t* const* outputs, int output_size) {
-  GroupNormIo io;
-  io.g = in_at(inputs, input_size, 0);
-  io.x = in_at(inputs, input_size, 3);
-  if (cmd.info.gnorm.elementwise_affine) io.scale = in_at(inputs, input_size, 4);
-  if (input_size >= 2) {
-    io.saved_mean = inputs[input_size - 2];
-    io.saved_inv_std = inputs[input_size - 1];
-  }
-  io.dx = in_at(outputs, output_size, 0);
-  if (cmd.info.gnorm.elementwise_affine) {
-    io.dscale = in_at(outputs, output_size, 1);
-    io.dbias = in_at(outputs, output_size, 2);
-  }
-  return io;
+  return affine_norm_backward_io(cmd.info.gnorm.elementwise_affine, inputs, input_size, outputs, output_size);
 }
 
 RmsNormIo rmsnorm_forward_io(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,

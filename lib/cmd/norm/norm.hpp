@@ -38,11 +38,8 @@ LayerNormIo layer_norm_backward_io(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* c
 // GROUP_NORM: x's group axis of C channels splits into `groups` runs of C /
 // groups channels; statistics per group and per index of the axes that are
 // neither the group axis nor reduced.
-struct GroupNormIo {
-  ccv_nnc_tensor_t *x = nullptr, *scale = nullptr, *bias = nullptr;
-  ccv_nnc_tensor_t *y = nullptr, *saved_mean = nullptr, *saved_inv_std = nullptr;
-  ccv_nnc_tensor_t *g = nullptr, *dx = nullptr, *dscale = nullptr, *dbias = nullptr;
-};
+// The same slots as LAYER_NORM's.
+using GroupNormIo = LayerNormIo;
 GroupNormIo group_norm_forward_io(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
                                   ccv_nnc_tensor_t* const* outputs, int output_size);
 GroupNormIo group_norm_backward_io(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,

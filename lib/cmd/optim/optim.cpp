@@ -94,7 +94,6 @@ int state_count(const ccv_nnc_cmd_t& cmd) {
 
 namespace {
 
-
 const char* name_of(uint32_t cmd) {
   switch (cmd) {
     case CCV_NNC_SGD_FORWARD:
@@ -177,8 +176,6 @@ void validate(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t*
   for (int i = 0; i < output_size; i++) check(outputs[i], "output", i);
 }
 
-uint64_t word0(const uint64_t* mask, int size) { return size > 0 ? mask[0] : 0; }
-
 // libnnc's bitmasks: exactly the command's inputs and outputs, all present
 // (SGD 3 -> 2; ADAM / ADAMW 4 -> 3, or 5 -> 4 with amsgrad; RMSPROP and LAMB 4 -> 3).
 bool bitmask(const ccv_nnc_cmd_param_t& p, int, int, const uint64_t* inputs, int input_bitmask_size,
@@ -232,12 +229,7 @@ void register_optim(Registry& r) {
     info.allow_inplace = inplace_pair;
     info.validate = validate;
     r.add_command(info);
-    CommandInfo back;
-    back.cmd = id + 1;
-    back.tensor_auto = no_auto;
-    back.bitmask = no_bitmask;
-    back.validate = validate_no_backward;
-    r.add_command(back);
+    r.add_command({.cmd = id + 1, .tensor_auto = no_auto, .bitmask = no_bitmask, .validate = validate_no_backward});
 
     r.add_kernels(cpu_ref(types::kFloat), {{id, optim_ref}});
     // CPU_OPT hands 16-bit types and views to the reference loop itself.

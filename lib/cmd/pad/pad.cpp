@@ -97,8 +97,6 @@ void backward_auto(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_param_t* i
   for (int i = 0; i < nd; i++) outputs[0].dim[i] -= p.size.dim[i] + p.pad.end[i];
 }
 
-uint64_t word0(const uint64_t* mask, int size) { return size > 0 ? mask[0] : 0; }
-
 // Both directions: input 0 (x or g) present, exactly output 0.
 bool bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int isz, const uint64_t* outputs,
              int osz) {
@@ -111,18 +109,8 @@ bool bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int i
 
 void register_pad(Registry& r) {
   using namespace pad;
-  CommandInfo f;
-  f.cmd = CCV_NNC_PAD_FORWARD;
-  f.tensor_auto = forward_auto;
-  f.bitmask = bitmask;
-  f.validate = validate_forward;
-  r.add_command(f);
-  CommandInfo b;
-  b.cmd = CCV_NNC_PAD_BACKWARD;
-  b.tensor_auto = backward_auto;
-  b.bitmask = bitmask;
-  b.validate = validate_backward;
-  r.add_command(b);
+  r.add_command({.cmd = CCV_NNC_PAD_FORWARD, .tensor_auto = forward_auto, .bitmask = bitmask, .validate = validate_forward});
+  r.add_command({.cmd = CCV_NNC_PAD_BACKWARD, .tensor_auto = backward_auto, .bitmask = bitmask, .validate = validate_backward});
   r.add_kernels(cpu_ref(types::kAll), {{CCV_NNC_PAD_FORWARD, forward_ref}});
   r.add_kernels(cpu_ref(types::kFloat), {{CCV_NNC_PAD_BACKWARD, backward_ref}});
 }

@@ -44,7 +44,6 @@ namespace pool {
 
 namespace {
 
-
 const char* dt_name(const ccv_nnc_tensor_t* t) { return datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)); }
 int dt_of(const ccv_nnc_tensor_t* t) { return CCV_GET_DATA_TYPE(t->info.datatype); }
 
@@ -89,8 +88,6 @@ void tensor_auto_backward(const ccv_nnc_cmd_param_t& params, const ccv_nnc_tenso
   }
   for (int i = 0; i < output_size; i++) outputs[i] = dx;
 }
-
-uint64_t word0(const uint64_t* mask, int size) { return size > 0 ? mask[0] : 0; }
 
 // libnnc's predicates on the first word: the forward needs x; MAX_POOL's
 // backward |g|x|y| all three (CPU kernels here read only g and x);

@@ -40,7 +40,6 @@ bool mask_like_x(const ccv_nnc_tensor_t* mask, const ccv_nnc_tensor_t* x) {
 
 namespace {
 
-
 const char* dt(const ccv_nnc_tensor_t* t) { return datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)); }
 
 size_t count_of(const ccv_nnc_tensor_t* t) {
@@ -197,13 +196,7 @@ void register_rand(Registry& r) {
   r.add_kernels(cpu_ref(types::kAll),
                 {{CCV_NNC_RANDOM_UNIFORM_BACKWARD, zero_gradients}, {CCV_NNC_RANDOM_NORMAL_BACKWARD, zero_gradients}});
 
-  CommandInfo fwd;
-  fwd.cmd = CCV_NNC_DROPOUT_FORWARD;
-  fwd.tensor_auto = dropout_auto;
-  fwd.bitmask = dropout_forward_bitmask;
-  fwd.allow_inplace = first_pair;
-  fwd.validate = validate_dropout_forward;
-  r.add_command(fwd);
+  r.add_command({.cmd = CCV_NNC_DROPOUT_FORWARD, .tensor_auto = dropout_auto, .bitmask = dropout_forward_bitmask, .allow_inplace = first_pair, .validate = validate_dropout_forward});
   CommandInfo back;
   back.cmd = CCV_NNC_DROPOUT_BACKWARD;
   back.tensor_auto = shape::same_as_first_input;

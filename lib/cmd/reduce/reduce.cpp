@@ -38,7 +38,6 @@ namespace red {
 
 namespace {
 
-
 const char* name_of(uint32_t cmd) {
   const char* n = cmd_name(cmd);
   return n ? n : "reduction";
@@ -90,8 +89,6 @@ void validate_no_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_n
   fail(CCV_NNC_EXEC_NO_KERNEL, "%s: there is no backward (the index of an extreme has no gradient)",
        name_of(cmd.cmd));
 }
-
-uint64_t word0(const uint64_t* mask, int size) { return size > 0 ? mask[0] : 0; }
 
 // libnnc's bitmasks (predicates on the first word): every forward exactly x
 // and y; SUM / MEAN backward g; MAX / MIN / NORM2 backward |g|x|y|.
@@ -169,12 +166,7 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_
 }
 
 void add_command(Registry& r, uint32_t id, TensorAutoFn tensor_auto, BitmaskFn bitmask, ValidateFn validate) {
-  CommandInfo c;
-  c.cmd = id;
-  c.tensor_auto = tensor_auto;
-  c.bitmask = bitmask;
-  c.validate = validate;
-  r.add_command(c);
+  r.add_command({.cmd = id, .tensor_auto = tensor_auto, .bitmask = bitmask, .validate = validate});
 }
 
 }  // namespace

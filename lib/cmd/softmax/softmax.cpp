@@ -55,7 +55,6 @@ namespace softmax {
 
 namespace {
 
-
 const char* dt(const ccv_nnc_tensor_t* t) { return datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)); }
 std::string dims_of(const ccv_nnc_tensor_t* t) { return shape_string(t->info.dim); }
 int type_of(const ccv_nnc_tensor_t* t) { return CCV_GET_DATA_TYPE(t->info.datatype); }
@@ -174,7 +173,6 @@ void ce_backward_shapes(const ccv_nnc_cmd_param_t&, const ccv_nnc_tensor_param_t
 
 // The bitmasks are libnnc's predicates on the first word: which slots a
 // graph must fill for the command to run (autodiff prunes by them).
-uint64_t word0(const uint64_t* mask, int size) { return size > 0 ? mask[0] : 0; }
 
 bool softmax_forward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int ib,
                              const uint64_t* outputs, int ob) {

@@ -82,8 +82,6 @@ void forward_auto(const ccv_nnc_cmd_param_t& p, const ccv_nnc_tensor_param_t* in
   outputs[0].dim[h + 1] = static_cast<int>(inputs[0].dim[h + 1] * p.upsample.width_scale + 0.5);
 }
 
-uint64_t word0(const uint64_t* mask, int size) { return size > 0 ? mask[0] : 0; }
-
 // Exactly |x| and |y|.
 bool forward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int isz, const uint64_t* outputs,
                      int osz) {
@@ -102,18 +100,8 @@ bool backward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inpu
 
 void register_upsample(Registry& r) {
   using namespace upsample;
-  CommandInfo f;
-  f.cmd = CCV_NNC_UPSAMPLE_FORWARD;
-  f.tensor_auto = forward_auto;
-  f.bitmask = forward_bitmask;
-  f.validate = validate_forward;
-  r.add_command(f);
-  CommandInfo b;
-  b.cmd = CCV_NNC_UPSAMPLE_BACKWARD;
-  b.tensor_auto = shape::same_as_first_input;
-  b.bitmask = backward_bitmask;
-  b.validate = validate_backward;
-  r.add_command(b);
+  r.add_command({.cmd = CCV_NNC_UPSAMPLE_FORWARD, .tensor_auto = forward_auto, .bitmask = forward_bitmask, .validate = validate_forward});
+  r.add_command({.cmd = CCV_NNC_UPSAMPLE_BACKWARD, .tensor_auto = shape::same_as_first_input, .bitmask = backward_bitmask, .validate = validate_backward});
   r.add_kernels(cpu_ref(types::kFloat),
                 {{CCV_NNC_UPSAMPLE_FORWARD, forward_ref}, {CCV_NNC_UPSAMPLE_BACKWARD, backward_ref}});
   r.add_kernels(cpu_opt(types::kWide),

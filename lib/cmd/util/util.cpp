@@ -26,7 +26,6 @@ namespace util {
 
 namespace {
 
-
 const char* name_of(const ccv_nnc_cmd_t& cmd) {
   const char* n = cmd_name(cmd.cmd);
   return n ? n : "command";
@@ -201,13 +200,7 @@ namespace {
 
 void add(Registry& r, uint32_t cmd, TensorAutoFn tensor_auto, BitmaskFn bitmask, InplaceFn inplace, ValidateFn validate,
          ccv_nnc_cmd_exec_f ref, ccv_nnc_cmd_exec_f opt) {
-  CommandInfo info;
-  info.cmd = cmd;
-  info.tensor_auto = tensor_auto;
-  info.bitmask = bitmask;
-  info.allow_inplace = inplace;
-  info.validate = validate;
-  r.add_command(info);
+  r.add_command({.cmd = cmd, .tensor_auto = tensor_auto, .bitmask = bitmask, .allow_inplace = inplace, .validate = validate});
   r.add_kernels(cpu_ref(types::kAll), {{cmd, ref}});
   r.add_kernels(cpu_opt(types::kAll), {{cmd, opt}});
 }
