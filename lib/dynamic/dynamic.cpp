@@ -85,7 +85,7 @@ class Small {
 
 // The variable an alias views, through freed bases (which hand their storage to the alias).
 const std::shared_ptr<ccv_nnc_tensor_t>& storage_of(const Var* v) {
-  if (v->alias_of && v->alias_of->alive) return v->alias_of->value;
+  if (v->alias_of && !v->orphan) return v->alias_of->value;
   return v->value;
 }
 
@@ -237,7 +237,7 @@ void release(DG* g, Var* v) {
 int symbol_of(DG* g, Var* v) {
   if (v->symbol >= 0) return v->symbol;
   int s;
-  if (v->alias_of && v->alias_of->alive) {
+  if (v->alias_of && !v->orphan) {
     const int b = symbol_of(g, v->alias_of);
     s = symbolic::alias_new(g->trace, {b, g->trace}, v->ofs, v->stride, v->info, nullptr).d;
   } else {
@@ -278,20 +278,25 @@ Var* new_variable(DG* g, const ccv_nnc_tensor_param_t& info, bool constant, cons
 }
 
 // Aliases of v that are alive.
-std::vector<Var*> aliases_of(DG* g, Var* v) {
-  std::vector<Var*> out;
-  for (auto& s : g->shells)
-    if (s->alive && s->alias_of == v) out.push_back(s.get());
-  return out;
-}
+// A base's live aliases (a copy: callers may free them while walking).
+std::vector<Var*> aliases_of(DG*, Var* v) { return v->aliases; }
 
 void destroy(DG* g, Var* v) {
+  if (v->alias_of && !v->orphan) {
+    auto& list = v->alias_of->aliases;
+    list.erase(std::remove(list.begin(), list.end(), v), list.end());
+  }
   for (const auto& d : v->destructors) d.first(g, tensor_of(v), d.second);
   v->destructors.clear();
   release(g, v);
   // Aliases keep viewing this storage.
-  if (!v->alias_of)
-    for (Var* a : aliases_of(g, v)) a->value = v->value;
+  if (!v->alias_of) {
+    for (Var* a : v->aliases) {
+      a->value = v->value;
+      a->orphan = true;
+    }
+    v->aliases.clear();
+  }
   v->value.reset();
   v->view.reset();
   v->alive = false;
@@ -364,7 +369,7 @@ void memo_clear(DG* g) {
 // A variable about to be handed to the caller: storage the cache holds is
 // copied first, so the caller's writes cannot reach the cache.
 void memo_unshare(DG* g, Var* v, const char* what) {
-  Var* base = v->alias_of && v->alias_of->alive ? v->alias_of : v;
+  Var* base = v->alias_of && !v->orphan ? v->alias_of : v;
   if (!base->value || !g->memo_held.count(base->value.get())) return;
   auto copy = new_storage(g, base->value->info, what);
   std::memcpy(copy->data.u8, base->value->data.u8, ccv_nnc_tensor_data_size(base->value->info));
@@ -530,7 +535,7 @@ void flush(DG* g) {
 // earlier recorded calls will make.
 DG::Source source_of(DG* g, Var* v, int i, const char* what) {
   DG::Source src;
-  Var* base = v->alias_of && v->alias_of->alive ? v->alias_of : v;
+  Var* base = v->alias_of && !v->orphan ? v->alias_of : v;
   if (base->pending) {
     src.pending = base->pending;
   } else {
@@ -667,6 +672,7 @@ NNC_API ccv_nnc_tensor_variable_t ccv_nnc_tensor_variable_alias_new(ccv_nnc_dyna
               shape_string(info.dim).c_str(), static_cast<long long>(reach), shape_string(base->info.dim).c_str(), static_cast<long long>(count));
     Var* v = new_variable(graph, info, base->constant, what);
     v->alias_of = base;
+    base->aliases.push_back(v);
     for (int i = 0; i < n; i++) {
       v->ofs[i] = ofs ? ofs[i] : 0;
       v->stride[i] = stride ? stride[i] : 0;
@@ -696,7 +702,7 @@ NNC_API ccv_nnc_tensor_t* ccv_nnc_tensor_from_variable_impl(ccv_nnc_dynamic_grap
     static const char* what = "ccv_nnc_tensor_from_variable";
     (void)stream_context;  // CPU streams: nothing is pending on them for a variable
     Var* v = check_var(graph, tensor_variable, what, "the variable");
-    Var* base = v->alias_of && v->alias_of->alive ? v->alias_of : v;
+    Var* base = v->alias_of && !v->orphan ? v->alias_of : v;
     if (base->pending) flush(graph);
     if (graph->memo_limit) memo_unshare(graph, v, what);
     if (!storage_of(v)) {
@@ -1269,7 +1275,7 @@ NNC_API void ccv_nnc_dynamic_graph_apply_gradients(ccv_nnc_dynamic_graph_t* cons
       for (int k = 0; k < aux; k++) {
         Var* a = check_var(dynamic_graph, saved_aux[i * aux + k], what, "saved_aux", i * aux + k);
         if (!storage_of(a)) {  // a fresh auxiliary tensor starts at zero
-          Var* base = a->alias_of ? a->alias_of : a;
+          Var* base = a->alias_of && !a->orphan ? a->alias_of : a;
           if (nd_of(base->info.dim) == 0) base->info = pt->info;
           base->value = new_storage(dynamic_graph, base->info, what);
           std::memset(base->value->data.u8, 0, ccv_nnc_tensor_data_size(base->value->info));

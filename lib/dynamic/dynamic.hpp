@@ -37,6 +37,8 @@ struct ccv_nnc_tensor_variable_s {
   // An alias: the variable it views, where, and its header over that
   // variable's current storage (remade whenever asked for).
   ccv_nnc_tensor_variable_s* alias_of = nullptr;
+  std::vector<ccv_nnc_tensor_variable_s*> aliases;  // of a base: its live aliases
+  bool orphan = false;  // an alias whose base was freed: it holds the base's storage in `value` (alias_of is stale)
   int ofs[CCV_NNC_MAX_DIM_ALLOC] = {};
   int stride[CCV_NNC_MAX_DIM_ALLOC] = {};
   std::unique_ptr<ccv_nnc_tensor_view_t> view;

@@ -258,6 +258,12 @@ TEST(DynamicGraph, AliasInputGradient) {
   EXPECT_EQ(ccv_nnc_tensor_variable_alias_params(g, mid, got, nullptr), 0);
   EXPECT_EQ(got[0], 1);
   EXPECT_EQ(ccv_nnc_tensor_variable_alias_params(g, x, got, nullptr), -1);
+  // Freeing the base leaves the alias its storage, even once the base's shell
+  // is reused by a new variable.
+  ccv_nnc_tensor_variable_free(g, x);
+  const V fresh = ccv_nnc_tensor_variable_new(g, f32(4, 2));
+  for (int k = 0; k < 8; k++) data(g, fresh)[k] = 100;
+  for (int k = 0; k < 4; k++) EXPECT_EQ(data(g, mid)[k], static_cast<float>(k + 2) * 0.25f - 1) << k;
   ccv_nnc_dynamic_graph_free(g);
 }
 
