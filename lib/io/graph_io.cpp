@@ -434,7 +434,7 @@ void read_graph(const char* fn, ccv_nnc_symbolic_graph_t** graph_ref, ccv_nnc_te
   NNC_CHECK(graph_ref, "%s: graph_ref is NULL", what.c_str());
   NNC_CHECK(!binds_ref == !bind_size_ref, "%s: give both tensor_binds_ref and tensor_bind_size_ref, or neither",
             what.c_str());
-  Database db = open_checkpoint(fn, false);
+  Database db = open_read_only(fn);
   Transaction tx(db.get(), "nnc_graph_read");
   sqlite3_stmt* raw = nullptr;
   if (sqlite3_prepare_v2(db.get(), "SELECT schema, checksum, data, typeof(data) FROM main.graphs WHERE name = ?1", -1, &raw,

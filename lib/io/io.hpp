@@ -51,6 +51,9 @@ using Database = std::unique_ptr<sqlite3, SqliteCloser>;
 // corrupt page is reported rather than read. Throws with SQLite's message for
 // a missing file (without `create`) or a file that is not a database.
 Database open_checkpoint(const char* path, bool create = true);
+// Open an existing file read-only (nothing in it changes, the journal mode
+// included); the same busy timeout and corruption checks.
+Database open_read_only(const char* path);
 
 // A transaction that nests: SAVEPOINT on construction, RELEASE on commit(),
 // ROLLBACK TO and RELEASE on destruction without commit (an exception or an

@@ -59,6 +59,24 @@ Database open_checkpoint(const char* path, bool create) {
   return db;
 }
 
+Database open_read_only(const char* path) {
+  NNC_CHECK(path, "open_read_only: path is NULL");
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path, &raw, SQLITE_OPEN_READONLY, nullptr);
+  Database db(raw);
+  const std::string what = std::string("opening '") + path + "'";
+  if (rc != SQLITE_OK) {
+    if (!raw) throw std::bad_alloc();
+    sqlite_fail(raw, what);
+  }
+  sqlite3_busy_timeout(raw, 5000);
+  sqlite3_extended_result_codes(raw, 1);
+  exec_sql(raw, "PRAGMA cell_size_check=ON", what);
+  // Reads the header: a file that is not a database fails here.
+  exec_sql(raw, "SELECT count(*) FROM sqlite_master", what);
+  return db;
+}
+
 namespace {
 std::string savepoint_sql(const char* verb, const std::string& name) {
   std::string sql = verb;
