@@ -1,0 +1,939 @@
+// Models: composition, compilation into planned graphs, training and inference.
+//
+// Compile builds the model once into a scratch symbolic graph to learn its
+// outputs and parameters, allocates the parameters and initialises the new
+// ones. A run (fit, evaluate) then looks for a compiled graph (a Jit) made
+// for its mode and shapes, and builds one when there is none:
+//   inference  the model with is_test set, parameters bound;
+//   fit        the model, the loss against the fits, its backward and one
+//              minimiser exec per trainable parameter, all in one graph and
+//              one arena, parameters and minimiser state bound (each update
+//              writes the tensor it read, so nothing is copied);
+//   staged     the model, its backward from gradients the caller gives and
+//              the minimiser, run in three parts by evaluate(requires_grad),
+//              backward and apply_gradients.
+// The caller's input, fit and output tensors are bound to their symbols on
+// each call (a pointer swap), never copied. A few Jits are cached, most
+// recently used first, so alternating shapes (a short last batch) do not
+// recompile.
+#include "cnnp/model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "cnnp/layers.hpp"
+#include "core/error.hpp"
+#include "nnc/ccv_nnc_easy.h"
+#include "symbolic/compile.hpp"
+
+namespace nnc::cnnp {
+
+namespace {
+
+// Public calls made from inside the library: their failure becomes ours.
+template <class F>
+auto checked(F&& f) {
+  clear_error_message();
+  if constexpr (std::is_void_v<decltype(f())>) {
+    f();
+    if (detail::t_guard.error_set) fail(CCV_NNC_EXEC_INVALID, "%s", error_message().c_str());
+  } else {
+    auto r = f();
+    if (detail::t_guard.error_set) fail(CCV_NNC_EXEC_INVALID, "%s", error_message().c_str());
+    return r;
+  }
+}
+
+bool same_params(const ccv_nnc_tensor_param_t& a, const ccv_nnc_tensor_param_t& b) {
+  return a.type == b.type && a.format == b.format && a.datatype == b.datatype &&
+         std::memcmp(a.dim, b.dim, sizeof(a.dim)) == 0;
+}
+
+std::string shape_string(const ccv_nnc_tensor_param_t& p) {
+  std::string s = "[";
+  for (int i = 0; i < CCV_NNC_MAX_DIM_ALLOC && p.dim[i] > 0; i++) s += (i ? ", " : "") + std::to_string(p.dim[i]);
+  return s + "]";
+}
+
+// splitmix64, for default initialisation (reproducible from run to run).
+struct SplitMix {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+};
+
+uint64_t g_io_sequence = 0;
+
+}  // namespace
+
+TensorRef new_tensor(const ccv_nnc_tensor_param_t& info) {
+  ccv_nnc_tensor_t* t = ccv_nnc_tensor_new(nullptr, info, 0);
+  if (!t) fail(CCV_NNC_EXEC_OOM, "cannot allocate a tensor of shape %s: %s", shape_string(info).c_str(), error_message().c_str());
+  return TensorRef(t, [](ccv_nnc_tensor_t* p) { ccv_nnc_tensor_free(p); });
+}
+
+std::string model_label(const Model& m) { return m.name.empty() ? std::string(m.kind) : m.name + " (" + m.kind + ")"; }
+
+void expect_inputs(const Model& m, const std::vector<Sym>& in, int count) {
+  NNC_CHECK(static_cast<int>(in.size()) == count, "model %s takes %d input%s, given %zu", model_label(m).c_str(), count,
+            count == 1 ? "" : "s", in.size());
+}
+
+// ---------------------------------------------------------------------------
+// Build
+
+Sym Build::tensor(const ccv_nnc_tensor_param_t& info, const char* name) {
+  Sym s = checked([&] { return ccv_nnc_tensor_symbol_new(graph, info, name); });
+  NNC_CHECK(s.d >= 0, "cannot create a tensor symbol: %s", error_message().c_str());
+  return s;
+}
+
+ccv_nnc_tensor_param_t Build::params(Sym s) const { return ccv_nnc_tensor_symbol_params(graph, s); }
+
+ccv_nnc_graph_exec_symbol_t Build::exec(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const std::vector<Sym>& inputs,
+                                        const std::vector<Sym>& outputs, const char* name) {
+  auto e = checked([&] {
+    return ccv_nnc_graph_exec_symbol_new(graph, cmd, inputs.data(), static_cast<int>(inputs.size()), outputs.data(),
+                                         static_cast<int>(outputs.size()), name);
+  });
+  NNC_CHECK(e.d >= 0, "%s", error_message().c_str());
+  if (std::memcmp(&hint, &ccv_nnc_no_hint, sizeof(hint)) != 0) checked([&] { ccv_nnc_graph_exec_symbol_set_hint(graph, e, hint); });
+  return e;
+}
+
+std::vector<Sym> Build::apply(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const std::vector<Sym>& inputs, int output_count,
+                              const char* name) {
+  std::vector<ccv_nnc_tensor_param_t> ip(inputs.size()), op(static_cast<size_t>(output_count));
+  for (size_t i = 0; i < inputs.size(); i++)
+    if (inputs[i].d >= 0) ip[i] = params(inputs[i]);
+  ccv_nnc_hint_tensor_auto(cmd, ip.data(), static_cast<int>(ip.size()), hint, op.data(), output_count);
+  std::vector<Sym> outs;
+  for (auto& p : op) outs.push_back(ccv_nnc_tensor_count(p) > 0 ? tensor(p) : tensor_auto());
+  exec(cmd, hint, inputs, outs, name);
+  return outs;
+}
+
+Sym Build::reshape(Sym s, const ccv_nnc_tensor_param_t& info) {
+  const auto src = params(s);
+  NNC_CHECK(ccv_nnc_tensor_count(src) == ccv_nnc_tensor_count(info), "reshape of %s into %s: the element counts differ",
+            shape_string(src).c_str(), shape_string(info).c_str());
+  int ofs[CCV_NNC_MAX_DIM_ALLOC] = {0}, stride[CCV_NNC_MAX_DIM_ALLOC] = {0};
+  int n = 0;
+  while (n < CCV_NNC_MAX_DIM_ALLOC && info.dim[n] > 0) n++;
+  int st = 1;
+  for (int i = n - 1; i >= 0; i--) {
+    stride[i] = st;
+    st *= info.dim[i];
+  }
+  Sym a = checked([&] { return ccv_nnc_tensor_symbol_alias_new(graph, s, ofs, stride, info, nullptr); });
+  NNC_CHECK(a.d >= 0, "reshape: %s", error_message().c_str());
+  return a;
+}
+
+std::string Build::label_of(const Model* m) {
+  auto it = label_.find(m);
+  if (it != label_.end()) return it->second;
+  std::string l;
+  if (!m->name.empty()) {
+    l = m->name;
+    int n = kind_count_["name:" + l]++;
+    if (n > 0) l += format("_%d", n + 1);
+  } else {
+    l = format("%s_%d", m->kind, kind_count_[m->kind]++);
+  }
+  label_[m] = l;
+  return l;
+}
+
+Sym Build::parameter(const Model* owner, int slot, const ParamDecl& decl) {
+  auto key = std::make_pair(owner, slot);
+  auto it = index_.find(key);
+  if (it != index_.end()) {
+    const Found& f = found[it->second];
+    NNC_CHECK(same_params(f.decl.info, decl.info), "model %s: its %s is %s in one place and %s in another (a model applied twice must see the same shapes)",
+              model_label(*owner).c_str(), decl.label, shape_string(f.decl.info).c_str(), shape_string(decl.info).c_str());
+    return f.symbol;
+  }
+  // Trainable unless a model around it (or it) says 0; -1 inherits.
+  bool trainable = decl.trainable;
+  for (int t : trainable_)
+    if (t == 0) trainable = false;
+  std::string name = label_of(owner) + "." + decl.label;
+  Sym s = tensor(decl.info, name.c_str());
+  index_[key] = found.size();
+  found.push_back({owner, slot, decl, trainable, s, name});
+  return s;
+}
+
+void Build::run(Model* m, const std::vector<Sym>& in, std::vector<Sym>& out) {
+  if (m->input_size >= 0) expect_inputs(*m, in, m->input_size);
+  trainable_.push_back(m->is_trainable);
+  out.clear();
+  m->build(*this, in, out);
+  trainable_.pop_back();
+  NNC_CHECK(static_cast<int>(out.size()) == m->output_size || m->output_size < 0, "model %s built %zu outputs, expected %d",
+            model_label(*m).c_str(), out.size(), m->output_size);
+}
+
+// ---------------------------------------------------------------------------
+// Composites
+
+namespace {
+
+struct Sequential final : Model {
+  Sequential(const char* name) : Model("sequential", name) {}
+  std::vector<std::unique_ptr<Model>> models;
+  void build(Build& b, const std::vector<Sym>& in, std::vector<Sym>& out) override {
+    std::vector<Sym> cur = in, next;
+    for (auto& m : models) {
+      b.run(m.get(), cur, next);
+      cur.swap(next);
+    }
+    out = cur;
+    output_size = static_cast<int>(out.size());
+  }
+  std::unique_ptr<Model> clone() const override {
+    auto s = std::make_unique<Sequential>(name.c_str());
+    copy_common_to(*s);
+    for (auto& m : models) s->models.push_back(m->clone());
+    s->output_size = output_size;
+    return s;
+  }
+  void children(std::vector<Model*>& out) const override {
+    for (auto& m : models) out.push_back(m.get());
+  }
+};
+
+// Every io reachable from `outputs`, in creation order (a valid build order).
+std::vector<Io*> reachable(const std::vector<Io*>& outputs) {
+  std::set<Io*> seen;
+  std::vector<Io*> stack(outputs.begin(), outputs.end()), all;
+  while (!stack.empty()) {
+    Io* io = stack.back();
+    stack.pop_back();
+    if (!io || !seen.insert(io).second) continue;
+    all.push_back(io);
+    for (Io* i : io->inputs) stack.push_back(i);
+    for (Io* i : io->dependencies) stack.push_back(i);
+  }
+  std::sort(all.begin(), all.end(), [](Io* a, Io* b) { return a->sequence < b->sequence; });
+  return all;
+}
+
+struct Functional final : Model {
+  Functional(const char* name) : Model("functional", name) {}
+  std::vector<std::unique_ptr<Io>> inputs;   // the ccv_cnnp_input()s, adopted
+  std::vector<Io*> outputs;
+  std::vector<std::unique_ptr<Model>> models;  // every model applied on the way, adopted
+
+  void build(Build& b, const std::vector<Sym>& in, std::vector<Sym>& out) override {
+    NNC_CHECK(in.size() == inputs.size(), "model %s takes %zu inputs, given %zu", model_label(*this).c_str(), inputs.size(), in.size());
+    for (size_t i = 0; i < inputs.size(); i++) inputs[i]->symbols = {in[i]};
+    std::map<Io*, std::pair<int, int>> ranges;  // exec symbols each apply added
+    for (Io* io : reachable(outputs)) {
+      if (!io->model) {
+        NNC_CHECK(!io->symbols.empty(), "model %s: an input it uses is not one of its inputs", model_label(*this).c_str());
+        continue;
+      }
+      NNC_CHECK(!io->is_parameters, "model %s: parameters used as an input are not supported yet", model_label(*this).c_str());
+      std::vector<Sym> args, res;
+      for (Io* i : io->inputs) args.insert(args.end(), i->symbols.begin(), i->symbols.end());
+      const int before = ccv_nnc_graph_exec_symbol_count(b.graph);
+      b.run(io->model, args, res);
+      const int after = ccv_nnc_graph_exec_symbol_count(b.graph);
+      ranges[io] = {before, after};
+      // Non-functional dependencies: what they added runs before what this adds.
+      for (Io* d : io->dependencies) {
+        auto r = ranges.find(d);
+        if (r == ranges.end() || r->second.first == r->second.second || before == after) continue;
+        for (int e = r->second.first; e < r->second.second; e++)
+          ccv_nnc_graph_exec_symbol_concat(b.graph, {e, b.graph}, {before, b.graph});
+      }
+      io->symbols = res;
+    }
+    out.clear();
+    for (Io* o : outputs) out.insert(out.end(), o->symbols.begin(), o->symbols.end());
+    output_size = static_cast<int>(out.size());
+    for (Io* io : reachable(outputs)) io->symbols.clear();
+  }
+
+  std::unique_ptr<Model> clone() const override {
+    auto f = std::make_unique<Functional>(name.c_str());
+    copy_common_to(*f);
+    std::map<const Model*, Model*> mm;
+    for (auto& m : models) {
+      f->models.push_back(m->clone());
+      mm[m.get()] = f->models.back().get();
+    }
+    std::map<const Io*, Io*> im;
+    for (auto& i : inputs) {
+      f->inputs.push_back(std::make_unique<Io>());
+      f->inputs.back()->sequence = i->sequence;
+      im[i.get()] = f->inputs.back().get();
+    }
+    for (Io* io : reachable(outputs)) {
+      if (!io->model) continue;
+      Model* nm = mm.at(io->model);
+      nm->ios.push_back(std::make_unique<Io>());
+      Io* n = nm->ios.back().get();
+      n->model = nm;
+      n->sequence = io->sequence;
+      n->is_parameters = io->is_parameters;
+      n->selector = io->selector;
+      n->index = io->index;
+      im[io] = n;
+    }
+    for (auto& [o, n] : im) {
+      for (Io* i : o->inputs) n->inputs.push_back(im.at(i));
+      for (Io* i : o->dependencies) n->dependencies.push_back(im.at(i));
+    }
+    for (Io* o : outputs) f->outputs.push_back(im.at(o));
+    f->output_size = output_size;
+    return f;
+  }
+  void children(std::vector<Model*>& out) const override {
+    for (auto& m : models) out.push_back(m.get());
+  }
+};
+
+// ccv_cnnp_dynamic_new: the model is made from the input shapes, again when they change.
+struct Dynamic final : Model {
+  Dynamic(ccv_cnnp_model_dynamic_f func, void* context, const char* name) : Model("dynamic", name, -1), func(func), context(context) {}
+  ccv_cnnp_model_dynamic_f func;
+  void* context;
+  std::unique_ptr<Model> made;
+  std::vector<ccv_nnc_tensor_param_t> made_for;
+  void build(Build& b, const std::vector<Sym>& in, std::vector<Sym>& out) override {
+    std::vector<ccv_nnc_tensor_param_t> shapes;
+    for (Sym s : in) shapes.push_back(b.params(s));
+    bool same = made && shapes.size() == made_for.size();
+    for (size_t i = 0; same && i < shapes.size(); i++) same = same_params(shapes[i], made_for[i]);
+    if (!same) {
+      Model* m = func(shapes.data(), static_cast<int>(shapes.size()), context);
+      NNC_CHECK(m, "model %s: its function returned no model", model_label(*this).c_str());
+      made.reset(m);
+      made_for = shapes;
+    }
+    b.run(made.get(), in, out);
+    output_size = static_cast<int>(out.size());
+  }
+  std::unique_ptr<Model> clone() const override {
+    auto d = std::make_unique<Dynamic>(func, context, name.c_str());
+    copy_common_to(*d);
+    return d;
+  }
+  void children(std::vector<Model*>& out) const override {
+    if (made) out.push_back(made.get());
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Model> Layer::clone() const {
+  auto l = std::make_unique<Layer>(kind, name.c_str(), input_size, fn, output_size);
+  copy_common_to(*l);
+  if (on_copy) l->on_free = on_copy();
+  l->on_copy = on_copy;
+  return l;
+}
+
+Model* make_sequential(Model* const* models, int size, int is_trainable, const char* name) {
+  for (int i = 0; i < size; i++) NNC_CHECK(models[i], "ccv_cnnp_sequential_new: model %d is NULL", i);
+  auto s = std::make_unique<Sequential>(name);
+  s->is_trainable = is_trainable;
+  for (int i = 0; i < size; i++) s->models.emplace_back(models[i]);
+  return s.release();
+}
+
+Io* make_input() {
+  Io* io = new Io();
+  io->sequence = ++g_io_sequence;
+  return io;
+}
+
+Io* apply(Model* m, const ccv_cnnp_model_io_t* inputs, int size) {
+  NNC_CHECK(m, "ccv_cnnp_model_apply: no model");
+  NNC_CHECK(size >= 0 && (size == 0 || inputs), "ccv_cnnp_model_apply: no inputs");
+  for (int i = 0; i < size; i++) NNC_CHECK(inputs[i], "ccv_cnnp_model_apply: input %d is NULL", i);
+  if (m->input_size >= 0 && size != m->input_size) {
+    // An io may stand for several outputs; the count is checked at build.
+  }
+  auto io = std::make_unique<Io>();
+  io->model = m;
+  io->inputs.assign(inputs, inputs + size);
+  io->sequence = ++g_io_sequence;
+  m->ios.push_back(std::move(io));
+  return m->ios.back().get();
+}
+
+Model* make_functional(const ccv_cnnp_model_io_t* inputs, int input_size, const ccv_cnnp_model_io_t* outputs, int output_size,
+                       int is_trainable, const char* name) {
+  const char* what = "ccv_cnnp_model_new";
+  NNC_CHECK(input_size >= 0 && (input_size == 0 || inputs), "%s: no inputs", what);
+  NNC_CHECK(output_size > 0 && outputs, "%s: no outputs", what);
+  for (int i = 0; i < input_size; i++) NNC_CHECK(inputs[i] && !inputs[i]->model, "%s: input %d is not a ccv_cnnp_input()", what, i);
+  for (int i = 0; i < output_size; i++) NNC_CHECK(outputs[i], "%s: output %d is NULL", what, i);
+  std::vector<Io*> outs(outputs, outputs + output_size);
+  std::set<Io*> declared(inputs, inputs + input_size);
+  std::set<Model*> models;
+  for (Io* io : reachable(outs)) {
+    if (io->model) models.insert(io->model);
+    else NNC_CHECK(declared.count(io), "%s: an output depends on an input that is not among the %d inputs given", what, input_size);
+  }
+  auto f = std::make_unique<Functional>(name);
+  f->is_trainable = is_trainable;
+  for (int i = 0; i < input_size; i++) f->inputs.emplace_back(inputs[i]);
+  f->outputs = outs;
+  // Adopt in creation order of their first apply, so parameters are named in program order.
+  std::vector<Model*> order(models.begin(), models.end());
+  auto first = [](Model* m) {
+    uint64_t s = UINT64_MAX;
+    for (auto& io : m->ios) s = std::min(s, io->sequence);
+    return s;
+  };
+  std::sort(order.begin(), order.end(), [&](Model* a, Model* b) { return first(a) < first(b); });
+  for (Model* m : order) f->models.emplace_back(m);
+  return f.release();
+}
+
+Model* make_dynamic(ccv_cnnp_model_dynamic_f func, void* context, const char* name) {
+  NNC_CHECK(func, "ccv_cnnp_dynamic_new: no function");
+  return new Dynamic(func, context, name);
+}
+
+// ---------------------------------------------------------------------------
+// Compiled graphs
+
+struct Jit {
+  enum Mode { INFER, FIT, STAGED } mode = INFER;
+  bool is_test = true;
+  std::vector<ccv_nnc_tensor_param_t> key_inputs, key_fits;
+  uint64_t disable_outgrad = 0;
+  ccv_nnc_symbolic_graph_t* sg = nullptr;
+  ccv_nnc_graph_t* graph = nullptr;
+  ccv_nnc_tensor_arena_t* ta = nullptr;
+  ccv_nnc_graph_exec_arena_t* ea = nullptr;
+  std::vector<Sym> inputs, outputs, fits;
+  Sym loss{CCV_NNC_NO_TENSOR_SYMBOL, nullptr};
+  std::vector<Sym> seeds, outgrads;          // STAGED: gradients of the outputs (bound per call), of the inputs
+  std::vector<std::pair<size_t, Sym>> grads; // STAGED: per trainable parameter, its gradient
+  // STAGED: the parts, as exec nodes of the compiled graph.
+  std::vector<ccv_nnc_graph_exec_t> fwd_src, fwd_dst, bwd_src, bwd_dst, upd_src, upd_dst;
+  ~Jit() {
+    if (graph) ccv_nnc_graph_free(graph);
+    if (ta) ccv_nnc_tensor_arena_free(ta);
+    if (ea) ccv_nnc_graph_exec_arena_free(ea);
+    if (sg) ccv_nnc_symbolic_graph_free(sg);
+  }
+};
+
+Compiled::~Compiled() = default;
+
+Compiled& compiled_of(Model* m, const char* what) {
+  NNC_CHECK(m, "%s: no model", what);
+  NNC_CHECK(m->compiled, "%s: model %s is not compiled (call ccv_cnnp_model_compile first)", what, model_label(*m).c_str());
+  return *m->compiled;
+}
+
+void drop_jits(Model* m) {
+  if (!m->compiled) return;
+  m->compiled->jits.clear();
+  m->compiled->staged = nullptr;
+  m->compiled->staged_state = 0;
+}
+
+namespace {
+
+void initialise(Param& p, SplitMix& rng) {
+  ccv_nnc_tensor_t* t = p.tensor.get();
+  const size_t n = ccv_nnc_tensor_count(t->info);
+  const Init& in = p.decl.init;
+  auto fill = [&](auto gen) {
+    if (t->info.datatype == CCV_32F) {
+      for (size_t i = 0; i < n; i++) t->data.f32[i] = static_cast<float>(gen());
+    } else if (t->info.datatype == CCV_64F) {
+      for (size_t i = 0; i < n; i++) t->data.f64[i] = gen();
+    } else {
+      // Other types: through fp32 and the library's conversion.
+      auto tmp = new_tensor([&] { auto q = t->info; q.datatype = CCV_32F; return q; }());
+      for (size_t i = 0; i < n; i++) tmp->data.f32[i] = static_cast<float>(gen());
+      ccv_nnc_tensor_t* src = tmp.get();
+      NNC_CHECK(ccv_nnc_cmd_exec(ccv_nnc_cmd(CCV_NNC_DATATYPE_CONVERSION_FORWARD, nullptr, ccv_nnc_cmd_auto, 0), ccv_nnc_no_hint, 0, &src, 1, &t, 1, nullptr) == CCV_NNC_EXEC_SUCCESS,
+                "initialising %s: %s", p.name.c_str(), error_message().c_str());
+    }
+  };
+  switch (in.kind) {
+    case Init::ZEROS: fill([] { return 0.0; }); break;
+    case Init::CONSTANT: fill([&] { return static_cast<double>(in.a); }); break;
+    case Init::UNIFORM: fill([&] { return in.a + (static_cast<double>(in.b) - in.a) * rng.uniform(); }); break;
+    case Init::NORMAL:
+      fill([&] {
+        double u1 = rng.uniform(), u2 = rng.uniform();
+        if (u1 < 1e-300) u1 = 1e-300;
+        return in.a + in.b * std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+      });
+      break;
+    case Init::COPY: {
+      NNC_CHECK(in.from, "initialising %s: no tensor to copy", p.name.c_str());
+      ccv_nnc_tensor_t* src = const_cast<ccv_nnc_tensor_t*>(in.from);
+      NNC_CHECK(ccv_nnc_tensor_count(src->info) == n, "initialising %s: the given tensor has %zu elements, the parameter %zu",
+                p.name.c_str(), static_cast<size_t>(ccv_nnc_tensor_count(src->info)), n);
+      NNC_CHECK(ccv_nnc_cmd_exec(ccv_nnc_cmd(CCV_NNC_DATA_TRANSFER_FORWARD, nullptr, ccv_nnc_cmd_auto, 0), ccv_nnc_no_hint, 0, &src, 1, &t, 1, nullptr) == CCV_NNC_EXEC_SUCCESS,
+                "initialising %s: %s", p.name.c_str(), error_message().c_str());
+      break;
+    }
+    case Init::CALLBACK: {
+      struct Ctx {
+        ccv_nnc_tensor_t* target;
+        const char* name;
+        int code = CCV_NNC_EXEC_SUCCESS;
+      } ctx{t, p.name.c_str()};
+      auto initializer = [](void* c, const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const input,
+                            const ccv_nnc_tensor_symbol_t) {
+        Ctx* x = static_cast<Ctx*>(c);
+        ccv_nnc_tensor_t* out = x->target;
+        x->code = ccv_nnc_cmd_exec(cmd, hint, flags, &input, input ? 1 : 0, &out, 1, nullptr);
+      };
+      NNC_CHECK(in.state.init, "initialising %s: no initialiser", p.name.c_str());
+      in.state.init({0, nullptr}, initializer, &ctx, in.state.context);
+      NNC_CHECK(ctx.code == CCV_NNC_EXEC_SUCCESS, "initialising %s: %s", p.name.c_str(), error_message().c_str());
+      break;
+    }
+  }
+  p.initialized = true;
+}
+
+bool is_noop(const ccv_nnc_cmd_t& c) { return c.cmd == CCV_NNC_NOOP || c.cmd == 0; }
+
+// The loss commands with a second output (the softmax or sigmoid they compute on the way).
+int loss_outputs(const ccv_nnc_cmd_t& c) {
+  return c.cmd == CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD || c.cmd == CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD ? 2 : 1;
+}
+
+// Build the model into a fresh graph and match what it declares to the compiled parameters.
+std::vector<size_t> build_into(Model* m, Jit& j, Build& b) {
+  for (size_t i = 0; i < j.key_inputs.size(); i++) j.inputs.push_back(b.tensor(j.key_inputs[i], "input"));
+  b.run(m, j.inputs, j.outputs);
+  Compiled& c = *m->compiled;
+  std::vector<size_t> which;
+  for (auto& f : b.found) {
+    size_t k = 0;
+    while (k < c.params.size() && !(c.params[k].owner == f.owner && c.params[k].slot == f.slot)) k++;
+    NNC_CHECK(k < c.params.size(), "model %s: parameter %s appeared after compile (the model changed?)", model_label(*m).c_str(), f.name.c_str());
+    NNC_CHECK(same_params(c.params[k].tensor->info, f.decl.info), "model %s: parameter %s has shape %s here, %s at compile",
+              model_label(*m).c_str(), f.name.c_str(), shape_string(f.decl.info).c_str(), shape_string(c.params[k].tensor->info).c_str());
+    which.push_back(k);
+  }
+  return which;
+}
+
+void compile_jit(Model* m, Jit& j, std::vector<ccv_nnc_tensor_bind_t>& binds, std::vector<Sym> keep) {
+  Compiled& c = *m->compiled;
+  checked([&] { ccv_nnc_graph_exec_symbol_autogen(j.sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS); });
+  keep.insert(keep.end(), j.outputs.begin(), j.outputs.end());
+  checked([&] {
+    ccv_nnc_symbolic_graph_compile(j.sg, c.compile_params, binds.data(), static_cast<int>(binds.size()), keep.data(),
+                                   static_cast<int>(keep.size()), ccv_nnc_symbolic_graph_sources(j.sg), ccv_nnc_symbolic_graph_source_size(j.sg),
+                                   ccv_nnc_symbolic_graph_destinations(j.sg), ccv_nnc_symbolic_graph_destination_size(j.sg), &j.graph, &j.ta, &j.ea);
+  });
+  NNC_CHECK(j.graph && j.ta && j.ea, "model %s: compiling its graph failed: %s", model_label(*m).c_str(), error_message().c_str());
+  if (c.max_concurrency > 0) {
+    // One CPU stream per graph for now: the kernels are threaded themselves.
+  }
+}
+
+std::unique_ptr<Jit> make_infer(Model* m, const std::vector<ccv_nnc_tensor_param_t>& shapes, bool is_test) {
+  auto j = std::make_unique<Jit>();
+  j->mode = Jit::INFER;
+  j->is_test = is_test;
+  j->key_inputs = shapes;
+  j->sg = ccv_nnc_symbolic_graph_new();
+  Build b(j->sg, is_test, false);
+  auto which = build_into(m, *j, b);
+  Compiled& c = *m->compiled;
+  std::vector<ccv_nnc_tensor_bind_t> binds;
+  for (size_t i = 0; i < which.size(); i++) binds.push_back({b.found[i].symbol, c.params[which[i]].tensor.get()});
+  compile_jit(m, *j, binds, {});
+  return j;
+}
+
+std::unique_ptr<Jit> make_fit(Model* m, const std::vector<ccv_nnc_tensor_param_t>& shapes, const std::vector<ccv_nnc_tensor_param_t>& fit_shapes) {
+  Compiled& c = *m->compiled;
+  auto j = std::make_unique<Jit>();
+  j->mode = Jit::FIT;
+  j->is_test = false;
+  j->key_inputs = shapes;
+  j->key_fits = fit_shapes;
+  j->sg = ccv_nnc_symbolic_graph_new();
+  Build b(j->sg, false, false);
+  auto which = build_into(m, *j, b);
+  NNC_CHECK(!j->outputs.empty(), "model %s has no output to fit", model_label(*m).c_str());
+  if (is_noop(c.loss)) {
+    NNC_CHECK(fit_shapes.empty(), "model %s was compiled without a loss, so its first output is the loss; fit takes no fit tensors (given %zu)",
+              model_label(*m).c_str(), fit_shapes.size());
+    j->loss = j->outputs[0];
+  } else {
+    NNC_CHECK(!fit_shapes.empty(), "model %s: fit needs the targets of its loss (no fit tensors given)", model_label(*m).c_str());
+    std::vector<Sym> ins = {j->outputs[0]};
+    for (auto& p : fit_shapes) {
+      j->fits.push_back(b.tensor(p, "fit"));
+      ins.push_back(j->fits.back());
+    }
+    j->loss = b.tensor_auto();
+    std::vector<Sym> outs = {j->loss};
+    if (loss_outputs(c.loss) == 2) outs.push_back(b.tensor_auto());
+    b.exec(c.loss, ccv_nnc_no_hint, ins, outs, "loss");
+  }
+  // The trainable parameters get one minimiser exec each.
+  std::vector<Sym> train;
+  std::vector<size_t> train_index;
+  for (size_t i = 0; i < which.size(); i++)
+    if (b.found[i].trainable && c.params[which[i]].trainable) {
+      train.push_back(b.found[i].symbol);
+      train_index.push_back(which[i]);
+    }
+  std::vector<ccv_nnc_tensor_bind_t> binds;
+  for (size_t i = 0; i < which.size(); i++) binds.push_back({b.found[i].symbol, c.params[which[i]].tensor.get()});
+  if (!train.empty()) {
+    checked([&] { ccv_nnc_graph_exec_symbol_autogen(j->sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS); });
+    const int aux = ccv_nnc_minimizer_saved_aux_size(c.minimizer);
+    NNC_CHECK(aux >= 0, "model %s: the minimiser is not one (%s)", model_label(*m).c_str(), ccv_nnc_cmd_name(c.minimizer.cmd));
+    std::vector<Sym> updated(train.size());
+    std::vector<ccv_nnc_tensor_symbol_map_t> saved(train.size() * static_cast<size_t>(aux));
+    std::vector<ccv_nnc_graph_exec_symbol_t> execs(train.size());
+    checked([&] {
+      ccv_nnc_symbolic_graph_minimize(j->sg, c.minimizer, &j->loss, 1, train.data(), static_cast<int>(train.size()), nullptr, 0,
+                                      ccv_nnc_symbolic_graph_sources(j->sg), ccv_nnc_symbolic_graph_source_size(j->sg),
+                                      ccv_nnc_symbolic_graph_destinations(j->sg), ccv_nnc_symbolic_graph_destination_size(j->sg), nullptr,
+                                      updated.data(), saved.data(), execs.data());
+    });
+    // A loss per sample is seeded with ones: the gradient of the sum, as libnnc's fit
+    // does (a minimiser's `scale`, such as SGD's, turns it into a mean).
+    Sym seed = ccv_nnc_tensor_symbol_for_backward(j->sg, j->loss);
+    if (seed.d >= 0 && ccv_nnc_tensor_count(b.params(j->loss)) > 1)
+      checked([&] { ccv_nnc_tensor_symbol_set_flags(j->sg, seed, CCV_NNC_TENSOR_SYMBOL_INIT_ONES); });
+    for (size_t i = 0; i < train.size(); i++) {
+      Param& p = c.params[train_index[i]];
+      if (p.minimizer.cmd != c.minimizer.cmd || std::memcmp(&p.minimizer.info, &c.minimizer.info, sizeof(p.minimizer.info)) != 0)
+        checked([&] { ccv_nnc_graph_exec_symbol_set(j->sg, execs[i], p.minimizer); });
+      binds.push_back({updated[i], p.tensor.get()});
+      if (p.aux.size() != static_cast<size_t>(aux)) {
+        p.aux.clear();
+        for (int a = 0; a < aux; a++) {
+          p.aux.push_back(new_tensor(p.tensor->info));
+          ccv_nnc_tensor_zero(p.aux.back().get());
+        }
+      }
+      for (int a = 0; a < aux; a++) {
+        binds.push_back({saved[i * aux + a].source, p.aux[a].get()});
+        binds.push_back({saved[i * aux + a].destination, p.aux[a].get()});
+      }
+    }
+  }
+  compile_jit(m, *j, binds, {j->loss});
+  return j;
+}
+
+std::vector<ccv_nnc_tensor_param_t> shapes_of(ccv_nnc_tensor_t* const* ts, int n, const char* what, const char* kind) {
+  std::vector<ccv_nnc_tensor_param_t> s;
+  for (int i = 0; i < n; i++) {
+    NNC_CHECK(ts[i], "%s: %s %d is NULL", what, kind, i);
+    s.push_back(ts[i]->info);
+  }
+  return s;
+}
+
+bool same_list(const std::vector<ccv_nnc_tensor_param_t>& a, const std::vector<ccv_nnc_tensor_param_t>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); i++)
+    if (!same_params(a[i], b[i])) return false;
+  return true;
+}
+
+constexpr size_t kMaxJits = 4;
+
+template <class Match, class Make>
+Jit* find_jit(Compiled& c, Match match, Make make) {
+  for (size_t i = 0; i < c.jits.size(); i++)
+    if (match(*c.jits[i])) {
+      std::rotate(c.jits.begin(), c.jits.begin() + static_cast<long>(i), c.jits.begin() + static_cast<long>(i) + 1);
+      return c.jits.front().get();
+    }
+  auto j = make();
+  if (c.jits.size() >= kMaxJits) {
+    if (c.staged == c.jits.back().get()) {
+      c.staged = nullptr;
+      c.staged_state = 0;
+    }
+    c.jits.pop_back();
+  }
+  c.jits.insert(c.jits.begin(), std::move(j));
+  return c.jits.front().get();
+}
+
+void bind_all(Jit& j, const std::vector<Sym>& syms, ccv_nnc_tensor_t* const* ts, int n, const char* what, const char* kind) {
+  for (int i = 0; i < n && i < static_cast<int>(syms.size()); i++) {
+    if (!ts[i]) {
+      symbolic::bind(j.ta, syms[i], nullptr);
+      continue;
+    }
+    try {
+      symbolic::bind(j.ta, syms[i], ts[i]);
+    } catch (const Error& e) {
+      fail(CCV_NNC_EXEC_INVALID, "%s: %s %d: %s", what, kind, i, e.what());
+    }
+  }
+}
+
+// The caller's output tensors, or the arena's where none is given.
+void bind_outputs(Jit& j, ccv_nnc_tensor_t* const* outputs, int output_size, const char* what) {
+  std::vector<ccv_nnc_tensor_t*> outs(j.outputs.size(), nullptr);
+  for (int i = 0; i < output_size && i < static_cast<int>(outs.size()); i++) outs[static_cast<size_t>(i)] = outputs[i];
+  bind_all(j, j.outputs, outs.data(), static_cast<int>(outs.size()), what, "output");
+}
+
+void run(Model* m, Jit& j, const char* what, const std::vector<ccv_nnc_graph_exec_t>& src = {},
+         const std::vector<ccv_nnc_graph_exec_t>& dst = {}) {
+  m->cancelled = 0;
+  const int r = ccv_nnc_graph_run(j.graph, 0, src.empty() ? nullptr : src.data(), static_cast<int>(src.size()),
+                                  dst.empty() ? nullptr : dst.data(), static_cast<int>(dst.size()), nullptr, nullptr);
+  if (r != CCV_NNC_EXEC_SUCCESS) fail(r, "%s: %s", what, error_message().c_str());
+}
+
+}  // namespace
+
+void compile(Model* m, const ccv_nnc_tensor_param_t* inputs, int input_size, const ccv_nnc_cmd_t& minimizer, const ccv_nnc_cmd_t& loss) {
+  const char* what = "ccv_cnnp_model_compile";
+  NNC_CHECK(m, "%s: no model", what);
+  NNC_CHECK(input_size > 0 && inputs, "%s: model %s needs the shapes of its inputs (none given)", what, model_label(*m).c_str());
+  for (int i = 0; i < input_size; i++)
+    NNC_CHECK(ccv_nnc_tensor_count(inputs[i]) > 0, "%s: input %d has no shape", what, i);
+  NNC_CHECK(is_noop(minimizer) || ccv_nnc_minimizer_saved_aux_size(minimizer) >= 0, "%s: %s is not a minimiser", what,
+            ccv_nnc_cmd_name(minimizer.cmd));
+  // Discover the parameters in a scratch graph.
+  ccv_nnc_symbolic_graph_t* sg = ccv_nnc_symbolic_graph_new();
+  struct Free {
+    ccv_nnc_symbolic_graph_t* g;
+    ~Free() { ccv_nnc_symbolic_graph_free(g); }
+  } free_sg{sg};
+  Build b(sg, false, true);
+  std::vector<Sym> in, out;
+  for (int i = 0; i < input_size; i++) in.push_back(b.tensor(inputs[i], "input"));
+  b.run(m, in, out);
+  auto old = std::move(m->compiled);
+  auto c = std::make_unique<Compiled>();
+  c->inputs.assign(inputs, inputs + input_size);
+  c->minimizer = minimizer;
+  c->loss = loss;
+  if (old) {
+    c->compile_params = old->compile_params;
+    c->workspace_size = old->workspace_size;
+    c->max_concurrency = old->max_concurrency;
+  }
+  for (Sym o : out) c->outputs.push_back(b.params(o));
+  SplitMix rng{0x6e6e635f6d6f6465ull};
+  std::set<std::string> names;
+  for (auto& f : b.found) {
+    Param p;
+    p.owner = f.owner;
+    p.slot = f.slot;
+    p.decl = f.decl;
+    p.trainable = f.trainable;
+    p.minimizer = minimizer;
+    p.name = f.name;
+    for (int k = 2; !names.insert(p.name).second; k++) p.name = f.name + "_" + std::to_string(k);
+    // A recompile keeps what the parameters hold.
+    if (old)
+      for (auto& q : old->params)
+        if (q.owner == p.owner && q.slot == p.slot && q.tensor && same_params(q.tensor->info, f.decl.info)) {
+          p.tensor = q.tensor;
+          p.initialized = q.initialized;
+          p.aux = q.aux;
+          if (q.minimizer.cmd == old->minimizer.cmd) p.minimizer = minimizer;
+          else p.minimizer = q.minimizer;
+        }
+    if (!p.tensor) p.tensor = new_tensor(f.decl.info);
+    c->params.push_back(std::move(p));
+  }
+  for (auto& p : c->params)
+    if (!p.initialized) initialise(p, rng);
+  m->compiled = std::move(c);
+}
+
+void fit(Model* m, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* fits, int fit_size,
+         ccv_nnc_tensor_t* const* outputs, int output_size) {
+  const char* what = "ccv_cnnp_model_fit";
+  Compiled& c = compiled_of(m, what);
+  NNC_CHECK(!is_noop(c.minimizer), "%s: model %s was compiled without a minimiser", what, model_label(*m).c_str());
+  NNC_CHECK(input_size == static_cast<int>(c.inputs.size()) && inputs, "%s: model %s was compiled with %zu inputs, given %d", what,
+            model_label(*m).c_str(), c.inputs.size(), input_size);
+  NNC_CHECK(fit_size >= 0 && (fit_size == 0 || fits), "%s: no fit tensors", what);
+  NNC_CHECK(output_size >= 0 && output_size <= static_cast<int>(c.outputs.size()) && (output_size == 0 || outputs),
+            "%s: model %s has %zu outputs, given %d", what, model_label(*m).c_str(), c.outputs.size(), output_size);
+  auto shapes = shapes_of(inputs, input_size, what, "input");
+  auto fit_shapes = shapes_of(fits, fit_size, what, "fit");
+  for (size_t i = 0; i < shapes.size(); i++)
+    NNC_CHECK(shapes[i].datatype == c.inputs[i].datatype, "%s: input %zu has another data type than at compile", what, i);
+  Jit* j = find_jit(
+      c, [&](const Jit& x) { return x.mode == Jit::FIT && same_list(x.key_inputs, shapes) && same_list(x.key_fits, fit_shapes); },
+      [&] { return make_fit(m, shapes, fit_shapes); });
+  bind_all(*j, j->inputs, inputs, input_size, what, "input");
+  bind_all(*j, j->fits, fits, fit_size, what, "fit");
+  bind_outputs(*j, outputs, output_size, what);
+  run(m, *j, what);
+  c.staged_state = 0;
+}
+
+void evaluate(Model* m, const ccv_cnnp_evaluate_param_t& params, ccv_nnc_tensor_t* const* inputs, int input_size,
+              ccv_nnc_tensor_t* const* outputs, int output_size, bool dry_run) {
+  const char* what = dry_run ? "ccv_cnnp_model_dry_run" : "ccv_cnnp_model_evaluate";
+  Compiled& c = compiled_of(m, what);
+  NNC_CHECK(input_size == static_cast<int>(c.inputs.size()) && inputs, "%s: model %s was compiled with %zu inputs, given %d", what,
+            model_label(*m).c_str(), c.inputs.size(), input_size);
+  NNC_CHECK(output_size >= 0 && output_size <= static_cast<int>(c.outputs.size()) && (output_size == 0 || outputs),
+            "%s: model %s has %zu outputs, given %d", what, model_label(*m).c_str(), c.outputs.size(), output_size);
+  auto shapes = shapes_of(inputs, input_size, what, "input");
+  for (size_t i = 0; i < shapes.size(); i++)
+    NNC_CHECK(shapes[i].datatype == c.inputs[i].datatype, "%s: input %zu has another data type than at compile", what, i);
+  if (params.requires_grad) fail(CCV_NNC_EXEC_INVALID, "%s: requires_grad (evaluate, then backward) is not supported yet; use ccv_cnnp_model_fit", what);
+  const bool is_test = params.is_test != 0;
+  Jit* j = find_jit(
+      c, [&](const Jit& x) { return x.mode == Jit::INFER && x.is_test == is_test && same_list(x.key_inputs, shapes); },
+      [&] { return make_infer(m, shapes, is_test); });
+  bind_all(*j, j->inputs, inputs, input_size, what, "input");
+  bind_outputs(*j, outputs, output_size, what);
+  if (!dry_run) run(m, *j, what);
+}
+
+void backward(Model* m, ccv_nnc_tensor_t* const*, int, ccv_nnc_tensor_t* const*, int) {
+  compiled_of(m, "ccv_cnnp_model_backward");
+  fail(CCV_NNC_EXEC_INVALID, "ccv_cnnp_model_backward: not supported yet (evaluate with requires_grad is not either); use ccv_cnnp_model_fit");
+}
+
+void apply_gradients(Model* m) {
+  compiled_of(m, "ccv_cnnp_model_apply_gradients");
+  fail(CCV_NNC_EXEC_INVALID, "ccv_cnnp_model_apply_gradients: not supported yet; use ccv_cnnp_model_fit");
+}
+
+std::vector<Param*> select(Model* m, const Io* io, const char* what) {
+  Compiled& c = compiled_of(m, what);
+  NNC_CHECK(io, "%s: no parameters given", what);
+  NNC_CHECK(io->is_parameters, "%s: the io given is not from ccv_cnnp_model_parameters", what);
+  // The models inside the selection's model.
+  std::set<const Model*> inside;
+  std::vector<Model*> stack = {io->model};
+  while (!stack.empty()) {
+    Model* x = stack.back();
+    stack.pop_back();
+    if (!inside.insert(x).second) continue;
+    x->children(stack);
+  }
+  std::vector<Param*> r;
+  for (auto& p : c.params)
+    if (inside.count(p.owner) && (io->selector < 0 || p.decl.selector == io->selector)) r.push_back(&p);
+  if (io->index >= 0) {
+    NNC_CHECK(io->index < static_cast<int>(r.size()), "%s: model %s has %zu such parameters, index %d asked for", what,
+              model_label(*io->model).c_str(), r.size(), io->index);
+    r = {r[static_cast<size_t>(io->index)]};
+  }
+  return r;
+}
+
+void set_minimizer(Model* m, const ccv_nnc_cmd_t& minimizer, int reset, const ccv_cnnp_model_io_t* parameters, int parameter_size) {
+  const char* what = "ccv_cnnp_model_set_minimizer";
+  Compiled& c = compiled_of(m, what);
+  const int aux = ccv_nnc_minimizer_saved_aux_size(minimizer);
+  NNC_CHECK(aux >= 0, "%s: %s is not a minimiser", what, ccv_nnc_cmd_name(minimizer.cmd));
+  std::vector<Param*> ps;
+  if (parameter_size > 0) {
+    NNC_CHECK(parameters, "%s: no parameters", what);
+    for (int i = 0; i < parameter_size; i++) {
+      auto s = select(m, parameters[i], what);
+      ps.insert(ps.end(), s.begin(), s.end());
+    }
+  } else {
+    for (auto& p : c.params) ps.push_back(&p);
+  }
+  bool rebuild = false;
+  for (Param* p : ps) {
+    if (p->minimizer.cmd != minimizer.cmd) rebuild = true;
+    if (std::memcmp(&p->minimizer.info, &minimizer.info, sizeof(minimizer.info)) != 0) rebuild = true;
+    p->minimizer = minimizer;
+    if (reset || static_cast<int>(p->aux.size()) != aux)
+      for (auto& a : p->aux) ccv_nnc_tensor_zero(a.get());
+  }
+  if (parameter_size <= 0) c.minimizer = minimizer;
+  if (!rebuild) return;
+  // Only the minimiser execs change: update them in the compiled graphs.
+  for (auto& j : c.jits) {
+    if (j->mode != Jit::FIT) continue;
+    const int n = ccv_nnc_graph_exec_symbol_count(j->sg);
+    bool changed = false;
+    for (int e = 0; e < n; e++) {
+      ccv_nnc_graph_exec_symbol_t s{e, j->sg};
+      ccv_nnc_cmd_t cmd = ccv_nnc_graph_exec_symbol_cmd(j->sg, s);
+      if (ccv_nnc_minimizer_saved_aux_size(cmd) < 0) continue;
+      // Which parameter it updates: its second input.
+      const int* ins;
+      int in_size;
+      const int* outs;
+      int out_size;
+      ccv_nnc_graph_exec_symbol_io(j->sg, s, &ins, &in_size, &outs, &out_size);
+      if (in_size < 2) continue;
+      ccv_nnc_tensor_t* t = symbolic::tensor_from_symbol(j->ta, {ins[1], j->sg});
+      for (Param* p : ps)
+        if (t && t->data.u8 == p->tensor->data.u8) {
+          if (ccv_nnc_minimizer_saved_aux_size(p->minimizer) != ccv_nnc_minimizer_saved_aux_size(cmd)) {
+            changed = false;
+            j->key_inputs.clear();  // never matches again: rebuilt on next fit
+            break;
+          }
+          ccv_nnc_graph_exec_symbol_set(j->sg, s, p->minimizer);
+          changed = true;
+        }
+    }
+    if (changed) ccv_nnc_graph_exec_reinit(j->ea, j->graph, j->sg);
+  }
+}
+
+void dot(const Model* m, int flags, FILE** outs, int out_size) {
+  NNC_CHECK(m, "ccv_cnnp_model_dot: no model");
+  NNC_CHECK(out_size > 0 && outs && outs[0], "ccv_cnnp_model_dot: no output file");
+  NNC_CHECK(m->compiled && !m->compiled->jits.empty(), "ccv_cnnp_model_dot: model %s has no compiled graph yet (fit or evaluate it first)",
+            model_label(*m).c_str());
+  ccv_nnc_symbolic_graph_dot(m->compiled->jits.front()->sg, flags, outs[0]);
+}
+
+void format_jit(const Model* m, ccv_nnc_symbolic_graph_format_f f, void* context) {
+  Jit& j = *m->compiled->jits.front();
+  ccv_nnc_symbolic_graph_format(j.sg, ccv_nnc_symbolic_graph_sources(j.sg), ccv_nnc_symbolic_graph_source_size(j.sg),
+                                ccv_nnc_symbolic_graph_destinations(j.sg), ccv_nnc_symbolic_graph_destination_size(j.sg), f, context);
+}
+
+void cancel_jits(Model* m) {
+  if (!m->compiled) return;
+  for (auto& j : m->compiled->jits)
+    if (j->graph) ccv_nnc_graph_cancel(j->graph);
+}
+
+uint64_t memory_size(const Model* m) {
+  if (!m || !m->compiled) return 0;
+  uint64_t s = 0;
+  for (auto& p : m->compiled->params) {
+    s += ccv_nnc_tensor_data_size(p.tensor->info);
+    for (auto& a : p.aux) s += ccv_nnc_tensor_data_size(a->info);
+  }
+  for (auto& j : m->compiled->jits) s += j->ta->size;
+  return s;
+}
+
+}  // namespace nnc::cnnp
+
+ccv_cnnp_model_s::~ccv_cnnp_model_s() { delete absorbed; }

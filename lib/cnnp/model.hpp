@@ -1,0 +1,223 @@
+// Level 5: models (libnnc's ccv_cnnp_model_*).
+//
+// A model is a node of a tree: a leaf layer (convolution, dense, ...) or a
+// composite (sequential, functional) that owns the models inside it. A model
+// is turned into computation by build(): given tensor symbols for its inputs
+// in a symbolic graph, it adds exec symbols and returns the symbols of its
+// outputs. Compiling a model builds it once to learn its parameters (their
+// shapes, names and initialisers); every mode it then runs in (inference,
+// training) is built again into its own symbolic graph, planned and compiled
+// once, and cached by the shapes it was built for.
+//
+// Parameters belong to the top model being compiled: tensors that outlive
+// every compiled graph, bound into each. A parameter is identified by the
+// leaf model that declares it and a slot number, so a model applied twice in
+// a functional model declares the same parameters twice and gets one tensor.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nnc/ccv_nnc.h"
+
+namespace nnc::cnnp {
+
+using Sym = ccv_nnc_tensor_symbol_t;
+
+// A tensor the model owns (or shares with another model: share_parameters).
+using TensorRef = std::shared_ptr<ccv_nnc_tensor_t>;
+TensorRef new_tensor(const ccv_nnc_tensor_param_t& info);
+
+// How a parameter gets its first value.
+struct Init {
+  enum Kind { ZEROS, CONSTANT, UNIFORM, NORMAL, COPY, CALLBACK } kind = ZEROS;
+  float a = 0, b = 0;                        // CONSTANT: a; UNIFORM: [a, b); NORMAL: mean a, std b
+  const ccv_nnc_tensor_t* from = nullptr;    // COPY: the caller's tensor (must outlive compile)
+  ccv_cnnp_cmd_exec_io_init_state_t state{}; // CALLBACK: ccv_cnnp_cmd_exec's init state
+  static Init zeros() { return {}; }
+  static Init constant(float v) { Init i; i.kind = CONSTANT; i.a = v; return i; }
+  static Init uniform(float lo, float hi) { Init i; i.kind = UNIFORM; i.a = lo; i.b = hi; return i; }
+  static Init normal(float mean, float std) { Init i; i.kind = NORMAL; i.a = mean; i.b = std; return i; }
+};
+
+// A parameter slot declared by a leaf model while it builds.
+struct ParamDecl {
+  ccv_nnc_tensor_param_t info{};
+  Init init;
+  const char* label = "weight";   // the last part of the parameter's name
+  int selector = CCV_CNNP_PARAMETER_SELECT_WEIGHT;
+  bool trainable = true;          // false: a persisted state (batch norm's running statistics)
+};
+
+using Model = ::ccv_cnnp_model_s;
+using Io = ::ccv_cnnp_model_io_s;
+
+// One build of a model tree into a symbolic graph.
+class Build {
+ public:
+  Build(ccv_nnc_symbolic_graph_t* graph, bool is_test, bool discover) : graph(graph), is_test(is_test), discover_(discover) {}
+  ccv_nnc_symbolic_graph_t* const graph;
+  const bool is_test;
+  // The symbol of `owner`'s parameter `slot` in this graph (the same symbol
+  // when the slot is asked for again).
+  Sym parameter(const Model* owner, int slot, const ParamDecl& decl);
+  // A symbol of the graph, with the shape given or inferred by the exec that writes it.
+  Sym tensor(const ccv_nnc_tensor_param_t& info, const char* name = nullptr);
+  Sym tensor_auto() { return tensor(ccv_nnc_tensor_auto); }
+  // An exec; throws with the graph's message when it is refused.
+  ccv_nnc_graph_exec_symbol_t exec(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const std::vector<Sym>& inputs,
+                                   const std::vector<Sym>& outputs, const char* name = nullptr);
+  // An exec whose outputs are new symbols shaped by the command's shape
+  // inference with this hint (NO_TENSOR inputs allowed); returns them.
+  std::vector<Sym> apply(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const std::vector<Sym>& inputs, int output_count,
+                         const char* name = nullptr);
+  // A view of `s` with another shape over the same (contiguous) elements.
+  Sym reshape(Sym s, const ccv_nnc_tensor_param_t& info);
+  // Run `m` (trainability inherited as the tree says).
+  void run(Model* m, const std::vector<Sym>& in, std::vector<Sym>& out);
+  ccv_nnc_tensor_param_t params(Sym s) const;
+
+  struct Found {  // a parameter as the build met it
+    const Model* owner;
+    int slot;
+    ParamDecl decl;
+    bool trainable;  // after is_trainable of the models around it
+    Sym symbol;
+    std::string name;
+  };
+  std::vector<Found> found;  // in the order first declared
+ private:
+  bool discover_;
+  std::map<std::pair<const Model*, int>, size_t> index_;
+  std::vector<int> trainable_;  // stack of is_trainable (1, 0, -1) of the models being built
+  std::map<std::string, int> kind_count_;
+  std::map<const Model*, std::string> label_;
+ public:
+  std::string label_of(const Model* m);
+};
+
+struct Param {
+  const Model* owner = nullptr;
+  int slot = 0;
+  std::string name;
+  ParamDecl decl;
+  bool trainable = true;
+  TensorRef tensor;
+  bool initialized = false;
+  std::vector<TensorRef> aux;  // the minimiser's saved state (zeros at first)
+  ccv_nnc_cmd_t minimizer{};   // this parameter's minimiser (the model's unless set)
+  TensorRef gradient;          // after ccv_cnnp_model_backward
+};
+
+struct Jit;  // a compiled graph for one mode and one set of shapes (model.cpp)
+
+// What ccv_cnnp_model_compile gives the top model.
+struct Compiled {
+  std::vector<ccv_nnc_tensor_param_t> inputs;
+  ccv_nnc_cmd_t minimizer{}, loss{};
+  std::vector<Param> params;
+  std::vector<ccv_nnc_tensor_param_t> outputs;
+  std::vector<std::unique_ptr<Jit>> jits;  // most recently used first
+  Jit* staged = nullptr;                   // the graph evaluate(requires_grad) ran, for backward / apply_gradients
+  int staged_state = 0;                    // 0 none, 1 forward ran, 2 backward ran
+  ccv_nnc_symbolic_graph_compile_param_t compile_params{};
+  size_t workspace_size = 0;
+  int max_concurrency = 0;
+  ~Compiled();
+};
+
+}  // namespace nnc::cnnp
+
+// The C handle types are the C++ objects.
+struct ccv_cnnp_model_io_s {
+  ccv_cnnp_model_s* model = nullptr;         // the model applied; NULL for an input
+  std::vector<ccv_cnnp_model_io_s*> inputs;  // what it was applied to
+  std::vector<ccv_cnnp_model_io_s*> dependencies;
+  uint64_t sequence = 0;                     // creation order: a valid build order
+  // ccv_cnnp_model_parameters: a selection of the model's parameters.
+  bool is_parameters = false;
+  int selector = -1, index = -1;
+  std::vector<nnc::cnnp::Sym> symbols;       // during one build
+};
+
+struct ccv_cnnp_model_s {
+  ccv_cnnp_model_s(const char* kind, const char* name, int output_size = 1) : kind(kind), name(name ? name : ""), output_size(output_size) {}
+  virtual ~ccv_cnnp_model_s();
+  ccv_cnnp_model_s(const ccv_cnnp_model_s&) = delete;
+  ccv_cnnp_model_s& operator=(const ccv_cnnp_model_s&) = delete;
+
+  const char* kind;  // "convolution", "sequential", ...
+  std::string name;
+  int is_trainable = -1;
+  int output_size = 1;
+  int input_size = -1;  // -1: any number
+  std::vector<std::unique_ptr<ccv_cnnp_model_io_s>> ios;  // applies of this model and parameter selections
+  std::vector<std::pair<ccv_cnnp_model_notify_f, void*>> hooks;
+  std::unique_ptr<nnc::cnnp::Compiled> compiled;
+  int gradient_checkpointing = 0;
+  ccv_cnnp_model_io_reader_f reader = nullptr;
+  ccv_cnnp_model_io_writer_f writer = nullptr;
+  volatile int cancelled = 0;
+  ccv_cnnp_model_s* absorbed = nullptr;  // ccv_cnnp_model_absorb's structure, owned
+
+  // Add this model's computation to b.graph.
+  virtual void build(nnc::cnnp::Build& b, const std::vector<nnc::cnnp::Sym>& in, std::vector<nnc::cnnp::Sym>& out) = 0;
+  // A fresh copy of the structure (no compiled state).
+  virtual std::unique_ptr<ccv_cnnp_model_s> clone() const = 0;
+  // The models this one owns, in order.
+  virtual void children(std::vector<ccv_cnnp_model_s*>& out) const { (void)out; }
+  // Called with the copy made by clone() to copy the common fields.
+  void copy_common_to(ccv_cnnp_model_s& m) const {
+    m.is_trainable = is_trainable;
+    m.input_size = input_size;
+    m.gradient_checkpointing = gradient_checkpointing;
+  }
+};
+
+namespace nnc::cnnp {
+
+// A leaf whose build is a function (most layers).
+struct Layer final : Model {
+  using Fn = std::function<void(const Layer& self, Build& b, const std::vector<Sym>& in, std::vector<Sym>& out)>;
+  Layer(const char* kind, const char* name, int inputs, Fn fn, int outputs = 1) : Model(kind, name, outputs), fn(std::move(fn)) {
+    input_size = inputs;
+  }
+  Fn fn;
+  std::function<void()> on_free;            // releases a caller context (debug, cmd_exec init states)
+  std::function<std::function<void()>()> on_copy;  // copies it for clone(); returns the copy's on_free
+  void build(Build& b, const std::vector<Sym>& in, std::vector<Sym>& out) override { fn(*this, b, in, out); }
+  std::unique_ptr<Model> clone() const override;
+  ~Layer() override {
+    if (on_free) on_free();
+  }
+};
+
+// Throws nnc::Error (INVALID) naming the model when a layer gets the wrong number of inputs.
+void expect_inputs(const Model& m, const std::vector<Sym>& in, int count);
+std::string model_label(const Model& m);
+
+// Compile-time and run-time entry points used by api.cpp.
+void compile(Model* m, const ccv_nnc_tensor_param_t* inputs, int input_size, const ccv_nnc_cmd_t& minimizer, const ccv_nnc_cmd_t& loss);
+void fit(Model* m, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* fits, int fit_size,
+         ccv_nnc_tensor_t* const* outputs, int output_size);
+void evaluate(Model* m, const ccv_cnnp_evaluate_param_t& params, ccv_nnc_tensor_t* const* inputs, int input_size,
+              ccv_nnc_tensor_t* const* outputs, int output_size, bool dry_run);
+void backward(Model* m, ccv_nnc_tensor_t* const* ingrads, int ingrad_size, ccv_nnc_tensor_t* const* outgrads, int outgrad_size);
+void apply_gradients(Model* m);
+Compiled& compiled_of(Model* m, const char* what);
+// The parameters a selection io names (every parameter for ALL_PARAMETERS).
+std::vector<Param*> select(Model* m, const Io* io, const char* what);
+void set_minimizer(Model* m, const ccv_nnc_cmd_t& minimizer, int reset, const ccv_cnnp_model_io_t* parameters, int parameter_size);
+void dot(const Model* m, int flags, FILE** outs, int out_size);
+uint64_t memory_size(const Model* m);
+// ccv_nnc_symbolic_graph_format over the most recently used compiled graph.
+void format_jit(const Model* m, ccv_nnc_symbolic_graph_format_f f, void* context);
+// Stop the compiled graphs' runs in progress.
+void cancel_jits(Model* m);
+// Forget the compiled graphs (parameters stay).
+void drop_jits(Model* m);
+
+}  // namespace nnc::cnnp

@@ -1,0 +1,428 @@
+// Level 5: models. Outputs against the command-level computation with the
+// same parameters, gradients (through one plain SGD step of fit) against
+// central finite differences of a double-precision loss, composition,
+// parameter access and bad input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "nnc/ccv_nnc.h"
+#include "nnc/ccv_nnc_easy.h"
+#include "test_util.hpp"
+
+using nnc_test::cpu_param;
+using nnc_test::Tensor;
+
+namespace {
+
+ccv_nnc_cmd_t cmd(uint32_t id) {
+  ccv_nnc_cmd_param_t p = nnc_test::no_params();
+  if (id == CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD) p.label_smoothing.trim1 = 1;  // as CMD_SOFTMAX_CROSSENTROPY_FORWARD()
+  return ccv_nnc_cmd(id, nullptr, p, 0);
+}
+
+ccv_nnc_cmd_t sgd(float rate, float scale, float momentum) {
+  ccv_nnc_cmd_param_t p = nnc_test::no_params();
+  p.sgd.rate = rate, p.sgd.scale = scale, p.sgd.momentum = momentum;
+  return ccv_nnc_cmd(CCV_NNC_SGD_FORWARD, nullptr, p, 0);
+}
+
+ccv_nnc_hint_t hint(int stride, int border) {
+  ccv_nnc_hint_t h;
+  std::memset(&h, 0, sizeof(h));
+  h.stride.dim[0] = h.stride.dim[1] = stride;
+  h.border.begin[0] = h.border.begin[1] = h.border.end[0] = h.border.end[1] = border;
+  return h;
+}
+
+struct Dim {
+  int d[CCV_NNC_MAX_DIM_ALLOC] = {0};
+  Dim(int a, int b) { d[0] = a, d[1] = b; }
+};
+
+// conv(3 filters 3x3 pad 1) -> relu -> max-pool 2x2 -> flatten -> dense(4)
+ccv_cnnp_model_t* small_net(int filters = 3, int classes = 4) {
+  Dim k3(3, 3), k2(2, 2);
+  ccv_cnnp_model_t* layers[] = {
+      ccv_cnnp_convolution(1, filters, k3.d, nullptr, 0, hint(1, 1), 0, 1, "conv"),
+      ccv_cnnp_relu(nullptr),
+      ccv_cnnp_max_pool(k2.d, hint(2, 0), nullptr),
+      ccv_cnnp_flatten(nullptr),
+      ccv_cnnp_dense(classes, 0, 0, 1, "fc"),
+  };
+  return ccv_cnnp_sequential_new(layers, 5, 1, "net");
+}
+
+std::vector<double> to_vec(ccv_nnc_tensor_t* t) {
+  const size_t n = ccv_nnc_tensor_count(t->info);
+  std::vector<double> v(n);
+  for (size_t i = 0; i < n; i++) v[i] = t->info.datatype == CCV_64F ? t->data.f64[i] : t->data.f32[i];
+  return v;
+}
+
+// The reference forward pass in double, NCHW, for small_net.
+struct RefNet {
+  int N, C, H, W, K, classes;
+  std::vector<double> cw, cb, fw, fb;
+  std::vector<double> logits(const std::vector<double>& x) const {
+    const int OH = H / 2, OW = W / 2;
+    std::vector<double> pooled(static_cast<size_t>(N) * K * OH * OW);
+    for (int n = 0; n < N; n++)
+      for (int k = 0; k < K; k++) {
+        std::vector<double> y(static_cast<size_t>(H) * W);
+        for (int i = 0; i < H; i++)
+          for (int j = 0; j < W; j++) {
+            double s = cb[static_cast<size_t>(k)];
+            for (int c = 0; c < C; c++)
+              for (int a = 0; a < 3; a++)
+                for (int b = 0; b < 3; b++) {
+                  const int ii = i + a - 1, jj = j + b - 1;
+                  if (ii < 0 || jj < 0 || ii >= H || jj >= W) continue;
+                  s += x[((static_cast<size_t>(n) * C + c) * H + ii) * W + jj] * cw[((static_cast<size_t>(k) * C + c) * 3 + a) * 3 + b];
+                }
+            y[static_cast<size_t>(i) * W + j] = std::max(s, 0.0);
+          }
+        for (int i = 0; i < OH; i++)
+          for (int j = 0; j < OW; j++) {
+            double m = -1e300;
+            for (int a = 0; a < 2; a++)
+              for (int b = 0; b < 2; b++) m = std::max(m, y[static_cast<size_t>(2 * i + a) * W + 2 * j + b]);
+            pooled[((static_cast<size_t>(n) * K + k) * OH + i) * OW + j] = m;
+          }
+      }
+    const int F = K * OH * OW;
+    std::vector<double> out(static_cast<size_t>(N) * classes);
+    for (int n = 0; n < N; n++)
+      for (int o = 0; o < classes; o++) {
+        double s = fb[static_cast<size_t>(o)];
+        for (int f = 0; f < F; f++) s += pooled[static_cast<size_t>(n) * F + f] * fw[static_cast<size_t>(o) * F + f];
+        out[static_cast<size_t>(n) * classes + o] = s;
+      }
+    return out;
+  }
+  double loss(const std::vector<double>& x, const std::vector<int>& labels) const {
+    auto z = logits(x);
+    double total = 0;
+    for (int n = 0; n < N; n++) {
+      double m = -1e300, s = 0;
+      for (int o = 0; o < classes; o++) m = std::max(m, z[static_cast<size_t>(n) * classes + o]);
+      for (int o = 0; o < classes; o++) s += std::exp(z[static_cast<size_t>(n) * classes + o] - m);
+      total += std::log(s) + m - z[static_cast<size_t>(n) * classes + labels[static_cast<size_t>(n)]];
+    }
+    return total;
+  }
+};
+
+class ModelTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ccv_nnc_init(); }
+};
+
+TEST_F(ModelTest, EvaluateMatchesDoubleReference) {
+  const int N = 3, C = 2, H = 6, W = 5;
+  ccv_cnnp_model_t* net = small_net();
+  auto xp = cpu_param(CCV_32F, {N, C, H, W}, CCV_TENSOR_FORMAT_NCHW);
+  ccv_cnnp_model_compile(net, &xp, 1, sgd(0.1f, 1, 0), cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD));
+  ASSERT_STREQ(ccv_nnc_error_message(), "") << ccv_nnc_error_message();
+  ASSERT_EQ(ccv_cnnp_model_parameter_count(net), 4);
+  ccv_nnc_tensor_param_t outp;
+  ccv_cnnp_model_tensor_auto(net, &outp, 1);
+  EXPECT_EQ(outp.dim[0], N);
+  EXPECT_EQ(outp.dim[1], 4);
+  Tensor x(xp), y(cpu_param(CCV_32F, {N, 4}));
+  std::mt19937 rng(7);
+  nnc_test::fill_uniform(x.f32(), ccv_nnc_tensor_count(xp), rng);
+  ccv_cnnp_evaluate_param_t ep{};
+  ep.is_test = 1;
+  ccv_nnc_tensor_t* xs[] = {x};
+  ccv_nnc_tensor_t* ys[] = {y};
+  ccv_cnnp_model_evaluate(net, ep, xs, 1, ys, 1, nullptr, nullptr);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  // The parameters, copied out by name.
+  RefNet ref{N, C, H, W, 3, 4, {}, {}, {}, {}};
+  std::vector<double>* dst[] = {&ref.cw, &ref.cb, &ref.fw, &ref.fb};
+  const char* names[] = {"conv.weight", "conv.bias", "fc.weight", "fc.bias"};
+  for (int i = 0; i < 4; i++) {
+    ccv_cnnp_model_io_t p = ccv_cnnp_model_parameters(net, ALL_PARAMETERS, i);
+    EXPECT_STREQ(ccv_cnnp_model_parameter_name(net, p), names[i]);
+    Tensor t(ccv_cnnp_model_parameter_tensor_params(net, p));
+    ccv_cnnp_model_parameter_copy(net, p, t);
+    *dst[i] = to_vec(t);
+  }
+  EXPECT_EQ(ref.cw.size(), 3u * 2 * 3 * 3);
+  EXPECT_EQ(ref.fw.size(), 4u * 18);
+  // Default initialisation: uniform in +-1/sqrt(fan_in), not all equal.
+  const double bound = 1 / std::sqrt(18.0);
+  for (double v : ref.cw) EXPECT_LE(std::fabs(v), bound);
+  EXPECT_NE(ref.cw[0], ref.cw[1]);
+  auto want = ref.logits(to_vec(x));
+  auto got = to_vec(y);
+  for (size_t i = 0; i < want.size(); i++) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
+  ccv_cnnp_model_free(net);
+}
+
+TEST_F(ModelTest, FitStepIsTheFiniteDifferenceGradient) {
+  // In fp64 (the reference backends), one SGD step with rate 1 and no
+  // momentum moves each parameter by minus its gradient of the summed loss.
+  const int N = 3, C = 2, H = 6, W = 5;
+  ccv_cnnp_model_t* net = small_net();
+  auto xp = cpu_param(CCV_64F, {N, C, H, W}, CCV_TENSOR_FORMAT_NCHW);
+  ccv_cnnp_model_compile(net, &xp, 1, sgd(1, 1, 0), cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD));
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  Tensor x(xp), labels(cpu_param(CCV_64F, {N})), logits(cpu_param(CCV_64F, {N, 4}));
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (size_t i = 0; i < ccv_nnc_tensor_count(xp); i++) x->data.f64[i] = u(rng);
+  std::vector<int> lab = {2, 0, 3};
+  for (int n = 0; n < N; n++) labels->data.f64[n] = lab[static_cast<size_t>(n)];
+  RefNet ref{N, C, H, W, 3, 4, {}, {}, {}, {}};
+  std::vector<double>* dst[] = {&ref.cw, &ref.cb, &ref.fw, &ref.fb};
+  for (int i = 0; i < 4; i++) {
+    ccv_cnnp_model_io_t p = ccv_cnnp_model_parameters(net, ALL_PARAMETERS, i);
+    Tensor t(ccv_cnnp_model_parameter_tensor_params(net, p));
+    ccv_cnnp_model_parameter_copy(net, p, t);
+    *dst[i] = to_vec(t);
+  }
+  ccv_nnc_tensor_t* xs[] = {x};
+  ccv_nnc_tensor_t* fs[] = {labels};
+  ccv_nnc_tensor_t* os[] = {logits};
+  ccv_cnnp_model_fit(net, xs, 1, fs, 1, os, 1, nullptr, nullptr);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  // The outputs fit hands back are the logits before the step.
+  auto want_logits = ref.logits(to_vec(x));
+  auto got_logits = to_vec(logits);
+  for (size_t i = 0; i < want_logits.size(); i++) EXPECT_NEAR(got_logits[i], want_logits[i], 1e-10);
+  const auto xv = to_vec(x);
+  for (int i = 0; i < 4; i++) {
+    ccv_cnnp_model_io_t p = ccv_cnnp_model_parameters(net, ALL_PARAMETERS, i);
+    Tensor t(ccv_cnnp_model_parameter_tensor_params(net, p));
+    ccv_cnnp_model_parameter_copy(net, p, t);
+    auto after = to_vec(t);
+    std::vector<double>& v = *dst[i];
+    for (size_t e = 0; e < v.size(); e++) {
+      const double keep = v[e], h = 1e-6;
+      v[e] = keep + h;
+      const double lp = ref.loss(xv, lab);
+      v[e] = keep - h;
+      const double lm = ref.loss(xv, lab);
+      v[e] = keep;
+      const double fd = (lp - lm) / (2 * h);
+      EXPECT_NEAR(keep - after[e], fd, 1e-6 + 1e-5 * std::fabs(fd)) << "parameter " << i << " element " << e;
+    }
+  }
+  ccv_cnnp_model_free(net);
+}
+
+TEST_F(ModelTest, MomentumAndShorterBatchShareParameters) {
+  // Two fits with momentum 0.9 and scale 1/N, the second on a shorter batch,
+  // against the same updates computed with the commands on the gradients
+  // that a third model (rate 1, no momentum) exposes.
+  const int C = 1, H = 4, W = 4;
+  auto make = [&] { return small_net(2, 3); };
+  ccv_cnnp_model_t* a = make();
+  ccv_cnnp_model_t* probe = make();
+  auto xp = cpu_param(CCV_64F, {4, C, H, W}, CCV_TENSOR_FORMAT_NCHW);
+  ccv_cnnp_model_compile(a, &xp, 1, sgd(0.5f, 0.25f, 0.9f), cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD));
+  ccv_cnnp_model_compile(probe, &xp, 1, sgd(1, 1, 0), cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD));
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  ccv_cnnp_model_set_parameters(probe, ccv_cnnp_model_parameters(probe, ALL_PARAMETERS, ALL_PARAMETERS), a,
+                                ccv_cnnp_model_parameters(a, ALL_PARAMETERS, ALL_PARAMETERS));
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> u(-1, 1);
+  const int np = ccv_cnnp_model_parameter_count(a);
+  ASSERT_EQ(np, 4);
+  auto params_of = [&](ccv_cnnp_model_t* m) {
+    std::vector<std::vector<double>> r;
+    for (int i = 0; i < np; i++) {
+      ccv_cnnp_model_io_t p = ccv_cnnp_model_parameters(m, ALL_PARAMETERS, i);
+      Tensor t(ccv_cnnp_model_parameter_tensor_params(m, p));
+      ccv_cnnp_model_parameter_copy(m, p, t);
+      r.push_back(to_vec(t));
+    }
+    return r;
+  };
+  std::vector<std::vector<double>> mom(static_cast<size_t>(np));
+  auto w = params_of(a);
+  for (auto& v : mom) v.clear();
+  for (int step = 0; step < 2; step++) {
+    const int n = step == 0 ? 4 : 3;
+    auto p = cpu_param(CCV_64F, {n, C, H, W}, CCV_TENSOR_FORMAT_NCHW);
+    Tensor x(p), l(cpu_param(CCV_64F, {n}));
+    for (size_t i = 0; i < ccv_nnc_tensor_count(p); i++) x->data.f64[i] = u(rng);
+    for (int i = 0; i < n; i++) l->data.f64[i] = (i + step) % 3;
+    ccv_nnc_tensor_t* xs[] = {x};
+    ccv_nnc_tensor_t* fs[] = {l};
+    // The probe starts from a's current parameters; its step is minus the gradient.
+    ccv_cnnp_model_set_parameters(probe, ccv_cnnp_model_parameters(probe, ALL_PARAMETERS, ALL_PARAMETERS), a,
+                                  ccv_cnnp_model_parameters(a, ALL_PARAMETERS, ALL_PARAMETERS));
+    ccv_cnnp_model_fit(probe, xs, 1, fs, 1, nullptr, 0, nullptr, nullptr);
+    ccv_cnnp_model_fit(a, xs, 1, fs, 1, nullptr, 0, nullptr, nullptr);
+    ASSERT_STREQ(ccv_nnc_error_message(), "");
+    auto moved = params_of(probe);
+    auto got = params_of(a);
+    for (int i = 0; i < np; i++) {
+      auto& m = mom[static_cast<size_t>(i)];
+      m.resize(w[static_cast<size_t>(i)].size(), 0.0);
+      for (size_t e = 0; e < m.size(); e++) {
+        const double g = w[static_cast<size_t>(i)][e] - moved[static_cast<size_t>(i)][e];
+        m[e] = double(0.9f) * m[e] + 0.25 * g;
+        w[static_cast<size_t>(i)][e] -= 0.5 * m[e];
+        EXPECT_NEAR(got[static_cast<size_t>(i)][e], w[static_cast<size_t>(i)][e], 1e-7) << "step " << step << " parameter " << i;
+      }
+    }
+  }
+  ccv_cnnp_model_free(a);
+  ccv_cnnp_model_free(probe);
+}
+
+TEST_F(ModelTest, FunctionalSharesAModelAppliedTwice) {
+  // y = dense(relu(dense(x))) + dense(x) with the same `shared` dense twice.
+  ccv_cnnp_model_io_t in = ccv_cnnp_input();
+  ccv_cnnp_model_t* shared = ccv_cnnp_dense(5, 0, 0, 1, "shared");
+  ccv_cnnp_model_io_t h = ccv_cnnp_model_apply(shared, &in, 1);
+  ccv_cnnp_model_t* relu = ccv_cnnp_relu(nullptr);
+  ccv_cnnp_model_io_t r = ccv_cnnp_model_apply(relu, &h, 1);
+  ccv_cnnp_model_t* head = ccv_cnnp_dense(5, 1, 0, 1, "head");
+  ccv_cnnp_model_io_t a = ccv_cnnp_model_apply(head, &r, 1);
+  ccv_cnnp_model_io_t sum_in[] = {a, h};
+  ccv_cnnp_model_t* add = ccv_cnnp_add(1, 1, nullptr);
+  ccv_cnnp_model_io_t y = ccv_cnnp_model_apply(add, sum_in, 2);
+  ccv_cnnp_model_t* net = ccv_cnnp_model_new(&in, 1, &y, 1, 1, "f");
+  ASSERT_NE(net, nullptr) << ccv_nnc_error_message();
+  auto xp = cpu_param(CCV_32F, {2, 5});
+  ccv_cnnp_model_compile(net, &xp, 1, sgd(0.1f, 1, 0), cmd(CCV_NNC_NOOP));
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  EXPECT_EQ(ccv_cnnp_model_parameter_count(net), 3);  // shared weight and bias, head weight
+  // Weights only: two (shared and head); biases: one.
+  auto count = [&](int sel) {
+    int n = 0;
+    for (int i = 0;; i++) {
+      ccv_cnnp_model_io_t p = ccv_cnnp_model_parameters(net, sel, i);
+      ccv_nnc_tensor_param_t tp = ccv_cnnp_model_parameter_tensor_params(net, p);
+      if (tp.dim[0] == 0) break;
+      n++;
+    }
+    return n;
+  };
+  EXPECT_EQ(count(CCV_CNNP_PARAMETER_SELECT_WEIGHT), 2);
+  EXPECT_EQ(count(CCV_CNNP_PARAMETER_SELECT_BIAS), 1);
+  Tensor x(xp), out(xp);
+  std::mt19937 rng(3);
+  nnc_test::fill_uniform(x.f32(), 10, rng);
+  ccv_cnnp_evaluate_param_t ep{};
+  ep.is_test = 1;
+  ccv_nnc_tensor_t* xs[] = {x};
+  ccv_nnc_tensor_t* os[] = {out};
+  ccv_cnnp_model_evaluate(net, ep, xs, 1, os, 1, nullptr, nullptr);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  auto get = [&](int sel, int i) {
+    ccv_cnnp_model_io_t p = ccv_cnnp_model_parameters(net, sel, i);
+    Tensor t(ccv_cnnp_model_parameter_tensor_params(net, p));
+    ccv_cnnp_model_parameter_copy(net, p, t);
+    return to_vec(t);
+  };
+  auto w1 = get(CCV_CNNP_PARAMETER_SELECT_WEIGHT, 0), b1 = get(CCV_CNNP_PARAMETER_SELECT_BIAS, 0), w2 = get(CCV_CNNP_PARAMETER_SELECT_WEIGHT, 1);
+  auto xv = to_vec(x);
+  for (int n = 0; n < 2; n++) {
+    double hv[5], rv[5];
+    for (int o = 0; o < 5; o++) {
+      hv[o] = b1[static_cast<size_t>(o)];
+      for (int i = 0; i < 5; i++) hv[o] += xv[static_cast<size_t>(n * 5 + i)] * w1[static_cast<size_t>(o * 5 + i)];
+      rv[o] = std::max(hv[o], 0.0);
+    }
+    for (int o = 0; o < 5; o++) {
+      double s = hv[o];
+      for (int i = 0; i < 5; i++) s += rv[i] * w2[static_cast<size_t>(o * 5 + i)];
+      EXPECT_NEAR(out.f32()[n * 5 + o], s, 1e-5);
+    }
+  }
+  ccv_cnnp_model_free(net);
+}
+
+TEST_F(ModelTest, CopyGivesTheSameComputation) {
+  ccv_cnnp_model_t* a = small_net();
+  ccv_cnnp_model_t* b = ccv_cnnp_model_copy(a, 1);
+  ASSERT_NE(b, nullptr);
+  auto xp = cpu_param(CCV_32F, {2, 1, 4, 6}, CCV_TENSOR_FORMAT_NCHW);
+  ccv_cnnp_model_compile(a, &xp, 1, sgd(0.1f, 1, 0), cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD));
+  ccv_cnnp_model_compile(b, &xp, 1, sgd(0.1f, 1, 0), cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD));
+  ccv_cnnp_model_set_parameters(b, ccv_cnnp_model_parameters(b, ALL_PARAMETERS, ALL_PARAMETERS), a,
+                                ccv_cnnp_model_parameters(a, ALL_PARAMETERS, ALL_PARAMETERS));
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  Tensor x(xp), ya(cpu_param(CCV_32F, {2, 4})), yb(cpu_param(CCV_32F, {2, 4}));
+  std::mt19937 rng(9);
+  nnc_test::fill_uniform(x.f32(), ccv_nnc_tensor_count(xp), rng);
+  ccv_cnnp_evaluate_param_t ep{};
+  ep.is_test = 1;
+  ccv_nnc_tensor_t* xs[] = {x};
+  ccv_nnc_tensor_t* oa[] = {ya};
+  ccv_nnc_tensor_t* ob[] = {yb};
+  ccv_cnnp_model_evaluate(a, ep, xs, 1, oa, 1, nullptr, nullptr);
+  ccv_cnnp_model_evaluate(b, ep, xs, 1, ob, 1, nullptr, nullptr);
+  for (int i = 0; i < 8; i++) EXPECT_EQ(ya.f32()[i], yb.f32()[i]);
+  EXPECT_NE(ya.f32()[0], 0.f);
+  ccv_cnnp_model_free(a);
+  ccv_cnnp_model_free(b);
+}
+
+TEST_F(ModelTest, BadInputIsRefusedWithMessages) {
+  ccv_cnnp_model_t* net = small_net();
+  Tensor x(cpu_param(CCV_32F, {2, 1, 4, 4}, CCV_TENSOR_FORMAT_NCHW)), l(cpu_param(CCV_32F, {2}));
+  ccv_nnc_tensor_t* xs[] = {x};
+  ccv_nnc_tensor_t* fs[] = {l};
+  ccv_cnnp_model_fit(net, xs, 1, fs, 1, nullptr, 0, nullptr, nullptr);
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("not compiled"), std::string::npos) << ccv_nnc_error_message();
+  ccv_cnnp_model_compile(net, nullptr, 0, sgd(0.1f, 1, 0), cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD));
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("shapes of its inputs"), std::string::npos) << ccv_nnc_error_message();
+  EXPECT_EQ(ccv_cnnp_model_parameter_count(net), 0);
+  auto xp = x->info;
+  ccv_cnnp_model_compile(net, &xp, 1, sgd(0.1f, 1, 0), cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD));
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  // A parameter index that does not exist.
+  EXPECT_EQ(ccv_cnnp_model_parameter_name(net, ccv_cnnp_model_parameters(net, ALL_PARAMETERS, 9)), nullptr);
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("index 9"), std::string::npos) << ccv_nnc_error_message();
+  // Wrong input count, wrong input type, no fits with a loss.
+  ccv_cnnp_model_fit(net, xs, 2, fs, 1, nullptr, 0, nullptr, nullptr);
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("given 2"), std::string::npos) << ccv_nnc_error_message();
+  Tensor xd(cpu_param(CCV_64F, {2, 1, 4, 4}, CCV_TENSOR_FORMAT_NCHW));
+  ccv_nnc_tensor_t* xds[] = {xd};
+  ccv_cnnp_model_fit(net, xds, 1, fs, 1, nullptr, 0, nullptr, nullptr);
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("data type"), std::string::npos) << ccv_nnc_error_message();
+  ccv_cnnp_model_fit(net, xs, 1, nullptr, 0, nullptr, 0, nullptr, nullptr);
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("targets"), std::string::npos) << ccv_nnc_error_message();
+  // Shapes that do not fit between layers: add of [2, 3] and [2, 5].
+  ccv_cnnp_model_io_t in = ccv_cnnp_input();
+  ccv_cnnp_model_t* d3 = ccv_cnnp_dense(3, 0, 0, 1, nullptr);
+  ccv_cnnp_model_io_t a = ccv_cnnp_model_apply(d3, &in, 1);
+  ccv_cnnp_model_io_t both[] = {a, in};
+  ccv_cnnp_model_io_t s = ccv_cnnp_model_apply(ccv_cnnp_add(1, 1, nullptr), both, 2);
+  ccv_cnnp_model_t* bad = ccv_cnnp_model_new(&in, 1, &s, 1, 1, nullptr);
+  auto bp = cpu_param(CCV_32F, {2, 5});
+  // Compiling learns the parameters; the first run finds the shapes do not broadcast.
+  ccv_cnnp_model_compile(bad, &bp, 1, sgd(0.1f, 1, 0), cmd(CCV_NNC_NOOP));
+  EXPECT_EQ(ccv_cnnp_model_parameter_count(bad), 2);
+  Tensor bx(bp), by(bp), by3(cpu_param(CCV_32F, {2, 3}));
+  ccv_nnc_tensor_t* bxs[] = {bx};
+  ccv_nnc_tensor_t* bys[] = {by};
+  ccv_cnnp_evaluate_param_t ep{};
+  ep.is_test = 1;
+  ccv_cnnp_model_evaluate(bad, ep, bxs, 1, bys, 1, nullptr, nullptr);
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("output 0"), std::string::npos) << ccv_nnc_error_message();
+  bys[0] = by3;
+  ccv_cnnp_model_evaluate(bad, ep, bxs, 1, bys, 1, nullptr, nullptr);
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("ADD"), std::string::npos) << ccv_nnc_error_message();
+  // A convolution given a 2-d input.
+  ccv_cnnp_model_t* c = small_net();
+  ccv_cnnp_model_compile(c, &bp, 1, sgd(0.1f, 1, 0), cmd(CCV_NNC_NOOP));
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("takes an image"), std::string::npos) << ccv_nnc_error_message();
+  ccv_cnnp_model_free(c);
+  ccv_cnnp_model_free(bad);
+  ccv_cnnp_model_free(net);
+}
+
+}  // namespace
