@@ -172,6 +172,15 @@ Sym Build::parameter(const Model* owner, int slot, const ParamDecl& decl) {
   return s;
 }
 
+Sym Build::parameter_update(const Model* owner, int slot) {
+  auto it = index_.find(std::make_pair(owner, slot));
+  NNC_CHECK(it != index_.end(), "model %s: parameter slot %d updated before it is declared", model_label(*owner).c_str(), slot);
+  for (auto& u : updates) NNC_CHECK(u.first != it->second, "model %s: parameter %s updated twice in one graph", model_label(*owner).c_str(), found[it->second].name.c_str());
+  Sym s = tensor(found[it->second].decl.info, (found[it->second].name + " updated").c_str());
+  updates.emplace_back(it->second, s);
+  return s;
+}
+
 void Build::run(Model* m, const std::vector<Sym>& in, std::vector<Sym>& out) {
   if (m->input_size >= 0) expect_inputs(*m, in, m->input_size);
   trainable_.push_back(m->is_trainable);
@@ -560,6 +569,7 @@ std::unique_ptr<Jit> make_infer(Model* m, const std::vector<ccv_nnc_tensor_param
   Compiled& c = *m->compiled;
   std::vector<ccv_nnc_tensor_bind_t> binds;
   for (size_t i = 0; i < which.size(); i++) binds.push_back({b.found[i].symbol, c.params[which[i]].tensor.get()});
+  for (auto& [i, sym] : b.updates) binds.push_back({sym, c.params[which[i]].tensor.get()});
   compile_jit(m, *j, binds, {});
   return j;
 }
@@ -601,6 +611,7 @@ std::unique_ptr<Jit> make_fit(Model* m, const std::vector<ccv_nnc_tensor_param_t
     }
   std::vector<ccv_nnc_tensor_bind_t> binds;
   for (size_t i = 0; i < which.size(); i++) binds.push_back({b.found[i].symbol, c.params[which[i]].tensor.get()});
+  for (auto& [i, sym] : b.updates) binds.push_back({sym, c.params[which[i]].tensor.get()});
   if (!train.empty()) {
     checked([&] { ccv_nnc_graph_exec_symbol_autogen(j->sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS); });
     const int aux = ccv_nnc_minimizer_saved_aux_size(c.minimizer);

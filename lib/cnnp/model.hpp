@@ -64,6 +64,11 @@ class Build {
   // The symbol of `owner`'s parameter `slot` in this graph (the same symbol
   // when the slot is asked for again).
   Sym parameter(const Model* owner, int slot, const ParamDecl& decl);
+  // A new symbol that an exec writes with the next value of `owner`'s
+  // parameter `slot` (declared before): compiled graphs bind it to the same
+  // tensor, so the write updates the parameter in place (batch norm's
+  // running statistics). At most one per parameter and build.
+  Sym parameter_update(const Model* owner, int slot);
   // A symbol of the graph, with the shape given or inferred by the exec that writes it.
   Sym tensor(const ccv_nnc_tensor_param_t& info, const char* name = nullptr);
   Sym tensor_auto() { return tensor(ccv_nnc_tensor_auto); }
@@ -89,6 +94,7 @@ class Build {
     std::string name;
   };
   std::vector<Found> found;  // in the order first declared
+  std::vector<std::pair<size_t, Sym>> updates;  // (index into found, symbol) from parameter_update
  private:
   bool discover_;
   std::map<std::pair<const Model*, int>, size_t> index_;
