@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
@@ -368,6 +369,68 @@ TEST_F(ModelTest, CopyGivesTheSameComputation) {
   EXPECT_NE(ya.f32()[0], 0.f);
   ccv_cnnp_model_free(a);
   ccv_cnnp_model_free(b);
+}
+
+TEST_F(ModelTest, CheckpointResumesTrainingExactly) {
+  const std::string fn = ::testing::TempDir() + "nnc_model_ckpt.sqlite3";
+  std::remove(fn.c_str());
+  auto xp = cpu_param(CCV_32F, {4, 1, 4, 4}, CCV_TENSOR_FORMAT_NCHW);
+  ccv_cnnp_model_t* a = small_net(2, 3);
+  ccv_cnnp_model_compile(a, &xp, 1, sgd(0.1f, 0.25f, 0.9f), cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD));
+  Tensor x(xp), l(cpu_param(CCV_32F, {4}));
+  std::mt19937 rng(21);
+  auto batch = [&] {
+    nnc_test::fill_uniform(x.f32(), ccv_nnc_tensor_count(xp), rng);
+    for (int i = 0; i < 4; i++) l.f32()[i] = static_cast<float>(rng() % 3);
+  };
+  ccv_nnc_tensor_t* xs[] = {x};
+  ccv_nnc_tensor_t* fs[] = {l};
+  for (int s = 0; s < 3; s++) {
+    batch();
+    ccv_cnnp_model_fit(a, xs, 1, fs, 1, nullptr, 0, nullptr, nullptr);
+  }
+  ccv_cnnp_model_write_to_file(a, fn.c_str(), nullptr);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  // A fresh model (other initial values) reads the checkpoint: parameters and momenta.
+  ccv_cnnp_model_t* b = small_net(2, 3);
+  ccv_cnnp_model_compile(b, &xp, 1, sgd(0.1f, 0.25f, 0.9f), cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD));
+  batch();
+  ccv_cnnp_model_fit(b, xs, 1, fs, 1, nullptr, 0, nullptr, nullptr);  // creates b's momenta (then overwritten)
+  ccv_cnnp_model_read_from_file(fn.c_str(), nullptr, b);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  auto same = [&](const char* when) {
+  for (int i = 0; i < 4; i++) {
+    Tensor ta(ccv_cnnp_model_parameter_tensor_params(a, ccv_cnnp_model_parameters(a, ALL_PARAMETERS, i)));
+    Tensor tb(ccv_cnnp_model_parameter_tensor_params(b, ccv_cnnp_model_parameters(b, ALL_PARAMETERS, i)));
+    ccv_cnnp_model_parameter_copy(a, ccv_cnnp_model_parameters(a, ALL_PARAMETERS, i), ta);
+    ccv_cnnp_model_parameter_copy(b, ccv_cnnp_model_parameters(b, ALL_PARAMETERS, i), tb);
+    ASSERT_EQ(0, std::memcmp(ta->data.u8, tb->data.u8, ccv_nnc_tensor_data_size_without_padding(ta->info))) << "parameter " << i << " " << when;
+  }
+  };
+  same("after the read");
+  for (int s = 0; s < 2; s++) {
+    batch();
+    ccv_cnnp_model_fit(a, xs, 1, fs, 1, nullptr, 0, nullptr, nullptr);
+    ccv_cnnp_model_fit(b, xs, 1, fs, 1, nullptr, 0, nullptr, nullptr);
+    same("after a step");
+  }
+  // A model of another shape is refused and left as it was.
+  ccv_cnnp_model_t* c = small_net(3, 3);
+  ccv_cnnp_model_compile(c, &xp, 1, sgd(0.1f, 0.25f, 0.9f), cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD));
+  Tensor before(ccv_cnnp_model_parameter_tensor_params(c, ccv_cnnp_model_parameters(c, ALL_PARAMETERS, 2)));
+  ccv_cnnp_model_parameter_copy(c, ccv_cnnp_model_parameters(c, ALL_PARAMETERS, 2), before);
+  ccv_cnnp_model_read_from_file(fn.c_str(), nullptr, c);
+  EXPECT_STRNE(ccv_nnc_error_message(), "");
+  Tensor after(before->info);
+  ccv_cnnp_model_parameter_copy(c, ccv_cnnp_model_parameters(c, ALL_PARAMETERS, 2), after);
+  EXPECT_EQ(0, std::memcmp(before->data.u8, after->data.u8, ccv_nnc_tensor_data_size_without_padding(before->info)));
+  // A file that is not there.
+  ccv_cnnp_model_read_from_file((fn + ".missing").c_str(), nullptr, b);
+  EXPECT_STRNE(ccv_nnc_error_message(), "");
+  ccv_cnnp_model_free(a);
+  ccv_cnnp_model_free(b);
+  ccv_cnnp_model_free(c);
+  std::remove(fn.c_str());
 }
 
 TEST_F(ModelTest, BadInputIsRefusedWithMessages) {
