@@ -47,7 +47,8 @@ using Database = std::unique_ptr<sqlite3, SqliteCloser>;
 // Open (or create, when `create`) a file for checkpoints: WAL journal and
 // synchronous=FULL, so that a committed checkpoint survives a kill or a power
 // loss and a checkpoint being written when the process dies leaves the last
-// committed one readable; a 5 s busy timeout; cell_size_check on, so that a
+// committed one readable; 64 KiB pages for a new file; a 5 s busy timeout;
+// cell_size_check on, so that a
 // corrupt page is reported rather than read. Throws with SQLite's message for
 // a missing file (without `create`) or a file that is not a database.
 Database open_checkpoint(const char* path, bool create = true);
