@@ -215,6 +215,15 @@ int cmd_exec(Dataframe* df, int column_idx, const ccv_nnc_cmd_t& cmd, const ccv_
              int input_offset, int input_size, const ccv_nnc_tensor_param_t* output_params, int output_size,
              int stream_type, const char* name);
 
+// Images (dataframe_image.cpp, decoders in dataframe_decode.cpp).
+int read_image(Dataframe* df, int column_idx, off_t structof, const char* name);
+int image_random_jitter(Dataframe* df, int column_idx, int datatype, const ccv_cnnp_random_jitter_t& jitter,
+                        const char* name);
+bool image_decoders_available();
+// Decode a PNG or JPEG file into an 8-bit RGB matrix in `slot` (reused when
+// its shape matches); throws with a message naming the file.
+void decode_image(const char* filename, void*& slot);
+
 // CSV (dataframe_csv.cpp).
 std::unique_ptr<Dataframe> from_csv_new(void* input, int type, size_t len, char delim, char quote, int include_header,
                                         int* column_size);

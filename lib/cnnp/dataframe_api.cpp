@@ -239,22 +239,18 @@ NNC_API int ccv_cnnp_dataframe_add_aux(ccv_cnnp_dataframe_t* const dataframe, co
 
 NNC_API int ccv_cnnp_dataframe_read_image(ccv_cnnp_dataframe_t* const dataframe, const int column_idx,
                                           const off_t structof, const char* name) {
-  (void)structof, (void)name;
-  return nnc::guard(-1, [&]() -> int {
+  return nnc::guard(-1, [&] {
     check_df(dataframe, "ccv_cnnp_dataframe_read_image");
-    nnc::dataframe::check_column(dataframe, column_idx, "ccv_cnnp_dataframe_read_image");
-    nnc::fail(CCV_NNC_EXEC_INVALID, "ccv_cnnp_dataframe_read_image: this build of NNC has no image decoders");
+    return nnc::dataframe::read_image(dataframe, column_idx, structof, name);
   });
 }
 
 NNC_API int ccv_cnnp_dataframe_image_random_jitter(ccv_cnnp_dataframe_t* const dataframe, const int column_idx,
                                                    const int datatype, const ccv_cnnp_random_jitter_t random_jitter,
                                                    const char* name) {
-  (void)datatype, (void)random_jitter, (void)name;
-  return nnc::guard(-1, [&]() -> int {
+  return nnc::guard(-1, [&] {
     check_df(dataframe, "ccv_cnnp_dataframe_image_random_jitter");
-    nnc::dataframe::check_column(dataframe, column_idx, "ccv_cnnp_dataframe_image_random_jitter");
-    nnc::fail(CCV_NNC_EXEC_INVALID, "ccv_cnnp_dataframe_image_random_jitter: not implemented in this build of NNC");
+    return nnc::dataframe::image_random_jitter(dataframe, column_idx, datatype, random_jitter, name);
   });
 }
 
