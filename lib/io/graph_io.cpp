@@ -75,6 +75,7 @@ class Out {
     bytes(s.data(), s.size());
   }
   void bytes(const void* p, size_t n) {
+    if (n == 0) return;
     const auto* c = static_cast<const unsigned char*>(p);
     data_.insert(data_.end(), c, c + n);
   }
@@ -89,6 +90,7 @@ class In {
  public:
   In(const unsigned char* p, size_t n, const std::string& what) : p_(p), n_(n), what_(what) {}
   void bytes(void* out, size_t n) {
+    if (n == 0) return;  // out may be an empty vector's NULL
     need(n);
     std::memcpy(out, p_ + at_, n);
     at_ += n;
