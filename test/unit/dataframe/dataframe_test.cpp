@@ -904,6 +904,65 @@ TEST(DataframeCsv, MalformedInput) {
   ccv_cnnp_dataframe_free(df);
 }
 
+// Random tables written as CSV (cells quoted when they hold a delimiter, a
+// quote, a line ending or nothing; random LF / CRLF endings) read back cell
+// for cell; random bytes over the same alphabet never crash the reader.
+TEST(DataframeCsv, RandomTablesRoundTripAndGarbageIsSafe) {
+  uint64_t state = 42;
+  auto draw = [&](uint64_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return (state >> 33) % n;
+  };
+  const char alphabet[] = {'a', 'b', ',', '"', '\n', '\r', ' ', 'x'};
+  for (int round = 0; round < 200; round++) {
+    const int rows = 1 + static_cast<int>(draw(6)), columns = 1 + static_cast<int>(draw(4));
+    std::vector<std::vector<std::string>> table(rows, std::vector<std::string>(columns));
+    std::string text;
+    for (auto& row : table) {
+      for (int c = 0; c < columns; c++) {
+        std::string& cell = row[c];
+        const int len = static_cast<int>(draw(5));
+        for (int k = 0; k < len; k++) cell.push_back(alphabet[draw(sizeof(alphabet))]);
+        const bool quote = cell.empty() || cell.find_first_of(",\"\r\n") != std::string::npos;
+        if (c) text.push_back(',');
+        if (quote) {
+          text.push_back('"');
+          for (char ch : cell) {
+            if (ch == '"') text.push_back('"');
+            text.push_back(ch);
+          }
+          text.push_back('"');
+        } else {
+          text += cell;
+        }
+      }
+      text += draw(2) ? "\r\n" : "\n";
+    }
+    int got_columns = 0;
+    ccv_cnnp_dataframe_t* df = ccv_cnnp_dataframe_from_csv_new(const_cast<char*>(text.data()),
+                                                               CCV_CNNP_DATAFRAME_CSV_MEMORY, text.size(), 0, 0, 0,
+                                                               &got_columns);
+    ASSERT_NE(df, nullptr) << last_error();
+    ASSERT_EQ(got_columns, columns) << text;
+    ASSERT_EQ(read_all(df, columns), table) << text;
+    ccv_cnnp_dataframe_free(df);
+  }
+  for (int round = 0; round < 2000; round++) {
+    std::string text(draw(40), ' ');
+    for (char& ch : text) ch = alphabet[draw(sizeof(alphabet))];
+    int got_columns = 0;
+    ccv_cnnp_dataframe_t* df = ccv_cnnp_dataframe_from_csv_new(const_cast<char*>(text.data()),
+                                                               CCV_CNNP_DATAFRAME_CSV_MEMORY, text.size(), 0, 0,
+                                                               static_cast<int>(draw(2)), &got_columns);
+    if (!df) {
+      EXPECT_NE(last_error().find("is not closed"), std::string::npos) << last_error();
+      continue;
+    }
+    if (got_columns > 0) read_all(df, got_columns);  // every cell a readable string
+    ccv_cnnp_dataframe_free(df);
+  }
+}
+
 // --- bad input -----------------------------------------------------------------------
 
 TEST(Dataframe, BadInputGetsCodesAndMessages) {
