@@ -16,6 +16,7 @@
 #include "io/io.hpp"
 #include "io_test_util.hpp"
 #include "nnc/ccv_nnc.h"
+#include "nnc/ccv_nnc_easy.h"
 
 using namespace iotest;
 
@@ -239,6 +240,44 @@ TEST(TensorIo, GpuMemoryWithoutCudaIsRefused) {
   EXPECT_EQ(ccv_nnc_tensor_read(db, "s", nullptr, 0, &gpu, &t), CCV_IO_ERROR);
   EXPECT_EQ(t, nullptr);
   EXPECT_NE(message().find("CUDA"), std::string::npos) << message();
+}
+
+int transfer(ccv_nnc_tensor_t* from, ccv_nnc_tensor_t* to) {
+  const ccv_nnc_cmd_t cmd = ccv_nnc_cmd(CCV_NNC_DATA_TRANSFER_FORWARD, nullptr, ccv_nnc_cmd_auto, 0);
+  return ccv_nnc_cmd_exec(cmd, ccv_nnc_no_hint, 0, &from, 1, &to, 1, nullptr);
+}
+
+TEST(TensorIo, GpuTensorsRoundTripWhenAGpuIsPresent) {
+  if (ccv_nnc_device_count(CCV_STREAM_CONTEXT_GPU) <= 0) GTEST_SKIP() << "no GPU: GPU tensors are refused (tested above)";
+  TempPath file;
+  Db db(file.str());
+  std::mt19937_64 rng(24);
+  const ccv_nnc_tensor_param_t host = params(CCV_32F, CCV_TENSOR_FORMAT_NHWC, {17, 33});
+  ccv_nnc_tensor_param_t gpu = host;
+  gpu.type = CCV_TENSOR_GPU_MEMORY | CCV_COMPUTE_DEVICE_000;
+  Tensor src(random_tensor(host, rng));
+  Tensor dev(ccv_nnc_tensor_new(nullptr, gpu, 0));
+  ASSERT_TRUE(dev) << message();
+  ASSERT_EQ(transfer(src.get(), dev.get()), CCV_NNC_EXEC_SUCCESS) << message();
+  ASSERT_EQ(ccv_nnc_tensor_write(dev.get(), db, "g", nullptr), CCV_IO_FINAL) << message();
+  // Stored as GPU memory: read back where it was, or onto the host when asked.
+  Tensor back = read(db, "g");
+  ASSERT_TRUE(back) << message();
+  EXPECT_EQ(CCV_TENSOR_GET_MEMORY(back->info.type), CCV_TENSOR_GPU_MEMORY);
+  Tensor check(ccv_nnc_tensor_new(nullptr, host, 0));
+  ASSERT_EQ(transfer(back.get(), check.get()), CCV_NNC_EXEC_SUCCESS) << message();
+  EXPECT_TRUE(same_bytes(check.get(), src.get()));
+  ccv_nnc_tensor_param_t where{};
+  where.type = CCV_TENSOR_CPU_MEMORY;
+  Tensor on_host = read(db, "g", nullptr, 0, &where);
+  ASSERT_TRUE(on_host) << message();
+  EXPECT_TRUE(same_bytes(on_host.get(), src.get()));
+  // Into a given GPU tensor.
+  Tensor dev2(ccv_nnc_tensor_new(nullptr, gpu, 0));
+  ccv_nnc_tensor_t* out = dev2.get();
+  ASSERT_EQ(ccv_nnc_tensor_read(db, "g", nullptr, 0, nullptr, &out), CCV_IO_FINAL) << message();
+  ASSERT_EQ(transfer(dev2.get(), check.get()), CCV_NNC_EXEC_SUCCESS) << message();
+  EXPECT_TRUE(same_bytes(check.get(), src.get()));
 }
 
 TEST(TensorIo, MetadataOnly) {
