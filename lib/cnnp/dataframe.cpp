@@ -289,7 +289,6 @@ int Iterator::next(void** data_ref, int count, ccv_nnc_stream_context_t* stream)
     buf->position = cursor_;
   }
   // Columns the prefetch did not cover (or a fresh row): here, on this thread.
-  static_assert(sizeof(int) == sizeof(column_idxs_[0]));
   bool missing = false;
   for (int k = 0; k < count && !missing; k++) missing = !buf->computed[column_idxs_[k]];
   if (missing) {
@@ -337,17 +336,26 @@ int Iterator::prefetch(int count, ccv_nnc_stream_context_t* stream) {
   const int n = std::min(count, df_->row_count - start);
   if (n == 0) return 0;
   if (iota_.size() < static_cast<size_t>(column_count())) fill_iota();
+  // The worker exists before any row waits for it (a thread that cannot be
+  // started leaves nothing queued).
+  if (threaded_ && !worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
   const size_t first = queue_size_;
   for (int i = 0; i < n; i++) {
-    RowBuf* buf = take_free_buffer();
-    buf->position = start + i;
-    buf->state = RowBuf::kPending;
-    queue_push(buf);
+    try {
+      RowBuf* buf = take_free_buffer();
+      buf->position = start + i;
+      queue_push(buf);
+      buf->state = RowBuf::kPending;
+    } catch (...) {
+      // Out of memory part-way: the rows queued so far are left for next()
+      // to compute (failed rows are computed again there).
+      for (size_t k = first; k < queue_size_; k++) queue_[(queue_head_ + k) % queue_.size()]->state = RowBuf::kFailed;
+      throw;
+    }
   }
   if (threaded_) {
     pending_ += n;
     worker_stream_ = stream;
-    if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
     lock.unlock();
     cv_.notify_all();
     return 0;
@@ -375,29 +383,44 @@ void Iterator::worker_loop() {
   for (;;) {
     cv_.wait(lock, [&] { return stop_ || pending_ > 0; });
     if (stop_) return;
-    // The pending rows are the queue's tail.
     const int n = pending_;
     if (worker_bufs_.size() < static_cast<size_t>(n)) {
-      worker_bufs_.resize(n);
-      count_allocation();
+      try {
+        worker_bufs_.resize(n);
+        count_allocation();
+      } catch (...) {  // nothing may leave the thread: next() computes them
+        for (size_t i = 0; i < queue_size_; i++) {
+          RowBuf* buf = queue_[(queue_head_ + i) % queue_.size()];
+          if (buf->state == RowBuf::kPending) buf->state = RowBuf::kFailed;
+        }
+        pending_ = 0;
+        cv_.notify_all();
+        continue;
+      }
     }
-    for (int i = 0; i < n; i++) {
-      RowBuf* buf = queue_[(queue_head_ + queue_size_ - n + i) % queue_.size()];
+    // The pending rows sit at the queue's tail (only rows given up after a
+    // failure may lie among them): collect them from the back, in order.
+    int m = n;
+    for (size_t i = queue_size_; i-- > 0 && m > 0;) {
+      RowBuf* buf = queue_[(queue_head_ + i) % queue_.size()];
+      if (buf->state != RowBuf::kPending) continue;
       buf->state = RowBuf::kClaimed;
-      worker_bufs_[i] = buf;
+      worker_bufs_[--m] = buf;
     }
+    RowBuf* const* claimed = worker_bufs_.data() + m;
+    m = n - m;
     pending_ = 0;
     worker_busy_ = true;
     ccv_nnc_stream_context_t* stream = worker_stream_;
     lock.unlock();
     bool ok = true;
     try {
-      compute(worker_bufs_.data(), n, iota_.data(), column_count(), stream);
+      compute(claimed, m, iota_.data(), column_count(), stream);
     } catch (...) {
       ok = false;  // next() computes these rows again on its thread and reports
     }
     lock.lock();
-    for (int i = 0; i < n; i++) worker_bufs_[i]->state = ok ? RowBuf::kReady : RowBuf::kFailed;
+    for (int i = 0; i < m; i++) claimed[i]->state = ok ? RowBuf::kReady : RowBuf::kFailed;
     worker_busy_ = false;
     cv_.notify_all();
   }
