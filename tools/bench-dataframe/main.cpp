@@ -6,7 +6,12 @@
 //   prefetch   - prefetch(depth) before each next(): the worker computes
 //   + consumer - the same two with a stand-in for training work per batch
 //                (passes over the batch), to show loading hidden behind it
+//   --train STEPS - the reference network (conv 5x5x32 - pool - conv 5x5x64 -
+//                pool - dense 256 - dense 10, SGD) trained STEPS batches on
+//                one fixed batch (the model's own images/s), then fed by the
+//                iterator without and with prefetch
 // Usage: bench-dataframe [epochs=3] [consumer_passes=1] [depth=2]
+//        bench-dataframe --train STEPS [depth=2]
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
@@ -82,12 +87,110 @@ double epoch(ccv_cnnp_dataframe_t* df, ccv_cnnp_dataframe_t* batched, ccv_cnnp_d
   return s;
 }
 
+ccv_nnc_cmd_t command(uint32_t id, ccv_nnc_cmd_param_t p) { return ccv_nnc_cmd(id, nullptr, p, 0); }
+
+ccv_nnc_cmd_param_t no_params() {
+  ccv_nnc_cmd_param_t p;
+  std::memset(&p, 0, sizeof(p));
+  p.size.dim[0] = p.size.dim[1] = p.size.dim[2] = 1;
+  return p;
+}
+
+ccv_nnc_hint_t hint(int stride, int border) {
+  ccv_nnc_hint_t h;
+  std::memset(&h, 0, sizeof(h));
+  h.stride.dim[0] = h.stride.dim[1] = stride;
+  h.border.begin[0] = h.border.begin[1] = h.border.end[0] = h.border.end[1] = border;
+  return h;
+}
+
+ccv_cnnp_model_t* reference_net() {
+  int k5[CCV_NNC_MAX_DIM_ALLOC] = {5, 5}, k2[CCV_NNC_MAX_DIM_ALLOC] = {2, 2}, none[CCV_NNC_MAX_DIM_ALLOC] = {};
+  ccv_cnnp_model_t* layers[] = {
+      ccv_cnnp_convolution(1, 32, k5, none, 0, hint(1, 2), 0, 1, "conv1"),
+      ccv_cnnp_relu(nullptr),
+      ccv_cnnp_max_pool(k2, hint(2, 0), nullptr),
+      ccv_cnnp_convolution(1, 64, k5, none, 0, hint(1, 2), 0, 1, "conv2"),
+      ccv_cnnp_relu(nullptr),
+      ccv_cnnp_max_pool(k2, hint(2, 0), nullptr),
+      ccv_cnnp_flatten(nullptr),
+      ccv_cnnp_dense(256, 0, 0, 1, "fc1"),
+      ccv_cnnp_relu(nullptr),
+      ccv_cnnp_dense(10, 0, 0, 1, "fc2"),
+  };
+  return ccv_cnnp_sequential_new(layers, 10, 1, "reference");
+}
+
+// STEPS training steps three ways; returns non-zero on failure.
+int train(ccv_cnnp_dataframe_t* df, ccv_cnnp_dataframe_t* batched, int steps, int depth) {
+  ccv_nnc_tensor_param_t input{};
+  input.type = CCV_TENSOR_CPU_MEMORY;
+  input.format = CCV_TENSOR_FORMAT_NCHW;
+  input.datatype = CCV_32F;
+  input.dim[0] = kBatch, input.dim[1] = 1, input.dim[2] = kSide, input.dim[3] = kSide;
+  ccv_nnc_tensor_param_t label_params = input;
+  label_params.format = CCV_TENSOR_FORMAT_NHWC;
+  label_params.dim[1] = label_params.dim[2] = label_params.dim[3] = 0;
+  ccv_cnnp_model_t* model = reference_net();
+  ccv_nnc_cmd_param_t sgd = no_params();
+  sgd.sgd.rate = 0.01f, sgd.sgd.scale = 1.0f / kBatch, sgd.sgd.momentum = 0.9f;
+  ccv_nnc_cmd_param_t loss = no_params();
+  loss.label_smoothing.trim1 = 1;
+  ccv_cnnp_model_compile(model, &input, 1, command(CCV_NNC_SGD_FORWARD, sgd),
+                         command(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD, loss));
+  const int zero = 0;
+  ccv_cnnp_dataframe_iter_t* it = ccv_cnnp_dataframe_iter_new(batched, &zero, 1);
+  void* tuple;
+  if (ccv_cnnp_dataframe_iter_next(it, &tuple, 1, nullptr) != 0) return 1;
+  auto** first = reinterpret_cast<ccv_nnc_tensor_t**>(tuple);
+  std::vector<float> x0(first[0]->data.f32, first[0]->data.f32 + kBatch * kSide * kSide);
+  std::vector<float> y0(first[1]->data.f32, first[1]->data.f32 + kBatch);
+  auto fit = [&](float* x, float* y) {
+    ccv_nnc_tensor_t xt = ccv_nnc_tensor(x, input, 0), yt = ccv_nnc_tensor(y, label_params, 0);
+    ccv_nnc_tensor_t* xs[] = {&xt};
+    ccv_nnc_tensor_t* ys[] = {&yt};
+    ccv_cnnp_model_fit(model, xs, 1, ys, 1, nullptr, 0, nullptr, nullptr);
+  };
+  fit(x0.data(), y0.data());  // builds and plans the training graph
+  if (const char* m = ccv_nnc_error_message(); m && *m) {
+    std::fprintf(stderr, "bench-dataframe: fit failed: %s\n", m);
+    return 1;
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  for (int s = 0; s < steps; s++) fit(x0.data(), y0.data());
+  const double alone = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double fed[2];
+  for (int prefetch = 0; prefetch < 2; prefetch++) {
+    ccv_cnnp_dataframe_shuffle(df);
+    ccv_cnnp_dataframe_iter_set_cursor(it, 0);
+    if (prefetch) ccv_cnnp_dataframe_iter_prefetch(it, depth, nullptr);
+    t0 = std::chrono::steady_clock::now();
+    for (int s = 0; s < steps; s++) {
+      if (ccv_cnnp_dataframe_iter_next(it, &tuple, 1, nullptr) != 0) return 1;
+      if (prefetch) ccv_cnnp_dataframe_iter_prefetch(it, 1, nullptr);
+      auto** t = reinterpret_cast<ccv_nnc_tensor_t**>(tuple);
+      fit(t[0]->data.f32, t[1]->data.f32);
+    }
+    fed[prefetch] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  std::printf("training the reference network, batch %d, %d steps:\n", kBatch, steps);
+  std::printf("%-28s %10s %10s\n", "mode", "s", "images/s");
+  std::printf("%-28s %10.3f %10.0f\n", "fixed batch (model alone)", alone, steps * kBatch / alone);
+  std::printf("%-28s %10.3f %10.0f\n", "fed by the iterator", fed[0], steps * kBatch / fed[0]);
+  std::printf("%-28s %10.3f %10.0f\n", "fed, with prefetch", fed[1], steps * kBatch / fed[1]);
+  ccv_cnnp_dataframe_iter_free(it);
+  ccv_cnnp_model_free(model);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int epochs = argc > 1 ? std::atoi(argv[1]) : 3;
-  const int passes = argc > 2 ? std::atoi(argv[2]) : 1;
-  const int depth = argc > 3 ? std::atoi(argv[3]) : 2;
+  const bool training = argc > 1 && std::strcmp(argv[1], "--train") == 0;
+  if (training) argv++, argc--;
+  const int epochs = !training && argc > 1 ? std::atoi(argv[1]) : 3;
+  const int passes = !training && argc > 2 ? std::atoi(argv[2]) : 1;
+  const int depth = !training && argc > 3 ? std::atoi(argv[3]) : 2;
   ccv_array_t* images = ccv_array_new(sizeof(Image), kRows, 0);
   uint32_t s = 12345;
   for (int r = 0; r < kRows; r++) {
@@ -103,6 +206,20 @@ int main(int argc, char** argv) {
   const int in = 0;
   const int x = ccv_cnnp_dataframe_map(df, normalise, 0, free_tensor, &in, 1, nullptr, nullptr, "x");
   const int y = ccv_cnnp_dataframe_one_hot(df, 0, offsetof(Image, label), 10, 1, 0, CCV_32F, CCV_TENSOR_FORMAT_NHWC, "y");
+  if (training) {
+    // NCHW images and class indices (32F), as the model's loss takes them;
+    // the short last batch is left out (the model is compiled for 64).
+    const int label = ccv_cnnp_dataframe_copy_scalar(df, 0, offsetof(Image, label), CCV_32S, CCV_32F,
+                                                     CCV_TENSOR_FORMAT_NHWC, "label");
+    const int cols[] = {x, label};
+    ccv_cnnp_dataframe_t* batched = ccv_cnnp_dataframe_combine_new(df, cols, 2, kBatch, 1, CCV_TENSOR_FORMAT_NCHW);
+    const int rc = batched ? train(df, batched, argc > 1 ? std::atoi(argv[1]) : 50, argc > 2 ? std::atoi(argv[2]) : 2) : 1;
+    if (rc) std::fprintf(stderr, "bench-dataframe: %s\n", ccv_nnc_error_message());
+    ccv_cnnp_dataframe_free(batched);
+    ccv_cnnp_dataframe_free(df);
+    ccv_array_free(images);
+    return rc;
+  }
   const int cols[] = {x, y};
   ccv_cnnp_dataframe_t* batched = ccv_cnnp_dataframe_combine_new(df, cols, 2, kBatch, 1, CCV_TENSOR_FORMAT_NHWC);
   if (!batched) {
