@@ -405,6 +405,76 @@ TEST_F(LayersTest, GroupNormMatchesTheCommand) {
   ccv_cnnp_model_free(gn);
 }
 
+TEST_F(LayersTest, GroupNormGradient) {
+  // NHWC [N, H, W, C]: 6 channels in 2 groups, statistics over H, W and the group.
+  const int N = 2, H = 3, W = 2, C = 6, G = 2;
+  const double eps = 1e-5;
+  Axes red{1, 2};
+  ccv_cnnp_model_t* gn = ccv_cnnp_group_norm(3, G, static_cast<float>(eps), red.d, 2, 1, 1, "gn");
+  auto xp = cpu_param(CCV_64F, {N, H, W, C});
+  compile(gn, {xp}, sgd(1, 1, 0), mse_sum());
+  ASSERT_EQ(err(), "");
+  ASSERT_EQ(param_count(gn), 2);
+  std::mt19937 rng(24);
+  set_param(gn, 0, random_vec(C, rng, 0.5, 1.5));
+  set_param(gn, 1, random_vec(C, rng));
+  auto x = random_tensor(xp, rng);
+  const Vec xv = to_vec(*x);
+  auto ref = [&](const std::vector<Vec>& p) {
+    Vec y(xv.size());
+    const int per = C / G, S = H * W;
+    for (int n = 0; n < N; n++)
+      for (int g = 0; g < G; g++) {
+        auto at = [&](int s, int j) { return (static_cast<size_t>(n) * S + s) * C + g * per + j; };
+        double m = 0, v = 0;
+        for (int s = 0; s < S; s++)
+          for (int j = 0; j < per; j++) m += xv[at(s, j)] / (S * per);
+        for (int s = 0; s < S; s++)
+          for (int j = 0; j < per; j++) v += (xv[at(s, j)] - m) * (xv[at(s, j)] - m) / (S * per);
+        for (int s = 0; s < S; s++)
+          for (int j = 0; j < per; j++)
+            y[at(s, j)] = (xv[at(s, j)] - m) / std::sqrt(v + eps) * p[0][static_cast<size_t>(g * per + j)] + p[1][static_cast<size_t>(g * per + j)];
+      }
+    return y;
+  };
+  auto y = evaluate(gn, {*x});
+  ASSERT_EQ(y.size(), 1u) << g_eval_error;
+  expect_near(to_vec(*y[0]), ref({param(gn, 0), param(gn, 1)}), 1e-10, "group norm");
+  expect_fit_is_gradient(gn, {*x}, random_vec(xv.size(), rng), ref, {0, 1});
+  ccv_cnnp_model_free(gn);
+}
+
+TEST_F(LayersTest, FrozenBatchNormStillTracksStatistics) {
+  // is_trainable = 0: fit leaves scale and bias alone but updates the running statistics.
+  const int N = 4, C = 3;
+  ccv_cnnp_model_t* bn = ccv_cnnp_batch_norm(0.5f, 1e-5f, 0, "frozen");
+  auto xp = cpu_param(CCV_64F, {N, C});
+  compile(bn, {xp}, sgd(1, 1, 0), mse_sum());
+  ASSERT_EQ(err(), "");
+  std::mt19937 rng(25);
+  auto x = random_tensor(xp, rng), t = random_tensor(xp, rng);
+  ccv_nnc_tensor_t* xs[] = {*x};
+  ccv_nnc_tensor_t* fs[] = {*t};
+  ccv_cnnp_model_fit(bn, xs, 1, fs, 1, nullptr, 0, nullptr, nullptr);
+  ASSERT_EQ(err(), "");
+  EXPECT_EQ(param(bn, 0), Vec(C, 1.0));
+  EXPECT_EQ(param(bn, 1), Vec(C, 0.0));
+  BnRef ref{C, 1e-5};
+  Vec m, v;
+  ref.stats(to_vec(*x), m, v);
+  for (auto& e : m) e *= 0.5;
+  for (auto& e : v) e = 0.5 + 0.5 * e;
+  expect_near(param(bn, 2), m, 1e-12, "running mean");
+  expect_near(param(bn, 3), v, 1e-12, "running var");
+  // A copy of the model is a fresh one: compiled anew, statistics from scratch.
+  ccv_cnnp_model_t* copy = ccv_cnnp_model_copy(bn, 1);
+  compile(copy, {xp});
+  ASSERT_EQ(err(), "");
+  EXPECT_EQ(param(copy, 2), Vec(C, 0.0));
+  ccv_cnnp_model_free(copy);
+  ccv_cnnp_model_free(bn);
+}
+
 TEST_F(LayersTest, RmsNormOutputAndGradient) {
   const int A = 3, B = 2, F = 7;
   const double eps = 1e-5;
@@ -989,6 +1059,14 @@ TEST_F(LayersTest, DebugSeesTheInputsAndPassesTheFirstThrough) {
   EXPECT_EQ(to_vec(*out[0]), (Vec{0, 2, 3, 0, 5, 6}));
   ccv_cnnp_model_free(m);
   EXPECT_EQ(log.deinits, 1);
+  // In a training graph too: the copy, with a loss, fitted once.
+  compile(c, {p, p}, sgd(1, 1, 0), mse_sum());
+  ASSERT_EQ(err(), "");
+  ccv_nnc_tensor_t* xs[] = {*x, *z};
+  ccv_nnc_tensor_t* fs[] = {*z};
+  ccv_cnnp_model_fit(c, xs, 2, fs, 1, nullptr, 0, nullptr, nullptr);
+  ASSERT_EQ(err(), "");
+  EXPECT_EQ(log.calls, 2);
   ccv_cnnp_model_free(c);
   EXPECT_EQ(log.deinits, 2);
 }
@@ -1019,6 +1097,7 @@ TEST_F(LayersTest, MissingFamiliesFailNamingTheCommand) {
   auto out = evaluate(ct, {x});
   EXPECT_TRUE(out.empty());
   EXPECT_TRUE(has(g_eval_error, "CONVOLUTION_TRANSPOSE")) << g_eval_error;
+  EXPECT_TRUE(has(g_eval_error, "not implemented")) << g_eval_error;
   ccv_cnnp_model_free(ct);
 
   ccv_cnnp_model_t* at = ccv_cnnp_scaled_dot_product_attention(0.5f, 0, 0, 0, 0, 0, 1, nullptr);
@@ -1034,12 +1113,14 @@ TEST_F(LayersTest, MissingFamiliesFailNamingTheCommand) {
   out = evaluate(am, {qt, qt, qt});
   EXPECT_TRUE(out.empty());
   EXPECT_TRUE(has(g_eval_error, "SCALED_DOT_PRODUCT_ATTENTION")) << g_eval_error;
+  EXPECT_TRUE(has(g_eval_error, "not implemented")) << g_eval_error;
   ccv_cnnp_model_free(am);
 
   ccv_cnnp_model_t* ls = ccv_cnnp_lstm(0, 8, 0, 1, 1, 1, 0, 0, 1, nullptr);
   ASSERT_NE(ls, nullptr) << err();
   compile(ls, {cpu_param(CCV_32F, {2, 3, 4})});
   EXPECT_TRUE(has(err(), "LSTM")) << err();
+  EXPECT_TRUE(has(err(), "no kernel")) << err();
   ccv_cnnp_model_free(ls);
 }
 
