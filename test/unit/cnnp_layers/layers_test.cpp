@@ -291,6 +291,59 @@ TEST_F(LayersTest, BatchNormTrainingStepRunningStatisticsAndInference) {
   ccv_cnnp_model_free(bn);
 }
 
+TEST_F(LayersTest, BatchNormInsideAConvolutionalNetworkTrains) {
+  // conv -> batch norm -> relu -> flatten -> dense, NCHW fp32, softmax
+  // cross-entropy: ten SGD steps on one batch lower its loss, and the
+  // running statistics moved away from (0, 1).
+  Axes k3{3, 3};
+  ccv_nnc_hint_t h;
+  std::memset(&h, 0, sizeof(h));
+  h.stride.dim[0] = h.stride.dim[1] = 1;
+  h.border.begin[0] = h.border.begin[1] = h.border.end[0] = h.border.end[1] = 1;
+  ccv_cnnp_model_t* layers[] = {ccv_cnnp_convolution(1, 4, k3.d, nullptr, 1, h, 0, 1, "conv"), ccv_cnnp_batch_norm(0.9f, 1e-5f, 1, "bn"),
+                                ccv_cnnp_relu(nullptr), ccv_cnnp_flatten(nullptr), ccv_cnnp_dense(3, 0, 0, 1, "fc")};
+  ccv_cnnp_model_t* net = ccv_cnnp_sequential_new(layers, 5, 1, "net");
+  auto xp = cpu_param(CCV_32F, {6, 2, 5, 5}, CCV_TENSOR_FORMAT_NCHW);
+  ccv_nnc_cmd_param_t cp = nnc_test::no_params();
+  cp.label_smoothing.trim1 = 1;
+  compile(net, {xp}, sgd(0.05f, 1.0f / 6, 0), cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD, cp));
+  ASSERT_EQ(err(), "");
+  ASSERT_EQ(param_count(net), 7);  // conv weight (no bias), bn weight / bias / mean / var, fc weight and bias
+  std::mt19937 rng(26);
+  auto x = random_tensor(xp, rng);
+  auto labels = make(cpu_param(CCV_32F, {6}), {0, 1, 2, 0, 1, 2});
+  auto logits = make(cpu_param(CCV_32F, {6, 3}));
+  auto loss_of = [&] {
+    const Vec z = to_vec(*logits);
+    double total = 0;
+    for (int n = 0; n < 6; n++) {
+      double m = -1e300, sum = 0;
+      for (int c = 0; c < 3; c++) m = std::max(m, z[static_cast<size_t>(n * 3 + c)]);
+      for (int c = 0; c < 3; c++) sum += std::exp(z[static_cast<size_t>(n * 3 + c)] - m);
+      total += std::log(sum) + m - z[static_cast<size_t>(n * 3 + n % 3)];
+    }
+    return total;
+  };
+  ccv_nnc_tensor_t* xs[] = {*x};
+  ccv_nnc_tensor_t* fs[] = {*labels};
+  ccv_nnc_tensor_t* os[] = {*logits};
+  double first = 0, last = 0;
+  for (int step = 0; step < 10; step++) {
+    ccv_cnnp_model_fit(net, xs, 1, fs, 1, os, 1, nullptr, nullptr);
+    ASSERT_EQ(err(), "");
+    (step == 0 ? first : last) = loss_of();
+  }
+  EXPECT_LT(last, 0.8 * first);
+  int moved = 0;
+  for (int i = 0; i < param_count(net); i++)
+    if (param_name(net, i) == "bn.mean")
+      for (double v : param(net, i)) moved += v != 0;
+  EXPECT_EQ(moved, 4);
+  auto y = evaluate(net, {*x});
+  ASSERT_EQ(y.size(), 1u) << g_eval_error;
+  ccv_cnnp_model_free(net);
+}
+
 TEST_F(LayersTest, BatchNormNchwInFp32MatchesTheCommand) {
   const int N = 2, C = 7, H = 3, W = 5;
   ccv_cnnp_model_t* bn = ccv_cnnp_batch_norm(0.9f, 1e-5f, 1, nullptr);
