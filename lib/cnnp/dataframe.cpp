@@ -118,6 +118,8 @@ Iterator::~Iterator() {
   }
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
+  // Deinits are callbacks of the dataframe too: never beside another of them.
+  std::lock_guard<std::mutex> lock(df_->compute_mutex);
   for (auto& buf : pool_)
     for (int c : closure_)
       if (buf->values[c] && columns_[c].data_deinit) columns_[c].data_deinit(buf->values[c], columns_[c].context);

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
@@ -337,6 +339,53 @@ TEST(Dataframe, SetCursorAndPeek) {
   EXPECT_EQ(ccv_cnnp_dataframe_iter_next(it, v, 2, nullptr), 0);
   EXPECT_EQ(*static_cast<int*>(v[0]), 91);
   ccv_cnnp_dataframe_iter_free(it);
+  ccv_cnnp_dataframe_free(df);
+}
+
+// Callbacks of one dataframe never overlap, even with two iterators, each
+// with its prefetch worker, driven from two threads.
+struct Overlap {
+  std::atomic<int> inside{0};
+  std::atomic<int> most{0};
+};
+void overlap_map(void* const* const* in, int, int n, void** data, void* context, ccv_nnc_stream_context_t*) {
+  auto* o = static_cast<Overlap*>(context);
+  const int now = ++o->inside;
+  int most = o->most.load();
+  while (now > most && !o->most.compare_exchange_weak(most, now)) {
+  }
+  for (int i = 0; i < n; i++) {
+    if (!data[i]) data[i] = std::malloc(sizeof(int));
+    *static_cast<int*>(data[i]) = *static_cast<int*>(in[0][i]) * 2;
+  }
+  std::this_thread::yield();
+  --o->inside;
+}
+
+TEST(Dataframe, CallbacksNeverOverlapAcrossThreads) {
+  IntSource s;
+  Overlap o;
+  ccv_cnnp_dataframe_t* df = int_frame(&s, 300);
+  const int m = ccv_cnnp_dataframe_map(df, overlap_map, 0, free_deinit, IDX(0), 1, &o, nullptr, nullptr);
+  long sums[2] = {0, 0};
+  auto walker = [&](int k) {
+    ccv_cnnp_dataframe_iter_t* it = ccv_cnnp_dataframe_iter_new(df, &m, 1);
+    void* v;
+    ccv_cnnp_dataframe_iter_prefetch(it, 3, nullptr);
+    while (ccv_cnnp_dataframe_iter_next(it, &v, 1, nullptr) == 0) {
+      ccv_cnnp_dataframe_iter_prefetch(it, 1, nullptr);
+      sums[k] += *static_cast<int*>(v);
+    }
+    ccv_cnnp_dataframe_iter_free(it);
+  };
+  std::thread a(walker, 0), b(walker, 1);
+  a.join();
+  b.join();
+  long expect = 0;
+  for (int r = 0; r < 300; r++) expect += 2 * (r * 10 + 1);
+  EXPECT_EQ(sums[0], expect);
+  EXPECT_EQ(sums[1], expect);
+  EXPECT_EQ(o.most.load(), 1);
   ccv_cnnp_dataframe_free(df);
 }
 
