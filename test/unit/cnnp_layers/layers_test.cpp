@@ -1036,6 +1036,38 @@ TEST_F(LayersTest, CmdExecWithSharedTensorsAndACopy) {
   ccv_cnnp_model_free(copy);
 }
 
+TEST_F(LayersTest, CmdExecWithAnOutputThatIsNotReturned) {
+  // Softmax cross-entropy: the loss is the model's output, the softmax a tensor it does not return.
+  ccv_cnnp_cmd_exec_io_t ins[2];
+  std::memset(ins, 0, sizeof(ins));
+  ins[0].type = ins[1].type = CCV_CNNP_IO;
+  int outs[] = {CCV_CNNP_IO, CCV_CNNP_TENSOR_NOT_OUTPUT};
+  ccv_nnc_cmd_param_t cp = nnc_test::no_params();
+  cp.label_smoothing.trim1 = 1;
+  ccv_cnnp_model_t* ce = ccv_cnnp_cmd_exec(cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD, cp), ccv_nnc_no_hint, 0, ins, 2, outs, 2, 1, nullptr);
+  ASSERT_NE(ce, nullptr) << err();
+  EXPECT_EQ(ccv_cnnp_model_output_size(ce), 1);
+  ccv_cnnp_model_t* m = two(ce);
+  auto zp = cpu_param(CCV_32F, {3, 4}), lp = cpu_param(CCV_32F, {3});
+  compile(m, {zp, lp});
+  ASSERT_EQ(err(), "");
+  std::mt19937 rng(27);
+  auto z = random_tensor(zp, rng);
+  auto l = make(lp, {3, 0, 2});
+  auto out = evaluate(m, {*z, *l});
+  ASSERT_EQ(out.size(), 1u) << g_eval_error;
+  const Vec zv = to_vec(*z), y = to_vec(*out[0]);
+  ASSERT_EQ(y.size(), 3u);
+  const int lab[] = {3, 0, 2};
+  for (int n = 0; n < 3; n++) {
+    double m = -1e300, sum = 0;
+    for (int c = 0; c < 4; c++) m = std::max(m, zv[static_cast<size_t>(n * 4 + c)]);
+    for (int c = 0; c < 4; c++) sum += std::exp(zv[static_cast<size_t>(n * 4 + c)] - m);
+    EXPECT_NEAR(y[static_cast<size_t>(n)], std::log(sum) + m - zv[static_cast<size_t>(n * 4 + lab[n])], 1e-5);
+  }
+  ccv_cnnp_model_free(m);
+}
+
 TEST_F(LayersTest, GraphModelRunsTheCallersGraph) {
   // y = relu(x * w) + x with w a shared tensor, built by the caller as a symbolic graph.
   ccv_nnc_symbolic_graph_t* g = ccv_nnc_symbolic_graph_new();
@@ -1182,6 +1214,12 @@ TEST_F(LayersTest, MissingFamiliesFailNamingTheCommand) {
 
 TEST_F(LayersTest, BadInputIsRefusedWithMessages) {
   // Constructors.
+  ccv_nnc_symbolic_graph_t* g = ccv_nnc_symbolic_graph_new();
+  ccv_nnc_tensor_symbol_t gs = ccv_nnc_tensor_symbol_new(g, cpu_param(CCV_32F, {2}), "x");
+  ccv_nnc_tensor_symbol_t stray = {5, g};
+  EXPECT_EQ(ccv_cnnp_graph(g, nullptr, 0, &gs, 1, &stray, 1, 1, nullptr), nullptr);
+  EXPECT_TRUE(has(err(), "output 0 is not a live symbol")) << err();
+  ccv_nnc_symbolic_graph_free(g);
   EXPECT_EQ(ccv_cnnp_chunk(0, 0, nullptr), nullptr);
   EXPECT_TRUE(has(err(), "0 pieces")) << err();
   Axes none{0};
