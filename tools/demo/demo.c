@@ -1,51 +1,73 @@
 /*
- * nnc-demo: trains a two-layer perceptron (784 -> 256 -> 10) on Fashion-MNIST
- * with NNC's Level-1 API, and reports test accuracy.
+ * nnc-demo: trains the reference network (shared/reference-net.md) on
+ * Fashion-MNIST through NNC's model API, the way a libnnc user would:
  *
- * The dense layers run as NNC commands: GEMM forward (x * w^T + bias) and
- * GEMM backward (gradients of x, w and the bias). ReLU, softmax cross-entropy
- * and the SGD step are written out here in C until their commands land (the
- * command-library issue); the reference convolutional network arrives with
- * the model API. Data order and initial weights come from the splitmix64
- * generator of shared/reference-net.md, so a run is reproducible.
+ *   conv 5x5 32 pad 2 - ReLU - max-pool 2x2 - conv 5x5 64 pad 2 - ReLU -
+ *   max-pool 2x2 - flatten - dense 256 - ReLU - dense 10, softmax cross-entropy,
+ *   SGD lr 0.01 momentum 0.9, batch 64.
  *
- * Usage: nnc-demo [--epochs N] [--data DIR] [--curves FILE]
+ * Data order and initial weights come from the splitmix64 streams of the
+ * reference (seeds 1234 and 42), so the run follows PyTorch's trajectory up
+ * to rounding; the check values of the reference are printed beside ours.
+ * Each epoch ends with the test accuracy, a checkpoint (parameters, momenta,
+ * the data-order stream and the curves, in one SQLite transaction), and the
+ * curves as CSV and SVG. Run again, it resumes from the checkpoint.
+ *
+ * Usage: nnc-demo [--epochs N] [--batch-size B] [--threads T] [--out DIR]
+ *                 [--data DIR] [--layout nchw|nhwc] [--fresh] [--quiet] [--bench]
+ *                 [--subset N]
+ *
+ * --subset N trains on the first N images of each epoch's order (the test
+ * of the demo uses it to stay short).
+ * --bench adds machine-readable "bench:" lines (epoch times, inference at
+ * batch 1 and 256, peak RSS) for tools/bench-train, which sets them beside
+ * PyTorch's.
  */
+#include <errno.h>
 #include <math.h>
+#include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "nnc/ccv_nnc.h"
 #include "nnc/ccv_nnc_easy.h"
 
-enum { IN = 784, HIDDEN = 256, OUT = 10, BATCH = 64 };
+enum { IMAGE = 784, CLASSES = 10, MAX_EPOCHS = 100 };
 
-static uint64_t rng_state;
-
-static uint64_t splitmix64(void)
+static uint64_t splitmix64(uint64_t* state)
 {
-	uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+	uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
 	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
 	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
 	return z ^ (z >> 31);
 }
 
-static float uniform01(void)
+static float uniform01(uint64_t* state)
 {
-	return (float)(splitmix64() >> 40) * (1.0f / 16777216.0f);
+	return (float)(splitmix64(state) >> 40) * (1.0f / 16777216.0f);
 }
 
-/* Read an IDX file (gzip-compressed): returns its payload after the header. */
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Read a gzip-compressed IDX file: its payload after the header. */
 static unsigned char* read_idx(const char* path, int expect_magic, int* count, size_t item_size)
 {
 	gzFile f = gzopen(path, "rb");
 	if (!f)
 	{
-		fprintf(stderr, "nnc-demo: cannot open %s (install Debian's dataset-fashion-mnist)\n", path);
+		fprintf(stderr, "nnc-demo: cannot open %s (install Debian's dataset-fashion-mnist, or pass --data)\n", path);
 		return 0;
 	}
 	unsigned char header[16];
@@ -77,259 +99,584 @@ static unsigned char* read_idx(const char* path, int expect_magic, int* count, s
 	return data;
 }
 
-typedef struct {
-	ccv_nnc_tensor_t* w; /* [out, in] */
-	ccv_nnc_tensor_t* b; /* [out] */
-	ccv_nnc_tensor_t* dw;
-	ccv_nnc_tensor_t* db;
-	ccv_nnc_tensor_t* vw; /* momentum */
-	ccv_nnc_tensor_t* vb;
-} dense_t;
-
-static dense_t dense_new(int in, int out)
+/* The reference network. NCHW keeps PyTorch's flatten order; NHWC permutes
+ * the first dense layer's weights to match (and the convolution weights to
+ * [out, kh, kw, in]). */
+static ccv_cnnp_model_t* reference_net(void)
 {
-	dense_t d;
-	d.w = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, out, in), 0);
-	d.b = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, out), 0);
-	d.dw = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, out, in), 0);
-	d.db = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, out), 0);
-	d.vw = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, out, in), 0);
-	d.vb = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, out), 0);
-	const float scale = 1.0f / sqrtf((float)in);
+	ccv_cnnp_model_t* layers[] = {
+		ccv_cnnp_convolution(1, 32, DIM_ALLOC(5, 5), DIM_ALLOC(), 0, HINT((1, 1), (2, 2)), 0, 1, "conv1"),
+		ccv_cnnp_relu(0),
+		ccv_cnnp_max_pool(DIM_ALLOC(2, 2), HINT((2, 2), (0, 0)), 0),
+		ccv_cnnp_convolution(1, 64, DIM_ALLOC(5, 5), DIM_ALLOC(), 0, HINT((1, 1), (2, 2)), 0, 1, "conv2"),
+		ccv_cnnp_relu(0),
+		ccv_cnnp_max_pool(DIM_ALLOC(2, 2), HINT((2, 2), (0, 0)), 0),
+		ccv_cnnp_flatten(0),
+		ccv_cnnp_dense(256, 0, 0, 1, "fc1"),
+		ccv_cnnp_relu(0),
+		ccv_cnnp_dense(CLASSES, 0, 0, 1, "fc2"),
+	};
+	return ccv_cnnp_sequential_new(layers, sizeof(layers) / sizeof(layers[0]), 1, "reference");
+}
+
+static ccv_nnc_tensor_param_t image_params(int nhwc, int n)
+{
+	return nhwc ? CPU_TENSOR_NHWC(32F, n, 28, 28, 1) : CPU_TENSOR_NCHW(32F, n, 1, 28, 28);
+}
+
+/* Initialise as reference-net.md says: one stream (seed 42), in PyTorch's
+ * order and layouts; returns the values it set for the check. */
+static int initialise(ccv_cnnp_model_t* model, int nhwc, float conv1_first[4], float fc2_bias_first[3])
+{
+	static const int shapes[8][4] = { { 32, 1, 5, 5 }, { 32 }, { 64, 32, 5, 5 }, { 64 }, { 256, 3136 }, { 256 }, { 10, 256 }, { 10 } };
+	static const int fan_in[8] = { 25, 25, 800, 800, 3136, 3136, 256, 256 };
+	uint64_t rng = 42;
 	int i;
-	for (i = 0; i < out * in; i++)
-		d.w->data.f32[i] = (2 * uniform01() - 1) * scale;
-	for (i = 0; i < out; i++)
-		d.b->data.f32[i] = (2 * uniform01() - 1) * scale;
-	ccv_nnc_tensor_zero(d.vw);
-	ccv_nnc_tensor_zero(d.vb);
-	return d;
+	for (i = 0; i < 8; i++)
+	{
+		const int n = shapes[i][0] * (shapes[i][1] ? shapes[i][1] : 1) * (shapes[i][2] ? shapes[i][2] : 1) * (shapes[i][3] ? shapes[i][3] : 1);
+		float* v = malloc(sizeof(float) * (size_t)n);
+		const float scale = 1.0f / sqrtf((float)fan_in[i]);
+		int k;
+		for (k = 0; k < n; k++)
+			v[k] = (2 * uniform01(&rng) - 1) * scale;
+		if (i == 0)
+			memcpy(conv1_first, v, sizeof(float) * 4);
+		if (i == 7)
+			memcpy(fc2_bias_first, v, sizeof(float) * 3);
+		ccv_cnnp_model_io_t p = ccv_cnnp_model_parameters(model, ALL_PARAMETERS, i);
+		ccv_nnc_tensor_param_t info = ccv_cnnp_model_parameter_tensor_params(model, p);
+		ccv_nnc_tensor_t* t = ccv_nnc_tensor_new(0, info, 0);
+		if (nhwc && (i == 0 || i == 2))
+		{
+			/* [out, in, kh, kw] -> [out, kh, kw, in] */
+			const int O = shapes[i][0], I = shapes[i][1];
+			int o, c, y, x;
+			for (o = 0; o < O; o++)
+				for (c = 0; c < I; c++)
+					for (y = 0; y < 5; y++)
+						for (x = 0; x < 5; x++)
+							t->data.f32[((o * 5 + y) * 5 + x) * I + c] = v[((o * I + c) * 5 + y) * 5 + x];
+		} else if (nhwc && i == 4) {
+			/* fc1 reads (c, h, w) in PyTorch, (h, w, c) here. */
+			int o, c, y, x;
+			for (o = 0; o < 256; o++)
+				for (c = 0; c < 64; c++)
+					for (y = 0; y < 7; y++)
+						for (x = 0; x < 7; x++)
+							t->data.f32[(size_t)o * 3136 + (y * 7 + x) * 64 + c] = v[(size_t)o * 3136 + (c * 7 + y) * 7 + x];
+		} else
+			memcpy(t->data.f32, v, sizeof(float) * (size_t)n);
+		ccv_cnnp_model_set_parameter(model, p, t);
+		ccv_nnc_tensor_free(t);
+		free(v);
+		if (ccv_nnc_error_message()[0])
+		{
+			fprintf(stderr, "nnc-demo: setting parameter %d: %s\n", i, ccv_nnc_error_message());
+			return -1;
+		}
+	}
+	return 0;
 }
 
-static void dense_free(dense_t* d)
+/* Softmax cross-entropy of a row of logits, in double. */
+static double row_loss(const float* z, int label)
 {
-	ccv_nnc_tensor_free(d->w);
-	ccv_nnc_tensor_free(d->b);
-	ccv_nnc_tensor_free(d->dw);
-	ccv_nnc_tensor_free(d->db);
-	ccv_nnc_tensor_free(d->vw);
-	ccv_nnc_tensor_free(d->vb);
+	double m = z[0], s = 0;
+	int j;
+	for (j = 1; j < CLASSES; j++)
+		m = z[j] > m ? z[j] : m;
+	for (j = 0; j < CLASSES; j++)
+		s += exp(z[j] - m);
+	return log(s) + m - z[label];
 }
 
-static int check(int rc, const char* what)
+static int argmax_row(const float* z)
 {
-	if (rc != CCV_NNC_EXEC_SUCCESS)
-		fprintf(stderr, "nnc-demo: %s failed: %s\n", what, ccv_nnc_error_message());
-	return rc;
+	int best = 0, j;
+	for (j = 1; j < CLASSES; j++)
+		if (z[j] > z[best])
+			best = j;
+	return best;
 }
 
-/* y = x * w^T + b */
-static int dense_forward(dense_t* d, ccv_nnc_tensor_t* x, ccv_nnc_tensor_t* y)
+/* The reference's preprocessing, batch by batch (the data set stays in
+ * bytes: 47 MB rather than 188 MB of floats). One channel: NCHW and NHWC
+ * are the same bytes. index NULL: images first, first + 1, ... */
+static void copy_images(float* dst, const unsigned char* pixels, const int* index, int first, int n)
 {
-	return check(ccv_nnc_cmd_exec(CMD_GEMM_FORWARD(NO_TRANSPOSE, TRANSPOSE(0, 1)), ccv_nnc_no_hint, 0, TENSOR_LIST(x, d->w, d->b), TENSOR_LIST(y), 0), "GEMM forward");
-}
-
-/* dx (may be 0), dw, db from dy. */
-static int dense_backward(dense_t* d, ccv_nnc_tensor_t* dy, ccv_nnc_tensor_t* x, ccv_nnc_tensor_t* dx)
-{
-	return check(ccv_nnc_cmd_exec(CMD_GEMM_BACKWARD(NO_TRANSPOSE, TRANSPOSE(0, 1)), ccv_nnc_no_hint, 0, TENSOR_LIST(dy, x, d->w), TENSOR_LIST(dx, d->dw, d->db), 0), "GEMM backward");
-}
-
-static void sgd(ccv_nnc_tensor_t* w, ccv_nnc_tensor_t* g, ccv_nnc_tensor_t* v, float rate, float momentum)
-{
-	const size_t n = ccv_nnc_tensor_count(w->info);
-	size_t i;
+	int i, k;
 	for (i = 0; i < n; i++)
 	{
-		v->data.f32[i] = momentum * v->data.f32[i] + g->data.f32[i];
-		w->data.f32[i] -= rate * v->data.f32[i];
+		const unsigned char* p = pixels + (size_t)(index ? index[i] : first + i) * IMAGE;
+		float* d = dst + (size_t)i * IMAGE;
+		for (k = 0; k < IMAGE; k++)
+			d[k] = ((float)p[k] / 255.f - 0.2860f) / 0.3530f;
 	}
 }
 
-static void normalise(const unsigned char* pixels, int n, float* out)
+static double test_accuracy(ccv_cnnp_model_t* model, const unsigned char* test, const unsigned char* labels, int n_test, int nhwc)
 {
-	int i;
-	for (i = 0; i < n * IN; i++)
-		out[i] = ((float)pixels[i] / 255.f - 0.2860f) / 0.3530f;
+	enum { EVAL = 100 };
+	ccv_nnc_tensor_t* x = ccv_nnc_tensor_new(0, image_params(nhwc, EVAL), 0);
+	ccv_nnc_tensor_t* z = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, EVAL, CLASSES), 0);
+	int correct = 0, first, i;
+	for (first = 0; first + EVAL <= n_test; first += EVAL)
+	{
+		copy_images(x->data.f32, test, 0, first, EVAL);
+		ccv_cnnp_model_evaluate(model, (ccv_cnnp_evaluate_param_t){ .is_test = 1 }, TENSOR_LIST(x), TENSOR_LIST(z), 0, 0);
+		for (i = 0; i < EVAL; i++)
+			correct += argmax_row(z->data.f32 + i * CLASSES) == labels[first + i];
+	}
+	ccv_nnc_tensor_free(x);
+	ccv_nnc_tensor_free(z);
+	return (double)correct / (first ? first : 1);
 }
 
-static void progress(int epoch, int epochs, int step, int steps, double loss, double seconds)
+/* Inference timings: batch 1 (microseconds per image) and batch 256 (images/s). */
+static void inference_bench(ccv_cnnp_model_t* model, const unsigned char* test, int nhwc)
 {
-	const int width = 30;
-	const int filled = (int)((long)width * step / steps);
+	static const int sizes[2] = { 1, 256 };
+	int k, r;
+	for (k = 0; k < 2; k++)
+	{
+		const int n = sizes[k], reps = n == 1 ? 200 : 10;
+		ccv_nnc_tensor_t* x = ccv_nnc_tensor_new(0, image_params(nhwc, n), 0);
+		ccv_nnc_tensor_t* z = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, n, CLASSES), 0);
+		copy_images(x->data.f32, test, 0, 0, n);
+		for (r = 0; r < (n == 1 ? 20 : 1); r++)
+			ccv_cnnp_model_evaluate(model, (ccv_cnnp_evaluate_param_t){ .is_test = 1 }, TENSOR_LIST(x), TENSOR_LIST(z), 0, 0);
+		const double t = now();
+		for (r = 0; r < reps; r++)
+			ccv_cnnp_model_evaluate(model, (ccv_cnnp_evaluate_param_t){ .is_test = 1 }, TENSOR_LIST(x), TENSOR_LIST(z), 0, 0);
+		const double dt = now() - t;
+		if (n == 1)
+			printf("bench: infer1_us %.1f\n", dt / reps * 1e6);
+		else
+			printf("bench: infer256_images_per_s %.0f\n", n * reps / dt);
+		ccv_nnc_tensor_free(x);
+		ccv_nnc_tensor_free(z);
+	}
+}
+
+static void progress(int epoch, int epochs, int done, int total, double loss, double images_per_s, double eta)
+{
+	const int width = 28;
+	const int filled = (int)((long)width * done / total);
 	char bar[64];
 	int i;
 	for (i = 0; i < width; i++)
 		bar[i] = i < filled ? '#' : '.';
 	bar[width] = 0;
-	fprintf(stderr, "\repoch %d/%d [%s] %3d%% loss %.4f %.1fs", epoch, epochs, bar, 100 * step / steps, loss, seconds);
+	fprintf(stderr, "%sepoch %d/%d [%s] %3d%%  %6.0f img/s  loss %.4f  ETA %3.0fs %s", isatty(2) ? "\r" : "", epoch, epochs, bar, 100 * done / total, images_per_s, loss, eta, isatty(2) ? "" : "\n");
 	fflush(stderr);
+}
+
+/* The curves: per-epoch numbers, and the training loss averaged over every
+ * `points` steps. */
+typedef struct {
+	int epochs;
+	double loss[MAX_EPOCHS], accuracy[MAX_EPOCHS + 1], seconds[MAX_EPOCHS];
+	int point_count;
+	double points[MAX_EPOCHS * 20];
+} curves_t;
+
+static void write_csv(const char* path, const curves_t* c)
+{
+	FILE* f = fopen(path, "w");
+	int i;
+	if (!f)
+	{
+		fprintf(stderr, "nnc-demo: cannot write %s: %s\n", path, strerror(errno));
+		return;
+	}
+	fprintf(f, "epoch,train_loss,test_accuracy,seconds\n");
+	fprintf(f, "0,,%.4f,\n", c->accuracy[0]);
+	for (i = 0; i < c->epochs; i++)
+		fprintf(f, "%d,%.6f,%.4f,%.2f\n", i + 1, c->loss[i], c->accuracy[i + 1], c->seconds[i]);
+	fclose(f);
+}
+
+static void write_svg(const char* path, const curves_t* c)
+{
+	FILE* f = fopen(path, "w");
+	int i;
+	if (!f)
+	{
+		fprintf(stderr, "nnc-demo: cannot write %s: %s\n", path, strerror(errno));
+		return;
+	}
+	const int W = 360, H = 240, L = 50, T = 30, PW = 290, PH = 170;
+	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"11\">\n", 2 * W, H);
+	fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+	/* Left: training loss (points every 1/20 epoch), right: test accuracy per epoch. */
+	double lmax = 0.1;
+	for (i = 0; i < c->point_count; i++)
+		lmax = c->points[i] > lmax ? c->points[i] : lmax;
+	lmax = ceil(lmax * 2) / 2;
+	const double xmax = c->epochs > 0 ? c->epochs : 1;
+	int panel;
+	for (panel = 0; panel < 2; panel++)
+	{
+		const int ox = panel * W + L;
+		fprintf(f, "<text x=\"%d\" y=\"18\" font-size=\"13\">%s</text>\n", ox, panel ? "test accuracy" : "training loss");
+		fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#888\"/>\n", ox, T, PW, PH);
+		const double lo = panel ? 0 : 0, hi = panel ? 1 : lmax;
+		int k;
+		for (k = 0; k <= 4; k++)
+		{
+			const double v = lo + (hi - lo) * k / 4;
+			const double y = T + PH - PH * (v - lo) / (hi - lo);
+			fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#eee\"/>\n", ox, y, ox + PW, y);
+			fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.2f</text>\n", ox - 4, y + 4, v);
+		}
+		for (k = 0; k <= (int)xmax; k++)
+			fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%d</text>\n", ox + PW * k / xmax, T + PH + 14, k);
+		fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">epoch</text>\n", ox + PW / 2, T + PH + 28);
+		fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", panel ? "#c0392b" : "#2e6fba");
+		if (panel)
+			for (i = 0; i <= c->epochs; i++)
+				fprintf(f, "%.1f,%.1f ", ox + PW * i / xmax, T + PH - PH * c->accuracy[i]);
+		else
+			for (i = 0; i < c->point_count; i++)
+				fprintf(f, "%.1f,%.1f ", ox + PW * (i + 1) / (20.0 * xmax), T + PH - PH * c->points[i] / lmax);
+		fprintf(f, "\"/>\n");
+		if (panel)
+			for (i = 0; i <= c->epochs; i++)
+				fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"#c0392b\"/><text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.4f</text>\n",
+					ox + PW * i / xmax, T + PH - PH * c->accuracy[i], ox + PW * i / xmax, T + PH - PH * c->accuracy[i] - 7, c->accuracy[i]);
+	}
+	fprintf(f, "</svg>\n");
+	fclose(f);
+}
+
+/* The checkpoint: the model's parameters and momenta, the data-order stream
+ * and the curves, in one transaction. */
+static int save_checkpoint(const char* path, ccv_cnnp_model_t* model, int epoch, uint64_t order_rng, const curves_t* c)
+{
+	sqlite3* db = 0;
+	if (sqlite3_open(path, &db) != SQLITE_OK)
+	{
+		fprintf(stderr, "nnc-demo: cannot open %s: %s\n", path, sqlite3_errmsg(db));
+		sqlite3_close(db);
+		return -1;
+	}
+	sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", 0, 0, 0);
+	int ok = sqlite3_exec(db, "BEGIN IMMEDIATE", 0, 0, 0) == SQLITE_OK;
+	ok = ok && ccv_cnnp_model_write(model, db, "", 0) == CCV_IO_FINAL;
+	ccv_nnc_tensor_t* state = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(64S, 2), 0);
+	state->data.i64[0] = epoch;
+	memcpy(&state->data.i64[1], &order_rng, sizeof(order_rng));
+	ok = ok && ccv_nnc_tensor_write(state, db, "demo.state", 0) == CCV_IO_FINAL;
+	ccv_nnc_tensor_free(state);
+	ccv_nnc_tensor_t* curves = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(8U, (int)sizeof(curves_t)), 0);
+	memcpy(curves->data.u8, c, sizeof(curves_t));
+	ok = ok && ccv_nnc_tensor_write(curves, db, "demo.curves", 0) == CCV_IO_FINAL;
+	ccv_nnc_tensor_free(curves);
+	if (ok)
+		ok = sqlite3_exec(db, "COMMIT", 0, 0, 0) == SQLITE_OK;
+	else
+		sqlite3_exec(db, "ROLLBACK", 0, 0, 0);
+	if (!ok)
+		fprintf(stderr, "nnc-demo: writing the checkpoint failed: %s %s\n", ccv_nnc_error_message(), sqlite3_errmsg(db));
+	sqlite3_close(db);
+	return ok ? 0 : -1;
+}
+
+/* Returns the epochs the checkpoint holds (0: none usable). */
+static int load_checkpoint(const char* path, ccv_cnnp_model_t* model, uint64_t* order_rng, curves_t* c)
+{
+	if (access(path, F_OK) != 0)
+		return 0;
+	sqlite3* db = 0;
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, 0) != SQLITE_OK)
+	{
+		fprintf(stderr, "nnc-demo: cannot open the checkpoint %s (%s); starting afresh\n", path, sqlite3_errmsg(db));
+		sqlite3_close(db);
+		return 0;
+	}
+	ccv_nnc_tensor_t* state = 0;
+	ccv_nnc_tensor_t* curves = 0;
+	int epoch = 0;
+	if (ccv_nnc_tensor_read(db, "demo.state", 0, 0, 0, &state) == CCV_IO_FINAL && ccv_nnc_tensor_read(db, "demo.curves", 0, 0, 0, &curves) == CCV_IO_FINAL &&
+		ccv_nnc_tensor_count(curves->info) == sizeof(curves_t) && state->data.i64[0] > 0 && state->data.i64[0] <= MAX_EPOCHS &&
+		ccv_cnnp_model_read(db, "", 0, model) == CCV_IO_FINAL)
+	{
+		epoch = (int)state->data.i64[0];
+		memcpy(order_rng, &state->data.i64[1], sizeof(*order_rng));
+		memcpy(c, curves->data.u8, sizeof(curves_t));
+	} else
+		fprintf(stderr, "nnc-demo: the checkpoint %s is not usable (%s); starting afresh\n", path, ccv_nnc_error_message());
+	if (state)
+		ccv_nnc_tensor_free(state);
+	if (curves)
+		ccv_nnc_tensor_free(curves);
+	sqlite3_close(db);
+	return epoch;
+}
+
+static void check(const char* what, double got, double want, double tolerance)
+{
+	printf("  %-44s %10.6g  (reference %10.6g)  %s\n", what, got, want, fabs(got - want) <= tolerance ? "ok" : "MISMATCH");
 }
 
 int main(int argc, char** argv)
 {
-	int epochs = 3;
+	int epochs = 3, batch = 64, threads = 2, fresh = 0, nhwc = 0, quiet = 0, bench = 0, subset = 0;
 	const char* dir = "/usr/share/datasets/fashion-mnist";
-	const char* curves = 0;
+	const char* out = "demo-out";
 	int i, j;
 	for (i = 1; i < argc; i++)
 	{
 		if (!strcmp(argv[i], "--epochs") && i + 1 < argc)
 			epochs = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--batch-size") && i + 1 < argc)
+			batch = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+			threads = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--out") && i + 1 < argc)
+			out = argv[++i];
 		else if (!strcmp(argv[i], "--data") && i + 1 < argc)
 			dir = argv[++i];
-		else if (!strcmp(argv[i], "--curves") && i + 1 < argc)
-			curves = argv[++i];
+		else if (!strcmp(argv[i], "--layout") && i + 1 < argc) {
+			const char* l = argv[++i];
+			if (strcmp(l, "nchw") && strcmp(l, "nhwc"))
+			{
+				fprintf(stderr, "nnc-demo: --layout is nchw or nhwc\n");
+				return 2;
+			}
+			nhwc = !strcmp(l, "nhwc");
+		} else if (!strcmp(argv[i], "--fresh"))
+			fresh = 1;
+		else if (!strcmp(argv[i], "--quiet"))
+			quiet = 1;
+		else if (!strcmp(argv[i], "--bench"))
+			bench = 1;
+		else if (!strcmp(argv[i], "--subset") && i + 1 < argc)
+			subset = atoi(argv[++i]);
 		else {
-			fprintf(stderr, "usage: nnc-demo [--epochs N] [--data DIR] [--curves FILE]\n");
+			fprintf(stderr, "usage: nnc-demo [--epochs N] [--batch-size B] [--threads T] [--out DIR] [--data DIR] [--layout nchw|nhwc] [--fresh] [--quiet] [--bench] [--subset N]\n");
 			return 2;
 		}
 	}
-	if (epochs < 1 || epochs > 100)
+	if (epochs < 1 || epochs > MAX_EPOCHS || batch < 1 || batch > 4096 || threads < 1 || threads > 256 || subset < 0)
 	{
-		fprintf(stderr, "nnc-demo: --epochs must be between 1 and 100\n");
+		fprintf(stderr, "nnc-demo: --epochs must be 1 to %d, --batch-size 1 to 4096, --threads 1 to 256, --subset 0 (all) or more\n", MAX_EPOCHS);
 		return 2;
 	}
+	char env[16];
+	snprintf(env, sizeof(env), "%d", threads);
+	setenv("NNC_NUM_THREADS", env, 1);
 	ccv_nnc_init();
-	char path[4096];
+	if (mkdir(out, 0755) != 0 && errno != EEXIST)
+	{
+		fprintf(stderr, "nnc-demo: cannot create %s: %s\n", out, strerror(errno));
+		return 1;
+	}
+	char path[4096], ckpt[4096];
 	int n_train = 0, n_test = 0, n_train_labels = 0, n_test_labels = 0;
 	snprintf(path, sizeof(path), "%s/train-images-idx3-ubyte.gz", dir);
-	unsigned char* train_pixels = read_idx(path, 0x803, &n_train, IN);
+	unsigned char* train_pixels = read_idx(path, 0x803, &n_train, IMAGE);
 	snprintf(path, sizeof(path), "%s/train-labels-idx1-ubyte.gz", dir);
 	unsigned char* train_labels = read_idx(path, 0x801, &n_train_labels, 1);
 	snprintf(path, sizeof(path), "%s/t10k-images-idx3-ubyte.gz", dir);
-	unsigned char* test_pixels = read_idx(path, 0x803, &n_test, IN);
+	unsigned char* test_pixels = read_idx(path, 0x803, &n_test, IMAGE);
 	snprintf(path, sizeof(path), "%s/t10k-labels-idx1-ubyte.gz", dir);
 	unsigned char* test_labels = read_idx(path, 0x801, &n_test_labels, 1);
 	if (!train_pixels || !train_labels || !test_pixels || !test_labels || n_train != n_train_labels || n_test != n_test_labels)
 		return 1;
-	float* train = malloc(sizeof(float) * (size_t)n_train * IN);
-	float* test = malloc(sizeof(float) * (size_t)n_test * IN);
-	normalise(train_pixels, n_train, train);
-	normalise(test_pixels, n_test, test);
-	printf("Fashion-MNIST: %d training and %d test images\n", n_train, n_test);
+	printf("Fashion-MNIST: %d training and %d test images; batch %d, %d threads, %s\n", n_train, n_test, batch, threads, nhwc ? "NHWC" : "NCHW");
 
-	rng_state = 42;
-	dense_t fc1 = dense_new(IN, HIDDEN), fc2 = dense_new(HIDDEN, OUT);
-	ccv_nnc_tensor_t* x = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, BATCH, IN), 0);
-	ccv_nnc_tensor_t* h = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, BATCH, HIDDEN), 0);
-	ccv_nnc_tensor_t* dh = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, BATCH, HIDDEN), 0);
-	ccv_nnc_tensor_t* logits = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, BATCH, OUT), 0);
-	ccv_nnc_tensor_t* dlogits = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, BATCH, OUT), 0);
+	ccv_cnnp_model_t* model = reference_net();
+	const ccv_nnc_tensor_param_t input = image_params(nhwc, batch);
+	ccv_cnnp_model_compile(model, &input, 1, CMD_SGD_FORWARD(0, 0.01, 1. / batch, 0, 0.9, 0), CMD_SOFTMAX_CROSSENTROPY_FORWARD());
+	if (ccv_nnc_error_message()[0])
+	{
+		fprintf(stderr, "nnc-demo: compiling the model failed: %s\n", ccv_nnc_error_message());
+		return 1;
+	}
+	float conv1_first[4], fc2_bias_first[3];
+	if (initialise(model, nhwc, conv1_first, fc2_bias_first))
+		return 1;
+	curves_t curves;
+	memset(&curves, 0, sizeof(curves));
+	uint64_t order_rng = 1234;
+	snprintf(ckpt, sizeof(ckpt), "%s/checkpoint.sqlite3", out);
+	if (fresh)
+	{
+		unlink(ckpt);
+		char side[4200];
+		snprintf(side, sizeof(side), "%s-wal", ckpt);
+		unlink(side);
+		snprintf(side, sizeof(side), "%s-shm", ckpt);
+		unlink(side);
+	}
+	const int done = fresh ? 0 : load_checkpoint(ckpt, model, &order_rng, &curves);
 	int* order = malloc(sizeof(int) * (size_t)n_train);
-	FILE* csv = curves ? fopen(curves, "w") : 0;
-	if (csv)
-		fprintf(csv, "epoch,train_loss,test_accuracy\n");
-	rng_state = 1234;
-	const int steps = (n_train + BATCH - 1) / BATCH;
-	double accuracy = 0;
-	const clock_t start = clock();
-	for (int epoch = 1; epoch <= epochs; epoch++)
+	ccv_nnc_tensor_t* x = ccv_nnc_tensor_new(0, image_params(nhwc, batch), 0);
+	ccv_nnc_tensor_t* labels = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, batch), 0);
+	ccv_nnc_tensor_t* logits = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, batch, CLASSES), 0);
+	if (done > 0)
+		printf("resuming from %s after epoch %d (test accuracy %.4f); --fresh starts over\n", ckpt, done, curves.accuracy[done]);
+	else {
+		/* The reference's check values, from the first epoch's order and the initial model. */
+		uint64_t probe = order_rng;
+		for (i = 0; i < n_train; i++)
+			order[i] = i;
+		for (i = n_train - 1; i > 0; i--)
+		{
+			const int k = (int)(splitmix64(&probe) % (uint64_t)(i + 1));
+			const int t = order[i];
+			order[i] = order[k];
+			order[k] = t;
+		}
+		printf("check values (shared/reference-net.md):\n");
+		static const int first8[8] = { 25066, 49316, 58954, 12032, 39288, 45899, 44533, 11429 }, last4[4] = { 23277, 11448, 11571, 31195 };
+		int order_ok = 1;
+		for (i = 0; i < 8; i++)
+			order_ok &= order[i] == first8[i];
+		for (i = 0; i < 4; i++)
+			order_ok &= order[n_train - 4 + i] == last4[i];
+		printf("  %-44s %d %d %d ... %d  %s\n", "epoch 1 order (first, second, third ... last)", order[0], order[1], order[2], order[n_train - 1], order_ok ? "ok" : "MISMATCH");
+		ccv_nnc_tensor_t* w = ccv_nnc_tensor_new(0, ccv_cnnp_model_parameter_tensor_params(model, ccv_cnnp_model_parameters(model, ALL_PARAMETERS, 0)), 0);
+		ccv_cnnp_model_parameter_copy(model, ccv_cnnp_model_parameters(model, ALL_PARAMETERS, 0), w);
+		static const double conv1_ref[4] = { 0.0966259, -0.1360358, -0.0885596, -0.0623237 }, fc2_ref[3] = { -0.0345103, 0.0178554, 0.0065721 };
+		for (i = 0; i < 4; i++)
+		{
+			char what[64];
+			snprintf(what, sizeof(what), "conv1.weight[0,0,0,%d]", i);
+			/* Read back from the model: [0, 0, 0, i] is element i in both layouts for one input channel. */
+			check(what, w->data.f32[i], conv1_ref[i], 5e-7);
+		}
+		ccv_nnc_tensor_free(w);
+		ccv_nnc_tensor_t* b2 = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, CLASSES), 0);
+		ccv_cnnp_model_parameter_copy(model, ccv_cnnp_model_parameters(model, ALL_PARAMETERS, 7), b2);
+		for (i = 0; i < 3; i++)
+		{
+			char what[64];
+			snprintf(what, sizeof(what), "fc2.bias[%d]", i);
+			check(what, b2->data.f32[i], fc2_ref[i], 5e-7);
+		}
+		ccv_nnc_tensor_free(b2);
+		double sum = 0;
+		copy_images(x->data.f32, train_pixels, 0, 0, 1);
+		for (i = 0; i < IMAGE; i++)
+			sum += x->data.f32[i];
+		check("sum of the first normalised training image", sum, 211.852, 5e-3);
+		/* The first batch's loss at initialisation (batch 64 as the reference). */
+		if (batch == 64)
+		{
+			copy_images(x->data.f32, train_pixels, order, 0, 64);
+			ccv_cnnp_model_evaluate(model, (ccv_cnnp_evaluate_param_t){ .is_test = 1 }, TENSOR_LIST(x), TENSOR_LIST(logits), 0, 0);
+			double loss = 0;
+			for (i = 0; i < 64; i++)
+				loss += row_loss(logits->data.f32 + i * CLASSES, train_labels[order[i]]);
+			check("loss of the first batch at initialisation", loss / 64, 2.31149, 5e-5);
+		}
+		curves.accuracy[0] = test_accuracy(model, test_pixels, test_labels, n_test, nhwc);
+		check("test accuracy at initialisation", curves.accuracy[0], 0.0535, 5e-5);
+		if (ccv_nnc_error_message()[0])
+		{
+			fprintf(stderr, "nnc-demo: %s\n", ccv_nnc_error_message());
+			return 1;
+		}
+	}
+	if (done >= epochs)
+		printf("the checkpoint already holds %d epoch%s (asked for %d): nothing to train; --epochs %d continues, --fresh starts over\n", done, done > 1 ? "s" : "", epochs, done + 1);
+	const int n_used = subset > 0 && subset < n_train ? subset : n_train;
+	const int steps = (n_used + batch - 1) / batch;
+	for (int epoch = done + 1; epoch <= epochs; epoch++)
 	{
 		for (i = 0; i < n_train; i++)
 			order[i] = i;
 		for (i = n_train - 1; i > 0; i--)
 		{
-			const int k = (int)(splitmix64() % (uint64_t)(i + 1));
+			const int k = (int)(splitmix64(&order_rng) % (uint64_t)(i + 1));
 			const int t = order[i];
 			order[i] = order[k];
 			order[k] = t;
 		}
-		double loss_sum = 0;
-		int seen = 0;
+		double loss_sum = 0, point_sum = 0;
+		int seen = 0, point_seen = 0, next_point = 1;
+		const double start = now();
 		for (int step = 0; step < steps; step++)
 		{
-			const int b = step * BATCH + BATCH <= n_train ? BATCH : n_train - step * BATCH;
-			/* The last, smaller batch uses tensors over the same memory with fewer rows. */
-			ccv_nnc_tensor_t xb = ccv_nnc_tensor(x->data.f32, CPU_TENSOR_NHWC(32F, b, IN), 0);
-			ccv_nnc_tensor_t hb = ccv_nnc_tensor(h->data.f32, CPU_TENSOR_NHWC(32F, b, HIDDEN), 0);
-			ccv_nnc_tensor_t dhb = ccv_nnc_tensor(dh->data.f32, CPU_TENSOR_NHWC(32F, b, HIDDEN), 0);
-			ccv_nnc_tensor_t lb = ccv_nnc_tensor(logits->data.f32, CPU_TENSOR_NHWC(32F, b, OUT), 0);
-			ccv_nnc_tensor_t dlb = ccv_nnc_tensor(dlogits->data.f32, CPU_TENSOR_NHWC(32F, b, OUT), 0);
+			const int b = step * batch + batch <= n_used ? batch : n_used - step * batch;
+			ccv_nnc_tensor_t xb = ccv_nnc_tensor(x->data.f32, image_params(nhwc, b), 0);
+			ccv_nnc_tensor_t lb = ccv_nnc_tensor(labels->data.f32, CPU_TENSOR_NHWC(32F, b), 0);
+			ccv_nnc_tensor_t zb = ccv_nnc_tensor(logits->data.f32, CPU_TENSOR_NHWC(32F, b, CLASSES), 0);
+			copy_images(x->data.f32, train_pixels, order + step * batch, 0, b);
 			for (i = 0; i < b; i++)
-				memcpy(x->data.f32 + i * IN, train + (size_t)order[step * BATCH + i] * IN, sizeof(float) * IN);
-			if (dense_forward(&fc1, &xb, &hb))
+				labels->data.f32[i] = (float)train_labels[order[step * batch + i]];
+			/* The loss is a mean over the batch: the step scales the summed gradient by 1/b. */
+			if (b != batch)
+				ccv_cnnp_model_set_minimizer(model, CMD_SGD_FORWARD(0, 0.01, 1. / b, 0, 0.9, 0), 0, 0, 0);
+			ccv_cnnp_model_fit(model, TENSOR_LIST(&xb), TENSOR_LIST(&lb), TENSOR_LIST(&zb), 0, 0);
+			if (b != batch)
+				ccv_cnnp_model_set_minimizer(model, CMD_SGD_FORWARD(0, 0.01, 1. / batch, 0, 0.9, 0), 0, 0, 0);
+			if (ccv_nnc_error_message()[0])
+			{
+				fprintf(stderr, "\nnnc-demo: training step %d failed: %s\n", step, ccv_nnc_error_message());
 				return 1;
-			for (i = 0; i < b * HIDDEN; i++)
-				h->data.f32[i] = h->data.f32[i] > 0 ? h->data.f32[i] : 0;
-			if (dense_forward(&fc2, &hb, &lb))
-				return 1;
-			/* Softmax cross-entropy, mean over the batch, and its gradient. */
+			}
 			for (i = 0; i < b; i++)
 			{
-				const float* z = logits->data.f32 + i * OUT;
-				float* g = dlogits->data.f32 + i * OUT;
-				float m = z[0];
-				for (j = 1; j < OUT; j++)
-					m = z[j] > m ? z[j] : m;
-				double sum = 0;
-				for (j = 0; j < OUT; j++)
-					sum += exp(z[j] - m);
-				const int label = train_labels[order[step * BATCH + i]];
-				loss_sum += log(sum) - (z[label] - m);
-				for (j = 0; j < OUT; j++)
-					g[j] = (float)((exp(z[j] - m) / sum - (j == label)) / b);
+				const double l = row_loss(logits->data.f32 + i * CLASSES, train_labels[order[step * batch + i]]);
+				loss_sum += l;
+				point_sum += l;
 			}
 			seen += b;
-			if (dense_backward(&fc2, &dlb, &hb, &dhb))
-				return 1;
-			for (i = 0; i < b * HIDDEN; i++)
-				if (h->data.f32[i] <= 0)
-					dh->data.f32[i] = 0;
-			if (dense_backward(&fc1, &dhb, &xb, 0))
-				return 1;
-			sgd(fc1.w, fc1.dw, fc1.vw, 0.01f, 0.9f);
-			sgd(fc1.b, fc1.db, fc1.vb, 0.01f, 0.9f);
-			sgd(fc2.w, fc2.dw, fc2.vw, 0.01f, 0.9f);
-			sgd(fc2.b, fc2.db, fc2.vb, 0.01f, 0.9f);
-			if (step % 20 == 0 || step == steps - 1)
-				progress(epoch, epochs, step + 1, steps, loss_sum / seen, (double)(clock() - start) / CLOCKS_PER_SEC);
-		}
-		/* Test accuracy. */
-		int correct = 0;
-		for (int first = 0; first < n_test; first += BATCH)
-		{
-			const int b = first + BATCH <= n_test ? BATCH : n_test - first;
-			ccv_nnc_tensor_t xb = ccv_nnc_tensor(test + (size_t)first * IN, CPU_TENSOR_NHWC(32F, b, IN), 0);
-			ccv_nnc_tensor_t hb = ccv_nnc_tensor(h->data.f32, CPU_TENSOR_NHWC(32F, b, HIDDEN), 0);
-			ccv_nnc_tensor_t lb = ccv_nnc_tensor(logits->data.f32, CPU_TENSOR_NHWC(32F, b, OUT), 0);
-			if (dense_forward(&fc1, &xb, &hb))
-				return 1;
-			for (i = 0; i < b * HIDDEN; i++)
-				h->data.f32[i] = h->data.f32[i] > 0 ? h->data.f32[i] : 0;
-			if (dense_forward(&fc2, &hb, &lb))
-				return 1;
-			for (i = 0; i < b; i++)
+			point_seen += b;
+			if (seen * 20 >= next_point * n_used && curves.point_count < MAX_EPOCHS * 20)
 			{
-				int best = 0;
-				for (j = 1; j < OUT; j++)
-					if (logits->data.f32[i * OUT + j] > logits->data.f32[i * OUT + best])
-						best = j;
-				correct += best == test_labels[first + i];
+				curves.points[curves.point_count++] = point_sum / point_seen;
+				point_sum = 0, point_seen = 0, next_point++;
+			}
+			const int tty = isatty(2);
+			if (!quiet && (tty ? step % 10 == 0 || step == steps - 1 : (step + 1) * 4 / steps != step * 4 / steps))
+			{
+				const double t = now() - start;
+				const double rate = seen / (t > 0 ? t : 1e-9);
+				progress(epoch, epochs, seen, n_used, loss_sum / seen, rate, (n_used - seen) / rate);
 			}
 		}
-		accuracy = (double)correct / n_test;
-		fprintf(stderr, "\n");
-		printf("epoch %d: mean training loss %.4f, test accuracy %.4f\n", epoch, loss_sum / seen, accuracy);
-		if (csv)
-			fprintf(csv, "%d,%.6f,%.6f\n", epoch, loss_sum / seen, accuracy);
+		const double seconds = now() - start;
+		if (!quiet && isatty(2))
+			fprintf(stderr, "\n");
+		curves.loss[epoch - 1] = loss_sum / seen;
+		curves.seconds[epoch - 1] = seconds;
+		curves.accuracy[epoch] = test_accuracy(model, test_pixels, test_labels, n_test, nhwc);
+		curves.epochs = epoch;
+		printf("epoch %d: mean training loss %.4f, test accuracy %.4f, %.1f s (%.0f images/s)\n", epoch, curves.loss[epoch - 1], curves.accuracy[epoch], seconds, n_used / seconds);
+		if (bench)
+			printf("bench: epoch %d seconds %.3f loss %.4f accuracy %.4f\n", epoch, seconds, curves.loss[epoch - 1], curves.accuracy[epoch]);
+		if (save_checkpoint(ckpt, model, epoch, order_rng, &curves) == 0 && !quiet)
+			printf("  checkpoint: %s\n", ckpt);
+		snprintf(path, sizeof(path), "%s/curves.csv", out);
+		write_csv(path, &curves);
+		snprintf(path, sizeof(path), "%s/curves.svg", out);
+		write_svg(path, &curves);
 	}
-	if (csv)
-		fclose(csv);
-	printf("final test accuracy %.4f\n", accuracy);
-	dense_free(&fc1);
-	dense_free(&fc2);
+	if (curves.epochs > 0)
+	{
+		printf("reference (PyTorch 1.13): epoch 1 0.4852 / 0.8628, epoch 2 0.2886 / 0.8825, epoch 3 0.2461 / 0.9026 (mean training loss / test accuracy)\n");
+		printf("final test accuracy %.4f after %d epoch%s; curves in %s/curves.csv and %s/curves.svg\n", curves.accuracy[curves.epochs], curves.epochs, curves.epochs > 1 ? "s" : "", out, out);
+	}
+	if (bench)
+		inference_bench(model, test_pixels, nhwc);
+	struct rusage usage;
+	getrusage(RUSAGE_SELF, &usage);
+	if (bench)
+		printf("bench: peak_rss_mb %.1f\n", usage.ru_maxrss / 1024.0);
+	(void)j;
 	ccv_nnc_tensor_free(x);
-	ccv_nnc_tensor_free(h);
-	ccv_nnc_tensor_free(dh);
+	ccv_nnc_tensor_free(labels);
 	ccv_nnc_tensor_free(logits);
-	ccv_nnc_tensor_free(dlogits);
+	ccv_cnnp_model_free(model);
 	free(order);
-	free(train);
-	free(test);
 	free(train_pixels);
 	free(train_labels);
 	free(test_pixels);
 	free(test_labels);
-	return accuracy > 0.8 ? 0 : 1;
+	return curves.epochs == 0 || curves.accuracy[curves.epochs] > 0.8 ? 0 : 1;
 }
