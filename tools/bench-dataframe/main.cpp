@@ -6,6 +6,9 @@
 //   prefetch   - prefetch(depth) before each next(): the worker computes
 //   + consumer - the same two with a stand-in for training work per batch
 //                (passes over the batch), to show loading hidden behind it
+//   + sleeper  - the same with a consumer that sleeps as long per batch as
+//                plain loading takes (a CPU waiting for a GPU): the worker
+//                needs no spare core to hide the loading then
 //   --train STEPS - the reference network (conv 5x5x32 - pool - conv 5x5x64 -
 //                pool - dense 256 - dense 10, SGD) trained STEPS batches on
 //                one fixed batch (the model's own images/s), then fed by the
@@ -13,6 +16,7 @@
 // Usage: bench-dataframe [epochs=3] [consumer_passes=1] [depth=2]
 //        bench-dataframe --train STEPS [depth=2]
 #include <chrono>
+#include <thread>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -52,8 +56,14 @@ void free_tensor(void* data, void*) { ccv_nnc_tensor_free(static_cast<ccv_nnc_te
 
 volatile float g_sink;
 
+int g_sleep_us = 0;  // > 0: the consumer sleeps this long instead
+
 // Training stand-in: `passes` reads of the batch with a multiply-add each.
 void consume(const ccv_nnc_tensor_t* x, int passes) {
+  if (g_sleep_us > 0) {
+    std::this_thread::sleep_for(std::chrono::microseconds(g_sleep_us));
+    return;
+  }
   const size_t n = static_cast<size_t>(x->info.dim[0]) * kSide * kSide;
   float acc = 0;
   for (int p = 0; p < passes; p++)
@@ -230,9 +240,10 @@ int main(int argc, char** argv) {
               "prefetch depth %d, consumer %d passes per batch\n",
               kRows, kSide, kSide, kBatch, epochs, depth, passes);
   std::printf("%-22s %12s %12s\n", "mode", "s/epoch", "rows/s");
-  double plain_consumer = 0, prefetch_consumer = 0;
-  for (int consumer = 0; consumer < 2; consumer++)
+  double plain_consumer = 0, prefetch_consumer = 0, plain_sleeper = 0, prefetch_sleeper = 0, plain_alone = 0;
+  for (int consumer = 0; consumer < 3; consumer++)
     for (int prefetch = 0; prefetch < 2; prefetch++) {
+      if (consumer == 2) g_sleep_us = static_cast<int>(plain_alone / ((kRows + kBatch - 1) / kBatch) * 1e6);
       const int zero = 0;
       ccv_cnnp_dataframe_iter_t* it = ccv_cnnp_dataframe_iter_new(batched, &zero, 1);
       double best = 1e30, checksum = 0;
@@ -242,10 +253,22 @@ int main(int argc, char** argv) {
       }
       ccv_cnnp_dataframe_iter_free(it);
       char mode[64];
-      std::snprintf(mode, sizeof(mode), "%s%s", prefetch ? "prefetch" : "plain", consumer ? " + consumer" : "");
+      std::snprintf(mode, sizeof(mode), "%s%s", prefetch ? "prefetch" : "plain",
+                    consumer == 1 ? " + consumer" : consumer == 2 ? " + sleeper" : "");
       std::printf("%-22s %12.4f %12.0f\n", mode, best, kRows / best);
-      if (consumer) (prefetch ? prefetch_consumer : plain_consumer) = best;
+      if (consumer == 0 && !prefetch) plain_alone = best;
+      if (consumer == 1) (prefetch ? prefetch_consumer : plain_consumer) = best;
+      if (consumer == 2) (prefetch ? prefetch_sleeper : plain_sleeper) = best;
     }
+  {
+    // The sleeps alone (sleep_for overshoots short sleeps): the bound for
+    // fully hidden loading beside the sleeper.
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int b = 0; b < (kRows + kBatch - 1) / kBatch; b++) std::this_thread::sleep_for(std::chrono::microseconds(g_sleep_us));
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("%-22s %12.4f %12.0f   (%d us asked per batch)\n", "sleeper alone", t, kRows / t, g_sleep_us);
+  }
+  g_sleep_us = 0;
   // The consumer alone, for the bound: loading fully hidden gives this time.
   {
     const int zero = 0;
@@ -259,6 +282,7 @@ int main(int argc, char** argv) {
     ccv_cnnp_dataframe_iter_free(it);
   }
   if (prefetch_consumer > 0) std::printf("with a consumer, prefetch / plain time: %.2f\n", prefetch_consumer / plain_consumer);
+  if (prefetch_sleeper > 0) std::printf("with a sleeper, prefetch / plain time: %.2f\n", prefetch_sleeper / plain_sleeper);
   ccv_cnnp_dataframe_free(batched);
   ccv_cnnp_dataframe_free(df);
   ccv_array_free(images);
