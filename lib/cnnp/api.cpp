@@ -1,6 +1,7 @@
 // The exported ccv_cnnp_model_* calls: argument checks, then model.cpp.
 // Calls that libnnc declares void report bad input through
 // ccv_nnc_error_message() and change nothing.
+#include <cmath>
 #include <cstring>
 
 #include "cnnp/layers.hpp"
@@ -473,15 +474,27 @@ NNC_API void ccv_cnnp_model_parameters_map(ccv_cnnp_model_t* const model, const 
   });
 }
 
+// The gradients ccv_cnnp_model_backward summed for the selected parameters.
+static std::vector<ccv_nnc_tensor_t*> gradients_of(Model* m, const ccv_cnnp_model_io_t parameters, const char* what) {
+  std::vector<ccv_nnc_tensor_t*> g;
+  for (Param* p : select(m, parameters, what))
+    if (p->has_gradient && p->gradient) g.push_back(p->gradient.get());
+  NNC_CHECK(!g.empty(), "%s: no gradients (call ccv_cnnp_model_evaluate with requires_grad and ccv_cnnp_model_backward first)", what);
+  for (auto* t : g)
+    NNC_CHECK(t->info.datatype == CCV_32F || t->info.datatype == CCV_64F, "%s: gradients of fp32 or fp64 parameters only", what);
+  return g;
+}
+
+static double element(const ccv_nnc_tensor_t* t, size_t i) { return t->info.datatype == CCV_64F ? t->data.f64[i] : t->data.f32[i]; }
+
 NNC_API void ccv_cnnp_model_parameter_gradients_map(ccv_cnnp_model_t* const model, const ccv_cnnp_model_io_t parameters, const ccv_nnc_cmd_t cmd,
                                                     const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* const aux_ins,
                                                     const int aux_in_size, ccv_nnc_tensor_t* const* const aux_outs, const int aux_out_size,
                                                     ccv_nnc_stream_context_t* const stream_context) {
   guard_void([&] {
     const char* what = "ccv_cnnp_model_parameter_gradients_map";
-    select(check_model(model, what), parameters, what);
-    (void)cmd, (void)hint, (void)flags, (void)aux_ins, (void)aux_in_size, (void)aux_outs, (void)aux_out_size, (void)stream_context;
-    fail(CCV_NNC_EXEC_INVALID, "%s: gradients are kept only inside ccv_cnnp_model_fit for now (ccv_cnnp_model_backward is not supported yet)", what);
+    auto g = gradients_of(check_model(model, what), parameters, what);
+    map_tensors(g, {}, cmd, hint, flags, aux_ins, aux_in_size, aux_outs, aux_out_size, stream_context, what);
   });
 }
 
@@ -489,9 +502,22 @@ NNC_API void ccv_cnnp_model_parameters_clip_grad_norm(ccv_cnnp_model_t* const mo
                                                       ccv_nnc_stream_context_t* const stream_context) {
   guard_void([&] {
     const char* what = "ccv_cnnp_model_parameters_clip_grad_norm";
-    select(check_model(model, what), parameters, what);
-    (void)norm_type, (void)max_norm, (void)stream_context;
-    fail(CCV_NNC_EXEC_INVALID, "%s: needs ccv_cnnp_model_backward, which is not supported yet", what);
+    (void)stream_context;
+    NNC_CHECK(norm_type == 2, "%s: only the 2-norm is supported (norm_type %d)", what, norm_type);
+    NNC_CHECK(max_norm >= 0, "%s: max_norm %g is negative", what, static_cast<double>(max_norm));
+    auto g = gradients_of(check_model(model, what), parameters, what);
+    double sum = 0;
+    for (auto* t : g)
+      for (size_t i = 0, n = ccv_nnc_tensor_count(t->info); i < n; i++) sum += element(t, i) * element(t, i);
+    const double total = std::sqrt(sum);
+    // PyTorch's clip_grad_norm_: scale by max_norm / (total + 1e-6) when that is below 1.
+    const double scale = max_norm / (total + 1e-6);
+    if (scale >= 1) return;
+    for (auto* t : g)
+      for (size_t i = 0, n = ccv_nnc_tensor_count(t->info); i < n; i++) {
+        if (t->info.datatype == CCV_64F) t->data.f64[i] *= scale;
+        else t->data.f32[i] = static_cast<float>(t->data.f32[i] * scale);
+      }
   });
 }
 
@@ -499,9 +525,11 @@ NNC_API int ccv_cnnp_model_parameter_gradients_isnan(ccv_cnnp_model_t* const mod
                                                      ccv_nnc_stream_context_t* const stream_context) {
   return guard<int>(-1, [&]() -> int {
     const char* what = "ccv_cnnp_model_parameter_gradients_isnan";
-    select(check_model(model, what), parameters, what);
     (void)stream_context;
-    fail(CCV_NNC_EXEC_INVALID, "%s: needs ccv_cnnp_model_backward, which is not supported yet", what);
+    for (auto* t : gradients_of(check_model(model, what), parameters, what))
+      for (size_t i = 0, n = ccv_nnc_tensor_count(t->info); i < n; i++)
+        if (std::isnan(element(t, i))) return 1;
+    return 0;
   });
 }
 

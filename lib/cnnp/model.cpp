@@ -26,6 +26,7 @@
 #include "cnnp/layers.hpp"
 #include "core/error.hpp"
 #include "nnc/ccv_nnc_easy.h"
+#include "graph/graph.hpp"
 #include "symbolic/compile.hpp"
 
 namespace nnc::cnnp {
@@ -432,9 +433,9 @@ struct Jit {
   std::vector<Sym> inputs, outputs, fits;
   Sym loss{CCV_NNC_NO_TENSOR_SYMBOL, nullptr};
   std::vector<Sym> seeds, outgrads;          // STAGED: gradients of the outputs (bound per call), of the inputs
-  std::vector<std::pair<size_t, Sym>> grads; // STAGED: per trainable parameter, its gradient
-  // STAGED: the parts, as exec nodes of the compiled graph.
-  std::vector<ccv_nnc_graph_exec_t> fwd_src, fwd_dst, bwd_src, bwd_dst, upd_src, upd_dst;
+  std::vector<TensorRef> ones;               // STAGED: the seed of an output given no gradient
+  // STAGED: the two parts, as nodes of the compiled graph.
+  std::vector<ccv_nnc_graph_exec_t> fwd_dst, bwd_src, bwd_dst;
   ~Jit() {
     if (graph) ccv_nnc_graph_free(graph);
     if (ta) ccv_nnc_tensor_arena_free(ta);
@@ -520,6 +521,11 @@ void initialise(Param& p, SplitMix& rng) {
 }
 
 bool is_noop(const ccv_nnc_cmd_t& c) { return c.cmd == CCV_NNC_NOOP || c.cmd == 0; }
+
+bool is_minimizer(uint32_t id) {
+  return id == CCV_NNC_SGD_FORWARD || id == CCV_NNC_ADAM_FORWARD || id == CCV_NNC_ADAMW_FORWARD || id == CCV_NNC_RMSPROP_FORWARD ||
+         id == CCV_NNC_LAMB_FORWARD;
+}
 
 // The loss commands with a second output (the softmax or sigmoid they compute on the way).
 int loss_outputs(const ccv_nnc_cmd_t& c) {
@@ -649,6 +655,118 @@ std::unique_ptr<Jit> make_fit(Model* m, const std::vector<ccv_nnc_tensor_param_t
     }
   }
   compile_jit(m, *j, binds, {j->loss});
+  return j;
+}
+
+// Forward, then the backward of the outputs with respect to the trainable
+// parameters (and the inputs whose outgrad is enabled), then one EWSUM per
+// parameter adding its gradient into Param::gradient (bound in and out, so
+// gradients accumulate over backward calls until apply_gradients). Run in two
+// parts of one compiled graph, so the forward values the backward reads stay
+// where the forward left them.
+std::unique_ptr<Jit> make_staged(Model* m, const std::vector<ccv_nnc_tensor_param_t>& shapes, bool is_test, uint64_t disable_outgrad) {
+  Compiled& c = *m->compiled;
+  auto j = std::make_unique<Jit>();
+  j->mode = Jit::STAGED;
+  j->is_test = is_test;
+  j->key_inputs = shapes;
+  j->disable_outgrad = disable_outgrad;
+  j->sg = ccv_nnc_symbolic_graph_new();
+  Build b(j->sg, is_test, false);
+  auto which = build_into(m, *j, b);
+  NNC_CHECK(!j->outputs.empty(), "model %s has no output to differentiate", model_label(*m).c_str());
+  const int forward_end = ccv_nnc_graph_exec_symbol_count(j->sg);
+  std::vector<Sym> wrt;
+  std::vector<size_t> train_index;
+  for (size_t i = 0; i < which.size(); i++)
+    if (b.found[i].trainable && c.params[which[i]].trainable) {
+      wrt.push_back(b.found[i].symbol);
+      train_index.push_back(which[i]);
+    }
+  std::vector<int> input_wrt;
+  for (size_t i = 0; i < j->inputs.size(); i++) {
+    const bool off = i < 64 && (disable_outgrad >> i) & 1;
+    const int dt = j->key_inputs[i].datatype;
+    if (!off && (dt == CCV_32F || dt == CCV_64F || dt == CCV_16F || dt == CCV_16BF)) {
+      input_wrt.push_back(static_cast<int>(i));
+      wrt.push_back(j->inputs[i]);
+    }
+  }
+  NNC_CHECK(!wrt.empty(), "model %s: nothing to differentiate (no trainable parameter, every outgrad disabled)", model_label(*m).c_str());
+  checked([&] { ccv_nnc_graph_exec_symbol_autogen(j->sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS); });
+  checked([&] {
+    ccv_nnc_symbolic_graph_backward(j->sg, j->outputs.data(), static_cast<int>(j->outputs.size()), wrt.data(), static_cast<int>(wrt.size()),
+                                    ccv_nnc_symbolic_graph_sources(j->sg), ccv_nnc_symbolic_graph_source_size(j->sg),
+                                    ccv_nnc_symbolic_graph_destinations(j->sg), ccv_nnc_symbolic_graph_destination_size(j->sg));
+  });
+  // The seeds are always bound (to the caller's gradients or to ones), never set by the graph.
+  for (Sym o : j->outputs) {
+    Sym seed = ccv_nnc_tensor_symbol_for_backward(j->sg, o);
+    NNC_CHECK(seed.d >= 0, "model %s: an output has no gradient symbol", model_label(*m).c_str());
+    checked([&] { ccv_nnc_tensor_symbol_set_flags(j->sg, seed, 0); });
+    j->seeds.push_back(seed);
+    j->ones.push_back(new_tensor(b.params(o)));
+    ccv_nnc_tensor_t* one = j->ones.back().get();
+    for (size_t e = 0, n = ccv_nnc_tensor_count(one->info); e < n; e++) {
+      if (one->info.datatype == CCV_64F) one->data.f64[e] = 1;
+      else if (one->info.datatype == CCV_32F) one->data.f32[e] = 1;
+      else fail(CCV_NNC_EXEC_INVALID, "model %s: backward without output gradients needs fp32 or fp64 outputs", model_label(*m).c_str());
+    }
+  }
+  std::vector<ccv_nnc_tensor_bind_t> binds;
+  for (size_t i = 0; i < which.size(); i++) binds.push_back({b.found[i].symbol, c.params[which[i]].tensor.get()});
+  for (auto& [i, sym] : b.updates) binds.push_back({sym, c.params[which[i]].tensor.get()});
+  for (size_t k = 0; k < train_index.size(); k++) {
+    Param& p = c.params[train_index[k]];
+    Sym g = ccv_nnc_tensor_symbol_for_backward(j->sg, wrt[k]);
+    if (g.d < 0) continue;  // the outputs do not depend on it
+    if (!p.gradient) {
+      p.gradient = new_tensor(p.tensor->info);
+      ccv_nnc_tensor_zero(p.gradient.get());
+    }
+    Sym acc = b.tensor(p.tensor->info, (p.name + " gradient").c_str());
+    Sym sum = b.tensor(p.tensor->info, (p.name + " gradient sum").c_str());
+    b.exec(ccv_nnc_cmd(CCV_NNC_EWSUM_FORWARD, nullptr, ccv_nnc_cmd_auto, 0), ccv_nnc_no_hint, {acc, g}, {sum}, "accumulate");
+    binds.push_back({acc, p.gradient.get()});
+    binds.push_back({sum, p.gradient.get()});
+  }
+  for (int i : input_wrt) {
+    Sym g = ccv_nnc_tensor_symbol_for_backward(j->sg, j->inputs[static_cast<size_t>(i)]);
+    j->outgrads.resize(j->inputs.size(), Sym{CCV_NNC_NO_TENSOR_SYMBOL, nullptr});
+    j->outgrads[static_cast<size_t>(i)] = g;
+  }
+  std::vector<Sym> keep;
+  for (Sym g : j->outgrads)
+    if (g.d >= 0) keep.push_back(g);
+  compile_jit(m, *j, binds, keep);
+  // The two parts: forward nodes (of the exec symbols the build made) and the rest.
+  const int n_exec = ccv_nnc_graph_exec_symbol_count(j->sg);
+  const ccv_nnc_graph_t* g = j->graph;
+  std::vector<int> part(g->nodes.size(), 0);  // 1 forward, 2 backward, 0 neither (initialisers)
+  for (int e = 0; e < n_exec; e++) {
+    const ccv_nnc_graph_exec_t x = ccv_nnc_graph_exec_from_symbol(j->ea, {e, j->sg});
+    if (x.graph && x.d >= 0) part[static_cast<size_t>(x.d)] = e < forward_end ? 1 : 2;
+  }
+  std::vector<int> preds_in_backward(g->nodes.size(), 0);
+  for (size_t n = 0; n < g->nodes.size(); n++)
+    for (int t : g->nodes[n].outgoing)
+      if (part[n] == 2) preds_in_backward[static_cast<size_t>(t)]++;
+  for (size_t n = 0; n < g->nodes.size(); n++) {
+    bool to_same = false, to_backward = false, only_backward = !g->nodes[n].outgoing.empty();
+    for (int t : g->nodes[n].outgoing) {
+      if (part[static_cast<size_t>(t)] == part[n]) to_same = true;
+      if (part[static_cast<size_t>(t)] == 2) to_backward = true;
+      else only_backward = false;
+    }
+    const ccv_nnc_graph_exec_t x{static_cast<int>(n), const_cast<ccv_nnc_graph_t*>(g)};
+    if (part[n] == 1 && !to_same) j->fwd_dst.push_back(x);
+    if (part[n] == 2 && !to_same) j->bwd_dst.push_back(x);
+    if (part[n] == 2 && preds_in_backward[n] == 0) j->bwd_src.push_back(x);
+    // An initialiser only the backward reads runs with the backward.
+    if (part[n] == 0 && to_backward && only_backward) j->bwd_src.push_back(x);
+  }
+  NNC_CHECK(!j->fwd_dst.empty() && !j->bwd_src.empty() && !j->bwd_dst.empty(), "model %s: could not split its graph into forward and backward",
+            model_label(*m).c_str());
   return j;
 }
 
@@ -813,8 +931,22 @@ void evaluate(Model* m, const ccv_cnnp_evaluate_param_t& params, ccv_nnc_tensor_
   auto shapes = shapes_of(inputs, input_size, what, "input");
   for (size_t i = 0; i < shapes.size(); i++)
     NNC_CHECK(shapes[i].datatype == c.inputs[i].datatype, "%s: input %zu has another data type than at compile", what, i);
-  if (params.requires_grad) fail(CCV_NNC_EXEC_INVALID, "%s: requires_grad (evaluate, then backward) is not supported yet; use ccv_cnnp_model_fit", what);
   const bool is_test = params.is_test != 0;
+  if (params.requires_grad) {
+    const uint64_t off = params.disable_outgrad;
+    Jit* j = find_jit(
+        c, [&](const Jit& x) { return x.mode == Jit::STAGED && x.is_test == is_test && x.disable_outgrad == off && same_list(x.key_inputs, shapes); },
+        [&] { return make_staged(m, shapes, is_test, off); });
+    bind_all(*j, j->inputs, inputs, input_size, what, "input");
+    bind_outputs(*j, outputs, output_size, what);
+    c.staged = nullptr;
+    c.staged_state = 0;
+    if (dry_run) return;
+    run(m, *j, what, {}, j->fwd_dst);
+    c.staged = j;
+    c.staged_state = 1;
+    return;
+  }
   Jit* j = find_jit(
       c, [&](const Jit& x) { return x.mode == Jit::INFER && x.is_test == is_test && same_list(x.key_inputs, shapes); },
       [&] { return make_infer(m, shapes, is_test); });
@@ -823,14 +955,64 @@ void evaluate(Model* m, const ccv_cnnp_evaluate_param_t& params, ccv_nnc_tensor_
   if (!dry_run) run(m, *j, what);
 }
 
-void backward(Model* m, ccv_nnc_tensor_t* const*, int, ccv_nnc_tensor_t* const*, int) {
-  compiled_of(m, "ccv_cnnp_model_backward");
-  fail(CCV_NNC_EXEC_INVALID, "ccv_cnnp_model_backward: not supported yet (evaluate with requires_grad is not either); use ccv_cnnp_model_fit");
+void backward(Model* m, ccv_nnc_tensor_t* const* ingrads, int ingrad_size, ccv_nnc_tensor_t* const* outgrads, int outgrad_size) {
+  const char* what = "ccv_cnnp_model_backward";
+  Compiled& c = compiled_of(m, what);
+  NNC_CHECK(c.staged && c.staged_state == 1, "%s: model %s has no forward pass to go back through (call ccv_cnnp_model_evaluate with requires_grad first; "
+            "each evaluate allows one backward)", what, model_label(*m).c_str());
+  Jit& j = *c.staged;
+  NNC_CHECK(ingrad_size >= 0 && ingrad_size <= static_cast<int>(j.seeds.size()) && (ingrad_size == 0 || ingrads),
+            "%s: model %s has %zu outputs, given %d gradients", what, model_label(*m).c_str(), j.seeds.size(), ingrad_size);
+  NNC_CHECK(outgrad_size >= 0 && outgrad_size <= static_cast<int>(j.inputs.size()) && (outgrad_size == 0 || outgrads),
+            "%s: model %s has %zu inputs, given %d input gradients", what, model_label(*m).c_str(), j.inputs.size(), outgrad_size);
+  for (size_t i = 0; i < j.seeds.size(); i++) {
+    ccv_nnc_tensor_t* g = i < static_cast<size_t>(ingrad_size) && ingrads[i] ? ingrads[i] : j.ones[i].get();
+    try {
+      symbolic::bind(j.ta, j.seeds[i], g);
+    } catch (const Error& e) {
+      fail(CCV_NNC_EXEC_INVALID, "%s: gradient %zu: %s", what, i, e.what());
+    }
+  }
+  for (int i = 0; i < outgrad_size; i++) {
+    if (!outgrads[i]) continue;
+    NNC_CHECK(static_cast<size_t>(i) < j.outgrads.size() && j.outgrads[static_cast<size_t>(i)].d >= 0,
+              "%s: input %d has no gradient (its outgrad is disabled, or it is not a float tensor)", what, i);
+    try {
+      symbolic::bind(j.ta, j.outgrads[static_cast<size_t>(i)], outgrads[i]);
+    } catch (const Error& e) {
+      fail(CCV_NNC_EXEC_INVALID, "%s: input gradient %d: %s", what, i, e.what());
+    }
+  }
+  c.staged_state = 0;
+  run(m, j, what, j.bwd_src, j.bwd_dst);
+  for (auto& p : c.params) p.has_gradient = p.has_gradient || static_cast<bool>(p.gradient);
 }
 
 void apply_gradients(Model* m) {
-  compiled_of(m, "ccv_cnnp_model_apply_gradients");
-  fail(CCV_NNC_EXEC_INVALID, "ccv_cnnp_model_apply_gradients: not supported yet; use ccv_cnnp_model_fit");
+  const char* what = "ccv_cnnp_model_apply_gradients";
+  Compiled& c = compiled_of(m, what);
+  NNC_CHECK(!is_noop(c.minimizer), "%s: model %s was compiled without a minimiser", what, model_label(*m).c_str());
+  bool any = false;
+  for (auto& p : c.params) {
+    if (!p.has_gradient || !p.gradient) continue;
+    any = true;
+    const int aux = ccv_nnc_minimizer_saved_aux_size(p.minimizer);
+    if (static_cast<int>(p.aux.size()) != aux) {
+      p.aux.clear();
+      for (int a = 0; a < aux; a++) {
+        p.aux.push_back(new_tensor(p.tensor->info));
+        ccv_nnc_tensor_zero(p.aux.back().get());
+      }
+    }
+    std::vector<ccv_nnc_tensor_t*> ins = {p.gradient.get(), p.tensor.get()}, outs = {p.tensor.get()};
+    for (auto& a : p.aux) ins.push_back(a.get()), outs.push_back(a.get());
+    const int r = ccv_nnc_cmd_exec(p.minimizer, ccv_nnc_no_hint, 0, ins.data(), static_cast<int>(ins.size()), outs.data(),
+                                   static_cast<int>(outs.size()), nullptr);
+    if (r != CCV_NNC_EXEC_SUCCESS) fail(r, "%s: updating %s: %s", what, p.name.c_str(), error_message().c_str());
+    ccv_nnc_tensor_zero(p.gradient.get());
+    p.has_gradient = false;
+  }
+  NNC_CHECK(any, "%s: model %s has no gradients (call ccv_cnnp_model_backward first)", what, model_label(*m).c_str());
 }
 
 std::vector<Param*> select(Model* m, const Io* io, const char* what) {
@@ -890,7 +1072,7 @@ void set_minimizer(Model* m, const ccv_nnc_cmd_t& minimizer, int reset, const cc
     for (int e = 0; e < n; e++) {
       ccv_nnc_graph_exec_symbol_t s{e, j->sg};
       ccv_nnc_cmd_t cmd = ccv_nnc_graph_exec_symbol_cmd(j->sg, s);
-      if (ccv_nnc_minimizer_saved_aux_size(cmd) < 0) continue;
+      if (!is_minimizer(cmd.cmd)) continue;
       // Which parameter it updates: its second input.
       const int* ins;
       int in_size;

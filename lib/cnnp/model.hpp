@@ -115,7 +115,8 @@ struct Param {
   bool initialized = false;
   std::vector<TensorRef> aux;  // the minimiser's saved state (zeros at first)
   ccv_nnc_cmd_t minimizer{};   // this parameter's minimiser (the model's unless set)
-  TensorRef gradient;          // after ccv_cnnp_model_backward
+  TensorRef gradient;          // summed by ccv_cnnp_model_backward, zeroed by apply_gradients
+  bool has_gradient = false;
 };
 
 struct Jit;  // a compiled graph for one mode and one set of shapes (model.cpp)

@@ -433,6 +433,116 @@ TEST_F(ModelTest, CheckpointResumesTrainingExactly) {
   std::remove(fn.c_str());
 }
 
+TEST_F(ModelTest, EvaluateBackwardApplyIsFit) {
+  // fit = evaluate(requires_grad) + backward(d loss / d logits) + apply_gradients.
+  const int N = 4;
+  auto xp = cpu_param(CCV_64F, {N, 2, 4, 6}, CCV_TENSOR_FORMAT_NCHW);
+  ccv_cnnp_model_t* a = small_net(3, 5);
+  ccv_cnnp_model_t* b = small_net(3, 5);
+  ccv_cnnp_model_compile(a, &xp, 1, sgd(0.3f, 0.5f, 0.9f), cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD));
+  ccv_cnnp_model_compile(b, &xp, 1, sgd(0.3f, 0.5f, 0.9f), cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD));
+  ccv_cnnp_model_set_parameters(b, ccv_cnnp_model_parameters(b, ALL_PARAMETERS, ALL_PARAMETERS), a,
+                                ccv_cnnp_model_parameters(a, ALL_PARAMETERS, ALL_PARAMETERS));
+  Tensor x(xp), l(cpu_param(CCV_64F, {N})), z(cpu_param(CCV_64F, {N, 5})), dz(cpu_param(CCV_64F, {N, 5})), dx(xp);
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<double> u(-1, 1);
+  ccv_nnc_tensor_t* xs[] = {x};
+  ccv_nnc_tensor_t* fs[] = {l};
+  ccv_nnc_tensor_t* zs[] = {z};
+  ccv_nnc_tensor_t* dzs[] = {dz};
+  ccv_nnc_tensor_t* dxs[] = {dx};
+  for (int step = 0; step < 3; step++) {
+    for (size_t i = 0; i < ccv_nnc_tensor_count(xp); i++) x->data.f64[i] = u(rng);
+    for (int i = 0; i < N; i++) l->data.f64[i] = (i * 3 + step) % 5;
+    ccv_cnnp_model_fit(a, xs, 1, fs, 1, nullptr, 0, nullptr, nullptr);
+    ccv_cnnp_evaluate_param_t ep{};
+    ep.requires_grad = 1;
+    ccv_cnnp_model_evaluate(b, ep, xs, 1, zs, 1, nullptr, nullptr);
+    ASSERT_STREQ(ccv_nnc_error_message(), "");
+    // d (sum of losses) / d logits = softmax - onehot.
+    for (int n = 0; n < N; n++) {
+      double m = -1e300, sum = 0;
+      for (int k = 0; k < 5; k++) m = std::max(m, z->data.f64[n * 5 + k]);
+      for (int k = 0; k < 5; k++) sum += std::exp(z->data.f64[n * 5 + k] - m);
+      for (int k = 0; k < 5; k++)
+        dz->data.f64[n * 5 + k] = std::exp(z->data.f64[n * 5 + k] - m) / sum - (k == static_cast<int>(l->data.f64[n]) ? 1 : 0);
+    }
+    ccv_cnnp_model_backward(b, dzs, 1, dxs, 1, nullptr, nullptr);
+    ASSERT_STREQ(ccv_nnc_error_message(), "");
+    ccv_cnnp_model_apply_gradients(b, nullptr);
+    ASSERT_STREQ(ccv_nnc_error_message(), "");
+    for (int i = 0; i < 4; i++) {
+      Tensor ta(ccv_cnnp_model_parameter_tensor_params(a, ccv_cnnp_model_parameters(a, ALL_PARAMETERS, i)));
+      Tensor tb(ta->info);
+      ccv_cnnp_model_parameter_copy(a, ccv_cnnp_model_parameters(a, ALL_PARAMETERS, i), ta);
+      ccv_cnnp_model_parameter_copy(b, ccv_cnnp_model_parameters(b, ALL_PARAMETERS, i), tb);
+      for (size_t e = 0; e < ccv_nnc_tensor_count(ta->info); e++)
+        ASSERT_NEAR(ta->data.f64[e], tb->data.f64[e], 1e-12) << "step " << step << " parameter " << i;
+    }
+  }
+  // The input gradient against central finite differences of <dz, net(x)>,
+  // through a third model holding b's parameters (evaluate only).
+  ccv_cnnp_model_t* c = small_net(3, 5);
+  ccv_cnnp_model_compile(c, &xp, 1, sgd(0.3f, 0.5f, 0.9f), cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD));
+  ccv_cnnp_model_evaluate(b, ccv_cnnp_evaluate_param_t{1, 0, 0}, xs, 1, zs, 1, nullptr, nullptr);
+  ccv_cnnp_model_backward(b, dzs, 1, dxs, 1, nullptr, nullptr);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  ccv_cnnp_model_set_parameters(c, ccv_cnnp_model_parameters(c, ALL_PARAMETERS, ALL_PARAMETERS), b,
+                                ccv_cnnp_model_parameters(b, ALL_PARAMETERS, ALL_PARAMETERS));
+  ccv_cnnp_evaluate_param_t test{};
+  test.is_test = 1;
+  Tensor zz(z->info);
+  ccv_nnc_tensor_t* zzs[] = {zz};
+  auto objective = [&] {
+    ccv_cnnp_model_evaluate(c, test, xs, 1, zzs, 1, nullptr, nullptr);
+    double s = 0;
+    for (int e = 0; e < N * 5; e++) s += zz->data.f64[e] * dz->data.f64[e];
+    return s;
+  };
+  for (size_t i = 0; i < ccv_nnc_tensor_count(xp); i += 7) {
+    const double keep = x->data.f64[i], h = 1e-6;
+    x->data.f64[i] = keep + h;
+    const double p = objective();
+    x->data.f64[i] = keep - h;
+    const double q = objective();
+    x->data.f64[i] = keep;
+    EXPECT_NEAR(dx->data.f64[i], (p - q) / (2 * h), 1e-6) << i;
+  }
+  // Clipping the summed gradients to a total 2-norm (PyTorch's clip_grad_norm_), and NaN detection.
+  ccv_cnnp_model_io_t all = ccv_cnnp_model_parameters(b, ALL_PARAMETERS, ALL_PARAMETERS);
+  EXPECT_EQ(ccv_cnnp_model_parameter_gradients_isnan(b, all, nullptr), 0);
+  ccv_cnnp_model_parameters_clip_grad_norm(b, all, 2, 0.01f, nullptr);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  {
+    // After clipping, rate-1 plain SGD moves the parameters by exactly the clipped gradient: norm 0.01.
+    std::vector<std::vector<double>> before;
+    for (int i = 0; i < 4; i++) {
+      Tensor t(ccv_cnnp_model_parameter_tensor_params(b, ccv_cnnp_model_parameters(b, ALL_PARAMETERS, i)));
+      ccv_cnnp_model_parameter_copy(b, ccv_cnnp_model_parameters(b, ALL_PARAMETERS, i), t);
+      before.push_back(to_vec(t));
+    }
+    ccv_cnnp_model_set_minimizer(b, sgd(1, 1, 0), 1, nullptr, 0);
+    ccv_cnnp_model_apply_gradients(b, nullptr);
+    ASSERT_STREQ(ccv_nnc_error_message(), "");
+    double sq = 0;
+    for (int i = 0; i < 4; i++) {
+      Tensor t(ccv_cnnp_model_parameter_tensor_params(b, ccv_cnnp_model_parameters(b, ALL_PARAMETERS, i)));
+      ccv_cnnp_model_parameter_copy(b, ccv_cnnp_model_parameters(b, ALL_PARAMETERS, i), t);
+      auto after = to_vec(t);
+      for (size_t e = 0; e < after.size(); e++) sq += (after[e] - before[static_cast<size_t>(i)][e]) * (after[e] - before[static_cast<size_t>(i)][e]);
+    }
+    EXPECT_NEAR(std::sqrt(sq), 0.01, 1e-6);
+  }
+  // Backward without a forward, and apply without gradients, are refused.
+  ccv_cnnp_model_backward(b, dzs, 1, nullptr, 0, nullptr, nullptr);
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("requires_grad"), std::string::npos) << ccv_nnc_error_message();
+  ccv_cnnp_model_apply_gradients(c, nullptr);
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("no gradients"), std::string::npos) << ccv_nnc_error_message();
+  ccv_cnnp_model_free(a);
+  ccv_cnnp_model_free(b);
+  ccv_cnnp_model_free(c);
+}
+
 TEST_F(ModelTest, BadInputIsRefusedWithMessages) {
   ccv_cnnp_model_t* net = small_net();
   Tensor x(cpu_param(CCV_32F, {2, 1, 4, 4}, CCV_TENSOR_FORMAT_NCHW)), l(cpu_param(CCV_32F, {2}));
