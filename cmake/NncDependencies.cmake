@@ -18,6 +18,9 @@ set_target_properties(nnc::openblas PROPERTIES
 message(STATUS "OpenBLAS: ${NNC_OPENBLAS_LIBRARY} (cblas.h in ${NNC_OPENBLAS_INCLUDE_DIR})")
 
 find_package(SQLite3 REQUIRED)
+# Image decoding for the dataframe (ccv_cnnp_dataframe_read_image).
+find_package(PNG REQUIRED)
+find_package(JPEG REQUIRED)
 
 find_library(NNC_PTHREADPOOL_LIBRARY NAMES pthreadpool REQUIRED)
 find_path(NNC_PTHREADPOOL_INCLUDE_DIR NAMES pthreadpool.h REQUIRED)
