@@ -875,6 +875,27 @@ TEST_F(LayersTest, EmbeddingOutputAndGradient) {
   ccv_cnnp_model_free(em);
 }
 
+TEST_F(LayersTest, EmbeddingOfAViewOfIndices) {
+  // The second half of [4, 3] indices (a view at an offset) looked up in fp32.
+  ccv_cnnp_model_io_t x = ccv_cnnp_input();
+  ccv_cnnp_model_io_t parts = ccv_cnnp_model_apply(ccv_cnnp_chunk(2, 0, nullptr), &x, 1);
+  ccv_cnnp_model_io_t half = ccv_cnnp_model_apply(ccv_cnnp_extract(1, nullptr), &parts, 1);
+  ccv_cnnp_model_io_t y = ccv_cnnp_model_apply(ccv_cnnp_embedding(CCV_32F, 9, 2, 1, "emb"), &half, 1);
+  ccv_cnnp_model_t* m = ccv_cnnp_model_new(&x, 1, &y, 1, 1, nullptr);
+  auto ip = cpu_param(CCV_32S, {4, 3});
+  compile(m, {ip});
+  ASSERT_EQ(err(), "");
+  auto idx = make(ip, {0, 1, 2, 3, 4, 5, 8, 7, 6, 5, 4, 3});
+  auto out = evaluate(m, {*idx});
+  ASSERT_EQ(out.size(), 1u) << g_eval_error;
+  const Vec table = param(m, 0), yv = to_vec(*out[0]);
+  const int rows[] = {8, 7, 6, 5, 4, 3};
+  ASSERT_EQ(yv.size(), 12u);
+  for (int r = 0; r < 6; r++)
+    for (int e = 0; e < 2; e++) EXPECT_EQ(yv[static_cast<size_t>(r * 2 + e)], table[static_cast<size_t>(rows[r] * 2 + e)]);
+  ccv_cnnp_model_free(m);
+}
+
 TEST_F(LayersTest, MatmulBatchedWithTransposes) {
   // a [2, 4, 3] read as [2, 3, 4]; b [2, 5, 4] read as [2, 4, 5].
   const int T[2] = {1, 2};
