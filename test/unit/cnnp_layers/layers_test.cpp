@@ -344,6 +344,58 @@ TEST_F(LayersTest, BatchNormInsideAConvolutionalNetworkTrains) {
   ccv_cnnp_model_free(net);
 }
 
+TEST_F(LayersTest, NormsThroughEvaluateBackwardApplyAreFit) {
+  // layer norm -> batch norm -> dense: fit on one model, evaluate(requires_grad)
+  // + backward(dL/dy) + apply_gradients on another; the same parameters and
+  // running statistics after each of two steps.
+  auto make_net = [] {
+    Axes ax{1};
+    ccv_cnnp_model_t* layers[] = {ccv_cnnp_layer_norm(1e-5f, ax.d, 1, 1, 1, "ln"), ccv_cnnp_batch_norm(0.8f, 1e-4f, 1, "bn"),
+                                  ccv_cnnp_dense(3, 0, 0, 1, "fc")};
+    return ccv_cnnp_sequential_new(layers, 3, 1, "net");
+  };
+  ccv_cnnp_model_t* a = make_net();
+  ccv_cnnp_model_t* b = make_net();
+  auto xp = cpu_param(CCV_64F, {5, 6});
+  compile(a, {xp}, sgd(0.5f, 1, 0), mse_sum());
+  compile(b, {xp}, sgd(0.5f, 1, 0), mse_sum());
+  ASSERT_EQ(err(), "");
+  ASSERT_EQ(param_count(a), 8);
+  std::mt19937 rng(28);
+  for (int i = 0; i < 4; i++) set_param(a, i, random_vec(ccv_nnc_tensor_count(ccv_cnnp_model_parameter_tensor_params(a, ccv_cnnp_model_parameters(a, ALL_PARAMETERS, i))), rng, 0.5, 1.5));
+  ccv_cnnp_model_set_parameters(b, ccv_cnnp_model_parameters(b, ALL_PARAMETERS, ALL_PARAMETERS), a,
+                                ccv_cnnp_model_parameters(a, ALL_PARAMETERS, ALL_PARAMETERS));
+  ASSERT_EQ(err(), "");
+  auto yp = cpu_param(CCV_64F, {5, 3});
+  for (int step = 0; step < 2; step++) {
+    auto x = random_tensor(xp, rng), t = random_tensor(yp, rng), y = make(yp), dy = make(yp);
+    ccv_nnc_tensor_t* xs[] = {*x};
+    ccv_nnc_tensor_t* fs[] = {*t};
+    ccv_nnc_tensor_t* ys[] = {*y};
+    ccv_nnc_tensor_t* dys[] = {*dy};
+    ccv_cnnp_model_fit(a, xs, 1, fs, 1, nullptr, 0, nullptr, nullptr);
+    ASSERT_EQ(err(), "");
+    ccv_cnnp_evaluate_param_t ep{};
+    ep.requires_grad = 1;
+    ccv_cnnp_model_evaluate(b, ep, xs, 1, ys, 1, nullptr, nullptr);
+    ASSERT_EQ(err(), "");
+    const Vec yv = to_vec(*y), tv = to_vec(*t);
+    Vec g(yv.size());
+    for (size_t i = 0; i < g.size(); i++) g[i] = 2 * (yv[i] - tv[i]);
+    set_vec(*dy, g);
+    ccv_cnnp_model_backward(b, dys, 1, nullptr, 0, nullptr, nullptr);
+    ASSERT_EQ(err(), "");
+    ccv_cnnp_model_apply_gradients(b, nullptr);
+    ASSERT_EQ(err(), "");
+    for (int i = 0; i < 8; i++) {
+      EXPECT_EQ(param_name(a, i), param_name(b, i));
+      expect_near(param(b, i), param(a, i), 1e-12, param_name(a, i).c_str());
+    }
+  }
+  ccv_cnnp_model_free(a);
+  ccv_cnnp_model_free(b);
+}
+
 TEST_F(LayersTest, BatchNormNchwInFp32MatchesTheCommand) {
   const int N = 2, C = 7, H = 3, W = 5;
   ccv_cnnp_model_t* bn = ccv_cnnp_batch_norm(0.9f, 1e-5f, 1, nullptr);
