@@ -541,24 +541,3 @@ NNC_API void ccv_cnnp_model_set_minimizer(ccv_cnnp_model_t* const model, const c
 NNC_API ccv_nnc_cmd_t ccv_cnnp_model_minimizer(ccv_cnnp_model_t* const model) {
   return guard<ccv_nnc_cmd_t>(ccv_nnc_cmd_t{}, [&] { return compiled_of(model, "ccv_cnnp_model_minimizer").minimizer; });
 }
-
-NNC_API void ccv_nnc_dynamic_graph_evaluate(ccv_nnc_dynamic_graph_t* const dynamic_graph, ccv_cnnp_model_t* const model, const int is_test,
-                                            const ccv_nnc_tensor_variable_t* const inputs, const int input_size, ccv_nnc_tensor_variable_t* const outputs,
-                                            const int output_size, ccv_nnc_tensor_tape_t* const tensor_tape, ccv_nnc_stream_context_t* const stream_context) {
-  guard_void([&] {
-    NNC_CHECK(dynamic_graph, "ccv_nnc_dynamic_graph_evaluate: the dynamic graph is NULL");
-    check_model(model, "ccv_nnc_dynamic_graph_evaluate");
-    (void)is_test, (void)inputs, (void)input_size, (void)outputs, (void)output_size, (void)tensor_tape, (void)stream_context;
-    fail(CCV_NNC_EXEC_INVALID, "ccv_nnc_dynamic_graph_evaluate: not supported yet (compile the model and use ccv_cnnp_model_evaluate)");
-  });
-}
-
-NNC_API void ccv_nnc_dynamic_graph_dry_run(ccv_nnc_dynamic_graph_t* const dynamic_graph, ccv_cnnp_model_t* const model, const int is_test,
-                                           const ccv_nnc_tensor_variable_t* const inputs, const int input_size, ccv_nnc_stream_context_t* const stream_context) {
-  guard_void([&] {
-    NNC_CHECK(dynamic_graph, "ccv_nnc_dynamic_graph_dry_run: the dynamic graph is NULL");
-    check_model(model, "ccv_nnc_dynamic_graph_dry_run");
-    (void)is_test, (void)inputs, (void)input_size, (void)stream_context;
-    fail(CCV_NNC_EXEC_INVALID, "ccv_nnc_dynamic_graph_dry_run: not supported yet");
-  });
-}

@@ -937,6 +937,8 @@ void evaluate(Model* m, const ccv_cnnp_evaluate_param_t& params, ccv_nnc_tensor_
     Jit* j = find_jit(
         c, [&](const Jit& x) { return x.mode == Jit::STAGED && x.is_test == is_test && x.disable_outgrad == off && same_list(x.key_inputs, shapes); },
         [&] { return make_staged(m, shapes, is_test, off); });
+    c.last_outputs.clear();
+    for (Sym o : j->outputs) c.last_outputs.push_back(ccv_nnc_tensor_symbol_params(j->sg, o));
     bind_all(*j, j->inputs, inputs, input_size, what, "input");
     bind_outputs(*j, outputs, output_size, what);
     c.staged = nullptr;
@@ -950,6 +952,8 @@ void evaluate(Model* m, const ccv_cnnp_evaluate_param_t& params, ccv_nnc_tensor_
   Jit* j = find_jit(
       c, [&](const Jit& x) { return x.mode == Jit::INFER && x.is_test == is_test && same_list(x.key_inputs, shapes); },
       [&] { return make_infer(m, shapes, is_test); });
+  c.last_outputs.clear();
+  for (Sym o : j->outputs) c.last_outputs.push_back(ccv_nnc_tensor_symbol_params(j->sg, o));
   bind_all(*j, j->inputs, inputs, input_size, what, "input");
   bind_outputs(*j, outputs, output_size, what);
   if (!dry_run) run(m, *j, what);

@@ -131,6 +131,7 @@ struct Compiled {
   Jit* staged = nullptr;                   // the graph evaluate(requires_grad) ran, for backward / apply_gradients
   int staged_state = 0;                    // 0 none, 1 forward ran, 2 backward ran
   ccv_nnc_symbolic_graph_compile_param_t compile_params{};
+  std::vector<ccv_nnc_tensor_param_t> last_outputs;  // output shapes of the last evaluate (for ccv_nnc_dynamic_graph_evaluate)
   size_t workspace_size = 0;
   int max_concurrency = 0;
   ~Compiled();

@@ -543,6 +543,67 @@ TEST_F(ModelTest, EvaluateBackwardApplyIsFit) {
   ccv_cnnp_model_free(c);
 }
 
+TEST_F(ModelTest, DynamicGraphEvaluateIsTracedForBackward) {
+  // y = x W^T + b through ccv_nnc_dynamic_graph_evaluate, then the dynamic
+  // graph's backward with dy: dx = dy W, and the model's own gradients
+  // applied by plain SGD (rate 1): W -= dy^T x, b -= sum of dy over rows.
+  const int N = 3, I = 4, O = 2;
+  ccv_cnnp_model_t* dense = ccv_cnnp_dense(O, 0, 0, 1, "d");
+  ccv_nnc_dynamic_graph_t* g = ccv_nnc_dynamic_graph_new();
+  auto xp = cpu_param(CCV_64F, {N, I});
+  ccv_nnc_tensor_variable_t x = ccv_nnc_tensor_variable_new_impl(g, xp);
+  ccv_nnc_tensor_variable_t y = ccv_nnc_tensor_variable_new_impl(g, ccv_nnc_tensor_auto);
+  ccv_nnc_tensor_variable_t dy = ccv_nnc_tensor_variable_new_impl(g, cpu_param(CCV_64F, {N, O}));
+  ccv_nnc_tensor_variable_t dx = ccv_nnc_tensor_variable_new_impl(g, ccv_nnc_tensor_auto);
+  ccv_nnc_tensor_t* xt = ccv_nnc_tensor_from_variable(g, x);
+  ccv_nnc_tensor_t* dyt = ccv_nnc_tensor_from_variable(g, dy);
+  std::mt19937 rng(4);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (int i = 0; i < N * I; i++) xt->data.f64[i] = u(rng);
+  for (int i = 0; i < N * O; i++) dyt->data.f64[i] = u(rng);
+  ccv_nnc_dynamic_graph_evaluate(g, dense, 0, &x, 1, &y, 1, nullptr, nullptr);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  Tensor w(cpu_param(CCV_64F, {O, I})), b(cpu_param(CCV_64F, {O}));
+  ccv_cnnp_model_parameter_copy(dense, ccv_cnnp_model_parameters(dense, ALL_PARAMETERS, 0), w);
+  ccv_cnnp_model_parameter_copy(dense, ccv_cnnp_model_parameters(dense, ALL_PARAMETERS, 1), b);
+  ccv_nnc_tensor_t* yt = ccv_nnc_tensor_from_variable(g, y);
+  for (int n = 0; n < N; n++)
+    for (int o = 0; o < O; o++) {
+      double s = b->data.f64[o];
+      for (int i = 0; i < I; i++) s += xt->data.f64[n * I + i] * w->data.f64[o * I + i];
+      EXPECT_NEAR(yt->data.f64[n * O + o], s, 1e-12);
+    }
+  ccv_nnc_dynamic_graph_backward(g, &y, 1, &dy, &x, 1, &dx, 1, nullptr);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  ccv_nnc_tensor_t* dxt = ccv_nnc_tensor_from_variable(g, dx);
+  for (int n = 0; n < N; n++)
+    for (int i = 0; i < I; i++) {
+      double s = 0;
+      for (int o = 0; o < O; o++) s += dyt->data.f64[n * O + o] * w->data.f64[o * I + i];
+      EXPECT_NEAR(dxt->data.f64[n * I + i], s, 1e-12);
+    }
+  ccv_cnnp_model_set_minimizer(dense, sgd(1, 1, 0), 0, nullptr, 0);
+  ccv_cnnp_model_apply_gradients(dense, nullptr);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  Tensor w2(w->info), b2(b->info);
+  ccv_cnnp_model_parameter_copy(dense, ccv_cnnp_model_parameters(dense, ALL_PARAMETERS, 0), w2);
+  ccv_cnnp_model_parameter_copy(dense, ccv_cnnp_model_parameters(dense, ALL_PARAMETERS, 1), b2);
+  for (int o = 0; o < O; o++) {
+    double gb = 0;
+    for (int n = 0; n < N; n++) gb += dyt->data.f64[n * O + o];
+    EXPECT_NEAR(b2->data.f64[o], b->data.f64[o] - gb, 1e-12);
+    for (int i = 0; i < I; i++) {
+      double gw = 0;
+      for (int n = 0; n < N; n++) gw += dyt->data.f64[n * O + o] * xt->data.f64[n * I + i];
+      EXPECT_NEAR(w2->data.f64[o * I + i], w->data.f64[o * I + i] - gw, 1e-12);
+    }
+  }
+  ccv_nnc_dynamic_graph_evaluate(g, nullptr, 0, &x, 1, &y, 1, nullptr, nullptr);
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("model is NULL"), std::string::npos);
+  ccv_nnc_dynamic_graph_free(g);
+  ccv_cnnp_model_free(dense);
+}
+
 TEST_F(ModelTest, BadInputIsRefusedWithMessages) {
   ccv_cnnp_model_t* net = small_net();
   Tensor x(cpu_param(CCV_32F, {2, 1, 4, 4}, CCV_TENSOR_FORMAT_NCHW)), l(cpu_param(CCV_32F, {2}));
