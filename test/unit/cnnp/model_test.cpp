@@ -604,6 +604,96 @@ TEST_F(ModelTest, DynamicGraphEvaluateIsTracedForBackward) {
   ccv_cnnp_model_free(dense);
 }
 
+struct Notified {
+  int count = 0;
+  int tag = 0;
+};
+
+ccv_cnnp_model_t* make_dense_for(const ccv_nnc_tensor_param_t* inputs, const int input_size, void* context) {
+  // The dynamic model sizes itself from its input: as many outputs as input features.
+  *static_cast<int*>(context) += 1;
+  return ccv_cnnp_dense(inputs[0].dim[input_size > 0 ? 1 : 0], 1, 0, 1, "made");
+}
+
+TEST_F(ModelTest, NotifyDynamicDotAndParameterMaps) {
+  // Notifications reach every model inside.
+  ccv_cnnp_model_t* d1 = ccv_cnnp_dense(3, 0, 0, 1, "d1");
+  ccv_cnnp_model_t* d2 = ccv_cnnp_dense(3, 0, 0, 1, "d2");
+  Notified n1, n2;
+  auto hook = [](const ccv_cnnp_model_t*, const int tag, void* payload, void* context) {
+    static_cast<Notified*>(context)->count++;
+    static_cast<Notified*>(context)->tag = tag + *static_cast<int*>(payload);
+  };
+  ccv_cnnp_model_notify_hook(d1, hook, &n1);
+  ccv_cnnp_model_notify_hook(d2, hook, &n2);
+  int made = 0;
+  ccv_cnnp_model_t* dyn = ccv_cnnp_dynamic_new(make_dense_for, &made, "dyn");
+  ccv_cnnp_model_t* layers[] = {d1, d2, dyn};
+  ccv_cnnp_model_t* net = ccv_cnnp_sequential_new(layers, 3, 1, "net");
+  int payload = 100;
+  ccv_cnnp_model_notify(net, 7, &payload);
+  EXPECT_EQ(n1.count, 1);
+  EXPECT_EQ(n2.count, 1);
+  EXPECT_EQ(n2.tag, 107);
+  auto xp = cpu_param(CCV_32F, {2, 5});
+  ccv_cnnp_model_compile(net, &xp, 1, sgd(0.1f, 1, 0), cmd(CCV_NNC_NOOP));
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  EXPECT_EQ(made, 1);
+  ccv_nnc_tensor_param_t out;
+  ccv_cnnp_model_tensor_auto(net, &out, 1);
+  EXPECT_EQ(out.dim[1], 3);  // the dynamic dense took 3 features from d2
+  EXPECT_EQ(ccv_cnnp_model_parameter_count(net), 5);  // d1 w, b; d2 w, b; made w
+  // Filters and first: by name.
+  auto is_bias = [](const ccv_cnnp_model_t*, const char* name, void*) { return std::strstr(name, ".bias") ? 1 : 0; };
+  ccv_array_t* biases = ccv_cnnp_model_parameters_filter(net, is_bias, nullptr);
+  ASSERT_NE(biases, nullptr);
+  EXPECT_EQ(biases->rnum, 2);
+  ccv_array_free(biases);
+  auto is_made = [](const ccv_cnnp_model_t*, const char* name, void*) { return std::strncmp(name, "made", 4) == 0 ? 1 : 0; };
+  ccv_cnnp_model_io_t first = ccv_cnnp_model_parameter_first(net, is_made, nullptr);
+  ASSERT_NE(first, nullptr);
+  EXPECT_STREQ(ccv_cnnp_model_parameter_name(net, first), "made.weight");
+  EXPECT_EQ(ccv_cnnp_model_parameter_first_uninit(net), nullptr);
+  // parameters_map: scale every parameter by 2 in place; zip_map: add another model's.
+  Tensor before(ccv_cnnp_model_parameter_tensor_params(net, first));
+  ccv_cnnp_model_parameter_copy(net, first, before);
+  ccv_nnc_cmd_param_t sp = nnc_test::no_params();
+  sp.blas.a[0] = 2;
+  ccv_cnnp_model_parameters_map(net, ccv_cnnp_model_parameters(net, ALL_PARAMETERS, ALL_PARAMETERS),
+                                ccv_nnc_cmd(CCV_NNC_SCALAR_MUL_FORWARD, nullptr, sp, 0), ccv_nnc_no_hint, 0, nullptr, 0, nullptr, 0, nullptr);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  Tensor after(before->info);
+  ccv_cnnp_model_parameter_copy(net, first, after);
+  for (int i = 0; i < 9; i++) EXPECT_EQ(after.f32()[i], 2 * before.f32()[i]);
+  ccv_nnc_cmd_param_t ap = nnc_test::no_params();
+  ap.blas.a[0] = 1, ap.blas.a[1] = -1;  // to - from
+  ccv_cnnp_model_parameters_zip_map(net, first, ccv_nnc_cmd(CCV_NNC_ADD_FORWARD, nullptr, ap, 0), ccv_nnc_no_hint, 0, nullptr, 0, nullptr, 0,
+                                    nullptr, net, first);
+  ccv_cnnp_model_parameter_copy(net, first, after);
+  for (int i = 0; i < 9; i++) EXPECT_EQ(after.f32()[i], 0.f);
+  // DOT of the compiled graph names the layers' parameters.
+  Tensor x(xp), y(cpu_param(CCV_32F, {2, 3}));
+  ccv_nnc_tensor_t* xs[] = {x};
+  ccv_nnc_tensor_t* ys[] = {y};
+  ccv_cnnp_evaluate_param_t ep{};
+  ep.is_test = 1;
+  ccv_cnnp_model_evaluate(net, ep, xs, 1, ys, 1, nullptr, nullptr);
+  char* buf = nullptr;
+  size_t len = 0;
+  FILE* f = open_memstream(&buf, &len);
+  ccv_cnnp_model_dot(net, CCV_NNC_LONG_DOT_GRAPH, &f, 1);
+  std::fclose(f);
+  EXPECT_NE(std::string(buf, len).find("d2.weight"), std::string::npos);
+  std::free(buf);
+  // Settings the CPU build does not have are refused with a message.
+  ccv_cnnp_model_set_data_parallel(net, 2);
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("one"), std::string::npos);
+  ccv_cnnp_model_set_gradient_checkpointing(net, 1);
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("not supported"), std::string::npos);
+  EXPECT_GT(ccv_cnnp_model_memory_size(net), 0u);
+  ccv_cnnp_model_free(net);
+}
+
 TEST_F(ModelTest, BadInputIsRefusedWithMessages) {
   ccv_cnnp_model_t* net = small_net();
   Tensor x(cpu_param(CCV_32F, {2, 1, 4, 4}, CCV_TENSOR_FORMAT_NCHW)), l(cpu_param(CCV_32F, {2}));
