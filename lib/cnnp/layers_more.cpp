@@ -1,7 +1,12 @@
 // Layers, continued: normalisation, shape and view layers, element-wise and
 // reduction layers, embedding and matmul, the constant-like layers
-// (parameter, scalar, variable), the models over a caller's command, graph or
-// debug function, and the layers whose command family has no kernel yet.
+// (parameter, scalar, variable, move), and the layers whose command family
+// has no kernel yet. The models over a caller's command, graph or debug
+// function are in layers_exec.cpp.
+//
+// Parameter shapes are the ones the commands and PyTorch use: [C] for batch
+// and group norm, the normalised extents alone for layer and RMS norm
+// (PyTorch's normalized_shape), [vocab, embed] for an embedding.
 //
 // Views (chunk, permute) are aliases of the input's storage. A symbolic
 // graph refuses an alias of an alias, so a view of a view is made on the
@@ -220,9 +225,10 @@ Model* batch_norm(float momentum, float epsilon, int is_trainable, const char* n
     const auto per_channel = with_dims(x, {x.dim[c]});
     const Sym scale = b.parameter(&self, 0, decl(per_channel, Init::constant(1), "weight", CCV_CNNP_PARAMETER_SELECT_WEIGHT));
     const Sym bias = b.parameter(&self, 1, decl(per_channel, Init::zeros(), "bias", CCV_CNNP_PARAMETER_SELECT_BIAS));
-    // The running statistics persist with the parameters but are never trained.
-    const Sym mean = b.parameter(&self, 2, decl(per_channel, Init::zeros(), "mean", CCV_CNNP_PARAMETER_SELECT_WEIGHT, false));
-    const Sym var = b.parameter(&self, 3, decl(per_channel, Init::constant(1), "var", CCV_CNNP_PARAMETER_SELECT_WEIGHT, false));
+    // The running statistics persist with the parameters but are never
+    // trained, and neither a weight nor a bias: only ALL_PARAMETERS selects them.
+    const Sym mean = b.parameter(&self, 2, decl(per_channel, Init::zeros(), "mean", -1, false));
+    const Sym var = b.parameter(&self, 3, decl(per_channel, Init::constant(1), "var", -1, false));
     const Sym y = b.tensor(clean(x));
     const std::vector<Sym> args = {in[0], scale, bias, mean, var};
     if (b.is_test) {

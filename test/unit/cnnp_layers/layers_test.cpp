@@ -239,6 +239,10 @@ TEST_F(LayersTest, BatchNormTrainingStepRunningStatisticsAndInference) {
   EXPECT_EQ(param_name(bn, 1), "bn.bias");
   EXPECT_EQ(param_name(bn, 2), "bn.mean");
   EXPECT_EQ(param_name(bn, 3), "bn.var");
+  // The running statistics are neither weights nor biases.
+  EXPECT_STREQ(ccv_cnnp_model_parameter_name(bn, ccv_cnnp_model_parameters(bn, CCV_CNNP_PARAMETER_SELECT_WEIGHT, 0)), "bn.weight");
+  EXPECT_EQ(ccv_cnnp_model_parameter_name(bn, ccv_cnnp_model_parameters(bn, CCV_CNNP_PARAMETER_SELECT_WEIGHT, 1)), nullptr);
+  EXPECT_EQ(ccv_cnnp_model_parameter_name(bn, ccv_cnnp_model_parameters(bn, CCV_CNNP_PARAMETER_SELECT_BIAS, 1)), nullptr);
   // Initial values: scale 1, bias 0, running mean 0, running var 1.
   EXPECT_EQ(param(bn, 0), Vec(C, 1.0));
   EXPECT_EQ(param(bn, 1), Vec(C, 0.0));
