@@ -1179,7 +1179,15 @@ TEST_F(LayersTest, GraphModelRunsTheCallersGraph) {
   ASSERT_EQ(out.size(), 1u) << g_eval_error;
   const Vec xv = to_vec(*xt), wv = to_vec(*wt), yv = to_vec(*out[0]);
   for (size_t i = 0; i < yv.size(); i++) EXPECT_FLOAT_EQ(yv[i], std::max(0.0, xv[i] * wv[i % 5]) + xv[i]);
+  // A copy outlives the original: it holds a graph of its own.
+  ccv_cnnp_model_t* copy = ccv_cnnp_model_copy(m, 1);
   ccv_cnnp_model_free(m);
+  compile(copy, {p});
+  ASSERT_EQ(err(), "");
+  auto again = evaluate(copy, {*xt});
+  ASSERT_EQ(again.size(), 1u) << g_eval_error;
+  EXPECT_EQ(to_vec(*again[0]), yv);
+  ccv_cnnp_model_free(copy);
 }
 
 struct DebugLog {
