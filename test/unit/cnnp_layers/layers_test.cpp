@@ -722,6 +722,56 @@ TEST_F(LayersTest, PermuteOfAChunkThenContiguous) {
   ccv_cnnp_model_free(m);
 }
 
+TEST_F(LayersTest, GradientThroughViewsConcatAndPad) {
+  // h = dense(x) [N, 6]; c = concat(h[:, 4:6], h[:, 0:2]) from chunks;
+  // y = pad(contiguous(permute(c)), rows +1 behind, columns +1 in front):
+  // one SGD step moves the dense weights by minus their gradient through
+  // every view and copy.
+  const int N = 3;
+  Axes t{1, 0}, begin{0, 1}, end{1, 0};
+  ccv_cnnp_model_io_t x = ccv_cnnp_input();
+  ccv_cnnp_model_io_t h = ccv_cnnp_model_apply(ccv_cnnp_dense(6, 0, 0, 1, "fc"), &x, 1);
+  ccv_cnnp_model_io_t parts = ccv_cnnp_model_apply(ccv_cnnp_chunk(3, 1, nullptr), &h, 1);
+  ccv_cnnp_model_io_t p2 = ccv_cnnp_model_apply(ccv_cnnp_extract(2, nullptr), &parts, 1);
+  ccv_cnnp_model_io_t p0 = ccv_cnnp_model_apply(ccv_cnnp_extract(0, nullptr), &parts, 1);
+  ccv_cnnp_model_io_t both[] = {p2, p0};
+  ccv_cnnp_model_io_t c = ccv_cnnp_model_apply(ccv_cnnp_concat(1, nullptr), both, 2);
+  ccv_cnnp_model_io_t pm = ccv_cnnp_model_apply(ccv_cnnp_permute(t.d, nullptr), &c, 1);
+  ccv_cnnp_model_io_t q = ccv_cnnp_model_apply(ccv_cnnp_contiguous(nullptr), &pm, 1);
+  ccv_cnnp_model_io_t y = ccv_cnnp_model_apply(ccv_cnnp_pad(CCV_NNC_PAD_ZERO, begin.d, end.d, nullptr), &q, 1);
+  ccv_cnnp_model_t* m = ccv_cnnp_model_new(&x, 1, &y, 1, 1, nullptr);
+  auto xp = cpu_param(CCV_64F, {N, 4});
+  compile(m, {xp}, sgd(1, 1, 0), mse_sum());
+  ASSERT_EQ(err(), "");
+  ASSERT_EQ(param_count(m), 2);
+  std::mt19937 rng(29);
+  auto xt = random_tensor(xp, rng);
+  const Vec xv = to_vec(*xt);
+  auto ref = [&](const std::vector<Vec>& p) {
+    Vec hv(static_cast<size_t>(N) * 6);
+    for (int n = 0; n < N; n++)
+      for (int o = 0; o < 6; o++) {
+        double s = p[1][static_cast<size_t>(o)];
+        for (int k = 0; k < 4; k++) s += xv[static_cast<size_t>(n * 4 + k)] * p[0][static_cast<size_t>(o * 4 + k)];
+        hv[static_cast<size_t>(n * 6 + o)] = s;
+      }
+    Vec out(static_cast<size_t>(5) * (N + 1), 0.0);
+    for (int i = 0; i < 4; i++)
+      for (int n = 0; n < N; n++) {
+        const int col = i < 2 ? 4 + i : i - 2;  // c[n][i]
+        out[static_cast<size_t>(i * (N + 1) + n + 1)] = hv[static_cast<size_t>(n * 6 + col)];
+      }
+    return out;
+  };
+  auto out = evaluate(m, {*xt});
+  ASSERT_EQ(out.size(), 1u) << g_eval_error;
+  EXPECT_EQ(out[0]->t->info.dim[0], 5);
+  EXPECT_EQ(out[0]->t->info.dim[1], N + 1);
+  expect_near(to_vec(*out[0]), ref({param(m, 0), param(m, 1)}), 1e-12, "views");
+  expect_fit_is_gradient(m, {*xt}, random_vec(static_cast<size_t>(5) * (N + 1), rng), ref, {0, 1});
+  ccv_cnnp_model_free(m);
+}
+
 TEST_F(LayersTest, PadZeroAndReplicate) {
   Axes begin{1, 0}, end{0, 2};
   for (int type : {CCV_NNC_PAD_ZERO, CCV_NNC_PAD_REPLICATE}) {
