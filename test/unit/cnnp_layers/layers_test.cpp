@@ -861,6 +861,64 @@ TEST_F(LayersTest, ElementwiseMinMaxDivReciprocalCmul) {
   ccv_cnnp_model_free(r);
 }
 
+TEST_F(LayersTest, GradientThroughElementwiseAndReductions) {
+  // h, g = two dense layers of x [N, 4] into 6; z = max(cmul(h, g), min(h, g));
+  // y = concat(reduce_mean(z, 1), reduce_norm2(g, 1)) [N, 2].
+  const int N = 3, K = 6;
+  Axes one{1};
+  ccv_cnnp_model_io_t x = ccv_cnnp_input();
+  ccv_cnnp_model_io_t h = ccv_cnnp_model_apply(ccv_cnnp_dense(K, 0, 0, 1, "h"), &x, 1);
+  ccv_cnnp_model_io_t g = ccv_cnnp_model_apply(ccv_cnnp_dense(K, 0, 0, 1, "g"), &x, 1);
+  ccv_cnnp_model_io_t hg[] = {h, g};
+  ccv_cnnp_model_io_t cm = ccv_cnnp_model_apply(ccv_cnnp_cmul(nullptr), hg, 2);
+  ccv_cnnp_model_io_t mn = ccv_cnnp_model_apply(ccv_cnnp_min(nullptr), hg, 2);
+  ccv_cnnp_model_io_t cmmn[] = {cm, mn};
+  ccv_cnnp_model_io_t z = ccv_cnnp_model_apply(ccv_cnnp_max(nullptr), cmmn, 2);
+  ccv_cnnp_model_io_t r1 = ccv_cnnp_model_apply(ccv_cnnp_reduce_mean(one.d, 1, nullptr), &z, 1);
+  ccv_cnnp_model_io_t r2 = ccv_cnnp_model_apply(ccv_cnnp_reduce_norm2(one.d, 1, nullptr), &g, 1);
+  ccv_cnnp_model_io_t rr[] = {r1, r2};
+  ccv_cnnp_model_io_t y = ccv_cnnp_model_apply(ccv_cnnp_concat(1, nullptr), rr, 2);
+  ccv_cnnp_model_t* m = ccv_cnnp_model_new(&x, 1, &y, 1, 1, nullptr);
+  auto xp = cpu_param(CCV_64F, {N, 4});
+  compile(m, {xp}, sgd(1, 1, 0), mse_sum());
+  ASSERT_EQ(err(), "");
+  ASSERT_EQ(param_count(m), 4);
+  std::mt19937 rng(30);
+  auto xt = random_tensor(xp, rng);
+  const Vec xv = to_vec(*xt);
+  auto ref = [&](const std::vector<Vec>& p) {
+    auto dense = [&](const Vec& w, const Vec& b) {
+      Vec o(static_cast<size_t>(N) * K);
+      for (int n = 0; n < N; n++)
+        for (int j = 0; j < K; j++) {
+          double s = b[static_cast<size_t>(j)];
+          for (int k = 0; k < 4; k++) s += xv[static_cast<size_t>(n * 4 + k)] * w[static_cast<size_t>(j * 4 + k)];
+          o[static_cast<size_t>(n * K + j)] = s;
+        }
+      return o;
+    };
+    const Vec hv = dense(p[0], p[1]), gv = dense(p[2], p[3]);
+    Vec out(static_cast<size_t>(N) * 2);
+    for (int n = 0; n < N; n++) {
+      double mean = 0, sq = 0;
+      for (int j = 0; j < K; j++) {
+        const size_t i = static_cast<size_t>(n * K + j), r = static_cast<size_t>(n * K + (j & ~1));
+        const double c = j % 2 == 0 ? hv[r] * gv[r] - hv[r + 1] * gv[r + 1] : hv[r] * gv[r + 1] + hv[r + 1] * gv[r];
+        mean += std::max(c, std::min(hv[i], gv[i])) / K;
+        sq += gv[i] * gv[i];
+      }
+      out[static_cast<size_t>(n * 2)] = mean;
+      out[static_cast<size_t>(n * 2 + 1)] = std::sqrt(sq);
+    }
+    return out;
+  };
+  auto out = evaluate(m, {*xt});
+  ASSERT_EQ(out.size(), 1u) << g_eval_error;
+  expect_near(to_vec(*out[0]), ref({param(m, 0), param(m, 1), param(m, 2), param(m, 3)}), 1e-12, "element-wise");
+  expect_fit_is_gradient(m, {*xt}, random_vec(static_cast<size_t>(N) * 2, rng), ref, {0, 1, 2, 3});
+  ccv_cnnp_model_free(m);
+}
+
 TEST_F(LayersTest, ReductionsAndArgExtremes) {
   const int A = 3, B = 4, C = 5;
   auto xp = cpu_param(CCV_32F, {A, B, C});
