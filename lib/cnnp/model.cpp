@@ -549,6 +549,14 @@ std::vector<size_t> build_into(Model* m, Jit& j, Build& b) {
   return which;
 }
 
+// The parameters (and the symbols that update them in place) bound to the model's tensors.
+std::vector<ccv_nnc_tensor_bind_t> parameter_binds(const Build& b, const std::vector<size_t>& which, const Compiled& c) {
+  std::vector<ccv_nnc_tensor_bind_t> binds;
+  for (size_t i = 0; i < which.size(); i++) binds.push_back({b.found[i].symbol, c.params[which[i]].tensor.get()});
+  for (auto& [i, sym] : b.updates) binds.push_back({sym, c.params[which[i]].tensor.get()});
+  return binds;
+}
+
 void compile_jit(Model* m, Jit& j, std::vector<ccv_nnc_tensor_bind_t>& binds, std::vector<Sym> keep) {
   Compiled& c = *m->compiled;
   checked([&] { ccv_nnc_graph_exec_symbol_autogen(j.sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS); });
@@ -573,9 +581,7 @@ std::unique_ptr<Jit> make_infer(Model* m, const std::vector<ccv_nnc_tensor_param
   Build b(j->sg, is_test, false);
   auto which = build_into(m, *j, b);
   Compiled& c = *m->compiled;
-  std::vector<ccv_nnc_tensor_bind_t> binds;
-  for (size_t i = 0; i < which.size(); i++) binds.push_back({b.found[i].symbol, c.params[which[i]].tensor.get()});
-  for (auto& [i, sym] : b.updates) binds.push_back({sym, c.params[which[i]].tensor.get()});
+  std::vector<ccv_nnc_tensor_bind_t> binds = parameter_binds(b, which, c);
   compile_jit(m, *j, binds, {});
   return j;
 }
@@ -615,9 +621,7 @@ std::unique_ptr<Jit> make_fit(Model* m, const std::vector<ccv_nnc_tensor_param_t
       train.push_back(b.found[i].symbol);
       train_index.push_back(which[i]);
     }
-  std::vector<ccv_nnc_tensor_bind_t> binds;
-  for (size_t i = 0; i < which.size(); i++) binds.push_back({b.found[i].symbol, c.params[which[i]].tensor.get()});
-  for (auto& [i, sym] : b.updates) binds.push_back({sym, c.params[which[i]].tensor.get()});
+  std::vector<ccv_nnc_tensor_bind_t> binds = parameter_binds(b, which, c);
   if (!train.empty()) {
     checked([&] { ccv_nnc_graph_exec_symbol_autogen(j->sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS); });
     const int aux = ccv_nnc_minimizer_saved_aux_size(c.minimizer);
@@ -713,9 +717,7 @@ std::unique_ptr<Jit> make_staged(Model* m, const std::vector<ccv_nnc_tensor_para
       else fail(CCV_NNC_EXEC_INVALID, "model %s: backward without output gradients needs fp32 or fp64 outputs", model_label(*m).c_str());
     }
   }
-  std::vector<ccv_nnc_tensor_bind_t> binds;
-  for (size_t i = 0; i < which.size(); i++) binds.push_back({b.found[i].symbol, c.params[which[i]].tensor.get()});
-  for (auto& [i, sym] : b.updates) binds.push_back({sym, c.params[which[i]].tensor.get()});
+  std::vector<ccv_nnc_tensor_bind_t> binds = parameter_binds(b, which, c);
   for (size_t k = 0; k < train_index.size(); k++) {
     Param& p = c.params[train_index[k]];
     Sym g = ccv_nnc_tensor_symbol_for_backward(j->sg, wrt[k]);
