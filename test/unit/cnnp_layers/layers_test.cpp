@@ -919,6 +919,53 @@ TEST_F(LayersTest, GradientThroughElementwiseAndReductions) {
   ccv_cnnp_model_free(m);
 }
 
+TEST_F(LayersTest, GradientThroughUpsampleMaskedFillAndReduceSum) {
+  // h = dense(x) [N, 6] viewed as [N, 1, 2, 3] NCHW; nearest 2x upsample to
+  // [N, 1, 4, 6]; masked_fill(0 -> 0.5) by a [4, 6] mask; reduce_sum over H.
+  const int N = 2;
+  Axes shape{N, 1, 2, 3}, h_axis{2};
+  ccv_cnnp_model_io_t x = ccv_cnnp_input(), mask = ccv_cnnp_input();
+  ccv_cnnp_model_io_t h = ccv_cnnp_model_apply(ccv_cnnp_dense(6, 0, 0, 1, "fc"), &x, 1);
+  ccv_cnnp_model_io_t img = ccv_cnnp_model_apply(ccv_cnnp_reshape(CCV_TENSOR_FORMAT_NCHW, shape.d, nullptr, nullptr, nullptr), &h, 1);
+  ccv_cnnp_model_io_t up = ccv_cnnp_model_apply(ccv_cnnp_upsample(CCV_NNC_UPSAMPLE_NEAREST, 2, 2, 0, nullptr), &img, 1);
+  ccv_cnnp_model_io_t um[] = {up, mask};
+  ccv_cnnp_model_io_t filled = ccv_cnnp_model_apply(ccv_cnnp_masked_fill(0, 0.5f, nullptr), um, 2);
+  ccv_cnnp_model_io_t r = ccv_cnnp_model_apply(ccv_cnnp_reduce_sum(h_axis.d, 1, nullptr), &filled, 1);
+  // Back to [N, 6] rows for MSE (whose loss shape follows an NCHW input's
+  // channel axis), through a copy: a model's output cannot be a view yet.
+  Axes rows{N, 6};
+  ccv_cnnp_model_io_t flat = ccv_cnnp_model_apply(ccv_cnnp_reshape(CCV_TENSOR_FORMAT_NHWC, rows.d, nullptr, nullptr, nullptr), &r, 1);
+  ccv_cnnp_model_io_t y = ccv_cnnp_model_apply(ccv_cnnp_scalar_mul(1, nullptr), &flat, 1);
+  ccv_cnnp_model_io_t ins[] = {x, mask};
+  ccv_cnnp_model_t* m = ccv_cnnp_model_new(ins, 2, &y, 1, 1, nullptr);
+  auto xp = cpu_param(CCV_64F, {N, 3}), mp = cpu_param(CCV_32S, {4, 6});
+  compile(m, {xp, mp}, sgd(1, 1, 0), mse_sum());
+  ASSERT_EQ(err(), "");
+  std::mt19937 rng(31);
+  auto xt = random_tensor(xp, rng);
+  Vec mv(24);
+  for (size_t i = 0; i < mv.size(); i++) mv[i] = (i * 7) % 5 == 0 ? 0 : 1;
+  auto mt = make(mp, mv);
+  const Vec xv = to_vec(*xt);
+  auto ref = [&](const std::vector<Vec>& p) {
+    Vec out(static_cast<size_t>(N) * 6, 0.0);
+    for (int n = 0; n < N; n++)
+      for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 6; j++) {
+          const int o = (i / 2) * 3 + j / 2;  // the source element of the 2 x 3 image
+          double hv = p[1][static_cast<size_t>(o)];
+          for (int k = 0; k < 3; k++) hv += xv[static_cast<size_t>(n * 3 + k)] * p[0][static_cast<size_t>(o * 3 + k)];
+          out[static_cast<size_t>(n * 6 + j)] += mv[static_cast<size_t>(i * 6 + j)] == 0 ? 0.5 : hv;
+        }
+    return out;
+  };
+  auto out = evaluate(m, {*xt, *mt});
+  ASSERT_EQ(out.size(), 1u) << g_eval_error;
+  expect_near(to_vec(*out[0]), ref({param(m, 0), param(m, 1)}), 1e-12, "upsample");
+  expect_fit_is_gradient(m, {*xt, *mt}, random_vec(static_cast<size_t>(N) * 6, rng), ref, {0, 1});
+  ccv_cnnp_model_free(m);
+}
+
 TEST_F(LayersTest, ReductionsAndArgExtremes) {
   const int A = 3, B = 4, C = 5;
   auto xp = cpu_param(CCV_32F, {A, B, C});
