@@ -21,8 +21,9 @@ NNC_API int ccv_nnc_tensor_write(const ccv_nnc_tensor_t* const tensor, void* con
   });
 }
 
-NNC_API int ccv_nnc_tensor_read(void* const handle, const char* const name, const ccv_nnc_tensor_io_option_t* const options,
-                                const int flags, const ccv_nnc_tensor_param_t* const tensor_params,
+NNC_API int ccv_nnc_tensor_read(void* const handle, const char* const name,
+                                const ccv_nnc_tensor_io_option_t* const options, const int flags,
+                                const ccv_nnc_tensor_param_t* const tensor_params,
                                 ccv_nnc_tensor_t** const tensor_out) {
   return guard<int>(CCV_IO_ERROR, [&] {
     NNC_CHECK(tensor_out, "ccv_nnc_tensor_read: tensor_out is NULL");
@@ -44,7 +45,8 @@ NNC_API void ccv_nnc_symbolic_graph_write(const ccv_nnc_symbolic_graph_t* const 
 }
 
 NNC_API void ccv_nnc_symbolic_graph_read(const char* const fn, ccv_nnc_symbolic_graph_t** const graph_ref,
-                                         ccv_nnc_tensor_bind_t** const tensor_binds_ref, int* const tensor_bind_size_ref) {
+                                         ccv_nnc_tensor_bind_t** const tensor_binds_ref,
+                                         int* const tensor_bind_size_ref) {
   guard_void([&] { io::read_graph(fn, graph_ref, tensor_binds_ref, tensor_bind_size_ref); });
 }
 

@@ -286,14 +286,16 @@ std::unique_ptr<Graph, GraphDeleter> decode_graph(const unsigned char* data, siz
   }
   for (int d = 0; d < tensor_count; d++)
     for (const auto& [device, symbol] : tensor_copies[static_cast<size_t>(d)]) {
-      NNC_CHECK(symbol >= 0 && symbol < tensor_count, "%s: a copy of tensor symbol %d refers to symbol %d of %d; the graph is corrupt",
-                what.c_str(), d, symbol, tensor_count);
+      NNC_CHECK(symbol >= 0 && symbol < tensor_count,
+                "%s: a copy of tensor symbol %d refers to symbol %d of %d; the graph is corrupt", what.c_str(), d,
+                symbol, tensor_count);
       ccv_nnc_tensor_symbol_set_copy(g, {d, g}, device, {symbol, g});
       check_call(what, "ccv_nnc_tensor_symbol_set_copy");
     }
 
   NNC_CHECK(static_cast<size_t>(exec_count) <= in.left() / kMinExecRecord,
-            "%s: %d exec symbols claimed where %zu bytes remain; the graph is corrupt", what.c_str(), exec_count, in.left());
+            "%s: %d exec symbols claimed where %zu bytes remain; the graph is corrupt", what.c_str(), exec_count,
+            in.left());
   std::vector<int> dead_execs;
   std::vector<std::vector<int>> outgoing(static_cast<size_t>(exec_count));
   std::vector<std::vector<std::pair<int, int>>> exec_copies(static_cast<size_t>(exec_count));
@@ -325,8 +327,8 @@ std::unique_ptr<Graph, GraphDeleter> decode_graph(const unsigned char* data, siz
     const std::string label = format("exec symbol %d (\"%s\")", e, name.c_str());
     ccv_nnc_graph_exec_symbol_t x;
     if (CCV_NNC_GRAPH_EXEC_IS_DEAD(flags)) {
-      x = ccv_nnc_graph_exec_symbol_new(g, ccv_nnc_cmd(CCV_NNC_NOOP, nullptr, ccv_nnc_cmd_auto, 0), nullptr, 0, nullptr, 0,
-                                        name.c_str());
+      x = ccv_nnc_graph_exec_symbol_new(g, ccv_nnc_cmd(CCV_NNC_NOOP, nullptr, ccv_nnc_cmd_auto, 0), nullptr, 0, nullptr,
+                                        0, name.c_str());
       dead_execs.push_back(e);
     } else {
       NNC_CHECK(!(flags & (CCV_NNC_GRAPH_EXEC_P_WHILE | CCV_NNC_GRAPH_EXEC_CASE_OF)),
@@ -335,25 +337,29 @@ std::unique_ptr<Graph, GraphDeleter> decode_graph(const unsigned char* data, siz
       ccv_nnc_cmd_t cmd = ccv_nnc_cmd(cmd_id, nullptr, info, 0);
       check_call(what + ": the command of " + label, "ccv_nnc_cmd");
       NNC_CHECK(cmd_id != CCV_NNC_CUSTOM_FORWARD && cmd_id != CCV_NNC_CUSTOM_BACKWARD,
-                "%s: %s is a custom command, which a file cannot hold; the graph is corrupt", what.c_str(), label.c_str());
+                "%s: %s is a custom command, which a file cannot hold; the graph is corrupt", what.c_str(),
+                label.c_str());
       // The backend is kept where this build has it; elsewhere the default one runs.
       if (backend && ccv_nnc_cmd_ok(cmd_id, backend)) cmd.backend = backend;
       cmd.algorithm = algorithm;
       std::vector<ccv_nnc_tensor_symbol_t> ins, outs;
       for (int v : inputs) {
         NNC_CHECK(v == CCV_NNC_NO_TENSOR_SYMBOL || (v >= 0 && v < tensor_count),
-                  "%s: %s reads tensor symbol %d of %d; the graph is corrupt", what.c_str(), label.c_str(), v, tensor_count);
+                  "%s: %s reads tensor symbol %d of %d; the graph is corrupt", what.c_str(), label.c_str(), v,
+                  tensor_count);
         ins.push_back({v, v >= 0 ? g : nullptr});
       }
       for (int v : outputs) {
         NNC_CHECK(v == CCV_NNC_NO_TENSOR_SYMBOL || (v >= 0 && v < tensor_count),
-                  "%s: %s writes tensor symbol %d of %d; the graph is corrupt", what.c_str(), label.c_str(), v, tensor_count);
+                  "%s: %s writes tensor symbol %d of %d; the graph is corrupt", what.c_str(), label.c_str(), v,
+                  tensor_count);
         outs.push_back({v, v >= 0 ? g : nullptr});
       }
       x = ccv_nnc_graph_exec_symbol_new(g, cmd, ins.data(), static_cast<int>(ins.size()), outs.data(),
                                         static_cast<int>(outs.size()), name.c_str());
     }
-    if (x.d != e) fail(CCV_NNC_EXEC_INVALID, "%s: rebuilding %s: %s", what.c_str(), label.c_str(), ccv_nnc_error_message());
+    if (x.d != e)
+      fail(CCV_NNC_EXEC_INVALID, "%s: rebuilding %s: %s", what.c_str(), label.c_str(), ccv_nnc_error_message());
     if (!CCV_NNC_GRAPH_EXEC_IS_DEAD(flags)) {
       ccv_nnc_graph_exec_symbol_set_hint(g, x, hint);
       check_call(what, "ccv_nnc_graph_exec_symbol_set_hint");
@@ -364,7 +370,8 @@ std::unique_ptr<Graph, GraphDeleter> decode_graph(const unsigned char* data, siz
   for (int e = 0; e < exec_count; e++) {
     for (int to : outgoing[static_cast<size_t>(e)])
       if (ccv_nnc_graph_exec_symbol_concat(g, {e, g}, exec_ref(g, to, exec_count, what, "an edge")) != 0)
-        fail(CCV_NNC_EXEC_INVALID, "%s: the edge from exec symbol %d to %d: %s", what.c_str(), e, to, ccv_nnc_error_message());
+        fail(CCV_NNC_EXEC_INVALID, "%s: the edge from exec symbol %d to %d: %s", what.c_str(), e, to,
+             ccv_nnc_error_message());
     for (const auto& [device, symbol] : exec_copies[static_cast<size_t>(e)]) {
       ccv_nnc_graph_exec_symbol_set_copy(g, {e, g}, device, exec_ref(g, symbol, exec_count, what, "an exec copy"));
       check_call(what, "ccv_nnc_graph_exec_symbol_set_copy");
@@ -376,7 +383,8 @@ std::unique_ptr<Graph, GraphDeleter> decode_graph(const unsigned char* data, siz
   for (int which = 0; which < 2; which++) {
     const int n = in.count(4, which ? "destinations" : "sources");
     std::vector<ccv_nnc_graph_exec_symbol_t> ends;
-    for (int i = 0; i < n; i++) ends.push_back(exec_ref(g, in.i32(), exec_count, what, which ? "a destination" : "a source"));
+    for (int i = 0; i < n; i++)
+      ends.push_back(exec_ref(g, in.i32(), exec_count, what, which ? "a destination" : "a source"));
     if (n == 0) continue;
     if (which)
       ccv_nnc_symbolic_graph_set_destinations(g, ends.data(), n);
@@ -387,8 +395,8 @@ std::unique_ptr<Graph, GraphDeleter> decode_graph(const unsigned char* data, siz
   const int bind_count = in.count(4, "binds");
   for (int i = 0; i < bind_count; i++) {
     const int d = in.i32();
-    NNC_CHECK(d >= 0 && d < tensor_count, "%s: bind %d is for tensor symbol %d of %d; the graph is corrupt", what.c_str(),
-              i, d, tensor_count);
+    NNC_CHECK(d >= 0 && d < tensor_count, "%s: bind %d is for tensor symbol %d of %d; the graph is corrupt",
+              what.c_str(), i, d, tensor_count);
     bound->push_back(d);
   }
   NNC_CHECK(in.left() == 0, "%s: %zu bytes follow the graph record; the graph is corrupt", what.c_str(), in.left());
@@ -397,7 +405,8 @@ std::unique_ptr<Graph, GraphDeleter> decode_graph(const unsigned char* data, siz
 
 }  // namespace
 
-void write_graph(const ccv_nnc_symbolic_graph_t* graph, const ccv_nnc_tensor_bind_t* binds, int bind_size, const char* fn) {
+void write_graph(const ccv_nnc_symbolic_graph_t* graph, const ccv_nnc_tensor_bind_t* binds, int bind_size,
+                 const char* fn) {
   NNC_CHECK(fn, "ccv_nnc_symbolic_graph_write: the file name is NULL");
   const std::string what = format("ccv_nnc_symbolic_graph_write '%s'", fn);
   NNC_CHECK(graph, "%s: the graph is NULL", what.c_str());
@@ -420,17 +429,22 @@ void write_graph(const ccv_nnc_symbolic_graph_t* graph, const ccv_nnc_tensor_bin
     }();
     if (had_tensors) exec_sql(db.get(), "DELETE FROM main.tensors WHERE name GLOB 'graph.bind.*'", what);
   }
-  for (int i = 0; i < bind_size; i++) write_tensor(db.get(), bind_name(static_cast<size_t>(i)).c_str(), binds[i].tensor, nullptr);
-  Statement insert(db.get(), "INSERT OR REPLACE INTO main.graphs (name, schema, checksum, data) VALUES (?1, ?2, ?3, ?4)", what);
+  for (int i = 0; i < bind_size; i++)
+    write_tensor(db.get(), bind_name(static_cast<size_t>(i)).c_str(), binds[i].tensor, nullptr);
+  Statement insert(db.get(),
+                   "INSERT OR REPLACE INTO main.graphs (name, schema, checksum, data) VALUES (?1, ?2, ?3, ?4)", what);
   sqlite_check(db.get(), sqlite3_bind_text(insert.get(), 1, kGraphName, -1, SQLITE_STATIC), what);
   sqlite_check(db.get(), sqlite3_bind_int(insert.get(), 2, kSchema), what);
-  sqlite_check(db.get(), sqlite3_bind_int64(insert.get(), 3, static_cast<sqlite3_int64>(XXH3_64bits(blob.data(), blob.size()))), what);
+  sqlite_check(db.get(),
+               sqlite3_bind_int64(insert.get(), 3, static_cast<sqlite3_int64>(XXH3_64bits(blob.data(), blob.size()))),
+               what);
   sqlite_check(db.get(), sqlite3_bind_blob64(insert.get(), 4, blob.data(), blob.size(), SQLITE_STATIC), what);
   insert.step();
   tx.commit();
 }
 
-void read_graph(const char* fn, ccv_nnc_symbolic_graph_t** graph_ref, ccv_nnc_tensor_bind_t** binds_ref, int* bind_size_ref) {
+void read_graph(const char* fn, ccv_nnc_symbolic_graph_t** graph_ref, ccv_nnc_tensor_bind_t** binds_ref,
+                int* bind_size_ref) {
   NNC_CHECK(fn, "ccv_nnc_symbolic_graph_read: the file name is NULL");
   const std::string what = format("ccv_nnc_symbolic_graph_read '%s'", fn);
   NNC_CHECK(graph_ref, "%s: graph_ref is NULL", what.c_str());
@@ -439,8 +453,8 @@ void read_graph(const char* fn, ccv_nnc_symbolic_graph_t** graph_ref, ccv_nnc_te
   Database db = open_read_only(fn);
   Transaction tx(db.get(), "nnc_graph_read");
   sqlite3_stmt* raw = nullptr;
-  if (sqlite3_prepare_v2(db.get(), "SELECT schema, checksum, data, typeof(data) FROM main.graphs WHERE name = ?1", -1, &raw,
-                         nullptr) != SQLITE_OK) {
+  if (sqlite3_prepare_v2(db.get(), "SELECT schema, checksum, data, typeof(data) FROM main.graphs WHERE name = ?1", -1,
+                         &raw, nullptr) != SQLITE_OK) {
     const std::string message = sqlite3_errmsg(db.get());
     sqlite3_finalize(raw);
     if (message.rfind("no such table", 0) == 0)

@@ -101,7 +101,8 @@ bool has_tensor(sqlite3* db, const char* name);
 // The bodies of ccv_nnc_symbolic_graph_write / _read (graph_io.cpp describes
 // the format and what is refused). read_graph sets its outputs only on
 // success; binds_ref and bind_size_ref may both be NULL.
-void write_graph(const ccv_nnc_symbolic_graph_t* graph, const ccv_nnc_tensor_bind_t* binds, int bind_size, const char* fn);
+void write_graph(const ccv_nnc_symbolic_graph_t* graph, const ccv_nnc_tensor_bind_t* binds, int bind_size,
+                 const char* fn);
 void read_graph(const char* fn, ccv_nnc_symbolic_graph_t** graph_ref, ccv_nnc_tensor_bind_t** binds_ref,
                 int* bind_size_ref);
 

@@ -9,11 +9,20 @@ void sqlite_fail(sqlite3* db, const std::string& what) {
   const char* message = db ? sqlite3_errmsg(db) : "no database";
   std::string hint;
   switch (code & 0xff) {
-    case SQLITE_NOTADB: hint = "; the file is not an SQLite database"; break;
-    case SQLITE_CORRUPT: hint = "; the file is corrupt"; break;
-    case SQLITE_READONLY: hint = "; the database was opened read-only"; break;
-    case SQLITE_BUSY: hint = "; another connection holds the database"; break;
-    default: break;
+    case SQLITE_NOTADB:
+      hint = "; the file is not an SQLite database";
+      break;
+    case SQLITE_CORRUPT:
+      hint = "; the file is corrupt";
+      break;
+    case SQLITE_READONLY:
+      hint = "; the database was opened read-only";
+      break;
+    case SQLITE_BUSY:
+      hint = "; another connection holds the database";
+      break;
+    default:
+      break;
   }
   fail(CCV_NNC_EXEC_INVALID, "%s: SQLite: %s (%s)%s", what.c_str(), message, sqlite3_errstr(code), hint.c_str());
 }

@@ -17,7 +17,8 @@
 #include "io/io.hpp"
 #include "io/sqlite.hpp"
 
-static_assert(std::endian::native == std::endian::little, "the file format stores little-endian bytes as they are in memory");
+static_assert(std::endian::native == std::endian::little,
+              "the file format stores little-endian bytes as they are in memory");
 
 namespace nnc::io {
 
@@ -135,14 +136,16 @@ struct Entry {
 Entry lookup(sqlite3* db, const char* name, const std::string& what) {
   sqlite3_stmt* raw = nullptr;
   const int rc = sqlite3_prepare_v2(
-      db, "SELECT rowid, schema, type, format, datatype, dims, identifier, checksum, length(data), typeof(data) "
-          "FROM main.tensors WHERE name = ?1",
+      db,
+      "SELECT rowid, schema, type, format, datatype, dims, identifier, checksum, length(data), typeof(data) "
+      "FROM main.tensors WHERE name = ?1",
       -1, &raw, nullptr);
   if (rc != SQLITE_OK) {
     const std::string message = sqlite3_errmsg(db);
     sqlite3_finalize(raw);
     if (message.rfind("no such table", 0) == 0)
-      fail(CCV_NNC_EXEC_INVALID, "%s: the database has no NNC tensor table (an empty or foreign SQLite file)", what.c_str());
+      fail(CCV_NNC_EXEC_INVALID, "%s: the database has no NNC tensor table (an empty or foreign SQLite file)",
+           what.c_str());
     if (message.rfind("no such column", 0) == 0)
       fail(CCV_NNC_EXEC_INVALID,
            "%s: the database's 'tensors' table is not NNC's (%s): a foreign file, or one from another program",
@@ -250,9 +253,9 @@ Owned read_packed(sqlite3* db, const Entry& e, const ccv_nnc_tensor_io_option_t*
   ccv_nnc_tensor_t* given = t.get();
   ccv_nnc_tensor_t* out = given;
   size_t decoded_size = e.bytes;
-  const int handled = options->decode(encoded.data(), encoded.size(), e.header.datatype, e.header.dim, e.header.nd,
-                                      e.header.identifier, options->context, final_params, &out, t->data.u8,
-                                      &decoded_size);
+  const int handled =
+      options->decode(encoded.data(), encoded.size(), e.header.datatype, e.header.dim, e.header.nd, e.header.identifier,
+                      options->context, final_params, &out, t->data.u8, &decoded_size);
   NNC_CHECK(out == given, "%s: the decode hook replaced the tensor it was given; NNC allocates it before decoding",
             what.c_str());
   if (handled) {
@@ -269,7 +272,8 @@ Owned read_packed(sqlite3* db, const Entry& e, const ccv_nnc_tensor_io_option_t*
 
 }  // namespace
 
-void write_tensor(sqlite3* db, const char* name, const ccv_nnc_tensor_t* tensor, const ccv_nnc_tensor_io_option_t* options) {
+void write_tensor(sqlite3* db, const char* name, const ccv_nnc_tensor_t* tensor,
+                  const ccv_nnc_tensor_io_option_t* options) {
   check_name(db, name, "ccv_nnc_tensor_write");
   const std::string what = format("writing tensor '%s'", name);
   NNC_CHECK(tensor, "%s: the tensor is NULL", what.c_str());
@@ -388,7 +392,8 @@ ccv_nnc_tensor_t* read_tensor(sqlite3* db, const char* name, const ccv_nnc_tenso
   return device.release();
 }
 
-void read_tensor_into(sqlite3* db, const char* name, ccv_nnc_tensor_t* tensor, const ccv_nnc_tensor_io_option_t* options) {
+void read_tensor_into(sqlite3* db, const char* name, ccv_nnc_tensor_t* tensor,
+                      const ccv_nnc_tensor_io_option_t* options) {
   check_name(db, name, "ccv_nnc_tensor_read");
   const std::string what = format("reading tensor '%s'", name);
   NNC_CHECK(tensor, "%s: the tensor to read into is NULL", what.c_str());

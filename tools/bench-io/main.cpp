@@ -30,7 +30,8 @@
 
 namespace {
 
-const std::vector<std::vector<int>> kShapes = {{32, 1, 5, 5}, {32}, {64, 32, 5, 5}, {64}, {256, 3136}, {256}, {10, 256}, {10}};
+const std::vector<std::vector<int>> kShapes = {{32, 1, 5, 5}, {32},  {64, 32, 5, 5}, {64},
+                                               {256, 3136},   {256}, {10, 256},      {10}};
 
 double median_ms(int reps, const std::function<void()>& f) {
   std::vector<double> t;
@@ -56,7 +57,8 @@ sqlite3* open_db(const std::string& path, bool sync) {
   // As nnc::io::open_checkpoint (lib/io) sets a new file up.
   check(sqlite3_exec(db, "PRAGMA page_size=65536", nullptr, nullptr, nullptr) == SQLITE_OK, "page_size");
   check(sqlite3_exec(db, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr) == SQLITE_OK, "journal_mode");
-  check(sqlite3_exec(db, sync ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=OFF", nullptr, nullptr, nullptr) == SQLITE_OK,
+  check(sqlite3_exec(db, sync ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=OFF", nullptr, nullptr, nullptr) ==
+            SQLITE_OK,
         "synchronous");
   return db;
 }
@@ -76,8 +78,10 @@ int main(int argc, char** argv) {
   int reps = 20;
   std::string dir = "/tmp";
   for (int i = 1; i < argc; i++) {
-    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
+    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
+      reps = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--dir") && i + 1 < argc)
+      dir = argv[++i];
     else {
       std::fprintf(stderr, "usage: bench-io [--reps N] [--dir DIR]\n");
       return 2;
@@ -143,7 +147,8 @@ int main(int argc, char** argv) {
           "the round trip");
   remove_db(path);
 
-  std::string cmd = std::string("/usr/bin/python3 ") + NNC_BENCH_IO_PEER + " " + torch_path + " " + std::to_string(reps);
+  std::string cmd =
+      std::string("/usr/bin/python3 ") + NNC_BENCH_IO_PEER + " " + torch_path + " " + std::to_string(reps);
   for (const auto& s : kShapes)
     for (size_t i = 0; i < s.size(); i++) {
       char d[16];

@@ -40,7 +40,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   sqlite3_reset(g_update);
-  sqlite3_bind_blob(g_update, 1, size ? data : reinterpret_cast<const uint8_t*>(""), static_cast<int>(size), SQLITE_STATIC);
+  sqlite3_bind_blob(g_update, 1, size ? data : reinterpret_cast<const uint8_t*>(""), static_cast<int>(size),
+                    SQLITE_STATIC);
   sqlite3_bind_int64(g_update, 2, static_cast<sqlite3_int64>(XXH3_64bits(data, size)));
   if (sqlite3_step(g_update) != SQLITE_DONE) std::abort();
   ccv_nnc_symbolic_graph_t* graph = nullptr;

@@ -18,7 +18,8 @@ namespace {
 
 int xor_encode(const void* data, size_t size, int, const int*, int, void*, void* encoded, size_t* encoded_size,
                ccv_nnc_tensor_param_t*, unsigned int* identifier) {
-  for (size_t i = 0; i < size; i++) static_cast<unsigned char*>(encoded)[i] = static_cast<const unsigned char*>(data)[i] ^ 0x5a;
+  for (size_t i = 0; i < size; i++)
+    static_cast<unsigned char*>(encoded)[i] = static_cast<const unsigned char*>(data)[i] ^ 0x5a;
   *encoded_size = size;
   *identifier = 1;
   return 1;
@@ -66,20 +67,25 @@ int main(int argc, char** argv) {
   bool ok = true;
   int n = 0;
   for (int dt : types)
-    ok = ok && write_file(dir + "/tensor/seed" + std::to_string(n++), {tensor(dt, CCV_TENSOR_FORMAT_NHWC, {3, 5})}, false);
-  ok = ok && write_file(dir + "/tensor/seed" + std::to_string(n++),
-                        {tensor(CCV_32F, CCV_TENSOR_FORMAT_NCHW, {2, 3, 4}), tensor(CCV_8U, CCV_TENSOR_FORMAT_CHWN, {7}),
-                         tensor(CCV_64S, CCV_TENSOR_FORMAT_NHWC, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2})},
-                        false);
-  ok = ok && write_file(dir + "/tensor/seed" + std::to_string(n++), {tensor(CCV_32F, CCV_TENSOR_FORMAT_NHWC, {300})}, false);
-  ok = ok && write_file(dir + "/tensor/seed" + std::to_string(n++), {tensor(CCV_16F, CCV_TENSOR_FORMAT_NHWC, {4, 4})}, true);
+    ok = ok &&
+         write_file(dir + "/tensor/seed" + std::to_string(n++), {tensor(dt, CCV_TENSOR_FORMAT_NHWC, {3, 5})}, false);
+  ok =
+      ok && write_file(dir + "/tensor/seed" + std::to_string(n++),
+                       {tensor(CCV_32F, CCV_TENSOR_FORMAT_NCHW, {2, 3, 4}), tensor(CCV_8U, CCV_TENSOR_FORMAT_CHWN, {7}),
+                        tensor(CCV_64S, CCV_TENSOR_FORMAT_NHWC, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2})},
+                       false);
+  ok = ok &&
+       write_file(dir + "/tensor/seed" + std::to_string(n++), {tensor(CCV_32F, CCV_TENSOR_FORMAT_NHWC, {300})}, false);
+  ok = ok &&
+       write_file(dir + "/tensor/seed" + std::to_string(n++), {tensor(CCV_16F, CCV_TENSOR_FORMAT_NHWC, {4, 4})}, true);
 
   const std::string graph_db = dir + "/graph.sqlite3";
   ok = ok && nnc_fuzz::write_seed_graph(graph_db.c_str());
   sqlite3* db = nullptr;
   sqlite3_stmt* s = nullptr;
   if (ok && sqlite3_open(graph_db.c_str(), &db) == SQLITE_OK &&
-      sqlite3_prepare_v2(db, "SELECT data FROM graphs", -1, &s, nullptr) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) {
+      sqlite3_prepare_v2(db, "SELECT data FROM graphs", -1, &s, nullptr) == SQLITE_OK &&
+      sqlite3_step(s) == SQLITE_ROW) {
     FILE* f = std::fopen((dir + "/graph/seed0").c_str(), "wb");
     ok = f && std::fwrite(sqlite3_column_blob(s, 0), 1, static_cast<size_t>(sqlite3_column_bytes(s, 0)), f) ==
                   static_cast<size_t>(sqlite3_column_bytes(s, 0));

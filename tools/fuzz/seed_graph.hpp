@@ -35,7 +35,8 @@ inline bool write_seed_graph(const char* path) {
   const ccv_nnc_tensor_symbol_t freed = ccv_nnc_tensor_symbol_new(sg, f32({1}), "freed");
   const ccv_nnc_tensor_symbol_t c = ccv_nnc_tensor_symbol_new(sg, f32({2, 6, 6, 2}), "c");
   const ccv_nnc_tensor_symbol_t r = ccv_nnc_tensor_symbol_new(sg, f32({2, 6, 6, 2}), "r");
-  const ccv_nnc_tensor_symbol_t flat = ccv_nnc_tensor_symbol_alias_new(sg, r, ccv_nnc_no_ofs, nullptr, f32({2, 72}), "flat");
+  const ccv_nnc_tensor_symbol_t flat =
+      ccv_nnc_tensor_symbol_alias_new(sg, r, ccv_nnc_no_ofs, nullptr, f32({2, 72}), "flat");
   const ccv_nnc_tensor_symbol_t y = ccv_nnc_tensor_symbol_new(sg, ccv_nnc_tensor_auto, "y");
   ccv_nnc_tensor_symbol_free(sg, freed);
   ccv_nnc_cmd_t conv = command(CCV_NNC_CONVOLUTION_FORWARD);

@@ -75,7 +75,8 @@ struct Net {
     ccv_nnc_graph_exec_symbol_new(sg, command(CCV_NNC_RELU_FORWARD), &c1, 1, &r1, 1, "relu1");
     // An exec that is freed again, between live ones.
     const TS junk_out = ccv_nnc_tensor_symbol_new(sg, ccv_nnc_tensor_auto, "freed_out");
-    const ES e_junk = ccv_nnc_graph_exec_symbol_new(sg, command(CCV_NNC_RELU_FORWARD), &x, 1, &junk_out, 1, "freed_exec");
+    const ES e_junk =
+        ccv_nnc_graph_exec_symbol_new(sg, command(CCV_NNC_RELU_FORWARD), &x, 1, &junk_out, 1, "freed_exec");
     ccv_nnc_graph_exec_symbol_free(sg, e_junk);
     ccv_nnc_tensor_symbol_free(sg, junk_out);
     ccv_nnc_tensor_symbol_free(sg, junk);
@@ -218,7 +219,8 @@ TEST(GraphIo, RoundTripKeepsEverySymbolAndRunsTheSame) {
     ASSERT_EQ(count_of(t->info), count_of(net.weights[i]->info));
     EXPECT_EQ(std::memcmp(t->data.u8, net.weights[i]->data.u8, count_of(t->info) * 4), 0);
   }
-  const std::vector<float> want = run(net.sg, net.binds.data(), static_cast<int>(net.binds.size()), net.x, {net.prob, net.z});
+  const std::vector<float> want =
+      run(net.sg, net.binds.data(), static_cast<int>(net.binds.size()), net.x, {net.prob, net.z});
   const std::vector<float> got = run(r.sg, r.binds, r.bind_size, net.x, {net.prob, net.z});
   ASSERT_EQ(want.size(), 2u * 3 + 2);
   ASSERT_EQ(got.size(), want.size());
@@ -311,9 +313,8 @@ void put_graph_blob(const std::string& path, const std::vector<unsigned char>& b
   Db db(path);
   db.exec("PRAGMA synchronous=OFF");
   sqlite3_stmt* s = nullptr;
-  sqlite3_prepare_v2(db,
-                     fix_checksum ? "UPDATE graphs SET data = ?1, checksum = ?2" : "UPDATE graphs SET data = ?1", -1,
-                     &s, nullptr);
+  sqlite3_prepare_v2(db, fix_checksum ? "UPDATE graphs SET data = ?1, checksum = ?2" : "UPDATE graphs SET data = ?1",
+                     -1, &s, nullptr);
   sqlite3_bind_blob(s, 1, blob.data(), static_cast<int>(blob.size()), SQLITE_STATIC);
   if (fix_checksum) sqlite3_bind_int64(s, 2, static_cast<sqlite3_int64>(XXH3_64bits(blob.data(), blob.size())));
   EXPECT_EQ(sqlite3_step(s), SQLITE_DONE);
@@ -367,7 +368,8 @@ TEST(GraphIo, CorruptFilesAreRefused) {
   expect_read_fails(file.str(), "schema 9");
   {
     Db db(file.str());
-    ASSERT_EQ(db.exec("UPDATE graphs SET schema = 1; UPDATE tensors SET data = NULL WHERE name = 'graph.bind.2'"), SQLITE_OK);
+    ASSERT_EQ(db.exec("UPDATE graphs SET schema = 1; UPDATE tensors SET data = NULL WHERE name = 'graph.bind.2'"),
+              SQLITE_OK);
   }
   expect_read_fails(file.str(), "graph.bind.2");
   {
@@ -401,7 +403,7 @@ std::vector<std::pair<size_t, size_t>> shape_ranges(const std::vector<unsigned c
     at += 8;
     out.emplace_back(at, at + 16 + 4 * 12 * 3);  // params, dims, ofs, strides
     at += 16 + 4 * 12 * 3;
-    at += 4 + static_cast<size_t>(i32(at));  // name
+    at += 4 + static_cast<size_t>(i32(at));      // name
     at += 4 + 8 * static_cast<size_t>(i32(at));  // copies
   }
   for (int e = 0; e < execs; e++) {
@@ -431,7 +433,8 @@ TEST(GraphIo, DamagedRecordsNeverCrash) {
   Net net;
   ccv_nnc_symbolic_graph_write(net.sg, net.binds.data(), static_cast<int>(net.binds.size()), file.c_str());
   const std::vector<unsigned char> clean = graph_blob(file.str());
-  const std::vector<std::pair<size_t, size_t>> avoid = kSanitized ? shape_ranges(clean) : std::vector<std::pair<size_t, size_t>>{};
+  const std::vector<std::pair<size_t, size_t>> avoid =
+      kSanitized ? shape_ranges(clean) : std::vector<std::pair<size_t, size_t>>{};
   auto avoided = [&](size_t at) {
     for (const auto& [a, b] : avoid)
       if (at >= a && at < b) return true;

@@ -70,12 +70,16 @@ inline ccv_nnc_tensor_param_t params(int datatype, int format, std::vector<int> 
 
 inline size_t element_size(int datatype) {
   switch (datatype) {
-    case CCV_8U: return 1;
+    case CCV_8U:
+      return 1;
     case CCV_16F:
-    case CCV_16BF: return 2;
+    case CCV_16BF:
+      return 2;
     case CCV_32F:
-    case CCV_32S: return 4;
-    default: return 8;
+    case CCV_32S:
+      return 4;
+    default:
+      return 8;
   }
 }
 

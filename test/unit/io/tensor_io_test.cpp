@@ -67,8 +67,8 @@ TEST(TensorIo, RoundTripEveryDatatypeFormatAndRank) {
   TempPath file;
   Db db(file.str());
   std::mt19937_64 rng(1);
-  const std::vector<std::vector<int>> shapes = {
-      {7}, {3, 5}, {2, 3, 5, 7}, {1, 2, 1, 3, 1, 2, 1, 1, 2, 1, 1, 3}, {1}, {4, 1, 9}};
+  const std::vector<std::vector<int>> shapes = {{7}, {3, 5},   {2, 3, 5, 7}, {1, 2, 1, 3, 1, 2, 1, 1, 2, 1, 1, 3},
+                                                {1}, {4, 1, 9}};
   std::vector<Tensor> written;
   std::vector<std::string> names;
   for (int dt : kDatatypes)
@@ -165,7 +165,8 @@ TEST(TensorIo, ReadIntoAGivenTensorOrView) {
   for (int i = 0; i < 5 * 6 * 11; i++) big->data.i32[i] = -1 - i;
   const int ofs[CCV_NNC_MAX_DIM_ALLOC] = {1, 1, 0};
   const int stride[CCV_NNC_MAX_DIM_ALLOC] = {66, 11, 2};
-  ccv_nnc_tensor_view_t* view = ccv_nnc_tensor_view_new(big.get(), params(CCV_32S, CCV_TENSOR_FORMAT_NHWC, {3, 4, 5}), ofs, stride);
+  ccv_nnc_tensor_view_t* view =
+      ccv_nnc_tensor_view_new(big.get(), params(CCV_32S, CCV_TENSOR_FORMAT_NHWC, {3, 4, 5}), ofs, stride);
   ASSERT_TRUE(view) << message();
   out = reinterpret_cast<ccv_nnc_tensor_t*>(view);
   ASSERT_EQ(ccv_nnc_tensor_read(db, "s", nullptr, 0, nullptr, &out), CCV_IO_FINAL) << message();
@@ -228,7 +229,8 @@ TEST(TensorIo, MismatchesAreRefusedAndLeaveTheTensorUntouched) {
 }
 
 TEST(TensorIo, GpuMemoryWithoutCudaIsRefused) {
-  if (ccv_nnc_device_count(CCV_STREAM_CONTEXT_GPU) > 0) GTEST_SKIP() << "a GPU is present; the refusal is for CPU-only builds";
+  if (ccv_nnc_device_count(CCV_STREAM_CONTEXT_GPU) > 0)
+    GTEST_SKIP() << "a GPU is present; the refusal is for CPU-only builds";
   TempPath file;
   Db db(file.str());
   std::mt19937_64 rng(6);
@@ -248,7 +250,8 @@ int transfer(ccv_nnc_tensor_t* from, ccv_nnc_tensor_t* to) {
 }
 
 TEST(TensorIo, GpuTensorsRoundTripWhenAGpuIsPresent) {
-  if (ccv_nnc_device_count(CCV_STREAM_CONTEXT_GPU) <= 0) GTEST_SKIP() << "no GPU: GPU tensors are refused (tested above)";
+  if (ccv_nnc_device_count(CCV_STREAM_CONTEXT_GPU) <= 0)
+    GTEST_SKIP() << "no GPU: GPU tensors are refused (tested above)";
   TempPath file;
   Db db(file.str());
   std::mt19937_64 rng(24);
@@ -310,7 +313,8 @@ int xor_encode(const void* data, size_t data_size, int, const int*, int, void* c
                size_t* encoded_size, ccv_nnc_tensor_param_t*, unsigned int* identifier) {
   auto* c = static_cast<XorContext*>(context);
   c->encodes++;
-  for (size_t i = 0; i < data_size; i++) static_cast<unsigned char*>(encoded)[i] = static_cast<const unsigned char*>(data)[i] ^ c->key;
+  for (size_t i = 0; i < data_size; i++)
+    static_cast<unsigned char*>(encoded)[i] = static_cast<const unsigned char*>(data)[i] ^ c->key;
   *encoded_size = data_size;
   *identifier = 0x5A;
   return 1;
@@ -321,7 +325,8 @@ int xor_decode(const void* data, size_t data_size, int, const int*, int, unsigne
   c->decodes++;
   c->seen_identifier = identifier;
   if (identifier != 0x5A || !*tensor_out || *decoded_size < data_size) return 0;
-  for (size_t i = 0; i < data_size; i++) static_cast<unsigned char*>(decoded)[i] = static_cast<const unsigned char*>(data)[i] ^ c->key;
+  for (size_t i = 0; i < data_size; i++)
+    static_cast<unsigned char*>(decoded)[i] = static_cast<const unsigned char*>(data)[i] ^ c->key;
   *decoded_size = data_size;
   return 1;
 }
@@ -356,7 +361,8 @@ TEST(TensorIo, EncodeAndDecodeHooks) {
   // On disk: the XORed bytes and the identifier.
   {
     sqlite3_stmt* s = nullptr;
-    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT identifier, data FROM tensors WHERE name = 'x'", -1, &s, nullptr), SQLITE_OK);
+    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT identifier, data FROM tensors WHERE name = 'x'", -1, &s, nullptr),
+              SQLITE_OK);
     ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);
     EXPECT_EQ(sqlite3_column_int64(s, 0), 0x5A);
     ASSERT_EQ(static_cast<size_t>(sqlite3_column_bytes(s, 1)), bytes_of(p));
@@ -386,7 +392,11 @@ TEST(TensorIo, EncodeAndDecodeHooks) {
   ASSERT_EQ(ccv_nnc_tensor_write(src.get(), db, "declined", &constant), CCV_IO_FINAL) << message();
   {
     sqlite3_stmt* s = nullptr;
-    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT name, identifier, length(data) FROM tensors WHERE name IN ('flat', 'declined') ORDER BY name", -1, &s, nullptr), SQLITE_OK);
+    ASSERT_EQ(
+        sqlite3_prepare_v2(
+            db, "SELECT name, identifier, length(data) FROM tensors WHERE name IN ('flat', 'declined') ORDER BY name",
+            -1, &s, nullptr),
+        SQLITE_OK);
     ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);
     EXPECT_EQ(sqlite3_column_int64(s, 1), 0);  // declined: raw
     EXPECT_EQ(static_cast<size_t>(sqlite3_column_int64(s, 2)), bytes_of(p));
@@ -504,9 +514,13 @@ TEST(TensorIoCorrupt, FlippedByteInTheBlob) {
     expect_read_fails(db, "s", "checksum mismatch");
   }
 }
-TEST(TensorIoCorrupt, TruncatedBlob) { corrupt_and_expect("UPDATE tensors SET data = substr(data, 1, 2000)", "truncated"); }
+TEST(TensorIoCorrupt, TruncatedBlob) {
+  corrupt_and_expect("UPDATE tensors SET data = substr(data, 1, 2000)", "truncated");
+}
 TEST(TensorIoCorrupt, MissingBlob) { corrupt_and_expect("UPDATE tensors SET data = NULL", "no data blob"); }
-TEST(TensorIoCorrupt, WrongSchema) { corrupt_and_expect("UPDATE tensors SET schema = 2", "schema 2; this version of NNC reads schema 1"); }
+TEST(TensorIoCorrupt, WrongSchema) {
+  corrupt_and_expect("UPDATE tensors SET schema = 2", "schema 2; this version of NNC reads schema 1");
+}
 TEST(TensorIoCorrupt, ChangedShapeOfTheSameSize) {
   // 33x16 holds as many bytes as 16x33: only the checksum tells.
   corrupt_and_expect("UPDATE tensors SET dims = X'2100000010000000'", "checksum mismatch");
@@ -516,7 +530,8 @@ TEST(TensorIoCorrupt, HugeShapeIsRefusedBeforeAllocating) {
   corrupt_and_expect("UPDATE tensors SET dims = X'00000040'", "needs 4294967296");
   corrupt_and_expect("UPDATE tensors SET dims = 'abcd'", "dims has the wrong type");
   corrupt_and_expect("UPDATE tensors SET dims = X'0000'", "shape field holds 2 bytes");
-  corrupt_and_expect("UPDATE tensors SET dims = X'1000000001000000" + std::string(96, '0') + "'", "shape field holds 56 bytes");
+  corrupt_and_expect("UPDATE tensors SET dims = X'1000000001000000" + std::string(96, '0') + "'",
+                     "shape field holds 56 bytes");
   corrupt_and_expect("UPDATE tensors SET dims = X'10000000fdffffff'", "dimension 1 is -3");
 }
 TEST(TensorIoCorrupt, BadHeaderFields) {
@@ -532,7 +547,8 @@ TEST(TensorIoCorrupt, ForeignDatabases) {
   {
     TempPath file;
     Db db(file.str());
-    ASSERT_EQ(db.exec("CREATE TABLE tensors (name TEXT, value REAL); INSERT INTO tensors VALUES ('s', 1.5)"), SQLITE_OK);
+    ASSERT_EQ(db.exec("CREATE TABLE tensors (name TEXT, value REAL); INSERT INTO tensors VALUES ('s', 1.5)"),
+              SQLITE_OK);
     expect_read_fails(db, "s", "'tensors' table is not NNC's");
     std::mt19937_64 rng(12);
     Tensor src(random_tensor(params(CCV_32F, CCV_TENSOR_FORMAT_NHWC, {2}), rng));
@@ -694,7 +710,9 @@ ccv_nnc_tensor_param_t weight_params(int k) {
   return params(k % 2 ? CCV_32S : CCV_32F, CCV_TENSOR_FORMAT_NHWC, {sizes[k]});
 }
 // The content of weight k at a step: every element depends on both.
-uint32_t weight_word(int step, int k, int i) { return static_cast<uint32_t>(step) * 2654435761u ^ static_cast<uint32_t>(k * 40503 + i); }
+uint32_t weight_word(int step, int k, int i) {
+  return static_cast<uint32_t>(step) * 2654435761u ^ static_cast<uint32_t>(k * 40503 + i);
+}
 
 // The child: resume after the last checkpoint in the file, write the rest,
 // report each step on the pipe: -step when its transaction begins, step once
@@ -713,7 +731,8 @@ uint32_t weight_word(int step, int k, int i) { return static_cast<uint32_t>(step
     ccv_nnc_tensor_t* s = ccv_nnc_tensor_new(nullptr, params(CCV_64S, CCV_TENSOR_FORMAT_NHWC, {1}), 0);
     for (step = step + 1; step <= kCheckpoints; step++) {
       for (int k = 0; k < kWeights; k++)
-        for (int i = 0; i < w[k]->info.dim[0]; i++) reinterpret_cast<uint32_t*>(w[k]->data.i32)[i] = weight_word(static_cast<int>(step), k, i);
+        for (int i = 0; i < w[k]->info.dim[0]; i++)
+          reinterpret_cast<uint32_t*>(w[k]->data.i32)[i] = weight_word(static_cast<int>(step), k, i);
       s->data.i64[0] = step;
       nnc::io::Transaction tx(db.get(), "checkpoint");
       const int32_t begun = -static_cast<int32_t>(step);
@@ -747,7 +766,8 @@ int verify_checkpoint(const char* path) {
   for (int k = 0; k < kWeights; k++) {
     Tensor w(nnc::io::read_tensor(db.get(), kWeightNames[k], nullptr, 0, nullptr));
     int wrong = 0;
-    for (int i = 0; i < w->info.dim[0]; i++) wrong += reinterpret_cast<const uint32_t*>(w->data.i32)[i] != weight_word(step, k, i);
+    for (int i = 0; i < w->info.dim[0]; i++)
+      wrong += reinterpret_cast<const uint32_t*>(w->data.i32)[i] != weight_word(step, k, i);
     EXPECT_EQ(wrong, 0) << "weight " << k << " is not from step " << step;
   }
   return step;
@@ -773,8 +793,10 @@ TEST(TensorIoKill, SigkillLeavesTheLastCompleteCheckpoint) {
     int reported = file_step, begun = file_step;
     int32_t done = 0;
     auto note = [&] {
-      if (done < 0) begun = -done;
-      else reported = done;
+      if (done < 0)
+        begun = -done;
+      else
+        reported = done;
     };
     for (int i = 0; i < wait_for && ::read(fds[0], &done, sizeof(done)) == sizeof(done);) {
       note();
@@ -784,8 +806,10 @@ TEST(TensorIoKill, SigkillLeavesTheLastCompleteCheckpoint) {
     kill(pid, SIGKILL);
     int status = 0;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    if (WIFSIGNALED(status)) kills++;
-    else ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the writer failed on its own: " << status;
+    if (WIFSIGNALED(status))
+      kills++;
+    else
+      ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the writer failed on its own: " << status;
     while (::read(fds[0], &done, sizeof(done)) == sizeof(done)) note();
     close(fds[0]);
     const int step = verify_checkpoint(file.c_str());
@@ -801,8 +825,9 @@ TEST(TensorIoKill, SigkillLeavesTheLastCompleteCheckpoint) {
   EXPECT_EQ(file_step, kCheckpoints);
   EXPECT_GE(kills, 10);
   EXPECT_GE(rolled_back, 10);
-  std::printf("[ kill test ] %d writers killed over %d checkpoints, %d of them inside a checkpoint that was rolled back\n",
-              kills, kCheckpoints, rolled_back);
+  std::printf(
+      "[ kill test ] %d writers killed over %d checkpoints, %d of them inside a checkpoint that was rolled back\n",
+      kills, kCheckpoints, rolled_back);
 }
 
 }  // namespace
