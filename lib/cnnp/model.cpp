@@ -19,6 +19,7 @@
 #include "cnnp/model.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -70,7 +71,8 @@ struct SplitMix {
   double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
 };
 
-uint64_t g_io_sequence = 0;
+// Creation order of model ios (threads may build models at once).
+std::atomic<uint64_t> g_io_sequence{0};
 
 }  // namespace
 
