@@ -48,9 +48,15 @@ auto checked(F&& f) {
   }
 }
 
+// Same type, layout and shape. Only the dimensions up to the rank count: a
+// 3-d tensor keeps its matrix row step past them (the ccv_dense_matrix_t layout).
 bool same_params(const ccv_nnc_tensor_param_t& a, const ccv_nnc_tensor_param_t& b) {
-  return a.type == b.type && a.format == b.format && a.datatype == b.datatype &&
-         std::memcmp(a.dim, b.dim, sizeof(a.dim)) == 0;
+  if (a.type != b.type || a.format != b.format || a.datatype != b.datatype) return false;
+  for (int i = 0; i < CCV_NNC_MAX_DIM_ALLOC; i++) {
+    if (a.dim[i] != b.dim[i]) return false;
+    if (a.dim[i] == 0) break;
+  }
+  return true;
 }
 
 std::string shape_string(const ccv_nnc_tensor_param_t& p) {
@@ -124,6 +130,8 @@ std::vector<Sym> Build::apply(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hi
 }
 
 Sym Build::reshape(Sym s, const ccv_nnc_tensor_param_t& info) {
+  // A view of a view is not a symbol a graph takes: reshape a packed copy.
+  if (ccv_nnc_tensor_symbol_alias_to(graph, s).d >= 0) s = apply(ccv_nnc_cmd(CCV_NNC_DATA_TRANSFER_FORWARD, nullptr, ccv_nnc_cmd_auto, 0), ccv_nnc_no_hint, {s}, 1)[0];
   const auto src = params(s);
   NNC_CHECK(ccv_nnc_tensor_count(src) == ccv_nnc_tensor_count(info), "reshape of %s into %s: the element counts differ",
             shape_string(src).c_str(), shape_string(info).c_str());
@@ -403,6 +411,9 @@ Model* make_functional(const ccv_cnnp_model_io_t* inputs, int input_size, const 
   f->is_trainable = is_trainable;
   for (int i = 0; i < input_size; i++) f->inputs.emplace_back(inputs[i]);
   f->outputs = outs;
+  // Each output io stands for all outputs of its model (until a build says exactly).
+  f->output_size = 0;
+  for (Io* o : outs) f->output_size += o->model ? std::max(o->model->output_size, 1) : 1;
   // Adopt in creation order of their first apply, so parameters are named in program order.
   std::vector<Model*> order(models.begin(), models.end());
   auto first = [](Model* m) {
@@ -538,6 +549,17 @@ int loss_outputs(const ccv_nnc_cmd_t& c) {
 std::vector<size_t> build_into(Model* m, Jit& j, Build& b) {
   for (size_t i = 0; i < j.key_inputs.size(); i++) j.inputs.push_back(b.tensor(j.key_inputs[i], "input"));
   b.run(m, j.inputs, j.outputs);
+  // The caller's output tensors are bound to the outputs: an output that is a
+  // view, an input, a parameter or another output gets a copy of its own.
+  std::set<int> taken;
+  for (Sym in : j.inputs) taken.insert(in.d);
+  for (auto& f : b.found) taken.insert(f.symbol.d);
+  for (auto& o : j.outputs) {
+    if (ccv_nnc_tensor_symbol_alias_to(b.graph, o).d >= 0 || !taken.insert(o.d).second) {
+      o = b.apply(ccv_nnc_cmd(CCV_NNC_DATA_TRANSFER_FORWARD, nullptr, ccv_nnc_cmd_auto, 0), ccv_nnc_no_hint, {o}, 1, "output copy")[0];
+      taken.insert(o.d);
+    }
+  }
   Compiled& c = *m->compiled;
   std::vector<size_t> which;
   for (auto& f : b.found) {
@@ -813,6 +835,8 @@ Jit* find_jit(Compiled& c, Match match, Make make) {
 
 void bind_all(Jit& j, const std::vector<Sym>& syms, ccv_nnc_tensor_t* const* ts, int n, const char* what, const char* kind) {
   for (int i = 0; i < n && i < static_cast<int>(syms.size()); i++) {
+    // An input no exec reads is not part of the compiled graph: nothing to bind.
+    if (!symbolic::tensor_from_symbol(j.ta, syms[i])) continue;
     if (!ts[i]) {
       symbolic::bind(j.ta, syms[i], nullptr);
       continue;

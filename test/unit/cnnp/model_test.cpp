@@ -694,6 +694,47 @@ TEST_F(ModelTest, NotifyDynamicDotAndParameterMaps) {
   ccv_cnnp_model_free(net);
 }
 
+TEST_F(ModelTest, OutputsThatAreViewsParametersOrInputs) {
+  // outputs: {x + w, w, flatten(permute(x)), x}: a parameter, a view of a view
+  // and an input as outputs each get a copy the caller's tensor is bound to.
+  ccv_cnnp_model_io_t x = ccv_cnnp_input();
+  ccv_cnnp_model_t* param = ccv_cnnp_parameter(cpu_param(CCV_32F, {2, 3, 4}), 1, 1, "w");
+  ccv_cnnp_model_io_t w = ccv_cnnp_model_apply(param, nullptr, 0);
+  ccv_cnnp_model_io_t xw[] = {x, w};
+  ccv_cnnp_model_io_t sum = ccv_cnnp_model_apply(ccv_cnnp_add(1, 1, nullptr), xw, 2);
+  int perm[CCV_NNC_MAX_DIM_ALLOC] = {0};
+  perm[0] = 0, perm[1] = 2, perm[2] = 1;
+  ccv_cnnp_model_io_t p = ccv_cnnp_model_apply(ccv_cnnp_permute(perm, nullptr), &x, 1);
+  ccv_cnnp_model_io_t flat = ccv_cnnp_model_apply(ccv_cnnp_flatten(nullptr), &p, 1);
+  ccv_cnnp_model_io_t outs[] = {sum, w, flat, x};
+  ccv_cnnp_model_t* net = ccv_cnnp_model_new(&x, 1, outs, 4, 1, "views");
+  ASSERT_NE(net, nullptr) << ccv_nnc_error_message();
+  EXPECT_EQ(ccv_cnnp_model_output_size(net), 4);
+  auto xp = cpu_param(CCV_32F, {2, 3, 4});
+  ccv_cnnp_model_compile(net, &xp, 1, sgd(0.1f, 1, 0), cmd(CCV_NNC_NOOP));
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  Tensor xt(xp), o0(xp), o1(xp), o2(cpu_param(CCV_32F, {2, 12})), o3(xp), wt(xp);
+  for (int i = 0; i < 24; i++) xt.f32()[i] = static_cast<float>(i) * 0.5f - 3;
+  for (int i = 0; i < 24; i++) o1.f32()[i] = 1234;
+  ccv_nnc_tensor_t* xs[] = {xt};
+  ccv_nnc_tensor_t* os[] = {o0, o1, o2, o3};
+  ccv_cnnp_evaluate_param_t ep{};
+  ep.is_test = 1;
+  ccv_cnnp_model_evaluate(net, ep, xs, 1, os, 4, nullptr, nullptr);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  ccv_cnnp_model_parameter_copy(net, ccv_cnnp_model_parameters(net, ALL_PARAMETERS, 0), wt);
+  for (int i = 0; i < 24; i++) {
+    EXPECT_EQ(o1.f32()[i], wt.f32()[i]);
+    EXPECT_EQ(o0.f32()[i], xt.f32()[i] + wt.f32()[i]);
+    EXPECT_EQ(o3.f32()[i], xt.f32()[i]);
+  }
+  EXPECT_NE(wt.f32()[0], 0.f);
+  for (int n = 0; n < 2; n++)
+    for (int a = 0; a < 4; a++)
+      for (int b = 0; b < 3; b++) EXPECT_EQ(o2.f32()[n * 12 + a * 3 + b], xt.f32()[n * 12 + b * 4 + a]);
+  ccv_cnnp_model_free(net);
+}
+
 TEST_F(ModelTest, BadInputIsRefusedWithMessages) {
   ccv_cnnp_model_t* net = small_net();
   Tensor x(cpu_param(CCV_32F, {2, 1, 4, 4}, CCV_TENSOR_FORMAT_NCHW)), l(cpu_param(CCV_32F, {2}));
