@@ -7,30 +7,36 @@
 // "graph.bind.<i>". The checksum is XXH3-64 of the blob.
 //
 // Blob, schema 1 (every integer 32-bit little-endian, strings as a length and
-// UTF-8 bytes):
-//   "NNCG", tensor count, exec count,
+// UTF-8 bytes), a graph record followed by the binds:
+//   graph record: "NNCG", tensor count, exec count,
 //   per tensor symbol: flags, alias_of (-1 for none), the parameter block
 //     (type, format, datatype, reserved, 12 sizes), 12 ofs, 12 strides, name,
-//     copy count, (device, symbol) pairs;
+//     copy count, (device, symbol) pairs, outer (the symbol of the enclosing
+//     graph a loop body's stand-in stands for, -1 for none);
 //   per exec symbol: flags, name, cmd, backend, algorithm, the size of the
 //     command parameters and their bytes, the hint (12 strides, 12 border
 //     begins, 12 border ends), input count and inputs, output count and
 //     outputs, edge count and the exec symbols it leads to, copy count,
-//     (device, exec) pairs;
+//     (device, exec) pairs, sub-graph kind (0 none, 1 while); for a while:
+//     the body's graph record, carried pair count and (from, to) pairs;
 //   source count and sources, destination count and destinations;
-//   bind count, per bind: the symbol.
+//   then bind count, per bind: the symbol.
 //
 // Symbols keep their indices: a freed symbol is written as dead, and rebuilt
 // as a placeholder that is freed at once, so that a caller's saved indices
 // and the binds mean the same symbols in the graph read back. The graph is
 // rebuilt through the public Level-3 calls, which check it as they would a
-// caller's (SSA, shapes, cycles), after the blob itself is checked for sizes
-// and indices.
+// caller's (SSA, shapes, cycles, hookups), after the blob itself is checked
+// for sizes and indices. A while loop is attached before its body is
+// rebuilt, so that the body's stand-ins hook up to the owner's symbols.
 //
-// Not written (refused with a message): sub-graphs of while and case..of
-// (their expressions are C callbacks, which a file cannot hold), custom
-// commands (an isa pointer), and sub-graphs themselves. Not kept: pairings
-// with symbols of other graphs and the records of the last backward pass.
+// A while loop's expression is a C callback, which a file cannot hold: the
+// loop is read without one, and compiling it fails with a message until the
+// caller sets it again (ccv_nnc_symbolic_graph_set_while_expr on
+// ccv_nnc_symbolic_graph_from_while_symbol). Not written (refused with a
+// message): case..of sub-graphs, custom commands (an isa pointer), and a
+// sub-graph on its own. Not kept: pairings with symbols of other graphs and
+// the records of the last backward pass.
 #include <sqlite3.h>
 #include <xxhash.h>
 
@@ -56,8 +62,8 @@ constexpr const char* kCreateGraphs =
     "CREATE TABLE IF NOT EXISTS graphs (name TEXT PRIMARY KEY NOT NULL, schema INTEGER NOT NULL, "
     "checksum INTEGER NOT NULL, data BLOB NOT NULL)";
 // Any record is at least this many bytes, which bounds the counts a blob may claim.
-constexpr size_t kMinTensorRecord = 4 * (2 + 4 + kMaxDim * 3 + 2);
-constexpr size_t kMinExecRecord = 4 * (1 + 1 + 3 + 1 + kMaxDim * 3 + 4);
+constexpr size_t kMinTensorRecord = 4 * (2 + 4 + kMaxDim * 3 + 3);
+constexpr size_t kMinExecRecord = 4 * (1 + 1 + 3 + 1 + kMaxDim * 3 + 5);
 
 std::string bind_name(size_t i) { return "graph.bind." + std::to_string(i); }
 
@@ -141,10 +147,10 @@ class In {
 
 using symbolic::Graph;
 
-std::vector<unsigned char> encode_graph(const Graph* g, const ccv_nnc_tensor_bind_t* binds, int bind_size,
-                                        const std::string& what) {
-  NNC_CHECK(!g->parent, "%s: this is a sub-graph of a while or case..of; write the graph that owns it", what.c_str());
-  Out o;
+constexpr int kMaxDepth = 32;  // loops inside loops; deeper records are refused as corrupt
+
+void encode_body(Out& o, const Graph* g, const std::string& what, int depth) {
+  NNC_CHECK(depth < kMaxDepth, "%s: loops nested more than %d deep", what.c_str(), kMaxDepth);
   o.bytes(kMagic, 4);
   o.i32(static_cast<int32_t>(g->tensors.size()));
   o.i32(static_cast<int32_t>(g->execs.size()));
@@ -164,15 +170,18 @@ std::vector<unsigned char> encode_graph(const Graph* g, const ccv_nnc_tensor_bin
       o.i32(device);
       o.i32(symbol);
     }
+    o.i32(t.outer);
   }
   for (size_t e = 0; e < g->execs.size(); e++) {
     const Graph::Exec& x = g->execs[e];
     const bool dead = CCV_NNC_GRAPH_EXEC_IS_DEAD(x.flags);
-    if (!dead) {
-      NNC_CHECK(!symbolic::control_of(x),
-                "%s: %s runs a while or case..of sub-graph; writing sub-graphs is not supported (their expressions are "
-                "C callbacks a file cannot hold)",
-                what.c_str(), symbolic::exec_label(g, static_cast<int>(e)).c_str());
+    const int kind = dead ? 0 : symbolic::control_of(x);
+    NNC_CHECK(kind != CCV_NNC_GRAPH_EXEC_CASE_OF,
+              "%s: %s is a case..of; writing case..of sub-graphs is not supported yet (while loops are)", what.c_str(),
+              symbolic::exec_label(g, static_cast<int>(e)).c_str());
+    NNC_CHECK(kind == 0 || (x.subs.size() == 1 && x.subs[0]), "%s: %s has no body", what.c_str(),
+              symbolic::exec_label(g, static_cast<int>(e)).c_str());
+    if (!dead && !kind) {
       NNC_CHECK(!x.cmd.isa && x.cmd.cmd != CCV_NNC_CUSTOM_FORWARD && x.cmd.cmd != CCV_NNC_CUSTOM_BACKWARD,
                 "%s: %s is a custom command; its functions cannot be written to a file", what.c_str(),
                 symbolic::exec_label(g, static_cast<int>(e)).c_str());
@@ -195,6 +204,16 @@ std::vector<unsigned char> encode_graph(const Graph* g, const ccv_nnc_tensor_bin
       o.i32(device);
       o.i32(symbol);
     }
+    o.i32(kind ? 1 : 0);
+    if (kind) {
+      const Graph* body = x.subs[0];
+      encode_body(o, body, what, depth + 1);
+      o.i32(static_cast<int32_t>(body->carry_overs.size()));
+      for (const auto& [from, to] : body->carry_overs) {
+        o.i32(from);
+        o.i32(to);
+      }
+    }
   }
   // Ends that were freed since they were set mean nothing; they are left out.
   auto ends = [&](const std::vector<ccv_nnc_graph_exec_symbol_t>& v) {
@@ -207,6 +226,13 @@ std::vector<unsigned char> encode_graph(const Graph* g, const ccv_nnc_tensor_bin
   };
   ends(g->sources);
   ends(g->destinations);
+}
+
+std::vector<unsigned char> encode_graph(const Graph* g, const ccv_nnc_tensor_bind_t* binds, int bind_size,
+                                        const std::string& what) {
+  NNC_CHECK(!g->parent, "%s: this is a sub-graph of a while or case..of; write the graph that owns it", what.c_str());
+  Out o;
+  encode_body(o, g, what, 0);
   o.i32(bind_size);
   for (int i = 0; i < bind_size; i++) o.i32(binds[i].symbol.d);
   return o.data();
@@ -230,10 +256,9 @@ ccv_nnc_graph_exec_symbol_t exec_ref(Graph* g, int d, int count, const std::stri
   return {d, g};
 }
 
-// Rebuild a graph from its blob; returns the graph and the bound symbols.
-std::unique_ptr<Graph, GraphDeleter> decode_graph(const unsigned char* data, size_t size, std::vector<int>* bound,
-                                                  const std::string& what) {
-  In in(data, size, what);
+// Rebuild g (empty; a while body already attached to `parent`) from its record.
+void decode_body(Graph* g, Graph* parent, In& in, const std::string& what, int depth) {
+  NNC_CHECK(depth < kMaxDepth, "%s: loops nested more than %d deep; the graph is corrupt", what.c_str(), kMaxDepth);
   char magic[4];
   in.bytes(magic, 4);
   NNC_CHECK(std::memcmp(magic, kMagic, 4) == 0, "%s: the graph record does not start with NNCG; the graph is corrupt",
@@ -241,9 +266,7 @@ std::unique_ptr<Graph, GraphDeleter> decode_graph(const unsigned char* data, siz
   const int tensor_count = in.count(kMinTensorRecord, "tensor symbols");
   const int exec_count = in.i32();
   NNC_CHECK(exec_count >= 0, "%s: a negative exec count; the graph is corrupt", what.c_str());
-  std::unique_ptr<Graph, GraphDeleter> graph(ccv_nnc_symbolic_graph_new());
-  if (!graph) throw std::bad_alloc();
-  Graph* g = graph.get();
+  const int parent_tensors = parent ? ccv_nnc_tensor_symbol_count(parent) : 0;
   std::vector<int> dead_tensors;
   std::vector<std::vector<std::pair<int, int>>> tensor_copies(static_cast<size_t>(tensor_count));
   for (int d = 0; d < tensor_count; d++) {
@@ -265,6 +288,7 @@ std::unique_ptr<Graph, GraphDeleter> decode_graph(const unsigned char* data, siz
       const int symbol = in.i32();
       tensor_copies[static_cast<size_t>(d)].emplace_back(device, symbol);
     }
+    const int outer = in.i32();
     const std::string label = format("tensor symbol %d (\"%s\")", d, name.c_str());
     ccv_nnc_tensor_symbol_t s;
     if (CCV_NNC_TENSOR_SYMBOL_IS_DEAD(flags)) {
@@ -280,6 +304,14 @@ std::unique_ptr<Graph, GraphDeleter> decode_graph(const unsigned char* data, siz
     }
     if (s.d != d)
       fail(CCV_NNC_EXEC_INVALID, "%s: rebuilding %s: %s", what.c_str(), label.c_str(), ccv_nnc_error_message());
+    if (outer != -1 && !CCV_NNC_TENSOR_SYMBOL_IS_DEAD(flags)) {
+      // A stand-in for a symbol of the loop's owner.
+      NNC_CHECK(parent && outer >= 0 && outer < parent_tensors,
+                "%s: %s stands for symbol %d of an enclosing graph that has %d; the graph is corrupt", what.c_str(),
+                label.c_str(), outer, parent_tensors);
+      ccv_nnc_tensor_symbol_hookup(parent, g, {outer, parent}, s);
+      check_call(what + ": hooking up " + label, "ccv_nnc_tensor_symbol_hookup");
+    }
     const int live_flags = static_cast<int>(flags & ~static_cast<uint32_t>(CCV_NNC_TENSOR_SYMBOL_DEAD));
     if (!CCV_NNC_TENSOR_SYMBOL_IS_DEAD(flags) && live_flags && ccv_nnc_tensor_symbol_set_flags(g, s, live_flags) != 0)
       fail(CCV_NNC_EXEC_INVALID, "%s: the flags of %s: %s", what.c_str(), label.c_str(), ccv_nnc_error_message());
@@ -324,9 +356,34 @@ std::unique_ptr<Graph, GraphDeleter> decode_graph(const unsigned char* data, siz
       const int symbol = in.i32();
       exec_copies[static_cast<size_t>(e)].emplace_back(device, symbol);
     }
+    const int kind = in.i32();
     const std::string label = format("exec symbol %d (\"%s\")", e, name.c_str());
+    NNC_CHECK(kind == 0 || (kind == 1 && (flags & CCV_NNC_GRAPH_EXEC_P_WHILE) && !CCV_NNC_GRAPH_EXEC_IS_DEAD(flags)),
+              "%s: %s has sub-graph kind %d with flags 0x%x; the graph is corrupt", what.c_str(), label.c_str(), kind,
+              flags);
     ccv_nnc_graph_exec_symbol_t x;
-    if (CCV_NNC_GRAPH_EXEC_IS_DEAD(flags)) {
+    if (kind == 1) {
+      // A while loop: attached first, so that its body's stand-ins can hook up.
+      std::unique_ptr<Graph, GraphDeleter> body(ccv_nnc_symbolic_graph_new());
+      if (!body) throw std::bad_alloc();
+      x = ccv_nnc_symbolic_graph_while(g, cmd_id, body.get(), name.c_str());
+      if (x.d != e)
+        fail(CCV_NNC_EXEC_INVALID, "%s: rebuilding %s: %s", what.c_str(), label.c_str(), ccv_nnc_error_message());
+      Graph* b = body.release();  // owned by g now
+      decode_body(b, g, in, what, depth + 1);
+      const int carries = in.count(8, "carried pairs");
+      std::vector<ccv_nnc_tensor_symbol_map_t> map;
+      const int body_tensors = ccv_nnc_tensor_symbol_count(b);
+      for (int c = 0; c < carries; c++) {
+        const int from = in.i32(), to = in.i32();
+        NNC_CHECK(from >= 0 && from < body_tensors && to >= 0 && to < body_tensors,
+                  "%s: %s carries symbol %d into %d of %d; the graph is corrupt", what.c_str(), label.c_str(), from, to,
+                  body_tensors);
+        map.push_back({{from, b}, {to, b}});
+      }
+      ccv_nnc_symbolic_graph_set_carry_overs(b, map.data(), carries);
+      check_call(what + ": the carried pairs of " + label, "ccv_nnc_symbolic_graph_set_carry_overs");
+    } else if (CCV_NNC_GRAPH_EXEC_IS_DEAD(flags)) {
       x = ccv_nnc_graph_exec_symbol_new(g, ccv_nnc_cmd(CCV_NNC_NOOP, nullptr, ccv_nnc_cmd_auto, 0), nullptr, 0, nullptr,
                                         0, name.c_str());
       dead_execs.push_back(e);
@@ -344,10 +401,12 @@ std::unique_ptr<Graph, GraphDeleter> decode_graph(const unsigned char* data, siz
       cmd.algorithm = algorithm;
       std::vector<ccv_nnc_tensor_symbol_t> ins, outs;
       for (int v : inputs) {
-        NNC_CHECK(v == CCV_NNC_NO_TENSOR_SYMBOL || (v >= 0 && v < tensor_count),
+        // The loop counter is a slot of a while body only (exec_new checks it is one).
+        NNC_CHECK(v == CCV_NNC_NO_TENSOR_SYMBOL || (v == CCV_NNC_WHILE_COUNT_TENSOR_SYMBOL && parent) ||
+                      (v >= 0 && v < tensor_count),
                   "%s: %s reads tensor symbol %d of %d; the graph is corrupt", what.c_str(), label.c_str(), v,
                   tensor_count);
-        ins.push_back({v, v >= 0 ? g : nullptr});
+        ins.push_back({v, v == CCV_NNC_NO_TENSOR_SYMBOL ? nullptr : g});
       }
       for (int v : outputs) {
         NNC_CHECK(v == CCV_NNC_NO_TENSOR_SYMBOL || (v >= 0 && v < tensor_count),
@@ -392,6 +451,16 @@ std::unique_ptr<Graph, GraphDeleter> decode_graph(const unsigned char* data, siz
       ccv_nnc_symbolic_graph_set_sources(g, ends.data(), n);
     check_call(what, which ? "ccv_nnc_symbolic_graph_set_destinations" : "ccv_nnc_symbolic_graph_set_sources");
   }
+}
+
+// Rebuild a graph from its blob; returns the graph and the bound symbols.
+std::unique_ptr<Graph, GraphDeleter> decode_graph(const unsigned char* data, size_t size, std::vector<int>* bound,
+                                                  const std::string& what) {
+  In in(data, size, what);
+  std::unique_ptr<Graph, GraphDeleter> graph(ccv_nnc_symbolic_graph_new());
+  if (!graph) throw std::bad_alloc();
+  decode_body(graph.get(), nullptr, in, what, 0);
+  const int tensor_count = ccv_nnc_tensor_symbol_count(graph.get());
   const int bind_count = in.count(4, "binds");
   for (int i = 0; i < bind_count; i++) {
     const int d = in.i32();
