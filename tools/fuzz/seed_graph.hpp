@@ -1,6 +1,6 @@
 // The graph the graph fuzzer's seeds come from: a small convolutional network
-// with hints, a reshape alias, a freed symbol and two bound tensors, so that
-// every part of the record format appears in the seed.
+// with hints, a reshape alias, a freed symbol, two bound tensors and a while
+// loop, so that every part of the record format appears in the seed.
 #pragma once
 
 #include <cstring>
@@ -53,6 +53,20 @@ inline bool write_seed_graph(const char* path) {
   ccv_nnc_graph_exec_symbol_set_hint(sg, e, hint);
   ccv_nnc_graph_exec_symbol_new(sg, command(CCV_NNC_RELU_FORWARD), &c, 1, &r, 1, "relu");
   ccv_nnc_graph_exec_symbol_new(sg, command(CCV_NNC_SOFTMAX_FORWARD), &flat, 1, &y, 1, "softmax");
+  // A while loop: acc <- acc + b, acc hooked up from acc0 and out to acc_out, b through a stand-in.
+  const ccv_nnc_tensor_symbol_t acc0 = ccv_nnc_tensor_symbol_new(sg, f32({2}), "acc0");
+  const ccv_nnc_tensor_symbol_t acc_out = ccv_nnc_tensor_symbol_new(sg, f32({2}), "acc_out");
+  ccv_nnc_symbolic_graph_t* body = ccv_nnc_symbolic_graph_new();
+  ccv_nnc_symbolic_graph_while(sg, CCV_NNC_GRAPH_FORWARD, body, "loop");
+  const ccv_nnc_tensor_symbol_t acc = ccv_nnc_tensor_symbol_new(body, f32({2}), "acc");
+  ccv_nnc_tensor_symbol_hookup(sg, body, acc0, acc);
+  const ccv_nnc_tensor_symbol_t next = ccv_nnc_tensor_symbol_new(body, f32({2}), "next");
+  const ccv_nnc_tensor_symbol_t si[] = {acc, b};
+  ccv_nnc_graph_exec_symbol_new(body, command(CCV_NNC_EWSUM_FORWARD), si, 2, &next, 1, "add");
+  ccv_nnc_tensor_symbol_hookup(sg, body, acc_out, next);
+  ccv_nnc_graph_exec_symbol_autogen(body, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
+  const ccv_nnc_tensor_symbol_map_t carry = {next, acc};
+  ccv_nnc_symbolic_graph_set_carry_overs(body, &carry, 1);
   ccv_nnc_graph_exec_symbol_autogen(sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
   ccv_nnc_tensor_t* wt = ccv_nnc_tensor_new(nullptr, f32({2, 3, 3, 1}), 0);
   ccv_nnc_tensor_t* bt = ccv_nnc_tensor_new(nullptr, f32({2}), 0);
