@@ -17,8 +17,11 @@
 //     command parameters and their bytes, the hint (12 strides, 12 border
 //     begins, 12 border ends), input count and inputs, output count and
 //     outputs, edge count and the exec symbols it leads to, copy count,
-//     (device, exec) pairs, sub-graph kind (0 none, 1 while); for a while:
-//     the body's graph record, carried pair count and (from, to) pairs;
+//     (device, exec) pairs, sub-graph kind (0 none, 1 while, 2 case..of);
+//     for a while: the body's graph record, carried pair count and (from, to)
+//     pairs; for a case..of: the expression's input count and inputs, output
+//     count and (bypass, output) pairs, branch count and per branch a
+//     present flag and the branch's graph record;
 //   source count and sources, destination count and destinations;
 //   then bind count, per bind: the symbol.
 //
@@ -27,15 +30,16 @@
 // and the binds mean the same symbols in the graph read back. The graph is
 // rebuilt through the public Level-3 calls, which check it as they would a
 // caller's (SSA, shapes, cycles, hookups), after the blob itself is checked
-// for sizes and indices. A while loop is attached before its body is
-// rebuilt, so that the body's stand-ins hook up to the owner's symbols.
+// for sizes and indices. A loop or branch is attached before its graph is
+// rebuilt, so that its stand-ins hook up to the owner's symbols (a branch's
+// outputs are such stand-ins).
 //
-// A while loop's expression is a C callback, which a file cannot hold: the
-// loop is read without one, and compiling it fails with a message until the
-// caller sets it again (ccv_nnc_symbolic_graph_set_while_expr on
-// ccv_nnc_symbolic_graph_from_while_symbol). Not written (refused with a
-// message): case..of sub-graphs, custom commands (an isa pointer), and a
-// sub-graph on its own. Not kept: pairings with symbols of other graphs and
+// The expressions of while and case..of are C callbacks, which a file cannot
+// hold: they are read without one, and compiling fails with a message until
+// the caller sets them again (ccv_nnc_symbolic_graph_set_while_expr on
+// ccv_nnc_symbolic_graph_from_while_symbol, ccv_nnc_symbolic_graph_set_case_of_expr).
+// Not written (refused with a message): custom commands (an isa pointer) and
+// a sub-graph on its own. Not kept: pairings with symbols of other graphs and
 // the records of the last backward pass.
 #include <sqlite3.h>
 #include <xxhash.h>
@@ -176,11 +180,8 @@ void encode_body(Out& o, const Graph* g, const std::string& what, int depth) {
     const Graph::Exec& x = g->execs[e];
     const bool dead = CCV_NNC_GRAPH_EXEC_IS_DEAD(x.flags);
     const int kind = dead ? 0 : symbolic::control_of(x);
-    NNC_CHECK(kind != CCV_NNC_GRAPH_EXEC_CASE_OF,
-              "%s: %s is a case..of; writing case..of sub-graphs is not supported yet (while loops are)", what.c_str(),
-              symbolic::exec_label(g, static_cast<int>(e)).c_str());
-    NNC_CHECK(kind == 0 || (x.subs.size() == 1 && x.subs[0]), "%s: %s has no body", what.c_str(),
-              symbolic::exec_label(g, static_cast<int>(e)).c_str());
+    NNC_CHECK(kind != CCV_NNC_GRAPH_EXEC_P_WHILE || (x.subs.size() == 1 && x.subs[0]), "%s: %s has no body",
+              what.c_str(), symbolic::exec_label(g, static_cast<int>(e)).c_str());
     if (!dead && !kind) {
       NNC_CHECK(!x.cmd.isa && x.cmd.cmd != CCV_NNC_CUSTOM_FORWARD && x.cmd.cmd != CCV_NNC_CUSTOM_BACKWARD,
                 "%s: %s is a custom command; its functions cannot be written to a file", what.c_str(),
@@ -204,14 +205,34 @@ void encode_body(Out& o, const Graph* g, const std::string& what, int depth) {
       o.i32(device);
       o.i32(symbol);
     }
-    o.i32(kind ? 1 : 0);
-    if (kind) {
+    o.i32(kind == CCV_NNC_GRAPH_EXEC_P_WHILE ? 1 : kind == CCV_NNC_GRAPH_EXEC_CASE_OF ? 2 : 0);
+    if (kind == CCV_NNC_GRAPH_EXEC_P_WHILE) {
       const Graph* body = x.subs[0];
       encode_body(o, body, what, depth + 1);
       o.i32(static_cast<int32_t>(body->carry_overs.size()));
       for (const auto& [from, to] : body->carry_overs) {
         o.i32(from);
         o.i32(to);
+      }
+    } else if (kind == CCV_NNC_GRAPH_EXEC_CASE_OF) {
+      // What ccv_nnc_symbolic_graph_case_of_new was given: the expression's
+      // inputs and, per output, the input it takes when no branch runs.
+      NNC_CHECK(x.expr_inputs >= 0 && static_cast<size_t>(x.expr_inputs) <= x.declared_inputs.size(),
+                "%s: %s: inconsistent case..of inputs", what.c_str(),
+                symbolic::exec_label(g, static_cast<int>(e)).c_str());
+      o.list(std::vector<int>(x.declared_inputs.begin(), x.declared_inputs.begin() + x.expr_inputs));
+      o.i32(static_cast<int32_t>(x.declared_outputs.size()));
+      for (int out : x.declared_outputs) {
+        const int bypass = g->tensors[static_cast<size_t>(out)].bypass;
+        NNC_CHECK(bypass >= 0, "%s: output %s of %s has no bypass", what.c_str(),
+                  symbolic::tensor_label(g, out).c_str(), symbolic::exec_label(g, static_cast<int>(e)).c_str());
+        o.i32(bypass);
+        o.i32(out);
+      }
+      o.i32(static_cast<int32_t>(x.subs.size()));
+      for (const Graph* branch : x.subs) {
+        o.i32(branch ? 1 : 0);
+        if (branch) encode_body(o, branch, what, depth + 1);
       }
     }
   }
@@ -358,7 +379,10 @@ void decode_body(Graph* g, Graph* parent, In& in, const std::string& what, int d
     }
     const int kind = in.i32();
     const std::string label = format("exec symbol %d (\"%s\")", e, name.c_str());
-    NNC_CHECK(kind == 0 || (kind == 1 && (flags & CCV_NNC_GRAPH_EXEC_P_WHILE) && !CCV_NNC_GRAPH_EXEC_IS_DEAD(flags)),
+    NNC_CHECK(!CCV_NNC_GRAPH_EXEC_IS_DEAD(flags) || kind == 0,
+              "%s: %s is freed but has a sub-graph; the graph is corrupt", what.c_str(), label.c_str());
+    NNC_CHECK(kind == 0 || (kind == 1 && (flags & CCV_NNC_GRAPH_EXEC_P_WHILE)) ||
+                  (kind == 2 && (flags & CCV_NNC_GRAPH_EXEC_CASE_OF)),
               "%s: %s has sub-graph kind %d with flags 0x%x; the graph is corrupt", what.c_str(), label.c_str(), kind,
               flags);
     ccv_nnc_graph_exec_symbol_t x;
@@ -383,6 +407,39 @@ void decode_body(Graph* g, Graph* parent, In& in, const std::string& what, int d
       }
       ccv_nnc_symbolic_graph_set_carry_overs(b, map.data(), carries);
       check_call(what + ": the carried pairs of " + label, "ccv_nnc_symbolic_graph_set_carry_overs");
+    } else if (kind == 2) {
+      // A case..of: made with its inputs and bypasses, then each branch attached and rebuilt.
+      auto symbols = [&](const std::vector<int>& v, const char* role) {
+        std::vector<ccv_nnc_tensor_symbol_t> out;
+        for (int d : v) {
+          NNC_CHECK(d >= 0 && d < tensor_count, "%s: %s has %s tensor symbol %d of %d; the graph is corrupt",
+                    what.c_str(), label.c_str(), role, d, tensor_count);
+          out.push_back({d, g});
+        }
+        return out;
+      };
+      const std::vector<ccv_nnc_tensor_symbol_t> expr_in = symbols(in.list("case..of inputs"), "as an input");
+      const int pairs = in.count(8, "case..of outputs");
+      std::vector<int> flat(static_cast<size_t>(pairs) * 2);
+      in.ints(flat.data(), pairs * 2);
+      const std::vector<ccv_nnc_tensor_symbol_t> ends = symbols(flat, "as an output or bypass");
+      std::vector<ccv_nnc_tensor_symbol_map_t> map;
+      for (int c = 0; c < pairs; c++)
+        map.push_back({ends[static_cast<size_t>(2 * c)], ends[static_cast<size_t>(2 * c + 1)]});
+      x = ccv_nnc_symbolic_graph_case_of_new(g, cmd_id, expr_in.data(), static_cast<int>(expr_in.size()), map.data(),
+                                             pairs, name.c_str());
+      if (x.d != e)
+        fail(CCV_NNC_EXEC_INVALID, "%s: rebuilding %s: %s", what.c_str(), label.c_str(), ccv_nnc_error_message());
+      const int branches = in.count(4, "branches");
+      for (int i = 0; i < branches; i++) {
+        if (!in.i32()) continue;
+        std::unique_ptr<Graph, GraphDeleter> branch(ccv_nnc_symbolic_graph_new());
+        if (!branch) throw std::bad_alloc();
+        ccv_nnc_symbolic_graph_set_case_of(g, x, branch.get(), i, nullptr, 0);
+        check_call(what + ": attaching a branch of " + label, "ccv_nnc_symbolic_graph_set_case_of");
+        Graph* b = branch.release();  // owned by g now
+        decode_body(b, g, in, what, depth + 1);
+      }
     } else if (CCV_NNC_GRAPH_EXEC_IS_DEAD(flags)) {
       x = ccv_nnc_graph_exec_symbol_new(g, ccv_nnc_cmd(CCV_NNC_NOOP, nullptr, ccv_nnc_cmd_auto, 0), nullptr, 0, nullptr,
                                         0, name.c_str());

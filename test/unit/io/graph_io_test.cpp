@@ -399,17 +399,113 @@ TEST(GraphIo, WhileLoopRoundTripRunsTheSame) {
   for (float v : want) EXPECT_LE(std::fabs(v), 2.f);  // twice a tanh
 }
 
-TEST(GraphIo, CaseOfAndSubGraphsAloneAreRefusedWithAMessage) {
-  TempPath file;
+// y = case x[0] of > 0: 2x | in (-1, 0]: exp(x) | otherwise: x itself (the bypass); z = 3y.
+int branch_of(ccv_nnc_tensor_t* const* inputs, int input_size, const void*) {
+  if (input_size != 1) return -1;
+  const float v = inputs[0]->data.f32[0];
+  return v > 0 ? 0 : v > -1 ? 1 : -1;
+}
+
+struct CaseOf {
   ccv_nnc_symbolic_graph_t* sg = ccv_nnc_symbolic_graph_new();
-  const TS a = ccv_nnc_tensor_symbol_new(sg, f32({2}), "a");
-  const TS b = ccv_nnc_tensor_symbol_new(sg, f32({2}), "b");
-  const ccv_nnc_tensor_symbol_map_t map = {a, b};
-  const ES c = ccv_nnc_symbolic_graph_case_of_new(sg, CCV_NNC_GRAPH_FORWARD, &a, 1, &map, 1, "case");
-  ASSERT_GE(c.d, 0) << message();
-  ccv_nnc_symbolic_graph_write(sg, nullptr, 0, file.c_str());
-  EXPECT_NE(message().find("writing case..of sub-graphs is not supported"), std::string::npos) << message();
-  ccv_nnc_symbolic_graph_free(sg);
+  TS x, y, z;
+  ES cs;
+  CaseOf() {
+    x = ccv_nnc_tensor_symbol_new(sg, f32({4}), "x");
+    y = ccv_nnc_tensor_symbol_new(sg, f32({4}), "y");
+    z = ccv_nnc_tensor_symbol_new(sg, ccv_nnc_tensor_auto, "z");
+    const ccv_nnc_tensor_symbol_map_t bypass = {x, y};
+    cs = ccv_nnc_symbolic_graph_case_of_new(sg, CCV_NNC_GRAPH_FORWARD, &x, 1, &bypass, 1, "case");
+    ccv_nnc_symbolic_graph_set_case_of_expr(sg, cs, branch_of, nullptr);
+    ccv_nnc_cmd_t twice = command(CCV_NNC_SCALAR_MUL_FORWARD);
+    twice.info.blas.a[0] = 2;
+    ccv_nnc_cmd_t thrice = twice;
+    thrice.info.blas.a[0] = 3;
+    for (int b = 0; b < 2; b++) {
+      ccv_nnc_symbolic_graph_t* branch = ccv_nnc_symbolic_graph_new();
+      const TS yb = ccv_nnc_tensor_symbol_new(branch, f32({4}), b ? "y1" : "y0");
+      const ccv_nnc_tensor_symbol_map_t out = {yb, y};
+      ccv_nnc_symbolic_graph_set_case_of(sg, cs, branch, b, &out, 1);
+      ccv_nnc_graph_exec_symbol_new(branch, b ? command(CCV_NNC_EWEXP_FORWARD) : twice, &x, 1, &yb, 1,
+                                    b ? "exp" : "2x");
+      ccv_nnc_graph_exec_symbol_autogen(branch, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
+    }
+    ccv_nnc_graph_exec_symbol_new(sg, thrice, &y, 1, &z, 1, "3y");
+    ccv_nnc_graph_exec_symbol_autogen(sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
+  }
+  ~CaseOf() { ccv_nnc_symbolic_graph_free(sg); }
+};
+
+// Compile for z and y, run on three inputs (one per branch and the bypass); the values.
+std::vector<float> run_case_of(ccv_nnc_symbolic_graph_t* sg, const CaseOf& c) {
+  ccv_nnc_graph_t* g = nullptr;
+  ccv_nnc_tensor_arena_t* ta = nullptr;
+  ccv_nnc_graph_exec_arena_t* ea = nullptr;
+  const TS outs[] = {{c.z.d, sg}, {c.y.d, sg}};
+  ccv_nnc_symbolic_graph_compile(sg, ccv_nnc_default_compile_params, nullptr, 0, outs, 2, nullptr, 0, nullptr, 0, &g,
+                                 &ta, &ea);
+  std::vector<float> values;
+  EXPECT_TRUE(g && ta && ea) << message();
+  if (g && ta && ea) {
+    const float cases[3][4] = {{0.5f, -2.f, 3.f, 0.f}, {-0.5f, 1.f, 0.25f, -3.f}, {-1.5f, 2.f, -0.5f, 7.f}};
+    for (const auto& v : cases) {
+      std::memcpy(ccv_nnc_tensor_from_symbol(ta, {c.x.d, sg})->data.f32, v, sizeof(v));
+      EXPECT_EQ(ccv_nnc_graph_run(g, 0, nullptr, 0, nullptr, 0, nullptr, nullptr), CCV_NNC_EXEC_SUCCESS) << message();
+      for (const TS& s : outs) {
+        const float* p = ccv_nnc_tensor_from_symbol(ta, s)->data.f32;
+        values.insert(values.end(), p, p + 4);
+      }
+    }
+  }
+  ccv_nnc_graph_free(g);
+  ccv_nnc_tensor_arena_free(ta);
+  ccv_nnc_graph_exec_arena_free(ea);
+  return values;
+}
+
+TEST(GraphIo, CaseOfRoundTripRunsTheSame) {
+  TempPath file;
+  CaseOf c;
+  ASSERT_EQ(message(), "");
+  ccv_nnc_symbolic_graph_write(c.sg, nullptr, 0, file.c_str());
+  ASSERT_EQ(message(), "");
+  Read r;
+  ccv_nnc_symbolic_graph_read(file.c_str(), &r.sg, &r.binds, &r.bind_size);
+  ASSERT_TRUE(r.sg) << message();
+  expect_same_graph(c.sg, r.sg);
+  const auto& x = c.sg->execs[static_cast<size_t>(c.cs.d)];
+  const auto& y = r.sg->execs[static_cast<size_t>(c.cs.d)];
+  EXPECT_EQ(x.declared_inputs, y.declared_inputs);
+  EXPECT_EQ(x.declared_outputs, y.declared_outputs);
+  EXPECT_EQ(x.expr_inputs, y.expr_inputs);
+  EXPECT_EQ(c.sg->tensors[static_cast<size_t>(c.y.d)].bypass, r.sg->tensors[static_cast<size_t>(c.y.d)].bypass);
+  // Without its expression the case..of does not compile, and says why.
+  {
+    ccv_nnc_graph_t* g = nullptr;
+    ccv_nnc_tensor_arena_t* ta = nullptr;
+    ccv_nnc_graph_exec_arena_t* ea = nullptr;
+    const TS out = {c.z.d, r.sg};
+    ccv_nnc_symbolic_graph_compile(r.sg, ccv_nnc_default_compile_params, nullptr, 0, &out, 1, nullptr, 0, nullptr, 0,
+                                   &g, &ta, &ea);
+    EXPECT_EQ(g, nullptr);
+    EXPECT_NE(message().find("has no expression"), std::string::npos) << message();
+  }
+  ccv_nnc_symbolic_graph_set_case_of_expr(r.sg, {c.cs.d, r.sg}, branch_of, nullptr);
+  ASSERT_EQ(message(), "");
+  const std::vector<float> want = run_case_of(c.sg, c);
+  const std::vector<float> got = run_case_of(r.sg, c);
+  ASSERT_EQ(want.size(), 3u * 8);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);
+  // The three cases took the three paths: 2x, exp(x), x.
+  EXPECT_FLOAT_EQ(want[4], 1.f);                 // y[0] = 2 * 0.5
+  EXPECT_NEAR(want[12], std::exp(-0.5f), 1e-6);  // y[0] = exp(-0.5)
+  EXPECT_FLOAT_EQ(want[20], -1.5f);              // y[0] = x[0], the bypass
+  EXPECT_FLOAT_EQ(want[16], 3 * want[20]);       // z = 3y
+}
+
+TEST(GraphIo, ASubGraphAloneIsRefusedWithAMessage) {
+  TempPath file;
   Rnn rnn;
   ccv_nnc_symbolic_graph_write(rnn.body, nullptr, 0, file.c_str());
   EXPECT_NE(message().find("sub-graph of a while or case..of"), std::string::npos) << message();
@@ -558,6 +654,16 @@ size_t walk_record(const std::vector<unsigned char>& blob, size_t at, std::vecto
     if (kind == 1) {
       at = walk_record(blob, at, out);
       at += 4 + 8 * static_cast<size_t>(i32(at));  // carried pairs
+    } else if (kind == 2) {
+      at += 4 + 4 * static_cast<size_t>(i32(at));  // expression inputs
+      at += 4 + 8 * static_cast<size_t>(i32(at));  // (bypass, output) pairs
+      const int branches = i32(at);
+      at += 4;
+      for (int b = 0; b < branches; b++) {
+        const int present = i32(at);
+        at += 4;
+        if (present) at = walk_record(blob, at, out);
+      }
     }
   }
   for (int list = 0; list < 2; list++) at += 4 + 4 * static_cast<size_t>(i32(at));  // sources, destinations
@@ -584,14 +690,15 @@ constexpr bool kSanitized = false;
 // Random damage to the record, with the checksum made to match: the reader's
 // own checks (and the graph API's) must hold, whatever the bytes say.
 TEST(GraphIo, DamagedRecordsNeverCrash) {
-  for (int which = 0; which < 2; which++) {
+  for (int which = 0; which < 3; which++) {
     TempPath file;
     Net net;
     Rnn rnn;
+    CaseOf case_of;
     if (which == 0)
       ccv_nnc_symbolic_graph_write(net.sg, net.binds.data(), static_cast<int>(net.binds.size()), file.c_str());
     else
-      ccv_nnc_symbolic_graph_write(rnn.sg, nullptr, 0, file.c_str());
+      ccv_nnc_symbolic_graph_write(which == 1 ? rnn.sg : case_of.sg, nullptr, 0, file.c_str());
     ASSERT_EQ(message(), "");
     const std::vector<unsigned char> clean = graph_blob(file.str());
     std::vector<std::pair<size_t, size_t>> avoid;
@@ -624,7 +731,11 @@ TEST(GraphIo, DamagedRecordsNeverCrash) {
       }
     }
     EXPECT_GT(refused, 0);
-    std::printf("[ damaged %s ] %d refused, %d read back\n", which ? "loops" : "graphs", refused, read_back);
+    std::printf("[ damaged %s ] %d refused, %d read back\n",
+                which == 0   ? "graphs"
+                : which == 1 ? "loops"
+                             : "branches",
+                refused, read_back);
   }
 }
 
