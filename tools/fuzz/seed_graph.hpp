@@ -1,6 +1,6 @@
 // The graph the graph fuzzer's seeds come from: a small convolutional network
-// with hints, a reshape alias, a freed symbol, two bound tensors and a while
-// loop, so that every part of the record format appears in the seed.
+// with hints, a reshape alias, a freed symbol, two bound tensors, a while
+// loop and a case..of, so that every part of the record format appears in the seed.
 #pragma once
 
 #include <cstring>
@@ -67,6 +67,17 @@ inline bool write_seed_graph(const char* path) {
   ccv_nnc_graph_exec_symbol_autogen(body, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
   const ccv_nnc_tensor_symbol_map_t carry = {next, acc};
   ccv_nnc_symbolic_graph_set_carry_overs(body, &carry, 1);
+  // A case..of: picked = case acc_out of relu(acc_out) | acc_out (the bypass).
+  const ccv_nnc_tensor_symbol_t picked = ccv_nnc_tensor_symbol_new(sg, f32({2}), "picked");
+  const ccv_nnc_tensor_symbol_map_t bypass = {acc_out, picked};
+  const ccv_nnc_graph_exec_symbol_t cs =
+      ccv_nnc_symbolic_graph_case_of_new(sg, CCV_NNC_GRAPH_FORWARD, &acc_out, 1, &bypass, 1, "case");
+  ccv_nnc_symbolic_graph_t* branch = ccv_nnc_symbolic_graph_new();
+  const ccv_nnc_tensor_symbol_t rb = ccv_nnc_tensor_symbol_new(branch, f32({2}), "relu_out");
+  const ccv_nnc_tensor_symbol_map_t out = {rb, picked};
+  ccv_nnc_symbolic_graph_set_case_of(sg, cs, branch, 0, &out, 1);
+  ccv_nnc_graph_exec_symbol_new(branch, command(CCV_NNC_RELU_FORWARD), &acc_out, 1, &rb, 1, "relu");
+  ccv_nnc_graph_exec_symbol_autogen(branch, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
   ccv_nnc_graph_exec_symbol_autogen(sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
   ccv_nnc_tensor_t* wt = ccv_nnc_tensor_new(nullptr, f32({2, 3, 3, 1}), 0);
   ccv_nnc_tensor_t* bt = ccv_nnc_tensor_new(nullptr, f32({2}), 0);
