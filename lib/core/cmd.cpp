@@ -10,6 +10,7 @@
 #include <span>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -458,16 +459,35 @@ ccv_nnc_hint_t hint_auto(const ccv_nnc_cmd_param_t& cmd, const ccv_nnc_tensor_pa
     if (x <= 0 || y <= 0) return ccv_nnc_hint_t{};
     // The smallest stride for which some padding below the window size gives
     // exactly y outputs: (x + pad - k) / stride + 1 == y. The padding is the
-    // least that reaches y, split evenly with the odd one at the end.
+    // least that reaches y, split evenly with the odd one at the end. In
+    // closed form (64-bit, so huge shapes neither overflow nor loop long):
+    // with no padding the strides in ((x - k) / y, (x - k) / (y - 1)] work,
+    // with padding those in ((x - k) / (y - 1), (x - 1) / (y - 1)]; the
+    // smallest of either is one of the candidates below.
+    const int64_t X = x, Y = y, K = k;
+    auto pad_for = [&](int64_t stride) -> int64_t {
+      if (stride < 1) return -1;
+      const int64_t pad = std::max<int64_t>(0, (Y - 1) * stride + K - X);
+      if (pad > K - 1 || X + pad - K < 0 || (X + pad - K) / stride + 1 != Y) return -1;
+      return pad;
+    };
+    int64_t candidates[3] = {1, 1, 1};
+    if (Y == 1) {
+      candidates[1] = std::max<int64_t>(X - K, 0) + 1;
+    } else if (X >= K) {
+      candidates[1] = (X - K) / Y + 1;
+      candidates[2] = (X - K) / (Y - 1) + 1;
+    }
+    std::sort(candidates, candidates + 3);
     int found = 0;
-    for (int stride = 1; stride <= x + 1 && !found; stride++) {
-      const int pad = std::max(0, (y - 1) * stride + k - x);
-      if (pad > k - 1 || x + pad - k < 0) continue;
-      if ((x + pad - k) / stride + 1 != y) continue;
-      hint.stride.dim[i] = stride;
-      hint.border.begin[i] = pad / 2;
-      hint.border.end[i] = pad - pad / 2;
+    for (int64_t stride : candidates) {
+      const int64_t pad = pad_for(stride);
+      if (pad < 0 || stride > INT32_MAX || pad > INT32_MAX) continue;
+      hint.stride.dim[i] = static_cast<int>(stride);
+      hint.border.begin[i] = static_cast<int>(pad / 2);
+      hint.border.end[i] = static_cast<int>(pad - pad / 2);
       found = 1;
+      break;
     }
     if (!found) return ccv_nnc_hint_t{};
   }
@@ -485,7 +505,7 @@ int hint_verify(const ccv_nnc_hint_t& hint, const ccv_nnc_cmd_param_t& cmd, cons
     const int begin = hint.border.begin[i], end = hint.border.end[i];
     const int k = cmd.size.dim[i] > 0 ? cmd.size.dim[i] : 1;
     if (begin < 0 || end < 0 || hint.stride.dim[i] < 0) return 0;
-    const int span = a.dim[oa + i] + begin + end - k;
+    const int64_t span = static_cast<int64_t>(a.dim[oa + i]) + begin + end - k;
     if (span < 0 || span / stride + 1 != b.dim[ob + i]) return 0;
   }
   return 1;

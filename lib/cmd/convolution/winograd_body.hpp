@@ -120,11 +120,14 @@ inline void scatter(float* dst, int64_t stride, Simd::R v, int valid) {
 // Prefetch rows x cols pixels of `channels` floats each, rows `sh` and pixels
 // `sw` floats apart: a tile's loads miss the caches where its pixels are new
 // (7-12 % of a Winograd pass on the benchmark shapes).
-template <_mm_hint HINT>
+// HINT is an int: GCC's hint type (enum _mm_hint) has another name in clang,
+// where the hints are plain integers; decltype of one gives each its own.
+template <int HINT>
 inline void prefetch_pixels(const float* p, int rows, int cols, int64_t sh, int64_t sw, int channels) {
   for (int a = 0; a < rows; a++)
     for (int b = 0; b < cols; b++)
-      for (int c = 0; c < channels; c += 16) _mm_prefetch(reinterpret_cast<const char*>(p + a * sh + b * sw + c), HINT);
+      for (int c = 0; c < channels; c += 16)
+        _mm_prefetch(reinterpret_cast<const char*>(p + a * sh + b * sw + c), static_cast<decltype(_MM_HINT_T0)>(HINT));
 }
 
 // Tile `tile` of a grid of tiles_h x tiles_w per image.

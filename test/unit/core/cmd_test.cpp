@@ -178,6 +178,21 @@ TEST_F(CmdTest, HintAutoFindsStrideAndPadding) {
   ccv_nnc_hint_t wrong = {};
   wrong.stride.dim[0] = wrong.stride.dim[1] = 1;
   EXPECT_FALSE(ccv_nnc_hint_verify(wrong, conv, cpu_param(CCV_32F, {28, 28, 1}), cpu_param(CCV_32F, {28, 28, 32})));
+  // Huge extents and windows (from a damaged file, say): no overflow and no
+  // long search; 2^30 -> 2 with a window of 3 takes stride 2^29 - 1.
+  ccv_nnc_cmd_param_t huge = no_params();
+  huge.size.dim[0] = huge.size.dim[1] = 3;
+  const auto hx = cpu_param(CCV_32F, {1 << 30, 1 << 30, 1}), hy = cpu_param(CCV_32F, {2, 2, 1});
+  h = ccv_nnc_hint_auto(huge, hx, hy);
+  EXPECT_EQ(h.stride.dim[0], (1 << 29) - 1);
+  EXPECT_TRUE(ccv_nnc_hint_verify(h, huge, hx, hy));
+  // A window as large as the image: 2 outputs with stride 1 and one row of padding.
+  huge.size.dim[0] = huge.size.dim[1] = 0x7fffffff;
+  const auto hm = cpu_param(CCV_32F, {0x7fffffff, 0x7fffffff, 1});
+  h = ccv_nnc_hint_auto(huge, hm, hy);
+  EXPECT_EQ(h.stride.dim[0], 1);
+  EXPECT_EQ(h.border.begin[0] + h.border.end[0], 1);
+  EXPECT_TRUE(ccv_nnc_hint_verify(h, huge, hm, hy));
 }
 
 // Fake kernels to check the registry's ordering without real commands.
