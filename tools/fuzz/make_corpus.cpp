@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "nnc/ccv_nnc.h"
+#include "fuzz_model.hpp"
 #include "seed_graph.hpp"
 
 namespace {
@@ -59,10 +60,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: fuzz_make_corpus DIR\n");
     return 2;
   }
+  ccv_nnc_init();
   const std::string dir = argv[1];
   mkdir(dir.c_str(), 0755);
   mkdir((dir + "/tensor").c_str(), 0755);
   mkdir((dir + "/graph").c_str(), 0755);
+  mkdir((dir + "/model").c_str(), 0755);
   const int types[] = {CCV_32F, CCV_64F, CCV_16F, CCV_16BF, CCV_32S, CCV_64S, CCV_8U};
   bool ok = true;
   int n = 0;
@@ -96,6 +99,12 @@ int main(int argc, char** argv) {
   sqlite3_finalize(s);
   sqlite3_close(db);
   for (const char* suffix : {"", "-wal", "-shm"}) std::remove((graph_db + suffix).c_str());
-  std::printf("%s: %d tensor files and 1 graph record in %s\n", ok ? "done" : "FAILED", n, dir.c_str());
+  // Model checkpoints: parameters only, then with the minimiser's momenta.
+  ccv_cnnp_model_t* model = nnc_fuzz::make_fuzz_model();
+  ok = ok && nnc_fuzz::write_fuzz_model(model, (dir + "/model/seed0").c_str());
+  nnc_fuzz::step_fuzz_model(model);
+  ok = ok && nnc_fuzz::write_fuzz_model(model, (dir + "/model/seed1").c_str());
+  ccv_cnnp_model_free(model);
+  std::printf("%s: %d tensor files, 1 graph record and 2 model checkpoints in %s\n", ok ? "done" : "FAILED", n, dir.c_str());
   return ok ? 0 : 1;
 }

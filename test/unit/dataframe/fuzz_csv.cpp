@@ -38,7 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (total > text.size()) std::abort();  // cells only ever shrink the text
     ccv_cnnp_dataframe_iter_free(it);
   }
-  for (int i = 0; i < columns; i++) (void)ccv_cnnp_dataframe_column_name(df, i);
+  for (int i = 0; i < columns; i++)
+    if (!ccv_cnnp_dataframe_column_name(df, i)) std::abort();  // every column of a CSV has a name
   ccv_cnnp_dataframe_free(df);
   return 0;
 }
