@@ -38,8 +38,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (total > text.size()) std::abort();  // cells only ever shrink the text
     ccv_cnnp_dataframe_iter_free(it);
   }
-  for (int i = 0; i < columns; i++)
-    if (!ccv_cnnp_dataframe_column_name(df, i)) std::abort();  // every column of a CSV has a name
+  // Names may be NULL (a file without a header row); asking must not crash.
+  for (int i = 0; i < columns; i++) {
+    const char* volatile name = ccv_cnnp_dataframe_column_name(df, i);
+    (void)name;
+  }
   ccv_cnnp_dataframe_free(df);
   return 0;
 }
