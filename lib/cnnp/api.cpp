@@ -148,13 +148,7 @@ NNC_API void ccv_cnnp_model_compile(ccv_cnnp_model_t* const model, const ccv_nnc
 
 NNC_API void ccv_cnnp_model_absorb(ccv_cnnp_model_t* const model, ccv_cnnp_model_t* const init, const ccv_nnc_tensor_param_t* const inputs,
                                    const int input_size) {
-  guard_void([&] {
-    check_model(model, "ccv_cnnp_model_absorb");
-    check_model(init, "ccv_cnnp_model_absorb");
-    fail(CCV_NNC_EXEC_INVALID, "ccv_cnnp_model_absorb: not supported yet (compile the model again with the new input shapes instead)");
-    (void)inputs;
-    (void)input_size;
-  });
+  guard_void([&] { absorb(check_model(model, "ccv_cnnp_model_absorb"), init, inputs, input_size); });
 }
 
 NNC_API void ccv_cnnp_model_tensor_auto(ccv_cnnp_model_t* const model, ccv_nnc_tensor_param_t* const outputs, const int output_size) {

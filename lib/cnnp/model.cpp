@@ -193,6 +193,8 @@ Sym Build::parameter_update(const Model* owner, int slot) {
 }
 
 void Build::run(Model* m, const std::vector<Sym>& in, std::vector<Sym>& out) {
+  // A model that absorbed another builds as that one (ccv_cnnp_model_absorb).
+  while (m->absorbed) m = m->absorbed;
   if (m->input_size >= 0) expect_inputs(*m, in, m->input_size);
   trainable_.push_back(m->is_trainable);
   out.clear();
@@ -924,6 +926,43 @@ void compile(Model* m, const ccv_nnc_tensor_param_t* inputs, int input_size, con
   m->compiled = std::move(c);
 }
 
+void absorb(Model* m, Model* init, const ccv_nnc_tensor_param_t* inputs, int input_size) {
+  const char* what = "ccv_cnnp_model_absorb";
+  Compiled& c = compiled_of(m, what);
+  NNC_CHECK(init, "%s: no model to absorb", what);
+  NNC_CHECK(init != m, "%s: a model cannot absorb itself", what);
+  // The model to absorb is ours from here on, whatever happens (libnnc's contract).
+  std::unique_ptr<Model> owned(init);
+  NNC_CHECK(!init->compiled, "%s: the model to absorb is compiled already", what);
+  compile(init, inputs, input_size, c.minimizer, c.loss);
+  NNC_CHECK(init->compiled, "%s: compiling the model to absorb failed", what);
+  Compiled& n = *init->compiled;
+  auto refuse = [&](const std::string& why) { fail(CCV_NNC_EXEC_INVALID, "%s: %s", what, why.c_str()); };
+  if (n.params.size() != c.params.size())
+    refuse(format("model %s has %zu parameters, the one to absorb %zu", model_label(*m).c_str(), c.params.size(), n.params.size()));
+  for (size_t i = 0; i < n.params.size(); i++)
+    if (!same_params(n.params[i].tensor->info, c.params[i].tensor->info))
+      refuse(format("parameter %zu is %s in model %s, %s in the one to absorb", i, shape_string(c.params[i].tensor->info).c_str(),
+                    model_label(*m).c_str(), shape_string(n.params[i].tensor->info).c_str()));
+  // The new structure's parameters are the old tensors, with their state.
+  for (size_t i = 0; i < n.params.size(); i++) {
+    n.params[i].tensor = c.params[i].tensor;
+    n.params[i].aux = c.params[i].aux;
+    n.params[i].gradient = c.params[i].gradient;
+    n.params[i].has_gradient = c.params[i].has_gradient;
+    n.params[i].minimizer = c.params[i].minimizer;
+    n.params[i].initialized = c.params[i].initialized;
+  }
+  n.compile_params = c.compile_params;
+  n.workspace_size = c.workspace_size;
+  n.max_concurrency = c.max_concurrency;
+  Model* old = m->absorbed;
+  m->compiled = std::move(init->compiled);
+  m->absorbed = owned.release();
+  m->output_size = init->output_size;
+  delete old;
+}
+
 void fit(Model* m, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* fits, int fit_size,
          ccv_nnc_tensor_t* const* outputs, int output_size) {
   const char* what = "ccv_cnnp_model_fit";
@@ -1059,6 +1098,7 @@ std::vector<Param*> select(Model* m, const Io* io, const char* what) {
     stack.pop_back();
     if (!inside.insert(x).second) continue;
     x->children(stack);
+    if (x->absorbed) stack.push_back(x->absorbed);
   }
   std::vector<Param*> r;
   for (auto& p : c.params)

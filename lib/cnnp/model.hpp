@@ -215,6 +215,9 @@ void evaluate(Model* m, const ccv_cnnp_evaluate_param_t& params, ccv_nnc_tensor_
               ccv_nnc_tensor_t* const* outputs, int output_size, bool dry_run);
 void backward(Model* m, ccv_nnc_tensor_t* const* ingrads, int ingrad_size, ccv_nnc_tensor_t* const* outgrads, int outgrad_size);
 void apply_gradients(Model* m);
+// ccv_cnnp_model_absorb: m builds as `init` from now on, with m's parameter
+// tensors (matched in order, shapes equal) and their minimiser state.
+void absorb(Model* m, Model* init, const ccv_nnc_tensor_param_t* inputs, int input_size);
 Compiled& compiled_of(Model* m, const char* what);
 // The parameters a selection io names (every parameter for ALL_PARAMETERS).
 std::vector<Param*> select(Model* m, const Io* io, const char* what);

@@ -4,6 +4,7 @@
 // parameter access and bad input.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -733,6 +734,58 @@ TEST_F(ModelTest, OutputsThatAreViewsParametersOrInputs) {
     for (int a = 0; a < 4; a++)
       for (int b = 0; b < 3; b++) EXPECT_EQ(o2.f32()[n * 12 + a * 3 + b], xt.f32()[n * 12 + b * 4 + a]);
   ccv_cnnp_model_free(net);
+}
+
+TEST_F(ModelTest, AbsorbKeepsParametersUnderANewStructure) {
+  // A: reshape [2, 2, 3] -> [2, 6], dense(4). B: the same for 5 rows. After
+  // A absorbs B (compiled for [5, 2, 3]), A computes B's structure with A's
+  // trained weights and momenta.
+  auto make = [](int rows) {
+    int dim[CCV_NNC_MAX_DIM_ALLOC] = {0};
+    dim[0] = rows, dim[1] = 6;
+    ccv_cnnp_model_t* layers[] = {ccv_cnnp_reshape(0, dim, nullptr, nullptr, nullptr), ccv_cnnp_dense(4, 0, 0, 1, "fc")};
+    return ccv_cnnp_sequential_new(layers, 2, 1, "net");
+  };
+  ccv_cnnp_model_t* a = make(2);
+  auto ap = cpu_param(CCV_32F, {2, 2, 3});
+  ccv_cnnp_model_compile(a, &ap, 1, sgd(0.1f, 1, 0.9f), cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD));
+  Tensor x2(ap), l2(cpu_param(CCV_32F, {2}));
+  std::mt19937 rng(8);
+  nnc_test::fill_uniform(x2.f32(), 12, rng);
+  l2.f32()[0] = 1, l2.f32()[1] = 3;
+  ccv_nnc_tensor_t* xs[] = {x2};
+  ccv_nnc_tensor_t* ls[] = {l2};
+  ccv_cnnp_model_fit(a, xs, 1, ls, 1, nullptr, 0, nullptr, nullptr);
+  Tensor w(cpu_param(CCV_32F, {4, 6})), b(cpu_param(CCV_32F, {4}));
+  ccv_cnnp_model_parameter_copy(a, ccv_cnnp_model_parameters(a, ALL_PARAMETERS, 0), w);
+  ccv_cnnp_model_parameter_copy(a, ccv_cnnp_model_parameters(a, ALL_PARAMETERS, 1), b);
+  auto bp = cpu_param(CCV_32F, {5, 2, 3});
+  ccv_cnnp_model_absorb(a, make(5), &bp, 1);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  Tensor x5(bp), y5(cpu_param(CCV_32F, {5, 4}));
+  nnc_test::fill_uniform(x5.f32(), 30, rng);
+  ccv_nnc_tensor_t* x5s[] = {x5};
+  ccv_nnc_tensor_t* y5s[] = {y5};
+  ccv_cnnp_evaluate_param_t ep{};
+  ep.is_test = 1;
+  ccv_cnnp_model_evaluate(a, ep, x5s, 1, y5s, 1, nullptr, nullptr);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  for (int n = 0; n < 5; n++)
+    for (int o = 0; o < 4; o++) {
+      double s = b.f32()[o];
+      for (int i = 0; i < 6; i++) s += x5.f32()[n * 6 + i] * w.f32()[o * 6 + i];
+      EXPECT_NEAR(y5.f32()[n * 4 + o], s, 1e-5);
+    }
+  EXPECT_STREQ(ccv_cnnp_model_parameter_name(a, ccv_cnnp_model_parameters(a, ALL_PARAMETERS, 0)), "fc.weight");
+  // Parameters of another shape are refused (and the absorbed model freed).
+  ccv_cnnp_model_t* other = ccv_cnnp_sequential_new(std::array<ccv_cnnp_model_t*, 1>{ccv_cnnp_dense(3, 0, 0, 1, "fc")}.data(), 1, 1, "o");
+  auto op = cpu_param(CCV_32F, {5, 6});
+  ccv_cnnp_model_absorb(a, other, &op, 1);
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("parameter 0"), std::string::npos) << ccv_nnc_error_message();
+  // a still works as before.
+  ccv_cnnp_model_evaluate(a, ep, x5s, 1, y5s, 1, nullptr, nullptr);
+  EXPECT_STREQ(ccv_nnc_error_message(), "");
+  ccv_cnnp_model_free(a);
 }
 
 TEST_F(ModelTest, BadInputIsRefusedWithMessages) {
