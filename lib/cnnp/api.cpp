@@ -258,8 +258,10 @@ NNC_API void ccv_cnnp_model_set_memory_reduction(ccv_cnnp_model_t* const model, 
 NNC_API void ccv_cnnp_model_set_gradient_checkpointing(ccv_cnnp_model_t* const model, const int gradient_checkpointing) {
   guard_void([&] {
     Model* m = check_model(model, "ccv_cnnp_model_set_gradient_checkpointing");
-    NNC_CHECK(!gradient_checkpointing, "ccv_cnnp_model_set_gradient_checkpointing: not supported yet");
-    m->gradient_checkpointing = 0;
+    m->gradient_checkpointing = gradient_checkpointing ? 1 : 0;
+    // Compiled graphs of every model holding this one are rebuilt lazily: the
+    // caller sets it before compiling, or the model's own graphs go now.
+    drop_jits(m);
   });
 }
 

@@ -28,6 +28,7 @@
 #include "core/error.hpp"
 #include "nnc/ccv_nnc_easy.h"
 #include "graph/graph.hpp"
+#include "symbolic/graph.hpp"
 #include "symbolic/compile.hpp"
 
 namespace nnc::cnnp {
@@ -193,12 +194,17 @@ Sym Build::parameter_update(const Model* owner, int slot) {
 }
 
 void Build::run(Model* m, const std::vector<Sym>& in, std::vector<Sym>& out) {
+  const bool checkpointed = m->gradient_checkpointing != 0;
   // A model that absorbed another builds as that one (ccv_cnnp_model_absorb).
   while (m->absorbed) m = m->absorbed;
   if (m->input_size >= 0) expect_inputs(*m, in, m->input_size);
   trainable_.push_back(m->is_trainable);
   out.clear();
+  const int begin = ccv_nnc_graph_exec_symbol_count(graph);
+  checkpoint_depth_ += checkpointed;
   m->build(*this, in, out);
+  checkpoint_depth_ -= checkpointed;
+  if (checkpointed && checkpoint_depth_ == 0) checkpoints.emplace_back(begin, ccv_nnc_graph_exec_symbol_count(graph));
   trainable_.pop_back();
   NNC_CHECK(static_cast<int>(out.size()) == m->output_size || m->output_size < 0, "model %s built %zu outputs, expected %d",
             model_label(*m).c_str(), out.size(), m->output_size);
@@ -612,6 +618,102 @@ std::unique_ptr<Jit> make_infer(Model* m, const std::vector<ccv_nnc_tensor_param
   return j;
 }
 
+// Gradient checkpointing: the backward execs that read values computed
+// inside a checkpointed model's range read copies recomputed just before the
+// backward reaches that model (after the gradients of the range's outputs
+// exist), so the forward's own values die inside the forward. Ranges whose
+// values are views, or that draw random numbers (a recompute would draw
+// others), are refused with a message.
+void recompute_checkpoints(Model* m, Jit& j, Build& b, int forward_end) {
+  symbolic::Graph* g = j.sg;
+  const int total = ccv_nnc_graph_exec_symbol_count(j.sg);
+  std::set<int> kept;
+  for (Sym o : j.outputs) kept.insert(o.d);
+  for (auto [begin, end] : b.checkpoints) {
+    std::set<int> produced;
+    for (int e = begin; e < end; e++) {
+      const auto& x = g->execs[static_cast<size_t>(e)];
+      NNC_CHECK(x.cmd.cmd != CCV_NNC_DROPOUT_FORWARD && x.cmd.cmd != CCV_NNC_RANDOM_UNIFORM_FORWARD && x.cmd.cmd != CCV_NNC_RANDOM_NORMAL_FORWARD,
+                "model %s: gradient checkpointing over a random command (%s) would recompute other numbers", model_label(*m).c_str(),
+                ccv_nnc_cmd_name(x.cmd.cmd));
+      for (int d : x.outputs)
+        if (d >= 0) produced.insert(d);
+    }
+    std::set<int> boundary;
+    for (int d : produced) {
+      const auto& t = g->tensors[static_cast<size_t>(d)];
+      NNC_CHECK(t.alias_of < 0 && t.aliases.empty(), "model %s: gradient checkpointing over views (%s) is not supported yet", model_label(*m).c_str(),
+                symbolic::tensor_label(g, d).c_str());
+      if (kept.count(d)) boundary.insert(d);
+    }
+    for (int e = 0; e < forward_end; e++) {
+      if (e >= begin && e < end) continue;
+      for (int d : g->execs[static_cast<size_t>(e)].inputs)
+        if (produced.count(d)) boundary.insert(d);
+    }
+    std::vector<int> readers;
+    for (int e = forward_end; e < total; e++)
+      for (int d : g->execs[static_cast<size_t>(e)].inputs)
+        if (produced.count(d) && !boundary.count(d)) {
+          readers.push_back(e);
+          break;
+        }
+    if (readers.empty()) continue;
+    // Recompute, into fresh symbols, only the execs the backward's values need.
+    std::set<int> needed;
+    for (int e : readers)
+      for (int d : g->execs[static_cast<size_t>(e)].inputs)
+        if (produced.count(d) && !boundary.count(d)) needed.insert(d);
+    std::vector<char> recompute(static_cast<size_t>(end - begin), 0);
+    for (int e = end - 1; e >= begin; e--) {
+      const auto& x = g->execs[static_cast<size_t>(e)];
+      bool need = false;
+      for (int d : x.outputs) need = need || (d >= 0 && needed.count(d));
+      if (!need) continue;
+      recompute[static_cast<size_t>(e - begin)] = 1;
+      for (int d : x.inputs)
+        if (d >= 0 && produced.count(d)) needed.insert(d);
+    }
+    std::map<int, int> copy;
+    std::vector<ccv_nnc_graph_exec_symbol_t> recomputed;
+    for (int e = begin; e < end; e++) {
+      if (!recompute[static_cast<size_t>(e - begin)]) continue;
+      const ccv_nnc_cmd_t cmd = g->execs[static_cast<size_t>(e)].cmd;
+      const ccv_nnc_hint_t hint = g->execs[static_cast<size_t>(e)].hint;
+      const std::vector<int> ins = g->execs[static_cast<size_t>(e)].inputs, outs = g->execs[static_cast<size_t>(e)].outputs;
+      std::vector<Sym> a, r;
+      for (int d : ins) a.push_back({d >= 0 && copy.count(d) ? copy[d] : d, j.sg});
+      for (int d : outs) {
+        if (d < 0) {
+          r.push_back({CCV_NNC_NO_TENSOR_SYMBOL, j.sg});
+          continue;
+        }
+        Sym n = b.tensor(g->tensors[static_cast<size_t>(d)].info);
+        copy[d] = n.d;
+        r.push_back(n);
+      }
+      recomputed.push_back(b.exec(cmd, hint, a, r, "recompute"));
+    }
+    // Just in time: after the gradients of the range's outputs are computed.
+    for (int d : boundary) {
+      const Sym grad = ccv_nnc_tensor_symbol_for_backward(j.sg, {d, j.sg});
+      if (grad.d < 0) continue;
+      const ccv_nnc_graph_exec_symbol_t w = ccv_nnc_graph_exec_symbol_for_backward(j.sg, grad);
+      if (w.d < 0) continue;
+      for (auto& x : recomputed) ccv_nnc_graph_exec_symbol_concat(j.sg, w, x);
+    }
+    for (int e : readers) {
+      std::vector<Sym> a, r;
+      for (int d : g->execs[static_cast<size_t>(e)].inputs)
+        a.push_back({d >= 0 && !boundary.count(d) && copy.count(d) ? copy[d] : d, j.sg});
+      for (int d : g->execs[static_cast<size_t>(e)].outputs) r.push_back({d, j.sg});
+      checked([&] {
+        ccv_nnc_graph_exec_symbol_set_io(j.sg, {e, j.sg}, a.data(), static_cast<int>(a.size()), r.data(), static_cast<int>(r.size()));
+      });
+    }
+  }
+}
+
 std::unique_ptr<Jit> make_fit(Model* m, const std::vector<ccv_nnc_tensor_param_t>& shapes, const std::vector<ccv_nnc_tensor_param_t>& fit_shapes) {
   Compiled& c = *m->compiled;
   auto j = std::make_unique<Jit>();
@@ -639,6 +741,7 @@ std::unique_ptr<Jit> make_fit(Model* m, const std::vector<ccv_nnc_tensor_param_t
     if (loss_outputs(c.loss) == 2) outs.push_back(b.tensor_auto());
     b.exec(c.loss, ccv_nnc_no_hint, ins, outs, "loss");
   }
+  const int forward_end = ccv_nnc_graph_exec_symbol_count(j->sg);
   // The trainable parameters get one minimiser exec each.
   std::vector<Sym> train;
   std::vector<size_t> train_index;
@@ -684,6 +787,7 @@ std::unique_ptr<Jit> make_fit(Model* m, const std::vector<ccv_nnc_tensor_param_t
       }
     }
   }
+  if (!b.checkpoints.empty()) recompute_checkpoints(m, *j, b, forward_end);
   compile_jit(m, *j, binds, {j->loss});
   return j;
 }
@@ -766,6 +870,7 @@ std::unique_ptr<Jit> make_staged(Model* m, const std::vector<ccv_nnc_tensor_para
   std::vector<Sym> keep;
   for (Sym g : j->outgrads)
     if (g.d >= 0) keep.push_back(g);
+  if (!b.checkpoints.empty()) recompute_checkpoints(m, *j, b, forward_end);
   compile_jit(m, *j, binds, keep);
   // The two parts: forward nodes (of the exec symbols the build made) and the rest.
   const int n_exec = ccv_nnc_graph_exec_symbol_count(j->sg);

@@ -95,11 +95,15 @@ class Build {
   };
   std::vector<Found> found;  // in the order first declared
   std::vector<std::pair<size_t, Sym>> updates;  // (index into found, symbol) from parameter_update
+  // Exec symbol ranges [begin, end) built by models with gradient
+  // checkpointing (outermost ones only).
+  std::vector<std::pair<int, int>> checkpoints;
  private:
   bool discover_;
   std::map<std::pair<const Model*, int>, size_t> index_;
   std::vector<int> trainable_;  // stack of is_trainable (1, 0, -1) of the models being built
   std::map<std::string, int> kind_count_;
+  int checkpoint_depth_ = 0;
   std::map<const Model*, std::string> label_;
  public:
   std::string label_of(const Model* m);

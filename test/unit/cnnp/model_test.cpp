@@ -689,7 +689,7 @@ TEST_F(ModelTest, NotifyDynamicDotAndParameterMaps) {
   // Settings the CPU build does not have are refused with a message.
   ccv_cnnp_model_set_data_parallel(net, 2);
   EXPECT_NE(std::string(ccv_nnc_error_message()).find("one"), std::string::npos);
-  ccv_cnnp_model_set_gradient_checkpointing(net, 1);
+  ccv_cnnp_model_set_memory_reduction(net, 1);
   EXPECT_NE(std::string(ccv_nnc_error_message()).find("not supported"), std::string::npos);
   EXPECT_GT(ccv_cnnp_model_memory_size(net), 0u);
   ccv_cnnp_model_free(net);
@@ -786,6 +786,61 @@ TEST_F(ModelTest, AbsorbKeepsParametersUnderANewStructure) {
   ccv_cnnp_model_evaluate(a, ep, x5s, 1, y5s, 1, nullptr, nullptr);
   EXPECT_STREQ(ccv_nnc_error_message(), "");
   ccv_cnnp_model_free(a);
+}
+
+TEST_F(ModelTest, GradientCheckpointingRecomputesAndSavesMemory) {
+  // dense -> relu -> 4 blocks of [dense -> relu -> dense -> relu], each
+  // checkpointed -> dense, fp64: a fit step with checkpointing gives the
+  // parameters a step without gives, and the training arena is smaller (one
+  // block's activations are recomputed at a time).
+  const int N = 64, W = 96;
+  auto make = [&](int checkpointed) {
+    ccv_cnnp_model_t* layers[7];
+    layers[0] = ccv_cnnp_dense(W, 0, 0, 1, nullptr);
+    layers[1] = ccv_cnnp_relu(nullptr);
+    for (int k = 0; k < 4; k++) {
+      ccv_cnnp_model_t* inner_layers[4] = {ccv_cnnp_dense(W, 0, 0, 1, nullptr), ccv_cnnp_relu(nullptr), ccv_cnnp_dense(W, 0, 0, 1, nullptr),
+                                           ccv_cnnp_relu(nullptr)};
+      layers[2 + k] = ccv_cnnp_sequential_new(inner_layers, 4, 1, nullptr);
+      ccv_cnnp_model_set_gradient_checkpointing(layers[2 + k], checkpointed);
+    }
+    layers[6] = ccv_cnnp_dense(5, 0, 0, 1, nullptr);
+    return ccv_cnnp_sequential_new(layers, 7, 1, "deep");
+  };
+  auto xp = cpu_param(CCV_64F, {N, 7});
+  ccv_cnnp_model_t* plain = make(0);
+  ccv_cnnp_model_t* ckpt = make(1);
+  ccv_cnnp_model_compile(plain, &xp, 1, sgd(0.05f, 1.f / N, 0.9f), cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD));
+  ccv_cnnp_model_compile(ckpt, &xp, 1, sgd(0.05f, 1.f / N, 0.9f), cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD));
+  EXPECT_EQ(ccv_cnnp_model_gradient_checkpointing(ckpt), 0);  // the outer model's own flag
+  ccv_cnnp_model_set_parameters(ckpt, ccv_cnnp_model_parameters(ckpt, ALL_PARAMETERS, ALL_PARAMETERS), plain,
+                                ccv_cnnp_model_parameters(plain, ALL_PARAMETERS, ALL_PARAMETERS));
+  Tensor x(xp), l(cpu_param(CCV_64F, {N}));
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<double> u(-1, 1);
+  ccv_nnc_tensor_t* xs[] = {x};
+  ccv_nnc_tensor_t* ls[] = {l};
+  for (int step = 0; step < 2; step++) {
+    for (int i = 0; i < N * 7; i++) x->data.f64[i] = u(rng);
+    for (int i = 0; i < N; i++) l->data.f64[i] = (i * 7 + step) % 5;
+    ccv_cnnp_model_fit(plain, xs, 1, ls, 1, nullptr, 0, nullptr, nullptr);
+    ccv_cnnp_model_fit(ckpt, xs, 1, ls, 1, nullptr, 0, nullptr, nullptr);
+    ASSERT_STREQ(ccv_nnc_error_message(), "");
+  }
+  const int np = ccv_cnnp_model_parameter_count(plain);
+  ASSERT_EQ(np, 20);
+  for (int i = 0; i < np; i++) {
+    Tensor a(ccv_cnnp_model_parameter_tensor_params(plain, ccv_cnnp_model_parameters(plain, ALL_PARAMETERS, i)));
+    Tensor b(a->info);
+    ccv_cnnp_model_parameter_copy(plain, ccv_cnnp_model_parameters(plain, ALL_PARAMETERS, i), a);
+    ccv_cnnp_model_parameter_copy(ckpt, ccv_cnnp_model_parameters(ckpt, ALL_PARAMETERS, i), b);
+    for (size_t e = 0; e < ccv_nnc_tensor_count(a->info); e++) ASSERT_NEAR(a->data.f64[e], b->data.f64[e], 1e-12) << i;
+  }
+  // The checkpointed graph recomputes the inner forward: its arena is smaller.
+  const uint64_t plain_bytes = ccv_cnnp_model_memory_size(plain), ckpt_bytes = ccv_cnnp_model_memory_size(ckpt);
+  EXPECT_LT(ckpt_bytes, plain_bytes) << "checkpointed " << ckpt_bytes << " plain " << plain_bytes;
+  ccv_cnnp_model_free(plain);
+  ccv_cnnp_model_free(ckpt);
 }
 
 TEST_F(ModelTest, BadInputIsRefusedWithMessages) {
