@@ -1,14 +1,17 @@
 // bench-io: a checkpoint of the reference network's parameters (8 fp32
-// tensors, 3.3 MB) written and read through ccv_nnc_tensor_write / _read in
+// tensors, 3.4 MB), or ResNet-50's, written and read through ccv_nnc_tensor_write / _read in
 // one SQLite transaction, beside torch.save / torch.load of the same tensors.
 //
-//   bench-io [--reps N] [--dir DIR]
+//   bench-io [--reps N] [--dir DIR] [--resnet50]
+//
+// --resnet50: ResNet-50's parameters and batch-norm statistics instead (267
+// tensors, 25.6 M parameters plus 53 k statistics, about 102 MB).
 //
 // NNC rows: "durable" is the checkpoint file as nnc::io opens it (64 KiB
 // pages, WAL, synchronous=FULL: fsync at commit); "no sync" is synchronous=OFF, which is
 // what torch.save gives (the OS writes the file later). Each write starts
 // from a removed file and includes open and close; reads open the file, read
-// all 8 tensors into new tensors (or into existing ones) and close it. Times
+// all tensors into new tensors (or into existing ones) and close it. Times
 // are medians. A ratio is NNC / PyTorch: below 1 NNC is faster.
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -32,6 +35,37 @@ namespace {
 
 const std::vector<std::vector<int>> kShapes = {{32, 1, 5, 5}, {32},  {64, 32, 5, 5}, {64},
                                                {256, 3136},   {256}, {10, 256},      {10}};
+
+// ResNet-50 (v1, torchvision's layout): each convolution's weight, each
+// batch norm's weight, bias, running mean and running variance, the classifier.
+std::vector<std::vector<int>> resnet50_shapes() {
+  std::vector<std::vector<int>> s;
+  auto bn = [&](int c) {
+    for (int k = 0; k < 4; k++) s.push_back({c});
+  };
+  s.push_back({64, 3, 7, 7});
+  bn(64);
+  int in = 64;
+  const int blocks[4] = {3, 4, 6, 3}, widths[4] = {64, 128, 256, 512};
+  for (int stage = 0; stage < 4; stage++)
+    for (int b = 0; b < blocks[stage]; b++) {
+      const int w = widths[stage];
+      s.push_back({w, in, 1, 1});
+      bn(w);
+      s.push_back({w, w, 3, 3});
+      bn(w);
+      s.push_back({4 * w, w, 1, 1});
+      bn(4 * w);
+      if (b == 0) {
+        s.push_back({4 * w, in, 1, 1});
+        bn(4 * w);
+      }
+      in = 4 * w;
+    }
+  s.push_back({1000, 2048});
+  s.push_back({1000});
+  return s;
+}
 
 double median_ms(int reps, const std::function<void()>& f) {
   std::vector<double> t;
@@ -77,13 +111,18 @@ long file_size(const std::string& path) {
 int main(int argc, char** argv) {
   int reps = 20;
   std::string dir = "/tmp";
+  std::vector<std::vector<int>> shapes = kShapes;
+  const char* what = "the reference network";
   for (int i = 1; i < argc; i++) {
     if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
       reps = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--dir") && i + 1 < argc)
       dir = argv[++i];
-    else {
-      std::fprintf(stderr, "usage: bench-io [--reps N] [--dir DIR]\n");
+    else if (!std::strcmp(argv[i], "--resnet50")) {
+      shapes = resnet50_shapes();
+      what = "ResNet-50";
+    } else {
+      std::fprintf(stderr, "usage: bench-io [--reps N] [--dir DIR] [--resnet50]\n");
       return 2;
     }
   }
@@ -94,7 +133,7 @@ int main(int argc, char** argv) {
   size_t bytes = 0;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> d(0.f, 1.f);
-  for (const auto& s : kShapes) {
+  for (const auto& s : shapes) {
     ccv_nnc_tensor_param_t p{};
     p.type = CCV_TENSOR_CPU_MEMORY;
     p.format = CCV_TENSOR_FORMAT_NCHW;
@@ -149,7 +188,7 @@ int main(int argc, char** argv) {
 
   std::string cmd =
       std::string("/usr/bin/python3 ") + NNC_BENCH_IO_PEER + " " + torch_path + " " + std::to_string(reps);
-  for (const auto& s : kShapes)
+  for (const auto& s : shapes)
     for (size_t i = 0; i < s.size(); i++) {
       char d[16];
       std::snprintf(d, sizeof(d), "%s%d", i ? "x" : " ", s[i]);
@@ -167,7 +206,7 @@ int main(int argc, char** argv) {
   const bool have_peer = peer.count("load_ms") > 0;
   auto num = [&](const char* k) { return have_peer ? std::atof(peer[k].c_str()) : 0.0; };
 
-  std::printf("bench-io: %zu fp32 tensors, %.2f MB of parameters, median of %d, files in %s\n", tensors.size(),
+  std::printf("bench-io: %s, %zu fp32 tensors, %.2f MB of parameters, median of %d, files in %s\n", what, tensors.size(),
               bytes / 1e6, reps, dir.c_str());
   if (FILE* f = std::fopen("/proc/loadavg", "r")) {
     char load[64] = "";
