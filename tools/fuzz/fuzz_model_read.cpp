@@ -29,9 +29,15 @@ ccv_cnnp_model_t* model() {
 }
 
 std::vector<float> parameters(ccv_cnnp_model_t* m) {
+  // Each ccv_cnnp_model_parameters call adds an io the model keeps until it
+  // is freed: make them once.
+  static std::vector<ccv_cnnp_model_io_t> ios = [m] {
+    std::vector<ccv_cnnp_model_io_t> r;
+    for (int i = 0; i < ccv_cnnp_model_parameter_count(m); i++) r.push_back(ccv_cnnp_model_parameters(m, ALL_PARAMETERS, i));
+    return r;
+  }();
   std::vector<float> v;
-  for (int i = 0; i < ccv_cnnp_model_parameter_count(m); i++) {
-    ccv_cnnp_model_io_t p = ccv_cnnp_model_parameters(m, ALL_PARAMETERS, i);
+  for (ccv_cnnp_model_io_t p : ios) {
     ccv_nnc_tensor_t* t = ccv_nnc_tensor_new(nullptr, ccv_cnnp_model_parameter_tensor_params(m, p), 0);
     ccv_cnnp_model_parameter_copy(m, p, t);
     v.insert(v.end(), t->data.f32, t->data.f32 + ccv_nnc_tensor_count(t->info));
