@@ -80,6 +80,32 @@ void backward_impl(const Tables<T>& t, const T* g, T* dx, size_t r0, size_t r1, 
     const size_t b = r / static_cast<size_t>(t.H);
     const int iy = static_cast<int>(r % static_cast<size_t>(t.H));
     T* d = dx + r * row;
+    if (t.nearest_2x && C > 1) {
+      // Nearest 2x across channels: each input pixel is the (weighted) sum
+      // of the output pixel pairs 2j, 2j + 1 of the rows that read it, added
+      // straight into dx (no row buffer, one pass over each output row).
+      bool started = false;
+      for (int oy = t.lo[iy]; oy < t.hi[iy]; oy++) {
+        T wy = T(0);
+        if (t.h0[oy] == iy) wy += T(1) - t.hl[oy];
+        if (t.h1[oy] == iy && t.h1[oy] != t.h0[oy]) wy += t.hl[oy];
+        if (wy == T(0)) continue;
+        const T* gr = g + (b * static_cast<size_t>(t.OH) + static_cast<size_t>(oy)) * orow;
+        for (int j = 0; j < t.W; j++) {
+          const T* a = gr + static_cast<size_t>(2 * j) * C;
+          const T* e = a + C;
+          T* dj = d + static_cast<size_t>(j) * C;
+          if (!started)
+            for (size_t c = 0; c < C; c++) dj[c] = wy * (a[c] + e[c]);
+          else
+            for (size_t c = 0; c < C; c++) dj[c] += wy * (a[c] + e[c]);
+        }
+        started = true;
+      }
+      if (!started)
+        for (size_t i = 0; i < row; i++) d[i] = T(0);
+      continue;
+    }
     // Vertical: the weighted sum of the output rows that read this row.
     bool first = true;
     for (int oy = t.lo[iy]; oy < t.hi[iy]; oy++) {

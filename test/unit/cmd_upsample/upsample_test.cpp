@@ -107,6 +107,7 @@ const UpCase kCases[] = {
     {{3, 4, 5, 2}, {3, 8, 10, 2}, CHWN},
     {{2, 3, 4, 5}, {2, 3, 8, 10}, NCHW},  // exactly 2x, one channel a row (CPU_OPT's 2x loops)
     {{1, 1, 3, 1}, {1, 1, 6, 2}, NCHW},
+    {{2, 3, 4, 5}, {2, 7, 8, 5}, NHWC},  // 2x across, not down: CPU_OPT's nearest 2x over channels
 };
 
 TEST_F(Upsample, ForwardMatchesReference) {
