@@ -307,13 +307,7 @@ NNC_API void ccv_cnnp_model_set_parameter(ccv_cnnp_model_t* const model, const c
     const char* what = "ccv_cnnp_model_set_parameter";
     Param* p = one_parameter(check_model(model, what), parameter, what);
     NNC_CHECK(tensor, "%s: no tensor", what);
-    NNC_CHECK(ccv_nnc_tensor_count(tensor->info) == ccv_nnc_tensor_count(p->tensor->info), "%s: %s has %zu elements, the tensor %zu", what,
-              p->name.c_str(), static_cast<size_t>(ccv_nnc_tensor_count(p->tensor->info)), static_cast<size_t>(ccv_nnc_tensor_count(tensor->info)));
-    ccv_nnc_tensor_t* src = const_cast<ccv_nnc_tensor_t*>(tensor);
-    ccv_nnc_tensor_t* dst = p->tensor.get();
-    const uint32_t id = src->info.datatype == dst->info.datatype ? CCV_NNC_DATA_TRANSFER_FORWARD : CCV_NNC_DATATYPE_CONVERSION_FORWARD;
-    const int r = ccv_nnc_cmd_exec(command(id), ccv_nnc_no_hint, 0, &src, 1, &dst, 1, nullptr);
-    if (r != CCV_NNC_EXEC_SUCCESS) fail(r, "%s: %s", what, error_message().c_str());
+    copy_values(const_cast<ccv_nnc_tensor_t*>(tensor), p->tensor.get(), format("%s: %s", what, p->name.c_str()).c_str());
     p->initialized = true;
   });
 }
@@ -323,13 +317,7 @@ NNC_API void ccv_cnnp_model_parameter_copy(ccv_cnnp_model_t* const model, const 
     const char* what = "ccv_cnnp_model_parameter_copy";
     Param* p = one_parameter(check_model(model, what), parameter, what);
     NNC_CHECK(tensor, "%s: no tensor", what);
-    NNC_CHECK(ccv_nnc_tensor_count(tensor->info) == ccv_nnc_tensor_count(p->tensor->info), "%s: %s has %zu elements, the tensor %zu", what,
-              p->name.c_str(), static_cast<size_t>(ccv_nnc_tensor_count(p->tensor->info)), static_cast<size_t>(ccv_nnc_tensor_count(tensor->info)));
-    ccv_nnc_tensor_t* src = p->tensor.get();
-    ccv_nnc_tensor_t* dst = tensor;
-    const uint32_t id = src->info.datatype == dst->info.datatype ? CCV_NNC_DATA_TRANSFER_FORWARD : CCV_NNC_DATATYPE_CONVERSION_FORWARD;
-    const int r = ccv_nnc_cmd_exec(command(id), ccv_nnc_no_hint, 0, &src, 1, &dst, 1, nullptr);
-    if (r != CCV_NNC_EXEC_SUCCESS) fail(r, "%s: %s", what, error_message().c_str());
+    copy_values(p->tensor.get(), tensor, format("%s: %s", what, p->name.c_str()).c_str());
   });
 }
 
@@ -395,13 +383,7 @@ NNC_API void ccv_cnnp_model_set_parameters(ccv_cnnp_model_t* const model, const 
     auto from = select(check_model(from_model, what), from_parameters, what);
     NNC_CHECK(to.size() == from.size(), "%s: %zu parameters to set from %zu", what, to.size(), from.size());
     for (size_t i = 0; i < to.size(); i++) {
-      NNC_CHECK(ccv_nnc_tensor_count(to[i]->tensor->info) == ccv_nnc_tensor_count(from[i]->tensor->info), "%s: %s and %s differ in size", what,
-                to[i]->name.c_str(), from[i]->name.c_str());
-      ccv_nnc_tensor_t* s = from[i]->tensor.get();
-      ccv_nnc_tensor_t* d = to[i]->tensor.get();
-      const uint32_t id = s->info.datatype == d->info.datatype ? CCV_NNC_DATA_TRANSFER_FORWARD : CCV_NNC_DATATYPE_CONVERSION_FORWARD;
-      const int r = ccv_nnc_cmd_exec(command(id), ccv_nnc_no_hint, 0, &s, 1, &d, 1, nullptr);
-      if (r != CCV_NNC_EXEC_SUCCESS) fail(r, "%s: %s", what, error_message().c_str());
+      copy_values(from[i]->tensor.get(), to[i]->tensor.get(), format("%s: %s from %s", what, to[i]->name.c_str(), from[i]->name.c_str()).c_str());
       to[i]->initialized = true;
     }
   });

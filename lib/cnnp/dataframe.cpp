@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "core/splitmix.hpp"
 
 namespace nnc::dataframe {
 
@@ -18,10 +19,10 @@ std::atomic<uint64_t> g_allocations{0};
 // but the fixed seed and the number of shuffles before (std::shuffle's
 // distributions differ between standard libraries).
 uint64_t next_random(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
+  SplitMix64 g{state};
+  const uint64_t x = g.next();
+  state = g.state;
+  return x;
 }
 constexpr uint64_t kShuffleSeed = 0x6e6e635f64660001ull;
 

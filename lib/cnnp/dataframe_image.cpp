@@ -12,6 +12,7 @@
 
 #include "cnnp/dataframe.hpp"
 #include "core/error.hpp"
+#include "core/splitmix.hpp"
 
 namespace nnc::dataframe {
 
@@ -44,15 +45,8 @@ void read_image_map(void* const* const* column_data, int, int batch_size, void**
 // The jitter's generator (splitmix64), one per column, advanced row by row
 // under the dataframe's compute mutex: a fixed seed gives the same sequence
 // of jitters for the same sequence of rows.
-struct Rng {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+struct Rng : SplitMix64 {
+  double unit() { return uniform(); }  // [0, 1)
   double between(double a, double b) { return a + (b - a) * unit(); }
   // A factor in [1 / (1 + r), 1 + r], uniform in log scale (as likely to
   // halve as to double).

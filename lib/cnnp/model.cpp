@@ -10,8 +10,9 @@
 //              one arena, parameters and minimiser state bound (each update
 //              writes the tensor it read, so nothing is copied);
 //   staged     the model, its backward from gradients the caller gives and
-//              the minimiser, run in three parts by evaluate(requires_grad),
-//              backward and apply_gradients.
+//              a sum of each parameter's gradient, run in two parts by
+//              evaluate(requires_grad) and backward; apply_gradients then runs
+//              each parameter's minimiser on its summed gradient.
 // The caller's input, fit and output tensors are bound to their symbols on
 // each call (a pointer swap), never copied. A few Jits are cached, most
 // recently used first, so alternating shapes (a short last batch) do not
@@ -26,6 +27,8 @@
 
 #include "cnnp/layers.hpp"
 #include "core/error.hpp"
+#include "core/splitmix.hpp"
+#include "core/tensor.hpp"
 #include "nnc/ccv_nnc_easy.h"
 #include "graph/graph.hpp"
 #include "symbolic/graph.hpp"
@@ -60,23 +63,7 @@ bool same_params(const ccv_nnc_tensor_param_t& a, const ccv_nnc_tensor_param_t& 
   return true;
 }
 
-std::string shape_string(const ccv_nnc_tensor_param_t& p) {
-  std::string s = "[";
-  for (int i = 0; i < CCV_NNC_MAX_DIM_ALLOC && p.dim[i] > 0; i++) s += (i ? ", " : "") + std::to_string(p.dim[i]);
-  return s + "]";
-}
-
-// splitmix64, for default initialisation (reproducible from run to run).
-struct SplitMix {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-};
+std::string shape_string(const ccv_nnc_tensor_param_t& p) { return nnc::shape_string(p.dim); }
 
 // Creation order of model ios (threads may build models at once).
 std::atomic<uint64_t> g_io_sequence{0};
@@ -87,6 +74,14 @@ TensorRef new_tensor(const ccv_nnc_tensor_param_t& info) {
   ccv_nnc_tensor_t* t = ccv_nnc_tensor_new(nullptr, info, 0);
   if (!t) fail(CCV_NNC_EXEC_OOM, "cannot allocate a tensor of shape %s: %s", shape_string(info).c_str(), error_message().c_str());
   return TensorRef(t, [](ccv_nnc_tensor_t* p) { ccv_nnc_tensor_free(p); });
+}
+
+void copy_values(ccv_nnc_tensor_t* src, ccv_nnc_tensor_t* dst, const char* what) {
+  NNC_CHECK(ccv_nnc_tensor_count(src->info) == ccv_nnc_tensor_count(dst->info), "%s: %zu elements into %zu", what,
+            static_cast<size_t>(ccv_nnc_tensor_count(src->info)), static_cast<size_t>(ccv_nnc_tensor_count(dst->info)));
+  const uint32_t id = src->info.datatype == dst->info.datatype ? CCV_NNC_DATA_TRANSFER_FORWARD : CCV_NNC_DATATYPE_CONVERSION_FORWARD;
+  const int r = ccv_nnc_cmd_exec(ccv_nnc_cmd(id, nullptr, ccv_nnc_cmd_auto, 0), ccv_nnc_no_hint, 0, &src, 1, &dst, 1, nullptr);
+  if (r != CCV_NNC_EXEC_SUCCESS) fail(r, "%s: %s", what, error_message().c_str());
 }
 
 std::string model_label(const Model& m) { return m.name.empty() ? std::string(m.kind) : m.name + " (" + m.kind + ")"; }
@@ -390,9 +385,6 @@ Io* apply(Model* m, const ccv_cnnp_model_io_t* inputs, int size) {
   NNC_CHECK(m, "ccv_cnnp_model_apply: no model");
   NNC_CHECK(size >= 0 && (size == 0 || inputs), "ccv_cnnp_model_apply: no inputs");
   for (int i = 0; i < size; i++) NNC_CHECK(inputs[i], "ccv_cnnp_model_apply: input %d is NULL", i);
-  if (m->input_size >= 0 && size != m->input_size) {
-    // An io may stand for several outputs; the count is checked at build.
-  }
   auto io = std::make_unique<Io>();
   io->model = m;
   io->inputs.assign(inputs, inputs + size);
@@ -482,7 +474,7 @@ void drop_jits(Model* m) {
 
 namespace {
 
-void initialise(Param& p, SplitMix& rng) {
+void initialise(Param& p, SplitMix64& rng) {
   ccv_nnc_tensor_t* t = p.tensor.get();
   const size_t n = ccv_nnc_tensor_count(t->info);
   const Init& in = p.decl.init;
@@ -513,11 +505,7 @@ void initialise(Param& p, SplitMix& rng) {
       break;
     case Init::COPY: {
       NNC_CHECK(in.from, "initialising %s: no tensor to copy", p.name.c_str());
-      ccv_nnc_tensor_t* src = const_cast<ccv_nnc_tensor_t*>(in.from);
-      NNC_CHECK(ccv_nnc_tensor_count(src->info) == n, "initialising %s: the given tensor has %zu elements, the parameter %zu",
-                p.name.c_str(), static_cast<size_t>(ccv_nnc_tensor_count(src->info)), n);
-      NNC_CHECK(ccv_nnc_cmd_exec(ccv_nnc_cmd(CCV_NNC_DATA_TRANSFER_FORWARD, nullptr, ccv_nnc_cmd_auto, 0), ccv_nnc_no_hint, 0, &src, 1, &t, 1, nullptr) == CCV_NNC_EXEC_SUCCESS,
-                "initialising %s: %s", p.name.c_str(), error_message().c_str());
+      copy_values(const_cast<ccv_nnc_tensor_t*>(in.from), t, format("initialising %s", p.name.c_str()).c_str());
       break;
     }
     case Init::CALLBACK: {
@@ -542,6 +530,17 @@ void initialise(Param& p, SplitMix& rng) {
 }
 
 bool is_noop(const ccv_nnc_cmd_t& c) { return c.cmd == CCV_NNC_NOOP || c.cmd == 0; }
+
+// The minimiser's saved state of a parameter, zeros when it is new or when
+// the minimiser keeps another number of tensors.
+void ensure_aux(Param& p, int aux) {
+  if (p.aux.size() == static_cast<size_t>(aux)) return;
+  p.aux.clear();
+  for (int a = 0; a < aux; a++) {
+    p.aux.push_back(new_tensor(p.tensor->info));
+    ccv_nnc_tensor_zero(p.aux.back().get());
+  }
+}
 
 bool is_minimizer(uint32_t id) {
   return id == CCV_NNC_SGD_FORWARD || id == CCV_NNC_ADAM_FORWARD || id == CCV_NNC_ADAMW_FORWARD || id == CCV_NNC_RMSPROP_FORWARD ||
@@ -599,9 +598,6 @@ void compile_jit(Model* m, Jit& j, std::vector<ccv_nnc_tensor_bind_t>& binds, st
                                    ccv_nnc_symbolic_graph_destinations(j.sg), ccv_nnc_symbolic_graph_destination_size(j.sg), &j.graph, &j.ta, &j.ea);
   });
   NNC_CHECK(j.graph && j.ta && j.ea, "model %s: compiling its graph failed: %s", model_label(*m).c_str(), error_message().c_str());
-  if (c.max_concurrency > 0) {
-    // One CPU stream per graph for now: the kernels are threaded themselves.
-  }
 }
 
 std::unique_ptr<Jit> make_infer(Model* m, const std::vector<ccv_nnc_tensor_param_t>& shapes, bool is_test) {
@@ -610,7 +606,7 @@ std::unique_ptr<Jit> make_infer(Model* m, const std::vector<ccv_nnc_tensor_param
   j->is_test = is_test;
   j->key_inputs = shapes;
   j->sg = ccv_nnc_symbolic_graph_new();
-  Build b(j->sg, is_test, false);
+  Build b(j->sg, is_test);
   auto which = build_into(m, *j, b);
   Compiled& c = *m->compiled;
   std::vector<ccv_nnc_tensor_bind_t> binds = parameter_binds(b, which, c);
@@ -722,7 +718,7 @@ std::unique_ptr<Jit> make_fit(Model* m, const std::vector<ccv_nnc_tensor_param_t
   j->key_inputs = shapes;
   j->key_fits = fit_shapes;
   j->sg = ccv_nnc_symbolic_graph_new();
-  Build b(j->sg, false, false);
+  Build b(j->sg, false);
   auto which = build_into(m, *j, b);
   NNC_CHECK(!j->outputs.empty(), "model %s has no output to fit", model_label(*m).c_str());
   if (is_noop(c.loss)) {
@@ -774,13 +770,7 @@ std::unique_ptr<Jit> make_fit(Model* m, const std::vector<ccv_nnc_tensor_param_t
       if (p.minimizer.cmd != c.minimizer.cmd || std::memcmp(&p.minimizer.info, &c.minimizer.info, sizeof(p.minimizer.info)) != 0)
         checked([&] { ccv_nnc_graph_exec_symbol_set(j->sg, execs[i], p.minimizer); });
       binds.push_back({updated[i], p.tensor.get()});
-      if (p.aux.size() != static_cast<size_t>(aux)) {
-        p.aux.clear();
-        for (int a = 0; a < aux; a++) {
-          p.aux.push_back(new_tensor(p.tensor->info));
-          ccv_nnc_tensor_zero(p.aux.back().get());
-        }
-      }
+      ensure_aux(p, aux);
       for (int a = 0; a < aux; a++) {
         binds.push_back({saved[i * aux + a].source, p.aux[a].get()});
         binds.push_back({saved[i * aux + a].destination, p.aux[a].get()});
@@ -806,7 +796,7 @@ std::unique_ptr<Jit> make_staged(Model* m, const std::vector<ccv_nnc_tensor_para
   j->key_inputs = shapes;
   j->disable_outgrad = disable_outgrad;
   j->sg = ccv_nnc_symbolic_graph_new();
-  Build b(j->sg, is_test, false);
+  Build b(j->sg, is_test);
   auto which = build_into(m, *j, b);
   NNC_CHECK(!j->outputs.empty(), "model %s has no output to differentiate", model_label(*m).c_str());
   const int forward_end = ccv_nnc_graph_exec_symbol_count(j->sg);
@@ -979,7 +969,7 @@ void compile(Model* m, const ccv_nnc_tensor_param_t* inputs, int input_size, con
   NNC_CHECK(input_size > 0 && inputs, "%s: model %s needs the shapes of its inputs (none given)", what, model_label(*m).c_str());
   for (int i = 0; i < input_size; i++)
     NNC_CHECK(ccv_nnc_tensor_count(inputs[i]) > 0, "%s: input %d has no shape", what, i);
-  NNC_CHECK(is_noop(minimizer) || ccv_nnc_minimizer_saved_aux_size(minimizer) >= 0, "%s: %s is not a minimiser", what,
+  NNC_CHECK(is_noop(minimizer) || is_minimizer(minimizer.cmd), "%s: %s is not a minimiser", what,
             ccv_nnc_cmd_name(minimizer.cmd));
   // Discover the parameters in a scratch graph.
   ccv_nnc_symbolic_graph_t* sg = ccv_nnc_symbolic_graph_new();
@@ -987,7 +977,7 @@ void compile(Model* m, const ccv_nnc_tensor_param_t* inputs, int input_size, con
     ccv_nnc_symbolic_graph_t* g;
     ~Free() { ccv_nnc_symbolic_graph_free(g); }
   } free_sg{sg};
-  Build b(sg, false, true);
+  Build b(sg, false);
   std::vector<Sym> in, out;
   for (int i = 0; i < input_size; i++) in.push_back(b.tensor(inputs[i], "input"));
   b.run(m, in, out);
@@ -1002,7 +992,7 @@ void compile(Model* m, const ccv_nnc_tensor_param_t* inputs, int input_size, con
     c->max_concurrency = old->max_concurrency;
   }
   for (Sym o : out) c->outputs.push_back(b.params(o));
-  SplitMix rng{0x6e6e635f6d6f6465ull};
+  SplitMix64 rng{0x6e6e635f6d6f6465ull};
   std::set<std::string> names;
   for (auto& f : b.found) {
     Param p;
@@ -1172,14 +1162,7 @@ void apply_gradients(Model* m) {
   for (auto& p : c.params) {
     if (!p.has_gradient || !p.gradient) continue;
     any = true;
-    const int aux = ccv_nnc_minimizer_saved_aux_size(p.minimizer);
-    if (static_cast<int>(p.aux.size()) != aux) {
-      p.aux.clear();
-      for (int a = 0; a < aux; a++) {
-        p.aux.push_back(new_tensor(p.tensor->info));
-        ccv_nnc_tensor_zero(p.aux.back().get());
-      }
-    }
+    ensure_aux(p, ccv_nnc_minimizer_saved_aux_size(p.minimizer));
     std::vector<ccv_nnc_tensor_t*> ins = {p.gradient.get(), p.tensor.get()}, outs = {p.tensor.get()};
     for (auto& a : p.aux) ins.push_back(a.get()), outs.push_back(a.get());
     const int r = ccv_nnc_cmd_exec(p.minimizer, ccv_nnc_no_hint, 0, ins.data(), static_cast<int>(ins.size()), outs.data(),
@@ -1219,8 +1202,8 @@ std::vector<Param*> select(Model* m, const Io* io, const char* what) {
 void set_minimizer(Model* m, const ccv_nnc_cmd_t& minimizer, int reset, const ccv_cnnp_model_io_t* parameters, int parameter_size) {
   const char* what = "ccv_cnnp_model_set_minimizer";
   Compiled& c = compiled_of(m, what);
+  NNC_CHECK(is_minimizer(minimizer.cmd), "%s: %s is not a minimiser", what, ccv_nnc_cmd_name(minimizer.cmd));
   const int aux = ccv_nnc_minimizer_saved_aux_size(minimizer);
-  NNC_CHECK(aux >= 0, "%s: %s is not a minimiser", what, ccv_nnc_cmd_name(minimizer.cmd));
   std::vector<Param*> ps;
   if (parameter_size > 0) {
     NNC_CHECK(parameters, "%s: no parameters", what);

@@ -58,7 +58,7 @@ using Io = ::ccv_cnnp_model_io_s;
 // One build of a model tree into a symbolic graph.
 class Build {
  public:
-  Build(ccv_nnc_symbolic_graph_t* graph, bool is_test, bool discover) : graph(graph), is_test(is_test), discover_(discover) {}
+  Build(ccv_nnc_symbolic_graph_t* graph, bool is_test) : graph(graph), is_test(is_test) {}
   ccv_nnc_symbolic_graph_t* const graph;
   const bool is_test;
   // The symbol of `owner`'s parameter `slot` in this graph (the same symbol
@@ -99,7 +99,6 @@ class Build {
   // checkpointing (outermost ones only).
   std::vector<std::pair<int, int>> checkpoints;
  private:
-  bool discover_;
   std::map<std::pair<const Model*, int>, size_t> index_;
   std::vector<int> trainable_;  // stack of is_trainable (1, 0, -1) of the models being built
   std::map<std::string, int> kind_count_;
@@ -207,6 +206,9 @@ struct Layer final : Model {
   }
 };
 
+// Copy src's values into dst (same element count; converted when the data
+// types differ). Throws with `what` in the message.
+void copy_values(ccv_nnc_tensor_t* src, ccv_nnc_tensor_t* dst, const char* what);
 // Throws nnc::Error (INVALID) naming the model when a layer gets the wrong number of inputs.
 void expect_inputs(const Model& m, const std::vector<Sym>& in, int count);
 std::string model_label(const Model& m);

@@ -77,13 +77,7 @@ void read_model(sqlite3* db, const char* name, const ccv_nnc_tensor_io_option_t*
       loaded.emplace_back(p.aux[a].get(), s);
     }
   }
-  for (auto& [dst, src] : loaded) {
-    ccv_nnc_tensor_t* s = src.get();
-    ccv_nnc_tensor_t* d = dst;
-    const uint32_t id = s->info.datatype == d->info.datatype ? CCV_NNC_DATA_TRANSFER_FORWARD : CCV_NNC_DATATYPE_CONVERSION_FORWARD;
-    const int r = ccv_nnc_cmd_exec(command(id), ccv_nnc_no_hint, 0, &s, 1, &d, 1, nullptr);
-    if (r != CCV_NNC_EXEC_SUCCESS) fail(r, "%s: %s", what, error_message().c_str());
-  }
+  for (auto& [dst, src] : loaded) copy_values(src.get(), dst, what);
   for (Param& p : m->compiled->params) p.initialized = true;
 }
 

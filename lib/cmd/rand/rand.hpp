@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "core/kernel.hpp"
+#include "core/splitmix.hpp"
 #include "nnc/ccv_nnc.h"
 
 namespace nnc::rand {
@@ -30,11 +31,7 @@ NNC_KERNEL(dropout_backward_ref);
 NNC_KERNEL(dropout_backward_opt);
 NNC_KERNEL(zero_gradients);
 
-inline uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+using nnc::mix64;  // lib/core/splitmix.hpp
 
 // The random words of one execution.
 struct Counter {
