@@ -19,6 +19,19 @@ namespace nnc::cnnp {
 ccv_nnc_cmd_t command(uint32_t id, const ccv_nnc_cmd_param_t& p) { return ccv_nnc_cmd(id, nullptr, p, 0); }
 ccv_nnc_cmd_t command(uint32_t id) { return ccv_nnc_cmd(id, nullptr, ccv_nnc_cmd_auto, 0); }
 
+ccv_nnc_tensor_param_t with_dims(const ccv_nnc_tensor_param_t& x, const std::vector<int>& dims, int format) {
+  ccv_nnc_tensor_param_t p = x;
+  std::memset(p.dim, 0, sizeof(p.dim));
+  for (size_t i = 0; i < dims.size(); i++) p.dim[i] = dims[i];
+  if (format >= 0) p.format = format;
+  return p;
+}
+
+Model* finish(Layer* l, int is_trainable) {
+  l->is_trainable = is_trainable;
+  return l;
+}
+
 int dims_of(const ccv_nnc_tensor_param_t& p) {
   int n = 0;
   while (n < CCV_NNC_MAX_DIM_ALLOC && p.dim[n] > 0) n++;
@@ -48,20 +61,6 @@ ImageAxes image_axes(const Model& m, const ccv_nnc_tensor_param_t& p) {
   return a;
 }
 
-ccv_nnc_tensor_param_t like(const ccv_nnc_tensor_param_t& x, std::initializer_list<int> dims, int format = -1) {
-  ccv_nnc_tensor_param_t p = x;
-  std::memset(p.dim, 0, sizeof(p.dim));
-  int i = 0;
-  for (int d : dims) p.dim[i++] = d;
-  if (format >= 0) p.format = format;
-  return p;
-}
-
-Model* finish(Layer* l, int is_trainable = -1) {
-  l->is_trainable = is_trainable;
-  return l;
-}
-
 // A one-input, one-output command.
 Model* unary(const char* kind, const char* name, ccv_nnc_cmd_t cmd) {
   return new Layer(kind, name, 1, [cmd](const Layer&, Build& b, const std::vector<Sym>& in, std::vector<Sym>& out) {
@@ -86,13 +85,13 @@ Model* convolution(int groups, int filters, const int* kdim, const int* dilation
     NNC_CHECK(c % g == 0, "model %s: %d input channels in %d groups", model_label(self).c_str(), c, g);
     const int wf = format ? format : x.format;
     ParamDecl w;
-    w.info = wf == CCV_TENSOR_FORMAT_NCHW ? like(x, {filters, c / g, kh, kw}, wf) : like(x, {filters, kh, kw, c / g}, wf);
+    w.info = wf == CCV_TENSOR_FORMAT_NCHW ? with_dims(x, {filters, c / g, kh, kw}, wf) : with_dims(x, {filters, kh, kw, c / g}, wf);
     const float bound = 1.0f / std::sqrt(static_cast<float>(c / g * kh * kw));
     w.init = Init::uniform(-bound, bound);
     std::vector<Sym> args = {in[0], b.parameter(&self, 0, w)};
     if (!no_bias) {
       ParamDecl bias;
-      bias.info = like(x, {filters}, wf);
+      bias.info = with_dims(x, {filters}, wf);
       bias.init = Init::uniform(-bound, bound);
       bias.label = "bias";
       bias.selector = CCV_CNNP_PARAMETER_SELECT_BIAS;
@@ -116,13 +115,13 @@ Model* dense(int count, int no_bias, int flags, int is_trainable, const char* na
     NNC_CHECK(r >= 1, "model %s: the input has no shape", model_label(self).c_str());
     const int k = x.dim[r - 1];
     ParamDecl w;
-    w.info = like(x, {count, k});
+    w.info = with_dims(x, {count, k});
     const float bound = 1.0f / std::sqrt(static_cast<float>(k));
     w.init = Init::uniform(-bound, bound);
     std::vector<Sym> args = {in[0], b.parameter(&self, 0, w)};
     if (!no_bias) {
       ParamDecl bias;
-      bias.info = like(x, {count});
+      bias.info = with_dims(x, {count});
       bias.init = Init::uniform(-bound, bound);
       bias.label = "bias";
       bias.selector = CCV_CNNP_PARAMETER_SELECT_BIAS;
@@ -163,7 +162,7 @@ Model* flatten(const char* name) {
     const int r = dims_of(x);
     const int n = r > 1 ? x.dim[0] : 1;
     const int rest = static_cast<int>(ccv_nnc_tensor_count(x)) / n;
-    out = {b.reshape(in[0], like(x, {n, rest}))};
+    out = {b.reshape(in[0], with_dims(x, {n, rest}))};
   });
 }
 

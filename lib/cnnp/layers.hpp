@@ -9,6 +9,10 @@ namespace nnc::cnnp {
 ccv_nnc_cmd_t command(uint32_t id, const ccv_nnc_cmd_param_t& p);
 ccv_nnc_cmd_t command(uint32_t id);
 int dims_of(const ccv_nnc_tensor_param_t& p);
+// x's type and format (or `format`, when not -1) with the dimensions given (nothing past them).
+ccv_nnc_tensor_param_t with_dims(const ccv_nnc_tensor_param_t& x, const std::vector<int>& dims, int format = -1);
+// A layer with its trainability set (-1 inherits).
+Model* finish(Layer* l, int is_trainable = -1);
 
 Model* convolution(int groups, int filters, const int* kdim, const int* dilation, int no_bias, ccv_nnc_hint_t hint, int format,
                    int is_trainable, const char* name);

@@ -26,18 +26,6 @@ namespace nnc::cnnp {
 
 namespace {
 
-Model* finish(Layer* l, int is_trainable = -1) {
-  l->is_trainable = is_trainable;
-  return l;
-}
-
-ccv_nnc_tensor_param_t with_dims(const ccv_nnc_tensor_param_t& x, const std::vector<int>& dims) {
-  ccv_nnc_tensor_param_t p = x;
-  std::memset(p.dim, 0, sizeof(p.dim));
-  for (size_t i = 0; i < dims.size(); i++) p.dim[i] = dims[i];
-  return p;
-}
-
 // The parameters with nothing past the last dimension: a 3-d NHWC CPU
 // tensor's info carries the dense-matrix row step in dim[4] (the toll-free
 // bridge), which must not leak into shapes that are compared as a whole.
@@ -49,76 +37,15 @@ ccv_nnc_tensor_param_t clean(const ccv_nnc_tensor_param_t& x) {
 
 std::vector<int> dims_vec(const ccv_nnc_tensor_param_t& p) { return std::vector<int>(p.dim, p.dim + dims_of(p)); }
 
-void packed_strides(const ccv_nnc_tensor_param_t& p, int* stride) {
-  const int n = dims_of(p);
-  int st = 1;
-  for (int i = n - 1; i >= 0; i--) {
-    stride[i] = st;
-    st *= p.dim[i];
-  }
-}
-
-// Where a symbol's elements live: its base symbol and, per axis of the
-// symbol, an offset and a stride in the base's elements.
-struct Place {
-  Sym base;
-  int ofs[CCV_NNC_MAX_DIM_ALLOC] = {0};
-  int stride[CCV_NNC_MAX_DIM_ALLOC] = {0};
-};
-
-Place place_of(Build& b, Sym s) {
-  Place p;
-  const auto info = b.params(s);
-  const Sym to = ccv_nnc_tensor_symbol_alias_to(b.graph, s);
-  if (to.d < 0) {
-    p.base = s;
-    packed_strides(info, p.stride);
-    return p;
-  }
-  p.base = to;
-  ccv_nnc_tensor_symbol_alias_params(b.graph, s, p.ofs, p.stride);
-  const int n = dims_of(info);
-  if (std::all_of(p.stride, p.stride + n, [](int v) { return v == 0; })) packed_strides(info, p.stride);
-  return p;
-}
-
-bool is_packed(Build& b, Sym s) {
-  const Place p = place_of(b, s);
-  const auto info = b.params(s);
-  int want[CCV_NNC_MAX_DIM_ALLOC] = {0};
-  packed_strides(info, want);
-  for (int i = 0; i < dims_of(info); i++)
-    if (info.dim[i] > 1 && p.stride[i] != want[i]) return false;
-  return true;
-}
-
 // A view of `s` with axis i of the view being axis from[i] of s, moved by add[i] elements.
 Sym view_of(const Model& m, Build& b, Sym s, const std::vector<int>& dims, const std::vector<int>& from, const std::vector<int>& add) {
-  const Place p = place_of(b, s);
+  const Build::Place p = b.place(s);
   int ofs[CCV_NNC_MAX_DIM_ALLOC] = {0}, stride[CCV_NNC_MAX_DIM_ALLOC] = {0};
   for (size_t i = 0; i < dims.size(); i++) {
     ofs[i] = p.ofs[from[i]] + add[i];
     stride[i] = p.stride[from[i]];
   }
   const auto info = with_dims(b.params(s), dims);
-  Sym a = ccv_nnc_tensor_symbol_alias_new(b.graph, p.base, ofs, stride, info, nullptr);
-  NNC_CHECK(a.d >= 0, "model %s: %s", model_label(m).c_str(), error_message().c_str());
-  return a;
-}
-
-// `s` with another shape over the same elements: Build::reshape, also for a
-// packed view (whose offset moves to the last axis: a symbolic alias is never
-// made of another alias).
-Sym reshaped(const Model& m, Build& b, Sym s, const ccv_nnc_tensor_param_t& info) {
-  if (ccv_nnc_tensor_symbol_alias_to(b.graph, s).d < 0) return b.reshape(s, info);
-  NNC_CHECK(is_packed(b, s), "model %s: a strided view cannot be reshaped in place; make it contiguous first", model_label(m).c_str());
-  NNC_CHECK(ccv_nnc_tensor_count(info) == ccv_nnc_tensor_count(b.params(s)), "model %s: reshape to another element count", model_label(m).c_str());
-  const Place p = place_of(b, s);
-  int offset = 0;
-  for (int i = 0; i < dims_of(b.params(s)); i++) offset += p.ofs[i] * p.stride[i];
-  int ofs[CCV_NNC_MAX_DIM_ALLOC] = {0}, stride[CCV_NNC_MAX_DIM_ALLOC] = {0};
-  packed_strides(info, stride);
-  ofs[dims_of(info) - 1] = offset;
   Sym a = ccv_nnc_tensor_symbol_alias_new(b.graph, p.base, ofs, stride, info, nullptr);
   NNC_CHECK(a.d >= 0, "model %s: %s", model_label(m).c_str(), error_message().c_str());
   return a;
@@ -335,15 +262,14 @@ Model* concat(int axis, const char* name) {
     }
     // Each input is copied into its part of one tensor.
     const Sym y = b.tensor(with_dims(x0, dims));
-    int stride[CCV_NNC_MAX_DIM_ALLOC] = {0};
-    packed_strides(b.params(y), stride);
+    const Build::Place py = b.place(y);  // y's own strides, packed
     int at = 0;
     for (size_t k = 0; k < in.size(); k++) {
       const auto x = b.params(in[k]);
       int ofs[CCV_NNC_MAX_DIM_ALLOC] = {0};
       ofs[axis] = at;
       at += x.dim[axis];
-      const Sym part = ccv_nnc_tensor_symbol_alias_new(b.graph, y, ofs, stride, with_dims(x0, dims_vec(x)), nullptr);
+      const Sym part = ccv_nnc_tensor_symbol_alias_new(b.graph, y, ofs, py.stride, with_dims(x0, dims_vec(x)), nullptr);
       NNC_CHECK(part.d >= 0, "model %s: %s", model_label(self).c_str(), error_message().c_str());
       b.exec(command(CCV_NNC_DATA_TRANSFER_FORWARD), ccv_nnc_no_hint, {in[k]}, {part});
     }
@@ -401,7 +327,7 @@ Model* permute(const int* index, const char* name) {
 
 Model* contiguous(const char* name) {
   return new Layer("contiguous", name, 1, [](const Layer&, Build& b, const std::vector<Sym>& in, std::vector<Sym>& out) {
-    if (is_packed(b, in[0])) {
+    if (b.is_packed(in[0])) {
       out = in;
       return;
     }
@@ -499,7 +425,7 @@ Model* embedding(int datatype, int vocab_size, int embed_size, int is_trainable,
     auto dims = dims_vec(idx);
     dims.push_back(embed_size);
     const Sym y = b.tensor(with_dims(vp, dims));
-    b.exec(command(CCV_NNC_INDEX_SELECT_FORWARD), ccv_nnc_no_hint, {vocab, reshaped(self, b, in[0], with_dims(idx, {n}))},
+    b.exec(command(CCV_NNC_INDEX_SELECT_FORWARD), ccv_nnc_no_hint, {vocab, b.reshape(in[0], with_dims(idx, {n}))},
            {b.reshape(y, with_dims(vp, {n, embed_size}))});
     out = {y};
   });

@@ -125,21 +125,55 @@ std::vector<Sym> Build::apply(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hi
   return outs;
 }
 
+namespace {
+void packed_strides(const ccv_nnc_tensor_param_t& p, int* stride) {
+  int st = 1;
+  for (int i = dims_of(p) - 1; i >= 0; i--) {
+    stride[i] = st;
+    st *= p.dim[i];
+  }
+}
+}  // namespace
+
+Build::Place Build::place(Sym s) const {
+  Place p;
+  const auto info = params(s);
+  const Sym to = ccv_nnc_tensor_symbol_alias_to(graph, s);
+  if (to.d < 0) {
+    p.base = s;
+    packed_strides(info, p.stride);
+    return p;
+  }
+  p.base = to;
+  ccv_nnc_tensor_symbol_alias_params(graph, s, p.ofs, p.stride);
+  const int n = dims_of(info);
+  if (std::all_of(p.stride, p.stride + n, [](int v) { return v == 0; })) packed_strides(info, p.stride);  // a reshape
+  return p;
+}
+
+bool Build::is_packed(Sym s) const {
+  const Place p = place(s);
+  const auto info = params(s);
+  int want[CCV_NNC_MAX_DIM_ALLOC] = {0};
+  packed_strides(info, want);
+  for (int i = 0; i < dims_of(info); i++)
+    if (info.dim[i] > 1 && p.stride[i] != want[i]) return false;
+  return true;
+}
+
 Sym Build::reshape(Sym s, const ccv_nnc_tensor_param_t& info) {
-  // A view of a view is not a symbol a graph takes: reshape a packed copy.
-  if (ccv_nnc_tensor_symbol_alias_to(graph, s).d >= 0) s = apply(ccv_nnc_cmd(CCV_NNC_DATA_TRANSFER_FORWARD, nullptr, ccv_nnc_cmd_auto, 0), ccv_nnc_no_hint, {s}, 1)[0];
+  if (ccv_nnc_tensor_symbol_alias_to(graph, s).d >= 0 && !is_packed(s))
+    s = apply(ccv_nnc_cmd(CCV_NNC_DATA_TRANSFER_FORWARD, nullptr, ccv_nnc_cmd_auto, 0), ccv_nnc_no_hint, {s}, 1)[0];
   const auto src = params(s);
   NNC_CHECK(ccv_nnc_tensor_count(src) == ccv_nnc_tensor_count(info), "reshape of %s into %s: the element counts differ",
             shape_string(src).c_str(), shape_string(info).c_str());
+  const Place p = place(s);
+  int offset = 0;
+  for (int i = 0; i < dims_of(src); i++) offset += p.ofs[i] * p.stride[i];
   int ofs[CCV_NNC_MAX_DIM_ALLOC] = {0}, stride[CCV_NNC_MAX_DIM_ALLOC] = {0};
-  int n = 0;
-  while (n < CCV_NNC_MAX_DIM_ALLOC && info.dim[n] > 0) n++;
-  int st = 1;
-  for (int i = n - 1; i >= 0; i--) {
-    stride[i] = st;
-    st *= info.dim[i];
-  }
-  Sym a = checked([&] { return ccv_nnc_tensor_symbol_alias_new(graph, s, ofs, stride, info, nullptr); });
+  packed_strides(info, stride);
+  ofs[dims_of(info) - 1] = offset;  // the view's first element, in the base's packed order
+  Sym a = checked([&] { return ccv_nnc_tensor_symbol_alias_new(graph, p.base, ofs, stride, info, nullptr); });
   NNC_CHECK(a.d >= 0, "reshape: %s", error_message().c_str());
   return a;
 }

@@ -79,7 +79,19 @@ class Build {
   // inference with this hint (NO_TENSOR inputs allowed); returns them.
   std::vector<Sym> apply(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const std::vector<Sym>& inputs, int output_count,
                          const char* name = nullptr);
-  // A view of `s` with another shape over the same (contiguous) elements.
+  // Where a symbol's elements live: its base symbol and, per axis of the
+  // symbol, an offset and a stride in the base's elements.
+  struct Place {
+    Sym base;
+    int ofs[CCV_NNC_MAX_DIM_ALLOC] = {0};
+    int stride[CCV_NNC_MAX_DIM_ALLOC] = {0};
+  };
+  Place place(Sym s) const;
+  // Whether the elements of `s` (a symbol or a view) are packed row-major.
+  bool is_packed(Sym s) const;
+  // A view of `s` with another shape over the same elements. A packed view is
+  // re-viewed on its base (a graph takes no alias of an alias); a strided one
+  // is copied first.
   Sym reshape(Sym s, const ccv_nnc_tensor_param_t& info);
   // Run `m` (trainability inherited as the tree says).
   void run(Model* m, const std::vector<Sym>& in, std::vector<Sym>& out);
