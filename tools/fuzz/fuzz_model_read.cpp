@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "fuzz_db.hpp"
 #include "fuzz_model.hpp"
 #include "nnc/ccv_nnc_easy.h"
 
@@ -50,22 +51,8 @@ std::vector<float> parameters(ccv_cnnp_model_t* m) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ccv_cnnp_model_t* m = model();
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
-    sqlite3_close(db);
-    return 0;
-  }
-  unsigned char* copy = static_cast<unsigned char*>(sqlite3_malloc64(size ? size : 1));
-  if (!copy) {
-    sqlite3_close(db);
-    return 0;
-  }
-  if (size) std::memcpy(copy, data, size);
-  if (sqlite3_deserialize(db, "main", copy, static_cast<sqlite3_int64>(size), static_cast<sqlite3_int64>(size),
-                          SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_READONLY) != SQLITE_OK) {
-    sqlite3_close(db);
-    return 0;
-  }
+  sqlite3* db = nnc_fuzz::open_bytes(data, size);
+  if (!db) return 0;
   const std::vector<float> before = parameters(m);
   const int rc = ccv_cnnp_model_read(db, "", nullptr, m);
   check(rc == CCV_IO_FINAL || rc == CCV_IO_ERROR);

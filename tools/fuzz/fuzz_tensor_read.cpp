@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_db.hpp"
 #include "nnc/ccv_nnc.h"
 #include "nnc/ccv_nnc_easy.h"
 
@@ -49,23 +50,8 @@ void read_all_ways(sqlite3* db, const char* name) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
-    sqlite3_close(db);
-    return 0;
-  }
-  // SQLite takes ownership of a buffer from sqlite3_malloc64.
-  unsigned char* copy = static_cast<unsigned char*>(sqlite3_malloc64(size ? size : 1));
-  if (!copy) {
-    sqlite3_close(db);
-    return 0;
-  }
-  if (size) std::memcpy(copy, data, size);
-  if (sqlite3_deserialize(db, "main", copy, static_cast<sqlite3_int64>(size), static_cast<sqlite3_int64>(size),
-                          SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_READONLY) != SQLITE_OK) {
-    sqlite3_close(db);
-    return 0;
-  }
+  sqlite3* db = nnc_fuzz::open_bytes(data, size);
+  if (!db) return 0;
   std::vector<std::string> names;
   sqlite3_stmt* s = nullptr;
   if (sqlite3_prepare_v2(db, "SELECT name FROM tensors LIMIT 4", -1, &s, nullptr) == SQLITE_OK)
