@@ -36,9 +36,9 @@ int model_exec(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t, const int, ccv_nnc
       backward(m, inputs, k, outputs, n);
     }
     return CCV_NNC_EXEC_SUCCESS;
-  } catch (const Error& e) {
-    set_error_message(e.what());
-    return e.code();
+  } catch (...) {
+    // A command's exec returns a code: nothing thrown leaves it.
+    return record_current_exception();
   }
 }
 
