@@ -12,15 +12,21 @@
 
 namespace nnc_fuzz {
 
-inline ccv_cnnp_model_t* make_fuzz_model() {
-  ccv_cnnp_model_t* dense = ccv_cnnp_dense(2, 0, 0, 1, "fc");
-  ccv_cnnp_model_t* m = ccv_cnnp_sequential_new(&dense, 1, 1, "fuzz");
+// The model's input: one row of 3 features.
+inline ccv_nnc_tensor_param_t fuzz_model_input() {
   ccv_nnc_tensor_param_t in{};
   in.type = CCV_TENSOR_CPU_MEMORY;
   in.format = CCV_TENSOR_FORMAT_NHWC;
   in.datatype = CCV_32F;
   in.dim[0] = 1;
   in.dim[1] = 3;
+  return in;
+}
+
+inline ccv_cnnp_model_t* make_fuzz_model() {
+  ccv_cnnp_model_t* dense = ccv_cnnp_dense(2, 0, 0, 1, "fc");
+  ccv_cnnp_model_t* m = ccv_cnnp_sequential_new(&dense, 1, 1, "fuzz");
+  const ccv_nnc_tensor_param_t in = fuzz_model_input();
   ccv_nnc_cmd_param_t p{};
   p.size.dim[0] = p.size.dim[1] = p.size.dim[2] = 1;
   p.sgd.rate = 0.1f, p.sgd.scale = 1, p.sgd.momentum = 0.9f;
@@ -34,12 +40,7 @@ inline ccv_cnnp_model_t* make_fuzz_model() {
 
 // One training step, so that the model holds momenta.
 inline void step_fuzz_model(ccv_cnnp_model_t* m) {
-  ccv_nnc_tensor_param_t in{};
-  in.type = CCV_TENSOR_CPU_MEMORY;
-  in.format = CCV_TENSOR_FORMAT_NHWC;
-  in.datatype = CCV_32F;
-  in.dim[0] = 1;
-  in.dim[1] = 3;
+  const ccv_nnc_tensor_param_t in = fuzz_model_input();
   ccv_nnc_tensor_param_t lp = in;
   lp.dim[1] = 0;
   ccv_nnc_tensor_t* x = ccv_nnc_tensor_new(nullptr, in, 0);
