@@ -1,0 +1,1 @@
+double nnc_overhead_c_ns(int iterations);
