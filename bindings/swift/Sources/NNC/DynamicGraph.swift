@@ -78,7 +78,7 @@ public final class DynamicGraph: @unchecked Sendable {
   public func minimize(_ optimizer: Optimizer, losses: [Variable], parameters: [Variable]) throws {
     try checkSameGraph(losses + parameters)
     let auxPer = Int(ccv_nnc_minimizer_saved_aux_size(optimizer.command.raw))
-    if optimizer.savedAux.count != auxPer * parameters.count {
+    if optimizer.savedAux.count != auxPer * parameters.count || optimizer.savedAux.contains(where: { $0.graph !== self }) {
       optimizer.savedAux = try (0..<(auxPer * parameters.count)).map { _ in try variable() }
     }
     let ls: [ccv_nnc_tensor_variable_t?] = losses.map { $0.handle }
