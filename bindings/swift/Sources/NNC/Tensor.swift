@@ -6,6 +6,8 @@ import CNNC
 final class TensorStorage: @unchecked Sendable {
   let handle: UnsafeMutablePointer<ccv_nnc_tensor_t>
   let base: TensorStorage?  // non-nil for a view
+  // A view lent by Tensor.withMutableView: written in place while lent.
+  var writeThrough = false
 
   init(params: ccv_nnc_tensor_param_t) throws {
     _ = NNC.initialized
@@ -107,8 +109,21 @@ public struct Tensor: @unchecked Sendable, CustomStringConvertible {
 
   /// Make this value the only owner of packed storage before it is written.
   public mutating func makeUnique() {
-    if _fastPath(isKnownUniquelyReferenced(&storage) && !storage.isView) { return }
+    if _fastPath(isKnownUniquelyReferenced(&storage) && (!storage.isView || storage.writeThrough)) { return }
     storage = storage.packedCopy()
+  }
+
+  /// Lend `body` a view of part of this tensor that writes through to it (a
+  /// command's output into a slice, say). Only the lent value writes through,
+  /// and only until `body` returns; copies of it copy on write as usual.
+  public mutating func withMutableView<R>(offset: [Int], shape: [Int], strides: [Int]? = nil,
+                                          _ body: (inout Tensor) throws -> R) throws -> R {
+    makeUnique()
+    var v = try view(offset: offset, shape: shape, strides: strides)
+    v.storage.writeThrough = true
+    weak var lent = v.storage  // weak: the lent value stays the storage's only owner
+    defer { lent?.writeThrough = false }
+    return try withExtendedLifetime(self) { try body(&v) }
   }
 
   /// Read the elements in place (a packed copy is made first for a view).

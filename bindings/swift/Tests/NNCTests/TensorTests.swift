@@ -73,6 +73,24 @@ final class TensorTests: XCTestCase {
     }
   }
 
+  func testMutableViewWritesThrough() throws {
+    var big = try Tensor([Float](repeating: 0, count: 12), shape: [3, 4])
+    let before = big
+    let x = try Tensor([1, -2, 3, -4], shape: [2, 2])
+    var kept: Tensor? = nil
+    try big.withMutableView(offset: [1, 1], shape: [2, 2]) { slice in
+      try Command.relu().exec(x, into: &slice)  // the output lands inside `big`
+      kept = slice
+    }
+    XCTAssertEqual(big.floats, [0, 0, 0, 0, 0, 1, 0, 0, 0, 3, 0, 0])
+    XCTAssertEqual(before.floats, [Float](repeating: 0, count: 12), "the earlier copy is untouched")
+    // The escaped view no longer writes through.
+    var k = kept!
+    try k.assign([9, 9, 9, 9])
+    XCTAssertEqual(big.floats, [0, 0, 0, 0, 0, 1, 0, 0, 0, 3, 0, 0])
+    XCTAssertEqual(k.floats, [9, 9, 9, 9])
+  }
+
   func testBadShapeThrowsTheCMessage() throws {
     XCTAssertThrowsError(try Tensor(shape: [2, 0, 3])) { e in
       let err = e as! NNCError
