@@ -148,18 +148,29 @@ public struct Command: @unchecked Sendable {
   /// With a stream the call is queued; the stream keeps the tensors alive
   /// until `wait()`.
   public func exec(inputs: [Tensor?], outputs: inout [Tensor], hint: Hint = .none, stream: StreamContext? = nil) throws {
+    try run(inputs, { $0?.storage }, &outputs, hint, stream)
+  }
+  /// The same without empty input slots (no conversion to an array of optionals).
+  public func exec(inputs: [Tensor], outputs: inout [Tensor], hint: Hint = .none, stream: StreamContext? = nil) throws {
+    try run(inputs, { $0.storage }, &outputs, hint, stream)
+  }
+
+  private func run<T>(_ inputs: [T], _ storage: (T) -> TensorStorage?, _ outputs: inout [Tensor], _ hint: Hint,
+                      _ stream: StreamContext?) throws {
     for i in outputs.indices { outputs[i].makeUnique() }
     let ni = inputs.count, no = outputs.count
     var c = raw
     var h = hint.raw
-    let rc: Int32 = withUnsafeTemporaryAllocation(of: UnsafeMutablePointer<ccv_nnc_tensor_t>?.self, capacity: ni + no) { io in
-      for i in 0..<ni { io[i] = inputs[i]?.storage.handle }
-      for i in 0..<no { io[ni + i] = outputs[i].storage.handle }
-      return ccv_nnc_cmd_exec_p(&c, &h, 0, io.baseAddress, Int32(ni), io.baseAddress! + ni, Int32(no), stream?.handle)
+    let rc: Int32 = outputs.withUnsafeBufferPointer { outs in
+      withUnsafeTemporaryAllocation(of: UnsafeMutablePointer<ccv_nnc_tensor_t>?.self, capacity: ni + no) { io in
+        for i in 0..<ni { io[i] = storage(inputs[i])?.handle }
+        for i in 0..<no { io[ni + i] = outs[i].storage.handle }
+        return ccv_nnc_cmd_exec_p(&c, &h, 0, io.baseAddress, Int32(ni), io.baseAddress! + ni, Int32(no), stream?.handle)
+      }
     }
     try check(rc, "ccv_nnc_cmd_exec")
     if let stream {
-      stream.keepAlive(inputs.compactMap { $0?.storage })
+      stream.keepAlive(inputs.compactMap(storage))
       stream.keepAlive(outputs.map { $0.storage })
     }
   }

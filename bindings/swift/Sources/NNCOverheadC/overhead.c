@@ -1,5 +1,5 @@
-/* The C side of nnc-overhead: the same one-element command the Swift loop
- * runs, called the way a C program would. */
+/* The C side of nnc-overhead: the same one-element commands the Swift loop
+ * runs, called the way a C program would (easy macros, TENSOR_LIST). */
 #include <time.h>
 
 #include "nnc/ccv_nnc.h"
@@ -13,7 +13,7 @@ static double now_ns(void)
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-double nnc_overhead_c_ns(int iterations, int rounds)
+double nnc_overhead_c_ns(int which, int iterations, int rounds)
 {
 	ccv_nnc_init();
 	ccv_nnc_tensor_t* a = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, 1), 0);
@@ -24,8 +24,12 @@ double nnc_overhead_c_ns(int iterations, int rounds)
 	for (r = 0; r < rounds; r++)
 	{
 		const double t0 = now_ns();
-		for (i = 0; i < iterations; i++)
-			ccv_nnc_cmd_exec(CMD_SCALAR_MUL_FORWARD(2), ccv_nnc_no_hint, 0, TENSOR_LIST(a), TENSOR_LIST(b), 0);
+		if (which == 0)
+			for (i = 0; i < iterations; i++)
+				ccv_nnc_cmd_exec(CMD_SCALAR_MUL_FORWARD(2), ccv_nnc_no_hint, 0, TENSOR_LIST(a), TENSOR_LIST(b), 0);
+		else
+			for (i = 0; i < iterations; i++)
+				ccv_nnc_cmd_exec(CMD_EWSUM_FORWARD(), ccv_nnc_no_hint, 0, TENSOR_LIST(a, a), TENSOR_LIST(b), 0);
 		const double per = (now_ns() - t0) / iterations;
 		if (per < best)
 			best = per;
