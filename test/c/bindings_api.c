@@ -8,6 +8,7 @@
  * code and a message.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -331,6 +332,10 @@ static void test_live_counts(void)
 	ccv_nnc_symbolic_graph_compile(sg, ccv_nnc_default_compile_params, 0, 0, TENSOR_SYMBOL_LIST(b), SYMBOLIC_GRAPH_SOURCES(sg), SYMBOLIC_GRAPH_DESTINATIONS(sg), &graph, &arena, &exec_arena);
 	CHECK(graph && arena && exec_arena, "compiled");
 	CHECK(DELTA(CCV_NNC_LIVE_SYMBOLIC_GRAPH) == 1 && DELTA(CCV_NNC_LIVE_GRAPH) == 1 && DELTA(CCV_NNC_LIVE_TENSOR_ARENA) == 1 && DELTA(CCV_NNC_LIVE_GRAPH_EXEC_ARENA) == 1, "graphs up");
+	ccv_nnc_symbolic_graph_t* const dup = ccv_nnc_symbolic_graph_dup(sg, 0);
+	CHECK(dup && DELTA(CCV_NNC_LIVE_SYMBOLIC_GRAPH) == 2, "dup up");
+	ccv_nnc_symbolic_graph_free(dup);
+	CHECK(DELTA(CCV_NNC_LIVE_SYMBOLIC_GRAPH) == 1, "dup down");
 	ccv_nnc_graph_free(graph);
 	ccv_nnc_tensor_arena_free(arena);
 	ccv_nnc_graph_exec_arena_free(exec_arena);
@@ -393,6 +398,35 @@ static void test_live_counts(void)
 #undef DELTA
 }
 
+/* Threads creating and freeing at once: the counts are exact, not approximate. */
+static void* churn(void* arg)
+{
+	int i;
+	(void)arg;
+	for (i = 0; i < 10000; i++)
+	{
+		ccv_nnc_tensor_t* const t = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, 2), 0);
+		ccv_nnc_stream_signal_t* const s = ccv_nnc_stream_signal_new(CCV_STREAM_CONTEXT_CPU);
+		ccv_nnc_stream_signal_free(s);
+		ccv_nnc_tensor_free(t);
+	}
+	return 0;
+}
+
+static void test_live_counts_threads(void)
+{
+	const int64_t tensors = ccv_nnc_live_object_count(CCV_NNC_LIVE_TENSOR);
+	const int64_t signals = ccv_nnc_live_object_count(CCV_NNC_LIVE_STREAM_SIGNAL);
+	pthread_t threads[4];
+	int i;
+	for (i = 0; i < 4; i++)
+		pthread_create(&threads[i], 0, churn, 0);
+	for (i = 0; i < 4; i++)
+		pthread_join(threads[i], 0);
+	CHECK(ccv_nnc_live_object_count(CCV_NNC_LIVE_TENSOR) == tensors, "tensors after 4 threads");
+	CHECK(ccv_nnc_live_object_count(CCV_NNC_LIVE_STREAM_SIGNAL) == signals, "signals after 4 threads");
+}
+
 int main(void)
 {
 	ccv_nnc_init();
@@ -403,6 +437,7 @@ int main(void)
 	test_exec_p();
 	test_dynamic_and_model_p();
 	test_live_counts();
+	test_live_counts_threads();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }
