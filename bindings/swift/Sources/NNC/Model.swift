@@ -107,6 +107,35 @@ public final class Model: @unchecked Sendable {
     return outs[0]
   }
 
+  /// Which parameter of a layer: its weight or its bias.
+  public enum ParameterKind: Sendable { case weight, bias }
+
+  /// A copy of the index-th weight (or bias) of a compiled model, in layer order.
+  public func parameter(_ kind: ParameterKind, index: Int = 0) throws -> Tensor {
+    let io = try parameterIO(kind, index)
+    let p = ccv_cnnp_model_parameter_tensor_params(handle, io)
+    try checkMessage("ccv_cnnp_model_parameter_tensor_params")
+    var t = try Tensor(storage: TensorStorage(params: p))
+    t.makeUnique()
+    ccv_cnnp_model_parameter_copy(handle, io, t.storage.handle)
+    try checkMessage("ccv_cnnp_model_parameter_copy")
+    return t
+  }
+  /// Set the index-th weight (or bias) of a compiled model from `tensor` (same shape).
+  public func setParameter(_ kind: ParameterKind, index: Int = 0, _ tensor: Tensor) throws {
+    let io = try parameterIO(kind, index)
+    let packed = tensor.isView ? tensor.storage.packedCopy() : tensor.storage
+    withExtendedLifetime(packed) { ccv_cnnp_model_set_parameter(handle, io, packed.handle) }
+    try checkMessage("ccv_cnnp_model_set_parameter")
+  }
+  private func parameterIO(_ kind: ParameterKind, _ index: Int) throws -> ccv_cnnp_model_io_t {
+    let selector = Int32(kind == .weight ? CCV_CNNP_PARAMETER_SELECT_WEIGHT : CCV_CNNP_PARAMETER_SELECT_BIAS)
+    guard let io = ccv_cnnp_model_parameters(handle, selector, Int32(index)) else {
+      throw NNCError.last(code: NNCError.invalid, fallback: "no such parameter")
+    }
+    return io
+  }
+
   /// Parameters (and minimiser state) to an SQLite file.
   public func write(to path: String) throws {
     ccv_cnnp_model_write_to_file(handle, path, nil)

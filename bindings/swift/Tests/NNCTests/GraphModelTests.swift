@@ -143,6 +143,38 @@ final class ModelTests: XCTestCase {
     XCTAssertEqual(NNC.liveObjectCount(), before)
   }
 
+  /// A dense-relu-dense model's output from its own parameters, by hand in doubles.
+  func testForwardAgainstItsParameters() throws {
+    var rng = Rng(41)
+    let m = try Model.sequential([.dense(5), .relu(), .dense(3)])
+    try m.compile(inputs: [TensorParams([4, 6])], minimizer: .sgd(rate: 0), loss: .mse())
+    let w1 = try m.parameter(.weight, index: 0), b1 = try m.parameter(.bias, index: 0)
+    let w2 = try m.parameter(.weight, index: 1)
+    XCTAssertEqual(w1.shape, [5, 6])
+    XCTAssertEqual(w2.shape, [3, 5])
+    // A bias set through the binding is the one the model uses.
+    let b2v = rng.floats(3)
+    try m.setParameter(.bias, index: 1, try Tensor(b2v, shape: [3]))
+    XCTAssertEqual(try m.parameter(.bias, index: 1).floats, b2v)
+    let x = rng.floats(4 * 6)
+    let y = try m(try Tensor(x, shape: [4, 6])).floats
+    let (W1, B1, W2) = (w1.doubles, b1.doubles, w2.doubles)
+    for i in 0..<4 {
+      var h = [Double](repeating: 0, count: 5)
+      for j in 0..<5 {
+        var s = B1[j]
+        for k in 0..<6 { s += Double(x[i * 6 + k]) * W1[j * 6 + k] }
+        h[j] = max(s, 0)
+      }
+      for j in 0..<3 {
+        var s = Double(b2v[j])
+        for k in 0..<5 { s += h[k] * W2[j * 5 + k] }
+        XCTAssertEqual(Double(y[i * 3 + j]), s, accuracy: 1e-5)
+      }
+    }
+    XCTAssertThrowsError(try m.setParameter(.bias, index: 1, try Tensor(shape: [4])))
+  }
+
   func testModelsFreedAfter10000() throws {
     let before = NNC.liveObjectCount()
     for _ in 0..<10_000 {
