@@ -244,6 +244,7 @@ class Differentiator {
   void differentiate(int e, const std::vector<char>& reached);
   void differentiate_backward(int e, const std::vector<int>& grad_out, const std::vector<char>& wanted);
   void differentiate_while(int e, const std::vector<int>& grad_out, const std::vector<char>& wanted);
+  void differentiate_case_of(int e, const std::vector<int>& grad_out, const std::vector<char>& wanted);
   // A base symbol holding `d`'s gradient value: d itself, or a copy when d is an alias.
   int as_base(Graph* g, int d, const char* name);
 
@@ -673,6 +674,10 @@ void Differentiator::differentiate(int e, const std::vector<char>& reached) {
   if (!want_any) return;
   if ((x.flags & CCV_NNC_GRAPH_EXEC_P_WHILE) && x.cmd.cmd == CCV_NNC_GRAPH_FORWARD) {
     differentiate_while(e, grad_out, wanted);
+    return;
+  }
+  if ((x.flags & CCV_NNC_GRAPH_EXEC_CASE_OF) && x.cmd.cmd == CCV_NNC_GRAPH_FORWARD) {
+    differentiate_case_of(e, grad_out, wanted);
     return;
   }
   if ((x.flags & (CCV_NNC_GRAPH_EXEC_P_WHILE | CCV_NNC_GRAPH_EXEC_CASE_OF)) || x.cmd.cmd == CCV_NNC_GRAPH_FORWARD ||
@@ -1122,6 +1127,201 @@ void Differentiator::differentiate_while(int e, const std::vector<int>& grad_out
   });
   concat(g_, e, back_exec.d);
   for (const auto& [outer, dx] : root_grads) add(outer, dx);
+}
+
+// --- Backward through a case..of ---------------------------------------------
+//
+// A second case..of in the enclosing graph, on the same expression and its
+// inputs (so it picks the same branch: the expression must depend only on
+// them), whose branch i recomputes forward branch i from the enclosing
+// symbols it reads and differentiates it (no tape: a branch runs once). Its
+// outputs are the gradients of the enclosing symbols the branches read; when
+// no branch runs they fall back to the gradient of the outputs whose
+// fall-back (bypass) each input is, or to zeros.
+void Differentiator::differentiate_case_of(int e, const std::vector<int>& grad_out, const std::vector<char>& wanted) {
+  const Graph::Exec x = g_->execs[static_cast<size_t>(e)];  // a copy: execs are appended below
+  const std::string label = exec_label(g_, e);
+  NNC_CHECK(!g_->parent, "%s: %s is inside a loop or branch; the backward pass through nested branches is not supported yet",
+            kWhat, label.c_str());
+  NNC_CHECK(x.case_of, "%s: %s has no expression (ccv_nnc_symbolic_graph_set_case_of_expr)", kWhat, label.c_str());
+  for (const Graph* sub : x.subs)
+    NNC_CHECK(!sub || !has_subgraphs(sub),
+              "%s: a branch of %s holds a loop or branch; the backward pass through nested branches is not supported yet", kWhat,
+              label.c_str());
+  auto grad_of_output = [&](int outer) {
+    for (size_t j = 0; j < x.outputs.size(); j++)
+      if (x.outputs[j] == outer) return j < grad_out.size() ? grad_out[j] : -1;
+    return -1;
+  };
+  // The inputs that get a gradient: wanted, floating point, not only the expression's.
+  std::vector<int> targets;
+  for (size_t i = 0; i < x.inputs.size() && i < wanted.size(); i++)
+    if (wanted[i] && is_float(t(x.inputs[i]).info.datatype)) targets.push_back(x.inputs[i]);
+  if (targets.empty()) return;
+  // Where no branch runs: each output is its fall-back, so the fall-back's
+  // gradient is the sum of those outputs' gradients.
+  std::vector<int> fallback;
+  for (int in : targets) {
+    std::vector<int> parts;
+    for (int o : x.outputs)
+      if (t(o).bypass == in && grad_of_output(o) >= 0) parts.push_back(as_base(g_, grad_of_output(o), nullptr));
+    const ccv_nnc_tensor_param_t info = t(in).info;
+    if (parts.empty())
+      fallback.push_back(fresh(info, name_for(in) + " (no branch)", CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS));
+    else
+      fallback.push_back(parts.size() == 1 ? parts[0] : sum(parts, -1, info, name_for(in)));
+  }
+  // The backward case..of (a failure below rolls it back with its branches).
+  std::vector<int> dx;
+  for (int in : targets) dx.push_back(fresh(t(in).info, name_for(in)));
+  std::vector<ccv_nnc_tensor_symbol_t> expr_in;
+  for (int i = 0; i < x.expr_inputs; i++) expr_in.push_back({x.declared_inputs[static_cast<size_t>(i)], g_});
+  std::vector<ccv_nnc_tensor_symbol_map_t> outs;
+  for (size_t k = 0; k < targets.size(); k++)
+    outs.push_back({{fallback[k], g_}, {dx[k], g_}});
+  const std::string back_name = (x.name.empty() ? std::string("case..of") : x.name) + " backward";
+  const ccv_nnc_graph_exec_symbol_t back = checked([&] {
+    return ccv_nnc_symbolic_graph_case_of_new(g_, CCV_NNC_GRAPH_BACKWARD, expr_in.data(), static_cast<int>(expr_in.size()), outs.data(),
+                                              static_cast<int>(outs.size()), back_name.c_str());
+  });
+  new_execs_.push_back(back.d);
+  checked([&] {
+    ccv_nnc_symbolic_graph_set_case_of_expr(g_, back, x.case_of, x.case_of_data);
+    return 0;
+  });
+  for (size_t i = 0; i < x.subs.size(); i++) {
+    const Graph* fb = x.subs[i];
+    if (!fb) continue;
+    Graph* bb = ccv_nnc_symbolic_graph_new();
+    NNC_CHECK(bb, "%s: out of memory", kWhat);
+    try {
+      checked([&] {
+        ccv_nnc_symbolic_graph_set_case_of(g_, back, bb, static_cast<int>(i), nullptr, 0);
+        return 0;
+      });
+    } catch (...) {
+      ccv_nnc_symbolic_graph_free(bb);
+      throw;
+    }
+    const size_t nt = fb->tensors.size();
+    auto ft = [&](int d) -> const Graph::Tensor& { return fb->tensors[static_cast<size_t>(d)]; };
+    const std::vector<int> order = exec_order(fb, nullptr, 0, nullptr, 0);
+    std::vector<char> written(nt, 0);
+    for (int v : order) {
+      const Graph::Exec& y = fb->execs[static_cast<size_t>(v)];
+      NNC_CHECK(!is_random(y.cmd.cmd),
+                "%s: branch %zu of %s draws random numbers (%s); its backward recomputes the branch, which would draw other numbers",
+                kWhat, i, label.c_str(), exec_label(fb, v).c_str());
+      for (int d : y.outputs)
+        if (d >= 0) written[static_cast<size_t>(base_of(fb, d))] = 1;
+    }
+    std::vector<int> m(nt, -1);
+    auto bsym = [&](int d) { return ccv_nnc_tensor_symbol_t{d, bb}; };
+    auto map_symbol = [&](int d) -> int {
+      if (d < 0) return d;
+      if (m[static_cast<size_t>(d)] >= 0) return m[static_cast<size_t>(d)];
+      const Graph::Tensor& s = ft(d);
+      if (s.alias_of >= 0) {
+        const int b = s.alias_of;
+        NNC_CHECK(ft(b).outer < 0 || written[static_cast<size_t>(b)], "%s: in branch %zu of %s, %s is an alias of the enclosing graph's %s",
+                  kWhat, i, label.c_str(), tensor_label(fb, d).c_str(), tensor_label(g_, ft(b).outer).c_str());
+        if (m[static_cast<size_t>(b)] < 0) {
+          const ccv_nnc_tensor_param_t info = ft(b).info;
+          m[static_cast<size_t>(b)] = tensor_new(bb, info, ft(b).name.empty() ? nullptr : ft(b).name.c_str()).d;
+        }
+        const ccv_nnc_tensor_param_t info = s.info;
+        m[static_cast<size_t>(d)] = alias_new(bb, bsym(m[static_cast<size_t>(b)]), s.ofs, s.stride, info, nullptr).d;
+      } else if (s.outer >= 0 && !written[static_cast<size_t>(d)]) {
+        m[static_cast<size_t>(d)] = stand_in(bb, {s.outer, g_}, kWhat);
+      } else {
+        NNC_CHECK(s.outer >= 0 || written[static_cast<size_t>(d)],
+                  "%s: branch %zu of %s reads %s, which nothing writes (a constant of the branch cannot be recomputed)", kWhat, i,
+                  label.c_str(), tensor_label(fb, d).c_str());
+        const ccv_nnc_tensor_param_t info = s.info;
+        m[static_cast<size_t>(d)] = tensor_new(bb, info, s.name.empty() ? nullptr : s.name.c_str()).d;
+      }
+      return m[static_cast<size_t>(d)];
+    };
+    for (int v : order) {
+      const Graph::Exec& y = fb->execs[static_cast<size_t>(v)];
+      std::vector<ccv_nnc_tensor_symbol_t> in, out;
+      for (int d : y.inputs) {
+        const int md = map_symbol(d);
+        in.push_back(md < 0 ? ccv_nnc_tensor_symbol_t{CCV_NNC_NO_TENSOR_SYMBOL, nullptr} : bsym(md));
+      }
+      for (int d : y.outputs) {
+        const int md = map_symbol(d);
+        out.push_back(md < 0 ? ccv_nnc_tensor_symbol_t{CCV_NNC_NO_TENSOR_SYMBOL, nullptr} : bsym(md));
+      }
+      const int r = exec_new(bb, y.cmd, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()),
+                             y.name.empty() ? nullptr : y.name.c_str())
+                        .d;
+      bb->execs[static_cast<size_t>(r)].hint = y.hint;
+    }
+    autogen(bb, {}, false);
+    // f: the branch's results with a gradient; wrt: the stand-ins of targets that lead there.
+    std::vector<int> f;
+    for (size_t d = 0; d < nt; d++)
+      if (ft(static_cast<int>(d)).outer >= 0 && written[d] && grad_of_output(ft(static_cast<int>(d)).outer) >= 0)
+        f.push_back(static_cast<int>(d));
+    std::vector<char> needed(nt, 0);
+    for (int d : f) needed[static_cast<size_t>(d)] = 1;
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const Graph::Exec& y = fb->execs[static_cast<size_t>(*it)];
+      bool r = false;
+      for (int d : y.outputs) r = r || (d >= 0 && needed[static_cast<size_t>(base_of(fb, d))]);
+      if (!r) continue;
+      for (int d : y.inputs)
+        if (d >= 0) needed[static_cast<size_t>(base_of(fb, d))] = 1;
+    }
+    std::vector<int> wrt_of(targets.size(), -1);  // per target: its branch symbol when it is a wrt
+    std::vector<ccv_nnc_tensor_symbol_t> fs, wrts;
+    for (int d : f) fs.push_back(bsym(m[static_cast<size_t>(d)]));
+    for (size_t d = 0; d < nt; d++) {
+      const int outer = ft(static_cast<int>(d)).outer;
+      if (outer < 0 || written[d] || !needed[d]) continue;
+      for (size_t k = 0; k < targets.size(); k++)
+        if (targets[k] == outer) {
+          wrt_of[k] = map_symbol(static_cast<int>(d));
+          wrts.push_back(bsym(wrt_of[k]));
+        }
+    }
+    if (!fs.empty() && !wrts.empty()) {
+      Differentiator inner(bb);
+      inner.run(fs.data(), static_cast<int>(fs.size()), wrts.data(), static_cast<int>(wrts.size()), nullptr, 0, nullptr, 0);
+      // The seeds read the enclosing graph's gradients of the outputs.
+      for (int d : f) {
+        const int seed = gradient_of(bb, m[static_cast<size_t>(d)]);
+        NNC_CHECK(seed >= 0, "%s: %s: no seed for %s", kWhat, label.c_str(), tensor_label(fb, d).c_str());
+        bb->tensors[static_cast<size_t>(seed)].flags &= ~static_cast<int>(CCV_NNC_TENSOR_SYMBOL_INIT_ONES);
+        hookup(g_, bb, {as_base(g_, grad_of_output(ft(d).outer), nullptr), g_}, bsym(seed), kWhat);
+      }
+    }
+    // Every output written: the gradient, or zeros where none flows in this branch.
+    for (size_t k = 0; k < targets.size(); k++) {
+      int gd = wrt_of[k] >= 0 ? gradient_of(bb, wrt_of[k]) : -1;
+      const ccv_nnc_tensor_param_t info = t(targets[k]).info;
+      if (gd >= 0) {
+        // A fresh base that stands for nothing yet (a seed read back as a gradient gets a copy).
+        const Graph::Tensor& gt = bb->tensors[static_cast<size_t>(gd)];
+        if (gt.alias_of >= 0 || gt.outer >= 0 || !gt.aliases.empty()) {
+          const ccv_nnc_tensor_symbol_t from = bsym(gd), copy = tensor_new(bb, info, nullptr);
+          exec_new(bb, simple(CCV_NNC_DATA_TRANSFER_FORWARD), &from, 1, &copy, 1, "gradient copy");
+          gd = copy.d;
+        }
+      } else {
+        ccv_nnc_cmd_param_t p;
+        std::memset(&p, 0, sizeof(p));
+        const ccv_nnc_tensor_symbol_t z = tensor_new(bb, info, "zero");
+        exec_new(bb, make_cmd(CCV_NNC_SET_FORWARD, nullptr, p, 0), nullptr, 0, &z, 1, "zero");
+        gd = z.d;
+      }
+      hookup(g_, bb, {dx[k], g_}, bsym(gd), kWhat);
+    }
+    autogen(bb, {}, true);
+  }
+  concat(g_, e, back.d);
+  for (size_t k = 0; k < targets.size(); k++) add(targets[k], dx[k]);
 }
 
 void Differentiator::run(const ccv_nnc_tensor_symbol_t* f, int f_size, const ccv_nnc_tensor_symbol_t* wrt, int wrt_size,

@@ -391,3 +391,101 @@ TEST(AutodiffWhile, UnrolledBodyNoopFirst) {
 }
 
 }  // namespace
+
+namespace {
+
+// Branch on a[0]: above 0.5 branch 0, below -0.5 branch 1, else none (y
+// falls back to a).
+int pick(ccv_nnc_tensor_t* const* inputs, int, const void*) {
+  const double v = inputs[0]->data.f64[0];
+  return v > 0.5 ? 0 : v < -0.5 ? 1 : -1;
+}
+
+// y = case a of a * w | tanh(w * w) + a | a; f = sum(y * y * w).
+TS case_of_program(ccv_nnc_symbolic_graph_t* g, TS a, TS w, std::vector<int> dims = {4}) {
+  const TS y = sym(g, dims, "y");
+  const ccv_nnc_tensor_symbol_map_t out{a, y};
+  const ES c = ccv_nnc_symbolic_graph_case_of_new(g, CCV_NNC_GRAPH_FORWARD, &a, 1, &out, 1, "case..of");
+  EXPECT_GE(c.d, 0) << ccv_nnc_error_message();
+  ccv_nnc_symbolic_graph_set_case_of_expr(g, c, pick, nullptr);
+  ccv_nnc_symbolic_graph_t* b0 = ccv_nnc_symbolic_graph_new();
+  const TS y0 = sym(b0, dims, "y0");
+  const ccv_nnc_tensor_symbol_map_t m0{y0, y};
+  ccv_nnc_symbolic_graph_set_case_of(g, c, b0, 0, &m0, 1);
+  exec(b0, cmd(CCV_NNC_EWPROD_FORWARD), {a, w}, {y0});
+  ccv_nnc_graph_exec_symbol_autogen(b0, nullptr, 0, CCV_NNC_AUTOGEN_ALL_EXECS | CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
+  ccv_nnc_symbolic_graph_t* b1 = ccv_nnc_symbolic_graph_new();
+  const TS y1 = sym(b1, dims, "y1"), ww = sym(b1, dims, "ww"), t = sym(b1, dims, "t");
+  const ccv_nnc_tensor_symbol_map_t m1{y1, y};
+  ccv_nnc_symbolic_graph_set_case_of(g, c, b1, 1, &m1, 1);
+  exec(b1, cmd(CCV_NNC_EWPROD_FORWARD), {w, w}, {ww});
+  exec(b1, cmd(CCV_NNC_TANH_FORWARD), {ww}, {t});
+  exec(b1, cmd(CCV_NNC_EWSUM_FORWARD), {t, a}, {y1});
+  ccv_nnc_graph_exec_symbol_autogen(b1, nullptr, 0, CCV_NNC_AUTOGEN_ALL_EXECS | CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
+  const TS yy = apply(g, cmd(CCV_NNC_EWPROD_FORWARD), {y, y, w});
+  EXPECT_STREQ(ccv_nnc_error_message(), "") << "building the case..of";
+  return apply(g, reduce_all(static_cast<int>(dims.size())), {yy});
+}
+
+TEST(AutodiffCaseOf, EachPathAgainstFiniteDifferences) {
+  const std::vector<std::vector<double>> selectors{{0.9, 0.3, -0.2, 0.7}, {-0.8, 0.4, 0.1, -0.6}, {0.2, -0.3, 0.6, 0.5}};
+  const char* names[] = {"branch 0: a * w", "branch 1: tanh(w * w) + a", "no branch: a"};
+  for (size_t k = 0; k < selectors.size(); k++) {
+    std::vector<Input> inputs{{{4}}, {{4}}};
+    inputs[0].values = selectors[k];
+    check_gradients(inputs, [](ccv_nnc_symbolic_graph_t* g, const std::vector<TS>& in) { return case_of_program(g, in[0], in[1]); },
+                    21 + static_cast<unsigned>(k), 1e-6, 1e-5, names[k]);
+  }
+}
+
+// A loop whose result feeds a case..of: both backward passes in one graph.
+TEST(AutodiffCaseOf, AfterALoop) {
+  static const int64_t limit = 2;
+  constexpr int n = 4;
+  for (double sel : {1.8, -1.8, 0.0}) {
+    std::vector<Input> inputs{{{n, n}}, {{1, n}}, {{1, n}}, {{1, n}}};
+    inputs[3].values = {sel, 0.5, -0.5, 0.25};  // a[0] = h[0] + sel picks the branch (|h| < 1)
+    inputs[3].wrt = false;
+    check_gradients(inputs,
+                    [](ccv_nnc_symbolic_graph_t* g, const std::vector<TS>& in) {
+                      const Rnn r = rnn(g, in[0], in[1], in[2], &limit, false, n);
+                      const TS a = apply(g, cmd(CCV_NNC_EWSUM_FORWARD), {r.out, in[3]});
+                      return case_of_program(g, a, apply(g, cmd(CCV_NNC_EWPROD_FORWARD), {in[3], in[1]}), {1, n});
+                    },
+                    31, 1e-6, 1e-5, "RNN then case..of");
+  }
+}
+
+}  // namespace
+
+namespace {
+
+TEST(AutodiffCaseOf, RefusedWithAMessage) {
+  Program p;
+  const TS a = sym(p.sg, {4}, "a"), y = sym(p.sg, {4}, "y");
+  const ccv_nnc_tensor_symbol_map_t out{a, y};
+  const ES c = ccv_nnc_symbolic_graph_case_of_new(p.sg, CCV_NNC_GRAPH_FORWARD, &a, 1, &out, 1, "noisy");
+  ccv_nnc_symbolic_graph_t* b0 = ccv_nnc_symbolic_graph_new();
+  const TS y0 = sym(b0, {4}, "y0"), mask = sym(b0, {4}, "mask");
+  const ccv_nnc_tensor_symbol_map_t m0{y0, y};
+  ccv_nnc_symbolic_graph_set_case_of(p.sg, c, b0, 0, &m0, 1);
+  ccv_nnc_cmd_t drop = cmd(CCV_NNC_DROPOUT_FORWARD);
+  drop.info.dropout.p = 0.5f;
+  exec(b0, drop, {a}, {y0, mask});
+  ccv_nnc_graph_exec_symbol_autogen(b0, nullptr, 0, CCV_NNC_AUTOGEN_ALL_EXECS | CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
+  const TS f = apply(p.sg, reduce_all(1), {y});
+  ccv_nnc_graph_exec_symbol_autogen(p.sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
+  const int before = ccv_nnc_graph_exec_symbol_count(p.sg);
+  ccv_nnc_symbolic_graph_backward(p.sg, &f, 1, &a, 1, nullptr, 0, nullptr, 0);
+  std::string e = ccv_nnc_error_message();
+  EXPECT_NE(e.find("has no expression"), std::string::npos) << e;
+  ccv_nnc_symbolic_graph_set_case_of_expr(p.sg, c, pick, nullptr);
+  ccv_nnc_symbolic_graph_backward(p.sg, &f, 1, &a, 1, nullptr, 0, nullptr, 0);
+  e = ccv_nnc_error_message();
+  EXPECT_NE(e.find("draws random numbers"), std::string::npos) << e;
+  EXPECT_NE(e.find("\"noisy\""), std::string::npos) << e;
+  EXPECT_EQ(ccv_nnc_tensor_symbol_for_backward(p.sg, a).d, CCV_NNC_NO_TENSOR_SYMBOL);
+  EXPECT_EQ(ccv_nnc_graph_exec_symbol_count(p.sg), before) << "rolled back";
+}
+
+}  // namespace
