@@ -1,0 +1,168 @@
+// Package nnc is the Go binding of NNC, a neural-network library behind a
+// plain-C API (ccv_nnc_*).
+//
+// Every object that holds C memory (Tensor, Stream, Graph, Variable, Model)
+// has a Close method. Close is the contract: call it when done (defer
+// t.Close()). It is idempotent, and an object used after Close returns an
+// error wrapping ErrClosed rather than touching freed memory. A finalizer frees
+// what was not closed, as a backstop only: the Go collector does not see the C
+// memory, so relying on it lets memory grow.
+//
+// A handle is not safe for concurrent use by several goroutines (as with the
+// C objects beneath); separate handles may be used from separate goroutines.
+//
+// Errors are *Error values carrying the C code and the C library's message.
+// Match them with errors.Is against ErrInvalid, ErrNoKernel, ErrOOM or
+// ErrClosed:
+//
+//	if err := nnc.Exec(nnc.Gemm(false, true), nnc.NoHint, []*nnc.Tensor{x, w}, []*nnc.Tensor{y}); errors.Is(err, nnc.ErrInvalid) {
+//		log.Print(err) // "nnc: GEMM_FORWARD: invalid: <the C library's message>"
+//	}
+package nnc
+
+/*
+#include <nnc/ccv_nnc.h>
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+var initOnce sync.Once
+
+func ensureInit() {
+	initOnce.Do(func() { C.ccv_nnc_init() })
+}
+
+func init() { ensureInit() }
+
+// Version is the C library's version, "MAJOR.MINOR.PATCH".
+func Version() string { return C.GoString(C.ccv_nnc_version()) }
+
+// Result codes of the C API.
+const (
+	CodeSuccess  = 0
+	CodeInvalid  = -1
+	CodeNoKernel = -2
+	CodeOOM      = -3
+)
+
+// Error is an error reported by the C library: its code (CodeInvalid,
+// CodeNoKernel, CodeOOM) and the message ccv_nnc_error_message gave on the
+// thread that made the call.
+type Error struct {
+	Code    int    // a negative CCV_NNC_EXEC_* code
+	Op      string // what the binding was doing
+	Message string // the C library's message
+
+	closed bool
+}
+
+// Sentinels for errors.Is.
+var (
+	ErrInvalid  = &Error{Code: CodeInvalid, Message: "invalid argument"}
+	ErrNoKernel = &Error{Code: CodeNoKernel, Message: "no kernel"}
+	ErrOOM      = &Error{Code: CodeOOM, Message: "out of memory"}
+	// ErrClosed matches the error from using an object after Close. It also
+	// matches ErrInvalid.
+	ErrClosed = &Error{Code: CodeInvalid, Message: "use of a closed object", closed: true}
+)
+
+func codeName(code int) string {
+	switch code {
+	case CodeInvalid:
+		return "invalid"
+	case CodeNoKernel:
+		return "no kernel"
+	case CodeOOM:
+		return "out of memory"
+	}
+	return fmt.Sprintf("code %d", code)
+}
+
+func (e *Error) Error() string {
+	op := ""
+	if e.Op != "" {
+		op = e.Op + ": "
+	}
+	if e.Message == "" {
+		return "nnc: " + op + codeName(e.Code)
+	}
+	return "nnc: " + op + codeName(e.Code) + ": " + e.Message
+}
+
+// Is reports whether target is the sentinel of e's code (ErrInvalid,
+// ErrNoKernel, ErrOOM), or ErrClosed for an error about a closed object.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	if !ok {
+		return false
+	}
+	if t == ErrClosed {
+		return e.closed
+	}
+	if t == ErrInvalid || t == ErrNoKernel || t == ErrOOM {
+		return e.Code == t.Code
+	}
+	return e == t
+}
+
+func closedError(op string) error {
+	return &Error{Code: CodeInvalid, Op: op, Message: "use of a closed object", closed: true}
+}
+
+func invalidError(op, msg string) error {
+	return &Error{Code: CodeInvalid, Op: op, Message: msg}
+}
+
+// lastError builds the error for a failed C call. It must run on the OS thread
+// that made the call (the C message is thread-local): callers hold
+// runtime.LockOSThread across both.
+func lastError(op string, code int) error {
+	if code >= 0 {
+		code = CodeInvalid
+	}
+	msg := C.GoString(C.ccv_nnc_error_message())
+	return &Error{Code: code, Op: op, Message: msg}
+}
+
+// cCall runs f with the goroutine locked to its OS thread, with the thread's C
+// error message cleared first, so that a failure's message can be read after.
+// f returns 0 on success or a negative code; for functions returning void or
+// a pointer, f turns that into a code itself (see failed).
+func cCall(op string, f func() int) error {
+	runtime.LockOSThread()
+	C.ccv_nnc_error_clear()
+	code := f()
+	var err error
+	if code != 0 {
+		err = lastError(op, code)
+	}
+	runtime.UnlockOSThread()
+	return err
+}
+
+// voidFailed reports whether a void C call failed: it left a message.
+// Call inside cCall.
+func voidFailed() int {
+	if *C.ccv_nnc_error_message() != 0 {
+		return CodeInvalid
+	}
+	return 0
+}
+
+// liveTensors counts the C tensors and views this binding holds open (see
+// LiveTensors).
+var liveTensors counter
+
+type counter struct{ n atomic.Int64 }
+
+func (c *counter) add(d int64) { c.n.Add(d) }
+
+// LiveTensors is the number of tensors and views this binding has created and
+// not yet freed (by Close or a finalizer).
+func LiveTensors() int64 { return liveTensors.n.Load() }
