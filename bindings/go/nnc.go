@@ -29,7 +29,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"sync/atomic"
 )
 
 var initOnce sync.Once
@@ -155,14 +154,29 @@ func voidFailed() int {
 	return 0
 }
 
-// liveTensors counts the C tensors and views this binding holds open (see
-// LiveTensors).
-var liveTensors counter
+// LiveKind names a kind of C object for LiveObjects (CCV_NNC_LIVE_*).
+type LiveKind int
 
-type counter struct{ n atomic.Int64 }
+// Kinds of live object.
+const (
+	LiveAll            LiveKind = -1
+	LiveTensor         LiveKind = C.CCV_NNC_LIVE_TENSOR
+	LiveStream         LiveKind = C.CCV_NNC_LIVE_STREAM_CONTEXT
+	LiveGraph          LiveKind = C.CCV_NNC_LIVE_GRAPH
+	LiveDynamicGraph   LiveKind = C.CCV_NNC_LIVE_DYNAMIC_GRAPH
+	LiveTensorVariable LiveKind = C.CCV_NNC_LIVE_TENSOR_VARIABLE
+	LiveModel          LiveKind = C.CCV_NNC_LIVE_MODEL
+)
 
-func (c *counter) add(d int64) { c.n.Add(d) }
+// LiveObjects is the number of C objects of a kind alive in the process (all
+// threads, whoever made them); LiveAll sums every kind. For leak checks.
+func LiveObjects(kind LiveKind) int64 {
+	return int64(C.ccv_nnc_live_object_count(C.int(kind)))
+}
 
-// LiveTensors is the number of tensors and views this binding has created and
-// not yet freed (by Close or a finalizer).
-func LiveTensors() int64 { return liveTensors.n.Load() }
+// ABIVersion is the C library's bindings ABI version; the binding was written
+// for ABIVersionExpected.
+func ABIVersion() int { return int(C.ccv_nnc_abi_version()) }
+
+// ABIVersionExpected is the ABI version this binding was written for.
+const ABIVersionExpected = 1

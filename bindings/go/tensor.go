@@ -4,7 +4,6 @@ package nnc
 #include <stdlib.h>
 #include <string.h>
 #include <nnc/ccv_nnc.h>
-#include <nnc/ccv_nnc_easy.h>
 
 static ccv_nnc_tensor_param_t nncgo_params(int datatype, int format, const int* dim, int nd)
 {
@@ -22,18 +21,6 @@ static void* nncgo_data(ccv_nnc_tensor_t* t) { return t->data.ptr; }
 static int nncgo_is_view(ccv_nnc_tensor_t* t) { return CCV_IS_TENSOR_VIEW(t) ? 1 : 0; }
 static int nncgo_contiguous(ccv_nnc_tensor_t* t) { return CCV_IS_TENSOR_CONTIGUOUS(t) ? 1 : 0; }
 static const int* nncgo_view_stride(ccv_nnc_tensor_t* t) { return ((ccv_nnc_tensor_view_t*)t)->stride; }
-// Copy between a view and packed memory (in: into the view) through a header
-// over that memory that lives only for this call.
-static int nncgo_transfer_view(ccv_nnc_tensor_t* view, void* mem, int in)
-{
-	ccv_nnc_tensor_param_t p = view->info;
-	ccv_nnc_tensor_t packed = ccv_nnc_tensor(mem, p, 0);
-	if (!packed.data.ptr)
-		return CCV_NNC_EXEC_INVALID;
-	if (in)
-		return ccv_nnc_cmd_exec(CMD_DATA_TRANSFER_FORWARD(), ccv_nnc_no_hint, 0, TENSOR_LIST(&packed), TENSOR_LIST(view), 0);
-	return ccv_nnc_cmd_exec(CMD_DATA_TRANSFER_FORWARD(), ccv_nnc_no_hint, 0, TENSOR_LIST(view), TENSOR_LIST(&packed), 0);
-}
 static void nncgo_free(ccv_nnc_tensor_t* t)
 {
 	if (CCV_IS_TENSOR_VIEW(t))
@@ -128,7 +115,6 @@ func (s *storage) release() {
 	if s.refs == 0 && s.p != nil {
 		C.nncgo_free(s.p)
 		s.p = nil
-		liveTensors.add(-1)
 	}
 	s.mu.Unlock()
 }
@@ -187,7 +173,6 @@ func NewTensor(dt DataType, f Format, shape ...int) (*Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	liveTensors.add(1)
 	return newTensorObject(p, &storage{p: p, refs: 1}, false), nil
 }
 
@@ -248,7 +233,6 @@ func (t *Tensor) Close() error {
 	runtime.SetFinalizer(t, nil)
 	if t.isView {
 		C.nncgo_free(t.p)
-		liveTensors.add(-1)
 	}
 	t.p = nil
 	t.st.release()
@@ -379,18 +363,19 @@ func (t *Tensor) Int32s() ([]int32, error) {
 	return unsafe.Slice((*int32)(d), n), nil
 }
 
-// SetFloat32s copies data into the float32 tensor (views too).
+// SetFloat32s copies data into the tensor (views too), converting to its
+// element type.
 func (t *Tensor) SetFloat32s(data []float32) error {
 	return t.transfer("SetFloat32s", Float32, sliceData(data), len(data), true)
 }
 
-// SetFloat64s copies data into the float64 tensor (views too).
+// SetFloat64s copies data into the tensor (views too), converting.
 func (t *Tensor) SetFloat64s(data []float64) error {
 	return t.transfer("SetFloat64s", Float64, sliceData(data), len(data), true)
 }
 
-// CopyFloat32s returns a copy of the float32 tensor's elements in row-major
-// order (views too).
+// CopyFloat32s returns a copy of the tensor's elements in row-major order as
+// float32 (views too; any element type, converted).
 func (t *Tensor) CopyFloat32s() ([]float32, error) {
 	out := make([]float32, t.Len())
 	if err := t.transfer("CopyFloat32s", Float32, sliceData(out), len(out), false); err != nil {
@@ -399,8 +384,8 @@ func (t *Tensor) CopyFloat32s() ([]float32, error) {
 	return out, nil
 }
 
-// CopyFloat64s returns a copy of the float64 tensor's elements in row-major
-// order (views too).
+// CopyFloat64s returns a copy of the tensor's elements in row-major order as
+// float64 (views too; any element type, converted).
 func (t *Tensor) CopyFloat64s() ([]float64, error) {
 	out := make([]float64, t.Len())
 	if err := t.transfer("CopyFloat64s", Float64, sliceData(out), len(out), false); err != nil {
@@ -409,36 +394,26 @@ func (t *Tensor) CopyFloat64s() ([]float64, error) {
 	return out, nil
 }
 
-// transfer copies n packed elements between Go memory and the tensor
-// (in: into the tensor). A view is copied through DATA_TRANSFER between it and
-// a header over the Go memory, which lives only for the call.
+// transfer copies n packed elements of type dt between Go memory and the
+// tensor (in: into the tensor), views included; the C side reads or writes
+// the Go memory only during the call.
 func (t *Tensor) transfer(op string, dt DataType, goMem unsafe.Pointer, n int, in bool) error {
 	p, err := t.handle(op)
 	if err != nil {
 		return err
 	}
 	defer runtime.KeepAlive(t)
-	if DataType(p.info.datatype) != dt {
-		return invalidError(op, fmt.Sprintf("the tensor holds %v, not %v", DataType(p.info.datatype), dt))
-	}
 	if n != t.Len() {
 		return invalidError(op, fmt.Sprintf("%d values for a tensor of %d elements", n, t.Len()))
 	}
 	if n == 0 {
 		return nil
 	}
-	bytes := C.size_t(n * dt.Size())
-	if C.nncgo_contiguous(p) != 0 {
-		if in {
-			C.memcpy(C.nncgo_data(p), goMem, bytes)
-		} else {
-			C.memcpy(goMem, C.nncgo_data(p), bytes)
-		}
-		return nil
-	}
 	return cCall(op, func() int {
-		code := C.nncgo_transfer_view(p, goMem, boolInt(in))
-		return int(code)
+		if in {
+			return int(C.ccv_nnc_tensor_copy_from(p, goMem, C.int(dt), C.size_t(n)))
+		}
+		return int(C.ccv_nnc_tensor_copy_to(p, goMem, C.int(dt), C.size_t(n)))
 	})
 }
 
@@ -505,7 +480,6 @@ func (t *Tensor) View(offset, shape, stride []int) (*Tensor, error) {
 	t.st.mu.Lock()
 	t.st.refs++
 	t.st.mu.Unlock()
-	liveTensors.add(1)
 	return newTensorObject((*C.ccv_nnc_tensor_t)(unsafe.Pointer(v)), t.st, true), nil
 }
 
