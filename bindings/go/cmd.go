@@ -136,8 +136,9 @@ func NewHint(stride, borderBegin, borderEnd []int) (Hint, error) {
 	if (borderBegin != nil && len(borderBegin) != rank) || (borderEnd != nil && len(borderEnd) != rank) {
 		return NoHint, invalidError("NewHint", "stride, borderBegin and borderEnd need the same length")
 	}
-	var s, b, e [MaxDims]C.int
-	for i := 0; i < rank && i < MaxDims; i++ {
+	// Room for one more than C accepts, so that C sees (and refuses) a rank too high.
+	var s, b, e [MaxDims + 1]C.int
+	for i := 0; i < rank && i <= MaxDims; i++ {
 		s[i] = C.int(stride[i])
 		if borderBegin != nil {
 			b[i] = C.int(borderBegin[i])

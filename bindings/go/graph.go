@@ -224,6 +224,10 @@ func (v *Variable) SetFloat32s(data []float32) error {
 
 // CopyFloat32s returns a copy of the variable's value as float32.
 func (v *Variable) CopyFloat32s() ([]float32, error) {
+	if err := v.lock("CopyFloat32s"); err != nil {
+		return nil, err
+	}
+	v.g.mu.Unlock()
 	n := 1
 	s := v.Shape()
 	if s == nil {
@@ -295,40 +299,43 @@ func (g *Graph) Exec(cmd Cmd, hint Hint, inputs, outputs []*Variable) error {
 
 // Backward computes d(sum of fs)/d wrt, one new variable per wrt.
 func (g *Graph) Backward(fs, wrt []*Variable) ([]*Variable, error) {
-	op := "Graph.Backward"
+	const op = "Graph.Backward"
+	if len(fs) == 0 || len(wrt) == 0 {
+		return nil, invalidError(op, "give the functions and the variables to differentiate them by")
+	}
 	grads := make([]*Variable, len(wrt))
 	for i := range grads {
 		v, err := g.Variable()
 		if err != nil {
+			for _, p := range grads[:i] {
+				p.Close()
+			}
 			return nil, err
 		}
 		grads[i] = v
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.p == nil {
-		return nil, closedError(op)
-	}
-	f, ok1 := g.varHandles(fs)
-	in, ok2 := g.varHandles(wrt)
-	out, _ := g.varHandles(grads)
-	if !ok1 || !ok2 || len(fs) == 0 {
-		for _, v := range grads {
-			v.v = nil // freed with the graph; nothing ran
+	err := func() error {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.p == nil {
+			return closedError(op)
 		}
-		return nil, invalidError(op, "give open variables of this graph")
-	}
-	err := cCall(op, func() int {
-		C.ccv_nnc_dynamic_graph_backward(g.p, firstOrNil(f), C.int(len(f)), nil, firstOrNil(in), C.int(len(in)), firstOrNil(out), C.int(len(out)), nil)
-		return voidFailed()
-	})
+		f, ok1 := g.varHandles(fs)
+		in, ok2 := g.varHandles(wrt)
+		out, _ := g.varHandles(grads)
+		if !ok1 || !ok2 {
+			return closedError(op + " (a variable is closed or of another graph)")
+		}
+		return cCall(op, func() int {
+			C.ccv_nnc_dynamic_graph_backward(g.p, firstOrNil(f), C.int(len(f)), nil, firstOrNil(in), C.int(len(in)), firstOrNil(out), C.int(len(out)), nil)
+			return voidFailed()
+		})
+	}()
 	runtime.KeepAlive(fs)
 	runtime.KeepAlive(wrt)
 	if err != nil {
 		for _, v := range grads {
-			C.ccv_nnc_tensor_variable_free(g.p, v.v)
-			runtime.SetFinalizer(v, nil)
-			v.v = nil
+			v.Close()
 		}
 		return nil, err
 	}
