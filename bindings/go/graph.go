@@ -290,10 +290,12 @@ func (g *Graph) Exec(cmd Cmd, hint Hint, inputs, outputs []*Variable) error {
 		return closedError(op + " (a variable is closed or of another graph)")
 	}
 	err := cCall(cmdOp(cmd), func() int {
-		return int(C.ccv_nnc_dynamic_graph_exec_p(g.p, &cmd.c, &hint.c, 0, firstOrNil(in), C.int(len(in)), firstOrNil(out), C.int(len(out)), 0, nil))
+		return int(C.ccv_nnc_dynamic_graph_exec_p(g.p, cmd.native(), hint.native(), 0, firstOrNil(in), C.int(len(in)), firstOrNil(out), C.int(len(out)), 0, nil))
 	})
 	runtime.KeepAlive(inputs)
 	runtime.KeepAlive(outputs)
+	runtime.KeepAlive(cmd.b)
+	runtime.KeepAlive(hint.b)
 	return err
 }
 
@@ -355,7 +357,8 @@ func (g *Graph) NewOptimizer(minimizer Cmd, params []*Variable) (*Optimizer, err
 	if minimizer.err != nil {
 		return nil, minimizer.err
 	}
-	n := int(C.ccv_nnc_minimizer_saved_aux_size(minimizer.c))
+	n := int(C.ccv_nnc_minimizer_saved_aux_size(*minimizer.native()))
+	runtime.KeepAlive(minimizer.b)
 	if n < 0 {
 		return nil, invalidError("NewOptimizer", fmt.Sprintf("%s is not a minimiser", minimizer.Name()))
 	}
@@ -403,7 +406,7 @@ func (g *Graph) Minimize(o *Optimizer, losses []*Variable) error {
 		return closedError(op + " (a variable is closed or of another graph)")
 	}
 	err := cCall(op, func() int {
-		return int(C.ccv_nnc_dynamic_graph_minimize_p(g.p, &o.cmd.c, firstOrNil(l), C.int(len(l)), nil, firstOrNil(p), C.int(len(p)), firstOrNil(a), 0, nil))
+		return int(C.ccv_nnc_dynamic_graph_minimize_p(g.p, o.cmd.native(), firstOrNil(l), C.int(len(l)), nil, firstOrNil(p), C.int(len(p)), firstOrNil(a), 0, nil))
 	})
 	runtime.KeepAlive(losses)
 	runtime.KeepAlive(o)

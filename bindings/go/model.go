@@ -93,7 +93,7 @@ func ConvolutionLayer(groups, filters, kh, kw int, hint Hint, noBias bool) (*Mod
 	var kdim, dilation [MaxDims]C.int
 	kdim[0], kdim[1] = C.int(kh), C.int(kw)
 	return newModel("ConvolutionLayer", "", func(n *C.char) *C.ccv_cnnp_model_t {
-		return C.ccv_cnnp_convolution(C.int(groups), C.int(filters), &kdim[0], &dilation[0], cBool(noBias), hint.c, 0, 1, n)
+		return C.ccv_cnnp_convolution(C.int(groups), C.int(filters), &kdim[0], &dilation[0], cBool(noBias), hint.value(), 0, 1, n)
 	})
 }
 
@@ -101,7 +101,7 @@ func ConvolutionLayer(groups, filters, kh, kw int, hint Hint, noBias bool) (*Mod
 func MaxPoolLayer(kh, kw int, hint Hint) (*Model, error) {
 	var kdim [MaxDims]C.int
 	kdim[0], kdim[1] = C.int(kh), C.int(kw)
-	return newModel("MaxPoolLayer", "", func(n *C.char) *C.ccv_cnnp_model_t { return C.ccv_cnnp_max_pool(&kdim[0], hint.c, n) })
+	return newModel("MaxPoolLayer", "", func(n *C.char) *C.ccv_cnnp_model_t { return C.ccv_cnnp_max_pool(&kdim[0], hint.value(), n) })
 }
 
 // BatchNormLayer normalises over all but the channel axis.
@@ -196,9 +196,11 @@ func (m *Model) Compile(inputs []TensorParams, minimizer, loss Cmd) error {
 		return invalidError(op, "no input shapes")
 	}
 	err = cCall(op, func() int {
-		return int(C.ccv_cnnp_model_compile_p(p, &params[0], C.int(len(params)), &minimizer.c, &loss.c))
+		return int(C.ccv_cnnp_model_compile_p(p, &params[0], C.int(len(params)), minimizer.native(), loss.native()))
 	})
 	runtime.KeepAlive(m)
+	runtime.KeepAlive(minimizer.b)
+	runtime.KeepAlive(loss.b)
 	return err
 }
 
@@ -288,9 +290,10 @@ func (m *Model) SetMinimizer(minimizer Cmd, reset bool) error {
 		return minimizer.err
 	}
 	err = cCall(op, func() int {
-		C.ccv_cnnp_model_set_minimizer(p, minimizer.c, cBool(reset), nil, 0)
+		C.ccv_cnnp_model_set_minimizer(p, *minimizer.native(), cBool(reset), nil, 0)
 		return voidFailed()
 	})
+	runtime.KeepAlive(minimizer.b)
 	runtime.KeepAlive(m)
 	return err
 }
