@@ -85,6 +85,9 @@ namespace Nnc
 			get { Init(); return System.Runtime.InteropServices.Marshal.PtrToStringAnsi(Native.ccv_nnc_version()); }
 		}
 
+		/// <summary>This thread's last C error message ("" if none), e.g. after Cmd.TryExec.</summary>
+		public static string LastMessage { get { return Native.Message(); } }
+
 		/// <summary>The ABI version this binding was written for.</summary>
 		public const int AbiVersion = 1;
 

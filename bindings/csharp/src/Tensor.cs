@@ -264,22 +264,30 @@ namespace Nnc
 			var p = Params((DataType)info.DataType, (Format)info.Format, shape);
 			if (offset == null || offset.Length != shape.Length || (stride != null && stride.Length != shape.Length))
 				throw new NncException(ErrorCode.Invalid, "Tensor.View", "offset and stride need one entry per dimension of the view");
-			int* ofs = stackalloc int[Native.MaxDims];
-			int* str = stackalloc int[Native.MaxDims];
-			for (int i = 0; i < Native.MaxDims; i++) { ofs[i] = 0; str[i] = 0; }
+			if (stride == null && Shape.Length != shape.Length)
+				throw new NncException(ErrorCode.Invalid, "Tensor.View", "give the strides of a view with a different number of dimensions");
+			var ofs = new int[Native.MaxDims];
+			var str = new int[Native.MaxDims];
 			for (int i = 0; i < offset.Length; i++) ofs[i] = offset[i];
-			if (stride == null)
-			{
-				if (Shape.Length != shape.Length)
-					throw new NncException(ErrorCode.Invalid, "Tensor.View", "give the strides of a view with a different number of dimensions");
-				Use(t => { NncException.Check("Tensor.View", Native.ccv_nnc_tensor_get_strides(t, str)); return 0; });
-			}
-			else
-				for (int i = 0; i < stride.Length; i++) str[i] = stride[i];
 			var h = new TensorHandle { IsView = true };
 			bool added = false;
 			Handle.DangerousAddRef(ref added);
-			IntPtr v = Native.ccv_nnc_tensor_view_new(Handle.DangerousGetHandle(), p, ofs, str);
+			IntPtr v;
+			fixed (int* po = ofs, ps = str)
+			{
+				if (stride == null)
+				{
+					if (Native.ccv_nnc_tensor_get_strides(Handle.DangerousGetHandle(), ps) != 0)
+					{
+						var e = NncException.Last("Tensor.View", -1);
+						Handle.DangerousRelease();
+						throw e;
+					}
+				}
+				else
+					for (int i = 0; i < stride.Length; i++) ps[i] = stride[i];
+				v = Native.ccv_nnc_tensor_view_new(Handle.DangerousGetHandle(), p, po, ps);
+			}
 			if (v == IntPtr.Zero)
 			{
 				var e = NncException.Last("Tensor.View", -1);
