@@ -4,10 +4,14 @@ using System.Runtime.InteropServices;
 namespace Nnc
 {
 	/// <summary>Stride and padding of a windowed command; Hint.None lets the command derive them.</summary>
-	public struct Hint
+	public unsafe struct Hint
 	{
-		internal HintNative Native;
-		internal bool IsSet;
+		// The C hint lives in unmanaged memory owned by the box (freed by its
+		// finalizer), so a Hint is a reference-sized value and Exec passes a pointer.
+		internal NativeBox<HintNative> Box;
+
+		internal HintNative* Ptr { get { return Box == null ? null : (HintNative*)Box.P; } }
+		internal HintNative Value { get { return Box == null ? default(HintNative) : *(HintNative*)Box.P; } }
 
 		/// <summary>No hint.</summary>
 		public static readonly Hint None = default(Hint);
@@ -29,21 +33,34 @@ namespace Nnc
 				e[i] = borderEnd == null ? 0 : borderEnd[i];
 			}
 			Nnc.Native.ccv_nnc_error_clear();
-			var h = new Hint { Native = Nnc.Native.ccv_nnc_hint_make(rank, s, b, e), IsSet = true };
+			var h = new Hint { Box = new NativeBox<HintNative>(Nnc.Native.ccv_nnc_hint_make(rank, s, b, e)) };
 			NncException.CheckVoid("Hint.Make");
 			return h;
 		}
 
 		/// <summary>The stride and symmetric padding that take input's shape to output's under cmd's window.</summary>
-		public static Hint Auto(Cmd cmd, Tensor input, Tensor output)
+		public static unsafe Hint Auto(Cmd cmd, Tensor input, Tensor output)
 		{
 			var a = input.Info;
 			var b = output.Info;
 			Nnc.Native.ccv_nnc_error_clear();
-			var h = new Hint { Native = Nnc.Native.ccv_nnc_hint_auto_p(ref cmd.Native, ref a, ref b), IsSet = true };
+			var h = new Hint { Box = new NativeBox<HintNative>(Nnc.Native.ccv_nnc_hint_auto_p(cmd.Ptr, ref a, ref b)) };
+			GC.KeepAlive(cmd.Box);
 			NncException.CheckVoid("Hint.Auto");
 			return h;
 		}
+	}
+
+	/// <summary>A struct in unmanaged memory, freed when the box is collected.</summary>
+	internal sealed unsafe class NativeBox<T> where T : struct
+	{
+		internal readonly IntPtr P;
+		internal NativeBox(T value)
+		{
+			P = Marshal.AllocHGlobal(Marshal.SizeOf(typeof(T)));
+			Marshal.StructureToPtr(value, P, false);
+		}
+		~NativeBox() { Marshal.FreeHGlobal(P); }
 	}
 
 	/// <summary>Backends for Cmd.WithBackend.</summary>
@@ -61,18 +78,26 @@ namespace Nnc
 	/// A command: an operation with its parameters, made by one of the static
 	/// builders (Gemm, Convolution, ReLU, …) and run with Exec. A value type.
 	/// </summary>
-	public struct Cmd
+	public unsafe struct Cmd
 	{
-		internal CmdNative Native;
+		// The C command lives in unmanaged memory owned by the box (freed by its
+		// finalizer): a Cmd is a reference-sized value, and Exec passes a pointer
+		// with nothing to pin or copy.
+		internal NativeBox<CmdNative> Box;
+		static readonly NativeBox<CmdNative> Noop = new NativeBox<CmdNative>(default(CmdNative));
+
+		internal Cmd(CmdNative c) { Box = new NativeBox<CmdNative>(c); }
+		internal CmdNative* Ptr { get { return (CmdNative*)(Box ?? Noop).P; } }
+		internal CmdNative Native { get { return *(CmdNative*)(Box ?? Noop).P; } }
 
 		static unsafe Cmd Make(string op, Func<CmdNative> f)
 		{
 			Library.Init();
 			Nnc.Native.ccv_nnc_error_clear();
-			var c = new Cmd { Native = f() };
-			if (c.Native.Cmd == 0)
+			var n = f();
+			if (n.Cmd == 0)
 				throw NncException.Last(op, -1);
-			return c;
+			return new Cmd(n);
 		}
 
 		/// <summary>The command's identifier (CCV_NNC_…_FORWARD / _BACKWARD).</summary>
@@ -91,7 +116,7 @@ namespace Nnc
 		string Op { get { var n = Name; return n.StartsWith("CCV_NNC_") ? n.Substring(8) : n; } }
 
 		/// <summary>The command pinned to a backend (Backend.CpuRef, …).</summary>
-		public Cmd WithBackend(uint backend) { var c = this; c.Native.Backend = backend; return c; }
+		public Cmd WithBackend(uint backend) { var n = Native; n.Backend = backend; return new Cmd(n); }
 
 		/// <summary>
 		/// The backward command with the same parameters: inputs are the gradients of
@@ -101,12 +126,12 @@ namespace Nnc
 		public unsafe Cmd Backward()
 		{
 			Library.Init();
-			var self = this;
+			var self = Native;
 			Nnc.Native.ccv_nnc_error_clear();
-			var c = new Cmd { Native = Nnc.Native.ccv_nnc_cmd_make(self.Native.Cmd | 1, self.Native.Info) };
-			if (c.Native.Cmd == 0)
+			var n = Nnc.Native.ccv_nnc_cmd_make(self.Cmd | 1, self.Info);
+			if (n.Cmd == 0)
 				throw NncException.Last("Backward", -1);
-			return c;
+			return new Cmd(n);
 		}
 
 		static unsafe Cmd Transposes(string op, int[] a, int[] b)
@@ -117,10 +142,10 @@ namespace Nnc
 			tb[0] = b == null ? 0 : b[0]; tb[1] = b == null ? 0 : b[1];
 			Library.Init();
 			Nnc.Native.ccv_nnc_error_clear();
-			var c = new Cmd { Native = Nnc.Native.ccv_nnc_cmd_gemm_forward(ta, tb) };
-			if (c.Native.Cmd == 0)
+			var n = Nnc.Native.ccv_nnc_cmd_gemm_forward(ta, tb);
+			if (n.Cmd == 0)
 				throw NncException.Last(op, -1);
-			return c;
+			return new Cmd(n);
 		}
 
 		/// <summary>
@@ -229,44 +254,38 @@ namespace Nnc
 		/// <summary>Exec without the exception: the C code (0 on success); Library.LastMessage says why on this thread.</summary>
 		public int TryExec(Tensor[] inputs, Tensor[] outputs) { return ExecCore(Hint.None, inputs, outputs, null); }
 
+		// The hot path takes no reference on the tensors' handles (an interlocked
+		// pair each, which cost more than the call itself under Mono): a disposed
+		// tensor is refused, and GC.KeepAlive keeps finalizers off them until the
+		// call returns. Disposing a tensor while another thread runs a command on
+		// it is the caller's race, as for any IDisposable.
 		unsafe int ExecCore(Hint hint, Tensor[] inputs, Tensor[] outputs, Stream stream)
 		{
 			int ni = inputs == null ? 0 : inputs.Length, no = outputs == null ? 0 : outputs.Length;
 			IntPtr* ptrs = stackalloc IntPtr[ni + no + 1];
-			int added = 0; // references taken, in order over inputs then outputs (non-null ones)
-			bool streamAdded = false;
-			try
+			for (int i = 0; i < ni + no; i++)
 			{
-				for (int i = 0; i < ni + no; i++)
-				{
-					var t = i < ni ? inputs[i] : outputs[i - ni];
-					if (t == null) { ptrs[i] = IntPtr.Zero; continue; }
-					bool ok = false;
-					t.Handle.DangerousAddRef(ref ok);
-					added = i + 1;
-					ptrs[i] = t.Handle.DangerousGetHandle();
-				}
-				IntPtr s = IntPtr.Zero;
-				if (stream != null)
-				{
-					stream.Handle.DangerousAddRef(ref streamAdded);
-					s = stream.Handle.DangerousGetHandle();
-					stream.Keep(inputs, outputs);
-				}
-				var h = hint.Native;
-				return Nnc.Native.ccv_nnc_cmd_exec_p(ref Native, hint.IsSet ? &h : null, 0, ptrs, ni, ptrs + ni, no, s);
+				var t = i < ni ? inputs[i] : outputs[i - ni];
+				if (t == null) { ptrs[i] = IntPtr.Zero; continue; }
+				if (t.Handle.IsClosed)
+					throw new ObjectDisposedException("Tensor", Op + ": a tensor is disposed");
+				ptrs[i] = t.Handle.DangerousGetHandle();
 			}
-			finally
+			IntPtr s = IntPtr.Zero;
+			if (stream != null)
 			{
-				for (int i = 0; i < added; i++)
-				{
-					var t = i < ni ? inputs[i] : outputs[i - ni];
-					if (t != null)
-						t.Handle.DangerousRelease();
-				}
-				if (streamAdded)
-					stream.Handle.DangerousRelease();
+				if (stream.Handle.IsClosed)
+					throw new ObjectDisposedException("Stream", Op + ": the stream is disposed");
+				s = stream.Handle.DangerousGetHandle();
+				stream.Keep(inputs, outputs);
 			}
+			int r = Nnc.Native.ccv_nnc_cmd_exec_p(Ptr, hint.Ptr, 0, ptrs, ni, ptrs + ni, no, s);
+			GC.KeepAlive(Box);
+			GC.KeepAlive(hint.Box);
+			GC.KeepAlive(inputs);
+			GC.KeepAlive(outputs);
+			GC.KeepAlive(stream);
+			return r;
 		}
 	}
 }

@@ -111,8 +111,9 @@ namespace Nnc
 				IntPtr* outs = stackalloc IntPtr[Len(outputs) + 1];
 				Fill(ins, inputs, this, op);
 				Fill(outs, outputs, this, op);
-				var h = hint.Native;
-				int r = Native.ccv_nnc_dynamic_graph_exec_p(g, ref cmd.Native, hint.IsSet ? &h : null, 0, ins, Len(inputs), outs, Len(outputs), 0, IntPtr.Zero);
+				int r = Native.ccv_nnc_dynamic_graph_exec_p(g, cmd.Ptr, hint.Ptr, 0, ins, Len(inputs), outs, Len(outputs), 0, IntPtr.Zero);
+				GC.KeepAlive(cmd.Box);
+				GC.KeepAlive(hint.Box);
 				if (r != 0)
 					throw NncException.Last(op, r);
 			}
@@ -169,7 +170,8 @@ namespace Nnc
 				Fill(a, aux, this, op);
 				var cmd = optimizer.Cmd;
 				Native.ccv_nnc_error_clear();
-				int r = Native.ccv_nnc_dynamic_graph_minimize_p(g, ref cmd.Native, l, Len(losses), null, p, ps.Length, a, 0, IntPtr.Zero);
+				int r = Native.ccv_nnc_dynamic_graph_minimize_p(g, cmd.Ptr, l, Len(losses), null, p, ps.Length, a, 0, IntPtr.Zero);
+				GC.KeepAlive(cmd.Box);
 				if (r != 0)
 					throw NncException.Last(op, r);
 			}

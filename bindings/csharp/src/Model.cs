@@ -104,11 +104,13 @@ namespace Nnc
 			var ps = new TensorParamNative[inputs.Length];
 			for (int i = 0; i < inputs.Length; i++)
 				ps[i] = Tensor.Params(inputs[i].DataType, inputs[i].Format, inputs[i].Shape);
-			var l = loss.HasValue ? loss.Value : Cmd.FromId(0);
+			var l = loss.HasValue ? loss.Value : default(Cmd); // NOOP: no loss
 			Native.ccv_nnc_error_clear();
 			fixed (TensorParamNative* p = ps)
 			{
-				int r = Native.ccv_cnnp_model_compile_p(m, p, ps.Length, ref minimizer.Native, ref l.Native);
+				int r = Native.ccv_cnnp_model_compile_p(m, p, ps.Length, minimizer.Ptr, l.Ptr);
+				GC.KeepAlive(minimizer.Box);
+				GC.KeepAlive(l.Box);
 				if (r != 0)
 					throw NncException.Last(op, r);
 			}
