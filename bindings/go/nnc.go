@@ -180,3 +180,12 @@ func ABIVersion() int { return int(C.ccv_nnc_abi_version()) }
 
 // ABIVersionExpected is the ABI version this binding was written for.
 const ABIVersionExpected = 1
+
+// Must returns v, or panics with err: for examples and programs that treat a
+// failure as fatal, as in nnc.Must(nnc.DenseLayer(16, false)).
+func Must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
