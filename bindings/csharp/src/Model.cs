@@ -55,6 +55,51 @@ namespace Nnc
 		public static Model Tanh() { return new Model("Tanh", () => Native.ccv_cnnp_tanh(IntPtr.Zero)); }
 		public static Model Softmax() { return new Model("Softmax", () => Native.ccv_cnnp_softmax(IntPtr.Zero)); }
 		public static Model Flatten() { return new Model("Flatten", () => Native.ccv_cnnp_flatten(IntPtr.Zero)); }
+		/// <summary>Batch normalisation over all but the channel axis.</summary>
+		public static Model BatchNorm(float momentum, float epsilon) { return new Model("BatchNorm", () => Native.ccv_cnnp_batch_norm(momentum, epsilon, 1, IntPtr.Zero)); }
+
+		/// <summary>A convolution: filters outputs over kh×kw windows, the hint's stride and padding (Hint.None: stride 1, none), NHWC.</summary>
+		public static unsafe Model Convolution(int groups, int filters, int kh, int kw, Hint hint, bool noBias = false)
+		{
+			var kdim = new int[Native.MaxDims];
+			var dilation = new int[Native.MaxDims];
+			kdim[0] = kh; kdim[1] = kw;
+			var h = hint.Value;
+			GC.KeepAlive(hint.Box);
+			fixed (int* k = kdim, d = dilation)
+			{
+				IntPtr pk = (IntPtr)k, pd = (IntPtr)d;
+				return new Model("Convolution", () => Native.ccv_cnnp_convolution(groups, filters, (int*)pk, (int*)pd, noBias ? 1 : 0, h, 0, 1, IntPtr.Zero));
+			}
+		}
+
+		/// <summary>Max pooling over kh×kw windows with the hint's stride and padding.</summary>
+		public static unsafe Model MaxPool(int kh, int kw, Hint hint)
+		{
+			var kdim = new int[Native.MaxDims];
+			kdim[0] = kh; kdim[1] = kw;
+			var h = hint.Value;
+			GC.KeepAlive(hint.Box);
+			fixed (int* k = kdim)
+			{
+				IntPtr pk = (IntPtr)k;
+				return new Model("MaxPool", () => Native.ccv_cnnp_max_pool((int*)pk, h, IntPtr.Zero));
+			}
+		}
+
+		/// <summary>Average pooling over kh×kw windows with the hint's stride and padding.</summary>
+		public static unsafe Model AveragePool(int kh, int kw, Hint hint)
+		{
+			var kdim = new int[Native.MaxDims];
+			kdim[0] = kh; kdim[1] = kw;
+			var h = hint.Value;
+			GC.KeepAlive(hint.Box);
+			fixed (int* k = kdim)
+			{
+				IntPtr pk = (IntPtr)k;
+				return new Model("AveragePool", () => Native.ccv_cnnp_average_pool((int*)pk, h, IntPtr.Zero));
+			}
+		}
 
 		/// <summary>The layers one after the other. Takes them over: they are freed with this model and refuse use on their own.</summary>
 		public static unsafe Model Sequential(params Model[] layers)

@@ -143,6 +143,10 @@ namespace Nnc
 		[DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)] public static extern IntPtr ccv_cnnp_tanh(IntPtr name);
 		[DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)] public static extern IntPtr ccv_cnnp_softmax(IntPtr name);
 		[DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)] public static extern IntPtr ccv_cnnp_flatten(IntPtr name);
+		[DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)] public static extern IntPtr ccv_cnnp_convolution(int groups, int filters, int* kdim, int* dilation, int noBias, HintNative hint, int format, int isTrainable, IntPtr name);
+		[DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)] public static extern IntPtr ccv_cnnp_max_pool(int* kdim, HintNative hint, IntPtr name);
+		[DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)] public static extern IntPtr ccv_cnnp_average_pool(int* kdim, HintNative hint, IntPtr name);
+		[DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)] public static extern IntPtr ccv_cnnp_batch_norm(float momentum, float epsilon, int isTrainable, IntPtr name);
 		[DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)] public static extern IntPtr ccv_cnnp_sequential_new(IntPtr* models, int modelSize, int isTrainable, IntPtr name);
 		[DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)] public static extern int ccv_cnnp_model_compile_p(IntPtr model, TensorParamNative* inputs, int inputSize, CmdNative* minimizer, CmdNative* loss);
 		[DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)] public static extern void ccv_cnnp_model_fit(IntPtr model, IntPtr* inputs, int inputSize, IntPtr* fits, int fitSize, IntPtr* outputs, int outputSize, IntPtr tape, IntPtr stream);

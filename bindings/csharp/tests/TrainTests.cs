@@ -169,5 +169,49 @@ namespace Nnc.Tests
 			w.Dispose();
 			g.Dispose();
 		}
+
+		// The C test's small convolutional network (test/c/libnnc_style_d_cnnp.c)
+		// through the binding: two blobs as 4x4 images must come apart.
+		[Test]
+		public void TrainConvNet()
+		{
+			const int n = 32;
+			var r = new Random(9);
+			var xs = new float[n * 16];
+			var ls = new float[n];
+			var zs = new float[n * 2];
+			Action draw = () =>
+			{
+				for (int i = 0; i < n; i++)
+				{
+					int c = r.Next(2);
+					float px = (float)(-1.5 + 3 * c + 0.5 * Normal(r)), py = (float)(1 - 2 * c + 0.5 * Normal(r));
+					for (int k = 0; k < 16; k++) xs[i * 16 + k] = (k & 1) == 1 ? px : py;
+					ls[i] = c;
+				}
+			};
+			using (var m = Model.Sequential(
+				Model.Convolution(1, 4, 3, 3, Hint.Make(new[] { 1, 1 }, new[] { 1, 1 }, new[] { 1, 1 })),
+				Model.ReLU(),
+				Model.MaxPool(2, 2, Hint.Make(new[] { 2, 2 })),
+				Model.Flatten(),
+				Model.Dense(2)))
+			using (var x = Tensor.Wrap(xs, n, 4, 4, 1))
+			using (var l = Tensor.Wrap(ls, n))
+			using (var z = Tensor.Wrap(zs, n, 2))
+			{
+				m.Compile(new[] { TensorParams.Float32(n, 4, 4, 1) }, Cmd.Sgd(false, 0.1f, 1f / n, 0, 0.9f, 0), Cmd.SoftmaxCrossEntropy());
+				for (int step = 0; step < 60; step++)
+				{
+					draw();
+					m.Fit(new[] { x }, new[] { l }, new[] { z });
+				}
+				draw();
+				m.Evaluate(new[] { x }, new[] { z });
+				int right = 0;
+				for (int i = 0; i < n; i++) if ((zs[i * 2 + 1] > zs[i * 2]) == (ls[i] > 0.5f)) right++;
+				Assert.GreaterOrEqual(right, n - 2, "held-out points right");
+			}
+		}
 	}
 }
