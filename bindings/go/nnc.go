@@ -34,7 +34,40 @@ import (
 var initOnce sync.Once
 
 func ensureInit() {
-	initOnce.Do(func() { C.ccv_nnc_init() })
+	initOnce.Do(func() {
+		C.ccv_nnc_init()
+		if err := checkABI(); err != nil {
+			// A library built from other headers would corrupt memory: stop here.
+			panic(err)
+		}
+	})
+}
+
+// checkABI compares the library's ABI version and struct sizes with the
+// headers this package was compiled against.
+func checkABI() error {
+	if v := int(C.ccv_nnc_abi_version()); v != ABIVersionExpected {
+		return fmt.Errorf("nnc: the C library's ABI version is %d, this binding's %d", v, ABIVersionExpected)
+	}
+	sizes := []struct {
+		id   C.int
+		name string
+		size uintptr
+	}{
+		{C.CCV_NNC_TYPE_TENSOR_PARAM, "ccv_nnc_tensor_param_t", C.sizeof_ccv_nnc_tensor_param_t},
+		{C.CCV_NNC_TYPE_CMD_PARAM, "ccv_nnc_cmd_param_t", C.sizeof_ccv_nnc_cmd_param_t},
+		{C.CCV_NNC_TYPE_CMD, "ccv_nnc_cmd_t", C.sizeof_ccv_nnc_cmd_t},
+		{C.CCV_NNC_TYPE_HINT, "ccv_nnc_hint_t", C.sizeof_ccv_nnc_hint_t},
+		{C.CCV_NNC_TYPE_TENSOR, "ccv_nnc_tensor_t", C.sizeof_ccv_nnc_tensor_t},
+		{C.CCV_NNC_TYPE_TENSOR_VIEW, "ccv_nnc_tensor_view_t", C.sizeof_ccv_nnc_tensor_view_t},
+		{C.CCV_NNC_TYPE_EVALUATE_PARAM, "ccv_cnnp_evaluate_param_t", C.sizeof_ccv_cnnp_evaluate_param_t},
+	}
+	for _, s := range sizes {
+		if n := uintptr(C.ccv_nnc_type_size(s.id)); n != s.size {
+			return fmt.Errorf("nnc: %s is %d bytes in the C library, %d in the headers this binding was built with", s.name, n, s.size)
+		}
+	}
+	return nil
 }
 
 func init() { ensureInit() }

@@ -224,3 +224,15 @@ func TestConcurrentGoroutines(t *testing.T) {
 		}
 	}
 }
+
+func TestABI(t *testing.T) {
+	if ABIVersion() != ABIVersionExpected {
+		t.Fatalf("ABI %d", ABIVersion())
+	}
+	if err := checkABI(); err != nil {
+		t.Fatal(err)
+	}
+	if Version() == "" {
+		t.Fatal("no version")
+	}
+}
