@@ -320,3 +320,24 @@ func TestStream(t *testing.T) {
 		t.Fatalf("exec on a closed stream: %v", err)
 	}
 }
+
+// AutoHint derives the padding a same-size 3x3 convolution needs: the
+// result equals the explicit hint's.
+func TestAutoHint(t *testing.T) {
+	r := rand.New(rand.NewSource(6))
+	in := tensors(t, ct(randFloats(r, 2*7*6*3), 2, 7, 6, 3), ct(randFloats(r, 4*27), 4, 3, 3, 3), ct(randFloats(r, 4), 4))
+	a := must(NewTensor(Float32, NHWC, 2, 7, 6, 4))
+	defer a.Close()
+	b := must(NewTensor(Float32, NHWC, 2, 7, 6, 4))
+	defer b.Close()
+	conv := Convolution(1, 4, 3, 3, 3)
+	auto := must(AutoHint(conv, in[0], a))
+	explicit := must(NewHint([]int{1, 1}, []int{1, 1}, []int{1, 1}))
+	if err := Exec(conv, auto, in, []*Tensor{a}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Exec(conv, explicit, in, []*Tensor{b}); err != nil {
+		t.Fatal(err)
+	}
+	sameAs(t, "auto hint", must(a.Float32s()), must(b.Float32s()))
+}

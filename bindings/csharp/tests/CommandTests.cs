@@ -205,5 +205,23 @@ namespace Nnc.Tests
 				Assert.Throws<ObjectDisposedException>(() => Cmd.EwSum().Exec(Hint.None, new[] { ta, tb }, new[] { tc }, s));
 			}
 		}
+
+		// Hint.Auto derives the padding a same-size 3x3 convolution needs.
+		[Test]
+		public void AutoHint()
+		{
+			var r = new Random(6);
+			using (var x = Tensor.FromArray(Util.Rand(r, 2 * 7 * 6 * 3), 2, 7, 6, 3))
+			using (var w = Tensor.FromArray(Util.Rand(r, 4 * 27), 4, 3, 3, 3))
+			using (var b = Tensor.FromArray(Util.Rand(r, 4), 4))
+			using (var ya = Tensor.Create(DataType.Float32, Format.NHWC, 2, 7, 6, 4))
+			using (var yb = Tensor.Create(DataType.Float32, Format.NHWC, 2, 7, 6, 4))
+			{
+				var conv = Cmd.Convolution(1, 4, 3, 3, 3);
+				conv.Exec(Hint.Auto(conv, x, ya), new[] { x, w, b }, new[] { ya });
+				conv.Exec(Hint.Make(new[] { 1, 1 }, new[] { 1, 1 }, new[] { 1, 1 }), new[] { x, w, b }, new[] { yb });
+				Util.Same("auto hint", ya.ToFloatArray(), yb.ToFloatArray());
+			}
+		}
 	}
 }
