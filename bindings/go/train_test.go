@@ -107,6 +107,36 @@ func TestTrainMLP(t *testing.T) {
 	}
 	_ = tl
 
+	// With a zero learning rate (and no momentum) fit changes nothing: two
+	// steps on one batch give the same outputs; a real rate then moves them.
+	if err := m.SetMinimizer(SGD(false, 0, 1.0/batch, 0, 0, 0), true); err != nil {
+		t.Fatal(err)
+	}
+	copy(xs, tx)
+	outs := make([][]float32, 3)
+	for i := range outs {
+		if i == 2 {
+			if err := m.SetMinimizer(SGD(false, 0.5, 1.0/batch, 0, 0, 0), true); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Fit([]*Tensor{x}, []*Tensor{y}, []*Tensor{z}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := m.Fit([]*Tensor{x}, []*Tensor{y}, []*Tensor{z}); err != nil {
+			t.Fatal(err)
+		}
+		outs[i] = must(z.CopyFloat32s())
+	}
+	sameAs(t, "fit at rate 0", outs[1], outs[0])
+	moved := false
+	for i := range outs[2] {
+		moved = moved || outs[2][i] != outs[0][i]
+	}
+	if !moved {
+		t.Fatal("fit at rate 0.5 left the outputs unchanged")
+	}
+
 	// Write, read into a fresh model, and compare outputs on the same batch.
 	path := filepath.Join(t.TempDir(), "mlp.sqlite3")
 	if err := m.WriteFile(path); err != nil {

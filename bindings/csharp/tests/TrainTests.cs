@@ -83,6 +83,17 @@ namespace Nnc.Tests
 				}
 				Assert.GreaterOrEqual(acc / 10, 0.95, "held-out accuracy");
 
+				// With a zero learning rate fit changes nothing; a real rate then moves the outputs.
+				m.SetMinimizer(Cmd.Sgd(false, 0, 1f / Batch, 0, 0, 0), true);
+				m.Fit(new[] { x }, new[] { y }, new[] { z });
+				var o0 = (float[])zs.Clone();
+				m.Fit(new[] { x }, new[] { y }, new[] { z });
+				Util.Same("fit at rate 0", zs, o0);
+				m.SetMinimizer(Cmd.Sgd(false, 0.5f, 1f / Batch, 0, 0, 0), true);
+				m.Fit(new[] { x }, new[] { y }, new[] { z });
+				m.Fit(new[] { x }, new[] { y }, new[] { z });
+				Assert.IsFalse(zs.SequenceEqual(o0), "fit at rate 0.5 left the outputs unchanged");
+
 				var path = Path.Combine(Path.GetTempPath(), "nnc-cs-mlp-" + Guid.NewGuid() + ".sqlite3");
 				try
 				{
