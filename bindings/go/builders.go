@@ -70,13 +70,19 @@ func AveragePool(rows, cols int) Cmd {
 }
 
 // ReLU is max(x, 0).
-func ReLU() Cmd { return makeCmd("ReLU", func() C.ccv_nnc_cmd_t { return C.ccv_nnc_cmd_relu_forward() }) }
+func ReLU() Cmd {
+	return makeCmd("ReLU", func() C.ccv_nnc_cmd_t { return C.ccv_nnc_cmd_relu_forward() })
+}
 
 // Sigmoid is 1 / (1 + e^-x).
-func Sigmoid() Cmd { return makeCmd("Sigmoid", func() C.ccv_nnc_cmd_t { return C.ccv_nnc_cmd_sigmoid_forward() }) }
+func Sigmoid() Cmd {
+	return makeCmd("Sigmoid", func() C.ccv_nnc_cmd_t { return C.ccv_nnc_cmd_sigmoid_forward() })
+}
 
 // Tanh is tanh(x).
-func Tanh() Cmd { return makeCmd("Tanh", func() C.ccv_nnc_cmd_t { return C.ccv_nnc_cmd_tanh_forward() }) }
+func Tanh() Cmd {
+	return makeCmd("Tanh", func() C.ccv_nnc_cmd_t { return C.ccv_nnc_cmd_tanh_forward() })
+}
 
 // GELU, exact (erf) or its tanh approximation.
 func GELU(tanhApproximation bool) Cmd {
@@ -84,7 +90,9 @@ func GELU(tanhApproximation bool) Cmd {
 }
 
 // Swish is x · sigmoid(x).
-func Swish() Cmd { return makeCmd("Swish", func() C.ccv_nnc_cmd_t { return C.ccv_nnc_cmd_swish_forward() }) }
+func Swish() Cmd {
+	return makeCmd("Swish", func() C.ccv_nnc_cmd_t { return C.ccv_nnc_cmd_swish_forward() })
+}
 
 // LeakyReLU is x for x ≥ 0, slope·x below.
 func LeakyReLU(negativeSlope float32) Cmd {
@@ -92,7 +100,9 @@ func LeakyReLU(negativeSlope float32) Cmd {
 }
 
 // Softmax over the last axis.
-func Softmax() Cmd { return makeCmd("Softmax", func() C.ccv_nnc_cmd_t { return C.ccv_nnc_cmd_softmax_forward() }) }
+func Softmax() Cmd {
+	return makeCmd("Softmax", func() C.ccv_nnc_cmd_t { return C.ccv_nnc_cmd_softmax_forward() })
+}
 
 // SoftmaxCrossEntropy: inputs |logits|labels (class indices or one-hot)|,
 // outputs |loss per row|softmax|.
@@ -119,22 +129,34 @@ func MSE(reduce int) Cmd {
 }
 
 // EWSum is the element-wise sum of its inputs (same shapes).
-func EWSum() Cmd { return makeCmd("EWSum", func() C.ccv_nnc_cmd_t { return C.ccv_nnc_cmd_ewsum_forward() }) }
+func EWSum() Cmd {
+	return makeCmd("EWSum", func() C.ccv_nnc_cmd_t { return C.ccv_nnc_cmd_ewsum_forward() })
+}
 
 // EWProd is the element-wise product of its inputs.
-func EWProd() Cmd { return makeCmd("EWProd", func() C.ccv_nnc_cmd_t { return C.ccv_nnc_cmd_ewprod_forward() }) }
+func EWProd() Cmd {
+	return makeCmd("EWProd", func() C.ccv_nnc_cmd_t { return C.ccv_nnc_cmd_ewprod_forward() })
+}
 
 // EWDiv is a / b element-wise.
-func EWDiv() Cmd { return makeCmd("EWDiv", func() C.ccv_nnc_cmd_t { return C.ccv_nnc_cmd_ewdiv_forward() }) }
+func EWDiv() Cmd {
+	return makeCmd("EWDiv", func() C.ccv_nnc_cmd_t { return C.ccv_nnc_cmd_ewdiv_forward() })
+}
 
 // EWExp is e^x.
-func EWExp() Cmd { return makeCmd("EWExp", func() C.ccv_nnc_cmd_t { return C.ccv_nnc_cmd_ewexp_forward() }) }
+func EWExp() Cmd {
+	return makeCmd("EWExp", func() C.ccv_nnc_cmd_t { return C.ccv_nnc_cmd_ewexp_forward() })
+}
 
 // EWLog is ln x.
-func EWLog() Cmd { return makeCmd("EWLog", func() C.ccv_nnc_cmd_t { return C.ccv_nnc_cmd_ewlog_forward() }) }
+func EWLog() Cmd {
+	return makeCmd("EWLog", func() C.ccv_nnc_cmd_t { return C.ccv_nnc_cmd_ewlog_forward() })
+}
 
 // EWSqrt is √x.
-func EWSqrt() Cmd { return makeCmd("EWSqrt", func() C.ccv_nnc_cmd_t { return C.ccv_nnc_cmd_ewsqrt_forward() }) }
+func EWSqrt() Cmd {
+	return makeCmd("EWSqrt", func() C.ccv_nnc_cmd_t { return C.ccv_nnc_cmd_ewsqrt_forward() })
+}
 
 // Add is p·a + q·b with broadcasting.
 func Add(p, q float32) Cmd {

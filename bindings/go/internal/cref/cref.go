@@ -15,30 +15,30 @@ import (
 
 // Kinds of command.
 const (
-	Dense       = C.K_DENSE
-	Gemm        = C.K_GEMM
-	Conv        = C.K_CONV
-	MaxPool     = C.K_MAX_POOL
-	AvgPool     = C.K_AVG_POOL
-	ReLU        = C.K_RELU
-	Sigmoid     = C.K_SIGMOID
-	Tanh        = C.K_TANH
-	Softmax     = C.K_SOFTMAX
-	SCE         = C.K_SCE
-	EWSum       = C.K_EWSUM
-	EWProd      = C.K_EWPROD
-	BatchNorm   = C.K_BNORM
-	SGD         = C.K_SGD
-	MSE         = C.K_MSE
-	Add         = C.K_ADD
-	Adam        = C.K_ADAM
-	LeakyReLU   = C.K_LEAKY_RELU
-	EWExp       = C.K_EWEXP
-	ScalarMul   = C.K_SCALAR_MUL
-	GELU        = C.K_GELU
-	LayerNorm   = C.K_LAYER_NORM
-	Swish       = C.K_SWISH
-	ReduceSum   = C.K_REDUCE_SUM
+	Dense     = C.K_DENSE
+	Gemm      = C.K_GEMM
+	Conv      = C.K_CONV
+	MaxPool   = C.K_MAX_POOL
+	AvgPool   = C.K_AVG_POOL
+	ReLU      = C.K_RELU
+	Sigmoid   = C.K_SIGMOID
+	Tanh      = C.K_TANH
+	Softmax   = C.K_SOFTMAX
+	SCE       = C.K_SCE
+	EWSum     = C.K_EWSUM
+	EWProd    = C.K_EWPROD
+	BatchNorm = C.K_BNORM
+	SGD       = C.K_SGD
+	MSE       = C.K_MSE
+	Add       = C.K_ADD
+	Adam      = C.K_ADAM
+	LeakyReLU = C.K_LEAKY_RELU
+	EWExp     = C.K_EWEXP
+	ScalarMul = C.K_SCALAR_MUL
+	GELU      = C.K_GELU
+	LayerNorm = C.K_LAYER_NORM
+	Swish     = C.K_SWISH
+	ReduceSum = C.K_REDUCE_SUM
 )
 
 // T is a packed NHWC float32 tensor: its values and shape. A nil T is an
@@ -54,8 +54,10 @@ func init() { C.ccv_nnc_init() }
 // must have the right length). hintStride > 0 gives a hint of that stride and
 // symmetric padding hintPad. The error carries the C message.
 func Exec(kind int, p []float32, inputs, outputs []*T, hintStride, hintPad int) error {
-	n := len(inputs) + len(outputs)
 	all := append(append([]*T{}, inputs...), outputs...)
+	if len(all) > 16 {
+		return errors.New("cref: at most 16 tensors")
+	}
 	data := (*[16]*C.float)(C.calloc(16, C.size_t(unsafe.Sizeof((*C.float)(nil)))))
 	defer C.free(unsafe.Pointer(data))
 	dims := make([]C.int, 16*C.CCV_NNC_MAX_DIM_ALLOC)
@@ -91,7 +93,6 @@ func Exec(kind int, p []float32, inputs, outputs []*T, hintStride, hintPad int) 
 			C.memcpy(unsafe.Pointer(&t.Data[0]), unsafe.Pointer(data[len(inputs)+i]), C.size_t(4*len(t.Data)))
 		}
 	}
-	_ = n
 	return nil
 }
 
