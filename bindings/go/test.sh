@@ -15,6 +15,9 @@ export GOFLAGS="${GOFLAGS:-} -mod=mod"
 export GO111MODULE=on
 export GOPROXY=off
 cd "$here"
+echo "== gofmt"
+unformatted="$(gofmt -l .)"
+[ -z "$unformatted" ] || { echo "not gofmt-ed: $unformatted" >&2; exit 1; }
 echo "== go vet"
 go vet ./...
 echo "== go test -race"
