@@ -18,6 +18,7 @@
 
 #include "core/cmd.hpp"
 #include "nnc/ccv_nnc.h"
+#include "core/live.hpp"
 
 namespace nnc::graph {
 struct Schedule;
@@ -98,6 +99,7 @@ struct ccv_nnc_graph_s {
 
   ccv_nnc_graph_s();
   ~ccv_nnc_graph_s();
+  nnc::LiveCounter<CCV_NNC_LIVE_GRAPH> live_counter_;  // ccv_nnc_live_object_count
 };
 
 namespace nnc::graph {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "nnc/ccv_nnc.h"
+#include "core/live.hpp"
 
 struct ccv_nnc_symbolic_graph_s {
   struct Tensor {
@@ -102,6 +103,7 @@ struct ccv_nnc_symbolic_graph_s {
   ccv_nnc_symbolic_graph_s(const ccv_nnc_symbolic_graph_s&) = delete;
   ccv_nnc_symbolic_graph_s& operator=(const ccv_nnc_symbolic_graph_s&) = delete;
   ~ccv_nnc_symbolic_graph_s();
+  nnc::LiveCounter<CCV_NNC_LIVE_SYMBOLIC_GRAPH> live_counter_;  // ccv_nnc_live_object_count
 };
 
 namespace nnc::symbolic {
