@@ -32,8 +32,12 @@
 //   everything from q, k, v, mask, w.
 // libnnc's bitmasks: forward |q|k|v| (mask optional) with o and lse, or with
 //   w (and bias) and all three outputs; backward g, q, k, v, o, lse (+ w,
-//   qkv, bias for the fused form) giving dq, dk, dv (+ dw, dbias). Output 0
-//   may share memory with q. Backward shapes: each gradient like its input.
+//   qkv, bias for the fused form) giving dq, dk, dv (+ dw, dbias). One
+//   deliberate difference: the third backward rule also refuses qkv without
+//   w (see bitmask_backward), so autodiff keeps w for a fused call. The
+//   backward runs without bias (dbias is a sum of g), qkv, o or lse (both
+//   recomputed from q, k, v). Output 0 may share memory with q. Backward
+//   shapes: each gradient like its input.
 // Data types: q, k, v, mask, w, bias, o, g and the gradients share one float
 // type (32F, 64F, 16F, 16BF on CPU_REF; 32F on CPU_OPT); lse is any float
 // type (tensor_auto makes it 32F).
@@ -111,6 +115,11 @@ bool bitmask_backward(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inpu
   const uint64_t in = word0(inputs, input_bitmask_size), out = word0(outputs, output_bitmask_size);
   if ((in & 4025u) == 4025u && (out & 63u) == 55u) return true;  // fused with bias
   if ((in & 3769u) == 3769u && (out & 31u) == 23u) return true;  // fused without bias
+  // libnnc's third rule, with one refusal added: qkv (11) given without w (7).
+  // Our autodiff passes a backward only the inputs its bitmask insists on,
+  // dropping them one by one in slot order; libnnc's rule would let it drop
+  // w from a fused call (the rule ignores w), which then could not run.
+  if ((in & 2048u) && !(in & 128u)) return false;
   return (in & 1593u) == 1593u && (out & 7u) == 7u;
 }
 
@@ -344,9 +353,11 @@ Problem problem(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int i
     p.dw = view2(t, 1);
   }
   if (ccv_nnc_tensor_t* t = at(outputs, output_size, 5)) {
-    NNC_CHECK(bias, "%s: dbias (output 5) needs bias (input 8)", name);
-    grad(5, bias, "dbias");
+    NNC_CHECK(p.fused, "%s: dbias (output 5) needs w (input 7)", name);
+    NNC_CHECK(dt_of(t) == p.datatype, "%s: dbias is %s but q is %s", name, dt_name(t), dt_name(q));
     const Layout b = layout_of(t);
+    NNC_CHECK(b.count() == static_cast<size_t>(p.Nout), "%s: dbias is %s but w has %d rows", name,
+              shape_string(t->info.dim).c_str(), p.Nout);
     p.dbias = b.data;
     for (int i = 0; i < b.nd; i++)
       if (b.dim[i] == p.Nout) p.dbias_stride = b.stride[i];

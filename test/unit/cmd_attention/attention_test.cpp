@@ -304,6 +304,19 @@ TEST_F(Attention, OptAgreesWithRefOnViewsAndThreadedSizes) {
       std::vector<ccv_nnc_tensor_t*> bo2 = {odq2, nullptr, nullptr};
       ASSERT_EQ(run(c.cmd(BWD, OPT), bin, bo2), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
       EXPECT_LE(max_rel_diff(odq2, rdq), 1e-4);
+      // Fused, as autodiff calls it: without qkv and bias (o recomputed, dbias a sum of g).
+      if (c.Nout) {
+        std::vector<ccv_nnc_tensor_t*> bin3 = backward_inputs(c, in, g, oo, ol, oy);
+        bin3[8] = bin3[11] = nullptr;
+        T dq3(dt, c.q()), dk3(dt, c.k()), dv3(dt, c.v()), dw3(dt, c.w()), db3(dt, {c.Nout});
+        for (uint32_t backend : {REF, OPT}) {
+          ASSERT_EQ(run(c.cmd(BWD, backend), bin3, {dq3, dk3, dv3, nullptr, dw3, db3}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+          EXPECT_LE(max_rel_diff(dq3, rdq), 1e-4) << backend;
+          EXPECT_LE(max_rel_diff(dk3, rdk), 1e-4) << backend;
+          EXPECT_LE(max_rel_diff(dw3, rdw), 1e-4) << backend;
+          if (c.bias) EXPECT_LE(max_rel_diff(db3, rdb), 1e-4) << backend;
+        }
+      }
     }
 }
 
@@ -377,6 +390,8 @@ TEST_F(Attention, LibnncContract) {
   EXPECT_TRUE(bm(BWD, 12, 6, 3769, 23));
   EXPECT_TRUE(bm(BWD, 12, 6, 4025, 55));
   EXPECT_FALSE(bm(BWD, 12, 6, 1593 & ~8u, 7));  // no q
+  EXPECT_TRUE(bm(BWD, 12, 6, 1593 | 128, 55));   // libnnc's third rule ignores w and the outputs past 2
+  EXPECT_FALSE(bm(BWD, 12, 6, 1593 | 2048, 7));  // ours: qkv without w is refused (see attention.cpp)
   EXPECT_FALSE(bm(BWD, 12, 6, 1593, 3));
   const ccv_nnc_cmd_t fc = ccv_nnc_cmd(FWD, nullptr, ccv_nnc_cmd_auto, 0);
   EXPECT_TRUE(ccv_nnc_cmd_allow_inplace(fc, 0, 3, 0, 2));
