@@ -6,8 +6,10 @@
 // (batch, kv head). The projection and its gradients are three whole-matrix
 // sgemms (cmd/common/sgemm.hpp). Without AVX2 the CPU_REF loops run.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "cmd/attention/attention.hpp"
@@ -59,13 +61,19 @@ void run_forward(const Problem& p, const Body* k) {
   const size_t qblocks = (static_cast<size_t>(p.Sq) + kQueryRows - 1) / kQueryRows;
   const size_t tasks = static_cast<size_t>(p.B) * p.H * qblocks;
   const size_t floats = k->forward_scratch(p);
+  // Pool threads must not throw: a chunk that runs out of memory says so here.
+  std::atomic<bool> failed{false};
   auto chunk = [&](size_t begin, size_t end) {
-    std::vector<float> scratch(floats);
-    for (size_t t = begin; t < end; t++) {
-      const int qb = static_cast<int>(t % qblocks), h = static_cast<int>(t / qblocks % p.H),
-                b = static_cast<int>(t / qblocks / p.H);
-      const int i0 = qb * kQueryRows, i1 = std::min(p.Sq, i0 + kQueryRows);
-      if (!k->forward(p, b, h, i0, i1, scratch.data())) throw std::bad_alloc();
+    try {
+      std::vector<float> scratch(floats);
+      for (size_t t = begin; t < end && !failed.load(std::memory_order_relaxed); t++) {
+        const int qb = static_cast<int>(t % qblocks), h = static_cast<int>(t / qblocks % p.H),
+                  b = static_cast<int>(t / qblocks / p.H);
+        const int i0 = qb * kQueryRows, i1 = std::min(p.Sq, i0 + kQueryRows);
+        if (!k->forward(p, b, h, i0, i1, scratch.data())) failed = true;
+      }
+    } catch (...) {
+      failed = true;
     }
   };
   const double work = static_cast<double>(p.B) * p.H * p.Sq * p.Sk * (p.D + p.Dv);
@@ -73,6 +81,7 @@ void run_forward(const Problem& p, const Body* k) {
     chunk(0, tasks);
   else
     parallel_for(tasks, 1, chunk);
+  if (failed) throw std::bad_alloc();
 }
 
 NNC_KERNEL(forward_opt) {
@@ -197,17 +206,22 @@ NNC_KERNEL(backward_opt) {
   if (!p.dq.data && !p.dk.data && !p.dv.data) return CCV_NNC_EXEC_SUCCESS;
   const size_t tasks = static_cast<size_t>(p.B) * p.Hk;
   const size_t floats = k->backward_scratch(p);
+  std::atomic<bool> failed{false};
   auto chunk = [&](size_t begin, size_t end) {
-    std::vector<float> scratch(floats);
-    for (size_t t = begin; t < end; t++)
-      if (!k->backward(p, g, static_cast<int>(t / p.Hk), static_cast<int>(t % p.Hk), scratch.data()))
-        throw std::bad_alloc();
+    try {
+      std::vector<float> scratch(floats);
+      for (size_t t = begin; t < end && !failed.load(std::memory_order_relaxed); t++)
+        if (!k->backward(p, g, static_cast<int>(t / p.Hk), static_cast<int>(t % p.Hk), scratch.data())) failed = true;
+    } catch (...) {
+      failed = true;
+    }
   };
   const double work = static_cast<double>(p.B) * p.H * p.Sq * p.Sk * (p.D + p.Dv);
   if (tasks == 1 || work < (1 << 20))
     chunk(0, tasks);
   else
     parallel_for(tasks, 1, chunk);
+  if (failed) throw std::bad_alloc();
   return CCV_NNC_EXEC_SUCCESS;
 }
 
