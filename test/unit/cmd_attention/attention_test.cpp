@@ -125,8 +125,12 @@ struct Inputs {
       : q(make(dt, c.q(), view)), k(make(dt, c.k(), view)), v(make(dt, c.v(), view)),
         mask(make(dt, c.mask.empty() ? std::vector<int>{1} : c.mask, view)),
         w(make(dt, c.Nout ? c.w() : std::vector<int>{1}, view)), bias(make(dt, {std::max(c.Nout, 1)}, view)) {
-    fill_uniform(q, rng, -2, 2), fill_uniform(k, rng, -2, 2), fill_uniform(v, rng);
-    fill_uniform(mask, rng, -2, 2), fill_uniform(w, rng), fill_uniform(bias, rng);
+    if (dt == CCV_16F || dt == CCV_16BF) {  // values exact in the type
+      for (const T* t : {&q, &k, &v, &mask, &w, &bias}) fill_random(*t, rng);
+    } else {
+      fill_uniform(q, rng, -2, 2), fill_uniform(k, rng, -2, 2), fill_uniform(v, rng);
+      fill_uniform(mask, rng, -2, 2), fill_uniform(w, rng), fill_uniform(bias, rng);
+    }
     for (size_t i = 3; i < mask.count(); i += 7) mask.set(i, -std::numeric_limits<double>::infinity());
   }
   static T make(int dt, const std::vector<int>& d, bool view) { return view ? T::view(dt, d, CCV_TENSOR_FORMAT_NHWC, 2) : T(dt, d); }
@@ -183,6 +187,17 @@ TEST_F(Attention, ForwardMatchesDirectSoftmaxInDouble) {
         SCOPED_TRACE(testing::Message() << "case " << (&c - kCases) << " backend " << backend << " dt " << dt);
         expect_forward(c, backend, dt, in, dt == CCV_64F ? 1e-12 : 2e-5, "");
       }
+}
+
+TEST_F(Attention, HalfPrecisionOnTheReferenceBackend) {
+  uint32_t seed = 1990;
+  for (int dt : {CCV_16F, CCV_16BF})
+    for (const Case& c : {kCases[2], kCases[5]}) {
+      std::mt19937 rng(seed++);
+      const Inputs in(c, dt, rng);
+      SCOPED_TRACE(testing::Message() << "dt " << dt);
+      expect_forward(c, REF, dt, in, dt == CCV_16F ? 2e-3 : 1.6e-2, "");
+    }
 }
 
 TEST_F(Attention, EasyMacrosFromC) {

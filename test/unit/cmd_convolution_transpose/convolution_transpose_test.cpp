@@ -136,6 +136,26 @@ TEST_F(ConvTranspose, ForwardMatchesReference) {
       }
 }
 
+TEST_F(ConvTranspose, HalfPrecisionOnTheReferenceBackend) {
+  std::mt19937 rng(1820);
+  for (int dt : {CCV_16F, CCV_16BF})
+    for (const Case& c : {kCases[1], kCases[2]}) {
+      T x(dt, c.x(), c.format), w(dt, c.w(), c.format), b(dt, {c.K}), y(dt, c.y(), c.format);
+      fill_random(x, rng), fill_random(w, rng), fill_random(b, rng);
+      ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, REF), c.hint(), {x, w, b}, {y}), CCV_NNC_EXEC_SUCCESS)
+          << ccv_nnc_error_message();
+      const std::vector<double> want = reference(c, x, w, &b);
+      const double tol = dt == CCV_16F ? 1e-3 : 8e-3;
+      for (int n = 0; n < c.N; n++)
+        for (int oh = 0; oh < c.OH(); oh++)
+          for (int ow = 0; ow < c.OW(); ow++)
+            for (int k = 0; k < c.K; k++) {
+              const double v = want[((static_cast<size_t>(n) * c.OH() + oh) * c.OW() + ow) * c.K + k];
+              ASSERT_NEAR(img_get(y, c, n, oh, ow, k), v, tol * std::max(1.0, std::fabs(v))) << dt;
+            }
+    }
+}
+
 TEST_F(ConvTranspose, EasyMacrosFromC) {
   const ccv_nnc_cmd_t f = nnc_test_convt_forward();
   EXPECT_EQ(f.cmd, CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD);
