@@ -9,7 +9,9 @@
 // pair is one product x_row [W x C] · w[:, kh] [C x KW·K] written straight
 // into output row h·SH + kh (its KW·K columns per pixel are adjacent), bias
 // added while the row is in cache. The weights are packed once per kh
-// (sgemm.hpp's packed panels) and the pairs split over the pool.
+// (sgemm.hpp's packed panels) and the pairs split over the pool. Its
+// backward regroups g's pixels as rows (n, h, w) of KH·KW·K columns, which
+// makes dx = gcol · w_flatᵀ and dw = xᵀ · gcol two whole threaded sgemms.
 //
 // Everything else: the transposed convolution is the input gradient of a
 // CONVOLUTION whose filters are our input channels (the weights' layout is
@@ -122,6 +124,80 @@ void forward_tiled(const Geometry& g, ccv_nnc_stream_context_t* stream) {
     parallel_for(tasks, 1, [&](size_t b, size_t e) { body(b, e); });
 }
 
+void sgemm(const gemm::Sgemm& s) {
+  if (cpu_features().avx512)
+    gemm::sgemm_avx512(s);
+  else
+    gemm::sgemm_avx2(s);
+}
+
+// x's (or dx's) pixels one stride apart across rows and images, channels adjacent.
+bool uniform_rows(const Image& im) {
+  return im.nhwc && im.sc == 1 && im.sh == im.w * im.sw && (im.n == 1 || im.sn == im.h * im.sh);
+}
+
+// The backward of a tiling window as two whole products over gcol, g's
+// pixels regrouped as rows (n, h, w) of KH·KW·K columns (kh, kw, k):
+// dx = gcol · w_flatᵀ and dw = xᵀ · gcol, w_flat being the weights as
+// [C, KH·KW·K] (NHWC order).
+void backward_tiled(const Geometry& g, ccv_nnc_tensor_t* dx_t, ccv_nnc_tensor_t* dw_t, ccv_nnc_stream_context_t* stream) {
+  const int cols = g.KH * g.KW * g.K;
+  const int64_t rows = static_cast<int64_t>(g.N) * g.H * g.W;
+  const size_t gfloats = static_cast<size_t>(rows) * cols, wfloats = static_cast<size_t>(g.C) * cols;
+  float* gcol = static_cast<float*>(workspace(stream, (gfloats + 2 * wfloats + 32) * sizeof(float)));
+  float* wflat = gcol + gfloats + 16;    // the weights as [C, KH·KW·K]
+  float* dwflat = wflat + wfloats;       // dw the same way
+  const float* gy = reinterpret_cast<const float*>(g.y.data);
+  const size_t nh = static_cast<size_t>(g.N) * g.H;
+  auto regroup = [&](size_t begin, size_t end) {
+    for (size_t r = begin; r < end; r++) {
+      const int n = static_cast<int>(r / g.H), h = static_cast<int>(r % g.H);
+      for (int kh = 0; kh < g.KH; kh++) {
+        // Output row h·KH + kh holds, for each w, KW·K adjacent floats.
+        const float* src = gy + n * g.y.sn + (h * g.SH + kh) * g.y.sh;
+        for (int w = 0; w < g.W; w++)
+          std::memcpy(gcol + (r * g.W + w) * cols + static_cast<size_t>(kh) * g.KW * g.K,
+                      src + static_cast<int64_t>(w) * g.KW * g.K, sizeof(float) * g.KW * g.K);
+      }
+    }
+  };
+  if (gfloats < (1 << 16))
+    regroup(0, nh);
+  else
+    parallel_for(nh, 1, [&](size_t b, size_t e) { regroup(b, e); });
+  if (dx_t) {
+    const float* w = reinterpret_cast<const float*>(g.w.data);
+    for (int c = 0; c < g.C; c++)
+      for (int kh = 0; kh < g.KH; kh++)
+        for (int kw = 0; kw < g.KW; kw++)
+          for (int k = 0; k < g.K; k++)
+            wflat[static_cast<size_t>(c) * cols + (kh * g.KW + kw) * g.K + k] =
+                w[c * g.w.sc + kh * g.w.skh + kw * g.w.skw + k * g.w.sk];
+    const Image dx = image_of(dx_t);
+    gemm::Sgemm s;
+    s.m = static_cast<int>(rows), s.n = g.C, s.k = cols;
+    s.a = gcol, s.ars = cols, s.acs = 1;
+    s.b = wflat, s.brs = 1, s.bcs = cols;
+    s.c = reinterpret_cast<float*>(dx.data), s.ldc = dx.sw;
+    sgemm(s);
+  }
+  if (dw_t) {
+    gemm::Sgemm s;
+    s.m = g.C, s.n = cols, s.k = static_cast<int>(rows);
+    s.a = reinterpret_cast<const float*>(g.x.data), s.ars = 1, s.acs = g.x.sw;
+    s.b = gcol, s.brs = cols, s.bcs = 1;
+    s.c = dwflat, s.ldc = cols;
+    sgemm(s);
+    const Weights d = weights_of(dw_t);
+    float* out = reinterpret_cast<float*>(d.data);
+    for (int c = 0; c < g.C; c++)
+      for (int kh = 0; kh < g.KH; kh++)
+        for (int kw = 0; kw < g.KW; kw++)
+          for (int k = 0; k < g.K; k++)
+            out[c * d.sc + kh * d.skh + kw * d.skw + k * d.sk] = dwflat[static_cast<size_t>(c) * cols + (kh * g.KW + kw) * g.K + k];
+  }
+}
+
 void add_bias(const Geometry& g) {
   if (!g.bias) return;
   const float* bias = reinterpret_cast<const float*>(g.bias);
@@ -176,6 +252,10 @@ NNC_KERNEL(backward_opt) {
   if (g.OP >= g.SH || g.OP >= g.SW) return backward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
   if (io.dbias) bias_gradient(io.g, io.dbias);
   auto lock = compute_lock();
+  if (tiles_output(g) && uniform_rows(g.x) && (!io.dx || uniform_rows(image_of(io.dx)))) {
+    backward_tiled(g, io.dx, io.dw, stream_context);
+    return CCV_NNC_EXEC_SUCCESS;
+  }
   const ccv_nnc_hint_t h = effective_hint(hint);
   if (io.dx) {
     const ccv_nnc_cmd_t c = as_convolution(cmd, CCV_NNC_CONVOLUTION_FORWARD, g);
