@@ -240,8 +240,8 @@ Problem problem(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int i
     int64_t s[4] = {0, 0, 0, 0};  // strides along the target's axes
     for (int i = 0; i < m.nd; i++) {
       const int ti = tnd - m.nd + i;
-      NNC_CHECK(m.dim[i] == 1 || m.dim[i] == t[ti], "%s: attn_mask is %s; axis %d must be 1 or %d to broadcast against %s",
-                name, shape_string(mask->info.dim).c_str(), i, t[ti], p.four_d ? "[B, H, Sq, Sk]" : "[B, Sq, Sk]");
+      NNC_CHECK(m.dim[i] == 1 || m.dim[i] == t[ti],
+                "%s: attn_mask is %s; axis %d must be 1 or %d to broadcast against %s", name, shape_string(mask->info.dim).c_str(), i, t[ti], p.four_d ? "[B, H, Sq, Sk]" : "[B, Sq, Sk]");
       s[ti] = m.dim[i] == 1 ? 0 : m.stride[i];
     }
     p.mask.data = m.data;

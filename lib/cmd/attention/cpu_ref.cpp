@@ -72,8 +72,7 @@ std::vector<double> attention(const Problem& p, std::vector<double>* lse) {
   return o;
 }
 
-double wget(const Problem& p, const ccv_nnc_tensor_t* w, int n, int c) {
-  (void)p;
+double wget(const ccv_nnc_tensor_t* w, int n, int c) {
   const Layout l = layout_of(w);
   int idx[2] = {n, c};
   return load_double(l.at(idx), l.datatype);
@@ -82,7 +81,8 @@ double wget(const Problem& p, const ccv_nnc_tensor_t* w, int n, int c) {
 }  // namespace
 
 NNC_KERNEL(forward_ref) {
-  const Problem p = problem(cmd, inputs, input_size, outputs, output_size, false, "SCALED_DOT_PRODUCT_ATTENTION_FORWARD");
+  const Problem p =
+      problem(cmd, inputs, input_size, outputs, output_size, false, "SCALED_DOT_PRODUCT_ATTENTION_FORWARD");
   std::vector<double> lse;
   const std::vector<double> o = attention(p, p.lse.data ? &lse : nullptr);
   // Every input is read by now, so output 0 may be q itself.
@@ -94,7 +94,8 @@ NNC_KERNEL(forward_ref) {
     for (int b = 0; b < p.B; b++)
       for (int i = 0; i < p.Sq; i++)
         for (int h = 0; h < p.H; h++)
-          for (int d = 0; d < p.Dv; d++) put(p.o, b, i, h, d, o[((static_cast<size_t>(b) * p.Sq + i) * p.H + h) * p.Dv + d]);
+          for (int d = 0; d < p.Dv; d++)
+            put(p.o, b, i, h, d, o[((static_cast<size_t>(b) * p.Sq + i) * p.H + h) * p.Dv + d]);
   if (p.fused) {
     const ccv_nnc_tensor_t* w = inputs[4];
     const int HDv = p.H * p.Dv;
@@ -104,7 +105,7 @@ NNC_KERNEL(forward_ref) {
         const double* row = &o[(static_cast<size_t>(b) * p.Sq + i) * HDv];
         for (int n = 0; n < p.Nout; n++) {
           double s = p.bias ? load_double(p.bias + n * p.bias_stride * static_cast<int64_t>(es), p.datatype) : 0.0;
-          for (int c = 0; c < HDv; c++) s += row[c] * wget(p, w, n, c);
+          for (int c = 0; c < HDv; c++) s += row[c] * wget(w, n, c);
           put(p.y3, b, i, 0, n, s);
         }
       }
@@ -113,7 +114,8 @@ NNC_KERNEL(forward_ref) {
 }
 
 NNC_KERNEL(backward_ref) {
-  const Problem p = problem(cmd, inputs, input_size, outputs, output_size, true, "SCALED_DOT_PRODUCT_ATTENTION_BACKWARD");
+  const Problem p =
+      problem(cmd, inputs, input_size, outputs, output_size, true, "SCALED_DOT_PRODUCT_ATTENTION_BACKWARD");
   const int HDv = p.H * p.Dv;
   const size_t rows = static_cast<size_t>(p.B) * p.Sq;
   const std::vector<double> o = attention(p, nullptr);
@@ -135,7 +137,7 @@ NNC_KERNEL(backward_ref) {
         const double gv = get(p.g, b, i, 0, n);
         db[n] += gv;
         for (int c = 0; c < HDv; c++) {
-          drow[c] += gv * wget(p, w, n, c);
+          drow[c] += gv * wget(w, n, c);
           dw[static_cast<size_t>(n) * HDv + c] += gv * orow[c];
         }
       }
@@ -172,14 +174,17 @@ NNC_KERNEL(backward_ref) {
     for (int b = 0; b < p.B; b++)
       for (int i = 0; i < p.Sq; i++)
         for (int h = 0; h < p.H; h++)
-          for (int d = 0; d < p.D; d++) put(p.dq, b, i, h, d, dq[((static_cast<size_t>(b) * p.Sq + i) * p.H + h) * p.D + d]);
+          for (int d = 0; d < p.D; d++)
+            put(p.dq, b, i, h, d, dq[((static_cast<size_t>(b) * p.Sq + i) * p.H + h) * p.D + d]);
   for (int b = 0; b < p.B; b++)
     for (int j = 0; j < p.Sk; j++)
       for (int h = 0; h < p.Hk; h++) {
         if (p.dk.data)
-          for (int d = 0; d < p.D; d++) put(p.dk, b, j, h, d, dk[((static_cast<size_t>(b) * p.Sk + j) * p.Hk + h) * p.D + d]);
+          for (int d = 0; d < p.D; d++)
+            put(p.dk, b, j, h, d, dk[((static_cast<size_t>(b) * p.Sk + j) * p.Hk + h) * p.D + d]);
         if (p.dv.data)
-          for (int d = 0; d < p.Dv; d++) put(p.dv, b, j, h, d, dv[((static_cast<size_t>(b) * p.Sk + j) * p.Hk + h) * p.Dv + d]);
+          for (int d = 0; d < p.Dv; d++)
+            put(p.dv, b, j, h, d, dv[((static_cast<size_t>(b) * p.Sk + j) * p.Hk + h) * p.Dv + d]);
       }
   if (p.fused && outputs[4]) {
     const Layout l = layout_of(outputs[4]);
@@ -190,7 +195,8 @@ NNC_KERNEL(backward_ref) {
       }
   }
   if (p.dbias)
-    for (int n = 0; n < p.Nout; n++) store_double(p.dbias + n * p.dbias_stride * static_cast<int64_t>(es), p.datatype, db[n]);
+    for (int n = 0; n < p.Nout; n++)
+      store_double(p.dbias + n * p.dbias_stride * static_cast<int64_t>(es), p.datatype, db[n]);
   return CCV_NNC_EXEC_SUCCESS;
 }
 

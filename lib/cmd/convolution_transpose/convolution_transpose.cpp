@@ -179,8 +179,8 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv
   same(io.dw, io.w, "dw", "w");
   if (io.dbias) {
     check_type(name, io.x, "dbias", io.dbias);
-    NNC_CHECK(layout_of(io.dbias).count() == static_cast<size_t>(geo.K), "%s: dbias is %s but there are %d output channels",
-              name, shape_string(io.dbias->info.dim).c_str(), geo.K);
+    NNC_CHECK(layout_of(io.dbias).count() == static_cast<size_t>(geo.K),
+              "%s: dbias is %s but there are %d output channels", name, shape_string(io.dbias->info.dim).c_str(), geo.K);
   }
 }
 
@@ -345,8 +345,9 @@ void register_convolution_transpose(Registry& r) {
                  .tensor_auto = convt::tensor_auto_backward,
                  .bitmask = convt::bitmask_backward,
                  .validate = convt::validate_backward});
-  r.add_kernels(cpu_ref(types::kFloat, formats::kImage), {{CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, convt::forward_ref},
-                                                          {CCV_NNC_CONVOLUTION_TRANSPOSE_BACKWARD, convt::backward_ref}});
+  r.add_kernels(cpu_ref(types::kFloat, formats::kImage),
+                {{CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, convt::forward_ref},
+                 {CCV_NNC_CONVOLUTION_TRANSPOSE_BACKWARD, convt::backward_ref}});
   convt::register_cpu_opt(r);
 }
 

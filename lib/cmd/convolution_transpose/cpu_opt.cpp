@@ -81,7 +81,8 @@ void forward_tiled(const Geometry& g, ccv_nnc_stream_context_t* stream) {
   const int ncols = g.KW * g.K;
   const int64_t pf = gemm::sgemm_packed_floats(g.C, ncols);
   const size_t wfloats = static_cast<size_t>(g.C) * g.KH * g.KW * g.K;
-  float* scratch = static_cast<float*>(workspace(stream, (wfloats + static_cast<size_t>(pf) * g.KH + 16) * sizeof(float) + 64));
+  const size_t floats = wfloats + static_cast<size_t>(pf) * g.KH + 16;
+  float* scratch = static_cast<float*>(workspace(stream, floats * sizeof(float) + 64));
   float* wp = scratch;  // [C][KH][KW][K], packed
   float* packed = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch + wfloats) + 63) & ~uintptr_t{63});
   const float* w = reinterpret_cast<const float*>(g.w.data);
@@ -140,7 +141,8 @@ bool uniform_rows(const Image& im) {
 // pixels regrouped as rows (n, h, w) of KH·KW·K columns (kh, kw, k):
 // dx = gcol · w_flatᵀ and dw = xᵀ · gcol, w_flat being the weights as
 // [C, KH·KW·K] (NHWC order).
-void backward_tiled(const Geometry& g, ccv_nnc_tensor_t* dx_t, ccv_nnc_tensor_t* dw_t, ccv_nnc_stream_context_t* stream) {
+void backward_tiled(const Geometry& g, ccv_nnc_tensor_t* dx_t, ccv_nnc_tensor_t* dw_t,
+                    ccv_nnc_stream_context_t* stream) {
   const int cols = g.KH * g.KW * g.K;
   const int64_t rows = static_cast<int64_t>(g.N) * g.H * g.W;
   const size_t gfloats = static_cast<size_t>(rows) * cols, wfloats = static_cast<size_t>(g.C) * cols;
@@ -194,7 +196,8 @@ void backward_tiled(const Geometry& g, ccv_nnc_tensor_t* dx_t, ccv_nnc_tensor_t*
       for (int kh = 0; kh < g.KH; kh++)
         for (int kw = 0; kw < g.KW; kw++)
           for (int k = 0; k < g.K; k++)
-            out[c * d.sc + kh * d.skh + kw * d.skw + k * d.sk] = dwflat[static_cast<size_t>(c) * cols + (kh * g.KW + kw) * g.K + k];
+            out[c * d.sc + kh * d.skh + kw * d.skw + k * d.sk] =
+                dwflat[static_cast<size_t>(c) * cols + (kh * g.KW + kw) * g.K + k];
   }
 }
 
@@ -228,7 +231,8 @@ void add_bias(const Geometry& g) {
 NNC_KERNEL(forward_opt) {
   ccv_nnc_tensor_t* bias = input_size > 2 ? inputs[2] : nullptr;
   const Geometry g = geometry(cmd, hint, inputs[0], inputs[1], bias, outputs[0], "CONVOLUTION_TRANSPOSE_FORWARD");
-  if (g.OP >= g.SH || g.OP >= g.SW) return forward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
+  if (g.OP >= g.SH || g.OP >= g.SW)
+    return forward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
   auto lock = compute_lock();
   if (tiles_output(g)) {
     forward_tiled(g, stream_context);
@@ -249,7 +253,8 @@ NNC_KERNEL(backward_opt) {
     return CCV_NNC_EXEC_SUCCESS;
   }
   const Geometry g = geometry(cmd, hint, io.x, io.w, nullptr, io.g, "CONVOLUTION_TRANSPOSE_BACKWARD");
-  if (g.OP >= g.SH || g.OP >= g.SW) return backward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
+  if (g.OP >= g.SH || g.OP >= g.SW)
+    return backward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
   if (io.dbias) bias_gradient(io.g, io.dbias);
   auto lock = compute_lock();
   if (tiles_output(g) && uniform_rows(g.x) && (!io.dx || uniform_rows(image_of(io.dx)))) {
@@ -277,7 +282,8 @@ NNC_KERNEL(backward_opt) {
 
 void register_cpu_opt(Registry& r) {
   r.add_kernels(cpu_opt(CCV_32F, formats::kImage).exclusive_use(),
-                {{CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, forward_opt}, {CCV_NNC_CONVOLUTION_TRANSPOSE_BACKWARD, backward_opt}});
+                {{CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, forward_opt},
+                 {CCV_NNC_CONVOLUTION_TRANSPOSE_BACKWARD, backward_opt}});
 }
 
 }  // namespace nnc::convt
