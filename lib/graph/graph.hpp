@@ -89,6 +89,10 @@ struct ccv_nnc_graph_s {
 
   std::atomic<bool> cancelled{false};
 
+  // What the nodes' commands point at and this graph keeps alive (the tapes
+  // of differentiated loops, see lib/symbolic/loop_tape.hpp).
+  std::vector<std::shared_ptr<void>> owned;
+
   // Static schedules and the streams they run on.
   std::unique_ptr<nnc::graph::Schedule> default_schedule;
   std::unique_ptr<nnc::graph::Streams> streams;

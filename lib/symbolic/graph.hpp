@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -93,6 +94,10 @@ struct ccv_nnc_symbolic_graph_s {
     ccv_nnc_tensor_param_t info{};
   };
   std::vector<GradientRecord> gradients;
+
+  // What exec symbols' commands point at and this graph keeps alive (the
+  // tapes of differentiated loops, see loop_tape.hpp).
+  std::vector<std::shared_ptr<void>> owned;
 
   ccv_nnc_symbolic_graph_s() = default;
   ccv_nnc_symbolic_graph_s(const ccv_nnc_symbolic_graph_s&) = delete;
