@@ -23,6 +23,7 @@ void register_index(Registry& r);       // lib/cmd/index: INDEX_SELECT
 void register_isnan(Registry& r);       // lib/cmd/isnan: REDUCE_ISNAN
 void register_masked_fill(Registry& r); // lib/cmd/masked_fill: MASKED_FILL
 void register_cmul(Registry& r);        // lib/cmd/cmul: CMUL
+void register_nms(Registry& r);         // lib/cmd/nms: NMS
 
 #if NNC_HAVE_CUDA
 void register_cuda(Registry& r);  // cuda/: GPU memory, DATA_TRANSFER and GEMM on the GPU
@@ -50,6 +51,7 @@ void register_all_families(Registry& r) {
   register_isnan(r);
   register_masked_fill(r);
   register_cmul(r);
+  register_nms(r);
 }
 
 }  // namespace nnc
