@@ -24,6 +24,7 @@ void register_isnan(Registry& r);       // lib/cmd/isnan: REDUCE_ISNAN
 void register_masked_fill(Registry& r); // lib/cmd/masked_fill: MASKED_FILL
 void register_cmul(Registry& r);        // lib/cmd/cmul: CMUL
 void register_nms(Registry& r);         // lib/cmd/nms: NMS
+void register_roi_align(Registry& r);   // lib/cmd/roi: ROI_ALIGN
 
 #if NNC_HAVE_CUDA
 void register_cuda(Registry& r);  // cuda/: GPU memory, DATA_TRANSFER and GEMM on the GPU
@@ -52,6 +53,7 @@ void register_all_families(Registry& r) {
   register_masked_fill(r);
   register_cmul(r);
   register_nms(r);
+  register_roi_align(r);
 }
 
 }  // namespace nnc
