@@ -25,6 +25,7 @@ void register_masked_fill(Registry& r); // lib/cmd/masked_fill: MASKED_FILL
 void register_cmul(Registry& r);        // lib/cmd/cmul: CMUL
 void register_nms(Registry& r);         // lib/cmd/nms: NMS
 void register_roi_align(Registry& r);   // lib/cmd/roi: ROI_ALIGN
+void register_histogram(Registry& r);   // lib/cmd/histogram: HISTOGRAM
 
 #if NNC_HAVE_CUDA
 void register_cuda(Registry& r);  // cuda/: GPU memory, DATA_TRANSFER and GEMM on the GPU
@@ -54,6 +55,7 @@ void register_all_families(Registry& r) {
   register_cmul(r);
   register_nms(r);
   register_roi_align(r);
+  register_histogram(r);
 }
 
 }  // namespace nnc
