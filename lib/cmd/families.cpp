@@ -26,6 +26,7 @@ void register_cmul(Registry& r);        // lib/cmd/cmul: CMUL
 void register_nms(Registry& r);         // lib/cmd/nms: NMS
 void register_roi_align(Registry& r);   // lib/cmd/roi: ROI_ALIGN
 void register_histogram(Registry& r);   // lib/cmd/histogram: HISTOGRAM
+void register_comm(Registry& r);        // lib/cmd/comm: COMM_ALLREDUCE, COMM_BROADCAST, COMM_REDUCE (one device)
 
 #if NNC_HAVE_CUDA
 void register_cuda(Registry& r);  // cuda/: GPU memory, DATA_TRANSFER and GEMM on the GPU
@@ -56,6 +57,7 @@ void register_all_families(Registry& r) {
   register_nms(r);
   register_roi_align(r);
   register_histogram(r);
+  register_comm(r);
 }
 
 }  // namespace nnc
