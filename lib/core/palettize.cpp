@@ -5,6 +5,8 @@
 #include "core/palettize.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <new>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/parallel.hpp"
 #include "core/tensor.hpp"
 #include "nnc/ccv_nnc.h"
 
@@ -177,25 +180,40 @@ size_t palettize(const void* input, int datatype, int memory_type, size_t input_
     NNC_CHECK(std::isfinite(values.back()), "%s: element %zu is %g; the values must be finite", name, i,
               values.back());
   }
+  // Blocks are independent and each has a fixed place in the output: in
+  // parallel, over the pool (under the compute lock, DESIGN: one pool).
   auto* out = static_cast<unsigned char*>(output);
-  for (size_t begin = 0; begin < input_length; begin += static_cast<size_t>(number_in_blocks)) {
-    const size_t end = std::min(input_length, begin + static_cast<size_t>(number_in_blocks));
-    const std::vector<double> block(values.begin() + static_cast<ptrdiff_t>(begin),
-                                     values.begin() + static_cast<ptrdiff_t>(end));
-    const std::vector<double> palette = palette_of(block, k, datatype);
-    for (size_t j = 0; j < k; j++) store(out + j * es, datatype, palette[j]);
-    out += k * es;
-    const size_t index_bytes = ((end - begin) * qbits + 7) / 8;
-    std::memset(out, 0, index_bytes);
-    for (size_t j = 0; j < block.size(); j++) {
-      const unsigned idx = static_cast<unsigned>(nearest(palette, block[j]));
-      for (int b = 0; b < qbits; b++) {
-        const size_t bit = j * qbits + b;
-        if ((idx >> b) & 1u) out[bit / 8] |= static_cast<unsigned char>(1u << (bit % 8));
+  const size_t nb = static_cast<size_t>(number_in_blocks), blocks = (input_length + nb - 1) / nb;
+  const size_t block_bytes = k * es + nb * qbits / 8;
+  std::atomic<bool> failed{false};
+  auto body = [&](size_t first, size_t last) {
+    try {
+      for (size_t b = first; b < last; b++) {
+        const size_t begin = b * nb, end = std::min(input_length, begin + nb);
+        unsigned char* o = out + b * block_bytes;
+        const std::vector<double> block(values.begin() + static_cast<ptrdiff_t>(begin),
+                                        values.begin() + static_cast<ptrdiff_t>(end));
+        const std::vector<double> palette = palette_of(block, k, datatype);
+        for (size_t j = 0; j < k; j++) store(o + j * es, datatype, palette[j]);
+        o += k * es;
+        std::memset(o, 0, ((end - begin) * qbits + 7) / 8);
+        for (size_t j = 0; j < block.size(); j++) {
+          const unsigned idx = static_cast<unsigned>(nearest(palette, block[j]));
+          for (int bit = 0; bit < qbits; bit++) {
+            const size_t at = j * qbits + bit;
+            if ((idx >> bit) & 1u) o[at / 8] |= static_cast<unsigned char>(1u << (at % 8));
+          }
+        }
       }
+    } catch (...) {  // only bad_alloc can get here; the pool's body must not throw
+      failed = true;
     }
-    out += index_bytes;
+  };
+  {
+    const auto lock = compute_lock();
+    parallel_for(blocks, std::max<size_t>(1, 4096 / nb), body);
   }
+  if (failed) throw std::bad_alloc();
   return need;
 }
 
@@ -217,11 +235,12 @@ void depalettize(const void* input, int datatype, int memory_type, size_t input_
     const unsigned char* palette = in;
     const unsigned char* bits = in + k * es;
     for (size_t j = 0; j < end - begin; j++) {
-      unsigned idx = 0;
-      for (int b = 0; b < qbits; b++) {
-        const size_t bit = j * qbits + b;
-        idx |= static_cast<unsigned>((bits[bit / 8] >> (bit % 8)) & 1u) << b;
-      }
+      // The index starts in byte bit / 8 and may run into the next one (not
+      // past the block's index bytes: the index ends inside them).
+      const size_t bit = j * qbits, byte = bit / 8;
+      unsigned word = bits[byte];
+      if ((bit % 8) + qbits > 8) word |= static_cast<unsigned>(bits[byte + 1]) << 8;
+      const unsigned idx = (word >> (bit % 8)) & ((1u << qbits) - 1);
       std::memcpy(out + (begin + j) * es, palette + idx * es, es);
     }
     in = bits + ((end - begin) * qbits + 7) / 8;
