@@ -2,8 +2,9 @@
 // collectives data parallelism places between device copies of a tensor,
 // here with every copy a CPU tensor in this process (the multi-device case
 // comes with NCCL). Each tensor of one call has one shape and type (16F, 16BF,
-// 32F, 64F or 32S); sums are taken in double and rounded once. The only
-// reduction is the sum (CCV_NNC_PARALLEL_REDUCE_OP_SUM).
+// 32F, 64F or 32S); sums are taken in double and rounded once (32S sums
+// saturate at its range). The only reduction is the sum
+// (CCV_NNC_PARALLEL_REDUCE_OP_SUM).
 //   ALLREDUCE forward |x_0..x_{n-1}| -> |y_0..y_{n-1}|: every y_i = sum of x.
 //   ALLREDUCE backward |g_0..g_{n-1}, ...| -> |dx_0..dx_{n-1}|: every dx_j =
 //     the sum of the first n inputs (the gradients; forward tensors after
