@@ -1783,6 +1783,232 @@ typedef void (*ccv_cnnp_model_debug_context_deinit_f)(void* const context);
 typedef void* (*ccv_cnnp_model_debug_context_copy_f)(void* const context);
 CCV_WARN_UNUSED(ccv_cnnp_model_t*) ccv_cnnp_debug(ccv_cnnp_model_debug_f func, void* const context, ccv_cnnp_model_debug_context_deinit_f deinit, ccv_cnnp_model_debug_context_copy_f copy, const char* const name);
 
+/* ---------------------------------------------------------------------------
+ * Bindings support (NNC addition).
+ *
+ * Real exported functions for what other languages cannot reach through the
+ * C macros and inline helpers (Swift, Go through cgo, C# through P/Invoke),
+ * a run-time ABI check, and live-object counts for leak tests. Nothing here
+ * changes an existing call. bindings/C_API.md lists the same names.
+ *
+ *   ccv_nnc_tensor_param_t p = ccv_nnc_tensor_param_make(CCV_TENSOR_CPU_MEMORY | CCV_COMPUTE_DEVICE_ANY, CCV_TENSOR_FORMAT_NHWC, CCV_32F, 2, (int[]){4, 3});
+ *   ccv_nnc_tensor_t* a = ccv_nnc_tensor_new(0, p, 0);
+ *   ccv_nnc_cmd_t relu = ccv_nnc_cmd_relu_forward();  // == CMD_RELU_FORWARD()
+ *   if (ccv_nnc_cmd_exec_p(&relu, NULL, 0, &a, 1, &a, 1, NULL) != CCV_NNC_EXEC_SUCCESS)
+ *     fprintf(stderr, "%s\n", ccv_nnc_error_message());
+ *   ccv_nnc_tensor_free(a);
+ *
+ * Failures set ccv_nnc_error_message() as everywhere else; out-parameters
+ * stay untouched on failure; nothing takes ownership of what it is given.
+ * ------------------------------------------------------------------------- */
+
+/** The ABI these declarations describe; bumped when a public struct's layout changes. */
+#define CCV_NNC_ABI_VERSION 1
+/** @return CCV_NNC_ABI_VERSION as the library was built (compare it with the header's). */
+int ccv_nnc_abi_version(void);
+
+/** Struct identifiers for ccv_nnc_type_size. */
+enum {
+	CCV_NNC_TYPE_TENSOR_PARAM = 1,      /* ccv_nnc_tensor_param_t */
+	CCV_NNC_TYPE_CMD_PARAM = 2,         /* ccv_nnc_cmd_param_t */
+	CCV_NNC_TYPE_CMD = 3,               /* ccv_nnc_cmd_t */
+	CCV_NNC_TYPE_HINT = 4,              /* ccv_nnc_hint_t */
+	CCV_NNC_TYPE_TENSOR = 5,            /* ccv_nnc_tensor_t */
+	CCV_NNC_TYPE_TENSOR_VIEW = 6,       /* ccv_nnc_tensor_view_t */
+	CCV_NNC_TYPE_TENSOR_SYMBOL = 7,     /* ccv_nnc_tensor_symbol_t */
+	CCV_NNC_TYPE_GRAPH_EXEC_SYMBOL = 8, /* ccv_nnc_graph_exec_symbol_t */
+	CCV_NNC_TYPE_GRAPH_EXEC = 9,        /* ccv_nnc_graph_exec_t */
+	CCV_NNC_TYPE_TENSOR_SYMBOL_MAP = 10, /* ccv_nnc_tensor_symbol_map_t */
+	CCV_NNC_TYPE_TENSOR_BIND = 11,      /* ccv_nnc_tensor_bind_t */
+	CCV_NNC_TYPE_EVALUATE_PARAM = 12,   /* ccv_cnnp_evaluate_param_t */
+	CCV_NNC_TYPE_TENSOR_IO_OPTION = 13, /* ccv_nnc_tensor_io_option_t */
+	CCV_NNC_TYPE_COLUMN_DATA = 14,      /* ccv_cnnp_column_data_t */
+};
+/**
+ * The size of a public struct as the library was built, for a binding that
+ * lays the struct out itself or passes it by value.
+ * @param type A CCV_NNC_TYPE_* identifier.
+ * @return sizeof the struct, or 0 (message set) for an unknown identifier.
+ */
+size_t ccv_nnc_type_size(const int type);
+
+/** Object kinds for ccv_nnc_live_object_count. */
+enum {
+	CCV_NNC_LIVE_TENSOR = 0,            /* tensors (tensor_new, _from_file, resize, dense matrices) and heap views (tensor_view_new) */
+	CCV_NNC_LIVE_STREAM_CONTEXT = 1,
+	CCV_NNC_LIVE_STREAM_SIGNAL = 2,
+	CCV_NNC_LIVE_GRAPH = 3,             /* concrete graphs, while / case..of sub-graphs included */
+	CCV_NNC_LIVE_SYMBOLIC_GRAPH = 4,    /* symbolic graphs, sub-graphs and dups included */
+	CCV_NNC_LIVE_TENSOR_ARENA = 5,
+	CCV_NNC_LIVE_GRAPH_EXEC_ARENA = 6,
+	CCV_NNC_LIVE_DYNAMIC_GRAPH = 7,
+	CCV_NNC_LIVE_TENSOR_VARIABLE = 8,   /* variables, constants and aliases not yet freed */
+	CCV_NNC_LIVE_MODEL = 9,             /* models: every layer, sequential, functional model and copy */
+	CCV_NNC_LIVE_DATAFRAME = 10,
+	CCV_NNC_LIVE_DATAFRAME_ITER = 11,
+	CCV_NNC_LIVE_TENSOR_TAPE = 12,
+	CCV_NNC_LIVE_KIND_COUNT = 13,
+};
+/**
+ * How many objects of a kind are alive now, in the whole process. The count
+ * includes objects the library makes for itself (a dynamic graph's tensors, a
+ * model's graphs, sub-graphs), so a leak test compares against a count taken
+ * before its work. Dense matrices made or freed by a linked libccv (whose
+ * definitions replace NNC's) are not seen.
+ * @param kind A CCV_NNC_LIVE_* kind, or < 0 for the sum over all kinds.
+ * @return The count, or -1 (message set) for kind >= CCV_NNC_LIVE_KIND_COUNT.
+ */
+int64_t ccv_nnc_live_object_count(const int kind);
+
+/**
+ * Tensor parameters as a function (the CPU_TENSOR_NHWC family of macros):
+ * CPU_TENSOR_NHWC(32F, 2, 3) equals
+ * ccv_nnc_tensor_param_make(CCV_TENSOR_CPU_MEMORY | CCV_COMPUTE_DEVICE_ANY, CCV_TENSOR_FORMAT_NHWC, CCV_32F, 2, (int[]){2, 3}).
+ * @param type Memory kind and device (CCV_TENSOR_CPU_MEMORY, ...), stored as given.
+ * @param format CCV_TENSOR_FORMAT_NHWC / _NCHW / _CHWN, stored as given.
+ * @param datatype CCV_32F, ..., stored as given (validated where the params are used).
+ * @param rank 0..CCV_NNC_MAX_DIM_ALLOC.
+ * @param dims rank dimensions, each > 0 (may be NULL when rank is 0); not kept.
+ * @return The params, other fields zero; all-zero params (message set) on a bad rank or dimension.
+ */
+CCV_WARN_UNUSED(ccv_nnc_tensor_param_t) ccv_nnc_tensor_param_make(const int type, const int format, const int datatype, const int rank, const int* const dims);
+/** @return The number of dimensions of *params, or -1 (message set) when params is NULL. */
+int ccv_nnc_tensor_param_rank(const ccv_nnc_tensor_param_t* const params);
+/** @return The number of elements *params describes (ccv_nnc_tensor_count), 0 when params is NULL. */
+size_t ccv_nnc_tensor_param_count(const ccv_nnc_tensor_param_t* const params);
+/** @return The bytes of data *params describes (ccv_nnc_tensor_data_size), 0 when params is NULL. */
+size_t ccv_nnc_tensor_param_data_size(const ccv_nnc_tensor_param_t* const params);
+/**
+ * A tensor's params (for a view, the view's shape).
+ * @param tensor A tensor or tensor view (borrowed).
+ * @param params_out Receives the params.
+ * @return 0, or -1 (message set, params_out untouched) when either is NULL.
+ */
+int ccv_nnc_tensor_get_params(const ccv_nnc_tensor_t* const tensor, ccv_nnc_tensor_param_t* const params_out);
+/** @return The address of a tensor's (or view's) first element, owned by the tensor; NULL (message set) when tensor is NULL. */
+void* ccv_nnc_tensor_data_ptr(const ccv_nnc_tensor_t* const tensor);
+/** @return 1 for a tensor view, 0 for a plain tensor, -1 (message set) for NULL. */
+int ccv_nnc_tensor_is_view(const ccv_nnc_tensor_t* const tensor);
+/**
+ * A tensor's element strides per dimension (packed strides for a plain tensor).
+ * @param stride Receives one stride per dimension; the rest are zeroed.
+ * @return 0, or -1 (message set, stride untouched) when either is NULL.
+ */
+int ccv_nnc_tensor_get_strides(const ccv_nnc_tensor_t* const tensor, int stride[CCV_NNC_MAX_DIM_ALLOC]);
+/**
+ * Copy a packed host array into a tensor in CPU memory (plain, or a view
+ * with any strides), in row-major order of the tensor's dimensions,
+ * converting between datatypes (to an integer type: rounded to nearest, clamped).
+ * @param tensor The destination (borrowed).
+ * @param values count elements of `datatype` (borrowed, read only).
+ * @param datatype CCV_32F, CCV_64F, CCV_16F, CCV_16BF, CCV_32S, CCV_64S or CCV_8U.
+ * @param count Must equal the tensor's element count.
+ * @return 0, or -1 (message set, tensor untouched) on bad input.
+ */
+int ccv_nnc_tensor_copy_from(ccv_nnc_tensor_t* const tensor, const void* const values, const int datatype, const size_t count);
+/** The reverse of ccv_nnc_tensor_copy_from: the tensor's elements into values (count of `datatype`). @return 0 or -1 (message set). */
+int ccv_nnc_tensor_copy_to(const ccv_nnc_tensor_t* const tensor, void* const values, const int datatype, const size_t count);
+
+/**
+ * A hint as a function (the HINT() macro): stride and border per spatial
+ * dimension, the rest zero.
+ * @param rank 0..CCV_NNC_MAX_DIM_ALLOC entries read from each array.
+ * @param stride, border_begin, border_end rank values each, or NULL for zeros (not kept).
+ * @return The hint; ccv_nnc_no_hint (message set) on a bad rank.
+ */
+CCV_WARN_UNUSED(ccv_nnc_hint_t) ccv_nnc_hint_make(const int rank, const int* const stride, const int* const border_begin, const int* const border_end);
+/** ccv_nnc_hint_auto(cmd->info, *a, *b) through pointers. @return The hint, or ccv_nnc_no_hint (message set) when a pointer is NULL. */
+CCV_WARN_UNUSED(ccv_nnc_hint_t) ccv_nnc_hint_auto_p(const ccv_nnc_cmd_t* const cmd, const ccv_nnc_tensor_param_t* const a, const ccv_nnc_tensor_param_t* const b);
+
+/*
+ * Typed command constructors: each returns exactly (byte for byte) what the
+ * CMD_*_FORWARD() macro of the same name gives. Array arguments are read,
+ * not kept. On bad arguments (a count outside 0..CCV_NNC_MAX_DIM_ALLOC, a
+ * NULL array with a count > 0) the result is an all-zero command (cmd 0,
+ * which no backend runs) and the message is set.
+ */
+/** CMD_GEMM_FORWARD(transpose_a, transpose_b): each NULL (NO_TRANSPOSE) or two axes to swap. */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_gemm_forward(const int* const transpose_a, const int* const transpose_b);
+/** CMD_CONVOLUTION_FORWARD(groups, count, kernel_dims...): kernel_rank (1..CCV_NNC_MAX_DIM_ALLOC) sizes, e.g. {kh, kw, channels}. */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_convolution_forward(const int groups, const int count, const int kernel_rank, const int* const kernel_dims);
+/** CMD_MAX_POOL_FORWARD(rows, cols). */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_max_pool_forward(const int rows, const int cols);
+/** CMD_AVERAGE_POOL_FORWARD(rows, cols). */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_average_pool_forward(const int rows, const int cols);
+/** CMD_RELU_FORWARD(). */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_relu_forward(void);
+/** CMD_SIGMOID_FORWARD(). */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_sigmoid_forward(void);
+/** CMD_TANH_FORWARD(). */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_tanh_forward(void);
+/** CMD_GELU_FORWARD(tanh_approximation). */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_gelu_forward(const int tanh_approximation);
+/** CMD_SWISH_FORWARD(). */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_swish_forward(void);
+/** CMD_LEAKY_RELU_FORWARD(negative_slope). */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_leaky_relu_forward(const float negative_slope);
+/** CMD_SOFTMAX_FORWARD(). */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_softmax_forward(void);
+/** CMD_SOFTMAX_CROSSENTROPY_FORWARD(trim0, trim1); CMD_SOFTMAX_CROSSENTROPY_FORWARD() is (0, 1). */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_softmax_crossentropy_forward(const float trim0, const float trim1);
+/** CMD_MSE_FORWARD(reduce_op): CCV_NNC_MSE_REDUCE_MEAN or _SUM. */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_mse_forward(const int reduce_op);
+/** CMD_EWSUM_FORWARD(). */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_ewsum_forward(void);
+/** CMD_EWPROD_FORWARD(). */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_ewprod_forward(void);
+/** CMD_EWDIV_FORWARD(). */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_ewdiv_forward(void);
+/** CMD_EWEXP_FORWARD(). */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_ewexp_forward(void);
+/** CMD_EWLOG_FORWARD(). */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_ewlog_forward(void);
+/** CMD_EWSQRT_FORWARD(). */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_ewsqrt_forward(void);
+/** CMD_ADD_FORWARD(p, q): p * a + q * b. */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_add_forward(const float p, const float q);
+/** CMD_MUL_FORWARD(p): p * a * b. */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_mul_forward(const float p);
+/** CMD_SCALAR_MUL_FORWARD(a). */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_scalar_mul_forward(const float a);
+/** CMD_BATCH_NORM_FORWARD(epsilon, is_test, momentum, axis...): axis_count (0..CCV_NNC_MAX_DIM_ALLOC) axes. */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_batch_norm_forward(const float epsilon, const int is_test, const float momentum, const int axis_count, const int* const axis);
+/** CMD_LAYER_NORM_FORWARD(epsilon, elementwise_affine, axis...). */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_layer_norm_forward(const float epsilon, const int elementwise_affine, const int axis_count, const int* const axis);
+/** CMD_SGD_FORWARD(nesterov, rate, scale, decay, momentum, dampening). */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_sgd_forward(const int nesterov, const float rate, const float scale, const float decay, const float momentum, const float dampening);
+/** CMD_ADAM_FORWARD(step, rate, beta1, beta2, decay, epsilon, amsgrad). */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_adam_forward(const int step, const float rate, const float beta1, const float beta2, const float decay, const float epsilon, const int amsgrad);
+/** CMD_ADAMW_FORWARD(step, rate, beta1, beta2, decay, epsilon, amsgrad). */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_adamw_forward(const int step, const float rate, const float beta1, const float beta2, const float decay, const float epsilon, const int amsgrad);
+/** CMD_SET_FORWARD(value). */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_set_forward(const float value);
+/** CMD_DATA_TRANSFER_FORWARD(). */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_data_transfer_forward(void);
+/** CMD_TRANSPOSE_FORWARD(axis_a, axis_b). */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_transpose_forward(const int axis_a, const int axis_b);
+/** CMD_REDUCE_SUM_FORWARD(axis...): axis_count (0..CCV_NNC_MAX_DIM_ALLOC) axes. */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_reduce_sum_forward(const int axis_count, const int* const axis);
+/** CMD_REDUCE_MEAN_FORWARD(axis...). */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_reduce_mean_forward(const int axis_count, const int* const axis);
+/** Any other command: ccv_nnc_cmd(cmd_id, 0, *params, 0); params NULL means ccv_nnc_cmd_auto. */
+CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_nnc_cmd_make(const uint32_t cmd_id, const ccv_nnc_cmd_param_t* const params);
+
+/*
+ * Pointer-taking variants: each is exactly the call it names, with the large
+ * structs passed by pointer (read, not kept). A NULL hint means
+ * ccv_nnc_no_hint; a NULL command gives CCV_NNC_EXEC_INVALID (or -1) with a
+ * message.
+ */
+/** ccv_nnc_cmd_exec(*cmd, hint ? *hint : ccv_nnc_no_hint, ...). @return As ccv_nnc_cmd_exec. */
+int ccv_nnc_cmd_exec_p(const ccv_nnc_cmd_t* const cmd, const ccv_nnc_hint_t* const hint, const int flags, ccv_nnc_tensor_t* const* const inputs, const int input_size, ccv_nnc_tensor_t* const* const outputs, const int output_size, ccv_nnc_stream_context_t* const stream_context);
+/** ccv_nnc_dynamic_graph_exec with cmd and hint by pointer. @return As ccv_nnc_dynamic_graph_exec. */
+int ccv_nnc_dynamic_graph_exec_p(ccv_nnc_dynamic_graph_t* const graph, const ccv_nnc_cmd_t* const cmd, const ccv_nnc_hint_t* const hint, const int flags, const ccv_nnc_tensor_variable_t* const inputs, const int input_size, ccv_nnc_tensor_variable_t* const outputs, const int output_size, const int parallel, ccv_nnc_stream_context_t* const stream_context);
+/** ccv_nnc_dynamic_graph_minimize with the minimizer by pointer. @return 0, or -1 when it failed (message set). */
+int ccv_nnc_dynamic_graph_minimize_p(ccv_nnc_dynamic_graph_t* const graph, const ccv_nnc_cmd_t* const minimizer, const ccv_nnc_tensor_variable_t* const losses, const int loss_size, const ccv_nnc_tensor_variable_t* const dloss_optionals, ccv_nnc_tensor_variable_t* const parameters, const int parameter_size, ccv_nnc_tensor_variable_t* const saved_aux, const int parallel, ccv_nnc_stream_context_t* const stream_context);
+/** ccv_cnnp_model_compile with minimizer and loss by pointer. @return 0, or -1 when it failed (message set). */
+int ccv_cnnp_model_compile_p(ccv_cnnp_model_t* const model, const ccv_nnc_tensor_param_t* const inputs, const int input_size, const ccv_nnc_cmd_t* const minimizer, const ccv_nnc_cmd_t* const loss);
+
 #ifdef __cplusplus
 }
 #endif

@@ -23,6 +23,8 @@ void register_index(Registry& r);       // lib/cmd/index: INDEX_SELECT
 void register_isnan(Registry& r);       // lib/cmd/isnan: REDUCE_ISNAN
 void register_masked_fill(Registry& r); // lib/cmd/masked_fill: MASKED_FILL
 void register_cmul(Registry& r);        // lib/cmd/cmul: CMUL
+void register_convolution_transpose(Registry& r);  // lib/cmd/convolution_transpose: CONVOLUTION_TRANSPOSE
+void register_attention(Registry& r);  // lib/cmd/attention: SCALED_DOT_PRODUCT_ATTENTION
 void register_nms(Registry& r);         // lib/cmd/nms: NMS
 void register_roi_align(Registry& r);   // lib/cmd/roi: ROI_ALIGN
 void register_histogram(Registry& r);   // lib/cmd/histogram: HISTOGRAM
@@ -55,6 +57,8 @@ void register_all_families(Registry& r) {
   register_isnan(r);
   register_masked_fill(r);
   register_cmul(r);
+  register_convolution_transpose(r);
+  register_attention(r);
   register_nms(r);
   register_roi_align(r);
   register_histogram(r);

@@ -519,3 +519,14 @@ NNC_API void ccv_cnnp_model_set_minimizer(ccv_cnnp_model_t* const model, const c
 NNC_API ccv_nnc_cmd_t ccv_cnnp_model_minimizer(ccv_cnnp_model_t* const model) {
   return guard<ccv_nnc_cmd_t>(ccv_nnc_cmd_t{}, [&] { return compiled_of(model, "ccv_cnnp_model_minimizer").minimizer; });
 }
+
+// Bindings support: compile with the commands by pointer.
+NNC_API int ccv_cnnp_model_compile_p(ccv_cnnp_model_t* const model, const ccv_nnc_tensor_param_t* const inputs, const int input_size,
+                                     const ccv_nnc_cmd_t* const minimizer, const ccv_nnc_cmd_t* const loss) {
+  return guard_code([&]() -> int {
+    NNC_CHECK(minimizer && loss, "ccv_cnnp_model_compile_p: minimizer and loss must not be NULL");
+    // The void call reports failure through the message this guard cleared.
+    ccv_cnnp_model_compile(model, inputs, input_size, *minimizer, *loss);
+    return nnc::detail::t_guard.error_set ? -1 : 0;
+  });
+}

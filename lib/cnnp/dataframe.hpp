@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "nnc/ccv_nnc.h"
+#include "core/live.hpp"
 
 namespace nnc::dataframe {
 
@@ -76,6 +77,7 @@ struct ccv_cnnp_dataframe_s {
 
   ~ccv_cnnp_dataframe_s();
   int row_at(int position) const { return order.empty() ? position : order[position]; }
+  nnc::LiveCounter<CCV_NNC_LIVE_DATAFRAME> live_counter_;  // ccv_nnc_live_object_count
 };
 
 namespace nnc::dataframe {

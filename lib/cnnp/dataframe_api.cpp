@@ -4,9 +4,11 @@
 #include "cnnp/dataframe.hpp"
 #include "core/error.hpp"
 #include "core/export.hpp"
+#include "core/live.hpp"
 
 struct ccv_cnnp_dataframe_iter_s : nnc::dataframe::Iterator {
   using Iterator::Iterator;
+  nnc::LiveCounter<CCV_NNC_LIVE_DATAFRAME_ITER> live_counter_;  // ccv_nnc_live_object_count
 };
 
 namespace {

@@ -497,8 +497,7 @@ Model* move(const char* name) {
 }
 
 // ---------------------------------------------------------------------------
-// Families without a kernel yet: the model builds; its first run fails
-// naming the command (CCV_NNC_EXEC_NO_KERNEL).
+// Transposed convolution and attention.
 
 Model* convolution_transpose(int groups, int filters, const int* kdim, const int* dilation, int output_padding, int no_bias, ccv_nnc_hint_t hint,
                              int format, int is_trainable, const char* name) {
@@ -573,11 +572,28 @@ Model* scaled_dot_product_attention(float scale, int is_causal, int has_attn_mas
                          dims = {q.dim[0], q.dim[1], hv};
                        }
                        const Sym y = b.tensor(with_dims(q, dims));
-                       b.exec(command(CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_FORWARD, p), ccv_nnc_no_hint, args, {y});
+                       // The saved log-sum-exp (libnnc's [B, H, Sq], or [Sq, B] for 3-d q, in 32F) and,
+                       // fused, the attention result before the projection: the backward's bitmask
+                       // needs both, so the training graph has them.
+                       auto lse = r == 4 ? with_dims(q, {q.dim[0], q.dim[2], q.dim[1]}) : with_dims(q, {q.dim[1], q.dim[0]});
+                       lse.datatype = CCV_32F;
+                       // libnnc's slots exactly (6 inputs, 3 outputs, absent ones as no symbol), as the
+                       // backward's slot numbers and bitmask are counted from them.
+                       std::vector<Sym> outs = {y, b.tensor(lse), {CCV_NNC_NO_TENSOR_SYMBOL, nullptr}};
+                       if (fused_unify_head_weights) {
+                         auto qkv = dims_vec(q);
+                         qkv[r - 1] = v.dim[r - 1];
+                         outs[2] = b.tensor(with_dims(q, qkv));
+                       }
+                       while (args.size() < 6) args.push_back({CCV_NNC_NO_TENSOR_SYMBOL, nullptr});
+                       b.exec(command(CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_FORWARD, p), ccv_nnc_no_hint, args, outs);
                        out = {y};
                      });
   return finish(l, is_trainable);
 }
+
+// ---------------------------------------------------------------------------
+// Families without a kernel yet: the model refuses to build, naming the command.
 
 Model* lstm(int masked, int hidden_size, int proj_size, int num_layers, int bias, int batch_first, int bidirectional, float dropout, int is_trainable,
             const char* name) {

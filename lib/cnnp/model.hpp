@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "nnc/ccv_nnc.h"
+#include "core/live.hpp"
 
 namespace nnc::cnnp {
 
@@ -198,6 +199,7 @@ struct ccv_cnnp_model_s {
     m.input_size = input_size;
     m.gradient_checkpointing = gradient_checkpointing;
   }
+  nnc::LiveCounter<CCV_NNC_LIVE_MODEL> live_counter_;  // ccv_nnc_live_object_count
 };
 
 namespace nnc::cnnp {

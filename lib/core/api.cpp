@@ -8,6 +8,7 @@
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/export.hpp"
+#include "core/live.hpp"
 #include "core/palettize.hpp"
 #include "core/registry.hpp"
 #include "core/stream.hpp"
@@ -91,6 +92,7 @@ NNC_API ccv_nnc_tensor_view_t* ccv_nnc_tensor_view_new(const ccv_nnc_tensor_t* c
     auto* out = static_cast<ccv_nnc_tensor_view_t*>(std::malloc(sizeof(ccv_nnc_tensor_view_t)));
     if (!out) throw std::bad_alloc();
     *out = view;
+    live_add(CCV_NNC_LIVE_TENSOR, 1);
     return out;
   });
 }
@@ -115,6 +117,7 @@ NNC_API void ccv_nnc_tensor_view_free(ccv_nnc_tensor_view_t* const tensor_view) 
     if (!tensor_view) return;
     NNC_CHECK(CCV_IS_TENSOR_VIEW(tensor_view), "ccv_nnc_tensor_view_free: this is not a view; use ccv_nnc_tensor_free");
     std::free(tensor_view);
+    live_add(CCV_NNC_LIVE_TENSOR, -1);
   });
 }
 

@@ -20,6 +20,7 @@
 #include "core/error.hpp"
 #include "core/export.hpp"
 #include "core/tensor.hpp"
+#include "core/live.hpp"
 
 // Exported, and yields to a strong definition of the same name (libccv's).
 #define NNC_CCV_API NNC_API __attribute__((weak))
@@ -100,6 +101,7 @@ NNC_CCV_API ccv_dense_matrix_t* ccv_dense_matrix_new(int rows, int cols, int typ
       if (posix_memalign(&block, 64, kMatrixHeader) != 0) throw std::bad_alloc();
       auto* m = static_cast<ccv_dense_matrix_t*>(block);
       fill_matrix(m, rows, cols, type, data, sig, CCV_NO_DATA_ALLOC);
+      live_add(CCV_NNC_LIVE_TENSOR, 1);  // freed by tensor_free, as a tensor
       return m;
     }
     const size_t bytes = static_cast<size_t>(CCV_GET_STEP(cols, type)) * static_cast<size_t>(rows);
@@ -108,6 +110,7 @@ NNC_CCV_API ccv_dense_matrix_t* ccv_dense_matrix_new(int rows, int cols, int typ
       fail(CCV_NNC_EXEC_OOM, "ccv_dense_matrix_new: cannot allocate %zu bytes", bytes);
     auto* m = static_cast<ccv_dense_matrix_t*>(block);
     fill_matrix(m, rows, cols, type, static_cast<unsigned char*>(block) + kMatrixHeader, sig, 0);
+    live_add(CCV_NNC_LIVE_TENSOR, 1);
     return m;
   });
 }

@@ -23,6 +23,7 @@
 #include "core/cmd.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
+#include "core/live.hpp"
 
 struct SignalState {
   std::mutex mutex;
@@ -35,6 +36,7 @@ struct SignalState {
 struct ccv_nnc_stream_signal_s {
   int type;
   std::shared_ptr<SignalState> state;
+  nnc::LiveCounter<CCV_NNC_LIVE_STREAM_SIGNAL> live_counter_;  // ccv_nnc_live_object_count
 };
 
 // One queued piece of work: a command (exec set), or a general task (fn).
@@ -82,6 +84,7 @@ struct ccv_nnc_stream_context_s {
   ccv_nnc_stream_context_neighbor_discovery_f discovery = nullptr;
   void* discovery_context = nullptr;
   std::unique_ptr<ccv_nnc_stream_signal_s> own_signal;
+  nnc::LiveCounter<CCV_NNC_LIVE_STREAM_CONTEXT> live_counter_;  // ccv_nnc_live_object_count
 };
 
 namespace nnc {

@@ -28,6 +28,7 @@
 #include <fp16.h>
 
 #include "core/error.hpp"
+#include "core/live.hpp"
 
 namespace nnc {
 
@@ -194,6 +195,7 @@ ccv_nnc_tensor_t* tensor_new(const void* ptr, const ccv_nnc_tensor_param_t& para
       throw;
     }
     fill_header(t, data, params, (bytes + 63) & ~size_t{63}, 0);
+    live_add(CCV_NNC_LIVE_TENSOR, 1);
     return t;
   }
   if (ptr || (flags & CCV_NO_DATA_ALLOC)) {
@@ -201,6 +203,7 @@ ccv_nnc_tensor_t* tensor_new(const void* ptr, const ccv_nnc_tensor_param_t& para
     if (posix_memalign(&block, 64, kHeaderSize) != 0) throw std::bad_alloc();
     auto* t = static_cast<ccv_nnc_tensor_t*>(block);
     fill_header(t, const_cast<void*>(ptr), params, ptr ? bytes : 0, CCV_NO_DATA_ALLOC);
+    live_add(CCV_NNC_LIVE_TENSOR, 1);
     return t;
   }
   const size_t data_size = (bytes + 63) & ~size_t{63};
@@ -210,6 +213,7 @@ ccv_nnc_tensor_t* tensor_new(const void* ptr, const ccv_nnc_tensor_param_t& para
          shape_string(params.dim).c_str(), datatype_name(params.datatype));
   auto* t = static_cast<ccv_nnc_tensor_t*>(block);
   fill_header(t, static_cast<unsigned char*>(block) + kHeaderSize, params, data_size, 0);
+  live_add(CCV_NNC_LIVE_TENSOR, 1);
   return t;
 }
 
@@ -251,7 +255,10 @@ ccv_nnc_tensor_t* tensor_new_from_file(const ccv_nnc_tensor_param_t& params, con
     std::lock_guard<std::mutex> lock(g_mapping_mutex);
     mappings().emplace(t, Mapping{base, length});
   } catch (...) {
-    if (t) std::free(t);
+    if (t) {
+      std::free(t);
+      live_add(CCV_NNC_LIVE_TENSOR, -1);
+    }
     ::munmap(base, length);
     throw;
   }
@@ -272,6 +279,7 @@ void tensor_free(ccv_nnc_tensor_t* tensor) {
     }
   }
   std::free(tensor);
+  live_add(CCV_NNC_LIVE_TENSOR, -1);
 }
 
 ccv_nnc_tensor_t* tensor_resize(ccv_nnc_tensor_t* tensor, const ccv_nnc_tensor_param_t& params) {

@@ -272,6 +272,7 @@ Var* new_variable(DG* g, const ccv_nnc_tensor_param_t& info, bool constant, cons
   }
   v->graph = g;
   v->alive = true;
+  live_add(CCV_NNC_LIVE_TENSOR_VARIABLE, 1);
   v->info = info;
   v->constant = constant;
   return v;
@@ -300,6 +301,7 @@ void destroy(DG* g, Var* v) {
   v->value.reset();
   v->view.reset();
   v->alive = false;
+  live_add(CCV_NNC_LIVE_TENSOR_VARIABLE, -1);
   g->free_shells.push_back(v);
 }
 
@@ -608,8 +610,10 @@ bool any_pending(DG* g) { return !g->records.empty(); }
 
 ccv_nnc_dynamic_graph_s::~ccv_nnc_dynamic_graph_s() {
   for (auto& s : shells)
-    if (s->alive)
+    if (s->alive) {
       for (const auto& d : s->destructors) d.first(this, tensor_of(s.get()), d.second);
+      nnc::live_add(CCV_NNC_LIVE_TENSOR_VARIABLE, -1);
+    }
   dying = true;  // storage released from here on is freed, not pooled
   drain_retired(this);
   records.clear();
@@ -1313,5 +1317,30 @@ NNC_API void ccv_nnc_dynamic_graph_minimize(ccv_nnc_dynamic_graph_t* const dynam
                                           stream_context);
     const std::string message = ccv_nnc_error_message();
     NNC_CHECK(message.empty(), "%s", message.c_str());
+  });
+}
+
+// ---- Bindings support: the commands by pointer -------------------------------
+
+NNC_API int ccv_nnc_dynamic_graph_exec_p(ccv_nnc_dynamic_graph_t* const graph, const ccv_nnc_cmd_t* const cmd, const ccv_nnc_hint_t* const hint,
+                                         const int flags, const ccv_nnc_tensor_variable_t* const inputs, const int input_size,
+                                         ccv_nnc_tensor_variable_t* const outputs, const int output_size, const int parallel,
+                                         ccv_nnc_stream_context_t* const stream_context) {
+  if (!cmd) return guard_code([]() -> int { fail(CCV_NNC_EXEC_INVALID, "ccv_nnc_dynamic_graph_exec_p: cmd is NULL"); });
+  return ccv_nnc_dynamic_graph_exec(graph, *cmd, hint ? *hint : ccv_nnc_no_hint, flags, inputs, input_size, outputs, output_size, parallel,
+                                    stream_context);
+}
+
+NNC_API int ccv_nnc_dynamic_graph_minimize_p(ccv_nnc_dynamic_graph_t* const graph, const ccv_nnc_cmd_t* const minimizer,
+                                             const ccv_nnc_tensor_variable_t* const losses, const int loss_size,
+                                             const ccv_nnc_tensor_variable_t* const dloss_optionals, ccv_nnc_tensor_variable_t* const parameters,
+                                             const int parameter_size, ccv_nnc_tensor_variable_t* const saved_aux, const int parallel,
+                                             ccv_nnc_stream_context_t* const stream_context) {
+  return guard_code([&]() -> int {
+    NNC_CHECK(minimizer, "ccv_nnc_dynamic_graph_minimize_p: minimizer is NULL");
+    // The void call reports failure through the message this guard cleared.
+    ccv_nnc_dynamic_graph_minimize(graph, *minimizer, losses, loss_size, dloss_optionals, parameters, parameter_size, saved_aux, parallel,
+                                   stream_context);
+    return nnc::detail::t_guard.error_set ? -1 : 0;
   });
 }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "nnc/ccv_nnc.h"
+#include "core/live.hpp"
 
 // Deferred mode: a value a recorded call will produce (its storage is set when the recording runs).
 struct ccv_nnc_deferred_value_s {
@@ -126,4 +127,5 @@ struct ccv_nnc_dynamic_graph_s {
   // its live entries once most are dead: a long loop's trace stays small).
   size_t dropped = 0;
   ~ccv_nnc_dynamic_graph_s();
+  nnc::LiveCounter<CCV_NNC_LIVE_DYNAMIC_GRAPH> live_counter_;  // ccv_nnc_live_object_count
 };

@@ -18,6 +18,7 @@
 
 #include "core/cmd.hpp"
 #include "nnc/ccv_nnc.h"
+#include "core/live.hpp"
 
 namespace nnc::graph {
 struct Schedule;
@@ -88,12 +89,17 @@ struct ccv_nnc_graph_s {
 
   std::atomic<bool> cancelled{false};
 
+  // What the nodes' commands point at and this graph keeps alive (the tapes
+  // of differentiated loops, see lib/symbolic/loop_tape.hpp).
+  std::vector<std::shared_ptr<void>> owned;
+
   // Static schedules and the streams they run on.
   std::unique_ptr<nnc::graph::Schedule> default_schedule;
   std::unique_ptr<nnc::graph::Streams> streams;
 
   ccv_nnc_graph_s();
   ~ccv_nnc_graph_s();
+  nnc::LiveCounter<CCV_NNC_LIVE_GRAPH> live_counter_;  // ccv_nnc_live_object_count
 };
 
 namespace nnc::graph {

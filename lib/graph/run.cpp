@@ -222,6 +222,8 @@ void loop_orders(Graph* body) {
   body->tail_plan = make_plan(body, body->loop_tail);
 }
 
+void rewind_tail(Graph* body, int64_t round);
+
 void run_while(Graph* g, int v, RunContext& ctx) {
   Graph::Node& node = g->nodes[static_cast<size_t>(v)];
   Graph* body = node.subs[0];
@@ -251,7 +253,10 @@ void run_while(Graph* g, int v, RunContext& ctx) {
     run_plan_steps(body, head, ctx);
     for (size_t i = 0; i < expr_in.size(); i++) expr_in[i] = resolve(body->while_inputs[i]);
     const int go = body->while_expr(expr_in.data(), static_cast<int>(expr_in.size()), body->while_data);
-    if (!go) break;
+    if (!go) {
+      if (k > 0 && !body->loop_tail.empty()) rewind_tail(body, k - 1);
+      break;
+    }
     run_plan_steps(body, tail, ctx);
     for (size_t i = 0; i < body->carry_overs.size(); i++)
       carried[i] = resolve(const_cast<ccv_nnc_tensor_t*>(body->carry_overs[i].first));
@@ -300,6 +305,22 @@ void collect(ccv_nnc_tensor_t* t, const Graph* g, std::vector<ccv_nnc_tensor_mul
   const int n = mv->kind + mv->repeat;
   ccv_nnc_tensor_t** data = CCV_NNC_MULTIVIEW_DATA(mv);
   for (int i = 0; i < n; i++) collect(data[i], g, out, depth + 1);
+}
+
+// The loop stopped at its expression: the nodes after the breakpoints last
+// ran in `round` (the one before), so the multi-views they write show that
+// round's tensors to whoever reads them after the loop (a carried result
+// handed out, which otherwise would show a slot the stopping round never
+// wrote when the body is unrolled).
+void rewind_tail(Graph* body, int64_t round) {
+  std::vector<ccv_nnc_tensor_multiview_t*> written;
+  for (int v : body->loop_tail)
+    for (auto* t : body->nodes[static_cast<size_t>(v)].outputs) collect(t, body, written, 0);
+  for (ccv_nnc_tensor_multiview_t* mv : written) {
+    const int64_t i = mv->kind == CCV_NNC_MULTIVIEW_K1N ? (round == 0 ? 0 : 1 + (round - 1) % mv->repeat) : round % mv->repeat;
+    mv->it = CCV_NNC_MULTIVIEW_DATA(mv)[i];
+    ccv_nnc_tensor_multiview_synchronize(mv);
+  }
 }
 
 void collect_graph(const Graph* from, const Graph* g, std::vector<ccv_nnc_tensor_multiview_t*>& out) {

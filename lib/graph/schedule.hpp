@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "graph/graph.hpp"
+#include "core/live.hpp"
 
 namespace nnc::graph {
 
@@ -79,6 +80,7 @@ struct ccv_nnc_tensor_tape_s {
   std::map<std::pair<const void*, std::vector<int64_t>>, std::vector<uint8_t>> kept;
   std::map<const void*, std::vector<int64_t>> current;  // graph → its rounds now
   std::mutex mutex;  // runs on several streams record at once
+  nnc::LiveCounter<CCV_NNC_LIVE_TENSOR_TAPE> live_counter_;  // ccv_nnc_live_object_count
 };
 
 namespace nnc::graph {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -15,6 +16,7 @@
 #include "core/export.hpp"
 #include "core/registry.hpp"
 #include "core/tensor.hpp"
+#include "symbolic/loop_tape.hpp"
 
 namespace nnc::symbolic {
 
@@ -241,6 +243,14 @@ class Differentiator {
   }
   void differentiate(int e, const std::vector<char>& reached);
   void differentiate_backward(int e, const std::vector<int>& grad_out, const std::vector<char>& wanted);
+  void differentiate_while(int e, const std::vector<int>& grad_out, const std::vector<char>& wanted);
+  void differentiate_case_of(int e, const std::vector<int>& grad_out, const std::vector<char>& wanted);
+  // A base symbol holding `d`'s gradient value: d itself, or a copy when d is an alias.
+  int as_base(Graph* g, int d, const char* name);
+
+  // Changes to graphs other than g_ (a differentiated loop's body), undone
+  // when the backward pass fails.
+  std::vector<std::function<void()>> undo_;
 
  public:
   // For the second-order rules (below): forward commands over symbols.
@@ -262,6 +272,10 @@ class Differentiator {
     return o;
   }
   int zeros(int like) { return fresh(t(like).info, std::string(), CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS); }
+  void undo() {
+    for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) (*it)();
+    undo_.clear();
+  }
   void contribute(int target, int grad) { add(target, grad); }
   Graph* graph() const { return g_; }
 };
@@ -658,6 +672,14 @@ void Differentiator::differentiate(int e, const std::vector<char>& reached) {
     }
   }
   if (!want_any) return;
+  if ((x.flags & CCV_NNC_GRAPH_EXEC_P_WHILE) && x.cmd.cmd == CCV_NNC_GRAPH_FORWARD) {
+    differentiate_while(e, grad_out, wanted);
+    return;
+  }
+  if ((x.flags & CCV_NNC_GRAPH_EXEC_CASE_OF) && x.cmd.cmd == CCV_NNC_GRAPH_FORWARD) {
+    differentiate_case_of(e, grad_out, wanted);
+    return;
+  }
   if ((x.flags & (CCV_NNC_GRAPH_EXEC_P_WHILE | CCV_NNC_GRAPH_EXEC_CASE_OF)) || x.cmd.cmd == CCV_NNC_GRAPH_FORWARD ||
       x.cmd.cmd == CCV_NNC_GRAPH_BACKWARD)
     fail(CCV_NNC_EXEC_INVALID, "%s: %s is a %s; the backward pass through loops and branches is not supported yet", kWhat,
@@ -753,6 +775,555 @@ void Differentiator::differentiate(int e, const std::vector<char>& reached) {
     }
 }
 
+// --- Backward through a while loop --------------------------------------------
+//
+// The forward loop runs rounds r = 0 .. R-1 of its body (those whose every
+// exec ran: all rounds when the breakpoints end the body, all but the last
+// when they only guard the expression). A push added to the forward body
+// keeps, per round, what the round reads from outside itself: its carried-in
+// values and body constants (values of the enclosing graph it only reads are
+// the same every round and are read there). The backward is a second while
+// loop in the enclosing graph whose round j recomputes forward round
+// R - 1 - j from the tape and differentiates it (the body's own backward,
+// built by the same Differentiator), with
+//   - the gradient of each carried-out value as its seed: in backward round 0
+//     the gradient of the enclosing symbol it is hooked up to (zero when it is
+//     not), after that the gradient of the carried-in value the round before
+//     produced (a carry of the backward loop);
+//   - the gradient of a value the round hands out (hooked up) and does not
+//     carry: its gradient in round 0, zero after;
+//   - the gradients of the enclosing graph's symbols the body reads summed
+//     over the rounds (a carried running sum), and of the carried-in values'
+//     round-0 sources (the initial states) taken from the last round.
+int Differentiator::as_base(Graph* g, int d, const char* name) {
+  if (g->tensors[static_cast<size_t>(d)].alias_of < 0) return d;
+  const ccv_nnc_tensor_param_t info = g->tensors[static_cast<size_t>(d)].info;
+  const ccv_nnc_tensor_symbol_t copy = tensor_new(g, info, name);
+  const ccv_nnc_tensor_symbol_t from{d, g};
+  const ccv_nnc_graph_exec_symbol_t x = exec_new(g, simple(CCV_NNC_DATA_TRANSFER_FORWARD), &from, 1, &copy, 1, "gradient copy");
+  if (g == g_) new_execs_.push_back(x.d);
+  return copy.d;
+}
+
+namespace {
+
+// Clears the thread's message, runs a public call, and turns a message it
+// left into an exception (the public calls report through the message).
+template <class F>
+auto checked(F&& f) {
+  clear_error_message();
+  auto r = f();
+  if (!error_message().empty()) fail(CCV_NNC_EXEC_INVALID, "%s", error_message().c_str());
+  return r;
+}
+
+bool is_random(uint32_t cmd) {
+  return cmd == CCV_NNC_DROPOUT_FORWARD || cmd == CCV_NNC_RANDOM_UNIFORM_FORWARD || cmd == CCV_NNC_RANDOM_NORMAL_FORWARD;
+}
+
+}  // namespace
+
+void Differentiator::differentiate_while(int e, const std::vector<int>& grad_out, const std::vector<char>& wanted) {
+  const Graph::Exec x = g_->execs[static_cast<size_t>(e)];  // a copy: execs are appended below
+  Graph* body = x.subs.at(0);
+  const std::string label = exec_label(g_, e);
+  NNC_CHECK(!g_->parent, "%s: %s is inside another loop or branch; the backward pass through nested loops is not supported yet",
+            kWhat, label.c_str());
+  NNC_CHECK(!has_subgraphs(body),
+            "%s: the body of %s holds a loop or branch; the backward pass through nested loops is not supported yet", kWhat,
+            label.c_str());
+  NNC_CHECK(body->while_expr && !body->breakpoints.empty(),
+            "%s: %s has no expression (ccv_nnc_symbolic_graph_set_while_expr), so its rounds are not known", kWhat,
+            label.c_str());
+  const size_t nt = body->tensors.size(), ne = body->execs.size();
+  auto bt = [&](int d) -> const Graph::Tensor& { return body->tensors[static_cast<size_t>(d)]; };
+  // Head: the breakpoints and what they depend on (run in every round, the
+  // last one included); the rest only in rounds the expression let through.
+  std::vector<std::vector<int>> incoming(ne);
+  for (size_t i = 0; i < ne; i++)
+    if (!CCV_NNC_GRAPH_EXEC_IS_DEAD(body->execs[i].flags))
+      for (int j : body->execs[i].outgoing) incoming[static_cast<size_t>(j)].push_back(static_cast<int>(i));
+  std::vector<char> head(ne, 0);
+  std::vector<int> stack(body->breakpoints.begin(), body->breakpoints.end());
+  while (!stack.empty()) {
+    const int v = stack.back();
+    stack.pop_back();
+    if (head[static_cast<size_t>(v)]) continue;
+    head[static_cast<size_t>(v)] = 1;
+    for (int u : incoming[static_cast<size_t>(v)]) stack.push_back(u);
+  }
+  const std::vector<int> order = exec_order(body, nullptr, 0, nullptr, 0);
+  bool all_head = true;
+  for (int v : order) all_head = all_head && head[static_cast<size_t>(v)];
+  std::vector<int> round;  // the execs a counted round runs
+  for (int v : order)
+    if (all_head || !head[static_cast<size_t>(v)]) round.push_back(v);
+  std::vector<char> is_carried_in(nt, 0), is_carried_out(nt, 0);
+  for (const auto& [out, in] : body->carry_overs) {
+    is_carried_out[static_cast<size_t>(out)] = 1;
+    is_carried_in[static_cast<size_t>(in)] = 1;
+  }
+  std::vector<char> written(nt, 0), read(nt, 0);
+  for (int v : round) {
+    const Graph::Exec& y = body->execs[static_cast<size_t>(v)];
+    NNC_CHECK(!is_random(y.cmd.cmd),
+              "%s: the body of %s draws random numbers (%s); its backward recomputes each round, which would draw other "
+              "numbers",
+              kWhat, label.c_str(), exec_label(body, v).c_str());
+    for (int d : y.inputs) {
+      if (d >= 0) read[static_cast<size_t>(base_of(body, d))] = 1;
+    }
+    for (int d : y.outputs)
+      if (d >= 0) written[static_cast<size_t>(base_of(body, d))] = 1;
+  }
+  if (!all_head)  // what the head computes must not matter to the gradients
+    for (int v : order) {
+      if (!head[static_cast<size_t>(v)]) continue;
+      for (int d : body->execs[static_cast<size_t>(v)].outputs) {
+        if (d < 0) continue;
+        const int b = base_of(body, d);
+        NNC_CHECK(!read[static_cast<size_t>(b)] && !is_carried_out[static_cast<size_t>(b)] && bt(b).outer < 0,
+                  "%s: in %s, %s runs before the breakpoints and computes %s, which the rest of the round uses; the backward "
+                  "pass needs the breakpoints to end the body or to guard only the expression",
+                  kWhat, label.c_str(), exec_label(body, v).c_str(), tensor_label(body, b).c_str());
+      }
+    }
+  // What a round hands out: carried-out values and values hooked up outside.
+  std::vector<int> f;
+  for (const auto& [out, in] : body->carry_overs) {
+    NNC_CHECK(written[static_cast<size_t>(out)], "%s: in %s, the carried value %s is not computed by the round", kWhat,
+              label.c_str(), tensor_label(body, out).c_str());
+    if (std::find(f.begin(), f.end(), out) == f.end()) f.push_back(out);
+  }
+  auto grad_of_output = [&](int outer) {
+    for (size_t j = 0; j < x.outputs.size(); j++)
+      if (x.outputs[j] == outer) return j < grad_out.size() ? grad_out[j] : -1;
+    return -1;
+  };
+  for (size_t d = 0; d < nt; d++)
+    if (bt(static_cast<int>(d)).outer >= 0 && written[d] && !CCV_NNC_TENSOR_SYMBOL_IS_DEAD(bt(static_cast<int>(d)).flags) &&
+        grad_of_output(bt(static_cast<int>(d)).outer) >= 0 && std::find(f.begin(), f.end(), static_cast<int>(d)) == f.end())
+      f.push_back(static_cast<int>(d));
+  // What a round reads from outside itself: the tape keeps the carried-in
+  // values and the body's constants; the enclosing graph's symbols it only
+  // reads are read there.
+  std::vector<int> taped;
+  for (size_t d = 0; d < nt; d++)
+    if (read[d] && !written[d] && (is_carried_in[d] || bt(static_cast<int>(d)).outer < 0)) taped.push_back(static_cast<int>(d));
+  // Which of those lead to what the round hands out (wrt candidates).
+  std::vector<char> needed(nt, 0);
+  for (int d : f) needed[static_cast<size_t>(d)] = 1;
+  for (auto it = round.rbegin(); it != round.rend(); ++it) {
+    const Graph::Exec& y = body->execs[static_cast<size_t>(*it)];
+    bool r = false;
+    for (int d : y.outputs) r = r || (d >= 0 && needed[static_cast<size_t>(base_of(body, d))]);
+    if (!r) continue;
+    for (int d : y.inputs)
+      if (d >= 0) needed[static_cast<size_t>(base_of(body, d))] = 1;
+  }
+  auto input_slot = [&](int outer) {
+    for (size_t i = 0; i < x.inputs.size(); i++)
+      if (x.inputs[i] == outer) return static_cast<int>(i);
+    return -1;
+  };
+  auto is_wanted = [&](int outer) {
+    const int i = input_slot(outer);
+    return i >= 0 && static_cast<size_t>(i) < wanted.size() && wanted[static_cast<size_t>(i)];
+  };
+
+  std::vector<int> wrt_forward;  // the body symbol of each wrt
+  for (size_t d = 0; d < nt; d++) {
+    if (!read[d] || written[d] || !needed[d] || !is_float(bt(static_cast<int>(d)).info.datatype)) continue;
+    const int outer = bt(static_cast<int>(d)).outer;
+    if (!is_carried_in[d] && !(outer >= 0 && is_wanted(outer))) continue;
+    wrt_forward.push_back(static_cast<int>(d));
+  }
+  if (wrt_forward.empty() || f.empty()) return;  // no gradient flows through the loop to what it reads
+
+  // The backward loop and its body.
+  Graph* back = ccv_nnc_symbolic_graph_new();
+  NNC_CHECK(back, "%s: out of memory", kWhat);
+  const std::string back_name = (x.name.empty() ? std::string("while") : x.name) + " backward";
+  ccv_nnc_graph_exec_symbol_t back_exec;
+  try {
+    back_exec = checked([&] { return ccv_nnc_symbolic_graph_while(g_, CCV_NNC_GRAPH_BACKWARD, back, back_name.c_str()); });
+  } catch (...) {
+    ccv_nnc_symbolic_graph_free(back);
+    throw;
+  }
+  new_execs_.push_back(back_exec.d);
+  auto bsym = [&](int d) { return ccv_nnc_tensor_symbol_t{d, back}; };
+  auto gsym = [&](int d) { return ccv_nnc_tensor_symbol_t{d, g_}; };
+  auto fresh_in = [&](Graph* g, const ccv_nnc_tensor_param_t& info, const std::string& name) {
+    const ccv_nnc_tensor_param_t params = info;
+    return tensor_new(g, params, name.empty() ? nullptr : name.c_str()).d;
+  };
+  ccv_nnc_tensor_param_t i64{};
+  i64.type = CCV_TENSOR_CPU_MEMORY;
+  i64.format = CCV_TENSOR_FORMAT_NHWC;
+  i64.datatype = CCV_64S;
+  i64.dim[0] = 1;
+  auto tape = std::make_shared<LoopTape>();
+  tape->values = taped.size();
+  // The read: go flag, forward round, then the taped values.
+  std::vector<int> m(nt, -1);
+  const int go = fresh_in(back, i64, "go");
+  const int fcount = fresh_in(back, i64, "forward round");
+  std::vector<ccv_nnc_tensor_symbol_t> read_out{bsym(go), bsym(fcount)};
+  for (int d : taped) {
+    m[static_cast<size_t>(d)] = fresh_in(back, bt(d).info, bt(d).name);
+    read_out.push_back(bsym(m[static_cast<size_t>(d)]));
+  }
+  const ccv_nnc_tensor_symbol_t back_count{CCV_NNC_WHILE_COUNT_TENSOR_SYMBOL, back};
+  const int read_exec = exec_new(back, loop_tape_read(tape.get()), &back_count, 1, read_out.data(),
+                                 static_cast<int>(read_out.size()), "tape read")
+                            .d;
+  // The round again, over the tape's values and the enclosing graph's symbols.
+  auto map_symbol = [&](int d) -> int {
+    if (d == CCV_NNC_WHILE_COUNT_TENSOR_SYMBOL) return fcount;
+    if (d < 0) return d;
+    if (m[static_cast<size_t>(d)] >= 0) return m[static_cast<size_t>(d)];
+    const Graph::Tensor& s = bt(d);
+    if (s.alias_of >= 0) {
+      const int b = s.alias_of;
+      if (m[static_cast<size_t>(b)] < 0) {
+        NNC_CHECK(bt(b).outer < 0 || is_carried_in[static_cast<size_t>(b)], "%s: in %s, %s is an alias of the enclosing graph's %s",
+                  kWhat, label.c_str(), tensor_label(body, d).c_str(), tensor_label(g_, bt(b).outer).c_str());
+        m[static_cast<size_t>(b)] = fresh_in(back, bt(b).info, bt(b).name);
+      }
+      const ccv_nnc_tensor_param_t info = s.info;
+      m[static_cast<size_t>(d)] = alias_new(back, bsym(m[static_cast<size_t>(b)]), s.ofs, s.stride, info, nullptr).d;
+    } else if (s.outer >= 0 && !written[static_cast<size_t>(d)] && !is_carried_in[static_cast<size_t>(d)]) {
+      m[static_cast<size_t>(d)] = stand_in(back, gsym(s.outer), kWhat);
+    } else {
+      m[static_cast<size_t>(d)] = fresh_in(back, s.info, s.name);
+    }
+    return m[static_cast<size_t>(d)];
+  };
+  for (int v : round) {
+    const Graph::Exec& y = body->execs[static_cast<size_t>(v)];
+    std::vector<ccv_nnc_tensor_symbol_t> in, out;
+    for (int d : y.inputs) {
+      const int md = map_symbol(d);
+      in.push_back(md == CCV_NNC_NO_TENSOR_SYMBOL ? ccv_nnc_tensor_symbol_t{CCV_NNC_NO_TENSOR_SYMBOL, nullptr} : bsym(md));
+    }
+    for (int d : y.outputs) {
+      const int md = map_symbol(d);
+      out.push_back(md == CCV_NNC_NO_TENSOR_SYMBOL ? ccv_nnc_tensor_symbol_t{CCV_NNC_NO_TENSOR_SYMBOL, nullptr} : bsym(md));
+    }
+    const int r = exec_new(back, y.cmd, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()),
+                           y.name.empty() ? nullptr : y.name.c_str())
+                      .d;
+    back->execs[static_cast<size_t>(r)].hint = y.hint;
+  }
+  autogen(back, {}, false);
+  // Differentiate the round: f = what it hands out, wrt = what it reads that
+  // leads there and needs a gradient (the carried-in values, the enclosing
+  // symbols wanted).
+  std::vector<ccv_nnc_tensor_symbol_t> fs, wrts;
+  for (int d : f) fs.push_back(bsym(m[static_cast<size_t>(d)]));
+  for (int d : wrt_forward) wrts.push_back(bsym(map_symbol(d)));
+  {
+    Differentiator inner(back);
+    inner.run(fs.data(), static_cast<int>(fs.size()), wrts.data(), static_cast<int>(wrts.size()), nullptr, 0, nullptr, 0);
+  }
+  auto zero_round = [&](const ccv_nnc_tensor_param_t& info) {  // zeros, written every round
+    const int z = fresh_in(back, info, "zero");
+    ccv_nnc_cmd_param_t p;
+    std::memset(&p, 0, sizeof(p));
+    const ccv_nnc_tensor_symbol_t out = bsym(z);
+    exec_new(back, make_cmd(CCV_NNC_SET_FORWARD, nullptr, p, 0), nullptr, 0, &out, 1, "zero");
+    return z;
+  };
+  auto root_zeros = [&](const ccv_nnc_tensor_param_t& info, const std::string& name) {
+    return fresh(info, name, CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS);
+  };
+  auto seed_of = [&](int d) {
+    const int s = gradient_of(back, m[static_cast<size_t>(d)]);
+    NNC_CHECK(s >= 0, "%s: %s: no seed for %s", kWhat, label.c_str(), tensor_label(body, d).c_str());
+    back->tensors[static_cast<size_t>(s)].flags &= ~static_cast<int>(CCV_NNC_TENSOR_SYMBOL_INIT_ONES);
+    return s;
+  };
+  auto grad_in_back = [&](int d) {  // the round's gradient of body symbol d, as a base, or -1
+    const int gd = gradient_of(back, m[static_cast<size_t>(d)]);
+    return gd < 0 ? -1 : as_base(back, gd, nullptr);
+  };
+  std::vector<ccv_nnc_tensor_symbol_map_t> carries;
+  std::vector<std::pair<int, int>> root_grads;  // (forward symbol of g_, its gradient)
+  for (int d : f) {
+    const int seed = seed_of(d);
+    const int outer = bt(d).outer;
+    int from_outside = outer >= 0 ? grad_of_output(outer) : -1;
+    if (from_outside >= 0) from_outside = as_base(g_, from_outside, nullptr);
+    int carried_in = -1;
+    for (const auto& [out, in] : body->carry_overs)
+      if (out == d) carried_in = in;
+    if (carried_in >= 0) {
+      int dh = std::find(wrt_forward.begin(), wrt_forward.end(), carried_in) != wrt_forward.end() ? grad_in_back(carried_in) : -1;
+      if (dh < 0) dh = zero_round(bt(carried_in).info);
+      carries.push_back({bsym(dh), bsym(seed)});
+    } else {
+      carries.push_back({bsym(zero_round(bt(d).info)), bsym(seed)});
+    }
+    if (from_outside < 0) from_outside = root_zeros(bt(d).info, "d" + bt(d).name + " (none)");
+    hookup(g_, back, gsym(from_outside), bsym(seed), kWhat);
+  }
+  for (size_t k = 0; k < wrt_forward.size(); k++) {
+    const int d = wrt_forward[k];
+    const int outer = bt(d).outer;
+    if (outer < 0 || !is_wanted(outer)) continue;
+    const int gd = grad_in_back(d);
+    if (gd < 0) continue;
+    // Zeros where the forward loop completed no round (the backward loop then runs none).
+    const int dx = fresh(g_->tensors[static_cast<size_t>(outer)].info, name_for(outer), CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS);
+    // Handed out through a copy written every round: a value the loop carries
+    // would be read after the run from the round that stopped it, which
+    // only ran the tape read.
+    auto hand_out = [&](int from) {
+      const ccv_nnc_tensor_param_t info = back->tensors[static_cast<size_t>(from)].info;
+      const ccv_nnc_tensor_symbol_t in = bsym(from), out = bsym(fresh_in(back, info, name_for(outer)));
+      exec_new(back, simple(CCV_NNC_DATA_TRANSFER_FORWARD), &in, 1, &out, 1, "hand out");
+      hookup(g_, back, gsym(dx), out, kWhat);
+    };
+    if (is_carried_in[static_cast<size_t>(d)]) {  // the initial state: the last backward round's gradient
+      hand_out(gd);
+    } else {  // read every round: a running sum
+      const ccv_nnc_tensor_param_t info = g_->tensors[static_cast<size_t>(outer)].info;
+      const int acc_in = fresh_in(back, info, "running sum");
+      const int acc_out = fresh_in(back, info, "running sum");
+      const ccv_nnc_tensor_symbol_t in[2] = {bsym(acc_in), bsym(gd)}, out = bsym(acc_out);
+      exec_new(back, simple(CCV_NNC_EWSUM_FORWARD), in, 2, &out, 1, "sum over rounds");
+      carries.push_back({bsym(acc_out), bsym(acc_in)});
+      hookup(g_, back, gsym(root_zeros(info, name_for(outer) + " (start)")), bsym(acc_in), kWhat);
+      hand_out(acc_out);
+    }
+    root_grads.emplace_back(outer, dx);
+  }
+  checked([&] {
+    ccv_nnc_symbolic_graph_set_carry_overs(back, carries.data(), static_cast<int>(carries.size()));
+    return 0;
+  });
+  const ccv_nnc_tensor_symbol_t go_in = bsym(go);
+  const ccv_nnc_graph_exec_symbol_t bp{read_exec, back};
+  checked([&] {
+    ccv_nnc_symbolic_graph_set_while_expr(back, loop_tape_go, nullptr, &go_in, 1, &bp, 1);
+    return 0;
+  });
+  autogen(back, {}, true);
+  // The push, last: the forward body changes only once all else is built.
+  std::vector<ccv_nnc_tensor_symbol_t> push_in{{CCV_NNC_WHILE_COUNT_TENSOR_SYMBOL, body}};
+  for (int d : taped) push_in.push_back({d, body});
+  const std::vector<int> old_breakpoints = body->breakpoints;
+  const bool had_ends = !body->sources.empty() || !body->destinations.empty();
+  const int push = exec_new(body, loop_tape_push(tape.get()), push_in.data(), static_cast<int>(push_in.size()), nullptr, 0, "tape").d;
+  body->owned.push_back(tape);
+  if (all_head) body->breakpoints.push_back(push);
+  if (had_ends) reset_ends(body);
+  undo_.push_back([body, push, old_breakpoints, had_ends] {
+    exec_free(body, {push, body});
+    body->breakpoints = old_breakpoints;
+    body->owned.pop_back();
+    if (had_ends) reset_ends(body);
+  });
+  concat(g_, e, back_exec.d);
+  for (const auto& [outer, dx] : root_grads) add(outer, dx);
+}
+
+// --- Backward through a case..of ---------------------------------------------
+//
+// A second case..of in the enclosing graph, on the same expression and its
+// inputs (so it picks the same branch: the expression must depend only on
+// them), whose branch i recomputes forward branch i from the enclosing
+// symbols it reads and differentiates it (no tape: a branch runs once). Its
+// outputs are the gradients of the enclosing symbols the branches read; when
+// no branch runs they fall back to the gradient of the outputs whose
+// fall-back (bypass) each input is, or to zeros.
+void Differentiator::differentiate_case_of(int e, const std::vector<int>& grad_out, const std::vector<char>& wanted) {
+  const Graph::Exec x = g_->execs[static_cast<size_t>(e)];  // a copy: execs are appended below
+  const std::string label = exec_label(g_, e);
+  NNC_CHECK(!g_->parent, "%s: %s is inside a loop or branch; the backward pass through nested branches is not supported yet",
+            kWhat, label.c_str());
+  NNC_CHECK(x.case_of, "%s: %s has no expression (ccv_nnc_symbolic_graph_set_case_of_expr)", kWhat, label.c_str());
+  for (const Graph* sub : x.subs)
+    NNC_CHECK(!sub || !has_subgraphs(sub),
+              "%s: a branch of %s holds a loop or branch; the backward pass through nested branches is not supported yet", kWhat,
+              label.c_str());
+  auto grad_of_output = [&](int outer) {
+    for (size_t j = 0; j < x.outputs.size(); j++)
+      if (x.outputs[j] == outer) return j < grad_out.size() ? grad_out[j] : -1;
+    return -1;
+  };
+  // The inputs that get a gradient: wanted, floating point, not only the expression's.
+  std::vector<int> targets;
+  for (size_t i = 0; i < x.inputs.size() && i < wanted.size(); i++)
+    if (wanted[i] && is_float(t(x.inputs[i]).info.datatype)) targets.push_back(x.inputs[i]);
+  if (targets.empty()) return;
+  // Where no branch runs: each output is its fall-back, so the fall-back's
+  // gradient is the sum of those outputs' gradients.
+  std::vector<int> fallback;
+  for (int in : targets) {
+    std::vector<int> parts;
+    for (int o : x.outputs)
+      if (t(o).bypass == in && grad_of_output(o) >= 0) parts.push_back(as_base(g_, grad_of_output(o), nullptr));
+    const ccv_nnc_tensor_param_t info = t(in).info;
+    if (parts.empty())
+      fallback.push_back(fresh(info, name_for(in) + " (no branch)", CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS));
+    else
+      fallback.push_back(parts.size() == 1 ? parts[0] : sum(parts, -1, info, name_for(in)));
+  }
+  // The backward case..of (a failure below rolls it back with its branches).
+  std::vector<int> dx;
+  for (int in : targets) dx.push_back(fresh(t(in).info, name_for(in)));
+  std::vector<ccv_nnc_tensor_symbol_t> expr_in;
+  for (int i = 0; i < x.expr_inputs; i++) expr_in.push_back({x.declared_inputs[static_cast<size_t>(i)], g_});
+  std::vector<ccv_nnc_tensor_symbol_map_t> outs;
+  for (size_t k = 0; k < targets.size(); k++)
+    outs.push_back({{fallback[k], g_}, {dx[k], g_}});
+  const std::string back_name = (x.name.empty() ? std::string("case..of") : x.name) + " backward";
+  const ccv_nnc_graph_exec_symbol_t back = checked([&] {
+    return ccv_nnc_symbolic_graph_case_of_new(g_, CCV_NNC_GRAPH_BACKWARD, expr_in.data(), static_cast<int>(expr_in.size()), outs.data(),
+                                              static_cast<int>(outs.size()), back_name.c_str());
+  });
+  new_execs_.push_back(back.d);
+  checked([&] {
+    ccv_nnc_symbolic_graph_set_case_of_expr(g_, back, x.case_of, x.case_of_data);
+    return 0;
+  });
+  for (size_t i = 0; i < x.subs.size(); i++) {
+    const Graph* fb = x.subs[i];
+    if (!fb) continue;
+    Graph* bb = ccv_nnc_symbolic_graph_new();
+    NNC_CHECK(bb, "%s: out of memory", kWhat);
+    try {
+      checked([&] {
+        ccv_nnc_symbolic_graph_set_case_of(g_, back, bb, static_cast<int>(i), nullptr, 0);
+        return 0;
+      });
+    } catch (...) {
+      ccv_nnc_symbolic_graph_free(bb);
+      throw;
+    }
+    const size_t nt = fb->tensors.size();
+    auto ft = [&](int d) -> const Graph::Tensor& { return fb->tensors[static_cast<size_t>(d)]; };
+    const std::vector<int> order = exec_order(fb, nullptr, 0, nullptr, 0);
+    std::vector<char> written(nt, 0);
+    for (int v : order) {
+      const Graph::Exec& y = fb->execs[static_cast<size_t>(v)];
+      NNC_CHECK(!is_random(y.cmd.cmd),
+                "%s: branch %zu of %s draws random numbers (%s); its backward recomputes the branch, which would draw other numbers",
+                kWhat, i, label.c_str(), exec_label(fb, v).c_str());
+      for (int d : y.outputs)
+        if (d >= 0) written[static_cast<size_t>(base_of(fb, d))] = 1;
+    }
+    std::vector<int> m(nt, -1);
+    auto bsym = [&](int d) { return ccv_nnc_tensor_symbol_t{d, bb}; };
+    auto map_symbol = [&](int d) -> int {
+      if (d < 0) return d;
+      if (m[static_cast<size_t>(d)] >= 0) return m[static_cast<size_t>(d)];
+      const Graph::Tensor& s = ft(d);
+      if (s.alias_of >= 0) {
+        const int b = s.alias_of;
+        NNC_CHECK(ft(b).outer < 0 || written[static_cast<size_t>(b)], "%s: in branch %zu of %s, %s is an alias of the enclosing graph's %s",
+                  kWhat, i, label.c_str(), tensor_label(fb, d).c_str(), tensor_label(g_, ft(b).outer).c_str());
+        if (m[static_cast<size_t>(b)] < 0) {
+          const ccv_nnc_tensor_param_t info = ft(b).info;
+          m[static_cast<size_t>(b)] = tensor_new(bb, info, ft(b).name.empty() ? nullptr : ft(b).name.c_str()).d;
+        }
+        const ccv_nnc_tensor_param_t info = s.info;
+        m[static_cast<size_t>(d)] = alias_new(bb, bsym(m[static_cast<size_t>(b)]), s.ofs, s.stride, info, nullptr).d;
+      } else if (s.outer >= 0 && !written[static_cast<size_t>(d)]) {
+        m[static_cast<size_t>(d)] = stand_in(bb, {s.outer, g_}, kWhat);
+      } else {
+        NNC_CHECK(s.outer >= 0 || written[static_cast<size_t>(d)],
+                  "%s: branch %zu of %s reads %s, which nothing writes (a constant of the branch cannot be recomputed)", kWhat, i,
+                  label.c_str(), tensor_label(fb, d).c_str());
+        const ccv_nnc_tensor_param_t info = s.info;
+        m[static_cast<size_t>(d)] = tensor_new(bb, info, s.name.empty() ? nullptr : s.name.c_str()).d;
+      }
+      return m[static_cast<size_t>(d)];
+    };
+    for (int v : order) {
+      const Graph::Exec& y = fb->execs[static_cast<size_t>(v)];
+      std::vector<ccv_nnc_tensor_symbol_t> in, out;
+      for (int d : y.inputs) {
+        const int md = map_symbol(d);
+        in.push_back(md < 0 ? ccv_nnc_tensor_symbol_t{CCV_NNC_NO_TENSOR_SYMBOL, nullptr} : bsym(md));
+      }
+      for (int d : y.outputs) {
+        const int md = map_symbol(d);
+        out.push_back(md < 0 ? ccv_nnc_tensor_symbol_t{CCV_NNC_NO_TENSOR_SYMBOL, nullptr} : bsym(md));
+      }
+      const int r = exec_new(bb, y.cmd, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()),
+                             y.name.empty() ? nullptr : y.name.c_str())
+                        .d;
+      bb->execs[static_cast<size_t>(r)].hint = y.hint;
+    }
+    autogen(bb, {}, false);
+    // f: the branch's results with a gradient; wrt: the stand-ins of targets that lead there.
+    std::vector<int> f;
+    for (size_t d = 0; d < nt; d++)
+      if (ft(static_cast<int>(d)).outer >= 0 && written[d] && grad_of_output(ft(static_cast<int>(d)).outer) >= 0)
+        f.push_back(static_cast<int>(d));
+    std::vector<char> needed(nt, 0);
+    for (int d : f) needed[static_cast<size_t>(d)] = 1;
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const Graph::Exec& y = fb->execs[static_cast<size_t>(*it)];
+      bool r = false;
+      for (int d : y.outputs) r = r || (d >= 0 && needed[static_cast<size_t>(base_of(fb, d))]);
+      if (!r) continue;
+      for (int d : y.inputs)
+        if (d >= 0) needed[static_cast<size_t>(base_of(fb, d))] = 1;
+    }
+    std::vector<int> wrt_of(targets.size(), -1);  // per target: its branch symbol when it is a wrt
+    std::vector<ccv_nnc_tensor_symbol_t> fs, wrts;
+    for (int d : f) fs.push_back(bsym(m[static_cast<size_t>(d)]));
+    for (size_t d = 0; d < nt; d++) {
+      const int outer = ft(static_cast<int>(d)).outer;
+      if (outer < 0 || written[d] || !needed[d]) continue;
+      for (size_t k = 0; k < targets.size(); k++)
+        if (targets[k] == outer) {
+          wrt_of[k] = map_symbol(static_cast<int>(d));
+          wrts.push_back(bsym(wrt_of[k]));
+        }
+    }
+    if (!fs.empty() && !wrts.empty()) {
+      Differentiator inner(bb);
+      inner.run(fs.data(), static_cast<int>(fs.size()), wrts.data(), static_cast<int>(wrts.size()), nullptr, 0, nullptr, 0);
+      // The seeds read the enclosing graph's gradients of the outputs.
+      for (int d : f) {
+        const int seed = gradient_of(bb, m[static_cast<size_t>(d)]);
+        NNC_CHECK(seed >= 0, "%s: %s: no seed for %s", kWhat, label.c_str(), tensor_label(fb, d).c_str());
+        bb->tensors[static_cast<size_t>(seed)].flags &= ~static_cast<int>(CCV_NNC_TENSOR_SYMBOL_INIT_ONES);
+        hookup(g_, bb, {as_base(g_, grad_of_output(ft(d).outer), nullptr), g_}, bsym(seed), kWhat);
+      }
+    }
+    // Every output written: the gradient, or zeros where none flows in this branch.
+    for (size_t k = 0; k < targets.size(); k++) {
+      int gd = wrt_of[k] >= 0 ? gradient_of(bb, wrt_of[k]) : -1;
+      const ccv_nnc_tensor_param_t info = t(targets[k]).info;
+      if (gd >= 0) {
+        // A fresh base that stands for nothing yet (a seed read back as a gradient gets a copy).
+        const Graph::Tensor& gt = bb->tensors[static_cast<size_t>(gd)];
+        if (gt.alias_of >= 0 || gt.outer >= 0 || !gt.aliases.empty()) {
+          const ccv_nnc_tensor_symbol_t from = bsym(gd), copy = tensor_new(bb, info, nullptr);
+          exec_new(bb, simple(CCV_NNC_DATA_TRANSFER_FORWARD), &from, 1, &copy, 1, "gradient copy");
+          gd = copy.d;
+        }
+      } else {
+        ccv_nnc_cmd_param_t p;
+        std::memset(&p, 0, sizeof(p));
+        const ccv_nnc_tensor_symbol_t z = tensor_new(bb, info, "zero");
+        exec_new(bb, make_cmd(CCV_NNC_SET_FORWARD, nullptr, p, 0), nullptr, 0, &z, 1, "zero");
+        gd = z.d;
+      }
+      hookup(g_, bb, {dx[k], g_}, bsym(gd), kWhat);
+    }
+    autogen(bb, {}, true);
+  }
+  concat(g_, e, back.d);
+  for (size_t k = 0; k < targets.size(); k++) add(targets[k], dx[k]);
+}
+
 void Differentiator::run(const ccv_nnc_tensor_symbol_t* f, int f_size, const ccv_nnc_tensor_symbol_t* wrt, int wrt_size,
                          const ccv_nnc_graph_exec_symbol_t* sources, int source_size,
                          const ccv_nnc_graph_exec_symbol_t* destinations, int destination_size) {
@@ -845,6 +1416,8 @@ Checkpoint checkpoint(const Graph* g) { return {g->tensors.size(), g->execs.size
 void rollback(Graph* g, const Checkpoint& c) {
   // Appended symbols and execs refer only to each other, except the edges
   // from older execs to new ones and the ends.
+  for (size_t e = c.execs; e < g->execs.size(); e++)
+    for (Graph* sub : g->execs[e].subs) delete sub;
   g->execs.resize(c.execs);
   g->tensors.resize(c.tensors);
   for (Graph::Exec& x : g->execs)
@@ -871,9 +1444,11 @@ void backward(Graph* g, const ccv_nnc_tensor_symbol_t* f, int f_size, const ccv_
   NNC_CHECK(g, "%s: the symbolic graph is NULL", kWhat);
   g->gradients.clear();
   const Checkpoint before = checkpoint(g);
+  Differentiator d(g);
   try {
-    Differentiator(g).run(f, f_size, wrt, wrt_size, sources, source_size, destinations, destination_size);
+    d.run(f, f_size, wrt, wrt_size, sources, source_size, destinations, destination_size);
   } catch (...) {
+    d.undo();
     rollback(g, before);
     throw;
   }

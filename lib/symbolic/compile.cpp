@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/cmd.hpp"
+#include "symbolic/loop_tape.hpp"
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/tensor.hpp"
@@ -361,6 +362,7 @@ struct BuildCtx {
   ccv_nnc_tensor_arena_t* arena = nullptr;
   const alloc::Plan* plan = nullptr;
   ccv_nnc_graph_exec_arena_t* exec_arena = nullptr;
+  TapeInstances tapes;  // this compile's copies of differentiated loops' tapes
   unsigned char* at(size_t spec) const {
     return plan->placements.at(spec).buffer == alloc::kNone ? nullptr : arena->buffer + plan->arena_offset(spec);
   }
@@ -469,7 +471,7 @@ std::unique_ptr<ccv_nnc_tensor_sub_arena_s> build_sub(const SubLevel& L, unsigne
     for (int d : x.inputs) in.push_back(tensor(d));
     for (int d : x.outputs) out.push_back(tensor(d));
     nodes[static_cast<size_t>(e)] =
-        graph::exec_new(cg, x.cmd, x.hint, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()));
+        graph::exec_new(cg, instantiate(x.cmd, ctx.tapes), x.hint, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()));
   }
   for (int e : L.order)
     for (int t : sg->execs[static_cast<size_t>(e)].outgoing)
@@ -898,7 +900,7 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
     for (int d : x.inputs) in.push_back(tensor(d));
     for (int d : x.outputs) out.push_back(tensor(d));
     exec_arena->execs[static_cast<size_t>(e)] =
-        graph::exec_new(cg.get(), x.cmd, x.hint, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()));
+        graph::exec_new(cg.get(), instantiate(x.cmd, ctx.tapes), x.hint, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()));
   }
   // Edges (acyclic by construction: no cycle check per edge).
   std::vector<char> has_in(cg->nodes.size(), 0);
@@ -1029,6 +1031,7 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
   if (exec_arena->destination.graph) cg->destinations.assign(1, exec_arena->destination);
   graph::invalidate(cg.get());
   Compiled c;
+  for (auto& made : ctx.tapes.made) cg->owned.push_back(std::move(made.second));
   c.graph = cg.release();
   c.tensor_arena = arena.release();
   c.exec_arena = exec_arena.release();

@@ -19,6 +19,7 @@
 
 #include "nnc/ccv_nnc.h"
 #include "symbolic/graph.hpp"
+#include "core/live.hpp"
 
 // The tensors of one loop body or case..of branch, inside its owner's arena.
 struct ccv_nnc_tensor_sub_arena_s {
@@ -62,6 +63,7 @@ struct ccv_nnc_tensor_arena_s {
   ~ccv_nnc_tensor_arena_s();
   // Give the memory back through the allocator it came from.
   void release();
+  nnc::LiveCounter<CCV_NNC_LIVE_TENSOR_ARENA> live_counter_;  // ccv_nnc_live_object_count
 };
 
 struct ccv_nnc_graph_exec_arena_s {
@@ -70,6 +72,7 @@ struct ccv_nnc_graph_exec_arena_s {
   ccv_nnc_graph_exec_t source{-1, nullptr}, destination{-1, nullptr};
   // Per loop body or branch: its exec symbols' nodes.
   std::vector<std::pair<const ccv_nnc_symbolic_graph_s*, std::vector<ccv_nnc_graph_exec_t>>> subs;
+  nnc::LiveCounter<CCV_NNC_LIVE_GRAPH_EXEC_ARENA> live_counter_;  // ccv_nnc_live_object_count
 };
 
 namespace nnc::symbolic {

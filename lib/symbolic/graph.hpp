@@ -12,10 +12,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "nnc/ccv_nnc.h"
+#include "core/live.hpp"
 
 struct ccv_nnc_symbolic_graph_s {
   struct Tensor {
@@ -93,10 +95,15 @@ struct ccv_nnc_symbolic_graph_s {
   };
   std::vector<GradientRecord> gradients;
 
+  // What exec symbols' commands point at and this graph keeps alive (the
+  // tapes of differentiated loops, see loop_tape.hpp).
+  std::vector<std::shared_ptr<void>> owned;
+
   ccv_nnc_symbolic_graph_s() = default;
   ccv_nnc_symbolic_graph_s(const ccv_nnc_symbolic_graph_s&) = delete;
   ccv_nnc_symbolic_graph_s& operator=(const ccv_nnc_symbolic_graph_s&) = delete;
   ~ccv_nnc_symbolic_graph_s();
+  nnc::LiveCounter<CCV_NNC_LIVE_SYMBOLIC_GRAPH> live_counter_;  // ccv_nnc_live_object_count
 };
 
 namespace nnc::symbolic {

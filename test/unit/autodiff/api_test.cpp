@@ -208,7 +208,8 @@ TEST(AutodiffApi, SubGraphsAndBackwardsAreRefused) {
   EXPECT_TRUE(message_has("not supported yet")) << ccv_nnc_error_message();
   EXPECT_TRUE(message_has("exec symbol 0")) << ccv_nnc_error_message();
 
-  // A real while loop whose body writes the enclosing graph's y from x.
+  // A real while loop whose body writes the enclosing graph's y from x, with
+  // no expression yet (loop_test.cpp differentiates loops that have one).
   Graph w;
   const ccv_nnc_tensor_symbol_t wx = sym(w.g, {3}, "x"), wy = sym(w.g, {3}, "y");
   ccv_nnc_symbolic_graph_t* body = ccv_nnc_symbolic_graph_new();
@@ -218,9 +219,8 @@ TEST(AutodiffApi, SubGraphsAndBackwardsAreRefused) {
   const ccv_nnc_tensor_symbol_t wf = apply(w.g, cmd(CCV_NNC_TANH_FORWARD), {wy});
   const int before = ccv_nnc_graph_exec_symbol_count(w.g);
   w.backward({wf}, {wx});
-  EXPECT_TRUE(message_has("is a while loop")) << ccv_nnc_error_message();
+  EXPECT_TRUE(message_has("has no expression")) << ccv_nnc_error_message();
   EXPECT_TRUE(message_has("\"loop\"")) << ccv_nnc_error_message();
-  EXPECT_TRUE(message_has("not supported yet")) << ccv_nnc_error_message();
   EXPECT_EQ(ccv_nnc_tensor_symbol_for_backward(w.g, wx).d, CCV_NNC_NO_TENSOR_SYMBOL);
   // TANH_BACKWARD of the last exec was made before the loop was met: dropped again.
   EXPECT_EQ(ccv_nnc_graph_exec_symbol_count(w.g), before);

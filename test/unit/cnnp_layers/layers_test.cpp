@@ -3,7 +3,8 @@
 // same parameters, on odd shapes; gradients of the trainable layers through
 // one plain SGD step of fit in fp64 against central finite differences;
 // batch norm's running statistics; the models over a command, a graph and a
-// debug function, their copies; the families without a kernel; bad input.
+// debug function, their copies; transposed convolution and attention; the
+// families without a kernel; bad input.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -1397,50 +1398,200 @@ TEST_F(LayersTest, DebugSeesTheInputsAndPassesTheFirstThrough) {
 }
 
 // ---------------------------------------------------------------------------
-// Families without a kernel
+// Transposed convolution and attention
 
-TEST_F(LayersTest, MissingFamiliesFailNamingTheCommand) {
+TEST_F(LayersTest, ConvolutionTransposeOutputAndGradient) {
+  // x NHWC [1, 3, 5, 2] -> 4 filters, 3x3, stride 2, padding 1, output_padding 1.
+  const int N = 1, H = 3, W = 5, C = 2, K = 4, KH = 3, KW = 3;
   Axes k3{3, 3};
   ccv_nnc_hint_t h;
   std::memset(&h, 0, sizeof(h));
   h.stride.dim[0] = h.stride.dim[1] = 2;
   h.border.begin[0] = h.border.begin[1] = h.border.end[0] = h.border.end[1] = 1;
-  ccv_cnnp_model_t* ct = ccv_cnnp_convolution_transpose(1, 4, k3.d, nullptr, 1, 0, h, 0, 1, "up");
+  ccv_cnnp_model_t* ct = ccv_cnnp_convolution_transpose(1, K, k3.d, nullptr, 1, 0, h, 0, 1, "up");
   ASSERT_NE(ct, nullptr) << err();
-  auto xp = cpu_param(CCV_32F, {1, 3, 5, 2});
-  compile(ct, {xp});
+  auto xp = cpu_param(CCV_64F, {N, H, W, C});
+  compile(ct, {xp}, sgd(1, 1, 0), mse_sum());
   ASSERT_EQ(err(), "");
   ccv_nnc_tensor_param_t op;
   ccv_cnnp_model_tensor_auto(ct, &op, 1);
   // (5 - 1) * 2 - 2 + 3 + 1 = 10 by (3 - 1) * 2 - 2 + 3 + 1 = 6: PyTorch's shape.
-  EXPECT_EQ(op.dim[1], 6);
-  EXPECT_EQ(op.dim[2], 10);
-  EXPECT_EQ(op.dim[3], 4);
-  EXPECT_EQ(param_count(ct), 2);
-  Tensor x(xp);
-  ccv_nnc_tensor_zero(x);
-  auto out = evaluate(ct, {x});
-  EXPECT_TRUE(out.empty());
-  EXPECT_TRUE(has(g_eval_error, "CONVOLUTION_TRANSPOSE")) << g_eval_error;
-  EXPECT_TRUE(has(g_eval_error, "not implemented")) << g_eval_error;
+  const int OH = 6, OW = 10;
+  EXPECT_EQ(op.dim[1], OH);
+  EXPECT_EQ(op.dim[2], OW);
+  EXPECT_EQ(op.dim[3], K);
+  ASSERT_EQ(param_count(ct), 2);
+  std::mt19937 rng(40);
+  auto x = random_tensor(xp, rng);
+  const Vec xv = to_vec(*x);
+  // y[oh, ow, k] = b[k] + sum of x[h, w, c] w[c, kh, kw, k] over oh = 2h + kh - 1, ow = 2w + kw - 1.
+  auto ref = [&](const std::vector<Vec>& p) {
+    Vec y(static_cast<size_t>(OH) * OW * K);
+    for (int oh = 0; oh < OH; oh++)
+      for (int ow = 0; ow < OW; ow++)
+        for (int k = 0; k < K; k++) y[(static_cast<size_t>(oh) * OW + ow) * K + k] = p[1][static_cast<size_t>(k)];
+    for (int hh = 0; hh < H; hh++)
+      for (int ww = 0; ww < W; ww++)
+        for (int kh = 0; kh < KH; kh++)
+          for (int kw = 0; kw < KW; kw++) {
+            const int oh = 2 * hh + kh - 1, ow = 2 * ww + kw - 1;
+            if (oh < 0 || oh >= OH || ow < 0 || ow >= OW) continue;
+            for (int c = 0; c < C; c++)
+              for (int k = 0; k < K; k++)
+                y[(static_cast<size_t>(oh) * OW + ow) * K + k] +=
+                    xv[(static_cast<size_t>(hh) * W + ww) * C + c] * p[0][((static_cast<size_t>(c) * KH + kh) * KW + kw) * K + k];
+          }
+    return y;
+  };
+  auto y = evaluate(ct, {*x});
+  ASSERT_EQ(y.size(), 1u) << g_eval_error;
+  expect_near(to_vec(*y[0]), ref({param(ct, 0), param(ct, 1)}), 1e-12, "convolution transpose");
+  expect_fit_is_gradient(ct, {*x}, random_vec(static_cast<size_t>(OH) * OW * K, rng), ref, {0, 1});
   ccv_cnnp_model_free(ct);
+}
 
+// softmax(scale q kᵀ [causal]) v per batch, q / k / v [B, S, D] in double.
+Vec attention_ref(const Vec& q, const Vec& k, const Vec& v, int B, int S, int D, double scale, bool causal) {
+  Vec o(static_cast<size_t>(B) * S * D, 0.0);
+  for (int b = 0; b < B; b++)
+    for (int i = 0; i < S; i++) {
+      Vec s(static_cast<size_t>(S), -INFINITY);
+      double mx = -INFINITY;
+      for (int j = 0; j < S && (!causal || j <= i); j++) {
+        double d = 0;
+        for (int e = 0; e < D; e++) d += q[(static_cast<size_t>(b) * S + i) * D + e] * k[(static_cast<size_t>(b) * S + j) * D + e];
+        s[static_cast<size_t>(j)] = d * scale;
+        mx = std::max(mx, s[static_cast<size_t>(j)]);
+      }
+      double sum = 0;
+      for (double& x : s) sum += x = std::exp(x - mx);
+      for (int j = 0; j < S; j++)
+        for (int e = 0; e < D; e++)
+          o[(static_cast<size_t>(b) * S + i) * D + e] += s[static_cast<size_t>(j)] / sum * v[(static_cast<size_t>(b) * S + j) * D + e];
+    }
+  return o;
+}
+
+TEST_F(LayersTest, ScaledDotProductAttentionOutput) {
+  // q, k, v [1, 5, 2, 3] (two heads), not causal: the layer against the definition.
   ccv_cnnp_model_t* at = ccv_cnnp_scaled_dot_product_attention(0.5f, 0, 0, 0, 0, 0, 1, nullptr);
   ccv_cnnp_model_io_t q = ccv_cnnp_input(), k = ccv_cnnp_input(), v = ccv_cnnp_input();
   ccv_cnnp_model_io_t qkv[] = {q, k, v};
   ccv_cnnp_model_io_t o = ccv_cnnp_model_apply(at, qkv, 3);
   ccv_cnnp_model_t* am = ccv_cnnp_model_new(qkv, 3, &o, 1, 1, nullptr);
-  auto qp = cpu_param(CCV_32F, {1, 4, 2, 8});
+  const int S = 5, Hh = 2, D = 3;
+  auto qp = cpu_param(CCV_64F, {1, S, Hh, D});
   compile(am, {qp, qp, qp});
   ASSERT_EQ(err(), "");
-  Tensor qt(qp);
-  ccv_nnc_tensor_zero(qt);
-  out = evaluate(am, {qt, qt, qt});
-  EXPECT_TRUE(out.empty());
-  EXPECT_TRUE(has(g_eval_error, "SCALED_DOT_PRODUCT_ATTENTION")) << g_eval_error;
-  EXPECT_TRUE(has(g_eval_error, "not implemented")) << g_eval_error;
+  std::mt19937 rng(41);
+  auto qt = random_tensor(qp, rng), kt = random_tensor(qp, rng), vt = random_tensor(qp, rng);
+  auto out = evaluate(am, {*qt, *kt, *vt});
+  ASSERT_EQ(out.size(), 1u) << g_eval_error;
+  // Per head: gather [S, D] slices, run the reference with B = 1.
+  const Vec qv = to_vec(*qt), kv = to_vec(*kt), vv = to_vec(*vt), got = to_vec(*out[0]);
+  for (int hh = 0; hh < Hh; hh++) {
+    auto head = [&](const Vec& t) {
+      Vec r;
+      for (int s = 0; s < S; s++)
+        for (int d = 0; d < D; d++) r.push_back(t[(static_cast<size_t>(s) * Hh + hh) * D + d]);
+      return r;
+    };
+    const Vec want = attention_ref(head(qv), head(kv), head(vv), 1, S, D, 0.5, false);
+    expect_near(head(got), want, 1e-12, "attention head");
+  }
   ccv_cnnp_model_free(am);
+}
 
+TEST_F(LayersTest, ScaledDotProductAttentionFusedUnifyHead) {
+  // q, k, v [2, 3, 2, 2] with the fused projection: y [2, 3, 4] = o_flat · wᵀ + bias, w [4, 4].
+  const int B = 2, S = 3, Hh = 2, D = 2, HD = Hh * D;
+  ccv_cnnp_model_t* at = ccv_cnnp_scaled_dot_product_attention(0.5f, 1, 0, 0, 1, 0, 1, "mha");
+  ccv_cnnp_model_io_t q = ccv_cnnp_input(), k = ccv_cnnp_input(), v = ccv_cnnp_input();
+  ccv_cnnp_model_io_t qkv[] = {q, k, v};
+  ccv_cnnp_model_io_t o = ccv_cnnp_model_apply(at, qkv, 3);
+  ccv_cnnp_model_t* am = ccv_cnnp_model_new(qkv, 3, &o, 1, 1, nullptr);
+  auto qp = cpu_param(CCV_64F, {B, S, Hh, D});
+  compile(am, {qp, qp, qp}, sgd(1, 1, 0), mse_sum());
+  ASSERT_EQ(err(), "");
+  ASSERT_EQ(param_count(am), 2);
+  std::mt19937 rng(43);
+  auto qt = random_tensor(qp, rng), kt = random_tensor(qp, rng), vt = random_tensor(qp, rng);
+  const Vec qv = to_vec(*qt), kv = to_vec(*kt), vv = to_vec(*vt);
+  auto ref = [&](const std::vector<Vec>& p) {
+    Vec oflat(static_cast<size_t>(B) * S * HD);
+    for (int hh = 0; hh < Hh; hh++) {
+      auto head = [&](const Vec& t) {
+        Vec r;
+        for (int b = 0; b < B; b++)
+          for (int s = 0; s < S; s++)
+            for (int d = 0; d < D; d++) r.push_back(t[((static_cast<size_t>(b) * S + s) * Hh + hh) * D + d]);
+        return r;
+      };
+      const Vec oh = attention_ref(head(qv), head(kv), head(vv), B, S, D, 0.5, true);
+      for (size_t row = 0; row < static_cast<size_t>(B) * S; row++)
+        for (int d = 0; d < D; d++) oflat[row * HD + hh * D + d] = oh[row * D + d];
+    }
+    Vec y(static_cast<size_t>(B) * S * HD);
+    for (size_t row = 0; row < static_cast<size_t>(B) * S; row++)
+      for (int n = 0; n < HD; n++) {
+        double acc = p[1][static_cast<size_t>(n)];
+        for (int c = 0; c < HD; c++) acc += oflat[row * HD + c] * p[0][static_cast<size_t>(n * HD + c)];
+        y[row * HD + n] = acc;
+      }
+    return y;
+  };
+  auto out = evaluate(am, {*qt, *kt, *vt});
+  ASSERT_EQ(out.size(), 1u) << g_eval_error;
+  expect_near(to_vec(*out[0]), ref({param(am, 0), param(am, 1)}), 1e-12, "fused attention");
+  expect_fit_is_gradient(am, {*qt, *kt, *vt}, random_vec(static_cast<size_t>(B) * S * HD, rng), ref, {0, 1});
+  ccv_cnnp_model_free(am);
+}
+
+TEST_F(LayersTest, ScaledDotProductAttentionGradientThroughProjections) {
+  // q, k, v = three dense layers of x [2, 4, 3]; o = causal attention; the
+  // dense weights' gradients flow through the attention's dq, dk and dv.
+  const int B = 2, S = 4, E = 3;
+  const double scale = static_cast<double>(0.7f);  // the layer takes a float
+  ccv_cnnp_model_io_t x = ccv_cnnp_input();
+  ccv_cnnp_model_io_t q = ccv_cnnp_model_apply(ccv_cnnp_dense(E, 0, 0, 1, "q"), &x, 1);
+  ccv_cnnp_model_io_t k = ccv_cnnp_model_apply(ccv_cnnp_dense(E, 0, 0, 1, "k"), &x, 1);
+  ccv_cnnp_model_io_t v = ccv_cnnp_model_apply(ccv_cnnp_dense(E, 0, 0, 1, "v"), &x, 1);
+  ccv_cnnp_model_io_t qkv[] = {q, k, v};
+  ccv_cnnp_model_io_t o = ccv_cnnp_model_apply(ccv_cnnp_scaled_dot_product_attention(static_cast<float>(scale), 1, 0, 0, 0, 0, 1, "attn"), qkv, 3);
+  ccv_cnnp_model_t* m = ccv_cnnp_model_new(&x, 1, &o, 1, 1, nullptr);
+  auto xp = cpu_param(CCV_64F, {B, S, E});
+  compile(m, {xp}, sgd(1, 1, 0), mse_sum());
+  ASSERT_EQ(err(), "");
+  ASSERT_EQ(param_count(m), 6);
+  std::mt19937 rng(42);
+  auto xt = random_tensor(xp, rng);
+  const Vec xv = to_vec(*xt);
+  auto ref = [&](const std::vector<Vec>& p) {
+    auto dense = [&](const Vec& w, const Vec& b) {
+      Vec r(static_cast<size_t>(B) * S * E);
+      for (size_t row = 0; row < static_cast<size_t>(B) * S; row++)
+        for (int j = 0; j < E; j++) {
+          double s = b[static_cast<size_t>(j)];
+          for (int i = 0; i < E; i++) s += xv[row * E + i] * w[static_cast<size_t>(j * E + i)];
+          r[row * E + j] = s;
+        }
+      return r;
+    };
+    return attention_ref(dense(p[0], p[1]), dense(p[2], p[3]), dense(p[4], p[5]), B, S, E, scale, true);
+  };
+  std::vector<Vec> ps;
+  for (int i = 0; i < 6; i++) ps.push_back(param(m, i));
+  auto out = evaluate(m, {*xt});
+  ASSERT_EQ(out.size(), 1u) << g_eval_error;
+  expect_near(to_vec(*out[0]), ref(ps), 1e-12, "attention over projections");
+  expect_fit_is_gradient(m, {*xt}, random_vec(static_cast<size_t>(B) * S * E, rng), ref, {0, 1, 2, 3, 4, 5});
+  ccv_cnnp_model_free(m);
+}
+
+// ---------------------------------------------------------------------------
+// Families without a kernel
+
+TEST_F(LayersTest, MissingFamiliesFailNamingTheCommand) {
   ccv_cnnp_model_t* ls = ccv_cnnp_lstm(0, 8, 0, 1, 1, 1, 0, 0, 1, nullptr);
   ASSERT_NE(ls, nullptr) << err();
   compile(ls, {cpu_param(CCV_32F, {2, 3, 4})});

@@ -1,0 +1,3 @@
+module nnc
+
+go 1.19
