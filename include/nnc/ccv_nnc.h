@@ -520,6 +520,47 @@ void ccv_nnc_set_profiler(int state);
  * again). Process-wide; takes effect from the next call.
  */
 void ccv_nnc_set_memory_efficient(int state);
+/**
+ * Palettise 16F, 32F or 64F values into blocks, each a palette of 2^qbits
+ * values of the same type followed by a qbits-bit palette index per element
+ * (the data of a CCV_QX tensor made with ccv_nnc_tensor_palettize). Block b
+ * covers elements b * number_in_blocks onwards (the last may be short); it
+ * holds its palette, ascending, then its indices packed least significant
+ * bit first, element j's at bits j * qbits .. j * qbits + qbits - 1. A block
+ * with at most 2^qbits distinct values gets exactly those (unused entries
+ * repeat the largest); otherwise the palette is a 1-d k-means of the block
+ * (Lloyd's iterations from a uniform grid and from the block's quantiles, the
+ * one with the smaller squared error kept), each element indexing its nearest
+ * entry (the lower on a tie).
+ * @param input input_length values of `datatype`, all finite.
+ * @param datatype CCV_16F, CCV_32F or CCV_64F.
+ * @param memory_type CCV_TENSOR_CPU_MEMORY (the only one supported).
+ * @param input_length The number of elements.
+ * @param qbits Bits per index, 4 to 8.
+ * @param number_in_blocks Elements per palette, at least 1, with
+ *   number_in_blocks * qbits a multiple of 8 (so blocks start on bytes).
+ * @param output Where the blocks are written (not overlapping input).
+ * @param output_length Bytes available at output.
+ * @return The bytes written: 2^qbits * element size per block plus
+ *   ceil(input_length * qbits / 8), as ccv_nnc_tensor_data_size_without_padding
+ *   gives for the CCV_QX parameters; 0 on bad input or too small an output
+ *   (ccv_nnc_error_message says why), output then untouched.
+ */
+CCV_WARN_UNUSED(size_t) ccv_nnc_palettize(const void* input, const int datatype, const int memory_type, const size_t input_length, const int qbits, const int number_in_blocks, void* output, const size_t output_length);
+/**
+ * The values ccv_nnc_palettize's blocks stand for: each element its block's
+ * palette entry.
+ * @param input The blocks, as ccv_nnc_palettize writes them.
+ * @param datatype CCV_16F, CCV_32F or CCV_64F: the palette's type and output's.
+ * @param memory_type CCV_TENSOR_CPU_MEMORY (the only one supported).
+ * @param input_length Bytes available at input; at least what output_length
+ *   elements take.
+ * @param qbits, number_in_blocks As given to ccv_nnc_palettize.
+ * @param output output_length elements of `datatype` (not overlapping input).
+ * @param output_length The number of elements.
+ * On bad input nothing is written and ccv_nnc_error_message says why.
+ */
+void ccv_nnc_depalettize(const void* input, const int datatype, const int memory_type, const size_t input_length, const int qbits, const int number_in_blocks, void* output, const size_t output_length);
 
 /* ---------------------------------------------------------------------------
  * Level 1: streams

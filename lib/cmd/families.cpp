@@ -25,6 +25,11 @@ void register_masked_fill(Registry& r); // lib/cmd/masked_fill: MASKED_FILL
 void register_cmul(Registry& r);        // lib/cmd/cmul: CMUL
 void register_convolution_transpose(Registry& r);  // lib/cmd/convolution_transpose: CONVOLUTION_TRANSPOSE
 void register_attention(Registry& r);  // lib/cmd/attention: SCALED_DOT_PRODUCT_ATTENTION
+void register_nms(Registry& r);         // lib/cmd/nms: NMS
+void register_roi_align(Registry& r);   // lib/cmd/roi: ROI_ALIGN
+void register_histogram(Registry& r);   // lib/cmd/histogram: HISTOGRAM
+void register_comm(Registry& r);        // lib/cmd/comm: COMM_ALLREDUCE, COMM_BROADCAST, COMM_REDUCE (one device)
+void register_lssc(Registry& r);        // lib/cmd/compression: COMPRESSION_LSSC
 
 #if NNC_HAVE_CUDA
 void register_cuda(Registry& r);  // cuda/: GPU memory, DATA_TRANSFER and GEMM on the GPU
@@ -54,6 +59,11 @@ void register_all_families(Registry& r) {
   register_cmul(r);
   register_convolution_transpose(r);
   register_attention(r);
+  register_nms(r);
+  register_roi_align(r);
+  register_histogram(r);
+  register_comm(r);
+  register_lssc(r);
 }
 
 }  // namespace nnc

@@ -244,7 +244,7 @@ NNC_API void ccv_cnnp_model_set_max_concurrency(ccv_cnnp_model_t* const model, c
 NNC_API void ccv_cnnp_model_set_memory_compression(ccv_cnnp_model_t* const model, const int memory_compression) {
   guard_void([&] {
     check_model(model, "ccv_cnnp_model_set_memory_compression");
-    NNC_CHECK(!memory_compression, "ccv_cnnp_model_set_memory_compression: not supported (the COMPRESSION_LSSC command has no kernel yet)");
+    NNC_CHECK(!memory_compression, "ccv_cnnp_model_set_memory_compression: not supported yet (the graph pass that inserts COMPRESSION_LSSC, ccv_nnc_symbolic_graph_memory_compression, is not implemented)");
   });
 }
 

@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/export.hpp"
 #include "core/live.hpp"
+#include "core/palettize.hpp"
 #include "core/registry.hpp"
 #include "core/stream.hpp"
 #include "core/tensor.hpp"
@@ -242,6 +243,20 @@ NNC_API int ccv_nnc_cmd_enforce_inplace(const ccv_nnc_cmd_t cmd, const int input
 
 NNC_API void ccv_nnc_set_profiler(int state) { (void)state; }
 NNC_API void ccv_nnc_set_memory_efficient(int state) { set_memory_efficient(state != 0); }
+
+NNC_API size_t ccv_nnc_palettize(const void* input, const int datatype, const int memory_type, const size_t input_length,
+                                 const int qbits, const int number_in_blocks, void* output, const size_t output_length) {
+  return guard<size_t>(0, [&] {
+    return palettize(input, datatype, memory_type, input_length, qbits, number_in_blocks, output, output_length);
+  });
+}
+
+NNC_API void ccv_nnc_depalettize(const void* input, const int datatype, const int memory_type, const size_t input_length,
+                                 const int qbits, const int number_in_blocks, void* output, const size_t output_length) {
+  guard_void([&] {
+    depalettize(input, datatype, memory_type, input_length, qbits, number_in_blocks, output, output_length);
+  });
+}
 
 NNC_API int ccv_nnc_is_no_hint(const ccv_nnc_hint_t hint) { return is_no_hint(hint) ? 1 : 0; }
 
