@@ -25,6 +25,7 @@ void register_masked_fill(Registry& r); // lib/cmd/masked_fill: MASKED_FILL
 void register_cmul(Registry& r);        // lib/cmd/cmul: CMUL
 void register_convolution_transpose(Registry& r);  // lib/cmd/convolution_transpose: CONVOLUTION_TRANSPOSE
 void register_attention(Registry& r);  // lib/cmd/attention: SCALED_DOT_PRODUCT_ATTENTION
+void register_rnn(Registry& r);         // lib/cmd/rnn: LSTM
 
 #if NNC_HAVE_CUDA
 void register_cuda(Registry& r);  // cuda/: GPU memory, DATA_TRANSFER and GEMM on the GPU
@@ -54,6 +55,7 @@ void register_all_families(Registry& r) {
   register_cmul(r);
   register_convolution_transpose(r);
   register_attention(r);
+  register_rnn(r);
 }
 
 }  // namespace nnc
