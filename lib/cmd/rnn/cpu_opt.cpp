@@ -49,7 +49,9 @@ void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const 
     return;
   }
   const CpuFeatures& f = cpu_features();
-  if (f.avx512 || f.avx2) {
+  // Our sgemm reads A in place: a transposed A (the weight gradients' dGᵀ)
+  // would be read down its columns, so those go to OpenBLAS, which packs it.
+  if (!ta && (f.avx512 || f.avx2)) {
     gemm::Sgemm g;
     g.m = m, g.n = n, g.k = k;
     g.a = a, g.ars = ta ? 1 : lda, g.acs = ta ? lda : 1;
