@@ -18,6 +18,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -84,37 +85,40 @@ void gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const
 double sigmoid(double v) { return 1 / (1 + std::exp(-v)); }
 
 // The fused passes: fp32 on the widest instruction set the CPU has, fp64 in plain C++.
-void forward_cell(int H, size_t b0, size_t b1, const unsigned char* valid, float* pre, const float* cp, float* cn,
-                  float* m) {
+void forward_cell(int H, int u0, int u1, size_t b0, size_t b1, const unsigned char* valid, float* pre, const float* gh,
+                  int ldg, int gstride, const float* cp, float* cn, float* m, const float* hp) {
   const CpuFeatures& f = cpu_features();
   if (f.avx512)
-    avx512::forward_cell(H, b0, b1, valid, pre, cp, cn, m);
+    avx512::forward_cell(H, u0, u1, b0, b1, valid, pre, gh, ldg, gstride, cp, cn, m, hp);
   else if (f.avx2)
-    avx2::forward_cell(H, b0, b1, valid, pre, cp, cn, m);
+    avx2::forward_cell(H, u0, u1, b0, b1, valid, pre, gh, ldg, gstride, cp, cn, m, hp);
   else
-    generic::forward_cell(H, b0, b1, valid, pre, cp, cn, m);
+    generic::forward_cell(H, u0, u1, b0, b1, valid, pre, gh, ldg, gstride, cp, cn, m, hp);
 }
-void backward_cell(int H, size_t b0, size_t b1, const unsigned char* valid, const float* g, const float* cp,
-                   const float* cn, const float* dm, float* dc, float* dpre) {
+void backward_cell(int H, int u0, int u1, size_t b0, size_t b1, const unsigned char* valid, const float* g,
+                   const float* cp, const float* cn, const float* dm, float* dc, float* dpre) {
   const CpuFeatures& f = cpu_features();
   if (f.avx512)
-    avx512::backward_cell(H, b0, b1, valid, g, cp, cn, dm, dc, dpre);
+    avx512::backward_cell(H, u0, u1, b0, b1, valid, g, cp, cn, dm, dc, dpre);
   else if (f.avx2)
-    avx2::backward_cell(H, b0, b1, valid, g, cp, cn, dm, dc, dpre);
+    avx2::backward_cell(H, u0, u1, b0, b1, valid, g, cp, cn, dm, dc, dpre);
   else
-    generic::backward_cell(H, b0, b1, valid, g, cp, cn, dm, dc, dpre);
+    generic::backward_cell(H, u0, u1, b0, b1, valid, g, cp, cn, dm, dc, dpre);
 }
-void forward_cell(int H, size_t b0, size_t b1, const unsigned char* valid, double* pre, const double* cp, double* cn,
-                  double* m) {
+void forward_cell(int H, int u0, int u1, size_t b0, size_t b1, const unsigned char* valid, double* pre,
+                  const double* gh, int ldg, int gstride, const double* cp, double* cn, double* m, const double* hp) {
   for (size_t b = b0; b < b1; b++) {
     double* const g = pre + b * 4 * H;
     if (valid && !valid[b]) {
-      std::fill(g, g + 4 * H, 0.0);
-      for (int j = 0; j < H; j++) cn[b * H + j] = cp[b * H + j], m[b * H + j] = 0;
+      for (int q = 0; q < 4; q++) std::fill(g + q * H + u0, g + q * H + u1, 0.0);
+      for (int j = u0; j < u1; j++) cn[b * H + j] = cp[b * H + j], m[b * H + j] = hp ? hp[b * H + j] : 0;
       continue;
     }
-    for (int j = 0; j < H; j++) {
-      const double i = sigmoid(g[j]), f = sigmoid(g[H + j]), gg = std::tanh(g[2 * H + j]), o = sigmoid(g[3 * H + j]);
+    const double* const a = gh ? gh + b * ldg - u0 : nullptr;
+    for (int j = u0; j < u1; j++) {
+      double pi = g[j], pf = g[H + j], pg = g[2 * H + j], po = g[3 * H + j];
+      if (a) pi += a[j], pf += a[gstride + j], pg += a[2 * gstride + j], po += a[3 * gstride + j];
+      const double i = sigmoid(pi), f = sigmoid(pf), gg = std::tanh(pg), o = sigmoid(po);
       g[j] = i, g[H + j] = f, g[2 * H + j] = gg, g[3 * H + j] = o;
       const double c = f * cp[b * H + j] + i * gg;
       cn[b * H + j] = c;
@@ -122,16 +126,16 @@ void forward_cell(int H, size_t b0, size_t b1, const unsigned char* valid, doubl
     }
   }
 }
-void backward_cell(int H, size_t b0, size_t b1, const unsigned char* valid, const double* gates, const double* cp,
-                   const double* cn, const double* dm, double* dc, double* dpre) {
+void backward_cell(int H, int u0, int u1, size_t b0, size_t b1, const unsigned char* valid, const double* gates,
+                   const double* cp, const double* cn, const double* dm, double* dc, double* dpre) {
   for (size_t b = b0; b < b1; b++) {
     double* const dp = dpre + b * 4 * H;
     if (valid && !valid[b]) {
-      std::fill(dp, dp + 4 * H, 0.0);
+      for (int q = 0; q < 4; q++) std::fill(dp + q * H + u0, dp + q * H + u1, 0.0);
       continue;
     }
     const double* const g = gates + b * 4 * H;
-    for (int j = 0; j < H; j++) {
+    for (int j = u0; j < u1; j++) {
       const size_t e = b * H + j;
       const double i = g[j], f = g[H + j], gg = g[2 * H + j], o = g[3 * H + j];
       const double tc = std::tanh(cn[e]);
@@ -155,6 +159,45 @@ void over_batch(int B, int H, F&& f) {
   }
   parallel_for(static_cast<size_t>(B), grain, [&](size_t b0, size_t b1) { f(b0, b1); });
 }
+
+// The fp32 recurrence without a projection, on our own sgemm (AVX2 or
+// AVX-512): the hidden units split into one part per thread, and each part's
+// slice of W_hh packed once per layer and direction, so that a step is one
+// parallel_for in which each thread multiplies h_{t-1} by its packed slice
+// and runs the fused pass on its own units (forward), or carries dh back
+// through its slice of W_hh and runs the fused backward on its units. A
+// weight matrix repacked by every step's GEMM cost as much as the product.
+struct Parts {
+  int n = 1;
+  std::vector<int> u;  // part p: units [u[p], u[p + 1])
+  Parts(int H) {
+    n = static_cast<int>(std::min<size_t>(thread_count(), static_cast<size_t>((H + 15) / 16)));
+    n = std::max(n, 1);
+    for (int p = 0; p <= n; p++) u.push_back(static_cast<int>(static_cast<int64_t>(H) * p / n));
+  }
+};
+bool own_sgemm() { return cpu_features().avx512 || cpu_features().avx2; }
+void pack(const gemm::Sgemm& g, float* packed) {
+  if (cpu_features().avx512)
+    gemm::sgemm_pack_avx512(g, packed);
+  else
+    gemm::sgemm_pack_avx2(g, packed);
+}
+void packed_gemm(int m, int n, int k, const float* a, int64_t lda, const float* packed, float* c, int64_t ldc) {
+  if (cpu_features().avx512)
+    gemm::sgemm_packed_avx512(m, n, k, a, lda, packed, c, ldc);
+  else
+    gemm::sgemm_packed_avx2(m, n, k, a, lda, packed, c, ldc);
+}
+// 64-byte aligned floats.
+struct Aligned {
+  std::vector<float> v;
+  float* p = nullptr;
+  explicit Aligned(size_t n) : v(n + 16) {
+    p = v.data();
+    while (reinterpret_cast<uintptr_t>(p) % 64) p++;
+  }
+};
 
 // A sequence tensor time-major and packed: the tensor's own memory when it is
 // so already, else a copy in `buf`.
@@ -231,6 +274,112 @@ void store_state(ccv_nnc_tensor_t* t, int k, int B, int W, const E* src) {
     }
 }
 
+// The steps of one layer and direction (forward), fp32 without projection:
+// see Parts.
+void forward_steps_fast(const Dims& n, int d, const float* Whh, float* G, float* C, float* S, float* out, const int* len,
+                        bool ragged) {
+  const int T = n.T, B = n.B, H = n.H, H4 = 4 * n.H;
+  const size_t O = n.out_size();
+  const Parts parts(H);
+  // W_hh's rows reordered so that part p's are one block: its units' gates i, f, g, o.
+  std::vector<float> Wp(static_cast<size_t>(H4) * H);
+  std::vector<Aligned> packed;
+  packed.reserve(static_cast<size_t>(parts.n));
+  for (int p = 0; p < parts.n; p++) {
+    const int u0 = parts.u[p], w = parts.u[p + 1] - u0;
+    for (int g = 0; g < 4; g++)
+      for (int u = 0; u < w; u++)
+        std::memcpy(&Wp[(static_cast<size_t>(4) * u0 + g * w + u) * H], Whh + (static_cast<size_t>(g) * H + u0 + u) * H,
+                    sizeof(float) * H);
+    packed.emplace_back(static_cast<size_t>(gemm::sgemm_packed_floats(H, 4 * w)));
+    gemm::Sgemm s;
+    s.k = H, s.n = 4 * w;
+    s.b = &Wp[static_cast<size_t>(4) * u0 * H], s.brs = 1, s.bcs = H;
+    pack(s, packed.back().p);
+  }
+  std::vector<float> Gh(static_cast<size_t>(B) * H4);
+  std::vector<unsigned char> valid(static_cast<size_t>(B));
+  for (int s = 0; s < T; s++) {
+    const int t = d == 0 ? s : T - 1 - s;
+    const size_t rs = static_cast<size_t>(n.read_slot(d, t)), ws = static_cast<size_t>(n.write_slot(d, t));
+    float* const Gt = G + static_cast<size_t>(t) * B * H4;
+    const float* const hp = S + rs * B * H;
+    float* const hn = S + ws * B * H;
+    for (int b = 0; b < B; b++) valid[b] = t < len[b];
+    parallel_for(static_cast<size_t>(parts.n), 1, [&](size_t p0, size_t p1) {
+      for (size_t p = p0; p < p1; p++) {
+        const int u0 = parts.u[p], u1 = parts.u[p + 1], w = u1 - u0;
+        packed_gemm(B, 4 * w, H, hp, H, packed[p].p, Gh.data() + 4 * u0, H4);
+        forward_cell(H, u0, u1, 0, B, ragged ? valid.data() : nullptr, Gt, Gh.data() + 4 * u0, H4, w, C + rs * B * H,
+                     C + ws * B * H, hn, hp);
+        for (int b = 0; b < B; b++) {
+          float* const o = out + (static_cast<size_t>(t) * B + b) * O + static_cast<size_t>(d) * H;
+          if (ragged && !valid[b])
+            std::fill(o + u0, o + u1, 0.0f);
+          else
+            std::memcpy(o + u0, hn + static_cast<size_t>(b) * H + u0, sizeof(float) * w);
+        }
+      }
+    });
+  }
+}
+
+// The steps of one layer and direction (backward), fp32 without projection:
+// dG [T, B, 4H] gets every step's pre-activation gradients, dh and dc [B, H]
+// come in as dhy / dcy and leave as dhx / dcx.
+void backward_steps_fast(const Dims& n, int d, const float* Whh, const float* G, const float* C, const float* dout,
+                         float* dG, float* dh, float* dc, const int* len, bool ragged) {
+  const int T = n.T, B = n.B, H = n.H, H4 = 4 * n.H;
+  const size_t O = n.out_size();
+  const Parts parts(H);
+  std::vector<Aligned> packed;  // part p: the columns of W_hh [4H, H] of its units
+  packed.reserve(static_cast<size_t>(parts.n));
+  for (int p = 0; p < parts.n; p++) {
+    const int u0 = parts.u[p], w = parts.u[p + 1] - u0;
+    packed.emplace_back(static_cast<size_t>(gemm::sgemm_packed_floats(H4, w)));
+    gemm::Sgemm s;
+    s.k = H4, s.n = w;
+    s.b = Whh + u0, s.brs = H, s.bcs = 1;
+    pack(s, packed.back().p);
+  }
+  std::vector<float> dhn(static_cast<size_t>(B) * H);
+  std::vector<unsigned char> valid(static_cast<size_t>(B)), prev(static_cast<size_t>(B), 1);
+  const float* dGprev = nullptr;  // the step processed before (the next one in time)
+  for (int s = 0; s < T; s++) {
+    const int t = d == 0 ? T - 1 - s : s;
+    const size_t rs = static_cast<size_t>(n.read_slot(d, t)), ws = static_cast<size_t>(n.write_slot(d, t));
+    for (int b = 0; b < B; b++) valid[b] = t < len[b];
+    float* const dGt = dG + static_cast<size_t>(t) * B * H4;
+    parallel_for(static_cast<size_t>(parts.n), 1, [&](size_t p0, size_t p1) {
+      for (size_t p = p0; p < p1; p++) {
+        const int u0 = parts.u[p], u1 = parts.u[p + 1], w = u1 - u0;
+        if (dGprev) {  // dh back through W_hh from the step after (rows it skipped keep theirs)
+          packed_gemm(B, w, H4, dGprev, H4, packed[p].p, dhn.data() + u0, H);
+          for (int b = 0; b < B; b++)
+            if (!ragged || prev[b])
+              std::memcpy(dh + static_cast<size_t>(b) * H + u0, dhn.data() + static_cast<size_t>(b) * H + u0, sizeof(float) * w);
+        }
+        for (int b = 0; b < B; b++) {
+          if (ragged && !valid[b]) continue;
+          float* const h = dh + static_cast<size_t>(b) * H;
+          const float* const g = dout + (static_cast<size_t>(t) * B + b) * O + static_cast<size_t>(d) * H;
+          for (int u = u0; u < u1; u++) h[u] += g[u];
+        }
+        backward_cell(H, u0, u1, 0, B, ragged ? valid.data() : nullptr, G + static_cast<size_t>(t) * B * H4, C + rs * B * H,
+                      C + ws * B * H, dh, dc, dGt);
+      }
+    });
+    prev = valid;
+    dGprev = dGt;
+  }
+  if (dGprev) {  // the first step's dh back to h0
+    gemm(false, false, B, H, H4, dGprev, H4, Whh, H, 0.0f, dhn.data(), H);
+    for (int b = 0; b < B; b++)
+      if (!ragged || prev[b]) std::memcpy(dh + static_cast<size_t>(b) * H, dhn.data() + static_cast<size_t>(b) * H, sizeof(float) * H);
+  }
+}
+
+
 template <class E>
 void forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, ccv_nnc_tensor_t* const* outputs,
              int output_size, ccv_nnc_stream_context_t* stream) {
@@ -283,7 +432,14 @@ void forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, ccv_nnc_
       const int init = d == 0 ? 0 : T;
       load_state<E>(inputs[2], k, B, P, S + static_cast<size_t>(init) * B * P);
       load_state<E>(inputs[3], k, B, H, C + static_cast<size_t>(init) * B * H);
-      for (int s = 0; s < T; s++) {
+      bool done = false;
+      if constexpr (std::is_same_v<E, float>) {
+        if (!n.proj && own_sgemm()) {
+          forward_steps_fast(n, d, W + wo.w_hh, G, C, S, out, len.data(), ragged);
+          done = true;
+        }
+      }
+      for (int s = 0; s < T && !done; s++) {
         const int t = d == 0 ? s : T - 1 - s;
         const size_t rs = static_cast<size_t>(n.read_slot(d, t)), ws = static_cast<size_t>(n.write_slot(d, t));
         E* const Gt = G + static_cast<size_t>(t) * B * H4;
@@ -293,7 +449,7 @@ void forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, ccv_nnc_
         for (int b = 0; b < B; b++) valid[b] = t < len[b];
         E* const m = n.proj ? R + co.m + static_cast<size_t>(t) * B * H : hn;
         over_batch(B, H, [&](size_t b0, size_t b1) {
-          forward_cell(H, b0, b1, ragged ? valid.data() : nullptr, Gt, C + rs * B * H, C + ws * B * H, m);
+          forward_cell(H, 0, H, b0, b1, ragged ? valid.data() : nullptr, Gt, nullptr, 0, 0, C + rs * B * H, C + ws * B * H, m, nullptr);
         });
         if (n.proj) gemm(false, true, B, P, H, m, H, W + wo.w_hr, H, E(0), hn, P);
         for (int b = 0; b < B; b++) {
@@ -367,7 +523,14 @@ void backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, ccv_nnc
       const E* const S = R + co.s;
       load_state<E>(dhy, k, B, P, dh.data());
       load_state<E>(dcy, k, B, H, dc.data());
-      for (int s = 0; s < T; s++) {
+      bool done = false;
+      if constexpr (std::is_same_v<E, float>) {
+        if (!n.proj && own_sgemm()) {
+          backward_steps_fast(n, d, W + wo.w_hh, G, C, dout.data(), dG.data(), dh.data(), dc.data(), len.data(), ragged);
+          done = true;
+        }
+      }
+      for (int s = 0; s < T && !done; s++) {
         const int t = d == 0 ? T - 1 - s : s;
         const size_t rs = static_cast<size_t>(n.read_slot(d, t)), ws = static_cast<size_t>(n.write_slot(d, t));
         for (int b = 0; b < B; b++) valid[b] = t < len[b];
@@ -392,7 +555,7 @@ void backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, ccv_nnc
           dmt = dm.data();
         }
         over_batch(B, H, [&](size_t b0, size_t b1) {
-          backward_cell(H, b0, b1, ragged ? valid.data() : nullptr, G + static_cast<size_t>(t) * B * H4, C + rs * B * H,
+          backward_cell(H, 0, H, b0, b1, ragged ? valid.data() : nullptr, G + static_cast<size_t>(t) * B * H4, C + rs * B * H,
                         C + ws * B * H, dmt, dc.data(), dGt);
         });
         gemm(false, false, B, P, H4, dGt, H4, W + wo.w_hh, P, E(0), dhn.data(), P);

@@ -154,19 +154,22 @@ NNC_KERNEL(forward_opt);
 NNC_KERNEL(backward_opt);
 
 // The fused element-wise parts of a step (lstm_body.hpp), fp32, per
-// instruction set, over the batch rows [b0, b1):
+// instruction set, over the hidden units [u0, u1) of the batch rows [b0, b1):
 //   forward_cell: pre [B, 4H] holds the gate pre-activations (overwritten by
-//     the activated gates), c_prev / c_out [B, H], m_out [B, H] = o tanh(c);
-//     rows with valid[b] == 0 carry c_prev and get gates 0, m 0.
-//   backward_cell: from the step's activated gates g [B, 4H], c_prev, c [B, H],
-//     dm [B, H] (the gradient of o tanh(c)) and dc [B, H] (carried, updated
-//     in place to the gradient of c_prev), writes dpre [B, 4H]; rows not
-//     valid get dpre 0 and keep dc.
-#define NNC_LSTM_LOOPS                                                                                        \
-  void forward_cell(int H, size_t b0, size_t b1, const unsigned char* valid, float* pre, const float* c_prev,  \
-                    float* c_out, float* m_out);                                                               \
-  void backward_cell(int H, size_t b0, size_t b1, const unsigned char* valid, const float* g, const float* c_prev, \
-                     const float* c, const float* dm, float* dc, float* dpre);
+//     the activated gates), to which gh adds (when not NULL) the recurrent
+//     part: gate g of unit j of row b at gh[b·ldg + g·gstride + j - u0];
+//     c_prev / c_out, m_out [B, H]: c_t and o tanh(c_t). Rows with
+//     valid[b] == 0 get gates 0, carry c_prev, and m = h_prev (0 when NULL).
+//   backward_cell: from the step's activated gates [B, 4H], c_prev, c [B, H],
+//     dm [B, H] (the gradient of o tanh(c)) and dc [B, H] (carried, updated in
+//     place to the gradient of c_prev), writes dpre [B, 4H]; rows not valid
+//     get dpre 0 and keep dc.
+#define NNC_LSTM_LOOPS                                                                                         \
+  void forward_cell(int H, int u0, int u1, size_t b0, size_t b1, const unsigned char* valid, float* pre,        \
+                    const float* gh, int ldg, int gstride, const float* c_prev, float* c_out, float* m_out,     \
+                    const float* h_prev);                                                                       \
+  void backward_cell(int H, int u0, int u1, size_t b0, size_t b1, const unsigned char* valid, const float* g,  \
+                     const float* c_prev, const float* c, const float* dm, float* dc, float* dpre);
 namespace generic {
 NNC_LSTM_LOOPS
 }
