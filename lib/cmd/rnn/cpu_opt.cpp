@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "cmd/common/sgemm.hpp"
+#include "cmd/common/transpose_avx512.hpp"
 #include "cmd/rnn/lstm.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
@@ -274,6 +275,20 @@ void store_state(ccv_nnc_tensor_t* t, int k, int B, int W, const E* src) {
     }
 }
 
+// y [cols, rows] = x [rows, cols] transposed, split over the pool by rows.
+void transpose(const float* x, int rows, int cols, float* y) {
+  parallel_for(static_cast<size_t>(rows), 64, [&](size_t r0, size_t r1) {
+    if (cpu_features().avx512) {
+      transpose_f32_avx512(x + r0 * cols, cols, static_cast<int>(r1 - r0), cols, y + r0, rows);
+      return;
+    }
+    for (size_t i0 = r0; i0 < r1; i0 += 16)
+      for (int j0 = 0; j0 < cols; j0 += 16)
+        for (size_t i = i0; i < std::min(r1, i0 + 16); i++)
+          for (int j = j0; j < std::min(cols, j0 + 16); j++) y[static_cast<size_t>(j) * rows + i] = x[i * cols + j];
+  });
+}
+
 // The steps of one layer and direction (forward), fp32 without projection:
 // see Parts.
 void forward_steps_fast(const Dims& n, int d, const float* Whh, float* G, float* C, float* S, float* out, const int* len,
@@ -507,6 +522,7 @@ void backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, ccv_nnc
     const E* const d0 = time_major<E>(dy, n, dybuf, "dy");
     std::memcpy(dout.data(), d0, sizeof(E) * TB * O);
   }
+  std::vector<E> dGT;  // dG transposed, for the weight gradients on our sgemm
   std::vector<E> dG(TB * H4), din, dh(static_cast<size_t>(B) * P), dc(static_cast<size_t>(B) * H),
       dhn(static_cast<size_t>(B) * P), dm(n.proj ? static_cast<size_t>(B) * H : 0), dHs(n.proj ? TB * P : 0);
   for (int l = L - 1; l >= 0; l--) {
@@ -566,10 +582,34 @@ void backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, ccv_nnc
       store_state<E>(dhx, k, B, P, dh.data());
       store_state<E>(dcx, k, B, H, dc.data());
       if (dW) {
-        gemm(true, false, H4, I, static_cast<int>(TB), dG.data(), H4, in, I, E(0), dW + wo.w_ih, I);
         const E* const hprev = S + (d == 0 ? 0 : static_cast<size_t>(B) * P);  // the slots steps 0..T-1 read
-        gemm(true, false, H4, P, static_cast<int>(TB), dG.data(), H4, hprev, P, E(0), dW + wo.w_hh, P);
-        if (n.bias) {
+        bool done_w = false;
+        if constexpr (std::is_same_v<E, float>) {
+          if (own_sgemm()) {  // dGᵀ made explicit, so our sgemm reads it along rows (no OpenBLAS)
+            dGT.resize(TB * H4);
+            transpose(dG.data(), static_cast<int>(TB), H4, dGT.data());
+            gemm(false, false, H4, I, static_cast<int>(TB), dGT.data(), static_cast<int>(TB), in, I, 0.0f, dW + wo.w_ih, I);
+            gemm(false, false, H4, P, static_cast<int>(TB), dGT.data(), static_cast<int>(TB), hprev, P, 0.0f, dW + wo.w_hh, P);
+            if (n.bias) {
+              float* const db = dW + wo.b_ih;
+              parallel_for(static_cast<size_t>(H4), 64, [&](size_t q0, size_t q1) {
+                for (size_t q = q0; q < q1; q++) {
+                  const float* const g = dGT.data() + q * TB;
+                  float v = 0;
+                  for (size_t row = 0; row < TB; row++) v += g[row];
+                  db[q] = v;
+                }
+              });
+              std::memcpy(dW + wo.b_hh, db, sizeof(float) * H4);
+            }
+            done_w = true;
+          }
+        }
+        if (!done_w) {
+          gemm(true, false, H4, I, static_cast<int>(TB), dG.data(), H4, in, I, E(0), dW + wo.w_ih, I);
+          gemm(true, false, H4, P, static_cast<int>(TB), dG.data(), H4, hprev, P, E(0), dW + wo.w_hh, P);
+        }
+        if (n.bias && !done_w) {
           E* const db = dW + wo.b_ih;
           std::fill(db, db + H4, E(0));
           for (size_t row = 0; row < TB; row++) {
