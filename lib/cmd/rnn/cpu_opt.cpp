@@ -12,8 +12,11 @@
 // gradients of the step (kept for all steps), one GEMM carries dh back
 // through W_hh; after the steps, dW_ih, dW_hh (and dW_hr) are one GEMM each
 // over all T·B rows, and the input gradient one GEMM by W_ih. fp32 GEMMs run
-// on our sgemm (cmd/common/sgemm.hpp) where the CPU has AVX2 or AVX-512,
-// fp64 ones on OpenBLAS; the fused passes split the batch over the pool.
+// on our sgemm (cmd/common/sgemm.hpp) where the CPU has AVX2 or AVX-512
+// (the weight gradients from dG transposed once, since it reads A in
+// place), fp64 ones on OpenBLAS. fp32 without a projection splits each step
+// by hidden units over the pool with W_hh packed once (Parts, below); the
+// other cases split the fused passes by batch rows.
 // Sequences given as views or batch first are copied time-major first.
 #include <cblas.h>
 
