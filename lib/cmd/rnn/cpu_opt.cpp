@@ -21,9 +21,9 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <type_traits>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "cmd/common/sgemm.hpp"
@@ -50,7 +50,8 @@ void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const 
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
     if (beta == 0)
-      for (int i = 0; i < m; i++) std::fill(c + static_cast<size_t>(i) * ldc, c + static_cast<size_t>(i) * ldc + n, 0.0f);
+      for (int i = 0; i < m; i++)
+        std::fill(c + static_cast<size_t>(i) * ldc, c + static_cast<size_t>(i) * ldc + n, 0.0f);
     return;
   }
   const CpuFeatures& f = cpu_features();
@@ -79,7 +80,8 @@ void gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
     if (beta == 0)
-      for (int i = 0; i < m; i++) std::fill(c + static_cast<size_t>(i) * ldc, c + static_cast<size_t>(i) * ldc + n, 0.0);
+      for (int i = 0; i < m; i++)
+        std::fill(c + static_cast<size_t>(i) * ldc, c + static_cast<size_t>(i) * ldc + n, 0.0);
     return;
   }
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a, lda, b,
@@ -213,8 +215,9 @@ E* time_major(ccv_nnc_tensor_t* t, const Dims& n, std::vector<E>& buf, const cha
   buf.resize(n.tb() * W);
   for (int t = 0; t < n.T; t++)
     for (int b = 0; b < n.B; b++) {
-      const int64_t off = l.nd == 3 ? (n.batch_first ? b * l.stride[0] + t * l.stride[1] : t * l.stride[0] + b * l.stride[1])
-                                    : t * l.stride[0];
+      const int64_t off = l.nd == 3
+                              ? (n.batch_first ? b * l.stride[0] + t * l.stride[1] : t * l.stride[0] + b * l.stride[1])
+                              : t * l.stride[0];
       const E* const s = reinterpret_cast<const E*>(l.data) + off;
       E* const d = buf.data() + (static_cast<size_t>(t) * n.B + b) * W;
       for (int f = 0; f < W; f++) d[f] = s[f * l.stride[l.nd - 1]];
@@ -229,8 +232,9 @@ void store_seq(const E* src, ccv_nnc_tensor_t* t, const Dims& n, const char* wha
   const int W = l.dim[l.nd - 1];
   for (int t = 0; t < n.T; t++)
     for (int b = 0; b < n.B; b++) {
-      const int64_t off = l.nd == 3 ? (n.batch_first ? b * l.stride[0] + t * l.stride[1] : t * l.stride[0] + b * l.stride[1])
-                                    : t * l.stride[0];
+      const int64_t off = l.nd == 3
+                              ? (n.batch_first ? b * l.stride[0] + t * l.stride[1] : t * l.stride[0] + b * l.stride[1])
+                              : t * l.stride[0];
       E* const d = reinterpret_cast<E*>(l.data) + off;
       const E* const s = src + (static_cast<size_t>(t) * n.B + b) * W;
       for (int f = 0; f < W; f++) d[f * l.stride[l.nd - 1]] = s[f];
@@ -263,7 +267,8 @@ void load_state(const ccv_nnc_tensor_t* t, int k, int B, int W, E* dst) {
   const Layout l = layout_of(t, "state");
   for (int b = 0; b < B; b++)
     for (int j = 0; j < W; j++) {
-      const int64_t off = l.nd == 3 ? k * l.stride[0] + b * l.stride[1] + j * l.stride[2] : k * l.stride[0] + j * l.stride[1];
+      const int64_t off =
+          l.nd == 3 ? k * l.stride[0] + b * l.stride[1] + j * l.stride[2] : k * l.stride[0] + j * l.stride[1];
       dst[static_cast<size_t>(b) * W + j] = reinterpret_cast<const E*>(l.data)[off];
     }
 }
@@ -273,7 +278,8 @@ void store_state(ccv_nnc_tensor_t* t, int k, int B, int W, const E* src) {
   const Layout l = layout_of(t, "state");
   for (int b = 0; b < B; b++)
     for (int j = 0; j < W; j++) {
-      const int64_t off = l.nd == 3 ? k * l.stride[0] + b * l.stride[1] + j * l.stride[2] : k * l.stride[0] + j * l.stride[1];
+      const int64_t off =
+          l.nd == 3 ? k * l.stride[0] + b * l.stride[1] + j * l.stride[2] : k * l.stride[0] + j * l.stride[1];
       reinterpret_cast<E*>(l.data)[off] = src[static_cast<size_t>(b) * W + j];
     }
 }
@@ -294,8 +300,8 @@ void transpose(const float* x, int rows, int cols, float* y) {
 
 // The steps of one layer and direction (forward), fp32 without projection:
 // see Parts.
-void forward_steps_fast(const Dims& n, int d, const float* Whh, float* G, float* C, float* S, float* out, const int* len,
-                        bool ragged) {
+void forward_steps_fast(const Dims& n, int d, const float* Whh, float* G, float* C, float* S, float* out,
+                        const int* len, bool ragged) {
   const int T = n.T, B = n.B, H = n.H, H4 = 4 * n.H;
   const size_t O = n.out_size();
   const Parts parts(H);
@@ -375,7 +381,8 @@ void backward_steps_fast(const Dims& n, int d, const float* Whh, const float* G,
           packed_gemm(B, w, H4, dGprev, H4, packed[p].p, dhn.data() + u0, H);
           for (int b = 0; b < B; b++)
             if (!ragged || prev[b])
-              std::memcpy(dh + static_cast<size_t>(b) * H + u0, dhn.data() + static_cast<size_t>(b) * H + u0, sizeof(float) * w);
+              std::memcpy(dh + static_cast<size_t>(b) * H + u0, dhn.data() + static_cast<size_t>(b) * H + u0,
+                          sizeof(float) * w);
         }
         for (int b = 0; b < B; b++) {
           if (ragged && !valid[b]) continue;
@@ -383,8 +390,8 @@ void backward_steps_fast(const Dims& n, int d, const float* Whh, const float* G,
           const float* const g = dout + (static_cast<size_t>(t) * B + b) * O + static_cast<size_t>(d) * H;
           for (int u = u0; u < u1; u++) h[u] += g[u];
         }
-        backward_cell(H, u0, u1, 0, B, ragged ? valid.data() : nullptr, G + static_cast<size_t>(t) * B * H4, C + rs * B * H,
-                      C + ws * B * H, dh, dc, dGt);
+        backward_cell(H, u0, u1, 0, B, ragged ? valid.data() : nullptr, G + static_cast<size_t>(t) * B * H4,
+                      C + rs * B * H, C + ws * B * H, dh, dc, dGt);
       }
     });
     prev = valid;
@@ -393,10 +400,10 @@ void backward_steps_fast(const Dims& n, int d, const float* Whh, const float* G,
   if (dGprev) {  // the first step's dh back to h0
     gemm(false, false, B, H, H4, dGprev, H4, Whh, H, 0.0f, dhn.data(), H);
     for (int b = 0; b < B; b++)
-      if (!ragged || prev[b]) std::memcpy(dh + static_cast<size_t>(b) * H, dhn.data() + static_cast<size_t>(b) * H, sizeof(float) * H);
+      if (!ragged || prev[b])
+        std::memcpy(dh + static_cast<size_t>(b) * H, dhn.data() + static_cast<size_t>(b) * H, sizeof(float) * H);
   }
 }
-
 
 template <class E>
 void forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, ccv_nnc_tensor_t* const* outputs,
@@ -467,7 +474,8 @@ void forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, ccv_nnc_
         for (int b = 0; b < B; b++) valid[b] = t < len[b];
         E* const m = n.proj ? R + co.m + static_cast<size_t>(t) * B * H : hn;
         over_batch(B, H, [&](size_t b0, size_t b1) {
-          forward_cell(H, 0, H, b0, b1, ragged ? valid.data() : nullptr, Gt, nullptr, 0, 0, C + rs * B * H, C + ws * B * H, m, nullptr);
+          forward_cell(H, 0, H, b0, b1, ragged ? valid.data() : nullptr, Gt, nullptr, 0, 0, C + rs * B * H,
+                       C + ws * B * H, m, nullptr);
         });
         if (n.proj) gemm(false, true, B, P, H, m, H, W + wo.w_hr, H, E(0), hn, P);
         for (int b = 0; b < B; b++) {
@@ -513,7 +521,7 @@ void backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, ccv_nnc
   const bool ragged = std::any_of(len.begin(), len.end(), [&](int v) { return v < T; });
   std::vector<unsigned char> valid(static_cast<size_t>(B));
   ccv_nnc_tensor_t *const dx = outp(0), *const dxs = outp(1), *const dhx = outp(2), *const dcx = outp(3),
-                   *const dw = outp(4);
+                          *const dw = outp(4);
   std::vector<E> wbuf, xbuf, dwbuf, dybuf;
   const E* const W = packed_of<E>(inputs[8], wbuf, "w");
   const E* const R = reinterpret_cast<const E*>(inputs[12]->data.u8);
@@ -545,7 +553,8 @@ void backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, ccv_nnc
       bool done = false;
       if constexpr (std::is_same_v<E, float>) {
         if (!n.proj && own_sgemm()) {
-          backward_steps_fast(n, d, W + wo.w_hh, G, C, dout.data(), dG.data(), dh.data(), dc.data(), len.data(), ragged);
+          backward_steps_fast(n, d, W + wo.w_hh, G, C, dout.data(), dG.data(), dh.data(), dc.data(), len.data(),
+                              ragged);
           done = true;
         }
       }
@@ -574,8 +583,8 @@ void backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, ccv_nnc
           dmt = dm.data();
         }
         over_batch(B, H, [&](size_t b0, size_t b1) {
-          backward_cell(H, 0, H, b0, b1, ragged ? valid.data() : nullptr, G + static_cast<size_t>(t) * B * H4, C + rs * B * H,
-                        C + ws * B * H, dmt, dc.data(), dGt);
+          backward_cell(H, 0, H, b0, b1, ragged ? valid.data() : nullptr, G + static_cast<size_t>(t) * B * H4,
+                        C + rs * B * H, C + ws * B * H, dmt, dc.data(), dGt);
         });
         gemm(false, false, B, P, H4, dGt, H4, W + wo.w_hh, P, E(0), dhn.data(), P);
         for (int b = 0; b < B; b++)
@@ -591,8 +600,10 @@ void backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, ccv_nnc
           if (own_sgemm()) {  // dGᵀ made explicit, so our sgemm reads it along rows (no OpenBLAS)
             dGT.resize(TB * H4);
             transpose(dG.data(), static_cast<int>(TB), H4, dGT.data());
-            gemm(false, false, H4, I, static_cast<int>(TB), dGT.data(), static_cast<int>(TB), in, I, 0.0f, dW + wo.w_ih, I);
-            gemm(false, false, H4, P, static_cast<int>(TB), dGT.data(), static_cast<int>(TB), hprev, P, 0.0f, dW + wo.w_hh, P);
+            gemm(false, false, H4, I, static_cast<int>(TB), dGT.data(), static_cast<int>(TB), in, I, 0.0f, dW + wo.w_ih,
+                 I);
+            gemm(false, false, H4, P, static_cast<int>(TB), dGT.data(), static_cast<int>(TB), hprev, P, 0.0f,
+                 dW + wo.w_hh, P);
             if (n.bias) {
               float* const db = dW + wo.b_ih;
               parallel_for(static_cast<size_t>(H4), 64, [&](size_t q0, size_t q1) {
@@ -623,7 +634,9 @@ void backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, ccv_nnc
         }
         if (n.proj) gemm(true, false, P, H, static_cast<int>(TB), dHs.data(), P, R + co.m, H, E(0), dW + wo.w_hr, H);
       }
-      if (need_din) gemm(false, false, static_cast<int>(TB), I, H4, dG.data(), H4, W + wo.w_ih, I, d == 0 ? E(0) : E(1), din.data(), I);
+      if (need_din)
+        gemm(false, false, static_cast<int>(TB), I, H4, dG.data(), H4, W + wo.w_ih, I, d == 0 ? E(0) : E(1), din.data(),
+             I);
     }
     if (l > 0) {
       dout.resize(din.size());

@@ -32,7 +32,8 @@ Seq seq(const ccv_nnc_tensor_t* t, const Dims& n, const char* what) { return {la
 
 // A state tensor (hx, cx, ...) by (layer·D + d, b, j).
 unsigned char* state_at(const Layout& l, int k, int b, int j) {
-  const int64_t off = l.nd == 3 ? k * l.stride[0] + b * l.stride[1] + j * l.stride[2] : k * l.stride[0] + j * l.stride[1];
+  const int64_t off =
+      l.nd == 3 ? k * l.stride[0] + b * l.stride[1] + j * l.stride[2] : k * l.stride[0] + j * l.stride[1];
   return l.data + off * static_cast<int64_t>(l.element_size);
 }
 
@@ -79,7 +80,8 @@ NNC_KERNEL(forward_ref) {
         for (int f = 0; f < n.F; f++)
           in[(static_cast<size_t>(t) * B + b) * n.F + f] = load_double(xs.at(t, b, f), datatype);
   }
-  const Layout hx = inputs[2] ? layout_of(inputs[2], "hx") : Layout{}, cx = inputs[3] ? layout_of(inputs[3], "cx") : Layout{};
+  const Layout hx = inputs[2] ? layout_of(inputs[2], "hx") : Layout{},
+               cx = inputs[3] ? layout_of(inputs[3], "cx") : Layout{};
   const Layout hyl = hy ? layout_of(hy, "hy") : Layout{}, cyl = cy ? layout_of(cy, "cy") : Layout{};
   std::vector<double> out, pre(4 * static_cast<size_t>(H)), m(static_cast<size_t>(H));
   for (int l = 0; l < L; l++) {
@@ -93,9 +95,11 @@ NNC_KERNEL(forward_ref) {
       const int init = d == 0 ? 0 : T;
       for (int b = 0; b < B; b++) {
         for (int j = 0; j < P; j++)
-          R[co.s + (static_cast<size_t>(init) * B + b) * P + j] = inputs[2] ? load_double(state_at(hx, k, b, j), datatype) : 0;
+          R[co.s + (static_cast<size_t>(init) * B + b) * P + j] =
+              inputs[2] ? load_double(state_at(hx, k, b, j), datatype) : 0;
         for (int j = 0; j < H; j++)
-          R[co.c + (static_cast<size_t>(init) * B + b) * H + j] = inputs[3] ? load_double(state_at(cx, k, b, j), datatype) : 0;
+          R[co.c + (static_cast<size_t>(init) * B + b) * H + j] =
+              inputs[3] ? load_double(state_at(cx, k, b, j), datatype) : 0;
       }
       for (int s = 0; s < T; s++) {
         const int t = d == 0 ? s : T - 1 - s;
@@ -136,7 +140,8 @@ NNC_KERNEL(forward_ref) {
           } else {
             for (int j = 0; j < H; j++) hn[j] = m[j];
           }
-          for (int j = 0; j < P; j++) out[(static_cast<size_t>(t) * B + b) * O + static_cast<size_t>(d) * P + j] = hn[j];
+          for (int j = 0; j < P; j++)
+            out[(static_cast<size_t>(t) * B + b) * O + static_cast<size_t>(d) * P + j] = hn[j];
         }
       }
       const int last = d == 0 ? T : 0;
@@ -188,7 +193,8 @@ NNC_KERNEL(backward_ref) {
     const Layout rl = layout_of(inputs[12], "r");
     for (size_t e = 0; e < R.size(); e++) R[e] = load_double(rl.data + e * rl.element_size, datatype);
   }
-  ccv_nnc_tensor_t *const dx = out(0), *const dxs = out(1), *const dhx = out(2), *const dcx = out(3), *const dw = out(4);
+  ccv_nnc_tensor_t *const dx = out(0), *const dxs = out(1), *const dhx = out(2), *const dcx = out(3),
+                          *const dw = out(4);
   std::vector<double> dW(dw ? n.weight_count() : 0, 0.0);
   const size_t O = n.out_size();
   // The gradient of the current layer's output, time-major.
@@ -222,8 +228,10 @@ NNC_KERNEL(backward_ref) {
       const Dims::CellOffsets co = n.cell(l, d);
       const int k = l * D + d;
       for (int b = 0; b < B; b++) {
-        for (int j = 0; j < P; j++) dh[static_cast<size_t>(b) * P + j] = dhy ? load_double(state_at(dhyl, k, b, j), datatype) : 0;
-        for (int j = 0; j < H; j++) dc[static_cast<size_t>(b) * H + j] = dcy ? load_double(state_at(dcyl, k, b, j), datatype) : 0;
+        for (int j = 0; j < P; j++)
+          dh[static_cast<size_t>(b) * P + j] = dhy ? load_double(state_at(dhyl, k, b, j), datatype) : 0;
+        for (int j = 0; j < H; j++)
+          dc[static_cast<size_t>(b) * H + j] = dcy ? load_double(state_at(dcyl, k, b, j), datatype) : 0;
       }
       for (int s = 0; s < T; s++) {
         const int t = d == 0 ? T - 1 - s : s;  // the forward's steps, last first
@@ -282,9 +290,11 @@ NNC_KERNEL(backward_ref) {
       }
       for (int b = 0; b < B; b++) {
         if (dhx)
-          for (int j = 0; j < P; j++) store_double(state_at(dhxl, k, b, j), datatype, dh[static_cast<size_t>(b) * P + j]);
+          for (int j = 0; j < P; j++)
+            store_double(state_at(dhxl, k, b, j), datatype, dh[static_cast<size_t>(b) * P + j]);
         if (dcx)
-          for (int j = 0; j < H; j++) store_double(state_at(dcxl, k, b, j), datatype, dc[static_cast<size_t>(b) * H + j]);
+          for (int j = 0; j < H; j++)
+            store_double(state_at(dcxl, k, b, j), datatype, dc[static_cast<size_t>(b) * H + j]);
       }
     }
     if (l > 0) {  // through the dropout below this layer

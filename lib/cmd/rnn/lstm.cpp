@@ -151,23 +151,23 @@ Dims check_common(const char* name, const ccv_nnc_cmd_t& cmd, const ccv_nnc_tens
             shape_string(w->info.dim).c_str(), n.L, n.D == 2 ? "bidirectional" : "one direction", n.F, n.H,
             n.proj ? ", projection" : "", n.bias ? ", bias" : ", no bias", n.weight_count());
   if (xs) {
-    NNC_CHECK(CCV_GET_DATA_TYPE(xs->info.datatype) == CCV_32S, "%s: xs (sequence lengths) is %s; it takes 32S",
-              name, dt(xs));
+    NNC_CHECK(CCV_GET_DATA_TYPE(xs->info.datatype) == CCV_32S, "%s: xs (sequence lengths) is %s; it takes 32S", name,
+              dt(xs));
     NNC_CHECK(count_of(xs) == static_cast<size_t>(n.B), "%s: xs is %s; it holds one length per sequence (%d)", name,
               shape_string(xs->info.dim).c_str(), n.B);
   }
   NNC_CHECK(r || !need_r, "%s: r (the forward's reserve) is required", name);
   if (r) {
     same_type(name, x, r, "r");
-    NNC_CHECK(count_of(r) >= n.reserve_count(), "%s: r has %zu elements (%s); these sizes need %zu", name,
-              count_of(r), shape_string(r->info.dim).c_str(), n.reserve_count());
+    NNC_CHECK(count_of(r) >= n.reserve_count(), "%s: r has %zu elements (%s); these sizes need %zu", name, count_of(r),
+              shape_string(r->info.dim).c_str(), n.reserve_count());
     NNC_CHECK(layout_of(r, "r").packed(), "%s: r must be a packed tensor, not a strided view", name);
   }
   return n;
 }
 
-void validate_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
-                      int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
+void validate_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                      ccv_nnc_tensor_t* const* outputs, int output_size) {
   const char* name = "LSTM_FORWARD";
   NNC_CHECK(input_size == 5 && output_size >= 1 && output_size <= 4,
             "%s: takes inputs |x|xs|hx|cx|w| and outputs |y|hy|cy|r| (got %d inputs, %d outputs)", name, input_size,
@@ -188,8 +188,8 @@ void validate_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_t
   same_type(name, x, out(2), "cy");
 }
 
-void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
-                       int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
+void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                       ccv_nnc_tensor_t* const* outputs, int output_size) {
   const char* name = "LSTM_BACKWARD";
   NNC_CHECK(input_size == 13 && output_size >= 1 && output_size <= 5,
             "%s: takes inputs |dy|dhy|dcy|dr|x|xs|hx|cx|w|y|hy|cy|r| and outputs |dx|dxs|dhx|dcx|dw| (got %d "
@@ -271,8 +271,8 @@ bool forward_bitmask(const ccv_nnc_cmd_param_t&, int input_size, int, const uint
 // libnnc's three patterns (slots |dy|dhy|dcy|dr|x|xs|hx|cx|w|y|hy|cy|r| ->
 // |dx|dxs|dhx|dcx|dw|): dy, hx, w, y, r in giving dx, dhx, dcx; with x too,
 // giving dx, dhx, dcx and dw, or dw alone.
-bool backward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int isz,
-                      const uint64_t* outputs, int osz) {
+bool backward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int isz, const uint64_t* outputs,
+                      int osz) {
   const uint64_t in = word0(inputs, isz), out = word0(outputs, osz);
   constexpr uint64_t base = (1u << 0) | (1u << 6) | (1u << 8) | (1u << 9) | (1u << 12);  // dy, hx, w, y, r
   constexpr uint64_t with_x = base | (1u << 4);
@@ -288,13 +288,20 @@ bool backward_bitmask(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inpu
 
 void register_rnn(Registry& r) {
   using namespace lstm;
-  r.add_command({.cmd = CCV_NNC_LSTM_FORWARD, .tensor_auto = forward_auto, .bitmask = forward_bitmask, .validate = validate_forward});
-  r.add_command({.cmd = CCV_NNC_LSTM_BACKWARD, .tensor_auto = backward_auto, .bitmask = backward_bitmask, .validate = validate_backward});
+  r.add_command({.cmd = CCV_NNC_LSTM_FORWARD,
+                 .tensor_auto = forward_auto,
+                 .bitmask = forward_bitmask,
+                 .validate = validate_forward});
+  r.add_command({.cmd = CCV_NNC_LSTM_BACKWARD,
+                 .tensor_auto = backward_auto,
+                 .bitmask = backward_bitmask,
+                 .validate = validate_backward});
   // xs is int32 beside float tensors; validate checks every type.
   for (const KernelTraits& t : {cpu_ref(types::kWide | CCV_32S), cpu_opt(types::kWide | CCV_32S)}) {
     const bool opt = t.backend == CCV_NNC_BACKEND_CPU_OPT;
     const std::pair<uint32_t, ccv_nnc_cmd_exec_f> execs[] = {
-        {CCV_NNC_LSTM_FORWARD, opt ? forward_opt : forward_ref}, {CCV_NNC_LSTM_BACKWARD, opt ? backward_opt : backward_ref}};
+        {CCV_NNC_LSTM_FORWARD, opt ? forward_opt : forward_ref},
+        {CCV_NNC_LSTM_BACKWARD, opt ? backward_opt : backward_ref}};
     for (const auto& [cmd, exec] : execs) {
       Kernel k;
       k.cmd = cmd;
@@ -304,7 +311,7 @@ void register_rnn(Registry& r) {
       k.tensor_memory = t.memory;
       k.exec = exec;
       k.aux = reinterpret_cast<void*>(&reserve_size);  // libnnc's ccv_nnc_cmd_aux: the reserve's size
-      k.exclusive = opt;  // OPT runs GEMMs and parallel_for over the pool
+      k.exclusive = opt;                               // OPT runs GEMMs and parallel_for over the pool
       r.add_kernel(k);
     }
   }

@@ -67,7 +67,7 @@ namespace nnc::lstm {
 struct Dims {
   int T = 0, B = 0, F = 0, H = 0, P = 0, L = 0, D = 1;
   bool proj = false, bias = false, batch_first = false, drop = false;
-  double p = 0;  // dropout probability (0 when not dropping)
+  double p = 0;              // dropout probability (0 when not dropping)
   bool has_factors = false;  // the reserve has a dropout region (dropout > 0 and L > 1)
 
   size_t in_size(int l) const { return l == 0 ? static_cast<size_t>(F) : static_cast<size_t>(D) * P; }
@@ -101,9 +101,7 @@ struct Dims {
   }
 
   size_t tb() const { return static_cast<size_t>(T) * B; }
-  size_t cell_block() const {
-    return tb() * 4 * H + (tb() + B) * H + (tb() + B) * P + (proj ? tb() * H : 0);
-  }
+  size_t cell_block() const { return tb() * 4 * H + (tb() + B) * H + (tb() + B) * P + (proj ? tb() * H : 0); }
   struct CellOffsets {
     size_t g, c, s, m;
   };
@@ -119,9 +117,7 @@ struct Dims {
   size_t layer_input(int l) const { return L * D * cell_block() + (l - 1) * tb() * out_size(); }
   // The dropout factors applied to layer l's output (l <= L - 2).
   size_t factors(int l) const { return L * D * cell_block() + (L - 1 + l) * tb() * out_size(); }
-  size_t reserve_count() const {
-    return L * D * cell_block() + (L - 1) * tb() * out_size() * (has_factors ? 2 : 1);
-  }
+  size_t reserve_count() const { return L * D * cell_block() + (L - 1) * tb() * out_size() * (has_factors ? 2 : 1); }
   // The slot a step of direction d reads its state from, and writes it to.
   int read_slot(int d, int t) const { return d == 0 ? t : t + 1; }
   int write_slot(int d, int t) const { return d == 0 ? t + 1 : t; }
@@ -164,11 +160,11 @@ NNC_KERNEL(backward_opt);
 //     dm [B, H] (the gradient of o tanh(c)) and dc [B, H] (carried, updated in
 //     place to the gradient of c_prev), writes dpre [B, 4H]; rows not valid
 //     get dpre 0 and keep dc.
-#define NNC_LSTM_LOOPS                                                                                         \
-  void forward_cell(int H, int u0, int u1, size_t b0, size_t b1, const unsigned char* valid, float* pre,        \
-                    const float* gh, int ldg, int gstride, const float* c_prev, float* c_out, float* m_out,     \
-                    const float* h_prev);                                                                       \
-  void backward_cell(int H, int u0, int u1, size_t b0, size_t b1, const unsigned char* valid, const float* g,  \
+#define NNC_LSTM_LOOPS                                                                                        \
+  void forward_cell(int H, int u0, int u1, size_t b0, size_t b1, const unsigned char* valid, float* pre,      \
+                    const float* gh, int ldg, int gstride, const float* c_prev, float* c_out, float* m_out,   \
+                    const float* h_prev);                                                                     \
+  void backward_cell(int H, int u0, int u1, size_t b0, size_t b1, const unsigned char* valid, const float* g, \
                      const float* c_prev, const float* c, const float* dm, float* dc, float* dpre);
 namespace generic {
 NNC_LSTM_LOOPS

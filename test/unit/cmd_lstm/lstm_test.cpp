@@ -41,11 +41,13 @@ struct Cfg {
   size_t weights() const {
     size_t n = 0;
     for (int l = 0; l < layers; l++)
-      n += static_cast<size_t>(dirs()) * (4 * hidden * in(l) + 4 * hidden * P() + (bias ? 8 * hidden : 0) +
-                                          (proj ? P() * hidden : 0));
+      n += static_cast<size_t>(dirs()) *
+           (4 * hidden * in(l) + 4 * hidden * P() + (bias ? 8 * hidden : 0) + (proj ? P() * hidden : 0));
     return n;
   }
-  std::vector<int> xshape() const { return batch_first ? std::vector<int>{batch, steps, feat} : std::vector<int>{steps, batch, feat}; }
+  std::vector<int> xshape() const {
+    return batch_first ? std::vector<int>{batch, steps, feat} : std::vector<int>{steps, batch, feat};
+  }
   std::vector<int> yshape() const {
     const int o = dirs() * P();
     return batch_first ? std::vector<int>{batch, steps, o} : std::vector<int>{steps, batch, o};
@@ -122,7 +124,8 @@ Ref reference(const Cfg& c, const std::vector<double>& x, const std::vector<doub
   };
   for (int l = 0; l < c.layers; l++) {
     const int I = c.in(l);
-    std::vector<std::vector<std::vector<double>>> out(T, std::vector<std::vector<double>>(B, std::vector<double>(D * P, 0)));
+    std::vector<std::vector<std::vector<double>>> out(
+        T, std::vector<std::vector<double>>(B, std::vector<double>(D * P, 0)));
     for (int d = 0; d < D; d++) {
       const std::vector<double> Wih = take(4 * H * I), Whh = take(4 * H * P);
       std::vector<double> bih(4 * H, 0), bhh(4 * H, 0), Whr;
@@ -246,7 +249,8 @@ std::vector<Cfg> shapes() {
   c.layers = 3, c.batch_first = true, c.h0 = false;
   v.push_back(c);
   c = Cfg{};
-  c.layers = 2, c.bidir = true, c.proj = 4, c.bias = false, c.c0 = false, c.steps = 5, c.batch = 2, c.feat = 7, c.hidden = 5;
+  c.layers = 2, c.bidir = true, c.proj = 4, c.bias = false, c.c0 = false, c.steps = 5, c.batch = 2, c.feat = 7,
+  c.hidden = 5;
   v.push_back(c);
   c = Cfg{};
   c.batch_first = true, c.steps = 1, c.batch = 1, c.feat = 1, c.hidden = 1;
@@ -428,7 +432,8 @@ void expect_opt_matches_ref(const Cfg& c, int dt, double tol, bool views) {
   {  // the reserve's elements (its last row is padding)
     const size_t n = reserve_count(c);
     double worst = 0;
-    for (size_t i = 0; i < n; i++) worst = std::max(worst, std::fabs(g.r->get(i) - f.r->get(i)) / std::max(1.0, std::fabs(f.r->get(i))));
+    for (size_t i = 0; i < n; i++)
+      worst = std::max(worst, std::fabs(g.r->get(i) - f.r->get(i)) / std::max(1.0, std::fabs(f.r->get(i))));
     EXPECT_LE(worst, tol) << "r";
   }
   // Backward from REF's reserve on both.
@@ -442,7 +447,9 @@ void expect_opt_matches_ref(const Cfg& c, int dt, double tol, bool views) {
   for (int k = 0; k < 2; k++) {
     d[k][0] = make(c.xshape()), d[k][1] = make(c.hshape()), d[k][2] = make(c.cshape());
     d[k][3] = std::make_unique<T>(dt, std::vector<int>{int(c.weights())});
-    ASSERT_EQ(run(lstm_cmd(c, true, k ? OPT : REF), bin, {d[k][0]->get(), nullptr, d[k][1]->get(), d[k][2]->get(), d[k][3]->get()}), 0)
+    ASSERT_EQ(run(lstm_cmd(c, true, k ? OPT : REF), bin,
+                  {d[k][0]->get(), nullptr, d[k][1]->get(), d[k][2]->get(), d[k][3]->get()}),
+              0)
         << ccv_nnc_error_message();
   }
   const char* names[] = {"dx", "dhx", "dcx", "dw"};
@@ -454,7 +461,8 @@ void expect_opt_matches_ref(const Cfg& c, int dt, double tol, bool views) {
 
 TEST_F(Lstm, OptMatchesRefThreaded) {
   Cfg c;
-  c.steps = 6, c.batch = 37, c.feat = 33, c.hidden = 130, c.layers = 2, c.bidir = true;  // the batch splits over threads
+  c.steps = 6, c.batch = 37, c.feat = 33, c.hidden = 130, c.layers = 2,
+  c.bidir = true;  // the batch splits over threads
   expect_opt_matches_ref(c, CCV_32F, 2e-4, false);
   expect_opt_matches_ref(c, CCV_64F, 1e-10, false);
   c.proj = 17, c.len.assign(37, 6);
@@ -588,15 +596,15 @@ TEST_F(Lstm, Bitmasks) {
   EXPECT_FALSE(f(0x13, 0x9, 4));
   auto b = [&](uint64_t in, uint64_t out) { return ccv_nnc_cmd_bitmask(bwd, 13, 5, &in, 1, &out, 1); };
   const uint64_t base = 1u | 1u << 6 | 1u << 8 | 1u << 9 | 1u << 12;  // dy, hx, w, y, r
-  EXPECT_TRUE(b(base, 0xd));                // dx, dhx, dcx
-  EXPECT_TRUE(b(base, 0xf));                // and dxs
-  EXPECT_TRUE(b(base, 0x1d));               // libnnc's first pattern does not look at dw
-  EXPECT_TRUE(b(base | 1u << 4, 0x1d));     // with x: dx, dhx, dcx, dw
-  EXPECT_TRUE(b(base | 1u << 4, 0x10));     // dw alone
-  EXPECT_FALSE(b(base | 1u << 4, 0x5));     // no dcx
-  EXPECT_FALSE(b(base & ~(1ull << 12), 0xd)); // no reserve
-  EXPECT_FALSE(b(base & ~1ull, 0xd));       // no dy
-  EXPECT_FALSE(b(base & ~(1ull << 6), 0xd)); // no hx
+  EXPECT_TRUE(b(base, 0xd));                                          // dx, dhx, dcx
+  EXPECT_TRUE(b(base, 0xf));                                          // and dxs
+  EXPECT_TRUE(b(base, 0x1d));                                         // libnnc's first pattern does not look at dw
+  EXPECT_TRUE(b(base | 1u << 4, 0x1d));                               // with x: dx, dhx, dcx, dw
+  EXPECT_TRUE(b(base | 1u << 4, 0x10));                               // dw alone
+  EXPECT_FALSE(b(base | 1u << 4, 0x5));                               // no dcx
+  EXPECT_FALSE(b(base & ~(1ull << 12), 0xd));                         // no reserve
+  EXPECT_FALSE(b(base & ~1ull, 0xd));                                 // no dy
+  EXPECT_FALSE(b(base & ~(1ull << 6), 0xd));                          // no hx
   EXPECT_TRUE(b(0x1fff, 0x1f));
 }
 
