@@ -30,6 +30,7 @@ void register_roi_align(Registry& r);   // lib/cmd/roi: ROI_ALIGN
 void register_histogram(Registry& r);   // lib/cmd/histogram: HISTOGRAM
 void register_comm(Registry& r);        // lib/cmd/comm: COMM_ALLREDUCE, COMM_BROADCAST, COMM_REDUCE (one device)
 void register_lssc(Registry& r);        // lib/cmd/compression: COMPRESSION_LSSC
+void register_rnn(Registry& r);         // lib/cmd/rnn: LSTM
 
 #if NNC_HAVE_CUDA
 void register_cuda(Registry& r);  // cuda/: GPU memory, DATA_TRANSFER and GEMM on the GPU
@@ -64,6 +65,7 @@ void register_all_families(Registry& r) {
   register_histogram(r);
   register_comm(r);
   register_lssc(r);
+  register_rnn(r);
 }
 
 }  // namespace nnc

@@ -71,11 +71,12 @@ Model* parameter(const ccv_nnc_tensor_param_t& params, float init_bound, int is_
 Model* scalar(int type, int format, int datatype, float value, const char* name);
 Model* variable(const ccv_nnc_tensor_param_t& params, const char* name);
 Model* move(const char* name);
-// Families without a kernel yet (the first run fails naming the command; lstm at compile).
+// Families without a kernel yet (the first run fails naming the command).
 Model* convolution_transpose(int groups, int filters, const int* kdim, const int* dilation, int output_padding, int no_bias, ccv_nnc_hint_t hint,
                              int format, int is_trainable, const char* name);
 Model* scaled_dot_product_attention(float scale, int is_causal, int has_attn_mask, int flags, int fused_unify_head_weights, int no_bias,
                                     int is_trainable, const char* name);
+// The LSTM command with its packed weights as one parameter (layers_more.cpp).
 Model* lstm(int masked, int hidden_size, int proj_size, int num_layers, int bias, int batch_first, int bidirectional, float dropout, int is_trainable,
             const char* name);
 

@@ -121,14 +121,6 @@ Model* arg(const char* kind, uint32_t id, int axis, const char* name) {
   });
 }
 
-// The message a layer over a family without a kernel gives at its first run
-// comes from the run itself (CCV_NNC_EXEC_NO_KERNEL naming the command); this
-// one is for what cannot even be built.
-[[noreturn]] void no_family(const Model& m, uint32_t id) {
-  fail(CCV_NNC_EXEC_NO_KERNEL, "model %s: %s has no kernel in this build (the command family is not implemented yet)",
-       model_label(m).c_str(), ccv_nnc_cmd_name(id));
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -593,19 +585,64 @@ Model* scaled_dot_product_attention(float scale, int is_causal, int has_attn_mas
 }
 
 // ---------------------------------------------------------------------------
-// Families without a kernel yet: the model refuses to build, naming the command.
+// LSTM
 
+// The LSTM command over x ([T, B, F], [B, T, F] batch first, or [T, F]) and,
+// when masked, the sequence lengths (int32 [B], the command's xs). One
+// parameter, the packed weights in the command's order (lib/cmd/rnn/lstm.hpp:
+// torch.nn.LSTM's _flat_weights concatenated) as [count / hidden, hidden],
+// uniform in +-1/sqrt(hidden) as PyTorch initialises; h0 = c0 = 0 (set by the
+// graph: the backward's bitmask wants hx present). Output y; the reserve is
+// the graph's, for the backward.
 Model* lstm(int masked, int hidden_size, int proj_size, int num_layers, int bias, int batch_first, int bidirectional, float dropout, int is_trainable,
             const char* name) {
   NNC_CHECK(hidden_size > 0 && num_layers > 0, "ccv_cnnp_lstm: hidden size %d, %d layers", hidden_size, num_layers);
   NNC_CHECK(proj_size >= 0 && proj_size < hidden_size + (proj_size == 0), "ccv_cnnp_lstm: projection size %d for hidden size %d", proj_size,
             hidden_size);
   NNC_CHECK(dropout >= 0 && dropout < 1, "ccv_cnnp_lstm: dropout %g is not in [0, 1)", static_cast<double>(dropout));
-  (void)bias, (void)batch_first, (void)bidirectional;
-  // The weights' packed layout belongs to the LSTM command, which does not
-  // exist yet: the model refuses to build (compile fails) naming it.
-  auto l = new Layer("lstm", name, masked ? 2 : 1,
-                     [](const Layer& self, Build&, const std::vector<Sym>&, std::vector<Sym>&) { no_family(self, CCV_NNC_LSTM_FORWARD); });
+  auto l = new Layer("lstm", name, masked ? 2 : 1, [=](const Layer& self, Build& b, const std::vector<Sym>& in, std::vector<Sym>& out) {
+    const auto x = b.params(in[0]);
+    const int r = dims_of(x);
+    NNC_CHECK(r == 2 || r == 3, "model %s takes x of [T, B, F] ([B, T, F] batch first) or [T, F], given %d dimensions",
+              model_label(self).c_str(), r);
+    ccv_nnc_cmd_param_t p = ccv_nnc_cmd_auto;
+    p.rnn.hidden_size = hidden_size;
+    p.rnn.proj_size = proj_size;
+    p.rnn.num_layers = num_layers;
+    p.rnn.bias = bias ? 1 : 0;
+    p.rnn.batch_first = batch_first ? 1 : 0;
+    p.rnn.bidirectional = bidirectional ? 1 : 0;
+    p.rnn.dropout = dropout;
+    p.rnn.is_test = b.is_test ? 1 : 0;
+    const int H = hidden_size, P = proj_size ? proj_size : hidden_size, D = bidirectional ? 2 : 1;
+    const int B = r == 3 ? x.dim[batch_first ? 0 : 1] : 1;
+    // The packed weights' count (lstm.hpp): per layer and direction 4H x in,
+    // 4H x P, two 4H biases, P x H projection; a multiple of H.
+    size_t count = 0;
+    for (int i = 0; i < num_layers; i++) {
+      const size_t in_l = i == 0 ? static_cast<size_t>(x.dim[r - 1]) : static_cast<size_t>(D) * P;
+      count += D * (4 * static_cast<size_t>(H) * (in_l + P) + (bias ? 8 * static_cast<size_t>(H) : 0) +
+                    (proj_size ? static_cast<size_t>(P) * H : 0));
+    }
+    const float bound = 1.0f / std::sqrt(static_cast<float>(H));
+    const Sym w = b.parameter(&self, 0, decl(with_dims(x, {static_cast<int>(count / H), H}), Init::uniform(-bound, bound), "weight",
+                                             CCV_CNNP_PARAMETER_SELECT_WEIGHT));
+    ccv_nnc_cmd_param_t zero = ccv_nnc_cmd_auto;
+    zero.blas.a[0] = 0;
+    const Sym h0 = b.tensor(with_dims(x, {num_layers * D, B, P})), c0 = b.tensor(with_dims(x, {num_layers * D, B, H}));
+    b.exec(command(CCV_NNC_SET_FORWARD, zero), ccv_nnc_no_hint, {}, {h0});
+    b.exec(command(CCV_NNC_SET_FORWARD, zero), ccv_nnc_no_hint, {}, {c0});
+    const Sym none = {CCV_NNC_NO_TENSOR_SYMBOL, nullptr};
+    const std::vector<Sym> args = {in[0], masked ? in[1] : none, h0, c0, w};
+    // y and the reserve shaped by the command's own shape inference.
+    ccv_nnc_tensor_param_t ins[5] = {x, masked ? b.params(in[1]) : ccv_nnc_tensor_param_t{}, b.params(h0), b.params(c0), b.params(w)};
+    ccv_nnc_tensor_param_t outs[4] = {};
+    const ccv_nnc_cmd_t cmd = command(CCV_NNC_LSTM_FORWARD, p);
+    ccv_nnc_hint_tensor_auto(cmd, ins, 5, ccv_nnc_no_hint, outs, 4);
+    const Sym y = b.tensor(outs[0]), reserve = b.tensor(outs[3]);
+    b.exec(cmd, ccv_nnc_no_hint, args, {y, none, none, reserve});
+    out = {y};
+  });
   return finish(l, is_trainable);
 }
 

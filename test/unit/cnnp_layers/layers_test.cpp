@@ -1589,15 +1589,87 @@ TEST_F(LayersTest, ScaledDotProductAttentionGradientThroughProjections) {
 }
 
 // ---------------------------------------------------------------------------
-// Families without a kernel
+// LSTM
 
-TEST_F(LayersTest, MissingFamiliesFailNamingTheCommand) {
-  ccv_cnnp_model_t* ls = ccv_cnnp_lstm(0, 8, 0, 1, 1, 1, 0, 0, 1, nullptr);
-  ASSERT_NE(ls, nullptr) << err();
-  compile(ls, {cpu_param(CCV_32F, {2, 3, 4})});
-  EXPECT_TRUE(has(err(), "LSTM")) << err();
-  EXPECT_TRUE(has(err(), "no kernel")) << err();
-  ccv_cnnp_model_free(ls);
+// The LSTM command on CPU_REF (its plain loops) with the layer's weights and
+// h0 = c0 = 0: the layer's expected output.
+Vec lstm_by_command(const ccv_nnc_cmd_param_t& p, ccv_nnc_tensor_t* x, ccv_nnc_tensor_t* xs, const Vec& w) {
+  ccv_nnc_cmd_t c = ccv_nnc_cmd(CCV_NNC_LSTM_FORWARD, nullptr, p, 0);
+  c.backend = CCV_NNC_BACKEND_CPU_REF;
+  Tensor wt(cpu_param(x->info.datatype, {static_cast<int>(w.size())}));
+  set_vec(wt, w);
+  ccv_nnc_tensor_param_t in[5] = {x->info, {}, {}, {}, wt->info}, out[4];
+  ccv_nnc_hint_tensor_auto(c, in, 5, ccv_nnc_no_hint, out, 1);
+  Tensor y(out[0]);
+  ccv_nnc_tensor_t* ins[5] = {x, xs, nullptr, nullptr, wt};
+  ccv_nnc_tensor_t* outs[1] = {y};
+  EXPECT_EQ(ccv_nnc_cmd_exec(c, ccv_nnc_no_hint, 0, ins, 5, outs, 1, nullptr), CCV_NNC_EXEC_SUCCESS) << err();
+  return to_vec(y);
+}
+
+TEST_F(LayersTest, LstmMatchesTheCommandAndItsGradientFits) {
+  // Two layers, bidirectional, batch first, fp64: x [B = 2, T = 3, F = 2], hidden 3.
+  const int H = 3;
+  ccv_cnnp_model_t* m = ccv_cnnp_lstm(0, H, 0, 2, 1, 1, 1, 0, 1, "lstm");
+  ASSERT_NE(m, nullptr) << err();
+  const auto xp = cpu_param(CCV_64F, {2, 3, 2});
+  compile(m, {xp}, sgd(1, 1, 0), mse_sum());
+  ASSERT_EQ(err(), "");
+  ASSERT_EQ(param_count(m), 1);
+  // The packed weights: per direction 4H x (2 + 3) and 4H x (6 + 3) with two 4H biases.
+  const size_t count = 2 * (12 * 5 + 24) + 2 * (12 * 9 + 24);
+  const Vec w0 = param(m, 0);
+  ASSERT_EQ(w0.size(), count);
+  const auto wp = ccv_cnnp_model_parameter_tensor_params(m, ccv_cnnp_model_parameters(m, ALL_PARAMETERS, 0));
+  EXPECT_EQ(wp.dim[0], static_cast<int>(count / H));
+  EXPECT_EQ(wp.dim[1], H);
+  double lo = 1, hi = -1;
+  for (double v : w0) lo = std::min(lo, v), hi = std::max(hi, v);
+  EXPECT_GE(lo, -1 / std::sqrt(3.0));  // PyTorch's init: uniform in +-1/sqrt(hidden)
+  EXPECT_LE(hi, 1 / std::sqrt(3.0));
+  EXPECT_LT(lo, -0.3);
+  EXPECT_GT(hi, 0.3);
+  ccv_nnc_cmd_param_t p = nnc_test::no_params();
+  p.rnn.hidden_size = H, p.rnn.num_layers = 2, p.rnn.bias = 1, p.rnn.batch_first = 1, p.rnn.bidirectional = 1;
+  std::mt19937 rng(31);
+  auto x = random_tensor(xp, rng);
+  auto out = evaluate(m, {*x});
+  ASSERT_EQ(out.size(), 1u) << g_eval_error;
+  EXPECT_EQ((*out[0])->info.dim[0], 2);
+  EXPECT_EQ((*out[0])->info.dim[1], 3);
+  EXPECT_EQ((*out[0])->info.dim[2], 2 * H);
+  expect_near(to_vec(*out[0]), lstm_by_command(p, *x, nullptr, w0), 1e-12, "y");
+  // One SGD step moves the weights by minus the finite-difference gradient.
+  const Vec target = random_vec(2 * 3 * 2 * H, rng);
+  expect_fit_is_gradient(m, {*x}, target, [&](const std::vector<Vec>& ps) { return lstm_by_command(p, *x, nullptr, ps[0]); }, {0});
+  ccv_cnnp_model_free(m);
+}
+
+TEST_F(LayersTest, LstmMaskedTakesSequenceLengths) {
+  const int H = 4;
+  ccv_cnnp_model_t* m = ccv_cnnp_lstm(1, H, 2, 1, 1, 0, 0, 0, 1, "lstm");  // projection 2, time-major
+  ASSERT_NE(m, nullptr) << err();
+  const auto xp = cpu_param(CCV_32F, {5, 3, 3}), lp = cpu_param(CCV_32S, {3});
+  compile(m, {xp, lp});
+  ASSERT_EQ(err(), "");
+  std::mt19937 rng(8);
+  auto x = random_tensor(xp, rng);
+  auto len = make(lp, {5, 2, 0});
+  auto out = evaluate(m, {*x, *len});
+  ASSERT_EQ(out.size(), 1u) << g_eval_error;
+  ccv_nnc_cmd_param_t p = nnc_test::no_params();
+  p.rnn.hidden_size = H, p.rnn.proj_size = 2, p.rnn.num_layers = 1, p.rnn.bias = 1;
+  const Vec y = to_vec(*out[0]);
+  expect_near(y, lstm_by_command(p, *x, *len, param(m, 0)), 1e-5, "y");
+  // Past a sequence's end y is 0; sequence 2 has none at all.
+  for (int t = 0; t < 5; t++)
+    for (int j = 0; j < 2; j++) {
+      if (t >= 2) {
+        EXPECT_EQ(y[(t * 3 + 1) * 2 + j], 0);
+      }
+      EXPECT_EQ(y[(t * 3 + 2) * 2 + j], 0);
+    }
+  ccv_cnnp_model_free(m);
 }
 
 // ---------------------------------------------------------------------------
