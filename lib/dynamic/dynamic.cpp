@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include <xxhash.h>
 
@@ -298,6 +299,9 @@ void destroy(DG* g, Var* v) {
     }
     v->aliases.clear();
   }
+  // A value a run made and this variable held: the recording computes it again if a backward needs it.
+  if (!v->alias_of && v->pending) v->pending->storage.reset();
+  v->pending.reset();
   v->value.reset();
   v->view.reset();
   v->alive = false;
@@ -432,30 +436,84 @@ struct Built {
   std::unordered_map<const ccv_nnc_deferred_value_s*, int> pending_symbols;
 };
 
+// A recorded backward: the symbolic autodiff over the calls recorded before
+// it, planned with them. Seeds are the caller's values or ones; the gradients
+// become the values the record promised.
+template <class SourceSymbol>
+void add_backward(ccv_nnc_symbolic_graph_t* sg, const DG::Record& r, SourceSymbol& source_symbol, Built& b, const char* what) {
+  std::vector<ccv_nnc_tensor_symbol_t> f, wrt;
+  for (size_t i = 0; i < r.inputs.size(); i++) (static_cast<int>(i) < r.f_size ? f : wrt).push_back(source_symbol(r.inputs[i]));
+  symbolic::autogen(sg, {}, false);  // the forward's order, which the autodiff walks
+  ccv_nnc_symbolic_graph_backward(sg, f.data(), static_cast<int>(f.size()), wrt.data(), static_cast<int>(wrt.size()), nullptr, 0, nullptr, 0);
+  NNC_CHECK(std::string(ccv_nnc_error_message()).empty(), "%s: differentiating the recording: %s", what, ccv_nnc_error_message());
+  const ccv_nnc_cmd_t copy = ccv_nnc_cmd(CCV_NNC_DATA_TRANSFER_FORWARD, nullptr, ccv_nnc_cmd_auto, 0);
+  for (size_t i = 0; i < f.size(); i++) {
+    const ccv_nnc_tensor_symbol_t seed = ccv_nnc_tensor_symbol_for_backward(sg, f[i]);
+    if (seed.d < 0) continue;
+    int& flags = sg->tensors[static_cast<size_t>(seed.d)].flags;
+    flags &= ~(CCV_NNC_TENSOR_SYMBOL_INIT_ONES | CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS);
+    const DG::Source& df = r.df[i];
+    if (!df.storage && !df.pending) {
+      flags |= CCV_NNC_TENSOR_SYMBOL_INIT_ONES;
+      continue;
+    }
+    const ccv_nnc_tensor_symbol_t from = source_symbol(df);
+    symbolic::exec_new(sg, copy, &from, 1, &seed, 1, nullptr);
+  }
+  for (size_t j = 0; j < r.outputs.size(); j++) {
+    if (!r.outputs[j]) continue;
+    ccv_nnc_tensor_symbol_t gs = ccv_nnc_tensor_symbol_for_backward(sg, wrt[j]);
+    NNC_CHECK(gs.d >= 0, "%s: no gradient reaches input %d of a recorded backward", what, static_cast<int>(j));
+    if (sg->tensors[static_cast<size_t>(gs.d)].alias_of >= 0) {  // a value of its own, for the variable to hold
+      const ccv_nnc_tensor_symbol_t own = symbolic::tensor_new(sg, sg->tensors[static_cast<size_t>(gs.d)].info, nullptr);
+      symbolic::exec_new(sg, copy, &gs, 1, &own, 1, nullptr);
+      gs = own;
+    }
+    b.pending_symbols[r.outputs[j].get()] = gs.d;
+  }
+}
+
 Built build_recording(DG* g, const char* what) {
   Built b;
   b.sg.reset(ccv_nnc_symbolic_graph_new());
   ccv_nnc_symbolic_graph_t* sg = b.sg.get();
+  std::unordered_map<std::string, int> alias_symbols;
+  std::vector<int> done_execs;
   auto source_symbol = [&](const DG::Source& src) -> ccv_nnc_tensor_symbol_t {
     int base;
-    if (src.pending) {
-      auto it = b.pending_symbols.find(src.pending.get());
-      NNC_CHECK(it != b.pending_symbols.end(), "%s: a recorded call reads a value no earlier recorded call makes", what);
-      base = it->second;
+    auto pit = src.pending ? b.pending_symbols.find(src.pending.get()) : b.pending_symbols.end();
+    if (pit != b.pending_symbols.end()) {
+      base = pit->second;
     } else {
-      auto it = b.storage_symbols.find(src.storage.get());
+      // A value made by a run before (its call no longer recorded): its storage.
+      const std::shared_ptr<ccv_nnc_tensor_t>& storage = src.pending ? src.pending->storage : src.storage;
+      NNC_CHECK(storage, "%s: a recorded call reads a value no earlier recorded call makes", what);
+      auto it = b.storage_symbols.find(storage.get());
       if (it == b.storage_symbols.end()) {
-        base = symbolic::tensor_new(sg, src.storage->info, nullptr).d;
-        b.storage_symbols.emplace(src.storage.get(), base);
-        b.storages.emplace_back(src.storage, base);
+        base = symbolic::tensor_new(sg, storage->info, nullptr).d;
+        b.storage_symbols.emplace(storage.get(), base);
+        b.storages.emplace_back(storage, base);
       } else {
         base = it->second;
       }
     }
     if (!src.alias) return {base, sg};
-    return symbolic::alias_new(sg, {base, sg}, src.ofs, src.stride, src.info, nullptr);
+    // One symbol per view, so a backward differentiates against the symbol the calls read.
+    std::string key(reinterpret_cast<const char*>(&base), sizeof(base));
+    key.append(reinterpret_cast<const char*>(src.ofs), sizeof(src.ofs));
+    key.append(reinterpret_cast<const char*>(src.stride), sizeof(src.stride));
+    key.append(reinterpret_cast<const char*>(src.info.dim), sizeof(src.info.dim));
+    auto it = alias_symbols.find(key);
+    if (it != alias_symbols.end()) return {it->second, sg};
+    const ccv_nnc_tensor_symbol_t a = symbolic::alias_new(sg, {base, sg}, src.ofs, src.stride, src.info, nullptr);
+    alias_symbols.emplace(std::move(key), a.d);
+    return a;
   };
   for (const DG::Record& r : g->records) {
+    if (r.backward) {
+      add_backward(sg, r, source_symbol, b, what);
+      continue;
+    }
     std::vector<ccv_nnc_tensor_symbol_t> in, out;
     for (const DG::Source& src : r.inputs)
       in.push_back(src.storage || src.pending ? source_symbol(src) : ccv_nnc_tensor_symbol_t{CCV_NNC_NO_TENSOR_SYMBOL, nullptr});
@@ -466,27 +524,87 @@ Built build_recording(DG* g, const char* what) {
       }
       const ccv_nnc_tensor_symbol_t s = symbolic::tensor_new(sg, o->info, nullptr);
       b.pending_symbols[o.get()] = s.d;
+      if (o->storage) {  // made by a run before and kept: bound to its storage
+        b.storage_symbols[o->storage.get()] = s.d;
+        b.storages.emplace_back(o->storage, s.d);
+      }
       out.push_back(s);
     }
     const int e = symbolic::exec_new(sg, r.cmd, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()), nullptr).d;
     sg->execs[static_cast<size_t>(e)].hint = r.hint;
+    bool kept = r.done;
+    for (const auto& o : r.outputs) kept = kept && (!o || o->storage);
+    if (kept) done_execs.push_back(e);
   }
+  // Calls run before whose values are all kept: there for the autodiff only, not to run again.
+  for (int e : done_execs) symbolic::exec_free(sg, {e, sg});
   symbolic::autogen(sg, {}, true);
   return b;
 }
 
 // Run the recording: what live variables will hold gets storage and is kept;
 // the rest lives in the compiled arena for the run only.
+// Drop the recording (the variables keep the values they hold).
+void forget_recording(DG* g) {
+  g->records.clear();
+  for (auto& v : g->shells)
+    if (v->alive) v->pending.reset();
+}
+
+// After a run: the calls a backward may still differentiate (traced ones a
+// live variable reaches) stay recorded, marked as run; the rest go.
+void keep_traced(DG* g) {
+  std::unordered_map<const ccv_nnc_deferred_value_s*, size_t> maker;
+  for (size_t i = 0; i < g->records.size(); i++)
+    for (const auto& o : g->records[i].outputs)
+      if (o) maker[o.get()] = i;
+  std::vector<char> keep(g->records.size(), 0);
+  std::vector<size_t> work;
+  for (auto& v : g->shells)
+    if (v->alive && v->pending && v->pending->traced) {
+      auto it = maker.find(v->pending.get());
+      if (it != maker.end()) work.push_back(it->second);
+    }
+  while (!work.empty()) {
+    const size_t i = work.back();
+    work.pop_back();
+    if (keep[i]) continue;
+    keep[i] = 1;
+    for (const DG::Source& src : g->records[i].inputs)
+      if (src.pending && src.pending->traced) {
+        auto it = maker.find(src.pending.get());
+        if (it != maker.end()) work.push_back(it->second);
+      }
+  }
+  std::vector<DG::Record> kept;
+  for (size_t i = 0; i < g->records.size(); i++) {
+    bool traced = false;
+    for (const auto& o : g->records[i].outputs) traced = traced || (o && o->traced);
+    if (keep[i] && traced && !g->records[i].backward) {
+      g->records[i].done = true;
+      kept.push_back(std::move(g->records[i]));
+    }
+  }
+  g->records = std::move(kept);
+}
+
+bool any_pending(DG* g) {
+  for (const DG::Record& r : g->records)
+    if (!r.done) return true;
+  return false;
+}
+
 void flush(DG* g) {
   static const char* what = "ccv_nnc_dynamic_graph_flush";
-  if (g->records.empty()) return;
-  // Whatever happens, the recording is consumed.
+  if (!any_pending(g)) return;
+  // Whatever happens, the recording is consumed: kept for a later backward
+  // after a run, dropped after a failure.
   struct Consume {
     DG* g;
+    bool ran = false;
     ~Consume() {
-      g->records.clear();
-      for (auto& v : g->shells)
-        if (v->alive) v->pending.reset();
+      if (!ran) forget_recording(g);
+      else keep_traced(g);
     }
   } consume{g};
   Built b = build_recording(g, what);
@@ -494,7 +612,7 @@ void flush(DG* g) {
   std::vector<ccv_nnc_tensor_symbol_t> wanted, binds_symbols;
   std::vector<Var*> holders;
   for (auto& v : g->shells)
-    if (v->alive && v->pending) {
+    if (v->alive && v->pending && !v->pending->storage) {
       auto it = b.pending_symbols.find(v->pending.get());
       if (it == b.pending_symbols.end()) continue;
       bool seen = false;
@@ -507,7 +625,10 @@ void flush(DG* g) {
   ccv_nnc_symbolic_graph_simplify(sg, passes, 2, binds_symbols.data(), static_cast<int>(binds_symbols.size()), wanted.data(),
                                   static_cast<int>(wanted.size()), nullptr, 0, nullptr, 0);
   NNC_CHECK(std::string(ccv_nnc_error_message()).empty(), "%s: simplifying the recording: %s", what, ccv_nnc_error_message());
-  if (wanted.empty()) return;  // nothing anyone can read
+  if (wanted.empty()) {  // nothing anyone can read
+    consume.ran = true;
+    return;
+  }
   std::vector<ccv_nnc_tensor_bind_t> binds;
   for (const auto& st : b.storages)
     if (!CCV_NNC_TENSOR_SYMBOL_IS_DEAD(sg->tensors[static_cast<size_t>(st.second)].flags)) binds.push_back({{st.second, sg}, st.first.get()});
@@ -530,12 +651,16 @@ void flush(DG* g) {
     const int d = b.pending_symbols[v->pending.get()];
     v->value = made[d];
     v->info = v->value->info;
+    // Calls recorded before (kept for a later backward) read it through this storage.
+    v->pending->storage = v->value;
+    if (!v->pending->traced) v->pending.reset();  // not differentiated again: a leaf from here
   }
+  consume.ran = true;
 }
 
 // Inputs of a call in the deferred mode: values as they are now, or values
 // earlier recorded calls will make.
-DG::Source source_of(DG* g, Var* v, int i, const char* what) {
+DG::Source source_of(DG*, Var* v, int i, const char* what) {
   DG::Source src;
   Var* base = v->alias_of && !v->orphan ? v->alias_of : v;
   if (base->pending) {
@@ -557,8 +682,17 @@ DG::Source source_of(DG* g, Var* v, int i, const char* what) {
   return src;
 }
 
+// v will hold a value a recorded call makes.
+void assign_pending(DG* g, Var* v, const std::shared_ptr<ccv_nnc_deferred_value_s>& value) {
+  release(g, v);
+  for (Var* a : aliases_of(g, v)) release(g, a);
+  v->value.reset();
+  v->pending = value;
+  v->info = value->info;
+}
+
 int record(DG* g, const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flags, const ccv_nnc_tensor_variable_t* inputs, int input_size,
-           ccv_nnc_tensor_variable_t* outputs, int output_size) {
+           ccv_nnc_tensor_variable_t* outputs, int output_size, bool traced = true) {
   static const char* what = "ccv_nnc_dynamic_graph_exec";
   DG::Record r;
   r.cmd = cmd;
@@ -589,22 +723,103 @@ int record(DG* g, const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flag
     for (int k = 0; k < j; k++) NNC_CHECK(outputs[k] != v, "%s: outputs %d and %d are the same variable", what, k, j);
     auto value = std::make_shared<ccv_nnc_deferred_value_s>();
     value->info = p;
+    value->traced = traced && !g->no_grad;
     r.outputs.push_back(value);
   }
-  for (int j = 0; j < output_size; j++) {
-    Var* v = outputs[j];
-    if (!v) continue;
-    release(g, v);
-    for (Var* a : aliases_of(g, v)) release(g, a);
-    v->value.reset();
-    v->pending = r.outputs[static_cast<size_t>(j)];
-    v->info = v->pending->info;
-  }
+  for (int j = 0; j < output_size; j++)
+    if (outputs[j]) assign_pending(g, outputs[j], r.outputs[static_cast<size_t>(j)]);
   g->records.push_back(std::move(r));
   return CCV_NNC_EXEC_SUCCESS;
 }
 
-bool any_pending(DG* g) { return !g->records.empty(); }
+// A backward in the deferred mode: recorded, to be differentiated and planned
+// with the calls before it when the recording runs.
+void record_backward(DG* g, const ccv_nnc_tensor_variable_t* f_variables, int f_size, const ccv_nnc_tensor_variable_t* df,
+                     const ccv_nnc_tensor_variable_t* inputs, int input_size, ccv_nnc_tensor_variable_t* outputs, const char* what) {
+  DG::Record r;
+  r.backward = true;
+  r.f_size = f_size;
+  for (int i = 0; i < f_size; i++) {
+    Var* v = check_var(g, f_variables[i], what, "f variable", i);
+    NNC_CHECK(!v->alias_of && v->pending,
+              "%s: f variable %d was not computed by a call recorded in the deferred mode (record the forward in the deferred mode too)", what, i);
+    r.inputs.push_back(source_of(g, v, i, what));
+    DG::Source seed;
+    if (df && df[i]) {
+      Var* d = check_var(g, df[i], what, "df_optionals", i);
+      seed = source_of(g, d, i, what);
+      NNC_CHECK(same_shape(seed.info, v->pending->info), "%s: df_optionals[%d] is %s but f is %s", what, i, shape_string(seed.info.dim).c_str(),
+                shape_string(v->pending->info.dim).c_str());
+    }
+    r.df.push_back(seed);
+  }
+  // Each input must lead to an f through the recorded calls (checked now, as immediate mode does).
+  std::unordered_set<const void*> f_values;
+  for (int i = 0; i < f_size; i++) f_values.insert(r.inputs[static_cast<size_t>(i)].pending.get());
+  for (int i = 0; i < input_size; i++) {
+    Var* v = check_var(g, inputs[i], what, "input", i);
+    NNC_CHECK(!v->constant, "%s: input %d is a constant; constants have no gradient", what, i);
+    r.inputs.push_back(source_of(g, v, i, what));
+    const DG::Source& src = r.inputs.back();
+    // A value is known by its recorded maker, or by its storage once a run made it.
+    auto storage_key = [](const DG::Source& x) -> const void* { return x.pending ? x.pending->storage.get() : x.storage.get(); };
+    std::unordered_set<const void*> reached{src.pending.get(), storage_key(src)};
+    reached.erase(nullptr);
+    bool hit = false;
+    for (const DG::Record& x : g->records) {
+      if (x.backward) continue;
+      bool r_in = false;
+      for (const DG::Source& in : x.inputs) r_in = r_in || (in.pending && reached.count(in.pending.get())) || reached.count(storage_key(in)) > 0;
+      if (!r_in) continue;
+      for (const auto& o : x.outputs)
+        if (o) {
+          reached.insert(o.get());
+          hit = hit || f_values.count(o.get()) > 0;
+        }
+    }
+    NNC_CHECK(hit, "%s: input %d has no path to the f variables (no recorded call leads from it to an f)", what, i);
+  }
+  std::vector<std::pair<Var*, std::shared_ptr<ccv_nnc_deferred_value_s>>> assign;
+  std::vector<DG::Record> sums;  // gradients added to what the outputs hold
+  for (int i = 0; i < input_size; i++) {
+    Var* o = outputs[i];
+    if (!o) {
+      r.outputs.emplace_back();
+      continue;
+    }
+    check_var(g, o, what, "output", i);
+    NNC_CHECK(!o->constant, "%s: output %d is a constant; constants are never written", what, i);
+    NNC_CHECK(!o->alias_of, "%s: output %d is an alias; gradients into part of a variable are not supported in the deferred mode", what, i);
+    for (int k = 0; k < i; k++) NNC_CHECK(outputs[k] != o, "%s: outputs %d and %d are the same variable", what, k, i);
+    auto grad = std::make_shared<ccv_nnc_deferred_value_s>();
+    grad->info = r.inputs[static_cast<size_t>(f_size + i)].info;
+    grad->traced = false;  // gradients are not differentiated again (as in immediate mode)
+    r.outputs.push_back(grad);
+    const bool holds = o->pending || o->value;
+    const ccv_nnc_tensor_param_t held = o->pending ? o->pending->info : o->value ? o->value->info : ccv_nnc_tensor_param_t{};
+    if (holds && same_shape(held, grad->info)) {  // accumulate, as immediate mode does
+      DG::Record sum;
+      sum.cmd = ccv_nnc_cmd(CCV_NNC_EWSUM_FORWARD, nullptr, ccv_nnc_cmd_auto, 0);
+      sum.hint = ccv_nnc_no_hint;
+      sum.inputs.push_back(source_of(g, o, 0, what));
+      DG::Source gsrc;
+      gsrc.pending = grad;
+      gsrc.info = grad->info;
+      sum.inputs.push_back(gsrc);
+      auto total = std::make_shared<ccv_nnc_deferred_value_s>();
+      total->info = held;
+      total->traced = false;
+      sum.outputs.push_back(total);
+      sums.push_back(std::move(sum));
+      assign.emplace_back(o, total);
+    } else {
+      assign.emplace_back(o, grad);
+    }
+  }
+  g->records.push_back(std::move(r));
+  for (auto& s : sums) g->records.push_back(std::move(s));
+  for (auto& [o, value] : assign) assign_pending(g, o, value);
+}
 
 }  // namespace
 
@@ -707,7 +922,7 @@ NNC_API ccv_nnc_tensor_t* ccv_nnc_tensor_from_variable_impl(ccv_nnc_dynamic_grap
     (void)stream_context;  // CPU streams: nothing is pending on them for a variable
     Var* v = check_var(graph, tensor_variable, what, "the variable");
     Var* base = v->alias_of && !v->orphan ? v->alias_of : v;
-    if (base->pending) flush(graph);
+    if (base->pending && !base->pending->storage) flush(graph);
     if (graph->memo_limit) memo_unshare(graph, v, what);
     if (!storage_of(v)) {
       NNC_CHECK(nd_of(base->info.dim) > 0, "%s: the variable has no shape yet (no command wrote it)", what);
@@ -897,6 +1112,7 @@ NNC_API int ccv_nnc_dynamic_graph_exec(ccv_nnc_dynamic_graph_t* const graph, con
       if (!v || v->alias_of) continue;
       release(graph, v);
       for (Var* a : aliases_of(graph, v)) release(graph, a);
+      v->pending.reset();
       v->value = fresh[static_cast<size_t>(j)];
       v->info = v->value->info;
       if (traced) {
@@ -934,7 +1150,10 @@ NNC_API int ccv_nnc_dynamic_graph_set_deferred(ccv_nnc_dynamic_graph_t* const gr
   return guard<int>(-1, [&] {
     check_graph(graph, "ccv_nnc_dynamic_graph_set_deferred");
     const int was = graph->deferred;
-    if (was && !deferred) flush(graph);
+    if (was && !deferred) {  // what is recorded runs; immediate mode traces anew from here
+      flush(graph);
+      forget_recording(graph);
+    }
     graph->deferred = deferred ? 1 : 0;
     return was == graph->deferred ? -1 : 0;
   });
@@ -976,6 +1195,7 @@ NNC_API int ccv_nnc_dynamic_graph_export(ccv_nnc_dynamic_graph_t* const graph, c
       Var* v = check_var(graph, inputs[i], what, "input", i);
       NNC_CHECK(!v->alias_of, "%s: input %d is an alias; give its base", what, i);
       NNC_CHECK(!v->pending, "%s: input %d is itself made by the recorded calls; give the values it is made from", what, i);
+      // (a value made by a run before and kept is a recorded call's output too)
       {
         auto it = v->value ? b.storage_symbols.find(v->value.get()) : b.storage_symbols.end();
         NNC_CHECK(it != b.storage_symbols.end(), "%s: input %d feeds none of the recorded calls", what, i);
@@ -1126,10 +1346,14 @@ void backward(DG* g, const ccv_nnc_tensor_variable_t* f_variables, int f_size, c
               int input_size, ccv_nnc_tensor_variable_t* outputs, int output_size, ccv_nnc_stream_context_t* stream) {
   static const char* what = "ccv_nnc_dynamic_graph_backward";
   check_graph(g, what);
-  flush(g);
   NNC_CHECK(f_size > 0 && f_variables, "%s: no f variables", what);
   NNC_CHECK(input_size > 0 && inputs, "%s: no input variables", what);
   NNC_CHECK(output_size == input_size && outputs, "%s: %d outputs for %d inputs (one gradient per input)", what, output_size, input_size);
+  if (g->deferred) {
+    record_backward(g, f_variables, f_size, df, inputs, input_size, outputs, what);
+    return;
+  }
+  flush(g);
   std::vector<ccv_nnc_tensor_symbol_t> f, wrt;
   for (int i = 0; i < f_size; i++) {
     Var* v = check_var(g, f_variables[i], what, "f variable", i);
@@ -1238,6 +1462,7 @@ void backward(DG* g, const ccv_nnc_tensor_variable_t* f_variables, int f_size, c
     }
     NNC_CHECK(!o->alias_of, "%s: output %d is an alias with no value to add to", what, i);
     release(g, o);
+    o->pending.reset();
     o->value = gv;
     o->info = gv->info;
   }
@@ -1262,13 +1487,36 @@ NNC_API void ccv_nnc_dynamic_graph_apply_gradients(ccv_nnc_dynamic_graph_t* cons
   guard_void([&] {
     static const char* what = "ccv_nnc_dynamic_graph_apply_gradients";
     check_graph(dynamic_graph, what);
-    flush(dynamic_graph);
+    if (!dynamic_graph->deferred) flush(dynamic_graph);
     NNC_CHECK(parallel >= 0, "%s: parallel %d is negative", what, parallel);
     NNC_CHECK(gradient_size == parameter_size && parameter_size >= 0 && (gradients || gradient_size == 0) && (parameters || parameter_size == 0),
               "%s: %d gradients for %d parameters", what, gradient_size, parameter_size);
     const int aux = ccv_nnc_minimizer_saved_aux_size(minimizer);
     NNC_CHECK(aux >= 0, "%s: %s", what, ccv_nnc_error_message());
     NNC_CHECK(aux == 0 || saved_aux, "%s: the minimizer keeps %d auxiliary tensors per parameter; saved_aux is NULL", what, aux);
+    if (dynamic_graph->deferred) {  // recorded: each update a call making the parameter's (and its state's) next value
+      for (int i = 0; i < parameter_size; i++) {
+        Var* p = check_var(dynamic_graph, parameters[i], what, "parameter", i);
+        check_var(dynamic_graph, gradients[i], what, "gradient", i);
+        NNC_CHECK(!p->alias_of, "%s: parameter %d is an alias; update its base in the deferred mode", what, i);
+        std::vector<ccv_nnc_tensor_variable_t> in{gradients[i], p}, out{p};
+        for (int k = 0; k < aux; k++) {
+          Var* a = check_var(dynamic_graph, saved_aux[i * aux + k], what, "saved_aux", i * aux + k);
+          NNC_CHECK(!a->alias_of, "%s: saved_aux %d is an alias; give its base in the deferred mode", what, i * aux + k);
+          if (!a->value && !a->pending) {  // a fresh auxiliary tensor starts at zero
+            if (nd_of(a->info.dim) == 0) a->info = p->info;
+            a->value = new_storage(dynamic_graph, a->info, what);
+            std::memset(a->value->data.u8, 0, ccv_nnc_tensor_data_size(a->value->info));
+          }
+          in.push_back(a);
+          out.push_back(a);
+        }
+        // Not traced: a parameter after its update is a leaf, as in immediate mode.
+        record(dynamic_graph, minimizer, ccv_nnc_no_hint, 0, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()),
+               false);
+      }
+      return;
+    }
     for (int i = 0; i < parameter_size; i++) {
       Var* p = check_var(dynamic_graph, parameters[i], what, "parameter", i);
       Var* gv = check_var(dynamic_graph, gradients[i], what, "gradient", i);

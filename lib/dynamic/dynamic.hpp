@@ -26,6 +26,14 @@
 // Deferred mode: a value a recorded call will produce (its storage is set when the recording runs).
 struct ccv_nnc_deferred_value_s {
   ccv_nnc_tensor_param_t info{};
+  // Made by a traced call (one a later backward may differentiate), not by a
+  // backward or a parameter update.
+  bool traced = true;
+  // Once a run made it and a variable held it: its storage. The call that
+  // made it stays recorded while a live variable can reach it, so a backward
+  // recorded later differentiates it; a value not kept is computed again
+  // (the variable that held it was freed, and with it the storage).
+  std::shared_ptr<ccv_nnc_tensor_t> storage;
 };
 
 struct ccv_nnc_tensor_variable_s {
@@ -105,12 +113,20 @@ struct ccv_nnc_dynamic_graph_s {
     int stride[CCV_NNC_MAX_DIM_ALLOC] = {};
     ccv_nnc_tensor_param_t info{};  // what the command sees
   };
+  // A recorded call, or a recorded backward: its inputs are the f values
+  // (f_size of them), then the values to differentiate against; its outputs
+  // the gradients, made by the symbolic autodiff over the calls recorded
+  // before it when the recording is built.
   struct Record {
+    bool backward = false;
     ccv_nnc_cmd_t cmd{};
     ccv_nnc_hint_t hint{};
     int flags = 0;
     std::vector<Source> inputs;  // an empty slot has neither storage nor pending
     std::vector<std::shared_ptr<ccv_nnc_deferred_value_s>> outputs;
+    bool done = false;       // run already (kept for a later backward)
+    int f_size = 0;          // backward: how many inputs are f values
+    std::vector<Source> df;  // backward: a seed per f (an empty slot: ones)
   };
   int deferred = 0;
   std::vector<Record> records;

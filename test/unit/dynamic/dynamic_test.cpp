@@ -414,12 +414,167 @@ TEST(DynamicGraph, DeferredExport) {
   ccv_nnc_symbolic_graph_free(sg);
   // The recording is still there: reading q runs it on the variables.
   for (int k = 0; k < 5; k++) EXPECT_NEAR(data(g, q)[k], std::exp(0.1 * k * (1 - 0.2 * k)), 1e-6) << k;
-  // Deferred calls are not traced.
+  // The recording that ran stays for a later backward (p was freed: it is computed again): dq/da = exp(a b) b.
+  ccv_nnc_tensor_variable_free(g, p);
   const V d = ccv_nnc_tensor_variable_new(g);
   ccv_nnc_dynamic_graph_backward(g, VL(q), nullptr, VL(a), VL(d), nullptr);
-  EXPECT_NE(last_error().find("not computed by a traced command"), std::string::npos) << last_error();
+  ASSERT_STREQ(last_error().c_str(), "");
+  for (int k = 0; k < 5; k++) {
+    const double bk = 1 - 0.2 * k;
+    EXPECT_NEAR(data(g, d)[k], std::exp(0.1 * k * bk) * bk, 1e-5) << k;
+  }
+  // After the deferred mode the recording is gone: q is not differentiable in immediate mode.
   EXPECT_EQ(ccv_nnc_dynamic_graph_set_deferred(g, 0), 0);
+  ccv_nnc_dynamic_graph_backward(g, VL(q), nullptr, VL(a), VL(d), nullptr);
+  EXPECT_NE(last_error().find("not computed by a traced command"), std::string::npos) << last_error();
   ccv_nnc_dynamic_graph_free(g);
+}
+
+// The deferred mode with backward: the MLP's gradients (recorded, then
+// differentiated and planned with the forward when read) against central
+// finite differences; a second backward adds; a given seed scales.
+TEST(DynamicGraph, DeferredBackwardAgainstFiniteDifferences) {
+  constexpr int n = 5, i = 3, h = 4;
+  ccv_nnc_dynamic_graph_t* g = ccv_nnc_dynamic_graph_new();
+  const V x = ccv_nnc_tensor_constant_new(g, f32(n, i));
+  const V w1 = ccv_nnc_tensor_variable_new(g, f32(h, i));
+  const V b1 = ccv_nnc_tensor_variable_new(g, f32(h));
+  const V w2 = ccv_nnc_tensor_variable_new(g, f32(1, h));
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<double> X(n * i), W1(h * i), B1(h), W2(h);
+  for (int k = 0; k < n * i; k++) X[static_cast<size_t>(k)] = data(g, x)[k] = u(rng);
+  for (int k = 0; k < h * i; k++) W1[static_cast<size_t>(k)] = data(g, w1)[k] = u(rng);
+  for (int k = 0; k < h; k++) B1[static_cast<size_t>(k)] = data(g, b1)[k] = u(rng);
+  for (int k = 0; k < h; k++) W2[static_cast<size_t>(k)] = data(g, w2)[k] = u(rng);
+  ASSERT_EQ(ccv_nnc_dynamic_graph_set_deferred(g, 1), 0);
+  const V a = ccv_nnc_tensor_variable_new(g), t = ccv_nnc_tensor_variable_new(g), y = ccv_nnc_tensor_variable_new(g);
+  const V sq = ccv_nnc_tensor_variable_new(g), loss = ccv_nnc_tensor_variable_new(g);
+  ASSERT_EQ(exec(g, gemm_wt(), {x, w1, b1}, {a}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ASSERT_EQ(exec(g, plain(CCV_NNC_TANH_FORWARD), {a}, {t}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ASSERT_EQ(exec(g, gemm_wt(), {t, w2}, {y}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ASSERT_EQ(exec(g, plain(CCV_NNC_EWPROD_FORWARD), {y, y}, {sq}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ASSERT_EQ(exec(g, reduce_all(), {sq}, {loss}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  // Scope-end frees before anything runs: the backward still reads what it needs.
+  for (V v : {a, t, sq}) ccv_nnc_tensor_variable_free(g, v);
+  const V dw1 = ccv_nnc_tensor_variable_new(g), db1 = ccv_nnc_tensor_variable_new(g), dw2 = ccv_nnc_tensor_variable_new(g);
+  ccv_nnc_dynamic_graph_backward(g, VL(loss), nullptr, VL(w1, b1, w2), VL(dw1, db1, dw2), nullptr);
+  ASSERT_STREQ(last_error().c_str(), "");
+  EXPECT_EQ(ccv_nnc_dynamic_graph_bookkeeping_count(g, CCV_NNC_SYMBOL_GRAPH_EXEC), 0);  // recorded, not traced
+  // Mistakes are found when the backward is recorded, not when it runs.
+  const V stray = ccv_nnc_tensor_variable_new(g, f32(1, h)), dstray = ccv_nnc_tensor_variable_new(g);
+  data(g, stray)[0] = 0;
+  ccv_nnc_dynamic_graph_backward(g, VL(loss), nullptr, VL(stray), VL(dstray), nullptr);
+  EXPECT_NE(last_error().find("no path to the f variables"), std::string::npos) << last_error();
+  ccv_nnc_dynamic_graph_backward(g, VL(w1), nullptr, VL(w2), VL(dstray), nullptr);
+  EXPECT_NE(last_error().find("not computed by a call recorded in the deferred mode"), std::string::npos) << last_error();
+  const double L = mlp_loss(X, W1, B1, W2, n, i, h);
+  EXPECT_NEAR(data(g, loss)[0], L, 1e-5 * (1 + L));  // runs forward and backward as one planned graph
+  auto check = [&](std::vector<double>& p, V grad, double scale, const char* name) {
+    const float* got = data(g, grad);
+    for (size_t k = 0; k < p.size(); k++) {
+      const double keep = p[k], eps = 1e-5;
+      p[k] = keep + eps;
+      const double up = mlp_loss(X, W1, B1, W2, n, i, h);
+      p[k] = keep - eps;
+      const double down = mlp_loss(X, W1, B1, W2, n, i, h);
+      p[k] = keep;
+      const double fd = scale * (up - down) / (2 * eps);
+      EXPECT_NEAR(got[k], fd, 1e-4 * (1 + std::fabs(fd))) << name << "[" << k << "]";
+    }
+  };
+  check(W1, dw1, 1, "dW1");
+  check(B1, db1, 1, "db1");
+  check(W2, dw2, 1, "dW2");
+  // Again on the same values, with a seed of 3 given, added to dw2's 1x: 4x.
+  const V y2 = ccv_nnc_tensor_variable_new(g), sq2 = ccv_nnc_tensor_variable_new(g), loss2 = ccv_nnc_tensor_variable_new(g);
+  const V seed = ccv_nnc_tensor_variable_new(g, f32(1, 1));
+  const V a2 = ccv_nnc_tensor_variable_new(g), t2 = ccv_nnc_tensor_variable_new(g);
+  ASSERT_EQ(exec(g, gemm_wt(), {x, w1, b1}, {a2}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ASSERT_EQ(exec(g, plain(CCV_NNC_TANH_FORWARD), {a2}, {t2}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ASSERT_EQ(exec(g, gemm_wt(), {t2, w2}, {y2}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ASSERT_EQ(exec(g, plain(CCV_NNC_EWPROD_FORWARD), {y2, y2}, {sq2}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ASSERT_EQ(exec(g, reduce_all(), {sq2}, {loss2}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  data(g, seed)[0] = 3;  // a read in the deferred mode runs what is recorded so far
+  const V seeds[1] = {seed};
+  ccv_nnc_dynamic_graph_backward(g, VL(loss2), seeds, VL(w2), VL(dw2), nullptr);
+  ASSERT_STREQ(last_error().c_str(), "");
+  check(W2, dw2, 4, "dW2 after a second backward with seed 3");
+  ccv_nnc_dynamic_graph_free(g);
+}
+
+// The same training program (exec, minimize with SGD and momentum, frees,
+// reads) in immediate mode, in deferred mode reading the loss every step
+// (each step one planned graph), and in deferred mode reading only at the end
+// (all steps one planned graph): the same parameters.
+void mlp_training(int mode, int steps, std::vector<float>* params, std::vector<float>* losses) {
+  constexpr int n = 6, i = 5, h = 7;
+  ccv_nnc_dynamic_graph_t* g = ccv_nnc_dynamic_graph_new();
+  const V x = ccv_nnc_tensor_constant_new(g, f32(n, i));
+  const V target = ccv_nnc_tensor_constant_new(g, f32(n, 1));
+  const V w1 = ccv_nnc_tensor_variable_new(g, f32(h, i)), b1 = ccv_nnc_tensor_variable_new(g, f32(h));
+  const V w2 = ccv_nnc_tensor_variable_new(g, f32(1, h)), b2 = ccv_nnc_tensor_variable_new(g, f32(1));
+  std::mt19937 rng(21);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (V v : {x, target, w1, b1, w2, b2}) {
+    const ccv_nnc_tensor_t* tv = ccv_nnc_tensor_from_variable(g, v);
+    for (int k = 0; k < ccv_nnc_tensor_count(tv->info); k++) tv->data.f32[k] = u(rng);
+  }
+  if (mode > 0) ASSERT_EQ(ccv_nnc_dynamic_graph_set_deferred(g, 1), 0);
+  ccv_nnc_cmd_t minus = plain(CCV_NNC_ADD_FORWARD);
+  minus.info.blas.a[0] = 1;
+  minus.info.blas.a[1] = -1;
+  ccv_nnc_cmd_t opt = sgd(0.05f);
+  opt.info.sgd.momentum = 0.9f;
+  opt.info.sgd.dampening = 0;
+  std::vector<V> momenta;
+  for (int k = 0; k < 4; k++) momenta.push_back(ccv_nnc_tensor_variable_new(g));
+  for (int step = 0; step < steps; step++) {
+    const V a = ccv_nnc_tensor_variable_new(g), t = ccv_nnc_tensor_variable_new(g), y = ccv_nnc_tensor_variable_new(g);
+    const V e = ccv_nnc_tensor_variable_new(g), sq = ccv_nnc_tensor_variable_new(g), loss = ccv_nnc_tensor_variable_new(g);
+    ASSERT_EQ(exec(g, gemm_wt(), {x, w1, b1}, {a}), CCV_NNC_EXEC_SUCCESS) << last_error();
+    ASSERT_EQ(exec(g, plain(CCV_NNC_TANH_FORWARD), {a}, {t}), CCV_NNC_EXEC_SUCCESS) << last_error();
+    ASSERT_EQ(exec(g, gemm_wt(), {t, w2, b2}, {y}), CCV_NNC_EXEC_SUCCESS) << last_error();
+    ASSERT_EQ(exec(g, minus, {y, target}, {e}), CCV_NNC_EXEC_SUCCESS) << last_error();
+    ASSERT_EQ(exec(g, plain(CCV_NNC_EWPROD_FORWARD), {e, e}, {sq}), CCV_NNC_EXEC_SUCCESS) << last_error();
+    ASSERT_EQ(exec(g, reduce_all(), {sq}, {loss}), CCV_NNC_EXEC_SUCCESS) << last_error();
+    if (mode < 2) losses->push_back(data(g, loss)[0]);
+    ccv_nnc_dynamic_graph_minimize(g, opt, VL(loss), nullptr, VL(w1, b1, w2, b2), momenta.data(), 0, nullptr);
+    ASSERT_STREQ(last_error().c_str(), "") << step;
+    for (V v : {a, t, y, e, sq, loss}) ccv_nnc_tensor_variable_free(g, v);
+  }
+  for (V v : {w1, b1, w2, b2}) {
+    const ccv_nnc_tensor_t* tv = ccv_nnc_tensor_from_variable(g, v);
+    params->insert(params->end(), tv->data.f32, tv->data.f32 + ccv_nnc_tensor_count(tv->info));
+  }
+  ccv_nnc_dynamic_graph_free(g);
+}
+
+TEST(DynamicGraph, DeferredTrainingMatchesImmediate) {
+  constexpr int steps = 5;
+  std::vector<float> params[3], losses[3];
+  for (int mode = 0; mode < 3; mode++) {
+    mlp_training(mode, steps, &params[mode], &losses[mode]);
+    if (HasFatalFailure()) return;
+  }
+  // Training moved the loss, and the parameters away from where they started.
+  ASSERT_EQ(losses[0].size(), static_cast<size_t>(steps));
+  EXPECT_LT(losses[0].back(), 0.9f * losses[0].front());
+  ASSERT_EQ(losses[1], losses[0]);
+  std::vector<float> start;
+  mlp_training(0, 0, &start, &losses[2]);
+  size_t moved = 0;
+  for (size_t k = 0; k < start.size(); k++) moved += std::fabs(start[k] - params[0][k]) > 1e-3f ? 1 : 0;
+  EXPECT_GT(moved, start.size() / 2);
+  for (int mode = 1; mode < 3; mode++) {
+    ASSERT_EQ(params[mode].size(), params[0].size());
+    size_t bitwise = 0;
+    for (size_t k = 0; k < params[0].size(); k++) {
+      EXPECT_NEAR(params[mode][k], params[0][k], 1e-6 * (1 + std::fabs(params[0][k]))) << mode << " " << k;
+      bitwise += params[mode][k] == params[0][k] ? 1 : 0;
+    }
+    std::printf("deferred mode %d: %zu of %zu parameters bitwise equal to immediate mode's\n", mode, bitwise, params[0].size());
+  }
 }
 
 // Calls queued on a CPU stream: their tensors outlive the variables freed
