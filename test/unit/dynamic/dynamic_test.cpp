@@ -634,32 +634,50 @@ TEST(DynamicGraph, SmallCnnMatchesSymbolicPath) {
   std::vector<float> X(N * H * W * C), KW(K * 3 * 3 * C), KB(K), DW(O * 36), DB(O);
   for (auto* v : {&X, &KW, &KB, &DW, &DB})
     for (float& f : *v) f = u(rng);
-  // Dynamic.
-  ccv_nnc_dynamic_graph_t* g = ccv_nnc_dynamic_graph_new();
-  const V x = ccv_nnc_tensor_constant_new(g, f32n({N, H, W, C}));
-  const V kw = ccv_nnc_tensor_variable_new(g, f32n({K, 3, 3, C})), kb = ccv_nnc_tensor_variable_new(g, f32n({K}));
-  const V dw = ccv_nnc_tensor_variable_new(g, f32n({O, 36})), db = ccv_nnc_tensor_variable_new(g, f32n({O}));
-  std::memcpy(data(g, x), X.data(), X.size() * 4), std::memcpy(data(g, kw), KW.data(), KW.size() * 4);
-  std::memcpy(data(g, kb), KB.data(), KB.size() * 4), std::memcpy(data(g, dw), DW.data(), DW.size() * 4);
-  std::memcpy(data(g, db), DB.data(), DB.size() * 4);
-  const V c1 = ccv_nnc_tensor_variable_new(g), r1 = ccv_nnc_tensor_variable_new(g), p1 = ccv_nnc_tensor_variable_new(g);
-  auto dexec = [&](ccv_nnc_cmd_t cmd, ccv_nnc_hint_t hint, std::vector<V> in, std::vector<V> out) {
-    return ccv_nnc_dynamic_graph_exec(g, cmd, hint, 0, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()), 0,
-                                      nullptr);
-  };
-  ASSERT_EQ(dexec(conv, pad, {x, kw, kb}, {c1}), CCV_NNC_EXEC_SUCCESS) << last_error();
-  ASSERT_EQ(dexec(plain(CCV_NNC_RELU_FORWARD), ccv_nnc_no_hint, {c1}, {r1}), CCV_NNC_EXEC_SUCCESS) << last_error();
-  ASSERT_EQ(dexec(pool, pool_hint, {r1}, {p1}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  // Dynamic, in immediate mode, then deferred (the forward and the backward one planned graph).
   int ofs[CCV_NNC_MAX_DIM_ALLOC] = {}, st[CCV_NNC_MAX_DIM_ALLOC] = {};
-  const V flat = ccv_nnc_tensor_variable_alias_new(g, p1, ofs, st, f32n({N, 36}));
-  ASSERT_NE(flat, nullptr) << last_error();
-  const V y = ccv_nnc_tensor_variable_new(g), sq = ccv_nnc_tensor_variable_new(g), loss = ccv_nnc_tensor_variable_new(g);
-  ASSERT_EQ(dexec(gemm_wt(), ccv_nnc_no_hint, {flat, dw, db}, {y}), CCV_NNC_EXEC_SUCCESS) << last_error();
-  ASSERT_EQ(dexec(plain(CCV_NNC_EWPROD_FORWARD), ccv_nnc_no_hint, {y, y}, {sq}), CCV_NNC_EXEC_SUCCESS) << last_error();
-  ASSERT_EQ(dexec(reduce_all(), ccv_nnc_no_hint, {sq}, {loss}), CCV_NNC_EXEC_SUCCESS) << last_error();
-  const V gkw = ccv_nnc_tensor_variable_new(g), gkb = ccv_nnc_tensor_variable_new(g), gdw = ccv_nnc_tensor_variable_new(g);
-  ccv_nnc_dynamic_graph_backward(g, VL(loss), nullptr, VL(kw, kb, dw), VL(gkw, gkb, gdw), nullptr);
-  ASSERT_STREQ(last_error().c_str(), "");
+  std::vector<float> dyn_loss(2), dyn_grads[2][3];
+  for (int deferred = 0; deferred < 2; deferred++) {
+    ccv_nnc_dynamic_graph_t* g = ccv_nnc_dynamic_graph_new();
+    const V x = ccv_nnc_tensor_constant_new(g, f32n({N, H, W, C}));
+    const V kw = ccv_nnc_tensor_variable_new(g, f32n({K, 3, 3, C})), kb = ccv_nnc_tensor_variable_new(g, f32n({K}));
+    const V dw = ccv_nnc_tensor_variable_new(g, f32n({O, 36})), db = ccv_nnc_tensor_variable_new(g, f32n({O}));
+    std::memcpy(data(g, x), X.data(), X.size() * 4), std::memcpy(data(g, kw), KW.data(), KW.size() * 4);
+    std::memcpy(data(g, kb), KB.data(), KB.size() * 4), std::memcpy(data(g, dw), DW.data(), DW.size() * 4);
+    std::memcpy(data(g, db), DB.data(), DB.size() * 4);
+    if (deferred) ASSERT_EQ(ccv_nnc_dynamic_graph_set_deferred(g, 1), 0);
+    const V c1 = ccv_nnc_tensor_variable_new(g), r1 = ccv_nnc_tensor_variable_new(g), p1 = ccv_nnc_tensor_variable_new(g);
+    auto dexec = [&](ccv_nnc_cmd_t cmd, ccv_nnc_hint_t hint, std::vector<V> in, std::vector<V> out) {
+      return ccv_nnc_dynamic_graph_exec(g, cmd, hint, 0, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()), 0,
+                                        nullptr);
+    };
+    ASSERT_EQ(dexec(conv, pad, {x, kw, kb}, {c1}), CCV_NNC_EXEC_SUCCESS) << last_error();
+    ASSERT_EQ(dexec(plain(CCV_NNC_RELU_FORWARD), ccv_nnc_no_hint, {c1}, {r1}), CCV_NNC_EXEC_SUCCESS) << last_error();
+    ASSERT_EQ(dexec(pool, pool_hint, {r1}, {p1}), CCV_NNC_EXEC_SUCCESS) << last_error();
+    const V flat = ccv_nnc_tensor_variable_alias_new(g, p1, ofs, st, f32n({N, 36}));  // in the deferred mode, of a value not made yet
+    ASSERT_NE(flat, nullptr) << last_error();
+    const V y = ccv_nnc_tensor_variable_new(g), sq = ccv_nnc_tensor_variable_new(g), loss = ccv_nnc_tensor_variable_new(g);
+    ASSERT_EQ(dexec(gemm_wt(), ccv_nnc_no_hint, {flat, dw, db}, {y}), CCV_NNC_EXEC_SUCCESS) << last_error();
+    ASSERT_EQ(dexec(plain(CCV_NNC_EWPROD_FORWARD), ccv_nnc_no_hint, {y, y}, {sq}), CCV_NNC_EXEC_SUCCESS) << last_error();
+    ASSERT_EQ(dexec(reduce_all(), ccv_nnc_no_hint, {sq}, {loss}), CCV_NNC_EXEC_SUCCESS) << last_error();
+    for (V v : {c1, r1, sq}) ccv_nnc_tensor_variable_free(g, v);
+    const V gkw = ccv_nnc_tensor_variable_new(g), gkb = ccv_nnc_tensor_variable_new(g), gdw = ccv_nnc_tensor_variable_new(g);
+    ccv_nnc_dynamic_graph_backward(g, VL(loss), nullptr, VL(kw, kb, dw), VL(gkw, gkb, gdw), nullptr);
+    ASSERT_STREQ(last_error().c_str(), "");
+    dyn_loss[static_cast<size_t>(deferred)] = data(g, loss)[0];
+    const V dyn[3] = {gkw, gkb, gdw};
+    for (int i = 0; i < 3; i++) {
+      const ccv_nnc_tensor_t* t = ccv_nnc_tensor_from_variable(g, dyn[i]);
+      ASSERT_NE(t, nullptr) << last_error();
+      dyn_grads[deferred][i].assign(t->data.f32, t->data.f32 + ccv_nnc_tensor_count(t->info));
+    }
+    // The alias reads the pooled value the run made.
+    const ccv_nnc_tensor_t* ft = ccv_nnc_tensor_from_variable(g, flat);
+    ASSERT_NE(ft, nullptr) << last_error();
+    const ccv_nnc_tensor_t* pt = ccv_nnc_tensor_from_variable(g, p1);
+    EXPECT_EQ(ft->data.f32, pt->data.f32);
+    ccv_nnc_dynamic_graph_free(g);
+  }
   // Symbolic.
   ccv_nnc_symbolic_graph_t* sg = ccv_nnc_symbolic_graph_new();
   using TS = ccv_nnc_tensor_symbol_t;
@@ -699,21 +717,23 @@ TEST(DynamicGraph, SmallCnnMatchesSymbolicPath) {
   std::memcpy(ccv_nnc_tensor_from_symbol(ta, sdw)->data.f32, DW.data(), DW.size() * 4);
   std::memcpy(ccv_nnc_tensor_from_symbol(ta, sdb)->data.f32, DB.data(), DB.size() * 4);
   ASSERT_EQ(ccv_nnc_graph_run(cg, 0, nullptr, 0, nullptr, 0, nullptr, nullptr), CCV_NNC_EXEC_SUCCESS) << last_error();
-  EXPECT_NEAR(data(g, loss)[0], ccv_nnc_tensor_from_symbol(ta, sl)->data.f32[0], 1e-5 * (1 + std::fabs(data(g, loss)[0])));
-  const V dyn[3] = {gkw, gkb, gdw};
   const int counts[3] = {K * 9 * C, K, O * 36};
-  for (int i = 0; i < 3; i++) {
-    const float* a = data(g, dyn[i]);
-    const float* b = ccv_nnc_tensor_from_symbol(ta, grads[static_cast<size_t>(i)])->data.f32;
-    double largest = 1;
-    for (int k = 0; k < counts[i]; k++) largest = std::max(largest, std::fabs(static_cast<double>(b[k])));
-    for (int k = 0; k < counts[i]; k++) EXPECT_NEAR(a[k], b[k], 1e-5 * largest) << i << " " << k;
+  for (int deferred = 0; deferred < 2; deferred++) {
+    const float sym_loss = ccv_nnc_tensor_from_symbol(ta, sl)->data.f32[0];
+    EXPECT_NEAR(dyn_loss[static_cast<size_t>(deferred)], sym_loss, 1e-5 * (1 + std::fabs(sym_loss))) << deferred;
+    for (int i = 0; i < 3; i++) {
+      const std::vector<float>& a = dyn_grads[deferred][i];
+      ASSERT_EQ(a.size(), static_cast<size_t>(counts[i]));
+      const float* b = ccv_nnc_tensor_from_symbol(ta, grads[static_cast<size_t>(i)])->data.f32;
+      double largest = 1;
+      for (int k = 0; k < counts[i]; k++) largest = std::max(largest, std::fabs(static_cast<double>(b[k])));
+      for (int k = 0; k < counts[i]; k++) EXPECT_NEAR(a[static_cast<size_t>(k)], b[k], 1e-5 * largest) << deferred << " " << i << " " << k;
+    }
   }
   ccv_nnc_graph_free(cg);
   ccv_nnc_tensor_arena_free(ta);
   ccv_nnc_graph_exec_arena_free(ea);
   ccv_nnc_symbolic_graph_free(sg);
-  ccv_nnc_dynamic_graph_free(g);
 }
 
 int destroyed = 0;
