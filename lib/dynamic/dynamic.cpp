@@ -517,7 +517,18 @@ Built build_recording(DG* g, const char* what) {
     std::vector<ccv_nnc_tensor_symbol_t> in, out;
     for (const DG::Source& src : r.inputs)
       in.push_back(src.storage || src.pending ? source_symbol(src) : ccv_nnc_tensor_symbol_t{CCV_NNC_NO_TENSOR_SYMBOL, nullptr});
-    for (const auto& o : r.outputs) {
+    for (size_t j = 0; j < r.outputs.size(); j++) {
+      const auto& o = r.outputs[j];
+      if (!o && j < r.views.size() && r.views[j].alias) {
+        const DG::Source& view = r.views[j];
+        if (!b.pending_symbols.count(view.pending.get())) {  // its first part: the value, zeros where no part is written
+          const int s = symbolic::tensor_new(sg, view.pending->info, nullptr).d;
+          sg->tensors[static_cast<size_t>(s)].flags |= CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS;
+          b.pending_symbols[view.pending.get()] = s;
+        }
+        out.push_back(source_symbol(view));
+        continue;
+      }
       if (!o) {
         out.push_back({CCV_NNC_NO_TENSOR_SYMBOL, nullptr});
         continue;
@@ -699,6 +710,7 @@ int record(DG* g, const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flag
   r.hint = hint;
   r.flags = flags;
   std::vector<ccv_nnc_tensor_param_t> in_params(static_cast<size_t>(input_size)), out_params(static_cast<size_t>(output_size));
+  bool differentiable = false;
   for (int i = 0; i < input_size; i++) {
     if (!inputs[i]) {
       r.inputs.emplace_back();
@@ -707,27 +719,69 @@ int record(DG* g, const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flag
     Var* v = check_var(g, inputs[i], what, "input", i);
     r.inputs.push_back(source_of(g, v, i, what));
     in_params[static_cast<size_t>(i)] = r.inputs.back().info;
+    differentiable = differentiable || !v->constant;
   }
   ccv_nnc_hint_tensor_auto(cmd, in_params.data(), input_size, hint, out_params.data(), output_size);
+  // Writes into aliases. The recording is a symbolic graph, where a value has
+  // one writer, or several writing disjoint parts through aliases: so a
+  // variable is written through its aliases only while it holds no value
+  // (a concatenation written in place); its parts not written are zeros, as
+  // in immediate mode. Not traced, as in immediate mode.
+  std::vector<std::pair<Var*, std::shared_ptr<ccv_nnc_deferred_value_s>>> rebased;
+  r.views.resize(static_cast<size_t>(output_size));
   for (int j = 0; j < output_size; j++) {
     Var* v = outputs[j];
-    if (!v) {
+    if (!v || !v->alias_of) continue;
+    check_var(g, v, what, "output", j);
+    NNC_CHECK(!v->constant, "%s: output %d is a constant; constants are never written", what, j);
+    NNC_CHECK(g->no_grad || !differentiable || !traced,
+              "%s: output %d is an alias; writing into part of a variable is not traced (do it between set_no_grad(1) and (0))", what, j);
+    NNC_CHECK(!v->orphan, "%s: output %d is an alias of a freed variable", what, j);
+    Var* base = v->alias_of;
+    for (int k = 0; k < j; k++) NNC_CHECK(outputs[k] != v, "%s: outputs %d and %d are the same variable", what, k, j);
+    std::shared_ptr<ccv_nnc_deferred_value_s> next;
+    for (const auto& rb : rebased)
+      if (rb.first == base) next = rb.second;
+    if (!next && base->pending && base->pending->parts && !base->pending->storage) next = base->pending;  // another part
+    if (!next) {
+      NNC_CHECK(!base->pending && !base->value,
+                "%s: output %d is an alias of a variable that holds a value; in the deferred mode a variable is written through its "
+                "aliases only while it has no value yet (its parts, like a concatenation, before it is read)",
+                what, j);
+      next = std::make_shared<ccv_nnc_deferred_value_s>();
+      next->info = base->info;
+      next->traced = false;
+      next->parts = true;
+      rebased.emplace_back(base, next);
+    }
+    DG::Source& view = r.views[static_cast<size_t>(j)];
+    view.pending = next;
+    view.alias = true;
+    view.info = v->info;
+    std::memcpy(view.ofs, v->ofs, sizeof(view.ofs));
+    std::memcpy(view.stride, v->stride, sizeof(view.stride));
+  }
+  for (int j = 0; j < output_size; j++) {
+    Var* v = outputs[j];
+    if (!v || v->alias_of) {
       r.outputs.emplace_back();
       continue;
     }
     check_var(g, v, what, "output", j);
     NNC_CHECK(!v->constant, "%s: output %d is a constant; constants are never written", what, j);
-    NNC_CHECK(!v->alias_of, "%s: output %d is an alias; writing into part of a variable is not supported in the deferred mode yet", what, j);
+    for (const auto& rb : rebased)
+      NNC_CHECK(rb.first != v, "%s: output %d is written whole and through an alias in the same call", what, j);
     ccv_nnc_tensor_param_t p = nd_of(v->info.dim) > 0 ? v->info : out_params[static_cast<size_t>(j)];
     NNC_CHECK(nd_of(p.dim) > 0, "%s: cannot infer the shape of output %d from the inputs; give the variable one", what, j);
     for (int k = 0; k < j; k++) NNC_CHECK(outputs[k] != v, "%s: outputs %d and %d are the same variable", what, k, j);
     auto value = std::make_shared<ccv_nnc_deferred_value_s>();
     value->info = p;
-    value->traced = traced && !g->no_grad;
+    value->traced = traced && !g->no_grad && differentiable;
     r.outputs.push_back(value);
   }
   for (int j = 0; j < output_size; j++)
-    if (outputs[j]) assign_pending(g, outputs[j], r.outputs[static_cast<size_t>(j)]);
+    if (outputs[j] && !outputs[j]->alias_of) assign_pending(g, outputs[j], r.outputs[static_cast<size_t>(j)]);
+  for (auto& [base, next] : rebased) assign_pending(g, base, next);
   g->records.push_back(std::move(r));
   return CCV_NNC_EXEC_SUCCESS;
 }
@@ -1024,8 +1078,14 @@ NNC_API int ccv_nnc_dynamic_graph_exec(ccv_nnc_dynamic_graph_t* const graph, con
       if (v->alias_of) {
         NNC_CHECK(graph->no_grad || !differentiable,
                   "%s: output %d is an alias; writing into part of a variable is not traced yet (do it between set_no_grad(1) and (0))", what, j);
+        Var* base = v->alias_of;
+        if (!v->orphan && !base->value) {  // written in parts (a concatenation): zeros where no part is written
+          base->value = new_storage(graph, base->info, what);
+          std::memset(base->value->data.u8, 0, ccv_nnc_tensor_data_size(base->value->info));
+          if (base->symbol >= 0) graph->symbols[static_cast<size_t>(base_of(graph, base->symbol))].value = base->value;
+        }
         out[static_cast<size_t>(j)] = tensor_of(v);
-        NNC_CHECK(out[static_cast<size_t>(j)], "%s: output %d is an alias of a variable with no value yet", what, j);
+        NNC_CHECK(out[static_cast<size_t>(j)], "%s: output %d is an alias of a variable with no value", what, j);
         continue;
       }
       ccv_nnc_tensor_param_t p = nd_of(v->info.dim) > 0 ? v->info : out_params[static_cast<size_t>(j)];

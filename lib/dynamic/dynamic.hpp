@@ -34,6 +34,7 @@ struct ccv_nnc_deferred_value_s {
   // recorded later differentiates it; a value not kept is computed again
   // (the variable that held it was freed, and with it the storage).
   std::shared_ptr<ccv_nnc_tensor_t> storage;
+  bool parts = false;  // written in parts through aliases (zeros where none is)
 };
 
 struct ccv_nnc_tensor_variable_s {
@@ -124,6 +125,9 @@ struct ccv_nnc_dynamic_graph_s {
     int flags = 0;
     std::vector<Source> inputs;  // an empty slot has neither storage nor pending
     std::vector<std::shared_ptr<ccv_nnc_deferred_value_s>> outputs;
+    // An output written through an alias: its slot in `outputs` is empty and
+    // here (alias set) is the view into the value `pending` (made in parts).
+    std::vector<Source> views;
     bool done = false;       // run already (kept for a later backward)
     int f_size = 0;          // backward: how many inputs are f values
     std::vector<Source> df;  // backward: a seed per f (an empty slot: ones)

@@ -577,6 +577,69 @@ TEST(DynamicGraph, DeferredTrainingMatchesImmediate) {
   }
 }
 
+// Writing through aliases: a variable with no value yet written in parts (a
+// concatenation in place, strided views; zeros where no part is written), the
+// same in immediate and deferred mode; an alias made of a value not yet
+// computed, read; what the deferred mode refuses.
+TEST(DynamicGraph, DeferredAliasWrites) {
+  constexpr int R = 4, C = 6;
+  std::vector<float> got[2], view_got[2];
+  for (int deferred = 0; deferred < 2; deferred++) {
+    ccv_nnc_dynamic_graph_t* g = ccv_nnc_dynamic_graph_new();
+    const V a = ccv_nnc_tensor_variable_new(g, f32(R, 2)), b = ccv_nnc_tensor_variable_new(g, f32(R, 3));
+    for (int k = 0; k < R * 2; k++) data(g, a)[k] = 0.1f * static_cast<float>(k) - 0.3f;
+    for (int k = 0; k < R * 3; k++) data(g, b)[k] = 1.f - 0.15f * static_cast<float>(k);
+    if (deferred) ASSERT_EQ(ccv_nnc_dynamic_graph_set_deferred(g, 1), 0);
+    const V cat = ccv_nnc_tensor_variable_new(g, f32(R, C));
+    int ofs[CCV_NNC_MAX_DIM_ALLOC] = {0, 0}, stride[CCV_NNC_MAX_DIM_ALLOC] = {C, 1};
+    const V left = ccv_nnc_tensor_variable_alias_new(g, cat, ofs, stride, f32(R, 2));
+    ofs[1] = 2;
+    const V right = ccv_nnc_tensor_variable_alias_new(g, cat, ofs, stride, f32(R, 3));  // column 5 is left unwritten
+    ASSERT_NE(right, nullptr) << last_error();
+    ccv_nnc_cmd_t half = plain(CCV_NNC_SCALAR_MUL_FORWARD);
+    half.info.blas.a[0] = 0.5f;
+    // Traced writes into part of a variable are refused, in both modes.
+    EXPECT_NE(exec(g, plain(CCV_NNC_EWEXP_FORWARD), {a}, {left}), CCV_NNC_EXEC_SUCCESS);
+    EXPECT_NE(last_error().find("writing into part of a variable is not traced"), std::string::npos) << last_error();
+    ccv_nnc_dynamic_graph_set_no_grad(g, 1);
+    ASSERT_EQ(exec(g, plain(CCV_NNC_EWEXP_FORWARD), {a}, {left}), CCV_NNC_EXEC_SUCCESS) << last_error();
+    ASSERT_EQ(exec(g, half, {b}, {right}), CCV_NNC_EXEC_SUCCESS) << last_error();
+    ccv_nnc_dynamic_graph_set_no_grad(g, 0);
+    // An alias of cat made now (in the deferred mode, of a value not computed yet): column 2 read through it.
+    int vofs[CCV_NNC_MAX_DIM_ALLOC] = {0, 2}, vstride[CCV_NNC_MAX_DIM_ALLOC] = {C, 1};
+    const V col = ccv_nnc_tensor_variable_alias_new(g, cat, vofs, vstride, f32(R, 1));
+    ASSERT_NE(col, nullptr) << last_error();
+    const V sq = ccv_nnc_tensor_variable_new(g);
+    ASSERT_EQ(exec(g, plain(CCV_NNC_EWPROD_FORWARD), {col, col}, {sq}), CCV_NNC_EXEC_SUCCESS) << last_error();
+    const ccv_nnc_tensor_t* ct = ccv_nnc_tensor_from_variable(g, cat);
+    ASSERT_NE(ct, nullptr) << last_error();
+    got[deferred].assign(ct->data.f32, ct->data.f32 + R * C);
+    const ccv_nnc_tensor_t* qt = ccv_nnc_tensor_from_variable(g, sq);
+    ASSERT_NE(qt, nullptr) << last_error();
+    view_got[deferred].assign(qt->data.f32, qt->data.f32 + R);
+    if (deferred) {
+      // cat holds a value now: further writes through its aliases are refused in the deferred mode.
+      ccv_nnc_dynamic_graph_set_no_grad(g, 1);
+      EXPECT_NE(exec(g, half, {b}, {right}), CCV_NNC_EXEC_SUCCESS);
+      EXPECT_NE(last_error().find("holds a value"), std::string::npos) << last_error();
+      ccv_nnc_dynamic_graph_set_no_grad(g, 0);
+      EXPECT_EQ(data(g, cat)[2], got[deferred][2]);  // and cat is as it was
+    }
+    ccv_nnc_dynamic_graph_free(g);
+  }
+  for (int r = 0; r < R; r++)
+    for (int k = 0; k < C; k++) {
+      const double expected = k < 2 ? std::exp(0.1 * (r * 2 + k) - 0.3) : k < 5 ? 0.5 * (1 - 0.15 * (r * 3 + k - 2)) : 0.0;
+      EXPECT_NEAR(got[0][static_cast<size_t>(r * C + k)], expected, 1e-6 * (1 + std::fabs(expected))) << r << " " << k;
+      EXPECT_EQ(got[1][static_cast<size_t>(r * C + k)], got[0][static_cast<size_t>(r * C + k)]) << r << " " << k;
+    }
+  for (int r = 0; r < R; r++) {
+    const double v = 0.5 * (1 - 0.15 * (r * 3));
+    EXPECT_NEAR(view_got[0][static_cast<size_t>(r)], v * v, 1e-6) << r;
+    EXPECT_EQ(view_got[1][static_cast<size_t>(r)], view_got[0][static_cast<size_t>(r)]) << r;
+  }
+}
+
 // Calls queued on a CPU stream: their tensors outlive the variables freed
 // before the stream ran them.
 TEST(DynamicGraph, StreamKeepsTensorsAlive) {
