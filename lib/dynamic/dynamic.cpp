@@ -434,6 +434,7 @@ struct Built {
   std::unordered_map<const ccv_nnc_tensor_t*, int> storage_symbols;
   std::vector<std::pair<std::shared_ptr<ccv_nnc_tensor_t>, int>> storages;  // in first-use order
   std::unordered_map<const ccv_nnc_deferred_value_s*, int> pending_symbols;
+  std::vector<std::pair<std::shared_ptr<ccv_nnc_tensor_t>, int>> roots;  // updates written in place
 };
 
 // A recorded backward: the symbolic autodiff over the calls recorded before
@@ -479,6 +480,7 @@ Built build_recording(DG* g, const char* what) {
   ccv_nnc_symbolic_graph_t* sg = b.sg.get();
   std::unordered_map<std::string, int> alias_symbols;
   std::vector<int> done_execs;
+  std::vector<std::pair<int, int>> updates;  // (update exec, the symbol of the value it overwrites)
   auto source_symbol = [&](const DG::Source& src) -> ccv_nnc_tensor_symbol_t {
     int base;
     auto pit = src.pending ? b.pending_symbols.find(src.pending.get()) : b.pending_symbols.end();
@@ -538,6 +540,8 @@ Built build_recording(DG* g, const char* what) {
       if (o->storage) {  // made by a run before and kept: bound to its storage
         b.storage_symbols[o->storage.get()] = s.d;
         b.storages.emplace_back(o->storage, s.d);
+      } else if (o->root) {
+        b.roots.emplace_back(o->root, s.d);
       }
       out.push_back(s);
     }
@@ -546,9 +550,23 @@ Built build_recording(DG* g, const char* what) {
     bool kept = r.done;
     for (const auto& o : r.outputs) kept = kept && (!o || o->storage);
     if (kept) done_execs.push_back(e);
+    if (r.update)
+      for (size_t j = 0; j < r.outputs.size(); j++)
+        if (r.outputs[j] && r.outputs[j]->root && j + 1 < in.size() && in[j + 1].d >= 0) updates.emplace_back(e, in[j + 1].d);
   }
   // Calls run before whose values are all kept: there for the autodiff only, not to run again.
   for (int e : done_execs) symbolic::exec_free(sg, {e, sg});
+  // An update in place comes after every read of the value it overwrites
+  // (the forward's and the backward's).
+  for (const auto& [e, old] : updates) {
+    const int ob = symbolic::base_of(sg, old);
+    for (size_t x = 0; x < sg->execs.size(); x++) {
+      if (static_cast<int>(x) == e || CCV_NNC_GRAPH_EXEC_IS_DEAD(sg->execs[x].flags)) continue;
+      bool reads = false;
+      for (int d : sg->execs[x].inputs) reads = reads || (d >= 0 && symbolic::base_of(sg, d) == ob);
+      if (reads) symbolic::concat(sg, static_cast<int>(x), e);
+    }
+  }
   symbolic::autogen(sg, {}, true);
   return b;
 }
@@ -644,7 +662,13 @@ void flush(DG* g) {
   for (const auto& st : b.storages)
     if (!CCV_NNC_TENSOR_SYMBOL_IS_DEAD(sg->tensors[static_cast<size_t>(st.second)].flags)) binds.push_back({{st.second, sg}, st.first.get()});
   std::unordered_map<int, std::shared_ptr<ccv_nnc_tensor_t>> made;
+  for (const auto& rt : b.roots)
+    if (!CCV_NNC_TENSOR_SYMBOL_IS_DEAD(sg->tensors[static_cast<size_t>(rt.second)].flags)) {
+      made[rt.second] = rt.first;
+      binds.push_back({{rt.second, sg}, rt.first.get()});
+    }
   for (const auto& w : wanted) {
+    if (made.count(w.d)) continue;  // updated in place
     made[w.d] = new_storage(g, sg->tensors[static_cast<size_t>(w.d)].info, what);
     binds.push_back({w, made[w.d].get()});
   }
@@ -1572,8 +1596,14 @@ NNC_API void ccv_nnc_dynamic_graph_apply_gradients(ccv_nnc_dynamic_graph_t* cons
           out.push_back(a);
         }
         // Not traced: a parameter after its update is a leaf, as in immediate mode.
+        // In place, as immediate mode updates: into the storage the value is (or will be) in.
+        std::vector<std::shared_ptr<ccv_nnc_tensor_t>> roots;
+        for (auto v : out) roots.push_back(v->pending ? (v->pending->root ? v->pending->root : v->pending->storage) : v->value);
         record(dynamic_graph, minimizer, ccv_nnc_no_hint, 0, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()),
                false);
+        DG::Record& r = dynamic_graph->records.back();
+        r.update = true;
+        for (size_t k = 0; k < roots.size() && k < r.outputs.size(); k++) r.outputs[k]->root = roots[k];
       }
       return;
     }

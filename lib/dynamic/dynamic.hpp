@@ -35,6 +35,9 @@ struct ccv_nnc_deferred_value_s {
   // (the variable that held it was freed, and with it the storage).
   std::shared_ptr<ccv_nnc_tensor_t> storage;
   bool parts = false;  // written in parts through aliases (zeros where none is)
+  // A parameter update's result: written in place into this storage (the
+  // parameter's, as immediate mode does), after every read of the value before.
+  std::shared_ptr<ccv_nnc_tensor_t> root;
 };
 
 struct ccv_nnc_tensor_variable_s {
@@ -129,6 +132,7 @@ struct ccv_nnc_dynamic_graph_s {
     // here (alias set) is the view into the value `pending` (made in parts).
     std::vector<Source> views;
     bool done = false;       // run already (kept for a later backward)
+    bool update = false;     // a minimizer: inputs |g|x|aux..|, outputs |x|aux..| (in place where a root is set)
     int f_size = 0;          // backward: how many inputs are f values
     std::vector<Source> df;  // backward: a seed per f (an empty slot: ones)
   };

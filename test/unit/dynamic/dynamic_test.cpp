@@ -520,6 +520,8 @@ void mlp_training(int mode, int steps, std::vector<float>* params, std::vector<f
     const ccv_nnc_tensor_t* tv = ccv_nnc_tensor_from_variable(g, v);
     for (int k = 0; k < ccv_nnc_tensor_count(tv->info); k++) tv->data.f32[k] = u(rng);
   }
+  std::vector<const void*> where;  // parameters are updated in place in both modes
+  for (V v : {w1, b1, w2, b2}) where.push_back(ccv_nnc_tensor_from_variable(g, v)->data.u8);
   if (mode > 0) ASSERT_EQ(ccv_nnc_dynamic_graph_set_deferred(g, 1), 0);
   ccv_nnc_cmd_t minus = plain(CCV_NNC_ADD_FORWARD);
   minus.info.blas.a[0] = 1;
@@ -543,8 +545,10 @@ void mlp_training(int mode, int steps, std::vector<float>* params, std::vector<f
     ASSERT_STREQ(last_error().c_str(), "") << step;
     for (V v : {a, t, y, e, sq, loss}) ccv_nnc_tensor_variable_free(g, v);
   }
+  size_t in_place = 0;
   for (V v : {w1, b1, w2, b2}) {
     const ccv_nnc_tensor_t* tv = ccv_nnc_tensor_from_variable(g, v);
+    EXPECT_EQ(static_cast<const void*>(tv->data.u8), where[in_place++]) << mode;
     params->insert(params->end(), tv->data.f32, tv->data.f32 + ccv_nnc_tensor_count(tv->info));
   }
   ccv_nnc_dynamic_graph_free(g);
