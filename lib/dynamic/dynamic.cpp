@@ -435,6 +435,7 @@ struct Built {
   std::vector<std::pair<std::shared_ptr<ccv_nnc_tensor_t>, int>> storages;  // in first-use order
   std::unordered_map<const ccv_nnc_deferred_value_s*, int> pending_symbols;
   std::vector<std::pair<std::shared_ptr<ccv_nnc_tensor_t>, int>> roots;  // updates written in place
+  std::vector<std::pair<int, int>> backward_execs;                        // [begin, end) of each recorded backward's execs
 };
 
 // A recorded backward: the symbolic autodiff over the calls recorded before
@@ -445,8 +446,10 @@ void add_backward(ccv_nnc_symbolic_graph_t* sg, const DG::Record& r, SourceSymbo
   std::vector<ccv_nnc_tensor_symbol_t> f, wrt;
   for (size_t i = 0; i < r.inputs.size(); i++) (static_cast<int>(i) < r.f_size ? f : wrt).push_back(source_symbol(r.inputs[i]));
   symbolic::autogen(sg, {}, false);  // the forward's order, which the autodiff walks
+  const int begin = static_cast<int>(sg->execs.size());
   ccv_nnc_symbolic_graph_backward(sg, f.data(), static_cast<int>(f.size()), wrt.data(), static_cast<int>(wrt.size()), nullptr, 0, nullptr, 0);
   NNC_CHECK(std::string(ccv_nnc_error_message()).empty(), "%s: differentiating the recording: %s", what, ccv_nnc_error_message());
+  b.backward_execs.emplace_back(begin, static_cast<int>(sg->execs.size()));
   const ccv_nnc_cmd_t copy = ccv_nnc_cmd(CCV_NNC_DATA_TRANSFER_FORWARD, nullptr, ccv_nnc_cmd_auto, 0);
   for (size_t i = 0; i < f.size(); i++) {
     const ccv_nnc_tensor_symbol_t seed = ccv_nnc_tensor_symbol_for_backward(sg, f[i]);
@@ -565,6 +568,32 @@ Built build_recording(DG* g, const char* what) {
       bool reads = false;
       for (int d : sg->execs[x].inputs) reads = reads || (d >= 0 && symbolic::base_of(sg, d) == ob);
       if (reads) symbolic::concat(sg, static_cast<int>(x), e);
+    }
+  }
+  // An update runs as soon as its gradient is made, before the backward goes
+  // on to the next command: each gradient is freed at once instead of all of
+  // them being held until the backward ends (the first exec after the
+  // gradient's maker that does not lead to the update).
+  symbolic::autogen(sg, {}, false);
+  std::vector<int> update_execs;
+  for (const auto& u : updates)
+    if (std::find(update_execs.begin(), update_execs.end(), u.first) == update_execs.end()) update_execs.push_back(u.first);
+  for (int e : update_execs) {
+    const int gi = sg->execs[static_cast<size_t>(e)].inputs.empty() ? -1 : sg->execs[static_cast<size_t>(e)].inputs[0];
+    if (gi < 0) continue;
+    int w = -1;
+    for (int x : sg->tensors[static_cast<size_t>(symbolic::base_of(sg, gi))].writers)
+      if (!CCV_NNC_GRAPH_EXEC_IS_DEAD(sg->execs[static_cast<size_t>(x)].flags)) w = x;
+    for (const auto& [begin, end] : b.backward_execs) {
+      if (w < begin || w >= end) continue;
+      for (int n = w + 1; n < end; n++) {
+        if (n == e || CCV_NNC_GRAPH_EXEC_IS_DEAD(sg->execs[static_cast<size_t>(n)].flags)) continue;
+        try {
+          symbolic::concat(sg, e, n);
+          break;
+        } catch (...) {  // n leads to the update: try the next
+        }
+      }
     }
   }
   symbolic::autogen(sg, {}, true);
