@@ -300,7 +300,7 @@ void destroy(DG* g, Var* v) {
     v->aliases.clear();
   }
   // A value a run made and this variable held: the recording computes it again if a backward needs it.
-  if (!v->alias_of && v->pending) v->pending->storage.reset();
+  if (!v->alias_of && v->pending && !v->pending->keep) v->pending->storage.reset();
   v->pending.reset();
   v->value.reset();
   v->view.reset();
@@ -678,6 +678,19 @@ void flush(DG* g) {
       if (!seen) wanted.push_back({it->second, sg});
       holders.push_back(v.get());
     }
+  // Values computing again would change (random draws): kept, for a backward recorded later.
+  std::vector<std::pair<ccv_nnc_deferred_value_s*, int>> kept_values;
+  for (const DG::Record& r : g->records)
+    if (!r.done)
+      for (const auto& o : r.outputs)
+        if (o && o->keep && !o->storage) {
+          auto it = b.pending_symbols.find(o.get());
+          if (it == b.pending_symbols.end()) continue;
+          kept_values.emplace_back(o.get(), it->second);
+          bool seen = false;
+          for (const auto& w : wanted) seen = seen || w.d == it->second;
+          if (!seen) wanted.push_back({it->second, sg});
+        }
   for (const auto& st : b.storages) binds_symbols.push_back({st.second, sg});
   const int passes[] = {CCV_NNC_SIMPLIFY_COMMON_SUBEXPRESSION_ELIMINATION, CCV_NNC_SIMPLIFY_GRAPH_PRUNING};
   ccv_nnc_symbolic_graph_simplify(sg, passes, 2, binds_symbols.data(), static_cast<int>(binds_symbols.size()), wanted.data(),
@@ -719,6 +732,7 @@ void flush(DG* g) {
     v->pending->storage = v->value;
     if (!v->pending->traced) v->pending.reset();  // not differentiated again: a leaf from here
   }
+  for (const auto& [value, d] : kept_values) value->storage = made[d];
   consume.ran = true;
 }
 
@@ -830,6 +844,7 @@ int record(DG* g, const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flag
     auto value = std::make_shared<ccv_nnc_deferred_value_s>();
     value->info = p;
     value->traced = traced && !g->no_grad && differentiable;
+    value->keep = value->traced && !memoizable(cmd) && cmd.cmd != CCV_NNC_NOOP;
     r.outputs.push_back(value);
   }
   for (int j = 0; j < output_size; j++)

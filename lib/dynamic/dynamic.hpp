@@ -35,6 +35,9 @@ struct ccv_nnc_deferred_value_s {
   // (the variable that held it was freed, and with it the storage).
   std::shared_ptr<ccv_nnc_tensor_t> storage;
   bool parts = false;  // written in parts through aliases (zeros where none is)
+  // Made by a command that draws random numbers (or a custom one): never
+  // computed again for a backward, so a run keeps it while its call stays recorded.
+  bool keep = false;
   // A parameter update's result: written in place into this storage (the
   // parameter's, as immediate mode does), after every read of the value before.
   std::shared_ptr<ccv_nnc_tensor_t> root;

@@ -503,6 +503,44 @@ TEST(DynamicGraph, DeferredBackwardAgainstFiniteDifferences) {
   ccv_nnc_dynamic_graph_free(g);
 }
 
+// A random command's output freed before a read, differentiated after it:
+// the backward sees the values the forward drew (not a second draw).
+TEST(DynamicGraph, DeferredBackwardKeepsRandomDraws) {
+  constexpr int n = 1000;
+  ccv_nnc_dynamic_graph_t* g = ccv_nnc_dynamic_graph_new();
+  const V x = ccv_nnc_tensor_constant_new(g, f32(n)), w = ccv_nnc_tensor_variable_new(g, f32(n));
+  for (int k = 0; k < n; k++) data(g, x)[k] = 1 + 0.001f * static_cast<float>(k), data(g, w)[k] = 1;
+  ASSERT_EQ(ccv_nnc_dynamic_graph_set_deferred(g, 1), 0);
+  ccv_nnc_cmd_t drop = plain(CCV_NNC_DROPOUT_FORWARD);
+  drop.info.dropout.p = 0.5f;
+  const V xw = ccv_nnc_tensor_variable_new(g), y = ccv_nnc_tensor_variable_new(g), mask = ccv_nnc_tensor_variable_new(g);
+  const V loss = ccv_nnc_tensor_variable_new(g);
+  ASSERT_EQ(exec(g, plain(CCV_NNC_EWPROD_FORWARD), {x, w}, {xw}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ASSERT_EQ(exec(g, drop, {xw}, {y, mask}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ccv_nnc_cmd_t all = plain(CCV_NNC_REDUCE_SUM_FORWARD);
+  all.info.reduce.axis[0] = 0;
+  all.info.reduce.count = 1;
+  ASSERT_EQ(exec(g, all, {y}, {loss}), CCV_NNC_EXEC_SUCCESS) << last_error();
+  for (V v : {xw, y, mask}) ccv_nnc_tensor_variable_free(g, v);
+  const float l = data(g, loss)[0];  // runs the forward; y is not held by any variable
+  const V dw = ccv_nnc_tensor_variable_new(g);
+  ccv_nnc_dynamic_graph_backward(g, VL(loss), nullptr, VL(w), VL(dw), nullptr);
+  ASSERT_STREQ(last_error().c_str(), "");
+  // d loss / d w_k = x_k * (kept_k ? 2 : 0) and w_k = 1: with the draw the forward used, sum_k dw_k = loss.
+  double sum = 0;
+  int kept = 0;
+  for (int k = 0; k < n; k++) {
+    const float d = data(g, dw)[k];
+    sum += d;
+    kept += d != 0 ? 1 : 0;
+    if (d != 0) EXPECT_NEAR(d, 2 * (1 + 0.001 * k), 1e-5) << k;
+  }
+  EXPECT_GT(kept, n / 4);
+  EXPECT_LT(kept, 3 * n / 4);
+  EXPECT_NEAR(sum, l, 1e-3 * std::fabs(l));
+  ccv_nnc_dynamic_graph_free(g);
+}
+
 // The same training program (exec, minimize with SGD and momentum, frees,
 // reads) in immediate mode, in deferred mode reading the loss every step
 // (each step one planned graph), and in deferred mode reading only at the end
