@@ -69,18 +69,22 @@ std::shared_ptr<ccv_nnc_tensor_t> new_storage(DG* g, const ccv_nnc_tensor_param_
 }
 
 // A few tensors or parameters without a heap allocation for the common sizes.
+// The first n are value-initialised (only those: zeroing all N tensor
+// parameters costs a small call more than the rest of its bookkeeping).
 template <class T, size_t N = 8>
 class Small {
  public:
   explicit Small(size_t n) : n_(n) {
     if (n > N) heap_.resize(n);
+    else
+      for (size_t i = 0; i < n; i++) inline_[i] = T{};
   }
   T* data() { return n_ > N ? heap_.data() : inline_; }
   T& operator[](size_t i) { return data()[i]; }
 
  private:
   size_t n_;
-  T inline_[N]{};
+  T inline_[N];
   std::vector<T> heap_;
 };
 
@@ -196,10 +200,23 @@ void maybe_compact(DG* g) {
 
 // Remove what no variable and no needed command can reach from base symbol b.
 void prune(DG* g, int start) {
-  std::vector<int> work{start};
-  while (!work.empty()) {
-    const int b = work.back();
-    work.pop_back();
+  // A work list and copies of an exec's symbols, on the stack for the usual small cases.
+  std::vector<int> more;
+  int stack[16];
+  int top = 0;
+  stack[top++] = start;
+  auto push = [&](int b) {
+    if (top < 16) stack[top++] = b;
+    else more.push_back(b);
+  };
+  while (top > 0 || !more.empty()) {
+    int b;
+    if (!more.empty()) {
+      b = more.back();
+      more.pop_back();
+    } else {
+      b = stack[--top];
+    }
     if (dead_symbol(g, b) || needed(g, b)) continue;
     const int w = live_writer(g, b);
     if (w < 0) {  // a leaf
@@ -211,15 +228,18 @@ void prune(DG* g, int start) {
     for (int o : x.outputs)
       if (o >= 0) all = all && !needed(g, base_of(g, o));
     if (!all) continue;  // another output is still needed
-    const std::vector<int> ins = x.inputs, outs = x.outputs;
+    Small<int> ins(x.inputs.size()), outs(x.outputs.size());
+    const size_t n_in = x.inputs.size(), n_out = x.outputs.size();
+    std::copy(x.inputs.begin(), x.inputs.end(), ins.data());
+    std::copy(x.outputs.begin(), x.outputs.end(), outs.data());
     symbolic::exec_free(g->trace, {w, g->trace});
-    for (int o : outs)
-      if (o >= 0) drop_symbol(g, base_of(g, o));
-    for (int i : ins)
-      if (i >= 0) {
-        const int bi = base_of(g, i);
+    for (size_t k = 0; k < n_out; k++)
+      if (outs[k] >= 0) drop_symbol(g, base_of(g, outs[k]));
+    for (size_t k = 0; k < n_in; k++)
+      if (ins[k] >= 0) {
+        const int bi = base_of(g, ins[k]);
         g->symbols[static_cast<size_t>(bi)].readers--;
-        work.push_back(bi);
+        push(bi);
       }
   }
 }
@@ -1215,20 +1235,22 @@ NNC_API int ccv_nnc_dynamic_graph_exec(ccv_nnc_dynamic_graph_t* const graph, con
       }
     }
     const bool traced = !graph->no_grad && differentiable;
-    std::vector<int> in_symbols, out_symbols;
+    // (inline arrays: a heap allocation per call is a measurable part of a small call's cost)
+    Small<int> in_symbols(static_cast<size_t>(input_size)), out_symbols(static_cast<size_t>(output_size));
     if (traced) {
-      for (int i = 0; i < input_size; i++) in_symbols.push_back(inputs[i] ? symbol_of(graph, inputs[i]) : CCV_NNC_NO_TENSOR_SYMBOL);
+      for (int i = 0; i < input_size; i++) in_symbols[static_cast<size_t>(i)] = inputs[i] ? symbol_of(graph, inputs[i]) : CCV_NNC_NO_TENSOR_SYMBOL;
       for (int j = 0; j < output_size; j++)
-        out_symbols.push_back(outputs[j] ? symbolic::tensor_new(graph->trace, fresh[static_cast<size_t>(j)]->info, nullptr).d
-                                         : CCV_NNC_NO_TENSOR_SYMBOL);
-      std::vector<ccv_nnc_tensor_symbol_t> is, os;
-      for (int s : in_symbols) is.push_back({s, s >= 0 ? graph->trace : nullptr});
-      for (int s : out_symbols) os.push_back({s, s >= 0 ? graph->trace : nullptr});
+        out_symbols[static_cast<size_t>(j)] = outputs[j] ? symbolic::tensor_new(graph->trace, fresh[static_cast<size_t>(j)]->info, nullptr).d
+                                                         : CCV_NNC_NO_TENSOR_SYMBOL;
+      Small<ccv_nnc_tensor_symbol_t> is(static_cast<size_t>(input_size)), os(static_cast<size_t>(output_size));
+      for (int i = 0; i < input_size; i++) is[static_cast<size_t>(i)] = {in_symbols[static_cast<size_t>(i)], in_symbols[static_cast<size_t>(i)] >= 0 ? graph->trace : nullptr};
+      for (int j = 0; j < output_size; j++)
+        os[static_cast<size_t>(j)] = {out_symbols[static_cast<size_t>(j)], out_symbols[static_cast<size_t>(j)] >= 0 ? graph->trace : nullptr};
       const int e = symbolic::exec_new(graph->trace, cmd, is.data(), input_size, os.data(), output_size, nullptr).d;
       graph->trace->execs[static_cast<size_t>(e)].hint = hint;
       sync(graph);
-      for (int s : in_symbols)
-        if (s >= 0) {
+      for (int i = 0; i < input_size; i++)
+        if (const int s = in_symbols[static_cast<size_t>(i)]; s >= 0) {
           const int b = base_of(graph, s);
           graph->symbols[static_cast<size_t>(b)].readers++;
           const int w = live_writer(graph, b);
@@ -1251,8 +1273,8 @@ NNC_API int ccv_nnc_dynamic_graph_exec(ccv_nnc_dynamic_graph_t* const graph, con
       }
     }
     if (traced)  // an output nobody names (a NULL slot's) is not needed
-      for (int s : out_symbols)
-        if (s >= 0) prune(graph, s);
+      for (int j = 0; j < output_size; j++)
+        if (out_symbols[static_cast<size_t>(j)] >= 0) prune(graph, out_symbols[static_cast<size_t>(j)]);
     return static_cast<int>(CCV_NNC_EXEC_SUCCESS);
   });
 }
