@@ -895,31 +895,31 @@ void record_backward(DG* g, const ccv_nnc_tensor_variable_t* f_variables, int f_
     }
     r.df.push_back(seed);
   }
-  // Each input must lead to an f through the recorded calls (checked now, as immediate mode does).
-  std::unordered_set<const void*> f_values;
-  for (int i = 0; i < f_size; i++) f_values.insert(r.inputs[static_cast<size_t>(i)].pending.get());
+  // Each input must lead to an f through the recorded calls (checked now, as
+  // immediate mode does): one sweep back from the f values marks what they
+  // depend on. A value is known by its recorded maker, or by its storage once
+  // a run made it.
+  auto storage_key = [](const DG::Source& x) -> const void* { return x.pending ? x.pending->storage.get() : x.storage.get(); };
+  std::unordered_set<const void*> needed;
+  for (int i = 0; i < f_size; i++) needed.insert(r.inputs[static_cast<size_t>(i)].pending.get());
+  for (auto it = g->records.rbegin(); it != g->records.rend(); ++it) {
+    if (it->backward) continue;
+    bool feeds = false;
+    for (const auto& o : it->outputs) feeds = feeds || (o && needed.count(o.get()) > 0);
+    if (!feeds) continue;
+    for (const DG::Source& in : it->inputs) {
+      if (in.pending) needed.insert(in.pending.get());
+      if (const void* k = storage_key(in)) needed.insert(k);
+    }
+  }
   for (int i = 0; i < input_size; i++) {
     Var* v = check_var(g, inputs[i], what, "input", i);
     NNC_CHECK(!v->constant, "%s: input %d is a constant; constants have no gradient", what, i);
     r.inputs.push_back(source_of(g, v, i, what));
     const DG::Source& src = r.inputs.back();
-    // A value is known by its recorded maker, or by its storage once a run made it.
-    auto storage_key = [](const DG::Source& x) -> const void* { return x.pending ? x.pending->storage.get() : x.storage.get(); };
-    std::unordered_set<const void*> reached{src.pending.get(), storage_key(src)};
-    reached.erase(nullptr);
-    bool hit = false;
-    for (const DG::Record& x : g->records) {
-      if (x.backward) continue;
-      bool r_in = false;
-      for (const DG::Source& in : x.inputs) r_in = r_in || (in.pending && reached.count(in.pending.get())) || reached.count(storage_key(in)) > 0;
-      if (!r_in) continue;
-      for (const auto& o : x.outputs)
-        if (o) {
-          reached.insert(o.get());
-          hit = hit || f_values.count(o.get()) > 0;
-        }
-    }
-    NNC_CHECK(hit, "%s: input %d has no path to the f variables (no recorded call leads from it to an f)", what, i);
+    const void* k = storage_key(src);
+    NNC_CHECK((src.pending && needed.count(src.pending.get())) || (k && needed.count(k)),
+              "%s: input %d has no path to the f variables (no recorded call leads from it to an f)", what, i);
   }
   std::vector<std::pair<Var*, std::shared_ptr<ccv_nnc_deferred_value_s>>> assign;
   std::vector<DG::Record> sums;  // gradients added to what the outputs hold

@@ -503,6 +503,56 @@ TEST(DynamicGraph, DeferredBackwardAgainstFiniteDifferences) {
   ccv_nnc_dynamic_graph_free(g);
 }
 
+// A deferred training loop that reads its loss every step (each read runs the
+// last step's backward and update with this step's forward): the recording
+// and the storage held stay flat, and the loop converges.
+TEST(DynamicGraph, DeferredTrainingLoopHoldsFlatMemory) {
+  constexpr int n = 8, i = 4;
+  ccv_nnc_dynamic_graph_t* g = ccv_nnc_dynamic_graph_new();
+  const V x = ccv_nnc_tensor_constant_new(g, f32(n, i)), target = ccv_nnc_tensor_constant_new(g, f32(n, 1));
+  const V w = ccv_nnc_tensor_variable_new(g, f32(1, i));
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  const float truth[i] = {-0.5f, 1.5f, 0.75f, -2.f};
+  for (int r = 0; r < n; r++) {
+    double sum = 0;
+    for (int c = 0; c < i; c++) sum += truth[c] * (data(g, x)[r * i + c] = u(rng));
+    data(g, target)[r] = static_cast<float>(sum);
+  }
+  for (int c = 0; c < i; c++) data(g, w)[c] = 0;
+  ASSERT_EQ(ccv_nnc_dynamic_graph_set_deferred(g, 1), 0);
+  ccv_nnc_cmd_t minus = plain(CCV_NNC_ADD_FORWARD);
+  minus.info.blas.a[0] = 1;
+  minus.info.blas.a[1] = -1;
+  V momentum = ccv_nnc_tensor_variable_new(g);
+  uint64_t held_early = 0, held_late = 0;
+  size_t most_records = 0;
+  float first = 0, last = 0;
+  for (int step = 0; step < 400; step++) {
+    const V y = ccv_nnc_tensor_variable_new(g), e = ccv_nnc_tensor_variable_new(g), sq = ccv_nnc_tensor_variable_new(g),
+            loss = ccv_nnc_tensor_variable_new(g);
+    ASSERT_EQ(exec(g, gemm_wt(), {x, w}, {y}), CCV_NNC_EXEC_SUCCESS) << last_error();
+    ASSERT_EQ(exec(g, minus, {y, target}, {e}), CCV_NNC_EXEC_SUCCESS) << last_error();
+    ASSERT_EQ(exec(g, plain(CCV_NNC_EWPROD_FORWARD), {e, e}, {sq}), CCV_NNC_EXEC_SUCCESS) << last_error();
+    ASSERT_EQ(exec(g, reduce_all(), {sq}, {loss}), CCV_NNC_EXEC_SUCCESS) << last_error();
+    last = data(g, loss)[0];
+    if (step == 0) first = last;
+    ccv_nnc_dynamic_graph_minimize(g, sgd(0.04f), VL(loss), nullptr, VL(w), &momentum, 0, nullptr);
+    ASSERT_STREQ(last_error().c_str(), "") << step;
+    for (V v : {y, e, sq, loss}) ccv_nnc_tensor_variable_free(g, v);
+    most_records = std::max(most_records, g->records.size());
+    uint64_t held = 0;
+    ccv_nnc_dynamic_graph_memory_stats(g, &held, nullptr, 0);
+    if (step == 50) held_early = held;
+    if (step == 399) held_late = held;
+  }
+  EXPECT_LE(most_records, 12u);  // one step's forward, backward and update at most
+  EXPECT_EQ(held_late, held_early);
+  EXPECT_LT(last, 1e-6f * (1 + first)) << first;
+  for (int c = 0; c < i; c++) EXPECT_NEAR(data(g, w)[c], truth[c], 1e-3);
+  ccv_nnc_dynamic_graph_free(g);
+}
+
 // A random command's output freed before a read, differentiated after it:
 // the backward sees the values the forward drew (not a second draw).
 TEST(DynamicGraph, DeferredBackwardKeepsRandomDraws) {
