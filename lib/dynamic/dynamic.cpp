@@ -190,6 +190,7 @@ void compact(DG* g) {
 }
 
 void maybe_compact(DG* g) {
+  if (g->tape_live) return;  // tape entries name trace symbols: renumber only without them
   const size_t n = g->trace->tensors.size();
   if (n < 32 || g->dropped * 4 < n) return;  // counting the dead costs O(n): only now and then
   size_t dead = 0;
@@ -244,8 +245,107 @@ void prune(DG* g, int start) {
   }
 }
 
-// v stops naming its trace symbol.
+// ---- The tape ---------------------------------------------------------
+
+// Tape value `start` is named by no variable now: its entry leaves once no
+// output of it is named or read, and so on up the inputs.
+void tape_prune(DG* g, int start) {
+  std::vector<int> trace_inputs;
+  std::vector<int> work{start};
+  while (!work.empty()) {
+    const int t = work.back();
+    work.pop_back();
+    const DG::TapeValue& tv = g->tape_values[static_cast<size_t>(t)];
+    if (tv.owner || tv.readers > 0 || tv.writer < 0) continue;
+    DG::TapeEntry& e = g->tape[static_cast<size_t>(tv.writer)];
+    if (!e.alive) continue;
+    bool all = true;
+    for (int j = 0; j < e.output_size; j++)
+      if (const int o = e.outputs[j]; o >= 0) all = all && !g->tape_values[static_cast<size_t>(o)].owner && g->tape_values[static_cast<size_t>(o)].readers == 0;
+    if (!all) continue;
+    e.alive = false;
+    g->tape_live--;
+    for (int j = 0; j < e.output_size; j++)
+      if (const int o = e.outputs[j]; o >= 0) {
+        g->tape_values[static_cast<size_t>(o)].value.reset();
+        g->tape_values[static_cast<size_t>(o)].writer = -1;
+      }
+    for (int i = 0; i < e.input_size; i++) {
+      const int r = e.inputs[i];
+      if (r >= 0) {
+        const int b = base_of(g, r);
+        g->symbols[static_cast<size_t>(b)].readers--;
+        trace_inputs.push_back(b);
+      } else if (r <= -2) {
+        g->tape_values[static_cast<size_t>(-2 - r)].readers--;
+        work.push_back(-2 - r);
+      }
+    }
+  }
+  if (g->tape_live == 0) {
+    g->tape.clear();
+    g->tape_values.clear();
+  }
+  for (int b : trace_inputs) prune(g, b);
+}
+
+// Write the tape into the trace (in order: each entry an exec, each value a
+// symbol), and empty it.
+void tape_flush(DG* g) {
+  if (g->tape.empty()) return;
+  std::vector<int> sym(g->tape_values.size(), -1);
+  for (const DG::TapeEntry& e : g->tape) {
+    if (!e.alive) continue;
+    ccv_nnc_tensor_symbol_t is[DG::kTapeArity], os[DG::kTapeArity];
+    for (int i = 0; i < e.input_size; i++) {
+      const int r = e.inputs[i];
+      const int d = r >= 0 ? r : r <= -2 ? sym[static_cast<size_t>(-2 - r)] : CCV_NNC_NO_TENSOR_SYMBOL;
+      is[i] = {d, d >= 0 ? g->trace : nullptr};
+    }
+    for (int j = 0; j < e.output_size; j++) {
+      const int o = e.outputs[j];
+      if (o >= 0) sym[static_cast<size_t>(o)] = symbolic::tensor_new(g->trace, g->tape_values[static_cast<size_t>(o)].value->info, nullptr).d;
+      const int d = o >= 0 ? sym[static_cast<size_t>(o)] : CCV_NNC_NO_TENSOR_SYMBOL;
+      os[j] = {d, d >= 0 ? g->trace : nullptr};
+    }
+    const int x = symbolic::exec_new(g->trace, e.cmd, is, e.input_size, os, e.output_size, nullptr).d;
+    g->trace->execs[static_cast<size_t>(x)].hint = e.hint;
+    sync(g);
+    for (int i = 0; i < e.input_size; i++) {
+      if (is[i].d < 0) continue;
+      const int b = base_of(g, is[i].d);
+      if (e.inputs[i] <= -2) g->symbols[static_cast<size_t>(b)].readers++;  // (a trace input was counted when taped)
+      const int w = live_writer(g, b);
+      if (w >= 0 && w != x) symbolic::concat(g->trace, w, x);
+    }
+    for (int j = 0; j < e.output_size; j++) {
+      const int o = e.outputs[j];
+      if (o < 0) continue;
+      DG::TapeValue& tv = g->tape_values[static_cast<size_t>(o)];
+      const int d = sym[static_cast<size_t>(o)];
+      g->symbols[static_cast<size_t>(d)].value = tv.value;
+      if (tv.owner) {
+        g->symbols[static_cast<size_t>(d)].named++;
+        tv.owner->symbol = d;
+        tv.owner->tape = -1;
+      }
+    }
+  }
+  g->tape.clear();
+  g->tape_values.clear();
+  g->tape_live = 0;
+}
+
+// v stops naming its trace symbol (or tape value).
 void release(DG* g, Var* v) {
+  if (v->tape >= 0) {
+    const int t = v->tape;
+    v->tape = -1;
+    g->tape_values[static_cast<size_t>(t)].owner = nullptr;
+    tape_prune(g, t);
+    maybe_compact(g);
+    return;
+  }
   if (v->symbol < 0) return;
   const int b = base_of(g, v->symbol);
   v->symbol = -1;
@@ -256,6 +356,7 @@ void release(DG* g, Var* v) {
 
 // v's trace symbol, made (as a leaf, or an alias of its base's) when it has none.
 int symbol_of(DG* g, Var* v) {
+  if (v->tape >= 0 || (v->alias_of && !v->orphan && v->alias_of->tape >= 0)) tape_flush(g);
   if (v->symbol >= 0) return v->symbol;
   int s;
   if (v->alias_of && !v->orphan) {
@@ -973,6 +1074,8 @@ ccv_nnc_dynamic_graph_s::~ccv_nnc_dynamic_graph_s() {
     }
   dying = true;  // storage released from here on is freed, not pooled
   drain_retired(this);
+  tape.clear();
+  tape_values.clear();
   records.clear();
   memo.clear();
   memo_held.clear();
@@ -1237,7 +1340,44 @@ NNC_API int ccv_nnc_dynamic_graph_exec(ccv_nnc_dynamic_graph_t* const graph, con
     const bool traced = !graph->no_grad && differentiable;
     // (inline arrays: a heap allocation per call is a measurable part of a small call's cost)
     Small<int> in_symbols(static_cast<size_t>(input_size)), out_symbols(static_cast<size_t>(output_size));
-    if (traced) {
+    // On the tape when it can be (no alias among the variables, few of them).
+    bool taped = traced && input_size <= DG::kTapeArity && output_size <= DG::kTapeArity;
+    for (int i = 0; i < input_size && taped; i++) taped = !inputs[i] || !inputs[i]->alias_of;
+    int entry = -1;
+    if (taped) {
+      constexpr size_t kTapeLimit = 256;  // longer runs go into the trace (bounded tape, bounded flush)
+      if (graph->tape_live >= kTapeLimit) tape_flush(graph);
+      DG::TapeEntry e;
+      e.cmd = cmd;
+      e.hint = hint;
+      e.input_size = input_size;
+      e.output_size = output_size;
+      for (int i = 0; i < input_size; i++) {
+        Var* v = inputs[i];
+        if (!v) {
+          e.inputs[i] = CCV_NNC_NO_TENSOR_SYMBOL;
+        } else if (v->tape >= 0) {
+          graph->tape_values[static_cast<size_t>(v->tape)].readers++;
+          e.inputs[i] = -2 - v->tape;
+        } else {
+          const int sym = symbol_of(graph, v);
+          graph->symbols[static_cast<size_t>(base_of(graph, sym))].readers++;
+          e.inputs[i] = sym;
+        }
+      }
+      entry = static_cast<int>(graph->tape.size());
+      for (int j = 0; j < output_size; j++) {
+        e.outputs[j] = -1;
+        if (!outputs[j]) continue;
+        e.outputs[j] = static_cast<int>(graph->tape_values.size());
+        DG::TapeValue tv;
+        tv.value = fresh[static_cast<size_t>(j)];
+        tv.writer = entry;
+        graph->tape_values.push_back(std::move(tv));
+      }
+      graph->tape.push_back(e);
+      graph->tape_live++;
+    } else if (traced) {
       for (int i = 0; i < input_size; i++) in_symbols[static_cast<size_t>(i)] = inputs[i] ? symbol_of(graph, inputs[i]) : CCV_NNC_NO_TENSOR_SYMBOL;
       for (int j = 0; j < output_size; j++)
         out_symbols[static_cast<size_t>(j)] = outputs[j] ? symbolic::tensor_new(graph->trace, fresh[static_cast<size_t>(j)]->info, nullptr).d
@@ -1265,14 +1405,18 @@ NNC_API int ccv_nnc_dynamic_graph_exec(ccv_nnc_dynamic_graph_t* const graph, con
       v->pending.reset();
       v->value = fresh[static_cast<size_t>(j)];
       v->info = v->value->info;
-      if (traced) {
+      if (taped) {
+        const int t = graph->tape[static_cast<size_t>(entry)].outputs[j];
+        graph->tape_values[static_cast<size_t>(t)].owner = v;
+        v->tape = t;
+      } else if (traced) {
         const int s = out_symbols[static_cast<size_t>(j)];
         graph->symbols[static_cast<size_t>(s)].value = v->value;
         graph->symbols[static_cast<size_t>(s)].named++;
         v->symbol = s;
       }
     }
-    if (traced)  // an output nobody names (a NULL slot's) is not needed
+    if (traced && !taped)  // an output nobody names (a NULL slot's) is not needed
       for (int j = 0; j < output_size; j++)
         if (out_symbols[static_cast<size_t>(j)] >= 0) prune(graph, out_symbols[static_cast<size_t>(j)]);
     return static_cast<int>(CCV_NNC_EXEC_SUCCESS);
@@ -1424,6 +1568,7 @@ NNC_API void ccv_nnc_dynamic_graph_gc(ccv_nnc_dynamic_graph_t* const dynamic_gra
 NNC_API void ccv_nnc_dynamic_graph_dot(const ccv_nnc_dynamic_graph_t* const graph, const int flags, FILE* out) {
   guard_void([&] {
     check_graph(graph, "ccv_nnc_dynamic_graph_dot");
+    tape_flush(const_cast<DG*>(graph));
     ccv_nnc_symbolic_graph_dot(graph->trace, flags, out);
   });
 }
@@ -1431,6 +1576,7 @@ NNC_API void ccv_nnc_dynamic_graph_dot(const ccv_nnc_dynamic_graph_t* const grap
 NNC_API int ccv_nnc_dynamic_graph_bookkeeping_count(const ccv_nnc_dynamic_graph_t* const graph, const int type) {
   return guard<int>(0, [&] {
     check_graph(graph, "ccv_nnc_dynamic_graph_bookkeeping_count");
+    tape_flush(const_cast<DG*>(graph));
     return ccv_nnc_symbolic_graph_active_symbol_count(graph->trace, type);
   });
 }
@@ -1439,6 +1585,7 @@ NNC_API void ccv_nnc_dynamic_graph_format(const ccv_nnc_dynamic_graph_t* const g
                                           void* const context) {
   guard_void([&] {
     check_graph(graph, "ccv_nnc_dynamic_graph_format");
+    tape_flush(const_cast<DG*>(graph));
     if (ccv_nnc_symbolic_graph_active_symbol_count(graph->trace, CCV_NNC_SYMBOL_GRAPH_EXEC) == 0) return;
     ccv_nnc_symbolic_graph_format(graph->trace, nullptr, 0, nullptr, 0, format_fn, context);
   });
@@ -1454,6 +1601,7 @@ NNC_API void ccv_nnc_dynamic_graph_has_effect_to_tensor_variables(const ccv_nnc_
     NNC_CHECK(bitmask, "%s: bitmask is NULL", what);
     NNC_CHECK(source_variable_size >= 0 && destination_variable_size >= 0, "%s: negative sizes", what);
     DG* g = const_cast<DG*>(graph);
+    tape_flush(g);
     for (int i = 0; i < (source_variable_size + 63) / 64; i++) bitmask[i] = 0;
     std::vector<char> target(g->trace->tensors.size(), 0);
     for (int j = 0; j < destination_variable_size; j++) {
@@ -1504,6 +1652,7 @@ void backward(DG* g, const ccv_nnc_tensor_variable_t* f_variables, int f_size, c
     return;
   }
   flush(g);
+  tape_flush(g);
   std::vector<ccv_nnc_tensor_symbol_t> f, wrt;
   for (int i = 0; i < f_size; i++) {
     Var* v = check_var(g, f_variables[i], what, "f variable", i);

@@ -60,6 +60,8 @@ struct ccv_nnc_tensor_variable_s {
   std::unique_ptr<ccv_nnc_tensor_view_t> view;
   // The trace symbol this variable's current value is (-1: not traced).
   int symbol = -1;
+  // Or the tape value it is (-1: none): traced but not yet in the trace.
+  int tape = -1;
   std::vector<std::pair<ccv_nnc_tensor_variable_destructor_f, void*>> destructors;
   // Deferred mode: the recorded value this base variable will hold.
   std::shared_ptr<ccv_nnc_deferred_value_s> pending;
@@ -86,6 +88,30 @@ struct ccv_nnc_dynamic_graph_s {
     int readers = 0;
   };
   std::vector<Symbol> symbols;
+  // The tape: the latest traced calls, not yet written into the trace (a
+  // symbolic graph costs a small call more than the call itself). Anything
+  // that reads the trace first moves the tape into it; a call whose outputs
+  // are freed while it is on the tape leaves without ever entering it (as a
+  // chain of temporaries freed at scope end does). An input is a trace symbol
+  // (>= 0) or a tape value (-2 - index); -1 is none.
+  static constexpr int kTapeArity = 8;
+  struct TapeValue {
+    std::shared_ptr<ccv_nnc_tensor_t> value;
+    ccv_nnc_tensor_variable_s* owner = nullptr;  // the variable naming it, if any
+    int readers = 0;  // live tape entries reading it
+    int writer = -1;  // its entry
+  };
+  struct TapeEntry {
+    ccv_nnc_cmd_t cmd{};
+    ccv_nnc_hint_t hint{};
+    int input_size = 0, output_size = 0;
+    int inputs[kTapeArity];
+    int outputs[kTapeArity];  // tape value indices, -1 for none
+    bool alive = true;
+  };
+  std::vector<TapeEntry> tape;
+  std::vector<TapeValue> tape_values;
+  size_t tape_live = 0;  // entries alive
   int no_grad = 0;
   int max_concurrency = 1;
   // Memoisation (ccv_nnc_dynamic_graph_set_memoization): outputs by the
