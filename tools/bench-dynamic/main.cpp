@@ -23,6 +23,10 @@
 //   no_grad  - the same between set_no_grad(1) and (0);
 // beside libtorch C++ eager (`a + b`) with requires_grad on a and under
 // NoGradGuard, in the same run, and ccv_nnc_cmd_exec alone for the floor.
+// Traced calls go on the graph's tape and leave it when c is freed, so the
+// traced row is the cost of a call whose result is dropped; the chain row
+// (32 adds kept, then the gradient of the last with respect to a) is the
+// cost per call when the trace is used.
 // Times are per call in the thread's CPU time (the wall-clock minimum beside).
 #include <algorithm>
 #include <cstdio>
@@ -238,6 +242,29 @@ int main(int argc, char** argv) {
   };
   call();
   const Best traced = best_of(samples, calls, call);
+  // A chain kept for a backward: 32 adds, then the gradient of the last
+  // with respect to a (the tape goes into the trace; the backward is
+  // compiled and run), per add.
+  constexpr int kChain = 32;
+  auto chain = [&] {
+    ccv_nnc_tensor_variable_t made[kChain];
+    ccv_nnc_tensor_variable_t y = a;
+    for (int k = 0; k < kChain; k++) {
+      made[k] = ccv_nnc_tensor_variable_new(g);
+      ccv_nnc_tensor_variable_t cin[2] = {y, b};
+      ccv_nnc_dynamic_graph_exec(g, add, ccv_nnc_no_hint, 0, cin, 2, &made[k], 1, 0, 0);
+      y = made[k];
+    }
+    ccv_nnc_tensor_variable_t da = ccv_nnc_tensor_variable_new(g);
+    ccv_nnc_dynamic_graph_backward(g, &y, 1, 0, &a, 1, &da, 1, 0);
+    ccv_nnc_tensor_variable_free(g, da);
+    for (int k = 0; k < kChain; k++) ccv_nnc_tensor_variable_free(g, made[k]);
+  };
+  chain();
+  if (*ccv_nnc_error_message()) std::printf("chain: %s\n", ccv_nnc_error_message());
+  Best chained = best_of(samples, 20, chain);
+  chained.cpu /= kChain;
+  chained.wall /= kChain;
   ccv_nnc_dynamic_graph_set_no_grad(g, 1);
   const Best no_grad = best_of(samples, calls, call);
   ccv_nnc_dynamic_graph_set_no_grad(g, 0);
@@ -246,7 +273,7 @@ int main(int argc, char** argv) {
   ccv_nnc_tensor_t* tc = ccv_nnc_tensor_new(0, one_float(), 0);
   ccv_nnc_tensor_t* tin[2] = {ta, tb};
   const Best floor = best_of(samples, calls, [&] { ccv_nnc_cmd_exec(add, ccv_nnc_no_hint, 0, tin, 2, &tc, 1, nullptr); });
-  double torch_traced = 0, torch_no_grad = 0;
+  double torch_traced = 0, torch_no_grad = 0, torch_chain = 0;
 #if NNC_HAVE_TORCH
   torch::set_num_threads(1);
   torch::Tensor x = torch::ones({1}, torch::requires_grad());
@@ -263,16 +290,27 @@ int main(int argc, char** argv) {
       (void)z;
     });
   }
+  Best tchain = best_of(samples, 20, [&] {
+    torch::Tensor z = x;
+    for (int k = 0; k < kChain; k++) z = z + y;
+    z.backward();
+    x.mutable_grad().reset();
+  });
+  tchain.cpu /= kChain;
+  tchain.wall /= kChain;
   torch_traced = tt.cpu;
   torch_no_grad = tn.cpu;
+  torch_chain = tchain.cpu;
   std::printf("libtorch %s, 1 thread\n", TORCH_VERSION);
   row("libtorch a + b (requires_grad)", tt, 0);
   row("libtorch a + b (NoGradGuard)", tn, 0);
+  row("libtorch 32 adds + backward, per add", tchain, 0);
 #else
   std::printf("libtorch: not built in (configure with NNC_BENCH_TORCH=ON and libtorch-dev installed)\n");
 #endif
   row("dynamic_graph_exec ADD, traced", traced, torch_traced);
   row("dynamic_graph_exec ADD, no_grad", no_grad, torch_no_grad);
+  row("32 ADDs + backward, per ADD", chained, torch_chain);
   row("ccv_nnc_cmd_exec ADD (the floor)", floor, 0);
   std::printf("trace after the loops: %d execs, %d tensor symbols\n", ccv_nnc_dynamic_graph_bookkeeping_count(g, CCV_NNC_SYMBOL_GRAPH_EXEC),
               ccv_nnc_dynamic_graph_bookkeeping_count(g, CCV_NNC_SYMBOL_TENSOR));
