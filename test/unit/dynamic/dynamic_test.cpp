@@ -430,6 +430,57 @@ TEST(DynamicGraph, DeferredExport) {
   ccv_nnc_dynamic_graph_free(g);
 }
 
+// The tape: traced calls whose outputs are freed never reach the trace; a
+// kept chain longer than the tape (256 calls) crosses into the trace midway
+// and still differentiates; intermediates freed along the chain are kept
+// for the backward.
+TEST(DynamicGraph, TapeLeavesNothingAndChainsAcrossIt) {
+  ccv_nnc_dynamic_graph_t* g = ccv_nnc_dynamic_graph_new();
+  const V a = ccv_nnc_tensor_variable_new(g, f32(3));
+  for (int k = 0; k < 3; k++) data(g, a)[k] = 0.5f + 0.25f * static_cast<float>(k);
+  for (int k = 0; k < 100; k++) {
+    const V c = ccv_nnc_tensor_variable_new(g);
+    ASSERT_EQ(exec(g, plain(CCV_NNC_EWEXP_FORWARD), {a}, {c}), CCV_NNC_EXEC_SUCCESS) << last_error();
+    ccv_nnc_tensor_variable_free(g, c);
+  }
+  EXPECT_EQ(g->trace->execs.size(), 0u);  // not even dead entries: nothing went in
+  EXPECT_EQ(ccv_nnc_dynamic_graph_bookkeeping_count(g, CCV_NNC_SYMBOL_GRAPH_EXEC), 0);
+  // y <- tanh(2 y), 300 times: each backward step reads the forward value it made.
+  ccv_nnc_cmd_t twice = plain(CCV_NNC_SCALAR_MUL_FORWARD);
+  twice.info.blas.a[0] = 2;
+  constexpr int len = 300;
+  V y = a;
+  std::vector<V> kept;
+  for (int k = 0; k < len; k++) {
+    const V doubled = ccv_nnc_tensor_variable_new(g), next = ccv_nnc_tensor_variable_new(g);
+    ASSERT_EQ(exec(g, twice, {y}, {doubled}), CCV_NNC_EXEC_SUCCESS) << last_error();
+    ASSERT_EQ(exec(g, plain(CCV_NNC_TANH_FORWARD), {doubled}, {next}), CCV_NNC_EXEC_SUCCESS) << last_error();
+    ccv_nnc_tensor_variable_free(g, doubled);
+    if (y != a && k % 3) ccv_nnc_tensor_variable_free(g, y);  // most of the chain freed as it goes
+    else if (y != a) kept.push_back(y);
+    y = next;
+  }
+  EXPECT_GT(ccv_nnc_dynamic_graph_bookkeeping_count(g, CCV_NNC_SYMBOL_GRAPH_EXEC), 0);  // the tape went into the trace
+  for (V v : kept) ccv_nnc_tensor_variable_free(g, v);  // in the trace now: still read by the chain
+  const V da = ccv_nnc_tensor_variable_new(g);
+  ccv_nnc_dynamic_graph_backward(g, VL(y), nullptr, VL(a), VL(da), nullptr);
+  ASSERT_STREQ(last_error().c_str(), "");
+  for (int k = 0; k < 3; k++) {
+    double v = 0.5 + 0.25 * k, d = 1;
+    for (int s = 0; s < len; s++) {
+      v = std::tanh(2 * v);
+      d *= 2 * (1 - v * v);
+    }
+    EXPECT_NEAR(data(g, y)[k], v, 1e-5) << k;
+    EXPECT_NEAR(data(g, da)[k], d, 1e-5 * (1 + std::fabs(d))) << k;
+  }
+  const V t = y;
+  // Everything freed: the trace empties.
+  ccv_nnc_tensor_variable_free(g, t);
+  EXPECT_EQ(ccv_nnc_dynamic_graph_bookkeeping_count(g, CCV_NNC_SYMBOL_GRAPH_EXEC), 0);
+  ccv_nnc_dynamic_graph_free(g);
+}
+
 // The deferred mode with backward: the MLP's gradients (recorded, then
 // differentiated and planned with the forward when read) against central
 // finite differences; a second backward adds; a given seed scales.
