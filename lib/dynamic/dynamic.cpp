@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include <xxhash.h>
 
@@ -68,18 +69,22 @@ std::shared_ptr<ccv_nnc_tensor_t> new_storage(DG* g, const ccv_nnc_tensor_param_
 }
 
 // A few tensors or parameters without a heap allocation for the common sizes.
+// The first n are value-initialised (only those: zeroing all N tensor
+// parameters costs a small call more than the rest of its bookkeeping).
 template <class T, size_t N = 8>
 class Small {
  public:
   explicit Small(size_t n) : n_(n) {
     if (n > N) heap_.resize(n);
+    else
+      for (size_t i = 0; i < n; i++) inline_[i] = T{};
   }
   T* data() { return n_ > N ? heap_.data() : inline_; }
   T& operator[](size_t i) { return data()[i]; }
 
  private:
   size_t n_;
-  T inline_[N]{};
+  T inline_[N];
   std::vector<T> heap_;
 };
 
@@ -185,6 +190,7 @@ void compact(DG* g) {
 }
 
 void maybe_compact(DG* g) {
+  if (g->tape_live) return;  // tape entries name trace symbols: renumber only without them
   const size_t n = g->trace->tensors.size();
   if (n < 32 || g->dropped * 4 < n) return;  // counting the dead costs O(n): only now and then
   size_t dead = 0;
@@ -195,10 +201,23 @@ void maybe_compact(DG* g) {
 
 // Remove what no variable and no needed command can reach from base symbol b.
 void prune(DG* g, int start) {
-  std::vector<int> work{start};
-  while (!work.empty()) {
-    const int b = work.back();
-    work.pop_back();
+  // A work list and copies of an exec's symbols, on the stack for the usual small cases.
+  std::vector<int> more;
+  int stack[16];
+  int top = 0;
+  stack[top++] = start;
+  auto push = [&](int b) {
+    if (top < 16) stack[top++] = b;
+    else more.push_back(b);
+  };
+  while (top > 0 || !more.empty()) {
+    int b;
+    if (!more.empty()) {
+      b = more.back();
+      more.pop_back();
+    } else {
+      b = stack[--top];
+    }
     if (dead_symbol(g, b) || needed(g, b)) continue;
     const int w = live_writer(g, b);
     if (w < 0) {  // a leaf
@@ -210,21 +229,123 @@ void prune(DG* g, int start) {
     for (int o : x.outputs)
       if (o >= 0) all = all && !needed(g, base_of(g, o));
     if (!all) continue;  // another output is still needed
-    const std::vector<int> ins = x.inputs, outs = x.outputs;
+    Small<int> ins(x.inputs.size()), outs(x.outputs.size());
+    const size_t n_in = x.inputs.size(), n_out = x.outputs.size();
+    std::copy(x.inputs.begin(), x.inputs.end(), ins.data());
+    std::copy(x.outputs.begin(), x.outputs.end(), outs.data());
     symbolic::exec_free(g->trace, {w, g->trace});
-    for (int o : outs)
-      if (o >= 0) drop_symbol(g, base_of(g, o));
-    for (int i : ins)
-      if (i >= 0) {
-        const int bi = base_of(g, i);
+    for (size_t k = 0; k < n_out; k++)
+      if (outs[k] >= 0) drop_symbol(g, base_of(g, outs[k]));
+    for (size_t k = 0; k < n_in; k++)
+      if (ins[k] >= 0) {
+        const int bi = base_of(g, ins[k]);
         g->symbols[static_cast<size_t>(bi)].readers--;
-        work.push_back(bi);
+        push(bi);
       }
   }
 }
 
-// v stops naming its trace symbol.
+// ---- The tape ---------------------------------------------------------
+
+// Tape value `start` is named by no variable now: its entry leaves once no
+// output of it is named or read, and so on up the inputs.
+void tape_prune(DG* g, int start) {
+  std::vector<int> trace_inputs;
+  std::vector<int> work{start};
+  while (!work.empty()) {
+    const int t = work.back();
+    work.pop_back();
+    const DG::TapeValue& tv = g->tape_values[static_cast<size_t>(t)];
+    if (tv.owner || tv.readers > 0 || tv.writer < 0) continue;
+    DG::TapeEntry& e = g->tape[static_cast<size_t>(tv.writer)];
+    if (!e.alive) continue;
+    bool all = true;
+    for (int j = 0; j < e.output_size; j++)
+      if (const int o = e.outputs[j]; o >= 0) all = all && !g->tape_values[static_cast<size_t>(o)].owner && g->tape_values[static_cast<size_t>(o)].readers == 0;
+    if (!all) continue;
+    e.alive = false;
+    g->tape_live--;
+    for (int j = 0; j < e.output_size; j++)
+      if (const int o = e.outputs[j]; o >= 0) {
+        g->tape_values[static_cast<size_t>(o)].value.reset();
+        g->tape_values[static_cast<size_t>(o)].writer = -1;
+      }
+    for (int i = 0; i < e.input_size; i++) {
+      const int r = e.inputs[i];
+      if (r >= 0) {
+        const int b = base_of(g, r);
+        g->symbols[static_cast<size_t>(b)].readers--;
+        trace_inputs.push_back(b);
+      } else if (r <= -2) {
+        g->tape_values[static_cast<size_t>(-2 - r)].readers--;
+        work.push_back(-2 - r);
+      }
+    }
+  }
+  if (g->tape_live == 0) {
+    g->tape.clear();
+    g->tape_values.clear();
+  }
+  for (int b : trace_inputs) prune(g, b);
+}
+
+// Write the tape into the trace (in order: each entry an exec, each value a
+// symbol), and empty it.
+void tape_flush(DG* g) {
+  if (g->tape.empty()) return;
+  std::vector<int> sym(g->tape_values.size(), -1);
+  for (const DG::TapeEntry& e : g->tape) {
+    if (!e.alive) continue;
+    ccv_nnc_tensor_symbol_t is[DG::kTapeArity], os[DG::kTapeArity];
+    for (int i = 0; i < e.input_size; i++) {
+      const int r = e.inputs[i];
+      const int d = r >= 0 ? r : r <= -2 ? sym[static_cast<size_t>(-2 - r)] : CCV_NNC_NO_TENSOR_SYMBOL;
+      is[i] = {d, d >= 0 ? g->trace : nullptr};
+    }
+    for (int j = 0; j < e.output_size; j++) {
+      const int o = e.outputs[j];
+      if (o >= 0) sym[static_cast<size_t>(o)] = symbolic::tensor_new(g->trace, g->tape_values[static_cast<size_t>(o)].value->info, nullptr).d;
+      const int d = o >= 0 ? sym[static_cast<size_t>(o)] : CCV_NNC_NO_TENSOR_SYMBOL;
+      os[j] = {d, d >= 0 ? g->trace : nullptr};
+    }
+    const int x = symbolic::exec_new(g->trace, e.cmd, is, e.input_size, os, e.output_size, nullptr).d;
+    g->trace->execs[static_cast<size_t>(x)].hint = e.hint;
+    sync(g);
+    for (int i = 0; i < e.input_size; i++) {
+      if (is[i].d < 0) continue;
+      const int b = base_of(g, is[i].d);
+      if (e.inputs[i] <= -2) g->symbols[static_cast<size_t>(b)].readers++;  // (a trace input was counted when taped)
+      const int w = live_writer(g, b);
+      if (w >= 0 && w != x) symbolic::concat(g->trace, w, x);
+    }
+    for (int j = 0; j < e.output_size; j++) {
+      const int o = e.outputs[j];
+      if (o < 0) continue;
+      DG::TapeValue& tv = g->tape_values[static_cast<size_t>(o)];
+      const int d = sym[static_cast<size_t>(o)];
+      g->symbols[static_cast<size_t>(d)].value = tv.value;
+      if (tv.owner) {
+        g->symbols[static_cast<size_t>(d)].named++;
+        tv.owner->symbol = d;
+        tv.owner->tape = -1;
+      }
+    }
+  }
+  g->tape.clear();
+  g->tape_values.clear();
+  g->tape_live = 0;
+}
+
+// v stops naming its trace symbol (or tape value).
 void release(DG* g, Var* v) {
+  if (v->tape >= 0) {
+    const int t = v->tape;
+    v->tape = -1;
+    g->tape_values[static_cast<size_t>(t)].owner = nullptr;
+    tape_prune(g, t);
+    maybe_compact(g);
+    return;
+  }
   if (v->symbol < 0) return;
   const int b = base_of(g, v->symbol);
   v->symbol = -1;
@@ -235,6 +356,7 @@ void release(DG* g, Var* v) {
 
 // v's trace symbol, made (as a leaf, or an alias of its base's) when it has none.
 int symbol_of(DG* g, Var* v) {
+  if (v->tape >= 0 || (v->alias_of && !v->orphan && v->alias_of->tape >= 0)) tape_flush(g);
   if (v->symbol >= 0) return v->symbol;
   int s;
   if (v->alias_of && !v->orphan) {
@@ -298,6 +420,9 @@ void destroy(DG* g, Var* v) {
     }
     v->aliases.clear();
   }
+  // A value a run made and this variable held: the recording computes it again if a backward needs it.
+  if (!v->alias_of && v->pending && !v->pending->keep) v->pending->storage.reset();
+  v->pending.reset();
   v->value.reset();
   v->view.reset();
   v->alive = false;
@@ -430,46 +555,167 @@ struct Built {
   std::unordered_map<const ccv_nnc_tensor_t*, int> storage_symbols;
   std::vector<std::pair<std::shared_ptr<ccv_nnc_tensor_t>, int>> storages;  // in first-use order
   std::unordered_map<const ccv_nnc_deferred_value_s*, int> pending_symbols;
+  std::vector<std::pair<std::shared_ptr<ccv_nnc_tensor_t>, int>> roots;  // updates written in place
+  std::vector<std::pair<int, int>> backward_execs;                        // [begin, end) of each recorded backward's execs
 };
+
+// A recorded backward: the symbolic autodiff over the calls recorded before
+// it, planned with them. Seeds are the caller's values or ones; the gradients
+// become the values the record promised.
+template <class SourceSymbol>
+void add_backward(ccv_nnc_symbolic_graph_t* sg, const DG::Record& r, SourceSymbol& source_symbol, Built& b, const char* what) {
+  std::vector<ccv_nnc_tensor_symbol_t> f, wrt;
+  for (size_t i = 0; i < r.inputs.size(); i++) (static_cast<int>(i) < r.f_size ? f : wrt).push_back(source_symbol(r.inputs[i]));
+  symbolic::autogen(sg, {}, false);  // the forward's order, which the autodiff walks
+  const int begin = static_cast<int>(sg->execs.size());
+  ccv_nnc_symbolic_graph_backward(sg, f.data(), static_cast<int>(f.size()), wrt.data(), static_cast<int>(wrt.size()), nullptr, 0, nullptr, 0);
+  NNC_CHECK(std::string(ccv_nnc_error_message()).empty(), "%s: differentiating the recording: %s", what, ccv_nnc_error_message());
+  b.backward_execs.emplace_back(begin, static_cast<int>(sg->execs.size()));
+  const ccv_nnc_cmd_t copy = ccv_nnc_cmd(CCV_NNC_DATA_TRANSFER_FORWARD, nullptr, ccv_nnc_cmd_auto, 0);
+  for (size_t i = 0; i < f.size(); i++) {
+    const ccv_nnc_tensor_symbol_t seed = ccv_nnc_tensor_symbol_for_backward(sg, f[i]);
+    if (seed.d < 0) continue;
+    int& flags = sg->tensors[static_cast<size_t>(seed.d)].flags;
+    flags &= ~(CCV_NNC_TENSOR_SYMBOL_INIT_ONES | CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS);
+    const DG::Source& df = r.df[i];
+    if (!df.storage && !df.pending) {
+      flags |= CCV_NNC_TENSOR_SYMBOL_INIT_ONES;
+      continue;
+    }
+    const ccv_nnc_tensor_symbol_t from = source_symbol(df);
+    symbolic::exec_new(sg, copy, &from, 1, &seed, 1, nullptr);
+  }
+  for (size_t j = 0; j < r.outputs.size(); j++) {
+    if (!r.outputs[j]) continue;
+    ccv_nnc_tensor_symbol_t gs = ccv_nnc_tensor_symbol_for_backward(sg, wrt[j]);
+    NNC_CHECK(gs.d >= 0, "%s: no gradient reaches input %d of a recorded backward", what, static_cast<int>(j));
+    if (sg->tensors[static_cast<size_t>(gs.d)].alias_of >= 0) {  // a value of its own, for the variable to hold
+      const ccv_nnc_tensor_symbol_t own = symbolic::tensor_new(sg, sg->tensors[static_cast<size_t>(gs.d)].info, nullptr);
+      symbolic::exec_new(sg, copy, &gs, 1, &own, 1, nullptr);
+      gs = own;
+    }
+    b.pending_symbols[r.outputs[j].get()] = gs.d;
+  }
+}
 
 Built build_recording(DG* g, const char* what) {
   Built b;
   b.sg.reset(ccv_nnc_symbolic_graph_new());
   ccv_nnc_symbolic_graph_t* sg = b.sg.get();
+  std::unordered_map<std::string, int> alias_symbols;
+  std::vector<int> done_execs;
+  std::vector<std::pair<int, int>> updates;  // (update exec, the symbol of the value it overwrites)
   auto source_symbol = [&](const DG::Source& src) -> ccv_nnc_tensor_symbol_t {
     int base;
-    if (src.pending) {
-      auto it = b.pending_symbols.find(src.pending.get());
-      NNC_CHECK(it != b.pending_symbols.end(), "%s: a recorded call reads a value no earlier recorded call makes", what);
-      base = it->second;
+    auto pit = src.pending ? b.pending_symbols.find(src.pending.get()) : b.pending_symbols.end();
+    if (pit != b.pending_symbols.end()) {
+      base = pit->second;
     } else {
-      auto it = b.storage_symbols.find(src.storage.get());
+      // A value made by a run before (its call no longer recorded): its storage.
+      const std::shared_ptr<ccv_nnc_tensor_t>& storage = src.pending ? src.pending->storage : src.storage;
+      NNC_CHECK(storage, "%s: a recorded call reads a value no earlier recorded call makes", what);
+      auto it = b.storage_symbols.find(storage.get());
       if (it == b.storage_symbols.end()) {
-        base = symbolic::tensor_new(sg, src.storage->info, nullptr).d;
-        b.storage_symbols.emplace(src.storage.get(), base);
-        b.storages.emplace_back(src.storage, base);
+        base = symbolic::tensor_new(sg, storage->info, nullptr).d;
+        b.storage_symbols.emplace(storage.get(), base);
+        b.storages.emplace_back(storage, base);
       } else {
         base = it->second;
       }
     }
     if (!src.alias) return {base, sg};
-    return symbolic::alias_new(sg, {base, sg}, src.ofs, src.stride, src.info, nullptr);
+    // One symbol per view, so a backward differentiates against the symbol the calls read.
+    std::string key(reinterpret_cast<const char*>(&base), sizeof(base));
+    key.append(reinterpret_cast<const char*>(src.ofs), sizeof(src.ofs));
+    key.append(reinterpret_cast<const char*>(src.stride), sizeof(src.stride));
+    key.append(reinterpret_cast<const char*>(src.info.dim), sizeof(src.info.dim));
+    auto it = alias_symbols.find(key);
+    if (it != alias_symbols.end()) return {it->second, sg};
+    const ccv_nnc_tensor_symbol_t a = symbolic::alias_new(sg, {base, sg}, src.ofs, src.stride, src.info, nullptr);
+    alias_symbols.emplace(std::move(key), a.d);
+    return a;
   };
   for (const DG::Record& r : g->records) {
+    if (r.backward) {
+      add_backward(sg, r, source_symbol, b, what);
+      continue;
+    }
     std::vector<ccv_nnc_tensor_symbol_t> in, out;
     for (const DG::Source& src : r.inputs)
       in.push_back(src.storage || src.pending ? source_symbol(src) : ccv_nnc_tensor_symbol_t{CCV_NNC_NO_TENSOR_SYMBOL, nullptr});
-    for (const auto& o : r.outputs) {
+    for (size_t j = 0; j < r.outputs.size(); j++) {
+      const auto& o = r.outputs[j];
+      if (!o && j < r.views.size() && r.views[j].alias) {
+        const DG::Source& view = r.views[j];
+        if (!b.pending_symbols.count(view.pending.get())) {  // its first part: the value, zeros where no part is written
+          const int s = symbolic::tensor_new(sg, view.pending->info, nullptr).d;
+          sg->tensors[static_cast<size_t>(s)].flags |= CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS;
+          b.pending_symbols[view.pending.get()] = s;
+        }
+        out.push_back(source_symbol(view));
+        continue;
+      }
       if (!o) {
         out.push_back({CCV_NNC_NO_TENSOR_SYMBOL, nullptr});
         continue;
       }
       const ccv_nnc_tensor_symbol_t s = symbolic::tensor_new(sg, o->info, nullptr);
       b.pending_symbols[o.get()] = s.d;
+      if (o->storage) {  // made by a run before and kept: bound to its storage
+        b.storage_symbols[o->storage.get()] = s.d;
+        b.storages.emplace_back(o->storage, s.d);
+      } else if (o->root) {
+        b.roots.emplace_back(o->root, s.d);
+      }
       out.push_back(s);
     }
     const int e = symbolic::exec_new(sg, r.cmd, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()), nullptr).d;
     sg->execs[static_cast<size_t>(e)].hint = r.hint;
+    bool kept = r.done;
+    for (const auto& o : r.outputs) kept = kept && (!o || o->storage);
+    if (kept) done_execs.push_back(e);
+    if (r.update)
+      for (size_t j = 0; j < r.outputs.size(); j++)
+        if (r.outputs[j] && r.outputs[j]->root && j + 1 < in.size() && in[j + 1].d >= 0) updates.emplace_back(e, in[j + 1].d);
+  }
+  // Calls run before whose values are all kept: there for the autodiff only, not to run again.
+  for (int e : done_execs) symbolic::exec_free(sg, {e, sg});
+  // An update in place comes after every read of the value it overwrites
+  // (the forward's and the backward's).
+  for (const auto& [e, old] : updates) {
+    const int ob = symbolic::base_of(sg, old);
+    for (size_t x = 0; x < sg->execs.size(); x++) {
+      if (static_cast<int>(x) == e || CCV_NNC_GRAPH_EXEC_IS_DEAD(sg->execs[x].flags)) continue;
+      bool reads = false;
+      for (int d : sg->execs[x].inputs) reads = reads || (d >= 0 && symbolic::base_of(sg, d) == ob);
+      if (reads) symbolic::concat(sg, static_cast<int>(x), e);
+    }
+  }
+  // An update runs as soon as its gradient is made, before the backward goes
+  // on to the next command: each gradient is freed at once instead of all of
+  // them being held until the backward ends (the first exec after the
+  // gradient's maker that does not lead to the update).
+  symbolic::autogen(sg, {}, false);
+  std::vector<int> update_execs;
+  for (const auto& u : updates)
+    if (std::find(update_execs.begin(), update_execs.end(), u.first) == update_execs.end()) update_execs.push_back(u.first);
+  for (int e : update_execs) {
+    const int gi = sg->execs[static_cast<size_t>(e)].inputs.empty() ? -1 : sg->execs[static_cast<size_t>(e)].inputs[0];
+    if (gi < 0) continue;
+    int w = -1;
+    for (int x : sg->tensors[static_cast<size_t>(symbolic::base_of(sg, gi))].writers)
+      if (!CCV_NNC_GRAPH_EXEC_IS_DEAD(sg->execs[static_cast<size_t>(x)].flags)) w = x;
+    for (const auto& [begin, end] : b.backward_execs) {
+      if (w < begin || w >= end) continue;
+      for (int n = w + 1; n < end; n++) {
+        if (n == e || CCV_NNC_GRAPH_EXEC_IS_DEAD(sg->execs[static_cast<size_t>(n)].flags)) continue;
+        try {
+          symbolic::concat(sg, e, n);
+          break;
+        } catch (...) {  // n leads to the update: try the next
+        }
+      }
+    }
   }
   symbolic::autogen(sg, {}, true);
   return b;
@@ -477,16 +723,67 @@ Built build_recording(DG* g, const char* what) {
 
 // Run the recording: what live variables will hold gets storage and is kept;
 // the rest lives in the compiled arena for the run only.
+// Drop the recording (the variables keep the values they hold).
+void forget_recording(DG* g) {
+  g->records.clear();
+  for (auto& v : g->shells)
+    if (v->alive) v->pending.reset();
+}
+
+// After a run: the calls a backward may still differentiate (traced ones a
+// live variable reaches) stay recorded, marked as run; the rest go.
+void keep_traced(DG* g) {
+  std::unordered_map<const ccv_nnc_deferred_value_s*, size_t> maker;
+  for (size_t i = 0; i < g->records.size(); i++)
+    for (const auto& o : g->records[i].outputs)
+      if (o) maker[o.get()] = i;
+  std::vector<char> keep(g->records.size(), 0);
+  std::vector<size_t> work;
+  for (auto& v : g->shells)
+    if (v->alive && v->pending && v->pending->traced) {
+      auto it = maker.find(v->pending.get());
+      if (it != maker.end()) work.push_back(it->second);
+    }
+  while (!work.empty()) {
+    const size_t i = work.back();
+    work.pop_back();
+    if (keep[i]) continue;
+    keep[i] = 1;
+    for (const DG::Source& src : g->records[i].inputs)
+      if (src.pending && src.pending->traced) {
+        auto it = maker.find(src.pending.get());
+        if (it != maker.end()) work.push_back(it->second);
+      }
+  }
+  std::vector<DG::Record> kept;
+  for (size_t i = 0; i < g->records.size(); i++) {
+    bool traced = false;
+    for (const auto& o : g->records[i].outputs) traced = traced || (o && o->traced);
+    if (keep[i] && traced && !g->records[i].backward) {
+      g->records[i].done = true;
+      kept.push_back(std::move(g->records[i]));
+    }
+  }
+  g->records = std::move(kept);
+}
+
+bool any_pending(DG* g) {
+  for (const DG::Record& r : g->records)
+    if (!r.done) return true;
+  return false;
+}
+
 void flush(DG* g) {
   static const char* what = "ccv_nnc_dynamic_graph_flush";
-  if (g->records.empty()) return;
-  // Whatever happens, the recording is consumed.
+  if (!any_pending(g)) return;
+  // Whatever happens, the recording is consumed: kept for a later backward
+  // after a run, dropped after a failure.
   struct Consume {
     DG* g;
+    bool ran = false;
     ~Consume() {
-      g->records.clear();
-      for (auto& v : g->shells)
-        if (v->alive) v->pending.reset();
+      if (!ran) forget_recording(g);
+      else keep_traced(g);
     }
   } consume{g};
   Built b = build_recording(g, what);
@@ -494,7 +791,7 @@ void flush(DG* g) {
   std::vector<ccv_nnc_tensor_symbol_t> wanted, binds_symbols;
   std::vector<Var*> holders;
   for (auto& v : g->shells)
-    if (v->alive && v->pending) {
+    if (v->alive && v->pending && !v->pending->storage) {
       auto it = b.pending_symbols.find(v->pending.get());
       if (it == b.pending_symbols.end()) continue;
       bool seen = false;
@@ -502,17 +799,39 @@ void flush(DG* g) {
       if (!seen) wanted.push_back({it->second, sg});
       holders.push_back(v.get());
     }
+  // Values computing again would change (random draws): kept, for a backward recorded later.
+  std::vector<std::pair<ccv_nnc_deferred_value_s*, int>> kept_values;
+  for (const DG::Record& r : g->records)
+    if (!r.done)
+      for (const auto& o : r.outputs)
+        if (o && o->keep && !o->storage) {
+          auto it = b.pending_symbols.find(o.get());
+          if (it == b.pending_symbols.end()) continue;
+          kept_values.emplace_back(o.get(), it->second);
+          bool seen = false;
+          for (const auto& w : wanted) seen = seen || w.d == it->second;
+          if (!seen) wanted.push_back({it->second, sg});
+        }
   for (const auto& st : b.storages) binds_symbols.push_back({st.second, sg});
   const int passes[] = {CCV_NNC_SIMPLIFY_COMMON_SUBEXPRESSION_ELIMINATION, CCV_NNC_SIMPLIFY_GRAPH_PRUNING};
   ccv_nnc_symbolic_graph_simplify(sg, passes, 2, binds_symbols.data(), static_cast<int>(binds_symbols.size()), wanted.data(),
                                   static_cast<int>(wanted.size()), nullptr, 0, nullptr, 0);
   NNC_CHECK(std::string(ccv_nnc_error_message()).empty(), "%s: simplifying the recording: %s", what, ccv_nnc_error_message());
-  if (wanted.empty()) return;  // nothing anyone can read
+  if (wanted.empty()) {  // nothing anyone can read
+    consume.ran = true;
+    return;
+  }
   std::vector<ccv_nnc_tensor_bind_t> binds;
   for (const auto& st : b.storages)
     if (!CCV_NNC_TENSOR_SYMBOL_IS_DEAD(sg->tensors[static_cast<size_t>(st.second)].flags)) binds.push_back({{st.second, sg}, st.first.get()});
   std::unordered_map<int, std::shared_ptr<ccv_nnc_tensor_t>> made;
+  for (const auto& rt : b.roots)
+    if (!CCV_NNC_TENSOR_SYMBOL_IS_DEAD(sg->tensors[static_cast<size_t>(rt.second)].flags)) {
+      made[rt.second] = rt.first;
+      binds.push_back({{rt.second, sg}, rt.first.get()});
+    }
   for (const auto& w : wanted) {
+    if (made.count(w.d)) continue;  // updated in place
     made[w.d] = new_storage(g, sg->tensors[static_cast<size_t>(w.d)].info, what);
     binds.push_back({w, made[w.d].get()});
   }
@@ -530,12 +849,17 @@ void flush(DG* g) {
     const int d = b.pending_symbols[v->pending.get()];
     v->value = made[d];
     v->info = v->value->info;
+    // Calls recorded before (kept for a later backward) read it through this storage.
+    v->pending->storage = v->value;
+    if (!v->pending->traced) v->pending.reset();  // not differentiated again: a leaf from here
   }
+  for (const auto& [value, d] : kept_values) value->storage = made[d];
+  consume.ran = true;
 }
 
 // Inputs of a call in the deferred mode: values as they are now, or values
 // earlier recorded calls will make.
-DG::Source source_of(DG* g, Var* v, int i, const char* what) {
+DG::Source source_of(DG*, Var* v, int i, const char* what) {
   DG::Source src;
   Var* base = v->alias_of && !v->orphan ? v->alias_of : v;
   if (base->pending) {
@@ -557,14 +881,24 @@ DG::Source source_of(DG* g, Var* v, int i, const char* what) {
   return src;
 }
 
+// v will hold a value a recorded call makes.
+void assign_pending(DG* g, Var* v, const std::shared_ptr<ccv_nnc_deferred_value_s>& value) {
+  release(g, v);
+  for (Var* a : aliases_of(g, v)) release(g, a);
+  v->value.reset();
+  v->pending = value;
+  v->info = value->info;
+}
+
 int record(DG* g, const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flags, const ccv_nnc_tensor_variable_t* inputs, int input_size,
-           ccv_nnc_tensor_variable_t* outputs, int output_size) {
+           ccv_nnc_tensor_variable_t* outputs, int output_size, bool traced = true) {
   static const char* what = "ccv_nnc_dynamic_graph_exec";
   DG::Record r;
   r.cmd = cmd;
   r.hint = hint;
   r.flags = flags;
   std::vector<ccv_nnc_tensor_param_t> in_params(static_cast<size_t>(input_size)), out_params(static_cast<size_t>(output_size));
+  bool differentiable = false;
   for (int i = 0; i < input_size; i++) {
     if (!inputs[i]) {
       r.inputs.emplace_back();
@@ -573,38 +907,162 @@ int record(DG* g, const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flag
     Var* v = check_var(g, inputs[i], what, "input", i);
     r.inputs.push_back(source_of(g, v, i, what));
     in_params[static_cast<size_t>(i)] = r.inputs.back().info;
+    differentiable = differentiable || !v->constant;
   }
   ccv_nnc_hint_tensor_auto(cmd, in_params.data(), input_size, hint, out_params.data(), output_size);
+  // Writes into aliases. The recording is a symbolic graph, where a value has
+  // one writer, or several writing disjoint parts through aliases: so a
+  // variable is written through its aliases only while it holds no value
+  // (a concatenation written in place); its parts not written are zeros, as
+  // in immediate mode. Not traced, as in immediate mode.
+  std::vector<std::pair<Var*, std::shared_ptr<ccv_nnc_deferred_value_s>>> rebased;
+  r.views.resize(static_cast<size_t>(output_size));
   for (int j = 0; j < output_size; j++) {
     Var* v = outputs[j];
-    if (!v) {
+    if (!v || !v->alias_of) continue;
+    check_var(g, v, what, "output", j);
+    NNC_CHECK(!v->constant, "%s: output %d is a constant; constants are never written", what, j);
+    NNC_CHECK(g->no_grad || !differentiable || !traced,
+              "%s: output %d is an alias; writing into part of a variable is not traced (do it between set_no_grad(1) and (0))", what, j);
+    NNC_CHECK(!v->orphan, "%s: output %d is an alias of a freed variable", what, j);
+    Var* base = v->alias_of;
+    for (int k = 0; k < j; k++) NNC_CHECK(outputs[k] != v, "%s: outputs %d and %d are the same variable", what, k, j);
+    std::shared_ptr<ccv_nnc_deferred_value_s> next;
+    for (const auto& rb : rebased)
+      if (rb.first == base) next = rb.second;
+    if (!next && base->pending && base->pending->parts && !base->pending->storage) next = base->pending;  // another part
+    if (!next) {
+      NNC_CHECK(!base->pending && !base->value,
+                "%s: output %d is an alias of a variable that holds a value; in the deferred mode a variable is written through its "
+                "aliases only while it has no value yet (its parts, like a concatenation, before it is read)",
+                what, j);
+      next = std::make_shared<ccv_nnc_deferred_value_s>();
+      next->info = base->info;
+      next->traced = false;
+      next->parts = true;
+      rebased.emplace_back(base, next);
+    }
+    DG::Source& view = r.views[static_cast<size_t>(j)];
+    view.pending = next;
+    view.alias = true;
+    view.info = v->info;
+    std::memcpy(view.ofs, v->ofs, sizeof(view.ofs));
+    std::memcpy(view.stride, v->stride, sizeof(view.stride));
+  }
+  for (int j = 0; j < output_size; j++) {
+    Var* v = outputs[j];
+    if (!v || v->alias_of) {
       r.outputs.emplace_back();
       continue;
     }
     check_var(g, v, what, "output", j);
     NNC_CHECK(!v->constant, "%s: output %d is a constant; constants are never written", what, j);
-    NNC_CHECK(!v->alias_of, "%s: output %d is an alias; writing into part of a variable is not supported in the deferred mode yet", what, j);
+    for (const auto& rb : rebased)
+      NNC_CHECK(rb.first != v, "%s: output %d is written whole and through an alias in the same call", what, j);
     ccv_nnc_tensor_param_t p = nd_of(v->info.dim) > 0 ? v->info : out_params[static_cast<size_t>(j)];
     NNC_CHECK(nd_of(p.dim) > 0, "%s: cannot infer the shape of output %d from the inputs; give the variable one", what, j);
     for (int k = 0; k < j; k++) NNC_CHECK(outputs[k] != v, "%s: outputs %d and %d are the same variable", what, k, j);
     auto value = std::make_shared<ccv_nnc_deferred_value_s>();
     value->info = p;
+    value->traced = traced && !g->no_grad && differentiable;
+    value->keep = value->traced && !memoizable(cmd) && cmd.cmd != CCV_NNC_NOOP;
     r.outputs.push_back(value);
   }
-  for (int j = 0; j < output_size; j++) {
-    Var* v = outputs[j];
-    if (!v) continue;
-    release(g, v);
-    for (Var* a : aliases_of(g, v)) release(g, a);
-    v->value.reset();
-    v->pending = r.outputs[static_cast<size_t>(j)];
-    v->info = v->pending->info;
-  }
+  for (int j = 0; j < output_size; j++)
+    if (outputs[j] && !outputs[j]->alias_of) assign_pending(g, outputs[j], r.outputs[static_cast<size_t>(j)]);
+  for (auto& [base, next] : rebased) assign_pending(g, base, next);
   g->records.push_back(std::move(r));
   return CCV_NNC_EXEC_SUCCESS;
 }
 
-bool any_pending(DG* g) { return !g->records.empty(); }
+// A backward in the deferred mode: recorded, to be differentiated and planned
+// with the calls before it when the recording runs.
+void record_backward(DG* g, const ccv_nnc_tensor_variable_t* f_variables, int f_size, const ccv_nnc_tensor_variable_t* df,
+                     const ccv_nnc_tensor_variable_t* inputs, int input_size, ccv_nnc_tensor_variable_t* outputs, const char* what) {
+  DG::Record r;
+  r.backward = true;
+  r.f_size = f_size;
+  for (int i = 0; i < f_size; i++) {
+    Var* v = check_var(g, f_variables[i], what, "f variable", i);
+    NNC_CHECK(!v->alias_of && v->pending,
+              "%s: f variable %d was not computed by a call recorded in the deferred mode (record the forward in the deferred mode too)", what, i);
+    r.inputs.push_back(source_of(g, v, i, what));
+    DG::Source seed;
+    if (df && df[i]) {
+      Var* d = check_var(g, df[i], what, "df_optionals", i);
+      seed = source_of(g, d, i, what);
+      NNC_CHECK(same_shape(seed.info, v->pending->info), "%s: df_optionals[%d] is %s but f is %s", what, i, shape_string(seed.info.dim).c_str(),
+                shape_string(v->pending->info.dim).c_str());
+    }
+    r.df.push_back(seed);
+  }
+  // Each input must lead to an f through the recorded calls (checked now, as
+  // immediate mode does): one sweep back from the f values marks what they
+  // depend on. A value is known by its recorded maker, or by its storage once
+  // a run made it.
+  auto storage_key = [](const DG::Source& x) -> const void* { return x.pending ? x.pending->storage.get() : x.storage.get(); };
+  std::unordered_set<const void*> needed;
+  for (int i = 0; i < f_size; i++) needed.insert(r.inputs[static_cast<size_t>(i)].pending.get());
+  for (auto it = g->records.rbegin(); it != g->records.rend(); ++it) {
+    if (it->backward) continue;
+    bool feeds = false;
+    for (const auto& o : it->outputs) feeds = feeds || (o && needed.count(o.get()) > 0);
+    if (!feeds) continue;
+    for (const DG::Source& in : it->inputs) {
+      if (in.pending) needed.insert(in.pending.get());
+      if (const void* k = storage_key(in)) needed.insert(k);
+    }
+  }
+  for (int i = 0; i < input_size; i++) {
+    Var* v = check_var(g, inputs[i], what, "input", i);
+    NNC_CHECK(!v->constant, "%s: input %d is a constant; constants have no gradient", what, i);
+    r.inputs.push_back(source_of(g, v, i, what));
+    const DG::Source& src = r.inputs.back();
+    const void* k = storage_key(src);
+    NNC_CHECK((src.pending && needed.count(src.pending.get())) || (k && needed.count(k)),
+              "%s: input %d has no path to the f variables (no recorded call leads from it to an f)", what, i);
+  }
+  std::vector<std::pair<Var*, std::shared_ptr<ccv_nnc_deferred_value_s>>> assign;
+  std::vector<DG::Record> sums;  // gradients added to what the outputs hold
+  for (int i = 0; i < input_size; i++) {
+    Var* o = outputs[i];
+    if (!o) {
+      r.outputs.emplace_back();
+      continue;
+    }
+    check_var(g, o, what, "output", i);
+    NNC_CHECK(!o->constant, "%s: output %d is a constant; constants are never written", what, i);
+    NNC_CHECK(!o->alias_of, "%s: output %d is an alias; gradients into part of a variable are not supported in the deferred mode", what, i);
+    for (int k = 0; k < i; k++) NNC_CHECK(outputs[k] != o, "%s: outputs %d and %d are the same variable", what, k, i);
+    auto grad = std::make_shared<ccv_nnc_deferred_value_s>();
+    grad->info = r.inputs[static_cast<size_t>(f_size + i)].info;
+    grad->traced = false;  // gradients are not differentiated again (as in immediate mode)
+    r.outputs.push_back(grad);
+    const bool holds = o->pending || o->value;
+    const ccv_nnc_tensor_param_t held = o->pending ? o->pending->info : o->value ? o->value->info : ccv_nnc_tensor_param_t{};
+    if (holds && same_shape(held, grad->info)) {  // accumulate, as immediate mode does
+      DG::Record sum;
+      sum.cmd = ccv_nnc_cmd(CCV_NNC_EWSUM_FORWARD, nullptr, ccv_nnc_cmd_auto, 0);
+      sum.hint = ccv_nnc_no_hint;
+      sum.inputs.push_back(source_of(g, o, 0, what));
+      DG::Source gsrc;
+      gsrc.pending = grad;
+      gsrc.info = grad->info;
+      sum.inputs.push_back(gsrc);
+      auto total = std::make_shared<ccv_nnc_deferred_value_s>();
+      total->info = held;
+      total->traced = false;
+      sum.outputs.push_back(total);
+      sums.push_back(std::move(sum));
+      assign.emplace_back(o, total);
+    } else {
+      assign.emplace_back(o, grad);
+    }
+  }
+  g->records.push_back(std::move(r));
+  for (auto& s : sums) g->records.push_back(std::move(s));
+  for (auto& [o, value] : assign) assign_pending(g, o, value);
+}
 
 }  // namespace
 
@@ -616,6 +1074,8 @@ ccv_nnc_dynamic_graph_s::~ccv_nnc_dynamic_graph_s() {
     }
   dying = true;  // storage released from here on is freed, not pooled
   drain_retired(this);
+  tape.clear();
+  tape_values.clear();
   records.clear();
   memo.clear();
   memo_held.clear();
@@ -707,7 +1167,7 @@ NNC_API ccv_nnc_tensor_t* ccv_nnc_tensor_from_variable_impl(ccv_nnc_dynamic_grap
     (void)stream_context;  // CPU streams: nothing is pending on them for a variable
     Var* v = check_var(graph, tensor_variable, what, "the variable");
     Var* base = v->alias_of && !v->orphan ? v->alias_of : v;
-    if (base->pending) flush(graph);
+    if (base->pending && !base->pending->storage) flush(graph);
     if (graph->memo_limit) memo_unshare(graph, v, what);
     if (!storage_of(v)) {
       NNC_CHECK(nd_of(base->info.dim) > 0, "%s: the variable has no shape yet (no command wrote it)", what);
@@ -809,8 +1269,14 @@ NNC_API int ccv_nnc_dynamic_graph_exec(ccv_nnc_dynamic_graph_t* const graph, con
       if (v->alias_of) {
         NNC_CHECK(graph->no_grad || !differentiable,
                   "%s: output %d is an alias; writing into part of a variable is not traced yet (do it between set_no_grad(1) and (0))", what, j);
+        Var* base = v->alias_of;
+        if (!v->orphan && !base->value) {  // written in parts (a concatenation): zeros where no part is written
+          base->value = new_storage(graph, base->info, what);
+          std::memset(base->value->data.u8, 0, ccv_nnc_tensor_data_size(base->value->info));
+          if (base->symbol >= 0) graph->symbols[static_cast<size_t>(base_of(graph, base->symbol))].value = base->value;
+        }
         out[static_cast<size_t>(j)] = tensor_of(v);
-        NNC_CHECK(out[static_cast<size_t>(j)], "%s: output %d is an alias of a variable with no value yet", what, j);
+        NNC_CHECK(out[static_cast<size_t>(j)], "%s: output %d is an alias of a variable with no value", what, j);
         continue;
       }
       ccv_nnc_tensor_param_t p = nd_of(v->info.dim) > 0 ? v->info : out_params[static_cast<size_t>(j)];
@@ -872,20 +1338,59 @@ NNC_API int ccv_nnc_dynamic_graph_exec(ccv_nnc_dynamic_graph_t* const graph, con
       }
     }
     const bool traced = !graph->no_grad && differentiable;
-    std::vector<int> in_symbols, out_symbols;
-    if (traced) {
-      for (int i = 0; i < input_size; i++) in_symbols.push_back(inputs[i] ? symbol_of(graph, inputs[i]) : CCV_NNC_NO_TENSOR_SYMBOL);
+    // (inline arrays: a heap allocation per call is a measurable part of a small call's cost)
+    Small<int> in_symbols(static_cast<size_t>(input_size)), out_symbols(static_cast<size_t>(output_size));
+    // On the tape when it can be (no alias among the variables, few of them).
+    bool taped = traced && input_size <= DG::kTapeArity && output_size <= DG::kTapeArity;
+    for (int i = 0; i < input_size && taped; i++) taped = !inputs[i] || !inputs[i]->alias_of;
+    int entry = -1;
+    if (taped) {
+      constexpr size_t kTapeLimit = 256;  // longer runs go into the trace (bounded tape, bounded flush)
+      if (graph->tape_live >= kTapeLimit) tape_flush(graph);
+      DG::TapeEntry e;
+      e.cmd = cmd;
+      e.hint = hint;
+      e.input_size = input_size;
+      e.output_size = output_size;
+      for (int i = 0; i < input_size; i++) {
+        Var* v = inputs[i];
+        if (!v) {
+          e.inputs[i] = CCV_NNC_NO_TENSOR_SYMBOL;
+        } else if (v->tape >= 0) {
+          graph->tape_values[static_cast<size_t>(v->tape)].readers++;
+          e.inputs[i] = -2 - v->tape;
+        } else {
+          const int sym = symbol_of(graph, v);
+          graph->symbols[static_cast<size_t>(base_of(graph, sym))].readers++;
+          e.inputs[i] = sym;
+        }
+      }
+      entry = static_cast<int>(graph->tape.size());
+      for (int j = 0; j < output_size; j++) {
+        e.outputs[j] = -1;
+        if (!outputs[j]) continue;
+        e.outputs[j] = static_cast<int>(graph->tape_values.size());
+        DG::TapeValue tv;
+        tv.value = fresh[static_cast<size_t>(j)];
+        tv.writer = entry;
+        graph->tape_values.push_back(std::move(tv));
+      }
+      graph->tape.push_back(e);
+      graph->tape_live++;
+    } else if (traced) {
+      for (int i = 0; i < input_size; i++) in_symbols[static_cast<size_t>(i)] = inputs[i] ? symbol_of(graph, inputs[i]) : CCV_NNC_NO_TENSOR_SYMBOL;
       for (int j = 0; j < output_size; j++)
-        out_symbols.push_back(outputs[j] ? symbolic::tensor_new(graph->trace, fresh[static_cast<size_t>(j)]->info, nullptr).d
-                                         : CCV_NNC_NO_TENSOR_SYMBOL);
-      std::vector<ccv_nnc_tensor_symbol_t> is, os;
-      for (int s : in_symbols) is.push_back({s, s >= 0 ? graph->trace : nullptr});
-      for (int s : out_symbols) os.push_back({s, s >= 0 ? graph->trace : nullptr});
+        out_symbols[static_cast<size_t>(j)] = outputs[j] ? symbolic::tensor_new(graph->trace, fresh[static_cast<size_t>(j)]->info, nullptr).d
+                                                         : CCV_NNC_NO_TENSOR_SYMBOL;
+      Small<ccv_nnc_tensor_symbol_t> is(static_cast<size_t>(input_size)), os(static_cast<size_t>(output_size));
+      for (int i = 0; i < input_size; i++) is[static_cast<size_t>(i)] = {in_symbols[static_cast<size_t>(i)], in_symbols[static_cast<size_t>(i)] >= 0 ? graph->trace : nullptr};
+      for (int j = 0; j < output_size; j++)
+        os[static_cast<size_t>(j)] = {out_symbols[static_cast<size_t>(j)], out_symbols[static_cast<size_t>(j)] >= 0 ? graph->trace : nullptr};
       const int e = symbolic::exec_new(graph->trace, cmd, is.data(), input_size, os.data(), output_size, nullptr).d;
       graph->trace->execs[static_cast<size_t>(e)].hint = hint;
       sync(graph);
-      for (int s : in_symbols)
-        if (s >= 0) {
+      for (int i = 0; i < input_size; i++)
+        if (const int s = in_symbols[static_cast<size_t>(i)]; s >= 0) {
           const int b = base_of(graph, s);
           graph->symbols[static_cast<size_t>(b)].readers++;
           const int w = live_writer(graph, b);
@@ -897,18 +1402,23 @@ NNC_API int ccv_nnc_dynamic_graph_exec(ccv_nnc_dynamic_graph_t* const graph, con
       if (!v || v->alias_of) continue;
       release(graph, v);
       for (Var* a : aliases_of(graph, v)) release(graph, a);
+      v->pending.reset();
       v->value = fresh[static_cast<size_t>(j)];
       v->info = v->value->info;
-      if (traced) {
+      if (taped) {
+        const int t = graph->tape[static_cast<size_t>(entry)].outputs[j];
+        graph->tape_values[static_cast<size_t>(t)].owner = v;
+        v->tape = t;
+      } else if (traced) {
         const int s = out_symbols[static_cast<size_t>(j)];
         graph->symbols[static_cast<size_t>(s)].value = v->value;
         graph->symbols[static_cast<size_t>(s)].named++;
         v->symbol = s;
       }
     }
-    if (traced)  // an output nobody names (a NULL slot's) is not needed
-      for (int s : out_symbols)
-        if (s >= 0) prune(graph, s);
+    if (traced && !taped)  // an output nobody names (a NULL slot's) is not needed
+      for (int j = 0; j < output_size; j++)
+        if (out_symbols[static_cast<size_t>(j)] >= 0) prune(graph, out_symbols[static_cast<size_t>(j)]);
     return static_cast<int>(CCV_NNC_EXEC_SUCCESS);
   });
 }
@@ -934,7 +1444,10 @@ NNC_API int ccv_nnc_dynamic_graph_set_deferred(ccv_nnc_dynamic_graph_t* const gr
   return guard<int>(-1, [&] {
     check_graph(graph, "ccv_nnc_dynamic_graph_set_deferred");
     const int was = graph->deferred;
-    if (was && !deferred) flush(graph);
+    if (was && !deferred) {  // what is recorded runs; immediate mode traces anew from here
+      flush(graph);
+      forget_recording(graph);
+    }
     graph->deferred = deferred ? 1 : 0;
     return was == graph->deferred ? -1 : 0;
   });
@@ -976,6 +1489,7 @@ NNC_API int ccv_nnc_dynamic_graph_export(ccv_nnc_dynamic_graph_t* const graph, c
       Var* v = check_var(graph, inputs[i], what, "input", i);
       NNC_CHECK(!v->alias_of, "%s: input %d is an alias; give its base", what, i);
       NNC_CHECK(!v->pending, "%s: input %d is itself made by the recorded calls; give the values it is made from", what, i);
+      // (a value made by a run before and kept is a recorded call's output too)
       {
         auto it = v->value ? b.storage_symbols.find(v->value.get()) : b.storage_symbols.end();
         NNC_CHECK(it != b.storage_symbols.end(), "%s: input %d feeds none of the recorded calls", what, i);
@@ -1054,6 +1568,7 @@ NNC_API void ccv_nnc_dynamic_graph_gc(ccv_nnc_dynamic_graph_t* const dynamic_gra
 NNC_API void ccv_nnc_dynamic_graph_dot(const ccv_nnc_dynamic_graph_t* const graph, const int flags, FILE* out) {
   guard_void([&] {
     check_graph(graph, "ccv_nnc_dynamic_graph_dot");
+    tape_flush(const_cast<DG*>(graph));
     ccv_nnc_symbolic_graph_dot(graph->trace, flags, out);
   });
 }
@@ -1061,6 +1576,7 @@ NNC_API void ccv_nnc_dynamic_graph_dot(const ccv_nnc_dynamic_graph_t* const grap
 NNC_API int ccv_nnc_dynamic_graph_bookkeeping_count(const ccv_nnc_dynamic_graph_t* const graph, const int type) {
   return guard<int>(0, [&] {
     check_graph(graph, "ccv_nnc_dynamic_graph_bookkeeping_count");
+    tape_flush(const_cast<DG*>(graph));
     return ccv_nnc_symbolic_graph_active_symbol_count(graph->trace, type);
   });
 }
@@ -1069,6 +1585,7 @@ NNC_API void ccv_nnc_dynamic_graph_format(const ccv_nnc_dynamic_graph_t* const g
                                           void* const context) {
   guard_void([&] {
     check_graph(graph, "ccv_nnc_dynamic_graph_format");
+    tape_flush(const_cast<DG*>(graph));
     if (ccv_nnc_symbolic_graph_active_symbol_count(graph->trace, CCV_NNC_SYMBOL_GRAPH_EXEC) == 0) return;
     ccv_nnc_symbolic_graph_format(graph->trace, nullptr, 0, nullptr, 0, format_fn, context);
   });
@@ -1084,6 +1601,7 @@ NNC_API void ccv_nnc_dynamic_graph_has_effect_to_tensor_variables(const ccv_nnc_
     NNC_CHECK(bitmask, "%s: bitmask is NULL", what);
     NNC_CHECK(source_variable_size >= 0 && destination_variable_size >= 0, "%s: negative sizes", what);
     DG* g = const_cast<DG*>(graph);
+    tape_flush(g);
     for (int i = 0; i < (source_variable_size + 63) / 64; i++) bitmask[i] = 0;
     std::vector<char> target(g->trace->tensors.size(), 0);
     for (int j = 0; j < destination_variable_size; j++) {
@@ -1126,10 +1644,15 @@ void backward(DG* g, const ccv_nnc_tensor_variable_t* f_variables, int f_size, c
               int input_size, ccv_nnc_tensor_variable_t* outputs, int output_size, ccv_nnc_stream_context_t* stream) {
   static const char* what = "ccv_nnc_dynamic_graph_backward";
   check_graph(g, what);
-  flush(g);
   NNC_CHECK(f_size > 0 && f_variables, "%s: no f variables", what);
   NNC_CHECK(input_size > 0 && inputs, "%s: no input variables", what);
   NNC_CHECK(output_size == input_size && outputs, "%s: %d outputs for %d inputs (one gradient per input)", what, output_size, input_size);
+  if (g->deferred) {
+    record_backward(g, f_variables, f_size, df, inputs, input_size, outputs, what);
+    return;
+  }
+  flush(g);
+  tape_flush(g);
   std::vector<ccv_nnc_tensor_symbol_t> f, wrt;
   for (int i = 0; i < f_size; i++) {
     Var* v = check_var(g, f_variables[i], what, "f variable", i);
@@ -1238,6 +1761,7 @@ void backward(DG* g, const ccv_nnc_tensor_variable_t* f_variables, int f_size, c
     }
     NNC_CHECK(!o->alias_of, "%s: output %d is an alias with no value to add to", what, i);
     release(g, o);
+    o->pending.reset();
     o->value = gv;
     o->info = gv->info;
   }
@@ -1262,13 +1786,42 @@ NNC_API void ccv_nnc_dynamic_graph_apply_gradients(ccv_nnc_dynamic_graph_t* cons
   guard_void([&] {
     static const char* what = "ccv_nnc_dynamic_graph_apply_gradients";
     check_graph(dynamic_graph, what);
-    flush(dynamic_graph);
+    if (!dynamic_graph->deferred) flush(dynamic_graph);
     NNC_CHECK(parallel >= 0, "%s: parallel %d is negative", what, parallel);
     NNC_CHECK(gradient_size == parameter_size && parameter_size >= 0 && (gradients || gradient_size == 0) && (parameters || parameter_size == 0),
               "%s: %d gradients for %d parameters", what, gradient_size, parameter_size);
     const int aux = ccv_nnc_minimizer_saved_aux_size(minimizer);
     NNC_CHECK(aux >= 0, "%s: %s", what, ccv_nnc_error_message());
     NNC_CHECK(aux == 0 || saved_aux, "%s: the minimizer keeps %d auxiliary tensors per parameter; saved_aux is NULL", what, aux);
+    if (dynamic_graph->deferred) {  // recorded: each update a call making the parameter's (and its state's) next value
+      for (int i = 0; i < parameter_size; i++) {
+        Var* p = check_var(dynamic_graph, parameters[i], what, "parameter", i);
+        check_var(dynamic_graph, gradients[i], what, "gradient", i);
+        NNC_CHECK(!p->alias_of, "%s: parameter %d is an alias; update its base in the deferred mode", what, i);
+        std::vector<ccv_nnc_tensor_variable_t> in{gradients[i], p}, out{p};
+        for (int k = 0; k < aux; k++) {
+          Var* a = check_var(dynamic_graph, saved_aux[i * aux + k], what, "saved_aux", i * aux + k);
+          NNC_CHECK(!a->alias_of, "%s: saved_aux %d is an alias; give its base in the deferred mode", what, i * aux + k);
+          if (!a->value && !a->pending) {  // a fresh auxiliary tensor starts at zero
+            if (nd_of(a->info.dim) == 0) a->info = p->info;
+            a->value = new_storage(dynamic_graph, a->info, what);
+            std::memset(a->value->data.u8, 0, ccv_nnc_tensor_data_size(a->value->info));
+          }
+          in.push_back(a);
+          out.push_back(a);
+        }
+        // Not traced: a parameter after its update is a leaf, as in immediate mode.
+        // In place, as immediate mode updates: into the storage the value is (or will be) in.
+        std::vector<std::shared_ptr<ccv_nnc_tensor_t>> roots;
+        for (auto v : out) roots.push_back(v->pending ? (v->pending->root ? v->pending->root : v->pending->storage) : v->value);
+        record(dynamic_graph, minimizer, ccv_nnc_no_hint, 0, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()),
+               false);
+        DG::Record& r = dynamic_graph->records.back();
+        r.update = true;
+        for (size_t k = 0; k < roots.size() && k < r.outputs.size(); k++) r.outputs[k]->root = roots[k];
+      }
+      return;
+    }
     for (int i = 0; i < parameter_size; i++) {
       Var* p = check_var(dynamic_graph, parameters[i], what, "parameter", i);
       Var* gv = check_var(dynamic_graph, gradients[i], what, "gradient", i);

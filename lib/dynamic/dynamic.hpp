@@ -26,6 +26,21 @@
 // Deferred mode: a value a recorded call will produce (its storage is set when the recording runs).
 struct ccv_nnc_deferred_value_s {
   ccv_nnc_tensor_param_t info{};
+  // Made by a traced call (one a later backward may differentiate), not by a
+  // backward or a parameter update.
+  bool traced = true;
+  // Once a run made it and a variable held it: its storage. The call that
+  // made it stays recorded while a live variable can reach it, so a backward
+  // recorded later differentiates it; a value not kept is computed again
+  // (the variable that held it was freed, and with it the storage).
+  std::shared_ptr<ccv_nnc_tensor_t> storage;
+  bool parts = false;  // written in parts through aliases (zeros where none is)
+  // Made by a command that draws random numbers (or a custom one): never
+  // computed again for a backward, so a run keeps it while its call stays recorded.
+  bool keep = false;
+  // A parameter update's result: written in place into this storage (the
+  // parameter's, as immediate mode does), after every read of the value before.
+  std::shared_ptr<ccv_nnc_tensor_t> root;
 };
 
 struct ccv_nnc_tensor_variable_s {
@@ -45,6 +60,8 @@ struct ccv_nnc_tensor_variable_s {
   std::unique_ptr<ccv_nnc_tensor_view_t> view;
   // The trace symbol this variable's current value is (-1: not traced).
   int symbol = -1;
+  // Or the tape value it is (-1: none): traced but not yet in the trace.
+  int tape = -1;
   std::vector<std::pair<ccv_nnc_tensor_variable_destructor_f, void*>> destructors;
   // Deferred mode: the recorded value this base variable will hold.
   std::shared_ptr<ccv_nnc_deferred_value_s> pending;
@@ -71,6 +88,30 @@ struct ccv_nnc_dynamic_graph_s {
     int readers = 0;
   };
   std::vector<Symbol> symbols;
+  // The tape: the latest traced calls, not yet written into the trace (a
+  // symbolic graph costs a small call more than the call itself). Anything
+  // that reads the trace first moves the tape into it; a call whose outputs
+  // are freed while it is on the tape leaves without ever entering it (as a
+  // chain of temporaries freed at scope end does). An input is a trace symbol
+  // (>= 0) or a tape value (-2 - index); -1 is none.
+  static constexpr int kTapeArity = 8;
+  struct TapeValue {
+    std::shared_ptr<ccv_nnc_tensor_t> value;
+    ccv_nnc_tensor_variable_s* owner = nullptr;  // the variable naming it, if any
+    int readers = 0;  // live tape entries reading it
+    int writer = -1;  // its entry
+  };
+  struct TapeEntry {
+    ccv_nnc_cmd_t cmd{};
+    ccv_nnc_hint_t hint{};
+    int input_size = 0, output_size = 0;
+    int inputs[kTapeArity];
+    int outputs[kTapeArity];  // tape value indices, -1 for none
+    bool alive = true;
+  };
+  std::vector<TapeEntry> tape;
+  std::vector<TapeValue> tape_values;
+  size_t tape_live = 0;  // entries alive
   int no_grad = 0;
   int max_concurrency = 1;
   // Memoisation (ccv_nnc_dynamic_graph_set_memoization): outputs by the
@@ -105,12 +146,24 @@ struct ccv_nnc_dynamic_graph_s {
     int stride[CCV_NNC_MAX_DIM_ALLOC] = {};
     ccv_nnc_tensor_param_t info{};  // what the command sees
   };
+  // A recorded call, or a recorded backward: its inputs are the f values
+  // (f_size of them), then the values to differentiate against; its outputs
+  // the gradients, made by the symbolic autodiff over the calls recorded
+  // before it when the recording is built.
   struct Record {
+    bool backward = false;
     ccv_nnc_cmd_t cmd{};
     ccv_nnc_hint_t hint{};
     int flags = 0;
     std::vector<Source> inputs;  // an empty slot has neither storage nor pending
     std::vector<std::shared_ptr<ccv_nnc_deferred_value_s>> outputs;
+    // An output written through an alias: its slot in `outputs` is empty and
+    // here (alias set) is the view into the value `pending` (made in parts).
+    std::vector<Source> views;
+    bool done = false;       // run already (kept for a later backward)
+    bool update = false;     // a minimizer: inputs |g|x|aux..|, outputs |x|aux..| (in place where a root is set)
+    int f_size = 0;          // backward: how many inputs are f values
+    std::vector<Source> df;  // backward: a seed per f (an empty slot: ones)
   };
   int deferred = 0;
   std::vector<Record> records;
