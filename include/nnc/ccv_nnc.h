@@ -363,15 +363,15 @@ typedef struct ccv_nnc_cmd_vtab_s {
  *   ccv_nnc_micro_combine_interpret(t, CCV_NNC_CUSTOM_FORWARD, TENSOR_LIST(a), 0, 0, TENSOR_LIST(b));
  *   ccv_nnc_micro_combine_free(t);
  *
- * Ownership: a ccv_nnc_micro_io_t made by the calls below belongs to whatever
- * uses it next: an io built on it, or a combine it is passed to. Freeing the
- * combine releases every io it holds. An io that nothing took (one never
- * combined, or left over when a call failed) is released with
- * ccv_nnc_micro_io_free (an NNC addition).
+ * Ownership: a ccv_nnc_micro_io_t made by the calls below is held by every io
+ * built on it and by every combine it is passed to, and is freed when its last
+ * holder goes: freeing a combine releases the ios it holds. An io that nothing
+ * holds (one never combined, or left over when a call failed) is released
+ * with ccv_nnc_micro_io_free (an NNC addition).
  *
  * Interpreter values are computed in double precision; tensors may be 32F,
- * 64F, 16F, 32S or 64S CPU tensors or views. Code generation
- * (ccv_nnc_micro_combine_c) is not implemented: it returns NULL.
+ * 64F, 16F, 16BF, 32S, 64S or 8U CPU tensors or views.
+ * ccv_nnc_micro_combine_c writes the forward pass as a C function.
  * ------------------------------------------------------------------------- */
 
 /** What kind of step an io is (opaque). */
@@ -552,8 +552,18 @@ void ccv_nnc_micro_combine_free(ccv_nnc_micro_combine_t* const combine);
  */
 void ccv_nnc_micro_combine_interpret(ccv_nnc_micro_combine_t* const combine, const uint32_t cmd, ccv_nnc_tensor_t* const* const inputs, const int input_size, const ccv_nnc_micro_scalar_t* const values, const int parameter_size, ccv_nnc_tensor_t* const* const outputs, const int output_size);
 /**
- * C source for the combine. Not implemented in NNC: returns NULL with a
- * message. (Where implemented, the string would be the caller's to free.)
+ * C source for the combine's forward pass: a self-contained C99 file (math.h,
+ * stdlib.h, string.h) that defines
+ *   int ccv_nnc_micro_forward(const double* const* inputs, const int* const* input_dims,
+ *                             const long long* params, double** outputs, int (*output_dims)[12]);
+ * inputs[k] holds input k row-major with sizes input_dims[k]; params the
+ * parameters in order. It returns 0 and sets outputs[k] to a malloc'ed
+ * row-major array (the caller frees it) with sizes in output_dims[k], or a
+ * negative number on bad shapes, division by zero or an index out of range
+ * (allocating nothing). It computes what ccv_nnc_micro_combine_interpret's
+ * forward pass computes. The backward pass is not generated.
+ * @param combine The combine (it must have outputs).
+ * @return The source, malloc'ed: the caller frees it with free(); or NULL with a message.
  */
 char* ccv_nnc_micro_combine_c(ccv_nnc_micro_combine_t* const combine);
 /**

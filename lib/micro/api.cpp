@@ -1,5 +1,9 @@
 // The exported ccv_nnc_micro_* functions: argument checks and the guard that
 // turns exceptions into NULL / a message.
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
 #include "core/error.hpp"
 #include "core/export.hpp"
 #include "micro/micro.hpp"
@@ -72,9 +76,11 @@ NNC_API void ccv_nnc_micro_combine_interpret(ccv_nnc_micro_combine_t* const comb
 NNC_API char* ccv_nnc_micro_combine_c(ccv_nnc_micro_combine_t* const combine) {
   return guard<char*>(nullptr, [&]() -> char* {
     NNC_CHECK(combine, "ccv_nnc_micro_combine_c: combine is NULL");
-    fail(CCV_NNC_EXEC_NO_KERNEL,
-         "ccv_nnc_micro_combine_c: C code generation is not implemented in NNC; run the combine with "
-         "ccv_nnc_micro_combine_interpret");
+    const std::string code = micro::generate_c(*combine);
+    char* out = static_cast<char*>(std::malloc(code.size() + 1));
+    if (!out) throw std::bad_alloc();
+    std::memcpy(out, code.c_str(), code.size() + 1);
+    return out;
   });
 }
 

@@ -78,4 +78,7 @@ void interpret(ccv_nnc_micro_combine_s& c, uint32_t cmd, ccv_nnc_tensor_t* const
                const ccv_nnc_micro_scalar_t* values, int parameter_size, ccv_nnc_tensor_t* const* outputs,
                int output_size);
 
+// C source for the forward pass (see codegen.cpp for the function it defines).
+std::string generate_c(const ccv_nnc_micro_combine_s& c);
+
 }  // namespace nnc::micro
