@@ -459,12 +459,13 @@ struct Interp {
     return v;
   }
 
-  // Shape of each io where it can be known: from bound values and hints, else from operands.
+  // Shape of each io where it can be known: from its operands, else from a
+  // tensor bound to it (a value, or a gradient's shape); where both are known they must agree.
   void infer_shapes() {
     for (size_t k = 0; k < c.order.size(); k++) {
       Io* n = c.order[k];
-      if (value[k]) shape[k] = value[k]->dim;
-      if (shape[k]) continue;
+      std::optional<Shape> given = value[k] ? std::optional<Shape>(value[k]->dim) : shape[k];
+      std::optional<Shape> derived;
       auto known = [&](Io* o) -> const Shape* { return shape[slot.at(o)] ? &*shape[slot.at(o)] : nullptr; };
       switch (n->kind) {
         case kInput: break;
@@ -480,14 +481,14 @@ struct Interp {
             NNC_CHECK(d >= 1 && d <= std::numeric_limits<int>::max(), "%s: shape expression \"%s\" of %s evaluates to %lld",
                       fn, e.text.c_str(), name(n).c_str(), static_cast<long long>(d));
             total *= static_cast<size_t>(d);
-            NNC_CHECK(total <= (size_t(1) << 34), "%s: %s would have more than 2^34 elements", fn, name(n).c_str());
+            NNC_CHECK(total <= (size_t(1) << 28), "%s: %s would have more than 2^28 elements (the interpreter's limit per step)", fn, name(n).c_str());
             out.push_back(static_cast<int>(d));
           }
-          shape[k] = out;
+          derived = out;
           break;
         }
         case kUnary:
-          if (const Shape* s = known(n->in(0))) shape[k] = *s;
+          if (const Shape* s = known(n->in(0))) derived = *s;
           break;
         case kBinary: {
           const Shape* l = known(n->in(0));
@@ -495,14 +496,14 @@ struct Interp {
           if (!l || !r) break;
           NNC_CHECK(*l == *r, "%s: shape mismatch in %s: left is %s, right is %s", fn, name(n).c_str(),
                     shape_str(*l).c_str(), shape_str(*r).c_str());
-          shape[k] = *l;
+          derived = *l;
           break;
         }
         case kReduce:
           if (const Shape* s = known(n->in(0))) {
             Shape out = *s;
             for (int a : n->axes) out[a] = 1;
-            shape[k] = out;
+            derived = out;
           }
           break;
         case kSelect: {
@@ -512,11 +513,15 @@ struct Interp {
           for (int a = 0; a < n->dimensions; a++)
             NNC_CHECK(a == n->axis || (*x)[a] == (*i)[a], "%s: shape mismatch in %s: index is %s, x is %s (they may differ only on axis %d)",
                       fn, name(n).c_str(), shape_str(*i).c_str(), shape_str(*x).c_str(), n->axis);
-          shape[k] = *i;
+          derived = *i;
           break;
         }
         case kGrad: break;
       }
+      if (derived && given)
+        NNC_CHECK(*derived == *given, "%s: shape mismatch: the tensor given for %s is %s but its operands make it %s", fn,
+                  name(n).c_str(), shape_str(*given).c_str(), shape_str(*derived).c_str());
+      shape[k] = derived ? derived : given;
     }
   }
 

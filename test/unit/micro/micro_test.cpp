@@ -573,6 +573,40 @@ TEST(Micro, BadBackwardAndSelect) {
   ccv_nnc_micro_combine_free(c);
 }
 
+// Limits: a step larger than the interpreter allows, and C for a combine with no forward outputs.
+TEST(Micro, LimitsAndBackwardOnlyCombine) {
+  Io x = ccv_nnc_micro_input(1);
+  const char* s[] = {"$n", "$n", "$n"};
+  const char* i[] = {"i0 + i1 + i2"};
+  Io r = ccv_nnc_micro_reindex(s, 3, &x, 1, i, 1, x);
+  const char* n[] = {"n"};
+  Io gx = ccv_nnc_micro_grad(x), gr = ccv_nnc_micro_grad(r);
+  ccv_nnc_micro_combine_t* c = ccv_nnc_micro_combine_new(&x, 1, n, 1, nullptr, 0, &gr, 1, &gx, 1);
+  ASSERT_NE(c, nullptr) << last_error();
+  T tx(CCV_32F, {4}), tg(CCV_32F, {2, 2, 2}), tdx(CCV_32F, {4});
+  for (int k = 0; k < 8; k++) tg.set(k, k + 1);
+  backward(c, {tg}, {i32(2)}, {tdx});
+  ASSERT_EQ(last_error(), "");
+  // dx[j] adds g over every (i0, i1, i2) of the 2x2x2 output with i0 + i1 + i2 == j.
+  for (int j = 0; j < 4; j++) {
+    double want = 0;
+    for (int k = 0; k < 8; k++)
+      if ((k >> 2) + ((k >> 1) & 1) + (k & 1) == j) want += k + 1;
+    EXPECT_EQ(tdx.get(j), want) << j;
+  }
+  tdx.set(0, 42);
+  backward(c, {tg}, {i32(100000)}, {tdx});
+  EXPECT_NE(last_error().find("2^28"), std::string::npos) << last_error();
+  EXPECT_EQ(tdx.get(0), 42);
+  // $n = 3 makes r 3x3x3, which the 2x2x2 gradient given does not fit.
+  backward(c, {tg}, {i32(3)}, {tdx});
+  EXPECT_NE(last_error().find("shape mismatch"), std::string::npos) << last_error();
+  EXPECT_EQ(tdx.get(0), 42);
+  EXPECT_EQ(ccv_nnc_micro_combine_c(c), nullptr);
+  EXPECT_NE(last_error().find("no outputs"), std::string::npos) << last_error();
+  ccv_nnc_micro_combine_free(c);
+}
+
 // ccv_nnc_micro_combine_c: the generated C, compiled with the system's C
 // compiler and loaded, computes what the interpreter computes.
 class Generated {
