@@ -49,11 +49,21 @@ struct Gen {
     std::vector<std::string> st;
     for (const Op& op : e.ops) {
       switch (op.tok) {
-        case Tok::kConst: st.push_back(std::to_string(op.value) + "LL"); break;
-        case Tok::kIndex: st.push_back(format("(long long)i%d", op.a)); break;
-        case Tok::kDim: st.push_back(format("(long long)d%zu[%d]", slot.at(n->ss[op.a]), op.b)); break;
-        case Tok::kParam: st.push_back(format("params[%zu]", param_index(e.params[op.a]))); break;
-        case Tok::kNeg: st.back() = "(-" + st.back() + ")"; break;
+        case Tok::kConst:
+          st.push_back(std::to_string(op.value) + "LL");
+          break;
+        case Tok::kIndex:
+          st.push_back(format("(long long)i%d", op.a));
+          break;
+        case Tok::kDim:
+          st.push_back(format("(long long)d%zu[%d]", slot.at(n->ss[op.a]), op.b));
+          break;
+        case Tok::kParam:
+          st.push_back(format("params[%zu]", param_index(e.params[op.a])));
+          break;
+        case Tok::kNeg:
+          st.back() = "(-" + st.back() + ")";
+          break;
         default: {
           std::string r = st.back();
           st.pop_back();
@@ -76,7 +86,9 @@ struct Gen {
   }
 
   void loops_open(int& ind, const std::string& var, const std::string& d, int nd) {
-    for (int a = 0; a < nd; a++) line(ind++, format("for (int %s%d = 0; %s%d < %s[%d]; %s%d++) {", var.c_str(), a, var.c_str(), a, d.c_str(), a, var.c_str(), a));
+    for (int a = 0; a < nd; a++)
+      line(ind++, format("for (int %s%d = 0; %s%d < %s[%d]; %s%d++) {", var.c_str(), a, var.c_str(), a, d.c_str(), a,
+                         var.c_str(), a));
   }
   void loops_close(int& ind, int nd) {
     for (int a = 0; a < nd; a++) line(--ind, "}");
@@ -124,11 +136,12 @@ struct Gen {
         line(1, format("for (int a = 0; a < %d; a++) %s[a] = d%zu[a];", nd, d.c_str(), xs));
         for (int a : n->axes) line(1, format("%s[%d] = 1;", d.c_str(), a));
         break;
-      default: break;
+      default:
+        break;
     }
     line(1, format("size_t n%zu = 1; for (int a = 0; a < %d; a++) n%zu *= (size_t)%s[a];", k, nd, k, d.c_str()));
-    line(1, format("double* %s = (double*)calloc(n%zu, sizeof(double)); owned[%zu] = %s; if (!%s) goto fail;", v.c_str(), k,
-                   k, v.c_str(), v.c_str()));
+    line(1, format("double* %s = (double*)calloc(n%zu, sizeof(double)); owned[%zu] = %s; if (!%s) goto fail;",
+                   v.c_str(), k, k, v.c_str(), v.c_str()));
     int ind = 1;
     switch (n->kind) {
       case kReindex: {
@@ -157,23 +170,40 @@ struct Gen {
         const size_t ys = slot.at(n->in(1));
         const char* body = "";
         switch (n->op) {
-          case CCV_NNC_MICRO_BINARY_OP_PLUS: body = "a + b"; break;
-          case CCV_NNC_MICRO_BINARY_OP_MINUS: body = "a - b"; break;
-          case CCV_NNC_MICRO_BINARY_OP_MUL: body = "a * b"; break;
-          case CCV_NNC_MICRO_BINARY_OP_DIV: body = "a / b"; break;
-          case CCV_NNC_MICRO_BINARY_OP_MAX: body = "a >= b ? a : b"; break;
-          case CCV_NNC_MICRO_BINARY_OP_MIN: body = "a <= b ? a : b"; break;
-          case CCV_NNC_MICRO_BINARY_OP_EQUAL_TO: body = "(double)(a == b)"; break;
-          case CCV_NNC_MICRO_BINARY_OP_LESS_THAN: body = "(double)(a < b)"; break;
+          case CCV_NNC_MICRO_BINARY_OP_PLUS:
+            body = "a + b";
+            break;
+          case CCV_NNC_MICRO_BINARY_OP_MINUS:
+            body = "a - b";
+            break;
+          case CCV_NNC_MICRO_BINARY_OP_MUL:
+            body = "a * b";
+            break;
+          case CCV_NNC_MICRO_BINARY_OP_DIV:
+            body = "a / b";
+            break;
+          case CCV_NNC_MICRO_BINARY_OP_MAX:
+            body = "a >= b ? a : b";
+            break;
+          case CCV_NNC_MICRO_BINARY_OP_MIN:
+            body = "a <= b ? a : b";
+            break;
+          case CCV_NNC_MICRO_BINARY_OP_EQUAL_TO:
+            body = "(double)(a == b)";
+            break;
+          case CCV_NNC_MICRO_BINARY_OP_LESS_THAN:
+            body = "(double)(a < b)";
+            break;
         }
-        line(1, format("for (size_t e = 0; e < n%zu; e++) { const double a = v%zu[e], b = v%zu[e]; %s[e] = %s; }", k, xs,
-                       ys, v.c_str(), body));
+        line(1, format("for (size_t e = 0; e < n%zu; e++) { const double a = v%zu[e], b = v%zu[e]; %s[e] = %s; }", k,
+                       xs, ys, v.c_str(), body));
         break;
       }
       case kReduce: {
         const int op = static_cast<int>(n->op);
         line(ind++, "{");
-        line(ind, format("char* seen = (char*)calloc(n%zu, 1); double* best = (double*)calloc(n%zu, sizeof(double));", k, k));
+        line(ind, format("char* seen = (char*)calloc(n%zu, 1); double* best = (double*)calloc(n%zu, sizeof(double));",
+                         k, k));
         line(ind, "if (!seen || !best) { free(seen); free(best); goto fail; }");
         line(ind, "size_t e = 0;");
         loops_open(ind, "i", format("d%zu", xs), nd);
@@ -184,11 +214,16 @@ struct Gen {
           const bool reduced = std::find(n->axes.begin(), n->axes.end(), a) != n->axes.end();
           o = format("(%s) * %s[%d] + %s", o.c_str(), d.c_str(), a, reduced ? "0" : format("i%d", a).c_str());
         }
-        line(ind, format("const size_t t = %s; const double x = v%zu[e++]; const double pos = (double)(%s);", o.c_str(), xs, pos.c_str()));
+        line(ind, format("const size_t t = %s; const double x = v%zu[e++]; const double pos = (double)(%s);", o.c_str(),
+                         xs, pos.c_str()));
         switch (op) {
           case CCV_NNC_MICRO_REDUCE_OP_SUM:
-          case CCV_NNC_MICRO_REDUCE_OP_MEAN: line(ind, format("%s[t] += x;", v.c_str())); break;
-          case CCV_NNC_MICRO_REDUCE_OP_PROD: line(ind, format("%s[t] = seen[t] ? %s[t] * x : x;", v.c_str(), v.c_str())); break;
+          case CCV_NNC_MICRO_REDUCE_OP_MEAN:
+            line(ind, format("%s[t] += x;", v.c_str()));
+            break;
+          case CCV_NNC_MICRO_REDUCE_OP_PROD:
+            line(ind, format("%s[t] = seen[t] ? %s[t] * x : x;", v.c_str(), v.c_str()));
+            break;
           case CCV_NNC_MICRO_REDUCE_OP_MAX:
           case CCV_NNC_MICRO_REDUCE_OP_ARGMAX:
             line(ind, format("if (!seen[t] || x > best[t]) { best[t] = x; %s[t] = %s; }", v.c_str(),
@@ -212,36 +247,45 @@ struct Gen {
         line(ind++, "{");
         line(ind, "size_t e = 0;");
         loops_open(ind, "i", d, nd);
-        line(ind, format("const double q = v%zu[e]; if (!(q >= 0 && q < d%zu[%d] && q == (double)(long long)q)) goto fail;",
-                         is, xs, n->axis));
+        line(ind,
+             format("const double q = v%zu[e]; if (!(q >= 0 && q < d%zu[%d] && q == (double)(long long)q)) goto fail;",
+                    is, xs, n->axis));
         std::string src = "0";
         for (int a = 0; a < nd; a++)
-          src = format("(%s) * d%zu[%d] + %s", src.c_str(), xs, a, a == n->axis ? "(long long)q" : format("i%d", a).c_str());
+          src = format("(%s) * d%zu[%d] + %s", src.c_str(), xs, a,
+                       a == n->axis ? "(long long)q" : format("i%d", a).c_str());
         line(ind, format("%s[e++] = v%zu[%s];", v.c_str(), xs, src.c_str()));
         loops_close(ind, nd);
         line(--ind, "}");
         break;
       }
-      default: break;
+      default:
+        break;
     }
   }
 
   std::string run() {
-    NNC_CHECK(!c.outputs.empty(), "ccv_nnc_micro_combine_c: the combine has no outputs (only the forward pass is generated)");
+    NNC_CHECK(!c.outputs.empty(),
+              "ccv_nnc_micro_combine_c: the combine has no outputs (only the forward pass is generated)");
     out += "/* Generated by NNC (ccv_nnc_micro_combine_c): the forward pass of a micro-op combine. */\n";
     out += "#include <math.h>\n#include <stdlib.h>\n#include <string.h>\n\n";
-    out += "static long long micro_div(long long a, long long b, int* err) { if (b == 0) { *err = 1; return 0; } return a / b; }\n\n";
-    out += "int ccv_nnc_micro_forward(const double* const* inputs, const int* const* input_dims, const long long* params, double** outputs, int (*output_dims)[12])\n{\n";
+    out +=
+        "static long long micro_div(long long a, long long b, int* err) { if (b == 0) { *err = 1; return 0; } return a "
+        "/ b; }\n\n";
+    out +=
+        "int ccv_nnc_micro_forward(const double* const* inputs, const int* const* input_dims, const long long* params, "
+        "double** outputs, int (*output_dims)[12])\n{\n";
     line(1, "int err = 0;");
     line(1, format("double* owned[%zu] = {0};", c.order.size()));
     line(1, "(void)params; (void)input_dims; (void)inputs; (void)micro_div;");
-  line(1, format("for (int q = 0; q < %zu; q++) outputs[q] = 0;", c.outputs.size()));
+    line(1, format("for (int q = 0; q < %zu; q++) outputs[q] = 0;", c.outputs.size()));
     for (size_t k = 0; k < c.order.size(); k++) node(k);
     for (size_t k = 0; k < c.outputs.size(); k++) {
       const size_t s = slot.at(c.outputs[k]);
-      line(1, format("outputs[%zu] = (double*)malloc(n%zu * sizeof(double)); if (!outputs[%zu]) goto fail_out;", k, s, k));
-      line(1, format("memcpy(outputs[%zu], v%zu, n%zu * sizeof(double)); memcpy(output_dims[%zu], d%zu, sizeof(d%zu));", k, s,
-                     s, k, s, s));
+      line(1,
+           format("outputs[%zu] = (double*)malloc(n%zu * sizeof(double)); if (!outputs[%zu]) goto fail_out;", k, s, k));
+      line(1, format("memcpy(outputs[%zu], v%zu, n%zu * sizeof(double)); memcpy(output_dims[%zu], d%zu, sizeof(d%zu));",
+                     k, s, s, k, s, s));
     }
     line(1, format("for (int q = 0; q < %zu; q++) free(owned[q]);", c.order.size()));
     line(1, "return 0;");

@@ -37,7 +37,8 @@ class Parser {
     va_start(args, fmt);
     const std::string why = vformat(fmt, args);
     va_end(args);
-    fail(CCV_NNC_EXEC_INVALID, "%s: \"%s\": %s (at column %d)", scope_.what, s_, why.c_str(), static_cast<int>(pos_) + 1);
+    fail(CCV_NNC_EXEC_INVALID, "%s: \"%s\": %s (at column %d)", scope_.what, s_, why.c_str(),
+         static_cast<int>(pos_) + 1);
   }
 
   void skip() {
@@ -118,7 +119,8 @@ class Parser {
       }
       if (axis >= scope_.index_count) {
         pos_ = at - 1;
-        error("unknown variable i%d: the output has %d axes (i0 to i%d)", axis, scope_.index_count, scope_.index_count - 1);
+        error("unknown variable i%d: the output has %d axes (i0 to i%d)", axis, scope_.index_count,
+              scope_.index_count - 1);
       }
       out_.ops.push_back({Tok::kIndex, axis});
       return;
@@ -133,7 +135,8 @@ class Parser {
       const int axis = digits("a dimension variable");
       if (tensor >= static_cast<int>(scope_.dims.size())) {
         pos_ = at;
-        error("unknown variable d%c%d: only %d shape tensor(s) were given", t, axis, static_cast<int>(scope_.dims.size()));
+        error("unknown variable d%c%d: only %d shape tensor(s) were given", t, axis,
+              static_cast<int>(scope_.dims.size()));
       }
       if (axis >= scope_.dims[tensor]) {
         pos_ = at;
@@ -193,14 +196,33 @@ int64_t eval_expr(const Expr& e, const ExprEnv& env, bool& ok) {
   int sp = 0;
   for (const Op& op : e.ops) {
     switch (op.tok) {
-      case Tok::kConst: st[sp++] = op.value; break;
-      case Tok::kIndex: st[sp++] = env.index[op.a]; break;
-      case Tok::kDim: st[sp++] = (*env.dims)[op.a][op.b]; break;
-      case Tok::kParam: st[sp++] = env.params[op.a]; break;
-      case Tok::kNeg: st[sp - 1] = -st[sp - 1]; break;
-      case Tok::kAdd: sp--; st[sp - 1] += st[sp]; break;
-      case Tok::kSub: sp--; st[sp - 1] -= st[sp]; break;
-      case Tok::kMul: sp--; st[sp - 1] *= st[sp]; break;
+      case Tok::kConst:
+        st[sp++] = op.value;
+        break;
+      case Tok::kIndex:
+        st[sp++] = env.index[op.a];
+        break;
+      case Tok::kDim:
+        st[sp++] = (*env.dims)[op.a][op.b];
+        break;
+      case Tok::kParam:
+        st[sp++] = env.params[op.a];
+        break;
+      case Tok::kNeg:
+        st[sp - 1] = -st[sp - 1];
+        break;
+      case Tok::kAdd:
+        sp--;
+        st[sp - 1] += st[sp];
+        break;
+      case Tok::kSub:
+        sp--;
+        st[sp - 1] -= st[sp];
+        break;
+      case Tok::kMul:
+        sp--;
+        st[sp - 1] *= st[sp];
+        break;
       case Tok::kDiv:
         sp--;
         if (st[sp] == 0) {

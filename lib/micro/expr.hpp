@@ -13,10 +13,10 @@
 namespace nnc::micro {
 
 enum class Tok : uint8_t {
-  kConst,   // push value
-  kIndex,   // push the output index along axis `a`
-  kDim,     // push dimension `b` of shape tensor `a`
-  kParam,   // push parameter slot `a` (resolved from `name` by the combine)
+  kConst,  // push value
+  kIndex,  // push the output index along axis `a`
+  kDim,    // push dimension `b` of shape tensor `a`
+  kParam,  // push parameter slot `a` (resolved from `name` by the combine)
   kNeg,
   kAdd,
   kSub,
@@ -32,16 +32,16 @@ struct Op {
 };
 
 struct Expr {
-  std::string text;                  // as written, for messages
-  std::vector<Op> ops;               // postfix
-  std::vector<std::string> params;   // names of kParam ops, by op's `name_slot` (a)
+  std::string text;                 // as written, for messages
+  std::vector<Op> ops;              // postfix
+  std::vector<std::string> params;  // names of kParam ops, by op's `name_slot` (a)
 };
 
 // What a parse may refer to.
 struct ExprScope {
-  int index_count;                   // number of i variables allowed (0: none)
-  std::vector<int> dims;             // dimensions of each shape tensor (A, B, ...)
-  const char* what;                  // e.g. "ccv_nnc_micro_reindex: reindex[1]"
+  int index_count;        // number of i variables allowed (0: none)
+  std::vector<int> dims;  // dimensions of each shape tensor (A, B, ...)
+  const char* what;       // e.g. "ccv_nnc_micro_reindex: reindex[1]"
 };
 
 // Parse `text`; throws nnc::Error (CCV_NNC_EXEC_INVALID) with a message
@@ -50,9 +50,9 @@ Expr parse_expr(const char* text, const ExprScope& scope);
 
 // Values an expression reads at evaluation time.
 struct ExprEnv {
-  const int* index = nullptr;                        // output index
+  const int* index = nullptr;                           // output index
   const std::vector<std::vector<int>>* dims = nullptr;  // shape tensors' sizes
-  const int64_t* params = nullptr;                   // by the Expr's param slot
+  const int64_t* params = nullptr;                      // by the Expr's param slot
 };
 
 // Evaluate; `ok` is cleared on division by zero (the caller reports it).

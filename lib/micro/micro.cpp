@@ -21,31 +21,42 @@ namespace nnc::micro {
 namespace {
 
 const ccv_nnc_micro_io_vtab_t kVtabs[] = {
-    {kInput, "input"}, {kReindex, "reindex"}, {kUnary, "unary"}, {kBinary, "binary"},
-    {kReduce, "reduce"}, {kSelect, "select"}, {kGrad, "grad"},
+    {kInput, "input"},   {kReindex, "reindex"}, {kUnary, "unary"}, {kBinary, "binary"},
+    {kReduce, "reduce"}, {kSelect, "select"},   {kGrad, "grad"},
 };
 
 std::atomic<int> g_next_id{1};
 
 const char* unary_name(uint32_t op) {
   switch (op) {
-    case CCV_NNC_MICRO_UNARY_OP_NEG: return "neg";
-    case CCV_NNC_MICRO_UNARY_OP_LOG: return "log";
-    case CCV_NNC_MICRO_UNARY_OP_EXP: return "exp";
+    case CCV_NNC_MICRO_UNARY_OP_NEG:
+      return "neg";
+    case CCV_NNC_MICRO_UNARY_OP_LOG:
+      return "log";
+    case CCV_NNC_MICRO_UNARY_OP_EXP:
+      return "exp";
   }
   return nullptr;
 }
 
 const char* binary_name(uint32_t op) {
   switch (op) {
-    case CCV_NNC_MICRO_BINARY_OP_PLUS: return "plus";
-    case CCV_NNC_MICRO_BINARY_OP_MINUS: return "minus";
-    case CCV_NNC_MICRO_BINARY_OP_MUL: return "mul";
-    case CCV_NNC_MICRO_BINARY_OP_DIV: return "div";
-    case CCV_NNC_MICRO_BINARY_OP_MAX: return "max";
-    case CCV_NNC_MICRO_BINARY_OP_MIN: return "min";
-    case CCV_NNC_MICRO_BINARY_OP_EQUAL_TO: return "equal_to";
-    case CCV_NNC_MICRO_BINARY_OP_LESS_THAN: return "less_than";
+    case CCV_NNC_MICRO_BINARY_OP_PLUS:
+      return "plus";
+    case CCV_NNC_MICRO_BINARY_OP_MINUS:
+      return "minus";
+    case CCV_NNC_MICRO_BINARY_OP_MUL:
+      return "mul";
+    case CCV_NNC_MICRO_BINARY_OP_DIV:
+      return "div";
+    case CCV_NNC_MICRO_BINARY_OP_MAX:
+      return "max";
+    case CCV_NNC_MICRO_BINARY_OP_MIN:
+      return "min";
+    case CCV_NNC_MICRO_BINARY_OP_EQUAL_TO:
+      return "equal_to";
+    case CCV_NNC_MICRO_BINARY_OP_LESS_THAN:
+      return "less_than";
   }
   return nullptr;
 }
@@ -66,7 +77,8 @@ Io* operand(ccv_nnc_micro_io_t h, const char* fn, const char* what) {
   NNC_CHECK(h, "%s: %s is NULL", fn, what);
   Io* io = io_of(h);
   NNC_CHECK(io->isa >= kVtabs && io->isa < kVtabs + 7, "%s: %s is not a micro io", fn, what);
-  NNC_CHECK(io->kind != kGrad, "%s: %s is a gradient io (ccv_nnc_micro_grad); those only go to ccv_nnc_micro_combine_new", fn, what);
+  NNC_CHECK(io->kind != kGrad,
+            "%s: %s is a gradient io (ccv_nnc_micro_grad); those only go to ccv_nnc_micro_combine_new", fn, what);
   return io;
 }
 
@@ -173,8 +185,9 @@ Io* make_select(int axis, ccv_nnc_micro_io_t xh, ccv_nnc_micro_io_t ih) {
   Io* index = operand(ih, fn, "index");
   NNC_CHECK(axis >= 0 && axis < x->dimensions, "%s: axis is %d but x (io #%d) has %d dimensions", fn, axis, x->id,
             x->dimensions);
-  NNC_CHECK(index->dimensions == x->dimensions, "%s: shape mismatch: index (io #%d) has %d dimensions, x (io #%d) has %d",
-            fn, index->id, index->dimensions, x->id, x->dimensions);
+  NNC_CHECK(index->dimensions == x->dimensions,
+            "%s: shape mismatch: index (io #%d) has %d dimensions, x (io #%d) has %d", fn, index->id, index->dimensions,
+            x->id, x->dimensions);
   auto io = new_io(kSelect, x->dimensions);
   io->axis = axis;
   return finish(std::move(io), {x, index});
@@ -198,8 +211,9 @@ void unref(Io* io) {
 
 void free_io(Io* io) {
   NNC_CHECK(io->isa >= kVtabs && io->isa < kVtabs + 7, "ccv_nnc_micro_io_free: not a micro io");
-  NNC_CHECK(io->refs == 0, "ccv_nnc_micro_io_free: io #%d is held by %d other io(s) or combine(s); it is freed with them",
-            io->id, io->refs);
+  NNC_CHECK(io->refs == 0,
+            "ccv_nnc_micro_io_free: io #%d is held by %d other io(s) or combine(s); it is freed with them", io->id,
+            io->refs);
   io->refs = 1;
   unref(io);
 }
@@ -283,8 +297,8 @@ std::unique_ptr<ccv_nnc_micro_combine_s> make_combine(const ccv_nnc_micro_io_t* 
     NNC_CHECK(out[k]->kind != kGrad, "%s: outputs[%zu] is a gradient io; gradients go in outgrads", fn, k);
   for (size_t k = 0; k < og.size(); k++)
     NNC_CHECK(og[k]->kind == kGrad, "%s: outgrads[%zu] (io #%d) is not a ccv_nnc_micro_grad io", fn, k, og[k]->id);
-  NNC_CHECK(parameter_size >= 0 && (parameter_size == 0 || parameters), "%s: parameters is NULL but parameter_size is %d",
-            fn, parameter_size);
+  NNC_CHECK(parameter_size >= 0 && (parameter_size == 0 || parameters),
+            "%s: parameters is NULL but parameter_size is %d", fn, parameter_size);
   for (int k = 0; k < parameter_size; k++) {
     NNC_CHECK(parameters[k], "%s: parameters[%d] is NULL", fn, k);
     std::string name = strip_dollar(parameters[k]);
@@ -362,8 +376,8 @@ size_t flat(const int* index, const Shape& dim) {
 
 struct Interp {
   ccv_nnc_micro_combine_s& c;
-  std::vector<int64_t> params;                  // by the combine's parameter order
-  std::unordered_map<Io*, size_t> slot;         // io -> position in c.order
+  std::vector<int64_t> params;           // by the combine's parameter order
+  std::unordered_map<Io*, size_t> slot;  // io -> position in c.order
   std::vector<std::optional<Shape>> shape;
   std::vector<std::optional<Value>> value;
   const char* fn = "ccv_nnc_micro_combine_interpret";
@@ -413,20 +427,31 @@ struct Interp {
       const ccv_nnc_micro_scalar_t& s = values[k];
       double v = 0;
       switch (s.type) {
-        case CCV_8U: v = s.u8; break;
-        case CCV_32S: v = s.i32; break;
-        case CCV_64S: params.push_back(s.i64); continue;
+        case CCV_8U:
+          v = s.u8;
+          break;
+        case CCV_32S:
+          v = s.i32;
+          break;
+        case CCV_64S:
+          params.push_back(s.i64);
+          continue;
         case CCV_16F: {
           uint16_t h;
           std::memcpy(&h, &s.f16, sizeof(h));
           v = half_to_float(h);
           break;
         }
-        case CCV_32F: v = s.f32; break;
-        case CCV_64F: v = s.f64; break;
+        case CCV_32F:
+          v = s.f32;
+          break;
+        case CCV_64F:
+          v = s.f64;
+          break;
         default:
-          fail(CCV_NNC_EXEC_INVALID, "%s: values[%d] ($%s) has type 0x%x; use CCV_8U, CCV_32S, CCV_64S, CCV_16F, CCV_32F or CCV_64F",
-               fn, k, c.parameters[k].c_str(), s.type);
+          fail(CCV_NNC_EXEC_INVALID,
+               "%s: values[%d] ($%s) has type 0x%x; use CCV_8U, CCV_32S, CCV_64S, CCV_16F, CCV_32F or CCV_64F", fn, k,
+               c.parameters[k].c_str(), s.type);
       }
       NNC_CHECK(std::isfinite(v) && v == std::trunc(v) && std::fabs(v) < 9.0e15,
                 "%s: values[%d] ($%s) is %g; parameters are integers", fn, k, c.parameters[k].c_str(), v);
@@ -468,7 +493,8 @@ struct Interp {
       std::optional<Shape> derived;
       auto known = [&](Io* o) -> const Shape* { return shape[slot.at(o)] ? &*shape[slot.at(o)] : nullptr; };
       switch (n->kind) {
-        case kInput: break;
+        case kInput:
+          break;
         case kReindex: {
           bool all = true;
           for (Io* s : n->ss) all = all && known(s);
@@ -478,10 +504,13 @@ struct Interp {
           size_t total = 1;
           for (const Expr& e : n->shape) {
             const int64_t d = eval(e, nullptr, dims, expr_params(e), n);
-            NNC_CHECK(d >= 1 && d <= std::numeric_limits<int>::max(), "%s: shape expression \"%s\" of %s evaluates to %lld",
-                      fn, e.text.c_str(), name(n).c_str(), static_cast<long long>(d));
+            NNC_CHECK(d >= 1 && d <= std::numeric_limits<int>::max(),
+                      "%s: shape expression \"%s\" of %s evaluates to %lld", fn, e.text.c_str(), name(n).c_str(),
+                      static_cast<long long>(d));
             total *= static_cast<size_t>(d);
-            NNC_CHECK(total <= (size_t(1) << 28), "%s: %s would have more than 2^28 elements (the interpreter's limit per step)", fn, name(n).c_str());
+            NNC_CHECK(total <= (size_t(1) << 28),
+                      "%s: %s would have more than 2^28 elements (the interpreter's limit per step)", fn,
+                      name(n).c_str());
             out.push_back(static_cast<int>(d));
           }
           derived = out;
@@ -511,16 +540,18 @@ struct Interp {
           const Shape* i = known(n->in(1));
           if (!x || !i) break;
           for (int a = 0; a < n->dimensions; a++)
-            NNC_CHECK(a == n->axis || (*x)[a] == (*i)[a], "%s: shape mismatch in %s: index is %s, x is %s (they may differ only on axis %d)",
-                      fn, name(n).c_str(), shape_str(*i).c_str(), shape_str(*x).c_str(), n->axis);
+            NNC_CHECK(a == n->axis || (*x)[a] == (*i)[a],
+                      "%s: shape mismatch in %s: index is %s, x is %s (they may differ only on axis %d)", fn,
+                      name(n).c_str(), shape_str(*i).c_str(), shape_str(*x).c_str(), n->axis);
           derived = *i;
           break;
         }
-        case kGrad: break;
+        case kGrad:
+          break;
       }
       if (derived && given)
-        NNC_CHECK(*derived == *given, "%s: shape mismatch: the tensor given for %s is %s but its operands make it %s", fn,
-                  name(n).c_str(), shape_str(*given).c_str(), shape_str(*derived).c_str());
+        NNC_CHECK(*derived == *given, "%s: shape mismatch: the tensor given for %s is %s but its operands make it %s",
+                  fn, name(n).c_str(), shape_str(*given).c_str(), shape_str(*derived).c_str());
       shape[k] = derived ? derived : given;
     }
   }
@@ -532,7 +563,8 @@ struct Interp {
     out.dim = *shape[slot.at(n)];
     const size_t total = count_of(out.dim);
     switch (n->kind) {
-      case kInput: break;
+      case kInput:
+        break;
       case kReindex: {
         const Value& x = *val(n->in(0));
         const auto dims = ss_dims(n);
@@ -558,7 +590,9 @@ struct Interp {
         out.v.resize(total);
         for (size_t i = 0; i < total; i++) {
           const double a = x.v[i];
-          out.v[i] = n->op == CCV_NNC_MICRO_UNARY_OP_NEG ? -a : n->op == CCV_NNC_MICRO_UNARY_OP_LOG ? std::log(a) : std::exp(a);
+          out.v[i] = n->op == CCV_NNC_MICRO_UNARY_OP_NEG   ? -a
+                     : n->op == CCV_NNC_MICRO_UNARY_OP_LOG ? std::log(a)
+                                                           : std::exp(a);
         }
         break;
       }
@@ -570,14 +604,30 @@ struct Interp {
           const double a = l.v[i], b = r.v[i];
           double y = 0;
           switch (n->op) {
-            case CCV_NNC_MICRO_BINARY_OP_PLUS: y = a + b; break;
-            case CCV_NNC_MICRO_BINARY_OP_MINUS: y = a - b; break;
-            case CCV_NNC_MICRO_BINARY_OP_MUL: y = a * b; break;
-            case CCV_NNC_MICRO_BINARY_OP_DIV: y = a / b; break;
-            case CCV_NNC_MICRO_BINARY_OP_MAX: y = a >= b ? a : b; break;
-            case CCV_NNC_MICRO_BINARY_OP_MIN: y = a <= b ? a : b; break;
-            case CCV_NNC_MICRO_BINARY_OP_EQUAL_TO: y = a == b; break;
-            case CCV_NNC_MICRO_BINARY_OP_LESS_THAN: y = a < b; break;
+            case CCV_NNC_MICRO_BINARY_OP_PLUS:
+              y = a + b;
+              break;
+            case CCV_NNC_MICRO_BINARY_OP_MINUS:
+              y = a - b;
+              break;
+            case CCV_NNC_MICRO_BINARY_OP_MUL:
+              y = a * b;
+              break;
+            case CCV_NNC_MICRO_BINARY_OP_DIV:
+              y = a / b;
+              break;
+            case CCV_NNC_MICRO_BINARY_OP_MAX:
+              y = a >= b ? a : b;
+              break;
+            case CCV_NNC_MICRO_BINARY_OP_MIN:
+              y = a <= b ? a : b;
+              break;
+            case CCV_NNC_MICRO_BINARY_OP_EQUAL_TO:
+              y = a == b;
+              break;
+            case CCV_NNC_MICRO_BINARY_OP_LESS_THAN:
+              y = a < b;
+              break;
           }
           out.v[i] = y;
         }
@@ -604,15 +654,21 @@ struct Interp {
           const double v = x.v[i++];
           switch (op) {
             case CCV_NNC_MICRO_REDUCE_OP_SUM:
-            case CCV_NNC_MICRO_REDUCE_OP_MEAN: out.v[t] += v; break;
-            case CCV_NNC_MICRO_REDUCE_OP_PROD: out.v[t] = seen[t] ? out.v[t] * v : v; break;
+            case CCV_NNC_MICRO_REDUCE_OP_MEAN:
+              out.v[t] += v;
+              break;
+            case CCV_NNC_MICRO_REDUCE_OP_PROD:
+              out.v[t] = seen[t] ? out.v[t] * v : v;
+              break;
             case CCV_NNC_MICRO_REDUCE_OP_MAX:
             case CCV_NNC_MICRO_REDUCE_OP_ARGMAX:
-              if (!seen[t] || v > best[t]) best[t] = v, out.v[t] = op == CCV_NNC_MICRO_REDUCE_OP_MAX ? v : static_cast<double>(pos);
+              if (!seen[t] || v > best[t])
+                best[t] = v, out.v[t] = op == CCV_NNC_MICRO_REDUCE_OP_MAX ? v : static_cast<double>(pos);
               break;
             case CCV_NNC_MICRO_REDUCE_OP_MIN:
             case CCV_NNC_MICRO_REDUCE_OP_ARGMIN:
-              if (!seen[t] || v < best[t]) best[t] = v, out.v[t] = op == CCV_NNC_MICRO_REDUCE_OP_MIN ? v : static_cast<double>(pos);
+              if (!seen[t] || v < best[t])
+                best[t] = v, out.v[t] = op == CCV_NNC_MICRO_REDUCE_OP_MIN ? v : static_cast<double>(pos);
               break;
           }
           seen[t] = 1;
@@ -635,7 +691,8 @@ struct Interp {
         });
         break;
       }
-      case kGrad: break;
+      case kGrad:
+        break;
     }
     return out;
   }
@@ -677,17 +734,17 @@ struct Interp {
   }
 
   void forward(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
-    NNC_CHECK(input_size == static_cast<int>(c.inputs.size()), "%s: input_size is %d but the combine has %zu inputs", fn,
-              input_size, c.inputs.size());
-    NNC_CHECK(output_size == static_cast<int>(c.outputs.size()), "%s: output_size is %d but the combine has %zu outputs",
-              fn, output_size, c.outputs.size());
+    NNC_CHECK(input_size == static_cast<int>(c.inputs.size()), "%s: input_size is %d but the combine has %zu inputs",
+              fn, input_size, c.inputs.size());
+    NNC_CHECK(output_size == static_cast<int>(c.outputs.size()),
+              "%s: output_size is %d but the combine has %zu outputs", fn, output_size, c.outputs.size());
     NNC_CHECK(input_size == 0 || inputs, "%s: inputs is NULL", fn);
     NNC_CHECK(output_size == 0 || outputs, "%s: outputs is NULL", fn);
     for (int k = 0; k < input_size; k++) {
       const Layout l = check_tensor(inputs[k], "inputs", k);
       Io* n = c.inputs[k];
-      NNC_CHECK(l.nd == n->dimensions, "%s: shape mismatch: inputs[%d] has %d dimensions but its io #%d has %d", fn, k, l.nd,
-                n->id, n->dimensions);
+      NNC_CHECK(l.nd == n->dimensions, "%s: shape mismatch: inputs[%d] has %d dimensions but its io #%d has %d", fn, k,
+                l.nd, n->id, n->dimensions);
       value[slot.at(n)] = read(l);
     }
     infer_shapes();
@@ -717,14 +774,17 @@ struct Interp {
     };
     auto need = [&](Io* o) -> const Value& {
       const Value* v = val(o);
-      NNC_CHECK(v, "%s: the backward of %s needs the value of %s, which is neither among the ingrads nor computable from them",
-                fn, name(n).c_str(), name(o).c_str());
+      NNC_CHECK(
+          v,
+          "%s: the backward of %s needs the value of %s, which is neither among the ingrads nor computable from them",
+          fn, name(n).c_str(), name(o).c_str());
       return *v;
     };
     const size_t total = g.size();
     switch (n->kind) {
       case kInput:
-      case kGrad: break;
+      case kGrad:
+        break;
       case kReindex: {
         if (!want(0)) break;
         Io* x = n->in(0);
@@ -782,8 +842,12 @@ struct Interp {
           for (size_t i = 0; i < total; i++) {
             const double a = l.v[i], b = r.v[i];
             switch (op) {
-              case CCV_NNC_MICRO_BINARY_OP_MUL: d[i] += g[i] * (side == 0 ? b : a); break;
-              case CCV_NNC_MICRO_BINARY_OP_DIV: d[i] += side == 0 ? g[i] / b : -g[i] * a / (b * b); break;
+              case CCV_NNC_MICRO_BINARY_OP_MUL:
+                d[i] += g[i] * (side == 0 ? b : a);
+                break;
+              case CCV_NNC_MICRO_BINARY_OP_DIV:
+                d[i] += side == 0 ? g[i] / b : -g[i] * a / (b * b);
+                break;
               case CCV_NNC_MICRO_BINARY_OP_MAX:
                 if ((a >= b) == (side == 0)) d[i] += g[i];
                 break;
@@ -800,7 +864,8 @@ struct Interp {
         if (!want(0) || op == CCV_NNC_MICRO_REDUCE_OP_ARGMAX || op == CCV_NNC_MICRO_REDUCE_OP_ARGMIN) break;
         Io* xio = n->in(0);
         const Value* x = nullptr;
-        if (op == CCV_NNC_MICRO_REDUCE_OP_MAX || op == CCV_NNC_MICRO_REDUCE_OP_MIN || op == CCV_NNC_MICRO_REDUCE_OP_PROD)
+        if (op == CCV_NNC_MICRO_REDUCE_OP_MAX || op == CCV_NNC_MICRO_REDUCE_OP_MIN ||
+            op == CCV_NNC_MICRO_REDUCE_OP_PROD)
           x = &need(xio);
         need_shape(xio, "the backward of a reduce spreads into it");
         const Shape xs = *shape[slot.at(xio)];
@@ -824,8 +889,10 @@ struct Interp {
             const size_t t = out_of(idx);
             const double v = x->v[i];
             if (op == CCV_NNC_MICRO_REDUCE_OP_PROD) {
-              if (v == 0) zeros[t]++;
-              else nz_prod[t] *= v;
+              if (v == 0)
+                zeros[t]++;
+              else
+                nz_prod[t] *= v;
             } else if (!seen[t] || (op == CCV_NNC_MICRO_REDUCE_OP_MAX ? v > best[t] : v < best[t])) {
               best[t] = v;
               at[t] = i;
@@ -838,8 +905,12 @@ struct Interp {
         for_each_index(xs.data(), static_cast<int>(xs.size()), [&](const int* idx) {
           const size_t t = out_of(idx);
           switch (op) {
-            case CCV_NNC_MICRO_REDUCE_OP_SUM: dx[i] += g[t]; break;
-            case CCV_NNC_MICRO_REDUCE_OP_MEAN: dx[i] += g[t] / static_cast<double>(group); break;
+            case CCV_NNC_MICRO_REDUCE_OP_SUM:
+              dx[i] += g[t];
+              break;
+            case CCV_NNC_MICRO_REDUCE_OP_MEAN:
+              dx[i] += g[t] / static_cast<double>(group);
+              break;
             case CCV_NNC_MICRO_REDUCE_OP_MAX:
             case CCV_NNC_MICRO_REDUCE_OP_MIN:
               if (at[t] == i) dx[i] += g[t];
@@ -848,8 +919,10 @@ struct Interp {
               // Product of the others: exact even when some elements are zero.
               const double v = x->v[i];
               double others = 0;
-              if (v != 0) others = zeros[t] ? 0.0 : nz_prod[t] / v;
-              else others = zeros[t] == 1 ? nz_prod[t] : 0.0;
+              if (v != 0)
+                others = zeros[t] ? 0.0 : nz_prod[t] / v;
+              else
+                others = zeros[t] == 1 ? nz_prod[t] : 0.0;
               dx[i] += g[t] * others;
               break;
             }
@@ -881,10 +954,10 @@ struct Interp {
   }
 
   void backward(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
-    NNC_CHECK(input_size == static_cast<int>(c.ingrads.size()), "%s: input_size is %d but the combine has %zu ingrads", fn,
-              input_size, c.ingrads.size());
-    NNC_CHECK(output_size == static_cast<int>(c.outgrads.size()), "%s: output_size is %d but the combine has %zu outgrads",
-              fn, output_size, c.outgrads.size());
+    NNC_CHECK(input_size == static_cast<int>(c.ingrads.size()), "%s: input_size is %d but the combine has %zu ingrads",
+              fn, input_size, c.ingrads.size());
+    NNC_CHECK(output_size == static_cast<int>(c.outgrads.size()),
+              "%s: output_size is %d but the combine has %zu outgrads", fn, output_size, c.outgrads.size());
     NNC_CHECK(input_size == 0 || inputs, "%s: inputs is NULL", fn);
     NNC_CHECK(output_size == 0 || outputs, "%s: outputs is NULL", fn);
     std::vector<std::pair<Io*, Value>> seeds;

@@ -28,11 +28,11 @@ const ccv_nnc_micro_io_vtab_t* vtab_of(Kind kind);
 struct Io : ccv_nnc_micro_io_s {
   Kind kind = kInput;
   uint32_t op = 0;
-  std::vector<int> axes;        // reduce
-  int axis = 0;                 // select
-  std::vector<Expr> shape;      // reindex: output sizes
-  std::vector<Expr> reindex;    // reindex: where to read x
-  std::vector<Io*> ss;          // reindex: shape tensors
+  std::vector<int> axes;                 // reduce
+  int axis = 0;                          // select
+  std::vector<Expr> shape;               // reindex: output sizes
+  std::vector<Expr> reindex;             // reindex: where to read x
+  std::vector<Io*> ss;                   // reindex: shape tensors
   std::vector<ccv_nnc_micro_io_t> held;  // what `inputs` points at
   int refs = 0;
 
@@ -61,8 +61,8 @@ void free_io(Io* io);
 // A combine: the ios it holds and the order to evaluate them in.
 struct ccv_nnc_micro_combine_s {
   std::vector<nnc::micro::Io*> inputs, outputs, ingrads, outgrads;
-  std::vector<std::string> parameters;   // names without '$'
-  std::vector<nnc::micro::Io*> order;    // every forward io reachable, operands first
+  std::vector<std::string> parameters;  // names without '$'
+  std::vector<nnc::micro::Io*> order;   // every forward io reachable, operands first
   ~ccv_nnc_micro_combine_s();
 };
 

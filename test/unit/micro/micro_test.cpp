@@ -3,9 +3,8 @@
 // against closed forms, the backward pass against central finite
 // differences, and bad input (malformed expressions, unknown variables,
 // shape mismatches) answered with NULL / a message and no leak.
-#include <gtest/gtest.h>
-
 #include <dlfcn.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <array>
@@ -67,7 +66,8 @@ struct MicroConv {
     x = ccv_nnc_micro_input(4);
     w = ccv_nnc_micro_input(4);
     b = ccv_nnc_micro_input(1);
-    const char* shape[] = {"dA0", "(dA1 + 2 * $p - dB1) / $s + 1", "(dA2 + 2*$p - dB2) / $s + 1", "dB1", "dB2", "dA3", "dB0"};
+    const char* shape[] = {"dA0", "(dA1 + 2 * $p - dB1) / $s + 1", "(dA2 + 2*$p - dB2) / $s + 1", "dB1", "dB2", "dA3",
+                           "dB0"};
     Io ss[] = {x, w};
     const char* xi[] = {"i0", "i1 * $s + i3 - $p", "i2*$s+i4-$p", "i5"};
     Io xr = ccv_nnc_micro_reindex(shape, 7, ss, 2, xi, 4, x);
@@ -165,12 +165,14 @@ TEST(Micro, ElementwiseClosedForm) {
   Io e = ccv_nnc_micro_unary(CCV_NNC_MICRO_UNARY_OP_EXP, ccv_nnc_micro_unary(CCV_NNC_MICRO_UNARY_OP_NEG, ia));
   Io mx = ccv_nnc_micro_binary(CCV_NNC_MICRO_BINARY_OP_MAX, e, ib);
   Io diff = ccv_nnc_micro_binary(CCV_NNC_MICRO_BINARY_OP_MINUS, ia, ib);
-  Io q = ccv_nnc_micro_binary(CCV_NNC_MICRO_BINARY_OP_DIV, ccv_nnc_micro_binary(CCV_NNC_MICRO_BINARY_OP_MUL, mx, diff), id);
+  Io q = ccv_nnc_micro_binary(CCV_NNC_MICRO_BINARY_OP_DIV, ccv_nnc_micro_binary(CCV_NNC_MICRO_BINARY_OP_MUL, mx, diff),
+                              id);
   Io y1 = ccv_nnc_micro_binary(CCV_NNC_MICRO_BINARY_OP_PLUS, q, ccv_nnc_micro_unary(CCV_NNC_MICRO_UNARY_OP_LOG, id));
   Io y2 = ccv_nnc_micro_binary(CCV_NNC_MICRO_BINARY_OP_MIN, ia, ib);
   Io eq = ccv_nnc_micro_binary(CCV_NNC_MICRO_BINARY_OP_EQUAL_TO, ia, ib);
   Io lt = ccv_nnc_micro_binary(CCV_NNC_MICRO_BINARY_OP_LESS_THAN, ia, ib);
-  Io y3 = ccv_nnc_micro_binary(CCV_NNC_MICRO_BINARY_OP_PLUS, eq, ccv_nnc_micro_binary(CCV_NNC_MICRO_BINARY_OP_PLUS, lt, lt));
+  Io y3 = ccv_nnc_micro_binary(CCV_NNC_MICRO_BINARY_OP_PLUS, eq,
+                               ccv_nnc_micro_binary(CCV_NNC_MICRO_BINARY_OP_PLUS, lt, lt));
   Io inputs[] = {ia, ib, id};
   Io outputs[] = {y1, y2, y3};
   ccv_nnc_micro_combine_t* c = ccv_nnc_micro_combine_new(inputs, 3, nullptr, 0, outputs, 3, nullptr, 0, nullptr, 0);
@@ -204,8 +206,8 @@ TEST(Micro, ReduceAndSelectClosedForm) {
   outs.push_back(ccv_nnc_micro_reduce(CCV_NNC_MICRO_REDUCE_OP_SUM, ax1, 1, ix));
   outs.push_back(ccv_nnc_micro_select(1, ix, ii));
   Io inputs[] = {ix, ii};
-  ccv_nnc_micro_combine_t* c =
-      ccv_nnc_micro_combine_new(inputs, 2, nullptr, 0, outs.data(), static_cast<int>(outs.size()), nullptr, 0, nullptr, 0);
+  ccv_nnc_micro_combine_t* c = ccv_nnc_micro_combine_new(inputs, 2, nullptr, 0, outs.data(),
+                                                         static_cast<int>(outs.size()), nullptr, 0, nullptr, 0);
   ASSERT_NE(c, nullptr) << last_error();
   std::vector<T> r;
   for (int k = 0; k < 7; k++) r.emplace_back(CCV_64F, std::vector<int>{1, B, 1});
@@ -292,29 +294,37 @@ TEST(Micro, GradientMatchesFiniteDifferences) {
   Io ia = ccv_nnc_micro_input(2), ib = ccv_nnc_micro_input(2), ii = ccv_nnc_micro_input(2);
   const char* ts[] = {"dA1", "dA0"};
   const char* ti[] = {"i1", "i0"};
-  Io at = ccv_nnc_micro_reindex(ts, 2, &ia, 1, ti, 2, ia);                       // [C, R]
+  Io at = ccv_nnc_micro_reindex(ts, 2, &ia, 1, ti, 2, ia);  // [C, R]
   Io u = ccv_nnc_micro_binary(CCV_NNC_MICRO_BINARY_OP_MUL, at, ib);
-  Io l = ccv_nnc_micro_unary(CCV_NNC_MICRO_UNARY_OP_LOG,
-                             ccv_nnc_micro_binary(CCV_NNC_MICRO_BINARY_OP_PLUS, ccv_nnc_micro_unary(CCV_NNC_MICRO_UNARY_OP_EXP, u),
-                                                  ccv_nnc_micro_unary(CCV_NNC_MICRO_UNARY_OP_EXP, ib)));
+  Io l = ccv_nnc_micro_unary(
+      CCV_NNC_MICRO_UNARY_OP_LOG,
+      ccv_nnc_micro_binary(CCV_NNC_MICRO_BINARY_OP_PLUS, ccv_nnc_micro_unary(CCV_NNC_MICRO_UNARY_OP_EXP, u),
+                           ccv_nnc_micro_unary(CCV_NNC_MICRO_UNARY_OP_EXP, ib)));
   Io m = ccv_nnc_micro_binary(CCV_NNC_MICRO_BINARY_OP_MAX, l, at);
-  Io dv = ccv_nnc_micro_binary(CCV_NNC_MICRO_BINARY_OP_DIV, m, ccv_nnc_micro_binary(CCV_NNC_MICRO_BINARY_OP_MINUS, ib,
-                                                                                   ccv_nnc_micro_unary(CCV_NNC_MICRO_UNARY_OP_NEG, at)));
+  Io dv = ccv_nnc_micro_binary(
+      CCV_NNC_MICRO_BINARY_OP_DIV, m,
+      ccv_nnc_micro_binary(CCV_NNC_MICRO_BINARY_OP_MINUS, ib, ccv_nnc_micro_unary(CCV_NNC_MICRO_UNARY_OP_NEG, at)));
   Io mn = ccv_nnc_micro_binary(CCV_NNC_MICRO_BINARY_OP_MIN, dv, u);
-  Io s = ccv_nnc_micro_select(1, mn, ii);                                          // [C, 1]
+  Io s = ccv_nnc_micro_select(1, mn, ii);  // [C, 1]
   const int ax0[] = {0}, ax01[] = {0, 1}, ax1[] = {1};
-  Io r1 = ccv_nnc_micro_reduce(CCV_NNC_MICRO_REDUCE_OP_PROD, ax0, 1, m);           // [1, R]
-  Io r2 = ccv_nnc_micro_reduce(CCV_NNC_MICRO_REDUCE_OP_MEAN, ax01, 2, l);          // [1, 1]
-  Io r3 = ccv_nnc_micro_reduce(CCV_NNC_MICRO_REDUCE_OP_MAX, ax1, 1, mn);           // [C, 1]
+  Io r1 = ccv_nnc_micro_reduce(CCV_NNC_MICRO_REDUCE_OP_PROD, ax0, 1, m);   // [1, R]
+  Io r2 = ccv_nnc_micro_reduce(CCV_NNC_MICRO_REDUCE_OP_MEAN, ax01, 2, l);  // [1, 1]
+  Io r3 = ccv_nnc_micro_reduce(CCV_NNC_MICRO_REDUCE_OP_MAX, ax1, 1, mn);   // [C, 1]
   // A padded shift: reads outside a give zeros; its gradient drops them.
   const char* ps[] = {"dA0 + 2", "dA1"};
   const char* pi[] = {"i0 - 1", "i1"};
-  Io sh = ccv_nnc_micro_reindex(ps, 2, &ia, 1, pi, 2, ia);                        // [R + 2, C]
+  Io sh = ccv_nnc_micro_reindex(ps, 2, &ia, 1, pi, 2, ia);  // [R + 2, C]
   Io r4 = ccv_nnc_micro_unary(CCV_NNC_MICRO_UNARY_OP_EXP, sh);
   Io inputs[] = {ia, ib, ii};
   Io outputs[] = {s, r1, r2, r3, r4};
-  Io ingrads[] = {ccv_nnc_micro_grad(s), ccv_nnc_micro_grad(r1), ccv_nnc_micro_grad(r2), ccv_nnc_micro_grad(r3),
-                  ccv_nnc_micro_grad(r4), ia, ib, ii};
+  Io ingrads[] = {ccv_nnc_micro_grad(s),
+                  ccv_nnc_micro_grad(r1),
+                  ccv_nnc_micro_grad(r2),
+                  ccv_nnc_micro_grad(r3),
+                  ccv_nnc_micro_grad(r4),
+                  ia,
+                  ib,
+                  ii};
   Io outgrads[] = {ccv_nnc_micro_grad(ia), ccv_nnc_micro_grad(ib), ccv_nnc_micro_grad(ii)};
   ccv_nnc_micro_combine_t* c = ccv_nnc_micro_combine_new(inputs, 3, nullptr, 0, outputs, 5, ingrads, 8, outgrads, 3);
   ASSERT_NE(c, nullptr) << last_error();
@@ -620,8 +630,8 @@ class Generated {
       std::ofstream f(dir_ + "/k.c");
       f << code;
     }
-    const std::string cmd = "cc -std=c99 -O1 -Wall -Werror -Wno-unused-label -Wno-unused-variable -shared -fPIC -o " + dir_ +
-                            "/k.so " + dir_ + "/k.c -lm 2> " + dir_ + "/cc.log";
+    const std::string cmd = "cc -std=c99 -O1 -Wall -Werror -Wno-unused-label -Wno-unused-variable -shared -fPIC -o " +
+                            dir_ + "/k.so " + dir_ + "/k.c -lm 2> " + dir_ + "/cc.log";
     compiled_ = std::system(cmd.c_str()) == 0;
     if (!compiled_) {
       std::ifstream log(dir_ + "/cc.log");
@@ -648,8 +658,9 @@ class Generated {
 };
 
 // Run generated code on tensors (any datatype) and compare with the interpreter's outputs.
-void expect_generated_matches(ccv_nnc_micro_combine_t* c, const std::vector<const T*>& in, const std::vector<long long>& params,
-                              const std::vector<const T*>& interp, bool expect_refuse) {
+void expect_generated_matches(ccv_nnc_micro_combine_t* c, const std::vector<const T*>& in,
+                              const std::vector<long long>& params, const std::vector<const T*>& interp,
+                              bool expect_refuse) {
   char* code = ccv_nnc_micro_combine_c(c);
   ASSERT_NE(code, nullptr) << last_error();
   Generated g(code);
@@ -673,13 +684,14 @@ void expect_generated_matches(ccv_nnc_micro_combine_t* c, const std::vector<cons
   for (size_t k = 0; k < in.size(); k++) vp.push_back(vals[k].data()), dp.push_back(dims[k].data());
   std::vector<double*> outs(interp.size(), nullptr);
   std::vector<std::array<int, 12>> od(interp.size());
-  ASSERT_EQ(g.fn()(vp.data(), dp.data(), params.data(), outs.data(), reinterpret_cast<int(*)[12]>(od.data())), 0);
+  ASSERT_EQ(g.fn()(vp.data(), dp.data(), params.data(), outs.data(), reinterpret_cast<int (*)[12]>(od.data())), 0);
   for (size_t k = 0; k < interp.size(); k++) {
     size_t n = 1;
     for (int a = 0; a < 12 && od[k][a]; a++) n *= od[k][a];
     EXPECT_EQ(n, interp[k]->count()) << "output " << k;
     for (size_t i = 0; i < std::min(n, interp[k]->count()); i++)
-      EXPECT_NEAR(outs[k][i], interp[k]->get(i), 1e-12 * (1 + std::fabs(interp[k]->get(i)))) << "output " << k << " [" << i << "]";
+      EXPECT_NEAR(outs[k][i], interp[k]->get(i), 1e-12 * (1 + std::fabs(interp[k]->get(i))))
+          << "output " << k << " [" << i << "]";
     std::free(outs[k]);
   }
   // A second input one row longer: where that breaks a shape rule the
@@ -691,7 +703,7 @@ void expect_generated_matches(ccv_nnc_micro_combine_t* c, const std::vector<cons
     std::vector<double> big(vals[1].size() * 4 + 64, 0.0);
     vp[1] = big.data();
     std::vector<double*> none(interp.size(), nullptr);
-    const int rc = g.fn()(vp.data(), dp.data(), params.data(), none.data(), reinterpret_cast<int(*)[12]>(od.data()));
+    const int rc = g.fn()(vp.data(), dp.data(), params.data(), none.data(), reinterpret_cast<int (*)[12]>(od.data()));
     if (expect_refuse) {
       EXPECT_LT(rc, 0);
     }
@@ -743,8 +755,8 @@ TEST(Micro, GeneratedCMatchesInterpreterEveryOp) {
   outs.push_back(ccv_nnc_micro_reindex(ts, 3, &ix, 1, ti, 3, ix));
   Io inputs[] = {ix, iz, ii};
   const char* params[] = {"k"};
-  ccv_nnc_micro_combine_t* c = ccv_nnc_micro_combine_new(inputs, 3, params, 1, outs.data(), static_cast<int>(outs.size()),
-                                                         nullptr, 0, nullptr, 0);
+  ccv_nnc_micro_combine_t* c = ccv_nnc_micro_combine_new(inputs, 3, params, 1, outs.data(),
+                                                         static_cast<int>(outs.size()), nullptr, 0, nullptr, 0);
   ASSERT_NE(c, nullptr) << last_error();
   std::vector<T> r;
   for (int k = 0; k < 7; k++) r.emplace_back(CCV_64F, std::vector<int>{1, B, 1});
