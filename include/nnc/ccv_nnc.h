@@ -347,6 +347,233 @@ typedef struct ccv_nnc_cmd_vtab_s {
 } ccv_nnc_cmd_vtab_t;
 
 /* ---------------------------------------------------------------------------
+ * Level 1: micro ops, a small language that describes a command
+ *
+ * Four kinds of step are enough to write most commands: reindex (each output
+ * element reads one input element at an index computed from the output's
+ * index), element-wise unary and binary math, reduction along axes, and
+ * select (read along one axis at positions held in an index tensor). Steps
+ * are built into a graph of ccv_nnc_micro_io_t, combined into a
+ * ccv_nnc_micro_combine_t (with the gradients wanted from it) and run on the
+ * CPU by ccv_nnc_micro_combine_interpret. For example, a transpose:
+ *
+ *   ccv_nnc_micro_io_t x = ccv_nnc_micro_input(2);
+ *   ccv_nnc_micro_io_t y = ccv_nnc_micro_reindex((const char*[]){ "dA1", "dA0" }, 2, &x, 1, (const char*[]){ "i1", "i0" }, 2, x);
+ *   ccv_nnc_micro_combine_t* t = ccv_nnc_micro_combine_new(&x, 1, 0, 0, &y, 1, 0, 0, 0, 0);
+ *   ccv_nnc_micro_combine_interpret(t, CCV_NNC_CUSTOM_FORWARD, TENSOR_LIST(a), 0, 0, TENSOR_LIST(b));
+ *   ccv_nnc_micro_combine_free(t);
+ *
+ * Ownership: a ccv_nnc_micro_io_t made by the calls below is held by every io
+ * built on it and by every combine it is passed to, and is freed when its last
+ * holder goes: freeing a combine releases the ios it holds. An io that nothing
+ * holds (one never combined, or left over when a call failed) is released
+ * with ccv_nnc_micro_io_free (an NNC addition).
+ *
+ * Interpreter values are computed in double precision; tensors may be 32F,
+ * 64F, 16F, 16BF, 32S, 64S or 8U CPU tensors or views.
+ * ccv_nnc_micro_combine_c writes the forward pass as a C function.
+ * ------------------------------------------------------------------------- */
+
+/** What kind of step an io is (opaque). */
+typedef struct ccv_nnc_micro_io_vtab_s ccv_nnc_micro_io_vtab_t;
+
+/** Element-wise functions of one tensor (ccv_nnc_micro_unary). */
+enum {
+	CCV_NNC_MICRO_UNARY_OP_NEG, /* -x */
+	CCV_NNC_MICRO_UNARY_OP_LOG, /* natural logarithm */
+	CCV_NNC_MICRO_UNARY_OP_EXP,
+};
+
+/** Element-wise functions of two tensors of one shape (ccv_nnc_micro_binary). */
+enum {
+	CCV_NNC_MICRO_BINARY_OP_PLUS,
+	CCV_NNC_MICRO_BINARY_OP_MINUS,
+	CCV_NNC_MICRO_BINARY_OP_MUL,
+	CCV_NNC_MICRO_BINARY_OP_DIV,
+	CCV_NNC_MICRO_BINARY_OP_MAX,
+	CCV_NNC_MICRO_BINARY_OP_MIN,
+	CCV_NNC_MICRO_BINARY_OP_EQUAL_TO, /* 1 where left == right, else 0 */
+	CCV_NNC_MICRO_BINARY_OP_LESS_THAN, /* 1 where left < right, else 0 */
+};
+
+/** Reductions along axes (ccv_nnc_micro_reduce). */
+enum {
+	CCV_NNC_MICRO_REDUCE_OP_MAX,
+	CCV_NNC_MICRO_REDUCE_OP_MIN,
+	CCV_NNC_MICRO_REDUCE_OP_ARGMAX, /* row-major position within the reduced axes of the first maximum */
+	CCV_NNC_MICRO_REDUCE_OP_ARGMIN,
+	CCV_NNC_MICRO_REDUCE_OP_MEAN,
+	CCV_NNC_MICRO_REDUCE_OP_SUM,
+	CCV_NNC_MICRO_REDUCE_OP_PROD,
+};
+
+/** One step of a micro-op graph (a tensor-valued expression). */
+typedef struct ccv_nnc_micro_io_s* ccv_nnc_micro_io_t;
+
+/** The fields a caller may read; the rest of an io is private. */
+struct ccv_nnc_micro_io_s {
+	const ccv_nnc_micro_io_vtab_t* isa; /* the kind of step */
+	ccv_nnc_micro_io_t* inputs; /* the ios this one reads (for a reindex: x, then the shape tensors) */
+	int input_size;
+	int dimensions; /* number of axes of the value */
+	int id; /* a serial number, unique within the process, used in messages */
+};
+
+/** A value for a named parameter ("$name" in an expression). type is a datatype: CCV_8U, CCV_32S, CCV_16F, CCV_32F, CCV_64S or CCV_64F. */
+typedef struct {
+	int type; /* which member holds the value; floating values must be whole numbers */
+	union {
+		unsigned char u8;
+		int i32;
+		ccv_float16_t f16;
+		float f32;
+		int64_t i64;
+		uint64_t u64;
+		double f64;
+	};
+} ccv_nnc_micro_scalar_t;
+
+/**
+ * A tensor the combined op reads, given at run time.
+ * @param dimensions Its number of axes (1 to CCV_NNC_MAX_DIM_ALLOC); the tensor bound to it must have exactly this many.
+ * @return A new io, or NULL with a message.
+ */
+CCV_WARN_UNUSED(ccv_nnc_micro_io_t) ccv_nnc_micro_input(const int dimensions);
+/**
+ * Reindex: y has shape_count axes; y[i0, i1, ...] = x[reindex[0], reindex[1], ...],
+ * each reindex expression evaluated at the output index. Where an expression
+ * falls outside x the element is 0 (so padding needs no extra step).
+ *
+ * Expressions are integer arithmetic over: constants (12), the output index
+ * i0, i1, ... (reindex expressions only), dimensions of the shape tensors dA0,
+ * dA1, ... (A is ss[0], B is ss[1], ..., the digit an axis), and parameters
+ * $name (named in ccv_nnc_micro_combine_new, valued at run time), with + - * /
+ * (division truncates toward zero), unary minus and parentheses.
+ * Broadcast x[w, h] to y[w, h, h]: shape { "dA0", "dA1", "dA1" }, reindex { "i0", "i1", "0" }, ss { x }.
+ *
+ * @param shape The output's size per axis (shape_count expressions).
+ * @param shape_count The output's number of axes.
+ * @param ss The ios whose dimensions dA.., dB.. refer to (only their shapes are used).
+ * @param s_count The number of ss.
+ * @param reindex Where to read x, one expression per axis of x.
+ * @param reindex_count Must equal x's dimensions.
+ * @param x The io read.
+ * @return A new io that holds x and ss, or NULL with a message (a malformed
+ *   expression, an unknown variable, a count that does not match).
+ */
+CCV_WARN_UNUSED(ccv_nnc_micro_io_t) ccv_nnc_micro_reindex(const char* const* const shape, const int shape_count, const ccv_nnc_micro_io_t* const ss, const int s_count, const char* const* const reindex, const int reindex_count, const ccv_nnc_micro_io_t x);
+/**
+ * Element-wise op(x).
+ * @param op A CCV_NNC_MICRO_UNARY_OP_*.
+ * @param x The input.
+ * @return A new io of x's shape that holds x, or NULL with a message.
+ */
+CCV_WARN_UNUSED(ccv_nnc_micro_io_t) ccv_nnc_micro_unary(const uint32_t op, const ccv_nnc_micro_io_t x);
+/**
+ * Element-wise op(left, right); both must have the same shape (checked here
+ * for the number of axes, at run time for the sizes).
+ * @param op A CCV_NNC_MICRO_BINARY_OP_*.
+ * @param left The left input.
+ * @param right The right input.
+ * @return A new io that holds both, or NULL with a message.
+ */
+CCV_WARN_UNUSED(ccv_nnc_micro_io_t) ccv_nnc_micro_binary(const uint32_t op, const ccv_nnc_micro_io_t left, const ccv_nnc_micro_io_t right);
+/**
+ * Reduce x along the given axes. The result keeps x's number of axes, with
+ * size 1 on the reduced ones.
+ * @param op A CCV_NNC_MICRO_REDUCE_OP_*.
+ * @param axis The axes to reduce (distinct, each below x's dimensions).
+ * @param axis_count How many (at least 1).
+ * @param x The input.
+ * @return A new io that holds x, or NULL with a message.
+ */
+CCV_WARN_UNUSED(ccv_nnc_micro_io_t) ccv_nnc_micro_reduce(const uint8_t op, const int* const axis, const int axis_count, const ccv_nnc_micro_io_t x);
+/**
+ * Gather along one axis: y has index's shape, and
+ * y[p] = x[p with axis replaced by index[p]]. index has x's number of axes and
+ * x's sizes on every axis but `axis`; its values are whole numbers in
+ * [0, size of x along axis) (checked at run time).
+ * @param axis The axis of x to select along.
+ * @param x The tensor read.
+ * @param index The positions.
+ * @return A new io that holds x and index, or NULL with a message.
+ */
+CCV_WARN_UNUSED(ccv_nnc_micro_io_t) ccv_nnc_micro_select(const int axis, const ccv_nnc_micro_io_t x, const ccv_nnc_micro_io_t index);
+/**
+ * The gradient of (a loss with respect to) x, for the ingrads and outgrads of
+ * ccv_nnc_micro_combine_new: as an ingrad it is given to the backward pass, as
+ * an outgrad it is computed by it. It has x's shape.
+ * @param x The io whose gradient this is (not a gradient itself).
+ * @return A new io that holds x, or NULL with a message.
+ */
+CCV_WARN_UNUSED(ccv_nnc_micro_io_t) ccv_nnc_micro_grad(const ccv_nnc_micro_io_t x);
+/** A graph of micro ops ready to run (opaque). */
+typedef struct ccv_nnc_micro_combine_s ccv_nnc_micro_combine_t;
+/**
+ * Combine micro ops into one op with a forward and a backward pass.
+ * Forward: inputs in, outputs out. Backward: ingrads in (gradients of outputs
+ * made with ccv_nnc_micro_grad, and any plain inputs / outputs its rules need),
+ * outgrads out (ccv_nnc_micro_grad of inputs, or of any io in the graph).
+ * Backward rules: reindex scatters (adds) the gradient back to the positions
+ * read; neg/log/exp, the four arithmetic ops and max/min (the gradient goes to
+ * the side chosen, left on ties) by calculus; equal-to, less-than, argmax and
+ * argmin pass none; sum and mean spread it; max / min reduction to the first
+ * extreme element; prod to each element times the product of the others;
+ * select adds it back at the selected positions (none to index).
+ * @param inputs The forward inputs (ccv_nnc_micro_input ios), in order.
+ * @param input_size How many.
+ * @param parameters The names of the $parameters used by the expressions ("$k" or "k"), in the order their values are given.
+ * @param parameter_size How many.
+ * @param outputs The forward outputs, in order.
+ * @param output_size How many.
+ * @param ingrads The backward inputs, in order.
+ * @param ingrad_size How many.
+ * @param outgrads The backward outputs, in order (each a ccv_nnc_micro_grad io).
+ * @param outgrad_size How many.
+ * @return A combine that holds every io passed, to free with
+ *   ccv_nnc_micro_combine_free; or NULL with a message, in which case it takes nothing.
+ */
+CCV_WARN_UNUSED(ccv_nnc_micro_combine_t*) ccv_nnc_micro_combine_new(const ccv_nnc_micro_io_t* const inputs, const int input_size, const char* const* const parameters, const int parameter_size, const ccv_nnc_micro_io_t* const outputs, const int output_size, const ccv_nnc_micro_io_t* const ingrads, const int ingrad_size, const ccv_nnc_micro_io_t* const outgrads, const int outgrad_size);
+/** Free a combine and the ios it holds. NULL is a no-op. */
+void ccv_nnc_micro_combine_free(ccv_nnc_micro_combine_t* const combine);
+/**
+ * Run a combine on the CPU, element by element (a reference, not fast).
+ * On bad input (shapes that do not agree, missing tensors, an index out of
+ * range, division by zero in an expression) the outputs are left untouched
+ * and ccv_nnc_error_message() says what was wrong.
+ * @param combine The combine.
+ * @param cmd CCV_NNC_CUSTOM_FORWARD (inputs -> outputs) or CCV_NNC_CUSTOM_BACKWARD (ingrads -> outgrads).
+ * @param inputs The tensors for the inputs (forward) or ingrads (backward), in order.
+ * @param input_size Their number; must match the combine.
+ * @param values The parameters' values, in the order of their names.
+ * @param parameter_size Their number; must match the combine.
+ * @param outputs The tensors for the outputs or outgrads, in order, each of its io's shape (axes of size 1 may be left out); a NULL one is skipped.
+ * @param output_size Their number; must match the combine.
+ */
+void ccv_nnc_micro_combine_interpret(ccv_nnc_micro_combine_t* const combine, const uint32_t cmd, ccv_nnc_tensor_t* const* const inputs, const int input_size, const ccv_nnc_micro_scalar_t* const values, const int parameter_size, ccv_nnc_tensor_t* const* const outputs, const int output_size);
+/**
+ * C source for the combine's forward pass: a self-contained C99 file (math.h,
+ * stdlib.h, string.h) that defines
+ *   int ccv_nnc_micro_forward(const double* const* inputs, const int* const* input_dims,
+ *                             const long long* params, double** outputs, int (*output_dims)[12]);
+ * inputs[k] holds input k row-major with sizes input_dims[k]; params the
+ * parameters in order. It returns 0 and sets outputs[k] to a malloc'ed
+ * row-major array (the caller frees it) with sizes in output_dims[k], or a
+ * negative number on bad shapes, division by zero or an index out of range
+ * (allocating nothing). It computes what ccv_nnc_micro_combine_interpret's
+ * forward pass computes. The backward pass is not generated.
+ * @param combine The combine (it must have outputs).
+ * @return The source, malloc'ed: the caller frees it with free(); or NULL with a message.
+ */
+char* ccv_nnc_micro_combine_c(ccv_nnc_micro_combine_t* const combine);
+/**
+ * NNC addition: release an io that nothing holds (see Ownership above) and the
+ * ios only it held. An io held by another io or by a combine is left alone,
+ * with a message. NULL is a no-op.
+ */
+void ccv_nnc_micro_io_free(ccv_nnc_micro_io_t io);
+
+/* ---------------------------------------------------------------------------
  * Level 1: tensors
  * ------------------------------------------------------------------------- */
 
