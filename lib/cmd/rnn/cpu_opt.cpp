@@ -512,7 +512,8 @@ template <class E>
 void backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, ccv_nnc_tensor_t* const* outputs,
               int output_size) {
   auto outp = [&](int i) { return i < output_size ? outputs[i] : nullptr; };
-  ccv_nnc_tensor_t *const dy = inputs[0], *const dhy = inputs[1], *const dcy = inputs[2], *const x = inputs[4];
+  ccv_nnc_tensor_t *const dy = inputs[0], *const dhy = inputs[1], *const dcy = inputs[2];
+  ccv_nnc_tensor_t* const x = inputs[4] ? inputs[4] : outputs[0];  // dx is shaped like x (validated)
   const Dims n = dims_of(cmd.info, x->info.dim);
   const int T = n.T, B = n.B, H = n.H, P = n.P, D = n.D, L = n.L, H4 = 4 * n.H;
   const size_t TB = n.tb(), O = n.out_size();
@@ -667,7 +668,7 @@ NNC_KERNEL(forward_opt) {
 
 NNC_KERNEL(backward_opt) {
   auto lock = compute_lock();
-  if (CCV_GET_DATA_TYPE(inputs[4]->info.datatype) == CCV_32F)
+  if (CCV_GET_DATA_TYPE(inputs[8]->info.datatype) == CCV_32F)  // w: x may be absent
     backward<float>(cmd, inputs, outputs, output_size);
   else
     backward<double>(cmd, inputs, outputs, output_size);

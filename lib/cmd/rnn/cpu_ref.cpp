@@ -181,7 +181,7 @@ NNC_KERNEL(forward_ref) {
 NNC_KERNEL(backward_ref) {
   auto out = [&](int i) { return i < output_size ? outputs[i] : nullptr; };
   ccv_nnc_tensor_t *const dy = inputs[0], *const dhy = inputs[1], *const dcy = inputs[2];
-  ccv_nnc_tensor_t* const x = inputs[4];
+  ccv_nnc_tensor_t* const x = inputs[4] ? inputs[4] : outputs[0];  // dx is shaped like x (validated)
   const Dims n = dims_of(cmd.info, x->info.dim);
   const int T = n.T, B = n.B, H = n.H, P = n.P, D = n.D, L = n.L;
   const int datatype = CCV_GET_DATA_TYPE(x->info.datatype);

@@ -6,7 +6,7 @@
 //     a graph passes both), written whenever given.
 //   Backward inputs |dy|dhy|dcy|dr|x|xs|hx|cx|w|y|hy|cy|r|, outputs
 //     |dx|dxs|dhx|dcx|dw|: reads dy (NULL: zeros), dhy, dcy (NULL: zeros),
-//     x (for dw only), xs, w and r; writes whichever outputs are given (dxs,
+//     x (for dw only; without it the sizes come from dx), xs, w and r; writes whichever outputs are given (dxs,
 //     when given, is zeroed: lengths have no gradient). dw is overwritten,
 //     not added to.
 // Shapes and bitmasks are libnnc's: y [T, B, D·P] (batch first: [B, T, D·P]);
@@ -196,7 +196,11 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_
             "inputs, %d outputs)",
             name, input_size, output_size);
   auto out = [&](int i) { return i < output_size ? outputs[i] : nullptr; };
-  ccv_nnc_tensor_t* const x = inputs[4];
+  // libnnc's first pattern gives dx, dhx, dcx without x (autodiff then drops
+  // it): the sizes come from dx, shaped like x. dw needs x's values.
+  NNC_CHECK(inputs[4] || out(0), "%s: x (input 4) or dx (output 0) is required for the sizes", name);
+  NNC_CHECK(inputs[4] || !out(4), "%s: dw (output 4) needs x (input 4)", name);
+  ccv_nnc_tensor_t* const x = inputs[4] ? inputs[4] : out(0);
   const Dims n = check_common(name, cmd, x, inputs[5], inputs[8], inputs[12], true);
   check_y(name, n, x, inputs[0], "dy");
   check_state(name, n, inputs[1], "dhy", n.P);

@@ -395,7 +395,7 @@ TEST_F(Lstm, BackwardPartialOutputs) {
       std::vector<ccv_nnc_tensor_t*> v = {gy, nullptr, nullptr, nullptr};
       for (ccv_nnc_tensor_t* t : f.in()) v.push_back(t);
       for (ccv_nnc_tensor_t* t : f.out()) v.push_back(t);
-      if (!with_x) v[4] = f.x->get();  // x is still needed to know the shapes
+      if (!with_x) v[4] = nullptr;  // libnnc's first pattern: the sizes come from dx
       return v;
     };
     T dx1(CCV_64F, c.xshape()), dh1(CCV_64F, c.hshape()), dc1(CCV_64F, c.cshape()), dw1(CCV_64F, {int(c.weights())});
@@ -671,6 +671,12 @@ TEST_F(Lstm, BadInputGivesCodeAndMessage) {
   T dw_bad(CCV_32F, {5});
   EXPECT_EQ(run(lstm_cmd(c, true), bin, {nullptr, nullptr, nullptr, nullptr, dw_bad}), CCV_NNC_EXEC_INVALID);
   EXPECT_TRUE(message_has("dw has")) << ccv_nnc_error_message();
+  bin[4] = nullptr;  // without x: dw cannot be had, and dx gives the sizes
+  T dw(CCV_32F, {int(c.weights())});
+  EXPECT_EQ(run(lstm_cmd(c, true), bin, {nullptr, nullptr, nullptr, nullptr, dw}), CCV_NNC_EXEC_INVALID);
+  EXPECT_TRUE(message_has("x (input 4) or dx (output 0) is required")) << ccv_nnc_error_message();
+  EXPECT_EQ(run(lstm_cmd(c, true), bin, {f.x->get(), nullptr, nullptr, nullptr, dw}), CCV_NNC_EXEC_INVALID);
+  EXPECT_TRUE(message_has("dw (output 4) needs x")) << ccv_nnc_error_message();
   // Auto shapes of a bad x: an error, not a crash.
   ccv_nnc_tensor_param_t pin[5] = {param(CCV_32F, {2, 3, 4, 5}), {}, {}, {}, {}}, pout[4];
   ccv_nnc_hint_tensor_auto(lstm_cmd(c, false), pin, 5, ccv_nnc_no_hint, pout, 4);

@@ -1645,6 +1645,42 @@ TEST_F(LayersTest, LstmMatchesTheCommandAndItsGradientFits) {
   ccv_cnnp_model_free(m);
 }
 
+// A frozen LSTM after a trained dense layer: autodiff asks the backward for
+// dx alone (libnnc's first pattern, which drops x), and the dense layer's
+// step is minus its finite-difference gradient through the LSTM.
+TEST_F(LayersTest, LstmFrozenPassesGradientsThrough) {
+  const int B = 2, T = 3, F = 2, E = 4, H = 3;
+  ccv_cnnp_model_io_t x = ccv_cnnp_input();
+  ccv_cnnp_model_io_t u = ccv_cnnp_model_apply(ccv_cnnp_dense(E, 0, 0, 1, "in"), &x, 1);
+  ccv_cnnp_model_io_t y = ccv_cnnp_model_apply(ccv_cnnp_lstm(0, H, 0, 1, 1, 1, 0, 0, 0, "lstm"), &u, 1);
+  ccv_cnnp_model_t* m = ccv_cnnp_model_new(&x, 1, &y, 1, 1, nullptr);
+  const auto xp = cpu_param(CCV_64F, {B, T, F});
+  compile(m, {xp}, sgd(1, 1, 0), mse_sum());
+  ASSERT_EQ(err(), "");
+  ASSERT_EQ(param_count(m), 3);
+  std::mt19937 rng(12);
+  auto xt = random_tensor(xp, rng);
+  const Vec xv = to_vec(*xt);
+  ccv_nnc_cmd_param_t p = nnc_test::no_params();
+  p.rnn.hidden_size = H, p.rnn.num_layers = 1, p.rnn.bias = 1, p.rnn.batch_first = 1;
+  auto ref = [&](const std::vector<Vec>& ps) {
+    Tensor ut(cpu_param(CCV_64F, {B, T, E}));
+    Vec uv(static_cast<size_t>(B) * T * E);
+    for (size_t row = 0; row < static_cast<size_t>(B) * T; row++)
+      for (int j = 0; j < E; j++) {
+        double v = ps[1][static_cast<size_t>(j)];
+        for (int i = 0; i < F; i++) v += xv[row * F + i] * ps[0][static_cast<size_t>(j * F + i)];
+        uv[row * E + j] = v;
+      }
+    set_vec(ut, uv);
+    return lstm_by_command(p, ut, nullptr, ps[2]);
+  };
+  const Vec w_before = param(m, 2);
+  expect_fit_is_gradient(m, {*xt}, random_vec(static_cast<size_t>(B) * T * H, rng), ref, {0, 1});
+  expect_near(param(m, 2), w_before, 0, "the frozen LSTM's weights");
+  ccv_cnnp_model_free(m);
+}
+
 TEST_F(LayersTest, LstmMaskedTakesSequenceLengths) {
   const int H = 4;
   ccv_cnnp_model_t* m = ccv_cnnp_lstm(1, H, 2, 1, 1, 0, 0, 0, 1, "lstm");  // projection 2, time-major
