@@ -28,4 +28,4 @@ export NNC_BUILD_DIR="$build"
 scratch="$build/swift"
 cd "$here"
 swift build --scratch-path "$scratch" --build-tests
-swift test --scratch-path "$scratch" --skip-build "$@"
+swift test --scratch-path "$scratch" --skip-build --disable-swift-testing "$@"
