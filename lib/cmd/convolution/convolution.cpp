@@ -44,6 +44,7 @@
 #include "core/cmd.hpp"
 #include "core/error.hpp"
 #include "core/registry.hpp"
+#include "cmd/common/conv_rules.hpp"
 
 namespace nnc {
 
@@ -96,37 +97,8 @@ void tensor_auto_forward(const ccv_nnc_cmd_param_t& params, const ccv_nnc_tensor
 
 void tensor_auto_backward(const ccv_nnc_cmd_param_t& params, const ccv_nnc_tensor_param_t* inputs, int input_size,
                           const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
-  // dx like x (input 1), dw like w (input 2), dbias a 1-d [K] of g's type.
-  for (int i = 0; i < output_size; i++) {
-    const int from = i + 1;
-    if (from < input_size && (i < 2 || nd_of(inputs[from].dim) > 0)) {
-      outputs[i] = inputs[from];
-      continue;
-    }
-    ccv_nnc_tensor_param_t p = input_size > 0 ? inputs[0] : ccv_nnc_tensor_param_t{};
-    if (i == 2) {
-      std::memset(p.dim, 0, sizeof(p.dim));
-      p.dim[0] = input_size > 2 && nd_of(inputs[2].dim) > 0 ? inputs[2].dim[0] : std::max(params.convolution.count, 1);
-    }
-    outputs[i] = p;
-  }
-}
-
-// libnnc's predicates on the first word of each mask.
-bool bitmask_forward(const ccv_nnc_cmd_param_t&, int input_size, int, const uint64_t* inputs, int input_bitmask_size,
-                     const uint64_t* outputs, int output_bitmask_size) {
-  const uint64_t in = word0(inputs, input_bitmask_size);
-  if (word0(outputs, output_bitmask_size) != 1u) return false;
-  return (input_size == 3 && (in & 7u) == 7u) || (input_size == 2 && (in & 3u) == 3u);
-}
-
-bool bitmask_backward(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int input_bitmask_size,
-                      const uint64_t* outputs, int output_bitmask_size) {
-  const uint64_t in = word0(inputs, input_bitmask_size), out = word0(outputs, output_bitmask_size);
-  if ((in & 7u) == 7u && (out == 7u || out == 3u)) return true;  // g, x, w: dx, dw (dbias)
-  if ((in & 3u) == 3u && (out == 6u || out == 2u)) return true;  // g, x: dw (dbias)
-  if ((in & 5u) == 5u && (out == 5u || out == 1u)) return true;  // g, w: dx (dbias)
-  return false;
+  conv_rules::tensor_auto_backward(inputs, input_size, outputs, output_size,
+                                   input_size > 2 && nd_of(inputs[2].dim) > 0 ? inputs[2].dim[0] : params.convolution.count);
 }
 
 void check_common(const char* name, const ccv_nnc_tensor_t* ref, const char* role, const ccv_nnc_tensor_t* t) {
@@ -320,13 +292,13 @@ void register_convolution(Registry& r) {
   CommandInfo forward;
   forward.cmd = CCV_NNC_CONVOLUTION_FORWARD;
   forward.tensor_auto = conv::tensor_auto_forward;
-  forward.bitmask = conv::bitmask_forward;
+  forward.bitmask = conv_rules::bitmask_forward;
   forward.validate = conv::validate_forward;
   // Not `windowed`: core would derive a missing hint without the dilation (and,
   // for the backward, from g to dx); resolve_hint does it for both instead.
   r.add_command(forward);
 
-  r.add_command({.cmd = CCV_NNC_CONVOLUTION_BACKWARD, .tensor_auto = conv::tensor_auto_backward, .bitmask = conv::bitmask_backward, .validate = conv::validate_backward});
+  r.add_command({.cmd = CCV_NNC_CONVOLUTION_BACKWARD, .tensor_auto = conv::tensor_auto_backward, .bitmask = conv_rules::bitmask_backward, .validate = conv::validate_backward});
 
   r.add_kernels(cpu_ref(types::kFloat, formats::kImage),
                 {{CCV_NNC_CONVOLUTION_FORWARD, conv::forward_ref}, {CCV_NNC_CONVOLUTION_BACKWARD, conv::backward_ref}});

@@ -45,6 +45,7 @@
 #include "core/cmd.hpp"
 #include "core/error.hpp"
 #include "core/registry.hpp"
+#include "cmd/common/conv_rules.hpp"
 #include "core/tensor.hpp"
 
 namespace nnc {
@@ -102,36 +103,7 @@ void tensor_auto_forward(const ccv_nnc_cmd_param_t& params, const ccv_nnc_tensor
 
 void tensor_auto_backward(const ccv_nnc_cmd_param_t& params, const ccv_nnc_tensor_param_t* inputs, int input_size,
                           const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
-  for (int i = 0; i < output_size; i++) {
-    const int from = i + 1;
-    if (from < input_size && (i < 2 || nd_of(inputs[from].dim) > 0)) {
-      outputs[i] = inputs[from];
-      continue;
-    }
-    ccv_nnc_tensor_param_t p = input_size > 0 ? inputs[0] : ccv_nnc_tensor_param_t{};
-    if (i == 2) {
-      std::memset(p.dim, 0, sizeof(p.dim));
-      p.dim[0] = std::max(params.convolution_transpose.count, 1);
-    }
-    outputs[i] = p;
-  }
-}
-
-// libnnc registers the convolution's predicates for this family too.
-bool bitmask_forward(const ccv_nnc_cmd_param_t&, int input_size, int, const uint64_t* inputs, int input_bitmask_size,
-                     const uint64_t* outputs, int output_bitmask_size) {
-  const uint64_t in = word0(inputs, input_bitmask_size);
-  if (word0(outputs, output_bitmask_size) != 1u) return false;
-  return (input_size == 3 && (in & 7u) == 7u) || (input_size == 2 && (in & 3u) == 3u);
-}
-
-bool bitmask_backward(const ccv_nnc_cmd_param_t&, int, int, const uint64_t* inputs, int input_bitmask_size,
-                      const uint64_t* outputs, int output_bitmask_size) {
-  const uint64_t in = word0(inputs, input_bitmask_size), out = word0(outputs, output_bitmask_size);
-  if ((in & 7u) == 7u && (out == 7u || out == 3u)) return true;  // g, x, w: dx, dw (dbias)
-  if ((in & 3u) == 3u && (out == 6u || out == 2u)) return true;  // g, x: dw (dbias)
-  if ((in & 5u) == 5u && (out == 5u || out == 1u)) return true;  // g, w: dx (dbias)
-  return false;
+  conv_rules::tensor_auto_backward(inputs, input_size, outputs, output_size, params.convolution_transpose.count);
 }
 
 void check_type(const char* name, const ccv_nnc_tensor_t* ref, const char* role, const ccv_nnc_tensor_t* t) {
@@ -339,11 +311,11 @@ void bias_gradient(const ccv_nnc_tensor_t* gt, ccv_nnc_tensor_t* dbias) {
 void register_convolution_transpose(Registry& r) {
   r.add_command({.cmd = CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD,
                  .tensor_auto = convt::tensor_auto_forward,
-                 .bitmask = convt::bitmask_forward,
+                 .bitmask = conv_rules::bitmask_forward,  // libnnc registers the convolution's predicates here too
                  .validate = convt::validate_forward});
   r.add_command({.cmd = CCV_NNC_CONVOLUTION_TRANSPOSE_BACKWARD,
                  .tensor_auto = convt::tensor_auto_backward,
-                 .bitmask = convt::bitmask_backward,
+                 .bitmask = conv_rules::bitmask_backward,
                  .validate = convt::validate_backward});
   r.add_kernels(cpu_ref(types::kFloat, formats::kImage),
                 {{CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, convt::forward_ref},
