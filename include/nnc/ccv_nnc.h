@@ -1543,13 +1543,19 @@ void ccv_nnc_dynamic_graph_memoization_stats(const ccv_nnc_dynamic_graph_t* cons
  * NNC addition: the deferred mode (after MXNet's deferred compute). While on,
  * ccv_nnc_dynamic_graph_exec records calls without running them (their
  * outputs are pending). Reading a pending variable (ccv_nnc_tensor_from_variable),
- * an immediate call that reads one, backward, apply_gradients, turning the
- * mode off or ccv_nnc_dynamic_graph_flush runs everything recorded at once:
- * as one symbolic graph, simplified (common sub-expressions, pruning of what
- * no live variable holds) and compiled into a planned arena, so values whose
- * variables were freed before the flush never get storage of their own.
- * Deferred calls are not traced (differentiate in immediate mode); outputs
- * that are aliases are not supported in the deferred mode yet.
+ * an immediate call that reads one, turning the mode off or
+ * ccv_nnc_dynamic_graph_flush runs everything recorded at once: as one
+ * symbolic graph, simplified (common sub-expressions, pruning of what no live
+ * variable holds) and compiled into a planned arena, so values whose
+ * variables were freed before the run never get storage of their own.
+ * Backward, apply_gradients and minimize are recorded too: each backward is
+ * the symbolic autodiff over the calls recorded before it, planned with them,
+ * and updates write in place into the parameters' storage, as in immediate
+ * mode. After a run, the traced calls a live variable reaches stay recorded
+ * for a later backward; values whose variables were freed are computed again,
+ * except random draws, which are kept. A variable with no value yet may be
+ * written in parts through its aliases (not traced; zeros where no part is
+ * written); once it holds a value, writing through its aliases is refused.
  * @return 0 when the setting changed, -1 when it already was so.
  */
 int ccv_nnc_dynamic_graph_set_deferred(ccv_nnc_dynamic_graph_t* const graph, const int deferred);
