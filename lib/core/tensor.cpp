@@ -366,6 +366,18 @@ void view_fill(ccv_nnc_tensor_view_t* view, const ccv_nnc_tensor_t* tensor, cons
   } else {
     packed_strides(params.dim, nd, strides);
   }
+  // A window with the tensor's own strides must lie inside its shape, box by
+  // box: the byte bound below alone would let it run into the allocation's
+  // padding (a plain tensor's is rounded up to 64 bytes).
+  bool own_strides = nd == parent.nd;
+  for (int i = 0; i < nd && own_strides; i++) own_strides = strides[i] == parent.stride[i];
+  if (own_strides)
+    for (int i = 0; i < nd; i++) {
+      const int o = ofs ? ofs[i] : 0;
+      NNC_CHECK(static_cast<int64_t>(o) + params.dim[i] <= parent.dim[i],
+                "ccv_nnc_tensor_view: a %s view at offset %d of dimension %d falls outside the tensor's %s", shape_string(params.dim).c_str(),
+                o, i, shape_string(tensor->info.dim).c_str());
+    }
   int64_t offset = 0;
   int64_t reach = 0;  // largest element offset the view touches, relative to its start
   for (int i = 0; i < nd; i++) {

@@ -153,6 +153,19 @@ TEST_F(TensorTest, ViewsReachingOutsideTheirTensorAreRejected) {
   EXPECT_EQ(ccv_nnc_tensor_view_new(t, cpu_param(CCV_64F, {3, 4}), ccv_nnc_no_ofs, stride), nullptr);
   EXPECT_NE(last_error().find("data type"), std::string::npos) << last_error();
   EXPECT_EQ(ccv_nnc_tensor_view_new(nullptr, cpu_param(CCV_32F, {3, 4}), ccv_nnc_no_ofs, stride), nullptr);
+  // Past the last column but inside the bytes (the next row, or the
+  // allocation's padding after the last row): refused all the same.
+  const int ofs_cols[CCV_NNC_MAX_DIM_ALLOC] = {0, 6};
+  EXPECT_EQ(ccv_nnc_tensor_view_new(t, cpu_param(CCV_32F, {3, 4}), ofs_cols, stride), nullptr);
+  EXPECT_NE(last_error().find("dimension 1"), std::string::npos) << last_error();
+  Tensor small(cpu_param(CCV_32F, {4, 5}));  // 80 bytes, allocated as 128
+  const int ofs_pad[CCV_NNC_MAX_DIM_ALLOC] = {3, 3};
+  EXPECT_EQ(ccv_nnc_tensor_view_new(small, cpu_param(CCV_32F, {2, 3}), ofs_pad, nullptr), nullptr);
+  EXPECT_NE(last_error().find("dimension 0"), std::string::npos) << last_error();
+  const int ofs_fit[CCV_NNC_MAX_DIM_ALLOC] = {2, 2};
+  ccv_nnc_tensor_view_t* fit = ccv_nnc_tensor_view_new(small, cpu_param(CCV_32F, {2, 3}), ofs_fit, nullptr);
+  EXPECT_NE(fit, nullptr) << last_error();
+  ccv_nnc_tensor_view_free(fit);
   // The largest window that fits is accepted.
   const int ofs_ok[CCV_NNC_MAX_DIM_ALLOC] = {3, 4};
   ccv_nnc_tensor_view_t* v = ccv_nnc_tensor_view_new(t, cpu_param(CCV_32F, {3, 4}), ofs_ok, stride);
