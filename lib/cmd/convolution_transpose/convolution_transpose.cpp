@@ -106,33 +106,17 @@ void tensor_auto_backward(const ccv_nnc_cmd_param_t& params, const ccv_nnc_tenso
   conv_rules::tensor_auto_backward(inputs, input_size, outputs, output_size, params.convolution_transpose.count);
 }
 
-void check_type(const char* name, const ccv_nnc_tensor_t* ref, const char* role, const ccv_nnc_tensor_t* t) {
-  if (!t) return;
-  NNC_CHECK(dt_of(t) == dt_of(ref), "%s: %s is %s but x is %s; they must share one type", name, role, dt_name(t),
-            dt_name(ref));
-}
-
 void validate_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv_nnc_tensor_t* const* inputs,
                       int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
   const char* name = "CONVOLUTION_TRANSPOSE_FORWARD";
-  NNC_CHECK(input_size == 2 || input_size == 3, "%s: takes inputs |x|w|bias| (bias optional; got %d inputs)", name,
-            input_size);
-  NNC_CHECK(output_size == 1, "%s: takes one output |y| (got %d outputs)", name, output_size);
-  NNC_CHECK(inputs[0] && inputs[1], "%s: x (input 0) and w (input 1) are required", name);
-  NNC_CHECK(outputs[0], "%s: y (output 0) is required", name);
+  conv_rules::check_forward_slots(name, inputs, input_size, outputs, output_size);
   geometry(cmd, hint, inputs[0], inputs[1], input_size > 2 ? inputs[2] : nullptr, outputs[0], name);
 }
 
 void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv_nnc_tensor_t* const* inputs,
                        int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
   const char* name = "CONVOLUTION_TRANSPOSE_BACKWARD";
-  NNC_CHECK(input_size >= 2 && input_size <= 5, "%s: takes inputs |g|x|w|bias|y| (at least |g|x|; got %d inputs)",
-            name, input_size);
-  NNC_CHECK(output_size >= 1 && output_size <= 3, "%s: takes outputs |dx|dw|dbias| (got %d outputs)", name,
-            output_size);
-  const BackwardIo io = backward_io(inputs, input_size, outputs, output_size);
-  NNC_CHECK(io.dx || io.dw || io.dbias, "%s: every output is NULL", name);
-  NNC_CHECK(io.g, "%s: needs g (input 0)", name);
+  const BackwardIo io = conv_rules::check_backward_slots(name, inputs, input_size, outputs, output_size);
   if (!io.dx && !io.dw) {
     check_bias_only(io.g, io.dbias, name);
     return;
@@ -141,7 +125,7 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv
   const Geometry geo = geometry(cmd, hint, io.x, io.w, nullptr, io.g, name);
   auto same = [&](const ccv_nnc_tensor_t* t, const ccv_nnc_tensor_t* like, const char* role, const char* of) {
     if (!t) return;
-    check_type(name, io.x, role, t);
+    conv_rules::check_same_type(name, io.x, role, t);
     NNC_CHECK(t->info.format == like->info.format && same_shape(t->info, like->info),
               "%s: %s is %s %s but %s is %s %s; they must match", name, role, format_name(t->info.format),
               shape_string(t->info.dim).c_str(), of, format_name(like->info.format),
@@ -150,7 +134,7 @@ void validate_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv
   same(io.dx, io.x, "dx", "x");
   same(io.dw, io.w, "dw", "w");
   if (io.dbias) {
-    check_type(name, io.x, "dbias", io.dbias);
+    conv_rules::check_same_type(name, io.x, "dbias", io.dbias);
     NNC_CHECK(layout_of(io.dbias).count() == static_cast<size_t>(geo.K),
               "%s: dbias is %s but there are %d output channels", name, shape_string(io.dbias->info.dim).c_str(), geo.K);
   }
@@ -195,9 +179,9 @@ Geometry geometry(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& given, const c
                   const char* name) {
   const ccv_nnc_cmd_param_t& p = cmd.info;
   NNC_CHECK(dt_of(x) & types::kFloat, "%s: x is %s; it takes 32F, 64F, 16F and 16BF", name, dt_name(x));
-  check_type(name, x, "w", w);
-  check_type(name, x, "bias", bias);
-  check_type(name, x, "the output (or g)", y);
+  conv_rules::check_same_type(name, x, "w", w);
+  conv_rules::check_same_type(name, x, "bias", bias);
+  conv_rules::check_same_type(name, x, "the output (or g)", y);
   NNC_CHECK(image_shape(x->info), "%s: x is %s %s; it must be a 3-d or 4-d NHWC or NCHW tensor", name,
             format_name(x->info.format), shape_string(x->info.dim).c_str());
   NNC_CHECK(nd_of(y->info.dim) == nd_of(x->info.dim) && y->info.format == x->info.format,
@@ -265,22 +249,6 @@ Geometry geometry(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& given, const c
       if (b.dim[i] == g.K) g.bias_stride = b.stride[i];
   }
   return g;
-}
-
-BackwardIo backward_io(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                       int output_size) {
-  BackwardIo io;
-  io.g = input_size > 0 ? inputs[0] : nullptr;
-  io.x = input_size > 1 ? inputs[1] : nullptr;
-  io.w = input_size > 2 ? inputs[2] : nullptr;
-  io.dx = output_size > 0 ? outputs[0] : nullptr;
-  io.dw = output_size > 1 ? outputs[1] : nullptr;
-  io.dbias = output_size > 2 ? outputs[2] : nullptr;
-  // libnnc's |g|-|w| -> |dx| and |g|x|-| -> |-|dw| patterns: the gradient
-  // stands in for the missing input, whose shape alone is read.
-  if (!io.x && io.dx && !io.dw) io.x = io.dx;
-  if (!io.w && io.dw && !io.dx) io.w = io.dw;
-  return io;
 }
 
 void bias_gradient(const ccv_nnc_tensor_t* gt, ccv_nnc_tensor_t* dbias) {

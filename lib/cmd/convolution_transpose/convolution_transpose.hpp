@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "cmd/common/conv_rules.hpp"
 #include "cmd/common/image.hpp"
 #include "core/kernel.hpp"
 #include "core/registry.hpp"
@@ -52,13 +53,9 @@ ccv_nnc_hint_t effective_hint(const ccv_nnc_hint_t& hint);
 Geometry geometry(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const ccv_nnc_tensor_t* x,
                   const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* bias, const ccv_nnc_tensor_t* y, const char* name);
 
-// Tensor roles of a backward call: inputs |g|x|w|bias|y|, outputs |dx|dw|dbias|.
-struct BackwardIo {
-  ccv_nnc_tensor_t *g = nullptr, *x = nullptr, *w = nullptr;
-  ccv_nnc_tensor_t *dx = nullptr, *dw = nullptr, *dbias = nullptr;
-};
-BackwardIo backward_io(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                       int output_size);
+// Tensor roles of a backward call (shared with the other convolution family).
+using conv_rules::BackwardIo;
+using conv_rules::backward_io;
 
 // dbias[k] = sum of g over everything but its channels (any float type).
 void bias_gradient(const ccv_nnc_tensor_t* g, ccv_nnc_tensor_t* dbias);
