@@ -821,6 +821,48 @@ bool is_random(uint32_t cmd) {
   return cmd == CCV_NNC_DROPOUT_FORWARD || cmd == CCV_NNC_RANDOM_UNIFORM_FORWARD || cmd == CCV_NNC_RANDOM_NORMAL_FORWARD;
 }
 
+// The gradient arriving at the sub-graph exec x's output `outer`, or -1.
+int gradient_at_output(const Graph::Exec& x, const std::vector<int>& grad_out, int outer) {
+  for (size_t j = 0; j < x.outputs.size(); j++)
+    if (x.outputs[j] == outer) return j < grad_out.size() ? grad_out[j] : -1;
+  return -1;
+}
+
+// Per base of g: whether some exec of `execs` (in order) leads from it to f.
+std::vector<char> needed_for(const Graph* g, const std::vector<int>& execs, const std::vector<int>& f) {
+  std::vector<char> needed(g->tensors.size(), 0);
+  for (int d : f) needed[static_cast<size_t>(d)] = 1;
+  for (auto it = execs.rbegin(); it != execs.rend(); ++it) {
+    const Graph::Exec& y = g->execs[static_cast<size_t>(*it)];
+    bool r = false;
+    for (int d : y.outputs) r = r || (d >= 0 && needed[static_cast<size_t>(base_of(g, d))]);
+    if (!r) continue;
+    for (int d : y.inputs)
+      if (d >= 0) needed[static_cast<size_t>(base_of(g, d))] = 1;
+  }
+  return needed;
+}
+
+// The execs of src again in dst, in order, their symbols through map (src
+// symbol -> dst symbol; negative for an empty slot), hints kept.
+template <class Map>
+void replicate(Graph* dst, const Graph* src, const std::vector<int>& execs, Map&& map) {
+  for (int v : execs) {
+    const Graph::Exec& y = src->execs[static_cast<size_t>(v)];
+    std::vector<ccv_nnc_tensor_symbol_t> in, out;
+    auto ref = [&](int d) {
+      const int md = map(d);
+      return md < 0 ? ccv_nnc_tensor_symbol_t{CCV_NNC_NO_TENSOR_SYMBOL, nullptr} : ccv_nnc_tensor_symbol_t{md, dst};
+    };
+    for (int d : y.inputs) in.push_back(ref(d));
+    for (int d : y.outputs) out.push_back(ref(d));
+    const int r = exec_new(dst, y.cmd, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()),
+                           y.name.empty() ? nullptr : y.name.c_str())
+                      .d;
+    dst->execs[static_cast<size_t>(r)].hint = y.hint;
+  }
+}
+
 }  // namespace
 
 void Differentiator::differentiate_while(int e, const std::vector<int>& grad_out, const std::vector<char>& wanted) {
@@ -895,11 +937,7 @@ void Differentiator::differentiate_while(int e, const std::vector<int>& grad_out
               label.c_str(), tensor_label(body, out).c_str());
     if (std::find(f.begin(), f.end(), out) == f.end()) f.push_back(out);
   }
-  auto grad_of_output = [&](int outer) {
-    for (size_t j = 0; j < x.outputs.size(); j++)
-      if (x.outputs[j] == outer) return j < grad_out.size() ? grad_out[j] : -1;
-    return -1;
-  };
+  auto grad_of_output = [&](int outer) { return gradient_at_output(x, grad_out, outer); };
   for (size_t d = 0; d < nt; d++)
     if (bt(static_cast<int>(d)).outer >= 0 && written[d] && !CCV_NNC_TENSOR_SYMBOL_IS_DEAD(bt(static_cast<int>(d)).flags) &&
         grad_of_output(bt(static_cast<int>(d)).outer) >= 0 && std::find(f.begin(), f.end(), static_cast<int>(d)) == f.end())
@@ -911,16 +949,7 @@ void Differentiator::differentiate_while(int e, const std::vector<int>& grad_out
   for (size_t d = 0; d < nt; d++)
     if (read[d] && !written[d] && (is_carried_in[d] || bt(static_cast<int>(d)).outer < 0)) taped.push_back(static_cast<int>(d));
   // Which of those lead to what the round hands out (wrt candidates).
-  std::vector<char> needed(nt, 0);
-  for (int d : f) needed[static_cast<size_t>(d)] = 1;
-  for (auto it = round.rbegin(); it != round.rend(); ++it) {
-    const Graph::Exec& y = body->execs[static_cast<size_t>(*it)];
-    bool r = false;
-    for (int d : y.outputs) r = r || (d >= 0 && needed[static_cast<size_t>(base_of(body, d))]);
-    if (!r) continue;
-    for (int d : y.inputs)
-      if (d >= 0) needed[static_cast<size_t>(base_of(body, d))] = 1;
-  }
+  const std::vector<char> needed = needed_for(body, round, f);
   auto input_slot = [&](int outer) {
     for (size_t i = 0; i < x.inputs.size(); i++)
       if (x.inputs[i] == outer) return static_cast<int>(i);
@@ -1000,22 +1029,7 @@ void Differentiator::differentiate_while(int e, const std::vector<int>& grad_out
     }
     return m[static_cast<size_t>(d)];
   };
-  for (int v : round) {
-    const Graph::Exec& y = body->execs[static_cast<size_t>(v)];
-    std::vector<ccv_nnc_tensor_symbol_t> in, out;
-    for (int d : y.inputs) {
-      const int md = map_symbol(d);
-      in.push_back(md == CCV_NNC_NO_TENSOR_SYMBOL ? ccv_nnc_tensor_symbol_t{CCV_NNC_NO_TENSOR_SYMBOL, nullptr} : bsym(md));
-    }
-    for (int d : y.outputs) {
-      const int md = map_symbol(d);
-      out.push_back(md == CCV_NNC_NO_TENSOR_SYMBOL ? ccv_nnc_tensor_symbol_t{CCV_NNC_NO_TENSOR_SYMBOL, nullptr} : bsym(md));
-    }
-    const int r = exec_new(back, y.cmd, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()),
-                           y.name.empty() ? nullptr : y.name.c_str())
-                      .d;
-    back->execs[static_cast<size_t>(r)].hint = y.hint;
-  }
+  replicate(back, body, round, map_symbol);
   autogen(back, {}, false);
   // Differentiate the round: f = what it hands out, wrt = what it reads that
   // leads there and needs a gradient (the carried-in values, the enclosing
@@ -1148,11 +1162,7 @@ void Differentiator::differentiate_case_of(int e, const std::vector<int>& grad_o
     NNC_CHECK(!sub || !has_subgraphs(sub),
               "%s: a branch of %s holds a loop or branch; the backward pass through nested branches is not supported yet", kWhat,
               label.c_str());
-  auto grad_of_output = [&](int outer) {
-    for (size_t j = 0; j < x.outputs.size(); j++)
-      if (x.outputs[j] == outer) return j < grad_out.size() ? grad_out[j] : -1;
-    return -1;
-  };
+  auto grad_of_output = [&](int outer) { return gradient_at_output(x, grad_out, outer); };
   // The inputs that get a gradient: wanted, floating point, not only the expression's.
   std::vector<int> targets;
   for (size_t i = 0; i < x.inputs.size() && i < wanted.size(); i++)
@@ -1242,38 +1252,14 @@ void Differentiator::differentiate_case_of(int e, const std::vector<int>& grad_o
       }
       return m[static_cast<size_t>(d)];
     };
-    for (int v : order) {
-      const Graph::Exec& y = fb->execs[static_cast<size_t>(v)];
-      std::vector<ccv_nnc_tensor_symbol_t> in, out;
-      for (int d : y.inputs) {
-        const int md = map_symbol(d);
-        in.push_back(md < 0 ? ccv_nnc_tensor_symbol_t{CCV_NNC_NO_TENSOR_SYMBOL, nullptr} : bsym(md));
-      }
-      for (int d : y.outputs) {
-        const int md = map_symbol(d);
-        out.push_back(md < 0 ? ccv_nnc_tensor_symbol_t{CCV_NNC_NO_TENSOR_SYMBOL, nullptr} : bsym(md));
-      }
-      const int r = exec_new(bb, y.cmd, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()),
-                             y.name.empty() ? nullptr : y.name.c_str())
-                        .d;
-      bb->execs[static_cast<size_t>(r)].hint = y.hint;
-    }
+    replicate(bb, fb, order, map_symbol);
     autogen(bb, {}, false);
     // f: the branch's results with a gradient; wrt: the stand-ins of targets that lead there.
     std::vector<int> f;
     for (size_t d = 0; d < nt; d++)
       if (ft(static_cast<int>(d)).outer >= 0 && written[d] && grad_of_output(ft(static_cast<int>(d)).outer) >= 0)
         f.push_back(static_cast<int>(d));
-    std::vector<char> needed(nt, 0);
-    for (int d : f) needed[static_cast<size_t>(d)] = 1;
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
-      const Graph::Exec& y = fb->execs[static_cast<size_t>(*it)];
-      bool r = false;
-      for (int d : y.outputs) r = r || (d >= 0 && needed[static_cast<size_t>(base_of(fb, d))]);
-      if (!r) continue;
-      for (int d : y.inputs)
-        if (d >= 0) needed[static_cast<size_t>(base_of(fb, d))] = 1;
-    }
+    const std::vector<char> needed = needed_for(fb, order, f);
     std::vector<int> wrt_of(targets.size(), -1);  // per target: its branch symbol when it is a wrt
     std::vector<ccv_nnc_tensor_symbol_t> fs, wrts;
     for (int d : f) fs.push_back(bsym(m[static_cast<size_t>(d)]));
