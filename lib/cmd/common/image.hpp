@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "core/tensor.hpp"
 #include "nnc/ccv_nnc.h"
 
 namespace nnc {
@@ -21,5 +22,15 @@ struct Image {
 
 // A 3-d (n = 1) or 4-d tensor or view as an Image.
 Image image_of(const ccv_nnc_tensor_t* t);
+
+// The height axis of a 3-d or 4-d NHWC or NCHW image's parameters (the width
+// axis follows it); -1 for any other rank or format.
+inline int image_height_axis(const ccv_nnc_tensor_param_t& p) {
+  const int nd = nd_of(p.dim);
+  if (nd != 3 && nd != 4) return -1;
+  if (p.format == CCV_TENSOR_FORMAT_NCHW) return nd - 2;
+  if (p.format == CCV_TENSOR_FORMAT_NHWC) return nd - 3;
+  return -1;
+}
 
 }  // namespace nnc

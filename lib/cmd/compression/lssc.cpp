@@ -30,6 +30,7 @@
 #include "cmd/common/checks.hpp"
 #include "core/error.hpp"
 #include "core/registry.hpp"
+#include "cmd/common/image.hpp"
 #include "core/tensor.hpp"
 
 namespace nnc {
@@ -40,25 +41,17 @@ namespace {
 
 const char* dt(const ccv_nnc_tensor_t* t) { return datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)); }
 
-// Index of the height axis of an image's parameters (-1 if it is not one).
-int hw_axis(const ccv_nnc_tensor_param_t& p) {
-  const int nd = nd_of(p.dim);
-  if (nd != 3 && nd != 4) return -1;
-  if (p.format == CCV_TENSOR_FORMAT_NCHW) return nd - 2;
-  if (p.format == CCV_TENSOR_FORMAT_NHWC) return nd - 3;
-  return -1;
-}
 
 // `image` compresses to `packed`: same format, 16F, same axes but height and width.
 void check_pair(const char* name, int i, const ccv_nnc_tensor_t* image, const ccv_nnc_tensor_t* packed) {
   for (const ccv_nnc_tensor_t* t : {image, packed}) {
     NNC_CHECK(CCV_GET_DATA_TYPE(t->info.datatype) == CCV_16F, "%s: slot %d is %s; it takes 16F", name, i, dt(t));
-    NNC_CHECK(hw_axis(t->info) >= 0, "%s: slot %d is %s %s; it takes a 3-d or 4-d NHWC or NCHW image", name, i,
+    NNC_CHECK(image_height_axis(t->info) >= 0, "%s: slot %d is %s %s; it takes a 3-d or 4-d NHWC or NCHW image", name, i,
               format_name(t->info.format), shape_string(t->info.dim).c_str());
   }
   NNC_CHECK(image->info.format == packed->info.format, "%s: slot %d: the image is %s but the compressed tensor %s",
             name, i, format_name(image->info.format), format_name(packed->info.format));
-  const int hw = hw_axis(image->info);
+  const int hw = image_height_axis(image->info);
   int want[kMaxDim] = {};
   for (int d = 0; d < kMaxDim; d++) want[d] = image->info.dim[d];
   want[hw] = (image->info.dim[hw] + 3) / 4;
@@ -94,7 +87,7 @@ void forward_auto(const ccv_nnc_cmd_param_t&, const ccv_nnc_tensor_param_t* inpu
                   const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
   for (int i = 0; i < output_size && i < input_size; i++) {
     outputs[i] = inputs[i];
-    const int hw = hw_axis(inputs[i]);
+    const int hw = image_height_axis(inputs[i]);
     if (hw < 0) continue;
     outputs[i].dim[hw] = (inputs[i].dim[hw] + 3) / 4;
     outputs[i].dim[hw + 1] = (inputs[i].dim[hw + 1] + 3) / 4 * 4;
@@ -106,7 +99,7 @@ void backward_auto(const ccv_nnc_cmd_param_t&, const ccv_nnc_tensor_param_t* inp
                    const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
   for (int i = 0; i < output_size && i < input_size; i++) {
     outputs[i] = inputs[i];
-    const int hw = hw_axis(inputs[i]);
+    const int hw = image_height_axis(inputs[i]);
     if (hw >= 0) outputs[i].dim[hw] = inputs[i].dim[hw] * 4;
   }
 }

@@ -26,6 +26,7 @@
 
 #include "core/error.hpp"
 #include "core/registry.hpp"
+#include "cmd/common/image.hpp"
 #include "core/tensor.hpp"
 
 namespace nnc {
@@ -36,14 +37,6 @@ namespace {
 
 const char* dt(const ccv_nnc_tensor_t* t) { return datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)); }
 
-// Index of the height axis of an image's parameters (-1 if it is not one).
-int hw_axis(const ccv_nnc_tensor_param_t& p) {
-  const int nd = nd_of(p.dim);
-  if (nd != 3 && nd != 4) return -1;
-  if (p.format == CCV_TENSOR_FORMAT_NCHW) return nd - 2;
-  if (p.format == CCV_TENSOR_FORMAT_NHWC) return nd - 3;
-  return -1;
-}
 
 int box_count(const ccv_nnc_tensor_t* boxes) { return nd_of(boxes->info.dim) == 1 ? 1 : boxes->info.dim[0]; }
 
@@ -119,7 +112,7 @@ void forward_auto(const ccv_nnc_cmd_param_t& params, const ccv_nnc_tensor_param_
                   const ccv_nnc_hint_t&, ccv_nnc_tensor_param_t* outputs, int output_size) {
   if (input_size < 1 || output_size < 1) return;
   outputs[0] = inputs[0];
-  const int hw = hw_axis(inputs[0]);
+  const int hw = image_height_axis(inputs[0]);
   if (hw < 0) return;
   outputs[0].dim[hw] = params.size.dim[0] > 1 ? params.size.dim[0] : 1;
   outputs[0].dim[hw + 1] = params.size.dim[1] > 1 ? params.size.dim[1] : 1;
