@@ -1090,9 +1090,10 @@ void Differentiator::differentiate_while(int e, const std::vector<int>& grad_out
     if (gd < 0) continue;
     // Zeros where the forward loop completed no round (the backward loop then runs none).
     const int dx = fresh(g_->tensors[static_cast<size_t>(outer)].info, name_for(outer), CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS);
-    // Handed out through a copy written every round: a value the loop carries
-    // would be read after the run from the round that stopped it, which
-    // only ran the tape read.
+    // Handed out through a copy written every round, so dx is an ordinary
+    // tensor of the enclosing graph and not the loop's carried result: the
+    // enclosing backward may take aliases of it (which compile refuses for a
+    // carried result), and its INIT_ZEROS stands when no round runs.
     auto hand_out = [&](int from) {
       const ccv_nnc_tensor_param_t info = back->tensors[static_cast<size_t>(from)].info;
       const ccv_nnc_tensor_symbol_t in = bsym(from), out = bsym(fresh_in(back, info, name_for(outer)));
