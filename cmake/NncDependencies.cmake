@@ -51,3 +51,19 @@ add_library(nnc::xxhash INTERFACE IMPORTED)
 set_target_properties(nnc::xxhash PROPERTIES
   INTERFACE_LINK_LIBRARIES "${NNC_XXHASH_LIBRARY}"
   INTERFACE_INCLUDE_DIRECTORIES "${NNC_XXHASH_INCLUDE_DIR}")
+
+# Open MPI (libopenmpi-dev) for the communicator of lib/cmd/comm: found (AUTO)
+# or required (ON). Without it the communicator calls refuse with a message.
+set(NNC_HAVE_MPI OFF)
+if(NOT NNC_MPI STREQUAL "OFF")
+  find_package(MPI COMPONENTS C QUIET)
+  if(MPI_C_FOUND)
+    set(NNC_HAVE_MPI ON)
+    set(NNC_PC_MPI "${MPI_C_LIBRARIES}")
+    message(STATUS "MPI: ${MPI_C_LIBRARIES} (MPI ${MPI_C_VERSION})")
+  elseif(NNC_MPI STREQUAL "ON")
+    message(FATAL_ERROR "NNC_MPI=ON but no MPI was found (install libopenmpi-dev)")
+  else()
+    message(STATUS "MPI: not found; building without the communicator (install libopenmpi-dev)")
+  endif()
+endif()

@@ -2017,6 +2017,121 @@ typedef void* (*ccv_cnnp_model_debug_context_copy_f)(void* const context);
 CCV_WARN_UNUSED(ccv_cnnp_model_t*) ccv_cnnp_debug(ccv_cnnp_model_debug_f func, void* const context, ccv_cnnp_model_debug_context_deinit_f deinit, ccv_cnnp_model_debug_context_copy_f copy, const char* const name);
 
 /* ---------------------------------------------------------------------------
+ * Beyond one process: communicators and data parallelism (NNC addition).
+ *
+ * A communicator is a group of processes started together (by mpirun) that
+ * take part in collectives: every process calls the same collectives in the
+ * same order. NNC wraps MPI for CPU processes; it has no network layer of its
+ * own. A model trains data-parallel with one more call:
+ *
+ *   ccv_nnc_comm_t* comm = ccv_nnc_comm_new_mpi(NULL);  // MPI_COMM_WORLD
+ *   ccv_cnnp_model_compile(model, ...);
+ *   ccv_cnnp_model_set_comm(model, comm, 0);           // the one call
+ *   ... ccv_cnnp_model_fit(...) as on one process, each on its shard ...
+ *   ccv_cnnp_model_free(model);
+ *   ccv_nnc_comm_free(comm);
+ *
+ * Every gradient is then averaged over the processes before the minimiser,
+ * in buckets that start while the backward pass still runs, so N processes
+ * with batch B train as one process with batch N x B (up to the order of the
+ * sums). A collective that some process does not join within the timeout
+ * fails on every process that waits for it, with a message, and the
+ * communicator refuses every later collective: no hang.
+ *
+ * Built with NNC_MPI (AUTO finds Open MPI); otherwise ccv_nnc_comm_new_mpi
+ * returns NULL with a message. A communicator must outlive the commands,
+ * graphs and models that use it.
+ */
+typedef struct ccv_nnc_comm_s ccv_nnc_comm_t;
+/** 1 if this build has MPI, 0 if not. */
+int ccv_nnc_comm_mpi_available(void);
+/**
+ * A communicator over MPI. `mpi_comm` points to an MPI_Comm to duplicate, or
+ * is NULL for MPI_COMM_WORLD. Initialises MPI (thread level
+ * MPI_THREAD_MULTIPLE) when the program has not; the last communicator freed
+ * then finalises it. With a program that initialised MPI below
+ * MPI_THREAD_SERIALIZED, collectives run on the calling thread (no overlap).
+ * The timeout starts at NNC_COMM_TIMEOUT seconds from the environment, or 60.
+ * @return The communicator, or NULL (ccv_nnc_error_message says why).
+ */
+CCV_WARN_UNUSED(ccv_nnc_comm_t*) ccv_nnc_comm_new_mpi(const void* const mpi_comm);
+/** This process's rank in the communicator (0 .. size - 1); -1 for NULL. */
+int ccv_nnc_comm_rank(const ccv_nnc_comm_t* const comm);
+/** The number of processes in the communicator; -1 for NULL. */
+int ccv_nnc_comm_size(const ccv_nnc_comm_t* const comm);
+/** Seconds a collective waits for every process before it fails (> 0). */
+void ccv_nnc_comm_set_timeout(ccv_nnc_comm_t* const comm, const double seconds);
+/**
+ * Wait until every process reaches this call (or the timeout passes).
+ * @return CCV_NNC_EXEC_SUCCESS, or CCV_NNC_EXEC_INVALID with a message.
+ */
+int ccv_nnc_comm_barrier(ccv_nnc_comm_t* const comm);
+/** 1 once a collective failed (the communicator refuses all later ones). */
+int ccv_nnc_comm_is_broken(const ccv_nnc_comm_t* const comm);
+/**
+ * Free the communicator. The last one finalises MPI if NNC initialised it,
+ * unless a collective failed (finalising would wait for the lost process).
+ */
+void ccv_nnc_comm_free(ccv_nnc_comm_t* const comm);
+/**
+ * `cmd` (COMM_ALLREDUCE, COMM_BROADCAST or COMM_REDUCE, forward or backward)
+ * made to run across the communicator's processes instead of across the
+ * tensors of one call. Each process passes one copy of each tensor: input i
+ * and output i are a pair (same shape and datatype; pairs may differ), and all
+ * pairs travel in one message. Every process must pass the same pairs.
+ *   ALLREDUCE   output i = the sum over processes of input i (its backward:
+ *               the same of the gradients).
+ *   BROADCAST   output i = rank 0's input i (its backward: the sum of the
+ *               gradients on rank 0, zeros elsewhere).
+ *   REDUCE      rank 0's output i = the sum over processes of input i; other
+ *               ranks' outputs are not written (its backward: rank 0's
+ *               gradient on every rank).
+ * 16F and 16BF are summed in float and rounded per addition; 32S as MPI sums
+ * int. Outputs may be their inputs (in place). NULL `comm` gives `cmd` back.
+ */
+ccv_nnc_cmd_t ccv_nnc_cmd_set_comm(const ccv_nnc_cmd_t cmd, ccv_nnc_comm_t* const comm);
+/**
+ * libnnc's data parallelism across the devices of one process (GPU copies of
+ * the graph). On the CPU a graph runs on one device, so `parallel` 0 or 1
+ * leaves the graph as it was; more is refused with a message (it needs the
+ * CUDA backends). Across processes, see ccv_nnc_symbolic_graph_data_parallel_comm.
+ */
+void ccv_nnc_symbolic_graph_data_parallel(ccv_nnc_symbolic_graph_t* const graph, const int parallel, const ccv_nnc_tensor_symbol_t* const broadcasts, const int broadcast_size, const ccv_nnc_tensor_symbol_t* const allreducers, const int allreducer_size, ccv_nnc_tensor_symbol_t* const allreducer_outs, const ccv_nnc_tensor_symbol_t* const reducers, const int reducer_size, ccv_nnc_tensor_symbol_t* const reducer_outs, const int reduce_op_type, const ccv_nnc_graph_exec_symbol_t* const sources, const int source_size, const ccv_nnc_graph_exec_symbol_t* const destinations, const int destination_size);
+enum {
+	CCV_NNC_PARALLEL_REDUCE_OP_SUM, /* the one reduction of the COMM_ commands */
+};
+/**
+ * Insert into `graph` the averaging of `gradients` over the communicator's
+ * processes: each gradient gets a new symbol, its average, which the graph's
+ * execs that read the gradient read instead (returned in `averaged`, which
+ * may be NULL). Gradients travel in buckets of about `bucket_bytes` (0: 4
+ * MiB) in the order the graph computes them; a bucket starts as soon as its
+ * gradients exist and its average is waited for only where it is first read,
+ * so communication overlaps the rest of the backward pass. One process
+ * (size 1) leaves the graph as it was and returns the gradients themselves.
+ */
+void ccv_nnc_symbolic_graph_data_parallel_comm(ccv_nnc_symbolic_graph_t* const graph, ccv_nnc_comm_t* const comm, const ccv_nnc_tensor_symbol_t* const gradients, const int gradient_size, ccv_nnc_tensor_symbol_t* const averaged, const size_t bucket_bytes);
+/**
+ * Train `model` data-parallel over `comm` (NULL: back to one process). Before
+ * or after compile. Every process must build the same model: the parameter
+ * count and shapes are checked across processes (a mismatch fails on every
+ * process), then rank 0's parameters are copied to all. fit averages the
+ * gradients in buckets of `bucket_bytes` (0: 4 MiB) overlapped with the
+ * backward pass; apply_gradients averages the accumulated gradients first.
+ */
+void ccv_cnnp_model_set_comm(ccv_cnnp_model_t* const model, ccv_nnc_comm_t* const comm, const size_t bucket_bytes);
+/**
+ * The rows of `dataframe` one process of `size` takes: positions rank,
+ * rank + size, rank + 2 x size, ... of its current order (shuffled or not),
+ * row_count / size of them, so every process gets the same number of rows and
+ * no row twice (a shuffle of the whole set before sharding draws the same
+ * order on every process). The shard shares the dataframe's columns, which
+ * must outlive it; ccv_cnnp_dataframe_shuffle on the shard permutes within it.
+ * Do not iterate the dataframe and its shard at the same time.
+ */
+CCV_WARN_UNUSED(ccv_cnnp_dataframe_t*) ccv_cnnp_dataframe_shard_new(ccv_cnnp_dataframe_t* const dataframe, const int rank, const int size);
+
+/* ---------------------------------------------------------------------------
  * Bindings support (NNC addition).
  *
  * Real exported functions for what other languages cannot reach through the

@@ -228,9 +228,13 @@ NNC_API void ccv_cnnp_model_cancel(ccv_cnnp_model_t* const model) {
 NNC_API void ccv_cnnp_model_set_data_parallel(ccv_cnnp_model_t* const model, const int parallel) {
   guard_void([&] {
     check_model(model, "ccv_cnnp_model_set_data_parallel");
-    NNC_CHECK(parallel <= 1, "ccv_cnnp_model_set_data_parallel: %d devices asked for; on the CPU a model runs on one (data parallelism arrives with CUDA)",
+    NNC_CHECK(parallel <= 1, "ccv_cnnp_model_set_data_parallel: %d devices asked for; on the CPU a model runs on one (copies across GPUs arrive with CUDA; across processes use ccv_cnnp_model_set_comm)",
               parallel);
   });
+}
+
+NNC_API void ccv_cnnp_model_set_comm(ccv_cnnp_model_t* const model, ccv_nnc_comm_t* const comm, const size_t bucket_bytes) {
+  guard_void([&] { nnc::cnnp::set_comm(check_model(model, "ccv_cnnp_model_set_comm"), comm, bucket_bytes); });
 }
 
 NNC_API void ccv_cnnp_model_set_max_concurrency(ccv_cnnp_model_t* const model, const int max_stream_count) {

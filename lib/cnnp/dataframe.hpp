@@ -195,6 +195,8 @@ size_t packed_bytes(const ccv_nnc_tensor_param_t& params, const char* what);
 std::unique_ptr<Dataframe> sample_new(Dataframe* df, ccv_cnnp_column_data_sample_f sample,
                                       ccv_cnnp_column_data_deinit_f data_deinit, int column_idx, int batch_size,
                                       void* context, ccv_cnnp_column_data_context_deinit_f context_deinit);
+// Every size-th row from `rank`, of the parent's current order (dataframe_derived.cpp).
+std::unique_ptr<Dataframe> shard_new(Dataframe* df, int rank, int size);
 std::unique_ptr<Dataframe> combine_new(Dataframe* df, const int* column_idxs, int column_idx_size, int batch_count,
                                        int group_count, int format);
 

@@ -95,6 +95,13 @@ NNC_API const char* ccv_cnnp_dataframe_column_name(ccv_cnnp_dataframe_t* const d
   });
 }
 
+NNC_API ccv_cnnp_dataframe_t* ccv_cnnp_dataframe_shard_new(ccv_cnnp_dataframe_t* const dataframe, const int rank, const int size) {
+  return nnc::guard<ccv_cnnp_dataframe_t*>(nullptr, [&] {
+    check_df(dataframe, "ccv_cnnp_dataframe_shard_new");
+    return give(nnc::dataframe::shard_new(dataframe, rank, size));
+  });
+}
+
 NNC_API ccv_cnnp_dataframe_t* ccv_cnnp_dataframe_sample_new(ccv_cnnp_dataframe_t* const dataframe,
                                                             ccv_cnnp_column_data_sample_f sample,
                                                             ccv_cnnp_column_data_deinit_f data_deinit,

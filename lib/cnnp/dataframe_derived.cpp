@@ -249,4 +249,29 @@ std::unique_ptr<Dataframe> combine_new(Dataframe* df, const int* column_idxs, in
   return out;
 }
 
+// --- shard_new --------------------------------------------------------------
+// The same columns (callbacks and contexts shared with the parent, which keeps
+// owning the contexts), over the rows rank, rank + size, ... of the parent's
+// order at this call, cut to the same count on every process. Its own order
+// is that list, so its row indices are the parent's and its shuffles permute
+// within the shard.
+std::unique_ptr<Dataframe> shard_new(Dataframe* df, int rank, int size) {
+  const char* what = "ccv_cnnp_dataframe_shard_new";
+  NNC_CHECK(size >= 1, "%s: size %d is not positive", what, size);
+  NNC_CHECK(rank >= 0 && rank < size, "%s: rank %d is outside [0, %d)", what, rank, size);
+  const int rows = df->row_count / size;
+  NNC_CHECK(rows > 0 || df->row_count == 0, "%s: %d rows cannot give each of %d processes one", what, df->row_count, size);
+  auto out = std::make_unique<Dataframe>();
+  out->row_count = rows;
+  out->rng_state = df->rng_state ^ (0x9e3779b97f4a7c15ull * static_cast<uint64_t>(rank + 1));
+  {
+    std::lock_guard<std::mutex> lock(df->compute_mutex);
+    out->order.resize(static_cast<size_t>(rows));
+    for (int k = 0; k < rows; k++) out->order[static_cast<size_t>(k)] = df->row_at(rank + k * size);
+  }
+  out->columns = df->columns;
+  for (Column& c : out->columns) c.context_deinit = nullptr;  // the parent's to free
+  return out;
+}
+
 }  // namespace nnc::dataframe

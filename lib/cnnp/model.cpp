@@ -799,6 +799,18 @@ std::unique_ptr<Jit> make_fit(Model* m, const std::vector<ccv_nnc_tensor_param_t
     Sym seed = ccv_nnc_tensor_symbol_for_backward(j->sg, j->loss);
     if (seed.d >= 0 && ccv_nnc_tensor_count(b.params(j->loss)) > 1)
       checked([&] { ccv_nnc_tensor_symbol_set_flags(j->sg, seed, CCV_NNC_TENSOR_SYMBOL_INIT_ONES); });
+    // Across processes: each gradient averaged before its minimiser reads it.
+    if (averages(m)) {
+      std::vector<Sym> grads;
+      for (Sym t : train) {
+        const Sym g = ccv_nnc_tensor_symbol_for_backward(j->sg, t);
+        if (g.d >= 0) grads.push_back(g);
+      }
+      checked([&] {
+        ccv_nnc_symbolic_graph_data_parallel_comm(j->sg, m->comm, grads.data(), static_cast<int>(grads.size()), nullptr,
+                                                  m->comm_bucket_bytes);
+      });
+    }
     for (size_t i = 0; i < train.size(); i++) {
       Param& p = c.params[train_index[i]];
       if (p.minimizer.cmd != c.minimizer.cmd || std::memcmp(&p.minimizer.info, &c.minimizer.info, sizeof(p.minimizer.info)) != 0)
@@ -1053,6 +1065,7 @@ void compile(Model* m, const ccv_nnc_tensor_param_t* inputs, int input_size, con
   for (auto& p : c->params)
     if (!p.initialized) initialise(p, rng);
   m->compiled = std::move(c);
+  if (m->comm) sync_parameters(m, what);
 }
 
 void absorb(Model* m, Model* init, const ccv_nnc_tensor_param_t* inputs, int input_size) {
@@ -1192,6 +1205,7 @@ void apply_gradients(Model* m) {
   const char* what = "ccv_cnnp_model_apply_gradients";
   Compiled& c = compiled_of(m, what);
   NNC_CHECK(!is_noop(c.minimizer), "%s: model %s was compiled without a minimiser", what, model_label(*m).c_str());
+  average_gradients(m, what);
   bool any = false;
   for (auto& p : c.params) {
     if (!p.has_gradient || !p.gradient) continue;

@@ -186,6 +186,9 @@ struct ccv_cnnp_model_s {
   ccv_cnnp_model_io_writer_f writer = nullptr;
   volatile int cancelled = 0;
   ccv_cnnp_model_s* absorbed = nullptr;  // ccv_cnnp_model_absorb's structure, owned
+  // ccv_cnnp_model_set_comm: the processes this model trains across (null: this one only).
+  ccv_nnc_comm_t* comm = nullptr;
+  size_t comm_bucket_bytes = 0;
 
   // Add this model's computation to b.graph.
   virtual void build(nnc::cnnp::Build& b, const std::vector<nnc::cnnp::Sym>& in, std::vector<nnc::cnnp::Sym>& out) = 0;
@@ -235,6 +238,15 @@ void evaluate(Model* m, const ccv_cnnp_evaluate_param_t& params, ccv_nnc_tensor_
               ccv_nnc_tensor_t* const* outputs, int output_size, bool dry_run);
 void backward(Model* m, ccv_nnc_tensor_t* const* ingrads, int ingrad_size, ccv_nnc_tensor_t* const* outgrads, int outgrad_size);
 void apply_gradients(Model* m);
+// Data parallelism across processes (model_parallel.cpp).
+void set_comm(Model* m, ccv_nnc_comm_t* comm, size_t bucket_bytes);
+// After compile with a communicator: check every process built the same
+// parameters, then give all rank 0's values.
+void sync_parameters(Model* m, const char* what);
+// Before apply_gradients' minimisers: the accumulated gradients averaged.
+void average_gradients(Model* m, const char* what);
+// Whether fit's graphs average gradients (a communicator of more than one process).
+bool averages(const Model* m);
 // ccv_cnnp_model_absorb: m builds as `init` from now on, with m's parameter
 // tensors (matched in order, shapes equal) and their minimiser state.
 void absorb(Model* m, Model* init, const ccv_nnc_tensor_param_t* inputs, int input_size);

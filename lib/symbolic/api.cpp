@@ -7,6 +7,7 @@
 #include "core/export.hpp"
 #include "core/tensor.hpp"
 #include "symbolic/compile.hpp"
+#include "symbolic/data_parallel.hpp"
 #include "symbolic/graph.hpp"
 #include "symbolic/simplify.hpp"
 
@@ -800,4 +801,33 @@ NNC_API int ccv_nnc_tensor_arena_reinit(ccv_nnc_tensor_arena_t* const tensor_are
 NNC_API void ccv_nnc_graph_exec_reinit(ccv_nnc_graph_exec_arena_t* const graph_exec_arena, ccv_nnc_graph_t* const graph,
                                        const ccv_nnc_symbolic_graph_t* const symbolic_graph) {
   guard_void([&] { exec_reinit(graph_exec_arena, graph, symbolic_graph); });
+}
+
+// --- data parallelism ---------------------------------------------------------
+
+NNC_API void ccv_nnc_symbolic_graph_data_parallel(ccv_nnc_symbolic_graph_t* const graph, const int parallel, const ccv_nnc_tensor_symbol_t* const,
+                                                  const int, const ccv_nnc_tensor_symbol_t* const allreducers, const int allreducer_size,
+                                                  ccv_nnc_tensor_symbol_t* const allreducer_outs, const ccv_nnc_tensor_symbol_t* const,
+                                                  const int, ccv_nnc_tensor_symbol_t* const, const int reduce_op_type,
+                                                  const ccv_nnc_graph_exec_symbol_t* const, const int, const ccv_nnc_graph_exec_symbol_t* const,
+                                                  const int) {
+  nnc::guard_void([&] {
+    const char* what = "ccv_nnc_symbolic_graph_data_parallel";
+    NNC_CHECK(graph, "%s: graph is NULL", what);
+    NNC_CHECK(reduce_op_type == CCV_NNC_PARALLEL_REDUCE_OP_SUM, "%s: reduce op %d; the only one is CCV_NNC_PARALLEL_REDUCE_OP_SUM", what,
+              reduce_op_type);
+    NNC_CHECK(parallel >= 0, "%s: parallel is %d", what, parallel);
+    NNC_CHECK(parallel <= 1,
+              "%s: %d devices asked for; on the CPU a graph runs on one device (copies across GPUs need the CUDA backends; "
+              "across processes use ccv_nnc_symbolic_graph_data_parallel_comm)",
+              what, parallel);
+    // One device: nothing to copy or reduce; the allreduced symbols are themselves.
+    for (int i = 0; i < allreducer_size && allreducer_outs && allreducers; i++) allreducer_outs[i] = allreducers[i];
+  });
+}
+
+NNC_API void ccv_nnc_symbolic_graph_data_parallel_comm(ccv_nnc_symbolic_graph_t* const graph, ccv_nnc_comm_t* const comm,
+                                                       const ccv_nnc_tensor_symbol_t* const gradients, const int gradient_size,
+                                                       ccv_nnc_tensor_symbol_t* const averaged, const size_t bucket_bytes) {
+  nnc::guard_void([&] { nnc::symbolic::data_parallel_comm(graph, comm, gradients, gradient_size, averaged, bucket_bytes); });
 }

@@ -1032,6 +1032,7 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
   graph::invalidate(cg.get());
   Compiled c;
   for (auto& made : ctx.tapes.made) cg->owned.push_back(std::move(made.second));
+  for (auto& made : ctx.tapes.buckets) cg->owned.push_back(std::move(made.second));
   c.graph = cg.release();
   c.tensor_arena = arena.release();
   c.exec_arena = exec_arena.release();

@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "core/tensor.hpp"
+#include "symbolic/data_parallel.hpp"
 
 namespace nnc::symbolic {
 
@@ -115,6 +116,7 @@ int loop_tape_go(ccv_nnc_tensor_t* const* inputs, int input_size, const void*) {
 }
 
 ccv_nnc_cmd_t instantiate(const ccv_nnc_cmd_t& cmd, TapeInstances& instances) {
+  if (is_bucket_cmd(cmd)) return instantiate_bucket(cmd, instances.buckets);
   if (!is_loop_tape_cmd(cmd)) return cmd;
   const auto* original = static_cast<const LoopTape*>(cmd.data);
   ccv_nnc_cmd_t c = cmd;

@@ -46,6 +46,8 @@ int loop_tape_go(ccv_nnc_tensor_t* const* inputs, int input_size, const void* da
 // once per original tape, kept alive by `owned`); other commands unchanged.
 struct TapeInstances {
   std::vector<std::pair<const LoopTape*, std::shared_ptr<LoopTape>>> made;
+  // The data-parallel buckets' copies (data_parallel.hpp), made the same way.
+  std::vector<std::pair<const void*, std::shared_ptr<void>>> buckets;
 };
 ccv_nnc_cmd_t instantiate(const ccv_nnc_cmd_t& cmd, TapeInstances& instances);
 

@@ -15,6 +15,8 @@
 //     outputs are the other devices' receive buffers and are not written
 //     (as NCCL's reduce leaves them).
 //   REDUCE backward |g_0, ...| -> |dx_0..dx_{n-1}|: every dx_j = g_0.
+// Given a communicator (ccv_nnc_cmd_set_comm) the commands run across its
+// processes instead: input i and output i are a pair (across.cpp).
 // Shapes, bitmasks and in-place rules are libnnc's: the tensors present form
 // one run from slot 0 (no gaps) and every slot is filled, except that the
 // ALLREDUCE backward may have more inputs than outputs; forward outputs take
@@ -22,6 +24,8 @@
 // the first gradient's; ALLREDUCE may run with y_i on x_i, REDUCE's forward
 // with y_0 on x_0, BROADCAST and REDUCE's backward with any output on any input.
 #include "cmd/comm/comm.hpp"
+
+#include "cmd/comm/communicator.hpp"
 
 #include "cmd/common/checks.hpp"
 #include "core/error.hpp"
@@ -58,24 +62,27 @@ void check_all(const char* name, ccv_nnc_tensor_t* const* inputs, int input_size
   for (int i = 0; i < output_size; i++) same(outputs[i], "output", i);
 }
 
-void validate_allreduce_forward(const ccv_nnc_cmd_t&, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
+void validate_allreduce_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
                                 int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (comm_of(cmd)) return validate_across("COMM_ALLREDUCE_FORWARD", inputs, input_size, outputs, output_size);
   const char* name = "COMM_ALLREDUCE_FORWARD";
   NNC_CHECK(input_size == output_size, "%s: one output per input (got %d inputs, %d outputs)", name, input_size,
             output_size);
   check_all(name, inputs, input_size, outputs, output_size, input_size);
 }
 
-void validate_allreduce_backward(const ccv_nnc_cmd_t&, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
+void validate_allreduce_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
                                  int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (comm_of(cmd)) return validate_across("COMM_ALLREDUCE_BACKWARD", inputs, input_size, outputs, output_size);
   const char* name = "COMM_ALLREDUCE_BACKWARD";
   NNC_CHECK(input_size >= output_size, "%s: one gradient per output first (got %d inputs, %d outputs)", name,
             input_size, output_size);
   check_all(name, inputs, input_size, outputs, output_size, output_size);
 }
 
-void validate_broadcast_forward(const ccv_nnc_cmd_t&, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
+void validate_broadcast_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
                                 int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (comm_of(cmd)) return validate_across("COMM_BROADCAST_FORWARD", inputs, input_size, outputs, output_size);
   const char* name = "COMM_BROADCAST_FORWARD";
   NNC_CHECK(input_size == 1, "%s: takes one input (got %d)", name, input_size);
   check_all(name, inputs, input_size, outputs, output_size, 1);
@@ -86,21 +93,24 @@ void validate_all_inputs(const char* name, ccv_nnc_tensor_t* const* inputs, int 
   check_all(name, inputs, input_size, outputs, output_size, input_size);
 }
 
-void validate_broadcast_backward(const ccv_nnc_cmd_t&, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
+void validate_broadcast_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
                                  int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (comm_of(cmd)) return validate_across("COMM_BROADCAST_BACKWARD", inputs, input_size, outputs, output_size);
   validate_all_inputs("COMM_BROADCAST_BACKWARD", inputs, input_size, outputs, output_size);
 }
 
-void validate_reduce_forward(const ccv_nnc_cmd_t&, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
+void validate_reduce_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
                              int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (comm_of(cmd)) return validate_across("COMM_REDUCE_FORWARD", inputs, input_size, outputs, output_size);
   const char* name = "COMM_REDUCE_FORWARD";
   NNC_CHECK(input_size == output_size, "%s: one output per input (got %d inputs, %d outputs)", name, input_size,
             output_size);
   validate_all_inputs(name, inputs, input_size, outputs, output_size);
 }
 
-void validate_reduce_backward(const ccv_nnc_cmd_t&, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
+void validate_reduce_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t&, ccv_nnc_tensor_t* const* inputs,
                               int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (comm_of(cmd)) return validate_across("COMM_REDUCE_BACKWARD", inputs, input_size, outputs, output_size);
   validate_all_inputs("COMM_REDUCE_BACKWARD", inputs, input_size, outputs, output_size);
 }
 

@@ -13,4 +13,10 @@ NNC_KERNEL(broadcast_backward_ref);
 NNC_KERNEL(reduce_forward_ref);
 NNC_KERNEL(reduce_backward_ref);
 
+// Across a communicator's processes (across.cpp): the checks and the run.
+void validate_across(const char* name, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                     int output_size);
+int run_across(ccv_nnc_comm_t* comm, uint32_t cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+               ccv_nnc_tensor_t* const* outputs, int output_size);
+
 }  // namespace nnc::comm

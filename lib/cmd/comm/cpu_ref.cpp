@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cmd/comm/comm.hpp"
+#include "cmd/comm/communicator.hpp"
 #include "core/tensor.hpp"
 
 namespace nnc::comm {
@@ -35,26 +36,31 @@ void write(ccv_nnc_tensor_t* const* outputs, int n, const std::vector<double>& v
 // The forward and the backward alike: every output gets the sum of the first
 // output_size inputs (the forward has exactly that many).
 NNC_KERNEL(allreduce_ref) {
+  if (ccv_nnc_comm_t* c = comm_of(cmd)) return run_across(c, cmd.cmd, inputs, input_size, outputs, output_size);
   write(outputs, output_size, sum_of(inputs, output_size));
   return CCV_NNC_EXEC_SUCCESS;
 }
 
 NNC_KERNEL(broadcast_forward_ref) {
+  if (ccv_nnc_comm_t* c = comm_of(cmd)) return run_across(c, cmd.cmd, inputs, input_size, outputs, output_size);
   write(outputs, output_size, sum_of(inputs, 1));
   return CCV_NNC_EXEC_SUCCESS;
 }
 
 NNC_KERNEL(broadcast_backward_ref) {
+  if (ccv_nnc_comm_t* c = comm_of(cmd)) return run_across(c, cmd.cmd, inputs, input_size, outputs, output_size);
   write(outputs, output_size, sum_of(inputs, input_size));
   return CCV_NNC_EXEC_SUCCESS;
 }
 
 NNC_KERNEL(reduce_forward_ref) {
+  if (ccv_nnc_comm_t* c = comm_of(cmd)) return run_across(c, cmd.cmd, inputs, input_size, outputs, output_size);
   write(outputs, 1, sum_of(inputs, input_size));
   return CCV_NNC_EXEC_SUCCESS;
 }
 
 NNC_KERNEL(reduce_backward_ref) {
+  if (ccv_nnc_comm_t* c = comm_of(cmd)) return run_across(c, cmd.cmd, inputs, input_size, outputs, output_size);
   write(outputs, output_size, sum_of(inputs, 1));
   return CCV_NNC_EXEC_SUCCESS;
 }

@@ -1,0 +1,82 @@
+// Communicators (ccv_nnc_comm_t): a group of processes that run collectives
+// together, over MPI. NNC has no network layer of its own.
+//
+// All MPI calls of a communicator go through its engine, one at a time:
+// collectives are jobs run in the order they were queued (every process
+// queues the same jobs in the same order, as MPI requires). With a thread
+// level of at least MPI_THREAD_SERIALIZED the engine has a worker thread, so
+// a job can be queued and waited for later (data parallelism overlaps the
+// averaging of gradients with the backward pass this way); otherwise a job
+// runs on the thread that waits for it.
+//
+// A job that does not complete within the communicator's timeout fails: the
+// engine marks the communicator broken, and every later job fails at once
+// with the same message. MPI cannot cancel a collective, so the buffers of
+// the failed job may still be written by MPI afterwards if the missing
+// process turns up; a broken communicator is for reporting, then exiting.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "nnc/ccv_nnc.h"
+
+namespace nnc::comm {
+
+enum class Collective { Allreduce, Broadcast, Reduce, Allgather, Barrier };
+
+// One collective over one contiguous buffer of `count` elements of
+// `datatype` (CCV_32F, CCV_64F, CCV_16F, CCV_16BF, CCV_32S, or CCV_8U for raw
+// bytes). In place when `send` is null; Allgather reads `count` elements at
+// `send` and writes size x count at `recv`. Reduce and Broadcast use `root`.
+struct Job {
+  Collective op = Collective::Allreduce;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;
+  int datatype = CCV_32F;
+  int root = 0;
+  const char* what = "collective";  // named in messages
+  // Set by the engine.
+  std::mutex mutex;
+  std::condition_variable cv;
+  int state = 0;  // 0 queued or running, 1 done, -1 failed
+  std::string error;
+  double seconds = 0;  // from its start in MPI to its completion
+};
+
+struct Engine;  // comm.cpp's MPI state
+
+}  // namespace nnc::comm
+
+struct ccv_nnc_comm_s {
+  int rank = 0;
+  int size = 1;
+  std::unique_ptr<nnc::comm::Engine> engine;
+  ~ccv_nnc_comm_s();
+};
+
+namespace nnc::comm {
+
+// The communicator a COMM_ command was given (ccv_nnc_cmd_set_comm), or null:
+// cmd.data is a live communicator only if one was made and not freed.
+ccv_nnc_comm_t* comm_of(const ccv_nnc_cmd_t& cmd);
+// Whether `comm` is a communicator made and not yet freed.
+bool is_live(const ccv_nnc_comm_t* comm);
+
+// Queue `job` behind the communicator's earlier jobs. The job must stay alive
+// until wait returns.
+void submit(ccv_nnc_comm_t* comm, Job* job);
+// Block until `job` ends; throws Error (CCV_NNC_EXEC_INVALID) with its
+// message when it failed or timed out.
+void wait(ccv_nnc_comm_t* comm, Job* job);
+// submit, then wait.
+void run(ccv_nnc_comm_t* comm, Job* job);
+
+// Whether queued jobs run while the caller goes on (a worker thread).
+bool overlaps(const ccv_nnc_comm_t* comm);
+
+}  // namespace nnc::comm
