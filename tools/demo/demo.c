@@ -19,6 +19,15 @@
  *
  * --subset N trains on the first N images of each epoch's order (the test
  * of the demo uses it to stay short).
+ * Under mpirun (Open MPI) it trains data-parallel: each of N processes
+ * takes its 1/N of every batch, the gradients are averaged across processes
+ * (ccv_cnnp_model_set_comm), so the run follows the one-process trajectory
+ * up to rounding; rank 0 reports the combined images/s and writes the
+ * checkpoint. --threads is then the machine's total, shared among the
+ * processes on it:
+ *
+ *   mpirun -np 2 build/release/tools/demo/nnc-demo --fresh
+ *
  * --bench adds machine-readable "bench:" lines (epoch times, inference at
  * batch 1 and 256, peak RSS) for tools/bench-train, which sets them beside
  * PyTorch's.
@@ -466,10 +475,36 @@ int main(int argc, char** argv)
 		fprintf(stderr, "nnc-demo: --epochs must be 1 to %d, --batch-size 1 to 4096, --threads 1 to 256, --subset 0 (all) or more\n", MAX_EPOCHS);
 		return 2;
 	}
+	/* Started by mpirun: data-parallel across its processes. */
+	const int under_mpi = getenv("OMPI_COMM_WORLD_SIZE") != 0 || getenv("PMI_SIZE") != 0;
+	const char* local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+	const int local_size = under_mpi && local && atoi(local) > 0 ? atoi(local) : 1;
+	const int process_threads = threads / local_size > 0 ? threads / local_size : 1;
 	char env[16];
-	snprintf(env, sizeof(env), "%d", threads);
+	snprintf(env, sizeof(env), "%d", process_threads);
 	setenv("NNC_NUM_THREADS", env, 1);
+	setenv("OPENBLAS_NUM_THREADS", env, 1);
 	ccv_nnc_init();
+	ccv_nnc_comm_t* comm = 0;
+	int rank = 0, size = 1;
+	if (under_mpi)
+	{
+		comm = ccv_nnc_comm_new_mpi(0);
+		if (!comm)
+		{
+			fprintf(stderr, "nnc-demo: started by mpirun, but no communicator: %s\n", ccv_nnc_error_message());
+			return 1;
+		}
+		rank = ccv_nnc_comm_rank(comm);
+		size = ccv_nnc_comm_size(comm);
+		if (batch < size)
+		{
+			fprintf(stderr, "nnc-demo: batch %d cannot give each of %d processes a row\n", batch, size);
+			return 2;
+		}
+		if (rank != 0)
+			quiet = 1, bench = 0;
+	}
 	if (mkdir(out, 0755) != 0 && errno != EEXIST)
 	{
 		fprintf(stderr, "nnc-demo: cannot create %s: %s\n", out, strerror(errno));
@@ -487,11 +522,20 @@ int main(int argc, char** argv)
 	unsigned char* test_labels = read_idx(path, 0x801, &n_test_labels, 1);
 	if (!train_pixels || !train_labels || !test_pixels || !test_labels || n_train != n_train_labels || n_test != n_test_labels)
 		return 1;
-	printf("Fashion-MNIST: %d training and %d test images; batch %d, %d threads, %s\n", n_train, n_test, batch, threads, nhwc ? "NHWC" : "NCHW");
+	if (rank == 0)
+	{
+		printf("Fashion-MNIST: %d training and %d test images; batch %d, %d threads, %s\n", n_train, n_test, batch, threads, nhwc ? "NHWC" : "NCHW");
+		if (size > 1)
+			printf("data-parallel: %d processes (mpirun), %d thread%s each, %d or %d images of each batch per process\n", size, process_threads, process_threads > 1 ? "s" : "", batch / size, (batch + size - 1) / size);
+	}
 
 	ccv_cnnp_model_t* model = reference_net();
 	const ccv_nnc_tensor_param_t input = image_params(nhwc, batch);
-	ccv_cnnp_model_compile(model, &input, 1, CMD_SGD_FORWARD(0, 0.01, 1. / batch, 0, 0.9, 0), CMD_SOFTMAX_CROSSENTROPY_FORWARD());
+	/* The loss is a mean over the batch: SGD scales the summed gradient by
+	 * 1 / batch. Across N processes each sums its own rows and the average
+	 * over processes divides by N, so each scales by N / batch. */
+	const ccv_nnc_tensor_param_t local_input = image_params(nhwc, (batch + size - 1) / size);
+	ccv_cnnp_model_compile(model, size > 1 ? &local_input : &input, 1, CMD_SGD_FORWARD(0, 0.01, (float)size / batch, 0, 0.9, 0), CMD_SOFTMAX_CROSSENTROPY_FORWARD());
 	if (ccv_nnc_error_message()[0])
 	{
 		fprintf(stderr, "nnc-demo: compiling the model failed: %s\n", ccv_nnc_error_message());
@@ -514,13 +558,25 @@ int main(int argc, char** argv)
 		unlink(side);
 	}
 	const int done = fresh ? 0 : load_checkpoint(ckpt, model, &order_rng, &curves);
+	/* Every process starts from rank 0's parameters. */
+	if (comm)
+	{
+		ccv_cnnp_model_set_comm(model, comm, 0);
+		if (ccv_nnc_error_message()[0])
+		{
+			fprintf(stderr, "nnc-demo: rank %d: %s\n", rank, ccv_nnc_error_message());
+			return 1;
+		}
+	}
+	ccv_nnc_tensor_t* loss_sums = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(64F, 1), 0);
+	const ccv_nnc_cmd_t sum_across = ccv_nnc_cmd_set_comm(CMD_COMM_ALLREDUCE_FORWARD(), comm);
 	int* order = malloc(sizeof(int) * (size_t)n_train);
 	ccv_nnc_tensor_t* x = ccv_nnc_tensor_new(0, image_params(nhwc, batch), 0);
 	ccv_nnc_tensor_t* labels = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, batch), 0);
 	ccv_nnc_tensor_t* logits = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, batch, CLASSES), 0);
-	if (done > 0)
+	if (done > 0 && rank == 0)
 		printf("resuming from %s after epoch %d (test accuracy %.4f); --fresh starts over\n", ckpt, done, curves.accuracy[done]);
-	else {
+	else if (rank == 0) {
 		/* The reference's check values, from the first epoch's order and the initial model. */
 		uint64_t probe = order_rng;
 		for (i = 0; i < n_train; i++)
@@ -583,7 +639,7 @@ int main(int argc, char** argv)
 			return 1;
 		}
 	}
-	if (done >= epochs)
+	if (done >= epochs && rank == 0)
 		printf("the checkpoint already holds %d epoch%s (asked for %d): nothing to train; --epochs %d continues, --fresh starts over\n", done, done > 1 ? "s" : "", epochs, done + 1);
 	const int n_used = subset > 0 && subset < n_train ? subset : n_train;
 	const int steps = (n_used + batch - 1) / batch;
@@ -604,29 +660,42 @@ int main(int argc, char** argv)
 		for (int step = 0; step < steps; step++)
 		{
 			const int b = step * batch + batch <= n_used ? batch : n_used - step * batch;
-			ccv_nnc_tensor_t xb = ccv_nnc_tensor(x->data.f32, image_params(nhwc, b), 0);
-			ccv_nnc_tensor_t lb = ccv_nnc_tensor(labels->data.f32, CPU_TENSOR_NHWC(32F, b), 0);
-			ccv_nnc_tensor_t zb = ccv_nnc_tensor(logits->data.f32, CPU_TENSOR_NHWC(32F, b, CLASSES), 0);
-			copy_images(x->data.f32, train_pixels, order + step * batch, 0, b);
-			for (i = 0; i < b; i++)
-				labels->data.f32[i] = (float)train_labels[order[step * batch + i]];
-			/* The loss is a mean over the batch: the step scales the summed gradient by 1/b. */
+			/* This process's rows of the batch: all of them on one process. */
+			const int lo = (int)((long)rank * b / size), hi = (int)((long)(rank + 1) * b / size), nb = hi - lo;
+			const int* rows = order + step * batch + lo;
+			ccv_nnc_tensor_t xb = ccv_nnc_tensor(x->data.f32, image_params(nhwc, nb), 0);
+			ccv_nnc_tensor_t lb = ccv_nnc_tensor(labels->data.f32, CPU_TENSOR_NHWC(32F, nb), 0);
+			ccv_nnc_tensor_t zb = ccv_nnc_tensor(logits->data.f32, CPU_TENSOR_NHWC(32F, nb, CLASSES), 0);
+			copy_images(x->data.f32, train_pixels, rows, 0, nb);
+			for (i = 0; i < nb; i++)
+				labels->data.f32[i] = (float)train_labels[rows[i]];
+			/* The loss is a mean over the batch: the step scales the summed gradient by size / b. */
 			if (b != batch)
-				ccv_cnnp_model_set_minimizer(model, CMD_SGD_FORWARD(0, 0.01, 1. / b, 0, 0.9, 0), 0, 0, 0);
+				ccv_cnnp_model_set_minimizer(model, CMD_SGD_FORWARD(0, 0.01, (float)size / b, 0, 0.9, 0), 0, 0, 0);
 			ccv_cnnp_model_fit(model, TENSOR_LIST(&xb), TENSOR_LIST(&lb), TENSOR_LIST(&zb), 0, 0);
 			if (b != batch)
-				ccv_cnnp_model_set_minimizer(model, CMD_SGD_FORWARD(0, 0.01, 1. / batch, 0, 0.9, 0), 0, 0, 0);
+				ccv_cnnp_model_set_minimizer(model, CMD_SGD_FORWARD(0, 0.01, (float)size / batch, 0, 0.9, 0), 0, 0, 0);
 			if (ccv_nnc_error_message()[0])
 			{
 				fprintf(stderr, "\nnnc-demo: training step %d failed: %s\n", step, ccv_nnc_error_message());
 				return 1;
 			}
-			for (i = 0; i < b; i++)
+			double batch_loss = 0;
+			for (i = 0; i < nb; i++)
+				batch_loss += row_loss(logits->data.f32 + i * CLASSES, train_labels[rows[i]]);
+			if (comm)
 			{
-				const double l = row_loss(logits->data.f32 + i * CLASSES, train_labels[order[step * batch + i]]);
-				loss_sum += l;
-				point_sum += l;
+				/* The whole batch's loss: the processes' sums added up. */
+				loss_sums->data.f64[0] = batch_loss;
+				if (ccv_nnc_cmd_exec(sum_across, ccv_nnc_no_hint, 0, TENSOR_LIST(loss_sums), TENSOR_LIST(loss_sums), 0) != CCV_NNC_EXEC_SUCCESS)
+				{
+					fprintf(stderr, "\nnnc-demo: rank %d: %s\n", rank, ccv_nnc_error_message());
+					return 1;
+				}
+				batch_loss = loss_sums->data.f64[0];
 			}
+			loss_sum += batch_loss;
+			point_sum += batch_loss;
 			seen += b;
 			point_seen += b;
 			if (seen * 20 >= next_point * n_used && curves.point_count < MAX_EPOCHS * 20)
@@ -647,9 +716,14 @@ int main(int argc, char** argv)
 			fprintf(stderr, "\n");
 		curves.loss[epoch - 1] = loss_sum / seen;
 		curves.seconds[epoch - 1] = seconds;
-		curves.accuracy[epoch] = test_accuracy(model, test_pixels, test_labels, n_test, nhwc);
 		curves.epochs = epoch;
-		printf("epoch %d: mean training loss %.4f, test accuracy %.4f, %.1f s (%.0f images/s)\n", epoch, curves.loss[epoch - 1], curves.accuracy[epoch], seconds, n_used / seconds);
+		if (rank != 0)
+			continue; /* rank 0 evaluates, reports and saves */
+		curves.accuracy[epoch] = test_accuracy(model, test_pixels, test_labels, n_test, nhwc);
+		if (size > 1)
+			printf("epoch %d: mean training loss %.4f, test accuracy %.4f, %.1f s (%.0f images/s on %d processes)\n", epoch, curves.loss[epoch - 1], curves.accuracy[epoch], seconds, n_used / seconds, size);
+		else
+			printf("epoch %d: mean training loss %.4f, test accuracy %.4f, %.1f s (%.0f images/s)\n", epoch, curves.loss[epoch - 1], curves.accuracy[epoch], seconds, n_used / seconds);
 		if (bench)
 			printf("bench: epoch %d seconds %.3f loss %.4f accuracy %.4f\n", epoch, seconds, curves.loss[epoch - 1], curves.accuracy[epoch]);
 		if (save_checkpoint(ckpt, model, epoch, order_rng, &curves) == 0 && !quiet)
@@ -659,7 +733,7 @@ int main(int argc, char** argv)
 		snprintf(path, sizeof(path), "%s/curves.svg", out);
 		write_svg(path, &curves);
 	}
-	if (curves.epochs > 0)
+	if (curves.epochs > 0 && rank == 0)
 	{
 		printf("reference (PyTorch 1.13): epoch 1 0.4852 / 0.8628, epoch 2 0.2886 / 0.8825, epoch 3 0.2461 / 0.9026 (mean training loss / test accuracy)\n");
 		printf("final test accuracy %.4f after %d epoch%s; curves in %s/curves.csv and %s/curves.svg\n", curves.accuracy[curves.epochs], curves.epochs, curves.epochs > 1 ? "s" : "", out, out);
@@ -675,10 +749,13 @@ int main(int argc, char** argv)
 	ccv_nnc_tensor_free(labels);
 	ccv_nnc_tensor_free(logits);
 	ccv_cnnp_model_free(model);
+	ccv_nnc_tensor_free(loss_sums);
+	if (comm)
+		ccv_nnc_comm_free(comm);
 	free(order);
 	free(train_pixels);
 	free(train_labels);
 	free(test_pixels);
 	free(test_labels);
-	return curves.epochs == 0 || curves.accuracy[curves.epochs] > 0.8 ? 0 : 1;
+	return rank != 0 || curves.epochs == 0 || curves.accuracy[curves.epochs] > 0.8 ? 0 : 1;
 }

@@ -118,6 +118,7 @@ struct Engine {
   bool stop = false;
   std::string broken;  // the first failure's message; empty while usable
   std::thread worker;
+  bool busy = false;  // the worker is inside a job (under `mutex`)
   int rank = 0, size = 1;
 
   // Runs one job to its end (the caller holds no lock).
@@ -145,6 +146,37 @@ struct Engine {
     }
     const int count = static_cast<int>(job->count);
     const void* send = job->send ? job->send : MPI_IN_PLACE;
+    if (threaded) {
+      // On the worker: blocking calls; the waiter keeps the clock.
+      {
+        std::lock_guard<std::mutex> lock(job->mutex);
+        job->started = std::chrono::steady_clock::now();
+        job->state = 2;
+      }
+      job->cv.notify_all();
+      int code = MPI_SUCCESS;
+      switch (job->op) {
+        case Collective::Allreduce: code = MPI_Allreduce(send, job->recv, count, type, op, comm); break;
+        case Collective::Broadcast:
+          if (job->send && rank == job->root && job->send != job->recv)
+            std::memcpy(job->recv, job->send, job->count * datatype_size(job->datatype));
+          code = MPI_Bcast(job->recv, count, type, job->root, comm);
+          break;
+        case Collective::Reduce:
+          if (rank == job->root) code = MPI_Reduce(send, job->recv, count, type, op, job->root, comm);
+          else code = MPI_Reduce(job->send ? job->send : job->recv, nullptr, count, type, op, job->root, comm);
+          break;
+        case Collective::Allgather: code = MPI_Allgather(job->send, count, type, job->recv, count, type, comm); break;
+        case Collective::Barrier: code = MPI_Barrier(comm); break;
+      }
+      if (code != MPI_SUCCESS) {
+        fail_job(job, format("%s: MPI %s failed: %s", job->what, collective_name(job->op), mpi_error(code).c_str()));
+        return;
+      }
+      job->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - job->started).count();
+      finish(job, 1, {});
+      return;
+    }
     MPI_Request request = MPI_REQUEST_NULL;
     int code = MPI_SUCCESS;
     switch (job->op) {
@@ -214,8 +246,11 @@ struct Engine {
         if (queue.empty()) return;  // stop, and nothing left
         job = queue.front();
         queue.pop_front();
+        busy = true;
       }
       execute(job);
+      std::lock_guard<std::mutex> lock(mutex);
+      busy = false;
     }
   }
 };
@@ -262,13 +297,23 @@ ccv_nnc_comm_t* new_mpi(const void* mpi_comm) {
   return comm.release();
 }
 
-void free_engine(Engine* e) {
+// Returns false when the engine must be left alive: its worker is blocked
+// inside MPI for a lost process.
+bool free_engine(Engine* e) {
   if (e->worker.joinable()) {
+    bool stuck = false;
     {
       std::lock_guard<std::mutex> lock(e->mutex);
       e->stop = true;
+      stuck = e->busy && !e->broken.empty();
     }
     e->cv.notify_all();
+    if (stuck) {
+      e->worker.detach();
+      std::lock_guard<std::mutex> lock(mpi().mutex);
+      mpi().communicators--;
+      return false;
+    }
     e->worker.join();
   }
   Mpi& m = mpi();
@@ -285,6 +330,7 @@ void free_engine(Engine* e) {
     MPI_Finalize();
     m.initialised_here = false;
   }
+  return true;
 }
 
 #else  // no MPI
@@ -302,7 +348,7 @@ ccv_nnc_comm_t* new_mpi(const void*) {
        "ccv_nnc_comm_new_mpi: this NNC was built without MPI (configure with NNC_MPI=ON after installing libopenmpi-dev)");
 }
 
-void free_engine(Engine*) {}
+bool free_engine(Engine*) { return true; }
 
 #endif
 
@@ -337,10 +383,40 @@ void submit(ccv_nnc_comm_t* comm, Job* job) {
   comm->engine->execute(job);
 }
 
-void wait(ccv_nnc_comm_t*, Job* job) {
+void wait(ccv_nnc_comm_t* comm, Job* job) {
+  Engine* e = comm->engine.get();
   std::unique_lock<std::mutex> lock(job->mutex);
-  job->cv.wait(lock, [&] { return job->state != 0; });
-  if (job->state < 0) fail(CCV_NNC_EXEC_INVALID, "%s", job->error.c_str());
+  for (;;) {
+    if (job->state == 1) return;
+    if (job->state < 0) fail(CCV_NNC_EXEC_INVALID, "%s", job->error.c_str());
+    std::string broken;
+    double timeout = 0;
+    {
+      std::lock_guard<std::mutex> engine_lock(e->mutex);
+      broken = e->broken;
+      timeout = e->timeout;
+    }
+    if (job->state == 0 && !broken.empty())  // queued behind a job that failed
+      fail(CCV_NNC_EXEC_INVALID, "%s: the communicator failed earlier (%s)", job->what, broken.c_str());
+    if (job->state == 2 && std::chrono::steady_clock::now() - job->started > std::chrono::duration<double>(timeout)) {
+      const std::string message =
+          format("%s: not every process joined the %s within %.3g s (this is rank %d of %d): a process has stopped, or the "
+                 "processes do not run the same collectives in the same order",
+                 job->what, collective_name(job->op), timeout, comm->rank, comm->size);
+      {
+        std::lock_guard<std::mutex> engine_lock(e->mutex);
+        if (e->broken.empty()) e->broken = message;
+      }
+#if NNC_HAVE_MPI
+      {
+        std::lock_guard<std::mutex> mpi_lock(mpi().mutex);
+        mpi().any_broken = true;
+      }
+#endif
+      fail(CCV_NNC_EXEC_INVALID, "%s", message.c_str());
+    }
+    job->cv.wait_for(lock, std::chrono::milliseconds(20));
+  }
 }
 
 void run(ccv_nnc_comm_t* comm, Job* job) {
@@ -353,7 +429,7 @@ bool overlaps(const ccv_nnc_comm_t* comm) { return comm && comm->engine && comm-
 }  // namespace nnc::comm
 
 ccv_nnc_comm_s::~ccv_nnc_comm_s() {
-  if (engine) nnc::comm::free_engine(engine.get());
+  if (engine && !nnc::comm::free_engine(engine.get())) (void)engine.release();  // its worker still uses it
 }
 
 using nnc::guard;
