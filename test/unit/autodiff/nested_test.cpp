@@ -130,6 +130,53 @@ TEST(AutodiffNested, WhileInWhileSomeInputs) {
   }
 }
 
+// Three levels: 2 rounds of h <- tanh(h W^T + m_out), where m_out is 2 rounds
+// of m <- tanh(m U^T + v_out) from h, and v_out the 3-round inner loop from x
+// with add = m (reads the middle round's carried value, the outer round's
+// through it, and the root's U and x three levels up).
+TS three_levels(ccv_nnc_symbolic_graph_t* g, const std::vector<TS>& in) {
+  static const int64_t limit = 1, inner_limit = 2;
+  constexpr int n = 3;
+  const TS w = in[0], u = in[1], x = in[2], h0 = in[3];
+  ccv_nnc_symbolic_graph_t* outer = ccv_nnc_symbolic_graph_new();
+  const TS hout = sym(g, {1, n}, "h_out");
+  ccv_nnc_symbolic_graph_while(g, CCV_NNC_GRAPH_FORWARD, outer, "outer");
+  const TS h = sym(outer, {1, n}, "h");
+  ccv_nnc_tensor_symbol_hookup(g, outer, h0, h);
+  ccv_nnc_symbolic_graph_t* middle = ccv_nnc_symbolic_graph_new();
+  const TS mout = sym(outer, {1, n}, "m_out");
+  ccv_nnc_symbolic_graph_while(outer, CCV_NNC_GRAPH_FORWARD, middle, "middle");
+  const TS m = sym(middle, {1, n}, "m");
+  ccv_nnc_tensor_symbol_hookup(outer, middle, h, m);
+  const TS v = inner_loop(g, middle, u, m, x, &inner_limit, false, n);
+  const TS ma = sym(middle, {1, n}, "ma"), ms = sym(middle, {1, n}, "ms"), mn = sym(middle, {1, n}, "m_next");
+  exec(middle, gemm_wt(), {m, u}, {ma});
+  exec(middle, cmd(CCV_NNC_EWSUM_FORWARD), {ma, v}, {ms});
+  const ES mact = exec(middle, cmd(CCV_NNC_TANH_FORWARD), {ms}, {mn});
+  ccv_nnc_tensor_symbol_hookup(outer, middle, mout, mn);
+  ccv_nnc_graph_exec_symbol_autogen(middle, nullptr, 0, CCV_NNC_AUTOGEN_ALL_EXECS | CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
+  const ccv_nnc_tensor_symbol_map_t mc{mn, m};
+  ccv_nnc_symbolic_graph_set_carry_overs(middle, &mc, 1);
+  const TS mcount = ccv_nnc_tensor_symbol_for_while_count(middle);
+  ccv_nnc_symbolic_graph_set_while_expr(middle, count_below, &limit, &mcount, 1, &mact, 1);
+  const TS b = sym(outer, {1, n}, "b"), c = sym(outer, {1, n}, "c"), hn = sym(outer, {1, n}, "h_next");
+  exec(outer, gemm_wt(), {h, w}, {b});
+  exec(outer, cmd(CCV_NNC_EWSUM_FORWARD), {b, mout}, {c});
+  const ES act = exec(outer, cmd(CCV_NNC_TANH_FORWARD), {c}, {hn});
+  ccv_nnc_tensor_symbol_hookup(g, outer, hout, hn);
+  ccv_nnc_graph_exec_symbol_autogen(outer, nullptr, 0, CCV_NNC_AUTOGEN_ALL_EXECS | CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
+  const ccv_nnc_tensor_symbol_map_t oc{hn, h};
+  ccv_nnc_symbolic_graph_set_carry_overs(outer, &oc, 1);
+  const TS count = ccv_nnc_tensor_symbol_for_while_count(outer);
+  ccv_nnc_symbolic_graph_set_while_expr(outer, count_below, &limit, &count, 1, &act, 1);
+  EXPECT_STREQ(ccv_nnc_error_message(), "") << "building three levels";
+  return apply(g, reduce_all(2), {hout});
+}
+
+TEST(AutodiffNested, ThreeLevels) {
+  check_gradients({{{3, 3}}, {{3, 3}}, {{1, 3}}, {{1, 3}}}, three_levels, 47, 1e-6, 1e-5, "while in while in while");
+}
+
 // c > 0: branch 0, else branch 1.
 int by_sign(ccv_nnc_tensor_t* const* inputs, int, const void*) { return inputs[0]->data.f64[0] > 0 ? 0 : 1; }
 
