@@ -514,6 +514,86 @@ void softmax_rule(Adjoint& a) {
     return a.lin(r, 1, a.mul(g, u), -1);
   });
 }
+// GELU / SWISH: |g|x|(y)| -> |dx = g f'(x)|; in g that is B itself on H, in x
+// H g f''(x), written with forward commands. y, when given, is only B's cache
+// of f(x): a gradient asked for it is refused (our autodiff never passes it).
+template <class Second>
+void activation_rule(Adjoint& a, Second second) {
+  NNC_CHECK(!a.want(2), "%s: differentiating %s with respect to its optional forward output y is not supported (pass x only)",
+            kWhat, a.label.c_str());
+  unary_rule<1>(a, [](Adjoint&, int, int, int) { return -1; });
+  const int h = a.H(0);
+  if (h < 0 || !a.want(1)) return;
+  const int x = a.need(1, "x");
+  a.give(1, a.prod({h, a.need(0, "g"), second(a, x)}));
+}
+void gelu_rule(Adjoint& a) {
+  if (!a.b.cmd.info.gelu.tanh) {  // f = x Phi(x): f'' = phi(x) (2 - x^2), phi(x) = exp(-x^2 / 2) / sqrt(2 pi)
+    activation_rule(a, [](Adjoint& a, int x) {
+      const int x2 = a.prod({x, x});
+      const int phi = a.scale(a.d.apply(Adjoint::plain(CCV_NNC_EWEXP_FORWARD), {a.scale(x2, -0.5f)}, x), 0.3989422804014327f);
+      return a.lin(phi, 2, a.prod({x2, phi}), -1);
+    });
+    return;
+  }
+  // f = x s, s = sigmoid(v), v = 2k (x + c x^3) (k = sqrt(2 / pi), c = 0.044715):
+  // f'' = s (1 - s) (2 v' + x (1 - 2 s) v'^2 + x v''), v' = 2k (1 + 3 c x^2),
+  // v'' = 12 k c x; 1 - s is sigmoid(-v), and 1 = s + (1 - s).
+  activation_rule(a, [](Adjoint& a, int x) {
+    constexpr float k = 0.7978845608028654f, c = 0.044715f;
+    const int x2 = a.prod({x, x});
+    const int v = a.scale(a.lin(x, 1, a.prod({x2, x}), c), 2 * k);
+    const int s = a.d.apply(Adjoint::plain(CCV_NNC_SIGMOID_FORWARD), {v}, x);
+    const int r = a.d.apply(Adjoint::plain(CCV_NNC_SIGMOID_FORWARD), {a.scale(v, -1)}, x);  // 1 - s
+    const int dv = a.lin(a.lin(s, 1, r, 1), 2 * k, x2, 6 * k * c);
+    const int t = a.lin(a.lin(dv, 2, a.prod({x, a.lin(r, 1, s, -1), dv, dv}), 1), 1, x2, 12 * k * c);
+    return a.prod({s, r, t});
+  });
+}
+void swish_rule(Adjoint& a) {
+  // f = x s, s = sigmoid(x): f'' = s (1 - s) (2 + x (1 - 2 s)); 1 - s is
+  // sigmoid(-x), and 2 = 2 s + 2 (1 - s).
+  activation_rule(a, [](Adjoint& a, int x) {
+    const int s = a.d.apply(Adjoint::plain(CCV_NNC_SIGMOID_FORWARD), {x}, x);
+    const int r = a.d.apply(Adjoint::plain(CCV_NNC_SIGMOID_FORWARD), {a.scale(x, -1)}, x);
+    const int t = a.lin(a.lin(s, 2, r, 2), 1, a.prod({x, a.lin(r, 1, s, -1)}), 1);
+    return a.prod({s, r, t});
+  });
+}
+// SOFTMAX_CROSSENTROPY: |g|gs|z|labels|loss|s| -> |dz|(dlabels)| with
+// dz = g (s T - t) + s (gs - <gs, s>) per row, t the row's (smoothed) target
+// and T its sum. With H at dz:
+//   in g:  <H, s T - t> per row, B itself with g NULL (ones) and gs NULL;
+//   in gs: s (H - <H, s>), SOFTMAX_BACKWARD(H, s);
+//   in s:  g T H + H gs - H <gs, s> - gs <H, s>, where -t is B with g and
+//          gs NULL and s = 0.
+// Class-index labels get no gradient (it is 0 almost everywhere); dense
+// labels are refused, like the command's own labels gradient.
+void softmax_crossentropy_rule(Adjoint& a) {
+  const int h = a.H(0);
+  if (h < 0) return;
+  const int label = a.need(3, "labels"), s = a.need(5, "softmax");
+  NNC_CHECK(!a.want(3) || count_of(a.d.tensor(label).info) != count_of(a.d.tensor(s).info),
+            "%s: differentiating %s with respect to its dense labels is not supported (SOFTMAX_CROSSENTROPY_BACKWARD gives no "
+            "labels gradient either)",
+            kWhat, a.label.c_str());
+  const int gs = a.in(1), g = a.in(0);
+  if (a.want(0)) {
+    const int st = a.d.apply(a.again(), {-1, -1, -1, label, -1, s}, s, {-2, -1});  // s T - t
+    a.give(0, a.own(a.row_sum(a.prod({h, st})), g));
+  }
+  if (gs >= 0 && a.want(1)) a.give(1, a.d.apply(Adjoint::plain(CCV_NNC_SOFTMAX_BACKWARD), {h, -1, s}, s));
+  if (!a.want(5)) return;
+  const int t = a.scale(a.d.apply(a.again(), {-1, -1, -1, label, -1, a.d.zeros(s)}, s, {-2, -1}), -1);
+  const int T = a.row_sum(t);
+  int r = a.mul(h, g >= 0 ? a.mul(a.own(g, T), T) : T);  // g T H
+  if (gs >= 0) {
+    r = a.lin(r, 1, a.prod({h, gs}), 1);
+    r = a.lin(r, 1, a.mul(h, a.row_sum(a.prod({gs, s}))), -1);
+    r = a.lin(r, 1, a.mul(gs, a.row_sum(a.prod({h, s}))), -1);
+  }
+  a.give(5, r);
+}
 void exp_rule(Adjoint& a) {  // dx = g y
   const int h = a.H(0);
   if (h < 0) return;
@@ -641,6 +721,9 @@ Rule second_order_rule(uint32_t id) {
       {CCV_NNC_SIGMOID_BACKWARD, sigmoid_rule},
       {CCV_NNC_TANH_BACKWARD, tanh_rule},
       {CCV_NNC_SOFTMAX_BACKWARD, softmax_rule},
+      {CCV_NNC_GELU_BACKWARD, gelu_rule},
+      {CCV_NNC_SWISH_BACKWARD, swish_rule},
+      {CCV_NNC_SOFTMAX_CROSSENTROPY_BACKWARD, softmax_crossentropy_rule},
       {CCV_NNC_REDUCE_SUM_BACKWARD, linear_rule},
       {CCV_NNC_REDUCE_MEAN_BACKWARD, linear_rule},
       {CCV_NNC_TRANSPOSE_BACKWARD, transpose_rule},
@@ -657,7 +740,8 @@ void Differentiator::differentiate_backward(int e, const std::vector<int>& grad_
   NNC_CHECK(rule,
             "%s: %s is a backward command without a second-order rule, so gradients cannot flow through it (the "
             "differentiable backwards are those of GEMM, ADD, MUL, SCALAR_MUL, EWSUM, EWPROD, EWDIV, EWEXP, EWLOG, EWSQRT, "
-            "RELU, LEAKY_RELU, CLAMP, MIN, MAX, SIGMOID, TANH, SOFTMAX, REDUCE_SUM, REDUCE_MEAN, TRANSPOSE and DATA_TRANSFER)",
+            "RELU, LEAKY_RELU, CLAMP, MIN, MAX, SIGMOID, TANH, GELU, SWISH, SOFTMAX, SOFTMAX_CROSSENTROPY, REDUCE_SUM, REDUCE_MEAN, "
+            "TRANSPOSE and DATA_TRANSFER)",
             kWhat, exec_label(g_, e).c_str());
   Adjoint a{*this, x, exec_label(g_, e), grad_out, wanted};
   rule(a);
