@@ -272,6 +272,61 @@ TEST(AutodiffNested, WhileInCaseOf) {
   }
 }
 
+// A case..of in a case..of branch: y = case s of (case r of tanh(x w) |
+// sigmoid(x w)) | x w, f = sum(y * y * w); every path.
+TS case_in_case(ccv_nnc_symbolic_graph_t* g, const std::vector<TS>& in) {
+  constexpr int n = 4;
+  const TS x = in[0], w = in[1], s = in[2], r = in[3];
+  const TS y = sym(g, {n}, "y");
+  const ccv_nnc_tensor_symbol_map_t fall{x, y};
+  const ES outer = ccv_nnc_symbolic_graph_case_of_new(g, CCV_NNC_GRAPH_FORWARD, &s, 1, &fall, 1, "outer");
+  ccv_nnc_symbolic_graph_set_case_of_expr(g, outer, by_sign, nullptr);
+  ccv_nnc_symbolic_graph_t* b0 = ccv_nnc_symbolic_graph_new();
+  ccv_nnc_symbolic_graph_set_case_of(g, outer, b0, 0, nullptr, 0);
+  const TS xw = sym(b0, {n}, "xw"), z = sym(b0, {n}, "z"), y0 = sym(b0, {n}, "y0");
+  exec(b0, cmd(CCV_NNC_EWPROD_FORWARD), {x, w}, {xw});
+  const ccv_nnc_tensor_symbol_map_t inner_fall{xw, z};
+  const TS rl = sym(b0, {1}, "r");  // the expression reads symbols of its own graph: r's stand-in
+  ccv_nnc_tensor_symbol_hookup(g, b0, r, rl);
+  const ES inner = ccv_nnc_symbolic_graph_case_of_new(b0, CCV_NNC_GRAPH_FORWARD, &rl, 1, &inner_fall, 1, "inner");
+  ccv_nnc_symbolic_graph_set_case_of_expr(b0, inner, by_sign, nullptr);
+  ccv_nnc_symbolic_graph_t* c0 = ccv_nnc_symbolic_graph_new();
+  const TS z0 = sym(c0, {n}, "z0");
+  const ccv_nnc_tensor_symbol_map_t m0{z0, z};
+  ccv_nnc_symbolic_graph_set_case_of(b0, inner, c0, 0, &m0, 1);
+  exec(c0, cmd(CCV_NNC_TANH_FORWARD), {xw}, {z0});
+  ccv_nnc_graph_exec_symbol_autogen(c0, nullptr, 0, CCV_NNC_AUTOGEN_ALL_EXECS | CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
+  ccv_nnc_symbolic_graph_t* c1 = ccv_nnc_symbolic_graph_new();
+  const TS z1 = sym(c1, {n}, "z1");
+  const ccv_nnc_tensor_symbol_map_t m1{z1, z};
+  ccv_nnc_symbolic_graph_set_case_of(b0, inner, c1, 1, &m1, 1);
+  exec(c1, cmd(CCV_NNC_SIGMOID_FORWARD), {xw}, {z1});
+  ccv_nnc_graph_exec_symbol_autogen(c1, nullptr, 0, CCV_NNC_AUTOGEN_ALL_EXECS | CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
+  exec(b0, cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {z}, {y0});  // a copy: the inner result handed out
+  ccv_nnc_tensor_symbol_hookup(g, b0, y, y0);
+  ccv_nnc_graph_exec_symbol_autogen(b0, nullptr, 0, CCV_NNC_AUTOGEN_ALL_EXECS | CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
+  ccv_nnc_symbolic_graph_t* b1 = ccv_nnc_symbolic_graph_new();
+  const TS y1 = sym(b1, {n}, "y1");
+  const ccv_nnc_tensor_symbol_map_t mb{y1, y};
+  ccv_nnc_symbolic_graph_set_case_of(g, outer, b1, 1, &mb, 1);
+  exec(b1, cmd(CCV_NNC_EWPROD_FORWARD), {x, w}, {y1});
+  ccv_nnc_graph_exec_symbol_autogen(b1, nullptr, 0, CCV_NNC_AUTOGEN_ALL_EXECS | CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
+  EXPECT_STREQ(ccv_nnc_error_message(), "") << "building the case..of";
+  return apply(g, reduce_all(1), {apply(g, cmd(CCV_NNC_EWPROD_FORWARD), {y, y, w})});
+}
+
+TEST(AutodiffNested, CaseOfInCaseOf) {
+  const double picks[3][2] = {{1, 1}, {1, -1}, {-1, 1}};
+  const char* names[] = {"outer 0, inner 0: tanh(x w)", "outer 0, inner 1: sigmoid(x w)", "outer 1: x w"};
+  for (int k = 0; k < 3; k++) {
+    std::vector<Input> inputs{{{4}}, {{4}}, {{1}}, {{1}}};
+    inputs[2].values = {picks[k][0]};
+    inputs[3].values = {picks[k][1]};
+    inputs[2].wrt = inputs[3].wrt = false;
+    check_gradients(inputs, case_in_case, 71 + static_cast<unsigned>(k), 1e-6, 1e-5, names[k]);
+  }
+}
+
 // What stays refused, with a message, the graph and the loops' bodies left as
 // they were: an inner loop whose carried value has no initial value from the
 // enclosing graph (the recompute cannot know it), and an inner loop that

@@ -328,6 +328,16 @@ TEST(AutodiffSecondOrder, SoftmaxCrossentropy) {
                 return loss;  // f = sum(loss^2 R): the loss's gradient g depends on x
               },
               91 + smooth, smooth ? "index labels, smoothed" : "index labels");
+    // 1-d index labels: the loss (and g) 1-d too, the per-row terms [3, 1].
+    check_hvp({{{3, 4}}},
+              [t0, t1](ccv_nnc_symbolic_graph_t* g, const std::vector<ccv_nnc_tensor_symbol_t>& v) {
+                const ccv_nnc_tensor_symbol_t label = sym(g, {3}, "label");
+                ccv_nnc_tensor_symbol_set_flags(g, label, CCV_NNC_TENSOR_SYMBOL_INIT_ONES);
+                const ccv_nnc_tensor_symbol_t loss = sym(g, {3}, "loss");
+                adtest::exec(g, crossentropy(t0, t1), {v[0], label}, {loss, sym(g, {3, 4}, "softmax")});
+                return loss;
+              },
+              95 + smooth, smooth ? "1-d index labels, smoothed" : "1-d index labels");
     // Dense labels (not a wrt: the command gives no labels gradient); the
     // softmax output read on.
     std::vector<Input> dense{{{3, 4}}, {{3, 4}}};
