@@ -1,6 +1,8 @@
 // Reverse-mode automatic differentiation of symbolic graphs (Level 3.5);
-// see backward.hpp. Loops and branches (while / case..of sub-graphs) are not
-// differentiated yet: a backward pass that would cross one is refused.
+// see backward.hpp. Loops and branches (while / case..of sub-graphs) are
+// differentiated by recomputing a round or a branch inside a backward loop or
+// case..of (below); a loop or branch nested in one is recomputed with it (a
+// copy) and differentiated there by the same code, at any depth.
 #include "symbolic/backward.hpp"
 
 #include <algorithm>
@@ -146,6 +148,17 @@ class Differentiator {
     return alias_new(g_, {of, g_}, zeros, zeros, shape, nullptr).d;
   }
 
+  // Zeros: flagged INIT_ZEROS in the root graph; inside a loop body or a
+  // branch (whose symbols compile does not initialise) written by a SET.
+  int zero_symbol(const ccv_nnc_tensor_param_t& info, const std::string& name) {
+    if (!g_->parent) return fresh(info, name, CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS);
+    const int z = fresh(info, name);
+    ccv_nnc_cmd_param_t p;
+    std::memset(&p, 0, sizeof(p));
+    emit(make_cmd(CCV_NNC_SET_FORWARD, nullptr, p, 0), nullptr, {}, {z}, "zero");
+    return z;
+  }
+
   int emit(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t* hint, const std::vector<int>& in, const std::vector<int>& out,
            const char* name) {
     std::vector<ccv_nnc_tensor_symbol_t> i, o;
@@ -271,7 +284,7 @@ class Differentiator {
     emit(c, nullptr, in, outs, "second order");
     return o;
   }
-  int zeros(int like) { return fresh(t(like).info, std::string(), CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS); }
+  int zeros(int like) { return zero_symbol(t(like).info, std::string()); }
   void undo() {
     for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) (*it)();
     undo_.clear();
@@ -501,6 +514,86 @@ void softmax_rule(Adjoint& a) {
     return a.lin(r, 1, a.mul(g, u), -1);
   });
 }
+// GELU / SWISH: |g|x|(y)| -> |dx = g f'(x)|; in g that is B itself on H, in x
+// H g f''(x), written with forward commands. y, when given, is only B's cache
+// of f(x): a gradient asked for it is refused (our autodiff never passes it).
+template <class Second>
+void activation_rule(Adjoint& a, Second second) {
+  NNC_CHECK(!a.want(2), "%s: differentiating %s with respect to its optional forward output y is not supported (pass x only)",
+            kWhat, a.label.c_str());
+  unary_rule<1>(a, [](Adjoint&, int, int, int) { return -1; });
+  const int h = a.H(0);
+  if (h < 0 || !a.want(1)) return;
+  const int x = a.need(1, "x");
+  a.give(1, a.prod({h, a.need(0, "g"), second(a, x)}));
+}
+void gelu_rule(Adjoint& a) {
+  if (!a.b.cmd.info.gelu.tanh) {  // f = x Phi(x): f'' = phi(x) (2 - x^2), phi(x) = exp(-x^2 / 2) / sqrt(2 pi)
+    activation_rule(a, [](Adjoint& a, int x) {
+      const int x2 = a.prod({x, x});
+      const int phi = a.scale(a.d.apply(Adjoint::plain(CCV_NNC_EWEXP_FORWARD), {a.scale(x2, -0.5f)}, x), 0.3989422804014327f);
+      return a.lin(phi, 2, a.prod({x2, phi}), -1);
+    });
+    return;
+  }
+  // f = x s, s = sigmoid(v), v = 2k (x + c x^3) (k = sqrt(2 / pi), c = 0.044715):
+  // f'' = s (1 - s) (2 v' + x (1 - 2 s) v'^2 + x v''), v' = 2k (1 + 3 c x^2),
+  // v'' = 12 k c x; 1 - s is sigmoid(-v), and 1 = s + (1 - s).
+  activation_rule(a, [](Adjoint& a, int x) {
+    constexpr float k = 0.7978845608028654f, c = 0.044715f;
+    const int x2 = a.prod({x, x});
+    const int v = a.scale(a.lin(x, 1, a.prod({x2, x}), c), 2 * k);
+    const int s = a.d.apply(Adjoint::plain(CCV_NNC_SIGMOID_FORWARD), {v}, x);
+    const int r = a.d.apply(Adjoint::plain(CCV_NNC_SIGMOID_FORWARD), {a.scale(v, -1)}, x);  // 1 - s
+    const int dv = a.lin(a.lin(s, 1, r, 1), 2 * k, x2, 6 * k * c);
+    const int t = a.lin(a.lin(dv, 2, a.prod({x, a.lin(r, 1, s, -1), dv, dv}), 1), 1, x2, 12 * k * c);
+    return a.prod({s, r, t});
+  });
+}
+void swish_rule(Adjoint& a) {
+  // f = x s, s = sigmoid(x): f'' = s (1 - s) (2 + x (1 - 2 s)); 1 - s is
+  // sigmoid(-x), and 2 = 2 s + 2 (1 - s).
+  activation_rule(a, [](Adjoint& a, int x) {
+    const int s = a.d.apply(Adjoint::plain(CCV_NNC_SIGMOID_FORWARD), {x}, x);
+    const int r = a.d.apply(Adjoint::plain(CCV_NNC_SIGMOID_FORWARD), {a.scale(x, -1)}, x);
+    const int t = a.lin(a.lin(s, 2, r, 2), 1, a.prod({x, a.lin(r, 1, s, -1)}), 1);
+    return a.prod({s, r, t});
+  });
+}
+// SOFTMAX_CROSSENTROPY: |g|gs|z|labels|loss|s| -> |dz|(dlabels)| with
+// dz = g (s T - t) + s (gs - <gs, s>) per row, t the row's (smoothed) target
+// and T its sum. With H at dz:
+//   in g:  <H, s T - t> per row, B itself with g NULL (ones) and gs NULL;
+//   in gs: s (H - <H, s>), SOFTMAX_BACKWARD(H, s);
+//   in s:  g T H + H gs - H <gs, s> - gs <H, s>, where -t is B with g and
+//          gs NULL and s = 0.
+// Class-index labels get no gradient (it is 0 almost everywhere); dense
+// labels are refused, like the command's own labels gradient.
+void softmax_crossentropy_rule(Adjoint& a) {
+  const int h = a.H(0);
+  if (h < 0) return;
+  const int label = a.need(3, "labels"), s = a.need(5, "softmax");
+  NNC_CHECK(!a.want(3) || count_of(a.d.tensor(label).info) != count_of(a.d.tensor(s).info),
+            "%s: differentiating %s with respect to its dense labels is not supported (SOFTMAX_CROSSENTROPY_BACKWARD gives no "
+            "labels gradient either)",
+            kWhat, a.label.c_str());
+  const int gs = a.in(1), g = a.in(0);
+  if (a.want(0)) {
+    const int st = a.d.apply(a.again(), {-1, -1, -1, label, -1, s}, s, {-2, -1});  // s T - t
+    a.give(0, a.own(a.row_sum(a.prod({h, st})), g));
+  }
+  if (gs >= 0 && a.want(1)) a.give(1, a.d.apply(Adjoint::plain(CCV_NNC_SOFTMAX_BACKWARD), {h, -1, s}, s));
+  if (!a.want(5)) return;
+  const int t = a.scale(a.d.apply(a.again(), {-1, -1, -1, label, -1, a.d.zeros(s)}, s, {-2, -1}), -1);
+  const int T = a.row_sum(t);
+  int r = a.mul(h, g >= 0 ? a.mul(a.own(g, T), T) : T);  // g T H
+  if (gs >= 0) {
+    r = a.lin(r, 1, a.prod({h, gs}), 1);
+    r = a.lin(r, 1, a.mul(h, a.row_sum(a.prod({gs, s}))), -1);
+    r = a.lin(r, 1, a.mul(gs, a.row_sum(a.prod({h, s}))), -1);
+  }
+  a.give(5, r);
+}
 void exp_rule(Adjoint& a) {  // dx = g y
   const int h = a.H(0);
   if (h < 0) return;
@@ -628,6 +721,9 @@ Rule second_order_rule(uint32_t id) {
       {CCV_NNC_SIGMOID_BACKWARD, sigmoid_rule},
       {CCV_NNC_TANH_BACKWARD, tanh_rule},
       {CCV_NNC_SOFTMAX_BACKWARD, softmax_rule},
+      {CCV_NNC_GELU_BACKWARD, gelu_rule},
+      {CCV_NNC_SWISH_BACKWARD, swish_rule},
+      {CCV_NNC_SOFTMAX_CROSSENTROPY_BACKWARD, softmax_crossentropy_rule},
       {CCV_NNC_REDUCE_SUM_BACKWARD, linear_rule},
       {CCV_NNC_REDUCE_MEAN_BACKWARD, linear_rule},
       {CCV_NNC_TRANSPOSE_BACKWARD, transpose_rule},
@@ -644,7 +740,8 @@ void Differentiator::differentiate_backward(int e, const std::vector<int>& grad_
   NNC_CHECK(rule,
             "%s: %s is a backward command without a second-order rule, so gradients cannot flow through it (the "
             "differentiable backwards are those of GEMM, ADD, MUL, SCALAR_MUL, EWSUM, EWPROD, EWDIV, EWEXP, EWLOG, EWSQRT, "
-            "RELU, LEAKY_RELU, CLAMP, MIN, MAX, SIGMOID, TANH, SOFTMAX, REDUCE_SUM, REDUCE_MEAN, TRANSPOSE and DATA_TRANSFER)",
+            "RELU, LEAKY_RELU, CLAMP, MIN, MAX, SIGMOID, TANH, GELU, SWISH, SOFTMAX, SOFTMAX_CROSSENTROPY, REDUCE_SUM, REDUCE_MEAN, "
+            "TRANSPOSE and DATA_TRANSFER)",
             kWhat, exec_label(g_, e).c_str());
   Adjoint a{*this, x, exec_label(g_, e), grad_out, wanted};
   rule(a);
@@ -706,7 +803,7 @@ void Differentiator::differentiate(int e, const std::vector<char>& reached) {
   // The zero gradient of a missing first output: NULL would read as ones there.
   auto zeros_for = [&](int j) {
     const int o = x.outputs[static_cast<size_t>(j)];
-    return fresh(t(o).info, name_for(o), CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS);
+    return zero_symbol(t(o).info, name_for(o));
   };
   if ((attributes & CCV_NNC_CMD_ATTR_NULL_IS_ONES) && m > 0 && x.outputs[0] >= 0 && grad_out[0] < 0) grad_out[0] = zeros_for(0);
   // Slots: |output gradients|forward inputs|forward outputs| -> |input gradients|.
@@ -795,6 +892,16 @@ void Differentiator::differentiate(int e, const std::vector<char>& reached) {
 //   - the gradients of the enclosing graph's symbols the body reads summed
 //     over the rounds (a carried running sum), and of the carried-in values'
 //     round-0 sources (the initial states) taken from the last round.
+// A loop or case..of in the body is part of the round: the recompute runs a
+// copy of it (replicate) from the round's taped inputs, and differentiating
+// the recomputed round differentiates the copy, inside the backward body, by
+// this same code; its own tape is then filled and read within one backward
+// round. Nested so (the loop's graph is itself a body or a branch), the
+// enclosing graph's symbols cannot be flagged INIT_ZEROS (compile sets none
+// inside loops and branches): zeros are written by SET execs, and the
+// gradients are handed out by copies that are breakpoints of the backward
+// loop, reading what the round carries in, so the stopping round hands out
+// the final values.
 int Differentiator::as_base(Graph* g, int d, const char* name) {
   if (g->tensors[static_cast<size_t>(d)].alias_of < 0) return d;
   const ccv_nnc_tensor_param_t info = g->tensors[static_cast<size_t>(d)].info;
@@ -843,8 +950,100 @@ std::vector<char> needed_for(const Graph* g, const std::vector<int>& execs, cons
   return needed;
 }
 
+// Whether an exec of g (or of a loop or branch inside) draws random numbers;
+// the first such exec's label in `which`.
+bool draws_random(const Graph* g, std::string* which) {
+  for (size_t e = 0; e < g->execs.size(); e++) {
+    const Graph::Exec& y = g->execs[e];
+    if (CCV_NNC_GRAPH_EXEC_IS_DEAD(y.flags)) continue;
+    if (is_random(y.cmd.cmd)) {
+      *which = exec_label(g, static_cast<int>(e));
+      return true;
+    }
+    for (const Graph* sub : y.subs)
+      if (sub && draws_random(sub, which)) return true;
+  }
+  return false;
+}
+
+// A loop or branch nested in a round or branch that the backward pass
+// recomputes is recomputed with it (a copy, below), so everything it reads
+// must come from outside it or be computed inside it: a constant of its own
+// (no writer, no enclosing symbol), or a carried value without an initial
+// one, would be a value the copy does not have.
+void check_recomputable(const Graph* sub, const std::string& where) {
+  const size_t nt = sub->tensors.size();
+  std::vector<char> written(nt, 0), read(nt, 0), carried_in(nt, 0);
+  for (size_t e = 0; e < sub->execs.size(); e++) {
+    const Graph::Exec& y = sub->execs[e];
+    if (CCV_NNC_GRAPH_EXEC_IS_DEAD(y.flags)) continue;
+    NNC_CHECK(!is_loop_tape_cmd(y.cmd), "%s: %s holds the tape of a loop differentiated before; it cannot be differentiated again",
+              kWhat, where.c_str());
+    for (int d : y.inputs)
+      if (d >= 0) read[static_cast<size_t>(base_of(sub, d))] = 1;
+    for (int d : y.outputs)
+      if (d >= 0) written[static_cast<size_t>(base_of(sub, d))] = 1;
+    for (const Graph* inner : y.subs)
+      if (inner) check_recomputable(inner, "a loop or branch inside " + where);
+  }
+  for (int d : sub->while_inputs)
+    if (d >= 0) read[static_cast<size_t>(base_of(sub, d))] = 1;
+  for (const auto& c : sub->carry_overs) carried_in[static_cast<size_t>(c.second)] = 1;
+  for (size_t d = 0; d < nt; d++)
+    if (read[d] && !written[d] && sub->tensors[d].outer < 0 && !CCV_NNC_TENSOR_SYMBOL_IS_DEAD(sub->tensors[d].flags))
+      fail(CCV_NNC_EXEC_INVALID,
+           "%s: %s reads %s, %s; the backward pass recomputes it from what it reads of the enclosing graph and cannot know that "
+           "value (hook it up to an enclosing symbol)",
+           kWhat, where.c_str(), tensor_label(sub, static_cast<int>(d)).c_str(),
+           carried_in[d] ? "a carried value with no initial value from the enclosing graph" : "which nothing in it writes");
+}
+
+// A copy of sub-graph src (a loop body or a branch) for a new owner, its
+// stand-ins standing for outer(s) where src's stood for s; loops and
+// branches inside are copied with it. Not attached to anything yet.
+Graph* clone_subgraph(const Graph* src, const std::function<int(int)>& outer) {
+  std::unique_ptr<Graph> c(new Graph());
+  c->tensors = src->tensors;
+  for (Graph::Tensor& t : c->tensors) {
+    t.pair = {CCV_NNC_NO_TENSOR_SYMBOL, nullptr};
+    t.copies.clear();
+  }
+  for (const auto& [up, local] : src->stand_ins) {
+    const int mapped = outer(up);
+    NNC_CHECK(mapped >= 0, "%s: a loop or branch inside a recomputed round reads a symbol with no counterpart", kWhat);
+    c->stand_ins.emplace_back(mapped, local);
+    c->tensors[static_cast<size_t>(local)].outer = mapped;
+  }
+  c->execs.reserve(src->execs.size());
+  for (size_t e = 0; e < src->execs.size(); e++) {
+    Graph::Exec y = src->execs[e];
+    y.pair = {CCV_NNC_NO_GRAPH_EXEC_SYMBOL, nullptr};
+    y.copies.clear();
+    for (Graph*& sub : y.subs) sub = nullptr;
+    c->execs.push_back(std::move(y));
+    for (size_t k = 0; k < src->execs[e].subs.size(); k++) {
+      const Graph* inner = src->execs[e].subs[k];
+      if (!inner) continue;
+      Graph* copy = clone_subgraph(inner, [](int d) { return d; });
+      copy->parent = c.get();
+      copy->exec_in_parent = static_cast<int>(e);
+      c->execs[e].subs[k] = copy;
+    }
+  }
+  for (auto ends : {std::make_pair(&src->sources, &c->sources), std::make_pair(&src->destinations, &c->destinations)})
+    for (const ccv_nnc_graph_exec_symbol_t& x : *ends.first) ends.second->push_back({x.d, c.get()});
+  c->while_expr = src->while_expr;
+  c->while_data = src->while_data;
+  c->while_inputs = src->while_inputs;
+  c->breakpoints = src->breakpoints;
+  c->carry_overs = src->carry_overs;
+  return c.release();
+}
+
 // The execs of src again in dst, in order, their symbols through map (src
-// symbol -> dst symbol; negative for an empty slot), hints kept.
+// symbol -> dst symbol; negative for an empty slot), hints kept. A loop or
+// case..of among them is copied whole (its body or branches included), its
+// stand-ins for src's symbols standing for their counterparts in dst.
 template <class Map>
 void replicate(Graph* dst, const Graph* src, const std::vector<int>& execs, Map&& map) {
   for (int v : execs) {
@@ -854,6 +1053,56 @@ void replicate(Graph* dst, const Graph* src, const std::vector<int>& execs, Map&
       const int md = map(d);
       return md < 0 ? ccv_nnc_tensor_symbol_t{CCV_NNC_NO_TENSOR_SYMBOL, nullptr} : ccv_nnc_tensor_symbol_t{md, dst};
     };
+    if (control_of(y)) {
+      const std::string where = exec_label(src, v);
+      for (const Graph* sub : y.subs)
+        if (sub) check_recomputable(sub, (y.flags & CCV_NNC_GRAPH_EXEC_P_WHILE ? "the body of " : "a branch of ") + where);
+      const std::function<int(int)> outer = [&](int d) { return map(d); };
+      const char* name = y.name.empty() ? nullptr : y.name.c_str();
+      if (y.flags & CCV_NNC_GRAPH_EXEC_P_WHILE) {
+        Graph* body = clone_subgraph(y.subs.at(0), outer);
+        const ccv_nnc_graph_exec_symbol_t made = [&] {
+          try {
+            return checked([&] { return ccv_nnc_symbolic_graph_while(dst, y.cmd.cmd, body, name); });
+          } catch (...) {
+            if (!body->parent) delete body;
+            throw;
+          }
+        }();
+        (void)made;
+        continue;
+      }
+      std::vector<ccv_nnc_tensor_symbol_t> expr_in;
+      for (int i = 0; i < y.expr_inputs; i++) expr_in.push_back(ref(y.declared_inputs[static_cast<size_t>(i)]));
+      std::vector<ccv_nnc_tensor_symbol_map_t> outs;
+      for (int o : y.declared_outputs) {
+        const int by = src->tensors[static_cast<size_t>(o)].bypass;
+        NNC_CHECK(by >= 0, "%s: %s: its output %s has no fall-back", kWhat, where.c_str(), tensor_label(src, o).c_str());
+        outs.push_back({ref(by), ref(o)});
+      }
+      const ccv_nnc_graph_exec_symbol_t made = checked([&] {
+        return ccv_nnc_symbolic_graph_case_of_new(dst, y.cmd.cmd, expr_in.data(), static_cast<int>(expr_in.size()), outs.data(),
+                                                  static_cast<int>(outs.size()), name);
+      });
+      checked([&] {
+        ccv_nnc_symbolic_graph_set_case_of_expr(dst, made, y.case_of, y.case_of_data);
+        return 0;
+      });
+      for (size_t i = 0; i < y.subs.size(); i++) {
+        if (!y.subs[i]) continue;
+        Graph* branch = clone_subgraph(y.subs[i], outer);
+        try {
+          checked([&] {
+            ccv_nnc_symbolic_graph_set_case_of(dst, made, branch, static_cast<int>(i), nullptr, 0);
+            return 0;
+          });
+        } catch (...) {
+          if (!branch->parent) delete branch;
+          throw;
+        }
+      }
+      continue;
+    }
     for (int d : y.inputs) in.push_back(ref(d));
     for (int d : y.outputs) out.push_back(ref(d));
     const int r = exec_new(dst, y.cmd, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()),
@@ -869,11 +1118,6 @@ void Differentiator::differentiate_while(int e, const std::vector<int>& grad_out
   const Graph::Exec x = g_->execs[static_cast<size_t>(e)];  // a copy: execs are appended below
   Graph* body = x.subs.at(0);
   const std::string label = exec_label(g_, e);
-  NNC_CHECK(!g_->parent, "%s: %s is inside another loop or branch; the backward pass through nested loops is not supported yet",
-            kWhat, label.c_str());
-  NNC_CHECK(!has_subgraphs(body),
-            "%s: the body of %s holds a loop or branch; the backward pass through nested loops is not supported yet", kWhat,
-            label.c_str());
   NNC_CHECK(body->while_expr && !body->breakpoints.empty(),
             "%s: %s has no expression (ccv_nnc_symbolic_graph_set_while_expr), so its rounds are not known", kWhat,
             label.c_str());
@@ -908,10 +1152,11 @@ void Differentiator::differentiate_while(int e, const std::vector<int>& grad_out
   std::vector<char> written(nt, 0), read(nt, 0);
   for (int v : round) {
     const Graph::Exec& y = body->execs[static_cast<size_t>(v)];
-    NNC_CHECK(!is_random(y.cmd.cmd),
+    std::string random = exec_label(body, v);
+    NNC_CHECK(!is_random(y.cmd.cmd) && !(control_of(y) && draws_random(body, &random)),
               "%s: the body of %s draws random numbers (%s); its backward recomputes each round, which would draw other "
               "numbers",
-              kWhat, label.c_str(), exec_label(body, v).c_str());
+              kWhat, label.c_str(), random.c_str());
     for (int d : y.inputs) {
       if (d >= 0) read[static_cast<size_t>(base_of(body, d))] = 1;
     }
@@ -1007,6 +1252,8 @@ void Differentiator::differentiate_while(int e, const std::vector<int>& grad_out
   const int read_exec = exec_new(back, loop_tape_read(tape.get()), &back_count, 1, read_out.data(),
                                  static_cast<int>(read_out.size()), "tape read")
                             .d;
+  std::vector<int> breakpoints{read_exec};
+  const bool nested = g_->parent != nullptr;
   // The round again, over the tape's values and the enclosing graph's symbols.
   auto map_symbol = [&](int d) -> int {
     if (d == CCV_NNC_WHILE_COUNT_TENSOR_SYMBOL) return fcount;
@@ -1049,9 +1296,7 @@ void Differentiator::differentiate_while(int e, const std::vector<int>& grad_out
     exec_new(back, make_cmd(CCV_NNC_SET_FORWARD, nullptr, p, 0), nullptr, 0, &out, 1, "zero");
     return z;
   };
-  auto root_zeros = [&](const ccv_nnc_tensor_param_t& info, const std::string& name) {
-    return fresh(info, name, CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS);
-  };
+  auto root_zeros = [&](const ccv_nnc_tensor_param_t& info, const std::string& name) { return zero_symbol(info, name); };
   auto seed_of = [&](int d) {
     const int s = gradient_of(back, m[static_cast<size_t>(d)]);
     NNC_CHECK(s >= 0, "%s: %s: no seed for %s", kWhat, label.c_str(), tensor_label(body, d).c_str());
@@ -1088,19 +1333,32 @@ void Differentiator::differentiate_while(int e, const std::vector<int>& grad_out
     if (outer < 0 || !is_wanted(outer)) continue;
     const int gd = grad_in_back(d);
     if (gd < 0) continue;
-    // Zeros where the forward loop completed no round (the backward loop then runs none).
-    const int dx = fresh(g_->tensors[static_cast<size_t>(outer)].info, name_for(outer), CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS);
+    // In the root graph: zeros where the forward loop completed no round
+    // (the backward loop then runs none). Inside a loop body or a branch
+    // (nested), whose symbols compile does not initialise, see below.
+    const int dx = nested ? fresh(g_->tensors[static_cast<size_t>(outer)].info, name_for(outer))
+                          : fresh(g_->tensors[static_cast<size_t>(outer)].info, name_for(outer), CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS);
     // Handed out through a copy written every round, so dx is an ordinary
     // tensor of the enclosing graph and not the loop's carried result: the
     // enclosing backward may take aliases of it (which compile refuses for a
     // carried result), and its INIT_ZEROS stands when no round runs.
+    // Nested, the copy is a breakpoint of the backward loop and reads what
+    // the round carried in: it runs in every round, the stopping one too,
+    // whose carried-in values are the final ones (the starting ones when no
+    // round runs), so dx needs no initialisation.
     auto hand_out = [&](int from) {
       const ccv_nnc_tensor_param_t info = back->tensors[static_cast<size_t>(from)].info;
       const ccv_nnc_tensor_symbol_t in = bsym(from), out = bsym(fresh_in(back, info, name_for(outer)));
-      exec_new(back, simple(CCV_NNC_DATA_TRANSFER_FORWARD), &in, 1, &out, 1, "hand out");
+      const int h = exec_new(back, simple(CCV_NNC_DATA_TRANSFER_FORWARD), &in, 1, &out, 1, "hand out").d;
+      if (nested) breakpoints.push_back(h);
       hookup(g_, back, gsym(dx), out, kWhat);
     };
-    if (is_carried_in[static_cast<size_t>(d)]) {  // the initial state: the last backward round's gradient
+    if (is_carried_in[static_cast<size_t>(d)] && nested) {  // the seed the last backward round carries to the stopping one
+      int carried_out = -1;
+      for (const auto& [out, in] : body->carry_overs)
+        if (in == d) carried_out = out;
+      hand_out(seed_of(carried_out));
+    } else if (is_carried_in[static_cast<size_t>(d)]) {  // the initial state: the last backward round's gradient
       hand_out(gd);
     } else {  // read every round: a running sum
       const ccv_nnc_tensor_param_t info = g_->tensors[static_cast<size_t>(outer)].info;
@@ -1110,7 +1368,7 @@ void Differentiator::differentiate_while(int e, const std::vector<int>& grad_out
       exec_new(back, simple(CCV_NNC_EWSUM_FORWARD), in, 2, &out, 1, "sum over rounds");
       carries.push_back({bsym(acc_out), bsym(acc_in)});
       hookup(g_, back, gsym(root_zeros(info, name_for(outer) + " (start)")), bsym(acc_in), kWhat);
-      hand_out(acc_out);
+      hand_out(nested ? acc_in : acc_out);
     }
     root_grads.emplace_back(outer, dx);
   }
@@ -1119,9 +1377,10 @@ void Differentiator::differentiate_while(int e, const std::vector<int>& grad_out
     return 0;
   });
   const ccv_nnc_tensor_symbol_t go_in = bsym(go);
-  const ccv_nnc_graph_exec_symbol_t bp{read_exec, back};
+  std::vector<ccv_nnc_graph_exec_symbol_t> bps;
+  for (int b : breakpoints) bps.push_back({b, back});
   checked([&] {
-    ccv_nnc_symbolic_graph_set_while_expr(back, loop_tape_go, nullptr, &go_in, 1, &bp, 1);
+    ccv_nnc_symbolic_graph_set_while_expr(back, loop_tape_go, nullptr, &go_in, 1, bps.data(), static_cast<int>(bps.size()));
     return 0;
   });
   autogen(back, {}, true);
@@ -1156,13 +1415,7 @@ void Differentiator::differentiate_while(int e, const std::vector<int>& grad_out
 void Differentiator::differentiate_case_of(int e, const std::vector<int>& grad_out, const std::vector<char>& wanted) {
   const Graph::Exec x = g_->execs[static_cast<size_t>(e)];  // a copy: execs are appended below
   const std::string label = exec_label(g_, e);
-  NNC_CHECK(!g_->parent, "%s: %s is inside a loop or branch; the backward pass through nested branches is not supported yet",
-            kWhat, label.c_str());
   NNC_CHECK(x.case_of, "%s: %s has no expression (ccv_nnc_symbolic_graph_set_case_of_expr)", kWhat, label.c_str());
-  for (const Graph* sub : x.subs)
-    NNC_CHECK(!sub || !has_subgraphs(sub),
-              "%s: a branch of %s holds a loop or branch; the backward pass through nested branches is not supported yet", kWhat,
-              label.c_str());
   auto grad_of_output = [&](int outer) { return gradient_at_output(x, grad_out, outer); };
   // The inputs that get a gradient: wanted, floating point, not only the expression's.
   std::vector<int> targets;
@@ -1178,7 +1431,7 @@ void Differentiator::differentiate_case_of(int e, const std::vector<int>& grad_o
       if (t(o).bypass == in && grad_of_output(o) >= 0) parts.push_back(as_base(g_, grad_of_output(o), nullptr));
     const ccv_nnc_tensor_param_t info = t(in).info;
     if (parts.empty())
-      fallback.push_back(fresh(info, name_for(in) + " (no branch)", CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS));
+      fallback.push_back(zero_symbol(info, name_for(in) + " (no branch)"));
     else
       fallback.push_back(parts.size() == 1 ? parts[0] : sum(parts, -1, info, name_for(in)));
   }
@@ -1220,9 +1473,10 @@ void Differentiator::differentiate_case_of(int e, const std::vector<int>& grad_o
     std::vector<char> written(nt, 0);
     for (int v : order) {
       const Graph::Exec& y = fb->execs[static_cast<size_t>(v)];
-      NNC_CHECK(!is_random(y.cmd.cmd),
+      std::string random = exec_label(fb, v);
+      NNC_CHECK(!is_random(y.cmd.cmd) && !(control_of(y) && draws_random(fb, &random)),
                 "%s: branch %zu of %s draws random numbers (%s); its backward recomputes the branch, which would draw other numbers",
-                kWhat, i, label.c_str(), exec_label(fb, v).c_str());
+                kWhat, i, label.c_str(), random.c_str());
       for (int d : y.outputs)
         if (d >= 0) written[static_cast<size_t>(base_of(fb, d))] = 1;
     }

@@ -640,17 +640,34 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
         (t.flags & (CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS | CCV_NNC_TENSOR_SYMBOL_INIT_ONES)))
       mark(static_cast<int>(d));
   }
-  for (size_t d = 0; d < nt; d++)
-    if (used[d] && g->tensors[d].flags & (CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS | CCV_NNC_TENSOR_SYMBOL_INIT_ONES)) any_init = true;
-  // The symbols initialised before the first exec (bases or aliases in use),
-  // and the bases that holds them (live from the start).
+  // Where each base is first touched (read or written), in order positions.
+  std::vector<int64_t> touched(nt, std::numeric_limits<int64_t>::max());
+  for (size_t k = 0; k < order.size(); k++) {
+    const Graph::Exec& x = g->execs[static_cast<size_t>(order[k])];
+    for (const std::vector<int>* io : {&x.inputs, &x.outputs})
+      for (int d : *io)
+        if (d >= 0) {
+          const size_t b = static_cast<size_t>(base_of(g, d));
+          touched[b] = std::min(touched[b], static_cast<int64_t>(k));
+          if (io == &x.outputs) written[b] = 1;
+        }
+  }
+  // The initialised symbols (bases or aliases in use). A base some exec here
+  // writes is set just before the first exec that touches it (a gradient's
+  // zero-initialised accumulator lives from its first use, not from the start
+  // of the run); the others (inputs, kept across runs) before the first exec.
   constexpr int kInit = CCV_NNC_TENSOR_SYMBOL_INIT_ZEROS | CCV_NNC_TENSOR_SYMBOL_INIT_ONES;
   std::vector<int> initialised;
-  std::vector<char> init_base(nt, 0);
+  std::vector<char> init_base(nt, 0), late_base(nt, 0);
   for (size_t d = 0; d < nt; d++)
     if (used[d] && (g->tensors[d].flags & kInit)) {
+      const size_t b = static_cast<size_t>(base_of(g, static_cast<int>(d)));
       initialised.push_back(static_cast<int>(d));
-      init_base[static_cast<size_t>(base_of(g, static_cast<int>(d)))] = 1;
+      init_base[b] = 1;
+      if (written[b] && !from_sub[b] && touched[b] != std::numeric_limits<int64_t>::max())
+        late_base[b] = 1;
+      else
+        any_init = true;
     }
   const int64_t shift = any_init ? 1 : 0;
   const int64_t end = static_cast<int64_t>(order.size()) + shift - 1;
@@ -663,11 +680,12 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
     for (int d : x.outputs)
       if (d >= 0) {
         const size_t b = static_cast<size_t>(base_of(g, d));
-        written[b] = 1;
         first[b] = std::min(first[b], step);
         last[b] = std::max(last[b], step);
       }
   }
+  for (size_t b = 0; b < nt; b++)
+    if (late_base[b]) first[b] = touched[b] + shift;
   // The bases the arena holds, and the problem the planner solves.
   std::vector<int> bases;
   std::vector<size_t> index(nt, alloc::kNone);
@@ -679,9 +697,9 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
     alloc::TensorSpec s;
     s.size = static_cast<int64_t>(bytes_of(t.info));
     s.alignment = kAlignment;
-    const bool init = init_base[d];
-    // Inputs (nothing here writes them) and initialised symbols hold their
-    // value from the start; inputs and outputs to the end.
+    const bool init = init_base[d] && !late_base[d];
+    // Inputs (nothing here writes them) and symbols initialised before the
+    // first exec hold their value from the start; inputs and outputs to the end.
     s.first = !written[d] || init ? 0 : first[d];
     s.last = !written[d] || keep[d] ? std::max<int64_t>(end, 0) : std::max(last[d], s.first);
     s.external = bound[d] != nullptr;
@@ -735,8 +753,9 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
     std::vector<char> taken(x.inputs.size(), 0);
     for (size_t j = 0; j < x.outputs.size(); j++) {
       const int o = x.outputs[j];
+      // (An initialised output is set before its exec runs: it cannot share its input's bytes.)
       if (o < 0 || g->tensors[static_cast<size_t>(o)].alias_of >= 0 || !g->tensors[static_cast<size_t>(o)].aliases.empty() ||
-          bound[static_cast<size_t>(o)] || from_sub[static_cast<size_t>(o)])
+          bound[static_cast<size_t>(o)] || from_sub[static_cast<size_t>(o)] || init_base[static_cast<size_t>(o)])
         continue;
       const alloc::TensorSpec& os = problem.tensors[index[static_cast<size_t>(o)]];
       if (os.first != step) continue;
@@ -860,21 +879,31 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
     return reinterpret_cast<ccv_nnc_tensor_t*>(arena->headers[static_cast<size_t>(d)].get());
   };
 
-  // The concrete graph: initialisers, then the execs in order.
+  // The concrete graph: the early initialisers, then the execs in order, each
+  // late initialiser (a SET) made just before the first exec touching its base.
   std::unique_ptr<ccv_nnc_graph_t, GraphDeleter> cg(new ccv_nnc_graph_s());
   auto exec_arena = std::make_unique<ccv_nnc_graph_exec_arena_s>();
   exec_arena->graph = g;
   exec_arena->execs.assign(g->execs.size(), ccv_nnc_graph_exec_t{-1, nullptr});
-  std::vector<int> init_nodes;
-  for (int b : initialised) {
+  std::vector<int> init_nodes(initialised.size(), -1), early_nodes;
+  std::vector<std::vector<size_t>> late_at(order.size());  // per order position: indices into initialised
+  auto make_init = [&](size_t k) {
+    const int b = initialised[k];
     const int flags = g->tensors[static_cast<size_t>(b)].flags;
     ccv_nnc_cmd_param_t p;
     std::memset(&p, 0, sizeof(p));
     p.blas.a[0] = flags & CCV_NNC_TENSOR_SYMBOL_INIT_ONES ? 1 : 0;
     ccv_nnc_tensor_t* out = tensor(b);
-    const ccv_nnc_graph_exec_t n =
-        graph::exec_new(cg.get(), make_cmd(CCV_NNC_SET_FORWARD, nullptr, p, 0), ccv_nnc_no_hint, nullptr, 0, &out, 1);
-    init_nodes.push_back(n.d);
+    init_nodes[k] = graph::exec_new(cg.get(), make_cmd(CCV_NNC_SET_FORWARD, nullptr, p, 0), ccv_nnc_no_hint, nullptr, 0, &out, 1).d;
+  };
+  for (size_t k = 0; k < initialised.size(); k++) {
+    const size_t b = static_cast<size_t>(base_of(g, initialised[k]));
+    if (late_base[b]) {
+      late_at[static_cast<size_t>(touched[b])].push_back(k);
+    } else {
+      make_init(k);
+      early_nodes.push_back(init_nodes[k]);
+    }
   }
   std::vector<ccv_nnc_tensor_t*> in, out;
   size_t next_control = 0;
@@ -887,7 +916,9 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
     return d < 0 ? nullptr : reinterpret_cast<ccv_nnc_tensor_t*>(arena->headers[static_cast<size_t>(d)].get());
   };
   const OverrideFn root_override = [&](int d, ccv_nnc_tensor_t* t) { arena->override[static_cast<size_t>(d)] = t; };
-  for (int e : order) {
+  for (size_t position = 0; position < order.size(); position++) {
+    const int e = order[position];
+    for (size_t k : late_at[position]) make_init(k);
     const Graph::Exec& x = g->execs[static_cast<size_t>(e)];
     if (control_of(x)) {
       const ControlPlan& c = controls[next_control++];
@@ -946,6 +977,17 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
         for (const ControlPlan& n : L.nested) touching[nt + n.spec].push_back(node);
       });
     }
+    // A late initialiser comes before every exec touching its base.
+    for (size_t k = 0; k < initialised.size(); k++) {
+      const size_t b = static_cast<size_t>(base_of(g, initialised[k]));
+      if (!late_base[b]) continue;
+      std::vector<int>& out = cg->nodes[static_cast<size_t>(init_nodes[k])].outgoing;
+      for (int n : touching[b])
+        if (std::find(out.begin(), out.end(), n) == out.end()) {
+          out.push_back(n);
+          has_in[static_cast<size_t>(n)] = 1;
+        }
+    }
     for (size_t k = 0; k < initialised.size(); k++) {
       const size_t b = static_cast<size_t>(base_of(g, initialised[k]));
       touching[b].push_back(init_nodes[k]);
@@ -1000,16 +1042,20 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
       }
   }
   std::vector<int> heads, tails;
-  for (int e : order) {
-    const int n = exec_arena->execs[static_cast<size_t>(e)].d;
+  std::vector<int> nodes;  // the execs' and the late initialisers', in order
+  for (size_t position = 0; position < order.size(); position++) {
+    for (size_t k : late_at[position]) nodes.push_back(init_nodes[k]);
+    nodes.push_back(exec_arena->execs[static_cast<size_t>(order[position])].d);
+  }
+  for (int n : nodes) {
     if (!has_in[static_cast<size_t>(n)]) heads.push_back(n);
     if (cg->nodes[static_cast<size_t>(n)].outgoing.empty()) tails.push_back(n);
   }
-  for (int i : init_nodes) {
+  for (int i : early_nodes) {
     for (int h : heads) cg->nodes[static_cast<size_t>(i)].outgoing.push_back(h);
     if (heads.empty()) tails.push_back(i);
   }
-  if (!init_nodes.empty()) heads = init_nodes;
+  if (!early_nodes.empty()) heads = early_nodes;
   // One source and one destination (ccv_nnc_graph_exec_source / _destination):
   // a NOOP where there would be several.
   const ccv_nnc_cmd_t noop = make_cmd(CCV_NNC_NOOP, nullptr, ccv_nnc_cmd_auto, 0);

@@ -561,7 +561,9 @@ struct Analysis {
 };
 
 // Liveness over the compiled order: the node an exec symbol became is its
-// position (the compiler makes nodes in its order; no initialisers here).
+// position (the compiler makes nodes in its order; the SETs of zero-initialised
+// gradient accumulators are nodes made just before their first user, so the
+// positions keep the order).
 Analysis analyse(const Builder& b, const Compiled& c, bool detail) {
   Analysis a;
   const int ne = ccv_nnc_graph_exec_symbol_count(b.sg);

@@ -262,7 +262,16 @@ TEST(AutodiffWhile, RefusedWithAMessage) {
     EXPECT_EQ(ccv_nnc_graph_exec_symbol_count(p.sg), execs_before) << "rolled back";
     EXPECT_EQ(ccv_nnc_graph_exec_symbol_count(body), body_execs_before) << "the body untouched";
   }
-  {  // a loop inside a loop
+}
+
+// A loop whose body is another loop and a copy of its result (once refused):
+// 4 outer rounds of 4 inner rounds of tanh, so out = tanh applied 16 times to x0; the gradient
+// against the chain rule in double (test/unit/autodiff/nested_test.cpp has
+// the finite-difference checks of nested loops and branches).
+TEST(AutodiffWhile, ALoopInsideALoop) {
+  static const int64_t limit = 3;
+  constexpr int n = 3;
+  {
     Program p;
     const TS x0 = sym(p.sg, {1, n}, "x0"), out = sym(p.sg, {1, n}, "out");
     ccv_nnc_symbolic_graph_t* outer = ccv_nnc_symbolic_graph_new();
@@ -279,20 +288,36 @@ TEST(AutodiffWhile, RefusedWithAMessage) {
     ccv_nnc_symbolic_graph_set_carry_overs(inner, &ic, 1);
     const TS icount = ccv_nnc_tensor_symbol_for_while_count(inner);
     ccv_nnc_symbolic_graph_set_while_expr(inner, count_below, &limit, &icount, 1, &t, 1);
+    // The inner loop's carried result copied (compile hands none further out).
+    const TS yc = sym(outer, {1, n}, "y_copy");
+    const ES copy = exec(outer, cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {yo}, {yc});
     ccv_nnc_graph_exec_symbol_autogen(outer, nullptr, 0, CCV_NNC_AUTOGEN_ALL_EXECS | CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
-    ccv_nnc_tensor_symbol_hookup(p.sg, outer, out, yo);
-    const ccv_nnc_tensor_symbol_map_t oc{yo, y};
+    ccv_nnc_tensor_symbol_hookup(p.sg, outer, out, yc);
+    const ccv_nnc_tensor_symbol_map_t oc{yc, y};
     ccv_nnc_symbolic_graph_set_carry_overs(outer, &oc, 1);
     const TS ocount = ccv_nnc_tensor_symbol_for_while_count(outer);
-    const ES loop_exec{0, inner};
-    (void)loop_exec;
-    const ES inner_loop{0, outer};
-    ccv_nnc_symbolic_graph_set_while_expr(outer, count_below, &limit, &ocount, 1, &inner_loop, 1);
+    ccv_nnc_symbolic_graph_set_while_expr(outer, count_below, &limit, &ocount, 1, &copy, 1);
     const TS f = apply(p.sg, reduce_all(2), {out});
     ccv_nnc_graph_exec_symbol_autogen(p.sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
     ccv_nnc_symbolic_graph_backward(p.sg, &f, 1, &x0, 1, nullptr, 0, nullptr, 0);
-    const std::string e = ccv_nnc_error_message();
-    EXPECT_NE(e.find("nested loops is not supported yet"), std::string::npos) << e;
+    ASSERT_STREQ(ccv_nnc_error_message(), "");
+    const TS dx0 = ccv_nnc_tensor_symbol_for_backward(p.sg, x0);
+    ASSERT_GE(dx0.d, 0);
+    ASSERT_TRUE(p.compile({}, {f, dx0})) << ccv_nnc_error_message();
+    const double start[n] = {0.9, -0.4, 0.25};
+    for (int i = 0; i < n; i++) p.of(x0)->data.f64[i] = start[i];
+    ASSERT_EQ(p.run(), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    double sum = 0;
+    for (int i = 0; i < n; i++) {
+      double v = start[i], d = 1;
+      for (int k = 0; k < 16; k++) {
+        v = std::tanh(v);
+        d *= 1 - v * v;
+      }
+      sum += v;
+      EXPECT_NEAR(p.of(dx0)->data.f64[i], d, 1e-12) << i;
+    }
+    EXPECT_NEAR(p.of(f)->data.f64[0], sum, 1e-12);
   }
 }
 

@@ -281,6 +281,79 @@ TEST(AutodiffSecondOrder, Activations) {
   check_hvp({{{3, 5}}}, [](auto g, auto v) { return un(g, CCV_NNC_SOFTMAX_FORWARD, v[0]); }, 54, "SOFTMAX");
 }
 
+// GELU (exact and tanh forms), SWISH: f'' written with forward commands.
+TEST(AutodiffSecondOrder, GeluSwish) {
+  std::vector<Input> wide{{{3, 5}}};
+  wide[0].lo = -2.5, wide[0].hi = 2.5;
+  for (int tanh_form = 0; tanh_form < 2; tanh_form++)
+    check_hvp(wide,
+              [tanh_form](auto g, auto v) {
+                ccv_nnc_cmd_t c = adtest::cmd(CCV_NNC_GELU_FORWARD);
+                c.info.gelu.tanh = tanh_form;
+                return apply(g, c, {v[0]});
+              },
+              71 + tanh_form, tanh_form ? "GELU, tanh form" : "GELU");
+  check_hvp(wide, [](auto g, auto v) { return un(g, CCV_NNC_SWISH_FORWARD, v[0]); }, 73, "SWISH");
+  // Inside a larger graph: x W^T through GELU and SWISH, every input.
+  check_hvp({{{2, 3}}, {{4, 3}}},
+            [](auto g, auto v) {
+              ccv_nnc_cmd_t c = adtest::cmd(CCV_NNC_GELU_FORWARD);
+              c.info.gelu.tanh = 1;
+              return un(g, CCV_NNC_SWISH_FORWARD, apply(g, c, {apply(g, gemm(false, true), {v[0], v[1]})}));
+            },
+            74, "SWISH(GELU(x W^T))");
+}
+
+// SOFTMAX_CROSSENTROPY: class-index labels and dense labels, with and without
+// label smoothing; with dense labels its softmax output is also read by the
+// rest of the graph (a gradient arrives through both outputs, so the
+// backward reads g and g_softmax).
+ccv_nnc_cmd_t crossentropy(float trim0, float trim1) {
+  ccv_nnc_cmd_t c = adtest::cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD);
+  c.info.label_smoothing.trim0 = trim0;
+  c.info.label_smoothing.trim1 = trim1;
+  return c;
+}
+
+TEST(AutodiffSecondOrder, SoftmaxCrossentropy) {
+  for (int smooth = 0; smooth < 2; smooth++) {
+    const float t0 = smooth ? 0.05f : 0, t1 = smooth ? 0.8f : 1;
+    // Index labels (a constant the test makes; not a wrt).
+    check_hvp({{{3, 4}}},
+              [t0, t1](ccv_nnc_symbolic_graph_t* g, const std::vector<ccv_nnc_tensor_symbol_t>& v) {
+                const ccv_nnc_tensor_symbol_t label = sym(g, {3, 1}, "label");
+                ccv_nnc_tensor_symbol_set_flags(g, label, CCV_NNC_TENSOR_SYMBOL_INIT_ONES);  // class 1 for every row
+                const ccv_nnc_tensor_symbol_t loss = sym(g, {3, 1}, "loss");
+                adtest::exec(g, crossentropy(t0, t1), {v[0], label}, {loss, sym(g, {3, 4}, "softmax")});
+                return loss;  // f = sum(loss^2 R): the loss's gradient g depends on x
+              },
+              91 + smooth, smooth ? "index labels, smoothed" : "index labels");
+    // 1-d index labels: the loss (and g) 1-d too, the per-row terms [3, 1].
+    check_hvp({{{3, 4}}},
+              [t0, t1](ccv_nnc_symbolic_graph_t* g, const std::vector<ccv_nnc_tensor_symbol_t>& v) {
+                const ccv_nnc_tensor_symbol_t label = sym(g, {3}, "label");
+                ccv_nnc_tensor_symbol_set_flags(g, label, CCV_NNC_TENSOR_SYMBOL_INIT_ONES);
+                const ccv_nnc_tensor_symbol_t loss = sym(g, {3}, "loss");
+                adtest::exec(g, crossentropy(t0, t1), {v[0], label}, {loss, sym(g, {3, 4}, "softmax")});
+                return loss;
+              },
+              95 + smooth, smooth ? "1-d index labels, smoothed" : "1-d index labels");
+    // Dense labels (not a wrt: the command gives no labels gradient); the
+    // softmax output read on.
+    std::vector<Input> dense{{{3, 4}}, {{3, 4}}};
+    dense[1].wrt = false;
+    dense[1].lo = 0;
+    check_hvp(dense,
+              [t0, t1](ccv_nnc_symbolic_graph_t* g, const std::vector<ccv_nnc_tensor_symbol_t>& v) {
+                const ccv_nnc_tensor_symbol_t loss = sym(g, {3, 1}, "loss"), sm = sym(g, {3, 4}, "softmax");
+                adtest::exec(g, crossentropy(t0, t1), {v[0], v[1]}, {loss, sm});
+                const ccv_nnc_tensor_symbol_t sq = apply(g, adtest::cmd(CCV_NNC_EWPROD_FORWARD), {sm, sm, v[1]});
+                return apply(g, adtest::cmd(CCV_NNC_EWSUM_FORWARD), {total(g, loss), total(g, sq)});
+              },
+              93 + smooth, smooth ? "dense labels, smoothed, softmax read on" : "dense labels, softmax read on");
+  }
+}
+
 TEST(AutodiffSecondOrder, ReduceTransposeTransfer) {
   // The square after a linear command is what curves; its backward is still
   // differentiated in g.
@@ -322,19 +395,19 @@ TEST(AutodiffSecondOrder, ThroughViewsOfTheInput) {
 TEST(AutodiffSecondOrder, BackwardWithoutRuleRefused) {
   Program p;
   const ccv_nnc_tensor_symbol_t x = sym(p.sg, {3, 4}, "x");
-  const ccv_nnc_tensor_symbol_t y = apply(p.sg, adtest::cmd(CCV_NNC_SWISH_FORWARD), {x});
+  const ccv_nnc_tensor_symbol_t y = apply(p.sg, reduce(CCV_NNC_REDUCE_MAX_FORWARD, {1}), {x});
   const ccv_nnc_tensor_symbol_t f = total(p.sg, apply(p.sg, adtest::cmd(CCV_NNC_EWPROD_FORWARD), {y, y}));
   ccv_nnc_graph_exec_symbol_autogen(p.sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
   backward(p.sg, f, {x});
   ASSERT_STREQ(ccv_nnc_error_message(), "");
   const ccv_nnc_tensor_symbol_t dx = ccv_nnc_tensor_symbol_for_backward(p.sg, x);
   ASSERT_GE(dx.d, 0);
-  const ccv_nnc_tensor_symbol_t s = total(p.sg, dx);
+  const ccv_nnc_tensor_symbol_t s = total(p.sg, apply(p.sg, adtest::cmd(CCV_NNC_EWPROD_FORWARD), {dx, dx}));
   ccv_nnc_graph_exec_symbol_autogen(p.sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
   const int tensors = ccv_nnc_tensor_symbol_count(p.sg), execs = ccv_nnc_graph_exec_symbol_count(p.sg);
   backward(p.sg, s, {x});
   const std::string message = ccv_nnc_error_message();
-  EXPECT_NE(message.find("SWISH_BACKWARD"), std::string::npos) << message;
+  EXPECT_NE(message.find("REDUCE_MAX_BACKWARD"), std::string::npos) << message;
   EXPECT_NE(message.find("second-order"), std::string::npos) << message;
   EXPECT_EQ(ccv_nnc_tensor_symbol_for_backward(p.sg, x).d, CCV_NNC_NO_TENSOR_SYMBOL);
   EXPECT_EQ(ccv_nnc_tensor_symbol_count(p.sg), tensors);
@@ -343,9 +416,40 @@ TEST(AutodiffSecondOrder, BackwardWithoutRuleRefused) {
   for (int k = 0; k < 12; k++) xt->data.f64[k] = (k - 6) * 0.1;
   ASSERT_TRUE(p.compile({{x, xt}}, {dx, s})) << ccv_nnc_error_message();
   ASSERT_EQ(p.run(), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
-  for (int k = 0; k < 12; k++) {
-    const double v = (k - 6) * 0.1, s = 1 / (1 + std::exp(-v));
-    EXPECT_NEAR(at(p.of(dx), k), 2 * v * s * s * (1 + v * (1 - s)), 1e-12) << k;
+  for (int k = 0; k < 12; k++)  // each row's largest is its last column: 2 max there, 0 elsewhere
+    EXPECT_NEAR(at(p.of(dx), k), k % 4 == 3 ? 2 * (k - 6) * 0.1 : 0.0, 1e-12) << k;
+}
+
+// What the new rules refuse, by name, leaving the graph as it was: GELU's
+// backward given its optional y with a gradient wanted for y, and the
+// crossentropy's backward with respect to dense labels.
+TEST(AutodiffSecondOrder, GeluWithYAndDenseLabelsRefused) {
+  for (int which = 0; which < 2; which++) {
+    Program p;
+    const ccv_nnc_tensor_symbol_t x = sym(p.sg, {3, 4}, "x"), v = sym(p.sg, {3, 4}, "v");
+    ccv_nnc_tensor_symbol_t dx;
+    if (which == 0) {  // dx = GELU_BACKWARD(1, x, gelu(x)), built by hand
+      const ccv_nnc_tensor_symbol_t y = un(p.sg, CCV_NNC_GELU_FORWARD, x);
+      dx = sym(p.sg, {3, 4}, "dx");
+      adtest::exec(p.sg, adtest::cmd(CCV_NNC_GELU_BACKWARD), {v, x, y}, {dx});
+    } else {  // the first backward of a crossentropy with dense labels v, in x only
+      const ccv_nnc_tensor_symbol_t loss = sym(p.sg, {3, 1}, "loss");
+      adtest::exec(p.sg, adtest::cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD), {x, v}, {loss, sym(p.sg, {3, 4}, "softmax")});
+      const ccv_nnc_tensor_symbol_t f = total(p.sg, loss);
+      ccv_nnc_graph_exec_symbol_autogen(p.sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
+      backward(p.sg, f, {x});
+      ASSERT_STREQ(ccv_nnc_error_message(), "");
+      dx = ccv_nnc_tensor_symbol_for_backward(p.sg, x);
+    }
+    const ccv_nnc_tensor_symbol_t s = total(p.sg, apply(p.sg, adtest::cmd(CCV_NNC_EWPROD_FORWARD), {dx, dx}));
+    ccv_nnc_graph_exec_symbol_autogen(p.sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
+    const int tensors = ccv_nnc_tensor_symbol_count(p.sg), execs = ccv_nnc_graph_exec_symbol_count(p.sg);
+    backward(p.sg, s, which == 0 ? std::vector<ccv_nnc_tensor_symbol_t>{x} : std::vector<ccv_nnc_tensor_symbol_t>{x, v});
+    const std::string message = ccv_nnc_error_message();
+    EXPECT_NE(message.find(which == 0 ? "GELU_BACKWARD" : "SOFTMAX_CROSSENTROPY_BACKWARD"), std::string::npos) << message;
+    EXPECT_NE(message.find(which == 0 ? "optional forward output y" : "dense labels"), std::string::npos) << message;
+    EXPECT_EQ(ccv_nnc_tensor_symbol_count(p.sg), tensors);
+    EXPECT_EQ(ccv_nnc_graph_exec_symbol_count(p.sg), execs);
   }
 }
 
