@@ -2121,6 +2121,12 @@ void ccv_nnc_symbolic_graph_data_parallel_comm(ccv_nnc_symbolic_graph_t* const g
  */
 void ccv_cnnp_model_set_comm(ccv_cnnp_model_t* const model, ccv_nnc_comm_t* const comm, const size_t bucket_bytes);
 /**
+ * The averaging's cost in `model`'s fit graphs since they were made: seconds
+ * the allreduces took, and seconds of that the training waited for them (the
+ * rest ran beside the backward pass). Either pointer may be NULL.
+ */
+void ccv_cnnp_model_comm_time(ccv_cnnp_model_t* const model, double* const allreduce_seconds, double* const waited_seconds);
+/**
  * The rows of `dataframe` one process of `size` takes: positions rank,
  * rank + size, rank + 2 x size, ... of its current order (shuffled or not),
  * row_count / size of them, so every process gets the same number of rows and

@@ -237,6 +237,10 @@ NNC_API void ccv_cnnp_model_set_comm(ccv_cnnp_model_t* const model, ccv_nnc_comm
   guard_void([&] { nnc::cnnp::set_comm(check_model(model, "ccv_cnnp_model_set_comm"), comm, bucket_bytes); });
 }
 
+NNC_API void ccv_cnnp_model_comm_time(ccv_cnnp_model_t* const model, double* const allreduce_seconds, double* const waited_seconds) {
+  guard_void([&] { nnc::cnnp::comm_time(check_model(model, "ccv_cnnp_model_comm_time"), allreduce_seconds, waited_seconds); });
+}
+
 NNC_API void ccv_cnnp_model_set_max_concurrency(ccv_cnnp_model_t* const model, const int max_stream_count) {
   guard_void([&] {
     Model* m = check_model(model, "ccv_cnnp_model_set_max_concurrency");

@@ -33,6 +33,7 @@
 #include "graph/graph.hpp"
 #include "symbolic/graph.hpp"
 #include "symbolic/compile.hpp"
+#include "symbolic/data_parallel.hpp"
 
 namespace nnc::cnnp {
 
@@ -1199,6 +1200,18 @@ void backward(Model* m, ccv_nnc_tensor_t* const* ingrads, int ingrad_size, ccv_n
   c.staged_state = 0;
   run(m, j, what, j.bwd_src, j.bwd_dst);
   for (auto& p : c.params) p.has_gradient = p.has_gradient || static_cast<bool>(p.gradient);
+}
+
+void comm_time(Model* m, double* allreduce_seconds, double* waited_seconds) {
+  double a = 0, w = 0;
+  if (m->compiled)
+    for (const auto& j : m->compiled->jits) {
+      const symbolic::BucketTotals t = symbolic::bucket_totals(j->graph);
+      a += t.comm_seconds;
+      w += t.blocked_seconds;
+    }
+  if (allreduce_seconds) *allreduce_seconds = a;
+  if (waited_seconds) *waited_seconds = w;
 }
 
 void apply_gradients(Model* m) {

@@ -247,6 +247,8 @@ void sync_parameters(Model* m, const char* what);
 void average_gradients(Model* m, const char* what);
 // Whether fit's graphs average gradients (a communicator of more than one process).
 bool averages(const Model* m);
+// Seconds of the fit graphs' allreduces, and of waiting for them (model.cpp).
+void comm_time(Model* m, double* allreduce_seconds, double* waited_seconds);
 // ccv_cnnp_model_absorb: m builds as `init` from now on, with m's parameter
 // tensors (matched in order, shapes equal) and their minimiser state.
 void absorb(Model* m, Model* init, const ccv_nnc_tensor_param_t* inputs, int input_size);

@@ -250,69 +250,90 @@ void data_parallel_comm(Graph* g, ccv_nnc_comm_t* comm, const ccv_nnc_tensor_sym
     for (int e : rs) is_reader[static_cast<size_t>(e)] = 1;
   std::vector<ccv_nnc_tensor_symbol_t> result(static_cast<size_t>(gradient_size));
   std::vector<int> added;
+  // Every start is made before any wait, so that among execs ready at once
+  // (smallest index first) the starts run first: no wait holds back a later
+  // bucket's start.
+  struct Made {
+    std::shared_ptr<Bucket> bucket;
+    std::vector<ccv_nnc_tensor_symbol_t> outs;
+    std::vector<int> writers;
+    int last = -1;
+    ccv_nnc_tensor_symbol_t token{};
+    ccv_nnc_graph_exec_symbol_t start{}, wait{};
+  };
+  std::vector<Made> made(buckets.size());
   try {
-    for (const auto& members : buckets) {
-      auto bucket = std::make_shared<Bucket>();
-      bucket->comm = comm;
-      std::vector<ccv_nnc_tensor_symbol_t> ins, outs;
-      std::vector<int> writers_of_bucket;
-      int last = -1;
-      for (int i : members) {
+    for (size_t k = 0; k < buckets.size(); k++) {
+      Made& m = made[k];
+      m.bucket = std::make_shared<Bucket>();
+      m.bucket->comm = comm;
+      std::vector<ccv_nnc_tensor_symbol_t> ins;
+      for (int i : buckets[k]) {
         const int d = grad[static_cast<size_t>(i)];
         const Graph::Tensor& t = g->tensors[static_cast<size_t>(d)];
-        bucket->datatype = CCV_GET_DATA_TYPE(t.info.datatype);
-        bucket->counts.push_back(ccv_nnc_tensor_count(t.info));
-        bucket->total += bucket->counts.back();
+        m.bucket->datatype = CCV_GET_DATA_TYPE(t.info.datatype);
+        m.bucket->counts.push_back(ccv_nnc_tensor_count(t.info));
+        m.bucket->total += m.bucket->counts.back();
         ins.push_back({d, g});
         const std::string name = (t.name.empty() ? tensor_label(g, d) : t.name) + " average";
         const ccv_nnc_tensor_param_t info = t.info;
-        outs.push_back(tensor_new(g, info, name.c_str()));
-        result[static_cast<size_t>(i)] = outs.back();
-        writers_of_bucket.push_back(writer[static_cast<size_t>(i)]);
-        last = std::max(last, position[static_cast<size_t>(writer[static_cast<size_t>(i)])]);
+        m.outs.push_back(tensor_new(g, info, name.c_str()));
+        result[static_cast<size_t>(i)] = m.outs.back();
+        m.writers.push_back(writer[static_cast<size_t>(i)]);
+        m.last = std::max(m.last, position[static_cast<size_t>(writer[static_cast<size_t>(i)])]);
       }
       ccv_nnc_tensor_param_t token_info{};
       token_info.type = CCV_TENSOR_CPU_MEMORY;
       token_info.format = CCV_TENSOR_FORMAT_NHWC;
       token_info.datatype = CCV_32F;
       token_info.dim[0] = 1;
-      const ccv_nnc_tensor_symbol_t token = tensor_new(g, token_info, "data parallel token");
-      const ccv_nnc_graph_exec_symbol_t start =
-          exec_new(g, custom(&start_vtab, bucket.get()), ins.data(), static_cast<int>(ins.size()), &token, 1, "data parallel start");
-      added.push_back(start.d);
-      const ccv_nnc_graph_exec_symbol_t wait =
-          exec_new(g, custom(&wait_vtab, bucket.get()), &token, 1, outs.data(), static_cast<int>(outs.size()), "data parallel wait");
-      added.push_back(wait.d);
-      g->owned.push_back(bucket);
-      for (int w : writers_of_bucket) concat(g, w, start.d);
-      concat(g, start.d, wait.d);
+      m.token = tensor_new(g, token_info, "data parallel token");
+      m.start = exec_new(g, custom(&start_vtab, m.bucket.get()), ins.data(), static_cast<int>(ins.size()), &m.token, 1, "data parallel start");
+      added.push_back(m.start.d);
+      g->owned.push_back(m.bucket);
+      for (int w : m.writers) concat(g, w, m.start.d);
+      // Start as soon as the bucket is complete: before the first exec of the
+      // order after its last gradient that does not lead to the bucket.
+      const std::vector<char> before = ancestors(m.writers);
+      for (size_t q = static_cast<size_t>(m.last) + 1; q < order.size(); q++) {
+        const int e = order[q];
+        if (before[static_cast<size_t>(e)] || is_reader[static_cast<size_t>(e)]) continue;
+        concat(g, m.start.d, e);
+        break;
+      }
+    }
+    for (size_t k = 0; k < buckets.size(); k++) {
+      Made& m = made[k];
+      m.wait = exec_new(g, custom(&wait_vtab, m.bucket.get()), &m.token, 1, m.outs.data(), static_cast<int>(m.outs.size()),
+                        "data parallel wait");
+      added.push_back(m.wait.d);
+      concat(g, m.start.d, m.wait.d);
       // The readers read the averages, after the wait.
-      for (size_t k = 0; k < members.size(); k++) {
-        const int i = members[k];
+      for (size_t j = 0; j < buckets[k].size(); j++) {
+        const int i = buckets[k][j];
         for (int e : readers[static_cast<size_t>(i)]) {
           Graph::Exec& x = g->execs[static_cast<size_t>(e)];
           std::vector<ccv_nnc_tensor_symbol_t> in, out;
-          for (int s : x.inputs) in.push_back({s == grad[static_cast<size_t>(i)] ? outs[k].d : s, s >= 0 ? g : nullptr});
-          for (int s : x.outputs) out.push_back({s, s >= 0 ? g : nullptr});
+          for (int sym : x.inputs) in.push_back({sym == grad[static_cast<size_t>(i)] ? m.outs[j].d : sym, sym >= 0 ? g : nullptr});
+          for (int sym : x.outputs) out.push_back({sym, sym >= 0 ? g : nullptr});
           exec_set_io(g, e, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()));
-          concat(g, wait.d, e);
+          concat(g, m.wait.d, e);
         }
       }
-      // Start as soon as the bucket is complete: before the first exec of the
-      // order after its last gradient that does not lead to the bucket.
-      const std::vector<char> before = ancestors(writers_of_bucket);
-      for (size_t k = static_cast<size_t>(last) + 1; k < order.size(); k++) {
-        const int e = order[k];
-        if (before[static_cast<size_t>(e)] || is_reader[static_cast<size_t>(e)]) continue;
-        concat(g, start.d, e);
-        break;
-      }
-      if (!g->destinations.empty() && g->execs[static_cast<size_t>(wait.d)].outgoing.empty())
-        g->destinations.push_back(wait);
     }
+    // Every wait after every start, where the data allow it.
+    for (const Made& m : made)
+      for (const Made& other : made)
+        if (&m != &other) {
+          try {
+            concat(g, other.start.d, m.wait.d);
+          } catch (const Error&) {
+            // the start depends on this wait's averages: the data order it
+          }
+        }
+    for (const Made& m : made)
+      if (!g->destinations.empty() && g->execs[static_cast<size_t>(m.wait.d)].outgoing.empty()) g->destinations.push_back(m.wait);
   } catch (...) {
-    // Leave the graph usable: drop what was added (readers keep the averages'
-    // names only if the whole pass succeeded, so report the failure as is).
     for (int e : added)
       if (!(g->execs[static_cast<size_t>(e)].flags & CCV_NNC_GRAPH_EXEC_DEAD)) exec_free(g, {e, g});
     throw;

@@ -721,7 +721,11 @@ int main(int argc, char** argv)
 			continue; /* rank 0 evaluates, reports and saves */
 		curves.accuracy[epoch] = test_accuracy(model, test_pixels, test_labels, n_test, nhwc);
 		if (size > 1)
-			printf("epoch %d: mean training loss %.4f, test accuracy %.4f, %.1f s (%.0f images/s on %d processes)\n", epoch, curves.loss[epoch - 1], curves.accuracy[epoch], seconds, n_used / seconds, size);
+		{
+			double allreduce = 0, waited = 0;
+			ccv_cnnp_model_comm_time(model, &allreduce, &waited);
+			printf("epoch %d: mean training loss %.4f, test accuracy %.4f, %.1f s (%.0f images/s on %d processes; gradient averaging %.2f s so far, %.2f s of it waited for)\n", epoch, curves.loss[epoch - 1], curves.accuracy[epoch], seconds, n_used / seconds, size, allreduce, waited);
+		}
 		else
 			printf("epoch %d: mean training loss %.4f, test accuracy %.4f, %.1f s (%.0f images/s)\n", epoch, curves.loss[epoch - 1], curves.accuracy[epoch], seconds, n_used / seconds);
 		if (bench)

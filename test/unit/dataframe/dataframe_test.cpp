@@ -1074,3 +1074,65 @@ TEST(Dataframe, BadInputGetsCodesAndMessages) {
 }
 
 }  // namespace
+
+// ccv_cnnp_dataframe_shard_new: processes of a data-parallel run each take
+// every size-th row of the shuffled set, as many as every other process,
+// and together no row twice; a map column and a shuffle within the shard
+// work; the parent keeps its contexts.
+TEST(Dataframe, ShardsPartitionTheShuffledRows) {
+  for (int size : {1, 2, 3, 4}) {
+    IntSource src;
+    ccv_cnnp_dataframe_t* df = int_frame(&src, 23);
+    ccv_cnnp_dataframe_shuffle(df);
+    const std::vector<int> order = walk(df);
+    std::vector<int> all;
+    for (int rank = 0; rank < size; rank++) {
+      ccv_cnnp_dataframe_t* shard = ccv_cnnp_dataframe_shard_new(df, rank, size);
+      ASSERT_NE(shard, nullptr) << last_error();
+      EXPECT_EQ(ccv_cnnp_dataframe_row_count(shard), 23 / size);
+      const std::vector<int> rows = walk(shard);
+      ASSERT_EQ(rows.size(), static_cast<size_t>(23 / size));
+      for (size_t k = 0; k < rows.size(); k++) EXPECT_EQ(rows[k], order[static_cast<size_t>(rank) + k * static_cast<size_t>(size)]);
+      // A map over the shard sees the shard's rows.
+      Scale sc{0.5f};
+      const int mapped = ccv_cnnp_dataframe_map(shard, scale_map, 0, scale_deinit, IDX(0), 1, &sc, nullptr, nullptr);
+      ASSERT_GE(mapped, 0) << last_error();
+      ccv_cnnp_dataframe_iter_t* it = ccv_cnnp_dataframe_iter_new(shard, &mapped, 1);
+      void* v;
+      size_t k = 0;
+      while (ccv_cnnp_dataframe_iter_next(it, &v, 1, nullptr) == 0) {
+        EXPECT_FLOAT_EQ(*static_cast<float*>(v), (rows[k] * 10 + 1) * 0.5f);
+        k++;
+      }
+      EXPECT_EQ(k, rows.size());
+      ccv_cnnp_dataframe_iter_free(it);
+      // A shuffle of the shard permutes its own rows.
+      ccv_cnnp_dataframe_shuffle(shard);
+      std::vector<int> again = walk(shard), sorted_rows = rows;
+      std::sort(again.begin(), again.end());
+      std::sort(sorted_rows.begin(), sorted_rows.end());
+      EXPECT_EQ(again, sorted_rows);
+      all.insert(all.end(), rows.begin(), rows.end());
+      ccv_cnnp_dataframe_free(shard);
+    }
+    std::sort(all.begin(), all.end());
+    EXPECT_TRUE(std::adjacent_find(all.begin(), all.end()) == all.end()) << "a row in two shards";
+    EXPECT_EQ(all.size(), static_cast<size_t>(23 / size * size));
+    EXPECT_EQ(src.context_frees, 0);  // the shards did not free the parent's context
+    ccv_cnnp_dataframe_free(df);
+    EXPECT_EQ(src.context_frees, 1);
+  }
+}
+
+TEST(Dataframe, ShardRefusesBadRanks) {
+  IntSource src;
+  ccv_cnnp_dataframe_t* df = int_frame(&src, 5);
+  EXPECT_EQ(ccv_cnnp_dataframe_shard_new(df, 2, 2), nullptr);
+  EXPECT_NE(last_error().find("rank 2 is outside [0, 2)"), std::string::npos) << last_error();
+  EXPECT_EQ(ccv_cnnp_dataframe_shard_new(df, 0, 0), nullptr);
+  EXPECT_NE(last_error().find("size 0 is not positive"), std::string::npos) << last_error();
+  EXPECT_EQ(ccv_cnnp_dataframe_shard_new(df, 0, 6), nullptr);
+  EXPECT_NE(last_error().find("5 rows cannot give each of 6 processes one"), std::string::npos) << last_error();
+  EXPECT_EQ(ccv_cnnp_dataframe_shard_new(nullptr, 0, 1), nullptr);
+  ccv_cnnp_dataframe_free(df);
+}
