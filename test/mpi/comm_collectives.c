@@ -32,6 +32,12 @@ static double load(const ccv_nnc_tensor_t* t, int i)
 	case CCV_32F: return t->data.f32[i];
 	case CCV_64F: return t->data.f64[i];
 	case CCV_32S: return t->data.i32[i];
+	case CCV_16BF: {
+		const uint32_t bits = (uint32_t)((uint16_t*)t->data.u8)[i] << 16;
+		float f;
+		memcpy(&f, &bits, 4);
+		return f;
+	}
 	default: {
 		float f;
 		ccv_half_precision_to_float((uint16_t*)t->data.f16 + i, &f, 1);
@@ -46,6 +52,13 @@ static void store(ccv_nnc_tensor_t* t, int i, double v)
 	case CCV_32F: t->data.f32[i] = (float)v; break;
 	case CCV_64F: t->data.f64[i] = v; break;
 	case CCV_32S: t->data.i32[i] = (int)lrint(v * 1000); break;
+	case CCV_16BF: {
+		const float f = (float)v;
+		uint32_t bits;
+		memcpy(&bits, &f, 4);
+		((uint16_t*)t->data.u8)[i] = (uint16_t)(bits >> 16); /* truncated: exact in the reference too */
+		break;
+	}
 	default: {
 		float f = (float)v;
 		ccv_float_to_half_precision(&f, (uint16_t*)t->data.f16 + i, 1);
@@ -60,6 +73,15 @@ static double stored(int datatype, int r, int which, int i)
 	switch (datatype) {
 	case CCV_32F: return (float)v;
 	case CCV_32S: return (double)lrint(v * 1000);
+	case CCV_16BF: {
+		const float f = (float)v;
+		uint32_t bits;
+		memcpy(&bits, &f, 4);
+		bits &= 0xffff0000u;
+		float g;
+		memcpy(&g, &bits, 4);
+		return g;
+	}
 	case CCV_16F: {
 		float f = (float)v, g;
 		uint16_t h;
@@ -88,6 +110,7 @@ static double tolerance(int datatype, int size)
 	case CCV_64F: return 1e-12;
 	case CCV_32F: return 2e-6 * size;
 	case CCV_32S: return 0;
+	case CCV_16BF: return 8e-3 * size; /* each addition rounds to 8 bits */
 	default: return 1e-3 * size; /* each addition rounds to 11 bits */
 	}
 }
@@ -124,10 +147,10 @@ int main(void)
 	const int rank = ccv_nnc_comm_rank(comm), size = ccv_nnc_comm_size(comm);
 	CHECK(rank >= 0 && rank < size && size >= 1, "rank %d of %d", rank, size);
 	ccv_nnc_comm_set_timeout(comm, 30);
-	const int types[] = { CCV_32F, CCV_64F, CCV_16F, CCV_32S };
-	const char* names[] = { "32F", "64F", "16F", "32S" };
+	const int types[] = { CCV_32F, CCV_64F, CCV_16F, CCV_16BF, CCV_32S };
+	const char* names[] = { "32F", "64F", "16F", "16BF", "32S" };
 	/* ALLREDUCE, out of place and in place, one odd-shaped pair. */
-	for (int k = 0; k < 4; k++) {
+	for (int k = 0; k < 5; k++) {
 		ccv_nnc_tensor_t* x = filled(types[k], 37, 5, rank, k);
 		ccv_nnc_tensor_t* y = filled(types[k], 37, 5, rank, 100);
 		ccv_nnc_cmd_t allreduce = ccv_nnc_cmd_set_comm(CMD_COMM_ALLREDUCE_FORWARD(), comm);
