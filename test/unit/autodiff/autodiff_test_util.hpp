@@ -229,4 +229,27 @@ inline void check_gradients(const std::vector<Input>& inputs, const Build& build
   }
 }
 
+// For loops: the while expression "counter < *data" (an int64_t limit).
+inline int count_below(ccv_nnc_tensor_t* const* inputs, int, const void* data) {
+  return inputs[0]->data.i64[0] < *static_cast<const int64_t*>(data);
+}
+
+// GEMM of a with W transposed: a W^T.
+inline ccv_nnc_cmd_t gemm_wt() {
+  ccv_nnc_cmd_t c = cmd(CCV_NNC_GEMM_FORWARD);
+  c.info.blas.a[0] = 1;
+  c.info.blas.a[1] = 1;
+  c.info.blas.transpose_b[0] = 0;
+  c.info.blas.transpose_b[1] = 1;
+  return c;
+}
+
+// REDUCE_SUM over the first `axes` axes.
+inline ccv_nnc_cmd_t reduce_all(int axes) {
+  ccv_nnc_cmd_t c = cmd(CCV_NNC_REDUCE_SUM_FORWARD);
+  for (int i = 0; i < axes; i++) c.info.reduce.axis[i] = i;
+  c.info.reduce.count = axes;
+  return c;
+}
+
 }  // namespace adtest

@@ -19,26 +19,6 @@ namespace {
 using TS = ccv_nnc_tensor_symbol_t;
 using ES = ccv_nnc_graph_exec_symbol_t;
 
-int count_below(ccv_nnc_tensor_t* const* inputs, int, const void* data) {
-  return inputs[0]->data.i64[0] < *static_cast<const int64_t*>(data);
-}
-
-ccv_nnc_cmd_t gemm_wt() {  // h W^T
-  ccv_nnc_cmd_t c = cmd(CCV_NNC_GEMM_FORWARD);
-  c.info.blas.a[0] = 1;
-  c.info.blas.a[1] = 1;
-  c.info.blas.transpose_b[0] = 0;
-  c.info.blas.transpose_b[1] = 1;
-  return c;
-}
-
-ccv_nnc_cmd_t reduce_all(int axes) {
-  ccv_nnc_cmd_t c = cmd(CCV_NNC_REDUCE_SUM_FORWARD);
-  for (int i = 0; i < axes; i++) c.info.reduce.axis[i] = i;
-  c.info.reduce.count = axes;
-  return c;
-}
-
 struct Rnn {
   ccv_nnc_symbolic_graph_t* body = nullptr;
   ES loop{};

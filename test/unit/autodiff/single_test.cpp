@@ -14,15 +14,6 @@ namespace {
 
 using Syms = std::vector<ccv_nnc_tensor_symbol_t>;
 
-ccv_nnc_cmd_t gemm_wt() {  // y = x w^T (+ b)
-  ccv_nnc_cmd_t c = cmd(CCV_NNC_GEMM_FORWARD);
-  c.info.blas.a[0] = 1;
-  c.info.blas.a[1] = 1;
-  c.info.blas.transpose_b[0] = 0;
-  c.info.blas.transpose_b[1] = 1;
-  return c;
-}
-
 ccv_nnc_cmd_t blas(uint32_t id, float a0, float a1 = 0) {
   ccv_nnc_cmd_t c = cmd(id);
   c.info.blas.a[0] = a0;
