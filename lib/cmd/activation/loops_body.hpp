@@ -139,7 +139,7 @@ NNC_ACT_LOOP void gelu_tanh_b(const float* g, const float* t, float* dx, size_t 
   });
 }
 NNC_ACT_LOOP void swish_f(const float* x, float* y, size_t n, float) {
-  map1(x, y, n, [](V::R v) { return V::mul(v, vmath::sigmoid<V>(v)); });
+  map1(x, y, n, [](V::R v) { return V::mul(v, vmath::sigmoid_fast<V>(v)); });
 }
 // s (1 + x (1 - s)).
 NNC_ACT_LOOP void swish_b(const float* g, const float* t, float* dx, size_t n, float) {

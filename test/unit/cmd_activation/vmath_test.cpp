@@ -223,4 +223,31 @@ TEST(VmathTest, GeluFastBound) {
   }
 }
 
+// SWISH's forward loop uses vmath::sigmoid_fast (exp_neg's shorter
+// polynomial): x sigmoid(x) through every loop table against double over
+// the whole float range and a dense grid over [-110, 30] (the exp's scaling
+// branch edges and the subnormal results included):
+//   |y - exact| <= 4e-7 |exact| + (|x| + 4) subnormal steps
+// (where sigmoid(x) is subnormal, its own half step times x is inherent).
+TEST(VmathTest, SwishFastBound) {
+  std::vector<float> x = sample();
+  for (double v = -110; v <= 30; v += 1.0 / 1021) x.push_back(static_cast<float>(v));
+  const size_t n = x.size();
+  std::vector<float> y(n);
+  for (const Loops* t : tables()) {
+    t->forward[nnc::activation::kSwish](x.data(), y.data(), n, 0);
+    double worst = 0;
+    float at = 0;
+    for (size_t i = 0; i < n; i++) {
+      const double v = x[i];
+      if (std::isnan(v) || std::isinf(v)) continue;
+      const double want = v / (1 + std::exp(-v));
+      const double e = std::fabs(y[i] - want) / (4e-7 * std::fabs(want) + (std::fabs(v) + 4) * 0x1p-149);
+      if (!(e <= worst)) worst = e, at = x[i];
+    }
+    std::printf("  %-7s swish forward: %.3f of the bound\n", t->name, worst);
+    EXPECT_LE(worst, 1.0) << t->name << " at x = " << at;
+  }
+}
+
 }  // namespace
