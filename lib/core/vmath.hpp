@@ -20,7 +20,8 @@
 //   lt / gt (ordered compares), isnan, select(m, a, b) = m ? a : b, opaque(v) = v kept from being folded into
 //   a masked load, copysign(mag, sign), pow2n(n) = 2^n for whole n in
 //   [-126, 127], scalef(p, n) = p 2^n for whole n in [-150, 128] rounded once (inf on overflow), scale_unit(p, n) =
-//   scalef(p, n) for p in [0.5, 2) (cheaper where the CPU has no scalef instruction), recip(x) = 1 / x to
+//   scalef(p, n) for p in [0.5, 2) (cheaper where the CPU has no scalef instruction), scale_down(p, k, kb) =
+//   p 2^-k for p in [0.5, 2), whole k in [0, 152] and kb = 1.5 * 2^23 + k (k in kb's low mantissa bits), recip(x) = 1 / x to
 //   within 2^-22 relative (an estimate refined by a Newton step; not rounded exactly), exponent(x) / mantissa(x): x =
 //   mantissa * 2^exponent, mantissa in [0.5, 1), for positive normal x.
 //
@@ -64,6 +65,30 @@ inline typename V::R exp_clamped(typename V::R x) {
   return V::scale_unit(p, n);
 }
 
+// e^-u for u >= 0 (sigmoid's exp): exp_clamped's algorithm on -u (as
+// accurate; the same bits but where u / ln2 lies within a rounding of a half
+// integer) in fewer instructions: one clamp (105, where e^-u is 0 in float),
+// k = round(u / ln2) from one fma with the 1.5 * 2^23 shift, e^(-r) by exp's
+// polynomial with its odd coefficients negated (exactly), 2^-k by
+// scale_down. A NaN u gives NaN.
+// kShort: a degree-6 polynomial fitted in double (1.9e-8 relative on
+// |r| <= ln2 / 2 + 0.002) instead, one fma fewer, for sigmoid_fast.
+template <class V, bool kShort = false>
+inline typename V::R exp_neg(typename V::R u) {
+  using R = typename V::R;
+  static constexpr float kExpNeg[] = {-1.0f / 5040, 1.0f / 720, -1.0f / 120, 1.0f / 24, -1.0f / 6, 0.5f, -1.0f, 1.0f};
+  static constexpr float kExpNeg6[] = {0.0013836236f, -0.0083752936f, 0.0416682623f, -0.1666641384f,
+                                       0.4999999106f, -1.0f,          1.0f};
+  const R shift = V::set1(12582912.0f);
+  const R uc = V::min(V::set1(105.0f), u);  // min gives u back for a NaN
+  const R kb = V::fmadd(uc, V::set1(1.44269504088896341f), shift);
+  const R k = V::sub(kb, shift);
+  R r = V::fnmadd(k, V::set1(0.693359375f), uc);
+  r = V::fnmadd(k, V::set1(-2.12194440e-4f), r);
+  if constexpr (kShort) return V::scale_down(horner<V>(r, kExpNeg6), k, kb);
+  return V::scale_down(horner<V>(r, kExpNeg), k, kb);
+}
+
 // erfc(z) for z >= 0: with t = 1 / (1 + z / 2), erfc(z) = t exp(Q(t) - z^2),
 // Q fitted in double to within 8.3e-9 on z in [0, 10.5] (t in [0.16, 1]);
 // beyond 10.5 the result underflows to 0. The square is carried as
@@ -103,6 +128,49 @@ inline typename V::R erfc_tail(typename V::R z, typename V::R z2lo) {
   // exp(q - square) = exp(s + e + lo) = exp(s) (1 + e + lo) to first order (|e + lo| < 1e-5).
   const R corr = V::add(one, V::add(V::add(e, lo), dq));
   return V::mul(V::mul(t, exp_clamped<V>(arg)), corr);
+}
+
+// e^(-a^2 / 2) for a in [0, 14.5] (NaN-free), to 1.2e-7 relative: a^2 is
+// carried as aa - lo (lo from an fma, so exactly), k = round(aa / (2 ln2))
+// comes from one fma with the 1.5 * 2^23 shift, aa - 2k ln2 is exact for
+// the whole k (k 2ln2 in two parts), and e^(-r / 2), |r| <= ln2, is a
+// degree-6 polynomial fitted in double (1.9e-8 relative); 2^-k by scale_down
+// (k > 125 only for a > 13.1, where the result is below 1e-37).
+template <class V>
+inline typename V::R exp_neg_half_square(typename V::R a) {
+  using R = typename V::R;
+  // e^s's fitted coefficients times (-1/2)^degree.
+  static constexpr float kExpNegHalf[] = {2.161911834264174e-05f, -0.0002617279242258519f, 0.002604266395792365f,
+                                          -0.02083301730453968f,  0.12499997764825821f,    -0.5f,
+                                          1.0f};
+  const R shift = V::set1(12582912.0f);  // 1.5 * 2^23: adding it rounds to a whole number
+  const R aa = V::mul(a, a);
+  const R lo = V::fnmadd(a, a, aa);  // aa - a^2, exactly
+  const R kb = V::fmadd(aa, V::set1(0.7213475108146667f), shift);
+  const R k = V::sub(kb, shift);
+  R r = V::fnmadd(k, V::set1(1.38671875f), aa);  // exact (|result| < 1.4 and k < 2^8)
+  r = V::fnmadd(k, V::set1(-4.2438888e-4f), r);
+  r = V::sub(r, lo);
+  return V::scale_down(horner<V>(r, kExpNegHalf), k, kb);
+}
+
+// erfc(a / sqrt 2) / 2 = 1 - Phi(a) for a in [0, 14.5] (NaN-free), GELU's
+// cheap tail: with t = 1 / (1 + p a), p = 0.26, the result is
+// t R(t) e^(-a^2 / 2), R a degree-8 polynomial in t - 0.6048 fitted in double
+// to 5.5e-8 relative on t in [0.2096, 1] (a in [0, 14.5]) with its
+// coefficients rounded to float. One division, no refinement of t (its
+// rounding costs up to 2.4e-7 relative). Results below FLT_MIN (a > 13.1)
+// are within a few subnormal steps.
+template <class V>
+inline typename V::R half_erfc_fast(typename V::R a) {
+  using R = typename V::R;
+  static constexpr float kR[] = {0.030230779200792313f, -0.005222763400524855f, -0.08301810175180435f,
+                                 -0.03438106179237366f, 0.18670150637626648f,   0.4235413670539856f,
+                                 0.5017648339271545f,   0.4020709693431854f,    0.23269782960414886f};
+  const R one = V::set1(1.0f);
+  const R t = V::div(one, V::fmadd(a, V::set1(0.26f), one));
+  const R poly = horner<V>(V::sub(t, V::set1(0.6048218011856079f)), kR);
+  return V::mul(V::mul(t, poly), exp_neg_half_square<V>(a));
 }
 
 }  // namespace detail
@@ -168,7 +236,19 @@ template <class V>
 inline typename V::R sigmoid(typename V::R x) {
   using R = typename V::R;
   const R one = V::set1(1.0f);
-  const R e = exp<V>(V::sub(V::set1(0.0f), V::abs(x)));
+  const R e = detail::exp_neg<V>(V::abs(x));
+  return V::div(V::select(V::lt(x, V::set1(0.0f)), e, one), V::add(one, e));
+}
+
+// sigmoid with exp_neg's degree-6 polynomial, one fma fewer: 1.96 ulp at
+// worst over VmathTest's sample where sigmoid reaches 1.82 (too near its
+// 2-ulp bound to take it), for SWISH, whose x sigmoid(x) SwishFastBound holds
+// to 4e-7 relative.
+template <class V>
+inline typename V::R sigmoid_fast(typename V::R x) {
+  using R = typename V::R;
+  const R one = V::set1(1.0f);
+  const R e = detail::exp_neg<V, true>(V::abs(x));
   return V::div(V::select(V::lt(x, V::set1(0.0f)), e, one), V::add(one, e));
 }
 
@@ -209,6 +289,36 @@ inline typename V::R ncdf(typename V::R x) {
   const R tail = V::mul(V::set1(0.5f), detail::erfc_tail<V>(V::min(az, lim), z2lo));
   const R r = V::select(V::lt(z, V::set1(0.0f)), tail, V::sub(V::set1(1.0f), tail));
   return V::select(V::isnan(x), x, r);
+}
+
+// GELU's exact form x Phi(x) by the cheaper tail above, for GELU's CPU_OPT
+// loops (vmath::ncdf stays held to 4 ulp): Phi = 1 - e for x >= 0, e for
+// x < 0, e = erfc(|x| / sqrt 2) / 2 (0 in float beyond |x| = 14.5). Within
+// 6e-7 relative of the exact x Phi(x) wherever that is at least 1e-37, and
+// 30 subnormal steps (4.2e-44) below (GeluFastBound in vmath_test.cpp
+// measures both over the whole float range). As x Phi(x) in any precision:
+// GELU(-inf) = -inf * 0 = NaN (CPU_REF's and PyTorch's value too), +inf for
+// +inf, NaN for NaN, -0 for -0.
+template <class V>
+inline typename V::R gelu_fast(typename V::R x) {
+  using R = typename V::R;
+  const R e = detail::half_erfc_fast<V>(V::min(V::abs(x), V::set1(14.5f)));  // a NaN: a = 14.5
+  return V::mul(x, V::select(V::lt(x, V::set1(0.0f)), e, V::sub(V::set1(1.0f), e)));
+}
+
+// Phi(x) the same way, for GELU's backward (NaN in: an unspecified value).
+template <class V>
+inline typename V::R ncdf_fast(typename V::R x) {
+  const typename V::R e = detail::half_erfc_fast<V>(V::min(V::abs(x), V::set1(14.5f)));
+  return V::select(V::lt(x, V::set1(0.0f)), e, V::sub(V::set1(1.0f), e));
+}
+
+// The standard normal density e^(-x^2 / 2) / sqrt(2 pi) to 2e-7 relative
+// (0 beyond |x| = 14.5, and for a NaN).
+template <class V>
+inline typename V::R npdf_fast(typename V::R x) {
+  return V::mul(detail::exp_neg_half_square<V>(V::min(V::abs(x), V::set1(14.5f))),
+                V::set1(0.398942280401432678f));
 }
 
 }  // namespace nnc::vmath

@@ -72,6 +72,16 @@ struct Avx2 {
     return _mm256_castsi256_ps(
         _mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23)));
   }
+  // p 2^-k for p in [0.5, 2) and whole k in [0, 152] given also as kb = 1.5 * 2^23 + k
+  // (the float whose low mantissa bits hold k): k goes straight out of p's exponent
+  // field (2 instructions) when every lane's k <= 125 (the result normal); else, and
+  // for a NaN kb (NaN out), scalef.
+  static R scale_down(R p, R k, R kb) {
+    const R out = _mm256_cmp_ps(kb, set1(12582912.0f + 125.0f), _CMP_NLE_UQ);
+    if (__builtin_expect(!_mm256_testz_ps(out, out), 0)) return scalef(p, sub(set1(0.0f), k));
+    return _mm256_castsi256_ps(
+        _mm256_sub_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_castps_si256(kb), 23)));
+  }
   // 1 / x to about 2^-22 relative: the 12-bit estimate and one Newton step.
   static R recip(R x) {
     const R r = _mm256_rcp_ps(x);

@@ -69,6 +69,7 @@ struct Avx512 {
   // p 2^n for whole n (any range: overflow gives inf, underflow rounds once to a subnormal or 0).
   static R scalef(R p, R n) { return _mm512_scalef_ps(p, n); }
   static R scale_unit(R p, R n) { return scalef(p, n); }
+  static R scale_down(R p, R k, R) { return scalef(p, sub(set1(0.0f), k)); }
   // 1 / x to about 2^-27 relative: the 14-bit estimate and one Newton step.
   static R recip(R x) {
     const R r = _mm512_rcp14_ps(x);

@@ -51,6 +51,7 @@ struct Scalar {
   }
   static R scalef(R p, R n) { return std::ldexp(p, static_cast<int>(n)); }
   static R scale_unit(R p, R n) { return scalef(p, n); }
+  static R scale_down(R p, R k, R) { return k == k ? scalef(p, -k) : k; }
   static R recip(R x) { return 1.0f / x; }
   static R exponent(R x) {
     uint32_t b;

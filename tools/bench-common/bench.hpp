@@ -86,10 +86,23 @@ inline int header(const std::string& peer, const std::function<int(int)>& set_pe
 }
 
 // header() for the libtorch peer (at::set_num_threads; PyTorch's own default
-// of one thread would otherwise make every ratio unfair).
+// of one thread would otherwise make every ratio unfair). When NNC runs its
+// AVX2 kernels on an AVX-512 CPU (NNC_NO_AVX512), PyTorch is held to AVX2
+// too: its oneDNN primitives (convolution, GELU, ...) JIT AVX-512 code on
+// such a CPU whatever ATen's own capability is, so without
+// DNNL_MAX_CPU_ISA=AVX2 an "AVX2" row compared NNC's AVX2 kernel with
+// oneDNN's AVX-512 one. Both variables are read when PyTorch first needs them,
+// after this call; values already in the environment are kept (and printed).
 inline int header_torch() {
 #ifdef NNC_HAVE_TORCH
-  return header("PyTorch", [](int n) {
+  std::string peer = "PyTorch";
+  if (nnc_isa_kind() == Isa::avx2 && cpu_has_avx512()) {
+    setenv("DNNL_MAX_CPU_ISA", "AVX2", 0);
+    setenv("ATEN_CPU_CAPABILITY", "avx2", 0);
+    peer += std::string(" (DNNL_MAX_CPU_ISA=") + std::getenv("DNNL_MAX_CPU_ISA") +
+            ", ATEN_CPU_CAPABILITY=" + std::getenv("ATEN_CPU_CAPABILITY") + ")";
+  }
+  return header(peer, [](int n) {
     at::set_num_threads(n);
     return at::get_num_threads();
   });

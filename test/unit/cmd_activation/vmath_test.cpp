@@ -160,4 +160,94 @@ TEST(VmathTest, TailsDoNotTouchMemoryPastTheEnd) {
     }
 }
 
+// GELU's CPU_OPT loops use their own cheaper Phi (vmath::gelu_fast,
+// ncdf_fast, npdf_fast), held to a relative bound instead of ulp: through
+// every loop table, forward y = x Phi(x) and the backward's Phi(x) + x phi(x)
+// (from x and the loops' own y, and from x alone) against double, over the
+// whole float range (every 8191st bit pattern of both signs), a dense grid
+// over [-15, 7] (where the tail, the zero of the derivative at -0.75 and
+// the subnormal results are) and the special values.
+//   forward:  |y - exact| <= 6e-7 |exact| + 30 subnormal steps (4.2e-44)
+//   backward: |d - exact| <= 1e-6 (Phi + |x| phi) + 4.2e-44, the two
+//             terms' own size (d itself crosses 0 at x = -0.75).
+TEST(VmathTest, GeluFastBound) {
+  std::vector<float> x = sample();
+  for (double v = -15; v <= 7; v += 1.0 / 4099) x.push_back(static_cast<float>(v));
+  for (float c : {-0.7518f, -13.1f, -14.5f, 0.0f})
+    for (float v = c, i = 0; i < 3000; i++) x.push_back(v), v = std::nextafter(v, -INFINITY);
+  const size_t n = x.size();
+  std::vector<float> y(n), d(n), d_x(n), g(n, 1.0f);
+  constexpr double kFwd = 6e-7, kBwd = 1e-6, kFloor = 30 * 0x1p-149;
+  for (const Loops* t : tables()) {
+    t->forward[nnc::activation::kGelu](x.data(), y.data(), n, 0);
+    t->backward_xy[nnc::activation::kGelu](g.data(), x.data(), y.data(), d.data(), n, 0);
+    t->backward[nnc::activation::kGelu](g.data(), x.data(), d_x.data(), n, 0);
+    double worst_f = 0, worst_b = 0, worst_bx = 0;
+    float at_f = 0, at_b = 0, at_bx = 0;
+    for (size_t i = 0; i < n; i++) {
+      const double v = x[i];
+      if (std::isnan(v) || std::isinf(v)) continue;
+      const double phi = 0.5 * std::erfc(-v / std::sqrt(2.0));
+      const double pdf = std::exp(-0.5 * v * v) / std::sqrt(2 * M_PI);
+      const double fe = std::fabs(y[i] - v * phi) / (kFwd * std::fabs(v * phi) + kFloor);
+      if (!(fe <= worst_f)) worst_f = fe, at_f = x[i];
+      const double scale = kBwd * (phi + std::fabs(v) * pdf) + kFloor;
+      const double be = std::fabs(d[i] - (phi + v * pdf)) / scale;
+      if (!(be <= worst_b)) worst_b = be, at_b = x[i];
+      const double bxe = std::fabs(d_x[i] - (phi + v * pdf)) / scale;
+      if (!(bxe <= worst_bx)) worst_bx = bxe, at_bx = x[i];
+    }
+    std::printf("  %-7s gelu_fast: forward %.3f, backward from x, y %.3f, from x %.3f of the bound\n", t->name,
+                worst_f, worst_b, worst_bx);
+    EXPECT_LE(worst_f, 1.0) << t->name << " forward at x = " << at_f;
+    EXPECT_LE(worst_b, 1.0) << t->name << " backward (x, y) at x = " << at_b;
+    EXPECT_LE(worst_bx, 1.0) << t->name << " backward (x) at x = " << at_bx;
+    // Special values: as x Phi(x) and Phi(x) + x phi(x) in double.
+    const float inf = INFINITY;
+    const float xs[] = {NAN, inf, -inf, 0.0f, -0.0f, FLT_MAX, -FLT_MAX, 1e-45f, -1e-45f};
+    float ys[9], ds[9], gs[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    t->forward[nnc::activation::kGelu](xs, ys, 9, 0);
+    t->backward_xy[nnc::activation::kGelu](gs, xs, ys, ds, 9, 0);
+    EXPECT_TRUE(std::isnan(ys[0]) && std::isnan(ds[0])) << t->name;
+    EXPECT_EQ(ys[1], inf) << t->name;
+    EXPECT_TRUE(std::isnan(ys[2])) << t->name << ": -inf * Phi(-inf) = -inf * 0";
+    EXPECT_TRUE(ys[3] == 0 && !std::signbit(ys[3]) && ys[4] == 0 && std::signbit(ys[4])) << t->name;
+    EXPECT_EQ(ys[5], FLT_MAX) << t->name;
+    EXPECT_TRUE(ys[6] == 0 && std::signbit(ys[6])) << t->name;
+    EXPECT_TRUE(std::isnan(ds[1]) && std::isnan(ds[2])) << t->name << ": +-inf * phi(+-inf) = inf * 0";
+    EXPECT_EQ(ds[3], 0.5f) << t->name;
+    EXPECT_EQ(ds[4], 0.5f) << t->name;
+    EXPECT_EQ(ds[5], 1.0f) << t->name;
+    EXPECT_EQ(ds[6], 0.0f) << t->name;
+    EXPECT_EQ(ds[7], 0.5f) << t->name;
+  }
+}
+
+// SWISH's forward loop uses vmath::sigmoid_fast (exp_neg's shorter
+// polynomial): x sigmoid(x) through every loop table against double over
+// the whole float range and a dense grid over [-110, 30] (the exp's scaling
+// branch edges and the subnormal results included):
+//   |y - exact| <= 4e-7 |exact| + (|x| + 4) subnormal steps
+// (where sigmoid(x) is subnormal, its own half step times x is inherent).
+TEST(VmathTest, SwishFastBound) {
+  std::vector<float> x = sample();
+  for (double v = -110; v <= 30; v += 1.0 / 1021) x.push_back(static_cast<float>(v));
+  const size_t n = x.size();
+  std::vector<float> y(n);
+  for (const Loops* t : tables()) {
+    t->forward[nnc::activation::kSwish](x.data(), y.data(), n, 0);
+    double worst = 0;
+    float at = 0;
+    for (size_t i = 0; i < n; i++) {
+      const double v = x[i];
+      if (std::isnan(v) || std::isinf(v)) continue;
+      const double want = v / (1 + std::exp(-v));
+      const double e = std::fabs(y[i] - want) / (4e-7 * std::fabs(want) + (std::fabs(v) + 4) * 0x1p-149);
+      if (!(e <= worst)) worst = e, at = x[i];
+    }
+    std::printf("  %-7s swish forward: %.3f of the bound\n", t->name, worst);
+    EXPECT_LE(worst, 1.0) << t->name << " at x = " << at;
+  }
+}
+
 }  // namespace
