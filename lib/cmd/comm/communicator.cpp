@@ -122,15 +122,7 @@ struct Engine {
   int rank = 0, size = 1;
 
   // Runs one job to its end (the caller holds no lock).
-  // `blocking`: MPI's blocking call (on the worker, whose waiter keeps the
-  // clock); otherwise the non-blocking one polled here under the timeout.
-  // The kind follows from the job alone (its size), never from this
-  // process's state: MPI does not match a blocking collective on one process
-  // with a non-blocking one on another.
-  static constexpr size_t kSmallBytes = 64 << 10;
-  static bool small(const Job* job) { return job->count * datatype_size(job->datatype) <= kSmallBytes; }
-  void execute(Job* job) { execute(job, threaded && !small(job)); }
-  void execute(Job* job, bool blocking) {
+  void execute(Job* job) {
     {
       std::lock_guard<std::mutex> lock(mutex);
       if (!broken.empty()) {
@@ -154,7 +146,7 @@ struct Engine {
     }
     const int count = static_cast<int>(job->count);
     const void* send = job->send ? job->send : MPI_IN_PLACE;
-    if (blocking) {
+    if (threaded) {
       // On the worker: blocking calls; the waiter keeps the clock.
       {
         std::lock_guard<std::mutex> lock(job->mutex);
@@ -250,8 +242,7 @@ struct Engine {
       Job* job = nullptr;
       {
         std::unique_lock<std::mutex> lock(mutex);
-        // Not while a caller runs a small job inline (run below).
-        cv.wait(lock, [&] { return (stop || !queue.empty()) && !busy; });
+        cv.wait(lock, [&] { return stop || !queue.empty(); });
         if (queue.empty()) return;  // stop, and nothing left
         job = queue.front();
         queue.pop_front();
@@ -261,26 +252,6 @@ struct Engine {
       std::lock_guard<std::mutex> lock(mutex);
       busy = false;
     }
-  }
-
-  // A small job with nothing queued or running runs on the caller's thread
-  // (polled, as small jobs always are): two thread hand-offs cost more than
-  // the message (4 KiB: 12.8 us through the worker, 3.2 us for
-  // MPI_Allreduce itself).
-  bool run_inline(Job* job) {
-    if (!threaded || !small(job)) return false;
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (busy || !queue.empty()) return false;
-      busy = true;
-    }
-    execute(job, false);
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      busy = false;
-    }
-    cv.notify_all();
-    return true;
   }
 };
 
@@ -449,15 +420,6 @@ void wait(ccv_nnc_comm_t* comm, Job* job) {
 }
 
 void run(ccv_nnc_comm_t* comm, Job* job) {
-#if NNC_HAVE_MPI
-  NNC_CHECK(comm && comm->engine, "%s: no communicator", job->what);
-  job->state = 0;
-  job->error.clear();
-  if (comm->engine->run_inline(job)) {
-    if (job->state < 0) fail(CCV_NNC_EXEC_INVALID, "%s", job->error.c_str());
-    return;
-  }
-#endif
   submit(comm, job);
   wait(comm, job);
 }
