@@ -10,6 +10,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "nnc/ccv_nnc.h"
 #include "nnc/ccv_nnc_easy.h"
@@ -40,6 +41,16 @@ static void gradients(void)
 	const ccv_nnc_tensor_symbol_t db = ccv_nnc_tensor_symbol_for_backward(sg, bias);
 	CHECK(dx.d >= 0 && dw.d >= 0 && db.d >= 0, "gradient symbols");
 	CHECK(ccv_nnc_graph_exec_symbol_for_backward(sg, dw).d >= 0, "the exec writing dw");
+	/* libnnc's device data parallelism: one device on the CPU leaves the graph
+	 * as it is and hands the allreduced symbols back; more is refused. */
+	{
+		const int execs = ccv_nnc_graph_exec_symbol_count(sg);
+		ccv_nnc_tensor_symbol_t outs[2] = { { 0 } };
+		ccv_nnc_symbolic_graph_data_parallel(sg, 1, 0, 0, TENSOR_SYMBOL_LIST(dw, db), outs, 0, 0, 0, CCV_NNC_PARALLEL_REDUCE_OP_SUM, SYMBOLIC_GRAPH_SOURCES(sg), SYMBOLIC_GRAPH_DESTINATIONS(sg));
+		CHECK(!ccv_nnc_error_message()[0] && outs[0].d == dw.d && outs[1].d == db.d && ccv_nnc_graph_exec_symbol_count(sg) == execs, "data parallel over one device");
+		ccv_nnc_symbolic_graph_data_parallel(sg, 2, 0, 0, TENSOR_SYMBOL_LIST(dw, db), outs, 0, 0, 0, CCV_NNC_PARALLEL_REDUCE_OP_SUM, SYMBOLIC_GRAPH_SOURCES(sg), SYMBOLIC_GRAPH_DESTINATIONS(sg));
+		CHECK(strstr(ccv_nnc_error_message(), "2 devices asked for") != 0 && ccv_nnc_graph_exec_symbol_count(sg) == execs, "data parallel over two devices is refused");
+	}
 	ccv_nnc_graph_t* graph = 0;
 	ccv_nnc_tensor_arena_t* tensor_arena = 0;
 	ccv_nnc_graph_exec_arena_t* graph_exec_arena = 0;

@@ -689,6 +689,19 @@ TEST_F(ModelTest, NotifyDynamicDotAndParameterMaps) {
   // Settings the CPU build does not have are refused with a message.
   ccv_cnnp_model_set_data_parallel(net, 2);
   EXPECT_NE(std::string(ccv_nnc_error_message()).find("one"), std::string::npos);
+  // Across processes: a pointer that is no communicator is refused; NULL
+  // (back to one process) is fine; without one there is no averaging time.
+  int not_a_comm = 0;
+  ccv_cnnp_model_set_comm(net, reinterpret_cast<ccv_nnc_comm_t*>(&not_a_comm), 0);
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("not a live communicator"), std::string::npos) << ccv_nnc_error_message();
+  ccv_cnnp_model_set_comm(net, nullptr, 0);
+  EXPECT_STREQ(ccv_nnc_error_message(), "");
+  double allreduce = -1, waited = -1;
+  ccv_cnnp_model_comm_time(net, &allreduce, &waited);
+  EXPECT_EQ(allreduce, 0);
+  EXPECT_EQ(waited, 0);
+  ccv_cnnp_model_set_comm(nullptr, nullptr, 0);
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("ccv_cnnp_model_set_comm"), std::string::npos) << ccv_nnc_error_message();
   ccv_cnnp_model_set_memory_reduction(net, 1);
   EXPECT_NE(std::string(ccv_nnc_error_message()).find("not supported"), std::string::npos);
   EXPECT_GT(ccv_cnnp_model_memory_size(net), 0u);
