@@ -1,0 +1,117 @@
+/* Data parallelism through evaluate(requires_grad) + backward +
+ * apply_gradients: apply_gradients averages the summed gradients across the
+ * processes before the minimiser. A small tanh network, every process
+ * training on its rows of each batch, two backward calls per step (the
+ * gradients accumulate), against one process with all the rows, whose
+ * minimiser scale is N times smaller: the parameters must agree to 1e-5
+ * after 10 steps (the network is smooth, so rounding does not grow), and be
+ * bit-identical across processes. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libnnc_style.h"
+#include "nnc/ccv_nnc_easy.h"
+
+enum { ROWS = 24, IN = 6, STEPS = 10, PARAMS = 4 };
+
+static float x_of(int step, int half, int i) { return sinf(0.37f * (float)(i + 1) + 0.11f * (float)step + 0.7f * (float)half); }
+
+static ccv_cnnp_model_t* compiled(int rows, float scale)
+{
+	ccv_cnnp_model_t* layers[] = {
+		ccv_cnnp_dense(5, 0, 0, 1, "d1"),
+		ccv_cnnp_tanh(0),
+		ccv_cnnp_dense(3, 0, 0, 1, "d2"),
+	};
+	ccv_cnnp_model_t* model = ccv_cnnp_sequential_new(layers, 3, 1, "net");
+	const ccv_nnc_tensor_param_t input = CPU_TENSOR_NHWC(32F, rows, IN);
+	ccv_cnnp_model_compile(model, &input, 1, CMD_SGD_FORWARD(0, 0.05, scale, 0, 0.9, 0), CMD_NOOP());
+	return model;
+}
+
+/* One step: two backward calls (half 0 and 1 of the step's data), rows
+ * [first, first + rows) of each, then the update. Without output gradients,
+ * backward differentiates the sum of the outputs. */
+static void step_once(ccv_cnnp_model_t* model, int step, int first, int rows)
+{
+	float* x = malloc(sizeof(float) * ROWS * IN);
+	ccv_nnc_tensor_t* y = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, rows, 3), 0);
+	for (int half = 0; half < 2; half++)
+	{
+		for (int i = 0; i < ROWS * IN; i++)
+			x[i] = x_of(step, half, i);
+		ccv_nnc_tensor_t xb = ccv_nnc_tensor(x + first * IN, CPU_TENSOR_NHWC(32F, rows, IN), 0);
+		ccv_cnnp_model_evaluate(model, (ccv_cnnp_evaluate_param_t){ .requires_grad = 1 }, TENSOR_LIST(&xb), TENSOR_LIST(y), 0, 0);
+		ccv_cnnp_model_backward(model, 0, 0, 0, 0, 0, 0);
+	}
+	ccv_cnnp_model_apply_gradients(model, 0);
+	CHECK(!ccv_nnc_error_message()[0], "step %d", step);
+	ccv_nnc_tensor_free(y);
+	free(x);
+}
+
+static ccv_nnc_tensor_t* parameter(ccv_cnnp_model_t* model, int i)
+{
+	ccv_cnnp_model_io_t p = ccv_cnnp_model_parameters(model, ALL_PARAMETERS, i);
+	ccv_nnc_tensor_t* t = ccv_nnc_tensor_new(0, ccv_cnnp_model_parameter_tensor_params(model, p), 0);
+	ccv_cnnp_model_parameter_copy(model, p, t);
+	return t;
+}
+
+int main(void)
+{
+	ccv_nnc_init();
+	if (!ccv_nnc_comm_mpi_available())
+	{
+		printf("staged_dp: built without MPI; nothing to test\n");
+		return 0;
+	}
+	ccv_nnc_comm_t* comm = ccv_nnc_comm_new_mpi(0);
+	if (!comm)
+		return 1;
+	const int rank = ccv_nnc_comm_rank(comm), size = ccv_nnc_comm_size(comm);
+	CHECK(ROWS % size == 0, "%d processes do not divide %d rows", size, ROWS);
+	const int rows = ROWS / size;
+	ccv_cnnp_model_t* single = compiled(ROWS, 1.f / ROWS);
+	ccv_cnnp_model_t* dp = compiled(rows, (float)size / ROWS);
+	ccv_cnnp_model_set_comm(dp, comm, 0);
+	for (int step = 0; step < STEPS; step++)
+	{
+		step_once(single, step, 0, ROWS);
+		step_once(dp, step, rank * rows, rows);
+	}
+	double worst = 0, moved = 0;
+	ccv_cnnp_model_t* fresh = compiled(ROWS, 1.f / ROWS);
+	for (int i = 0; i < PARAMS; i++)
+	{
+		ccv_nnc_tensor_t* a = parameter(single, i);
+		ccv_nnc_tensor_t* b = parameter(dp, i);
+		ccv_nnc_tensor_t* o = parameter(fresh, i);
+		const int n = (int)ccv_nnc_tensor_count(a->info);
+		double diff = 0, mag = 0;
+		for (int k = 0; k < n; k++)
+		{
+			diff = fmax(diff, fabs(a->data.f32[k] - b->data.f32[k]));
+			mag = fmax(mag, fabs(a->data.f32[k]));
+			moved = fmax(moved, fabs(a->data.f32[k] - o->data.f32[k]));
+		}
+		worst = fmax(worst, diff / fmax(mag, 1e-30)); /* relative to the tensor's largest value */
+		ccv_nnc_tensor_t* r0 = ccv_nnc_tensor_new(0, b->info, 0);
+		ccv_nnc_cmd_exec(ccv_nnc_cmd_set_comm(CMD_COMM_BROADCAST_FORWARD(), comm), ccv_nnc_no_hint, 0, TENSOR_LIST(b), TENSOR_LIST(r0), 0);
+		CHECK(memcmp(r0->data.f32, b->data.f32, sizeof(float) * (size_t)n) == 0, "parameter %d is the same on rank %d as on rank 0", i, rank);
+		ccv_nnc_tensor_free(r0);
+		ccv_nnc_tensor_free(a);
+		ccv_nnc_tensor_free(b);
+		ccv_nnc_tensor_free(o);
+	}
+	CHECK(worst < 1e-5, "after %d steps, %d processes against one: worst relative difference %g", STEPS, size, worst);
+	CHECK(moved > 1e-2, "training moved the parameters (by %g)", moved);
+	printf("staged_dp: rank %d of %d: %d steps, worst relative difference %.3g (parameters moved by up to %.3g); %d failures\n", rank, size, STEPS, worst, moved, failed);
+	ccv_cnnp_model_free(fresh);
+	ccv_cnnp_model_free(single);
+	ccv_cnnp_model_free(dp);
+	ccv_nnc_comm_free(comm);
+	return failed ? 1 : 0;
+}
