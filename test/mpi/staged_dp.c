@@ -1,11 +1,12 @@
-/* Data parallelism through evaluate(requires_grad) + backward +
- * apply_gradients: apply_gradients averages the summed gradients across the
- * processes before the minimiser. A small tanh network, every process
- * training on its rows of each batch, two backward calls per step (the
- * gradients accumulate), against one process with all the rows, whose
- * minimiser scale is N times smaller: the parameters must agree to 1e-5
- * after 10 steps (the network is smooth, so rounding does not grow), and be
- * bit-identical across processes. */
+/* Data parallelism on a smooth network (dense - tanh - dense, whose output
+ * sum is the loss), every process training on its rows of each batch,
+ * against one process with all the rows, whose minimiser scale is N times
+ * smaller; the network has no max-pool ties, so rounding does not grow and
+ * the parameters must agree to 1e-5 relative, and be bit-identical across
+ * processes:
+ *  - evaluate(requires_grad) + two backward calls per step (the gradients
+ *    accumulate) + apply_gradients, which averages them first: 10 steps;
+ *  - fit with batch 64 (64 / N rows per process): 50 steps. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -107,6 +108,55 @@ int main(void)
 		ccv_nnc_tensor_free(o);
 	}
 	CHECK(worst < 1e-5, "after %d steps, %d processes against one: worst relative difference %g", STEPS, size, worst);
+	/* fit, 50 steps of batch 64. */
+	{
+		enum { BATCH = 64, FIT_STEPS = 50 };
+		const int part = BATCH / size;
+		ccv_cnnp_model_t* one = compiled(BATCH, 0.5f / BATCH);
+		ccv_cnnp_model_t* many = compiled(part, 0.5f * size / BATCH);
+		ccv_cnnp_model_set_comm(many, comm, 256); /* a bucket per parameter or two */
+		float* x = malloc(sizeof(float) * BATCH * IN);
+		ccv_nnc_tensor_t* y1 = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, BATCH, 3), 0);
+		ccv_nnc_tensor_t* yn = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, part, 3), 0);
+		for (int step = 0; step < FIT_STEPS; step++)
+		{
+			for (int i = 0; i < BATCH * IN; i++)
+				x[i] = x_of(step, 2, i) + 0.25f * x_of(step, 3, i * 7);
+			ccv_nnc_tensor_t xa = ccv_nnc_tensor(x, CPU_TENSOR_NHWC(32F, BATCH, IN), 0);
+			ccv_nnc_tensor_t xp = ccv_nnc_tensor(x + rank * part * IN, CPU_TENSOR_NHWC(32F, part, IN), 0);
+			ccv_cnnp_model_fit(one, TENSOR_LIST(&xa), 0, 0, TENSOR_LIST(y1), 0, 0);
+			ccv_cnnp_model_fit(many, TENSOR_LIST(&xp), 0, 0, TENSOR_LIST(yn), 0, 0);
+			CHECK(!ccv_nnc_error_message()[0], "fit step %d", step);
+		}
+		double fit_worst = 0, fit_moved = 0;
+		ccv_cnnp_model_t* start = compiled(BATCH, 0.5f / BATCH);
+		for (int i = 0; i < PARAMS; i++)
+		{
+			ccv_nnc_tensor_t* a = parameter(one, i);
+			ccv_nnc_tensor_t* b = parameter(many, i);
+			ccv_nnc_tensor_t* o = parameter(start, i);
+			double diff = 0, mag = 0;
+			for (int k = 0; k < (int)ccv_nnc_tensor_count(a->info); k++)
+			{
+				diff = fmax(diff, fabs(a->data.f32[k] - b->data.f32[k]));
+				mag = fmax(mag, fabs(a->data.f32[k]));
+				fit_moved = fmax(fit_moved, fabs(a->data.f32[k] - o->data.f32[k]));
+			}
+			fit_worst = fmax(fit_worst, diff / fmax(mag, 1e-30));
+			ccv_nnc_tensor_free(a);
+			ccv_nnc_tensor_free(b);
+			ccv_nnc_tensor_free(o);
+		}
+		CHECK(fit_worst < 1e-5, "fit: after %d steps, %d processes x batch %d against one x %d: worst relative difference %g", FIT_STEPS, size, part, BATCH, fit_worst);
+		CHECK(fit_moved > 1e-2, "fit moved the parameters (by %g)", fit_moved);
+		printf("staged_dp: rank %d of %d: fit, %d steps of batch %d: worst relative difference %.3g (moved by up to %.3g)\n", rank, size, FIT_STEPS, BATCH, fit_worst, fit_moved);
+		free(x);
+		ccv_nnc_tensor_free(y1);
+		ccv_nnc_tensor_free(yn);
+		ccv_cnnp_model_free(start);
+		ccv_cnnp_model_free(one);
+		ccv_cnnp_model_free(many);
+	}
 	CHECK(moved > 1e-2, "training moved the parameters (by %g)", moved);
 	printf("staged_dp: rank %d of %d: %d steps, worst relative difference %.3g (parameters moved by up to %.3g); %d failures\n", rank, size, STEPS, worst, moved, failed);
 	ccv_cnnp_model_free(fresh);
