@@ -359,7 +359,9 @@ TEST(AutodiffSingle, AliasesAsWrtAndF) {
     for (int c = 0; c < 4; c++) {
       const double want = c == 1 || c == 2 ? std::exp(xt->data.f64[r * 4 + c]) : 0;
       EXPECT_NEAR(at(gx, static_cast<size_t>(r * 4 + c)), want, 1e-14) << r << "," << c;
-      if (c == 1 || c == 2) EXPECT_NEAR(at(gp, static_cast<size_t>(r * 2 + c - 1)), want, 1e-14) << r << "," << c;
+      if (c == 1 || c == 2) {
+        EXPECT_NEAR(at(gp, static_cast<size_t>(r * 2 + c - 1)), want, 1e-14) << r << "," << c;
+      }
     }
 }
 
