@@ -466,9 +466,13 @@ void winograd_conv(const Image& src, int top, int left, int cout, int R, const F
 // x 28, padding 2: see the commit log for the figures). The kernel reads
 // each image as KW shifted, zero-padded copies (plane1.hpp), made by the
 // thread that reaches the image, in its own (L1 / L2-sized) buffer.
+// Images whose copies pass 16 MiB (e.g. 7 x 7 over 1024 x 1024: 29 MiB a
+// buffer, one per part) keep the row path, whose scratch is one padded input.
+constexpr int64_t kPlane1MaxFloats = int64_t{1} << 22;
+
 bool plane1_for(const Geometry& g, int algorithm) {
   return algorithm == 0 && kernels() && g.C == 1 && g.G == 1 && g.SH == 1 && g.SW == 1 && g.y.sw == 1 &&
-         (g.K == 1 || g.y.sc != 1);
+         (g.K == 1 || g.y.sc != 1) && int64_t{g.KW} * (g.OH + int64_t{g.KH - 1} * g.DH) * g.OW <= kPlane1MaxFloats;
 }
 
 void forward_plane1(const Geometry& g, ccv_nnc_stream_context_t* stream) {
