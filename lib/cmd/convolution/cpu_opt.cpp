@@ -30,9 +30,10 @@
 //     the output at least 768 pixels (N x OH x OW): 2.5 to 4 times fewer
 //     multiply-adds, at a relative error of about 1e-6 instead of 1e-7 (on
 //     AVX2, 5x5 C32 fwd 6.1 -> 3.0 ms, 3x3 C64 36 -> 17 ms).
-//   The default forward of one input channel into channel-major (NCHW)
-//     output planes at stride 1 (a first layer) runs plane1.hpp's kernel
-//     instead, which writes the planes directly (forward_plane1).
+//   The forward of one input channel into channel-major (NCHW) output planes
+//     at stride 1 (a first layer) runs plane1.hpp's kernel for algorithms
+//     0..5 instead (0 the widest set, 1..3 AVX-512, 4..5 AVX2), which writes
+//     the planes directly (forward_plane1); 6 is still Winograd.
 //   An algorithm this CPU cannot run falls back to the default.
 #include <algorithm>
 #include <cstring>
@@ -461,7 +462,7 @@ void winograd_conv(const Image& src, int top, int left, int cout, int R, const F
 }
 
 // One input channel into channel-major output planes (NCHW), stride 1, the
-// default algorithm: plane1.hpp's kernel, which writes the planes directly
+// direct algorithms (0..5): plane1.hpp's kernel, which writes the planes directly
 // instead of computing NHWC rows and transposing them (5x5 C1 -> 32, 64 x 28
 // x 28, padding 2: see the commit log for the figures). The kernel reads
 // each image as KW shifted, zero-padded copies (plane1.hpp), made by the
@@ -471,12 +472,14 @@ void winograd_conv(const Image& src, int top, int left, int cout, int R, const F
 constexpr int64_t kPlane1MaxFloats = int64_t{1} << 22;
 
 bool plane1_for(const Geometry& g, int algorithm) {
-  return algorithm == 0 && kernels() && g.C == 1 && g.G == 1 && g.SH == 1 && g.SW == 1 && g.y.sw == 1 &&
+  return algorithm <= 5 && kernels() && g.C == 1 && g.G == 1 && g.SH == 1 && g.SW == 1 && g.y.sw == 1 &&
          (g.K == 1 || g.y.sc != 1) && int64_t{g.KW} * (g.OH + int64_t{g.KH - 1} * g.DH) * g.OW <= kPlane1MaxFloats;
 }
 
-void forward_plane1(const Geometry& g, ccv_nnc_stream_context_t* stream) {
-  const bool avx512 = kernels()->lanes == 16;
+// Like the direct kernels' algorithms: 0 the widest set, 1..3 AVX-512 (where
+// the CPU has it), 4..5 AVX2.
+void forward_plane1(const Geometry& g, int algorithm, ccv_nnc_stream_context_t* stream) {
+  const bool avx512 = kernels()->lanes == 16 && algorithm <= 3;
   const int F = avx512 ? kPlane1FiltersAvx512 : kPlane1FiltersAvx2;
   const int L = avx512 ? kPlane1LanesAvx512 : kPlane1LanesAvx2;
   void (*const kernel)(const Plane1Args&) = avx512 ? plane1_avx512 : plane1_avx2;
@@ -577,7 +580,7 @@ NNC_KERNEL(forward_impl) {
   const bool avx512 = kernels() && kernels()->lanes == 16;
   const int algorithm = chosen_algorithm(cmd);
   if (plane1_for(g, algorithm)) {
-    forward_plane1(g, stream_context);
+    forward_plane1(g, algorithm, stream_context);
     return CCV_NNC_EXEC_SUCCESS;
   }
   const Plan pl = plan_for(algorithm == 0 && rows && avx512 ? 1 : algorithm, g.Kg);
