@@ -30,6 +30,10 @@
 //     the output at least 768 pixels (N x OH x OW): 2.5 to 4 times fewer
 //     multiply-adds, at a relative error of about 1e-6 instead of 1e-7 (on
 //     AVX2, 5x5 C32 fwd 6.1 -> 3.0 ms, 3x3 C64 36 -> 17 ms).
+//   The forward of one input channel into channel-major (NCHW) output planes
+//     at stride 1 (a first layer) runs plane1.hpp's kernel for algorithms
+//     0..5 instead (0 the widest set, 1..3 AVX-512, 4..5 AVX2), which writes
+//     the planes directly (forward_plane1); 6 is still Winograd.
 //   An algorithm this CPU cannot run falls back to the default.
 #include <algorithm>
 #include <cstring>
@@ -38,6 +42,7 @@
 #include "cmd/common/transpose_avx512.hpp"
 #include "cmd/convolution/convolution.hpp"
 #include "cmd/convolution/kernels.hpp"
+#include "cmd/convolution/plane1.hpp"
 #include "cmd/convolution/winograd.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
@@ -456,6 +461,115 @@ void winograd_conv(const Image& src, int top, int left, int cout, int R, const F
   if (!out.direct) unpack(out.data, dst, th);
 }
 
+// One input channel into channel-major output planes (NCHW), stride 1, the
+// direct algorithms (0..5): plane1.hpp's kernel, which writes the planes directly
+// instead of computing NHWC rows and transposing them (5x5 C1 -> 32, 64 x 28
+// x 28, padding 2: see the commit log for the figures). The kernel reads
+// each image as KW shifted, zero-padded copies (plane1.hpp), made by the
+// thread that reaches the image, in its own (L1 / L2-sized) buffer.
+// Images whose copies pass 16 MiB (e.g. 7 x 7 over 1024 x 1024: 29 MiB a
+// buffer, one per part) keep the row path, whose scratch is one padded input.
+constexpr int64_t kPlane1MaxFloats = int64_t{1} << 22;
+
+bool plane1_for(const Geometry& g, int algorithm) {
+  return algorithm <= 5 && kernels() && g.C == 1 && g.G == 1 && g.SH == 1 && g.SW == 1 && g.y.sw == 1 &&
+         (g.K == 1 || g.y.sc != 1) && int64_t{g.KW} * (g.OH + int64_t{g.KH - 1} * g.DH) * g.OW <= kPlane1MaxFloats;
+}
+
+// Like the direct kernels' algorithms: 0 the widest set, 1..3 AVX-512 (where
+// the CPU has it), 4..5 AVX2.
+void forward_plane1(const Geometry& g, int algorithm, ccv_nnc_stream_context_t* stream) {
+  const bool avx512 = kernels()->lanes == 16 && algorithm <= 3;
+  const int F = avx512 ? kPlane1FiltersAvx512 : kPlane1FiltersAvx2;
+  const int L = avx512 ? kPlane1LanesAvx512 : kPlane1LanesAvx2;
+  void (*const kernel)(const Plane1Args&) = avx512 ? plane1_avx512 : plane1_avx2;
+  const int taps = g.KH * g.KW, blocks = (g.K + F - 1) / F;
+  // Copy j (j < KW) of an image: padded rows r < rows (input row r - PT),
+  // columns j * DW .. j * DW + OW - 1 (input column - PL), OW floats a row,
+  // then L floats of slack (zeros); the copies one after the other.
+  const int rows = g.OH + (g.KH - 1) * g.DH, OW = g.OW;
+  const int64_t copy = static_cast<int64_t>(rows) * OW + L, image = copy * g.KW;
+  // Threads take runs of (image, block of filters) pairs, a few runs each,
+  // and make an image's copies in their own buffer when they reach it.
+  const bool th = threaded(g);
+  const size_t parts = th ? std::min(static_cast<size_t>(g.N) * blocks, thread_count() * 4) : 1;
+  Arena arena;
+  arena.plan(parts * image);
+  arena.plan(static_cast<size_t>(blocks) * taps * F);
+  arena.plan(static_cast<size_t>(blocks) * F);
+  arena.plan(static_cast<size_t>(taps) * 2);
+  arena.start(stream);
+  float* const xs = arena.take(parts * image);
+  float* const wpk = arena.take(static_cast<size_t>(blocks) * taps * F);
+  float* const bpk = arena.take(static_cast<size_t>(blocks) * F);
+  int64_t* const tapoff = reinterpret_cast<int64_t*>(arena.take(static_cast<size_t>(taps) * 2));
+  // Weights [block][kh][kw][F], zeros past K; bias [block][F].
+  const float* w = fptr(g.w.data);
+  for (int kb = 0; kb < blocks; kb++)
+    for (int t = 0; t < taps; t++)
+      for (int f = 0; f < F; f++) {
+        const int k = kb * F + f;
+        wpk[(static_cast<size_t>(kb) * taps + t) * F + f] =
+            k < g.K ? w[k * g.w.sk + (t / g.KW) * g.w.skh + (t % g.KW) * g.w.skw] : 0.f;
+      }
+  for (int k = 0; k < blocks * F; k++) bpk[k] = g.bias && k < g.K ? fptr(g.bias)[k * g.bias_stride] : 0.f;
+  for (int kh = 0; kh < g.KH; kh++)
+    for (int kw = 0; kw < g.KW; kw++) tapoff[kh * g.KW + kw] = kw * copy + static_cast<int64_t>(kh) * g.DH * OW;
+  const float* const x = fptr(g.x.data);
+  // Image n's copies into buf (see above).
+  auto shifted = [&](int n, float* buf) {
+    for (int j = 0; j < g.KW; j++) {
+      float* out = buf + j * copy;
+      // Input columns i landing in 0 .. OW - 1 of this copy: at i + shift.
+      const int shift = g.PL - j * g.DW;
+      const int i0 = std::clamp(-shift, 0, g.W), i1 = std::clamp(OW - shift, i0, g.W);
+      for (int r = 0; r < rows; r++, out += OW) {
+        const int h = r - g.PT;
+        if (h < 0 || h >= g.H || i1 == i0) {
+          std::memset(out, 0, sizeof(float) * OW);
+          continue;
+        }
+        const float* in = x + n * g.x.sn + h * g.x.sh;
+        std::memset(out, 0, sizeof(float) * (i0 + shift));
+        if (g.x.sw == 1)
+          std::memcpy(out + i0 + shift, in + i0, sizeof(float) * (i1 - i0));
+        else
+          for (int i = i0; i < i1; i++) out[i + shift] = in[i * g.x.sw];
+        std::memset(out + i1 + shift, 0, sizeof(float) * (OW - i1 - shift));
+      }
+      std::memset(out, 0, sizeof(float) * L);
+    }
+  };
+  float* const y = reinterpret_cast<float*>(g.y.data);
+  const bool flat = g.y.sh == OW;  // rows of the planes adjacent: one line each
+  const size_t items = static_cast<size_t>(g.N) * blocks;
+  auto lock = compute_lock();
+  parallel(
+      parts,
+      [&](size_t pb, size_t pe) {
+        Plane1Args a;
+        a.tapoff = tapoff, a.taps = taps;
+        a.ysc = g.y.sc;
+        a.lines = flat ? 1 : g.OH, a.len = flat ? g.OH * OW : OW;
+        a.xline = OW, a.yline = g.y.sh;
+        for (size_t part = pb; part < pe; part++) {
+          float* const buf = xs + part * image;
+          int have = -1;  // the image in buf
+          for (size_t item = items * part / parts; item < items * (part + 1) / parts; item++) {
+            const int n = static_cast<int>(item / blocks), kb = static_cast<int>(item % blocks);
+            if (n != have) shifted(n, buf), have = n;
+            a.x = buf;
+            a.w = wpk + static_cast<size_t>(kb) * taps * F;
+            a.bias = g.bias ? bpk + kb * F : nullptr;
+            a.y = y + n * g.y.sn + static_cast<int64_t>(kb) * F * g.y.sc;
+            a.fvalid = std::min(F, g.K - kb * F);
+            kernel(a);
+          }
+        }
+      },
+      th);
+}
+
 NNC_KERNEL(forward_impl) {
   const Geometry g = geometry(cmd, hint, inputs[0], inputs[1], input_size > 2 ? inputs[2] : nullptr, outputs[0],
                               "CONVOLUTION_FORWARD");
@@ -465,6 +579,10 @@ NNC_KERNEL(forward_impl) {
   const bool rows = g.C == 1 && g.SW == 1 && g.DW == 1 && (g.KW == 3 || g.KW == 5);
   const bool avx512 = kernels() && kernels()->lanes == 16;
   const int algorithm = chosen_algorithm(cmd);
+  if (plane1_for(g, algorithm)) {
+    forward_plane1(g, algorithm, stream_context);
+    return CCV_NNC_EXEC_SUCCESS;
+  }
   const Plan pl = plan_for(algorithm == 0 && rows && avx512 ? 1 : algorithm, g.Kg);
   if (!pl.k) return forward_ref(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
   if (winograd_for(g, algorithm, g.C, g.K)) {

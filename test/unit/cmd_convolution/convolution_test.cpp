@@ -376,6 +376,9 @@ TEST_F(Conv, OptMatchesRef) {
         f.algorithm = bk.algorithm = algorithm;
         T y2(CCV_32F, c.y_shape(), c.format), dx2(CCV_32F, c.x_shape(), c.format), dw2(CCV_32F, c.w_shape(), c.format),
             db2(CCV_32F, {c.K}, c.format);
+        // Not what the last algorithm left in memory the allocator hands out again.
+        std::mt19937 junk(static_cast<unsigned>(algorithm + 2));
+        fill_uniform(y2, junk);
         ASSERT_EQ(run_hint(f, c.hint(), in, {y2}), 0) << ccv_nnc_error_message();
         // Winograd's transforms round more (relative error ~1e-5 of the
         // terms' magnitude instead of ~1e-7); it may run for algorithms 0 and 6.
@@ -405,6 +408,77 @@ TEST_F(Conv, OptMatchesRef) {
           EXPECT_EQ(max_rel_diff(dx2, by_default[1]), 0);
           EXPECT_EQ(max_rel_diff(dw2, by_default[2]), 0);
         }
+      }
+    }
+}
+
+// One input channel into NCHW output planes, stride 1 (a first layer): the
+// direct algorithms write the planes directly, vectorised along the pixels
+// (plane1.hpp; blocks of 4 filters x 8 lanes on AVX2, 8 x 16 on AVX-512;
+// algorithm 0 the widest set, 1 AVX-512 where the CPU has it, 4 AVX2).
+// Against CPU_REF and the double reference: widths that are no multiple of
+// the vectors, 1 x 1 images, padding past the window, asymmetric padding,
+// dilation, filter counts that leave partial blocks, batch 1 and 7, unbatched
+// input, inputs and outputs as strided views (outputs then go row by row),
+// problems large enough for the thread pool; the test_cmd_convolution_avx2
+// variant runs the AVX2 kernel. Also K = 1 in NHWC, whose output plane is
+// the same memory, with a strided (view) NHWC input.
+TEST_F(Conv, OptOneChannelPlanes) {
+  std::mt19937 rng(11);
+  auto pad = [](Case c, int t, int b, int l, int r) {
+    c.PT = t, c.PB = b, c.PL = l, c.PR = r;
+    return c;
+  };
+  std::vector<Case> cs = {
+      pad({8, 28, 28, 1, 32, 5, 5}, 2, 2, 2, 2),  // the reference network's first layer, 8 images
+      pad({7, 28, 28, 1, 32, 5, 5}, 2, 2, 2, 2),  // batch 7: threaded (4.4M multiply-adds)
+      pad({1, 13, 17, 1, 5, 5, 5}, 2, 2, 2, 2),   // odd widths, K = 5: one filter past a block of 4
+      pad({7, 9, 37, 1, 13, 3, 3}, 1, 1, 1, 1),   // 37 wide: 2 x 16 + 5, 4 x 8 + 5
+      pad({1, 1, 1, 1, 3, 5, 5}, 2, 2, 2, 2),     // 1 x 1 image: only the centre tap sees it
+      pad({1, 1, 1, 1, 9, 1, 1}, 0, 0, 0, 0),     // 1 x 1 everything
+      pad({2, 6, 5, 1, 17, 3, 3}, 4, 3, 5, 4),    // padding past the window on every side
+      pad({1, 11, 19, 1, 8, 5, 3}, 0, 3, 1, 0),   // asymmetric window and padding
+      pad({2, 15, 14, 1, 11, 3, 3}, 2, 2, 3, 1),  // dilated below
+      pad({1, 40, 67, 1, 33, 7, 7}, 3, 3, 3, 3),  // 7 x 7, long rows (several runs), K = 33
+      pad({1, 30, 2, 1, 4, 2, 2}, 0, 1, 0, 1),    // 2 wide, even window
+      pad({3, 4, 3, 1, 16, 1, 1}, 0, 0, 0, 0),    // 1 x 1 window: 12-pixel planes
+  };
+  cs[8].DH = 2, cs[8].DW = 3;
+  Case unbatched = pad({1, 10, 12, 1, 6, 3, 3}, 1, 1, 1, 1);
+  unbatched.batched = false;
+  cs.push_back(unbatched);
+  for (Case& c : cs) c.format = NCHW;
+  Case k1 = pad({3, 9, 11, 1, 1, 3, 3}, 1, 1, 1, 1);  // NHWC, K = 1
+  cs.push_back(k1);
+  Case nobias = pad({2, 8, 21, 1, 10, 5, 5}, 2, 2, 2, 2);
+  nobias.bias = false, nobias.format = NCHW;
+  cs.push_back(nobias);
+  for (const Case& c : cs)
+    for (int views = 0; views < 4; views++) {  // bit 0: x a view, bit 1: y a view
+      SCOPED_TRACE(testing::Message() << "views " << views << " N" << c.N << " " << c.H << "x" << c.W << " K" << c.K
+                                      << " " << c.KH << "x" << c.KW << " pad " << c.PT << c.PB << c.PL << c.PR
+                                      << " dil " << c.DH << "x" << c.DW << (c.format == NHWC ? " NHWC" : " NCHW"));
+      T x = make(CCV_32F, c.x_shape(), c.format, views & 1), w(CCV_32F, c.w_shape(), c.format);
+      T b(CCV_32F, {c.K}, c.format);
+      fill_uniform(x, rng), fill_uniform(w, rng), fill_uniform(b, rng);
+      std::vector<ccv_nnc_tensor_t*> in = {x, w};
+      if (c.bias) in.push_back(b);
+      T ref(CCV_32F, c.y_shape(), c.format), y = make(CCV_32F, c.y_shape(), c.format, views & 2);
+      ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_CPU_REF), c.hint(), in, {ref}), 0);
+      const std::vector<double> want = reference(c, x, w, c.bias ? &b : nullptr);
+      // 0: the widest set; 1: AVX-512 where the CPU has it; 4: AVX2.
+      for (int algorithm : {0, 1, 4}) {
+        SCOPED_TRACE(testing::Message() << "algorithm " << algorithm);
+        ccv_nnc_cmd_t f = c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_CPU_OPT);
+        f.algorithm = algorithm;
+        ASSERT_EQ(run_hint(f, c.hint(), in, {y}), 0) << ccv_nnc_error_message();
+        EXPECT_LE(max_rel_diff(y, ref), 1e-5);
+        if (views & 2) EXPECT_TRUE(y.guard_intact());
+        double worst = 0;
+        for (size_t i = 0; i < want.size(); i++)
+          worst = std::max(worst, std::fabs(y.get(i) - want[i]) / std::max(1.0, std::fabs(want[i])));
+        EXPECT_LE(worst, 1e-5);
+        fill_uniform(y, rng);  // no stale result carried to the next algorithm
       }
     }
 }
