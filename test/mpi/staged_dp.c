@@ -61,6 +61,36 @@ static ccv_nnc_tensor_t* parameter(ccv_cnnp_model_t* model, int i)
 	return t;
 }
 
+/* One process's model `a` against the processes' `b`: the worst difference
+ * relative to each tensor's largest value, and how far `a` moved from
+ * `start`; then, on every rank, whether `b` equals rank 0's, bit for bit. */
+static void compare(ccv_nnc_comm_t* comm, ccv_cnnp_model_t* a, ccv_cnnp_model_t* b, ccv_cnnp_model_t* start, double* worst, double* moved)
+{
+	*worst = 0, *moved = 0;
+	for (int i = 0; i < PARAMS; i++)
+	{
+		ccv_nnc_tensor_t* ta = parameter(a, i);
+		ccv_nnc_tensor_t* tb = parameter(b, i);
+		ccv_nnc_tensor_t* to = parameter(start, i);
+		const int n = (int)ccv_nnc_tensor_count(ta->info);
+		double diff = 0, mag = 0;
+		for (int k = 0; k < n; k++)
+		{
+			diff = fmax(diff, fabs(ta->data.f32[k] - tb->data.f32[k]));
+			mag = fmax(mag, fabs(ta->data.f32[k]));
+			*moved = fmax(*moved, fabs(ta->data.f32[k] - to->data.f32[k]));
+		}
+		*worst = fmax(*worst, diff / fmax(mag, 1e-30));
+		ccv_nnc_tensor_t* r0 = ccv_nnc_tensor_new(0, tb->info, 0);
+		ccv_nnc_cmd_exec(ccv_nnc_cmd_set_comm(CMD_COMM_BROADCAST_FORWARD(), comm), ccv_nnc_no_hint, 0, TENSOR_LIST(tb), TENSOR_LIST(r0), 0);
+		CHECK(memcmp(r0->data.f32, tb->data.f32, sizeof(float) * (size_t)n) == 0, "parameter %d is the same on rank %d as on rank 0", i, ccv_nnc_comm_rank(comm));
+		ccv_nnc_tensor_free(r0);
+		ccv_nnc_tensor_free(ta);
+		ccv_nnc_tensor_free(tb);
+		ccv_nnc_tensor_free(to);
+	}
+}
+
 int main(void)
 {
 	ccv_nnc_init();
@@ -85,28 +115,7 @@ int main(void)
 	}
 	double worst = 0, moved = 0;
 	ccv_cnnp_model_t* fresh = compiled(ROWS, 1.f / ROWS);
-	for (int i = 0; i < PARAMS; i++)
-	{
-		ccv_nnc_tensor_t* a = parameter(single, i);
-		ccv_nnc_tensor_t* b = parameter(dp, i);
-		ccv_nnc_tensor_t* o = parameter(fresh, i);
-		const int n = (int)ccv_nnc_tensor_count(a->info);
-		double diff = 0, mag = 0;
-		for (int k = 0; k < n; k++)
-		{
-			diff = fmax(diff, fabs(a->data.f32[k] - b->data.f32[k]));
-			mag = fmax(mag, fabs(a->data.f32[k]));
-			moved = fmax(moved, fabs(a->data.f32[k] - o->data.f32[k]));
-		}
-		worst = fmax(worst, diff / fmax(mag, 1e-30)); /* relative to the tensor's largest value */
-		ccv_nnc_tensor_t* r0 = ccv_nnc_tensor_new(0, b->info, 0);
-		ccv_nnc_cmd_exec(ccv_nnc_cmd_set_comm(CMD_COMM_BROADCAST_FORWARD(), comm), ccv_nnc_no_hint, 0, TENSOR_LIST(b), TENSOR_LIST(r0), 0);
-		CHECK(memcmp(r0->data.f32, b->data.f32, sizeof(float) * (size_t)n) == 0, "parameter %d is the same on rank %d as on rank 0", i, rank);
-		ccv_nnc_tensor_free(r0);
-		ccv_nnc_tensor_free(a);
-		ccv_nnc_tensor_free(b);
-		ccv_nnc_tensor_free(o);
-	}
+	compare(comm, single, dp, fresh, &worst, &moved);
 	CHECK(worst < 1e-5, "after %d steps, %d processes against one: worst relative difference %g", STEPS, size, worst);
 	/* fit, 50 steps of batch 64. */
 	{
@@ -130,23 +139,7 @@ int main(void)
 		}
 		double fit_worst = 0, fit_moved = 0;
 		ccv_cnnp_model_t* start = compiled(BATCH, 0.5f / BATCH);
-		for (int i = 0; i < PARAMS; i++)
-		{
-			ccv_nnc_tensor_t* a = parameter(one, i);
-			ccv_nnc_tensor_t* b = parameter(many, i);
-			ccv_nnc_tensor_t* o = parameter(start, i);
-			double diff = 0, mag = 0;
-			for (int k = 0; k < (int)ccv_nnc_tensor_count(a->info); k++)
-			{
-				diff = fmax(diff, fabs(a->data.f32[k] - b->data.f32[k]));
-				mag = fmax(mag, fabs(a->data.f32[k]));
-				fit_moved = fmax(fit_moved, fabs(a->data.f32[k] - o->data.f32[k]));
-			}
-			fit_worst = fmax(fit_worst, diff / fmax(mag, 1e-30));
-			ccv_nnc_tensor_free(a);
-			ccv_nnc_tensor_free(b);
-			ccv_nnc_tensor_free(o);
-		}
+		compare(comm, one, many, start, &fit_worst, &fit_moved);
 		CHECK(fit_worst < 1e-5, "fit: after %d steps, %d processes x batch %d against one x %d: worst relative difference %g", FIT_STEPS, size, part, BATCH, fit_worst);
 		CHECK(fit_moved > 1e-2, "fit moved the parameters (by %g)", fit_moved);
 		printf("staged_dp: rank %d of %d: fit, %d steps of batch %d: worst relative difference %.3g (moved by up to %.3g)\n", rank, size, FIT_STEPS, BATCH, fit_worst, fit_moved);
