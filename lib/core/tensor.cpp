@@ -412,6 +412,63 @@ void view_fill(ccv_nnc_tensor_view_t* view, const ccv_nnc_tensor_t* tensor, cons
   view->contiguous = contiguous ? 1 : 0;
 }
 
+// Copy between a packed buffer and a tensor of any strides, a run of the
+// innermost dimension at a time when it is contiguous.
+namespace {
+template <bool kToPacked>
+void copy_packed(const Layout& l, unsigned char* packed) {
+  const size_t esize = l.element_size;
+  const int nd = l.nd;
+  // A packed tensor (the common case) is one copy: row by row, a 3x3
+  // convolution's weights would be a memcpy of 12 bytes per row.
+  if (l.packed()) {
+    if (kToPacked)
+      std::memcpy(packed, l.data, l.count() * esize);
+    else
+      std::memcpy(l.data, packed, l.count() * esize);
+    return;
+  }
+  const int inner = l.dim[nd - 1];
+  const int64_t inner_stride = l.stride[nd - 1];
+  const size_t row_bytes = static_cast<size_t>(inner) * esize;
+  size_t at = 0;
+  auto row = [&](const int* index) {
+    unsigned char* p = l.at(index);
+    if (inner_stride == 1) {
+      if (kToPacked)
+        std::memcpy(packed + at, p, row_bytes);
+      else
+        std::memcpy(p, packed + at, row_bytes);
+    } else {
+      for (int i = 0; i < inner; i++) {
+        unsigned char* q = p + static_cast<int64_t>(i) * inner_stride * static_cast<int64_t>(esize);
+        if (kToPacked)
+          std::memcpy(packed + at + i * esize, q, esize);
+        else
+          std::memcpy(q, packed + at + i * esize, esize);
+      }
+    }
+    at += row_bytes;
+  };
+  if (nd == 1) {
+    const int zero[1] = {0};
+    row(zero);
+    return;
+  }
+  for_each_index(l.dim.data(), nd - 1, [&](const int* index) {
+    int full[kMaxDim] = {};
+    for (int i = 0; i < nd - 1; i++) full[i] = index[i];
+    row(full);
+  });
+}
+}  // namespace
+
+void pack(const Layout& l, void* to) { copy_packed<true>(l, static_cast<unsigned char*>(to)); }
+
+void unpack(const void* from, const Layout& l) {
+  copy_packed<false>(l, static_cast<unsigned char*>(const_cast<void*>(from)));
+}
+
 void tensor_zero(void* tensor_ptr) {
   NNC_CHECK(tensor_ptr, "ccv_nnc_tensor_zero: tensor is NULL");
   const auto* tensor = static_cast<const ccv_nnc_tensor_t*>(tensor_ptr);

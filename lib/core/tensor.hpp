@@ -80,6 +80,12 @@ struct Layout {
 // Layout of a tensor or tensor view. Throws on a multi-view or a NULL tensor.
 Layout layout_of(const ccv_nnc_tensor_t* tensor, const char* what = "tensor");
 
+// Copy a tensor or view of any strides into packed row-major bytes at `to`
+// (l.count() x l.element_size of them), and back: one memcpy when the tensor
+// is packed, else a run of the innermost dimension at a time.
+void pack(const Layout& l, void* to);
+void unpack(const void* from, const Layout& l);
+
 // Packed (row-major) strides of a shape.
 void packed_strides(const int* dim, int nd, int64_t* stride);
 

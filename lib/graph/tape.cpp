@@ -37,15 +37,7 @@ void tape_keep(ccv_nnc_tensor_tape_t* tape, const ccv_nnc_tensor_t* key, const c
                const std::vector<int64_t>& rounds) {
   const Layout l = layout_of(contents, "ccv_nnc_tensor_tape_io: tensor");
   std::vector<uint8_t> bytes(l.count() * l.element_size);
-  if (l.packed()) {
-    if (!bytes.empty()) std::memcpy(bytes.data(), l.data, bytes.size());
-  } else {
-    uint8_t* dst = bytes.data();
-    for_each_index(l.dim.data(), l.nd, [&](const int* index) {
-      std::memcpy(dst, l.at(index), l.element_size);
-      dst += l.element_size;
-    });
-  }
+  if (!bytes.empty()) pack(l, bytes.data());
   std::lock_guard<std::mutex> lock(tape->mutex);
   tape->kept[{key, rounds}] = std::move(bytes);
 }

@@ -69,55 +69,6 @@ Header header_of(const ccv_nnc_tensor_param_t& p) {
   return h;
 }
 
-// Copy between a packed buffer and a tensor of any strides, a run of the
-// innermost dimension at a time when it is contiguous.
-template <bool kToPacked>
-void copy_packed(const Layout& l, unsigned char* packed) {
-  const size_t esize = l.element_size;
-  const int nd = l.nd;
-  // A packed tensor (the common case) is one copy: row by row, a 3x3
-  // convolution's weights would be a memcpy of 12 bytes per row.
-  if (l.packed()) {
-    if (kToPacked)
-      std::memcpy(packed, l.data, l.count() * esize);
-    else
-      std::memcpy(l.data, packed, l.count() * esize);
-    return;
-  }
-  const int inner = l.dim[nd - 1];
-  const int64_t inner_stride = l.stride[nd - 1];
-  const size_t row_bytes = static_cast<size_t>(inner) * esize;
-  size_t at = 0;
-  auto row = [&](const int* index) {
-    unsigned char* p = l.at(index);
-    if (inner_stride == 1) {
-      if (kToPacked)
-        std::memcpy(packed + at, p, row_bytes);
-      else
-        std::memcpy(p, packed + at, row_bytes);
-    } else {
-      for (int i = 0; i < inner; i++) {
-        unsigned char* q = p + static_cast<int64_t>(i) * inner_stride * static_cast<int64_t>(esize);
-        if (kToPacked)
-          std::memcpy(packed + at + i * esize, q, esize);
-        else
-          std::memcpy(q, packed + at + i * esize, esize);
-      }
-    }
-    at += row_bytes;
-  };
-  if (nd == 1) {
-    const int zero[1] = {0};
-    row(zero);
-    return;
-  }
-  for_each_index(l.dim.data(), nd - 1, [&](const int* index) {
-    int full[kMaxDim] = {};
-    for (int i = 0; i < nd - 1; i++) full[i] = index[i];
-    row(full);
-  });
-}
-
 // DATA_TRANSFER between a host and a device tensor (the CUDA module's kernel).
 void transfer(ccv_nnc_tensor_t* from, ccv_nnc_tensor_t* to, const std::string& what) {
   const ccv_nnc_cmd_t cmd = ccv_nnc_cmd(CCV_NNC_DATA_TRANSFER_FORWARD, nullptr, ccv_nnc_cmd_auto, 0);
@@ -305,7 +256,7 @@ void write_tensor(sqlite3* db, const char* name, const ccv_nnc_tensor_t* tensor,
     raw = staging->data.u8;
   } else if (!l.packed()) {
     packed.resize(bytes);
-    copy_packed<true>(l, packed.data());
+    pack(l, packed.data());
     raw = packed.data();
   }
 
@@ -420,7 +371,7 @@ void read_tensor_into(sqlite3* db, const char* name, ccv_nnc_tensor_t* tensor,
     transfer(host.get(), tensor, what);
     return;
   }
-  copy_packed<false>(l, host->data.u8);
+  unpack(host->data.u8, l);
 }
 
 bool has_tensor(sqlite3* db, const char* name) {

@@ -14,18 +14,11 @@ namespace nnc::symbolic {
 
 namespace {
 
-// Copies between a tensor (any strides) and packed bytes.
-void pack(const ccv_nnc_tensor_t* t, unsigned char* to, size_t count) {
+// A gradient (any strides) into the staging buffer.
+void pack_gradient(const ccv_nnc_tensor_t* t, unsigned char* to, size_t count) {
   const Layout l = layout_of(t, "data parallel: a gradient");
   NNC_CHECK(l.count() == count, "data parallel: a gradient has %zu elements, its bucket expects %zu", l.count(), count);
-  if (l.packed()) {
-    std::memcpy(to, l.data, count * l.element_size);
-    return;
-  }
-  for_each_index(l.dim.data(), l.nd, [&](const int* at) {
-    std::memcpy(to, l.at(at), l.element_size);
-    to += l.element_size;
-  });
+  nnc::pack(l, to);
 }
 
 // out = sum * scale, element by element, from packed `from`.
@@ -78,7 +71,7 @@ int start_exec(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t, const int, ccv_nnc
     size_t at = 0;
     for (int i = 0; i < input_size; i++) {
       NNC_CHECK(inputs[i], "data parallel: gradient %d of a bucket is missing", i);
-      pack(inputs[i], b->staging.data() + at * es, b->counts[static_cast<size_t>(i)]);
+      pack_gradient(inputs[i], b->staging.data() + at * es, b->counts[static_cast<size_t>(i)]);
       at += b->counts[static_cast<size_t>(i)];
     }
     comm::Job& job = *b->job;

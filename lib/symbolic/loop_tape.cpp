@@ -15,32 +15,14 @@ namespace {
 void keep(std::vector<uint8_t>& bytes, const ccv_nnc_tensor_t* t) {
   const Layout l = layout_of(t, "the loop tape: a value");
   bytes.resize(l.count() * l.element_size);
-  if (bytes.empty()) return;
-  if (l.packed()) {
-    std::memcpy(bytes.data(), l.data, bytes.size());
-    return;
-  }
-  uint8_t* dst = bytes.data();
-  for_each_index(l.dim.data(), l.nd, [&](const int* index) {
-    std::memcpy(dst, l.at(index), l.element_size);
-    dst += l.element_size;
-  });
+  if (!bytes.empty()) pack(l, bytes.data());
 }
 
 void give_back(const std::vector<uint8_t>& bytes, ccv_nnc_tensor_t* t) {
   const Layout l = layout_of(t, "the loop tape: a value");
   NNC_CHECK(bytes.size() == l.count() * l.element_size, "the loop tape: a kept value has %zu bytes, its tensor %zu", bytes.size(),
             l.count() * l.element_size);
-  if (bytes.empty()) return;
-  if (l.packed()) {
-    std::memcpy(l.data, bytes.data(), bytes.size());
-    return;
-  }
-  const uint8_t* src = bytes.data();
-  for_each_index(l.dim.data(), l.nd, [&](const int* index) {
-    std::memcpy(l.at(index), src, l.element_size);
-    src += l.element_size;
-  });
+  if (!bytes.empty()) unpack(bytes.data(), l);
 }
 
 int64_t counter(const ccv_nnc_tensor_t* t) {

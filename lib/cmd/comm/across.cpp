@@ -22,23 +22,6 @@ const char* dt_name(const ccv_nnc_tensor_t* t) { return datatype_name(CCV_GET_DA
 // Pairs a command exchanges: the first output_size inputs with the outputs.
 int pair_count(int input_size, int output_size) { return std::min(input_size, output_size); }
 
-void copy_elements(const Layout& from, const Layout& to) {
-  if (from.packed() && to.packed()) {
-    std::memmove(to.data, from.data, from.count() * from.element_size);
-    return;
-  }
-  const size_t es = from.element_size;
-  for_each_index(from.dim.data(), from.nd, [&](const int* at) { std::memcpy(to.at(at), from.at(at), es); });
-}
-
-// A packed layout over `data` with `shape`'s dimensions.
-Layout packed_over(unsigned char* data, const Layout& shape) {
-  Layout l = shape;
-  l.data = data;
-  packed_strides(l.dim.data(), l.nd, l.stride.data());
-  return l;
-}
-
 }  // namespace
 
 void validate_across(const char* name, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
@@ -130,7 +113,7 @@ int run_across(ccv_nnc_comm_t* comm, uint32_t cmd, ccv_nnc_tensor_t* const* inpu
     for (int i = 0; i < n; i++) {
       const Layout& x = in[static_cast<size_t>(i)];
       if (x.datatype != dt) continue;
-      copy_elements(x, packed_over(staging.data() + at * es, x));
+      pack(x, staging.data() + at * es);
       at += x.count();
     }
     Job job;
@@ -148,7 +131,7 @@ int run_across(ccv_nnc_comm_t* comm, uint32_t cmd, ccv_nnc_tensor_t* const* inpu
       if (!write_everywhere && !root) {
         for_each_index(y.dim.data(), y.nd, [&](const int* idx) { std::memset(y.at(idx), 0, es); });
       } else {
-        copy_elements(packed_over(staging.data() + at * es, y), y);
+        unpack(staging.data() + at * es, y);
       }
       at += y.count();
     }
