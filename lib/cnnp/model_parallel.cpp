@@ -115,17 +115,19 @@ void average_gradients(Model* m, const char* what) {
     for (Param* p : params)
       if (CCV_GET_DATA_TYPE(p->gradient->info.datatype) == dt) ts.push_back(p->gradient.get());
     if (ts.empty()) continue;
-    ccv_nnc_cmd_t allreduce = ccv_nnc_cmd(CCV_NNC_COMM_ALLREDUCE_FORWARD, nullptr, ccv_nnc_cmd_auto, 0);
-    allreduce.data = m->comm;
-    const int r = ccv_nnc_cmd_exec(allreduce, ccv_nnc_no_hint, 0, ts.data(), static_cast<int>(ts.size()), ts.data(),
-                                   static_cast<int>(ts.size()), nullptr);
+    const ccv_nnc_cmd_t allreduce =
+        ccv_nnc_cmd_set_comm(ccv_nnc_cmd(CCV_NNC_COMM_ALLREDUCE_FORWARD, nullptr, ccv_nnc_cmd_auto, 0), m->comm);
+    int r = ccv_nnc_cmd_exec(allreduce, ccv_nnc_no_hint, 0, ts.data(), static_cast<int>(ts.size()), ts.data(),
+                             static_cast<int>(ts.size()), nullptr);
     if (r != CCV_NNC_EXEC_SUCCESS) fail(r, "%s: averaging the gradients: %s", what, error_message().c_str());
-    const double scale = 1.0 / m->comm->size;
-    for (ccv_nnc_tensor_t* t : ts)
-      for (size_t i = 0, n = ccv_nnc_tensor_count(t->info); i < n; i++) {
-        unsigned char* at = t->data.u8 + i * datatype_size(dt);
-        store_double(at, dt, load_double(at, dt) * scale);
-      }
+    // The sums to averages, in place, by the command's own kernels.
+    ccv_nnc_cmd_param_t p{};
+    p.blas.a[0] = 1.f / static_cast<float>(m->comm->size);
+    const ccv_nnc_cmd_t scale = ccv_nnc_cmd(CCV_NNC_SCALAR_MUL_FORWARD, nullptr, p, 0);
+    for (ccv_nnc_tensor_t* t : ts) {
+      r = ccv_nnc_cmd_exec(scale, ccv_nnc_no_hint, 0, &t, 1, &t, 1, nullptr);
+      if (r != CCV_NNC_EXEC_SUCCESS) fail(r, "%s: averaging the gradients: %s", what, error_message().c_str());
+    }
   }
   for (Param* p : params) p->has_gradient = true;
 }
