@@ -37,7 +37,9 @@ TEST_F(PoolAvx2, GateIsTheCompiledSet) {
   const bool set = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
   EXPECT_EQ(nnc::cpu_features().avx2, set);
   // AVX-512 implies the AVX2 set (every AVX-512 path may fall back to it).
-  if (nnc::cpu_features().avx512) EXPECT_TRUE(nnc::cpu_features().avx2);
+  if (nnc::cpu_features().avx512) {
+    EXPECT_TRUE(nnc::cpu_features().avx2);
+  }
 }
 
 TEST_F(PoolAvx2, MaxBackward2x2TilesToTheFirstMaximum) {
