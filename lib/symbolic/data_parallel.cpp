@@ -255,6 +255,9 @@ void data_parallel_comm(Graph* g, ccv_nnc_comm_t* comm, const ccv_nnc_tensor_sym
     ccv_nnc_graph_exec_symbol_t start{}, wait{};
   };
   std::vector<Made> made(buckets.size());
+  // For a roll-back: the readers' inputs before, and the symbols made.
+  std::vector<std::pair<int, std::vector<int>>> rewired;
+  std::vector<int> created;
   try {
     for (size_t k = 0; k < buckets.size(); k++) {
       Made& m = made[k];
@@ -271,6 +274,7 @@ void data_parallel_comm(Graph* g, ccv_nnc_comm_t* comm, const ccv_nnc_tensor_sym
         const std::string name = (t.name.empty() ? tensor_label(g, d) : t.name) + " average";
         const ccv_nnc_tensor_param_t info = t.info;
         m.outs.push_back(tensor_new(g, info, name.c_str()));
+        created.push_back(m.outs.back().d);
         result[static_cast<size_t>(i)] = m.outs.back();
         m.writers.push_back(writer[static_cast<size_t>(i)]);
         m.last = std::max(m.last, position[static_cast<size_t>(writer[static_cast<size_t>(i)])]);
@@ -281,6 +285,7 @@ void data_parallel_comm(Graph* g, ccv_nnc_comm_t* comm, const ccv_nnc_tensor_sym
       token_info.datatype = CCV_32F;
       token_info.dim[0] = 1;
       m.token = tensor_new(g, token_info, "data parallel token");
+      created.push_back(m.token.d);
       m.start = exec_new(g, custom(&start_vtab, m.bucket.get()), ins.data(), static_cast<int>(ins.size()), &m.token, 1, "data parallel start");
       added.push_back(m.start.d);
       g->owned.push_back(m.bucket);
@@ -306,6 +311,7 @@ void data_parallel_comm(Graph* g, ccv_nnc_comm_t* comm, const ccv_nnc_tensor_sym
         const int i = buckets[k][j];
         for (int e : readers[static_cast<size_t>(i)]) {
           Graph::Exec& x = g->execs[static_cast<size_t>(e)];
+          rewired.emplace_back(e, x.inputs);
           std::vector<ccv_nnc_tensor_symbol_t> in, out;
           for (int sym : x.inputs) in.push_back({sym == grad[static_cast<size_t>(i)] ? m.outs[j].d : sym, sym >= 0 ? g : nullptr});
           for (int sym : x.outputs) out.push_back({sym, sym >= 0 ? g : nullptr});
@@ -327,8 +333,19 @@ void data_parallel_comm(Graph* g, ccv_nnc_comm_t* comm, const ccv_nnc_tensor_sym
     for (const Made& m : made)
       if (!g->destinations.empty() && g->execs[static_cast<size_t>(m.wait.d)].outgoing.empty()) g->destinations.push_back(m.wait);
   } catch (...) {
+    // Leave the graph as it was: readers back on the gradients (latest first,
+    // a reader of two gradients was rewired twice), then the added execs
+    // (with their edges) and symbols gone.
+    for (auto it = rewired.rbegin(); it != rewired.rend(); ++it) {
+      const Graph::Exec& x = g->execs[static_cast<size_t>(it->first)];
+      std::vector<ccv_nnc_tensor_symbol_t> in, out;
+      for (int sym : it->second) in.push_back({sym, sym >= 0 ? g : nullptr});
+      for (int sym : x.outputs) out.push_back({sym, sym >= 0 ? g : nullptr});
+      exec_set_io(g, it->first, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()));
+    }
     for (int e : added)
       if (!(g->execs[static_cast<size_t>(e)].flags & CCV_NNC_GRAPH_EXEC_DEAD)) exec_free(g, {e, g});
+    for (int d : created) tensor_free(g, {d, g});
     throw;
   }
   if (averaged)
