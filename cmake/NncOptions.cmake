@@ -14,3 +14,4 @@ nnc_option(NNC_SANITIZE "Build with address and undefined-behaviour sanitizers" 
 nnc_option(NNC_CUDA "Build the CUDA backends (ON, OFF or AUTO)" AUTO)
 nnc_option(NNC_MPI "Build the MPI communicator for data parallelism across processes (ON, OFF or AUTO)" AUTO)
 nnc_option(NNC_BENCH_TORCH "Build the libtorch peer in benchmarks (ON, OFF or AUTO)" AUTO)
+nnc_option(NNC_CUDA_STATIC_RUNTIME "Link the CUDA runtime statically (for programs carried to another GPU machine)" OFF)
