@@ -80,6 +80,16 @@ TensorRef new_tensor(const ccv_nnc_tensor_param_t& info) {
 void copy_values(ccv_nnc_tensor_t* src, ccv_nnc_tensor_t* dst, const char* what) {
   NNC_CHECK(ccv_nnc_tensor_count(src->info) == ccv_nnc_tensor_count(dst->info), "%s: %zu elements into %zu", what,
             static_cast<size_t>(ccv_nnc_tensor_count(src->info)), static_cast<size_t>(ccv_nnc_tensor_count(dst->info)));
+  // Another type in another memory: converted where the source is, then moved
+  // (no kernel converts and moves at once).
+  if (src->info.datatype != dst->info.datatype && CCV_TENSOR_GET_MEMORY(src->info.type) != CCV_TENSOR_GET_MEMORY(dst->info.type)) {
+    ccv_nnc_tensor_param_t q = src->info;
+    q.datatype = dst->info.datatype;
+    TensorRef mid = new_tensor(q);
+    copy_values(src, mid.get(), what);
+    copy_values(mid.get(), dst, what);
+    return;
+  }
   const uint32_t id = src->info.datatype == dst->info.datatype ? CCV_NNC_DATA_TRANSFER_FORWARD : CCV_NNC_DATATYPE_CONVERSION_FORWARD;
   const int r = ccv_nnc_cmd_exec(ccv_nnc_cmd(id, nullptr, ccv_nnc_cmd_auto, 0), ccv_nnc_no_hint, 0, &src, 1, &dst, 1, nullptr);
   if (r != CCV_NNC_EXEC_SUCCESS) fail(r, "%s: %s", what, error_message().c_str());
@@ -513,19 +523,26 @@ void initialise(Param& p, SplitMix64& rng) {
   ccv_nnc_tensor_t* t = p.tensor.get();
   const size_t n = ccv_nnc_tensor_count(t->info);
   const Init& in = p.decl.init;
+  // Values are drawn on the host, in fp64 or fp32, and copied (converted,
+  // moved to the GPU) into the parameter when it is not such a CPU tensor.
   auto fill = [&](auto gen) {
-    if (t->info.datatype == CCV_32F) {
-      for (size_t i = 0; i < n; i++) t->data.f32[i] = static_cast<float>(gen());
-    } else if (t->info.datatype == CCV_64F) {
-      for (size_t i = 0; i < n; i++) t->data.f64[i] = gen();
-    } else {
-      // Other types: through fp32 and the library's conversion.
-      auto tmp = new_tensor([&] { auto q = t->info; q.datatype = CCV_32F; return q; }());
-      for (size_t i = 0; i < n; i++) tmp->data.f32[i] = static_cast<float>(gen());
-      ccv_nnc_tensor_t* src = tmp.get();
-      NNC_CHECK(ccv_nnc_cmd_exec(ccv_nnc_cmd(CCV_NNC_DATATYPE_CONVERSION_FORWARD, nullptr, ccv_nnc_cmd_auto, 0), ccv_nnc_no_hint, 0, &src, 1, &t, 1, nullptr) == CCV_NNC_EXEC_SUCCESS,
-                "initialising %s: %s", p.name.c_str(), error_message().c_str());
+    const bool direct = CCV_TENSOR_GET_MEMORY(t->info.type) == CCV_TENSOR_CPU_MEMORY &&
+                        (t->info.datatype == CCV_32F || t->info.datatype == CCV_64F);
+    TensorRef host;
+    ccv_nnc_tensor_t* h = t;
+    if (!direct) {
+      ccv_nnc_tensor_param_t q = t->info;
+      q.type = CCV_TENSOR_CPU_MEMORY;
+      if (q.datatype != CCV_64F) q.datatype = CCV_32F;
+      host = new_tensor(q);
+      h = host.get();
     }
+    if (h->info.datatype == CCV_32F) {
+      for (size_t i = 0; i < n; i++) h->data.f32[i] = static_cast<float>(gen());
+    } else {
+      for (size_t i = 0; i < n; i++) h->data.f64[i] = gen();
+    }
+    if (!direct) copy_values(h, t, format("initialising %s", p.name.c_str()).c_str());
   };
   switch (in.kind) {
     case Init::ZEROS: fill([] { return 0.0; }); break;

@@ -1,6 +1,7 @@
 #include "core/registry.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 
 #include "core/error.hpp"
@@ -113,11 +114,31 @@ const Kernel* Registry::kernel(uint32_t cmd, uint32_t backend) const {
   return nullptr;
 }
 
+std::vector<uint32_t> Registry::commands() const {
+  std::vector<uint32_t> ids;
+  ids.reserve(entries_.size());
+  for (const Entry& e : entries_) ids.push_back(e.info.cmd);
+  return ids;
+}
+
+namespace {
+std::atomic<void (*)(Registry&)> g_late{nullptr};
+std::atomic<bool> g_built{false};
+}  // namespace
+
+bool set_late_registration(void (*late)(Registry& registry)) {
+  if (g_built.load()) return false;
+  g_late.store(late);
+  return true;
+}
+
 const Registry& registry() {
   static const Registry instance = [] {
     Registry r;
     r.sorted_ = false;
     register_all_families(r);
+    g_built.store(true);
+    if (auto late = g_late.load()) late(r);
     r.freeze();
     return r;
   }();

@@ -112,6 +112,9 @@ class Registry {
   }
 
  public:
+  // Every registered command id.
+  std::vector<uint32_t> commands() const;
+
   // Whether the command is registered (inline: ccv_nnc_cmd asks on every call).
   bool has(uint32_t cmd) const { return find_fast(cmd) != nullptr; }
 
@@ -135,6 +138,11 @@ int backend_rank(uint32_t backend);
 
 // Every family's registration function, called once by registry().
 void register_all_families(Registry& registry);
+
+// A registration run after every family's and before the registry is frozen,
+// for test harnesses (test/fakegpu). Must be set before the first use of the
+// registry (ccv_nnc_init); later calls have no effect and return false.
+bool set_late_registration(void (*late)(Registry& registry));
 
 // Helpers for family descriptions.
 namespace shape {

@@ -473,7 +473,15 @@ void tensor_zero(void* tensor_ptr) {
   NNC_CHECK(tensor_ptr, "ccv_nnc_tensor_zero: tensor is NULL");
   const auto* tensor = static_cast<const ccv_nnc_tensor_t*>(tensor_ptr);
   const Layout l = layout_of(tensor, "ccv_nnc_tensor_zero: tensor");
-  NNC_CHECK(l.memory == CCV_TENSOR_CPU_MEMORY, "ccv_nnc_tensor_zero: only CPU tensors are supported in this build");
+  if (l.memory == CCV_TENSOR_GPU_MEMORY) {
+    // Not reachable from the host: SET_FORWARD(0) on the device.
+    ccv_nnc_cmd_param_t p;
+    std::memset(&p, 0, sizeof(p));
+    ccv_nnc_tensor_t* t = const_cast<ccv_nnc_tensor_t*>(tensor);
+    const int r = ccv_nnc_cmd_exec(ccv_nnc_cmd(CCV_NNC_SET_FORWARD, nullptr, p, 0), ccv_nnc_no_hint, 0, nullptr, 0, &t, 1, nullptr);
+    if (r != CCV_NNC_EXEC_SUCCESS) fail(r, "ccv_nnc_tensor_zero: %s", error_message().c_str());
+    return;
+  }
   if (!l.data || l.nd == 0) return;
   if (l.packed()) {
     std::memset(l.data, 0, l.count() * l.element_size);

@@ -1,0 +1,28 @@
+// A stand-in GPU for tests on machines without one (CI). "Device memory" is
+// host memory handed out through the hook the CUDA module installs
+// (core/device.hpp), on `devices` pretend devices, and every command gets a
+// GPU_REF kernel that runs its CPU_REF kernel on GPU tensors. What it checks
+// is everything around the kernels: that tensors, graph arenas, model
+// parameters and dataframe batches land in GPU memory on the right device,
+// that transfers are where they must be, and — because the pretend device
+// memory is kept unreadable (PROT_NONE) except while one of its kernels runs —
+// that no host code reads or writes GPU memory directly: such code crashes
+// here as it would on a real GPU.
+//
+// install() must run before ccv_nnc_init (or anything else that builds the
+// command registry); it returns false if that is too late. Not for CUDA
+// builds: the real module installs its own device memory.
+#pragma once
+
+#include <cstddef>
+
+namespace nnc_fakegpu {
+
+bool install(int devices);
+// Bytes of pretend device memory held now on `device`, and allocations made.
+size_t bytes_in_use(int device);
+size_t allocations(int device);
+// Kernels run through the pretend GPU since install.
+size_t kernels_run();
+
+}  // namespace nnc_fakegpu

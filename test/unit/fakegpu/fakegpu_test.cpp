@@ -1,0 +1,206 @@
+// GPU placement on the pretend GPU (fakegpu.hpp): tensors, transfers, kernels,
+// compiled graphs, models and dataframes put their data in GPU memory on the
+// device asked for, and give the CPU's results.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "fakegpu.hpp"
+#include "nnc/ccv_nnc.h"
+#include "nnc/ccv_nnc_easy.h"
+
+namespace {
+
+const bool g_installed = nnc_fakegpu::install(2);
+
+ccv_nnc_tensor_param_t gpu(int device, std::vector<int> dims) {
+  ccv_nnc_tensor_param_t p{};
+  p.type = static_cast<int>(CCV_TENSOR_GPU_MEMORY) | (device << 8);
+  p.format = CCV_TENSOR_FORMAT_NHWC;
+  p.datatype = CCV_32F;
+  for (size_t i = 0; i < dims.size(); i++) p.dim[i] = dims[i];
+  return p;
+}
+
+ccv_nnc_tensor_param_t cpu(std::vector<int> dims) {
+  ccv_nnc_tensor_param_t p = gpu(0, dims);
+  p.type = CCV_TENSOR_CPU_MEMORY;
+  return p;
+}
+
+ccv_nnc_cmd_t cmd(uint32_t id) {
+  ccv_nnc_cmd_param_t p;
+  std::memset(&p, 0, sizeof(p));
+  return ccv_nnc_cmd(id, nullptr, p, 0);
+}
+
+int exec(ccv_nnc_cmd_t c, std::vector<ccv_nnc_tensor_t*> in, std::vector<ccv_nnc_tensor_t*> out) {
+  return ccv_nnc_cmd_exec(c, ccv_nnc_no_hint, 0, in.data(), static_cast<int>(in.size()), out.data(),
+                          static_cast<int>(out.size()), nullptr);
+}
+
+void fill(ccv_nnc_tensor_t* t, std::mt19937& rng) {
+  std::uniform_real_distribution<float> d(-1, 1);
+  for (size_t i = 0; i < ccv_nnc_tensor_count(t->info); i++) t->data.f32[i] = d(rng);
+}
+
+TEST(FakeGpu, InstalledBeforeTheRegistry) {
+  ASSERT_TRUE(g_installed);
+  EXPECT_EQ(ccv_nnc_device_count(CCV_STREAM_CONTEXT_GPU), 2);
+}
+
+TEST(FakeGpu, TensorsLiveOnTheirDevice) {
+  const size_t before0 = nnc_fakegpu::bytes_in_use(0), before1 = nnc_fakegpu::bytes_in_use(1);
+  ccv_nnc_tensor_t* t = ccv_nnc_tensor_new(nullptr, gpu(1, {3, 5}), 0);
+  ASSERT_NE(t, nullptr) << ccv_nnc_error_message();
+  EXPECT_GE(nnc_fakegpu::bytes_in_use(1), before1 + 60);  // padded like host data
+  EXPECT_LT(nnc_fakegpu::bytes_in_use(1), before1 + 60 + 128);
+  EXPECT_EQ(nnc_fakegpu::bytes_in_use(0), before0);
+  ccv_nnc_tensor_free(t);
+  EXPECT_EQ(nnc_fakegpu::bytes_in_use(1), before1);
+  // A device that does not exist is refused with a message.
+  EXPECT_EQ(ccv_nnc_tensor_new(nullptr, gpu(2, {3}), 0), nullptr);
+  EXPECT_NE(std::strstr(ccv_nnc_error_message(), "device 2"), nullptr) << ccv_nnc_error_message();
+}
+
+// The harness itself: host code that touches GPU memory crashes.
+TEST(FakeGpuDeathTest, HostReadOfGpuMemoryCrashes) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  ccv_nnc_tensor_t* t = ccv_nnc_tensor_new(nullptr, gpu(0, {4}), 0);
+  ASSERT_NE(t, nullptr);
+  EXPECT_DEATH({ volatile float x = t->data.f32[1]; (void)x; }, "");
+  ccv_nnc_tensor_free(t);
+}
+
+TEST(FakeGpu, TransfersAndKernelsMatchTheCpu) {
+  std::mt19937 rng(11);
+  ccv_nnc_tensor_t* a = ccv_nnc_tensor_new(nullptr, cpu({7, 9}), 0);
+  ccv_nnc_tensor_t* b = ccv_nnc_tensor_new(nullptr, cpu({7, 9}), 0);
+  ccv_nnc_tensor_t* c = ccv_nnc_tensor_new(nullptr, cpu({7, 9}), 0);
+  ccv_nnc_tensor_t* back = ccv_nnc_tensor_new(nullptr, cpu({7, 9}), 0);
+  fill(a, rng), fill(b, rng);
+  ccv_nnc_tensor_t* ga = ccv_nnc_tensor_new(nullptr, gpu(1, {7, 9}), 0);
+  ccv_nnc_tensor_t* gb = ccv_nnc_tensor_new(nullptr, gpu(1, {7, 9}), 0);
+  ccv_nnc_tensor_t* gc = ccv_nnc_tensor_new(nullptr, gpu(1, {7, 9}), 0);
+  const size_t kernels = nnc_fakegpu::kernels_run();
+  ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {a, b}, {ga, gb}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  ASSERT_EQ(exec(cmd(CCV_NNC_EWSUM_FORWARD), {ga, gb}, {gc}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {gc}, {back}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  EXPECT_EQ(nnc_fakegpu::kernels_run(), kernels + 3);
+  ASSERT_EQ(exec(cmd(CCV_NNC_EWSUM_FORWARD), {a, b}, {c}), CCV_NNC_EXEC_SUCCESS);
+  for (int i = 0; i < 63; i++) EXPECT_EQ(back->data.f32[i], c->data.f32[i]) << i;
+  // A CPU and a GPU operand in one element-wise command is refused, as on a real GPU.
+  EXPECT_NE(exec(cmd(CCV_NNC_EWSUM_FORWARD), {a, gb}, {gc}), CCV_NNC_EXEC_SUCCESS);
+  for (ccv_nnc_tensor_t* t : {a, b, c, back, ga, gb, gc}) ccv_nnc_tensor_free(t);
+}
+
+ccv_cnnp_model_t* small_net() {
+  int k3[CCV_NNC_MAX_DIM_ALLOC] = {3, 3}, k2[CCV_NNC_MAX_DIM_ALLOC] = {2, 2};
+  ccv_nnc_hint_t pad1{}, stride2{};
+  pad1.stride.dim[0] = pad1.stride.dim[1] = 1;
+  pad1.border.begin[0] = pad1.border.begin[1] = pad1.border.end[0] = pad1.border.end[1] = 1;
+  stride2.stride.dim[0] = stride2.stride.dim[1] = 2;
+  ccv_cnnp_model_t* layers[] = {
+      ccv_cnnp_convolution(1, 3, k3, nullptr, 0, pad1, 0, 1, "conv"),
+      ccv_cnnp_relu(nullptr),
+      ccv_cnnp_max_pool(k2, stride2, nullptr),
+      ccv_cnnp_flatten(nullptr),
+      ccv_cnnp_dense(4, 0, 0, 1, "fc"),
+  };
+  return ccv_cnnp_sequential_new(layers, 5, 1, "net");
+}
+
+ccv_nnc_cmd_t sgd(float rate, float momentum) {
+  ccv_nnc_cmd_param_t p;
+  std::memset(&p, 0, sizeof(p));
+  p.sgd.rate = rate, p.sgd.scale = 1, p.sgd.momentum = momentum;
+  return ccv_nnc_cmd(CCV_NNC_SGD_FORWARD, nullptr, p, 0);
+}
+
+ccv_nnc_cmd_t crossentropy() {
+  ccv_nnc_cmd_param_t p;
+  std::memset(&p, 0, sizeof(p));
+  p.label_smoothing.trim1 = 1;
+  return ccv_nnc_cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD, nullptr, p, 0);
+}
+
+// The reference network's shape of model (convolution, ReLU, max pool,
+// dense, softmax cross-entropy, SGD with momentum), trained a few steps with
+// its inputs, parameters and minimiser state on GPU 1, against the same
+// model on the CPU from the same parameters.
+TEST(FakeGpu, ModelTrainsOnTheGpuAsOnTheCpu) {
+  const int N = 6, C = 2, H = 6, W = 5;
+  ccv_nnc_tensor_param_t xp = cpu({N, C, H, W});
+  xp.format = CCV_TENSOR_FORMAT_NCHW;
+  ccv_nnc_tensor_param_t gxp = xp;
+  gxp.type = static_cast<int>(CCV_TENSOR_GPU_MEMORY) | (1 << 8);
+  ccv_cnnp_model_t* on_cpu = small_net();
+  ccv_cnnp_model_t* on_gpu = small_net();
+  ccv_cnnp_model_compile(on_cpu, &xp, 1, sgd(0.05f, 0.9f), crossentropy());
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  const size_t before = nnc_fakegpu::bytes_in_use(1);
+  ccv_cnnp_model_compile(on_gpu, &gxp, 1, sgd(0.05f, 0.9f), crossentropy());
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  // Same starting point: the CPU model's parameters, set into the GPU model.
+  for (int i = 0; i < 4; i++) {
+    ccv_cnnp_model_io_t pc = ccv_cnnp_model_parameters(on_cpu, ALL_PARAMETERS, i);
+    ccv_cnnp_model_io_t pg = ccv_cnnp_model_parameters(on_gpu, ALL_PARAMETERS, i);
+    const ccv_nnc_tensor_param_t gp = ccv_cnnp_model_parameter_tensor_params(on_gpu, pg);
+    EXPECT_EQ(CCV_TENSOR_GET_MEMORY(gp.type), CCV_TENSOR_GPU_MEMORY) << "parameter " << i;
+    EXPECT_EQ(CCV_TENSOR_GET_DEVICE_ID(gp.type), 1) << "parameter " << i;
+    ccv_nnc_tensor_t* t = ccv_nnc_tensor_new(nullptr, ccv_cnnp_model_parameter_tensor_params(on_cpu, pc), 0);
+    ccv_cnnp_model_parameter_copy(on_cpu, pc, t);
+    ccv_cnnp_model_set_parameter(on_gpu, pg, t);
+    ASSERT_STREQ(ccv_nnc_error_message(), "") << "parameter " << i;
+    ccv_nnc_tensor_free(t);
+  }
+  std::mt19937 rng(5);
+  ccv_nnc_tensor_t* x = ccv_nnc_tensor_new(nullptr, xp, 0);
+  ccv_nnc_tensor_t* labels = ccv_nnc_tensor_new(nullptr, cpu({N}), 0);
+  ccv_nnc_tensor_t* logits = ccv_nnc_tensor_new(nullptr, cpu({N, 4}), 0);
+  ccv_nnc_tensor_t* glogits_back = ccv_nnc_tensor_new(nullptr, cpu({N, 4}), 0);
+  ccv_nnc_tensor_t* gx = ccv_nnc_tensor_new(nullptr, gxp, 0);
+  ccv_nnc_tensor_t* glabels = ccv_nnc_tensor_new(nullptr, gpu(1, {N}), 0);
+  ccv_nnc_tensor_t* glogits = ccv_nnc_tensor_new(nullptr, gpu(1, {N, 4}), 0);
+  const size_t kernels = nnc_fakegpu::kernels_run();
+  for (int step = 0; step < 5; step++) {
+    fill(x, rng);
+    for (int n = 0; n < N; n++) labels->data.f32[n] = static_cast<float>((n * 7 + step) % 4);
+    ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {x, labels}, {gx, glabels}), CCV_NNC_EXEC_SUCCESS);
+    ccv_nnc_tensor_t *cx[] = {x}, *cf[] = {labels}, *co[] = {logits};
+    ccv_nnc_tensor_t *gxs[] = {gx}, *gf[] = {glabels}, *go[] = {glogits};
+    ccv_cnnp_model_fit(on_cpu, cx, 1, cf, 1, co, 1, nullptr, nullptr);
+    ASSERT_STREQ(ccv_nnc_error_message(), "");
+    ccv_cnnp_model_fit(on_gpu, gxs, 1, gf, 1, go, 1, nullptr, nullptr);
+    ASSERT_STREQ(ccv_nnc_error_message(), "") << "step " << step;
+    ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {glogits}, {glogits_back}), CCV_NNC_EXEC_SUCCESS);
+    // The GPU side runs the reference kernels, the CPU side the optimised
+    // ones: they agree to fp32 rounding of sums of a few dozen terms.
+    for (int i = 0; i < N * 4; i++)
+      EXPECT_NEAR(glogits_back->data.f32[i], logits->data.f32[i], 1e-4f) << "step " << step << " logit " << i;
+  }
+  EXPECT_GT(nnc_fakegpu::bytes_in_use(1), before);  // parameters, momenta and the arena
+  // Forward, backward and a minimiser per parameter each step, on the GPU.
+  EXPECT_GT(nnc_fakegpu::kernels_run(), kernels + 5 * 12);
+  for (int i = 0; i < 4; i++) {
+    ccv_cnnp_model_io_t pc = ccv_cnnp_model_parameters(on_cpu, ALL_PARAMETERS, i);
+    ccv_cnnp_model_io_t pg = ccv_cnnp_model_parameters(on_gpu, ALL_PARAMETERS, i);
+    ccv_nnc_tensor_t* a = ccv_nnc_tensor_new(nullptr, ccv_cnnp_model_parameter_tensor_params(on_cpu, pc), 0);
+    ccv_nnc_tensor_t* b = ccv_nnc_tensor_new(nullptr, ccv_cnnp_model_parameter_tensor_params(on_cpu, pc), 0);
+    ccv_cnnp_model_parameter_copy(on_cpu, pc, a);
+    ccv_cnnp_model_parameter_copy(on_gpu, pg, b);
+    ASSERT_STREQ(ccv_nnc_error_message(), "");
+    for (size_t e = 0; e < ccv_nnc_tensor_count(a->info); e++)
+      EXPECT_NEAR(b->data.f32[e], a->data.f32[e], 1e-4f) << "parameter " << i << " element " << e;
+    ccv_nnc_tensor_free(a);
+    ccv_nnc_tensor_free(b);
+  }
+  for (ccv_nnc_tensor_t* t : {x, labels, logits, glogits_back, gx, glabels, glogits}) ccv_nnc_tensor_free(t);
+  ccv_cnnp_model_free(on_cpu);
+  ccv_cnnp_model_free(on_gpu);
+}
+
+}  // namespace
