@@ -1722,8 +1722,12 @@ void backward(DG* g, const ccv_nnc_tensor_variable_t* f_variables, int f_size, c
     } else {
       hold.push_back(new_storage(g, g->trace->tensors[static_cast<size_t>(seed.d)].info, what));
       t = hold.back().get();
-      const int n = ccv_nnc_tensor_count(t->info);
-      for (int k = 0; k < n; k++) store_double(t->data.u8 + static_cast<size_t>(k) * datatype_size(t->info.datatype), t->info.datatype, 1.0);
+      // Ones, by SET_FORWARD: the seed may live on a GPU.
+      ccv_nnc_cmd_param_t ones;
+      std::memset(&ones, 0, sizeof(ones));
+      ones.blas.a[0] = 1;
+      const int r = ccv_nnc_cmd_exec(ccv_nnc_cmd(CCV_NNC_SET_FORWARD, nullptr, ones, 0), ccv_nnc_no_hint, 0, nullptr, 0, &t, 1, nullptr);
+      NNC_CHECK(r == CCV_NNC_EXEC_SUCCESS, "%s: setting the seed gradient of f %d to ones: %s", what, i, error_message().c_str());
     }
     binds.push_back({seed, t});
   }

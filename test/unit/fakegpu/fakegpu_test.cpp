@@ -8,6 +8,8 @@
 #include <random>
 #include <vector>
 
+#include <unistd.h>
+
 #include "fakegpu.hpp"
 #include "nnc/ccv_nnc.h"
 #include "nnc/ccv_nnc_easy.h"
@@ -201,6 +203,120 @@ TEST(FakeGpu, ModelTrainsOnTheGpuAsOnTheCpu) {
   for (ccv_nnc_tensor_t* t : {x, labels, logits, glogits_back, gx, glabels, glogits}) ccv_nnc_tensor_free(t);
   ccv_cnnp_model_free(on_cpu);
   ccv_cnnp_model_free(on_gpu);
+}
+
+TEST(FakeGpu, TensorZeroRunsOnTheDevice) {
+  std::mt19937 rng(3);
+  ccv_nnc_tensor_t* h = ccv_nnc_tensor_new(nullptr, cpu({5, 3}), 0);
+  fill(h, rng);
+  ccv_nnc_tensor_t* g = ccv_nnc_tensor_new(nullptr, gpu(0, {5, 3}), 0);
+  ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {h}, {g}), CCV_NNC_EXEC_SUCCESS);
+  ccv_nnc_tensor_zero(g);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {g}, {h}), CCV_NNC_EXEC_SUCCESS);
+  for (int i = 0; i < 15; i++) EXPECT_EQ(h->data.f32[i], 0.0f) << i;
+  ccv_nnc_tensor_free(h);
+  ccv_nnc_tensor_free(g);
+}
+
+// The dynamic graph with its variables on GPU 1: y = a * b + a, and the
+// gradients of sum(y) by backward, against the closed forms on the host.
+TEST(FakeGpu, DynamicGraphOnTheGpu) {
+  std::mt19937 rng(9);
+  ccv_nnc_tensor_t* ha = ccv_nnc_tensor_new(nullptr, cpu({4, 6}), 0);
+  ccv_nnc_tensor_t* hb = ccv_nnc_tensor_new(nullptr, cpu({4, 6}), 0);
+  fill(ha, rng), fill(hb, rng);
+  ccv_nnc_dynamic_graph_t* graph = ccv_nnc_dynamic_graph_new();
+  ccv_nnc_tensor_variable_t a = ccv_nnc_tensor_variable_new(graph, gpu(1, {4, 6}));
+  ccv_nnc_tensor_variable_t b = ccv_nnc_tensor_variable_new(graph, gpu(1, {4, 6}));
+  ccv_nnc_tensor_variable_t ab = ccv_nnc_tensor_variable_new(graph);
+  ccv_nnc_tensor_variable_t y = ccv_nnc_tensor_variable_new(graph);
+  ccv_nnc_tensor_t* ta = ccv_nnc_tensor_from_variable(graph, a);
+  ccv_nnc_tensor_t* tb = ccv_nnc_tensor_from_variable(graph, b);
+  ASSERT_NE(ta, nullptr);
+  ASSERT_EQ(CCV_TENSOR_GET_MEMORY(ta->info.type), CCV_TENSOR_GPU_MEMORY);
+  ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {ha, hb}, {ta, tb}), CCV_NNC_EXEC_SUCCESS);
+  ccv_nnc_tensor_variable_t in1[] = {a, b}, out1[] = {ab};
+  ASSERT_EQ(ccv_nnc_dynamic_graph_exec(graph, cmd(CCV_NNC_EWPROD_FORWARD), ccv_nnc_no_hint, 0, in1, 2, out1, 1, 0, nullptr),
+            CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  ccv_nnc_tensor_variable_t in2[] = {ab, a}, out2[] = {y};
+  ASSERT_EQ(ccv_nnc_dynamic_graph_exec(graph, cmd(CCV_NNC_EWSUM_FORWARD), ccv_nnc_no_hint, 0, in2, 2, out2, 1, 0, nullptr),
+            CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  ccv_nnc_tensor_t* ty = ccv_nnc_tensor_from_variable(graph, y);
+  ASSERT_NE(ty, nullptr);
+  EXPECT_EQ(CCV_TENSOR_GET_MEMORY(ty->info.type), CCV_TENSOR_GPU_MEMORY);
+  EXPECT_EQ(CCV_TENSOR_GET_DEVICE_ID(ty->info.type), 1);
+  ccv_nnc_tensor_t* hy = ccv_nnc_tensor_new(nullptr, cpu({4, 6}), 0);
+  ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {ty}, {hy}), CCV_NNC_EXEC_SUCCESS);
+  for (int i = 0; i < 24; i++) EXPECT_FLOAT_EQ(hy->data.f32[i], ha->data.f32[i] * hb->data.f32[i] + ha->data.f32[i]) << i;
+  // d sum(y) / da = b + 1, / db = a (the seed gradient of ones is made on the device).
+  ccv_nnc_tensor_variable_t da = ccv_nnc_tensor_variable_new(graph), db = ccv_nnc_tensor_variable_new(graph);
+  ccv_nnc_tensor_variable_t f[] = {y}, wrt[] = {a, b}, grads[] = {da, db};
+  ccv_nnc_dynamic_graph_backward(graph, f, 1, nullptr, wrt, 2, grads, 2, nullptr);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  ccv_nnc_tensor_t* tda = ccv_nnc_tensor_from_variable(graph, da);
+  ccv_nnc_tensor_t* tdb = ccv_nnc_tensor_from_variable(graph, db);
+  ASSERT_NE(tda, nullptr);
+  ASSERT_NE(tdb, nullptr);
+  EXPECT_EQ(CCV_TENSOR_GET_MEMORY(tda->info.type), CCV_TENSOR_GPU_MEMORY);
+  ccv_nnc_tensor_t* hda = ccv_nnc_tensor_new(nullptr, cpu({4, 6}), 0);
+  ccv_nnc_tensor_t* hdb = ccv_nnc_tensor_new(nullptr, cpu({4, 6}), 0);
+  ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {tda, tdb}, {hda, hdb}), CCV_NNC_EXEC_SUCCESS);
+  for (int i = 0; i < 24; i++) {
+    EXPECT_FLOAT_EQ(hda->data.f32[i], hb->data.f32[i] + 1) << i;
+    EXPECT_FLOAT_EQ(hdb->data.f32[i], ha->data.f32[i]) << i;
+  }
+  ccv_nnc_dynamic_graph_free(graph);
+  for (ccv_nnc_tensor_t* t : {ha, hb, hy, hda, hdb}) ccv_nnc_tensor_free(t);
+}
+
+// A GPU model's parameters written to SQLite and read into a CPU model, and
+// back into a second GPU model: the values survive both ways.
+TEST(FakeGpu, ModelParametersPersistFromAndToTheGpu) {
+  const int N = 2, C = 2, H = 6, W = 5;
+  ccv_nnc_tensor_param_t xp = cpu({N, C, H, W});
+  xp.format = CCV_TENSOR_FORMAT_NCHW;
+  ccv_nnc_tensor_param_t gxp = xp;
+  gxp.type = static_cast<int>(CCV_TENSOR_GPU_MEMORY) | (1 << 8);
+  ccv_cnnp_model_t* g1 = small_net();
+  ccv_cnnp_model_t* c = small_net();
+  ccv_cnnp_model_t* g2 = small_net();
+  ccv_cnnp_model_compile(g1, &gxp, 1, sgd(0.05f, 0.9f), crossentropy());
+  ccv_cnnp_model_compile(c, &xp, 1, sgd(0.05f, 0.9f), crossentropy());
+  ccv_cnnp_model_compile(g2, &gxp, 1, sgd(0.05f, 0.9f), crossentropy());
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  char path[] = "/tmp/nnc-fakegpu-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  ccv_cnnp_model_write_to_file(g1, path, nullptr);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  ccv_cnnp_model_read_from_file(path, nullptr, c);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  ccv_cnnp_model_read_from_file(path, nullptr, g2);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  unlink(path);
+  for (int i = 0; i < 4; i++) {
+    const ccv_nnc_tensor_param_t p = ccv_cnnp_model_parameter_tensor_params(c, ccv_cnnp_model_parameters(c, ALL_PARAMETERS, i));
+    ccv_nnc_tensor_t* v1 = ccv_nnc_tensor_new(nullptr, p, 0);
+    ccv_nnc_tensor_t* vc = ccv_nnc_tensor_new(nullptr, p, 0);
+    ccv_nnc_tensor_t* v2 = ccv_nnc_tensor_new(nullptr, p, 0);
+    ccv_cnnp_model_parameter_copy(g1, ccv_cnnp_model_parameters(g1, ALL_PARAMETERS, i), v1);
+    ccv_cnnp_model_parameter_copy(c, ccv_cnnp_model_parameters(c, ALL_PARAMETERS, i), vc);
+    ccv_cnnp_model_parameter_copy(g2, ccv_cnnp_model_parameters(g2, ALL_PARAMETERS, i), v2);
+    ASSERT_STREQ(ccv_nnc_error_message(), "");
+    bool nonzero = false;
+    for (size_t e = 0; e < ccv_nnc_tensor_count(p); e++) {
+      EXPECT_EQ(vc->data.f32[e], v1->data.f32[e]) << "parameter " << i << " element " << e;
+      EXPECT_EQ(v2->data.f32[e], v1->data.f32[e]) << "parameter " << i << " element " << e;
+      nonzero |= v1->data.f32[e] != 0;
+    }
+    if (i % 2 == 0) EXPECT_TRUE(nonzero) << "weights are drawn at random, not zero";
+    for (ccv_nnc_tensor_t* t : {v1, vc, v2}) ccv_nnc_tensor_free(t);
+  }
+  ccv_cnnp_model_free(g1);
+  ccv_cnnp_model_free(c);
+  ccv_cnnp_model_free(g2);
 }
 
 }  // namespace
