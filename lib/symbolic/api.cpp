@@ -259,24 +259,36 @@ NNC_API void ccv_nnc_tensor_arena_clear_bindings(ccv_nnc_tensor_arena_t* const t
 NNC_API void ccv_nnc_tensor_arena_buffer_free(ccv_nnc_tensor_arena_t* const tensor_arena) {
   guard_void([&] {
     NNC_CHECK(tensor_arena, "ccv_nnc_tensor_arena_buffer_free: the tensor arena is NULL");
-    if (!tensor_arena->buffer) return;
-    // Tensors that pointed into the buffer point nowhere now (a run fails with a message, not a stray write).
-    const unsigned char* lo = tensor_arena->buffer;
-    const unsigned char* hi = lo + tensor_arena->size;
+    if (!tensor_arena->buffer && tensor_arena->sides.empty()) return;
+    // Tensors that pointed into the buffers point nowhere now (a run fails with a message, not a stray write).
+    std::vector<std::pair<const unsigned char*, const unsigned char*>> ranges;
+    if (tensor_arena->buffer) ranges.emplace_back(tensor_arena->buffer, tensor_arena->buffer + tensor_arena->size);
+    for (const auto& side : tensor_arena->sides) {
+      const auto* lo = static_cast<const unsigned char*>(side.raw);
+      ranges.emplace_back(lo, lo + side.size);
+    }
+    auto inside = [&](const unsigned char* p) {
+      for (const auto& [lo, hi] : ranges)
+        if (p >= lo && p < hi) return true;
+      return false;
+    };
     for (size_t d = 0; d < tensor_arena->headers.size(); d++) {
-      if (tensor_arena->own[d] >= lo && tensor_arena->own[d] < hi) tensor_arena->own[d] = nullptr;
+      if (inside(tensor_arena->own[d])) tensor_arena->own[d] = nullptr;
       ccv_nnc_tensor_view_t* h = tensor_arena->headers[d].get();
-      if (h && h->data.u8 >= lo && h->data.u8 < hi) h->data.u8 = nullptr;
+      if (h && inside(h->data.u8)) h->data.u8 = nullptr;
     }
     for (auto& sa : tensor_arena->subs)
       for (auto& h : sa->headers)
-        if (h && h->data.u8 >= lo && h->data.u8 < hi) h->data.u8 = nullptr;
+        if (h && inside(h->data.u8)) h->data.u8 = nullptr;
     tensor_arena->release();
   });
 }
 
 NNC_API uint64_t ccv_nnc_tensor_arena_size(const ccv_nnc_tensor_arena_t* const tensor_arena) {
-  return tensor_arena ? tensor_arena->size : 0;
+  if (!tensor_arena) return 0;
+  uint64_t size = tensor_arena->size;  // and the other devices' arenas of a graph over several GPUs
+  for (const auto& side : tensor_arena->sides) size += side.size;
+  return size;
 }
 
 NNC_API void ccv_nnc_tensor_arena_free(ccv_nnc_tensor_arena_t* const tensor_arena) { delete tensor_arena; }
@@ -805,24 +817,32 @@ NNC_API void ccv_nnc_graph_exec_reinit(ccv_nnc_graph_exec_arena_t* const graph_e
 
 // --- data parallelism ---------------------------------------------------------
 
-NNC_API void ccv_nnc_symbolic_graph_data_parallel(ccv_nnc_symbolic_graph_t* const graph, const int parallel, const ccv_nnc_tensor_symbol_t* const,
-                                                  const int, const ccv_nnc_tensor_symbol_t* const allreducers, const int allreducer_size,
-                                                  ccv_nnc_tensor_symbol_t* const allreducer_outs, const ccv_nnc_tensor_symbol_t* const,
-                                                  const int, ccv_nnc_tensor_symbol_t* const, const int reduce_op_type,
-                                                  const ccv_nnc_graph_exec_symbol_t* const, const int, const ccv_nnc_graph_exec_symbol_t* const,
-                                                  const int) {
+NNC_API void ccv_nnc_symbolic_graph_data_parallel(ccv_nnc_symbolic_graph_t* const graph, const int parallel,
+                                                  const ccv_nnc_tensor_symbol_t* const broadcasts, const int broadcast_size,
+                                                  const ccv_nnc_tensor_symbol_t* const allreducers, const int allreducer_size,
+                                                  ccv_nnc_tensor_symbol_t* const allreducer_outs,
+                                                  const ccv_nnc_tensor_symbol_t* const reducers, const int reducer_size,
+                                                  ccv_nnc_tensor_symbol_t* const reducer_outs, const int reduce_op_type,
+                                                  const ccv_nnc_graph_exec_symbol_t* const sources, const int source_size,
+                                                  const ccv_nnc_graph_exec_symbol_t* const destinations,
+                                                  const int destination_size) {
   nnc::guard_void([&] {
     const char* what = "ccv_nnc_symbolic_graph_data_parallel";
     NNC_CHECK(graph, "%s: graph is NULL", what);
     NNC_CHECK(reduce_op_type == CCV_NNC_PARALLEL_REDUCE_OP_SUM, "%s: reduce op %d; the only one is CCV_NNC_PARALLEL_REDUCE_OP_SUM", what,
               reduce_op_type);
     NNC_CHECK(parallel >= 0, "%s: parallel is %d", what, parallel);
-    NNC_CHECK(parallel <= 1,
-              "%s: %d devices asked for; on the CPU a graph runs on one device (copies across GPUs need the CUDA backends; "
-              "across processes use ccv_nnc_symbolic_graph_data_parallel_comm)",
-              what, parallel);
-    // One device: nothing to copy or reduce; the allreduced symbols are themselves.
-    for (int i = 0; i < allreducer_size && allreducer_outs && allreducers; i++) allreducer_outs[i] = allreducers[i];
+    // 0: every GPU there is.
+    const int devices = parallel == 0 ? ccv_nnc_device_count(CCV_STREAM_CONTEXT_GPU) : parallel;
+    if (devices <= 1) {
+      // One device: nothing to copy or reduce; the allreduced and reduced symbols are themselves.
+      for (int i = 0; i < allreducer_size && allreducer_outs && allreducers; i++) allreducer_outs[i] = allreducers[i];
+      for (int i = 0; i < reducer_size && reducer_outs && reducers; i++) reducer_outs[i] = reducers[i];
+      return;
+    }
+    nnc::symbolic::data_parallel_devices(graph, devices, broadcasts, broadcast_size, allreducers, allreducer_size,
+                                         allreducer_outs, reducers, reducer_size, reducer_outs, sources, source_size,
+                                         destinations, destination_size);
   });
 }
 

@@ -24,6 +24,9 @@ ccv_nnc_tensor_sub_arena_s::~ccv_nnc_tensor_sub_arena_s() {
 }
 
 void ccv_nnc_tensor_arena_s::release() {
+  for (const Side& side : sides)
+    if (side.raw && nnc::device_memory()) nnc::device_memory()->free(side.device, side.raw);
+  sides.clear();
   if (!raw) return;
   if (allocator.isa && allocator.isa->free)
     allocator.isa->free(raw, allocator.context.free);
@@ -777,36 +780,81 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
       }
     }
   }
-  auto planned = alloc::plan(problem);
-  NNC_CHECK(planned, "%s: the memory planner failed: %s", what, planned.error().c_str());
-  const alloc::Plan& plan = planned.value();
-
-  // One arena, so one kind of memory: host, or one GPU's (a graph whose
-  // symbols live on both binds one side's tensors).
-  int arena_memory = 0, arena_device = 0;
-  auto place = [&](const ccv_nnc_tensor_param_t& info, const std::string& who) {
+  // Where each arena tensor lives: host memory, or one GPU's. Tensors of one
+  // place share one buffer and one plan; a graph over several GPUs (data
+  // parallelism) gets a buffer and a plan per device, so tensors of two
+  // devices never share bytes.
+  struct Place {
+    int memory, device;
+    bool operator==(const Place& o) const { return memory == o.memory && device == o.device; }
+  };
+  auto place_of = [](const ccv_nnc_tensor_param_t& info) {
     const int m = CCV_TENSOR_GET_MEMORY(info.type) == CCV_TENSOR_GPU_MEMORY ? CCV_TENSOR_GPU_MEMORY : CCV_TENSOR_CPU_MEMORY;
-    const int d = m == CCV_TENSOR_GPU_MEMORY ? CCV_TENSOR_GET_DEVICE_ID(info.type) : 0;
-    if (!arena_memory) {
-      arena_memory = m, arena_device = d;
-      return;
-    }
-    NNC_CHECK(m == arena_memory && d == arena_device,
-              "%s: %s is in %s memory%s but other symbols the arena holds are not; one arena holds one device's tensors "
-              "(bind the tensors of the other side)",
-              what, who.c_str(), m == CCV_TENSOR_GPU_MEMORY ? "GPU" : "CPU",
-              m == CCV_TENSOR_GPU_MEMORY ? format(" (device %d)", d).c_str() : "");
+    return Place{m, m == CCV_TENSOR_GPU_MEMORY ? CCV_TENSOR_GET_DEVICE_ID(info.type) : 0};
+  };
+  std::vector<Place> places;
+  std::vector<std::string> first_at;  // per place: the first symbol there, for messages
+  std::vector<size_t> group(problem.tensors.size(), 0);  // per spec: its place
+  auto place = [&](const Place& pl, const std::string& who) {
+    for (size_t i = 0; i < places.size(); i++)
+      if (places[i] == pl) return i;
+    places.push_back(pl);
+    first_at.push_back(who);
+    return places.size() - 1;
+  };
+  auto where = [](const Place& pl) {
+    return pl.memory == CCV_TENSOR_GPU_MEMORY ? format("GPU memory (device %d)", pl.device) : std::string("CPU memory");
   };
   for (int b : bases)
     if (!bound[static_cast<size_t>(b)] && problem.tensors[index[static_cast<size_t>(b)]].size > 0)
-      place(g->tensors[static_cast<size_t>(b)].info, tensor_label(g, b));
+      group[index[static_cast<size_t>(b)]] = place(place_of(g->tensors[static_cast<size_t>(b)].info), tensor_label(g, b));
   for (ControlPlan& c : controls)
     for_each_level(c, [&](SubLevel& L) {
       for (size_t d = 0; d < L.role.size(); d++)
-        if (L.role[d] == Role::Internal || L.role[d] == Role::CarriedIn || L.role[d] == Role::Constant)
-          place(L.g->tensors[d].info, L.label + ", " + tensor_label(L.g, static_cast<int>(d)));
+        if (L.role[d] == Role::Internal || L.role[d] == Role::CarriedIn || L.role[d] == Role::Constant) {
+          const Place pl = place_of(L.g->tensors[d].info);
+          NNC_CHECK(places.empty() || pl == places[0],
+                    "%s: %s is in %s memory%s but other symbols the arena holds are not; a graph with loops or branches "
+                    "keeps its tensors on one device (bind the tensors of the other side)",
+                    what, (L.label + ", " + tensor_label(L.g, static_cast<int>(d))).c_str(),
+                    pl.memory == CCV_TENSOR_GPU_MEMORY ? "GPU" : "CPU",
+                    pl.memory == CCV_TENSOR_GPU_MEMORY ? format(" (device %d)", pl.device).c_str() : "");
+          place(pl, tensor_label(L.g, static_cast<int>(d)));
+        }
     });
-  if (!arena_memory) arena_memory = CCV_TENSOR_CPU_MEMORY;
+  if (places.empty()) places.push_back(Place{CCV_TENSOR_CPU_MEMORY, 0});
+  for (size_t i = 1; i < places.size(); i++)
+    NNC_CHECK(places[i].memory == CCV_TENSOR_GPU_MEMORY && places[0].memory == CCV_TENSOR_GPU_MEMORY,
+              "%s: %s is in %s but %s is in %s; one arena holds one kind of memory, CPU or GPU "
+              "(bind the tensors of the other side)",
+              what, first_at[0].c_str(), where(places[0]).c_str(), first_at[i].c_str(), where(places[i]).c_str());
+  NNC_CHECK(places.size() == 1 || controls.empty(), "%s: a graph over several GPUs cannot hold loops or branches yet", what);
+  NNC_CHECK(places.size() == 1 || !allocator.isa, "%s: a graph over several GPUs takes its memory from the devices, not from a custom allocator", what);
+  // One plan per place: the other places' tensors are outside it.
+  std::vector<alloc::Plan> plans;
+  for (size_t gi = 0; gi < places.size(); gi++) {
+    alloc::Problem sub;
+    const alloc::Problem* use = &problem;
+    if (places.size() > 1) {
+      sub = problem;
+      for (size_t i = 0; i < sub.tensors.size(); i++)
+        if (group[i] != gi) sub.tensors[i].external = true;
+      sub.inplace.clear();
+      for (const auto& ip : problem.inplace)
+        if (group[ip.output] == gi && group[ip.input] == gi) sub.inplace.push_back(ip);
+      use = &sub;
+    }
+    auto planned = alloc::plan(*use);
+    NNC_CHECK(planned, "%s: the memory planner failed: %s", what, planned.error().c_str());
+    plans.push_back(std::move(planned.value()));
+  }
+  const alloc::Plan& plan = plans[0];
+  const int arena_memory = places[0].memory, arena_device = places[0].device;
+  // Offsets in one address space, for the ordering of reused bytes below:
+  // each place's arena after the ones before it, so two places never overlap.
+  std::vector<uint64_t> place_base(places.size(), 0);
+  for (size_t gi = 1; gi < places.size(); gi++) place_base[gi] = place_base[gi - 1] + plans[gi - 1].arena + kAlignment;
+  auto offset_of = [&](size_t spec) { return place_base[group[spec]] + plans[group[spec]].arena_offset(spec); };
 
   auto arena = std::make_unique<ccv_nnc_tensor_arena_s>();
   arena->graph = g;
@@ -844,6 +892,21 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
     }
     arena->size = bytes;
   }
+  // The other devices' arenas (several GPUs only).
+  std::vector<unsigned char*> place_buffer(places.size(), nullptr);
+  place_buffer[0] = arena->buffer;
+  for (size_t gi = 1; gi < places.size(); gi++) {
+    if (plans[gi].arena == 0) continue;
+    const uint64_t bytes = (plans[gi].arena + 63) & ~uint64_t{63};
+    const DeviceMemory* dm = device_memory();
+    NNC_CHECK(dm, "%s: the graph's symbols are in GPU memory, but this build of NNC has no CUDA support", what);
+    ccv_nnc_tensor_arena_s::Side side;
+    side.device = places[gi].device;
+    side.raw = dm->alloc(side.device, static_cast<size_t>(bytes));
+    side.size = bytes;
+    arena->sides.push_back(side);
+    place_buffer[gi] = static_cast<unsigned char*>(side.raw);
+  }
   arena->headers.resize(nt);
   arena->base.resize(nt);
   arena->offset.assign(nt, 0);
@@ -857,7 +920,7 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
       set_header(arena->headers[d], *bound[d]);
       arena->own[d] = bound[d]->data.u8;
     } else {
-      unsigned char* ptr = arena->buffer + plan.arena_offset(index[d]);
+      unsigned char* ptr = place_buffer[group[index[d]]] + plans[group[index[d]]].arena_offset(index[d]);
       set_header(arena->headers[d], tensor_value(ptr, g->tensors[d].info, 0));
       arena->own[d] = ptr;
     }
@@ -1002,13 +1065,13 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
     for (int b : bases) {
       const alloc::TensorSpec& t = problem.tensors[index[static_cast<size_t>(b)]];
       if (t.external || t.size <= 0) continue;
-      const uint64_t lo = plan.arena_offset(index[static_cast<size_t>(b)]);
+      const uint64_t lo = offset_of(index[static_cast<size_t>(b)]);
       spans.push_back({lo, lo + static_cast<uint64_t>(t.size), t.first, t.last, b});
     }
     auto add_span = [&](size_t spec) {
       const alloc::TensorSpec& t = problem.tensors[spec];
       if (t.size <= 0) return;
-      const uint64_t lo = plan.arena_offset(spec);
+      const uint64_t lo = offset_of(spec);
       spans.push_back({lo, lo + static_cast<uint64_t>(t.size), t.first, t.last, static_cast<int>(nt + spec)});
     };
     for (ControlPlan& c : controls) {

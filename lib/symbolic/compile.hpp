@@ -52,6 +52,14 @@ struct ccv_nnc_tensor_arena_s {
   int device = 0;
   ccv_nnc_symbolic_graph_compile_allocator_t allocator{};  // isa NULL: malloc / free
   uint64_t size = 0;     // bytes of buffer (the planned arena)
+  // A graph over several GPUs: the arenas of the devices after the first
+  // (device memory, planned on their own).
+  struct Side {
+    void* raw = nullptr;
+    uint64_t size = 0;
+    int device = 0;
+  };
+  std::vector<Side> sides;
   uint64_t planned = 0;  // the planner's arena, before alignment padding
   uint64_t lower_bound = 0;
   // Loops and branches: per symbol, the tensor nodes use instead of the

@@ -52,6 +52,14 @@ ccv_nnc_cmd_t instantiate_bucket(const ccv_nnc_cmd_t& cmd, std::vector<std::pair
 void data_parallel_comm(Graph* g, ccv_nnc_comm_t* comm, const ccv_nnc_tensor_symbol_t* gradients, int gradient_size,
                         ccv_nnc_tensor_symbol_t* averaged, size_t bucket_bytes);
 
+// Across the GPUs of one process (data_parallel_devices.cpp): parallel > 1.
+void data_parallel_devices(Graph* g, int parallel, const ccv_nnc_tensor_symbol_t* broadcasts, int broadcast_size,
+                           const ccv_nnc_tensor_symbol_t* allreducers, int allreducer_size,
+                           ccv_nnc_tensor_symbol_t* allreducer_outs, const ccv_nnc_tensor_symbol_t* reducers,
+                           int reducer_size, ccv_nnc_tensor_symbol_t* reducer_outs,
+                           const ccv_nnc_graph_exec_symbol_t* sources, int source_size,
+                           const ccv_nnc_graph_exec_symbol_t* destinations, int destination_size);
+
 // The buckets of a concrete graph (for reports): their totals summed.
 struct BucketTotals {
   double comm_seconds = 0, blocked_seconds = 0;

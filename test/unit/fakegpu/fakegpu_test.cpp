@@ -319,4 +319,139 @@ TEST(FakeGpu, ModelParametersPersistFromAndToTheGpu) {
   ccv_cnnp_model_free(g2);
 }
 
+ccv_nnc_cmd_t gemm_wt() {  // y = x w^T + b
+  ccv_nnc_cmd_param_t p;
+  std::memset(&p, 0, sizeof(p));
+  p.blas.a[0] = p.blas.a[1] = 1;
+  p.blas.transpose_b[0] = 0, p.blas.transpose_b[1] = 1;
+  return ccv_nnc_cmd(CCV_NNC_GEMM_FORWARD, nullptr, p, 0);
+}
+
+// ccv_nnc_symbolic_graph_data_parallel over the two devices: y = x w^T + b
+// and its backward, each device on half the batch; w and b broadcast from
+// device 0, dw and db allreduced. Each device's y is its rows of the whole
+// batch's y, and every device's summed gradients are the whole batch's.
+TEST(FakeGpu, SymbolicGraphDataParallelOverTwoDevices) {
+  const int N = 6, K = 5, M = 3, H = N / 2;
+  std::mt19937 rng(21);
+  ccv_nnc_symbolic_graph_t* sg = ccv_nnc_symbolic_graph_new();
+  const ccv_nnc_tensor_symbol_t x = ccv_nnc_tensor_symbol_new(sg, gpu(0, {H, K}), "x");
+  const ccv_nnc_tensor_symbol_t w = ccv_nnc_tensor_symbol_new(sg, gpu(0, {M, K}), "w");
+  const ccv_nnc_tensor_symbol_t b = ccv_nnc_tensor_symbol_new(sg, gpu(0, {M}), "b");
+  const ccv_nnc_tensor_symbol_t y = ccv_nnc_tensor_symbol_new(sg, gpu(0, {H, M}), "y");
+  const ccv_nnc_tensor_symbol_t xwb[] = {x, w, b};
+  ccv_nnc_graph_exec_symbol_new(sg, gemm_wt(), xwb, 3, &y, 1, "fc");
+  ccv_nnc_graph_exec_symbol_autogen(sg, nullptr, 0, CCV_NNC_AUTOGEN_ALL_EXECS | CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
+  const ccv_nnc_tensor_symbol_t wrt[] = {w, b};
+  ccv_nnc_symbolic_graph_backward(sg, &y, 1, wrt, 2, SYMBOLIC_GRAPH_SOURCES(sg), SYMBOLIC_GRAPH_DESTINATIONS(sg));
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  const ccv_nnc_tensor_symbol_t dy = ccv_nnc_tensor_symbol_for_backward(sg, y);
+  const ccv_nnc_tensor_symbol_t grads[] = {ccv_nnc_tensor_symbol_for_backward(sg, w), ccv_nnc_tensor_symbol_for_backward(sg, b)};
+  ccv_nnc_graph_exec_symbol_autogen(sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
+  ccv_nnc_tensor_symbol_t summed[2];
+  ccv_nnc_symbolic_graph_data_parallel(sg, 2, wrt, 2, grads, 2, summed, nullptr, 0, nullptr, CCV_NNC_PARALLEL_REDUCE_OP_SUM,
+                                       SYMBOLIC_GRAPH_SOURCES(sg), SYMBOLIC_GRAPH_DESTINATIONS(sg));
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  const ccv_nnc_tensor_symbol_t x1 = ccv_nnc_tensor_symbol_copy(sg, x, 1), dy1 = ccv_nnc_tensor_symbol_copy(sg, dy, 1);
+  const ccv_nnc_tensor_symbol_t y1 = ccv_nnc_tensor_symbol_copy(sg, y, 1);
+  const ccv_nnc_tensor_symbol_t summed1[] = {ccv_nnc_tensor_symbol_copy(sg, summed[0], 1), ccv_nnc_tensor_symbol_copy(sg, summed[1], 1)};
+  ASSERT_GE(x1.d, 0);
+  ASSERT_GE(dy1.d, 0);
+  ASSERT_GE(summed1[0].d, 0);
+  EXPECT_EQ(CCV_TENSOR_GET_DEVICE_ID(ccv_nnc_tensor_symbol_params(sg, x1).type), 1);
+  EXPECT_EQ(CCV_TENSOR_GET_DEVICE_ID(ccv_nnc_tensor_symbol_params(sg, summed1[1]).type), 1);
+  // The whole batch on the host.
+  ccv_nnc_tensor_t* hx = ccv_nnc_tensor_new(nullptr, cpu({N, K}), 0);
+  ccv_nnc_tensor_t* hdy = ccv_nnc_tensor_new(nullptr, cpu({N, M}), 0);
+  ccv_nnc_tensor_t* hw = ccv_nnc_tensor_new(nullptr, cpu({M, K}), 0);
+  ccv_nnc_tensor_t* hb = ccv_nnc_tensor_new(nullptr, cpu({M}), 0);
+  fill(hx, rng), fill(hdy, rng), fill(hw, rng), fill(hb, rng);
+  // Each device's half, bound; w and b on device 0 only (the broadcast fills device 1's).
+  ccv_nnc_tensor_t* gx[2];
+  ccv_nnc_tensor_t* gdy[2];
+  for (int k = 0; k < 2; k++) {
+    ccv_nnc_tensor_t* hxk = ccv_nnc_tensor_new(hx->data.f32 + k * H * K, cpu({H, K}), 0);
+    ccv_nnc_tensor_t* hdyk = ccv_nnc_tensor_new(hdy->data.f32 + k * H * M, cpu({H, M}), 0);
+    gx[k] = ccv_nnc_tensor_new(nullptr, gpu(k, {H, K}), 0);
+    gdy[k] = ccv_nnc_tensor_new(nullptr, gpu(k, {H, M}), 0);
+    ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {hxk, hdyk}, {gx[k], gdy[k]}), CCV_NNC_EXEC_SUCCESS);
+    ccv_nnc_tensor_free(hxk);
+    ccv_nnc_tensor_free(hdyk);
+  }
+  ccv_nnc_tensor_t* gw = ccv_nnc_tensor_new(nullptr, gpu(0, {M, K}), 0);
+  ccv_nnc_tensor_t* gb = ccv_nnc_tensor_new(nullptr, gpu(0, {M}), 0);
+  ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {hw, hb}, {gw, gb}), CCV_NNC_EXEC_SUCCESS);
+  const ccv_nnc_tensor_bind_t binds[] = {{x, gx[0]}, {x1, gx[1]}, {dy, gdy[0]}, {dy1, gdy[1]}, {w, gw}, {b, gb}};
+  const ccv_nnc_tensor_symbol_t outs[] = {summed[0], summed[1], summed1[0], summed1[1], y, y1};
+  ccv_nnc_graph_t* graph = nullptr;
+  ccv_nnc_tensor_arena_t* arena = nullptr;
+  ccv_nnc_graph_exec_arena_t* exec_arena = nullptr;
+  const size_t before1 = nnc_fakegpu::bytes_in_use(1);
+  ccv_nnc_symbolic_graph_compile(sg, ccv_nnc_default_compile_params, binds, 6, outs, 6, SYMBOLIC_GRAPH_SOURCES(sg),
+                                 SYMBOLIC_GRAPH_DESTINATIONS(sg), &graph, &arena, &exec_arena);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  ASSERT_NE(graph, nullptr);
+  EXPECT_GT(nnc_fakegpu::bytes_in_use(1), before1);  // device 1 has an arena of its own
+  ASSERT_EQ(ccv_nnc_graph_run(graph, 0, nullptr, 0, nullptr, 0, nullptr, nullptr), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  // The references, in double over the whole batch.
+  std::vector<double> ydw(M * K, 0), ydb(M, 0), yy(N * M, 0);
+  for (int n = 0; n < N; n++)
+    for (int m = 0; m < M; m++) {
+      double v = hb->data.f32[m];
+      for (int k = 0; k < K; k++) v += static_cast<double>(hx->data.f32[n * K + k]) * hw->data.f32[m * K + k];
+      yy[n * M + m] = v;
+      const double g = hdy->data.f32[n * M + m];
+      ydb[m] += g;
+      for (int k = 0; k < K; k++) ydw[m * K + k] += g * hx->data.f32[n * K + k];
+    }
+  auto back = [&](ccv_nnc_tensor_symbol_t s, std::vector<int> dims) {
+    ccv_nnc_tensor_t* t = ccv_nnc_tensor_from_symbol(arena, s);
+    EXPECT_NE(t, nullptr);
+    ccv_nnc_tensor_t* h = ccv_nnc_tensor_new(nullptr, cpu(dims), 0);
+    EXPECT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {t}, {h}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    return h;
+  };
+  for (int k = 0; k < 2; k++) {
+    ccv_nnc_tensor_t* dw = back(k ? summed1[0] : summed[0], {M, K});
+    ccv_nnc_tensor_t* db = back(k ? summed1[1] : summed[1], {M});
+    ccv_nnc_tensor_t* yk = back(k ? y1 : y, {H, M});
+    for (int i = 0; i < M * K; i++) EXPECT_NEAR(dw->data.f32[i], ydw[i], 1e-5) << "device " << k << " dw " << i;
+    for (int i = 0; i < M; i++) EXPECT_NEAR(db->data.f32[i], ydb[i], 1e-5) << "device " << k << " db " << i;
+    for (int i = 0; i < H * M; i++) EXPECT_NEAR(yk->data.f32[i], yy[k * H * M + i], 1e-5) << "device " << k << " y " << i;
+    for (ccv_nnc_tensor_t* t : {dw, db, yk}) ccv_nnc_tensor_free(t);
+  }
+  ccv_nnc_graph_free(graph);
+  ccv_nnc_tensor_arena_free(arena);
+  ccv_nnc_graph_exec_arena_free(exec_arena);
+  ccv_nnc_symbolic_graph_free(sg);
+  for (ccv_nnc_tensor_t* t : {hx, hdy, hw, hb, gx[0], gx[1], gdy[0], gdy[1], gw, gb}) ccv_nnc_tensor_free(t);
+}
+
+// What the pass refuses, with the graph left as it was.
+TEST(FakeGpu, SymbolicGraphDataParallelRefusals) {
+  ccv_nnc_symbolic_graph_t* sg = ccv_nnc_symbolic_graph_new();
+  const ccv_nnc_tensor_symbol_t a = ccv_nnc_tensor_symbol_new(sg, gpu(0, {4}), "a");
+  const ccv_nnc_tensor_symbol_t h = ccv_nnc_tensor_symbol_new(sg, cpu({4}), "h");
+  const ccv_nnc_tensor_symbol_t z = ccv_nnc_tensor_symbol_new(sg, gpu(0, {4}), "z");
+  ccv_nnc_graph_exec_symbol_new(sg, cmd(CCV_NNC_EWEXP_FORWARD), &a, 1, &z, 1, "exp");
+  ccv_nnc_graph_exec_symbol_autogen(sg, nullptr, 0, CCV_NNC_AUTOGEN_ALL_EXECS | CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
+  // More devices than there are.
+  ccv_nnc_symbolic_graph_data_parallel(sg, 3, nullptr, 0, nullptr, 0, nullptr, nullptr, 0, nullptr, CCV_NNC_PARALLEL_REDUCE_OP_SUM,
+                                       SYMBOLIC_GRAPH_SOURCES(sg), SYMBOLIC_GRAPH_DESTINATIONS(sg));
+  EXPECT_NE(std::strstr(ccv_nnc_error_message(), "3 devices asked for, 2 GPUs found"), nullptr) << ccv_nnc_error_message();
+  // A broadcast symbol the range does not use.
+  ccv_nnc_symbolic_graph_data_parallel(sg, 2, &h, 1, nullptr, 0, nullptr, nullptr, 0, nullptr, CCV_NNC_PARALLEL_REDUCE_OP_SUM,
+                                       SYMBOLIC_GRAPH_SOURCES(sg), SYMBOLIC_GRAPH_DESTINATIONS(sg));
+  EXPECT_NE(std::strstr(ccv_nnc_error_message(), "is not used between"), nullptr) << ccv_nnc_error_message();
+  // A CPU tensor in the range.
+  const ccv_nnc_tensor_symbol_t hz = ccv_nnc_tensor_symbol_new(sg, cpu({4}), "hz");
+  ccv_nnc_graph_exec_symbol_new(sg, cmd(CCV_NNC_EWEXP_FORWARD), &h, 1, &hz, 1, "host exp");
+  ccv_nnc_graph_exec_symbol_autogen(sg, nullptr, 0, CCV_NNC_AUTOGEN_ALL_EXECS | CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS);
+  ccv_nnc_symbolic_graph_data_parallel(sg, 2, nullptr, 0, nullptr, 0, nullptr, nullptr, 0, nullptr, CCV_NNC_PARALLEL_REDUCE_OP_SUM,
+                                       SYMBOLIC_GRAPH_SOURCES(sg), SYMBOLIC_GRAPH_DESTINATIONS(sg));
+  EXPECT_NE(std::strstr(ccv_nnc_error_message(), "is in CPU memory"), nullptr) << ccv_nnc_error_message();
+  EXPECT_EQ(ccv_nnc_tensor_symbol_copy(sg, a, 1).d, CCV_NNC_NO_TENSOR_SYMBOL);  // nothing was copied
+  ccv_nnc_symbolic_graph_free(sg);
+}
+
 }  // namespace
