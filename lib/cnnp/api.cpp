@@ -226,11 +226,7 @@ NNC_API void ccv_cnnp_model_cancel(ccv_cnnp_model_t* const model) {
 // --- settings -----------------------------------------------------------------
 
 NNC_API void ccv_cnnp_model_set_data_parallel(ccv_cnnp_model_t* const model, const int parallel) {
-  guard_void([&] {
-    check_model(model, "ccv_cnnp_model_set_data_parallel");
-    NNC_CHECK(parallel <= 1, "ccv_cnnp_model_set_data_parallel: %d devices asked for; on the CPU a model runs on one (copies across GPUs arrive with CUDA; across processes use ccv_cnnp_model_set_comm)",
-              parallel);
-  });
+  guard_void([&] { nnc::cnnp::set_data_parallel(check_model(model, "ccv_cnnp_model_set_data_parallel"), parallel); });
 }
 
 NNC_API void ccv_cnnp_model_set_comm(ccv_cnnp_model_t* const model, ccv_nnc_comm_t* const comm, const size_t bucket_bytes) {

@@ -640,6 +640,14 @@ std::vector<ccv_nnc_tensor_bind_t> parameter_binds(const Build& b, const std::ve
   return binds;
 }
 
+// What each of parameter_binds' binds is: (parameter index, -1).
+std::vector<std::pair<size_t, int>> parameter_roles(const Build& b, const std::vector<size_t>& which) {
+  std::vector<std::pair<size_t, int>> roles;
+  for (size_t i = 0; i < which.size(); i++) roles.emplace_back(which[i], -1);
+  for (auto& u : b.updates) roles.emplace_back(which[u.first], -1);
+  return roles;
+}
+
 void compile_jit(Model* m, Jit& j, std::vector<ccv_nnc_tensor_bind_t>& binds, std::vector<Sym> keep) {
   Compiled& c = *m->compiled;
   checked([&] { ccv_nnc_graph_exec_symbol_autogen(j.sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS); });
@@ -652,6 +660,78 @@ void compile_jit(Model* m, Jit& j, std::vector<ccv_nnc_tensor_bind_t>& binds, st
   NNC_CHECK(j.graph && j.ta && j.ea, "model %s: compiling its graph failed: %s", model_label(*m).c_str(), error_message().c_str());
 }
 
+// The graph's own GPU (where its inputs are).
+int graph_device(const Jit& j) {
+  const ccv_nnc_tensor_param_t p = ccv_nnc_tensor_symbol_params(j.sg, j.inputs.at(0));
+  return CCV_TENSOR_GET_MEMORY(p.type) == CCV_TENSOR_GPU_MEMORY ? CCV_TENSOR_GET_DEVICE_ID(p.type) : -1;
+}
+
+// The symbol standing for `s` on `device` (s itself on the graph's own).
+Sym on_device(const Jit& j, Sym s, int device) {
+  if (device == graph_device(j)) return s;
+  return ccv_nnc_tensor_symbol_copy(j.sg, s, device);
+}
+
+// A parameter's tensor (aux < 0) or minimiser state `aux` on `device`, made
+// on first use: the parameter's own device gives its own tensors; another
+// gets copies, the state copied from the parameter's (the parameter itself
+// is broadcast by the graph every run).
+ccv_nnc_tensor_t* param_on(Param& p, int aux, int device) {
+  if (CCV_TENSOR_GET_DEVICE_ID(p.tensor->info.type) == device) return aux < 0 ? p.tensor.get() : p.aux[static_cast<size_t>(aux)].get();
+  auto with_device = [device](ccv_nnc_tensor_param_t info) {
+    CCV_TENSOR_SET_DEVICE_ID(info.type, device);
+    return info;
+  };
+  if (aux < 0) {
+    for (auto& [d, t] : p.copies)
+      if (d == device) return t.get();
+    p.copies.emplace_back(device, new_tensor(with_device(p.tensor->info)));
+    return p.copies.back().second.get();
+  }
+  for (auto& [d, ts] : p.aux_copies)
+    if (d == device && ts.size() == p.aux.size()) return ts[static_cast<size_t>(aux)].get();
+  std::vector<TensorRef> ts;
+  for (auto& a : p.aux) {
+    ts.push_back(new_tensor(with_device(a->info)));
+    copy_values(a.get(), ts.back().get(), "ccv_cnnp_model_set_data_parallel: copying a minimiser's state");
+  }
+  p.aux_copies.erase(std::remove_if(p.aux_copies.begin(), p.aux_copies.end(), [&](const auto& x) { return x.first == device; }),
+                     p.aux_copies.end());
+  p.aux_copies.emplace_back(device, std::move(ts));
+  return p.aux_copies.back().second[static_cast<size_t>(aux)].get();
+}
+
+// ccv_cnnp_model_set_data_parallel: the graph copied over the devices, the
+// parameters broadcast from the graph's device, the gradients (`grads`)
+// summed over the devices before the minimisers read them; then each bind of
+// a parameter or minimiser state gets its copy on every other device.
+// `roles` says what each bind is: the parameter index and -1 (the
+// parameter) or the state index.
+void spread(Model* m, Jit& j, const Build& b, const std::vector<size_t>& which, const std::vector<Sym>& grads,
+            std::vector<ccv_nnc_tensor_bind_t>& binds, const std::vector<std::pair<size_t, int>>& roles) {
+  Compiled& c = *m->compiled;
+  const int device = graph_device(j);
+  NNC_CHECK(device >= 0, "model %s: data parallelism over %d devices needs the model's inputs on a GPU (they are in CPU memory)",
+            model_label(*m).c_str(), m->parallel);
+  std::vector<Sym> params;
+  for (size_t i = 0; i < which.size(); i++) params.push_back(b.found[i].symbol);
+  checked([&] { ccv_nnc_graph_exec_symbol_autogen(j.sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS); });
+  checked([&] {
+    ccv_nnc_symbolic_graph_data_parallel(j.sg, m->parallel, params.data(), static_cast<int>(params.size()), grads.data(),
+                                         static_cast<int>(grads.size()), nullptr, nullptr, 0, nullptr, CCV_NNC_PARALLEL_REDUCE_OP_SUM,
+                                         ccv_nnc_symbolic_graph_sources(j.sg), ccv_nnc_symbolic_graph_source_size(j.sg),
+                                         ccv_nnc_symbolic_graph_destinations(j.sg), ccv_nnc_symbolic_graph_destination_size(j.sg));
+  });
+  const size_t n = binds.size();
+  for (size_t i = 0; i < n; i++)
+    for (int d = 0; d < m->parallel; d++) {
+      if (d == device) continue;
+      const Sym s = ccv_nnc_tensor_symbol_copy(j.sg, binds[i].symbol, d);
+      if (s.d < 0) continue;  // not used by the graph
+      binds.push_back({s, param_on(c.params[roles[i].first], roles[i].second, d)});
+    }
+}
+
 std::unique_ptr<Jit> make_infer(Model* m, const std::vector<ccv_nnc_tensor_param_t>& shapes, bool is_test) {
   auto j = std::make_unique<Jit>();
   j->mode = Jit::INFER;
@@ -662,6 +742,7 @@ std::unique_ptr<Jit> make_infer(Model* m, const std::vector<ccv_nnc_tensor_param
   auto which = build_into(m, *j, b);
   Compiled& c = *m->compiled;
   std::vector<ccv_nnc_tensor_bind_t> binds = parameter_binds(b, which, c);
+  if (m->parallel > 1) spread(m, *j, b, which, {}, binds, parameter_roles(b, which));
   compile_jit(m, *j, binds, {});
   return j;
 }
@@ -799,6 +880,8 @@ std::unique_ptr<Jit> make_fit(Model* m, const std::vector<ccv_nnc_tensor_param_t
       train_index.push_back(which[i]);
     }
   std::vector<ccv_nnc_tensor_bind_t> binds = parameter_binds(b, which, c);
+  std::vector<std::pair<size_t, int>> roles = parameter_roles(b, which);
+  std::vector<Sym> grads;  // of the trained parameters, for data parallelism over devices
   if (!train.empty()) {
     checked([&] { ccv_nnc_graph_exec_symbol_autogen(j->sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS); });
     const int aux = ccv_nnc_minimizer_saved_aux_size(c.minimizer);
@@ -834,14 +917,20 @@ std::unique_ptr<Jit> make_fit(Model* m, const std::vector<ccv_nnc_tensor_param_t
       if (p.minimizer.cmd != c.minimizer.cmd || std::memcmp(&p.minimizer.info, &c.minimizer.info, sizeof(p.minimizer.info)) != 0)
         checked([&] { ccv_nnc_graph_exec_symbol_set(j->sg, execs[i], p.minimizer); });
       binds.push_back({updated[i], p.tensor.get()});
+      roles.emplace_back(train_index[i], -1);
       ensure_aux(p, aux);
       for (int a = 0; a < aux; a++) {
         binds.push_back({saved[i * aux + a].source, p.aux[a].get()});
         binds.push_back({saved[i * aux + a].destination, p.aux[a].get()});
+        roles.emplace_back(train_index[i], a);
+        roles.emplace_back(train_index[i], a);
       }
+      const Sym g = ccv_nnc_tensor_symbol_for_backward(j->sg, train[i]);
+      if (g.d >= 0) grads.push_back(g);
     }
   }
   if (!b.checkpoints.empty()) recompute_checkpoints(m, *j, b, forward_end);
+  if (m->parallel > 1) spread(m, *j, b, which, grads, binds, roles);
   compile_jit(m, *j, binds, {j->loss});
   return j;
 }
@@ -1123,26 +1212,79 @@ void absorb(Model* m, Model* init, const ccv_nnc_tensor_param_t* inputs, int inp
   delete old;
 }
 
+// Tensors given for several devices (ccv_cnnp_model_set_data_parallel): P
+// groups of `per` tensors, device 0's first; each group bound to the
+// symbols standing for the graph's on that device.
+void bind_groups(Jit& j, const std::vector<Sym>& syms, ccv_nnc_tensor_t* const* ts, int per, int groups, const char* what, const char* kind) {
+  for (int k = 0; k < groups; k++) {
+    std::vector<Sym> on;
+    for (Sym s : syms) on.push_back(groups > 1 ? on_device(j, s, k) : s);
+    std::vector<ccv_nnc_tensor_t*> group(on.size(), nullptr);
+    for (int i = 0; i < per && i < static_cast<int>(group.size()); i++) group[static_cast<size_t>(i)] = ts ? ts[k * per + i] : nullptr;
+    for (size_t i = 0; i < on.size(); i++) {
+      if (on[i].d < 0) continue;
+      if (!group[i] && kind != std::string("output")) continue;
+      try {
+        if (!symbolic::tensor_from_symbol(j.ta, on[i])) continue;
+        symbolic::bind(j.ta, on[i], group[i]);
+      } catch (const Error& e) {
+        fail(CCV_NNC_EXEC_INVALID, "%s: %s %zu%s: %s", what, kind, i, groups > 1 ? format(" for device %d", k).c_str() : "", e.what());
+      }
+    }
+  }
+}
+
+// The number of groups of tensors a call takes, and the size of each, with the checks.
+int group_size(Model* m, int given, size_t per_device, bool exact, const char* what, const char* kind) {
+  const int p = std::max(m->parallel, 1);
+  if (p == 1) return given;
+  NNC_CHECK(given % p == 0 && (!exact || given / p == static_cast<int>(per_device)),
+            "%s: model %s runs on %d devices, so it takes %d groups of %s tensors, one group per device (given %d %s tensors)",
+            what, model_label(*m).c_str(), p, p, exact ? std::to_string(per_device).c_str() : "the same number of", given, kind);
+  return given / p;
+}
+
+void check_groups(ccv_nnc_tensor_t* const* ts, int per, int groups, const char* what, const char* kind) {
+  for (int k = 1; k < groups; k++)
+    for (int i = 0; i < per; i++)
+      if (ts[i] && ts[k * per + i]) {
+        // The same shape, type and format on every device (the memory differs).
+        ccv_nnc_tensor_param_t a = ts[i]->info, b = ts[k * per + i]->info;
+        a.type = b.type = 0;
+        NNC_CHECK(same_params(a, b) && a.datatype == b.datatype && a.format == b.format,
+                  "%s: %s %d for device %d has shape %s, for device 0 %s", what, kind, i, k,
+                  shape_string(ts[k * per + i]->info).c_str(), shape_string(ts[i]->info).c_str());
+      }
+}
+
 void fit(Model* m, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* fits, int fit_size,
          ccv_nnc_tensor_t* const* outputs, int output_size) {
   const char* what = "ccv_cnnp_model_fit";
   Compiled& c = compiled_of(m, what);
   NNC_CHECK(!is_noop(c.minimizer), "%s: model %s was compiled without a minimiser", what, model_label(*m).c_str());
-  NNC_CHECK(input_size == static_cast<int>(c.inputs.size()) && inputs, "%s: model %s was compiled with %zu inputs, given %d", what,
-            model_label(*m).c_str(), c.inputs.size(), input_size);
+  const int groups = std::max(m->parallel, 1);
+  NNC_CHECK(inputs || input_size == 0, "%s: inputs is NULL", what);
+  const int per_input = group_size(m, input_size, c.inputs.size(), true, what, "input");
+  NNC_CHECK(per_input == static_cast<int>(c.inputs.size()) && inputs, "%s: model %s was compiled with %zu inputs, given %d", what,
+            model_label(*m).c_str(), c.inputs.size(), per_input);
   NNC_CHECK(fit_size >= 0 && (fit_size == 0 || fits), "%s: no fit tensors", what);
-  NNC_CHECK(output_size >= 0 && output_size <= static_cast<int>(c.outputs.size()) && (output_size == 0 || outputs),
-            "%s: model %s has %zu outputs, given %d", what, model_label(*m).c_str(), c.outputs.size(), output_size);
-  auto shapes = shapes_of(inputs, input_size, what, "input");
-  auto fit_shapes = shapes_of(fits, fit_size, what, "fit");
+  const int per_fit = group_size(m, fit_size, 0, false, what, "fit");
+  NNC_CHECK(output_size >= 0 && (output_size == 0 || outputs), "%s: outputs is NULL", what);
+  const int per_output = group_size(m, output_size, 0, false, what, "output");
+  NNC_CHECK(per_output <= static_cast<int>(c.outputs.size()), "%s: model %s has %zu outputs, given %d", what, model_label(*m).c_str(),
+            c.outputs.size(), per_output);
+  auto shapes = shapes_of(inputs, per_input, what, "input");
+  auto fit_shapes = shapes_of(fits, per_fit, what, "fit");
+  check_groups(inputs, per_input, groups, what, "input");
+  check_groups(fits, per_fit, groups, what, "fit");
   for (size_t i = 0; i < shapes.size(); i++)
     NNC_CHECK(shapes[i].datatype == c.inputs[i].datatype, "%s: input %zu has another data type than at compile", what, i);
   Jit* j = find_jit(
       c, [&](const Jit& x) { return x.mode == Jit::FIT && same_list(x.key_inputs, shapes) && same_list(x.key_fits, fit_shapes); },
       [&] { return make_fit(m, shapes, fit_shapes); });
-  bind_all(*j, j->inputs, inputs, input_size, what, "input");
-  bind_all(*j, j->fits, fits, fit_size, what, "fit");
-  bind_outputs(*j, outputs, output_size, what);
+  bind_groups(*j, j->inputs, inputs, per_input, groups, what, "input");
+  bind_groups(*j, j->fits, fits, per_fit, groups, what, "fit");
+  bind_groups(*j, j->outputs, outputs, per_output, groups, what, "output");
   run(m, *j, what);
   c.staged_state = 0;
 }
@@ -1151,11 +1293,21 @@ void evaluate(Model* m, const ccv_cnnp_evaluate_param_t& params, ccv_nnc_tensor_
               ccv_nnc_tensor_t* const* outputs, int output_size, bool dry_run) {
   const char* what = dry_run ? "ccv_cnnp_model_dry_run" : "ccv_cnnp_model_evaluate";
   Compiled& c = compiled_of(m, what);
-  NNC_CHECK(input_size == static_cast<int>(c.inputs.size()) && inputs, "%s: model %s was compiled with %zu inputs, given %d", what,
-            model_label(*m).c_str(), c.inputs.size(), input_size);
-  NNC_CHECK(output_size >= 0 && output_size <= static_cast<int>(c.outputs.size()) && (output_size == 0 || outputs),
-            "%s: model %s has %zu outputs, given %d", what, model_label(*m).c_str(), c.outputs.size(), output_size);
-  auto shapes = shapes_of(inputs, input_size, what, "input");
+  const int groups = std::max(m->parallel, 1);
+  NNC_CHECK(inputs || input_size == 0, "%s: inputs is NULL", what);
+  const int per_input = group_size(m, input_size, c.inputs.size(), true, what, "input");
+  NNC_CHECK(per_input == static_cast<int>(c.inputs.size()) && inputs, "%s: model %s was compiled with %zu inputs, given %d", what,
+            model_label(*m).c_str(), c.inputs.size(), per_input);
+  NNC_CHECK(output_size >= 0 && (output_size == 0 || outputs), "%s: outputs is NULL", what);
+  const int per_output = group_size(m, output_size, 0, false, what, "output");
+  NNC_CHECK(per_output <= static_cast<int>(c.outputs.size()), "%s: model %s has %zu outputs, given %d", what, model_label(*m).c_str(),
+            c.outputs.size(), per_output);
+  NNC_CHECK(!params.requires_grad || groups == 1,
+            "%s: model %s runs on %d devices; evaluate with requires_grad (and backward) runs on one device: use fit, or set the "
+            "data parallelism back to 1",
+            what, model_label(*m).c_str(), groups);
+  check_groups(inputs, per_input, groups, what, "input");
+  auto shapes = shapes_of(inputs, per_input, what, "input");
   for (size_t i = 0; i < shapes.size(); i++)
     NNC_CHECK(shapes[i].datatype == c.inputs[i].datatype, "%s: input %zu has another data type than at compile", what, i);
   const bool is_test = params.is_test != 0;
@@ -1181,8 +1333,8 @@ void evaluate(Model* m, const ccv_cnnp_evaluate_param_t& params, ccv_nnc_tensor_
       [&] { return make_infer(m, shapes, is_test); });
   c.last_outputs.clear();
   for (Sym o : j->outputs) c.last_outputs.push_back(ccv_nnc_tensor_symbol_params(j->sg, o));
-  bind_all(*j, j->inputs, inputs, input_size, what, "input");
-  bind_outputs(*j, outputs, output_size, what);
+  bind_groups(*j, j->inputs, inputs, per_input, groups, what, "input");
+  bind_groups(*j, j->outputs, outputs, per_output, groups, what, "output");
   if (!dry_run) run(m, *j, what);
 }
 
@@ -1217,6 +1369,21 @@ void backward(Model* m, ccv_nnc_tensor_t* const* ingrads, int ingrad_size, ccv_n
   c.staged_state = 0;
   run(m, j, what, j.bwd_src, j.bwd_dst);
   for (auto& p : c.params) p.has_gradient = p.has_gradient || static_cast<bool>(p.gradient);
+}
+
+void set_data_parallel(Model* m, int parallel) {
+  const char* what = "ccv_cnnp_model_set_data_parallel";
+  NNC_CHECK(parallel >= 0, "%s: parallel is %d", what, parallel);
+  const int gpus = ccv_nnc_device_count(CCV_STREAM_CONTEXT_GPU);
+  const int p = parallel == 0 ? std::max(gpus, 1) : parallel;
+  NNC_CHECK(p == 1 || p <= gpus,
+            "%s: %d devices asked for, %d GPU%s found (across processes, use ccv_cnnp_model_set_comm)", what, p, gpus,
+            gpus == 1 ? "" : "s");
+  NNC_CHECK(p == 1 || !m->comm, "%s: model %s trains across processes (ccv_cnnp_model_set_comm); across the devices of each process too is not supported",
+            what, model_label(*m).c_str());
+  if (p == m->parallel) return;
+  m->parallel = p;
+  drop_jits(m);
 }
 
 void comm_time(Model* m, double* allreduce_seconds, double* waited_seconds) {

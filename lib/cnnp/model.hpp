@@ -133,6 +133,11 @@ struct Param {
   ccv_nnc_cmd_t minimizer{};   // this parameter's minimiser (the model's unless set)
   TensorRef gradient;          // summed by ccv_cnnp_model_backward, zeroed by apply_gradients
   bool has_gradient = false;
+  // ccv_cnnp_model_set_data_parallel: the parameter and its minimiser state on
+  // each other device (device id -> tensors). The graphs broadcast the
+  // parameter to them every run; the state stays equal by equal updates.
+  std::vector<std::pair<int, TensorRef>> copies;
+  std::vector<std::pair<int, std::vector<TensorRef>>> aux_copies;
 };
 
 struct Jit;  // a compiled graph for one mode and one set of shapes (model.cpp)
@@ -189,6 +194,8 @@ struct ccv_cnnp_model_s {
   // ccv_cnnp_model_set_comm: the processes this model trains across (null: this one only).
   ccv_nnc_comm_t* comm = nullptr;
   size_t comm_bucket_bytes = 0;
+  // ccv_cnnp_model_set_data_parallel: the GPUs fit and evaluate run on (1: the model's own).
+  int parallel = 1;
 
   // Add this model's computation to b.graph.
   virtual void build(nnc::cnnp::Build& b, const std::vector<nnc::cnnp::Sym>& in, std::vector<nnc::cnnp::Sym>& out) = 0;
@@ -249,6 +256,7 @@ void average_gradients(Model* m, const char* what);
 bool averages(const Model* m);
 // Seconds of the fit graphs' allreduces, and of waiting for them (model.cpp).
 void comm_time(Model* m, double* allreduce_seconds, double* waited_seconds);
+void set_data_parallel(Model* m, int parallel);
 // ccv_cnnp_model_absorb: m builds as `init` from now on, with m's parameter
 // tensors (matched in order, shapes equal) and their minimiser state.
 void absorb(Model* m, Model* init, const ccv_nnc_tensor_param_t* inputs, int input_size);

@@ -57,6 +57,9 @@ bool averages(const Model* m) { return m->comm && m->comm->size > 1; }
 void set_comm(Model* m, ccv_nnc_comm_t* comm, size_t bucket_bytes) {
   const char* what = "ccv_cnnp_model_set_comm";
   NNC_CHECK(!comm || comm::is_live(comm), "%s: not a live communicator (freed?)", what);
+  NNC_CHECK(!comm || m->parallel <= 1,
+            "%s: model %s runs on %d devices of this process (ccv_cnnp_model_set_data_parallel); across processes too is not supported",
+            what, model_label(*m).c_str(), m->parallel);
   m->comm = comm;
   m->comm_bucket_bytes = bucket_bytes;
   if (m->compiled) {

@@ -311,7 +311,9 @@ TEST(FakeGpu, ModelParametersPersistFromAndToTheGpu) {
       EXPECT_EQ(v2->data.f32[e], v1->data.f32[e]) << "parameter " << i << " element " << e;
       nonzero |= v1->data.f32[e] != 0;
     }
-    if (i % 2 == 0) EXPECT_TRUE(nonzero) << "weights are drawn at random, not zero";
+    if (i % 2 == 0) {
+      EXPECT_TRUE(nonzero) << "weights are drawn at random, not zero";
+    }
     for (ccv_nnc_tensor_t* t : {v1, vc, v2}) ccv_nnc_tensor_free(t);
   }
   ccv_cnnp_model_free(g1);
@@ -452,6 +454,114 @@ TEST(FakeGpu, SymbolicGraphDataParallelRefusals) {
   EXPECT_NE(std::strstr(ccv_nnc_error_message(), "is in CPU memory"), nullptr) << ccv_nnc_error_message();
   EXPECT_EQ(ccv_nnc_tensor_symbol_copy(sg, a, 1).d, CCV_NNC_NO_TENSOR_SYMBOL);  // nothing was copied
   ccv_nnc_symbolic_graph_free(sg);
+}
+
+// ccv_cnnp_model_set_data_parallel(2): fit takes one group of tensors per
+// device (device 0's first), each half the batch; three SGD steps with
+// momentum give the parameters one device reaches on the whole batch, on
+// both devices, and evaluate gives each device its rows.
+TEST(FakeGpu, ModelDataParallelOverTwoDevices) {
+  const int N = 8, C = 2, H = 6, W = 5, half = N / 2;
+  ccv_nnc_tensor_param_t whole = gpu(0, {N, C, H, W}), part = gpu(0, {half, C, H, W});
+  whole.format = part.format = CCV_TENSOR_FORMAT_NCHW;
+  ccv_cnnp_model_t* one = small_net();
+  ccv_cnnp_model_t* two = small_net();
+  ccv_cnnp_model_compile(one, &whole, 1, sgd(0.05f, 0.9f), crossentropy());
+  ccv_cnnp_model_compile(two, &part, 1, sgd(0.05f, 0.9f), crossentropy());
+  ccv_cnnp_model_set_data_parallel(two, 2);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  for (int i = 0; i < 4; i++) {  // the same start
+    ccv_cnnp_model_io_t p1 = ccv_cnnp_model_parameters(one, ALL_PARAMETERS, i), p2 = ccv_cnnp_model_parameters(two, ALL_PARAMETERS, i);
+    ccv_nnc_tensor_param_t hp = ccv_cnnp_model_parameter_tensor_params(one, p1);
+    hp.type = CCV_TENSOR_CPU_MEMORY;
+    ccv_nnc_tensor_t* t = ccv_nnc_tensor_new(nullptr, hp, 0);
+    ccv_cnnp_model_parameter_copy(one, p1, t);
+    ccv_cnnp_model_set_parameter(two, p2, t);
+    ccv_nnc_tensor_free(t);
+  }
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  std::mt19937 rng(8);
+  ccv_nnc_tensor_param_t hx = whole;
+  hx.type = CCV_TENSOR_CPU_MEMORY;
+  ccv_nnc_tensor_t* x = ccv_nnc_tensor_new(nullptr, hx, 0);
+  ccv_nnc_tensor_t* labels = ccv_nnc_tensor_new(nullptr, cpu({N}), 0);
+  ccv_nnc_tensor_t* gx = ccv_nnc_tensor_new(nullptr, whole, 0);
+  ccv_nnc_tensor_t* gl = ccv_nnc_tensor_new(nullptr, gpu(0, {N}), 0);
+  ccv_nnc_tensor_t* gxs[2];
+  ccv_nnc_tensor_t* gls[2];
+  ccv_nnc_tensor_t* gys[2];
+  for (int k = 0; k < 2; k++) {
+    ccv_nnc_tensor_param_t pk = part;
+    pk.type = static_cast<int>(CCV_TENSOR_GPU_MEMORY) | (k << 8);
+    gxs[k] = ccv_nnc_tensor_new(nullptr, pk, 0);
+    gls[k] = ccv_nnc_tensor_new(nullptr, gpu(k, {half}), 0);
+    gys[k] = ccv_nnc_tensor_new(nullptr, gpu(k, {half, 4}), 0);
+  }
+  ccv_nnc_tensor_t* gy = ccv_nnc_tensor_new(nullptr, gpu(0, {N, 4}), 0);
+  auto load = [&]() {
+    ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {x, labels}, {gx, gl}), CCV_NNC_EXEC_SUCCESS);
+    for (int k = 0; k < 2; k++) {
+      ccv_nnc_tensor_param_t hk = hx;
+      hk.dim[0] = half;
+      ccv_nnc_tensor_t* xk = ccv_nnc_tensor_new(x->data.f32 + k * half * C * H * W, hk, 0);
+      ccv_nnc_tensor_t* lk = ccv_nnc_tensor_new(labels->data.f32 + k * half, cpu({half}), 0);
+      ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {xk, lk}, {gxs[k], gls[k]}), CCV_NNC_EXEC_SUCCESS);
+      ccv_nnc_tensor_free(xk);
+      ccv_nnc_tensor_free(lk);
+    }
+  };
+  for (int step = 0; step < 3; step++) {
+    fill(x, rng);
+    for (int n = 0; n < N; n++) labels->data.f32[n] = static_cast<float>((n * 3 + step) % 4);
+    load();
+    ccv_nnc_tensor_t *i1[] = {gx}, *f1[] = {gl}, *o1[] = {gy};
+    ccv_cnnp_model_fit(one, i1, 1, f1, 1, o1, 1, nullptr, nullptr);
+    ASSERT_STREQ(ccv_nnc_error_message(), "");
+    ccv_nnc_tensor_t *i2[] = {gxs[0], gxs[1]}, *f2[] = {gls[0], gls[1]}, *o2[] = {gys[0], gys[1]};
+    ccv_cnnp_model_fit(two, i2, 2, f2, 2, o2, 2, nullptr, nullptr);
+    ASSERT_STREQ(ccv_nnc_error_message(), "") << "step " << step;
+  }
+  // The parameters: device 0's through the model, device 1's by evaluating on it.
+  for (int i = 0; i < 4; i++) {
+    ccv_cnnp_model_io_t p1 = ccv_cnnp_model_parameters(one, ALL_PARAMETERS, i), p2 = ccv_cnnp_model_parameters(two, ALL_PARAMETERS, i);
+    ccv_nnc_tensor_param_t hp = ccv_cnnp_model_parameter_tensor_params(one, p1);
+    hp.type = CCV_TENSOR_CPU_MEMORY;
+    ccv_nnc_tensor_t* a = ccv_nnc_tensor_new(nullptr, hp, 0);
+    ccv_nnc_tensor_t* b = ccv_nnc_tensor_new(nullptr, hp, 0);
+    ccv_cnnp_model_parameter_copy(one, p1, a);
+    ccv_cnnp_model_parameter_copy(two, p2, b);
+    for (size_t e = 0; e < ccv_nnc_tensor_count(hp); e++)
+      EXPECT_NEAR(b->data.f32[e], a->data.f32[e], 2e-5f) << "parameter " << i << " element " << e;
+    ccv_nnc_tensor_free(a);
+    ccv_nnc_tensor_free(b);
+  }
+  // Evaluate: each device's outputs are its half of the one-device outputs.
+  fill(x, rng);
+  load();
+  ccv_cnnp_evaluate_param_t ep{};
+  ep.is_test = 1;
+  ccv_nnc_tensor_t *i1[] = {gx}, *o1[] = {gy};
+  ccv_cnnp_model_evaluate(one, ep, i1, 1, o1, 1, nullptr, nullptr);
+  ccv_nnc_tensor_t *i2[] = {gxs[0], gxs[1]}, *o2[] = {gys[0], gys[1]};
+  ccv_cnnp_model_evaluate(two, ep, i2, 2, o2, 2, nullptr, nullptr);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  ccv_nnc_tensor_t* y1 = ccv_nnc_tensor_new(nullptr, cpu({N, 4}), 0);
+  ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {gy}, {y1}), CCV_NNC_EXEC_SUCCESS);
+  for (int k = 0; k < 2; k++) {
+    ccv_nnc_tensor_t* yk = ccv_nnc_tensor_new(nullptr, cpu({half, 4}), 0);
+    ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {gys[k]}, {yk}), CCV_NNC_EXEC_SUCCESS);
+    for (int i = 0; i < half * 4; i++) EXPECT_NEAR(yk->data.f32[i], y1->data.f32[k * half * 4 + i], 1e-4f) << "device " << k << " " << i;
+    ccv_nnc_tensor_free(yk);
+  }
+  // One group of inputs where two are due is refused with a message.
+  ccv_cnnp_model_fit(two, i2, 1, nullptr, 0, nullptr, 0, nullptr, nullptr);
+  EXPECT_NE(std::strstr(ccv_nnc_error_message(), "runs on 2 devices"), nullptr) << ccv_nnc_error_message();
+  // More devices than there are.
+  ccv_cnnp_model_set_data_parallel(two, 3);
+  EXPECT_NE(std::strstr(ccv_nnc_error_message(), "3 devices asked for, 2 GPUs found"), nullptr) << ccv_nnc_error_message();
+  for (ccv_nnc_tensor_t* t : {x, labels, gx, gl, gy, y1, gxs[0], gxs[1], gls[0], gls[1], gys[0], gys[1]}) ccv_nnc_tensor_free(t);
+  ccv_cnnp_model_free(one);
+  ccv_cnnp_model_free(two);
 }
 
 }  // namespace
