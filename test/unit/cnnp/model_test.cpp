@@ -686,10 +686,12 @@ TEST_F(ModelTest, NotifyDynamicDotAndParameterMaps) {
   std::fclose(f);
   EXPECT_NE(std::string(buf, len).find("d2.weight"), std::string::npos);
   std::free(buf);
-  // More devices than there are GPUs (none here) is refused with a message.
-  ccv_cnnp_model_set_data_parallel(net, 2);
-  EXPECT_NE(std::string(ccv_nnc_error_message()).find("2 devices asked for, 0 GPUs found"), std::string::npos)
-      << ccv_nnc_error_message();
+  // More devices than there are GPUs is refused with a message.
+  if (ccv_nnc_device_count(CCV_STREAM_CONTEXT_GPU) < 2) {
+    ccv_cnnp_model_set_data_parallel(net, 2);
+    EXPECT_NE(std::string(ccv_nnc_error_message()).find("2 devices asked for"), std::string::npos)
+        << ccv_nnc_error_message();
+  }
   // Across processes: a pointer that is no communicator is refused; NULL
   // (back to one process) is fine; without one there is no averaging time.
   int not_a_comm = 0;
