@@ -179,9 +179,10 @@ std::unique_ptr<Dataframe> make_dataframe(const ccv_cnnp_column_data_t* column_d
 void shuffle(Dataframe* df);
 
 // Tensors and tuples of tensors held in value slots (dataframe_derived.cpp).
-// reuse_tensor: a CPU tensor of `params` in `slot`, the one already there
-// when its buffer is large enough (only its shape changes), else a new one
-// (the old one freed). Never leaves the slot dangling.
+// reuse_tensor: a tensor of `params` in `slot`, the one already there when it
+// is in the same memory (device) and its buffer is large enough (only its
+// shape changes), else a new one (the old one freed). Never leaves the slot
+// dangling.
 ccv_nnc_tensor_t* reuse_tensor(void*& slot, const ccv_nnc_tensor_param_t& params);
 void free_tensor(void* data, void* context);  // data_deinit of tensor columns
 // A tuple of n tensor slots (all NULL), freed with free_tensor_tuple, which
@@ -215,6 +216,7 @@ int one_squared(Dataframe* df, const int* column_idxs, int column_idx_size, int 
                 const char* name);
 int truncate(Dataframe* df, const int* vec_idxs, int vec_idx_size, const int* len_idxs, int len_idx_size,
              const char* name);
+int copy_to_gpu(Dataframe* df, int column_idx, int tensor_offset, int tensor_size, int device_id, const char* name);
 int cmd_exec(Dataframe* df, int column_idx, const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flags,
              int input_offset, int input_size, const ccv_nnc_tensor_param_t* output_params, int output_size,
              int stream_type, const char* name);

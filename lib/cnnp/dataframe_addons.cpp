@@ -284,7 +284,55 @@ void cmd_exec_map(void* const* const* column_data, int, int batch_size, void** d
   }
 }
 
+// --- copy_to_gpu ----------------------------------------------------------------
+
+struct CopyToGpuContext {
+  int offset, size, device;
+};
+void copy_to_gpu_map(void* const* const* column_data, int, int batch_size, void** data, void* context,
+                     ccv_nnc_stream_context_t* stream) {
+  const auto* ctx = static_cast<CopyToGpuContext*>(context);
+  const char* what = "ccv_cnnp_dataframe_copy_to_gpu";
+  ccv_nnc_cmd_param_t none;
+  std::memset(&none, 0, sizeof(none));
+  const ccv_nnc_cmd_t transfer = ccv_nnc_cmd(CCV_NNC_DATA_TRANSFER_FORWARD, nullptr, none, 0);
+  for (int i = 0; i < batch_size; i++) {
+    void** const in = static_cast<void**>(column_data[0][i]);
+    NNC_CHECK(in, "%s: a row's tuple is NULL", what);
+    if (!data[i]) data[i] = new_tensor_tuple(ctx->size);
+    void** const tuple = static_cast<void**>(data[i]);
+    for (int k = 0; k < ctx->size; k++) {
+      ccv_nnc_tensor_t* src = static_cast<ccv_nnc_tensor_t*>(in[ctx->offset + k]);
+      NNC_CHECK(src, "%s: tensor %d of a row's tuple is NULL", what, ctx->offset + k);
+      NNC_CHECK(CCV_TENSOR_GET_MEMORY(src->info.type) == CCV_TENSOR_CPU_MEMORY, "%s: tensor %d of a row's tuple is not in CPU memory",
+                what, ctx->offset + k);
+      ccv_nnc_tensor_param_t params = src->info;
+      params.type = CCV_TENSOR_GPU_MEMORY;
+      CCV_TENSOR_SET_DEVICE_ID(params.type, ctx->device);
+      ccv_nnc_tensor_t* dst = reuse_tensor(tuple[k], params);
+      const int status = ccv_nnc_cmd_exec(transfer, ccv_nnc_no_hint, 0, &src, 1, &dst, 1, stream);
+      if (status != CCV_NNC_EXEC_SUCCESS) fail(status, "%s: %s", what, ccv_nnc_error_message());
+    }
+  }
+}
+
 }  // namespace
+
+int copy_to_gpu(Dataframe* df, int column_idx, int tensor_offset, int tensor_size, int device_id, const char* name) {
+  const char* what = "ccv_cnnp_dataframe_copy_to_gpu";
+  check_column(df, column_idx, what);
+  const int size = df->columns[column_idx].tuple_size;
+  NNC_CHECK(size >= 0, "%s: column %d does not hold tuples of tensors", what, column_idx);
+  NNC_CHECK(tensor_offset >= 0 && tensor_size > 0 && tensor_offset + tensor_size <= size,
+            "%s: tensors [%d, %d) are outside the column's tuples of %d", what, tensor_offset, tensor_offset + tensor_size, size);
+  const int gpus = ccv_nnc_device_count(CCV_STREAM_CONTEXT_GPU);
+  NNC_CHECK(gpus > 0, "%s: no GPU found (or this build of NNC has no CUDA support)", what);
+  NNC_CHECK(device_id >= 0 && device_id < gpus, "%s: device %d, but %d GPU%s found", what, device_id, gpus, gpus == 1 ? "" : "s");
+  Column c = derived(copy_to_gpu_map, {column_idx}, name);
+  c.data_deinit = free_tensor_tuple;
+  c.tuple_size = tensor_size;
+  return add_with_context(df, std::move(c), std::make_unique<CopyToGpuContext>(CopyToGpuContext{tensor_offset, tensor_size, device_id}));
+}
 
 std::unique_ptr<Dataframe> from_array_new(ccv_array_t* array) {
   NNC_CHECK(array, "ccv_cnnp_dataframe_from_array_new: array is NULL");

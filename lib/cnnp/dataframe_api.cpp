@@ -212,17 +212,9 @@ NNC_API ccv_cnnp_dataframe_t* ccv_cnnp_dataframe_from_array_new(ccv_array_t* con
 NNC_API int ccv_cnnp_dataframe_copy_to_gpu(ccv_cnnp_dataframe_t* const dataframe, const int column_idx,
                                            const int tensor_offset, const int tensor_size, const int device_id,
                                            const char* name) {
-  (void)tensor_offset, (void)tensor_size, (void)device_id, (void)name;
   return nnc::guard(-1, [&]() -> int {
     check_df(dataframe, "ccv_cnnp_dataframe_copy_to_gpu");
-    nnc::dataframe::check_column(dataframe, column_idx, "ccv_cnnp_dataframe_copy_to_gpu");
-#ifdef NNC_HAVE_CUDA
-    nnc::fail(CCV_NNC_EXEC_INVALID,
-              "ccv_cnnp_dataframe_copy_to_gpu: GPU copies from a dataframe are not implemented yet "
-              "(copy the batch with ccv_nnc_cmd_exec(CMD_DATA_TRANSFER_FORWARD()) after iter_next)");
-#else
-    nnc::fail(CCV_NNC_EXEC_INVALID, "ccv_cnnp_dataframe_copy_to_gpu: this build of NNC has no CUDA support");
-#endif
+    return nnc::dataframe::copy_to_gpu(dataframe, column_idx, tensor_offset, tensor_size, device_id, name);
   });
 }
 

@@ -20,7 +20,7 @@ size_t packed_bytes(const ccv_nnc_tensor_param_t& params, const char* what) {
 ccv_nnc_tensor_t* reuse_tensor(void*& slot, const ccv_nnc_tensor_param_t& params) {
   auto* t = static_cast<ccv_nnc_tensor_t*>(slot);
   const size_t bytes = packed_bytes(params, "dataframe");
-  if (t && !CCV_IS_TENSOR_VIEW(t) && t->data_size >= bytes) {
+  if (t && !CCV_IS_TENSOR_VIEW(t) && t->info.type == params.type && t->data_size >= bytes) {
     t->info = params;
     return t;
   }

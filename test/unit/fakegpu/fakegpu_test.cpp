@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -562,6 +563,62 @@ TEST(FakeGpu, ModelDataParallelOverTwoDevices) {
   for (ccv_nnc_tensor_t* t : {x, labels, gx, gl, gy, y1, gxs[0], gxs[1], gls[0], gls[1], gys[0], gys[1]}) ccv_nnc_tensor_free(t);
   ccv_cnnp_model_free(one);
   ccv_cnnp_model_free(two);
+}
+
+// ccv_cnnp_dataframe_copy_to_gpu: a column of (one-hot label, weight) tuples
+// copied to GPU 1, row by row; the GPU tensors hold the host values.
+TEST(FakeGpu, DataframeCopiesTuplesToTheGpu) {
+  struct Row {
+    int label;
+    float weight;
+  };
+  ccv_array_t* rows = ccv_array_new(sizeof(Row), 5, 0);
+  for (int i = 0; i < 5; i++) {
+    const Row r{(i * 3) % 4, 0.5f + i};
+    ccv_array_push(rows, &r);
+  }
+  ccv_cnnp_dataframe_t* df = ccv_cnnp_dataframe_from_array_new(rows);
+  const int hot = ccv_cnnp_dataframe_one_hot(df, 0, offsetof(Row, label), 4, 1, 0, CCV_32F, CCV_TENSOR_FORMAT_NHWC, "hot");
+  const int w = ccv_cnnp_dataframe_copy_scalar(df, 0, offsetof(Row, weight), CCV_32F, CCV_32F, CCV_TENSOR_FORMAT_NHWC, "w");
+  const int cols[] = {hot, w};
+  const int tuple = ccv_cnnp_dataframe_make_tuple(df, cols, 2, "tuple");
+  const int on_gpu = ccv_cnnp_dataframe_copy_to_gpu(df, tuple, 0, 2, 1, "on gpu");
+  ASSERT_GE(on_gpu, 0) << ccv_nnc_error_message();
+  // Only the second tensor, to GPU 0.
+  const int weight_only = ccv_cnnp_dataframe_copy_to_gpu(df, tuple, 1, 1, 0, "weight on gpu 0");
+  ASSERT_GE(weight_only, 0) << ccv_nnc_error_message();
+  const int iter_cols[] = {on_gpu, weight_only};
+  ccv_cnnp_dataframe_iter_t* it = ccv_cnnp_dataframe_iter_new(df, iter_cols, 2);
+  ASSERT_NE(it, nullptr);
+  ccv_nnc_tensor_t* h4 = ccv_nnc_tensor_new(nullptr, cpu({4}), 0);
+  ccv_nnc_tensor_t* h1 = ccv_nnc_tensor_new(nullptr, cpu({1}), 0);
+  for (int i = 0; i < 5; i++) {
+    void* v[2] = {nullptr, nullptr};
+    ASSERT_EQ(ccv_cnnp_dataframe_iter_next(it, v, 2, nullptr), 0) << ccv_nnc_error_message();
+    ccv_nnc_tensor_t** t = static_cast<ccv_nnc_tensor_t**>(v[0]);
+    ccv_nnc_tensor_t** t0 = static_cast<ccv_nnc_tensor_t**>(v[1]);
+    ASSERT_EQ(CCV_TENSOR_GET_MEMORY(t[0]->info.type), CCV_TENSOR_GPU_MEMORY);
+    EXPECT_EQ(CCV_TENSOR_GET_DEVICE_ID(t[0]->info.type), 1);
+    EXPECT_EQ(CCV_TENSOR_GET_DEVICE_ID(t[1]->info.type), 1);
+    EXPECT_EQ(CCV_TENSOR_GET_DEVICE_ID(t0[0]->info.type), 0);
+    ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {t[0], t[1]}, {h4, h1}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    for (int k = 0; k < 4; k++) EXPECT_EQ(h4->data.f32[k], k == (i * 3) % 4 ? 1.0f : 0.0f) << "row " << i << " class " << k;
+    EXPECT_EQ(h1->data.f32[0], 0.5f + i) << "row " << i;
+    ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {t0[0]}, {h1}), CCV_NNC_EXEC_SUCCESS);
+    EXPECT_EQ(h1->data.f32[0], 0.5f + i) << "row " << i;
+  }
+  ccv_cnnp_dataframe_iter_free(it);
+  // Refusals: a device that does not exist, tensors outside the tuple, a column of no tuples.
+  EXPECT_EQ(ccv_cnnp_dataframe_copy_to_gpu(df, tuple, 0, 2, 2, nullptr), -1);
+  EXPECT_NE(std::strstr(ccv_nnc_error_message(), "device 2, but 2 GPUs found"), nullptr) << ccv_nnc_error_message();
+  EXPECT_EQ(ccv_cnnp_dataframe_copy_to_gpu(df, tuple, 1, 2, 0, nullptr), -1);
+  EXPECT_NE(std::strstr(ccv_nnc_error_message(), "outside"), nullptr) << ccv_nnc_error_message();
+  EXPECT_EQ(ccv_cnnp_dataframe_copy_to_gpu(df, hot, 0, 1, 0, nullptr), -1);
+  EXPECT_NE(std::strstr(ccv_nnc_error_message(), "does not hold tuples"), nullptr) << ccv_nnc_error_message();
+  ccv_cnnp_dataframe_free(df);
+  ccv_array_free(rows);
+  ccv_nnc_tensor_free(h4);
+  ccv_nnc_tensor_free(h1);
 }
 
 }  // namespace
