@@ -1,0 +1,513 @@
+// GPU_CUDNN: convolution (forward; backward with any subset of dx, dw,
+// dbias), MAX_POOL / AVERAGE_POOL forward and backward, and SOFTMAX forward and
+// backward on cuDNN 9's descriptor API (cudnn_cnn.h / cudnn_ops.h, deprecated
+// in 9 but present). fp32 tensors in device memory, NHWC or NCHW, views where
+// cuDNN takes strides (images and softmax rows; filters must be packed).
+//
+// What each call hands cuDNN (dims, strides, pads, groups, modes) comes from
+// cmd/common/cudnn_plan.hpp, host code tested on the CPU; a call the plan
+// declines (asymmetric padding that changes the extent, weights in another
+// format than x, other types) is not accepted, so the next backend runs it.
+//
+// Precision: fp32 convolutions run with CUDNN_FMA_MATH: no TF32 tensor-core
+// kernels (which cuDNN's default math allows on Ampere and Hopper, with a
+// 10-bit mantissa), so results agree with CPU_REF to fp32 rounding. Setting
+// NNC_CUDNN_ALLOW_TF32=1 in the environment switches to CUDNN_DEFAULT_MATH.
+//
+// Algorithms: cuDNN's heuristics (the *_v7 queries) in their order of
+// preference, skipping tensor-op entries under FMA math and any whose
+// workspace passes kWorkspaceLimit; a call that cuDNN answers NOT_SUPPORTED
+// goes on to the next algorithm, then to every other one.
+#include <cudnn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cmd/common/conv_rules.hpp"
+#include "cmd/common/cudnn_plan.hpp"
+#include "core/kernel.hpp"
+#include "core/registry.hpp"
+#include "core/tensor.hpp"
+#include "cuda/cuda.hpp"
+#include "cuda/stream.hpp"
+
+namespace nnc::cuda {
+
+namespace {
+
+using cudnn_plan::Tensor4;
+
+void check_cudnn(cudnnStatus_t s, const char* what, const char* call) {
+  if (s == CUDNN_STATUS_SUCCESS) return;
+  const bool oom = s == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED || s == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;
+  fail(oom ? CCV_NNC_EXEC_OOM : CCV_NNC_EXEC_INVALID, "%s: %s failed: %s (cuDNN status %d)", what, call, cudnnGetErrorString(s),
+       static_cast<int>(s));
+}
+#define NNC_CUDNN_CHECK(call, what) check_cudnn((call), (what), #call)
+
+bool not_supported(cudnnStatus_t s) { return CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED; }
+
+// One cuDNN handle per device, made on first use, destroyed at exit (errors
+// ignored there: the runtime may be going away too).
+std::mutex g_mutex;
+struct Handles {
+  std::vector<cudnnHandle_t> v;
+  ~Handles() {
+    for (cudnnHandle_t h : v)
+      if (h) cudnnDestroy(h);
+  }
+};
+Handles g_handles;
+
+// The device's handle, bound to stream s (each call sets it: the stream
+// differs from call to call once stream contexts run on streams of their own).
+cudnnHandle_t handle_on(int device, cudaStream_t s, const char* what) {
+  cudnnHandle_t h;
+  {
+    const std::lock_guard<std::mutex> lock(g_mutex);
+    std::vector<cudnnHandle_t>& v = g_handles.v;
+    if (static_cast<size_t>(device) >= v.size()) v.resize(static_cast<size_t>(device) + 1, nullptr);
+    if (!v[static_cast<size_t>(device)]) NNC_CUDNN_CHECK(cudnnCreate(&v[static_cast<size_t>(device)]), what);
+    h = v[static_cast<size_t>(device)];
+  }
+  NNC_CUDNN_CHECK(cudnnSetStream(h, s), what);
+  return h;
+}
+
+// Scratch device memory for one call, ordered on its stream (cudaMallocAsync
+// takes it from the device's pool, cudaFreeAsync returns it once the work
+// queued before has run): safe on any stream, cheap once the pool is warm.
+// The one place that allocates cuDNN workspace; a stream's own workspace
+// would replace it here.
+class Scratch {
+ public:
+  Scratch(size_t bytes, cudaStream_t s, const char* what) : s_(s) {
+    if (bytes == 0) return;
+    const cudaError_t e = cudaMallocAsync(&p_, bytes, s);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      fail(CCV_NNC_EXEC_OOM, "%s: cannot allocate %zu bytes of cuDNN workspace: %s", what, bytes, cudaGetErrorString(e));
+    }
+  }
+  ~Scratch() {
+    if (p_) cudaFreeAsync(p_, s_);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  void* get() const { return p_; }
+
+ private:
+  void* p_ = nullptr;
+  cudaStream_t s_;
+};
+
+constexpr size_t kWorkspaceLimit = size_t{1} << 30;
+
+// RAII cuDNN descriptors.
+template <class T, cudnnStatus_t (*Create)(T*), cudnnStatus_t (*Destroy)(T)>
+class Desc {
+ public:
+  explicit Desc(const char* what) { NNC_CUDNN_CHECK(Create(&d_), what); }
+  ~Desc() {
+    if (d_) Destroy(d_);
+  }
+  Desc(const Desc&) = delete;
+  Desc& operator=(const Desc&) = delete;
+  operator T() const { return d_; }
+
+ private:
+  T d_ = nullptr;
+};
+using TensorDesc = Desc<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
+using FilterDesc = Desc<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
+using ConvDesc = Desc<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor, cudnnDestroyConvolutionDescriptor>;
+using PoolDesc = Desc<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor, cudnnDestroyPoolingDescriptor>;
+
+void set_tensor(cudnnTensorDescriptor_t d, const Tensor4& t, const char* what) {
+  NNC_CUDNN_CHECK(cudnnSetTensorNdDescriptor(d, CUDNN_DATA_FLOAT, 4, t.dim, t.stride), what);
+}
+
+bool allow_tf32() {
+  const char* e = std::getenv("NNC_CUDNN_ALLOW_TF32");
+  return e && e[0] == '1';
+}
+
+// The descriptors of one convolution.
+struct ConvDescs {
+  TensorDesc x, y;
+  FilterDesc w;
+  ConvDesc conv;
+  cudnnMathType_t math;
+  ConvDescs(const cudnn_plan::Conv& p, const char* what) : x(what), y(what), w(what), conv(what) {
+    set_tensor(x, p.x, what);
+    set_tensor(y, p.y, what);
+    NNC_CUDNN_CHECK(cudnnSetFilterNdDescriptor(w, CUDNN_DATA_FLOAT, p.w.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, 4, p.w.dim), what);
+    NNC_CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(conv, 2, p.pad, p.stride, p.dilation, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                    what);
+    NNC_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv, p.groups), what);
+    math = allow_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    NNC_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math), what);
+  }
+};
+
+// Runs `run(algo, workspace, bytes)` with the algorithms in the order the
+// heuristics give (then every other one), until one is supported. `perf`:
+// the heuristics' list; `size(algo, &bytes)`: the workspace query.
+template <class Algo, class Perf, class SizeFn, class RunFn>
+void run_with_algorithms(const std::vector<Perf>& perf, int algo_count, cudnnMathType_t math, cudaStream_t s, SizeFn size, RunFn run,
+                         const char* what) {
+  std::vector<Algo> order;
+  for (const Perf& p : perf) {
+    if (p.status != CUDNN_STATUS_SUCCESS) continue;
+    if (math == CUDNN_FMA_MATH && p.mathType != CUDNN_FMA_MATH && p.mathType != CUDNN_DEFAULT_MATH) continue;
+    if (std::find(order.begin(), order.end(), p.algo) == order.end()) order.push_back(p.algo);
+  }
+  for (int a = 0; a < algo_count; a++)
+    if (std::find(order.begin(), order.end(), static_cast<Algo>(a)) == order.end()) order.push_back(static_cast<Algo>(a));
+  cudnnStatus_t last = CUDNN_STATUS_NOT_SUPPORTED;
+  for (Algo a : order) {
+    size_t bytes = 0;
+    const cudnnStatus_t q = size(a, &bytes);
+    if (q != CUDNN_STATUS_SUCCESS) {
+      if (!not_supported(q) && CUDNN_STATUS_CATEGORY(q) != CUDNN_STATUS_BAD_PARAM) check_cudnn(q, what, "workspace size query");
+      last = q;
+      continue;
+    }
+    if (bytes > kWorkspaceLimit) continue;
+    Scratch ws(bytes, s, what);
+    const cudnnStatus_t r = run(a, ws.get(), bytes);
+    if (r == CUDNN_STATUS_SUCCESS) return;
+    if (!not_supported(r)) check_cudnn(r, what, "the convolution");
+    last = r;
+  }
+  fail(CCV_NNC_EXEC_INVALID, "%s: no cuDNN algorithm runs this convolution (last status: %s)", what, cudnnGetErrorString(last));
+}
+
+int device_of(const ccv_nnc_tensor_t* t) { return CCV_TENSOR_GET_DEVICE_ID(t->info.type); }
+
+bool on_gpu(const ccv_nnc_tensor_t* t) {
+  return !t || (!CCV_IS_TENSOR_MULTIVIEW(t) && CCV_TENSOR_GET_MEMORY(t->info.type) == CCV_TENSOR_GPU_MEMORY);
+}
+bool all_on_gpu(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
+  for (int i = 0; i < input_size; i++)
+    if (!on_gpu(inputs[i])) return false;
+  for (int i = 0; i < output_size; i++)
+    if (!on_gpu(outputs[i])) return false;
+  return true;
+}
+
+// ---- convolution ----
+
+bool accept_conv_forward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                         int output_size) {
+  if (input_size < 2 || output_size < 1 || !inputs[0] || !inputs[1] || !outputs[0]) return false;
+  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
+  // The hint is not known here: only the checks that need none (types, the
+  // weights' format and packing); exec plans with the hint and fails, with a
+  // message, the padding cuDNN cannot express.
+  return cudnn_plan::conv_forward_tensors(inputs[0], inputs[1], input_size > 2 ? inputs[2] : nullptr, outputs[0], nullptr);
+}
+
+NNC_KERNEL(conv_forward) {
+  static const char* what = "CONVOLUTION_FORWARD (GPU_CUDNN)";
+  const ccv_nnc_tensor_t* x = inputs[0];
+  const ccv_nnc_tensor_t* w = inputs[1];
+  const ccv_nnc_tensor_t* bias = input_size > 2 ? inputs[2] : nullptr;
+  ccv_nnc_tensor_t* y = outputs[0];
+  cudnn_plan::Conv p;
+  std::string why;
+  if (!cudnn_plan::conv_forward(cmd, hint, x, w, bias, y, &p, &why)) fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  const int device = device_of(y);
+  const cudaStream_t s = stream_of(stream_context, device, what);
+  const cudnnHandle_t h = handle_on(device, s, what);
+  ConvDescs d(p, what);
+  int max_algos = 0;
+  NNC_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_algos), what);
+  std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
+  int found = 0;
+  NNC_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, max_algos, &found, perf.data()), what);
+  perf.resize(static_cast<size_t>(found));
+  const float one = 1, zero = 0;
+  run_with_algorithms<cudnnConvolutionFwdAlgo_t>(
+      perf, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, d.math, s,
+      [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) { return cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, a, bytes); },
+      [&](cudnnConvolutionFwdAlgo_t a, void* ws, size_t bytes) {
+        return cudnnConvolutionForward(h, &one, d.x, x->data.f32, d.w, w->data.f32, d.conv, a, ws, bytes, &zero, d.y, y->data.f32);
+      },
+      what);
+  if (p.has_bias) {
+    TensorDesc b(what);
+    set_tensor(b, p.bias, what);
+    NNC_CUDNN_CHECK(cudnnAddTensor(h, &one, b, bias->data.f32, &one, d.y, y->data.f32), what);
+  }
+  finish(stream_context, s, what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+bool accept_conv_backward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                          int output_size) {
+  if (input_size < 1 || output_size < 1 || !inputs[0]) return false;
+  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
+  return cudnn_plan::conv_backward_tensors(inputs, input_size, outputs, output_size, nullptr);
+}
+
+NNC_KERNEL(conv_backward) {
+  static const char* what = "CONVOLUTION_BACKWARD (GPU_CUDNN)";
+  cudnn_plan::ConvBackward p;
+  std::string why;
+  if (!cudnn_plan::conv_backward(cmd, hint, inputs, input_size, outputs, output_size, &p, &why))
+    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  const conv_rules::BackwardIo io = conv_rules::backward_io(inputs, input_size, outputs, output_size);
+  const int device = device_of(io.g);
+  const cudaStream_t s = stream_of(stream_context, device, what);
+  const cudnnHandle_t h = handle_on(device, s, what);
+  const float one = 1, zero = 0;
+  if (p.dbias) {
+    TensorDesc g(what), b(what);
+    set_tensor(g, p.conv.y, what);
+    set_tensor(b, p.conv.bias, what);
+    NNC_CUDNN_CHECK(cudnnConvolutionBackwardBias(h, &one, g, io.g->data.f32, &zero, b, io.dbias->data.f32), what);
+  }
+  if (!p.bias_only) {
+    ConvDescs d(p.conv, what);
+    if (p.dw) {
+      int max_algos = 0;
+      NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max_algos), what);
+      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
+      int found = 0;
+      NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, max_algos, &found, perf.data()), what);
+      perf.resize(static_cast<size_t>(found));
+      run_with_algorithms<cudnnConvolutionBwdFilterAlgo_t>(
+          perf, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, d.math, s,
+          [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
+            return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, a, bytes);
+          },
+          [&](cudnnConvolutionBwdFilterAlgo_t a, void* ws, size_t bytes) {
+            return cudnnConvolutionBackwardFilter(h, &one, d.x, io.x->data.f32, d.y, io.g->data.f32, d.conv, a, ws, bytes, &zero, d.w,
+                                                  io.dw->data.f32);
+          },
+          what);
+    }
+    if (p.dx) {
+      TensorDesc dx(what);
+      set_tensor(dx, p.dx_desc, what);
+      int max_algos = 0;
+      NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max_algos), what);
+      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
+      int found = 0;
+      NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, dx, max_algos, &found, perf.data()), what);
+      perf.resize(static_cast<size_t>(found));
+      run_with_algorithms<cudnnConvolutionBwdDataAlgo_t>(
+          perf, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, d.math, s,
+          [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
+            return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, dx, a, bytes);
+          },
+          [&](cudnnConvolutionBwdDataAlgo_t a, void* ws, size_t bytes) {
+            return cudnnConvolutionBackwardData(h, &one, d.w, io.w->data.f32, d.y, io.g->data.f32, d.conv, a, ws, bytes, &zero, dx,
+                                                io.dx->data.f32);
+          },
+          what);
+    }
+  }
+  finish(stream_context, s, what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// ---- pooling ----
+
+void set_pool(cudnnPoolingDescriptor_t d, const cudnn_plan::Pool& p, const char* what) {
+  const cudnnPoolingMode_t mode =
+      p.mode == cudnn_plan::PoolMode::kMax ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+  // NaN wins in NNC's max pool (pool.cpp): propagate it.
+  NNC_CUDNN_CHECK(cudnnSetPoolingNdDescriptor(d, mode, CUDNN_PROPAGATE_NAN, 2, p.window, p.pad, p.stride), what);
+}
+
+bool accept_pool_forward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                         int output_size) {
+  if (input_size < 1 || output_size < 1 || !inputs[0] || !outputs[0]) return false;
+  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
+  return cudnn_plan::pool_tensors(inputs[0], outputs[0], nullptr);
+}
+
+NNC_KERNEL(pool_forward) {
+  static const char* what = "pooling forward (GPU_CUDNN)";
+  cudnn_plan::Pool p;
+  std::string why;
+  if (!cudnn_plan::pool(cmd, hint, inputs[0], outputs[0], &p, &why)) fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  const int device = device_of(outputs[0]);
+  const cudaStream_t s = stream_of(stream_context, device, what);
+  const cudnnHandle_t h = handle_on(device, s, what);
+  PoolDesc pd(what);
+  TensorDesc x(what), y(what);
+  set_pool(pd, p, what);
+  set_tensor(x, p.x, what);
+  set_tensor(y, p.y, what);
+  const float one = 1, zero = 0;
+  NNC_CUDNN_CHECK(cudnnPoolingForward(h, pd, &one, x, inputs[0]->data.f32, &zero, y, outputs[0]->data.f32), what);
+  finish(stream_context, s, what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// |g|x|y| -> |dx|: MAX needs x (y is computed when absent); AVERAGE reads g only.
+bool accept_pool_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                          int output_size) {
+  if (input_size < 1 || output_size < 1 || !inputs[0] || !outputs[0]) return false;
+  if (cmd.cmd == CCV_NNC_MAX_POOL_BACKWARD && (input_size < 2 || !inputs[1])) return false;
+  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
+  return cudnn_plan::pool_tensors(outputs[0], inputs[0], nullptr);
+}
+
+NNC_KERNEL(pool_backward) {
+  static const char* what = "pooling backward (GPU_CUDNN)";
+  const bool max = cmd.cmd == CCV_NNC_MAX_POOL_BACKWARD;
+  const ccv_nnc_tensor_t* g = inputs[0];
+  const ccv_nnc_tensor_t* x = input_size > 1 ? inputs[1] : nullptr;
+  const ccv_nnc_tensor_t* y = input_size > 2 ? inputs[2] : nullptr;
+  ccv_nnc_tensor_t* dx = outputs[0];
+  NNC_CHECK(!max || x, "%s: MAX_POOL_BACKWARD needs x (input 1)", what);
+  cudnn_plan::Pool p;
+  std::string why;
+  if (!cudnn_plan::pool(cmd, hint, dx, g, &p, &why)) fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  cudnn_plan::Pool px = p;  // x's own strides (x may be a view unlike dx)
+  if (x) {
+    NNC_CHECK(same_shape(x->info, dx->info) && x->info.format == dx->info.format, "%s: x is %s but dx is %s; they must match", what,
+              shape_string(x->info.dim).c_str(), shape_string(dx->info.dim).c_str());
+    if (!cudnn_plan::pool(cmd, hint, x, g, &px, &why)) fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  }
+  cudnn_plan::Pool py = p;
+  if (y) {
+    NNC_CHECK(same_shape(y->info, g->info) && y->info.format == g->info.format, "%s: y is %s but g is %s; they must match", what,
+              shape_string(y->info.dim).c_str(), shape_string(g->info.dim).c_str());
+    if (!cudnn_plan::pool(cmd, hint, dx, y, &py, &why)) fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  }
+  const int device = device_of(dx);
+  const cudaStream_t s = stream_of(stream_context, device, what);
+  const cudnnHandle_t h = handle_on(device, s, what);
+  PoolDesc pd(what);
+  set_pool(pd, p, what);
+  TensorDesc gd(what), xd(what), yd(what), dxd(what);
+  set_tensor(gd, p.y, what);
+  set_tensor(dxd, p.x, what);
+  set_tensor(xd, px.x, what);
+  const float one = 1, zero = 0;
+  // The average's backward reads neither x nor y: g and dx stand in for them.
+  const void* xdata = x ? x->data.f32 : dx->data.f32;
+  const void* ydata = y ? y->data.f32 : g->data.f32;
+  set_tensor(yd, y ? py.y : p.y, what);
+  size_t scratch_bytes = 0;
+  if (max && !y) {
+    // cuDNN's max backward finds each window's maximum by comparing x with y:
+    // without y, pool x into scratch first.
+    scratch_bytes = static_cast<size_t>(p.y_packed.dim[0]) * p.y_packed.dim[1] * p.y_packed.dim[2] * p.y_packed.dim[3] * sizeof(float);
+  }
+  Scratch scratch(scratch_bytes, s, what);
+  if (scratch_bytes) {
+    set_tensor(yd, p.y_packed, what);
+    NNC_CUDNN_CHECK(cudnnPoolingForward(h, pd, &one, xd, xdata, &zero, yd, scratch.get()), what);
+    ydata = scratch.get();
+  }
+  NNC_CUDNN_CHECK(cudnnPoolingBackward(h, pd, &one, yd, ydata, gd, g->data.f32, xd, xdata, &zero, dxd, dx->data.f32), what);
+  finish(stream_context, s, what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// ---- softmax ----
+
+bool accept_softmax_forward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                            int output_size) {
+  if (input_size < 1 || output_size < 1 || !inputs[0] || !outputs[0]) return false;
+  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
+  try {
+    Tensor4 a, b;
+    return cudnn_plan::softmax_rows(inputs[0], &a, nullptr) && cudnn_plan::softmax_rows(outputs[0], &b, nullptr) && a.dim[0] == b.dim[0] &&
+           a.dim[1] == b.dim[1];
+  } catch (...) {
+    return false;
+  }
+}
+
+NNC_KERNEL(softmax_forward) {
+  static const char* what = "SOFTMAX_FORWARD (GPU_CUDNN)";
+  Tensor4 xa, ya;
+  std::string why;
+  if (!cudnn_plan::softmax_rows(inputs[0], &xa, &why) || !cudnn_plan::softmax_rows(outputs[0], &ya, &why))
+    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  NNC_CHECK(xa.dim[0] == ya.dim[0] && xa.dim[1] == ya.dim[1], "%s: x is %s but y is %s; they must hold the same rows", what,
+            shape_string(inputs[0]->info.dim).c_str(), shape_string(outputs[0]->info.dim).c_str());
+  const int device = device_of(outputs[0]);
+  const cudaStream_t s = stream_of(stream_context, device, what);
+  const cudnnHandle_t h = handle_on(device, s, what);
+  TensorDesc x(what), y(what);
+  set_tensor(x, xa, what);
+  set_tensor(y, ya, what);
+  const float one = 1, zero = 0;
+  NNC_CUDNN_CHECK(cudnnSoftmaxForward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, x, inputs[0]->data.f32, &zero, y,
+                                      outputs[0]->data.f32),
+                  what);
+  finish(stream_context, s, what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// |g|x|y| -> |dx|: g and y are needed (a NULL g, read as ones, is left to another backend).
+bool accept_softmax_backward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                             int output_size) {
+  if (input_size < 3 || output_size < 1 || !inputs[0] || !inputs[2] || !outputs[0]) return false;
+  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
+  try {
+    Tensor4 g, y, dx;
+    return cudnn_plan::softmax_rows(inputs[0], &g, nullptr) && cudnn_plan::softmax_rows(inputs[2], &y, nullptr) &&
+           cudnn_plan::softmax_rows(outputs[0], &dx, nullptr) && g.dim[0] == y.dim[0] && g.dim[1] == y.dim[1] && dx.dim[0] == y.dim[0] &&
+           dx.dim[1] == y.dim[1];
+  } catch (...) {
+    return false;
+  }
+}
+
+NNC_KERNEL(softmax_backward) {
+  static const char* what = "SOFTMAX_BACKWARD (GPU_CUDNN)";
+  Tensor4 ga, ya, da;
+  std::string why;
+  if (!cudnn_plan::softmax_rows(inputs[0], &ga, &why) || !cudnn_plan::softmax_rows(inputs[2], &ya, &why) ||
+      !cudnn_plan::softmax_rows(outputs[0], &da, &why))
+    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  NNC_CHECK(ga.dim[0] == ya.dim[0] && ga.dim[1] == ya.dim[1] && da.dim[0] == ya.dim[0] && da.dim[1] == ya.dim[1],
+            "%s: g %s, y %s and dx %s must hold the same rows", what, shape_string(inputs[0]->info.dim).c_str(),
+            shape_string(inputs[2]->info.dim).c_str(), shape_string(outputs[0]->info.dim).c_str());
+  const int device = device_of(outputs[0]);
+  const cudaStream_t s = stream_of(stream_context, device, what);
+  const cudnnHandle_t h = handle_on(device, s, what);
+  TensorDesc g(what), y(what), dx(what);
+  set_tensor(g, ga, what);
+  set_tensor(y, ya, what);
+  set_tensor(dx, da, what);
+  const float one = 1, zero = 0;
+  NNC_CUDNN_CHECK(cudnnSoftmaxBackward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, y, inputs[2]->data.f32, g,
+                                       inputs[0]->data.f32, &zero, dx, outputs[0]->data.f32),
+                  what);
+  finish(stream_context, s, what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+}  // namespace
+
+void register_cudnn(Registry& r) {
+  KernelTraits t;
+  t.backend = CCV_NNC_BACKEND_GPU_CUDNN;
+  t.datatypes = CCV_32F;
+  t.memory = CCV_TENSOR_GPU_MEMORY;
+  t.formats = formats::kImage;
+  r.add_kernels(t.accepting(accept_conv_forward), {{CCV_NNC_CONVOLUTION_FORWARD, conv_forward}});
+  r.add_kernels(t.accepting(accept_conv_backward), {{CCV_NNC_CONVOLUTION_BACKWARD, conv_backward}});
+  r.add_kernels(t.accepting(accept_pool_forward), {{CCV_NNC_MAX_POOL_FORWARD, pool_forward}, {CCV_NNC_AVERAGE_POOL_FORWARD, pool_forward}});
+  r.add_kernels(t.accepting(accept_pool_backward),
+                {{CCV_NNC_MAX_POOL_BACKWARD, pool_backward}, {CCV_NNC_AVERAGE_POOL_BACKWARD, pool_backward}});
+  KernelTraits any = t;
+  any.formats = formats::kAll;
+  r.add_kernels(any.accepting(accept_softmax_forward), {{CCV_NNC_SOFTMAX_FORWARD, softmax_forward}});
+  r.add_kernels(any.accepting(accept_softmax_backward), {{CCV_NNC_SOFTMAX_BACKWARD, softmax_backward}});
+}
+
+}  // namespace nnc::cuda

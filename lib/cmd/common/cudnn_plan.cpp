@@ -1,0 +1,265 @@
+// cudnn_plan.hpp: from NNC's geometry (the families' own checks, so a call
+// means here what it means on CPU_REF) to cuDNN's descriptor numbers.
+#include "cmd/common/cudnn_plan.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+
+#include "cmd/common/image.hpp"
+#include "cmd/convolution/convolution.hpp"
+#include "cmd/pool/pool.hpp"
+#include "core/error.hpp"
+#include "core/tensor.hpp"
+
+namespace nnc::cudnn_plan {
+
+namespace {
+
+bool refuse(std::string* why, std::string reason) {
+  if (why) *why = std::move(reason);
+  return false;
+}
+
+bool gpu_f32(const ccv_nnc_tensor_t* t) {
+  return t && CCV_GET_DATA_TYPE(t->info.datatype) == CCV_32F;
+}
+
+// An image's (n, c, h, w) as cuDNN wants them. A 3-d image has no batch
+// stride: N = 1, and its stride is the extent of the rest (any value is right
+// for a size-1 dimension; this one keeps the layout recognisable as packed).
+// False when a stride or an offset does not fit cuDNN's int.
+bool tensor4_of(const Image& im, Tensor4* t) {
+  int64_t d[4] = {im.n, im.c, im.h, im.w};
+  int64_t s[4] = {im.sn, im.sc, im.sh, im.sw};
+  if (im.n == 1 && s[0] == 0) s[0] = std::max({im.sc * im.c, im.sh * im.h, im.sw * im.w, int64_t{1}});
+  int64_t last = 0;
+  for (int i = 0; i < 4; i++) {
+    if (s[i] <= 0 || s[i] > INT_MAX || d[i] > INT_MAX) return false;
+    last += (d[i] - 1) * s[i];
+    t->dim[i] = static_cast<int>(d[i]);
+    t->stride[i] = static_cast<int>(s[i]);
+  }
+  return last < INT_MAX;
+}
+
+// A 1-d K-element bias (any shape holding K elements along one dimension).
+bool bias_of(const ccv_nnc_tensor_t* b, int K, Tensor4* t) {
+  const Layout l = layout_of(b);
+  int64_t stride = 1;
+  for (int i = 0; i < l.nd; i++)
+    if (l.dim[i] == K) stride = l.stride[i];
+  if (stride <= 0 || stride * K > INT_MAX) return false;
+  const int s = static_cast<int>(stride);
+  t->dim[0] = 1, t->dim[1] = K, t->dim[2] = 1, t->dim[3] = 1;
+  t->stride[0] = s * K, t->stride[1] = s, t->stride[2] = s, t->stride[3] = s;
+  return true;
+}
+
+bool is_image(const ccv_nnc_tensor_t* t) {
+  const int nd = nd_of(t->info.dim);
+  return (nd == 3 || nd == 4) && (t->info.format == CCV_TENSOR_FORMAT_NHWC || t->info.format == CCV_TENSOR_FORMAT_NCHW);
+}
+
+bool weights_ok(const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* x, const char* role, std::string* why) {
+  if (!gpu_f32(w)) return refuse(why, "GPU_CUDNN takes 32F tensors");
+  if (w->info.format != x->info.format)
+    return refuse(why, std::string(role) + " is " + format_name(w->info.format) + " but x is " + format_name(x->info.format) +
+                           "; GPU_CUDNN takes weights in x's format");
+  if (!layout_of(w).packed()) return refuse(why, std::string(role) + " is a view; a cuDNN filter must be packed");
+  return true;
+}
+
+// cuDNN pads both sides alike. A call whose two sides differ still maps when
+// cuDNN's output extent with the leading pad is NNC's: every output then reads
+// the same input positions (those beyond the image are 0 either way).
+bool symmetric_pad(int in, int begin, int end, int window_extent, int stride, int out, int* pad) {
+  (void)end;
+  const int span = in + 2 * begin - window_extent;
+  if (span < 0 || span / stride + 1 != out) return false;
+  *pad = begin;
+  return true;
+}
+
+bool conv_of(const conv::Geometry& g, const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* y, Conv* p,
+             std::string* why) {
+  if (!weights_ok(w, x, "w", why)) return false;
+  p->datatype = CCV_32F;
+  if (!tensor4_of(g.x, &p->x) || !tensor4_of(g.y, &p->y)) return refuse(why, "a tensor has more than 2^31 - 1 elements");
+  (void)y;
+  p->w.dim[0] = g.K, p->w.dim[1] = g.Cg, p->w.dim[2] = g.KH, p->w.dim[3] = g.KW;
+  p->w.nhwc = w->info.format == CCV_TENSOR_FORMAT_NHWC;
+  const int eh = (g.KH - 1) * g.DH + 1, ew = (g.KW - 1) * g.DW + 1;
+  if (!symmetric_pad(g.H, g.PT, g.PB, eh, g.SH, g.OH, &p->pad[0]) || !symmetric_pad(g.W, g.PL, g.PR, ew, g.SW, g.OW, &p->pad[1]))
+    return refuse(why, "padding " + std::to_string(g.PT) + "," + std::to_string(g.PB) + " / " + std::to_string(g.PL) + "," +
+                           std::to_string(g.PR) + " differs between the two sides of a dimension in a way that changes the " +
+                           "output extent; cuDNN pads both sides alike");
+  p->stride[0] = g.SH, p->stride[1] = g.SW;
+  p->dilation[0] = g.DH, p->dilation[1] = g.DW;
+  p->groups = g.G;
+  return true;
+}
+
+}  // namespace
+
+bool conv_forward_tensors(const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* bias, const ccv_nnc_tensor_t* y,
+                          std::string* why) {
+  if (!x || !w || !y) return refuse(why, "x, w and y are required");
+  for (const ccv_nnc_tensor_t* t : {x, y, bias})
+    if (t && !gpu_f32(t)) return refuse(why, "GPU_CUDNN takes 32F tensors");
+  if (!is_image(x) || !is_image(y)) return refuse(why, "x and y must be 3-d or 4-d NHWC or NCHW tensors");
+  return weights_ok(w, x, "w", why);
+}
+
+bool conv_backward_tensors(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs, int output_size,
+                           std::string* why) {
+  if (input_size < 1 || output_size < 1 || input_size > 5 || output_size > 3) return refuse(why, "wrong slots");
+  const conv::BackwardIo io = conv::backward_io(inputs, input_size, outputs, output_size);
+  if (!io.g || (!io.dx && !io.dw && !io.dbias)) return refuse(why, "needs g and an output");
+  for (const ccv_nnc_tensor_t* t : {io.g, io.x, io.dx, io.dbias})
+    if (t && !gpu_f32(t)) return refuse(why, "GPU_CUDNN takes 32F tensors");
+  if (!is_image(io.g)) return refuse(why, "g must be a 3-d or 4-d NHWC or NCHW tensor");
+  if (!io.dx && !io.dw) return true;
+  if (!io.x || !io.w) return refuse(why, "dx and dw need x and w");
+  if (!is_image(io.x)) return refuse(why, "x must be a 3-d or 4-d NHWC or NCHW tensor");
+  if (!weights_ok(io.w, io.x, "w", why)) return false;
+  if (io.dw && !weights_ok(io.dw, io.x, "dw", why)) return false;
+  return true;
+}
+
+bool pool_tensors(const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* y, std::string* why) {
+  if (!x || !y) return refuse(why, "the input and the pooled tensor are required");
+  if (!gpu_f32(x) || !gpu_f32(y)) return refuse(why, "GPU_CUDNN takes 32F tensors");
+  if (!is_image(x) || !is_image(y)) return refuse(why, "pooling takes 3-d or 4-d NHWC or NCHW tensors");
+  return true;
+}
+
+Tensor4 packed4(const int dim[4], bool nhwc) {
+  Tensor4 t;
+  for (int i = 0; i < 4; i++) t.dim[i] = dim[i];
+  const int n = dim[0], c = dim[1], h = dim[2], w = dim[3];
+  (void)n;
+  if (nhwc) {
+    t.stride[1] = 1, t.stride[3] = c, t.stride[2] = w * c, t.stride[0] = h * w * c;
+  } else {
+    t.stride[3] = 1, t.stride[2] = w, t.stride[1] = h * w, t.stride[0] = c * h * w;
+  }
+  return t;
+}
+
+bool conv_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* w,
+                  const ccv_nnc_tensor_t* bias, const ccv_nnc_tensor_t* y, Conv* plan, std::string* why) {
+  NNC_CHECK(x && w && y, "CONVOLUTION_FORWARD (GPU_CUDNN): x, w and y are required");
+  const conv::Geometry g = conv::geometry(cmd, hint, x, w, bias, y, "CONVOLUTION_FORWARD");
+  if (!conv_forward_tensors(x, w, bias, y, why)) return false;
+  Conv p;
+  if (!conv_of(g, x, w, y, &p, why)) return false;
+  if (bias) {
+    if (!bias_of(bias, g.K, &p.bias)) return refuse(why, "the bias's stride does not fit cuDNN's int");
+    p.has_bias = true;
+  }
+  *plan = p;
+  return true;
+}
+
+bool conv_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv_nnc_tensor_t* const* inputs, int input_size,
+                   ccv_nnc_tensor_t* const* outputs, int output_size, ConvBackward* plan, std::string* why) {
+  const conv::BackwardIo io = conv_rules::check_backward_slots("CONVOLUTION_BACKWARD", inputs, input_size, outputs, output_size);
+  ConvBackward p;
+  p.dx = io.dx != nullptr, p.dw = io.dw != nullptr, p.dbias = io.dbias != nullptr;
+  if (!gpu_f32(io.g)) return refuse(why, "GPU_CUDNN takes 32F tensors");
+  if (!p.dx && !p.dw) {
+    const ccv_nnc_tensor_param_t& gi = io.g->info;
+    NNC_CHECK((nd_of(gi.dim) == 3 || nd_of(gi.dim) == 4) &&
+                  (gi.format == CCV_TENSOR_FORMAT_NHWC || gi.format == CCV_TENSOR_FORMAT_NCHW),
+              "CONVOLUTION_BACKWARD: g is %s %s; it must be a 3-d or 4-d NHWC or NCHW tensor", format_name(gi.format),
+              shape_string(gi.dim).c_str());
+    const Image gimg = image_of(io.g);
+    NNC_CHECK(layout_of(io.dbias).count() == static_cast<size_t>(gimg.c), "CONVOLUTION_BACKWARD: dbias is %s but g has %d channels",
+              shape_string(io.dbias->info.dim).c_str(), gimg.c);
+    if (!gpu_f32(io.dbias)) return refuse(why, "GPU_CUDNN takes 32F tensors");
+    if (!tensor4_of(gimg, &p.conv.y) || !bias_of(io.dbias, gimg.c, &p.conv.bias))
+      return refuse(why, "a tensor has more than 2^31 - 1 elements");
+    p.conv.datatype = CCV_32F;
+    p.conv.has_bias = true;
+    p.bias_only = true;
+    *plan = p;
+    return true;
+  }
+  NNC_CHECK(io.x && io.w, "CONVOLUTION_BACKWARD: dx and dw need x (input 1) and w (input 2)");
+  const conv::Geometry g = conv::geometry(cmd, hint, io.x, io.w, nullptr, io.g, "CONVOLUTION_BACKWARD");
+  if (!conv_of(g, io.x, io.w, io.g, &p.conv, why)) return false;
+  for (const ccv_nnc_tensor_t* t : {io.dx, io.dw, io.dbias})
+    if (t && !gpu_f32(t)) return refuse(why, "GPU_CUDNN takes 32F tensors");
+  if (io.dx) {
+    NNC_CHECK(same_shape(io.dx->info, io.x->info) && io.dx->info.format == io.x->info.format,
+              "CONVOLUTION_BACKWARD: dx is %s but x is %s; they must match", shape_string(io.dx->info.dim).c_str(),
+              shape_string(io.x->info.dim).c_str());
+    if (!tensor4_of(image_of(io.dx), &p.dx_desc)) return refuse(why, "dx has more than 2^31 - 1 elements");
+  }
+  if (io.dw) {
+    NNC_CHECK(same_shape(io.dw->info, io.w->info), "CONVOLUTION_BACKWARD: dw is %s but w is %s; they must match",
+              shape_string(io.dw->info.dim).c_str(), shape_string(io.w->info.dim).c_str());
+    if (io.dw->info.format != io.w->info.format) return refuse(why, "dw's format differs from w's");
+    if (!layout_of(io.dw).packed()) return refuse(why, "dw is a view; a cuDNN filter must be packed");
+  }
+  if (io.dbias) {
+    NNC_CHECK(layout_of(io.dbias).count() == static_cast<size_t>(g.K), "CONVOLUTION_BACKWARD: dbias is %s but there are %d filters",
+              shape_string(io.dbias->info.dim).c_str(), g.K);
+    if (!bias_of(io.dbias, g.K, &p.conv.bias)) return refuse(why, "dbias's stride does not fit cuDNN's int");
+    p.conv.has_bias = true;
+  }
+  *plan = p;
+  return true;
+}
+
+bool pool(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* y, Pool* plan,
+          std::string* why) {
+  const bool max = cmd.cmd == CCV_NNC_MAX_POOL_FORWARD || cmd.cmd == CCV_NNC_MAX_POOL_BACKWARD;
+  const char* name = max ? "MAX_POOL (GPU_CUDNN)" : "AVERAGE_POOL (GPU_CUDNN)";
+  NNC_CHECK(x && y, "%s: the input and the pooled tensor are required", name);
+  const pool::Geometry g = pool::geometry(cmd, hint, x, y, name);
+  if (!pool_tensors(x, y, why)) return false;
+  Pool p;
+  p.datatype = CCV_32F;
+  // NNC's average does not count padding (pool.cpp): cuDNN's EXCLUDE_PADDING.
+  p.mode = max ? PoolMode::kMax : PoolMode::kAverageExcludePadding;
+  if (!tensor4_of(g.x, &p.x) || !tensor4_of(g.y, &p.y)) return refuse(why, "a tensor has more than 2^31 - 1 elements");
+  p.y_packed = packed4(p.y.dim, g.y.nhwc);
+  p.window[0] = g.KH, p.window[1] = g.KW;
+  p.stride[0] = g.SH, p.stride[1] = g.SW;
+  if (!symmetric_pad(g.H, g.PT, g.PB, g.KH, g.SH, g.OH, &p.pad[0]) || !symmetric_pad(g.W, g.PL, g.PR, g.KW, g.SW, g.OW, &p.pad[1]))
+    return refuse(why, "padding " + std::to_string(g.PT) + "," + std::to_string(g.PB) + " / " + std::to_string(g.PL) + "," +
+                           std::to_string(g.PR) + " differs between the two sides of a dimension in a way that changes the " +
+                           "output extent; cuDNN pads both sides alike");
+  *plan = p;
+  return true;
+}
+
+bool softmax_rows(const ccv_nnc_tensor_t* t, Tensor4* desc, std::string* why) {
+  NNC_CHECK(t, "SOFTMAX (GPU_CUDNN): a tensor is NULL");
+  if (!gpu_f32(t)) return refuse(why, "GPU_CUDNN takes 32F tensors");
+  const Layout l = layout_of(t);
+  NNC_CHECK(l.nd >= 1, "SOFTMAX (GPU_CUDNN): the tensor has no dimension");
+  const int64_t cols = l.dim[l.nd - 1], col_stride = l.stride[l.nd - 1];
+  // The batch dimensions must fold into one: rows at one stride apart.
+  int64_t rows = 1, row_stride = 0;
+  for (int i = l.nd - 2; i >= 0; i--) {
+    if (l.dim[i] == 1) continue;
+    if (rows == 1)
+      row_stride = l.stride[i];
+    else if (l.stride[i] != row_stride * rows)
+      return refuse(why, "the view's batch dimensions do not fold into one row stride");
+    rows *= l.dim[i];
+  }
+  if (rows == 1) row_stride = std::max<int64_t>(cols * col_stride, 1);
+  if (rows > INT_MAX || cols > INT_MAX || col_stride <= 0 || row_stride <= 0 ||
+      (rows - 1) * row_stride + (cols - 1) * col_stride >= INT_MAX)
+    return refuse(why, "the tensor has more than 2^31 - 1 elements");
+  desc->dim[0] = static_cast<int>(rows), desc->dim[1] = static_cast<int>(cols), desc->dim[2] = 1, desc->dim[3] = 1;
+  desc->stride[0] = static_cast<int>(row_stride), desc->stride[1] = static_cast<int>(col_stride);
+  desc->stride[2] = desc->stride[3] = 1;
+  return true;
+}
+
+}  // namespace nnc::cudnn_plan

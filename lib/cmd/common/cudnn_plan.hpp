@@ -1,0 +1,102 @@
+// What the GPU_CUDNN backends (cuda/cudnn.cpp) hand to cuDNN, worked out on
+// the host without any CUDA or cuDNN header so that the ordinary build compiles
+// it and CPU tests check it (test/unit/cmd_cudnn_plan): for a command, its
+// tensors and its hint, the numbers of cuDNN's Nd descriptors — dims and
+// element strides in the (n, c, h, w) order cuDNN wants whatever the memory
+// format (views keep their strides), the filter layout, pads, strides,
+// dilations, groups, the pooling window and mode — or the reason cuDNN cannot
+// take the call (the backend then declines it and the next backend runs).
+//
+//   cudnn_plan::Conv p;
+//   std::string why;
+//   if (!cudnn_plan::conv_forward(cmd, hint, x, w, bias, y, &p, &why)) ... // declined: why
+//   // p.x.dim = {N, C, H, W}, p.x.stride = {sn, sc, sh, sw}; p.w.dim = {K, C/groups, KH, KW} ...
+//
+// Bad input (shapes that do not fit, wrong types) throws nnc::Error as the
+// families' own checks do; a refusal only says cuDNN has no equivalent.
+#pragma once
+
+#include <string>
+
+#include "nnc/ccv_nnc.h"
+
+namespace nnc::cudnn_plan {
+
+// A tensor as cudnnSetTensorNdDescriptor takes it: dims and element strides
+// in (n, c, h, w) order (4 entries; a softmax's rows are {rows, cols, 1, 1}).
+struct Tensor4 {
+  int dim[4] = {0, 0, 0, 0};
+  int stride[4] = {0, 0, 0, 0};
+};
+
+// A filter as cudnnSetFilterNdDescriptor takes it: dim = {K, C/groups, KH, KW}
+// always; nhwc: the memory is K, KH, KW, C/groups (CUDNN_TENSOR_NHWC, libnnc's
+// NHWC weights), else K, C/groups, KH, KW (CUDNN_TENSOR_NCHW).
+struct Filter {
+  int dim[4] = {0, 0, 0, 0};
+  bool nhwc = false;
+};
+
+// One convolution (forward, or backward with y = g).
+struct Conv {
+  int datatype = 0;        // CCV_32F
+  Tensor4 x, y;            // y: the output, or g for the backward
+  Filter w;
+  int pad[2] = {0, 0};     // symmetric (cuDNN has no other), rows then cols
+  int stride[2] = {1, 1};
+  int dilation[2] = {1, 1};
+  int groups = 1;
+  bool has_bias = false;   // forward bias / backward dbias
+  Tensor4 bias;            // {1, K, 1, 1} with the bias's stride
+};
+
+// The backward's outputs: which are asked, and their descriptors (dx shares
+// x's shape, dw must be packed like w: a filter has no strides).
+struct ConvBackward {
+  Conv conv;               // conv.has_bias / conv.bias: dbias
+  bool dx = false, dw = false, dbias = false;
+  Tensor4 dx_desc;
+  // dbias alone needs neither x nor w: then only conv.y (g) and conv.bias are set.
+  bool bias_only = false;
+};
+
+// The checks that need no hint (accept functions get none): the types, the
+// weights' format and packing. The full plans below repeat them.
+bool conv_forward_tensors(const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* bias, const ccv_nnc_tensor_t* y,
+                          std::string* why);
+bool conv_backward_tensors(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs, int output_size,
+                           std::string* why);
+bool pool_tensors(const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* y, std::string* why);
+
+bool conv_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* w,
+                  const ccv_nnc_tensor_t* bias, const ccv_nnc_tensor_t* y, Conv* plan, std::string* why);
+// inputs |g|x|w|bias|y|, outputs |dx|dw|dbias| (libnnc's slots, any subset of outputs).
+bool conv_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv_nnc_tensor_t* const* inputs, int input_size,
+                   ccv_nnc_tensor_t* const* outputs, int output_size, ConvBackward* plan, std::string* why);
+
+enum class PoolMode { kMax, kAverageExcludePadding };
+
+// One pooling: x the input (or dx), y the pooled side (the output or g).
+struct Pool {
+  int datatype = 0;
+  PoolMode mode = PoolMode::kMax;
+  Tensor4 x, y;
+  Tensor4 y_packed;        // y's dims, packed in y's format (a scratch y for MAX_POOL_BACKWARD without y)
+  int window[2] = {1, 1};
+  int pad[2] = {0, 0};
+  int stride[2] = {1, 1};
+};
+
+// MAX_POOL / AVERAGE_POOL, forward (|x| -> |y|) or backward (|g|x|y| -> |dx|):
+// pass the input side (x, or dx) and the pooled side (y, or g).
+bool pool(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* y, Pool* plan,
+          std::string* why);
+
+// SOFTMAX over the last dimension: a tensor as {rows, cols, 1, 1} (cuDNN's
+// INSTANCE mode over c, h, w).
+bool softmax_rows(const ccv_nnc_tensor_t* t, Tensor4* desc, std::string* why);
+
+// Packed strides for dims {n, c, h, w} stored as NHWC (nhwc) or NCHW.
+Tensor4 packed4(const int dim[4], bool nhwc);
+
+}  // namespace nnc::cudnn_plan
