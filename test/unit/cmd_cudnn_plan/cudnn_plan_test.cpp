@@ -1,0 +1,439 @@
+// cudnn_plan (the GPU_CUDNN backends' descriptor numbers) on the CPU. Each
+// plan is checked by what it means to cuDNN: a loop here follows cuDNN's
+// documented definition of the operation (NCHW-ordered dims and element
+// strides, a KCRS filter stored KCRS or KRSC, symmetric padding, dilation,
+// groups, pooling modes) over the plan's numbers and the tensors' own memory,
+// and must reproduce what CPU_REF computes for the NNC call. A wrong dim or
+// stride order, filter layout, pad or group count makes it read other
+// elements and fail. The refusals (what cuDNN cannot express) are checked too.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../../cmd_test_util.hpp"
+#include "cmd/common/cudnn_plan.hpp"
+#include "core/error.hpp"
+
+using namespace cmdtest;
+namespace cp = nnc::cudnn_plan;
+
+namespace {
+
+class CudnnPlan : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { ccv_nnc_init(); }
+};
+
+constexpr int NHWC = CCV_TENSOR_FORMAT_NHWC, NCHW = CCV_TENSOR_FORMAT_NCHW;
+
+// Element (n, c, h, w) of a tensor through a plan's descriptor.
+float& at(const ccv_nnc_tensor_t* t, const cp::Tensor4& d, int n, int c, int h, int w) {
+  return t->data.f32[static_cast<int64_t>(n) * d.stride[0] + static_cast<int64_t>(c) * d.stride[1] +
+                     static_cast<int64_t>(h) * d.stride[2] + static_cast<int64_t>(w) * d.stride[3]];
+}
+// Element (k, c, r, s) of a packed filter in the plan's layout.
+float& wat(const ccv_nnc_tensor_t* t, const cp::Filter& f, int k, int c, int r, int s) {
+  const int Cg = f.dim[1], R = f.dim[2], S = f.dim[3];
+  const size_t i = f.nhwc ? ((static_cast<size_t>(k) * R + r) * S + s) * Cg + c : ((static_cast<size_t>(k) * Cg + c) * R + r) * S + s;
+  return t->data.f32[i];
+}
+// cuDNN's output extent (cudnnGetConvolutionNdForwardOutputDim).
+int cudnn_out(int in, int pad, int filter, int dil, int stride) { return (in + 2 * pad - ((filter - 1) * dil + 1)) / stride + 1; }
+
+struct Case {
+  int N, H, W, C, K, KH, KW;
+  int SH = 1, SW = 1, PT = 0, PB = 0, PL = 0, PR = 0, DH = 1, DW = 1, G = 1;
+  int format = NHWC;
+  bool batched = true, views = false, bias = true;
+  int OH() const { return (H + PT + PB - ((KH - 1) * DH + 1)) / SH + 1; }
+  int OW() const { return (W + PL + PR - ((KW - 1) * DW + 1)) / SW + 1; }
+  std::vector<int> img(int n, int h, int w, int c) const {
+    std::vector<int> d = format == NHWC ? std::vector<int>{n, h, w, c} : std::vector<int>{n, c, h, w};
+    if (!batched) d.erase(d.begin());
+    return d;
+  }
+  std::vector<int> w_shape() const {
+    return format == NHWC ? std::vector<int>{K, KH, KW, C / G} : std::vector<int>{K, C / G, KH, KW};
+  }
+  ccv_nnc_hint_t hint() const {
+    ccv_nnc_hint_t h = {};
+    h.stride.dim[0] = SH, h.stride.dim[1] = SW;
+    h.border.begin[0] = PT, h.border.end[0] = PB, h.border.begin[1] = PL, h.border.end[1] = PR;
+    return h;
+  }
+  ccv_nnc_cmd_t cmd(uint32_t id) const {
+    ccv_nnc_cmd_param_t p;
+    std::memset(&p, 0, sizeof(p));
+    p.size.dim[0] = KH, p.size.dim[1] = KW, p.size.dim[2] = C;
+    p.convolution.count = K;
+    p.convolution.groups = G;
+    p.convolution.dilation[0] = DH, p.convolution.dilation[1] = DW;
+    ccv_nnc_cmd_t c = ccv_nnc_cmd(id, nullptr, p, 0);
+    c.backend = CCV_NNC_BACKEND_CPU_REF;
+    return c;
+  }
+};
+
+T make(const std::vector<int>& shape, int format, bool view) {
+  return view ? T::view(CCV_32F, shape, format) : T(CCV_32F, shape, format);
+}
+
+std::vector<Case> conv_cases() {
+  std::vector<Case> cs;
+  for (int f : {NHWC, NCHW}) {
+    Case a{2, 7, 9, 3, 5, 3, 3};  // odd sizes, pad 1
+    a.PT = a.PB = a.PL = a.PR = 1, a.format = f;
+    cs.push_back(a);
+    Case b{3, 11, 10, 6, 4, 3, 2};  // groups 2, stride 2x3, dilation 2x1, pads 2 / 0
+    b.SH = 2, b.SW = 3, b.PT = b.PB = 2, b.G = 2, b.DH = 2, b.format = f;
+    cs.push_back(b);
+    Case c{1, 6, 5, 4, 8, 3, 3};  // unbatched (3-d), depthwise-like groups 4, no bias
+    c.batched = false, c.G = 4, c.bias = false, c.format = f, c.PL = c.PR = 1;
+    cs.push_back(c);
+    Case d{2, 9, 8, 5, 3, 3, 3};  // views of x and y (strided rows), stride 2
+    d.SH = d.SW = 2, d.PT = d.PB = d.PL = d.PR = 1, d.views = true, d.format = f;
+    cs.push_back(d);
+    Case e{2, 6, 6, 3, 4, 3, 3};  // unequal pads that keep cuDNN's extent: begin 1, end 0, stride 2
+    e.SH = e.SW = 2, e.PT = e.PL = 1, e.format = f;
+    cs.push_back(e);
+    Case r{2, 28, 28, 1, 32, 5, 5};  // the reference network's first layer
+    r.PT = r.PB = r.PL = r.PR = 2, r.format = f;
+    cs.push_back(r);
+  }
+  return cs;
+}
+
+TEST_F(CudnnPlan, ConvolutionForwardMeansWhatCpuRefComputes) {
+  std::mt19937 rng(19);
+  for (const Case& c : conv_cases()) {
+    SCOPED_TRACE(testing::Message() << (c.format == NHWC ? "NHWC" : "NCHW") << " N" << c.N << " " << c.H << "x" << c.W << " C" << c.C
+                                    << " K" << c.K << " G" << c.G << (c.views ? " views" : ""));
+    T x = make(c.img(c.N, c.H, c.W, c.C), c.format, c.views), w(CCV_32F, c.w_shape(), c.format);
+    T b(CCV_32F, {c.K}), y = make(c.img(c.N, c.OH(), c.OW(), c.K), c.format, c.views);
+    fill_uniform(x, rng), fill_uniform(w, rng), fill_uniform(b, rng);
+    std::vector<ccv_nnc_tensor_t*> in = {x, w};
+    if (c.bias) in.push_back(b);
+    ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_FORWARD), c.hint(), in, {y}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    cp::Conv p;
+    std::string why;
+    ASSERT_TRUE(cp::conv_forward(c.cmd(CCV_NNC_CONVOLUTION_FORWARD), c.hint(), x, w, c.bias ? b.get() : nullptr, y, &p, &why)) << why;
+    // The numbers themselves, where the test can state them.
+    EXPECT_EQ(p.x.dim[0], c.N);
+    EXPECT_EQ(p.x.dim[1], c.C);
+    EXPECT_EQ(p.x.dim[2], c.H);
+    EXPECT_EQ(p.x.dim[3], c.W);
+    EXPECT_EQ(p.w.dim[0], c.K);
+    EXPECT_EQ(p.w.dim[1], c.C / c.G);
+    EXPECT_EQ(p.w.dim[2], c.KH);
+    EXPECT_EQ(p.w.dim[3], c.KW);
+    EXPECT_EQ(p.w.nhwc, c.format == NHWC);
+    EXPECT_EQ(p.groups, c.G);
+    EXPECT_EQ(p.has_bias, c.bias);
+    if (!c.views && c.format == NHWC) {
+      EXPECT_EQ(p.x.stride[1], 1);
+      EXPECT_EQ(p.x.stride[3], c.C);
+    }
+    if (!c.views && c.format == NCHW) {
+      EXPECT_EQ(p.x.stride[3], 1);
+      EXPECT_EQ(p.x.stride[2], c.W);
+    }
+    // cuDNN checks y against its own extent formula.
+    ASSERT_EQ(p.y.dim[2], cudnn_out(c.H, p.pad[0], c.KH, p.dilation[0], p.stride[0]));
+    ASSERT_EQ(p.y.dim[3], cudnn_out(c.W, p.pad[1], c.KW, p.dilation[1], p.stride[1]));
+    // cuDNN's cross-correlation over the plan.
+    const int Cg = p.w.dim[1], Kg = p.w.dim[0] / p.groups;
+    double worst = 0;
+    for (int n = 0; n < p.y.dim[0]; n++)
+      for (int k = 0; k < p.y.dim[1]; k++)
+        for (int oh = 0; oh < p.y.dim[2]; oh++)
+          for (int ow = 0; ow < p.y.dim[3]; ow++) {
+            double s = p.has_bias ? b.get()->data.f32[k * p.bias.stride[1]] : 0;
+            for (int ci = 0; ci < Cg; ci++)
+              for (int r = 0; r < p.w.dim[2]; r++)
+                for (int q = 0; q < p.w.dim[3]; q++) {
+                  const int h = oh * p.stride[0] - p.pad[0] + r * p.dilation[0];
+                  const int ww = ow * p.stride[1] - p.pad[1] + q * p.dilation[1];
+                  if (h < 0 || ww < 0 || h >= p.x.dim[2] || ww >= p.x.dim[3]) continue;
+                  s += static_cast<double>(at(x, p.x, n, (k / Kg) * Cg + ci, h, ww)) * wat(w, p.w, k, ci, r, q);
+                }
+            worst = std::max(worst, std::fabs(s - at(y, p.y, n, k, oh, ow)));
+          }
+    EXPECT_LE(worst, 1e-4);
+  }
+}
+
+TEST_F(CudnnPlan, ConvolutionBackwardMeansWhatCpuRefComputes) {
+  std::mt19937 rng(23);
+  for (const Case& c : conv_cases()) {
+    // Every output subset libnnc's bitmask allows (dx, dw, dbias in any combination with one of dx / dw, or dbias alone).
+    for (int mask = 1; mask < 8; mask++) {
+      SCOPED_TRACE(testing::Message() << (c.format == NHWC ? "NHWC" : "NCHW") << " N" << c.N << " " << c.H << "x" << c.W << " G" << c.G
+                                      << " outputs mask " << mask);
+      const bool want_dx = mask & 1, want_dw = mask & 2, want_db = mask & 4;
+      T x = make(c.img(c.N, c.H, c.W, c.C), c.format, c.views), w(CCV_32F, c.w_shape(), c.format);
+      T g = make(c.img(c.N, c.OH(), c.OW(), c.K), c.format, c.views);
+      T dx = make(c.img(c.N, c.H, c.W, c.C), c.format, c.views), dw(CCV_32F, c.w_shape(), c.format), db(CCV_32F, {c.K});
+      fill_uniform(x, rng), fill_uniform(w, rng), fill_uniform(g, rng);
+      std::vector<ccv_nnc_tensor_t*> in = {g, want_dw ? x.get() : nullptr, want_dx ? w.get() : nullptr};
+      if (!want_dx && !want_dw) in = {g, nullptr, nullptr};
+      const std::vector<ccv_nnc_tensor_t*> out = {want_dx ? dx.get() : nullptr, want_dw ? dw.get() : nullptr, want_db ? db.get() : nullptr};
+      ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD), c.hint(), in, out), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+      cp::ConvBackward p;
+      std::string why;
+      ASSERT_TRUE(cp::conv_backward(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD), c.hint(), in.data(), 3, out.data(), 3, &p, &why)) << why;
+      EXPECT_EQ(p.dx, want_dx);
+      EXPECT_EQ(p.dw, want_dw);
+      EXPECT_EQ(p.dbias, want_db);
+      EXPECT_EQ(p.bias_only, !want_dx && !want_dw);
+      const cp::Tensor4& gd = p.conv.y;
+      if (want_db) {
+        for (int k = 0; k < gd.dim[1]; k++) {
+          double s = 0;
+          for (int n = 0; n < gd.dim[0]; n++)
+            for (int h = 0; h < gd.dim[2]; h++)
+              for (int ww = 0; ww < gd.dim[3]; ww++) s += at(g, gd, n, k, h, ww);
+          EXPECT_NEAR(s, db.get()->data.f32[k * p.conv.bias.stride[1]], 1e-4) << "dbias " << k;
+        }
+      }
+      if (p.bias_only) continue;
+      const cp::Conv& q = p.conv;
+      const int Cg = q.w.dim[1], Kg = q.w.dim[0] / q.groups;
+      std::vector<double> edx(static_cast<size_t>(c.N) * c.C * c.H * c.W, 0.0), edw(static_cast<size_t>(c.K) * Cg * c.KH * c.KW, 0.0);
+      for (int n = 0; n < gd.dim[0]; n++)
+        for (int k = 0; k < gd.dim[1]; k++)
+          for (int oh = 0; oh < gd.dim[2]; oh++)
+            for (int ow = 0; ow < gd.dim[3]; ow++) {
+              const double gv = at(g, gd, n, k, oh, ow);
+              for (int ci = 0; ci < Cg; ci++)
+                for (int r = 0; r < q.w.dim[2]; r++)
+                  for (int s = 0; s < q.w.dim[3]; s++) {
+                    const int h = oh * q.stride[0] - q.pad[0] + r * q.dilation[0];
+                    const int ww = ow * q.stride[1] - q.pad[1] + s * q.dilation[1];
+                    if (h < 0 || ww < 0 || h >= q.x.dim[2] || ww >= q.x.dim[3]) continue;
+                    const int cc = (k / Kg) * Cg + ci;
+                    if (want_dx) edx[((static_cast<size_t>(n) * c.C + cc) * c.H + h) * c.W + ww] += gv * wat(w, q.w, k, ci, r, s);
+                    if (want_dw) edw[((static_cast<size_t>(k) * Cg + ci) * c.KH + r) * c.KW + s] += gv * at(x, q.x, n, cc, h, ww);
+                  }
+            }
+      double worst = 0;
+      if (want_dx)
+        for (int n = 0; n < c.N; n++)
+          for (int cc = 0; cc < c.C; cc++)
+            for (int h = 0; h < c.H; h++)
+              for (int ww = 0; ww < c.W; ww++)
+                worst = std::max(worst, std::fabs(edx[((static_cast<size_t>(n) * c.C + cc) * c.H + h) * c.W + ww] -
+                                                  at(dx, p.dx_desc, n, cc, h, ww)));
+      if (want_dw)
+        for (int k = 0; k < c.K; k++)
+          for (int ci = 0; ci < Cg; ci++)
+            for (int r = 0; r < c.KH; r++)
+              for (int s = 0; s < c.KW; s++)
+                worst = std::max(worst, std::fabs(edw[((static_cast<size_t>(k) * Cg + ci) * c.KH + r) * c.KW + s] - wat(dw, q.w, k, ci, r, s)));
+      EXPECT_LE(worst, 1e-3);
+    }
+  }
+}
+
+TEST_F(CudnnPlan, ConvolutionRefusals) {
+  Case c{2, 5, 5, 3, 4, 3, 3};
+  T x(CCV_32F, c.img(2, 5, 5, 3), NHWC), w(CCV_32F, c.w_shape(), NHWC);
+  std::string why;
+  cp::Conv p;
+  {
+    // end padding only: NNC's extent 4 x 4, cuDNN's (one pad both sides) 5 x 5 or (none) 3 x 3.
+    Case a = c;
+    a.PB = a.PR = 1;
+    T y(CCV_32F, a.img(2, a.OH(), a.OW(), 4), NHWC);
+    EXPECT_FALSE(cp::conv_forward(a.cmd(CCV_NNC_CONVOLUTION_FORWARD), a.hint(), x, w, nullptr, y, &p, &why));
+    EXPECT_NE(why.find("pads both sides alike"), std::string::npos) << why;
+    EXPECT_TRUE(cp::conv_forward_tensors(x, w, nullptr, y, nullptr));  // the hint-free check cannot see it
+  }
+  T y(CCV_32F, c.img(2, 3, 3, 4), NHWC);
+  {
+    T wn(CCV_32F, {4, 3, 3, 3}, NCHW);  // NCHW weights beside NHWC data
+    EXPECT_FALSE(cp::conv_forward(c.cmd(CCV_NNC_CONVOLUTION_FORWARD), ccv_nnc_no_hint, x, wn, nullptr, y, &p, &why));
+    EXPECT_NE(why.find("weights in x's format"), std::string::npos) << why;
+    EXPECT_FALSE(cp::conv_forward_tensors(x, wn, nullptr, y, nullptr));
+  }
+  {
+    T wv = T::view(CCV_32F, c.w_shape(), NHWC);  // a filter has no strides
+    EXPECT_FALSE(cp::conv_forward(c.cmd(CCV_NNC_CONVOLUTION_FORWARD), ccv_nnc_no_hint, x, wv, nullptr, y, &p, &why));
+    EXPECT_NE(why.find("packed"), std::string::npos) << why;
+    const std::vector<ccv_nnc_tensor_t*> in = {y, x, w}, out = {nullptr, wv.get(), nullptr};
+    cp::ConvBackward pb;
+    EXPECT_FALSE(cp::conv_backward(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD), ccv_nnc_no_hint, in.data(), 3, out.data(), 3, &pb, &why));
+    EXPECT_FALSE(cp::conv_backward_tensors(in.data(), 3, out.data(), 3, nullptr));
+  }
+  {
+    T xh(CCV_16F, c.img(2, 5, 5, 3), NHWC), wh(CCV_16F, c.w_shape(), NHWC), yh(CCV_16F, c.img(2, 3, 3, 4), NHWC);
+    EXPECT_FALSE(cp::conv_forward(c.cmd(CCV_NNC_CONVOLUTION_FORWARD), ccv_nnc_no_hint, xh, wh, nullptr, yh, &p, &why));
+    EXPECT_NE(why.find("32F"), std::string::npos) << why;
+  }
+  // Bad shapes are errors (as on CPU_REF), not refusals.
+  T ybad(CCV_32F, c.img(2, 4, 3, 4), NHWC);
+  EXPECT_THROW(cp::conv_forward(c.cmd(CCV_NNC_CONVOLUTION_FORWARD), c.hint(), x, w, nullptr, ybad, &p, &why), nnc::Error);
+  Case grp = c;
+  grp.G = 2;  // 3 channels in 2 groups
+  EXPECT_THROW(cp::conv_forward(grp.cmd(CCV_NNC_CONVOLUTION_FORWARD), ccv_nnc_no_hint, x, w, nullptr, y, &p, &why), nnc::Error);
+}
+
+// ---- pooling ----
+
+struct PoolCase {
+  int N, H, W, C, KH, KW, SH, SW, PT, PB, PL, PR;
+  int format;
+  bool views = false, batched = true;
+  int OH() const { return (H + PT + PB - KH) / SH + 1; }
+  int OW() const { return (W + PL + PR - KW) / SW + 1; }
+  std::vector<int> img(int n, int h, int w, int c) const {
+    std::vector<int> d = format == NHWC ? std::vector<int>{n, h, w, c} : std::vector<int>{n, c, h, w};
+    if (!batched) d.erase(d.begin());
+    return d;
+  }
+  ccv_nnc_hint_t hint() const {
+    ccv_nnc_hint_t h = {};
+    h.stride.dim[0] = SH, h.stride.dim[1] = SW;
+    h.border.begin[0] = PT, h.border.end[0] = PB, h.border.begin[1] = PL, h.border.end[1] = PR;
+    return h;
+  }
+  ccv_nnc_cmd_t cmd(uint32_t id) const {
+    ccv_nnc_cmd_t c = command(id, CCV_NNC_BACKEND_CPU_REF);
+    c.info.size.dim[0] = KH, c.info.size.dim[1] = KW, c.info.size.dim[2] = 1;
+    return c;
+  }
+};
+
+std::vector<PoolCase> pool_cases() {
+  std::vector<PoolCase> cs;
+  for (int f : {NHWC, NCHW}) {
+    cs.push_back({2, 8, 8, 3, 2, 2, 2, 2, 0, 0, 0, 0, f});            // the reference network's
+    cs.push_back({2, 7, 9, 5, 3, 3, 2, 2, 1, 1, 1, 1, f});            // padded, overlapping
+    cs.push_back({1, 6, 5, 4, 3, 2, 1, 2, 1, 1, 0, 0, f, true});      // views, odd
+    cs.push_back({1, 6, 6, 2, 3, 3, 2, 2, 1, 0, 1, 0, f, false, false});  // unequal pads keeping the extent, 3-d
+  }
+  return cs;
+}
+
+TEST_F(CudnnPlan, PoolingMeansWhatCpuRefComputes) {
+  std::mt19937 rng(29);
+  for (const PoolCase& c : pool_cases())
+    for (bool max : {true, false}) {
+      SCOPED_TRACE(testing::Message() << (max ? "MAX " : "AVERAGE ") << (c.format == NHWC ? "NHWC" : "NCHW") << " " << c.H << "x" << c.W
+                                      << " window " << c.KH << "x" << c.KW << " pads " << c.PT << "," << c.PB);
+      const uint32_t fw = max ? CCV_NNC_MAX_POOL_FORWARD : CCV_NNC_AVERAGE_POOL_FORWARD;
+      const uint32_t bw = max ? CCV_NNC_MAX_POOL_BACKWARD : CCV_NNC_AVERAGE_POOL_BACKWARD;
+      T x = make(c.img(c.N, c.H, c.W, c.C), c.format, c.views), y = make(c.img(c.N, c.OH(), c.OW(), c.C), c.format, c.views);
+      T g = make(c.img(c.N, c.OH(), c.OW(), c.C), c.format, c.views), dx = make(c.img(c.N, c.H, c.W, c.C), c.format, c.views);
+      fill_uniform(x, rng), fill_uniform(g, rng);  // continuous values: no ties
+      ASSERT_EQ(run_hint(c.cmd(fw), c.hint(), {x}, {y}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+      ASSERT_EQ(run_hint(c.cmd(bw), c.hint(), {g, x, y}, {dx}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+      cp::Pool p, pb;
+      std::string why;
+      ASSERT_TRUE(cp::pool(c.cmd(fw), c.hint(), x, y, &p, &why)) << why;
+      ASSERT_TRUE(cp::pool(c.cmd(bw), c.hint(), dx, g, &pb, &why)) << why;
+      EXPECT_EQ(p.mode, max ? cp::PoolMode::kMax : cp::PoolMode::kAverageExcludePadding);
+      ASSERT_EQ(p.y.dim[2], (c.H + 2 * p.pad[0] - p.window[0]) / p.stride[0] + 1);
+      ASSERT_EQ(p.y.dim[3], (c.W + 2 * p.pad[1] - p.window[1]) / p.stride[1] + 1);
+      std::vector<double> edx(static_cast<size_t>(c.N) * c.C * c.H * c.W, 0.0);
+      double worst = 0;
+      for (int n = 0; n < p.y.dim[0]; n++)
+        for (int ch = 0; ch < p.y.dim[1]; ch++)
+          for (int oh = 0; oh < p.y.dim[2]; oh++)
+            for (int ow = 0; ow < p.y.dim[3]; ow++) {
+              // cuDNN: padding never wins a max and never counts in EXCLUDE_PADDING's divisor.
+              double best = -INFINITY, sum = 0;
+              int count = 0, bh = -1, bwi = -1;
+              for (int r = 0; r < p.window[0]; r++)
+                for (int s = 0; s < p.window[1]; s++) {
+                  const int h = oh * p.stride[0] - p.pad[0] + r, w = ow * p.stride[1] - p.pad[1] + s;
+                  if (h < 0 || w < 0 || h >= p.x.dim[2] || w >= p.x.dim[3]) continue;
+                  const double v = at(x, p.x, n, ch, h, w);
+                  sum += v, count++;
+                  if (v > best) best = v, bh = h, bwi = w;
+                }
+              const double want = max ? best : sum / count;
+              worst = std::max(worst, std::fabs(want - at(y, p.y, n, ch, oh, ow)));
+              const double gv = at(g, pb.y, n, ch, oh, ow);
+              if (max) {
+                edx[((static_cast<size_t>(n) * c.C + ch) * c.H + bh) * c.W + bwi] += gv;
+              } else {
+                for (int r = 0; r < p.window[0]; r++)
+                  for (int s = 0; s < p.window[1]; s++) {
+                    const int h = oh * p.stride[0] - p.pad[0] + r, w = ow * p.stride[1] - p.pad[1] + s;
+                    if (h < 0 || w < 0 || h >= p.x.dim[2] || w >= p.x.dim[3]) continue;
+                    edx[((static_cast<size_t>(n) * c.C + ch) * c.H + h) * c.W + w] += gv / count;
+                  }
+              }
+            }
+      for (int n = 0; n < c.N; n++)
+        for (int ch = 0; ch < c.C; ch++)
+          for (int h = 0; h < c.H; h++)
+            for (int w = 0; w < c.W; w++)
+              worst = std::max(worst, std::fabs(edx[((static_cast<size_t>(n) * c.C + ch) * c.H + h) * c.W + w] - at(dx, pb.x, n, ch, h, w)));
+      EXPECT_LE(worst, 1e-5);
+      // The scratch y of MAX_POOL_BACKWARD without y: packed in y's format.
+      size_t count = 1;
+      for (int i = 0; i < 4; i++) count *= static_cast<size_t>(p.y_packed.dim[i]);
+      int64_t last = 0;
+      for (int i = 0; i < 4; i++) last += static_cast<int64_t>(p.y_packed.dim[i] - 1) * p.y_packed.stride[i];
+      EXPECT_EQ(static_cast<size_t>(last) + 1, count);
+      EXPECT_EQ(p.y_packed.stride[c.format == NHWC ? 1 : 3], 1);
+    }
+}
+
+TEST_F(CudnnPlan, PoolingRefusals) {
+  PoolCase c{1, 5, 5, 2, 3, 3, 1, 1, 0, 2, 0, 0, NHWC};  // end padding only: extent 5 here, 3 or 7 in cuDNN
+  T x(CCV_32F, c.img(1, 5, 5, 2), NHWC), y(CCV_32F, c.img(1, c.OH(), c.OW(), 2), NHWC);
+  cp::Pool p;
+  std::string why;
+  EXPECT_FALSE(cp::pool(c.cmd(CCV_NNC_MAX_POOL_FORWARD), c.hint(), x, y, &p, &why));
+  EXPECT_NE(why.find("pads both sides alike"), std::string::npos) << why;
+  T xi(CCV_32S, c.img(1, 5, 5, 2), NHWC);
+  EXPECT_FALSE(cp::pool_tensors(xi, y, &why));
+  T ybad(CCV_32F, c.img(1, 4, 5, 2), NHWC);
+  EXPECT_THROW(cp::pool(c.cmd(CCV_NNC_MAX_POOL_FORWARD), c.hint(), x, ybad, &p, &why), nnc::Error);
+}
+
+// ---- softmax ----
+
+TEST_F(CudnnPlan, SoftmaxRows) {
+  std::mt19937 rng(31);
+  struct S {
+    std::vector<int> shape;
+    bool view;
+  };
+  for (const S& s : {S{{7}, false}, S{{5, 11}, false}, S{{3, 4, 9}, false}, S{{6, 13}, true}, S{{1, 1, 17}, false}}) {
+    T x = make(s.shape, NHWC, s.view), y = make(s.shape, NHWC, s.view);
+    fill_uniform(x, rng, -4, 4);
+    ASSERT_EQ(run(command(CCV_NNC_SOFTMAX_FORWARD, CCV_NNC_BACKEND_CPU_REF), {x}, {y}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    cp::Tensor4 dx, dy;
+    std::string why;
+    ASSERT_TRUE(cp::softmax_rows(x, &dx, &why)) << why;
+    ASSERT_TRUE(cp::softmax_rows(y, &dy, &why)) << why;
+    EXPECT_EQ(dx.dim[1], s.shape.back());
+    EXPECT_EQ(dx.dim[2], 1);
+    EXPECT_EQ(dx.dim[3], 1);
+    // cuDNN's INSTANCE softmax over (c, h, w) of each n, through the plan.
+    double worst = 0;
+    for (int r = 0; r < dx.dim[0]; r++) {
+      double m = -INFINITY, z = 0;
+      for (int k = 0; k < dx.dim[1]; k++) m = std::max(m, static_cast<double>(at(x, dx, r, k, 0, 0)));
+      for (int k = 0; k < dx.dim[1]; k++) z += std::exp(at(x, dx, r, k, 0, 0) - m);
+      for (int k = 0; k < dx.dim[1]; k++) worst = std::max(worst, std::fabs(std::exp(at(x, dx, r, k, 0, 0) - m) / z - at(y, dy, r, k, 0, 0)));
+    }
+    EXPECT_LE(worst, 1e-6) << s.shape.size() << "-d" << (s.view ? " view" : "");
+  }
+  // A 3-d view whose two batch dimensions cannot fold into one row stride.
+  T v = T::view(CCV_32F, {3, 4, 5}, NHWC);
+  cp::Tensor4 d;
+  std::string why;
+  EXPECT_FALSE(cp::softmax_rows(v, &d, &why));
+  EXPECT_NE(why.find("fold"), std::string::npos) << why;
+  T h(CCV_16F, {4, 5});
+  EXPECT_FALSE(cp::softmax_rows(h, &d, &why));
+}
+
+}  // namespace
