@@ -167,12 +167,15 @@ void run_with_algorithms(const std::vector<Perf>& perf, int algo_count, cudnnMat
   }
   for (int a = 0; a < algo_count; a++)
     if (std::find(order.begin(), order.end(), static_cast<Algo>(a)) == order.end()) order.push_back(static_cast<Algo>(a));
+  // An algorithm that does not fit the problem answers NOT_SUPPORTED (some
+  // BAD_PARAM): try the next. Anything else is an error at once.
+  auto skippable = [](cudnnStatus_t st) { return not_supported(st) || CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_BAD_PARAM; };
   cudnnStatus_t last = CUDNN_STATUS_NOT_SUPPORTED;
   for (Algo a : order) {
     size_t bytes = 0;
     const cudnnStatus_t q = size(a, &bytes);
     if (q != CUDNN_STATUS_SUCCESS) {
-      if (!not_supported(q) && CUDNN_STATUS_CATEGORY(q) != CUDNN_STATUS_BAD_PARAM) check_cudnn(q, what, "workspace size query");
+      if (!skippable(q)) check_cudnn(q, what, "the workspace size query");
       last = q;
       continue;
     }
@@ -180,10 +183,11 @@ void run_with_algorithms(const std::vector<Perf>& perf, int algo_count, cudnnMat
     Scratch ws(bytes, s, what);
     const cudnnStatus_t r = run(a, ws.get(), bytes);
     if (r == CUDNN_STATUS_SUCCESS) return;
-    if (!not_supported(r)) check_cudnn(r, what, "the convolution");
+    if (!skippable(r)) check_cudnn(r, what, "the convolution");
     last = r;
   }
-  fail(CCV_NNC_EXEC_INVALID, "%s: no cuDNN algorithm runs this convolution (last status: %s)", what, cudnnGetErrorString(last));
+  fail(CCV_NNC_EXEC_INVALID, "%s: no cuDNN algorithm runs this convolution (last status: %s, %d)", what, cudnnGetErrorString(last),
+       static_cast<int>(last));
 }
 
 int device_of(const ccv_nnc_tensor_t* t) { return CCV_TENSOR_GET_DEVICE_ID(t->info.type); }
@@ -355,7 +359,8 @@ NNC_KERNEL(pool_forward) {
 bool accept_pool_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
                           int output_size) {
   if (input_size < 1 || output_size < 1 || !inputs[0] || !outputs[0]) return false;
-  if (cmd.cmd == CCV_NNC_MAX_POOL_BACKWARD && (input_size < 2 || !inputs[1])) return false;
+  if (cmd.cmd == CCV_NNC_MAX_POOL_BACKWARD && (input_size < 2 || !inputs[1] || !cudnn_plan::same_strides(inputs[1], outputs[0])))
+    return false;
   if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
   return cudnn_plan::pool_tensors(outputs[0], inputs[0], nullptr);
 }
@@ -371,45 +376,34 @@ NNC_KERNEL(pool_backward) {
   cudnn_plan::Pool p;
   std::string why;
   if (!cudnn_plan::pool(cmd, hint, dx, g, &p, &why)) fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
-  cudnn_plan::Pool px = p;  // x's own strides (x may be a view unlike dx)
-  if (x) {
+  // cuDNN wants x laid out like dx and y like g (cudnnPoolingBackward's
+  // BAD_PARAM conditions). The average reads neither: dx and g stand in.
+  // The max reads x (accept saw its strides match dx's) and y: one laid out
+  // like g is used as it is, otherwise (absent, or a view unlike g) y is
+  // pooled again from x into scratch laid out like g.
+  if (max) {
     NNC_CHECK(same_shape(x->info, dx->info) && x->info.format == dx->info.format, "%s: x is %s but dx is %s; they must match", what,
               shape_string(x->info.dim).c_str(), shape_string(dx->info.dim).c_str());
-    if (!cudnn_plan::pool(cmd, hint, x, g, &px, &why)) fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+    if (!cudnn_plan::same_strides(x, dx)) fail(CCV_NNC_EXEC_NO_KERNEL, "%s: x and dx are laid out differently", what);
   }
-  cudnn_plan::Pool py = p;
-  if (y) {
-    NNC_CHECK(same_shape(y->info, g->info) && y->info.format == g->info.format, "%s: y is %s but g is %s; they must match", what,
-              shape_string(y->info.dim).c_str(), shape_string(g->info.dim).c_str());
-    if (!cudnn_plan::pool(cmd, hint, dx, y, &py, &why)) fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
-  }
+  const bool y_as_is = max && y && same_shape(y->info, g->info) && y->info.format == g->info.format && cudnn_plan::same_strides(y, g);
   const int device = device_of(dx);
   const cudaStream_t s = stream_of(stream_context, device, what);
   const cudnnHandle_t h = handle_on(device, s, what);
   PoolDesc pd(what);
   set_pool(pd, p, what);
-  TensorDesc gd(what), xd(what), yd(what), dxd(what);
+  TensorDesc gd(what), xd(what);
   set_tensor(gd, p.y, what);
-  set_tensor(dxd, p.x, what);
-  set_tensor(xd, px.x, what);
+  set_tensor(xd, p.x, what);
   const float one = 1, zero = 0;
-  // The average's backward reads neither x nor y: g and dx stand in for them.
-  const void* xdata = x ? x->data.f32 : dx->data.f32;
-  const void* ydata = y ? y->data.f32 : g->data.f32;
-  set_tensor(yd, y ? py.y : p.y, what);
-  size_t scratch_bytes = 0;
-  if (max && !y) {
-    // cuDNN's max backward finds each window's maximum by comparing x with y:
-    // without y, pool x into scratch first.
-    scratch_bytes = static_cast<size_t>(p.y_packed.dim[0]) * p.y_packed.dim[1] * p.y_packed.dim[2] * p.y_packed.dim[3] * sizeof(float);
-  }
-  Scratch scratch(scratch_bytes, s, what);
-  if (scratch_bytes) {
-    set_tensor(yd, p.y_packed, what);
-    NNC_CUDNN_CHECK(cudnnPoolingForward(h, pd, &one, xd, xdata, &zero, yd, scratch.get()), what);
+  const void* xdata = max ? x->data.f32 : dx->data.f32;
+  const void* ydata = y_as_is ? y->data.f32 : g->data.f32;
+  Scratch scratch(max && !y_as_is ? cudnn_plan::extent(p.y) * sizeof(float) : 0, s, what);
+  if (max && !y_as_is) {
+    NNC_CUDNN_CHECK(cudnnPoolingForward(h, pd, &one, xd, xdata, &zero, gd, scratch.get()), what);
     ydata = scratch.get();
   }
-  NNC_CUDNN_CHECK(cudnnPoolingBackward(h, pd, &one, yd, ydata, gd, g->data.f32, xd, xdata, &zero, dxd, dx->data.f32), what);
+  NNC_CUDNN_CHECK(cudnnPoolingBackward(h, pd, &one, gd, ydata, gd, g->data.f32, xd, xdata, &zero, xd, dx->data.f32), what);
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
@@ -451,15 +445,17 @@ NNC_KERNEL(softmax_forward) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
-// |g|x|y| -> |dx|: g and y are needed (a NULL g, read as ones, is left to another backend).
+// |g|x|y| -> |dx|: g and y are needed (a NULL g, read as ones, is left to
+// another backend), laid out alike.
 bool accept_softmax_backward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
                              int output_size) {
   if (input_size < 3 || output_size < 1 || !inputs[0] || !inputs[2] || !outputs[0]) return false;
   if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
   try {
     Tensor4 g, y, dx;
+    // cuDNN wants y and dy laid out alike (cudnnSoftmaxBackward's BAD_PARAM conditions).
     return cudnn_plan::softmax_rows(inputs[0], &g, nullptr) && cudnn_plan::softmax_rows(inputs[2], &y, nullptr) &&
-           cudnn_plan::softmax_rows(outputs[0], &dx, nullptr) && g.dim[0] == y.dim[0] && g.dim[1] == y.dim[1] && dx.dim[0] == y.dim[0] &&
+           cudnn_plan::softmax_rows(outputs[0], &dx, nullptr) && cudnn_plan::same_desc(g, y) && dx.dim[0] == y.dim[0] &&
            dx.dim[1] == y.dim[1];
   } catch (...) {
     return false;

@@ -134,17 +134,28 @@ bool pool_tensors(const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* y, std::str
   return true;
 }
 
-Tensor4 packed4(const int dim[4], bool nhwc) {
-  Tensor4 t;
-  for (int i = 0; i < 4; i++) t.dim[i] = dim[i];
-  const int n = dim[0], c = dim[1], h = dim[2], w = dim[3];
-  (void)n;
-  if (nhwc) {
-    t.stride[1] = 1, t.stride[3] = c, t.stride[2] = w * c, t.stride[0] = h * w * c;
-  } else {
-    t.stride[3] = 1, t.stride[2] = w, t.stride[1] = h * w, t.stride[0] = c * h * w;
+bool same_desc(const Tensor4& a, const Tensor4& b) {
+  for (int i = 0; i < 4; i++)
+    if (a.dim[i] != b.dim[i] || a.stride[i] != b.stride[i]) return false;
+  return true;
+}
+
+bool same_strides(const ccv_nnc_tensor_t* a, const ccv_nnc_tensor_t* b) {
+  if (!a || !b) return false;
+  const Layout la = layout_of(a), lb = layout_of(b);
+  if (la.nd != lb.nd) return false;
+  for (int i = 0; i < la.nd; i++)
+    if (la.dim[i] != lb.dim[i] || la.stride[i] != lb.stride[i]) return false;
+  return true;
+}
+
+size_t extent(const Tensor4& t) {
+  size_t last = 0;
+  for (int i = 0; i < 4; i++) {
+    if (t.dim[i] <= 0) return 0;
+    last += static_cast<size_t>(t.dim[i] - 1) * static_cast<size_t>(t.stride[i]);
   }
-  return t;
+  return last + 1;
 }
 
 bool conv_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* w,
@@ -225,7 +236,6 @@ bool pool(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const ccv_nnc_te
   // NNC's average does not count padding (pool.cpp): cuDNN's EXCLUDE_PADDING.
   p.mode = max ? PoolMode::kMax : PoolMode::kAverageExcludePadding;
   if (!tensor4_of(g.x, &p.x) || !tensor4_of(g.y, &p.y)) return refuse(why, "a tensor has more than 2^31 - 1 elements");
-  p.y_packed = packed4(p.y.dim, g.y.nhwc);
   p.window[0] = g.KH, p.window[1] = g.KW;
   p.stride[0] = g.SH, p.stride[1] = g.SW;
   if (!symmetric_pad(g.H, g.PT, g.PB, g.KH, g.SH, g.OH, &p.pad[0]) || !symmetric_pad(g.W, g.PL, g.PR, g.KW, g.SW, g.OW, &p.pad[1]))

@@ -16,6 +16,7 @@
 // families' own checks do; a refusal only says cuDNN has no equivalent.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "nnc/ccv_nnc.h"
@@ -81,7 +82,6 @@ struct Pool {
   int datatype = 0;
   PoolMode mode = PoolMode::kMax;
   Tensor4 x, y;
-  Tensor4 y_packed;        // y's dims, packed in y's format (a scratch y for MAX_POOL_BACKWARD without y)
   int window[2] = {1, 1};
   int pad[2] = {0, 0};
   int stride[2] = {1, 1};
@@ -96,7 +96,13 @@ bool pool(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const ccv_nnc_te
 // INSTANCE mode over c, h, w).
 bool softmax_rows(const ccv_nnc_tensor_t* t, Tensor4* desc, std::string* why);
 
-// Packed strides for dims {n, c, h, w} stored as NHWC (nhwc) or NCHW.
-Tensor4 packed4(const int dim[4], bool nhwc);
+// Same dims and strides.
+bool same_desc(const Tensor4& a, const Tensor4& b);
+// Two image tensors (or views) with the same element strides, dimension by
+// dimension (cuDNN's backward calls want x like dx and y like dy).
+bool same_strides(const ccv_nnc_tensor_t* a, const ccv_nnc_tensor_t* b);
+// Elements from the first to one past the last that a descriptor addresses
+// (what scratch laid out by it needs).
+size_t extent(const Tensor4& t);
 
 }  // namespace nnc::cudnn_plan

@@ -374,14 +374,37 @@ TEST_F(CudnnPlan, PoolingMeansWhatCpuRefComputes) {
             for (int w = 0; w < c.W; w++)
               worst = std::max(worst, std::fabs(edx[((static_cast<size_t>(n) * c.C + ch) * c.H + h) * c.W + w] - at(dx, pb.x, n, ch, h, w)));
       EXPECT_LE(worst, 1e-5);
-      // The scratch y of MAX_POOL_BACKWARD without y: packed in y's format.
-      size_t count = 1;
-      for (int i = 0; i < 4; i++) count *= static_cast<size_t>(p.y_packed.dim[i]);
-      int64_t last = 0;
-      for (int i = 0; i < 4; i++) last += static_cast<int64_t>(p.y_packed.dim[i] - 1) * p.y_packed.stride[i];
-      EXPECT_EQ(static_cast<size_t>(last) + 1, count);
-      EXPECT_EQ(p.y_packed.stride[c.format == NHWC ? 1 : 3], 1);
+      // MAX_POOL_BACKWARD's scratch y is laid out like g: extent() covers every element g's descriptor addresses.
+      const size_t ext = cp::extent(pb.y);
+      size_t need = 0;
+      for (int n = 0; n < pb.y.dim[0]; n++)
+        for (int ch = 0; ch < pb.y.dim[1]; ch++)
+          for (int h = 0; h < pb.y.dim[2]; h++)
+            for (int w = 0; w < pb.y.dim[3]; w++)
+              need = std::max(need, static_cast<size_t>(&at(g, pb.y, n, ch, h, w) - g.get()->data.f32) + 1);
+      EXPECT_EQ(ext, need);
+      EXPECT_EQ(cp::same_strides(x, dx), true);  // one layout on both sides here
+      EXPECT_TRUE(cp::same_desc(pb.y, pb.y));
     }
+}
+
+TEST_F(CudnnPlan, LayoutComparisons) {
+  T a(CCV_32F, {2, 5, 6, 3}), b(CCV_32F, {2, 5, 6, 3}), c(CCV_32F, {2, 5, 6, 3}, NCHW);
+  T v = T::view(CCV_32F, {2, 5, 6, 3});
+  EXPECT_TRUE(cp::same_strides(a, b));
+  EXPECT_FALSE(cp::same_strides(a, v));  // same shape, strided rows
+  T d(CCV_32F, {2, 5, 3, 6});
+  EXPECT_FALSE(cp::same_strides(a, d));
+  cp::Tensor4 t;
+  t.dim[0] = 2, t.dim[1] = 3, t.dim[2] = 5, t.dim[3] = 6;
+  t.stride[0] = 90, t.stride[1] = 1, t.stride[2] = 18, t.stride[3] = 3;  // packed NHWC
+  EXPECT_EQ(cp::extent(t), 180u);
+  t.stride[0] = 200;  // batch stride with a gap
+  EXPECT_EQ(cp::extent(t), 200u + 2 + 4 * 18 + 5 * 3 + 1);
+  cp::Tensor4 u = t;
+  EXPECT_TRUE(cp::same_desc(t, u));
+  u.stride[2] = 19;
+  EXPECT_FALSE(cp::same_desc(t, u));
 }
 
 TEST_F(CudnnPlan, PoolingRefusals) {
