@@ -1,6 +1,6 @@
 // GPU_CUDNN: convolution (forward; backward with any subset of dx, dw,
-// dbias), MAX_POOL / AVERAGE_POOL forward and backward, and SOFTMAX forward and
-// backward on cuDNN 9's descriptor API (cudnn_cnn.h / cudnn_ops.h, deprecated
+// dbias), MAX_POOL / AVERAGE_POOL forward and backward, SOFTMAX forward and
+// backward, BATCH_NORM forward (training and inference) and backward on cuDNN 9's descriptor API (cudnn_cnn.h / cudnn_ops.h, deprecated
 // in 9 but present). fp32 tensors in device memory, NHWC or NCHW, views where
 // cuDNN takes strides (images and softmax rows; filters must be packed).
 //
@@ -28,6 +28,7 @@
 
 #include "cmd/common/conv_rules.hpp"
 #include "cmd/common/cudnn_plan.hpp"
+#include "cmd/norm/norm.hpp"
 #include "core/kernel.hpp"
 #include "core/registry.hpp"
 #include "core/tensor.hpp"
@@ -487,6 +488,124 @@ NNC_KERNEL(softmax_backward) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
+// ---- batch norm ----
+
+bool accept_bnorm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                          int output_size) {
+  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
+  try {
+    cudnn_plan::BatchNorm p;
+    return cudnn_plan::batch_norm_forward(cmd, inputs, input_size, outputs, output_size, &p, nullptr);
+  } catch (...) {
+    return false;
+  }
+}
+
+// A device copy of n floats on s (nothing when from == to).
+void copy_floats(float* to, const float* from, size_t n, cudaStream_t s, const char* what) {
+  if (to != from) NNC_CUDA_CHECK(cudaMemcpyAsync(to, from, n * sizeof(float), cudaMemcpyDeviceToDevice, s), what);
+}
+
+// Training: y from the batch statistics; saved_mean / saved_inv_std straight
+// from cuDNN (scratch when not asked for). The running statistics: NNC's rule
+// is out = in * momentum + batch * (1 - momentum) with the biased batch
+// variance; cuDNN's running variance takes the unbiased one. So cuDNN writes
+// the batch mean and unbiased variance (factor 1) into zeroed scratch, and
+// two cudnnAddTensor calls blend them in with the plan's factors
+// (cudnn_plan::BatchNorm: keep, take_mean, take_var).
+NNC_KERNEL(bnorm_forward) {
+  static const char* what = "BATCH_NORM_FORWARD (GPU_CUDNN)";
+  cudnn_plan::BatchNorm p;
+  std::string why;
+  if (!cudnn_plan::batch_norm_forward(cmd, inputs, input_size, outputs, output_size, &p, &why))
+    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  const norm::BatchNormIo io = norm::batch_norm_forward_io(inputs, input_size, outputs, output_size);
+  const int device = device_of(io.y);
+  const cudaStream_t s = stream_of(stream_context, device, what);
+  const cudnnHandle_t h = handle_on(device, s, what);
+  TensorDesc xd(what), pd(what);
+  set_tensor(xd, p.x, what);
+  set_tensor(pd, p.param, what);
+  const float one = 1, zero = 0;
+  const size_t C = static_cast<size_t>(p.channels);
+  if (!p.training) {
+    NNC_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xd, io.x->data.f32, xd, io.y->data.f32,
+                                                            pd, io.scale->data.f32, io.bias->data.f32, io.mean->data.f32,
+                                                            io.var->data.f32, p.epsilon),
+                    what);
+    finish(stream_context, s, what);
+    return CCV_NNC_EXEC_SUCCESS;
+  }
+  const bool running = io.out_mean || io.out_var;
+  // Scratch: [batch mean | batch unbiased var | saved mean | saved inv std].
+  Scratch scratch(4 * C * sizeof(float), s, what);
+  float* base = static_cast<float*>(scratch.get());
+  float* batch_mean = base;
+  float* batch_var = base + C;
+  float* saved_mean = io.saved_mean ? io.saved_mean->data.f32 : base + 2 * C;
+  float* saved_inv_std = io.saved_inv_std ? io.saved_inv_std->data.f32 : base + 3 * C;
+  if (running) NNC_CUDA_CHECK(cudaMemsetAsync(base, 0, 2 * C * sizeof(float), s), what);  // factor 1 still reads them (times 0)
+  NNC_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xd, io.x->data.f32, xd, io.y->data.f32,
+                                                         pd, io.scale->data.f32, io.bias->data.f32, 1.0, running ? batch_mean : nullptr,
+                                                         running ? batch_var : nullptr, p.epsilon, saved_mean, saved_inv_std),
+                  what);
+  if (io.out_mean) {
+    copy_floats(io.out_mean->data.f32, io.mean->data.f32, C, s, what);
+    NNC_CUDNN_CHECK(cudnnAddTensor(h, &p.take_mean, pd, batch_mean, &p.keep, pd, io.out_mean->data.f32), what);
+  }
+  if (io.out_var) {
+    copy_floats(io.out_var->data.f32, io.var->data.f32, C, s, what);
+    NNC_CUDNN_CHECK(cudnnAddTensor(h, &p.take_var, pd, batch_var, &p.keep, pd, io.out_var->data.f32), what);
+  }
+  finish(stream_context, s, what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+bool accept_bnorm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                           int output_size) {
+  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
+  try {
+    cudnn_plan::BatchNorm p;
+    return cudnn_plan::batch_norm_backward(cmd, inputs, input_size, outputs, output_size, &p, nullptr);
+  } catch (...) {
+    return false;
+  }
+}
+
+// Training backward from the saved statistics. cuDNN writes dx, dscale and
+// dbias always: scratch stands in for those not asked for.
+NNC_KERNEL(bnorm_backward) {
+  static const char* what = "BATCH_NORM_BACKWARD (GPU_CUDNN)";
+  cudnn_plan::BatchNorm p;
+  std::string why;
+  if (!cudnn_plan::batch_norm_backward(cmd, inputs, input_size, outputs, output_size, &p, &why))
+    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  const norm::BatchNormIo io = norm::batch_norm_backward_io(inputs, input_size, outputs, output_size);
+  const int device = device_of(io.x);
+  const cudaStream_t s = stream_of(stream_context, device, what);
+  const cudnnHandle_t h = handle_on(device, s, what);
+  TensorDesc xd(what), pd(what);
+  set_tensor(xd, p.x, what);
+  set_tensor(pd, p.param, what);
+  const size_t C = static_cast<size_t>(p.channels);
+  const size_t dx_floats = io.dx ? 0 : cudnn_plan::extent(p.x);
+  // Scratch: [dscale | dbias | scale (unread without dx) | dx].
+  Scratch scratch((3 * C + dx_floats) * sizeof(float), s, what);
+  float* base = static_cast<float*>(scratch.get());
+  float* dscale = io.dscale ? io.dscale->data.f32 : base;
+  float* dbias = io.dbias ? io.dbias->data.f32 : base + C;
+  const float* scale = io.scale ? io.scale->data.f32 : base + 2 * C;
+  float* dx = io.dx ? io.dx->data.f32 : base + 3 * C;
+  if (!io.scale) NNC_CUDA_CHECK(cudaMemsetAsync(base + 2 * C, 0, C * sizeof(float), s), what);
+  const float one = 1, zero = 0;
+  NNC_CUDNN_CHECK(cudnnBatchNormalizationBackward(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, xd, io.x->data.f32, xd,
+                                                  io.g->data.f32, xd, dx, pd, scale, dscale, dbias, p.epsilon, io.saved_mean->data.f32,
+                                                  io.saved_inv_std->data.f32),
+                  what);
+  finish(stream_context, s, what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
 }  // namespace
 
 void register_cudnn(Registry& r) {
@@ -504,6 +623,8 @@ void register_cudnn(Registry& r) {
   any.formats = formats::kAll;
   r.add_kernels(any.accepting(accept_softmax_forward), {{CCV_NNC_SOFTMAX_FORWARD, softmax_forward}});
   r.add_kernels(any.accepting(accept_softmax_backward), {{CCV_NNC_SOFTMAX_BACKWARD, softmax_backward}});
+  r.add_kernels(any.accepting(accept_bnorm_forward), {{CCV_NNC_BATCH_NORM_FORWARD, bnorm_forward}});
+  r.add_kernels(any.accepting(accept_bnorm_backward), {{CCV_NNC_BATCH_NORM_BACKWARD, bnorm_backward}});
 }
 
 }  // namespace nnc::cuda

@@ -8,7 +8,9 @@
 
 #include "cmd/common/image.hpp"
 #include "cmd/convolution/convolution.hpp"
+#include "cmd/norm/norm.hpp"
 #include "cmd/pool/pool.hpp"
+#include "cmd/common/axes.hpp"
 #include "core/error.hpp"
 #include "core/tensor.hpp"
 
@@ -131,6 +133,130 @@ bool pool_tensors(const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* y, std::str
   if (!x || !y) return refuse(why, "the input and the pooled tensor are required");
   if (!gpu_f32(x) || !gpu_f32(y)) return refuse(why, "GPU_CUDNN takes 32F tensors");
   if (!is_image(x) || !is_image(y)) return refuse(why, "pooling takes 3-d or 4-d NHWC or NCHW tensors");
+  return true;
+}
+
+namespace {
+
+// Axes [a, b) of a layout as one dimension: extent and stride (size-1 axes
+// ignored; false when the others are not evenly nested). An empty or all-1
+// run has extent 1 and stride 1.
+bool fold(const Layout& l, int a, int b, int64_t* extent, int64_t* stride) {
+  int64_t e = 1, s = 1;
+  for (int i = b - 1; i >= a; i--) {
+    if (l.dim[i] == 1) continue;
+    if (e == 1)
+      s = l.stride[i];
+    else if (l.stride[i] != s * e)
+      return false;
+    e *= l.dim[i];
+  }
+  *extent = e;
+  *stride = s;
+  return true;
+}
+
+bool packed_per_channel(const ccv_nnc_tensor_t* t) { return !t || (gpu_f32(t) && layout_of(t).packed()); }
+
+// x as {before, kept, after, 1} for a reduced-axis mask, and the channel count.
+bool batch_norm_x(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* x, BatchNorm* p, std::string* why) {
+  const Layout l = layout_of(x);
+  const unsigned mask = axis_mask("BATCH_NORM (GPU_CUDNN)", cmd.info.bnorm.axis, cmd.info.bnorm.count, l.nd);
+  int k0 = -1, k1 = -1;  // the kept axes [k0, k1), ignoring kept axes of extent 1 at the edges
+  for (int i = 0; i < l.nd; i++)
+    if (!(mask & (1u << i)) && l.dim[i] != 1) {
+      if (k0 < 0) k0 = i;
+      k1 = i + 1;
+    }
+  if (k0 < 0) k0 = k1 = l.nd;  // one channel
+  for (int i = k0; i < k1; i++)
+    if ((mask & (1u << i)) && l.dim[i] != 1) return refuse(why, "the kept (channel) axes are not adjacent");
+  int64_t ac, sc;
+  if (!fold(l, k0, k1, &ac, &sc)) return refuse(why, "the kept (channel) axes do not fold into one dimension");
+  // The reduced axes, as few runs of nested axes as their strides allow: up
+  // to three, for cuDNN's n, h and w (SPATIAL reduces over all three alike,
+  // and the strides say where each lies).
+  int64_t run_e[kMaxDim], run_s[kMaxDim];
+  int runs = 0, prev = -1;
+  for (int i = 0; i < l.nd; i++) {
+    if (!(mask & (1u << i)) || l.dim[i] == 1) continue;
+    if (runs > 0 && prev == i - 1 && run_s[runs - 1] == l.stride[i] * l.dim[i]) {
+      run_e[runs - 1] *= l.dim[i];
+      run_s[runs - 1] = l.stride[i];
+    } else {
+      run_e[runs] = l.dim[i], run_s[runs] = l.stride[i];
+      runs++;
+    }
+    prev = i;
+    // A size-1 axis between two reduced ones does not break a run.
+    for (int j = i + 1; j < l.nd && l.dim[j] == 1; j++) prev = j;
+  }
+  if (runs > 3) return refuse(why, "x's reduced axes need more than cuDNN's three (n, h, w)");
+  int64_t e[3] = {1, 1, 1}, st[3] = {0, 0, 0};  // n, h, w
+  for (int i = 0; i < runs; i++) e[i] = run_e[i], st[i] = run_s[i];
+  // Extent-1 slots get the strides a packed NCHW layout would give them.
+  if (!st[2]) st[2] = 1;
+  if (!st[1]) st[1] = e[2] * st[2];
+  if (ac == 1) sc = std::max(e[1] * st[1], e[2] * st[2]);
+  if (!st[0]) st[0] = std::max({ac * sc, e[1] * st[1], e[2] * st[2]});
+  const int64_t d[4] = {e[0], ac, e[1], e[2]}, ss[4] = {st[0], sc, st[1], st[2]};
+  int64_t last = 0;
+  for (int i = 0; i < 4; i++) {
+    if (d[i] > INT_MAX || ss[i] <= 0 || ss[i] > INT_MAX) return refuse(why, "x has more than 2^31 - 1 elements");
+    last += (d[i] - 1) * ss[i];
+    p->x.dim[i] = static_cast<int>(d[i]);
+    p->x.stride[i] = static_cast<int>(ss[i]);
+  }
+  if (last >= INT_MAX) return refuse(why, "x has more than 2^31 - 1 elements");
+  const int64_t an = e[0] * e[1] * e[2];
+  p->channels = static_cast<int>(ac);
+  p->per_channel = static_cast<long long>(an);
+  p->param.dim[0] = 1, p->param.dim[1] = p->channels, p->param.dim[2] = 1, p->param.dim[3] = 1;
+  p->param.stride[0] = p->channels, p->param.stride[1] = 1, p->param.stride[2] = 1, p->param.stride[3] = 1;
+  p->epsilon = cmd.info.bnorm.epsilon;
+  p->training = !cmd.info.bnorm.is_test;
+  const double momentum = cmd.info.bnorm.momentum, M = static_cast<double>(an);
+  p->keep = static_cast<float>(momentum);
+  p->take_mean = static_cast<float>(1 - momentum);
+  p->take_var = an > 1 ? static_cast<float>((1 - momentum) * (M - 1) / M) : 0.f;
+  return true;
+}
+
+}  // namespace
+
+bool batch_norm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                        int output_size, BatchNorm* plan, std::string* why) {
+  const norm::BatchNormIo io = norm::batch_norm_forward_io(inputs, input_size, outputs, output_size);
+  if (!io.x || !io.y || !io.scale || !io.bias) return refuse(why, "x, scale, bias and y are required");
+  if (!gpu_f32(io.x) || !gpu_f32(io.y)) return refuse(why, "GPU_CUDNN takes 32F tensors");
+  if (!same_strides(io.x, io.y)) return refuse(why, "x and y are laid out differently; cuDNN takes one layout for both");
+  for (const ccv_nnc_tensor_t* t : {io.scale, io.bias, io.mean, io.var, io.out_mean, io.out_var, io.saved_mean, io.saved_inv_std})
+    if (!packed_per_channel(t)) return refuse(why, "a per-channel tensor is a view or not 32F; cuDNN takes them packed");
+  BatchNorm p;
+  if (!batch_norm_x(cmd, io.x, &p, why)) return false;
+  if (p.training && p.per_channel < 2)
+    return refuse(why, "one element per statistic: cuDNN's running variance (unbiased) is undefined there");
+  *plan = p;
+  return true;
+}
+
+bool batch_norm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                         int output_size, BatchNorm* plan, std::string* why) {
+  const norm::BatchNormIo io = norm::batch_norm_backward_io(inputs, input_size, outputs, output_size);
+  if (cmd.info.bnorm.is_test) return refuse(why, "cuDNN has no inference-mode batch norm backward");
+  if (io.dmean || io.dvar) return refuse(why, "cuDNN gives no gradient of the running statistics (dmean, dvar)");
+  if (!io.g || !io.x || !io.saved_mean || !io.saved_inv_std) return refuse(why, "g, x, saved_mean and saved_inv_std are required");
+  if (!io.dx && !io.dscale && !io.dbias) return refuse(why, "no output");
+  if (io.dx && !io.scale) return refuse(why, "dx needs scale");
+  for (const ccv_nnc_tensor_t* t : {io.g, io.x, io.dx})
+    if (t && !gpu_f32(t)) return refuse(why, "GPU_CUDNN takes 32F tensors");
+  if (!same_strides(io.x, io.g) || (io.dx && !same_strides(io.x, io.dx)))
+    return refuse(why, "x, g and dx are laid out differently; cuDNN takes one layout for the three");
+  for (const ccv_nnc_tensor_t* t : {io.scale, io.saved_mean, io.saved_inv_std, io.dscale, io.dbias})
+    if (!packed_per_channel(t)) return refuse(why, "a per-channel tensor is a view or not 32F; cuDNN takes them packed");
+  BatchNorm p;
+  if (!batch_norm_x(cmd, io.x, &p, why)) return false;
+  *plan = p;
   return true;
 }
 

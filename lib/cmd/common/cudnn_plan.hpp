@@ -96,6 +96,33 @@ bool pool(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const ccv_nnc_te
 // INSTANCE mode over c, h, w).
 bool softmax_rows(const ccv_nnc_tensor_t* t, Tensor4* desc, std::string* why);
 
+// BATCH_NORM as cuDNN's SPATIAL mode: the kept (channel) axes fold into c and
+// the reduced axes, in runs of nested axes, fill n, h and w, so statistics
+// over (n, h, w) per c are NNC's per kept index (packed NHWC images become
+// {N*H*W, C, 1, 1}, NCHW ones {N, C, H*W, 1}, views {N, C, H, W}). The per-channel tensors
+// are packed {1, C, 1, 1}. cuDNN takes one layout for x, y (forward) and x, g,
+// dx (backward): others are declined, as are views of per-channel tensors,
+// axes that do not fold, inference-mode backward and dmean / dvar.
+struct BatchNorm {
+  Tensor4 x;               // x, and y or g / dx (laid out alike)
+  Tensor4 param;           // {1, C, 1, 1}, packed
+  int channels = 0;
+  long long per_channel = 0;  // elements behind each statistic
+  double epsilon = 0;
+  bool training = true;
+  // The running statistics' update from cuDNN's batch mean m and unbiased
+  // variance u (what cuDNN's running variance takes): out_mean = keep * mean +
+  // take_mean * m, out_var = keep * var + take_var * u (take_var turns u into
+  // the biased variance NNC's rule blends in).
+  float keep = 0, take_mean = 0, take_var = 0;
+};
+// inputs |x|scale|bias|mean|var|, outputs |y|mean|var|saved_mean|saved_inv_std| (libnnc's slots).
+bool batch_norm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                        int output_size, BatchNorm* plan, std::string* why);
+// inputs |g|-|-|-|-|x|scale|bias|mean|var|y|mean|var|saved_mean|saved_inv_std|, outputs |dx|dscale|dbias|dmean|dvar|.
+bool batch_norm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                         int output_size, BatchNorm* plan, std::string* why);
+
 // Same dims and strides.
 bool same_desc(const Tensor4& a, const Tensor4& b);
 // Two image tensors (or views) with the same element strides, dimension by

@@ -8,6 +8,7 @@
 // elements and fail. The refusals (what cuDNN cannot express) are checked too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -457,6 +458,169 @@ TEST_F(CudnnPlan, SoftmaxRows) {
   EXPECT_NE(why.find("fold"), std::string::npos) << why;
   T h(CCV_16F, {4, 5});
   EXPECT_FALSE(cp::softmax_rows(h, &d, &why));
+}
+
+// ---- batch norm ----
+
+struct BnCase {
+  std::vector<int> shape;
+  std::vector<int> axes;
+  int format = NHWC;
+  bool views = false;
+  std::vector<int> kept() const {  // per-channel shape: the kept extents
+    std::vector<int> k;
+    for (size_t i = 0; i < shape.size(); i++)
+      if (std::find(axes.begin(), axes.end(), static_cast<int>(i)) == axes.end()) k.push_back(shape[i]);
+    if (k.empty()) k.push_back(1);
+    return k;
+  }
+  ccv_nnc_cmd_t cmd(uint32_t id, bool test = false) const {
+    ccv_nnc_cmd_t c = command(id, CCV_NNC_BACKEND_CPU_REF);
+    for (size_t i = 0; i < axes.size(); i++) c.info.bnorm.axis[i] = axes[i];
+    c.info.bnorm.count = static_cast<int>(axes.size());
+    c.info.bnorm.epsilon = 1e-3f;
+    c.info.bnorm.momentum = 0.75f;
+    c.info.bnorm.is_test = test;
+    return c;
+  }
+};
+
+std::vector<BnCase> bn_cases() {
+  return {{{2, 5, 7, 3}, {0, 1, 2}},          {{2, 3, 5, 7}, {0, 2, 3}, NCHW}, {{6, 4}, {0}},
+          {{4, 5, 6}, {0, 1}},                {{3, 2, 4}, {0}},                {{2, 5, 7, 3}, {0, 1, 2}, NHWC, true},
+          {{2, 3, 5, 7}, {0, 2, 3}, NCHW, true}};
+}
+
+TEST_F(CudnnPlan, BatchNormMeansWhatCpuRefComputes) {
+  std::mt19937 rng(37);
+  for (const BnCase& c : bn_cases()) {
+    SCOPED_TRACE(testing::Message() << c.shape.size() << "-d, " << c.axes.size() << " axes" << (c.views ? ", views" : ""));
+    T x = make(c.shape, c.format, c.views), y = make(c.shape, c.format, c.views);
+    T scale(CCV_32F, c.kept()), bias(CCV_32F, c.kept()), mean(CCV_32F, c.kept()), var(CCV_32F, c.kept());
+    T om(CCV_32F, c.kept()), ov(CCV_32F, c.kept()), sm(CCV_32F, c.kept()), si(CCV_32F, c.kept());
+    fill_uniform(x, rng, -2, 3), fill_uniform(scale, rng), fill_uniform(bias, rng), fill_uniform(mean, rng), fill_uniform(var, rng, 0.5, 2);
+    const std::vector<ccv_nnc_tensor_t*> in = {x, scale, bias, mean, var}, out = {y, om, ov, sm, si};
+    ASSERT_EQ(run(c.cmd(CCV_NNC_BATCH_NORM_FORWARD), in, out), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    cp::BatchNorm p;
+    std::string why;
+    ASSERT_TRUE(cp::batch_norm_forward(c.cmd(CCV_NNC_BATCH_NORM_FORWARD), in.data(), 5, out.data(), 5, &p, &why)) << why;
+    ASSERT_EQ(p.channels, static_cast<int>(ccv_nnc_tensor_count(scale.get()->info)));
+    ASSERT_EQ(p.param.dim[1], p.channels);
+    ASSERT_EQ(static_cast<long long>(p.x.dim[0]) * p.x.dim[2] * p.x.dim[3], p.per_channel);
+    if (!c.views && c.format == NHWC && c.shape.size() == 4) {  // packed NHWC images: {N*H*W, C, 1, 1}, strides {C, 1, 1, 1}
+      EXPECT_EQ(p.x.dim[0], c.shape[0] * c.shape[1] * c.shape[2]);
+      EXPECT_EQ(p.x.stride[0], c.shape[3]);
+      EXPECT_EQ(p.x.stride[1], 1);
+    }
+    // cuDNN SPATIAL: statistics over (n, h, w) per c, through the plan.
+    double worst = 0;
+    std::vector<double> m(p.channels), vb(p.channels);
+    for (int ch = 0; ch < p.channels; ch++) {
+      double s1 = 0, s2 = 0;
+      for (int n = 0; n < p.x.dim[0]; n++)
+        for (int h = 0; h < p.x.dim[2]; h++)
+          for (int w = 0; w < p.x.dim[3]; w++) s1 += at(x, p.x, n, ch, h, w);
+      m[ch] = s1 / static_cast<double>(p.per_channel);
+      for (int n = 0; n < p.x.dim[0]; n++)
+        for (int h = 0; h < p.x.dim[2]; h++)
+          for (int w = 0; w < p.x.dim[3]; w++) s2 += std::pow(at(x, p.x, n, ch, h, w) - m[ch], 2);
+      vb[ch] = s2 / static_cast<double>(p.per_channel);
+      const double inv = 1 / std::sqrt(vb[ch] + p.epsilon);
+      for (int n = 0; n < p.x.dim[0]; n++)
+        for (int h = 0; h < p.x.dim[2]; h++)
+          for (int w = 0; w < p.x.dim[3]; w++) {
+            const double want = (at(x, p.x, n, ch, h, w) - m[ch]) * inv * scale.get()->data.f32[ch] + bias.get()->data.f32[ch];
+            worst = std::max(worst, std::fabs(want - at(y, p.x, n, ch, h, w)));
+          }
+      worst = std::max(worst, std::fabs(m[ch] - sm.get()->data.f32[ch]));
+      worst = std::max(worst, std::fabs(inv - si.get()->data.f32[ch]) / inv);
+      // The backend's running update with the plan's factors from cuDNN's
+      // batch mean and unbiased variance (its running variance's estimator).
+      const double unbiased = vb[ch] * p.per_channel / (p.per_channel - 1);
+      const double want_var = p.keep * var.get()->data.f32[ch] + p.take_var * unbiased;
+      const double want_mean = p.keep * mean.get()->data.f32[ch] + p.take_mean * m[ch];
+      worst = std::max(worst, std::fabs(want_var - ov.get()->data.f32[ch]));
+      worst = std::max(worst, std::fabs(want_mean - om.get()->data.f32[ch]));
+    }
+    EXPECT_LE(worst, 1e-5);
+    // Backward (training): cuDNN's gradients over the plan against CPU_REF.
+    T g = make(c.shape, c.format, c.views), dx = make(c.shape, c.format, c.views);
+    T dscale(CCV_32F, c.kept()), dbias(CCV_32F, c.kept());
+    fill_uniform(g, rng);
+    const std::vector<ccv_nnc_tensor_t*> bin = {g, nullptr, nullptr, nullptr, nullptr, x, scale, bias, mean, var, y, om, ov, sm, si};
+    const std::vector<ccv_nnc_tensor_t*> bout = {dx, dscale, dbias};
+    ASSERT_EQ(run(c.cmd(CCV_NNC_BATCH_NORM_BACKWARD), bin, bout), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    cp::BatchNorm pb;
+    ASSERT_TRUE(cp::batch_norm_backward(c.cmd(CCV_NNC_BATCH_NORM_BACKWARD), bin.data(), 15, bout.data(), 3, &pb, &why)) << why;
+    worst = 0;
+    for (int ch = 0; ch < pb.channels; ch++) {
+      const double inv = si.get()->data.f32[ch], mu = sm.get()->data.f32[ch], M = static_cast<double>(pb.per_channel);
+      double sg = 0, sgx = 0;
+      for (int n = 0; n < pb.x.dim[0]; n++)
+        for (int h = 0; h < pb.x.dim[2]; h++)
+          for (int w = 0; w < pb.x.dim[3]; w++) {
+            const double xhat = (at(x, pb.x, n, ch, h, w) - mu) * inv;
+            sg += at(g, pb.x, n, ch, h, w);
+            sgx += at(g, pb.x, n, ch, h, w) * xhat;
+          }
+      worst = std::max(worst, std::fabs(sg - dbias.get()->data.f32[ch]));
+      worst = std::max(worst, std::fabs(sgx - dscale.get()->data.f32[ch]));
+      for (int n = 0; n < pb.x.dim[0]; n++)
+        for (int h = 0; h < pb.x.dim[2]; h++)
+          for (int w = 0; w < pb.x.dim[3]; w++) {
+            const double xhat = (at(x, pb.x, n, ch, h, w) - mu) * inv;
+            const double want = scale.get()->data.f32[ch] * inv * (at(g, pb.x, n, ch, h, w) - sg / M - xhat * sgx / M);
+            worst = std::max(worst, std::fabs(want - at(dx, pb.x, n, ch, h, w)));
+          }
+    }
+    EXPECT_LE(worst, 1e-4);
+  }
+}
+
+TEST_F(CudnnPlan, BatchNormRefusals) {
+  cp::BatchNorm p;
+  std::string why;
+  auto fwd = [&](const BnCase& c, ccv_nnc_tensor_t* x, ccv_nnc_tensor_t* y, ccv_nnc_tensor_t* scale, bool test = false) {
+    T b(CCV_32F, c.kept()), m(CCV_32F, c.kept()), v(CCV_32F, c.kept());
+    const std::vector<ccv_nnc_tensor_t*> in = {x, scale, b, m, v}, out = {y, nullptr, nullptr, nullptr, nullptr};
+    return cp::batch_norm_forward(c.cmd(CCV_NNC_BATCH_NORM_FORWARD, test), in.data(), 5, out.data(), 5, &p, &why);
+  };
+  {
+    BnCase c{{3, 4, 5}, {1}};  // kept axes 0 and 2 are not adjacent
+    T x(CCV_32F, c.shape), y(CCV_32F, c.shape), s(CCV_32F, {3, 1, 5});
+    EXPECT_FALSE(fwd(c, x, y, s));
+    EXPECT_NE(why.find("adjacent"), std::string::npos) << why;
+  }
+  {
+    BnCase c{{2, 5, 7, 3}, {0, 1, 2}};
+    T x = T::view(CCV_32F, c.shape), y(CCV_32F, c.shape), s(CCV_32F, c.kept());
+    EXPECT_FALSE(fwd(c, x, y, s));  // x a view, y packed
+    EXPECT_NE(why.find("laid out"), std::string::npos) << why;
+    T x2(CCV_32F, c.shape);
+    T sv = T::view(CCV_32F, {3, 1});  // 3 channels, 4 elements apart
+    EXPECT_FALSE(fwd(c, x2, y, sv));  // a per-channel view
+    EXPECT_NE(why.find("packed"), std::string::npos) << why;
+    EXPECT_TRUE(fwd(c, x2, y, s));
+  }
+  {
+    BnCase c{{1, 1, 1, 3}, {0, 1, 2}};  // one element per statistic
+    T x(CCV_32F, c.shape), y(CCV_32F, c.shape), s(CCV_32F, c.kept());
+    EXPECT_FALSE(fwd(c, x, y, s));
+    EXPECT_TRUE(fwd(c, x, y, s, true));  // inference is fine
+  }
+  {
+    BnCase c{{2, 5, 7, 3}, {0, 1, 2}};
+    T g(CCV_32F, c.shape), x(CCV_32F, c.shape), dx(CCV_32F, c.shape), s(CCV_32F, c.kept()), sm(CCV_32F, c.kept()), si(CCV_32F, c.kept()),
+        m(CCV_32F, c.kept()), v(CCV_32F, c.kept()), dm(CCV_32F, c.kept());
+    const std::vector<ccv_nnc_tensor_t*> in = {g, nullptr, nullptr, nullptr, nullptr, x, s, nullptr, m, v, nullptr, nullptr, nullptr, sm, si};
+    const std::vector<ccv_nnc_tensor_t*> out = {dx, nullptr, nullptr};
+    EXPECT_TRUE(cp::batch_norm_backward(c.cmd(CCV_NNC_BATCH_NORM_BACKWARD), in.data(), 15, out.data(), 3, &p, &why)) << why;
+    EXPECT_FALSE(cp::batch_norm_backward(c.cmd(CCV_NNC_BATCH_NORM_BACKWARD, true), in.data(), 15, out.data(), 3, &p, &why));
+    EXPECT_NE(why.find("inference"), std::string::npos) << why;
+    const std::vector<ccv_nnc_tensor_t*> out2 = {dx, nullptr, nullptr, dm};
+    EXPECT_FALSE(cp::batch_norm_backward(c.cmd(CCV_NNC_BATCH_NORM_BACKWARD), in.data(), 15, out2.data(), 4, &p, &why));
+    EXPECT_NE(why.find("dmean"), std::string::npos) << why;
+  }
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 // GPU_CUDNN against CPU_REF on random inputs with fixed seeds: convolution
 // forward and backward (every output subset, groups, dilation, stride,
 // padding, both formats, 3-d, views), max / average pooling forward and
-// backward, softmax forward and backward; fp32 without TF32; the refusals.
+// backward, softmax forward and backward, batch norm forward (training, with
+// the running statistics, and inference) and backward; fp32 without TF32; the
+// refusals.
 // Every test names the backend (GPU_CUDNN) so that no other GPU backend can
 // stand in for it, and skips, saying so, without a GPU.
 //
@@ -17,6 +19,7 @@
 // mantissa) is caught by its own exact test below, not by these tolerances.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -438,6 +441,119 @@ TEST(Cudnn, SoftmaxMatchesCpuRef) {
   ASSERT_EQ(exec(with_backend(f, CCV_NNC_BACKEND_CPU_REF), ccv_nnc_no_hint, {x.c()}, {y.c()}), CCV_NNC_EXEC_SUCCESS);
   ASSERT_EQ(exec(with_backend(f, CCV_NNC_BACKEND_GPU_CUDNN), ccv_nnc_no_hint, {x.g()}, {x.g()}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
   expect_close(x.gpu, y.cpu, 1e-4f, 1e-6f, "SOFTMAX_FORWARD in place");
+}
+
+// ---- batch norm ----
+
+struct BnCase {
+  std::vector<int> shape;
+  std::vector<int> axes;
+  int format;
+  bool views = false;
+  std::vector<int> kept() const {
+    std::vector<int> k;
+    for (size_t i = 0; i < shape.size(); i++)
+      if (std::find(axes.begin(), axes.end(), static_cast<int>(i)) == axes.end()) k.push_back(shape[i]);
+    return k;
+  }
+  size_t per_channel() const {
+    size_t m = 1;
+    for (int a : axes) m *= static_cast<size_t>(shape[static_cast<size_t>(a)]);
+    return m;
+  }
+  ccv_nnc_cmd_t cmd(uint32_t id, uint32_t backend, bool test) const {
+    ccv_nnc_cmd_param_t p;
+    std::memset(&p, 0, sizeof(p));
+    for (size_t i = 0; i < axes.size(); i++) p.bnorm.axis[i] = axes[i];
+    p.bnorm.count = static_cast<int>(axes.size());
+    p.bnorm.epsilon = 1e-5f;
+    p.bnorm.momentum = 0.9f;
+    p.bnorm.is_test = test;
+    return with_backend(ccv_nnc_cmd(id, nullptr, p, 0), backend);
+  }
+};
+
+// Statistics and y: sums of M fp32 terms (mean, variance) then a few
+// operations per element; y is of order 1..4, so 1e-4 absolute and relative
+// holds any summation order for M up to a few thousand. dscale and dbias are
+// sums of M terms of magnitude <= a few: the reduction bound above.
+TEST(Cudnn, BatchNormMatchesCpuRef) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(1909);
+  const std::vector<BnCase> cs = {{{8, 14, 14, 32}, {0, 1, 2}, NHWC}, {{4, 16, 7, 9}, {0, 2, 3}, NCHW}, {{64, 33}, {0}, NHWC},
+                                  {{3, 5, 6, 7}, {0, 1, 2}, NHWC, true}};
+  for (const BnCase& c : cs) {
+    SCOPED_TRACE(std::to_string(c.shape.size()) + "-d " + (c.format == NHWC ? "NHWC" : "NCHW") + (c.views ? " views" : ""));
+    for (bool test : {false, true}) {
+      Both x(c.shape, c.format, c.views, rng, -2, 3), y(c.shape, c.format, c.views, rng);
+      Both scale(c.kept(), c.format, false, rng), bias(c.kept(), c.format, false, rng), mean(c.kept(), c.format, false, rng);
+      Both var(c.kept(), c.format, false, rng, 0.5f, 2.f), sm(c.kept(), c.format, false, rng), si(c.kept(), c.format, false, rng);
+      y.atol = 1e-4f;
+      mean.atol = var.atol = sm.atol = si.atol = 1e-5f;
+      // Training updates the running statistics in place (outputs 1, 2 are inputs 3, 4), as libnnc's graphs do.
+      auto fw = [&](bool gpu) {
+        auto t = [&](const Both& b) { return gpu ? b.g() : b.c(); };
+        std::vector<ccv_nnc_tensor_t*> in = {t(x), t(scale), t(bias), t(mean), t(var)};
+        std::vector<ccv_nnc_tensor_t*> out = {t(y), test ? nullptr : t(mean), test ? nullptr : t(var), test ? nullptr : t(sm),
+                                              test ? nullptr : t(si)};
+        return ccv_nnc_cmd_exec(c.cmd(CCV_NNC_BATCH_NORM_FORWARD, gpu ? CCV_NNC_BACKEND_GPU_CUDNN : CCV_NNC_BACKEND_CPU_REF, test),
+                                ccv_nnc_no_hint, 0, in.data(), 5, out.data(), 5, nullptr);
+      };
+      ASSERT_EQ(fw(false), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+      ASSERT_EQ(fw(true), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+      y.expect_same(test ? "BATCH_NORM_FORWARD inference y" : "BATCH_NORM_FORWARD y");
+      if (test) continue;
+      mean.expect_same("running mean");
+      var.expect_same("running var");
+      sm.expect_same("saved_mean");
+      si.expect_same("saved_inv_std");
+      // Backward from the saved statistics (the CPU's, copied to the GPU, so both sides start alike).
+      Owned smg = to_gpu(sm.cpu), sig = to_gpu(si.cpu);
+      for (int mask : {7, 1, 6}) {
+        SCOPED_TRACE("outputs " + std::to_string(mask));
+        Both g(c.shape, c.format, c.views, rng), dx(c.shape, c.format, c.views, rng);
+        Both dscale(c.kept(), c.format, false, rng), dbias(c.kept(), c.format, false, rng);
+        dx.atol = 1e-4f;
+        dscale.atol = dbias.atol = conv_atol(c.per_channel() * 4);
+        auto bw = [&](bool gpu) {
+          auto t = [&](const Both& b, bool on = true) -> ccv_nnc_tensor_t* { return on ? (gpu ? b.g() : b.c()) : nullptr; };
+          std::vector<ccv_nnc_tensor_t*> in = {t(g), nullptr, nullptr, nullptr, nullptr, t(x), t(scale), t(bias), t(mean), t(var), t(y),
+                                               nullptr, nullptr, gpu ? smg.t : sm.cpu.t, gpu ? sig.t : si.cpu.t};
+          std::vector<ccv_nnc_tensor_t*> out = {t(dx, mask & 1), t(dscale, mask & 2), t(dbias, mask & 4)};
+          return ccv_nnc_cmd_exec(c.cmd(CCV_NNC_BATCH_NORM_BACKWARD, gpu ? CCV_NNC_BACKEND_GPU_CUDNN : CCV_NNC_BACKEND_CPU_REF, false),
+                                  ccv_nnc_no_hint, 0, in.data(), 15, out.data(), 3, nullptr);
+        };
+        ASSERT_EQ(bw(false), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+        ASSERT_EQ(bw(true), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+        dx.expect_same("dx");
+        dscale.expect_same("dscale");
+        dbias.expect_same("dbias");
+      }
+    }
+  }
+}
+
+TEST(Cudnn, BatchNormRefusals) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(1910);
+  BnCase c{{2, 5, 7, 3}, {0, 1, 2}, NHWC};
+  Both x(c.shape, NHWC, false, rng), y(c.shape, NHWC, false, rng), s(c.kept(), NHWC, false, rng), b(c.kept(), NHWC, false, rng);
+  Both m(c.kept(), NHWC, false, rng), v(c.kept(), NHWC, false, rng, 0.5f, 2.f);
+  // The inference backward: not cuDNN's (GPU_CUDNN declines it).
+  Both g(c.shape, NHWC, false, rng), dx(c.shape, NHWC, false, rng);
+  std::vector<ccv_nnc_tensor_t*> in = {g.g(), nullptr, nullptr, nullptr, nullptr, x.g(), s.g(), b.g(), m.g(), v.g(), y.g(), nullptr, nullptr, nullptr, nullptr};
+  std::vector<ccv_nnc_tensor_t*> out = {dx.g()};
+  EXPECT_NE(ccv_nnc_cmd_exec(c.cmd(CCV_NNC_BATCH_NORM_BACKWARD, CCV_NNC_BACKEND_GPU_CUDNN, true), ccv_nnc_no_hint, 0, in.data(), 15,
+                             out.data(), 1, nullptr),
+            CCV_NNC_EXEC_SUCCESS);
+  EXPECT_STRNE(ccv_nnc_error_message(), "");
+  // A wrong scale shape: an error with a message.
+  Both sbad({4}, NHWC, false, rng);
+  std::vector<ccv_nnc_tensor_t*> fin = {x.g(), sbad.g(), b.g(), m.g(), v.g()}, fout = {y.g()};
+  EXPECT_EQ(ccv_nnc_cmd_exec(c.cmd(CCV_NNC_BATCH_NORM_FORWARD, CCV_NNC_BACKEND_GPU_CUDNN, false), ccv_nnc_no_hint, 0, fin.data(), 5,
+                             fout.data(), 1, nullptr),
+            CCV_NNC_EXEC_INVALID);
+  EXPECT_STRNE(ccv_nnc_error_message(), "");
 }
 
 }  // namespace
