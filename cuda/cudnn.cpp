@@ -14,14 +14,17 @@
 // 10-bit mantissa), so results agree with CPU_REF to fp32 rounding. Setting
 // NNC_CUDNN_ALLOW_TF32=1 in the environment switches to CUDNN_DEFAULT_MATH.
 //
-// Algorithms: cuDNN's heuristics (the *_v7 queries) in their order of
-// preference, skipping tensor-op entries under FMA math and any whose
-// workspace passes kWorkspaceLimit; a call that cuDNN answers NOT_SUPPORTED
-// goes on to the next algorithm, then to every other one.
+// Algorithms: the one ccv_nnc_cmd_autotune picked (cuDNN's Find, timed runs;
+// cmd.algorithm, cudnn_plan.hpp's numbering) first, then cuDNN's heuristics
+// (the *_v7 queries) in their order of preference, skipping tensor-op entries
+// under FMA math and any whose workspace passes kWorkspaceLimit; a call that
+// cuDNN answers NOT_SUPPORTED goes on to the next algorithm, then to every
+// other one.
 #include <cudnn.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -52,10 +55,13 @@ void check_cudnn(cudnnStatus_t s, const char* what, const char* call) {
 bool not_supported(cudnnStatus_t s) { return CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED; }
 
 // One cuDNN handle per device, made on first use, destroyed at exit (errors
-// ignored there: the runtime may be going away too).
+// ignored there: the runtime may be going away too). A handle carries its
+// stream, so each call holds the device's lease while it binds the stream and
+// queues its work (two threads queueing on one device take turns).
 std::mutex g_mutex;
 struct Handles {
   std::vector<cudnnHandle_t> v;
+  std::vector<std::unique_ptr<std::mutex>> locks;
   ~Handles() {
     for (cudnnHandle_t h : v)
       if (h) cudnnDestroy(h);
@@ -63,20 +69,32 @@ struct Handles {
 };
 Handles g_handles;
 
-// The device's handle, bound to stream s (each call sets it: the stream
-// differs from call to call once stream contexts run on streams of their own).
-cudnnHandle_t handle_on(int device, cudaStream_t s, const char* what) {
-  cudnnHandle_t h;
-  {
-    const std::lock_guard<std::mutex> lock(g_mutex);
-    std::vector<cudnnHandle_t>& v = g_handles.v;
-    if (static_cast<size_t>(device) >= v.size()) v.resize(static_cast<size_t>(device) + 1, nullptr);
-    if (!v[static_cast<size_t>(device)]) NNC_CUDNN_CHECK(cudnnCreate(&v[static_cast<size_t>(device)]), what);
-    h = v[static_cast<size_t>(device)];
+// The device's handle bound to stream s, held for the scope of one call.
+class Lease {
+ public:
+  Lease(int device, cudaStream_t s, const char* what) {
+    std::mutex* m;
+    {
+      const std::lock_guard<std::mutex> lock(g_mutex);
+      const size_t d = static_cast<size_t>(device);
+      if (d >= g_handles.v.size()) {
+        g_handles.v.resize(d + 1, nullptr);
+        g_handles.locks.resize(d + 1);
+      }
+      if (!g_handles.locks[d]) g_handles.locks[d] = std::make_unique<std::mutex>();
+      if (!g_handles.v[d]) NNC_CUDNN_CHECK(cudnnCreate(&g_handles.v[d]), what);
+      h_ = g_handles.v[d];
+      m = g_handles.locks[d].get();
+    }
+    lock_ = std::unique_lock<std::mutex>(*m);
+    NNC_CUDNN_CHECK(cudnnSetStream(h_, s), what);
   }
-  NNC_CUDNN_CHECK(cudnnSetStream(h, s), what);
-  return h;
-}
+  operator cudnnHandle_t() const { return h_; }
+
+ private:
+  cudnnHandle_t h_ = nullptr;
+  std::unique_lock<std::mutex> lock_;
+};
 
 // Scratch device memory for one call, ordered on its stream (cudaMallocAsync
 // takes it from the device's pool, cudaFreeAsync returns it once the work
@@ -154,13 +172,15 @@ struct ConvDescs {
   }
 };
 
-// Runs `run(algo, workspace, bytes)` with the algorithms in the order the
-// heuristics give (then every other one), until one is supported. `perf`:
+// Runs `run(algo, workspace, bytes)` with `preferred` (autotune's pick, or
+// -1), then the algorithms in the order the heuristics give, then every other
+// one, until one is supported. `perf`:
 // the heuristics' list; `size(algo, &bytes)`: the workspace query.
 template <class Algo, class Perf, class SizeFn, class RunFn>
-void run_with_algorithms(const std::vector<Perf>& perf, int algo_count, cudnnMathType_t math, cudaStream_t s, SizeFn size, RunFn run,
-                         const char* what) {
+void run_with_algorithms(int preferred, const std::vector<Perf>& perf, int algo_count, cudnnMathType_t math, cudaStream_t s, SizeFn size,
+                         RunFn run, const char* what) {
   std::vector<Algo> order;
+  if (preferred >= 0 && preferred < algo_count) order.push_back(static_cast<Algo>(preferred));  // autotune's choice
   for (const Perf& p : perf) {
     if (p.status != CUDNN_STATUS_SUCCESS) continue;
     if (math == CUDNN_FMA_MATH && p.mathType != CUDNN_FMA_MATH && p.mathType != CUDNN_DEFAULT_MATH) continue;
@@ -227,7 +247,7 @@ NNC_KERNEL(conv_forward) {
   if (!cudnn_plan::conv_forward(cmd, hint, x, w, bias, y, &p, &why)) fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
   const int device = device_of(y);
   const cudaStream_t s = stream_of(stream_context, device, what);
-  const cudnnHandle_t h = handle_on(device, s, what);
+  const Lease h(device, s, what);
   ConvDescs d(p, what);
   int max_algos = 0;
   NNC_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_algos), what);
@@ -237,7 +257,7 @@ NNC_KERNEL(conv_forward) {
   perf.resize(static_cast<size_t>(found));
   const float one = 1, zero = 0;
   run_with_algorithms<cudnnConvolutionFwdAlgo_t>(
-      perf, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, d.math, s,
+      cmd.algorithm, perf, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, d.math, s,
       [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) { return cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, a, bytes); },
       [&](cudnnConvolutionFwdAlgo_t a, void* ws, size_t bytes) {
         return cudnnConvolutionForward(h, &one, d.x, x->data.f32, d.w, w->data.f32, d.conv, a, ws, bytes, &zero, d.y, y->data.f32);
@@ -268,7 +288,7 @@ NNC_KERNEL(conv_backward) {
   const conv_rules::BackwardIo io = conv_rules::backward_io(inputs, input_size, outputs, output_size);
   const int device = device_of(io.g);
   const cudaStream_t s = stream_of(stream_context, device, what);
-  const cudnnHandle_t h = handle_on(device, s, what);
+  const Lease h(device, s, what);
   const float one = 1, zero = 0;
   if (p.dbias) {
     TensorDesc g(what), b(what);
@@ -286,7 +306,7 @@ NNC_KERNEL(conv_backward) {
       NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, max_algos, &found, perf.data()), what);
       perf.resize(static_cast<size_t>(found));
       run_with_algorithms<cudnnConvolutionBwdFilterAlgo_t>(
-          perf, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, d.math, s,
+          cudnn_plan::backward_filter_algorithm(cmd.algorithm), perf, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, d.math, s,
           [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
             return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, a, bytes);
           },
@@ -306,7 +326,7 @@ NNC_KERNEL(conv_backward) {
       NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, dx, max_algos, &found, perf.data()), what);
       perf.resize(static_cast<size_t>(found));
       run_with_algorithms<cudnnConvolutionBwdDataAlgo_t>(
-          perf, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, d.math, s,
+          cudnn_plan::backward_data_algorithm(cmd.algorithm), perf, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, d.math, s,
           [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
             return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, dx, a, bytes);
           },
@@ -319,6 +339,109 @@ NNC_KERNEL(conv_backward) {
   }
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
+}
+
+// ---- autotune: cuDNN's Find (timed runs) picks the algorithms ----
+
+// The fastest supported entry of a Find result (under FMA math, no tensor-op
+// entry), or -1.
+template <class Perf>
+int fastest(const Perf* perf, int n, cudnnMathType_t math, size_t limit) {
+  for (int i = 0; i < n; i++) {  // Find sorts by time
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > limit) continue;
+    if (math == CUDNN_FMA_MATH && perf[i].mathType != CUDNN_FMA_MATH && perf[i].mathType != CUDNN_DEFAULT_MATH) continue;
+    return static_cast<int>(perf[i].algo);
+  }
+  return -1;
+}
+
+size_t tune_limit(size_t max_workspace_size) {
+  return max_workspace_size ? std::min(max_workspace_size, kWorkspaceLimit) : kWorkspaceLimit;
+}
+
+// Workspace for Find: the limit, or less when the device has less free.
+struct TuneScratch {
+  size_t bytes;
+  std::unique_ptr<Scratch> s;
+  TuneScratch(size_t limit, cudaStream_t st, const char* what) : bytes(limit) {
+    for (; bytes >= (size_t{1} << 20); bytes /= 2) {
+      try {
+        s = std::make_unique<Scratch>(bytes, st, what);
+        return;
+      } catch (const Error&) {
+      }
+    }
+    bytes = 0;
+  }
+  void* get() const { return s ? s->get() : nullptr; }
+};
+
+int conv_forward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_size, const ccv_nnc_hint_t hint, const int,
+                          ccv_nnc_tensor_t* const* const inputs, const int input_size, ccv_nnc_tensor_t* const* const outputs,
+                          const int output_size, ccv_nnc_stream_context_t* const stream_context) {
+  static const char* what = "CONVOLUTION_FORWARD autotune (GPU_CUDNN)";
+  try {
+    if (input_size < 2 || output_size < 1) return -1;
+    const ccv_nnc_tensor_t* x = inputs[0];
+    const ccv_nnc_tensor_t* w = inputs[1];
+    ccv_nnc_tensor_t* y = outputs[0];
+    cudnn_plan::Conv p;
+    if (!cudnn_plan::conv_forward(cmd, hint, x, w, input_size > 2 ? inputs[2] : nullptr, y, &p, nullptr)) return -1;
+    const int device = device_of(y);
+    const cudaStream_t s = stream_of(stream_context, device, what);
+    const Lease h(device, s, what);
+    ConvDescs d(p, what);
+    TuneScratch ws(tune_limit(max_workspace_size), s, what);
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int n = 0;
+    NNC_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(h, d.x, x->data.f32, d.w, w->data.f32, d.conv, d.y, y->data.f32,
+                                                           CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ws.get(), ws.bytes),
+                    what);
+    finish(stream_context, s, what);
+    return fastest(perf, n, d.math, ws.bytes);
+  } catch (...) {
+    return -1;  // the heuristics then
+  }
+}
+
+int conv_backward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_size, const ccv_nnc_hint_t hint, const int,
+                           ccv_nnc_tensor_t* const* const inputs, const int input_size, ccv_nnc_tensor_t* const* const outputs,
+                           const int output_size, ccv_nnc_stream_context_t* const stream_context) {
+  static const char* what = "CONVOLUTION_BACKWARD autotune (GPU_CUDNN)";
+  try {
+    cudnn_plan::ConvBackward p;
+    if (!cudnn_plan::conv_backward(cmd, hint, inputs, input_size, outputs, output_size, &p, nullptr) || p.bias_only) return -1;
+    const conv_rules::BackwardIo io = conv_rules::backward_io(inputs, input_size, outputs, output_size);
+    const int device = device_of(io.g);
+    const cudaStream_t s = stream_of(stream_context, device, what);
+    const Lease h(device, s, what);
+    ConvDescs d(p.conv, what);
+    TuneScratch ws(tune_limit(max_workspace_size), s, what);
+    int data = -1, filter = -1;
+    if (p.dx) {
+      TensorDesc dx(what);
+      set_tensor(dx, p.dx_desc, what);
+      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      int n = 0;
+      NNC_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(h, d.w, io.w->data.f32, d.y, io.g->data.f32, d.conv, dx, io.dx->data.f32,
+                                                                  CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws.get(), ws.bytes),
+                      what);
+      data = fastest(perf, n, d.math, ws.bytes);
+    }
+    if (p.dw) {
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      int n = 0;
+      NNC_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(h, d.x, io.x->data.f32, d.y, io.g->data.f32, d.conv, d.w,
+                                                                    io.dw->data.f32, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf,
+                                                                    ws.get(), ws.bytes),
+                      what);
+      filter = fastest(perf, n, d.math, ws.bytes);
+    }
+    finish(stream_context, s, what);
+    return cudnn_plan::pack_backward_algorithms(data, filter);
+  } catch (...) {
+    return -1;
+  }
 }
 
 // ---- pooling ----
@@ -344,7 +467,7 @@ NNC_KERNEL(pool_forward) {
   if (!cudnn_plan::pool(cmd, hint, inputs[0], outputs[0], &p, &why)) fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
   const int device = device_of(outputs[0]);
   const cudaStream_t s = stream_of(stream_context, device, what);
-  const cudnnHandle_t h = handle_on(device, s, what);
+  const Lease h(device, s, what);
   PoolDesc pd(what);
   TensorDesc x(what), y(what);
   set_pool(pd, p, what);
@@ -390,7 +513,7 @@ NNC_KERNEL(pool_backward) {
   const bool y_as_is = max && y && same_shape(y->info, g->info) && y->info.format == g->info.format && cudnn_plan::same_strides(y, g);
   const int device = device_of(dx);
   const cudaStream_t s = stream_of(stream_context, device, what);
-  const cudnnHandle_t h = handle_on(device, s, what);
+  const Lease h(device, s, what);
   PoolDesc pd(what);
   set_pool(pd, p, what);
   TensorDesc gd(what), xd(what);
@@ -434,7 +557,7 @@ NNC_KERNEL(softmax_forward) {
             shape_string(inputs[0]->info.dim).c_str(), shape_string(outputs[0]->info.dim).c_str());
   const int device = device_of(outputs[0]);
   const cudaStream_t s = stream_of(stream_context, device, what);
-  const cudnnHandle_t h = handle_on(device, s, what);
+  const Lease h(device, s, what);
   TensorDesc x(what), y(what);
   set_tensor(x, xa, what);
   set_tensor(y, ya, what);
@@ -475,7 +598,7 @@ NNC_KERNEL(softmax_backward) {
             shape_string(inputs[2]->info.dim).c_str(), shape_string(outputs[0]->info.dim).c_str());
   const int device = device_of(outputs[0]);
   const cudaStream_t s = stream_of(stream_context, device, what);
-  const cudnnHandle_t h = handle_on(device, s, what);
+  const Lease h(device, s, what);
   TensorDesc g(what), y(what), dx(what);
   set_tensor(g, ga, what);
   set_tensor(y, ya, what);
@@ -522,7 +645,7 @@ NNC_KERNEL(bnorm_forward) {
   const norm::BatchNormIo io = norm::batch_norm_forward_io(inputs, input_size, outputs, output_size);
   const int device = device_of(io.y);
   const cudaStream_t s = stream_of(stream_context, device, what);
-  const cudnnHandle_t h = handle_on(device, s, what);
+  const Lease h(device, s, what);
   TensorDesc xd(what), pd(what);
   set_tensor(xd, p.x, what);
   set_tensor(pd, p.param, what);
@@ -583,7 +706,7 @@ NNC_KERNEL(bnorm_backward) {
   const norm::BatchNormIo io = norm::batch_norm_backward_io(inputs, input_size, outputs, output_size);
   const int device = device_of(io.x);
   const cudaStream_t s = stream_of(stream_context, device, what);
-  const cudnnHandle_t h = handle_on(device, s, what);
+  const Lease h(device, s, what);
   TensorDesc xd(what), pd(what);
   set_tensor(xd, p.x, what);
   set_tensor(pd, p.param, what);
@@ -614,8 +737,11 @@ void register_cudnn(Registry& r) {
   t.datatypes = CCV_32F;
   t.memory = CCV_TENSOR_GPU_MEMORY;
   t.formats = formats::kImage;
-  r.add_kernels(t.accepting(accept_conv_forward), {{CCV_NNC_CONVOLUTION_FORWARD, conv_forward}});
-  r.add_kernels(t.accepting(accept_conv_backward), {{CCV_NNC_CONVOLUTION_BACKWARD, conv_backward}});
+  // One "algorithm" each for autotune, whose pick (the autotune function:
+  // cuDNN's Find) the kernel tries first.
+  r.add_kernels(t.accepting(accept_conv_forward).with_algorithms(1, conv_forward_autotune), {{CCV_NNC_CONVOLUTION_FORWARD, conv_forward}});
+  r.add_kernels(t.accepting(accept_conv_backward).with_algorithms(1, conv_backward_autotune),
+                {{CCV_NNC_CONVOLUTION_BACKWARD, conv_backward}});
   r.add_kernels(t.accepting(accept_pool_forward), {{CCV_NNC_MAX_POOL_FORWARD, pool_forward}, {CCV_NNC_AVERAGE_POOL_FORWARD, pool_forward}});
   r.add_kernels(t.accepting(accept_pool_backward),
                 {{CCV_NNC_MAX_POOL_BACKWARD, pool_backward}, {CCV_NNC_AVERAGE_POOL_BACKWARD, pool_backward}});

@@ -260,6 +260,16 @@ bool batch_norm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inpu
   return true;
 }
 
+int pack_backward_algorithms(int data, int filter) {
+  const int d = data >= 0 && data < kAlgorithmsPerPart - 1 ? data + 1 : 0;
+  const int f = filter >= 0 && filter < kAlgorithmsPerPart - 1 ? filter + 1 : 0;
+  return f * kAlgorithmsPerPart + d;
+}
+int backward_data_algorithm(int packed) { return packed < 0 ? -1 : packed % kAlgorithmsPerPart - 1; }
+int backward_filter_algorithm(int packed) {
+  return packed < 0 ? -1 : (packed / kAlgorithmsPerPart) % kAlgorithmsPerPart - 1;
+}
+
 bool same_desc(const Tensor4& a, const Tensor4& b) {
   for (int i = 0; i < 4; i++)
     if (a.dim[i] != b.dim[i] || a.stride[i] != b.stride[i]) return false;

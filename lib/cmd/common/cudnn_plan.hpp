@@ -123,6 +123,15 @@ bool batch_norm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* input
 bool batch_norm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
                          int output_size, BatchNorm* plan, std::string* why);
 
+// A convolution's algorithm number (ccv_nnc_cmd_t.algorithm, what
+// ccv_nnc_cmd_autotune picks): -1 lets cuDNN's heuristics choose; forward, the
+// cuDNN forward algorithm; backward, data and filter algorithms packed as
+// (filter + 1) * 16 + (data + 1), either part 0 for "the heuristics'".
+constexpr int kAlgorithmsPerPart = 16;
+int pack_backward_algorithms(int data, int filter);
+int backward_data_algorithm(int packed);    // -1: none chosen
+int backward_filter_algorithm(int packed);  // -1: none chosen
+
 // Same dims and strides.
 bool same_desc(const Tensor4& a, const Tensor4& b);
 // Two image tensors (or views) with the same element strides, dimension by

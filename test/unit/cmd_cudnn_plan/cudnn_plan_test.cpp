@@ -389,6 +389,19 @@ TEST_F(CudnnPlan, PoolingMeansWhatCpuRefComputes) {
     }
 }
 
+TEST_F(CudnnPlan, BackwardAlgorithmNumbers) {
+  EXPECT_EQ(cp::backward_data_algorithm(-1), -1);
+  EXPECT_EQ(cp::backward_filter_algorithm(-1), -1);
+  for (int d = -1; d < 8; d++)
+    for (int f = -1; f < 8; f++) {
+      const int packed = cp::pack_backward_algorithms(d, f);
+      EXPECT_GE(packed, 0);
+      EXPECT_EQ(cp::backward_data_algorithm(packed), d) << d << ", " << f;
+      EXPECT_EQ(cp::backward_filter_algorithm(packed), f) << d << ", " << f;
+    }
+  EXPECT_EQ(cp::pack_backward_algorithms(-1, -1), 0);  // nothing chosen: the heuristics for both
+}
+
 TEST_F(CudnnPlan, LayoutComparisons) {
   T a(CCV_32F, {2, 5, 6, 3}), b(CCV_32F, {2, 5, 6, 3}), c(CCV_32F, {2, 5, 6, 3}, NCHW);
   T v = T::view(CCV_32F, {2, 5, 6, 3});

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
@@ -273,6 +274,39 @@ TEST(Cudnn, ConvolutionIsNotTf32) {
     EXPECT_EQ(bad, 0u) << (f == NHWC ? "NHWC" : "NCHW") << ": " << bad << " outputs lost the low bits (TF32?); first is "
                        << back->data.f32[0] << ", want " << want;
   }
+}
+
+// ccv_nnc_cmd_autotune picks algorithms with cuDNN's Find; the tuned commands
+// compute what CPU_REF does.
+TEST(Cudnn, ConvolutionAutotune) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(1911);
+  ConvCase c{8, 14, 14, 32, 64, 5, 5};
+  c.PT = c.PB = c.PL = c.PR = 2;
+  Both x(c.img(8, 14, 14, 32), NHWC, false, rng), w(c.w_shape(), NHWC, false, rng), b({64}, NHWC, false, rng);
+  Both y(c.img(8, 14, 14, 64), NHWC, false, rng), g(c.img(8, 14, 14, 64), NHWC, false, rng);
+  Both dx(c.img(8, 14, 14, 32), NHWC, false, rng), dw(c.w_shape(), NHWC, false, rng), db({64}, NHWC, false, rng);
+  y.atol = conv_atol(32 * 25 + 1);
+  dx.atol = conv_atol(64 * 25);
+  dw.atol = db.atol = conv_atol(8 * 14 * 14);
+  std::vector<ccv_nnc_tensor_t*> fi = {x.g(), w.g(), b.g()}, fo = {y.g()};
+  const ccv_nnc_cmd_t f = ccv_nnc_cmd_autotune(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_GPU_CUDNN), 0, c.hint(), 0, fi.data(), 3,
+                                               fo.data(), 1, nullptr);
+  EXPECT_EQ(f.backend, CCV_NNC_BACKEND_GPU_CUDNN);
+  std::vector<ccv_nnc_tensor_t*> bi = {g.g(), x.g(), w.g()}, bo = {dx.g(), dw.g(), db.g()};
+  const ccv_nnc_cmd_t bk = ccv_nnc_cmd_autotune(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD, CCV_NNC_BACKEND_GPU_CUDNN), 0, c.hint(), 0, bi.data(), 3,
+                                                bo.data(), 3, nullptr);
+  EXPECT_EQ(bk.backend, CCV_NNC_BACKEND_GPU_CUDNN);
+  std::printf("autotune picked forward algorithm %d, backward %d\n", f.algorithm, bk.algorithm);
+  ASSERT_EQ(exec(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_CPU_REF), c.hint(), {x.c(), w.c(), b.c()}, {y.c()}), CCV_NNC_EXEC_SUCCESS);
+  ASSERT_EQ(exec(f, c.hint(), fi, fo), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  y.expect_same("tuned forward");
+  ASSERT_EQ(exec(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD, CCV_NNC_BACKEND_CPU_REF), c.hint(), {g.c(), x.c(), w.c()}, {dx.c(), dw.c(), db.c()}),
+            CCV_NNC_EXEC_SUCCESS);
+  ASSERT_EQ(exec(bk, c.hint(), bi, bo), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  dx.expect_same("tuned dx");
+  dw.expect_same("tuned dw");
+  db.expect_same("tuned dbias");
 }
 
 // On a GPU stream context: queued on the stream, there after the wait.
