@@ -5,9 +5,10 @@
 # ship libcudnn.so.9 without the unversioned link, hence both names. Without
 # cuDNN the module builds with no GPU_CUDNN backend (cudnn_none.cpp) and says so.
 set(_nnc_cudnn_hints "")
-find_program(_nnc_python3 NAMES python3)
-if(_nnc_python3)
-  execute_process(COMMAND ${_nnc_python3} -c "import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__))"
+find_program(NNC_CUDNN_PYTHON NAMES python3)  # -DNNC_CUDNN_PYTHON=... picks another
+if(NNC_CUDNN_PYTHON)
+  # (nvidia.cudnn is a namespace package in the cu13 wheels: no __file__, so its __path__.)
+  execute_process(COMMAND ${NNC_CUDNN_PYTHON} -c "import nvidia.cudnn as m; print(list(m.__path__)[0])"
     OUTPUT_VARIABLE _nnc_cudnn_py OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE _nnc_cudnn_py_rc)
   if(_nnc_cudnn_py_rc EQUAL 0 AND _nnc_cudnn_py)
     list(APPEND _nnc_cudnn_hints ${_nnc_cudnn_py})
