@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -172,41 +173,72 @@ struct ConvDescs {
   }
 };
 
+// The algorithm that last ran a convolution of this description, per device:
+// the next call of the same shape tries it before asking the heuristics.
+using AlgoKey = std::vector<int>;
+AlgoKey algo_key(int op, int device, cudnnMathType_t math, const cudnn_plan::Conv& p, const Tensor4* dx) {
+  AlgoKey k = {op, device, static_cast<int>(math), p.w.nhwc ? 1 : 0, p.groups};
+  for (const Tensor4* t : {&p.x, &p.y, dx})
+    for (int i = 0; t && i < 4; i++) k.push_back(t->dim[i]), k.push_back(t->stride[i]);
+  for (int i = 0; i < 4; i++) k.push_back(p.w.dim[i]);
+  for (int i = 0; i < 2; i++) k.push_back(p.pad[i]), k.push_back(p.stride[i]), k.push_back(p.dilation[i]);
+  return k;
+}
+std::mutex g_algo_mutex;
+std::map<AlgoKey, int> g_algos;
+int cached_algo(const AlgoKey& k) {
+  const std::lock_guard<std::mutex> lock(g_algo_mutex);
+  const auto it = g_algos.find(k);
+  return it == g_algos.end() ? -1 : it->second;
+}
+void remember_algo(const AlgoKey& k, int a) {
+  const std::lock_guard<std::mutex> lock(g_algo_mutex);
+  g_algos[k] = a;
+}
+
 // Runs `run(algo, workspace, bytes)` with `preferred` (autotune's pick, or
-// -1), then the algorithms in the order the heuristics give, then every other
-// one, until one is supported. `perf`:
-// the heuristics' list; `size(algo, &bytes)`: the workspace query.
-template <class Algo, class Perf, class SizeFn, class RunFn>
-void run_with_algorithms(int preferred, const std::vector<Perf>& perf, int algo_count, cudnnMathType_t math, cudaStream_t s, SizeFn size,
-                         RunFn run, const char* what) {
-  std::vector<Algo> order;
-  if (preferred >= 0 && preferred < algo_count) order.push_back(static_cast<Algo>(preferred));  // autotune's choice
-  for (const Perf& p : perf) {
-    if (p.status != CUDNN_STATUS_SUCCESS) continue;
-    if (math == CUDNN_FMA_MATH && p.mathType != CUDNN_FMA_MATH && p.mathType != CUDNN_DEFAULT_MATH) continue;
-    if (std::find(order.begin(), order.end(), p.algo) == order.end()) order.push_back(p.algo);
-  }
-  for (int a = 0; a < algo_count; a++)
-    if (std::find(order.begin(), order.end(), static_cast<Algo>(a)) == order.end()) order.push_back(static_cast<Algo>(a));
+// -1) and the algorithm that last ran this shape, then, asking
+// `heuristics()` for cuDNN's list, the algorithms in its order of preference,
+// then every other one, until one is supported. `size(algo, &bytes)`: the
+// workspace query.
+template <class Algo, class HeuristicsFn, class SizeFn, class RunFn>
+void run_with_algorithms(const AlgoKey& key, int preferred, HeuristicsFn heuristics, int algo_count, cudnnMathType_t math, cudaStream_t s,
+                         SizeFn size, RunFn run, const char* what) {
   // An algorithm that does not fit the problem answers NOT_SUPPORTED (some
   // BAD_PARAM): try the next. Anything else is an error at once.
   auto skippable = [](cudnnStatus_t st) { return not_supported(st) || CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_BAD_PARAM; };
   cudnnStatus_t last = CUDNN_STATUS_NOT_SUPPORTED;
-  for (Algo a : order) {
+  std::vector<Algo> tried;
+  auto attempt = [&](Algo a) {
+    if (std::find(tried.begin(), tried.end(), a) != tried.end()) return false;
+    tried.push_back(a);
     size_t bytes = 0;
     const cudnnStatus_t q = size(a, &bytes);
     if (q != CUDNN_STATUS_SUCCESS) {
       if (!skippable(q)) check_cudnn(q, what, "the workspace size query");
       last = q;
-      continue;
+      return false;
     }
-    if (bytes > kWorkspaceLimit) continue;
+    if (bytes > kWorkspaceLimit) return false;
     Scratch ws(bytes, s, what);
     const cudnnStatus_t r = run(a, ws.get(), bytes);
-    if (r == CUDNN_STATUS_SUCCESS) return;
+    if (r == CUDNN_STATUS_SUCCESS) {
+      remember_algo(key, static_cast<int>(a));
+      return true;
+    }
     if (!skippable(r)) check_cudnn(r, what, "the convolution");
     last = r;
+    return false;
+  };
+  for (int a : {preferred, cached_algo(key)})
+    if (a >= 0 && a < algo_count && attempt(static_cast<Algo>(a))) return;
+  for (const auto& p : heuristics()) {
+    if (p.status != CUDNN_STATUS_SUCCESS) continue;
+    if (math == CUDNN_FMA_MATH && p.mathType != CUDNN_FMA_MATH && p.mathType != CUDNN_DEFAULT_MATH) continue;
+    if (attempt(p.algo)) return;
   }
+  for (int a = 0; a < algo_count; a++)
+    if (attempt(static_cast<Algo>(a))) return;
   fail(CCV_NNC_EXEC_INVALID, "%s: no cuDNN algorithm runs this convolution (last status: %s, %d)", what, cudnnGetErrorString(last),
        static_cast<int>(last));
 }
@@ -249,15 +281,18 @@ NNC_KERNEL(conv_forward) {
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(device, s, what);
   ConvDescs d(p, what);
-  int max_algos = 0;
-  NNC_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_algos), what);
-  std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
-  int found = 0;
-  NNC_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, max_algos, &found, perf.data()), what);
-  perf.resize(static_cast<size_t>(found));
+  auto heuristics = [&] {
+    int max_algos = 0;
+    NNC_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_algos), what);
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
+    int found = 0;
+    NNC_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, max_algos, &found, perf.data()), what);
+    perf.resize(static_cast<size_t>(found));
+    return perf;
+  };
   const float one = 1, zero = 0;
   run_with_algorithms<cudnnConvolutionFwdAlgo_t>(
-      cmd.algorithm, perf, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, d.math, s,
+      algo_key(0, device, d.math, p, nullptr), cmd.algorithm, heuristics, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, d.math, s,
       [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) { return cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, a, bytes); },
       [&](cudnnConvolutionFwdAlgo_t a, void* ws, size_t bytes) {
         return cudnnConvolutionForward(h, &one, d.x, x->data.f32, d.w, w->data.f32, d.conv, a, ws, bytes, &zero, d.y, y->data.f32);
@@ -299,14 +334,18 @@ NNC_KERNEL(conv_backward) {
   if (!p.bias_only) {
     ConvDescs d(p.conv, what);
     if (p.dw) {
-      int max_algos = 0;
-      NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max_algos), what);
-      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
-      int found = 0;
-      NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, max_algos, &found, perf.data()), what);
-      perf.resize(static_cast<size_t>(found));
+      auto heuristics = [&] {
+        int max_algos = 0;
+        NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max_algos), what);
+        std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
+        int found = 0;
+        NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, max_algos, &found, perf.data()), what);
+        perf.resize(static_cast<size_t>(found));
+        return perf;
+      };
       run_with_algorithms<cudnnConvolutionBwdFilterAlgo_t>(
-          cudnn_plan::backward_filter_algorithm(cmd.algorithm), perf, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, d.math, s,
+          algo_key(2, device, d.math, p.conv, nullptr), cudnn_plan::backward_filter_algorithm(cmd.algorithm), heuristics,
+          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, d.math, s,
           [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
             return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, a, bytes);
           },
@@ -319,14 +358,18 @@ NNC_KERNEL(conv_backward) {
     if (p.dx) {
       TensorDesc dx(what);
       set_tensor(dx, p.dx_desc, what);
-      int max_algos = 0;
-      NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max_algos), what);
-      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
-      int found = 0;
-      NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, dx, max_algos, &found, perf.data()), what);
-      perf.resize(static_cast<size_t>(found));
+      auto heuristics = [&] {
+        int max_algos = 0;
+        NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max_algos), what);
+        std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
+        int found = 0;
+        NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, dx, max_algos, &found, perf.data()), what);
+        perf.resize(static_cast<size_t>(found));
+        return perf;
+      };
       run_with_algorithms<cudnnConvolutionBwdDataAlgo_t>(
-          cudnn_plan::backward_data_algorithm(cmd.algorithm), perf, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, d.math, s,
+          algo_key(1, device, d.math, p.conv, &p.dx_desc), cudnn_plan::backward_data_algorithm(cmd.algorithm), heuristics,
+          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, d.math, s,
           [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
             return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, dx, a, bytes);
           },
