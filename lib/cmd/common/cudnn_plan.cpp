@@ -159,23 +159,49 @@ bool fold(const Layout& l, int a, int b, int64_t* extent, int64_t* stride) {
 bool packed_per_channel(const ccv_nnc_tensor_t* t) { return !t || (gpu_f32(t) && layout_of(t).packed()); }
 
 // x as {before, kept, after, 1} for a reduced-axis mask, and the channel count.
-bool batch_norm_x(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* x, BatchNorm* p, std::string* why) {
+// Fills the extent-1 slots of (n, c, h, w) with the strides a packed NCHW
+// layout gives them (w: 1, then each the next inner one's extent x stride).
+void canonical_strides(const int64_t e[4], int64_t st[4]) {
+  if (e[3] == 1) st[3] = 1;
+  if (e[2] == 1) st[2] = e[3] * st[3];
+  if (e[1] == 1) st[1] = e[2] * st[2];
+  if (e[0] == 1) st[0] = e[1] * st[1];
+}
+
+bool to_tensor4(const int64_t e[4], const int64_t st[4], Tensor4* t) {
+  int64_t last = 0;
+  for (int i = 0; i < 4; i++) {
+    if (e[i] > INT_MAX || st[i] <= 0 || st[i] > INT_MAX) return false;
+    last += (e[i] - 1) * st[i];
+    t->dim[i] = static_cast<int>(e[i]);
+    t->stride[i] = static_cast<int>(st[i]);
+  }
+  return last < INT_MAX;
+}
+
+// Statistics over the axes of `mask` per index of the others, as cuDNN's
+// SPATIAL batch norm sees them: the kept axes fold into c; the reduced axes,
+// as few runs of nested axes as their strides allow (at most three), fill the
+// slots `slots` names in order (0 n, 2 h, 3 w). `feature`: x's slots with c of
+// extent 1 and the strides of a packed tensor of the reduced extents (layer
+// norm's scale and bias), when asked.
+struct Stats {
+  Tensor4 x, feature;
+  int64_t kept = 1, reduced = 1;
+};
+bool stats_of(const ccv_nnc_tensor_t* x, unsigned mask, const int slots[3], Stats* out, std::string* why) {
   const Layout l = layout_of(x);
-  const unsigned mask = axis_mask("BATCH_NORM (GPU_CUDNN)", cmd.info.bnorm.axis, cmd.info.bnorm.count, l.nd);
   int k0 = -1, k1 = -1;  // the kept axes [k0, k1), ignoring kept axes of extent 1 at the edges
   for (int i = 0; i < l.nd; i++)
     if (!(mask & (1u << i)) && l.dim[i] != 1) {
       if (k0 < 0) k0 = i;
       k1 = i + 1;
     }
-  if (k0 < 0) k0 = k1 = l.nd;  // one channel
+  if (k0 < 0) k0 = k1 = l.nd;  // one statistic
   for (int i = k0; i < k1; i++)
-    if ((mask & (1u << i)) && l.dim[i] != 1) return refuse(why, "the kept (channel) axes are not adjacent");
+    if ((mask & (1u << i)) && l.dim[i] != 1) return refuse(why, "the kept axes (the statistics' index) are not adjacent");
   int64_t ac, sc;
-  if (!fold(l, k0, k1, &ac, &sc)) return refuse(why, "the kept (channel) axes do not fold into one dimension");
-  // The reduced axes, as few runs of nested axes as their strides allow: up
-  // to three, for cuDNN's n, h and w (SPATIAL reduces over all three alike,
-  // and the strides say where each lies).
+  if (!fold(l, k0, k1, &ac, &sc)) return refuse(why, "the kept axes do not fold into one dimension");
   int64_t run_e[kMaxDim], run_s[kMaxDim];
   int runs = 0, prev = -1;
   for (int i = 0; i < l.nd; i++) {
@@ -192,33 +218,61 @@ bool batch_norm_x(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* x, BatchNorm
     for (int j = i + 1; j < l.nd && l.dim[j] == 1; j++) prev = j;
   }
   if (runs > 3) return refuse(why, "x's reduced axes need more than cuDNN's three (n, h, w)");
-  int64_t e[3] = {1, 1, 1}, st[3] = {0, 0, 0};  // n, h, w
-  for (int i = 0; i < runs; i++) e[i] = run_e[i], st[i] = run_s[i];
-  // Extent-1 slots get the strides a packed NCHW layout would give them.
-  if (!st[2]) st[2] = 1;
-  if (!st[1]) st[1] = e[2] * st[2];
-  if (ac == 1) sc = std::max(e[1] * st[1], e[2] * st[2]);
-  if (!st[0]) st[0] = std::max({ac * sc, e[1] * st[1], e[2] * st[2]});
-  const int64_t d[4] = {e[0], ac, e[1], e[2]}, ss[4] = {st[0], sc, st[1], st[2]};
-  int64_t last = 0;
-  for (int i = 0; i < 4; i++) {
-    if (d[i] > INT_MAX || ss[i] <= 0 || ss[i] > INT_MAX) return refuse(why, "x has more than 2^31 - 1 elements");
-    last += (d[i] - 1) * ss[i];
-    p->x.dim[i] = static_cast<int>(d[i]);
-    p->x.stride[i] = static_cast<int>(ss[i]);
+  int64_t e[4] = {1, ac, 1, 1}, st[4] = {0, sc, 0, 0};
+  int64_t fe[4] = {1, 1, 1, 1}, fs[4] = {0, 0, 0, 0};
+  int64_t packed = 1;  // the feature tensor's strides: packed over the runs, last run innermost
+  for (int i = runs - 1; i >= 0; i--) {
+    const int slot = slots[i];
+    e[slot] = run_e[i], st[slot] = run_s[i];
+    fe[slot] = run_e[i], fs[slot] = packed;
+    packed *= run_e[i];
   }
-  if (last >= INT_MAX) return refuse(why, "x has more than 2^31 - 1 elements");
-  const int64_t an = e[0] * e[1] * e[2];
-  p->channels = static_cast<int>(ac);
-  p->per_channel = static_cast<long long>(an);
-  p->param.dim[0] = 1, p->param.dim[1] = p->channels, p->param.dim[2] = 1, p->param.dim[3] = 1;
-  p->param.stride[0] = p->channels, p->param.stride[1] = 1, p->param.stride[2] = 1, p->param.stride[3] = 1;
+  canonical_strides(e, st);
+  canonical_strides(fe, fs);
+  if (!to_tensor4(e, st, &out->x) || !to_tensor4(fe, fs, &out->feature)) return refuse(why, "x has more than 2^31 - 1 elements");
+  out->kept = ac;
+  out->reduced = e[0] * e[2] * e[3];
+  return true;
+}
+
+Tensor4 per_c(int c) {
+  Tensor4 t;
+  t.dim[0] = 1, t.dim[1] = c, t.dim[2] = 1, t.dim[3] = 1;
+  t.stride[0] = c, t.stride[1] = 1, t.stride[2] = 1, t.stride[3] = 1;
+  return t;
+}
+
+bool batch_norm_x(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* x, BatchNorm* p, std::string* why) {
+  const unsigned mask = axis_mask("BATCH_NORM (GPU_CUDNN)", cmd.info.bnorm.axis, cmd.info.bnorm.count, nd_of(x->info.dim));
+  static const int kSlots[3] = {0, 2, 3};  // n, h, w: packed NHWC images become {N*H*W, C, 1, 1}
+  Stats st;
+  if (!stats_of(x, mask, kSlots, &st, why)) return false;
+  if (st.kept > INT_MAX) return refuse(why, "too many channels");
+  p->x = st.x;
+  p->channels = static_cast<int>(st.kept);
+  p->per_channel = static_cast<long long>(st.reduced);
+  p->param = per_c(p->channels);
   p->epsilon = cmd.info.bnorm.epsilon;
   p->training = !cmd.info.bnorm.is_test;
-  const double momentum = cmd.info.bnorm.momentum, M = static_cast<double>(an);
+  const double momentum = cmd.info.bnorm.momentum, M = static_cast<double>(st.reduced);
   p->keep = static_cast<float>(momentum);
   p->take_mean = static_cast<float>(1 - momentum);
-  p->take_var = an > 1 ? static_cast<float>((1 - momentum) * (M - 1) / M) : 0.f;
+  p->take_var = st.reduced > 1 ? static_cast<float>((1 - momentum) * (M - 1) / M) : 0.f;
+  return true;
+}
+
+bool layer_norm_x(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* x, LayerNorm* p, std::string* why) {
+  const unsigned mask = axis_mask("LAYER_NORM (GPU_CUDNN)", cmd.info.lnorm.axis, cmd.info.lnorm.count, nd_of(x->info.dim));
+  static const int kSlots[3] = {2, 3, 0};  // h, w, n: rows x features become {1, R, F, 1}, packed NCHW
+  Stats st;
+  if (!stats_of(x, mask, kSlots, &st, why)) return false;
+  if (st.kept > INT_MAX) return refuse(why, "too many rows");
+  p->x = st.x;
+  p->feature = st.feature;
+  p->rows = static_cast<int>(st.kept);
+  p->features = static_cast<long long>(st.reduced);
+  p->row_param = per_c(p->rows);
+  p->epsilon = cmd.info.lnorm.epsilon;
   return true;
 }
 
@@ -268,6 +322,37 @@ int pack_backward_algorithms(int data, int filter) {
 int backward_data_algorithm(int packed) { return packed < 0 ? -1 : packed % kAlgorithmsPerPart - 1; }
 int backward_filter_algorithm(int packed) {
   return packed < 0 ? -1 : (packed / kAlgorithmsPerPart) % kAlgorithmsPerPart - 1;
+}
+
+bool layer_norm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                        int output_size, LayerNorm* plan, std::string* why) {
+  const norm::LayerNormIo io = norm::layer_norm_forward_io(cmd, inputs, input_size, outputs, output_size);
+  if (!io.x || !io.y) return refuse(why, "x and y are required");
+  if (!gpu_f32(io.x) || !gpu_f32(io.y)) return refuse(why, "GPU_CUDNN takes 32F tensors");
+  if (!same_strides(io.x, io.y)) return refuse(why, "x and y are laid out differently; cuDNN takes one layout for both");
+  for (const ccv_nnc_tensor_t* t : {io.scale, io.bias, io.saved_mean, io.saved_inv_std})
+    if (!packed_per_channel(t)) return refuse(why, "scale, bias or a saved statistic is a view or not 32F; cuDNN takes them packed");
+  LayerNorm p;
+  if (!layer_norm_x(cmd, io.x, &p, why)) return false;
+  *plan = p;
+  return true;
+}
+
+bool layer_norm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                         int output_size, LayerNorm* plan, std::string* why) {
+  const norm::LayerNormIo io = norm::layer_norm_backward_io(cmd, inputs, input_size, outputs, output_size);
+  if (!io.g || !io.x || !io.saved_mean || !io.saved_inv_std) return refuse(why, "g, x, saved_mean and saved_inv_std are required");
+  if (!io.dx && !io.dscale && !io.dbias) return refuse(why, "no output");
+  for (const ccv_nnc_tensor_t* t : {io.g, io.x, io.dx})
+    if (t && !gpu_f32(t)) return refuse(why, "GPU_CUDNN takes 32F tensors");
+  if (!same_strides(io.x, io.g) || (io.dx && !same_strides(io.x, io.dx)))
+    return refuse(why, "x, g and dx are laid out differently; cuDNN takes one layout for the three");
+  for (const ccv_nnc_tensor_t* t : {io.scale, io.saved_mean, io.saved_inv_std, io.dscale, io.dbias})
+    if (!packed_per_channel(t)) return refuse(why, "scale, a gradient of it or a saved statistic is a view or not 32F");
+  LayerNorm p;
+  if (!layer_norm_x(cmd, io.x, &p, why)) return false;
+  *plan = p;
+  return true;
 }
 
 bool same_desc(const Tensor4& a, const Tensor4& b) {

@@ -123,6 +123,27 @@ bool batch_norm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* input
 bool batch_norm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
                          int output_size, BatchNorm* plan, std::string* why);
 
+// LAYER_NORM as cuDNN's SPATIAL batch norm with the rows as channels: the
+// kept axes (the statistics' index) fold into c, the normalised ones fill h,
+// w (then n), so (rows, features) becomes {1, R, F, 1}; cuDNN's per-c scale
+// and bias are 1 and 0, and the per-feature affine is applied after through
+// `feature` (x's slots with c = 1 and the strides of the packed normalised
+// shape: scale, bias, dscale, dbias). Same layout rules as batch norm.
+struct LayerNorm {
+  Tensor4 x;               // x, and y or g / dx (laid out alike)
+  Tensor4 feature;         // scale / bias, broadcast over c
+  Tensor4 row_param;       // {1, R, 1, 1}: saved_mean, saved_inv_std
+  int rows = 0;
+  long long features = 0;
+  double epsilon = 0;
+};
+// inputs |x|scale|bias| or |x|, outputs |y|saved_mean|saved_inv_std|.
+bool layer_norm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                        int output_size, LayerNorm* plan, std::string* why);
+// inputs |g|-|-|x|scale|bias|y|saved_mean|saved_inv_std| (or without scale, bias), outputs |dx|dscale|dbias|.
+bool layer_norm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                         int output_size, LayerNorm* plan, std::string* why);
+
 // A convolution's algorithm number (ccv_nnc_cmd_t.algorithm, what
 // ccv_nnc_cmd_autotune picks): -1 lets cuDNN's heuristics choose; forward, the
 // cuDNN forward algorithm; backward, data and filter algorithms packed as

@@ -636,4 +636,148 @@ TEST_F(CudnnPlan, BatchNormRefusals) {
   }
 }
 
+// ---- layer norm ----
+
+struct LnCase {
+  std::vector<int> shape;
+  std::vector<int> axes;
+  bool affine = true, views = false;
+  std::vector<int> normalised() const {  // scale's shape: x's with the kept axes of extent 1
+    std::vector<int> d = shape;
+    for (size_t i = 0; i < d.size(); i++)
+      if (std::find(axes.begin(), axes.end(), static_cast<int>(i)) == axes.end()) d[i] = 1;
+    return d;
+  }
+  std::vector<int> stats() const {  // x's with the normalised axes of extent 1
+    std::vector<int> d = shape;
+    for (int a : axes) d[static_cast<size_t>(a)] = 1;
+    return d;
+  }
+  ccv_nnc_cmd_t cmd(uint32_t id) const {
+    ccv_nnc_cmd_t c = command(id, CCV_NNC_BACKEND_CPU_REF);
+    for (size_t i = 0; i < axes.size(); i++) c.info.lnorm.axis[i] = axes[i];
+    c.info.lnorm.count = static_cast<int>(axes.size());
+    c.info.lnorm.epsilon = 1e-4f;
+    c.info.lnorm.elementwise_affine = affine;
+    return c;
+  }
+};
+
+TEST_F(CudnnPlan, LayerNormMeansWhatCpuRefComputes) {
+  std::mt19937 rng(41);
+  for (const LnCase& c : std::vector<LnCase>{{{3, 5, 16}, {2}}, {{2, 3, 4, 5}, {1, 2, 3}}, {{4, 6, 8}, {1, 2}}, {{6, 10}, {1}, true, true},
+                                             {{5, 7}, {1}, false}, {{2, 3, 4, 5}, {2, 3}}}) {
+    SCOPED_TRACE(testing::Message() << c.shape.size() << "-d, " << c.axes.size() << " axes" << (c.affine ? "" : ", no affine")
+                                    << (c.views ? ", views" : ""));
+    T x = make(c.shape, NHWC, c.views), y = make(c.shape, NHWC, c.views);
+    T scale(CCV_32F, c.normalised()), bias(CCV_32F, c.normalised()), sm(CCV_32F, c.stats()), si(CCV_32F, c.stats());
+    fill_uniform(x, rng, -2, 3), fill_uniform(scale, rng), fill_uniform(bias, rng);
+    std::vector<ccv_nnc_tensor_t*> in = {x};
+    if (c.affine) in.push_back(scale), in.push_back(bias);
+    const std::vector<ccv_nnc_tensor_t*> out = {y, sm, si};
+    ASSERT_EQ(run(c.cmd(CCV_NNC_LAYER_NORM_FORWARD), in, out), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    cp::LayerNorm p;
+    std::string why;
+    ASSERT_TRUE(cp::layer_norm_forward(c.cmd(CCV_NNC_LAYER_NORM_FORWARD), in.data(), static_cast<int>(in.size()), out.data(), 3, &p, &why))
+        << why;
+    ASSERT_EQ(p.rows, static_cast<int>(ccv_nnc_tensor_count(sm.get()->info)));
+    ASSERT_EQ(p.features, static_cast<long long>(ccv_nnc_tensor_count(scale.get()->info)));
+    if (!c.views && c.axes.size() == 1 && c.axes[0] == static_cast<int>(c.shape.size()) - 1) {  // rows x features: {1, R, F, 1}
+      EXPECT_EQ(p.x.dim[1], p.rows);
+      EXPECT_EQ(p.x.dim[2], c.shape.back());
+      EXPECT_EQ(p.x.stride[2], 1);
+      EXPECT_EQ(p.x.stride[1], c.shape.back());
+    }
+    auto feat = [&](const T& t, int n, int h, int w) { return at(t, p.feature, n, 0, h, w); };
+    double worst = 0;
+    std::vector<double> mu(p.rows), inv(p.rows);
+    for (int r = 0; r < p.rows; r++) {
+      double s1 = 0, s2 = 0;
+      for (int n = 0; n < p.x.dim[0]; n++)
+        for (int h = 0; h < p.x.dim[2]; h++)
+          for (int w = 0; w < p.x.dim[3]; w++) s1 += at(x, p.x, n, r, h, w);
+      mu[r] = s1 / static_cast<double>(p.features);
+      for (int n = 0; n < p.x.dim[0]; n++)
+        for (int h = 0; h < p.x.dim[2]; h++)
+          for (int w = 0; w < p.x.dim[3]; w++) s2 += std::pow(at(x, p.x, n, r, h, w) - mu[r], 2);
+      inv[r] = 1 / std::sqrt(s2 / static_cast<double>(p.features) + p.epsilon);
+      worst = std::max(worst, std::fabs(mu[r] - at(sm, p.row_param, 0, r, 0, 0)));
+      worst = std::max(worst, std::fabs(inv[r] - at(si, p.row_param, 0, r, 0, 0)) / inv[r]);
+      for (int n = 0; n < p.x.dim[0]; n++)
+        for (int h = 0; h < p.x.dim[2]; h++)
+          for (int w = 0; w < p.x.dim[3]; w++) {
+            double want = (at(x, p.x, n, r, h, w) - mu[r]) * inv[r];
+            if (c.affine) want = want * feat(scale, n, h, w) + feat(bias, n, h, w);
+            worst = std::max(worst, std::fabs(want - at(y, p.x, n, r, h, w)));
+          }
+    }
+    EXPECT_LE(worst, 1e-5);
+    // Backward.
+    T g = make(c.shape, NHWC, c.views), dx = make(c.shape, NHWC, c.views);
+    T dscale(CCV_32F, c.normalised()), dbias(CCV_32F, c.normalised());
+    fill_uniform(g, rng);
+    std::vector<ccv_nnc_tensor_t*> bin = {g, nullptr, nullptr, x};
+    if (c.affine) bin.push_back(scale), bin.push_back(bias);
+    bin.push_back(y), bin.push_back(sm), bin.push_back(si);
+    std::vector<ccv_nnc_tensor_t*> bout = {dx};
+    if (c.affine) bout.push_back(dscale), bout.push_back(dbias);
+    ASSERT_EQ(run(c.cmd(CCV_NNC_LAYER_NORM_BACKWARD), bin, bout), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    cp::LayerNorm pb;
+    ASSERT_TRUE(cp::layer_norm_backward(c.cmd(CCV_NNC_LAYER_NORM_BACKWARD), bin.data(), static_cast<int>(bin.size()), bout.data(),
+                                        static_cast<int>(bout.size()), &pb, &why))
+        << why;
+    worst = 0;
+    std::vector<double> ds(static_cast<size_t>(pb.features), 0.0), db(static_cast<size_t>(pb.features), 0.0);
+    for (int r = 0; r < pb.rows; r++) {
+      const double m0 = at(sm, pb.row_param, 0, r, 0, 0), iv = at(si, pb.row_param, 0, r, 0, 0);
+      double sh = 0, shx = 0;
+      auto hval = [&](int n, int h, int w) { return at(g, pb.x, n, r, h, w) * (c.affine ? feat(scale, n, h, w) : 1.0); };
+      for (int n = 0; n < pb.x.dim[0]; n++)
+        for (int h = 0; h < pb.x.dim[2]; h++)
+          for (int w = 0; w < pb.x.dim[3]; w++) {
+            const double xhat = (at(x, pb.x, n, r, h, w) - m0) * iv;
+            sh += hval(n, h, w), shx += hval(n, h, w) * xhat;
+            const size_t f = static_cast<size_t>(&at(scale, pb.feature, n, 0, h, w) - scale.get()->data.f32);
+            ds[f] += at(g, pb.x, n, r, h, w) * xhat, db[f] += at(g, pb.x, n, r, h, w);
+          }
+      const double F = static_cast<double>(pb.features);
+      for (int n = 0; n < pb.x.dim[0]; n++)
+        for (int h = 0; h < pb.x.dim[2]; h++)
+          for (int w = 0; w < pb.x.dim[3]; w++) {
+            const double xhat = (at(x, pb.x, n, r, h, w) - m0) * iv;
+            const double want = iv * (hval(n, h, w) - sh / F - xhat * shx / F);
+            worst = std::max(worst, std::fabs(want - at(dx, pb.x, n, r, h, w)));
+          }
+    }
+    if (c.affine)
+      for (size_t f = 0; f < ds.size(); f++) {
+        worst = std::max(worst, std::fabs(ds[f] - dscale.get()->data.f32[f]));
+        worst = std::max(worst, std::fabs(db[f] - dbias.get()->data.f32[f]));
+      }
+    EXPECT_LE(worst, 1e-4);
+  }
+}
+
+TEST_F(CudnnPlan, LayerNormRefusals) {
+  cp::LayerNorm p;
+  std::string why;
+  LnCase c{{3, 7, 4}, {1}};  // normalised over the middle axis: the kept axes 0 and 2 are not adjacent
+  T x(CCV_32F, c.shape), y(CCV_32F, c.shape), s(CCV_32F, c.normalised()), b(CCV_32F, c.normalised());
+  const std::vector<ccv_nnc_tensor_t*> in = {x, s, b}, out = {y};
+  EXPECT_FALSE(cp::layer_norm_forward(c.cmd(CCV_NNC_LAYER_NORM_FORWARD), in.data(), 3, out.data(), 1, &p, &why));
+  EXPECT_NE(why.find("adjacent"), std::string::npos) << why;
+  LnCase d{{3, 4, 7}, {2}};
+  T x2(CCV_32F, d.shape), yv = T::view(CCV_32F, d.shape), s2(CCV_32F, d.normalised()), b2(CCV_32F, d.normalised());
+  const std::vector<ccv_nnc_tensor_t*> in2 = {x2, s2, b2}, out2 = {yv};
+  EXPECT_FALSE(cp::layer_norm_forward(d.cmd(CCV_NNC_LAYER_NORM_FORWARD), in2.data(), 3, out2.data(), 1, &p, &why));
+  EXPECT_NE(why.find("laid out"), std::string::npos) << why;
+  // Views whose kept axes (the rows) are not evenly nested: c is one dimension.
+  LnCase e{{2, 3, 4, 5}, {2, 3}};
+  T xv = T::view(CCV_32F, e.shape), yv2 = T::view(CCV_32F, e.shape);
+  const std::vector<ccv_nnc_tensor_t*> in3 = {xv}, out3 = {yv2};
+  e.affine = false;
+  EXPECT_FALSE(cp::layer_norm_forward(e.cmd(CCV_NNC_LAYER_NORM_FORWARD), in3.data(), 1, out3.data(), 1, &p, &why));
+  EXPECT_NE(why.find("fold"), std::string::npos) << why;
+}
+
 }  // namespace
