@@ -1,6 +1,7 @@
 // GPU_CUDNN: convolution (forward; backward with any subset of dx, dw,
 // dbias), MAX_POOL / AVERAGE_POOL forward and backward, SOFTMAX forward and
-// backward, BATCH_NORM forward (training and inference) and backward on cuDNN 9's descriptor API (cudnn_cnn.h / cudnn_ops.h, deprecated
+// backward, BATCH_NORM forward (training and inference) and backward,
+// LAYER_NORM forward and backward on cuDNN 9's descriptor API (cudnn_cnn.h / cudnn_ops.h, deprecated
 // in 9 but present). fp32 tensors in device memory, NHWC or NCHW, views where
 // cuDNN takes strides (images and softmax rows; filters must be packed).
 //
@@ -772,6 +773,141 @@ NNC_KERNEL(bnorm_backward) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
+// ---- layer norm ----
+
+using OpDesc = Desc<cudnnOpTensorDescriptor_t, cudnnCreateOpTensorDescriptor, cudnnDestroyOpTensorDescriptor>;
+using ReduceDesc = Desc<cudnnReduceTensorDescriptor_t, cudnnCreateReduceTensorDescriptor, cudnnDestroyReduceTensorDescriptor>;
+
+// c = a (op) b, b broadcast where its extents are 1 (c never aliases a or b here).
+void op_tensor(cudnnHandle_t h, cudnnOpTensorOp_t op, float alpha_b, cudnnTensorDescriptor_t ad, const void* a, cudnnTensorDescriptor_t bd,
+               const void* b, cudnnTensorDescriptor_t cd, void* c, const char* what) {
+  OpDesc d(what);
+  NNC_CUDNN_CHECK(cudnnSetOpTensorDescriptor(d, op, CUDNN_DATA_FLOAT, CUDNN_PROPAGATE_NAN), what);
+  const float one = 1, zero = 0;
+  NNC_CUDNN_CHECK(cudnnOpTensor(h, d, &one, ad, a, &alpha_b, bd, b, &zero, cd, c), what);
+}
+
+// c = the sum of a over the dimensions where c has extent 1.
+void reduce_sum(cudnnHandle_t h, cudnnTensorDescriptor_t ad, const void* a, cudnnTensorDescriptor_t cd, void* c, cudaStream_t s,
+                const char* what) {
+  ReduceDesc d(what);
+  NNC_CUDNN_CHECK(cudnnSetReduceTensorDescriptor(d, CUDNN_REDUCE_TENSOR_ADD, CUDNN_DATA_FLOAT, CUDNN_PROPAGATE_NAN,
+                                                 CUDNN_REDUCE_TENSOR_NO_INDICES, CUDNN_32BIT_INDICES),
+                  what);
+  size_t bytes = 0;
+  NNC_CUDNN_CHECK(cudnnGetReductionWorkspaceSize(h, d, ad, cd, &bytes), what);
+  Scratch ws(bytes, s, what);
+  const float one = 1, zero = 0;
+  NNC_CUDNN_CHECK(cudnnReduceTensor(h, d, nullptr, 0, ws.get(), bytes, &one, ad, a, &zero, cd, c), what);
+}
+
+bool accept_lnorm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                          int output_size) {
+  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
+  try {
+    cudnn_plan::LayerNorm p;
+    return cudnn_plan::layer_norm_forward(cmd, inputs, input_size, outputs, output_size, &p, nullptr);
+  } catch (...) {
+    return false;
+  }
+}
+
+// cuDNN's batch norm over the rows (scale 1, bias 0 per row) normalises; the
+// per-element scale and bias follow (cudnnOpTensor, cudnnAddTensor).
+NNC_KERNEL(lnorm_forward) {
+  static const char* what = "LAYER_NORM_FORWARD (GPU_CUDNN)";
+  cudnn_plan::LayerNorm p;
+  std::string why;
+  if (!cudnn_plan::layer_norm_forward(cmd, inputs, input_size, outputs, output_size, &p, &why))
+    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  const norm::LayerNormIo io = norm::layer_norm_forward_io(cmd, inputs, input_size, outputs, output_size);
+  const int device = device_of(io.y);
+  const cudaStream_t s = stream_of(stream_context, device, what);
+  const Lease h(device, s, what);
+  TensorDesc xd(what), rd(what), fd(what);
+  set_tensor(xd, p.x, what);
+  set_tensor(rd, p.row_param, what);
+  set_tensor(fd, p.feature, what);
+  const size_t R = static_cast<size_t>(p.rows);
+  const size_t normalised = io.scale ? cudnn_plan::extent(p.x) : 0;  // y before the scale
+  // Scratch: [ones | zeros | saved mean | saved inv std | normalised x].
+  Scratch scratch((4 * R + normalised) * sizeof(float), s, what);
+  float* base = static_cast<float*>(scratch.get());
+  const float one = 1, zero = 0;
+  NNC_CUDNN_CHECK(cudnnSetTensor(h, rd, base, &one), what);
+  NNC_CUDNN_CHECK(cudnnSetTensor(h, rd, base + R, &zero), what);
+  float* saved_mean = io.saved_mean ? io.saved_mean->data.f32 : base + 2 * R;
+  float* saved_inv_std = io.saved_inv_std ? io.saved_inv_std->data.f32 : base + 3 * R;
+  float* target = io.scale ? base + 4 * R : io.y->data.f32;
+  NNC_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xd, io.x->data.f32, xd, target, rd, base,
+                                                         base + R, 1.0, nullptr, nullptr, p.epsilon, saved_mean, saved_inv_std),
+                  what);
+  if (io.scale) op_tensor(h, CUDNN_OP_TENSOR_MUL, 1, xd, target, fd, io.scale->data.f32, xd, io.y->data.f32, what);
+  if (io.bias) NNC_CUDNN_CHECK(cudnnAddTensor(h, &one, fd, io.bias->data.f32, &one, xd, io.y->data.f32), what);
+  finish(stream_context, s, what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+bool accept_lnorm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                           int output_size) {
+  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
+  try {
+    cudnn_plan::LayerNorm p;
+    return cudnn_plan::layer_norm_backward(cmd, inputs, input_size, outputs, output_size, &p, nullptr);
+  } catch (...) {
+    return false;
+  }
+}
+
+// dx: cuDNN's batch-norm backward over the rows with dy = g * scale (h), which
+// is NNC's inv_std (h - mean h - xhat mean(h xhat)). dscale = the sum over rows
+// of g * xhat (xhat = (x - saved_mean) * saved_inv_std), dbias = the sum of g:
+// cudnnOpTensor and cudnnReduceTensor.
+NNC_KERNEL(lnorm_backward) {
+  static const char* what = "LAYER_NORM_BACKWARD (GPU_CUDNN)";
+  cudnn_plan::LayerNorm p;
+  std::string why;
+  if (!cudnn_plan::layer_norm_backward(cmd, inputs, input_size, outputs, output_size, &p, &why))
+    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  const norm::LayerNormIo io = norm::layer_norm_backward_io(cmd, inputs, input_size, outputs, output_size);
+  const int device = device_of(io.x);
+  const cudaStream_t s = stream_of(stream_context, device, what);
+  const Lease h(device, s, what);
+  TensorDesc xd(what), rd(what), fd(what);
+  set_tensor(xd, p.x, what);
+  set_tensor(rd, p.row_param, what);
+  set_tensor(fd, p.feature, what);
+  const size_t R = static_cast<size_t>(p.rows), X = cudnn_plan::extent(p.x);
+  // Scratch: [ones | d row-scale | d row-bias | h | xhat | g xhat], the big parts only when needed.
+  const size_t hx = io.scale ? X : 0, sx = io.dscale ? 2 * X : 0;
+  Scratch scratch((3 * R + hx + sx) * sizeof(float), s, what);
+  float* base = static_cast<float*>(scratch.get());
+  float* hbuf = base + 3 * R;
+  float* xhat = hbuf + hx;
+  float* gxhat = xhat + X;
+  const float one = 1, zero = 0;
+  NNC_CUDNN_CHECK(cudnnSetTensor(h, rd, base, &one), what);
+  const float* dy = io.g->data.f32;
+  if (io.scale) {
+    op_tensor(h, CUDNN_OP_TENSOR_MUL, 1, xd, io.g->data.f32, fd, io.scale->data.f32, xd, hbuf, what);
+    dy = hbuf;
+  }
+  if (io.dx)
+    NNC_CUDNN_CHECK(cudnnBatchNormalizationBackward(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, xd, io.x->data.f32, xd, dy, xd,
+                                                    io.dx->data.f32, rd, base, base + R, base + 2 * R, p.epsilon, io.saved_mean->data.f32,
+                                                    io.saved_inv_std->data.f32),
+                    what);
+  if (io.dscale) {
+    op_tensor(h, CUDNN_OP_TENSOR_ADD, -1, xd, io.x->data.f32, rd, io.saved_mean->data.f32, xd, gxhat, what);  // x - mean
+    op_tensor(h, CUDNN_OP_TENSOR_MUL, 1, xd, gxhat, rd, io.saved_inv_std->data.f32, xd, xhat, what);        // xhat
+    op_tensor(h, CUDNN_OP_TENSOR_MUL, 1, xd, xhat, xd, io.g->data.f32, xd, gxhat, what);                    // g xhat
+    reduce_sum(h, xd, gxhat, fd, io.dscale->data.f32, s, what);
+  }
+  if (io.dbias) reduce_sum(h, xd, io.g->data.f32, fd, io.dbias->data.f32, s, what);
+  finish(stream_context, s, what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
 }  // namespace
 
 void register_cudnn(Registry& r) {
@@ -794,6 +930,8 @@ void register_cudnn(Registry& r) {
   r.add_kernels(any.accepting(accept_softmax_backward), {{CCV_NNC_SOFTMAX_BACKWARD, softmax_backward}});
   r.add_kernels(any.accepting(accept_bnorm_forward), {{CCV_NNC_BATCH_NORM_FORWARD, bnorm_forward}});
   r.add_kernels(any.accepting(accept_bnorm_backward), {{CCV_NNC_BATCH_NORM_BACKWARD, bnorm_backward}});
+  r.add_kernels(any.accepting(accept_lnorm_forward), {{CCV_NNC_LAYER_NORM_FORWARD, lnorm_forward}});
+  r.add_kernels(any.accepting(accept_lnorm_backward), {{CCV_NNC_LAYER_NORM_BACKWARD, lnorm_backward}});
 }
 
 }  // namespace nnc::cuda

@@ -2,8 +2,8 @@
 // forward and backward (every output subset, groups, dilation, stride,
 // padding, both formats, 3-d, views), max / average pooling forward and
 // backward, softmax forward and backward, batch norm forward (training, with
-// the running statistics, and inference) and backward; fp32 without TF32; the
-// refusals.
+// the running statistics, and inference) and backward, layer norm forward and
+// backward; fp32 without TF32; the refusals.
 // Every test names the backend (GPU_CUDNN) so that no other GPU backend can
 // stand in for it, and skips, saying so, without a GPU.
 //
@@ -588,6 +588,80 @@ TEST(Cudnn, BatchNormRefusals) {
                              fout.data(), 1, nullptr),
             CCV_NNC_EXEC_INVALID);
   EXPECT_STRNE(ccv_nnc_error_message(), "");
+}
+
+// ---- layer norm ----
+
+// Same tolerance argument as batch norm: statistics over F elements per row,
+// dscale / dbias sums over the rows.
+TEST(Cudnn, LayerNormMatchesCpuRef) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(1912);
+  struct L {
+    std::vector<int> shape;
+    std::vector<int> axes;
+    bool affine, views;
+  };
+  for (const L& c : {L{{4, 37, 256}, {2}, true, false}, L{{2, 3, 8, 9}, {1, 2, 3}, true, false}, L{{16, 100}, {1}, true, true},
+                     L{{6, 65}, {1}, false, false}}) {
+    SCOPED_TRACE(std::to_string(c.shape.size()) + "-d, " + std::to_string(c.axes.size()) + " axes" + (c.affine ? "" : ", no affine") +
+                 (c.views ? ", views" : ""));
+    std::vector<int> fshape = c.shape, sshape = c.shape;
+    size_t rows = 1, feats = 1;
+    for (size_t i = 0; i < c.shape.size(); i++) {
+      if (std::find(c.axes.begin(), c.axes.end(), static_cast<int>(i)) == c.axes.end())
+        fshape[i] = 1, rows *= static_cast<size_t>(c.shape[i]);
+      else
+        sshape[i] = 1, feats *= static_cast<size_t>(c.shape[i]);
+    }
+    ccv_nnc_cmd_param_t prm;
+    std::memset(&prm, 0, sizeof(prm));
+    for (size_t i = 0; i < c.axes.size(); i++) prm.lnorm.axis[i] = c.axes[i];
+    prm.lnorm.count = static_cast<int>(c.axes.size());
+    prm.lnorm.epsilon = 1e-5f;
+    prm.lnorm.elementwise_affine = c.affine;
+    const ccv_nnc_cmd_t fwd = ccv_nnc_cmd(CCV_NNC_LAYER_NORM_FORWARD, nullptr, prm, 0);
+    const ccv_nnc_cmd_t bwd = ccv_nnc_cmd(CCV_NNC_LAYER_NORM_BACKWARD, nullptr, prm, 0);
+    Both x(c.shape, NHWC, c.views, rng, -2, 3), y(c.shape, NHWC, c.views, rng);
+    Both scale(fshape, NHWC, false, rng), bias(fshape, NHWC, false, rng), sm(sshape, NHWC, false, rng), si(sshape, NHWC, false, rng);
+    y.atol = 1e-4f;
+    sm.atol = si.atol = 1e-5f;
+    auto side = [&](bool gpu) {
+      auto t = [&](const Both& b) { return gpu ? b.g() : b.c(); };
+      std::vector<ccv_nnc_tensor_t*> in = {t(x)};
+      if (c.affine) in.push_back(t(scale)), in.push_back(t(bias));
+      std::vector<ccv_nnc_tensor_t*> out = {t(y), t(sm), t(si)};
+      return exec(with_backend(fwd, gpu ? CCV_NNC_BACKEND_GPU_CUDNN : CCV_NNC_BACKEND_CPU_REF), ccv_nnc_no_hint, in, out);
+    };
+    ASSERT_EQ(side(false), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    ASSERT_EQ(side(true), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    y.expect_same("LAYER_NORM_FORWARD y");
+    sm.expect_same("saved_mean");
+    si.expect_same("saved_inv_std");
+    Owned smg = to_gpu(sm.cpu), sig = to_gpu(si.cpu);
+    for (int mask : {7, 1, 6, 2}) {
+      if (!c.affine && mask != 1) continue;
+      SCOPED_TRACE("outputs " + std::to_string(mask));
+      Both g(c.shape, NHWC, c.views, rng), dx(c.shape, NHWC, c.views, rng);
+      Both dscale(fshape, NHWC, false, rng), dbias(fshape, NHWC, false, rng);
+      dx.atol = 1e-4f;
+      dscale.atol = dbias.atol = conv_atol(rows * 4);
+      auto back = [&](bool gpu) {
+        auto t = [&](const Both& b, bool on = true) -> ccv_nnc_tensor_t* { return on ? (gpu ? b.g() : b.c()) : nullptr; };
+        std::vector<ccv_nnc_tensor_t*> in = {t(g), nullptr, nullptr, t(x)};
+        if (c.affine) in.push_back(t(scale)), in.push_back(t(bias));
+        in.push_back(t(y)), in.push_back(gpu ? smg.t : sm.cpu.t), in.push_back(gpu ? sig.t : si.cpu.t);
+        std::vector<ccv_nnc_tensor_t*> out = {t(dx, mask & 1)};
+        if (c.affine) out.push_back(t(dscale, mask & 2)), out.push_back(t(dbias, mask & 4));
+        return exec(with_backend(bwd, gpu ? CCV_NNC_BACKEND_GPU_CUDNN : CCV_NNC_BACKEND_CPU_REF), ccv_nnc_no_hint, in, out);
+      };
+      ASSERT_EQ(back(false), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+      ASSERT_EQ(back(true), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+      dx.expect_same("dx");
+      dscale.expect_same("dscale");
+      dbias.expect_same("dbias");
+    }
+  }
 }
 
 }  // namespace
