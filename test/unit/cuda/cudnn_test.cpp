@@ -664,4 +664,62 @@ TEST(Cudnn, LayerNormMatchesCpuRef) {
   }
 }
 
+// ---- the reference network's convolution stack ----
+
+// conv 5x5 (1 -> 32, pad 2) + bias -> ReLU -> max pool 2x2 -> conv 5x5 (32 ->
+// 64, pad 2) + bias -> ReLU -> max pool 2x2, forward and backward, every GPU
+// command on its default backend (GPU_CUDNN for the convolutions and pools)
+// against the same chain on CPU_REF; batch 16, NHWC. Ties after ReLU (a
+// window of zeros) send the pool's gradient to different zeros on the two
+// sides, but ReLU's backward zeroes it there, so only the chain's ends are
+// compared: the pooled output and the gradients of the weights and biases.
+// The chain's rounding adds up over a few reductions: rtol 1e-3.
+TEST(Cudnn, ReferenceConvolutionStack) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(1913);
+  const int N = 16;
+  ConvCase c1{N, 28, 28, 1, 32, 5, 5}, c2{N, 14, 14, 32, 64, 5, 5};
+  c1.PT = c1.PB = c1.PL = c1.PR = 2;
+  c2.PT = c2.PB = c2.PL = c2.PR = 2;
+  PoolCase p1{N, 28, 28, 32, 2, 2, 2, 2, 0, 0, 0, 0, NHWC}, p2{N, 14, 14, 64, 2, 2, 2, 2, 0, 0, 0, 0, NHWC};
+  Both x({N, 28, 28, 1}, NHWC, false, rng), w1(c1.w_shape(), NHWC, false, rng, -0.2f, 0.2f), b1({32}, NHWC, false, rng, -0.1f, 0.1f);
+  Both w2(c2.w_shape(), NHWC, false, rng, -0.035f, 0.035f), b2({64}, NHWC, false, rng, -0.1f, 0.1f);
+  Both a1({N, 28, 28, 32}, NHWC, false, rng), r1({N, 28, 28, 32}, NHWC, false, rng), q1({N, 14, 14, 32}, NHWC, false, rng);
+  Both a2({N, 14, 14, 64}, NHWC, false, rng), r2({N, 14, 14, 64}, NHWC, false, rng), q2({N, 7, 7, 64}, NHWC, false, rng);
+  Both g({N, 7, 7, 64}, NHWC, false, rng);
+  Both dr2({N, 14, 14, 64}, NHWC, false, rng), da2({N, 14, 14, 64}, NHWC, false, rng), dq1({N, 14, 14, 32}, NHWC, false, rng);
+  Both dw2(c2.w_shape(), NHWC, false, rng), db2({64}, NHWC, false, rng);
+  Both dr1({N, 28, 28, 32}, NHWC, false, rng), da1({N, 28, 28, 32}, NHWC, false, rng);
+  Both dw1(c1.w_shape(), NHWC, false, rng), db1({32}, NHWC, false, rng);
+  const ccv_nnc_cmd_t relu = ccv_nnc_cmd(CCV_NNC_RELU_FORWARD, nullptr, ccv_nnc_cmd_auto, 0);
+  const ccv_nnc_cmd_t relu_back = ccv_nnc_cmd(CCV_NNC_RELU_BACKWARD, nullptr, ccv_nnc_cmd_auto, 0);
+  for (bool gpu : {false, true}) {
+    SCOPED_TRACE(gpu ? "GPU" : "CPU_REF");
+    const uint32_t be = gpu ? 0 : CCV_NNC_BACKEND_CPU_REF;  // GPU: the registry's choice
+    auto t = [&](const Both& b) { return gpu ? b.g() : b.c(); };
+    auto run = [&](ccv_nnc_cmd_t cmd, ccv_nnc_hint_t h, std::vector<ccv_nnc_tensor_t*> in, std::vector<ccv_nnc_tensor_t*> out) {
+      cmd.backend = be;
+      ASSERT_EQ(exec(cmd, h, in, out), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    };
+    run(c1.cmd(CCV_NNC_CONVOLUTION_FORWARD, be), c1.hint(), {t(x), t(w1), t(b1)}, {t(a1)});
+    run(relu, ccv_nnc_no_hint, {t(a1)}, {t(r1)});
+    run(p1.cmd(CCV_NNC_MAX_POOL_FORWARD, be), p1.hint(), {t(r1)}, {t(q1)});
+    run(c2.cmd(CCV_NNC_CONVOLUTION_FORWARD, be), c2.hint(), {t(q1), t(w2), t(b2)}, {t(a2)});
+    run(relu, ccv_nnc_no_hint, {t(a2)}, {t(r2)});
+    run(p2.cmd(CCV_NNC_MAX_POOL_FORWARD, be), p2.hint(), {t(r2)}, {t(q2)});
+    run(p2.cmd(CCV_NNC_MAX_POOL_BACKWARD, be), p2.hint(), {t(g), t(r2), t(q2)}, {t(dr2)});
+    run(relu_back, ccv_nnc_no_hint, {t(dr2), t(a2), t(r2)}, {t(da2)});
+    run(c2.cmd(CCV_NNC_CONVOLUTION_BACKWARD, be), c2.hint(), {t(da2), t(q1), t(w2)}, {t(dq1), t(dw2), t(db2)});
+    run(p1.cmd(CCV_NNC_MAX_POOL_BACKWARD, be), p1.hint(), {t(dq1), t(r1), t(q1)}, {t(dr1)});
+    run(relu_back, ccv_nnc_no_hint, {t(dr1), t(a1), t(r1)}, {t(da1)});
+    run(c1.cmd(CCV_NNC_CONVOLUTION_BACKWARD, be), c1.hint(), {t(da1), t(x), nullptr}, {nullptr, t(dw1), t(db1)});
+  }
+  q2.atol = 1e-4f;
+  expect_close(q2.gpu, q2.cpu, 1e-3f, q2.atol, "pooled output");
+  expect_close(dw2.gpu, dw2.cpu, 1e-3f, conv_atol(N * 14 * 14), "dw2");
+  expect_close(db2.gpu, db2.cpu, 1e-3f, conv_atol(N * 14 * 14), "db2");
+  expect_close(dw1.gpu, dw1.cpu, 1e-3f, conv_atol(N * 28 * 28), "dw1");
+  expect_close(db1.gpu, db1.cpu, 1e-3f, conv_atol(N * 28 * 28), "db1");
+}
+
 }  // namespace
