@@ -24,6 +24,7 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -56,6 +57,23 @@ void check_cudnn(cudnnStatus_t s, const char* what, const char* call) {
 
 bool not_supported(cudnnStatus_t s) { return CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED; }
 
+constexpr size_t kWorkspaceLimit = size_t{1} << 30;
+
+// Scratch comes from the device's default memory pool (Scratch below), which
+// by default hands freed memory back to the driver at every synchronisation;
+// keeping up to kWorkspaceLimit makes the next call's scratch a reuse. A
+// device without pools fails in Scratch with a message, not here.
+void keep_scratch_pooled(int device) {
+  cudaMemPool_t pool;
+  if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
+    uint64_t keep = kWorkspaceLimit;
+    cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    keep = std::max<uint64_t>(keep, kWorkspaceLimit);
+    cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+  }
+  cudaGetLastError();
+}
+
 // One cuDNN handle per device, made on first use, destroyed at exit (errors
 // ignored there: the runtime may be going away too). A handle carries its
 // stream, so each call holds the device's lease while it binds the stream and
@@ -84,7 +102,10 @@ class Lease {
         g_handles.locks.resize(d + 1);
       }
       if (!g_handles.locks[d]) g_handles.locks[d] = std::make_unique<std::mutex>();
-      if (!g_handles.v[d]) NNC_CUDNN_CHECK(cudnnCreate(&g_handles.v[d]), what);
+      if (!g_handles.v[d]) {
+        NNC_CUDNN_CHECK(cudnnCreate(&g_handles.v[d]), what);
+        keep_scratch_pooled(device);
+      }
       h_ = g_handles.v[d];
       m = g_handles.locks[d].get();
     }
@@ -100,7 +121,8 @@ class Lease {
 
 // Scratch device memory for one call, ordered on its stream (cudaMallocAsync
 // takes it from the device's pool, cudaFreeAsync returns it once the work
-// queued before has run): safe on any stream, cheap once the pool is warm.
+// queued before has run): safe on any stream, and a reuse of pooled memory
+// once the pool holds enough (keep_scratch_pooled).
 // The one place that allocates cuDNN workspace; a stream's own workspace
 // would replace it here.
 class Scratch {
@@ -124,8 +146,6 @@ class Scratch {
   void* p_ = nullptr;
   cudaStream_t s_;
 };
-
-constexpr size_t kWorkspaceLimit = size_t{1} << 30;
 
 // RAII cuDNN descriptors.
 template <class T, cudnnStatus_t (*Create)(T*), cudnnStatus_t (*Destroy)(T)>
