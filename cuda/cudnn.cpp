@@ -49,9 +49,10 @@ using cudnn_plan::Tensor4;
 
 void check_cudnn(cudnnStatus_t s, const char* what, const char* call) {
   if (s == CUDNN_STATUS_SUCCESS) return;
-  const bool oom = s == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED || s == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;
-  fail(oom ? CCV_NNC_EXEC_OOM : CCV_NNC_EXEC_INVALID, "%s: %s failed: %s (cuDNN status %d)", what, call, cudnnGetErrorString(s),
-       static_cast<int>(s));
+  const bool oom = s == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED ||
+                   s == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;
+  fail(oom ? CCV_NNC_EXEC_OOM : CCV_NNC_EXEC_INVALID, "%s: %s failed: %s (cuDNN status %d)", what, call,
+       cudnnGetErrorString(s), static_cast<int>(s));
 }
 #define NNC_CUDNN_CHECK(call, what) check_cudnn((call), (what), #call)
 
@@ -132,7 +133,8 @@ class Scratch {
     const cudaError_t e = cudaMallocAsync(&p_, bytes, s);
     if (e != cudaSuccess) {
       cudaGetLastError();
-      fail(CCV_NNC_EXEC_OOM, "%s: cannot allocate %zu bytes of cuDNN workspace: %s", what, bytes, cudaGetErrorString(e));
+      fail(CCV_NNC_EXEC_OOM, "%s: cannot allocate %zu bytes of cuDNN workspace: %s", what, bytes,
+           cudaGetErrorString(e));
     }
   }
   ~Scratch() {
@@ -164,7 +166,8 @@ class Desc {
 };
 using TensorDesc = Desc<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
 using FilterDesc = Desc<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
-using ConvDesc = Desc<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor, cudnnDestroyConvolutionDescriptor>;
+using ConvDesc =
+    Desc<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor, cudnnDestroyConvolutionDescriptor>;
 using PoolDesc = Desc<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor, cudnnDestroyPoolingDescriptor>;
 
 void set_tensor(cudnnTensorDescriptor_t d, const Tensor4& t, const char* what) {
@@ -185,8 +188,11 @@ struct ConvDescs {
   ConvDescs(const cudnn_plan::Conv& p, const char* what) : x(what), y(what), w(what), conv(what) {
     set_tensor(x, p.x, what);
     set_tensor(y, p.y, what);
-    NNC_CUDNN_CHECK(cudnnSetFilterNdDescriptor(w, CUDNN_DATA_FLOAT, p.w.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, 4, p.w.dim), what);
-    NNC_CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(conv, 2, p.pad, p.stride, p.dilation, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+    NNC_CUDNN_CHECK(
+        cudnnSetFilterNdDescriptor(w, CUDNN_DATA_FLOAT, p.w.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, 4, p.w.dim),
+        what);
+    NNC_CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(conv, 2, p.pad, p.stride, p.dilation, CUDNN_CROSS_CORRELATION,
+                                                    CUDNN_DATA_FLOAT),
                     what);
     NNC_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv, p.groups), what);
     math = allow_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
@@ -223,11 +229,13 @@ void remember_algo(const AlgoKey& k, int a) {
 // then every other one, until one is supported. `size(algo, &bytes)`: the
 // workspace query.
 template <class Algo, class HeuristicsFn, class SizeFn, class RunFn>
-void run_with_algorithms(const AlgoKey& key, int preferred, HeuristicsFn heuristics, int algo_count, cudnnMathType_t math, cudaStream_t s,
-                         SizeFn size, RunFn run, const char* what) {
+void run_with_algorithms(const AlgoKey& key, int preferred, HeuristicsFn heuristics, int algo_count,
+                         cudnnMathType_t math, cudaStream_t s, SizeFn size, RunFn run, const char* what) {
   // An algorithm that does not fit the problem answers NOT_SUPPORTED (some
   // BAD_PARAM): try the next. Anything else is an error at once.
-  auto skippable = [](cudnnStatus_t st) { return not_supported(st) || CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_BAD_PARAM; };
+  auto skippable = [](cudnnStatus_t st) {
+    return not_supported(st) || CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_BAD_PARAM;
+  };
   cudnnStatus_t last = CUDNN_STATUS_NOT_SUPPORTED;
   std::vector<Algo> tried;
   auto attempt = [&](Algo a) {
@@ -260,8 +268,8 @@ void run_with_algorithms(const AlgoKey& key, int preferred, HeuristicsFn heurist
   }
   for (int a = 0; a < algo_count; a++)
     if (attempt(static_cast<Algo>(a))) return;
-  fail(CCV_NNC_EXEC_INVALID, "%s: no cuDNN algorithm runs this convolution (last status: %s, %d)", what, cudnnGetErrorString(last),
-       static_cast<int>(last));
+  fail(CCV_NNC_EXEC_INVALID, "%s: no cuDNN algorithm runs this convolution (last status: %s, %d)", what,
+       cudnnGetErrorString(last), static_cast<int>(last));
 }
 
 int device_of(const ccv_nnc_tensor_t* t) { return CCV_TENSOR_GET_DEVICE_ID(t->info.type); }
@@ -279,14 +287,15 @@ bool all_on_gpu(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_
 
 // ---- convolution ----
 
-bool accept_conv_forward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                         int output_size) {
+bool accept_conv_forward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                         ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (input_size < 2 || output_size < 1 || !inputs[0] || !inputs[1] || !outputs[0]) return false;
   if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
   // The hint is not known here: only the checks that need none (types, the
   // weights' format and packing); exec plans with the hint and fails, with a
   // message, the padding cuDNN cannot express.
-  return cudnn_plan::conv_forward_tensors(inputs[0], inputs[1], input_size > 2 ? inputs[2] : nullptr, outputs[0], nullptr);
+  return cudnn_plan::conv_forward_tensors(inputs[0], inputs[1], input_size > 2 ? inputs[2] : nullptr, outputs[0],
+                                          nullptr);
 }
 
 NNC_KERNEL(conv_forward) {
@@ -297,7 +306,8 @@ NNC_KERNEL(conv_forward) {
   ccv_nnc_tensor_t* y = outputs[0];
   cudnn_plan::Conv p;
   std::string why;
-  if (!cudnn_plan::conv_forward(cmd, hint, x, w, bias, y, &p, &why)) fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  if (!cudnn_plan::conv_forward(cmd, hint, x, w, bias, y, &p, &why))
+    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
   const int device = device_of(y);
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(device, s, what);
@@ -307,16 +317,20 @@ NNC_KERNEL(conv_forward) {
     NNC_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_algos), what);
     std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
     int found = 0;
-    NNC_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, max_algos, &found, perf.data()), what);
+    NNC_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, max_algos, &found, perf.data()),
+                    what);
     perf.resize(static_cast<size_t>(found));
     return perf;
   };
   const float one = 1, zero = 0;
   run_with_algorithms<cudnnConvolutionFwdAlgo_t>(
       algo_key(0, device, d.math, p, nullptr), cmd.algorithm, heuristics, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, d.math, s,
-      [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) { return cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, a, bytes); },
+      [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
+        return cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, a, bytes);
+      },
       [&](cudnnConvolutionFwdAlgo_t a, void* ws, size_t bytes) {
-        return cudnnConvolutionForward(h, &one, d.x, x->data.f32, d.w, w->data.f32, d.conv, a, ws, bytes, &zero, d.y, y->data.f32);
+        return cudnnConvolutionForward(h, &one, d.x, x->data.f32, d.w, w->data.f32, d.conv, a, ws, bytes, &zero, d.y,
+                                       y->data.f32);
       },
       what);
   if (p.has_bias) {
@@ -328,8 +342,8 @@ NNC_KERNEL(conv_forward) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
-bool accept_conv_backward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                          int output_size) {
+bool accept_conv_backward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                          ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (input_size < 1 || output_size < 1 || !inputs[0]) return false;
   if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
   return cudnn_plan::conv_backward_tensors(inputs, input_size, outputs, output_size, nullptr);
@@ -360,19 +374,21 @@ NNC_KERNEL(conv_backward) {
         NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max_algos), what);
         std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
         int found = 0;
-        NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, max_algos, &found, perf.data()), what);
+        NNC_CUDNN_CHECK(
+            cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, max_algos, &found, perf.data()),
+            what);
         perf.resize(static_cast<size_t>(found));
         return perf;
       };
       run_with_algorithms<cudnnConvolutionBwdFilterAlgo_t>(
-          algo_key(2, device, d.math, p.conv, nullptr), cudnn_plan::backward_filter_algorithm(cmd.algorithm), heuristics,
-          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, d.math, s,
+          algo_key(2, device, d.math, p.conv, nullptr), cudnn_plan::backward_filter_algorithm(cmd.algorithm),
+          heuristics, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, d.math, s,
           [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
             return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, a, bytes);
           },
           [&](cudnnConvolutionBwdFilterAlgo_t a, void* ws, size_t bytes) {
-            return cudnnConvolutionBackwardFilter(h, &one, d.x, io.x->data.f32, d.y, io.g->data.f32, d.conv, a, ws, bytes, &zero, d.w,
-                                                  io.dw->data.f32);
+            return cudnnConvolutionBackwardFilter(h, &one, d.x, io.x->data.f32, d.y, io.g->data.f32, d.conv, a, ws,
+                                                  bytes, &zero, d.w, io.dw->data.f32);
           },
           what);
     }
@@ -384,19 +400,20 @@ NNC_KERNEL(conv_backward) {
         NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max_algos), what);
         std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
         int found = 0;
-        NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, dx, max_algos, &found, perf.data()), what);
+        NNC_CUDNN_CHECK(
+            cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, dx, max_algos, &found, perf.data()), what);
         perf.resize(static_cast<size_t>(found));
         return perf;
       };
       run_with_algorithms<cudnnConvolutionBwdDataAlgo_t>(
-          algo_key(1, device, d.math, p.conv, &p.dx_desc), cudnn_plan::backward_data_algorithm(cmd.algorithm), heuristics,
-          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, d.math, s,
+          algo_key(1, device, d.math, p.conv, &p.dx_desc), cudnn_plan::backward_data_algorithm(cmd.algorithm),
+          heuristics, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, d.math, s,
           [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
             return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, dx, a, bytes);
           },
           [&](cudnnConvolutionBwdDataAlgo_t a, void* ws, size_t bytes) {
-            return cudnnConvolutionBackwardData(h, &one, d.w, io.w->data.f32, d.y, io.g->data.f32, d.conv, a, ws, bytes, &zero, dx,
-                                                io.dx->data.f32);
+            return cudnnConvolutionBackwardData(h, &one, d.w, io.w->data.f32, d.y, io.g->data.f32, d.conv, a, ws, bytes,
+                                                &zero, dx, io.dx->data.f32);
           },
           what);
     }
@@ -413,7 +430,8 @@ template <class Perf>
 int fastest(const Perf* perf, int n, cudnnMathType_t math, size_t limit) {
   for (int i = 0; i < n; i++) {  // Find sorts by time
     if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > limit) continue;
-    if (math == CUDNN_FMA_MATH && perf[i].mathType != CUDNN_FMA_MATH && perf[i].mathType != CUDNN_DEFAULT_MATH) continue;
+    if (math == CUDNN_FMA_MATH && perf[i].mathType != CUDNN_FMA_MATH && perf[i].mathType != CUDNN_DEFAULT_MATH)
+      continue;
     return static_cast<int>(perf[i].algo);
   }
   return -1;
@@ -440,9 +458,10 @@ struct TuneScratch {
   void* get() const { return s ? s->get() : nullptr; }
 };
 
-int conv_forward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_size, const ccv_nnc_hint_t hint, const int,
-                          ccv_nnc_tensor_t* const* const inputs, const int input_size, ccv_nnc_tensor_t* const* const outputs,
-                          const int output_size, ccv_nnc_stream_context_t* const stream_context) {
+int conv_forward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_size, const ccv_nnc_hint_t hint,
+                          const int, ccv_nnc_tensor_t* const* const inputs, const int input_size,
+                          ccv_nnc_tensor_t* const* const outputs, const int output_size,
+                          ccv_nnc_stream_context_t* const stream_context) {
   static const char* what = "CONVOLUTION_FORWARD autotune (GPU_CUDNN)";
   try {
     if (input_size < 2 || output_size < 1) return -1;
@@ -458,9 +477,10 @@ int conv_forward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_si
     TuneScratch ws(tune_limit(max_workspace_size), s, what);
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int n = 0;
-    NNC_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(h, d.x, x->data.f32, d.w, w->data.f32, d.conv, d.y, y->data.f32,
-                                                           CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ws.get(), ws.bytes),
-                    what);
+    NNC_CUDNN_CHECK(
+        cudnnFindConvolutionForwardAlgorithmEx(h, d.x, x->data.f32, d.w, w->data.f32, d.conv, d.y, y->data.f32,
+                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ws.get(), ws.bytes),
+        what);
     finish(stream_context, s, what);
     return fastest(perf, n, d.math, ws.bytes);
   } catch (...) {
@@ -468,13 +488,15 @@ int conv_forward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_si
   }
 }
 
-int conv_backward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_size, const ccv_nnc_hint_t hint, const int,
-                           ccv_nnc_tensor_t* const* const inputs, const int input_size, ccv_nnc_tensor_t* const* const outputs,
-                           const int output_size, ccv_nnc_stream_context_t* const stream_context) {
+int conv_backward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_size, const ccv_nnc_hint_t hint,
+                           const int, ccv_nnc_tensor_t* const* const inputs, const int input_size,
+                           ccv_nnc_tensor_t* const* const outputs, const int output_size,
+                           ccv_nnc_stream_context_t* const stream_context) {
   static const char* what = "CONVOLUTION_BACKWARD autotune (GPU_CUDNN)";
   try {
     cudnn_plan::ConvBackward p;
-    if (!cudnn_plan::conv_backward(cmd, hint, inputs, input_size, outputs, output_size, &p, nullptr) || p.bias_only) return -1;
+    if (!cudnn_plan::conv_backward(cmd, hint, inputs, input_size, outputs, output_size, &p, nullptr) || p.bias_only)
+      return -1;
     const conv_rules::BackwardIo io = conv_rules::backward_io(inputs, input_size, outputs, output_size);
     const int device = device_of(io.g);
     const cudaStream_t s = stream_of(stream_context, device, what);
@@ -487,17 +509,18 @@ int conv_backward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_s
       set_tensor(dx, p.dx_desc, what);
       cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
       int n = 0;
-      NNC_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(h, d.w, io.w->data.f32, d.y, io.g->data.f32, d.conv, dx, io.dx->data.f32,
-                                                                  CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws.get(), ws.bytes),
+      NNC_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+                          h, d.w, io.w->data.f32, d.y, io.g->data.f32, d.conv, dx, io.dx->data.f32,
+                          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws.get(), ws.bytes),
                       what);
       data = fastest(perf, n, d.math, ws.bytes);
     }
     if (p.dw) {
       cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
       int n = 0;
-      NNC_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(h, d.x, io.x->data.f32, d.y, io.g->data.f32, d.conv, d.w,
-                                                                    io.dw->data.f32, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf,
-                                                                    ws.get(), ws.bytes),
+      NNC_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                          h, d.x, io.x->data.f32, d.y, io.g->data.f32, d.conv, d.w, io.dw->data.f32,
+                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws.get(), ws.bytes),
                       what);
       filter = fastest(perf, n, d.math, ws.bytes);
     }
@@ -517,8 +540,8 @@ void set_pool(cudnnPoolingDescriptor_t d, const cudnn_plan::Pool& p, const char*
   NNC_CUDNN_CHECK(cudnnSetPoolingNdDescriptor(d, mode, CUDNN_PROPAGATE_NAN, 2, p.window, p.pad, p.stride), what);
 }
 
-bool accept_pool_forward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                         int output_size) {
+bool accept_pool_forward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                         ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (input_size < 1 || output_size < 1 || !inputs[0] || !outputs[0]) return false;
   if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
   return cudnn_plan::pool_tensors(inputs[0], outputs[0], nullptr);
@@ -528,7 +551,8 @@ NNC_KERNEL(pool_forward) {
   static const char* what = "pooling forward (GPU_CUDNN)";
   cudnn_plan::Pool p;
   std::string why;
-  if (!cudnn_plan::pool(cmd, hint, inputs[0], outputs[0], &p, &why)) fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  if (!cudnn_plan::pool(cmd, hint, inputs[0], outputs[0], &p, &why))
+    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
   const int device = device_of(outputs[0]);
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(device, s, what);
@@ -544,10 +568,11 @@ NNC_KERNEL(pool_forward) {
 }
 
 // |g|x|y| -> |dx|: MAX needs x (y is computed when absent); AVERAGE reads g only.
-bool accept_pool_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                          int output_size) {
+bool accept_pool_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                          ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (input_size < 1 || output_size < 1 || !inputs[0] || !outputs[0]) return false;
-  if (cmd.cmd == CCV_NNC_MAX_POOL_BACKWARD && (input_size < 2 || !inputs[1] || !cudnn_plan::same_strides(inputs[1], outputs[0])))
+  if (cmd.cmd == CCV_NNC_MAX_POOL_BACKWARD &&
+      (input_size < 2 || !inputs[1] || !cudnn_plan::same_strides(inputs[1], outputs[0])))
     return false;
   if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
   return cudnn_plan::pool_tensors(outputs[0], inputs[0], nullptr);
@@ -570,11 +595,13 @@ NNC_KERNEL(pool_backward) {
   // like g is used as it is, otherwise (absent, or a view unlike g) y is
   // pooled again from x into scratch laid out like g.
   if (max) {
-    NNC_CHECK(same_shape(x->info, dx->info) && x->info.format == dx->info.format, "%s: x is %s but dx is %s; they must match", what,
-              shape_string(x->info.dim).c_str(), shape_string(dx->info.dim).c_str());
+    NNC_CHECK(same_shape(x->info, dx->info) && x->info.format == dx->info.format,
+              "%s: x is %s but dx is %s; they must match", what, shape_string(x->info.dim).c_str(),
+              shape_string(dx->info.dim).c_str());
     if (!cudnn_plan::same_strides(x, dx)) fail(CCV_NNC_EXEC_NO_KERNEL, "%s: x and dx are laid out differently", what);
   }
-  const bool y_as_is = max && y && same_shape(y->info, g->info) && y->info.format == g->info.format && cudnn_plan::same_strides(y, g);
+  const bool y_as_is =
+      max && y && same_shape(y->info, g->info) && y->info.format == g->info.format && cudnn_plan::same_strides(y, g);
   const int device = device_of(dx);
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(device, s, what);
@@ -591,21 +618,22 @@ NNC_KERNEL(pool_backward) {
     NNC_CUDNN_CHECK(cudnnPoolingForward(h, pd, &one, xd, xdata, &zero, gd, scratch.get()), what);
     ydata = scratch.get();
   }
-  NNC_CUDNN_CHECK(cudnnPoolingBackward(h, pd, &one, gd, ydata, gd, g->data.f32, xd, xdata, &zero, xd, dx->data.f32), what);
+  NNC_CUDNN_CHECK(cudnnPoolingBackward(h, pd, &one, gd, ydata, gd, g->data.f32, xd, xdata, &zero, xd, dx->data.f32),
+                  what);
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
 
 // ---- softmax ----
 
-bool accept_softmax_forward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                            int output_size) {
+bool accept_softmax_forward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                            ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (input_size < 1 || output_size < 1 || !inputs[0] || !outputs[0]) return false;
   if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
   try {
     Tensor4 a, b;
-    return cudnn_plan::softmax_rows(inputs[0], &a, nullptr) && cudnn_plan::softmax_rows(outputs[0], &b, nullptr) && a.dim[0] == b.dim[0] &&
-           a.dim[1] == b.dim[1];
+    return cudnn_plan::softmax_rows(inputs[0], &a, nullptr) && cudnn_plan::softmax_rows(outputs[0], &b, nullptr) &&
+           a.dim[0] == b.dim[0] && a.dim[1] == b.dim[1];
   } catch (...) {
     return false;
   }
@@ -617,8 +645,8 @@ NNC_KERNEL(softmax_forward) {
   std::string why;
   if (!cudnn_plan::softmax_rows(inputs[0], &xa, &why) || !cudnn_plan::softmax_rows(outputs[0], &ya, &why))
     fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
-  NNC_CHECK(xa.dim[0] == ya.dim[0] && xa.dim[1] == ya.dim[1], "%s: x is %s but y is %s; they must hold the same rows", what,
-            shape_string(inputs[0]->info.dim).c_str(), shape_string(outputs[0]->info.dim).c_str());
+  NNC_CHECK(xa.dim[0] == ya.dim[0] && xa.dim[1] == ya.dim[1], "%s: x is %s but y is %s; they must hold the same rows",
+            what, shape_string(inputs[0]->info.dim).c_str(), shape_string(outputs[0]->info.dim).c_str());
   const int device = device_of(outputs[0]);
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(device, s, what);
@@ -626,8 +654,8 @@ NNC_KERNEL(softmax_forward) {
   set_tensor(x, xa, what);
   set_tensor(y, ya, what);
   const float one = 1, zero = 0;
-  NNC_CUDNN_CHECK(cudnnSoftmaxForward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, x, inputs[0]->data.f32, &zero, y,
-                                      outputs[0]->data.f32),
+  NNC_CUDNN_CHECK(cudnnSoftmaxForward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, x,
+                                      inputs[0]->data.f32, &zero, y, outputs[0]->data.f32),
                   what);
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
@@ -635,8 +663,8 @@ NNC_KERNEL(softmax_forward) {
 
 // |g|x|y| -> |dx|: g and y are needed (a NULL g, read as ones, is left to
 // another backend), laid out alike.
-bool accept_softmax_backward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                             int output_size) {
+bool accept_softmax_backward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                             ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (input_size < 3 || output_size < 1 || !inputs[0] || !inputs[2] || !outputs[0]) return false;
   if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
   try {
@@ -668,8 +696,8 @@ NNC_KERNEL(softmax_backward) {
   set_tensor(y, ya, what);
   set_tensor(dx, da, what);
   const float one = 1, zero = 0;
-  NNC_CUDNN_CHECK(cudnnSoftmaxBackward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, y, inputs[2]->data.f32, g,
-                                       inputs[0]->data.f32, &zero, dx, outputs[0]->data.f32),
+  NNC_CUDNN_CHECK(cudnnSoftmaxBackward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, y,
+                                       inputs[2]->data.f32, g, inputs[0]->data.f32, &zero, dx, outputs[0]->data.f32),
                   what);
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
@@ -677,8 +705,8 @@ NNC_KERNEL(softmax_backward) {
 
 // ---- batch norm ----
 
-bool accept_bnorm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                          int output_size) {
+bool accept_bnorm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                          ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
   try {
     cudnn_plan::BatchNorm p;
@@ -716,9 +744,9 @@ NNC_KERNEL(bnorm_forward) {
   const float one = 1, zero = 0;
   const size_t C = static_cast<size_t>(p.channels);
   if (!p.training) {
-    NNC_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xd, io.x->data.f32, xd, io.y->data.f32,
-                                                            pd, io.scale->data.f32, io.bias->data.f32, io.mean->data.f32,
-                                                            io.var->data.f32, p.epsilon),
+    NNC_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(
+                        h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xd, io.x->data.f32, xd, io.y->data.f32, pd,
+                        io.scale->data.f32, io.bias->data.f32, io.mean->data.f32, io.var->data.f32, p.epsilon),
                     what);
     finish(stream_context, s, what);
     return CCV_NNC_EXEC_SUCCESS;
@@ -731,10 +759,12 @@ NNC_KERNEL(bnorm_forward) {
   float* batch_var = base + C;
   float* saved_mean = io.saved_mean ? io.saved_mean->data.f32 : base + 2 * C;
   float* saved_inv_std = io.saved_inv_std ? io.saved_inv_std->data.f32 : base + 3 * C;
-  if (running) NNC_CUDA_CHECK(cudaMemsetAsync(base, 0, 2 * C * sizeof(float), s), what);  // factor 1 still reads them (times 0)
-  NNC_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xd, io.x->data.f32, xd, io.y->data.f32,
-                                                         pd, io.scale->data.f32, io.bias->data.f32, 1.0, running ? batch_mean : nullptr,
-                                                         running ? batch_var : nullptr, p.epsilon, saved_mean, saved_inv_std),
+  if (running)
+    NNC_CUDA_CHECK(cudaMemsetAsync(base, 0, 2 * C * sizeof(float), s), what);  // factor 1 still reads them (times 0)
+  NNC_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
+                      h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xd, io.x->data.f32, xd, io.y->data.f32, pd,
+                      io.scale->data.f32, io.bias->data.f32, 1.0, running ? batch_mean : nullptr,
+                      running ? batch_var : nullptr, p.epsilon, saved_mean, saved_inv_std),
                   what);
   if (io.out_mean) {
     copy_floats(io.out_mean->data.f32, io.mean->data.f32, C, s, what);
@@ -748,8 +778,8 @@ NNC_KERNEL(bnorm_forward) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
-bool accept_bnorm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                           int output_size) {
+bool accept_bnorm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                           ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
   try {
     cudnn_plan::BatchNorm p;
@@ -785,9 +815,9 @@ NNC_KERNEL(bnorm_backward) {
   float* dx = io.dx ? io.dx->data.f32 : base + 3 * C;
   if (!io.scale) NNC_CUDA_CHECK(cudaMemsetAsync(base + 2 * C, 0, C * sizeof(float), s), what);
   const float one = 1, zero = 0;
-  NNC_CUDNN_CHECK(cudnnBatchNormalizationBackward(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, xd, io.x->data.f32, xd,
-                                                  io.g->data.f32, xd, dx, pd, scale, dscale, dbias, p.epsilon, io.saved_mean->data.f32,
-                                                  io.saved_inv_std->data.f32),
+  NNC_CUDNN_CHECK(cudnnBatchNormalizationBackward(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, xd,
+                                                  io.x->data.f32, xd, io.g->data.f32, xd, dx, pd, scale, dscale, dbias,
+                                                  p.epsilon, io.saved_mean->data.f32, io.saved_inv_std->data.f32),
                   what);
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
@@ -796,11 +826,12 @@ NNC_KERNEL(bnorm_backward) {
 // ---- layer norm ----
 
 using OpDesc = Desc<cudnnOpTensorDescriptor_t, cudnnCreateOpTensorDescriptor, cudnnDestroyOpTensorDescriptor>;
-using ReduceDesc = Desc<cudnnReduceTensorDescriptor_t, cudnnCreateReduceTensorDescriptor, cudnnDestroyReduceTensorDescriptor>;
+using ReduceDesc =
+    Desc<cudnnReduceTensorDescriptor_t, cudnnCreateReduceTensorDescriptor, cudnnDestroyReduceTensorDescriptor>;
 
 // c = a (op) b, b broadcast where its extents are 1 (c never aliases a or b here).
-void op_tensor(cudnnHandle_t h, cudnnOpTensorOp_t op, float alpha_b, cudnnTensorDescriptor_t ad, const void* a, cudnnTensorDescriptor_t bd,
-               const void* b, cudnnTensorDescriptor_t cd, void* c, const char* what) {
+void op_tensor(cudnnHandle_t h, cudnnOpTensorOp_t op, float alpha_b, cudnnTensorDescriptor_t ad, const void* a,
+               cudnnTensorDescriptor_t bd, const void* b, cudnnTensorDescriptor_t cd, void* c, const char* what) {
   OpDesc d(what);
   NNC_CUDNN_CHECK(cudnnSetOpTensorDescriptor(d, op, CUDNN_DATA_FLOAT, CUDNN_PROPAGATE_NAN), what);
   const float one = 1, zero = 0;
@@ -808,8 +839,8 @@ void op_tensor(cudnnHandle_t h, cudnnOpTensorOp_t op, float alpha_b, cudnnTensor
 }
 
 // c = the sum of a over the dimensions where c has extent 1.
-void reduce_sum(cudnnHandle_t h, cudnnTensorDescriptor_t ad, const void* a, cudnnTensorDescriptor_t cd, void* c, cudaStream_t s,
-                const char* what) {
+void reduce_sum(cudnnHandle_t h, cudnnTensorDescriptor_t ad, const void* a, cudnnTensorDescriptor_t cd, void* c,
+                cudaStream_t s, const char* what) {
   ReduceDesc d(what);
   NNC_CUDNN_CHECK(cudnnSetReduceTensorDescriptor(d, CUDNN_REDUCE_TENSOR_ADD, CUDNN_DATA_FLOAT, CUDNN_PROPAGATE_NAN,
                                                  CUDNN_REDUCE_TENSOR_NO_INDICES, CUDNN_32BIT_INDICES),
@@ -821,8 +852,8 @@ void reduce_sum(cudnnHandle_t h, cudnnTensorDescriptor_t ad, const void* a, cudn
   NNC_CUDNN_CHECK(cudnnReduceTensor(h, d, nullptr, 0, ws.get(), bytes, &one, ad, a, &zero, cd, c), what);
 }
 
-bool accept_lnorm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                          int output_size) {
+bool accept_lnorm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                          ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
   try {
     cudnn_plan::LayerNorm p;
@@ -859,8 +890,9 @@ NNC_KERNEL(lnorm_forward) {
   float* saved_mean = io.saved_mean ? io.saved_mean->data.f32 : base + 2 * R;
   float* saved_inv_std = io.saved_inv_std ? io.saved_inv_std->data.f32 : base + 3 * R;
   float* target = io.scale ? base + 4 * R : io.y->data.f32;
-  NNC_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xd, io.x->data.f32, xd, target, rd, base,
-                                                         base + R, 1.0, nullptr, nullptr, p.epsilon, saved_mean, saved_inv_std),
+  NNC_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xd, io.x->data.f32,
+                                                         xd, target, rd, base, base + R, 1.0, nullptr, nullptr,
+                                                         p.epsilon, saved_mean, saved_inv_std),
                   what);
   if (io.scale) op_tensor(h, CUDNN_OP_TENSOR_MUL, 1, xd, target, fd, io.scale->data.f32, xd, io.y->data.f32, what);
   if (io.bias) NNC_CUDNN_CHECK(cudnnAddTensor(h, &one, fd, io.bias->data.f32, &one, xd, io.y->data.f32), what);
@@ -868,8 +900,8 @@ NNC_KERNEL(lnorm_forward) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
-bool accept_lnorm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                           int output_size) {
+bool accept_lnorm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                           ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
   try {
     cudnn_plan::LayerNorm p;
@@ -913,14 +945,16 @@ NNC_KERNEL(lnorm_backward) {
     dy = hbuf;
   }
   if (io.dx)
-    NNC_CUDNN_CHECK(cudnnBatchNormalizationBackward(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, xd, io.x->data.f32, xd, dy, xd,
-                                                    io.dx->data.f32, rd, base, base + R, base + 2 * R, p.epsilon, io.saved_mean->data.f32,
-                                                    io.saved_inv_std->data.f32),
-                    what);
+    NNC_CUDNN_CHECK(
+        cudnnBatchNormalizationBackward(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, xd, io.x->data.f32, xd,
+                                        dy, xd, io.dx->data.f32, rd, base, base + R, base + 2 * R, p.epsilon,
+                                        io.saved_mean->data.f32, io.saved_inv_std->data.f32),
+        what);
   if (io.dscale) {
-    op_tensor(h, CUDNN_OP_TENSOR_ADD, -1, xd, io.x->data.f32, rd, io.saved_mean->data.f32, xd, gxhat, what);  // x - mean
-    op_tensor(h, CUDNN_OP_TENSOR_MUL, 1, xd, gxhat, rd, io.saved_inv_std->data.f32, xd, xhat, what);        // xhat
-    op_tensor(h, CUDNN_OP_TENSOR_MUL, 1, xd, xhat, xd, io.g->data.f32, xd, gxhat, what);                    // g xhat
+    op_tensor(h, CUDNN_OP_TENSOR_ADD, -1, xd, io.x->data.f32, rd, io.saved_mean->data.f32, xd, gxhat,
+              what);                                                                                  // x - mean
+    op_tensor(h, CUDNN_OP_TENSOR_MUL, 1, xd, gxhat, rd, io.saved_inv_std->data.f32, xd, xhat, what);  // xhat
+    op_tensor(h, CUDNN_OP_TENSOR_MUL, 1, xd, xhat, xd, io.g->data.f32, xd, gxhat, what);              // g xhat
     reduce_sum(h, xd, gxhat, fd, io.dscale->data.f32, s, what);
   }
   if (io.dbias) reduce_sum(h, xd, io.g->data.f32, fd, io.dbias->data.f32, s, what);
@@ -938,10 +972,12 @@ void register_cudnn(Registry& r) {
   t.formats = formats::kImage;
   // One "algorithm" each for autotune, whose pick (the autotune function:
   // cuDNN's Find) the kernel tries first.
-  r.add_kernels(t.accepting(accept_conv_forward).with_algorithms(1, conv_forward_autotune), {{CCV_NNC_CONVOLUTION_FORWARD, conv_forward}});
+  r.add_kernels(t.accepting(accept_conv_forward).with_algorithms(1, conv_forward_autotune),
+                {{CCV_NNC_CONVOLUTION_FORWARD, conv_forward}});
   r.add_kernels(t.accepting(accept_conv_backward).with_algorithms(1, conv_backward_autotune),
                 {{CCV_NNC_CONVOLUTION_BACKWARD, conv_backward}});
-  r.add_kernels(t.accepting(accept_pool_forward), {{CCV_NNC_MAX_POOL_FORWARD, pool_forward}, {CCV_NNC_AVERAGE_POOL_FORWARD, pool_forward}});
+  r.add_kernels(t.accepting(accept_pool_forward),
+                {{CCV_NNC_MAX_POOL_FORWARD, pool_forward}, {CCV_NNC_AVERAGE_POOL_FORWARD, pool_forward}});
   r.add_kernels(t.accepting(accept_pool_backward),
                 {{CCV_NNC_MAX_POOL_BACKWARD, pool_backward}, {CCV_NNC_AVERAGE_POOL_BACKWARD, pool_backward}});
   KernelTraits any = t;

@@ -54,7 +54,8 @@ ccv_nnc_hint_t pad(int p, int s) {
   return h;
 }
 
-void row(const char* name, ccv_nnc_cmd_t cmd, ccv_nnc_hint_t hint, std::vector<ccv_nnc_tensor_t*> in, std::vector<ccv_nnc_tensor_t*> out) {
+void row(const char* name, ccv_nnc_cmd_t cmd, ccv_nnc_hint_t hint, std::vector<ccv_nnc_tensor_t*> in,
+         std::vector<ccv_nnc_tensor_t*> out) {
   const int is = static_cast<int>(in.size()), os = static_cast<int>(out.size());
   if (ccv_nnc_cmd_exec(cmd, hint, 0, in.data(), is, out.data(), os, nullptr) != CCV_NNC_EXEC_SUCCESS) {
     std::printf("%-34s failed: %s\n", name, ccv_nnc_error_message());
@@ -86,11 +87,13 @@ int main() {
     };
     for (const Layer l : {Layer{28, 1, 32}, Layer{14, 32, 64}}) {
       ccv_nnc_tensor_t* x = gpu(img(N, l.H, l.H, l.C, f), f);
-      ccv_nnc_tensor_t* w = gpu(f == CCV_TENSOR_FORMAT_NHWC ? std::vector<int>{l.K, 5, 5, l.C} : std::vector<int>{l.K, l.C, 5, 5}, f);
+      ccv_nnc_tensor_t* w =
+          gpu(f == CCV_TENSOR_FORMAT_NHWC ? std::vector<int>{l.K, 5, 5, l.C} : std::vector<int>{l.K, l.C, 5, 5}, f);
       ccv_nnc_tensor_t* b = gpu({l.K}, f);
       ccv_nnc_tensor_t* y = gpu(img(N, l.H, l.H, l.K, f), f);
       ccv_nnc_tensor_t* dx = gpu(img(N, l.H, l.H, l.C, f), f);
-      ccv_nnc_tensor_t* dw = gpu(f == CCV_TENSOR_FORMAT_NHWC ? std::vector<int>{l.K, 5, 5, l.C} : std::vector<int>{l.K, l.C, 5, 5}, f);
+      ccv_nnc_tensor_t* dw =
+          gpu(f == CCV_TENSOR_FORMAT_NHWC ? std::vector<int>{l.K, 5, 5, l.C} : std::vector<int>{l.K, l.C, 5, 5}, f);
       ccv_nnc_tensor_t* db = gpu({l.K}, f);
       ccv_nnc_tensor_t* p = gpu(img(N, l.H / 2, l.H / 2, l.K, f), f);
       ccv_nnc_tensor_t* dy = gpu(img(N, l.H, l.H, l.K, f), f);

@@ -6,11 +6,11 @@
 #include <climits>
 #include <cstdint>
 
+#include "cmd/common/axes.hpp"
 #include "cmd/common/image.hpp"
 #include "cmd/convolution/convolution.hpp"
 #include "cmd/norm/norm.hpp"
 #include "cmd/pool/pool.hpp"
-#include "cmd/common/axes.hpp"
 #include "core/error.hpp"
 #include "core/tensor.hpp"
 
@@ -23,9 +23,7 @@ bool refuse(std::string* why, std::string reason) {
   return false;
 }
 
-bool gpu_f32(const ccv_nnc_tensor_t* t) {
-  return t && CCV_GET_DATA_TYPE(t->info.datatype) == CCV_32F;
-}
+bool gpu_f32(const ccv_nnc_tensor_t* t) { return t && CCV_GET_DATA_TYPE(t->info.datatype) == CCV_32F; }
 
 // An image's (n, c, h, w) as cuDNN wants them. A 3-d image has no batch
 // stride: N = 1, and its stride is the extent of the rest (any value is right
@@ -66,8 +64,8 @@ bool is_image(const ccv_nnc_tensor_t* t) {
 bool weights_ok(const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* x, const char* role, std::string* why) {
   if (!gpu_f32(w)) return refuse(why, "GPU_CUDNN takes 32F tensors");
   if (w->info.format != x->info.format)
-    return refuse(why, std::string(role) + " is " + format_name(w->info.format) + " but x is " + format_name(x->info.format) +
-                           "; GPU_CUDNN takes weights in x's format");
+    return refuse(why, std::string(role) + " is " + format_name(w->info.format) + " but x is " +
+                           format_name(x->info.format) + "; GPU_CUDNN takes weights in x's format");
   if (!layout_of(w).packed()) return refuse(why, std::string(role) + " is a view; a cuDNN filter must be packed");
   return true;
 }
@@ -83,18 +81,21 @@ bool symmetric_pad(int in, int begin, int end, int window_extent, int stride, in
   return true;
 }
 
-bool conv_of(const conv::Geometry& g, const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* y, Conv* p,
-             std::string* why) {
+bool conv_of(const conv::Geometry& g, const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* y,
+             Conv* p, std::string* why) {
   if (!weights_ok(w, x, "w", why)) return false;
   p->datatype = CCV_32F;
-  if (!tensor4_of(g.x, &p->x) || !tensor4_of(g.y, &p->y)) return refuse(why, "a tensor has more than 2^31 - 1 elements");
+  if (!tensor4_of(g.x, &p->x) || !tensor4_of(g.y, &p->y))
+    return refuse(why, "a tensor has more than 2^31 - 1 elements");
   (void)y;
   p->w.dim[0] = g.K, p->w.dim[1] = g.Cg, p->w.dim[2] = g.KH, p->w.dim[3] = g.KW;
   p->w.nhwc = w->info.format == CCV_TENSOR_FORMAT_NHWC;
   const int eh = (g.KH - 1) * g.DH + 1, ew = (g.KW - 1) * g.DW + 1;
-  if (!symmetric_pad(g.H, g.PT, g.PB, eh, g.SH, g.OH, &p->pad[0]) || !symmetric_pad(g.W, g.PL, g.PR, ew, g.SW, g.OW, &p->pad[1]))
-    return refuse(why, "padding " + std::to_string(g.PT) + "," + std::to_string(g.PB) + " / " + std::to_string(g.PL) + "," +
-                           std::to_string(g.PR) + " differs between the two sides of a dimension in a way that changes the " +
+  if (!symmetric_pad(g.H, g.PT, g.PB, eh, g.SH, g.OH, &p->pad[0]) ||
+      !symmetric_pad(g.W, g.PL, g.PR, ew, g.SW, g.OW, &p->pad[1]))
+    return refuse(why, "padding " + std::to_string(g.PT) + "," + std::to_string(g.PB) + " / " + std::to_string(g.PL) +
+                           "," + std::to_string(g.PR) +
+                           " differs between the two sides of a dimension in a way that changes the " +
                            "output extent; cuDNN pads both sides alike");
   p->stride[0] = g.SH, p->stride[1] = g.SW;
   p->dilation[0] = g.DH, p->dilation[1] = g.DW;
@@ -104,8 +105,8 @@ bool conv_of(const conv::Geometry& g, const ccv_nnc_tensor_t* x, const ccv_nnc_t
 
 }  // namespace
 
-bool conv_forward_tensors(const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* bias, const ccv_nnc_tensor_t* y,
-                          std::string* why) {
+bool conv_forward_tensors(const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* bias,
+                          const ccv_nnc_tensor_t* y, std::string* why) {
   if (!x || !w || !y) return refuse(why, "x, w and y are required");
   for (const ccv_nnc_tensor_t* t : {x, y, bias})
     if (t && !gpu_f32(t)) return refuse(why, "GPU_CUDNN takes 32F tensors");
@@ -113,8 +114,8 @@ bool conv_forward_tensors(const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* w, 
   return weights_ok(w, x, "w", why);
 }
 
-bool conv_backward_tensors(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs, int output_size,
-                           std::string* why) {
+bool conv_backward_tensors(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                           int output_size, std::string* why) {
   if (input_size < 1 || output_size < 1 || input_size > 5 || output_size > 3) return refuse(why, "wrong slots");
   const conv::BackwardIo io = conv::backward_io(inputs, input_size, outputs, output_size);
   if (!io.g || (!io.dx && !io.dw && !io.dbias)) return refuse(why, "needs g and an output");
@@ -199,7 +200,8 @@ bool stats_of(const ccv_nnc_tensor_t* x, unsigned mask, const int slots[3], Stat
     }
   if (k0 < 0) k0 = k1 = l.nd;  // one statistic
   for (int i = k0; i < k1; i++)
-    if ((mask & (1u << i)) && l.dim[i] != 1) return refuse(why, "the kept axes (the statistics' index) are not adjacent");
+    if ((mask & (1u << i)) && l.dim[i] != 1)
+      return refuse(why, "the kept axes (the statistics' index) are not adjacent");
   int64_t ac, sc;
   if (!fold(l, k0, k1, &ac, &sc)) return refuse(why, "the kept axes do not fold into one dimension");
   int64_t run_e[kMaxDim], run_s[kMaxDim];
@@ -229,7 +231,8 @@ bool stats_of(const ccv_nnc_tensor_t* x, unsigned mask, const int slots[3], Stat
   }
   canonical_strides(e, st);
   canonical_strides(fe, fs);
-  if (!to_tensor4(e, st, &out->x) || !to_tensor4(fe, fs, &out->feature)) return refuse(why, "x has more than 2^31 - 1 elements");
+  if (!to_tensor4(e, st, &out->x) || !to_tensor4(fe, fs, &out->feature))
+    return refuse(why, "x has more than 2^31 - 1 elements");
   out->kept = ac;
   out->reduced = e[0] * e[2] * e[3];
   return true;
@@ -243,7 +246,8 @@ Tensor4 per_c(int c) {
 }
 
 bool batch_norm_x(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* x, BatchNorm* p, std::string* why) {
-  const unsigned mask = axis_mask("BATCH_NORM (GPU_CUDNN)", cmd.info.bnorm.axis, cmd.info.bnorm.count, nd_of(x->info.dim));
+  const unsigned mask =
+      axis_mask("BATCH_NORM (GPU_CUDNN)", cmd.info.bnorm.axis, cmd.info.bnorm.count, nd_of(x->info.dim));
   static const int kSlots[3] = {0, 2, 3};  // n, h, w: packed NHWC images become {N*H*W, C, 1, 1}
   Stats st;
   if (!stats_of(x, mask, kSlots, &st, why)) return false;
@@ -262,7 +266,8 @@ bool batch_norm_x(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* x, BatchNorm
 }
 
 bool layer_norm_x(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* x, LayerNorm* p, std::string* why) {
-  const unsigned mask = axis_mask("LAYER_NORM (GPU_CUDNN)", cmd.info.lnorm.axis, cmd.info.lnorm.count, nd_of(x->info.dim));
+  const unsigned mask =
+      axis_mask("LAYER_NORM (GPU_CUDNN)", cmd.info.lnorm.axis, cmd.info.lnorm.count, nd_of(x->info.dim));
   static const int kSlots[3] = {2, 3, 0};  // h, w, n: rows x features become {1, R, F, 1}, packed NCHW
   Stats st;
   if (!stats_of(x, mask, kSlots, &st, why)) return false;
@@ -278,14 +283,17 @@ bool layer_norm_x(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* x, LayerNorm
 
 }  // namespace
 
-bool batch_norm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                        int output_size, BatchNorm* plan, std::string* why) {
+bool batch_norm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                        ccv_nnc_tensor_t* const* outputs, int output_size, BatchNorm* plan, std::string* why) {
   const norm::BatchNormIo io = norm::batch_norm_forward_io(inputs, input_size, outputs, output_size);
   if (!io.x || !io.y || !io.scale || !io.bias) return refuse(why, "x, scale, bias and y are required");
   if (!gpu_f32(io.x) || !gpu_f32(io.y)) return refuse(why, "GPU_CUDNN takes 32F tensors");
-  if (!same_strides(io.x, io.y)) return refuse(why, "x and y are laid out differently; cuDNN takes one layout for both");
-  for (const ccv_nnc_tensor_t* t : {io.scale, io.bias, io.mean, io.var, io.out_mean, io.out_var, io.saved_mean, io.saved_inv_std})
-    if (!packed_per_channel(t)) return refuse(why, "a per-channel tensor is a view or not 32F; cuDNN takes them packed");
+  if (!same_strides(io.x, io.y))
+    return refuse(why, "x and y are laid out differently; cuDNN takes one layout for both");
+  for (const ccv_nnc_tensor_t* t :
+       {io.scale, io.bias, io.mean, io.var, io.out_mean, io.out_var, io.saved_mean, io.saved_inv_std})
+    if (!packed_per_channel(t))
+      return refuse(why, "a per-channel tensor is a view or not 32F; cuDNN takes them packed");
   BatchNorm p;
   if (!batch_norm_x(cmd, io.x, &p, why)) return false;
   if (p.training && p.per_channel < 2)
@@ -294,12 +302,13 @@ bool batch_norm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* input
   return true;
 }
 
-bool batch_norm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                         int output_size, BatchNorm* plan, std::string* why) {
+bool batch_norm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                         ccv_nnc_tensor_t* const* outputs, int output_size, BatchNorm* plan, std::string* why) {
   const norm::BatchNormIo io = norm::batch_norm_backward_io(inputs, input_size, outputs, output_size);
   if (cmd.info.bnorm.is_test) return refuse(why, "cuDNN has no inference-mode batch norm backward");
   if (io.dmean || io.dvar) return refuse(why, "cuDNN gives no gradient of the running statistics (dmean, dvar)");
-  if (!io.g || !io.x || !io.saved_mean || !io.saved_inv_std) return refuse(why, "g, x, saved_mean and saved_inv_std are required");
+  if (!io.g || !io.x || !io.saved_mean || !io.saved_inv_std)
+    return refuse(why, "g, x, saved_mean and saved_inv_std are required");
   if (!io.dx && !io.dscale && !io.dbias) return refuse(why, "no output");
   if (io.dx && !io.scale) return refuse(why, "dx needs scale");
   for (const ccv_nnc_tensor_t* t : {io.g, io.x, io.dx})
@@ -307,7 +316,8 @@ bool batch_norm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inpu
   if (!same_strides(io.x, io.g) || (io.dx && !same_strides(io.x, io.dx)))
     return refuse(why, "x, g and dx are laid out differently; cuDNN takes one layout for the three");
   for (const ccv_nnc_tensor_t* t : {io.scale, io.saved_mean, io.saved_inv_std, io.dscale, io.dbias})
-    if (!packed_per_channel(t)) return refuse(why, "a per-channel tensor is a view or not 32F; cuDNN takes them packed");
+    if (!packed_per_channel(t))
+      return refuse(why, "a per-channel tensor is a view or not 32F; cuDNN takes them packed");
   BatchNorm p;
   if (!batch_norm_x(cmd, io.x, &p, why)) return false;
   *plan = p;
@@ -324,24 +334,27 @@ int backward_filter_algorithm(int packed) {
   return packed < 0 ? -1 : (packed / kAlgorithmsPerPart) % kAlgorithmsPerPart - 1;
 }
 
-bool layer_norm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                        int output_size, LayerNorm* plan, std::string* why) {
+bool layer_norm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                        ccv_nnc_tensor_t* const* outputs, int output_size, LayerNorm* plan, std::string* why) {
   const norm::LayerNormIo io = norm::layer_norm_forward_io(cmd, inputs, input_size, outputs, output_size);
   if (!io.x || !io.y) return refuse(why, "x and y are required");
   if (!gpu_f32(io.x) || !gpu_f32(io.y)) return refuse(why, "GPU_CUDNN takes 32F tensors");
-  if (!same_strides(io.x, io.y)) return refuse(why, "x and y are laid out differently; cuDNN takes one layout for both");
+  if (!same_strides(io.x, io.y))
+    return refuse(why, "x and y are laid out differently; cuDNN takes one layout for both");
   for (const ccv_nnc_tensor_t* t : {io.scale, io.bias, io.saved_mean, io.saved_inv_std})
-    if (!packed_per_channel(t)) return refuse(why, "scale, bias or a saved statistic is a view or not 32F; cuDNN takes them packed");
+    if (!packed_per_channel(t))
+      return refuse(why, "scale, bias or a saved statistic is a view or not 32F; cuDNN takes them packed");
   LayerNorm p;
   if (!layer_norm_x(cmd, io.x, &p, why)) return false;
   *plan = p;
   return true;
 }
 
-bool layer_norm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                         int output_size, LayerNorm* plan, std::string* why) {
+bool layer_norm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                         ccv_nnc_tensor_t* const* outputs, int output_size, LayerNorm* plan, std::string* why) {
   const norm::LayerNormIo io = norm::layer_norm_backward_io(cmd, inputs, input_size, outputs, output_size);
-  if (!io.g || !io.x || !io.saved_mean || !io.saved_inv_std) return refuse(why, "g, x, saved_mean and saved_inv_std are required");
+  if (!io.g || !io.x || !io.saved_mean || !io.saved_inv_std)
+    return refuse(why, "g, x, saved_mean and saved_inv_std are required");
   if (!io.dx && !io.dscale && !io.dbias) return refuse(why, "no output");
   for (const ccv_nnc_tensor_t* t : {io.g, io.x, io.dx})
     if (t && !gpu_f32(t)) return refuse(why, "GPU_CUDNN takes 32F tensors");
@@ -379,8 +392,9 @@ size_t extent(const Tensor4& t) {
   return last + 1;
 }
 
-bool conv_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* w,
-                  const ccv_nnc_tensor_t* bias, const ccv_nnc_tensor_t* y, Conv* plan, std::string* why) {
+bool conv_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const ccv_nnc_tensor_t* x,
+                  const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* bias, const ccv_nnc_tensor_t* y, Conv* plan,
+                  std::string* why) {
   NNC_CHECK(x && w && y, "CONVOLUTION_FORWARD (GPU_CUDNN): x, w and y are required");
   const conv::Geometry g = conv::geometry(cmd, hint, x, w, bias, y, "CONVOLUTION_FORWARD");
   if (!conv_forward_tensors(x, w, bias, y, why)) return false;
@@ -394,9 +408,11 @@ bool conv_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const cc
   return true;
 }
 
-bool conv_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv_nnc_tensor_t* const* inputs, int input_size,
-                   ccv_nnc_tensor_t* const* outputs, int output_size, ConvBackward* plan, std::string* why) {
-  const conv::BackwardIo io = conv_rules::check_backward_slots("CONVOLUTION_BACKWARD", inputs, input_size, outputs, output_size);
+bool conv_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv_nnc_tensor_t* const* inputs,
+                   int input_size, ccv_nnc_tensor_t* const* outputs, int output_size, ConvBackward* plan,
+                   std::string* why) {
+  const conv::BackwardIo io =
+      conv_rules::check_backward_slots("CONVOLUTION_BACKWARD", inputs, input_size, outputs, output_size);
   ConvBackward p;
   p.dx = io.dx != nullptr, p.dw = io.dw != nullptr, p.dbias = io.dbias != nullptr;
   if (!gpu_f32(io.g)) return refuse(why, "GPU_CUDNN takes 32F tensors");
@@ -407,8 +423,9 @@ bool conv_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv_nnc
               "CONVOLUTION_BACKWARD: g is %s %s; it must be a 3-d or 4-d NHWC or NCHW tensor", format_name(gi.format),
               shape_string(gi.dim).c_str());
     const Image gimg = image_of(io.g);
-    NNC_CHECK(layout_of(io.dbias).count() == static_cast<size_t>(gimg.c), "CONVOLUTION_BACKWARD: dbias is %s but g has %d channels",
-              shape_string(io.dbias->info.dim).c_str(), gimg.c);
+    NNC_CHECK(layout_of(io.dbias).count() == static_cast<size_t>(gimg.c),
+              "CONVOLUTION_BACKWARD: dbias is %s but g has %d channels", shape_string(io.dbias->info.dim).c_str(),
+              gimg.c);
     if (!gpu_f32(io.dbias)) return refuse(why, "GPU_CUDNN takes 32F tensors");
     if (!tensor4_of(gimg, &p.conv.y) || !bias_of(io.dbias, gimg.c, &p.conv.bias))
       return refuse(why, "a tensor has more than 2^31 - 1 elements");
@@ -436,8 +453,9 @@ bool conv_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv_nnc
     if (!layout_of(io.dw).packed()) return refuse(why, "dw is a view; a cuDNN filter must be packed");
   }
   if (io.dbias) {
-    NNC_CHECK(layout_of(io.dbias).count() == static_cast<size_t>(g.K), "CONVOLUTION_BACKWARD: dbias is %s but there are %d filters",
-              shape_string(io.dbias->info.dim).c_str(), g.K);
+    NNC_CHECK(layout_of(io.dbias).count() == static_cast<size_t>(g.K),
+              "CONVOLUTION_BACKWARD: dbias is %s but there are %d filters", shape_string(io.dbias->info.dim).c_str(),
+              g.K);
     if (!bias_of(io.dbias, g.K, &p.conv.bias)) return refuse(why, "dbias's stride does not fit cuDNN's int");
     p.conv.has_bias = true;
   }
@@ -445,8 +463,8 @@ bool conv_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv_nnc
   return true;
 }
 
-bool pool(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* y, Pool* plan,
-          std::string* why) {
+bool pool(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* y,
+          Pool* plan, std::string* why) {
   const bool max = cmd.cmd == CCV_NNC_MAX_POOL_FORWARD || cmd.cmd == CCV_NNC_MAX_POOL_BACKWARD;
   const char* name = max ? "MAX_POOL (GPU_CUDNN)" : "AVERAGE_POOL (GPU_CUDNN)";
   NNC_CHECK(x && y, "%s: the input and the pooled tensor are required", name);
@@ -459,9 +477,11 @@ bool pool(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const ccv_nnc_te
   if (!tensor4_of(g.x, &p.x) || !tensor4_of(g.y, &p.y)) return refuse(why, "a tensor has more than 2^31 - 1 elements");
   p.window[0] = g.KH, p.window[1] = g.KW;
   p.stride[0] = g.SH, p.stride[1] = g.SW;
-  if (!symmetric_pad(g.H, g.PT, g.PB, g.KH, g.SH, g.OH, &p.pad[0]) || !symmetric_pad(g.W, g.PL, g.PR, g.KW, g.SW, g.OW, &p.pad[1]))
-    return refuse(why, "padding " + std::to_string(g.PT) + "," + std::to_string(g.PB) + " / " + std::to_string(g.PL) + "," +
-                           std::to_string(g.PR) + " differs between the two sides of a dimension in a way that changes the " +
+  if (!symmetric_pad(g.H, g.PT, g.PB, g.KH, g.SH, g.OH, &p.pad[0]) ||
+      !symmetric_pad(g.W, g.PL, g.PR, g.KW, g.SW, g.OW, &p.pad[1]))
+    return refuse(why, "padding " + std::to_string(g.PT) + "," + std::to_string(g.PB) + " / " + std::to_string(g.PL) +
+                           "," + std::to_string(g.PR) +
+                           " differs between the two sides of a dimension in a way that changes the " +
                            "output extent; cuDNN pads both sides alike");
   *plan = p;
   return true;

@@ -40,21 +40,21 @@ struct Filter {
 
 // One convolution (forward, or backward with y = g).
 struct Conv {
-  int datatype = 0;        // CCV_32F
-  Tensor4 x, y;            // y: the output, or g for the backward
+  int datatype = 0;  // CCV_32F
+  Tensor4 x, y;      // y: the output, or g for the backward
   Filter w;
-  int pad[2] = {0, 0};     // symmetric (cuDNN has no other), rows then cols
+  int pad[2] = {0, 0};  // symmetric (cuDNN has no other), rows then cols
   int stride[2] = {1, 1};
   int dilation[2] = {1, 1};
   int groups = 1;
-  bool has_bias = false;   // forward bias / backward dbias
-  Tensor4 bias;            // {1, K, 1, 1} with the bias's stride
+  bool has_bias = false;  // forward bias / backward dbias
+  Tensor4 bias;           // {1, K, 1, 1} with the bias's stride
 };
 
 // The backward's outputs: which are asked, and their descriptors (dx shares
 // x's shape, dw must be packed like w: a filter has no strides).
 struct ConvBackward {
-  Conv conv;               // conv.has_bias / conv.bias: dbias
+  Conv conv;  // conv.has_bias / conv.bias: dbias
   bool dx = false, dw = false, dbias = false;
   Tensor4 dx_desc;
   // dbias alone needs neither x nor w: then only conv.y (g) and conv.bias are set.
@@ -63,17 +63,19 @@ struct ConvBackward {
 
 // The checks that need no hint (accept functions get none): the types, the
 // weights' format and packing. The full plans below repeat them.
-bool conv_forward_tensors(const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* bias, const ccv_nnc_tensor_t* y,
-                          std::string* why);
-bool conv_backward_tensors(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs, int output_size,
-                           std::string* why);
+bool conv_forward_tensors(const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* bias,
+                          const ccv_nnc_tensor_t* y, std::string* why);
+bool conv_backward_tensors(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                           int output_size, std::string* why);
 bool pool_tensors(const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* y, std::string* why);
 
-bool conv_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* w,
-                  const ccv_nnc_tensor_t* bias, const ccv_nnc_tensor_t* y, Conv* plan, std::string* why);
+bool conv_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const ccv_nnc_tensor_t* x,
+                  const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* bias, const ccv_nnc_tensor_t* y, Conv* plan,
+                  std::string* why);
 // inputs |g|x|w|bias|y|, outputs |dx|dw|dbias| (libnnc's slots, any subset of outputs).
-bool conv_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv_nnc_tensor_t* const* inputs, int input_size,
-                   ccv_nnc_tensor_t* const* outputs, int output_size, ConvBackward* plan, std::string* why);
+bool conv_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv_nnc_tensor_t* const* inputs,
+                   int input_size, ccv_nnc_tensor_t* const* outputs, int output_size, ConvBackward* plan,
+                   std::string* why);
 
 enum class PoolMode { kMax, kAverageExcludePadding };
 
@@ -89,8 +91,8 @@ struct Pool {
 
 // MAX_POOL / AVERAGE_POOL, forward (|x| -> |y|) or backward (|g|x|y| -> |dx|):
 // pass the input side (x, or dx) and the pooled side (y, or g).
-bool pool(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* y, Pool* plan,
-          std::string* why);
+bool pool(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* y,
+          Pool* plan, std::string* why);
 
 // SOFTMAX over the last dimension: a tensor as {rows, cols, 1, 1} (cuDNN's
 // INSTANCE mode over c, h, w).
@@ -104,8 +106,8 @@ bool softmax_rows(const ccv_nnc_tensor_t* t, Tensor4* desc, std::string* why);
 // dx (backward): others are declined, as are views of per-channel tensors,
 // axes that do not fold, inference-mode backward and dmean / dvar.
 struct BatchNorm {
-  Tensor4 x;               // x, and y or g / dx (laid out alike)
-  Tensor4 param;           // {1, C, 1, 1}, packed
+  Tensor4 x;      // x, and y or g / dx (laid out alike)
+  Tensor4 param;  // {1, C, 1, 1}, packed
   int channels = 0;
   long long per_channel = 0;  // elements behind each statistic
   double epsilon = 0;
@@ -117,11 +119,11 @@ struct BatchNorm {
   float keep = 0, take_mean = 0, take_var = 0;
 };
 // inputs |x|scale|bias|mean|var|, outputs |y|mean|var|saved_mean|saved_inv_std| (libnnc's slots).
-bool batch_norm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                        int output_size, BatchNorm* plan, std::string* why);
+bool batch_norm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                        ccv_nnc_tensor_t* const* outputs, int output_size, BatchNorm* plan, std::string* why);
 // inputs |g|-|-|-|-|x|scale|bias|mean|var|y|mean|var|saved_mean|saved_inv_std|, outputs |dx|dscale|dbias|dmean|dvar|.
-bool batch_norm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                         int output_size, BatchNorm* plan, std::string* why);
+bool batch_norm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                         ccv_nnc_tensor_t* const* outputs, int output_size, BatchNorm* plan, std::string* why);
 
 // LAYER_NORM as cuDNN's SPATIAL batch norm with the rows as channels: the
 // kept axes (the statistics' index) fold into c, the normalised ones fill h,
@@ -130,19 +132,19 @@ bool batch_norm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inpu
 // `feature` (x's slots with c = 1 and the strides of the packed normalised
 // shape: scale, bias, dscale, dbias). Same layout rules as batch norm.
 struct LayerNorm {
-  Tensor4 x;               // x, and y or g / dx (laid out alike)
-  Tensor4 feature;         // scale / bias, broadcast over c
-  Tensor4 row_param;       // {1, R, 1, 1}: saved_mean, saved_inv_std
+  Tensor4 x;          // x, and y or g / dx (laid out alike)
+  Tensor4 feature;    // scale / bias, broadcast over c
+  Tensor4 row_param;  // {1, R, 1, 1}: saved_mean, saved_inv_std
   int rows = 0;
   long long features = 0;
   double epsilon = 0;
 };
 // inputs |x|scale|bias| or |x|, outputs |y|saved_mean|saved_inv_std|.
-bool layer_norm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                        int output_size, LayerNorm* plan, std::string* why);
+bool layer_norm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                        ccv_nnc_tensor_t* const* outputs, int output_size, LayerNorm* plan, std::string* why);
 // inputs |g|-|-|x|scale|bias|y|saved_mean|saved_inv_std| (or without scale, bias), outputs |dx|dscale|dbias|.
-bool layer_norm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                         int output_size, LayerNorm* plan, std::string* why);
+bool layer_norm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                         ccv_nnc_tensor_t* const* outputs, int output_size, LayerNorm* plan, std::string* why);
 
 // A convolution's algorithm number (ccv_nnc_cmd_t.algorithm, what
 // ccv_nnc_cmd_autotune picks): -1 lets cuDNN's heuristics choose; forward, the

@@ -6,6 +6,8 @@
 // and must reproduce what CPU_REF computes for the NNC call. A wrong dim or
 // stride order, filter layout, pad or group count makes it read other
 // elements and fail. The refusals (what cuDNN cannot express) are checked too.
+#include "cmd/common/cudnn_plan.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,7 +17,6 @@
 #include <vector>
 
 #include "../../cmd_test_util.hpp"
-#include "cmd/common/cudnn_plan.hpp"
 #include "core/error.hpp"
 
 using namespace cmdtest;
@@ -38,11 +39,14 @@ float& at(const ccv_nnc_tensor_t* t, const cp::Tensor4& d, int n, int c, int h, 
 // Element (k, c, r, s) of a packed filter in the plan's layout.
 float& wat(const ccv_nnc_tensor_t* t, const cp::Filter& f, int k, int c, int r, int s) {
   const int Cg = f.dim[1], R = f.dim[2], S = f.dim[3];
-  const size_t i = f.nhwc ? ((static_cast<size_t>(k) * R + r) * S + s) * Cg + c : ((static_cast<size_t>(k) * Cg + c) * R + r) * S + s;
+  const size_t i = f.nhwc ? ((static_cast<size_t>(k) * R + r) * S + s) * Cg + c
+                          : ((static_cast<size_t>(k) * Cg + c) * R + r) * S + s;
   return t->data.f32[i];
 }
 // cuDNN's output extent (cudnnGetConvolutionNdForwardOutputDim).
-int cudnn_out(int in, int pad, int filter, int dil, int stride) { return (in + 2 * pad - ((filter - 1) * dil + 1)) / stride + 1; }
+int cudnn_out(int in, int pad, int filter, int dil, int stride) {
+  return (in + 2 * pad - ((filter - 1) * dil + 1)) / stride + 1;
+}
 
 struct Case {
   int N, H, W, C, K, KH, KW;
@@ -110,17 +114,20 @@ std::vector<Case> conv_cases() {
 TEST_F(CudnnPlan, ConvolutionForwardMeansWhatCpuRefComputes) {
   std::mt19937 rng(19);
   for (const Case& c : conv_cases()) {
-    SCOPED_TRACE(testing::Message() << (c.format == NHWC ? "NHWC" : "NCHW") << " N" << c.N << " " << c.H << "x" << c.W << " C" << c.C
-                                    << " K" << c.K << " G" << c.G << (c.views ? " views" : ""));
+    SCOPED_TRACE(testing::Message() << (c.format == NHWC ? "NHWC" : "NCHW") << " N" << c.N << " " << c.H << "x" << c.W
+                                    << " C" << c.C << " K" << c.K << " G" << c.G << (c.views ? " views" : ""));
     T x = make(c.img(c.N, c.H, c.W, c.C), c.format, c.views), w(CCV_32F, c.w_shape(), c.format);
     T b(CCV_32F, {c.K}), y = make(c.img(c.N, c.OH(), c.OW(), c.K), c.format, c.views);
     fill_uniform(x, rng), fill_uniform(w, rng), fill_uniform(b, rng);
     std::vector<ccv_nnc_tensor_t*> in = {x, w};
     if (c.bias) in.push_back(b);
-    ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_FORWARD), c.hint(), in, {y}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_FORWARD), c.hint(), in, {y}), CCV_NNC_EXEC_SUCCESS)
+        << ccv_nnc_error_message();
     cp::Conv p;
     std::string why;
-    ASSERT_TRUE(cp::conv_forward(c.cmd(CCV_NNC_CONVOLUTION_FORWARD), c.hint(), x, w, c.bias ? b.get() : nullptr, y, &p, &why)) << why;
+    ASSERT_TRUE(
+        cp::conv_forward(c.cmd(CCV_NNC_CONVOLUTION_FORWARD), c.hint(), x, w, c.bias ? b.get() : nullptr, y, &p, &why))
+        << why;
     // The numbers themselves, where the test can state them.
     EXPECT_EQ(p.x.dim[0], c.N);
     EXPECT_EQ(p.x.dim[1], c.C);
@@ -169,10 +176,11 @@ TEST_F(CudnnPlan, ConvolutionForwardMeansWhatCpuRefComputes) {
 TEST_F(CudnnPlan, ConvolutionBackwardMeansWhatCpuRefComputes) {
   std::mt19937 rng(23);
   for (const Case& c : conv_cases()) {
-    // Every output subset libnnc's bitmask allows (dx, dw, dbias in any combination with one of dx / dw, or dbias alone).
+    // Every output subset libnnc's bitmask allows (dx, dw, dbias in any combination with one of dx / dw, or dbias
+    // alone).
     for (int mask = 1; mask < 8; mask++) {
-      SCOPED_TRACE(testing::Message() << (c.format == NHWC ? "NHWC" : "NCHW") << " N" << c.N << " " << c.H << "x" << c.W << " G" << c.G
-                                      << " outputs mask " << mask);
+      SCOPED_TRACE(testing::Message() << (c.format == NHWC ? "NHWC" : "NCHW") << " N" << c.N << " " << c.H << "x" << c.W
+                                      << " G" << c.G << " outputs mask " << mask);
       const bool want_dx = mask & 1, want_dw = mask & 2, want_db = mask & 4;
       T x = make(c.img(c.N, c.H, c.W, c.C), c.format, c.views), w(CCV_32F, c.w_shape(), c.format);
       T g = make(c.img(c.N, c.OH(), c.OW(), c.K), c.format, c.views);
@@ -180,11 +188,15 @@ TEST_F(CudnnPlan, ConvolutionBackwardMeansWhatCpuRefComputes) {
       fill_uniform(x, rng), fill_uniform(w, rng), fill_uniform(g, rng);
       std::vector<ccv_nnc_tensor_t*> in = {g, want_dw ? x.get() : nullptr, want_dx ? w.get() : nullptr};
       if (!want_dx && !want_dw) in = {g, nullptr, nullptr};
-      const std::vector<ccv_nnc_tensor_t*> out = {want_dx ? dx.get() : nullptr, want_dw ? dw.get() : nullptr, want_db ? db.get() : nullptr};
-      ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD), c.hint(), in, out), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+      const std::vector<ccv_nnc_tensor_t*> out = {want_dx ? dx.get() : nullptr, want_dw ? dw.get() : nullptr,
+                                                  want_db ? db.get() : nullptr};
+      ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD), c.hint(), in, out), CCV_NNC_EXEC_SUCCESS)
+          << ccv_nnc_error_message();
       cp::ConvBackward p;
       std::string why;
-      ASSERT_TRUE(cp::conv_backward(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD), c.hint(), in.data(), 3, out.data(), 3, &p, &why)) << why;
+      ASSERT_TRUE(
+          cp::conv_backward(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD), c.hint(), in.data(), 3, out.data(), 3, &p, &why))
+          << why;
       EXPECT_EQ(p.dx, want_dx);
       EXPECT_EQ(p.dw, want_dw);
       EXPECT_EQ(p.dbias, want_db);
@@ -202,7 +214,8 @@ TEST_F(CudnnPlan, ConvolutionBackwardMeansWhatCpuRefComputes) {
       if (p.bias_only) continue;
       const cp::Conv& q = p.conv;
       const int Cg = q.w.dim[1], Kg = q.w.dim[0] / q.groups;
-      std::vector<double> edx(static_cast<size_t>(c.N) * c.C * c.H * c.W, 0.0), edw(static_cast<size_t>(c.K) * Cg * c.KH * c.KW, 0.0);
+      std::vector<double> edx(static_cast<size_t>(c.N) * c.C * c.H * c.W, 0.0),
+          edw(static_cast<size_t>(c.K) * Cg * c.KH * c.KW, 0.0);
       for (int n = 0; n < gd.dim[0]; n++)
         for (int k = 0; k < gd.dim[1]; k++)
           for (int oh = 0; oh < gd.dim[2]; oh++)
@@ -215,8 +228,10 @@ TEST_F(CudnnPlan, ConvolutionBackwardMeansWhatCpuRefComputes) {
                     const int ww = ow * q.stride[1] - q.pad[1] + s * q.dilation[1];
                     if (h < 0 || ww < 0 || h >= q.x.dim[2] || ww >= q.x.dim[3]) continue;
                     const int cc = (k / Kg) * Cg + ci;
-                    if (want_dx) edx[((static_cast<size_t>(n) * c.C + cc) * c.H + h) * c.W + ww] += gv * wat(w, q.w, k, ci, r, s);
-                    if (want_dw) edw[((static_cast<size_t>(k) * Cg + ci) * c.KH + r) * c.KW + s] += gv * at(x, q.x, n, cc, h, ww);
+                    if (want_dx)
+                      edx[((static_cast<size_t>(n) * c.C + cc) * c.H + h) * c.W + ww] += gv * wat(w, q.w, k, ci, r, s);
+                    if (want_dw)
+                      edw[((static_cast<size_t>(k) * Cg + ci) * c.KH + r) * c.KW + s] += gv * at(x, q.x, n, cc, h, ww);
                   }
             }
       double worst = 0;
@@ -232,7 +247,8 @@ TEST_F(CudnnPlan, ConvolutionBackwardMeansWhatCpuRefComputes) {
           for (int ci = 0; ci < Cg; ci++)
             for (int r = 0; r < c.KH; r++)
               for (int s = 0; s < c.KW; s++)
-                worst = std::max(worst, std::fabs(edw[((static_cast<size_t>(k) * Cg + ci) * c.KH + r) * c.KW + s] - wat(dw, q.w, k, ci, r, s)));
+                worst = std::max(worst, std::fabs(edw[((static_cast<size_t>(k) * Cg + ci) * c.KH + r) * c.KW + s] -
+                                                  wat(dw, q.w, k, ci, r, s)));
       EXPECT_LE(worst, 1e-3);
     }
   }
@@ -265,7 +281,8 @@ TEST_F(CudnnPlan, ConvolutionRefusals) {
     EXPECT_NE(why.find("packed"), std::string::npos) << why;
     const std::vector<ccv_nnc_tensor_t*> in = {y, x, w}, out = {nullptr, wv.get(), nullptr};
     cp::ConvBackward pb;
-    EXPECT_FALSE(cp::conv_backward(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD), ccv_nnc_no_hint, in.data(), 3, out.data(), 3, &pb, &why));
+    EXPECT_FALSE(cp::conv_backward(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD), ccv_nnc_no_hint, in.data(), 3, out.data(), 3,
+                                   &pb, &why));
     EXPECT_FALSE(cp::conv_backward_tensors(in.data(), 3, out.data(), 3, nullptr));
   }
   {
@@ -275,10 +292,12 @@ TEST_F(CudnnPlan, ConvolutionRefusals) {
   }
   // Bad shapes are errors (as on CPU_REF), not refusals.
   T ybad(CCV_32F, c.img(2, 4, 3, 4), NHWC);
-  EXPECT_THROW(cp::conv_forward(c.cmd(CCV_NNC_CONVOLUTION_FORWARD), c.hint(), x, w, nullptr, ybad, &p, &why), nnc::Error);
+  EXPECT_THROW(cp::conv_forward(c.cmd(CCV_NNC_CONVOLUTION_FORWARD), c.hint(), x, w, nullptr, ybad, &p, &why),
+               nnc::Error);
   Case grp = c;
   grp.G = 2;  // 3 channels in 2 groups
-  EXPECT_THROW(cp::conv_forward(grp.cmd(CCV_NNC_CONVOLUTION_FORWARD), ccv_nnc_no_hint, x, w, nullptr, y, &p, &why), nnc::Error);
+  EXPECT_THROW(cp::conv_forward(grp.cmd(CCV_NNC_CONVOLUTION_FORWARD), ccv_nnc_no_hint, x, w, nullptr, y, &p, &why),
+               nnc::Error);
 }
 
 // ---- pooling ----
@@ -310,9 +329,9 @@ struct PoolCase {
 std::vector<PoolCase> pool_cases() {
   std::vector<PoolCase> cs;
   for (int f : {NHWC, NCHW}) {
-    cs.push_back({2, 8, 8, 3, 2, 2, 2, 2, 0, 0, 0, 0, f});            // the reference network's
-    cs.push_back({2, 7, 9, 5, 3, 3, 2, 2, 1, 1, 1, 1, f});            // padded, overlapping
-    cs.push_back({1, 6, 5, 4, 3, 2, 1, 2, 1, 1, 0, 0, f, true});      // views, odd
+    cs.push_back({2, 8, 8, 3, 2, 2, 2, 2, 0, 0, 0, 0, f});                // the reference network's
+    cs.push_back({2, 7, 9, 5, 3, 3, 2, 2, 1, 1, 1, 1, f});                // padded, overlapping
+    cs.push_back({1, 6, 5, 4, 3, 2, 1, 2, 1, 1, 0, 0, f, true});          // views, odd
     cs.push_back({1, 6, 6, 2, 3, 3, 2, 2, 1, 0, 1, 0, f, false, false});  // unequal pads keeping the extent, 3-d
   }
   return cs;
@@ -322,12 +341,15 @@ TEST_F(CudnnPlan, PoolingMeansWhatCpuRefComputes) {
   std::mt19937 rng(29);
   for (const PoolCase& c : pool_cases())
     for (bool max : {true, false}) {
-      SCOPED_TRACE(testing::Message() << (max ? "MAX " : "AVERAGE ") << (c.format == NHWC ? "NHWC" : "NCHW") << " " << c.H << "x" << c.W
-                                      << " window " << c.KH << "x" << c.KW << " pads " << c.PT << "," << c.PB);
+      SCOPED_TRACE(testing::Message() << (max ? "MAX " : "AVERAGE ") << (c.format == NHWC ? "NHWC" : "NCHW") << " "
+                                      << c.H << "x" << c.W << " window " << c.KH << "x" << c.KW << " pads " << c.PT
+                                      << "," << c.PB);
       const uint32_t fw = max ? CCV_NNC_MAX_POOL_FORWARD : CCV_NNC_AVERAGE_POOL_FORWARD;
       const uint32_t bw = max ? CCV_NNC_MAX_POOL_BACKWARD : CCV_NNC_AVERAGE_POOL_BACKWARD;
-      T x = make(c.img(c.N, c.H, c.W, c.C), c.format, c.views), y = make(c.img(c.N, c.OH(), c.OW(), c.C), c.format, c.views);
-      T g = make(c.img(c.N, c.OH(), c.OW(), c.C), c.format, c.views), dx = make(c.img(c.N, c.H, c.W, c.C), c.format, c.views);
+      T x = make(c.img(c.N, c.H, c.W, c.C), c.format, c.views),
+        y = make(c.img(c.N, c.OH(), c.OW(), c.C), c.format, c.views);
+      T g = make(c.img(c.N, c.OH(), c.OW(), c.C), c.format, c.views),
+        dx = make(c.img(c.N, c.H, c.W, c.C), c.format, c.views);
       fill_uniform(x, rng), fill_uniform(g, rng);  // continuous values: no ties
       ASSERT_EQ(run_hint(c.cmd(fw), c.hint(), {x}, {y}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
       ASSERT_EQ(run_hint(c.cmd(bw), c.hint(), {g, x, y}, {dx}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
@@ -373,7 +395,8 @@ TEST_F(CudnnPlan, PoolingMeansWhatCpuRefComputes) {
         for (int ch = 0; ch < c.C; ch++)
           for (int h = 0; h < c.H; h++)
             for (int w = 0; w < c.W; w++)
-              worst = std::max(worst, std::fabs(edx[((static_cast<size_t>(n) * c.C + ch) * c.H + h) * c.W + w] - at(dx, pb.x, n, ch, h, w)));
+              worst = std::max(worst, std::fabs(edx[((static_cast<size_t>(n) * c.C + ch) * c.H + h) * c.W + w] -
+                                                at(dx, pb.x, n, ch, h, w)));
       EXPECT_LE(worst, 1e-5);
       // MAX_POOL_BACKWARD's scratch y is laid out like g: extent() covers every element g's descriptor addresses.
       const size_t ext = cp::extent(pb.y);
@@ -445,7 +468,8 @@ TEST_F(CudnnPlan, SoftmaxRows) {
   for (const S& s : {S{{7}, false}, S{{5, 11}, false}, S{{3, 4, 9}, false}, S{{6, 13}, true}, S{{1, 1, 17}, false}}) {
     T x = make(s.shape, NHWC, s.view), y = make(s.shape, NHWC, s.view);
     fill_uniform(x, rng, -4, 4);
-    ASSERT_EQ(run(command(CCV_NNC_SOFTMAX_FORWARD, CCV_NNC_BACKEND_CPU_REF), {x}, {y}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    ASSERT_EQ(run(command(CCV_NNC_SOFTMAX_FORWARD, CCV_NNC_BACKEND_CPU_REF), {x}, {y}), CCV_NNC_EXEC_SUCCESS)
+        << ccv_nnc_error_message();
     cp::Tensor4 dx, dy;
     std::string why;
     ASSERT_TRUE(cp::softmax_rows(x, &dx, &why)) << why;
@@ -459,7 +483,8 @@ TEST_F(CudnnPlan, SoftmaxRows) {
       double m = -INFINITY, z = 0;
       for (int k = 0; k < dx.dim[1]; k++) m = std::max(m, static_cast<double>(at(x, dx, r, k, 0, 0)));
       for (int k = 0; k < dx.dim[1]; k++) z += std::exp(at(x, dx, r, k, 0, 0) - m);
-      for (int k = 0; k < dx.dim[1]; k++) worst = std::max(worst, std::fabs(std::exp(at(x, dx, r, k, 0, 0) - m) / z - at(y, dy, r, k, 0, 0)));
+      for (int k = 0; k < dx.dim[1]; k++)
+        worst = std::max(worst, std::fabs(std::exp(at(x, dx, r, k, 0, 0) - m) / z - at(y, dy, r, k, 0, 0)));
     }
     EXPECT_LE(worst, 1e-6) << s.shape.size() << "-d" << (s.view ? " view" : "");
   }
@@ -499,28 +524,36 @@ struct BnCase {
 };
 
 std::vector<BnCase> bn_cases() {
-  return {{{2, 5, 7, 3}, {0, 1, 2}},          {{2, 3, 5, 7}, {0, 2, 3}, NCHW}, {{6, 4}, {0}},
-          {{4, 5, 6}, {0, 1}},                {{3, 2, 4}, {0}},                {{2, 5, 7, 3}, {0, 1, 2}, NHWC, true},
+  return {{{2, 5, 7, 3}, {0, 1, 2}},
+          {{2, 3, 5, 7}, {0, 2, 3}, NCHW},
+          {{6, 4}, {0}},
+          {{4, 5, 6}, {0, 1}},
+          {{3, 2, 4}, {0}},
+          {{2, 5, 7, 3}, {0, 1, 2}, NHWC, true},
           {{2, 3, 5, 7}, {0, 2, 3}, NCHW, true}};
 }
 
 TEST_F(CudnnPlan, BatchNormMeansWhatCpuRefComputes) {
   std::mt19937 rng(37);
   for (const BnCase& c : bn_cases()) {
-    SCOPED_TRACE(testing::Message() << c.shape.size() << "-d, " << c.axes.size() << " axes" << (c.views ? ", views" : ""));
+    SCOPED_TRACE(testing::Message() << c.shape.size() << "-d, " << c.axes.size() << " axes"
+                                    << (c.views ? ", views" : ""));
     T x = make(c.shape, c.format, c.views), y = make(c.shape, c.format, c.views);
     T scale(CCV_32F, c.kept()), bias(CCV_32F, c.kept()), mean(CCV_32F, c.kept()), var(CCV_32F, c.kept());
     T om(CCV_32F, c.kept()), ov(CCV_32F, c.kept()), sm(CCV_32F, c.kept()), si(CCV_32F, c.kept());
-    fill_uniform(x, rng, -2, 3), fill_uniform(scale, rng), fill_uniform(bias, rng), fill_uniform(mean, rng), fill_uniform(var, rng, 0.5, 2);
+    fill_uniform(x, rng, -2, 3), fill_uniform(scale, rng), fill_uniform(bias, rng), fill_uniform(mean, rng),
+        fill_uniform(var, rng, 0.5, 2);
     const std::vector<ccv_nnc_tensor_t*> in = {x, scale, bias, mean, var}, out = {y, om, ov, sm, si};
     ASSERT_EQ(run(c.cmd(CCV_NNC_BATCH_NORM_FORWARD), in, out), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
     cp::BatchNorm p;
     std::string why;
-    ASSERT_TRUE(cp::batch_norm_forward(c.cmd(CCV_NNC_BATCH_NORM_FORWARD), in.data(), 5, out.data(), 5, &p, &why)) << why;
+    ASSERT_TRUE(cp::batch_norm_forward(c.cmd(CCV_NNC_BATCH_NORM_FORWARD), in.data(), 5, out.data(), 5, &p, &why))
+        << why;
     ASSERT_EQ(p.channels, static_cast<int>(ccv_nnc_tensor_count(scale.get()->info)));
     ASSERT_EQ(p.param.dim[1], p.channels);
     ASSERT_EQ(static_cast<long long>(p.x.dim[0]) * p.x.dim[2] * p.x.dim[3], p.per_channel);
-    if (!c.views && c.format == NHWC && c.shape.size() == 4) {  // packed NHWC images: {N*H*W, C, 1, 1}, strides {C, 1, 1, 1}
+    if (!c.views && c.format == NHWC &&
+        c.shape.size() == 4) {  // packed NHWC images: {N*H*W, C, 1, 1}, strides {C, 1, 1, 1}
       EXPECT_EQ(p.x.dim[0], c.shape[0] * c.shape[1] * c.shape[2]);
       EXPECT_EQ(p.x.stride[0], c.shape[3]);
       EXPECT_EQ(p.x.stride[1], 1);
@@ -542,7 +575,8 @@ TEST_F(CudnnPlan, BatchNormMeansWhatCpuRefComputes) {
       for (int n = 0; n < p.x.dim[0]; n++)
         for (int h = 0; h < p.x.dim[2]; h++)
           for (int w = 0; w < p.x.dim[3]; w++) {
-            const double want = (at(x, p.x, n, ch, h, w) - m[ch]) * inv * scale.get()->data.f32[ch] + bias.get()->data.f32[ch];
+            const double want =
+                (at(x, p.x, n, ch, h, w) - m[ch]) * inv * scale.get()->data.f32[ch] + bias.get()->data.f32[ch];
             worst = std::max(worst, std::fabs(want - at(y, p.x, n, ch, h, w)));
           }
       worst = std::max(worst, std::fabs(m[ch] - sm.get()->data.f32[ch]));
@@ -560,11 +594,13 @@ TEST_F(CudnnPlan, BatchNormMeansWhatCpuRefComputes) {
     T g = make(c.shape, c.format, c.views), dx = make(c.shape, c.format, c.views);
     T dscale(CCV_32F, c.kept()), dbias(CCV_32F, c.kept());
     fill_uniform(g, rng);
-    const std::vector<ccv_nnc_tensor_t*> bin = {g, nullptr, nullptr, nullptr, nullptr, x, scale, bias, mean, var, y, om, ov, sm, si};
+    const std::vector<ccv_nnc_tensor_t*> bin = {g,    nullptr, nullptr, nullptr, nullptr, x,  scale, bias,
+                                                mean, var,     y,       om,      ov,      sm, si};
     const std::vector<ccv_nnc_tensor_t*> bout = {dx, dscale, dbias};
     ASSERT_EQ(run(c.cmd(CCV_NNC_BATCH_NORM_BACKWARD), bin, bout), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
     cp::BatchNorm pb;
-    ASSERT_TRUE(cp::batch_norm_backward(c.cmd(CCV_NNC_BATCH_NORM_BACKWARD), bin.data(), 15, bout.data(), 3, &pb, &why)) << why;
+    ASSERT_TRUE(cp::batch_norm_backward(c.cmd(CCV_NNC_BATCH_NORM_BACKWARD), bin.data(), 15, bout.data(), 3, &pb, &why))
+        << why;
     worst = 0;
     for (int ch = 0; ch < pb.channels; ch++) {
       const double inv = si.get()->data.f32[ch], mu = sm.get()->data.f32[ch], M = static_cast<double>(pb.per_channel);
@@ -593,7 +629,8 @@ TEST_F(CudnnPlan, BatchNormMeansWhatCpuRefComputes) {
 TEST_F(CudnnPlan, BatchNormRefusals) {
   cp::BatchNorm p;
   std::string why;
-  auto fwd = [&](const BnCase& c, ccv_nnc_tensor_t* x, ccv_nnc_tensor_t* y, ccv_nnc_tensor_t* scale, bool test = false) {
+  auto fwd = [&](const BnCase& c, ccv_nnc_tensor_t* x, ccv_nnc_tensor_t* y, ccv_nnc_tensor_t* scale,
+                 bool test = false) {
     T b(CCV_32F, c.kept()), m(CCV_32F, c.kept()), v(CCV_32F, c.kept());
     const std::vector<ccv_nnc_tensor_t*> in = {x, scale, b, m, v}, out = {y, nullptr, nullptr, nullptr, nullptr};
     return cp::batch_norm_forward(c.cmd(CCV_NNC_BATCH_NORM_FORWARD, test), in.data(), 5, out.data(), 5, &p, &why);
@@ -623,12 +660,15 @@ TEST_F(CudnnPlan, BatchNormRefusals) {
   }
   {
     BnCase c{{2, 5, 7, 3}, {0, 1, 2}};
-    T g(CCV_32F, c.shape), x(CCV_32F, c.shape), dx(CCV_32F, c.shape), s(CCV_32F, c.kept()), sm(CCV_32F, c.kept()), si(CCV_32F, c.kept()),
-        m(CCV_32F, c.kept()), v(CCV_32F, c.kept()), dm(CCV_32F, c.kept());
-    const std::vector<ccv_nnc_tensor_t*> in = {g, nullptr, nullptr, nullptr, nullptr, x, s, nullptr, m, v, nullptr, nullptr, nullptr, sm, si};
+    T g(CCV_32F, c.shape), x(CCV_32F, c.shape), dx(CCV_32F, c.shape), s(CCV_32F, c.kept()), sm(CCV_32F, c.kept()),
+        si(CCV_32F, c.kept()), m(CCV_32F, c.kept()), v(CCV_32F, c.kept()), dm(CCV_32F, c.kept());
+    const std::vector<ccv_nnc_tensor_t*> in = {g, nullptr, nullptr, nullptr, nullptr, x,  s, nullptr,
+                                               m, v,       nullptr, nullptr, nullptr, sm, si};
     const std::vector<ccv_nnc_tensor_t*> out = {dx, nullptr, nullptr};
-    EXPECT_TRUE(cp::batch_norm_backward(c.cmd(CCV_NNC_BATCH_NORM_BACKWARD), in.data(), 15, out.data(), 3, &p, &why)) << why;
-    EXPECT_FALSE(cp::batch_norm_backward(c.cmd(CCV_NNC_BATCH_NORM_BACKWARD, true), in.data(), 15, out.data(), 3, &p, &why));
+    EXPECT_TRUE(cp::batch_norm_backward(c.cmd(CCV_NNC_BATCH_NORM_BACKWARD), in.data(), 15, out.data(), 3, &p, &why))
+        << why;
+    EXPECT_FALSE(
+        cp::batch_norm_backward(c.cmd(CCV_NNC_BATCH_NORM_BACKWARD, true), in.data(), 15, out.data(), 3, &p, &why));
     EXPECT_NE(why.find("inference"), std::string::npos) << why;
     const std::vector<ccv_nnc_tensor_t*> out2 = {dx, nullptr, nullptr, dm};
     EXPECT_FALSE(cp::batch_norm_backward(c.cmd(CCV_NNC_BATCH_NORM_BACKWARD), in.data(), 15, out2.data(), 4, &p, &why));
@@ -665,10 +705,14 @@ struct LnCase {
 
 TEST_F(CudnnPlan, LayerNormMeansWhatCpuRefComputes) {
   std::mt19937 rng(41);
-  for (const LnCase& c : std::vector<LnCase>{{{3, 5, 16}, {2}}, {{2, 3, 4, 5}, {1, 2, 3}}, {{4, 6, 8}, {1, 2}}, {{6, 10}, {1}, true, true},
-                                             {{5, 7}, {1}, false}, {{2, 3, 4, 5}, {2, 3}}}) {
-    SCOPED_TRACE(testing::Message() << c.shape.size() << "-d, " << c.axes.size() << " axes" << (c.affine ? "" : ", no affine")
-                                    << (c.views ? ", views" : ""));
+  for (const LnCase& c : std::vector<LnCase>{{{3, 5, 16}, {2}},
+                                             {{2, 3, 4, 5}, {1, 2, 3}},
+                                             {{4, 6, 8}, {1, 2}},
+                                             {{6, 10}, {1}, true, true},
+                                             {{5, 7}, {1}, false},
+                                             {{2, 3, 4, 5}, {2, 3}}}) {
+    SCOPED_TRACE(testing::Message() << c.shape.size() << "-d, " << c.axes.size() << " axes"
+                                    << (c.affine ? "" : ", no affine") << (c.views ? ", views" : ""));
     T x = make(c.shape, NHWC, c.views), y = make(c.shape, NHWC, c.views);
     T scale(CCV_32F, c.normalised()), bias(CCV_32F, c.normalised()), sm(CCV_32F, c.stats()), si(CCV_32F, c.stats());
     fill_uniform(x, rng, -2, 3), fill_uniform(scale, rng), fill_uniform(bias, rng);
@@ -678,11 +722,13 @@ TEST_F(CudnnPlan, LayerNormMeansWhatCpuRefComputes) {
     ASSERT_EQ(run(c.cmd(CCV_NNC_LAYER_NORM_FORWARD), in, out), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
     cp::LayerNorm p;
     std::string why;
-    ASSERT_TRUE(cp::layer_norm_forward(c.cmd(CCV_NNC_LAYER_NORM_FORWARD), in.data(), static_cast<int>(in.size()), out.data(), 3, &p, &why))
+    ASSERT_TRUE(cp::layer_norm_forward(c.cmd(CCV_NNC_LAYER_NORM_FORWARD), in.data(), static_cast<int>(in.size()),
+                                       out.data(), 3, &p, &why))
         << why;
     ASSERT_EQ(p.rows, static_cast<int>(ccv_nnc_tensor_count(sm.get()->info)));
     ASSERT_EQ(p.features, static_cast<long long>(ccv_nnc_tensor_count(scale.get()->info)));
-    if (!c.views && c.axes.size() == 1 && c.axes[0] == static_cast<int>(c.shape.size()) - 1) {  // rows x features: {1, R, F, 1}
+    if (!c.views && c.axes.size() == 1 &&
+        c.axes[0] == static_cast<int>(c.shape.size()) - 1) {  // rows x features: {1, R, F, 1}
       EXPECT_EQ(p.x.dim[1], p.rows);
       EXPECT_EQ(p.x.dim[2], c.shape.back());
       EXPECT_EQ(p.x.stride[2], 1);
@@ -723,15 +769,17 @@ TEST_F(CudnnPlan, LayerNormMeansWhatCpuRefComputes) {
     if (c.affine) bout.push_back(dscale), bout.push_back(dbias);
     ASSERT_EQ(run(c.cmd(CCV_NNC_LAYER_NORM_BACKWARD), bin, bout), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
     cp::LayerNorm pb;
-    ASSERT_TRUE(cp::layer_norm_backward(c.cmd(CCV_NNC_LAYER_NORM_BACKWARD), bin.data(), static_cast<int>(bin.size()), bout.data(),
-                                        static_cast<int>(bout.size()), &pb, &why))
+    ASSERT_TRUE(cp::layer_norm_backward(c.cmd(CCV_NNC_LAYER_NORM_BACKWARD), bin.data(), static_cast<int>(bin.size()),
+                                        bout.data(), static_cast<int>(bout.size()), &pb, &why))
         << why;
     worst = 0;
     std::vector<double> ds(static_cast<size_t>(pb.features), 0.0), db(static_cast<size_t>(pb.features), 0.0);
     for (int r = 0; r < pb.rows; r++) {
       const double m0 = at(sm, pb.row_param, 0, r, 0, 0), iv = at(si, pb.row_param, 0, r, 0, 0);
       double sh = 0, shx = 0;
-      auto hval = [&](int n, int h, int w) { return at(g, pb.x, n, r, h, w) * (c.affine ? feat(scale, n, h, w) : 1.0); };
+      auto hval = [&](int n, int h, int w) {
+        return at(g, pb.x, n, r, h, w) * (c.affine ? feat(scale, n, h, w) : 1.0);
+      };
       for (int n = 0; n < pb.x.dim[0]; n++)
         for (int h = 0; h < pb.x.dim[2]; h++)
           for (int w = 0; w < pb.x.dim[3]; w++) {

@@ -50,10 +50,10 @@ ccv_nnc_tensor_param_t cpu_param(std::vector<int> dims, int format = NHWC) {
 // CPU view runs CPU_REF, the GPU view GPU_CUDNN, and comparing the parents
 // checks the view's elements and that nothing outside it was written.
 struct Both {
-  Owned cpu, gpu;                   // the tensors, or the parents of views
+  Owned cpu, gpu;  // the tensors, or the parents of views
   ccv_nnc_tensor_view_t* cv = nullptr;
   ccv_nnc_tensor_view_t* gv = nullptr;
-  float atol = 1e-6f;               // set by the caller (see the tolerances above)
+  float atol = 1e-6f;  // set by the caller (see the tolerances above)
   Both(std::vector<int> dims, int format, bool view, std::mt19937& rng, float lo = -1, float hi = 1) {
     std::vector<int> big = dims;
     if (view)
@@ -78,9 +78,7 @@ struct Both {
   ccv_nnc_tensor_t* c() const { return cv ? reinterpret_cast<ccv_nnc_tensor_t*>(cv) : cpu.t; }
   ccv_nnc_tensor_t* g() const { return gv ? reinterpret_cast<ccv_nnc_tensor_t*>(gv) : gpu.t; }
   // The GPU result (whole parent) against the CPU one, with the tolerance above.
-  void expect_same(const char* what) const {
-    expect_close(gpu, cpu, 1e-4f, atol, what);
-  }
+  void expect_same(const char* what) const { expect_close(gpu, cpu, 1e-4f, atol, what); }
 };
 
 // |gpu - cpu| allowed for a reduction of n terms of magnitude <= 1.
@@ -173,13 +171,13 @@ void conv_forward_case(const ConvCase& c, std::mt19937& rng) {
   y.atol = conv_atol(static_cast<size_t>(c.C / c.G) * c.KH * c.KW + 1);
   std::vector<ccv_nnc_tensor_t*> ci = {x.c(), w.c()}, gi = {x.g(), w.g()};
   if (c.bias) ci.push_back(b.c()), gi.push_back(b.g());
-  ASSERT_EQ(ccv_nnc_cmd_exec(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_CPU_REF), c.hint(), 0, ci.data(), static_cast<int>(ci.size()),
-                             std::vector<ccv_nnc_tensor_t*>{y.c()}.data(), 1, nullptr),
+  ASSERT_EQ(ccv_nnc_cmd_exec(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_CPU_REF), c.hint(), 0, ci.data(),
+                             static_cast<int>(ci.size()), std::vector<ccv_nnc_tensor_t*>{y.c()}.data(), 1, nullptr),
             CCV_NNC_EXEC_SUCCESS)
       << ccv_nnc_error_message();
   ccv_nnc_tensor_t* go = y.g();
-  ASSERT_EQ(ccv_nnc_cmd_exec(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_GPU_CUDNN), c.hint(), 0, gi.data(), static_cast<int>(gi.size()),
-                             &go, 1, nullptr),
+  ASSERT_EQ(ccv_nnc_cmd_exec(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_GPU_CUDNN), c.hint(), 0, gi.data(),
+                             static_cast<int>(gi.size()), &go, 1, nullptr),
             CCV_NNC_EXEC_SUCCESS)
       << ccv_nnc_error_message();
   y.expect_same("CONVOLUTION_FORWARD y");
@@ -204,11 +202,13 @@ TEST(Cudnn, ConvolutionForwardOnViews) {
 // Every output subset libnnc's bitmask allows: dx / dw / dbias in any
 // combination (dbias alone reads g only; dx alone needs no x; dw alone no w).
 void conv_backward_case(const ConvCase& c, int mask, std::mt19937& rng) {
-  SCOPED_TRACE(c.name() + " outputs " + ((mask & 1) ? "dx " : "") + ((mask & 2) ? "dw " : "") + ((mask & 4) ? "dbias" : ""));
+  SCOPED_TRACE(c.name() + " outputs " + ((mask & 1) ? "dx " : "") + ((mask & 2) ? "dw " : "") +
+               ((mask & 4) ? "dbias" : ""));
   const bool want_dx = mask & 1, want_dw = mask & 2, want_db = mask & 4;
   Both x(c.img(c.N, c.H, c.W, c.C), c.format, c.views, rng), w(c.w_shape(), c.format, false, rng);
   Both g(c.img(c.N, c.OH(), c.OW(), c.K), c.format, c.views, rng);
-  Both dx(c.img(c.N, c.H, c.W, c.C), c.format, c.views, rng), dw(c.w_shape(), c.format, false, rng), db({c.K}, c.format, false, rng);
+  Both dx(c.img(c.N, c.H, c.W, c.C), c.format, c.views, rng), dw(c.w_shape(), c.format, false, rng),
+      db({c.K}, c.format, false, rng);
   dx.atol = conv_atol(static_cast<size_t>(c.K / c.G) * c.KH * c.KW);
   dw.atol = conv_atol(static_cast<size_t>(c.N) * c.OH() * c.OW());
   db.atol = dw.atol;
@@ -220,10 +220,12 @@ void conv_backward_case(const ConvCase& c, int mask, std::mt19937& rng) {
   };
   auto [ci, co] = slots(false);
   auto [gi, go] = slots(true);
-  ASSERT_EQ(ccv_nnc_cmd_exec(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD, CCV_NNC_BACKEND_CPU_REF), c.hint(), 0, ci.data(), 3, co.data(), 3, nullptr),
+  ASSERT_EQ(ccv_nnc_cmd_exec(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD, CCV_NNC_BACKEND_CPU_REF), c.hint(), 0, ci.data(), 3,
+                             co.data(), 3, nullptr),
             CCV_NNC_EXEC_SUCCESS)
       << ccv_nnc_error_message();
-  ASSERT_EQ(ccv_nnc_cmd_exec(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD, CCV_NNC_BACKEND_GPU_CUDNN), c.hint(), 0, gi.data(), 3, go.data(), 3, nullptr),
+  ASSERT_EQ(ccv_nnc_cmd_exec(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD, CCV_NNC_BACKEND_GPU_CUDNN), c.hint(), 0, gi.data(), 3,
+                             go.data(), 3, nullptr),
             CCV_NNC_EXEC_SUCCESS)
       << ccv_nnc_error_message();
   // Outputs not asked for keep their initial (equal) contents on both sides.
@@ -259,20 +261,22 @@ TEST(Cudnn, ConvolutionIsNotTf32) {
   for (int f : {NHWC, NCHW}) {
     c.format = f;
     c.bias = false;
-    Owned x(cpu_param(c.img(8, 16, 16, 64), f)), w(cpu_param(c.w_shape(), f)), y(on_gpu(cpu_param(c.img(8, 16, 16, 64), f)));
+    Owned x(cpu_param(c.img(8, 16, 16, 64), f)), w(cpu_param(c.w_shape(), f)),
+        y(on_gpu(cpu_param(c.img(8, 16, 16, 64), f)));
     const float v = 1.0f + std::ldexp(1.0f, -15);
     for (size_t i = 0; i < ccv_nnc_tensor_count(x->info); i++) x->data.f32[i] = v;
     for (size_t i = 0; i < ccv_nnc_tensor_count(w->info); i++) w->data.f32[i] = 1;
     Owned gx = to_gpu(x), gw = to_gpu(w);
-    ASSERT_EQ(exec(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_GPU_CUDNN), c.hint(), {gx, gw}, {y}), CCV_NNC_EXEC_SUCCESS)
+    ASSERT_EQ(exec(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_GPU_CUDNN), c.hint(), {gx, gw}, {y}),
+              CCV_NNC_EXEC_SUCCESS)
         << ccv_nnc_error_message();
     Owned back = to_cpu(y);
     const double want = 64.0 + std::ldexp(1.0, -9);
     size_t bad = 0;
     for (size_t i = 0; i < ccv_nnc_tensor_count(back->info); i++)
       if (std::fabs(back->data.f32[i] - want) > std::ldexp(1.0, -12)) bad++;
-    EXPECT_EQ(bad, 0u) << (f == NHWC ? "NHWC" : "NCHW") << ": " << bad << " outputs lost the low bits (TF32?); first is "
-                       << back->data.f32[0] << ", want " << want;
+    EXPECT_EQ(bad, 0u) << (f == NHWC ? "NHWC" : "NCHW") << ": " << bad
+                       << " outputs lost the low bits (TF32?); first is " << back->data.f32[0] << ", want " << want;
   }
 }
 
@@ -290,18 +294,20 @@ TEST(Cudnn, ConvolutionAutotune) {
   dx.atol = conv_atol(64 * 25);
   dw.atol = db.atol = conv_atol(8 * 14 * 14);
   std::vector<ccv_nnc_tensor_t*> fi = {x.g(), w.g(), b.g()}, fo = {y.g()};
-  const ccv_nnc_cmd_t f = ccv_nnc_cmd_autotune(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_GPU_CUDNN), 0, c.hint(), 0, fi.data(), 3,
-                                               fo.data(), 1, nullptr);
+  const ccv_nnc_cmd_t f = ccv_nnc_cmd_autotune(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_GPU_CUDNN), 0,
+                                               c.hint(), 0, fi.data(), 3, fo.data(), 1, nullptr);
   EXPECT_EQ(f.backend, CCV_NNC_BACKEND_GPU_CUDNN);
   std::vector<ccv_nnc_tensor_t*> bi = {g.g(), x.g(), w.g()}, bo = {dx.g(), dw.g(), db.g()};
-  const ccv_nnc_cmd_t bk = ccv_nnc_cmd_autotune(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD, CCV_NNC_BACKEND_GPU_CUDNN), 0, c.hint(), 0, bi.data(), 3,
-                                                bo.data(), 3, nullptr);
+  const ccv_nnc_cmd_t bk = ccv_nnc_cmd_autotune(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD, CCV_NNC_BACKEND_GPU_CUDNN), 0,
+                                                c.hint(), 0, bi.data(), 3, bo.data(), 3, nullptr);
   EXPECT_EQ(bk.backend, CCV_NNC_BACKEND_GPU_CUDNN);
   std::printf("autotune picked forward algorithm %d, backward %d\n", f.algorithm, bk.algorithm);
-  ASSERT_EQ(exec(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_CPU_REF), c.hint(), {x.c(), w.c(), b.c()}, {y.c()}), CCV_NNC_EXEC_SUCCESS);
+  ASSERT_EQ(exec(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_CPU_REF), c.hint(), {x.c(), w.c(), b.c()}, {y.c()}),
+            CCV_NNC_EXEC_SUCCESS);
   ASSERT_EQ(exec(f, c.hint(), fi, fo), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
   y.expect_same("tuned forward");
-  ASSERT_EQ(exec(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD, CCV_NNC_BACKEND_CPU_REF), c.hint(), {g.c(), x.c(), w.c()}, {dx.c(), dw.c(), db.c()}),
+  ASSERT_EQ(exec(c.cmd(CCV_NNC_CONVOLUTION_BACKWARD, CCV_NNC_BACKEND_CPU_REF), c.hint(), {g.c(), x.c(), w.c()},
+                 {dx.c(), dw.c(), db.c()}),
             CCV_NNC_EXEC_SUCCESS);
   ASSERT_EQ(exec(bk, c.hint(), bi, bo), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
   dx.expect_same("tuned dx");
@@ -318,12 +324,14 @@ TEST(Cudnn, ConvolutionOnAStream) {
   Both x(c.img(4, 12, 12, 8), NHWC, false, rng), w(c.w_shape(), NHWC, false, rng), b({16}, NHWC, false, rng);
   Both y(c.img(4, 12, 12, 16), NHWC, false, rng);
   y.atol = conv_atol(8 * 9 + 1);
-  ASSERT_EQ(exec(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_CPU_REF), c.hint(), {x.c(), w.c(), b.c()}, {y.c()}), CCV_NNC_EXEC_SUCCESS)
+  ASSERT_EQ(exec(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_CPU_REF), c.hint(), {x.c(), w.c(), b.c()}, {y.c()}),
+            CCV_NNC_EXEC_SUCCESS)
       << ccv_nnc_error_message();
   ccv_nnc_stream_context_t* s = ccv_nnc_stream_context_new(CCV_STREAM_CONTEXT_GPU);
   ASSERT_NE(s, nullptr) << ccv_nnc_error_message();
-  EXPECT_EQ(exec(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_GPU_CUDNN), c.hint(), {x.g(), w.g(), b.g()}, {y.g()}, s),
-            CCV_NNC_EXEC_SUCCESS)
+  EXPECT_EQ(
+      exec(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_GPU_CUDNN), c.hint(), {x.g(), w.g(), b.g()}, {y.g()}, s),
+      CCV_NNC_EXEC_SUCCESS)
       << ccv_nnc_error_message();
   ccv_nnc_stream_context_wait(s);
   ccv_nnc_stream_context_free(s);
@@ -342,13 +350,15 @@ TEST(Cudnn, ConvolutionRefusals) {
     Both y(a.img(2, a.OH(), a.OW(), 4), NHWC, false, rng);
     EXPECT_EQ(exec(a.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_GPU_CUDNN), a.hint(), {x.g(), w.g()}, {y.g()}),
               CCV_NNC_EXEC_NO_KERNEL);
-    EXPECT_NE(std::string(ccv_nnc_error_message()).find("pads both sides alike"), std::string::npos) << ccv_nnc_error_message();
+    EXPECT_NE(std::string(ccv_nnc_error_message()).find("pads both sides alike"), std::string::npos)
+        << ccv_nnc_error_message();
   }
   Both y(c.img(2, 3, 3, 4), NHWC, false, rng);
   {
     // NCHW weights beside NHWC data: not taken by GPU_CUDNN.
     Both wn({4, 3, 3, 3}, NCHW, false, rng);
-    EXPECT_NE(exec(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_GPU_CUDNN), c.hint(), {x.g(), wn.g()}, {y.g()}), CCV_NNC_EXEC_SUCCESS);
+    EXPECT_NE(exec(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_GPU_CUDNN), c.hint(), {x.g(), wn.g()}, {y.g()}),
+              CCV_NNC_EXEC_SUCCESS);
     EXPECT_STRNE(ccv_nnc_error_message(), "");
   }
   {
@@ -359,7 +369,8 @@ TEST(Cudnn, ConvolutionRefusals) {
     EXPECT_STRNE(ccv_nnc_error_message(), "");
   }
   // And the device still works afterwards.
-  ASSERT_EQ(exec(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_GPU_CUDNN), c.hint(), {x.g(), w.g()}, {y.g()}), CCV_NNC_EXEC_SUCCESS)
+  ASSERT_EQ(exec(c.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_GPU_CUDNN), c.hint(), {x.g(), w.g()}, {y.g()}),
+            CCV_NNC_EXEC_SUCCESS)
       << ccv_nnc_error_message();
 }
 
@@ -390,40 +401,50 @@ TEST(Cudnn, PoolingMatchesCpuRef) {
   std::mt19937 rng(1906);
   std::vector<PoolCase> cs;
   for (int f : {NHWC, NCHW}) {
-    cs.push_back({64, 28, 28, 32, 2, 2, 2, 2, 0, 0, 0, 0, f});              // the reference network's
-    cs.push_back({2, 7, 9, 5, 3, 3, 2, 2, 1, 1, 1, 1, f});                  // padded, overlapping
-    cs.push_back({1, 6, 5, 4, 3, 2, 1, 2, 1, 1, 0, 0, f, true});            // views, odd
-    cs.push_back({1, 6, 6, 3, 3, 3, 2, 2, 1, 0, 1, 0, f, false, false});    // unequal pads keeping the extent, 3-d
+    cs.push_back({64, 28, 28, 32, 2, 2, 2, 2, 0, 0, 0, 0, f});            // the reference network's
+    cs.push_back({2, 7, 9, 5, 3, 3, 2, 2, 1, 1, 1, 1, f});                // padded, overlapping
+    cs.push_back({1, 6, 5, 4, 3, 2, 1, 2, 1, 1, 0, 0, f, true});          // views, odd
+    cs.push_back({1, 6, 6, 3, 3, 3, 2, 2, 1, 0, 1, 0, f, false, false});  // unequal pads keeping the extent, 3-d
   }
   for (const PoolCase& c : cs)
     for (bool max : {true, false}) {
-      SCOPED_TRACE(std::string(max ? "MAX " : "AVERAGE ") + (c.format == NHWC ? "NHWC " : "NCHW ") + std::to_string(c.H) + "x" +
-                   std::to_string(c.W) + " window " + std::to_string(c.KH) + "x" + std::to_string(c.KW) + " pad " + std::to_string(c.PT) +
-                   "," + std::to_string(c.PB) + (c.views ? " views" : ""));
+      SCOPED_TRACE(std::string(max ? "MAX " : "AVERAGE ") + (c.format == NHWC ? "NHWC " : "NCHW ") +
+                   std::to_string(c.H) + "x" + std::to_string(c.W) + " window " + std::to_string(c.KH) + "x" +
+                   std::to_string(c.KW) + " pad " + std::to_string(c.PT) + "," + std::to_string(c.PB) +
+                   (c.views ? " views" : ""));
       const uint32_t fw = max ? CCV_NNC_MAX_POOL_FORWARD : CCV_NNC_AVERAGE_POOL_FORWARD;
       const uint32_t bw = max ? CCV_NNC_MAX_POOL_BACKWARD : CCV_NNC_AVERAGE_POOL_BACKWARD;
       // Continuous random values: no ties, so the maximum is unique and the
       // backward's tie rule does not matter (NNC gives a tie to the first
       // element; which one cuDNN picks is not documented).
-      Both x(c.img(c.N, c.H, c.W, c.C), c.format, c.views, rng), y(c.img(c.N, c.OH(), c.OW(), c.C), c.format, c.views, rng);
-      Both g(c.img(c.N, c.OH(), c.OW(), c.C), c.format, c.views, rng), dx(c.img(c.N, c.H, c.W, c.C), c.format, c.views, rng);
+      Both x(c.img(c.N, c.H, c.W, c.C), c.format, c.views, rng),
+          y(c.img(c.N, c.OH(), c.OW(), c.C), c.format, c.views, rng);
+      Both g(c.img(c.N, c.OH(), c.OW(), c.C), c.format, c.views, rng),
+          dx(c.img(c.N, c.H, c.W, c.C), c.format, c.views, rng);
       y.atol = conv_atol(static_cast<size_t>(c.KH) * c.KW);
       dx.atol = y.atol;
-      ASSERT_EQ(exec(c.cmd(fw, CCV_NNC_BACKEND_CPU_REF), c.hint(), {x.c()}, {y.c()}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
-      ASSERT_EQ(exec(c.cmd(fw, CCV_NNC_BACKEND_GPU_CUDNN), c.hint(), {x.g()}, {y.g()}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
-      y.expect_same("pooling forward");
-      ASSERT_EQ(exec(c.cmd(bw, CCV_NNC_BACKEND_CPU_REF), c.hint(), {g.c(), x.c(), y.c()}, {dx.c()}), CCV_NNC_EXEC_SUCCESS)
+      ASSERT_EQ(exec(c.cmd(fw, CCV_NNC_BACKEND_CPU_REF), c.hint(), {x.c()}, {y.c()}), CCV_NNC_EXEC_SUCCESS)
           << ccv_nnc_error_message();
-      ASSERT_EQ(exec(c.cmd(bw, CCV_NNC_BACKEND_GPU_CUDNN), c.hint(), {g.g(), x.g(), y.g()}, {dx.g()}), CCV_NNC_EXEC_SUCCESS)
+      ASSERT_EQ(exec(c.cmd(fw, CCV_NNC_BACKEND_GPU_CUDNN), c.hint(), {x.g()}, {y.g()}), CCV_NNC_EXEC_SUCCESS)
+          << ccv_nnc_error_message();
+      y.expect_same("pooling forward");
+      ASSERT_EQ(exec(c.cmd(bw, CCV_NNC_BACKEND_CPU_REF), c.hint(), {g.c(), x.c(), y.c()}, {dx.c()}),
+                CCV_NNC_EXEC_SUCCESS)
+          << ccv_nnc_error_message();
+      ASSERT_EQ(exec(c.cmd(bw, CCV_NNC_BACKEND_GPU_CUDNN), c.hint(), {g.g(), x.g(), y.g()}, {dx.g()}),
+                CCV_NNC_EXEC_SUCCESS)
           << ccv_nnc_error_message();
       dx.expect_same("pooling backward |g|x|y|");
       // Without y (MAX pools x into scratch) and, for AVERAGE, with g alone.
       Both dx2(c.img(c.N, c.H, c.W, c.C), c.format, c.views, rng);
       dx2.atol = dx.atol;
-      ASSERT_EQ(exec(c.cmd(bw, CCV_NNC_BACKEND_CPU_REF), c.hint(), {g.c(), x.c(), nullptr}, {dx2.c()}), CCV_NNC_EXEC_SUCCESS)
+      ASSERT_EQ(exec(c.cmd(bw, CCV_NNC_BACKEND_CPU_REF), c.hint(), {g.c(), x.c(), nullptr}, {dx2.c()}),
+                CCV_NNC_EXEC_SUCCESS)
           << ccv_nnc_error_message();
-      const std::vector<ccv_nnc_tensor_t*> in = max ? std::vector<ccv_nnc_tensor_t*>{g.g(), x.g(), nullptr} : std::vector<ccv_nnc_tensor_t*>{g.g()};
-      ASSERT_EQ(exec(c.cmd(bw, CCV_NNC_BACKEND_GPU_CUDNN), c.hint(), in, {dx2.g()}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+      const std::vector<ccv_nnc_tensor_t*> in =
+          max ? std::vector<ccv_nnc_tensor_t*>{g.g(), x.g(), nullptr} : std::vector<ccv_nnc_tensor_t*>{g.g()};
+      ASSERT_EQ(exec(c.cmd(bw, CCV_NNC_BACKEND_GPU_CUDNN), c.hint(), in, {dx2.g()}), CCV_NNC_EXEC_SUCCESS)
+          << ccv_nnc_error_message();
       dx2.expect_same(max ? "MAX_POOL_BACKWARD without y" : "AVERAGE_POOL_BACKWARD with g alone");
     }
 }
@@ -433,10 +454,13 @@ TEST(Cudnn, PoolingRefusals) {
   std::mt19937 rng(1907);
   PoolCase c{1, 5, 5, 2, 3, 3, 1, 1, 0, 2, 0, 0, NHWC};  // end padding only
   Both x(c.img(1, 5, 5, 2), NHWC, false, rng), y(c.img(1, c.OH(), c.OW(), 2), NHWC, false, rng);
-  EXPECT_EQ(exec(c.cmd(CCV_NNC_MAX_POOL_FORWARD, CCV_NNC_BACKEND_GPU_CUDNN), c.hint(), {x.g()}, {y.g()}), CCV_NNC_EXEC_NO_KERNEL);
-  EXPECT_NE(std::string(ccv_nnc_error_message()).find("pads both sides alike"), std::string::npos) << ccv_nnc_error_message();
+  EXPECT_EQ(exec(c.cmd(CCV_NNC_MAX_POOL_FORWARD, CCV_NNC_BACKEND_GPU_CUDNN), c.hint(), {x.g()}, {y.g()}),
+            CCV_NNC_EXEC_NO_KERNEL);
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("pads both sides alike"), std::string::npos)
+      << ccv_nnc_error_message();
   Both ybad(c.img(1, 2, 2, 2), NHWC, false, rng);
-  EXPECT_EQ(exec(c.cmd(CCV_NNC_MAX_POOL_FORWARD, CCV_NNC_BACKEND_GPU_CUDNN), make_hint(1, 1, 0, 0, 0, 0), {x.g()}, {ybad.g()}),
+  EXPECT_EQ(exec(c.cmd(CCV_NNC_MAX_POOL_FORWARD, CCV_NNC_BACKEND_GPU_CUDNN), make_hint(1, 1, 0, 0, 0, 0), {x.g()},
+                 {ybad.g()}),
             CCV_NNC_EXEC_INVALID);
   EXPECT_STRNE(ccv_nnc_error_message(), "");
 }
@@ -450,22 +474,28 @@ TEST(Cudnn, SoftmaxMatchesCpuRef) {
     std::vector<int> shape;
     bool view;
   };
-  for (const S& s : {S{{7}, false}, S{{64, 10}, false}, S{{3, 5, 33}, false}, S{{6, 13}, true}, S{{1000, 1001}, false}}) {
-    SCOPED_TRACE(std::to_string(s.shape.size()) + "-d, last " + std::to_string(s.shape.back()) + (s.view ? ", view" : ""));
-    Both x(s.shape, NHWC, s.view, rng, -8, 8), y(s.shape, NHWC, s.view, rng), g(s.shape, NHWC, s.view, rng), dx(s.shape, NHWC, s.view, rng);
+  for (const S& s :
+       {S{{7}, false}, S{{64, 10}, false}, S{{3, 5, 33}, false}, S{{6, 13}, true}, S{{1000, 1001}, false}}) {
+    SCOPED_TRACE(std::to_string(s.shape.size()) + "-d, last " + std::to_string(s.shape.back()) +
+                 (s.view ? ", view" : ""));
+    Both x(s.shape, NHWC, s.view, rng, -8, 8), y(s.shape, NHWC, s.view, rng), g(s.shape, NHWC, s.view, rng),
+        dx(s.shape, NHWC, s.view, rng);
     // y: exp / sum of one row, a few ulp. dx = y (g - <g, y>): the dot of n
     // terms with sum |y| = 1 is off by at most about n 2^-24.
     y.atol = 1e-6f;
     dx.atol = static_cast<float>(1e-7 * s.shape.back() + 1e-6);
     const ccv_nnc_cmd_t f = ccv_nnc_cmd(CCV_NNC_SOFTMAX_FORWARD, nullptr, ccv_nnc_cmd_auto, 0);
     const ccv_nnc_cmd_t b = ccv_nnc_cmd(CCV_NNC_SOFTMAX_BACKWARD, nullptr, ccv_nnc_cmd_auto, 0);
-    ASSERT_EQ(exec(with_backend(f, CCV_NNC_BACKEND_CPU_REF), ccv_nnc_no_hint, {x.c()}, {y.c()}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    ASSERT_EQ(exec(with_backend(f, CCV_NNC_BACKEND_CPU_REF), ccv_nnc_no_hint, {x.c()}, {y.c()}), CCV_NNC_EXEC_SUCCESS)
+        << ccv_nnc_error_message();
     ASSERT_EQ(exec(with_backend(f, CCV_NNC_BACKEND_GPU_CUDNN), ccv_nnc_no_hint, {x.g()}, {y.g()}), CCV_NNC_EXEC_SUCCESS)
         << ccv_nnc_error_message();
     y.expect_same("SOFTMAX_FORWARD");
-    ASSERT_EQ(exec(with_backend(b, CCV_NNC_BACKEND_CPU_REF), ccv_nnc_no_hint, {g.c(), x.c(), y.c()}, {dx.c()}), CCV_NNC_EXEC_SUCCESS)
+    ASSERT_EQ(exec(with_backend(b, CCV_NNC_BACKEND_CPU_REF), ccv_nnc_no_hint, {g.c(), x.c(), y.c()}, {dx.c()}),
+              CCV_NNC_EXEC_SUCCESS)
         << ccv_nnc_error_message();
-    ASSERT_EQ(exec(with_backend(b, CCV_NNC_BACKEND_GPU_CUDNN), ccv_nnc_no_hint, {g.g(), x.g(), y.g()}, {dx.g()}), CCV_NNC_EXEC_SUCCESS)
+    ASSERT_EQ(exec(with_backend(b, CCV_NNC_BACKEND_GPU_CUDNN), ccv_nnc_no_hint, {g.g(), x.g(), y.g()}, {dx.g()}),
+              CCV_NNC_EXEC_SUCCESS)
         << ccv_nnc_error_message();
     dx.expect_same("SOFTMAX_BACKWARD");
   }
@@ -473,7 +503,8 @@ TEST(Cudnn, SoftmaxMatchesCpuRef) {
   Both x({9, 31}, NHWC, false, rng, -8, 8), y({9, 31}, NHWC, false, rng);
   const ccv_nnc_cmd_t f = ccv_nnc_cmd(CCV_NNC_SOFTMAX_FORWARD, nullptr, ccv_nnc_cmd_auto, 0);
   ASSERT_EQ(exec(with_backend(f, CCV_NNC_BACKEND_CPU_REF), ccv_nnc_no_hint, {x.c()}, {y.c()}), CCV_NNC_EXEC_SUCCESS);
-  ASSERT_EQ(exec(with_backend(f, CCV_NNC_BACKEND_GPU_CUDNN), ccv_nnc_no_hint, {x.g()}, {x.g()}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  ASSERT_EQ(exec(with_backend(f, CCV_NNC_BACKEND_GPU_CUDNN), ccv_nnc_no_hint, {x.g()}, {x.g()}), CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
   expect_close(x.gpu, y.cpu, 1e-4f, 1e-6f, "SOFTMAX_FORWARD in place");
 }
 
@@ -514,24 +545,30 @@ struct BnCase {
 TEST(Cudnn, BatchNormMatchesCpuRef) {
   NNC_REQUIRE_GPU();
   std::mt19937 rng(1909);
-  const std::vector<BnCase> cs = {{{8, 14, 14, 32}, {0, 1, 2}, NHWC}, {{4, 16, 7, 9}, {0, 2, 3}, NCHW}, {{64, 33}, {0}, NHWC},
+  const std::vector<BnCase> cs = {{{8, 14, 14, 32}, {0, 1, 2}, NHWC},
+                                  {{4, 16, 7, 9}, {0, 2, 3}, NCHW},
+                                  {{64, 33}, {0}, NHWC},
                                   {{3, 5, 6, 7}, {0, 1, 2}, NHWC, true}};
   for (const BnCase& c : cs) {
-    SCOPED_TRACE(std::to_string(c.shape.size()) + "-d " + (c.format == NHWC ? "NHWC" : "NCHW") + (c.views ? " views" : ""));
+    SCOPED_TRACE(std::to_string(c.shape.size()) + "-d " + (c.format == NHWC ? "NHWC" : "NCHW") +
+                 (c.views ? " views" : ""));
     for (bool test : {false, true}) {
       Both x(c.shape, c.format, c.views, rng, -2, 3), y(c.shape, c.format, c.views, rng);
-      Both scale(c.kept(), c.format, false, rng), bias(c.kept(), c.format, false, rng), mean(c.kept(), c.format, false, rng);
-      Both var(c.kept(), c.format, false, rng, 0.5f, 2.f), sm(c.kept(), c.format, false, rng), si(c.kept(), c.format, false, rng);
+      Both scale(c.kept(), c.format, false, rng), bias(c.kept(), c.format, false, rng),
+          mean(c.kept(), c.format, false, rng);
+      Both var(c.kept(), c.format, false, rng, 0.5f, 2.f), sm(c.kept(), c.format, false, rng),
+          si(c.kept(), c.format, false, rng);
       y.atol = 1e-4f;
       mean.atol = var.atol = sm.atol = si.atol = 1e-5f;
       // Training updates the running statistics in place (outputs 1, 2 are inputs 3, 4), as libnnc's graphs do.
       auto fw = [&](bool gpu) {
         auto t = [&](const Both& b) { return gpu ? b.g() : b.c(); };
         std::vector<ccv_nnc_tensor_t*> in = {t(x), t(scale), t(bias), t(mean), t(var)};
-        std::vector<ccv_nnc_tensor_t*> out = {t(y), test ? nullptr : t(mean), test ? nullptr : t(var), test ? nullptr : t(sm),
-                                              test ? nullptr : t(si)};
-        return ccv_nnc_cmd_exec(c.cmd(CCV_NNC_BATCH_NORM_FORWARD, gpu ? CCV_NNC_BACKEND_GPU_CUDNN : CCV_NNC_BACKEND_CPU_REF, test),
-                                ccv_nnc_no_hint, 0, in.data(), 5, out.data(), 5, nullptr);
+        std::vector<ccv_nnc_tensor_t*> out = {t(y), test ? nullptr : t(mean), test ? nullptr : t(var),
+                                              test ? nullptr : t(sm), test ? nullptr : t(si)};
+        return ccv_nnc_cmd_exec(
+            c.cmd(CCV_NNC_BATCH_NORM_FORWARD, gpu ? CCV_NNC_BACKEND_GPU_CUDNN : CCV_NNC_BACKEND_CPU_REF, test),
+            ccv_nnc_no_hint, 0, in.data(), 5, out.data(), 5, nullptr);
       };
       ASSERT_EQ(fw(false), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
       ASSERT_EQ(fw(true), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
@@ -550,12 +587,28 @@ TEST(Cudnn, BatchNormMatchesCpuRef) {
         dx.atol = 1e-4f;
         dscale.atol = dbias.atol = conv_atol(c.per_channel() * 4);
         auto bw = [&](bool gpu) {
-          auto t = [&](const Both& b, bool on = true) -> ccv_nnc_tensor_t* { return on ? (gpu ? b.g() : b.c()) : nullptr; };
-          std::vector<ccv_nnc_tensor_t*> in = {t(g), nullptr, nullptr, nullptr, nullptr, t(x), t(scale), t(bias), t(mean), t(var), t(y),
-                                               nullptr, nullptr, gpu ? smg.t : sm.cpu.t, gpu ? sig.t : si.cpu.t};
+          auto t = [&](const Both& b, bool on = true) -> ccv_nnc_tensor_t* {
+            return on ? (gpu ? b.g() : b.c()) : nullptr;
+          };
+          std::vector<ccv_nnc_tensor_t*> in = {t(g),
+                                               nullptr,
+                                               nullptr,
+                                               nullptr,
+                                               nullptr,
+                                               t(x),
+                                               t(scale),
+                                               t(bias),
+                                               t(mean),
+                                               t(var),
+                                               t(y),
+                                               nullptr,
+                                               nullptr,
+                                               gpu ? smg.t : sm.cpu.t,
+                                               gpu ? sig.t : si.cpu.t};
           std::vector<ccv_nnc_tensor_t*> out = {t(dx, mask & 1), t(dscale, mask & 2), t(dbias, mask & 4)};
-          return ccv_nnc_cmd_exec(c.cmd(CCV_NNC_BATCH_NORM_BACKWARD, gpu ? CCV_NNC_BACKEND_GPU_CUDNN : CCV_NNC_BACKEND_CPU_REF, false),
-                                  ccv_nnc_no_hint, 0, in.data(), 15, out.data(), 3, nullptr);
+          return ccv_nnc_cmd_exec(
+              c.cmd(CCV_NNC_BATCH_NORM_BACKWARD, gpu ? CCV_NNC_BACKEND_GPU_CUDNN : CCV_NNC_BACKEND_CPU_REF, false),
+              ccv_nnc_no_hint, 0, in.data(), 15, out.data(), 3, nullptr);
         };
         ASSERT_EQ(bw(false), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
         ASSERT_EQ(bw(true), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
@@ -571,21 +624,23 @@ TEST(Cudnn, BatchNormRefusals) {
   NNC_REQUIRE_GPU();
   std::mt19937 rng(1910);
   BnCase c{{2, 5, 7, 3}, {0, 1, 2}, NHWC};
-  Both x(c.shape, NHWC, false, rng), y(c.shape, NHWC, false, rng), s(c.kept(), NHWC, false, rng), b(c.kept(), NHWC, false, rng);
+  Both x(c.shape, NHWC, false, rng), y(c.shape, NHWC, false, rng), s(c.kept(), NHWC, false, rng),
+      b(c.kept(), NHWC, false, rng);
   Both m(c.kept(), NHWC, false, rng), v(c.kept(), NHWC, false, rng, 0.5f, 2.f);
   // The inference backward: not cuDNN's (GPU_CUDNN declines it).
   Both g(c.shape, NHWC, false, rng), dx(c.shape, NHWC, false, rng);
-  std::vector<ccv_nnc_tensor_t*> in = {g.g(), nullptr, nullptr, nullptr, nullptr, x.g(), s.g(), b.g(), m.g(), v.g(), y.g(), nullptr, nullptr, nullptr, nullptr};
+  std::vector<ccv_nnc_tensor_t*> in = {g.g(), nullptr, nullptr, nullptr, nullptr, x.g(),   s.g(),  b.g(),
+                                       m.g(), v.g(),   y.g(),   nullptr, nullptr, nullptr, nullptr};
   std::vector<ccv_nnc_tensor_t*> out = {dx.g()};
-  EXPECT_NE(ccv_nnc_cmd_exec(c.cmd(CCV_NNC_BATCH_NORM_BACKWARD, CCV_NNC_BACKEND_GPU_CUDNN, true), ccv_nnc_no_hint, 0, in.data(), 15,
-                             out.data(), 1, nullptr),
+  EXPECT_NE(ccv_nnc_cmd_exec(c.cmd(CCV_NNC_BATCH_NORM_BACKWARD, CCV_NNC_BACKEND_GPU_CUDNN, true), ccv_nnc_no_hint, 0,
+                             in.data(), 15, out.data(), 1, nullptr),
             CCV_NNC_EXEC_SUCCESS);
   EXPECT_STRNE(ccv_nnc_error_message(), "");
   // A wrong scale shape: an error with a message.
   Both sbad({4}, NHWC, false, rng);
   std::vector<ccv_nnc_tensor_t*> fin = {x.g(), sbad.g(), b.g(), m.g(), v.g()}, fout = {y.g()};
-  EXPECT_EQ(ccv_nnc_cmd_exec(c.cmd(CCV_NNC_BATCH_NORM_FORWARD, CCV_NNC_BACKEND_GPU_CUDNN, false), ccv_nnc_no_hint, 0, fin.data(), 5,
-                             fout.data(), 1, nullptr),
+  EXPECT_EQ(ccv_nnc_cmd_exec(c.cmd(CCV_NNC_BATCH_NORM_FORWARD, CCV_NNC_BACKEND_GPU_CUDNN, false), ccv_nnc_no_hint, 0,
+                             fin.data(), 5, fout.data(), 1, nullptr),
             CCV_NNC_EXEC_INVALID);
   EXPECT_STRNE(ccv_nnc_error_message(), "");
 }
@@ -602,10 +657,10 @@ TEST(Cudnn, LayerNormMatchesCpuRef) {
     std::vector<int> axes;
     bool affine, views;
   };
-  for (const L& c : {L{{4, 37, 256}, {2}, true, false}, L{{2, 3, 8, 9}, {1, 2, 3}, true, false}, L{{16, 100}, {1}, true, true},
-                     L{{6, 65}, {1}, false, false}}) {
-    SCOPED_TRACE(std::to_string(c.shape.size()) + "-d, " + std::to_string(c.axes.size()) + " axes" + (c.affine ? "" : ", no affine") +
-                 (c.views ? ", views" : ""));
+  for (const L& c : {L{{4, 37, 256}, {2}, true, false}, L{{2, 3, 8, 9}, {1, 2, 3}, true, false},
+                     L{{16, 100}, {1}, true, true}, L{{6, 65}, {1}, false, false}}) {
+    SCOPED_TRACE(std::to_string(c.shape.size()) + "-d, " + std::to_string(c.axes.size()) + " axes" +
+                 (c.affine ? "" : ", no affine") + (c.views ? ", views" : ""));
     std::vector<int> fshape = c.shape, sshape = c.shape;
     size_t rows = 1, feats = 1;
     for (size_t i = 0; i < c.shape.size(); i++) {
@@ -623,7 +678,8 @@ TEST(Cudnn, LayerNormMatchesCpuRef) {
     const ccv_nnc_cmd_t fwd = ccv_nnc_cmd(CCV_NNC_LAYER_NORM_FORWARD, nullptr, prm, 0);
     const ccv_nnc_cmd_t bwd = ccv_nnc_cmd(CCV_NNC_LAYER_NORM_BACKWARD, nullptr, prm, 0);
     Both x(c.shape, NHWC, c.views, rng, -2, 3), y(c.shape, NHWC, c.views, rng);
-    Both scale(fshape, NHWC, false, rng), bias(fshape, NHWC, false, rng), sm(sshape, NHWC, false, rng), si(sshape, NHWC, false, rng);
+    Both scale(fshape, NHWC, false, rng), bias(fshape, NHWC, false, rng), sm(sshape, NHWC, false, rng),
+        si(sshape, NHWC, false, rng);
     y.atol = 1e-4f;
     sm.atol = si.atol = 1e-5f;
     auto side = [&](bool gpu) {
@@ -631,7 +687,8 @@ TEST(Cudnn, LayerNormMatchesCpuRef) {
       std::vector<ccv_nnc_tensor_t*> in = {t(x)};
       if (c.affine) in.push_back(t(scale)), in.push_back(t(bias));
       std::vector<ccv_nnc_tensor_t*> out = {t(y), t(sm), t(si)};
-      return exec(with_backend(fwd, gpu ? CCV_NNC_BACKEND_GPU_CUDNN : CCV_NNC_BACKEND_CPU_REF), ccv_nnc_no_hint, in, out);
+      return exec(with_backend(fwd, gpu ? CCV_NNC_BACKEND_GPU_CUDNN : CCV_NNC_BACKEND_CPU_REF), ccv_nnc_no_hint, in,
+                  out);
     };
     ASSERT_EQ(side(false), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
     ASSERT_EQ(side(true), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
@@ -647,13 +704,16 @@ TEST(Cudnn, LayerNormMatchesCpuRef) {
       dx.atol = 1e-4f;
       dscale.atol = dbias.atol = conv_atol(rows * 4);
       auto back = [&](bool gpu) {
-        auto t = [&](const Both& b, bool on = true) -> ccv_nnc_tensor_t* { return on ? (gpu ? b.g() : b.c()) : nullptr; };
+        auto t = [&](const Both& b, bool on = true) -> ccv_nnc_tensor_t* {
+          return on ? (gpu ? b.g() : b.c()) : nullptr;
+        };
         std::vector<ccv_nnc_tensor_t*> in = {t(g), nullptr, nullptr, t(x)};
         if (c.affine) in.push_back(t(scale)), in.push_back(t(bias));
         in.push_back(t(y)), in.push_back(gpu ? smg.t : sm.cpu.t), in.push_back(gpu ? sig.t : si.cpu.t);
         std::vector<ccv_nnc_tensor_t*> out = {t(dx, mask & 1)};
         if (c.affine) out.push_back(t(dscale, mask & 2)), out.push_back(t(dbias, mask & 4));
-        return exec(with_backend(bwd, gpu ? CCV_NNC_BACKEND_GPU_CUDNN : CCV_NNC_BACKEND_CPU_REF), ccv_nnc_no_hint, in, out);
+        return exec(with_backend(bwd, gpu ? CCV_NNC_BACKEND_GPU_CUDNN : CCV_NNC_BACKEND_CPU_REF), ccv_nnc_no_hint, in,
+                    out);
       };
       ASSERT_EQ(back(false), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
       ASSERT_EQ(back(true), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
@@ -682,12 +742,16 @@ TEST(Cudnn, ReferenceConvolutionStack) {
   c1.PT = c1.PB = c1.PL = c1.PR = 2;
   c2.PT = c2.PB = c2.PL = c2.PR = 2;
   PoolCase p1{N, 28, 28, 32, 2, 2, 2, 2, 0, 0, 0, 0, NHWC}, p2{N, 14, 14, 64, 2, 2, 2, 2, 0, 0, 0, 0, NHWC};
-  Both x({N, 28, 28, 1}, NHWC, false, rng), w1(c1.w_shape(), NHWC, false, rng, -0.2f, 0.2f), b1({32}, NHWC, false, rng, -0.1f, 0.1f);
+  Both x({N, 28, 28, 1}, NHWC, false, rng), w1(c1.w_shape(), NHWC, false, rng, -0.2f, 0.2f),
+      b1({32}, NHWC, false, rng, -0.1f, 0.1f);
   Both w2(c2.w_shape(), NHWC, false, rng, -0.035f, 0.035f), b2({64}, NHWC, false, rng, -0.1f, 0.1f);
-  Both a1({N, 28, 28, 32}, NHWC, false, rng), r1({N, 28, 28, 32}, NHWC, false, rng), q1({N, 14, 14, 32}, NHWC, false, rng);
-  Both a2({N, 14, 14, 64}, NHWC, false, rng), r2({N, 14, 14, 64}, NHWC, false, rng), q2({N, 7, 7, 64}, NHWC, false, rng);
+  Both a1({N, 28, 28, 32}, NHWC, false, rng), r1({N, 28, 28, 32}, NHWC, false, rng),
+      q1({N, 14, 14, 32}, NHWC, false, rng);
+  Both a2({N, 14, 14, 64}, NHWC, false, rng), r2({N, 14, 14, 64}, NHWC, false, rng),
+      q2({N, 7, 7, 64}, NHWC, false, rng);
   Both g({N, 7, 7, 64}, NHWC, false, rng);
-  Both dr2({N, 14, 14, 64}, NHWC, false, rng), da2({N, 14, 14, 64}, NHWC, false, rng), dq1({N, 14, 14, 32}, NHWC, false, rng);
+  Both dr2({N, 14, 14, 64}, NHWC, false, rng), da2({N, 14, 14, 64}, NHWC, false, rng),
+      dq1({N, 14, 14, 32}, NHWC, false, rng);
   Both dw2(c2.w_shape(), NHWC, false, rng), db2({64}, NHWC, false, rng);
   Both dr1({N, 28, 28, 32}, NHWC, false, rng), da1({N, 28, 28, 32}, NHWC, false, rng);
   Both dw1(c1.w_shape(), NHWC, false, rng), db1({32}, NHWC, false, rng);
@@ -695,9 +759,10 @@ TEST(Cudnn, ReferenceConvolutionStack) {
   const ccv_nnc_cmd_t relu_back = ccv_nnc_cmd(CCV_NNC_RELU_BACKWARD, nullptr, ccv_nnc_cmd_auto, 0);
   for (bool gpu : {false, true}) {
     SCOPED_TRACE(gpu ? "GPU" : "CPU_REF");
-    const uint32_t be = gpu ? 0 : CCV_NNC_BACKEND_CPU_REF;  // GPU: the registry's choice
+    const uint32_t be = gpu ? 0u : static_cast<uint32_t>(CCV_NNC_BACKEND_CPU_REF);  // GPU: the registry's choice
     auto t = [&](const Both& b) { return gpu ? b.g() : b.c(); };
-    auto run = [&](ccv_nnc_cmd_t cmd, ccv_nnc_hint_t h, std::vector<ccv_nnc_tensor_t*> in, std::vector<ccv_nnc_tensor_t*> out) {
+    auto run = [&](ccv_nnc_cmd_t cmd, ccv_nnc_hint_t h, std::vector<ccv_nnc_tensor_t*> in,
+                   std::vector<ccv_nnc_tensor_t*> out) {
       cmd.backend = be;
       ASSERT_EQ(exec(cmd, h, in, out), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
     };
