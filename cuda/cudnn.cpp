@@ -1,0 +1,993 @@
+// GPU_CUDNN: convolution (forward; backward with any subset of dx, dw,
+// dbias), MAX_POOL / AVERAGE_POOL forward and backward, SOFTMAX forward and
+// backward, BATCH_NORM forward (training and inference) and backward,
+// LAYER_NORM forward and backward on cuDNN 9's descriptor API (cudnn_cnn.h / cudnn_ops.h, deprecated
+// in 9 but present). fp32 tensors in device memory, NHWC or NCHW, views where
+// cuDNN takes strides (images and softmax rows; filters must be packed).
+//
+// What each call hands cuDNN (dims, strides, pads, groups, modes) comes from
+// cmd/common/cudnn_plan.hpp, host code tested on the CPU; a call the plan
+// declines (asymmetric padding that changes the extent, weights in another
+// format than x, other types) is not accepted, so the next backend runs it.
+//
+// Precision: fp32 convolutions run with CUDNN_FMA_MATH: no TF32 tensor-core
+// kernels (which cuDNN's default math allows on Ampere and Hopper, with a
+// 10-bit mantissa), so results agree with CPU_REF to fp32 rounding. Setting
+// NNC_CUDNN_ALLOW_TF32=1 in the environment switches to CUDNN_DEFAULT_MATH.
+//
+// Algorithms: the one ccv_nnc_cmd_autotune picked (cuDNN's Find, timed runs;
+// cmd.algorithm, cudnn_plan.hpp's numbering) first, then cuDNN's heuristics
+// (the *_v7 queries) in their order of preference, skipping tensor-op entries
+// under FMA math and any whose workspace passes kWorkspaceLimit; a call that
+// cuDNN answers NOT_SUPPORTED goes on to the next algorithm, then to every
+// other one.
+#include <cudnn.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cmd/common/conv_rules.hpp"
+#include "cmd/common/cudnn_plan.hpp"
+#include "cmd/norm/norm.hpp"
+#include "core/kernel.hpp"
+#include "core/registry.hpp"
+#include "core/tensor.hpp"
+#include "cuda/cuda.hpp"
+#include "cuda/stream.hpp"
+
+namespace nnc::cuda {
+
+namespace {
+
+using cudnn_plan::Tensor4;
+
+void check_cudnn(cudnnStatus_t s, const char* what, const char* call) {
+  if (s == CUDNN_STATUS_SUCCESS) return;
+  const bool oom = s == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED ||
+                   s == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;
+  fail(oom ? CCV_NNC_EXEC_OOM : CCV_NNC_EXEC_INVALID, "%s: %s failed: %s (cuDNN status %d)", what, call,
+       cudnnGetErrorString(s), static_cast<int>(s));
+}
+#define NNC_CUDNN_CHECK(call, what) check_cudnn((call), (what), #call)
+
+bool not_supported(cudnnStatus_t s) { return CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED; }
+
+constexpr size_t kWorkspaceLimit = size_t{1} << 30;
+
+// Scratch comes from the device's default memory pool (Scratch below), which
+// by default hands freed memory back to the driver at every synchronisation;
+// keeping up to kWorkspaceLimit makes the next call's scratch a reuse. A
+// device without pools fails in Scratch with a message, not here.
+void keep_scratch_pooled(int device) {
+  cudaMemPool_t pool;
+  if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
+    uint64_t keep = kWorkspaceLimit;
+    cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    keep = std::max<uint64_t>(keep, kWorkspaceLimit);
+    cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+  }
+  cudaGetLastError();
+}
+
+// One cuDNN handle per device, made on first use, destroyed at exit (errors
+// ignored there: the runtime may be going away too). A handle carries its
+// stream, so each call holds the device's lease while it binds the stream and
+// queues its work (two threads queueing on one device take turns).
+std::mutex g_mutex;
+struct Handles {
+  std::vector<cudnnHandle_t> v;
+  std::vector<std::unique_ptr<std::mutex>> locks;
+  ~Handles() {
+    for (cudnnHandle_t h : v)
+      if (h) cudnnDestroy(h);
+  }
+};
+Handles g_handles;
+
+// The device's handle bound to stream s, held for the scope of one call.
+class Lease {
+ public:
+  Lease(int device, cudaStream_t s, const char* what) {
+    std::mutex* m;
+    {
+      const std::lock_guard<std::mutex> lock(g_mutex);
+      const size_t d = static_cast<size_t>(device);
+      if (d >= g_handles.v.size()) {
+        g_handles.v.resize(d + 1, nullptr);
+        g_handles.locks.resize(d + 1);
+      }
+      if (!g_handles.locks[d]) g_handles.locks[d] = std::make_unique<std::mutex>();
+      if (!g_handles.v[d]) {
+        NNC_CUDNN_CHECK(cudnnCreate(&g_handles.v[d]), what);
+        keep_scratch_pooled(device);
+      }
+      h_ = g_handles.v[d];
+      m = g_handles.locks[d].get();
+    }
+    lock_ = std::unique_lock<std::mutex>(*m);
+    NNC_CUDNN_CHECK(cudnnSetStream(h_, s), what);
+  }
+  operator cudnnHandle_t() const { return h_; }
+
+ private:
+  cudnnHandle_t h_ = nullptr;
+  std::unique_lock<std::mutex> lock_;
+};
+
+// Scratch device memory for one call, ordered on its stream (cudaMallocAsync
+// takes it from the device's pool, cudaFreeAsync returns it once the work
+// queued before has run): safe on any stream, and a reuse of pooled memory
+// once the pool holds enough (keep_scratch_pooled).
+// The one place that allocates cuDNN workspace; a stream's own workspace
+// would replace it here.
+class Scratch {
+ public:
+  Scratch(size_t bytes, cudaStream_t s, const char* what) : s_(s) {
+    if (bytes == 0) return;
+    const cudaError_t e = cudaMallocAsync(&p_, bytes, s);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      fail(CCV_NNC_EXEC_OOM, "%s: cannot allocate %zu bytes of cuDNN workspace: %s", what, bytes,
+           cudaGetErrorString(e));
+    }
+  }
+  ~Scratch() {
+    if (p_) cudaFreeAsync(p_, s_);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  void* get() const { return p_; }
+
+ private:
+  void* p_ = nullptr;
+  cudaStream_t s_;
+};
+
+// RAII cuDNN descriptors.
+template <class T, cudnnStatus_t (*Create)(T*), cudnnStatus_t (*Destroy)(T)>
+class Desc {
+ public:
+  explicit Desc(const char* what) { NNC_CUDNN_CHECK(Create(&d_), what); }
+  ~Desc() {
+    if (d_) Destroy(d_);
+  }
+  Desc(const Desc&) = delete;
+  Desc& operator=(const Desc&) = delete;
+  operator T() const { return d_; }
+
+ private:
+  T d_ = nullptr;
+};
+using TensorDesc = Desc<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
+using FilterDesc = Desc<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
+using ConvDesc =
+    Desc<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor, cudnnDestroyConvolutionDescriptor>;
+using PoolDesc = Desc<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor, cudnnDestroyPoolingDescriptor>;
+
+void set_tensor(cudnnTensorDescriptor_t d, const Tensor4& t, const char* what) {
+  NNC_CUDNN_CHECK(cudnnSetTensorNdDescriptor(d, CUDNN_DATA_FLOAT, 4, t.dim, t.stride), what);
+}
+
+bool allow_tf32() {
+  const char* e = std::getenv("NNC_CUDNN_ALLOW_TF32");
+  return e && e[0] == '1';
+}
+
+// The descriptors of one convolution.
+struct ConvDescs {
+  TensorDesc x, y;
+  FilterDesc w;
+  ConvDesc conv;
+  cudnnMathType_t math;
+  ConvDescs(const cudnn_plan::Conv& p, const char* what) : x(what), y(what), w(what), conv(what) {
+    set_tensor(x, p.x, what);
+    set_tensor(y, p.y, what);
+    NNC_CUDNN_CHECK(
+        cudnnSetFilterNdDescriptor(w, CUDNN_DATA_FLOAT, p.w.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, 4, p.w.dim),
+        what);
+    NNC_CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(conv, 2, p.pad, p.stride, p.dilation, CUDNN_CROSS_CORRELATION,
+                                                    CUDNN_DATA_FLOAT),
+                    what);
+    NNC_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv, p.groups), what);
+    math = allow_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    NNC_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math), what);
+  }
+};
+
+// The algorithm that last ran a convolution of this description, per device:
+// the next call of the same shape tries it before asking the heuristics.
+using AlgoKey = std::vector<int>;
+AlgoKey algo_key(int op, int device, cudnnMathType_t math, const cudnn_plan::Conv& p, const Tensor4* dx) {
+  AlgoKey k = {op, device, static_cast<int>(math), p.w.nhwc ? 1 : 0, p.groups};
+  for (const Tensor4* t : {&p.x, &p.y, dx})
+    for (int i = 0; t && i < 4; i++) k.push_back(t->dim[i]), k.push_back(t->stride[i]);
+  for (int i = 0; i < 4; i++) k.push_back(p.w.dim[i]);
+  for (int i = 0; i < 2; i++) k.push_back(p.pad[i]), k.push_back(p.stride[i]), k.push_back(p.dilation[i]);
+  return k;
+}
+std::mutex g_algo_mutex;
+std::map<AlgoKey, int> g_algos;
+int cached_algo(const AlgoKey& k) {
+  const std::lock_guard<std::mutex> lock(g_algo_mutex);
+  const auto it = g_algos.find(k);
+  return it == g_algos.end() ? -1 : it->second;
+}
+void remember_algo(const AlgoKey& k, int a) {
+  const std::lock_guard<std::mutex> lock(g_algo_mutex);
+  g_algos[k] = a;
+}
+
+// Runs `run(algo, workspace, bytes)` with `preferred` (autotune's pick, or
+// -1) and the algorithm that last ran this shape, then, asking
+// `heuristics()` for cuDNN's list, the algorithms in its order of preference,
+// then every other one, until one is supported. `size(algo, &bytes)`: the
+// workspace query.
+template <class Algo, class HeuristicsFn, class SizeFn, class RunFn>
+void run_with_algorithms(const AlgoKey& key, int preferred, HeuristicsFn heuristics, int algo_count,
+                         cudnnMathType_t math, cudaStream_t s, SizeFn size, RunFn run, const char* what) {
+  // An algorithm that does not fit the problem answers NOT_SUPPORTED (some
+  // BAD_PARAM): try the next. Anything else is an error at once.
+  auto skippable = [](cudnnStatus_t st) {
+    return not_supported(st) || CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_BAD_PARAM;
+  };
+  cudnnStatus_t last = CUDNN_STATUS_NOT_SUPPORTED;
+  std::vector<Algo> tried;
+  auto attempt = [&](Algo a) {
+    if (std::find(tried.begin(), tried.end(), a) != tried.end()) return false;
+    tried.push_back(a);
+    size_t bytes = 0;
+    const cudnnStatus_t q = size(a, &bytes);
+    if (q != CUDNN_STATUS_SUCCESS) {
+      if (!skippable(q)) check_cudnn(q, what, "the workspace size query");
+      last = q;
+      return false;
+    }
+    if (bytes > kWorkspaceLimit) return false;
+    Scratch ws(bytes, s, what);
+    const cudnnStatus_t r = run(a, ws.get(), bytes);
+    if (r == CUDNN_STATUS_SUCCESS) {
+      remember_algo(key, static_cast<int>(a));
+      return true;
+    }
+    if (!skippable(r)) check_cudnn(r, what, "the convolution");
+    last = r;
+    return false;
+  };
+  for (int a : {preferred, cached_algo(key)})
+    if (a >= 0 && a < algo_count && attempt(static_cast<Algo>(a))) return;
+  for (const auto& p : heuristics()) {
+    if (p.status != CUDNN_STATUS_SUCCESS) continue;
+    if (math == CUDNN_FMA_MATH && p.mathType != CUDNN_FMA_MATH && p.mathType != CUDNN_DEFAULT_MATH) continue;
+    if (attempt(p.algo)) return;
+  }
+  for (int a = 0; a < algo_count; a++)
+    if (attempt(static_cast<Algo>(a))) return;
+  fail(CCV_NNC_EXEC_INVALID, "%s: no cuDNN algorithm runs this convolution (last status: %s, %d)", what,
+       cudnnGetErrorString(last), static_cast<int>(last));
+}
+
+int device_of(const ccv_nnc_tensor_t* t) { return CCV_TENSOR_GET_DEVICE_ID(t->info.type); }
+
+bool on_gpu(const ccv_nnc_tensor_t* t) {
+  return !t || (!CCV_IS_TENSOR_MULTIVIEW(t) && CCV_TENSOR_GET_MEMORY(t->info.type) == CCV_TENSOR_GPU_MEMORY);
+}
+bool all_on_gpu(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs, int output_size) {
+  for (int i = 0; i < input_size; i++)
+    if (!on_gpu(inputs[i])) return false;
+  for (int i = 0; i < output_size; i++)
+    if (!on_gpu(outputs[i])) return false;
+  return true;
+}
+
+// ---- convolution ----
+
+bool accept_conv_forward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                         ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (input_size < 2 || output_size < 1 || !inputs[0] || !inputs[1] || !outputs[0]) return false;
+  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
+  // The hint is not known here: only the checks that need none (types, the
+  // weights' format and packing); exec plans with the hint and fails, with a
+  // message, the padding cuDNN cannot express.
+  return cudnn_plan::conv_forward_tensors(inputs[0], inputs[1], input_size > 2 ? inputs[2] : nullptr, outputs[0],
+                                          nullptr);
+}
+
+NNC_KERNEL(conv_forward) {
+  static const char* what = "CONVOLUTION_FORWARD (GPU_CUDNN)";
+  const ccv_nnc_tensor_t* x = inputs[0];
+  const ccv_nnc_tensor_t* w = inputs[1];
+  const ccv_nnc_tensor_t* bias = input_size > 2 ? inputs[2] : nullptr;
+  ccv_nnc_tensor_t* y = outputs[0];
+  cudnn_plan::Conv p;
+  std::string why;
+  if (!cudnn_plan::conv_forward(cmd, hint, x, w, bias, y, &p, &why))
+    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  const int device = device_of(y);
+  const cudaStream_t s = stream_of(stream_context, device, what);
+  const Lease h(device, s, what);
+  ConvDescs d(p, what);
+  auto heuristics = [&] {
+    int max_algos = 0;
+    NNC_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_algos), what);
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
+    int found = 0;
+    NNC_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, max_algos, &found, perf.data()),
+                    what);
+    perf.resize(static_cast<size_t>(found));
+    return perf;
+  };
+  const float one = 1, zero = 0;
+  run_with_algorithms<cudnnConvolutionFwdAlgo_t>(
+      algo_key(0, device, d.math, p, nullptr), cmd.algorithm, heuristics, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, d.math, s,
+      [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
+        return cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, a, bytes);
+      },
+      [&](cudnnConvolutionFwdAlgo_t a, void* ws, size_t bytes) {
+        return cudnnConvolutionForward(h, &one, d.x, x->data.f32, d.w, w->data.f32, d.conv, a, ws, bytes, &zero, d.y,
+                                       y->data.f32);
+      },
+      what);
+  if (p.has_bias) {
+    TensorDesc b(what);
+    set_tensor(b, p.bias, what);
+    NNC_CUDNN_CHECK(cudnnAddTensor(h, &one, b, bias->data.f32, &one, d.y, y->data.f32), what);
+  }
+  finish(stream_context, s, what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+bool accept_conv_backward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                          ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (input_size < 1 || output_size < 1 || !inputs[0]) return false;
+  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
+  return cudnn_plan::conv_backward_tensors(inputs, input_size, outputs, output_size, nullptr);
+}
+
+NNC_KERNEL(conv_backward) {
+  static const char* what = "CONVOLUTION_BACKWARD (GPU_CUDNN)";
+  cudnn_plan::ConvBackward p;
+  std::string why;
+  if (!cudnn_plan::conv_backward(cmd, hint, inputs, input_size, outputs, output_size, &p, &why))
+    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  const conv_rules::BackwardIo io = conv_rules::backward_io(inputs, input_size, outputs, output_size);
+  const int device = device_of(io.g);
+  const cudaStream_t s = stream_of(stream_context, device, what);
+  const Lease h(device, s, what);
+  const float one = 1, zero = 0;
+  if (p.dbias) {
+    TensorDesc g(what), b(what);
+    set_tensor(g, p.conv.y, what);
+    set_tensor(b, p.conv.bias, what);
+    NNC_CUDNN_CHECK(cudnnConvolutionBackwardBias(h, &one, g, io.g->data.f32, &zero, b, io.dbias->data.f32), what);
+  }
+  if (!p.bias_only) {
+    ConvDescs d(p.conv, what);
+    if (p.dw) {
+      auto heuristics = [&] {
+        int max_algos = 0;
+        NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max_algos), what);
+        std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
+        int found = 0;
+        NNC_CUDNN_CHECK(
+            cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, max_algos, &found, perf.data()),
+            what);
+        perf.resize(static_cast<size_t>(found));
+        return perf;
+      };
+      run_with_algorithms<cudnnConvolutionBwdFilterAlgo_t>(
+          algo_key(2, device, d.math, p.conv, nullptr), cudnn_plan::backward_filter_algorithm(cmd.algorithm),
+          heuristics, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, d.math, s,
+          [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
+            return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, a, bytes);
+          },
+          [&](cudnnConvolutionBwdFilterAlgo_t a, void* ws, size_t bytes) {
+            return cudnnConvolutionBackwardFilter(h, &one, d.x, io.x->data.f32, d.y, io.g->data.f32, d.conv, a, ws,
+                                                  bytes, &zero, d.w, io.dw->data.f32);
+          },
+          what);
+    }
+    if (p.dx) {
+      TensorDesc dx(what);
+      set_tensor(dx, p.dx_desc, what);
+      auto heuristics = [&] {
+        int max_algos = 0;
+        NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max_algos), what);
+        std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
+        int found = 0;
+        NNC_CUDNN_CHECK(
+            cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, dx, max_algos, &found, perf.data()), what);
+        perf.resize(static_cast<size_t>(found));
+        return perf;
+      };
+      run_with_algorithms<cudnnConvolutionBwdDataAlgo_t>(
+          algo_key(1, device, d.math, p.conv, &p.dx_desc), cudnn_plan::backward_data_algorithm(cmd.algorithm),
+          heuristics, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, d.math, s,
+          [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
+            return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, dx, a, bytes);
+          },
+          [&](cudnnConvolutionBwdDataAlgo_t a, void* ws, size_t bytes) {
+            return cudnnConvolutionBackwardData(h, &one, d.w, io.w->data.f32, d.y, io.g->data.f32, d.conv, a, ws, bytes,
+                                                &zero, dx, io.dx->data.f32);
+          },
+          what);
+    }
+  }
+  finish(stream_context, s, what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// ---- autotune: cuDNN's Find (timed runs) picks the algorithms ----
+
+// The fastest supported entry of a Find result (under FMA math, no tensor-op
+// entry), or -1.
+template <class Perf>
+int fastest(const Perf* perf, int n, cudnnMathType_t math, size_t limit) {
+  for (int i = 0; i < n; i++) {  // Find sorts by time
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > limit) continue;
+    if (math == CUDNN_FMA_MATH && perf[i].mathType != CUDNN_FMA_MATH && perf[i].mathType != CUDNN_DEFAULT_MATH)
+      continue;
+    return static_cast<int>(perf[i].algo);
+  }
+  return -1;
+}
+
+size_t tune_limit(size_t max_workspace_size) {
+  return max_workspace_size ? std::min(max_workspace_size, kWorkspaceLimit) : kWorkspaceLimit;
+}
+
+// Workspace for Find: the limit, or less when the device has less free.
+struct TuneScratch {
+  size_t bytes;
+  std::unique_ptr<Scratch> s;
+  TuneScratch(size_t limit, cudaStream_t st, const char* what) : bytes(limit) {
+    for (; bytes >= (size_t{1} << 20); bytes /= 2) {
+      try {
+        s = std::make_unique<Scratch>(bytes, st, what);
+        return;
+      } catch (const Error&) {
+      }
+    }
+    bytes = 0;
+  }
+  void* get() const { return s ? s->get() : nullptr; }
+};
+
+int conv_forward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_size, const ccv_nnc_hint_t hint,
+                          const int, ccv_nnc_tensor_t* const* const inputs, const int input_size,
+                          ccv_nnc_tensor_t* const* const outputs, const int output_size,
+                          ccv_nnc_stream_context_t* const stream_context) {
+  static const char* what = "CONVOLUTION_FORWARD autotune (GPU_CUDNN)";
+  try {
+    if (input_size < 2 || output_size < 1) return -1;
+    const ccv_nnc_tensor_t* x = inputs[0];
+    const ccv_nnc_tensor_t* w = inputs[1];
+    ccv_nnc_tensor_t* y = outputs[0];
+    cudnn_plan::Conv p;
+    if (!cudnn_plan::conv_forward(cmd, hint, x, w, input_size > 2 ? inputs[2] : nullptr, y, &p, nullptr)) return -1;
+    const int device = device_of(y);
+    const cudaStream_t s = stream_of(stream_context, device, what);
+    const Lease h(device, s, what);
+    ConvDescs d(p, what);
+    TuneScratch ws(tune_limit(max_workspace_size), s, what);
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int n = 0;
+    NNC_CUDNN_CHECK(
+        cudnnFindConvolutionForwardAlgorithmEx(h, d.x, x->data.f32, d.w, w->data.f32, d.conv, d.y, y->data.f32,
+                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ws.get(), ws.bytes),
+        what);
+    finish(stream_context, s, what);
+    return fastest(perf, n, d.math, ws.bytes);
+  } catch (...) {
+    return -1;  // the heuristics then
+  }
+}
+
+int conv_backward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_size, const ccv_nnc_hint_t hint,
+                           const int, ccv_nnc_tensor_t* const* const inputs, const int input_size,
+                           ccv_nnc_tensor_t* const* const outputs, const int output_size,
+                           ccv_nnc_stream_context_t* const stream_context) {
+  static const char* what = "CONVOLUTION_BACKWARD autotune (GPU_CUDNN)";
+  try {
+    cudnn_plan::ConvBackward p;
+    if (!cudnn_plan::conv_backward(cmd, hint, inputs, input_size, outputs, output_size, &p, nullptr) || p.bias_only)
+      return -1;
+    const conv_rules::BackwardIo io = conv_rules::backward_io(inputs, input_size, outputs, output_size);
+    const int device = device_of(io.g);
+    const cudaStream_t s = stream_of(stream_context, device, what);
+    const Lease h(device, s, what);
+    ConvDescs d(p.conv, what);
+    TuneScratch ws(tune_limit(max_workspace_size), s, what);
+    int data = -1, filter = -1;
+    if (p.dx) {
+      TensorDesc dx(what);
+      set_tensor(dx, p.dx_desc, what);
+      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      int n = 0;
+      NNC_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+                          h, d.w, io.w->data.f32, d.y, io.g->data.f32, d.conv, dx, io.dx->data.f32,
+                          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws.get(), ws.bytes),
+                      what);
+      data = fastest(perf, n, d.math, ws.bytes);
+    }
+    if (p.dw) {
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      int n = 0;
+      NNC_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                          h, d.x, io.x->data.f32, d.y, io.g->data.f32, d.conv, d.w, io.dw->data.f32,
+                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws.get(), ws.bytes),
+                      what);
+      filter = fastest(perf, n, d.math, ws.bytes);
+    }
+    finish(stream_context, s, what);
+    return cudnn_plan::pack_backward_algorithms(data, filter);
+  } catch (...) {
+    return -1;
+  }
+}
+
+// ---- pooling ----
+
+void set_pool(cudnnPoolingDescriptor_t d, const cudnn_plan::Pool& p, const char* what) {
+  const cudnnPoolingMode_t mode =
+      p.mode == cudnn_plan::PoolMode::kMax ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+  // NaN wins in NNC's max pool (pool.cpp): propagate it.
+  NNC_CUDNN_CHECK(cudnnSetPoolingNdDescriptor(d, mode, CUDNN_PROPAGATE_NAN, 2, p.window, p.pad, p.stride), what);
+}
+
+bool accept_pool_forward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                         ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (input_size < 1 || output_size < 1 || !inputs[0] || !outputs[0]) return false;
+  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
+  return cudnn_plan::pool_tensors(inputs[0], outputs[0], nullptr);
+}
+
+NNC_KERNEL(pool_forward) {
+  static const char* what = "pooling forward (GPU_CUDNN)";
+  cudnn_plan::Pool p;
+  std::string why;
+  if (!cudnn_plan::pool(cmd, hint, inputs[0], outputs[0], &p, &why))
+    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  const int device = device_of(outputs[0]);
+  const cudaStream_t s = stream_of(stream_context, device, what);
+  const Lease h(device, s, what);
+  PoolDesc pd(what);
+  TensorDesc x(what), y(what);
+  set_pool(pd, p, what);
+  set_tensor(x, p.x, what);
+  set_tensor(y, p.y, what);
+  const float one = 1, zero = 0;
+  NNC_CUDNN_CHECK(cudnnPoolingForward(h, pd, &one, x, inputs[0]->data.f32, &zero, y, outputs[0]->data.f32), what);
+  finish(stream_context, s, what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// |g|x|y| -> |dx|: MAX needs x (y is computed when absent); AVERAGE reads g only.
+bool accept_pool_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                          ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (input_size < 1 || output_size < 1 || !inputs[0] || !outputs[0]) return false;
+  if (cmd.cmd == CCV_NNC_MAX_POOL_BACKWARD &&
+      (input_size < 2 || !inputs[1] || !cudnn_plan::same_strides(inputs[1], outputs[0])))
+    return false;
+  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
+  return cudnn_plan::pool_tensors(outputs[0], inputs[0], nullptr);
+}
+
+NNC_KERNEL(pool_backward) {
+  static const char* what = "pooling backward (GPU_CUDNN)";
+  const bool max = cmd.cmd == CCV_NNC_MAX_POOL_BACKWARD;
+  const ccv_nnc_tensor_t* g = inputs[0];
+  const ccv_nnc_tensor_t* x = input_size > 1 ? inputs[1] : nullptr;
+  const ccv_nnc_tensor_t* y = input_size > 2 ? inputs[2] : nullptr;
+  ccv_nnc_tensor_t* dx = outputs[0];
+  NNC_CHECK(!max || x, "%s: MAX_POOL_BACKWARD needs x (input 1)", what);
+  cudnn_plan::Pool p;
+  std::string why;
+  if (!cudnn_plan::pool(cmd, hint, dx, g, &p, &why)) fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  // cuDNN wants x laid out like dx and y like g (cudnnPoolingBackward's
+  // BAD_PARAM conditions). The average reads neither: dx and g stand in.
+  // The max reads x (accept saw its strides match dx's) and y: one laid out
+  // like g is used as it is, otherwise (absent, or a view unlike g) y is
+  // pooled again from x into scratch laid out like g.
+  if (max) {
+    NNC_CHECK(same_shape(x->info, dx->info) && x->info.format == dx->info.format,
+              "%s: x is %s but dx is %s; they must match", what, shape_string(x->info.dim).c_str(),
+              shape_string(dx->info.dim).c_str());
+    if (!cudnn_plan::same_strides(x, dx)) fail(CCV_NNC_EXEC_NO_KERNEL, "%s: x and dx are laid out differently", what);
+  }
+  const bool y_as_is =
+      max && y && same_shape(y->info, g->info) && y->info.format == g->info.format && cudnn_plan::same_strides(y, g);
+  const int device = device_of(dx);
+  const cudaStream_t s = stream_of(stream_context, device, what);
+  const Lease h(device, s, what);
+  PoolDesc pd(what);
+  set_pool(pd, p, what);
+  TensorDesc gd(what), xd(what);
+  set_tensor(gd, p.y, what);
+  set_tensor(xd, p.x, what);
+  const float one = 1, zero = 0;
+  const void* xdata = max ? x->data.f32 : dx->data.f32;
+  const void* ydata = y_as_is ? y->data.f32 : g->data.f32;
+  Scratch scratch(max && !y_as_is ? cudnn_plan::extent(p.y) * sizeof(float) : 0, s, what);
+  if (max && !y_as_is) {
+    NNC_CUDNN_CHECK(cudnnPoolingForward(h, pd, &one, xd, xdata, &zero, gd, scratch.get()), what);
+    ydata = scratch.get();
+  }
+  NNC_CUDNN_CHECK(cudnnPoolingBackward(h, pd, &one, gd, ydata, gd, g->data.f32, xd, xdata, &zero, xd, dx->data.f32),
+                  what);
+  finish(stream_context, s, what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// ---- softmax ----
+
+bool accept_softmax_forward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                            ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (input_size < 1 || output_size < 1 || !inputs[0] || !outputs[0]) return false;
+  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
+  try {
+    Tensor4 a, b;
+    return cudnn_plan::softmax_rows(inputs[0], &a, nullptr) && cudnn_plan::softmax_rows(outputs[0], &b, nullptr) &&
+           a.dim[0] == b.dim[0] && a.dim[1] == b.dim[1];
+  } catch (...) {
+    return false;
+  }
+}
+
+NNC_KERNEL(softmax_forward) {
+  static const char* what = "SOFTMAX_FORWARD (GPU_CUDNN)";
+  Tensor4 xa, ya;
+  std::string why;
+  if (!cudnn_plan::softmax_rows(inputs[0], &xa, &why) || !cudnn_plan::softmax_rows(outputs[0], &ya, &why))
+    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  NNC_CHECK(xa.dim[0] == ya.dim[0] && xa.dim[1] == ya.dim[1], "%s: x is %s but y is %s; they must hold the same rows",
+            what, shape_string(inputs[0]->info.dim).c_str(), shape_string(outputs[0]->info.dim).c_str());
+  const int device = device_of(outputs[0]);
+  const cudaStream_t s = stream_of(stream_context, device, what);
+  const Lease h(device, s, what);
+  TensorDesc x(what), y(what);
+  set_tensor(x, xa, what);
+  set_tensor(y, ya, what);
+  const float one = 1, zero = 0;
+  NNC_CUDNN_CHECK(cudnnSoftmaxForward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, x,
+                                      inputs[0]->data.f32, &zero, y, outputs[0]->data.f32),
+                  what);
+  finish(stream_context, s, what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// |g|x|y| -> |dx|: g and y are needed (a NULL g, read as ones, is left to
+// another backend), laid out alike.
+bool accept_softmax_backward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                             ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (input_size < 3 || output_size < 1 || !inputs[0] || !inputs[2] || !outputs[0]) return false;
+  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
+  try {
+    Tensor4 g, y, dx;
+    // cuDNN wants y and dy laid out alike (cudnnSoftmaxBackward's BAD_PARAM conditions).
+    return cudnn_plan::softmax_rows(inputs[0], &g, nullptr) && cudnn_plan::softmax_rows(inputs[2], &y, nullptr) &&
+           cudnn_plan::softmax_rows(outputs[0], &dx, nullptr) && cudnn_plan::same_desc(g, y) && dx.dim[0] == y.dim[0] &&
+           dx.dim[1] == y.dim[1];
+  } catch (...) {
+    return false;
+  }
+}
+
+NNC_KERNEL(softmax_backward) {
+  static const char* what = "SOFTMAX_BACKWARD (GPU_CUDNN)";
+  Tensor4 ga, ya, da;
+  std::string why;
+  if (!cudnn_plan::softmax_rows(inputs[0], &ga, &why) || !cudnn_plan::softmax_rows(inputs[2], &ya, &why) ||
+      !cudnn_plan::softmax_rows(outputs[0], &da, &why))
+    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  NNC_CHECK(ga.dim[0] == ya.dim[0] && ga.dim[1] == ya.dim[1] && da.dim[0] == ya.dim[0] && da.dim[1] == ya.dim[1],
+            "%s: g %s, y %s and dx %s must hold the same rows", what, shape_string(inputs[0]->info.dim).c_str(),
+            shape_string(inputs[2]->info.dim).c_str(), shape_string(outputs[0]->info.dim).c_str());
+  const int device = device_of(outputs[0]);
+  const cudaStream_t s = stream_of(stream_context, device, what);
+  const Lease h(device, s, what);
+  TensorDesc g(what), y(what), dx(what);
+  set_tensor(g, ga, what);
+  set_tensor(y, ya, what);
+  set_tensor(dx, da, what);
+  const float one = 1, zero = 0;
+  NNC_CUDNN_CHECK(cudnnSoftmaxBackward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, y,
+                                       inputs[2]->data.f32, g, inputs[0]->data.f32, &zero, dx, outputs[0]->data.f32),
+                  what);
+  finish(stream_context, s, what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// ---- batch norm ----
+
+bool accept_bnorm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                          ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
+  try {
+    cudnn_plan::BatchNorm p;
+    return cudnn_plan::batch_norm_forward(cmd, inputs, input_size, outputs, output_size, &p, nullptr);
+  } catch (...) {
+    return false;
+  }
+}
+
+// A device copy of n floats on s (nothing when from == to).
+void copy_floats(float* to, const float* from, size_t n, cudaStream_t s, const char* what) {
+  if (to != from) NNC_CUDA_CHECK(cudaMemcpyAsync(to, from, n * sizeof(float), cudaMemcpyDeviceToDevice, s), what);
+}
+
+// Training: y from the batch statistics; saved_mean / saved_inv_std straight
+// from cuDNN (scratch when not asked for). The running statistics: NNC's rule
+// is out = in * momentum + batch * (1 - momentum) with the biased batch
+// variance; cuDNN's running variance takes the unbiased one. So cuDNN writes
+// the batch mean and unbiased variance (factor 1) into zeroed scratch, and
+// two cudnnAddTensor calls blend them in with the plan's factors
+// (cudnn_plan::BatchNorm: keep, take_mean, take_var).
+NNC_KERNEL(bnorm_forward) {
+  static const char* what = "BATCH_NORM_FORWARD (GPU_CUDNN)";
+  cudnn_plan::BatchNorm p;
+  std::string why;
+  if (!cudnn_plan::batch_norm_forward(cmd, inputs, input_size, outputs, output_size, &p, &why))
+    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  const norm::BatchNormIo io = norm::batch_norm_forward_io(inputs, input_size, outputs, output_size);
+  const int device = device_of(io.y);
+  const cudaStream_t s = stream_of(stream_context, device, what);
+  const Lease h(device, s, what);
+  TensorDesc xd(what), pd(what);
+  set_tensor(xd, p.x, what);
+  set_tensor(pd, p.param, what);
+  const float one = 1, zero = 0;
+  const size_t C = static_cast<size_t>(p.channels);
+  if (!p.training) {
+    NNC_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(
+                        h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xd, io.x->data.f32, xd, io.y->data.f32, pd,
+                        io.scale->data.f32, io.bias->data.f32, io.mean->data.f32, io.var->data.f32, p.epsilon),
+                    what);
+    finish(stream_context, s, what);
+    return CCV_NNC_EXEC_SUCCESS;
+  }
+  const bool running = io.out_mean || io.out_var;
+  // Scratch: [batch mean | batch unbiased var | saved mean | saved inv std].
+  Scratch scratch(4 * C * sizeof(float), s, what);
+  float* base = static_cast<float*>(scratch.get());
+  float* batch_mean = base;
+  float* batch_var = base + C;
+  float* saved_mean = io.saved_mean ? io.saved_mean->data.f32 : base + 2 * C;
+  float* saved_inv_std = io.saved_inv_std ? io.saved_inv_std->data.f32 : base + 3 * C;
+  if (running)
+    NNC_CUDA_CHECK(cudaMemsetAsync(base, 0, 2 * C * sizeof(float), s), what);  // factor 1 still reads them (times 0)
+  NNC_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
+                      h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xd, io.x->data.f32, xd, io.y->data.f32, pd,
+                      io.scale->data.f32, io.bias->data.f32, 1.0, running ? batch_mean : nullptr,
+                      running ? batch_var : nullptr, p.epsilon, saved_mean, saved_inv_std),
+                  what);
+  if (io.out_mean) {
+    copy_floats(io.out_mean->data.f32, io.mean->data.f32, C, s, what);
+    NNC_CUDNN_CHECK(cudnnAddTensor(h, &p.take_mean, pd, batch_mean, &p.keep, pd, io.out_mean->data.f32), what);
+  }
+  if (io.out_var) {
+    copy_floats(io.out_var->data.f32, io.var->data.f32, C, s, what);
+    NNC_CUDNN_CHECK(cudnnAddTensor(h, &p.take_var, pd, batch_var, &p.keep, pd, io.out_var->data.f32), what);
+  }
+  finish(stream_context, s, what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+bool accept_bnorm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                           ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
+  try {
+    cudnn_plan::BatchNorm p;
+    return cudnn_plan::batch_norm_backward(cmd, inputs, input_size, outputs, output_size, &p, nullptr);
+  } catch (...) {
+    return false;
+  }
+}
+
+// Training backward from the saved statistics. cuDNN writes dx, dscale and
+// dbias always: scratch stands in for those not asked for.
+NNC_KERNEL(bnorm_backward) {
+  static const char* what = "BATCH_NORM_BACKWARD (GPU_CUDNN)";
+  cudnn_plan::BatchNorm p;
+  std::string why;
+  if (!cudnn_plan::batch_norm_backward(cmd, inputs, input_size, outputs, output_size, &p, &why))
+    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  const norm::BatchNormIo io = norm::batch_norm_backward_io(inputs, input_size, outputs, output_size);
+  const int device = device_of(io.x);
+  const cudaStream_t s = stream_of(stream_context, device, what);
+  const Lease h(device, s, what);
+  TensorDesc xd(what), pd(what);
+  set_tensor(xd, p.x, what);
+  set_tensor(pd, p.param, what);
+  const size_t C = static_cast<size_t>(p.channels);
+  const size_t dx_floats = io.dx ? 0 : cudnn_plan::extent(p.x);
+  // Scratch: [dscale | dbias | scale (unread without dx) | dx].
+  Scratch scratch((3 * C + dx_floats) * sizeof(float), s, what);
+  float* base = static_cast<float*>(scratch.get());
+  float* dscale = io.dscale ? io.dscale->data.f32 : base;
+  float* dbias = io.dbias ? io.dbias->data.f32 : base + C;
+  const float* scale = io.scale ? io.scale->data.f32 : base + 2 * C;
+  float* dx = io.dx ? io.dx->data.f32 : base + 3 * C;
+  if (!io.scale) NNC_CUDA_CHECK(cudaMemsetAsync(base + 2 * C, 0, C * sizeof(float), s), what);
+  const float one = 1, zero = 0;
+  NNC_CUDNN_CHECK(cudnnBatchNormalizationBackward(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, xd,
+                                                  io.x->data.f32, xd, io.g->data.f32, xd, dx, pd, scale, dscale, dbias,
+                                                  p.epsilon, io.saved_mean->data.f32, io.saved_inv_std->data.f32),
+                  what);
+  finish(stream_context, s, what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// ---- layer norm ----
+
+using OpDesc = Desc<cudnnOpTensorDescriptor_t, cudnnCreateOpTensorDescriptor, cudnnDestroyOpTensorDescriptor>;
+using ReduceDesc =
+    Desc<cudnnReduceTensorDescriptor_t, cudnnCreateReduceTensorDescriptor, cudnnDestroyReduceTensorDescriptor>;
+
+// c = a (op) b, b broadcast where its extents are 1 (c never aliases a or b here).
+void op_tensor(cudnnHandle_t h, cudnnOpTensorOp_t op, float alpha_b, cudnnTensorDescriptor_t ad, const void* a,
+               cudnnTensorDescriptor_t bd, const void* b, cudnnTensorDescriptor_t cd, void* c, const char* what) {
+  OpDesc d(what);
+  NNC_CUDNN_CHECK(cudnnSetOpTensorDescriptor(d, op, CUDNN_DATA_FLOAT, CUDNN_PROPAGATE_NAN), what);
+  const float one = 1, zero = 0;
+  NNC_CUDNN_CHECK(cudnnOpTensor(h, d, &one, ad, a, &alpha_b, bd, b, &zero, cd, c), what);
+}
+
+// c = the sum of a over the dimensions where c has extent 1.
+void reduce_sum(cudnnHandle_t h, cudnnTensorDescriptor_t ad, const void* a, cudnnTensorDescriptor_t cd, void* c,
+                cudaStream_t s, const char* what) {
+  ReduceDesc d(what);
+  NNC_CUDNN_CHECK(cudnnSetReduceTensorDescriptor(d, CUDNN_REDUCE_TENSOR_ADD, CUDNN_DATA_FLOAT, CUDNN_PROPAGATE_NAN,
+                                                 CUDNN_REDUCE_TENSOR_NO_INDICES, CUDNN_32BIT_INDICES),
+                  what);
+  size_t bytes = 0;
+  NNC_CUDNN_CHECK(cudnnGetReductionWorkspaceSize(h, d, ad, cd, &bytes), what);
+  Scratch ws(bytes, s, what);
+  const float one = 1, zero = 0;
+  NNC_CUDNN_CHECK(cudnnReduceTensor(h, d, nullptr, 0, ws.get(), bytes, &one, ad, a, &zero, cd, c), what);
+}
+
+bool accept_lnorm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                          ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
+  try {
+    cudnn_plan::LayerNorm p;
+    return cudnn_plan::layer_norm_forward(cmd, inputs, input_size, outputs, output_size, &p, nullptr);
+  } catch (...) {
+    return false;
+  }
+}
+
+// cuDNN's batch norm over the rows (scale 1, bias 0 per row) normalises; the
+// per-element scale and bias follow (cudnnOpTensor, cudnnAddTensor).
+NNC_KERNEL(lnorm_forward) {
+  static const char* what = "LAYER_NORM_FORWARD (GPU_CUDNN)";
+  cudnn_plan::LayerNorm p;
+  std::string why;
+  if (!cudnn_plan::layer_norm_forward(cmd, inputs, input_size, outputs, output_size, &p, &why))
+    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  const norm::LayerNormIo io = norm::layer_norm_forward_io(cmd, inputs, input_size, outputs, output_size);
+  const int device = device_of(io.y);
+  const cudaStream_t s = stream_of(stream_context, device, what);
+  const Lease h(device, s, what);
+  TensorDesc xd(what), rd(what), fd(what);
+  set_tensor(xd, p.x, what);
+  set_tensor(rd, p.row_param, what);
+  set_tensor(fd, p.feature, what);
+  const size_t R = static_cast<size_t>(p.rows);
+  const size_t normalised = io.scale ? cudnn_plan::extent(p.x) : 0;  // y before the scale
+  // Scratch: [ones | zeros | saved mean | saved inv std | normalised x].
+  Scratch scratch((4 * R + normalised) * sizeof(float), s, what);
+  float* base = static_cast<float*>(scratch.get());
+  const float one = 1, zero = 0;
+  NNC_CUDNN_CHECK(cudnnSetTensor(h, rd, base, &one), what);
+  NNC_CUDNN_CHECK(cudnnSetTensor(h, rd, base + R, &zero), what);
+  float* saved_mean = io.saved_mean ? io.saved_mean->data.f32 : base + 2 * R;
+  float* saved_inv_std = io.saved_inv_std ? io.saved_inv_std->data.f32 : base + 3 * R;
+  float* target = io.scale ? base + 4 * R : io.y->data.f32;
+  NNC_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xd, io.x->data.f32,
+                                                         xd, target, rd, base, base + R, 1.0, nullptr, nullptr,
+                                                         p.epsilon, saved_mean, saved_inv_std),
+                  what);
+  if (io.scale) op_tensor(h, CUDNN_OP_TENSOR_MUL, 1, xd, target, fd, io.scale->data.f32, xd, io.y->data.f32, what);
+  if (io.bias) NNC_CUDNN_CHECK(cudnnAddTensor(h, &one, fd, io.bias->data.f32, &one, xd, io.y->data.f32), what);
+  finish(stream_context, s, what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+bool accept_lnorm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                           ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
+  try {
+    cudnn_plan::LayerNorm p;
+    return cudnn_plan::layer_norm_backward(cmd, inputs, input_size, outputs, output_size, &p, nullptr);
+  } catch (...) {
+    return false;
+  }
+}
+
+// dx: cuDNN's batch-norm backward over the rows with dy = g * scale (h), which
+// is NNC's inv_std (h - mean h - xhat mean(h xhat)). dscale = the sum over rows
+// of g * xhat (xhat = (x - saved_mean) * saved_inv_std), dbias = the sum of g:
+// cudnnOpTensor and cudnnReduceTensor.
+NNC_KERNEL(lnorm_backward) {
+  static const char* what = "LAYER_NORM_BACKWARD (GPU_CUDNN)";
+  cudnn_plan::LayerNorm p;
+  std::string why;
+  if (!cudnn_plan::layer_norm_backward(cmd, inputs, input_size, outputs, output_size, &p, &why))
+    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  const norm::LayerNormIo io = norm::layer_norm_backward_io(cmd, inputs, input_size, outputs, output_size);
+  const int device = device_of(io.x);
+  const cudaStream_t s = stream_of(stream_context, device, what);
+  const Lease h(device, s, what);
+  TensorDesc xd(what), rd(what), fd(what);
+  set_tensor(xd, p.x, what);
+  set_tensor(rd, p.row_param, what);
+  set_tensor(fd, p.feature, what);
+  const size_t R = static_cast<size_t>(p.rows), X = cudnn_plan::extent(p.x);
+  // Scratch: [ones | d row-scale | d row-bias | h | xhat | g xhat], the big parts only when needed.
+  const size_t hx = io.scale ? X : 0, sx = io.dscale ? 2 * X : 0;
+  Scratch scratch((3 * R + hx + sx) * sizeof(float), s, what);
+  float* base = static_cast<float*>(scratch.get());
+  float* hbuf = base + 3 * R;
+  float* xhat = hbuf + hx;
+  float* gxhat = xhat + X;
+  const float one = 1, zero = 0;
+  NNC_CUDNN_CHECK(cudnnSetTensor(h, rd, base, &one), what);
+  const float* dy = io.g->data.f32;
+  if (io.scale) {
+    op_tensor(h, CUDNN_OP_TENSOR_MUL, 1, xd, io.g->data.f32, fd, io.scale->data.f32, xd, hbuf, what);
+    dy = hbuf;
+  }
+  if (io.dx)
+    NNC_CUDNN_CHECK(
+        cudnnBatchNormalizationBackward(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, xd, io.x->data.f32, xd,
+                                        dy, xd, io.dx->data.f32, rd, base, base + R, base + 2 * R, p.epsilon,
+                                        io.saved_mean->data.f32, io.saved_inv_std->data.f32),
+        what);
+  if (io.dscale) {
+    op_tensor(h, CUDNN_OP_TENSOR_ADD, -1, xd, io.x->data.f32, rd, io.saved_mean->data.f32, xd, gxhat,
+              what);                                                                                  // x - mean
+    op_tensor(h, CUDNN_OP_TENSOR_MUL, 1, xd, gxhat, rd, io.saved_inv_std->data.f32, xd, xhat, what);  // xhat
+    op_tensor(h, CUDNN_OP_TENSOR_MUL, 1, xd, xhat, xd, io.g->data.f32, xd, gxhat, what);              // g xhat
+    reduce_sum(h, xd, gxhat, fd, io.dscale->data.f32, s, what);
+  }
+  if (io.dbias) reduce_sum(h, xd, io.g->data.f32, fd, io.dbias->data.f32, s, what);
+  finish(stream_context, s, what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+}  // namespace
+
+void register_cudnn(Registry& r) {
+  KernelTraits t;
+  t.backend = CCV_NNC_BACKEND_GPU_CUDNN;
+  t.datatypes = CCV_32F;
+  t.memory = CCV_TENSOR_GPU_MEMORY;
+  t.formats = formats::kImage;
+  // One "algorithm" each for autotune, whose pick (the autotune function:
+  // cuDNN's Find) the kernel tries first.
+  r.add_kernels(t.accepting(accept_conv_forward).with_algorithms(1, conv_forward_autotune),
+                {{CCV_NNC_CONVOLUTION_FORWARD, conv_forward}});
+  r.add_kernels(t.accepting(accept_conv_backward).with_algorithms(1, conv_backward_autotune),
+                {{CCV_NNC_CONVOLUTION_BACKWARD, conv_backward}});
+  r.add_kernels(t.accepting(accept_pool_forward),
+                {{CCV_NNC_MAX_POOL_FORWARD, pool_forward}, {CCV_NNC_AVERAGE_POOL_FORWARD, pool_forward}});
+  r.add_kernels(t.accepting(accept_pool_backward),
+                {{CCV_NNC_MAX_POOL_BACKWARD, pool_backward}, {CCV_NNC_AVERAGE_POOL_BACKWARD, pool_backward}});
+  KernelTraits any = t;
+  any.formats = formats::kAll;
+  r.add_kernels(any.accepting(accept_softmax_forward), {{CCV_NNC_SOFTMAX_FORWARD, softmax_forward}});
+  r.add_kernels(any.accepting(accept_softmax_backward), {{CCV_NNC_SOFTMAX_BACKWARD, softmax_backward}});
+  r.add_kernels(any.accepting(accept_bnorm_forward), {{CCV_NNC_BATCH_NORM_FORWARD, bnorm_forward}});
+  r.add_kernels(any.accepting(accept_bnorm_backward), {{CCV_NNC_BATCH_NORM_BACKWARD, bnorm_backward}});
+  r.add_kernels(any.accepting(accept_lnorm_forward), {{CCV_NNC_LAYER_NORM_FORWARD, lnorm_forward}});
+  r.add_kernels(any.accepting(accept_lnorm_backward), {{CCV_NNC_LAYER_NORM_BACKWARD, lnorm_backward}});
+}
+
+}  // namespace nnc::cuda

@@ -1,0 +1,130 @@
+// bench-cudnn: the reference network's convolution and pooling commands at
+// batch 64 on GPU 0 through ccv_nnc_cmd_exec (GPU_CUDNN), fp32 (no TF32), in
+// NHWC and NCHW: once with cuDNN's heuristics, once with the command that
+// ccv_nnc_cmd_autotune returns. Each call synchronises (NNC's synchronous
+// calls do), so the figures include it. Median of 20 after 5 warm-ups.
+// tools/bench-cudnn/peer.py prints PyTorch's figures for the same calls.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "nnc/ccv_nnc.h"
+#include "nnc/ccv_nnc_easy.h"
+
+namespace {
+
+template <class F>
+double median_ms(F&& f) {
+  for (int i = 0; i < 5; i++) f();
+  std::vector<double> t;
+  for (int i = 0; i < 20; i++) {
+    const auto a = std::chrono::steady_clock::now();
+    f();
+    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+ccv_nnc_tensor_t* gpu(std::vector<int> d, int format) {
+  ccv_nnc_tensor_param_t p;
+  std::memset(&p, 0, sizeof(p));
+  p.type = CCV_TENSOR_GPU_MEMORY;
+  p.format = format;
+  p.datatype = CCV_32F;
+  for (size_t i = 0; i < d.size(); i++) p.dim[i] = d[i];
+  ccv_nnc_tensor_t* t = ccv_nnc_tensor_new(nullptr, p, 0);
+  if (t) cudaMemset(t->data.u8, 0, ccv_nnc_tensor_count(p) * 4);
+  return t;
+}
+
+std::vector<int> img(int n, int h, int w, int c, int format) {
+  return format == CCV_TENSOR_FORMAT_NHWC ? std::vector<int>{n, h, w, c} : std::vector<int>{n, c, h, w};
+}
+
+ccv_nnc_hint_t pad(int p, int s) {
+  ccv_nnc_hint_t h;
+  std::memset(&h, 0, sizeof(h));
+  h.stride.dim[0] = h.stride.dim[1] = s;
+  h.border.begin[0] = h.border.begin[1] = h.border.end[0] = h.border.end[1] = p;
+  return h;
+}
+
+void row(const char* name, ccv_nnc_cmd_t cmd, ccv_nnc_hint_t hint, std::vector<ccv_nnc_tensor_t*> in,
+         std::vector<ccv_nnc_tensor_t*> out) {
+  const int is = static_cast<int>(in.size()), os = static_cast<int>(out.size());
+  if (ccv_nnc_cmd_exec(cmd, hint, 0, in.data(), is, out.data(), os, nullptr) != CCV_NNC_EXEC_SUCCESS) {
+    std::printf("%-34s failed: %s\n", name, ccv_nnc_error_message());
+    return;
+  }
+  const double heur = median_ms([&] { ccv_nnc_cmd_exec(cmd, hint, 0, in.data(), is, out.data(), os, nullptr); });
+  const ccv_nnc_cmd_t tuned = ccv_nnc_cmd_autotune(cmd, 0, hint, 0, in.data(), is, out.data(), os, nullptr);
+  const double tune = median_ms([&] { ccv_nnc_cmd_exec(tuned, hint, 0, in.data(), is, out.data(), os, nullptr); });
+  std::printf("%-34s %12.4f %12.4f %10d\n", name, heur, tune, tuned.algorithm);
+}
+
+}  // namespace
+
+int main() {
+  ccv_nnc_init();
+  if (ccv_nnc_device_count(CCV_STREAM_CONTEXT_GPU) == 0) {
+    std::printf("no GPU found: nothing to measure\n");
+    return 0;
+  }
+  cudaDeviceProp prop;
+  cudaGetDeviceProperties(&prop, 0);
+  std::printf("GPU 0: %s; GPU_CUDNN, fp32; ms per call (median of 20, synchronised)\n", prop.name);
+  std::printf("%-34s %12s %12s %10s\n", "command (batch 64)", "heuristics", "autotuned", "algorithm");
+  const int N = 64;
+  for (int f : {CCV_TENSOR_FORMAT_NHWC, CCV_TENSOR_FORMAT_NCHW}) {
+    const char* fmt = f == CCV_TENSOR_FORMAT_NHWC ? "NHWC" : "NCHW";
+    struct Layer {
+      int H, C, K;
+    };
+    for (const Layer l : {Layer{28, 1, 32}, Layer{14, 32, 64}}) {
+      ccv_nnc_tensor_t* x = gpu(img(N, l.H, l.H, l.C, f), f);
+      ccv_nnc_tensor_t* w =
+          gpu(f == CCV_TENSOR_FORMAT_NHWC ? std::vector<int>{l.K, 5, 5, l.C} : std::vector<int>{l.K, l.C, 5, 5}, f);
+      ccv_nnc_tensor_t* b = gpu({l.K}, f);
+      ccv_nnc_tensor_t* y = gpu(img(N, l.H, l.H, l.K, f), f);
+      ccv_nnc_tensor_t* dx = gpu(img(N, l.H, l.H, l.C, f), f);
+      ccv_nnc_tensor_t* dw =
+          gpu(f == CCV_TENSOR_FORMAT_NHWC ? std::vector<int>{l.K, 5, 5, l.C} : std::vector<int>{l.K, l.C, 5, 5}, f);
+      ccv_nnc_tensor_t* db = gpu({l.K}, f);
+      ccv_nnc_tensor_t* p = gpu(img(N, l.H / 2, l.H / 2, l.K, f), f);
+      ccv_nnc_tensor_t* dy = gpu(img(N, l.H, l.H, l.K, f), f);
+      if (!x || !w || !b || !y || !dx || !dw || !db || !p || !dy) {
+        std::printf("allocation failed: %s\n", ccv_nnc_error_message());
+        return 1;
+      }
+      ccv_nnc_cmd_param_t cp;
+      std::memset(&cp, 0, sizeof(cp));
+      cp.size.dim[0] = cp.size.dim[1] = 5, cp.size.dim[2] = l.C;
+      cp.convolution.count = l.K;
+      cp.convolution.groups = 1;
+      const ccv_nnc_cmd_t fwd = ccv_nnc_cmd(CCV_NNC_CONVOLUTION_FORWARD, nullptr, cp, 0);
+      const ccv_nnc_cmd_t bwd = ccv_nnc_cmd(CCV_NNC_CONVOLUTION_BACKWARD, nullptr, cp, 0);
+      char name[64];
+      std::snprintf(name, sizeof(name), "conv fwd %d->%d %s", l.C, l.K, fmt);
+      row(name, fwd, pad(2, 1), {x, w, b}, {y});
+      std::snprintf(name, sizeof(name), "conv bwd %s %d->%d %s", l.C == 1 ? "dw db" : "dx dw db", l.C, l.K, fmt);
+      if (l.C == 1)
+        row(name, bwd, pad(2, 1), {y, x, nullptr}, {nullptr, dw, db});
+      else
+        row(name, bwd, pad(2, 1), {y, x, w}, {dx, dw, db});
+      ccv_nnc_cmd_param_t pp;
+      std::memset(&pp, 0, sizeof(pp));
+      pp.size.dim[0] = pp.size.dim[1] = 2, pp.size.dim[2] = 1;
+      std::snprintf(name, sizeof(name), "max pool fwd %d %s", l.K, fmt);
+      row(name, ccv_nnc_cmd(CCV_NNC_MAX_POOL_FORWARD, nullptr, pp, 0), pad(0, 2), {y}, {p});
+      std::snprintf(name, sizeof(name), "max pool bwd %d %s", l.K, fmt);
+      row(name, ccv_nnc_cmd(CCV_NNC_MAX_POOL_BACKWARD, nullptr, pp, 0), pad(0, 2), {p, y, p}, {dy});
+      for (ccv_nnc_tensor_t* t : {x, w, b, y, dx, dw, db, p, dy}) ccv_nnc_tensor_free(t);
+    }
+  }
+  return 0;
+}
