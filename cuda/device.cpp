@@ -81,6 +81,7 @@ cublasHandle_t cublas_handle(int device) {
 void register_transfer(Registry& r);
 void register_gemm(Registry& r);
 void register_ew(Registry& r);
+void register_ewgpu(Registry& r);  // after register_ew: replaces its kernels
 
 }  // namespace nnc::cuda
 
@@ -92,6 +93,7 @@ void register_cuda(Registry& r) {
   cuda::register_transfer(r);
   cuda::register_gemm(r);
   cuda::register_ew(r);
+  cuda::register_ewgpu(r);
 }
 
 }  // namespace nnc
