@@ -578,7 +578,10 @@ bool accept_convert(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, i
 
 }  // namespace
 
+void register_reduce_gpu(Registry& r);
+
 void register_ewgpu(Registry& r) {
+  register_reduce_gpu(r);
   KernelTraits t;
   t.backend = CCV_NNC_BACKEND_GPU_REF;
   t.memory = CCV_TENSOR_GPU_MEMORY;
