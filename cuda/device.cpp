@@ -80,8 +80,7 @@ cublasHandle_t cublas_handle(int device) {
 
 void register_transfer(Registry& r);
 void register_gemm(Registry& r);
-void register_ew(Registry& r);
-void register_ewgpu(Registry& r);  // after register_ew: replaces its kernels
+void register_ewgpu(Registry& r);
 
 }  // namespace nnc::cuda
 
@@ -92,7 +91,6 @@ void register_cuda(Registry& r) {
   set_device_memory(&cuda::kDeviceMemory);
   cuda::register_transfer(r);
   cuda::register_gemm(r);
-  cuda::register_ew(r);
   cuda::register_ewgpu(r);
 }
 
