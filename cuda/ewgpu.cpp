@@ -184,7 +184,7 @@ NNC_KERNEL(binary) {
 
 // --- EWSUM / EWPROD forward (n inputs) ------------------------------------
 
-// Up to 7 inputs per pass; inputs that are the output itself go in the first
+// Up to kPlanOperands - 1 inputs per pass; inputs that are the output itself go in the first
 // pass (later passes read the output as their first operand).
 bool accept_nary(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
                  int output_size) {
@@ -330,7 +330,7 @@ NNC_KERNEL(div_grad) {
 
 // --- EWPROD backward: |g|x_1..x_n|y| -> |dx_1..dx_n| ----------------------
 
-// dx_i = g prod_{j != i} x_j for up to 7 factors; refused when a gradient is
+// dx_i = g prod_{j != i} x_j for up to kPlanOperands - 1 factors; refused when a gradient is
 // an input another gradient still reads.
 bool accept_prod_grad(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
                       int output_size) {
@@ -579,9 +579,13 @@ bool accept_convert(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, i
 }  // namespace
 
 void register_reduce_gpu(Registry& r);
+void register_loss_optim_gpu(Registry& r);
 
+// Every GPU_REF backend of this part (element-wise, reductions, losses,
+// softmax, optimisers): the one call register_cuda makes.
 void register_ewgpu(Registry& r) {
   register_reduce_gpu(r);
+  register_loss_optim_gpu(r);
   KernelTraits t;
   t.backend = CCV_NNC_BACKEND_GPU_REF;
   t.memory = CCV_TENSOR_GPU_MEMORY;

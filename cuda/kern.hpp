@@ -65,4 +65,54 @@ enum ReduceOp : int {
 cudaError_t launch_reduce(cudaStream_t s, const gpu::ReducePlan& plan, const gpu::ReduceLaunch& launch, float* y, const float* x1,
                           const float* x2, int op, float scale);
 
+// Row-wise kernels (losses, softmax): every row tensor is rows x cols along
+// its last dimension; `rows` walks the leading dimensions (operand k: the
+// first element of row r of row tensor k); items (a value per row: losses,
+// g, class indices) are walked in row-major order of their own shapes, item r
+// belonging to row r. One block per row.
+struct RowArgs {
+  gpu::EwPlan rows;
+  int64_t col_stride[gpu::kPlanOperands] = {};
+  void* row_ptr[gpu::kPlanOperands] = {};  // NULL: absent
+  int cols = 0;
+  gpu::EwPlan item[2];                     // one operand each
+  void* item_ptr[2] = {};                  // NULL: absent (g reads 1)
+  int item_int[2] = {};                    // 1 when the items are 32S
+  float trim0 = 0, trim1 = 1;
+};
+// SOFTMAX_CROSSENTROPY forward: row tensors 0 logits, 1 softmax (or NULL),
+// 2 dense labels (or NULL); items 0 loss (or NULL), 1 class indices (or NULL).
+// *bad (device memory, may be NULL) is set to 1 + the first row whose index
+// is outside [0, cols) or not whole.
+cudaError_t launch_softmax_crossentropy(cudaStream_t s, const RowArgs& a, int* bad);
+// Backward: row tensors 0 softmax, 1 g_softmax (or NULL), 2 dense labels (or
+// NULL), 3 d logits; items 0 g (or NULL), 1 class indices (or NULL).
+cudaError_t launch_softmax_crossentropy_backward(cudaStream_t s, const RowArgs& a, int* bad);
+// CATEGORICAL_CROSSENTROPY forward: row tensors 0 p, 2 dense labels; items 0
+// loss, 1 class indices.
+cudaError_t launch_categorical_crossentropy(cudaStream_t s, const RowArgs& a, int* bad);
+// Backward: row tensors 0 p, 2 dense labels, 3 dp (or NULL), 4 d labels (or
+// NULL); items 0 g (or NULL), 1 class indices.
+cudaError_t launch_categorical_crossentropy_backward(cudaStream_t s, const RowArgs& a, int* bad);
+// SOFTMAX forward: row tensors 0 x, 1 y. Backward: 0 g (NULL: ones), 1 y, 2 dx.
+cudaError_t launch_softmax(cudaStream_t s, const RowArgs& a);
+cudaError_t launch_softmax_backward(cudaStream_t s, const RowArgs& a);
+
+// One optimiser step per element (lib/cmd/optim/optim.hpp's formulas in
+// float): plan operands g, a, then the input state, then b and the output
+// state (SGD: g a m b n; ADAM / ADAMW: g a m v [vm] b n u [um]; RMSPROP: g a
+// m v b n u).
+enum OptimKind : int { kOptSgd = 0, kOptAdam, kOptAdamW, kOptRmsprop };
+struct OptimArgs {
+  int kind = kOptSgd;
+  float rate = 0, scale = 1, decay = 0;
+  float momentum = 0, one_minus_dampening = 1;
+  int nesterov = 0;
+  float beta1 = 0, one_minus_beta1 = 1, beta2 = 0, one_minus_beta2 = 1, epsilon = 0;
+  int amsgrad = 0;
+  float step_size = 0, inv_sqrt_bc2 = 1, weight_keep = 1;
+  float alpha = 0, one_minus_alpha = 1;
+};
+cudaError_t launch_optim(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, const EwPtrs& ptrs, const OptimArgs& a);
+
 }  // namespace nnc::cuda

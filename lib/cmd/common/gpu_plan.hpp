@@ -30,7 +30,7 @@
 namespace nnc::gpu {
 
 constexpr int kPlanDims = 12;     // CCV_NNC_MAX_DIM_ALLOC
-constexpr int kPlanOperands = 8;  // an output and up to 7 inputs
+constexpr int kPlanOperands = 10;  // an output and up to 9 inputs (ADAM with amsgrad: 9 tensors)
 
 // A walk over `count` elements in row-major order of dim[0..nd), with each
 // operand's strides (in elements; 0 where it is broadcast). Passed to kernels
