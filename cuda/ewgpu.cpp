@@ -99,6 +99,28 @@ Call::Call(ccv_nnc_stream_context_t* ctx, int device, const char* what_) : strea
 void Call::check(cudaError_t e) const { NNC_CUDA_CHECK(e, what); }
 void Call::done() const { finish(stream, s, what); }
 
+DeviceFlag::DeviceFlag(const Call& c, bool needed) : c_(c) {
+  if (!needed) return;
+  if (cudaMallocAsync(reinterpret_cast<void**>(&d_), sizeof(int), c.s) != cudaSuccess) {
+    cudaGetLastError();  // no stream-ordered pool: run without the check
+    d_ = nullptr;
+    return;
+  }
+  NNC_CUDA_CHECK(cudaMemsetAsync(d_, 0, sizeof(int), c.s), c.what);
+}
+
+DeviceFlag::~DeviceFlag() {
+  if (d_) cudaFreeAsync(d_, c_.s);  // an error path: the call has failed already
+}
+
+int DeviceFlag::done() {
+  if (d_ && !c_.stream) NNC_CUDA_CHECK(cudaMemcpyAsync(&host_, d_, sizeof(int), cudaMemcpyDeviceToHost, c_.s), c_.what);
+  if (d_) NNC_CUDA_CHECK(cudaFreeAsync(d_, c_.s), c_.what);
+  d_ = nullptr;
+  c_.done();
+  return host_;
+}
+
 // y = x for two views of one shape on one GPU (any element type of one size).
 void copy_layout(const Call& c, const Layout& y, const Layout& x) {
   const gpu::EwPlan p = plan_of(y, {&x}, c.what);
@@ -580,12 +602,14 @@ bool accept_convert(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, i
 
 void register_reduce_gpu(Registry& r);
 void register_loss_optim_gpu(Registry& r);
+void register_index_gpu(Registry& r);
 
 // Every GPU_REF backend of this part (element-wise, reductions, losses,
 // softmax, optimisers): the one call register_cuda makes.
 void register_ewgpu(Registry& r) {
   register_reduce_gpu(r);
   register_loss_optim_gpu(r);
+  register_index_gpu(r);
   KernelTraits t;
   t.backend = CCV_NNC_BACKEND_GPU_REF;
   t.memory = CCV_TENSOR_GPU_MEMORY;

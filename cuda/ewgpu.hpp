@@ -34,6 +34,25 @@ struct Call {
   void done() const;
 };
 
+// A device int a kernel sets to flag bad input (a class index, a row
+// index), stream-ordered (cudaMallocAsync; without a pool no flag is made).
+// done() ends the call (finish) and returns the flag, read back on
+// synchronous calls only (0 on a GPU stream, which the call cannot wait for).
+class DeviceFlag {
+ public:
+  DeviceFlag(const Call& c, bool needed);
+  ~DeviceFlag();
+  int* device() const { return d_; }
+  int done();
+  DeviceFlag(const DeviceFlag&) = delete;
+  DeviceFlag& operator=(const DeviceFlag&) = delete;
+
+ private:
+  const Call& c_;
+  int* d_ = nullptr;
+  int host_ = 0;
+};
+
 // y = x, two views of one shape on the GPU.
 void copy_layout(const Call& c, const Layout& y, const Layout& x);
 

@@ -115,4 +115,18 @@ struct OptimArgs {
 };
 cudaError_t launch_optim(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, const EwPtrs& ptrs, const OptimArgs& a);
 
+// INDEX_SELECT: y row i (axis 0) = x row indices[i]; `inner` walks the other
+// axes (operands 0 y, 1 x), `idx` the indices (32S, or 64S when wide) in
+// row-major order. A bad index sets *bad to 1 + i and zeroes y's row.
+cudaError_t launch_gather(cudaStream_t s, const gpu::EwPlan& inner, const gpu::EwPlan& idx, const void* indices, int wide,
+                          int64_t rows_x, int64_t n, void* y, int64_t ys0, const void* x, int64_t xs0, int element_size, int* bad);
+// Its backward on a zeroed dx (32F): dx row indices[i] += g row i (atomics;
+// inner operands 0 dx, 1 g).
+cudaError_t launch_scatter_add(cudaStream_t s, const gpu::EwPlan& inner, const gpu::EwPlan& idx, const void* indices, int wide,
+                               int64_t rows_dx, int64_t n, float* dx, int64_t ds0, const float* g, int64_t gs0, int* bad);
+// MASKED_FILL: y = mask == eq ? fill : x (operands 0 y, 1 x, 2 the mask broadcast).
+enum MaskType : int { kMaskF32 = 0, kMaskF16, kMaskI32, kMaskU8 };
+cudaError_t launch_masked_fill(cudaStream_t s, GpuType type, const gpu::EwPlan& p, void* y, const void* x, const void* mask, int mask_type,
+                               double eq, float fill);
+
 }  // namespace nnc::cuda

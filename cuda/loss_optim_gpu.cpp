@@ -74,38 +74,9 @@ void set_item(RowArgs& a, int k, const ccv_nnc_tensor_t* t, const char* what) {
   a.item_int[k] = l.datatype == CCV_32S;
 }
 
-// A device flag for bad class indices, read back on synchronous calls.
-class BadLabels {
- public:
-  BadLabels(const Call& c, bool needed) : c_(c) {
-    if (!needed) return;
-    if (cudaMallocAsync(reinterpret_cast<void**>(&d_), sizeof(int), c.s) != cudaSuccess) {
-      cudaGetLastError();  // no stream-ordered pool: run without the check
-      d_ = nullptr;
-      return;
-    }
-    NNC_CUDA_CHECK(cudaMemsetAsync(d_, 0, sizeof(int), c.s), c.what);
-  }
-  int* device() const { return d_; }
-  // Ends the call (finish) and, when it was synchronous, fails on a bad index.
-  void done() {
-    if (d_ && !c_.stream) NNC_CUDA_CHECK(cudaMemcpyAsync(&host_, d_, sizeof(int), cudaMemcpyDeviceToHost, c_.s), c_.what);
-    if (d_) NNC_CUDA_CHECK(cudaFreeAsync(d_, c_.s), c_.what);
-    d_ = nullptr;
-    c_.done();
-    NNC_CHECK(host_ == 0, "%s: the label of row %d is not a class index in [0, classes)", c_.what, host_ - 1);
-  }
-  ~BadLabels() {
-    if (d_) cudaFreeAsync(d_, c_.s);  // an error path: the call has failed already
-  }
-  BadLabels(const BadLabels&) = delete;
-  BadLabels& operator=(const BadLabels&) = delete;
-
- private:
-  const Call& c_;
-  int* d_ = nullptr;
-  int host_ = 0;
-};
+void check_labels(const Call& c, int flag) {
+  NNC_CHECK(flag == 0, "%s: the label of row %d is not a class index in [0, classes)", c.what, flag - 1);
+}
 
 bool f32_or_absent(const ccv_nnc_tensor_t* t) { return !t || CCV_GET_DATA_TYPE(t->info.datatype) == CCV_32F; }
 bool index_type(const ccv_nnc_tensor_t* t) {
@@ -152,9 +123,9 @@ NNC_KERNEL(softmax_crossentropy) {
   a.trim0 = cmd.info.label_smoothing.trim0;
   a.trim1 = cmd.info.label_smoothing.trim1;
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
-  BadLabels bad(c, !dense);
+  DeviceFlag bad(c, !dense);
   c.check(launch_softmax_crossentropy(c.s, a, bad.device()));
-  bad.done();
+  check_labels(c, bad.done());
   return CCV_NNC_EXEC_SUCCESS;
 }
 
@@ -173,9 +144,9 @@ NNC_KERNEL(softmax_crossentropy_backward) {
   a.trim0 = cmd.info.label_smoothing.trim0;
   a.trim1 = cmd.info.label_smoothing.trim1;
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
-  BadLabels bad(c, !dense);
+  DeviceFlag bad(c, !dense);
   c.check(launch_softmax_crossentropy_backward(c.s, a, bad.device()));
-  bad.done();
+  check_labels(c, bad.done());
   return CCV_NNC_EXEC_SUCCESS;
 }
 
@@ -191,9 +162,9 @@ NNC_KERNEL(categorical_crossentropy) {
   a.trim0 = cmd.info.label_smoothing.trim0;
   a.trim1 = cmd.info.label_smoothing.trim1;
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
-  BadLabels bad(c, !dense);
+  DeviceFlag bad(c, !dense);
   c.check(launch_categorical_crossentropy(c.s, a, bad.device()));
-  bad.done();
+  check_labels(c, bad.done());
   return CCV_NNC_EXEC_SUCCESS;
 }
 
@@ -213,9 +184,9 @@ NNC_KERNEL(categorical_crossentropy_backward) {
   a.trim0 = cmd.info.label_smoothing.trim0;
   a.trim1 = cmd.info.label_smoothing.trim1;
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
-  BadLabels bad(c, !dense);
+  DeviceFlag bad(c, !dense);
   c.check(launch_categorical_crossentropy_backward(c.s, a, bad.device()));
-  bad.done();
+  check_labels(c, bad.done());
   return CCV_NNC_EXEC_SUCCESS;
 }
 

@@ -40,7 +40,8 @@ inline ccv_nnc_cmd_t make_cmd(uint32_t id) {
   return ccv_nnc_cmd(id, nullptr, p, 0);
 }
 
-// Fills a packed CPU tensor of any float type (or 32S) with uniform values in [lo, hi).
+// Fills a packed CPU tensor of any float type with uniform values in [lo, hi),
+// or of an integer type (32S, 64S, 8U) with integers in [lo, hi].
 inline void fill_any(ccv_nnc_tensor_t* t, std::mt19937& rng, float lo, float hi) {
   const int type = CCV_GET_DATA_TYPE(t->info.datatype);
   if (type == CCV_32F) {
@@ -50,9 +51,14 @@ inline void fill_any(ccv_nnc_tensor_t* t, std::mt19937& rng, float lo, float hi)
   // Other types: made as 32F and converted on the CPU (CPU_REF).
   ccv_nnc_tensor_param_t p = t->info;
   p.datatype = CCV_32F;
-  if (type == CCV_32S) {
+  if (type == CCV_32S || type == CCV_64S || type == CCV_8U) {
     std::uniform_int_distribution<int> d(static_cast<int>(lo), static_cast<int>(hi));
-    for (size_t i = 0; i < ccv_nnc_tensor_count(t->info); i++) t->data.i32[i] = d(rng);
+    for (size_t i = 0; i < ccv_nnc_tensor_count(t->info); i++) {
+      const int v = d(rng);
+      if (type == CCV_32S) t->data.i32[i] = v;
+      if (type == CCV_64S) t->data.i64[i] = v;
+      if (type == CCV_8U) t->data.u8[i] = static_cast<unsigned char>(v);
+    }
     return;
   }
   Owned f(p);
@@ -67,8 +73,12 @@ inline Owned as_f32(const ccv_nnc_tensor_t* t) {
   ccv_nnc_tensor_param_t p = t->info;
   p.datatype = CCV_32F;
   Owned f(p);
-  if (CCV_GET_DATA_TYPE(t->info.datatype) == CCV_32S) {
-    for (size_t i = 0; i < ccv_nnc_tensor_count(p); i++) f->data.f32[i] = static_cast<float>(t->data.i32[i]);
+  const int type = CCV_GET_DATA_TYPE(t->info.datatype);
+  if (type == CCV_32S || type == CCV_64S || type == CCV_8U) {
+    for (size_t i = 0; i < ccv_nnc_tensor_count(p); i++)
+      f->data.f32[i] = type == CCV_32S ? static_cast<float>(t->data.i32[i])
+                       : type == CCV_64S ? static_cast<float>(t->data.i64[i])
+                                         : static_cast<float>(t->data.u8[i]);
     return f;
   }
   ccv_nnc_cmd_t c = make_cmd(CCV_NNC_DATATYPE_CONVERSION_FORWARD);
