@@ -603,6 +603,7 @@ bool accept_convert(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, i
 void register_reduce_gpu(Registry& r);
 void register_loss_optim_gpu(Registry& r);
 void register_index_gpu(Registry& r);
+void register_rand_gpu(Registry& r);
 
 // Every GPU_REF backend of this part (element-wise, reductions, losses,
 // softmax, optimisers): the one call register_cuda makes.
@@ -610,6 +611,7 @@ void register_ewgpu(Registry& r) {
   register_reduce_gpu(r);
   register_loss_optim_gpu(r);
   register_index_gpu(r);
+  register_rand_gpu(r);
   KernelTraits t;
   t.backend = CCV_NNC_BACKEND_GPU_REF;
   t.memory = CCV_TENSOR_GPU_MEMORY;
