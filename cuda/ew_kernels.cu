@@ -98,6 +98,43 @@ __global__ void ew_kernel(EwPlan p, EwPtrs q, int op, int n, float a, float b) {
   }
 }
 
+// The same with the input count known at compile time (1..3: every command
+// but EWSUM / EWPROD of many inputs), so offsets and values stay in
+// registers; packed operands (one merged dimension, unit strides) skip the
+// plan's arithmetic.
+template <class T, int N>
+__global__ void ew_fixed_kernel(EwPlan p, EwPtrs q, int op, float a, float b, int packed) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.count; i += step) {
+    int64_t off[N + 1];
+    if (packed) {
+#pragma unroll
+      for (int k = 0; k <= N; k++) off[k] = i;
+    } else {
+      gpu::plan_offsets(p, N + 1, i, off);
+    }
+    float x[N];
+#pragma unroll
+    for (int k = 0; k < N; k++) x[k] = q.p[1 + k] ? ld<T>(q.p[1 + k], off[1 + k]) : 1.f;
+    st<T>(q.p[0], off[0], apply(op, x, N, a, b));
+  }
+}
+
+template <class T>
+cudaError_t ew_as(cudaStream_t s, const EwPlan& plan, const EwPtrs& ptrs, int op, int n, float a, float b) {
+  const gpu::EwLaunch l = gpu::choose_ew(plan.count);
+  const dim3 grid(static_cast<unsigned>(l.blocks));
+  int packed = plan.nd == 1;
+  for (int k = 0; k <= n && packed; k++) packed = plan.stride[k][0] == 1;
+  switch (n) {
+    case 1: ew_fixed_kernel<T, 1><<<grid, l.threads, 0, s>>>(plan, ptrs, op, a, b, packed); break;
+    case 2: ew_fixed_kernel<T, 2><<<grid, l.threads, 0, s>>>(plan, ptrs, op, a, b, packed); break;
+    case 3: ew_fixed_kernel<T, 3><<<grid, l.threads, 0, s>>>(plan, ptrs, op, a, b, packed); break;
+    default: ew_kernel<T><<<grid, l.threads, 0, s>>>(plan, ptrs, op, n, a, b); break;
+  }
+  return cudaGetLastError();
+}
+
 template <class U>
 __global__ void copy_kernel(EwPlan p, U* y, const U* x) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -172,15 +209,12 @@ cudaError_t convert_from(cudaStream_t s, const EwPlan& plan, void* y, GpuType to
 cudaError_t launch_ew(cudaStream_t s, GpuType type, const EwPlan& plan, const EwPtrs& ptrs, int op, int n_inputs, float a, float b) {
   if (plan.count == 0) return cudaSuccess;
   if (n_inputs < 1 || n_inputs + 1 > kPlanOperands) return cudaErrorInvalidValue;
-  const gpu::EwLaunch l = gpu::choose_ew(plan.count);
-  const dim3 grid(static_cast<unsigned>(l.blocks));
   switch (type) {
-    case kF32: ew_kernel<float><<<grid, l.threads, 0, s>>>(plan, ptrs, op, n_inputs, a, b); break;
-    case kF16: ew_kernel<__half><<<grid, l.threads, 0, s>>>(plan, ptrs, op, n_inputs, a, b); break;
-    case kBF16: ew_kernel<__nv_bfloat16><<<grid, l.threads, 0, s>>>(plan, ptrs, op, n_inputs, a, b); break;
+    case kF32: return ew_as<float>(s, plan, ptrs, op, n_inputs, a, b);
+    case kF16: return ew_as<__half>(s, plan, ptrs, op, n_inputs, a, b);
+    case kBF16: return ew_as<__nv_bfloat16>(s, plan, ptrs, op, n_inputs, a, b);
     default: return cudaErrorInvalidValue;
   }
-  return cudaGetLastError();
 }
 
 cudaError_t launch_copy(cudaStream_t s, const EwPlan& plan, void* y, const void* x, int element_size) {

@@ -24,9 +24,11 @@ __device__ __forceinline__ float element(int op, const float* x1, const float* x
 
 __device__ __forceinline__ float identity(int op) { return op == kRedMax ? -INFINITY : 0.f; }
 
-// inputs: 1 (x1) or 2 (x1, x2); outer operands: 0 y, 1 x1, 2 x2.
-__global__ void reduce_thread_kernel(EwPlan outer, EwPlan inner, float* y, const float* x1, const float* x2, int op, int inputs,
-                                     float scale) {
+// IN inputs: 1 (x1) or 2 (x1, x2); outer operands: 0 y, 1 x1, 2 x2. (A
+// compile-time count keeps the offsets in registers.)
+template <int IN>
+__global__ void reduce_thread_kernel(EwPlan outer, EwPlan inner, float* y, const float* x1, const float* x2, int op, float scale) {
+  constexpr int inputs = IN;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < outer.count; o += step) {
     int64_t base[3] = {0, 0, 0};
@@ -41,8 +43,9 @@ __global__ void reduce_thread_kernel(EwPlan outer, EwPlan inner, float* y, const
   }
 }
 
-__global__ void reduce_block_kernel(EwPlan outer, EwPlan inner, float* y, const float* x1, const float* x2, int op, int inputs,
-                                    float scale) {
+template <int IN>
+__global__ void reduce_block_kernel(EwPlan outer, EwPlan inner, float* y, const float* x1, const float* x2, int op, float scale) {
+  constexpr int inputs = IN;
   __shared__ float part[256];
   for (int64_t o = blockIdx.x; o < outer.count; o += gridDim.x) {
     int64_t base[3] = {0, 0, 0};
@@ -74,10 +77,17 @@ cudaError_t launch_reduce(cudaStream_t s, const gpu::ReducePlan& plan, const gpu
       (launch.threads & (launch.threads - 1)))
     return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>(launch.blocks));
-  if (launch.block_per_output)
-    reduce_block_kernel<<<grid, launch.threads, 0, s>>>(plan.outer, plan.inner, y, x1, x2, op, inputs, scale);
-  else
-    reduce_thread_kernel<<<grid, launch.threads, 0, s>>>(plan.outer, plan.inner, y, x1, x2, op, inputs, scale);
+  if (launch.block_per_output) {
+    if (inputs == 1)
+      reduce_block_kernel<1><<<grid, launch.threads, 0, s>>>(plan.outer, plan.inner, y, x1, x2, op, scale);
+    else
+      reduce_block_kernel<2><<<grid, launch.threads, 0, s>>>(plan.outer, plan.inner, y, x1, x2, op, scale);
+  } else {
+    if (inputs == 1)
+      reduce_thread_kernel<1><<<grid, launch.threads, 0, s>>>(plan.outer, plan.inner, y, x1, x2, op, scale);
+    else
+      reduce_thread_kernel<2><<<grid, launch.threads, 0, s>>>(plan.outer, plan.inner, y, x1, x2, op, scale);
+  }
   return cudaGetLastError();
 }
 
