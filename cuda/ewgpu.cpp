@@ -106,7 +106,12 @@ DeviceFlag::DeviceFlag(const Call& c, bool needed) : c_(c) {
     d_ = nullptr;
     return;
   }
-  NNC_CUDA_CHECK(cudaMemsetAsync(d_, 0, sizeof(int), c.s), c.what);
+  const cudaError_t e = cudaMemsetAsync(d_, 0, sizeof(int), c.s);
+  if (e != cudaSuccess) {
+    cudaFreeAsync(d_, c.s);  // the destructor does not run when the constructor throws
+    d_ = nullptr;
+    NNC_CUDA_CHECK(e, c.what);
+  }
 }
 
 DeviceFlag::~DeviceFlag() {
