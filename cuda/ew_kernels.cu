@@ -48,8 +48,10 @@ __device__ __forceinline__ float sigmoidf(float x) { return 1.f / (1.f + expf(-x
 
 __device__ __forceinline__ float apply(int op, const float* x, int n, float a, float b) {
   switch (op) {
-    case kEwScale: return a * x[0];
-    case kEwAxpby: return a * x[0] + b * x[1];
+    case kEwScale:
+      return a * x[0];
+    case kEwAxpby:
+      return a * x[0] + b * x[1];
     case kEwSum: {
       float s = x[0];
       for (int k = 1; k < n; k++) s += x[k];
@@ -60,16 +62,26 @@ __device__ __forceinline__ float apply(int op, const float* x, int n, float a, f
       for (int k = 1; k < n; k++) s *= x[k];
       return a * s;
     }
-    case kEwDiv: return x[0] / x[1];
-    case kEwExp: return expf(x[0]);
-    case kEwLog: return logf(x[0]);
-    case kEwSqrt: return sqrtf(x[0]);
-    case kEwRelu: return x[0] > 0.f || x[0] != x[0] ? x[0] : 0.f;
-    case kEwSigmoid: return sigmoidf(x[0]);
-    case kEwTanh: return tanhf(x[0]);
-    case kEwReluGrad: return x[1] > 0.f ? x[0] : 0.f;
-    case kEwSigmoidGradY: return x[0] * x[1] * (1.f - x[1]);
-    case kEwTanhGradY: return x[0] * (1.f - x[1]) * (1.f + x[1]);
+    case kEwDiv:
+      return x[0] / x[1];
+    case kEwExp:
+      return expf(x[0]);
+    case kEwLog:
+      return logf(x[0]);
+    case kEwSqrt:
+      return sqrtf(x[0]);
+    case kEwRelu:
+      return x[0] > 0.f || x[0] != x[0] ? x[0] : 0.f;
+    case kEwSigmoid:
+      return sigmoidf(x[0]);
+    case kEwTanh:
+      return tanhf(x[0]);
+    case kEwReluGrad:
+      return x[1] > 0.f ? x[0] : 0.f;
+    case kEwSigmoidGradY:
+      return x[0] * x[1] * (1.f - x[1]);
+    case kEwTanhGradY:
+      return x[0] * (1.f - x[1]) * (1.f + x[1]);
     case kEwSigmoidGradX: {
       const float y = sigmoidf(x[1]);
       return x[0] * y * (1.f - y);
@@ -78,10 +90,14 @@ __device__ __forceinline__ float apply(int op, const float* x, int n, float a, f
       const float y = tanhf(x[1]);
       return x[0] * (1.f - y) * (1.f + y);
     }
-    case kEwDivGrad: return x[0] / x[1];
-    case kEwSqrtGrad: return x[0] / (2.f * x[1]);
-    case kEwDivGradB: return -x[0] * x[1] / x[2];
-    default: return 0.f;
+    case kEwDivGrad:
+      return x[0] / x[1];
+    case kEwSqrtGrad:
+      return x[0] / (2.f * x[1]);
+    case kEwDivGradB:
+      return -x[0] * x[1] / x[2];
+    default:
+      return 0.f;
   }
 }
 
@@ -127,10 +143,18 @@ cudaError_t ew_as(cudaStream_t s, const EwPlan& plan, const EwPtrs& ptrs, int op
   int packed = plan.nd == 1;
   for (int k = 0; k <= n && packed; k++) packed = plan.stride[k][0] == 1;
   switch (n) {
-    case 1: ew_fixed_kernel<T, 1><<<grid, l.threads, 0, s>>>(plan, ptrs, op, a, b, packed); break;
-    case 2: ew_fixed_kernel<T, 2><<<grid, l.threads, 0, s>>>(plan, ptrs, op, a, b, packed); break;
-    case 3: ew_fixed_kernel<T, 3><<<grid, l.threads, 0, s>>>(plan, ptrs, op, a, b, packed); break;
-    default: ew_kernel<T><<<grid, l.threads, 0, s>>>(plan, ptrs, op, n, a, b); break;
+    case 1:
+      ew_fixed_kernel<T, 1><<<grid, l.threads, 0, s>>>(plan, ptrs, op, a, b, packed);
+      break;
+    case 2:
+      ew_fixed_kernel<T, 2><<<grid, l.threads, 0, s>>>(plan, ptrs, op, a, b, packed);
+      break;
+    case 3:
+      ew_fixed_kernel<T, 3><<<grid, l.threads, 0, s>>>(plan, ptrs, op, a, b, packed);
+      break;
+    default:
+      ew_kernel<T><<<grid, l.threads, 0, s>>>(plan, ptrs, op, n, a, b);
+      break;
   }
   return cudaGetLastError();
 }
@@ -189,31 +213,41 @@ __global__ void convert_kernel(EwPlan p, B* y, const A* x) {
 template <class A, class B>
 cudaError_t convert_as(cudaStream_t s, const EwPlan& plan, void* y, const void* x) {
   const gpu::EwLaunch l = gpu::choose_ew(plan.count);
-  convert_kernel<A, B><<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(plan, static_cast<B*>(y), static_cast<const A*>(x));
+  convert_kernel<A, B>
+      <<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(plan, static_cast<B*>(y), static_cast<const A*>(x));
   return cudaGetLastError();
 }
 
 template <class A>
 cudaError_t convert_from(cudaStream_t s, const EwPlan& plan, void* y, GpuType to, const void* x) {
   switch (to) {
-    case kF32: return convert_as<A, float>(s, plan, y, x);
-    case kF64: return convert_as<A, double>(s, plan, y, x);
-    case kF16: return convert_as<A, __half>(s, plan, y, x);
-    case kBF16: return convert_as<A, __nv_bfloat16>(s, plan, y, x);
+    case kF32:
+      return convert_as<A, float>(s, plan, y, x);
+    case kF64:
+      return convert_as<A, double>(s, plan, y, x);
+    case kF16:
+      return convert_as<A, __half>(s, plan, y, x);
+    case kBF16:
+      return convert_as<A, __nv_bfloat16>(s, plan, y, x);
   }
   return cudaErrorInvalidValue;
 }
 
 }  // namespace
 
-cudaError_t launch_ew(cudaStream_t s, GpuType type, const EwPlan& plan, const EwPtrs& ptrs, int op, int n_inputs, float a, float b) {
+cudaError_t launch_ew(cudaStream_t s, GpuType type, const EwPlan& plan, const EwPtrs& ptrs, int op, int n_inputs,
+                      float a, float b) {
   if (plan.count == 0) return cudaSuccess;
   if (n_inputs < 1 || n_inputs + 1 > kPlanOperands) return cudaErrorInvalidValue;
   switch (type) {
-    case kF32: return ew_as<float>(s, plan, ptrs, op, n_inputs, a, b);
-    case kF16: return ew_as<__half>(s, plan, ptrs, op, n_inputs, a, b);
-    case kBF16: return ew_as<__nv_bfloat16>(s, plan, ptrs, op, n_inputs, a, b);
-    default: return cudaErrorInvalidValue;
+    case kF32:
+      return ew_as<float>(s, plan, ptrs, op, n_inputs, a, b);
+    case kF16:
+      return ew_as<__half>(s, plan, ptrs, op, n_inputs, a, b);
+    case kBF16:
+      return ew_as<__nv_bfloat16>(s, plan, ptrs, op, n_inputs, a, b);
+    default:
+      return cudaErrorInvalidValue;
   }
 }
 
@@ -222,11 +256,20 @@ cudaError_t launch_copy(cudaStream_t s, const EwPlan& plan, void* y, const void*
   const gpu::EwLaunch l = gpu::choose_ew(plan.count);
   const dim3 grid(static_cast<unsigned>(l.blocks));
   switch (element_size) {
-    case 1: copy_kernel<<<grid, l.threads, 0, s>>>(plan, static_cast<uint8_t*>(y), static_cast<const uint8_t*>(x)); break;
-    case 2: copy_kernel<<<grid, l.threads, 0, s>>>(plan, static_cast<uint16_t*>(y), static_cast<const uint16_t*>(x)); break;
-    case 4: copy_kernel<<<grid, l.threads, 0, s>>>(plan, static_cast<uint32_t*>(y), static_cast<const uint32_t*>(x)); break;
-    case 8: copy_kernel<<<grid, l.threads, 0, s>>>(plan, static_cast<uint64_t*>(y), static_cast<const uint64_t*>(x)); break;
-    default: return cudaErrorInvalidValue;
+    case 1:
+      copy_kernel<<<grid, l.threads, 0, s>>>(plan, static_cast<uint8_t*>(y), static_cast<const uint8_t*>(x));
+      break;
+    case 2:
+      copy_kernel<<<grid, l.threads, 0, s>>>(plan, static_cast<uint16_t*>(y), static_cast<const uint16_t*>(x));
+      break;
+    case 4:
+      copy_kernel<<<grid, l.threads, 0, s>>>(plan, static_cast<uint32_t*>(y), static_cast<const uint32_t*>(x));
+      break;
+    case 8:
+      copy_kernel<<<grid, l.threads, 0, s>>>(plan, static_cast<uint64_t*>(y), static_cast<const uint64_t*>(x));
+      break;
+    default:
+      return cudaErrorInvalidValue;
   }
   return cudaGetLastError();
 }
@@ -236,11 +279,20 @@ cudaError_t launch_fill(cudaStream_t s, const EwPlan& plan, void* y, uint64_t pa
   const gpu::EwLaunch l = gpu::choose_ew(plan.count);
   const dim3 grid(static_cast<unsigned>(l.blocks));
   switch (element_size) {
-    case 1: fill_kernel<<<grid, l.threads, 0, s>>>(plan, static_cast<uint8_t*>(y), static_cast<uint8_t>(pattern)); break;
-    case 2: fill_kernel<<<grid, l.threads, 0, s>>>(plan, static_cast<uint16_t*>(y), static_cast<uint16_t>(pattern)); break;
-    case 4: fill_kernel<<<grid, l.threads, 0, s>>>(plan, static_cast<uint32_t*>(y), static_cast<uint32_t>(pattern)); break;
-    case 8: fill_kernel<<<grid, l.threads, 0, s>>>(plan, static_cast<uint64_t*>(y), pattern); break;
-    default: return cudaErrorInvalidValue;
+    case 1:
+      fill_kernel<<<grid, l.threads, 0, s>>>(plan, static_cast<uint8_t*>(y), static_cast<uint8_t>(pattern));
+      break;
+    case 2:
+      fill_kernel<<<grid, l.threads, 0, s>>>(plan, static_cast<uint16_t*>(y), static_cast<uint16_t>(pattern));
+      break;
+    case 4:
+      fill_kernel<<<grid, l.threads, 0, s>>>(plan, static_cast<uint32_t*>(y), static_cast<uint32_t>(pattern));
+      break;
+    case 8:
+      fill_kernel<<<grid, l.threads, 0, s>>>(plan, static_cast<uint64_t*>(y), pattern);
+      break;
+    default:
+      return cudaErrorInvalidValue;
   }
   return cudaGetLastError();
 }
@@ -248,10 +300,14 @@ cudaError_t launch_fill(cudaStream_t s, const EwPlan& plan, void* y, uint64_t pa
 cudaError_t launch_convert(cudaStream_t s, const EwPlan& plan, void* y, GpuType to, const void* x, GpuType from) {
   if (plan.count == 0) return cudaSuccess;
   switch (from) {
-    case kF32: return convert_from<float>(s, plan, y, to, x);
-    case kF64: return convert_from<double>(s, plan, y, to, x);
-    case kF16: return convert_from<__half>(s, plan, y, to, x);
-    case kBF16: return convert_from<__nv_bfloat16>(s, plan, y, to, x);
+    case kF32:
+      return convert_from<float>(s, plan, y, to, x);
+    case kF64:
+      return convert_from<double>(s, plan, y, to, x);
+    case kF16:
+      return convert_from<__half>(s, plan, y, to, x);
+    case kBF16:
+      return convert_from<__nv_bfloat16>(s, plan, y, to, x);
   }
   return cudaErrorInvalidValue;
 }

@@ -12,6 +12,8 @@
 // in float (SET, the copies and the conversions: every type they take).
 // A backward's NULL g reads as ones inside the kernels (no tensor of ones is
 // made). Index arithmetic: cmd/common/gpu_plan.hpp (tested on the CPU).
+#include "cuda/ewgpu.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -22,7 +24,6 @@
 #include "core/registry.hpp"
 #include "core/tensor.hpp"
 #include "cuda/cuda.hpp"
-#include "cuda/ewgpu.hpp"
 #include "cuda/kern.hpp"
 #include "cuda/stream.hpp"
 
@@ -32,7 +33,8 @@ static_assert(kMaxDim == gpu::kPlanDims, "the GPU plans hold every dimension a t
 
 // --- shared helpers (ewgpu.hpp) -----------------------------------------
 
-bool on_one_gpu(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs, int output_size, int* device) {
+bool on_one_gpu(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs, int output_size,
+                int* device) {
   int dev = -1;
   auto take = [&](const ccv_nnc_tensor_t* t) {
     if (!t) return true;
@@ -53,10 +55,14 @@ bool on_one_gpu(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_
 
 GpuType gpu_type(int datatype) {
   switch (CCV_GET_DATA_TYPE(datatype)) {
-    case CCV_16F: return kF16;
-    case CCV_16BF: return kBF16;
-    case CCV_64F: return kF64;
-    default: return kF32;
+    case CCV_16F:
+      return kF16;
+    case CCV_16BF:
+      return kBF16;
+    case CCV_64F:
+      return kF64;
+    default:
+      return kF32;
   }
 }
 
@@ -69,8 +75,8 @@ int device_of(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t*
 gpu::EwPlan plan_of(const Layout& y, std::initializer_list<const Layout*> xs, const char* what) {
   int64_t st[gpu::kPlanOperands][gpu::kPlanDims] = {};
   const int64_t* sp[gpu::kPlanOperands];
-  NNC_CHECK(xs.size() + 1 <= static_cast<size_t>(gpu::kPlanOperands), "%s: too many operands (%zu) for one GPU kernel", what,
-            xs.size());
+  NNC_CHECK(xs.size() + 1 <= static_cast<size_t>(gpu::kPlanOperands), "%s: too many operands (%zu) for one GPU kernel",
+            what, xs.size());
   for (int i = 0; i < y.nd; i++) st[0][i] = y.stride[i];
   sp[0] = st[0];
   int k = 1;
@@ -161,8 +167,8 @@ bool accept_gpu(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input
   return on_one_gpu(inputs, input_size, outputs, output_size, nullptr);
 }
 
-void run_ew(const Call& c, const Layout& y, std::initializer_list<const Layout*> xs, std::vector<const void*> ptrs, int op, float a,
-            float b) {
+void run_ew(const Call& c, const Layout& y, std::initializer_list<const Layout*> xs, std::vector<const void*> ptrs,
+            int op, float a, float b) {
   const gpu::EwPlan p = plan_of(y, xs, c.what);
   EwPtrs q;
   q.p[0] = y.data;
@@ -176,13 +182,20 @@ const void* data_or_null(const ccv_nnc_tensor_t* t) { return t ? t->data.ptr : n
 
 int unary_op(uint32_t cmd) {
   switch (cmd) {
-    case CCV_NNC_EWEXP_FORWARD: return kEwExp;
-    case CCV_NNC_EWLOG_FORWARD: return kEwLog;
-    case CCV_NNC_EWSQRT_FORWARD: return kEwSqrt;
-    case CCV_NNC_RELU_FORWARD: return kEwRelu;
-    case CCV_NNC_SIGMOID_FORWARD: return kEwSigmoid;
-    case CCV_NNC_TANH_FORWARD: return kEwTanh;
-    default: return kEwScale;  // SCALAR_MUL
+    case CCV_NNC_EWEXP_FORWARD:
+      return kEwExp;
+    case CCV_NNC_EWLOG_FORWARD:
+      return kEwLog;
+    case CCV_NNC_EWSQRT_FORWARD:
+      return kEwSqrt;
+    case CCV_NNC_RELU_FORWARD:
+      return kEwRelu;
+    case CCV_NNC_SIGMOID_FORWARD:
+      return kEwSigmoid;
+    case CCV_NNC_TANH_FORWARD:
+      return kEwTanh;
+    default:
+      return kEwScale;  // SCALAR_MUL
   }
 }
 
@@ -213,8 +226,8 @@ NNC_KERNEL(binary) {
 
 // Up to kPlanOperands - 1 inputs per pass; inputs that are the output itself go in the first
 // pass (later passes read the output as their first operand).
-bool accept_nary(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                 int output_size) {
+bool accept_nary(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                 ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (!accept_gpu(cmd, inputs, input_size, outputs, output_size) || output_size < 1 || !outputs[0]) return false;
   int aliased = 0;
   for (int i = 0; i < input_size; i++) {
@@ -253,7 +266,8 @@ NNC_KERNEL(nary) {
       q.p[1 + k] = xs[k].data;
     }
     gpu::EwPlan p;
-    NNC_CHECK(gpu::make_plan(p, y.dim.data(), y.nd, static_cast<int>(xs.size()) + 1, sp), "%s: cannot plan the kernel", what);
+    NNC_CHECK(gpu::make_plan(p, y.dim.data(), y.nd, static_cast<int>(xs.size()) + 1, sp), "%s: cannot plan the kernel",
+              what);
     c.check(launch_ew(c.s, gpu_type(y.datatype), p, q, op, static_cast<int>(xs.size()), 1, 0));
     first = false;
   }
@@ -286,19 +300,32 @@ bool grad_plan(uint32_t cmd, ccv_nnc_tensor_t* const* inputs, int input_size, co
   const ccv_nnc_tensor_t* x = input_size > 1 ? inputs[1] : nullptr;
   const ccv_nnc_tensor_t* y = input_size > 2 ? inputs[2] : nullptr;
   switch (cmd) {
-    case CCV_NNC_RELU_BACKWARD: *v = y ? y : x, *op = kEwReluGrad; break;
-    case CCV_NNC_SIGMOID_BACKWARD: *v = y ? y : x, *op = y ? kEwSigmoidGradY : kEwSigmoidGradX; break;
-    case CCV_NNC_TANH_BACKWARD: *v = y ? y : x, *op = y ? kEwTanhGradY : kEwTanhGradX; break;
-    case CCV_NNC_EWEXP_BACKWARD: *v = y, *op = kEwProd; break;
-    case CCV_NNC_EWLOG_BACKWARD: *v = x, *op = kEwDivGrad; break;
-    case CCV_NNC_EWSQRT_BACKWARD: *v = y, *op = kEwSqrtGrad; break;
-    default: return false;
+    case CCV_NNC_RELU_BACKWARD:
+      *v = y ? y : x, *op = kEwReluGrad;
+      break;
+    case CCV_NNC_SIGMOID_BACKWARD:
+      *v = y ? y : x, *op = y ? kEwSigmoidGradY : kEwSigmoidGradX;
+      break;
+    case CCV_NNC_TANH_BACKWARD:
+      *v = y ? y : x, *op = y ? kEwTanhGradY : kEwTanhGradX;
+      break;
+    case CCV_NNC_EWEXP_BACKWARD:
+      *v = y, *op = kEwProd;
+      break;
+    case CCV_NNC_EWLOG_BACKWARD:
+      *v = x, *op = kEwDivGrad;
+      break;
+    case CCV_NNC_EWSQRT_BACKWARD:
+      *v = y, *op = kEwSqrtGrad;
+      break;
+    default:
+      return false;
   }
   return *v != nullptr;
 }
 
-bool accept_grad(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                 int output_size) {
+bool accept_grad(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                 ccv_nnc_tensor_t* const* outputs, int output_size) {
   const ccv_nnc_tensor_t* v = nullptr;
   int op = 0;
   return output_size >= 1 && outputs[0] && accept_gpu(cmd, inputs, input_size, outputs, output_size) &&
@@ -322,8 +349,8 @@ NNC_KERNEL(grad) {
 // --- EWDIV backward: |g|a|b|y| -> |da|db| ---------------------------------
 
 // da = g / b then db = -g y / b: refused when da is g, b or y and db is wanted.
-bool accept_div_grad(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                     int output_size) {
+bool accept_div_grad(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                     ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (!accept_gpu(cmd, inputs, input_size, outputs, output_size)) return false;
   const ccv_nnc_tensor_t* da = outputs[0];
   const ccv_nnc_tensor_t* db = output_size > 1 ? outputs[1] : nullptr;
@@ -359,8 +386,8 @@ NNC_KERNEL(div_grad) {
 
 // dx_i = g prod_{j != i} x_j for up to kPlanOperands - 1 factors; refused when a gradient is
 // an input another gradient still reads.
-bool accept_prod_grad(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                      int output_size) {
+bool accept_prod_grad(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                      ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (!accept_gpu(cmd, inputs, input_size, outputs, output_size) || output_size > gpu::kPlanOperands - 1) return false;
   const int n = output_size;
   if (input_size < n + 1) return false;
@@ -399,7 +426,8 @@ NNC_KERNEL(prod_grad) {
       sp[1 + k] = st[1 + k];
     }
     gpu::EwPlan p;
-    NNC_CHECK(gpu::make_plan(p, d.dim.data(), d.nd, static_cast<int>(xs.size()) + 1, sp), "%s: cannot plan the kernel", what);
+    NNC_CHECK(gpu::make_plan(p, d.dim.data(), d.nd, static_cast<int>(xs.size()) + 1, sp), "%s: cannot plan the kernel",
+              what);
     c.check(launch_ew(c.s, gpu_type(d.datatype), p, q, kEwProd, static_cast<int>(xs.size()), 1, 0));
   }
   c.done();
@@ -435,8 +463,8 @@ NNC_KERNEL(sum_grad) {
 
 // Gradients are computed one after another, so one that is an input a later
 // one reads is refused (the CPU backends take that case).
-bool accept_blas_grad(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                      int output_size) {
+bool accept_blas_grad(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                      ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (!accept_gpu(cmd, inputs, input_size, outputs, output_size)) return false;
   if (CCV_GET_DATA_TYPE((outputs[0] ? outputs[0] : outputs[output_size - 1])->info.datatype) != CCV_32F) return false;
   for (int i = 0; i < input_size; i++)
@@ -497,8 +525,8 @@ NNC_KERNEL(blas_grad) {
       const int k = 2 - j;  // da reads b, db reads a
       NNC_CHECK(k < input_size && inputs[k], "%s: %s needs input %d", what, j ? "db" : "da", k);
       const Layout o = layout_of(inputs[k], what);
-      NNC_CHECK(gpu::broadcast_strides(o.dim.data(), o.stride.data(), o.nd, g.dim.data(), g.nd, os), "%s: input %d does not broadcast to g",
-                what, k);
+      NNC_CHECK(gpu::broadcast_strides(o.dim.data(), o.stride.data(), o.nd, g.dim.data(), g.nd, os),
+                "%s: input %d does not broadcast to g", what, k);
       other = reinterpret_cast<const float*>(o.data);
       inputs_n = 2;
     }
@@ -507,8 +535,8 @@ NNC_KERNEL(blas_grad) {
     NNC_CHECK(gpu::make_reduce_plan(rp, g.dim.data(), g.nd, d.dim.data(), d.stride.data(), d.nd, inputs_n, ins),
               "%s: gradient %d (%s) does not reduce from g %s", what, j, shape_string(outputs[j]->info.dim).c_str(),
               shape_string_n(g.dim.data(), g.nd).c_str());
-    c.check(launch_reduce(c.s, rp, gpu::choose_reduce(rp), reinterpret_cast<float*>(d.data), gt ? gt->data.f32 : nullptr, other,
-                          inputs_n == 2 ? kRedSumProd : kRedSum, scale));
+    c.check(launch_reduce(c.s, rp, gpu::choose_reduce(rp), reinterpret_cast<float*>(d.data),
+                          gt ? gt->data.f32 : nullptr, other, inputs_n == 2 ? kRedSumProd : kRedSum, scale));
   }
   c.done();
   return CCV_NNC_EXEC_SUCCESS;
@@ -533,14 +561,15 @@ NNC_KERNEL(set) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
-bool accept_set(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const*, int, ccv_nnc_tensor_t* const* outputs, int output_size) {
+bool accept_set(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const*, int, ccv_nnc_tensor_t* const* outputs,
+                int output_size) {
   return on_one_gpu(nullptr, 0, outputs, output_size, nullptr);
 }
 
 // --- FORMAT_TRANSFORM: output dimension j reads input dimension perm[j] ---
 
-bool accept_pairs(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                  int output_size) {
+bool accept_pairs(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                  ccv_nnc_tensor_t* const* outputs, int output_size) {
   // Pairs on one GPU; an input may be an output only when it is that same pair's (in place).
   if (input_size < output_size) return false;
   return on_one_gpu(inputs, output_size, outputs, output_size, nullptr);
@@ -555,7 +584,8 @@ NNC_KERNEL(format) {
     int perm[kMaxDim];
     NNC_CHECK(util::format_permutation(x.format, y.format, y.nd, perm), "%s: formats %s and %s do not match", what,
               format_name(x.format), format_name(y.format));
-    NNC_CHECK(!same_data(inputs[i], outputs[i]) || x.format == y.format, "%s: pair %d cannot be rewritten in place", what, i);
+    NNC_CHECK(!same_data(inputs[i], outputs[i]) || x.format == y.format, "%s: pair %d cannot be rewritten in place",
+              what, i);
     int64_t st[2][gpu::kPlanDims] = {};
     for (int j = 0; j < y.nd; j++) {
       st[0][j] = y.stride[j];
@@ -584,7 +614,8 @@ NNC_KERNEL(convert) {
     }
     NNC_CHECK((x.datatype & types::kFloat) && (y.datatype & types::kFloat), "%s: cannot convert %s to %s", what,
               datatype_name(x.datatype), datatype_name(y.datatype));
-    NNC_CHECK(!same_data(inputs[i], outputs[i]), "%s: pair %d converts in place between types of different sizes", what, i);
+    NNC_CHECK(!same_data(inputs[i], outputs[i]), "%s: pair %d converts in place between types of different sizes", what,
+              i);
     const gpu::EwPlan p = plan_of(y, {&x}, what);
     c.check(launch_convert(c.s, p, y.data, gpu_type(y.datatype), x.data, gpu_type(x.datatype)));
   }
@@ -592,8 +623,8 @@ NNC_KERNEL(convert) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
-bool accept_convert(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                    int output_size) {
+bool accept_convert(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                    ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (!accept_pairs(cmd, inputs, input_size, outputs, output_size)) return false;
   for (int i = 0; i < output_size; i++) {
     if (!outputs[i]) continue;
@@ -644,11 +675,12 @@ void register_ewgpu(Registry& r) {
   KernelTraits all = t;
   all.datatypes = types::kAll;
   r.add_kernels(all.accepting(accept_gpu), {{CCV_NNC_EWSUM_BACKWARD, sum_grad}});
-  r.add_kernels(t.accepting(accept_blas_grad), {{CCV_NNC_ADD_BACKWARD, blas_grad},
-                                                {CCV_NNC_MUL_BACKWARD, blas_grad},
-                                                {CCV_NNC_SCALAR_MUL_BACKWARD, blas_grad}});
+  r.add_kernels(
+      t.accepting(accept_blas_grad),
+      {{CCV_NNC_ADD_BACKWARD, blas_grad}, {CCV_NNC_MUL_BACKWARD, blas_grad}, {CCV_NNC_SCALAR_MUL_BACKWARD, blas_grad}});
   r.add_kernels(all.accepting(accept_set), {{CCV_NNC_SET_FORWARD, set}});
-  r.add_kernels(all.accepting(accept_pairs), {{CCV_NNC_FORMAT_TRANSFORM_FORWARD, format}, {CCV_NNC_FORMAT_TRANSFORM_BACKWARD, format}});
+  r.add_kernels(all.accepting(accept_pairs),
+                {{CCV_NNC_FORMAT_TRANSFORM_FORWARD, format}, {CCV_NNC_FORMAT_TRANSFORM_BACKWARD, format}});
   r.add_kernels(all.accepting(accept_convert),
                 {{CCV_NNC_DATATYPE_CONVERSION_FORWARD, convert}, {CCV_NNC_DATATYPE_CONVERSION_BACKWARD, convert}});
 }

@@ -14,7 +14,8 @@ namespace nnc::cuda {
 
 // True when every tensor present is a plain tensor or view in the memory of
 // one GPU (its id in *device).
-bool on_one_gpu(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs, int output_size, int* device);
+bool on_one_gpu(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs, int output_size,
+                int* device);
 // That GPU (0 when there is none).
 int device_of(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs, int output_size);
 GpuType gpu_type(int datatype);

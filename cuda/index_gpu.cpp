@@ -30,12 +30,13 @@ bool index_typed(const ccv_nnc_tensor_t* t) {
   return t && (CCV_GET_DATA_TYPE(t->info.datatype) == CCV_32S || CCV_GET_DATA_TYPE(t->info.datatype) == CCV_64S);
 }
 
-bool accept_index(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                  int output_size) {
+bool accept_index(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                  ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (!on_one_gpu(inputs, input_size, outputs, output_size, nullptr) || output_size < 1 || !outputs[0]) return false;
   if (cmd.cmd == CCV_NNC_INDEX_SELECT_FORWARD) return input_size >= 2 && index_typed(inputs[1]);
   if (output_size > 1 && outputs[1]) return false;
-  return input_size >= 3 && index_typed(inputs[2]) && inputs[0] && CCV_GET_DATA_TYPE(inputs[0]->info.datatype) == CCV_32F &&
+  return input_size >= 3 && index_typed(inputs[2]) && inputs[0] &&
+         CCV_GET_DATA_TYPE(inputs[0]->info.datatype) == CCV_32F &&
          CCV_GET_DATA_TYPE(outputs[0]->info.datatype) == CCV_32F;
 }
 
@@ -75,8 +76,8 @@ NNC_KERNEL(index_select) {
   const Rows r = rows_of(y, x, ind, what);
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
   DeviceFlag bad(c, true);
-  c.check(launch_gather(c.s, r.inner, r.idx, ind.data, ind.datatype == CCV_64S, x.dim[0], r.n, y.data, y.stride[0], x.data, x.stride[0],
-                        static_cast<int>(y.element_size), bad.device()));
+  c.check(launch_gather(c.s, r.inner, r.idx, ind.data, ind.datatype == CCV_64S, x.dim[0], r.n, y.data, y.stride[0],
+                        x.data, x.stride[0], static_cast<int>(y.element_size), bad.device()));
   check_indices(c, bad.done());
   return CCV_NNC_EXEC_SUCCESS;
 }
@@ -93,24 +94,30 @@ NNC_KERNEL(index_select_backward) {
   const gpu::EwPlan all = plan_of(dx, {}, what);
   c.check(launch_fill(c.s, all, dx.data, 0, 4));
   DeviceFlag bad(c, true);
-  c.check(launch_scatter_add(c.s, inner, r.idx, ind.data, ind.datatype == CCV_64S, dx.dim[0], r.n, reinterpret_cast<float*>(dx.data),
-                             dx.stride[0], reinterpret_cast<const float*>(g.data), g.stride[0], bad.device()));
+  c.check(launch_scatter_add(c.s, inner, r.idx, ind.data, ind.datatype == CCV_64S, dx.dim[0], r.n,
+                             reinterpret_cast<float*>(dx.data), dx.stride[0], reinterpret_cast<const float*>(g.data),
+                             g.stride[0], bad.device()));
   check_indices(c, bad.done());
   return CCV_NNC_EXEC_SUCCESS;
 }
 
 int mask_type(const ccv_nnc_tensor_t* m) {
   switch (CCV_GET_DATA_TYPE(m->info.datatype)) {
-    case CCV_32F: return kMaskF32;
-    case CCV_16F: return kMaskF16;
-    case CCV_32S: return kMaskI32;
-    case CCV_8U: return kMaskU8;
-    default: return -1;
+    case CCV_32F:
+      return kMaskF32;
+    case CCV_16F:
+      return kMaskF16;
+    case CCV_32S:
+      return kMaskI32;
+    case CCV_8U:
+      return kMaskU8;
+    default:
+      return -1;
   }
 }
 
-bool accept_masked(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                   int output_size) {
+bool accept_masked(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                   ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (!on_one_gpu(inputs, input_size, outputs, output_size, nullptr) || output_size < 1 || !outputs[0]) return false;
   const bool fwd = cmd.cmd == CCV_NNC_MASKED_FILL_FORWARD;
   const ccv_nnc_tensor_t* x = inputs[0];
@@ -125,12 +132,13 @@ bool accept_masked(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, in
 NNC_KERNEL(masked_fill) {
   const char* what = name_of(cmd.cmd);
   const bool fwd = cmd.cmd == CCV_NNC_MASKED_FILL_FORWARD;
-  const Layout x = layout_of(inputs[0], what), m = layout_of(inputs[fwd ? 1 : 2], what), y = layout_of(outputs[0], what);
+  const Layout x = layout_of(inputs[0], what), m = layout_of(inputs[fwd ? 1 : 2], what),
+               y = layout_of(outputs[0], what);
   const gpu::EwPlan p = plan_of(y, {&x, &m}, what);
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
   // Backward: dx = g where the mask differs from eq, 0 where the fill went.
-  c.check(launch_masked_fill(c.s, gpu_type(y.datatype), p, y.data, x.data, m.data, mask_type(inputs[fwd ? 1 : 2]), cmd.info.blas.a[0],
-                             fwd ? cmd.info.blas.a[1] : 0.f));
+  c.check(launch_masked_fill(c.s, gpu_type(y.datatype), p, y.data, x.data, m.data, mask_type(inputs[fwd ? 1 : 2]),
+                             cmd.info.blas.a[0], fwd ? cmd.info.blas.a[1] : 0.f));
   if (!fwd && output_size > 1 && outputs[1]) {
     const Layout d = layout_of(outputs[1], what);
     c.check(launch_fill(c.s, plan_of(d, {}, what), d.data, 0, static_cast<int>(d.element_size)));
@@ -148,7 +156,8 @@ void register_index_gpu(Registry& r) {
   t.datatypes = types::kAll;
   r.add_kernels(t.accepting(accept_index),
                 {{CCV_NNC_INDEX_SELECT_FORWARD, index_select}, {CCV_NNC_INDEX_SELECT_BACKWARD, index_select_backward}});
-  r.add_kernels(t.accepting(accept_masked), {{CCV_NNC_MASKED_FILL_FORWARD, masked_fill}, {CCV_NNC_MASKED_FILL_BACKWARD, masked_fill}});
+  r.add_kernels(t.accepting(accept_masked),
+                {{CCV_NNC_MASKED_FILL_FORWARD, masked_fill}, {CCV_NNC_MASKED_FILL_BACKWARD, masked_fill}});
 }
 
 }  // namespace nnc::cuda

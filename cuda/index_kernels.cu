@@ -16,8 +16,8 @@ __device__ __forceinline__ int64_t index_at(const void* indices, int wide, int64
 }
 
 template <class U>
-__global__ void gather_kernel(EwPlan inner, EwPlan idx, const void* indices, int wide, int64_t rows_x, int64_t n, U* y, int64_t ys0,
-                              const U* x, int64_t xs0, int* bad) {
+__global__ void gather_kernel(EwPlan inner, EwPlan idx, const void* indices, int wide, int64_t rows_x, int64_t n, U* y,
+                              int64_t ys0, const U* x, int64_t xs0, int* bad) {
   const int64_t total = n * inner.count;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total; t += step) {
@@ -35,8 +35,8 @@ __global__ void gather_kernel(EwPlan inner, EwPlan idx, const void* indices, int
 }
 
 // dx[idx[i], ...] += g[i, ...] (dx zeroed before).
-__global__ void scatter_add_kernel(EwPlan inner, EwPlan idx, const void* indices, int wide, int64_t rows_dx, int64_t n, float* dx,
-                                   int64_t ds0, const float* g, int64_t gs0, int* bad) {
+__global__ void scatter_add_kernel(EwPlan inner, EwPlan idx, const void* indices, int wide, int64_t rows_dx, int64_t n,
+                                   float* dx, int64_t ds0, const float* g, int64_t gs0, int* bad) {
   const int64_t total = n * inner.count;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total; t += step) {
@@ -75,26 +75,32 @@ __global__ void masked_fill_kernel(EwPlan p, T* y, const T* x, const M* m, doubl
 template <class T, class M>
 cudaError_t masked_as(cudaStream_t s, const EwPlan& p, void* y, const void* x, const void* m, double eq, T fill) {
   const gpu::EwLaunch l = gpu::choose_ew(p.count);
-  masked_fill_kernel<T, M><<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(p, static_cast<T*>(y), static_cast<const T*>(x),
-                                                                                    static_cast<const M*>(m), eq, fill);
+  masked_fill_kernel<T, M><<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(
+      p, static_cast<T*>(y), static_cast<const T*>(x), static_cast<const M*>(m), eq, fill);
   return cudaGetLastError();
 }
 
 template <class T>
-cudaError_t masked_with(cudaStream_t s, const EwPlan& p, void* y, const void* x, const void* m, int mask_type, double eq, T fill) {
+cudaError_t masked_with(cudaStream_t s, const EwPlan& p, void* y, const void* x, const void* m, int mask_type,
+                        double eq, T fill) {
   switch (mask_type) {
-    case kMaskF32: return masked_as<T, float>(s, p, y, x, m, eq, fill);
-    case kMaskF16: return masked_as<T, __half>(s, p, y, x, m, eq, fill);
-    case kMaskI32: return masked_as<T, int>(s, p, y, x, m, eq, fill);
-    case kMaskU8: return masked_as<T, unsigned char>(s, p, y, x, m, eq, fill);
+    case kMaskF32:
+      return masked_as<T, float>(s, p, y, x, m, eq, fill);
+    case kMaskF16:
+      return masked_as<T, __half>(s, p, y, x, m, eq, fill);
+    case kMaskI32:
+      return masked_as<T, int>(s, p, y, x, m, eq, fill);
+    case kMaskU8:
+      return masked_as<T, unsigned char>(s, p, y, x, m, eq, fill);
   }
   return cudaErrorInvalidValue;
 }
 
 }  // namespace
 
-cudaError_t launch_gather(cudaStream_t s, const EwPlan& inner, const EwPlan& idx, const void* indices, int wide, int64_t rows_x,
-                          int64_t n, void* y, int64_t ys0, const void* x, int64_t xs0, int element_size, int* bad) {
+cudaError_t launch_gather(cudaStream_t s, const EwPlan& inner, const EwPlan& idx, const void* indices, int wide,
+                          int64_t rows_x, int64_t n, void* y, int64_t ys0, const void* x, int64_t xs0, int element_size,
+                          int* bad) {
   const int64_t total = n * inner.count;
   if (total == 0) return cudaSuccess;
   const gpu::EwLaunch l = gpu::choose_ew(total);
@@ -116,28 +122,35 @@ cudaError_t launch_gather(cudaStream_t s, const EwPlan& inner, const EwPlan& idx
       gather_kernel<<<grid, l.threads, 0, s>>>(inner, idx, indices, wide, rows_x, n, static_cast<uint64_t*>(y), ys0,
                                                static_cast<const uint64_t*>(x), xs0, bad);
       break;
-    default: return cudaErrorInvalidValue;
+    default:
+      return cudaErrorInvalidValue;
   }
   return cudaGetLastError();
 }
 
-cudaError_t launch_scatter_add(cudaStream_t s, const EwPlan& inner, const EwPlan& idx, const void* indices, int wide, int64_t rows_dx,
-                               int64_t n, float* dx, int64_t ds0, const float* g, int64_t gs0, int* bad) {
+cudaError_t launch_scatter_add(cudaStream_t s, const EwPlan& inner, const EwPlan& idx, const void* indices, int wide,
+                               int64_t rows_dx, int64_t n, float* dx, int64_t ds0, const float* g, int64_t gs0,
+                               int* bad) {
   const int64_t total = n * inner.count;
   if (total == 0) return cudaSuccess;
   const gpu::EwLaunch l = gpu::choose_ew(total);
-  scatter_add_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(inner, idx, indices, wide, rows_dx, n, dx, ds0, g, gs0, bad);
+  scatter_add_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(inner, idx, indices, wide, rows_dx, n, dx,
+                                                                           ds0, g, gs0, bad);
   return cudaGetLastError();
 }
 
-cudaError_t launch_masked_fill(cudaStream_t s, GpuType type, const EwPlan& p, void* y, const void* x, const void* mask, int mask_type,
-                               double eq, float fill) {
+cudaError_t launch_masked_fill(cudaStream_t s, GpuType type, const EwPlan& p, void* y, const void* x, const void* mask,
+                               int mask_type, double eq, float fill) {
   if (p.count == 0) return cudaSuccess;
   switch (type) {
-    case kF32: return masked_with<float>(s, p, y, x, mask, mask_type, eq, fill);
-    case kF16: return masked_with<__half>(s, p, y, x, mask, mask_type, eq, __float2half_rn(fill));
-    case kBF16: return masked_with<__nv_bfloat16>(s, p, y, x, mask, mask_type, eq, __float2bfloat16_rn(fill));
-    default: return cudaErrorInvalidValue;
+    case kF32:
+      return masked_with<float>(s, p, y, x, mask, mask_type, eq, fill);
+    case kF16:
+      return masked_with<__half>(s, p, y, x, mask, mask_type, eq, __float2half_rn(fill));
+    case kBF16:
+      return masked_with<__nv_bfloat16>(s, p, y, x, mask, mask_type, eq, __float2bfloat16_rn(fill));
+    default:
+      return cudaErrorInvalidValue;
   }
 }
 

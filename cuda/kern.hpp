@@ -20,15 +20,15 @@ enum GpuType : int { kF32 = 0, kF16 = 1, kBF16 = 2, kF64 = 3 };
 // operands 1..n of the plan (operand 0 is y); a NULL input reads as 1 (a NULL
 // g of a backward, EWDIV's NULL a).
 enum EwOp : int {
-  kEwScale = 0,     // a x1
-  kEwAxpby,         // a x1 + b x2
-  kEwSum,           // x1 + ... + xn
-  kEwProd,          // a x1 ... xn
-  kEwDiv,           // x1 / x2
+  kEwScale = 0,  // a x1
+  kEwAxpby,      // a x1 + b x2
+  kEwSum,        // x1 + ... + xn
+  kEwProd,       // a x1 ... xn
+  kEwDiv,        // x1 / x2
   kEwExp,
   kEwLog,
   kEwSqrt,
-  kEwRelu,          // NaN stays NaN
+  kEwRelu,  // NaN stays NaN
   kEwSigmoid,
   kEwTanh,
   kEwReluGrad,      // x2 > 0 ? x1 : 0          (g, y or x)
@@ -62,8 +62,8 @@ enum ReduceOp : int {
   kRedSumProd,  // sum x1 x2 (NULL x1 reads 1)
   kRedMax,      // max x1, NaN propagates
 };
-cudaError_t launch_reduce(cudaStream_t s, const gpu::ReducePlan& plan, const gpu::ReduceLaunch& launch, float* y, const float* x1,
-                          const float* x2, int op, float scale);
+cudaError_t launch_reduce(cudaStream_t s, const gpu::ReducePlan& plan, const gpu::ReduceLaunch& launch, float* y,
+                          const float* x1, const float* x2, int op, float scale);
 
 // Row-wise kernels (losses, softmax): every row tensor is rows x cols along
 // its last dimension; `rows` walks the leading dimensions (operand k: the
@@ -75,9 +75,9 @@ struct RowArgs {
   int64_t col_stride[gpu::kPlanOperands] = {};
   void* row_ptr[gpu::kPlanOperands] = {};  // NULL: absent
   int cols = 0;
-  gpu::EwPlan item[2];                     // one operand each
-  void* item_ptr[2] = {};                  // NULL: absent (g reads 1)
-  int item_int[2] = {};                    // 1 when the items are 32S
+  gpu::EwPlan item[2];     // one operand each
+  void* item_ptr[2] = {};  // NULL: absent (g reads 1)
+  int item_int[2] = {};    // 1 when the items are 32S
   float trim0 = 0, trim1 = 1;
 };
 // SOFTMAX_CROSSENTROPY forward: row tensors 0 logits, 1 softmax (or NULL),
@@ -118,16 +118,18 @@ cudaError_t launch_optim(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, 
 // INDEX_SELECT: y row i (axis 0) = x row indices[i]; `inner` walks the other
 // axes (operands 0 y, 1 x), `idx` the indices (32S, or 64S when wide) in
 // row-major order. A bad index sets *bad to 1 + i and zeroes y's row.
-cudaError_t launch_gather(cudaStream_t s, const gpu::EwPlan& inner, const gpu::EwPlan& idx, const void* indices, int wide,
-                          int64_t rows_x, int64_t n, void* y, int64_t ys0, const void* x, int64_t xs0, int element_size, int* bad);
+cudaError_t launch_gather(cudaStream_t s, const gpu::EwPlan& inner, const gpu::EwPlan& idx, const void* indices,
+                          int wide, int64_t rows_x, int64_t n, void* y, int64_t ys0, const void* x, int64_t xs0,
+                          int element_size, int* bad);
 // Its backward on a zeroed dx (32F): dx row indices[i] += g row i (atomics;
 // inner operands 0 dx, 1 g).
-cudaError_t launch_scatter_add(cudaStream_t s, const gpu::EwPlan& inner, const gpu::EwPlan& idx, const void* indices, int wide,
-                               int64_t rows_dx, int64_t n, float* dx, int64_t ds0, const float* g, int64_t gs0, int* bad);
+cudaError_t launch_scatter_add(cudaStream_t s, const gpu::EwPlan& inner, const gpu::EwPlan& idx, const void* indices,
+                               int wide, int64_t rows_dx, int64_t n, float* dx, int64_t ds0, const float* g,
+                               int64_t gs0, int* bad);
 // MASKED_FILL: y = mask == eq ? fill : x (operands 0 y, 1 x, 2 the mask broadcast).
 enum MaskType : int { kMaskF32 = 0, kMaskF16, kMaskI32, kMaskU8 };
-cudaError_t launch_masked_fill(cudaStream_t s, GpuType type, const gpu::EwPlan& p, void* y, const void* x, const void* mask, int mask_type,
-                               double eq, float fill);
+cudaError_t launch_masked_fill(cudaStream_t s, GpuType type, const gpu::EwPlan& p, void* y, const void* x,
+                               const void* mask, int mask_type, double eq, float fill);
 
 // The random family's counter (lib/cmd/rand/rand.hpp): element i of an
 // execution takes the splitmix64 output of key + (k + 1) * golden, k = i
@@ -135,11 +137,11 @@ cudaError_t launch_masked_fill(cudaStream_t s, GpuType type, const gpu::EwPlan& 
 // Plans walk the elements in row-major order (operand 0 the output).
 // DROPOUT forward: operands 0 y, 1 x, 2 the mask when `shaped` (an 8U tensor
 // of x's shape), else mask bytes at mask + i; keep_all >= 0 for entirety.
-cudaError_t launch_dropout(cudaStream_t s, const gpu::EwPlan& p, float* y, const float* x, unsigned char* mask, int shaped,
-                           uint64_t key, uint64_t threshold, double scale, int keep_all);
+cudaError_t launch_dropout(cudaStream_t s, const gpu::EwPlan& p, float* y, const float* x, unsigned char* mask,
+                           int shaped, uint64_t key, uint64_t threshold, double scale, int keep_all);
 // Backward: operands 0 dx, 1 g, 2 the mask when shaped; entirety reads mask[0].
-cudaError_t launch_dropout_backward(cudaStream_t s, const gpu::EwPlan& p, float* dx, const float* g, const unsigned char* mask,
-                                    int shaped, double scale, int entirety);
+cudaError_t launch_dropout_backward(cudaStream_t s, const gpu::EwPlan& p, float* dx, const float* g,
+                                    const unsigned char* mask, int shaped, double scale, int entirety);
 // RANDOM_UNIFORM (lb + range u) and RANDOM_NORMAL (mean + std z) into a 32F plan.
 cudaError_t launch_random(cudaStream_t s, const gpu::EwPlan& p, float* y, uint64_t key, int normal, double a, double b);
 

@@ -47,8 +47,8 @@ void set_rows(RowArgs& a, std::initializer_list<const ccv_nnc_tensor_t*> ts, con
     sp[k] = st[k];
     if (t) {
       const Layout l = layout_of(t, what);
-      NNC_CHECK(same_shape(t->info.dim, first->info.dim), "%s: %s and %s rows differ", what, shape_string(t->info.dim).c_str(),
-                shape_string(first->info.dim).c_str());
+      NNC_CHECK(same_shape(t->info.dim, first->info.dim), "%s: %s and %s rows differ", what,
+                shape_string(t->info.dim).c_str(), shape_string(first->info.dim).c_str());
       for (int i = 0; i < lead; i++) st[k][i] = l.stride[i];
       a.col_stride[k] = f.nd > 0 ? l.stride[f.nd - 1] : 1;
       a.row_ptr[k] = l.data;
@@ -68,8 +68,9 @@ void set_item(RowArgs& a, int k, const ccv_nnc_tensor_t* t, const char* what) {
   const Layout l = layout_of(t, what);
   const int64_t* sp[] = {l.stride.data()};
   NNC_CHECK(gpu::make_plan(a.item[k], l.dim.data(), l.nd, 1, sp), "%s: cannot plan the items", what);
-  NNC_CHECK(a.item[k].count == a.rows.count, "%s: %s holds %lld values for %lld rows", what, shape_string(t->info.dim).c_str(),
-            static_cast<long long>(a.item[k].count), static_cast<long long>(a.rows.count));
+  NNC_CHECK(a.item[k].count == a.rows.count, "%s: %s holds %lld values for %lld rows", what,
+            shape_string(t->info.dim).c_str(), static_cast<long long>(a.item[k].count),
+            static_cast<long long>(a.rows.count));
   a.item_ptr[k] = l.data;
   a.item_int[k] = l.datatype == CCV_32S;
 }
@@ -84,16 +85,23 @@ bool index_type(const ccv_nnc_tensor_t* t) {
 }
 
 // Every row tensor 32F, labels 32S / 32F, all on one GPU.
-bool accept_rows(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                 int output_size) {
+bool accept_rows(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                 ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (!on_one_gpu(inputs, input_size, outputs, output_size, nullptr)) return false;
   int labels = -1;
   switch (cmd.cmd) {
     case CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD:
-    case CCV_NNC_CATEGORICAL_CROSSENTROPY_FORWARD: labels = 1; break;
-    case CCV_NNC_SOFTMAX_CROSSENTROPY_BACKWARD: labels = 3; break;
-    case CCV_NNC_CATEGORICAL_CROSSENTROPY_BACKWARD: labels = 2; break;
-    default: break;
+    case CCV_NNC_CATEGORICAL_CROSSENTROPY_FORWARD:
+      labels = 1;
+      break;
+    case CCV_NNC_SOFTMAX_CROSSENTROPY_BACKWARD:
+      labels = 3;
+      break;
+    case CCV_NNC_CATEGORICAL_CROSSENTROPY_BACKWARD:
+      labels = 2;
+      break;
+    default:
+      break;
   }
   for (int i = 0; i < input_size; i++)
     if (i != labels && !f32_or_absent(inputs[i])) return false;
@@ -213,8 +221,8 @@ NNC_KERNEL(softmax_backward) {
 
 // --- optimisers ---------------------------------------------------------------
 
-bool accept_optim(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                  int output_size) {
+bool accept_optim(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                  ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (input_size + output_size > gpu::kPlanOperands) return false;
   for (int i = 0; i < input_size; i++)
     if (!inputs[i] || CCV_GET_DATA_TYPE(inputs[i]->info.datatype) != CCV_32F) return false;
@@ -228,11 +236,20 @@ NNC_KERNEL(optim_step) {
   const optim::Coef k = optim::coef_of(cmd);
   OptimArgs o;
   switch (k.kind) {
-    case optim::Kind::kSgd: o.kind = kOptSgd; break;
-    case optim::Kind::kAdam: o.kind = kOptAdam; break;
-    case optim::Kind::kAdamW: o.kind = kOptAdamW; break;
-    case optim::Kind::kRmsprop: o.kind = kOptRmsprop; break;
-    default: fail(CCV_NNC_EXEC_NO_KERNEL, "%s: GPU_REF has no kernel for this optimiser", what);
+    case optim::Kind::kSgd:
+      o.kind = kOptSgd;
+      break;
+    case optim::Kind::kAdam:
+      o.kind = kOptAdam;
+      break;
+    case optim::Kind::kAdamW:
+      o.kind = kOptAdamW;
+      break;
+    case optim::Kind::kRmsprop:
+      o.kind = kOptRmsprop;
+      break;
+    default:
+      fail(CCV_NNC_EXEC_NO_KERNEL, "%s: GPU_REF has no kernel for this optimiser", what);
   }
   o.rate = static_cast<float>(k.rate), o.scale = static_cast<float>(k.scale), o.decay = static_cast<float>(k.decay);
   o.momentum = static_cast<float>(k.momentum), o.one_minus_dampening = static_cast<float>(1 - k.dampening);
@@ -273,12 +290,13 @@ void register_loss_optim_gpu(Registry& r) {
   t.backend = CCV_NNC_BACKEND_GPU_REF;
   t.memory = CCV_TENSOR_GPU_MEMORY;
   t.datatypes = CCV_32F | CCV_32S;  // 32S: class indices only (accept_rows)
-  r.add_kernels(t.accepting(accept_rows), {{CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD, softmax_crossentropy},
-                                           {CCV_NNC_SOFTMAX_CROSSENTROPY_BACKWARD, softmax_crossentropy_backward},
-                                           {CCV_NNC_CATEGORICAL_CROSSENTROPY_FORWARD, categorical_crossentropy},
-                                           {CCV_NNC_CATEGORICAL_CROSSENTROPY_BACKWARD, categorical_crossentropy_backward},
-                                           {CCV_NNC_SOFTMAX_FORWARD, softmax_forward},
-                                           {CCV_NNC_SOFTMAX_BACKWARD, softmax_backward}});
+  r.add_kernels(t.accepting(accept_rows),
+                {{CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD, softmax_crossentropy},
+                 {CCV_NNC_SOFTMAX_CROSSENTROPY_BACKWARD, softmax_crossentropy_backward},
+                 {CCV_NNC_CATEGORICAL_CROSSENTROPY_FORWARD, categorical_crossentropy},
+                 {CCV_NNC_CATEGORICAL_CROSSENTROPY_BACKWARD, categorical_crossentropy_backward},
+                 {CCV_NNC_SOFTMAX_FORWARD, softmax_forward},
+                 {CCV_NNC_SOFTMAX_BACKWARD, softmax_backward}});
   KernelTraits f = t;
   f.datatypes = CCV_32F;
   r.add_kernels(f.accepting(accept_optim), {{CCV_NNC_SGD_FORWARD, optim_step},

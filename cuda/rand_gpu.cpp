@@ -25,9 +25,10 @@ const char* name_of(uint32_t cmd) {
 
 bool f32(const ccv_nnc_tensor_t* t) { return t && CCV_GET_DATA_TYPE(t->info.datatype) == CCV_32F; }
 
-bool accept_dropout(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                    int output_size) {
-  if (!on_one_gpu(inputs, input_size, outputs, output_size, nullptr) || output_size < 1 || !f32(outputs[0])) return false;
+bool accept_dropout(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                    ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (!on_one_gpu(inputs, input_size, outputs, output_size, nullptr) || output_size < 1 || !f32(outputs[0]))
+    return false;
   if (cmd.cmd == CCV_NNC_DROPOUT_FORWARD) return input_size >= 1 && f32(inputs[0]) && output_size >= 2 && outputs[1];
   return input_size >= 5 && f32(inputs[0]) && inputs[4];
 }
@@ -64,13 +65,14 @@ NNC_KERNEL(dropout_backward) {
   const double scale = rand::dropout_scale(cmd.info.dropout.p);
   const gpu::EwPlan p = shaped && !entirety ? plan_of(dx, {&g, &m}, what) : plan_of(dx, {&g}, what);
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
-  c.check(launch_dropout_backward(c.s, p, reinterpret_cast<float*>(dx.data), reinterpret_cast<const float*>(g.data), m.data,
-                                  shaped && !entirety, scale, entirety));
+  c.check(launch_dropout_backward(c.s, p, reinterpret_cast<float*>(dx.data), reinterpret_cast<const float*>(g.data),
+                                  m.data, shaped && !entirety, scale, entirety));
   c.done();
   return CCV_NNC_EXEC_SUCCESS;
 }
 
-bool accept_random(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const*, int, ccv_nnc_tensor_t* const* outputs, int output_size) {
+bool accept_random(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const*, int, ccv_nnc_tensor_t* const* outputs,
+                   int output_size) {
   return output_size >= 1 && f32(outputs[0]) && on_one_gpu(nullptr, 0, outputs, 1, nullptr);
 }
 
@@ -95,8 +97,10 @@ void register_rand_gpu(Registry& r) {
   t.backend = CCV_NNC_BACKEND_GPU_REF;
   t.memory = CCV_TENSOR_GPU_MEMORY;
   t.datatypes = types::kAll;  // the mask may be 8U or reserved space of any type; accept wants 32F data
-  r.add_kernels(t.accepting(accept_dropout), {{CCV_NNC_DROPOUT_FORWARD, dropout_forward}, {CCV_NNC_DROPOUT_BACKWARD, dropout_backward}});
-  r.add_kernels(t.accepting(accept_random), {{CCV_NNC_RANDOM_UNIFORM_FORWARD, random}, {CCV_NNC_RANDOM_NORMAL_FORWARD, random}});
+  r.add_kernels(t.accepting(accept_dropout),
+                {{CCV_NNC_DROPOUT_FORWARD, dropout_forward}, {CCV_NNC_DROPOUT_BACKWARD, dropout_backward}});
+  r.add_kernels(t.accepting(accept_random),
+                {{CCV_NNC_RANDOM_UNIFORM_FORWARD, random}, {CCV_NNC_RANDOM_NORMAL_FORWARD, random}});
 }
 
 }  // namespace nnc::cuda

@@ -15,14 +15,16 @@ __device__ __forceinline__ uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
-__device__ __forceinline__ uint64_t word64(uint64_t key, uint64_t k) { return mix64(key + (k + 1) * 0x9e3779b97f4a7c15ull); }
+__device__ __forceinline__ uint64_t word64(uint64_t key, uint64_t k) {
+  return mix64(key + (k + 1) * 0x9e3779b97f4a7c15ull);
+}
 __device__ __forceinline__ uint32_t word32(uint64_t key, uint64_t i) {
   const uint64_t h = word64(key, i >> 1);
   return static_cast<uint32_t>(i & 1 ? h >> 32 : h);
 }
 
-__global__ void dropout_kernel(EwPlan p, float* y, const float* x, unsigned char* mask, int shaped, uint64_t key, uint64_t threshold,
-                               double scale, int keep_all) {
+__global__ void dropout_kernel(EwPlan p, float* y, const float* x, unsigned char* mask, int shaped, uint64_t key,
+                               uint64_t threshold, double scale, int keep_all) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.count; i += step) {
     int64_t off[3];
@@ -34,8 +36,8 @@ __global__ void dropout_kernel(EwPlan p, float* y, const float* x, unsigned char
   }
 }
 
-__global__ void dropout_backward_kernel(EwPlan p, float* dx, const float* g, const unsigned char* mask, int shaped, double scale,
-                                        int entirety) {
+__global__ void dropout_backward_kernel(EwPlan p, float* dx, const float* g, const unsigned char* mask, int shaped,
+                                        double scale, int entirety) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.count; i += step) {
     int64_t off[3];
@@ -65,19 +67,21 @@ __global__ void random_kernel(EwPlan p, float* y, uint64_t key, int normal, doub
 
 }  // namespace
 
-cudaError_t launch_dropout(cudaStream_t s, const EwPlan& p, float* y, const float* x, unsigned char* mask, int shaped, uint64_t key,
-                           uint64_t threshold, double scale, int keep_all) {
+cudaError_t launch_dropout(cudaStream_t s, const EwPlan& p, float* y, const float* x, unsigned char* mask, int shaped,
+                           uint64_t key, uint64_t threshold, double scale, int keep_all) {
   if (p.count == 0) return cudaSuccess;
   const gpu::EwLaunch l = gpu::choose_ew(p.count);
-  dropout_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(p, y, x, mask, shaped, key, threshold, scale, keep_all);
+  dropout_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(p, y, x, mask, shaped, key, threshold, scale,
+                                                                       keep_all);
   return cudaGetLastError();
 }
 
-cudaError_t launch_dropout_backward(cudaStream_t s, const EwPlan& p, float* dx, const float* g, const unsigned char* mask, int shaped,
-                                    double scale, int entirety) {
+cudaError_t launch_dropout_backward(cudaStream_t s, const EwPlan& p, float* dx, const float* g,
+                                    const unsigned char* mask, int shaped, double scale, int entirety) {
   if (p.count == 0) return cudaSuccess;
   const gpu::EwLaunch l = gpu::choose_ew(p.count);
-  dropout_backward_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(p, dx, g, mask, shaped, scale, entirety);
+  dropout_backward_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(p, dx, g, mask, shaped, scale,
+                                                                                entirety);
   return cudaGetLastError();
 }
 

@@ -21,8 +21,8 @@ const char* name_of(uint32_t cmd) {
   return n ? n : "reduction (GPU_REF)";
 }
 
-bool accept_reduce(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                   int output_size) {
+bool accept_reduce(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                   ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (input_size < 1 || !inputs[0] || output_size < 1 || !outputs[0]) return false;
   for (int i = 0; i < input_size; i++)
     if (inputs[i] && CCV_GET_DATA_TYPE(inputs[i]->info.datatype) != CCV_32F) return false;
@@ -38,13 +38,15 @@ NNC_KERNEL(reduce_forward) {
   const int64_t* ins[] = {x.stride.data()};
   gpu::ReducePlan rp;
   NNC_CHECK(gpu::make_reduce_plan(rp, x.dim.data(), x.nd, y.dim.data(), y.stride.data(), y.nd, 1, ins),
-            "%s: x %s does not reduce to y %s", what, shape_string(inputs[0]->info.dim).c_str(), shape_string(outputs[0]->info.dim).c_str());
+            "%s: x %s does not reduce to y %s", what, shape_string(inputs[0]->info.dim).c_str(),
+            shape_string(outputs[0]->info.dim).c_str());
   const int op = cmd.cmd == CCV_NNC_REDUCE_MAX_FORWARD ? kRedMax : kRedSum;
-  const float scale = cmd.cmd == CCV_NNC_REDUCE_MEAN_FORWARD ? static_cast<float>(1.0 / static_cast<double>(rp.inner.count)) : 1.f;
+  const float scale =
+      cmd.cmd == CCV_NNC_REDUCE_MEAN_FORWARD ? static_cast<float>(1.0 / static_cast<double>(rp.inner.count)) : 1.f;
   const Call c(stream_context, device_of(inputs, 1, outputs, 1), what);
   NNC_CHECK(x.data != y.data || rp.inner.count == 1, "%s: y cannot be x itself", what);
-  c.check(launch_reduce(c.s, rp, gpu::choose_reduce(rp), reinterpret_cast<float*>(y.data), reinterpret_cast<const float*>(x.data),
-                        nullptr, op, scale));
+  c.check(launch_reduce(c.s, rp, gpu::choose_reduce(rp), reinterpret_cast<float*>(y.data),
+                        reinterpret_cast<const float*>(x.data), nullptr, op, scale));
   c.done();
   return CCV_NNC_EXEC_SUCCESS;
 }

@@ -27,7 +27,8 @@ __device__ __forceinline__ float identity(int op) { return op == kRedMax ? -INFI
 // IN inputs: 1 (x1) or 2 (x1, x2); outer operands: 0 y, 1 x1, 2 x2. (A
 // compile-time count keeps the offsets in registers.)
 template <int IN>
-__global__ void reduce_thread_kernel(EwPlan outer, EwPlan inner, float* y, const float* x1, const float* x2, int op, float scale) {
+__global__ void reduce_thread_kernel(EwPlan outer, EwPlan inner, float* y, const float* x1, const float* x2, int op,
+                                     float scale) {
   constexpr int inputs = IN;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < outer.count; o += step) {
@@ -44,7 +45,8 @@ __global__ void reduce_thread_kernel(EwPlan outer, EwPlan inner, float* y, const
 }
 
 template <int IN>
-__global__ void reduce_block_kernel(EwPlan outer, EwPlan inner, float* y, const float* x1, const float* x2, int op, float scale) {
+__global__ void reduce_block_kernel(EwPlan outer, EwPlan inner, float* y, const float* x1, const float* x2, int op,
+                                    float scale) {
   constexpr int inputs = IN;
   __shared__ float part[256];
   for (int64_t o = blockIdx.x; o < outer.count; o += gridDim.x) {
@@ -69,8 +71,8 @@ __global__ void reduce_block_kernel(EwPlan outer, EwPlan inner, float* y, const 
 
 }  // namespace
 
-cudaError_t launch_reduce(cudaStream_t s, const gpu::ReducePlan& plan, const gpu::ReduceLaunch& launch, float* y, const float* x1,
-                          const float* x2, int op, float scale) {
+cudaError_t launch_reduce(cudaStream_t s, const gpu::ReducePlan& plan, const gpu::ReduceLaunch& launch, float* y,
+                          const float* x1, const float* x2, int op, float scale) {
   if (plan.outer.count == 0 || launch.blocks == 0) return cudaSuccess;
   const int inputs = plan.inner.operands;
   if (inputs < 1 || inputs > 2 || (op == kRedSumProd && (inputs != 2 || !x2)) || launch.threads > 256 ||

@@ -76,8 +76,8 @@ bool make_plan(EwPlan& p, const int* dim, int nd, int operands, const int64_t* c
   return true;
 }
 
-bool make_reduce_plan(ReducePlan& r, const int* full, int nfull, const int* out_dim, const int64_t* out_stride, int out_nd,
-                      int inputs, const int64_t* const* in_strides) {
+bool make_reduce_plan(ReducePlan& r, const int* full, int nfull, const int* out_dim, const int64_t* out_stride,
+                      int out_nd, int inputs, const int64_t* const* in_strides) {
   if (inputs < 1 || inputs + 1 > kPlanOperands || nfull < 1 || nfull > kPlanDims || out_nd < 0 || out_nd > kPlanDims)
     return false;
   // The output's strides over the full shape, 0 on the summed dimensions.
@@ -94,7 +94,8 @@ bool make_reduce_plan(ReducePlan& r, const int* full, int nfull, const int* out_
   const int64_t* outer_strides[kPlanOperands];
   outer_strides[0] = os;
   for (int k = 0; k < inputs; k++) outer_strides[1 + k] = in_strides[k];
-  return make_plan(r.outer, odim, nfull, 1 + inputs, outer_strides) && make_plan(r.inner, idim, nfull, inputs, in_strides);
+  return make_plan(r.outer, odim, nfull, 1 + inputs, outer_strides) &&
+         make_plan(r.inner, idim, nfull, inputs, in_strides);
 }
 
 ReduceLaunch choose_reduce(const ReducePlan& r) {

@@ -29,7 +29,7 @@
 
 namespace nnc::gpu {
 
-constexpr int kPlanDims = 12;     // CCV_NNC_MAX_DIM_ALLOC
+constexpr int kPlanDims = 12;      // CCV_NNC_MAX_DIM_ALLOC
 constexpr int kPlanOperands = 10;  // an output and up to 9 inputs (ADAM with amsgrad: 9 tensors)
 
 // A walk over `count` elements in row-major order of dim[0..nd), with each
@@ -93,16 +93,16 @@ struct ReducePlan {
   EwPlan outer;
   EwPlan inner;
 };
-bool make_reduce_plan(ReducePlan& r, const int* full, int nfull, const int* out_dim, const int64_t* out_stride, int out_nd,
-                      int inputs, const int64_t* const* in_strides);
+bool make_reduce_plan(ReducePlan& r, const int* full, int nfull, const int* out_dim, const int64_t* out_stride,
+                      int out_nd, int inputs, const int64_t* const* in_strides);
 
 // How a reduction is launched: one thread per output (loops over the inner
 // elements; coalesced when neighbouring outputs are neighbours in memory), or
 // one block per output (its threads share the inner elements, then combine).
 struct ReduceLaunch {
   bool block_per_output = false;
-  int threads = 256;     // per block
-  int64_t blocks = 1;    // at most kMaxBlocks; kernels loop over the rest
+  int threads = 256;   // per block
+  int64_t blocks = 1;  // at most kMaxBlocks; kernels loop over the rest
 };
 constexpr int64_t kMaxBlocks = 65535;
 ReduceLaunch choose_reduce(const ReducePlan& r);

@@ -59,9 +59,11 @@ TEST(GpuRefEw, AddMulBroadcastOverViews) {
   ccv_nnc_tensor_t* gi[] = {a->gpu(), b->gpu()};
   ccv_nnc_cmd_t c = blas(CCV_NNC_ADD_FORWARD, 1, 2);
   c.backend = CCV_NNC_BACKEND_CPU_REF;
-  ASSERT_EQ(ccv_nnc_cmd_exec(c, ccv_nnc_no_hint, 0, ci, 2, ci, 1, nullptr), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  ASSERT_EQ(ccv_nnc_cmd_exec(c, ccv_nnc_no_hint, 0, ci, 2, ci, 1, nullptr), CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
   c.backend = CCV_NNC_BACKEND_GPU_REF;
-  ASSERT_EQ(ccv_nnc_cmd_exec(c, ccv_nnc_no_hint, 0, gi, 2, gi, 1, nullptr), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  ASSERT_EQ(ccv_nnc_cmd_exec(c, ccv_nnc_no_hint, 0, gi, 2, gi, 1, nullptr), CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
   a->expect_close(kRtol, kAtol, "ADD in place");
 }
 
@@ -119,12 +121,14 @@ TEST(GpuRefEw, UnaryForwardAndBackwardOverViews) {
       dx->expect_close(4e-6f, 4e-6f, ccv_nnc_cmd_name(back));
       if (fwd == CCV_NNC_RELU_FORWARD || fwd == CCV_NNC_SIGMOID_FORWARD || fwd == CCV_NNC_TANH_FORWARD) {
         auto dx2 = both(s, rng);  // from x alone (y NULL)
-        run_both(make_cmd(back), {g.get(), x.get(), nullptr}, {dx2.get()}, std::string(ccv_nnc_cmd_name(back)) + " from x");
+        run_both(make_cmd(back), {g.get(), x.get(), nullptr}, {dx2.get()},
+                 std::string(ccv_nnc_cmd_name(back)) + " from x");
         dx2->expect_close(4e-6f, 4e-6f, std::string(ccv_nnc_cmd_name(back)) + " from x");
       }
       if (fwd == CCV_NNC_SIGMOID_FORWARD || fwd == CCV_NNC_EWEXP_FORWARD) {
         auto dx3 = both(s, rng);  // a NULL g reads as ones
-        run_both(make_cmd(back), {nullptr, x.get(), y.get()}, {dx3.get()}, std::string(ccv_nnc_cmd_name(back)) + " NULL g");
+        run_both(make_cmd(back), {nullptr, x.get(), y.get()}, {dx3.get()},
+                 std::string(ccv_nnc_cmd_name(back)) + " NULL g");
         dx3->expect_close(4e-6f, 4e-6f, std::string(ccv_nnc_cmd_name(back)) + " NULL g");
       }
     }
@@ -155,8 +159,8 @@ TEST(GpuRefEw, SumProdDivOverViewsAndInPlace) {
   run_both(make_cmd(CCV_NNC_EWPROD_FORWARD), {p0.get(), p1.get(), p2.get()}, {py.get()}, "EWPROD");
   py->expect_close(kRtol, kAtol, "EWPROD");
   auto g = both(s, rng), d0 = both(s, rng), d1 = both(s, rng), d2 = both(s, rng);
-  run_both(make_cmd(CCV_NNC_EWPROD_BACKWARD), {g.get(), p0.get(), p1.get(), p2.get(), py.get()}, {d0.get(), d1.get(), d2.get()},
-           "EWPROD_BACKWARD");
+  run_both(make_cmd(CCV_NNC_EWPROD_BACKWARD), {g.get(), p0.get(), p1.get(), p2.get(), py.get()},
+           {d0.get(), d1.get(), d2.get()}, "EWPROD_BACKWARD");
   for (Both* d : {d0.get(), d1.get(), d2.get()}) d->expect_close(kRtol, kAtol, "EWPROD_BACKWARD");
   run_both(make_cmd(CCV_NNC_EWPROD_FORWARD), {p0.get(), p1.get(), p2.get()}, {p2.get()}, "EWPROD in place");
   p2->expect_close(kRtol, kAtol, "EWPROD in place");
@@ -167,7 +171,8 @@ TEST(GpuRefEw, SumProdDivOverViewsAndInPlace) {
   run_both(make_cmd(CCV_NNC_EWDIV_FORWARD), {nullptr, b.get()}, {r.get()}, "EWDIV 1 / b");
   r->expect_close(kRtol, kAtol, "EWDIV 1 / b");
   auto da = both(s, rng), db = both(s, rng);
-  run_both(make_cmd(CCV_NNC_EWDIV_BACKWARD), {g.get(), a.get(), b.get(), q.get()}, {da.get(), db.get()}, "EWDIV_BACKWARD");
+  run_both(make_cmd(CCV_NNC_EWDIV_BACKWARD), {g.get(), a.get(), b.get(), q.get()}, {da.get(), db.get()},
+           "EWDIV_BACKWARD");
   da->expect_close(kRtol, kAtol, "EWDIV_BACKWARD da");
   db->expect_close(kRtol, kAtol, "EWDIV_BACKWARD db");
   // EWSUM backward: copies of g, or ones.
@@ -243,7 +248,8 @@ TEST(GpuRefEw, RefusalsAndBadShapes) {
   EXPECT_NE(exec(c, ccv_nnc_no_hint, {a->gpu(), b->gpu()}, {y->gpu()}), CCV_NNC_EXEC_SUCCESS);
   EXPECT_NE(std::string(ccv_nnc_error_message()).find("broadcast"), std::string::npos) << ccv_nnc_error_message();
   // MUL backward on 16F: GPU_REF refuses it (its sums are 32F only).
-  auto g16 = both({{7, 5}, false, CCV_16F}, rng), a16 = both({{7, 5}, false, CCV_16F}, rng), b16 = both({{7, 5}, false, CCV_16F}, rng);
+  auto g16 = both({{7, 5}, false, CCV_16F}, rng), a16 = both({{7, 5}, false, CCV_16F}, rng),
+       b16 = both({{7, 5}, false, CCV_16F}, rng);
   auto d16 = both({{7, 5}, false, CCV_16F}, rng);
   ccv_nnc_cmd_t m = blas(CCV_NNC_MUL_BACKWARD, 1);
   m.backend = CCV_NNC_BACKEND_GPU_REF;

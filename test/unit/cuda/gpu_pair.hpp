@@ -27,7 +27,8 @@ struct Spec {
 
 inline ccv_nnc_tensor_param_t param_of(const std::vector<int>& dim, int datatype, int format, bool gpu) {
   ccv_nnc_tensor_param_t p{};
-  p.type = gpu ? (static_cast<int>(CCV_TENSOR_GPU_MEMORY) | static_cast<int>(CCV_COMPUTE_DEVICE_000)) : CCV_TENSOR_CPU_MEMORY;
+  p.type = gpu ? (static_cast<int>(CCV_TENSOR_GPU_MEMORY) | static_cast<int>(CCV_COMPUTE_DEVICE_000))
+               : CCV_TENSOR_CPU_MEMORY;
   p.format = format;
   p.datatype = datatype;
   for (size_t i = 0; i < dim.size(); i++) p.dim[i] = dim[i];
@@ -76,14 +77,15 @@ inline Owned as_f32(const ccv_nnc_tensor_t* t) {
   const int type = CCV_GET_DATA_TYPE(t->info.datatype);
   if (type == CCV_32S || type == CCV_64S || type == CCV_8U) {
     for (size_t i = 0; i < ccv_nnc_tensor_count(p); i++)
-      f->data.f32[i] = type == CCV_32S ? static_cast<float>(t->data.i32[i])
+      f->data.f32[i] = type == CCV_32S   ? static_cast<float>(t->data.i32[i])
                        : type == CCV_64S ? static_cast<float>(t->data.i64[i])
                                          : static_cast<float>(t->data.u8[i]);
     return f;
   }
   ccv_nnc_cmd_t c = make_cmd(CCV_NNC_DATATYPE_CONVERSION_FORWARD);
   c.backend = CCV_NNC_BACKEND_CPU_REF;
-  EXPECT_EQ(exec(c, ccv_nnc_no_hint, {const_cast<ccv_nnc_tensor_t*>(t)}, {f.t}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  EXPECT_EQ(exec(c, ccv_nnc_no_hint, {const_cast<ccv_nnc_tensor_t*>(t)}, {f.t}), CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
   return f;
 }
 
@@ -121,7 +123,8 @@ class Both {
   // to the GPU parent again.
   ccv_nnc_tensor_t* cpu_parent() const { return cpu_parent_.t; }
   void upload() const {
-    EXPECT_EQ(exec(transfer(), ccv_nnc_no_hint, {cpu_parent_.t}, {gpu_parent_.t}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    EXPECT_EQ(exec(transfer(), ccv_nnc_no_hint, {cpu_parent_.t}, {gpu_parent_.t}), CCV_NNC_EXEC_SUCCESS)
+        << ccv_nnc_error_message();
   }
 
   ccv_nnc_tensor_t* cpu() const { return cpu_view_ ? reinterpret_cast<ccv_nnc_tensor_t*>(cpu_view_) : cpu_parent_.t; }
@@ -156,7 +159,8 @@ inline BothPtr both(const Spec& s, std::mt19937& rng, float lo = -1, float hi = 
 
 // Runs c on CPU_REF over the CPU sides and on GPU_REF over the GPU sides
 // (NULL entries stay NULL); both must succeed.
-inline void run_both(ccv_nnc_cmd_t c, const std::vector<Both*>& in, const std::vector<Both*>& out, const std::string& what) {
+inline void run_both(ccv_nnc_cmd_t c, const std::vector<Both*>& in, const std::vector<Both*>& out,
+                     const std::string& what) {
   std::vector<ccv_nnc_tensor_t*> ci, gi, co, go;
   for (Both* b : in) {
     ci.push_back(b ? b->cpu() : nullptr);
@@ -167,9 +171,11 @@ inline void run_both(ccv_nnc_cmd_t c, const std::vector<Both*>& in, const std::v
     go.push_back(b ? b->gpu() : nullptr);
   }
   c.backend = CCV_NNC_BACKEND_CPU_REF;
-  ASSERT_EQ(exec(c, ccv_nnc_no_hint, ci, co), CCV_NNC_EXEC_SUCCESS) << what << " (CPU_REF): " << ccv_nnc_error_message();
+  ASSERT_EQ(exec(c, ccv_nnc_no_hint, ci, co), CCV_NNC_EXEC_SUCCESS)
+      << what << " (CPU_REF): " << ccv_nnc_error_message();
   c.backend = CCV_NNC_BACKEND_GPU_REF;
-  ASSERT_EQ(exec(c, ccv_nnc_no_hint, gi, go), CCV_NNC_EXEC_SUCCESS) << what << " (GPU_REF): " << ccv_nnc_error_message();
+  ASSERT_EQ(exec(c, ccv_nnc_no_hint, gi, go), CCV_NNC_EXEC_SUCCESS)
+      << what << " (GPU_REF): " << ccv_nnc_error_message();
 }
 
 }  // namespace nnc_gpu_test

@@ -41,7 +41,7 @@ TEST(GpuRefIndex, IndexSelectForwardBackward) {
       {{17, 33}, 40, CCV_32S, false, CCV_32F},  // more picks than rows: repeats
       {{1023}, 7, CCV_64S, false, CCV_32F},     // 1-d: single elements
       {{5, 3, 7}, 9, CCV_32S, true, CCV_32F},
-      {{9, 65}, 4, CCV_64S, true, CCV_16F},     // forward only for 16F (rows are copied)
+      {{9, 65}, 4, CCV_64S, true, CCV_16F},  // forward only for 16F (rows are copied)
       {{1, 1}, 1, CCV_32S, false, CCV_32F},
   };
   for (const Case& k : cases) {
@@ -54,7 +54,8 @@ TEST(GpuRefIndex, IndexSelectForwardBackward) {
     y->expect_close(0, 0, "INDEX_SELECT_FORWARD");
     if (k.datatype != CCV_32F) continue;
     auto g = both({yd, k.view}, rng), dx = both({k.x, !k.view}, rng);
-    run_both(make_cmd(CCV_NNC_INDEX_SELECT_BACKWARD), {g.get(), x.get(), ind.get()}, {dx.get()}, "INDEX_SELECT_BACKWARD");
+    run_both(make_cmd(CCV_NNC_INDEX_SELECT_BACKWARD), {g.get(), x.get(), ind.get()}, {dx.get()},
+             "INDEX_SELECT_BACKWARD");
     dx->expect_close(1e-6f, 1e-6f, "INDEX_SELECT_BACKWARD");
   }
 }
@@ -121,7 +122,8 @@ TEST(GpuRefIndex, MaskedFillForwardBackward) {
     c.info.blas.a[1] = -1e4f;
     run_both(c, {x.get(), m.get()}, {y.get()}, "MASKED_FILL_FORWARD");
     y->expect_close(0, 0, "MASKED_FILL_FORWARD");
-    auto g = both({k.x, false, k.x_type}, rng), dx = both({k.x, k.view, k.x_type}, rng), dm = both({k.mask, false, k.mask_type}, rng, 0, 1);
+    auto g = both({k.x, false, k.x_type}, rng), dx = both({k.x, k.view, k.x_type}, rng),
+         dm = both({k.mask, false, k.mask_type}, rng, 0, 1);
     ccv_nnc_cmd_t b = c;
     b.cmd = CCV_NNC_MASKED_FILL_BACKWARD;
     run_both(b, {g.get(), x.get(), m.get()}, {dx.get(), dm.get()}, "MASKED_FILL_BACKWARD");

@@ -18,16 +18,19 @@ namespace {
 using namespace nnc_gpu_test;
 
 // Runs c on CPU_REF and on GPU_REF, each right after seeding the default generator with `seed`.
-void run_seeded(ccv_nnc_cmd_t c, uint32_t seed, const std::vector<Both*>& in, const std::vector<Both*>& out, const std::string& what) {
+void run_seeded(ccv_nnc_cmd_t c, uint32_t seed, const std::vector<Both*>& in, const std::vector<Both*>& out,
+                const std::string& what) {
   std::vector<ccv_nnc_tensor_t*> ci, gi, co, go;
   for (Both* b : in) ci.push_back(b ? b->cpu() : nullptr), gi.push_back(b ? b->gpu() : nullptr);
   for (Both* b : out) co.push_back(b ? b->cpu() : nullptr), go.push_back(b ? b->gpu() : nullptr);
   ccv_nnc_stream_context_set_seed(nullptr, seed);
   c.backend = CCV_NNC_BACKEND_CPU_REF;
-  ASSERT_EQ(exec(c, ccv_nnc_no_hint, ci, co), CCV_NNC_EXEC_SUCCESS) << what << " (CPU_REF): " << ccv_nnc_error_message();
+  ASSERT_EQ(exec(c, ccv_nnc_no_hint, ci, co), CCV_NNC_EXEC_SUCCESS)
+      << what << " (CPU_REF): " << ccv_nnc_error_message();
   ccv_nnc_stream_context_set_seed(nullptr, seed);
   c.backend = CCV_NNC_BACKEND_GPU_REF;
-  ASSERT_EQ(exec(c, ccv_nnc_no_hint, gi, go), CCV_NNC_EXEC_SUCCESS) << what << " (GPU_REF): " << ccv_nnc_error_message();
+  ASSERT_EQ(exec(c, ccv_nnc_no_hint, gi, go), CCV_NNC_EXEC_SUCCESS)
+      << what << " (GPU_REF): " << ccv_nnc_error_message();
 }
 
 ccv_nnc_cmd_t dropout(uint32_t id, float p, int entirety) {
@@ -47,7 +50,7 @@ TEST(GpuRefRand, DropoutMatchesCpuRefUnderOneSeed) {
     int entirety;
   };
   const Case cases[] = {
-      {{7, 33}, true, true, 0.3f, 0},   {{1023}, false, false, 0.5f, 0}, {{130, 5}, false, false, 0.1f, 0},
+      {{7, 33}, true, true, 0.3f, 0},    {{1023}, false, false, 0.5f, 0}, {{130, 5}, false, false, 0.1f, 0},
       {{5, 3, 7}, true, false, 0.9f, 0}, {{7, 33}, false, true, 0.5f, 1}, {{7, 33}, false, false, 0.5f, 1},
   };
   uint32_t seed = 11;
@@ -71,8 +74,8 @@ TEST(GpuRefRand, DropoutMatchesCpuRefUnderOneSeed) {
       y->expect_close(0, 0, what + " y");
       m->expect_close(0, 0, what + " mask");
       auto g = both({k.x, false}, rng), dx = both({k.x, k.view}, rng);
-      run_seeded(dropout(CCV_NNC_DROPOUT_BACKWARD, k.p, k.entirety), seed, {g.get(), nullptr, x.get(), y.get(), m.get()}, {dx.get()},
-                 what + " backward");
+      run_seeded(dropout(CCV_NNC_DROPOUT_BACKWARD, k.p, k.entirety), seed,
+                 {g.get(), nullptr, x.get(), y.get(), m.get()}, {dx.get()}, what + " backward");
       dx->expect_close(0, 0, what + " backward");
     }
   }

@@ -37,9 +37,10 @@ TEST(GpuRefReduce, SumMeanMaxOverAnyAxes) {
     bool view;
   };
   const Case cases[] = {
-      {{1023}, {0}, false},          {{7, 33}, {1}, true},          {{7, 33}, {0}, false},       {{7, 33}, {0, 1}, true},
-      {{64, 4096}, {1}, false},      {{128, 8192}, {0}, false},     {{3, 5, 7, 9}, {1, 3}, true}, {{3, 5, 7, 9}, {0, 2}, false},
-      {{1, 1, 33}, {2}, false},      {{2, 1, 100003}, {2}, false},  {{5, 1}, {1}, true},
+      {{1023}, {0}, false},         {{7, 33}, {1}, true},          {{7, 33}, {0}, false},
+      {{7, 33}, {0, 1}, true},      {{64, 4096}, {1}, false},      {{128, 8192}, {0}, false},
+      {{3, 5, 7, 9}, {1, 3}, true}, {{3, 5, 7, 9}, {0, 2}, false}, {{1, 1, 33}, {2}, false},
+      {{2, 1, 100003}, {2}, false}, {{5, 1}, {1}, true},
   };
   for (const Case& k : cases) {
     std::vector<int> out = k.dim;
@@ -52,7 +53,9 @@ TEST(GpuRefReduce, SumMeanMaxOverAnyAxes) {
       auto x = both({k.dim, k.view}, rng), y = both({out, k.view}, rng);
       const std::string what = std::string(ccv_nnc_cmd_name(id)) + " over " + std::to_string(n);
       run_both(reduce_cmd(id, k.axes), {x.get()}, {y.get()}, what);
-      const float atol = id == CCV_NNC_REDUCE_MAX_FORWARD ? 0.f : id == CCV_NNC_REDUCE_MEAN_FORWARD ? 1e-6f : 1e-6f * static_cast<float>(n);
+      const float atol = id == CCV_NNC_REDUCE_MAX_FORWARD    ? 0.f
+                         : id == CCV_NNC_REDUCE_MEAN_FORWARD ? 1e-6f
+                                                             : 1e-6f * static_cast<float>(n);
       y->expect_close(1e-5f, atol, what);
     }
     for (uint32_t id : {CCV_NNC_REDUCE_SUM_BACKWARD, CCV_NNC_REDUCE_MEAN_BACKWARD}) {
@@ -279,18 +282,19 @@ TEST(GpuRefOptim, StepsMatchCpuRef) {
   };
   add("SGD", CCV_NNC_SGD_FORWARD, 1, [](ccv_nnc_cmd_param_t& p) { p.sgd.rate = 0.1f, p.sgd.scale = 1; });
   add("SGD momentum nesterov decay", CCV_NNC_SGD_FORWARD, 1, [](ccv_nnc_cmd_param_t& p) {
-    p.sgd.rate = 0.05f, p.sgd.scale = 0.5f, p.sgd.decay = 0.01f, p.sgd.momentum = 0.9f, p.sgd.dampening = 0.1f, p.sgd.nesterov = 1;
+    p.sgd.rate = 0.05f, p.sgd.scale = 0.5f, p.sgd.decay = 0.01f, p.sgd.momentum = 0.9f, p.sgd.dampening = 0.1f,
+    p.sgd.nesterov = 1;
   });
   for (uint32_t id : {CCV_NNC_ADAM_FORWARD, CCV_NNC_ADAMW_FORWARD})
     for (int ams = 0; ams < 2; ams++)
-      add(id == CCV_NNC_ADAM_FORWARD ? (ams ? "ADAM amsgrad" : "ADAM") : (ams ? "ADAMW amsgrad" : "ADAMW"), id, ams ? 3 : 2,
-          [ams](ccv_nnc_cmd_param_t& p) {
+      add(id == CCV_NNC_ADAM_FORWARD ? (ams ? "ADAM amsgrad" : "ADAM") : (ams ? "ADAMW amsgrad" : "ADAMW"), id,
+          ams ? 3 : 2, [ams](ccv_nnc_cmd_param_t& p) {
             p.adam.step = 3, p.adam.rate = 0.01f, p.adam.beta1 = 0.9f, p.adam.beta2 = 0.999f, p.adam.decay = 0.02f,
             p.adam.epsilon = 1e-8f, p.adam.amsgrad = ams, p.adam.scale = 1;
           });
   add("RMSPROP", CCV_NNC_RMSPROP_FORWARD, 2, [](ccv_nnc_cmd_param_t& p) {
-    p.rmsprop.rate = 0.01f, p.rmsprop.scale = 1, p.rmsprop.decay = 0.001f, p.rmsprop.alpha = 0.9f, p.rmsprop.momentum = 0.5f,
-    p.rmsprop.epsilon = 1e-6f;
+    p.rmsprop.rate = 0.01f, p.rmsprop.scale = 1, p.rmsprop.decay = 0.001f, p.rmsprop.alpha = 0.9f,
+    p.rmsprop.momentum = 0.5f, p.rmsprop.epsilon = 1e-6f;
   });
   for (const Opt& o : opts)
     for (const Spec& s : {Spec{{1023}}, Spec{{7, 33}, true}}) {
@@ -303,7 +307,8 @@ TEST(GpuRefOptim, StepsMatchCpuRef) {
       for (int step = 0; step < 3; step++) {
         run_both(c, in, out, std::string(o.name) + " in place");
         a->expect_close(1e-5f, 1e-6f, std::string(o.name) + " a, step " + std::to_string(step));
-        for (auto& t : state) t->expect_close(1e-5f, 1e-6f, std::string(o.name) + " state, step " + std::to_string(step));
+        for (auto& t : state)
+          t->expect_close(1e-5f, 1e-6f, std::string(o.name) + " state, step " + std::to_string(step));
       }
       std::vector<BothPtr> fresh;
       std::vector<Both*> out2;

@@ -3,13 +3,13 @@
 // broadcast strides, 64-bit offsets) and the reduction plan (which input
 // elements each output sums, each exactly once), on random shapes, views and
 // broadcasts with a fixed seed.
+#include "cmd/common/gpu_plan.hpp"
+
 #include <gtest/gtest.h>
 
 #include <map>
 #include <random>
 #include <vector>
-
-#include "cmd/common/gpu_plan.hpp"
 
 namespace {
 
