@@ -46,6 +46,10 @@ TEST(GpuRefEw, AddMulBroadcastOverViews) {
       {{{1023}}, {{1}}, {{1023}}},
       {{{2, 1, 7, 1}}, {{3, 1, 9}, true}, {{2, 3, 7, 9}, true}},
       {{{1, 1, 1}}, {{1}}, {{1, 1, 1}}},
+      // NCHW with a per-channel operand (1xCx1x1), as a bias over an image.
+      {{{2, 3, 5, 7}, true, CCV_32F, CCV_TENSOR_FORMAT_NCHW},
+       {{1, 3, 1, 1}, false, CCV_32F, CCV_TENSOR_FORMAT_NCHW},
+       {{2, 3, 5, 7}, false, CCV_32F, CCV_TENSOR_FORMAT_NCHW}},
   };
   for (const Case& k : cases)
     for (uint32_t id : {CCV_NNC_ADD_FORWARD, CCV_NNC_MUL_FORWARD}) {
@@ -78,6 +82,10 @@ TEST(GpuRefEw, AddMulBackwardSumOverBroadcastDimensions) {
       {{{64, 129}}, {{1, 129}}, {{64, 129}, true}},  // a bias-like gradient: sums over 64 rows
       {{{1023}}, {{1023}, true}, {{1}}},             // a scalar's gradient: one sum over 1023
       {{{3, 5, 7, 9}}, {{5, 1, 9}}, {{3, 1, 7, 1}}},
+      // NCHW: a per-channel gradient (1xCx1x1) summed over N, H and W.
+      {{{4, 3, 5, 7}, true, CCV_32F, CCV_TENSOR_FORMAT_NCHW},
+       {{4, 3, 5, 7}, false, CCV_32F, CCV_TENSOR_FORMAT_NCHW},
+       {{1, 3, 1, 1}, false, CCV_32F, CCV_TENSOR_FORMAT_NCHW}},
   };
   for (const Case& k : cases) {
     size_t n = 1;
