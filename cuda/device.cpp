@@ -80,7 +80,7 @@ cublasHandle_t cublas_handle(int device) {
 
 void register_transfer(Registry& r);
 void register_gemm(Registry& r);
-void register_ew(Registry& r);
+void register_ewgpu(Registry& r);
 void register_cudnn(Registry& r);  // cudnn.cpp (cudnn_none.cpp without cuDNN)
 
 }  // namespace nnc::cuda
@@ -92,7 +92,7 @@ void register_cuda(Registry& r) {
   set_device_memory(&cuda::kDeviceMemory);
   cuda::register_transfer(r);
   cuda::register_gemm(r);
-  cuda::register_ew(r);
+  cuda::register_ewgpu(r);
   cuda::register_cudnn(r);
 }
 

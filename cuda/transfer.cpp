@@ -7,6 +7,7 @@
 #include "core/registry.hpp"
 #include "core/tensor.hpp"
 #include "cuda/cuda.hpp"
+#include "cuda/ewgpu.hpp"
 
 namespace nnc::cuda {
 
@@ -14,12 +15,19 @@ namespace {
 
 bool packed(const ccv_nnc_tensor_t* t) { return t && !CCV_IS_TENSOR_VIEW(t) && !CCV_IS_TENSOR_MULTIVIEW(t); }
 
+// Views are copied within one GPU (copy_views, ewgpu.cpp).
+bool both_on_one_gpu(const ccv_nnc_tensor_t* a, const ccv_nnc_tensor_t* b) {
+  return !CCV_IS_TENSOR_MULTIVIEW(a) && !CCV_IS_TENSOR_MULTIVIEW(b) && CCV_TENSOR_GET_MEMORY(a->info.type) == CCV_TENSOR_GPU_MEMORY &&
+         CCV_TENSOR_GET_MEMORY(b->info.type) == CCV_TENSOR_GPU_MEMORY &&
+         CCV_TENSOR_GET_DEVICE_ID(a->info.type) == CCV_TENSOR_GET_DEVICE_ID(b->info.type);
+}
+
 bool accept_transfer(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
                      int output_size) {
   bool any_gpu = false;
   for (int i = 0; i < input_size && i < output_size; i++) {
     if (!inputs[i] || !outputs[i]) continue;
-    if (!packed(inputs[i]) || !packed(outputs[i])) return false;
+    if ((!packed(inputs[i]) || !packed(outputs[i])) && !both_on_one_gpu(inputs[i], outputs[i])) return false;
     any_gpu = any_gpu || CCV_TENSOR_GET_MEMORY(inputs[i]->info.type) == CCV_TENSOR_GPU_MEMORY ||
               CCV_TENSOR_GET_MEMORY(outputs[i]->info.type) == CCV_TENSOR_GPU_MEMORY;
   }
@@ -32,6 +40,10 @@ NNC_KERNEL(transfer) {
     const ccv_nnc_tensor_t* a = inputs[i];
     ccv_nnc_tensor_t* b = outputs[i];
     if (!a || !b || a == b) continue;
+    if (!packed(a) || !packed(b)) {
+      copy_views(stream_context, a, b, what);
+      continue;
+    }
     const size_t bytes = ccv_nnc_tensor_data_size_without_padding(a->info);
     NNC_CHECK(CCV_GET_DATA_TYPE(a->info.datatype) == CCV_GET_DATA_TYPE(b->info.datatype) &&
                   bytes == ccv_nnc_tensor_data_size_without_padding(b->info),

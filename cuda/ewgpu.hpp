@@ -1,0 +1,65 @@
+// Helpers shared by the GPU_REF backends (ewgpu.cpp, reduce_gpu.cpp,
+// loss_optim_gpu.cpp): which GPU a call runs on, its stream, and plans over
+// tensors' layouts (cmd/common/gpu_plan.hpp).
+#pragma once
+
+#include <initializer_list>
+#include <string>
+
+#include "core/registry.hpp"
+#include "core/tensor.hpp"
+#include "cuda/kern.hpp"
+
+namespace nnc::cuda {
+
+// True when every tensor present is a plain tensor or view in the memory of
+// one GPU (its id in *device).
+bool on_one_gpu(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs, int output_size,
+                int* device);
+// That GPU (0 when there is none).
+int device_of(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs, int output_size);
+GpuType gpu_type(int datatype);
+std::string shape_string_n(const int* dim, int nd);
+
+// The element-wise plan over y's shape of y and each x broadcast to it
+// (a NULL x: a NULL operand, strides 0). Throws when an x does not broadcast.
+gpu::EwPlan plan_of(const Layout& y, std::initializer_list<const Layout*> xs, const char* what);
+
+// One kernel call's stream: made by stream_of, ended by done() (finish).
+struct Call {
+  ccv_nnc_stream_context_t* stream;
+  const char* what;
+  cudaStream_t s;
+  Call(ccv_nnc_stream_context_t* ctx, int device, const char* what);
+  void check(cudaError_t e) const;  // a launch's status
+  void done() const;
+};
+
+// A device int a kernel sets to flag bad input (a class index, a row
+// index), stream-ordered (cudaMallocAsync; without a pool no flag is made).
+// done() ends the call (finish) and returns the flag, read back on
+// synchronous calls only (0 on a GPU stream, which the call cannot wait for).
+class DeviceFlag {
+ public:
+  DeviceFlag(const Call& c, bool needed);
+  ~DeviceFlag();
+  int* device() const { return d_; }
+  int done();
+  DeviceFlag(const DeviceFlag&) = delete;
+  DeviceFlag& operator=(const DeviceFlag&) = delete;
+
+ private:
+  const Call& c_;
+  int* d_ = nullptr;
+  int host_ = 0;
+};
+
+// y = x, two views of one shape on the GPU.
+void copy_layout(const Call& c, const Layout& y, const Layout& x);
+
+// DATA_TRANSFER of a to b, both on one GPU, views allowed (transfer.cpp).
+void copy_views(ccv_nnc_stream_context_t* stream, const ccv_nnc_tensor_t* a, ccv_nnc_tensor_t* b, const char* what);
+
+void register_ewgpu(Registry& r);
+
+}  // namespace nnc::cuda
