@@ -82,6 +82,7 @@ void register_transfer(Registry& r);
 void register_gemm(Registry& r);
 void register_ewgpu(Registry& r);
 void register_cudnn(Registry& r);  // cudnn.cpp (cudnn_none.cpp without cuDNN)
+void register_nccl(Registry& r);   // nccl.cpp (nccl_none.cpp without NCCL)
 
 }  // namespace nnc::cuda
 
@@ -94,6 +95,7 @@ void register_cuda(Registry& r) {
   cuda::register_gemm(r);
   cuda::register_ewgpu(r);
   cuda::register_cudnn(r);
+  cuda::register_nccl(r);
 }
 
 }  // namespace nnc

@@ -1,0 +1,199 @@
+// GPU_NCCL: COMM_ALLREDUCE / COMM_BROADCAST / COMM_REDUCE forward across the
+// GPUs of one process on NCCL, the collectives ccv_nnc_symbolic_graph_data_parallel
+// inserts. Tensor i lives on its own GPU (one tensor per device, packed, one
+// element count and type); the devices, in the order the tensors give them,
+// form one NCCL communicator, made by ncclCommInitAll on first use and kept
+// for the process.
+//   ALLREDUCE |x_1 .. x_n| -> |y_1 .. y_n|   y_i = sum x (in place allowed)
+//   BROADCAST |x| -> |y_1 .. y_n|            y_i = x, from x's device (which
+//                                            may hold no y; it still takes part)
+//   REDUCE    |x_1 .. x_n| -> |y_1 .. y_n|   y_1 = sum x on y_1's device
+// The call is synchronous: each device's part runs on its default stream and
+// is waited for; a GPU stream context given is waited for first (so the
+// inputs its work writes are there). Collectives across processes are the
+// MPI communicator's (lib/cmd/comm).
+#include <nccl.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "core/kernel.hpp"
+#include "core/registry.hpp"
+#include "core/tensor.hpp"
+#include "cuda/cuda.hpp"
+#include "cuda/stream.hpp"
+
+namespace nnc::cuda {
+
+namespace {
+
+void check_nccl(ncclResult_t r, const char* what, const char* call) {
+  if (r != ncclSuccess) fail(CCV_NNC_EXEC_INVALID, "%s: %s failed: %s", what, call, ncclGetErrorString(r));
+}
+#define NNC_NCCL_CHECK(call, what) check_nccl((call), (what), #call)
+
+bool nccl_type(int datatype, ncclDataType_t* t) {
+  switch (CCV_GET_DATA_TYPE(datatype)) {
+    case CCV_32F: *t = ncclFloat32; return true;
+    case CCV_64F: *t = ncclFloat64; return true;
+    case CCV_16F: *t = ncclFloat16; return true;
+    case CCV_16BF: *t = ncclBfloat16; return true;
+    case CCV_32S: *t = ncclInt32; return true;
+    case CCV_64S: *t = ncclInt64; return true;
+    case CCV_8U: *t = ncclUint8; return true;
+    default: return false;
+  }
+}
+
+int device_of(const ccv_nnc_tensor_t* t) { return CCV_TENSOR_GET_DEVICE_ID(t->info.type); }
+
+// Communicators by device list, for the process's life (destroyed at exit).
+struct Comms {
+  std::mutex mutex;
+  std::map<std::vector<int>, std::vector<ncclComm_t>> by_devices;
+  ~Comms() {
+    for (auto& [devices, comms] : by_devices)
+      for (ncclComm_t c : comms) ncclCommDestroy(c);
+  }
+};
+Comms g_comms;
+
+std::vector<ncclComm_t> comms_for(const std::vector<int>& devices, const char* what) {
+  const std::lock_guard<std::mutex> lock(g_comms.mutex);
+  auto it = g_comms.by_devices.find(devices);
+  if (it != g_comms.by_devices.end()) return it->second;
+  std::vector<ncclComm_t> comms(devices.size());
+  NNC_NCCL_CHECK(ncclCommInitAll(comms.data(), static_cast<int>(devices.size()), devices.data()), what);
+  g_comms.by_devices[devices] = comms;
+  return comms;
+}
+
+// Packed GPU tensors of one count and type, each on a device of its own.
+bool same_packed(ccv_nnc_tensor_t* const* ts, int n, size_t count, int datatype, std::vector<int>* devices) {
+  for (int i = 0; i < n; i++) {
+    const ccv_nnc_tensor_t* t = ts[i];
+    if (!t || CCV_IS_TENSOR_VIEW(t) || CCV_IS_TENSOR_MULTIVIEW(t)) return false;
+    if (CCV_TENSOR_GET_MEMORY(t->info.type) != CCV_TENSOR_GPU_MEMORY) return false;
+    if (t->info.datatype != datatype || ccv_nnc_tensor_count(t->info) != count) return false;
+    if (devices) {
+      if (std::find(devices->begin(), devices->end(), device_of(t)) != devices->end()) return false;
+      devices->push_back(device_of(t));
+    }
+  }
+  return true;
+}
+
+bool accept_collective(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                       int output_size) {
+  if (input_size < 1 || output_size < 1 || !inputs[0]) return false;
+  ncclDataType_t t;
+  if (!nccl_type(inputs[0]->info.datatype, &t)) return false;
+  const size_t count = ccv_nnc_tensor_count(inputs[0]->info);
+  const int dt = inputs[0]->info.datatype;
+  std::vector<int> in_devices, out_devices;
+  if (cmd.cmd == CCV_NNC_COMM_BROADCAST_FORWARD)
+    return input_size == 1 && same_packed(inputs, 1, count, dt, nullptr) && same_packed(outputs, output_size, count, dt, &out_devices);
+  if (input_size != output_size) return false;
+  if (!same_packed(inputs, input_size, count, dt, &in_devices) || !same_packed(outputs, output_size, count, dt, &out_devices)) return false;
+  // Output i beside input i (REDUCE: the others are untouched, but on the same devices).
+  return in_devices == out_devices;
+}
+
+void wait_for(ccv_nnc_stream_context_t* stream_context) {
+  if (stream_context) ccv_nnc_stream_context_wait(stream_context);
+}
+
+NNC_KERNEL(allreduce) {
+  static const char* what = "COMM_ALLREDUCE_FORWARD (GPU_NCCL)";
+  wait_for(stream_context);
+  std::vector<int> devices;
+  for (int i = 0; i < input_size; i++) devices.push_back(device_of(inputs[i]));
+  const std::vector<ncclComm_t> comms = comms_for(devices, what);
+  ncclDataType_t type;
+  nccl_type(inputs[0]->info.datatype, &type);
+  const size_t count = ccv_nnc_tensor_count(inputs[0]->info);
+  std::vector<cudaStream_t> streams;
+  for (int d : devices) streams.push_back(stream_of(nullptr, d, what));
+  NNC_NCCL_CHECK(ncclGroupStart(), what);
+  for (size_t i = 0; i < devices.size(); i++)
+    NNC_NCCL_CHECK(ncclAllReduce(inputs[i]->data.u8, outputs[i]->data.u8, count, type, ncclSum, comms[i], streams[i]), what);
+  NNC_NCCL_CHECK(ncclGroupEnd(), what);
+  for (size_t i = 0; i < devices.size(); i++) {
+    NNC_CUDA_CHECK(cudaSetDevice(devices[i]), what);
+    finish(nullptr, streams[i], what);
+  }
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+NNC_KERNEL(broadcast) {
+  static const char* what = "COMM_BROADCAST_FORWARD (GPU_NCCL)";
+  wait_for(stream_context);
+  const int root_device = device_of(inputs[0]);
+  // The ranks: the root's device first, then each output's (the root's own output, if any, is its rank).
+  std::vector<int> devices{root_device};
+  std::vector<void*> recv{nullptr};
+  for (int i = 0; i < output_size; i++) {
+    if (device_of(outputs[i]) == root_device) {
+      recv[0] = outputs[i]->data.u8;
+      continue;
+    }
+    devices.push_back(device_of(outputs[i]));
+    recv.push_back(outputs[i]->data.u8);
+  }
+  if (!recv[0]) recv[0] = inputs[0]->data.u8;  // in place on the root
+  const std::vector<ncclComm_t> comms = comms_for(devices, what);
+  ncclDataType_t type;
+  nccl_type(inputs[0]->info.datatype, &type);
+  const size_t count = ccv_nnc_tensor_count(inputs[0]->info);
+  std::vector<cudaStream_t> streams;
+  for (int d : devices) streams.push_back(stream_of(nullptr, d, what));
+  NNC_NCCL_CHECK(ncclGroupStart(), what);
+  for (size_t i = 0; i < devices.size(); i++)
+    NNC_NCCL_CHECK(ncclBroadcast(i == 0 ? inputs[0]->data.u8 : nullptr, recv[i], count, type, 0, comms[i], streams[i]), what);
+  NNC_NCCL_CHECK(ncclGroupEnd(), what);
+  for (size_t i = 0; i < devices.size(); i++) {
+    NNC_CUDA_CHECK(cudaSetDevice(devices[i]), what);
+    finish(nullptr, streams[i], what);
+  }
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+NNC_KERNEL(reduce) {
+  static const char* what = "COMM_REDUCE_FORWARD (GPU_NCCL)";
+  wait_for(stream_context);
+  std::vector<int> devices;
+  for (int i = 0; i < input_size; i++) devices.push_back(device_of(inputs[i]));
+  const std::vector<ncclComm_t> comms = comms_for(devices, what);
+  ncclDataType_t type;
+  nccl_type(inputs[0]->info.datatype, &type);
+  const size_t count = ccv_nnc_tensor_count(inputs[0]->info);
+  std::vector<cudaStream_t> streams;
+  for (int d : devices) streams.push_back(stream_of(nullptr, d, what));
+  NNC_NCCL_CHECK(ncclGroupStart(), what);
+  for (size_t i = 0; i < devices.size(); i++)
+    NNC_NCCL_CHECK(ncclReduce(inputs[i]->data.u8, i == 0 ? outputs[0]->data.u8 : nullptr, count, type, ncclSum, 0, comms[i], streams[i]),
+                   what);
+  NNC_NCCL_CHECK(ncclGroupEnd(), what);
+  for (size_t i = 0; i < devices.size(); i++) {
+    NNC_CUDA_CHECK(cudaSetDevice(devices[i]), what);
+    finish(nullptr, streams[i], what);
+  }
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+}  // namespace
+
+void register_nccl(Registry& r) {
+  KernelTraits t;
+  t.backend = CCV_NNC_BACKEND_GPU_NCCL;
+  t.datatypes = CCV_32F | CCV_64F | CCV_16F | CCV_16BF | CCV_32S | CCV_64S | CCV_8U;
+  t.memory = CCV_TENSOR_GPU_MEMORY;
+  t.formats = formats::kAll;
+  r.add_kernels(t.accepting(accept_collective), {{CCV_NNC_COMM_ALLREDUCE_FORWARD, allreduce},
+                                                 {CCV_NNC_COMM_BROADCAST_FORWARD, broadcast},
+                                                 {CCV_NNC_COMM_REDUCE_FORWARD, reduce}});
+}
+
+}  // namespace nnc::cuda

@@ -1,0 +1,79 @@
+// GPU_NCCL: the collectives across the GPUs of one process, with every GPU
+// the machine has (one is enough for the shapes of the calls: NCCL then
+// copies), against sums computed on the host.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "unit/cuda/gpu.hpp"
+
+namespace {
+
+using nnc_gpu_test::Owned;
+
+ccv_nnc_cmd_t nccl(uint32_t id) {
+  ccv_nnc_cmd_param_t p;
+  std::memset(&p, 0, sizeof(p));
+  ccv_nnc_cmd_t c = ccv_nnc_cmd(id, nullptr, p, 0);
+  c.backend = CCV_NNC_BACKEND_GPU_NCCL;
+  return c;
+}
+
+ccv_nnc_tensor_param_t on(int device, int n) {
+  ccv_nnc_tensor_param_t p{};
+  p.type = CCV_TENSOR_GPU_MEMORY;
+  CCV_TENSOR_SET_DEVICE_ID(p.type, device);
+  p.format = CCV_TENSOR_FORMAT_NHWC;
+  p.datatype = CCV_32F;
+  p.dim[0] = n;
+  return p;
+}
+
+TEST(Nccl, CollectivesOverEveryGpu) {
+  NNC_REQUIRE_GPU();
+  const int devices = ccv_nnc_device_count(CCV_STREAM_CONTEXT_GPU), n = 1031;
+  std::mt19937 rng(4);
+  std::vector<Owned> host, in, out;
+  std::vector<double> sum(n, 0);
+  for (int d = 0; d < devices; d++) {
+    host.emplace_back(nnc_gpu_test::on_cpu(on(0, n)));
+    nnc_gpu_test::fill(host.back(), rng);
+    for (int i = 0; i < n; i++) sum[i] += host.back()->data.f32[i];
+    in.push_back(nnc_gpu_test::to_gpu(host.back()));
+    ASSERT_EQ(CCV_TENSOR_GET_DEVICE_ID(in.back()->info.type), 0);  // to_gpu puts it on GPU 0: move it
+    Owned moved(on(d, n));
+    ASSERT_EQ(nnc_gpu_test::exec(nnc_gpu_test::transfer(), ccv_nnc_no_hint, {host.back()}, {moved}), CCV_NNC_EXEC_SUCCESS)
+        << ccv_nnc_error_message();
+    in.back() = std::move(moved);
+    out.emplace_back(on(d, n));
+  }
+  std::vector<ccv_nnc_tensor_t*> ins, outs;
+  for (int d = 0; d < devices; d++) ins.push_back(in[d]), outs.push_back(out[d]);
+  // ALLREDUCE: every output holds the sum.
+  ASSERT_EQ(nnc_gpu_test::exec(nccl(CCV_NNC_COMM_ALLREDUCE_FORWARD), ccv_nnc_no_hint, ins, outs), CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  for (int d = 0; d < devices; d++) {
+    Owned back = nnc_gpu_test::to_cpu(out[d]);
+    for (int i = 0; i < n; i++) ASSERT_NEAR(back->data.f32[i], sum[i], 1e-5 * devices) << "device " << d << " element " << i;
+  }
+  // BROADCAST from device 0: every output holds device 0's input.
+  ASSERT_EQ(nnc_gpu_test::exec(nccl(CCV_NNC_COMM_BROADCAST_FORWARD), ccv_nnc_no_hint, {ins[0]}, outs), CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  for (int d = 0; d < devices; d++) {
+    Owned back = nnc_gpu_test::to_cpu(out[d]);
+    for (int i = 0; i < n; i++) ASSERT_EQ(back->data.f32[i], host[0]->data.f32[i]) << "device " << d << " element " << i;
+  }
+  // REDUCE onto device 0's output.
+  ASSERT_EQ(nnc_gpu_test::exec(nccl(CCV_NNC_COMM_REDUCE_FORWARD), ccv_nnc_no_hint, ins, outs), CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  Owned back = nnc_gpu_test::to_cpu(out[0]);
+  for (int i = 0; i < n; i++) ASSERT_NEAR(back->data.f32[i], sum[i], 1e-5 * devices) << "element " << i;
+  // Two tensors on one device: not for NCCL (no kernel accepts them).
+  Owned twin(on(0, n));
+  if (devices == 1)
+    EXPECT_NE(nnc_gpu_test::exec(nccl(CCV_NNC_COMM_ALLREDUCE_FORWARD), ccv_nnc_no_hint, {ins[0], twin}, {outs[0], twin}),
+              CCV_NNC_EXEC_SUCCESS);
+}
+
+}  // namespace
