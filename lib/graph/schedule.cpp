@@ -21,6 +21,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/gpu_stream.hpp"
 #include "core/stream.hpp"
 #include "graph/schedule.hpp"
 
@@ -211,7 +212,10 @@ int run_schedule(Graph* g, const Schedule& s, ccv_nnc_tensor_tape_t* tape, ccv_n
   if (!s.plan || s.plan->plan_version != g->plan_version) s.plan = make_plan(g, s.order);
   // Multi-views of the top graph are bound before any stream starts.
   bind_multiviews(g, 0);
-  if (!caller) {
+  if (!caller || is_gpu_stream(caller)) {
+    // A GPU caller: the lists signal each other from the host, which a node
+    // only queued on a device stream would not honour; run after its work.
+    host_sync(caller);
     run_sync(g, s, tape, nullptr);
     return CCV_NNC_EXEC_SUCCESS;
   }
