@@ -5,10 +5,11 @@
 #include "core/device.hpp"
 #include "core/registry.hpp"
 #include "cuda/cuda.hpp"
+#include "cuda/stream.hpp"
 
 namespace nnc::cuda {
 
-cudaError_t launch_broadcast_rows(float* c, const float* bias, int rows, int cols);
+cudaError_t launch_broadcast_rows(float* c, const float* bias, int rows, int cols, cudaStream_t s);
 
 const char* cublas_status_name(cublasStatus_t s) {
   switch (s) {
@@ -24,8 +25,8 @@ const char* cublas_status_name(cublasStatus_t s) {
   }
 }
 
-void broadcast_rows(float* c, const float* bias, int rows, int cols) {
-  NNC_CUDA_CHECK(launch_broadcast_rows(c, bias, rows, cols), "GEMM_FORWARD (GPU_CUBLAS)");
+void broadcast_rows(float* c, const float* bias, int rows, int cols, cudaStream_t s) {
+  NNC_CUDA_CHECK(launch_broadcast_rows(c, bias, rows, cols, s), "GEMM_FORWARD (GPU_CUBLAS)");
 }
 
 namespace {
@@ -54,29 +55,20 @@ int device_count() {
 
 const DeviceMemory kDeviceMemory = {device_alloc, device_free, device_count};
 
-std::mutex g_handles_mutex;
-// Destroyed at exit (errors ignored: the runtime may be shutting down too).
-struct Handles {
-  std::vector<cublasHandle_t> v;
-  ~Handles() {
-    for (cublasHandle_t h : v)
-      if (h) cublasDestroy(h);
-  }
-};
-Handles g_handles_holder;
-std::vector<cublasHandle_t>& g_handles = g_handles_holder.v;
-
 }  // namespace
 
-cublasHandle_t cublas_handle(int device) {
-  const std::lock_guard<std::mutex> lock(g_handles_mutex);
-  if (static_cast<size_t>(device) >= g_handles.size()) g_handles.resize(static_cast<size_t>(device) + 1, nullptr);
-  if (!g_handles[static_cast<size_t>(device)]) {
-    NNC_CUDA_CHECK(cudaSetDevice(device), "cuBLAS");
-    NNC_CUDA_CHECK(cublasCreate(&g_handles[static_cast<size_t>(device)]), "cuBLAS");
+void* device_alloc_on(int device, size_t bytes, cudaStream_t, const char* what) {
+  NNC_CUDA_CHECK(cudaSetDevice(device), what);
+  void* p = nullptr;
+  const cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    fail(CCV_NNC_EXEC_OOM, "%s: cannot allocate %zu bytes on GPU %d: %s", what, bytes, device, cudaGetErrorString(e));
   }
-  return g_handles[static_cast<size_t>(device)];
+  return p;
 }
+
+void device_free_on(int device, void* p) { device_free(device, p); }
 
 void register_transfer(Registry& r);
 void register_gemm(Registry& r);
@@ -89,6 +81,7 @@ namespace nnc {
 // Called from register_all_families (lib/cmd/families.cpp) in CUDA builds.
 void register_cuda(Registry& r) {
   set_device_memory(&cuda::kDeviceMemory);
+  cuda::install_stream_hooks();
   cuda::register_transfer(r);
   cuda::register_gemm(r);
   cuda::register_ew(r);

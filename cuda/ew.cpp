@@ -7,13 +7,14 @@
 #include "core/registry.hpp"
 #include "core/tensor.hpp"
 #include "cuda/cuda.hpp"
+#include "cuda/stream.hpp"
 #include "nnc/ccv_nnc_easy.h"
 
 namespace nnc::cuda {
 
-cudaError_t launch_unary(const float* x, float* y, long long n, int op, float a);
-cudaError_t launch_binary(const float* a, const float* b, float* y, long long n, int op);
-cudaError_t launch_grad(const float* g, const float* v, float* dx, long long n, int op);
+cudaError_t launch_unary(const float* x, float* y, long long n, int op, float a, cudaStream_t s);
+cudaError_t launch_binary(const float* a, const float* b, float* y, long long n, int op, cudaStream_t s);
+cudaError_t launch_grad(const float* g, const float* v, float* dx, long long n, int op, cudaStream_t s);
 
 namespace {
 
@@ -38,10 +39,6 @@ bool accept_same_count(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, in
   return any;
 }
 
-void sync_check(cudaError_t e, const char* what) {
-  NNC_CUDA_CHECK(e, what);
-  NNC_CUDA_CHECK(cudaDeviceSynchronize(), what);
-}
 
 int unary_op(uint32_t cmd) {
   switch (cmd) {
@@ -60,8 +57,9 @@ NNC_KERNEL(unary) {
   const ccv_nnc_tensor_t* x = inputs[0];
   ccv_nnc_tensor_t* y = outputs[0];
   NNC_CHECK(x, "%s: the input is NULL", what);
-  NNC_CUDA_CHECK(cudaSetDevice(CCV_TENSOR_GET_DEVICE_ID(y->info.type)), what);
-  sync_check(launch_unary(x->data.f32, y->data.f32, count_of(y), unary_op(cmd.cmd), cmd.info.blas.a[0]), what);
+  const cudaStream_t s = stream_of(stream_context, CCV_TENSOR_GET_DEVICE_ID(y->info.type), what);
+  NNC_CUDA_CHECK(launch_unary(x->data.f32, y->data.f32, count_of(y), unary_op(cmd.cmd), cmd.info.blas.a[0], s), what);
+  finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
 
@@ -71,18 +69,20 @@ NNC_KERNEL(reduce_inputs) {
   ccv_nnc_tensor_t* y = outputs[0];
   const int op = cmd.cmd == CCV_NNC_EWSUM_FORWARD ? 0 : 1;
   const long long n = count_of(y);
-  NNC_CUDA_CHECK(cudaSetDevice(CCV_TENSOR_GET_DEVICE_ID(y->info.type)), what);
+  const cudaStream_t s = stream_of(stream_context, CCV_TENSOR_GET_DEVICE_ID(y->info.type), what);
   std::vector<const ccv_nnc_tensor_t*> in;
   for (int i = 0; i < input_size; i++)
     if (inputs[i]) in.push_back(inputs[i]);
   NNC_CHECK(!in.empty(), "%s: no input", what);
   if (in.size() == 1) {
-    if (in[0]->data.f32 != y->data.f32) sync_check(cudaMemcpy(y->data.f32, in[0]->data.f32, static_cast<size_t>(n) * 4, cudaMemcpyDeviceToDevice), what);
+    if (in[0]->data.f32 != y->data.f32)
+      NNC_CUDA_CHECK(cudaMemcpyAsync(y->data.f32, in[0]->data.f32, static_cast<size_t>(n) * 4, cudaMemcpyDeviceToDevice, s), what);
+    finish(stream_context, s, what);
     return CCV_NNC_EXEC_SUCCESS;
   }
-  NNC_CUDA_CHECK(launch_binary(in[0]->data.f32, in[1]->data.f32, y->data.f32, n, op), what);
-  for (size_t i = 2; i < in.size(); i++) NNC_CUDA_CHECK(launch_binary(y->data.f32, in[i]->data.f32, y->data.f32, n, op), what);
-  sync_check(cudaSuccess, what);
+  NNC_CUDA_CHECK(launch_binary(in[0]->data.f32, in[1]->data.f32, y->data.f32, n, op, s), what);
+  for (size_t i = 2; i < in.size(); i++) NNC_CUDA_CHECK(launch_binary(y->data.f32, in[i]->data.f32, y->data.f32, n, op, s), what);
+  finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
 
@@ -93,11 +93,12 @@ NNC_KERNEL(divide) {
   const ccv_nnc_tensor_t* a = input_size > 0 ? inputs[0] : nullptr;
   const ccv_nnc_tensor_t* b = input_size > 1 ? inputs[1] : nullptr;
   NNC_CHECK(b, "%s: the divisor (input 1) is NULL", what);
-  NNC_CUDA_CHECK(cudaSetDevice(CCV_TENSOR_GET_DEVICE_ID(y->info.type)), what);
+  const cudaStream_t s = stream_of(stream_context, CCV_TENSOR_GET_DEVICE_ID(y->info.type), what);
   if (a)
-    sync_check(launch_binary(a->data.f32, b->data.f32, y->data.f32, count_of(y), 2), what);
+    NNC_CUDA_CHECK(launch_binary(a->data.f32, b->data.f32, y->data.f32, count_of(y), 2, s), what);
   else
-    sync_check(launch_unary(b->data.f32, y->data.f32, count_of(y), 7, 0), what);
+    NNC_CUDA_CHECK(launch_unary(b->data.f32, y->data.f32, count_of(y), 7, 0, s), what);
+  finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
 
@@ -114,10 +115,11 @@ NNC_KERNEL(set) {
   for (int j = 0; j < output_size; j++) {
     ccv_nnc_tensor_t* y = outputs[j];
     if (!y) continue;
-    NNC_CUDA_CHECK(cudaSetDevice(CCV_TENSOR_GET_DEVICE_ID(y->info.type)), what);
-    NNC_CUDA_CHECK(launch_unary(y->data.f32, y->data.f32, count_of(y), 8, cmd.info.blas.a[0]), what);
+    // Each output on its own device's stream; a synchronous call waits for each.
+    const cudaStream_t s = stream_of(stream_context, CCV_TENSOR_GET_DEVICE_ID(y->info.type), what);
+    NNC_CUDA_CHECK(launch_unary(y->data.f32, y->data.f32, count_of(y), 8, cmd.info.blas.a[0], s), what);
+    finish(stream_context, s, what);
   }
-  NNC_CUDA_CHECK(cudaDeviceSynchronize(), what);
   return CCV_NNC_EXEC_SUCCESS;
 }
 
@@ -157,8 +159,9 @@ NNC_KERNEL(grad) {
   static const char* what = "element-wise backward (GPU_REF)";
   ccv_nnc_tensor_t* dx = outputs[0];
   const ccv_nnc_tensor_t* v = grad_value(cmd.cmd, inputs, input_size);
-  NNC_CUDA_CHECK(cudaSetDevice(CCV_TENSOR_GET_DEVICE_ID(dx->info.type)), what);
-  sync_check(launch_grad(inputs[0]->data.f32, v->data.f32, dx->data.f32, count_of(dx), grad_of(cmd.cmd).op), what);
+  const cudaStream_t s = stream_of(stream_context, CCV_TENSOR_GET_DEVICE_ID(dx->info.type), what);
+  NNC_CUDA_CHECK(launch_grad(inputs[0]->data.f32, v->data.f32, dx->data.f32, count_of(dx), grad_of(cmd.cmd).op, s), what);
+  finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
 
