@@ -40,7 +40,8 @@
 namespace nnc {
 
 struct CachingBackend {
-  // Raw device memory: NULL when the device has no room (must not throw).
+  // Raw device memory: NULL when the device has no room; throws nnc::Error on
+  // any other failure (the allocator is left as it was).
   std::function<void*(int device, size_t bytes)> alloc;
   std::function<void(int device, void* ptr)> free;
   // An event at the current end of `stream`'s queued work on `device`.

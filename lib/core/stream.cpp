@@ -29,6 +29,7 @@
 #include "core/gpu_stream.hpp"
 #include "core/parallel.hpp"
 #include "core/live.hpp"
+#include "core/registry.hpp"
 
 // A device event of a signal, freed through the hooks that made it (a test
 // may install other hooks meanwhile).
@@ -371,6 +372,7 @@ ccv_nnc_stream_context_t* stream_new(int type) {
   NNC_CHECK(context == CCV_STREAM_CONTEXT_CPU || context == CCV_STREAM_CONTEXT_GPU,
             "ccv_nnc_stream_context_new: type 0x%x is neither CCV_STREAM_CONTEXT_CPU nor _GPU", type);
   if (context == CCV_STREAM_CONTEXT_GPU) {
+    (void)registry();  // the CUDA module installs its hooks as the registry is built
     const GpuStreamHooks* hooks = gpu_stream_hooks();
     if (!hooks)
       fail(CCV_NNC_EXEC_NO_KERNEL,
@@ -546,6 +548,7 @@ ccv_nnc_stream_signal_t* signal_new(int type) {
   const int context = CCV_STREAM_GET_CONTEXT(type);
   NNC_CHECK(context == CCV_STREAM_CONTEXT_CPU || context == CCV_STREAM_CONTEXT_GPU,
             "ccv_nnc_stream_signal_new: type 0x%x is neither CCV_STREAM_CONTEXT_CPU nor _GPU", type);
+  if (context == CCV_STREAM_CONTEXT_GPU) (void)registry();  // installs the CUDA module's hooks
   if (context == CCV_STREAM_CONTEXT_GPU && !gpu_stream_hooks())
     fail(CCV_NNC_EXEC_NO_KERNEL,
          "ccv_nnc_stream_signal_new: GPU signals need the CUDA module, which this build lacks (built without CUDA)");

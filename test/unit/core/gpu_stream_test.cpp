@@ -173,6 +173,19 @@ TEST_F(GpuStreamTest, WithoutTheCudaModuleGpuStreamsAndSignalsAreRefused) {
   EXPECT_TRUE(log_copy().empty());
 }
 
+TEST_F(GpuStreamTest, GpuMemoryCallsWithoutAGpuAreRefusedOrDoNothing) {
+  if (ccv_nnc_device_count(CCV_STREAM_CONTEXT_GPU) > 0) GTEST_SKIP() << "a GPU is present: test_cuda checks these";
+  ccv_nnc_gpu_memory_stats_t s;
+  std::memset(&s, 0x5a, sizeof(s));
+  const ccv_nnc_gpu_memory_stats_t before = s;
+  EXPECT_EQ(ccv_nnc_gpu_memory_stats(0, &s), -1);
+  EXPECT_NE(last_error(), "");
+  EXPECT_EQ(std::memcmp(&s, &before, sizeof(s)), 0);  // untouched
+  EXPECT_EQ(ccv_nnc_gpu_memory_stats(0, nullptr), -1);
+  EXPECT_NE(last_error().find("NULL"), std::string::npos) << last_error();
+  EXPECT_EQ(ccv_nnc_gpu_memory_release_cached(-1), 0u);
+}
+
 TEST_F(GpuStreamTest, StreamIsMadeOnItsDeviceAndReleasedAfterItsWork) {
   ccv_nnc_stream_context_t* s = ccv_nnc_stream_context_new(gpu_type(3));
   ASSERT_NE(s, nullptr) << last_error();
