@@ -54,7 +54,9 @@ Schedule make_schedule(Graph* g, int stream_type, int max_stream_count, const cc
             "ccv_nnc_graph_static_schedule_new: max_stream_count %d is outside [1, 64]", max_stream_count);
   const int context = CCV_STREAM_GET_CONTEXT(stream_type);
   if (context == CCV_STREAM_CONTEXT_GPU)
-    fail(CCV_NNC_EXEC_NO_KERNEL, "ccv_nnc_graph_static_schedule_new: GPU streams need CUDA, which this build lacks");
+    fail(CCV_NNC_EXEC_NO_KERNEL,
+         "ccv_nnc_graph_static_schedule_new: static schedules over several GPU streams are not implemented yet; run "
+         "the graph on one GPU stream context (ccv_nnc_graph_run with it) instead");
   NNC_CHECK(context == CCV_STREAM_CONTEXT_CPU,
             "ccv_nnc_graph_static_schedule_new: stream type 0x%x is neither CCV_STREAM_CONTEXT_CPU nor _GPU", stream_type);
   Schedule s;
