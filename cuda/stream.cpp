@@ -190,7 +190,9 @@ cublasHandle_t cublas_handle(ccv_nnc_stream_context_t* stream, int device, cudaS
     NNC_CUDA_CHECK(cudaSetDevice(device), what);
     NNC_CUDA_CHECK(cublasCreate(&h), what);
   }
-  NNC_CUDA_CHECK(cublasSetStream(h, s), what);
+  // Stream 0 is the legacy default stream (this module is not built with
+  // per-thread default streams): the handle's own default, as cuBLAS knows it.
+  NNC_CUDA_CHECK(cublasSetStream(h, s == cudaStreamLegacy ? nullptr : s), what);
   return h;
 }
 
