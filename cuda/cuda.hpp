@@ -21,10 +21,15 @@ inline void check(cublasStatus_t s, const char* what, const char* call) {
 }
 #define NNC_CUDA_CHECK(call, what) ::nnc::cuda::check((call), (what), #call)
 
-// The cuBLAS handle of a device (made on first use, kept for the process).
-cublasHandle_t cublas_handle(int device);
+// Device memory ordered on the CUDA stream `s` (the module's allocator,
+// device.cpp): a block from device_alloc_on may be used by work queued on `s`
+// at once; after device_free_on it may serve later work on the same stream at
+// once, and other streams only once `s` has passed the free. Throws nnc::Error
+// (CCV_NNC_EXEC_OOM) when the device has no room.
+void* device_alloc_on(int device, size_t bytes, cudaStream_t s, const char* what);
+void device_free_on(int device, void* p);
 
-// C (rows x cols, row-major, contiguous) = each row of C set to bias (cols).
-void broadcast_rows(float* c, const float* bias, int rows, int cols);
+// C (rows x cols, row-major, contiguous) = each row of C set to bias (cols), on `s`.
+void broadcast_rows(float* c, const float* bias, int rows, int cols, cudaStream_t s);
 
 }  // namespace nnc::cuda

@@ -1,14 +1,15 @@
-// Device memory and cuBLAS handles; the module's registration.
-#include <mutex>
-#include <vector>
+// Device memory from the caching allocator; the module's registration.
+#include <cstdlib>
 
+#include "core/caching_allocator.hpp"
 #include "core/device.hpp"
 #include "core/registry.hpp"
 #include "cuda/cuda.hpp"
+#include "cuda/stream.hpp"
 
 namespace nnc::cuda {
 
-cudaError_t launch_broadcast_rows(float* c, const float* bias, int rows, int cols);
+cudaError_t launch_broadcast_rows(float* c, const float* bias, int rows, int cols, cudaStream_t s);
 
 const char* cublas_status_name(cublasStatus_t s) {
   switch (s) {
@@ -24,23 +25,84 @@ const char* cublas_status_name(cublasStatus_t s) {
   }
 }
 
-void broadcast_rows(float* c, const float* bias, int rows, int cols) {
-  NNC_CUDA_CHECK(launch_broadcast_rows(c, bias, rows, cols), "GEMM_FORWARD (GPU_CUBLAS)");
+void broadcast_rows(float* c, const float* bias, int rows, int cols, cudaStream_t s) {
+  NNC_CUDA_CHECK(launch_broadcast_rows(c, bias, rows, cols, s), "GEMM_FORWARD (GPU_CUBLAS)");
 }
 
 namespace {
 
-void* device_alloc(int device, size_t bytes) {
-  NNC_CUDA_CHECK(cudaSetDevice(device), "ccv_nnc_tensor_new");
+// The caching allocator's view of the device (core/caching_allocator.hpp).
+void* raw_alloc(int device, size_t bytes) {
+  NNC_CUDA_CHECK(cudaSetDevice(device), "device allocator");
   void* p = nullptr;
-  const cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
-  if (e != cudaSuccess)
-    fail(CCV_NNC_EXEC_OOM, "ccv_nnc_tensor_new: cannot allocate %zu bytes on GPU %d: %s", bytes, device, cudaGetErrorString(e));
+  const cudaError_t e = cudaMalloc(&p, bytes);
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();  // not sticky: the allocator releases its cache and retries
+    return nullptr;
+  }
+  NNC_CUDA_CHECK(e, "device allocator");
   return p;
 }
 
-void device_free(int device, void* p) {
+void raw_free(int device, void* p) {
   if (cudaSetDevice(device) == cudaSuccess) cudaFree(p);
+  cudaGetLastError();  // at exit the runtime may be going away: nothing to do about it
+}
+
+void* record(int device, void* stream) {
+  static const char* what = "device allocator";
+  NNC_CUDA_CHECK(cudaSetDevice(device), what);
+  cudaEvent_t e = nullptr;
+  NNC_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), what);
+  const cudaError_t r = cudaEventRecord(e, static_cast<cudaStream_t>(stream));
+  if (r != cudaSuccess) {
+    cudaEventDestroy(e);
+    check(r, what, "cudaEventRecord");
+  }
+  return e;
+}
+
+bool done(void* e) {
+  const cudaError_t r = cudaEventQuery(static_cast<cudaEvent_t>(e));
+  if (r == cudaErrorNotReady) return false;
+  if (r != cudaSuccess) cudaGetLastError();  // a failed stream: its work is over either way
+  return true;
+}
+
+void wait(void* e) {
+  if (cudaEventSynchronize(static_cast<cudaEvent_t>(e)) != cudaSuccess) cudaGetLastError();
+}
+
+void release(void* e) {
+  cudaEventDestroy(static_cast<cudaEvent_t>(e));
+  cudaGetLastError();
+}
+
+CachingAllocator* g_allocator = nullptr;
+
+// Made on first use and never destroyed; its memory goes back at exit. The
+// runtime is initialised first, so that its own teardown (registered as it
+// starts) runs after ours.
+CachingAllocator& allocator() {
+  static CachingAllocator* a = [] {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) cudaGetLastError();
+    g_allocator = new CachingAllocator(CachingBackend{raw_alloc, raw_free, record, done, wait, release});
+    std::atexit([] { g_allocator->release_all(); });
+    return g_allocator;
+  }();
+  return *a;
+}
+
+void* device_alloc(int device, size_t bytes) { return allocator().allocate(device, bytes, nullptr); }
+
+void device_free(int device, void* p) {
+  (void)device;
+  try {
+    allocator().deallocate(p);
+  } catch (...) {
+    // Not ours (or freed twice): nothing sensible to do in a free.
+  }
 }
 
 int device_count() {
@@ -52,31 +114,36 @@ int device_count() {
   return n;
 }
 
-const DeviceMemory kDeviceMemory = {device_alloc, device_free, device_count};
+bool memory_stats(int device, ccv_nnc_gpu_memory_stats_t* out) {
+  const CachingStats s = allocator().stats(device);
+  out->in_use = s.in_use;
+  out->requested = s.requested;
+  out->reserved = s.reserved;
+  out->cached = s.cached;
+  out->peak_in_use = s.peak_in_use;
+  out->peak_reserved = s.peak_reserved;
+  out->allocations = s.allocations;
+  out->segments = s.segments;
+  out->hits = s.hits;
+  out->misses = s.misses;
+  out->oom_retries = s.oom_retries;
+  out->released = s.released;
+  return true;
+}
 
-std::mutex g_handles_mutex;
-// Destroyed at exit (errors ignored: the runtime may be shutting down too).
-struct Handles {
-  std::vector<cublasHandle_t> v;
-  ~Handles() {
-    for (cublasHandle_t h : v)
-      if (h) cublasDestroy(h);
-  }
-};
-Handles g_handles_holder;
-std::vector<cublasHandle_t>& g_handles = g_handles_holder.v;
+size_t memory_release_cached(int device) { return allocator().release_cached(device); }
+
+const DeviceMemory kDeviceMemory = {device_alloc, device_free, device_count, memory_stats, memory_release_cached};
 
 }  // namespace
 
-cublasHandle_t cublas_handle(int device) {
-  const std::lock_guard<std::mutex> lock(g_handles_mutex);
-  if (static_cast<size_t>(device) >= g_handles.size()) g_handles.resize(static_cast<size_t>(device) + 1, nullptr);
-  if (!g_handles[static_cast<size_t>(device)]) {
-    NNC_CUDA_CHECK(cudaSetDevice(device), "cuBLAS");
-    NNC_CUDA_CHECK(cublasCreate(&g_handles[static_cast<size_t>(device)]), "cuBLAS");
-  }
-  return g_handles[static_cast<size_t>(device)];
+void* device_alloc_on(int device, size_t bytes, cudaStream_t s, const char*) {
+  // The legacy stream is the synchronous calls' stream: blocks for it are
+  // free for everybody once freed, as those of tensors are.
+  return allocator().allocate(device, bytes, s == cudaStreamLegacy ? nullptr : static_cast<void*>(s));
 }
+
+void device_free_on(int, void* p) { device_free(0, p); }
 
 void register_transfer(Registry& r);
 void register_gemm(Registry& r);
@@ -91,6 +158,7 @@ namespace nnc {
 // Called from register_all_families (lib/cmd/families.cpp) in CUDA builds.
 void register_cuda(Registry& r) {
   set_device_memory(&cuda::kDeviceMemory);
+  cuda::install_stream_hooks();
   cuda::register_transfer(r);
   cuda::register_gemm(r);
   cuda::register_ewgpu(r);

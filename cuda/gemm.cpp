@@ -8,10 +8,11 @@
 #include "core/registry.hpp"
 #include "core/tensor.hpp"
 #include "cuda/cuda.hpp"
+#include "cuda/stream.hpp"
 
 namespace nnc::cuda {
 
-cudaError_t launch_column_sums(const float* g, float* out, int rows, int cols);
+cudaError_t launch_column_sums(const float* g, float* out, int rows, int cols, cudaStream_t s);
 
 namespace {
 
@@ -55,17 +56,18 @@ NNC_KERNEL(gemm) {
             shape_string(c->info.dim).c_str(), M, N);
   NNC_CHECK(!bias || bias->info.dim[0] == N, "%s: the bias has %d elements for %d columns", what, bias ? bias->info.dim[0] : 0, N);
   const int device = CCV_TENSOR_GET_DEVICE_ID(c->info.type);
-  NNC_CUDA_CHECK(cudaSetDevice(device), what);
+  const cudaStream_t s = stream_of(stream_context, device, what);
+  cublasHandle_t h = cublas_handle(stream_context, device, s, what);
   const float alpha = 1;
   float beta = 0;
   if (bias) {
-    broadcast_rows(c->data.f32, bias->data.f32, M, N);
+    broadcast_rows(c->data.f32, bias->data.f32, M, N, s);
     beta = 1;
   }
-  NNC_CUDA_CHECK(cublasSgemm(cublas_handle(device), tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha,
+  NNC_CUDA_CHECK(cublasSgemm(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha,
                              b->data.f32, b->info.dim[1], a->data.f32, a->info.dim[1], &beta, c->data.f32, N),
                  what);
-  NNC_CUDA_CHECK(cudaDeviceSynchronize(), what);
+  finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
 
@@ -106,8 +108,8 @@ NNC_KERNEL(gemm_backward) {
   const bool ta = transposed(cmd.info.blas.transpose_a), tb = transposed(cmd.info.blas.transpose_b);
   const int M = g->info.dim[0], N = g->info.dim[1];
   const int device = CCV_TENSOR_GET_DEVICE_ID(g->info.type);
-  NNC_CUDA_CHECK(cudaSetDevice(device), what);
-  cublasHandle_t h = cublas_handle(device);
+  const cudaStream_t s = stream_of(stream_context, device, what);
+  cublasHandle_t h = cublas_handle(stream_context, device, s, what);
   if (da) {
     const int K = ta ? da->info.dim[0] : da->info.dim[1];
     NNC_CHECK(b && (tb ? b->info.dim[1] : b->info.dim[0]) == K, "%s: da is %s but w is %s", what, shape_string(da->info.dim).c_str(),
@@ -128,9 +130,9 @@ NNC_KERNEL(gemm_backward) {
   }
   if (dbias) {
     NNC_CHECK(dbias->info.dim[0] == N, "%s: dbias has %d elements for %d columns", what, dbias->info.dim[0], N);
-    NNC_CUDA_CHECK(launch_column_sums(g->data.f32, dbias->data.f32, M, N), what);
+    NNC_CUDA_CHECK(launch_column_sums(g->data.f32, dbias->data.f32, M, N, s), what);
   }
-  NNC_CUDA_CHECK(cudaDeviceSynchronize(), what);
+  finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
 

@@ -12,12 +12,12 @@ __global__ void broadcast_rows_kernel(float* c, const float* bias, long long tot
 
 namespace nnc::cuda {
 
-cudaError_t launch_broadcast_rows(float* c, const float* bias, int rows, int cols) {
+cudaError_t launch_broadcast_rows(float* c, const float* bias, int rows, int cols, cudaStream_t s) {
   const long long total = static_cast<long long>(rows) * cols;
   if (total == 0) return cudaSuccess;
   const int threads = 256;
   const long long blocks = (total + threads - 1) / threads;
-  broadcast_rows_kernel<<<static_cast<unsigned>(blocks), threads>>>(c, bias, total, cols);
+  broadcast_rows_kernel<<<static_cast<unsigned>(blocks), threads, 0, s>>>(c, bias, total, cols);
   return cudaGetLastError();
 }
 
@@ -61,15 +61,15 @@ unsigned blocks_for(long long n, int threads) { return static_cast<unsigned>((n 
 
 namespace nnc::cuda {
 
-cudaError_t launch_unary(const float* x, float* y, long long n, int op, float a) {
+cudaError_t launch_unary(const float* x, float* y, long long n, int op, float a, cudaStream_t s) {
   if (n == 0) return cudaSuccess;
-  unary_kernel<<<blocks_for(n, 256), 256>>>(x, y, n, op, a);
+  unary_kernel<<<blocks_for(n, 256), 256, 0, s>>>(x, y, n, op, a);
   return cudaGetLastError();
 }
 
-cudaError_t launch_binary(const float* a, const float* b, float* y, long long n, int op) {
+cudaError_t launch_binary(const float* a, const float* b, float* y, long long n, int op, cudaStream_t s) {
   if (n == 0) return cudaSuccess;
-  binary_kernel<<<blocks_for(n, 256), 256>>>(a, b, y, n, op);
+  binary_kernel<<<blocks_for(n, 256), 256, 0, s>>>(a, b, y, n, op);
   return cudaGetLastError();
 }
 
@@ -90,9 +90,9 @@ __global__ void column_sums_kernel(const float* g, float* out, int rows, int col
 
 namespace nnc::cuda {
 
-cudaError_t launch_column_sums(const float* g, float* out, int rows, int cols) {
+cudaError_t launch_column_sums(const float* g, float* out, int rows, int cols, cudaStream_t s) {
   if (cols == 0) return cudaSuccess;
-  column_sums_kernel<<<(cols + 127) / 128, 128>>>(g, out, rows, cols);
+  column_sums_kernel<<<(cols + 127) / 128, 128, 0, s>>>(g, out, rows, cols);
   return cudaGetLastError();
 }
 
@@ -122,9 +122,9 @@ __global__ void grad_kernel(const float* g, const float* v, float* dx, long long
 
 namespace nnc::cuda {
 
-cudaError_t launch_grad(const float* g, const float* v, float* dx, long long n, int op) {
+cudaError_t launch_grad(const float* g, const float* v, float* dx, long long n, int op, cudaStream_t s) {
   if (n == 0) return cudaSuccess;
-  grad_kernel<<<static_cast<unsigned>((n + 255) / 256), 256>>>(g, v, dx, n, op);
+  grad_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(g, v, dx, n, op);
   return cudaGetLastError();
 }
 

@@ -1,13 +1,22 @@
 // DATA_TRANSFER between host and device memory, and within a device
-// (GPU_REF): one cudaMemcpy per input / output pair of packed tensors of the
-// same type and size. On a stream the copy is ordered on its queue (CPU
-// streams: the call itself runs on the stream's worker).
+// (GPU_REF): one copy per input / output pair of packed tensors of the same
+// type and size, queued with cudaMemcpyAsync on the call's stream (stream.hpp):
+// on a GPU stream context the call returns once the copies are queued; without
+// one (or on a CPU stream context, whose worker runs the call) it waits for
+// them. Host memory on a GPU stream: from pinned host memory
+// (ccv_nnc_tensor_pin_memory) the copy is truly asynchronous and the host
+// buffer must stay untouched until the stream has passed it; from pageable
+// memory CUDA stages the data, so a host-to-device copy may return before the
+// device has it (the host buffer may be reused at once) and a device-to-host
+// copy into pageable memory completes before the call returns. Either way, read
+// a host output only after ccv_nnc_stream_context_wait (or a signal).
 #include "core/kernel.hpp"
 #include "nnc/ccv_nnc_easy.h"
 #include "core/registry.hpp"
 #include "core/tensor.hpp"
 #include "cuda/cuda.hpp"
 #include "cuda/ewgpu.hpp"
+#include "cuda/stream.hpp"
 
 namespace nnc::cuda {
 
@@ -53,8 +62,11 @@ NNC_KERNEL(transfer) {
     const bool to_gpu = CCV_TENSOR_GET_MEMORY(b->info.type) == CCV_TENSOR_GPU_MEMORY;
     const cudaMemcpyKind kind = from_gpu ? (to_gpu ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost)
                                          : (to_gpu ? cudaMemcpyHostToDevice : cudaMemcpyHostToHost);
-    NNC_CUDA_CHECK(cudaSetDevice(CCV_TENSOR_GET_DEVICE_ID((from_gpu ? a : b)->info.type)), what);
-    NNC_CUDA_CHECK(cudaMemcpy(b->data.u8, a->data.u8, bytes, kind), what);
+    // Device to device across GPUs: queued on the source's stream (a GPU
+    // stream context on the other device is refused by stream_of).
+    const cudaStream_t s = stream_of(stream_context, CCV_TENSOR_GET_DEVICE_ID((from_gpu ? a : b)->info.type), what);
+    NNC_CUDA_CHECK(cudaMemcpyAsync(b->data.u8, a->data.u8, bytes, kind, s), what);
+    finish(stream_context, s, what);
   }
   return CCV_NNC_EXEC_SUCCESS;
 }

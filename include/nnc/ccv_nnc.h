@@ -865,6 +865,37 @@ CCV_WARN_UNUSED(ccv_nnc_stream_context_t*) ccv_nnc_stream_signal_get_emitter(con
 void ccv_nnc_stream_signal_free(ccv_nnc_stream_signal_t* const signal);
 /** Number of devices of a type (CCV_STREAM_CONTEXT_CPU: 1; _GPU: 0 without CUDA). */
 CCV_WARN_UNUSED(int) ccv_nnc_device_count(const int type);
+/**
+ * NNC addition: figures of the caching allocator that GPU memory comes from
+ * (tensors, tensor arenas, stream workspaces). Freed GPU memory is kept for
+ * reuse rather than given back to the device; `cached` is what is kept.
+ */
+typedef struct {
+	size_t in_use;        /**< bytes handed out and not freed (rounded up to 512) */
+	size_t requested;     /**< bytes asked for by those allocations */
+	size_t reserved;      /**< bytes held from the device: in_use + cached */
+	size_t cached;        /**< bytes held but free, kept for reuse */
+	size_t peak_in_use;   /**< the most in_use since the start (or the last reset) */
+	size_t peak_reserved; /**< the most reserved since the start (or the last reset) */
+	uint64_t allocations; /**< allocations not freed */
+	uint64_t segments;    /**< blocks of device memory held */
+	uint64_t hits;        /**< allocations served from cached memory */
+	uint64_t misses;      /**< allocations that took new device memory */
+	uint64_t oom_retries; /**< times the device was full and the cache was released to retry */
+	uint64_t released;    /**< segments given back to the device */
+} ccv_nnc_gpu_memory_stats_t;
+/**
+ * NNC addition: fill `stats` with the caching allocator's figures for GPU
+ * `device`. Returns 0, or -1 (with ccv_nnc_error_message) without CUDA, for a
+ * device that is not there, or for a NULL `stats` (left untouched).
+ */
+int ccv_nnc_gpu_memory_stats(const int device, ccv_nnc_gpu_memory_stats_t* const stats);
+/**
+ * NNC addition: give the GPU memory the caching allocator keeps free back to
+ * the device (memory in use is untouched), for GPU `device` or, with -1,
+ * every GPU. Returns the bytes given back (0 without CUDA).
+ */
+size_t ccv_nnc_gpu_memory_release_cached(const int device);
 /** Make device `source` stand for `destination`. 0 on success, -1 otherwise. */
 CCV_WARN_UNUSED(int) ccv_nnc_device_remap(const int type, const int source, const int destination);
 typedef ccv_nnc_stream_context_t*(*ccv_nnc_stream_context_neighbor_discovery_f)(const int device_id, void* const context);

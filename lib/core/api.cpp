@@ -352,6 +352,31 @@ NNC_API int ccv_nnc_device_count(const int type) {
   return CCV_STREAM_GET_CONTEXT(type) == CCV_STREAM_CONTEXT_GPU && m ? m->count() : 0;
 }
 
+NNC_API int ccv_nnc_gpu_memory_stats(const int device, ccv_nnc_gpu_memory_stats_t* const stats) {
+  return guard<int>(-1, [&]() -> int {
+    NNC_CHECK(stats, "ccv_nnc_gpu_memory_stats: stats is NULL");
+    (void)registry();
+    const DeviceMemory* m = device_memory();
+    if (!m || !m->stats)
+      fail(CCV_NNC_EXEC_NO_KERNEL, "ccv_nnc_gpu_memory_stats: GPU memory needs the CUDA module, which this build lacks");
+    const int count = m->count();
+    NNC_CHECK(device >= 0 && device < count, "ccv_nnc_gpu_memory_stats: there is no GPU %d (%d present)", device, count);
+    ccv_nnc_gpu_memory_stats_t s;
+    std::memset(&s, 0, sizeof(s));
+    m->stats(device, &s);
+    *stats = s;
+    return 0;
+  });
+}
+
+NNC_API size_t ccv_nnc_gpu_memory_release_cached(const int device) {
+  return guard<size_t>(0, [&]() -> size_t {
+    (void)registry();
+    const DeviceMemory* m = device_memory();
+    return m && m->release_cached ? m->release_cached(device) : 0;
+  });
+}
+
 NNC_API int ccv_nnc_device_remap(const int type, const int source, const int destination) {
   return guard<int>(-1, [&]() -> int {
     NNC_CHECK(CCV_STREAM_GET_CONTEXT(type) == CCV_STREAM_CONTEXT_CPU || CCV_STREAM_GET_CONTEXT(type) == CCV_STREAM_CONTEXT_GPU,

@@ -17,6 +17,7 @@
 
 #include "core/error.hpp"
 #include "core/parallel.hpp"
+#include "core/gpu_stream.hpp"
 #include "core/stream.hpp"
 #include "core/tensor.hpp"
 
@@ -262,6 +263,12 @@ int cmd_exec(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& given_hint, int fla
   if (!info) {  // custom command
     NNC_CHECK(cmd.isa && cmd.isa->exec, "%s: the command has no exec function (isa is NULL)", describe(cmd.cmd));
     if (!stream) return run_custom(cmd, hint, flags, inputs, input_size, outputs, output_size, nullptr);
+    if (is_gpu_stream(stream)) {
+      const int code = gpu_stream_exec(stream, cmd.isa->exec, false, cmd, hint, flags, inputs, input_size, outputs, output_size);
+      if (code != CCV_NNC_EXEC_SUCCESS && error_message().empty())
+        set_error_message(format("%s: the custom exec function returned %d", describe(cmd.cmd), code));
+      return code;
+    }
     stream_enqueue_command(stream, cmd.isa->exec, 0, cmd, hint, flags, inputs, input_size, outputs, output_size);
     return CCV_NNC_EXEC_SUCCESS;
   }
@@ -279,6 +286,14 @@ inline int run_kernel(const ccv_nnc_cmd_t& cmd, const Registry::Lookup& l, const
   if (!stream) {
     const int code = k->exec(cmd, hint, flags, inputs, input_size, outputs, output_size, nullptr);
     if (may_have_streamed(outputs, output_size)) store_fence();
+    if (code != CCV_NNC_EXEC_SUCCESS && error_message().empty())
+      set_error_message(format("%s: backend %s failed with %d", describe(cmd.cmd), backend_name(k->backend), code));
+    return code;
+  }
+  if (is_gpu_stream(stream)) {
+    const bool device_kernel = (k->tensor_memory & CCV_TENSOR_GPU_MEMORY) != 0;
+    const int code =
+        gpu_stream_exec(stream, k->exec, device_kernel, cmd, hint, flags, inputs, input_size, outputs, output_size);
     if (code != CCV_NNC_EXEC_SUCCESS && error_message().empty())
       set_error_message(format("%s: backend %s failed with %d", describe(cmd.cmd), backend_name(k->backend), code));
     return code;
@@ -306,6 +321,7 @@ PreparedExec prepare_exec(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, 
   p.exec = k->exec;
   p.backend = k->backend;
   p.exclusive = k->exclusive;
+  p.device = (k->tensor_memory & CCV_TENSOR_GPU_MEMORY) != 0;
   return p;
 }
 

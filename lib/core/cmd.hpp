@@ -34,6 +34,7 @@ struct PreparedExec {
   ccv_nnc_hint_t hint{};
   uint32_t backend = 0;  // 0 for custom commands and NOOP
   bool exclusive = false;  // the kernel's Kernel::exclusive
+  bool device = false;     // a GPU kernel (accepts GPU memory): on a GPU stream it only queues work
 };
 // Does every check ccv_nnc_cmd_exec does and chooses the kernel; throws
 // nnc::Error like it.

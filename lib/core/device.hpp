@@ -5,12 +5,18 @@
 
 #include <cstddef>
 
+#include "nnc/ccv_nnc.h"
+
 namespace nnc {
 
 struct DeviceMemory {
   void* (*alloc)(int device, size_t bytes);  // throws nnc::Error (OOM) on failure
   void (*free)(int device, void* ptr);
   int (*count)();                            // devices present (0 without a driver or GPU)
+  // The allocator's figures (false: nothing to say for that device) and
+  // the release of its cache (device -1: every device); NULL if absent.
+  bool (*stats)(int device, ccv_nnc_gpu_memory_stats_t* out) = nullptr;
+  size_t (*release_cached)(int device) = nullptr;
 };
 
 // Installed once by the CUDA module when the library initialises.

@@ -6,6 +6,10 @@
 // waiting stream's worker until the generation it saw at the wait call has
 // been reached. Because generations only grow, a signal can be emitted again
 // (or recycled, as emit_signal_new does) without confusing earlier waiters.
+//
+// GPU stream contexts (CCV_STREAM_CONTEXT_GPU) have no worker: their work is
+// queued on a device stream by the calling thread, through the hooks the CUDA
+// module installs (core/gpu_stream.hpp says which call waits for what).
 #include "core/stream.hpp"
 
 #include <algorithm>
@@ -22,8 +26,22 @@
 
 #include "core/cmd.hpp"
 #include "core/error.hpp"
+#include "core/gpu_stream.hpp"
 #include "core/parallel.hpp"
 #include "core/live.hpp"
+#include "core/registry.hpp"
+
+// A device event of a signal, freed through the hooks that made it (a test
+// may install other hooks meanwhile).
+struct GpuEvent {
+  const nnc::GpuStreamHooks* hooks;
+  void* event;
+  int device;
+  GpuEvent(const nnc::GpuStreamHooks* h, int d) : hooks(h), event(h->event_new(d)), device(d) {}
+  GpuEvent(const GpuEvent&) = delete;
+  GpuEvent& operator=(const GpuEvent&) = delete;
+  ~GpuEvent() { hooks->event_free(event); }
+};
 
 struct SignalState {
   std::mutex mutex;
@@ -31,6 +49,9 @@ struct SignalState {
   uint64_t emitted = 0;  // generations handed out by emit calls
   uint64_t reached = 0;  // highest generation whose emit task has run
   ccv_nnc_stream_context_t* emitter = nullptr;
+  // Set when the latest emit was on a GPU stream: the event it recorded.
+  // Waiters on CPU streams hold a reference until their task has waited.
+  std::shared_ptr<GpuEvent> event;
 };
 
 struct ccv_nnc_stream_signal_s {
@@ -84,6 +105,10 @@ struct ccv_nnc_stream_context_s {
   ccv_nnc_stream_context_neighbor_discovery_f discovery = nullptr;
   void* discovery_context = nullptr;
   std::unique_ptr<ccv_nnc_stream_signal_s> own_signal;
+  // A GPU stream context: the module's stream object, its hooks and device.
+  void* gpu = nullptr;
+  const nnc::GpuStreamHooks* gpu_hooks = nullptr;
+  int device = -1;
   nnc::LiveCounter<CCV_NNC_LIVE_STREAM_CONTEXT> live_counter_;  // ccv_nnc_live_object_count
 };
 
@@ -215,10 +240,70 @@ void check_stream(const ccv_nnc_stream_context_t* s, const char* what) {
   NNC_CHECK(s, "%s: stream is NULL", what);
 }
 
+std::atomic<const GpuStreamHooks*> g_gpu_hooks{nullptr};
+
+void record_failure(ccv_nnc_stream_context_t* s, int code, const std::string& message) {
+  std::lock_guard<std::mutex> lock(s->mutex);
+  if (s->error_code == CCV_NNC_EXEC_SUCCESS) {
+    s->error_code = code;
+    s->error_message = message.empty() ? format("a command on a stream failed with %d", code) : message;
+  }
+}
+
+// Host work for a GPU stream: after its queued device work, on the calling
+// thread. A failure is kept for the next ccv_nnc_stream_context_wait, as a
+// CPU stream's worker keeps it.
+void run_inline(ccv_nnc_stream_context_t* s, const std::function<int()>& task) {
+  ccv_nnc_stream_context_t* const outer = t_current_stream;
+  int code = CCV_NNC_EXEC_SUCCESS;
+  try {
+    s->gpu_hooks->stream_wait(s->gpu);
+    t_current_stream = s;
+    code = task();
+  } catch (...) {
+    code = record_current_exception();
+  }
+  t_current_stream = outer;
+  if (code != CCV_NNC_EXEC_SUCCESS) record_failure(s, code, error_message());
+}
+
 }  // namespace
+
+void set_gpu_stream_hooks(const GpuStreamHooks* hooks) { g_gpu_hooks.store(hooks); }
+const GpuStreamHooks* gpu_stream_hooks() { return g_gpu_hooks.load(); }
+
+void* gpu_stream_of(const ccv_nnc_stream_context_t* s) { return s ? s->gpu : nullptr; }
+int gpu_stream_device(const ccv_nnc_stream_context_t* s) { return s && s->gpu ? s->device : -1; }
+bool is_gpu_stream(const ccv_nnc_stream_context_t* s) { return s && s->gpu; }
+
+void host_sync(ccv_nnc_stream_context_t* s) {
+  if (s && s->gpu) s->gpu_hooks->stream_wait(s->gpu);
+}
+
+int gpu_stream_exec(ccv_nnc_stream_context_t* s, ccv_nnc_cmd_exec_f exec, bool device_kernel, const ccv_nnc_cmd_t& cmd,
+                    const ccv_nnc_hint_t& hint, int flags, ccv_nnc_tensor_t* const* inputs, int input_size,
+                    ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (!device_kernel) host_sync(s);
+  ccv_nnc_stream_context_t* const outer = t_current_stream;
+  t_current_stream = s;
+  int code;
+  try {
+    code = exec(cmd, hint, flags, inputs, input_size, outputs, output_size, s);
+  } catch (...) {
+    t_current_stream = outer;
+    throw;
+  }
+  t_current_stream = outer;
+  if (!device_kernel) store_fence();
+  return code;
+}
 
 void stream_enqueue(ccv_nnc_stream_context_t* s, std::function<int()> task) {
   check_stream(s, "stream_enqueue");
+  if (s->gpu) {
+    run_inline(s, task);
+    return;
+  }
   std::lock_guard<std::mutex> lock(s->mutex);
   StreamTask& t = tail_record(s);
   t.exec = nullptr;
@@ -234,6 +319,12 @@ void stream_enqueue_command(ccv_nnc_stream_context_t* s, ccv_nnc_cmd_exec_f exec
                             int output_size) {
   check_stream(s, "stream_enqueue_command");
   NNC_CHECK(exec, "stream_enqueue_command: no exec function");
+  if (s->gpu) {
+    // Not the path of ccv_nnc_cmd_exec (gpu_stream_exec); a host command all the same.
+    run_inline(s, [&] { return exec(cmd, hint, flags, inputs, input_size, outputs, output_size, s); });
+    (void)backend;
+    return;
+  }
   std::lock_guard<std::mutex> lock(s->mutex);
   StreamTask& t = tail_record(s);
   const int n = input_size + output_size;
@@ -280,8 +371,21 @@ ccv_nnc_stream_context_t* stream_new(int type) {
   const int context = CCV_STREAM_GET_CONTEXT(type);
   NNC_CHECK(context == CCV_STREAM_CONTEXT_CPU || context == CCV_STREAM_CONTEXT_GPU,
             "ccv_nnc_stream_context_new: type 0x%x is neither CCV_STREAM_CONTEXT_CPU nor _GPU", type);
-  if (context == CCV_STREAM_CONTEXT_GPU)
-    fail(CCV_NNC_EXEC_NO_KERNEL, "ccv_nnc_stream_context_new: GPU streams need CUDA, which this build lacks");
+  if (context == CCV_STREAM_CONTEXT_GPU) {
+    (void)registry();  // the CUDA module installs its hooks as the registry is built
+    const GpuStreamHooks* hooks = gpu_stream_hooks();
+    if (!hooks)
+      fail(CCV_NNC_EXEC_NO_KERNEL,
+           "ccv_nnc_stream_context_new: GPU streams need the CUDA module, which this build lacks (built without CUDA)");
+    const int device = CCV_STREAM_GET_DEVICE_ID(type);
+    auto s = std::make_unique<ccv_nnc_stream_context_s>();
+    s->type = type;
+    s->device = device;
+    s->gpu_hooks = hooks;
+    s->gpu = hooks->stream_new(device);  // throws with the device's message
+    if (!s->gpu) fail(CCV_NNC_EXEC_INVALID, "ccv_nnc_stream_context_new: no stream on GPU %d", device);
+    return s.release();
+  }
   auto s = std::make_unique<ccv_nnc_stream_context_s>();
   s->type = type;
   s->worker = std::thread(run_worker, s.get());
@@ -292,6 +396,13 @@ void stream_wait(const ccv_nnc_stream_context_t* cs) {
   check_stream(cs, "ccv_nnc_stream_context_wait");
   auto* s = const_cast<ccv_nnc_stream_context_t*>(cs);
   NNC_CHECK(t_current_stream != s, "ccv_nnc_stream_context_wait: a stream cannot wait for itself from its own work");
+  if (s->gpu) {
+    try {
+      s->gpu_hooks->stream_wait(s->gpu);
+    } catch (const Error& e) {
+      record_failure(s, e.code(), e.what());
+    }
+  }
   std::unique_lock<std::mutex> lock(s->mutex);
   s->idle_cv.wait(lock, [&] { return s->pending == 0; });
   if (s->error_code != CCV_NNC_EXEC_SUCCESS) {
@@ -307,6 +418,17 @@ void stream_wait(const ccv_nnc_stream_context_t* cs) {
 void stream_free(ccv_nnc_stream_context_t* s) {
   if (!s) return;
   NNC_CHECK(t_current_stream != s, "ccv_nnc_stream_context_free: a stream cannot free itself from its own work");
+  if (s->gpu) {
+    try {
+      s->gpu_hooks->stream_wait(s->gpu);  // the destructor hooks run after the stream's work
+    } catch (...) {
+    }
+    for (auto& [id, hook] : s->hooks) hook.first(s, hook.second);
+    s->gpu_hooks->stream_free(s->gpu);
+    std::free(s->workspace);
+    delete s;
+    return;
+  }
   {
     std::unique_lock<std::mutex> lock(s->mutex);
     s->idle_cv.wait(lock, [&] { return s->pending == 0; });
@@ -325,7 +447,14 @@ int stream_type(const ccv_nnc_stream_context_t* s) {
 }
 
 void* stream_get_workspace(ccv_nnc_stream_context_t* s, size_t size, int mem) {
-  NNC_CHECK(mem == CCV_TENSOR_CPU_MEMORY, "ccv_nnc_stream_context_get_workspace: only CPU memory in this build");
+  NNC_CHECK(mem == CCV_TENSOR_CPU_MEMORY || mem == CCV_TENSOR_GPU_MEMORY,
+            "ccv_nnc_stream_context_get_workspace: mem 0x%x is neither CCV_TENSOR_CPU_MEMORY nor _GPU_MEMORY", mem);
+  if (mem == CCV_TENSOR_GPU_MEMORY) {
+    NNC_CHECK(s && s->gpu,
+              "ccv_nnc_stream_context_get_workspace: GPU memory comes only from a GPU stream context (this one is %s)",
+              s ? "a CPU stream context" : "NULL");
+    return s->gpu_hooks->workspace(s->gpu, size);
+  }
   if (!s) return workspace(nullptr, size);
   if (t_current_stream == s) return grow(s->workspace, s->workspace_size, size);
   // From another thread: growing would free the buffer a queued or running
@@ -340,6 +469,7 @@ void* stream_get_workspace(ccv_nnc_stream_context_t* s, size_t size, int mem) {
 
 void stream_drain(ccv_nnc_stream_context_t* s) {
   check_stream(s, "ccv_nnc_stream_context_drain");
+  if (s->gpu) s->gpu_hooks->drain(s->gpu);
   stream_enqueue(s, [s]() {
     std::free(s->workspace);
     s->workspace = nullptr;
@@ -418,8 +548,10 @@ ccv_nnc_stream_signal_t* signal_new(int type) {
   const int context = CCV_STREAM_GET_CONTEXT(type);
   NNC_CHECK(context == CCV_STREAM_CONTEXT_CPU || context == CCV_STREAM_CONTEXT_GPU,
             "ccv_nnc_stream_signal_new: type 0x%x is neither CCV_STREAM_CONTEXT_CPU nor _GPU", type);
-  if (context == CCV_STREAM_CONTEXT_GPU)
-    fail(CCV_NNC_EXEC_NO_KERNEL, "ccv_nnc_stream_signal_new: GPU signals need CUDA, which this build lacks");
+  if (context == CCV_STREAM_CONTEXT_GPU) (void)registry();  // installs the CUDA module's hooks
+  if (context == CCV_STREAM_CONTEXT_GPU && !gpu_stream_hooks())
+    fail(CCV_NNC_EXEC_NO_KERNEL,
+         "ccv_nnc_stream_signal_new: GPU signals need the CUDA module, which this build lacks (built without CUDA)");
   auto signal = std::make_unique<ccv_nnc_stream_signal_s>();
   signal->type = type;
   signal->state = std::make_shared<SignalState>();
@@ -436,11 +568,25 @@ int signal_type(const ccv_nnc_stream_signal_t* signal) {
 void signal_emit(ccv_nnc_stream_context_t* s, ccv_nnc_stream_signal_t* signal) {
   NNC_CHECK(signal, "ccv_nnc_stream_context_emit_signal: signal is NULL");
   std::shared_ptr<SignalState> state = signal->state;
+  if (s && s->gpu) {
+    // The event of the previous emit is kept unless something else holds it
+    // (a CPU stream's pending wait does): re-recording it does not change what
+    // a device-side wait issued earlier waits for.
+    std::lock_guard<std::mutex> lock(state->mutex);
+    std::shared_ptr<GpuEvent>& held = state->event;
+    if (!held || held.use_count() > 1 || held->hooks != s->gpu_hooks || held->device != s->device)
+      held = std::make_shared<GpuEvent>(s->gpu_hooks, s->device);
+    s->gpu_hooks->event_record(held->event, s->gpu);
+    state->emitter = s;
+    ++state->emitted;  // waiters of earlier CPU emits still wait for their own generation
+    return;
+  }
   uint64_t generation;
   {
     std::lock_guard<std::mutex> lock(state->mutex);
     generation = ++state->emitted;
     state->emitter = s;
+    state->event.reset();
   }
   auto reach = [state, generation]() {
     std::lock_guard<std::mutex> lock(state->mutex);
@@ -465,21 +611,40 @@ ccv_nnc_stream_signal_t* signal_emit_new(ccv_nnc_stream_context_t* s) {
 void signal_wait(const ccv_nnc_stream_context_t* cs, const ccv_nnc_stream_signal_t* signal) {
   NNC_CHECK(signal, "ccv_nnc_stream_context_wait_signal: signal is NULL");
   std::shared_ptr<SignalState> state = signal->state;
+  auto* waiter = const_cast<ccv_nnc_stream_context_t*>(cs);
   uint64_t target;
+  std::shared_ptr<GpuEvent> event;
   {
     std::lock_guard<std::mutex> lock(state->mutex);
     target = state->emitted;
+    event = state->event;
+  }
+  if (event) {  // the latest emit was on a GPU stream
+    if (waiter && waiter->gpu) {
+      waiter->gpu_hooks->stream_wait_event(waiter->gpu, event->event);
+      return;
+    }
+    if (!waiter) {
+      event->hooks->event_sync(event->event);
+      return;
+    }
+    stream_enqueue(waiter, [event]() {
+      event->hooks->event_sync(event->event);
+      return CCV_NNC_EXEC_SUCCESS;
+    });
+    return;
   }
   auto block = [state, target]() {
     std::unique_lock<std::mutex> lock(state->mutex);
     state->cv.wait(lock, [&] { return state->reached >= target; });
     return CCV_NNC_EXEC_SUCCESS;
   };
-  if (!cs) {
+  // NULL, or a GPU stream whose later work this caller queues: block here.
+  if (!waiter || waiter->gpu) {
     block();
     return;
   }
-  stream_enqueue(const_cast<ccv_nnc_stream_context_t*>(cs), block);
+  stream_enqueue(waiter, block);
 }
 
 ccv_nnc_stream_context_t* signal_emitter(const ccv_nnc_stream_signal_t* signal) {

@@ -24,6 +24,13 @@ void stream_enqueue_command(ccv_nnc_stream_context_t* stream, ccv_nnc_cmd_exec_f
                             ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
                             int output_size);
 
+// Runs one command for a GPU stream context on the calling thread (core/gpu_stream.hpp):
+// a device kernel queues its work on the stream; any other (CPU kernel, custom
+// command) first waits for the stream's queued device work. Returns the exec's code.
+int gpu_stream_exec(ccv_nnc_stream_context_t* stream, ccv_nnc_cmd_exec_f exec, bool device_kernel,
+                    const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flags, ccv_nnc_tensor_t* const* inputs,
+                    int input_size, ccv_nnc_tensor_t* const* outputs, int output_size);
+
 // ccv_nnc_set_memory_efficient: while on, the scratch memory of a thread (or a
 // stream) is released when the outermost call that used it returns (or the
 // stream's task ends) instead of being kept for the next command.

@@ -167,6 +167,7 @@ struct Step {
   Graph::Kind kind = Graph::Kind::Command;
   bool has_multiview = false;
   bool prepared = false;
+  bool device = false;  // a GPU kernel (PreparedExec::device): no host wait before it on a GPU stream
 };
 struct Plan {
   uint64_t plan_version = 0;  // the graph's plan_version when made

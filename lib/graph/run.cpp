@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/parallel.hpp"
+#include "core/gpu_stream.hpp"
 #include "core/stream.hpp"
 #include "core/tensor.hpp"
 #include "graph/graph.hpp"
@@ -121,6 +122,7 @@ void prepare(const Graph* g, Plan& plan, Step& st, ccv_nnc_tensor_t* const* io) 
     fail(e.code(), "ccv_nnc_graph_run: node %d (%s): %s", st.node, node_name(node), e.what());
   }
   st.exec = p.exec;
+  st.device = p.device;
   st.ch = plan.interned->cmd(node.cmd, p.hint);
   const ccv_nnc_tensor_param_t** seen = plan.seen.data() + st.io;
   for (int i = 0; i < st.ni + st.no; i++) seen[i] = io[i] ? plan.interned->param(io[i]->info) : nullptr;
@@ -172,6 +174,8 @@ void run_command(Graph* g, Plan& plan, Step& st, RunContext& ctx) {
       }
   }
   if (st.exec) {
+    // On a GPU stream, host code waits for the device work queued before it (core/gpu_stream.hpp).
+    if (ctx.gpu_stream && !st.device) host_sync(ctx.stream);
     // A kernel throws what it cannot run (core/kernel.hpp); the node's name is added here either way.
     int code;
     try {
@@ -239,6 +243,7 @@ void run_while(Graph* g, int v, RunContext& ctx) {
     check_cancel(ctx);
     body->loop_count = k;
     ctx.rounds.back() = k;
+    if (ctx.gpu_stream) host_sync(ctx.stream);  // the carry copies below run on the host's call
     if (ctx.tape) tape_set_current(ctx.tape, body, ctx.rounds);
     bind_multiviews(body, k);
     if (k > 0)
@@ -252,6 +257,7 @@ void run_while(Graph* g, int v, RunContext& ctx) {
       }
     run_plan_steps(body, head, ctx);
     for (size_t i = 0; i < expr_in.size(); i++) expr_in[i] = resolve(body->while_inputs[i]);
+    if (ctx.gpu_stream) host_sync(ctx.stream);  // the expression reads what the head wrote
     const int go = body->while_expr(expr_in.data(), static_cast<int>(expr_in.size()), body->while_data);
     if (!go) {
       if (k > 0 && !body->loop_tail.empty()) rewind_tail(body, k - 1);
@@ -268,6 +274,7 @@ void run_while(Graph* g, int v, RunContext& ctx) {
 void run_case_of(Graph* g, int v, RunContext& ctx) {
   Graph::Node& node = g->nodes[static_cast<size_t>(v)];
   NNC_CHECK(node.case_of, "ccv_nnc_graph_run: case..of node %d has no expression (ccv_nnc_graph_set_case_of_expr)", v);
+  if (ctx.gpu_stream) host_sync(ctx.stream);  // the expression and the fallback copy run on the host
   std::vector<ccv_nnc_tensor_t*> in(node.inputs.size());
   for (size_t i = 0; i < in.size(); i++) in[i] = resolve(node.inputs[i]);
   const int index = node.case_of(in.data(), static_cast<int>(in.size()), node.case_of_data) + node.case_of_offset;
@@ -402,11 +409,26 @@ int run(Graph* g, int flags, const ccv_nnc_graph_exec_t* sources, int source_siz
   (void)flags;
   NNC_CHECK(g, "ccv_nnc_graph_run: graph is NULL");
   NNC_CHECK(!g->parent, "ccv_nnc_graph_run: this graph is a sub-graph of a while or case..of node; run its parent");
-  if (stream)
-    NNC_CHECK(CCV_STREAM_GET_CONTEXT(stream_type(stream)) == CCV_STREAM_CONTEXT_CPU,
-              "ccv_nnc_graph_run: only CPU streams run graphs");
   g->cancelled.store(false);
   const bool defaults = source_size == 0 && destination_size == 0;
+  if (is_gpu_stream(stream)) {
+    // On a GPU stream the nodes are queued on it by this thread, in order (a
+    // CPU node waits for the device work before it). A default static
+    // schedule runs its CPU streams synchronously after the stream's work.
+    if (defaults && g->default_schedule) {
+      host_sync(stream);
+      return run_schedule(g, *g->default_schedule, tape, nullptr);
+    }
+    std::shared_ptr<Plan> held;
+    if (!defaults) held = range_plan(g, sources, source_size, destinations, destination_size);
+    RunContext ctx;
+    ctx.tape = tape;
+    ctx.stream = stream;
+    ctx.gpu_stream = true;
+    ctx.cancelled = &g->cancelled;
+    run_plan(g, defaults ? default_plan(g) : *held, ctx);
+    return CCV_NNC_EXEC_SUCCESS;
+  }
   if (defaults && g->default_schedule) return run_schedule(g, *g->default_schedule, tape, stream);
   // A range plan is held by the run (a stream task may outlive its place in the cache).
   std::shared_ptr<Plan> held;

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/gpu_stream.hpp"
 #include "core/stream.hpp"
 #include "graph/schedule.hpp"
 
@@ -53,7 +54,9 @@ Schedule make_schedule(Graph* g, int stream_type, int max_stream_count, const cc
             "ccv_nnc_graph_static_schedule_new: max_stream_count %d is outside [1, 64]", max_stream_count);
   const int context = CCV_STREAM_GET_CONTEXT(stream_type);
   if (context == CCV_STREAM_CONTEXT_GPU)
-    fail(CCV_NNC_EXEC_NO_KERNEL, "ccv_nnc_graph_static_schedule_new: GPU streams need CUDA, which this build lacks");
+    fail(CCV_NNC_EXEC_NO_KERNEL,
+         "ccv_nnc_graph_static_schedule_new: static schedules over several GPU streams are not implemented yet; run "
+         "the graph on one GPU stream context (ccv_nnc_graph_run with it) instead");
   NNC_CHECK(context == CCV_STREAM_CONTEXT_CPU,
             "ccv_nnc_graph_static_schedule_new: stream type 0x%x is neither CCV_STREAM_CONTEXT_CPU nor _GPU", stream_type);
   Schedule s;
@@ -211,7 +214,10 @@ int run_schedule(Graph* g, const Schedule& s, ccv_nnc_tensor_tape_t* tape, ccv_n
   if (!s.plan || s.plan->plan_version != g->plan_version) s.plan = make_plan(g, s.order);
   // Multi-views of the top graph are bound before any stream starts.
   bind_multiviews(g, 0);
-  if (!caller) {
+  if (!caller || is_gpu_stream(caller)) {
+    // A GPU caller: the lists signal each other from the host, which a node
+    // only queued on a device stream would not honour; run after its work.
+    host_sync(caller);
     run_sync(g, s, tape, nullptr);
     return CCV_NNC_EXEC_SUCCESS;
   }

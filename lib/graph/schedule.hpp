@@ -19,6 +19,7 @@ namespace nnc::graph {
 struct RunContext {
   ccv_nnc_tensor_tape_t* tape = nullptr;
   ccv_nnc_stream_context_t* stream = nullptr;  // passed to kernels
+  bool gpu_stream = false;  // `stream` is a GPU stream context (core/gpu_stream.hpp)
   const std::atomic<bool>* cancelled = nullptr;
   std::vector<int64_t> rounds;  // rounds of the enclosing loops, outermost first
 };
