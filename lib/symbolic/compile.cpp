@@ -867,6 +867,8 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
     const uint64_t bytes = (plan.arena + 63) & ~uint64_t{63};
     const DeviceMemory* dm = device_memory();
     NNC_CHECK(dm, "%s: the graph's symbols are in GPU memory, but this build of NNC has no CUDA support", what);
+    NNC_CHECK(arena_device < dm->count(), "%s: the graph's symbols are in the memory of GPU %d, but %d GPU%s found", what,
+              arena_device, dm->count(), dm->count() == 1 ? " was" : "s were");
     arena->raw = dm->alloc(arena_device, static_cast<size_t>(bytes));  // cudaMalloc: 256-byte aligned
     arena->buffer = static_cast<unsigned char*>(arena->raw);
     arena->size = bytes;
@@ -900,6 +902,8 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
     const uint64_t bytes = (plans[gi].arena + 63) & ~uint64_t{63};
     const DeviceMemory* dm = device_memory();
     NNC_CHECK(dm, "%s: the graph's symbols are in GPU memory, but this build of NNC has no CUDA support", what);
+    NNC_CHECK(places[gi].device < dm->count(), "%s: the graph's symbols are in the memory of GPU %d, but %d GPU%s found", what,
+              places[gi].device, dm->count(), dm->count() == 1 ? " was" : "s were");
     ccv_nnc_tensor_arena_s::Side side;
     side.device = places[gi].device;
     side.raw = dm->alloc(side.device, static_cast<size_t>(bytes));
