@@ -1,0 +1,149 @@
+// bench-gpu-train: one training step of the reference network (the demo's:
+// two 5x5 convolutions with ReLU and 2x2 max pooling, dense 256, ReLU, dense
+// 10; softmax cross-entropy; SGD lr 0.01 momentum 0.9) on GPU 0 through
+// ccv_cnnp_model_fit, beside PyTorch's on the same GPU (peer.py, run from
+// here with python3; $NNC_BENCH_PEER names another copy), batches 64 and 256 of 28x28 fp32 images, NHWC.
+// Each side: the median of 5 rounds of `steps` steps after 10 warm-up steps,
+// in milliseconds per step (fit returns with the step done: it synchronises).
+//   bench-gpu-train [steps]        (default 50)
+// Prints images per second and the ratio NNC / PyTorch of step times (below
+// 1: NNC is faster). Both sides use plain fp32 (no TF32).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "nnc/ccv_nnc.h"
+#include "nnc/ccv_nnc_easy.h"
+
+namespace {
+
+ccv_cnnp_model_t* reference_net() {
+  int k5[CCV_NNC_MAX_DIM_ALLOC] = {5, 5}, k2[CCV_NNC_MAX_DIM_ALLOC] = {2, 2};
+  ccv_nnc_hint_t pad2{}, stride2{};
+  pad2.stride.dim[0] = pad2.stride.dim[1] = 1;
+  pad2.border.begin[0] = pad2.border.begin[1] = pad2.border.end[0] = pad2.border.end[1] = 2;
+  stride2.stride.dim[0] = stride2.stride.dim[1] = 2;
+  ccv_cnnp_model_t* layers[] = {
+      ccv_cnnp_convolution(1, 32, k5, nullptr, 0, pad2, 0, 1, "conv1"), ccv_cnnp_relu(nullptr),
+      ccv_cnnp_max_pool(k2, stride2, nullptr),
+      ccv_cnnp_convolution(1, 64, k5, nullptr, 0, pad2, 0, 1, "conv2"), ccv_cnnp_relu(nullptr),
+      ccv_cnnp_max_pool(k2, stride2, nullptr),
+      ccv_cnnp_flatten(nullptr),
+      ccv_cnnp_dense(256, 0, 0, 1, "fc1"), ccv_cnnp_relu(nullptr),
+      ccv_cnnp_dense(10, 0, 0, 1, "fc2"),
+  };
+  return ccv_cnnp_sequential_new(layers, 10, 1, "reference");
+}
+
+ccv_nnc_tensor_param_t gpu(std::vector<int> dims) {
+  ccv_nnc_tensor_param_t p{};
+  p.type = CCV_TENSOR_GPU_MEMORY;  // device 0
+  p.format = CCV_TENSOR_FORMAT_NHWC;
+  p.datatype = CCV_32F;
+  for (size_t i = 0; i < dims.size(); i++) p.dim[i] = dims[i];
+  return p;
+}
+
+void check(const char* what) {
+  if (ccv_nnc_error_message()[0]) {
+    std::fprintf(stderr, "bench-gpu-train: %s: %s\n", what, ccv_nnc_error_message());
+    std::exit(1);
+  }
+}
+
+// NNC's milliseconds per step at this batch.
+double nnc_step_ms(int batch, int steps) {
+  ccv_cnnp_model_t* net = reference_net();
+  const ccv_nnc_tensor_param_t xp = gpu({batch, 28, 28, 1});
+  ccv_nnc_cmd_param_t sgd;
+  std::memset(&sgd, 0, sizeof(sgd));
+  sgd.sgd.rate = 0.01f, sgd.sgd.scale = 1.0f / batch, sgd.sgd.momentum = 0.9f;
+  ccv_nnc_cmd_param_t ce;
+  std::memset(&ce, 0, sizeof(ce));
+  ce.label_smoothing.trim1 = 1;
+  ccv_cnnp_model_compile(net, &xp, 1, ccv_nnc_cmd(CCV_NNC_SGD_FORWARD, nullptr, sgd, 0),
+                         ccv_nnc_cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD, nullptr, ce, 0));
+  check("compile");
+  ccv_nnc_tensor_param_t hx = xp, hl = gpu({batch});
+  hx.type = hl.type = CCV_TENSOR_CPU_MEMORY;
+  ccv_nnc_tensor_t* x = ccv_nnc_tensor_new(nullptr, hx, 0);
+  ccv_nnc_tensor_t* l = ccv_nnc_tensor_new(nullptr, hl, 0);
+  std::mt19937 rng(0);
+  std::normal_distribution<float> normal(0, 1);
+  for (int i = 0; i < batch * 784; i++) x->data.f32[i] = normal(rng);
+  for (int i = 0; i < batch; i++) l->data.f32[i] = static_cast<float>(rng() % 10);
+  ccv_nnc_tensor_t* gx = ccv_nnc_tensor_new(nullptr, xp, 0);
+  ccv_nnc_tensor_t* gl = ccv_nnc_tensor_new(nullptr, gpu({batch}), 0);
+  ccv_nnc_tensor_t* in[] = {x, l};
+  ccv_nnc_tensor_t* out[] = {gx, gl};
+  ccv_nnc_cmd_param_t none;
+  std::memset(&none, 0, sizeof(none));
+  ccv_nnc_cmd_exec(ccv_nnc_cmd(CCV_NNC_DATA_TRANSFER_FORWARD, nullptr, none, 0), ccv_nnc_no_hint, 0, in, 2, out, 2, nullptr);
+  check("transfer");
+  ccv_nnc_tensor_t* fi[] = {gx};
+  ccv_nnc_tensor_t* ff[] = {gl};
+  auto step = [&] { ccv_cnnp_model_fit(net, fi, 1, ff, 1, nullptr, 0, nullptr, nullptr); };
+  for (int i = 0; i < 10; i++) step();
+  check("fit");
+  std::vector<double> rounds;
+  for (int r = 0; r < 5; r++) {
+    const auto a = std::chrono::steady_clock::now();
+    for (int i = 0; i < steps; i++) step();
+    rounds.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count() / steps);
+  }
+  check("fit");
+  std::sort(rounds.begin(), rounds.end());
+  for (ccv_nnc_tensor_t* t : {x, l, gx, gl}) ccv_nnc_tensor_free(t);
+  ccv_cnnp_model_free(net);
+  return rounds[2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ccv_nnc_init();
+  const int steps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 50;
+  if (ccv_nnc_device_count(CCV_STREAM_CONTEXT_GPU) < 1) {
+    std::fprintf(stderr, "bench-gpu-train: no GPU found\n");
+    return 1;
+  }
+  const int batches[] = {64, 256};
+  // PyTorch first, in its own process, so the two never share the GPU.
+  std::map<int, double> torch_ms;
+  // The peer: $NNC_BENCH_PEER, the source tree's, or tools/bench-gpu-train/peer.py under the current folder.
+  std::string peer = std::getenv("NNC_BENCH_PEER") ? std::getenv("NNC_BENCH_PEER") : NNC_BENCH_PEER;
+  if (FILE* f = std::fopen(peer.c_str(), "r"))
+    std::fclose(f);
+  else
+    peer = "tools/bench-gpu-train/peer.py";
+  const std::string cmd = "python3 " + peer + " " + std::to_string(steps) + " 64 256 2>&1";
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char line[512];
+    while (std::fgets(line, sizeof(line), p)) {
+      int b = 0;
+      double ms = 0;
+      if (std::sscanf(line, "torch %d %lf", &b, &ms) == 2)
+        torch_ms[b] = ms;
+      else
+        std::fputs(line, stdout);
+    }
+    pclose(p);
+  }
+  std::printf("reference network, one SGD step, fp32 NHWC, %d steps x 5 rounds (median)\n", steps);
+  std::printf("%-8s %12s %12s %12s %12s %8s\n", "batch", "NNC ms", "NNC img/s", "torch ms", "torch img/s", "ratio");
+  for (int b : batches) {
+    const double ms = nnc_step_ms(b, steps);
+    const auto it = torch_ms.find(b);
+    if (it != torch_ms.end())
+      std::printf("%-8d %12.4f %12.0f %12.4f %12.0f %7.3fx\n", b, ms, b * 1e3 / ms, it->second, b * 1e3 / it->second, ms / it->second);
+    else
+      std::printf("%-8d %12.4f %12.0f %12s %12s %8s\n", b, ms, b * 1e3 / ms, "-", "-", "-");
+  }
+  return 0;
+}
