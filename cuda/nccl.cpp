@@ -105,25 +105,37 @@ void wait_for(ccv_nnc_stream_context_t* stream_context) {
   if (stream_context) ccv_nnc_stream_context_wait(stream_context);
 }
 
-NNC_KERNEL(allreduce) {
-  static const char* what = "COMM_ALLREDUCE_FORWARD (GPU_NCCL)";
-  wait_for(stream_context);
-  std::vector<int> devices;
-  for (int i = 0; i < input_size; i++) devices.push_back(device_of(inputs[i]));
+// One NCCL group over `devices` (rank i on devices[i]): `call(i, comm,
+// stream)` queues rank i's part; then every device's part is waited for.
+template <class F>
+void group(const std::vector<int>& devices, const ccv_nnc_tensor_t* like, const char* what, F&& call) {
   const std::vector<ncclComm_t> comms = comms_for(devices, what);
   ncclDataType_t type;
-  nccl_type(inputs[0]->info.datatype, &type);
-  const size_t count = ccv_nnc_tensor_count(inputs[0]->info);
+  nccl_type(like->info.datatype, &type);
+  const size_t count = ccv_nnc_tensor_count(like->info);
   std::vector<cudaStream_t> streams;
   for (int d : devices) streams.push_back(stream_of(nullptr, d, what));
   NNC_NCCL_CHECK(ncclGroupStart(), what);
-  for (size_t i = 0; i < devices.size(); i++)
-    NNC_NCCL_CHECK(ncclAllReduce(inputs[i]->data.u8, outputs[i]->data.u8, count, type, ncclSum, comms[i], streams[i]), what);
+  for (size_t i = 0; i < devices.size(); i++) NNC_NCCL_CHECK(call(i, count, type, comms[i], streams[i]), what);
   NNC_NCCL_CHECK(ncclGroupEnd(), what);
   for (size_t i = 0; i < devices.size(); i++) {
     NNC_CUDA_CHECK(cudaSetDevice(devices[i]), what);
     finish(nullptr, streams[i], what);
   }
+}
+
+std::vector<int> devices_of(ccv_nnc_tensor_t* const* ts, int n) {
+  std::vector<int> devices;
+  for (int i = 0; i < n; i++) devices.push_back(device_of(ts[i]));
+  return devices;
+}
+
+NNC_KERNEL(allreduce) {
+  static const char* what = "COMM_ALLREDUCE_FORWARD (GPU_NCCL)";
+  wait_for(stream_context);
+  group(devices_of(inputs, input_size), inputs[0], what, [&](size_t i, size_t count, ncclDataType_t type, ncclComm_t comm, cudaStream_t s) {
+    return ncclAllReduce(inputs[i]->data.u8, outputs[i]->data.u8, count, type, ncclSum, comm, s);
+  });
   return CCV_NNC_EXEC_SUCCESS;
 }
 
@@ -143,43 +155,18 @@ NNC_KERNEL(broadcast) {
     recv.push_back(outputs[i]->data.u8);
   }
   if (!recv[0]) recv[0] = inputs[0]->data.u8;  // in place on the root
-  const std::vector<ncclComm_t> comms = comms_for(devices, what);
-  ncclDataType_t type;
-  nccl_type(inputs[0]->info.datatype, &type);
-  const size_t count = ccv_nnc_tensor_count(inputs[0]->info);
-  std::vector<cudaStream_t> streams;
-  for (int d : devices) streams.push_back(stream_of(nullptr, d, what));
-  NNC_NCCL_CHECK(ncclGroupStart(), what);
-  for (size_t i = 0; i < devices.size(); i++)
-    NNC_NCCL_CHECK(ncclBroadcast(i == 0 ? inputs[0]->data.u8 : nullptr, recv[i], count, type, 0, comms[i], streams[i]), what);
-  NNC_NCCL_CHECK(ncclGroupEnd(), what);
-  for (size_t i = 0; i < devices.size(); i++) {
-    NNC_CUDA_CHECK(cudaSetDevice(devices[i]), what);
-    finish(nullptr, streams[i], what);
-  }
+  group(devices, inputs[0], what, [&](size_t i, size_t count, ncclDataType_t type, ncclComm_t comm, cudaStream_t s) {
+    return ncclBroadcast(i == 0 ? inputs[0]->data.u8 : nullptr, recv[i], count, type, 0, comm, s);
+  });
   return CCV_NNC_EXEC_SUCCESS;
 }
 
 NNC_KERNEL(reduce) {
   static const char* what = "COMM_REDUCE_FORWARD (GPU_NCCL)";
   wait_for(stream_context);
-  std::vector<int> devices;
-  for (int i = 0; i < input_size; i++) devices.push_back(device_of(inputs[i]));
-  const std::vector<ncclComm_t> comms = comms_for(devices, what);
-  ncclDataType_t type;
-  nccl_type(inputs[0]->info.datatype, &type);
-  const size_t count = ccv_nnc_tensor_count(inputs[0]->info);
-  std::vector<cudaStream_t> streams;
-  for (int d : devices) streams.push_back(stream_of(nullptr, d, what));
-  NNC_NCCL_CHECK(ncclGroupStart(), what);
-  for (size_t i = 0; i < devices.size(); i++)
-    NNC_NCCL_CHECK(ncclReduce(inputs[i]->data.u8, i == 0 ? outputs[0]->data.u8 : nullptr, count, type, ncclSum, 0, comms[i], streams[i]),
-                   what);
-  NNC_NCCL_CHECK(ncclGroupEnd(), what);
-  for (size_t i = 0; i < devices.size(); i++) {
-    NNC_CUDA_CHECK(cudaSetDevice(devices[i]), what);
-    finish(nullptr, streams[i], what);
-  }
+  group(devices_of(inputs, input_size), inputs[0], what, [&](size_t i, size_t count, ncclDataType_t type, ncclComm_t comm, cudaStream_t s) {
+    return ncclReduce(inputs[i]->data.u8, i == 0 ? outputs[0]->data.u8 : nullptr, count, type, ncclSum, 0, comm, s);
+  });
   return CCV_NNC_EXEC_SUCCESS;
 }
 
