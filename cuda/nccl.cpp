@@ -110,8 +110,8 @@ void wait_for(ccv_nnc_stream_context_t* stream_context) {
 template <class F>
 void group(const std::vector<int>& devices, const ccv_nnc_tensor_t* like, const char* what, F&& call) {
   const std::vector<ncclComm_t> comms = comms_for(devices, what);
-  ncclDataType_t type;
-  nccl_type(like->info.datatype, &type);
+  ncclDataType_t type = ncclFloat32;
+  NNC_CHECK(nccl_type(like->info.datatype, &type), "%s: NCCL has no type for these tensors", what);
   const size_t count = ccv_nnc_tensor_count(like->info);
   std::vector<cudaStream_t> streams;
   for (int d : devices) streams.push_back(stream_of(nullptr, d, what));
