@@ -1,0 +1,213 @@
+// More GPU_REF backends, for command families that had no GPU kernel (issue
+// 19: every family runs on an NVIDIA GPU):
+//   activations  LEAKY_RELU, GELU (exact and tanh forms), SWISH, forward and backward;
+//   ew math      CLAMP, MIN, MAX, forward and backward.
+//
+// The contracts are the CPU_REF ones (lib/cmd/activation/activation.cpp,
+// lib/cmd/ew/math.cpp): the families' validate functions have checked
+// counts, shapes and types before a kernel here runs, so these backends only
+// refuse what they do not do (tensors off one GPU, 64F, an input list without
+// the tensor a backward reads). Any view, any format (the ops are
+// element-wise); 32F, 16F and 16BF computed in float. A NULL g reads as ones
+// inside the kernels. In place: every input of an element is read before its
+// outputs are written, so the pairs libnnc allows (output 0 over input 0)
+// work. Index arithmetic: cmd/common/gpu_plan.hpp (tested on the CPU).
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/kernel.hpp"
+#include "core/registry.hpp"
+#include "core/tensor.hpp"
+#include "cuda/cuda.hpp"
+#include "cuda/ewgpu.hpp"
+#include "cuda/more_kern.hpp"
+#include "cuda/stream.hpp"
+
+namespace nnc::cuda {
+
+namespace {
+
+using namespace gpu;  // the ActOp values
+
+const char* name_of(uint32_t cmd) {
+  const char* n = ccv_nnc_cmd_name(cmd);
+  return n ? n : "GPU_REF";
+}
+
+bool accept_gpu(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                int output_size) {
+  return on_one_gpu(inputs, input_size, outputs, output_size, nullptr);
+}
+
+const ccv_nnc_tensor_t* in_at(ccv_nnc_tensor_t* const* inputs, int input_size, int i) {
+  return i < input_size ? inputs[i] : nullptr;
+}
+
+// The plan of outs then ins over ref's shape (every tensor present has it or
+// broadcasts to it; a NULL one gets strides 0), and their pointers.
+gpu::EwPlan plan_n(const Layout& ref, const std::vector<const ccv_nnc_tensor_t*>& ts, EwPtrs* q, const char* what) {
+  int64_t st[gpu::kPlanOperands][gpu::kPlanDims] = {};
+  const int64_t* sp[gpu::kPlanOperands];
+  NNC_CHECK(ts.size() <= static_cast<size_t>(gpu::kPlanOperands), "%s: too many operands for one GPU kernel", what);
+  for (size_t k = 0; k < ts.size(); k++) {
+    sp[k] = st[k];
+    q->p[k] = nullptr;
+    if (!ts[k]) continue;
+    const Layout l = layout_of(ts[k], what);
+    NNC_CHECK(gpu::broadcast_strides(l.dim.data(), l.stride.data(), l.nd, ref.dim.data(), ref.nd, st[k]),
+              "%s: an operand %s does not fit %s", what, shape_string_n(l.dim.data(), l.nd).c_str(),
+              shape_string_n(ref.dim.data(), ref.nd).c_str());
+    q->p[k] = l.data;
+  }
+  gpu::EwPlan p;
+  NNC_CHECK(gpu::make_plan(p, ref.dim.data(), ref.nd, static_cast<int>(ts.size()), sp), "%s: cannot plan the kernel",
+            what);
+  return p;
+}
+
+void run_act(ccv_nnc_stream_context_t* stream, ccv_nnc_tensor_t* const* inputs, int input_size,
+             ccv_nnc_tensor_t* const* outputs, int output_size, const char* what, int op,
+             const std::vector<const ccv_nnc_tensor_t*>& outs, const std::vector<const ccv_nnc_tensor_t*>& ins,
+             const ActArgs& args) {
+  const ccv_nnc_tensor_t* ref = nullptr;
+  for (const ccv_nnc_tensor_t* t : outs)
+    if (t && !ref) ref = t;
+  NNC_CHECK(ref, "%s: no output to compute", what);
+  const Layout r = layout_of(ref, what);
+  std::vector<const ccv_nnc_tensor_t*> ts = outs;
+  ts.insert(ts.end(), ins.begin(), ins.end());
+  EwPtrs q;
+  const gpu::EwPlan p = plan_n(r, ts, &q, what);
+  const Call c(stream, device_of(inputs, input_size, outputs, output_size), what);
+  c.check(launch_act(c.s, gpu_type(r.datatype), p, q, op, static_cast<int>(outs.size()), static_cast<int>(ins.size()),
+                     args));
+  c.done();
+}
+
+// --- activations ---------------------------------------------------------
+
+int act_forward_op(const ccv_nnc_cmd_t& cmd) {
+  switch (cmd.cmd & ~1u) {
+    case CCV_NNC_LEAKY_RELU_FORWARD:
+      return kActLeakyRelu;
+    case CCV_NNC_GELU_FORWARD:
+      return cmd.info.gelu.tanh ? kActGeluTanh : kActGelu;
+    default:
+      return kActSwish;
+  }
+}
+
+NNC_KERNEL(act_forward) {
+  const char* what = name_of(cmd.cmd);
+  ActArgs a;
+  a.a = cmd.info.leaky_relu.negative_slope;
+  run_act(stream_context, inputs, input_size, outputs, output_size, what, act_forward_op(cmd), {outputs[0]},
+          {inputs[0]}, a);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// |g|x|y| -> |dx|: GELU and SWISH read x; LEAKY_RELU x, or y when x is NULL.
+const ccv_nnc_tensor_t* act_operand(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size) {
+  const ccv_nnc_tensor_t* x = in_at(inputs, input_size, 1);
+  if (!x && (cmd.cmd & ~1u) == CCV_NNC_LEAKY_RELU_FORWARD) return in_at(inputs, input_size, 2);
+  return x;
+}
+
+bool accept_act_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                         ccv_nnc_tensor_t* const* outputs, int output_size) {
+  return output_size >= 1 && outputs[0] && accept_gpu(cmd, inputs, input_size, outputs, output_size) &&
+         act_operand(cmd, inputs, input_size);
+}
+
+NNC_KERNEL(act_backward) {
+  const char* what = name_of(cmd.cmd);
+  int op = kActSwishGrad;
+  switch (act_forward_op(cmd)) {
+    case kActLeakyRelu:
+      op = kActLeakyReluGrad;
+      break;
+    case kActGelu:
+      op = kActGeluGrad;
+      break;
+    case kActGeluTanh:
+      op = kActGeluTanhGrad;
+      break;
+    default:
+      break;
+  }
+  const ccv_nnc_tensor_t* t = act_operand(cmd, inputs, input_size);
+  NNC_CHECK(t, "%s: the input it reads (x) is missing", what);
+  ActArgs a;
+  a.a = cmd.info.leaky_relu.negative_slope;
+  run_act(stream_context, inputs, input_size, outputs, output_size, what, op, {outputs[0]}, {inputs[0], t}, a);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// --- CLAMP, MIN, MAX -----------------------------------------------------
+
+ActArgs clamp_args(const ccv_nnc_cmd_t& cmd) {
+  ActArgs a;
+  a.lo = cmd.info.clamp.min;
+  a.hi = cmd.info.clamp.max;
+  a.has_lo = a.lo == a.lo;  // a NaN bound is no bound
+  a.has_hi = a.hi == a.hi;
+  return a;
+}
+
+NNC_KERNEL(math_forward) {
+  const char* what = name_of(cmd.cmd);
+  if (cmd.cmd == CCV_NNC_CLAMP_FORWARD) {
+    run_act(stream_context, inputs, input_size, outputs, output_size, what, kActClamp, {outputs[0]}, {inputs[0]},
+            clamp_args(cmd));
+  } else {
+    run_act(stream_context, inputs, input_size, outputs, output_size, what,
+            cmd.cmd == CCV_NNC_MIN_FORWARD ? kActMin : kActMax, {outputs[0]}, {inputs[0], inputs[1]}, ActArgs{});
+  }
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// CLAMP: |g|x|y| -> |dx| reads y; MIN / MAX: |g|a|b|y| -> |da|db| reads a and b.
+bool accept_math_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                          ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (!accept_gpu(cmd, inputs, input_size, outputs, output_size)) return false;
+  if (cmd.cmd == CCV_NNC_CLAMP_BACKWARD) return output_size >= 1 && outputs[0] && in_at(inputs, input_size, 2);
+  return in_at(inputs, input_size, 1) && in_at(inputs, input_size, 2) && output_size >= 1;
+}
+
+NNC_KERNEL(math_backward) {
+  const char* what = name_of(cmd.cmd);
+  if (cmd.cmd == CCV_NNC_CLAMP_BACKWARD) {
+    run_act(stream_context, inputs, input_size, outputs, output_size, what, kActClampGrad, {outputs[0]},
+            {inputs[0], in_at(inputs, input_size, 2)}, clamp_args(cmd));
+  } else {
+    const ccv_nnc_tensor_t* db = output_size > 1 ? outputs[1] : nullptr;
+    run_act(stream_context, inputs, input_size, outputs, output_size, what,
+            cmd.cmd == CCV_NNC_MIN_BACKWARD ? kActMinGrad : kActMaxGrad, {outputs[0], db},
+            {inputs[0], inputs[1], inputs[2]}, ActArgs{});
+  }
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+}  // namespace
+
+// Every backend of this file: the one call register_cuda makes.
+void register_gpu_more(Registry& r) {
+  KernelTraits t;
+  t.backend = CCV_NNC_BACKEND_GPU_REF;
+  t.memory = CCV_TENSOR_GPU_MEMORY;
+  t.datatypes = CCV_32F | CCV_16F | CCV_16BF;
+  r.add_kernels(t.accepting(accept_gpu), {{CCV_NNC_LEAKY_RELU_FORWARD, act_forward},
+                                          {CCV_NNC_GELU_FORWARD, act_forward},
+                                          {CCV_NNC_SWISH_FORWARD, act_forward},
+                                          {CCV_NNC_CLAMP_FORWARD, math_forward},
+                                          {CCV_NNC_MIN_FORWARD, math_forward},
+                                          {CCV_NNC_MAX_FORWARD, math_forward}});
+  r.add_kernels(t.accepting(accept_act_backward), {{CCV_NNC_LEAKY_RELU_BACKWARD, act_backward},
+                                                   {CCV_NNC_GELU_BACKWARD, act_backward},
+                                                   {CCV_NNC_SWISH_BACKWARD, act_backward}});
+  r.add_kernels(t.accepting(accept_math_backward), {{CCV_NNC_CLAMP_BACKWARD, math_backward},
+                                                    {CCV_NNC_MIN_BACKWARD, math_backward},
+                                                    {CCV_NNC_MAX_BACKWARD, math_backward}});
+}
+
+}  // namespace nnc::cuda

@@ -1,0 +1,88 @@
+// GPU_REF kernels of more_gpu.cpp: activations (LEAKY_RELU, GELU in both
+// forms, SWISH) and element-wise math (CLAMP, MIN, MAX), forward and
+// backward, over strided operands planned on the host (gpu_plan.hpp).
+// Grid-stride loops with 64-bit indices; computed in float for 32F / 16F /
+// 16BF storage. Every input of an element is read before any output of it is
+// written, so an output may be an input (in place).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "cuda/more_kern.hpp"
+
+namespace nnc::cuda {
+
+namespace {
+
+using gpu::EwPlan;
+using gpu::kPlanOperands;
+
+template <class T>
+__device__ __forceinline__ float ld(const void* p, int64_t off);
+template <>
+__device__ __forceinline__ float ld<float>(const void* p, int64_t off) {
+  return static_cast<const float*>(p)[off];
+}
+template <>
+__device__ __forceinline__ float ld<__half>(const void* p, int64_t off) {
+  return __half2float(static_cast<const __half*>(p)[off]);
+}
+template <>
+__device__ __forceinline__ float ld<__nv_bfloat16>(const void* p, int64_t off) {
+  return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[off]);
+}
+
+template <class T>
+__device__ __forceinline__ void st(void* p, int64_t off, float v);
+template <>
+__device__ __forceinline__ void st<float>(void* p, int64_t off, float v) {
+  static_cast<float*>(p)[off] = v;
+}
+template <>
+__device__ __forceinline__ void st<__half>(void* p, int64_t off, float v) {
+  static_cast<__half*>(p)[off] = __float2half_rn(v);
+}
+template <>
+__device__ __forceinline__ void st<__nv_bfloat16>(void* p, int64_t off, float v) {
+  static_cast<__nv_bfloat16*>(p)[off] = __float2bfloat16_rn(v);
+}
+
+template <class T>
+__global__ void act_kernel(EwPlan p, EwPtrs q, int op, int n_out, int n_in, ActArgs a) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.count; i += step) {
+    int64_t off[5];
+    gpu::plan_offsets(p, n_out + n_in, i, off);
+    float x[3] = {1.f, 1.f, 1.f}, y[2] = {0.f, 0.f};
+    for (int k = 0; k < n_in; k++)
+      if (q.p[n_out + k]) x[k] = ld<T>(q.p[n_out + k], off[n_out + k]);
+    gpu::act_apply(op, x, y, a);
+    for (int k = 0; k < n_out; k++)
+      if (q.p[k]) st<T>(q.p[k], off[k], y[k]);
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_act(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, const EwPtrs& ptrs, int op, int n_out,
+                       int n_in, const ActArgs& args) {
+  if (n_out < 1 || n_out > 2 || n_in < 1 || n_in > 3 || plan.operands != n_out + n_in) return cudaErrorInvalidValue;
+  if (plan.count == 0) return cudaSuccess;
+  const gpu::EwLaunch l = gpu::choose_ew(plan.count);
+  const dim3 grid(static_cast<unsigned>(l.blocks));
+  switch (type) {
+    case kF16:
+      act_kernel<__half><<<grid, l.threads, 0, s>>>(plan, ptrs, op, n_out, n_in, args);
+      break;
+    case kBF16:
+      act_kernel<__nv_bfloat16><<<grid, l.threads, 0, s>>>(plan, ptrs, op, n_out, n_in, args);
+      break;
+    case kF32:
+      act_kernel<float><<<grid, l.threads, 0, s>>>(plan, ptrs, op, n_out, n_in, args);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace nnc::cuda
