@@ -1,7 +1,10 @@
 // More GPU_REF backends, for command families that had no GPU kernel (issue
 // 19: every family runs on an NVIDIA GPU):
 //   activations  LEAKY_RELU, GELU (exact and tanh forms), SWISH, forward and backward;
-//   ew math      CLAMP, MIN, MAX, forward and backward.
+//   ew math      CLAMP, MIN, MAX, forward and backward;
+//   shape        TRANSPOSE (any type), PAD (zero, replicate, reflect; the
+//                backward 32F), UPSAMPLE (nearest and bilinear, align_corners
+//                or not; the backward 32F), forward and backward.
 //
 // The contracts are the CPU_REF ones (lib/cmd/activation/activation.cpp,
 // lib/cmd/ew/math.cpp): the families' validate functions have checked
@@ -22,6 +25,7 @@
 #include "cuda/ewgpu.hpp"
 #include "cuda/more_kern.hpp"
 #include "cuda/stream.hpp"
+#include "cmd/upsample/upsample.hpp"
 
 namespace nnc::cuda {
 
@@ -188,6 +192,137 @@ NNC_KERNEL(math_backward) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
+// --- TRANSPOSE: pairs |x_i| -> |y_i| (backward |g_i|..| -> |dx_i|), any type --
+
+bool accept_transpose(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                      ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (input_size < output_size || !on_one_gpu(inputs, output_size, outputs, output_size, nullptr)) return false;
+  for (int i = 0; i < output_size; i++) {
+    if (!inputs[i] || !outputs[i]) return false;
+    const int es = CCV_GET_DATA_TYPE_SIZE(inputs[i]->info.datatype);
+    if (es != 1 && es != 2 && es != 4 && es != 8) return false;
+    // Not in place (libnnc declares no pair): a swap would read what it has overwritten.
+    if (inputs[i]->data.u8 == outputs[i]->data.u8 && cmd.info.transpose.axis[0] != cmd.info.transpose.axis[1])
+      return false;
+  }
+  return true;
+}
+
+NNC_KERNEL(transpose) {
+  const char* what = name_of(cmd.cmd);
+  const int a = cmd.info.transpose.axis[0], b = cmd.info.transpose.axis[1];
+  const Call c(stream_context, device_of(inputs, output_size, outputs, output_size), what);
+  for (int i = 0; i < output_size; i++) {
+    const Layout x = layout_of(inputs[i], what), y = layout_of(outputs[i], what);
+    NNC_CHECK(a >= 0 && a < x.nd && b >= 0 && b < x.nd && x.nd == y.nd, "%s: axes %d and %d do not fit", what, a, b);
+    int64_t st[2][gpu::kPlanDims] = {};
+    for (int d = 0; d < y.nd; d++) {
+      st[0][d] = y.stride[d];
+      st[1][d] = x.stride[d == a ? b : d == b ? a : d];  // y[..i..j..] = x[..j..i..]
+    }
+    const int64_t* sp[] = {st[0], st[1]};
+    gpu::EwPlan p;
+    NNC_CHECK(gpu::make_plan(p, y.dim.data(), y.nd, 2, sp), "%s: cannot plan the kernel", what);
+    if (p.count) c.check(launch_copy(c.s, p, y.data, x.data, static_cast<int>(y.element_size)));
+  }
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// --- PAD: |x| -> |y| (any type); |g|x..| -> |dx| (32F) ----------------------
+
+// dx (or y) zeroed on the call's stream.
+void zero(const Call& c, const Layout& t) {
+  const gpu::EwPlan p = plan_of(t, {}, c.what);
+  if (p.count) c.check(launch_fill(c.s, p, t.data, 0, static_cast<int>(t.element_size)));
+}
+
+gpu::PadMap pad_map_of(const ccv_nnc_cmd_t& cmd, const Layout& small, const Layout& big, const char* what) {
+  int begin[kMaxDim] = {};
+  for (int d = 0; d < small.nd; d++) begin[d] = cmd.info.size.dim[d];
+  gpu::PadMap m;
+  NNC_CHECK(small.nd == big.nd && gpu::make_pad_map(m, cmd.info.pad.type, small.dim.data(), small.stride.data(),
+                                                    big.dim.data(), big.stride.data(), small.nd, begin),
+            "%s: %s does not pad to %s", what, shape_string_n(small.dim.data(), small.nd).c_str(),
+            shape_string_n(big.dim.data(), big.nd).c_str());
+  return m;
+}
+
+bool accept_pad(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (input_size < 1 || output_size < 1 || !inputs[0] || !outputs[0]) return false;
+  if (!on_one_gpu(inputs, 1, outputs, 1, nullptr)) return false;
+  if (inputs[0]->data.u8 == outputs[0]->data.u8) return false;  // no in-place pair
+  const int es = CCV_GET_DATA_TYPE_SIZE(inputs[0]->info.datatype);
+  if (cmd.cmd == CCV_NNC_PAD_BACKWARD) return CCV_GET_DATA_TYPE(inputs[0]->info.datatype) == CCV_32F;
+  return es == 1 || es == 2 || es == 4 || es == 8;
+}
+
+NNC_KERNEL(pad_forward) {
+  const char* what = name_of(cmd.cmd);
+  const Layout x = layout_of(inputs[0], what), y = layout_of(outputs[0], what);
+  const gpu::PadMap m = pad_map_of(cmd, x, y, what);
+  const Call c(stream_context, device_of(inputs, 1, outputs, 1), what);
+  c.check(launch_pad(c.s, m, y.data, x.data, static_cast<int>(y.element_size)));
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+NNC_KERNEL(pad_backward) {
+  const char* what = name_of(cmd.cmd);
+  const Layout g = layout_of(inputs[0], what), dx = layout_of(outputs[0], what);
+  const gpu::PadMap m = pad_map_of(cmd, dx, g, what);
+  const Call c(stream_context, device_of(inputs, 1, outputs, 1), what);
+  zero(c, dx);
+  c.check(launch_pad_backward(c.s, m, reinterpret_cast<const float*>(g.data), reinterpret_cast<float*>(dx.data)));
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// --- UPSAMPLE: |x| -> |y| (32F, 16F, 16BF); |g|x|y| -> |dx| (32F) ------------
+
+bool accept_upsample(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                     ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (input_size < 1 || output_size < 1 || !inputs[0] || !outputs[0]) return false;
+  if (!on_one_gpu(inputs, 1, outputs, 1, nullptr)) return false;
+  if (inputs[0]->data.u8 == outputs[0]->data.u8) return false;  // no in-place pair
+  return cmd.cmd == CCV_NNC_UPSAMPLE_FORWARD || CCV_GET_DATA_TYPE(inputs[0]->info.datatype) == CCV_32F;
+}
+
+gpu::UpMap up_map_of(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* small_t, const Layout& small,
+                     const Layout& big, const char* what) {
+  gpu::UpMap m;
+  NNC_CHECK(small.nd == big.nd &&
+                gpu::make_up_map(m, cmd.info.upsample.type == CCV_NNC_UPSAMPLE_NEAREST,
+                                 cmd.info.upsample.align_corners ? 1 : 0, upsample::height_axis(small_t->info),
+                                 big.dim.data(), big.stride.data(), small.dim.data(), small.stride.data(), small.nd),
+            "%s: %s and %s are not an image and its resize", what, shape_string_n(small.dim.data(), small.nd).c_str(),
+            shape_string_n(big.dim.data(), big.nd).c_str());
+  return m;
+}
+
+NNC_KERNEL(upsample_forward) {
+  const char* what = name_of(cmd.cmd);
+  const Layout x = layout_of(inputs[0], what), y = layout_of(outputs[0], what);
+  const gpu::UpMap m = up_map_of(cmd, inputs[0], x, y, what);
+  const Call c(stream_context, device_of(inputs, 1, outputs, 1), what);
+  c.check(launch_upsample(c.s, gpu_type(y.datatype), m, y.data, x.data));
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+NNC_KERNEL(upsample_backward) {
+  const char* what = name_of(cmd.cmd);
+  const Layout g = layout_of(inputs[0], what), dx = layout_of(outputs[0], what);
+  const gpu::UpMap m = up_map_of(cmd, outputs[0], dx, g, what);
+  const Call c(stream_context, device_of(inputs, 1, outputs, 1), what);
+  zero(c, dx);
+  c.check(
+      launch_upsample_backward(c.s, m, reinterpret_cast<const float*>(g.data), reinterpret_cast<float*>(dx.data)));
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
 }  // namespace
 
 // Every backend of this file: the one call register_cuda makes.
@@ -208,6 +343,13 @@ void register_gpu_more(Registry& r) {
   r.add_kernels(t.accepting(accept_math_backward), {{CCV_NNC_CLAMP_BACKWARD, math_backward},
                                                     {CCV_NNC_MIN_BACKWARD, math_backward},
                                                     {CCV_NNC_MAX_BACKWARD, math_backward}});
+  KernelTraits all = t;
+  all.datatypes = types::kAll;
+  r.add_kernels(all.accepting(accept_transpose),
+                {{CCV_NNC_TRANSPOSE_FORWARD, transpose}, {CCV_NNC_TRANSPOSE_BACKWARD, transpose}});
+  r.add_kernels(all.accepting(accept_pad), {{CCV_NNC_PAD_FORWARD, pad_forward}, {CCV_NNC_PAD_BACKWARD, pad_backward}});
+  r.add_kernels(t.accepting(accept_upsample),
+                {{CCV_NNC_UPSAMPLE_FORWARD, upsample_forward}, {CCV_NNC_UPSAMPLE_BACKWARD, upsample_backward}});
 }
 
 }  // namespace nnc::cuda

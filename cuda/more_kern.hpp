@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include "cmd/common/gpu_act.hpp"
+#include "cmd/common/gpu_shape.hpp"
 #include "cuda/kern.hpp"
 
 namespace nnc::cuda {
@@ -19,5 +20,18 @@ using gpu::ActArgs;
 using gpu::ActOp;
 cudaError_t launch_act(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, const EwPtrs& ptrs, int op, int n_out,
                        int n_in, const ActArgs& args);
+
+// PAD forward: y element i (row-major over y) = x at pad_map, or 0 bytes;
+// elements of 1, 2, 4 or 8 bytes.
+cudaError_t launch_pad(cudaStream_t s, const gpu::PadMap& m, void* y, const void* x, int element_size);
+// PAD backward (32F): every g element (the map's big tensor) adds into dx at
+// its source (atomics; dx zeroed by the caller first).
+cudaError_t launch_pad_backward(cudaStream_t s, const gpu::PadMap& m, const float* g, float* dx);
+// UPSAMPLE forward: y (the map's big tensor) from its x taps, blended in
+// double (nearest: one read) and rounded once; 32F, 16F, 16BF.
+cudaError_t launch_upsample(cudaStream_t s, GpuType type, const gpu::UpMap& m, void* y, const void* x);
+// UPSAMPLE backward (32F): every g element adds w g into its dx taps of
+// nonzero weight (atomics; dx zeroed by the caller first).
+cudaError_t launch_upsample_backward(cudaStream_t s, const gpu::UpMap& m, const float* g, float* dx);
 
 }  // namespace nnc::cuda

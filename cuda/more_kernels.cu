@@ -85,4 +85,117 @@ cudaError_t launch_act(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, co
   return cudaGetLastError();
 }
 
+namespace {
+
+template <class U>
+__global__ void pad_kernel(gpu::PadMap m, U* y, const U* x) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < m.count; i += step) {
+    int64_t yo;
+    const int64_t xo = gpu::pad_map(m, i, &yo);
+    y[yo] = xo < 0 ? U(0) : x[xo];
+  }
+}
+
+__global__ void pad_backward_kernel(gpu::PadMap m, const float* g, float* dx) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < m.count; i += step) {
+    int64_t go;
+    const int64_t xo = gpu::pad_map(m, i, &go);
+    if (xo >= 0) atomicAdd(dx + xo, g[go]);
+  }
+}
+
+template <class T>
+__global__ void upsample_kernel(gpu::UpMap m, void* y, const void* x) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < m.count; i += step) {
+    int64_t yo, so[4];
+    double w[4];
+    gpu::up_map(m, i, &yo, so, w);
+    float v;
+    if (m.nearest) {
+      v = ld<T>(x, so[0]);
+    } else {
+      double acc = 0;
+#pragma unroll
+      for (int k = 0; k < 4; k++) acc += w[k] * static_cast<double>(ld<T>(x, so[k]));
+      v = static_cast<float>(acc);
+    }
+    st<T>(y, yo, v);
+  }
+}
+
+__global__ void upsample_backward_kernel(gpu::UpMap m, const float* g, float* dx) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < m.count; i += step) {
+    int64_t go, so[4];
+    double w[4];
+    gpu::up_map(m, i, &go, so, w);
+    const double v = g[go];
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+      if (w[k] != 0) atomicAdd(dx + so[k], static_cast<float>(w[k] * v));
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_pad(cudaStream_t s, const gpu::PadMap& m, void* y, const void* x, int element_size) {
+  if (m.count == 0) return cudaSuccess;
+  const gpu::EwLaunch l = gpu::choose_ew(m.count);
+  const dim3 grid(static_cast<unsigned>(l.blocks));
+  switch (element_size) {
+    case 1:
+      pad_kernel<uint8_t><<<grid, l.threads, 0, s>>>(m, static_cast<uint8_t*>(y), static_cast<const uint8_t*>(x));
+      break;
+    case 2:
+      pad_kernel<uint16_t><<<grid, l.threads, 0, s>>>(m, static_cast<uint16_t*>(y), static_cast<const uint16_t*>(x));
+      break;
+    case 4:
+      pad_kernel<uint32_t><<<grid, l.threads, 0, s>>>(m, static_cast<uint32_t*>(y), static_cast<const uint32_t*>(x));
+      break;
+    case 8:
+      pad_kernel<uint64_t><<<grid, l.threads, 0, s>>>(m, static_cast<uint64_t*>(y), static_cast<const uint64_t*>(x));
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launch_pad_backward(cudaStream_t s, const gpu::PadMap& m, const float* g, float* dx) {
+  if (m.count == 0) return cudaSuccess;
+  const gpu::EwLaunch l = gpu::choose_ew(m.count);
+  pad_backward_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(m, g, dx);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_upsample(cudaStream_t s, GpuType type, const gpu::UpMap& m, void* y, const void* x) {
+  if (m.count == 0) return cudaSuccess;
+  const gpu::EwLaunch l = gpu::choose_ew(m.count);
+  const dim3 grid(static_cast<unsigned>(l.blocks));
+  switch (type) {
+    case kF32:
+      upsample_kernel<float><<<grid, l.threads, 0, s>>>(m, y, x);
+      break;
+    case kF16:
+      upsample_kernel<__half><<<grid, l.threads, 0, s>>>(m, y, x);
+      break;
+    case kBF16:
+      upsample_kernel<__nv_bfloat16><<<grid, l.threads, 0, s>>>(m, y, x);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launch_upsample_backward(cudaStream_t s, const gpu::UpMap& m, const float* g, float* dx) {
+  if (m.count == 0) return cudaSuccess;
+  const gpu::EwLaunch l = gpu::choose_ew(m.count);
+  upsample_backward_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(m, g, dx);
+  return cudaGetLastError();
+}
+
 }  // namespace nnc::cuda

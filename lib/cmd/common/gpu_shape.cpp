@@ -1,0 +1,46 @@
+// Host halves of the GPU_REF shape kernels' index maps (gpu_shape.hpp).
+#include "cmd/common/gpu_shape.hpp"
+
+namespace nnc::gpu {
+
+bool make_pad_map(PadMap& m, int type, const int* small_dim, const int64_t* small_stride, const int* big_dim,
+                  const int64_t* big_stride, int nd, const int* begin) {
+  if (nd < 1 || nd > kPlanDims || type < kPadZero || type > kPadReflect) return false;
+  m = PadMap{};
+  m.nd = nd;
+  m.type = type;
+  m.count = 1;
+  for (int d = 0; d < nd; d++) {
+    if (small_dim[d] < 1 || begin[d] < 0 || big_dim[d] < small_dim[d] + begin[d]) return false;
+    m.dim[d] = big_dim[d];
+    m.big_stride[d] = big_stride[d];
+    m.small_dim[d] = small_dim[d];
+    m.small_stride[d] = small_stride[d];
+    m.begin[d] = begin[d];
+    m.count *= big_dim[d];
+  }
+  return true;
+}
+
+bool make_up_map(UpMap& m, int nearest, int align, int h, const int* big_dim, const int64_t* big_stride,
+                 const int* small_dim, const int64_t* small_stride, int nd) {
+  if (nd < 2 || nd > 4 || h < 0 || h + 1 >= nd) return false;
+  m = UpMap{};
+  m.nd = nd;
+  m.h = h;
+  m.nearest = nearest;
+  m.align = align;
+  m.count = 1;
+  for (int d = 0; d < nd; d++) {
+    if (small_dim[d] < 1 || big_dim[d] < 1) return false;
+    if (d != h && d != h + 1 && small_dim[d] != big_dim[d]) return false;
+    m.dim[d] = big_dim[d];
+    m.big_stride[d] = big_stride[d];
+    m.small_dim[d] = small_dim[d];
+    m.small_stride[d] = small_stride[d];
+    m.count *= big_dim[d];
+  }
+  return true;
+}
+
+}  // namespace nnc::gpu
