@@ -4,7 +4,10 @@
 //   ew math      CLAMP, MIN, MAX, forward and backward;
 //   shape        TRANSPOSE (any type), PAD (zero, replicate, reflect; the
 //                backward 32F), UPSAMPLE (nearest and bilinear, align_corners
-//                or not; the backward 32F), forward and backward.
+//                or not; the backward 32F), forward and backward;
+//   reduce       REDUCE_MIN and REDUCE_NORM2 forward (32F) and, with
+//                REDUCE_MAX, backward (32F, 16F, 16BF); ARGMAX / ARGMIN (32F,
+//                16F, 16BF in, 32S out).
 //
 // The contracts are the CPU_REF ones (lib/cmd/activation/activation.cpp,
 // lib/cmd/ew/math.cpp): the families' validate functions have checked
@@ -323,6 +326,82 @@ NNC_KERNEL(upsample_backward) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
+// --- REDUCE_MIN / REDUCE_NORM2 forward, REDUCE_MAX / MIN / NORM2 backward ---
+
+bool accept_reduce2(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                    ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (input_size < 1 || !inputs[0] || output_size < 1 || !outputs[0]) return false;
+  if (CCV_GET_DATA_TYPE(inputs[0]->info.datatype) != CCV_32F || CCV_GET_DATA_TYPE(outputs[0]->info.datatype) != CCV_32F)
+    return false;
+  return on_one_gpu(inputs, 1, outputs, 1, nullptr) && inputs[0]->data.u8 != outputs[0]->data.u8;
+}
+
+NNC_KERNEL(reduce2_forward) {
+  const char* what = name_of(cmd.cmd);
+  const Layout x = layout_of(inputs[0], what), y = layout_of(outputs[0], what);
+  NNC_CHECK(x.nd == y.nd, "%s: x is %s but y is %s; y keeps x's rank", what, shape_string(inputs[0]->info.dim).c_str(),
+            shape_string(outputs[0]->info.dim).c_str());
+  const int64_t* ins[] = {x.stride.data()};
+  gpu::ReducePlan rp;
+  NNC_CHECK(gpu::make_reduce_plan(rp, x.dim.data(), x.nd, y.dim.data(), y.stride.data(), y.nd, 1, ins),
+            "%s: x %s does not reduce to y %s", what, shape_string(inputs[0]->info.dim).c_str(),
+            shape_string(outputs[0]->info.dim).c_str());
+  const Call c(stream_context, device_of(inputs, 1, outputs, 1), what);
+  c.check(launch_reduce2(c.s, rp, gpu::choose_reduce(rp), reinterpret_cast<float*>(y.data),
+                         reinterpret_cast<const float*>(x.data),
+                         cmd.cmd == CCV_NNC_REDUCE_MIN_FORWARD ? kRed2Min : kRed2Norm2));
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// |g|x|y| -> |dx|: every one needed, of one float type.
+bool accept_reduce2_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                             ccv_nnc_tensor_t* const* outputs, int output_size) {
+  return input_size >= 3 && inputs[0] && inputs[1] && inputs[2] && output_size >= 1 && outputs[0] &&
+         accept_gpu(cmd, inputs, 3, outputs, 1);
+}
+
+NNC_KERNEL(reduce2_backward) {
+  const char* what = name_of(cmd.cmd);
+  run_act(stream_context, inputs, 3, outputs, 1, what,
+          cmd.cmd == CCV_NNC_REDUCE_NORM2_BACKWARD ? kActNorm2Grad : kActReduceMaxGrad, {outputs[0]},
+          {inputs[0], inputs[1], inputs[2]}, ActArgs{});
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// --- ARGMAX / ARGMIN: |x| -> |indices| (32S) along reduce.axis[0] ----------
+
+bool accept_arg(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (input_size < 1 || !inputs[0] || output_size < 1 || !outputs[0]) return false;
+  const int t = CCV_GET_DATA_TYPE(inputs[0]->info.datatype);
+  return (t == CCV_32F || t == CCV_16F || t == CCV_16BF) &&
+         CCV_GET_DATA_TYPE(outputs[0]->info.datatype) == CCV_32S && on_one_gpu(inputs, 1, outputs, 1, nullptr);
+}
+
+NNC_KERNEL(arg_forward) {
+  const char* what = name_of(cmd.cmd);
+  const Layout x = layout_of(inputs[0], what), y = layout_of(outputs[0], what);
+  const int axis = cmd.info.reduce.axis[0];
+  NNC_CHECK(x.nd == y.nd && axis >= 0 && axis < x.nd && y.dim[axis] == 1, "%s: y %s is not x %s reduced along axis %d",
+            what, shape_string(outputs[0]->info.dim).c_str(), shape_string(inputs[0]->info.dim).c_str(), axis);
+  int64_t st[2][gpu::kPlanDims] = {};
+  for (int d = 0; d < y.nd; d++) {
+    NNC_CHECK(d == axis || x.dim[d] == y.dim[d], "%s: y %s is not x %s reduced along axis %d", what,
+              shape_string(outputs[0]->info.dim).c_str(), shape_string(inputs[0]->info.dim).c_str(), axis);
+    st[0][d] = y.stride[d];
+    st[1][d] = x.stride[d];
+  }
+  const int64_t* sp[] = {st[0], st[1]};
+  gpu::EwPlan p;
+  NNC_CHECK(gpu::make_plan(p, y.dim.data(), y.nd, 2, sp), "%s: cannot plan the kernel", what);
+  const Call c(stream_context, device_of(inputs, 1, outputs, 1), what);
+  c.check(launch_arg(c.s, gpu_type(x.datatype), p, reinterpret_cast<int32_t*>(y.data), x.data, x.dim[axis],
+                     x.stride[axis], cmd.cmd == CCV_NNC_ARGMAX_FORWARD));
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
 }  // namespace
 
 // Every backend of this file: the one call register_cuda makes.
@@ -348,6 +427,16 @@ void register_gpu_more(Registry& r) {
   r.add_kernels(all.accepting(accept_transpose),
                 {{CCV_NNC_TRANSPOSE_FORWARD, transpose}, {CCV_NNC_TRANSPOSE_BACKWARD, transpose}});
   r.add_kernels(all.accepting(accept_pad), {{CCV_NNC_PAD_FORWARD, pad_forward}, {CCV_NNC_PAD_BACKWARD, pad_backward}});
+  KernelTraits f32 = t;
+  f32.datatypes = CCV_32F;
+  r.add_kernels(f32.accepting(accept_reduce2),
+                {{CCV_NNC_REDUCE_MIN_FORWARD, reduce2_forward}, {CCV_NNC_REDUCE_NORM2_FORWARD, reduce2_forward}});
+  r.add_kernels(t.accepting(accept_reduce2_backward), {{CCV_NNC_REDUCE_MAX_BACKWARD, reduce2_backward},
+                                                       {CCV_NNC_REDUCE_MIN_BACKWARD, reduce2_backward},
+                                                       {CCV_NNC_REDUCE_NORM2_BACKWARD, reduce2_backward}});
+  KernelTraits arg = t;
+  arg.datatypes = CCV_32F | CCV_16F | CCV_16BF | CCV_32S;
+  r.add_kernels(arg.accepting(accept_arg), {{CCV_NNC_ARGMAX_FORWARD, arg_forward}, {CCV_NNC_ARGMIN_FORWARD, arg_forward}});
   r.add_kernels(t.accepting(accept_upsample),
                 {{CCV_NNC_UPSAMPLE_FORWARD, upsample_forward}, {CCV_NNC_UPSAMPLE_BACKWARD, upsample_backward}});
 }

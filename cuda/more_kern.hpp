@@ -34,4 +34,16 @@ cudaError_t launch_upsample(cudaStream_t s, GpuType type, const gpu::UpMap& m, v
 // nonzero weight (atomics; dx zeroed by the caller first).
 cudaError_t launch_upsample_backward(cudaStream_t s, const gpu::UpMap& m, const float* g, float* dx);
 
+// REDUCE_MIN (NaN propagates, as CPU_REF) and REDUCE_NORM2 (sqrt of the sum
+// of squares, summed in float) of one 32F input: y[o] over the plan's inner
+// elements; a thread or a block per output as `launch` says (gpu_plan.hpp).
+enum Reduce2Op : int { kRed2Min = 0, kRed2Norm2 };
+cudaError_t launch_reduce2(cudaStream_t s, const gpu::ReducePlan& plan, const gpu::ReduceLaunch& launch, float* y,
+                           const float* x, int op);
+// ARGMAX / ARGMIN along one axis: `plan` walks the outputs (operand 0 y, 32S;
+// operand 1 x's first element along the axis), each thread scans len
+// elements `stride` apart: the first best, a NaN counting as best (CPU_REF).
+cudaError_t launch_arg(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, int32_t* y, const void* x, int64_t len,
+                       int64_t stride, int is_max);
+
 }  // namespace nnc::cuda

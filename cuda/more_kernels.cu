@@ -198,4 +198,97 @@ cudaError_t launch_upsample_backward(cudaStream_t s, const gpu::UpMap& m, const 
   return cudaGetLastError();
 }
 
+namespace {
+
+__device__ __forceinline__ float red2_combine(int op, float a, float v) {
+  if (op == kRed2Min) return ((v != v) || v < a) && a == a ? v : a;  // NaN wins, as CPU_REF
+  return a + v;
+}
+__device__ __forceinline__ float red2_element(int op, float v) { return op == kRed2Norm2 ? v * v : v; }
+__device__ __forceinline__ float red2_final(int op, float a) { return op == kRed2Norm2 ? sqrtf(a) : a; }
+
+__global__ void reduce2_thread_kernel(gpu::EwPlan outer, gpu::EwPlan inner, float* y, const float* x, int op) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < outer.count; o += step) {
+    int64_t base[2];
+    gpu::plan_offsets(outer, 2, o, base);
+    float acc = op == kRed2Min ? INFINITY : 0.f;
+    for (int64_t r = 0; r < inner.count; r++)
+      acc = red2_combine(op, acc, red2_element(op, x[base[1] + gpu::plan_offset(inner, 0, r)]));
+    y[base[0]] = red2_final(op, acc);
+  }
+}
+
+__global__ void reduce2_block_kernel(gpu::EwPlan outer, gpu::EwPlan inner, float* y, const float* x, int op) {
+  __shared__ float part[256];
+  for (int64_t o = blockIdx.x; o < outer.count; o += gridDim.x) {
+    int64_t base[2];
+    gpu::plan_offsets(outer, 2, o, base);
+    float acc = op == kRed2Min ? INFINITY : 0.f;
+    for (int64_t r = threadIdx.x; r < inner.count; r += blockDim.x)
+      acc = red2_combine(op, acc, red2_element(op, x[base[1] + gpu::plan_offset(inner, 0, r)]));
+    part[threadIdx.x] = acc;
+    __syncthreads();
+    for (unsigned w = blockDim.x / 2; w > 0; w /= 2) {
+      if (threadIdx.x < w) part[threadIdx.x] = red2_combine(op, part[threadIdx.x], part[threadIdx.x + w]);
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) y[base[0]] = red2_final(op, part[0]);
+    __syncthreads();  // part is reused by the next output
+  }
+}
+
+template <class T>
+__global__ void arg_kernel(gpu::EwPlan p, int32_t* y, const void* x, int64_t len, int64_t stride, int is_max) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < p.count; o += step) {
+    int64_t off[2];
+    gpu::plan_offsets(p, 2, o, off);
+    float best = ld<T>(x, off[1]);
+    int64_t at = 0;
+    for (int64_t i = 1; i < len && best == best; i++) {
+      const float v = ld<T>(x, off[1] + i * stride);
+      if (v != v || (is_max ? v > best : v < best)) best = v, at = i;
+    }
+    y[off[0]] = static_cast<int32_t>(at);
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_reduce2(cudaStream_t s, const gpu::ReducePlan& plan, const gpu::ReduceLaunch& launch, float* y,
+                           const float* x, int op) {
+  if (plan.outer.count == 0 || launch.blocks == 0) return cudaSuccess;
+  if (plan.inner.operands != 1 || launch.threads > 256 || (launch.threads & (launch.threads - 1)))
+    return cudaErrorInvalidValue;
+  const dim3 grid(static_cast<unsigned>(launch.blocks));
+  if (launch.block_per_output)
+    reduce2_block_kernel<<<grid, launch.threads, 0, s>>>(plan.outer, plan.inner, y, x, op);
+  else
+    reduce2_thread_kernel<<<grid, launch.threads, 0, s>>>(plan.outer, plan.inner, y, x, op);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_arg(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, int32_t* y, const void* x, int64_t len,
+                       int64_t stride, int is_max) {
+  if (plan.count == 0) return cudaSuccess;
+  if (len < 1 || plan.operands != 2) return cudaErrorInvalidValue;
+  const gpu::EwLaunch l = gpu::choose_ew(plan.count);
+  const dim3 grid(static_cast<unsigned>(l.blocks));
+  switch (type) {
+    case kF32:
+      arg_kernel<float><<<grid, l.threads, 0, s>>>(plan, y, x, len, stride, is_max);
+      break;
+    case kF16:
+      arg_kernel<__half><<<grid, l.threads, 0, s>>>(plan, y, x, len, stride, is_max);
+      break;
+    case kBF16:
+      arg_kernel<__nv_bfloat16><<<grid, l.threads, 0, s>>>(plan, y, x, len, stride, is_max);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
 }  // namespace nnc::cuda

@@ -32,6 +32,8 @@ enum ActOp : int {
   kActClampGrad,      // (g, y): g where y is strictly inside the bounds, else 0
   kActMinGrad,        // (g, a, b) -> (da, db): g to the picked operand, half each on a tie;
   kActMaxGrad,        //   a NaN a takes all of g, a NaN b alone takes it
+  kActReduceMaxGrad,  // (g, x, y): x == y ? g : 0 (REDUCE_MAX / REDUCE_MIN backward, g and y broadcast)
+  kActNorm2Grad,      // (g, x, y): y == 0 ? 0 : g x / y (REDUCE_NORM2 backward)
   kActOpCount,
 };
 struct ActArgs {
@@ -41,7 +43,10 @@ struct ActArgs {
 };
 // How many inputs and outputs an op has.
 NNC_HD int act_inputs(int op) {
-  return op == kActMin || op == kActMax ? 2 : op == kActMinGrad || op == kActMaxGrad ? 3 : op >= kActLeakyReluGrad ? 2 : 1;
+  return op == kActMin || op == kActMax                                                        ? 2
+         : op == kActMinGrad || op == kActMaxGrad || op == kActReduceMaxGrad || op == kActNorm2Grad ? 3
+         : op >= kActLeakyReluGrad                                                                  ? 2
+                                                                                                    : 1;
 }
 NNC_HD int act_outputs(int op) { return op == kActMinGrad || op == kActMaxGrad ? 2 : 1; }
 
@@ -120,6 +125,12 @@ NNC_HD void act_apply(int op, const float* x, float* y, const ActArgs& a) {
     case kActMaxGrad:
       y[0] = x[0] * pick_weight(x[1], x[2], op == kActMaxGrad, false);
       y[1] = x[0] * pick_weight(x[2], x[1], op == kActMaxGrad, true);
+      break;
+    case kActReduceMaxGrad:
+      y[0] = x[1] == x[2] ? x[0] : 0.f;
+      break;
+    case kActNorm2Grad:
+      y[0] = x[2] == 0.f ? 0.f : x[0] * x[1] / x[2];
       break;
     default:
       y[0] = y[1] = 0.f;

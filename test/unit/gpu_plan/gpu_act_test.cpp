@@ -45,6 +45,10 @@ ccv_nnc_cmd_t make(const Case& k) {
   std::memset(&p, 0, sizeof(p));
   if (k.cmd == CCV_NNC_GELU_FORWARD) p.gelu.tanh = k.gelu_tanh;
   if (k.cmd == CCV_NNC_LEAKY_RELU_FORWARD) p.leaky_relu.negative_slope = k.slope;
+  if (k.op == kActReduceMaxGrad || k.op == kActNorm2Grad) {
+    p.reduce.count = 1;
+    p.reduce.axis[0] = 0;
+  }
   if (k.cmd == CCV_NNC_CLAMP_FORWARD) {
     p.clamp.min = k.lo;
     p.clamp.max = k.hi;
@@ -72,7 +76,8 @@ struct T {
     p.type = CCV_TENSOR_CPU_MEMORY;
     p.format = CCV_TENSOR_FORMAT_NHWC;
     p.datatype = CCV_32F;
-    p.dim[0] = kN;
+    p.dim[0] = 1;  // [1, kN]: the reductions below run over axis 0 (one element each)
+    p.dim[1] = kN;
     t = ccv_nnc_tensor_new(nullptr, p, 0);
   }
   ~T() { ccv_nnc_tensor_free(t); }
@@ -87,13 +92,15 @@ void check(const Case& k, float range, bool null_g, std::mt19937& rng) {
   for (auto& t : in)
     for (int i = 0; i < kN; i++) t.f()[i] = d(rng);
   const bool exact = k.op == kActClamp || k.op == kActClampGrad || k.op == kActMin || k.op == kActMax ||
-                     k.op == kActMinGrad || k.op == kActMaxGrad;
-  if (exact) {  // ties, NaNs, values on the bounds
+                     k.op == kActMinGrad || k.op == kActMaxGrad || k.op == kActReduceMaxGrad;
+  if (exact || k.op == kActNorm2Grad) {  // ties, NaNs, values on the bounds, y == 0
     const int a = k.backward ? 1 : 0;
     for (int i = 0; i < kN; i++) {
       if (i % 7 == 0) in[a].f()[i] = in[a + 1].f()[i];
       if (i % 11 == 0) in[a].f()[i] = nan;
       if (i % 13 == 0) in[a + 1].f()[i] = nan;
+      if (i % 3 == 0 && k.op == kActReduceMaxGrad) in[a].f()[i] = in[a + 1].f()[i];  // x == y: g passes
+      if (i % 17 == 0 && k.op == kActNorm2Grad) in[2].f()[i] = 0;                 // y == 0: 0
       if (i % 5 == 0 && !std::isnan(k.lo)) in[a].f()[i] = k.lo;
       if (i % 5 == 1 && !std::isnan(k.hi)) in[a].f()[i] = k.hi;
     }
@@ -150,6 +157,9 @@ TEST(GpuAct, FormulasMatchCpuRef) {
       {CCV_NNC_MAX_FORWARD, false, kActMax, "MAX"},
       {CCV_NNC_MIN_FORWARD, true, kActMinGrad, "MIN_BACKWARD"},
       {CCV_NNC_MAX_FORWARD, true, kActMaxGrad, "MAX_BACKWARD"},
+      {CCV_NNC_REDUCE_MAX_FORWARD, true, kActReduceMaxGrad, "REDUCE_MAX_BACKWARD"},
+      {CCV_NNC_REDUCE_MIN_FORWARD, true, kActReduceMaxGrad, "REDUCE_MIN_BACKWARD"},
+      {CCV_NNC_REDUCE_NORM2_FORWARD, true, kActNorm2Grad, "REDUCE_NORM2_BACKWARD"},
   };
   for (const Case& k : cases)
     for (float range : {6.f, 25.f}) {
