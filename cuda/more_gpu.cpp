@@ -7,7 +7,11 @@
 //                or not; the backward 32F), forward and backward;
 //   reduce       REDUCE_MIN and REDUCE_NORM2 forward (32F) and, with
 //                REDUCE_MAX, backward (32F, 16F, 16BF); ARGMAX / ARGMIN (32F,
-//                16F, 16BF in, 32S out).
+//                16F, 16BF in, 32S out);
+//   losses       MSE, SMOOTH_L1, BINARY_CROSSENTROPY, SIGMOID_BINARY_CROSSENTROPY
+//                forward and backward (32F rows along the last dimension, any
+//                strides; losses in any shape of one entry per row; NULL g
+//                read as ones; NULL outputs skipped).
 //
 // The contracts are the CPU_REF ones (lib/cmd/activation/activation.cpp,
 // lib/cmd/ew/math.cpp): the families' validate functions have checked
@@ -402,6 +406,123 @@ NNC_KERNEL(arg_forward) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
+// --- losses (lib/cmd/loss/loss.cpp's contracts) -----------------------------
+
+// Row tensor k of the call (NULL: absent); all present ones share a shape.
+void set_rows(RowArgs& a, std::initializer_list<const ccv_nnc_tensor_t*> ts, const char* what) {
+  const ccv_nnc_tensor_t* first = nullptr;
+  for (const ccv_nnc_tensor_t* t : ts)
+    if (t && !first) first = t;
+  NNC_CHECK(first, "%s: no row tensor", what);
+  const Layout f = layout_of(first, what);
+  const int lead = f.nd > 0 ? f.nd - 1 : 0;
+  a.cols = f.nd > 0 ? f.dim[f.nd - 1] : 1;
+  int64_t st[gpu::kPlanOperands][gpu::kPlanDims] = {};
+  const int64_t* sp[gpu::kPlanOperands];
+  int k = 0;
+  for (const ccv_nnc_tensor_t* t : ts) {
+    sp[k] = st[k];
+    if (t) {
+      const Layout l = layout_of(t, what);
+      NNC_CHECK(same_shape(t->info.dim, first->info.dim), "%s: %s and %s rows differ", what,
+                shape_string(t->info.dim).c_str(), shape_string(first->info.dim).c_str());
+      for (int i = 0; i < lead; i++) st[k][i] = l.stride[i];
+      a.col_stride[k] = f.nd > 0 ? l.stride[f.nd - 1] : 1;
+      a.row_ptr[k] = l.data;
+    }
+    k++;
+  }
+  const int one[] = {1};
+  NNC_CHECK(lead == 0 ? gpu::make_plan(a.rows, one, 1, k, sp) : gpu::make_plan(a.rows, f.dim.data(), lead, k, sp),
+            "%s: cannot plan the rows", what);
+}
+
+void set_item(RowArgs& a, int k, const ccv_nnc_tensor_t* t, const char* what) {
+  if (!t) return;
+  const Layout l = layout_of(t, what);
+  const int64_t* sp[] = {l.stride.data()};
+  NNC_CHECK(gpu::make_plan(a.item[k], l.dim.data(), l.nd, 1, sp), "%s: cannot plan the items", what);
+  NNC_CHECK(a.item[k].count == a.rows.count, "%s: %s holds %lld values for %lld rows", what,
+            shape_string(t->info.dim).c_str(), static_cast<long long>(a.item[k].count),
+            static_cast<long long>(a.rows.count));
+  a.item_ptr[k] = l.data;
+}
+
+int loss_op(uint32_t cmd) {
+  switch (cmd & ~1u) {
+    case CCV_NNC_MSE_FORWARD:
+      return kLossMse;
+    case CCV_NNC_SMOOTH_L1_FORWARD:
+      return kLossSmoothL1;
+    case CCV_NNC_BINARY_CROSSENTROPY_FORWARD:
+      return kLossBce;
+    default:
+      return kLossSigmoidBce;
+  }
+}
+
+LossArgs loss_args(const ccv_nnc_cmd_t& cmd, int cols) {
+  LossArgs p;
+  p.w = cmd.info.binary_crossentropy.pos_weight;
+  p.beta = cmd.info.smooth_l1.beta;
+  p.k = loss_op(cmd.cmd) == kLossMse && cmd.info.mse.reduce_op != CCV_NNC_MSE_REDUCE_SUM ? cols : 1;
+  return p;
+}
+
+const ccv_nnc_tensor_t* out_at(ccv_nnc_tensor_t* const* outputs, int output_size, int i) {
+  return i < output_size ? outputs[i] : nullptr;
+}
+
+// Every tensor present 32F on one GPU, and what the backward reads there.
+bool accept_loss(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                 ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (!on_one_gpu(inputs, input_size, outputs, output_size, nullptr)) return false;
+  for (int i = 0; i < input_size; i++)
+    if (inputs[i] && CCV_GET_DATA_TYPE(inputs[i]->info.datatype) != CCV_32F) return false;
+  for (int i = 0; i < output_size; i++)
+    if (outputs[i] && CCV_GET_DATA_TYPE(outputs[i]->info.datatype) != CCV_32F) return false;
+  if (!(cmd.cmd & 1)) return input_size >= 2 && inputs[0] && inputs[1];
+  if (loss_op(cmd.cmd) != kLossSigmoidBce) return input_size >= 3 && inputs[1] && inputs[2];
+  // |g|g_sigmoid|z|y|loss|sigmoid|: y, and z or the saved sigmoid; dy needs z.
+  const ccv_nnc_tensor_t* z = in_at(inputs, input_size, 2);
+  if (!in_at(inputs, input_size, 3) || (!z && !in_at(inputs, input_size, 5))) return false;
+  return z || !out_at(outputs, output_size, 1);
+}
+
+NNC_KERNEL(loss_forward) {
+  const char* what = name_of(cmd.cmd);
+  const ccv_nnc_tensor_t* s = loss_op(cmd.cmd) == kLossSigmoidBce ? out_at(outputs, output_size, 1) : nullptr;
+  RowArgs a;
+  set_rows(a, {inputs[0], inputs[1], s}, what);
+  set_item(a, 0, outputs[0], what);
+  const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
+  c.check(launch_loss_rows(c.s, a, loss_op(cmd.cmd), loss_args(cmd, a.cols)));
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+NNC_KERNEL(loss_backward) {
+  const char* what = name_of(cmd.cmd);
+  const int op = loss_op(cmd.cmd);
+  const ccv_nnc_tensor_t *a0, *b, *gs = nullptr, *s = nullptr;
+  if (op == kLossSigmoidBce) {
+    gs = in_at(inputs, input_size, 1);
+    a0 = in_at(inputs, input_size, 2);
+    b = in_at(inputs, input_size, 3);
+    s = a0 ? nullptr : in_at(inputs, input_size, 5);
+  } else {
+    a0 = in_at(inputs, input_size, 1);
+    b = in_at(inputs, input_size, 2);
+  }
+  RowArgs a;
+  set_rows(a, {a0, b, out_at(outputs, output_size, 0), out_at(outputs, output_size, 1), gs, s}, what);
+  set_item(a, 0, inputs[0], what);
+  const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
+  c.check(launch_loss_rows_backward(c.s, a, op, loss_args(cmd, a.cols)));
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
 }  // namespace
 
 // Every backend of this file: the one call register_cuda makes.
@@ -437,6 +558,14 @@ void register_gpu_more(Registry& r) {
   KernelTraits arg = t;
   arg.datatypes = CCV_32F | CCV_16F | CCV_16BF | CCV_32S;
   r.add_kernels(arg.accepting(accept_arg), {{CCV_NNC_ARGMAX_FORWARD, arg_forward}, {CCV_NNC_ARGMIN_FORWARD, arg_forward}});
+  r.add_kernels(f32.accepting(accept_loss), {{CCV_NNC_MSE_FORWARD, loss_forward},
+                                            {CCV_NNC_MSE_BACKWARD, loss_backward},
+                                            {CCV_NNC_SMOOTH_L1_FORWARD, loss_forward},
+                                            {CCV_NNC_SMOOTH_L1_BACKWARD, loss_backward},
+                                            {CCV_NNC_BINARY_CROSSENTROPY_FORWARD, loss_forward},
+                                            {CCV_NNC_BINARY_CROSSENTROPY_BACKWARD, loss_backward},
+                                            {CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD, loss_forward},
+                                            {CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_BACKWARD, loss_backward}});
   r.add_kernels(t.accepting(accept_upsample),
                 {{CCV_NNC_UPSAMPLE_FORWARD, upsample_forward}, {CCV_NNC_UPSAMPLE_BACKWARD, upsample_backward}});
 }

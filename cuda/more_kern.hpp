@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include "cmd/common/gpu_act.hpp"
+#include "cmd/common/gpu_loss.hpp"
 #include "cmd/common/gpu_shape.hpp"
 #include "cuda/kern.hpp"
 
@@ -45,5 +46,14 @@ cudaError_t launch_reduce2(cudaStream_t s, const gpu::ReducePlan& plan, const gp
 // elements `stride` apart: the first best, a NaN counting as best (CPU_REF).
 cudaError_t launch_arg(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, int32_t* y, const void* x, int64_t len,
                        int64_t stride, int is_max);
+
+// Row losses (gpu_loss.hpp; RowArgs of kern.hpp, 32F rows, one block per
+// row). Forward: row tensors 0 a (x, z), 1 b (y), 2 the sigmoid output (or
+// NULL); item 0 the loss (or NULL): the row's terms summed in double.
+cudaError_t launch_loss_rows(cudaStream_t s, const RowArgs& a, int op, const gpu::LossArgs& p);
+// Backward: row tensors 0 a (z; NULL: read the saved sigmoid, 5), 1 b, 2 da,
+// 3 db, 4 g_sigmoid, 5 the saved sigmoid (each NULL when absent); item 0 g
+// (NULL: ones).
+cudaError_t launch_loss_rows_backward(cudaStream_t s, const RowArgs& a, int op, const gpu::LossArgs& p);
 
 }  // namespace nnc::cuda

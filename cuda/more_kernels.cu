@@ -291,4 +291,82 @@ cudaError_t launch_arg(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, in
   return cudaGetLastError();
 }
 
+namespace {
+
+constexpr int kLossThreads = 256;
+
+__device__ __forceinline__ float* row_at(const RowArgs& a, int k, const int64_t* off, int j) {
+  return static_cast<float*>(a.row_ptr[k]) + off[k] + static_cast<int64_t>(j) * a.col_stride[k];
+}
+
+__global__ void loss_rows_kernel(RowArgs a, int op, gpu::LossArgs p) {
+  __shared__ double part[kLossThreads];
+  for (int64_t r = blockIdx.x; r < a.rows.count; r += gridDim.x) {
+    int64_t off[gpu::kPlanOperands];
+    gpu::plan_offsets(a.rows, a.rows.operands, r, off);
+    double acc = 0;
+    for (int j = threadIdx.x; j < a.cols; j += blockDim.x) {
+      const float av = *row_at(a, 0, off, j), bv = *row_at(a, 1, off, j);
+      acc += static_cast<double>(gpu::loss_term(op, av, bv, p));
+      if (a.row_ptr[2]) *row_at(a, 2, off, j) = gpu::loss_detail::sigmoid(av);
+    }
+    part[threadIdx.x] = acc;
+    __syncthreads();
+    for (unsigned w = blockDim.x / 2; w > 0; w /= 2) {
+      if (threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
+      __syncthreads();
+    }
+    if (threadIdx.x == 0 && a.item_ptr[0]) {
+      const double v = op == gpu::kLossMse ? part[0] / p.k : part[0];
+      static_cast<float*>(a.item_ptr[0])[gpu::plan_offset(a.item[0], 0, r)] = static_cast<float>(v);
+    }
+    __syncthreads();  // part is reused by the next row
+  }
+}
+
+__global__ void loss_rows_backward_kernel(RowArgs a, int op, gpu::LossArgs p) {
+  for (int64_t r = blockIdx.x; r < a.rows.count; r += gridDim.x) {
+    int64_t off[gpu::kPlanOperands];
+    gpu::plan_offsets(a.rows, a.rows.operands, r, off);
+    const float g = a.item_ptr[0] ? static_cast<const float*>(a.item_ptr[0])[gpu::plan_offset(a.item[0], 0, r)] : 1.f;
+    const bool has_z = a.row_ptr[0] != nullptr;
+    for (int j = threadIdx.x; j < a.cols; j += blockDim.x) {
+      // Every input of the element is read before its gradients are written (in place).
+      const float av = has_z ? *row_at(a, 0, off, j) : 0.f;
+      const float bv = *row_at(a, 1, off, j);
+      const float gs = a.row_ptr[4] ? *row_at(a, 4, off, j) : 0.f;
+      const float sv = a.row_ptr[5] ? *row_at(a, 5, off, j) : 0.f;
+      float da, db;
+      gpu::loss_grad(op, g, av, bv, gs, sv, has_z, p, &da, &db);
+      if (a.row_ptr[2]) *row_at(a, 2, off, j) = da;
+      if (a.row_ptr[3]) *row_at(a, 3, off, j) = db;
+    }
+  }
+}
+
+unsigned loss_grid(const RowArgs& a) {
+  return static_cast<unsigned>(a.rows.count < gpu::kMaxBlocks ? a.rows.count : gpu::kMaxBlocks);
+}
+int loss_threads(const RowArgs& a) {
+  int t = 32;
+  while (t < kLossThreads && t < a.cols) t *= 2;
+  return t;
+}
+
+}  // namespace
+
+cudaError_t launch_loss_rows(cudaStream_t s, const RowArgs& a, int op, const gpu::LossArgs& p) {
+  if (a.rows.count == 0) return cudaSuccess;
+  if (!a.row_ptr[0] || !a.row_ptr[1] || a.rows.operands < 3) return cudaErrorInvalidValue;
+  loss_rows_kernel<<<loss_grid(a), loss_threads(a), 0, s>>>(a, op, p);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_loss_rows_backward(cudaStream_t s, const RowArgs& a, int op, const gpu::LossArgs& p) {
+  if (a.rows.count == 0 || a.cols == 0) return cudaSuccess;
+  if ((!a.row_ptr[0] && !a.row_ptr[5]) || !a.row_ptr[1] || a.rows.operands < 6) return cudaErrorInvalidValue;
+  loss_rows_backward_kernel<<<loss_grid(a), loss_threads(a), 0, s>>>(a, op, p);
+  return cudaGetLastError();
+}
+
 }  // namespace nnc::cuda
