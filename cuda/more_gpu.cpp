@@ -11,7 +11,10 @@
 //   losses       MSE, SMOOTH_L1, BINARY_CROSSENTROPY, SIGMOID_BINARY_CROSSENTROPY
 //                forward and backward (32F rows along the last dimension, any
 //                strides; losses in any shape of one entry per row; NULL g
-//                read as ones; NULL outputs skipped).
+//                read as ones; NULL outputs skipped);
+//   norms        RMSNORM and GROUP_NORM forward and backward (32F, any axes,
+//                views; statistics in double; the saved statistics optional
+//                forward, read backward as CPU_REF does).
 //
 // The contracts are the CPU_REF ones (lib/cmd/activation/activation.cpp,
 // lib/cmd/ew/math.cpp): the families' validate functions have checked
@@ -32,6 +35,8 @@
 #include "cuda/ewgpu.hpp"
 #include "cuda/more_kern.hpp"
 #include "cuda/stream.hpp"
+#include "cmd/common/axes.hpp"
+#include "cmd/norm/norm.hpp"
 #include "cmd/upsample/upsample.hpp"
 
 namespace nnc::cuda {
@@ -523,6 +528,169 @@ NNC_KERNEL(loss_backward) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
+// --- RMSNORM / GROUP_NORM ----------------------------------------------------
+
+bool accept_norm(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                 ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (!on_one_gpu(inputs, input_size, outputs, output_size, nullptr)) return false;
+  for (int i = 0; i < input_size; i++)
+    if (inputs[i] && CCV_GET_DATA_TYPE(inputs[i]->info.datatype) != CCV_32F) return false;
+  for (int i = 0; i < output_size; i++)
+    if (outputs[i] && CCV_GET_DATA_TYPE(outputs[i]->info.datatype) != CCV_32F) return false;
+  // GROUP_NORM splits its group axis in two: one axis more than x.
+  const ccv_nnc_tensor_t* x = (cmd.cmd & 1) ? in_at(inputs, input_size, cmd.cmd == CCV_NNC_RMSNORM_BACKWARD ? 2 : 3)
+                                            : in_at(inputs, input_size, 0);
+  return x && nd_of(x->info.dim) < gpu::kPlanDims;
+}
+
+// One norm call's operands: strides over the full shape (x's, or x's split).
+struct NormCall {
+  int nd = 0;
+  int dim[gpu::kPlanDims] = {};
+  int64_t st[gpu::kNormOperands][gpu::kPlanDims] = {};
+  bool present[gpu::kNormOperands] = {};
+  NormPtrs q;
+};
+
+// Operand k: t (x-shaped when want is NULL, else a small tensor of want's
+// non-1 extents over x's axes), split for GROUP_NORM (ga >= 0).
+void set_norm(NormCall& n, int k, const ccv_nnc_tensor_t* t, const Layout& x, const int* want, int ga, int groups,
+              bool by_group, const char* what) {
+  if (!t) return;
+  const Layout l = layout_of(t, what);
+  int64_t s[kMaxDim] = {};
+  if (want) {
+    NNC_CHECK(gpu::small_strides(l.dim.data(), l.stride.data(), l.nd, want, x.nd, s), "%s: %s does not fit x %s", what,
+              shape_string(t->info.dim).c_str(), shape_string_n(x.dim.data(), x.nd).c_str());
+  } else {
+    NNC_CHECK(l.nd == x.nd && same_shape(t->info.dim, x.dim.data()), "%s: %s is not x's shape %s", what,
+              shape_string(t->info.dim).c_str(), shape_string_n(x.dim.data(), x.nd).c_str());
+    for (int i = 0; i < x.nd; i++) s[i] = l.stride[i];
+  }
+  if (ga >= 0)
+    gpu::split_strides(s, x.nd, ga, x.dim[ga] / groups, by_group, n.st[k]);
+  else
+    for (int i = 0; i < x.nd; i++) n.st[k][i] = s[i];
+  n.present[k] = true;
+  n.q.ptr[k] = l.data;
+}
+
+gpu::NormPlan norm_plan(const NormCall& n, unsigned norm, unsigned param, const char* what) {
+  const int64_t* sp[gpu::kNormOperands];
+  for (int k = 0; k < gpu::kNormOperands; k++) sp[k] = n.present[k] ? n.st[k] : nullptr;
+  gpu::NormPlan p;
+  NNC_CHECK(gpu::make_norm_plan(p, n.dim, n.nd, sp, norm, param), "%s: cannot plan the kernel", what);
+  return p;
+}
+
+// The full shape and masks: RMSNORM over its axes; GROUP_NORM split.
+struct NormShape {
+  int ga = -1, groups = 1;
+  unsigned norm = 0, param = 0;
+  int stats[kMaxDim] = {}, scale[kMaxDim] = {};
+};
+
+NormShape norm_shape(const ccv_nnc_cmd_t& cmd, const Layout& x, NormCall& n, const char* what) {
+  NormShape sh;
+  if ((cmd.cmd & ~1u) == CCV_NNC_RMSNORM_FORWARD) {
+    const unsigned mask = axis_mask(what, cmd.info.rmsnorm.axis, cmd.info.rmsnorm.count, x.nd);
+    for (int i = 0; i < x.nd; i++) {
+      sh.stats[i] = (mask >> i) & 1u ? 1 : x.dim[i];
+      sh.scale[i] = (mask >> i) & 1u ? x.dim[i] : 1;
+    }
+    sh.norm = sh.param = mask;
+    n.nd = x.nd;
+    for (int i = 0; i < x.nd; i++) n.dim[i] = x.dim[i];
+    return sh;
+  }
+  sh.ga = cmd.info.gnorm.group_axis;
+  sh.groups = cmd.info.gnorm.groups;
+  const unsigned red = norm::gnorm_reduce_mask(cmd);
+  for (int i = 0; i < x.nd; i++) {
+    sh.stats[i] = i == sh.ga ? sh.groups : (red >> i) & 1u ? 1 : x.dim[i];
+    sh.scale[i] = i == sh.ga ? x.dim[i] : 1;
+  }
+  sh.norm = 1u << (sh.ga + 1);
+  sh.param = (1u << sh.ga) | (1u << (sh.ga + 1));
+  for (int i = 0; i < x.nd; i++)
+    if ((red >> i) & 1u) sh.norm |= 1u << (i > sh.ga ? i + 1 : i);
+  n.nd = x.nd + 1;
+  gpu::split_dims(x.dim.data(), x.nd, sh.ga, sh.groups, n.dim);
+  return sh;
+}
+
+NNC_KERNEL(norm_forward) {
+  const char* what = name_of(cmd.cmd);
+  const bool rms = cmd.cmd == CCV_NNC_RMSNORM_FORWARD;
+  ccv_nnc_tensor_t *x, *scale, *bias = nullptr, *y, *mean = nullptr, *inv;
+  if (rms) {
+    const norm::RmsNormIo io = norm::rmsnorm_forward_io(inputs, input_size, outputs, output_size);
+    x = io.x, scale = io.scale, y = io.y, inv = io.saved_inv_std;
+  } else {
+    const norm::GroupNormIo io = norm::group_norm_forward_io(cmd, inputs, input_size, outputs, output_size);
+    x = io.x, scale = io.scale, bias = io.bias, y = io.y, mean = io.saved_mean, inv = io.saved_inv_std;
+  }
+  const Layout xl = layout_of(x, what);
+  NormCall n;
+  const NormShape sh = norm_shape(cmd, xl, n, what);
+  set_norm(n, gpu::kNormX, x, xl, nullptr, sh.ga, sh.groups, false, what);
+  set_norm(n, gpu::kNormY, y, xl, nullptr, sh.ga, sh.groups, false, what);
+  set_norm(n, gpu::kNormScale, scale, xl, sh.scale, sh.ga, sh.groups, false, what);
+  set_norm(n, gpu::kNormBias, bias, xl, sh.scale, sh.ga, sh.groups, false, what);
+  set_norm(n, gpu::kNormMean, mean, xl, sh.stats, sh.ga, sh.groups, true, what);
+  set_norm(n, gpu::kNormInv, inv, xl, sh.stats, sh.ga, sh.groups, true, what);
+  const gpu::NormPlan p = norm_plan(n, sh.norm, sh.param, what);
+  const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
+  c.check(launch_norm_forward(c.s, p.groups, p.group_size, n.q, rms,
+                              rms ? cmd.info.rmsnorm.epsilon : cmd.info.gnorm.epsilon));
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+NNC_KERNEL(norm_backward) {
+  const char* what = name_of(cmd.cmd);
+  const bool rms = cmd.cmd == CCV_NNC_RMSNORM_BACKWARD;
+  ccv_nnc_tensor_t *g, *x, *scale, *mean = nullptr, *inv, *dx, *dscale, *dbias = nullptr;
+  if (rms) {
+    const norm::RmsNormIo io = norm::rmsnorm_backward_io(inputs, input_size, outputs, output_size);
+    g = io.g, x = io.x, scale = io.scale, inv = io.saved_inv_std, dx = io.dx, dscale = io.dscale;
+  } else {
+    const norm::GroupNormIo io = norm::group_norm_backward_io(cmd, inputs, input_size, outputs, output_size);
+    g = io.g, x = io.x, scale = io.scale, mean = io.saved_mean, inv = io.saved_inv_std, dx = io.dx,
+    dscale = io.dscale, dbias = io.dbias;
+  }
+  const Layout xl = layout_of(x, what);
+  const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
+  // Both passes read g, x and the statistics before any output is written
+  // (dscale / dbias first: dx may be g).
+  if (dscale || dbias) {
+    NormCall n;
+    const NormShape sh = norm_shape(cmd, xl, n, what);
+    set_norm(n, gpu::kNormX, x, xl, nullptr, sh.ga, sh.groups, false, what);
+    set_norm(n, gpu::kNormG, g, xl, nullptr, sh.ga, sh.groups, false, what);
+    set_norm(n, gpu::kNormScale, dscale, xl, sh.scale, sh.ga, sh.groups, false, what);
+    set_norm(n, gpu::kNormBias, dbias, xl, sh.scale, sh.ga, sh.groups, false, what);
+    set_norm(n, gpu::kNormMean, mean, xl, sh.stats, sh.ga, sh.groups, true, what);
+    set_norm(n, gpu::kNormInv, inv, xl, sh.stats, sh.ga, sh.groups, true, what);
+    const gpu::NormPlan p = norm_plan(n, sh.norm, sh.param, what);
+    c.check(launch_norm_backward_params(c.s, p.params, n.q, rms));
+  }
+  if (dx) {
+    NormCall n;
+    const NormShape sh = norm_shape(cmd, xl, n, what);
+    set_norm(n, gpu::kNormX, x, xl, nullptr, sh.ga, sh.groups, false, what);
+    set_norm(n, gpu::kNormG, g, xl, nullptr, sh.ga, sh.groups, false, what);
+    set_norm(n, gpu::kNormDx, dx, xl, nullptr, sh.ga, sh.groups, false, what);
+    set_norm(n, gpu::kNormScale, scale, xl, sh.scale, sh.ga, sh.groups, false, what);
+    set_norm(n, gpu::kNormMean, mean, xl, sh.stats, sh.ga, sh.groups, true, what);
+    set_norm(n, gpu::kNormInv, inv, xl, sh.stats, sh.ga, sh.groups, true, what);
+    const gpu::NormPlan p = norm_plan(n, sh.norm, sh.param, what);
+    c.check(launch_norm_backward_dx(c.s, p.groups, p.group_size, n.q, rms));
+  }
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
 }  // namespace
 
 // Every backend of this file: the one call register_cuda makes.
@@ -566,6 +734,10 @@ void register_gpu_more(Registry& r) {
                                             {CCV_NNC_BINARY_CROSSENTROPY_BACKWARD, loss_backward},
                                             {CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD, loss_forward},
                                             {CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_BACKWARD, loss_backward}});
+  r.add_kernels(f32.accepting(accept_norm), {{CCV_NNC_RMSNORM_FORWARD, norm_forward},
+                                            {CCV_NNC_RMSNORM_BACKWARD, norm_backward},
+                                            {CCV_NNC_GROUP_NORM_FORWARD, norm_forward},
+                                            {CCV_NNC_GROUP_NORM_BACKWARD, norm_backward}});
   r.add_kernels(t.accepting(accept_upsample),
                 {{CCV_NNC_UPSAMPLE_FORWARD, upsample_forward}, {CCV_NNC_UPSAMPLE_BACKWARD, upsample_backward}});
 }

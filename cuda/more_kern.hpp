@@ -9,6 +9,7 @@
 
 #include "cmd/common/gpu_act.hpp"
 #include "cmd/common/gpu_loss.hpp"
+#include "cmd/common/gpu_norm.hpp"
 #include "cmd/common/gpu_shape.hpp"
 #include "cuda/kern.hpp"
 
@@ -55,5 +56,22 @@ cudaError_t launch_loss_rows(cudaStream_t s, const RowArgs& a, int op, const gpu
 // 3 db, 4 g_sigmoid, 5 the saved sigmoid (each NULL when absent); item 0 g
 // (NULL: ones).
 cudaError_t launch_loss_rows_backward(cudaStream_t s, const RowArgs& a, int op, const gpu::LossArgs& p);
+
+// RMSNORM / GROUP_NORM (gpu_norm.hpp; 32F). ptr[k]: operand k's element 0
+// (gpu::NormOperand order; NULL absent: scale reads 1, bias 0, the saved
+// statistics are not written). Forward: one block per statistics group, mean
+// (not for rms) and biased variance (or mean square) summed in double, y
+// blended in double. Backward: dx one block per group from the saved
+// statistics; dscale / dbias one block per scale element.
+struct NormPtrs {
+  void* ptr[gpu::kNormOperands] = {};
+};
+cudaError_t launch_norm_forward(cudaStream_t s, const gpu::ReducePlan& groups, int64_t group_size, const NormPtrs& q,
+                                int rms, float epsilon);
+cudaError_t launch_norm_backward_dx(cudaStream_t s, const gpu::ReducePlan& groups, int64_t group_size,
+                                    const NormPtrs& q, int rms);
+// dscale / dbias: here the kNormScale and kNormBias slots (pointers and the
+// plan's strides) hold dscale and dbias (either NULL).
+cudaError_t launch_norm_backward_params(cudaStream_t s, const gpu::ReducePlan& params, const NormPtrs& q, int rms);
 
 }  // namespace nnc::cuda

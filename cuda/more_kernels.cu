@@ -369,4 +369,151 @@ cudaError_t launch_loss_rows_backward(cudaStream_t s, const RowArgs& a, int op, 
   return cudaGetLastError();
 }
 
+namespace {
+
+constexpr int kNormThreads = 256;
+
+__device__ double block_sum_d(double v, double* shm) {
+  shm[threadIdx.x] = v;
+  __syncthreads();
+  for (unsigned w = blockDim.x / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) shm[threadIdx.x] += shm[threadIdx.x + w];
+    __syncthreads();
+  }
+  const double r = shm[0];
+  __syncthreads();
+  return r;
+}
+
+__device__ __forceinline__ float* fp(const NormPtrs& q, int k, const int64_t* base, const int64_t* off) {
+  return q.ptr[k] ? static_cast<float*>(q.ptr[k]) + base[1 + k] + off[k] : nullptr;
+}
+
+__global__ void norm_forward_kernel(gpu::ReducePlan p, int64_t n, NormPtrs q, int rms, float eps) {
+  __shared__ double shm[kNormThreads];
+  for (int64_t o = blockIdx.x; o < p.outer.count; o += gridDim.x) {
+    int64_t base[1 + gpu::kNormOperands];
+    gpu::plan_offsets(p.outer, 1 + gpu::kNormOperands, o, base);
+    const float* x = static_cast<const float*>(q.ptr[gpu::kNormX]) + base[1 + gpu::kNormX];
+    double mean = 0;
+    if (!rms) {
+      double s = 0;
+      for (int64_t r = threadIdx.x; r < n; r += blockDim.x) s += x[gpu::plan_offset(p.inner, gpu::kNormX, r)];
+      mean = block_sum_d(s, shm) / static_cast<double>(n);
+    }
+    double v = 0;
+    for (int64_t r = threadIdx.x; r < n; r += blockDim.x) {
+      const double d = x[gpu::plan_offset(p.inner, gpu::kNormX, r)] - mean;
+      v += d * d;
+    }
+    const double inv = 1.0 / sqrt(block_sum_d(v, shm) / static_cast<double>(n) + static_cast<double>(eps));
+    if (threadIdx.x == 0) {
+      if (q.ptr[gpu::kNormMean]) static_cast<float*>(q.ptr[gpu::kNormMean])[base[1 + gpu::kNormMean]] = static_cast<float>(mean);
+      if (q.ptr[gpu::kNormInv]) static_cast<float*>(q.ptr[gpu::kNormInv])[base[1 + gpu::kNormInv]] = static_cast<float>(inv);
+    }
+    // Every x of the group has been read (block_sum_d synchronised): y may be x.
+    for (int64_t r = threadIdx.x; r < n; r += blockDim.x) {
+      int64_t off[gpu::kNormOperands];
+      gpu::plan_offsets(p.inner, gpu::kNormOperands, r, off);
+      const float* sc = fp(q, gpu::kNormScale, base, off);
+      const float* bi = fp(q, gpu::kNormBias, base, off);
+      const double xv = *fp(q, gpu::kNormX, base, off);
+      const double yv = (xv - mean) * inv * (sc ? *sc : 1.0) + (bi ? *bi : 0.0);
+      *fp(q, gpu::kNormY, base, off) = static_cast<float>(yv);
+    }
+  }
+}
+
+__global__ void norm_backward_dx_kernel(gpu::ReducePlan p, int64_t n, NormPtrs q, int rms) {
+  __shared__ double shm[kNormThreads];
+  for (int64_t o = blockIdx.x; o < p.outer.count; o += gridDim.x) {
+    int64_t base[1 + gpu::kNormOperands];
+    gpu::plan_offsets(p.outer, 1 + gpu::kNormOperands, o, base);
+    const double mean = rms ? 0.0 : static_cast<const float*>(q.ptr[gpu::kNormMean])[base[1 + gpu::kNormMean]];
+    const double inv = static_cast<const float*>(q.ptr[gpu::kNormInv])[base[1 + gpu::kNormInv]];
+    double sh = 0, shx = 0;
+    for (int64_t r = threadIdx.x; r < n; r += blockDim.x) {
+      int64_t off[gpu::kNormOperands];
+      gpu::plan_offsets(p.inner, gpu::kNormOperands, r, off);
+      const float* sc = fp(q, gpu::kNormScale, base, off);
+      const double h = static_cast<double>(*fp(q, gpu::kNormG, base, off)) * (sc ? *sc : 1.0);
+      const double xhat = (*fp(q, gpu::kNormX, base, off) - mean) * inv;
+      sh += h;
+      shx += h * xhat;
+    }
+    const double mh = rms ? 0.0 : block_sum_d(sh, shm) / static_cast<double>(n);
+    const double mhx = block_sum_d(shx, shm) / static_cast<double>(n);
+    for (int64_t r = threadIdx.x; r < n; r += blockDim.x) {
+      int64_t off[gpu::kNormOperands];
+      gpu::plan_offsets(p.inner, gpu::kNormOperands, r, off);
+      const float* sc = fp(q, gpu::kNormScale, base, off);
+      const double h = static_cast<double>(*fp(q, gpu::kNormG, base, off)) * (sc ? *sc : 1.0);
+      const double xhat = (*fp(q, gpu::kNormX, base, off) - mean) * inv;
+      *fp(q, gpu::kNormDx, base, off) = static_cast<float>(inv * (h - mh - xhat * mhx));
+    }
+  }
+}
+
+__global__ void norm_backward_params_kernel(gpu::ReducePlan p, NormPtrs q, int rms) {
+  __shared__ double shm[kNormThreads];
+  for (int64_t o = blockIdx.x; o < p.outer.count; o += gridDim.x) {
+    int64_t base[1 + gpu::kNormOperands];
+    gpu::plan_offsets(p.outer, 1 + gpu::kNormOperands, o, base);
+    double sg = 0, sgx = 0;
+    for (int64_t r = threadIdx.x; r < p.inner.count; r += blockDim.x) {
+      int64_t off[gpu::kNormOperands];
+      gpu::plan_offsets(p.inner, gpu::kNormOperands, r, off);
+      const double g = *fp(q, gpu::kNormG, base, off);
+      const double mean = rms ? 0.0 : *fp(q, gpu::kNormMean, base, off);
+      const double xhat = (*fp(q, gpu::kNormX, base, off) - mean) * static_cast<double>(*fp(q, gpu::kNormInv, base, off));
+      sg += g;
+      sgx += g * xhat;
+    }
+    const double dscale = block_sum_d(sgx, shm);
+    const double dbias = block_sum_d(sg, shm);
+    if (threadIdx.x == 0) {
+      if (q.ptr[gpu::kNormScale]) static_cast<float*>(q.ptr[gpu::kNormScale])[base[1 + gpu::kNormScale]] = static_cast<float>(dscale);
+      if (q.ptr[gpu::kNormBias]) static_cast<float*>(q.ptr[gpu::kNormBias])[base[1 + gpu::kNormBias]] = static_cast<float>(dbias);
+    }
+  }
+}
+
+int norm_threads(int64_t n) {
+  int t = 32;
+  while (t < kNormThreads && t < n) t *= 2;
+  return t;
+}
+unsigned norm_grid(int64_t m) { return static_cast<unsigned>(m < gpu::kMaxBlocks ? m : gpu::kMaxBlocks); }
+
+}  // namespace
+
+cudaError_t launch_norm_forward(cudaStream_t s, const gpu::ReducePlan& groups, int64_t group_size, const NormPtrs& q,
+                                int rms, float epsilon) {
+  if (groups.outer.count == 0 || group_size == 0) return cudaSuccess;
+  if (!q.ptr[gpu::kNormX] || !q.ptr[gpu::kNormY] || groups.inner.count != group_size) return cudaErrorInvalidValue;
+  norm_forward_kernel<<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms,
+                                                                                        epsilon);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_norm_backward_dx(cudaStream_t s, const gpu::ReducePlan& groups, int64_t group_size,
+                                    const NormPtrs& q, int rms) {
+  if (groups.outer.count == 0 || group_size == 0) return cudaSuccess;
+  if (!q.ptr[gpu::kNormX] || !q.ptr[gpu::kNormG] || !q.ptr[gpu::kNormDx] || !q.ptr[gpu::kNormInv] ||
+      (!rms && !q.ptr[gpu::kNormMean]) || groups.inner.count != group_size)
+    return cudaErrorInvalidValue;
+  norm_backward_dx_kernel<<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q,
+                                                                                            rms);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_norm_backward_params(cudaStream_t s, const gpu::ReducePlan& params, const NormPtrs& q, int rms) {
+  if (params.outer.count == 0) return cudaSuccess;
+  if (!q.ptr[gpu::kNormX] || !q.ptr[gpu::kNormG] || !q.ptr[gpu::kNormInv] || (!rms && !q.ptr[gpu::kNormMean]))
+    return cudaErrorInvalidValue;
+  norm_backward_params_kernel<<<norm_grid(params.outer.count), norm_threads(params.inner.count), 0, s>>>(params, q,
+                                                                                                        rms);
+  return cudaGetLastError();
+}
+
 }  // namespace nnc::cuda
