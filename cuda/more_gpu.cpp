@@ -14,7 +14,8 @@
 //                read as ones; NULL outputs skipped);
 //   norms        RMSNORM and GROUP_NORM forward and backward (32F, any axes,
 //                views; statistics in double; the saved statistics optional
-//                forward, read backward as CPU_REF does).
+//                forward, read backward as CPU_REF does);
+//   optimiser    LAMB (32F; the trust ratio's norms summed on the device).
 //
 // The contracts are the CPU_REF ones (lib/cmd/activation/activation.cpp,
 // lib/cmd/ew/math.cpp): the families' validate functions have checked
@@ -37,6 +38,7 @@
 #include "cuda/stream.hpp"
 #include "cmd/common/axes.hpp"
 #include "cmd/norm/norm.hpp"
+#include "cmd/optim/optim.hpp"
 #include "cmd/upsample/upsample.hpp"
 
 namespace nnc::cuda {
@@ -691,6 +693,50 @@ NNC_KERNEL(norm_backward) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
+// --- LAMB: |g|a|m|v| -> |b|n|u| ----------------------------------------------
+
+bool accept_lamb(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                 ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (input_size != 4 || output_size != 3 || !on_one_gpu(inputs, input_size, outputs, output_size, nullptr))
+    return false;
+  for (int i = 0; i < 4; i++)
+    if (!inputs[i] || CCV_GET_DATA_TYPE(inputs[i]->info.datatype) != CCV_32F) return false;
+  for (int i = 0; i < 3; i++)
+    if (!outputs[i] || CCV_GET_DATA_TYPE(outputs[i]->info.datatype) != CCV_32F) return false;
+  // Pass 2 reads a and the new moments: b may be a, but not n or u (nor g, m, v, read in pass 1).
+  for (int i : {0, 2, 3})
+    if (inputs[i]->data.u8 == outputs[0]->data.u8) return false;
+  return outputs[0]->data.u8 != outputs[1]->data.u8 && outputs[0]->data.u8 != outputs[2]->data.u8;
+}
+
+NNC_KERNEL(lamb) {
+  const char* what = name_of(cmd.cmd);
+  const optim::Coef k = optim::coef_of(cmd);
+  gpu::LambCoef c;
+  c.rate = static_cast<float>(k.rate);
+  c.scale = static_cast<float>(k.scale);
+  c.decay = static_cast<float>(k.decay);
+  c.beta1 = static_cast<float>(k.beta1);
+  c.beta2 = static_cast<float>(k.beta2);
+  c.epsilon = static_cast<float>(k.epsilon);
+  c.inv_bc1 = static_cast<float>(k.inv_bc1);
+  c.inv_bc2 = static_cast<float>(k.inv_bc2);
+  const Layout a = layout_of(inputs[1], what);
+  std::vector<const ccv_nnc_tensor_t*> ts = {inputs[0], inputs[1], inputs[2], inputs[3], outputs[0], outputs[1],
+                                             outputs[2]};
+  EwPtrs q;
+  const gpu::EwPlan p = plan_n(a, ts, &q, what);
+  const int device = device_of(inputs, input_size, outputs, output_size);
+  const Call call(stream_context, device, what);
+  double* sums = static_cast<double*>(device_alloc_on(device, 2 * sizeof(double), call.s, what));
+  const cudaError_t z = cudaMemsetAsync(sums, 0, 2 * sizeof(double), call.s);
+  const cudaError_t e = z == cudaSuccess ? launch_lamb(call.s, p, q, c, sums) : z;
+  device_free_on(device, sums);  // stream-ordered: after the kernels queued above
+  call.check(e);
+  call.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
 }  // namespace
 
 // Every backend of this file: the one call register_cuda makes.
@@ -738,6 +784,7 @@ void register_gpu_more(Registry& r) {
                                             {CCV_NNC_RMSNORM_BACKWARD, norm_backward},
                                             {CCV_NNC_GROUP_NORM_FORWARD, norm_forward},
                                             {CCV_NNC_GROUP_NORM_BACKWARD, norm_backward}});
+  r.add_kernels(f32.accepting(accept_lamb), {{CCV_NNC_LAMB_FORWARD, lamb}});
   r.add_kernels(t.accepting(accept_upsample),
                 {{CCV_NNC_UPSAMPLE_FORWARD, upsample_forward}, {CCV_NNC_UPSAMPLE_BACKWARD, upsample_backward}});
 }

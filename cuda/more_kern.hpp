@@ -10,6 +10,7 @@
 #include "cmd/common/gpu_act.hpp"
 #include "cmd/common/gpu_loss.hpp"
 #include "cmd/common/gpu_norm.hpp"
+#include "cmd/common/gpu_optim.hpp"
 #include "cmd/common/gpu_shape.hpp"
 #include "cuda/kern.hpp"
 
@@ -73,5 +74,12 @@ cudaError_t launch_norm_backward_dx(cudaStream_t s, const gpu::ReducePlan& group
 // dscale / dbias: here the kNormScale and kNormBias slots (pointers and the
 // plan's strides) hold dscale and dbias (either NULL).
 cudaError_t launch_norm_backward_params(cudaStream_t s, const gpu::ReducePlan& params, const NormPtrs& q, int rms);
+
+// LAMB (32F): plan operands 0 g, 1 a, 2 m, 3 v, 4 b, 5 n, 6 u over a's
+// shape. Pass 1 writes n, u and sums |a|^2, |r|^2 in double into sums[0..1]
+// (device memory the caller zeroed); pass 2 writes b = a - rate trust r,
+// reading the sums on the device (no host round trip).
+cudaError_t launch_lamb(cudaStream_t s, const gpu::EwPlan& plan, const EwPtrs& q, const gpu::LambCoef& c,
+                        double* sums);
 
 }  // namespace nnc::cuda

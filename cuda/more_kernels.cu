@@ -516,4 +516,66 @@ cudaError_t launch_norm_backward_params(cudaStream_t s, const gpu::ReducePlan& p
   return cudaGetLastError();
 }
 
+namespace {
+
+__global__ void lamb_moments_kernel(gpu::EwPlan p, EwPtrs q, gpu::LambCoef c, double* sums) {
+  __shared__ double sa[256], sr[256];
+  double a2 = 0, r2 = 0;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.count; i += step) {
+    int64_t off[7];
+    gpu::plan_offsets(p, 7, i, off);
+    const float g = static_cast<const float*>(q.p[0])[off[0]], a = static_cast<const float*>(q.p[1])[off[1]];
+    const float m = static_cast<const float*>(q.p[2])[off[2]], v = static_cast<const float*>(q.p[3])[off[3]];
+    float n, u;
+    gpu::lamb_moments_f(c, g, m, v, &n, &u);
+    static_cast<float*>(q.p[5])[off[5]] = n;
+    static_cast<float*>(q.p[6])[off[6]] = u;
+    const float r = gpu::lamb_direction_f(c, a, n, u);
+    a2 += static_cast<double>(a) * a;
+    r2 += static_cast<double>(r) * r;
+  }
+  sa[threadIdx.x] = a2;
+  sr[threadIdx.x] = r2;
+  __syncthreads();
+  for (unsigned w = blockDim.x / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) {
+      sa[threadIdx.x] += sa[threadIdx.x + w];
+      sr[threadIdx.x] += sr[threadIdx.x + w];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    atomicAdd(sums, sa[0]);
+    atomicAdd(sums + 1, sr[0]);
+  }
+}
+
+__global__ void lamb_update_kernel(gpu::EwPlan p, EwPtrs q, gpu::LambCoef c, const double* sums) {
+  const float k = static_cast<float>(gpu::lamb_step_size(c, sums[0], sums[1]));
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.count; i += step) {
+    int64_t off[7];
+    gpu::plan_offsets(p, 7, i, off);
+    const float a = static_cast<const float*>(q.p[1])[off[1]];
+    const float n = static_cast<const float*>(q.p[5])[off[5]], u = static_cast<const float*>(q.p[6])[off[6]];
+    static_cast<float*>(q.p[4])[off[4]] = a - k * gpu::lamb_direction_f(c, a, n, u);
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_lamb(cudaStream_t s, const gpu::EwPlan& plan, const EwPtrs& q, const gpu::LambCoef& c,
+                        double* sums) {
+  if (plan.count == 0) return cudaSuccess;
+  if (plan.operands != 7 || !sums) return cudaErrorInvalidValue;
+  const gpu::EwLaunch l = gpu::choose_ew(plan.count);
+  if (l.threads != 256) return cudaErrorInvalidValue;  // the shared arrays hold 256
+  lamb_moments_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(plan, q, c, sums);
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  lamb_update_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(plan, q, c, sums);
+  return cudaGetLastError();
+}
+
 }  // namespace nnc::cuda

@@ -134,3 +134,38 @@ TEST(GpuLoss, FormulasMatchCpuRef) {
 }
 
 }  // namespace
+
+// LAMB's float steps (cmd/common/gpu_optim.hpp) against optim.hpp's double
+// formulas on random values (fixed seed); rtol 1e-5 (a few float operations
+// and one sqrtf), atol 1e-7 for values near 0.
+#include "cmd/common/gpu_optim.hpp"
+#include "cmd/optim/optim.hpp"
+
+namespace {
+
+TEST(GpuOptim, LambStepsMatchOptim) {
+  std::mt19937 rng(711);
+  std::uniform_real_distribution<float> d(-2, 2), pos(0, 1);
+  nnc::optim::Coef k;
+  k.kind = nnc::optim::Kind::kLamb;
+  k.rate = 0.01, k.scale = 0.5, k.decay = 0.1, k.beta1 = 0.9, k.beta2 = 0.999, k.epsilon = 1e-6, k.inv_bc1 = 1 / 0.19,
+  k.inv_bc2 = 1 / 0.002997;
+  nnc::gpu::LambCoef c;
+  c.rate = 0.01f, c.scale = 0.5f, c.decay = 0.1f, c.beta1 = 0.9f, c.beta2 = 0.999f, c.epsilon = 1e-6f;
+  c.inv_bc1 = static_cast<float>(k.inv_bc1), c.inv_bc2 = static_cast<float>(k.inv_bc2);
+  for (int i = 0; i < 2000; i++) {
+    const float g = d(rng), a = d(rng), m = d(rng), v = pos(rng);
+    double n0, u0;
+    nnc::optim::lamb_moments<double>(k, g, m, v, n0, u0);
+    float n, u;
+    nnc::gpu::lamb_moments_f(c, g, m, v, &n, &u);
+    ASSERT_TRUE(close(n, static_cast<float>(n0), 1e-5f, 1e-7f)) << i << ": n " << n << " vs " << n0;
+    ASSERT_TRUE(close(u, static_cast<float>(u0), 1e-5f, 1e-7f)) << i << ": u " << u << " vs " << u0;
+    const double r0 = nnc::optim::lamb_direction<double>(k, a, n, u);
+    ASSERT_TRUE(close(nnc::gpu::lamb_direction_f(c, a, n, u), static_cast<float>(r0), 1e-5f, 1e-7f)) << i;
+  }
+  EXPECT_DOUBLE_EQ(nnc::gpu::lamb_step_size(c, 4.0, 16.0), static_cast<double>(c.rate) * nnc::optim::lamb_trust(4, 16));
+  EXPECT_DOUBLE_EQ(nnc::gpu::lamb_step_size(c, 0.0, 16.0), static_cast<double>(c.rate) * nnc::optim::lamb_trust(0, 16));
+}
+
+}  // namespace
