@@ -15,7 +15,8 @@
 //   norms        RMSNORM and GROUP_NORM forward and backward (32F, any axes,
 //                views; statistics in double; the saved statistics optional
 //                forward, read backward as CPU_REF does);
-//   optimiser    LAMB (32F; the trust ratio's norms summed on the device).
+//   optimiser    LAMB (32F; the trust ratio's norms summed on the device);
+//   complex      CMUL forward and backward (32F, broadcasts, views).
 //
 // The contracts are the CPU_REF ones (lib/cmd/activation/activation.cpp,
 // lib/cmd/ew/math.cpp): the families' validate functions have checked
@@ -26,6 +27,7 @@
 // inside the kernels. In place: every input of an element is read before its
 // outputs are written, so the pairs libnnc allows (output 0 over input 0)
 // work. Index arithmetic: cmd/common/gpu_plan.hpp (tested on the CPU).
+#include <algorithm>
 #include <vector>
 
 #include "core/error.hpp"
@@ -737,6 +739,99 @@ NNC_KERNEL(lamb) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
+// --- CMUL: |a|b| -> |c|; |g|a|b| -> |da|db| ------------------------------------
+
+// A tensor as pairs over `n` axes of the full pair shape: its strides (0 where
+// it broadcasts, the last doubled) and the distance to the imaginary part.
+void pair_strides(const Layout& t, const int* half, int n, int64_t* s, int64_t* im, const char* what) {
+  NNC_CHECK(gpu::pair_strides(t.dim.data(), t.stride.data(), t.nd, half, n, s, im),
+            "%s: %s is not of (real, imaginary) pairs broadcasting to the others", what,
+            shape_string_n(t.dim.data(), t.nd).c_str());
+}
+
+bool accept_cmul(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                 ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (!on_one_gpu(inputs, input_size, outputs, output_size, nullptr)) return false;
+  for (int i = 0; i < input_size; i++)
+    if (inputs[i] && CCV_GET_DATA_TYPE(inputs[i]->info.datatype) != CCV_32F) return false;
+  for (int i = 0; i < output_size; i++)
+    if (outputs[i] && CCV_GET_DATA_TYPE(outputs[i]->info.datatype) != CCV_32F) return false;
+  if (cmd.cmd == CCV_NNC_CMUL_FORWARD) return input_size >= 2 && inputs[0] && inputs[1] && output_size >= 1;
+  // Backward: a gradient that is an input would be overwritten while sums still read it.
+  for (int j = 0; j < output_size && j < 2; j++)
+    for (int i = 0; i < input_size && i < 3; i++)
+      if (outputs[j] && inputs[i] && outputs[j]->data.u8 == inputs[i]->data.u8) return false;
+  return input_size >= 3 && inputs[1] && inputs[2];
+}
+
+NNC_KERNEL(cmul_forward) {
+  const char* what = name_of(cmd.cmd);
+  const Layout a = layout_of(inputs[0], what), b = layout_of(inputs[1], what), c = layout_of(outputs[0], what);
+  int half[kMaxDim];
+  for (int i = 0; i < c.nd; i++) half[i] = c.dim[i];
+  half[c.nd - 1] = c.dim[c.nd - 1] / 2;
+  int64_t st[3][gpu::kPlanDims] = {}, im[3];
+  pair_strides(c, half, c.nd, st[0], &im[0], what);
+  pair_strides(a, half, c.nd, st[1], &im[1], what);
+  pair_strides(b, half, c.nd, st[2], &im[2], what);
+  const int64_t* sp[] = {st[0], st[1], st[2]};
+  gpu::EwPlan p;
+  NNC_CHECK(gpu::make_plan(p, half, c.nd, 3, sp), "%s: cannot plan the kernel", what);
+  const Call call(stream_context, device_of(inputs, input_size, outputs, output_size), what);
+  call.check(launch_cmul(call.s, p, reinterpret_cast<float*>(c.data), reinterpret_cast<const float*>(a.data),
+                         reinterpret_cast<const float*>(b.data), im));
+  call.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+NNC_KERNEL(cmul_backward) {
+  const char* what = name_of(cmd.cmd);
+  const ccv_nnc_tensor_t* gt = inputs[0];
+  const Layout a = layout_of(inputs[1], what), b = layout_of(inputs[2], what);
+  // The full shape: g's, or (NULL g) the broadcast of a and b.
+  int full[kMaxDim] = {};
+  int n = 0;
+  if (gt) {
+    const Layout g = layout_of(gt, what);
+    n = g.nd;
+    for (int i = 0; i < n; i++) full[i] = g.dim[i];
+  } else {
+    n = std::max(a.nd, b.nd);
+    for (int i = 0; i < n; i++) {
+      const int ja = i - (n - a.nd), jb = i - (n - b.nd);
+      full[i] = std::max(ja >= 0 ? a.dim[ja] : 1, jb >= 0 ? b.dim[jb] : 1);
+    }
+  }
+  int half[kMaxDim];
+  for (int i = 0; i < n; i++) half[i] = full[i];
+  half[n - 1] = full[n - 1] / 2;
+  int64_t gs[gpu::kPlanDims] = {}, gim = 0;
+  if (gt) pair_strides(layout_of(gt, what), half, n, gs, &gim, what);
+  const Call call(stream_context, device_of(inputs, input_size, outputs, output_size), what);
+  for (int j = 0; j < 2 && j < output_size; j++) {
+    if (!outputs[j]) continue;
+    const Layout d = layout_of(outputs[j], what);
+    const Layout& o = j == 0 ? b : a;  // da = g conj(b), db = g conj(a)
+    int64_t os[gpu::kPlanDims] = {}, ds[gpu::kPlanDims] = {}, im[3] = {0, gim, 0};
+    pair_strides(o, half, n, os, &im[2], what);
+    int64_t dsh[gpu::kPlanDims] = {};
+    pair_strides(d, half, n, dsh, &im[0], what);  // checks d's pairs; its own strides below
+    int dh[kMaxDim];
+    for (int i = 0; i < d.nd; i++) dh[i] = d.dim[i], ds[i] = d.stride[i];
+    dh[d.nd - 1] = d.dim[d.nd - 1] / 2;
+    ds[d.nd - 1] = 2 * d.stride[d.nd - 1];
+    const int64_t* ins[] = {gs, os};
+    gpu::ReducePlan rp;
+    NNC_CHECK(gpu::make_reduce_plan(rp, half, n, dh, ds, d.nd, 2, ins), "%s: gradient %d %s does not reduce from %s",
+              what, j, shape_string(outputs[j]->info.dim).c_str(), shape_string_n(full, n).c_str());
+    call.check(launch_cmul_backward(call.s, rp, reinterpret_cast<float*>(d.data),
+                                    gt ? reinterpret_cast<const float*>(gt->data.f32) : nullptr,
+                                    reinterpret_cast<const float*>(o.data), im));
+  }
+  call.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
 }  // namespace
 
 // Every backend of this file: the one call register_cuda makes.
@@ -785,6 +880,7 @@ void register_gpu_more(Registry& r) {
                                             {CCV_NNC_GROUP_NORM_FORWARD, norm_forward},
                                             {CCV_NNC_GROUP_NORM_BACKWARD, norm_backward}});
   r.add_kernels(f32.accepting(accept_lamb), {{CCV_NNC_LAMB_FORWARD, lamb}});
+  r.add_kernels(f32.accepting(accept_cmul), {{CCV_NNC_CMUL_FORWARD, cmul_forward}, {CCV_NNC_CMUL_BACKWARD, cmul_backward}});
   r.add_kernels(t.accepting(accept_upsample),
                 {{CCV_NNC_UPSAMPLE_FORWARD, upsample_forward}, {CCV_NNC_UPSAMPLE_BACKWARD, upsample_backward}});
 }

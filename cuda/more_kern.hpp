@@ -82,4 +82,14 @@ cudaError_t launch_norm_backward_params(cudaStream_t s, const gpu::ReducePlan& p
 cudaError_t launch_lamb(cudaStream_t s, const gpu::EwPlan& plan, const EwPtrs& q, const gpu::LambCoef& c,
                         double* sums);
 
+// CMUL (32F) over complex pairs: plans walk the pairs (the last axis halved,
+// its stride doubled), each operand's imaginary part im[k] elements after
+// its real one. Forward operands 0 c, 1 a, 2 b (broadcast: strides 0).
+cudaError_t launch_cmul(cudaStream_t s, const gpu::EwPlan& plan, float* c, const float* a, const float* b,
+                        const int64_t* im);
+// Backward: d = sum over the reduced pairs of g conj(o) (a thread per output
+// pair, summed in double); plan inputs 0 g (NULL: 1 + 1i, a tensor of ones), 1 o.
+cudaError_t launch_cmul_backward(cudaStream_t s, const gpu::ReducePlan& plan, float* d, const float* g,
+                                 const float* o, const int64_t* im);
+
 }  // namespace nnc::cuda

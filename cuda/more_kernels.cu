@@ -578,4 +578,62 @@ cudaError_t launch_lamb(cudaStream_t s, const gpu::EwPlan& plan, const EwPtrs& q
   return cudaGetLastError();
 }
 
+namespace {
+
+struct Im3 {
+  int64_t v[3];
+};
+
+__global__ void cmul_kernel(gpu::EwPlan p, float* c, const float* a, const float* b, Im3 im) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.count; i += step) {
+    int64_t off[3];
+    gpu::plan_offsets(p, 3, i, off);
+    const double ar = a[off[1]], ai = a[off[1] + im.v[1]], br = b[off[2]], bi = b[off[2] + im.v[2]];
+    c[off[0]] = static_cast<float>(ar * br - ai * bi);  // both parts read first: c may be a
+    c[off[0] + im.v[0]] = static_cast<float>(ar * bi + ai * br);
+  }
+}
+
+__global__ void cmul_backward_kernel(gpu::EwPlan outer, gpu::EwPlan inner, float* d, const float* g, const float* o,
+                                     Im3 im) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t q = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; q < outer.count; q += step) {
+    int64_t base[3];
+    gpu::plan_offsets(outer, 3, q, base);
+    double re = 0, imv = 0;
+    for (int64_t r = 0; r < inner.count; r++) {
+      int64_t off[2];
+      gpu::plan_offsets(inner, 2, r, off);
+      const double gr = g ? g[base[1] + off[0]] : 1.0, gi = g ? g[base[1] + off[0] + im.v[1]] : 1.0;
+      const double orr = o[base[2] + off[1]], oi = o[base[2] + off[1] + im.v[2]];
+      re += gr * orr + gi * oi;
+      imv += gi * orr - gr * oi;
+    }
+    d[base[0]] = static_cast<float>(re);
+    d[base[0] + im.v[0]] = static_cast<float>(imv);
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_cmul(cudaStream_t s, const gpu::EwPlan& plan, float* c, const float* a, const float* b,
+                        const int64_t* im) {
+  if (plan.count == 0) return cudaSuccess;
+  if (plan.operands != 3) return cudaErrorInvalidValue;
+  const gpu::EwLaunch l = gpu::choose_ew(plan.count);
+  cmul_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(plan, c, a, b, Im3{{im[0], im[1], im[2]}});
+  return cudaGetLastError();
+}
+
+cudaError_t launch_cmul_backward(cudaStream_t s, const gpu::ReducePlan& plan, float* d, const float* g,
+                                 const float* o, const int64_t* im) {
+  if (plan.outer.count == 0) return cudaSuccess;
+  if (plan.outer.operands != 3 || plan.inner.operands != 2) return cudaErrorInvalidValue;
+  const gpu::EwLaunch l = gpu::choose_ew(plan.outer.count);
+  cmul_backward_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(plan.outer, plan.inner, d, g, o,
+                                                                            Im3{{im[0], im[1], im[2]}});
+  return cudaGetLastError();
+}
+
 }  // namespace nnc::cuda

@@ -43,4 +43,16 @@ bool make_up_map(UpMap& m, int nearest, int align, int h, const int* big_dim, co
   return true;
 }
 
+bool pair_strides(const int* dim, const int64_t* stride, int nd, const int* half, int n, int64_t* s, int64_t* im) {
+  if (nd < 1 || nd > kPlanDims || dim[nd - 1] % 2 != 0) return false;
+  int hd[kPlanDims];
+  int64_t st[kPlanDims];
+  for (int i = 0; i < nd; i++) hd[i] = dim[i], st[i] = stride[i];
+  hd[nd - 1] = dim[nd - 1] / 2;
+  st[nd - 1] = 2 * stride[nd - 1];
+  if (!broadcast_strides(hd, st, nd, half, n, s)) return false;
+  *im = stride[nd - 1];
+  return true;
+}
+
 }  // namespace nnc::gpu

@@ -135,4 +135,12 @@ NNC_HD void up_map(const UpMap& m, int64_t i, int64_t* big_off, int64_t* soff, d
   w[3] = ly * lx;
 }
 
+// CMUL's pairs: a tensor whose last axis holds (real, imaginary) pairs, seen
+// over the n axes of the full pair shape half[0..n) (the full shape with its
+// last extent halved): its strides over it (aligned at the last axis, 0 where
+// it broadcasts, the last one doubled) and *im, the distance from a real part
+// to its imaginary part. False when the last axis is odd or the tensor does
+// not broadcast.
+bool pair_strides(const int* dim, const int64_t* stride, int nd, const int* half, int n, int64_t* s, int64_t* im);
+
 }  // namespace nnc::gpu

@@ -152,4 +152,31 @@ TEST(GpuShape, UpMapWalksViews) {
   EXPECT_FALSE(make_up_map(um, 1, 0, 2, d3, s3, d3, s3, 3));  // no width axis after h
 }
 
+TEST(GpuShape, CmulPairStrides) {
+  // b [1, 3, 1, 4] (two pairs) in a view of a [1, 4, 2, 6] parent over the pair shape [2, 3, 5, 2].
+  const int bd[] = {1, 3, 1, 4}, half[] = {2, 3, 5, 2};
+  const int64_t bs[] = {48, 12, 6, 1};
+  int64_t s[4], im;
+  ASSERT_TRUE(pair_strides(bd, bs, 4, half, 4, s, &im));
+  EXPECT_EQ(im, 1);
+  for (int i0 = 0; i0 < 2; i0++)
+    for (int i1 = 0; i1 < 3; i1++)
+      for (int i2 = 0; i2 < 5; i2++)
+        for (int j = 0; j < 2; j++) {
+          // Pair j of b at (0, i1, 0): real at i1 * 12 + 2 j, imaginary one further.
+          const int64_t off = i0 * s[0] + i1 * s[1] + i2 * s[2] + j * s[3];
+          ASSERT_EQ(off, i1 * 12 + 2 * j);
+          ASSERT_EQ(off + im, i1 * 12 + 2 * j + 1);
+        }
+  // Fewer axes (a [4] over [3, 2]), an odd last axis, a shape that does not broadcast.
+  const int v[] = {4}, hv[] = {3, 2}, odd[] = {5}, bad[] = {2, 4};
+  const int64_t vs[] = {3}, bads[] = {4, 1};
+  ASSERT_TRUE(pair_strides(v, vs, 1, hv, 2, s, &im));
+  EXPECT_EQ(s[0], 0);
+  EXPECT_EQ(s[1], 6);
+  EXPECT_EQ(im, 3);
+  EXPECT_FALSE(pair_strides(odd, vs, 1, hv, 2, s, &im));
+  EXPECT_FALSE(pair_strides(bad, bads, 2, hv, 2, s, &im));
+}
+
 }  // namespace
