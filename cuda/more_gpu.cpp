@@ -16,7 +16,9 @@
 //                views; statistics in double; the saved statistics optional
 //                forward, read backward as CPU_REF does);
 //   optimiser    LAMB (32F; the trust ratio's norms summed on the device);
-//   complex      CMUL forward and backward (32F, broadcasts, views).
+//   complex      CMUL forward and backward (32F, broadcasts, views);
+//   isnan        REDUCE_ISNAN forward (x 32F / 16F / 16BF, y 32F, 64F, 16F,
+//                16BF, 32S, 64S or 8U) and backward (zeros, any type).
 //
 // The contracts are the CPU_REF ones (lib/cmd/activation/activation.cpp,
 // lib/cmd/ew/math.cpp): the families' validate functions have checked
@@ -832,6 +834,61 @@ NNC_KERNEL(cmul_backward) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
+// --- REDUCE_ISNAN -------------------------------------------------------------
+
+int flag_code(int type) {
+  switch (CCV_GET_DATA_TYPE(type)) {
+    case CCV_32F:
+      return 0;
+    case CCV_64F:
+      return 1;
+    case CCV_16F:
+      return 2;
+    case CCV_16BF:
+      return 3;
+    case CCV_32S:
+      return 4;
+    case CCV_64S:
+      return 5;
+    case CCV_8U:
+      return 6;
+    default:
+      return -1;
+  }
+}
+
+bool accept_isnan(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                  ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (cmd.cmd == CCV_NNC_REDUCE_ISNAN_BACKWARD) return on_one_gpu(nullptr, 0, outputs, output_size, nullptr);
+  if (input_size < 1 || output_size < 1 || !inputs[0] || !outputs[0]) return false;
+  const int t = CCV_GET_DATA_TYPE(inputs[0]->info.datatype);
+  return (t == CCV_32F || t == CCV_16F || t == CCV_16BF) && flag_code(outputs[0]->info.datatype) >= 0 &&
+         on_one_gpu(inputs, 1, outputs, 1, nullptr) && inputs[0]->data.u8 != outputs[0]->data.u8;
+}
+
+NNC_KERNEL(isnan_forward) {
+  const char* what = name_of(cmd.cmd);
+  const Layout x = layout_of(inputs[0], what), y = layout_of(outputs[0], what);
+  const int64_t* ins[] = {x.stride.data()};
+  gpu::ReducePlan rp;
+  NNC_CHECK(x.nd == y.nd && gpu::make_reduce_plan(rp, x.dim.data(), x.nd, y.dim.data(), y.stride.data(), y.nd, 1, ins),
+            "%s: x %s does not reduce to y %s", what, shape_string(inputs[0]->info.dim).c_str(),
+            shape_string(outputs[0]->info.dim).c_str());
+  const Call c(stream_context, device_of(inputs, 1, outputs, 1), what);
+  c.check(launch_isnan(c.s, rp, y.data, flag_code(y.datatype), x.data, gpu_type(x.datatype)));
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+NNC_KERNEL(isnan_backward) {
+  const char* what = name_of(cmd.cmd);
+  const Call c(stream_context, device_of(nullptr, 0, outputs, output_size), what);
+  for (int i = 0; i < output_size; i++)
+    if (outputs[i]) zero(c, layout_of(outputs[i], what));
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
 }  // namespace
 
 // Every backend of this file: the one call register_cuda makes.
@@ -881,6 +938,8 @@ void register_gpu_more(Registry& r) {
                                             {CCV_NNC_GROUP_NORM_BACKWARD, norm_backward}});
   r.add_kernels(f32.accepting(accept_lamb), {{CCV_NNC_LAMB_FORWARD, lamb}});
   r.add_kernels(f32.accepting(accept_cmul), {{CCV_NNC_CMUL_FORWARD, cmul_forward}, {CCV_NNC_CMUL_BACKWARD, cmul_backward}});
+  r.add_kernels(all.accepting(accept_isnan),
+                {{CCV_NNC_REDUCE_ISNAN_FORWARD, isnan_forward}, {CCV_NNC_REDUCE_ISNAN_BACKWARD, isnan_backward}});
   r.add_kernels(t.accepting(accept_upsample),
                 {{CCV_NNC_UPSAMPLE_FORWARD, upsample_forward}, {CCV_NNC_UPSAMPLE_BACKWARD, upsample_backward}});
 }

@@ -92,4 +92,10 @@ cudaError_t launch_cmul(cudaStream_t s, const gpu::EwPlan& plan, float* c, const
 cudaError_t launch_cmul_backward(cudaStream_t s, const gpu::ReducePlan& plan, float* d, const float* g,
                                  const float* o, const int64_t* im);
 
+// REDUCE_ISNAN forward: y[o] = 1 if any x of output o's inner elements is NaN,
+// else 0 (a thread per output), x 32F / 16F / 16BF, y stored as y_type (a
+// code: 0 32F, 1 64F, 2 16F, 3 16BF, 4 32S, 5 64S, 6 8U).
+cudaError_t launch_isnan(cudaStream_t s, const gpu::ReducePlan& plan, void* y, int y_code, const void* x,
+                         GpuType x_type);
+
 }  // namespace nnc::cuda

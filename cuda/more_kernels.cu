@@ -636,4 +636,72 @@ cudaError_t launch_cmul_backward(cudaStream_t s, const gpu::ReducePlan& plan, fl
   return cudaGetLastError();
 }
 
+namespace {
+
+// y_type codes (the caller maps CCV_* types): 0 32F, 1 64F, 2 16F, 3 16BF, 4 32S, 5 64S, 6 8U.
+__device__ __forceinline__ void store_flag(void* y, int64_t off, int code, int v) {
+  switch (code) {
+    case 0:
+      static_cast<float*>(y)[off] = static_cast<float>(v);
+      break;
+    case 1:
+      static_cast<double*>(y)[off] = v;
+      break;
+    case 2:
+      static_cast<__half*>(y)[off] = __int2half_rn(v);
+      break;
+    case 3:
+      static_cast<__nv_bfloat16*>(y)[off] = __int2bfloat16_rn(v);
+      break;
+    case 4:
+      static_cast<int32_t*>(y)[off] = v;
+      break;
+    case 5:
+      static_cast<int64_t*>(y)[off] = v;
+      break;
+    default:
+      static_cast<uint8_t*>(y)[off] = static_cast<uint8_t>(v);
+      break;
+  }
+}
+
+template <class T>
+__global__ void isnan_kernel(gpu::EwPlan outer, gpu::EwPlan inner, void* y, int code, const void* x) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < outer.count; o += step) {
+    int64_t base[2];
+    gpu::plan_offsets(outer, 2, o, base);
+    int any = 0;
+    for (int64_t r = 0; r < inner.count && !any; r++) {
+      const float v = ld<T>(x, base[1] + gpu::plan_offset(inner, 0, r));
+      any = v != v;
+    }
+    store_flag(y, base[0], code, any);
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_isnan(cudaStream_t s, const gpu::ReducePlan& plan, void* y, int y_code, const void* x,
+                         GpuType x_type) {
+  if (plan.outer.count == 0) return cudaSuccess;
+  if (plan.outer.operands != 2 || plan.inner.operands != 1 || y_code < 0 || y_code > 6) return cudaErrorInvalidValue;
+  const gpu::EwLaunch l = gpu::choose_ew(plan.outer.count);
+  const dim3 grid(static_cast<unsigned>(l.blocks));
+  switch (x_type) {
+    case kF32:
+      isnan_kernel<float><<<grid, l.threads, 0, s>>>(plan.outer, plan.inner, y, y_code, x);
+      break;
+    case kF16:
+      isnan_kernel<__half><<<grid, l.threads, 0, s>>>(plan.outer, plan.inner, y, y_code, x);
+      break;
+    case kBF16:
+      isnan_kernel<__nv_bfloat16><<<grid, l.threads, 0, s>>>(plan.outer, plan.inner, y, y_code, x);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
 }  // namespace nnc::cuda
