@@ -18,7 +18,9 @@
 //   optimiser    LAMB (32F; the trust ratio's norms summed on the device);
 //   complex      CMUL forward and backward (32F, broadcasts, views);
 //   isnan        REDUCE_ISNAN forward (x 32F / 16F / 16BF, y 32F, 64F, 16F,
-//                16BF, 32S, 64S or 8U) and backward (zeros, any type).
+//                16BF, 32S, 64S or 8U) and backward (zeros, any type);
+//   fills        SET_BACKWARD (as SET_FORWARD: every output set to blas.a[0])
+//                and RANDOM_UNIFORM / RANDOM_NORMAL backward (zeros), any type.
 //
 // The contracts are the CPU_REF ones (lib/cmd/activation/activation.cpp,
 // lib/cmd/ew/math.cpp): the families' validate functions have checked
@@ -30,6 +32,7 @@
 // outputs are written, so the pairs libnnc allows (output 0 over input 0)
 // work. Index arithmetic: cmd/common/gpu_plan.hpp (tested on the CPU).
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "core/error.hpp"
@@ -44,6 +47,7 @@
 #include "cmd/norm/norm.hpp"
 #include "cmd/optim/optim.hpp"
 #include "cmd/upsample/upsample.hpp"
+#include "cmd/util/util.hpp"
 
 namespace nnc::cuda {
 
@@ -889,6 +893,31 @@ NNC_KERNEL(isnan_backward) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
+// --- SET_BACKWARD, RANDOM_*_BACKWARD: fills -------------------------------------
+
+bool accept_fill(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const*, int, ccv_nnc_tensor_t* const* outputs,
+                 int output_size) {
+  return on_one_gpu(nullptr, 0, outputs, output_size, nullptr);
+}
+
+NNC_KERNEL(fill) {
+  const char* what = name_of(cmd.cmd);
+  const double v = cmd.cmd == CCV_NNC_SET_BACKWARD ? cmd.info.blas.a[0] : 0.0;
+  const Call c(stream_context, device_of(nullptr, 0, outputs, output_size), what);
+  for (int i = 0; i < output_size; i++) {
+    if (!outputs[i]) continue;
+    const Layout y = layout_of(outputs[i], what);
+    unsigned char pattern[8];
+    util::fill_pattern(v, y.datatype, pattern);
+    uint64_t bits = 0;
+    std::memcpy(&bits, pattern, 8);
+    const gpu::EwPlan p = plan_of(y, {}, what);
+    if (p.count) c.check(launch_fill(c.s, p, y.data, bits, static_cast<int>(y.element_size)));
+  }
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
 }  // namespace
 
 // Every backend of this file: the one call register_cuda makes.
@@ -940,6 +969,9 @@ void register_gpu_more(Registry& r) {
   r.add_kernels(f32.accepting(accept_cmul), {{CCV_NNC_CMUL_FORWARD, cmul_forward}, {CCV_NNC_CMUL_BACKWARD, cmul_backward}});
   r.add_kernels(all.accepting(accept_isnan),
                 {{CCV_NNC_REDUCE_ISNAN_FORWARD, isnan_forward}, {CCV_NNC_REDUCE_ISNAN_BACKWARD, isnan_backward}});
+  r.add_kernels(all.accepting(accept_fill), {{CCV_NNC_SET_BACKWARD, fill},
+                                            {CCV_NNC_RANDOM_UNIFORM_BACKWARD, fill},
+                                            {CCV_NNC_RANDOM_NORMAL_BACKWARD, fill}});
   r.add_kernels(t.accepting(accept_upsample),
                 {{CCV_NNC_UPSAMPLE_FORWARD, upsample_forward}, {CCV_NNC_UPSAMPLE_BACKWARD, upsample_backward}});
 }

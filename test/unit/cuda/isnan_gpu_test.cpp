@@ -2,7 +2,9 @@
 // sparse NaNs (some outputs with none), infinities (numbers, not NaN),
 // several axis sets, views inside larger parents (whole parents compared),
 // 32F / 32S / 8U / 16F outputs, 16F input, the backward's zeros, and
-// refusals. Everything is exact (flags and zeros). Skips without a GPU.
+// refusals; and the fills of the same file: SET_BACKWARD (every output set
+// to blas.a[0], any type) and RANDOM_UNIFORM / RANDOM_NORMAL backward
+// (zeros). Everything is exact (flags, zeros, one value). Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -57,6 +59,24 @@ TEST(GpuRefIsnan, ForwardAndBackward) {
     auto g = both({ydim}, rng), dx = both({k.dim, k.view}, rng);
     run_both(isnan_cmd(true, k.axes), {g.get(), x.get(), y.get()}, {dx.get()}, what + " backward");
     dx->expect_close(0, 0, what + " backward");
+  }
+}
+
+TEST(GpuRefFill, SetBackwardAndRandomBackward) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(1307);
+  auto y = both({{7, 33}, true}, rng), z = both({{5, 3, 4}, true, CCV_32S}, rng, -9, 9),
+       h = both({{9}, false, CCV_16F}, rng);
+  ccv_nnc_cmd_t set = make_cmd(CCV_NNC_SET_BACKWARD);
+  set.info.blas.a[0] = 2.5f;
+  run_both(set, {}, {y.get(), z.get(), h.get()}, "SET_BACKWARD");
+  y->expect_close(0, 0, "SET_BACKWARD 32F");
+  z->expect_close(0, 0, "SET_BACKWARD 32S");
+  h->expect_close(0, 0, "SET_BACKWARD 16F");
+  for (uint32_t id : {CCV_NNC_RANDOM_UNIFORM_BACKWARD, CCV_NNC_RANDOM_NORMAL_BACKWARD}) {
+    auto g = both({{7, 33}}, rng), dx = both({{7, 33}, true}, rng);
+    run_both(make_cmd(id), {g.get()}, {dx.get()}, ccv_nnc_cmd_name(id));
+    dx->expect_close(0, 0, ccv_nnc_cmd_name(id));
   }
 }
 
