@@ -35,6 +35,11 @@
 #include <cstring>
 #include <vector>
 
+#include "cmd/common/axes.hpp"
+#include "cmd/norm/norm.hpp"
+#include "cmd/optim/optim.hpp"
+#include "cmd/upsample/upsample.hpp"
+#include "cmd/util/util.hpp"
 #include "core/error.hpp"
 #include "core/kernel.hpp"
 #include "core/registry.hpp"
@@ -43,11 +48,6 @@
 #include "cuda/ewgpu.hpp"
 #include "cuda/more_kern.hpp"
 #include "cuda/stream.hpp"
-#include "cmd/common/axes.hpp"
-#include "cmd/norm/norm.hpp"
-#include "cmd/optim/optim.hpp"
-#include "cmd/upsample/upsample.hpp"
-#include "cmd/util/util.hpp"
 
 namespace nnc::cuda {
 
@@ -311,8 +311,8 @@ bool accept_upsample(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, 
   return cmd.cmd == CCV_NNC_UPSAMPLE_FORWARD || CCV_GET_DATA_TYPE(inputs[0]->info.datatype) == CCV_32F;
 }
 
-gpu::UpMap up_map_of(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* small_t, const Layout& small,
-                     const Layout& big, const char* what) {
+gpu::UpMap up_map_of(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* small_t, const Layout& small, const Layout& big,
+                     const char* what) {
   gpu::UpMap m;
   NNC_CHECK(small.nd == big.nd &&
                 gpu::make_up_map(m, cmd.info.upsample.type == CCV_NNC_UPSAMPLE_NEAREST,
@@ -339,8 +339,7 @@ NNC_KERNEL(upsample_backward) {
   const gpu::UpMap m = up_map_of(cmd, outputs[0], dx, g, what);
   const Call c(stream_context, device_of(inputs, 1, outputs, 1), what);
   zero(c, dx);
-  c.check(
-      launch_upsample_backward(c.s, m, reinterpret_cast<const float*>(g.data), reinterpret_cast<float*>(dx.data)));
+  c.check(launch_upsample_backward(c.s, m, reinterpret_cast<const float*>(g.data), reinterpret_cast<float*>(dx.data)));
   c.done();
   return CCV_NNC_EXEC_SUCCESS;
 }
@@ -390,12 +389,12 @@ NNC_KERNEL(reduce2_backward) {
 
 // --- ARGMAX / ARGMIN: |x| -> |indices| (32S) along reduce.axis[0] ----------
 
-bool accept_arg(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
-                ccv_nnc_tensor_t* const* outputs, int output_size) {
+bool accept_arg(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                int output_size) {
   if (input_size < 1 || !inputs[0] || output_size < 1 || !outputs[0]) return false;
   const int t = CCV_GET_DATA_TYPE(inputs[0]->info.datatype);
-  return (t == CCV_32F || t == CCV_16F || t == CCV_16BF) &&
-         CCV_GET_DATA_TYPE(outputs[0]->info.datatype) == CCV_32S && on_one_gpu(inputs, 1, outputs, 1, nullptr);
+  return (t == CCV_32F || t == CCV_16F || t == CCV_16BF) && CCV_GET_DATA_TYPE(outputs[0]->info.datatype) == CCV_32S &&
+         on_one_gpu(inputs, 1, outputs, 1, nullptr);
 }
 
 NNC_KERNEL(arg_forward) {
@@ -666,8 +665,8 @@ NNC_KERNEL(norm_backward) {
     g = io.g, x = io.x, scale = io.scale, inv = io.saved_inv_std, dx = io.dx, dscale = io.dscale;
   } else {
     const norm::GroupNormIo io = norm::group_norm_backward_io(cmd, inputs, input_size, outputs, output_size);
-    g = io.g, x = io.x, scale = io.scale, mean = io.saved_mean, inv = io.saved_inv_std, dx = io.dx,
-    dscale = io.dscale, dbias = io.dbias;
+    g = io.g, x = io.x, scale = io.scale, mean = io.saved_mean, inv = io.saved_inv_std, dx = io.dx, dscale = io.dscale,
+    dbias = io.dbias;
   }
   const Layout xl = layout_of(x, what);
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
@@ -730,8 +729,8 @@ NNC_KERNEL(lamb) {
   c.inv_bc1 = static_cast<float>(k.inv_bc1);
   c.inv_bc2 = static_cast<float>(k.inv_bc2);
   const Layout a = layout_of(inputs[1], what);
-  std::vector<const ccv_nnc_tensor_t*> ts = {inputs[0], inputs[1], inputs[2], inputs[3], outputs[0], outputs[1],
-                                             outputs[2]};
+  std::vector<const ccv_nnc_tensor_t*> ts = {inputs[0],  inputs[1],  inputs[2], inputs[3],
+                                             outputs[0], outputs[1], outputs[2]};
   EwPtrs q;
   const gpu::EwPlan p = plan_n(a, ts, &q, what);
   const int device = device_of(inputs, input_size, outputs, output_size);
@@ -952,26 +951,28 @@ void register_gpu_more(Registry& r) {
                                                        {CCV_NNC_REDUCE_NORM2_BACKWARD, reduce2_backward}});
   KernelTraits arg = t;
   arg.datatypes = CCV_32F | CCV_16F | CCV_16BF | CCV_32S;
-  r.add_kernels(arg.accepting(accept_arg), {{CCV_NNC_ARGMAX_FORWARD, arg_forward}, {CCV_NNC_ARGMIN_FORWARD, arg_forward}});
+  r.add_kernels(arg.accepting(accept_arg),
+                {{CCV_NNC_ARGMAX_FORWARD, arg_forward}, {CCV_NNC_ARGMIN_FORWARD, arg_forward}});
   r.add_kernels(f32.accepting(accept_loss), {{CCV_NNC_MSE_FORWARD, loss_forward},
-                                            {CCV_NNC_MSE_BACKWARD, loss_backward},
-                                            {CCV_NNC_SMOOTH_L1_FORWARD, loss_forward},
-                                            {CCV_NNC_SMOOTH_L1_BACKWARD, loss_backward},
-                                            {CCV_NNC_BINARY_CROSSENTROPY_FORWARD, loss_forward},
-                                            {CCV_NNC_BINARY_CROSSENTROPY_BACKWARD, loss_backward},
-                                            {CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD, loss_forward},
-                                            {CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_BACKWARD, loss_backward}});
+                                             {CCV_NNC_MSE_BACKWARD, loss_backward},
+                                             {CCV_NNC_SMOOTH_L1_FORWARD, loss_forward},
+                                             {CCV_NNC_SMOOTH_L1_BACKWARD, loss_backward},
+                                             {CCV_NNC_BINARY_CROSSENTROPY_FORWARD, loss_forward},
+                                             {CCV_NNC_BINARY_CROSSENTROPY_BACKWARD, loss_backward},
+                                             {CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD, loss_forward},
+                                             {CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_BACKWARD, loss_backward}});
   r.add_kernels(f32.accepting(accept_norm), {{CCV_NNC_RMSNORM_FORWARD, norm_forward},
-                                            {CCV_NNC_RMSNORM_BACKWARD, norm_backward},
-                                            {CCV_NNC_GROUP_NORM_FORWARD, norm_forward},
-                                            {CCV_NNC_GROUP_NORM_BACKWARD, norm_backward}});
+                                             {CCV_NNC_RMSNORM_BACKWARD, norm_backward},
+                                             {CCV_NNC_GROUP_NORM_FORWARD, norm_forward},
+                                             {CCV_NNC_GROUP_NORM_BACKWARD, norm_backward}});
   r.add_kernels(f32.accepting(accept_lamb), {{CCV_NNC_LAMB_FORWARD, lamb}});
-  r.add_kernels(f32.accepting(accept_cmul), {{CCV_NNC_CMUL_FORWARD, cmul_forward}, {CCV_NNC_CMUL_BACKWARD, cmul_backward}});
+  r.add_kernels(f32.accepting(accept_cmul),
+                {{CCV_NNC_CMUL_FORWARD, cmul_forward}, {CCV_NNC_CMUL_BACKWARD, cmul_backward}});
   r.add_kernels(all.accepting(accept_isnan),
                 {{CCV_NNC_REDUCE_ISNAN_FORWARD, isnan_forward}, {CCV_NNC_REDUCE_ISNAN_BACKWARD, isnan_backward}});
-  r.add_kernels(all.accepting(accept_fill), {{CCV_NNC_SET_BACKWARD, fill},
-                                            {CCV_NNC_RANDOM_UNIFORM_BACKWARD, fill},
-                                            {CCV_NNC_RANDOM_NORMAL_BACKWARD, fill}});
+  r.add_kernels(
+      all.accepting(accept_fill),
+      {{CCV_NNC_SET_BACKWARD, fill}, {CCV_NNC_RANDOM_UNIFORM_BACKWARD, fill}, {CCV_NNC_RANDOM_NORMAL_BACKWARD, fill}});
   r.add_kernels(t.accepting(accept_upsample),
                 {{CCV_NNC_UPSAMPLE_FORWARD, upsample_forward}, {CCV_NNC_UPSAMPLE_BACKWARD, upsample_backward}});
 }

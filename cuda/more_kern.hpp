@@ -79,8 +79,7 @@ cudaError_t launch_norm_backward_params(cudaStream_t s, const gpu::ReducePlan& p
 // shape. Pass 1 writes n, u and sums |a|^2, |r|^2 in double into sums[0..1]
 // (device memory the caller zeroed); pass 2 writes b = a - rate trust r,
 // reading the sums on the device (no host round trip).
-cudaError_t launch_lamb(cudaStream_t s, const gpu::EwPlan& plan, const EwPtrs& q, const gpu::LambCoef& c,
-                        double* sums);
+cudaError_t launch_lamb(cudaStream_t s, const gpu::EwPlan& plan, const EwPtrs& q, const gpu::LambCoef& c, double* sums);
 
 // CMUL (32F) over complex pairs: plans walk the pairs (the last axis halved,
 // its stride doubled), each operand's imaginary part im[k] elements after
@@ -89,8 +88,8 @@ cudaError_t launch_cmul(cudaStream_t s, const gpu::EwPlan& plan, float* c, const
                         const int64_t* im);
 // Backward: d = sum over the reduced pairs of g conj(o) (a thread per output
 // pair, summed in double); plan inputs 0 g (NULL: 1 + 1i, a tensor of ones), 1 o.
-cudaError_t launch_cmul_backward(cudaStream_t s, const gpu::ReducePlan& plan, float* d, const float* g,
-                                 const float* o, const int64_t* im);
+cudaError_t launch_cmul_backward(cudaStream_t s, const gpu::ReducePlan& plan, float* d, const float* g, const float* o,
+                                 const int64_t* im);
 
 // REDUCE_ISNAN forward: y[o] = 1 if any x of output o's inner elements is NaN,
 // else 0 (a thread per output), x 32F / 16F / 16BF, y stored as y_type (a

@@ -408,8 +408,10 @@ __global__ void norm_forward_kernel(gpu::ReducePlan p, int64_t n, NormPtrs q, in
     }
     const double inv = 1.0 / sqrt(block_sum_d(v, shm) / static_cast<double>(n) + static_cast<double>(eps));
     if (threadIdx.x == 0) {
-      if (q.ptr[gpu::kNormMean]) static_cast<float*>(q.ptr[gpu::kNormMean])[base[1 + gpu::kNormMean]] = static_cast<float>(mean);
-      if (q.ptr[gpu::kNormInv]) static_cast<float*>(q.ptr[gpu::kNormInv])[base[1 + gpu::kNormInv]] = static_cast<float>(inv);
+      if (q.ptr[gpu::kNormMean])
+        static_cast<float*>(q.ptr[gpu::kNormMean])[base[1 + gpu::kNormMean]] = static_cast<float>(mean);
+      if (q.ptr[gpu::kNormInv])
+        static_cast<float*>(q.ptr[gpu::kNormInv])[base[1 + gpu::kNormInv]] = static_cast<float>(inv);
     }
     // Every x of the group has been read (block_sum_d synchronised): y may be x.
     for (int64_t r = threadIdx.x; r < n; r += blockDim.x) {
@@ -465,15 +467,18 @@ __global__ void norm_backward_params_kernel(gpu::ReducePlan p, NormPtrs q, int r
       gpu::plan_offsets(p.inner, gpu::kNormOperands, r, off);
       const double g = *fp(q, gpu::kNormG, base, off);
       const double mean = rms ? 0.0 : *fp(q, gpu::kNormMean, base, off);
-      const double xhat = (*fp(q, gpu::kNormX, base, off) - mean) * static_cast<double>(*fp(q, gpu::kNormInv, base, off));
+      const double xhat =
+          (*fp(q, gpu::kNormX, base, off) - mean) * static_cast<double>(*fp(q, gpu::kNormInv, base, off));
       sg += g;
       sgx += g * xhat;
     }
     const double dscale = block_sum_d(sgx, shm);
     const double dbias = block_sum_d(sg, shm);
     if (threadIdx.x == 0) {
-      if (q.ptr[gpu::kNormScale]) static_cast<float*>(q.ptr[gpu::kNormScale])[base[1 + gpu::kNormScale]] = static_cast<float>(dscale);
-      if (q.ptr[gpu::kNormBias]) static_cast<float*>(q.ptr[gpu::kNormBias])[base[1 + gpu::kNormBias]] = static_cast<float>(dbias);
+      if (q.ptr[gpu::kNormScale])
+        static_cast<float*>(q.ptr[gpu::kNormScale])[base[1 + gpu::kNormScale]] = static_cast<float>(dscale);
+      if (q.ptr[gpu::kNormBias])
+        static_cast<float*>(q.ptr[gpu::kNormBias])[base[1 + gpu::kNormBias]] = static_cast<float>(dbias);
     }
   }
 }
@@ -492,7 +497,7 @@ cudaError_t launch_norm_forward(cudaStream_t s, const gpu::ReducePlan& groups, i
   if (groups.outer.count == 0 || group_size == 0) return cudaSuccess;
   if (!q.ptr[gpu::kNormX] || !q.ptr[gpu::kNormY] || groups.inner.count != group_size) return cudaErrorInvalidValue;
   norm_forward_kernel<<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms,
-                                                                                        epsilon);
+                                                                                         epsilon);
   return cudaGetLastError();
 }
 
@@ -503,7 +508,7 @@ cudaError_t launch_norm_backward_dx(cudaStream_t s, const gpu::ReducePlan& group
       (!rms && !q.ptr[gpu::kNormMean]) || groups.inner.count != group_size)
     return cudaErrorInvalidValue;
   norm_backward_dx_kernel<<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q,
-                                                                                            rms);
+                                                                                             rms);
   return cudaGetLastError();
 }
 
@@ -512,7 +517,7 @@ cudaError_t launch_norm_backward_params(cudaStream_t s, const gpu::ReducePlan& p
   if (!q.ptr[gpu::kNormX] || !q.ptr[gpu::kNormG] || !q.ptr[gpu::kNormInv] || (!rms && !q.ptr[gpu::kNormMean]))
     return cudaErrorInvalidValue;
   norm_backward_params_kernel<<<norm_grid(params.outer.count), norm_threads(params.inner.count), 0, s>>>(params, q,
-                                                                                                        rms);
+                                                                                                         rms);
   return cudaGetLastError();
 }
 
@@ -626,13 +631,13 @@ cudaError_t launch_cmul(cudaStream_t s, const gpu::EwPlan& plan, float* c, const
   return cudaGetLastError();
 }
 
-cudaError_t launch_cmul_backward(cudaStream_t s, const gpu::ReducePlan& plan, float* d, const float* g,
-                                 const float* o, const int64_t* im) {
+cudaError_t launch_cmul_backward(cudaStream_t s, const gpu::ReducePlan& plan, float* d, const float* g, const float* o,
+                                 const int64_t* im) {
   if (plan.outer.count == 0) return cudaSuccess;
   if (plan.outer.operands != 3 || plan.inner.operands != 2) return cudaErrorInvalidValue;
   const gpu::EwLaunch l = gpu::choose_ew(plan.outer.count);
   cmul_backward_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(plan.outer, plan.inner, d, g, o,
-                                                                            Im3{{im[0], im[1], im[2]}});
+                                                                             Im3{{im[0], im[1], im[2]}});
   return cudaGetLastError();
 }
 

@@ -43,7 +43,7 @@ struct ActArgs {
 };
 // How many inputs and outputs an op has.
 NNC_HD int act_inputs(int op) {
-  return op == kActMin || op == kActMax                                                        ? 2
+  return op == kActMin || op == kActMax                                                             ? 2
          : op == kActMinGrad || op == kActMaxGrad || op == kActReduceMaxGrad || op == kActNorm2Grad ? 3
          : op >= kActLeakyReluGrad                                                                  ? 2
                                                                                                     : 1;

@@ -61,8 +61,8 @@ NNC_HD float loss_term(int op, float a, float b, const LossArgs& p) {
 // SIGMOID_BINARY_CROSSENTROPY `a` is z when has_z, else s is the saved
 // sigmoid; gs the sigmoid output's gradient (0 when absent). *db is valid
 // where the CPU computes it (for the sigmoid form only with z).
-NNC_HD void loss_grad(int op, float g, float a, float b, float gs, float s, bool has_z, const LossArgs& p,
-                      float* da, float* db) {
+NNC_HD void loss_grad(int op, float g, float a, float b, float gs, float s, bool has_z, const LossArgs& p, float* da,
+                      float* db) {
   using namespace loss_detail;
   switch (op) {
     case kLossMse: {

@@ -22,7 +22,17 @@
 
 namespace nnc::gpu {
 
-enum NormOperand : int { kNormX = 0, kNormY, kNormG, kNormDx, kNormScale, kNormBias, kNormMean, kNormInv, kNormOperands };
+enum NormOperand : int {
+  kNormX = 0,
+  kNormY,
+  kNormG,
+  kNormDx,
+  kNormScale,
+  kNormBias,
+  kNormMean,
+  kNormInv,
+  kNormOperands
+};
 
 struct NormPlan {
   ReducePlan groups;

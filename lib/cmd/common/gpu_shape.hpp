@@ -70,8 +70,7 @@ NNC_HD int64_t pad_map(const PadMap& m, int64_t i, int64_t* big_off) {
 // UPSAMPLE's tap (lib/cmd/upsample/upsample.hpp, the same arithmetic in
 // double): where output position dst of an axis resized from `in` to `out`
 // reads, i0 and i1 with weight l on i1 (1 - l on i0).
-NNC_HD void up_tap(int nearest, int align, int64_t dst, int64_t in, int64_t out, int64_t* i0, int64_t* i1,
-                   double* l) {
+NNC_HD void up_tap(int nearest, int align, int64_t dst, int64_t in, int64_t out, int64_t* i0, int64_t* i1, double* l) {
   double src;
   if (align)
     src = out > 1 ? static_cast<double>(dst) * static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;

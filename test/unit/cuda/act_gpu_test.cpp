@@ -58,9 +58,8 @@ const Act kActs[] = {
 TEST(GpuRefAct, ForwardAndBackwardOverViews) {
   NNC_REQUIRE_GPU();
   std::mt19937 rng(211);
-  const Spec specs[] = {Spec{{1023}}, Spec{{7, 33}, true},
-                        Spec{{3, 1, 5, 7}, true, CCV_32F, CCV_TENSOR_FORMAT_NCHW}, Spec{{2, 5, 3, 9}, true},
-                        Spec{{1}}};
+  const Spec specs[] = {Spec{{1023}}, Spec{{7, 33}, true}, Spec{{3, 1, 5, 7}, true, CCV_32F, CCV_TENSOR_FORMAT_NCHW},
+                        Spec{{2, 5, 3, 9}, true}, Spec{{1}}};
   for (const Spec& s : specs)
     for (const Act& a : kActs)
       for (float range : {4.f, 25.f}) {  // 25: GELU tanh's derivative limit beyond |x| = 20

@@ -35,9 +35,9 @@ TEST(GpuRefIsnan, ForwardAndBackward) {
     bool view;
     int xtype, ytype;
   };
-  const Case cases[] = {{{7, 33, 5}, {1}, true, CCV_32F, CCV_32F},   {{64, 129}, {0}, false, CCV_32F, CCV_32S},
-                        {{1023}, {0}, false, CCV_32F, CCV_8U},       {{3, 5, 7, 9}, {0, 2}, true, CCV_32F, CCV_32F},
-                        {{9, 17}, {1}, true, CCV_16F, CCV_16F},     {{4, 6}, {0, 1}, false, CCV_32F, CCV_32F}};
+  const Case cases[] = {{{7, 33, 5}, {1}, true, CCV_32F, CCV_32F}, {{64, 129}, {0}, false, CCV_32F, CCV_32S},
+                        {{1023}, {0}, false, CCV_32F, CCV_8U},     {{3, 5, 7, 9}, {0, 2}, true, CCV_32F, CCV_32F},
+                        {{9, 17}, {1}, true, CCV_16F, CCV_16F},    {{4, 6}, {0, 1}, false, CCV_32F, CCV_32F}};
   for (const Case& k : cases) {
     const std::string what = "REDUCE_ISNAN nd " + std::to_string(k.dim.size());
     std::vector<int> ydim = k.dim;

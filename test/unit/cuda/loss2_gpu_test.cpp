@@ -64,8 +64,8 @@ struct Shape {
   bool view;
 };
 const Shape kShapes[] = {
-    {{7, 33}, {7, 1}, true},      {{3, 5, 17}, {3, 5, 1}, true}, {{2, 1000}, {2, 1}, false},
-    {{1023}, {1}, false},         {{300, 3}, {300}, false},  // many short rows; the loss in [N]
+    {{7, 33}, {7, 1}, true}, {{3, 5, 17}, {3, 5, 1}, true}, {{2, 1000}, {2, 1}, false},
+    {{1023}, {1}, false},    {{300, 3}, {300}, false},  // many short rows; the loss in [N]
 };
 
 // Targets of the cross-entropies: in [0, 1] with some exactly 0 and 1.
@@ -81,7 +81,8 @@ TEST(GpuRefLoss2, ForwardAndBackward) {
   std::mt19937 rng(801);
   for (const Shape& sh : kShapes)
     for (const Loss& l : kLosses) {
-      const bool bce = l.id == CCV_NNC_BINARY_CROSSENTROPY_FORWARD, sig = l.id == CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD;
+      const bool bce = l.id == CCV_NNC_BINARY_CROSSENTROPY_FORWARD,
+                 sig = l.id == CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD;
       const std::string what = std::string(l.name) + " rows " + std::to_string(sh.rows.back());
       auto a = bce ? both({sh.rows, sh.view}, rng, 0.02f, 0.98f) : both({sh.rows, sh.view}, rng, -6, 6);
       auto b = both({sh.rows, !sh.view}, rng, -6, 6);

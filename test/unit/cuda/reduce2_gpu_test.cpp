@@ -42,9 +42,9 @@ struct Case {
   bool view;
 };
 const Case kCases[] = {
-    {{7, 33, 5}, {1}, true},       {{64, 129}, {0}, false}, {{64, 129}, {1}, true},
-    {{3, 5, 7, 9}, {0, 2}, true},  {{1023}, {0}, false},    {{5, 6, 7}, {0, 1, 2}, false},
-    {{4096, 3}, {1}, false},  // many short reductions: a thread per output
+    {{7, 33, 5}, {1}, true}, {{64, 129}, {0}, false},       {{64, 129}, {1}, true},  {{3, 5, 7, 9}, {0, 2}, true},
+    {{1023}, {0}, false},    {{5, 6, 7}, {0, 1, 2}, false}, {{4096, 3}, {1}, false},  // many short reductions: a thread
+                                                                                      // per output
 };
 
 TEST(GpuRefReduce2, MinNorm2ForwardAndBackward) {
@@ -53,8 +53,8 @@ TEST(GpuRefReduce2, MinNorm2ForwardAndBackward) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   for (const Case& k : kCases)
     for (uint32_t id : {CCV_NNC_REDUCE_MIN_FORWARD, CCV_NNC_REDUCE_NORM2_FORWARD, CCV_NNC_REDUCE_MAX_FORWARD}) {
-      const std::string what = std::string(ccv_nnc_cmd_name(id)) + " nd " + std::to_string(k.dim.size()) +
-                               " axes " + std::to_string(k.axes.size());
+      const std::string what = std::string(ccv_nnc_cmd_name(id)) + " nd " + std::to_string(k.dim.size()) + " axes " +
+                               std::to_string(k.axes.size());
       auto x = both({k.dim, k.view}, rng, -2, 2), y = both({reduced(k.dim, k.axes), k.view}, rng);
       if (id != CCV_NNC_REDUCE_NORM2_FORWARD) {  // ties (MAX / MIN backward gives g to each) and a NaN or two
         float* xp = x->cpu_parent()->data.f32;

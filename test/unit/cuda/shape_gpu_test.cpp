@@ -53,8 +53,7 @@ TEST(GpuRefShape, TransposeOverViewsAndTypes) {
   for (const Case& k : cases)
     for (bool backward : {false, true}) {
       const std::string what = std::string(backward ? "TRANSPOSE_BACKWARD " : "TRANSPOSE_FORWARD ") +
-                               std::to_string(k.a) + "," + std::to_string(k.b) + " nd " +
-                               std::to_string(k.dim.size());
+                               std::to_string(k.a) + "," + std::to_string(k.b) + " nd " + std::to_string(k.dim.size());
       auto x = both({k.dim, k.view, k.type}, rng, -9, 9), y = both({swapped(k.dim, k.a, k.b), k.view, k.type}, rng);
       run_both(transpose(backward, k.a, k.b), {x.get()}, {y.get()}, what);
       y->expect_close(0, 0, what);
@@ -85,9 +84,8 @@ TEST(GpuRefShape, PadEveryModeForwardAndBackward) {
     bool view;
   };
   const Case cases[] = {
-      {{5, 7}, {1, 2}, {3, 0}, true},
-      {{2, 3, 4, 5}, {0, 1, 2, 3}, {1, 0, 3, 2}, false},
-      {{3, 4}, {5, 7}, {6, 2}, true},  // pads longer than the axis: reflect wraps 2-3 periods
+      {{5, 7}, {1, 2}, {3, 0}, true},  {{2, 3, 4, 5}, {0, 1, 2, 3}, {1, 0, 3, 2}, false},
+      {{3, 4}, {5, 7}, {6, 2}, true},   // pads longer than the axis: reflect wraps 2-3 periods
       {{1, 6}, {2, 1}, {2, 4}, false},  // an axis of 1 (reflect repeats it)
       {{17}, {0}, {0}, true},           // no padding: a copy
   };
@@ -130,11 +128,11 @@ TEST(GpuRefShape, UpsampleNearestBilinearBothFormats) {
   };
   const Case cases[] = {
       {{2, 5, 7, 3}, {2, 10, 14, 3}, CCV_TENSOR_FORMAT_NHWC, true},
-      {{2, 3, 5, 7}, {2, 3, 11, 6}, CCV_TENSOR_FORMAT_NCHW, true},   // height up, width down
+      {{2, 3, 5, 7}, {2, 3, 11, 6}, CCV_TENSOR_FORMAT_NCHW, true},  // height up, width down
       {{5, 7, 3}, {9, 13, 3}, CCV_TENSOR_FORMAT_NHWC, false},
       {{3, 5, 7}, {3, 15, 21}, CCV_TENSOR_FORMAT_NCHW, true},
-      {{9, 12}, {3, 4}, CCV_TENSOR_FORMAT_NHWC, false},               // a 3x downsample
-      {{1, 1, 1, 2}, {1, 3, 4, 2}, CCV_TENSOR_FORMAT_NHWC, false},    // a 1x1 image
+      {{9, 12}, {3, 4}, CCV_TENSOR_FORMAT_NHWC, false},             // a 3x downsample
+      {{1, 1, 1, 2}, {1, 3, 4, 2}, CCV_TENSOR_FORMAT_NHWC, false},  // a 1x1 image
   };
   for (const Case& k : cases)
     for (int type : {CCV_NNC_UPSAMPLE_NEAREST, CCV_NNC_UPSAMPLE_BILINEAR})

@@ -11,6 +11,8 @@
 // float: rtol 1e-5, with atol 1e-6 where a derivative crosses 0 (GELU's near
 // x = -0.75: terms of 0.2 cancel, float errors ~2e-7 absolute). A wrong
 // formula or constant is off by 1e-3 or more. CLAMP, MIN and MAX are exact.
+#include "cmd/common/gpu_act.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,7 +22,6 @@
 #include <string>
 #include <vector>
 
-#include "cmd/common/gpu_act.hpp"
 #include "nnc/ccv_nnc.h"
 #include "nnc/ccv_nnc_easy.h"
 
@@ -100,7 +101,7 @@ void check(const Case& k, float range, bool null_g, std::mt19937& rng) {
       if (i % 11 == 0) in[a].f()[i] = nan;
       if (i % 13 == 0) in[a + 1].f()[i] = nan;
       if (i % 3 == 0 && k.op == kActReduceMaxGrad) in[a].f()[i] = in[a + 1].f()[i];  // x == y: g passes
-      if (i % 17 == 0 && k.op == kActNorm2Grad) in[2].f()[i] = 0;                 // y == 0: 0
+      if (i % 17 == 0 && k.op == kActNorm2Grad) in[2].f()[i] = 0;                    // y == 0: 0
       if (i % 5 == 0 && !std::isnan(k.lo)) in[a].f()[i] = k.lo;
       if (i % 5 == 1 && !std::isnan(k.hi)) in[a].f()[i] = k.hi;
     }
@@ -130,9 +131,9 @@ void check(const Case& k, float range, bool null_g, std::mt19937& rng) {
       const bool ok = got == want || (std::isnan(got) && std::isnan(want)) ||
                       std::fabs(got - want) <= atol + rtol * std::fabs(want);
       if (!ok && bad++ < 5)
-        ADD_FAILURE() << k.name << (null_g ? " (NULL g)" : "") << " range " << range << " output " << j
-                      << " element " << i << " (inputs " << x[0] << ", " << x[1] << ", " << x[2] << "): " << got
-                      << ", CPU_REF " << want;
+        ADD_FAILURE() << k.name << (null_g ? " (NULL g)" : "") << " range " << range << " output " << j << " element "
+                      << i << " (inputs " << x[0] << ", " << x[1] << ", " << x[2] << "): " << got << ", CPU_REF "
+                      << want;
     }
   }
   EXPECT_EQ(bad, 0) << k.name;

@@ -12,6 +12,8 @@
 // each gradient, with atol 1e-6 for the sigmoid form's s - 1 near z >> 0
 // (float s holds 1 - s only to 6e-8 absolute). A wrong formula, weight or
 // clamp is off by far more.
+#include "cmd/common/gpu_loss.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,7 +22,6 @@
 #include <string>
 #include <vector>
 
-#include "cmd/common/gpu_loss.hpp"
 #include "nnc/ccv_nnc.h"
 #include "nnc/ccv_nnc_easy.h"
 
@@ -87,7 +88,7 @@ TEST(GpuLoss, FormulasMatchCpuRef) {
       b->data.f32[i] = prob || sig ? (i % 5 == 0 ? 0.f : i % 5 == 1 ? 1.f : u(rng)) : d(rng);
       gs->data.f32[i] = gd(rng);
     }
-    if (prob) a->data.f32[7] = 0, a->data.f32[8] = 1;  // log floors
+    if (prob) a->data.f32[7] = 0, a->data.f32[8] = 1;            // log floors
     if (k.op == kLossSmoothL1) a->data.f32[9] = b->data.f32[9];  // d = 0
     g->data.f32[0] = -0.75f;
     const LossArgs p{k.w, k.beta, k.op == kLossMse && !k.sum ? kN : 1};
@@ -101,8 +102,8 @@ TEST(GpuLoss, FormulasMatchCpuRef) {
     double sum = 0;
     for (int i = 0; i < kN; i++) sum += loss_term(k.op, a->data.f32[i], b->data.f32[i], p);
     if (k.op == kLossMse) sum /= p.k;
-    EXPECT_TRUE(close(static_cast<float>(sum), loss->data.f32[0], 1e-5f, 0)) << k.name << ": " << sum << " vs CPU_REF "
-                                                                           << loss->data.f32[0];
+    EXPECT_TRUE(close(static_cast<float>(sum), loss->data.f32[0], 1e-5f, 0))
+        << k.name << ": " << sum << " vs CPU_REF " << loss->data.f32[0];
     // Backward (the sigmoid form with g_sigmoid too, and from the saved sigmoid alone).
     for (int variant = 0; variant < (sig ? 2 : 1); variant++) {
       std::vector<ccv_nnc_tensor_t*> bi;

@@ -98,7 +98,8 @@ TEST(GpuNorm, RmsNormPlans) {
     int64_t nx = 1;
     for (int i = nd - 1; i >= 0; i--) xs[i] = nx, nx *= dim[i];
     const std::vector<int64_t> ss = small_of(stat_want), cs = small_of(scale_want);
-    const int64_t* st[kNormOperands] = {xs.data(), xs.data(), nullptr, nullptr, cs.data(), cs.data(), ss.data(), ss.data()};
+    const int64_t* st[kNormOperands] = {xs.data(), xs.data(), nullptr,   nullptr,
+                                        cs.data(), cs.data(), ss.data(), ss.data()};
     NormPlan p;
     ASSERT_TRUE(make_norm_plan(p, dim.data(), nd, st, mask, mask));
     std::vector<int64_t> want_stat(nx), want_param(nx);
@@ -147,7 +148,8 @@ TEST(GpuNorm, GroupNormPlans) {
     unsigned norm = 1u << (ga + 1), param = (1u << ga) | (1u << (ga + 1));
     for (int i = 0; i < nd; i++)
       if ((red >> i) & 1u) norm |= 1u << (i > ga ? i + 1 : i);
-    const int64_t* st[kNormOperands] = {fx.data(), fx.data(), nullptr, nullptr, fc.data(), fc.data(), fs.data(), fs.data()};
+    const int64_t* st[kNormOperands] = {fx.data(), fx.data(), nullptr,   nullptr,
+                                        fc.data(), fc.data(), fs.data(), fs.data()};
     NormPlan p;
     ASSERT_TRUE(make_norm_plan(p, full.data(), nd + 1, st, norm, param));
     std::vector<int64_t> want_stat(nx), want_param(nx);

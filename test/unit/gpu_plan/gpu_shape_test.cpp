@@ -69,8 +69,10 @@ TEST(GpuShape, PadMapWalksViews) {
       for (int d = 0; d < nd; d++) {
         want_big += c[d] * bs[d];
         const int j = nnc::pad::source_index(type, c[d], begin[d], small[d]);
-        if (j < 0) zero = true;
-        else want_small += j * ss[d];
+        if (j < 0)
+          zero = true;
+        else
+          want_small += j * ss[d];
       }
       int64_t got_big = -7;
       const int64_t got = pad_map(pm, i, &got_big);
@@ -93,8 +95,8 @@ TEST(GpuShape, UpTapIsCpuRefs) {
       for (int in = 1; in <= 9; in++)
         for (int out = 1; out <= 19; out++)
           for (int dst = 0; dst < out; dst++) {
-            const nnc::upsample::Tap t = nnc::upsample::tap(
-                nearest ? CCV_NNC_UPSAMPLE_NEAREST : CCV_NNC_UPSAMPLE_BILINEAR, align, dst, in, out);
+            const nnc::upsample::Tap t =
+                nnc::upsample::tap(nearest ? CCV_NNC_UPSAMPLE_NEAREST : CCV_NNC_UPSAMPLE_BILINEAR, align, dst, in, out);
             int64_t i0, i1;
             double l;
             up_tap(nearest, align, dst, in, out, &i0, &i1, &l);
