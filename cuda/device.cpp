@@ -148,6 +148,7 @@ void device_free_on(int, void* p) { device_free(0, p); }
 void register_transfer(Registry& r);
 void register_gemm(Registry& r);
 void register_ewgpu(Registry& r);
+void register_gpu_more(Registry& r);  // more_gpu.cpp
 void register_cudnn(Registry& r);  // cudnn.cpp (cudnn_none.cpp without cuDNN)
 void register_nccl(Registry& r);   // nccl.cpp (nccl_none.cpp without NCCL)
 
@@ -162,6 +163,7 @@ void register_cuda(Registry& r) {
   cuda::register_transfer(r);
   cuda::register_gemm(r);
   cuda::register_ewgpu(r);
+  cuda::register_gpu_more(r);
   cuda::register_cudnn(r);
   cuda::register_nccl(r);
 }

@@ -1,0 +1,980 @@
+// More GPU_REF backends, for command families that had no GPU kernel (issue
+// 19: every family runs on an NVIDIA GPU):
+//   activations  LEAKY_RELU, GELU (exact and tanh forms), SWISH, forward and backward;
+//   ew math      CLAMP, MIN, MAX, forward and backward;
+//   shape        TRANSPOSE (any type), PAD (zero, replicate, reflect; the
+//                backward 32F), UPSAMPLE (nearest and bilinear, align_corners
+//                or not; the backward 32F), forward and backward;
+//   reduce       REDUCE_MIN and REDUCE_NORM2 forward (32F) and, with
+//                REDUCE_MAX, backward (32F, 16F, 16BF); ARGMAX / ARGMIN (32F,
+//                16F, 16BF in, 32S out);
+//   losses       MSE, SMOOTH_L1, BINARY_CROSSENTROPY, SIGMOID_BINARY_CROSSENTROPY
+//                forward and backward (32F rows along the last dimension, any
+//                strides; losses in any shape of one entry per row; NULL g
+//                read as ones; NULL outputs skipped);
+//   norms        RMSNORM and GROUP_NORM forward and backward (32F, any axes,
+//                views; statistics in double; the saved statistics optional
+//                forward, read backward as CPU_REF does);
+//   optimiser    LAMB (32F; the trust ratio's norms summed on the device);
+//   complex      CMUL forward and backward (32F, broadcasts, views);
+//   isnan        REDUCE_ISNAN forward (x 32F / 16F / 16BF, y 32F, 64F, 16F,
+//                16BF, 32S, 64S or 8U) and backward (zeros, any type);
+//   fills        SET_BACKWARD (as SET_FORWARD: every output set to blas.a[0])
+//                and RANDOM_UNIFORM / RANDOM_NORMAL backward (zeros), any type.
+//
+// The contracts are the CPU_REF ones (lib/cmd/activation/activation.cpp,
+// lib/cmd/ew/math.cpp): the families' validate functions have checked
+// counts, shapes and types before a kernel here runs, so these backends only
+// refuse what they do not do (tensors off one GPU, 64F, an input list without
+// the tensor a backward reads). Any view, any format (the ops are
+// element-wise); 32F, 16F and 16BF computed in float. A NULL g reads as ones
+// inside the kernels. In place: every input of an element is read before its
+// outputs are written, so the pairs libnnc allows (output 0 over input 0)
+// work. Index arithmetic: cmd/common/gpu_plan.hpp (tested on the CPU).
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "cmd/common/axes.hpp"
+#include "cmd/norm/norm.hpp"
+#include "cmd/optim/optim.hpp"
+#include "cmd/upsample/upsample.hpp"
+#include "cmd/util/util.hpp"
+#include "core/error.hpp"
+#include "core/kernel.hpp"
+#include "core/registry.hpp"
+#include "core/tensor.hpp"
+#include "cuda/cuda.hpp"
+#include "cuda/ewgpu.hpp"
+#include "cuda/more_kern.hpp"
+#include "cuda/stream.hpp"
+
+namespace nnc::cuda {
+
+namespace {
+
+using namespace gpu;  // the ActOp values
+
+const char* name_of(uint32_t cmd) {
+  const char* n = ccv_nnc_cmd_name(cmd);
+  return n ? n : "GPU_REF";
+}
+
+bool accept_gpu(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                int output_size) {
+  return on_one_gpu(inputs, input_size, outputs, output_size, nullptr);
+}
+
+const ccv_nnc_tensor_t* in_at(ccv_nnc_tensor_t* const* inputs, int input_size, int i) {
+  return i < input_size ? inputs[i] : nullptr;
+}
+
+// The plan of outs then ins over ref's shape (every tensor present has it or
+// broadcasts to it; a NULL one gets strides 0), and their pointers.
+gpu::EwPlan plan_n(const Layout& ref, const std::vector<const ccv_nnc_tensor_t*>& ts, EwPtrs* q, const char* what) {
+  int64_t st[gpu::kPlanOperands][gpu::kPlanDims] = {};
+  const int64_t* sp[gpu::kPlanOperands];
+  NNC_CHECK(ts.size() <= static_cast<size_t>(gpu::kPlanOperands), "%s: too many operands for one GPU kernel", what);
+  for (size_t k = 0; k < ts.size(); k++) {
+    sp[k] = st[k];
+    q->p[k] = nullptr;
+    if (!ts[k]) continue;
+    const Layout l = layout_of(ts[k], what);
+    NNC_CHECK(gpu::broadcast_strides(l.dim.data(), l.stride.data(), l.nd, ref.dim.data(), ref.nd, st[k]),
+              "%s: an operand %s does not fit %s", what, shape_string_n(l.dim.data(), l.nd).c_str(),
+              shape_string_n(ref.dim.data(), ref.nd).c_str());
+    q->p[k] = l.data;
+  }
+  gpu::EwPlan p;
+  NNC_CHECK(gpu::make_plan(p, ref.dim.data(), ref.nd, static_cast<int>(ts.size()), sp), "%s: cannot plan the kernel",
+            what);
+  return p;
+}
+
+void run_act(ccv_nnc_stream_context_t* stream, ccv_nnc_tensor_t* const* inputs, int input_size,
+             ccv_nnc_tensor_t* const* outputs, int output_size, const char* what, int op,
+             const std::vector<const ccv_nnc_tensor_t*>& outs, const std::vector<const ccv_nnc_tensor_t*>& ins,
+             const ActArgs& args) {
+  const ccv_nnc_tensor_t* ref = nullptr;
+  for (const ccv_nnc_tensor_t* t : outs)
+    if (t && !ref) ref = t;
+  NNC_CHECK(ref, "%s: no output to compute", what);
+  const Layout r = layout_of(ref, what);
+  std::vector<const ccv_nnc_tensor_t*> ts = outs;
+  ts.insert(ts.end(), ins.begin(), ins.end());
+  EwPtrs q;
+  const gpu::EwPlan p = plan_n(r, ts, &q, what);
+  const Call c(stream, device_of(inputs, input_size, outputs, output_size), what);
+  c.check(launch_act(c.s, gpu_type(r.datatype), p, q, op, static_cast<int>(outs.size()), static_cast<int>(ins.size()),
+                     args));
+  c.done();
+}
+
+// --- activations ---------------------------------------------------------
+
+int act_forward_op(const ccv_nnc_cmd_t& cmd) {
+  switch (cmd.cmd & ~1u) {
+    case CCV_NNC_LEAKY_RELU_FORWARD:
+      return kActLeakyRelu;
+    case CCV_NNC_GELU_FORWARD:
+      return cmd.info.gelu.tanh ? kActGeluTanh : kActGelu;
+    default:
+      return kActSwish;
+  }
+}
+
+NNC_KERNEL(act_forward) {
+  const char* what = name_of(cmd.cmd);
+  ActArgs a;
+  a.a = cmd.info.leaky_relu.negative_slope;
+  run_act(stream_context, inputs, input_size, outputs, output_size, what, act_forward_op(cmd), {outputs[0]},
+          {inputs[0]}, a);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// |g|x|y| -> |dx|: GELU and SWISH read x; LEAKY_RELU x, or y when x is NULL.
+const ccv_nnc_tensor_t* act_operand(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size) {
+  const ccv_nnc_tensor_t* x = in_at(inputs, input_size, 1);
+  if (!x && (cmd.cmd & ~1u) == CCV_NNC_LEAKY_RELU_FORWARD) return in_at(inputs, input_size, 2);
+  return x;
+}
+
+bool accept_act_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                         ccv_nnc_tensor_t* const* outputs, int output_size) {
+  return output_size >= 1 && outputs[0] && accept_gpu(cmd, inputs, input_size, outputs, output_size) &&
+         act_operand(cmd, inputs, input_size);
+}
+
+NNC_KERNEL(act_backward) {
+  const char* what = name_of(cmd.cmd);
+  int op = kActSwishGrad;
+  switch (act_forward_op(cmd)) {
+    case kActLeakyRelu:
+      op = kActLeakyReluGrad;
+      break;
+    case kActGelu:
+      op = kActGeluGrad;
+      break;
+    case kActGeluTanh:
+      op = kActGeluTanhGrad;
+      break;
+    default:
+      break;
+  }
+  const ccv_nnc_tensor_t* t = act_operand(cmd, inputs, input_size);
+  NNC_CHECK(t, "%s: the input it reads (x) is missing", what);
+  ActArgs a;
+  a.a = cmd.info.leaky_relu.negative_slope;
+  run_act(stream_context, inputs, input_size, outputs, output_size, what, op, {outputs[0]}, {inputs[0], t}, a);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// --- CLAMP, MIN, MAX -----------------------------------------------------
+
+ActArgs clamp_args(const ccv_nnc_cmd_t& cmd) {
+  ActArgs a;
+  a.lo = cmd.info.clamp.min;
+  a.hi = cmd.info.clamp.max;
+  a.has_lo = a.lo == a.lo;  // a NaN bound is no bound
+  a.has_hi = a.hi == a.hi;
+  return a;
+}
+
+NNC_KERNEL(math_forward) {
+  const char* what = name_of(cmd.cmd);
+  if (cmd.cmd == CCV_NNC_CLAMP_FORWARD) {
+    run_act(stream_context, inputs, input_size, outputs, output_size, what, kActClamp, {outputs[0]}, {inputs[0]},
+            clamp_args(cmd));
+  } else {
+    run_act(stream_context, inputs, input_size, outputs, output_size, what,
+            cmd.cmd == CCV_NNC_MIN_FORWARD ? kActMin : kActMax, {outputs[0]}, {inputs[0], inputs[1]}, ActArgs{});
+  }
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// CLAMP: |g|x|y| -> |dx| reads y; MIN / MAX: |g|a|b|y| -> |da|db| reads a and b.
+bool accept_math_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                          ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (!accept_gpu(cmd, inputs, input_size, outputs, output_size)) return false;
+  if (cmd.cmd == CCV_NNC_CLAMP_BACKWARD) return output_size >= 1 && outputs[0] && in_at(inputs, input_size, 2);
+  return in_at(inputs, input_size, 1) && in_at(inputs, input_size, 2) && output_size >= 1;
+}
+
+NNC_KERNEL(math_backward) {
+  const char* what = name_of(cmd.cmd);
+  if (cmd.cmd == CCV_NNC_CLAMP_BACKWARD) {
+    run_act(stream_context, inputs, input_size, outputs, output_size, what, kActClampGrad, {outputs[0]},
+            {inputs[0], in_at(inputs, input_size, 2)}, clamp_args(cmd));
+  } else {
+    const ccv_nnc_tensor_t* db = output_size > 1 ? outputs[1] : nullptr;
+    run_act(stream_context, inputs, input_size, outputs, output_size, what,
+            cmd.cmd == CCV_NNC_MIN_BACKWARD ? kActMinGrad : kActMaxGrad, {outputs[0], db},
+            {inputs[0], inputs[1], inputs[2]}, ActArgs{});
+  }
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// --- TRANSPOSE: pairs |x_i| -> |y_i| (backward |g_i|..| -> |dx_i|), any type --
+
+bool accept_transpose(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                      ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (input_size < output_size || !on_one_gpu(inputs, output_size, outputs, output_size, nullptr)) return false;
+  for (int i = 0; i < output_size; i++) {
+    if (!inputs[i] || !outputs[i]) return false;
+    const int es = CCV_GET_DATA_TYPE_SIZE(inputs[i]->info.datatype);
+    if (es != 1 && es != 2 && es != 4 && es != 8) return false;
+    // Not in place (libnnc declares no pair): a swap would read what it has overwritten.
+    if (inputs[i]->data.u8 == outputs[i]->data.u8 && cmd.info.transpose.axis[0] != cmd.info.transpose.axis[1])
+      return false;
+  }
+  return true;
+}
+
+NNC_KERNEL(transpose) {
+  const char* what = name_of(cmd.cmd);
+  const int a = cmd.info.transpose.axis[0], b = cmd.info.transpose.axis[1];
+  const Call c(stream_context, device_of(inputs, output_size, outputs, output_size), what);
+  for (int i = 0; i < output_size; i++) {
+    const Layout x = layout_of(inputs[i], what), y = layout_of(outputs[i], what);
+    NNC_CHECK(a >= 0 && a < x.nd && b >= 0 && b < x.nd && x.nd == y.nd, "%s: axes %d and %d do not fit", what, a, b);
+    int64_t st[2][gpu::kPlanDims] = {};
+    for (int d = 0; d < y.nd; d++) {
+      st[0][d] = y.stride[d];
+      st[1][d] = x.stride[d == a ? b : d == b ? a : d];  // y[..i..j..] = x[..j..i..]
+    }
+    const int64_t* sp[] = {st[0], st[1]};
+    gpu::EwPlan p;
+    NNC_CHECK(gpu::make_plan(p, y.dim.data(), y.nd, 2, sp), "%s: cannot plan the kernel", what);
+    if (p.count) c.check(launch_copy(c.s, p, y.data, x.data, static_cast<int>(y.element_size)));
+  }
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// --- PAD: |x| -> |y| (any type); |g|x..| -> |dx| (32F) ----------------------
+
+// dx (or y) zeroed on the call's stream.
+void zero(const Call& c, const Layout& t) {
+  const gpu::EwPlan p = plan_of(t, {}, c.what);
+  if (p.count) c.check(launch_fill(c.s, p, t.data, 0, static_cast<int>(t.element_size)));
+}
+
+gpu::PadMap pad_map_of(const ccv_nnc_cmd_t& cmd, const Layout& small, const Layout& big, const char* what) {
+  int begin[kMaxDim] = {};
+  for (int d = 0; d < small.nd; d++) begin[d] = cmd.info.size.dim[d];
+  gpu::PadMap m;
+  NNC_CHECK(small.nd == big.nd && gpu::make_pad_map(m, cmd.info.pad.type, small.dim.data(), small.stride.data(),
+                                                    big.dim.data(), big.stride.data(), small.nd, begin),
+            "%s: %s does not pad to %s", what, shape_string_n(small.dim.data(), small.nd).c_str(),
+            shape_string_n(big.dim.data(), big.nd).c_str());
+  return m;
+}
+
+bool accept_pad(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (input_size < 1 || output_size < 1 || !inputs[0] || !outputs[0]) return false;
+  if (!on_one_gpu(inputs, 1, outputs, 1, nullptr)) return false;
+  if (inputs[0]->data.u8 == outputs[0]->data.u8) return false;  // no in-place pair
+  const int es = CCV_GET_DATA_TYPE_SIZE(inputs[0]->info.datatype);
+  if (cmd.cmd == CCV_NNC_PAD_BACKWARD) return CCV_GET_DATA_TYPE(inputs[0]->info.datatype) == CCV_32F;
+  return es == 1 || es == 2 || es == 4 || es == 8;
+}
+
+NNC_KERNEL(pad_forward) {
+  const char* what = name_of(cmd.cmd);
+  const Layout x = layout_of(inputs[0], what), y = layout_of(outputs[0], what);
+  const gpu::PadMap m = pad_map_of(cmd, x, y, what);
+  const Call c(stream_context, device_of(inputs, 1, outputs, 1), what);
+  c.check(launch_pad(c.s, m, y.data, x.data, static_cast<int>(y.element_size)));
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+NNC_KERNEL(pad_backward) {
+  const char* what = name_of(cmd.cmd);
+  const Layout g = layout_of(inputs[0], what), dx = layout_of(outputs[0], what);
+  const gpu::PadMap m = pad_map_of(cmd, dx, g, what);
+  const Call c(stream_context, device_of(inputs, 1, outputs, 1), what);
+  zero(c, dx);
+  c.check(launch_pad_backward(c.s, m, reinterpret_cast<const float*>(g.data), reinterpret_cast<float*>(dx.data)));
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// --- UPSAMPLE: |x| -> |y| (32F, 16F, 16BF); |g|x|y| -> |dx| (32F) ------------
+
+bool accept_upsample(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                     ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (input_size < 1 || output_size < 1 || !inputs[0] || !outputs[0]) return false;
+  if (!on_one_gpu(inputs, 1, outputs, 1, nullptr)) return false;
+  if (inputs[0]->data.u8 == outputs[0]->data.u8) return false;  // no in-place pair
+  return cmd.cmd == CCV_NNC_UPSAMPLE_FORWARD || CCV_GET_DATA_TYPE(inputs[0]->info.datatype) == CCV_32F;
+}
+
+gpu::UpMap up_map_of(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* small_t, const Layout& small, const Layout& big,
+                     const char* what) {
+  gpu::UpMap m;
+  NNC_CHECK(small.nd == big.nd &&
+                gpu::make_up_map(m, cmd.info.upsample.type == CCV_NNC_UPSAMPLE_NEAREST,
+                                 cmd.info.upsample.align_corners ? 1 : 0, upsample::height_axis(small_t->info),
+                                 big.dim.data(), big.stride.data(), small.dim.data(), small.stride.data(), small.nd),
+            "%s: %s and %s are not an image and its resize", what, shape_string_n(small.dim.data(), small.nd).c_str(),
+            shape_string_n(big.dim.data(), big.nd).c_str());
+  return m;
+}
+
+NNC_KERNEL(upsample_forward) {
+  const char* what = name_of(cmd.cmd);
+  const Layout x = layout_of(inputs[0], what), y = layout_of(outputs[0], what);
+  const gpu::UpMap m = up_map_of(cmd, inputs[0], x, y, what);
+  const Call c(stream_context, device_of(inputs, 1, outputs, 1), what);
+  c.check(launch_upsample(c.s, gpu_type(y.datatype), m, y.data, x.data));
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+NNC_KERNEL(upsample_backward) {
+  const char* what = name_of(cmd.cmd);
+  const Layout g = layout_of(inputs[0], what), dx = layout_of(outputs[0], what);
+  const gpu::UpMap m = up_map_of(cmd, outputs[0], dx, g, what);
+  const Call c(stream_context, device_of(inputs, 1, outputs, 1), what);
+  zero(c, dx);
+  c.check(launch_upsample_backward(c.s, m, reinterpret_cast<const float*>(g.data), reinterpret_cast<float*>(dx.data)));
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// --- REDUCE_MIN / REDUCE_NORM2 forward, REDUCE_MAX / MIN / NORM2 backward ---
+
+bool accept_reduce2(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                    ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (input_size < 1 || !inputs[0] || output_size < 1 || !outputs[0]) return false;
+  if (CCV_GET_DATA_TYPE(inputs[0]->info.datatype) != CCV_32F || CCV_GET_DATA_TYPE(outputs[0]->info.datatype) != CCV_32F)
+    return false;
+  return on_one_gpu(inputs, 1, outputs, 1, nullptr) && inputs[0]->data.u8 != outputs[0]->data.u8;
+}
+
+NNC_KERNEL(reduce2_forward) {
+  const char* what = name_of(cmd.cmd);
+  const Layout x = layout_of(inputs[0], what), y = layout_of(outputs[0], what);
+  NNC_CHECK(x.nd == y.nd, "%s: x is %s but y is %s; y keeps x's rank", what, shape_string(inputs[0]->info.dim).c_str(),
+            shape_string(outputs[0]->info.dim).c_str());
+  const int64_t* ins[] = {x.stride.data()};
+  gpu::ReducePlan rp;
+  NNC_CHECK(gpu::make_reduce_plan(rp, x.dim.data(), x.nd, y.dim.data(), y.stride.data(), y.nd, 1, ins),
+            "%s: x %s does not reduce to y %s", what, shape_string(inputs[0]->info.dim).c_str(),
+            shape_string(outputs[0]->info.dim).c_str());
+  const Call c(stream_context, device_of(inputs, 1, outputs, 1), what);
+  c.check(launch_reduce2(c.s, rp, gpu::choose_reduce(rp), reinterpret_cast<float*>(y.data),
+                         reinterpret_cast<const float*>(x.data),
+                         cmd.cmd == CCV_NNC_REDUCE_MIN_FORWARD ? kRed2Min : kRed2Norm2));
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// |g|x|y| -> |dx|: every one needed, of one float type.
+bool accept_reduce2_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                             ccv_nnc_tensor_t* const* outputs, int output_size) {
+  return input_size >= 3 && inputs[0] && inputs[1] && inputs[2] && output_size >= 1 && outputs[0] &&
+         accept_gpu(cmd, inputs, 3, outputs, 1);
+}
+
+NNC_KERNEL(reduce2_backward) {
+  const char* what = name_of(cmd.cmd);
+  run_act(stream_context, inputs, 3, outputs, 1, what,
+          cmd.cmd == CCV_NNC_REDUCE_NORM2_BACKWARD ? kActNorm2Grad : kActReduceMaxGrad, {outputs[0]},
+          {inputs[0], inputs[1], inputs[2]}, ActArgs{});
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// --- ARGMAX / ARGMIN: |x| -> |indices| (32S) along reduce.axis[0] ----------
+
+bool accept_arg(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                int output_size) {
+  if (input_size < 1 || !inputs[0] || output_size < 1 || !outputs[0]) return false;
+  const int t = CCV_GET_DATA_TYPE(inputs[0]->info.datatype);
+  return (t == CCV_32F || t == CCV_16F || t == CCV_16BF) && CCV_GET_DATA_TYPE(outputs[0]->info.datatype) == CCV_32S &&
+         on_one_gpu(inputs, 1, outputs, 1, nullptr);
+}
+
+NNC_KERNEL(arg_forward) {
+  const char* what = name_of(cmd.cmd);
+  const Layout x = layout_of(inputs[0], what), y = layout_of(outputs[0], what);
+  const int axis = cmd.info.reduce.axis[0];
+  NNC_CHECK(x.nd == y.nd && axis >= 0 && axis < x.nd && y.dim[axis] == 1, "%s: y %s is not x %s reduced along axis %d",
+            what, shape_string(outputs[0]->info.dim).c_str(), shape_string(inputs[0]->info.dim).c_str(), axis);
+  int64_t st[2][gpu::kPlanDims] = {};
+  for (int d = 0; d < y.nd; d++) {
+    NNC_CHECK(d == axis || x.dim[d] == y.dim[d], "%s: y %s is not x %s reduced along axis %d", what,
+              shape_string(outputs[0]->info.dim).c_str(), shape_string(inputs[0]->info.dim).c_str(), axis);
+    st[0][d] = y.stride[d];
+    st[1][d] = x.stride[d];
+  }
+  const int64_t* sp[] = {st[0], st[1]};
+  gpu::EwPlan p;
+  NNC_CHECK(gpu::make_plan(p, y.dim.data(), y.nd, 2, sp), "%s: cannot plan the kernel", what);
+  const Call c(stream_context, device_of(inputs, 1, outputs, 1), what);
+  c.check(launch_arg(c.s, gpu_type(x.datatype), p, reinterpret_cast<int32_t*>(y.data), x.data, x.dim[axis],
+                     x.stride[axis], cmd.cmd == CCV_NNC_ARGMAX_FORWARD));
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// --- losses (lib/cmd/loss/loss.cpp's contracts) -----------------------------
+
+// Row tensor k of the call (NULL: absent); all present ones share a shape.
+void set_rows(RowArgs& a, std::initializer_list<const ccv_nnc_tensor_t*> ts, const char* what) {
+  const ccv_nnc_tensor_t* first = nullptr;
+  for (const ccv_nnc_tensor_t* t : ts)
+    if (t && !first) first = t;
+  NNC_CHECK(first, "%s: no row tensor", what);
+  const Layout f = layout_of(first, what);
+  const int lead = f.nd > 0 ? f.nd - 1 : 0;
+  a.cols = f.nd > 0 ? f.dim[f.nd - 1] : 1;
+  int64_t st[gpu::kPlanOperands][gpu::kPlanDims] = {};
+  const int64_t* sp[gpu::kPlanOperands];
+  int k = 0;
+  for (const ccv_nnc_tensor_t* t : ts) {
+    sp[k] = st[k];
+    if (t) {
+      const Layout l = layout_of(t, what);
+      NNC_CHECK(same_shape(t->info.dim, first->info.dim), "%s: %s and %s rows differ", what,
+                shape_string(t->info.dim).c_str(), shape_string(first->info.dim).c_str());
+      for (int i = 0; i < lead; i++) st[k][i] = l.stride[i];
+      a.col_stride[k] = f.nd > 0 ? l.stride[f.nd - 1] : 1;
+      a.row_ptr[k] = l.data;
+    }
+    k++;
+  }
+  const int one[] = {1};
+  NNC_CHECK(lead == 0 ? gpu::make_plan(a.rows, one, 1, k, sp) : gpu::make_plan(a.rows, f.dim.data(), lead, k, sp),
+            "%s: cannot plan the rows", what);
+}
+
+void set_item(RowArgs& a, int k, const ccv_nnc_tensor_t* t, const char* what) {
+  if (!t) return;
+  const Layout l = layout_of(t, what);
+  const int64_t* sp[] = {l.stride.data()};
+  NNC_CHECK(gpu::make_plan(a.item[k], l.dim.data(), l.nd, 1, sp), "%s: cannot plan the items", what);
+  NNC_CHECK(a.item[k].count == a.rows.count, "%s: %s holds %lld values for %lld rows", what,
+            shape_string(t->info.dim).c_str(), static_cast<long long>(a.item[k].count),
+            static_cast<long long>(a.rows.count));
+  a.item_ptr[k] = l.data;
+}
+
+int loss_op(uint32_t cmd) {
+  switch (cmd & ~1u) {
+    case CCV_NNC_MSE_FORWARD:
+      return kLossMse;
+    case CCV_NNC_SMOOTH_L1_FORWARD:
+      return kLossSmoothL1;
+    case CCV_NNC_BINARY_CROSSENTROPY_FORWARD:
+      return kLossBce;
+    default:
+      return kLossSigmoidBce;
+  }
+}
+
+LossArgs loss_args(const ccv_nnc_cmd_t& cmd, int cols) {
+  LossArgs p;
+  p.w = cmd.info.binary_crossentropy.pos_weight;
+  p.beta = cmd.info.smooth_l1.beta;
+  p.k = loss_op(cmd.cmd) == kLossMse && cmd.info.mse.reduce_op != CCV_NNC_MSE_REDUCE_SUM ? cols : 1;
+  return p;
+}
+
+const ccv_nnc_tensor_t* out_at(ccv_nnc_tensor_t* const* outputs, int output_size, int i) {
+  return i < output_size ? outputs[i] : nullptr;
+}
+
+// Every tensor present 32F on one GPU, and what the backward reads there.
+bool accept_loss(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                 ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (!on_one_gpu(inputs, input_size, outputs, output_size, nullptr)) return false;
+  for (int i = 0; i < input_size; i++)
+    if (inputs[i] && CCV_GET_DATA_TYPE(inputs[i]->info.datatype) != CCV_32F) return false;
+  for (int i = 0; i < output_size; i++)
+    if (outputs[i] && CCV_GET_DATA_TYPE(outputs[i]->info.datatype) != CCV_32F) return false;
+  if (!(cmd.cmd & 1)) return input_size >= 2 && inputs[0] && inputs[1];
+  if (loss_op(cmd.cmd) != kLossSigmoidBce) return input_size >= 3 && inputs[1] && inputs[2];
+  // |g|g_sigmoid|z|y|loss|sigmoid|: y, and z or the saved sigmoid; dy needs z.
+  const ccv_nnc_tensor_t* z = in_at(inputs, input_size, 2);
+  if (!in_at(inputs, input_size, 3) || (!z && !in_at(inputs, input_size, 5))) return false;
+  return z || !out_at(outputs, output_size, 1);
+}
+
+NNC_KERNEL(loss_forward) {
+  const char* what = name_of(cmd.cmd);
+  const ccv_nnc_tensor_t* s = loss_op(cmd.cmd) == kLossSigmoidBce ? out_at(outputs, output_size, 1) : nullptr;
+  RowArgs a;
+  set_rows(a, {inputs[0], inputs[1], s}, what);
+  set_item(a, 0, outputs[0], what);
+  const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
+  c.check(launch_loss_rows(c.s, a, loss_op(cmd.cmd), loss_args(cmd, a.cols)));
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+NNC_KERNEL(loss_backward) {
+  const char* what = name_of(cmd.cmd);
+  const int op = loss_op(cmd.cmd);
+  const ccv_nnc_tensor_t *a0, *b, *gs = nullptr, *s = nullptr;
+  if (op == kLossSigmoidBce) {
+    gs = in_at(inputs, input_size, 1);
+    a0 = in_at(inputs, input_size, 2);
+    b = in_at(inputs, input_size, 3);
+    s = a0 ? nullptr : in_at(inputs, input_size, 5);
+  } else {
+    a0 = in_at(inputs, input_size, 1);
+    b = in_at(inputs, input_size, 2);
+  }
+  RowArgs a;
+  set_rows(a, {a0, b, out_at(outputs, output_size, 0), out_at(outputs, output_size, 1), gs, s}, what);
+  set_item(a, 0, inputs[0], what);
+  const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
+  c.check(launch_loss_rows_backward(c.s, a, op, loss_args(cmd, a.cols)));
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// --- RMSNORM / GROUP_NORM ----------------------------------------------------
+
+bool accept_norm(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                 ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (!on_one_gpu(inputs, input_size, outputs, output_size, nullptr)) return false;
+  for (int i = 0; i < input_size; i++)
+    if (inputs[i] && CCV_GET_DATA_TYPE(inputs[i]->info.datatype) != CCV_32F) return false;
+  for (int i = 0; i < output_size; i++)
+    if (outputs[i] && CCV_GET_DATA_TYPE(outputs[i]->info.datatype) != CCV_32F) return false;
+  // GROUP_NORM splits its group axis in two: one axis more than x.
+  const ccv_nnc_tensor_t* x = (cmd.cmd & 1) ? in_at(inputs, input_size, cmd.cmd == CCV_NNC_RMSNORM_BACKWARD ? 2 : 3)
+                                            : in_at(inputs, input_size, 0);
+  return x && nd_of(x->info.dim) < gpu::kPlanDims;
+}
+
+// One norm call's operands: strides over the full shape (x's, or x's split).
+struct NormCall {
+  int nd = 0;
+  int dim[gpu::kPlanDims] = {};
+  int64_t st[gpu::kNormOperands][gpu::kPlanDims] = {};
+  bool present[gpu::kNormOperands] = {};
+  NormPtrs q;
+};
+
+// Operand k: t (x-shaped when want is NULL, else a small tensor of want's
+// non-1 extents over x's axes), split for GROUP_NORM (ga >= 0).
+void set_norm(NormCall& n, int k, const ccv_nnc_tensor_t* t, const Layout& x, const int* want, int ga, int groups,
+              bool by_group, const char* what) {
+  if (!t) return;
+  const Layout l = layout_of(t, what);
+  int64_t s[kMaxDim] = {};
+  if (want) {
+    NNC_CHECK(gpu::small_strides(l.dim.data(), l.stride.data(), l.nd, want, x.nd, s), "%s: %s does not fit x %s", what,
+              shape_string(t->info.dim).c_str(), shape_string_n(x.dim.data(), x.nd).c_str());
+  } else {
+    NNC_CHECK(l.nd == x.nd && same_shape(t->info.dim, x.dim.data()), "%s: %s is not x's shape %s", what,
+              shape_string(t->info.dim).c_str(), shape_string_n(x.dim.data(), x.nd).c_str());
+    for (int i = 0; i < x.nd; i++) s[i] = l.stride[i];
+  }
+  if (ga >= 0)
+    gpu::split_strides(s, x.nd, ga, x.dim[ga] / groups, by_group, n.st[k]);
+  else
+    for (int i = 0; i < x.nd; i++) n.st[k][i] = s[i];
+  n.present[k] = true;
+  n.q.ptr[k] = l.data;
+}
+
+gpu::NormPlan norm_plan(const NormCall& n, unsigned norm, unsigned param, const char* what) {
+  const int64_t* sp[gpu::kNormOperands];
+  for (int k = 0; k < gpu::kNormOperands; k++) sp[k] = n.present[k] ? n.st[k] : nullptr;
+  gpu::NormPlan p;
+  NNC_CHECK(gpu::make_norm_plan(p, n.dim, n.nd, sp, norm, param), "%s: cannot plan the kernel", what);
+  return p;
+}
+
+// The full shape and masks: RMSNORM over its axes; GROUP_NORM split.
+struct NormShape {
+  int ga = -1, groups = 1;
+  unsigned norm = 0, param = 0;
+  int stats[kMaxDim] = {}, scale[kMaxDim] = {};
+};
+
+NormShape norm_shape(const ccv_nnc_cmd_t& cmd, const Layout& x, NormCall& n, const char* what) {
+  NormShape sh;
+  if ((cmd.cmd & ~1u) == CCV_NNC_RMSNORM_FORWARD) {
+    const unsigned mask = axis_mask(what, cmd.info.rmsnorm.axis, cmd.info.rmsnorm.count, x.nd);
+    for (int i = 0; i < x.nd; i++) {
+      sh.stats[i] = (mask >> i) & 1u ? 1 : x.dim[i];
+      sh.scale[i] = (mask >> i) & 1u ? x.dim[i] : 1;
+    }
+    sh.norm = sh.param = mask;
+    n.nd = x.nd;
+    for (int i = 0; i < x.nd; i++) n.dim[i] = x.dim[i];
+    return sh;
+  }
+  sh.ga = cmd.info.gnorm.group_axis;
+  sh.groups = cmd.info.gnorm.groups;
+  const unsigned red = norm::gnorm_reduce_mask(cmd);
+  for (int i = 0; i < x.nd; i++) {
+    sh.stats[i] = i == sh.ga ? sh.groups : (red >> i) & 1u ? 1 : x.dim[i];
+    sh.scale[i] = i == sh.ga ? x.dim[i] : 1;
+  }
+  sh.norm = 1u << (sh.ga + 1);
+  sh.param = (1u << sh.ga) | (1u << (sh.ga + 1));
+  for (int i = 0; i < x.nd; i++)
+    if ((red >> i) & 1u) sh.norm |= 1u << (i > sh.ga ? i + 1 : i);
+  n.nd = x.nd + 1;
+  gpu::split_dims(x.dim.data(), x.nd, sh.ga, sh.groups, n.dim);
+  return sh;
+}
+
+NNC_KERNEL(norm_forward) {
+  const char* what = name_of(cmd.cmd);
+  const bool rms = cmd.cmd == CCV_NNC_RMSNORM_FORWARD;
+  ccv_nnc_tensor_t *x, *scale, *bias = nullptr, *y, *mean = nullptr, *inv;
+  if (rms) {
+    const norm::RmsNormIo io = norm::rmsnorm_forward_io(inputs, input_size, outputs, output_size);
+    x = io.x, scale = io.scale, y = io.y, inv = io.saved_inv_std;
+  } else {
+    const norm::GroupNormIo io = norm::group_norm_forward_io(cmd, inputs, input_size, outputs, output_size);
+    x = io.x, scale = io.scale, bias = io.bias, y = io.y, mean = io.saved_mean, inv = io.saved_inv_std;
+  }
+  const Layout xl = layout_of(x, what);
+  NormCall n;
+  const NormShape sh = norm_shape(cmd, xl, n, what);
+  set_norm(n, gpu::kNormX, x, xl, nullptr, sh.ga, sh.groups, false, what);
+  set_norm(n, gpu::kNormY, y, xl, nullptr, sh.ga, sh.groups, false, what);
+  set_norm(n, gpu::kNormScale, scale, xl, sh.scale, sh.ga, sh.groups, false, what);
+  set_norm(n, gpu::kNormBias, bias, xl, sh.scale, sh.ga, sh.groups, false, what);
+  set_norm(n, gpu::kNormMean, mean, xl, sh.stats, sh.ga, sh.groups, true, what);
+  set_norm(n, gpu::kNormInv, inv, xl, sh.stats, sh.ga, sh.groups, true, what);
+  const gpu::NormPlan p = norm_plan(n, sh.norm, sh.param, what);
+  const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
+  c.check(launch_norm_forward(c.s, p.groups, p.group_size, n.q, rms,
+                              rms ? cmd.info.rmsnorm.epsilon : cmd.info.gnorm.epsilon));
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+NNC_KERNEL(norm_backward) {
+  const char* what = name_of(cmd.cmd);
+  const bool rms = cmd.cmd == CCV_NNC_RMSNORM_BACKWARD;
+  ccv_nnc_tensor_t *g, *x, *scale, *mean = nullptr, *inv, *dx, *dscale, *dbias = nullptr;
+  if (rms) {
+    const norm::RmsNormIo io = norm::rmsnorm_backward_io(inputs, input_size, outputs, output_size);
+    g = io.g, x = io.x, scale = io.scale, inv = io.saved_inv_std, dx = io.dx, dscale = io.dscale;
+  } else {
+    const norm::GroupNormIo io = norm::group_norm_backward_io(cmd, inputs, input_size, outputs, output_size);
+    g = io.g, x = io.x, scale = io.scale, mean = io.saved_mean, inv = io.saved_inv_std, dx = io.dx, dscale = io.dscale,
+    dbias = io.dbias;
+  }
+  const Layout xl = layout_of(x, what);
+  const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
+  // Both passes read g, x and the statistics before any output is written
+  // (dscale / dbias first: dx may be g).
+  if (dscale || dbias) {
+    NormCall n;
+    const NormShape sh = norm_shape(cmd, xl, n, what);
+    set_norm(n, gpu::kNormX, x, xl, nullptr, sh.ga, sh.groups, false, what);
+    set_norm(n, gpu::kNormG, g, xl, nullptr, sh.ga, sh.groups, false, what);
+    set_norm(n, gpu::kNormScale, dscale, xl, sh.scale, sh.ga, sh.groups, false, what);
+    set_norm(n, gpu::kNormBias, dbias, xl, sh.scale, sh.ga, sh.groups, false, what);
+    set_norm(n, gpu::kNormMean, mean, xl, sh.stats, sh.ga, sh.groups, true, what);
+    set_norm(n, gpu::kNormInv, inv, xl, sh.stats, sh.ga, sh.groups, true, what);
+    const gpu::NormPlan p = norm_plan(n, sh.norm, sh.param, what);
+    c.check(launch_norm_backward_params(c.s, p.params, n.q, rms));
+  }
+  if (dx) {
+    NormCall n;
+    const NormShape sh = norm_shape(cmd, xl, n, what);
+    set_norm(n, gpu::kNormX, x, xl, nullptr, sh.ga, sh.groups, false, what);
+    set_norm(n, gpu::kNormG, g, xl, nullptr, sh.ga, sh.groups, false, what);
+    set_norm(n, gpu::kNormDx, dx, xl, nullptr, sh.ga, sh.groups, false, what);
+    set_norm(n, gpu::kNormScale, scale, xl, sh.scale, sh.ga, sh.groups, false, what);
+    set_norm(n, gpu::kNormMean, mean, xl, sh.stats, sh.ga, sh.groups, true, what);
+    set_norm(n, gpu::kNormInv, inv, xl, sh.stats, sh.ga, sh.groups, true, what);
+    const gpu::NormPlan p = norm_plan(n, sh.norm, sh.param, what);
+    c.check(launch_norm_backward_dx(c.s, p.groups, p.group_size, n.q, rms));
+  }
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// --- LAMB: |g|a|m|v| -> |b|n|u| ----------------------------------------------
+
+bool accept_lamb(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                 ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (input_size != 4 || output_size != 3 || !on_one_gpu(inputs, input_size, outputs, output_size, nullptr))
+    return false;
+  for (int i = 0; i < 4; i++)
+    if (!inputs[i] || CCV_GET_DATA_TYPE(inputs[i]->info.datatype) != CCV_32F) return false;
+  for (int i = 0; i < 3; i++)
+    if (!outputs[i] || CCV_GET_DATA_TYPE(outputs[i]->info.datatype) != CCV_32F) return false;
+  // Pass 2 reads a and the new moments: b may be a, but not n or u (nor g, m, v, read in pass 1).
+  for (int i : {0, 2, 3})
+    if (inputs[i]->data.u8 == outputs[0]->data.u8) return false;
+  return outputs[0]->data.u8 != outputs[1]->data.u8 && outputs[0]->data.u8 != outputs[2]->data.u8;
+}
+
+NNC_KERNEL(lamb) {
+  const char* what = name_of(cmd.cmd);
+  const optim::Coef k = optim::coef_of(cmd);
+  gpu::LambCoef c;
+  c.rate = static_cast<float>(k.rate);
+  c.scale = static_cast<float>(k.scale);
+  c.decay = static_cast<float>(k.decay);
+  c.beta1 = static_cast<float>(k.beta1);
+  c.beta2 = static_cast<float>(k.beta2);
+  c.epsilon = static_cast<float>(k.epsilon);
+  c.inv_bc1 = static_cast<float>(k.inv_bc1);
+  c.inv_bc2 = static_cast<float>(k.inv_bc2);
+  const Layout a = layout_of(inputs[1], what);
+  std::vector<const ccv_nnc_tensor_t*> ts = {inputs[0],  inputs[1],  inputs[2], inputs[3],
+                                             outputs[0], outputs[1], outputs[2]};
+  EwPtrs q;
+  const gpu::EwPlan p = plan_n(a, ts, &q, what);
+  const int device = device_of(inputs, input_size, outputs, output_size);
+  const Call call(stream_context, device, what);
+  double* sums = static_cast<double*>(device_alloc_on(device, 2 * sizeof(double), call.s, what));
+  const cudaError_t z = cudaMemsetAsync(sums, 0, 2 * sizeof(double), call.s);
+  const cudaError_t e = z == cudaSuccess ? launch_lamb(call.s, p, q, c, sums) : z;
+  device_free_on(device, sums);  // stream-ordered: after the kernels queued above
+  call.check(e);
+  call.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// --- CMUL: |a|b| -> |c|; |g|a|b| -> |da|db| ------------------------------------
+
+// A tensor as pairs over `n` axes of the full pair shape: its strides (0 where
+// it broadcasts, the last doubled) and the distance to the imaginary part.
+void pair_strides(const Layout& t, const int* half, int n, int64_t* s, int64_t* im, const char* what) {
+  NNC_CHECK(gpu::pair_strides(t.dim.data(), t.stride.data(), t.nd, half, n, s, im),
+            "%s: %s is not of (real, imaginary) pairs broadcasting to the others", what,
+            shape_string_n(t.dim.data(), t.nd).c_str());
+}
+
+bool accept_cmul(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                 ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (!on_one_gpu(inputs, input_size, outputs, output_size, nullptr)) return false;
+  for (int i = 0; i < input_size; i++)
+    if (inputs[i] && CCV_GET_DATA_TYPE(inputs[i]->info.datatype) != CCV_32F) return false;
+  for (int i = 0; i < output_size; i++)
+    if (outputs[i] && CCV_GET_DATA_TYPE(outputs[i]->info.datatype) != CCV_32F) return false;
+  if (cmd.cmd == CCV_NNC_CMUL_FORWARD) return input_size >= 2 && inputs[0] && inputs[1] && output_size >= 1;
+  // Backward: a gradient that is an input would be overwritten while sums still read it.
+  for (int j = 0; j < output_size && j < 2; j++)
+    for (int i = 0; i < input_size && i < 3; i++)
+      if (outputs[j] && inputs[i] && outputs[j]->data.u8 == inputs[i]->data.u8) return false;
+  return input_size >= 3 && inputs[1] && inputs[2];
+}
+
+NNC_KERNEL(cmul_forward) {
+  const char* what = name_of(cmd.cmd);
+  const Layout a = layout_of(inputs[0], what), b = layout_of(inputs[1], what), c = layout_of(outputs[0], what);
+  int half[kMaxDim];
+  for (int i = 0; i < c.nd; i++) half[i] = c.dim[i];
+  half[c.nd - 1] = c.dim[c.nd - 1] / 2;
+  int64_t st[3][gpu::kPlanDims] = {}, im[3];
+  pair_strides(c, half, c.nd, st[0], &im[0], what);
+  pair_strides(a, half, c.nd, st[1], &im[1], what);
+  pair_strides(b, half, c.nd, st[2], &im[2], what);
+  const int64_t* sp[] = {st[0], st[1], st[2]};
+  gpu::EwPlan p;
+  NNC_CHECK(gpu::make_plan(p, half, c.nd, 3, sp), "%s: cannot plan the kernel", what);
+  const Call call(stream_context, device_of(inputs, input_size, outputs, output_size), what);
+  call.check(launch_cmul(call.s, p, reinterpret_cast<float*>(c.data), reinterpret_cast<const float*>(a.data),
+                         reinterpret_cast<const float*>(b.data), im));
+  call.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+NNC_KERNEL(cmul_backward) {
+  const char* what = name_of(cmd.cmd);
+  const ccv_nnc_tensor_t* gt = inputs[0];
+  const Layout a = layout_of(inputs[1], what), b = layout_of(inputs[2], what);
+  // The full shape: g's, or (NULL g) the broadcast of a and b.
+  int full[kMaxDim] = {};
+  int n = 0;
+  if (gt) {
+    const Layout g = layout_of(gt, what);
+    n = g.nd;
+    for (int i = 0; i < n; i++) full[i] = g.dim[i];
+  } else {
+    n = std::max(a.nd, b.nd);
+    for (int i = 0; i < n; i++) {
+      const int ja = i - (n - a.nd), jb = i - (n - b.nd);
+      full[i] = std::max(ja >= 0 ? a.dim[ja] : 1, jb >= 0 ? b.dim[jb] : 1);
+    }
+  }
+  int half[kMaxDim];
+  for (int i = 0; i < n; i++) half[i] = full[i];
+  half[n - 1] = full[n - 1] / 2;
+  int64_t gs[gpu::kPlanDims] = {}, gim = 0;
+  if (gt) pair_strides(layout_of(gt, what), half, n, gs, &gim, what);
+  const Call call(stream_context, device_of(inputs, input_size, outputs, output_size), what);
+  for (int j = 0; j < 2 && j < output_size; j++) {
+    if (!outputs[j]) continue;
+    const Layout d = layout_of(outputs[j], what);
+    const Layout& o = j == 0 ? b : a;  // da = g conj(b), db = g conj(a)
+    int64_t os[gpu::kPlanDims] = {}, ds[gpu::kPlanDims] = {}, im[3] = {0, gim, 0};
+    pair_strides(o, half, n, os, &im[2], what);
+    int64_t dsh[gpu::kPlanDims] = {};
+    pair_strides(d, half, n, dsh, &im[0], what);  // checks d's pairs; its own strides below
+    int dh[kMaxDim];
+    for (int i = 0; i < d.nd; i++) dh[i] = d.dim[i], ds[i] = d.stride[i];
+    dh[d.nd - 1] = d.dim[d.nd - 1] / 2;
+    ds[d.nd - 1] = 2 * d.stride[d.nd - 1];
+    const int64_t* ins[] = {gs, os};
+    gpu::ReducePlan rp;
+    NNC_CHECK(gpu::make_reduce_plan(rp, half, n, dh, ds, d.nd, 2, ins), "%s: gradient %d %s does not reduce from %s",
+              what, j, shape_string(outputs[j]->info.dim).c_str(), shape_string_n(full, n).c_str());
+    call.check(launch_cmul_backward(call.s, rp, reinterpret_cast<float*>(d.data),
+                                    gt ? reinterpret_cast<const float*>(gt->data.f32) : nullptr,
+                                    reinterpret_cast<const float*>(o.data), im));
+  }
+  call.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// --- REDUCE_ISNAN -------------------------------------------------------------
+
+int flag_code(int type) {
+  switch (CCV_GET_DATA_TYPE(type)) {
+    case CCV_32F:
+      return 0;
+    case CCV_64F:
+      return 1;
+    case CCV_16F:
+      return 2;
+    case CCV_16BF:
+      return 3;
+    case CCV_32S:
+      return 4;
+    case CCV_64S:
+      return 5;
+    case CCV_8U:
+      return 6;
+    default:
+      return -1;
+  }
+}
+
+bool accept_isnan(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                  ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (cmd.cmd == CCV_NNC_REDUCE_ISNAN_BACKWARD) return on_one_gpu(nullptr, 0, outputs, output_size, nullptr);
+  if (input_size < 1 || output_size < 1 || !inputs[0] || !outputs[0]) return false;
+  const int t = CCV_GET_DATA_TYPE(inputs[0]->info.datatype);
+  return (t == CCV_32F || t == CCV_16F || t == CCV_16BF) && flag_code(outputs[0]->info.datatype) >= 0 &&
+         on_one_gpu(inputs, 1, outputs, 1, nullptr) && inputs[0]->data.u8 != outputs[0]->data.u8;
+}
+
+NNC_KERNEL(isnan_forward) {
+  const char* what = name_of(cmd.cmd);
+  const Layout x = layout_of(inputs[0], what), y = layout_of(outputs[0], what);
+  const int64_t* ins[] = {x.stride.data()};
+  gpu::ReducePlan rp;
+  NNC_CHECK(x.nd == y.nd && gpu::make_reduce_plan(rp, x.dim.data(), x.nd, y.dim.data(), y.stride.data(), y.nd, 1, ins),
+            "%s: x %s does not reduce to y %s", what, shape_string(inputs[0]->info.dim).c_str(),
+            shape_string(outputs[0]->info.dim).c_str());
+  const Call c(stream_context, device_of(inputs, 1, outputs, 1), what);
+  c.check(launch_isnan(c.s, rp, y.data, flag_code(y.datatype), x.data, gpu_type(x.datatype)));
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+NNC_KERNEL(isnan_backward) {
+  const char* what = name_of(cmd.cmd);
+  const Call c(stream_context, device_of(nullptr, 0, outputs, output_size), what);
+  for (int i = 0; i < output_size; i++)
+    if (outputs[i]) zero(c, layout_of(outputs[i], what));
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// --- SET_BACKWARD, RANDOM_*_BACKWARD: fills -------------------------------------
+
+bool accept_fill(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const*, int, ccv_nnc_tensor_t* const* outputs,
+                 int output_size) {
+  return on_one_gpu(nullptr, 0, outputs, output_size, nullptr);
+}
+
+NNC_KERNEL(fill) {
+  const char* what = name_of(cmd.cmd);
+  const double v = cmd.cmd == CCV_NNC_SET_BACKWARD ? cmd.info.blas.a[0] : 0.0;
+  const Call c(stream_context, device_of(nullptr, 0, outputs, output_size), what);
+  for (int i = 0; i < output_size; i++) {
+    if (!outputs[i]) continue;
+    const Layout y = layout_of(outputs[i], what);
+    unsigned char pattern[8];
+    util::fill_pattern(v, y.datatype, pattern);
+    uint64_t bits = 0;
+    std::memcpy(&bits, pattern, 8);
+    const gpu::EwPlan p = plan_of(y, {}, what);
+    if (p.count) c.check(launch_fill(c.s, p, y.data, bits, static_cast<int>(y.element_size)));
+  }
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+}  // namespace
+
+// Every backend of this file: the one call register_cuda makes.
+void register_gpu_more(Registry& r) {
+  KernelTraits t;
+  t.backend = CCV_NNC_BACKEND_GPU_REF;
+  t.memory = CCV_TENSOR_GPU_MEMORY;
+  t.datatypes = CCV_32F | CCV_16F | CCV_16BF;
+  r.add_kernels(t.accepting(accept_gpu), {{CCV_NNC_LEAKY_RELU_FORWARD, act_forward},
+                                          {CCV_NNC_GELU_FORWARD, act_forward},
+                                          {CCV_NNC_SWISH_FORWARD, act_forward},
+                                          {CCV_NNC_CLAMP_FORWARD, math_forward},
+                                          {CCV_NNC_MIN_FORWARD, math_forward},
+                                          {CCV_NNC_MAX_FORWARD, math_forward}});
+  r.add_kernels(t.accepting(accept_act_backward), {{CCV_NNC_LEAKY_RELU_BACKWARD, act_backward},
+                                                   {CCV_NNC_GELU_BACKWARD, act_backward},
+                                                   {CCV_NNC_SWISH_BACKWARD, act_backward}});
+  r.add_kernels(t.accepting(accept_math_backward), {{CCV_NNC_CLAMP_BACKWARD, math_backward},
+                                                    {CCV_NNC_MIN_BACKWARD, math_backward},
+                                                    {CCV_NNC_MAX_BACKWARD, math_backward}});
+  KernelTraits all = t;
+  all.datatypes = types::kAll;
+  r.add_kernels(all.accepting(accept_transpose),
+                {{CCV_NNC_TRANSPOSE_FORWARD, transpose}, {CCV_NNC_TRANSPOSE_BACKWARD, transpose}});
+  r.add_kernels(all.accepting(accept_pad), {{CCV_NNC_PAD_FORWARD, pad_forward}, {CCV_NNC_PAD_BACKWARD, pad_backward}});
+  KernelTraits f32 = t;
+  f32.datatypes = CCV_32F;
+  r.add_kernels(f32.accepting(accept_reduce2),
+                {{CCV_NNC_REDUCE_MIN_FORWARD, reduce2_forward}, {CCV_NNC_REDUCE_NORM2_FORWARD, reduce2_forward}});
+  r.add_kernels(t.accepting(accept_reduce2_backward), {{CCV_NNC_REDUCE_MAX_BACKWARD, reduce2_backward},
+                                                       {CCV_NNC_REDUCE_MIN_BACKWARD, reduce2_backward},
+                                                       {CCV_NNC_REDUCE_NORM2_BACKWARD, reduce2_backward}});
+  KernelTraits arg = t;
+  arg.datatypes = CCV_32F | CCV_16F | CCV_16BF | CCV_32S;
+  r.add_kernels(arg.accepting(accept_arg),
+                {{CCV_NNC_ARGMAX_FORWARD, arg_forward}, {CCV_NNC_ARGMIN_FORWARD, arg_forward}});
+  r.add_kernels(f32.accepting(accept_loss), {{CCV_NNC_MSE_FORWARD, loss_forward},
+                                             {CCV_NNC_MSE_BACKWARD, loss_backward},
+                                             {CCV_NNC_SMOOTH_L1_FORWARD, loss_forward},
+                                             {CCV_NNC_SMOOTH_L1_BACKWARD, loss_backward},
+                                             {CCV_NNC_BINARY_CROSSENTROPY_FORWARD, loss_forward},
+                                             {CCV_NNC_BINARY_CROSSENTROPY_BACKWARD, loss_backward},
+                                             {CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD, loss_forward},
+                                             {CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_BACKWARD, loss_backward}});
+  r.add_kernels(f32.accepting(accept_norm), {{CCV_NNC_RMSNORM_FORWARD, norm_forward},
+                                             {CCV_NNC_RMSNORM_BACKWARD, norm_backward},
+                                             {CCV_NNC_GROUP_NORM_FORWARD, norm_forward},
+                                             {CCV_NNC_GROUP_NORM_BACKWARD, norm_backward}});
+  r.add_kernels(f32.accepting(accept_lamb), {{CCV_NNC_LAMB_FORWARD, lamb}});
+  r.add_kernels(f32.accepting(accept_cmul),
+                {{CCV_NNC_CMUL_FORWARD, cmul_forward}, {CCV_NNC_CMUL_BACKWARD, cmul_backward}});
+  r.add_kernels(all.accepting(accept_isnan),
+                {{CCV_NNC_REDUCE_ISNAN_FORWARD, isnan_forward}, {CCV_NNC_REDUCE_ISNAN_BACKWARD, isnan_backward}});
+  r.add_kernels(
+      all.accepting(accept_fill),
+      {{CCV_NNC_SET_BACKWARD, fill}, {CCV_NNC_RANDOM_UNIFORM_BACKWARD, fill}, {CCV_NNC_RANDOM_NORMAL_BACKWARD, fill}});
+  r.add_kernels(t.accepting(accept_upsample),
+                {{CCV_NNC_UPSAMPLE_FORWARD, upsample_forward}, {CCV_NNC_UPSAMPLE_BACKWARD, upsample_backward}});
+}
+
+}  // namespace nnc::cuda

@@ -1,0 +1,712 @@
+// GPU_REF kernels of more_gpu.cpp: activations (LEAKY_RELU, GELU in both
+// forms, SWISH) and element-wise math (CLAMP, MIN, MAX), forward and
+// backward, over strided operands planned on the host (gpu_plan.hpp).
+// Grid-stride loops with 64-bit indices; computed in float for 32F / 16F /
+// 16BF storage. Every input of an element is read before any output of it is
+// written, so an output may be an input (in place).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "cuda/more_kern.hpp"
+
+namespace nnc::cuda {
+
+namespace {
+
+using gpu::EwPlan;
+using gpu::kPlanOperands;
+
+template <class T>
+__device__ __forceinline__ float ld(const void* p, int64_t off);
+template <>
+__device__ __forceinline__ float ld<float>(const void* p, int64_t off) {
+  return static_cast<const float*>(p)[off];
+}
+template <>
+__device__ __forceinline__ float ld<__half>(const void* p, int64_t off) {
+  return __half2float(static_cast<const __half*>(p)[off]);
+}
+template <>
+__device__ __forceinline__ float ld<__nv_bfloat16>(const void* p, int64_t off) {
+  return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[off]);
+}
+
+template <class T>
+__device__ __forceinline__ void st(void* p, int64_t off, float v);
+template <>
+__device__ __forceinline__ void st<float>(void* p, int64_t off, float v) {
+  static_cast<float*>(p)[off] = v;
+}
+template <>
+__device__ __forceinline__ void st<__half>(void* p, int64_t off, float v) {
+  static_cast<__half*>(p)[off] = __float2half_rn(v);
+}
+template <>
+__device__ __forceinline__ void st<__nv_bfloat16>(void* p, int64_t off, float v) {
+  static_cast<__nv_bfloat16*>(p)[off] = __float2bfloat16_rn(v);
+}
+
+template <class T>
+__global__ void act_kernel(EwPlan p, EwPtrs q, int op, int n_out, int n_in, ActArgs a) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.count; i += step) {
+    int64_t off[5];
+    gpu::plan_offsets(p, n_out + n_in, i, off);
+    float x[3] = {1.f, 1.f, 1.f}, y[2] = {0.f, 0.f};
+    for (int k = 0; k < n_in; k++)
+      if (q.p[n_out + k]) x[k] = ld<T>(q.p[n_out + k], off[n_out + k]);
+    gpu::act_apply(op, x, y, a);
+    for (int k = 0; k < n_out; k++)
+      if (q.p[k]) st<T>(q.p[k], off[k], y[k]);
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_act(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, const EwPtrs& ptrs, int op, int n_out,
+                       int n_in, const ActArgs& args) {
+  if (n_out < 1 || n_out > 2 || n_in < 1 || n_in > 3 || plan.operands != n_out + n_in) return cudaErrorInvalidValue;
+  if (plan.count == 0) return cudaSuccess;
+  const gpu::EwLaunch l = gpu::choose_ew(plan.count);
+  const dim3 grid(static_cast<unsigned>(l.blocks));
+  switch (type) {
+    case kF16:
+      act_kernel<__half><<<grid, l.threads, 0, s>>>(plan, ptrs, op, n_out, n_in, args);
+      break;
+    case kBF16:
+      act_kernel<__nv_bfloat16><<<grid, l.threads, 0, s>>>(plan, ptrs, op, n_out, n_in, args);
+      break;
+    case kF32:
+      act_kernel<float><<<grid, l.threads, 0, s>>>(plan, ptrs, op, n_out, n_in, args);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+namespace {
+
+template <class U>
+__global__ void pad_kernel(gpu::PadMap m, U* y, const U* x) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < m.count; i += step) {
+    int64_t yo;
+    const int64_t xo = gpu::pad_map(m, i, &yo);
+    y[yo] = xo < 0 ? U(0) : x[xo];
+  }
+}
+
+__global__ void pad_backward_kernel(gpu::PadMap m, const float* g, float* dx) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < m.count; i += step) {
+    int64_t go;
+    const int64_t xo = gpu::pad_map(m, i, &go);
+    if (xo >= 0) atomicAdd(dx + xo, g[go]);
+  }
+}
+
+template <class T>
+__global__ void upsample_kernel(gpu::UpMap m, void* y, const void* x) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < m.count; i += step) {
+    int64_t yo, so[4];
+    double w[4];
+    gpu::up_map(m, i, &yo, so, w);
+    float v;
+    if (m.nearest) {
+      v = ld<T>(x, so[0]);
+    } else {
+      double acc = 0;
+#pragma unroll
+      for (int k = 0; k < 4; k++) acc += w[k] * static_cast<double>(ld<T>(x, so[k]));
+      v = static_cast<float>(acc);
+    }
+    st<T>(y, yo, v);
+  }
+}
+
+__global__ void upsample_backward_kernel(gpu::UpMap m, const float* g, float* dx) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < m.count; i += step) {
+    int64_t go, so[4];
+    double w[4];
+    gpu::up_map(m, i, &go, so, w);
+    const double v = g[go];
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+      if (w[k] != 0) atomicAdd(dx + so[k], static_cast<float>(w[k] * v));
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_pad(cudaStream_t s, const gpu::PadMap& m, void* y, const void* x, int element_size) {
+  if (m.count == 0) return cudaSuccess;
+  const gpu::EwLaunch l = gpu::choose_ew(m.count);
+  const dim3 grid(static_cast<unsigned>(l.blocks));
+  switch (element_size) {
+    case 1:
+      pad_kernel<uint8_t><<<grid, l.threads, 0, s>>>(m, static_cast<uint8_t*>(y), static_cast<const uint8_t*>(x));
+      break;
+    case 2:
+      pad_kernel<uint16_t><<<grid, l.threads, 0, s>>>(m, static_cast<uint16_t*>(y), static_cast<const uint16_t*>(x));
+      break;
+    case 4:
+      pad_kernel<uint32_t><<<grid, l.threads, 0, s>>>(m, static_cast<uint32_t*>(y), static_cast<const uint32_t*>(x));
+      break;
+    case 8:
+      pad_kernel<uint64_t><<<grid, l.threads, 0, s>>>(m, static_cast<uint64_t*>(y), static_cast<const uint64_t*>(x));
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launch_pad_backward(cudaStream_t s, const gpu::PadMap& m, const float* g, float* dx) {
+  if (m.count == 0) return cudaSuccess;
+  const gpu::EwLaunch l = gpu::choose_ew(m.count);
+  pad_backward_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(m, g, dx);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_upsample(cudaStream_t s, GpuType type, const gpu::UpMap& m, void* y, const void* x) {
+  if (m.count == 0) return cudaSuccess;
+  const gpu::EwLaunch l = gpu::choose_ew(m.count);
+  const dim3 grid(static_cast<unsigned>(l.blocks));
+  switch (type) {
+    case kF32:
+      upsample_kernel<float><<<grid, l.threads, 0, s>>>(m, y, x);
+      break;
+    case kF16:
+      upsample_kernel<__half><<<grid, l.threads, 0, s>>>(m, y, x);
+      break;
+    case kBF16:
+      upsample_kernel<__nv_bfloat16><<<grid, l.threads, 0, s>>>(m, y, x);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launch_upsample_backward(cudaStream_t s, const gpu::UpMap& m, const float* g, float* dx) {
+  if (m.count == 0) return cudaSuccess;
+  const gpu::EwLaunch l = gpu::choose_ew(m.count);
+  upsample_backward_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(m, g, dx);
+  return cudaGetLastError();
+}
+
+namespace {
+
+__device__ __forceinline__ float red2_combine(int op, float a, float v) {
+  if (op == kRed2Min) return ((v != v) || v < a) && a == a ? v : a;  // NaN wins, as CPU_REF
+  return a + v;
+}
+__device__ __forceinline__ float red2_element(int op, float v) { return op == kRed2Norm2 ? v * v : v; }
+__device__ __forceinline__ float red2_final(int op, float a) { return op == kRed2Norm2 ? sqrtf(a) : a; }
+
+__global__ void reduce2_thread_kernel(gpu::EwPlan outer, gpu::EwPlan inner, float* y, const float* x, int op) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < outer.count; o += step) {
+    int64_t base[2];
+    gpu::plan_offsets(outer, 2, o, base);
+    float acc = op == kRed2Min ? INFINITY : 0.f;
+    for (int64_t r = 0; r < inner.count; r++)
+      acc = red2_combine(op, acc, red2_element(op, x[base[1] + gpu::plan_offset(inner, 0, r)]));
+    y[base[0]] = red2_final(op, acc);
+  }
+}
+
+__global__ void reduce2_block_kernel(gpu::EwPlan outer, gpu::EwPlan inner, float* y, const float* x, int op) {
+  __shared__ float part[256];
+  for (int64_t o = blockIdx.x; o < outer.count; o += gridDim.x) {
+    int64_t base[2];
+    gpu::plan_offsets(outer, 2, o, base);
+    float acc = op == kRed2Min ? INFINITY : 0.f;
+    for (int64_t r = threadIdx.x; r < inner.count; r += blockDim.x)
+      acc = red2_combine(op, acc, red2_element(op, x[base[1] + gpu::plan_offset(inner, 0, r)]));
+    part[threadIdx.x] = acc;
+    __syncthreads();
+    for (unsigned w = blockDim.x / 2; w > 0; w /= 2) {
+      if (threadIdx.x < w) part[threadIdx.x] = red2_combine(op, part[threadIdx.x], part[threadIdx.x + w]);
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) y[base[0]] = red2_final(op, part[0]);
+    __syncthreads();  // part is reused by the next output
+  }
+}
+
+template <class T>
+__global__ void arg_kernel(gpu::EwPlan p, int32_t* y, const void* x, int64_t len, int64_t stride, int is_max) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < p.count; o += step) {
+    int64_t off[2];
+    gpu::plan_offsets(p, 2, o, off);
+    float best = ld<T>(x, off[1]);
+    int64_t at = 0;
+    for (int64_t i = 1; i < len && best == best; i++) {
+      const float v = ld<T>(x, off[1] + i * stride);
+      if (v != v || (is_max ? v > best : v < best)) best = v, at = i;
+    }
+    y[off[0]] = static_cast<int32_t>(at);
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_reduce2(cudaStream_t s, const gpu::ReducePlan& plan, const gpu::ReduceLaunch& launch, float* y,
+                           const float* x, int op) {
+  if (plan.outer.count == 0 || launch.blocks == 0) return cudaSuccess;
+  if (plan.inner.operands != 1 || launch.threads > 256 || (launch.threads & (launch.threads - 1)))
+    return cudaErrorInvalidValue;
+  const dim3 grid(static_cast<unsigned>(launch.blocks));
+  if (launch.block_per_output)
+    reduce2_block_kernel<<<grid, launch.threads, 0, s>>>(plan.outer, plan.inner, y, x, op);
+  else
+    reduce2_thread_kernel<<<grid, launch.threads, 0, s>>>(plan.outer, plan.inner, y, x, op);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_arg(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, int32_t* y, const void* x, int64_t len,
+                       int64_t stride, int is_max) {
+  if (plan.count == 0) return cudaSuccess;
+  if (len < 1 || plan.operands != 2) return cudaErrorInvalidValue;
+  const gpu::EwLaunch l = gpu::choose_ew(plan.count);
+  const dim3 grid(static_cast<unsigned>(l.blocks));
+  switch (type) {
+    case kF32:
+      arg_kernel<float><<<grid, l.threads, 0, s>>>(plan, y, x, len, stride, is_max);
+      break;
+    case kF16:
+      arg_kernel<__half><<<grid, l.threads, 0, s>>>(plan, y, x, len, stride, is_max);
+      break;
+    case kBF16:
+      arg_kernel<__nv_bfloat16><<<grid, l.threads, 0, s>>>(plan, y, x, len, stride, is_max);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+namespace {
+
+constexpr int kLossThreads = 256;
+
+__device__ __forceinline__ float* row_at(const RowArgs& a, int k, const int64_t* off, int j) {
+  return static_cast<float*>(a.row_ptr[k]) + off[k] + static_cast<int64_t>(j) * a.col_stride[k];
+}
+
+__global__ void loss_rows_kernel(RowArgs a, int op, gpu::LossArgs p) {
+  __shared__ double part[kLossThreads];
+  for (int64_t r = blockIdx.x; r < a.rows.count; r += gridDim.x) {
+    int64_t off[gpu::kPlanOperands];
+    gpu::plan_offsets(a.rows, a.rows.operands, r, off);
+    double acc = 0;
+    for (int j = threadIdx.x; j < a.cols; j += blockDim.x) {
+      const float av = *row_at(a, 0, off, j), bv = *row_at(a, 1, off, j);
+      acc += static_cast<double>(gpu::loss_term(op, av, bv, p));
+      if (a.row_ptr[2]) *row_at(a, 2, off, j) = gpu::loss_detail::sigmoid(av);
+    }
+    part[threadIdx.x] = acc;
+    __syncthreads();
+    for (unsigned w = blockDim.x / 2; w > 0; w /= 2) {
+      if (threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
+      __syncthreads();
+    }
+    if (threadIdx.x == 0 && a.item_ptr[0]) {
+      const double v = op == gpu::kLossMse ? part[0] / p.k : part[0];
+      static_cast<float*>(a.item_ptr[0])[gpu::plan_offset(a.item[0], 0, r)] = static_cast<float>(v);
+    }
+    __syncthreads();  // part is reused by the next row
+  }
+}
+
+__global__ void loss_rows_backward_kernel(RowArgs a, int op, gpu::LossArgs p) {
+  for (int64_t r = blockIdx.x; r < a.rows.count; r += gridDim.x) {
+    int64_t off[gpu::kPlanOperands];
+    gpu::plan_offsets(a.rows, a.rows.operands, r, off);
+    const float g = a.item_ptr[0] ? static_cast<const float*>(a.item_ptr[0])[gpu::plan_offset(a.item[0], 0, r)] : 1.f;
+    const bool has_z = a.row_ptr[0] != nullptr;
+    for (int j = threadIdx.x; j < a.cols; j += blockDim.x) {
+      // Every input of the element is read before its gradients are written (in place).
+      const float av = has_z ? *row_at(a, 0, off, j) : 0.f;
+      const float bv = *row_at(a, 1, off, j);
+      const float gs = a.row_ptr[4] ? *row_at(a, 4, off, j) : 0.f;
+      const float sv = a.row_ptr[5] ? *row_at(a, 5, off, j) : 0.f;
+      float da, db;
+      gpu::loss_grad(op, g, av, bv, gs, sv, has_z, p, &da, &db);
+      if (a.row_ptr[2]) *row_at(a, 2, off, j) = da;
+      if (a.row_ptr[3]) *row_at(a, 3, off, j) = db;
+    }
+  }
+}
+
+unsigned loss_grid(const RowArgs& a) {
+  return static_cast<unsigned>(a.rows.count < gpu::kMaxBlocks ? a.rows.count : gpu::kMaxBlocks);
+}
+int loss_threads(const RowArgs& a) {
+  int t = 32;
+  while (t < kLossThreads && t < a.cols) t *= 2;
+  return t;
+}
+
+}  // namespace
+
+cudaError_t launch_loss_rows(cudaStream_t s, const RowArgs& a, int op, const gpu::LossArgs& p) {
+  if (a.rows.count == 0) return cudaSuccess;
+  if (!a.row_ptr[0] || !a.row_ptr[1] || a.rows.operands < 3) return cudaErrorInvalidValue;
+  loss_rows_kernel<<<loss_grid(a), loss_threads(a), 0, s>>>(a, op, p);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_loss_rows_backward(cudaStream_t s, const RowArgs& a, int op, const gpu::LossArgs& p) {
+  if (a.rows.count == 0 || a.cols == 0) return cudaSuccess;
+  if ((!a.row_ptr[0] && !a.row_ptr[5]) || !a.row_ptr[1] || a.rows.operands < 6) return cudaErrorInvalidValue;
+  loss_rows_backward_kernel<<<loss_grid(a), loss_threads(a), 0, s>>>(a, op, p);
+  return cudaGetLastError();
+}
+
+namespace {
+
+constexpr int kNormThreads = 256;
+
+__device__ double block_sum_d(double v, double* shm) {
+  shm[threadIdx.x] = v;
+  __syncthreads();
+  for (unsigned w = blockDim.x / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) shm[threadIdx.x] += shm[threadIdx.x + w];
+    __syncthreads();
+  }
+  const double r = shm[0];
+  __syncthreads();
+  return r;
+}
+
+__device__ __forceinline__ float* fp(const NormPtrs& q, int k, const int64_t* base, const int64_t* off) {
+  return q.ptr[k] ? static_cast<float*>(q.ptr[k]) + base[1 + k] + off[k] : nullptr;
+}
+
+__global__ void norm_forward_kernel(gpu::ReducePlan p, int64_t n, NormPtrs q, int rms, float eps) {
+  __shared__ double shm[kNormThreads];
+  for (int64_t o = blockIdx.x; o < p.outer.count; o += gridDim.x) {
+    int64_t base[1 + gpu::kNormOperands];
+    gpu::plan_offsets(p.outer, 1 + gpu::kNormOperands, o, base);
+    const float* x = static_cast<const float*>(q.ptr[gpu::kNormX]) + base[1 + gpu::kNormX];
+    double mean = 0;
+    if (!rms) {
+      double s = 0;
+      for (int64_t r = threadIdx.x; r < n; r += blockDim.x) s += x[gpu::plan_offset(p.inner, gpu::kNormX, r)];
+      mean = block_sum_d(s, shm) / static_cast<double>(n);
+    }
+    double v = 0;
+    for (int64_t r = threadIdx.x; r < n; r += blockDim.x) {
+      const double d = x[gpu::plan_offset(p.inner, gpu::kNormX, r)] - mean;
+      v += d * d;
+    }
+    const double inv = 1.0 / sqrt(block_sum_d(v, shm) / static_cast<double>(n) + static_cast<double>(eps));
+    if (threadIdx.x == 0) {
+      if (q.ptr[gpu::kNormMean])
+        static_cast<float*>(q.ptr[gpu::kNormMean])[base[1 + gpu::kNormMean]] = static_cast<float>(mean);
+      if (q.ptr[gpu::kNormInv])
+        static_cast<float*>(q.ptr[gpu::kNormInv])[base[1 + gpu::kNormInv]] = static_cast<float>(inv);
+    }
+    // Every x of the group has been read (block_sum_d synchronised): y may be x.
+    for (int64_t r = threadIdx.x; r < n; r += blockDim.x) {
+      int64_t off[gpu::kNormOperands];
+      gpu::plan_offsets(p.inner, gpu::kNormOperands, r, off);
+      const float* sc = fp(q, gpu::kNormScale, base, off);
+      const float* bi = fp(q, gpu::kNormBias, base, off);
+      const double xv = *fp(q, gpu::kNormX, base, off);
+      const double yv = (xv - mean) * inv * (sc ? *sc : 1.0) + (bi ? *bi : 0.0);
+      *fp(q, gpu::kNormY, base, off) = static_cast<float>(yv);
+    }
+  }
+}
+
+__global__ void norm_backward_dx_kernel(gpu::ReducePlan p, int64_t n, NormPtrs q, int rms) {
+  __shared__ double shm[kNormThreads];
+  for (int64_t o = blockIdx.x; o < p.outer.count; o += gridDim.x) {
+    int64_t base[1 + gpu::kNormOperands];
+    gpu::plan_offsets(p.outer, 1 + gpu::kNormOperands, o, base);
+    const double mean = rms ? 0.0 : static_cast<const float*>(q.ptr[gpu::kNormMean])[base[1 + gpu::kNormMean]];
+    const double inv = static_cast<const float*>(q.ptr[gpu::kNormInv])[base[1 + gpu::kNormInv]];
+    double sh = 0, shx = 0;
+    for (int64_t r = threadIdx.x; r < n; r += blockDim.x) {
+      int64_t off[gpu::kNormOperands];
+      gpu::plan_offsets(p.inner, gpu::kNormOperands, r, off);
+      const float* sc = fp(q, gpu::kNormScale, base, off);
+      const double h = static_cast<double>(*fp(q, gpu::kNormG, base, off)) * (sc ? *sc : 1.0);
+      const double xhat = (*fp(q, gpu::kNormX, base, off) - mean) * inv;
+      sh += h;
+      shx += h * xhat;
+    }
+    const double mh = rms ? 0.0 : block_sum_d(sh, shm) / static_cast<double>(n);
+    const double mhx = block_sum_d(shx, shm) / static_cast<double>(n);
+    for (int64_t r = threadIdx.x; r < n; r += blockDim.x) {
+      int64_t off[gpu::kNormOperands];
+      gpu::plan_offsets(p.inner, gpu::kNormOperands, r, off);
+      const float* sc = fp(q, gpu::kNormScale, base, off);
+      const double h = static_cast<double>(*fp(q, gpu::kNormG, base, off)) * (sc ? *sc : 1.0);
+      const double xhat = (*fp(q, gpu::kNormX, base, off) - mean) * inv;
+      *fp(q, gpu::kNormDx, base, off) = static_cast<float>(inv * (h - mh - xhat * mhx));
+    }
+  }
+}
+
+__global__ void norm_backward_params_kernel(gpu::ReducePlan p, NormPtrs q, int rms) {
+  __shared__ double shm[kNormThreads];
+  for (int64_t o = blockIdx.x; o < p.outer.count; o += gridDim.x) {
+    int64_t base[1 + gpu::kNormOperands];
+    gpu::plan_offsets(p.outer, 1 + gpu::kNormOperands, o, base);
+    double sg = 0, sgx = 0;
+    for (int64_t r = threadIdx.x; r < p.inner.count; r += blockDim.x) {
+      int64_t off[gpu::kNormOperands];
+      gpu::plan_offsets(p.inner, gpu::kNormOperands, r, off);
+      const double g = *fp(q, gpu::kNormG, base, off);
+      const double mean = rms ? 0.0 : *fp(q, gpu::kNormMean, base, off);
+      const double xhat =
+          (*fp(q, gpu::kNormX, base, off) - mean) * static_cast<double>(*fp(q, gpu::kNormInv, base, off));
+      sg += g;
+      sgx += g * xhat;
+    }
+    const double dscale = block_sum_d(sgx, shm);
+    const double dbias = block_sum_d(sg, shm);
+    if (threadIdx.x == 0) {
+      if (q.ptr[gpu::kNormScale])
+        static_cast<float*>(q.ptr[gpu::kNormScale])[base[1 + gpu::kNormScale]] = static_cast<float>(dscale);
+      if (q.ptr[gpu::kNormBias])
+        static_cast<float*>(q.ptr[gpu::kNormBias])[base[1 + gpu::kNormBias]] = static_cast<float>(dbias);
+    }
+  }
+}
+
+int norm_threads(int64_t n) {
+  int t = 32;
+  while (t < kNormThreads && t < n) t *= 2;
+  return t;
+}
+unsigned norm_grid(int64_t m) { return static_cast<unsigned>(m < gpu::kMaxBlocks ? m : gpu::kMaxBlocks); }
+
+}  // namespace
+
+cudaError_t launch_norm_forward(cudaStream_t s, const gpu::ReducePlan& groups, int64_t group_size, const NormPtrs& q,
+                                int rms, float epsilon) {
+  if (groups.outer.count == 0 || group_size == 0) return cudaSuccess;
+  if (!q.ptr[gpu::kNormX] || !q.ptr[gpu::kNormY] || groups.inner.count != group_size) return cudaErrorInvalidValue;
+  norm_forward_kernel<<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms,
+                                                                                         epsilon);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_norm_backward_dx(cudaStream_t s, const gpu::ReducePlan& groups, int64_t group_size,
+                                    const NormPtrs& q, int rms) {
+  if (groups.outer.count == 0 || group_size == 0) return cudaSuccess;
+  if (!q.ptr[gpu::kNormX] || !q.ptr[gpu::kNormG] || !q.ptr[gpu::kNormDx] || !q.ptr[gpu::kNormInv] ||
+      (!rms && !q.ptr[gpu::kNormMean]) || groups.inner.count != group_size)
+    return cudaErrorInvalidValue;
+  norm_backward_dx_kernel<<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q,
+                                                                                             rms);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_norm_backward_params(cudaStream_t s, const gpu::ReducePlan& params, const NormPtrs& q, int rms) {
+  if (params.outer.count == 0) return cudaSuccess;
+  if (!q.ptr[gpu::kNormX] || !q.ptr[gpu::kNormG] || !q.ptr[gpu::kNormInv] || (!rms && !q.ptr[gpu::kNormMean]))
+    return cudaErrorInvalidValue;
+  norm_backward_params_kernel<<<norm_grid(params.outer.count), norm_threads(params.inner.count), 0, s>>>(params, q,
+                                                                                                         rms);
+  return cudaGetLastError();
+}
+
+namespace {
+
+__global__ void lamb_moments_kernel(gpu::EwPlan p, EwPtrs q, gpu::LambCoef c, double* sums) {
+  __shared__ double sa[256], sr[256];
+  double a2 = 0, r2 = 0;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.count; i += step) {
+    int64_t off[7];
+    gpu::plan_offsets(p, 7, i, off);
+    const float g = static_cast<const float*>(q.p[0])[off[0]], a = static_cast<const float*>(q.p[1])[off[1]];
+    const float m = static_cast<const float*>(q.p[2])[off[2]], v = static_cast<const float*>(q.p[3])[off[3]];
+    float n, u;
+    gpu::lamb_moments_f(c, g, m, v, &n, &u);
+    static_cast<float*>(q.p[5])[off[5]] = n;
+    static_cast<float*>(q.p[6])[off[6]] = u;
+    const float r = gpu::lamb_direction_f(c, a, n, u);
+    a2 += static_cast<double>(a) * a;
+    r2 += static_cast<double>(r) * r;
+  }
+  sa[threadIdx.x] = a2;
+  sr[threadIdx.x] = r2;
+  __syncthreads();
+  for (unsigned w = blockDim.x / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) {
+      sa[threadIdx.x] += sa[threadIdx.x + w];
+      sr[threadIdx.x] += sr[threadIdx.x + w];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    atomicAdd(sums, sa[0]);
+    atomicAdd(sums + 1, sr[0]);
+  }
+}
+
+__global__ void lamb_update_kernel(gpu::EwPlan p, EwPtrs q, gpu::LambCoef c, const double* sums) {
+  const float k = static_cast<float>(gpu::lamb_step_size(c, sums[0], sums[1]));
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.count; i += step) {
+    int64_t off[7];
+    gpu::plan_offsets(p, 7, i, off);
+    const float a = static_cast<const float*>(q.p[1])[off[1]];
+    const float n = static_cast<const float*>(q.p[5])[off[5]], u = static_cast<const float*>(q.p[6])[off[6]];
+    static_cast<float*>(q.p[4])[off[4]] = a - k * gpu::lamb_direction_f(c, a, n, u);
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_lamb(cudaStream_t s, const gpu::EwPlan& plan, const EwPtrs& q, const gpu::LambCoef& c,
+                        double* sums) {
+  if (plan.count == 0) return cudaSuccess;
+  if (plan.operands != 7 || !sums) return cudaErrorInvalidValue;
+  const gpu::EwLaunch l = gpu::choose_ew(plan.count);
+  if (l.threads != 256) return cudaErrorInvalidValue;  // the shared arrays hold 256
+  lamb_moments_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(plan, q, c, sums);
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  lamb_update_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(plan, q, c, sums);
+  return cudaGetLastError();
+}
+
+namespace {
+
+struct Im3 {
+  int64_t v[3];
+};
+
+__global__ void cmul_kernel(gpu::EwPlan p, float* c, const float* a, const float* b, Im3 im) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.count; i += step) {
+    int64_t off[3];
+    gpu::plan_offsets(p, 3, i, off);
+    const double ar = a[off[1]], ai = a[off[1] + im.v[1]], br = b[off[2]], bi = b[off[2] + im.v[2]];
+    c[off[0]] = static_cast<float>(ar * br - ai * bi);  // both parts read first: c may be a
+    c[off[0] + im.v[0]] = static_cast<float>(ar * bi + ai * br);
+  }
+}
+
+__global__ void cmul_backward_kernel(gpu::EwPlan outer, gpu::EwPlan inner, float* d, const float* g, const float* o,
+                                     Im3 im) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t q = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; q < outer.count; q += step) {
+    int64_t base[3];
+    gpu::plan_offsets(outer, 3, q, base);
+    double re = 0, imv = 0;
+    for (int64_t r = 0; r < inner.count; r++) {
+      int64_t off[2];
+      gpu::plan_offsets(inner, 2, r, off);
+      const double gr = g ? g[base[1] + off[0]] : 1.0, gi = g ? g[base[1] + off[0] + im.v[1]] : 1.0;
+      const double orr = o[base[2] + off[1]], oi = o[base[2] + off[1] + im.v[2]];
+      re += gr * orr + gi * oi;
+      imv += gi * orr - gr * oi;
+    }
+    d[base[0]] = static_cast<float>(re);
+    d[base[0] + im.v[0]] = static_cast<float>(imv);
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_cmul(cudaStream_t s, const gpu::EwPlan& plan, float* c, const float* a, const float* b,
+                        const int64_t* im) {
+  if (plan.count == 0) return cudaSuccess;
+  if (plan.operands != 3) return cudaErrorInvalidValue;
+  const gpu::EwLaunch l = gpu::choose_ew(plan.count);
+  cmul_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(plan, c, a, b, Im3{{im[0], im[1], im[2]}});
+  return cudaGetLastError();
+}
+
+cudaError_t launch_cmul_backward(cudaStream_t s, const gpu::ReducePlan& plan, float* d, const float* g, const float* o,
+                                 const int64_t* im) {
+  if (plan.outer.count == 0) return cudaSuccess;
+  if (plan.outer.operands != 3 || plan.inner.operands != 2) return cudaErrorInvalidValue;
+  const gpu::EwLaunch l = gpu::choose_ew(plan.outer.count);
+  cmul_backward_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(plan.outer, plan.inner, d, g, o,
+                                                                             Im3{{im[0], im[1], im[2]}});
+  return cudaGetLastError();
+}
+
+namespace {
+
+// y_type codes (the caller maps CCV_* types): 0 32F, 1 64F, 2 16F, 3 16BF, 4 32S, 5 64S, 6 8U.
+__device__ __forceinline__ void store_flag(void* y, int64_t off, int code, int v) {
+  switch (code) {
+    case 0:
+      static_cast<float*>(y)[off] = static_cast<float>(v);
+      break;
+    case 1:
+      static_cast<double*>(y)[off] = v;
+      break;
+    case 2:
+      static_cast<__half*>(y)[off] = __int2half_rn(v);
+      break;
+    case 3:
+      static_cast<__nv_bfloat16*>(y)[off] = __int2bfloat16_rn(v);
+      break;
+    case 4:
+      static_cast<int32_t*>(y)[off] = v;
+      break;
+    case 5:
+      static_cast<int64_t*>(y)[off] = v;
+      break;
+    default:
+      static_cast<uint8_t*>(y)[off] = static_cast<uint8_t>(v);
+      break;
+  }
+}
+
+template <class T>
+__global__ void isnan_kernel(gpu::EwPlan outer, gpu::EwPlan inner, void* y, int code, const void* x) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < outer.count; o += step) {
+    int64_t base[2];
+    gpu::plan_offsets(outer, 2, o, base);
+    int any = 0;
+    for (int64_t r = 0; r < inner.count && !any; r++) {
+      const float v = ld<T>(x, base[1] + gpu::plan_offset(inner, 0, r));
+      any = v != v;
+    }
+    store_flag(y, base[0], code, any);
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_isnan(cudaStream_t s, const gpu::ReducePlan& plan, void* y, int y_code, const void* x,
+                         GpuType x_type) {
+  if (plan.outer.count == 0) return cudaSuccess;
+  if (plan.outer.operands != 2 || plan.inner.operands != 1 || y_code < 0 || y_code > 6) return cudaErrorInvalidValue;
+  const gpu::EwLaunch l = gpu::choose_ew(plan.outer.count);
+  const dim3 grid(static_cast<unsigned>(l.blocks));
+  switch (x_type) {
+    case kF32:
+      isnan_kernel<float><<<grid, l.threads, 0, s>>>(plan.outer, plan.inner, y, y_code, x);
+      break;
+    case kF16:
+      isnan_kernel<__half><<<grid, l.threads, 0, s>>>(plan.outer, plan.inner, y, y_code, x);
+      break;
+    case kBF16:
+      isnan_kernel<__nv_bfloat16><<<grid, l.threads, 0, s>>>(plan.outer, plan.inner, y, y_code, x);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace nnc::cuda
