@@ -984,11 +984,15 @@ std::unique_ptr<Jit> make_staged(Model* m, const std::vector<ccv_nnc_tensor_para
     j->seeds.push_back(seed);
     j->ones.push_back(new_tensor(b.params(o)));
     ccv_nnc_tensor_t* one = j->ones.back().get();
-    for (size_t e = 0, n = ccv_nnc_tensor_count(one->info); e < n; e++) {
-      if (one->info.datatype == CCV_64F) one->data.f64[e] = 1;
-      else if (one->info.datatype == CCV_32F) one->data.f32[e] = 1;
-      else fail(CCV_NNC_EXEC_INVALID, "model %s: backward without output gradients needs fp32 or fp64 outputs", model_label(*m).c_str());
-    }
+    NNC_CHECK(one->info.datatype == CCV_64F || one->info.datatype == CCV_32F,
+              "model %s: backward without output gradients needs fp32 or fp64 outputs", model_label(*m).c_str());
+    // Ones by SET_FORWARD: the output may live on a GPU.
+    ccv_nnc_cmd_param_t set;
+    std::memset(&set, 0, sizeof(set));
+    set.blas.a[0] = 1;
+    const int r = ccv_nnc_cmd_exec(ccv_nnc_cmd(CCV_NNC_SET_FORWARD, nullptr, set, 0), ccv_nnc_no_hint, 0, nullptr, 0, &one, 1, nullptr);
+    NNC_CHECK(r == CCV_NNC_EXEC_SUCCESS, "model %s: setting an output's seed gradient to ones: %s", model_label(*m).c_str(),
+              error_message().c_str());
   }
   std::vector<ccv_nnc_tensor_bind_t> binds = parameter_binds(b, which, c);
   for (size_t k = 0; k < train_index.size(); k++) {

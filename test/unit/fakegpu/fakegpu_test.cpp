@@ -271,6 +271,69 @@ TEST(FakeGpu, DynamicGraphOnTheGpu) {
   for (ccv_nnc_tensor_t* t : {ha, hb, hy, hda, hdb}) ccv_nnc_tensor_free(t);
 }
 
+// evaluate with requires_grad, backward and apply_gradients on GPU 1 (no
+// output gradient given: the seed is ones, made on the device), against the
+// same calls on the CPU from the same parameters.
+TEST(FakeGpu, ModelBackwardAndApplyGradientsOnTheGpu) {
+  const int N = 4, C = 2, H = 6, W = 5;
+  ccv_nnc_tensor_param_t xp = cpu({N, C, H, W});
+  xp.format = CCV_TENSOR_FORMAT_NCHW;
+  ccv_nnc_tensor_param_t gxp = xp;
+  gxp.type = static_cast<int>(CCV_TENSOR_GPU_MEMORY) | (1 << 8);
+  ccv_cnnp_model_t* c = small_net();
+  ccv_cnnp_model_t* g = small_net();
+  ccv_cnnp_model_compile(c, &xp, 1, sgd(0.1f, 0), crossentropy());
+  ccv_cnnp_model_compile(g, &gxp, 1, sgd(0.1f, 0), crossentropy());
+  for (int i = 0; i < 4; i++) {
+    ccv_cnnp_model_io_t pc = ccv_cnnp_model_parameters(c, ALL_PARAMETERS, i), pg = ccv_cnnp_model_parameters(g, ALL_PARAMETERS, i);
+    ccv_nnc_tensor_t* t = ccv_nnc_tensor_new(nullptr, ccv_cnnp_model_parameter_tensor_params(c, pc), 0);
+    ccv_cnnp_model_parameter_copy(c, pc, t);
+    ccv_cnnp_model_set_parameter(g, pg, t);
+    ccv_nnc_tensor_free(t);
+  }
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  std::mt19937 rng(12);
+  ccv_nnc_tensor_t* x = ccv_nnc_tensor_new(nullptr, xp, 0);
+  fill(x, rng);
+  ccv_nnc_tensor_t* gx = ccv_nnc_tensor_new(nullptr, gxp, 0);
+  ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {x}, {gx}), CCV_NNC_EXEC_SUCCESS);
+  ccv_nnc_tensor_t* y = ccv_nnc_tensor_new(nullptr, cpu({N, 4}), 0);
+  ccv_nnc_tensor_t* gy = ccv_nnc_tensor_new(nullptr, gpu(1, {N, 4}), 0);
+  ccv_nnc_tensor_t* dx = ccv_nnc_tensor_new(nullptr, xp, 0);
+  ccv_nnc_tensor_t* gdx = ccv_nnc_tensor_new(nullptr, gxp, 0);
+  ccv_cnnp_evaluate_param_t ep{};
+  ep.requires_grad = 1;
+  ccv_nnc_tensor_t *ci[] = {x}, *co[] = {y}, *cdx[] = {dx};
+  ccv_nnc_tensor_t *gi[] = {gx}, *go[] = {gy}, *gdxs[] = {gdx};
+  ccv_cnnp_model_evaluate(c, ep, ci, 1, co, 1, nullptr, nullptr);
+  ccv_cnnp_model_backward(c, nullptr, 0, cdx, 1, nullptr, nullptr);
+  ccv_cnnp_model_apply_gradients(c, nullptr);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  ccv_cnnp_model_evaluate(g, ep, gi, 1, go, 1, nullptr, nullptr);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  ccv_cnnp_model_backward(g, nullptr, 0, gdxs, 1, nullptr, nullptr);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  ccv_cnnp_model_apply_gradients(g, nullptr);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  ccv_nnc_tensor_t* back = ccv_nnc_tensor_new(nullptr, xp, 0);
+  ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {gdx}, {back}), CCV_NNC_EXEC_SUCCESS);
+  for (size_t e = 0; e < ccv_nnc_tensor_count(xp); e++) EXPECT_NEAR(back->data.f32[e], dx->data.f32[e], 1e-4f) << "dx " << e;
+  for (int i = 0; i < 4; i++) {
+    ccv_cnnp_model_io_t pc = ccv_cnnp_model_parameters(c, ALL_PARAMETERS, i), pg = ccv_cnnp_model_parameters(g, ALL_PARAMETERS, i);
+    ccv_nnc_tensor_t* a = ccv_nnc_tensor_new(nullptr, ccv_cnnp_model_parameter_tensor_params(c, pc), 0);
+    ccv_nnc_tensor_t* b = ccv_nnc_tensor_new(nullptr, ccv_cnnp_model_parameter_tensor_params(c, pc), 0);
+    ccv_cnnp_model_parameter_copy(c, pc, a);
+    ccv_cnnp_model_parameter_copy(g, pg, b);
+    for (size_t e = 0; e < ccv_nnc_tensor_count(a->info); e++)
+      EXPECT_NEAR(b->data.f32[e], a->data.f32[e], 1e-4f) << "parameter " << i << " element " << e;
+    ccv_nnc_tensor_free(a);
+    ccv_nnc_tensor_free(b);
+  }
+  for (ccv_nnc_tensor_t* t : {x, gx, y, gy, dx, gdx, back}) ccv_nnc_tensor_free(t);
+  ccv_cnnp_model_free(c);
+  ccv_cnnp_model_free(g);
+}
+
 // A GPU model's parameters written to SQLite and read into a CPU model, and
 // back into a second GPU model: the values survive both ways.
 TEST(FakeGpu, ModelParametersPersistFromAndToTheGpu) {
