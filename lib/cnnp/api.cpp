@@ -469,6 +469,16 @@ static std::vector<ccv_nnc_tensor_t*> gradients_of(Model* m, const ccv_cnnp_mode
 
 static double element(const ccv_nnc_tensor_t* t, size_t i) { return t->info.datatype == CCV_64F ? t->data.f64[i] : t->data.f32[i]; }
 
+// A gradient's values where the host can read them: itself, or a host copy of a GPU tensor.
+static nnc::cnnp::TensorRef readable(ccv_nnc_tensor_t* t, const char* what) {
+  if (CCV_TENSOR_GET_MEMORY(t->info.type) == CCV_TENSOR_CPU_MEMORY) return nnc::cnnp::TensorRef(t, [](ccv_nnc_tensor_t*) {});
+  ccv_nnc_tensor_param_t p = t->info;
+  p.type = CCV_TENSOR_CPU_MEMORY;
+  nnc::cnnp::TensorRef h = nnc::cnnp::new_tensor(p);
+  nnc::cnnp::copy_values(t, h.get(), what);
+  return h;
+}
+
 NNC_API void ccv_cnnp_model_parameter_gradients_map(ccv_cnnp_model_t* const model, const ccv_cnnp_model_io_t parameters, const ccv_nnc_cmd_t cmd,
                                                     const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* const aux_ins,
                                                     const int aux_in_size, ccv_nnc_tensor_t* const* const aux_outs, const int aux_out_size,
@@ -489,17 +499,29 @@ NNC_API void ccv_cnnp_model_parameters_clip_grad_norm(ccv_cnnp_model_t* const mo
     NNC_CHECK(max_norm >= 0, "%s: max_norm %g is negative", what, static_cast<double>(max_norm));
     auto g = gradients_of(check_model(model, what), parameters, what);
     double sum = 0;
-    for (auto* t : g)
-      for (size_t i = 0, n = ccv_nnc_tensor_count(t->info); i < n; i++) sum += element(t, i) * element(t, i);
+    for (auto* t : g) {
+      const auto h = readable(t, what);
+      for (size_t i = 0, n = ccv_nnc_tensor_count(h->info); i < n; i++) sum += element(h.get(), i) * element(h.get(), i);
+    }
     const double total = std::sqrt(sum);
     // PyTorch's clip_grad_norm_: scale by max_norm / (total + 1e-6) when that is below 1.
     const double scale = max_norm / (total + 1e-6);
     if (scale >= 1) return;
-    for (auto* t : g)
-      for (size_t i = 0, n = ccv_nnc_tensor_count(t->info); i < n; i++) {
-        if (t->info.datatype == CCV_64F) t->data.f64[i] *= scale;
-        else t->data.f32[i] = static_cast<float>(t->data.f32[i] * scale);
+    for (auto* t : g) {
+      if (CCV_TENSOR_GET_MEMORY(t->info.type) == CCV_TENSOR_CPU_MEMORY) {
+        for (size_t i = 0, n = ccv_nnc_tensor_count(t->info); i < n; i++) {
+          if (t->info.datatype == CCV_64F) t->data.f64[i] *= scale;
+          else t->data.f32[i] = static_cast<float>(t->data.f32[i] * scale);
+        }
+        continue;
       }
+      // On the device: SCALAR_MUL in place.
+      ccv_nnc_cmd_param_t p;
+      std::memset(&p, 0, sizeof(p));
+      p.blas.a[0] = static_cast<float>(scale);
+      const int r = ccv_nnc_cmd_exec(ccv_nnc_cmd(CCV_NNC_SCALAR_MUL_FORWARD, nullptr, p, 0), ccv_nnc_no_hint, 0, &t, 1, &t, 1, nullptr);
+      NNC_CHECK(r == CCV_NNC_EXEC_SUCCESS, "%s: scaling a GPU gradient: %s", what, ccv_nnc_error_message());
+    }
   });
 }
 
@@ -508,9 +530,11 @@ NNC_API int ccv_cnnp_model_parameter_gradients_isnan(ccv_cnnp_model_t* const mod
   return guard<int>(-1, [&]() -> int {
     const char* what = "ccv_cnnp_model_parameter_gradients_isnan";
     (void)stream_context;
-    for (auto* t : gradients_of(check_model(model, what), parameters, what))
-      for (size_t i = 0, n = ccv_nnc_tensor_count(t->info); i < n; i++)
-        if (std::isnan(element(t, i))) return 1;
+    for (auto* t : gradients_of(check_model(model, what), parameters, what)) {
+      const auto h = readable(t, what);
+      for (size_t i = 0, n = ccv_nnc_tensor_count(h->info); i < n; i++)
+        if (std::isnan(element(h.get(), i))) return 1;
+    }
     return 0;
   });
 }

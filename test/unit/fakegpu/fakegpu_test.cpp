@@ -271,7 +271,8 @@ TEST(FakeGpu, DynamicGraphOnTheGpu) {
   for (ccv_nnc_tensor_t* t : {ha, hb, hy, hda, hdb}) ccv_nnc_tensor_free(t);
 }
 
-// evaluate with requires_grad, backward and apply_gradients on GPU 1 (no
+// evaluate with requires_grad, backward, the gradients' NaN check and
+// 2-norm clipping (to 0.05, so it scales) and apply_gradients on GPU 1 (no
 // output gradient given: the seed is ones, made on the device), against the
 // same calls on the CPU from the same parameters.
 TEST(FakeGpu, ModelBackwardAndApplyGradientsOnTheGpu) {
@@ -307,11 +308,17 @@ TEST(FakeGpu, ModelBackwardAndApplyGradientsOnTheGpu) {
   ccv_nnc_tensor_t *gi[] = {gx}, *go[] = {gy}, *gdxs[] = {gdx};
   ccv_cnnp_model_evaluate(c, ep, ci, 1, co, 1, nullptr, nullptr);
   ccv_cnnp_model_backward(c, nullptr, 0, cdx, 1, nullptr, nullptr);
+  ccv_cnnp_model_parameters_clip_grad_norm(c, ccv_cnnp_model_parameters(c, ALL_PARAMETERS, ALL_PARAMETERS), 2, 0.05f, nullptr);
   ccv_cnnp_model_apply_gradients(c, nullptr);
   ASSERT_STREQ(ccv_nnc_error_message(), "");
   ccv_cnnp_model_evaluate(g, ep, gi, 1, go, 1, nullptr, nullptr);
   ASSERT_STREQ(ccv_nnc_error_message(), "");
   ccv_cnnp_model_backward(g, nullptr, 0, gdxs, 1, nullptr, nullptr);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  // The gradients on the GPU are read (NaN check) and clipped (scaled on the device) as on the CPU.
+  EXPECT_EQ(ccv_cnnp_model_parameter_gradients_isnan(g, ccv_cnnp_model_parameters(g, ALL_PARAMETERS, ALL_PARAMETERS), nullptr), 0)
+      << ccv_nnc_error_message();
+  ccv_cnnp_model_parameters_clip_grad_norm(g, ccv_cnnp_model_parameters(g, ALL_PARAMETERS, ALL_PARAMETERS), 2, 0.05f, nullptr);
   ASSERT_STREQ(ccv_nnc_error_message(), "");
   ccv_cnnp_model_apply_gradients(g, nullptr);
   ASSERT_STREQ(ccv_nnc_error_message(), "");
@@ -332,6 +339,41 @@ TEST(FakeGpu, ModelBackwardAndApplyGradientsOnTheGpu) {
   for (ccv_nnc_tensor_t* t : {x, gx, y, gy, dx, gdx, back}) ccv_nnc_tensor_free(t);
   ccv_cnnp_model_free(c);
   ccv_cnnp_model_free(g);
+}
+
+// ccv_nnc_dynamic_graph_minimize with SGD and momentum on GPU 1 (its
+// momentum starts as a fresh zero tensor on the device), two steps of
+// f = sum(w * x): w moves by the closed form of momentum SGD.
+TEST(FakeGpu, DynamicGraphMinimizeOnTheGpu) {
+  std::mt19937 rng(17);
+  ccv_nnc_tensor_t* hx = ccv_nnc_tensor_new(nullptr, cpu({6}), 0);
+  ccv_nnc_tensor_t* hw = ccv_nnc_tensor_new(nullptr, cpu({6}), 0);
+  fill(hx, rng), fill(hw, rng);
+  ccv_nnc_dynamic_graph_t* graph = ccv_nnc_dynamic_graph_new();
+  ccv_nnc_tensor_variable_t w = ccv_nnc_tensor_variable_new(graph, gpu(1, {6}));
+  ccv_nnc_tensor_variable_t x = ccv_nnc_tensor_constant_new(graph, gpu(1, {6}));
+  ccv_nnc_tensor_t* tw = ccv_nnc_tensor_from_variable(graph, w);
+  ccv_nnc_tensor_t* tx = ccv_nnc_tensor_from_variable(graph, x);
+  ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {hw, hx}, {tw, tx}), CCV_NNC_EXEC_SUCCESS);
+  ccv_nnc_tensor_variable_t momentum = ccv_nnc_tensor_variable_new(graph);
+  const float rate = 0.1f, mu = 0.9f;
+  for (int step = 0; step < 2; step++) {
+    ccv_nnc_tensor_variable_t y = ccv_nnc_tensor_variable_new(graph);
+    ccv_nnc_tensor_variable_t in[] = {w, x}, out[] = {y};
+    ASSERT_EQ(ccv_nnc_dynamic_graph_exec(graph, cmd(CCV_NNC_EWPROD_FORWARD), ccv_nnc_no_hint, 0, in, 2, out, 1, 0, nullptr),
+              CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    ccv_nnc_tensor_variable_t ws[] = {w}, aux[] = {momentum};
+    ccv_nnc_dynamic_graph_minimize(graph, sgd(rate, mu), &y, 1, nullptr, ws, 1, aux, 0, nullptr);
+    ASSERT_STREQ(ccv_nnc_error_message(), "") << "step " << step;
+    ccv_nnc_tensor_variable_free(graph, y);
+  }
+  // Gradient x each step; momentum m1 = x, m2 = mu x + x; w2 = w0 - rate (m1 + m2).
+  ccv_nnc_tensor_t* back = ccv_nnc_tensor_new(nullptr, cpu({6}), 0);
+  ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {ccv_nnc_tensor_from_variable(graph, w)}, {back}), CCV_NNC_EXEC_SUCCESS);
+  for (int i = 0; i < 6; i++)
+    EXPECT_NEAR(back->data.f32[i], hw->data.f32[i] - rate * (hx->data.f32[i] + (mu + 1) * hx->data.f32[i]), 1e-5f) << i;
+  ccv_nnc_dynamic_graph_free(graph);
+  for (ccv_nnc_tensor_t* t : {hx, hw, back}) ccv_nnc_tensor_free(t);
 }
 
 // A GPU model's parameters written to SQLite and read into a CPU model, and
