@@ -71,9 +71,10 @@ TEST(Nccl, CollectivesOverEveryGpu) {
   for (int i = 0; i < n; i++) ASSERT_NEAR(back->data.f32[i], sum[i], 1e-5 * devices) << "element " << i;
   // Two tensors on one device: not for NCCL (no kernel accepts them).
   Owned twin(on(0, n));
-  if (devices == 1)
+  if (devices == 1) {
     EXPECT_NE(nnc_gpu_test::exec(nccl(CCV_NNC_COMM_ALLREDUCE_FORWARD), ccv_nnc_no_hint, {ins[0], twin}, {outs[0], twin}),
               CCV_NNC_EXEC_SUCCESS);
+  }
 }
 
 }  // namespace

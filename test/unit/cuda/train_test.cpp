@@ -136,9 +136,10 @@ TEST(CudaTrain, ReferenceNetworkTrainsOnTheGpuAsOnTheCpu) {
     loss_gpu.push_back(mean_loss(back, lab));
     // One step in, both sides computed the same function of the same
     // parameters: fp32 with different summation orders (cuDNN, cuBLAS).
-    if (step == 0)
+    if (step == 0) {
       for (int i = 0; i < N * 10; i++)
         ASSERT_NEAR(back->data.f32[i], logits_cpu->data.f32[i], 1e-3f + 1e-3f * std::fabs(logits_cpu->data.f32[i])) << i;
+    }
   }
   // Training moves both alike: the mean loss of the last 20 steps is well
   // below the first 20 on each side, and the two sides agree within 5 %.
