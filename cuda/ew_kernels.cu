@@ -5,6 +5,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "cuda/typed_access.cuh"
 #include "cuda/kern.hpp"
 
 namespace nnc::cuda {
@@ -14,35 +15,6 @@ namespace {
 using gpu::EwPlan;
 using gpu::kPlanOperands;
 
-template <class T>
-__device__ __forceinline__ float ld(const void* p, int64_t off);
-template <>
-__device__ __forceinline__ float ld<float>(const void* p, int64_t off) {
-  return static_cast<const float*>(p)[off];
-}
-template <>
-__device__ __forceinline__ float ld<__half>(const void* p, int64_t off) {
-  return __half2float(static_cast<const __half*>(p)[off]);
-}
-template <>
-__device__ __forceinline__ float ld<__nv_bfloat16>(const void* p, int64_t off) {
-  return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[off]);
-}
-
-template <class T>
-__device__ __forceinline__ void st(void* p, int64_t off, float v);
-template <>
-__device__ __forceinline__ void st<float>(void* p, int64_t off, float v) {
-  static_cast<float*>(p)[off] = v;
-}
-template <>
-__device__ __forceinline__ void st<__half>(void* p, int64_t off, float v) {
-  static_cast<__half*>(p)[off] = __float2half_rn(v);
-}
-template <>
-__device__ __forceinline__ void st<__nv_bfloat16>(void* p, int64_t off, float v) {
-  static_cast<__nv_bfloat16*>(p)[off] = __float2bfloat16_rn(v);
-}
 
 __device__ __forceinline__ float sigmoidf(float x) { return 1.f / (1.f + expf(-x)); }
 

@@ -21,16 +21,11 @@
 #include "core/tensor.hpp"
 #include "cuda/cuda.hpp"
 #include "cuda/ewgpu.hpp"
+#include "cuda/rows.hpp"
 
 namespace nnc::cuda {
 
-namespace {
-
-const char* name_of(uint32_t cmd) {
-  const char* n = ccv_nnc_cmd_name(cmd);
-  return n ? n : "GPU_REF";
-}
-
+// The rows and per-row items of a row kernel (cuda/rows.hpp).
 // Row tensor k of the call (NULL: absent); all present ones share a shape.
 void set_rows(RowArgs& a, std::initializer_list<const ccv_nnc_tensor_t*> ts, const char* what) {
   const ccv_nnc_tensor_t* first = nullptr;
@@ -74,6 +69,14 @@ void set_item(RowArgs& a, int k, const ccv_nnc_tensor_t* t, const char* what) {
   a.item_ptr[k] = l.data;
   a.item_int[k] = l.datatype == CCV_32S;
 }
+
+namespace {
+
+const char* name_of(uint32_t cmd) {
+  const char* n = ccv_nnc_cmd_name(cmd);
+  return n ? n : "GPU_REF";
+}
+
 
 void check_labels(const Call& c, int flag) {
   NNC_CHECK(flag == 0, "%s: the label of row %d is not a class index in [0, classes)", c.what, flag - 1);

@@ -46,6 +46,7 @@
 #include "core/tensor.hpp"
 #include "cuda/cuda.hpp"
 #include "cuda/ewgpu.hpp"
+#include "cuda/rows.hpp"
 #include "cuda/more_kern.hpp"
 #include "cuda/stream.hpp"
 
@@ -422,45 +423,6 @@ NNC_KERNEL(arg_forward) {
 
 // --- losses (lib/cmd/loss/loss.cpp's contracts) -----------------------------
 
-// Row tensor k of the call (NULL: absent); all present ones share a shape.
-void set_rows(RowArgs& a, std::initializer_list<const ccv_nnc_tensor_t*> ts, const char* what) {
-  const ccv_nnc_tensor_t* first = nullptr;
-  for (const ccv_nnc_tensor_t* t : ts)
-    if (t && !first) first = t;
-  NNC_CHECK(first, "%s: no row tensor", what);
-  const Layout f = layout_of(first, what);
-  const int lead = f.nd > 0 ? f.nd - 1 : 0;
-  a.cols = f.nd > 0 ? f.dim[f.nd - 1] : 1;
-  int64_t st[gpu::kPlanOperands][gpu::kPlanDims] = {};
-  const int64_t* sp[gpu::kPlanOperands];
-  int k = 0;
-  for (const ccv_nnc_tensor_t* t : ts) {
-    sp[k] = st[k];
-    if (t) {
-      const Layout l = layout_of(t, what);
-      NNC_CHECK(same_shape(t->info.dim, first->info.dim), "%s: %s and %s rows differ", what,
-                shape_string(t->info.dim).c_str(), shape_string(first->info.dim).c_str());
-      for (int i = 0; i < lead; i++) st[k][i] = l.stride[i];
-      a.col_stride[k] = f.nd > 0 ? l.stride[f.nd - 1] : 1;
-      a.row_ptr[k] = l.data;
-    }
-    k++;
-  }
-  const int one[] = {1};
-  NNC_CHECK(lead == 0 ? gpu::make_plan(a.rows, one, 1, k, sp) : gpu::make_plan(a.rows, f.dim.data(), lead, k, sp),
-            "%s: cannot plan the rows", what);
-}
-
-void set_item(RowArgs& a, int k, const ccv_nnc_tensor_t* t, const char* what) {
-  if (!t) return;
-  const Layout l = layout_of(t, what);
-  const int64_t* sp[] = {l.stride.data()};
-  NNC_CHECK(gpu::make_plan(a.item[k], l.dim.data(), l.nd, 1, sp), "%s: cannot plan the items", what);
-  NNC_CHECK(a.item[k].count == a.rows.count, "%s: %s holds %lld values for %lld rows", what,
-            shape_string(t->info.dim).c_str(), static_cast<long long>(a.item[k].count),
-            static_cast<long long>(a.rows.count));
-  a.item_ptr[k] = l.data;
-}
 
 int loss_op(uint32_t cmd) {
   switch (cmd & ~1u) {
