@@ -632,20 +632,24 @@ std::vector<size_t> build_into(Model* m, Jit& j, Build& b) {
   return which;
 }
 
-// The parameters (and the symbols that update them in place) bound to the model's tensors.
-std::vector<ccv_nnc_tensor_bind_t> parameter_binds(const Build& b, const std::vector<size_t>& which, const Compiled& c) {
-  std::vector<ccv_nnc_tensor_bind_t> binds;
-  for (size_t i = 0; i < which.size(); i++) binds.push_back({b.found[i].symbol, c.params[which[i]].tensor.get()});
-  for (auto& [i, sym] : b.updates) binds.push_back({sym, c.params[which[i]].tensor.get()});
-  return binds;
-}
+// What a bind of a compiled graph is, for data parallelism over devices
+// (spread): the parameter's index and -1 (the parameter) or the index of its
+// minimiser state.
+using Roles = std::vector<std::pair<size_t, int>>;
 
-// What each of parameter_binds' binds is: (parameter index, -1).
-std::vector<std::pair<size_t, int>> parameter_roles(const Build& b, const std::vector<size_t>& which) {
-  std::vector<std::pair<size_t, int>> roles;
-  for (size_t i = 0; i < which.size(); i++) roles.emplace_back(which[i], -1);
-  for (auto& u : b.updates) roles.emplace_back(which[u.first], -1);
-  return roles;
+// The parameters (and the symbols that update them in place) bound to the
+// model's tensors, with what each bind is in `roles`.
+std::vector<ccv_nnc_tensor_bind_t> parameter_binds(const Build& b, const std::vector<size_t>& which, const Compiled& c, Roles& roles) {
+  std::vector<ccv_nnc_tensor_bind_t> binds;
+  for (size_t i = 0; i < which.size(); i++) {
+    binds.push_back({b.found[i].symbol, c.params[which[i]].tensor.get()});
+    roles.emplace_back(which[i], -1);
+  }
+  for (auto& [i, sym] : b.updates) {
+    binds.push_back({sym, c.params[which[i]].tensor.get()});
+    roles.emplace_back(which[i], -1);
+  }
+  return binds;
 }
 
 void compile_jit(Model* m, Jit& j, std::vector<ccv_nnc_tensor_bind_t>& binds, std::vector<Sym> keep) {
@@ -708,7 +712,7 @@ ccv_nnc_tensor_t* param_on(Param& p, int aux, int device) {
 // `roles` says what each bind is: the parameter index and -1 (the
 // parameter) or the state index.
 void spread(Model* m, Jit& j, const Build& b, const std::vector<size_t>& which, const std::vector<Sym>& grads,
-            std::vector<ccv_nnc_tensor_bind_t>& binds, const std::vector<std::pair<size_t, int>>& roles) {
+            std::vector<ccv_nnc_tensor_bind_t>& binds, const Roles& roles) {
   Compiled& c = *m->compiled;
   const int device = graph_device(j);
   NNC_CHECK(device >= 0, "model %s: data parallelism over %d devices needs the model's inputs on a GPU (they are in CPU memory)",
@@ -741,8 +745,9 @@ std::unique_ptr<Jit> make_infer(Model* m, const std::vector<ccv_nnc_tensor_param
   Build b(j->sg, is_test);
   auto which = build_into(m, *j, b);
   Compiled& c = *m->compiled;
-  std::vector<ccv_nnc_tensor_bind_t> binds = parameter_binds(b, which, c);
-  if (m->parallel > 1) spread(m, *j, b, which, {}, binds, parameter_roles(b, which));
+  Roles roles;
+  std::vector<ccv_nnc_tensor_bind_t> binds = parameter_binds(b, which, c, roles);
+  if (m->parallel > 1) spread(m, *j, b, which, {}, binds, roles);
   compile_jit(m, *j, binds, {});
   return j;
 }
@@ -879,8 +884,8 @@ std::unique_ptr<Jit> make_fit(Model* m, const std::vector<ccv_nnc_tensor_param_t
       train.push_back(b.found[i].symbol);
       train_index.push_back(which[i]);
     }
-  std::vector<ccv_nnc_tensor_bind_t> binds = parameter_binds(b, which, c);
-  std::vector<std::pair<size_t, int>> roles = parameter_roles(b, which);
+  Roles roles;
+  std::vector<ccv_nnc_tensor_bind_t> binds = parameter_binds(b, which, c, roles);
   std::vector<Sym> grads;  // of the trained parameters, for data parallelism over devices
   if (!train.empty()) {
     checked([&] { ccv_nnc_graph_exec_symbol_autogen(j->sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS); });
@@ -994,7 +999,8 @@ std::unique_ptr<Jit> make_staged(Model* m, const std::vector<ccv_nnc_tensor_para
     NNC_CHECK(r == CCV_NNC_EXEC_SUCCESS, "model %s: setting an output's seed gradient to ones: %s", model_label(*m).c_str(),
               error_message().c_str());
   }
-  std::vector<ccv_nnc_tensor_bind_t> binds = parameter_binds(b, which, c);
+  Roles roles;  // (one device: unused)
+  std::vector<ccv_nnc_tensor_bind_t> binds = parameter_binds(b, which, c, roles);
   for (size_t k = 0; k < train_index.size(); k++) {
     Param& p = c.params[train_index[k]];
     Sym g = ccv_nnc_tensor_symbol_for_backward(j->sg, wrt[k]);
@@ -1103,12 +1109,6 @@ void bind_all(Jit& j, const std::vector<Sym>& syms, ccv_nnc_tensor_t* const* ts,
   }
 }
 
-// The caller's output tensors, or the arena's where none is given.
-void bind_outputs(Jit& j, ccv_nnc_tensor_t* const* outputs, int output_size, const char* what) {
-  std::vector<ccv_nnc_tensor_t*> outs(j.outputs.size(), nullptr);
-  for (int i = 0; i < output_size && i < static_cast<int>(outs.size()); i++) outs[static_cast<size_t>(i)] = outputs[i];
-  bind_all(j, j.outputs, outs.data(), static_cast<int>(outs.size()), what, "output");
-}
 
 void run(Model* m, Jit& j, const char* what, const std::vector<ccv_nnc_graph_exec_t>& src = {},
          const std::vector<ccv_nnc_graph_exec_t>& dst = {}) {
@@ -1216,25 +1216,22 @@ void absorb(Model* m, Model* init, const ccv_nnc_tensor_param_t* inputs, int inp
   delete old;
 }
 
-// Tensors given for several devices (ccv_cnnp_model_set_data_parallel): P
-// groups of `per` tensors, device 0's first; each group bound to the
-// symbols standing for the graph's on that device.
+// The caller's tensors, in groups of `per` (one group per device under
+// ccv_cnnp_model_set_data_parallel, device 0's first; one group otherwise),
+// bound to the symbols standing for the graph's on each device; symbols past
+// a group's tensors (outputs the caller left out) get the arena's.
 void bind_groups(Jit& j, const std::vector<Sym>& syms, ccv_nnc_tensor_t* const* ts, int per, int groups, const char* what, const char* kind) {
   for (int k = 0; k < groups; k++) {
     std::vector<Sym> on;
-    for (Sym s : syms) on.push_back(groups > 1 ? on_device(j, s, k) : s);
-    std::vector<ccv_nnc_tensor_t*> group(on.size(), nullptr);
-    for (int i = 0; i < per && i < static_cast<int>(group.size()); i++) group[static_cast<size_t>(i)] = ts ? ts[k * per + i] : nullptr;
-    for (size_t i = 0; i < on.size(); i++) {
-      if (on[i].d < 0) continue;
-      if (!group[i] && kind != std::string("output")) continue;
-      try {
-        if (!symbolic::tensor_from_symbol(j.ta, on[i])) continue;
-        symbolic::bind(j.ta, on[i], group[i]);
-      } catch (const Error& e) {
-        fail(CCV_NNC_EXEC_INVALID, "%s: %s %zu%s: %s", what, kind, i, groups > 1 ? format(" for device %d", k).c_str() : "", e.what());
-      }
+    std::vector<ccv_nnc_tensor_t*> group;
+    for (size_t i = 0; i < syms.size(); i++) {
+      const Sym s = groups > 1 ? on_device(j, syms[i], k) : syms[i];
+      if (s.d < 0) continue;  // read by no exec: no copy on the other devices
+      on.push_back(s);
+      group.push_back(static_cast<int>(i) < per ? ts[k * per + static_cast<int>(i)] : nullptr);
     }
+    const std::string which = groups > 1 ? format("device %d's %s", k, kind) : std::string(kind);
+    bind_all(j, on, group.data(), static_cast<int>(on.size()), what, which.c_str());
   }
 }
 
@@ -1322,8 +1319,8 @@ void evaluate(Model* m, const ccv_cnnp_evaluate_param_t& params, ccv_nnc_tensor_
         [&] { return make_staged(m, shapes, is_test, off); });
     c.last_outputs.clear();
     for (Sym o : j->outputs) c.last_outputs.push_back(ccv_nnc_tensor_symbol_params(j->sg, o));
-    bind_all(*j, j->inputs, inputs, input_size, what, "input");
-    bind_outputs(*j, outputs, output_size, what);
+    bind_groups(*j, j->inputs, inputs, per_input, 1, what, "input");
+    bind_groups(*j, j->outputs, outputs, per_output, 1, what, "output");
     c.staged = nullptr;
     c.staged_state = 0;
     if (dry_run) return;
