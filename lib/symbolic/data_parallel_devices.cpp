@@ -19,6 +19,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/error.hpp"
@@ -179,18 +180,25 @@ void data_parallel_devices(Graph* g, int parallel, const ccv_nnc_tensor_symbol_t
   std::vector<int> all = order;
   for (int e : order)
     for (int c : ecopy[static_cast<size_t>(e)]) all.push_back(c);
+  // Indexed once: each symbol's readers among them, and which execs they are
+  // (the collectives added below are neither).
+  std::unordered_map<int, std::vector<int>> readers_index;
+  std::vector<char> in_all(g->execs.size(), 0);
+  for (int e : all) {
+    in_all[static_cast<size_t>(e)] = 1;
+    const std::vector<int>& in = g->execs[static_cast<size_t>(e)].inputs;
+    for (size_t i = 0; i < in.size(); i++)
+      if (in[i] >= 0 && std::find(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(i), in[i]) == in.begin() + static_cast<std::ptrdiff_t>(i))
+        readers_index[in[i]].push_back(e);
+  }
   auto readers_of = [&](int d) {
-    std::vector<int> r;
-    for (int e : all) {
-      const auto& in = g->execs[static_cast<size_t>(e)].inputs;
-      if (std::find(in.begin(), in.end(), d) != in.end()) r.push_back(e);
-    }
-    return r;
+    const auto it = readers_index.find(d);
+    return it == readers_index.end() ? std::vector<int>{} : it->second;
   };
   auto writers_of = [&](int d) {
     std::vector<int> w;
     for (int e : g->tensors[static_cast<size_t>(d)].writers)
-      if (std::find(all.begin(), all.end(), e) != all.end()) w.push_back(e);
+      if (static_cast<size_t>(e) < in_all.size() && in_all[static_cast<size_t>(e)]) w.push_back(e);
     return w;
   };
   auto copies_with_own = [&](int d) {
@@ -265,14 +273,11 @@ void data_parallel_devices(Graph* g, int parallel, const ccv_nnc_tensor_symbol_t
   // --- Sources and destinations set on the graph --------------------------------
   if (!g->sources.empty() || !g->destinations.empty()) {
     std::vector<ccv_nnc_graph_exec_symbol_t> src, dst;
-    auto has_incoming = [&](int e) {
-      for (size_t f = 0; f < g->execs.size(); f++)
-        if (!(g->execs[f].flags & CCV_NNC_GRAPH_EXEC_DEAD)) {
-          const auto& o = g->execs[f].outgoing;
-          if (std::find(o.begin(), o.end(), e) != o.end()) return true;
-        }
-      return false;
-    };
+    std::vector<char> incoming(g->execs.size(), 0);
+    for (size_t f = 0; f < g->execs.size(); f++)
+      if (!(g->execs[f].flags & CCV_NNC_GRAPH_EXEC_DEAD))
+        for (int o : g->execs[f].outgoing) incoming[static_cast<size_t>(o)] = 1;
+    auto has_incoming = [&](int e) { return incoming[static_cast<size_t>(e)] != 0; };
     for (const auto& s : g->sources) {
       if (!has_incoming(s.d)) src.push_back(s);
       if (s.d < static_cast<int>(ecopy.size()))
