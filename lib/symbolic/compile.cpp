@@ -814,11 +814,9 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
         if (L.role[d] == Role::Internal || L.role[d] == Role::CarriedIn || L.role[d] == Role::Constant) {
           const Place pl = place_of(L.g->tensors[d].info);
           NNC_CHECK(places.empty() || pl == places[0],
-                    "%s: %s is in %s memory%s but other symbols the arena holds are not; a graph with loops or branches "
+                    "%s: %s is in %s but other symbols the arena holds are not; a graph with loops or branches "
                     "keeps its tensors on one device (bind the tensors of the other side)",
-                    what, (L.label + ", " + tensor_label(L.g, static_cast<int>(d))).c_str(),
-                    pl.memory == CCV_TENSOR_GPU_MEMORY ? "GPU" : "CPU",
-                    pl.memory == CCV_TENSOR_GPU_MEMORY ? format(" (device %d)", pl.device).c_str() : "");
+                    what, (L.label + ", " + tensor_label(L.g, static_cast<int>(d))).c_str(), where(pl).c_str());
           place(pl, tensor_label(L.g, static_cast<int>(d)));
         }
     });
@@ -856,6 +854,15 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
   for (size_t gi = 1; gi < places.size(); gi++) place_base[gi] = place_base[gi - 1] + plans[gi - 1].arena + kAlignment;
   auto offset_of = [&](size_t spec) { return place_base[group[spec]] + plans[group[spec]].arena_offset(spec); };
 
+  // A device's arena from the CUDA module's memory (cudaMalloc-aligned).
+  auto device_arena = [&](int device, uint64_t bytes) {
+    const DeviceMemory* dm = device_memory();
+    NNC_CHECK(dm, "%s: the graph's symbols are in GPU memory, but this build of NNC has no CUDA support", what);
+    NNC_CHECK(device < dm->count(), "%s: the graph's symbols are in the memory of GPU %d, but %d GPU%s found", what, device,
+              dm->count(), dm->count() == 1 ? " was" : "s were");
+    return dm->alloc(device, static_cast<size_t>(bytes));
+  };
+
   auto arena = std::make_unique<ccv_nnc_tensor_arena_s>();
   arena->graph = g;
   arena->planned = plan.arena;
@@ -865,11 +872,7 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
   arena->device = arena_device;
   if (plan.arena > 0 && arena_memory == CCV_TENSOR_GPU_MEMORY && !allocator.isa) {
     const uint64_t bytes = (plan.arena + 63) & ~uint64_t{63};
-    const DeviceMemory* dm = device_memory();
-    NNC_CHECK(dm, "%s: the graph's symbols are in GPU memory, but this build of NNC has no CUDA support", what);
-    NNC_CHECK(arena_device < dm->count(), "%s: the graph's symbols are in the memory of GPU %d, but %d GPU%s found", what,
-              arena_device, dm->count(), dm->count() == 1 ? " was" : "s were");
-    arena->raw = dm->alloc(arena_device, static_cast<size_t>(bytes));  // cudaMalloc: 256-byte aligned
+    arena->raw = device_arena(arena_device, bytes);
     arena->buffer = static_cast<unsigned char*>(arena->raw);
     arena->size = bytes;
   } else if (plan.arena > 0) {
@@ -900,13 +903,9 @@ Compiled compile(const Graph* g, const ccv_nnc_symbolic_graph_compile_allocator_
   for (size_t gi = 1; gi < places.size(); gi++) {
     if (plans[gi].arena == 0) continue;
     const uint64_t bytes = (plans[gi].arena + 63) & ~uint64_t{63};
-    const DeviceMemory* dm = device_memory();
-    NNC_CHECK(dm, "%s: the graph's symbols are in GPU memory, but this build of NNC has no CUDA support", what);
-    NNC_CHECK(places[gi].device < dm->count(), "%s: the graph's symbols are in the memory of GPU %d, but %d GPU%s found", what,
-              places[gi].device, dm->count(), dm->count() == 1 ? " was" : "s were");
     ccv_nnc_tensor_arena_s::Side side;
     side.device = places[gi].device;
-    side.raw = dm->alloc(side.device, static_cast<size_t>(bytes));
+    side.raw = device_arena(side.device, bytes);
     side.size = bytes;
     arena->sides.push_back(side);
     place_buffer[gi] = static_cast<unsigned char*>(side.raw);
