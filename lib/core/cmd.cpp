@@ -527,4 +527,15 @@ int hint_verify(const ccv_nnc_hint_t& hint, const ccv_nnc_cmd_param_t& cmd, cons
   return 1;
 }
 
+void copy_tensor(ccv_nnc_tensor_t* src, ccv_nnc_tensor_t* dst, const char* what) {
+  ccv_nnc_cmd_param_t params;
+  std::memset(&params, 0, sizeof(params));
+  const ccv_nnc_cmd_t transfer = make_cmd(CCV_NNC_DATA_TRANSFER_FORWARD, nullptr, params, 0);
+  NNC_CHECK(same_shape(src->info, dst->info) && src->info.datatype == dst->info.datatype,
+            "%s: %s %s and %s %s differ in shape or type", what, datatype_name(src->info.datatype),
+            shape_string(src->info.dim).c_str(), datatype_name(dst->info.datatype), shape_string(dst->info.dim).c_str());
+  const int code = cmd_exec(transfer, ccv_nnc_no_hint, 0, &src, 1, &dst, 1, nullptr);
+  if (code != CCV_NNC_EXEC_SUCCESS) fail(code, "%s: %s", what, error_message().c_str());
+}
+
 }  // namespace nnc

@@ -25,6 +25,9 @@ ccv_nnc_hint_t hint_auto(const ccv_nnc_cmd_param_t& cmd, const ccv_nnc_tensor_pa
 int hint_verify(const ccv_nnc_hint_t& hint, const ccv_nnc_cmd_param_t& cmd, const ccv_nnc_tensor_param_t& a,
                 const ccv_nnc_tensor_param_t& b);
 bool is_no_hint(const ccv_nnc_hint_t& hint);
+// Copies src's contents into dst (same shape and type) with DATA_TRANSFER, so
+// either may be on a GPU; throws nnc::Error naming `what` on failure.
+void copy_tensor(ccv_nnc_tensor_t* src, ccv_nnc_tensor_t* dst, const char* what);
 
 // An execution validated once and reusable while its tensors keep their
 // shapes and types (what a graph node caches between runs): the function to

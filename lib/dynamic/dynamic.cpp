@@ -68,27 +68,6 @@ std::shared_ptr<ccv_nnc_tensor_t> new_storage(DG* g, const ccv_nnc_tensor_param_
   });
 }
 
-// Zeros into a fresh storage, and a storage's bytes into another of its
-// shape: by commands, so that storage on a GPU is written on the device.
-void zero_storage(ccv_nnc_tensor_t* t, const char* what) {
-  if (CCV_TENSOR_GET_MEMORY(t->info.type) == CCV_TENSOR_CPU_MEMORY) {
-    std::memset(t->data.u8, 0, ccv_nnc_tensor_data_size(t->info));
-    return;
-  }
-  ccv_nnc_tensor_zero(t);
-  NNC_CHECK(error_message().empty(), "%s: zeroing a GPU tensor: %s", what, error_message().c_str());
-}
-
-void copy_storage(ccv_nnc_tensor_t* from, ccv_nnc_tensor_t* to, const char* what) {
-  if (CCV_TENSOR_GET_MEMORY(from->info.type) == CCV_TENSOR_CPU_MEMORY && CCV_TENSOR_GET_MEMORY(to->info.type) == CCV_TENSOR_CPU_MEMORY) {
-    std::memcpy(to->data.u8, from->data.u8, ccv_nnc_tensor_data_size(from->info));
-    return;
-  }
-  ccv_nnc_cmd_param_t none;
-  std::memset(&none, 0, sizeof(none));
-  const int r = ccv_nnc_cmd_exec(ccv_nnc_cmd(CCV_NNC_DATA_TRANSFER_FORWARD, nullptr, none, 0), ccv_nnc_no_hint, 0, &from, 1, &to, 1, nullptr);
-  NNC_CHECK(r == CCV_NNC_EXEC_SUCCESS, "%s: copying a GPU tensor: %s", what, error_message().c_str());
-}
 
 // A few tensors or parameters without a heap allocation for the common sizes.
 // The first n are value-initialised (only those: zeroing all N tensor
@@ -521,7 +500,7 @@ void memo_unshare(DG* g, Var* v, const char* what) {
   Var* base = v->alias_of && !v->orphan ? v->alias_of : v;
   if (!base->value || !g->memo_held.count(base->value.get())) return;
   auto copy = new_storage(g, base->value->info, what);
-  copy_storage(base->value.get(), copy.get(), what);
+  copy_tensor(base->value.get(), copy.get(), what);  // (DATA_TRANSFER: it may be on a GPU)
   // The trace keeps the cached storage (the same bytes); the variable goes on with its copy.
   base->value = copy;
 }
@@ -1294,7 +1273,7 @@ NNC_API int ccv_nnc_dynamic_graph_exec(ccv_nnc_dynamic_graph_t* const graph, con
         Var* base = v->alias_of;
         if (!v->orphan && !base->value) {  // written in parts (a concatenation): zeros where no part is written
           base->value = new_storage(graph, base->info, what);
-          zero_storage(base->value.get(), what);
+          tensor_zero(base->value.get());  // (a GPU tensor with SET_FORWARD)
           if (base->symbol >= 0) graph->symbols[static_cast<size_t>(base_of(graph, base->symbol))].value = base->value;
         }
         out[static_cast<size_t>(j)] = tensor_of(v);
@@ -1831,7 +1810,7 @@ NNC_API void ccv_nnc_dynamic_graph_apply_gradients(ccv_nnc_dynamic_graph_t* cons
           if (!a->value && !a->pending) {  // a fresh auxiliary tensor starts at zero
             if (nd_of(a->info.dim) == 0) a->info = p->info;
             a->value = new_storage(dynamic_graph, a->info, what);
-            zero_storage(a->value.get(), what);
+            tensor_zero(a->value.get());
           }
           in.push_back(a);
           out.push_back(a);
@@ -1861,7 +1840,7 @@ NNC_API void ccv_nnc_dynamic_graph_apply_gradients(ccv_nnc_dynamic_graph_t* cons
           Var* base = a->alias_of && !a->orphan ? a->alias_of : a;
           if (nd_of(base->info.dim) == 0) base->info = pt->info;
           base->value = new_storage(dynamic_graph, base->info, what);
-          zero_storage(base->value.get(), what);
+          tensor_zero(base->value.get());  // (a GPU tensor with SET_FORWARD)
         }
         in.push_back(tensor_of(a));
         out.push_back(tensor_of(a));

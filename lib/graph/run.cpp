@@ -129,17 +129,6 @@ void prepare(const Graph* g, Plan& plan, Step& st, ccv_nnc_tensor_t* const* io) 
   st.prepared = true;
 }
 
-// Copies src's contents into dst (same shape and type) with DATA_TRANSFER.
-void copy_tensor(ccv_nnc_tensor_t* src, ccv_nnc_tensor_t* dst, const char* what) {
-  ccv_nnc_cmd_param_t params;
-  std::memset(&params, 0, sizeof(params));
-  const ccv_nnc_cmd_t transfer = make_cmd(CCV_NNC_DATA_TRANSFER_FORWARD, nullptr, params, 0);
-  NNC_CHECK(same_shape(src->info, dst->info) && src->info.datatype == dst->info.datatype,
-            "%s: %s %s and %s %s differ in shape or type", what, datatype_name(src->info.datatype),
-            shape_string(src->info.dim).c_str(), datatype_name(dst->info.datatype), shape_string(dst->info.dim).c_str());
-  const int code = cmd_exec(transfer, ccv_nnc_no_hint, 0, &src, 1, &dst, 1, nullptr);
-  if (code != CCV_NNC_EXEC_SUCCESS) fail(code, "%s: %s", what, error_message().c_str());
-}
 
 void run_command(Graph* g, Plan& plan, Step& st, RunContext& ctx) {
   const int n = st.ni + st.no;

@@ -483,7 +483,9 @@ TEST(SymbolicGraph, SharedMemoryIsOrderedSoStreamsCannotRace) {
       if (syms[i].writer >= syms[j].writer) continue;
       shared++;
       for (int n : syms[i].touching) {
-        if (n != syms[j].writer) EXPECT_TRUE(reaches(n, syms[j].writer)) << "symbols " << i << " and " << j;
+        if (n != syms[j].writer) {
+          EXPECT_TRUE(reaches(n, syms[j].writer)) << "symbols " << i << " and " << j;
+        }
       }
     }
   EXPECT_GT(shared, 0);  // the branches did share memory
