@@ -29,6 +29,29 @@ inline void check(cublasStatus_t s, const char* what, const char* call) {
 void* device_alloc_on(int device, size_t bytes, cudaStream_t s, const char* what);
 void device_free_on(int device, void* p);
 
+// A block of device_alloc_on for the length of a scope, on the current
+// device (the one stream_of made current). Empty for 0 bytes.
+class StreamBlock {
+ public:
+  StreamBlock(size_t bytes, cudaStream_t s, const char* what) {
+    if (bytes == 0) return;
+    NNC_CUDA_CHECK(cudaGetDevice(&device_), what);
+    p_ = device_alloc_on(device_, bytes, s, what);
+  }
+  ~StreamBlock() { release(); }
+  StreamBlock(const StreamBlock&) = delete;
+  StreamBlock& operator=(const StreamBlock&) = delete;
+  void* get() const { return p_; }
+  void release() {
+    if (p_) device_free_on(device_, p_);
+    p_ = nullptr;
+  }
+
+ private:
+  int device_ = 0;
+  void* p_ = nullptr;
+};
+
 // C (rows x cols, row-major, contiguous) = each row of C set to bias (cols), on `s`.
 void broadcast_rows(float* c, const float* bias, int rows, int cols, cudaStream_t s);
 

@@ -60,21 +60,6 @@ bool not_supported(cudnnStatus_t s) { return CUDNN_STATUS_CATEGORY(s) == CUDNN_S
 
 constexpr size_t kWorkspaceLimit = size_t{1} << 30;
 
-// Scratch comes from the device's default memory pool (Scratch below), which
-// by default hands freed memory back to the driver at every synchronisation;
-// keeping up to kWorkspaceLimit makes the next call's scratch a reuse. A
-// device without pools fails in Scratch with a message, not here.
-void keep_scratch_pooled(int device) {
-  cudaMemPool_t pool;
-  if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
-    uint64_t keep = kWorkspaceLimit;
-    cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
-    keep = std::max<uint64_t>(keep, kWorkspaceLimit);
-    cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
-  }
-  cudaGetLastError();
-}
-
 // One cuDNN handle per device, made on first use, destroyed at exit (errors
 // ignored there: the runtime may be going away too). A handle carries its
 // stream, so each call holds the device's lease while it binds the stream and
@@ -103,10 +88,7 @@ class Lease {
         g_handles.locks.resize(d + 1);
       }
       if (!g_handles.locks[d]) g_handles.locks[d] = std::make_unique<std::mutex>();
-      if (!g_handles.v[d]) {
-        NNC_CUDNN_CHECK(cudnnCreate(&g_handles.v[d]), what);
-        keep_scratch_pooled(device);
-      }
+      if (!g_handles.v[d]) NNC_CUDNN_CHECK(cudnnCreate(&g_handles.v[d]), what);
       h_ = g_handles.v[d];
       m = g_handles.locks[d].get();
     }
@@ -120,34 +102,9 @@ class Lease {
   std::unique_lock<std::mutex> lock_;
 };
 
-// Scratch device memory for one call, ordered on its stream (cudaMallocAsync
-// takes it from the device's pool, cudaFreeAsync returns it once the work
-// queued before has run): safe on any stream, and a reuse of pooled memory
-// once the pool holds enough (keep_scratch_pooled).
-// The one place that allocates cuDNN workspace; a stream's own workspace
-// would replace it here.
-class Scratch {
- public:
-  Scratch(size_t bytes, cudaStream_t s, const char* what) : s_(s) {
-    if (bytes == 0) return;
-    const cudaError_t e = cudaMallocAsync(&p_, bytes, s);
-    if (e != cudaSuccess) {
-      cudaGetLastError();
-      fail(CCV_NNC_EXEC_OOM, "%s: cannot allocate %zu bytes of cuDNN workspace: %s", what, bytes,
-           cudaGetErrorString(e));
-    }
-  }
-  ~Scratch() {
-    if (p_) cudaFreeAsync(p_, s_);
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  void* get() const { return p_; }
-
- private:
-  void* p_ = nullptr;
-  cudaStream_t s_;
-};
+// Scratch device memory for one call (cuDNN's workspace, temporaries): a
+// block of the module's caching allocator ordered on the call's stream.
+using Scratch = StreamBlock;
 
 // RAII cuDNN descriptors.
 template <class T, cudnnStatus_t (*Create)(T*), cudnnStatus_t (*Destroy)(T)>

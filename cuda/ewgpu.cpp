@@ -107,28 +107,18 @@ void Call::done() const { finish(stream, s, what); }
 
 DeviceFlag::DeviceFlag(const Call& c, bool needed) : c_(c) {
   if (!needed) return;
-  if (cudaMallocAsync(reinterpret_cast<void**>(&d_), sizeof(int), c.s) != cudaSuccess) {
-    cudaGetLastError();  // no stream-ordered pool: run without the check
-    d_ = nullptr;
-    return;
-  }
-  const cudaError_t e = cudaMemsetAsync(d_, 0, sizeof(int), c.s);
-  if (e != cudaSuccess) {
-    cudaFreeAsync(d_, c.s);  // the destructor does not run when the constructor throws
-    d_ = nullptr;
-    NNC_CUDA_CHECK(e, c.what);
-  }
+  block_ = std::make_unique<StreamBlock>(sizeof(int), c.s, c.what);
+  d_ = static_cast<int*>(block_->get());
+  NNC_CUDA_CHECK(cudaMemsetAsync(d_, 0, sizeof(int), c.s), c.what);
 }
 
-DeviceFlag::~DeviceFlag() {
-  if (d_) cudaFreeAsync(d_, c_.s);  // an error path: the call has failed already
-}
+DeviceFlag::~DeviceFlag() = default;
 
 int DeviceFlag::done() {
   if (d_ && !c_.stream) NNC_CUDA_CHECK(cudaMemcpyAsync(&host_, d_, sizeof(int), cudaMemcpyDeviceToHost, c_.s), c_.what);
-  if (d_) NNC_CUDA_CHECK(cudaFreeAsync(d_, c_.s), c_.what);
-  d_ = nullptr;
   c_.done();
+  block_.reset();  // after the call's work (stream-ordered on a GPU stream)
+  d_ = nullptr;
   return host_;
 }
 

@@ -3,6 +3,10 @@
 // tensors' layouts (cmd/common/gpu_plan.hpp).
 #pragma once
 
+#include <memory>
+
+#include "cuda/cuda.hpp"
+
 #include <initializer_list>
 #include <string>
 
@@ -36,7 +40,7 @@ struct Call {
 };
 
 // A device int a kernel sets to flag bad input (a class index, a row
-// index), stream-ordered (cudaMallocAsync; without a pool no flag is made).
+// index), a block of the module's allocator ordered on the call's stream.
 // done() ends the call (finish) and returns the flag, read back on
 // synchronous calls only (0 on a GPU stream, which the call cannot wait for).
 class DeviceFlag {
@@ -50,6 +54,7 @@ class DeviceFlag {
 
  private:
   const Call& c_;
+  std::unique_ptr<StreamBlock> block_;
   int* d_ = nullptr;
   int host_ = 0;
 };
