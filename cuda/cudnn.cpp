@@ -60,10 +60,11 @@ bool not_supported(cudnnStatus_t s) { return CUDNN_STATUS_CATEGORY(s) == CUDNN_S
 
 constexpr size_t kWorkspaceLimit = size_t{1} << 30;
 
-// One cuDNN handle per device, made on first use, destroyed at exit (errors
-// ignored there: the runtime may be going away too). A handle carries its
-// stream, so each call holds the device's lease while it binds the stream and
-// queues its work (two threads queueing on one device take turns).
+// For synchronous calls: one cuDNN handle per device, made on first use,
+// destroyed at exit (errors ignored there: the runtime may be going away
+// too). A handle carries its stream, so each call holds the device's lease
+// while it binds the stream and queues its work (two threads queueing on one
+// device take turns). Calls on a GPU stream context use the stream's own.
 std::mutex g_mutex;
 struct Handles {
   std::vector<cudnnHandle_t> v;
@@ -75,10 +76,30 @@ struct Handles {
 };
 Handles g_handles;
 
-// The device's handle bound to stream s, held for the scope of one call.
+// The cuDNN handle for one call on stream s. On a GPU stream context: the
+// stream's own handle (stream_attachment, made on first use, bound to the
+// stream once, freed with the stream), as cuBLAS's. Otherwise the device's
+// shared handle, bound to s and held (locked) for the scope of the call.
 class Lease {
  public:
-  Lease(int device, cudaStream_t s, const char* what) {
+  Lease(ccv_nnc_stream_context_t* stream, int device, cudaStream_t s, const char* what) {
+    static const char key = 0;
+    if (void* own = stream_attachment(
+            stream, &key,
+            [](int dev, cudaStream_t st) -> void* {
+              cudnnHandle_t h = nullptr;
+              NNC_CUDA_CHECK(cudaSetDevice(dev), "cuDNN");
+              NNC_CUDNN_CHECK(cudnnCreate(&h), "cuDNN");
+              if (cudnnSetStream(h, st) != CUDNN_STATUS_SUCCESS) {
+                cudnnDestroy(h);
+                fail(CCV_NNC_EXEC_INVALID, "cuDNN: cannot bind a handle to its stream");
+              }
+              return h;
+            },
+            [](void* h) { cudnnDestroy(static_cast<cudnnHandle_t>(h)); })) {
+      h_ = static_cast<cudnnHandle_t>(own);
+      return;
+    }
     std::mutex* m;
     {
       const std::lock_guard<std::mutex> lock(g_mutex);
@@ -267,7 +288,7 @@ NNC_KERNEL(conv_forward) {
     fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
   const int device = device_of(y);
   const cudaStream_t s = stream_of(stream_context, device, what);
-  const Lease h(device, s, what);
+  const Lease h(stream_context, device, s, what);
   ConvDescs d(p, what);
   auto heuristics = [&] {
     int max_algos = 0;
@@ -315,7 +336,7 @@ NNC_KERNEL(conv_backward) {
   const conv_rules::BackwardIo io = conv_rules::backward_io(inputs, input_size, outputs, output_size);
   const int device = device_of(io.g);
   const cudaStream_t s = stream_of(stream_context, device, what);
-  const Lease h(device, s, what);
+  const Lease h(stream_context, device, s, what);
   const float one = 1, zero = 0;
   if (p.dbias) {
     TensorDesc g(what), b(what);
@@ -429,7 +450,7 @@ int conv_forward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_si
     if (!cudnn_plan::conv_forward(cmd, hint, x, w, input_size > 2 ? inputs[2] : nullptr, y, &p, nullptr)) return -1;
     const int device = device_of(y);
     const cudaStream_t s = stream_of(stream_context, device, what);
-    const Lease h(device, s, what);
+    const Lease h(stream_context, device, s, what);
     ConvDescs d(p, what);
     TuneScratch ws(tune_limit(max_workspace_size), s, what);
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
@@ -457,7 +478,7 @@ int conv_backward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_s
     const conv_rules::BackwardIo io = conv_rules::backward_io(inputs, input_size, outputs, output_size);
     const int device = device_of(io.g);
     const cudaStream_t s = stream_of(stream_context, device, what);
-    const Lease h(device, s, what);
+    const Lease h(stream_context, device, s, what);
     ConvDescs d(p.conv, what);
     TuneScratch ws(tune_limit(max_workspace_size), s, what);
     int data = -1, filter = -1;
@@ -512,7 +533,7 @@ NNC_KERNEL(pool_forward) {
     fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
   const int device = device_of(outputs[0]);
   const cudaStream_t s = stream_of(stream_context, device, what);
-  const Lease h(device, s, what);
+  const Lease h(stream_context, device, s, what);
   PoolDesc pd(what);
   TensorDesc x(what), y(what);
   set_pool(pd, p, what);
@@ -561,7 +582,7 @@ NNC_KERNEL(pool_backward) {
       max && y && same_shape(y->info, g->info) && y->info.format == g->info.format && cudnn_plan::same_strides(y, g);
   const int device = device_of(dx);
   const cudaStream_t s = stream_of(stream_context, device, what);
-  const Lease h(device, s, what);
+  const Lease h(stream_context, device, s, what);
   PoolDesc pd(what);
   set_pool(pd, p, what);
   TensorDesc gd(what), xd(what);
@@ -606,7 +627,7 @@ NNC_KERNEL(softmax_forward) {
             what, shape_string(inputs[0]->info.dim).c_str(), shape_string(outputs[0]->info.dim).c_str());
   const int device = device_of(outputs[0]);
   const cudaStream_t s = stream_of(stream_context, device, what);
-  const Lease h(device, s, what);
+  const Lease h(stream_context, device, s, what);
   TensorDesc x(what), y(what);
   set_tensor(x, xa, what);
   set_tensor(y, ya, what);
@@ -647,7 +668,7 @@ NNC_KERNEL(softmax_backward) {
             shape_string(inputs[2]->info.dim).c_str(), shape_string(outputs[0]->info.dim).c_str());
   const int device = device_of(outputs[0]);
   const cudaStream_t s = stream_of(stream_context, device, what);
-  const Lease h(device, s, what);
+  const Lease h(stream_context, device, s, what);
   TensorDesc g(what), y(what), dx(what);
   set_tensor(g, ga, what);
   set_tensor(y, ya, what);
@@ -694,7 +715,7 @@ NNC_KERNEL(bnorm_forward) {
   const norm::BatchNormIo io = norm::batch_norm_forward_io(inputs, input_size, outputs, output_size);
   const int device = device_of(io.y);
   const cudaStream_t s = stream_of(stream_context, device, what);
-  const Lease h(device, s, what);
+  const Lease h(stream_context, device, s, what);
   TensorDesc xd(what), pd(what);
   set_tensor(xd, p.x, what);
   set_tensor(pd, p.param, what);
@@ -757,7 +778,7 @@ NNC_KERNEL(bnorm_backward) {
   const norm::BatchNormIo io = norm::batch_norm_backward_io(inputs, input_size, outputs, output_size);
   const int device = device_of(io.x);
   const cudaStream_t s = stream_of(stream_context, device, what);
-  const Lease h(device, s, what);
+  const Lease h(stream_context, device, s, what);
   TensorDesc xd(what), pd(what);
   set_tensor(xd, p.x, what);
   set_tensor(pd, p.param, what);
@@ -831,7 +852,7 @@ NNC_KERNEL(lnorm_forward) {
   const norm::LayerNormIo io = norm::layer_norm_forward_io(cmd, inputs, input_size, outputs, output_size);
   const int device = device_of(io.y);
   const cudaStream_t s = stream_of(stream_context, device, what);
-  const Lease h(device, s, what);
+  const Lease h(stream_context, device, s, what);
   TensorDesc xd(what), rd(what), fd(what);
   set_tensor(xd, p.x, what);
   set_tensor(rd, p.row_param, what);
@@ -881,7 +902,7 @@ NNC_KERNEL(lnorm_backward) {
   const norm::LayerNormIo io = norm::layer_norm_backward_io(cmd, inputs, input_size, outputs, output_size);
   const int device = device_of(io.x);
   const cudaStream_t s = stream_of(stream_context, device, what);
-  const Lease h(device, s, what);
+  const Lease h(stream_context, device, s, what);
   TensorDesc xd(what), rd(what), fd(what);
   set_tensor(xd, p.x, what);
   set_tensor(rd, p.row_param, what);
