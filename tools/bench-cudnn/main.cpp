@@ -12,22 +12,16 @@
 #include <cstring>
 #include <vector>
 
+#include "bench.hpp"
 #include "nnc/ccv_nnc.h"
 #include "nnc/ccv_nnc_easy.h"
 
 namespace {
 
+// The median of 20 timed calls after 5 warm-ups (nnc_bench::time_ms).
 template <class F>
 double median_ms(F&& f) {
-  for (int i = 0; i < 5; i++) f();
-  std::vector<double> t;
-  for (int i = 0; i < 20; i++) {
-    const auto a = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return nnc_bench::time_ms(f, 5, 0, 20, 20);
 }
 
 ccv_nnc_tensor_t* gpu(std::vector<int> d, int format) {
