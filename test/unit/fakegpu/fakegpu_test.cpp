@@ -130,6 +130,38 @@ ccv_nnc_cmd_t crossentropy() {
   return ccv_nnc_cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD, nullptr, p, 0);
 }
 
+// `to` gets `from`'s parameters (through host tensors).
+void copy_parameters(ccv_cnnp_model_t* from, ccv_cnnp_model_t* to) {
+  for (int i = 0; i < ccv_cnnp_model_parameter_count(from); i++) {
+    ccv_cnnp_model_io_t pf = ccv_cnnp_model_parameters(from, ALL_PARAMETERS, i), pt = ccv_cnnp_model_parameters(to, ALL_PARAMETERS, i);
+    ccv_nnc_tensor_param_t hp = ccv_cnnp_model_parameter_tensor_params(from, pf);
+    hp.type = CCV_TENSOR_CPU_MEMORY;
+    ccv_nnc_tensor_t* t = ccv_nnc_tensor_new(nullptr, hp, 0);
+    ccv_cnnp_model_parameter_copy(from, pf, t);
+    ccv_cnnp_model_set_parameter(to, pt, t);
+    ASSERT_STREQ(ccv_nnc_error_message(), "") << "parameter " << i;
+    ccv_nnc_tensor_free(t);
+  }
+}
+
+// Every parameter of `b` within `tol` of `a`'s.
+void expect_same_parameters(ccv_cnnp_model_t* a, ccv_cnnp_model_t* b, float tol) {
+  for (int i = 0; i < ccv_cnnp_model_parameter_count(a); i++) {
+    ccv_cnnp_model_io_t pa = ccv_cnnp_model_parameters(a, ALL_PARAMETERS, i), pb = ccv_cnnp_model_parameters(b, ALL_PARAMETERS, i);
+    ccv_nnc_tensor_param_t hp = ccv_cnnp_model_parameter_tensor_params(a, pa);
+    hp.type = CCV_TENSOR_CPU_MEMORY;
+    ccv_nnc_tensor_t* ta = ccv_nnc_tensor_new(nullptr, hp, 0);
+    ccv_nnc_tensor_t* tb = ccv_nnc_tensor_new(nullptr, hp, 0);
+    ccv_cnnp_model_parameter_copy(a, pa, ta);
+    ccv_cnnp_model_parameter_copy(b, pb, tb);
+    ASSERT_STREQ(ccv_nnc_error_message(), "");
+    for (size_t e = 0; e < ccv_nnc_tensor_count(hp); e++)
+      EXPECT_NEAR(tb->data.f32[e], ta->data.f32[e], tol) << "parameter " << i << " element " << e;
+    ccv_nnc_tensor_free(ta);
+    ccv_nnc_tensor_free(tb);
+  }
+}
+
 // The reference network's shape of model (convolution, ReLU, max pool,
 // dense, softmax cross-entropy, SGD with momentum), trained a few steps with
 // its inputs, parameters and minimiser state on GPU 1, against the same
@@ -147,19 +179,13 @@ TEST(FakeGpu, ModelTrainsOnTheGpuAsOnTheCpu) {
   const size_t before = nnc_fakegpu::bytes_in_use(1);
   ccv_cnnp_model_compile(on_gpu, &gxp, 1, sgd(0.05f, 0.9f), crossentropy());
   ASSERT_STREQ(ccv_nnc_error_message(), "");
-  // Same starting point: the CPU model's parameters, set into the GPU model.
+  ASSERT_EQ(ccv_cnnp_model_parameter_count(on_gpu), 4);
   for (int i = 0; i < 4; i++) {
-    ccv_cnnp_model_io_t pc = ccv_cnnp_model_parameters(on_cpu, ALL_PARAMETERS, i);
-    ccv_cnnp_model_io_t pg = ccv_cnnp_model_parameters(on_gpu, ALL_PARAMETERS, i);
-    const ccv_nnc_tensor_param_t gp = ccv_cnnp_model_parameter_tensor_params(on_gpu, pg);
+    const ccv_nnc_tensor_param_t gp = ccv_cnnp_model_parameter_tensor_params(on_gpu, ccv_cnnp_model_parameters(on_gpu, ALL_PARAMETERS, i));
     EXPECT_EQ(CCV_TENSOR_GET_MEMORY(gp.type), CCV_TENSOR_GPU_MEMORY) << "parameter " << i;
     EXPECT_EQ(CCV_TENSOR_GET_DEVICE_ID(gp.type), 1) << "parameter " << i;
-    ccv_nnc_tensor_t* t = ccv_nnc_tensor_new(nullptr, ccv_cnnp_model_parameter_tensor_params(on_cpu, pc), 0);
-    ccv_cnnp_model_parameter_copy(on_cpu, pc, t);
-    ccv_cnnp_model_set_parameter(on_gpu, pg, t);
-    ASSERT_STREQ(ccv_nnc_error_message(), "") << "parameter " << i;
-    ccv_nnc_tensor_free(t);
   }
+  copy_parameters(on_cpu, on_gpu);  // the same starting point
   std::mt19937 rng(5);
   ccv_nnc_tensor_t* x = ccv_nnc_tensor_new(nullptr, xp, 0);
   ccv_nnc_tensor_t* labels = ccv_nnc_tensor_new(nullptr, cpu({N}), 0);
@@ -188,19 +214,7 @@ TEST(FakeGpu, ModelTrainsOnTheGpuAsOnTheCpu) {
   EXPECT_GT(nnc_fakegpu::bytes_in_use(1), before);  // parameters, momenta and the arena
   // Forward, backward and a minimiser per parameter each step, on the GPU.
   EXPECT_GT(nnc_fakegpu::kernels_run(), kernels + 5 * 12);
-  for (int i = 0; i < 4; i++) {
-    ccv_cnnp_model_io_t pc = ccv_cnnp_model_parameters(on_cpu, ALL_PARAMETERS, i);
-    ccv_cnnp_model_io_t pg = ccv_cnnp_model_parameters(on_gpu, ALL_PARAMETERS, i);
-    ccv_nnc_tensor_t* a = ccv_nnc_tensor_new(nullptr, ccv_cnnp_model_parameter_tensor_params(on_cpu, pc), 0);
-    ccv_nnc_tensor_t* b = ccv_nnc_tensor_new(nullptr, ccv_cnnp_model_parameter_tensor_params(on_cpu, pc), 0);
-    ccv_cnnp_model_parameter_copy(on_cpu, pc, a);
-    ccv_cnnp_model_parameter_copy(on_gpu, pg, b);
-    ASSERT_STREQ(ccv_nnc_error_message(), "");
-    for (size_t e = 0; e < ccv_nnc_tensor_count(a->info); e++)
-      EXPECT_NEAR(b->data.f32[e], a->data.f32[e], 1e-4f) << "parameter " << i << " element " << e;
-    ccv_nnc_tensor_free(a);
-    ccv_nnc_tensor_free(b);
-  }
+  expect_same_parameters(on_cpu, on_gpu, 1e-4f);
   for (ccv_nnc_tensor_t* t : {x, labels, logits, glogits_back, gx, glabels, glogits}) ccv_nnc_tensor_free(t);
   ccv_cnnp_model_free(on_cpu);
   ccv_cnnp_model_free(on_gpu);
@@ -285,14 +299,7 @@ TEST(FakeGpu, ModelBackwardAndApplyGradientsOnTheGpu) {
   ccv_cnnp_model_t* g = small_net();
   ccv_cnnp_model_compile(c, &xp, 1, sgd(0.1f, 0), crossentropy());
   ccv_cnnp_model_compile(g, &gxp, 1, sgd(0.1f, 0), crossentropy());
-  for (int i = 0; i < 4; i++) {
-    ccv_cnnp_model_io_t pc = ccv_cnnp_model_parameters(c, ALL_PARAMETERS, i), pg = ccv_cnnp_model_parameters(g, ALL_PARAMETERS, i);
-    ccv_nnc_tensor_t* t = ccv_nnc_tensor_new(nullptr, ccv_cnnp_model_parameter_tensor_params(c, pc), 0);
-    ccv_cnnp_model_parameter_copy(c, pc, t);
-    ccv_cnnp_model_set_parameter(g, pg, t);
-    ccv_nnc_tensor_free(t);
-  }
-  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  copy_parameters(c, g);
   std::mt19937 rng(12);
   ccv_nnc_tensor_t* x = ccv_nnc_tensor_new(nullptr, xp, 0);
   fill(x, rng);
@@ -325,17 +332,7 @@ TEST(FakeGpu, ModelBackwardAndApplyGradientsOnTheGpu) {
   ccv_nnc_tensor_t* back = ccv_nnc_tensor_new(nullptr, xp, 0);
   ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {gdx}, {back}), CCV_NNC_EXEC_SUCCESS);
   for (size_t e = 0; e < ccv_nnc_tensor_count(xp); e++) EXPECT_NEAR(back->data.f32[e], dx->data.f32[e], 1e-4f) << "dx " << e;
-  for (int i = 0; i < 4; i++) {
-    ccv_cnnp_model_io_t pc = ccv_cnnp_model_parameters(c, ALL_PARAMETERS, i), pg = ccv_cnnp_model_parameters(g, ALL_PARAMETERS, i);
-    ccv_nnc_tensor_t* a = ccv_nnc_tensor_new(nullptr, ccv_cnnp_model_parameter_tensor_params(c, pc), 0);
-    ccv_nnc_tensor_t* b = ccv_nnc_tensor_new(nullptr, ccv_cnnp_model_parameter_tensor_params(c, pc), 0);
-    ccv_cnnp_model_parameter_copy(c, pc, a);
-    ccv_cnnp_model_parameter_copy(g, pg, b);
-    for (size_t e = 0; e < ccv_nnc_tensor_count(a->info); e++)
-      EXPECT_NEAR(b->data.f32[e], a->data.f32[e], 1e-4f) << "parameter " << i << " element " << e;
-    ccv_nnc_tensor_free(a);
-    ccv_nnc_tensor_free(b);
-  }
+  expect_same_parameters(c, g, 1e-4f);
   for (ccv_nnc_tensor_t* t : {x, gx, y, gy, dx, gdx, back}) ccv_nnc_tensor_free(t);
   ccv_cnnp_model_free(c);
   ccv_cnnp_model_free(g);
@@ -576,16 +573,7 @@ TEST(FakeGpu, ModelDataParallelOverTwoDevices) {
   ccv_cnnp_model_compile(two, &part, 1, sgd(0.05f, 0.9f), crossentropy());
   ccv_cnnp_model_set_data_parallel(two, 2);
   ASSERT_STREQ(ccv_nnc_error_message(), "");
-  for (int i = 0; i < 4; i++) {  // the same start
-    ccv_cnnp_model_io_t p1 = ccv_cnnp_model_parameters(one, ALL_PARAMETERS, i), p2 = ccv_cnnp_model_parameters(two, ALL_PARAMETERS, i);
-    ccv_nnc_tensor_param_t hp = ccv_cnnp_model_parameter_tensor_params(one, p1);
-    hp.type = CCV_TENSOR_CPU_MEMORY;
-    ccv_nnc_tensor_t* t = ccv_nnc_tensor_new(nullptr, hp, 0);
-    ccv_cnnp_model_parameter_copy(one, p1, t);
-    ccv_cnnp_model_set_parameter(two, p2, t);
-    ccv_nnc_tensor_free(t);
-  }
-  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  copy_parameters(one, two);  // the same start
   std::mt19937 rng(8);
   ccv_nnc_tensor_param_t hx = whole;
   hx.type = CCV_TENSOR_CPU_MEMORY;
@@ -628,19 +616,7 @@ TEST(FakeGpu, ModelDataParallelOverTwoDevices) {
     ASSERT_STREQ(ccv_nnc_error_message(), "") << "step " << step;
   }
   // The parameters: device 0's through the model, device 1's by evaluating on it.
-  for (int i = 0; i < 4; i++) {
-    ccv_cnnp_model_io_t p1 = ccv_cnnp_model_parameters(one, ALL_PARAMETERS, i), p2 = ccv_cnnp_model_parameters(two, ALL_PARAMETERS, i);
-    ccv_nnc_tensor_param_t hp = ccv_cnnp_model_parameter_tensor_params(one, p1);
-    hp.type = CCV_TENSOR_CPU_MEMORY;
-    ccv_nnc_tensor_t* a = ccv_nnc_tensor_new(nullptr, hp, 0);
-    ccv_nnc_tensor_t* b = ccv_nnc_tensor_new(nullptr, hp, 0);
-    ccv_cnnp_model_parameter_copy(one, p1, a);
-    ccv_cnnp_model_parameter_copy(two, p2, b);
-    for (size_t e = 0; e < ccv_nnc_tensor_count(hp); e++)
-      EXPECT_NEAR(b->data.f32[e], a->data.f32[e], 2e-5f) << "parameter " << i << " element " << e;
-    ccv_nnc_tensor_free(a);
-    ccv_nnc_tensor_free(b);
-  }
+  expect_same_parameters(one, two, 2e-5f);
   // Evaluate: each device's outputs are its half of the one-device outputs.
   fill(x, rng);
   load();
