@@ -172,11 +172,9 @@ NNC_API ccv_nnc_stream_context_t* ccv_nnc_graph_default_stream(const ccv_nnc_gra
     NNC_CHECK(graph, "ccv_nnc_graph_default_stream: graph is NULL");
     auto* g = const_cast<ccv_nnc_graph_t*>(graph);
     if (!g->default_schedule && !g->streams) return nullptr;
-    if (!g->streams || g->streams->s.empty()) {
-      g->streams = g->streams ? std::move(g->streams) : std::make_unique<Streams>();
-      g->streams->type = g->default_schedule ? g->default_schedule->stream_type : CCV_STREAM_CONTEXT_CPU;
-      g->streams->s.push_back(nnc::stream_new(g->streams->type));
-    }
+    if (!g->streams) g->streams = std::make_unique<Streams>();
+    if (g->default_schedule) return g->streams->take(g->default_schedule->stream_types)[0];
+    if (g->streams->s.empty()) return g->streams->take({CCV_STREAM_CONTEXT_CPU})[0];
     return g->streams->s[0];
   });
 }

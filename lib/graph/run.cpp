@@ -403,8 +403,10 @@ int run(Graph* g, int flags, const ccv_nnc_graph_exec_t* sources, int source_siz
   if (is_gpu_stream(stream)) {
     // On a GPU stream the nodes are queued on it by this thread, in order (a
     // CPU node waits for the device work before it). A default static
-    // schedule runs its CPU streams synchronously after the stream's work.
+    // schedule over GPU streams starts behind the stream's work; one over CPU
+    // streams runs synchronously after it.
     if (defaults && g->default_schedule) {
+      if (g->default_schedule->gpu()) return run_schedule(g, *g->default_schedule, tape, stream);
       host_sync(stream);
       return run_schedule(g, *g->default_schedule, tape, nullptr);
     }

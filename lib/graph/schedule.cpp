@@ -10,10 +10,21 @@
 // wait, dropped when the waiting stream already waited for that node or a
 // later one on the same stream (a stream runs its nodes in order).
 //
-// A run gives each stream its list as one task; a wait spins on nothing: it
-// blocks on an atomic flag set by the node it waits for. A failing or
-// cancelled node still sets its flag, so no stream waits forever, and the
-// first failure is what the run reports.
+// A run on CPU streams gives each stream its list as one task; a wait spins
+// on nothing: it blocks on an atomic flag set by the node it waits for. A
+// failing or cancelled node still sets its flag, so no stream waits forever,
+// and the first failure is what the run reports.
+//
+// A run on GPU streams has no worker threads: the calling thread walks the
+// topological order once and queues each node on its stream (a device kernel
+// only queues work; host code on a stream first waits for that stream's
+// queued work, as on any GPU stream). A wait becomes a device-side wait for
+// the signal (a CUDA event) the other stream emitted after the node waited
+// for, so the host never blocks between streams. Streams other than 0 first
+// wait for the caller's earlier work, and at the end the caller waits for
+// them (without a caller, the host waits for every stream). If queueing a
+// node fails, nothing more is queued; what was queued is waited for and the
+// failure is reported.
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -31,6 +42,12 @@ Streams::~Streams() {
   for (auto* s : this->s) stream_free(s);
 }
 
+Schedule::Signals::~Signals() {
+  for (auto* v : {&position, &stream})
+    for (auto* x : *v)
+      if (x) signal_free(x);
+}
+
 namespace {
 // Whether node v's kernel (for its tensors now) is exclusive; nodes that do
 // not validate yet (multi-views, sub-graphs) are not.
@@ -45,6 +62,18 @@ bool exclusive(Graph* g, int v) {
     return false;  // the run reports it
   }
 }
+
+// The device whose stream a node's kernel queues on: its first GPU input's
+// (a transfer between devices runs on its source's), else its first GPU
+// output's, else `fallback` (host nodes, sub-graphs).
+int node_device(Graph* g, int v, int fallback) {
+  const Graph::Node& node = g->nodes[static_cast<size_t>(v)];
+  for (const auto* list : {&node.inputs, &node.outputs})
+    for (const ccv_nnc_tensor_t* t : *list)
+      if (t && !CCV_IS_TENSOR_MULTIVIEW(t) && CCV_TENSOR_GET_MEMORY(t->info.type) == CCV_TENSOR_GPU_MEMORY)
+        return CCV_TENSOR_GET_DEVICE_ID(t->info.type);
+  return fallback;
+}
 }  // namespace
 
 Schedule make_schedule(Graph* g, int stream_type, int max_stream_count, const ccv_nnc_graph_exec_t* sources,
@@ -53,12 +82,12 @@ Schedule make_schedule(Graph* g, int stream_type, int max_stream_count, const cc
   NNC_CHECK(max_stream_count >= 1 && max_stream_count <= 64,
             "ccv_nnc_graph_static_schedule_new: max_stream_count %d is outside [1, 64]", max_stream_count);
   const int context = CCV_STREAM_GET_CONTEXT(stream_type);
-  if (context == CCV_STREAM_CONTEXT_GPU)
-    fail(CCV_NNC_EXEC_NO_KERNEL,
-         "ccv_nnc_graph_static_schedule_new: static schedules over several GPU streams are not implemented yet; run "
-         "the graph on one GPU stream context (ccv_nnc_graph_run with it) instead");
-  NNC_CHECK(context == CCV_STREAM_CONTEXT_CPU,
+  NNC_CHECK(context == CCV_STREAM_CONTEXT_CPU || context == CCV_STREAM_CONTEXT_GPU,
             "ccv_nnc_graph_static_schedule_new: stream type 0x%x is neither CCV_STREAM_CONTEXT_CPU nor _GPU", stream_type);
+  if (context == CCV_STREAM_CONTEXT_GPU)
+    NNC_CHECK(gpu_stream_hooks(),
+              "ccv_nnc_graph_static_schedule_new: a schedule over GPU streams needs the CUDA module, which this build lacks "
+              "(built without CUDA)");
   Schedule s;
   s.graph = g;
   s.stream_type = stream_type;
@@ -72,29 +101,51 @@ Schedule make_schedule(Graph* g, int stream_type, int max_stream_count, const cc
     for (int w : g->nodes[static_cast<size_t>(s.order[p])].outgoing)
       if (pos[static_cast<size_t>(w)] >= 0) preds[static_cast<size_t>(pos[static_cast<size_t>(w)])].push_back(static_cast<int>(p));
   s.stream_of.assign(n, 0);
-  std::vector<int> last(1, -1), load(1, 0);  // stream 0 always exists
+  // On GPU streams each node goes to a stream of the device its kernel runs
+  // on; max_stream_count is per device (different devices run concurrently
+  // anyway). Stream 0 is the schedule's own device's and always exists.
+  const int home = context == CCV_STREAM_CONTEXT_GPU ? CCV_STREAM_GET_DEVICE_ID(stream_type) : 0;
+  std::vector<int> last(1, -1), load(1, 0), device(1, home);
   for (size_t p = 0; p < n; p++) {
-    int chosen = exclusive(g, s.order[p]) ? 0 : -1;
+    const int dev = context == CCV_STREAM_CONTEXT_GPU ? node_device(g, s.order[p], home) : home;
+    // On GPU streams nothing is exclusive: a node only queues device work.
+    int chosen = context == CCV_STREAM_CONTEXT_CPU && exclusive(g, s.order[p]) ? 0 : -1;
     // Prefer the predecessor placed last (the one most likely finished last).
     int best = -1;
-    for (int u : chosen < 0 ? preds[p] : std::vector<int>{})
-      if (last[static_cast<size_t>(s.stream_of[static_cast<size_t>(u)])] == u && u > best) {
+    for (int u : chosen < 0 ? preds[p] : std::vector<int>{}) {
+      const int k = s.stream_of[static_cast<size_t>(u)];
+      if (device[static_cast<size_t>(k)] == dev && last[static_cast<size_t>(k)] == u && u > best) {
         best = u;
-        chosen = s.stream_of[static_cast<size_t>(u)];
+        chosen = k;
       }
-    if (chosen < 0 && last[0] < 0 && static_cast<int>(p) == 0) chosen = 0;
+    }
+    if (chosen < 0 && dev == home && last[0] < 0) chosen = 0;
     if (chosen < 0) {
-      if (static_cast<int>(last.size()) < max_stream_count) {
+      int on_device = 0, least = -1;
+      for (size_t k = 0; k < last.size(); k++)
+        if (device[k] == dev) {
+          on_device++;
+          if (least < 0 || load[k] < load[static_cast<size_t>(least)]) least = static_cast<int>(k);
+        }
+      if (on_device < max_stream_count) {
+        NNC_CHECK(last.size() < 64, "ccv_nnc_graph_static_schedule_new: the schedule would need more than 64 streams");
         chosen = static_cast<int>(last.size());
         last.push_back(-1);
         load.push_back(0);
+        device.push_back(dev);
       } else {
-        chosen = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+        chosen = least;
       }
     }
     s.stream_of[p] = chosen;
     last[static_cast<size_t>(chosen)] = static_cast<int>(p);
     load[static_cast<size_t>(chosen)]++;
+  }
+  s.stream_types.resize(device.size());
+  for (size_t k = 0; k < device.size(); k++) {
+    int type = stream_type;
+    if (context == CCV_STREAM_CONTEXT_GPU) CCV_STREAM_SET_DEVICE_ID(type, device[k]);
+    s.stream_types[k] = type;
   }
   s.stream_count = static_cast<int>(last.size());
   s.lists.assign(static_cast<size_t>(s.stream_count), {});
@@ -174,11 +225,12 @@ void run_list(Graph* g, const Schedule& s, int stream, RunState& state, ccv_nnc_
 }
 
 // Runs the schedule on the calling thread (list 0) and the graph's streams.
-void run_sync(Graph* g, const Schedule& s, ccv_nnc_tensor_tape_t* tape, ccv_nnc_stream_context_t* own) {
+void run_sync(Graph* g, const Schedule& s, const std::vector<ccv_nnc_stream_context_t*>& streams, ccv_nnc_tensor_tape_t* tape,
+              ccv_nnc_stream_context_t* own) {
   RunState state(s.order.size());
   const int others = s.stream_count - 1;
   for (int k = 1; k < s.stream_count; k++) {
-    ccv_nnc_stream_context_t* stream = g->streams->s[static_cast<size_t>(k)];
+    ccv_nnc_stream_context_t* stream = streams[static_cast<size_t>(k)];
     stream_enqueue(stream, [g, &s, k, &state, tape, stream]() {
       run_list(g, s, k, state, tape, stream);
       state.finished.fetch_add(1, std::memory_order_release);
@@ -192,38 +244,141 @@ void run_sync(Graph* g, const Schedule& s, ccv_nnc_tensor_tape_t* tape, ccv_nnc_
   if (state.code != CCV_NNC_EXEC_SUCCESS) throw Error(state.code, state.message);
 }
 
-void ensure_streams(Graph* g, int type, int count) {
-  if (!g->streams) {
-    g->streams = std::make_unique<Streams>();
-    g->streams->type = type;
+ccv_nnc_stream_signal_t* make_signal(std::vector<ccv_nnc_stream_signal_t*>& v, size_t i, int type) {
+  if (!v[i]) v[i] = signal_new(type);
+  return v[i];
+}
+
+// Queues the schedule on GPU streams: stream 0 is `caller` when that is a GPU
+// stream, else the graph's first stream. Without a GPU caller the host waits
+// for everything before returning.
+void run_gpu(Graph* g, const Schedule& s, std::vector<ccv_nnc_stream_context_t*> streams, ccv_nnc_tensor_tape_t* tape,
+             ccv_nnc_stream_context_t* caller) {
+  const size_t n = s.order.size();
+  const int count = s.stream_count;
+  if (!s.gpu_signals) {
+    auto sig = std::make_unique<Schedule::Signals>();
+    sig->position.assign(n, nullptr);
+    sig->stream.assign(static_cast<size_t>(count) + 1, nullptr);
+    s.gpu_signals = std::move(sig);
   }
-  while (static_cast<int>(g->streams->s.size()) < count) g->streams->s.push_back(stream_new(g->streams->type));
+  Schedule::Signals& sig = *s.gpu_signals;
+  if (caller) streams[0] = caller;
+  // The other streams start after the caller's earlier work.
+  if (caller && count > 1) {
+    ccv_nnc_stream_signal_t* entry = make_signal(sig.stream, static_cast<size_t>(count), s.stream_type);
+    signal_emit(caller, entry);
+    for (int k = 1; k < count; k++) signal_wait(streams[static_cast<size_t>(k)], entry);
+  }
+  std::vector<RunContext> ctx(static_cast<size_t>(count));
+  for (int k = 0; k < count; k++) {
+    ctx[static_cast<size_t>(k)].tape = tape;
+    ctx[static_cast<size_t>(k)].stream = streams[static_cast<size_t>(k)];
+    ctx[static_cast<size_t>(k)].gpu_stream = true;
+    ctx[static_cast<size_t>(k)].cancelled = &g->cancelled;
+  }
+  int code = CCV_NNC_EXEC_SUCCESS;
+  std::string message;
+  try {
+    for (size_t p = 0; p < n; p++) {
+      const int k = s.stream_of[p];
+      ccv_nnc_stream_context_t* stream = streams[static_cast<size_t>(k)];
+      for (int w : s.waits[p]) signal_wait(stream, sig.position[static_cast<size_t>(w)]);
+      if (g->cancelled.load(std::memory_order_relaxed))
+        fail(CCV_NNC_EXEC_INVALID, "ccv_nnc_graph_run: cancelled (ccv_nnc_graph_cancel)");
+      run_position(g, *s.plan, p, ctx[static_cast<size_t>(k)]);
+      if (s.signals[p]) signal_emit(stream, make_signal(sig.position, p, s.stream_type));
+    }
+  } catch (const Error& e) {
+    code = e.code();
+    message = e.what();
+  } catch (const std::bad_alloc&) {
+    code = CCV_NNC_EXEC_OOM;
+    message = "ccv_nnc_graph_run: out of memory";
+  }
+  if (caller && code == CCV_NNC_EXEC_SUCCESS) {
+    // The caller's later work starts after every stream's.
+    for (int k = 1; k < count; k++) {
+      ccv_nnc_stream_signal_t* exit = make_signal(sig.stream, static_cast<size_t>(k), s.stream_type);
+      signal_emit(streams[static_cast<size_t>(k)], exit);
+      signal_wait(caller, exit);
+    }
+    return;
+  }
+  // No caller, or a failure: the host waits for what was queued.
+  for (int k = 0; k < count; k++) {
+    try {
+      host_sync(streams[static_cast<size_t>(k)]);
+    } catch (const Error& e) {
+      if (code == CCV_NNC_EXEC_SUCCESS) {
+        code = e.code();
+        message = e.what();
+      }
+    }
+  }
+  if (code != CCV_NNC_EXEC_SUCCESS) throw Error(code, message);
 }
 
 }  // namespace
+
+std::vector<ccv_nnc_stream_context_t*> Streams::take(const std::vector<int>& want) {
+  std::vector<ccv_nnc_stream_context_t*> r;
+  std::vector<char> used(s.size(), 0);
+  for (int type : want) {
+    size_t i = 0;
+    while (i < s.size() && (used[i] || types[i] != type)) i++;
+    if (i == s.size()) {
+      s.push_back(stream_new(type));
+      types.push_back(type);
+      used.push_back(0);
+    }
+    used[i] = 1;
+    r.push_back(s[i]);
+  }
+  return r;
+}
 
 int run_schedule(Graph* g, const Schedule& s, ccv_nnc_tensor_tape_t* tape, ccv_nnc_stream_context_t* caller) {
   NNC_CHECK(s.graph == g, "ccv_nnc_graph_run_with_schedule: the schedule was made for another graph");
   NNC_CHECK(s.version == g->version,
             "ccv_nnc_graph_run_with_schedule: the graph changed after the schedule was made; make a new one");
-  ensure_streams(g, s.stream_type, s.stream_count);
+  if (!g->streams) g->streams = std::make_unique<Streams>();
+  const std::vector<ccv_nnc_stream_context_t*> streams = g->streams->take(s.stream_types);
   for (int k = 1; k < s.stream_count; k++)
-    NNC_CHECK(caller != g->streams->s[static_cast<size_t>(k)],
+    NNC_CHECK(caller != streams[static_cast<size_t>(k)],
               "ccv_nnc_graph_run: the caller's stream is one of the graph's own streams other than its default");
+  if (s.gpu() && is_gpu_stream(caller))
+    NNC_CHECK(gpu_stream_device(caller) == CCV_STREAM_GET_DEVICE_ID(s.stream_type),
+              "ccv_nnc_graph_run: the caller's GPU stream is on device %d but the schedule's first stream is on device %d",
+              gpu_stream_device(caller), CCV_STREAM_GET_DEVICE_ID(s.stream_type));
   g->cancelled.store(false);
   if (!s.plan || s.plan->plan_version != g->plan_version) s.plan = make_plan(g, s.order);
   // Multi-views of the top graph are bound before any stream starts.
   bind_multiviews(g, 0);
+  if (s.gpu()) {
+    if (!caller || is_gpu_stream(caller)) {
+      run_gpu(g, s, streams, tape, caller);
+      return CCV_NNC_EXEC_SUCCESS;
+    }
+    // A CPU stream: its task queues the GPU streams and waits for them.
+    stream_enqueue(caller, [g, &s, streams, tape]() {
+      return guard_code([&] {
+        run_gpu(g, s, streams, tape, nullptr);
+        return CCV_NNC_EXEC_SUCCESS;
+      });
+    });
+    return CCV_NNC_EXEC_SUCCESS;
+  }
   if (!caller || is_gpu_stream(caller)) {
     // A GPU caller: the lists signal each other from the host, which a node
     // only queued on a device stream would not honour; run after its work.
     host_sync(caller);
-    run_sync(g, s, tape, nullptr);
+    run_sync(g, s, streams, tape, nullptr);
     return CCV_NNC_EXEC_SUCCESS;
   }
-  stream_enqueue(caller, [g, &s, tape, caller]() {
+  stream_enqueue(caller, [g, &s, streams, tape, caller]() {
     return guard_code([&] {
-      run_sync(g, s, tape, caller);
+      run_sync(g, s, streams, tape, caller);
       return CCV_NNC_EXEC_SUCCESS;
     });
   });

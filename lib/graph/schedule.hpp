@@ -32,16 +32,33 @@ struct Schedule {
   int stream_count = 0;
   std::vector<int> order;                // node indices in a topological order
   std::vector<int> stream_of;            // per position
+  std::vector<int> stream_types;         // per stream (GPU: each with its device)
   std::vector<std::vector<int>> waits;   // per position: positions on other streams to wait for
   std::vector<char> signals;             // per position: someone waits for it
   std::vector<std::vector<int>> lists;   // per stream: its positions in order
   mutable std::unique_ptr<Plan> plan;    // steps of `order`, remade when the graph's plan_version moves
+  // GPU schedules: one signal (a device event) per position that others wait
+  // for, and one per stream for the run's entry and exit; made at the first run.
+  struct Signals {
+    std::vector<ccv_nnc_stream_signal_t*> position, stream;
+    Signals() = default;
+    Signals(const Signals&) = delete;
+    Signals& operator=(const Signals&) = delete;
+    ~Signals();
+  };
+  mutable std::unique_ptr<Signals> gpu_signals;
+  bool gpu() const { return CCV_STREAM_GET_CONTEXT(stream_type) == CCV_STREAM_CONTEXT_GPU; }
 };
 
-// Streams a graph owns for its schedules.
+// Streams a graph owns for its schedules, each of its own type (a GPU
+// stream's type names its device).
 struct Streams {
-  int type = 0;
+  std::vector<int> types;
   std::vector<ccv_nnc_stream_context_t*> s;
+  // For a schedule's stream types: the first stream of each type for the
+  // first stream of that type in the list, the second for the second, and so
+  // on; made as needed.
+  std::vector<ccv_nnc_stream_context_t*> take(const std::vector<int>& types);
   ~Streams();
 };
 
@@ -50,7 +67,9 @@ Schedule make_schedule(Graph* g, int stream_type, int max_stream_count, const cc
 // Runs a schedule: without a caller stream, stream 0's nodes on the calling
 // thread and the others on the graph's streams, returning when all are done;
 // with one, everything is queued behind the caller stream's work and the
-// caller stream waits for the others.
+// caller stream waits for the others. A GPU schedule is queued by the calling
+// thread onto GPU streams (the caller's, when it is a GPU stream, as stream 0)
+// with device-side waits between them; see schedule.cpp.
 int run_schedule(Graph* g, const Schedule& s, ccv_nnc_tensor_tape_t* tape, ccv_nnc_stream_context_t* caller);
 
 // Bind the multi-views anchored to g for round `round`.

@@ -9,12 +9,20 @@
 // that no host code reads or writes GPU memory directly: such code crashes
 // here as it would on a real GPU.
 //
+// GPU stream contexts (CCV_STREAM_CONTEXT_GPU) are pretend too: a kernel
+// queued on one does not run until the host waits (for the stream, a signal,
+// or before device memory is freed), and then the queued kernels of all
+// streams run in a random order that honours only each stream's own order
+// and the device-side waits between streams. Work that lacks a wait it needs
+// then runs too early and gives wrong results, as it would on a GPU.
+//
 // install() must run before ccv_nnc_init (or anything else that builds the
 // command registry); it returns false if that is too late. Not for CUDA
 // builds: the real module installs its own device memory.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace nnc_fakegpu {
 
@@ -24,5 +32,9 @@ size_t bytes_in_use(int device);
 size_t allocations(int device);
 // Kernels run through the pretend GPU since install.
 size_t kernels_run();
+// Kernels queued on pretend GPU streams since install.
+size_t kernels_queued();
+// The seed of the random order in which queued work runs.
+void set_stream_order_seed(uint32_t seed);
 
 }  // namespace nnc_fakegpu
