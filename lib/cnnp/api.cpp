@@ -8,6 +8,8 @@
 #include "cnnp/model.hpp"
 #include "core/error.hpp"
 #include "core/export.hpp"
+#include "core/gpu_stream.hpp"
+#include "core/stream.hpp"
 #include "nnc/ccv_nnc_easy.h"
 
 using namespace nnc;
@@ -173,13 +175,24 @@ NNC_API void ccv_cnnp_model_format(const ccv_cnnp_model_t* const model, const cc
   });
 }
 
+// A call given a stream starts after the stream's earlier work (a batch
+// copied in on it, this model's previous call queued on it). On a GPU stream
+// fit and evaluate then queue their work there and return; otherwise the
+// call runs synchronously, which a stream's caller may always get.
+namespace {
+void after_stream(ccv_nnc_stream_context_t* stream) {
+  if (stream) nnc::stream_wait(stream);
+}
+ccv_nnc_stream_context_t* gpu_or_null(ccv_nnc_stream_context_t* stream) { return nnc::is_gpu_stream(stream) ? stream : nullptr; }
+}  // namespace
+
 NNC_API void ccv_cnnp_model_fit(ccv_cnnp_model_t* const model, ccv_nnc_tensor_t* const* const inputs, const int input_size,
                                 ccv_nnc_tensor_t* const* const fits, const int fit_size, ccv_nnc_tensor_t* const* const outputs,
                                 const int output_size, ccv_nnc_tensor_tape_t* const tensor_tape, ccv_nnc_stream_context_t* const stream_context) {
   guard_void([&] {
     NNC_CHECK(!tensor_tape, "ccv_cnnp_model_fit: tensor tapes are not supported yet");
-    fit(model, inputs, input_size, fits, fit_size, outputs, output_size);
-    if (stream_context) ccv_nnc_stream_context_wait(stream_context);
+    after_stream(stream_context);
+    fit(model, inputs, input_size, fits, fit_size, outputs, output_size, gpu_or_null(stream_context));
   });
 }
 
@@ -188,8 +201,8 @@ NNC_API void ccv_cnnp_model_evaluate(ccv_cnnp_model_t* const model, const ccv_cn
                                      ccv_nnc_tensor_tape_t* const tensor_tape, ccv_nnc_stream_context_t* const stream_context) {
   guard_void([&] {
     NNC_CHECK(!tensor_tape, "ccv_cnnp_model_evaluate: tensor tapes are not supported yet");
-    evaluate(model, params, inputs, input_size, outputs, output_size, false);
-    if (stream_context) ccv_nnc_stream_context_wait(stream_context);
+    after_stream(stream_context);
+    evaluate(model, params, inputs, input_size, outputs, output_size, false, gpu_or_null(stream_context));
   });
 }
 
@@ -203,14 +216,14 @@ NNC_API void ccv_cnnp_model_backward(ccv_cnnp_model_t* const model, ccv_nnc_tens
                                      ccv_nnc_stream_context_t* const stream_context) {
   guard_void([&] {
     (void)tensor_tape;
-    (void)stream_context;
+    after_stream(stream_context);
     backward(model, ingrads, ingrad_size, outgrads, outgrad_size);
   });
 }
 
 NNC_API void ccv_cnnp_model_apply_gradients(ccv_cnnp_model_t* const model, ccv_nnc_stream_context_t* const stream_context) {
   guard_void([&] {
-    (void)stream_context;
+    after_stream(stream_context);
     apply_gradients(model);
   });
 }
@@ -241,7 +254,7 @@ NNC_API void ccv_cnnp_model_set_max_concurrency(ccv_cnnp_model_t* const model, c
   guard_void([&] {
     Model* m = check_model(model, "ccv_cnnp_model_set_max_concurrency");
     NNC_CHECK(max_stream_count >= 0, "ccv_cnnp_model_set_max_concurrency: %d streams", max_stream_count);
-    if (m->compiled) m->compiled->max_concurrency = max_stream_count;
+    m->max_concurrency = max_stream_count;
   });
 }
 

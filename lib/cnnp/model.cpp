@@ -30,7 +30,9 @@
 #include "core/splitmix.hpp"
 #include "core/tensor.hpp"
 #include "nnc/ccv_nnc_easy.h"
+#include "core/gpu_stream.hpp"
 #include "graph/graph.hpp"
+#include "graph/schedule.hpp"
 #include "symbolic/graph.hpp"
 #include "symbolic/compile.hpp"
 #include "symbolic/data_parallel.hpp"
@@ -494,6 +496,7 @@ struct Jit {
   std::vector<TensorRef> ones;               // STAGED: the seed of an output given no gradient
   // STAGED: the two parts, as nodes of the compiled graph.
   std::vector<ccv_nnc_graph_exec_t> fwd_dst, bwd_src, bwd_dst;
+  int scheduled_streams = 0;  // the default schedule's streams per device (0: none)
   ~Jit() {
     if (graph) ccv_nnc_graph_free(graph);
     if (ta) ccv_nnc_tensor_arena_free(ta);
@@ -1110,11 +1113,30 @@ void bind_all(Jit& j, const std::vector<Sym>& syms, ccv_nnc_tensor_t* const* ts,
 }
 
 
+// A model on the GPU runs its whole graph through a static schedule over GPU
+// streams when it is given a GPU stream or spans several devices: the nodes
+// go to up to max_concurrency streams per device (0: as many as the graph's
+// width asks for, at most 64), with device-side waits between them, and
+// several devices run at once. Otherwise the plain run: on the caller's one
+// stream, or synchronously.
+void schedule_for(Model* m, Jit& j, ccv_nnc_stream_context_t* stream) {
+  const Compiled& c = *m->compiled;
+  if (c.inputs.empty() || CCV_TENSOR_GET_MEMORY(c.inputs[0].type) != CCV_TENSOR_GPU_MEMORY) return;
+  if (!is_gpu_stream(stream) && m->parallel <= 1) return;
+  const int streams = m->max_concurrency > 0 ? std::min(m->max_concurrency, 64) : 64;
+  if (j.scheduled_streams == streams) return;
+  int type = CCV_STREAM_CONTEXT_GPU;
+  CCV_STREAM_SET_DEVICE_ID(type, CCV_TENSOR_GET_DEVICE_ID(c.inputs[0].type));
+  j.graph->default_schedule = std::make_unique<graph::Schedule>(graph::make_schedule(j.graph, type, streams, nullptr, 0, nullptr, 0));
+  j.scheduled_streams = streams;
+}
+
 void run(Model* m, Jit& j, const char* what, const std::vector<ccv_nnc_graph_exec_t>& src = {},
-         const std::vector<ccv_nnc_graph_exec_t>& dst = {}) {
+         const std::vector<ccv_nnc_graph_exec_t>& dst = {}, ccv_nnc_stream_context_t* stream = nullptr) {
   m->cancelled = 0;
+  if (src.empty() && dst.empty()) schedule_for(m, j, stream);
   const int r = ccv_nnc_graph_run(j.graph, 0, src.empty() ? nullptr : src.data(), static_cast<int>(src.size()),
-                                  dst.empty() ? nullptr : dst.data(), static_cast<int>(dst.size()), nullptr, nullptr);
+                                  dst.empty() ? nullptr : dst.data(), static_cast<int>(dst.size()), nullptr, stream);
   if (r != CCV_NNC_EXEC_SUCCESS) fail(r, "%s: %s", what, error_message().c_str());
 }
 
@@ -1146,7 +1168,6 @@ void compile(Model* m, const ccv_nnc_tensor_param_t* inputs, int input_size, con
   if (old) {
     c->compile_params = old->compile_params;
     c->workspace_size = old->workspace_size;
-    c->max_concurrency = old->max_concurrency;
   }
   for (Sym o : out) c->outputs.push_back(b.params(o));
   SplitMix64 rng{0x6e6e635f6d6f6465ull};
@@ -1208,7 +1229,6 @@ void absorb(Model* m, Model* init, const ccv_nnc_tensor_param_t* inputs, int inp
   }
   n.compile_params = c.compile_params;
   n.workspace_size = c.workspace_size;
-  n.max_concurrency = c.max_concurrency;
   Model* old = m->absorbed;
   m->compiled = std::move(init->compiled);
   m->absorbed = owned.release();
@@ -1259,7 +1279,7 @@ void check_groups(ccv_nnc_tensor_t* const* ts, int per, int groups, const char* 
 }
 
 void fit(Model* m, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* fits, int fit_size,
-         ccv_nnc_tensor_t* const* outputs, int output_size) {
+         ccv_nnc_tensor_t* const* outputs, int output_size, ccv_nnc_stream_context_t* stream) {
   const char* what = "ccv_cnnp_model_fit";
   Compiled& c = compiled_of(m, what);
   NNC_CHECK(!is_noop(c.minimizer), "%s: model %s was compiled without a minimiser", what, model_label(*m).c_str());
@@ -1286,12 +1306,12 @@ void fit(Model* m, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tens
   bind_groups(*j, j->inputs, inputs, per_input, groups, what, "input");
   bind_groups(*j, j->fits, fits, per_fit, groups, what, "fit");
   bind_groups(*j, j->outputs, outputs, per_output, groups, what, "output");
-  run(m, *j, what);
+  run(m, *j, what, {}, {}, stream);
   c.staged_state = 0;
 }
 
 void evaluate(Model* m, const ccv_cnnp_evaluate_param_t& params, ccv_nnc_tensor_t* const* inputs, int input_size,
-              ccv_nnc_tensor_t* const* outputs, int output_size, bool dry_run) {
+              ccv_nnc_tensor_t* const* outputs, int output_size, bool dry_run, ccv_nnc_stream_context_t* stream) {
   const char* what = dry_run ? "ccv_cnnp_model_dry_run" : "ccv_cnnp_model_evaluate";
   Compiled& c = compiled_of(m, what);
   const int groups = std::max(m->parallel, 1);
@@ -1324,7 +1344,7 @@ void evaluate(Model* m, const ccv_cnnp_evaluate_param_t& params, ccv_nnc_tensor_
     c.staged = nullptr;
     c.staged_state = 0;
     if (dry_run) return;
-    run(m, *j, what, {}, j->fwd_dst);
+    run(m, *j, what, {}, j->fwd_dst, stream);
     c.staged = j;
     c.staged_state = 1;
     return;
@@ -1336,7 +1356,7 @@ void evaluate(Model* m, const ccv_cnnp_evaluate_param_t& params, ccv_nnc_tensor_
   for (Sym o : j->outputs) c.last_outputs.push_back(ccv_nnc_tensor_symbol_params(j->sg, o));
   bind_groups(*j, j->inputs, inputs, per_input, groups, what, "input");
   bind_groups(*j, j->outputs, outputs, per_output, groups, what, "output");
-  if (!dry_run) run(m, *j, what);
+  if (!dry_run) run(m, *j, what, {}, {}, stream);
 }
 
 void backward(Model* m, ccv_nnc_tensor_t* const* ingrads, int ingrad_size, ccv_nnc_tensor_t* const* outgrads, int outgrad_size) {

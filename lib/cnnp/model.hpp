@@ -154,7 +154,6 @@ struct Compiled {
   ccv_nnc_symbolic_graph_compile_param_t compile_params{};
   std::vector<ccv_nnc_tensor_param_t> last_outputs;  // output shapes of the last evaluate (for ccv_nnc_dynamic_graph_evaluate)
   size_t workspace_size = 0;
-  int max_concurrency = 0;
   ~Compiled();
 };
 
@@ -196,6 +195,8 @@ struct ccv_cnnp_model_s {
   size_t comm_bucket_bytes = 0;
   // ccv_cnnp_model_set_data_parallel: the GPUs fit and evaluate run on (1: the model's own).
   int parallel = 1;
+  // ccv_cnnp_model_set_max_concurrency: GPU streams per device a run may use (0: no limit).
+  int max_concurrency = 0;
 
   // Add this model's computation to b.graph.
   virtual void build(nnc::cnnp::Build& b, const std::vector<nnc::cnnp::Sym>& in, std::vector<nnc::cnnp::Sym>& out) = 0;
@@ -239,10 +240,12 @@ std::string model_label(const Model& m);
 
 // Compile-time and run-time entry points used by api.cpp.
 void compile(Model* m, const ccv_nnc_tensor_param_t* inputs, int input_size, const ccv_nnc_cmd_t& minimizer, const ccv_nnc_cmd_t& loss);
+// fit and evaluate queue their work on `stream` when it is a GPU stream
+// context (and return once it is queued); otherwise they run synchronously.
 void fit(Model* m, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* fits, int fit_size,
-         ccv_nnc_tensor_t* const* outputs, int output_size);
+         ccv_nnc_tensor_t* const* outputs, int output_size, ccv_nnc_stream_context_t* stream = nullptr);
 void evaluate(Model* m, const ccv_cnnp_evaluate_param_t& params, ccv_nnc_tensor_t* const* inputs, int input_size,
-              ccv_nnc_tensor_t* const* outputs, int output_size, bool dry_run);
+              ccv_nnc_tensor_t* const* outputs, int output_size, bool dry_run, ccv_nnc_stream_context_t* stream = nullptr);
 void backward(Model* m, ccv_nnc_tensor_t* const* ingrads, int ingrad_size, ccv_nnc_tensor_t* const* outgrads, int outgrad_size);
 void apply_gradients(Model* m);
 // Data parallelism across processes (model_parallel.cpp).

@@ -77,15 +77,23 @@ TEST(CudaTrain, ReferenceNetworkTrainsOnTheGpuAsOnTheCpu) {
   const ccv_nnc_tensor_param_t gxp = nnc_gpu_test::on_gpu(xp);
   ccv_cnnp_model_t* cpu = reference_net();
   ccv_cnnp_model_t* gpu = reference_net();
+  // A third copy trains on a GPU stream: each step queued there (the copy of
+  // the batch, the step, the copy of the logits) and run through a static
+  // schedule over the device's streams.
+  ccv_cnnp_model_t* gpu_streamed = reference_net();
   ccv_cnnp_model_compile(cpu, &xp, 1, sgd(0.01f, 1.0f / N, 0.9f), crossentropy());
   ccv_cnnp_model_compile(gpu, &gxp, 1, sgd(0.01f, 1.0f / N, 0.9f), crossentropy());
+  ccv_cnnp_model_compile(gpu_streamed, &gxp, 1, sgd(0.01f, 1.0f / N, 0.9f), crossentropy());
+  ccv_cnnp_model_set_max_concurrency(gpu_streamed, 4);
+  ccv_nnc_stream_context_t* stream = ccv_nnc_stream_context_new(CCV_STREAM_CONTEXT_GPU);
+  ASSERT_NE(stream, nullptr) << ccv_nnc_error_message();
   ASSERT_STREQ(ccv_nnc_error_message(), "");
   for (int i = 0; i < 8; i++) {
     ccv_cnnp_model_io_t pc = ccv_cnnp_model_parameters(cpu, ALL_PARAMETERS, i);
-    ccv_cnnp_model_io_t pg = ccv_cnnp_model_parameters(gpu, ALL_PARAMETERS, i);
     Owned t(ccv_cnnp_model_parameter_tensor_params(cpu, pc));
     ccv_cnnp_model_parameter_copy(cpu, pc, t);
-    ccv_cnnp_model_set_parameter(gpu, pg, t);
+    ccv_cnnp_model_set_parameter(gpu, ccv_cnnp_model_parameters(gpu, ALL_PARAMETERS, i), t);
+    ccv_cnnp_model_set_parameter(gpu_streamed, ccv_cnnp_model_parameters(gpu_streamed, ALL_PARAMETERS, i), t);
   }
   ASSERT_STREQ(ccv_nnc_error_message(), "");
   // The teacher: a fixed random linear map of 7x7 average-pooled images.
@@ -104,7 +112,8 @@ TEST(CudaTrain, ReferenceNetworkTrainsOnTheGpuAsOnTheCpu) {
   }
   ccv_nnc_tensor_param_t op = logits_cpu->info;
   Owned gx(gxp), glabels(nnc_gpu_test::on_gpu(labels->info)), glogits(nnc_gpu_test::on_gpu(op));
-  std::vector<double> loss_cpu, loss_gpu;
+  Owned sx(gxp), slabels(nnc_gpu_test::on_gpu(labels->info)), slogits(nnc_gpu_test::on_gpu(op)), slogits_back(op);
+  std::vector<double> loss_cpu, loss_gpu, loss_streamed;
   for (int step = 0; step < steps; step++) {
     std::vector<float> lab(N);
     for (int n = 0; n < N; n++) {
@@ -131,14 +140,23 @@ TEST(CudaTrain, ReferenceNetworkTrainsOnTheGpuAsOnTheCpu) {
     ASSERT_STREQ(ccv_nnc_error_message(), "") << "CPU, step " << step;
     ccv_cnnp_model_fit(gpu, gi, 1, gf, 1, go, 1, nullptr, nullptr);
     ASSERT_STREQ(ccv_nnc_error_message(), "") << "GPU, step " << step;
+    ASSERT_EQ(nnc_gpu_test::exec(nnc_gpu_test::transfer(), ccv_nnc_no_hint, {x, labels}, {sx, slabels}, stream), CCV_NNC_EXEC_SUCCESS);
+    ccv_nnc_tensor_t *si[] = {sx}, *sf[] = {slabels}, *so[] = {slogits};
+    ccv_cnnp_model_fit(gpu_streamed, si, 1, sf, 1, so, 1, nullptr, stream);
+    ASSERT_STREQ(ccv_nnc_error_message(), "") << "GPU stream, step " << step;
+    ASSERT_EQ(nnc_gpu_test::exec(nnc_gpu_test::transfer(), ccv_nnc_no_hint, {slogits}, {slogits_back}, stream), CCV_NNC_EXEC_SUCCESS);
+    ccv_nnc_stream_context_wait(stream);
+    loss_streamed.push_back(mean_loss(slogits_back, lab));
     Owned back = nnc_gpu_test::to_cpu(glogits);
     loss_cpu.push_back(mean_loss(logits_cpu, lab));
     loss_gpu.push_back(mean_loss(back, lab));
     // One step in, both sides computed the same function of the same
     // parameters: fp32 with different summation orders (cuDNN, cuBLAS).
     if (step == 0) {
-      for (int i = 0; i < N * 10; i++)
+      for (int i = 0; i < N * 10; i++) {
         ASSERT_NEAR(back->data.f32[i], logits_cpu->data.f32[i], 1e-3f + 1e-3f * std::fabs(logits_cpu->data.f32[i])) << i;
+        ASSERT_NEAR(slogits_back->data.f32[i], logits_cpu->data.f32[i], 1e-3f + 1e-3f * std::fabs(logits_cpu->data.f32[i])) << i;
+      }
     }
   }
   // Training moves both alike: the mean loss of the last 20 steps is well
@@ -150,12 +168,18 @@ TEST(CudaTrain, ReferenceNetworkTrainsOnTheGpuAsOnTheCpu) {
   };
   const double c0 = mean(loss_cpu, 0, 20), c1 = mean(loss_cpu, steps - 20, steps);
   const double g0 = mean(loss_gpu, 0, 20), g1 = mean(loss_gpu, steps - 20, steps);
+  const double s0 = mean(loss_streamed, 0, 20), s1 = mean(loss_streamed, steps - 20, steps);
+  std::printf("on a GPU stream over up to 4 streams: %.4f / %.4f\n", s0, s1);
+  EXPECT_LT(s1, 0.8 * s0);
+  EXPECT_NEAR(s1, c1, 0.05 * c1);
   std::printf("mean loss, steps 1-20 / %d-%d: CPU %.4f / %.4f, GPU %.4f / %.4f\n", steps - 19, steps, c0, c1, g0, g1);
   EXPECT_LT(c1, 0.8 * c0);
   EXPECT_LT(g1, 0.8 * g0);
   EXPECT_NEAR(g1, c1, 0.05 * c1);
   ccv_cnnp_model_free(cpu);
   ccv_cnnp_model_free(gpu);
+  ccv_cnnp_model_free(gpu_streamed);
+  ccv_nnc_stream_context_free(stream);
 }
 
 }  // namespace

@@ -166,7 +166,11 @@ void expect_same_parameters(ccv_cnnp_model_t* a, ccv_cnnp_model_t* b, float tol)
 // dense, softmax cross-entropy, SGD with momentum), trained a few steps with
 // its inputs, parameters and minimiser state on GPU 1, against the same
 // model on the CPU from the same parameters.
-TEST(FakeGpu, ModelTrainsOnTheGpuAsOnTheCpu) {
+// Five SGD steps of the same model on the CPU and on GPU 1, from the same
+// parameters. With a GPU stream the batch is copied in, the step queued and
+// the logits copied out on it (the model's graph then runs on a static
+// schedule over up to `concurrency` streams of its device).
+void train_beside_the_cpu(int stream_type, int concurrency) {
   const int N = 6, C = 2, H = 6, W = 5;
   ccv_nnc_tensor_param_t xp = cpu({N, C, H, W});
   xp.format = CCV_TENSOR_FORMAT_NCHW;
@@ -179,6 +183,9 @@ TEST(FakeGpu, ModelTrainsOnTheGpuAsOnTheCpu) {
   const size_t before = nnc_fakegpu::bytes_in_use(1);
   ccv_cnnp_model_compile(on_gpu, &gxp, 1, sgd(0.05f, 0.9f), crossentropy());
   ASSERT_STREQ(ccv_nnc_error_message(), "");
+  ccv_cnnp_model_set_max_concurrency(on_gpu, concurrency);
+  ccv_nnc_stream_context_t* stream = stream_type ? ccv_nnc_stream_context_new(stream_type) : nullptr;
+  ASSERT_TRUE(!stream_type || stream) << ccv_nnc_error_message();
   ASSERT_EQ(ccv_cnnp_model_parameter_count(on_gpu), 4);
   for (int i = 0; i < 4; i++) {
     const ccv_nnc_tensor_param_t gp = ccv_cnnp_model_parameter_tensor_params(on_gpu, ccv_cnnp_model_parameters(on_gpu, ALL_PARAMETERS, i));
@@ -194,18 +201,22 @@ TEST(FakeGpu, ModelTrainsOnTheGpuAsOnTheCpu) {
   ccv_nnc_tensor_t* gx = ccv_nnc_tensor_new(nullptr, gxp, 0);
   ccv_nnc_tensor_t* glabels = ccv_nnc_tensor_new(nullptr, gpu(1, {N}), 0);
   ccv_nnc_tensor_t* glogits = ccv_nnc_tensor_new(nullptr, gpu(1, {N, 4}), 0);
-  const size_t kernels = nnc_fakegpu::kernels_run();
+  const size_t kernels = nnc_fakegpu::kernels_run(), queued = nnc_fakegpu::kernels_queued();
   for (int step = 0; step < 5; step++) {
+    nnc_fakegpu::set_stream_order_seed(static_cast<uint32_t>(step));
     fill(x, rng);
     for (int n = 0; n < N; n++) labels->data.f32[n] = static_cast<float>((n * 7 + step) % 4);
-    ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {x, labels}, {gx, glabels}), CCV_NNC_EXEC_SUCCESS);
+    ccv_nnc_tensor_t *in[] = {x, labels}, *out[] = {gx, glabels};
+    ASSERT_EQ(ccv_nnc_cmd_exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), ccv_nnc_no_hint, 0, in, 2, out, 2, stream), CCV_NNC_EXEC_SUCCESS);
     ccv_nnc_tensor_t *cx[] = {x}, *cf[] = {labels}, *co[] = {logits};
     ccv_nnc_tensor_t *gxs[] = {gx}, *gf[] = {glabels}, *go[] = {glogits};
     ccv_cnnp_model_fit(on_cpu, cx, 1, cf, 1, co, 1, nullptr, nullptr);
     ASSERT_STREQ(ccv_nnc_error_message(), "");
-    ccv_cnnp_model_fit(on_gpu, gxs, 1, gf, 1, go, 1, nullptr, nullptr);
+    ccv_cnnp_model_fit(on_gpu, gxs, 1, gf, 1, go, 1, nullptr, stream);
     ASSERT_STREQ(ccv_nnc_error_message(), "") << "step " << step;
-    ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {glogits}, {glogits_back}), CCV_NNC_EXEC_SUCCESS);
+    ccv_nnc_tensor_t* back = glogits_back;
+    ASSERT_EQ(ccv_nnc_cmd_exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), ccv_nnc_no_hint, 0, &glogits, 1, &back, 1, stream), CCV_NNC_EXEC_SUCCESS);
+    if (stream) ccv_nnc_stream_context_wait(stream);
     // The GPU side runs the reference kernels, the CPU side the optimised
     // ones: they agree to fp32 rounding of sums of a few dozen terms.
     for (int i = 0; i < N * 4; i++)
@@ -214,10 +225,23 @@ TEST(FakeGpu, ModelTrainsOnTheGpuAsOnTheCpu) {
   EXPECT_GT(nnc_fakegpu::bytes_in_use(1), before);  // parameters, momenta and the arena
   // Forward, backward and a minimiser per parameter each step, on the GPU.
   EXPECT_GT(nnc_fakegpu::kernels_run(), kernels + 5 * 12);
+  // On a GPU stream the steps went through the pretend streams (queued, run late).
+  if (stream) EXPECT_GT(nnc_fakegpu::kernels_queued(), queued + 5 * 12);
   expect_same_parameters(on_cpu, on_gpu, 1e-4f);
   for (ccv_nnc_tensor_t* t : {x, labels, logits, glogits_back, gx, glabels, glogits}) ccv_nnc_tensor_free(t);
   ccv_cnnp_model_free(on_cpu);
   ccv_cnnp_model_free(on_gpu);
+  if (stream) ccv_nnc_stream_context_free(stream);
+}
+
+TEST(FakeGpu, ModelTrainsOnTheGpuAsOnTheCpu) { train_beside_the_cpu(0, 0); }
+
+TEST(FakeGpu, ModelTrainsOnAGpuStreamAsOnTheCpu) {
+  const int type = static_cast<int>(CCV_STREAM_CONTEXT_GPU) | (1 << 8);  // GPU 1, the model's
+  for (int concurrency : {1, 3, 0}) {
+    SCOPED_TRACE(concurrency);
+    train_beside_the_cpu(type, concurrency);
+  }
 }
 
 TEST(FakeGpu, TensorZeroRunsOnTheDevice) {

@@ -18,6 +18,7 @@
 #include "fakegpu.hpp"
 #include "graph/graph.hpp"
 #include "graph/schedule.hpp"
+#include "unit/common/wide_graph.hpp"
 #include "nnc/ccv_nnc.h"
 #include "nnc/ccv_nnc_easy.h"
 
@@ -43,88 +44,30 @@ using T = std::unique_ptr<ccv_nnc_tensor_t, Free>;
 T gpu(int device, std::vector<int> dims) { return T(ccv_nnc_tensor_new(nullptr, param(CCV_TENSOR_GPU_MEMORY, device, dims), 0)); }
 T cpu(std::vector<int> dims) { return T(ccv_nnc_tensor_new(nullptr, param(CCV_TENSOR_CPU_MEMORY, 0, dims), 0)); }
 
-ccv_nnc_cmd_t cmd(uint32_t id, float a0 = 1, float a1 = 1) {
-  ccv_nnc_cmd_param_t p;
-  std::memset(&p, 0, sizeof(p));
-  p.blas.a[0] = a0;
-  p.blas.a[1] = a1;
-  p.blas.a[2] = 1;
-  return ccv_nnc_cmd(id, nullptr, p, 0);
-}
-
-ccv_nnc_graph_exec_t node(ccv_nnc_graph_t* g, ccv_nnc_cmd_t c, std::vector<ccv_nnc_tensor_t*> in, std::vector<ccv_nnc_tensor_t*> out) {
-  return ccv_nnc_graph_exec_new(g, c, ccv_nnc_no_hint, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()));
-}
+using nnc_test_wide::cmd;
+using nnc_test_wide::kBranches;
+using nnc_test_wide::node;
 
 int transfer(ccv_nnc_tensor_t* from, ccv_nnc_tensor_t* to, ccv_nnc_stream_context_t* stream = nullptr) {
   return ccv_nnc_cmd_exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), ccv_nnc_no_hint, 0, &from, 1, &to, 1, stream);
 }
 
-constexpr int kRows = 33, kCols = 17, kOut = 9, kBranches = 6;
+constexpr int kRows = 33, kCols = 17, kOut = 9;
 
-// y = w · W with w = Σ_b (exp(c_b x) - x), c_b = 0.5 + 0.1 b: six chains of
-// three nodes (SCALAR_MUL, EWEXP, ADD), a tree of ADDs joining them, a GEMM.
-// Every intermediate has its own tensor, so a node that runs before its
-// inputs are written reads the previous run's (or fresh) values.
+// The wide graph of unit/common/wide_graph.hpp, with host copies of its
+// inputs and output.
 struct Wide {
   ccv_nnc_graph_t* g = ccv_nnc_graph_new();
-  T x = gpu(0, {kRows, kCols}), W = gpu(0, {kCols, kOut}), y = gpu(0, {kRows, kOut});
+  T x = gpu(0, {kRows, kCols}), W, y;
   std::vector<T> t;
   T host_x = cpu({kRows, kCols}), host_W = cpu({kCols, kOut}), host_y = cpu({kRows, kOut});
+  ccv_nnc_graph_exec_t gemm;
 
-  explicit Wide(int device = 0) {
-    if (device != 0) {  // the GEMM on the other device, behind a transfer
-      W = gpu(device, {kCols, kOut});
-      y = gpu(device, {kRows, kOut});
-    }
-    std::vector<ccv_nnc_graph_exec_t> ends;
-    std::vector<ccv_nnc_tensor_t*> sums;
-    for (int b = 0; b < kBranches; b++) {
-      T s = gpu(0, {kRows, kCols}), e = gpu(0, {kRows, kCols}), d = gpu(0, {kRows, kCols});
-      const auto n1 = node(g, cmd(CCV_NNC_SCALAR_MUL_FORWARD, 0.5f + 0.1f * b), {x.get()}, {s.get()});
-      const auto n2 = node(g, cmd(CCV_NNC_EWEXP_FORWARD), {s.get()}, {e.get()});
-      const auto n3 = node(g, cmd(CCV_NNC_ADD_FORWARD, 1, -1), {e.get(), x.get()}, {d.get()});
-      ccv_nnc_graph_exec_concat(g, n1, n2);
-      ccv_nnc_graph_exec_concat(g, n2, n3);
-      ends.push_back(n3);
-      sums.push_back(d.get());
-      t.push_back(std::move(s));
-      t.push_back(std::move(e));
-      t.push_back(std::move(d));
-    }
-    // Pairwise until one is left.
-    while (ends.size() > 1) {
-      std::vector<ccv_nnc_graph_exec_t> next_ends;
-      std::vector<ccv_nnc_tensor_t*> next_sums;
-      for (size_t i = 0; i + 1 < ends.size(); i += 2) {
-        T u = gpu(0, {kRows, kCols});
-        const auto n = node(g, cmd(CCV_NNC_ADD_FORWARD), {sums[i], sums[i + 1]}, {u.get()});
-        ccv_nnc_graph_exec_concat(g, ends[i], n);
-        ccv_nnc_graph_exec_concat(g, ends[i + 1], n);
-        next_ends.push_back(n);
-        next_sums.push_back(u.get());
-        t.push_back(std::move(u));
-      }
-      if (ends.size() % 2) {
-        next_ends.push_back(ends.back());
-        next_sums.push_back(sums.back());
-      }
-      ends.swap(next_ends);
-      sums.swap(next_sums);
-    }
-    ccv_nnc_tensor_t* w = sums[0];
-    ccv_nnc_graph_exec_t last = ends[0];
-    if (device != 0) {
-      T moved = gpu(device, {kRows, kCols});
-      const auto n = node(g, cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {w}, {moved.get()});
-      ccv_nnc_graph_exec_concat(g, last, n);
-      last = n;
-      w = moved.get();
-      t.push_back(std::move(moved));
-    }
-    ccv_nnc_cmd_t gemm = cmd(CCV_NNC_GEMM_FORWARD);
-    const auto n = node(g, gemm, {w, W.get()}, {y.get()});
-    ccv_nnc_graph_exec_concat(g, last, n);
+  explicit Wide(int device = 0) : W(gpu(device, {kCols, kOut})), y(gpu(device, {kRows, kOut})) {
+    gemm = nnc_test_wide::build(g, x.get(), W.get(), y.get(), device, [this](std::vector<int> dims, int d) {
+      t.push_back(gpu(d, dims));
+      return t.back().get();
+    });
   }
   ~Wide() { ccv_nnc_graph_free(g); }
 
@@ -331,9 +274,7 @@ TEST(GpuSchedule, HostNodesWaitForTheDeviceWorkBeforeThem) {
   ASSERT_TRUE(g_installed);
   Wide w;
   T on_host = cpu({kRows, kOut}), doubled = cpu({kRows, kOut}), back = gpu(0, {kRows, kOut}), z = gpu(0, {kRows, kOut});
-  ccv_nnc_graph_exec_t gemm{};  // the last node Wide made
-  gemm.d = static_cast<int>(w.g->nodes.size()) - 1;
-  gemm.graph = w.g;
+  const ccv_nnc_graph_exec_t gemm = w.gemm;
   static ccv_nnc_cmd_vtab_t isa = {doubles, nullptr};
   const auto out = node(w.g, cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {w.y.get()}, {on_host.get()});
   const auto host = node(w.g, ccv_nnc_cmd(CCV_NNC_CUSTOM_FORWARD, &isa, ccv_nnc_cmd_auto, 0), {on_host.get()}, {doubled.get()});
