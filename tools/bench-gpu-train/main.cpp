@@ -4,7 +4,7 @@
 // ccv_cnnp_model_fit, beside PyTorch's on the same GPU (peer.py, run from
 // here with python3; $NNC_BENCH_PEER names another copy), batches 64 and 256 of 28x28 fp32 images, NHWC.
 // Each side: the median of 5 rounds of `steps` steps after 10 warm-up steps,
-// in milliseconds per step (fit returns with the step done: it synchronises).
+// in milliseconds per step: synchronous fit, and fit queued on a GPU stream.
 //   bench-gpu-train [steps]        (default 50)
 // Prints images per second and the ratio NNC / PyTorch of step times (below
 // 1: NNC is faster). Both sides use plain fp32 (no TF32).
@@ -57,8 +57,10 @@ void check(const char* what) {
   }
 }
 
-// NNC's milliseconds per step at this batch.
-double nnc_step_ms(int batch, int steps) {
+// NNC's milliseconds per step at this batch: synchronous fit (every kernel
+// waited for), or fit on a GPU stream (queued; the model's static schedule
+// over up to 4 streams; one wait per round of steps).
+double nnc_step_ms(int batch, int steps, bool on_stream) {
   ccv_cnnp_model_t* net = reference_net();
   const ccv_nnc_tensor_param_t xp = gpu({batch, 28, 28, 1});
   ccv_nnc_cmd_param_t sgd;
@@ -88,16 +90,24 @@ double nnc_step_ms(int batch, int steps) {
   check("transfer");
   ccv_nnc_tensor_t* fi[] = {gx};
   ccv_nnc_tensor_t* ff[] = {gl};
-  auto step = [&] { ccv_cnnp_model_fit(net, fi, 1, ff, 1, nullptr, 0, nullptr, nullptr); };
+  ccv_nnc_stream_context_t* stream = on_stream ? ccv_nnc_stream_context_new(CCV_STREAM_CONTEXT_GPU) : nullptr;
+  if (on_stream) ccv_cnnp_model_set_max_concurrency(net, 4);
+  auto step = [&] { ccv_cnnp_model_fit(net, fi, 1, ff, 1, nullptr, 0, nullptr, stream); };
+  auto done = [&] {
+    if (stream) ccv_nnc_stream_context_wait(stream);
+  };
   for (int i = 0; i < 10; i++) step();
+  done();
   check("fit");
   std::vector<double> rounds;
   for (int r = 0; r < 5; r++) {
     const auto a = std::chrono::steady_clock::now();
     for (int i = 0; i < steps; i++) step();
+    done();
     rounds.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count() / steps);
   }
   check("fit");
+  if (stream) ccv_nnc_stream_context_free(stream);
   std::sort(rounds.begin(), rounds.end());
   for (ccv_nnc_tensor_t* t : {x, l, gx, gl}) ccv_nnc_tensor_free(t);
   ccv_cnnp_model_free(net);
@@ -136,14 +146,17 @@ int main(int argc, char** argv) {
     pclose(p);
   }
   std::printf("reference network, one SGD step, fp32 NHWC, %d steps x 5 rounds (median)\n", steps);
-  std::printf("%-8s %12s %12s %12s %12s %8s\n", "batch", "NNC ms", "NNC img/s", "torch ms", "torch img/s", "ratio");
-  for (int b : batches) {
-    const double ms = nnc_step_ms(b, steps);
-    const auto it = torch_ms.find(b);
-    if (it != torch_ms.end())
-      std::printf("%-8d %12.4f %12.0f %12.4f %12.0f %7.3fx\n", b, ms, b * 1e3 / ms, it->second, b * 1e3 / it->second, ms / it->second);
-    else
-      std::printf("%-8d %12.4f %12.0f %12s %12s %8s\n", b, ms, b * 1e3 / ms, "-", "-", "-");
-  }
+  std::printf("%-8s %-7s %12s %12s %12s %12s %8s\n", "batch", "NNC on", "NNC ms", "NNC img/s", "torch ms", "torch img/s", "ratio");
+  for (int b : batches)
+    for (bool on_stream : {false, true}) {
+      const double ms = nnc_step_ms(b, steps, on_stream);
+      const char* how = on_stream ? "stream" : "sync";
+      const auto it = torch_ms.find(b);
+      if (it != torch_ms.end())
+        std::printf("%-8d %-7s %12.4f %12.0f %12.4f %12.0f %7.3fx\n", b, how, ms, b * 1e3 / ms, it->second, b * 1e3 / it->second,
+                    ms / it->second);
+      else
+        std::printf("%-8d %-7s %12.4f %12.0f %12s %12s %8s\n", b, how, ms, b * 1e3 / ms, "-", "-", "-");
+    }
   return 0;
 }
