@@ -1114,15 +1114,14 @@ void bind_all(Jit& j, const std::vector<Sym>& syms, ccv_nnc_tensor_t* const* ts,
 
 
 // A model on the GPU runs its whole graph through a static schedule over GPU
-// streams when it is given a GPU stream or spans several devices: the nodes
-// go to up to max_concurrency streams per device (0: as many as the graph's
-// width asks for, at most 64), with device-side waits between them, and
-// several devices run at once. Otherwise the plain run: on the caller's one
-// stream, or synchronously.
-void schedule_for(Model* m, Jit& j, ccv_nnc_stream_context_t* stream) {
+// streams: the nodes go to up to max_concurrency streams per device (0: as
+// many as the graph's width asks for, at most 64), with device-side waits
+// between them, and several devices run at once. Given a GPU stream the run
+// is queued behind it; otherwise the host waits once, at the end, instead of
+// after every kernel as synchronous GPU calls do.
+void schedule_for(Model* m, Jit& j) {
   const Compiled& c = *m->compiled;
   if (c.inputs.empty() || CCV_TENSOR_GET_MEMORY(c.inputs[0].type) != CCV_TENSOR_GPU_MEMORY) return;
-  if (!is_gpu_stream(stream) && m->parallel <= 1) return;
   const int streams = m->max_concurrency > 0 ? std::min(m->max_concurrency, 64) : 64;
   if (j.scheduled_streams == streams) return;
   int type = CCV_STREAM_CONTEXT_GPU;
@@ -1134,7 +1133,7 @@ void schedule_for(Model* m, Jit& j, ccv_nnc_stream_context_t* stream) {
 void run(Model* m, Jit& j, const char* what, const std::vector<ccv_nnc_graph_exec_t>& src = {},
          const std::vector<ccv_nnc_graph_exec_t>& dst = {}, ccv_nnc_stream_context_t* stream = nullptr) {
   m->cancelled = 0;
-  if (src.empty() && dst.empty()) schedule_for(m, j, stream);
+  if (src.empty() && dst.empty()) schedule_for(m, j);
   const int r = ccv_nnc_graph_run(j.graph, 0, src.empty() ? nullptr : src.data(), static_cast<int>(src.size()),
                                   dst.empty() ? nullptr : dst.data(), static_cast<int>(dst.size()), nullptr, stream);
   if (r != CCV_NNC_EXEC_SUCCESS) fail(r, "%s: %s", what, error_message().c_str());

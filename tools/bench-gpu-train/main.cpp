@@ -57,9 +57,9 @@ void check(const char* what) {
   }
 }
 
-// NNC's milliseconds per step at this batch: synchronous fit (every kernel
-// waited for), or fit on a GPU stream (queued; the model's static schedule
-// over up to 4 streams; one wait per round of steps).
+// NNC's milliseconds per step at this batch: synchronous fit (the host waits
+// for each step), or fit queued on a GPU stream (one wait per round of
+// steps). Either runs the model's static schedule over up to 4 streams.
 double nnc_step_ms(int batch, int steps, bool on_stream) {
   ccv_cnnp_model_t* net = reference_net();
   const ccv_nnc_tensor_param_t xp = gpu({batch, 28, 28, 1});
