@@ -493,7 +493,7 @@ struct Jit {
   std::vector<Sym> inputs, outputs, fits;
   Sym loss{CCV_NNC_NO_TENSOR_SYMBOL, nullptr};
   std::vector<Sym> seeds, outgrads;          // STAGED: gradients of the outputs (bound per call), of the inputs
-  std::vector<TensorRef> ones;               // STAGED: the seed of an output given no gradient
+  std::vector<TensorRef> ones;               // STAGED: the seed of an output given no gradient, per device (device-major)
   // STAGED: the two parts, as nodes of the compiled graph.
   std::vector<ccv_nnc_graph_exec_t> fwd_dst, bwd_src, bwd_dst;
   int scheduled_streams = 0;  // the default schedule's streams per device (0: none)
@@ -990,20 +990,29 @@ std::unique_ptr<Jit> make_staged(Model* m, const std::vector<ccv_nnc_tensor_para
     NNC_CHECK(seed.d >= 0, "model %s: an output has no gradient symbol", model_label(*m).c_str());
     checked([&] { ccv_nnc_tensor_symbol_set_flags(j->sg, seed, 0); });
     j->seeds.push_back(seed);
-    j->ones.push_back(new_tensor(b.params(o)));
-    ccv_nnc_tensor_t* one = j->ones.back().get();
-    NNC_CHECK(one->info.datatype == CCV_64F || one->info.datatype == CCV_32F,
-              "model %s: backward without output gradients needs fp32 or fp64 outputs", model_label(*m).c_str());
-    // Ones by SET_FORWARD: the output may live on a GPU.
-    ccv_nnc_cmd_param_t set;
-    std::memset(&set, 0, sizeof(set));
-    set.blas.a[0] = 1;
-    const int r = ccv_nnc_cmd_exec(ccv_nnc_cmd(CCV_NNC_SET_FORWARD, nullptr, set, 0), ccv_nnc_no_hint, 0, nullptr, 0, &one, 1, nullptr);
-    NNC_CHECK(r == CCV_NNC_EXEC_SUCCESS, "model %s: setting an output's seed gradient to ones: %s", model_label(*m).c_str(),
-              error_message().c_str());
   }
-  Roles roles;  // (one device: unused)
+  const int own_device = m->parallel > 1 ? graph_device(*j) : -1;
+  for (int d = 0; d < std::max(m->parallel, 1); d++)
+    for (Sym o : j->outputs) {
+      ccv_nnc_tensor_param_t info = b.params(o);
+      if (m->parallel > 1) CCV_TENSOR_SET_DEVICE_ID(info.type, d);
+      j->ones.push_back(new_tensor(info));
+      ccv_nnc_tensor_t* one = j->ones.back().get();
+      NNC_CHECK(one->info.datatype == CCV_64F || one->info.datatype == CCV_32F,
+                "model %s: backward without output gradients needs fp32 or fp64 outputs", model_label(*m).c_str());
+      // Ones by SET_FORWARD: the output may live on a GPU.
+      ccv_nnc_cmd_param_t set;
+      std::memset(&set, 0, sizeof(set));
+      set.blas.a[0] = 1;
+      const int r = ccv_nnc_cmd_exec(ccv_nnc_cmd(CCV_NNC_SET_FORWARD, nullptr, set, 0), ccv_nnc_no_hint, 0, nullptr, 0, &one, 1, nullptr);
+      NNC_CHECK(r == CCV_NNC_EXEC_SUCCESS, "model %s: setting an output's seed gradient to ones: %s", model_label(*m).c_str(),
+                error_message().c_str());
+    }
+  Roles roles;
   std::vector<ccv_nnc_tensor_bind_t> binds = parameter_binds(b, which, c, roles);
+  std::vector<Sym> grads;  // the gradients the accumulators read (summed over devices first)
+  std::vector<ccv_nnc_graph_exec_symbol_t> accumulators;
+  std::vector<ccv_nnc_tensor_bind_t> accumulator_binds;
   for (size_t k = 0; k < train_index.size(); k++) {
     Param& p = c.params[train_index[k]];
     Sym g = ccv_nnc_tensor_symbol_for_backward(j->sg, wrt[k]);
@@ -1014,27 +1023,64 @@ std::unique_ptr<Jit> make_staged(Model* m, const std::vector<ccv_nnc_tensor_para
     }
     Sym acc = b.tensor(p.tensor->info, (p.name + " gradient").c_str());
     Sym sum = b.tensor(p.tensor->info, (p.name + " gradient sum").c_str());
-    b.exec(ccv_nnc_cmd(CCV_NNC_EWSUM_FORWARD, nullptr, ccv_nnc_cmd_auto, 0), ccv_nnc_no_hint, {acc, g}, {sum}, "accumulate");
-    binds.push_back({acc, p.gradient.get()});
-    binds.push_back({sum, p.gradient.get()});
+    accumulators.push_back(
+        b.exec(ccv_nnc_cmd(CCV_NNC_EWSUM_FORWARD, nullptr, ccv_nnc_cmd_auto, 0), ccv_nnc_no_hint, {acc, g}, {sum}, "accumulate"));
+    grads.push_back(g);
+    accumulator_binds.push_back({acc, p.gradient.get()});
+    accumulator_binds.push_back({sum, p.gradient.get()});
   }
   for (int i : input_wrt) {
     Sym g = ccv_nnc_tensor_symbol_for_backward(j->sg, j->inputs[static_cast<size_t>(i)]);
     j->outgrads.resize(j->inputs.size(), Sym{CCV_NNC_NO_TENSOR_SYMBOL, nullptr});
     j->outgrads[static_cast<size_t>(i)] = g;
   }
+  if (!b.checkpoints.empty()) recompute_checkpoints(m, *j, b, forward_end);
+  const int n_exec = ccv_nnc_graph_exec_symbol_count(j->sg);
+  if (m->parallel > 1) {
+    // Over several devices: the graph copied onto each, the gradients summed
+    // over the devices before the accumulators read them, and only the
+    // graph's own device accumulates (apply_gradients updates its parameters;
+    // every run broadcasts them to the others).
+    spread(m, *j, b, which, grads, binds, roles);
+    for (auto e : accumulators)
+      for (int d = 0; d < m->parallel; d++) {
+        if (d == own_device) continue;
+        const ccv_nnc_graph_exec_symbol_t copy = ccv_nnc_graph_exec_symbol_copy(j->sg, e, d);
+        if (copy.d >= 0) ccv_nnc_graph_exec_symbol_free(j->sg, copy);
+      }
+  }
+  binds.insert(binds.end(), accumulator_binds.begin(), accumulator_binds.end());
   std::vector<Sym> keep;
   for (Sym g : j->outgrads)
-    if (g.d >= 0) keep.push_back(g);
-  if (!b.checkpoints.empty()) recompute_checkpoints(m, *j, b, forward_end);
+    if (g.d >= 0)
+      for (int d = 0; d < std::max(m->parallel, 1); d++) {
+        const Sym s = m->parallel > 1 ? on_device(*j, g, d) : g;
+        if (s.d >= 0) keep.push_back(s);
+      }
   compile_jit(m, *j, binds, keep);
-  // The two parts: forward nodes (of the exec symbols the build made) and the rest.
-  const int n_exec = ccv_nnc_graph_exec_symbol_count(j->sg);
+  // The two parts: forward nodes (of the exec symbols the build made, and
+  // their copies on the other devices) and the rest.
   const ccv_nnc_graph_t* g = j->graph;
   std::vector<int> part(g->nodes.size(), 0);  // 1 forward, 2 backward, 0 neither (initialisers)
-  for (int e = 0; e < n_exec; e++) {
-    const ccv_nnc_graph_exec_t x = ccv_nnc_graph_exec_from_symbol(j->ea, {e, j->sg});
-    if (x.graph && x.d >= 0) part[static_cast<size_t>(x.d)] = e < forward_end ? 1 : 2;
+  for (int e = 0; e < n_exec; e++)
+    for (int d = 0; d < std::max(m->parallel, 1); d++) {
+      ccv_nnc_graph_exec_symbol_t s{e, j->sg};
+      if (m->parallel > 1 && d != own_device) s = ccv_nnc_graph_exec_symbol_copy(j->sg, s, d);
+      if (s.d < 0) continue;
+      const ccv_nnc_graph_exec_t x = ccv_nnc_graph_exec_from_symbol(j->ea, s);
+      if (x.graph && x.d >= 0) part[static_cast<size_t>(x.d)] = e < forward_end ? 1 : 2;
+    }
+  // What the data parallel pass added after a backward node (the gradients'
+  // allreduce) is backward too.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t n = 0; n < g->nodes.size(); n++)
+      if (part[n] == 2)
+        for (int t : g->nodes[n].outgoing)
+          if (part[static_cast<size_t>(t)] == 0) {
+            part[static_cast<size_t>(t)] = 2;
+            changed = true;
+          }
   }
   std::vector<int> preds_in_backward(g->nodes.size(), 0);
   for (size_t n = 0; n < g->nodes.size(); n++)
@@ -1322,10 +1368,6 @@ void evaluate(Model* m, const ccv_cnnp_evaluate_param_t& params, ccv_nnc_tensor_
   const int per_output = group_size(m, output_size, 0, false, what, "output");
   NNC_CHECK(per_output <= static_cast<int>(c.outputs.size()), "%s: model %s has %zu outputs, given %d", what, model_label(*m).c_str(),
             c.outputs.size(), per_output);
-  NNC_CHECK(!params.requires_grad || groups == 1,
-            "%s: model %s runs on %d devices; evaluate with requires_grad (and backward) runs on one device: use fit, or set the "
-            "data parallelism back to 1",
-            what, model_label(*m).c_str(), groups);
   check_groups(inputs, per_input, groups, what, "input");
   auto shapes = shapes_of(inputs, per_input, what, "input");
   for (size_t i = 0; i < shapes.size(); i++)
@@ -1338,8 +1380,8 @@ void evaluate(Model* m, const ccv_cnnp_evaluate_param_t& params, ccv_nnc_tensor_
         [&] { return make_staged(m, shapes, is_test, off); });
     c.last_outputs.clear();
     for (Sym o : j->outputs) c.last_outputs.push_back(ccv_nnc_tensor_symbol_params(j->sg, o));
-    bind_groups(*j, j->inputs, inputs, per_input, 1, what, "input");
-    bind_groups(*j, j->outputs, outputs, per_output, 1, what, "output");
+    bind_groups(*j, j->inputs, inputs, per_input, groups, what, "input");
+    bind_groups(*j, j->outputs, outputs, per_output, groups, what, "output");
     c.staged = nullptr;
     c.staged_state = 0;
     if (dry_run) return;
@@ -1364,26 +1406,39 @@ void backward(Model* m, ccv_nnc_tensor_t* const* ingrads, int ingrad_size, ccv_n
   NNC_CHECK(c.staged && c.staged_state == 1, "%s: model %s has no forward pass to go back through (call ccv_cnnp_model_evaluate with requires_grad first; "
             "each evaluate allows one backward)", what, model_label(*m).c_str());
   Jit& j = *c.staged;
-  NNC_CHECK(ingrad_size >= 0 && ingrad_size <= static_cast<int>(j.seeds.size()) && (ingrad_size == 0 || ingrads),
-            "%s: model %s has %zu outputs, given %d gradients", what, model_label(*m).c_str(), j.seeds.size(), ingrad_size);
-  NNC_CHECK(outgrad_size >= 0 && outgrad_size <= static_cast<int>(j.inputs.size()) && (outgrad_size == 0 || outgrads),
-            "%s: model %s has %zu inputs, given %d input gradients", what, model_label(*m).c_str(), j.inputs.size(), outgrad_size);
-  for (size_t i = 0; i < j.seeds.size(); i++) {
-    ccv_nnc_tensor_t* g = i < static_cast<size_t>(ingrad_size) && ingrads[i] ? ingrads[i] : j.ones[i].get();
-    try {
-      symbolic::bind(j.ta, j.seeds[i], g);
-    } catch (const Error& e) {
-      fail(CCV_NNC_EXEC_INVALID, "%s: gradient %zu: %s", what, i, e.what());
+  // Over several devices: one group of gradients per device, device 0's first.
+  const int groups = std::max(m->parallel, 1);
+  NNC_CHECK(ingrad_size >= 0 && (ingrad_size == 0 || ingrads), "%s: ingrads is NULL", what);
+  NNC_CHECK(outgrad_size >= 0 && (outgrad_size == 0 || outgrads), "%s: outgrads is NULL", what);
+  const int per_in = group_size(m, ingrad_size, 0, false, what, "gradient");
+  const int per_out = group_size(m, outgrad_size, 0, false, what, "input gradient");
+  NNC_CHECK(per_in <= static_cast<int>(j.seeds.size()), "%s: model %s has %zu outputs, given %d gradients", what, model_label(*m).c_str(),
+            j.seeds.size(), per_in);
+  NNC_CHECK(per_out <= static_cast<int>(j.inputs.size()), "%s: model %s has %zu inputs, given %d input gradients", what,
+            model_label(*m).c_str(), j.inputs.size(), per_out);
+  for (int k = 0; k < groups; k++) {
+    const std::string on = groups > 1 ? format(" (device %d)", k) : std::string();
+    for (size_t i = 0; i < j.seeds.size(); i++) {
+      ccv_nnc_tensor_t* given = static_cast<int>(i) < per_in ? ingrads[k * per_in + static_cast<int>(i)] : nullptr;
+      ccv_nnc_tensor_t* g = given ? given : j.ones[static_cast<size_t>(k) * j.seeds.size() + i].get();
+      const Sym seed = groups > 1 ? on_device(j, j.seeds[i], k) : j.seeds[i];
+      try {
+        symbolic::bind(j.ta, seed, g);
+      } catch (const Error& e) {
+        fail(CCV_NNC_EXEC_INVALID, "%s: gradient %zu%s: %s", what, i, on.c_str(), e.what());
+      }
     }
-  }
-  for (int i = 0; i < outgrad_size; i++) {
-    if (!outgrads[i]) continue;
-    NNC_CHECK(static_cast<size_t>(i) < j.outgrads.size() && j.outgrads[static_cast<size_t>(i)].d >= 0,
-              "%s: input %d has no gradient (its outgrad is disabled, or it is not a float tensor)", what, i);
-    try {
-      symbolic::bind(j.ta, j.outgrads[static_cast<size_t>(i)], outgrads[i]);
-    } catch (const Error& e) {
-      fail(CCV_NNC_EXEC_INVALID, "%s: input gradient %d: %s", what, i, e.what());
+    for (int i = 0; i < per_out; i++) {
+      ccv_nnc_tensor_t* t = outgrads[k * per_out + i];
+      if (!t) continue;
+      NNC_CHECK(static_cast<size_t>(i) < j.outgrads.size() && j.outgrads[static_cast<size_t>(i)].d >= 0,
+                "%s: input %d has no gradient (its outgrad is disabled, or it is not a float tensor)", what, i);
+      const Sym s = groups > 1 ? on_device(j, j.outgrads[static_cast<size_t>(i)], k) : j.outgrads[static_cast<size_t>(i)];
+      try {
+        symbolic::bind(j.ta, s, t);
+      } catch (const Error& e) {
+        fail(CCV_NNC_EXEC_INVALID, "%s: input gradient %d%s: %s", what, i, on.c_str(), e.what());
+      }
     }
   }
   c.staged_state = 0;

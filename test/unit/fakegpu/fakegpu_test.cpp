@@ -670,6 +670,88 @@ TEST(FakeGpu, ModelDataParallelOverTwoDevices) {
   ccv_cnnp_model_free(two);
 }
 
+// evaluate with requires_grad, backward and apply_gradients over two devices,
+// each half the batch, against one device with the whole batch: the outputs
+// and input gradients are the halves of the one-device ones, the parameter
+// gradients are summed over the devices, so three steps end at the same
+// parameters.
+TEST(FakeGpu, ModelBackwardDataParallelOverTwoDevices) {
+  const int N = 8, C = 2, H = 6, W = 5, half = N / 2, per = half * C * H * W;
+  ccv_nnc_tensor_param_t whole = gpu(0, {N, C, H, W}), part = gpu(0, {half, C, H, W});
+  whole.format = part.format = CCV_TENSOR_FORMAT_NCHW;
+  ccv_cnnp_model_t* one = small_net();
+  ccv_cnnp_model_t* two = small_net();
+  ccv_cnnp_model_compile(one, &whole, 1, sgd(0.05f, 0.9f), crossentropy());
+  ccv_cnnp_model_compile(two, &part, 1, sgd(0.05f, 0.9f), crossentropy());
+  ccv_cnnp_model_set_data_parallel(two, 2);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  copy_parameters(one, two);
+  std::mt19937 rng(21);
+  ccv_nnc_tensor_param_t hx = whole;
+  hx.type = CCV_TENSOR_CPU_MEMORY;
+  ccv_nnc_tensor_t* x = ccv_nnc_tensor_new(nullptr, hx, 0);
+  ccv_nnc_tensor_t* back = ccv_nnc_tensor_new(nullptr, hx, 0);
+  ccv_nnc_tensor_t* gx = ccv_nnc_tensor_new(nullptr, whole, 0);
+  ccv_nnc_tensor_t* gdx = ccv_nnc_tensor_new(nullptr, whole, 0);
+  ccv_nnc_tensor_t* gy = ccv_nnc_tensor_new(nullptr, gpu(0, {N, 4}), 0);
+  ccv_nnc_tensor_t* y = ccv_nnc_tensor_new(nullptr, cpu({N, 4}), 0);
+  ccv_nnc_tensor_t *xs[2], *dxs[2], *ys[2], *hdx[2], *hy[2];
+  for (int k = 0; k < 2; k++) {
+    ccv_nnc_tensor_param_t pk = part;
+    pk.type = static_cast<int>(CCV_TENSOR_GPU_MEMORY) | (k << 8);
+    xs[k] = ccv_nnc_tensor_new(nullptr, pk, 0);
+    dxs[k] = ccv_nnc_tensor_new(nullptr, pk, 0);
+    ys[k] = ccv_nnc_tensor_new(nullptr, gpu(k, {half, 4}), 0);
+    ccv_nnc_tensor_param_t hk = hx;
+    hk.dim[0] = half;
+    hdx[k] = ccv_nnc_tensor_new(nullptr, hk, 0);
+    hy[k] = ccv_nnc_tensor_new(nullptr, cpu({half, 4}), 0);
+  }
+  ccv_cnnp_evaluate_param_t ep{};
+  ep.requires_grad = 1;
+  for (int step = 0; step < 3; step++) {
+    fill(x, rng);
+    ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {x}, {gx}), CCV_NNC_EXEC_SUCCESS);
+    for (int k = 0; k < 2; k++) {
+      ccv_nnc_tensor_param_t hk = hx;
+      hk.dim[0] = half;
+      ccv_nnc_tensor_t* xk = ccv_nnc_tensor_new(x->data.f32 + k * per, hk, 0);
+      ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {xk}, {xs[k]}), CCV_NNC_EXEC_SUCCESS);
+      ccv_nnc_tensor_free(xk);
+    }
+    ccv_nnc_tensor_t *i1[] = {gx}, *o1[] = {gy}, *d1[] = {gdx};
+    ccv_cnnp_model_evaluate(one, ep, i1, 1, o1, 1, nullptr, nullptr);
+    ccv_cnnp_model_backward(one, nullptr, 0, d1, 1, nullptr, nullptr);
+    ccv_cnnp_model_apply_gradients(one, nullptr);
+    ASSERT_STREQ(ccv_nnc_error_message(), "");
+    ccv_nnc_tensor_t *i2[] = {xs[0], xs[1]}, *o2[] = {ys[0], ys[1]}, *d2[] = {dxs[0], dxs[1]};
+    ccv_cnnp_model_evaluate(two, ep, i2, 2, o2, 2, nullptr, nullptr);
+    ASSERT_STREQ(ccv_nnc_error_message(), "") << "step " << step;
+    ccv_cnnp_model_backward(two, nullptr, 0, d2, 2, nullptr, nullptr);
+    ASSERT_STREQ(ccv_nnc_error_message(), "") << "step " << step;
+    ccv_cnnp_model_apply_gradients(two, nullptr);
+    ASSERT_STREQ(ccv_nnc_error_message(), "") << "step " << step;
+    ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {gy, gdx}, {y, back}), CCV_NNC_EXEC_SUCCESS);
+    for (int k = 0; k < 2; k++) {
+      ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {ys[k], dxs[k]}, {hy[k], hdx[k]}), CCV_NNC_EXEC_SUCCESS);
+      for (int i = 0; i < half * 4; i++)
+        ASSERT_NEAR(hy[k]->data.f32[i], y->data.f32[k * half * 4 + i], 1e-4f) << "step " << step << " device " << k << " output " << i;
+      for (int i = 0; i < per; i++)
+        ASSERT_NEAR(hdx[k]->data.f32[i], back->data.f32[k * per + i], 1e-4f) << "step " << step << " device " << k << " dx " << i;
+    }
+  }
+  expect_same_parameters(one, two, 2e-5f);
+  // Gradients in one group where two are due: refused with a message.
+  ccv_cnnp_model_evaluate(two, ep, xs, 2, ys, 2, nullptr, nullptr);
+  ccv_nnc_tensor_t* d_one[] = {dxs[0]};
+  ccv_cnnp_model_backward(two, nullptr, 0, d_one, 1, nullptr, nullptr);
+  EXPECT_NE(std::strstr(ccv_nnc_error_message(), "runs on 2 devices"), nullptr) << ccv_nnc_error_message();
+  for (ccv_nnc_tensor_t* t : {x, back, gx, gdx, gy, y, xs[0], xs[1], dxs[0], dxs[1], ys[0], ys[1], hdx[0], hdx[1], hy[0], hy[1]})
+    ccv_nnc_tensor_free(t);
+  ccv_cnnp_model_free(one);
+  ccv_cnnp_model_free(two);
+}
+
 // ccv_cnnp_dataframe_copy_to_gpu: a column of (one-hot label, weight) tuples
 // copied to GPU 1, row by row; the GPU tensors hold the host values.
 TEST(FakeGpu, DataframeCopiesTuplesToTheGpu) {
