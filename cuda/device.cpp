@@ -133,7 +133,15 @@ bool memory_stats(int device, ccv_nnc_gpu_memory_stats_t* out) {
 
 size_t memory_release_cached(int device) { return allocator().release_cached(device); }
 
-const DeviceMemory kDeviceMemory = {device_alloc, device_free, device_count, memory_stats, memory_release_cached};
+void pin_host(void* host, size_t bytes) {
+  NNC_CUDA_CHECK(cudaHostRegister(host, bytes, cudaHostRegisterDefault), "ccv_nnc_tensor_pin_memory (cudaHostRegister)");
+}
+
+void unpin_host(void* host) {
+  if (cudaHostUnregister(host) != cudaSuccess) cudaGetLastError();  // in a free: nothing else to do
+}
+
+const DeviceMemory kDeviceMemory = {device_alloc, device_free, device_count, memory_stats, memory_release_cached, pin_host, unpin_host};
 
 }  // namespace
 

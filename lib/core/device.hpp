@@ -17,6 +17,11 @@ struct DeviceMemory {
   // the release of its cache (device -1: every device); NULL if absent.
   bool (*stats)(int device, ccv_nnc_gpu_memory_stats_t* out) = nullptr;
   size_t (*release_cached)(int device) = nullptr;
+  // Page-locks host memory for transfers that need not stage it (CUDA:
+  // cudaHostRegister; throws nnc::Error on failure), and undoes it; NULL if
+  // absent.
+  void (*pin)(void* host, size_t bytes) = nullptr;
+  void (*unpin)(void* host) = nullptr;
 };
 
 // Installed once by the CUDA module when the library initialises.

@@ -265,8 +265,25 @@ ccv_nnc_tensor_t* tensor_new_from_file(const ccv_nnc_tensor_param_t& params, con
   return t;
 }
 
+void tensor_pin(ccv_nnc_tensor_t* tensor) {
+  const char* what = "ccv_nnc_tensor_pin_memory";
+  NNC_CHECK(tensor, "%s: tensor is NULL", what);
+  NNC_CHECK(!CCV_IS_TENSOR_VIEW(tensor) && !CCV_IS_TENSOR_MULTIVIEW(tensor), "%s: pin the tensor a view or multi-view is of, not the view",
+            what);
+  NNC_CHECK(CCV_TENSOR_GET_MEMORY(tensor->info.type) == CCV_TENSOR_CPU_MEMORY, "%s: the tensor is in GPU memory; only host memory is pinned",
+            what);
+  NNC_CHECK(tensor->data.ptr && tensor->data_size > 0, "%s: the tensor has no data", what);
+  if (tensor->type & CCV_TENSOR_PINNED_MEM) return;
+  NNC_CHECK(g_device_memory && g_device_memory->pin, "%s: pinning needs the CUDA module, which this build lacks (built without CUDA)",
+            what);
+  g_device_memory->pin(tensor->data.ptr, tensor->data_size);
+  tensor->type |= CCV_TENSOR_PINNED_MEM;
+}
+
 void tensor_free(ccv_nnc_tensor_t* tensor) {
   if (!tensor) return;
+  if ((tensor->type & CCV_TENSOR_PINNED_MEM) && g_device_memory && g_device_memory->unpin && tensor->data.ptr)
+    g_device_memory->unpin(tensor->data.ptr);
   if (CCV_TENSOR_GET_MEMORY(tensor->info.type) == CCV_TENSOR_GPU_MEMORY && !(tensor->type & CCV_NO_DATA_ALLOC) &&
       !CCV_IS_TENSOR_VIEW(tensor) && g_device_memory && tensor->data.ptr)
     g_device_memory->free(CCV_TENSOR_GET_DEVICE_ID(tensor->info.type), tensor->data.ptr);
@@ -302,6 +319,14 @@ ccv_nnc_tensor_t* tensor_resize(ccv_nnc_tensor_t* tensor, const ccv_nnc_tensor_p
   ccv_nnc_tensor_t* bigger = tensor_new(nullptr, params, 0);
   std::memcpy(bigger->data.ptr, tensor->data.ptr, tensor->data_size);
   bigger->sig = tensor->sig;
+  if (tensor->type & CCV_TENSOR_PINNED_MEM) {  // the new memory is pinned as the old was
+    try {
+      tensor_pin(bigger);
+    } catch (...) {
+      tensor_free(bigger);
+      throw;
+    }
+  }
   tensor_free(tensor);
   return bigger;
 }

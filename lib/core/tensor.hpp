@@ -122,6 +122,9 @@ ccv_nnc_tensor_t tensor_value(const void* ptr, const ccv_nnc_tensor_param_t& par
 ccv_nnc_tensor_t* tensor_new_from_file(const ccv_nnc_tensor_param_t& params, const char* filename, off_t offset, int flags);
 ccv_nnc_tensor_t* tensor_resize(ccv_nnc_tensor_t* tensor, const ccv_nnc_tensor_param_t& params);
 void tensor_free(ccv_nnc_tensor_t* tensor);
+// ccv_nnc_tensor_pin_memory: page-locks a CPU tensor's data until it is
+// freed (CCV_TENSOR_PINNED_MEM in its type); pinning twice is one pin.
+void tensor_pin(ccv_nnc_tensor_t* tensor);
 void view_fill(ccv_nnc_tensor_view_t* view, const ccv_nnc_tensor_t* tensor, const ccv_nnc_tensor_param_t& params,
                const int* ofs, const int* stride);
 void tensor_zero(void* tensor);

@@ -76,4 +76,25 @@ TEST(CudaSchedule, SeveralStreamsGiveTheSerialResults) {
   }
 }
 
+// ccv_nnc_tensor_pin_memory: cudaHostRegister'd host memory; a round trip
+// host -> GPU -> host on a stream through it gives the values back, and the
+// tensor frees (and unregisters) cleanly.
+TEST(CudaPinned, TransfersOnAStreamThroughPinnedMemory) {
+  NNC_REQUIRE_GPU();
+  ccv_nnc_tensor_param_t p = gpu_param({1 << 20});
+  Owned h(nnc_gpu_test::on_cpu(p)), back(nnc_gpu_test::on_cpu(p)), g(p);
+  ASSERT_EQ(ccv_nnc_tensor_pin_memory(h), 0) << ccv_nnc_error_message();
+  ASSERT_EQ(ccv_nnc_tensor_pin_memory(back), 0) << ccv_nnc_error_message();
+  EXPECT_NE(h->type & CCV_TENSOR_PINNED_MEM, 0);
+  std::mt19937 rng(4);
+  nnc_gpu_test::fill(h, rng);
+  ccv_nnc_stream_context_t* s = ccv_nnc_stream_context_new(CCV_STREAM_CONTEXT_GPU);
+  ASSERT_EQ(nnc_gpu_test::exec(nnc_gpu_test::transfer(), ccv_nnc_no_hint, {h}, {g}, s), CCV_NNC_EXEC_SUCCESS);
+  ASSERT_EQ(nnc_gpu_test::exec(nnc_gpu_test::transfer(), ccv_nnc_no_hint, {g}, {back}, s), CCV_NNC_EXEC_SUCCESS);
+  ccv_nnc_stream_context_wait(s);
+  ASSERT_EQ(std::memcmp(h->data.f32, back->data.f32, sizeof(float) << 20), 0);
+  EXPECT_EQ(ccv_nnc_tensor_pin_memory(g), -1);  // GPU memory is refused
+  ccv_nnc_stream_context_free(s);
+}
+
 }  // namespace

@@ -78,7 +78,19 @@ void release(int device, void* p) {
 
 int count() { return g_devices; }
 
-const nnc::DeviceMemory kMemory = {alloc, release, count};
+std::map<void*, size_t> g_pinned;  // page-locked host ranges (pretend)
+
+void pin(void* host, size_t bytes) {
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  if (!g_pinned.emplace(host, bytes).second) nnc::fail(CCV_NNC_EXEC_INVALID, "fake GPU: %p is pinned already", host);
+}
+
+void unpin(void* host) {
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  g_pinned.erase(host);
+}
+
+const nnc::DeviceMemory kMemory = {alloc, release, count, nullptr, nullptr, pin, unpin};
 
 bool is_gpu(const ccv_nnc_tensor_t* t) {
   return t && CCV_TENSOR_GET_MEMORY(t->info.type) == CCV_TENSOR_GPU_MEMORY;
@@ -295,11 +307,11 @@ int exec(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, cc
   bool host = false;
   for (int i = 0; i < input_size + output_size; i++) {
     const ccv_nnc_tensor_t* t = i < input_size ? inputs[i] : outputs[i - input_size];
-    host = host || (t && !is_gpu(t));
+    host = host || (t && !is_gpu(t) && !(t->type & CCV_TENSOR_PINNED_MEM));
   }
   if (host) {
-    // A copy to or from host memory waits for the stream and happens now, as
-    // cudaMemcpyAsync with pageable host memory does.
+    // A copy to or from pageable host memory waits for the stream and happens
+    // now, as cudaMemcpyAsync does; one with pinned memory is queued.
     drain(s);
     return run_now(cmd, hint, flags, inputs, input_size, outputs, output_size, nullptr);
   }
@@ -369,6 +381,13 @@ void set_stream_order_seed(uint32_t seed) {
 }
 
 size_t kernels_queued() { return g_deferred.load(); }
+
+size_t pinned_bytes() {
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  size_t n = 0;
+  for (auto& [p, b] : g_pinned) n += b;
+  return n;
+}
 
 size_t bytes_in_use(int device) {
   const std::lock_guard<std::mutex> lock(g_mutex);

@@ -36,5 +36,9 @@ size_t kernels_run();
 size_t kernels_queued();
 // The seed of the random order in which queued work runs.
 void set_stream_order_seed(uint32_t seed);
+// Host bytes pinned (ccv_nnc_tensor_pin_memory) now. A transfer on a pretend
+// stream from or to pinned memory is queued like device work (the host
+// memory is read or written when the stream gets there, as with CUDA).
+size_t pinned_bytes();
 
 }  // namespace nnc_fakegpu

@@ -809,3 +809,58 @@ TEST(FakeGpu, DataframeCopiesTuplesToTheGpu) {
 }
 
 }  // namespace
+
+namespace {
+
+// ccv_nnc_tensor_pin_memory through the device-memory hook: the data is
+// pinned until the tensor is freed (or moves with a resize); a transfer
+// between pinned host memory and the GPU on a stream is queued like device
+// work, one with pageable memory happens at once.
+TEST(FakeGpu, PinnedHostMemory) {
+  ccv_nnc_init();  // the pretend device memory is installed with the commands
+  const size_t before = nnc_fakegpu::pinned_bytes();
+  ccv_nnc_tensor_t* h = ccv_nnc_tensor_new(nullptr, cpu({7, 3}), 0);
+  ASSERT_EQ(ccv_nnc_tensor_pin_memory(h), 0) << ccv_nnc_error_message();
+  EXPECT_NE(h->type & CCV_TENSOR_PINNED_MEM, 0);
+  EXPECT_EQ(nnc_fakegpu::pinned_bytes(), before + h->data_size);
+  ASSERT_EQ(ccv_nnc_tensor_pin_memory(h), 0);  // twice is once
+  EXPECT_EQ(nnc_fakegpu::pinned_bytes(), before + h->data_size);
+  ccv_nnc_tensor_t* g = ccv_nnc_tensor_new(nullptr, gpu(0, {7, 3}), 0);
+  ccv_nnc_stream_context_t* s = ccv_nnc_stream_context_new(CCV_STREAM_CONTEXT_GPU);
+  ASSERT_NE(s, nullptr) << ccv_nnc_error_message();
+  for (int i = 0; i < 21; i++) h->data.f32[i] = -1;
+  ccv_nnc_cmd_param_t p{};
+  p.blas.a[0] = 2.5f;
+  ASSERT_EQ(ccv_nnc_cmd_exec(ccv_nnc_cmd(CCV_NNC_SET_FORWARD, nullptr, p, 0), ccv_nnc_no_hint, 0, nullptr, 0, &g, 1, s), 0);
+  ASSERT_EQ(ccv_nnc_cmd_exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), ccv_nnc_no_hint, 0, &g, 1, &h, 1, s), 0);
+  EXPECT_EQ(h->data.f32[4], -1.0f);  // queued, not done
+  ccv_nnc_stream_context_wait(s);
+  for (int i = 0; i < 21; i++) ASSERT_EQ(h->data.f32[i], 2.5f) << i;
+  // Pageable memory: the copy waits for the stream and is done on return.
+  ccv_nnc_tensor_t* pageable = ccv_nnc_tensor_new(nullptr, cpu({7, 3}), 0);
+  p.blas.a[0] = -4;
+  ASSERT_EQ(ccv_nnc_cmd_exec(ccv_nnc_cmd(CCV_NNC_SET_FORWARD, nullptr, p, 0), ccv_nnc_no_hint, 0, nullptr, 0, &g, 1, s), 0);
+  ASSERT_EQ(ccv_nnc_cmd_exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), ccv_nnc_no_hint, 0, &g, 1, &pageable, 1, s), 0);
+  EXPECT_EQ(pageable->data.f32[20], -4.0f);
+  // A resize that moves the data pins the new memory.
+  h = ccv_nnc_tensor_resize(h, cpu({50, 50}));
+  ASSERT_NE(h, nullptr) << ccv_nnc_error_message();
+  EXPECT_NE(h->type & CCV_TENSOR_PINNED_MEM, 0);
+  EXPECT_EQ(nnc_fakegpu::pinned_bytes(), before + h->data_size);
+  ccv_nnc_tensor_free(h);
+  EXPECT_EQ(nnc_fakegpu::pinned_bytes(), before);
+  // Refusals: NULL, GPU memory, a view.
+  EXPECT_EQ(ccv_nnc_tensor_pin_memory(nullptr), -1);
+  EXPECT_EQ(ccv_nnc_tensor_pin_memory(g), -1);
+  EXPECT_NE(std::strstr(ccv_nnc_error_message(), "GPU memory"), nullptr) << ccv_nnc_error_message();
+  int ofs[CCV_NNC_MAX_DIM_ALLOC] = {1, 0}, stride[CCV_NNC_MAX_DIM_ALLOC] = {3, 1};
+  ccv_nnc_tensor_view_t* v = ccv_nnc_tensor_view_new(pageable, cpu({2, 3}), ofs, stride);
+  EXPECT_EQ(ccv_nnc_tensor_pin_memory(reinterpret_cast<ccv_nnc_tensor_t*>(v)), -1);
+  EXPECT_NE(std::strstr(ccv_nnc_error_message(), "view"), nullptr) << ccv_nnc_error_message();
+  ccv_nnc_tensor_view_free(v);
+  ccv_nnc_tensor_free(pageable);
+  ccv_nnc_tensor_free(g);
+  ccv_nnc_stream_context_free(s);
+}
+
+}  // namespace
