@@ -84,12 +84,6 @@ std::string stride_words(const char* name, const Mat& x) {
 
 bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
-// The bias of a forward that cuBLASLt's epilogue would add (one vector per
-// column of C', stepping bstride over the batch).
-struct EpilogueBias {
-  const int64_t* bstride = nullptr;
-};
-
 // One product as calls. names: of A, B, C for messages.
 bool plan_product(gemm::Product p, const int64_t* bias_bstride, bool need_swapped, bool fold, bool base_accumulate,
                   const char* const names[3], Call* call, std::string* why) {
@@ -228,24 +222,13 @@ bool forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int inpu
   const gemm::Product p = gemm::forward_product(cmd.info, inputs[0], inputs[1], outputs[0]);
   static const char* const names[3] = {"a", "w", "b"};
   Forward f;
-  if (bias && opt.epilogue) {
-    const gemm::BiasMap m = gemm::bias_map(bias, p);
-    if (m.rs == 0 && (m.cs == 1 || p.N == 1)) {
-      std::string ignored;
-      if (plan_product(p, m.bstride, true, opt, false, names, &f.gemm, &ignored)) {
-        f.bias = BiasMode::epilogue;
-        f.bias_data = m.data;
-        *out = std::move(f);
-        return true;
-      }
-    }
-  }
-  if (!plan_product(p, nullptr, false, opt, bias != nullptr, names, &f.gemm, why)) return false;
   if (bias) {
+    // The fill plan is made whatever the mode: it is also the fallback when
+    // cuBLASLt has no algorithm for the epilogue.
     int bdim[CCV_NNC_MAX_DIM_ALLOC], xdim[CCV_NNC_MAX_DIM_ALLOC];
     int64_t bs[CCV_NNC_MAX_DIM_ALLOC], xs[CCV_NNC_MAX_DIM_ALLOC], xb[CCV_NNC_MAX_DIM_ALLOC];
     const int bnd = strides_of(outputs[0], bdim, bs);
-    int xnd = strides_of(bias, xdim, xs);
+    const int xnd = strides_of(bias, xdim, xs);
     // Leading 1s beyond b's rank broadcast to nothing.
     int skip = 0;
     while (xnd - skip > bnd && xdim[skip] == 1) skip++;
@@ -255,9 +238,19 @@ bool forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int inpu
     }
     const int64_t* s[2] = {bs, xb};
     gpu::make_plan(f.fill, bdim, bnd, 2, s);
-    f.bias = BiasMode::fill;
     f.bias_data = static_cast<const unsigned char*>(bias->data.ptr);
+    if (opt.epilogue) {
+      const gemm::BiasMap m = gemm::bias_map(bias, p);
+      std::string ignored;
+      if (m.rs == 0 && (m.cs == 1 || p.N == 1) && plan_product(p, m.bstride, true, opt, false, names, &f.gemm, &ignored)) {
+        f.bias = BiasMode::epilogue;
+        *out = std::move(f);
+        return true;
+      }
+    }
+    f.bias = BiasMode::fill;
   }
+  if (!plan_product(p, nullptr, false, opt, bias != nullptr, names, &f.gemm, why)) return false;
   *out = std::move(f);
   return true;
 }

@@ -78,7 +78,9 @@ enum class BiasMode {
   // column of C'.
   epilogue,
   // b is first filled with the bias broadcast to it (`fill`: operand 0 is b,
-  // operand 1 the bias), then every call accumulates.
+  // operand 1 the bias), then every call accumulates. (`fill` is planned in
+  // epilogue mode too: the fallback where cuBLASLt has no algorithm; every
+  // call then accumulates.)
   fill,
 };
 
