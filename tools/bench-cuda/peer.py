@@ -37,8 +37,11 @@ for label, dtype, tf32 in [("fp32", torch.float32, False), ("fp32-tf32", torch.f
                            ("fp16", torch.float16, False), ("bf16", torch.bfloat16, False)]:
     torch.backends.cuda.matmul.allow_tf32 = tf32
     # fp32 accumulation for fp16 / bf16, as NNC's default
-    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
-    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+    for flag in ("allow_fp16_reduced_precision_reduction", "allow_bf16_reduced_precision_reduction"):
+        try:  # the bf16 one is newer than PyTorch 1.13
+            setattr(torch.backends.cuda.matmul, flag, False)
+        except (AssertionError, AttributeError):
+            pass
     a = torch.zeros(4096, 4096, device=dev, dtype=dtype)
     b = torch.zeros(4096, 4096, device=dev, dtype=dtype)
     row(f"square4096-{label}", lambda: torch.mm(a, b))
