@@ -12,13 +12,17 @@
 // CCV_NNC_GEMM_16F in cmd.info.blas.flags lets fp16 storage accumulate in
 // fp16; CCV_NNC_GEMM_32TF lets fp32 products run on TF32 tensor cores. Off by
 // default, so fp32 GEMM matches CPU_REF to fp32 rounding. The a[] scales are
-// not applied, as CPU_REF does not apply them.
+// not applied, as CPU_REF does not apply them. NNC_CUBLAS_NO_LT=1 in the
+// environment turns the cuBLASLt epilogue off (bias fill + accumulate).
 #include <cublasLt.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
-
+#include <array>
+#include <cstdlib>
+#include <cstring>
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "cmd/common/gemm_plan.hpp"
@@ -122,6 +126,18 @@ struct Owned {
   }
 };
 
+using AlgoKey = std::array<int64_t, 20>;
+
+// NNC_CUBLAS_NO_LT=1 in the environment: never the cuBLASLt epilogue (the
+// bias is broadcast into b and the GEMM accumulates), to tell the two apart.
+bool lt_disabled() {
+  static const bool off = [] {
+    const char* e = std::getenv("NNC_CUBLAS_NO_LT");
+    return e && *e && std::strcmp(e, "0") != 0;
+  }();
+  return off;
+}
+
 // One planned call with the bias epilogue through cuBLASLt. False (nothing
 // queued) when cuBLASLt has no algorithm for it: the caller falls back.
 bool lt_bias_call(int device, cudaStream_t s, const gemm_plan::Call& c, const Types& t, const void* bias,
@@ -183,10 +199,22 @@ bool lt_bias_call(int device, cudaStream_t s, const gemm_plan::Call& c, const Ty
     NNC_LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.v, which[i], &al[i], sizeof al[i]), what);
   NNC_LT_CHECK(cublasLtMatmulDescSetAttribute(desc.v, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &worst_bias, sizeof worst_bias),
                what);
-  cublasLtMatmulHeuristicResult_t result = {};
-  int found = 0;
-  const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(lt, desc.v, la.v, lb.v, lc.v, lc.v, pref.v, 1, &result, &found);
-  if (hs != CUBLAS_STATUS_SUCCESS || found == 0) return false;  // no algorithm: nothing queued, the caller falls back
+  // The heuristic's answer is kept per shape, types and alignments (it costs
+  // more than a small GEMM), per thread and device.
+  const AlgoKey key = {device, static_cast<int64_t>(t.storage), static_cast<int64_t>(t.compute), c.trans_a, c.trans_b,
+                       c.m, c.n, c.k, c.lda, c.ldb, c.ldc, c.batch, c.stride_a, c.stride_b, c.stride_c, c.stride_bias,
+                       al[0], al[1], al[2], bias_al};
+  thread_local std::map<AlgoKey, std::pair<bool, cublasLtMatmulHeuristicResult_t>> cache;
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    cublasLtMatmulHeuristicResult_t r = {};
+    int found = 0;
+    const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(lt, desc.v, la.v, lb.v, lc.v, lc.v, pref.v, 1, &r, &found);
+    if (cache.size() > 4096) cache.clear();
+    it = cache.emplace(key, std::make_pair(hs == CUBLAS_STATUS_SUCCESS && found > 0, r)).first;
+  }
+  if (!it->second.first) return false;  // no algorithm: nothing queued, the caller falls back
+  const cublasLtMatmulHeuristicResult_t& result = it->second.second;
   const Scalars sc;
   StreamBlock workspace(result.workspaceSize, s, what);
   for (const gemm_plan::Base& base : c.bases) {
@@ -194,9 +222,17 @@ bool lt_bias_call(int device, cudaStream_t s, const gemm_plan::Call& c, const Ty
     NNC_LT_CHECK(cublasLtMatmulDescSetAttribute(desc.v, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_at, sizeof bias_at),
                  what);
     unsigned char* out = c.c + base.c * es;
-    NNC_LT_CHECK(cublasLtMatmul(lt, desc.v, sc.get(t, 1), c.a + base.a * es, la.v, c.b + base.b * es, lb.v,
-                                sc.get(t, 0), out, lc.v, out, lc.v, &result.algo, workspace.get(), result.workspaceSize, s),
-                 what);
+    const cublasStatus_t st =
+        cublasLtMatmul(lt, desc.v, sc.get(t, 1), c.a + base.a * es, la.v, c.b + base.b * es, lb.v, sc.get(t, 0), out,
+                       lc.v, out, lc.v, &result.algo, workspace.get(), result.workspaceSize, s);
+    // Refused outright on the first call (nothing queued yet): fall back, and
+    // remember not to try this shape again.
+    if (st != CUBLAS_STATUS_SUCCESS && &base == &c.bases.front() &&
+        (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE)) {
+      it->second.first = false;
+      return false;
+    }
+    check_lt(st, what, "cublasLtMatmul");
   }
   return true;
 }
@@ -272,7 +308,7 @@ NNC_KERNEL(gemm) {
   const int device = CCV_TENSOR_GET_DEVICE_ID(outputs[0]->info.type);
   const cudaStream_t s = stream_of(stream_context, device, what);
   bool filled = false;
-  if (f.bias == gemm_plan::BiasMode::epilogue && !f.gemm.bases.empty()) {
+  if (f.bias == gemm_plan::BiasMode::epilogue && !f.gemm.bases.empty() && !lt_disabled()) {
     if (lt_bias_call(device, s, f.gemm, t, f.bias_data, what)) {
       finish(stream_context, s, what);
       return CCV_NNC_EXEC_SUCCESS;
