@@ -37,6 +37,7 @@ namespace nnc::cuda {
 
 cudaError_t launch_gemm_bias_fill(cudaStream_t s, int type, const gpu::EwPlan& p, void* c, const void* bias);
 cudaError_t launch_gemm_bias_grad(cudaStream_t s, int type, const gpu::ReducePlan& r, void* dbias, const void* g);
+cudaError_t launch_gemm_store_f32(cudaStream_t s, int type, const gpu::EwPlan& p, void* c, const float* x);
 
 namespace {
 
@@ -263,6 +264,32 @@ void run_call(cublasHandle_t h, const gemm_plan::Call& c, const Types& t, bool a
   }
 }
 
+// A planned call whose outputs are summed over several calls (the gradient of
+// a broadcast operand that does not fold), in fp16 / bf16 with fp32
+// accumulation: the partial sums stay in fp32 scratch and are rounded to the
+// storage type once at the end, as a single GEMM would
+// (gemm_plan::scratch_sums).
+void run_call_f32_sums(cublasHandle_t h, cudaStream_t s, const gemm_plan::Call& c, const Types& t, const char* what) {
+  const gemm_plan::ScratchSums plan = gemm_plan::scratch_sums(c);
+  StreamBlock scratch(static_cast<size_t>(plan.per_slot) * plan.outputs.size() * sizeof(float), s, what);
+  float* const sums = static_cast<float*>(scratch.get());
+  const float alpha = 1, zero = 0, one = 1;
+  const cublasOperation_t ta = c.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = c.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int64_t es = static_cast<int64_t>(t.esize);
+  for (size_t i = 0; i < c.bases.size(); i++) {
+    const gemm_plan::Base& base = c.bases[i];
+    NNC_CUDA_CHECK(cublasGemmStridedBatchedEx(h, ta, tb, c.m, c.n, c.k, &alpha, c.a + base.a * es, t.storage,
+                                              static_cast<int>(c.lda), c.stride_a, c.b + base.b * es, t.storage,
+                                              static_cast<int>(c.ldb), c.stride_b, base.accumulate ? &one : &zero,
+                                              sums + plan.slot[i] * plan.per_slot, CUDA_R_32F, c.m,
+                                              static_cast<long long>(c.m) * c.n, c.batch, CUBLAS_COMPUTE_32F,
+                                              CUBLAS_GEMM_DEFAULT),
+                   what);
+  }
+  for (const auto& [off, slot] : plan.outputs)
+    NNC_CUDA_CHECK(launch_gemm_store_f32(s, t.kernel_type, plan.store, c.c + off * es, sums + slot * plan.per_slot), what);
+}
+
 // Every tensor in GPU memory on one device, one floating type cuBLAS takes.
 bool on_one_device(ccv_nnc_tensor_t* const* ts, int n, int* device, int* datatype) {
   for (int i = 0; i < n; i++) {
@@ -335,8 +362,14 @@ NNC_KERNEL(gemm_backward) {
   const cudaStream_t s = stream_of(stream_context, device, what);
   if ((b.da && !b.da_gemm.bases.empty()) || (b.dw && !b.dw_gemm.bases.empty())) {
     cublasHandle_t h = cublas_handle(stream_context, device, s, what);
-    if (b.da) run_call(h, b.da_gemm, t, false, what);
-    if (b.dw) run_call(h, b.dw_gemm, t, false, what);
+    const bool half = (t.storage == CUDA_R_16F || t.storage == CUDA_R_16BF) && t.compute == CUBLAS_COMPUTE_32F;
+    for (const gemm_plan::Call* c : {b.da ? &b.da_gemm : nullptr, b.dw ? &b.dw_gemm : nullptr}) {
+      if (!c) continue;
+      if (half && gemm_plan::has_partial_sums(*c))
+        run_call_f32_sums(h, s, *c, t, what);
+      else
+        run_call(h, *c, t, false, what);
+    }
   }
   if (b.dbias) NNC_CUDA_CHECK(launch_gemm_bias_grad(s, t.kernel_type, b.reduce, b.dbias_data, b.g_data), what);
   finish(stream_context, s, what);

@@ -1,6 +1,7 @@
 // GPU_CUBLAS GEMM's helper kernels (cuda/gemm.cpp), over any floating type:
-// the bias broadcast into b before an accumulating GEMM, and dbias, the sum
-// of g over the dimensions the bias was broadcast along. Index arithmetic is
+// the bias broadcast into b before an accumulating GEMM; dbias, the sum of g
+// over the dimensions the bias was broadcast along; and the fp16 / bf16
+// rounding of sums kept in fp32 scratch. Index arithmetic is
 // the host's (cmd/common/gpu_plan.hpp, planned by cmd/common/gemm_plan.cpp).
 // dbias sums in float (double for fp64) whatever the storage type; every
 // output is written by exactly one thread or block, so results are
@@ -77,6 +78,25 @@ __global__ void bias_grad_block_kernel(EwPlan outer, EwPlan inner, void* dbias, 
   }
 }
 
+// c[off0] = x[off1] rounded to T (operand 0: the output, operand 1: an fp32 scratch).
+template <class T>
+__global__ void store_f32_kernel(EwPlan p, void* c, const float* x) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.count; i += step) {
+    int64_t off[2];
+    gpu::plan_offsets(p, 2, i, off);
+    st<T>(c, off[0], x[off[1]]);
+  }
+}
+
+template <class T>
+cudaError_t store_typed(cudaStream_t s, const EwPlan& p, void* c, const float* x) {
+  const gpu::EwLaunch l = gpu::choose_ew(p.count);
+  if (p.count == 0 || l.blocks == 0) return cudaSuccess;
+  store_f32_kernel<T><<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(p, c, x);
+  return cudaGetLastError();
+}
+
 template <class T>
 cudaError_t fill_typed(cudaStream_t s, const EwPlan& p, void* c, const void* bias) {
   const gpu::EwLaunch l = gpu::choose_ew(p.count);
@@ -107,6 +127,14 @@ cudaError_t launch_gemm_bias_fill(cudaStream_t s, int type, const gpu::EwPlan& p
     case kF16: return fill_typed<__half>(s, p, c, bias);
     case kBF16: return fill_typed<__nv_bfloat16>(s, p, c, bias);
     case kF64: return fill_typed<double>(s, p, c, bias);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+cudaError_t launch_gemm_store_f32(cudaStream_t s, int type, const gpu::EwPlan& p, void* c, const float* x) {
+  switch (type) {
+    case kF16: return store_typed<__half>(s, p, c, x);
+    case kBF16: return store_typed<__nv_bfloat16>(s, p, c, x);
     default: return cudaErrorInvalidValue;
   }
 }

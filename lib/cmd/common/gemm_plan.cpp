@@ -296,6 +296,34 @@ bool backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int inp
   return true;
 }
 
+bool has_partial_sums(const Call& c) {
+  for (const Base& b : c.bases)
+    if (b.accumulate) return true;
+  return false;
+}
+
+ScratchSums scratch_sums(const Call& c) {
+  ScratchSums r;
+  const int64_t mat = static_cast<int64_t>(c.m) * c.n;
+  r.per_slot = mat * c.batch;
+  for (const Base& b : c.bases) {
+    int64_t slot = -1;
+    for (const auto& [off, sl] : r.outputs)
+      if (off == b.c) slot = sl;
+    if (slot < 0) {
+      slot = static_cast<int64_t>(r.outputs.size());
+      r.outputs.emplace_back(b.c, slot);
+    }
+    r.slot.push_back(slot);
+  }
+  // [batch, n, m]: the output with its strides, the slot packed column-major.
+  const int dims[3] = {c.batch, c.n, c.m};
+  const int64_t out_strides[3] = {c.stride_c, c.ldc, 1}, slot_strides[3] = {mat, c.m, 1};
+  const int64_t* strides[2] = {out_strides, slot_strides};
+  gpu::make_plan(r.store, dims, 3, 2, strides);
+  return r;
+}
+
 Compute compute_of(int flags, int datatype) {
   switch (datatype) {
     case CCV_64F: return Compute::f64;

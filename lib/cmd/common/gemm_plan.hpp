@@ -40,6 +40,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cmd/common/gpu_plan.hpp"
@@ -116,6 +117,21 @@ bool forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int inpu
 bool backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
               ccv_nnc_tensor_t* const* outputs, int output_size, Backward* out, std::string* why,
               const Options& opt = Options());
+
+// Partial sums in fp32 scratch (fp16 / bf16 storage with fp32 accumulation,
+// when a call sums several products into one output): each distinct output
+// offset of `c` gets a slot of batch column-major m x n matrices (ld m, m·n
+// apart) in the scratch; the calls write their slot (base i: slot[i]), and
+// `store` then rounds a slot into its output (operand 0: the output at
+// c.c + offset, operand 1: the slot).
+struct ScratchSums {
+  int64_t per_slot = 0;                                // elements per slot
+  std::vector<int64_t> slot;                           // per base of c
+  std::vector<std::pair<int64_t, int64_t>> outputs;    // (output offset, slot), once each
+  gpu::EwPlan store;
+};
+bool has_partial_sums(const Call& c);
+ScratchSums scratch_sums(const Call& c);
 
 // The compute mode a command asks for (cmd.info.blas.flags, libnnc's
 // CCV_NNC_GEMM_*) at a storage datatype: fp32 accumulation unless

@@ -144,6 +144,33 @@ void run_call(const gp::Call& c, const float* bias, Counts& n, bool all_accumula
   }
 }
 
+// A call with partial sums run as the fp16 / bf16 backward does: into fp32
+// scratch slots (column-major, ld m), then each slot stored into its output.
+void run_call_scratch(const gp::Call& c, Counts& n) {
+  n.hit("scratch sums");
+  const gp::ScratchSums plan = gp::scratch_sums(c);
+  ASSERT_EQ(plan.slot.size(), c.bases.size());
+  std::vector<float> scratch(static_cast<size_t>(plan.per_slot) * plan.outputs.size(), std::nanf(""));
+  gp::Call into = c;
+  into.c = reinterpret_cast<unsigned char*>(scratch.data());
+  into.ldc = c.m;
+  into.stride_c = static_cast<int64_t>(c.m) * c.n;
+  for (size_t i = 0; i < c.bases.size(); i++) {
+    into.bases = {c.bases[i]};
+    into.bases[0].c = plan.slot[i] * plan.per_slot;
+    Counts ignored;
+    run_call(into, nullptr, ignored);
+  }
+  float* out = reinterpret_cast<float*>(c.c);
+  for (const auto& [off, slot] : plan.outputs) {
+    int64_t o[2];
+    for (int64_t i = 0; i < plan.store.count; i++) {
+      nnc::gpu::plan_offsets(plan.store, 2, i, o);
+      out[off + o[0]] = scratch[static_cast<size_t>(slot * plan.per_slot + o[1])];
+    }
+  }
+}
+
 // fallback: run an epilogue plan as the backend does when cuBLASLt offers no
 // algorithm (fill, then accumulate every call).
 void run_forward(const gp::Forward& f, Counts& n, bool fallback) {
@@ -163,9 +190,14 @@ void run_forward(const gp::Forward& f, Counts& n, bool fallback) {
   run_call(f.gemm, epilogue ? reinterpret_cast<const float*>(f.bias_data) : nullptr, n, fill);
 }
 
-void run_backward(const gp::Backward& b, Counts& n) {
-  if (b.da) run_call(b.da_gemm, nullptr, n);
-  if (b.dw) run_call(b.dw_gemm, nullptr, n);
+void run_backward(const gp::Backward& b, Counts& n, bool scratch) {
+  for (const gp::Call* c : {b.da ? &b.da_gemm : nullptr, b.dw ? &b.dw_gemm : nullptr}) {
+    if (!c) continue;
+    if (scratch && gp::has_partial_sums(*c))
+      run_call_scratch(*c, n);
+    else
+      run_call(*c, nullptr, n);
+  }
   if (b.dbias) {
     n.hit("dbias");
     const float* g = reinterpret_cast<const float*>(b.g_data);
@@ -366,13 +398,14 @@ TEST(GemmPlan, BackwardMatchesCpuRefOnRandomConfigurations) {
     gp::Backward plan;
     std::string why;
     ASSERT_TRUE(gp::backward(cmd, in, 3, out, 3, &plan, &why, opt)) << why << " — " << text;
-    run_backward(plan, n);
+    run_backward(plan, n, it % 2 == 1);
     static const char* names[3] = {"da", "dw", "dbias"};
     for (int i = 0; i < 3; i++)
       if (out[i]) expect_buffers_equal(*outs[i], expected[i], names[i], text, &failures);
   }
   // The gradient of a broadcast operand sums products: accumulating calls or a fold over k.
-  for (const char* p : {"swapped", "direct", "op_a T", "op_b T", "strided batch", "outer loop", "accumulate", "dbias"})
+  for (const char* p :
+       {"swapped", "direct", "op_a T", "op_b T", "strided batch", "outer loop", "accumulate", "dbias", "scratch sums"})
     EXPECT_GT(n.seen[p], 0) << "no configuration took the path: " << p;
   std::string summary;
   for (const auto& [k, v] : n.seen) summary += k + " " + std::to_string(v) + "; ";
