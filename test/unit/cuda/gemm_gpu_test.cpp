@@ -23,8 +23,10 @@
 // before the products (0, except TF32: 2^-10, twice for a product — the
 // tensor cores may truncate to TF32's 10 bits rather than round); p the number
 // of partial sums rounded to the storage type (a broadcast operand's gradient
-// that is not one GEMM is summed by calls in sequence, each writing its
-// partial sum into the output: p = the batch count; 0 for the forward); tiny
+// that is not one GEMM is summed by calls in sequence; with fp32 accumulation
+// the partial sums stay in fp32 scratch and are rounded once, p = 0; with
+// CCV_NNC_GEMM_16F each call writes its partial sum into the output, p = the
+// batch count; 0 for the forward); tiny
 // the spacing of the storage type's subnormals (fp16: 2^-24, the size of
 // products of two small test values; 0 elsewhere at these magnitudes). fp16 and
 // bf16 products are exact in fp32, so by default fp16 differs from CPU_REF
@@ -416,7 +418,7 @@ void backward_configs(int datatype, int flags, int configs, uint32_t seed) {
         << ccv_nnc_error_message() << " " << what;
     // Terms per output: at most max(m, n, k) times the batch (a broadcast operand's gradient sums the batch).
     const int64_t terms = static_cast<int64_t>(std::max({c.m, c.n, c.k})) * static_cast<int64_t>(c.batch) + 1;
-    const int64_t partials = static_cast<int64_t>(c.batch);
+    const int64_t partials = (flags & CCV_NNC_GEMM_16F) ? static_cast<int64_t>(c.batch) : 0;
     if (want_da) expect_within(da, da.abs_parent.get(), terms, pr, what + " (da)", partials);
     if (want_dw) expect_within(dw, dw.abs_parent.get(), terms, pr, what + " (dw)", partials);
     if (want_db) expect_within(db, db.abs_parent.get(), static_cast<int64_t>(count(c.b)), pr, what + " (dbias)");
