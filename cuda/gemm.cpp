@@ -19,9 +19,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <cstdint>
 #include <map>
 #include <string>
 
@@ -66,16 +66,30 @@ Types types_of(const ccv_nnc_cmd_t& cmd, int datatype) {
   t.datatype = datatype;
   t.esize = datatype_size(datatype);
   switch (datatype) {
-    case CCV_16F: t.storage = CUDA_R_16F, t.kernel_type = kF16; break;
-    case CCV_16BF: t.storage = CUDA_R_16BF, t.kernel_type = kBF16; break;
-    case CCV_64F: t.storage = CUDA_R_64F, t.kernel_type = kF64; break;
-    default: break;
+    case CCV_16F:
+      t.storage = CUDA_R_16F, t.kernel_type = kF16;
+      break;
+    case CCV_16BF:
+      t.storage = CUDA_R_16BF, t.kernel_type = kBF16;
+      break;
+    case CCV_64F:
+      t.storage = CUDA_R_64F, t.kernel_type = kF64;
+      break;
+    default:
+      break;
   }
   switch (gemm_plan::compute_of(cmd.info.blas.flags, datatype)) {
-    case gemm_plan::Compute::f64: t.compute = CUBLAS_COMPUTE_64F, t.scale = CUDA_R_64F; break;
-    case gemm_plan::Compute::f16: t.compute = CUBLAS_COMPUTE_16F, t.scale = CUDA_R_16F; break;
-    case gemm_plan::Compute::f32_tf32: t.compute = CUBLAS_COMPUTE_32F_FAST_TF32; break;
-    default: break;
+    case gemm_plan::Compute::f64:
+      t.compute = CUBLAS_COMPUTE_64F, t.scale = CUDA_R_64F;
+      break;
+    case gemm_plan::Compute::f16:
+      t.compute = CUBLAS_COMPUTE_16F, t.scale = CUDA_R_16F;
+      break;
+    case gemm_plan::Compute::f32_tf32:
+      t.compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+      break;
+    default:
+      break;
   }
   return t;
 }
@@ -87,7 +101,7 @@ struct Scalars {
   __half h[2];
   Scalars() { h[0] = __float2half(0.f), h[1] = __float2half(1.f); }
   const void* get(const Types& t, int v) const {
-    return t.scale == CUDA_R_64F ? static_cast<const void*>(&d[v])
+    return t.scale == CUDA_R_64F   ? static_cast<const void*>(&d[v])
            : t.scale == CUDA_R_16F ? static_cast<const void*>(&h[v])
                                    : static_cast<const void*>(&f[v]);
   }
@@ -145,14 +159,14 @@ bool lt_bias_call(int device, cudaStream_t s, const gemm_plan::Call& c, const Ty
                   const char* what) {
   cublasLtHandle_t lt = lt_handle(device, what);
   auto mk_layout = [&](cublasLtMatrixLayout_t* out, int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
-    NNC_LT_CHECK(cublasLtMatrixLayoutCreate(out, t.storage, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld),
-                 what);
+    NNC_LT_CHECK(
+        cublasLtMatrixLayoutCreate(out, t.storage, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld), what);
     if (c.batch > 1) {
       const int32_t n = c.batch;
       NNC_LT_CHECK(cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &n, sizeof n), what);
-      NNC_LT_CHECK(cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-                                                    sizeof stride),
-                   what);
+      NNC_LT_CHECK(
+          cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride),
+          what);
     }
   };
   Owned<cublasLtMatmulDesc_t, cublasStatus_t (*)(cublasLtMatmulDesc_t)> desc(cublasLtMatmulDescDestroy);
@@ -167,8 +181,8 @@ bool lt_bias_call(int device, cudaStream_t s, const gemm_plan::Call& c, const Ty
   const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
   NNC_LT_CHECK(cublasLtMatmulDescSetAttribute(desc.v, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), what);
   const cudaDataType_t bias_type = t.storage;
-  NNC_LT_CHECK(cublasLtMatmulDescSetAttribute(desc.v, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type),
-               what);
+  NNC_LT_CHECK(
+      cublasLtMatmulDescSetAttribute(desc.v, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type), what);
   if (c.batch > 1) {
     const int64_t bs = c.stride_bias;
     NNC_LT_CHECK(cublasLtMatmulDescSetAttribute(desc.v, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &bs, sizeof bs), what);
@@ -198,13 +212,30 @@ bool lt_bias_call(int device, cudaStream_t s, const gemm_plan::Call& c, const Ty
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
   for (int i = 0; i < 4; i++)
     NNC_LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.v, which[i], &al[i], sizeof al[i]), what);
-  NNC_LT_CHECK(cublasLtMatmulDescSetAttribute(desc.v, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &worst_bias, sizeof worst_bias),
-               what);
+  NNC_LT_CHECK(
+      cublasLtMatmulDescSetAttribute(desc.v, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &worst_bias, sizeof worst_bias), what);
   // The heuristic's answer is kept per shape, types and alignments (it costs
   // more than a small GEMM), per thread and device.
-  const AlgoKey key = {device, static_cast<int64_t>(t.storage), static_cast<int64_t>(t.compute), c.trans_a, c.trans_b,
-                       c.m, c.n, c.k, c.lda, c.ldb, c.ldc, c.batch, c.stride_a, c.stride_b, c.stride_c, c.stride_bias,
-                       al[0], al[1], al[2], bias_al};
+  const AlgoKey key = {device,
+                       static_cast<int64_t>(t.storage),
+                       static_cast<int64_t>(t.compute),
+                       c.trans_a,
+                       c.trans_b,
+                       c.m,
+                       c.n,
+                       c.k,
+                       c.lda,
+                       c.ldb,
+                       c.ldc,
+                       c.batch,
+                       c.stride_a,
+                       c.stride_b,
+                       c.stride_c,
+                       c.stride_bias,
+                       al[0],
+                       al[1],
+                       al[2],
+                       bias_al};
   thread_local std::map<AlgoKey, std::pair<bool, cublasLtMatmulHeuristicResult_t>> cache;
   auto it = cache.find(key);
   if (it == cache.end()) {
@@ -250,16 +281,16 @@ void run_call(cublasHandle_t h, const gemm_plan::Call& c, const Types& t, bool a
     void* out = c.c + base.c * static_cast<int64_t>(t.esize);
     const void* beta = sc.get(t, (base.accumulate || accumulate_all) ? 1 : 0);
     if (c.batch == 1) {
-      NNC_CUDA_CHECK(cublasGemmEx(h, ta, tb, c.m, c.n, c.k, sc.get(t, 1), a, t.storage, static_cast<int>(c.lda), b,
-                                  t.storage, static_cast<int>(c.ldb), beta, out, t.storage, static_cast<int>(c.ldc),
-                                  t.compute, algo),
-                     what);
+      NNC_CUDA_CHECK(
+          cublasGemmEx(h, ta, tb, c.m, c.n, c.k, sc.get(t, 1), a, t.storage, static_cast<int>(c.lda), b, t.storage,
+                       static_cast<int>(c.ldb), beta, out, t.storage, static_cast<int>(c.ldc), t.compute, algo),
+          what);
     } else {
-      NNC_CUDA_CHECK(cublasGemmStridedBatchedEx(h, ta, tb, c.m, c.n, c.k, sc.get(t, 1), a, t.storage,
-                                                static_cast<int>(c.lda), c.stride_a, b, t.storage,
-                                                static_cast<int>(c.ldb), c.stride_b, beta, out, t.storage,
-                                                static_cast<int>(c.ldc), c.stride_c, c.batch, t.compute, algo),
-                     what);
+      NNC_CUDA_CHECK(
+          cublasGemmStridedBatchedEx(h, ta, tb, c.m, c.n, c.k, sc.get(t, 1), a, t.storage, static_cast<int>(c.lda),
+                                     c.stride_a, b, t.storage, static_cast<int>(c.ldb), c.stride_b, beta, out,
+                                     t.storage, static_cast<int>(c.ldc), c.stride_c, c.batch, t.compute, algo),
+          what);
     }
   }
 }
@@ -278,16 +309,16 @@ void run_call_f32_sums(cublasHandle_t h, cudaStream_t s, const gemm_plan::Call& 
   const int64_t es = static_cast<int64_t>(t.esize);
   for (size_t i = 0; i < c.bases.size(); i++) {
     const gemm_plan::Base& base = c.bases[i];
-    NNC_CUDA_CHECK(cublasGemmStridedBatchedEx(h, ta, tb, c.m, c.n, c.k, &alpha, c.a + base.a * es, t.storage,
-                                              static_cast<int>(c.lda), c.stride_a, c.b + base.b * es, t.storage,
-                                              static_cast<int>(c.ldb), c.stride_b, base.accumulate ? &one : &zero,
-                                              sums + plan.slot[i] * plan.per_slot, CUDA_R_32F, c.m,
-                                              static_cast<long long>(c.m) * c.n, c.batch, CUBLAS_COMPUTE_32F,
-                                              CUBLAS_GEMM_DEFAULT),
+    NNC_CUDA_CHECK(cublasGemmStridedBatchedEx(
+                       h, ta, tb, c.m, c.n, c.k, &alpha, c.a + base.a * es, t.storage, static_cast<int>(c.lda),
+                       c.stride_a, c.b + base.b * es, t.storage, static_cast<int>(c.ldb), c.stride_b,
+                       base.accumulate ? &one : &zero, sums + plan.slot[i] * plan.per_slot, CUDA_R_32F, c.m,
+                       static_cast<long long>(c.m) * c.n, c.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                    what);
   }
   for (const auto& [off, slot] : plan.outputs)
-    NNC_CUDA_CHECK(launch_gemm_store_f32(s, t.kernel_type, plan.store, c.c + off * es, sums + slot * plan.per_slot), what);
+    NNC_CUDA_CHECK(launch_gemm_store_f32(s, t.kernel_type, plan.store, c.c + off * es, sums + slot * plan.per_slot),
+                   what);
 }
 
 // Every tensor in GPU memory on one device, one floating type cuBLAS takes.
@@ -300,12 +331,12 @@ bool on_one_device(ccv_nnc_tensor_t* const* ts, int n, int* device, int* datatyp
     if (*device < 0) *device = d, *datatype = dt;
     if (d != *device || dt != *datatype) return false;
   }
-  return *device >= 0 && (*datatype == CCV_32F || *datatype == CCV_16F || *datatype == CCV_16BF ||
-                          *datatype == CCV_64F);
+  return *device >= 0 &&
+         (*datatype == CCV_32F || *datatype == CCV_16F || *datatype == CCV_16BF || *datatype == CCV_64F);
 }
 
-bool accept_gemm(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                 int output_size) {
+bool accept_gemm(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                 ccv_nnc_tensor_t* const* outputs, int output_size) {
   int device = -1, datatype = 0;
   return input_size >= 2 && output_size >= 1 && on_one_device(inputs, input_size, &device, &datatype) &&
          on_one_device(outputs, output_size, &device, &datatype);
@@ -315,7 +346,8 @@ bool accept_gemm_backward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs,
                           ccv_nnc_tensor_t* const* outputs, int output_size) {
   int device = -1, datatype = 0;
   // bias and b (inputs 3, 4) are never read: whatever they are, they do not matter.
-  return input_size >= 1 && output_size >= 1 && on_one_device(inputs, input_size < 3 ? input_size : 3, &device, &datatype) &&
+  return input_size >= 1 && output_size >= 1 &&
+         on_one_device(inputs, input_size < 3 ? input_size : 3, &device, &datatype) &&
          on_one_device(outputs, output_size, &device, &datatype);
 }
 

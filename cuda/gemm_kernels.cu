@@ -123,29 +123,42 @@ cudaError_t grad_typed(cudaStream_t s, const gpu::ReducePlan& r, void* dbias, co
 
 cudaError_t launch_gemm_bias_fill(cudaStream_t s, int type, const gpu::EwPlan& p, void* c, const void* bias) {
   switch (type) {
-    case kF32: return fill_typed<float>(s, p, c, bias);
-    case kF16: return fill_typed<__half>(s, p, c, bias);
-    case kBF16: return fill_typed<__nv_bfloat16>(s, p, c, bias);
-    case kF64: return fill_typed<double>(s, p, c, bias);
-    default: return cudaErrorInvalidValue;
+    case kF32:
+      return fill_typed<float>(s, p, c, bias);
+    case kF16:
+      return fill_typed<__half>(s, p, c, bias);
+    case kBF16:
+      return fill_typed<__nv_bfloat16>(s, p, c, bias);
+    case kF64:
+      return fill_typed<double>(s, p, c, bias);
+    default:
+      return cudaErrorInvalidValue;
   }
 }
 
 cudaError_t launch_gemm_store_f32(cudaStream_t s, int type, const gpu::EwPlan& p, void* c, const float* x) {
   switch (type) {
-    case kF16: return store_typed<__half>(s, p, c, x);
-    case kBF16: return store_typed<__nv_bfloat16>(s, p, c, x);
-    default: return cudaErrorInvalidValue;
+    case kF16:
+      return store_typed<__half>(s, p, c, x);
+    case kBF16:
+      return store_typed<__nv_bfloat16>(s, p, c, x);
+    default:
+      return cudaErrorInvalidValue;
   }
 }
 
 cudaError_t launch_gemm_bias_grad(cudaStream_t s, int type, const gpu::ReducePlan& r, void* dbias, const void* g) {
   switch (type) {
-    case kF32: return grad_typed<float>(s, r, dbias, g);
-    case kF16: return grad_typed<__half>(s, r, dbias, g);
-    case kBF16: return grad_typed<__nv_bfloat16>(s, r, dbias, g);
-    case kF64: return grad_typed<double>(s, r, dbias, g);
-    default: return cudaErrorInvalidValue;
+    case kF32:
+      return grad_typed<float>(s, r, dbias, g);
+    case kF16:
+      return grad_typed<__half>(s, r, dbias, g);
+    case kBF16:
+      return grad_typed<__nv_bfloat16>(s, r, dbias, g);
+    case kF64:
+      return grad_typed<double>(s, r, dbias, g);
+    default:
+      return cudaErrorInvalidValue;
   }
 }
 

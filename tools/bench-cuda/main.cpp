@@ -117,9 +117,10 @@ int main() {
   const float one = 1, zero = 0;
 
   // C [M, N] = A [M, K] B [K, N], row-major: column-major C^T = B^T A^T.
-  for (const auto& [dt, flags, label] :
-       {std::tuple<int, int, const char*>{CCV_32F, 0, "fp32"}, {CCV_32F, CCV_NNC_GEMM_32TF, "fp32-tf32"},
-        {CCV_16F, 0, "fp16"}, {CCV_16BF, 0, "bf16"}}) {
+  for (const auto& [dt, flags, label] : {std::tuple<int, int, const char*>{CCV_32F, 0, "fp32"},
+                                         {CCV_32F, CCV_NNC_GEMM_32TF, "fp32-tf32"},
+                                         {CCV_16F, 0, "fp16"},
+                                         {CCV_16BF, 0, "bf16"}}) {
     const int n = 4096;
     ccv_nnc_tensor_t* a = T.add(dt, {n, n});
     ccv_nnc_tensor_t* b = T.add(dt, {n, n});
@@ -134,8 +135,8 @@ int main() {
                       ccv_nnc_cmd_exec(cmd, ccv_nnc_no_hint, 0, in, 2, out, 1, nullptr);
                     },
                     [=] {
-                      cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b->data.u8, ty, n, a->data.u8, ty, n, &zero,
-                                   c->data.u8, ty, n, compute, CUBLAS_GEMM_DEFAULT);
+                      cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b->data.u8, ty, n, a->data.u8, ty, n,
+                                   &zero, c->data.u8, ty, n, compute, CUBLAS_GEMM_DEFAULT);
                       cudaDeviceSynchronize();
                     }});
   }
@@ -156,9 +157,9 @@ int main() {
                       ccv_nnc_cmd_exec(qk, ccv_nnc_no_hint, 0, in, 2, out, 1, nullptr);
                     },
                     [=] {
-                      cublasGemmStridedBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, L, L, D, &one, k->data.u8, CUDA_R_16F, D, sq,
-                                                 q->data.u8, CUDA_R_16F, D, sq, &zero, s->data.u8, CUDA_R_16F, L, ss,
-                                                 batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                      cublasGemmStridedBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, L, L, D, &one, k->data.u8, CUDA_R_16F, D,
+                                                 sq, q->data.u8, CUDA_R_16F, D, sq, &zero, s->data.u8, CUDA_R_16F, L,
+                                                 ss, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
                       cudaDeviceSynchronize();
                     }});
     rows.push_back({"attn-PV-fp16", 2.0 * batch * L * L * D,
@@ -168,9 +169,9 @@ int main() {
                       ccv_nnc_cmd_exec(pv, ccv_nnc_no_hint, 0, in, 2, out, 1, nullptr);
                     },
                     [=] {
-                      cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, D, L, L, &one, v->data.u8, CUDA_R_16F, D, sq,
-                                                 s->data.u8, CUDA_R_16F, L, ss, &zero, o->data.u8, CUDA_R_16F, D, sq,
-                                                 batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                      cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, D, L, L, &one, v->data.u8, CUDA_R_16F, D,
+                                                 sq, s->data.u8, CUDA_R_16F, L, ss, &zero, o->data.u8, CUDA_R_16F, D,
+                                                 sq, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
                       cudaDeviceSynchronize();
                     }});
   }
@@ -229,8 +230,8 @@ int main() {
       std::snprintf(tcol, sizeof tcol, "%.4f", it->second);
       std::snprintf(tratio, sizeof tratio, "%.2f", ours / it->second);
     }
-    std::printf("%-26s %10.4f %10.4f %10s %9.2f %9s %10.1f\n", r.name.c_str(), ours, direct, tcol, ours / direct, tratio,
-                r.flop / (ours * 1e-3) / 1e12);
+    std::printf("%-26s %10.4f %10.4f %10s %9.2f %9s %10.1f\n", r.name.c_str(), ours, direct, tcol, ours / direct,
+                tratio, r.flop / (ours * 1e-3) / 1e12);
   }
   cublasDestroy(h);
   return 0;

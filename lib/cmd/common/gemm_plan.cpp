@@ -212,8 +212,8 @@ int strides_of(const ccv_nnc_tensor_t* t, int* dim, int64_t* stride) {
 
 }  // namespace
 
-bool forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-             int output_size, Forward* out, std::string* why, const Options& opt) {
+bool forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+             ccv_nnc_tensor_t* const* outputs, int output_size, Forward* out, std::string* why, const Options& opt) {
   if (input_size < 2 || output_size < 1 || !inputs[0] || !inputs[1] || !outputs[0]) {
     *why = "GEMM_FORWARD needs a, w and b";
     return false;
@@ -242,7 +242,8 @@ bool forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int inpu
     if (opt.epilogue) {
       const gemm::BiasMap m = gemm::bias_map(bias, p);
       std::string ignored;
-      if (m.rs == 0 && (m.cs == 1 || p.N == 1) && plan_product(p, m.bstride, true, opt, false, names, &f.gemm, &ignored)) {
+      if (m.rs == 0 && (m.cs == 1 || p.N == 1) &&
+          plan_product(p, m.bstride, true, opt, false, names, &f.gemm, &ignored)) {
         f.bias = BiasMode::epilogue;
         *out = std::move(f);
         return true;
@@ -256,8 +257,7 @@ bool forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int inpu
 }
 
 bool backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
-              ccv_nnc_tensor_t* const* outputs, int output_size, Backward* out, std::string* why,
-              const Options& opt) {
+              ccv_nnc_tensor_t* const* outputs, int output_size, Backward* out, std::string* why, const Options& opt) {
   const gemm::BackwardArgs t = gemm::backward_args(inputs, input_size, outputs, output_size);
   if (!t.g || (!t.da && !t.dw && !t.dbias) || (t.da && !t.w) || (t.dw && !t.a)) {
     *why = "GEMM_BACKWARD needs g, and w for da, a for dw";
@@ -326,10 +326,14 @@ ScratchSums scratch_sums(const Call& c) {
 
 Compute compute_of(int flags, int datatype) {
   switch (datatype) {
-    case CCV_64F: return Compute::f64;
-    case CCV_32F: return (flags & CCV_NNC_GEMM_32TF) ? Compute::f32_tf32 : Compute::f32;
-    case CCV_16F: return (flags & CCV_NNC_GEMM_16F) ? Compute::f16 : Compute::f32;
-    default: return Compute::f32;
+    case CCV_64F:
+      return Compute::f64;
+    case CCV_32F:
+      return (flags & CCV_NNC_GEMM_32TF) ? Compute::f32_tf32 : Compute::f32;
+    case CCV_16F:
+      return (flags & CCV_NNC_GEMM_16F) ? Compute::f16 : Compute::f32;
+    default:
+      return Compute::f32;
   }
 }
 

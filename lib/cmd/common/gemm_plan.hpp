@@ -66,8 +66,8 @@ struct Call {
   int64_t lda = 1, ldb = 1, ldc = 1;
   int64_t stride_a = 0, stride_b = 0, stride_c = 0, stride_bias = 0;
   int batch = 1;
-  bool swapped = false;      // A' comes from our B, B' from our A (C' = C^T)
-  std::vector<Base> bases;   // empty: nothing to compute (an empty output)
+  bool swapped = false;     // A' comes from our B, B' from our A (C' = C^T)
+  std::vector<Base> bases;  // empty: nothing to compute (an empty output)
   int64_t calls() const { return static_cast<int64_t>(bases.size()); }
 };
 
@@ -105,15 +105,16 @@ struct Backward {
 // Options for how the calls are laid out (tests turn them off to reach the
 // general paths; the backend uses the defaults).
 struct Options {
-  bool fold = true;           // fold a batch into one bigger GEMM where it can
-  bool epilogue = true;       // prefer the cuBLASLt bias epilogue
+  bool fold = true;      // fold a batch into one bigger GEMM where it can
+  bool epilogue = true;  // prefer the cuBLASLt bias epilogue
 };
 
 // The plans, or false and the reason in *why. Inputs and outputs as the
 // command takes them (libnnc's slots: forward |a|w|bias| -> |b|; backward
 // |g|a|w|bias|b| -> |da|dw|dbias|, NULLs allowed where the family allows).
-bool forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-             int output_size, Forward* out, std::string* why, const Options& opt = Options());
+bool forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+             ccv_nnc_tensor_t* const* outputs, int output_size, Forward* out, std::string* why,
+             const Options& opt = Options());
 bool backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
               ccv_nnc_tensor_t* const* outputs, int output_size, Backward* out, std::string* why,
               const Options& opt = Options());
@@ -125,9 +126,9 @@ bool backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int inp
 // `store` then rounds a slot into its output (operand 0: the output at
 // c.c + offset, operand 1: the slot).
 struct ScratchSums {
-  int64_t per_slot = 0;                                // elements per slot
-  std::vector<int64_t> slot;                           // per base of c
-  std::vector<std::pair<int64_t, int64_t>> outputs;    // (output offset, slot), once each
+  int64_t per_slot = 0;                              // elements per slot
+  std::vector<int64_t> slot;                         // per base of c
+  std::vector<std::pair<int64_t, int64_t>> outputs;  // (output offset, slot), once each
   gpu::EwPlan store;
 };
 bool has_partial_sums(const Call& c);

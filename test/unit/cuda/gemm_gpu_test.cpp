@@ -90,18 +90,30 @@ float from_bf16(uint16_t h) {
 
 double get(const ccv_nnc_tensor_t* t, size_t i) {
   switch (CCV_GET_DATA_TYPE(t->info.datatype)) {
-    case CCV_64F: return t->data.f64[i];
-    case CCV_16F: return from_half(reinterpret_cast<const uint16_t*>(t->data.u8)[i]);
-    case CCV_16BF: return from_bf16(reinterpret_cast<const uint16_t*>(t->data.u8)[i]);
-    default: return t->data.f32[i];
+    case CCV_64F:
+      return t->data.f64[i];
+    case CCV_16F:
+      return from_half(reinterpret_cast<const uint16_t*>(t->data.u8)[i]);
+    case CCV_16BF:
+      return from_bf16(reinterpret_cast<const uint16_t*>(t->data.u8)[i]);
+    default:
+      return t->data.f32[i];
   }
 }
 void set(ccv_nnc_tensor_t* t, size_t i, double v) {
   switch (CCV_GET_DATA_TYPE(t->info.datatype)) {
-    case CCV_64F: t->data.f64[i] = v; return;
-    case CCV_16F: reinterpret_cast<uint16_t*>(t->data.u8)[i] = to_half(static_cast<float>(v)); return;
-    case CCV_16BF: reinterpret_cast<uint16_t*>(t->data.u8)[i] = to_bf16(static_cast<float>(v)); return;
-    default: t->data.f32[i] = static_cast<float>(v); return;
+    case CCV_64F:
+      t->data.f64[i] = v;
+      return;
+    case CCV_16F:
+      reinterpret_cast<uint16_t*>(t->data.u8)[i] = to_half(static_cast<float>(v));
+      return;
+    case CCV_16BF:
+      reinterpret_cast<uint16_t*>(t->data.u8)[i] = to_bf16(static_cast<float>(v));
+      return;
+    default:
+      t->data.f32[i] = static_cast<float>(v);
+      return;
   }
 }
 
@@ -186,8 +198,8 @@ Trio make(int datatype, const Dims& dims, Kind kind, std::mt19937& rng) {
   for (int i = 0; i < nd; i++) ofs[i] = 1;
   if (kind == Kind::colmajor) std::swap(stride[nd - 1], stride[nd - 2]);
   auto view = [&](ccv_nnc_tensor_t* parent, bool gpu) {
-    return Tensor(reinterpret_cast<ccv_nnc_tensor_t*>(
-        ccv_nnc_tensor_view_new(parent, params(datatype, dims, gpu), ofs, stride)));
+    return Tensor(
+        reinterpret_cast<ccv_nnc_tensor_t*>(ccv_nnc_tensor_view_new(parent, params(datatype, dims, gpu), ofs, stride)));
   };
   t.cpu_view = view(t.cpu_parent.get(), false);
   t.abs_view = view(t.abs_parent.get(), false);
@@ -198,14 +210,16 @@ Trio make(int datatype, const Dims& dims, Kind kind, std::mt19937& rng) {
 
 // The GPU parent buffer back on the host.
 Tensor download(const Trio& t) {
-  Tensor back(ccv_nnc_tensor_new(nullptr, params(CCV_GET_DATA_TYPE(t.cpu_parent->info.datatype),
-                                                 [&] {
-                                                   Dims d;
-                                                   for (int i = 0; i < CCV_NNC_MAX_DIM_ALLOC && t.cpu_parent->info.dim[i]; i++)
-                                                     d.push_back(t.cpu_parent->info.dim[i]);
-                                                   return d;
-                                                 }(),
-                                                 false),
+  Tensor back(ccv_nnc_tensor_new(nullptr,
+                                 params(
+                                     CCV_GET_DATA_TYPE(t.cpu_parent->info.datatype),
+                                     [&] {
+                                       Dims d;
+                                       for (int i = 0; i < CCV_NNC_MAX_DIM_ALLOC && t.cpu_parent->info.dim[i]; i++)
+                                         d.push_back(t.cpu_parent->info.dim[i]);
+                                       return d;
+                                     }(),
+                                     false),
                                  0));
   ccv_nnc_tensor_t* src = t.gpu_parent.get();
   ccv_nnc_tensor_t* dst = back.get();
@@ -220,10 +234,14 @@ struct Precision {
 Precision precision(int datatype, int flags) {
   const double f32 = std::ldexp(1.0, -24);
   switch (datatype) {
-    case CCV_64F: return {std::ldexp(1.0, -53), std::ldexp(1.0, -53), 0, 0};
-    case CCV_16F: return {std::ldexp(1.0, -11), (flags & CCV_NNC_GEMM_16F) ? std::ldexp(1.0, -11) : f32, 0, f32};
-    case CCV_16BF: return {std::ldexp(1.0, -8), f32, 0, 0};
-    default: return {f32, f32, (flags & CCV_NNC_GEMM_32TF) ? std::ldexp(1.0, -10) : 0, 0};
+    case CCV_64F:
+      return {std::ldexp(1.0, -53), std::ldexp(1.0, -53), 0, 0};
+    case CCV_16F:
+      return {std::ldexp(1.0, -11), (flags & CCV_NNC_GEMM_16F) ? std::ldexp(1.0, -11) : f32, 0, f32};
+    case CCV_16BF:
+      return {std::ldexp(1.0, -8), f32, 0, 0};
+    default:
+      return {f32, f32, (flags & CCV_NNC_GEMM_32TF) ? std::ldexp(1.0, -10) : 0, 0};
   }
 }
 
@@ -238,7 +256,8 @@ void expect_within(const Trio& out, const ccv_nnc_tensor_t* S, int64_t terms, co
     const double r = get(ref, i), g = get(got.get(), i), s = std::fabs(get(S, i));
     const double n = static_cast<double>(terms);
     const double tol = 2 * pr.u_out * std::fabs(r) +
-                       (n * pr.u_acc + 2 * pr.u_in + static_cast<double>(partials) * pr.u_out) * s + n * pr.tiny + 1e-300;
+                       (n * pr.u_acc + 2 * pr.u_in + static_cast<double>(partials) * pr.u_out) * s + n * pr.tiny +
+                       1e-300;
     if (!(std::fabs(g - r) <= tol) && bad++ < 4)
       ADD_FAILURE() << what << ": element " << i << " of its buffer is " << g << ", CPU_REF " << r << " (tolerance "
                     << tol << ")";
@@ -291,14 +310,16 @@ Config random_config(std::mt19937& rng, size_t budget) {
     auto operand_batch = [&]() {
       Dims d = batch;
       switch (pick({0, 0, 1, 2, 3})) {
-        case 1: return Dims{};
+        case 1:
+          return Dims{};
         case 2:
           for (int& x : d) x = coin(0.5) ? 1 : x;
           return d;
         case 3:
           if (!d.empty()) d.erase(d.begin());
           return d;
-        default: return d;
+        default:
+          return d;
       }
     };
     Dims ab = operand_batch(), wb = operand_batch();
@@ -325,9 +346,15 @@ Config random_config(std::mt19937& rng, size_t budget) {
     c.b.push_back(m), c.b.push_back(n);
     if (c.a.size() == 1) c.b = Dims{n};
     switch (pick({0, 1, 1, 2, 3, 4, 5})) {
-      case 1: c.bias = Dims{n}; break;
-      case 2: c.bias = Dims{1, n}; break;
-      case 3: c.bias = c.b; break;
+      case 1:
+        c.bias = Dims{n};
+        break;
+      case 2:
+        c.bias = Dims{1, n};
+        break;
+      case 3:
+        c.bias = c.b;
+        break;
       case 4:
         if (c.b.size() >= 2) c.bias = Dims{m, n};
         break;
@@ -337,7 +364,8 @@ Config random_config(std::mt19937& rng, size_t budget) {
           c.bias[c.bias.size() - 2] = 1;
         }
         break;
-      default: break;
+      default:
+        break;
     }
     auto kind = [&]() { return static_cast<Kind>(pick({0, 0, 0, 1, 2})); };
     c.ka = kind(), c.kw = kind(), c.kb = kind(), c.kbias = kind();
@@ -350,10 +378,14 @@ Config random_config(std::mt19937& rng, size_t budget) {
 
 const char* type_name(int datatype) {
   switch (datatype) {
-    case CCV_16F: return "16F";
-    case CCV_16BF: return "16BF";
-    case CCV_64F: return "64F";
-    default: return "32F";
+    case CCV_16F:
+      return "16F";
+    case CCV_16BF:
+      return "16BF";
+    case CCV_64F:
+      return "64F";
+    default:
+      return "32F";
   }
 }
 
@@ -461,6 +493,10 @@ TEST(GemmGpu, BackwardFp16MatchesCpuRef) {
 TEST(GemmGpu, BackwardBf16MatchesCpuRef) {
   NNC_REQUIRE_GPU();
   backward_configs(CCV_16BF, 0, 80, 203);
+}
+TEST(GemmGpu, BackwardFp16WithFp16AccumulationWithinItsBound) {
+  NNC_REQUIRE_GPU();
+  backward_configs(CCV_16F, CCV_NNC_GEMM_16F, 40, 204);
 }
 
 // TF32 is opt-in. Every input is 1 + 2^-15 (TF32 keeps 10 mantissa bits, so

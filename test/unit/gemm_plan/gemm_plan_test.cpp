@@ -231,7 +231,9 @@ std::string str(const Dims& d) {
 }
 
 Config random_config(std::mt19937& rng) {
-  auto pick = [&](std::initializer_list<int> xs) { return *(xs.begin() + std::uniform_int_distribution<int>(0, static_cast<int>(xs.size()) - 1)(rng)); };
+  auto pick = [&](std::initializer_list<int> xs) {
+    return *(xs.begin() + std::uniform_int_distribution<int>(0, static_cast<int>(xs.size()) - 1)(rng));
+  };
   auto coin = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
   Config c;
   for (;;) {
@@ -245,14 +247,16 @@ Config random_config(std::mt19937& rng) {
       Dims d = batch;
       if (must_full) return d;
       switch (pick({0, 0, 1, 2, 3})) {
-        case 1: return Dims{};
+        case 1:
+          return Dims{};
         case 2:
           for (int& x : d) x = coin(0.5) ? 1 : x;
           return d;
         case 3:
           if (!d.empty()) d.erase(d.begin());
           return d;
-        default: return d;
+        default:
+          return d;
       }
     };
     Dims ab = operand_batch(false), wb = operand_batch(false);
@@ -281,9 +285,15 @@ Config random_config(std::mt19937& rng) {
     c.b.push_back(m), c.b.push_back(n);
     if (c.a.size() == 1) c.b = Dims{n};
     switch (pick({0, 1, 2, 3, 4, 5})) {
-      case 1: c.bias = Dims{n}; break;
-      case 2: c.bias = Dims{1, n}; break;
-      case 3: c.bias = c.b; break;
+      case 1:
+        c.bias = Dims{n};
+        break;
+      case 2:
+        c.bias = Dims{1, n};
+        break;
+      case 3:
+        c.bias = c.b;
+        break;
       case 4:
         if (c.b.size() >= 2) c.bias = Dims{m, n};
         break;
@@ -293,7 +303,8 @@ Config random_config(std::mt19937& rng) {
           c.bias[c.bias.size() - 2] = 1;  // per batch, per column
         }
         break;
-      default: break;
+      default:
+        break;
     }
     auto kind = [&]() { return static_cast<Kind>(pick({0, 0, 0, 1, 2})); };
     c.ka = kind(), c.kw = kind(), c.kb = kind(), c.kbias = kind();
@@ -311,8 +322,7 @@ void expect_buffers_equal(const Buf& expected_from, const std::vector<float>& ex
     const double e = expected[i], g = got[i];
     if (!(std::fabs(e - g) <= 1e-5 * std::max(1.0, std::fabs(e)))) {
       if ((*failures)++ < 5)
-        ADD_FAILURE() << what << " element " << i << " of its buffer: CPU_REF " << e << ", plan " << g << " — "
-                      << text;
+        ADD_FAILURE() << what << " element " << i << " of its buffer: CPU_REF " << e << ", plan " << g << " — " << text;
       return;
     }
   }
@@ -321,9 +331,9 @@ void expect_buffers_equal(const Buf& expected_from, const std::vector<float>& ex
 std::vector<float> snapshot(const Buf& b) { return std::vector<float>(b.base(), b.base() + b.size()); }
 void restore(const Buf& b, const std::vector<float>& v) { std::memcpy(b.base(), v.data(), v.size() * sizeof(float)); }
 
-const std::vector<std::string> kForwardPaths = {"swapped", "direct", "op_a N", "op_a T", "op_b N", "op_b T",
-                                                "strided batch", "outer loop", "accumulate", "bias fill",
-                                                "bias epilogue", "bias epilogue fallback"};
+const std::vector<std::string> kForwardPaths = {"swapped",    "direct",    "op_a N",        "op_a T",
+                                                "op_b N",     "op_b T",    "strided batch", "outer loop",
+                                                "accumulate", "bias fill", "bias epilogue", "bias epilogue fallback"};
 
 TEST(GemmPlan, ForwardMatchesCpuRefOnRandomConfigurations) {
   std::mt19937 rng(20261127);
@@ -350,9 +360,10 @@ TEST(GemmPlan, ForwardMatchesCpuRefOnRandomConfigurations) {
     opt.epilogue = it % 5 != 4;
     gp::Forward f;
     std::string why;
-    ASSERT_TRUE(gp::forward(cmd, in.data(), static_cast<int>(in.size()), out, 1, &f, &why, opt)) << why << " — "
-                                                                                                  << c.text;
-    if (f.gemm.calls() == 1 && f.gemm.batch == 1 && count(c.b) / c.b.back() / (c.b.size() > 1 ? c.b[c.b.size() - 2] : 1) > 1)
+    ASSERT_TRUE(gp::forward(cmd, in.data(), static_cast<int>(in.size()), out, 1, &f, &why, opt))
+        << why << " — " << c.text;
+    if (f.gemm.calls() == 1 && f.gemm.batch == 1 &&
+        count(c.b) / c.b.back() / (c.b.size() > 1 ? c.b[c.b.size() - 2] : 1) > 1)
       folded++;
     run_forward(f, n, it % 3 == 2);
     expect_buffers_equal(b, expected, "b", c.text, &failures);
@@ -383,8 +394,8 @@ TEST(GemmPlan, BackwardMatchesCpuRefOnRandomConfigurations) {
     ccv_nnc_tensor_t* in[3] = {g.get(), want_dw ? a.get() : nullptr, want_da ? w.get() : nullptr};
     ccv_nnc_tensor_t* out[3] = {want_da ? da.get() : nullptr, want_dw ? dw.get() : nullptr,
                                 want_db ? db.get() : nullptr};
-    const std::string text = c.text + " outputs " + (want_da ? "da " : "") + (want_dw ? "dw " : "") +
-                             (want_db ? "dbias" : "");
+    const std::string text =
+        c.text + " outputs " + (want_da ? "da " : "") + (want_dw ? "dw " : "") + (want_db ? "dbias" : "");
     std::vector<float> before[3], expected[3];
     const Buf* outs[3] = {&da, &dw, &db};
     for (int i = 0; i < 3; i++)
@@ -420,7 +431,8 @@ TEST(GemmPlan, CommonShapesGiveTheExpectedCalls) {
   std::mt19937 rng(7);
   {
     const int ta[2] = {0, 0}, tb[2] = {0, 1};
-    Buf x = make({4, 5, 64}, Kind::plain, rng), w = make({32, 64}, Kind::plain, rng), y = make({4, 5, 32}, Kind::plain, rng);
+    Buf x = make({4, 5, 64}, Kind::plain, rng), w = make({32, 64}, Kind::plain, rng),
+        y = make({4, 5, 32}, Kind::plain, rng);
     Buf bias = make({32}, Kind::plain, rng);
     const ccv_nnc_cmd_t cmd = gemm_cmd(CCV_NNC_GEMM_FORWARD, ta, tb);
     ccv_nnc_tensor_t* in[3] = {x.get(), w.get(), bias.get()};
@@ -435,7 +447,7 @@ TEST(GemmPlan, CommonShapesGiveTheExpectedCalls) {
     EXPECT_EQ(f.gemm.m, 32);
     EXPECT_EQ(f.gemm.n, 20);
     EXPECT_EQ(f.gemm.k, 64);
-    EXPECT_TRUE(f.gemm.trans_a);   // w [32, 64] row-major is W^T's column-major storage
+    EXPECT_TRUE(f.gemm.trans_a);  // w [32, 64] row-major is W^T's column-major storage
     EXPECT_FALSE(f.gemm.trans_b);
     EXPECT_EQ(f.gemm.lda, 64);
     EXPECT_EQ(f.gemm.ldb, 64);
