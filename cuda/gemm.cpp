@@ -1,147 +1,430 @@
-// GEMM on cuBLAS (GPU_CUBLAS): fp32 products of packed row-major 2-d
-// operands in device memory, either operand transposed (libnnc's
-// TRANSPOSE(0, 1)), with an optional bias row of N. A row-major product is
-// the column-major product of the transposes, so C^T = op(B)^T op(A)^T is
-// one cublasSgemm over the tensors as they lie. Other shapes (batched,
-// other types, views, scales) are the next step of issue 19.
+// GEMM on cuBLAS (GPU_CUBLAS): forward and backward of every GEMM our
+// CPU_REF takes (batched, broadcast batch, either operand transposed, views
+// with one unit stride per matrix, any bias that broadcasts to b) in fp32,
+// fp16, bf16 and fp64 storage. The calls are planned on the host
+// (cmd/common/gemm_plan.hpp, tested on the CPU): each is one
+// cublasGemmStridedBatchedEx, or a cublasLtMatmul with the bias epilogue
+// (CUBLASLT_EPILOGUE_BIAS) where the bias is one vector per output row;
+// other biases are broadcast into b first and the GEMM accumulates (beta = 1).
+// dbias is a reduction kernel (gemm_kernels.cu) over g.
+//
+// Accumulation: fp32 (fp64 for fp64 storage) unless the command allows less:
+// CCV_NNC_GEMM_16F in cmd.info.blas.flags lets fp16 storage accumulate in
+// fp16; CCV_NNC_GEMM_32TF lets fp32 products run on TF32 tensor cores. Off by
+// default, so fp32 GEMM matches CPU_REF to fp32 rounding. The a[] scales are
+// not applied, as CPU_REF does not apply them. NNC_CUBLAS_NO_LT=1 in the
+// environment turns the cuBLASLt epilogue off (bias fill + accumulate).
+#include <cublasLt.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "cmd/common/gemm_plan.hpp"
 #include "core/kernel.hpp"
 #include "core/registry.hpp"
 #include "core/tensor.hpp"
 #include "cuda/cuda.hpp"
+#include "cuda/kern.hpp"
 #include "cuda/stream.hpp"
 
 namespace nnc::cuda {
 
-cudaError_t launch_column_sums(const float* g, float* out, int rows, int cols, cudaStream_t s);
+cudaError_t launch_gemm_bias_fill(cudaStream_t s, int type, const gpu::EwPlan& p, void* c, const void* bias);
+cudaError_t launch_gemm_bias_grad(cudaStream_t s, int type, const gpu::ReducePlan& r, void* dbias, const void* g);
+cudaError_t launch_gemm_store_f32(cudaStream_t s, int type, const gpu::EwPlan& p, void* c, const float* x);
 
 namespace {
 
-bool transposed(const int* t) { return t[0] != t[1]; }
+inline void check_lt(cublasStatus_t st, const char* what, const char* call) {
+  if (st != CUBLAS_STATUS_SUCCESS)
+    fail(CCV_NNC_EXEC_INVALID, "%s: %s failed: %s (cuBLASLt)", what, call, cublasLtGetStatusName(st));
+}
+#define NNC_LT_CHECK(call, what) check_lt((call), (what), #call)
 
-bool plain2d(const ccv_nnc_tensor_t* t) {
-  return t && !CCV_IS_TENSOR_VIEW(t) && CCV_TENSOR_GET_MEMORY(t->info.type) == CCV_TENSOR_GPU_MEMORY &&
-         CCV_GET_DATA_TYPE(t->info.datatype) == CCV_32F && nd_of(t->info.dim) == 2;
+// cuBLASLt's workspace per call (stream-ordered from the caching allocator);
+// 32 MiB is what Hopper's fastest kernels ask for.
+constexpr size_t kLtWorkspace = size_t(32) << 20;
+
+// Storage and compute of one command.
+struct Types {
+  int datatype = CCV_32F;
+  cudaDataType_t storage = CUDA_R_32F;
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  cudaDataType_t scale = CUDA_R_32F;  // of alpha and beta
+  int kernel_type = kF32;
+  size_t esize = 4;
+};
+
+Types types_of(const ccv_nnc_cmd_t& cmd, int datatype) {
+  Types t;
+  t.datatype = datatype;
+  t.esize = datatype_size(datatype);
+  switch (datatype) {
+    case CCV_16F:
+      t.storage = CUDA_R_16F, t.kernel_type = kF16;
+      break;
+    case CCV_16BF:
+      t.storage = CUDA_R_16BF, t.kernel_type = kBF16;
+      break;
+    case CCV_64F:
+      t.storage = CUDA_R_64F, t.kernel_type = kF64;
+      break;
+    default:
+      break;
+  }
+  switch (gemm_plan::compute_of(cmd.info.blas.flags, datatype)) {
+    case gemm_plan::Compute::f64:
+      t.compute = CUBLAS_COMPUTE_64F, t.scale = CUDA_R_64F;
+      break;
+    case gemm_plan::Compute::f16:
+      t.compute = CUBLAS_COMPUTE_16F, t.scale = CUDA_R_16F;
+      break;
+    case gemm_plan::Compute::f32_tf32:
+      t.compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+      break;
+    default:
+      break;
+  }
+  return t;
 }
 
-bool accept_gemm(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                 int output_size) {
-  if (input_size < 2 || output_size < 1 || !plain2d(inputs[0]) || !plain2d(inputs[1]) || !plain2d(outputs[0])) return false;
-  if (cmd.info.blas.a[0] != 1 || cmd.info.blas.a[1] != 1) return false;
-  const int* ta = cmd.info.blas.transpose_a;
-  const int* tb = cmd.info.blas.transpose_b;
-  if ((transposed(ta) && !((ta[0] == 0 && ta[1] == 1) || (ta[0] == 1 && ta[1] == 0))) ||
-      (transposed(tb) && !((tb[0] == 0 && tb[1] == 1) || (tb[0] == 1 && tb[1] == 0))))
-    return false;
-  if (input_size > 2 && inputs[2]) {
-    const ccv_nnc_tensor_t* bias = inputs[2];
-    if (CCV_IS_TENSOR_VIEW(bias) || CCV_TENSOR_GET_MEMORY(bias->info.type) != CCV_TENSOR_GPU_MEMORY ||
-        CCV_GET_DATA_TYPE(bias->info.datatype) != CCV_32F || nd_of(bias->info.dim) != 1)
+// alpha = 1 and beta = 0 or 1 in the scale type.
+struct Scalars {
+  float f[2] = {0, 1};
+  double d[2] = {0, 1};
+  __half h[2];
+  Scalars() { h[0] = __float2half(0.f), h[1] = __float2half(1.f); }
+  const void* get(const Types& t, int v) const {
+    return t.scale == CUDA_R_64F   ? static_cast<const void*>(&d[v])
+           : t.scale == CUDA_R_16F ? static_cast<const void*>(&h[v])
+                                   : static_cast<const void*>(&f[v]);
+  }
+};
+
+// The calling thread's cuBLASLt handle (not bound to a stream: streams are
+// given per call), one per device, made on first use.
+cublasLtHandle_t lt_handle(int device, const char* what) {
+  thread_local struct Handles {
+    cublasLtHandle_t h[64] = {};
+    ~Handles() {
+      for (auto x : h)
+        if (x) cublasLtDestroy(x);
+    }
+  } handles;
+  NNC_CHECK(device >= 0 && device < 64, "%s: device %d out of range", what, device);
+  if (!handles.h[device]) NNC_LT_CHECK(cublasLtCreate(&handles.h[device]), what);
+  return handles.h[device];
+}
+
+// The largest power of two (up to 256) dividing an address: cuBLASLt picks
+// algorithms by the operands' alignment, and views may start anywhere.
+uint32_t alignment(const void* p) {
+  const uintptr_t x = reinterpret_cast<uintptr_t>(p);
+  uint32_t a = 256;
+  while (a > 1 && (x & (a - 1))) a >>= 1;
+  return a;
+}
+
+template <class T, class F>
+struct Owned {
+  T v = nullptr;
+  F destroy;
+  explicit Owned(F d) : destroy(d) {}
+  ~Owned() {
+    if (v) destroy(v);
+  }
+};
+
+using AlgoKey = std::array<int64_t, 20>;
+
+// NNC_CUBLAS_NO_LT=1 in the environment: never the cuBLASLt epilogue (the
+// bias is broadcast into b and the GEMM accumulates), to tell the two apart.
+bool lt_disabled() {
+  static const bool off = [] {
+    const char* e = std::getenv("NNC_CUBLAS_NO_LT");
+    return e && *e && std::strcmp(e, "0") != 0;
+  }();
+  return off;
+}
+
+// One planned call with the bias epilogue through cuBLASLt. False (nothing
+// queued) when cuBLASLt has no algorithm for it: the caller falls back.
+bool lt_bias_call(int device, cudaStream_t s, const gemm_plan::Call& c, const Types& t, const void* bias,
+                  const char* what) {
+  cublasLtHandle_t lt = lt_handle(device, what);
+  auto mk_layout = [&](cublasLtMatrixLayout_t* out, int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
+    NNC_LT_CHECK(
+        cublasLtMatrixLayoutCreate(out, t.storage, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld), what);
+    if (c.batch > 1) {
+      const int32_t n = c.batch;
+      NNC_LT_CHECK(cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &n, sizeof n), what);
+      NNC_LT_CHECK(
+          cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride),
+          what);
+    }
+  };
+  Owned<cublasLtMatmulDesc_t, cublasStatus_t (*)(cublasLtMatmulDesc_t)> desc(cublasLtMatmulDescDestroy);
+  Owned<cublasLtMatrixLayout_t, cublasStatus_t (*)(cublasLtMatrixLayout_t)> la(cublasLtMatrixLayoutDestroy),
+      lb(cublasLtMatrixLayoutDestroy), lc(cublasLtMatrixLayoutDestroy);
+  Owned<cublasLtMatmulPreference_t, cublasStatus_t (*)(cublasLtMatmulPreference_t)> pref(
+      cublasLtMatmulPreferenceDestroy);
+  NNC_LT_CHECK(cublasLtMatmulDescCreate(&desc.v, t.compute, t.scale), what);
+  const cublasOperation_t ta = c.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = c.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  NNC_LT_CHECK(cublasLtMatmulDescSetAttribute(desc.v, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), what);
+  NNC_LT_CHECK(cublasLtMatmulDescSetAttribute(desc.v, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), what);
+  const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+  NNC_LT_CHECK(cublasLtMatmulDescSetAttribute(desc.v, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), what);
+  const cudaDataType_t bias_type = t.storage;
+  NNC_LT_CHECK(
+      cublasLtMatmulDescSetAttribute(desc.v, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type), what);
+  if (c.batch > 1) {
+    const int64_t bs = c.stride_bias;
+    NNC_LT_CHECK(cublasLtMatmulDescSetAttribute(desc.v, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &bs, sizeof bs), what);
+  }
+  mk_layout(&la.v, c.trans_a ? c.k : c.m, c.trans_a ? c.m : c.k, c.lda, c.stride_a);
+  mk_layout(&lb.v, c.trans_b ? c.n : c.k, c.trans_b ? c.k : c.n, c.ldb, c.stride_b);
+  mk_layout(&lc.v, c.m, c.n, c.ldc, c.stride_c);
+  NNC_LT_CHECK(cublasLtMatmulPreferenceCreate(&pref.v), what);
+  const uint64_t ws = kLtWorkspace;
+  NNC_LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.v, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
+               what);
+  // One algorithm for every base: chosen for the worst alignment among them
+  // (the heuristic reads the bias pointer for its alignment too).
+  const int64_t es = static_cast<int64_t>(t.esize);
+  uint32_t al[4] = {256, 256, 256, 256};
+  const void* worst_bias = nullptr;
+  uint32_t bias_al = 512;
+  for (const gemm_plan::Base& base : c.bases) {
+    const uint32_t x[4] = {alignment(c.a + base.a * es), alignment(c.b + base.b * es), alignment(c.c + base.c * es),
+                           alignment(c.c + base.c * es)};
+    for (int i = 0; i < 4; i++) al[i] = std::min(al[i], x[i]);
+    const void* bp = static_cast<const unsigned char*>(bias) + base.bias * es;
+    if (alignment(bp) < bias_al) bias_al = alignment(bp), worst_bias = bp;
+  }
+  const cublasLtMatmulPreferenceAttributes_t which[4] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  for (int i = 0; i < 4; i++)
+    NNC_LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.v, which[i], &al[i], sizeof al[i]), what);
+  NNC_LT_CHECK(
+      cublasLtMatmulDescSetAttribute(desc.v, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &worst_bias, sizeof worst_bias), what);
+  // The heuristic's answer is kept per shape, types and alignments (it costs
+  // more than a small GEMM), per thread and device.
+  const AlgoKey key = {device,
+                       static_cast<int64_t>(t.storage),
+                       static_cast<int64_t>(t.compute),
+                       c.trans_a,
+                       c.trans_b,
+                       c.m,
+                       c.n,
+                       c.k,
+                       c.lda,
+                       c.ldb,
+                       c.ldc,
+                       c.batch,
+                       c.stride_a,
+                       c.stride_b,
+                       c.stride_c,
+                       c.stride_bias,
+                       al[0],
+                       al[1],
+                       al[2],
+                       bias_al};
+  thread_local std::map<AlgoKey, std::pair<bool, cublasLtMatmulHeuristicResult_t>> cache;
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    cublasLtMatmulHeuristicResult_t r = {};
+    int found = 0;
+    const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(lt, desc.v, la.v, lb.v, lc.v, lc.v, pref.v, 1, &r, &found);
+    if (cache.size() > 4096) cache.clear();
+    it = cache.emplace(key, std::make_pair(hs == CUBLAS_STATUS_SUCCESS && found > 0, r)).first;
+  }
+  if (!it->second.first) return false;  // no algorithm: nothing queued, the caller falls back
+  const cublasLtMatmulHeuristicResult_t& result = it->second.second;
+  const Scalars sc;
+  StreamBlock workspace(result.workspaceSize, s, what);
+  for (const gemm_plan::Base& base : c.bases) {
+    const void* bias_at = static_cast<const unsigned char*>(bias) + base.bias * es;
+    NNC_LT_CHECK(cublasLtMatmulDescSetAttribute(desc.v, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_at, sizeof bias_at),
+                 what);
+    unsigned char* out = c.c + base.c * es;
+    const cublasStatus_t st =
+        cublasLtMatmul(lt, desc.v, sc.get(t, 1), c.a + base.a * es, la.v, c.b + base.b * es, lb.v, sc.get(t, 0), out,
+                       lc.v, out, lc.v, &result.algo, workspace.get(), result.workspaceSize, s);
+    // Refused outright on the first call (nothing queued yet): fall back, and
+    // remember not to try this shape again.
+    if (st != CUBLAS_STATUS_SUCCESS && &base == &c.bases.front() &&
+        (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE)) {
+      it->second.first = false;
       return false;
+    }
+    check_lt(st, what, "cublasLtMatmul");
   }
   return true;
+}
+
+// One planned call through cublasGemmStridedBatchedEx (beta = 1 for every
+// base when accumulate_all: a bias is already in C).
+void run_call(cublasHandle_t h, const gemm_plan::Call& c, const Types& t, bool accumulate_all, const char* what) {
+  const Scalars sc;
+  const cublasOperation_t ta = c.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = c.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasGemmAlgo_t algo = CUBLAS_GEMM_DEFAULT;
+  for (const gemm_plan::Base& base : c.bases) {
+    const void* a = c.a + base.a * static_cast<int64_t>(t.esize);
+    const void* b = c.b + base.b * static_cast<int64_t>(t.esize);
+    void* out = c.c + base.c * static_cast<int64_t>(t.esize);
+    const void* beta = sc.get(t, (base.accumulate || accumulate_all) ? 1 : 0);
+    if (c.batch == 1) {
+      NNC_CUDA_CHECK(
+          cublasGemmEx(h, ta, tb, c.m, c.n, c.k, sc.get(t, 1), a, t.storage, static_cast<int>(c.lda), b, t.storage,
+                       static_cast<int>(c.ldb), beta, out, t.storage, static_cast<int>(c.ldc), t.compute, algo),
+          what);
+    } else {
+      NNC_CUDA_CHECK(
+          cublasGemmStridedBatchedEx(h, ta, tb, c.m, c.n, c.k, sc.get(t, 1), a, t.storage, static_cast<int>(c.lda),
+                                     c.stride_a, b, t.storage, static_cast<int>(c.ldb), c.stride_b, beta, out,
+                                     t.storage, static_cast<int>(c.ldc), c.stride_c, c.batch, t.compute, algo),
+          what);
+    }
+  }
+}
+
+// A planned call whose outputs are summed over several calls (the gradient of
+// a broadcast operand that does not fold), in fp16 / bf16 with fp32
+// accumulation: the partial sums stay in fp32 scratch and are rounded to the
+// storage type once at the end, as a single GEMM would
+// (gemm_plan::scratch_sums).
+void run_call_f32_sums(cublasHandle_t h, cudaStream_t s, const gemm_plan::Call& c, const Types& t, const char* what) {
+  const gemm_plan::ScratchSums plan = gemm_plan::scratch_sums(c);
+  StreamBlock scratch(static_cast<size_t>(plan.per_slot) * plan.outputs.size() * sizeof(float), s, what);
+  float* const sums = static_cast<float*>(scratch.get());
+  const float alpha = 1, zero = 0, one = 1;
+  const cublasOperation_t ta = c.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = c.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int64_t es = static_cast<int64_t>(t.esize);
+  for (size_t i = 0; i < c.bases.size(); i++) {
+    const gemm_plan::Base& base = c.bases[i];
+    NNC_CUDA_CHECK(cublasGemmStridedBatchedEx(
+                       h, ta, tb, c.m, c.n, c.k, &alpha, c.a + base.a * es, t.storage, static_cast<int>(c.lda),
+                       c.stride_a, c.b + base.b * es, t.storage, static_cast<int>(c.ldb), c.stride_b,
+                       base.accumulate ? &one : &zero, sums + plan.slot[i] * plan.per_slot, CUDA_R_32F, c.m,
+                       static_cast<long long>(c.m) * c.n, c.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                   what);
+  }
+  for (const auto& [off, slot] : plan.outputs)
+    NNC_CUDA_CHECK(launch_gemm_store_f32(s, t.kernel_type, plan.store, c.c + off * es, sums + slot * plan.per_slot),
+                   what);
+}
+
+// Every tensor in GPU memory on one device, one floating type cuBLAS takes.
+bool on_one_device(ccv_nnc_tensor_t* const* ts, int n, int* device, int* datatype) {
+  for (int i = 0; i < n; i++) {
+    const ccv_nnc_tensor_t* t = ts[i];
+    if (!t) continue;
+    if (CCV_IS_TENSOR_MULTIVIEW(t) || CCV_TENSOR_GET_MEMORY(t->info.type) != CCV_TENSOR_GPU_MEMORY) return false;
+    const int d = CCV_TENSOR_GET_DEVICE_ID(t->info.type), dt = CCV_GET_DATA_TYPE(t->info.datatype);
+    if (*device < 0) *device = d, *datatype = dt;
+    if (d != *device || dt != *datatype) return false;
+  }
+  return *device >= 0 &&
+         (*datatype == CCV_32F || *datatype == CCV_16F || *datatype == CCV_16BF || *datatype == CCV_64F);
+}
+
+bool accept_gemm(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                 ccv_nnc_tensor_t* const* outputs, int output_size) {
+  int device = -1, datatype = 0;
+  return input_size >= 2 && output_size >= 1 && on_one_device(inputs, input_size, &device, &datatype) &&
+         on_one_device(outputs, output_size, &device, &datatype);
+}
+
+bool accept_gemm_backward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                          ccv_nnc_tensor_t* const* outputs, int output_size) {
+  int device = -1, datatype = 0;
+  // bias and b (inputs 3, 4) are never read: whatever they are, they do not matter.
+  return input_size >= 1 && output_size >= 1 &&
+         on_one_device(inputs, input_size < 3 ? input_size : 3, &device, &datatype) &&
+         on_one_device(outputs, output_size, &device, &datatype);
+}
+
+int device_of(ccv_nnc_tensor_t* const* ts, int n) {
+  for (int i = 0; i < n; i++)
+    if (ts[i]) return CCV_TENSOR_GET_DEVICE_ID(ts[i]->info.type);
+  return 0;
 }
 
 NNC_KERNEL(gemm) {
   static const char* what = "GEMM_FORWARD (GPU_CUBLAS)";
-  const ccv_nnc_tensor_t* a = inputs[0];
-  const ccv_nnc_tensor_t* b = inputs[1];
-  const ccv_nnc_tensor_t* bias = input_size > 2 ? inputs[2] : nullptr;
-  ccv_nnc_tensor_t* c = outputs[0];
-  const bool ta = transposed(cmd.info.blas.transpose_a), tb = transposed(cmd.info.blas.transpose_b);
-  const int M = ta ? a->info.dim[1] : a->info.dim[0], K = ta ? a->info.dim[0] : a->info.dim[1];
-  const int N = tb ? b->info.dim[0] : b->info.dim[1], Kb = tb ? b->info.dim[1] : b->info.dim[0];
-  NNC_CHECK(K == Kb, "%s: a is %s and b is %s; their inner dimensions %d and %d differ", what, shape_string(a->info.dim).c_str(),
-            shape_string(b->info.dim).c_str(), K, Kb);
-  NNC_CHECK(c->info.dim[0] == M && c->info.dim[1] == N, "%s: the output is %s but the product is %dx%d", what,
-            shape_string(c->info.dim).c_str(), M, N);
-  NNC_CHECK(!bias || bias->info.dim[0] == N, "%s: the bias has %d elements for %d columns", what, bias ? bias->info.dim[0] : 0, N);
-  const int device = CCV_TENSOR_GET_DEVICE_ID(c->info.type);
+  gemm_plan::Forward f;
+  std::string why;
+  if (!gemm_plan::forward(cmd, inputs, input_size, outputs, output_size, &f, &why))
+    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  const Types t = types_of(cmd, CCV_GET_DATA_TYPE(outputs[0]->info.datatype));
+  const int device = CCV_TENSOR_GET_DEVICE_ID(outputs[0]->info.type);
   const cudaStream_t s = stream_of(stream_context, device, what);
-  cublasHandle_t h = cublas_handle(stream_context, device, s, what);
-  const float alpha = 1;
-  float beta = 0;
-  if (bias) {
-    broadcast_rows(c->data.f32, bias->data.f32, M, N, s);
-    beta = 1;
+  bool filled = false;
+  if (f.bias == gemm_plan::BiasMode::epilogue && !f.gemm.bases.empty() && !lt_disabled()) {
+    if (lt_bias_call(device, s, f.gemm, t, f.bias_data, what)) {
+      finish(stream_context, s, what);
+      return CCV_NNC_EXEC_SUCCESS;
+    }
   }
-  NNC_CUDA_CHECK(cublasSgemm(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha,
-                             b->data.f32, b->info.dim[1], a->data.f32, a->info.dim[1], &beta, c->data.f32, N),
-                 what);
+  if (f.bias != gemm_plan::BiasMode::none) {
+    NNC_CUDA_CHECK(launch_gemm_bias_fill(s, t.kernel_type, f.fill, f.gemm.c, f.bias_data), what);
+    filled = true;
+  }
+  if (!f.gemm.bases.empty()) run_call(cublas_handle(stream_context, device, s, what), f.gemm, t, filled, what);
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
 
-// C [m, n] = op(X) op(Y) over row-major storage (x_cols, y_cols: the stored
-// widths), as one column-major cublasSgemm of the transposes.
-void rm_gemm(cublasHandle_t h, bool tx, bool ty, int m, int n, int k, const float* x, int x_cols, const float* y, int y_cols, float* c,
-             const char* what) {
-  const float alpha = 1, beta = 0;
-  NNC_CUDA_CHECK(cublasSgemm(h, ty ? CUBLAS_OP_T : CUBLAS_OP_N, tx ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, y, y_cols, x, x_cols, &beta, c, n),
-                 what);
-}
-
-bool accept_gemm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
-                          int output_size) {
-  if (input_size < 3 || output_size < 1 || !plain2d(inputs[0])) return false;
-  const ccv_nnc_tensor_t* da = outputs[0];
-  const ccv_nnc_tensor_t* dw = output_size > 1 ? outputs[1] : nullptr;
-  const ccv_nnc_tensor_t* db = output_size > 2 ? outputs[2] : nullptr;
-  if (!da && !dw && !db) return false;
-  if (da && (!plain2d(da) || !plain2d(inputs[2]))) return false;
-  if (dw && (!plain2d(dw) || !plain2d(inputs[1]))) return false;
-  if (db && (CCV_IS_TENSOR_VIEW(db) || CCV_TENSOR_GET_MEMORY(db->info.type) != CCV_TENSOR_GPU_MEMORY ||
-             CCV_GET_DATA_TYPE(db->info.datatype) != CCV_32F || nd_of(db->info.dim) != 1))
-    return false;
-  if (cmd.info.blas.a[0] != 1 || cmd.info.blas.a[1] != 1) return false;
-  return true;
-}
-
-// libnnc's |g|a|w| -> |da|dw|dbias|, for C = op(A) op(B) + bias.
+// libnnc's |g|a|w|bias|b| -> |da|dw|dbias|, for b = op(a) op(w) + bias.
 NNC_KERNEL(gemm_backward) {
   static const char* what = "GEMM_BACKWARD (GPU_CUBLAS)";
-  const ccv_nnc_tensor_t* g = inputs[0];
-  const ccv_nnc_tensor_t* a = inputs[1];
-  const ccv_nnc_tensor_t* b = inputs[2];
-  ccv_nnc_tensor_t* da = outputs[0];
-  ccv_nnc_tensor_t* dw = output_size > 1 ? outputs[1] : nullptr;
-  ccv_nnc_tensor_t* dbias = output_size > 2 ? outputs[2] : nullptr;
-  const bool ta = transposed(cmd.info.blas.transpose_a), tb = transposed(cmd.info.blas.transpose_b);
-  const int M = g->info.dim[0], N = g->info.dim[1];
-  const int device = CCV_TENSOR_GET_DEVICE_ID(g->info.type);
+  gemm_plan::Backward b;
+  std::string why;
+  if (!gemm_plan::backward(cmd, inputs, input_size, outputs, output_size, &b, &why))
+    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  const Types t = types_of(cmd, CCV_GET_DATA_TYPE(inputs[0]->info.datatype));
+  const int device = device_of(outputs, output_size);
   const cudaStream_t s = stream_of(stream_context, device, what);
-  cublasHandle_t h = cublas_handle(stream_context, device, s, what);
-  if (da) {
-    const int K = ta ? da->info.dim[0] : da->info.dim[1];
-    NNC_CHECK(b && (tb ? b->info.dim[1] : b->info.dim[0]) == K, "%s: da is %s but w is %s", what, shape_string(da->info.dim).c_str(),
-              b ? shape_string(b->info.dim).c_str() : "missing");
-    if (!ta)
-      rm_gemm(h, false, !tb, M, K, N, g->data.f32, N, b->data.f32, b->info.dim[1], da->data.f32, what);  // G opB^T
-    else
-      rm_gemm(h, tb, true, K, M, N, b->data.f32, b->info.dim[1], g->data.f32, N, da->data.f32, what);  // (G opB^T)^T = opB G^T
+  if ((b.da && !b.da_gemm.bases.empty()) || (b.dw && !b.dw_gemm.bases.empty())) {
+    cublasHandle_t h = cublas_handle(stream_context, device, s, what);
+    const bool half = (t.storage == CUDA_R_16F || t.storage == CUDA_R_16BF) && t.compute == CUBLAS_COMPUTE_32F;
+    for (const gemm_plan::Call* c : {b.da ? &b.da_gemm : nullptr, b.dw ? &b.dw_gemm : nullptr}) {
+      if (!c) continue;
+      if (half && gemm_plan::has_partial_sums(*c))
+        run_call_f32_sums(h, s, *c, t, what);
+      else
+        run_call(h, *c, t, false, what);
+    }
   }
-  if (dw) {
-    const int K = tb ? dw->info.dim[1] : dw->info.dim[0];
-    NNC_CHECK(a && (ta ? a->info.dim[0] : a->info.dim[1]) == K, "%s: dw is %s but a is %s", what, shape_string(dw->info.dim).c_str(),
-              a ? shape_string(a->info.dim).c_str() : "missing");
-    if (!tb)
-      rm_gemm(h, !ta, false, K, N, M, a->data.f32, a->info.dim[1], g->data.f32, N, dw->data.f32, what);  // opA^T G
-    else
-      rm_gemm(h, true, ta, N, K, M, g->data.f32, N, a->data.f32, a->info.dim[1], dw->data.f32, what);  // (opA^T G)^T = G^T opA
-  }
-  if (dbias) {
-    NNC_CHECK(dbias->info.dim[0] == N, "%s: dbias has %d elements for %d columns", what, dbias->info.dim[0], N);
-    NNC_CUDA_CHECK(launch_column_sums(g->data.f32, dbias->data.f32, M, N, s), what);
-  }
+  if (b.dbias) NNC_CUDA_CHECK(launch_gemm_bias_grad(s, t.kernel_type, b.reduce, b.dbias_data, b.g_data), what);
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
 
 }  // namespace
 
+// C [m, n] = op(X) op(Y) over packed row-major storage (x_cols, y_cols: the
+// stored widths), as one column-major cublasSgemm of the transposes. Kept for
+// callers outside the GEMM family.
+void rm_gemm(cublasHandle_t h, bool tx, bool ty, int m, int n, int k, const float* x, int x_cols, const float* y,
+             int y_cols, float* c, const char* what) {
+  const float alpha = 1, beta = 0;
+  NNC_CUDA_CHECK(cublasSgemm(h, ty ? CUBLAS_OP_T : CUBLAS_OP_N, tx ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, y,
+                             y_cols, x, x_cols, &beta, c, n),
+                 what);
+}
+
 void register_gemm(Registry& r) {
   KernelTraits t;
   t.backend = CCV_NNC_BACKEND_GPU_CUBLAS;
-  t.datatypes = CCV_32F;
+  t.datatypes = CCV_32F | CCV_16F | CCV_16BF | CCV_64F;
   t.memory = CCV_TENSOR_GPU_MEMORY;
   r.add_kernels(t.accepting(accept_gemm), {{CCV_NNC_GEMM_FORWARD, gemm}});
   r.add_kernels(t.accepting(accept_gemm_backward), {{CCV_NNC_GEMM_BACKWARD, gemm_backward}});

@@ -1,20 +1,69 @@
-# PyTorch's side of bench-cuda on the same GPU: torch.mm(a, b.t()) in fp32
-# (TF32 off, as cuBLAS's default), synchronised after each call, median of 20
-# after 5 warm-ups, the same shapes.
+# PyTorch's side of bench-cuda on the same GPU: the same rows (same names,
+# shapes and types; TF32 only where the row allows it), each call synchronised,
+# median of 20 after 5 warm-ups. Prints "torch <row> <ms>" per row; bench-cuda
+# runs it first and reads those lines.
 import time
-import torch
+import sys
 
-torch.backends.cuda.matmul.allow_tf32 = False
-print("PyTorch", torch.__version__, "on", torch.cuda.get_device_name(0))
-for m, n, k in [(64, 64, 64), (512, 512, 512), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 1024, 4096)]:
-    a = torch.zeros(m, k, device="cuda")
-    b = torch.zeros(n, k, device="cuda")
+try:
+    import torch
+except ImportError:
+    print("peer: PyTorch is not installed; no torch column")
+    sys.exit(0)
+if not torch.cuda.is_available():
+    print("peer: PyTorch sees no GPU; no torch column")
+    sys.exit(0)
+
+
+def median_ms(f):
     times = []
     for i in range(25):
         t = time.perf_counter()
-        c = torch.mm(a, b.t())
+        f()
         torch.cuda.synchronize()
         if i >= 5:
             times.append((time.perf_counter() - t) * 1e3)
     times.sort()
-    print(f"{m} x {n} x {k}: {times[len(times) // 2]:.4f} ms")
+    return times[len(times) // 2]
+
+
+def row(name, f):
+    print(f"torch {name} {median_ms(f):.4f}", flush=True)
+
+
+print("PyTorch", torch.__version__, "on", torch.cuda.get_device_name(0))
+dev = "cuda"
+for label, dtype, tf32 in [("fp32", torch.float32, False), ("fp32-tf32", torch.float32, True),
+                           ("fp16", torch.float16, False), ("bf16", torch.bfloat16, False)]:
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    # fp32 accumulation for fp16 / bf16, as NNC's default
+    for flag in ("allow_fp16_reduced_precision_reduction", "allow_bf16_reduced_precision_reduction"):
+        try:  # the bf16 one is newer than PyTorch 1.13
+            setattr(torch.backends.cuda.matmul, flag, False)
+        except (AssertionError, AttributeError):
+            pass
+    a = torch.zeros(4096, 4096, device=dev, dtype=dtype)
+    b = torch.zeros(4096, 4096, device=dev, dtype=dtype)
+    row(f"square4096-{label}", lambda: torch.mm(a, b))
+torch.backends.cuda.matmul.allow_tf32 = False
+
+q = torch.zeros(8, 16, 512, 64, device=dev, dtype=torch.float16)
+k = torch.zeros(8, 16, 512, 64, device=dev, dtype=torch.float16)
+v = torch.zeros(8, 16, 512, 64, device=dev, dtype=torch.float16)
+s = torch.zeros(8, 16, 512, 512, device=dev, dtype=torch.float16)
+row("attn-QKt-fp16", lambda: torch.matmul(q, k.transpose(-1, -2)))
+row("attn-PV-fp16", lambda: torch.matmul(s, v))
+
+for fin, fout in [(3136, 256), (256, 10)]:
+    x = torch.zeros(64, fin, device=dev)
+    w = torch.zeros(fout, fin, device=dev)
+    bias = torch.zeros(fout, device=dev)
+    row(f"dense{fin}-{fout}-fwd", lambda: torch.nn.functional.linear(x, w, bias))
+    if fin == 3136:
+        g = torch.zeros(64, fout, device=dev)
+
+        def backward():
+            torch.mm(g, w)         # dx
+            torch.mm(g.t(), x)     # dW
+            g.sum(0)               # dbias
+        row(f"dense{fin}-{fout}-bwd", backward)
