@@ -52,7 +52,4 @@ class StreamBlock {
   void* p_ = nullptr;
 };
 
-// C (rows x cols, row-major, contiguous) = each row of C set to bias (cols), on `s`.
-void broadcast_rows(float* c, const float* bias, int rows, int cols, cudaStream_t s);
-
 }  // namespace nnc::cuda

@@ -9,8 +9,6 @@
 
 namespace nnc::cuda {
 
-cudaError_t launch_broadcast_rows(float* c, const float* bias, int rows, int cols, cudaStream_t s);
-
 const char* cublas_status_name(cublasStatus_t s) {
   switch (s) {
     case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
@@ -23,10 +21,6 @@ const char* cublas_status_name(cublasStatus_t s) {
     case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
     default: return "an unknown cuBLAS status";
   }
-}
-
-void broadcast_rows(float* c, const float* bias, int rows, int cols, cudaStream_t s) {
-  NNC_CUDA_CHECK(launch_broadcast_rows(c, bias, rows, cols, s), "GEMM_FORWARD (GPU_CUBLAS)");
 }
 
 namespace {

@@ -410,17 +410,6 @@ NNC_KERNEL(gemm_backward) {
 
 }  // namespace
 
-// C [m, n] = op(X) op(Y) over packed row-major storage (x_cols, y_cols: the
-// stored widths), as one column-major cublasSgemm of the transposes. Kept for
-// callers outside the GEMM family.
-void rm_gemm(cublasHandle_t h, bool tx, bool ty, int m, int n, int k, const float* x, int x_cols, const float* y,
-             int y_cols, float* c, const char* what) {
-  const float alpha = 1, beta = 0;
-  NNC_CUDA_CHECK(cublasSgemm(h, ty ? CUBLAS_OP_T : CUBLAS_OP_N, tx ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, y,
-                             y_cols, x, x_cols, &beta, c, n),
-                 what);
-}
-
 void register_gemm(Registry& r) {
   KernelTraits t;
   t.backend = CCV_NNC_BACKEND_GPU_CUBLAS;
