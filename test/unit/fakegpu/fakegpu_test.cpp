@@ -225,8 +225,9 @@ void train_beside_the_cpu(int stream_type, int concurrency) {
   EXPECT_GT(nnc_fakegpu::bytes_in_use(1), before);  // parameters, momenta and the arena
   // Forward, backward and a minimiser per parameter each step, on the GPU.
   EXPECT_GT(nnc_fakegpu::kernels_run(), kernels + 5 * 12);
-  // On a GPU stream the steps went through the pretend streams (queued, run late).
-  if (stream) EXPECT_GT(nnc_fakegpu::kernels_queued(), queued + 5 * 12);
+  // The steps went through the pretend streams (queued, run late): the
+  // model's schedule, behind the caller's stream or on its own.
+  EXPECT_GT(nnc_fakegpu::kernels_queued(), queued + 5 * 12);
   expect_same_parameters(on_cpu, on_gpu, 1e-4f);
   for (ccv_nnc_tensor_t* t : {x, labels, logits, glogits_back, gx, glabels, glogits}) ccv_nnc_tensor_free(t);
   ccv_cnnp_model_free(on_cpu);
@@ -587,17 +588,26 @@ TEST(FakeGpu, SymbolicGraphDataParallelRefusals) {
 // device (device 0's first), each half the batch; three SGD steps with
 // momentum give the parameters one device reaches on the whole batch, on
 // both devices, and evaluate gives each device its rows.
+// Two copies of the small net from the same parameters: `one` on GPU 0 for
+// batches `whole` (N NCHW images), `two` over GPUs 0 and 1 for halves (`part`).
+void one_and_two(int N, int C, int H, int W, ccv_cnnp_model_t** one, ccv_cnnp_model_t** two, ccv_nnc_tensor_param_t* whole,
+                 ccv_nnc_tensor_param_t* part) {
+  *whole = gpu(0, {N, C, H, W}), *part = gpu(0, {N / 2, C, H, W});
+  whole->format = part->format = CCV_TENSOR_FORMAT_NCHW;
+  *one = small_net();
+  *two = small_net();
+  ccv_cnnp_model_compile(*one, whole, 1, sgd(0.05f, 0.9f), crossentropy());
+  ccv_cnnp_model_compile(*two, part, 1, sgd(0.05f, 0.9f), crossentropy());
+  ccv_cnnp_model_set_data_parallel(*two, 2);
+  ASSERT_STREQ(ccv_nnc_error_message(), "");
+  copy_parameters(*one, *two);  // the same start
+}
+
 TEST(FakeGpu, ModelDataParallelOverTwoDevices) {
   const int N = 8, C = 2, H = 6, W = 5, half = N / 2;
-  ccv_nnc_tensor_param_t whole = gpu(0, {N, C, H, W}), part = gpu(0, {half, C, H, W});
-  whole.format = part.format = CCV_TENSOR_FORMAT_NCHW;
-  ccv_cnnp_model_t* one = small_net();
-  ccv_cnnp_model_t* two = small_net();
-  ccv_cnnp_model_compile(one, &whole, 1, sgd(0.05f, 0.9f), crossentropy());
-  ccv_cnnp_model_compile(two, &part, 1, sgd(0.05f, 0.9f), crossentropy());
-  ccv_cnnp_model_set_data_parallel(two, 2);
-  ASSERT_STREQ(ccv_nnc_error_message(), "");
-  copy_parameters(one, two);  // the same start
+  ccv_cnnp_model_t *one, *two;
+  ccv_nnc_tensor_param_t whole, part;
+  ASSERT_NO_FATAL_FAILURE(one_and_two(N, C, H, W, &one, &two, &whole, &part));
   std::mt19937 rng(8);
   ccv_nnc_tensor_param_t hx = whole;
   hx.type = CCV_TENSOR_CPU_MEMORY;
@@ -677,15 +687,9 @@ TEST(FakeGpu, ModelDataParallelOverTwoDevices) {
 // parameters.
 TEST(FakeGpu, ModelBackwardDataParallelOverTwoDevices) {
   const int N = 8, C = 2, H = 6, W = 5, half = N / 2, per = half * C * H * W;
-  ccv_nnc_tensor_param_t whole = gpu(0, {N, C, H, W}), part = gpu(0, {half, C, H, W});
-  whole.format = part.format = CCV_TENSOR_FORMAT_NCHW;
-  ccv_cnnp_model_t* one = small_net();
-  ccv_cnnp_model_t* two = small_net();
-  ccv_cnnp_model_compile(one, &whole, 1, sgd(0.05f, 0.9f), crossentropy());
-  ccv_cnnp_model_compile(two, &part, 1, sgd(0.05f, 0.9f), crossentropy());
-  ccv_cnnp_model_set_data_parallel(two, 2);
-  ASSERT_STREQ(ccv_nnc_error_message(), "");
-  copy_parameters(one, two);
+  ccv_cnnp_model_t *one, *two;
+  ccv_nnc_tensor_param_t whole, part;
+  ASSERT_NO_FATAL_FAILURE(one_and_two(N, C, H, W, &one, &two, &whole, &part));
   std::mt19937 rng(21);
   ccv_nnc_tensor_param_t hx = whole;
   hx.type = CCV_TENSOR_CPU_MEMORY;
