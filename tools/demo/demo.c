@@ -133,6 +133,70 @@ static ccv_nnc_tensor_param_t image_params(int nhwc, int n)
 	return nhwc ? CPU_TENSOR_NHWC(32F, n, 28, 28, 1) : CPU_TENSOR_NCHW(32F, n, 1, 28, 28);
 }
 
+/* --gpu: the model lives on GPU 0. The host keeps the data; each batch is
+ * copied into GPU buffers (kept for the largest batch seen) and the logits
+ * copied back, so the rest of the program reads host memory as before. */
+static int g_gpu = 0;
+static ccv_nnc_tensor_t* g_staging[3]; /* images, labels, logits */
+
+static ccv_nnc_tensor_param_t on_host(ccv_nnc_tensor_param_t p)
+{
+	p.type = CCV_TENSOR_CPU_MEMORY;
+	return p;
+}
+
+static ccv_nnc_tensor_param_t on_model(ccv_nnc_tensor_param_t p)
+{
+	if (g_gpu)
+		p.type = CCV_TENSOR_GPU_MEMORY | CCV_COMPUTE_DEVICE_000;
+	return p;
+}
+
+/* A GPU tensor shaped as `host`, over staging buffer `slot`. */
+static ccv_nnc_tensor_t staged(int slot, const ccv_nnc_tensor_t* host)
+{
+	const ccv_nnc_tensor_param_t p = on_model(host->info);
+	if (!g_staging[slot] || g_staging[slot]->data_size < ccv_nnc_tensor_data_size(p))
+	{
+		if (g_staging[slot])
+			ccv_nnc_tensor_free(g_staging[slot]);
+		g_staging[slot] = ccv_nnc_tensor_new(0, p, 0);
+	}
+	return ccv_nnc_tensor(g_staging[slot] ? g_staging[slot]->data.u8 : 0, p, 0);
+}
+
+static void transfer(ccv_nnc_tensor_t* from, ccv_nnc_tensor_t* to)
+{
+	ccv_nnc_cmd_exec(CMD_DATA_TRANSFER_FORWARD(), ccv_nnc_no_hint, 0, TENSOR_LIST(from), TENSOR_LIST(to), 0);
+}
+
+static void model_evaluate(ccv_cnnp_model_t* model, ccv_nnc_tensor_t* x, ccv_nnc_tensor_t* z)
+{
+	if (!g_gpu)
+	{
+		ccv_cnnp_model_evaluate(model, (ccv_cnnp_evaluate_param_t){ .is_test = 1 }, TENSOR_LIST(x), TENSOR_LIST(z), 0, 0);
+		return;
+	}
+	ccv_nnc_tensor_t gx = staged(0, x), gz = staged(2, z);
+	transfer(x, &gx);
+	ccv_cnnp_model_evaluate(model, (ccv_cnnp_evaluate_param_t){ .is_test = 1 }, TENSOR_LIST(&gx), TENSOR_LIST(&gz), 0, 0);
+	transfer(&gz, z);
+}
+
+static void model_fit(ccv_cnnp_model_t* model, ccv_nnc_tensor_t* x, ccv_nnc_tensor_t* labels, ccv_nnc_tensor_t* z)
+{
+	if (!g_gpu)
+	{
+		ccv_cnnp_model_fit(model, TENSOR_LIST(x), TENSOR_LIST(labels), TENSOR_LIST(z), 0, 0);
+		return;
+	}
+	ccv_nnc_tensor_t gx = staged(0, x), gl = staged(1, labels), gz = staged(2, z);
+	transfer(x, &gx);
+	transfer(labels, &gl);
+	ccv_cnnp_model_fit(model, TENSOR_LIST(&gx), TENSOR_LIST(&gl), TENSOR_LIST(&gz), 0, 0);
+	transfer(&gz, z);
+}
+
 /* Initialise as reference-net.md says: one stream (seed 42), in PyTorch's
  * order and layouts; returns the values it set for the check. */
 static int initialise(ccv_cnnp_model_t* model, int nhwc, float conv1_first[4], float fc2_bias_first[3])
@@ -154,7 +218,7 @@ static int initialise(ccv_cnnp_model_t* model, int nhwc, float conv1_first[4], f
 		if (i == 7)
 			memcpy(fc2_bias_first, v, sizeof(float) * 3);
 		ccv_cnnp_model_io_t p = ccv_cnnp_model_parameters(model, ALL_PARAMETERS, i);
-		ccv_nnc_tensor_param_t info = ccv_cnnp_model_parameter_tensor_params(model, p);
+		ccv_nnc_tensor_param_t info = on_host(ccv_cnnp_model_parameter_tensor_params(model, p));
 		ccv_nnc_tensor_t* t = ccv_nnc_tensor_new(0, info, 0);
 		if (nhwc && (i == 0 || i == 2))
 		{
@@ -233,7 +297,7 @@ static double test_accuracy(ccv_cnnp_model_t* model, const unsigned char* test, 
 	for (first = 0; first + EVAL <= n_test; first += EVAL)
 	{
 		copy_images(x->data.f32, test, 0, first, EVAL);
-		ccv_cnnp_model_evaluate(model, (ccv_cnnp_evaluate_param_t){ .is_test = 1 }, TENSOR_LIST(x), TENSOR_LIST(z), 0, 0);
+		model_evaluate(model, x, z);
 		for (i = 0; i < EVAL; i++)
 			correct += argmax_row(z->data.f32 + i * CLASSES) == labels[first + i];
 	}
@@ -254,10 +318,10 @@ static void inference_bench(ccv_cnnp_model_t* model, const unsigned char* test, 
 		ccv_nnc_tensor_t* z = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, n, CLASSES), 0);
 		copy_images(x->data.f32, test, 0, 0, n);
 		for (r = 0; r < (n == 1 ? 20 : 1); r++)
-			ccv_cnnp_model_evaluate(model, (ccv_cnnp_evaluate_param_t){ .is_test = 1 }, TENSOR_LIST(x), TENSOR_LIST(z), 0, 0);
+			model_evaluate(model, x, z);
 		const double t = now();
 		for (r = 0; r < reps; r++)
-			ccv_cnnp_model_evaluate(model, (ccv_cnnp_evaluate_param_t){ .is_test = 1 }, TENSOR_LIST(x), TENSOR_LIST(z), 0, 0);
+			model_evaluate(model, x, z);
 		const double dt = now() - t;
 		if (n == 1)
 			printf("bench: infer1_us %.1f\n", dt / reps * 1e6);
@@ -465,14 +529,21 @@ int main(int argc, char** argv)
 			bench = 1;
 		else if (!strcmp(argv[i], "--subset") && i + 1 < argc)
 			subset = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--gpu"))
+			g_gpu = 1;
 		else {
-			fprintf(stderr, "usage: nnc-demo [--epochs N] [--batch-size B] [--threads T] [--out DIR] [--data DIR] [--layout nchw|nhwc] [--fresh] [--quiet] [--bench] [--subset N]\n");
+			fprintf(stderr, "usage: nnc-demo [--epochs N] [--batch-size B] [--threads T] [--out DIR] [--data DIR] [--layout nchw|nhwc] [--fresh] [--quiet] [--bench] [--subset N] [--gpu]\n");
 			return 2;
 		}
 	}
 	if (epochs < 1 || epochs > MAX_EPOCHS || batch < 1 || batch > 4096 || threads < 1 || threads > 256 || subset < 0)
 	{
 		fprintf(stderr, "nnc-demo: --epochs must be 1 to %d, --batch-size 1 to 4096, --threads 1 to 256, --subset 0 (all) or more\n", MAX_EPOCHS);
+		return 2;
+	}
+	if (g_gpu && ccv_nnc_device_count(CCV_STREAM_CONTEXT_GPU) < 1)
+	{
+		fprintf(stderr, "nnc-demo: --gpu: no GPU found (%s)\n", ccv_nnc_device_count(CCV_STREAM_CONTEXT_GPU) < 0 ? "no CUDA" : "ccv_nnc_device_count is 0");
 		return 2;
 	}
 	/* Started by mpirun: data-parallel across its processes. */
@@ -524,7 +595,7 @@ int main(int argc, char** argv)
 		return 1;
 	if (rank == 0)
 	{
-		printf("Fashion-MNIST: %d training and %d test images; batch %d, %d threads, %s\n", n_train, n_test, batch, threads, nhwc ? "NHWC" : "NCHW");
+		printf("Fashion-MNIST: %d training and %d test images; batch %d, %d threads, %s%s\n", n_train, n_test, batch, threads, nhwc ? "NHWC" : "NCHW", g_gpu ? ", model on GPU 0" : "");
 		if (size > 1)
 			printf("data-parallel: %d processes (mpirun), %d thread%s each, %d or %d images of each batch per process\n", size, process_threads, process_threads > 1 ? "s" : "", batch / size, (batch + size - 1) / size);
 	}
@@ -535,7 +606,8 @@ int main(int argc, char** argv)
 	 * 1 / batch. Across N processes each sums its own rows and the average
 	 * over processes divides by N, so each scales by N / batch. */
 	const ccv_nnc_tensor_param_t local_input = image_params(nhwc, (batch + size - 1) / size);
-	ccv_cnnp_model_compile(model, size > 1 ? &local_input : &input, 1, CMD_SGD_FORWARD(0, 0.01, (float)size / batch, 0, 0.9, 0), CMD_SOFTMAX_CROSSENTROPY_FORWARD());
+	const ccv_nnc_tensor_param_t model_input = on_model(size > 1 ? local_input : input);
+	ccv_cnnp_model_compile(model, &model_input, 1, CMD_SGD_FORWARD(0, 0.01, (float)size / batch, 0, 0.9, 0), CMD_SOFTMAX_CROSSENTROPY_FORWARD());
 	if (ccv_nnc_error_message()[0])
 	{
 		fprintf(stderr, "nnc-demo: compiling the model failed: %s\n", ccv_nnc_error_message());
@@ -596,7 +668,7 @@ int main(int argc, char** argv)
 		for (i = 0; i < 4; i++)
 			order_ok &= order[n_train - 4 + i] == last4[i];
 		printf("  %-44s %d %d %d ... %d  %s\n", "epoch 1 order (first, second, third ... last)", order[0], order[1], order[2], order[n_train - 1], order_ok ? "ok" : "MISMATCH");
-		ccv_nnc_tensor_t* w = ccv_nnc_tensor_new(0, ccv_cnnp_model_parameter_tensor_params(model, ccv_cnnp_model_parameters(model, ALL_PARAMETERS, 0)), 0);
+		ccv_nnc_tensor_t* w = ccv_nnc_tensor_new(0, on_host(ccv_cnnp_model_parameter_tensor_params(model, ccv_cnnp_model_parameters(model, ALL_PARAMETERS, 0))), 0);
 		ccv_cnnp_model_parameter_copy(model, ccv_cnnp_model_parameters(model, ALL_PARAMETERS, 0), w);
 		static const double conv1_ref[4] = { 0.0966259, -0.1360358, -0.0885596, -0.0623237 }, fc2_ref[3] = { -0.0345103, 0.0178554, 0.0065721 };
 		for (i = 0; i < 4; i++)
@@ -625,7 +697,7 @@ int main(int argc, char** argv)
 		if (batch == 64)
 		{
 			copy_images(x->data.f32, train_pixels, order, 0, 64);
-			ccv_cnnp_model_evaluate(model, (ccv_cnnp_evaluate_param_t){ .is_test = 1 }, TENSOR_LIST(x), TENSOR_LIST(logits), 0, 0);
+			model_evaluate(model, x, logits);
 			double loss = 0;
 			for (i = 0; i < 64; i++)
 				loss += row_loss(logits->data.f32 + i * CLASSES, train_labels[order[i]]);
@@ -672,7 +744,7 @@ int main(int argc, char** argv)
 			/* The loss is a mean over the batch: the step scales the summed gradient by size / b. */
 			if (b != batch)
 				ccv_cnnp_model_set_minimizer(model, CMD_SGD_FORWARD(0, 0.01, (float)size / b, 0, 0.9, 0), 0, 0, 0);
-			ccv_cnnp_model_fit(model, TENSOR_LIST(&xb), TENSOR_LIST(&lb), TENSOR_LIST(&zb), 0, 0);
+			model_fit(model, &xb, &lb, &zb);
 			if (b != batch)
 				ccv_cnnp_model_set_minimizer(model, CMD_SGD_FORWARD(0, 0.01, (float)size / batch, 0, 0.9, 0), 0, 0, 0);
 			if (ccv_nnc_error_message()[0])
@@ -753,6 +825,9 @@ int main(int argc, char** argv)
 	ccv_nnc_tensor_free(labels);
 	ccv_nnc_tensor_free(logits);
 	ccv_cnnp_model_free(model);
+	for (i = 0; i < 3; i++)
+		if (g_staging[i])
+			ccv_nnc_tensor_free(g_staging[i]);
 	ccv_nnc_tensor_free(loss_sums);
 	if (comm)
 		ccv_nnc_comm_free(comm);

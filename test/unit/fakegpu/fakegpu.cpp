@@ -40,6 +40,7 @@ std::atomic<size_t> g_kernels{0};
 
 // The CPU kernel each command runs on pretend GPU tensors.
 std::unordered_map<uint32_t, nnc::Kernel> g_cpu;
+bool g_prefer_optimised = false;
 
 size_t page() {
   static const size_t p = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -347,8 +348,8 @@ int exec(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, cc
 void late(nnc::Registry& r) {
   nnc::set_device_memory(&kMemory);
   for (uint32_t cmd : r.commands()) {
-    const nnc::Kernel* k = r.kernel(cmd, CCV_NNC_BACKEND_CPU_REF);
-    if (!k) k = r.kernel(cmd, CCV_NNC_BACKEND_CPU_OPT);
+    const nnc::Kernel* k = r.kernel(cmd, g_prefer_optimised ? CCV_NNC_BACKEND_CPU_OPT : CCV_NNC_BACKEND_CPU_REF);
+    if (!k) k = r.kernel(cmd, g_prefer_optimised ? CCV_NNC_BACKEND_CPU_REF : CCV_NNC_BACKEND_CPU_OPT);
     if (!k || !k->exec) continue;
     g_cpu[cmd] = *k;
     nnc::Kernel m = *k;
@@ -364,10 +365,11 @@ void late(nnc::Registry& r) {
 
 }  // namespace
 
-bool install(int devices) {
+bool install(int devices, bool prefer_optimised) {
   {
     const std::lock_guard<std::mutex> lock(g_mutex);
     g_devices = devices;
+    g_prefer_optimised = prefer_optimised;
     g_in_use.assign(static_cast<size_t>(devices), 0);
     g_allocations.assign(static_cast<size_t>(devices), 0);
   }

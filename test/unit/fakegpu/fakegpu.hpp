@@ -26,7 +26,9 @@
 
 namespace nnc_fakegpu {
 
-bool install(int devices);
+// Each command's GPU_REF kernel runs its CPU_REF kernel, or with
+// prefer_optimised its CPU_OPT one (faster, for whole programs).
+bool install(int devices, bool prefer_optimised = false);
 // Bytes of pretend device memory held now on `device`, and allocations made.
 size_t bytes_in_use(int device);
 size_t allocations(int device);
