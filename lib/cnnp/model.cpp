@@ -1169,7 +1169,7 @@ void schedule_for(Model* m, Jit& j) {
   const Compiled& c = *m->compiled;
   if (c.inputs.empty() || CCV_TENSOR_GET_MEMORY(c.inputs[0].type) != CCV_TENSOR_GPU_MEMORY) return;
   const int streams = m->max_concurrency > 0 ? std::min(m->max_concurrency, 64) : 64;
-  if (j.scheduled_streams == streams) return;
+  if (j.scheduled_streams == streams && j.graph->default_schedule) return;
   int type = CCV_STREAM_CONTEXT_GPU;
   CCV_STREAM_SET_DEVICE_ID(type, CCV_TENSOR_GET_DEVICE_ID(c.inputs[0].type));
   j.graph->default_schedule = std::make_unique<graph::Schedule>(graph::make_schedule(j.graph, type, streams, nullptr, 0, nullptr, 0));

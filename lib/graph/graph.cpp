@@ -100,6 +100,8 @@ void invalidate(Graph* g) {
   g->loop_tail.clear();
   g->version++;
   g->default_schedule.reset();
+  g->gpu_schedule.reset();
+  g->gpu_schedule_checked = false;
   invalidate_plans(g);
   for (Graph* p = g; p; p = p->parent) p->multiviews_valid = false;
 }
@@ -124,6 +126,8 @@ void invalidate_defaults(Graph* g) {
   // A range with one side left empty uses the default of that side.
   g->range_plans.clear();
   g->default_schedule.reset();
+  g->gpu_schedule.reset();
+  g->gpu_schedule_checked = false;
 }
 
 std::shared_ptr<Plan> range_plan(Graph* g, const ccv_nnc_graph_exec_t* sources, int source_size,

@@ -95,6 +95,11 @@ struct ccv_nnc_graph_s {
 
   // Static schedules and the streams they run on.
   std::unique_ptr<nnc::graph::Schedule> default_schedule;
+  // A run without a stream of a graph whose nodes use GPU memory queues the
+  // default order on one GPU stream per device (this schedule, made on first
+  // use) and waits once at the end, instead of after every kernel.
+  std::unique_ptr<nnc::graph::Schedule> gpu_schedule;
+  bool gpu_schedule_checked = false;  // whether gpu_schedule is current (NULL: no GPU node)
   std::unique_ptr<nnc::graph::Streams> streams;
 
   ccv_nnc_graph_s();

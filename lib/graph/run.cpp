@@ -392,6 +392,30 @@ void run_plan(Graph* g, Plan& plan, RunContext& ctx) {
   run_plan_steps(g, plan, ctx);
 }
 
+// The schedule of a run without a stream over one GPU stream per device the
+// nodes use, or NULL when no node touches GPU memory (or GPU streams are
+// absent). Nodes in sub-graphs run on their parent node's stream.
+const Schedule* gpu_schedule(Graph* g) {
+  if (!g->gpu_schedule_checked) {
+    g->gpu_schedule.reset();
+    g->gpu_schedule_checked = true;
+    if (!gpu_stream_hooks()) return nullptr;
+    int device = -1;
+    for (const Graph::Node& node : g->nodes) {
+      for (const auto* list : {&node.inputs, &node.outputs})
+        for (const ccv_nnc_tensor_t* t : *list)
+          if (device < 0 && t && !CCV_IS_TENSOR_MULTIVIEW(t) && CCV_TENSOR_GET_MEMORY(t->info.type) == CCV_TENSOR_GPU_MEMORY)
+            device = CCV_TENSOR_GET_DEVICE_ID(t->info.type);
+      if (device >= 0) break;
+    }
+    if (device < 0) return nullptr;
+    int type = CCV_STREAM_CONTEXT_GPU;
+    CCV_STREAM_SET_DEVICE_ID(type, device);
+    g->gpu_schedule = std::make_unique<Schedule>(make_schedule(g, type, 1, nullptr, 0, nullptr, 0));
+  }
+  return g->gpu_schedule.get();
+}
+
 int run(Graph* g, int flags, const ccv_nnc_graph_exec_t* sources, int source_size,
         const ccv_nnc_graph_exec_t* destinations, int destination_size, ccv_nnc_tensor_tape_t* tape,
         ccv_nnc_stream_context_t* stream) {
@@ -421,6 +445,8 @@ int run(Graph* g, int flags, const ccv_nnc_graph_exec_t* sources, int source_siz
     return CCV_NNC_EXEC_SUCCESS;
   }
   if (defaults && g->default_schedule) return run_schedule(g, *g->default_schedule, tape, stream);
+  if (defaults && !stream)
+    if (const Schedule* s = gpu_schedule(g)) return run_schedule(g, *s, tape, nullptr);
   // A range plan is held by the run (a stream task may outlive its place in the cache).
   std::shared_ptr<Plan> held;
   if (!defaults) held = range_plan(g, sources, source_size, destinations, destination_size);
