@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "cmd/common/rows.hpp"
-#include "cmd/optim/optim.hpp"
+#include "cmd/common/gpu_optim_args.hpp"
 #include "core/error.hpp"
 #include "core/kernel.hpp"
 #include "core/registry.hpp"
@@ -266,33 +266,8 @@ bool accept_optim(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int inp
 NNC_KERNEL(optim_step) {
   const char* what = name_of(cmd.cmd);
   refuse_f64(inputs, input_size, outputs, output_size, what);
-  const optim::Coef k = optim::coef_of(cmd);
   OptimArgs o;
-  switch (k.kind) {
-    case optim::Kind::kSgd:
-      o.kind = kOptSgd;
-      break;
-    case optim::Kind::kAdam:
-      o.kind = kOptAdam;
-      break;
-    case optim::Kind::kAdamW:
-      o.kind = kOptAdamW;
-      break;
-    case optim::Kind::kRmsprop:
-      o.kind = kOptRmsprop;
-      break;
-    default:
-      fail(CCV_NNC_EXEC_NO_KERNEL, "%s: GPU_REF has no kernel for this optimiser", what);
-  }
-  o.rate = static_cast<float>(k.rate), o.scale = static_cast<float>(k.scale), o.decay = static_cast<float>(k.decay);
-  o.momentum = static_cast<float>(k.momentum), o.one_minus_dampening = static_cast<float>(1 - k.dampening);
-  o.nesterov = k.nesterov;
-  o.beta1 = static_cast<float>(k.beta1), o.one_minus_beta1 = static_cast<float>(1 - k.beta1);
-  o.beta2 = static_cast<float>(k.beta2), o.one_minus_beta2 = static_cast<float>(1 - k.beta2);
-  o.epsilon = static_cast<float>(k.epsilon), o.amsgrad = k.amsgrad;
-  o.step_size = static_cast<float>(k.step_size), o.inv_sqrt_bc2 = static_cast<float>(k.inv_sqrt_bc2);
-  o.weight_keep = static_cast<float>(k.weight_keep);
-  o.alpha = static_cast<float>(k.alpha), o.one_minus_alpha = static_cast<float>(1 - k.alpha);
+  if (!gpu::optim_args_of(cmd, &o)) fail(CCV_NNC_EXEC_NO_KERNEL, "%s: GPU_REF has no kernel for this optimiser", what);
   const int n = input_size + output_size;
   NNC_CHECK(n <= gpu::kPlanOperands, "%s: %d tensors", what, n);
   const int type = CCV_GET_DATA_TYPE(inputs[1]->info.datatype);

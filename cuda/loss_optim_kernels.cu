@@ -1,5 +1,6 @@
 // GPU_REF row kernels (SOFTMAX, SOFTMAX_CROSSENTROPY, CATEGORICAL_CROSSENTROPY)
-// and the optimisers' element-wise step. Rows: one block per row (a power of
+// and the optimisers' element-wise step (formulas: cmd/common/gpu_softmax.hpp,
+// gpu_optim.hpp). Rows: one block per row (a power of
 // two of threads, 32..256), each thread a strided share of the columns, then
 // shared-memory trees; every element a thread writes it has read itself, so
 // the in-place pairs of the CPU contracts hold. Rows 32F, 16F or 16BF (one
@@ -8,6 +9,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "cmd/common/gpu_softmax.hpp"
 #include "cuda/kern.hpp"
 #include "cuda/typed_access.cuh"
 
@@ -104,7 +106,7 @@ __device__ int class_of(const RowArgs& a, int64_t r, int* bad) {
 // trim0 + (trim1 - trim0) l_j (dense labels).
 template <class T>
 __device__ float target(const RowArgs& a, const RowPtr<T>& lab, int cls, int j) {
-  if (lab.p) return a.trim0 + (a.trim1 - a.trim0) * lab[j];
+  if (lab.p) return gpu::smoothed_target(a.trim0, a.trim1, lab[j]);
   return j == cls ? a.trim1 : a.trim0;
 }
 
@@ -132,14 +134,13 @@ __global__ void softmax_crossentropy_kernel(RowArgs a, int* bad) {
     if (a.item_ptr[0]) {
       float l = 0;
       for (int j = threadIdx.x; j < a.cols; j += blockDim.x) {
-        const float t = target(a, lab, cls, j);
-        if (t != 0.f) l += t * ((m - z[j]) + lse);
+        l += gpu::sce_loss_term(target(a, lab, cls, j), z[j], m, lse);
       }
       l = block_sum(l, shm);  // every label of the row is read before the softmax is written
       if (threadIdx.x == 0) item_set(a, 0, r, l);
     }
     if (s.p)
-      for (int j = threadIdx.x; j < a.cols; j += blockDim.x) s.set(j, expf(z[j] - m) / sum);
+      for (int j = threadIdx.x; j < a.cols; j += blockDim.x) s.set(j, gpu::softmax_value(z[j], m, sum));
     __syncthreads();
   }
 }
@@ -169,13 +170,11 @@ __global__ void softmax_crossentropy_backward_kernel(RowArgs a, int* bad) {
     }
     for (int j = threadIdx.x; j < a.cols; j += blockDim.x) {
       const float sj = s[j], t = target(a, lab, cls, j), gj = gs.p ? gs[j] : 0.f;
-      dz.set(j, gl * (sj * tot - t) + sj * (gj - d));
+      dz.set(j, gpu::sce_dlogit(gl, sj, tot, t, gj, d));
     }
     __syncthreads();
   }
 }
-
-__device__ float clamped_log(float p) { return fmaxf(logf(p), -100.f); }
 
 template <class T>
 __global__ void categorical_crossentropy_kernel(RowArgs a, int* bad) {
@@ -186,10 +185,7 @@ __global__ void categorical_crossentropy_kernel(RowArgs a, int* bad) {
     const RowPtr<T> p = row_of<T>(a, 0, off), lab = row_of<T>(a, 2, off);
     const int cls = lab.p ? -1 : class_of(a, r, bad);
     float l = 0;
-    for (int j = threadIdx.x; j < a.cols; j += blockDim.x) {
-      const float t = target(a, lab, cls, j);
-      if (t != 0.f) l -= t * clamped_log(p[j]);
-    }
+    for (int j = threadIdx.x; j < a.cols; j += blockDim.x) l += gpu::cce_loss_term(target(a, lab, cls, j), p[j]);
     l = block_sum(l, shm);
     if (threadIdx.x == 0) item_set(a, 0, r, l);
   }
@@ -206,8 +202,8 @@ __global__ void categorical_crossentropy_backward_kernel(RowArgs a, int* bad) {
     const float g = item_or_one(a, 0, r);
     for (int j = threadIdx.x; j < a.cols; j += blockDim.x) {
       const float pj = p[j], t = target(a, lab, cls, j);
-      if (dp.p) dp.set(j, -g * t / fmaxf(pj, 1e-12f));
-      if (dl.p) dl.set(j, -g * (a.trim1 - a.trim0) * clamped_log(pj));
+      if (dp.p) dp.set(j, gpu::cce_dp(g, t, pj));
+      if (dl.p) dl.set(j, gpu::cce_dlabel(g, a.trim0, a.trim1, pj));
     }
   }
 }
@@ -226,7 +222,7 @@ __global__ void softmax_kernel(RowArgs a) {
     float e = 0;
     for (int j = threadIdx.x; j < a.cols; j += blockDim.x) e += expf(x[j] - m);
     const float sum = block_sum(e, shm);
-    for (int j = threadIdx.x; j < a.cols; j += blockDim.x) y.set(j, expf(x[j] - m) / sum);
+    for (int j = threadIdx.x; j < a.cols; j += blockDim.x) y.set(j, gpu::softmax_value(x[j], m, sum));
     __syncthreads();
   }
 }
@@ -243,7 +239,7 @@ __global__ void softmax_backward_kernel(RowArgs a) {
     const float d = block_sum(p, shm);
     for (int j = threadIdx.x; j < a.cols; j += blockDim.x) {
       const float yj = y[j];
-      dx.set(j, yj * ((g.p ? g[j] : 1.f) - d));
+      dx.set(j, gpu::softmax_dx(yj, g.p ? g[j] : 1.f, d));
     }
     __syncthreads();
   }

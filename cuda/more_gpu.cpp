@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "cmd/common/axes.hpp"
+#include "cmd/common/gpu_optim_args.hpp"
 #include "cmd/norm/norm.hpp"
 #include "cmd/optim/optim.hpp"
 #include "cmd/upsample/upsample.hpp"
@@ -681,16 +682,7 @@ bool accept_lamb(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int inpu
 NNC_KERNEL(lamb) {
   const char* what = name_of(cmd.cmd);
   refuse_f64(inputs, input_size, outputs, output_size, what);
-  const optim::Coef k = optim::coef_of(cmd);
-  gpu::LambCoef c;
-  c.rate = static_cast<float>(k.rate);
-  c.scale = static_cast<float>(k.scale);
-  c.decay = static_cast<float>(k.decay);
-  c.beta1 = static_cast<float>(k.beta1);
-  c.beta2 = static_cast<float>(k.beta2);
-  c.epsilon = static_cast<float>(k.epsilon);
-  c.inv_bc1 = static_cast<float>(k.inv_bc1);
-  c.inv_bc2 = static_cast<float>(k.inv_bc2);
+  const gpu::LambCoef c = gpu::lamb_coef_of(cmd);
   const Layout a = layout_of(inputs[1], what);
   std::vector<const ccv_nnc_tensor_t*> ts = {inputs[0],  inputs[1],  inputs[2], inputs[3],
                                              outputs[0], outputs[1], outputs[2]};

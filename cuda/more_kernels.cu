@@ -273,7 +273,8 @@ __device__ __forceinline__ int64_t row_at(const RowArgs& a, int k, const int64_t
 }
 
 // Rows, the loss and g all of type T (CPU_REF's rule), loaded as float; the
-// loss is rounded once from the double sum, the gradients once from float.
+// loss is rounded once from the double sum (st_d), the gradients once from
+// float.
 template <class T>
 __global__ void loss_rows_kernel(RowArgs a, int op, gpu::LossArgs p) {
   __shared__ double part[kLossThreads];
@@ -294,7 +295,7 @@ __global__ void loss_rows_kernel(RowArgs a, int op, gpu::LossArgs p) {
     }
     if (threadIdx.x == 0 && a.item_ptr[0]) {
       const double v = op == gpu::kLossMse ? part[0] / p.k : part[0];
-      st<T>(a.item_ptr[0], gpu::plan_offset(a.item[0], 0, r), static_cast<float>(v));
+      st_d<T>(a.item_ptr[0], gpu::plan_offset(a.item[0], 0, r), v);
     }
     __syncthreads();  // part is reused by the next row
   }
@@ -391,7 +392,7 @@ __device__ __forceinline__ int64_t at(int k, const int64_t* base, const int64_t*
 
 // Every operand of type T (CPU_REF's rule: scale, bias and the statistics
 // take x's type), loaded as float, statistics summed and y / dx blended in
-// double (as before), each output rounded once on store.
+// double (as before), each output rounded once from double on store (st_d).
 template <class T>
 __global__ void norm_forward_kernel(gpu::ReducePlan p, int64_t n, NormPtrs q, int rms, float eps) {
   __shared__ double shm[kNormThreads];
@@ -413,8 +414,8 @@ __global__ void norm_forward_kernel(gpu::ReducePlan p, int64_t n, NormPtrs q, in
     }
     const double inv = 1.0 / sqrt(block_sum_d(v, shm) / static_cast<double>(n) + static_cast<double>(eps));
     if (threadIdx.x == 0) {
-      if (q.ptr[gpu::kNormMean]) st<T>(q.ptr[gpu::kNormMean], base[1 + gpu::kNormMean], static_cast<float>(mean));
-      if (q.ptr[gpu::kNormInv]) st<T>(q.ptr[gpu::kNormInv], base[1 + gpu::kNormInv], static_cast<float>(inv));
+      if (q.ptr[gpu::kNormMean]) st_d<T>(q.ptr[gpu::kNormMean], base[1 + gpu::kNormMean], mean);
+      if (q.ptr[gpu::kNormInv]) st_d<T>(q.ptr[gpu::kNormInv], base[1 + gpu::kNormInv], inv);
     }
     // Every x of the group has been read (block_sum_d synchronised): y may be x.
     for (int64_t r = threadIdx.x; r < n; r += blockDim.x) {
@@ -423,7 +424,7 @@ __global__ void norm_forward_kernel(gpu::ReducePlan p, int64_t n, NormPtrs q, in
       const double sc = q.ptr[gpu::kNormScale] ? ld<T>(q.ptr[gpu::kNormScale], at(gpu::kNormScale, base, off)) : 1.0;
       const double bi = q.ptr[gpu::kNormBias] ? ld<T>(q.ptr[gpu::kNormBias], at(gpu::kNormBias, base, off)) : 0.0;
       const double xv = ld<T>(x, at(gpu::kNormX, base, off));
-      st<T>(q.ptr[gpu::kNormY], at(gpu::kNormY, base, off), static_cast<float>((xv - mean) * inv * sc + bi));
+      st_d<T>(q.ptr[gpu::kNormY], at(gpu::kNormY, base, off), gpu::norm_y(xv, mean, inv, sc, bi));
     }
   }
 }
@@ -456,7 +457,7 @@ __global__ void norm_backward_dx_kernel(gpu::ReducePlan p, int64_t n, NormPtrs q
       const double sc = q.ptr[gpu::kNormScale] ? ld<T>(q.ptr[gpu::kNormScale], at(gpu::kNormScale, base, off)) : 1.0;
       const double h = static_cast<double>(ld<T>(q.ptr[gpu::kNormG], at(gpu::kNormG, base, off))) * sc;
       const double xhat = (ld<T>(q.ptr[gpu::kNormX], at(gpu::kNormX, base, off)) - mean) * inv;
-      st<T>(q.ptr[gpu::kNormDx], at(gpu::kNormDx, base, off), static_cast<float>(inv * (h - mh - xhat * mhx)));
+      st_d<T>(q.ptr[gpu::kNormDx], at(gpu::kNormDx, base, off), gpu::norm_dx(inv, h, mh, xhat, mhx));
     }
   }
 }
@@ -481,8 +482,8 @@ __global__ void norm_backward_params_kernel(gpu::ReducePlan p, NormPtrs q, int r
     const double dscale = block_sum_d(sgx, shm);
     const double dbias = block_sum_d(sg, shm);
     if (threadIdx.x == 0) {
-      if (q.ptr[gpu::kNormScale]) st<T>(q.ptr[gpu::kNormScale], base[1 + gpu::kNormScale], static_cast<float>(dscale));
-      if (q.ptr[gpu::kNormBias]) st<T>(q.ptr[gpu::kNormBias], base[1 + gpu::kNormBias], static_cast<float>(dbias));
+      if (q.ptr[gpu::kNormScale]) st_d<T>(q.ptr[gpu::kNormScale], base[1 + gpu::kNormScale], dscale);
+      if (q.ptr[gpu::kNormBias]) st_d<T>(q.ptr[gpu::kNormBias], base[1 + gpu::kNormBias], dbias);
     }
   }
 }
