@@ -12,7 +12,8 @@
 //                forward and backward (32F, 16F or 16BF rows along the last dimension, any
 //                strides; losses in any shape of one entry per row; NULL g
 //                read as ones; NULL outputs skipped);
-//   norms        RMSNORM and GROUP_NORM forward and backward (32F, 16F, 16BF; any axes,
+//   norms        LAYER_NORM (after cuDNN's), RMSNORM and GROUP_NORM forward and
+//                backward (32F, 16F, 16BF; any axes,
 //                views; statistics in double; the saved statistics optional
 //                forward, read backward as CPU_REF does);
 //   optimiser    LAMB (32F, 16F, 16BF; the trust ratio's norms summed on the device);
@@ -499,7 +500,7 @@ NNC_KERNEL(loss_backward) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
-// --- RMSNORM / GROUP_NORM ----------------------------------------------------
+// --- LAYER_NORM / RMSNORM / GROUP_NORM ---------------------------------------
 
 bool accept_norm(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
                  ccv_nnc_tensor_t* const* outputs, int output_size) {
@@ -562,8 +563,12 @@ struct NormShape {
 
 NormShape norm_shape(const ccv_nnc_cmd_t& cmd, const Layout& x, NormCall& n, const char* what) {
   NormShape sh;
-  if ((cmd.cmd & ~1u) == CCV_NNC_RMSNORM_FORWARD) {
-    const unsigned mask = axis_mask(what, cmd.info.rmsnorm.axis, cmd.info.rmsnorm.count, x.nd);
+  const uint32_t fwd = cmd.cmd & ~1u;
+  if (fwd == CCV_NNC_RMSNORM_FORWARD || fwd == CCV_NNC_LAYER_NORM_FORWARD) {
+    // LAYER_NORM normalises over its axes as RMSNORM does, with a mean and a bias.
+    const unsigned mask = fwd == CCV_NNC_RMSNORM_FORWARD
+                              ? axis_mask(what, cmd.info.rmsnorm.axis, cmd.info.rmsnorm.count, x.nd)
+                              : axis_mask(what, cmd.info.lnorm.axis, cmd.info.lnorm.count, x.nd);
     for (int i = 0; i < x.nd; i++) {
       sh.stats[i] = (mask >> i) & 1u ? 1 : x.dim[i];
       sh.scale[i] = (mask >> i) & 1u ? x.dim[i] : 1;
@@ -598,7 +603,9 @@ NNC_KERNEL(norm_forward) {
     const norm::RmsNormIo io = norm::rmsnorm_forward_io(inputs, input_size, outputs, output_size);
     x = io.x, scale = io.scale, y = io.y, inv = io.saved_inv_std;
   } else {
-    const norm::GroupNormIo io = norm::group_norm_forward_io(cmd, inputs, input_size, outputs, output_size);
+    const norm::GroupNormIo io = cmd.cmd == CCV_NNC_LAYER_NORM_FORWARD
+                                     ? norm::layer_norm_forward_io(cmd, inputs, input_size, outputs, output_size)
+                                     : norm::group_norm_forward_io(cmd, inputs, input_size, outputs, output_size);
     x = io.x, scale = io.scale, bias = io.bias, y = io.y, mean = io.saved_mean, inv = io.saved_inv_std;
   }
   const Layout xl = layout_of(x, what);
@@ -612,8 +619,10 @@ NNC_KERNEL(norm_forward) {
   set_norm(n, gpu::kNormInv, inv, xl, sh.stats, sh.ga, sh.groups, true, what);
   const gpu::NormPlan p = norm_plan(n, sh.norm, sh.param, what);
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
-  c.check(launch_norm_forward(c.s, p.groups, p.group_size, n.q, rms,
-                              rms ? cmd.info.rmsnorm.epsilon : cmd.info.gnorm.epsilon));
+  const float eps = rms                                       ? cmd.info.rmsnorm.epsilon
+                    : cmd.cmd == CCV_NNC_LAYER_NORM_FORWARD ? cmd.info.lnorm.epsilon
+                                                            : cmd.info.gnorm.epsilon;
+  c.check(launch_norm_forward(c.s, p.groups, p.group_size, n.q, rms, eps));
   c.done();
   return CCV_NNC_EXEC_SUCCESS;
 }
@@ -627,7 +636,9 @@ NNC_KERNEL(norm_backward) {
     const norm::RmsNormIo io = norm::rmsnorm_backward_io(inputs, input_size, outputs, output_size);
     g = io.g, x = io.x, scale = io.scale, inv = io.saved_inv_std, dx = io.dx, dscale = io.dscale;
   } else {
-    const norm::GroupNormIo io = norm::group_norm_backward_io(cmd, inputs, input_size, outputs, output_size);
+    const norm::GroupNormIo io = cmd.cmd == CCV_NNC_LAYER_NORM_BACKWARD
+                                     ? norm::layer_norm_backward_io(cmd, inputs, input_size, outputs, output_size)
+                                     : norm::group_norm_backward_io(cmd, inputs, input_size, outputs, output_size);
     g = io.g, x = io.x, scale = io.scale, mean = io.saved_mean, inv = io.saved_inv_std, dx = io.dx, dscale = io.dscale,
     dbias = io.dbias;
   }
@@ -923,7 +934,9 @@ void register_gpu_more(Registry& r) {
                                              {CCV_NNC_BINARY_CROSSENTROPY_BACKWARD, loss_backward},
                                              {CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD, loss_forward},
                                              {CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_BACKWARD, loss_backward}});
-  r.add_kernels(fl.accepting(accept_norm), {{CCV_NNC_RMSNORM_FORWARD, norm_forward},
+  r.add_kernels(fl.accepting(accept_norm), {{CCV_NNC_LAYER_NORM_FORWARD, norm_forward},
+                                            {CCV_NNC_LAYER_NORM_BACKWARD, norm_backward},
+                                            {CCV_NNC_RMSNORM_FORWARD, norm_forward},
                                              {CCV_NNC_RMSNORM_BACKWARD, norm_backward},
                                              {CCV_NNC_GROUP_NORM_FORWARD, norm_forward},
                                              {CCV_NNC_GROUP_NORM_BACKWARD, norm_backward}});

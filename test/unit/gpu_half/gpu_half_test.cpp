@@ -8,7 +8,7 @@
 // for SGD, ADAM, ADAMW (amsgrad), RMSPROP, LAMB, MSE, SMOOTH_L1,
 // BINARY_CROSSENTROPY, SIGMOID_BINARY_CROSSENTROPY, SOFTMAX,
 // SOFTMAX_CROSSENTROPY (class indices of another type, dense labels, label
-// smoothing), CATEGORICAL_CROSSENTROPY, RMSNORM and GROUP_NORM, forward and
+// smoothing), CATEGORICAL_CROSSENTROPY, LAYER_NORM, RMSNORM and GROUP_NORM, forward and
 // backward.
 //
 // Tolerance, per element: both sides round (once) values that differ only by
@@ -423,21 +423,26 @@ TEST(GpuHalfModel, CrossEntropiesMatchCpuRef) {
     }
 }
 
-// --- RMSNORM, GROUP_NORM ----------------------------------------------------
+// --- LAYER_NORM, RMSNORM, GROUP_NORM --------------------------------------------
+
+enum NormKind { kLayer, kRms, kGroup };
 
 // The norms' model over x [A, C, W] normalised per (a, group of channels):
 // statistics in double from the loaded x, y and dx from gpu_norm.hpp's
 // formulas in double, each output (and saved statistic) rounded once; the
-// backward reads the saved statistics as stored. RMSNORM: one group of
-// channels (all C and W), no mean, no bias.
-void check_norm(int type, bool rms, std::mt19937& rng) {
-  const int A = 3, C = 6, W = 5, G = rms ? 1 : 2, cg = C / G, n = cg * W;
-  const std::string what = std::string(rms ? "RMSNORM " : "GROUP_NORM ") + tname(type);
+// backward reads the saved statistics as stored. LAYER_NORM and RMSNORM
+// normalise over axes {1, 2} (one group of all C and W; scale and bias [C, W];
+// RMSNORM without mean or bias), GROUP_NORM over 2 groups of C / 2 channels
+// and W (scale and bias [1, C, 1]).
+void check_norm(int type, NormKind kind, std::mt19937& rng) {
+  const bool rms = kind == kRms, per_channel = kind == kGroup;
+  const int A = 3, C = 6, W = 5, G = per_channel ? 2 : 1, cg = C / G, n = cg * W;
+  const std::string what =
+      std::string(kind == kLayer ? "LAYER_NORM " : rms ? "RMSNORM " : "GROUP_NORM ") + tname(type);
   const float eps = 1e-5f;
-  Tensor x = make(type, {A, C, W}), y = make(type, {A, C, W}), scale = make(type, rms ? std::vector<int>{C, W}
-                                                                                      : std::vector<int>{1, C, 1});
-  Tensor bias = make(type, {1, C, 1}), mean = make(type, {A, G, 1}), inv = make(type, rms ? std::vector<int>{A, 1, 1}
-                                                                                          : std::vector<int>{A, G, 1});
+  const std::vector<int> sdim = per_channel ? std::vector<int>{1, C, 1} : std::vector<int>{C, W};
+  Tensor x = make(type, {A, C, W}), y = make(type, {A, C, W}), scale = make(type, sdim), bias = make(type, sdim);
+  Tensor mean = make(type, {A, G, 1}), inv = make(type, {A, G, 1});
   fill(x, rng, -2, 2);
   fill(scale, rng, 0.5, 1.5);
   fill(bias, rng, -0.5, 0.5);
@@ -449,6 +454,13 @@ void check_norm(int type, bool rms, std::mt19937& rng) {
       c->info.rmsnorm.epsilon = eps;
     }
     run_ref(f, {x.get(), scale.get()}, {y.get(), inv.get()}, what);
+  } else if (kind == kLayer) {
+    f = cmd_of(CCV_NNC_LAYER_NORM_FORWARD), bw = cmd_of(CCV_NNC_LAYER_NORM_BACKWARD);
+    for (ccv_nnc_cmd_t* c : {&f, &bw}) {
+      c->info.lnorm.count = 2, c->info.lnorm.axis[0] = 1, c->info.lnorm.axis[1] = 2;
+      c->info.lnorm.epsilon = eps, c->info.lnorm.elementwise_affine = 1;
+    }
+    run_ref(f, {x.get(), scale.get(), bias.get()}, {y.get(), mean.get(), inv.get()}, what);
   } else {
     f = cmd_of(CCV_NNC_GROUP_NORM_FORWARD), bw = cmd_of(CCV_NNC_GROUP_NORM_BACKWARD);
     for (ccv_nnc_cmd_t* c : {&f, &bw}) {
@@ -458,7 +470,7 @@ void check_norm(int type, bool rms, std::mt19937& rng) {
     run_ref(f, {x.get(), scale.get(), bias.get()}, {y.get(), mean.get(), inv.get()}, what);
   }
   auto xi = [&](int a, int c, int w) { return static_cast<size_t>((a * C + c) * W + w); };
-  auto si = [&](int c, int w) { return static_cast<size_t>(rms ? c * W + w : c); };
+  auto si = [&](int c, int w) { return static_cast<size_t>(per_channel ? c : c * W + w); };
   std::vector<double> mmean(A * G), minv(A * G), my(count(x));
   for (int a = 0; a < A; a++)
     for (int k = 0; k < G; k++) {
@@ -480,9 +492,7 @@ void check_norm(int type, bool rms, std::mt19937& rng) {
   Tally{what + " saved_inv_std", type}.all(inv, [&](size_t i) { return minv[i]; });
   if (!rms) Tally{what + " saved_mean", type}.all(mean, [&](size_t i) { return mmean[i]; });
   // Backward from the stored statistics.
-  Tensor g = make(type, {A, C, W}), dx = make(type, {A, C, W}), ds = make(type, rms ? std::vector<int>{C, W}
-                                                                                   : std::vector<int>{1, C, 1});
-  Tensor db = make(type, {1, C, 1});
+  Tensor g = make(type, {A, C, W}), dx = make(type, {A, C, W}), ds = make(type, sdim), db = make(type, sdim);
   fill(g, rng, -1, 1);
   if (rms)
     run_ref(bw, {g.get(), nullptr, x.get(), scale.get(), y.get(), inv.get()}, {dx.get(), ds.get()}, what + " backward");
@@ -500,7 +510,7 @@ void check_norm(int type, bool rms, std::mt19937& rng) {
           const double h = get(g, xi(a, c, w)) * get(scale, si(c, w)), xh = (get(x, xi(a, c, w)) - mu) * iv;
           sh += h, shx += h * xh;
           mds[si(c, w)] += get(g, xi(a, c, w)) * xh;
-          if (!rms) mdb[si(c, w)] += get(g, xi(a, c, w));
+          mdb[si(c, w)] += get(g, xi(a, c, w));
         }
       for (int c = k * cg; c < (k + 1) * cg; c++)
         for (int w = 0; w < W; w++) {
@@ -515,10 +525,8 @@ void check_norm(int type, bool rms, std::mt19937& rng) {
 
 TEST(GpuHalfModel, NormsMatchCpuRef) {
   std::mt19937 rng(1949);
-  for (int type : kTypes) {
-    check_norm(type, true, rng);
-    check_norm(type, false, rng);
-  }
+  for (int type : kTypes)
+    for (NormKind k : {kLayer, kRms, kGroup}) check_norm(type, k, rng);
 }
 
 }  // namespace
