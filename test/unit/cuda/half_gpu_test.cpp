@@ -20,6 +20,9 @@
 // or one ulp of the storage type apart: |gpu - cpu| <= ulp_T(max |.|) + atol,
 // with atol = 1e-6 for the float error of results that cancel to near zero
 // (softmax's g - <g, y>, the optimisers' a - rate * update) on O(1) terms.
+// A backward reads the forward's outputs as CPU_REF wrote them (uploaded to
+// the GPU first), and an optimiser's next step CPU_REF's state, so that one
+// ulp of difference is never carried into a result that cancels.
 // And at least 90% of the elements (less one) are bit-equal: a wrong rounding
 // (truncation, or a second rounding through another type) moves far more; the
 // CPU model of the same arithmetic (test/unit/gpu_half) is >= 99% bit-equal.
@@ -124,6 +127,10 @@ TEST(GpuRefHalf, OptimisersMatchCpuRef) {
         expect_ulp(*a, type, what + " a, step " + std::to_string(step));
         for (size_t i = 0; i < state.size(); i++)
           expect_ulp(*state[i], type, what + " state " + std::to_string(i) + ", step " + std::to_string(step));
+        // The next step starts from CPU_REF's values on both sides (a one-ulp
+        // difference carried into another step could round to two).
+        a->upload();
+        for (auto& t : state) t->upload();
       }
       std::vector<BothPtr> fresh;
       std::vector<Both*> out2;
@@ -185,6 +192,7 @@ TEST(GpuRefHalf, LossesMatchCpuRef) {
           run_both(loss_cmd(l, false), {a.get(), b.get()}, {loss.get()}, what);
         expect_ulp(*loss, type, what + " loss");
         if (sbce) expect_ulp(*sig, type, what + " sigmoid");
+        sig->upload();  // the backward reads CPU_REF's sigmoid on both sides
         auto g = both({sh.loss, false, type}, rng, 0.5f, 1.5f), gs = both({sh.dim, false, type}, rng);
         auto da = both({sh.dim, sh.view, type}, rng), db = both({sh.dim, !sh.view, type}, rng);
         if (sbce)
@@ -213,6 +221,9 @@ TEST(GpuRefHalf, SoftmaxMatchesCpuRef) {
       auto x = both(s, rng, -6, 6), y = both(s, rng);
       run_both(make_cmd(CCV_NNC_SOFTMAX_FORWARD), {x.get()}, {y.get()}, what);
       expect_ulp(*y, type, what + " y");
+      // The backward reads CPU_REF's y on both sides: a one-ulp difference in
+      // y would move dx = y (g - <g, y>) by more than an ulp where it cancels.
+      y->upload();
       auto g = both({s.dim, !s.view, type}, rng), dx = both(s, rng), dx1 = both(s, rng);
       run_both(make_cmd(CCV_NNC_SOFTMAX_BACKWARD), {g.get(), nullptr, y.get()}, {dx.get()}, what + " backward");
       expect_ulp(*dx, type, what + " dx");
@@ -266,6 +277,7 @@ TEST(GpuRefHalf, CrossEntropiesMatchCpuRef) {
         run_both(f, {z.get(), lab.get()}, {loss.get(), s.get()}, "SOFTMAX_CROSSENTROPY " + w);
         expect_ulp(*loss, type, "SOFTMAX_CROSSENTROPY " + w + " loss");
         expect_ulp(*s, type, "SOFTMAX_CROSSENTROPY " + w + " softmax");
+        s->upload();  // the backward reads CPU_REF's softmax on both sides (d logits cancels)
         auto g = both({{rows, 1}, false, type}, rng, 0.5f, 1.5f), gs = both({{rows, cols}, false, type}, rng, -0.5f, 0.5f);
         auto dz = both({{rows, cols}, true, type}, rng);
         run_both(bw, {g.get(), gs.get(), z.get(), lab.get(), loss.get(), s.get()}, {dz.get()},
@@ -335,6 +347,9 @@ TEST(GpuRefHalf, NormsMatchCpuRef) {
       expect_ulp(*y, type, what + " y");
       expect_ulp(*inv, type, what + " saved_inv_std");
       if (kind != 1) expect_ulp(*mean, type, what + " saved_mean");
+      // The backward reads CPU_REF's saved statistics on both sides (dx cancels).
+      mean->upload();
+      inv->upload();
       auto g = both({xd, false, type}, rng), dx = both({xd, true, type}, rng);
       auto ds = both({sd, false, type}, rng), db = both({sd, true, type}, rng);
       if (kind == 1)
