@@ -254,6 +254,17 @@ NNC_KERNEL(transpose) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
+// The backwards that scatter g into a zeroed dx with atomicAdd keep dx in
+// 32F: a 16F / 16BF dx would round at every addition (and 64F would be
+// narrowed), so they refuse other types rather than convert them silently.
+void require_f32_accumulation(const Layout& g, const Layout& dx, const char* what) {
+  if (g.datatype != CCV_32F || dx.datatype != CCV_32F)
+    fail(CCV_NNC_EXEC_NO_KERNEL,
+         "%s: GPU_REF sums the gradient into dx with 32F atomic additions, so it takes 32F only (g is %s, dx %s; "
+         "a 16F / 16BF dx would round at every addition): convert to 32F first",
+         what, datatype_name(g.datatype), datatype_name(dx.datatype));
+}
+
 // --- PAD: |x| -> |y| (any type); |g|x..| -> |dx| (32F) ----------------------
 
 // dx (or y) zeroed on the call's stream.
@@ -279,7 +290,9 @@ bool accept_pad(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int i
   if (!on_one_gpu(inputs, 1, outputs, 1, nullptr)) return false;
   if (inputs[0]->data.u8 == outputs[0]->data.u8) return false;  // no in-place pair
   const int es = CCV_GET_DATA_TYPE_SIZE(inputs[0]->info.datatype);
-  if (cmd.cmd == CCV_NNC_PAD_BACKWARD) return CCV_GET_DATA_TYPE(inputs[0]->info.datatype) == CCV_32F;
+  // The backward takes any float type here only to refuse all but 32F with a
+  // message (pad_backward): it accumulates with float atomics.
+  if (cmd.cmd == CCV_NNC_PAD_BACKWARD) return CCV_GET_DATA_TYPE(inputs[0]->info.datatype) & types::kFloat;
   return es == 1 || es == 2 || es == 4 || es == 8;
 }
 
@@ -296,6 +309,7 @@ NNC_KERNEL(pad_forward) {
 NNC_KERNEL(pad_backward) {
   const char* what = name_of(cmd.cmd);
   const Layout g = layout_of(inputs[0], what), dx = layout_of(outputs[0], what);
+  require_f32_accumulation(g, dx, what);
   const gpu::PadMap m = pad_map_of(cmd, dx, g, what);
   const Call c(stream_context, device_of(inputs, 1, outputs, 1), what);
   zero(c, dx);
@@ -311,7 +325,9 @@ bool accept_upsample(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, 
   if (input_size < 1 || output_size < 1 || !inputs[0] || !outputs[0]) return false;
   if (!on_one_gpu(inputs, 1, outputs, 1, nullptr)) return false;
   if (inputs[0]->data.u8 == outputs[0]->data.u8) return false;  // no in-place pair
-  return cmd.cmd == CCV_NNC_UPSAMPLE_FORWARD || CCV_GET_DATA_TYPE(inputs[0]->info.datatype) == CCV_32F;
+  // The backward takes any float type here only to refuse all but 32F with a
+  // message (upsample_backward): it accumulates with float atomics.
+  return cmd.cmd == CCV_NNC_UPSAMPLE_FORWARD || (CCV_GET_DATA_TYPE(inputs[0]->info.datatype) & types::kFloat);
 }
 
 gpu::UpMap up_map_of(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* small_t, const Layout& small, const Layout& big,
@@ -339,6 +355,7 @@ NNC_KERNEL(upsample_forward) {
 NNC_KERNEL(upsample_backward) {
   const char* what = name_of(cmd.cmd);
   const Layout g = layout_of(inputs[0], what), dx = layout_of(outputs[0], what);
+  require_f32_accumulation(g, dx, what);
   const gpu::UpMap m = up_map_of(cmd, outputs[0], dx, g, what);
   const Call c(stream_context, device_of(inputs, 1, outputs, 1), what);
   zero(c, dx);
