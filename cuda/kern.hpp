@@ -104,14 +104,15 @@ cudaError_t launch_softmax(cudaStream_t s, const RowArgs& a);
 cudaError_t launch_softmax_backward(cudaStream_t s, const RowArgs& a);
 
 // One optimiser step per element (cmd/common/gpu_optim.hpp: optim.hpp's
-// formulas in float), every operand of `type` (32F, 16F or 16BF): plan operands g, a, then the input state, then b and the output
-// state (SGD: g a m b n; ADAM / ADAMW: g a m v [vm] b n u [um]; RMSPROP: g a
-// m v b n u).
-using gpu::OptimArgs;  // and the OptimKind values (cmd/common/gpu_optim.hpp)
-using gpu::kOptSgd;
+// formulas in float), every operand of `type` (32F, 16F or 16BF): plan
+// operands g, a, then the input state, then b and the output state (SGD: g a
+// m b n; ADAM / ADAMW: g a m v [vm] b n u [um]; RMSPROP: g a m v b n u).
+// OptimArgs and the OptimKind values live in cmd/common/gpu_optim.hpp.
 using gpu::kOptAdam;
 using gpu::kOptAdamW;
 using gpu::kOptRmsprop;
+using gpu::kOptSgd;
+using gpu::OptimArgs;
 cudaError_t launch_optim(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, const EwPtrs& ptrs, const OptimArgs& a);
 
 // INDEX_SELECT: y row i (axis 0) = x row indices[i]; `inner` walks the other

@@ -1,6 +1,6 @@
 // GPU_REF losses, softmax and optimisers, with the CPU_REF contracts:
 //   SOFTMAX_CROSSENTROPY forward / backward (lib/cmd/softmax/softmax.cpp):
-//     class-index labels (32S or 32F) or dense labels, label smoothing
+//     class-index labels (32S or a float type) or dense labels, label smoothing
 //     (trim0 / trim1), either forward output NULL, NULL g read as ones,
 //     NULL g_softmax, d labels NULL;
 //   CATEGORICAL_CROSSENTROPY forward / backward (lib/cmd/loss/loss.cpp);
@@ -8,15 +8,16 @@
 //   SGD, ADAM, ADAMW (amsgrad too) and RMSPROP steps (lib/cmd/optim).
 // 32F, 16F or 16BF tensors (one type per call, as CPU_REF; class indices
 // also 32S) on one GPU, any strides, computed in float and rounded once on
-// store; 64F is refused with a message (GPU_REF computes in float). A class index outside [0, classes)
-// or not whole fails with CCV_NNC_EXEC_INVALID on a synchronous call (the
-// kernel flags it; the call reads the flag back); on a GPU stream the call
-// cannot wait for that, and such a row's targets are all trim0.
+// store; 64F is refused with a message (GPU_REF computes in float). A class
+// index outside [0, classes) or not whole fails with CCV_NNC_EXEC_INVALID on
+// a synchronous call (the kernel flags it; the call reads the flag back); on
+// a GPU stream the call cannot wait for that, and such a row's targets are
+// all trim0.
 #include <cstring>
 #include <vector>
 
-#include "cmd/common/rows.hpp"
 #include "cmd/common/gpu_optim_args.hpp"
+#include "cmd/common/rows.hpp"
 #include "core/error.hpp"
 #include "core/kernel.hpp"
 #include "core/registry.hpp"
@@ -48,8 +49,9 @@ void set_rows(RowArgs& a, std::initializer_list<const ccv_nnc_tensor_t*> ts, con
       NNC_CHECK(same_shape(t->info.dim, first->info.dim), "%s: %s and %s rows differ", what,
                 shape_string(t->info.dim).c_str(), shape_string(first->info.dim).c_str());
       for (int i = 0; i < lead; i++) st[k][i] = l.stride[i];
-      NNC_CHECK(l.datatype == f.datatype, "%s: row tensors of %s and %s in one call; GPU_REF takes one type (as CPU_REF)",
-                what, datatype_name(l.datatype), datatype_name(f.datatype));
+      NNC_CHECK(l.datatype == f.datatype,
+                "%s: row tensors of %s and %s in one call; GPU_REF takes one type (as CPU_REF)", what,
+                datatype_name(l.datatype), datatype_name(f.datatype));
       a.col_stride[k] = f.nd > 0 ? l.stride[f.nd - 1] : 1;
       a.row_ptr[k] = l.data;
     }
@@ -79,7 +81,8 @@ void set_item(RowArgs& a, int k, const ccv_nnc_tensor_t* t, const char* what) {
 void refuse_f64(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs, int output_size,
                 const char* what) {
   bool f64 = false;
-  for (int i = 0; i < input_size; i++) f64 = f64 || (inputs[i] && CCV_GET_DATA_TYPE(inputs[i]->info.datatype) == CCV_64F);
+  for (int i = 0; i < input_size; i++)
+    f64 = f64 || (inputs[i] && CCV_GET_DATA_TYPE(inputs[i]->info.datatype) == CCV_64F);
   for (int i = 0; i < output_size; i++)
     f64 = f64 || (outputs[i] && CCV_GET_DATA_TYPE(outputs[i]->info.datatype) == CCV_64F);
   if (f64)
@@ -95,7 +98,6 @@ const char* name_of(uint32_t cmd) {
   const char* n = ccv_nnc_cmd_name(cmd);
   return n ? n : "GPU_REF";
 }
-
 
 void check_labels(const Call& c, int flag) {
   NNC_CHECK(flag == 0, "%s: the label of row %d is not a class index in [0, classes)", c.what, flag - 1);
@@ -272,8 +274,9 @@ NNC_KERNEL(optim_step) {
   NNC_CHECK(n <= gpu::kPlanOperands, "%s: %d tensors", what, n);
   const int type = CCV_GET_DATA_TYPE(inputs[1]->info.datatype);
   for (int i = 0; i < input_size; i++)
-    NNC_CHECK(CCV_GET_DATA_TYPE(inputs[i]->info.datatype) == type, "%s: input %d is %s but a is %s (one type, as CPU_REF)",
-              what, i, datatype_name(CCV_GET_DATA_TYPE(inputs[i]->info.datatype)), datatype_name(type));
+    NNC_CHECK(CCV_GET_DATA_TYPE(inputs[i]->info.datatype) == type,
+              "%s: input %d is %s but a is %s (one type, as CPU_REF)", what, i,
+              datatype_name(CCV_GET_DATA_TYPE(inputs[i]->info.datatype)), datatype_name(type));
   for (int i = 0; i < output_size; i++)
     NNC_CHECK(CCV_GET_DATA_TYPE(outputs[i]->info.datatype) == type,
               "%s: output %d is %s but a is %s (one type, as CPU_REF)", what, i,

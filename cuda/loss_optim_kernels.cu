@@ -296,20 +296,20 @@ __global__ void optim_kernel(EwPlan plan, EwPtrs q, OptimArgs c) {
 }  // namespace
 
 // The row kernel K instantiated for the rows' storage type.
-#define ROW_LAUNCH(K, ...)                                                    \
-  switch (a.row_type) {                                                      \
-    case kF32:                                                               \
-      K<float><<<row_grid(a), row_threads(a), 0, s>>>(__VA_ARGS__);          \
-      break;                                                                 \
-    case kF16:                                                               \
-      K<__half><<<row_grid(a), row_threads(a), 0, s>>>(__VA_ARGS__);         \
-      break;                                                                 \
-    case kBF16:                                                              \
-      K<__nv_bfloat16><<<row_grid(a), row_threads(a), 0, s>>>(__VA_ARGS__);  \
-      break;                                                                 \
-    default:                                                                 \
-      return cudaErrorInvalidValue;                                          \
-  }                                                                          \
+#define ROW_LAUNCH(K, ...)                                                  \
+  switch (a.row_type) {                                                     \
+    case kF32:                                                              \
+      K<float><<<row_grid(a), row_threads(a), 0, s>>>(__VA_ARGS__);         \
+      break;                                                                \
+    case kF16:                                                              \
+      K<__half><<<row_grid(a), row_threads(a), 0, s>>>(__VA_ARGS__);        \
+      break;                                                                \
+    case kBF16:                                                             \
+      K<__nv_bfloat16><<<row_grid(a), row_threads(a), 0, s>>>(__VA_ARGS__); \
+      break;                                                                \
+    default:                                                                \
+      return cudaErrorInvalidValue;                                         \
+  }                                                                         \
   return cudaGetLastError()
 
 cudaError_t launch_softmax_crossentropy(cudaStream_t s, const RowArgs& a, int* bad) {

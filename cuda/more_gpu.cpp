@@ -48,8 +48,8 @@
 #include "core/tensor.hpp"
 #include "cuda/cuda.hpp"
 #include "cuda/ewgpu.hpp"
-#include "cuda/rows.hpp"
 #include "cuda/more_kern.hpp"
+#include "cuda/rows.hpp"
 #include "cuda/stream.hpp"
 
 namespace nnc::cuda {
@@ -442,7 +442,6 @@ NNC_KERNEL(arg_forward) {
 
 // --- losses (lib/cmd/loss/loss.cpp's contracts) -----------------------------
 
-
 int loss_op(uint32_t cmd) {
   switch (cmd & ~1u) {
     case CCV_NNC_MSE_FORWARD:
@@ -636,7 +635,7 @@ NNC_KERNEL(norm_forward) {
   set_norm(n, gpu::kNormInv, inv, xl, sh.stats, sh.ga, sh.groups, true, what);
   const gpu::NormPlan p = norm_plan(n, sh.norm, sh.param, what);
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
-  const float eps = rms                                       ? cmd.info.rmsnorm.epsilon
+  const float eps = rms                                     ? cmd.info.rmsnorm.epsilon
                     : cmd.cmd == CCV_NNC_LAYER_NORM_FORWARD ? cmd.info.lnorm.epsilon
                                                             : cmd.info.gnorm.epsilon;
   c.check(launch_norm_forward(c.s, p.groups, p.group_size, n.q, rms, eps));
@@ -715,8 +714,9 @@ NNC_KERNEL(lamb) {
   std::vector<const ccv_nnc_tensor_t*> ts = {inputs[0],  inputs[1],  inputs[2], inputs[3],
                                              outputs[0], outputs[1], outputs[2]};
   for (const ccv_nnc_tensor_t* t : ts)
-    NNC_CHECK(CCV_GET_DATA_TYPE(t->info.datatype) == a.datatype, "%s: a tensor is %s but a is %s (one type, as CPU_REF)",
-              what, datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)), datatype_name(a.datatype));
+    NNC_CHECK(CCV_GET_DATA_TYPE(t->info.datatype) == a.datatype,
+              "%s: a tensor is %s but a is %s (one type, as CPU_REF)", what,
+              datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)), datatype_name(a.datatype));
   EwPtrs q;
   const gpu::EwPlan p = plan_n(a, ts, &q, what);
   const int device = device_of(inputs, input_size, outputs, output_size);
@@ -944,19 +944,19 @@ void register_gpu_more(Registry& r) {
   KernelTraits fl = t;
   fl.datatypes = CCV_32F | CCV_16F | CCV_16BF | CCV_64F;
   r.add_kernels(fl.accepting(accept_loss), {{CCV_NNC_MSE_FORWARD, loss_forward},
-                                             {CCV_NNC_MSE_BACKWARD, loss_backward},
-                                             {CCV_NNC_SMOOTH_L1_FORWARD, loss_forward},
-                                             {CCV_NNC_SMOOTH_L1_BACKWARD, loss_backward},
-                                             {CCV_NNC_BINARY_CROSSENTROPY_FORWARD, loss_forward},
-                                             {CCV_NNC_BINARY_CROSSENTROPY_BACKWARD, loss_backward},
-                                             {CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD, loss_forward},
-                                             {CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_BACKWARD, loss_backward}});
+                                            {CCV_NNC_MSE_BACKWARD, loss_backward},
+                                            {CCV_NNC_SMOOTH_L1_FORWARD, loss_forward},
+                                            {CCV_NNC_SMOOTH_L1_BACKWARD, loss_backward},
+                                            {CCV_NNC_BINARY_CROSSENTROPY_FORWARD, loss_forward},
+                                            {CCV_NNC_BINARY_CROSSENTROPY_BACKWARD, loss_backward},
+                                            {CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD, loss_forward},
+                                            {CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_BACKWARD, loss_backward}});
   r.add_kernels(fl.accepting(accept_norm), {{CCV_NNC_LAYER_NORM_FORWARD, norm_forward},
                                             {CCV_NNC_LAYER_NORM_BACKWARD, norm_backward},
                                             {CCV_NNC_RMSNORM_FORWARD, norm_forward},
-                                             {CCV_NNC_RMSNORM_BACKWARD, norm_backward},
-                                             {CCV_NNC_GROUP_NORM_FORWARD, norm_forward},
-                                             {CCV_NNC_GROUP_NORM_BACKWARD, norm_backward}});
+                                            {CCV_NNC_RMSNORM_BACKWARD, norm_backward},
+                                            {CCV_NNC_GROUP_NORM_FORWARD, norm_forward},
+                                            {CCV_NNC_GROUP_NORM_BACKWARD, norm_backward}});
   r.add_kernels(fl.accepting(accept_lamb), {{CCV_NNC_LAMB_FORWARD, lamb}});
   r.add_kernels(f32.accepting(accept_cmul),
                 {{CCV_NNC_CMUL_FORWARD, cmul_forward}, {CCV_NNC_CMUL_BACKWARD, cmul_backward}});

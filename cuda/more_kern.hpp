@@ -81,8 +81,8 @@ cudaError_t launch_norm_backward_params(cudaStream_t s, const gpu::ReducePlan& p
 // shape. Pass 1 writes n, u and sums |a|^2, |r|^2 in double into sums[0..1]
 // (device memory the caller zeroed); pass 2 writes b = a - rate trust r,
 // reading the sums on the device (no host round trip).
-cudaError_t launch_lamb(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, const EwPtrs& q,
-                        const gpu::LambCoef& c, double* sums);
+cudaError_t launch_lamb(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, const EwPtrs& q, const gpu::LambCoef& c,
+                        double* sums);
 
 // CMUL (32F) over complex pairs: plans walk the pairs (the last axis halved,
 // its stride doubled), each operand's imaginary part im[k] elements after

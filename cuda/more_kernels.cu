@@ -7,8 +7,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "cuda/typed_access.cuh"
 #include "cuda/more_kern.hpp"
+#include "cuda/typed_access.cuh"
 
 namespace nnc::cuda {
 
@@ -16,7 +16,6 @@ namespace {
 
 using gpu::EwPlan;
 using gpu::kPlanOperands;
-
 
 template <class T>
 __global__ void act_kernel(EwPlan p, EwPtrs q, int op, int n_out, int n_in, ActArgs a) {
@@ -404,7 +403,8 @@ __global__ void norm_forward_kernel(gpu::ReducePlan p, int64_t n, NormPtrs q, in
     double mean = 0;
     if (!rms) {
       double s = 0;
-      for (int64_t r = threadIdx.x; r < n; r += blockDim.x) s += ld<T>(x, xb + gpu::plan_offset(p.inner, gpu::kNormX, r));
+      for (int64_t r = threadIdx.x; r < n; r += blockDim.x)
+        s += ld<T>(x, xb + gpu::plan_offset(p.inner, gpu::kNormX, r));
       mean = block_sum_d(s, shm) / static_cast<double>(n);
     }
     double v = 0;
@@ -503,13 +503,16 @@ cudaError_t launch_norm_forward(cudaStream_t s, const gpu::ReducePlan& groups, i
   if (!q.ptr[gpu::kNormX] || !q.ptr[gpu::kNormY] || groups.inner.count != group_size) return cudaErrorInvalidValue;
   switch (q.type) {
     case kF32:
-      norm_forward_kernel<float><<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms, epsilon);
+      norm_forward_kernel<float>
+          <<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms, epsilon);
       break;
     case kF16:
-      norm_forward_kernel<__half><<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms, epsilon);
+      norm_forward_kernel<__half>
+          <<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms, epsilon);
       break;
     case kBF16:
-      norm_forward_kernel<__nv_bfloat16><<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms, epsilon);
+      norm_forward_kernel<__nv_bfloat16>
+          <<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms, epsilon);
       break;
     default:
       return cudaErrorInvalidValue;
@@ -525,13 +528,16 @@ cudaError_t launch_norm_backward_dx(cudaStream_t s, const gpu::ReducePlan& group
     return cudaErrorInvalidValue;
   switch (q.type) {
     case kF32:
-      norm_backward_dx_kernel<float><<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms);
+      norm_backward_dx_kernel<float>
+          <<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms);
       break;
     case kF16:
-      norm_backward_dx_kernel<__half><<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms);
+      norm_backward_dx_kernel<__half>
+          <<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms);
       break;
     case kBF16:
-      norm_backward_dx_kernel<__nv_bfloat16><<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms);
+      norm_backward_dx_kernel<__nv_bfloat16>
+          <<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms);
       break;
     default:
       return cudaErrorInvalidValue;
@@ -545,13 +551,16 @@ cudaError_t launch_norm_backward_params(cudaStream_t s, const gpu::ReducePlan& p
     return cudaErrorInvalidValue;
   switch (q.type) {
     case kF32:
-      norm_backward_params_kernel<float><<<norm_grid(params.outer.count), norm_threads(params.inner.count), 0, s>>>(params, q, rms);
+      norm_backward_params_kernel<float>
+          <<<norm_grid(params.outer.count), norm_threads(params.inner.count), 0, s>>>(params, q, rms);
       break;
     case kF16:
-      norm_backward_params_kernel<__half><<<norm_grid(params.outer.count), norm_threads(params.inner.count), 0, s>>>(params, q, rms);
+      norm_backward_params_kernel<__half>
+          <<<norm_grid(params.outer.count), norm_threads(params.inner.count), 0, s>>>(params, q, rms);
       break;
     case kBF16:
-      norm_backward_params_kernel<__nv_bfloat16><<<norm_grid(params.outer.count), norm_threads(params.inner.count), 0, s>>>(params, q, rms);
+      norm_backward_params_kernel<__nv_bfloat16>
+          <<<norm_grid(params.outer.count), norm_threads(params.inner.count), 0, s>>>(params, q, rms);
       break;
     default:
       return cudaErrorInvalidValue;
@@ -623,8 +632,8 @@ cudaError_t lamb_passes(cudaStream_t s, const gpu::EwLaunch& l, const gpu::EwPla
 
 }  // namespace
 
-cudaError_t launch_lamb(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, const EwPtrs& q,
-                        const gpu::LambCoef& c, double* sums) {
+cudaError_t launch_lamb(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, const EwPtrs& q, const gpu::LambCoef& c,
+                        double* sums) {
   if (plan.count == 0) return cudaSuccess;
   if (plan.operands != 7 || !sums) return cudaErrorInvalidValue;
   const gpu::EwLaunch l = gpu::choose_ew(plan.count);

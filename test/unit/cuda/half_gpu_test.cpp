@@ -95,8 +95,8 @@ std::vector<Opt> optimisers() {
       c = make_cmd(id);
       c.info.adam.step = 3, c.info.adam.rate = 0.01f, c.info.adam.beta1 = 0.9f, c.info.adam.beta2 = 0.999f;
       c.info.adam.decay = 0.02f, c.info.adam.epsilon = 1e-8f, c.info.adam.amsgrad = ams, c.info.adam.scale = 1;
-      o.push_back({id == CCV_NNC_ADAM_FORWARD ? (ams ? "ADAM amsgrad" : "ADAM") : (ams ? "ADAMW amsgrad" : "ADAMW"),
-                   c, ams ? 3 : 2});
+      o.push_back({id == CCV_NNC_ADAM_FORWARD ? (ams ? "ADAM amsgrad" : "ADAM") : (ams ? "ADAMW amsgrad" : "ADAMW"), c,
+                   ams ? 3 : 2});
     }
   c = make_cmd(CCV_NNC_RMSPROP_FORWARD);
   c.info.rmsprop.rate = 0.01f, c.info.rmsprop.scale = 1, c.info.rmsprop.decay = 0.001f, c.info.rmsprop.alpha = 0.9f;
@@ -185,7 +185,8 @@ TEST(GpuRefHalf, LossesMatchCpuRef) {
         const std::string what = std::string(l.name) + " " + tname(type) + " rows of " + std::to_string(sh.dim.back());
         const bool sbce = l.id == CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD;
         const bool prob = l.id == CCV_NNC_BINARY_CROSSENTROPY_FORWARD || sbce;
-        auto a = both({sh.dim, sh.view, type}, rng, l.lo, l.hi), b = both({sh.dim, !sh.view, type}, rng, prob ? 0.f : -1.f, 1.f);
+        auto a = both({sh.dim, sh.view, type}, rng, l.lo, l.hi),
+             b = both({sh.dim, !sh.view, type}, rng, prob ? 0.f : -1.f, 1.f);
         auto loss = both({sh.loss, sh.view, type}, rng), sig = both({sh.dim, sh.view, type}, rng);
         if (sbce)
           run_both(loss_cmd(l, false), {a.get(), b.get()}, {loss.get(), sig.get()}, what);
@@ -228,7 +229,8 @@ TEST(GpuRefHalf, SoftmaxMatchesCpuRef) {
       auto g = both({s.dim, !s.view, type}, rng), dx = both(s, rng), dx1 = both(s, rng);
       run_both(make_cmd(CCV_NNC_SOFTMAX_BACKWARD), {g.get(), nullptr, y.get()}, {dx.get()}, what + " backward");
       expect_ulp(*dx, type, what + " dx");
-      run_both(make_cmd(CCV_NNC_SOFTMAX_BACKWARD), {nullptr, nullptr, y.get()}, {dx1.get()}, what + " backward, g ones");
+      run_both(make_cmd(CCV_NNC_SOFTMAX_BACKWARD), {nullptr, nullptr, y.get()}, {dx1.get()},
+               what + " backward, g ones");
       expect_ulp(*dx1, type, what + " dx, g ones");
       // In place: y over x.
       run_both(make_cmd(CCV_NNC_SOFTMAX_FORWARD), {x.get()}, {x.get()}, what + " in place");
@@ -246,7 +248,9 @@ TEST(GpuRefHalf, CrossEntropiesMatchCpuRef) {
     for (int kind = 0; kind < 3; kind++) {
       const int ltype = kind == 0 ? CCV_32S : kind == 1 ? (type == CCV_16F ? CCV_16BF : CCV_16F) : type;
       const std::string what = std::string(tname(type)) + (kind == 2 ? " dense labels" : " class indices of ") +
-                               (kind == 0 ? "32S" : kind == 1 ? tname(ltype) : "");
+                               (kind == 0   ? "32S"
+                                : kind == 1 ? tname(ltype)
+                                            : "");
       auto z = both({{rows, cols}, true, type}, rng, -5, 5);
       BothPtr lab;
       if (kind == 2) {
@@ -279,7 +283,8 @@ TEST(GpuRefHalf, CrossEntropiesMatchCpuRef) {
         expect_ulp(*loss, type, "SOFTMAX_CROSSENTROPY " + w + " loss");
         expect_ulp(*s, type, "SOFTMAX_CROSSENTROPY " + w + " softmax");
         s->upload();  // the backward reads CPU_REF's softmax on both sides (d logits cancels)
-        auto g = both({{rows, 1}, false, type}, rng, 0.5f, 1.5f), gs = both({{rows, cols}, false, type}, rng, -0.5f, 0.5f);
+        auto g = both({{rows, 1}, false, type}, rng, 0.5f, 1.5f),
+             gs = both({{rows, cols}, false, type}, rng, -0.5f, 0.5f);
         auto dz = both({{rows, cols}, true, type}, rng);
         run_both(bw, {g.get(), gs.get(), z.get(), lab.get(), loss.get(), s.get()}, {dz.get()},
                  "SOFTMAX_CROSSENTROPY backward " + w);
@@ -396,7 +401,8 @@ TEST(GpuRefHalf, TypeMixesAreRefusedAsOnCpuRef) {
   expect_refused_alike(sgd, {g16.get(), a32.get(), m32.get()}, {b32.get(), n32.get()}, CCV_NNC_EXEC_INVALID,
                        "but the parameter a is 32F", "SGD 16F g, 32F a");
   // ADAM: 16BF parameters with 32F moments.
-  auto g = both({{5, 9}, false, CCV_16BF}, rng), a = both({{5, 9}, false, CCV_16BF}, rng), v32 = both({{5, 9}}, rng, 0, 1);
+  auto g = both({{5, 9}, false, CCV_16BF}, rng), a = both({{5, 9}, false, CCV_16BF}, rng),
+       v32 = both({{5, 9}}, rng, 0, 1);
   ccv_nnc_cmd_t adam = make_cmd(CCV_NNC_ADAM_FORWARD);
   adam.info.adam.step = 1, adam.info.adam.rate = 0.01f, adam.info.adam.beta1 = 0.9f, adam.info.adam.beta2 = 0.999f;
   adam.info.adam.epsilon = 1e-8f, adam.info.adam.scale = 1;
@@ -413,8 +419,8 @@ TEST(GpuRefHalf, TypeMixesAreRefusedAsOnCpuRef) {
                        "MSE 16F a, 32F b");
   // SOFTMAX_CROSSENTROPY: dense 32F labels for 16F logits.
   auto lab32 = both({{4, 7}}, rng, 0, 1), s16 = both({{4, 7}, false, CCV_16F}, rng);
-  expect_refused_alike(make_cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD), {x16.get(), lab32.get()},
-                       {l16.get(), s16.get()}, CCV_NNC_EXEC_INVALID, "dense labels are 32F but the logits are 16F",
+  expect_refused_alike(make_cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD), {x16.get(), lab32.get()}, {l16.get(), s16.get()},
+                       CCV_NNC_EXEC_INVALID, "dense labels are 32F but the logits are 16F",
                        "SOFTMAX_CROSSENTROPY 32F dense labels, 16F logits");
   // RMSNORM: a 32F scale for 16F x.
   auto sc32 = both({{7}}, rng), y16 = both({{4, 7}, false, CCV_16F}, rng);

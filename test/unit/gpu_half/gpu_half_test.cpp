@@ -164,8 +164,8 @@ std::vector<Opt> optimisers() {
       c = cmd_of(id);
       c.info.adam.step = 3, c.info.adam.rate = 0.01f, c.info.adam.beta1 = 0.9f, c.info.adam.beta2 = 0.999f;
       c.info.adam.decay = 0.02f, c.info.adam.epsilon = 1e-8f, c.info.adam.amsgrad = ams, c.info.adam.scale = 1;
-      o.push_back({id == CCV_NNC_ADAM_FORWARD ? (ams ? "ADAM amsgrad" : "ADAM") : (ams ? "ADAMW amsgrad" : "ADAMW"),
-                   c, ams ? 3 : 2});
+      o.push_back({id == CCV_NNC_ADAM_FORWARD ? (ams ? "ADAM amsgrad" : "ADAM") : (ams ? "ADAMW amsgrad" : "ADAMW"), c,
+                   ams ? 3 : 2});
     }
   c = cmd_of(CCV_NNC_RMSPROP_FORWARD);
   c.info.rmsprop.rate = 0.01f, c.info.rmsprop.scale = 1, c.info.rmsprop.decay = 0.001f, c.info.rmsprop.alpha = 0.9f;
@@ -272,14 +272,13 @@ TEST(GpuHalfModel, LossesMatchCpuRef) {
       fill(a, rng, k.alo, k.ahi);
       fill(b, rng, k.op == kLossBce || k.op == kLossSigmoidBce ? 0.0 : -1.0, 1);
       const bool sbce = k.op == kLossSigmoidBce;
-      run_ref(f, {a.get(), b.get()}, sbce ? std::vector<ccv_nnc_tensor_t*>{loss.get(), sig.get()}
-                                          : std::vector<ccv_nnc_tensor_t*>{loss.get()},
+      run_ref(f, {a.get(), b.get()},
+              sbce ? std::vector<ccv_nnc_tensor_t*>{loss.get(), sig.get()} : std::vector<ccv_nnc_tensor_t*>{loss.get()},
               what);
       // The loss: float terms summed in double, rounded once (st_d).
       Tally{what + " loss", type}.all(loss, [&](size_t r) {
         double acc = 0;
-        for (int j = 0; j < cols; j++)
-          acc += loss_term(k.op, getf(a, r * cols + j), getf(b, r * cols + j), p);
+        for (int j = 0; j < cols; j++) acc += loss_term(k.op, getf(a, r * cols + j), getf(b, r * cols + j), p);
         return rnd(type, k.op == kLossMse ? acc / p.k : acc);
       });
       if (sbce)
@@ -363,7 +362,8 @@ TEST(GpuHalfModel, CrossEntropiesMatchCpuRef) {
         if (dense) return smoothed_target(trim0, trim1, getf(lab, r * cols + j));
         return static_cast<int>(get(lab, r)) == j ? trim1 : trim0;
       };
-      ccv_nnc_cmd_t f = cmd_of(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD), bw = cmd_of(CCV_NNC_SOFTMAX_CROSSENTROPY_BACKWARD);
+      ccv_nnc_cmd_t f = cmd_of(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD),
+                    bw = cmd_of(CCV_NNC_SOFTMAX_CROSSENTROPY_BACKWARD);
       f.info.label_smoothing.trim0 = bw.info.label_smoothing.trim0 = trim0;
       f.info.label_smoothing.trim1 = bw.info.label_smoothing.trim1 = trim1;
       Tensor loss = make(type, {rows, 1}), s = make(type, {rows, cols});
@@ -393,7 +393,8 @@ TEST(GpuHalfModel, CrossEntropiesMatchCpuRef) {
         else
           tot = trim1 + static_cast<float>(cols - 1) * trim0;
         for (int j = 0; j < cols; j++) d += getf(gs, r * cols + j) * getf(s, r * cols + j);
-        return rnd(type, sce_dlogit(getf(g, r), getf(s, i), tot, target(r, static_cast<int>(i % cols)), getf(gs, i), d));
+        return rnd(type,
+                   sce_dlogit(getf(g, r), getf(s, i), tot, target(r, static_cast<int>(i % cols)), getf(gs, i), d));
       });
       // CATEGORICAL_CROSSENTROPY on probabilities (the softmax just computed,
       // floored away from 0 so that no log clamps).
@@ -417,9 +418,8 @@ TEST(GpuHalfModel, CrossEntropiesMatchCpuRef) {
         return rnd(type, cce_dp(getf(g, i / cols), target(i / cols, static_cast<int>(i % cols)), getf(p, i)));
       });
       if (dense)
-        Tally{"CATEGORICAL_CROSSENTROPY " + what + " d labels", type}.all(dl, [&](size_t i) {
-          return rnd(type, cce_dlabel(getf(g, i / cols), trim0, trim1, getf(p, i)));
-        });
+        Tally{"CATEGORICAL_CROSSENTROPY " + what + " d labels", type}.all(
+            dl, [&](size_t i) { return rnd(type, cce_dlabel(getf(g, i / cols), trim0, trim1, getf(p, i))); });
     }
 }
 
@@ -437,8 +437,7 @@ enum NormKind { kLayer, kRms, kGroup };
 void check_norm(int type, NormKind kind, std::mt19937& rng) {
   const bool rms = kind == kRms, per_channel = kind == kGroup;
   const int A = 3, C = 6, W = 5, G = per_channel ? 2 : 1, cg = C / G, n = cg * W;
-  const std::string what =
-      std::string(kind == kLayer ? "LAYER_NORM " : rms ? "RMSNORM " : "GROUP_NORM ") + tname(type);
+  const std::string what = std::string(kind == kLayer ? "LAYER_NORM " : rms ? "RMSNORM " : "GROUP_NORM ") + tname(type);
   const float eps = 1e-5f;
   const std::vector<int> sdim = per_channel ? std::vector<int>{1, C, 1} : std::vector<int>{C, W};
   Tensor x = make(type, {A, C, W}), y = make(type, {A, C, W}), scale = make(type, sdim), bias = make(type, sdim);
@@ -485,8 +484,8 @@ void check_norm(int type, NormKind kind, std::mt19937& rng) {
       mmean[a * G + k] = rnd(type, mu), minv[a * G + k] = rnd(type, iv);
       for (int c = k * cg; c < (k + 1) * cg; c++)
         for (int w = 0; w < W; w++)
-          my[xi(a, c, w)] = rnd(type, norm_y(get(x, xi(a, c, w)), mu, iv, get(scale, si(c, w)),
-                                             rms ? 0.0 : get(bias, si(c, w))));
+          my[xi(a, c, w)] =
+              rnd(type, norm_y(get(x, xi(a, c, w)), mu, iv, get(scale, si(c, w)), rms ? 0.0 : get(bias, si(c, w))));
     }
   Tally{what + " y", type}.all(y, [&](size_t i) { return my[i]; });
   Tally{what + " saved_inv_std", type}.all(inv, [&](size_t i) { return minv[i]; });
