@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "cmd/common/gpu_optim.hpp"
 #include "cmd/common/gpu_plan.hpp"
 
 namespace nnc::cuda {
@@ -69,7 +70,9 @@ cudaError_t launch_reduce(cudaStream_t s, const gpu::ReducePlan& plan, const gpu
 // its last dimension; `rows` walks the leading dimensions (operand k: the
 // first element of row r of row tensor k); items (a value per row: losses,
 // g, class indices) are walked in row-major order of their own shapes, item r
-// belonging to row r. One block per row.
+// belonging to row r. One block per row. Rows and items are 32F, 16F or
+// 16BF (class indices also 32S), loaded as float, computed in float and
+// rounded once on store.
 struct RowArgs {
   gpu::EwPlan rows;
   int64_t col_stride[gpu::kPlanOperands] = {};
@@ -78,6 +81,8 @@ struct RowArgs {
   gpu::EwPlan item[2];     // one operand each
   void* item_ptr[2] = {};  // NULL: absent (g reads 1)
   int item_int[2] = {};    // 1 when the items are 32S
+  int item_type[2] = {};   // else their GpuType (kF32, kF16, kBF16)
+  int row_type = kF32;     // the row tensors' GpuType (one for all: CPU_REF's rule)
   float trim0 = 0, trim1 = 1;
 };
 // SOFTMAX_CROSSENTROPY forward: row tensors 0 logits, 1 softmax (or NULL),
@@ -98,21 +103,16 @@ cudaError_t launch_categorical_crossentropy_backward(cudaStream_t s, const RowAr
 cudaError_t launch_softmax(cudaStream_t s, const RowArgs& a);
 cudaError_t launch_softmax_backward(cudaStream_t s, const RowArgs& a);
 
-// One optimiser step per element (lib/cmd/optim/optim.hpp's formulas in
-// float): plan operands g, a, then the input state, then b and the output
-// state (SGD: g a m b n; ADAM / ADAMW: g a m v [vm] b n u [um]; RMSPROP: g a
-// m v b n u).
-enum OptimKind : int { kOptSgd = 0, kOptAdam, kOptAdamW, kOptRmsprop };
-struct OptimArgs {
-  int kind = kOptSgd;
-  float rate = 0, scale = 1, decay = 0;
-  float momentum = 0, one_minus_dampening = 1;
-  int nesterov = 0;
-  float beta1 = 0, one_minus_beta1 = 1, beta2 = 0, one_minus_beta2 = 1, epsilon = 0;
-  int amsgrad = 0;
-  float step_size = 0, inv_sqrt_bc2 = 1, weight_keep = 1;
-  float alpha = 0, one_minus_alpha = 1;
-};
+// One optimiser step per element (cmd/common/gpu_optim.hpp: optim.hpp's
+// formulas in float), every operand of `type` (32F, 16F or 16BF): plan
+// operands g, a, then the input state, then b and the output state (SGD: g a
+// m b n; ADAM / ADAMW: g a m v [vm] b n u [um]; RMSPROP: g a m v b n u).
+// OptimArgs and the OptimKind values live in cmd/common/gpu_optim.hpp.
+using gpu::kOptAdam;
+using gpu::kOptAdamW;
+using gpu::kOptRmsprop;
+using gpu::kOptSgd;
+using gpu::OptimArgs;
 cudaError_t launch_optim(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, const EwPtrs& ptrs, const OptimArgs& a);
 
 // INDEX_SELECT: y row i (axis 0) = x row indices[i]; `inner` walks the other

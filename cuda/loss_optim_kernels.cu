@@ -1,10 +1,17 @@
 // GPU_REF row kernels (SOFTMAX, SOFTMAX_CROSSENTROPY, CATEGORICAL_CROSSENTROPY)
-// and the optimisers' element-wise step. Rows: one block per row (a power of
+// and the optimisers' element-wise step (formulas: cmd/common/gpu_softmax.hpp,
+// gpu_optim.hpp). Rows: one block per row (a power of
 // two of threads, 32..256), each thread a strided share of the columns, then
 // shared-memory trees; every element a thread writes it has read itself, so
-// the in-place pairs of the CPU contracts hold. 32F rows; class indices 32S or
-// 32F.
+// the in-place pairs of the CPU contracts hold. Rows 32F, 16F or 16BF (one
+// type per call, CPU_REF's rule), loaded as float, computed in float, every
+// output rounded once on store; class indices 32S, 32F, 16F or 16BF.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "cmd/common/gpu_softmax.hpp"
 #include "cuda/kern.hpp"
+#include "cuda/typed_access.cuh"
 
 namespace nnc::cuda {
 
@@ -38,15 +45,44 @@ __device__ float block_max(float v, float* shm) {
   return r;
 }
 
+// A row of a row tensor of storage type T: element j as float, stored rounded.
+template <class T>
 struct RowPtr {
-  float* p;
+  T* p;
   int64_t cs;
-  __device__ float operator[](int j) const { return p[j * cs]; }
-  __device__ float& at(int j) const { return p[j * cs]; }
+  __device__ float operator[](int j) const { return ld<T>(p, j * cs); }
+  __device__ void set(int j, float v) const { st<T>(p, j * cs, v); }
 };
 
-__device__ RowPtr row_of(const RowArgs& a, int k, const int64_t* off) {
-  return {a.row_ptr[k] ? static_cast<float*>(a.row_ptr[k]) + off[k] : nullptr, a.col_stride[k]};
+template <class T>
+__device__ RowPtr<T> row_of(const RowArgs& a, int k, const int64_t* off) {
+  return {a.row_ptr[k] ? static_cast<T*>(a.row_ptr[k]) + off[k] : nullptr, a.col_stride[k]};
+}
+
+// Item o of item tensor k (a float type) as float.
+__device__ float item_at(const RowArgs& a, int k, int64_t o) {
+  switch (a.item_type[k]) {
+    case kF16:
+      return ld<__half>(a.item_ptr[k], o);
+    case kBF16:
+      return ld<__nv_bfloat16>(a.item_ptr[k], o);
+    default:
+      return ld<float>(a.item_ptr[k], o);
+  }
+}
+__device__ void item_set(const RowArgs& a, int k, int64_t r, float v) {
+  const int64_t o = gpu::plan_offset(a.item[k], 0, r);
+  switch (a.item_type[k]) {
+    case kF16:
+      st<__half>(a.item_ptr[k], o, v);
+      break;
+    case kBF16:
+      st<__nv_bfloat16>(a.item_ptr[k], o, v);
+      break;
+    default:
+      st<float>(a.item_ptr[k], o, v);
+      break;
+  }
 }
 
 // The class index of row r, or -1 (and *bad set) when it is not one.
@@ -56,7 +92,7 @@ __device__ int class_of(const RowArgs& a, int64_t r, int* bad) {
   if (a.item_int[1]) {
     c = static_cast<const int*>(a.item_ptr[1])[o];
   } else {
-    const float v = static_cast<const float*>(a.item_ptr[1])[o];
+    const float v = item_at(a, 1, o);  // 16F / 16BF indices are whole numbers exactly where they are whole
     c = (v == floorf(v) && v >= 0.f && v < static_cast<float>(a.cols)) ? static_cast<int>(v) : -1;
   }
   if (c < 0 || c >= a.cols) {
@@ -68,22 +104,24 @@ __device__ int class_of(const RowArgs& a, int64_t r, int* bad) {
 
 // The target of column j: trim1 for the labelled class (index labels), or
 // trim0 + (trim1 - trim0) l_j (dense labels).
-__device__ float target(const RowArgs& a, const RowPtr& lab, int cls, int j) {
-  if (lab.p) return a.trim0 + (a.trim1 - a.trim0) * lab[j];
+template <class T>
+__device__ float target(const RowArgs& a, const RowPtr<T>& lab, int cls, int j) {
+  if (lab.p) return gpu::smoothed_target(a.trim0, a.trim1, lab[j]);
   return j == cls ? a.trim1 : a.trim0;
 }
 
 __device__ float item_or_one(const RowArgs& a, int k, int64_t r) {
   if (!a.item_ptr[k]) return 1.f;
-  return static_cast<const float*>(a.item_ptr[k])[gpu::plan_offset(a.item[k], 0, r)];
+  return item_at(a, k, gpu::plan_offset(a.item[k], 0, r));
 }
 
+template <class T>
 __global__ void softmax_crossentropy_kernel(RowArgs a, int* bad) {
   __shared__ float shm[kRowThreads];
   for (int64_t r = blockIdx.x; r < a.rows.count; r += gridDim.x) {
     int64_t off[3];
     gpu::plan_offsets(a.rows, 3, r, off);
-    const RowPtr z = row_of(a, 0, off), s = row_of(a, 1, off), lab = row_of(a, 2, off);
+    const RowPtr<T> z = row_of<T>(a, 0, off), s = row_of<T>(a, 1, off), lab = row_of<T>(a, 2, off);
     const int cls = lab.p ? -1 : class_of(a, r, bad);
     float m = -INFINITY;
     for (int j = threadIdx.x; j < a.cols; j += blockDim.x) m = fmaxf(m, z[j]);
@@ -96,24 +134,25 @@ __global__ void softmax_crossentropy_kernel(RowArgs a, int* bad) {
     if (a.item_ptr[0]) {
       float l = 0;
       for (int j = threadIdx.x; j < a.cols; j += blockDim.x) {
-        const float t = target(a, lab, cls, j);
-        if (t != 0.f) l += t * ((m - z[j]) + lse);
+        l += gpu::sce_loss_term(target(a, lab, cls, j), z[j], m, lse);
       }
       l = block_sum(l, shm);  // every label of the row is read before the softmax is written
-      if (threadIdx.x == 0) static_cast<float*>(a.item_ptr[0])[gpu::plan_offset(a.item[0], 0, r)] = l;
+      if (threadIdx.x == 0) item_set(a, 0, r, l);
     }
     if (s.p)
-      for (int j = threadIdx.x; j < a.cols; j += blockDim.x) s.at(j) = expf(z[j] - m) / sum;
+      for (int j = threadIdx.x; j < a.cols; j += blockDim.x) s.set(j, gpu::softmax_value(z[j], m, sum));
     __syncthreads();
   }
 }
 
+template <class T>
 __global__ void softmax_crossentropy_backward_kernel(RowArgs a, int* bad) {
   __shared__ float shm[kRowThreads];
   for (int64_t r = blockIdx.x; r < a.rows.count; r += gridDim.x) {
     int64_t off[4];
     gpu::plan_offsets(a.rows, 4, r, off);
-    const RowPtr s = row_of(a, 0, off), gs = row_of(a, 1, off), lab = row_of(a, 2, off), dz = row_of(a, 3, off);
+    const RowPtr<T> s = row_of<T>(a, 0, off), gs = row_of<T>(a, 1, off), lab = row_of<T>(a, 2, off),
+                    dz = row_of<T>(a, 3, off);
     const int cls = lab.p ? -1 : class_of(a, r, bad);
     const float gl = item_or_one(a, 0, r);
     float tot, d = 0;
@@ -131,52 +170,51 @@ __global__ void softmax_crossentropy_backward_kernel(RowArgs a, int* bad) {
     }
     for (int j = threadIdx.x; j < a.cols; j += blockDim.x) {
       const float sj = s[j], t = target(a, lab, cls, j), gj = gs.p ? gs[j] : 0.f;
-      dz.at(j) = gl * (sj * tot - t) + sj * (gj - d);
+      dz.set(j, gpu::sce_dlogit(gl, sj, tot, t, gj, d));
     }
     __syncthreads();
   }
 }
 
-__device__ float clamped_log(float p) { return fmaxf(logf(p), -100.f); }
-
+template <class T>
 __global__ void categorical_crossentropy_kernel(RowArgs a, int* bad) {
   __shared__ float shm[kRowThreads];
   for (int64_t r = blockIdx.x; r < a.rows.count; r += gridDim.x) {
     int64_t off[3];
     gpu::plan_offsets(a.rows, 3, r, off);
-    const RowPtr p = row_of(a, 0, off), lab = row_of(a, 2, off);
+    const RowPtr<T> p = row_of<T>(a, 0, off), lab = row_of<T>(a, 2, off);
     const int cls = lab.p ? -1 : class_of(a, r, bad);
     float l = 0;
-    for (int j = threadIdx.x; j < a.cols; j += blockDim.x) {
-      const float t = target(a, lab, cls, j);
-      if (t != 0.f) l -= t * clamped_log(p[j]);
-    }
+    for (int j = threadIdx.x; j < a.cols; j += blockDim.x) l += gpu::cce_loss_term(target(a, lab, cls, j), p[j]);
     l = block_sum(l, shm);
-    if (threadIdx.x == 0) static_cast<float*>(a.item_ptr[0])[gpu::plan_offset(a.item[0], 0, r)] = l;
+    if (threadIdx.x == 0) item_set(a, 0, r, l);
   }
 }
 
+template <class T>
 __global__ void categorical_crossentropy_backward_kernel(RowArgs a, int* bad) {
   for (int64_t r = blockIdx.x; r < a.rows.count; r += gridDim.x) {
     int64_t off[5];
     gpu::plan_offsets(a.rows, 5, r, off);
-    const RowPtr p = row_of(a, 0, off), lab = row_of(a, 2, off), dp = row_of(a, 3, off), dl = row_of(a, 4, off);
+    const RowPtr<T> p = row_of<T>(a, 0, off), lab = row_of<T>(a, 2, off), dp = row_of<T>(a, 3, off),
+                    dl = row_of<T>(a, 4, off);
     const int cls = lab.p ? -1 : class_of(a, r, bad);
     const float g = item_or_one(a, 0, r);
     for (int j = threadIdx.x; j < a.cols; j += blockDim.x) {
       const float pj = p[j], t = target(a, lab, cls, j);
-      if (dp.p) dp.at(j) = -g * t / fmaxf(pj, 1e-12f);
-      if (dl.p) dl.at(j) = -g * (a.trim1 - a.trim0) * clamped_log(pj);
+      if (dp.p) dp.set(j, gpu::cce_dp(g, t, pj));
+      if (dl.p) dl.set(j, gpu::cce_dlabel(g, a.trim0, a.trim1, pj));
     }
   }
 }
 
+template <class T>
 __global__ void softmax_kernel(RowArgs a) {
   __shared__ float shm[kRowThreads];
   for (int64_t r = blockIdx.x; r < a.rows.count; r += gridDim.x) {
     int64_t off[2];
     gpu::plan_offsets(a.rows, 2, r, off);
-    const RowPtr x = row_of(a, 0, off), y = row_of(a, 1, off);
+    const RowPtr<T> x = row_of<T>(a, 0, off), y = row_of<T>(a, 1, off);
     float m = -INFINITY;
     for (int j = threadIdx.x; j < a.cols; j += blockDim.x) m = fmaxf(m, x[j]);
     m = block_max(m, shm);
@@ -184,23 +222,24 @@ __global__ void softmax_kernel(RowArgs a) {
     float e = 0;
     for (int j = threadIdx.x; j < a.cols; j += blockDim.x) e += expf(x[j] - m);
     const float sum = block_sum(e, shm);
-    for (int j = threadIdx.x; j < a.cols; j += blockDim.x) y.at(j) = expf(x[j] - m) / sum;
+    for (int j = threadIdx.x; j < a.cols; j += blockDim.x) y.set(j, gpu::softmax_value(x[j], m, sum));
     __syncthreads();
   }
 }
 
+template <class T>
 __global__ void softmax_backward_kernel(RowArgs a) {
   __shared__ float shm[kRowThreads];
   for (int64_t r = blockIdx.x; r < a.rows.count; r += gridDim.x) {
     int64_t off[3];
     gpu::plan_offsets(a.rows, 3, r, off);
-    const RowPtr g = row_of(a, 0, off), y = row_of(a, 1, off), dx = row_of(a, 2, off);
+    const RowPtr<T> g = row_of<T>(a, 0, off), y = row_of<T>(a, 1, off), dx = row_of<T>(a, 2, off);
     float p = 0;
     for (int j = threadIdx.x; j < a.cols; j += blockDim.x) p += (g.p ? g[j] : 1.f) * y[j];
     const float d = block_sum(p, shm);
     for (int j = threadIdx.x; j < a.cols; j += blockDim.x) {
       const float yj = y[j];
-      dx.at(j) = yj * ((g.p ? g[j] : 1.f) - d);
+      dx.set(j, gpu::softmax_dx(yj, g.p ? g[j] : 1.f, d));
     }
     __syncthreads();
   }
@@ -218,19 +257,8 @@ int row_threads(const RowArgs& a) {
 
 // --- optimisers -------------------------------------------------------------
 
-template <class T>
-__device__ __forceinline__ float ldf(const void* p, int64_t o);
-template <>
-__device__ __forceinline__ float ldf<float>(const void* p, int64_t o) {
-  return static_cast<const float*>(p)[o];
-}
-template <class T>
-__device__ __forceinline__ void stf(void* p, int64_t o, float v);
-template <>
-__device__ __forceinline__ void stf<float>(void* p, int64_t o, float v) {
-  static_cast<float*>(p)[o] = v;
-}
-
+// Every operand of one type T (32F, 16F, 16BF: CPU_REF's rule); loaded as
+// float, computed in float (gpu_optim.hpp), each output rounded once on store.
 template <class T>
 __global__ void optim_kernel(EwPlan plan, EwPtrs q, OptimArgs c) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -238,87 +266,94 @@ __global__ void optim_kernel(EwPlan plan, EwPtrs q, OptimArgs c) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < plan.count; i += step) {
     int64_t off[gpu::kPlanOperands];
     gpu::plan_offsets(plan, n, i, off);
-    const float g = ldf<T>(q.p[0], off[0]), a = ldf<T>(q.p[1], off[1]), m = ldf<T>(q.p[2], off[2]);
-    if (c.kind == kOptSgd) {  // g a m | b n
-      const float grad = c.scale * g + c.decay * a;
-      float nm, upd;
-      if (c.momentum == 0.f) {
-        nm = grad;
-        upd = grad;
-      } else {
-        nm = c.momentum * m + c.one_minus_dampening * grad;
-        upd = c.nesterov ? grad + c.momentum * nm : nm;
-      }
-      stf<T>(q.p[4], off[4], nm);
-      stf<T>(q.p[3], off[3], a - c.rate * upd);
+    const float g = ld<T>(q.p[0], off[0]), a = ld<T>(q.p[1], off[1]), m = ld<T>(q.p[2], off[2]);
+    float b, nm, nv, um = 0;
+    if (c.kind == gpu::kOptSgd) {  // g a m | b n
+      gpu::sgd_step_f(c, g, a, m, &b, &nm);
+      st<T>(q.p[4], off[4], nm);
+      st<T>(q.p[3], off[3], b);
       continue;
     }
-    const float v = ldf<T>(q.p[3], off[3]);
-    if (c.kind == kOptRmsprop) {  // g a m v | b n u
-      const float grad = c.scale * g + c.decay * a;
-      const float nv = c.alpha * v + c.one_minus_alpha * grad * grad;
-      const float nm = c.momentum * m + grad / (sqrtf(nv) + c.epsilon);
-      stf<T>(q.p[6], off[6], nv);
-      stf<T>(q.p[5], off[5], nm);
-      stf<T>(q.p[4], off[4], a - c.rate * nm);
+    const float v = ld<T>(q.p[3], off[3]);
+    if (c.kind == gpu::kOptRmsprop) {  // g a m v | b n u
+      gpu::rmsprop_step_f(c, g, a, m, v, &b, &nm, &nv);
+      st<T>(q.p[6], off[6], nv);
+      st<T>(q.p[5], off[5], nm);
+      st<T>(q.p[4], off[4], b);
       continue;
     }
     // ADAM / ADAMW: g a m v [vm] | b n u [um]
     const int ob = c.amsgrad ? 5 : 4;
-    const float grad = c.kind == kOptAdamW ? c.scale * g : c.scale * g + c.decay * a;
-    const float nm = c.beta1 * m + c.one_minus_beta1 * grad;
-    const float nv = c.beta2 * v + c.one_minus_beta2 * grad * grad;
-    float d = nv;
-    if (c.amsgrad) {
-      const float vm = ldf<T>(q.p[4], off[4]);
-      d = vm > nv ? vm : nv;
-      stf<T>(q.p[8], off[8], d);
-    }
-    const float denom = sqrtf(d) * c.inv_sqrt_bc2 + c.epsilon;
-    stf<T>(q.p[ob + 1], off[ob + 1], nm);
-    stf<T>(q.p[ob + 2], off[ob + 2], nv);
-    stf<T>(q.p[ob], off[ob], a * c.weight_keep - c.step_size * nm / denom);
+    const float vm = c.amsgrad ? ld<T>(q.p[4], off[4]) : 0.f;
+    gpu::adam_step_f(c, g, a, m, v, vm, &b, &nm, &nv, &um);
+    if (c.amsgrad) st<T>(q.p[8], off[8], um);
+    st<T>(q.p[ob + 1], off[ob + 1], nm);
+    st<T>(q.p[ob + 2], off[ob + 2], nv);
+    st<T>(q.p[ob], off[ob], b);
   }
 }
 
 }  // namespace
 
+// The row kernel K instantiated for the rows' storage type.
+#define ROW_LAUNCH(K, ...)                                                  \
+  switch (a.row_type) {                                                     \
+    case kF32:                                                              \
+      K<float><<<row_grid(a), row_threads(a), 0, s>>>(__VA_ARGS__);         \
+      break;                                                                \
+    case kF16:                                                              \
+      K<__half><<<row_grid(a), row_threads(a), 0, s>>>(__VA_ARGS__);        \
+      break;                                                                \
+    case kBF16:                                                             \
+      K<__nv_bfloat16><<<row_grid(a), row_threads(a), 0, s>>>(__VA_ARGS__); \
+      break;                                                                \
+    default:                                                                \
+      return cudaErrorInvalidValue;                                         \
+  }                                                                         \
+  return cudaGetLastError()
+
 cudaError_t launch_softmax_crossentropy(cudaStream_t s, const RowArgs& a, int* bad) {
   if (a.rows.count == 0 || a.cols == 0) return cudaSuccess;
-  softmax_crossentropy_kernel<<<row_grid(a), row_threads(a), 0, s>>>(a, bad);
-  return cudaGetLastError();
+  ROW_LAUNCH(softmax_crossentropy_kernel, a, bad);
 }
 cudaError_t launch_softmax_crossentropy_backward(cudaStream_t s, const RowArgs& a, int* bad) {
   if (a.rows.count == 0 || a.cols == 0) return cudaSuccess;
-  softmax_crossentropy_backward_kernel<<<row_grid(a), row_threads(a), 0, s>>>(a, bad);
-  return cudaGetLastError();
+  ROW_LAUNCH(softmax_crossentropy_backward_kernel, a, bad);
 }
 cudaError_t launch_categorical_crossentropy(cudaStream_t s, const RowArgs& a, int* bad) {
   if (a.rows.count == 0 || a.cols == 0) return cudaSuccess;
-  categorical_crossentropy_kernel<<<row_grid(a), row_threads(a), 0, s>>>(a, bad);
-  return cudaGetLastError();
+  ROW_LAUNCH(categorical_crossentropy_kernel, a, bad);
 }
 cudaError_t launch_categorical_crossentropy_backward(cudaStream_t s, const RowArgs& a, int* bad) {
   if (a.rows.count == 0 || a.cols == 0) return cudaSuccess;
-  categorical_crossentropy_backward_kernel<<<row_grid(a), row_threads(a), 0, s>>>(a, bad);
-  return cudaGetLastError();
+  ROW_LAUNCH(categorical_crossentropy_backward_kernel, a, bad);
 }
 cudaError_t launch_softmax(cudaStream_t s, const RowArgs& a) {
   if (a.rows.count == 0 || a.cols == 0) return cudaSuccess;
-  softmax_kernel<<<row_grid(a), row_threads(a), 0, s>>>(a);
-  return cudaGetLastError();
+  ROW_LAUNCH(softmax_kernel, a);
 }
 cudaError_t launch_softmax_backward(cudaStream_t s, const RowArgs& a) {
   if (a.rows.count == 0 || a.cols == 0) return cudaSuccess;
-  softmax_backward_kernel<<<row_grid(a), row_threads(a), 0, s>>>(a);
-  return cudaGetLastError();
+  ROW_LAUNCH(softmax_backward_kernel, a);
 }
 
 cudaError_t launch_optim(cudaStream_t s, GpuType type, const EwPlan& plan, const EwPtrs& ptrs, const OptimArgs& a) {
   if (plan.count == 0) return cudaSuccess;
-  if (type != kF32) return cudaErrorInvalidValue;
   const gpu::EwLaunch l = gpu::choose_ew(plan.count);
-  optim_kernel<float><<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(plan, ptrs, a);
+  const dim3 grid(static_cast<unsigned>(l.blocks));
+  switch (type) {
+    case kF32:
+      optim_kernel<float><<<grid, l.threads, 0, s>>>(plan, ptrs, a);
+      break;
+    case kF16:
+      optim_kernel<__half><<<grid, l.threads, 0, s>>>(plan, ptrs, a);
+      break;
+    case kBF16:
+      optim_kernel<__nv_bfloat16><<<grid, l.threads, 0, s>>>(plan, ptrs, a);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
   return cudaGetLastError();
 }
 

@@ -9,13 +9,14 @@
 //                REDUCE_MAX, backward (32F, 16F, 16BF); ARGMAX / ARGMIN (32F,
 //                16F, 16BF in, 32S out);
 //   losses       MSE, SMOOTH_L1, BINARY_CROSSENTROPY, SIGMOID_BINARY_CROSSENTROPY
-//                forward and backward (32F rows along the last dimension, any
+//                forward and backward (32F, 16F or 16BF rows along the last dimension, any
 //                strides; losses in any shape of one entry per row; NULL g
 //                read as ones; NULL outputs skipped);
-//   norms        RMSNORM and GROUP_NORM forward and backward (32F, any axes,
+//   norms        LAYER_NORM (after cuDNN's), RMSNORM and GROUP_NORM forward and
+//                backward (32F, 16F, 16BF; any axes,
 //                views; statistics in double; the saved statistics optional
 //                forward, read backward as CPU_REF does);
-//   optimiser    LAMB (32F; the trust ratio's norms summed on the device);
+//   optimiser    LAMB (32F, 16F, 16BF; the trust ratio's norms summed on the device);
 //   complex      CMUL forward and backward (32F, broadcasts, views);
 //   isnan        REDUCE_ISNAN forward (x 32F / 16F / 16BF, y 32F, 64F, 16F,
 //                16BF, 32S, 64S or 8U) and backward (zeros, any type);
@@ -36,6 +37,7 @@
 #include <vector>
 
 #include "cmd/common/axes.hpp"
+#include "cmd/common/gpu_optim_args.hpp"
 #include "cmd/norm/norm.hpp"
 #include "cmd/optim/optim.hpp"
 #include "cmd/upsample/upsample.hpp"
@@ -46,8 +48,8 @@
 #include "core/tensor.hpp"
 #include "cuda/cuda.hpp"
 #include "cuda/ewgpu.hpp"
-#include "cuda/rows.hpp"
 #include "cuda/more_kern.hpp"
+#include "cuda/rows.hpp"
 #include "cuda/stream.hpp"
 
 namespace nnc::cuda {
@@ -252,6 +254,17 @@ NNC_KERNEL(transpose) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
+// The backwards that scatter g into a zeroed dx with atomicAdd keep dx in
+// 32F: a 16F / 16BF dx would round at every addition (and 64F would be
+// narrowed), so they refuse other types rather than convert them silently.
+void require_f32_accumulation(const Layout& g, const Layout& dx, const char* what) {
+  if (g.datatype != CCV_32F || dx.datatype != CCV_32F)
+    fail(CCV_NNC_EXEC_NO_KERNEL,
+         "%s: GPU_REF sums the gradient into dx with 32F atomic additions, so it takes 32F only (g is %s, dx %s; "
+         "a 16F / 16BF dx would round at every addition): convert to 32F first",
+         what, datatype_name(g.datatype), datatype_name(dx.datatype));
+}
+
 // --- PAD: |x| -> |y| (any type); |g|x..| -> |dx| (32F) ----------------------
 
 // dx (or y) zeroed on the call's stream.
@@ -277,7 +290,9 @@ bool accept_pad(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int i
   if (!on_one_gpu(inputs, 1, outputs, 1, nullptr)) return false;
   if (inputs[0]->data.u8 == outputs[0]->data.u8) return false;  // no in-place pair
   const int es = CCV_GET_DATA_TYPE_SIZE(inputs[0]->info.datatype);
-  if (cmd.cmd == CCV_NNC_PAD_BACKWARD) return CCV_GET_DATA_TYPE(inputs[0]->info.datatype) == CCV_32F;
+  // The backward takes any float type here only to refuse all but 32F with a
+  // message (pad_backward): it accumulates with float atomics.
+  if (cmd.cmd == CCV_NNC_PAD_BACKWARD) return CCV_GET_DATA_TYPE(inputs[0]->info.datatype) & types::kFloat;
   return es == 1 || es == 2 || es == 4 || es == 8;
 }
 
@@ -294,6 +309,7 @@ NNC_KERNEL(pad_forward) {
 NNC_KERNEL(pad_backward) {
   const char* what = name_of(cmd.cmd);
   const Layout g = layout_of(inputs[0], what), dx = layout_of(outputs[0], what);
+  require_f32_accumulation(g, dx, what);
   const gpu::PadMap m = pad_map_of(cmd, dx, g, what);
   const Call c(stream_context, device_of(inputs, 1, outputs, 1), what);
   zero(c, dx);
@@ -309,7 +325,9 @@ bool accept_upsample(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, 
   if (input_size < 1 || output_size < 1 || !inputs[0] || !outputs[0]) return false;
   if (!on_one_gpu(inputs, 1, outputs, 1, nullptr)) return false;
   if (inputs[0]->data.u8 == outputs[0]->data.u8) return false;  // no in-place pair
-  return cmd.cmd == CCV_NNC_UPSAMPLE_FORWARD || CCV_GET_DATA_TYPE(inputs[0]->info.datatype) == CCV_32F;
+  // The backward takes any float type here only to refuse all but 32F with a
+  // message (upsample_backward): it accumulates with float atomics.
+  return cmd.cmd == CCV_NNC_UPSAMPLE_FORWARD || (CCV_GET_DATA_TYPE(inputs[0]->info.datatype) & types::kFloat);
 }
 
 gpu::UpMap up_map_of(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* small_t, const Layout& small, const Layout& big,
@@ -337,6 +355,7 @@ NNC_KERNEL(upsample_forward) {
 NNC_KERNEL(upsample_backward) {
   const char* what = name_of(cmd.cmd);
   const Layout g = layout_of(inputs[0], what), dx = layout_of(outputs[0], what);
+  require_f32_accumulation(g, dx, what);
   const gpu::UpMap m = up_map_of(cmd, outputs[0], dx, g, what);
   const Call c(stream_context, device_of(inputs, 1, outputs, 1), what);
   zero(c, dx);
@@ -423,7 +442,6 @@ NNC_KERNEL(arg_forward) {
 
 // --- losses (lib/cmd/loss/loss.cpp's contracts) -----------------------------
 
-
 int loss_op(uint32_t cmd) {
   switch (cmd & ~1u) {
     case CCV_NNC_MSE_FORWARD:
@@ -449,14 +467,11 @@ const ccv_nnc_tensor_t* out_at(ccv_nnc_tensor_t* const* outputs, int output_size
   return i < output_size ? outputs[i] : nullptr;
 }
 
-// Every tensor present 32F on one GPU, and what the backward reads there.
+// Every tensor present on one GPU (the traits' types: 32F, 16F, 16BF, and
+// 64F only to be refused with a message), and what the backward reads there.
 bool accept_loss(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
                  ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (!on_one_gpu(inputs, input_size, outputs, output_size, nullptr)) return false;
-  for (int i = 0; i < input_size; i++)
-    if (inputs[i] && CCV_GET_DATA_TYPE(inputs[i]->info.datatype) != CCV_32F) return false;
-  for (int i = 0; i < output_size; i++)
-    if (outputs[i] && CCV_GET_DATA_TYPE(outputs[i]->info.datatype) != CCV_32F) return false;
   if (!(cmd.cmd & 1)) return input_size >= 2 && inputs[0] && inputs[1];
   if (loss_op(cmd.cmd) != kLossSigmoidBce) return input_size >= 3 && inputs[1] && inputs[2];
   // |g|g_sigmoid|z|y|loss|sigmoid|: y, and z or the saved sigmoid; dy needs z.
@@ -467,6 +482,7 @@ bool accept_loss(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int 
 
 NNC_KERNEL(loss_forward) {
   const char* what = name_of(cmd.cmd);
+  refuse_f64(inputs, input_size, outputs, output_size, what);
   const ccv_nnc_tensor_t* s = loss_op(cmd.cmd) == kLossSigmoidBce ? out_at(outputs, output_size, 1) : nullptr;
   RowArgs a;
   set_rows(a, {inputs[0], inputs[1], s}, what);
@@ -479,6 +495,7 @@ NNC_KERNEL(loss_forward) {
 
 NNC_KERNEL(loss_backward) {
   const char* what = name_of(cmd.cmd);
+  refuse_f64(inputs, input_size, outputs, output_size, what);
   const int op = loss_op(cmd.cmd);
   const ccv_nnc_tensor_t *a0, *b, *gs = nullptr, *s = nullptr;
   if (op == kLossSigmoidBce) {
@@ -499,15 +516,11 @@ NNC_KERNEL(loss_backward) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
-// --- RMSNORM / GROUP_NORM ----------------------------------------------------
+// --- LAYER_NORM / RMSNORM / GROUP_NORM ---------------------------------------
 
 bool accept_norm(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
                  ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (!on_one_gpu(inputs, input_size, outputs, output_size, nullptr)) return false;
-  for (int i = 0; i < input_size; i++)
-    if (inputs[i] && CCV_GET_DATA_TYPE(inputs[i]->info.datatype) != CCV_32F) return false;
-  for (int i = 0; i < output_size; i++)
-    if (outputs[i] && CCV_GET_DATA_TYPE(outputs[i]->info.datatype) != CCV_32F) return false;
   // GROUP_NORM splits its group axis in two: one axis more than x.
   const ccv_nnc_tensor_t* x = (cmd.cmd & 1) ? in_at(inputs, input_size, cmd.cmd == CCV_NNC_RMSNORM_BACKWARD ? 2 : 3)
                                             : in_at(inputs, input_size, 0);
@@ -542,8 +555,11 @@ void set_norm(NormCall& n, int k, const ccv_nnc_tensor_t* t, const Layout& x, co
     gpu::split_strides(s, x.nd, ga, x.dim[ga] / groups, by_group, n.st[k]);
   else
     for (int i = 0; i < x.nd; i++) n.st[k][i] = s[i];
+  NNC_CHECK(l.datatype == x.datatype, "%s: %s is %s but x is %s; GPU_REF takes one type (as CPU_REF)", what,
+            shape_string(t->info.dim).c_str(), datatype_name(l.datatype), datatype_name(x.datatype));
   n.present[k] = true;
   n.q.ptr[k] = l.data;
+  n.q.type = gpu_type(x.datatype);
 }
 
 gpu::NormPlan norm_plan(const NormCall& n, unsigned norm, unsigned param, const char* what) {
@@ -563,8 +579,12 @@ struct NormShape {
 
 NormShape norm_shape(const ccv_nnc_cmd_t& cmd, const Layout& x, NormCall& n, const char* what) {
   NormShape sh;
-  if ((cmd.cmd & ~1u) == CCV_NNC_RMSNORM_FORWARD) {
-    const unsigned mask = axis_mask(what, cmd.info.rmsnorm.axis, cmd.info.rmsnorm.count, x.nd);
+  const uint32_t fwd = cmd.cmd & ~1u;
+  if (fwd == CCV_NNC_RMSNORM_FORWARD || fwd == CCV_NNC_LAYER_NORM_FORWARD) {
+    // LAYER_NORM normalises over its axes as RMSNORM does, with a mean and a bias.
+    const unsigned mask = fwd == CCV_NNC_RMSNORM_FORWARD
+                              ? axis_mask(what, cmd.info.rmsnorm.axis, cmd.info.rmsnorm.count, x.nd)
+                              : axis_mask(what, cmd.info.lnorm.axis, cmd.info.lnorm.count, x.nd);
     for (int i = 0; i < x.nd; i++) {
       sh.stats[i] = (mask >> i) & 1u ? 1 : x.dim[i];
       sh.scale[i] = (mask >> i) & 1u ? x.dim[i] : 1;
@@ -592,13 +612,16 @@ NormShape norm_shape(const ccv_nnc_cmd_t& cmd, const Layout& x, NormCall& n, con
 
 NNC_KERNEL(norm_forward) {
   const char* what = name_of(cmd.cmd);
+  refuse_f64(inputs, input_size, outputs, output_size, what);
   const bool rms = cmd.cmd == CCV_NNC_RMSNORM_FORWARD;
   ccv_nnc_tensor_t *x, *scale, *bias = nullptr, *y, *mean = nullptr, *inv;
   if (rms) {
     const norm::RmsNormIo io = norm::rmsnorm_forward_io(inputs, input_size, outputs, output_size);
     x = io.x, scale = io.scale, y = io.y, inv = io.saved_inv_std;
   } else {
-    const norm::GroupNormIo io = norm::group_norm_forward_io(cmd, inputs, input_size, outputs, output_size);
+    const norm::GroupNormIo io = cmd.cmd == CCV_NNC_LAYER_NORM_FORWARD
+                                     ? norm::layer_norm_forward_io(cmd, inputs, input_size, outputs, output_size)
+                                     : norm::group_norm_forward_io(cmd, inputs, input_size, outputs, output_size);
     x = io.x, scale = io.scale, bias = io.bias, y = io.y, mean = io.saved_mean, inv = io.saved_inv_std;
   }
   const Layout xl = layout_of(x, what);
@@ -612,21 +635,26 @@ NNC_KERNEL(norm_forward) {
   set_norm(n, gpu::kNormInv, inv, xl, sh.stats, sh.ga, sh.groups, true, what);
   const gpu::NormPlan p = norm_plan(n, sh.norm, sh.param, what);
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
-  c.check(launch_norm_forward(c.s, p.groups, p.group_size, n.q, rms,
-                              rms ? cmd.info.rmsnorm.epsilon : cmd.info.gnorm.epsilon));
+  const float eps = rms                                     ? cmd.info.rmsnorm.epsilon
+                    : cmd.cmd == CCV_NNC_LAYER_NORM_FORWARD ? cmd.info.lnorm.epsilon
+                                                            : cmd.info.gnorm.epsilon;
+  c.check(launch_norm_forward(c.s, p.groups, p.group_size, n.q, rms, eps));
   c.done();
   return CCV_NNC_EXEC_SUCCESS;
 }
 
 NNC_KERNEL(norm_backward) {
   const char* what = name_of(cmd.cmd);
+  refuse_f64(inputs, input_size, outputs, output_size, what);
   const bool rms = cmd.cmd == CCV_NNC_RMSNORM_BACKWARD;
   ccv_nnc_tensor_t *g, *x, *scale, *mean = nullptr, *inv, *dx, *dscale, *dbias = nullptr;
   if (rms) {
     const norm::RmsNormIo io = norm::rmsnorm_backward_io(inputs, input_size, outputs, output_size);
     g = io.g, x = io.x, scale = io.scale, inv = io.saved_inv_std, dx = io.dx, dscale = io.dscale;
   } else {
-    const norm::GroupNormIo io = norm::group_norm_backward_io(cmd, inputs, input_size, outputs, output_size);
+    const norm::GroupNormIo io = cmd.cmd == CCV_NNC_LAYER_NORM_BACKWARD
+                                     ? norm::layer_norm_backward_io(cmd, inputs, input_size, outputs, output_size)
+                                     : norm::group_norm_backward_io(cmd, inputs, input_size, outputs, output_size);
     g = io.g, x = io.x, scale = io.scale, mean = io.saved_mean, inv = io.saved_inv_std, dx = io.dx, dscale = io.dscale,
     dbias = io.dbias;
   }
@@ -669,9 +697,9 @@ bool accept_lamb(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int inpu
   if (input_size != 4 || output_size != 3 || !on_one_gpu(inputs, input_size, outputs, output_size, nullptr))
     return false;
   for (int i = 0; i < 4; i++)
-    if (!inputs[i] || CCV_GET_DATA_TYPE(inputs[i]->info.datatype) != CCV_32F) return false;
+    if (!inputs[i]) return false;
   for (int i = 0; i < 3; i++)
-    if (!outputs[i] || CCV_GET_DATA_TYPE(outputs[i]->info.datatype) != CCV_32F) return false;
+    if (!outputs[i]) return false;
   // Pass 2 reads a and the new moments: b may be a, but not n or u (nor g, m, v, read in pass 1).
   for (int i : {0, 2, 3})
     if (inputs[i]->data.u8 == outputs[0]->data.u8) return false;
@@ -680,26 +708,22 @@ bool accept_lamb(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int inpu
 
 NNC_KERNEL(lamb) {
   const char* what = name_of(cmd.cmd);
-  const optim::Coef k = optim::coef_of(cmd);
-  gpu::LambCoef c;
-  c.rate = static_cast<float>(k.rate);
-  c.scale = static_cast<float>(k.scale);
-  c.decay = static_cast<float>(k.decay);
-  c.beta1 = static_cast<float>(k.beta1);
-  c.beta2 = static_cast<float>(k.beta2);
-  c.epsilon = static_cast<float>(k.epsilon);
-  c.inv_bc1 = static_cast<float>(k.inv_bc1);
-  c.inv_bc2 = static_cast<float>(k.inv_bc2);
+  refuse_f64(inputs, input_size, outputs, output_size, what);
+  const gpu::LambCoef c = gpu::lamb_coef_of(cmd);
   const Layout a = layout_of(inputs[1], what);
   std::vector<const ccv_nnc_tensor_t*> ts = {inputs[0],  inputs[1],  inputs[2], inputs[3],
                                              outputs[0], outputs[1], outputs[2]};
+  for (const ccv_nnc_tensor_t* t : ts)
+    NNC_CHECK(CCV_GET_DATA_TYPE(t->info.datatype) == a.datatype,
+              "%s: a tensor is %s but a is %s (one type, as CPU_REF)", what,
+              datatype_name(CCV_GET_DATA_TYPE(t->info.datatype)), datatype_name(a.datatype));
   EwPtrs q;
   const gpu::EwPlan p = plan_n(a, ts, &q, what);
   const int device = device_of(inputs, input_size, outputs, output_size);
   const Call call(stream_context, device, what);
   double* sums = static_cast<double*>(device_alloc_on(device, 2 * sizeof(double), call.s, what));
   const cudaError_t z = cudaMemsetAsync(sums, 0, 2 * sizeof(double), call.s);
-  const cudaError_t e = z == cudaSuccess ? launch_lamb(call.s, p, q, c, sums) : z;
+  const cudaError_t e = z == cudaSuccess ? launch_lamb(call.s, gpu_type(a.datatype), p, q, c, sums) : z;
   device_free_on(device, sums);  // stream-ordered: after the kernels queued above
   call.check(e);
   call.done();
@@ -915,19 +939,25 @@ void register_gpu_more(Registry& r) {
   arg.datatypes = CCV_32F | CCV_16F | CCV_16BF | CCV_32S;
   r.add_kernels(arg.accepting(accept_arg),
                 {{CCV_NNC_ARGMAX_FORWARD, arg_forward}, {CCV_NNC_ARGMIN_FORWARD, arg_forward}});
-  r.add_kernels(f32.accepting(accept_loss), {{CCV_NNC_MSE_FORWARD, loss_forward},
-                                             {CCV_NNC_MSE_BACKWARD, loss_backward},
-                                             {CCV_NNC_SMOOTH_L1_FORWARD, loss_forward},
-                                             {CCV_NNC_SMOOTH_L1_BACKWARD, loss_backward},
-                                             {CCV_NNC_BINARY_CROSSENTROPY_FORWARD, loss_forward},
-                                             {CCV_NNC_BINARY_CROSSENTROPY_BACKWARD, loss_backward},
-                                             {CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD, loss_forward},
-                                             {CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_BACKWARD, loss_backward}});
-  r.add_kernels(f32.accepting(accept_norm), {{CCV_NNC_RMSNORM_FORWARD, norm_forward},
-                                             {CCV_NNC_RMSNORM_BACKWARD, norm_backward},
-                                             {CCV_NNC_GROUP_NORM_FORWARD, norm_forward},
-                                             {CCV_NNC_GROUP_NORM_BACKWARD, norm_backward}});
-  r.add_kernels(f32.accepting(accept_lamb), {{CCV_NNC_LAMB_FORWARD, lamb}});
+  // Losses, norms and LAMB: 32F, 16F and 16BF computed in float; 64F reaches
+  // their kernels only to be refused with a message (refuse_f64).
+  KernelTraits fl = t;
+  fl.datatypes = CCV_32F | CCV_16F | CCV_16BF | CCV_64F;
+  r.add_kernels(fl.accepting(accept_loss), {{CCV_NNC_MSE_FORWARD, loss_forward},
+                                            {CCV_NNC_MSE_BACKWARD, loss_backward},
+                                            {CCV_NNC_SMOOTH_L1_FORWARD, loss_forward},
+                                            {CCV_NNC_SMOOTH_L1_BACKWARD, loss_backward},
+                                            {CCV_NNC_BINARY_CROSSENTROPY_FORWARD, loss_forward},
+                                            {CCV_NNC_BINARY_CROSSENTROPY_BACKWARD, loss_backward},
+                                            {CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_FORWARD, loss_forward},
+                                            {CCV_NNC_SIGMOID_BINARY_CROSSENTROPY_BACKWARD, loss_backward}});
+  r.add_kernels(fl.accepting(accept_norm), {{CCV_NNC_LAYER_NORM_FORWARD, norm_forward},
+                                            {CCV_NNC_LAYER_NORM_BACKWARD, norm_backward},
+                                            {CCV_NNC_RMSNORM_FORWARD, norm_forward},
+                                            {CCV_NNC_RMSNORM_BACKWARD, norm_backward},
+                                            {CCV_NNC_GROUP_NORM_FORWARD, norm_forward},
+                                            {CCV_NNC_GROUP_NORM_BACKWARD, norm_backward}});
+  r.add_kernels(fl.accepting(accept_lamb), {{CCV_NNC_LAMB_FORWARD, lamb}});
   r.add_kernels(f32.accepting(accept_cmul),
                 {{CCV_NNC_CMUL_FORWARD, cmul_forward}, {CCV_NNC_CMUL_BACKWARD, cmul_backward}});
   r.add_kernels(all.accepting(accept_isnan),

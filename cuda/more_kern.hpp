@@ -58,7 +58,8 @@ cudaError_t launch_loss_rows(cudaStream_t s, const RowArgs& a, int op, const gpu
 // (NULL: ones).
 cudaError_t launch_loss_rows_backward(cudaStream_t s, const RowArgs& a, int op, const gpu::LossArgs& p);
 
-// RMSNORM / GROUP_NORM (gpu_norm.hpp; 32F). ptr[k]: operand k's element 0
+// RMSNORM / GROUP_NORM (gpu_norm.hpp; 32F, 16F or 16BF, loaded as float and
+// rounded once on store). ptr[k]: operand k's element 0
 // (gpu::NormOperand order; NULL absent: scale reads 1, bias 0, the saved
 // statistics are not written). Forward: one block per statistics group, mean
 // (not for rms) and biased variance (or mean square) summed in double, y
@@ -66,6 +67,7 @@ cudaError_t launch_loss_rows_backward(cudaStream_t s, const RowArgs& a, int op, 
 // statistics; dscale / dbias one block per scale element.
 struct NormPtrs {
   void* ptr[gpu::kNormOperands] = {};
+  int type = kF32;  // every operand's GpuType: kF32, kF16 or kBF16 (one type, as CPU_REF)
 };
 cudaError_t launch_norm_forward(cudaStream_t s, const gpu::ReducePlan& groups, int64_t group_size, const NormPtrs& q,
                                 int rms, float epsilon);
@@ -75,11 +77,12 @@ cudaError_t launch_norm_backward_dx(cudaStream_t s, const gpu::ReducePlan& group
 // plan's strides) hold dscale and dbias (either NULL).
 cudaError_t launch_norm_backward_params(cudaStream_t s, const gpu::ReducePlan& params, const NormPtrs& q, int rms);
 
-// LAMB (32F): plan operands 0 g, 1 a, 2 m, 3 v, 4 b, 5 n, 6 u over a's
+// LAMB (32F, 16F or 16BF, every operand one type): plan operands 0 g, 1 a, 2 m, 3 v, 4 b, 5 n, 6 u over a's
 // shape. Pass 1 writes n, u and sums |a|^2, |r|^2 in double into sums[0..1]
 // (device memory the caller zeroed); pass 2 writes b = a - rate trust r,
 // reading the sums on the device (no host round trip).
-cudaError_t launch_lamb(cudaStream_t s, const gpu::EwPlan& plan, const EwPtrs& q, const gpu::LambCoef& c, double* sums);
+cudaError_t launch_lamb(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, const EwPtrs& q, const gpu::LambCoef& c,
+                        double* sums);
 
 // CMUL (32F) over complex pairs: plans walk the pairs (the last axis halved,
 // its stride doubled), each operand's imaginary part im[k] elements after

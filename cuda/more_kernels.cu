@@ -7,8 +7,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "cuda/typed_access.cuh"
 #include "cuda/more_kern.hpp"
+#include "cuda/typed_access.cuh"
 
 namespace nnc::cuda {
 
@@ -16,7 +16,6 @@ namespace {
 
 using gpu::EwPlan;
 using gpu::kPlanOperands;
-
 
 template <class T>
 __global__ void act_kernel(EwPlan p, EwPtrs q, int op, int n_out, int n_in, ActArgs a) {
@@ -267,10 +266,15 @@ namespace {
 
 constexpr int kLossThreads = 256;
 
-__device__ __forceinline__ float* row_at(const RowArgs& a, int k, const int64_t* off, int j) {
-  return static_cast<float*>(a.row_ptr[k]) + off[k] + static_cast<int64_t>(j) * a.col_stride[k];
+// Element j of row tensor k's row (off: the rows' offsets), in elements of T.
+__device__ __forceinline__ int64_t row_at(const RowArgs& a, int k, const int64_t* off, int j) {
+  return off[k] + static_cast<int64_t>(j) * a.col_stride[k];
 }
 
+// Rows, the loss and g all of type T (CPU_REF's rule), loaded as float; the
+// loss is rounded once from the double sum (st_d), the gradients once from
+// float.
+template <class T>
 __global__ void loss_rows_kernel(RowArgs a, int op, gpu::LossArgs p) {
   __shared__ double part[kLossThreads];
   for (int64_t r = blockIdx.x; r < a.rows.count; r += gridDim.x) {
@@ -278,9 +282,9 @@ __global__ void loss_rows_kernel(RowArgs a, int op, gpu::LossArgs p) {
     gpu::plan_offsets(a.rows, a.rows.operands, r, off);
     double acc = 0;
     for (int j = threadIdx.x; j < a.cols; j += blockDim.x) {
-      const float av = *row_at(a, 0, off, j), bv = *row_at(a, 1, off, j);
+      const float av = ld<T>(a.row_ptr[0], row_at(a, 0, off, j)), bv = ld<T>(a.row_ptr[1], row_at(a, 1, off, j));
       acc += static_cast<double>(gpu::loss_term(op, av, bv, p));
-      if (a.row_ptr[2]) *row_at(a, 2, off, j) = gpu::loss_detail::sigmoid(av);
+      if (a.row_ptr[2]) st<T>(a.row_ptr[2], row_at(a, 2, off, j), gpu::loss_detail::sigmoid(av));
     }
     part[threadIdx.x] = acc;
     __syncthreads();
@@ -290,28 +294,29 @@ __global__ void loss_rows_kernel(RowArgs a, int op, gpu::LossArgs p) {
     }
     if (threadIdx.x == 0 && a.item_ptr[0]) {
       const double v = op == gpu::kLossMse ? part[0] / p.k : part[0];
-      static_cast<float*>(a.item_ptr[0])[gpu::plan_offset(a.item[0], 0, r)] = static_cast<float>(v);
+      st_d<T>(a.item_ptr[0], gpu::plan_offset(a.item[0], 0, r), v);
     }
     __syncthreads();  // part is reused by the next row
   }
 }
 
+template <class T>
 __global__ void loss_rows_backward_kernel(RowArgs a, int op, gpu::LossArgs p) {
   for (int64_t r = blockIdx.x; r < a.rows.count; r += gridDim.x) {
     int64_t off[gpu::kPlanOperands];
     gpu::plan_offsets(a.rows, a.rows.operands, r, off);
-    const float g = a.item_ptr[0] ? static_cast<const float*>(a.item_ptr[0])[gpu::plan_offset(a.item[0], 0, r)] : 1.f;
+    const float g = a.item_ptr[0] ? ld<T>(a.item_ptr[0], gpu::plan_offset(a.item[0], 0, r)) : 1.f;
     const bool has_z = a.row_ptr[0] != nullptr;
     for (int j = threadIdx.x; j < a.cols; j += blockDim.x) {
       // Every input of the element is read before its gradients are written (in place).
-      const float av = has_z ? *row_at(a, 0, off, j) : 0.f;
-      const float bv = *row_at(a, 1, off, j);
-      const float gs = a.row_ptr[4] ? *row_at(a, 4, off, j) : 0.f;
-      const float sv = a.row_ptr[5] ? *row_at(a, 5, off, j) : 0.f;
+      const float av = has_z ? ld<T>(a.row_ptr[0], row_at(a, 0, off, j)) : 0.f;
+      const float bv = ld<T>(a.row_ptr[1], row_at(a, 1, off, j));
+      const float gs = a.row_ptr[4] ? ld<T>(a.row_ptr[4], row_at(a, 4, off, j)) : 0.f;
+      const float sv = a.row_ptr[5] ? ld<T>(a.row_ptr[5], row_at(a, 5, off, j)) : 0.f;
       float da, db;
       gpu::loss_grad(op, g, av, bv, gs, sv, has_z, p, &da, &db);
-      if (a.row_ptr[2]) *row_at(a, 2, off, j) = da;
-      if (a.row_ptr[3]) *row_at(a, 3, off, j) = db;
+      if (a.row_ptr[2]) st<T>(a.row_ptr[2], row_at(a, 2, off, j), da);
+      if (a.row_ptr[3]) st<T>(a.row_ptr[3], row_at(a, 3, off, j), db);
     }
   }
 }
@@ -330,14 +335,38 @@ int loss_threads(const RowArgs& a) {
 cudaError_t launch_loss_rows(cudaStream_t s, const RowArgs& a, int op, const gpu::LossArgs& p) {
   if (a.rows.count == 0) return cudaSuccess;
   if (!a.row_ptr[0] || !a.row_ptr[1] || a.rows.operands < 3) return cudaErrorInvalidValue;
-  loss_rows_kernel<<<loss_grid(a), loss_threads(a), 0, s>>>(a, op, p);
+  switch (a.row_type) {
+    case kF32:
+      loss_rows_kernel<float><<<loss_grid(a), loss_threads(a), 0, s>>>(a, op, p);
+      break;
+    case kF16:
+      loss_rows_kernel<__half><<<loss_grid(a), loss_threads(a), 0, s>>>(a, op, p);
+      break;
+    case kBF16:
+      loss_rows_kernel<__nv_bfloat16><<<loss_grid(a), loss_threads(a), 0, s>>>(a, op, p);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
   return cudaGetLastError();
 }
 
 cudaError_t launch_loss_rows_backward(cudaStream_t s, const RowArgs& a, int op, const gpu::LossArgs& p) {
   if (a.rows.count == 0 || a.cols == 0) return cudaSuccess;
   if ((!a.row_ptr[0] && !a.row_ptr[5]) || !a.row_ptr[1] || a.rows.operands < 6) return cudaErrorInvalidValue;
-  loss_rows_backward_kernel<<<loss_grid(a), loss_threads(a), 0, s>>>(a, op, p);
+  switch (a.row_type) {
+    case kF32:
+      loss_rows_backward_kernel<float><<<loss_grid(a), loss_threads(a), 0, s>>>(a, op, p);
+      break;
+    case kF16:
+      loss_rows_backward_kernel<__half><<<loss_grid(a), loss_threads(a), 0, s>>>(a, op, p);
+      break;
+    case kBF16:
+      loss_rows_backward_kernel<__nv_bfloat16><<<loss_grid(a), loss_threads(a), 0, s>>>(a, op, p);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
   return cudaGetLastError();
 }
 
@@ -357,61 +386,66 @@ __device__ double block_sum_d(double v, double* shm) {
   return r;
 }
 
-__device__ __forceinline__ float* fp(const NormPtrs& q, int k, const int64_t* base, const int64_t* off) {
-  return q.ptr[k] ? static_cast<float*>(q.ptr[k]) + base[1 + k] + off[k] : nullptr;
-}
+// Operand k's element at the group's base plus off (in elements of T).
+__device__ __forceinline__ int64_t at(int k, const int64_t* base, const int64_t* off) { return base[1 + k] + off[k]; }
 
+// Every operand of type T (CPU_REF's rule: scale, bias and the statistics
+// take x's type), loaded as float, statistics summed and y / dx blended in
+// double (as before), each output rounded once from double on store (st_d).
+template <class T>
 __global__ void norm_forward_kernel(gpu::ReducePlan p, int64_t n, NormPtrs q, int rms, float eps) {
   __shared__ double shm[kNormThreads];
   for (int64_t o = blockIdx.x; o < p.outer.count; o += gridDim.x) {
     int64_t base[1 + gpu::kNormOperands];
     gpu::plan_offsets(p.outer, 1 + gpu::kNormOperands, o, base);
-    const float* x = static_cast<const float*>(q.ptr[gpu::kNormX]) + base[1 + gpu::kNormX];
+    const void* x = q.ptr[gpu::kNormX];
+    const int64_t xb = base[1 + gpu::kNormX];
     double mean = 0;
     if (!rms) {
       double s = 0;
-      for (int64_t r = threadIdx.x; r < n; r += blockDim.x) s += x[gpu::plan_offset(p.inner, gpu::kNormX, r)];
+      for (int64_t r = threadIdx.x; r < n; r += blockDim.x)
+        s += ld<T>(x, xb + gpu::plan_offset(p.inner, gpu::kNormX, r));
       mean = block_sum_d(s, shm) / static_cast<double>(n);
     }
     double v = 0;
     for (int64_t r = threadIdx.x; r < n; r += blockDim.x) {
-      const double d = x[gpu::plan_offset(p.inner, gpu::kNormX, r)] - mean;
+      const double d = ld<T>(x, xb + gpu::plan_offset(p.inner, gpu::kNormX, r)) - mean;
       v += d * d;
     }
     const double inv = 1.0 / sqrt(block_sum_d(v, shm) / static_cast<double>(n) + static_cast<double>(eps));
     if (threadIdx.x == 0) {
-      if (q.ptr[gpu::kNormMean])
-        static_cast<float*>(q.ptr[gpu::kNormMean])[base[1 + gpu::kNormMean]] = static_cast<float>(mean);
-      if (q.ptr[gpu::kNormInv])
-        static_cast<float*>(q.ptr[gpu::kNormInv])[base[1 + gpu::kNormInv]] = static_cast<float>(inv);
+      if (q.ptr[gpu::kNormMean]) st_d<T>(q.ptr[gpu::kNormMean], base[1 + gpu::kNormMean], mean);
+      if (q.ptr[gpu::kNormInv]) st_d<T>(q.ptr[gpu::kNormInv], base[1 + gpu::kNormInv], inv);
     }
     // Every x of the group has been read (block_sum_d synchronised): y may be x.
     for (int64_t r = threadIdx.x; r < n; r += blockDim.x) {
       int64_t off[gpu::kNormOperands];
       gpu::plan_offsets(p.inner, gpu::kNormOperands, r, off);
-      const float* sc = fp(q, gpu::kNormScale, base, off);
-      const float* bi = fp(q, gpu::kNormBias, base, off);
-      const double xv = *fp(q, gpu::kNormX, base, off);
-      const double yv = (xv - mean) * inv * (sc ? *sc : 1.0) + (bi ? *bi : 0.0);
-      *fp(q, gpu::kNormY, base, off) = static_cast<float>(yv);
+      const double sc = q.ptr[gpu::kNormScale] ? ld<T>(q.ptr[gpu::kNormScale], at(gpu::kNormScale, base, off)) : 1.0;
+      const double bi = q.ptr[gpu::kNormBias] ? ld<T>(q.ptr[gpu::kNormBias], at(gpu::kNormBias, base, off)) : 0.0;
+      const double xv = ld<T>(x, at(gpu::kNormX, base, off));
+      st_d<T>(q.ptr[gpu::kNormY], at(gpu::kNormY, base, off), gpu::norm_y(xv, mean, inv, sc, bi));
     }
   }
 }
 
+// The backward reads the saved statistics as stored (rounded to T), as
+// CPU_REF does.
+template <class T>
 __global__ void norm_backward_dx_kernel(gpu::ReducePlan p, int64_t n, NormPtrs q, int rms) {
   __shared__ double shm[kNormThreads];
   for (int64_t o = blockIdx.x; o < p.outer.count; o += gridDim.x) {
     int64_t base[1 + gpu::kNormOperands];
     gpu::plan_offsets(p.outer, 1 + gpu::kNormOperands, o, base);
-    const double mean = rms ? 0.0 : static_cast<const float*>(q.ptr[gpu::kNormMean])[base[1 + gpu::kNormMean]];
-    const double inv = static_cast<const float*>(q.ptr[gpu::kNormInv])[base[1 + gpu::kNormInv]];
+    const double mean = rms ? 0.0 : ld<T>(q.ptr[gpu::kNormMean], base[1 + gpu::kNormMean]);
+    const double inv = ld<T>(q.ptr[gpu::kNormInv], base[1 + gpu::kNormInv]);
     double sh = 0, shx = 0;
     for (int64_t r = threadIdx.x; r < n; r += blockDim.x) {
       int64_t off[gpu::kNormOperands];
       gpu::plan_offsets(p.inner, gpu::kNormOperands, r, off);
-      const float* sc = fp(q, gpu::kNormScale, base, off);
-      const double h = static_cast<double>(*fp(q, gpu::kNormG, base, off)) * (sc ? *sc : 1.0);
-      const double xhat = (*fp(q, gpu::kNormX, base, off) - mean) * inv;
+      const double sc = q.ptr[gpu::kNormScale] ? ld<T>(q.ptr[gpu::kNormScale], at(gpu::kNormScale, base, off)) : 1.0;
+      const double h = static_cast<double>(ld<T>(q.ptr[gpu::kNormG], at(gpu::kNormG, base, off))) * sc;
+      const double xhat = (ld<T>(q.ptr[gpu::kNormX], at(gpu::kNormX, base, off)) - mean) * inv;
       sh += h;
       shx += h * xhat;
     }
@@ -420,14 +454,15 @@ __global__ void norm_backward_dx_kernel(gpu::ReducePlan p, int64_t n, NormPtrs q
     for (int64_t r = threadIdx.x; r < n; r += blockDim.x) {
       int64_t off[gpu::kNormOperands];
       gpu::plan_offsets(p.inner, gpu::kNormOperands, r, off);
-      const float* sc = fp(q, gpu::kNormScale, base, off);
-      const double h = static_cast<double>(*fp(q, gpu::kNormG, base, off)) * (sc ? *sc : 1.0);
-      const double xhat = (*fp(q, gpu::kNormX, base, off) - mean) * inv;
-      *fp(q, gpu::kNormDx, base, off) = static_cast<float>(inv * (h - mh - xhat * mhx));
+      const double sc = q.ptr[gpu::kNormScale] ? ld<T>(q.ptr[gpu::kNormScale], at(gpu::kNormScale, base, off)) : 1.0;
+      const double h = static_cast<double>(ld<T>(q.ptr[gpu::kNormG], at(gpu::kNormG, base, off))) * sc;
+      const double xhat = (ld<T>(q.ptr[gpu::kNormX], at(gpu::kNormX, base, off)) - mean) * inv;
+      st_d<T>(q.ptr[gpu::kNormDx], at(gpu::kNormDx, base, off), gpu::norm_dx(inv, h, mh, xhat, mhx));
     }
   }
 }
 
+template <class T>
 __global__ void norm_backward_params_kernel(gpu::ReducePlan p, NormPtrs q, int rms) {
   __shared__ double shm[kNormThreads];
   for (int64_t o = blockIdx.x; o < p.outer.count; o += gridDim.x) {
@@ -437,20 +472,18 @@ __global__ void norm_backward_params_kernel(gpu::ReducePlan p, NormPtrs q, int r
     for (int64_t r = threadIdx.x; r < p.inner.count; r += blockDim.x) {
       int64_t off[gpu::kNormOperands];
       gpu::plan_offsets(p.inner, gpu::kNormOperands, r, off);
-      const double g = *fp(q, gpu::kNormG, base, off);
-      const double mean = rms ? 0.0 : *fp(q, gpu::kNormMean, base, off);
-      const double xhat =
-          (*fp(q, gpu::kNormX, base, off) - mean) * static_cast<double>(*fp(q, gpu::kNormInv, base, off));
+      const double g = ld<T>(q.ptr[gpu::kNormG], at(gpu::kNormG, base, off));
+      const double mean = rms ? 0.0 : ld<T>(q.ptr[gpu::kNormMean], at(gpu::kNormMean, base, off));
+      const double xhat = (ld<T>(q.ptr[gpu::kNormX], at(gpu::kNormX, base, off)) - mean) *
+                          static_cast<double>(ld<T>(q.ptr[gpu::kNormInv], at(gpu::kNormInv, base, off)));
       sg += g;
       sgx += g * xhat;
     }
     const double dscale = block_sum_d(sgx, shm);
     const double dbias = block_sum_d(sg, shm);
     if (threadIdx.x == 0) {
-      if (q.ptr[gpu::kNormScale])
-        static_cast<float*>(q.ptr[gpu::kNormScale])[base[1 + gpu::kNormScale]] = static_cast<float>(dscale);
-      if (q.ptr[gpu::kNormBias])
-        static_cast<float*>(q.ptr[gpu::kNormBias])[base[1 + gpu::kNormBias]] = static_cast<float>(dbias);
+      if (q.ptr[gpu::kNormScale]) st_d<T>(q.ptr[gpu::kNormScale], base[1 + gpu::kNormScale], dscale);
+      if (q.ptr[gpu::kNormBias]) st_d<T>(q.ptr[gpu::kNormBias], base[1 + gpu::kNormBias], dbias);
     }
   }
 }
@@ -468,8 +501,22 @@ cudaError_t launch_norm_forward(cudaStream_t s, const gpu::ReducePlan& groups, i
                                 int rms, float epsilon) {
   if (groups.outer.count == 0 || group_size == 0) return cudaSuccess;
   if (!q.ptr[gpu::kNormX] || !q.ptr[gpu::kNormY] || groups.inner.count != group_size) return cudaErrorInvalidValue;
-  norm_forward_kernel<<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms,
-                                                                                         epsilon);
+  switch (q.type) {
+    case kF32:
+      norm_forward_kernel<float>
+          <<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms, epsilon);
+      break;
+    case kF16:
+      norm_forward_kernel<__half>
+          <<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms, epsilon);
+      break;
+    case kBF16:
+      norm_forward_kernel<__nv_bfloat16>
+          <<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms, epsilon);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
   return cudaGetLastError();
 }
 
@@ -479,8 +526,22 @@ cudaError_t launch_norm_backward_dx(cudaStream_t s, const gpu::ReducePlan& group
   if (!q.ptr[gpu::kNormX] || !q.ptr[gpu::kNormG] || !q.ptr[gpu::kNormDx] || !q.ptr[gpu::kNormInv] ||
       (!rms && !q.ptr[gpu::kNormMean]) || groups.inner.count != group_size)
     return cudaErrorInvalidValue;
-  norm_backward_dx_kernel<<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q,
-                                                                                             rms);
+  switch (q.type) {
+    case kF32:
+      norm_backward_dx_kernel<float>
+          <<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms);
+      break;
+    case kF16:
+      norm_backward_dx_kernel<__half>
+          <<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms);
+      break;
+    case kBF16:
+      norm_backward_dx_kernel<__nv_bfloat16>
+          <<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
   return cudaGetLastError();
 }
 
@@ -488,13 +549,31 @@ cudaError_t launch_norm_backward_params(cudaStream_t s, const gpu::ReducePlan& p
   if (params.outer.count == 0) return cudaSuccess;
   if (!q.ptr[gpu::kNormX] || !q.ptr[gpu::kNormG] || !q.ptr[gpu::kNormInv] || (!rms && !q.ptr[gpu::kNormMean]))
     return cudaErrorInvalidValue;
-  norm_backward_params_kernel<<<norm_grid(params.outer.count), norm_threads(params.inner.count), 0, s>>>(params, q,
-                                                                                                         rms);
+  switch (q.type) {
+    case kF32:
+      norm_backward_params_kernel<float>
+          <<<norm_grid(params.outer.count), norm_threads(params.inner.count), 0, s>>>(params, q, rms);
+      break;
+    case kF16:
+      norm_backward_params_kernel<__half>
+          <<<norm_grid(params.outer.count), norm_threads(params.inner.count), 0, s>>>(params, q, rms);
+      break;
+    case kBF16:
+      norm_backward_params_kernel<__nv_bfloat16>
+          <<<norm_grid(params.outer.count), norm_threads(params.inner.count), 0, s>>>(params, q, rms);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
   return cudaGetLastError();
 }
 
 namespace {
 
+// Every operand of type T. Pass 1 stores n and u rounded to T and forms r
+// from the stored (rounded) values, as pass 2 reads them back (and as
+// CPU_REF does), so both passes see one r.
+template <class T>
 __global__ void lamb_moments_kernel(gpu::EwPlan p, EwPtrs q, gpu::LambCoef c, double* sums) {
   __shared__ double sa[256], sr[256];
   double a2 = 0, r2 = 0;
@@ -502,13 +581,13 @@ __global__ void lamb_moments_kernel(gpu::EwPlan p, EwPtrs q, gpu::LambCoef c, do
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.count; i += step) {
     int64_t off[7];
     gpu::plan_offsets(p, 7, i, off);
-    const float g = static_cast<const float*>(q.p[0])[off[0]], a = static_cast<const float*>(q.p[1])[off[1]];
-    const float m = static_cast<const float*>(q.p[2])[off[2]], v = static_cast<const float*>(q.p[3])[off[3]];
+    const float g = ld<T>(q.p[0], off[0]), a = ld<T>(q.p[1], off[1]);
+    const float m = ld<T>(q.p[2], off[2]), v = ld<T>(q.p[3], off[3]);
     float n, u;
     gpu::lamb_moments_f(c, g, m, v, &n, &u);
-    static_cast<float*>(q.p[5])[off[5]] = n;
-    static_cast<float*>(q.p[6])[off[6]] = u;
-    const float r = gpu::lamb_direction_f(c, a, n, u);
+    st<T>(q.p[5], off[5], n);
+    st<T>(q.p[6], off[6], u);
+    const float r = gpu::lamb_direction_f(c, a, ld<T>(q.p[5], off[5]), ld<T>(q.p[6], off[6]));
     a2 += static_cast<double>(a) * a;
     r2 += static_cast<double>(r) * r;
   }
@@ -528,31 +607,47 @@ __global__ void lamb_moments_kernel(gpu::EwPlan p, EwPtrs q, gpu::LambCoef c, do
   }
 }
 
+template <class T>
 __global__ void lamb_update_kernel(gpu::EwPlan p, EwPtrs q, gpu::LambCoef c, const double* sums) {
   const float k = static_cast<float>(gpu::lamb_step_size(c, sums[0], sums[1]));
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.count; i += step) {
     int64_t off[7];
     gpu::plan_offsets(p, 7, i, off);
-    const float a = static_cast<const float*>(q.p[1])[off[1]];
-    const float n = static_cast<const float*>(q.p[5])[off[5]], u = static_cast<const float*>(q.p[6])[off[6]];
-    static_cast<float*>(q.p[4])[off[4]] = a - k * gpu::lamb_direction_f(c, a, n, u);
+    const float a = ld<T>(q.p[1], off[1]);
+    const float n = ld<T>(q.p[5], off[5]), u = ld<T>(q.p[6], off[6]);
+    st<T>(q.p[4], off[4], a - k * gpu::lamb_direction_f(c, a, n, u));
   }
+}
+
+template <class T>
+cudaError_t lamb_passes(cudaStream_t s, const gpu::EwLaunch& l, const gpu::EwPlan& plan, const EwPtrs& q,
+                        const gpu::LambCoef& c, double* sums) {
+  lamb_moments_kernel<T><<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(plan, q, c, sums);
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  lamb_update_kernel<T><<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(plan, q, c, sums);
+  return cudaGetLastError();
 }
 
 }  // namespace
 
-cudaError_t launch_lamb(cudaStream_t s, const gpu::EwPlan& plan, const EwPtrs& q, const gpu::LambCoef& c,
+cudaError_t launch_lamb(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, const EwPtrs& q, const gpu::LambCoef& c,
                         double* sums) {
   if (plan.count == 0) return cudaSuccess;
   if (plan.operands != 7 || !sums) return cudaErrorInvalidValue;
   const gpu::EwLaunch l = gpu::choose_ew(plan.count);
   if (l.threads != 256) return cudaErrorInvalidValue;  // the shared arrays hold 256
-  lamb_moments_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(plan, q, c, sums);
-  const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) return e;
-  lamb_update_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(plan, q, c, sums);
-  return cudaGetLastError();
+  switch (type) {
+    case kF32:
+      return lamb_passes<float>(s, l, plan, q, c, sums);
+    case kF16:
+      return lamb_passes<__half>(s, l, plan, q, c, sums);
+    case kBF16:
+      return lamb_passes<__nv_bfloat16>(s, l, plan, q, c, sums);
+    default:
+      return cudaErrorInvalidValue;
+  }
 }
 
 namespace {

@@ -1,6 +1,7 @@
 // Loads and stores of 32F / 16F / 16BF storage as float, for the GPU_REF
 // kernels (ew_kernels.cu, more_kernels.cu): ld<T>(p, off) reads element off
-// of a T array, st<T>(p, off, v) writes v rounded to nearest.
+// of a T array, st<T>(p, off, v) writes v rounded to nearest, st_d<T> a
+// double rounded to nearest once (not through float).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -38,6 +39,21 @@ __device__ __forceinline__ void st<__half>(void* p, int64_t off, float v) {
 template <>
 __device__ __forceinline__ void st<__nv_bfloat16>(void* p, int64_t off, float v) {
   static_cast<__nv_bfloat16*>(p)[off] = __float2bfloat16_rn(v);
+}
+
+template <class T>
+__device__ __forceinline__ void st_d(void* p, int64_t off, double v);
+template <>
+__device__ __forceinline__ void st_d<float>(void* p, int64_t off, double v) {
+  static_cast<float*>(p)[off] = static_cast<float>(v);
+}
+template <>
+__device__ __forceinline__ void st_d<__half>(void* p, int64_t off, double v) {
+  static_cast<__half*>(p)[off] = __double2half(v);
+}
+template <>
+__device__ __forceinline__ void st_d<__nv_bfloat16>(void* p, int64_t off, double v) {
+  static_cast<__nv_bfloat16*>(p)[off] = __double2bfloat16(v);
 }
 
 }  // namespace nnc::cuda

@@ -34,6 +34,19 @@ enum NormOperand : int {
   kNormOperands
 };
 
+// The kernels' per-element formulas, in double (the statistics are summed
+// in double too; each output is rounded once to its storage type on store,
+// 32F, 16F or 16BF): y from x and its group's mean and 1 / std (0 and 1 /
+// rms for RMSNORM), and dx from h = g scale, x^ = (x - mean) inv and the
+// group's means of h (0 for RMSNORM) and of h x^. test/unit/gpu_half checks
+// them, with that rounding, against CPU_REF's 16F / 16BF results.
+NNC_HD double norm_y(double x, double mean, double inv, double scale, double bias) {
+  return (x - mean) * inv * scale + bias;
+}
+NNC_HD double norm_dx(double inv, double h, double mean_h, double xhat, double mean_hx) {
+  return inv * (h - mean_h - xhat * mean_hx);
+}
+
 struct NormPlan {
   ReducePlan groups;
   ReducePlan params;

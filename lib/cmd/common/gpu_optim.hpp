@@ -1,7 +1,10 @@
-// LAMB's per-element steps for the GPU_REF kernel (cuda/more_kernels.cu) in
-// float, as host code: nvcc compiles this header into the kernel as it is,
-// and test/unit/gpu_plan checks it on the CPU against lib/cmd/optim/optim.hpp's
-// double formulas (lamb_moments, lamb_direction, lamb_trust).
+// The optimisers' per-element steps for the GPU_REF kernels in float, as
+// host code: SGD, ADAM, ADAMW and RMSPROP (cuda/loss_optim_kernels.cu) and
+// LAMB (cuda/more_kernels.cu). nvcc compiles this header into the kernels as
+// it is, and test/unit/gpu_plan and test/unit/gpu_half check it on the CPU
+// against lib/cmd/optim/optim.hpp's double formulas and against CPU_REF's
+// 16F / 16BF results (the kernels load 32F / 16F / 16BF as float, compute in
+// float and round each output once when they store it).
 //
 // C++17 without CUDA or NNC includes (NNC_HD from gpu_plan.hpp).
 #pragma once
@@ -11,6 +14,62 @@
 #include "cmd/common/gpu_plan.hpp"
 
 namespace nnc::gpu {
+
+// optim::Coef's SGD / ADAM / ADAMW / RMSPROP fields in float (the 1 - x
+// factors formed in double on the host, as optim.hpp forms them).
+enum OptimKind : int { kOptSgd = 0, kOptAdam, kOptAdamW, kOptRmsprop };
+struct OptimArgs {
+  int kind = kOptSgd;
+  float rate = 0, scale = 1, decay = 0;
+  float momentum = 0, one_minus_dampening = 1;
+  int nesterov = 0;
+  float beta1 = 0, one_minus_beta1 = 1, beta2 = 0, one_minus_beta2 = 1, epsilon = 0;
+  int amsgrad = 0;
+  float step_size = 0, inv_sqrt_bc2 = 1, weight_keep = 1;
+  float alpha = 0, one_minus_alpha = 1;
+};
+
+// SGD: b, n from g, a, m (every input read before an output is written).
+NNC_HD void sgd_step_f(const OptimArgs& c, float g, float a, float m, float* b, float* n) {
+  const float grad = c.scale * g + c.decay * a;
+  float nm, upd;
+  if (c.momentum == 0.f) {
+    nm = grad;
+    upd = grad;
+  } else {
+    nm = c.momentum * m + c.one_minus_dampening * grad;
+    upd = c.nesterov ? grad + c.momentum * nm : nm;
+  }
+  *n = nm;
+  *b = a - c.rate * upd;
+}
+
+// ADAM / ADAMW: b, n, u (and um with amsgrad, from vm).
+NNC_HD void adam_step_f(const OptimArgs& c, float g, float a, float m, float v, float vm, float* b, float* n, float* u,
+                        float* um) {
+  const float grad = c.kind == kOptAdamW ? c.scale * g : c.scale * g + c.decay * a;
+  const float nm = c.beta1 * m + c.one_minus_beta1 * grad;
+  const float nv = c.beta2 * v + c.one_minus_beta2 * grad * grad;
+  float d = nv;
+  if (c.amsgrad) {
+    d = vm > nv ? vm : nv;
+    *um = d;
+  }
+  const float denom = sqrtf(d) * c.inv_sqrt_bc2 + c.epsilon;
+  *n = nm;
+  *u = nv;
+  *b = a * c.weight_keep - c.step_size * nm / denom;
+}
+
+// RMSPROP: b, n, u (n from the unrounded u, as CPU_REF's double).
+NNC_HD void rmsprop_step_f(const OptimArgs& c, float g, float a, float m, float v, float* b, float* n, float* u) {
+  const float grad = c.scale * g + c.decay * a;
+  const float nv = c.alpha * v + c.one_minus_alpha * grad * grad;
+  const float nm = c.momentum * m + grad / (sqrtf(nv) + c.epsilon);
+  *u = nv;
+  *n = nm;
+  *b = a - c.rate * nm;
+}
 
 // optim::Coef's LAMB fields.
 struct LambCoef {

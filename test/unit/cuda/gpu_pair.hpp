@@ -122,6 +122,7 @@ class Both {
   // The packed CPU parent (to set values by hand), then upload() to copy it
   // to the GPU parent again.
   ccv_nnc_tensor_t* cpu_parent() const { return cpu_parent_.t; }
+  ccv_nnc_tensor_t* gpu_parent() const { return gpu_parent_.t; }
   void upload() const {
     EXPECT_EQ(exec(transfer(), ccv_nnc_no_hint, {cpu_parent_.t}, {gpu_parent_.t}), CCV_NNC_EXEC_SUCCESS)
         << ccv_nnc_error_message();
