@@ -40,6 +40,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nnc/ccv_nnc.h"
@@ -218,77 +219,8 @@ const char* type_name(int datatype) {
   }
 }
 
-void forward_configs(int datatype, int flags, int configs, uint32_t seed) {
-  std::mt19937 rng(seed);
-  const Precision pr = precision(datatype, flags);
-  for (int it = 0; it < configs; it++) {
-    const nnc_test_gemm::Case c = random_config(rng, 200000);
-    Trio a = make(datatype, c.a, c.ka, rng), w = make(datatype, c.w, c.kw, rng), b = make(datatype, c.b, c.kb, rng);
-    Trio bias;
-    if (!c.bias.empty()) bias = make(datatype, c.bias, c.kbias, rng);
-    const std::string what = std::string(type_name(datatype)) + " forward " + c.text;
-    std::vector<ccv_nnc_tensor_t*> cin = {a.cpu(), w.cpu()}, ain = {a.abs(), w.abs()}, gin = {a.gpu(), w.gpu()};
-    if (!c.bias.empty()) cin.push_back(bias.cpu()), ain.push_back(bias.abs()), gin.push_back(bias.gpu());
-    ASSERT_EQ(run(gemm_cmd(CCV_NNC_GEMM_FORWARD, c.ta, c.tb, flags, CCV_NNC_BACKEND_CPU_REF), cin, {b.cpu()}),
-              CCV_NNC_EXEC_SUCCESS)
-        << ccv_nnc_error_message() << " " << what;
-    ASSERT_EQ(run(gemm_cmd(CCV_NNC_GEMM_FORWARD, c.ta, c.tb, flags, CCV_NNC_BACKEND_CPU_REF), ain, {b.abs()}),
-              CCV_NNC_EXEC_SUCCESS)
-        << ccv_nnc_error_message() << " " << what;
-    // The padding of b's views: CPU_REF leaves the initial values, and so must the GPU.
-    ASSERT_EQ(run(gemm_cmd(CCV_NNC_GEMM_FORWARD, c.ta, c.tb, flags, CCV_NNC_BACKEND_GPU_CUBLAS), gin, {b.gpu()}),
-              CCV_NNC_EXEC_SUCCESS)
-        << ccv_nnc_error_message() << " " << what;
-    // |a||w| + |bias| for S; the padding of the abs buffer holds |initial|, which bounds nothing but is harmless.
-    expect_within(b, b.abs_parent.get(), static_cast<int64_t>(c.k) + 2, pr, what);
-    if (::testing::Test::HasFailure()) return;
-  }
-}
-
-void backward_configs(int datatype, int flags, int configs, uint32_t seed) {
-  std::mt19937 rng(seed);
-  const Precision pr = precision(datatype, flags);
-  for (int it = 0; it < configs; it++) {
-    const nnc_test_gemm::Case c = random_config(rng, 100000);
-    Trio g = make(datatype, c.b, c.kb, rng), a = make(datatype, c.a, c.ka, rng), w = make(datatype, c.w, c.kw, rng);
-    const int pattern = it % 6;
-    const bool want_da = pattern % 3 != 1, want_dw = pattern % 3 != 0, want_db = pattern >= 3;
-    Trio da, dw, db;
-    if (want_da) da = make(datatype, c.a, c.kb, rng);
-    if (want_dw) dw = make(datatype, c.w, c.ka, rng);
-    if (want_db) db = make(datatype, c.bias.empty() ? Dims{c.b.back()} : c.bias, c.kbias, rng);
-    const std::string what = std::string(type_name(datatype)) + " backward " + c.text + " outputs" +
-                             (want_da ? " da" : "") + (want_dw ? " dw" : "") + (want_db ? " dbias" : "");
-    auto side = [&](ccv_nnc_tensor_t* (Trio::*f)() const) {
-      std::vector<ccv_nnc_tensor_t*> in = {(g.*f)(), want_dw ? (a.*f)() : nullptr, want_da ? (w.*f)() : nullptr};
-      std::vector<ccv_nnc_tensor_t*> out = {want_da ? (da.*f)() : nullptr, want_dw ? (dw.*f)() : nullptr,
-                                            want_db ? (db.*f)() : nullptr};
-      return std::make_pair(in, out);
-    };
-    auto [cin, cout] = side(&Trio::cpu);
-    auto [ain, aout] = side(&Trio::abs);
-    auto [gin, gout] = side(&Trio::gpu);
-    ASSERT_EQ(run(gemm_cmd(CCV_NNC_GEMM_BACKWARD, c.ta, c.tb, flags, CCV_NNC_BACKEND_CPU_REF), cin, cout),
-              CCV_NNC_EXEC_SUCCESS)
-        << ccv_nnc_error_message() << " " << what;
-    ASSERT_EQ(run(gemm_cmd(CCV_NNC_GEMM_BACKWARD, c.ta, c.tb, flags, CCV_NNC_BACKEND_CPU_REF), ain, aout),
-              CCV_NNC_EXEC_SUCCESS)
-        << ccv_nnc_error_message() << " " << what;
-    ASSERT_EQ(run(gemm_cmd(CCV_NNC_GEMM_BACKWARD, c.ta, c.tb, flags, CCV_NNC_BACKEND_GPU_CUBLAS), gin, gout),
-              CCV_NNC_EXEC_SUCCESS)
-        << ccv_nnc_error_message() << " " << what;
-    // Terms per output: at most max(m, n, k) times the batch (a broadcast operand's gradient sums the batch).
-    const int64_t terms = static_cast<int64_t>(std::max({c.m, c.n, c.k})) * static_cast<int64_t>(c.batch) + 1;
-    const int64_t partials = (flags & CCV_NNC_GEMM_16F) ? static_cast<int64_t>(c.batch) : 0;
-    if (want_da) expect_within(da, da.abs_parent.get(), terms, pr, what + " (da)", partials);
-    if (want_dw) expect_within(dw, dw.abs_parent.get(), terms, pr, what + " (dw)", partials);
-    if (want_db) expect_within(db, db.abs_parent.get(), static_cast<int64_t>(count(c.b)), pr, what + " (dbias)");
-    if (::testing::Test::HasFailure()) return;
-  }
-}
-
-// The random runs: one test each, named as its row says (GemmGpu.<name>),
-// registered in this order.
+// A random run: one test (GemmGpu.<name>), `configs` random cases of one
+// direction, datatype and flags, from a seed of its own.
 struct RandomRun {
   const char* name;
   bool backward;
@@ -308,15 +240,85 @@ constexpr RandomRun kRandomRuns[] = {
     {"BackwardFp16WithFp16AccumulationWithinItsBound", true, CCV_16F, CCV_NNC_GEMM_16F, 40, 204},
 };
 
+// Runs the command three times: CPU_REF on the values, CPU_REF on their
+// absolute values, GPU_CUBLAS; io(side) gives that side's inputs and outputs.
+// A failed run is a fatal failure (the caller returns).
+using Side = ccv_nnc_tensor_t* (Trio::*)() const;
+template <class Io>
+void run_three(uint32_t id, const nnc_test_gemm::Case& c, int flags, const std::string& what, Io io) {
+  const std::pair<Side, uint32_t> sides[3] = {{&Trio::cpu, CCV_NNC_BACKEND_CPU_REF},
+                                              {&Trio::abs, CCV_NNC_BACKEND_CPU_REF},
+                                              {&Trio::gpu, CCV_NNC_BACKEND_GPU_CUBLAS}};
+  for (const auto& [side, backend] : sides) {
+    const auto [in, out] = io(side);
+    ASSERT_EQ(run(gemm_cmd(id, c.ta, c.tb, flags, backend), in, out), CCV_NNC_EXEC_SUCCESS)
+        << ccv_nnc_error_message() << " " << what;
+  }
+}
+
+void forward_case(const RandomRun& r, const nnc_test_gemm::Case& c, const Precision& pr, std::mt19937& rng) {
+  const int dt = r.datatype;
+  Trio a = make(dt, c.a, c.ka, rng), w = make(dt, c.w, c.kw, rng), b = make(dt, c.b, c.kb, rng);
+  Trio bias;
+  if (!c.bias.empty()) bias = make(dt, c.bias, c.kbias, rng);
+  const std::string what = std::string(type_name(dt)) + " forward " + c.text;
+  // The padding of b's views: CPU_REF leaves the initial values, and so must the GPU.
+  run_three(CCV_NNC_GEMM_FORWARD, c, r.flags, what, [&](Side f) {
+    std::vector<ccv_nnc_tensor_t*> in = {(a.*f)(), (w.*f)()};
+    if (!c.bias.empty()) in.push_back((bias.*f)());
+    return std::make_pair(in, std::vector<ccv_nnc_tensor_t*>{(b.*f)()});
+  });
+  if (::testing::Test::HasFatalFailure()) return;
+  // |a||w| + |bias| for S; the padding of the abs buffer holds |initial|, which bounds nothing but is harmless.
+  expect_within(b, b.abs_parent.get(), static_cast<int64_t>(c.k) + 2, pr, what);
+}
+
+void backward_case(const RandomRun& r, const nnc_test_gemm::Case& c, int it, const Precision& pr, std::mt19937& rng) {
+  const int dt = r.datatype;
+  Trio g = make(dt, c.b, c.kb, rng), a = make(dt, c.a, c.ka, rng), w = make(dt, c.w, c.kw, rng);
+  const int pattern = it % 6;
+  const bool want_da = pattern % 3 != 1, want_dw = pattern % 3 != 0, want_db = pattern >= 3;
+  Trio da, dw, db;
+  if (want_da) da = make(dt, c.a, c.kb, rng);
+  if (want_dw) dw = make(dt, c.w, c.ka, rng);
+  if (want_db) db = make(dt, c.bias.empty() ? Dims{c.b.back()} : c.bias, c.kbias, rng);
+  const std::string what = std::string(type_name(dt)) + " backward " + c.text + " outputs" + (want_da ? " da" : "") +
+                           (want_dw ? " dw" : "") + (want_db ? " dbias" : "");
+  run_three(CCV_NNC_GEMM_BACKWARD, c, r.flags, what, [&](Side f) {
+    std::vector<ccv_nnc_tensor_t*> in = {(g.*f)(), want_dw ? (a.*f)() : nullptr, want_da ? (w.*f)() : nullptr};
+    std::vector<ccv_nnc_tensor_t*> out = {want_da ? (da.*f)() : nullptr, want_dw ? (dw.*f)() : nullptr,
+                                          want_db ? (db.*f)() : nullptr};
+    return std::make_pair(in, out);
+  });
+  if (::testing::Test::HasFatalFailure()) return;
+  // Terms per output: at most max(m, n, k) times the batch (a broadcast operand's gradient sums the batch).
+  const int64_t terms = static_cast<int64_t>(std::max({c.m, c.n, c.k})) * static_cast<int64_t>(c.batch) + 1;
+  const int64_t partials = (r.flags & CCV_NNC_GEMM_16F) ? static_cast<int64_t>(c.batch) : 0;
+  if (want_da) expect_within(da, da.abs_parent.get(), terms, pr, what + " (da)", partials);
+  if (want_dw) expect_within(dw, dw.abs_parent.get(), terms, pr, what + " (dw)", partials);
+  if (want_db) expect_within(db, db.abs_parent.get(), static_cast<int64_t>(count(c.b)), pr, what + " (dbias)");
+}
+
+// The run's cases one after the other, up to the first that fails.
+void random_run(const RandomRun& r) {
+  std::mt19937 rng(r.seed);
+  const Precision pr = precision(r.datatype, r.flags);
+  for (int it = 0; it < r.configs; it++) {
+    const nnc_test_gemm::Case c = random_config(rng, r.backward ? 100000 : 200000);
+    if (r.backward)
+      backward_case(r, c, it, pr, rng);
+    else
+      forward_case(r, c, pr, rng);
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
 class RandomRunTest : public ::testing::Test {
  public:
   explicit RandomRunTest(const RandomRun& r) : r_(r) {}
   void TestBody() override {
     NNC_REQUIRE_GPU();
-    if (r_.backward)
-      backward_configs(r_.datatype, r_.flags, r_.configs, r_.seed);
-    else
-      forward_configs(r_.datatype, r_.flags, r_.configs, r_.seed);
+    random_run(r_);
   }
 
  private:
@@ -404,19 +406,17 @@ TEST(GemmGpu, Refusals) {
   std::mt19937 rng(5);
   const int none[2] = {0, 0};
   const ccv_nnc_cmd_t fwd = gemm_cmd(CCV_NNC_GEMM_FORWARD, none, none, 0, CCV_NNC_BACKEND_GPU_CUBLAS);
-  {  // inner dimensions differ
-    Trio a = make(CCV_32F, {4, 5}, Kind::plain, rng), w = make(CCV_32F, {6, 3}, Kind::plain, rng);
+  // Inner dimensions that differ, then mixed data types: w as the row says.
+  const struct {
+    int w_datatype;
+    Dims w_dims;
+    const char* message;
+  } invalid[] = {{CCV_32F, {6, 3}, "inner dimensions differ"}, {CCV_16F, {5, 3}, "data types differ"}};
+  for (const auto& x : invalid) {
+    Trio a = make(CCV_32F, {4, 5}, Kind::plain, rng), w = make(x.w_datatype, x.w_dims, Kind::plain, rng);
     Trio b = make(CCV_32F, {4, 3}, Kind::plain, rng);
-    EXPECT_EQ(run(fwd, {a.gpu(), w.gpu()}, {b.gpu()}), CCV_NNC_EXEC_INVALID);
-    EXPECT_NE(std::string(ccv_nnc_error_message()).find("inner dimensions differ"), std::string::npos)
-        << ccv_nnc_error_message();
-  }
-  {  // mixed data types
-    Trio a = make(CCV_32F, {4, 5}, Kind::plain, rng), w = make(CCV_16F, {5, 3}, Kind::plain, rng);
-    Trio b = make(CCV_32F, {4, 3}, Kind::plain, rng);
-    EXPECT_EQ(run(fwd, {a.gpu(), w.gpu()}, {b.gpu()}), CCV_NNC_EXEC_INVALID);
-    EXPECT_NE(std::string(ccv_nnc_error_message()).find("data types differ"), std::string::npos)
-        << ccv_nnc_error_message();
+    EXPECT_EQ(run(fwd, {a.gpu(), w.gpu()}, {b.gpu()}), CCV_NNC_EXEC_INVALID) << x.message;
+    EXPECT_NE(std::string(ccv_nnc_error_message()).find(x.message), std::string::npos) << ccv_nnc_error_message();
   }
   {  // an operand with no unit stride: every other column of every other row
     Trio parent = make(CCV_32F, {8, 10}, Kind::plain, rng);
