@@ -150,8 +150,8 @@ int main() {
     // z = x · op(y) per head, row-major: cuBLAS computes z^T = op(y)^T x^T
     // column-major, y as A and x as B; z is L x m, the inner dimension kk.
     // Q K^T: x Q, y K (transposed), m L, kk D. P V: x P, y V, m D, kk L.
-    auto attention = [&](const char* name, ccv_nnc_tensor_t* x, ccv_nnc_tensor_t* y, bool trans_y,
-                         ccv_nnc_tensor_t* z, int m, int kk) {
+    auto attention = [&](const char* name, ccv_nnc_tensor_t* x, ccv_nnc_tensor_t* y, bool trans_y, ccv_nnc_tensor_t* z,
+                         int m, int kk) {
       const ccv_nnc_cmd_t cmd = gemm(CCV_NNC_GEMM_FORWARD, false, 4, trans_y, 4, 0);
       const long long sy = static_cast<long long>(m) * kk, sx = static_cast<long long>(L) * kk,
                       sz = static_cast<long long>(L) * m;
@@ -163,8 +163,8 @@ int main() {
                       },
                       [=] {
                         cublasGemmStridedBatchedEx(h, trans_y ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, m, L, kk, &one,
-                                                   y->data.u8, CUDA_R_16F, trans_y ? kk : m, sy, x->data.u8,
-                                                   CUDA_R_16F, kk, sx, &zero, z->data.u8, CUDA_R_16F, m, sz, batch,
+                                                   y->data.u8, CUDA_R_16F, trans_y ? kk : m, sy, x->data.u8, CUDA_R_16F,
+                                                   kk, sx, &zero, z->data.u8, CUDA_R_16F, m, sz, batch,
                                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
                         cudaDeviceSynchronize();
                       }});

@@ -371,9 +371,11 @@ TEST(SgemmAvx2, CommandOptMatchesRefOnViews) {
     int ofs[CCV_NNC_MAX_DIM_ALLOC] = {0, 2};
     int a_stride[CCV_NNC_MAX_DIM_ALLOC] = {k + 5, 1};
     int c_stride[CCV_NNC_MAX_DIM_ALLOC] = {n + 3, 1};
-    Tensor a(reinterpret_cast<ccv_nnc_tensor_t*>(ccv_nnc_tensor_view_new(a_big.get(), params(CCV_32F, {m, k}), ofs, a_stride)));
+    Tensor a(reinterpret_cast<ccv_nnc_tensor_t*>(
+        ccv_nnc_tensor_view_new(a_big.get(), params(CCV_32F, {m, k}), ofs, a_stride)));
     int c_ofs[CCV_NNC_MAX_DIM_ALLOC] = {0, 1};
-    Tensor c(reinterpret_cast<ccv_nnc_tensor_t*>(ccv_nnc_tensor_view_new(c_big.get(), params(CCV_32F, {m, n}), c_ofs, c_stride)));
+    Tensor c(reinterpret_cast<ccv_nnc_tensor_t*>(
+        ccv_nnc_tensor_view_new(c_big.get(), params(CCV_32F, {m, n}), c_ofs, c_stride)));
     ASSERT_TRUE(a && c) << ccv_nnc_error_message();
     const std::vector<float> before(c_big->data.f32, c_big->data.f32 + elements(c_big.get()));
     ASSERT_EQ(exec(gemm_cmd(CCV_NNC_GEMM_FORWARD, false, false, 2, 2, CCV_NNC_BACKEND_CPU_OPT), {a.get(), w.get()},

@@ -160,7 +160,7 @@ inline Layout layout(const Dims& dims, Kind kind) {
 struct Case {
   int ta[2] = {0, 0}, tb[2] = {0, 0};  // the transposed axes, {0, 0}: none
   int m = 0, n = 0, k = 0;
-  size_t batch = 1;     // the output's batch count
+  size_t batch = 1;    // the output's batch count
   Dims a, w, b, bias;  // bias empty: none
   Kind ka = Kind::plain, kw = Kind::plain, kb = Kind::plain, kbias = Kind::plain;
   std::string text;  // the case in words, for failure messages

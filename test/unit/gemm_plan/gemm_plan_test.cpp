@@ -171,7 +171,9 @@ void run_backward(const gp::Backward& b, Counts& n, bool scratch) {
 // Random configurations: unit/common/gemm_cases.hpp's generator, up to 300000
 // multiply-adds, every bias shape equally likely.
 
-nnc_test_gemm::Case random_config(std::mt19937& rng) { return nnc_test_gemm::random_case(rng, 300000, {0, 1, 2, 3, 4, 5}); }
+nnc_test_gemm::Case random_config(std::mt19937& rng) {
+  return nnc_test_gemm::random_case(rng, 300000, {0, 1, 2, 3, 4, 5});
+}
 
 void expect_buffers_equal(const Buf& expected_from, const std::vector<float>& expected, const char* what,
                           const std::string& text, int* failures) {
@@ -343,7 +345,8 @@ TEST(GemmPlan, RefusesOperandsWithoutAUnitStride) {
   Buf parent = make({8, 10}, Kind::plain, rng);
   int ofs[CCV_NNC_MAX_DIM_ALLOC] = {}, stride[CCV_NNC_MAX_DIM_ALLOC] = {};
   stride[0] = 20, stride[1] = 2;  // every other column of every other row
-  Tensor a(reinterpret_cast<ccv_nnc_tensor_t*>(ccv_nnc_tensor_view_new(parent.get(), params(CCV_32F, {4, 5}), ofs, stride)));
+  Tensor a(
+      reinterpret_cast<ccv_nnc_tensor_t*>(ccv_nnc_tensor_view_new(parent.get(), params(CCV_32F, {4, 5}), ofs, stride)));
   ASSERT_TRUE(a) << ccv_nnc_error_message();
   Buf w = make({5, 3}, Kind::plain, rng), b = make({4, 3}, Kind::plain, rng);
   const int none[2] = {0, 0};
