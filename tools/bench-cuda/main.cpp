@@ -147,33 +147,30 @@ int main() {
     ccv_nnc_tensor_t* s = T.add(CCV_16F, {B, H, L, L});
     ccv_nnc_tensor_t* v = T.add(CCV_16F, {B, H, L, D});
     ccv_nnc_tensor_t* o = T.add(CCV_16F, {B, H, L, D});
-    const ccv_nnc_cmd_t qk = gemm(CCV_NNC_GEMM_FORWARD, false, 4, true, 4, 0);
-    const ccv_nnc_cmd_t pv = gemm(CCV_NNC_GEMM_FORWARD, false, 4, false, 4, 0);
-    const long long sq = static_cast<long long>(L) * D, ss = static_cast<long long>(L) * L;
-    rows.push_back({"attn-QKt-fp16", 2.0 * batch * L * L * D,
-                    [=] {
-                      ccv_nnc_tensor_t* in[2] = {q, k};
-                      ccv_nnc_tensor_t* out[1] = {s};
-                      ccv_nnc_cmd_exec(qk, ccv_nnc_no_hint, 0, in, 2, out, 1, nullptr);
-                    },
-                    [=] {
-                      cublasGemmStridedBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, L, L, D, &one, k->data.u8, CUDA_R_16F, D,
-                                                 sq, q->data.u8, CUDA_R_16F, D, sq, &zero, s->data.u8, CUDA_R_16F, L,
-                                                 ss, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-                      cudaDeviceSynchronize();
-                    }});
-    rows.push_back({"attn-PV-fp16", 2.0 * batch * L * L * D,
-                    [=] {
-                      ccv_nnc_tensor_t* in[2] = {s, v};
-                      ccv_nnc_tensor_t* out[1] = {o};
-                      ccv_nnc_cmd_exec(pv, ccv_nnc_no_hint, 0, in, 2, out, 1, nullptr);
-                    },
-                    [=] {
-                      cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, D, L, L, &one, v->data.u8, CUDA_R_16F, D,
-                                                 sq, s->data.u8, CUDA_R_16F, L, ss, &zero, o->data.u8, CUDA_R_16F, D,
-                                                 sq, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-                      cudaDeviceSynchronize();
-                    }});
+    // z = x · op(y) per head, row-major: cuBLAS computes z^T = op(y)^T x^T
+    // column-major, y as A and x as B; z is L x m, the inner dimension kk.
+    // Q K^T: x Q, y K (transposed), m L, kk D. P V: x P, y V, m D, kk L.
+    auto attention = [&](const char* name, ccv_nnc_tensor_t* x, ccv_nnc_tensor_t* y, bool trans_y, ccv_nnc_tensor_t* z,
+                         int m, int kk) {
+      const ccv_nnc_cmd_t cmd = gemm(CCV_NNC_GEMM_FORWARD, false, 4, trans_y, 4, 0);
+      const long long sy = static_cast<long long>(m) * kk, sx = static_cast<long long>(L) * kk,
+                      sz = static_cast<long long>(L) * m;
+      rows.push_back({name, 2.0 * batch * L * L * D,
+                      [=] {
+                        ccv_nnc_tensor_t* in[2] = {x, y};
+                        ccv_nnc_tensor_t* out[1] = {z};
+                        ccv_nnc_cmd_exec(cmd, ccv_nnc_no_hint, 0, in, 2, out, 1, nullptr);
+                      },
+                      [=] {
+                        cublasGemmStridedBatchedEx(h, trans_y ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, m, L, kk, &one,
+                                                   y->data.u8, CUDA_R_16F, trans_y ? kk : m, sy, x->data.u8, CUDA_R_16F,
+                                                   kk, sx, &zero, z->data.u8, CUDA_R_16F, m, sz, batch,
+                                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                        cudaDeviceSynchronize();
+                      }});
+    };
+    attention("attn-QKt-fp16", q, k, true, s, L, D);
+    attention("attn-PV-fp16", s, v, false, o, D, L);
   }
   // The reference network's dense layers, batch 64, fp32: y = x W^T + b.
   for (const auto& [in_f, out_f] : {std::pair<int, int>{3136, 256}, {256, 10}}) {

@@ -16,33 +16,21 @@
 #include "gemm_easy.h"
 #include "nnc/ccv_nnc.h"
 #include "nnc/ccv_nnc_easy.h"
+#include "unit/common/gemm_cases.hpp"
 
 namespace {
 
-using Dims = std::vector<int>;
+using nnc_test_gemm::count;
+using nnc_test_gemm::Dims;
+using nnc_test_gemm::from_bf16;
+using nnc_test_gemm::from_half;
+using nnc_test_gemm::params;
+using nnc_test_gemm::Tensor;
+using nnc_test_gemm::to_bf16;
+using nnc_test_gemm::to_half;
 
 // ---------------------------------------------------------------------------
 // Tensors
-
-struct TensorDeleter {
-  void operator()(ccv_nnc_tensor_t* t) const {
-    if (t && CCV_IS_TENSOR_VIEW(t))
-      ccv_nnc_tensor_view_free(reinterpret_cast<ccv_nnc_tensor_view_t*>(t));
-    else
-      ccv_nnc_tensor_free(t);
-  }
-};
-using Tensor = std::unique_ptr<ccv_nnc_tensor_t, TensorDeleter>;
-
-ccv_nnc_tensor_param_t params(int datatype, const Dims& dims) {
-  ccv_nnc_tensor_param_t p;
-  std::memset(&p, 0, sizeof(p));
-  p.type = CCV_TENSOR_CPU_MEMORY;
-  p.format = CCV_TENSOR_FORMAT_NHWC;
-  p.datatype = datatype;
-  for (size_t i = 0; i < dims.size(); i++) p.dim[i] = dims[i];
-  return p;
-}
 
 Tensor make(int datatype, const Dims& dims) {
   Tensor t(ccv_nnc_tensor_new(nullptr, params(datatype, dims), 0));
@@ -54,51 +42,6 @@ Dims dims_of(const ccv_nnc_tensor_t* t) {
   Dims d;
   for (int i = 0; i < CCV_NNC_MAX_DIM_ALLOC && t->info.dim[i]; i++) d.push_back(t->info.dim[i]);
   return d;
-}
-
-size_t count(const Dims& d) {
-  size_t c = 1;
-  for (int x : d) c *= static_cast<size_t>(x);
-  return c;
-}
-
-uint16_t to_half(float f) {  // round to nearest even, no denormal/inf care needed for test values
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint32_t sign = (x >> 16) & 0x8000;
-  int exp = static_cast<int>((x >> 23) & 0xff) - 127 + 15;
-  uint32_t mant = x & 0x7fffff;
-  if (exp <= 0) return static_cast<uint16_t>(sign);
-  uint32_t h = sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
-  const uint32_t rest = mant & 0x1fff;
-  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) h++;
-  return static_cast<uint16_t>(h);
-}
-float from_half(uint16_t h) {
-  const uint32_t sign = (h & 0x8000u) << 16;
-  const int exp = (h >> 10) & 0x1f;
-  const uint32_t mant = h & 0x3ff;
-  if (exp == 0) {  // zero or subnormal: mant * 2^-24, exact in float
-    const float v = std::ldexp(static_cast<float>(mant), -24);
-    return sign ? -v : v;
-  }
-  uint32_t x = sign;
-  if (exp != 0) x |= (static_cast<uint32_t>(exp - 15 + 127) << 23) | (mant << 13);
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
-uint16_t to_bf16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  x += 0x7fff + ((x >> 16) & 1);
-  return static_cast<uint16_t>(x >> 16);
-}
-float from_bf16(uint16_t h) {
-  const uint32_t x = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
 }
 
 // A tensor's elements through its public fields: data, shape, and the view's

@@ -25,6 +25,7 @@
 #include "core/parallel.hpp"
 #include "nnc/ccv_nnc.h"
 #include "nnc/ccv_nnc_easy.h"
+#include "unit/common/gemm_cases.hpp"
 
 namespace {
 
@@ -264,25 +265,8 @@ TEST(SgemmAvx2, PackedInterface) {
 // GEMM through the command: CPU_OPT against CPU_REF. Under NNC_NO_AVX512=1
 // (the _avx2 ctest run) CPU_OPT runs the kernels above.
 
-struct TensorDeleter {
-  void operator()(ccv_nnc_tensor_t* t) const {
-    if (t && CCV_IS_TENSOR_VIEW(t))
-      ccv_nnc_tensor_view_free(reinterpret_cast<ccv_nnc_tensor_view_t*>(t));
-    else
-      ccv_nnc_tensor_free(t);
-  }
-};
-using Tensor = std::unique_ptr<ccv_nnc_tensor_t, TensorDeleter>;
-
-ccv_nnc_tensor_param_t params(const std::vector<int>& dims) {
-  ccv_nnc_tensor_param_t p;
-  std::memset(&p, 0, sizeof(p));
-  p.type = CCV_TENSOR_CPU_MEMORY;
-  p.format = CCV_TENSOR_FORMAT_NHWC;
-  p.datatype = CCV_32F;
-  for (size_t i = 0; i < dims.size(); i++) p.dim[i] = dims[i];
-  return p;
-}
+using nnc_test_gemm::params;
+using nnc_test_gemm::Tensor;
 
 size_t elements(const ccv_nnc_tensor_t* t) {
   size_t c = 1;
@@ -291,7 +275,7 @@ size_t elements(const ccv_nnc_tensor_t* t) {
 }
 
 Tensor random_tensor(const std::vector<int>& dims, std::mt19937& rng) {
-  Tensor t(ccv_nnc_tensor_new(nullptr, params(dims), 0));
+  Tensor t(ccv_nnc_tensor_new(nullptr, params(CCV_32F, dims), 0));
   std::uniform_real_distribution<float> u(-1, 1);
   for (size_t i = 0; i < elements(t.get()); i++) t->data.f32[i] = u(rng);
   return t;
@@ -387,9 +371,11 @@ TEST(SgemmAvx2, CommandOptMatchesRefOnViews) {
     int ofs[CCV_NNC_MAX_DIM_ALLOC] = {0, 2};
     int a_stride[CCV_NNC_MAX_DIM_ALLOC] = {k + 5, 1};
     int c_stride[CCV_NNC_MAX_DIM_ALLOC] = {n + 3, 1};
-    Tensor a(reinterpret_cast<ccv_nnc_tensor_t*>(ccv_nnc_tensor_view_new(a_big.get(), params({m, k}), ofs, a_stride)));
+    Tensor a(reinterpret_cast<ccv_nnc_tensor_t*>(
+        ccv_nnc_tensor_view_new(a_big.get(), params(CCV_32F, {m, k}), ofs, a_stride)));
     int c_ofs[CCV_NNC_MAX_DIM_ALLOC] = {0, 1};
-    Tensor c(reinterpret_cast<ccv_nnc_tensor_t*>(ccv_nnc_tensor_view_new(c_big.get(), params({m, n}), c_ofs, c_stride)));
+    Tensor c(reinterpret_cast<ccv_nnc_tensor_t*>(
+        ccv_nnc_tensor_view_new(c_big.get(), params(CCV_32F, {m, n}), c_ofs, c_stride)));
     ASSERT_TRUE(a && c) << ccv_nnc_error_message();
     const std::vector<float> before(c_big->data.f32, c_big->data.f32 + elements(c_big.get()));
     ASSERT_EQ(exec(gemm_cmd(CCV_NNC_GEMM_FORWARD, false, false, 2, 2, CCV_NNC_BACKEND_CPU_OPT), {a.get(), w.get()},

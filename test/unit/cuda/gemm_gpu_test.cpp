@@ -40,53 +40,26 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nnc/ccv_nnc.h"
 #include "nnc/ccv_nnc_easy.h"
+#include "unit/common/gemm_cases.hpp"
 #include "unit/cuda/gpu.hpp"
 
 namespace {
 
-using Dims = std::vector<int>;
-
-uint16_t to_half(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint32_t sign = (x >> 16) & 0x8000;
-  const int exp = static_cast<int>((x >> 23) & 0xff) - 127 + 15;
-  const uint32_t mant = x & 0x7fffff;
-  if (exp <= 0) return static_cast<uint16_t>(sign);  // test values are never that small but 0
-  uint32_t h = sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
-  const uint32_t rest = mant & 0x1fff;
-  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) h++;
-  return static_cast<uint16_t>(h);
-}
-float from_half(uint16_t h) {
-  const uint32_t sign = (h & 0x8000u) << 16;
-  const int exp = (h >> 10) & 0x1f;
-  const uint32_t mant = h & 0x3ff;
-  if (exp == 0) {
-    const float v = std::ldexp(static_cast<float>(mant), -24);
-    return sign ? -v : v;
-  }
-  const uint32_t x = sign | (static_cast<uint32_t>(exp - 15 + 127) << 23) | (mant << 13);
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
-uint16_t to_bf16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  x += 0x7fff + ((x >> 16) & 1);
-  return static_cast<uint16_t>(x >> 16);
-}
-float from_bf16(uint16_t h) {
-  const uint32_t x = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
+using nnc_test_gemm::count;
+using nnc_test_gemm::Dims;
+using nnc_test_gemm::from_bf16;
+using nnc_test_gemm::from_half;
+using nnc_test_gemm::gemm_cmd;
+using nnc_test_gemm::Kind;
+using nnc_test_gemm::params;
+using nnc_test_gemm::Tensor;
+using nnc_test_gemm::to_bf16;
+using nnc_test_gemm::to_half;
 
 double get(const ccv_nnc_tensor_t* t, size_t i) {
   switch (CCV_GET_DATA_TYPE(t->info.datatype)) {
@@ -117,33 +90,6 @@ void set(ccv_nnc_tensor_t* t, size_t i, double v) {
   }
 }
 
-size_t count(const Dims& d) {
-  size_t c = 1;
-  for (int x : d) c *= static_cast<size_t>(x);
-  return c;
-}
-
-ccv_nnc_tensor_param_t params(int datatype, const Dims& dims, bool gpu) {
-  ccv_nnc_tensor_param_t p;
-  std::memset(&p, 0, sizeof(p));
-  p.type = gpu ? (static_cast<int>(CCV_TENSOR_GPU_MEMORY) | static_cast<int>(CCV_COMPUTE_DEVICE_000))
-               : CCV_TENSOR_CPU_MEMORY;
-  p.format = CCV_TENSOR_FORMAT_NHWC;
-  p.datatype = datatype;
-  for (size_t i = 0; i < dims.size(); i++) p.dim[i] = dims[i];
-  return p;
-}
-
-struct TensorDeleter {
-  void operator()(ccv_nnc_tensor_t* t) const {
-    if (t && CCV_IS_TENSOR_VIEW(t))
-      ccv_nnc_tensor_view_free(reinterpret_cast<ccv_nnc_tensor_view_t*>(t));
-    else
-      ccv_nnc_tensor_free(t);
-  }
-};
-using Tensor = std::unique_ptr<ccv_nnc_tensor_t, TensorDeleter>;
-
 int run(const ccv_nnc_cmd_t& cmd, std::vector<ccv_nnc_tensor_t*> in, std::vector<ccv_nnc_tensor_t*> out,
         ccv_nnc_stream_context_t* stream = nullptr) {
   return ccv_nnc_cmd_exec(cmd, ccv_nnc_no_hint, 0, in.data(), static_cast<int>(in.size()), out.data(),
@@ -157,8 +103,8 @@ ccv_nnc_cmd_t transfer() {
 }
 
 // A tensor three times over (the CPU copy, a CPU copy of its absolute values,
-// the GPU copy), each the same view (or none) of its own parent buffer.
-enum class Kind { plain, padded, colmajor };
+// the GPU copy), each the same view (unit/common/gemm_cases.hpp's Kind), or
+// none, of its own parent buffer.
 struct Trio {
   Dims dims;
   Tensor cpu_parent, abs_parent, gpu_parent;
@@ -172,18 +118,13 @@ struct Trio {
 Trio make(int datatype, const Dims& dims, Kind kind, std::mt19937& rng) {
   Trio t;
   t.dims = dims;
-  const int nd = static_cast<int>(dims.size());
-  if (nd < 2 && kind == Kind::colmajor) kind = Kind::padded;
-  Dims big = dims;
-  if (kind != Kind::plain)
-    for (int& x : big) x += 2;
-  if (kind == Kind::colmajor) std::swap(big[nd - 1], big[nd - 2]);
-  t.cpu_parent.reset(ccv_nnc_tensor_new(nullptr, params(datatype, big, false), 0));
-  t.abs_parent.reset(ccv_nnc_tensor_new(nullptr, params(datatype, big, false), 0));
-  t.gpu_parent.reset(ccv_nnc_tensor_new(nullptr, params(datatype, big, true), 0));
+  const nnc_test_gemm::Layout l = nnc_test_gemm::layout(dims, kind);
+  t.cpu_parent.reset(ccv_nnc_tensor_new(nullptr, params(datatype, l.parent, false), 0));
+  t.abs_parent.reset(ccv_nnc_tensor_new(nullptr, params(datatype, l.parent, false), 0));
+  t.gpu_parent.reset(ccv_nnc_tensor_new(nullptr, params(datatype, l.parent, true), 0));
   EXPECT_TRUE(t.gpu_parent) << ccv_nnc_error_message();
   std::uniform_real_distribution<double> u(-1, 1);
-  for (size_t i = 0; i < count(big); i++) {
+  for (size_t i = 0; i < count(l.parent); i++) {
     set(t.cpu_parent.get(), i, u(rng));
     set(t.abs_parent.get(), i, std::fabs(get(t.cpu_parent.get(), i)));  // exact in every type
   }
@@ -191,15 +132,10 @@ Trio make(int datatype, const Dims& dims, Kind kind, std::mt19937& rng) {
   ccv_nnc_tensor_t* dst = t.gpu_parent.get();
   EXPECT_EQ(ccv_nnc_cmd_exec(transfer(), ccv_nnc_no_hint, 0, &src, 1, &dst, 1, nullptr), CCV_NNC_EXEC_SUCCESS)
       << ccv_nnc_error_message();
-  if (kind == Kind::plain) return t;
-  int ofs[CCV_NNC_MAX_DIM_ALLOC] = {}, stride[CCV_NNC_MAX_DIM_ALLOC] = {};
-  int acc = 1;
-  for (int i = nd; i-- > 0;) stride[i] = acc, acc *= big[i];
-  for (int i = 0; i < nd; i++) ofs[i] = 1;
-  if (kind == Kind::colmajor) std::swap(stride[nd - 1], stride[nd - 2]);
+  if (l.kind == Kind::plain) return t;
   auto view = [&](ccv_nnc_tensor_t* parent, bool gpu) {
-    return Tensor(
-        reinterpret_cast<ccv_nnc_tensor_t*>(ccv_nnc_tensor_view_new(parent, params(datatype, dims, gpu), ofs, stride)));
+    return Tensor(reinterpret_cast<ccv_nnc_tensor_t*>(
+        ccv_nnc_tensor_view_new(parent, params(datatype, dims, gpu), l.ofs, l.stride)));
   };
   t.cpu_view = view(t.cpu_parent.get(), false);
   t.abs_view = view(t.abs_parent.get(), false);
@@ -264,116 +200,10 @@ void expect_within(const Trio& out, const ccv_nnc_tensor_t* S, int64_t terms, co
   }
 }
 
-ccv_nnc_cmd_t gemm_cmd(uint32_t id, const int ta[2], const int tb[2], int flags, uint32_t backend) {
-  ccv_nnc_cmd_param_t p;
-  std::memset(&p, 0, sizeof(p));
-  p.blas.a[0] = p.blas.a[1] = 1;
-  p.blas.transpose_a[0] = ta[0], p.blas.transpose_a[1] = ta[1];
-  p.blas.transpose_b[0] = tb[0], p.blas.transpose_b[1] = tb[1];
-  p.blas.flags = flags;
-  ccv_nnc_cmd_t cmd = ccv_nnc_cmd(id, nullptr, p, 0);
-  cmd.backend = backend;
-  return cmd;
-}
-
-// A random GEMM (the same generator as test/unit/gemm_plan's).
-struct Config {
-  int ta[2] = {0, 0}, tb[2] = {0, 0};
-  int m = 0, n = 0, k = 0;
-  size_t batch = 1;
-  Dims a, w, b, bias;
-  Kind ka = Kind::plain, kw = Kind::plain, kb = Kind::plain, kbias = Kind::plain;
-  std::string text;
-};
-
-std::string str(const Dims& d) {
-  std::string s = "[";
-  for (size_t i = 0; i < d.size(); i++) {
-    if (i) s += ',';
-    s += std::to_string(d[i]);
-  }
-  return s + "]";
-}
-
-Config random_config(std::mt19937& rng, size_t budget) {
-  auto pick = [&](std::initializer_list<int> xs) {
-    return *(xs.begin() + std::uniform_int_distribution<int>(0, static_cast<int>(xs.size()) - 1)(rng));
-  };
-  auto coin = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
-  Config c;
-  for (;;) {
-    const int m = pick({1, 3, 17, 129}), n = pick({1, 3, 17, 129}), k = pick({1, 3, 17, 129});
-    const int bnd = pick({0, 1, 1, 2, 2});
-    Dims batch;
-    for (int i = 0; i < bnd; i++) batch.push_back(pick({1, 2, 3}));
-    if (count(batch) * m * n * k > budget) continue;
-    auto operand_batch = [&]() {
-      Dims d = batch;
-      switch (pick({0, 0, 1, 2, 3})) {
-        case 1:
-          return Dims{};
-        case 2:
-          for (int& x : d) x = coin(0.5) ? 1 : x;
-          return d;
-        case 3:
-          if (!d.empty()) d.erase(d.begin());
-          return d;
-        default:
-          return d;
-      }
-    };
-    Dims ab = operand_batch(), wb = operand_batch();
-    for (int i = 0; i < bnd; i++) {
-      const int ai = i - (bnd - static_cast<int>(ab.size())), wi = i - (bnd - static_cast<int>(wb.size()));
-      const int ax = ai < 0 ? 1 : ab[ai], wx = wi < 0 ? 1 : wb[wi];
-      if (ax != batch[i] && wx != batch[i]) {
-        if (ai < 0)
-          ab = batch;
-        else
-          ab[ai] = batch[i];
-      }
-    }
-    const bool ta = coin(0.5), tb = coin(0.5);
-    c.m = m, c.n = n, c.k = k, c.batch = count(batch);
-    c.a = ab, c.w = wb;
-    c.a.push_back(ta ? k : m), c.a.push_back(ta ? m : k);
-    c.w.push_back(tb ? n : k), c.w.push_back(tb ? k : n);
-    const int and_ = static_cast<int>(c.a.size()), wnd = static_cast<int>(c.w.size());
-    if (ta) c.ta[0] = and_ - 2, c.ta[1] = and_ - 1;
-    if (tb) c.tb[0] = wnd - 1, c.tb[1] = wnd - 2;
-    if (!ta && m == 1 && ab.empty() && wb.empty() && coin(0.3)) c.a = Dims{k};
-    c.b = batch;
-    c.b.push_back(m), c.b.push_back(n);
-    if (c.a.size() == 1) c.b = Dims{n};
-    switch (pick({0, 1, 1, 2, 3, 4, 5})) {
-      case 1:
-        c.bias = Dims{n};
-        break;
-      case 2:
-        c.bias = Dims{1, n};
-        break;
-      case 3:
-        c.bias = c.b;
-        break;
-      case 4:
-        if (c.b.size() >= 2) c.bias = Dims{m, n};
-        break;
-      case 5:
-        if (c.b.size() >= 3) {
-          c.bias = c.b;
-          c.bias[c.bias.size() - 2] = 1;
-        }
-        break;
-      default:
-        break;
-    }
-    auto kind = [&]() { return static_cast<Kind>(pick({0, 0, 0, 1, 2})); };
-    c.ka = kind(), c.kw = kind(), c.kb = kind(), c.kbias = kind();
-    c.text = "a " + str(c.a) + (ta ? "^T" : "") + " w " + str(c.w) + (tb ? "^T" : "") + " b " + str(c.b) + " bias " +
-             str(c.bias) + " views " + std::to_string(int(c.ka)) + std::to_string(int(c.kw)) +
-             std::to_string(int(c.kb)) + std::to_string(int(c.kbias));
-    return c;
-  }
+// A random GEMM (unit/common/gemm_cases.hpp's generator, as test/unit/gemm_plan
+// draws it, but for the budget and a bias of shape [n] twice as likely).
+nnc_test_gemm::Case random_config(std::mt19937& rng, size_t budget) {
+  return nnc_test_gemm::random_case(rng, budget, {0, 1, 1, 2, 3, 4, 5});
 }
 
 const char* type_name(int datatype) {
@@ -389,115 +219,118 @@ const char* type_name(int datatype) {
   }
 }
 
-void forward_configs(int datatype, int flags, int configs, uint32_t seed) {
-  std::mt19937 rng(seed);
-  const Precision pr = precision(datatype, flags);
-  for (int it = 0; it < configs; it++) {
-    const Config c = random_config(rng, 200000);
-    Trio a = make(datatype, c.a, c.ka, rng), w = make(datatype, c.w, c.kw, rng), b = make(datatype, c.b, c.kb, rng);
-    Trio bias;
-    if (!c.bias.empty()) bias = make(datatype, c.bias, c.kbias, rng);
-    const std::string what = std::string(type_name(datatype)) + " forward " + c.text;
-    std::vector<ccv_nnc_tensor_t*> cin = {a.cpu(), w.cpu()}, ain = {a.abs(), w.abs()}, gin = {a.gpu(), w.gpu()};
-    if (!c.bias.empty()) cin.push_back(bias.cpu()), ain.push_back(bias.abs()), gin.push_back(bias.gpu());
-    ASSERT_EQ(run(gemm_cmd(CCV_NNC_GEMM_FORWARD, c.ta, c.tb, flags, CCV_NNC_BACKEND_CPU_REF), cin, {b.cpu()}),
-              CCV_NNC_EXEC_SUCCESS)
+// A random run: one test (GemmGpu.<name>), `configs` random cases of one
+// direction, datatype and flags, from a seed of its own.
+struct RandomRun {
+  const char* name;
+  bool backward;
+  int datatype, flags, configs;
+  uint32_t seed;
+};
+constexpr RandomRun kRandomRuns[] = {
+    {"ForwardFp32MatchesCpuRef", false, CCV_32F, 0, 150, 101},
+    {"ForwardFp16MatchesCpuRef", false, CCV_16F, 0, 100, 102},
+    {"ForwardBf16MatchesCpuRef", false, CCV_16BF, 0, 100, 103},
+    {"ForwardFp64MatchesCpuRef", false, CCV_64F, 0, 40, 104},
+    {"ForwardFp16WithFp16AccumulationWithinItsBound", false, CCV_16F, CCV_NNC_GEMM_16F, 60, 105},
+    {"ForwardFp32WithTf32AllowedWithinItsBound", false, CCV_32F, CCV_NNC_GEMM_32TF, 60, 106},
+    {"BackwardFp32MatchesCpuRef", true, CCV_32F, 0, 120, 201},
+    {"BackwardFp16MatchesCpuRef", true, CCV_16F, 0, 80, 202},
+    {"BackwardBf16MatchesCpuRef", true, CCV_16BF, 0, 80, 203},
+    {"BackwardFp16WithFp16AccumulationWithinItsBound", true, CCV_16F, CCV_NNC_GEMM_16F, 40, 204},
+};
+
+// Runs the command three times: CPU_REF on the values, CPU_REF on their
+// absolute values, GPU_CUBLAS; io(side) gives that side's inputs and outputs.
+// A failed run is a fatal failure (the caller returns).
+using Side = ccv_nnc_tensor_t* (Trio::*)() const;
+template <class Io>
+void run_three(uint32_t id, const nnc_test_gemm::Case& c, int flags, const std::string& what, Io io) {
+  const std::pair<Side, uint32_t> sides[3] = {{&Trio::cpu, CCV_NNC_BACKEND_CPU_REF},
+                                              {&Trio::abs, CCV_NNC_BACKEND_CPU_REF},
+                                              {&Trio::gpu, CCV_NNC_BACKEND_GPU_CUBLAS}};
+  for (const auto& [side, backend] : sides) {
+    const auto [in, out] = io(side);
+    ASSERT_EQ(run(gemm_cmd(id, c.ta, c.tb, flags, backend), in, out), CCV_NNC_EXEC_SUCCESS)
         << ccv_nnc_error_message() << " " << what;
-    ASSERT_EQ(run(gemm_cmd(CCV_NNC_GEMM_FORWARD, c.ta, c.tb, flags, CCV_NNC_BACKEND_CPU_REF), ain, {b.abs()}),
-              CCV_NNC_EXEC_SUCCESS)
-        << ccv_nnc_error_message() << " " << what;
-    // The padding of b's views: CPU_REF leaves the initial values, and so must the GPU.
-    ASSERT_EQ(run(gemm_cmd(CCV_NNC_GEMM_FORWARD, c.ta, c.tb, flags, CCV_NNC_BACKEND_GPU_CUBLAS), gin, {b.gpu()}),
-              CCV_NNC_EXEC_SUCCESS)
-        << ccv_nnc_error_message() << " " << what;
-    // |a||w| + |bias| for S; the padding of the abs buffer holds |initial|, which bounds nothing but is harmless.
-    expect_within(b, b.abs_parent.get(), static_cast<int64_t>(c.k) + 2, pr, what);
+  }
+}
+
+void forward_case(const RandomRun& r, const nnc_test_gemm::Case& c, const Precision& pr, std::mt19937& rng) {
+  const int dt = r.datatype;
+  Trio a = make(dt, c.a, c.ka, rng), w = make(dt, c.w, c.kw, rng), b = make(dt, c.b, c.kb, rng);
+  Trio bias;
+  if (!c.bias.empty()) bias = make(dt, c.bias, c.kbias, rng);
+  const std::string what = std::string(type_name(dt)) + " forward " + c.text;
+  // The padding of b's views: CPU_REF leaves the initial values, and so must the GPU.
+  run_three(CCV_NNC_GEMM_FORWARD, c, r.flags, what, [&](Side f) {
+    std::vector<ccv_nnc_tensor_t*> in = {(a.*f)(), (w.*f)()};
+    if (!c.bias.empty()) in.push_back((bias.*f)());
+    return std::make_pair(in, std::vector<ccv_nnc_tensor_t*>{(b.*f)()});
+  });
+  if (::testing::Test::HasFatalFailure()) return;
+  // |a||w| + |bias| for S; the padding of the abs buffer holds |initial|, which bounds nothing but is harmless.
+  expect_within(b, b.abs_parent.get(), static_cast<int64_t>(c.k) + 2, pr, what);
+}
+
+void backward_case(const RandomRun& r, const nnc_test_gemm::Case& c, int it, const Precision& pr, std::mt19937& rng) {
+  const int dt = r.datatype;
+  Trio g = make(dt, c.b, c.kb, rng), a = make(dt, c.a, c.ka, rng), w = make(dt, c.w, c.kw, rng);
+  const int pattern = it % 6;
+  const bool want_da = pattern % 3 != 1, want_dw = pattern % 3 != 0, want_db = pattern >= 3;
+  Trio da, dw, db;
+  if (want_da) da = make(dt, c.a, c.kb, rng);
+  if (want_dw) dw = make(dt, c.w, c.ka, rng);
+  if (want_db) db = make(dt, c.bias.empty() ? Dims{c.b.back()} : c.bias, c.kbias, rng);
+  const std::string what = std::string(type_name(dt)) + " backward " + c.text + " outputs" + (want_da ? " da" : "") +
+                           (want_dw ? " dw" : "") + (want_db ? " dbias" : "");
+  run_three(CCV_NNC_GEMM_BACKWARD, c, r.flags, what, [&](Side f) {
+    std::vector<ccv_nnc_tensor_t*> in = {(g.*f)(), want_dw ? (a.*f)() : nullptr, want_da ? (w.*f)() : nullptr};
+    std::vector<ccv_nnc_tensor_t*> out = {want_da ? (da.*f)() : nullptr, want_dw ? (dw.*f)() : nullptr,
+                                          want_db ? (db.*f)() : nullptr};
+    return std::make_pair(in, out);
+  });
+  if (::testing::Test::HasFatalFailure()) return;
+  // Terms per output: at most max(m, n, k) times the batch (a broadcast operand's gradient sums the batch).
+  const int64_t terms = static_cast<int64_t>(std::max({c.m, c.n, c.k})) * static_cast<int64_t>(c.batch) + 1;
+  const int64_t partials = (r.flags & CCV_NNC_GEMM_16F) ? static_cast<int64_t>(c.batch) : 0;
+  if (want_da) expect_within(da, da.abs_parent.get(), terms, pr, what + " (da)", partials);
+  if (want_dw) expect_within(dw, dw.abs_parent.get(), terms, pr, what + " (dw)", partials);
+  if (want_db) expect_within(db, db.abs_parent.get(), static_cast<int64_t>(count(c.b)), pr, what + " (dbias)");
+}
+
+// The run's cases one after the other, up to the first that fails.
+void random_run(const RandomRun& r) {
+  std::mt19937 rng(r.seed);
+  const Precision pr = precision(r.datatype, r.flags);
+  for (int it = 0; it < r.configs; it++) {
+    const nnc_test_gemm::Case c = random_config(rng, r.backward ? 100000 : 200000);
+    if (r.backward)
+      backward_case(r, c, it, pr, rng);
+    else
+      forward_case(r, c, pr, rng);
     if (::testing::Test::HasFailure()) return;
   }
 }
 
-void backward_configs(int datatype, int flags, int configs, uint32_t seed) {
-  std::mt19937 rng(seed);
-  const Precision pr = precision(datatype, flags);
-  for (int it = 0; it < configs; it++) {
-    const Config c = random_config(rng, 100000);
-    Trio g = make(datatype, c.b, c.kb, rng), a = make(datatype, c.a, c.ka, rng), w = make(datatype, c.w, c.kw, rng);
-    const int pattern = it % 6;
-    const bool want_da = pattern % 3 != 1, want_dw = pattern % 3 != 0, want_db = pattern >= 3;
-    Trio da, dw, db;
-    if (want_da) da = make(datatype, c.a, c.kb, rng);
-    if (want_dw) dw = make(datatype, c.w, c.ka, rng);
-    if (want_db) db = make(datatype, c.bias.empty() ? Dims{c.b.back()} : c.bias, c.kbias, rng);
-    const std::string what = std::string(type_name(datatype)) + " backward " + c.text + " outputs" +
-                             (want_da ? " da" : "") + (want_dw ? " dw" : "") + (want_db ? " dbias" : "");
-    auto side = [&](ccv_nnc_tensor_t* (Trio::*f)() const) {
-      std::vector<ccv_nnc_tensor_t*> in = {(g.*f)(), want_dw ? (a.*f)() : nullptr, want_da ? (w.*f)() : nullptr};
-      std::vector<ccv_nnc_tensor_t*> out = {want_da ? (da.*f)() : nullptr, want_dw ? (dw.*f)() : nullptr,
-                                            want_db ? (db.*f)() : nullptr};
-      return std::make_pair(in, out);
-    };
-    auto [cin, cout] = side(&Trio::cpu);
-    auto [ain, aout] = side(&Trio::abs);
-    auto [gin, gout] = side(&Trio::gpu);
-    ASSERT_EQ(run(gemm_cmd(CCV_NNC_GEMM_BACKWARD, c.ta, c.tb, flags, CCV_NNC_BACKEND_CPU_REF), cin, cout),
-              CCV_NNC_EXEC_SUCCESS)
-        << ccv_nnc_error_message() << " " << what;
-    ASSERT_EQ(run(gemm_cmd(CCV_NNC_GEMM_BACKWARD, c.ta, c.tb, flags, CCV_NNC_BACKEND_CPU_REF), ain, aout),
-              CCV_NNC_EXEC_SUCCESS)
-        << ccv_nnc_error_message() << " " << what;
-    ASSERT_EQ(run(gemm_cmd(CCV_NNC_GEMM_BACKWARD, c.ta, c.tb, flags, CCV_NNC_BACKEND_GPU_CUBLAS), gin, gout),
-              CCV_NNC_EXEC_SUCCESS)
-        << ccv_nnc_error_message() << " " << what;
-    // Terms per output: at most max(m, n, k) times the batch (a broadcast operand's gradient sums the batch).
-    const int64_t terms = static_cast<int64_t>(std::max({c.m, c.n, c.k})) * static_cast<int64_t>(c.batch) + 1;
-    const int64_t partials = (flags & CCV_NNC_GEMM_16F) ? static_cast<int64_t>(c.batch) : 0;
-    if (want_da) expect_within(da, da.abs_parent.get(), terms, pr, what + " (da)", partials);
-    if (want_dw) expect_within(dw, dw.abs_parent.get(), terms, pr, what + " (dw)", partials);
-    if (want_db) expect_within(db, db.abs_parent.get(), static_cast<int64_t>(count(c.b)), pr, what + " (dbias)");
-    if (::testing::Test::HasFailure()) return;
+class RandomRunTest : public ::testing::Test {
+ public:
+  explicit RandomRunTest(const RandomRun& r) : r_(r) {}
+  void TestBody() override {
+    NNC_REQUIRE_GPU();
+    random_run(r_);
   }
-}
 
-TEST(GemmGpu, ForwardFp32MatchesCpuRef) {
-  NNC_REQUIRE_GPU();
-  forward_configs(CCV_32F, 0, 150, 101);
-}
-TEST(GemmGpu, ForwardFp16MatchesCpuRef) {
-  NNC_REQUIRE_GPU();
-  forward_configs(CCV_16F, 0, 100, 102);
-}
-TEST(GemmGpu, ForwardBf16MatchesCpuRef) {
-  NNC_REQUIRE_GPU();
-  forward_configs(CCV_16BF, 0, 100, 103);
-}
-TEST(GemmGpu, ForwardFp64MatchesCpuRef) {
-  NNC_REQUIRE_GPU();
-  forward_configs(CCV_64F, 0, 40, 104);
-}
-TEST(GemmGpu, ForwardFp16WithFp16AccumulationWithinItsBound) {
-  NNC_REQUIRE_GPU();
-  forward_configs(CCV_16F, CCV_NNC_GEMM_16F, 60, 105);
-}
-TEST(GemmGpu, ForwardFp32WithTf32AllowedWithinItsBound) {
-  NNC_REQUIRE_GPU();
-  forward_configs(CCV_32F, CCV_NNC_GEMM_32TF, 60, 106);
-}
-TEST(GemmGpu, BackwardFp32MatchesCpuRef) {
-  NNC_REQUIRE_GPU();
-  backward_configs(CCV_32F, 0, 120, 201);
-}
-TEST(GemmGpu, BackwardFp16MatchesCpuRef) {
-  NNC_REQUIRE_GPU();
-  backward_configs(CCV_16F, 0, 80, 202);
-}
-TEST(GemmGpu, BackwardBf16MatchesCpuRef) {
-  NNC_REQUIRE_GPU();
-  backward_configs(CCV_16BF, 0, 80, 203);
-}
-TEST(GemmGpu, BackwardFp16WithFp16AccumulationWithinItsBound) {
-  NNC_REQUIRE_GPU();
-  backward_configs(CCV_16F, CCV_NNC_GEMM_16F, 40, 204);
-}
+ private:
+  RandomRun r_;
+};
+
+const bool kRandomRunsRegistered = [] {
+  for (const RandomRun& r : kRandomRuns)
+    ::testing::RegisterTest("GemmGpu", r.name, nullptr, nullptr, __FILE__, __LINE__,
+                            [r]() -> ::testing::Test* { return new RandomRunTest(r); });
+  return true;
+}();
 
 // TF32 is opt-in. Every input is 1 + 2^-15 (TF32 keeps 10 mantissa bits, so
 // it reads 1): over k = 64 the exact sum is 64 + 2^-8 + 2^-24, which fp32
@@ -573,19 +406,17 @@ TEST(GemmGpu, Refusals) {
   std::mt19937 rng(5);
   const int none[2] = {0, 0};
   const ccv_nnc_cmd_t fwd = gemm_cmd(CCV_NNC_GEMM_FORWARD, none, none, 0, CCV_NNC_BACKEND_GPU_CUBLAS);
-  {  // inner dimensions differ
-    Trio a = make(CCV_32F, {4, 5}, Kind::plain, rng), w = make(CCV_32F, {6, 3}, Kind::plain, rng);
+  // Inner dimensions that differ, then mixed data types: w as the row says.
+  const struct {
+    int w_datatype;
+    Dims w_dims;
+    const char* message;
+  } invalid[] = {{CCV_32F, {6, 3}, "inner dimensions differ"}, {CCV_16F, {5, 3}, "data types differ"}};
+  for (const auto& x : invalid) {
+    Trio a = make(CCV_32F, {4, 5}, Kind::plain, rng), w = make(x.w_datatype, x.w_dims, Kind::plain, rng);
     Trio b = make(CCV_32F, {4, 3}, Kind::plain, rng);
-    EXPECT_EQ(run(fwd, {a.gpu(), w.gpu()}, {b.gpu()}), CCV_NNC_EXEC_INVALID);
-    EXPECT_NE(std::string(ccv_nnc_error_message()).find("inner dimensions differ"), std::string::npos)
-        << ccv_nnc_error_message();
-  }
-  {  // mixed data types
-    Trio a = make(CCV_32F, {4, 5}, Kind::plain, rng), w = make(CCV_16F, {5, 3}, Kind::plain, rng);
-    Trio b = make(CCV_32F, {4, 3}, Kind::plain, rng);
-    EXPECT_EQ(run(fwd, {a.gpu(), w.gpu()}, {b.gpu()}), CCV_NNC_EXEC_INVALID);
-    EXPECT_NE(std::string(ccv_nnc_error_message()).find("data types differ"), std::string::npos)
-        << ccv_nnc_error_message();
+    EXPECT_EQ(run(fwd, {a.gpu(), w.gpu()}, {b.gpu()}), CCV_NNC_EXEC_INVALID) << x.message;
+    EXPECT_NE(std::string(ccv_nnc_error_message()).find(x.message), std::string::npos) << ccv_nnc_error_message();
   }
   {  // an operand with no unit stride: every other column of every other row
     Trio parent = make(CCV_32F, {8, 10}, Kind::plain, rng);

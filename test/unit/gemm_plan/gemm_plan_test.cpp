@@ -20,41 +20,19 @@
 
 #include "nnc/ccv_nnc.h"
 #include "nnc/ccv_nnc_easy.h"
+#include "unit/common/gemm_cases.hpp"
 
 namespace {
 
-using Dims = std::vector<int>;
 namespace gp = nnc::gemm_plan;
+using nnc_test_gemm::count;
+using nnc_test_gemm::Dims;
+using nnc_test_gemm::gemm_cmd;
+using nnc_test_gemm::Kind;
+using nnc_test_gemm::params;
+using nnc_test_gemm::Tensor;
 
-struct TensorDeleter {
-  void operator()(ccv_nnc_tensor_t* t) const {
-    if (t && CCV_IS_TENSOR_VIEW(t))
-      ccv_nnc_tensor_view_free(reinterpret_cast<ccv_nnc_tensor_view_t*>(t));
-    else
-      ccv_nnc_tensor_free(t);
-  }
-};
-using Tensor = std::unique_ptr<ccv_nnc_tensor_t, TensorDeleter>;
-
-ccv_nnc_tensor_param_t params(const Dims& dims) {
-  ccv_nnc_tensor_param_t p;
-  std::memset(&p, 0, sizeof(p));
-  p.type = CCV_TENSOR_CPU_MEMORY;
-  p.format = CCV_TENSOR_FORMAT_NHWC;
-  p.datatype = CCV_32F;
-  for (size_t i = 0; i < dims.size(); i++) p.dim[i] = dims[i];
-  return p;
-}
-
-size_t count(const Dims& d) {
-  size_t c = 1;
-  for (int x : d) c *= static_cast<size_t>(x);
-  return c;
-}
-
-// A tensor, a padded view into a bigger one, or a view whose last two
-// dimensions are stored column-major (row stride 1).
-enum class Kind { plain, padded, colmajor };
+// A tensor or a view (unit/common/gemm_cases.hpp's Kind) of random values.
 struct Buf {
   Tensor parent, view;
   Dims dims;
@@ -67,38 +45,16 @@ struct Buf {
 Buf make(const Dims& dims, Kind kind, std::mt19937& rng) {
   Buf b;
   b.dims = dims;
-  const int nd = static_cast<int>(dims.size());
-  if (nd < 2 && kind == Kind::colmajor) kind = Kind::padded;
-  const int pad = 2;
-  Dims big = dims;
-  if (kind != Kind::plain)
-    for (int& x : big) x += pad;
-  if (kind == Kind::colmajor) std::swap(big[nd - 1], big[nd - 2]);
-  b.dims_of_parent = big;
-  b.parent.reset(ccv_nnc_tensor_new(nullptr, params(big), 0));
+  const nnc_test_gemm::Layout l = nnc_test_gemm::layout(dims, kind);
+  b.dims_of_parent = l.parent;
+  b.parent.reset(ccv_nnc_tensor_new(nullptr, params(CCV_32F, l.parent), 0));
   std::uniform_real_distribution<float> u(-1, 1);
-  for (size_t i = 0; i < count(big); i++) b.parent->data.f32[i] = u(rng);
-  if (kind == Kind::plain) return b;
-  int ofs[CCV_NNC_MAX_DIM_ALLOC] = {}, stride[CCV_NNC_MAX_DIM_ALLOC] = {};
-  int ps[CCV_NNC_MAX_DIM_ALLOC] = {};
-  int acc = 1;
-  for (int i = nd; i-- > 0;) ps[i] = acc, acc *= big[i];
-  for (int i = 0; i < nd; i++) stride[i] = ps[i], ofs[i] = 1;
-  if (kind == Kind::colmajor) std::swap(stride[nd - 1], stride[nd - 2]);
-  b.view.reset(reinterpret_cast<ccv_nnc_tensor_t*>(ccv_nnc_tensor_view_new(b.parent.get(), params(dims), ofs, stride)));
+  for (size_t i = 0; i < count(l.parent); i++) b.parent->data.f32[i] = u(rng);
+  if (l.kind == Kind::plain) return b;
+  b.view.reset(reinterpret_cast<ccv_nnc_tensor_t*>(
+      ccv_nnc_tensor_view_new(b.parent.get(), params(CCV_32F, dims), l.ofs, l.stride)));
   EXPECT_TRUE(b.view) << ccv_nnc_error_message();
   return b;
-}
-
-ccv_nnc_cmd_t gemm_cmd(uint32_t id, const int ta[2], const int tb[2]) {
-  ccv_nnc_cmd_param_t p;
-  std::memset(&p, 0, sizeof(p));
-  p.blas.a[0] = p.blas.a[1] = 1;
-  p.blas.transpose_a[0] = ta[0], p.blas.transpose_a[1] = ta[1];
-  p.blas.transpose_b[0] = tb[0], p.blas.transpose_b[1] = tb[1];
-  ccv_nnc_cmd_t cmd = ccv_nnc_cmd(id, nullptr, p, 0);
-  cmd.backend = CCV_NNC_BACKEND_CPU_REF;
-  return cmd;
 }
 
 // ---------------------------------------------------------------------------
@@ -212,107 +168,11 @@ void run_backward(const gp::Backward& b, Counts& n, bool scratch) {
 }
 
 // ---------------------------------------------------------------------------
-// Random configurations
+// Random configurations: unit/common/gemm_cases.hpp's generator, up to 300000
+// multiply-adds, every bias shape equally likely.
 
-struct Config {
-  int ta[2] = {0, 0}, tb[2] = {0, 0};
-  Dims a, w, b, bias;  // bias empty: none
-  Kind ka = Kind::plain, kw = Kind::plain, kb = Kind::plain, kbias = Kind::plain;
-  std::string text;
-};
-
-std::string str(const Dims& d) {
-  std::string s = "[";
-  for (size_t i = 0; i < d.size(); i++) {
-    if (i) s += ',';
-    s += std::to_string(d[i]);
-  }
-  return s + "]";
-}
-
-Config random_config(std::mt19937& rng) {
-  auto pick = [&](std::initializer_list<int> xs) {
-    return *(xs.begin() + std::uniform_int_distribution<int>(0, static_cast<int>(xs.size()) - 1)(rng));
-  };
-  auto coin = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
-  Config c;
-  for (;;) {
-    const int m = pick({1, 3, 17, 129}), n = pick({1, 3, 17, 129}), k = pick({1, 3, 17, 129});
-    const int bnd = pick({0, 1, 1, 2, 2});
-    Dims batch;
-    for (int i = 0; i < bnd; i++) batch.push_back(pick({1, 2, 3}));
-    if (count(batch) * m * n * k > 300000) continue;
-    // Each operand's batch: all of it, none, some dimensions 1, or fewer leading ones.
-    auto operand_batch = [&](bool must_full) {
-      Dims d = batch;
-      if (must_full) return d;
-      switch (pick({0, 0, 1, 2, 3})) {
-        case 1:
-          return Dims{};
-        case 2:
-          for (int& x : d) x = coin(0.5) ? 1 : x;
-          return d;
-        case 3:
-          if (!d.empty()) d.erase(d.begin());
-          return d;
-        default:
-          return d;
-      }
-    };
-    Dims ab = operand_batch(false), wb = operand_batch(false);
-    // The output's batch is the broadcast: where neither has the full extent, give it to a.
-    for (int i = 0; i < bnd; i++) {
-      const int ai = i - (bnd - static_cast<int>(ab.size())), wi = i - (bnd - static_cast<int>(wb.size()));
-      const int ax = ai < 0 ? 1 : ab[ai], wx = wi < 0 ? 1 : wb[wi];
-      if (ax != batch[i] && wx != batch[i]) {
-        if (ai < 0) {
-          ab = batch;
-        } else {
-          ab[ai] = batch[i];
-        }
-      }
-    }
-    const bool ta = coin(0.5), tb = coin(0.5);
-    c.a = ab, c.w = wb;
-    c.a.push_back(ta ? k : m), c.a.push_back(ta ? m : k);
-    c.w.push_back(tb ? n : k), c.w.push_back(tb ? k : n);
-    const int and_ = static_cast<int>(c.a.size()), wnd = static_cast<int>(c.w.size());
-    if (ta) c.ta[0] = and_ - 2, c.ta[1] = and_ - 1;
-    if (tb) c.tb[0] = wnd - 1, c.tb[1] = wnd - 2;  // either order names the same swap
-    // A 1-d a (one row) against a 2-d w gives a 1-d b.
-    if (!ta && m == 1 && ab.empty() && wb.empty() && coin(0.3)) c.a = Dims{k};
-    c.b = batch;
-    c.b.push_back(m), c.b.push_back(n);
-    if (c.a.size() == 1) c.b = Dims{n};
-    switch (pick({0, 1, 2, 3, 4, 5})) {
-      case 1:
-        c.bias = Dims{n};
-        break;
-      case 2:
-        c.bias = Dims{1, n};
-        break;
-      case 3:
-        c.bias = c.b;
-        break;
-      case 4:
-        if (c.b.size() >= 2) c.bias = Dims{m, n};
-        break;
-      case 5:
-        if (c.b.size() >= 3) {
-          c.bias = c.b;
-          c.bias[c.bias.size() - 2] = 1;  // per batch, per column
-        }
-        break;
-      default:
-        break;
-    }
-    auto kind = [&]() { return static_cast<Kind>(pick({0, 0, 0, 1, 2})); };
-    c.ka = kind(), c.kw = kind(), c.kb = kind(), c.kbias = kind();
-    c.text = "a " + str(c.a) + (ta ? "^T" : "") + " w " + str(c.w) + (tb ? "^T" : "") + " b " + str(c.b) + " bias " +
-             str(c.bias) + " kinds " + std::to_string(int(c.ka)) + std::to_string(int(c.kw)) +
-             std::to_string(int(c.kb)) + std::to_string(int(c.kbias));
-    return c;
-  }
+nnc_test_gemm::Case random_config(std::mt19937& rng) {
+  return nnc_test_gemm::random_case(rng, 300000, {0, 1, 2, 3, 4, 5});
 }
 
 void expect_buffers_equal(const Buf& expected_from, const std::vector<float>& expected, const char* what,
@@ -341,7 +201,7 @@ TEST(GemmPlan, ForwardMatchesCpuRefOnRandomConfigurations) {
   int failures = 0, folded = 0;
   const int kConfigs = 400;
   for (int it = 0; it < kConfigs; it++) {
-    const Config c = random_config(rng);
+    const nnc_test_gemm::Case c = random_config(rng);
     Buf a = make(c.a, c.ka, rng), w = make(c.w, c.kw, rng), b = make(c.b, c.kb, rng);
     Buf bias;
     if (!c.bias.empty()) bias = make(c.bias, c.kbias, rng);
@@ -381,7 +241,7 @@ TEST(GemmPlan, BackwardMatchesCpuRefOnRandomConfigurations) {
   int failures = 0;
   const int kConfigs = 400;
   for (int it = 0; it < kConfigs; it++) {
-    const Config c = random_config(rng);
+    const nnc_test_gemm::Case c = random_config(rng);
     Buf g = make(c.b, c.kb, rng), a = make(c.a, c.ka, rng), w = make(c.w, c.kw, rng);
     // Outputs: a non-empty subset of da, dw, with or without dbias (libnnc's patterns).
     const int pattern = std::uniform_int_distribution<int>(0, 5)(rng);
@@ -485,7 +345,8 @@ TEST(GemmPlan, RefusesOperandsWithoutAUnitStride) {
   Buf parent = make({8, 10}, Kind::plain, rng);
   int ofs[CCV_NNC_MAX_DIM_ALLOC] = {}, stride[CCV_NNC_MAX_DIM_ALLOC] = {};
   stride[0] = 20, stride[1] = 2;  // every other column of every other row
-  Tensor a(reinterpret_cast<ccv_nnc_tensor_t*>(ccv_nnc_tensor_view_new(parent.get(), params({4, 5}), ofs, stride)));
+  Tensor a(
+      reinterpret_cast<ccv_nnc_tensor_t*>(ccv_nnc_tensor_view_new(parent.get(), params(CCV_32F, {4, 5}), ofs, stride)));
   ASSERT_TRUE(a) << ccv_nnc_error_message();
   Buf w = make({5, 3}, Kind::plain, rng), b = make({4, 3}, Kind::plain, rng);
   const int none[2] = {0, 0};
