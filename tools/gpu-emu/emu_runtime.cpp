@@ -1,0 +1,303 @@
+// GPU_REF under CPU emulation (design: CMakeLists.txt here): the block
+// scheduler behind emu::launch (cuda_emu.hpp) and a synchronous stand-in for
+// the part of the CUDA runtime (and the four cuBLAS handle calls of
+// cuda/stream.cpp) that the module's host code uses. "Device" memory is host
+// memory; every copy, memset and kernel runs at once, on the calling thread,
+// so streams and events are always complete. One device.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <new>
+#include <vector>
+
+#include "cuda_emu.hpp"
+
+namespace emu {
+namespace {
+
+thread_local cudaError_t g_last = cudaSuccess;  // cudaGetLastError's status
+void set_error(cudaError_t e) {
+  if (g_last == cudaSuccess) g_last = e;
+}
+
+// --- the block scheduler ---------------------------------------------------
+constexpr size_t kStack = 256 * 1024;  // per emulated thread (mapped lazily)
+constexpr unsigned kMaxThreads = 1024;
+
+enum State { Ready, AtBarrier, Done };
+struct Fiber {
+  ucontext_t ctx;
+  void* stack = nullptr;
+  State state = Ready;
+  const char* file = nullptr;
+  int line = 0;
+};
+
+std::mutex g_launch;  // one launch at a time: __shared__ statics are per kernel, not per block
+std::vector<Fiber> g_fibers;
+ucontext_t g_main;
+unsigned g_current = 0;
+void (*g_body)(void*) = nullptr;
+void* g_arg = nullptr;
+bool g_in_kernel = false;
+
+void fiber_entry() {
+  g_body(g_arg);
+  g_fibers[g_current].state = Done;
+  swapcontext(&g_fibers[g_current].ctx, &g_main);
+}
+
+void set_thread_index(unsigned i) {
+  threadIdx.x = i % blockDim.x;
+  threadIdx.y = (i / blockDim.x) % blockDim.y;
+  threadIdx.z = i / (blockDim.x * blockDim.y);
+}
+
+// Runs the n threads of the current block; false (with a message) when they
+// cannot end correctly.
+bool run_block(unsigned n) {
+  for (unsigned i = 0; i < n; i++) {
+    Fiber& f = g_fibers[i];
+    getcontext(&f.ctx);
+    f.ctx.uc_stack.ss_sp = f.stack;
+    f.ctx.uc_stack.ss_size = kStack;
+    f.ctx.uc_link = nullptr;
+    makecontext(&f.ctx, fiber_entry, 0);
+    f.state = Ready;
+  }
+  for (;;) {
+    for (unsigned i = 0; i < n; i++) {
+      if (g_fibers[i].state != Ready) continue;
+      g_current = i;
+      set_thread_index(i);
+      swapcontext(&g_main, &g_fibers[i].ctx);
+    }
+    // Every thread now waits at a barrier or has returned.
+    unsigned waiting = 0, done = 0, first = 0;
+    for (unsigned i = 0; i < n; i++) {
+      if (g_fibers[i].state == AtBarrier && waiting++ == 0) first = i;
+      if (g_fibers[i].state == Done) done++;
+    }
+    if (waiting == 0) return true;
+    const Fiber& a = g_fibers[first];
+    if (done > 0) {
+      std::fprintf(stderr,
+                   "gpu-emu: block (%u,%u,%u): %u threads wait at __syncthreads (%s:%d) after %u of the block's "
+                   "threads returned\n",
+                   blockIdx.x, blockIdx.y, blockIdx.z, waiting, a.file, a.line, done);
+      return false;
+    }
+    for (unsigned i = 0; i < n; i++) {
+      const Fiber& b = g_fibers[i];
+      if (b.line != a.line || std::strcmp(b.file, a.file) != 0) {
+        std::fprintf(stderr,
+                     "gpu-emu: block (%u,%u,%u): divergent __syncthreads: thread %u waits at %s:%d, thread %u at "
+                     "%s:%d\n",
+                     blockIdx.x, blockIdx.y, blockIdx.z, first, a.file, a.line, i, b.file, b.line);
+        return false;
+      }
+    }
+    for (unsigned i = 0; i < n; i++) g_fibers[i].state = Ready;
+  }
+}
+
+}  // namespace
+
+void syncthreads(const char* file, int line) {
+  Fiber& f = g_fibers[g_current];
+  f.state = AtBarrier;
+  f.file = file;
+  f.line = line;
+  swapcontext(&f.ctx, &g_main);
+}
+
+void launch_body(dim3 grid, dim3 block, size_t shared_bytes, void (*body)(void*), void* arg) {
+  const unsigned long long n = 1ull * block.x * block.y * block.z;
+  if (n == 0 || n > kMaxThreads || block.z > 64 || grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 0x7fffffffu ||
+      grid.y > 65535 || grid.z > 65535) {
+    std::fprintf(stderr, "gpu-emu: invalid launch configuration: grid (%u,%u,%u), block (%u,%u,%u)\n", grid.x, grid.y,
+                 grid.z, block.x, block.y, block.z);
+    set_error(cudaErrorInvalidConfiguration);
+    return;
+  }
+  if (shared_bytes != 0) {
+    std::fprintf(stderr, "gpu-emu: dynamic shared memory (%zu bytes) is not emulated\n", shared_bytes);
+    set_error(cudaErrorNotSupported);
+    return;
+  }
+  const std::lock_guard<std::mutex> lock(g_launch);
+  if (g_in_kernel) {
+    std::fprintf(stderr, "gpu-emu: a launch from inside a kernel is not emulated\n");
+    set_error(cudaErrorNotSupported);
+    return;
+  }
+  while (g_fibers.size() < n) {
+    Fiber f;
+    f.stack = mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (f.stack == MAP_FAILED) {
+      set_error(cudaErrorMemoryAllocation);
+      return;
+    }
+    g_fibers.push_back(f);
+  }
+  g_body = body;
+  g_arg = arg;
+  g_in_kernel = true;
+  gridDim = grid;
+  blockDim = block;
+  bool ok = true;
+  for (unsigned z = 0; ok && z < grid.z; z++)
+    for (unsigned y = 0; ok && y < grid.y; y++)
+      for (unsigned x = 0; ok && x < grid.x; x++) {
+        blockIdx = uint3{x, y, z};
+        ok = run_block(static_cast<unsigned>(n));
+      }
+  g_in_kernel = false;
+  if (!ok) set_error(cudaErrorLaunchFailure);
+}
+
+}  // namespace emu
+
+// --- the CUDA runtime, synchronous -----------------------------------------
+namespace {
+struct FakeObject {
+  int kind;
+};
+int g_device = 0;
+std::mutex g_memory;
+std::map<const char*, size_t> g_blocks;  // cudaMalloc's blocks: start, bytes
+cudaStream_t new_stream() { return reinterpret_cast<cudaStream_t>(new FakeObject{1}); }
+cudaEvent_t new_event() { return reinterpret_cast<cudaEvent_t>(new FakeObject{2}); }
+}  // namespace
+
+extern "C" {
+
+cudaError_t CUDARTAPI cudaGetLastError(void) {
+  const cudaError_t e = emu::g_last;
+  emu::g_last = cudaSuccess;
+  return e;
+}
+cudaError_t CUDARTAPI cudaPeekAtLastError(void) { return emu::g_last; }
+const char* CUDARTAPI cudaGetErrorName(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorNotSupported: return "cudaErrorNotSupported";
+    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+    case cudaErrorNotReady: return "cudaErrorNotReady";
+    default: return "cudaError (gpu-emu)";
+  }
+}
+const char* CUDARTAPI cudaGetErrorString(cudaError_t e) { return cudaGetErrorName(e); }
+
+cudaError_t CUDARTAPI cudaGetDeviceCount(int* n) {
+  *n = 1;
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaSetDevice(int d) {
+  if (d != 0) return emu::set_error(cudaErrorInvalidDevice), cudaErrorInvalidDevice;
+  g_device = d;
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaGetDevice(int* d) {
+  *d = g_device;
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaDeviceSynchronize(void) { return cudaSuccess; }
+
+cudaError_t CUDARTAPI cudaMalloc(void** p, size_t bytes) {
+  *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
+  if (!*p) return emu::set_error(cudaErrorMemoryAllocation), cudaErrorMemoryAllocation;
+  const std::lock_guard<std::mutex> lock(g_memory);
+  g_blocks[static_cast<const char*>(*p)] = bytes;
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaFree(void* p) {
+  if (!p) return cudaSuccess;
+  {
+    const std::lock_guard<std::mutex> lock(g_memory);
+    if (!g_blocks.erase(static_cast<const char*>(p))) return emu::set_error(cudaErrorInvalidValue), cudaErrorInvalidValue;
+  }
+  std::free(p);
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaPointerGetAttributes(struct cudaPointerAttributes* a, const void* p) {
+  std::memset(a, 0, sizeof(*a));
+  const char* c = static_cast<const char*>(p);
+  const std::lock_guard<std::mutex> lock(g_memory);
+  auto it = g_blocks.upper_bound(c);
+  if (it != g_blocks.begin() && c < std::prev(it)->first + std::prev(it)->second) {
+    a->type = cudaMemoryTypeDevice;
+    a->device = 0;
+    a->devicePointer = const_cast<void*>(p);
+  } else {
+    a->type = cudaMemoryTypeUnregistered;
+    a->device = -2;
+  }
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaHostRegister(void*, size_t, unsigned int) { return cudaSuccess; }
+cudaError_t CUDARTAPI cudaHostUnregister(void*) { return cudaSuccess; }
+
+cudaError_t CUDARTAPI cudaMemcpy(void* dst, const void* src, size_t n, enum cudaMemcpyKind) {
+  if (n) std::memmove(dst, src, n);
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaMemcpyAsync(void* dst, const void* src, size_t n, enum cudaMemcpyKind k, cudaStream_t) {
+  return cudaMemcpy(dst, src, n, k);
+}
+cudaError_t CUDARTAPI cudaMemset(void* p, int v, size_t n) {
+  if (n) std::memset(p, v, n);
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t) { return cudaMemset(p, v, n); }
+
+cudaError_t CUDARTAPI cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) {
+  *s = new_stream();
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaStreamCreate(cudaStream_t* s) { return cudaStreamCreateWithFlags(s, 0); }
+cudaError_t CUDARTAPI cudaStreamDestroy(cudaStream_t s) {
+  delete reinterpret_cast<FakeObject*>(s);
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t CUDARTAPI cudaStreamQuery(cudaStream_t) { return cudaSuccess; }
+cudaError_t CUDARTAPI cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return cudaSuccess; }
+cudaError_t CUDARTAPI cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int) {
+  *e = new_event();
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaEventCreate(cudaEvent_t* e) { return cudaEventCreateWithFlags(e, 0); }
+cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t e) {
+  delete reinterpret_cast<FakeObject*>(e);
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+
+// cuda/stream.cpp keeps a cuBLAS handle per stream; nothing here calls cuBLAS
+// with it (GPU_CUBLAS is not registered), so a token does.
+cublasStatus_t CUBLASWINAPI cublasCreate_v2(cublasHandle_t* h) {
+  *h = reinterpret_cast<cublasHandle_t>(new FakeObject{3});
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t CUBLASWINAPI cublasDestroy_v2(cublasHandle_t h) {
+  delete reinterpret_cast<FakeObject*>(h);
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t CUBLASWINAPI cublasSetStream_v2(cublasHandle_t, cudaStream_t) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t CUBLASWINAPI cublasSetWorkspace_v2(cublasHandle_t, void*, size_t) { return CUBLAS_STATUS_SUCCESS; }
+
+}  // extern "C"
