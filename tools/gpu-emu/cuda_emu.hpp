@@ -46,10 +46,13 @@ namespace emu {
 
 // Runs body() as the threads of every block of the grid; the status goes
 // where cudaGetLastError() finds it.
-void launch_body(dim3 grid, dim3 block, size_t shared_bytes, void (*body)(void*), void* arg);
+// `kernel` (its name as the launch spells it) and `caller` (the launching
+// function) are counted for EMU_STATS.
+void launch_body(dim3 grid, dim3 block, size_t shared_bytes, const char* kernel, const char* caller,
+                 void (*body)(void*), void* arg);
 template <class F>
-void launch(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t, F&& f) {
-  launch_body(grid, block, shared_bytes, [](void* p) { (*static_cast<F*>(p))(); }, &f);
+void launch(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t, const char* kernel, const char* caller, F&& f) {
+  launch_body(grid, block, shared_bytes, kernel, caller, [](void* p) { (*static_cast<F*>(p))(); }, &f);
 }
 void syncthreads(const char* file, int line);
 

@@ -4,6 +4,13 @@
 // cuda/stream.cpp) that the module's host code uses. "Device" memory is host
 // memory; every copy, memset and kernel runs at once, on the calling thread,
 // so streams and events are always complete. One device.
+//
+// Environment:
+//   EMU_ORDER=reverse  blocks, and a block's threads within each phase, run
+//                      last to first (a kernel whose result depends on that
+//                      order has a race: tools/test runs both orders)
+//   EMU_STATS=1        at exit, each kernel's launches, blocks and threads
+//                      (to stderr)
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <sys/mman.h>
@@ -15,6 +22,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "cuda_emu.hpp"
@@ -47,6 +55,29 @@ unsigned g_current = 0;
 void (*g_body)(void*) = nullptr;
 void* g_arg = nullptr;
 bool g_in_kernel = false;
+bool g_reverse = false;
+
+struct Stat {
+  unsigned long long launches = 0, blocks = 0, threads = 0;
+};
+std::map<std::string, Stat>* g_stats = nullptr;  // EMU_STATS
+
+void print_stats() {
+  std::fprintf(stderr, "gpu-emu: %zu kernels launched (launches, blocks, threads; kernel, launching function):\n",
+               g_stats->size());
+  for (const auto& [k, s] : *g_stats) std::fprintf(stderr, "%10llu %10llu %12llu  %s\n", s.launches, s.blocks, s.threads, k.c_str());
+}
+
+const bool g_env = [] {
+  const char* o = std::getenv("EMU_ORDER");
+  g_reverse = o && std::strcmp(o, "reverse") == 0;
+  const char* st = std::getenv("EMU_STATS");
+  if (st && *st && std::strcmp(st, "0") != 0) {
+    g_stats = new std::map<std::string, Stat>;
+    std::atexit(print_stats);
+  }
+  return true;
+}();
 
 void fiber_entry() {
   g_body(g_arg);
@@ -73,7 +104,8 @@ bool run_block(unsigned n) {
     f.state = Ready;
   }
   for (;;) {
-    for (unsigned i = 0; i < n; i++) {
+    for (unsigned j = 0; j < n; j++) {
+      const unsigned i = g_reverse ? n - 1 - j : j;
       if (g_fibers[i].state != Ready) continue;
       g_current = i;
       set_thread_index(i);
@@ -118,7 +150,8 @@ void syncthreads(const char* file, int line) {
   swapcontext(&f.ctx, &g_main);
 }
 
-void launch_body(dim3 grid, dim3 block, size_t shared_bytes, void (*body)(void*), void* arg) {
+void launch_body(dim3 grid, dim3 block, size_t shared_bytes, const char* kernel, const char* caller,
+                 void (*body)(void*), void* arg) {
   const unsigned long long n = 1ull * block.x * block.y * block.z;
   if (n == 0 || n > kMaxThreads || block.z > 64 || grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 0x7fffffffu ||
       grid.y > 65535 || grid.z > 65535) {
@@ -147,6 +180,12 @@ void launch_body(dim3 grid, dim3 block, size_t shared_bytes, void (*body)(void*)
     }
     g_fibers.push_back(f);
   }
+  if (g_stats) {
+    Stat& st = (*g_stats)[std::string(kernel) + "  (" + caller + ")"];
+    st.launches++;
+    st.blocks += 1ull * grid.x * grid.y * grid.z;
+    st.threads += 1ull * grid.x * grid.y * grid.z * n;
+  }
   g_body = body;
   g_arg = arg;
   g_in_kernel = true;
@@ -156,7 +195,7 @@ void launch_body(dim3 grid, dim3 block, size_t shared_bytes, void (*body)(void*)
   for (unsigned z = 0; ok && z < grid.z; z++)
     for (unsigned y = 0; ok && y < grid.y; y++)
       for (unsigned x = 0; ok && x < grid.x; x++) {
-        blockIdx = uint3{x, y, z};
+        blockIdx = g_reverse ? uint3{grid.x - 1 - x, grid.y - 1 - y, grid.z - 1 - z} : uint3{x, y, z};
         ok = run_block(static_cast<unsigned>(n));
       }
   g_in_kernel = false;

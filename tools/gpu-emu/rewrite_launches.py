@@ -2,7 +2,7 @@
 """GPU_REF under CPU emulation (see CMakeLists.txt here): copies a .cu file to
 a host C++ file with each kernel launch `K<...><<<grid, block[, shmem[,
 stream]]>>>(args);` rewritten to
-    ::emu::launch(grid, block, shmem, stream, [&] { K<...>(args); });
+    ::emu::launch(grid, block, shmem, stream, "K<...>", __func__, [&] { K<...>(args); });
 and nothing else changed (a #line directive keeps compiler messages pointing
 at the .cu file; newlines inside a launch are kept, so lines still match).
 Works inside macro definitions (backslash-newlines are kept as they were).
@@ -79,8 +79,8 @@ def rewrite(s, path):
             q += 1
         args = s[p + 1:q]
         out.append(s[pos:k])
-        out.append('::emu::launch(%s, %s, %s, %s,%s%s[&] { %s(%s); })' %
-                   (cfg[0], cfg[1], cfg[2], cfg[3], gap, gap2, name, args))
+        out.append('::emu::launch(%s, %s, %s, %s, "%s", __func__,%s%s[&] { %s(%s); })' %
+                   (cfg[0], cfg[1], cfg[2], cfg[3], name, gap, gap2, name, args))
         pos = q + 1
     out.append(s[pos:])
     return ''.join(out)
