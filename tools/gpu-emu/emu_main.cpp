@@ -7,9 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "core/device.hpp"
+#include "core/error.hpp"
 #include "core/registry.hpp"
 
 namespace nnc {
@@ -22,7 +25,24 @@ void register_gemm(Registry&) {}
 
 namespace {
 
-const bool g_registered = nnc::set_late_registration([](nnc::Registry& r) { nnc::register_cuda(r); });
+// EMU_EXACT_MEMORY=1: each GPU tensor a malloc of its own exact size instead
+// of a block of the caching allocator's segments, so that a sanitizer build
+// (AddressSanitizer) sees a kernel reading or writing past a tensor.
+void* exact_alloc(int device, size_t bytes) {
+  if (device != 0) nnc::fail(CCV_NNC_EXEC_INVALID, "gpu-emu: device %d does not exist (1 device)", device);
+  void* p = std::malloc(bytes ? bytes : 1);
+  if (!p) nnc::fail(CCV_NNC_EXEC_OOM, "gpu-emu: cannot allocate %zu bytes", bytes);
+  return p;
+}
+void exact_free(int, void* p) { std::free(p); }
+int one_device() { return 1; }
+const nnc::DeviceMemory kExactMemory = {exact_alloc, exact_free, one_device};
+
+const bool g_registered = nnc::set_late_registration([](nnc::Registry& r) {
+  nnc::register_cuda(r);
+  const char* e = std::getenv("EMU_EXACT_MEMORY");
+  if (e && *e && std::strcmp(e, "0") != 0) nnc::set_device_memory(&kExactMemory);
+});
 
 struct Exclusion {
   const char* pattern;  // gtest filter pattern
