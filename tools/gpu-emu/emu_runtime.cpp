@@ -11,6 +11,8 @@
 //                      order has a race: tools/test runs both orders)
 //   EMU_STATS=1        at exit, each kernel's launches, blocks and threads
 //                      (to stderr)
+//   EMU_EXACT_MEMORY=1 each GPU tensor its own allocation, ending at an
+//                      inaccessible page (or exact under ASan): emu_main.cpp
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <sys/mman.h>
