@@ -17,9 +17,12 @@
 //   (extern __shared__) is not emulated (a launch asking for it fails).
 // - Atomics are plain read-modify-writes: threads interleave only at
 //   barriers, so nothing can come between.
-// - Warp intrinsics (__shfl*_sync, __syncwarp, __ballot_sync, ...) are not
-//   defined: a kernel that uses them fails to compile here and needs them
-//   added (a per-warp barrier in the scheduler, as __syncthreads has).
+// - Warp intrinsics (__syncwarp, __shfl*_sync, __ballot_sync, __any_sync,
+//   __all_sync; values of up to 8 bytes): a per-warp barrier (warps are 32
+//   consecutive threads): each lane offers its value and waits until every
+//   lane of the mask has, reads, and waits again. A lane of the mask that has
+//   returned or waits elsewhere fails the launch. Lanes outside the mask read
+//   nothing (a shuffle from one gives 0).
 // - Math and half / bfloat16 conversions are the CUDA headers' host versions
 //   and libm: values may differ from the device's in the last place (no FMA
 //   contraction, __expf is expf).
@@ -32,6 +35,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 
@@ -44,6 +48,15 @@ constexpr int warpSize = 32;
 
 namespace emu {
 
+inline int width(int w = 32) { return w; }
+inline unsigned warp_mask(unsigned m = 0xffffffffu) { return m; }
+// The lanes the caller's warp has (fewer than 32 in a block's last, partial warp).
+inline unsigned present_lanes() {
+  const unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const unsigned left = blockDim.x * blockDim.y * blockDim.z - t / 32 * 32;
+  return left >= 32 ? 0xffffffffu : (1u << left) - 1;
+}
+
 // Runs body() as the threads of every block of the grid; the status goes
 // where cudaGetLastError() finds it.
 // `kernel` (its name as the launch spells it) and `caller` (the launching
@@ -55,10 +68,59 @@ void launch(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t, const char
   launch_body(grid, block, shared_bytes, kernel, caller, [](void* p) { (*static_cast<F*>(p))(); }, &f);
 }
 void syncthreads(const char* file, int line);
+// The warp barrier: offers `value`, waits for the lanes of `mask`, fills
+// lanes[32] with their values; returns the caller's lane.
+unsigned warp_exchange(unsigned mask, uint64_t value, const char* file, int line, uint64_t* lanes);
+
+template <class T>
+uint64_t to_bits(T v) {
+  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>, "gpu-emu: warp values of up to 8 bytes");
+  uint64_t b = 0;
+  std::memcpy(&b, &v, sizeof(T));
+  return b;
+}
+template <class T>
+T from_bits(uint64_t b) {
+  T v;
+  std::memcpy(&v, &b, sizeof(T));
+  return v;
+}
+// Source lane of each shuffle kind within segments of `width` lanes; -1: the caller's own value.
+enum Shfl { kIdx, kUp, kDown, kXor };
+template <class T>
+T shuffle(Shfl kind, unsigned mask, T v, int arg, int width, const char* file, int line) {
+  uint64_t lanes[32];
+  const int lane = static_cast<int>(warp_exchange(mask, to_bits(v), file, line, lanes));
+  const int base = lane / width * width;
+  int src = lane;
+  switch (kind) {
+    case kIdx: src = base + (arg % width + width) % width; break;
+    case kUp: src = lane - base >= arg ? lane - arg : lane; break;
+    case kDown: src = lane - base + arg < width ? lane + arg : lane; break;
+    case kXor: src = lane ^ arg; src = src / width == lane / width ? src : lane; break;
+  }
+  return src == lane ? v : from_bits<T>(lanes[src]);
+}
+inline unsigned vote(unsigned mask, int predicate, const char* file, int line) {
+  uint64_t lanes[32];
+  warp_exchange(mask, predicate != 0, file, line, lanes);
+  unsigned bits = 0;
+  for (unsigned l = 0; l < 32; l++)
+    if ((mask >> l & 1u) && lanes[l]) bits |= 1u << l;
+  return bits;
+}
 
 }  // namespace emu
 
 #define __syncthreads() ::emu::syncthreads(__FILE__, __LINE__)
+#define __syncwarp(...) ((void)::emu::vote(::emu::warp_mask(__VA_ARGS__), 0, __FILE__, __LINE__))
+#define __shfl_sync(mask, v, lane, ...) ::emu::shuffle(::emu::kIdx, mask, v, lane, ::emu::width(__VA_ARGS__), __FILE__, __LINE__)
+#define __shfl_up_sync(mask, v, d, ...) ::emu::shuffle(::emu::kUp, mask, v, d, ::emu::width(__VA_ARGS__), __FILE__, __LINE__)
+#define __shfl_down_sync(mask, v, d, ...) ::emu::shuffle(::emu::kDown, mask, v, d, ::emu::width(__VA_ARGS__), __FILE__, __LINE__)
+#define __shfl_xor_sync(mask, v, m, ...) ::emu::shuffle(::emu::kXor, mask, v, m, ::emu::width(__VA_ARGS__), __FILE__, __LINE__)
+#define __ballot_sync(mask, p) ::emu::vote(mask, p, __FILE__, __LINE__)
+#define __any_sync(mask, p) (::emu::vote(mask, p, __FILE__, __LINE__) != 0u)
+#define __all_sync(mask, p) (::emu::vote(mask, p, __FILE__, __LINE__) == ((mask) & ::emu::present_lanes()))
 #undef __shared__
 #define __shared__ static
 #define __threadfence() ((void)0)

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <ucontext.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -41,13 +42,15 @@ void set_error(cudaError_t e) {
 constexpr size_t kStack = 256 * 1024;  // per emulated thread (mapped lazily)
 constexpr unsigned kMaxThreads = 1024;
 
-enum State { Ready, AtBarrier, Done };
+enum State { Ready, AtBarrier, AtWarpBarrier, Done };
 struct Fiber {
   ucontext_t ctx;
   void* stack = nullptr;
   State state = Ready;
   const char* file = nullptr;
   int line = 0;
+  unsigned mask = 0;        // at a warp barrier: the lanes it waits for
+  uint64_t slot = 0;        // a value it offers its warp (shuffles, votes)
 };
 
 std::mutex g_launch;  // one launch at a time: __shared__ statics are per kernel, not per block
@@ -93,6 +96,45 @@ void set_thread_index(unsigned i) {
   threadIdx.z = i / (blockDim.x * blockDim.y);
 }
 
+// Releases the warp barriers every lane of whose mask has reached (with the
+// same mask); false, with a message, when a warp can never go on.
+bool release_warps(unsigned n, bool* released) {
+  *released = false;
+  bool waiting = false;
+  for (unsigned w = 0; w < n; w += 32) {
+    const unsigned end = w + 32 < n ? w + 32 : n;
+    for (unsigned i = w; i < end; i++) {
+      const Fiber& f = g_fibers[i];
+      if (f.state != AtWarpBarrier) continue;
+      bool all = true;
+      for (unsigned j = w; j < end; j++) {
+        if (!(f.mask >> (j - w) & 1u)) continue;
+        const Fiber& g = g_fibers[j];
+        if (g.state == AtWarpBarrier && g.mask == f.mask) continue;
+        all = false;
+        if (g.state == Done || g.state == AtBarrier || g.state == AtWarpBarrier) {
+          std::fprintf(stderr,
+                       "gpu-emu: block (%u,%u,%u): thread %u waits for its warp (mask 0x%08x) at %s:%d, but thread %u "
+                       "%s\n",
+                       blockIdx.x, blockIdx.y, blockIdx.z, i, f.mask, f.file, f.line, j,
+                       g.state == Done ? "has returned" : g.state == AtBarrier ? "waits at __syncthreads"
+                                                                               : "waits with another mask");
+          return false;
+        }
+      }
+      if (all) {
+        for (unsigned j = w; j < end; j++)
+          if (f.mask >> (j - w) & 1u) g_fibers[j].state = Ready;
+        *released = true;
+      } else {
+        waiting = true;
+      }
+    }
+  }
+  (void)waiting;
+  return true;
+}
+
 // Runs the n threads of the current block; false (with a message) when they
 // cannot end correctly.
 bool run_block(unsigned n) {
@@ -113,7 +155,10 @@ bool run_block(unsigned n) {
       set_thread_index(i);
       swapcontext(&g_main, &g_fibers[i].ctx);
     }
-    // Every thread now waits at a barrier or has returned.
+    // Every thread now waits at a barrier or has returned. Warps first.
+    bool released = false;
+    if (!release_warps(n, &released)) return false;
+    if (released) continue;
     unsigned waiting = 0, done = 0, first = 0;
     for (unsigned i = 0; i < n; i++) {
       if (g_fibers[i].state == AtBarrier && waiting++ == 0) first = i;
@@ -150,6 +195,25 @@ void syncthreads(const char* file, int line) {
   f.file = file;
   f.line = line;
   swapcontext(&f.ctx, &g_main);
+}
+
+unsigned warp_exchange(unsigned mask, uint64_t value, const char* file, int line, uint64_t* lanes) {
+  Fiber& f = g_fibers[g_current];
+  const unsigned warp = g_current / 32 * 32;
+  const unsigned present = blockDim.x * blockDim.y * blockDim.z - warp;  // lanes the warp has
+  if (present < 32) mask &= (1u << present) - 1;
+  f.slot = value;
+  f.mask = mask;
+  f.file = file;
+  f.line = line;
+  f.state = AtWarpBarrier;
+  swapcontext(&f.ctx, &g_main);
+  for (unsigned l = 0; l < 32; l++) lanes[l] = (mask >> l & 1u) ? g_fibers[warp + l].slot : 0;
+  // A second barrier: no lane may offer its next value before every lane has read this one.
+  f.mask = mask;
+  f.state = AtWarpBarrier;
+  swapcontext(&f.ctx, &g_main);
+  return g_current - warp;
 }
 
 void launch_body(dim3 grid, dim3 block, size_t shared_bytes, const char* kernel, const char* caller,
