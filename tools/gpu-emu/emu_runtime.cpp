@@ -9,6 +9,9 @@
 //   EMU_ORDER=reverse  blocks, and a block's threads within each phase, run
 //                      last to first (a kernel whose result depends on that
 //                      order has a race: tools/test runs both orders)
+//   EMU_MAX_BLOCKS=n   grids of more than n blocks (along x) launched with
+//                      n: every grid-stride loop then goes round (on the
+//                      GPU only grids past the launch code's cap do)
 //   EMU_STATS=1        at exit, each kernel's launches, blocks and threads
 //                      (to stderr)
 //   EMU_EXACT_MEMORY=1 each GPU tensor its own allocation, ending at an
@@ -61,6 +64,7 @@ void (*g_body)(void*) = nullptr;
 void* g_arg = nullptr;
 bool g_in_kernel = false;
 bool g_reverse = false;
+unsigned g_max_blocks = 0;  // EMU_MAX_BLOCKS (0: no cap)
 
 struct Stat {
   unsigned long long launches = 0, blocks = 0, threads = 0;
@@ -76,6 +80,7 @@ void print_stats() {
 const bool g_env = [] {
   const char* o = std::getenv("EMU_ORDER");
   g_reverse = o && std::strcmp(o, "reverse") == 0;
+  if (const char* m = std::getenv("EMU_MAX_BLOCKS")) g_max_blocks = static_cast<unsigned>(std::strtoul(m, nullptr, 10));
   const char* st = std::getenv("EMU_STATS");
   if (st && *st && std::strcmp(st, "0") != 0) {
     g_stats = new std::map<std::string, Stat>;
@@ -231,6 +236,7 @@ void launch_body(dim3 grid, dim3 block, size_t shared_bytes, const char* kernel,
     set_error(cudaErrorNotSupported);
     return;
   }
+  if (g_max_blocks > 0 && grid.x > g_max_blocks) grid.x = g_max_blocks;
   const std::lock_guard<std::mutex> lock(g_launch);
   if (g_in_kernel) {
     std::fprintf(stderr, "gpu-emu: a launch from inside a kernel is not emulated\n");
