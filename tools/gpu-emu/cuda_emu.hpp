@@ -14,7 +14,9 @@
 // - __shared__ arrays are function-local statics: one per kernel
 //   instantiation, shared by a block's threads; blocks (and launches) run one
 //   after another, so each block has them to itself. Dynamic shared memory
-//   (extern __shared__) is not emulated (a launch asking for it fails).
+//   (`extern __shared__ T name[];`, rewritten by rewrite_launches.py to a
+//   pointer from emu::dynamic_shared()): the launch's bytes, filled with 0xff
+//   before each block (uninitialised floats read as NaN).
 // - Atomics are plain read-modify-writes: threads interleave only at
 //   barriers, so nothing can come between.
 // - Warp intrinsics (__syncwarp, __shfl*_sync, __ballot_sync, __any_sync,
@@ -68,6 +70,8 @@ void launch(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t, const char
   launch_body(grid, block, shared_bytes, kernel, caller, [](void* p) { (*static_cast<F*>(p))(); }, &f);
 }
 void syncthreads(const char* file, int line);
+// The current block's dynamic shared memory (the launch's shmem bytes).
+void* dynamic_shared();
 // The warp barrier: offers `value`, waits for the lanes of `mask`, fills
 // lanes[32] with their values; returns the caller's lane.
 unsigned warp_exchange(unsigned mask, uint64_t value, const char* file, int line, uint64_t* lanes);
@@ -125,8 +129,54 @@ inline unsigned vote(unsigned mask, int predicate, const char* file, int line) {
 #define __shared__ static
 #define __threadfence() ((void)0)
 
-// Device intrinsics that have no host version in the CUDA headers.
-inline float __double2float_rn(double x) { return static_cast<float>(x); }  // the host's rounding is to nearest
+// Device intrinsics that have no host version in the CUDA headers (the fast
+// approximations as the exact operation; the host rounds to nearest).
+inline float __double2float_rn(double x) { return static_cast<float>(x); }
+inline float rsqrtf(float x) { return 1.f / std::sqrt(x); }
+inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float __saturatef(float x) { return x < 0.f ? 0.f : x > 1.f ? 1.f : x != x ? 0.f : x; }
+inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __frcp_rn(float x) { return 1.f / x; }
+inline float __fsqrt_rn(float x) { return std::sqrt(x); }
+inline float __frsqrt_rn(float x) { return 1.f / std::sqrt(x); }
+inline float normcdff(float x) { return 0.5f * std::erfc(-x * 0.70710678118654752f); }
+inline double normcdf(double x) { return 0.5 * std::erfc(-x * 0.70710678118654752); }
+inline float __int_as_float(int x) {
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+inline int __float_as_int(float f) {
+  int x;
+  std::memcpy(&x, &f, 4);
+  return x;
+}
+inline unsigned __float_as_uint(float f) { return static_cast<unsigned>(__float_as_int(f)); }
+inline float __uint_as_float(unsigned x) { return __int_as_float(static_cast<int>(x)); }
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
+inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll(static_cast<unsigned long long>(x)); }
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int __ffsll(long long x) { return __builtin_ffsll(x); }
+template <class T>
+inline T __ldg(const T* p) {
+  return *p;
+}
+// CUDA's global min / max (device overloads of every arithmetic pair).
+template <class A, class B, class = std::enable_if_t<std::is_arithmetic_v<A> && std::is_arithmetic_v<B>>>
+inline std::common_type_t<A, B> max(A a, B b) {
+  using C = std::common_type_t<A, B>;
+  return static_cast<C>(a) > static_cast<C>(b) ? static_cast<C>(a) : static_cast<C>(b);
+}
+template <class A, class B, class = std::enable_if_t<std::is_arithmetic_v<A> && std::is_arithmetic_v<B>>>
+inline std::common_type_t<A, B> min(A a, B b) {
+  using C = std::common_type_t<A, B>;
+  return static_cast<C>(a) < static_cast<C>(b) ? static_cast<C>(a) : static_cast<C>(b);
+}
 
 template <class T>
 inline T atomicAdd(T* p, std::type_identity_t<T> v) {

@@ -44,6 +44,9 @@ void set_error(cudaError_t e) {
 // --- the block scheduler ---------------------------------------------------
 constexpr size_t kStack = 256 * 1024;  // per emulated thread (mapped lazily)
 constexpr unsigned kMaxThreads = 1024;
+// sm_90's 227 KiB of shared memory per block (more than 48 KiB needs
+// cudaFuncSetAttribute there, which is not checked here).
+constexpr size_t kMaxDynamicShared = 227 * 1024;
 
 enum State { Ready, AtBarrier, AtWarpBarrier, Done };
 struct Fiber {
@@ -63,6 +66,8 @@ unsigned g_current = 0;
 void (*g_body)(void*) = nullptr;
 void* g_arg = nullptr;
 bool g_in_kernel = false;
+std::vector<unsigned char> g_dynamic_shared;
+size_t g_dynamic_bytes = 0;
 bool g_reverse = false;
 unsigned g_max_blocks = 0;  // EMU_MAX_BLOCKS (0: no cap)
 
@@ -143,6 +148,7 @@ bool release_warps(unsigned n, bool* released) {
 // Runs the n threads of the current block; false (with a message) when they
 // cannot end correctly.
 bool run_block(unsigned n) {
+  std::memset(dynamic_shared(), 0xff, g_dynamic_bytes);
   for (unsigned i = 0; i < n; i++) {
     Fiber& f = g_fibers[i];
     getcontext(&f.ctx);
@@ -202,6 +208,12 @@ void syncthreads(const char* file, int line) {
   swapcontext(&f.ctx, &g_main);
 }
 
+void* dynamic_shared() {
+  // 16-byte aligned, as CUDA's (vector types may live there).
+  const uintptr_t p = reinterpret_cast<uintptr_t>(g_dynamic_shared.data());
+  return reinterpret_cast<void*>((p + 15) / 16 * 16);
+}
+
 unsigned warp_exchange(unsigned mask, uint64_t value, const char* file, int line, uint64_t* lanes) {
   Fiber& f = g_fibers[g_current];
   const unsigned warp = g_current / 32 * 32;
@@ -231,9 +243,10 @@ void launch_body(dim3 grid, dim3 block, size_t shared_bytes, const char* kernel,
     set_error(cudaErrorInvalidConfiguration);
     return;
   }
-  if (shared_bytes != 0) {
-    std::fprintf(stderr, "gpu-emu: dynamic shared memory (%zu bytes) is not emulated\n", shared_bytes);
-    set_error(cudaErrorNotSupported);
+  if (shared_bytes > kMaxDynamicShared) {
+    std::fprintf(stderr, "gpu-emu: %zu bytes of dynamic shared memory asked for (at most %zu)\n", shared_bytes,
+                 kMaxDynamicShared);
+    set_error(cudaErrorInvalidValue);
     return;
   }
   if (g_max_blocks > 0 && grid.x > g_max_blocks) grid.x = g_max_blocks;
@@ -258,6 +271,8 @@ void launch_body(dim3 grid, dim3 block, size_t shared_bytes, const char* kernel,
     st.blocks += 1ull * grid.x * grid.y * grid.z;
     st.threads += 1ull * grid.x * grid.y * grid.z * n;
   }
+  g_dynamic_bytes = shared_bytes;
+  if (g_dynamic_shared.size() < shared_bytes + 16) g_dynamic_shared.resize(shared_bytes + 16);
   g_body = body;
   g_arg = arg;
   g_in_kernel = true;

@@ -3,7 +3,9 @@
 a host C++ file with each kernel launch `K<...><<<grid, block[, shmem[,
 stream]]>>>(args);` rewritten to
     ::emu::launch(grid, block, shmem, stream, "K<...>", __func__, [&] { K<...>(args); });
-and nothing else changed (a #line directive keeps compiler messages pointing
+each `extern __shared__ [__align__(n)] T name[];` (dynamic shared memory)
+rewritten to `T* const name = static_cast<T*>(::emu::dynamic_shared());`, and
+nothing else changed (a #line directive keeps compiler messages pointing
 at the .cu file; newlines inside a launch are kept, so lines still match).
 Works inside macro definitions (backslash-newlines are kept as they were).
     rewrite_launches.py in.cu out.cpp
@@ -86,11 +88,21 @@ def rewrite(s, path):
     return ''.join(out)
 
 
+DYNAMIC_SHARED = re.compile(
+    r'extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s+)?([A-Za-z_][\w:<>, ]*?)\s+'
+    r'(?:__align__\s*\(\s*\d+\s*\)\s+)?([A-Za-z_]\w*)\s*\[\s*\]\s*;')
+
+
+def rewrite_shared(s):
+    return DYNAMIC_SHARED.sub(
+        lambda m: '%s* const %s = static_cast<%s*>(::emu::dynamic_shared());' % (m.group(1), m.group(2), m.group(1)), s)
+
+
 def main():
     src, dst = sys.argv[1], sys.argv[2]
     with open(src) as f:
         s = f.read()
-    text = '#line 1 "%s"\n' % src + rewrite(s, src)
+    text = '#line 1 "%s"\n' % src + rewrite(rewrite_shared(s), src)
     try:
         with open(dst) as f:
             if f.read() == text:

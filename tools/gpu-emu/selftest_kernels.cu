@@ -32,6 +32,20 @@ __global__ void warp_kernel(const int* x, int* sum, unsigned* ballot, int* up, i
   __syncwarp();
 }
 
+// Each block reverses its shares of x (blockDim.x elements each, grid-stride
+// over `parts` of them) through dynamic shared memory.
+__global__ void reverse_kernel(const float* x, float* y, int parts) {
+  extern __shared__ float buf[];
+  const int t = threadIdx.x;
+  for (int part = blockIdx.x; part < parts; part += gridDim.x) {
+    const int base = part * blockDim.x;
+    buf[t] = x[base + t];
+    __syncthreads();
+    y[base + t] = buf[blockDim.x - 1 - t];
+    __syncthreads();
+  }
+}
+
 // __syncthreads where only some threads go: invalid.
 __global__ void divergent_kernel(int* y) {
   if (threadIdx.x < 16) {
@@ -58,6 +72,10 @@ cudaError_t block_sum(const float* x, float* y, int n, int blocks, int threads) 
 }
 cudaError_t warp_ops(const int* x, int* sum, unsigned* ballot, int* up, int* down, int* idx, int threads) {
   warp_kernel<<<1, threads>>>(x, sum, ballot, up, down, idx);
+  return cudaGetLastError();
+}
+cudaError_t reverse_blocks(const float* x, float* y, int blocks, int threads) {
+  reverse_kernel<<<blocks, threads, threads * sizeof(float)>>>(x, y, blocks);
   return cudaGetLastError();
 }
 cudaError_t divergent(int* y) {

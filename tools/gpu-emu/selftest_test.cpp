@@ -11,6 +11,7 @@
 namespace gpu_emu_selftest {
 cudaError_t block_sum(const float* x, float* y, int n, int blocks, int threads);
 cudaError_t warp_ops(const int* x, int* sum, unsigned* ballot, int* up, int* down, int* idx, int threads);
+cudaError_t reverse_blocks(const float* x, float* y, int blocks, int threads);
 cudaError_t divergent(int* y);
 cudaError_t early_return(int* y);
 cudaError_t bad_config(int* y);
@@ -59,6 +60,16 @@ TEST(GpuEmu, WarpShufflesAndBallots) {
       if (lanes > 7) EXPECT_EQ(idx[static_cast<size_t>(t)], x[static_cast<size_t>(w + 7)]) << t;
     }
   }
+}
+
+TEST(GpuEmu, DynamicSharedMemory) {
+  const int blocks = 3, threads = 96;
+  std::vector<float> x(blocks * threads), y(x.size(), -1);
+  for (size_t i = 0; i < x.size(); i++) x[i] = static_cast<float>(i);
+  ASSERT_EQ(reverse_blocks(x.data(), y.data(), blocks, threads), cudaSuccess);
+  for (int b = 0; b < blocks; b++)
+    for (int t = 0; t < threads; t++)
+      EXPECT_EQ(y[static_cast<size_t>(b * threads + t)], static_cast<float>(b * threads + threads - 1 - t));
 }
 
 TEST(GpuEmu, InvalidBarriersAndConfigurationsFailTheLaunch) {
