@@ -70,6 +70,9 @@ void launch(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t, const char
   launch_body(grid, block, shared_bytes, kernel, caller, [](void* p) { (*static_cast<F*>(p))(); }, &f);
 }
 void syncthreads(const char* file, int line);
+// __syncthreads_count / _and / _or: the barrier, returning how many of the
+// block's threads passed a nonzero predicate.
+int syncthreads_count(int predicate, const char* file, int line);
 // The current block's dynamic shared memory (the launch's shmem bytes).
 void* dynamic_shared();
 // The warp barrier: offers `value`, waits for the lanes of `mask`, fills
@@ -117,6 +120,10 @@ inline unsigned vote(unsigned mask, int predicate, const char* file, int line) {
 }  // namespace emu
 
 #define __syncthreads() ::emu::syncthreads(__FILE__, __LINE__)
+#define __syncthreads_count(p) ::emu::syncthreads_count((p) != 0, __FILE__, __LINE__)
+#define __syncthreads_or(p) (::emu::syncthreads_count((p) != 0, __FILE__, __LINE__) != 0)
+#define __syncthreads_and(p) \
+  (::emu::syncthreads_count((p) != 0, __FILE__, __LINE__) == static_cast<int>(blockDim.x * blockDim.y * blockDim.z))
 #define __syncwarp(...) ((void)::emu::vote(::emu::warp_mask(__VA_ARGS__), 0, __FILE__, __LINE__))
 #define __shfl_sync(mask, v, lane, ...) ::emu::shuffle(::emu::kIdx, mask, v, lane, ::emu::width(__VA_ARGS__), __FILE__, __LINE__)
 #define __shfl_up_sync(mask, v, d, ...) ::emu::shuffle(::emu::kUp, mask, v, d, ::emu::width(__VA_ARGS__), __FILE__, __LINE__)
@@ -153,6 +160,22 @@ inline int __float_as_int(float f) {
   int x;
   std::memcpy(&x, &f, 4);
   return x;
+}
+inline double __longlong_as_double(long long x) {
+  double d;
+  std::memcpy(&d, &x, 8);
+  return d;
+}
+inline long long __double_as_longlong(double d) {
+  long long x;
+  std::memcpy(&x, &d, 8);
+  return x;
+}
+inline int __double2hiint(double d) { return static_cast<int>(__double_as_longlong(d) >> 32); }
+inline int __double2loint(double d) { return static_cast<int>(__double_as_longlong(d) & 0xffffffffll); }
+inline double __hiloint2double(int hi, int lo) {
+  return __longlong_as_double(static_cast<long long>((static_cast<unsigned long long>(static_cast<unsigned>(hi)) << 32) |
+                                                     static_cast<unsigned>(lo)));
 }
 inline unsigned __float_as_uint(float f) { return static_cast<unsigned>(__float_as_int(f)); }
 inline float __uint_as_float(unsigned x) { return __int_as_float(static_cast<int>(x)); }

@@ -66,6 +66,7 @@ unsigned g_current = 0;
 void (*g_body)(void*) = nullptr;
 void* g_arg = nullptr;
 bool g_in_kernel = false;
+int g_barrier_count = 0;  // threads with a nonzero predicate at the barrier last released
 std::vector<unsigned char> g_dynamic_shared;
 size_t g_dynamic_bytes = 0;
 bool g_reverse = false;
@@ -194,11 +195,21 @@ bool run_block(unsigned n) {
         return false;
       }
     }
-    for (unsigned i = 0; i < n; i++) g_fibers[i].state = Ready;
+    g_barrier_count = 0;
+    for (unsigned i = 0; i < n; i++) {
+      g_barrier_count += g_fibers[i].slot != 0;
+      g_fibers[i].state = Ready;
+    }
   }
 }
 
 }  // namespace
+
+int syncthreads_count(int predicate, const char* file, int line) {
+  g_fibers[g_current].slot = predicate != 0;
+  syncthreads(file, line);
+  return g_barrier_count;  // read before any thread can reach the next barrier
+}
 
 void syncthreads(const char* file, int line) {
   Fiber& f = g_fibers[g_current];

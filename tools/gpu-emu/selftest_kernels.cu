@@ -46,6 +46,17 @@ __global__ void reverse_kernel(const float* x, float* y, int parts) {
   }
 }
 
+// Block votes: how many threads hold an odd value, whether any holds 7, whether all are below 1000.
+__global__ void vote_kernel(const int* x, int* count, int* any7, int* all_small) {
+  const int v = x[threadIdx.x];
+  const int c = __syncthreads_count(v & 1);
+  const int a = __syncthreads_or(v == 7);
+  const int s = __syncthreads_and(v < 1000);
+  count[threadIdx.x] = c;
+  any7[threadIdx.x] = a;
+  all_small[threadIdx.x] = s;
+}
+
 // __syncthreads where only some threads go: invalid.
 __global__ void divergent_kernel(int* y) {
   if (threadIdx.x < 16) {
@@ -76,6 +87,10 @@ cudaError_t warp_ops(const int* x, int* sum, unsigned* ballot, int* up, int* dow
 }
 cudaError_t reverse_blocks(const float* x, float* y, int blocks, int threads) {
   reverse_kernel<<<blocks, threads, threads * sizeof(float)>>>(x, y, blocks);
+  return cudaGetLastError();
+}
+cudaError_t block_votes(const int* x, int* count, int* any7, int* all_small, int threads) {
+  vote_kernel<<<1, threads>>>(x, count, any7, all_small);
   return cudaGetLastError();
 }
 cudaError_t divergent(int* y) {

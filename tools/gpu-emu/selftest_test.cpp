@@ -12,6 +12,7 @@ namespace gpu_emu_selftest {
 cudaError_t block_sum(const float* x, float* y, int n, int blocks, int threads);
 cudaError_t warp_ops(const int* x, int* sum, unsigned* ballot, int* up, int* down, int* idx, int threads);
 cudaError_t reverse_blocks(const float* x, float* y, int blocks, int threads);
+cudaError_t block_votes(const int* x, int* count, int* any7, int* all_small, int threads);
 cudaError_t divergent(int* y);
 cudaError_t early_return(int* y);
 cudaError_t bad_config(int* y);
@@ -70,6 +71,28 @@ TEST(GpuEmu, DynamicSharedMemory) {
   for (int b = 0; b < blocks; b++)
     for (int t = 0; t < threads; t++)
       EXPECT_EQ(y[static_cast<size_t>(b * threads + t)], static_cast<float>(b * threads + threads - 1 - t));
+}
+
+TEST(GpuEmu, BlockVotes) {
+  const int threads = 100;
+  std::vector<int> x(threads), count(threads), any7(threads), all_small(threads);
+  for (int with7 : {0, 1}) {
+    std::mt19937 rng(5);
+    int odd = 0;
+    for (int& v : x) {
+      v = static_cast<int>(rng() % 500) * 2 + 8 + static_cast<int>(rng() % 2);  // never 7, all < 1010
+      odd += v & 1;
+    }
+    if (with7) odd += 1 - (x[42] & 1), x[42] = 7;
+    ASSERT_EQ(block_votes(x.data(), count.data(), any7.data(), all_small.data(), threads), cudaSuccess);
+    bool small = true;
+    for (int v : x) small = small && v < 1000;
+    for (int t = 0; t < threads; t++) {
+      EXPECT_EQ(count[static_cast<size_t>(t)], odd);
+      EXPECT_EQ(any7[static_cast<size_t>(t)], with7);
+      EXPECT_EQ(all_small[static_cast<size_t>(t)], small ? 1 : 0);
+    }
+  }
 }
 
 TEST(GpuEmu, InvalidBarriersAndConfigurationsFailTheLaunch) {
