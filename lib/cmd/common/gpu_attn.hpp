@@ -1,0 +1,279 @@
+// The index maps and row math of the GPU SCALED_DOT_PRODUCT_ATTENTION
+// kernels (cuda/attn_kernels.cu) as host + device inline functions: nvcc
+// compiles this header into the kernels as it is, and test/unit/gpu_attn runs
+// the same functions over host buffers against CPU_REF (forward, backward,
+// the fused projection), so every value a kernel computes is decided by code
+// tested without a GPU. Only the reductions across a block's threads and the
+// launch geometry live in the .cu file.
+//
+// The GPU algorithm, per batch chunk (scratch: float [rows][Sk] per chunk):
+//   forward, one block per query row (b, h, i): the scores of keys
+//     j < attn_key_end(i) (attn_score_part), the row max m, the sum l of
+//     exp(s - m) (attn_exp_part), lse = attn_lse(m, l), the probabilities
+//     p = exp(s - lse) (attn_prob_part), then o[d] = sum_j p_j v[j, d]
+//     (attn_out) per column d.
+//   backward, one block per query row: p_j = exp(s_j - lse) with the saved
+//     lse (or a recomputed one), dp_j = dO_i . v_j (attn_bwd_part), the row's
+//     delta = sum_j p_j dp_j (= dO_i . O_i, so O is not read), ds_j =
+//     p_j (dp_j - delta) scale (attn_ds_part); then one thread per element:
+//     dq = sum_j ds_ij k_j (attn_dq), dk_j = sum over the group's heads and
+//     rows of ds_ij q_i (attn_dk), dv_j = sum p_ij dO_i (attn_dv).
+//   fused unify-head projection (y = O w^T + bias, O as [B * Sq, H * Dv]
+//     float rows): attn_proj; backward dO = g w (attn_proj_dx), dw = g^T O
+//     (attn_proj_dw), dbias = column sums of g (attn_proj_dbias).
+// All accumulation is in float.
+//
+// C++17 without CUDA or NNC includes (NNC_HD from gpu_plan.hpp). Loaders:
+// any callable ld(const void* base, int64_t element) -> float.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "cmd/common/gpu_plan.hpp"
+
+namespace nnc::gpu {
+
+// Element strides of a [B, S, H, D]-shaped operand (a 3-d one has sh = 0).
+struct AttnView {
+  int64_t sb = 0, ss = 0, sh = 0, sd = 0;
+};
+NNC_HD int64_t attn_off(const AttnView& v, int b, int s, int h, int d) {
+  return b * v.sb + s * v.ss + h * v.sh + d * v.sd;
+}
+
+// One attention call. mask: (b, h, i, j) at mask.sb, .sh, .ss, .sd (0 along
+// broadcast axes). lse: (b, h, i) at lse.sb, .sh, .ss.
+struct AttnShape {
+  int B = 0, Sq = 0, Sk = 0, H = 1, Hk = 1, D = 0, Dv = 0;
+  float scale = 1;
+  int causal = 0, has_mask = 0;
+  AttnView q, k, v, mask, lse;
+};
+
+// The kv head query head h reads (Hk divides H).
+NNC_HD int attn_kv_head(const AttnShape& s, int h) { return h / (s.H / s.Hk); }
+
+// Query row i sees keys [0, attn_key_end(s, i)): all of them, or causally
+// those with j <= i + Sk - Sq (bottom-right aligned); may be 0.
+NNC_HD int attn_key_end(const AttnShape& s, int i) {
+  if (!s.causal) return s.Sk;
+  const int64_t e = static_cast<int64_t>(i) + s.Sk - s.Sq + 1;
+  return e < 0 ? 0 : e > s.Sk ? s.Sk : static_cast<int>(e);
+}
+// Key j is seen by query rows [attn_query_begin(s, j), Sq).
+NNC_HD int attn_query_begin(const AttnShape& s, int j) {
+  if (!s.causal) return 0;
+  const int64_t b = static_cast<int64_t>(j) - (s.Sk - s.Sq);
+  return b < 0 ? 0 : b > s.Sq ? s.Sq : static_cast<int>(b);
+}
+
+NNC_HD int64_t attn_mask_off(const AttnShape& s, int b, int h, int i, int j) {
+  return b * s.mask.sb + h * s.mask.sh + i * s.mask.ss + j * s.mask.sd;
+}
+NNC_HD int64_t attn_lse_off(const AttnShape& s, int b, int h, int i) {
+  return b * s.lse.sb + h * s.lse.sh + i * s.lse.ss;
+}
+
+NNC_HD float attn_neg_inf() { return -INFINITY; }
+
+// The scaled, masked score of (query row qrow: D floats of q[b, i, h, :],
+// key j); the caller only asks for visible keys.
+template <class L>
+NNC_HD float attn_score(const AttnShape& s, const float* qrow, const L& ld, const void* k, const void* mask, int b,
+                        int h, int i, int j) {
+  const int hk = attn_kv_head(s, h);
+  const int64_t k0 = attn_off(s.k, b, j, hk, 0);
+  float acc = 0;
+  for (int d = 0; d < s.D; d++) acc += qrow[d] * ld(k, k0 + d * s.k.sd);
+  acc *= s.scale;
+  if (s.has_mask) acc += ld(mask, attn_mask_off(s, b, h, i, j));
+  return acc;
+}
+
+// Scores of keys j = j0, j0 + step, ... below attn_key_end(i) into srow[j];
+// returns their max (-inf for none).
+template <class L>
+NNC_HD float attn_score_part(const AttnShape& s, const float* qrow, const L& ld, const void* k, const void* mask,
+                             int b, int h, int i, int j0, int step, float* srow) {
+  const int end = attn_key_end(s, i);
+  float m = attn_neg_inf();
+  for (int j = j0; j < end; j += step) {
+    const float v = attn_score(s, qrow, ld, k, mask, b, h, i, j);
+    srow[j] = v;
+    m = fmaxf(m, v);
+  }
+  return m;
+}
+
+// sum of exp(srow[j] - m) over the part's visible keys (m = the row max;
+// -inf scores, from a -inf mask, give 0).
+NNC_HD float attn_exp_part(const AttnShape& s, const float* srow, float m, int i, int j0, int step) {
+  const int end = attn_key_end(s, i);
+  float l = 0;
+  if (m == attn_neg_inf()) return 0;
+  for (int j = j0; j < end; j += step) l += expf(srow[j] - m);
+  return l;
+}
+
+// The log-sum-exp from the row max and the sum of exp(s - max): -inf when the
+// row sees no key (or every score is -inf).
+NNC_HD float attn_lse(float m, float l) { return (m == attn_neg_inf() || !(l > 0)) ? attn_neg_inf() : m + logf(l); }
+
+// One probability: 0 for a hidden key or a row without keys.
+NNC_HD float attn_prob(float score, float lse) {
+  return (lse == attn_neg_inf() || score == attn_neg_inf()) ? 0.f : expf(score - lse);
+}
+
+// srow[j] (scores) -> probabilities for the part's keys; the hidden keys
+// (j >= key_end) get 0 so that later loops may run over all Sk.
+NNC_HD void attn_prob_part(const AttnShape& s, float* srow, float lse, int i, int j0, int step) {
+  const int end = attn_key_end(s, i);
+  for (int j = j0; j < s.Sk; j += step) srow[j] = j < end ? attn_prob(srow[j], lse) : 0.f;
+}
+
+// o[b, i, h, d] from the row's probabilities prow.
+template <class L>
+NNC_HD float attn_out(const AttnShape& s, const float* prow, const L& ld, const void* v, int b, int h, int i, int d) {
+  const int hk = attn_kv_head(s, h), end = attn_key_end(s, i);
+  float acc = 0;
+  for (int j = 0; j < end; j++) acc += prow[j] * ld(v, attn_off(s.v, b, j, hk, d));
+  return acc;
+}
+
+// Backward: for the part's keys, prow[j] = p_ij from the scores already in
+// prow (attn_score_part) and the row's lse, and dprow[j] = dO_i . v_j
+// (dOrow: Dv floats); returns the part's sum of p_ij dp_ij (the row's delta
+// once summed over the parts). Hidden keys get p = dp = 0.
+template <class L>
+NNC_HD float attn_bwd_part(const AttnShape& s, const float* dOrow, const L& ld, const void* v, int b, int h, int i,
+                           float lse, int j0, int step, float* prow, float* dprow) {
+  const int hk = attn_kv_head(s, h), end = attn_key_end(s, i);
+  float delta = 0;
+  for (int j = j0; j < s.Sk; j += step) {
+    if (j >= end) {
+      prow[j] = dprow[j] = 0;
+      continue;
+    }
+    const float p = attn_prob(prow[j], lse);
+    float dp = 0;
+    if (p != 0.f) {
+      const int64_t v0 = attn_off(s.v, b, j, hk, 0);
+      for (int d = 0; d < s.Dv; d++) dp += dOrow[d] * ld(v, v0 + d * s.v.sd);
+    }
+    prow[j] = p, dprow[j] = dp;
+    delta += p * dp;
+  }
+  return delta;
+}
+
+// dprow[j] <- ds_ij = p_ij (dp_ij - delta) scale for the part's keys.
+NNC_HD void attn_ds_part(const AttnShape& s, const float* prow, float* dprow, float delta, int j0, int step) {
+  for (int j = j0; j < s.Sk; j += step) dprow[j] = prow[j] * (dprow[j] - delta) * s.scale;
+}
+
+// Per-element gradients. ds and p: float [H][Sq][Sk] of one batch (ds_b, p_b);
+// dO: float [B][Sq][H][Dv] packed.
+template <class L>
+NNC_HD float attn_dq(const AttnShape& s, const float* ds_b, const L& ld, const void* k, int b, int i, int h, int d) {
+  const int hk = attn_kv_head(s, h), end = attn_key_end(s, i);
+  const float* row = ds_b + (static_cast<int64_t>(h) * s.Sq + i) * s.Sk;
+  float acc = 0;
+  for (int j = 0; j < end; j++) acc += row[j] * ld(k, attn_off(s.k, b, j, hk, d));
+  return acc;
+}
+template <class L>
+NNC_HD float attn_dk(const AttnShape& s, const float* ds_b, const L& ld, const void* q, int b, int j, int hk, int d) {
+  const int G = s.H / s.Hk, i0 = attn_query_begin(s, j);
+  float acc = 0;
+  for (int h = hk * G; h < (hk + 1) * G; h++) {
+    const float* col = ds_b + static_cast<int64_t>(h) * s.Sq * s.Sk + j;
+    for (int i = i0; i < s.Sq; i++) acc += col[static_cast<int64_t>(i) * s.Sk] * ld(q, attn_off(s.q, b, i, h, d));
+  }
+  return acc;
+}
+NNC_HD float attn_dv(const AttnShape& s, const float* p_b, const float* dO, int b, int j, int hk, int d) {
+  const int G = s.H / s.Hk, i0 = attn_query_begin(s, j);
+  float acc = 0;
+  for (int h = hk * G; h < (hk + 1) * G; h++) {
+    const float* col = p_b + static_cast<int64_t>(h) * s.Sq * s.Sk + j;
+    for (int i = i0; i < s.Sq; i++)
+      acc += col[static_cast<int64_t>(i) * s.Sk] * dO[((static_cast<int64_t>(b) * s.Sq + i) * s.H + h) * s.Dv + d];
+  }
+  return acc;
+}
+
+// The fused projection. O: float [R][C] packed (R = B * Sq rows, C = H * Dv);
+// w: (n, c) at n * w_rs + c * w_cs; g, y: (r, n) at (r / Sq) * sb + (r % Sq) * ss + n * sn.
+struct AttnProj {
+  int R = 0, C = 0, N = 0, Sq = 1;
+  int64_t w_rs = 0, w_cs = 0;
+  int64_t y_sb = 0, y_ss = 0, y_sn = 0;  // y (forward) or g (backward)
+  int64_t bias_stride = 1;
+};
+NNC_HD int64_t attn_proj_off(const AttnProj& p, int64_t r, int n) {
+  return (r / p.Sq) * p.y_sb + (r % p.Sq) * p.y_ss + n * p.y_sn;
+}
+template <class L>
+NNC_HD float attn_proj(const AttnProj& p, const float* O, const L& ld, const void* w, const void* bias, int64_t r,
+                       int n) {
+  float acc = bias ? ld(bias, n * p.bias_stride) : 0.f;
+  const float* row = O + r * p.C;
+  for (int c = 0; c < p.C; c++) acc += row[c] * ld(w, n * p.w_rs + c * p.w_cs);
+  return acc;
+}
+template <class L>
+NNC_HD float attn_proj_dx(const AttnProj& p, const L& ld, const void* g, const void* w, int64_t r, int c) {
+  float acc = 0;
+  for (int n = 0; n < p.N; n++) acc += ld(g, attn_proj_off(p, r, n)) * ld(w, n * p.w_rs + c * p.w_cs);
+  return acc;
+}
+template <class L>
+NNC_HD float attn_proj_dw(const AttnProj& p, const L& ld, const void* g, const float* O, int n, int c) {
+  float acc = 0;
+  for (int64_t r = 0; r < p.R; r++) acc += ld(g, attn_proj_off(p, r, n)) * O[r * p.C + c];
+  return acc;
+}
+template <class L>
+NNC_HD float attn_proj_dbias(const AttnProj& p, const L& ld, const void* g, int n) {
+  float acc = 0;
+  for (int64_t r = 0; r < p.R; r++) acc += ld(g, attn_proj_off(p, r, n));
+  return acc;
+}
+
+}  // namespace nnc::gpu
+
+// ---- host side (gpu_attn.cpp): one call's plan from the family's checked problem ----
+#include <string>
+
+namespace nnc::attn {
+struct Problem;
+}
+
+namespace nnc::gpu {
+
+struct AttnPlan {
+  AttnShape s;            // s.lse: the saved lse's strides (when lse_type != 0)
+  int datatype = 0;       // CCV_32F or CCV_16F: q, k, v, mask, w, bias, o, g and the gradients
+  int lse_type = 0;       // the lse tensor's type (CCV_32F / CCV_16F), 0 when absent
+  bool fused = false;
+  AttnProj proj;          // fused: y (forward) or g (backward) and w
+  AttnView o;             // the attention result's strides (o, or qkv when fused), when given
+  AttnView g;             // backward, not fused: g's strides ([B, Sq, H, Dv])
+  AttnView dq, dk, dv;    // backward: the gradients' strides (when asked)
+  int64_t dw_rs = 0, dw_cs = 0, dbias_stride = 1;
+};
+
+// The plan of a checked problem (attn::problem), or false with the reason
+// when the GPU kernels do not take it (types other than 32F / 16F).
+bool attn_plan(const attn::Problem& p, AttnPlan* plan, std::string* why);
+
+// Batches per chunk so that `floats_per_batch` float scratch per batch stays
+// within `limit_bytes` (at least 1, at most B).
+int attn_chunk_batches(int B, int64_t floats_per_batch, int64_t limit_bytes);
+
+// A packed [B, S, H, D] float buffer's strides, and a packed [B, H, S] lse's.
+AttnView attn_packed(int S, int H, int D);
+AttnView attn_packed_lse(int S, int H);
+
+}  // namespace nnc::gpu
