@@ -22,18 +22,6 @@ bool gpu_type(int dt) { return dt == CCV_32F || dt == CCV_16F; }
 
 }  // namespace
 
-AttnView attn_packed(int S, int H, int D) {
-  AttnView v;
-  v.sd = 1, v.sh = D, v.ss = static_cast<int64_t>(H) * D, v.sb = static_cast<int64_t>(S) * H * D;
-  return v;
-}
-
-AttnView attn_packed_lse(int S, int H) {
-  AttnView v;
-  v.ss = 1, v.sh = S, v.sb = static_cast<int64_t>(H) * S, v.sd = 0;
-  return v;
-}
-
 int attn_chunk_batches(int B, int64_t floats_per_batch, int64_t limit_bytes) {
   if (floats_per_batch <= 0) return std::max(B, 1);
   const int64_t n = limit_bytes / (floats_per_batch * static_cast<int64_t>(sizeof(float)));
@@ -47,6 +35,8 @@ bool attn_plan(const attn::Problem& p, AttnPlan* plan, std::string* why) {
   };
   if (!gpu_type(p.datatype)) return refuse("the GPU kernels take 32F or 16F q, k, v (one type)");
   if (p.lse.data && !gpu_type(p.lse.datatype)) return refuse("the GPU kernels take a 32F or 16F lse");
+  // The row kernels keep a query row and a dO row in shared memory (48 KiB).
+  if (static_cast<int64_t>(p.D) + p.Dv > 12288) return refuse("the GPU kernels take head sizes D + Dv up to 12288");
   AttnPlan a;
   AttnShape& s = a.s;
   s.B = p.B, s.Sq = p.Sq, s.Sk = p.Sk, s.H = p.H, s.Hk = p.Hk, s.D = p.D, s.Dv = p.Dv;

@@ -42,6 +42,19 @@ NNC_HD int64_t attn_off(const AttnView& v, int b, int s, int h, int d) {
   return b * v.sb + s * v.ss + h * v.sh + d * v.sd;
 }
 
+// A packed [B, S, H, D] buffer's strides, and a packed [B, H, S] lse's
+// ((b, h, i) at sb, sh, ss).
+NNC_HD AttnView attn_packed(int S, int H, int D) {
+  AttnView v;
+  v.sd = 1, v.sh = D, v.ss = static_cast<int64_t>(H) * D, v.sb = static_cast<int64_t>(S) * H * D;
+  return v;
+}
+NNC_HD AttnView attn_packed_lse(int S, int H) {
+  AttnView v;
+  v.ss = 1, v.sh = S, v.sb = static_cast<int64_t>(H) * S, v.sd = 0;
+  return v;
+}
+
 // One attention call. mask: (b, h, i, j) at mask.sb, .sh, .ss, .sd (0 along
 // broadcast axes). lse: (b, h, i) at lse.sb, .sh, .ss.
 struct AttnShape {
@@ -272,8 +285,5 @@ bool attn_plan(const attn::Problem& p, AttnPlan* plan, std::string* why);
 // within `limit_bytes` (at least 1, at most B).
 int attn_chunk_batches(int B, int64_t floats_per_batch, int64_t limit_bytes);
 
-// A packed [B, S, H, D] float buffer's strides, and a packed [B, H, S] lse's.
-AttnView attn_packed(int S, int H, int D);
-AttnView attn_packed_lse(int S, int H);
 
 }  // namespace nnc::gpu
