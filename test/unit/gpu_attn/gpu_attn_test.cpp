@@ -45,6 +45,7 @@ float* f32(const nnc::attn::View4& v) { return reinterpret_cast<float*>(v.data);
 
 struct Case {
   int B, Sq, Sk, H, Hk, D, Dv;
+  Case(int b, int sq, int sk, int h, int hk, int d, int dv) : B(b), Sq(sq), Sk(sk), H(h), Hk(hk), D(d), Dv(dv) {}
   bool causal = false, four_d = true, fused = false, bias = true, views = false;
   std::vector<int> mask;  // empty: none
   int Nout = 5;
@@ -120,7 +121,7 @@ void expect_near_t(const T& got, const T& want, double tol, const char* what) {
 
 std::vector<Case> cases() {
   std::vector<Case> cs;
-  cs.push_back({2, 7, 9, 3, 3, 5, 6});                    // plain, odd sizes
+  cs.push_back(Case(2, 7, 9, 3, 3, 5, 6));                    // plain, odd sizes
   Case c{2, 9, 9, 4, 2, 7, 5};                             // causal, grouped kv heads
   c.causal = true;
   cs.push_back(c);
