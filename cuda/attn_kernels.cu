@@ -56,6 +56,12 @@ __device__ float block_reduce(float v, float* red, bool is_max) {
   return v;
 }
 
+// The sum over a warp, returned to every lane.
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
 // Row r of a chunk: (b, h, i) with i fastest.
 __device__ __forceinline__ void row_of(const AttnRows& a, int64_t r, int* b, int* h, int* i) {
   const AttnShape& s = a.s;
@@ -78,8 +84,17 @@ __global__ void forward_rows(AttnRows a) {
     float* prow = a.p + r * s.Sk;
     for (int d = t; d < s.D; d += n) qrow[d] = ld(a.q, gpu::attn_off(s.q, b, i, h, d));
     __syncthreads();
-    float m = gpu::attn_score_part(s, qrow, ld, a.k, a.mask, b, h, i, t, n, prow);
-    m = block_reduce(m, red, true);
+    // One warp per key (coalesced reads of the key's row), lane 0 keeps the score.
+    const int lane = t & 31, warp = t >> 5, warps = n >> 5, end = gpu::attn_key_end(s, i);
+    float m = -INFINITY;
+    for (int j = warp; j < end; j += warps) {
+      const float dot =
+          warp_sum(gpu::attn_dot_part(qrow, ld, a.k, gpu::attn_key_off(s, b, h, j), s.k.sd, s.D, lane, 32));
+      const float sc = gpu::attn_score_finish(s, dot, ld, a.mask, b, h, i, j);
+      if (lane == 0) prow[j] = sc;
+      m = fmaxf(m, sc);
+    }
+    m = block_reduce(m, red, true);  // its barrier also publishes prow
     float l = gpu::attn_exp_part(s, prow, m, i, t, n);
     l = block_reduce(l, red, false);
     const float lse = gpu::attn_lse(m, l);
@@ -113,8 +128,20 @@ __global__ void backward_rows(AttnRows a) {
     for (int d = t; d < s.Dv; d += n) dOrow[d] = a.dO[gpu::attn_off(dov, b, i, h, d)];
     __syncthreads();
     const float lse = load(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_half);
-    gpu::attn_score_part(s, qrow, ld, a.k, a.mask, b, h, i, t, n, prow);
-    float delta = gpu::attn_bwd_part(s, dOrow, ld, a.v, b, h, i, lse, t, n, prow, dsrow);
+    // One warp per key: the score and dp = dO_i . v_j, kept by lane 0.
+    const int lane = t & 31, warp = t >> 5, warps = n >> 5, end = gpu::attn_key_end(s, i);
+    for (int j = warp; j < end; j += warps) {
+      const float dot =
+          warp_sum(gpu::attn_dot_part(qrow, ld, a.k, gpu::attn_key_off(s, b, h, j), s.k.sd, s.D, lane, 32));
+      const float dp =
+          warp_sum(gpu::attn_dot_part(dOrow, ld, a.v, gpu::attn_value_off(s, b, h, j), s.v.sd, s.Dv, lane, 32));
+      if (lane == 0) {
+        prow[j] = gpu::attn_score_finish(s, dot, ld, a.mask, b, h, i, j);
+        dsrow[j] = dp;
+      }
+    }
+    __syncthreads();
+    float delta = gpu::attn_bwd_prob_part(s, prow, dsrow, lse, i, t, n);
     delta = block_reduce(delta, red, false);
     gpu::attn_ds_part(s, prow, dsrow, delta, t, n);
     __syncthreads();

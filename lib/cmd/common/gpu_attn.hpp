@@ -8,12 +8,14 @@
 //
 // The GPU algorithm, per batch chunk (scratch: float [rows][Sk] per chunk):
 //   forward, one block per query row (b, h, i): the scores of keys
-//     j < attn_key_end(i) (attn_score_part), the row max m, the sum l of
+//     j < attn_key_end(i) (one warp per key: attn_dot_part over the lanes,
+//     then attn_score_finish; attn_score_part is the same per thread), the row max m, the sum l of
 //     exp(s - m) (attn_exp_part), lse = attn_lse(m, l), the probabilities
 //     p = exp(s - lse) (attn_prob_part), then o[d] = sum_j p_j v[j, d]
 //     (attn_out) per column d.
 //   backward, one block per query row: p_j = exp(s_j - lse) with the saved
-//     lse (or a recomputed one), dp_j = dO_i . v_j (attn_bwd_part), the row's
+//     lse (or a recomputed one), dp_j = dO_i . v_j (one warp per key as
+//     above, then attn_bwd_prob_part; attn_bwd_part is the same per thread), the row's
 //     delta = sum_j p_j dp_j (= dO_i . O_i, so O is not read), ds_j =
 //     p_j (dp_j - delta) scale (attn_ds_part); then one thread per element:
 //     dq = sum_j ds_ij k_j (attn_dq), dk_j = sum over the group's heads and
@@ -104,6 +106,28 @@ NNC_HD float attn_score(const AttnShape& s, const float* qrow, const L& ld, cons
   return acc;
 }
 
+// The same score split for one warp per key: lane `lane` of `lanes` sums
+// the products d = lane, lane + lanes, ... of a row (n floats) and the
+// operand at base + off0 + d * sd; the lanes' sum, scaled and masked by
+// attn_score_finish, is attn_score (and, for dO and v, the backward's dp).
+template <class L>
+NNC_HD float attn_dot_part(const float* row, const L& ld, const void* base, int64_t off0, int64_t sd, int n, int lane,
+                           int lanes) {
+  float acc = 0;
+  for (int d = lane; d < n; d += lanes) acc += row[d] * ld(base, off0 + d * sd);
+  return acc;
+}
+NNC_HD int64_t attn_key_off(const AttnShape& s, int b, int h, int j) { return attn_off(s.k, b, j, attn_kv_head(s, h), 0); }
+NNC_HD int64_t attn_value_off(const AttnShape& s, int b, int h, int j) {
+  return attn_off(s.v, b, j, attn_kv_head(s, h), 0);
+}
+template <class L>
+NNC_HD float attn_score_finish(const AttnShape& s, float dot, const L& ld, const void* mask, int b, int h, int i, int j) {
+  float v = dot * s.scale;
+  if (s.has_mask) v += ld(mask, attn_mask_off(s, b, h, i, j));
+  return v;
+}
+
 // Scores of keys j = j0, j0 + step, ... below attn_key_end(i) into srow[j];
 // returns their max (-inf for none).
 template <class L>
@@ -143,6 +167,25 @@ NNC_HD float attn_prob(float score, float lse) {
 NNC_HD void attn_prob_part(const AttnShape& s, float* srow, float lse, int i, int j0, int step) {
   const int end = attn_key_end(s, i);
   for (int j = j0; j < s.Sk; j += step) srow[j] = j < end ? attn_prob(srow[j], lse) : 0.f;
+}
+
+// Backward, after the scores (prow) and dp = dO_i . v_j (dprow) of the
+// visible keys are in place: for the part's keys prow[j] <- p_ij (0 for
+// hidden keys and rows without keys), dprow[j] <- dp (0 where hidden);
+// returns the part's sum of p dp (the row's delta once summed).
+NNC_HD float attn_bwd_prob_part(const AttnShape& s, float* prow, float* dprow, float lse, int i, int j0, int step) {
+  const int end = attn_key_end(s, i);
+  float delta = 0;
+  for (int j = j0; j < s.Sk; j += step) {
+    if (j >= end) {
+      prow[j] = dprow[j] = 0;
+      continue;
+    }
+    const float p = attn_prob(prow[j], lse);
+    prow[j] = p;
+    delta += p * dprow[j];
+  }
+  return delta;
 }
 
 // o[b, i, h, d] from the row's probabilities prow.

@@ -1,7 +1,8 @@
 // gpu_attn.hpp on the CPU: the GPU attention kernels' algorithm (see the
 // header) replayed over host buffers with the header's own functions — the
-// per-thread parts with several "threads" (steps 1, 3 and 32) whose partial
-// maxima, sums and deltas are combined as the block reductions combine them —
+// per-thread parts with several "threads" (1, 3, 20 and 128) whose partial
+// maxima, sums and deltas are combined as the block reductions combine them,
+// and the kernels' one-warp-per-key dots (32 lanes, as on the GPU, and 5) —
 // against SCALED_DOT_PRODUCT_ATTENTION on CPU_REF (double): o, lse, the fused
 // y, dq, dk, dv, dw, dbias. Random shapes with odd sizes, causal rows (also
 // Sq > Sk, so some rows see no key), masks of several broadcast shapes with
@@ -64,11 +65,31 @@ struct Case {
 
 T make(const std::vector<int>& s, bool view) { return view ? T::view(CCV_32F, s) : T(CCV_32F, s); }
 
-// The block reductions of the kernels, as a loop over `step` threads.
+// The block reductions of the kernels, as a loop over `step` threads. With
+// lanes > 0 the scores (and the backward's dp) are computed as the kernels
+// do, one "warp" of `lanes` lanes per key, step / lanes warps over the keys,
+// the lanes' partial dots summed; else per thread (attn_score_part).
 struct Emu {
   const g::AttnPlan& a;
   int step;
+  int lanes;
   HostLd ld;
+
+  // Scores of row i's visible keys into prow (warp mode); returns their max.
+  float warp_scores(const float* qrow, const void* k, const void* mask, int b, int h, int i, float* prow) const {
+    const g::AttnShape& s = a.s;
+    const int warps = std::max(step / lanes, 1), end = g::attn_key_end(s, i);
+    float m = g::attn_neg_inf();
+    for (int w = 0; w < warps; w++)
+      for (int j = w; j < end; j += warps) {
+        float dot = 0;
+        for (int l = lanes - 1; l >= 0; l--)  // the lanes' partials, in another order than one loop
+          dot += g::attn_dot_part(qrow, ld, k, g::attn_key_off(s, b, h, j), s.k.sd, s.D, l, lanes);
+        prow[j] = g::attn_score_finish(s, dot, ld, mask, b, h, i, j);
+        m = std::max(m, prow[j]);
+      }
+    return m;
+  }
 
   // One query row: its probabilities into prow (Sk floats); returns lse.
   float row_probs(const void* q, const void* k, const void* mask, int b, int h, int i, float* prow) const {
@@ -76,7 +97,11 @@ struct Emu {
     std::vector<float> qrow(s.D);
     for (int d = 0; d < s.D; d++) qrow[d] = ld(q, g::attn_off(s.q, b, i, h, d));
     float m = g::attn_neg_inf();
-    for (int t = 0; t < step; t++) m = std::max(m, g::attn_score_part(s, qrow.data(), ld, k, mask, b, h, i, t, step, prow));
+    if (lanes > 0)
+      m = warp_scores(qrow.data(), k, mask, b, h, i, prow);
+    else
+      for (int t = 0; t < step; t++)
+        m = std::max(m, g::attn_score_part(s, qrow.data(), ld, k, mask, b, h, i, t, step, prow));
     float l = 0;
     for (int t = 0; t < step; t++) l += g::attn_exp_part(s, prow, m, i, t, step);
     const float lse = g::attn_lse(m, l);
@@ -156,13 +181,16 @@ TEST_F(GpuAttn, ForwardAndBackwardRowMathMatchCpuRef) {
   std::mt19937 rng(53);
   int checked = 0;
   for (Case c : cases())
-    for (int step : {1, 3, 32})
+    for (int mode = 0; mode < 4; mode++)
       for (bool ref_lse : {false, true}) {
+        // Per thread with 1 or 3 threads; as the kernels (128 threads, warps of 32); 4 warps of 5 lanes.
+        const int step = mode == 0 ? 1 : mode == 1 ? 3 : mode == 2 ? 128 : 20;
+        const int lanes = mode == 2 ? 32 : mode == 3 ? 5 : 0;
         c.ref_lse = ref_lse;
         SCOPED_TRACE(testing::Message() << "B" << c.B << " Sq" << c.Sq << " Sk" << c.Sk << " H" << c.H << "/" << c.Hk
                                         << " D" << c.D << "/" << c.Dv << (c.causal ? " causal" : "")
                                         << (c.fused ? " fused" : "") << " mask nd " << c.mask.size() << " step "
-                                        << step << (ref_lse ? " CPU_REF lse" : ""));
+                                        << step << " lanes " << lanes << (ref_lse ? " CPU_REF lse" : ""));
         T q = make(c.shape(c.Sq, c.H, c.D), c.views), k = make(c.shape(c.Sk, c.Hk, c.D), c.views),
           v = make(c.shape(c.Sk, c.Hk, c.Dv), c.views);
         fill_uniform(q, rng), fill_uniform(k, rng), fill_uniform(v, rng);
@@ -193,7 +221,7 @@ TEST_F(GpuAttn, ForwardAndBackwardRowMathMatchCpuRef) {
         g::AttnPlan a;
         std::string why;
         ASSERT_TRUE(g::attn_plan(pf, &a, &why)) << why;
-        const Emu e{a, step, {}};
+        const Emu e{a, step, lanes, {}};
         const Result r = emulate_forward(e, pf);
         const g::AttnShape& s = a.s;
         // lse through the plan's strides of the CPU_REF tensor.
@@ -280,14 +308,30 @@ TEST_F(GpuAttn, ForwardAndBackwardRowMathMatchCpuRef) {
               float* prow = &P[b * per_b + (static_cast<size_t>(h) * s.Sq + i) * s.Sk];
               float* dsrow = &DS[b * per_b + (static_cast<size_t>(h) * s.Sq + i) * s.Sk];
               for (int d = 0; d < s.D; d++) qrow[d] = e.ld(pb.q.data, g::attn_off(sb.q, b, i, h, d));
-              for (int t = 0; t < step; t++)
-                g::attn_score_part(sb, qrow.data(), e.ld, pb.k.data, pb.mask.data, b, h, i, t, step, prow);
               const float l = ref_lse ? f32(pb.lse)[g::attn_lse_off(sb, b, h, i)]
                                       : r.lse[(static_cast<size_t>(b) * s.H + h) * s.Sq + i];
+              const float* dOrow = &dO[g::attn_off(dov, b, i, h, 0)];
               float delta = 0;
-              for (int t = 0; t < step; t++)
-                delta += g::attn_bwd_part(sb, &dO[g::attn_off(dov, b, i, h, 0)], e.ld, pb.v.data, b, h, i, l, t, step,
-                                          prow, dsrow);
+              if (lanes > 0) {
+                // As the kernel: scores and dp per warp, then the thread parts.
+                Emu eb{ab, step, lanes, {}};
+                eb.warp_scores(qrow.data(), pb.k.data, pb.mask.data, b, h, i, prow);
+                const int warps = std::max(step / lanes, 1), end = g::attn_key_end(sb, i);
+                for (int w = 0; w < warps; w++)
+                  for (int j = w; j < end; j += warps) {
+                    float dp = 0;
+                    for (int ln = 0; ln < lanes; ln++)
+                      dp += g::attn_dot_part(dOrow, e.ld, pb.v.data, g::attn_value_off(sb, b, h, j), sb.v.sd, sb.Dv, ln,
+                                             lanes);
+                    dsrow[j] = dp;
+                  }
+                for (int t = 0; t < step; t++) delta += g::attn_bwd_prob_part(sb, prow, dsrow, l, i, t, step);
+              } else {
+                for (int t = 0; t < step; t++)
+                  g::attn_score_part(sb, qrow.data(), e.ld, pb.k.data, pb.mask.data, b, h, i, t, step, prow);
+                for (int t = 0; t < step; t++)
+                  delta += g::attn_bwd_part(sb, dOrow, e.ld, pb.v.data, b, h, i, l, t, step, prow, dsrow);
+              }
               for (int t = 0; t < step; t++) g::attn_ds_part(sb, prow, dsrow, delta, t, step);
             }
         T dqe = make(c.shape(c.Sq, c.H, c.D), false), dke = make(c.shape(c.Sk, c.Hk, c.D), false),
@@ -312,7 +356,7 @@ TEST_F(GpuAttn, ForwardAndBackwardRowMathMatchCpuRef) {
         expect_near_t(dve, dv, 5e-4, "dv");
         checked++;
       }
-  EXPECT_EQ(checked, 60);
+  EXPECT_EQ(checked, 80);
 }
 
 TEST_F(GpuAttn, IndexMaps) {
