@@ -5,7 +5,8 @@
 // -inf entries, fewer kv heads, views (whole parents compared, so nothing
 // outside a view is written), fp32 and fp16; the lse layout shared with the
 // CPU family (CPU_OPT's backward reads the GPU forward's lse and o); a GPU
-// stream context; the refusals. Skips without a GPU.
+// stream context; bit-identical reruns whatever flags / deterministic say;
+// the refusals. Skips without a GPU.
 //
 // Tolerances. CPU_REF computes in double and rounds once. The GPU sums in
 // fp32: a dot of D <= 64 terms of magnitude <= 1 and a softmax over Sk <= 61
@@ -281,6 +282,46 @@ TEST(AttnGpu, OnAStream) {
   ccv_nnc_stream_context_free(s);
   o->expect_close(1e-4f, 1e-4f, "o on a stream");
   lse->expect_close(1e-4f, 1e-4f, "lse on a stream");
+}
+
+// No atomics anywhere: two runs give the same bits (libnnc's
+// scaled_dot_product_attention.deterministic asks for that; we always are).
+// flags (the preferred accumulator) does not change the fp32 accumulation.
+TEST(AttnGpu, DeterministicWhateverTheFlags) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(1948);
+  Case c = cases()[6];  // the long causal GQA case with a full mask
+  Inputs in(c, CCV_16F, rng);
+  BothPtr g = both({c.shape(c.Sq, c.H, c.Dv), false, CCV_16F}, rng);
+  std::vector<Owned> runs;
+  for (int flags : {0, 1, 2}) {
+    ccv_nnc_cmd_t f = c.cmd(FWD), b = c.cmd(BWD);
+    f.info.scaled_dot_product_attention.flags = b.info.scaled_dot_product_attention.flags = flags;
+    f.info.scaled_dot_product_attention.deterministic = b.info.scaled_dot_product_attention.deterministic = flags & 1;
+    f.backend = b.backend = CCV_NNC_BACKEND_GPU_REF;
+    Owned o(param_of(c.shape(c.Sq, c.H, c.Dv), CCV_16F, CCV_TENSOR_FORMAT_NHWC, true));
+    Owned lse(param_of(c.lse_shape(), CCV_32F, CCV_TENSOR_FORMAT_NHWC, true));
+    Owned dq(param_of(c.shape(c.Sq, c.H, c.D), CCV_16F, CCV_TENSOR_FORMAT_NHWC, true));
+    Owned dk(param_of(c.shape(c.Sk, c.Hk, c.D), CCV_16F, CCV_TENSOR_FORMAT_NHWC, true));
+    Owned dv(param_of(c.shape(c.Sk, c.Hk, c.Dv), CCV_16F, CCV_TENSOR_FORMAT_NHWC, true));
+    ASSERT_EQ(exec(f, ccv_nnc_no_hint, {in.q->gpu(), in.k->gpu(), in.v->gpu(), in.mask->gpu()}, {o.t, lse.t}),
+              CCV_NNC_EXEC_SUCCESS)
+        << ccv_nnc_error_message();
+    ASSERT_EQ(exec(b, ccv_nnc_no_hint,
+                   {g->gpu(), nullptr, nullptr, in.q->gpu(), in.k->gpu(), in.v->gpu(), in.mask->gpu(), nullptr, nullptr,
+                    o.t, lse.t},
+                   {dq.t, dk.t, dv.t}),
+              CCV_NNC_EXEC_SUCCESS)
+        << ccv_nnc_error_message();
+    for (Owned* t : {&o, &lse, &dq, &dk, &dv}) runs.push_back(to_cpu(t->t));
+  }
+  for (size_t r = 1; r < 3; r++)
+    for (size_t i = 0; i < 5; i++) {
+      const ccv_nnc_tensor_t* a = runs[i].t;
+      const ccv_nnc_tensor_t* b = runs[r * 5 + i].t;
+      const size_t bytes = ccv_nnc_tensor_count(a->info) * (CCV_GET_DATA_TYPE(a->info.datatype) == CCV_16F ? 2 : 4);
+      EXPECT_EQ(std::memcmp(a->data.u8, b->data.u8, bytes), 0) << "run " << r << " output " << i;
+    }
 }
 
 // Errors, not crashes: the family's checks (with messages) and the GPU's own refusals.
