@@ -661,6 +661,84 @@ int conv_backward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_s
   }
 }
 
+// CONVOLUTION_TRANSPOSE: the same Find calls with the roles exchanged (the
+// forward's pick is a backward-data algorithm; the backward packs dx's
+// forward algorithm as the "data" part and dw's filter algorithm).
+int convt_forward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_size, const ccv_nnc_hint_t hint,
+                           const int, ccv_nnc_tensor_t* const* const inputs, const int input_size,
+                           ccv_nnc_tensor_t* const* const outputs, const int output_size,
+                           ccv_nnc_stream_context_t* const stream_context) {
+  static const char* what = "CONVOLUTION_TRANSPOSE_FORWARD autotune (GPU_CUDNN)";
+  try {
+    if (input_size < 2 || output_size < 1) return -1;
+    const ccv_nnc_tensor_t* x = inputs[0];
+    const ccv_nnc_tensor_t* w = inputs[1];
+    ccv_nnc_tensor_t* y = outputs[0];
+    cudnn_plan::ConvTranspose p;
+    if (!cudnn_plan::conv_transpose_forward(cmd, hint, x, w, input_size > 2 ? inputs[2] : nullptr, y, &p, nullptr))
+      return -1;
+    const int device = device_of(y);
+    const cudaStream_t s = stream_of(stream_context, device, what);
+    const Lease h(stream_context, device, s, what);
+    ConvDescs d(p.conv, what);
+    TuneScratch ws(tune_limit(max_workspace_size), s, what);
+    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    int n = 0;
+    NNC_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(h, d.w, w->data.ptr, d.y, x->data.ptr, d.conv, d.x,
+                                                                y->data.ptr, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n,
+                                                                perf, ws.get(), ws.bytes),
+                    what);
+    finish(stream_context, s, what);
+    return fastest(perf, n, d.math, ws.bytes);
+  } catch (...) {
+    return -1;
+  }
+}
+
+int convt_backward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_size, const ccv_nnc_hint_t hint,
+                            const int, ccv_nnc_tensor_t* const* const inputs, const int input_size,
+                            ccv_nnc_tensor_t* const* const outputs, const int output_size,
+                            ccv_nnc_stream_context_t* const stream_context) {
+  static const char* what = "CONVOLUTION_TRANSPOSE_BACKWARD autotune (GPU_CUDNN)";
+  try {
+    cudnn_plan::ConvTranspose p;
+    if (!cudnn_plan::conv_transpose_backward(cmd, hint, inputs, input_size, outputs, output_size, &p, nullptr) ||
+        p.bias_only)
+      return -1;
+    const conv_rules::BackwardIo io = conv_rules::backward_io(inputs, input_size, outputs, output_size);
+    const int device = device_of(io.g);
+    const cudaStream_t s = stream_of(stream_context, device, what);
+    const Lease h(stream_context, device, s, what);
+    ConvDescs d(p.conv, what);
+    TuneScratch ws(tune_limit(max_workspace_size), s, what);
+    int data = -1, filter = -1;
+    if (p.dx) {
+      TensorDesc dx(what);
+      set_tensor(dx, p.dx_desc, what, cudnn_type(p.conv.datatype));
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      int n = 0;
+      NNC_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(h, d.x, io.g->data.ptr, d.w, io.w->data.ptr, d.conv, dx,
+                                                             io.dx->data.ptr, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n,
+                                                             perf, ws.get(), ws.bytes),
+                      what);
+      data = fastest(perf, n, d.math, ws.bytes);
+    }
+    if (p.dw) {
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      int n = 0;
+      NNC_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                          h, d.x, io.g->data.ptr, d.y, io.x->data.ptr, d.conv, d.w, io.dw->data.ptr,
+                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws.get(), ws.bytes),
+                      what);
+      filter = fastest(perf, n, d.math, ws.bytes);
+    }
+    finish(stream_context, s, what);
+    return cudnn_plan::pack_backward_algorithms(data, filter);
+  } catch (...) {
+    return -1;
+  }
+}
+
 // ---- pooling ----
 
 void set_pool(cudnnPoolingDescriptor_t d, const cudnn_plan::Pool& p, const char* what) {
@@ -1108,8 +1186,10 @@ void register_cudnn(Registry& r) {
                 {{CCV_NNC_CONVOLUTION_BACKWARD, conv_backward}});
   KernelTraits half = t;  // CONVOLUTION_TRANSPOSE: 32F and 16F
   half.datatypes = CCV_32F | CCV_16F;
-  r.add_kernels(half.accepting(accept_convt_forward), {{CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, convt_forward}});
-  r.add_kernels(half.accepting(accept_convt_backward), {{CCV_NNC_CONVOLUTION_TRANSPOSE_BACKWARD, convt_backward}});
+  r.add_kernels(half.accepting(accept_convt_forward).with_algorithms(1, convt_forward_autotune),
+                {{CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, convt_forward}});
+  r.add_kernels(half.accepting(accept_convt_backward).with_algorithms(1, convt_backward_autotune),
+                {{CCV_NNC_CONVOLUTION_TRANSPOSE_BACKWARD, convt_backward}});
   r.add_kernels(t.accepting(accept_pool_forward),
                 {{CCV_NNC_MAX_POOL_FORWARD, pool_forward}, {CCV_NNC_AVERAGE_POOL_FORWARD, pool_forward}});
   r.add_kernels(t.accepting(accept_pool_backward),

@@ -3,7 +3,7 @@
 // libnnc's bitmask allows), NHWC and NCHW, 3-d and 4-d, groups, dilation,
 // stride and padding from the hint, output_padding, views of x / y / g / dx
 // (whole parents compared, so nothing outside a view is written), fp32 and
-// fp16, a GPU stream context, the refusals. Every call names GPU_CUDNN so no
+// fp16, autotune (cuDNN's Find), a GPU stream context, the refusals. Every call names GPU_CUDNN so no
 // other backend can stand in. Skips without a GPU.
 //
 // Tolerances. CPU_REF sums in double and rounds once. cuDNN sums in fp32 in
@@ -169,6 +169,42 @@ TEST(ConvTransposeGpu, BackwardEveryOutputSubset) {
         if (dt == CCV_16F && outputs != 7 && outputs != 4) continue;  // fp16: all three, and dbias alone
         backward_case(c, dt, outputs, rng);
       }
+}
+
+// ccv_nnc_cmd_autotune (cuDNN's Find) picks algorithms; the tuned command still matches CPU_REF.
+TEST(ConvTransposeGpu, Autotune) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(1955);
+  for (const Case& c : cases()) {
+    if (!(c.SH == 2 && c.KH == 2 && c.C >= 16)) continue;  // the U-Net shapes
+    SCOPED_TRACE(c.name(CCV_32F));
+    BothPtr x = both({c.img(c.N, c.H, c.W, c.C), false, CCV_32F, c.format}, rng);
+    BothPtr w = both({c.w_shape(), false, CCV_32F, c.format}, rng);
+    BothPtr b = both({{c.K}, false, CCV_32F, c.format}, rng);
+    BothPtr y = both({c.img(c.N, c.OH(), c.OW(), c.K), false, CCV_32F, c.format}, rng);
+    BothPtr dx = both({c.img(c.N, c.H, c.W, c.C), false, CCV_32F, c.format}, rng);
+    BothPtr dw = both({c.w_shape(), false, CCV_32F, c.format}, rng);
+    BothPtr db = both({{c.K}, false, CCV_32F, c.format}, rng);
+    std::vector<ccv_nnc_tensor_t*> fi = {x->gpu(), w->gpu(), b->gpu()}, fo = {y->gpu()};
+    const ccv_nnc_cmd_t f = ccv_nnc_cmd_autotune(c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, CCV_NNC_BACKEND_GPU_CUDNN),
+                                                 0, c.hint(), 0, fi.data(), 3, fo.data(), 1, nullptr);
+    EXPECT_EQ(f.backend, CCV_NNC_BACKEND_GPU_CUDNN);
+    ASSERT_EQ(exec(c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, CCV_NNC_BACKEND_CPU_REF), c.hint(),
+                   {x->cpu(), w->cpu(), b->cpu()}, {y->cpu()}),
+              CCV_NNC_EXEC_SUCCESS);
+    ASSERT_EQ(exec(f, c.hint(), fi, fo), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    y->expect_close(1e-4f, atol_for(CCV_32F, static_cast<size_t>(c.C) * 4 + 1), "tuned y");
+    std::vector<ccv_nnc_tensor_t*> bi = {y->gpu(), x->gpu(), w->gpu()}, bo = {dx->gpu(), dw->gpu(), db->gpu()};
+    const ccv_nnc_cmd_t bw = ccv_nnc_cmd_autotune(c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_BACKWARD, CCV_NNC_BACKEND_GPU_CUDNN),
+                                                  0, c.hint(), 0, bi.data(), 3, bo.data(), 3, nullptr);
+    ASSERT_EQ(exec(c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_BACKWARD, CCV_NNC_BACKEND_CPU_REF), c.hint(),
+                   {y->cpu(), x->cpu(), w->cpu()}, {dx->cpu(), dw->cpu(), db->cpu()}),
+              CCV_NNC_EXEC_SUCCESS);
+    ASSERT_EQ(exec(bw, c.hint(), bi, bo), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    dx->expect_close(1e-4f, atol_for(CCV_32F, static_cast<size_t>(c.K) * 4), "tuned dx");
+    dw->expect_close(1e-4f, atol_for(CCV_32F, static_cast<size_t>(c.N) * c.H * c.W), "tuned dw");
+    db->expect_close(1e-4f, atol_for(CCV_32F, static_cast<size_t>(c.N) * c.OH() * c.OW()), "tuned dbias");
+  }
 }
 
 TEST(ConvTransposeGpu, OnAStream) {
