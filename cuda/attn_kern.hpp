@@ -17,15 +17,15 @@ struct AttnRows {
   gpu::AttnShape s;  // s.lse: where lse is read / written (lse_half: its type)
   int half = 0;      // q, k, v, mask are fp16
   const void *q = nullptr, *k = nullptr, *v = nullptr, *mask = nullptr;
-  int b0 = 0, b1 = 0;        // the batch chunk
-  float* p = nullptr;        // [b1 - b0][H][Sq][Sk] scratch: probabilities
-  float* ds = nullptr;       // backward: [b1 - b0][H][Sq][Sk] scratch: ds
-  void* lse = nullptr;       // forward: written when not NULL; backward: read
+  int b0 = 0, b1 = 0;   // the batch chunk
+  float* p = nullptr;   // [b1 - b0][H][Sq][Sk] scratch: probabilities
+  float* ds = nullptr;  // backward: [b1 - b0][H][Sq][Sk] scratch: ds
+  void* lse = nullptr;  // forward: written when not NULL; backward: read
   int lse_half = 0;
-  void* o = nullptr;         // forward: written when not NULL, at o_view
+  void* o = nullptr;  // forward: written when not NULL, at o_view
   gpu::AttnView o_view;
-  int o_half = 0;            // o's type (a float scratch when 0 and half is 1)
-  const float* dO = nullptr; // backward: [B, Sq, H, Dv] packed float
+  int o_half = 0;             // o's type (a float scratch when 0 and half is 1)
+  const float* dO = nullptr;  // backward: [B, Sq, H, Dv] packed float
 };
 
 // Forward rows (b0 <= b < b1): p, lse, o.

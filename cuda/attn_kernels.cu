@@ -22,9 +22,7 @@ struct Ld32 {
   __device__ float operator()(const void* p, int64_t o) const { return static_cast<const float*>(p)[o]; }
 };
 struct Ld16 {
-  __device__ float operator()(const void* p, int64_t o) const {
-    return __half2float(static_cast<const __half*>(p)[o]);
-  }
+  __device__ float operator()(const void* p, int64_t o) const { return __half2float(static_cast<const __half*>(p)[o]); }
 };
 
 __device__ __forceinline__ float load(const void* p, int64_t o, int half) {
@@ -153,7 +151,8 @@ int64_t grid_for(int64_t n, int threads) {
 }
 
 template <class L>
-__global__ void grads(AttnRows a, void* dq, AttnView dqv, void* dk, AttnView dkv, void* dv, AttnView dvv, int out_half) {
+__global__ void grads(AttnRows a, void* dq, AttnView dqv, void* dk, AttnView dkv, void* dv, AttnView dvv,
+                      int out_half) {
   const AttnShape& s = a.s;
   const L ld;
   const int nb = a.b1 - a.b0;
@@ -165,26 +164,37 @@ __global__ void grads(AttnRows a, void* dq, AttnView dqv, void* dk, AttnView dkv
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < nq + nk + nv; e += step) {
     if (e < nq) {  // (b, i, h, d), d fastest
       int64_t x = e;
-      const int d = static_cast<int>(x % s.D); x /= s.D;
-      const int h = static_cast<int>(x % s.H); x /= s.H;
-      const int i = static_cast<int>(x % s.Sq); x /= s.Sq;
+      const int d = static_cast<int>(x % s.D);
+      x /= s.D;
+      const int h = static_cast<int>(x % s.H);
+      x /= s.H;
+      const int i = static_cast<int>(x % s.Sq);
+      x /= s.Sq;
       const int b = a.b0 + static_cast<int>(x);
-      store(dq, gpu::attn_off(dqv, b, i, h, d), out_half, gpu::attn_dq(s, a.ds + (b - a.b0) * per_b, ld, a.k, b, i, h, d));
+      store(dq, gpu::attn_off(dqv, b, i, h, d), out_half,
+            gpu::attn_dq(s, a.ds + (b - a.b0) * per_b, ld, a.k, b, i, h, d));
     } else if (e < nq + nk) {  // (b, j, hk, d)
       int64_t x = e - nq;
-      const int d = static_cast<int>(x % s.D); x /= s.D;
-      const int hk = static_cast<int>(x % s.Hk); x /= s.Hk;
-      const int j = static_cast<int>(x % s.Sk); x /= s.Sk;
+      const int d = static_cast<int>(x % s.D);
+      x /= s.D;
+      const int hk = static_cast<int>(x % s.Hk);
+      x /= s.Hk;
+      const int j = static_cast<int>(x % s.Sk);
+      x /= s.Sk;
       const int b = a.b0 + static_cast<int>(x);
       store(dk, gpu::attn_off(dkv, b, j, hk, d), out_half,
             gpu::attn_dk(s, a.ds + (b - a.b0) * per_b, ld, a.q, b, j, hk, d));
     } else {
       int64_t x = e - nq - nk;
-      const int d = static_cast<int>(x % s.Dv); x /= s.Dv;
-      const int hk = static_cast<int>(x % s.Hk); x /= s.Hk;
-      const int j = static_cast<int>(x % s.Sk); x /= s.Sk;
+      const int d = static_cast<int>(x % s.Dv);
+      x /= s.Dv;
+      const int hk = static_cast<int>(x % s.Hk);
+      x /= s.Hk;
+      const int j = static_cast<int>(x % s.Sk);
+      x /= s.Sk;
       const int b = a.b0 + static_cast<int>(x);
-      store(dv, gpu::attn_off(dvv, b, j, hk, d), out_half, gpu::attn_dv(s, a.p + (b - a.b0) * per_b, a.dO, b, j, hk, d));
+      store(dv, gpu::attn_off(dvv, b, j, hk, d), out_half,
+            gpu::attn_dv(s, a.p + (b - a.b0) * per_b, a.dO, b, j, hk, d));
     }
   }
 }
@@ -195,9 +205,12 @@ __global__ void copy4(int B, int S, int H, int D, const void* src, AttnView sv, 
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
     int64_t x = e;
-    const int d = static_cast<int>(x % D); x /= D;
-    const int h = static_cast<int>(x % H); x /= H;
-    const int i = static_cast<int>(x % S); x /= S;
+    const int d = static_cast<int>(x % D);
+    x /= D;
+    const int h = static_cast<int>(x % H);
+    x /= H;
+    const int i = static_cast<int>(x % S);
+    x /= S;
     const int b = static_cast<int>(x);
     store(dst, gpu::attn_off(dv, b, i, h, d), dst_half, load(src, gpu::attn_off(sv, b, i, h, d), src_half));
   }
@@ -268,8 +281,8 @@ cudaError_t launch_attn_grads(cudaStream_t st, const AttnRows& a, void* dq, Attn
                               void* dv, AttnView dvv, int out_half) {
   const AttnShape& s = a.s;
   const int64_t nb = a.b1 - a.b0;
-  const int64_t n = (dq ? nb * s.Sq * s.H * s.D : 0) + (dk ? nb * s.Sk * s.Hk * s.D : 0) +
-                    (dv ? nb * s.Sk * s.Hk * s.Dv : 0);
+  const int64_t n =
+      (dq ? nb * s.Sq * s.H * s.D : 0) + (dk ? nb * s.Sk * s.Hk * s.D : 0) + (dv ? nb * s.Sk * s.Hk * s.Dv : 0);
   if (n == 0) return cudaSuccess;
   const int grid = static_cast<int>(grid_for(n, kThreads));
   if (a.half)
@@ -300,8 +313,8 @@ cudaError_t launch_attn_proj(cudaStream_t st, const gpu::AttnProj& p, const floa
 cudaError_t launch_attn_proj_backward(cudaStream_t st, const gpu::AttnProj& p, const void* g, const void* w,
                                       const float* O, float* dO, void* dw, int64_t dw_rs, int64_t dw_cs, void* dbias,
                                       int64_t dbias_stride, int half) {
-  const int64_t n = (dO ? static_cast<int64_t>(p.R) * p.C : 0) + (dw ? static_cast<int64_t>(p.N) * p.C : 0) +
-                    (dbias ? p.N : 0);
+  const int64_t n =
+      (dO ? static_cast<int64_t>(p.R) * p.C : 0) + (dw ? static_cast<int64_t>(p.N) * p.C : 0) + (dbias ? p.N : 0);
   if (n == 0) return cudaSuccess;
   const int grid = static_cast<int>(grid_for(n, kThreads));
   if (half)

@@ -1,10 +1,12 @@
 // GPU_CUDNN: convolution (forward; backward with any subset of dx, dw,
 // dbias), CONVOLUTION_TRANSPOSE forward and backward (32F and 16F: cuDNN's
-// data gradient run forward, see cudnn_plan::ConvTranspose), MAX_POOL / AVERAGE_POOL forward and backward, SOFTMAX forward and
-// backward, BATCH_NORM forward (training and inference) and backward,
-// LAYER_NORM forward and backward on cuDNN 9's descriptor API (cudnn_cnn.h / cudnn_ops.h, deprecated
-// in 9 but present). fp32 tensors in device memory, NHWC or NCHW, views where
-// cuDNN takes strides (images and softmax rows; filters must be packed).
+// data gradient run forward, see cudnn_plan::ConvTranspose), MAX_POOL /
+// AVERAGE_POOL forward and backward, SOFTMAX forward and backward, BATCH_NORM
+// forward (training and inference) and backward, LAYER_NORM forward and
+// backward on cuDNN 9's descriptor API (cudnn_cnn.h / cudnn_ops.h, deprecated
+// in 9 but present). fp32 tensors (the transposed convolution also 16F) in
+// device memory, NHWC or NCHW, views where cuDNN takes strides (images and
+// softmax rows; filters must be packed).
 //
 // What each call hands cuDNN (dims, strides, pads, groups, modes) comes from
 // cmd/common/cudnn_plan.hpp, host code tested on the CPU; a call the plan
@@ -174,9 +176,8 @@ struct ConvDescs {
     const cudnnDataType_t type = cudnn_type(p.datatype);
     set_tensor(x, p.x, what, type);
     set_tensor(y, p.y, what, type);
-    NNC_CUDNN_CHECK(
-        cudnnSetFilterNdDescriptor(w, type, p.w.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, 4, p.w.dim),
-        what);
+    NNC_CUDNN_CHECK(cudnnSetFilterNdDescriptor(w, type, p.w.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, 4, p.w.dim),
+                    what);
     NNC_CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(conv, 2, p.pad, p.stride, p.dilation, CUDNN_CROSS_CORRELATION,
                                                     CUDNN_DATA_FLOAT),
                     what);

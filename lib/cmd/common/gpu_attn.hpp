@@ -117,12 +117,15 @@ NNC_HD float attn_dot_part(const float* row, const L& ld, const void* base, int6
   for (int d = lane; d < n; d += lanes) acc += row[d] * ld(base, off0 + d * sd);
   return acc;
 }
-NNC_HD int64_t attn_key_off(const AttnShape& s, int b, int h, int j) { return attn_off(s.k, b, j, attn_kv_head(s, h), 0); }
+NNC_HD int64_t attn_key_off(const AttnShape& s, int b, int h, int j) {
+  return attn_off(s.k, b, j, attn_kv_head(s, h), 0);
+}
 NNC_HD int64_t attn_value_off(const AttnShape& s, int b, int h, int j) {
   return attn_off(s.v, b, j, attn_kv_head(s, h), 0);
 }
 template <class L>
-NNC_HD float attn_score_finish(const AttnShape& s, float dot, const L& ld, const void* mask, int b, int h, int i, int j) {
+NNC_HD float attn_score_finish(const AttnShape& s, float dot, const L& ld, const void* mask, int b, int h, int i,
+                               int j) {
   float v = dot * s.scale;
   if (s.has_mask) v += ld(mask, attn_mask_off(s, b, h, i, j));
   return v;
@@ -131,8 +134,8 @@ NNC_HD float attn_score_finish(const AttnShape& s, float dot, const L& ld, const
 // Scores of keys j = j0, j0 + step, ... below attn_key_end(i) into srow[j];
 // returns their max (-inf for none).
 template <class L>
-NNC_HD float attn_score_part(const AttnShape& s, const float* qrow, const L& ld, const void* k, const void* mask,
-                             int b, int h, int i, int j0, int step, float* srow) {
+NNC_HD float attn_score_part(const AttnShape& s, const float* qrow, const L& ld, const void* k, const void* mask, int b,
+                             int h, int i, int j0, int step, float* srow) {
   const int end = attn_key_end(s, i);
   float m = attn_neg_inf();
   for (int j = j0; j < end; j += step) {
@@ -309,14 +312,14 @@ struct Problem;
 namespace nnc::gpu {
 
 struct AttnPlan {
-  AttnShape s;            // s.lse: the saved lse's strides (when lse_type != 0)
-  int datatype = 0;       // CCV_32F or CCV_16F: q, k, v, mask, w, bias, o, g and the gradients
-  int lse_type = 0;       // the lse tensor's type (CCV_32F / CCV_16F), 0 when absent
+  AttnShape s;       // s.lse: the saved lse's strides (when lse_type != 0)
+  int datatype = 0;  // CCV_32F or CCV_16F: q, k, v, mask, w, bias, o, g and the gradients
+  int lse_type = 0;  // the lse tensor's type (CCV_32F / CCV_16F), 0 when absent
   bool fused = false;
-  AttnProj proj;          // fused: y (forward) or g (backward) and w
-  AttnView o;             // the attention result's strides (o, or qkv when fused), when given
-  AttnView g;             // backward, not fused: g's strides ([B, Sq, H, Dv])
-  AttnView dq, dk, dv;    // backward: the gradients' strides (when asked)
+  AttnProj proj;        // fused: y (forward) or g (backward) and w
+  AttnView o;           // the attention result's strides (o, or qkv when fused), when given
+  AttnView g;           // backward, not fused: g's strides ([B, Sq, H, Dv])
+  AttnView dq, dk, dv;  // backward: the gradients' strides (when asked)
   int64_t dw_rs = 0, dw_cs = 0, dbias_stride = 1;
 };
 
@@ -327,6 +330,5 @@ bool attn_plan(const attn::Problem& p, AttnPlan* plan, std::string* why);
 // Batches per chunk so that `floats_per_batch` float scratch per batch stays
 // within `limit_bytes` (at least 1, at most B).
 int attn_chunk_batches(int B, int64_t floats_per_batch, int64_t limit_bytes);
-
 
 }  // namespace nnc::gpu

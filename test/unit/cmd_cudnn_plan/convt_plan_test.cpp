@@ -233,8 +233,7 @@ TEST_F(CudnnPlanConvT, BackwardIsCudnnForwardAndBackwardFilter) {
                     if (want_dx)
                       edx[((static_cast<size_t>(n) * F + f) * q.y.dim[2] + oh) * q.y.dim[3] + ow] +=
                           gv * wat(w, q.w, f, ci, r, s);
-                    if (want_dw)
-                      edw[((static_cast<size_t>(f) * Cg + ci) * q.w.dim[2] + r) * q.w.dim[3] + s] += gv * xv;
+                    if (want_dw) edw[((static_cast<size_t>(f) * Cg + ci) * q.w.dim[2] + r) * q.w.dim[3] + s] += gv * xv;
                   }
             }
       double worst = 0;
@@ -243,15 +242,17 @@ TEST_F(CudnnPlanConvT, BackwardIsCudnnForwardAndBackwardFilter) {
           for (int f = 0; f < F; f++)
             for (int h = 0; h < q.y.dim[2]; h++)
               for (int ww = 0; ww < q.y.dim[3]; ww++)
-                worst = std::max(worst, std::fabs(edx[((static_cast<size_t>(n) * F + f) * q.y.dim[2] + h) * q.y.dim[3] + ww] -
-                                                  at(dx, p.dx_desc, n, f, h, ww)));
+                worst = std::max(worst,
+                                 std::fabs(edx[((static_cast<size_t>(n) * F + f) * q.y.dim[2] + h) * q.y.dim[3] + ww] -
+                                           at(dx, p.dx_desc, n, f, h, ww)));
       if (want_dw)
         for (int f = 0; f < F; f++)
           for (int ci = 0; ci < Cg; ci++)
             for (int r = 0; r < q.w.dim[2]; r++)
               for (int s = 0; s < q.w.dim[3]; s++)
-                worst = std::max(worst, std::fabs(edw[((static_cast<size_t>(f) * Cg + ci) * q.w.dim[2] + r) * q.w.dim[3] + s] -
-                                                  wat(dw, q.w, f, ci, r, s)));
+                worst = std::max(worst,
+                                 std::fabs(edw[((static_cast<size_t>(f) * Cg + ci) * q.w.dim[2] + r) * q.w.dim[3] + s] -
+                                           wat(dw, q.w, f, ci, r, s)));
       EXPECT_LE(worst, 1e-3);
     }
   }
@@ -265,8 +266,8 @@ TEST_F(CudnnPlanConvT, HalfPlansAndRefusals) {
   {
     // 16F: the same numbers, datatype 16F.
     T x(CCV_16F, c.img(2, 5, 5, 3), NHWC), w(CCV_16F, c.w_shape(), NHWC), y(CCV_16F, c.img(2, c.OH(), c.OW(), 4), NHWC);
-    ASSERT_TRUE(cp::conv_transpose_forward(c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD), c.hint(), x, w, nullptr, y,
-                                           &p, &why))
+    ASSERT_TRUE(
+        cp::conv_transpose_forward(c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD), c.hint(), x, w, nullptr, y, &p, &why))
         << why;
     EXPECT_EQ(p.conv.datatype, CCV_16F);
     EXPECT_EQ(p.conv.pad[0], 1);
@@ -288,8 +289,8 @@ TEST_F(CudnnPlanConvT, HalfPlansAndRefusals) {
     Case a = c;
     a.PT = a.PL = 2, a.PB = a.PR = 0;
     T y(CCV_32F, a.img(2, a.OH(), a.OW(), 4), NHWC);
-    EXPECT_FALSE(cp::conv_transpose_forward(a.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD), a.hint(), x, w, nullptr, y,
-                                            &p, &why));
+    EXPECT_FALSE(
+        cp::conv_transpose_forward(a.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD), a.hint(), x, w, nullptr, y, &p, &why));
     EXPECT_NE(why.find("pads both sides alike"), std::string::npos) << why;
     EXPECT_TRUE(cp::conv_transpose_forward_tensors(x, w, nullptr, y, nullptr));
   }
@@ -312,14 +313,14 @@ TEST_F(CudnnPlanConvT, HalfPlansAndRefusals) {
   }
   // Bad shapes are errors, as on CPU_REF.
   T ybad(CCV_32F, c.img(2, 6, 5, 4), NHWC);
-  EXPECT_THROW(cp::conv_transpose_forward(c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD), c.hint(), x, w, nullptr, ybad,
-                                          &p, &why),
-               nnc::Error);
+  EXPECT_THROW(
+      cp::conv_transpose_forward(c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD), c.hint(), x, w, nullptr, ybad, &p, &why),
+      nnc::Error);
   Case grp = c;
   grp.G = 2;  // 3 input channels in 2 groups
-  EXPECT_THROW(cp::conv_transpose_forward(grp.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD), c.hint(), x, w, nullptr, y,
-                                          &p, &why),
-               nnc::Error);
+  EXPECT_THROW(
+      cp::conv_transpose_forward(grp.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD), c.hint(), x, w, nullptr, y, &p, &why),
+      nnc::Error);
 }
 
 }  // namespace

@@ -37,7 +37,8 @@ using namespace nnc_gpu_test;
 
 namespace {
 
-constexpr uint32_t FWD = CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_FORWARD, BWD = CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD;
+constexpr uint32_t FWD = CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_FORWARD,
+                   BWD = CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD;
 
 struct Case {
   int B, Sq, Sk, H, Hk, D, Dv;
@@ -102,7 +103,8 @@ BothPtr make_mask(const Case& c, int dt, std::mt19937& rng) {
   if (c.mask.empty()) return nullptr;
   BothPtr m = both({c.mask, false, dt}, rng);
   Owned f = as_f32(m->cpu_parent());
-  for (size_t i = 0; i < ccv_nnc_tensor_count(f->info); i += 4) f->data.f32[i] = -std::numeric_limits<float>::infinity();
+  for (size_t i = 0; i < ccv_nnc_tensor_count(f->info); i += 4)
+    f->data.f32[i] = -std::numeric_limits<float>::infinity();
   ccv_nnc_cmd_t conv = make_cmd(CCV_NNC_DATATYPE_CONVERSION_FORWARD);
   conv.backend = CCV_NNC_BACKEND_CPU_REF;
   EXPECT_EQ(exec(conv, ccv_nnc_no_hint, {f.t}, {m->cpu_parent()}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
@@ -170,14 +172,19 @@ void backward_case(const Case& c, int dt, int outputs, std::mt19937& rng) {
     run_both(c.cmd(FWD), fin, {y.get(), lse.get(), o.get()}, "forward");
   else
     run_both(c.cmd(FWD), fin, {o.get(), lse.get()}, "forward");
-  BothPtr g = c.fused ? both({{c.B, c.Sq, c.Nout}, c.views, dt}, rng) : both({c.shape(c.Sq, c.H, c.Dv), c.views, dt}, rng);
-  BothPtr dq = both({c.shape(c.Sq, c.H, c.D), c.views, dt}, rng), dk = both({c.shape(c.Sk, c.Hk, c.D), c.views, dt}, rng),
+  BothPtr g =
+      c.fused ? both({{c.B, c.Sq, c.Nout}, c.views, dt}, rng) : both({c.shape(c.Sq, c.H, c.Dv), c.views, dt}, rng);
+  BothPtr dq = both({c.shape(c.Sq, c.H, c.D), c.views, dt}, rng),
+          dk = both({c.shape(c.Sk, c.Hk, c.D), c.views, dt}, rng),
           dv = both({c.shape(c.Sk, c.Hk, c.Dv), c.views, dt}, rng);
   BothPtr dw = c.fused ? both({{c.Nout, c.H * c.Dv}, false, dt}, rng) : nullptr;
   BothPtr db = c.fused && c.bias ? both({{c.Nout}, false, dt}, rng) : nullptr;
-  std::vector<Both*> bin = {g.get(), nullptr, nullptr, in.q.get(), in.k.get(), in.v.get(), in.mask.get(),
-                            in.w.get(), in.bias.get(), c.fused ? nullptr : o.get(), lse.get(),
-                            c.fused ? o.get() : nullptr};
+  std::vector<Both*> bin = {g.get(),       nullptr,
+                            nullptr,       in.q.get(),
+                            in.k.get(),    in.v.get(),
+                            in.mask.get(), in.w.get(),
+                            in.bias.get(), c.fused ? nullptr : o.get(),
+                            lse.get(),     c.fused ? o.get() : nullptr};
   std::vector<Both*> bout = {(outputs & 1) ? dq.get() : nullptr, (outputs & 2) ? dk.get() : nullptr,
                              (outputs & 4) ? dv.get() : nullptr};
   if (c.fused) bout.insert(bout.end(), {nullptr, dw.get(), db.get()});
@@ -216,7 +223,8 @@ TEST(AttnGpu, BackwardWithoutSavedLse) {
     SCOPED_TRACE(c.name(CCV_32F));
     Inputs in(c, CCV_32F, rng);
     BothPtr g = both({c.shape(c.Sq, c.H, c.Dv), c.views, CCV_32F}, rng);
-    BothPtr dq = both({c.shape(c.Sq, c.H, c.D), false, CCV_32F}, rng), dk = both({c.shape(c.Sk, c.Hk, c.D), false, CCV_32F}, rng),
+    BothPtr dq = both({c.shape(c.Sq, c.H, c.D), false, CCV_32F}, rng),
+            dk = both({c.shape(c.Sk, c.Hk, c.D), false, CCV_32F}, rng),
             dv = both({c.shape(c.Sk, c.Hk, c.Dv), false, CCV_32F}, rng);
     run_both(c.cmd(BWD), {g.get(), nullptr, nullptr, in.q.get(), in.k.get(), in.v.get(), in.mask.get()},
              {dq.get(), dk.get(), dv.get()}, "backward without lse");
@@ -245,8 +253,8 @@ TEST(AttnGpu, LseIsSharedWithTheCpuFamily) {
     ccv_nnc_cmd_t cmd = c.cmd(BWD);
     cmd.backend = backend;
     auto side = [&](const BothPtr& b) { return gpu ? b->gpu() : b->cpu(); };
-    EXPECT_EQ(exec(cmd, ccv_nnc_no_hint, {side(g), nullptr, nullptr, side(in.q), side(in.k), side(in.v), nullptr, nullptr,
-                                          nullptr, oo, ll},
+    EXPECT_EQ(exec(cmd, ccv_nnc_no_hint,
+                   {side(g), nullptr, nullptr, side(in.q), side(in.k), side(in.v), nullptr, nullptr, nullptr, oo, ll},
                    {out[0].t, out[1].t, out[2].t}),
               CCV_NNC_EXEC_SUCCESS)
         << ccv_nnc_error_message();
@@ -275,8 +283,9 @@ TEST(AttnGpu, OnAStream) {
             CCV_NNC_EXEC_SUCCESS);
   ccv_nnc_stream_context_t* s = ccv_nnc_stream_context_new(CCV_STREAM_CONTEXT_GPU);
   cmd.backend = CCV_NNC_BACKEND_GPU_REF;
-  ASSERT_EQ(exec(cmd, ccv_nnc_no_hint, {in.q->gpu(), in.k->gpu(), in.v->gpu(), in.mask->gpu()}, {o->gpu(), lse->gpu()}, s),
-            CCV_NNC_EXEC_SUCCESS)
+  ASSERT_EQ(
+      exec(cmd, ccv_nnc_no_hint, {in.q->gpu(), in.k->gpu(), in.v->gpu(), in.mask->gpu()}, {o->gpu(), lse->gpu()}, s),
+      CCV_NNC_EXEC_SUCCESS)
       << ccv_nnc_error_message();
   ccv_nnc_stream_context_wait(s);
   ccv_nnc_stream_context_free(s);

@@ -3,8 +3,8 @@
 // libnnc's bitmask allows), NHWC and NCHW, 3-d and 4-d, groups, dilation,
 // stride and padding from the hint, output_padding, views of x / y / g / dx
 // (whole parents compared, so nothing outside a view is written), fp32 and
-// fp16, autotune (cuDNN's Find), a GPU stream context, the refusals. Every call names GPU_CUDNN so no
-// other backend can stand in. Skips without a GPU.
+// fp16, autotune (cuDNN's Find), a GPU stream context, the refusals. Every
+// call names GPU_CUDNN so no other backend can stand in. Skips without a GPU.
 //
 // Tolerances. CPU_REF sums in double and rounds once. cuDNN sums in fp32 in
 // its own order, and its Winograd / FFT algorithms transform the operands
@@ -186,8 +186,9 @@ TEST(ConvTransposeGpu, Autotune) {
     BothPtr dw = both({c.w_shape(), false, CCV_32F, c.format}, rng);
     BothPtr db = both({{c.K}, false, CCV_32F, c.format}, rng);
     std::vector<ccv_nnc_tensor_t*> fi = {x->gpu(), w->gpu(), b->gpu()}, fo = {y->gpu()};
-    const ccv_nnc_cmd_t f = ccv_nnc_cmd_autotune(c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, CCV_NNC_BACKEND_GPU_CUDNN),
-                                                 0, c.hint(), 0, fi.data(), 3, fo.data(), 1, nullptr);
+    const ccv_nnc_cmd_t f =
+        ccv_nnc_cmd_autotune(c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, CCV_NNC_BACKEND_GPU_CUDNN), 0, c.hint(), 0,
+                             fi.data(), 3, fo.data(), 1, nullptr);
     EXPECT_EQ(f.backend, CCV_NNC_BACKEND_GPU_CUDNN);
     ASSERT_EQ(exec(c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, CCV_NNC_BACKEND_CPU_REF), c.hint(),
                    {x->cpu(), w->cpu(), b->cpu()}, {y->cpu()}),
@@ -195,8 +196,9 @@ TEST(ConvTransposeGpu, Autotune) {
     ASSERT_EQ(exec(f, c.hint(), fi, fo), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
     y->expect_close(1e-4f, atol_for(CCV_32F, static_cast<size_t>(c.C) * 4 + 1), "tuned y");
     std::vector<ccv_nnc_tensor_t*> bi = {y->gpu(), x->gpu(), w->gpu()}, bo = {dx->gpu(), dw->gpu(), db->gpu()};
-    const ccv_nnc_cmd_t bw = ccv_nnc_cmd_autotune(c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_BACKWARD, CCV_NNC_BACKEND_GPU_CUDNN),
-                                                  0, c.hint(), 0, bi.data(), 3, bo.data(), 3, nullptr);
+    const ccv_nnc_cmd_t bw =
+        ccv_nnc_cmd_autotune(c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_BACKWARD, CCV_NNC_BACKEND_GPU_CUDNN), 0, c.hint(), 0,
+                             bi.data(), 3, bo.data(), 3, nullptr);
     ASSERT_EQ(exec(c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_BACKWARD, CCV_NNC_BACKEND_CPU_REF), c.hint(),
                    {y->cpu(), x->cpu(), w->cpu()}, {dx->cpu(), dw->cpu(), db->cpu()}),
               CCV_NNC_EXEC_SUCCESS);
@@ -232,8 +234,8 @@ TEST(ConvTransposeGpu, Refusals) {
   Case a = c;
   a.PT = a.PL = 2, a.PB = a.PR = 0;
   BothPtr ya = both({a.img(2, a.OH(), a.OW(), 4), false, CCV_32F, NHWC}, rng);
-  EXPECT_NE(exec(a.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, CCV_NNC_BACKEND_GPU_CUDNN), a.hint(), {x->gpu(), w->gpu()},
-                 {ya->gpu()}),
+  EXPECT_NE(exec(a.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, CCV_NNC_BACKEND_GPU_CUDNN), a.hint(),
+                 {x->gpu(), w->gpu()}, {ya->gpu()}),
             CCV_NNC_EXEC_SUCCESS);
   EXPECT_NE(std::string(ccv_nnc_error_message()).find("pads both sides alike"), std::string::npos)
       << ccv_nnc_error_message();

@@ -35,7 +35,8 @@ class GpuAttn : public ::testing::Test {
   static void SetUpTestSuite() { ccv_nnc_init(); }
 };
 
-constexpr uint32_t FWD = CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_FORWARD, BWD = CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD;
+constexpr uint32_t FWD = CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_FORWARD,
+                   BWD = CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD;
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 struct HostLd {
@@ -146,32 +147,32 @@ void expect_near_t(const T& got, const T& want, double tol, const char* what) {
 
 std::vector<Case> cases() {
   std::vector<Case> cs;
-  cs.push_back(Case(2, 7, 9, 3, 3, 5, 6));                    // plain, odd sizes
-  Case c{2, 9, 9, 4, 2, 7, 5};                             // causal, grouped kv heads
+  cs.push_back(Case(2, 7, 9, 3, 3, 5, 6));  // plain, odd sizes
+  Case c{2, 9, 9, 4, 2, 7, 5};              // causal, grouped kv heads
   c.causal = true;
   cs.push_back(c);
-  Case d{1, 11, 6, 2, 1, 3, 4};                            // causal with Sq > Sk: rows 0..4 see nothing
+  Case d{1, 11, 6, 2, 1, 3, 4};  // causal with Sq > Sk: rows 0..4 see nothing
   d.causal = true, d.mask = {11, 6};
   cs.push_back(d);
-  Case e{3, 5, 13, 6, 3, 9, 7};                            // mask [B, 1, Sq, Sk], views
+  Case e{3, 5, 13, 6, 3, 9, 7};  // mask [B, 1, Sq, Sk], views
   e.mask = {3, 1, 5, 13}, e.views = true;
   cs.push_back(e);
-  Case f{2, 6, 7, 2, 2, 4, 4};                             // mask [1, H, 1, Sk] with -inf entries, causal Sq < Sk
+  Case f{2, 6, 7, 2, 2, 4, 4};  // mask [1, H, 1, Sk] with -inf entries, causal Sq < Sk
   f.mask = {1, 2, 1, 7}, f.causal = true;
   cs.push_back(f);
-  Case h3{3, 8, 5, 1, 1, 6, 3};                            // 3-d, mask [Sk]
+  Case h3{3, 8, 5, 1, 1, 6, 3};  // 3-d, mask [Sk]
   h3.four_d = false, h3.mask = {5};
   cs.push_back(h3);
-  Case fu{2, 5, 7, 3, 1, 4, 3};                            // fused with bias, causal, mask [Sq, Sk]
+  Case fu{2, 5, 7, 3, 1, 4, 3};  // fused with bias, causal, mask [Sq, Sk]
   fu.fused = true, fu.causal = true, fu.mask = {5, 7}, fu.Nout = 7;
   cs.push_back(fu);
-  Case fn{2, 6, 6, 2, 2, 5, 5};                            // fused without bias, 3-d... no: 4-d, views
+  Case fn{2, 6, 6, 2, 2, 5, 5};  // fused without bias, 3-d... no: 4-d, views
   fn.fused = true, fn.bias = false, fn.views = true, fn.Nout = 4;
   cs.push_back(fn);
-  Case f3{2, 7, 8, 1, 1, 5, 6};                            // fused, 3-d
+  Case f3{2, 7, 8, 1, 1, 5, 6};  // fused, 3-d
   f3.fused = true, f3.four_d = false, f3.Nout = 3;
   cs.push_back(f3);
-  Case big{1, 37, 53, 4, 1, 16, 8};                       // longer rows, multi-query
+  Case big{1, 37, 53, 4, 1, 16, 8};  // longer rows, multi-query
   big.causal = true, big.mask = {1, 1, 37, 53};
   cs.push_back(big);
   return cs;
@@ -189,8 +190,8 @@ TEST_F(GpuAttn, ForwardAndBackwardRowMathMatchCpuRef) {
         c.ref_lse = ref_lse;
         SCOPED_TRACE(testing::Message() << "B" << c.B << " Sq" << c.Sq << " Sk" << c.Sk << " H" << c.H << "/" << c.Hk
                                         << " D" << c.D << "/" << c.Dv << (c.causal ? " causal" : "")
-                                        << (c.fused ? " fused" : "") << " mask nd " << c.mask.size() << " step "
-                                        << step << " lanes " << lanes << (ref_lse ? " CPU_REF lse" : ""));
+                                        << (c.fused ? " fused" : "") << " mask nd " << c.mask.size() << " step " << step
+                                        << " lanes " << lanes << (ref_lse ? " CPU_REF lse" : ""));
         T q = make(c.shape(c.Sq, c.H, c.D), c.views), k = make(c.shape(c.Sk, c.Hk, c.D), c.views),
           v = make(c.shape(c.Sk, c.Hk, c.Dv), c.views);
         fill_uniform(q, rng), fill_uniform(k, rng), fill_uniform(v, rng);
@@ -216,8 +217,8 @@ TEST_F(GpuAttn, ForwardAndBackwardRowMathMatchCpuRef) {
         }
         ASSERT_EQ(run(c.cmd(FWD), in, out), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
         // Forward: the plan, then the kernels' algorithm.
-        const nnc::attn::Problem pf = nnc::attn::problem(c.cmd(FWD), in.data(), static_cast<int>(in.size()),
-                                                         out.data(), static_cast<int>(out.size()), false, "test");
+        const nnc::attn::Problem pf = nnc::attn::problem(c.cmd(FWD), in.data(), static_cast<int>(in.size()), out.data(),
+                                                         static_cast<int>(out.size()), false, "test");
         g::AttnPlan a;
         std::string why;
         ASSERT_TRUE(g::attn_plan(pf, &a, &why)) << why;
@@ -264,9 +265,18 @@ TEST_F(GpuAttn, ForwardAndBackwardRowMathMatchCpuRef) {
         T dq = make(c.shape(c.Sq, c.H, c.D), c.views), dk = make(c.shape(c.Sk, c.Hk, c.D), c.views),
           dv = make(c.shape(c.Sk, c.Hk, c.Dv), c.views);
         T dw(CCV_32F, {c.Nout, HDv}), db(CCV_32F, {c.Nout});
-        std::vector<ccv_nnc_tensor_t*> bin = {gr, nullptr, nullptr, q, k, v, mask ? mask->get() : nullptr,
-                                              c.fused ? w.get() : nullptr, c.fused && c.bias ? bias.get() : nullptr,
-                                              c.fused ? nullptr : o.get(), lse, c.fused ? qkv.get() : nullptr};
+        std::vector<ccv_nnc_tensor_t*> bin = {gr,
+                                              nullptr,
+                                              nullptr,
+                                              q,
+                                              k,
+                                              v,
+                                              mask ? mask->get() : nullptr,
+                                              c.fused ? w.get() : nullptr,
+                                              c.fused && c.bias ? bias.get() : nullptr,
+                                              c.fused ? nullptr : o.get(),
+                                              lse,
+                                              c.fused ? qkv.get() : nullptr};
         std::vector<ccv_nnc_tensor_t*> bout = {dq, dk, dv};
         if (c.fused) bout = {dq, dk, dv, nullptr, dw, c.bias ? db.get() : nullptr};
         ASSERT_EQ(run(c.cmd(BWD), bin, bout), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
@@ -281,7 +291,8 @@ TEST_F(GpuAttn, ForwardAndBackwardRowMathMatchCpuRef) {
         const g::AttnView dov = g::attn_packed(s.Sq, s.H, s.Dv);
         if (c.fused) {
           for (int64_t rr = 0; rr < R; rr++)
-            for (int cc = 0; cc < HDv; cc++) dO[rr * HDv + cc] = g::attn_proj_dx(ab.proj, e.ld, pb.g.data, pb.w.data, rr, cc);
+            for (int cc = 0; cc < HDv; cc++)
+              dO[rr * HDv + cc] = g::attn_proj_dx(ab.proj, e.ld, pb.g.data, pb.w.data, rr, cc);
           T dwe(CCV_32F, {c.Nout, HDv});
           for (int n = 0; n < c.Nout; n++)
             for (int cc = 0; cc < HDv; cc++)
