@@ -409,6 +409,10 @@ NNC_KERNEL(conv_backward) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
+// c = the sum of a over the dimensions where c has extent 1 (cudnnReduceTensor, fp32 accumulation); below.
+void reduce_sum(cudnnHandle_t h, cudnnTensorDescriptor_t ad, const void* a, cudnnTensorDescriptor_t cd, void* c,
+                cudaStream_t s, const char* what);
+
 // ---- transposed convolution: the convolution's data gradient, roles exchanged ----
 // (cudnn_plan::ConvTranspose: conv.x describes NNC's y or g, conv.y NNC's x.)
 
@@ -495,7 +499,13 @@ NNC_KERNEL(convt_backward) {
     TensorDesc g(what), b(what);
     set_tensor(g, p.conv.x, what, type);
     set_tensor(b, p.conv.bias, what, type);
-    NNC_CUDNN_CHECK(cudnnConvolutionBackwardBias(h, &one, g, io.g->data.ptr, &zero, b, io.dbias->data.ptr), what);
+    // Should a cuDNN build decline fp16 here, a tensor reduction (fp32
+    // accumulation) computes the same sum.
+    const cudnnStatus_t st = cudnnConvolutionBackwardBias(h, &one, g, io.g->data.ptr, &zero, b, io.dbias->data.ptr);
+    if (not_supported(st) || CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_BAD_PARAM)
+      reduce_sum(h, g, io.g->data.ptr, b, io.dbias->data.ptr, s, what);
+    else
+      check_cudnn(st, what, "cudnnConvolutionBackwardBias");
   }
   if (!p.bias_only) {
     ConvDescs d(p.conv, what);
