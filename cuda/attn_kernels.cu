@@ -72,6 +72,7 @@ template <class L>
 __global__ void forward_rows(AttnRows a) {
   extern __shared__ float qrow[];  // D floats
   __shared__ float red[32];
+  __shared__ float acc[kRowThreads];  // the o parts (parts * Dv <= the block's threads)
   const AttnShape& s = a.s;
   const L ld;
   const int t = threadIdx.x, n = blockDim.x;
@@ -99,10 +100,23 @@ __global__ void forward_rows(AttnRows a) {
     gpu::attn_prob_part(s, prow, lse, i, t, n);
     __syncthreads();  // every probability of the row is written
     if (a.lse && t == 0) store(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_half, lse);
-    if (a.o)
-      for (int d = t; d < s.Dv; d += n)
-        store(a.o, gpu::attn_off(a.o_view, b, i, h, d), a.o_half, gpu::attn_out(s, prow, ld, a.v, b, h, i, d));
-    __syncthreads();  // qrow and prow are reused by the next row
+    if (a.o) {
+      const int parts = gpu::attn_out_parts(s.Dv, n);
+      if (parts > 1) {  // every thread works: part t / Dv of the keys for column t % Dv, then the parts summed
+        const int d = t % s.Dv, part = t / s.Dv;
+        if (part < parts) acc[part * s.Dv + d] = gpu::attn_out_part(s, prow, ld, a.v, b, h, i, d, part, parts);
+        __syncthreads();
+        if (t < s.Dv) {
+          float o = 0;
+          for (int k = 0; k < parts; k++) o += acc[k * s.Dv + t];
+          store(a.o, gpu::attn_off(a.o_view, b, i, h, t), a.o_half, o);
+        }
+      } else {
+        for (int d = t; d < s.Dv; d += n)
+          store(a.o, gpu::attn_off(a.o_view, b, i, h, d), a.o_half, gpu::attn_out(s, prow, ld, a.v, b, h, i, d));
+      }
+    }
+    __syncthreads();  // qrow, prow and acc are reused by the next row
   }
 }
 

@@ -191,14 +191,24 @@ NNC_HD float attn_bwd_prob_part(const AttnShape& s, float* prow, float* dprow, f
   return delta;
 }
 
-// o[b, i, h, d] from the row's probabilities prow.
+// o[b, i, h, d] from the row's probabilities prow: the sum of the parts
+// j = j0, j0 + step, ... (attn_out: all keys at once).
 template <class L>
-NNC_HD float attn_out(const AttnShape& s, const float* prow, const L& ld, const void* v, int b, int h, int i, int d) {
+NNC_HD float attn_out_part(const AttnShape& s, const float* prow, const L& ld, const void* v, int b, int h, int i,
+                           int d, int j0, int step) {
   const int hk = attn_kv_head(s, h), end = attn_key_end(s, i);
   float acc = 0;
-  for (int j = 0; j < end; j++) acc += prow[j] * ld(v, attn_off(s.v, b, j, hk, d));
+  for (int j = j0; j < end; j += step) acc += prow[j] * ld(v, attn_off(s.v, b, j, hk, d));
   return acc;
 }
+template <class L>
+NNC_HD float attn_out(const AttnShape& s, const float* prow, const L& ld, const void* v, int b, int h, int i, int d) {
+  return attn_out_part(s, prow, ld, v, b, h, i, d, 0, 1);
+}
+// How many key parts the o columns of a row split into so that `threads`
+// threads all work (each part: Dv threads, one per column); 1 when Dv is
+// more than half the threads.
+NNC_HD int attn_out_parts(int Dv, int threads) { return Dv * 2 <= threads ? threads / Dv : 1; }
 
 // Backward: for the part's keys, prow[j] = p_ij from the scores already in
 // prow (attn_score_part) and the row's lse, and dprow[j] = dO_i . v_j

@@ -128,8 +128,13 @@ Result emulate_forward(const Emu& e, const nnc::attn::Problem& p) {
       for (int i = 0; i < s.Sq; i++) {
         const float lse = e.row_probs(p.q.data, p.k.data, p.mask.data, b, h, i, prow.data());
         r.lse[b * lv.sb + h * lv.sh + i * lv.ss] = lse;
-        for (int d = 0; d < s.Dv; d++)
-          r.O[g::attn_off(ov, b, i, h, d)] = g::attn_out(s, prow.data(), e.ld, p.v.data, b, h, i, d);
+        // As the kernel: the columns split over key parts when the threads outnumber them.
+        const int parts = g::attn_out_parts(s.Dv, e.step);
+        for (int d = 0; d < s.Dv; d++) {
+          float o = 0;
+          for (int k = 0; k < parts; k++) o += g::attn_out_part(s, prow.data(), e.ld, p.v.data, b, h, i, d, k, parts);
+          r.O[g::attn_off(ov, b, i, h, d)] = o;
+        }
       }
   return r;
 }
@@ -400,6 +405,11 @@ TEST_F(GpuAttn, IndexMaps) {
   EXPECT_EQ(g::attn_lse(g::attn_neg_inf(), 0), g::attn_neg_inf());
   EXPECT_EQ(g::attn_prob(1.f, g::attn_neg_inf()), 0.f);
   EXPECT_FLOAT_EQ(g::attn_prob(1.f, 1.f), 1.f);
+  EXPECT_EQ(g::attn_out_parts(64, 128), 2);
+  EXPECT_EQ(g::attn_out_parts(5, 128), 25);  // 125 of 128 threads work
+  EXPECT_EQ(g::attn_out_parts(65, 128), 1);
+  EXPECT_EQ(g::attn_out_parts(200, 128), 1);
+  for (int dv = 1; dv <= 300; dv++) EXPECT_LE(g::attn_out_parts(dv, 128) * std::min(dv, 128), 128) << dv;
   EXPECT_EQ(g::attn_chunk_batches(8, 1 << 20, int64_t{1} << 30), 8);
   EXPECT_EQ(g::attn_chunk_batches(8, int64_t{1} << 28, int64_t{1} << 30), 1);
   EXPECT_EQ(g::attn_chunk_batches(8, int64_t{1} << 27, int64_t{1} << 30), 2);
