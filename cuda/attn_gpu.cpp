@@ -7,9 +7,10 @@
 // scaled_dot_product_attention.flags asks.
 //
 // The algorithm (cmd/common/gpu_attn.hpp, whose math the CPU tests check):
-// per batch chunk, one block per query row writes the row's probabilities
-// into float scratch (at most kChunkBytes, from the module's caching
-// allocator on the call's stream), then o; the backward recomputes the
+// per chunk of (batch, kv head) units, one block per query row writes the
+// row's probabilities into float scratch (at most kChunkBytes, or one unit's
+// G Sq Sk floats, from the module's caching allocator on the call's stream),
+// then o; the backward recomputes the
 // probabilities from the saved lse (or recomputes lse when not given, and the
 // attention result for a fused call), ds, then dq, dk, dv one thread per
 // element. Not a fused flash kernel: memory traffic is O(B H Sq Sk) floats.
@@ -55,10 +56,11 @@ AttnRows rows_of(const attn::Problem& p, const gpu::AttnPlan& a) {
   return r;
 }
 
+// Runs f for each chunk of `chunk` (batch, kv head) units.
 template <class F>
-void each_chunk(int B, int chunk, AttnRows& r, const F& f) {
-  for (int b0 = 0; b0 < B; b0 += chunk) {
-    r.b0 = b0, r.b1 = b0 + chunk < B ? b0 + chunk : B;
+void each_chunk(int64_t units, int64_t chunk, AttnRows& r, const F& f) {
+  for (int64_t u0 = 0; u0 < units; u0 += chunk) {
+    r.u0 = u0, r.u1 = u0 + chunk < units ? u0 + chunk : units;
     f();
   }
 }
@@ -71,10 +73,10 @@ NNC_KERNEL(attn_forward) {
   const gpu::AttnPlan a = plan_of(p, what);
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
   const int half = a.datatype == CCV_16F;
-  const int64_t per_b = static_cast<int64_t>(p.H) * p.Sq * p.Sk;
-  const int chunk = gpu::attn_chunk_batches(p.B, per_b, kChunkBytes);
+  const int64_t units = static_cast<int64_t>(p.B) * p.Hk, per_unit = static_cast<int64_t>(p.H / p.Hk) * p.Sq * p.Sk;
+  const int64_t chunk = gpu::attn_chunk_units(units, per_unit, kChunkBytes);
   const gpu::AttnView packed = gpu::attn_packed(p.Sq, p.H, p.Dv);
-  StreamBlock pbuf(floats(chunk * per_b), c.s, what);
+  StreamBlock pbuf(floats(chunk * per_unit), c.s, what);
   StreamBlock obuf(a.fused ? floats(static_cast<int64_t>(p.B) * p.Sq * p.H * p.Dv) : 0, c.s, what);
   AttnRows r = rows_of(p, a);
   r.p = static_cast<float*>(pbuf.get());
@@ -85,7 +87,7 @@ NNC_KERNEL(attn_forward) {
   } else {
     r.o = p.o.data, r.o_view = a.o, r.o_half = half;
   }
-  each_chunk(p.B, chunk, r, [&] { c.check(launch_attn_forward_rows(c.s, r)); });
+  each_chunk(units, chunk, r, [&] { c.check(launch_attn_forward_rows(c.s, r)); });
   if (a.fused) {
     if (p.o.data)  // qkv, when asked
       c.check(launch_attn_copy(c.s, p.B, p.Sq, p.H, p.Dv, obuf.get(), packed, 0, p.o.data, a.o, half));
@@ -101,16 +103,16 @@ NNC_KERNEL(attn_backward) {
   const gpu::AttnPlan a = plan_of(p, what);
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
   const int half = a.datatype == CCV_16F;
-  const int64_t per_b = static_cast<int64_t>(p.H) * p.Sq * p.Sk;
+  const int64_t units = static_cast<int64_t>(p.B) * p.Hk, per_unit = static_cast<int64_t>(p.H / p.Hk) * p.Sq * p.Sk;
   const int64_t nO = static_cast<int64_t>(p.B) * p.Sq * p.H * p.Dv;
   const bool attention_grads = p.dq.data || p.dk.data || p.dv.data;
   // The forward again when the fused projection needs the attention result
   // (for dw) or no lse was saved.
   const bool need_fwd = (a.fused && p.dw.data) || (attention_grads && !p.lse.data);
-  const int chunk = gpu::attn_chunk_batches(p.B, 2 * per_b, kChunkBytes);
+  const int64_t chunk = gpu::attn_chunk_units(units, 2 * per_unit, kChunkBytes);
   const gpu::AttnView packed = gpu::attn_packed(p.Sq, p.H, p.Dv);
-  StreamBlock pbuf(need_fwd || attention_grads ? floats(chunk * per_b) : 0, c.s, what);
-  StreamBlock dsbuf(attention_grads ? floats(chunk * per_b) : 0, c.s, what);
+  StreamBlock pbuf(need_fwd || attention_grads ? floats(chunk * per_unit) : 0, c.s, what);
+  StreamBlock dsbuf(attention_grads ? floats(chunk * per_unit) : 0, c.s, what);
   StreamBlock dObuf(attention_grads ? floats(nO) : 0, c.s, what);
   StreamBlock obuf(a.fused && p.dw.data ? floats(nO) : 0, c.s, what);
   StreamBlock lsebuf(need_fwd ? floats(static_cast<int64_t>(p.B) * p.H * p.Sq) : 0, c.s, what);
@@ -120,7 +122,7 @@ NNC_KERNEL(attn_backward) {
     r.s.lse = gpu::attn_packed_lse(p.Sq, p.H);
     r.lse = lsebuf.get(), r.lse_half = 0;
     r.o = obuf.get(), r.o_view = packed, r.o_half = 0;
-    each_chunk(p.B, chunk, r, [&] { c.check(launch_attn_forward_rows(c.s, r)); });
+    each_chunk(units, chunk, r, [&] { c.check(launch_attn_forward_rows(c.s, r)); });
     r.o = nullptr;
   } else {
     r.lse = p.lse.data, r.lse_half = a.lse_type == CCV_16F;
@@ -134,7 +136,7 @@ NNC_KERNEL(attn_backward) {
   if (attention_grads) {
     r.dO = dO;
     r.ds = static_cast<float*>(dsbuf.get());
-    each_chunk(p.B, chunk, r, [&] {
+    each_chunk(units, chunk, r, [&] {
       c.check(launch_attn_backward_rows(c.s, r));
       c.check(launch_attn_grads(c.s, r, p.dq.data, a.dq, p.dk.data, a.dk, p.dv.data, a.dv, half));
     });

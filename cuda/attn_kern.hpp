@@ -17,10 +17,10 @@ struct AttnRows {
   gpu::AttnShape s;  // s.lse: where lse is read / written (lse_half: its type)
   int half = 0;      // q, k, v, mask are fp16
   const void *q = nullptr, *k = nullptr, *v = nullptr, *mask = nullptr;
-  int b0 = 0, b1 = 0;   // the batch chunk
-  float* p = nullptr;   // [b1 - b0][H][Sq][Sk] scratch: probabilities
-  float* ds = nullptr;  // backward: [b1 - b0][H][Sq][Sk] scratch: ds
-  void* lse = nullptr;  // forward: written when not NULL; backward: read
+  int64_t u0 = 0, u1 = 0;  // the chunk: units u = b * Hk + hk in [u0, u1) (gpu_attn.hpp's attn_row_of)
+  float* p = nullptr;      // [chunk rows][Sk] scratch: probabilities
+  float* ds = nullptr;     // backward: [chunk rows][Sk] scratch: ds
+  void* lse = nullptr;     // forward: written when not NULL; backward: read
   int lse_half = 0;
   void* o = nullptr;  // forward: written when not NULL, at o_view
   gpu::AttnView o_view;
@@ -28,7 +28,7 @@ struct AttnRows {
   const float* dO = nullptr;  // backward: [B, Sq, H, Dv] packed float
 };
 
-// Forward rows (b0 <= b < b1): p, lse, o.
+// Forward rows of the chunk: p, lse, o.
 cudaError_t launch_attn_forward_rows(cudaStream_t s, const AttnRows& a);
 // Backward rows: p and ds.
 cudaError_t launch_attn_backward_rows(cudaStream_t s, const AttnRows& a);

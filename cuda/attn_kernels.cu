@@ -60,14 +60,6 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-// Row r of a chunk: (b, h, i) with i fastest.
-__device__ __forceinline__ void row_of(const AttnRows& a, int64_t r, int* b, int* h, int* i) {
-  const AttnShape& s = a.s;
-  *i = static_cast<int>(r % s.Sq);
-  *h = static_cast<int>((r / s.Sq) % s.H);
-  *b = a.b0 + static_cast<int>(r / (static_cast<int64_t>(s.Sq) * s.H));
-}
-
 template <class L>
 __global__ void forward_rows(AttnRows a) {
   extern __shared__ float qrow[];  // D floats
@@ -76,10 +68,10 @@ __global__ void forward_rows(AttnRows a) {
   const AttnShape& s = a.s;
   const L ld;
   const int t = threadIdx.x, n = blockDim.x;
-  const int64_t rows = static_cast<int64_t>(a.b1 - a.b0) * s.H * s.Sq;
+  const int64_t rows = gpu::attn_chunk_rows(s, a.u0, a.u1);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     int b, h, i;
-    row_of(a, r, &b, &h, &i);
+    gpu::attn_row_of(s, a.u0, r, &b, &h, &i);
     float* prow = a.p + r * s.Sk;
     for (int d = t; d < s.D; d += n) qrow[d] = ld(a.q, gpu::attn_off(s.q, b, i, h, d));
     __syncthreads();
@@ -129,11 +121,11 @@ __global__ void backward_rows(AttnRows a) {
   float* qrow = sm;
   float* dOrow = sm + s.D;
   const int t = threadIdx.x, n = blockDim.x;
-  const int64_t rows = static_cast<int64_t>(a.b1 - a.b0) * s.H * s.Sq;
+  const int64_t rows = gpu::attn_chunk_rows(s, a.u0, a.u1);
   const AttnView dov = gpu::attn_packed(s.Sq, s.H, s.Dv);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     int b, h, i;
-    row_of(a, r, &b, &h, &i);
+    gpu::attn_row_of(s, a.u0, r, &b, &h, &i);
     float* prow = a.p + r * s.Sk;
     float* dsrow = a.ds + r * s.Sk;
     for (int d = t; d < s.D; d += n) qrow[d] = ld(a.q, gpu::attn_off(s.q, b, i, h, d));
@@ -169,46 +161,24 @@ __global__ void grads(AttnRows a, void* dq, AttnView dqv, void* dk, AttnView dkv
                       int out_half) {
   const AttnShape& s = a.s;
   const L ld;
-  const int nb = a.b1 - a.b0;
-  const int64_t per_b = static_cast<int64_t>(s.H) * s.Sq * s.Sk;
-  const int64_t nq = dq ? static_cast<int64_t>(nb) * s.Sq * s.H * s.D : 0;
-  const int64_t nk = dk ? static_cast<int64_t>(nb) * s.Sk * s.Hk * s.D : 0;
-  const int64_t nv = dv ? static_cast<int64_t>(nb) * s.Sk * s.Hk * s.Dv : 0;
+  const int64_t units = a.u1 - a.u0;
+  const int64_t nq = dq ? gpu::attn_chunk_rows(s, a.u0, a.u1) * s.D : 0;
+  const int64_t nk = dk ? units * s.Sk * s.D : 0;
+  const int64_t nv = dv ? units * s.Sk * s.Dv : 0;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < nq + nk + nv; e += step) {
-    if (e < nq) {  // (b, i, h, d), d fastest
-      int64_t x = e;
-      const int d = static_cast<int>(x % s.D);
-      x /= s.D;
-      const int h = static_cast<int>(x % s.H);
-      x /= s.H;
-      const int i = static_cast<int>(x % s.Sq);
-      x /= s.Sq;
-      const int b = a.b0 + static_cast<int>(x);
-      store(dq, gpu::attn_off(dqv, b, i, h, d), out_half,
-            gpu::attn_dq(s, a.ds + (b - a.b0) * per_b, ld, a.k, b, i, h, d));
-    } else if (e < nq + nk) {  // (b, j, hk, d)
-      int64_t x = e - nq;
-      const int d = static_cast<int>(x % s.D);
-      x /= s.D;
-      const int hk = static_cast<int>(x % s.Hk);
-      x /= s.Hk;
-      const int j = static_cast<int>(x % s.Sk);
-      x /= s.Sk;
-      const int b = a.b0 + static_cast<int>(x);
-      store(dk, gpu::attn_off(dkv, b, j, hk, d), out_half,
-            gpu::attn_dk(s, a.ds + (b - a.b0) * per_b, ld, a.q, b, j, hk, d));
+    if (e < nq) {
+      int b, i, h, d;
+      gpu::attn_dq_index(s, a.u0, e, &b, &i, &h, &d);
+      store(dq, gpu::attn_off(dqv, b, i, h, d), out_half, gpu::attn_dq(s, a.ds, a.u0, ld, a.k, b, i, h, d));
+    } else if (e < nq + nk) {
+      int b, j, hk, d;
+      gpu::attn_dkv_index(s, a.u0, e - nq, s.D, &b, &j, &hk, &d);
+      store(dk, gpu::attn_off(dkv, b, j, hk, d), out_half, gpu::attn_dk(s, a.ds, a.u0, ld, a.q, b, j, hk, d));
     } else {
-      int64_t x = e - nq - nk;
-      const int d = static_cast<int>(x % s.Dv);
-      x /= s.Dv;
-      const int hk = static_cast<int>(x % s.Hk);
-      x /= s.Hk;
-      const int j = static_cast<int>(x % s.Sk);
-      x /= s.Sk;
-      const int b = a.b0 + static_cast<int>(x);
-      store(dv, gpu::attn_off(dvv, b, j, hk, d), out_half,
-            gpu::attn_dv(s, a.p + (b - a.b0) * per_b, a.dO, b, j, hk, d));
+      int b, j, hk, d;
+      gpu::attn_dkv_index(s, a.u0, e - nq - nk, s.Dv, &b, &j, &hk, &d);
+      store(dv, gpu::attn_off(dvv, b, j, hk, d), out_half, gpu::attn_dv(s, a.p, a.u0, a.dO, b, j, hk, d));
     }
   }
 }
@@ -267,7 +237,7 @@ __global__ void proj_backward(gpu::AttnProj p, const void* g, const void* w, con
 }
 
 int row_grid(const AttnRows& a) {
-  const int64_t rows = static_cast<int64_t>(a.b1 - a.b0) * a.s.H * a.s.Sq;
+  const int64_t rows = gpu::attn_chunk_rows(a.s, a.u0, a.u1);
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(rows, int64_t{1} << 20)));
 }
 
@@ -294,9 +264,9 @@ cudaError_t launch_attn_backward_rows(cudaStream_t st, const AttnRows& a) {
 cudaError_t launch_attn_grads(cudaStream_t st, const AttnRows& a, void* dq, AttnView dqv, void* dk, AttnView dkv,
                               void* dv, AttnView dvv, int out_half) {
   const AttnShape& s = a.s;
-  const int64_t nb = a.b1 - a.b0;
-  const int64_t n =
-      (dq ? nb * s.Sq * s.H * s.D : 0) + (dk ? nb * s.Sk * s.Hk * s.D : 0) + (dv ? nb * s.Sk * s.Hk * s.Dv : 0);
+  const int64_t units = a.u1 - a.u0;
+  const int64_t n = (dq ? gpu::attn_chunk_rows(s, a.u0, a.u1) * s.D : 0) + (dk ? units * s.Sk * s.D : 0) +
+                    (dv ? units * s.Sk * s.Dv : 0);
   if (n == 0) return cudaSuccess;
   const int grid = static_cast<int>(grid_for(n, kThreads));
   if (a.half)

@@ -22,10 +22,11 @@ bool gpu_type(int dt) { return dt == CCV_32F || dt == CCV_16F; }
 
 }  // namespace
 
-int attn_chunk_batches(int B, int64_t floats_per_batch, int64_t limit_bytes) {
-  if (floats_per_batch <= 0) return std::max(B, 1);
-  const int64_t n = limit_bytes / (floats_per_batch * static_cast<int64_t>(sizeof(float)));
-  return static_cast<int>(std::clamp<int64_t>(n, 1, std::max(B, 1)));
+int64_t attn_chunk_units(int64_t units, int64_t floats_per_unit, int64_t limit_bytes) {
+  const int64_t most = std::max<int64_t>(units, 1);
+  if (floats_per_unit <= 0) return most;
+  const int64_t n = limit_bytes / (floats_per_unit * static_cast<int64_t>(sizeof(float)));
+  return std::clamp<int64_t>(n, 1, most);
 }
 
 bool attn_plan(const attn::Problem& p, AttnPlan* plan, std::string* why) {

@@ -6,7 +6,8 @@
 // tested without a GPU. Only the reductions across a block's threads and the
 // launch geometry live in the .cu file.
 //
-// The GPU algorithm, per batch chunk (scratch: float [rows][Sk] per chunk):
+// The GPU algorithm, per chunk of (batch, kv head) units (scratch: float
+// [rows][Sk] per chunk; see attn_row_of):
 //   forward, one block per query row (b, h, i): the scores of keys
 //     j < attn_key_end(i) (one warp per key: attn_dot_part over the lanes,
 //     then attn_score_finish; attn_score_part is the same per thread), the row max m, the sum l of
@@ -241,31 +242,67 @@ NNC_HD void attn_ds_part(const AttnShape& s, const float* prow, float* dprow, fl
   for (int j = j0; j < s.Sk; j += step) dprow[j] = prow[j] * (dprow[j] - delta) * s.scale;
 }
 
-// Per-element gradients. ds and p: float [H][Sq][Sk] of one batch (ds_b, p_b);
-// dO: float [B][Sq][H][Dv] packed.
+// Chunks. The rows are processed in chunks of units u = b * Hk + hk (a batch
+// and a kv head with its G = H / Hk query heads: G * Sq rows), units
+// [u0, u1) at a time, so that a chunk's scratch (Sk floats per row) stays
+// bounded whatever B and H are and every dk / dv sum lies in one chunk. Row r
+// of a chunk is (b, h, i) with i fastest; its scratch row is
+// attn_scratch_row (r itself), b * H + h counting the (b, h) pairs.
+NNC_HD void attn_row_of(const AttnShape& s, int64_t u0, int64_t r, int* b, int* h, int* i) {
+  const int G = s.H / s.Hk;
+  *i = static_cast<int>(r % s.Sq);
+  const int64_t bh = u0 * G + r / s.Sq;  // b * H + h
+  *b = static_cast<int>(bh / s.H);
+  *h = static_cast<int>(bh % s.H);
+}
+NNC_HD int64_t attn_scratch_row(const AttnShape& s, int64_t u0, int b, int h, int i) {
+  return (static_cast<int64_t>(b) * s.H + h - u0 * (s.H / s.Hk)) * s.Sq + i;
+}
+NNC_HD int64_t attn_chunk_rows(const AttnShape& s, int64_t u0, int64_t u1) { return (u1 - u0) * (s.H / s.Hk) * s.Sq; }
+// The gradients' elements of a chunk, d fastest: dq (b, i, h, d) for the
+// chunk's query heads, as (unit, h within the group, i, d), count
+// attn_chunk_rows * D; dk / dv (b, j, hk, d) as (unit, j, d), count
+// (u1 - u0) * Sk * width.
+NNC_HD void attn_dq_index(const AttnShape& s, int64_t u0, int64_t e, int* b, int* i, int* h, int* d) {
+  *d = static_cast<int>(e % s.D);
+  attn_row_of(s, u0, e / s.D, b, h, i);
+}
+NNC_HD void attn_dkv_index(const AttnShape& s, int64_t u0, int64_t e, int width, int* b, int* j, int* hk, int* d) {
+  *d = static_cast<int>(e % width);
+  const int64_t x = e / width;
+  *j = static_cast<int>(x % s.Sk);
+  const int64_t u = u0 + x / s.Sk;
+  *b = static_cast<int>(u / s.Hk);
+  *hk = static_cast<int>(u % s.Hk);
+}
+
+// Per-element gradients. ds and p: the chunk's float scratch (rows as
+// above, Sk floats each) of the chunk starting at unit u0; dO: float [B][Sq][H][Dv] packed.
 template <class L>
-NNC_HD float attn_dq(const AttnShape& s, const float* ds_b, const L& ld, const void* k, int b, int i, int h, int d) {
+NNC_HD float attn_dq(const AttnShape& s, const float* ds, int64_t u0, const L& ld, const void* k, int b, int i, int h,
+                     int d) {
   const int hk = attn_kv_head(s, h), end = attn_key_end(s, i);
-  const float* row = ds_b + (static_cast<int64_t>(h) * s.Sq + i) * s.Sk;
+  const float* row = ds + attn_scratch_row(s, u0, b, h, i) * s.Sk;
   float acc = 0;
   for (int j = 0; j < end; j++) acc += row[j] * ld(k, attn_off(s.k, b, j, hk, d));
   return acc;
 }
 template <class L>
-NNC_HD float attn_dk(const AttnShape& s, const float* ds_b, const L& ld, const void* q, int b, int j, int hk, int d) {
+NNC_HD float attn_dk(const AttnShape& s, const float* ds, int64_t u0, const L& ld, const void* q, int b, int j, int hk,
+                     int d) {
   const int G = s.H / s.Hk, i0 = attn_query_begin(s, j);
   float acc = 0;
   for (int h = hk * G; h < (hk + 1) * G; h++) {
-    const float* col = ds_b + static_cast<int64_t>(h) * s.Sq * s.Sk + j;
+    const float* col = ds + attn_scratch_row(s, u0, b, h, 0) * s.Sk + j;
     for (int i = i0; i < s.Sq; i++) acc += col[static_cast<int64_t>(i) * s.Sk] * ld(q, attn_off(s.q, b, i, h, d));
   }
   return acc;
 }
-NNC_HD float attn_dv(const AttnShape& s, const float* p_b, const float* dO, int b, int j, int hk, int d) {
+NNC_HD float attn_dv(const AttnShape& s, const float* p, int64_t u0, const float* dO, int b, int j, int hk, int d) {
   const int G = s.H / s.Hk, i0 = attn_query_begin(s, j);
   float acc = 0;
   for (int h = hk * G; h < (hk + 1) * G; h++) {
-    const float* col = p_b + static_cast<int64_t>(h) * s.Sq * s.Sk + j;
+    const float* col = p + attn_scratch_row(s, u0, b, h, 0) * s.Sk + j;
     for (int i = i0; i < s.Sq; i++)
       acc += col[static_cast<int64_t>(i) * s.Sk] * dO[((static_cast<int64_t>(b) * s.Sq + i) * s.H + h) * s.Dv + d];
   }
@@ -337,8 +374,8 @@ struct AttnPlan {
 // when the GPU kernels do not take it (types other than 32F / 16F).
 bool attn_plan(const attn::Problem& p, AttnPlan* plan, std::string* why);
 
-// Batches per chunk so that `floats_per_batch` float scratch per batch stays
-// within `limit_bytes` (at least 1, at most B).
-int attn_chunk_batches(int B, int64_t floats_per_batch, int64_t limit_bytes);
+// Units (b, hk) per chunk so that `floats_per_unit` float scratch per unit
+// stays within `limit_bytes` (at least 1, at most `units`).
+int64_t attn_chunk_units(int64_t units, int64_t floats_per_unit, int64_t limit_bytes);
 
 }  // namespace nnc::gpu

@@ -315,58 +315,77 @@ TEST_F(GpuAttn, ForwardAndBackwardRowMathMatchCpuRef) {
                 for (int d = 0; d < s.Dv; d++)
                   dO[g::attn_off(dov, b, i, h, d)] = f32(pb.g)[g::attn_off(ab.g, b, i, h, d)];
         }
-        // Rows: P and dS per batch ([H][Sq][Sk]); lse saved (CPU_REF's, through the plan) or the emulated one.
-        const size_t per_b = static_cast<size_t>(s.H) * s.Sq * s.Sk;
-        std::vector<float> P(per_b * s.B), DS(per_b * s.B), qrow(s.D);
-        for (int b = 0; b < s.B; b++)
-          for (int h = 0; h < s.H; h++)
-            for (int i = 0; i < s.Sq; i++) {
-              float* prow = &P[b * per_b + (static_cast<size_t>(h) * s.Sq + i) * s.Sk];
-              float* dsrow = &DS[b * per_b + (static_cast<size_t>(h) * s.Sq + i) * s.Sk];
-              for (int d = 0; d < s.D; d++) qrow[d] = e.ld(pb.q.data, g::attn_off(sb.q, b, i, h, d));
-              const float l = ref_lse ? f32(pb.lse)[g::attn_lse_off(sb, b, h, i)]
-                                      : r.lse[(static_cast<size_t>(b) * s.H + h) * s.Sq + i];
-              const float* dOrow = &dO[g::attn_off(dov, b, i, h, 0)];
-              float delta = 0;
-              if (lanes > 0) {
-                // As the kernel: scores and dp per warp, then the thread parts.
-                Emu eb{ab, step, lanes, {}};
-                eb.warp_scores(qrow.data(), pb.k.data, pb.mask.data, b, h, i, prow);
-                const int warps = std::max(step / lanes, 1), end = g::attn_key_end(sb, i);
-                for (int w = 0; w < warps; w++)
-                  for (int j = w; j < end; j += warps) {
-                    float dp = 0;
-                    for (int ln = 0; ln < lanes; ln++)
-                      dp += g::attn_dot_part(dOrow, e.ld, pb.v.data, g::attn_value_off(sb, b, h, j), sb.v.sd, sb.Dv, ln,
-                                             lanes);
-                    dsrow[j] = dp;
-                  }
-                for (int t = 0; t < step; t++) delta += g::attn_bwd_prob_part(sb, prow, dsrow, l, i, t, step);
-              } else {
-                for (int t = 0; t < step; t++)
-                  g::attn_score_part(sb, qrow.data(), e.ld, pb.k.data, pb.mask.data, b, h, i, t, step, prow);
-                for (int t = 0; t < step; t++)
-                  delta += g::attn_bwd_part(sb, dOrow, e.ld, pb.v.data, b, h, i, l, t, step, prow, dsrow);
-              }
-              for (int t = 0; t < step; t++) g::attn_ds_part(sb, prow, dsrow, delta, t, step);
-            }
+        // As the kernels: chunks of (batch, kv head) units (all at once, or 1, 2, 3 units per chunk), a chunk's
+        // rows through attn_row_of into its own P and dS scratch, then its gradient elements through the
+        // index maps; every element must be written exactly once. lse: CPU_REF's (through the plan) or the
+        // emulated forward's.
+        const int64_t units = static_cast<int64_t>(s.B) * s.Hk;
+        const int64_t per_chunk = mode == 0 ? units : mode;
         T dqe = make(c.shape(c.Sq, c.H, c.D), false), dke = make(c.shape(c.Sk, c.Hk, c.D), false),
           dve = make(c.shape(c.Sk, c.Hk, c.Dv), false);
-        size_t n = 0;
-        for (int b = 0; b < s.B; b++)
-          for (int i = 0; i < s.Sq; i++)
-            for (int h = 0; h < s.H; h++)
-              for (int d = 0; d < s.D; d++) dqe.set(n++, g::attn_dq(sb, &DS[b * per_b], e.ld, pb.k.data, b, i, h, d));
-        n = 0;
-        for (int b = 0; b < s.B; b++)
-          for (int j = 0; j < s.Sk; j++)
-            for (int hk = 0; hk < s.Hk; hk++)
-              for (int d = 0; d < s.D; d++) dke.set(n++, g::attn_dk(sb, &DS[b * per_b], e.ld, pb.q.data, b, j, hk, d));
-        n = 0;
-        for (int b = 0; b < s.B; b++)
-          for (int j = 0; j < s.Sk; j++)
-            for (int hk = 0; hk < s.Hk; hk++)
-              for (int d = 0; d < s.Dv; d++) dve.set(n++, g::attn_dv(sb, &P[b * per_b], dO.data(), b, j, hk, d));
+        std::vector<int> seen_q(dqe.count(), 0), seen_k(dke.count(), 0), seen_v(dve.count(), 0);
+        std::vector<float> qrow(s.D);
+        for (int64_t u0 = 0; u0 < units; u0 += per_chunk) {
+          const int64_t u1 = std::min(units, u0 + per_chunk);
+          const int64_t rows = g::attn_chunk_rows(sb, u0, u1);
+          std::vector<float> P(rows * s.Sk, -1.f), DS(rows * s.Sk, -1.f);  // -1: rows the chunk does not write
+          for (int64_t rr = 0; rr < rows; rr++) {
+            int b, h, i;
+            g::attn_row_of(sb, u0, rr, &b, &h, &i);
+            ASSERT_EQ(g::attn_scratch_row(sb, u0, b, h, i), rr);
+            float* prow = &P[rr * s.Sk];
+            float* dsrow = &DS[rr * s.Sk];
+            for (int d = 0; d < s.D; d++) qrow[d] = e.ld(pb.q.data, g::attn_off(sb.q, b, i, h, d));
+            const float l = ref_lse ? f32(pb.lse)[g::attn_lse_off(sb, b, h, i)]
+                                    : r.lse[(static_cast<size_t>(b) * s.H + h) * s.Sq + i];
+            const float* dOrow = &dO[g::attn_off(dov, b, i, h, 0)];
+            float delta = 0;
+            if (lanes > 0) {
+              // As the kernel: scores and dp per warp, then the thread parts.
+              Emu eb{ab, step, lanes, {}};
+              eb.warp_scores(qrow.data(), pb.k.data, pb.mask.data, b, h, i, prow);
+              const int warps = std::max(step / lanes, 1), end = g::attn_key_end(sb, i);
+              for (int w = 0; w < warps; w++)
+                for (int j = w; j < end; j += warps) {
+                  float dp = 0;
+                  for (int ln = 0; ln < lanes; ln++)
+                    dp += g::attn_dot_part(dOrow, e.ld, pb.v.data, g::attn_value_off(sb, b, h, j), sb.v.sd, sb.Dv, ln,
+                                           lanes);
+                  dsrow[j] = dp;
+                }
+              for (int t = 0; t < step; t++) delta += g::attn_bwd_prob_part(sb, prow, dsrow, l, i, t, step);
+            } else {
+              for (int t = 0; t < step; t++)
+                g::attn_score_part(sb, qrow.data(), e.ld, pb.k.data, pb.mask.data, b, h, i, t, step, prow);
+              for (int t = 0; t < step; t++)
+                delta += g::attn_bwd_part(sb, dOrow, e.ld, pb.v.data, b, h, i, l, t, step, prow, dsrow);
+            }
+            for (int t = 0; t < step; t++) g::attn_ds_part(sb, prow, dsrow, delta, t, step);
+          }
+          for (int64_t x = 0; x < rows * s.D; x++) {
+            int b, i, h, d;
+            g::attn_dq_index(sb, u0, x, &b, &i, &h, &d);
+            const size_t at = ((static_cast<size_t>(b) * s.Sq + i) * s.H + h) * s.D + d;
+            seen_q[at]++;
+            dqe.set(at, g::attn_dq(sb, DS.data(), u0, e.ld, pb.k.data, b, i, h, d));
+          }
+          for (int64_t x = 0; x < (u1 - u0) * s.Sk * s.D; x++) {
+            int b, j, hk, d;
+            g::attn_dkv_index(sb, u0, x, s.D, &b, &j, &hk, &d);
+            const size_t at = ((static_cast<size_t>(b) * s.Sk + j) * s.Hk + hk) * s.D + d;
+            seen_k[at]++;
+            dke.set(at, g::attn_dk(sb, DS.data(), u0, e.ld, pb.q.data, b, j, hk, d));
+          }
+          for (int64_t x = 0; x < (u1 - u0) * s.Sk * s.Dv; x++) {
+            int b, j, hk, d;
+            g::attn_dkv_index(sb, u0, x, s.Dv, &b, &j, &hk, &d);
+            const size_t at = ((static_cast<size_t>(b) * s.Sk + j) * s.Hk + hk) * s.Dv + d;
+            seen_v[at]++;
+            dve.set(at, g::attn_dv(sb, P.data(), u0, dO.data(), b, j, hk, d));
+          }
+        }
+        for (const std::vector<int>* seen : {&seen_q, &seen_k, &seen_v})
+          EXPECT_EQ(std::count(seen->begin(), seen->end(), 1), static_cast<std::ptrdiff_t>(seen->size()));
         expect_near_t(dqe, dq, 5e-4, "dq");
         expect_near_t(dke, dk, 5e-4, "dk");
         expect_near_t(dve, dv, 5e-4, "dv");
@@ -410,10 +429,19 @@ TEST_F(GpuAttn, IndexMaps) {
   EXPECT_EQ(g::attn_out_parts(65, 128), 1);
   EXPECT_EQ(g::attn_out_parts(200, 128), 1);
   for (int dv = 1; dv <= 300; dv++) EXPECT_LE(g::attn_out_parts(dv, 128) * std::min(dv, 128), 128) << dv;
-  EXPECT_EQ(g::attn_chunk_batches(8, 1 << 20, int64_t{1} << 30), 8);
-  EXPECT_EQ(g::attn_chunk_batches(8, int64_t{1} << 28, int64_t{1} << 30), 1);
-  EXPECT_EQ(g::attn_chunk_batches(8, int64_t{1} << 27, int64_t{1} << 30), 2);
-  EXPECT_EQ(g::attn_chunk_batches(8, int64_t{1} << 40, int64_t{1} << 30), 1);
+  EXPECT_EQ(g::attn_chunk_units(8, 1 << 20, int64_t{1} << 30), 8);
+  EXPECT_EQ(g::attn_chunk_units(8, int64_t{1} << 28, int64_t{1} << 30), 1);
+  EXPECT_EQ(g::attn_chunk_units(8, int64_t{1} << 27, int64_t{1} << 30), 2);
+  EXPECT_EQ(g::attn_chunk_units(8, int64_t{1} << 40, int64_t{1} << 30), 1);
+  // Chunk rows: units of G query heads; row r of a chunk and its (b, h, i) agree both ways.
+  s.causal = 0, s.B = 3, s.Sq = 4, s.H = 6, s.Hk = 2;
+  for (int64_t u0 : {0, 1, 5})
+    for (int64_t r = 0; r < g::attn_chunk_rows(s, u0, 6); r++) {
+      int b, h, i;
+      g::attn_row_of(s, u0, r, &b, &h, &i);
+      EXPECT_EQ(b * s.Hk + g::attn_kv_head(s, h), u0 + r / (3 * s.Sq)) << r;
+      EXPECT_EQ(g::attn_scratch_row(s, u0, b, h, i), r);
+    }
 }
 
 TEST_F(GpuAttn, PlanRefusesOtherTypes) {
