@@ -14,6 +14,7 @@
 // probabilities from the saved lse (or recomputes lse when not given, and the
 // attention result for a fused call), ds, then dq, dk, dv one thread per
 // element. Not a fused flash kernel: memory traffic is O(B H Sq Sk) floats.
+#include <cstdlib>
 #include <string>
 
 #include "cmd/attention/attention.hpp"
@@ -31,6 +32,15 @@ namespace nnc::cuda {
 namespace {
 
 constexpr int64_t kChunkBytes = int64_t{512} << 20;
+
+// The scratch limit per chunk: kChunkBytes, or NNC_GPU_ATTN_CHUNK_BYTES from
+// the environment (tests set it small to run many chunks).
+int64_t chunk_bytes() {
+  const char* e = std::getenv("NNC_GPU_ATTN_CHUNK_BYTES");
+  if (!e || !*e) return kChunkBytes;
+  const long long v = std::atoll(e);
+  return v > 0 ? static_cast<int64_t>(v) : kChunkBytes;
+}
 
 bool accept_attn(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
                  ccv_nnc_tensor_t* const* outputs, int output_size) {
@@ -74,7 +84,7 @@ NNC_KERNEL(attn_forward) {
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
   const int half = a.datatype == CCV_16F;
   const int64_t units = static_cast<int64_t>(p.B) * p.Hk, per_unit = static_cast<int64_t>(p.H / p.Hk) * p.Sq * p.Sk;
-  const int64_t chunk = gpu::attn_chunk_units(units, per_unit, kChunkBytes);
+  const int64_t chunk = gpu::attn_chunk_units(units, per_unit, chunk_bytes());
   const gpu::AttnView packed = gpu::attn_packed(p.Sq, p.H, p.Dv);
   StreamBlock pbuf(floats(chunk * per_unit), c.s, what);
   StreamBlock obuf(a.fused ? floats(static_cast<int64_t>(p.B) * p.Sq * p.H * p.Dv) : 0, c.s, what);
@@ -109,7 +119,7 @@ NNC_KERNEL(attn_backward) {
   // The forward again when the fused projection needs the attention result
   // (for dw) or no lse was saved.
   const bool need_fwd = (a.fused && p.dw.data) || (attention_grads && !p.lse.data);
-  const int64_t chunk = gpu::attn_chunk_units(units, 2 * per_unit, kChunkBytes);
+  const int64_t chunk = gpu::attn_chunk_units(units, 2 * per_unit, chunk_bytes());
   const gpu::AttnView packed = gpu::attn_packed(p.Sq, p.H, p.Dv);
   StreamBlock pbuf(need_fwd || attention_grads ? floats(chunk * per_unit) : 0, c.s, what);
   StreamBlock dsbuf(attention_grads ? floats(chunk * per_unit) : 0, c.s, what);

@@ -23,6 +23,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -213,6 +214,18 @@ TEST(AttnGpu, BackwardEveryOutputSubset) {
     backward_case(cs[1], CCV_32F, outputs, rng);  // causal GQA
     backward_case(cs[7], CCV_32F, outputs, rng);  // fused (dw, dbias always)
   }
+}
+
+// Many chunks: NNC_GPU_ATTN_CHUNK_BYTES=1 makes every (batch, kv head) unit a
+// chunk of its own, so the chunk offsets of rows, scratch and gradient
+// elements are all exercised (by default these shapes fit one chunk).
+TEST(AttnGpu, OneUnitPerChunk) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(1949);
+  setenv("NNC_GPU_ATTN_CHUNK_BYTES", "1", 1);
+  const std::vector<Case> cs = cases();
+  for (const Case& c : {cs[1], cs[4], cs[6], cs[7]}) backward_case(c, CCV_32F, 7, rng);
+  unsetenv("NNC_GPU_ATTN_CHUNK_BYTES");
 }
 
 // Without lse (and o) the GPU backward recomputes them (CPU_REF always does).
