@@ -464,6 +464,15 @@ TEST_F(GpuAttn, PlanRefusesOtherTypes) {
   std::string why;
   EXPECT_FALSE(g::attn_plan(p, &a, &why));
   EXPECT_NE(why.find("lse"), std::string::npos) << why;
+  // Head sizes whose rows do not fit a block's shared memory: D + Dv = 12001 refused, 12000 taken.
+  for (int dv : {6001, 6000}) {
+    T q2(CCV_32F, {1, 2, 1, 6000}), k2(CCV_32F, {1, 3, 1, 6000}), v2(CCV_32F, {1, 3, 1, dv}),
+        o2(CCV_32F, {1, 2, 1, dv});
+    std::vector<ccv_nnc_tensor_t*> in2 = {q2, k2, v2}, out2 = {o2};
+    const nnc::attn::Problem p2 = nnc::attn::problem(c.cmd(FWD), in2.data(), 3, out2.data(), 1, false, "test");
+    EXPECT_EQ(g::attn_plan(p2, &a, &why), dv == 6000) << dv;
+    if (dv == 6001) EXPECT_NE(why.find("12000"), std::string::npos) << why;
+  }
 }
 
 }  // namespace
