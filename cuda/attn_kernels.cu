@@ -6,7 +6,6 @@
 #include <algorithm>
 
 #include "cuda/attn_kern.hpp"
-#include "cuda/typed_access.cuh"
 
 namespace nnc::cuda {
 
