@@ -1,0 +1,438 @@
+// GPU_REF ROI_ALIGN, NMS, HISTOGRAM and COMPRESSION_LSSC (cuda/misc_gpu.cpp)
+// against CPU_REF on random inputs with fixed seeds: odd shapes, NHWC and
+// NCHW, views (whole parents compared, so a write outside a view fails),
+// several types, values on the edges and ties that decide a result, a GPU
+// stream context, and refusals (bad boxes, indices and edges: the error code,
+// the message, and the outputs left as they were).
+//
+// Tolerances. NMS's rows and indices, NMS's backward (the same double sums
+// in the same order), every histogram count, min / max, and LSSC's codes and
+// decoded pixels are exact (0). ROI_ALIGN's forward sums in double as CPU_REF
+// does but nvcc may fuse its multiply-adds: the results differ by far less
+// than float's rounding, so at most 1 ulp after it (rtol 2e-7, 32F; 1 ulp of
+// 16F is 2^-10 relative: rtol 1e-3). ROI_ALIGN's backward adds float products
+// with atomics (a few hundred per pixel at most, |terms| <= 1): rtol 1e-5,
+// atol 1e-5. The histogram's sums are double in another order, then rounded
+// to x's type: rtol 1e-6 for 32F. A wrong tap, weight, bin or level is off
+// by far more.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "test/unit/cuda/gpu.hpp"
+#include "test/unit/cuda/gpu_pair.hpp"
+
+namespace {
+
+using namespace nnc_gpu_test;
+
+std::vector<int> image_dims(int n, int h, int w, int c, bool nchw, bool four) {
+  std::vector<int> s = nchw ? std::vector<int>{c, h, w} : std::vector<int>{h, w, c};
+  if (four) s.insert(s.begin(), n);
+  return s;
+}
+
+// The GPU side's bytes against the CPU side's, window by window (16F codes
+// hold arbitrary bits: NaN patterns must agree too), and the whole parents
+// as values (nothing written outside a view).
+void expect_same_bits(const Both& b, const std::string& what) {
+  b.expect_close(0, 0, what);
+  Owned g = to_cpu(b.gpu());  // packed
+  Owned c(on_cpu(b.cpu()->info));
+  ASSERT_EQ(exec(transfer(), ccv_nnc_no_hint, {b.cpu()}, {c.t}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  const size_t n = ccv_nnc_tensor_count(c->info);
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++)
+    if (std::memcmp(g->data.u8 + 2 * i, c->data.u8 + 2 * i, 2) != 0 && bad++ < 5)
+      ADD_FAILURE() << what << ": 16F element " << i << " differs in its bits";
+  EXPECT_EQ(bad, 0u) << what;
+}
+
+// A packed CPU tensor's memory seen as one row of n elements of `type`.
+Owned flat(ccv_nnc_tensor_t* t, int type) {
+  Owned o;
+  o.t = ccv_nnc_tensor_new(t->data.u8,
+                           param_of({static_cast<int>(ccv_nnc_tensor_count(t->info))}, type, CCV_TENSOR_FORMAT_NHWC, false), 0);
+  return o;
+}
+
+ccv_nnc_cmd_t roi_cmd(uint32_t id, int rows, int cols) {
+  ccv_nnc_cmd_t c = make_cmd(id);
+  c.info.size.dim[0] = rows, c.info.size.dim[1] = cols, c.info.size.dim[2] = 1;
+  return c;
+}
+
+// Boxes (x, y, width, height) over and around the map, one far wider than it.
+void set_boxes(Both& boxes, int r, std::mt19937& rng) {
+  std::uniform_real_distribution<float> pos(-0.3f, 1.1f), ext(-0.1f, 0.9f);
+  ccv_nnc_tensor_t* t = boxes.cpu_parent();
+  std::vector<float> v(static_cast<size_t>(r) * 4);
+  for (int i = 0; i < r; i++) v[4 * i] = pos(rng), v[4 * i + 1] = pos(rng), v[4 * i + 2] = ext(rng), v[4 * i + 3] = ext(rng);
+  if (r > 2) v[4 * 2 + 2] = 3.5f;
+  // The parent may be larger (a view): write row-major into the window at (1, 1).
+  const int cols = t->info.dim[1] ? t->info.dim[1] : t->info.dim[0];
+  const bool view = cols != 4;
+  for (int i = 0; i < r; i++)
+    for (int j = 0; j < 4; j++) {
+      const size_t off = view ? static_cast<size_t>(i + 1) * cols + j + 1 : static_cast<size_t>(i) * 4 + j;
+      if (CCV_GET_DATA_TYPE(t->info.datatype) == CCV_32F)
+        t->data.f32[off] = v[static_cast<size_t>(i) * 4 + j];
+      else
+        t->data.f64[off] = v[static_cast<size_t>(i) * 4 + j];
+    }
+  boxes.upload();
+}
+
+TEST(GpuRefMisc, RoiAlignForwardBackward) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(701);
+  struct Case {
+    int images, boxes, h, w, c, rows, cols;
+    bool nchw, view;
+    int datatype, box_type;
+  };
+  const Case cases[] = {
+      {1, 5, 13, 11, 3, 3, 4, false, false, CCV_32F, CCV_32F},
+      {3, 3, 9, 17, 5, 2, 5, true, true, CCV_32F, CCV_64F},
+      {1, 1, 7, 7, 1, 7, 7, false, true, CCV_32F, CCV_32F},
+      {2, 2, 31, 5, 2, 1, 3, true, false, CCV_16F, CCV_32F},  // forward only for 16F
+      {1, 4, 40, 33, 8, 5, 3, false, false, CCV_16F, CCV_32F},
+  };
+  for (const Case& k : cases) {
+    const int fmt = k.nchw ? CCV_TENSOR_FORMAT_NCHW : CCV_TENSOR_FORMAT_NHWC;
+    const std::string what = "ROI_ALIGN " + std::to_string(k.h) + "x" + std::to_string(k.w);
+    auto a = both({image_dims(k.images, k.h, k.w, k.c, k.nchw, true), k.view, k.datatype, fmt}, rng);
+    auto b = both({image_dims(k.boxes, k.rows, k.cols, k.c, k.nchw, true), !k.view, k.datatype, fmt}, rng);
+    auto boxes = both({{k.boxes, 4}, k.view, k.box_type}, rng);
+    set_boxes(*boxes, k.boxes, rng);
+    const ccv_nnc_cmd_t f = roi_cmd(CCV_NNC_ROI_ALIGN_FORWARD, k.rows, k.cols);
+    run_both(f, {a.get(), boxes.get()}, {b.get()}, what + " forward");
+    b->expect_close(k.datatype == CCV_32F ? 2e-7f : 1e-3f, k.datatype == CCV_32F ? 1e-7f : 1e-4f, what + " forward");
+    if (k.datatype != CCV_32F) continue;
+    auto g = both({image_dims(k.boxes, k.rows, k.cols, k.c, k.nchw, true), k.view, CCV_32F, fmt}, rng);
+    auto da = both({image_dims(k.images, k.h, k.w, k.c, k.nchw, true), !k.view, CCV_32F, fmt}, rng);
+    ccv_nnc_cmd_t bw = f;
+    bw.cmd = CCV_NNC_ROI_ALIGN_BACKWARD;
+    run_both(bw, {g.get(), nullptr, boxes.get()}, {da.get()}, what + " backward");
+    da->expect_close(1e-5f, 1e-5f, what + " backward");
+  }
+}
+
+TEST(GpuRefMisc, RoiAlignRefusals) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(709);
+  auto a = both({{1, 8, 8, 2}}, rng), b = both({{3, 2, 2, 2}}, rng), boxes = both({{3, 4}}, rng, 0, 0.5f);
+  boxes->cpu_parent()->data.f32[4 + 2] = NAN;  // box 1's width
+  boxes->upload();
+  ccv_nnc_cmd_t f = roi_cmd(CCV_NNC_ROI_ALIGN_FORWARD, 2, 2);
+  f.backend = CCV_NNC_BACKEND_GPU_REF;
+  EXPECT_EQ(exec(f, ccv_nnc_no_hint, {a->gpu(), boxes->gpu()}, {b->gpu()}), CCV_NNC_EXEC_INVALID);
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("box 1"), std::string::npos) << ccv_nnc_error_message();
+  b->expect_close(0, 0, "ROI_ALIGN with a bad box leaves b as it was");
+  // A 16F backward: GPU_REF's backward is 32F.
+  auto g = both({{3, 2, 2, 2}, false, CCV_16F}, rng), da = both({{1, 8, 8, 2}, false, CCV_16F}, rng);
+  boxes->cpu_parent()->data.f32[4 + 2] = 0.25f;
+  boxes->upload();
+  ccv_nnc_cmd_t bw = roi_cmd(CCV_NNC_ROI_ALIGN_BACKWARD, 2, 2);
+  bw.backend = CCV_NNC_BACKEND_GPU_REF;
+  EXPECT_NE(exec(bw, ccv_nnc_no_hint, {g->gpu(), nullptr, boxes->gpu()}, {da->gpu()}), CCV_NNC_EXEC_SUCCESS);
+  EXPECT_STRNE(ccv_nnc_error_message(), "");
+  // A grid that does not match b: the family's check, with its message.
+  ccv_nnc_cmd_t wrong = roi_cmd(CCV_NNC_ROI_ALIGN_FORWARD, 3, 2);
+  wrong.backend = CCV_NNC_BACKEND_GPU_REF;
+  EXPECT_NE(exec(wrong, ccv_nnc_no_hint, {a->gpu(), boxes->gpu()}, {b->gpu()}), CCV_NNC_EXEC_SUCCESS);
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("must be"), std::string::npos) << ccv_nnc_error_message();
+}
+
+// Rows (score, x, y, w, h, extras) with ties, NaN scores and a NaN coordinate;
+// `grid` makes integer boxes (exact IoUs on the threshold).
+void set_rows(Both& a, int rows, int k, bool grid, std::mt19937& rng) {
+  ccv_nnc_tensor_t* t = a.cpu_parent();
+  const int type = CCV_GET_DATA_TYPE(t->info.datatype);
+  std::uniform_real_distribution<float> u(0, 1);
+  std::uniform_int_distribution<int> small(0, 4);
+  std::vector<double> v(static_cast<size_t>(rows) * k);
+  for (int r = 0; r < rows; r++) {
+    double* row = v.data() + static_cast<size_t>(r) * k;
+    if (grid) {
+      row[0] = small(rng), row[1] = small(rng), row[2] = small(rng), row[3] = small(rng) - 1, row[4] = small(rng);
+    } else {
+      row[0] = u(rng), row[1] = u(rng) * 4, row[2] = u(rng) * 4, row[3] = u(rng) * 2, row[4] = u(rng) * 2;
+    }
+    for (int x = 5; x < k; x++) row[x] = u(rng);
+    if (r % 7 == 3) row[0] = NAN;
+    if (r % 11 == 5) row[1 + r % 4] = NAN;
+  }
+  // Packed parents only (NMS's views are tested through b).
+  for (size_t i = 0; i < v.size(); i++) {
+    if (type == CCV_32F) t->data.f32[i] = static_cast<float>(v[i]);
+    if (type == CCV_64F) t->data.f64[i] = v[i];
+  }
+  if (type == CCV_16F) {
+    Owned f(param_of({static_cast<int>(v.size())}, CCV_32F, CCV_TENSOR_FORMAT_NHWC, false));
+    for (size_t i = 0; i < v.size(); i++) f->data.f32[i] = static_cast<float>(v[i]);
+    Owned row = flat(t, CCV_16F);
+    ccv_nnc_cmd_t c = make_cmd(CCV_NNC_DATATYPE_CONVERSION_FORWARD);
+    c.backend = CCV_NNC_BACKEND_CPU_REF;
+    ASSERT_EQ(exec(c, ccv_nnc_no_hint, {f.t}, {row.t}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  }
+  a.upload();
+}
+
+TEST(GpuRefMisc, NmsForwardBackward) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(719);
+  struct Case {
+    int batch, n, k;
+    float threshold;
+    bool grid, view;
+    int datatype;
+  };
+  const Case cases[] = {
+      {1, 37, 5, 0.5f, false, false, CCV_32F}, {3, 301, 6, 0.3f, false, true, CCV_32F},
+      {2, 50, 5, 0.5f, true, false, CCV_32F},  {1, 40, 7, 0.f, true, true, CCV_64F},
+      {4, 9, 5, 1.f, true, false, CCV_16F},    {1, 1, 5, 0.5f, false, false, CCV_32F},
+      {2, 1200, 5, 0.45f, false, false, CCV_32F},  // more rows than a block has threads
+  };
+  for (const Case& cs : cases) {
+    const std::string what = "NMS " + std::to_string(cs.batch) + "x" + std::to_string(cs.n);
+    const std::vector<int> dim = cs.batch > 1 ? std::vector<int>{cs.batch, cs.n, cs.k} : std::vector<int>{cs.n, cs.k};
+    const std::vector<int> cdim = cs.batch > 1 ? std::vector<int>{cs.batch, cs.n} : std::vector<int>{cs.n};
+    auto a = both({dim, false, cs.datatype}, rng), b = both({dim, cs.view, cs.datatype}, rng);
+    auto c = both({cdim, cs.view, CCV_32S}, rng, -5, 5);
+    set_rows(*a, cs.batch * cs.n, cs.k, cs.grid, rng);
+    ccv_nnc_cmd_t f = make_cmd(CCV_NNC_NMS_FORWARD);
+    f.info.nms.iou_threshold = cs.threshold;
+    run_both(f, {a.get()}, {b.get(), c.get()}, what + " forward");
+    c->expect_close(0, 0, what + " c");
+    b->expect_close(0, 0, what + " b");
+    auto gb = both({dim, cs.view, cs.datatype}, rng), da = both({dim, !cs.view, cs.datatype}, rng);
+    ccv_nnc_cmd_t bw = make_cmd(CCV_NNC_NMS_BACKWARD);
+    bw.info.nms.iou_threshold = cs.threshold;
+    run_both(bw, {gb.get(), nullptr, nullptr, nullptr, c.get()}, {da.get()}, what + " backward");
+    da->expect_close(0, 0, what + " da");
+  }
+}
+
+TEST(GpuRefMisc, NmsBackwardWithRepeatsAndBadIndices) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(727);
+  auto gb = both({{2, 6, 5}}, rng), da = both({{2, 6, 5}}, rng), c = both({{2, 6}, false, CCV_32S}, rng, 0, 0);
+  const int idx[12] = {3, 3, 0, -1, 5, 3, 1, -1, -1, 2, 2, 0};  // repeats sum, -1 drops
+  std::copy(idx, idx + 12, c->cpu_parent()->data.i32);
+  c->upload();
+  ccv_nnc_cmd_t bw = make_cmd(CCV_NNC_NMS_BACKWARD);
+  run_both(bw, {gb.get(), nullptr, nullptr, nullptr, c.get()}, {da.get()}, "NMS backward, repeats");
+  da->expect_close(0, 0, "NMS backward, repeats");
+  // c[1, 2] = 6 is outside -1 .. 5: an error, da as it was.
+  auto before = to_cpu(da->gpu());
+  c->cpu_parent()->data.i32[8] = 6;
+  c->upload();
+  bw.backend = CCV_NNC_BACKEND_GPU_REF;
+  EXPECT_EQ(exec(bw, ccv_nnc_no_hint, {gb->gpu(), nullptr, nullptr, nullptr, c->gpu()}, {da->gpu()}),
+            CCV_NNC_EXEC_INVALID);
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("c[1, 2]"), std::string::npos) << ccv_nnc_error_message();
+  auto after = to_cpu(da->gpu());
+  for (int i = 0; i < 60; i++) EXPECT_EQ(after->data.f32[i], before->data.f32[i]) << "da element " << i;
+  // c of the wrong type: the family refuses it with a message.
+  auto cf = both({{2, 6}}, rng);
+  EXPECT_NE(exec(bw, ccv_nnc_no_hint, {gb->gpu(), nullptr, nullptr, nullptr, cf->gpu()}, {da->gpu()}),
+            CCV_NNC_EXEC_SUCCESS);
+  EXPECT_STRNE(ccv_nnc_error_message(), "");
+}
+
+// x's CPU parent filled with values, NaN / infinities optional, then uploaded.
+void set_values(Both& x, const std::vector<double>& v) {
+  ccv_nnc_tensor_t* t = x.cpu_parent();
+  const size_t n = ccv_nnc_tensor_count(t->info);
+  const int type = CCV_GET_DATA_TYPE(t->info.datatype);
+  Owned f(param_of({static_cast<int>(n)}, CCV_64F, CCV_TENSOR_FORMAT_NHWC, false));
+  for (size_t i = 0; i < n; i++) f->data.f64[i] = v[i % v.size()];
+  if (type == CCV_64F) {
+    std::copy(f->data.f64, f->data.f64 + n, t->data.f64);
+  } else {
+    Owned row = flat(t, type);
+    ccv_nnc_cmd_t c = make_cmd(CCV_NNC_DATATYPE_CONVERSION_FORWARD);
+    c.backend = CCV_NNC_BACKEND_CPU_REF;
+    ASSERT_EQ(exec(c, ccv_nnc_no_hint, {f.t}, {row.t}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  }
+  x.upload();
+}
+
+ccv_nnc_cmd_t hist_cmd(int type, int bins, float min, float max, float rate) {
+  ccv_nnc_cmd_t c = make_cmd(CCV_NNC_HISTOGRAM_FORWARD);
+  c.info.histogram.type = type;
+  c.info.histogram.bins = bins;
+  c.info.histogram.min = min;
+  c.info.histogram.max = max;
+  c.info.histogram.rate = rate;
+  return c;
+}
+
+// The count of h CPU_REF's shape inference gives.
+int counts_of(const ccv_nnc_cmd_t& c, const ccv_nnc_tensor_param_t& x, const ccv_nnc_tensor_param_t* edges) {
+  ccv_nnc_tensor_param_t in[2] = {x, edges ? *edges : x}, out[2];
+  std::memset(out, 0, sizeof(out));
+  ccv_nnc_hint_tensor_auto(c, in, edges ? 2 : 1, ccv_nnc_no_hint, out, 2);
+  return out[0].dim[0];
+}
+
+TEST(GpuRefMisc, HistogramEveryMode) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(733);
+  std::uniform_real_distribution<double> u(-3, 3), e(-7, 3);
+  struct Case {
+    int type, bins;
+    float min, max, rate;
+    std::vector<int> x;
+    bool view;
+    int datatype;
+    bool stats;
+  };
+  const Case cases[] = {
+      {CCV_NNC_HISTOGRAM_EVEN, 7, -1.3f, 2.1f, 0, {31, 17}, true, CCV_32F, true},
+      {CCV_NNC_HISTOGRAM_EVEN, 10000, -2.f, 2.f, 0, {(1 << 20) + 7}, false, CCV_32F, true},  // global counts
+      {CCV_NNC_HISTOGRAM_EVEN, 97, 0.1f, 0.7f, 0, {5, 7, 11}, false, CCV_64F, true},
+      {CCV_NNC_HISTOGRAM_EVEN, 33, -1.f, 1.f, 0, {257, 3}, true, CCV_16F, false},
+      {CCV_NNC_HISTOGRAM_LOGARITHMIC, 0, 0.01f, 100.f, 1.7f, {999}, false, CCV_32F, true},
+      {CCV_NNC_HISTOGRAM_LOGARITHMIC, 0, 1e-3f, 1e3f, 1.1f, {3, 301}, true, CCV_64F, false},
+      {CCV_NNC_HISTOGRAM_BINS, 0, 0, 0, 0, {4001}, false, CCV_32F, true},
+      {CCV_NNC_HISTOGRAM_BINS, 0, 0, 0, 0, {61, 3}, true, CCV_16F, true},
+  };
+  for (const Case& k : cases) {
+    const std::string what = "HISTOGRAM mode " + std::to_string(k.type) + " " + std::to_string(k.bins);
+    ccv_nnc_cmd_t c = hist_cmd(k.type, k.bins, k.min, k.max, k.rate);
+    auto x = both({k.x, k.view, k.datatype}, rng);
+    // Random values, then the mode's edges themselves and their neighbours, NaN, infinities.
+    std::vector<double> v;
+    for (int i = 0; i < 5000; i++)
+      v.push_back(k.type == CCV_NNC_HISTOGRAM_LOGARITHMIC ? (i % 2 ? -1 : 1) * std::pow(10.0, e(rng)) : u(rng));
+    BothPtr edges;
+    if (k.type == CCV_NNC_HISTOGRAM_EVEN) {
+      const double lo = k.min, w = (static_cast<double>(k.max) - lo) / k.bins;
+      for (int i = 0; i <= k.bins && i < 400; i++) {
+        const double ed = lo + i * w;
+        v.insert(v.begin() + 3 * i, {ed, std::nextafter(ed, -10.0), std::nextafter(ed, 10.0)});
+      }
+    } else if (k.type == CCV_NNC_HISTOGRAM_LOGARITHMIC) {
+      for (int i = 0; i < 40; i++) {
+        const double ed = static_cast<double>(k.min) * std::pow(static_cast<double>(k.rate), i);
+        v.insert(v.begin() + 3 * i, {ed, -ed, static_cast<double>(static_cast<float>(ed))});
+      }
+      v.insert(v.begin(), 0.0);
+    } else {
+      edges = both({{2, 5}, false, k.datatype}, rng);  // packed: ascending in row-major order
+      std::vector<double> ev;
+      for (int i = 0; i < 10; i++) ev.push_back(u(rng));
+      std::sort(ev.begin(), ev.end());
+      ev[4] = ev[3];  // a repeated edge: an empty bin
+      set_values(*edges, ev);  // rounded to 16F they still ascend (rounding is monotone)
+      v.insert(v.begin(), ev.begin(), ev.end());  // x on the edges (rounded the same way)
+    }
+    v[7] = NAN;
+    if (!k.stats) v[11] = INFINITY, v[12] = -INFINITY;
+    set_values(*x, v);
+    const int m = counts_of(c, x->cpu()->info, edges ? &edges->cpu()->info : nullptr);
+    ASSERT_GT(m, 2) << what;
+    auto h = both({{m}, k.view, CCV_32S}, rng, 0, 0);
+    BothPtr stats = k.stats ? both({{4}, false, k.datatype}, rng) : nullptr;
+    std::vector<Both*> in{x.get()};
+    if (edges) in.push_back(edges.get());
+    std::vector<Both*> out{h.get()};
+    if (stats) out.push_back(stats.get());
+    run_both(c, in, out, what);
+    h->expect_close(0, 0, what + " counts");
+    if (stats) stats->expect_close(k.datatype == CCV_16F ? 1e-3f : 1e-6f, 1e-6f, what + " stats");
+  }
+}
+
+TEST(GpuRefMisc, HistogramBadEdgesAndStream) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(739);
+  ccv_nnc_cmd_t c = hist_cmd(CCV_NNC_HISTOGRAM_BINS, 0, 0, 0, 0);
+  c.backend = CCV_NNC_BACKEND_GPU_REF;
+  auto x = both({{100}}, rng), edges = both({{6}}, rng), h = both({{8}, false, CCV_32S}, rng, 3, 3);
+  set_values(*edges, {-1, -0.5, 0, NAN, 0.5, 1});
+  EXPECT_EQ(exec(c, ccv_nnc_no_hint, {x->gpu(), edges->gpu()}, {h->gpu()}), CCV_NNC_EXEC_INVALID);
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("edges[3] is NaN"), std::string::npos) << ccv_nnc_error_message();
+  h->expect_close(0, 0, "HISTOGRAM with a NaN edge leaves h as it was");
+  set_values(*edges, {-1, -0.5, 0, 0.25, 0.125, 1});
+  EXPECT_EQ(exec(c, ccv_nnc_no_hint, {x->gpu(), edges->gpu()}, {h->gpu()}), CCV_NNC_EXEC_INVALID);
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("ascend"), std::string::npos) << ccv_nnc_error_message();
+  // h of the wrong length: the family's check.
+  auto h7 = both({{7}, false, CCV_32S}, rng, 0, 0);
+  set_values(*edges, {-1, -0.5, 0, 0.25, 0.5, 1});
+  EXPECT_NE(exec(c, ccv_nnc_no_hint, {x->gpu(), edges->gpu()}, {h7->gpu()}), CCV_NNC_EXEC_SUCCESS);
+  EXPECT_STRNE(ccv_nnc_error_message(), "");
+  // On a GPU stream context: the logarithmic mode (edges copied from the
+  // host) and stats (scratch), waited for, against CPU_REF.
+  ccv_nnc_cmd_t lc = hist_cmd(CCV_NNC_HISTOGRAM_LOGARITHMIC, 0, 0.05f, 20.f, 1.3f);
+  auto big = both({{70001}}, rng, -30, 30);
+  const int m = counts_of(lc, big->cpu()->info, nullptr);
+  auto hl = both({{m}, false, CCV_32S}, rng, 0, 0), st = both({{4}}, rng);
+  lc.backend = CCV_NNC_BACKEND_CPU_REF;
+  ASSERT_EQ(exec(lc, ccv_nnc_no_hint, {big->cpu()}, {hl->cpu(), st->cpu()}), CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  lc.backend = CCV_NNC_BACKEND_GPU_REF;
+  ccv_nnc_stream_context_t* s = ccv_nnc_stream_context_new(CCV_STREAM_CONTEXT_GPU);
+  ASSERT_EQ(exec(lc, ccv_nnc_no_hint, {big->gpu()}, {hl->gpu(), st->gpu()}, s), CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  ccv_nnc_stream_context_wait(s);
+  ccv_nnc_stream_context_free(s);
+  hl->expect_close(0, 0, "HISTOGRAM on a stream");
+  st->expect_close(1e-6f, 1e-6f, "HISTOGRAM stats on a stream");
+}
+
+TEST(GpuRefMisc, LsscCompressDecompress) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(743);
+  struct Case {
+    int n, h, w, c;
+    bool nchw, four, view;
+  };
+  const Case cases[] = {{1, 5, 7, 3, false, false, false}, {2, 8, 8, 2, true, true, true},
+                        {3, 13, 6, 1, false, true, true},  {1, 1, 1, 4, true, false, false},
+                        {2, 12, 12, 2, true, true, false}, {4, 33, 65, 9, false, true, false}};
+  for (const Case& k : cases) {
+    const std::string what = "LSSC " + std::to_string(k.h) + "x" + std::to_string(k.w);
+    const int fmt = k.nchw ? CCV_TENSOR_FORMAT_NCHW : CCV_TENSOR_FORMAT_NHWC;
+    const int ch = (k.h + 3) / 4, cw = (k.w + 3) / 4 * 4;
+    auto x = both({image_dims(k.n, k.h, k.w, k.c, k.nchw, k.four), k.view, CCV_16F, fmt}, rng);
+    auto code = both({image_dims(k.n, ch, cw, k.c, k.nchw, k.four), !k.view, CCV_16F, fmt}, rng);
+    // Random values with NaN, infinities, repeats and -0; one case of halves of 0 .. 3 (ties).
+    std::vector<double> v;
+    std::uniform_real_distribution<double> u(-3, 3);
+    std::uniform_int_distribution<int> kind(0, 19), half_step(0, 6);
+    for (int i = 0; i < 4096; i++) {
+      const int z = kind(rng);
+      v.push_back(k.h == 12 ? 0.5 * half_step(rng)
+                  : z == 0  ? NAN
+                  : z == 1  ? INFINITY
+                  : z == 2  ? -INFINITY
+                  : z < 6   ? 1.5
+                  : z < 8   ? -0.0
+                            : u(rng));
+    }
+    set_values(*x, v);
+    run_both(make_cmd(CCV_NNC_COMPRESSION_LSSC_FORWARD), {x.get()}, {code.get()}, what + " compress");
+    expect_same_bits(*code, what + " code");
+    auto y = both({image_dims(k.n, k.h, k.w, k.c, k.nchw, k.four), k.view, CCV_16F, fmt}, rng);
+    run_both(make_cmd(CCV_NNC_COMPRESSION_LSSC_BACKWARD), {code.get()}, {y.get()}, what + " decompress");
+    expect_same_bits(*y, what + " decoded");
+  }
+}
+
+TEST(GpuRefMisc, LsscRefusesOtherTypes) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(751);
+  auto x = both({{1, 8, 8, 2}}, rng), code = both({{1, 2, 8, 2}}, rng);
+  ccv_nnc_cmd_t c = make_cmd(CCV_NNC_COMPRESSION_LSSC_FORWARD);
+  c.backend = CCV_NNC_BACKEND_GPU_REF;
+  EXPECT_NE(exec(c, ccv_nnc_no_hint, {x->gpu()}, {code->gpu()}), CCV_NNC_EXEC_SUCCESS);
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("16F"), std::string::npos) << ccv_nnc_error_message();
+}
+
+}  // namespace
