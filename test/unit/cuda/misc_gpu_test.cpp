@@ -435,4 +435,88 @@ TEST(GpuRefMisc, LsscRefusesOtherTypes) {
   EXPECT_NE(std::string(ccv_nnc_error_message()).find("16F"), std::string::npos) << ccv_nnc_error_message();
 }
 
+// --- COMM backward on GPU_NCCL: every GPU the machine has, one tensor each ---
+
+ccv_nnc_cmd_t nccl_cmd(uint32_t id) {
+  ccv_nnc_cmd_t c = make_cmd(id);
+  c.backend = CCV_NNC_BACKEND_GPU_NCCL;
+  return c;
+}
+
+// A 32F tensor of n values on GPU `device`, from host values.
+Owned on_device(int device, const std::vector<float>& v) {
+  ccv_nnc_tensor_param_t p = param_of({static_cast<int>(v.size())}, CCV_32F, CCV_TENSOR_FORMAT_NHWC, true);
+  p.type = CCV_TENSOR_GPU_MEMORY;
+  CCV_TENSOR_SET_DEVICE_ID(p.type, device);
+  Owned host(param_of({static_cast<int>(v.size())}, CCV_32F, CCV_TENSOR_FORMAT_NHWC, false));
+  std::copy(v.begin(), v.end(), host->data.f32);
+  Owned g(p);
+  EXPECT_EQ(exec(transfer(), ccv_nnc_no_hint, {host.t}, {g.t}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  return g;
+}
+
+void expect_values(const ccv_nnc_tensor_t* gpu, const std::vector<double>& want, double tol, const std::string& what) {
+  Owned back = to_cpu(gpu);
+  size_t bad = 0;
+  for (size_t i = 0; i < want.size(); i++)
+    if (!(std::fabs(back->data.f32[i] - want[i]) <= tol) && bad++ < 5)
+      ADD_FAILURE() << what << ": element " << i << " is " << back->data.f32[i] << ", expected " << want[i];
+  EXPECT_EQ(bad, 0u) << what;
+}
+
+TEST(GpuNcclBackward, AllreduceBroadcastReduceBackward) {
+  NNC_REQUIRE_GPU();
+  const int devices = ccv_nnc_device_count(CCV_STREAM_CONTEXT_GPU), n = 1031;
+  std::mt19937 rng(761);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<std::vector<float>> gv(devices);
+  std::vector<double> sum(n, 0);
+  std::vector<Owned> g, x, dx;
+  const std::vector<float> sentinel(n, -7.f);  // outputs start at -7: a call that writes nothing fails
+  for (int d = 0; d < devices; d++) {
+    gv[d].resize(n);
+    for (float& v : gv[d]) v = u(rng);
+    for (int i = 0; i < n; i++) sum[i] += gv[d][i];
+    g.push_back(on_device(d, gv[d]));
+    std::vector<float> xv(n);
+    for (float& v : xv) v = u(rng);
+    x.push_back(on_device(d, xv));  // a forward tensor after the gradients (ignored)
+    dx.push_back(on_device(d, sentinel));
+  }
+  std::vector<ccv_nnc_tensor_t*> gs, dxs, with_x;
+  for (int d = 0; d < devices; d++) gs.push_back(g[d]), dxs.push_back(dx[d]);
+  with_x = gs;
+  for (int d = 0; d < devices; d++) with_x.push_back(x[d]);
+  const double tol = 1e-5 * devices;
+  // ALLREDUCE backward: every dx = sum of g (the forward tensors after g unused).
+  ASSERT_EQ(exec(nccl_cmd(CCV_NNC_COMM_ALLREDUCE_BACKWARD), ccv_nnc_no_hint, with_x, dxs), CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  for (int d = 0; d < devices; d++) expect_values(dx[d], sum, tol, "ALLREDUCE_BACKWARD device " + std::to_string(d));
+  // BROADCAST backward onto one dx (on the last device): the sum there.
+  Owned one = on_device(devices - 1, sentinel);
+  ASSERT_EQ(exec(nccl_cmd(CCV_NNC_COMM_BROADCAST_BACKWARD), ccv_nnc_no_hint, gs, {one.t}), CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  expect_values(one, sum, tol, "BROADCAST_BACKWARD (one output)");
+  // BROADCAST backward with a dx per g: every dx the sum (CPU_REF's contract).
+  for (int d = 0; d < devices; d++) dx[d] = on_device(d, sentinel), dxs[d] = dx[d];
+  ASSERT_EQ(exec(nccl_cmd(CCV_NNC_COMM_BROADCAST_BACKWARD), ccv_nnc_no_hint, gs, dxs), CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  for (int d = 0; d < devices; d++) expect_values(dx[d], sum, tol, "BROADCAST_BACKWARD device " + std::to_string(d));
+  // REDUCE backward: every dx = g of the root (input 0).
+  for (int d = 0; d < devices; d++) dx[d] = on_device(d, sentinel), dxs[d] = dx[d];
+  ASSERT_EQ(exec(nccl_cmd(CCV_NNC_COMM_REDUCE_BACKWARD), ccv_nnc_no_hint, gs, dxs), CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  const std::vector<double> root(gv[0].begin(), gv[0].end());
+  for (int d = 0; d < devices; d++) expect_values(dx[d], root, 0, "REDUCE_BACKWARD device " + std::to_string(d));
+  // Two gradients on one device: not NCCL's (no kernel accepts them), an error with a message.
+  Owned twin = on_device(0, sentinel);
+  EXPECT_NE(exec(nccl_cmd(CCV_NNC_COMM_BROADCAST_BACKWARD), ccv_nnc_no_hint, {gs[0], twin.t}, {dxs[0]}),
+            CCV_NNC_EXEC_SUCCESS);
+  EXPECT_STRNE(ccv_nnc_error_message(), "");
+  // A gradient whose shape differs: the family's check.
+  Owned short_g = on_device(0, std::vector<float>(n - 1, 1.f));
+  EXPECT_NE(exec(nccl_cmd(CCV_NNC_COMM_ALLREDUCE_BACKWARD), ccv_nnc_no_hint, {short_g.t}, {dxs[0]}), CCV_NNC_EXEC_SUCCESS);
+  EXPECT_STRNE(ccv_nnc_error_message(), "");
+}
+
 }  // namespace
