@@ -279,4 +279,42 @@ NNC_HD void lssc_encode(const double* v, double* lo_out, double* hi_out, uint32_
   *lo_out = lo, *hi_out = hi, *bits_out = bits;
 }
 
+// --- LSTM (the fused cell of a step; cuda/lstm_kernels.cu) -------------------
+
+NNC_HD uint64_t mix64_hd(uint64_t z) {  // nnc::mix64
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+// lstm::keeps: dropout factor k of a forward keeps its value.
+NNC_HD bool lstm_keeps(uint64_t key, uint64_t k, double p) {
+  const uint64_t w = mix64_hd(key + (k + 1) * 0x9e3779b97f4a7c15ull);
+  return static_cast<double>(w >> 11) * 0x1.0p-53 >= p;
+}
+NNC_HD float sigmoid_f(float v) { return 1.f / (1.f + expf(-v)); }
+
+// One unit of a step from its four pre-activations (CPU_REF's formulas, in
+// float): the activated gates (i, f, g, o) into gates[0..3], c_t, and
+// m = o tanh(c_t).
+NNC_HD void lstm_cell(float pi, float pf, float pg, float po, float c_prev, float* gates, float* c, float* m) {
+  const float i = sigmoid_f(pi), f = sigmoid_f(pf), g = tanhf(pg), o = sigmoid_f(po);
+  gates[0] = i, gates[1] = f, gates[2] = g, gates[3] = o;
+  *c = f * c_prev + i * g;
+  *m = o * tanhf(*c);
+}
+
+// Its gradient: from the gates, c_{t-1}, c_t, dm (the gradient of o tanh(c_t))
+// and dc (carried from the step after, updated to the gradient of c_{t-1}),
+// the four pre-activations' gradients dpre[0..3].
+NNC_HD void lstm_cell_grad(const float* gates, float c_prev, float c, float dm, float* dc, float* dpre) {
+  const float i = gates[0], f = gates[1], g = gates[2], o = gates[3];
+  const float tc = tanhf(c);
+  const float dcv = *dc + dm * o * (1 - tc * tc);
+  dpre[0] = dcv * g * i * (1 - i);
+  dpre[1] = dcv * c_prev * f * (1 - f);
+  dpre[2] = dcv * i * (1 - g * g);
+  dpre[3] = dm * tc * o * (1 - o);
+  *dc = dcv * f;
+}
+
 }  // namespace nnc::gpu
