@@ -3,7 +3,8 @@
 //                    type, views) and backward (g and da 32F: float atomics);
 //   NMS              forward (a any float type, c 32S) and backward;
 //   HISTOGRAM        forward, every mode, the optional stats (x any float type);
-//   COMPRESSION_LSSC forward (compress) and backward (decompress), 16F.
+//   COMPRESSION_LSSC forward (compress) and backward (decompress), 16F;
+// and registers GPU_CUBLAS LSTM (lstm_gpu.cpp).
 // The contracts are the CPU_REF ones (lib/cmd/roi/roi_align.cpp,
 // lib/cmd/nms/nms.cpp, lib/cmd/histogram/histogram.cpp,
 // lib/cmd/compression/lssc.cpp): the families' validate functions have
@@ -271,8 +272,11 @@ NNC_KERNEL(lssc_backward) {
 
 }  // namespace
 
-// Every backend of this file: the one call register_cuda makes.
+void register_lstm_gpu(Registry& r);  // lstm_gpu.cpp
+
+// Every backend of this file and LSTM's: the one call register_cuda makes.
 void register_gpu_misc(Registry& r) {
+  register_lstm_gpu(r);
   KernelTraits t;
   t.backend = CCV_NNC_BACKEND_GPU_REF;
   t.memory = CCV_TENSOR_GPU_MEMORY;

@@ -519,4 +519,163 @@ TEST(GpuNcclBackward, AllreduceBroadcastReduceBackward) {
   EXPECT_STRNE(ccv_nnc_error_message(), "");
 }
 
+// --- LSTM on GPU_CUBLAS (cuda/lstm_gpu.cpp) against CPU_REF -------------------
+//
+// Tolerance: the GPU computes in float (cuBLAS sums in its own order), CPU_REF
+// in double; inputs and weights O(1), T <= 9 steps: the schedule run in float
+// on the CPU (test/unit/gpu_misc) stays within 1e-5; rtol 2e-4 and atol 5e-5
+// (the weight gradients, sums of T B products: atol 3e-4). Wrong slots, gates
+// or transposes are off by 1e-2 or more.
+
+struct LstmCase {
+  int T, B, F, H, proj, L;
+  bool bias, bidirectional, batch_first, lengths, states;
+  float dropout;
+};
+
+ccv_nnc_cmd_t lstm_cmd(uint32_t id, const LstmCase& k, uint32_t backend) {
+  ccv_nnc_cmd_t c = make_cmd(id);
+  c.info.rnn.hidden_size = k.H, c.info.rnn.proj_size = k.proj, c.info.rnn.num_layers = k.L, c.info.rnn.bias = k.bias;
+  c.info.rnn.batch_first = k.batch_first, c.info.rnn.bidirectional = k.bidirectional, c.info.rnn.dropout = k.dropout;
+  c.backend = backend;
+  return c;
+}
+
+// The reserve's element count, by the command's aux (libnnc's signature).
+size_t reserve_of(const ccv_nnc_cmd_t& c, int F, int B, int T) {
+  using Size = size_t (*)(const ccv_nnc_cmd_t, const int, const int, const int, const int);
+  const Size f = reinterpret_cast<Size>(ccv_nnc_cmd_aux(c));
+  return f ? f(c, CCV_32F, F, B, T) : 0;
+}
+
+int exec_n(const ccv_nnc_cmd_t& c, const std::vector<Both*>& in, const std::vector<Both*>& out, bool gpu,
+           ccv_nnc_stream_context_t* stream = nullptr) {
+  std::vector<ccv_nnc_tensor_t*> i, o;
+  for (Both* b : in) i.push_back(b ? (gpu ? b->gpu() : b->cpu()) : nullptr);
+  for (Both* b : out) o.push_back(b ? (gpu ? b->gpu() : b->cpu()) : nullptr);
+  return exec(c, ccv_nnc_no_hint, i, o, stream);
+}
+
+TEST(GpuCublasLstm, ForwardBackwardAsCpuRef) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(771);
+  const LstmCase cases[] = {
+      // T  B  F  H  proj L  bias  bi     bf     xs     states dropout
+      {5, 3, 4, 6, 0, 1, true, false, false, false, true, 0},
+      {9, 4, 5, 7, 0, 2, true, true, false, true, true, 0},
+      {6, 2, 3, 5, 2, 1, false, false, true, false, false, 0},
+      {4, 5, 2, 4, 3, 3, true, true, true, true, true, 0},
+      {7, 33, 17, 40, 0, 2, true, true, false, true, true, 0.3f},  // dropout between the layers
+      {3, 1, 8, 129, 0, 1, true, false, false, false, true, 0},    // more units than a warp, one sequence
+  };
+  for (const LstmCase& k : cases) {
+    const std::string what = "LSTM T" + std::to_string(k.T) + " B" + std::to_string(k.B) + " H" + std::to_string(k.H) +
+                             " L" + std::to_string(k.L) + (k.bidirectional ? " bi" : "") + (k.proj ? " proj" : "");
+    const int D = k.bidirectional ? 2 : 1, P = k.proj ? k.proj : k.H, O = D * P;
+    // Sizes from the command's own shape inference (w's count, r's rows).
+    const ccv_nnc_cmd_t fc = lstm_cmd(CCV_NNC_LSTM_FORWARD, k, CCV_NNC_BACKEND_CPU_REF);
+    const std::vector<int> xdim = k.batch_first ? std::vector<int>{k.B, k.T, k.F} : std::vector<int>{k.T, k.B, k.F};
+    size_t wcount = 0;
+    for (int l = 0; l < k.L; l++) {
+      const size_t in = l == 0 ? k.F : static_cast<size_t>(O);
+      wcount += D * (4 * static_cast<size_t>(k.H) * (in + P) + (k.bias ? 8 * static_cast<size_t>(k.H) : 0) +
+                     (k.proj ? static_cast<size_t>(P) * k.H : 0));
+    }
+    const size_t rcount = reserve_of(fc, k.F, k.B, k.T);  // reserve elements
+    ASSERT_GT(rcount, 0u) << what;
+    auto x = both({xdim}, rng), w = both({{static_cast<int>(wcount)}}, rng, -0.5f, 0.5f);
+    auto xs = both({{k.B}, false, CCV_32S}, rng, 1, k.T);
+    xs->cpu_parent()->data.i32[0] = k.T;
+    if (k.B > 1) xs->cpu_parent()->data.i32[1] = 0;
+    xs->upload();
+    auto hx = both({{k.L * D, k.B, P}}, rng), cx = both({{k.L * D, k.B, k.H}}, rng);
+    const std::vector<int> ydim = k.batch_first ? std::vector<int>{k.B, k.T, O} : std::vector<int>{k.T, k.B, O};
+    auto y = both({ydim}, rng), hy = both({{k.L * D, k.B, P}}, rng), cy = both({{k.L * D, k.B, k.H}}, rng);
+    auto r = both({{static_cast<int>(rcount)}}, rng);
+    Both* xsp = k.lengths ? xs.get() : nullptr;
+    Both* hxp = k.states ? hx.get() : nullptr;
+    Both* cxp = k.states ? cx.get() : nullptr;
+    ccv_nnc_stream_context_set_seed(nullptr, 4242);  // the same dropout key both sides
+    ASSERT_EQ(exec_n(fc, {x.get(), xsp, hxp, cxp, w.get()}, {y.get(), hy.get(), cy.get(), r.get()}, false),
+              CCV_NNC_EXEC_SUCCESS)
+        << ccv_nnc_error_message();
+    ccv_nnc_stream_context_set_seed(nullptr, 4242);
+    const ccv_nnc_cmd_t fg = lstm_cmd(CCV_NNC_LSTM_FORWARD, k, CCV_NNC_BACKEND_GPU_CUBLAS);
+    ASSERT_EQ(exec_n(fg, {x.get(), xsp, hxp, cxp, w.get()}, {y.get(), hy.get(), cy.get(), r.get()}, true),
+              CCV_NNC_EXEC_SUCCESS)
+        << what << ": " << ccv_nnc_error_message();
+    y->expect_close(2e-4f, 5e-5f, what + " y");
+    hy->expect_close(2e-4f, 5e-5f, what + " hy");
+    cy->expect_close(2e-4f, 5e-5f, what + " cy");
+    r->expect_close(2e-4f, 5e-5f, what + " reserve");
+    // Backward: CPU_REF from its reserve, the GPU from its own (the two
+    // reserves agree, checked above), then the GPU again from CPU_REF's.
+    auto dy = both({ydim}, rng), dhy = both({{k.L * D, k.B, P}}, rng), dcy = both({{k.L * D, k.B, k.H}}, rng);
+    auto dx = both({xdim}, rng), dhx = both({{k.L * D, k.B, P}}, rng), dcx = both({{k.L * D, k.B, k.H}}, rng);
+    auto dw = both({{static_cast<int>(wcount)}}, rng);
+    Both* dhyp = k.states ? dhy.get() : nullptr;
+    Both* dcyp = k.states ? dcy.get() : nullptr;
+    const std::vector<Both*> bin{dy.get(), dhyp, dcyp, nullptr, x.get(), xsp, nullptr, nullptr, w.get(),
+                                 nullptr, nullptr, nullptr, r.get()};
+    const std::vector<Both*> bout{dx.get(), nullptr, dhx.get(), dcx.get(), dw.get()};
+    ASSERT_EQ(exec_n(lstm_cmd(CCV_NNC_LSTM_BACKWARD, k, CCV_NNC_BACKEND_CPU_REF), bin, bout, false),
+              CCV_NNC_EXEC_SUCCESS)
+        << ccv_nnc_error_message();
+    const ccv_nnc_cmd_t bg = lstm_cmd(CCV_NNC_LSTM_BACKWARD, k, CCV_NNC_BACKEND_GPU_CUBLAS);
+    ASSERT_EQ(exec_n(bg, bin, bout, true), CCV_NNC_EXEC_SUCCESS) << what << ": " << ccv_nnc_error_message();
+    dx->expect_close(2e-4f, 5e-5f, what + " dx");
+    dhx->expect_close(2e-4f, 5e-5f, what + " dhx");
+    dcx->expect_close(2e-4f, 5e-5f, what + " dcx");
+    dw->expect_close(2e-4f, 3e-4f, what + " dw");
+    // The GPU backward reading CPU_REF's reserve (copied over the GPU's).
+    r->upload();
+    ASSERT_EQ(exec_n(bg, bin, bout, true), CCV_NNC_EXEC_SUCCESS) << what << ": " << ccv_nnc_error_message();
+    dx->expect_close(2e-4f, 5e-5f, what + " dx from CPU_REF's reserve");
+    dw->expect_close(2e-4f, 3e-4f, what + " dw from CPU_REF's reserve");
+  }
+}
+
+TEST(GpuCublasLstm, StreamAndRefusals) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(787);
+  const LstmCase k{6, 3, 4, 5, 0, 2, true, true, false, true, true, 0};
+  const ccv_nnc_cmd_t fc = lstm_cmd(CCV_NNC_LSTM_FORWARD, k, CCV_NNC_BACKEND_CPU_REF);
+  const size_t rcount = reserve_of(fc, k.F, k.B, k.T);
+  const int wcount = 2 * (4 * 5 * (4 + 5) + 40) + 2 * (4 * 5 * (10 + 5) + 40);
+  auto x = both({{k.T, k.B, k.F}}, rng), w = both({{wcount}}, rng, -0.5f, 0.5f);
+  auto xs = both({{k.B}, false, CCV_32S}, rng, 0, k.T);
+  auto hx = both({{4, k.B, 5}}, rng), cx = both({{4, k.B, 5}}, rng);
+  auto y = both({{k.T, k.B, 10}}, rng), r = both({{static_cast<int>(rcount)}}, rng);
+  ASSERT_EQ(exec_n(fc, {x.get(), xs.get(), hx.get(), cx.get(), w.get()}, {y.get(), nullptr, nullptr, r.get()}, false),
+            CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  // On a GPU stream context, waited for.
+  ccv_nnc_stream_context_t* s = ccv_nnc_stream_context_new(CCV_STREAM_CONTEXT_GPU);
+  const ccv_nnc_cmd_t fg = lstm_cmd(CCV_NNC_LSTM_FORWARD, k, CCV_NNC_BACKEND_GPU_CUBLAS);
+  ASSERT_EQ(exec_n(fg, {x.get(), xs.get(), hx.get(), cx.get(), w.get()}, {y.get(), nullptr, nullptr, r.get()}, true, s),
+            CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  ccv_nnc_stream_context_wait(s);
+  ccv_nnc_stream_context_free(s);
+  y->expect_close(2e-4f, 5e-5f, "LSTM on a stream");
+  // A length past T: an error naming it.
+  xs->cpu_parent()->data.i32[1] = k.T + 1;
+  xs->upload();
+  EXPECT_EQ(exec_n(fg, {x.get(), xs.get(), hx.get(), cx.get(), w.get()}, {y.get(), nullptr, nullptr, r.get()}, true),
+            CCV_NNC_EXEC_INVALID);
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("xs[1]"), std::string::npos) << ccv_nnc_error_message();
+  // A view of x: not this backend's (no kernel), with a message.
+  auto xv = both({{k.T, k.B, k.F}, true}, rng);
+  xs->cpu_parent()->data.i32[1] = 2;
+  xs->upload();
+  EXPECT_NE(exec_n(fg, {xv.get(), xs.get(), hx.get(), cx.get(), w.get()}, {y.get(), nullptr, nullptr, r.get()}, true),
+            CCV_NNC_EXEC_SUCCESS);
+  EXPECT_STRNE(ccv_nnc_error_message(), "");
+  // w of the wrong size: the family's check.
+  auto w2 = both({{wcount - 1}}, rng);
+  EXPECT_NE(exec_n(fg, {x.get(), xs.get(), hx.get(), cx.get(), w2.get()}, {y.get(), nullptr, nullptr, r.get()}, true),
+            CCV_NNC_EXEC_SUCCESS);
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("w has"), std::string::npos) << ccv_nnc_error_message();
+}
+
 }  // namespace
