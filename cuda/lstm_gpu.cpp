@@ -37,7 +37,20 @@ struct GpuOps {
   cublasHandle_t h;
   std::vector<std::unique_ptr<StreamBlock>> blocks;
 
-  GpuOps(const Call& call, cublasHandle_t handle) : c(call), h(handle) {}
+  cublasMath_t saved = CUBLAS_DEFAULT_MATH;
+
+  // fp32 products in fp32: the handle's math mode (shared with other
+  // backends, which may allow TF32) set to the default for this call and put
+  // back after it.
+  GpuOps(const Call& call, cublasHandle_t handle) : c(call), h(handle) {
+    NNC_CUDA_CHECK(cublasGetMathMode(h, &saved), c.what);
+    if (saved != CUBLAS_DEFAULT_MATH) NNC_CUDA_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), c.what);
+  }
+  ~GpuOps() {
+    if (saved != CUBLAS_DEFAULT_MATH) cublasSetMathMode(h, saved);
+  }
+  GpuOps(const GpuOps&) = delete;
+  GpuOps& operator=(const GpuOps&) = delete;
   float* scratch(size_t n) {
     blocks.push_back(std::make_unique<StreamBlock>((n ? n : 1) * sizeof(float), c.s, c.what));
     return static_cast<float*>(blocks.back()->get());
