@@ -83,7 +83,8 @@ struct GpuOps {
   }
   void state_out(float* state, int k, const float* src, int B, int W) {
     const size_t n = static_cast<size_t>(B) * W;
-    if (n) NNC_CUDA_CHECK(cudaMemcpyAsync(state + k * n, src, n * sizeof(float), cudaMemcpyDeviceToDevice, c.s), c.what);
+    if (n)
+      NNC_CUDA_CHECK(cudaMemcpyAsync(state + k * n, src, n * sizeof(float), cudaMemcpyDeviceToDevice, c.s), c.what);
   }
   void add_bias(float* g, size_t rows, int H4, const float* bi, const float* bh) {
     c.check(launch_lstm_add_bias(c.s, g, rows, H4, bi, bh));
@@ -98,7 +99,8 @@ struct GpuOps {
   void write_y(const gpu_lstm::WriteY& w) {
     c.check(launch_lstm_write_y(c.s, w.out, w.O, w.off, w.S, w.T, w.B, w.P, w.d, w.len));
   }
-  void dropout(const float* out, float* next, float* factors, size_t n, uint64_t key, double p, float scale, bool drop) {
+  void dropout(const float* out, float* next, float* factors, size_t n, uint64_t key, double p, float scale,
+               bool drop) {
     c.check(launch_lstm_dropout(c.s, out, next, factors, n, key, p, scale, drop));
   }
   void dh_add(float* dh, float* dh_t, const float* dout_t, int ldo, int B, int P, const int* len, int t) {
@@ -195,7 +197,8 @@ void register_lstm_gpu(Registry& r) {
   t.backend = CCV_NNC_BACKEND_GPU_CUBLAS;
   t.memory = CCV_TENSOR_GPU_MEMORY;
   t.datatypes = CCV_32F | CCV_32S;
-  r.add_kernels(t.accepting(accept_lstm), {{CCV_NNC_LSTM_FORWARD, lstm_forward}, {CCV_NNC_LSTM_BACKWARD, lstm_backward}});
+  r.add_kernels(t.accepting(accept_lstm),
+                {{CCV_NNC_LSTM_FORWARD, lstm_forward}, {CCV_NNC_LSTM_BACKWARD, lstm_backward}});
 }
 
 }  // namespace nnc::cuda

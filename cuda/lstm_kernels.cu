@@ -15,7 +15,9 @@ namespace nnc::cuda {
 
 namespace {
 
-__device__ __forceinline__ int64_t first_thread() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
+__device__ __forceinline__ int64_t first_thread() {
+  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
 __device__ __forceinline__ int64_t stride_threads() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
 dim3 grid_for(int64_t count) { return dim3(static_cast<unsigned>(gpu::choose_ew(count).blocks)); }
@@ -193,8 +195,8 @@ cudaError_t launch_lstm_write_y(cudaStream_t s, float* out, int O, int off, cons
 cudaError_t launch_lstm_dropout(cudaStream_t s, const float* out, float* next, float* factors, size_t n, uint64_t key,
                                 double p, float scale, bool drop) {
   if (n > 0)
-    dropout_kernel<<<grid_for(static_cast<int64_t>(n)), 256, 0, s>>>(out, next, factors, static_cast<int64_t>(n), key, p,
-                                                                     scale, drop);
+    dropout_kernel<<<grid_for(static_cast<int64_t>(n)), 256, 0, s>>>(out, next, factors, static_cast<int64_t>(n), key,
+                                                                     p, scale, drop);
   return cudaGetLastError();
 }
 
@@ -208,8 +210,7 @@ cudaError_t launch_lstm_dh_add(cudaStream_t s, float* dh, float* dh_t, const flo
 cudaError_t launch_lstm_cell_backward(cudaStream_t s, const float* g_t, const float* c_prev, const float* c_now,
                                       const float* dm, float* dc, float* dpre_t, int B, int H, int t, const int* len) {
   const int64_t total = static_cast<int64_t>(B) * H;
-  if (total > 0)
-    cell_backward_kernel<<<grid_for(total), 256, 0, s>>>(g_t, c_prev, c_now, dm, dc, dpre_t, B, H, t, len);
+  if (total > 0) cell_backward_kernel<<<grid_for(total), 256, 0, s>>>(g_t, c_prev, c_now, dm, dc, dpre_t, B, H, t, len);
   return cudaGetLastError();
 }
 

@@ -107,8 +107,7 @@ bool accept_roi(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int i
 }
 
 void check_boxes(const Call& c, int flag) {
-  NNC_CHECK(flag == 0, "%s: box %d has a value that is not finite; its values must be finite", c.what,
-            INT_MAX - flag);
+  NNC_CHECK(flag == 0, "%s: box %d has a value that is not finite; its values must be finite", c.what, INT_MAX - flag);
 }
 
 NNC_KERNEL(roi_forward) {
@@ -210,8 +209,8 @@ NNC_KERNEL(histogram) {
     edges = std::make_unique<StreamBlock>(host.size() * sizeof(double), c.s, what);
     // From pageable memory: the copy has read `host` when it returns (staged),
     // so the vector may go at once.
-    NNC_CUDA_CHECK(cudaMemcpyAsync(edges->get(), host.data(), host.size() * sizeof(double), cudaMemcpyHostToDevice, c.s),
-                   what);
+    NNC_CUDA_CHECK(
+        cudaMemcpyAsync(edges->get(), host.data(), host.size() * sizeof(double), cudaMemcpyHostToDevice, c.s), what);
     args.edges = static_cast<const double*>(edges->get());
   } else if (mode == gpu::kHistBins) {
     const Layout e = layout_of(inputs[1], what);
@@ -228,8 +227,8 @@ NNC_KERNEL(histogram) {
   if (output_size > 1 && outputs[1]) {
     const Layout st = layout_of(outputs[1], what);
     scratch = std::make_unique<StreamBlock>(hist_stats_scratch(), c.s, what);
-    c.check(launch_hist_stats(c.s, xp, x.data, gpu_type(x.datatype), st.data, st.stride[0], scratch->get(),
-                              bad.device()));
+    c.check(
+        launch_hist_stats(c.s, xp, x.data, gpu_type(x.datatype), st.data, st.stride[0], scratch->get(), bad.device()));
   }
   const int flag = bad.done();
   if (flag) {
@@ -286,8 +285,8 @@ void register_gpu_misc(Registry& r) {
                 {{CCV_NNC_ROI_ALIGN_FORWARD, roi_forward}, {CCV_NNC_ROI_ALIGN_BACKWARD, roi_backward}});
   KernelTraits f16 = t;
   f16.datatypes = CCV_16F;
-  r.add_kernels(f16.accepting(accept_lssc), {{CCV_NNC_COMPRESSION_LSSC_FORWARD, lssc_forward},
-                                             {CCV_NNC_COMPRESSION_LSSC_BACKWARD, lssc_backward}});
+  r.add_kernels(f16.accepting(accept_lssc),
+                {{CCV_NNC_COMPRESSION_LSSC_FORWARD, lssc_forward}, {CCV_NNC_COMPRESSION_LSSC_BACKWARD, lssc_backward}});
   KernelTraits any = t;
   any.datatypes = types::kFloat | CCV_32S;
   any.formats = formats::kAll;

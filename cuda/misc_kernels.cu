@@ -48,7 +48,9 @@ __device__ __forceinline__ void std_as(void* p, int type, int64_t off, double v)
   }
 }
 
-__device__ __forceinline__ int64_t first_thread() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
+__device__ __forceinline__ int64_t first_thread() {
+  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
 __device__ __forceinline__ int64_t stride_threads() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
 __device__ __forceinline__ double row_at(const RowsArg& r, int b, int i, int j) {
@@ -86,9 +88,8 @@ __global__ void roi_forward_kernel(ImgArg a, ImgArg b, RowsArg boxes, const int*
     const gpu::RoiBin bin = bin_of(boxes, k, a, b.h, b.w);
     const int64_t base = (a.n == 1 ? 0 : static_cast<int64_t>(k) * a.sn) + c * a.sc;
     double acc = 0;
-    gpu::roi_for_each_tap(bin, a.h, a.w, i, j, [&](int y, int x, double wt) {
-      acc += wt * ldd(a.p, a.type, base + y * a.sh + x * a.sw);
-    });
+    gpu::roi_for_each_tap(bin, a.h, a.w, i, j,
+                          [&](int y, int x, double wt) { acc += wt * ldd(a.p, a.type, base + y * a.sh + x * a.sw); });
     std_as(b.p, b.type, k * b.sn + i * b.sh + j * b.sw + c * b.sc, acc);
   }
 }
@@ -389,8 +390,7 @@ cudaError_t launch_nms_forward(cudaStream_t s, const RowsArg& a, const RowsArg& 
   const int64_t rows = static_cast<int64_t>(a.batch) * a.n;
   if (rows == 0) return cudaSuccess;
   nms_rank_kernel<<<grid_for(rows), 256, 0, s>>>(a, order);
-  nms_greedy_kernel<<<static_cast<unsigned>(a.batch < 65535 ? a.batch : 65535), 256, 0, s>>>(a, threshold, order,
-                                                                                            kept);
+  nms_greedy_kernel<<<static_cast<unsigned>(a.batch < 65535 ? a.batch : 65535), 256, 0, s>>>(a, threshold, order, kept);
   nms_write_kernel<<<grid_for(rows * a.k), 256, 0, s>>>(a, b, c, kept);
   return cudaGetLastError();
 }
@@ -408,8 +408,8 @@ cudaError_t launch_hist_edges(cudaStream_t s, const EwPlan& plan, const void* ed
   return cudaGetLastError();
 }
 
-cudaError_t launch_hist_count(cudaStream_t s, const EwPlan& x_plan, const void* x, int type,
-                              const gpu::HistArgs& args, int* h, int64_t hs, const int* bad) {
+cudaError_t launch_hist_count(cudaStream_t s, const EwPlan& x_plan, const void* x, int type, const gpu::HistArgs& args,
+                              int* h, int64_t hs, const int* bad) {
   hist_zero_kernel<<<grid_for(args.m), 256, 0, s>>>(h, hs, args.m, bad);
   if (x_plan.count > 0) {
     if (args.m <= kSharedCounts) {

@@ -31,12 +31,11 @@
 //   void cell_forward(const CellForward&)
 //   void carry_rows(float* dst, const float* src, int B, int W, const int* len, int t)
 //   void write_y(const WriteY&)
-//   void dropout(const float* out, float* next, float* factors, size_t n, uint64_t key, double p, float scale, bool drop)
-//   void dh_add(float* dh, float* dh_t, const float* dout_t, int ldo, int B, int P, const int* len, int t)
-//   void cell_backward(const CellBackward&)
-//   void select_rows(float* dh, const float* dh2, int B, int W, const int* len, int t)
-//   void bias_grad(float* db_ih, float* db_hh, const float* dpre, size_t rows, int H4)
-//   void scale_by(float* dst, const float* src, const float* factors, size_t n)   factors NULL: copy
+//   void dropout(const float* out, float* next, float* factors, size_t n, uint64_t key, double p, float scale, bool
+//   drop) void dh_add(float* dh, float* dh_t, const float* dout_t, int ldo, int B, int P, const int* len, int t) void
+//   cell_backward(const CellBackward&) void select_rows(float* dh, const float* dh2, int B, int W, const int* len, int
+//   t) void bias_grad(float* db_ih, float* db_hh, const float* dpre, size_t rows, int H4) void scale_by(float* dst,
+//   const float* src, const float* factors, size_t n)   factors NULL: copy
 #pragma once
 
 #include <cstddef>
@@ -83,7 +82,7 @@ inline ColumnMajor column_major(const Gemm& g) {
 // h_out without a projection, into m_out with one); other rows get gates 0,
 // c_out = c_prev, h_out = h_prev (no projection) or m_out = 0.
 struct CellForward {
-  float* g_t = nullptr;  // [B, 4H]
+  float* g_t = nullptr;       // [B, 4H]
   const float* gh = nullptr;  // [B, 4H]
   const float* c_prev = nullptr;
   float* c_out = nullptr;  // [B, H]
@@ -246,8 +245,8 @@ void backward(Ops& ops, const lstm::Dims& n, const Backward& a) {
         const int t = d == 0 ? T - 1 - s : s;
         const size_t rs = static_cast<size_t>(n.read_slot(d, t)), ws = static_cast<size_t>(n.write_slot(d, t));
         float* dh_t = DH ? DH + static_cast<size_t>(t) * B * P : nullptr;
-        ops.dh_add(dh, dh_t, dout + static_cast<size_t>(t) * B * O + static_cast<size_t>(d) * P, static_cast<int>(O), B, P,
-                   len, t);
+        ops.dh_add(dh, dh_t, dout + static_cast<size_t>(t) * B * O + static_cast<size_t>(d) * P, static_cast<int>(O), B,
+                   P, len, t);
         if (n.proj) {
           Gemm p;
           p.M = B, p.N = H, p.K = P, p.A = dh, p.lda = P, p.B = a.w + wo.w_hr, p.ldb = H, p.C = dm, p.ldc = H;
@@ -274,7 +273,8 @@ void backward(Ops& ops, const lstm::Dims& n, const Backward& a) {
         ops.gemm(wi);
         Gemm wh;  // dW_hh += dpre^T h_prev (the read slots: 0 .. T-1 forward, 1 .. T reverse)
         wh.ta = true, wh.M = H4, wh.N = P, wh.K = static_cast<int>(tb), wh.A = dpre, wh.lda = H4;
-        wh.B = S + (d == 0 ? 0 : static_cast<size_t>(B) * P), wh.ldb = P, wh.beta = 1, wh.C = a.dw + wo.w_hh, wh.ldc = P;
+        wh.B = S + (d == 0 ? 0 : static_cast<size_t>(B) * P), wh.ldb = P, wh.beta = 1, wh.C = a.dw + wo.w_hh,
+        wh.ldc = P;
         ops.gemm(wh);
         if (n.bias) ops.bias_grad(a.dw + wo.b_ih, a.dw + wo.b_hh, dpre, tb, H4);
         if (n.proj) {

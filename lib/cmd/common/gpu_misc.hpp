@@ -50,8 +50,8 @@ NNC_HD double sub_rn(double a, double b) {
 }
 NNC_HD bool is_nan(double v) { return v != v; }
 NNC_HD bool is_finite(double v) { return v == v && v - v == 0; }
-NNC_HD double max_of(double a, double b) { return a < b ? b : a; }  // std::max
-NNC_HD double min_of(double a, double b) { return b < a ? b : a; }  // std::min
+NNC_HD double max_of(double a, double b) { return a < b ? b : a; }                                // std::max
+NNC_HD double min_of(double a, double b) { return b < a ? b : a; }                                // std::min
 NNC_HD double clamp_of(double v, double lo, double hi) { return v < lo ? lo : hi < v ? hi : v; }  // std::clamp
 
 // --- 16F and 16BF bits ----------------------------------------------------
@@ -65,7 +65,7 @@ NNC_HD uint16_t half_from_float(float f) {
   x &= 0x7fffffffu;
   if (x > 0x7f800000u) return sign | 0x7e00u;
   if (x >= 0x477ff000u) return sign | 0x7c00u;  // 65520 and up round to infinity
-  if (x < 0x38800000u) {                          // below 2^-14: a subnormal half or 0
+  if (x < 0x38800000u) {                        // below 2^-14: a subnormal half or 0
     const uint32_t e = x >> 23;
     if (e == 0) return sign;
     const uint32_t mant = (x & 0x7fffffu) | 0x800000u;

@@ -68,8 +68,8 @@ void expect_same_bits(const Both& b, const std::string& what) {
 // A packed CPU tensor's memory seen as one row of n elements of `type`.
 Owned flat(ccv_nnc_tensor_t* t, int type) {
   Owned o;
-  o.t = ccv_nnc_tensor_new(t->data.u8,
-                           param_of({static_cast<int>(ccv_nnc_tensor_count(t->info))}, type, CCV_TENSOR_FORMAT_NHWC, false), 0);
+  o.t = ccv_nnc_tensor_new(
+      t->data.u8, param_of({static_cast<int>(ccv_nnc_tensor_count(t->info))}, type, CCV_TENSOR_FORMAT_NHWC, false), 0);
   return o;
 }
 
@@ -84,7 +84,8 @@ void set_boxes(Both& boxes, int r, std::mt19937& rng) {
   std::uniform_real_distribution<float> pos(-0.3f, 1.1f), ext(-0.1f, 0.9f);
   ccv_nnc_tensor_t* t = boxes.cpu_parent();
   std::vector<float> v(static_cast<size_t>(r) * 4);
-  for (int i = 0; i < r; i++) v[4 * i] = pos(rng), v[4 * i + 1] = pos(rng), v[4 * i + 2] = ext(rng), v[4 * i + 3] = ext(rng);
+  for (int i = 0; i < r; i++)
+    v[4 * i] = pos(rng), v[4 * i + 1] = pos(rng), v[4 * i + 2] = ext(rng), v[4 * i + 3] = ext(rng);
   if (r > 2) v[4 * 2 + 2] = 3.5f;
   // The parent may be larger (a view): write row-major into the window at (1, 1).
   const int cols = t->info.dim[1] ? t->info.dim[1] : t->info.dim[0];
@@ -212,9 +213,9 @@ TEST(GpuRefMisc, NmsForwardBackward) {
     int datatype;
   };
   const Case cases[] = {
-      {1, 37, 5, 0.5f, false, false, CCV_32F}, {3, 301, 6, 0.3f, false, true, CCV_32F},
-      {2, 50, 5, 0.5f, true, false, CCV_32F},  {1, 40, 7, 0.f, true, true, CCV_64F},
-      {4, 9, 5, 1.f, true, false, CCV_16F},    {1, 1, 5, 0.5f, false, false, CCV_32F},
+      {1, 37, 5, 0.5f, false, false, CCV_32F},    {3, 301, 6, 0.3f, false, true, CCV_32F},
+      {2, 50, 5, 0.5f, true, false, CCV_32F},     {1, 40, 7, 0.f, true, true, CCV_64F},
+      {4, 9, 5, 1.f, true, false, CCV_16F},       {1, 1, 5, 0.5f, false, false, CCV_32F},
       {2, 1200, 5, 0.45f, false, false, CCV_32F},  // more rows than a block has threads
   };
   for (const Case& cs : cases) {
@@ -348,8 +349,8 @@ TEST(GpuRefMisc, HistogramEveryMode) {
       std::vector<double> ev;
       for (int i = 0; i < 10; i++) ev.push_back(u(rng));
       std::sort(ev.begin(), ev.end());
-      ev[4] = ev[3];  // a repeated edge: an empty bin
-      set_values(*edges, ev);  // rounded to 16F they still ascend (rounding is monotone)
+      ev[4] = ev[3];                              // a repeated edge: an empty bin
+      set_values(*edges, ev);                     // rounded to 16F they still ascend (rounding is monotone)
       v.insert(v.begin(), ev.begin(), ev.end());  // x on the edges (rounded the same way)
     }
     v[7] = NAN;
@@ -536,7 +537,8 @@ TEST(GpuNcclBackward, AllreduceBroadcastReduceBackward) {
   EXPECT_STRNE(ccv_nnc_error_message(), "");
   // A gradient whose shape differs: the family's check.
   Owned short_g = on_device(0, std::vector<float>(n - 1, 1.f));
-  EXPECT_NE(exec(nccl_cmd(CCV_NNC_COMM_ALLREDUCE_BACKWARD), ccv_nnc_no_hint, {short_g.t}, {dxs[0]}), CCV_NNC_EXEC_SUCCESS);
+  EXPECT_NE(exec(nccl_cmd(CCV_NNC_COMM_ALLREDUCE_BACKWARD), ccv_nnc_no_hint, {short_g.t}, {dxs[0]}),
+            CCV_NNC_EXEC_SUCCESS);
   EXPECT_STRNE(ccv_nnc_error_message(), "");
 }
 
@@ -582,10 +584,8 @@ TEST(GpuCublasLstm, ForwardBackwardAsCpuRef) {
   std::mt19937 rng(771);
   const LstmCase cases[] = {
       // T  B  F  H  proj L  bias  bi     bf     xs     states dropout
-      {5, 3, 4, 6, 0, 1, true, false, false, false, true, 0},
-      {9, 4, 5, 7, 0, 2, true, true, false, true, true, 0},
-      {6, 2, 3, 5, 2, 1, false, false, true, false, false, 0},
-      {4, 5, 2, 4, 3, 3, true, true, true, true, true, 0},
+      {5, 3, 4, 6, 0, 1, true, false, false, false, true, 0},     {9, 4, 5, 7, 0, 2, true, true, false, true, true, 0},
+      {6, 2, 3, 5, 2, 1, false, false, true, false, false, 0},    {4, 5, 2, 4, 3, 3, true, true, true, true, true, 0},
       {7, 33, 17, 40, 0, 2, true, true, false, true, true, 0.3f},  // dropout between the layers
       {3, 1, 8, 129, 0, 1, true, false, false, false, true, 0},    // more units than a warp, one sequence
   };
@@ -636,8 +636,8 @@ TEST(GpuCublasLstm, ForwardBackwardAsCpuRef) {
     auto dw = both({{static_cast<int>(wcount)}}, rng);
     Both* dhyp = k.states ? dhy.get() : nullptr;
     Both* dcyp = k.states ? dcy.get() : nullptr;
-    const std::vector<Both*> bin{dy.get(), dhyp, dcyp, nullptr, x.get(), xsp, nullptr, nullptr, w.get(),
-                                 nullptr, nullptr, nullptr, r.get()};
+    const std::vector<Both*> bin{dy.get(), dhyp,    dcyp,    nullptr, x.get(), xsp,    nullptr,
+                                 nullptr,  w.get(), nullptr, nullptr, nullptr, r.get()};
     const std::vector<Both*> bout{dx.get(), nullptr, dhx.get(), dcx.get(), dw.get()};
     ASSERT_EQ(exec_n(lstm_cmd(CCV_NNC_LSTM_BACKWARD, k, CCV_NNC_BACKEND_CPU_REF), bin, bout, false),
               CCV_NNC_EXEC_SUCCESS)

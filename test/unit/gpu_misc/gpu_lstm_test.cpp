@@ -117,7 +117,8 @@ struct CpuOps {
               t < w.len[b] ? w.S[(static_cast<size_t>(slot) * w.B + b) * w.P + j] : 0.f;
         }
   }
-  void dropout(const float* out, float* next, float* factors, size_t n, uint64_t key, double p, float scale, bool drop) {
+  void dropout(const float* out, float* next, float* factors, size_t n, uint64_t key, double p, float scale,
+               bool drop) {
     for (size_t e = 0; e < n; e++) {
       const float f = drop ? (nnc::gpu::lstm_keeps(key, e, p) ? scale : 0.f) : 1.f;
       if (factors) factors[e] = f;
@@ -227,7 +228,8 @@ void run_case(const Case& k, std::mt19937& rng) {
   for (size_t i = 0; i < hx.count(); i++) hx.f()[i] = u(rng);
   for (size_t i = 0; i < cx.count(); i++) cx.f()[i] = u(rng);
   for (int b = 0; b < k.B; b++) xs.t->data.i32[b] = b == 0 ? k.T : b == 1 ? 0 : 1 + static_cast<int>(rng() % k.T);
-  ccv_nnc_tensor_t* ins[5] = {x.t, k.lengths ? xs.t : nullptr, k.states ? hx.t : nullptr, k.states ? cx.t : nullptr, w.t};
+  ccv_nnc_tensor_t* ins[5] = {x.t, k.lengths ? xs.t : nullptr, k.states ? hx.t : nullptr, k.states ? cx.t : nullptr,
+                              w.t};
   ccv_nnc_tensor_t* outs[4] = {y.t, hy.t, cy.t, r.t};
   ASSERT_EQ(ccv_nnc_cmd_exec(fwd, ccv_nnc_no_hint, 0, ins, 5, outs, 4, nullptr), CCV_NNC_EXEC_SUCCESS)
       << ccv_nnc_error_message();
@@ -255,8 +257,19 @@ void run_case(const Case& k, std::mt19937& rng) {
   for (size_t i = 0; i < dy.count(); i++) dy.f()[i] = u(rng);
   for (size_t i = 0; i < dhy.count(); i++) dhy.f()[i] = u(rng);
   for (size_t i = 0; i < dcy.count(); i++) dcy.f()[i] = u(rng);
-  ccv_nnc_tensor_t* bins[13] = {dy.t, k.states ? dhy.t : nullptr, k.states ? dcy.t : nullptr, nullptr, x.t,
-                                k.lengths ? xs.t : nullptr, nullptr, nullptr, w.t, nullptr, nullptr, nullptr, r.t};
+  ccv_nnc_tensor_t* bins[13] = {dy.t,
+                                k.states ? dhy.t : nullptr,
+                                k.states ? dcy.t : nullptr,
+                                nullptr,
+                                x.t,
+                                k.lengths ? xs.t : nullptr,
+                                nullptr,
+                                nullptr,
+                                w.t,
+                                nullptr,
+                                nullptr,
+                                nullptr,
+                                r.t};
   ccv_nnc_tensor_t* bouts[5] = {dx.t, nullptr, dhx.t, dcx.t, dw.t};
   ASSERT_EQ(ccv_nnc_cmd_exec(bwd, ccv_nnc_no_hint, 0, bins, 13, bouts, 5, nullptr), CCV_NNC_EXEC_SUCCESS)
       << ccv_nnc_error_message();
@@ -282,7 +295,7 @@ TEST(GpuLstmSchedule, AsCpuRef) {
       {6, 2, 3, 5, 2, 1, false, false, true, false, false, 0, false},
       {4, 5, 2, 4, 3, 3, true, true, true, true, true, 0, false},
       {1, 1, 1, 1, 0, 1, true, false, false, false, true, 0, false},
-      {5, 3, 4, 4, 0, 3, true, true, false, true, true, 0.4f, false},  // dropout: backward through the factors
+      {5, 3, 4, 4, 0, 3, true, true, false, true, true, 0.4f, false},   // dropout: backward through the factors
       {5, 3, 4, 4, 2, 2, true, false, false, false, true, 0.4f, true},  // is_test: factors 1
   };
   for (const Case& k : cases) run_case(k, rng);

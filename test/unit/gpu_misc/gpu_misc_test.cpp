@@ -160,7 +160,8 @@ void roi_forward_emulated(const float* a, const Img& ai, const float* boxes, flo
     const RoiBin bin = roi_bin(bx[0], bx[1], bx[2], bx[3], ai.h, ai.w, bi.h, bi.w);
     const int64_t base = (ai.n == 1 ? 0 : k * ai.sn) + c * ai.sc;
     double acc = 0;
-    roi_for_each_tap(bin, ai.h, ai.w, i, j, [&](int y, int x, double wt) { acc += wt * a[base + y * ai.sh + x * ai.sw]; });
+    roi_for_each_tap(bin, ai.h, ai.w, i, j,
+                     [&](int y, int x, double wt) { acc += wt * a[base + y * ai.sh + x * ai.sw]; });
     b[bi.at(k, i, j, c)] = static_cast<float>(acc);
   }
 }
@@ -194,7 +195,8 @@ TEST(GpuMisc, RoiAlignAsCpuRef) {
   const Case cases[] = {{1, 5, 13, 11, 3, 3, 4, false}, {3, 3, 9, 17, 5, 2, 5, true}, {1, 1, 7, 7, 1, 7, 7, false},
                         {2, 2, 31, 5, 2, 1, 3, true},   {1, 4, 1, 1, 2, 2, 2, false}, {1, 6, 40, 33, 1, 5, 3, true}};
   for (const Case& k : cases) {
-    Tensor a(CCV_32F, shape(k.images, k.h, k.w, k.c, k.nchw, true), k.nchw ? CCV_TENSOR_FORMAT_NCHW : CCV_TENSOR_FORMAT_NHWC);
+    Tensor a(CCV_32F, shape(k.images, k.h, k.w, k.c, k.nchw, true),
+             k.nchw ? CCV_TENSOR_FORMAT_NCHW : CCV_TENSOR_FORMAT_NHWC);
     Tensor boxes(CCV_32F, {k.boxes, 4});
     Tensor b(CCV_32F, shape(k.boxes, k.rows, k.cols, k.c, k.nchw, true), a.t->info.format);
     for (size_t i = 0; i < a.count(); i++) a.f()[i] = u(rng);
@@ -241,13 +243,15 @@ void nms_emulated(const float* a, int batch, int n, int k, double threshold, flo
     for (int r = 0; r < n; r++) {
       const int i = order[r];
       bool sup = false;
-      for (int q : kept) sup = sup || nms_iou(at(i, 1), at(i, 2), at(i, 3), at(i, 4), at(q, 1), at(q, 2), at(q, 3),
-                                              at(q, 4)) > threshold;
+      for (int q : kept)
+        sup =
+            sup || nms_iou(at(i, 1), at(i, 2), at(i, 3), at(i, 4), at(q, 1), at(q, 2), at(q, 3), at(q, 4)) > threshold;
       if (!sup) kept.push_back(i);
     }
     for (int j = 0; j < n; j++) {
       const int r = j < static_cast<int>(kept.size()) ? kept[j] : -1;
-      for (int x = 0; x < k; x++) b[(static_cast<size_t>(bi) * n + j) * k + x] = r >= 0 ? static_cast<float>(at(r, x)) : 0.f;
+      for (int x = 0; x < k; x++)
+        b[(static_cast<size_t>(bi) * n + j) * k + x] = r >= 0 ? static_cast<float>(at(r, x)) : 0.f;
       c[bi * n + j] = r;
     }
   }
@@ -261,7 +265,7 @@ TEST(GpuMisc, NmsAsCpuRef) {
     bool grid;  // integer boxes and scores: exact IoUs and many ties
   };
   const Case cases[] = {{1, 37, 5, 0.5f, false}, {3, 64, 6, 0.3f, false}, {2, 50, 5, 0.5f, true},
-                        {1, 40, 7, 0.f, true},   {4, 9, 5, 1.f, true},     {1, 1, 5, 0.5f, false}};
+                        {1, 40, 7, 0.f, true},   {4, 9, 5, 1.f, true},    {1, 1, 5, 0.5f, false}};
   for (const Case& cs : cases) {
     Tensor a(CCV_32F, cs.batch > 1 ? std::vector<int>{cs.batch, cs.n, cs.k} : std::vector<int>{cs.n, cs.k});
     Tensor b(CCV_32F, cs.batch > 1 ? std::vector<int>{cs.batch, cs.n, cs.k} : std::vector<int>{cs.n, cs.k});
@@ -278,7 +282,7 @@ TEST(GpuMisc, NmsAsCpuRef) {
         row[0] = u(rng), row[1] = u(rng) * 4, row[2] = u(rng) * 4, row[3] = u(rng) * 2, row[4] = u(rng) * 2;
       }
       for (int x = 5; x < cs.k; x++) row[x] = u(rng);
-      if (r % 7 == 3) row[0] = NAN;  // NaN scores rank last
+      if (r % 7 == 3) row[0] = NAN;           // NaN scores rank last
       if (r % 11 == 5) row[1 + r % 4] = NAN;  // a NaN coordinate
     }
     ccv_nnc_cmd_t f = ref(CCV_NNC_NMS_FORWARD);
@@ -391,7 +395,7 @@ TEST(GpuMisc, HistogramAsCpuRef) {
     for (int k = 0; k < u; k++) {
       const float v = static_cast<float>(edges[static_cast<size_t>(k)]);
       x.f()[8 * k] = v, x.f()[8 * k + 1] = -v, x.f()[8 * k + 2] = std::nextafter(v, 0.f),
-                 x.f()[8 * k + 3] = std::nextafter(v, 1e9f), x.f()[8 * k + 4] = -std::nextafter(v, 0.f);
+                x.f()[8 * k + 3] = std::nextafter(v, 1e9f), x.f()[8 * k + 4] = -std::nextafter(v, 0.f);
     }
     x.f()[4000] = 0.f, x.f()[4001] = NAN, x.f()[4002] = -INFINITY, x.f()[3999] = INFINITY;
     check_histogram(c, x, nullptr, args, edges, "LOGARITHMIC");
@@ -457,8 +461,10 @@ void lssc_decompress_emulated(const uint16_t* in, const Img& ii, uint16_t* y, co
     q /= bw;
     const int by = static_cast<int>(q % ii.h);
     const int n = static_cast<int>(q / ii.h);
-    const double lo = float_from_half(in[ii.at(n, by, 4 * bx, c)]), hi = float_from_half(in[ii.at(n, by, 4 * bx + 1, c)]);
-    const uint32_t bits = in[ii.at(n, by, 4 * bx + 2, c)] | static_cast<uint32_t>(in[ii.at(n, by, 4 * bx + 3, c)]) << 16;
+    const double lo = float_from_half(in[ii.at(n, by, 4 * bx, c)]),
+                 hi = float_from_half(in[ii.at(n, by, 4 * bx + 1, c)]);
+    const uint32_t bits = in[ii.at(n, by, 4 * bx + 2, c)] | static_cast<uint32_t>(in[ii.at(n, by, 4 * bx + 3, c)])
+                                                                << 16;
     for (int i = 0; i < 16; i++) {
       const int yy = 4 * by + i / 4, xx = 4 * bx + i % 4;
       if (yy >= yi.h || xx >= yi.w) continue;
@@ -473,7 +479,7 @@ TEST(GpuMisc, LsscAsCpuRef) {
     int n, h, w, c;
     bool nchw, four;
   };
-  const Case cases[] = {{1, 5, 7, 3, false, false}, {2, 8, 8, 2, true, true}, {3, 13, 6, 1, false, true},
+  const Case cases[] = {{1, 5, 7, 3, false, false}, {2, 8, 8, 2, true, true},  {3, 13, 6, 1, false, true},
                         {1, 1, 1, 4, true, false},  {2, 4, 9, 5, false, true}, {1, 12, 12, 2, true, true}};
   for (const Case& k : cases) {
     const int fmt = k.nchw ? CCV_TENSOR_FORMAT_NCHW : CCV_TENSOR_FORMAT_NHWC;
