@@ -43,6 +43,11 @@ struct CpuOps {
   }
   void gemm(const Gemm& g) {
     const ColumnMajor c = column_major(g);
+    // cuBLAS's own checks (CUBLAS_STATUS_INVALID_VALUE otherwise).
+    EXPECT_GE(c.ld1, std::max(1, c.t1 ? c.k : c.m));
+    EXPECT_GE(c.ld2, std::max(1, c.t2 ? c.n : c.k));
+    EXPECT_GE(c.ldc, std::max(1, c.m));
+    EXPECT_TRUE(c.m >= 0 && c.n >= 0 && c.k >= 0);
     for (int i = 0; i < c.m; i++)
       for (int j = 0; j < c.n; j++) {
         double s = 0;
