@@ -18,8 +18,10 @@
 #include "../../cmd_test_util.hpp"
 #include "cmd/common/cudnn_plan.hpp"
 #include "core/error.hpp"
+#include "cudnn_replay.hpp"
 
 using namespace cmdtest;
+using namespace cudnn_replay;
 namespace cp = nnc::cudnn_plan;
 
 namespace {
@@ -29,62 +31,8 @@ class CudnnPlanConvT : public ::testing::Test {
   static void SetUpTestSuite() { ccv_nnc_init(); }
 };
 
-constexpr int NHWC = CCV_TENSOR_FORMAT_NHWC, NCHW = CCV_TENSOR_FORMAT_NCHW;
-
-float& at(const ccv_nnc_tensor_t* t, const cp::Tensor4& d, int n, int c, int h, int w) {
-  return t->data.f32[static_cast<int64_t>(n) * d.stride[0] + static_cast<int64_t>(c) * d.stride[1] +
-                     static_cast<int64_t>(h) * d.stride[2] + static_cast<int64_t>(w) * d.stride[3]];
-}
-// Element (k, c, r, s) of a packed cuDNN filter {K, C, R, S} in the plan's layout.
-float& wat(const ccv_nnc_tensor_t* t, const cp::Filter& f, int k, int c, int r, int s) {
-  const int Cg = f.dim[1], R = f.dim[2], S = f.dim[3];
-  const size_t i = f.nhwc ? ((static_cast<size_t>(k) * R + r) * S + s) * Cg + c
-                          : ((static_cast<size_t>(k) * Cg + c) * R + r) * S + s;
-  return t->data.f32[i];
-}
-int cudnn_out(int in, int pad, int filter, int dil, int stride) {
-  return (in + 2 * pad - ((filter - 1) * dil + 1)) / stride + 1;
-}
-
 // x: N, H, W, C; y: N, OH, OW, K; w: C, KH, KW, K/G (NHWC) or C, K/G, KH, KW (NCHW).
-struct Case {
-  int N, H, W, C, K, KH, KW;
-  int SH = 1, SW = 1, PT = 0, PB = 0, PL = 0, PR = 0, DH = 1, DW = 1, G = 1, OP = 0;
-  int format = NHWC;
-  bool batched = true, views = false, bias = true;
-  int OH() const { return (H - 1) * SH + (KH - 1) * DH + 1 - PT - PB + OP; }
-  int OW() const { return (W - 1) * SW + (KW - 1) * DW + 1 - PL - PR + OP; }
-  std::vector<int> img(int n, int h, int w, int c) const {
-    std::vector<int> d = format == NHWC ? std::vector<int>{n, h, w, c} : std::vector<int>{n, c, h, w};
-    if (!batched) d.erase(d.begin());
-    return d;
-  }
-  std::vector<int> w_shape() const {
-    return format == NHWC ? std::vector<int>{C, KH, KW, K / G} : std::vector<int>{C, K / G, KH, KW};
-  }
-  ccv_nnc_hint_t hint() const {
-    ccv_nnc_hint_t h = {};
-    h.stride.dim[0] = SH, h.stride.dim[1] = SW;
-    h.border.begin[0] = PT, h.border.end[0] = PB, h.border.begin[1] = PL, h.border.end[1] = PR;
-    return h;
-  }
-  ccv_nnc_cmd_t cmd(uint32_t id) const {
-    ccv_nnc_cmd_param_t p;
-    std::memset(&p, 0, sizeof(p));
-    p.size.dim[0] = KH, p.size.dim[1] = KW, p.size.dim[2] = C;
-    p.convolution_transpose.count = K;
-    p.convolution_transpose.groups = G;
-    p.convolution_transpose.dilation[0] = DH, p.convolution_transpose.dilation[1] = DW;
-    p.convolution_transpose.output_padding = OP;
-    ccv_nnc_cmd_t c = ccv_nnc_cmd(id, nullptr, p, 0);
-    c.backend = CCV_NNC_BACKEND_CPU_REF;
-    return c;
-  }
-};
-
-T make(const std::vector<int>& shape, int format, bool view) {
-  return view ? T::view(CCV_32F, shape, format) : T(CCV_32F, shape, format);
-}
+using Case = nnc_test_conv::ConvCase<true>;
 
 std::vector<Case> cases() {
   std::vector<Case> cs;
@@ -201,16 +149,7 @@ TEST_F(CudnnPlanConvT, BackwardIsCudnnForwardAndBackwardFilter) {
       EXPECT_EQ(p.dbias, want_db);
       EXPECT_EQ(p.bias_only, !want_dx && !want_dw);
       const cp::Tensor4& gd = p.conv.x;  // g: the convolution's input
-      if (want_db) {
-        // cudnnConvolutionBackwardBias: the sum of dy (g) over n, h, w per channel.
-        for (int k = 0; k < gd.dim[1]; k++) {
-          double s = 0;
-          for (int n = 0; n < gd.dim[0]; n++)
-            for (int h = 0; h < gd.dim[2]; h++)
-              for (int ww = 0; ww < gd.dim[3]; ww++) s += at(g, gd, n, k, h, ww);
-          EXPECT_NEAR(s, db.get()->data.f32[k * p.conv.bias.stride[1]], 1e-4) << "dbias " << k;
-        }
-      }
+      if (want_db) expect_bias_gradient(g, gd, db, p.conv.bias);
       if (p.bias_only) continue;
       const cp::Conv& q = p.conv;
       const int Cg = q.w.dim[1], Kg = q.w.dim[0] / q.groups;
