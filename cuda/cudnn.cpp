@@ -372,15 +372,24 @@ void add_bias(cudnnHandle_t h, const cudnn_plan::Conv& p, const void* bias, cudn
 
 // ---- convolution ----
 
-bool accept_conv_forward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
-                         ccv_nnc_tensor_t* const* outputs, int output_size) {
+// The accept functions of both families: operands on the GPU and the plan's
+// checks that need no hint (types, the weights' format and packing). The
+// hint is not known here: exec plans with it and fails, with a message, the
+// padding cuDNN cannot express.
+template <bool (*Tensors)(const ccv_nnc_tensor_t*, const ccv_nnc_tensor_t*, const ccv_nnc_tensor_t*,
+                          const ccv_nnc_tensor_t*, std::string*)>
+bool accept_forward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                    ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (input_size < 2 || output_size < 1 || !inputs[0] || !inputs[1] || !outputs[0]) return false;
   if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
-  // The hint is not known here: only the checks that need none (types, the
-  // weights' format and packing); exec plans with the hint and fails, with a
-  // message, the padding cuDNN cannot express.
-  return cudnn_plan::conv_forward_tensors(inputs[0], inputs[1], input_size > 2 ? inputs[2] : nullptr, outputs[0],
-                                          nullptr);
+  return Tensors(inputs[0], inputs[1], input_size > 2 ? inputs[2] : nullptr, outputs[0], nullptr);
+}
+template <bool (*Tensors)(ccv_nnc_tensor_t* const*, int, ccv_nnc_tensor_t* const*, int, std::string*)>
+bool accept_backward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                     ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (input_size < 1 || output_size < 1 || !inputs[0]) return false;
+  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
+  return Tensors(inputs, input_size, outputs, output_size, nullptr);
 }
 
 NNC_KERNEL(conv_forward) {
@@ -401,13 +410,6 @@ NNC_KERNEL(conv_forward) {
   if (p.has_bias) add_bias(h, p, bias->data.f32, d.y, y->data.f32, what);
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
-}
-
-bool accept_conv_backward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
-                          ccv_nnc_tensor_t* const* outputs, int output_size) {
-  if (input_size < 1 || output_size < 1 || !inputs[0]) return false;
-  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
-  return cudnn_plan::conv_backward_tensors(inputs, input_size, outputs, output_size, nullptr);
 }
 
 NNC_KERNEL(conv_backward) {
@@ -450,14 +452,6 @@ void reduce_sum(cudnnHandle_t h, cudnnTensorDescriptor_t ad, const void* a, cudn
 // ---- transposed convolution: the convolution's data gradient, roles exchanged ----
 // (cudnn_plan::ConvTranspose: conv.x describes NNC's y or g, conv.y NNC's x.)
 
-bool accept_convt_forward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
-                          ccv_nnc_tensor_t* const* outputs, int output_size) {
-  if (input_size < 2 || output_size < 1 || !inputs[0] || !inputs[1] || !outputs[0]) return false;
-  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
-  return cudnn_plan::conv_transpose_forward_tensors(inputs[0], inputs[1], input_size > 2 ? inputs[2] : nullptr,
-                                                    outputs[0], nullptr);
-}
-
 NNC_KERNEL(convt_forward) {
   static const char* what = "CONVOLUTION_TRANSPOSE_FORWARD (GPU_CUDNN)";
   const ccv_nnc_tensor_t* x = inputs[0];
@@ -478,13 +472,6 @@ NNC_KERNEL(convt_forward) {
   if (p.conv.has_bias) add_bias(h, p.conv, bias->data.ptr, d.x, y->data.ptr, what);
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
-}
-
-bool accept_convt_backward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
-                           ccv_nnc_tensor_t* const* outputs, int output_size) {
-  if (input_size < 1 || output_size < 1 || !inputs[0]) return false;
-  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
-  return cudnn_plan::conv_transpose_backward_tensors(inputs, input_size, outputs, output_size, nullptr);
 }
 
 NNC_KERNEL(convt_backward) {
@@ -1153,15 +1140,18 @@ void register_cudnn(Registry& r) {
   t.formats = formats::kImage;
   // One "algorithm" each for autotune, whose pick (the autotune function:
   // cuDNN's Find) the kernel tries first.
-  r.add_kernels(t.accepting(accept_conv_forward).with_algorithms(1, conv_forward_autotune),
+  r.add_kernels(t.accepting(accept_forward<cudnn_plan::conv_forward_tensors>).with_algorithms(1, conv_forward_autotune),
                 {{CCV_NNC_CONVOLUTION_FORWARD, conv_forward}});
-  r.add_kernels(t.accepting(accept_conv_backward).with_algorithms(1, conv_backward_autotune),
-                {{CCV_NNC_CONVOLUTION_BACKWARD, conv_backward}});
+  r.add_kernels(
+      t.accepting(accept_backward<cudnn_plan::conv_backward_tensors>).with_algorithms(1, conv_backward_autotune),
+      {{CCV_NNC_CONVOLUTION_BACKWARD, conv_backward}});
   KernelTraits half = t;  // CONVOLUTION_TRANSPOSE: 32F and 16F
   half.datatypes = CCV_32F | CCV_16F;
-  r.add_kernels(half.accepting(accept_convt_forward).with_algorithms(1, convt_forward_autotune),
+  r.add_kernels(half.accepting(accept_forward<cudnn_plan::conv_transpose_forward_tensors>)
+                    .with_algorithms(1, convt_forward_autotune),
                 {{CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, convt_forward}});
-  r.add_kernels(half.accepting(accept_convt_backward).with_algorithms(1, convt_backward_autotune),
+  r.add_kernels(half.accepting(accept_backward<cudnn_plan::conv_transpose_backward_tensors>)
+                    .with_algorithms(1, convt_backward_autotune),
                 {{CCV_NNC_CONVOLUTION_TRANSPOSE_BACKWARD, convt_backward}});
   r.add_kernels(t.accepting(accept_pool_forward),
                 {{CCV_NNC_MAX_POOL_FORWARD, pool_forward}, {CCV_NNC_AVERAGE_POOL_FORWARD, pool_forward}});
