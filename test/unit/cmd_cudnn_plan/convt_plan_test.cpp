@@ -92,25 +92,13 @@ TEST_F(CudnnPlanConvT, ForwardIsCudnnBackwardData) {
     ASSERT_EQ(q.y.dim[3], cudnn_out(q.x.dim[3], q.pad[1], q.w.dim[3], q.dilation[1], q.stride[1]));
     // cudnnConvolutionBackwardData: dx[n, c, ih, iw] = sum over the filters f of c's group and the taps where
     // oh * stride - pad + r * dilation = ih of w[f, c mod Cg, r, s] * dy[n, f, oh, ow]; then cudnnAddTensor's bias.
-    const int Cg = q.w.dim[1], Kg = q.w.dim[0] / q.groups;  // Cg: the convolution's channels per group
     std::vector<double> e(static_cast<size_t>(q.x.dim[0]) * q.x.dim[1] * q.x.dim[2] * q.x.dim[3], 0.0);
     auto E = [&](int n, int ch, int h, int ww) -> double& {
       return e[((static_cast<size_t>(n) * q.x.dim[1] + ch) * q.x.dim[2] + h) * q.x.dim[3] + ww];
     };
-    for (int n = 0; n < q.y.dim[0]; n++)
-      for (int f = 0; f < q.y.dim[1]; f++)
-        for (int oh = 0; oh < q.y.dim[2]; oh++)
-          for (int ow = 0; ow < q.y.dim[3]; ow++) {
-            const double dy = at(x, q.y, n, f, oh, ow);
-            for (int ci = 0; ci < Cg; ci++)
-              for (int r = 0; r < q.w.dim[2]; r++)
-                for (int s = 0; s < q.w.dim[3]; s++) {
-                  const int ih = oh * q.stride[0] - q.pad[0] + r * q.dilation[0];
-                  const int iw = ow * q.stride[1] - q.pad[1] + s * q.dilation[1];
-                  if (ih < 0 || iw < 0 || ih >= q.x.dim[2] || iw >= q.x.dim[3]) continue;
-                  E(n, (f / Kg) * Cg + ci, ih, iw) += dy * wat(w, q.w, f, ci, r, s);
-                }
-          }
+    for_each_tap(q, [&](int n, int f, int oh, int ow, int ch, int ci, int r, int s, int ih, int iw) {
+      E(n, ch, ih, iw) += static_cast<double>(at(x, q.y, n, f, oh, ow)) * wat(w, q.w, f, ci, r, s);
+    });
     double worst = 0;
     for (int n = 0; n < q.x.dim[0]; n++)
       for (int k = 0; k < q.x.dim[1]; k++)
@@ -152,29 +140,19 @@ TEST_F(CudnnPlanConvT, BackwardIsCudnnForwardAndBackwardFilter) {
       if (want_db) expect_bias_gradient(g, gd, db, p.conv.bias);
       if (p.bias_only) continue;
       const cp::Conv& q = p.conv;
-      const int Cg = q.w.dim[1], Kg = q.w.dim[0] / q.groups;
+      const int Cg = q.w.dim[1];
       const int F = q.w.dim[0];  // filters: NNC's C
+      ASSERT_EQ(q.y.dim[1], F);  // the taps below run over q.y's channels
       // cudnnConvolutionForward (x = g, y = dx) and cudnnConvolutionBackwardFilter (x = g, dy = NNC's x).
       std::vector<double> edx(static_cast<size_t>(q.y.dim[0]) * F * q.y.dim[2] * q.y.dim[3], 0.0),
           edw(static_cast<size_t>(F) * Cg * q.w.dim[2] * q.w.dim[3], 0.0);
-      for (int n = 0; n < q.y.dim[0]; n++)
-        for (int f = 0; f < F; f++)
-          for (int oh = 0; oh < q.y.dim[2]; oh++)
-            for (int ow = 0; ow < q.y.dim[3]; ow++) {
-              const double xv = at(x, q.y, n, f, oh, ow);
-              for (int ci = 0; ci < Cg; ci++)
-                for (int r = 0; r < q.w.dim[2]; r++)
-                  for (int s = 0; s < q.w.dim[3]; s++) {
-                    const int ih = oh * q.stride[0] - q.pad[0] + r * q.dilation[0];
-                    const int iw = ow * q.stride[1] - q.pad[1] + s * q.dilation[1];
-                    if (ih < 0 || iw < 0 || ih >= q.x.dim[2] || iw >= q.x.dim[3]) continue;
-                    const double gv = at(g, q.x, n, (f / Kg) * Cg + ci, ih, iw);
-                    if (want_dx)
-                      edx[((static_cast<size_t>(n) * F + f) * q.y.dim[2] + oh) * q.y.dim[3] + ow] +=
-                          gv * wat(w, q.w, f, ci, r, s);
-                    if (want_dw) edw[((static_cast<size_t>(f) * Cg + ci) * q.w.dim[2] + r) * q.w.dim[3] + s] += gv * xv;
-                  }
-            }
+      for_each_tap(q, [&](int n, int f, int oh, int ow, int ch, int ci, int r, int s, int ih, int iw) {
+        const double gv = at(g, q.x, n, ch, ih, iw);
+        if (want_dx)
+          edx[((static_cast<size_t>(n) * F + f) * q.y.dim[2] + oh) * q.y.dim[3] + ow] += gv * wat(w, q.w, f, ci, r, s);
+        if (want_dw)
+          edw[((static_cast<size_t>(f) * Cg + ci) * q.w.dim[2] + r) * q.w.dim[3] + s] += gv * at(x, q.y, n, f, oh, ow);
+      });
       double worst = 0;
       if (want_dx)
         for (int n = 0; n < q.y.dim[0]; n++)

@@ -98,22 +98,20 @@ TEST_F(CudnnPlan, ConvolutionForwardMeansWhatCpuRefComputes) {
     // cuDNN checks y against its own extent formula.
     ASSERT_EQ(p.y.dim[2], cudnn_out(c.H, p.pad[0], c.KH, p.dilation[0], p.stride[0]));
     ASSERT_EQ(p.y.dim[3], cudnn_out(c.W, p.pad[1], c.KW, p.dilation[1], p.stride[1]));
-    // cuDNN's cross-correlation over the plan.
-    const int Cg = p.w.dim[1], Kg = p.w.dim[0] / p.groups;
+    // cuDNN's cross-correlation over the plan, then the bias.
+    std::vector<double> e(static_cast<size_t>(p.y.dim[0]) * p.y.dim[1] * p.y.dim[2] * p.y.dim[3], 0.0);
+    auto E = [&](int n, int k, int oh, int ow) -> double& {
+      return e[((static_cast<size_t>(n) * p.y.dim[1] + k) * p.y.dim[2] + oh) * p.y.dim[3] + ow];
+    };
+    for_each_tap(p, [&](int n, int k, int oh, int ow, int ch, int ci, int r, int q, int h, int ww) {
+      E(n, k, oh, ow) += static_cast<double>(at(x, p.x, n, ch, h, ww)) * wat(w, p.w, k, ci, r, q);
+    });
     double worst = 0;
     for (int n = 0; n < p.y.dim[0]; n++)
       for (int k = 0; k < p.y.dim[1]; k++)
         for (int oh = 0; oh < p.y.dim[2]; oh++)
           for (int ow = 0; ow < p.y.dim[3]; ow++) {
-            double s = p.has_bias ? b.get()->data.f32[k * p.bias.stride[1]] : 0;
-            for (int ci = 0; ci < Cg; ci++)
-              for (int r = 0; r < p.w.dim[2]; r++)
-                for (int q = 0; q < p.w.dim[3]; q++) {
-                  const int h = oh * p.stride[0] - p.pad[0] + r * p.dilation[0];
-                  const int ww = ow * p.stride[1] - p.pad[1] + q * p.dilation[1];
-                  if (h < 0 || ww < 0 || h >= p.x.dim[2] || ww >= p.x.dim[3]) continue;
-                  s += static_cast<double>(at(x, p.x, n, (k / Kg) * Cg + ci, h, ww)) * wat(w, p.w, k, ci, r, q);
-                }
+            const double s = (p.has_bias ? b.get()->data.f32[k * p.bias.stride[1]] : 0) + E(n, k, oh, ow);
             worst = std::max(worst, std::fabs(s - at(y, p.y, n, k, oh, ow)));
           }
     EXPECT_LE(worst, 1e-4);
@@ -152,27 +150,14 @@ TEST_F(CudnnPlan, ConvolutionBackwardMeansWhatCpuRefComputes) {
       if (want_db) expect_bias_gradient(g, gd, db, p.conv.bias);
       if (p.bias_only) continue;
       const cp::Conv& q = p.conv;
-      const int Cg = q.w.dim[1], Kg = q.w.dim[0] / q.groups;
+      const int Cg = q.w.dim[1];
       std::vector<double> edx(static_cast<size_t>(c.N) * c.C * c.H * c.W, 0.0),
           edw(static_cast<size_t>(c.K) * Cg * c.KH * c.KW, 0.0);
-      for (int n = 0; n < gd.dim[0]; n++)
-        for (int k = 0; k < gd.dim[1]; k++)
-          for (int oh = 0; oh < gd.dim[2]; oh++)
-            for (int ow = 0; ow < gd.dim[3]; ow++) {
-              const double gv = at(g, gd, n, k, oh, ow);
-              for (int ci = 0; ci < Cg; ci++)
-                for (int r = 0; r < q.w.dim[2]; r++)
-                  for (int s = 0; s < q.w.dim[3]; s++) {
-                    const int h = oh * q.stride[0] - q.pad[0] + r * q.dilation[0];
-                    const int ww = ow * q.stride[1] - q.pad[1] + s * q.dilation[1];
-                    if (h < 0 || ww < 0 || h >= q.x.dim[2] || ww >= q.x.dim[3]) continue;
-                    const int cc = (k / Kg) * Cg + ci;
-                    if (want_dx)
-                      edx[((static_cast<size_t>(n) * c.C + cc) * c.H + h) * c.W + ww] += gv * wat(w, q.w, k, ci, r, s);
-                    if (want_dw)
-                      edw[((static_cast<size_t>(k) * Cg + ci) * c.KH + r) * c.KW + s] += gv * at(x, q.x, n, cc, h, ww);
-                  }
-            }
+      for_each_tap(q, [&](int n, int k, int oh, int ow, int cc, int ci, int r, int s, int h, int ww) {
+        const double gv = at(g, gd, n, k, oh, ow);
+        if (want_dx) edx[((static_cast<size_t>(n) * c.C + cc) * c.H + h) * c.W + ww] += gv * wat(w, q.w, k, ci, r, s);
+        if (want_dw) edw[((static_cast<size_t>(k) * Cg + ci) * c.KH + r) * c.KW + s] += gv * at(x, q.x, n, cc, h, ww);
+      });
       double worst = 0;
       if (want_dx)
         for (int n = 0; n < c.N; n++)

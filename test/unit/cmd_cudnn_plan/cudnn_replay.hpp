@@ -39,6 +39,30 @@ inline int cudnn_out(int in, int pad, int filter, int dil, int stride) {
   return (in + 2 * pad - ((filter - 1) * dil + 1)) / stride + 1;
 }
 
+// cuDNN's cross-correlation over a plan (cudnnConvolutionForward's definition,
+// which its backward-data and backward-filter calls share): for every
+// position (n, k, oh, ow) of q.y and every tap (ci, r, s) of filter k that
+// lands inside q.x, visit(n, k, oh, ow, c, ci, r, s, h, w), with
+// c = (k / Kg) * Cg + ci the tap's channel of x (Cg = q.w.dim[1] channels and
+// Kg filters per group) and (h, w) = (oh, ow) * stride - pad + (r, s) * dilation
+// its position there.
+template <class Visit>
+void for_each_tap(const cp::Conv& q, Visit&& visit) {
+  const int Cg = q.w.dim[1], Kg = q.w.dim[0] / q.groups;
+  for (int n = 0; n < q.y.dim[0]; n++)
+    for (int k = 0; k < q.y.dim[1]; k++)
+      for (int oh = 0; oh < q.y.dim[2]; oh++)
+        for (int ow = 0; ow < q.y.dim[3]; ow++)
+          for (int ci = 0; ci < Cg; ci++)
+            for (int r = 0; r < q.w.dim[2]; r++)
+              for (int s = 0; s < q.w.dim[3]; s++) {
+                const int h = oh * q.stride[0] - q.pad[0] + r * q.dilation[0];
+                const int w = ow * q.stride[1] - q.pad[1] + s * q.dilation[1];
+                if (h < 0 || w < 0 || h >= q.x.dim[2] || w >= q.x.dim[3]) continue;
+                visit(n, k, oh, ow, (k / Kg) * Cg + ci, ci, r, s, h, w);
+              }
+}
+
 inline T make(const std::vector<int>& shape, int format, bool view) {
   return view ? T::view(CCV_32F, shape, format) : T(CCV_32F, shape, format);
 }
