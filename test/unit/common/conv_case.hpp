@@ -1,6 +1,7 @@
 // The geometry of one convolution or transposed-convolution test case, as the
-// cuDNN plan tests (test/unit/cmd_cudnn_plan) and the GPU tests
-// (test/unit/cuda/convt_gpu_test.cpp) state it: x is N, H, W, C (NHWC) or
+// cuDNN plan tests (test/unit/cmd_cudnn_plan), the GPU tests
+// (test/unit/cuda/convt_gpu_test.cpp, cudnn_test.cpp) and the transposed
+// convolution's own tests (test/unit/cmd_convolution_transpose) state it: x is N, H, W, C (NHWC) or
 // N, C, H, W (NCHW), optionally unbatched (3-d) or a view; the output is
 // OH x OW with K channels; stride, padding (begin / end) and dilation per
 // axis, groups, and for the transposed convolution output_padding. Weights:
@@ -37,6 +38,8 @@ struct ConvCase {
     if (!batched) d.erase(d.begin());
     return d;
   }
+  std::vector<int> x_shape() const { return img(N, H, W, C); }
+  std::vector<int> y_shape() const { return img(N, OH(), OW(), K); }
   std::vector<int> w_shape() const {
     const int out = Transposed ? C : K, per_group = Transposed ? K / G : C / G;
     return format == CCV_TENSOR_FORMAT_NHWC ? std::vector<int>{out, KH, KW, per_group}
