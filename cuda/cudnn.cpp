@@ -586,6 +586,23 @@ int find_backward_filter(cudnnHandle_t h, const ConvDescs& d, const void* x, con
   return fastest(perf, n, d.math, ws.bytes);
 }
 
+// What every autotune below shares: on t's device, its stream and cuDNN
+// handle (held for the call), the plan's descriptors and Find's workspace;
+// pick(h, d, ws) runs the Find calls and returns the choice. Errors throw (the
+// callers answer -1: the heuristics then).
+template <class Pick>
+int tune(ccv_nnc_stream_context_t* stream_context, const ccv_nnc_tensor_t* t, const cudnn_plan::Conv& p,
+         size_t max_workspace_size, const char* what, Pick pick) {
+  const int device = device_of(t);
+  const cudaStream_t s = stream_of(stream_context, device, what);
+  const Lease h(stream_context, device, s, what);
+  ConvDescs d(p, what);
+  TuneScratch ws(tune_limit(max_workspace_size), s, what);
+  const int algo = pick(h, d, ws);
+  finish(stream_context, s, what);
+  return algo;
+}
+
 int conv_forward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_size, const ccv_nnc_hint_t hint,
                           const int, ccv_nnc_tensor_t* const* const inputs, const int input_size,
                           ccv_nnc_tensor_t* const* const outputs, const int output_size,
@@ -598,14 +615,10 @@ int conv_forward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_si
     ccv_nnc_tensor_t* y = outputs[0];
     cudnn_plan::Conv p;
     if (!cudnn_plan::conv_forward(cmd, hint, x, w, input_size > 2 ? inputs[2] : nullptr, y, &p, nullptr)) return -1;
-    const int device = device_of(y);
-    const cudaStream_t s = stream_of(stream_context, device, what);
-    const Lease h(stream_context, device, s, what);
-    ConvDescs d(p, what);
-    TuneScratch ws(tune_limit(max_workspace_size), s, what);
-    const int algo = find_forward(h, d, x->data.f32, w->data.f32, d.y, y->data.f32, ws, what);
-    finish(stream_context, s, what);
-    return algo;
+    return tune(stream_context, y, p, max_workspace_size, what,
+                [&](cudnnHandle_t h, const ConvDescs& d, const TuneScratch& ws) {
+                  return find_forward(h, d, x->data.f32, w->data.f32, d.y, y->data.f32, ws, what);
+                });
   } catch (...) {
     return -1;  // the heuristics then
   }
@@ -621,20 +634,18 @@ int conv_backward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_s
     if (!cudnn_plan::conv_backward(cmd, hint, inputs, input_size, outputs, output_size, &p, nullptr) || p.bias_only)
       return -1;
     const conv_rules::BackwardIo io = conv_rules::backward_io(inputs, input_size, outputs, output_size);
-    const int device = device_of(io.g);
-    const cudaStream_t s = stream_of(stream_context, device, what);
-    const Lease h(stream_context, device, s, what);
-    ConvDescs d(p.conv, what);
-    TuneScratch ws(tune_limit(max_workspace_size), s, what);
-    int data = -1, filter = -1;
-    if (p.dx) {
-      TensorDesc dx(what);
-      set_tensor(dx, p.dx_desc, what);
-      data = find_backward_data(h, d, io.w->data.f32, io.g->data.f32, dx, io.dx->data.f32, ws, what);
-    }
-    if (p.dw) filter = find_backward_filter(h, d, io.x->data.f32, io.g->data.f32, io.dw->data.f32, ws, what);
-    finish(stream_context, s, what);
-    return cudnn_plan::pack_backward_algorithms(data, filter);
+    return tune(stream_context, io.g, p.conv, max_workspace_size, what,
+                [&](cudnnHandle_t h, const ConvDescs& d, const TuneScratch& ws) {
+                  int data = -1, filter = -1;
+                  if (p.dx) {
+                    TensorDesc dx(what);
+                    set_tensor(dx, p.dx_desc, what);
+                    data = find_backward_data(h, d, io.w->data.f32, io.g->data.f32, dx, io.dx->data.f32, ws, what);
+                  }
+                  if (p.dw)
+                    filter = find_backward_filter(h, d, io.x->data.f32, io.g->data.f32, io.dw->data.f32, ws, what);
+                  return cudnn_plan::pack_backward_algorithms(data, filter);
+                });
   } catch (...) {
     return -1;
   }
@@ -656,14 +667,10 @@ int convt_forward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_s
     cudnn_plan::ConvTranspose p;
     if (!cudnn_plan::conv_transpose_forward(cmd, hint, x, w, input_size > 2 ? inputs[2] : nullptr, y, &p, nullptr))
       return -1;
-    const int device = device_of(y);
-    const cudaStream_t s = stream_of(stream_context, device, what);
-    const Lease h(stream_context, device, s, what);
-    ConvDescs d(p.conv, what);
-    TuneScratch ws(tune_limit(max_workspace_size), s, what);
-    const int algo = find_backward_data(h, d, w->data.ptr, x->data.ptr, d.x, y->data.ptr, ws, what);
-    finish(stream_context, s, what);
-    return algo;
+    return tune(stream_context, y, p.conv, max_workspace_size, what,
+                [&](cudnnHandle_t h, const ConvDescs& d, const TuneScratch& ws) {
+                  return find_backward_data(h, d, w->data.ptr, x->data.ptr, d.x, y->data.ptr, ws, what);
+                });
   } catch (...) {
     return -1;
   }
@@ -680,20 +687,18 @@ int convt_backward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_
         p.bias_only)
       return -1;
     const conv_rules::BackwardIo io = conv_rules::backward_io(inputs, input_size, outputs, output_size);
-    const int device = device_of(io.g);
-    const cudaStream_t s = stream_of(stream_context, device, what);
-    const Lease h(stream_context, device, s, what);
-    ConvDescs d(p.conv, what);
-    TuneScratch ws(tune_limit(max_workspace_size), s, what);
-    int data = -1, filter = -1;
-    if (p.dx) {
-      TensorDesc dx(what);
-      set_tensor(dx, p.dx_desc, what, cudnn_type(p.conv.datatype));
-      data = find_forward(h, d, io.g->data.ptr, io.w->data.ptr, dx, io.dx->data.ptr, ws, what);
-    }
-    if (p.dw) filter = find_backward_filter(h, d, io.g->data.ptr, io.x->data.ptr, io.dw->data.ptr, ws, what);
-    finish(stream_context, s, what);
-    return cudnn_plan::pack_backward_algorithms(data, filter);
+    return tune(stream_context, io.g, p.conv, max_workspace_size, what,
+                [&](cudnnHandle_t h, const ConvDescs& d, const TuneScratch& ws) {
+                  int data = -1, filter = -1;
+                  if (p.dx) {
+                    TensorDesc dx(what);
+                    set_tensor(dx, p.dx_desc, what, cudnn_type(p.conv.datatype));
+                    data = find_forward(h, d, io.g->data.ptr, io.w->data.ptr, dx, io.dx->data.ptr, ws, what);
+                  }
+                  if (p.dw)
+                    filter = find_backward_filter(h, d, io.g->data.ptr, io.x->data.ptr, io.dw->data.ptr, ws, what);
+                  return cudnn_plan::pack_backward_algorithms(data, filter);
+                });
   } catch (...) {
     return -1;
   }
