@@ -272,17 +272,124 @@ bool all_on_gpu(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_
   return true;
 }
 
+// ---- the convolution's three cuDNN calls (the transposed convolution makes the same ones, roles exchanged) ----
+// Each asks the heuristics, then runs through run_with_algorithms. key_op and
+// key_dx name the call in the algorithm cache (the convolution's forward 0,
+// data 1, filter 2; the transposed convolution's forward 11 (a data gradient),
+// dw 12 (a filter gradient), dx 13 (a forward)); algorithm: the caller's
+// preferred one (autotune's pick) or -1.
+
+// y (described by y_d) = the convolution of x (described by d.x) with w.
+void conv_forward_call(cudnnHandle_t h, const ConvDescs& d, int device, const cudnn_plan::Conv& p, int key_op,
+                       const Tensor4* key_dx, int algorithm, const void* x, const void* w, cudnnTensorDescriptor_t y_d,
+                       void* y, cudaStream_t s, const char* what) {
+  auto heuristics = [&] {
+    int max_algos = 0;
+    NNC_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_algos), what);
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
+    int found = 0;
+    NNC_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, y_d, max_algos, &found, perf.data()),
+                    what);
+    perf.resize(static_cast<size_t>(found));
+    return perf;
+  };
+  const float one = 1, zero = 0;
+  run_with_algorithms<cudnnConvolutionFwdAlgo_t>(
+      algo_key(key_op, device, d.math, p, key_dx), algorithm, heuristics, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, d.math, s,
+      [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
+        return cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, y_d, a, bytes);
+      },
+      [&](cudnnConvolutionFwdAlgo_t a, void* ws, size_t bytes) {
+        return cudnnConvolutionForward(h, &one, d.x, x, d.w, w, d.conv, a, ws, bytes, &zero, y_d, y);
+      },
+      what);
+}
+
+// dx (described by dx_d) = the data gradient of the convolution from dy
+// (described by d.y) and w.
+void conv_backward_data_call(cudnnHandle_t h, const ConvDescs& d, int device, const cudnn_plan::Conv& p, int key_op,
+                             const Tensor4* key_dx, int algorithm, const void* w, const void* dy,
+                             cudnnTensorDescriptor_t dx_d, void* dx, cudaStream_t s, const char* what) {
+  auto heuristics = [&] {
+    int max_algos = 0;
+    NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max_algos), what);
+    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
+    int found = 0;
+    NNC_CUDNN_CHECK(
+        cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, dx_d, max_algos, &found, perf.data()), what);
+    perf.resize(static_cast<size_t>(found));
+    return perf;
+  };
+  const float one = 1, zero = 0;
+  run_with_algorithms<cudnnConvolutionBwdDataAlgo_t>(
+      algo_key(key_op, device, d.math, p, key_dx), algorithm, heuristics, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, d.math,
+      s,
+      [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
+        return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, dx_d, a, bytes);
+      },
+      [&](cudnnConvolutionBwdDataAlgo_t a, void* ws, size_t bytes) {
+        return cudnnConvolutionBackwardData(h, &one, d.w, w, d.y, dy, d.conv, a, ws, bytes, &zero, dx_d, dx);
+      },
+      what);
+}
+
+// dw (described by d.w) = the filter gradient of the convolution from x
+// (described by d.x) and dy (described by d.y).
+void conv_backward_filter_call(cudnnHandle_t h, const ConvDescs& d, int device, const cudnn_plan::Conv& p, int key_op,
+                               int algorithm, const void* x, const void* dy, void* dw, cudaStream_t s,
+                               const char* what) {
+  auto heuristics = [&] {
+    int max_algos = 0;
+    NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max_algos), what);
+    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
+    int found = 0;
+    NNC_CUDNN_CHECK(
+        cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, max_algos, &found, perf.data()), what);
+    perf.resize(static_cast<size_t>(found));
+    return perf;
+  };
+  const float one = 1, zero = 0;
+  run_with_algorithms<cudnnConvolutionBwdFilterAlgo_t>(
+      algo_key(key_op, device, d.math, p, nullptr), algorithm, heuristics, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+      d.math, s,
+      [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
+        return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, a, bytes);
+      },
+      [&](cudnnConvolutionBwdFilterAlgo_t a, void* ws, size_t bytes) {
+        return cudnnConvolutionBackwardFilter(h, &one, d.x, x, d.y, dy, d.conv, a, ws, bytes, &zero, d.w, dw);
+      },
+      what);
+}
+
+// y (described by y_d) += the bias p.bias, broadcast (p.datatype's storage type).
+void add_bias(cudnnHandle_t h, const cudnn_plan::Conv& p, const void* bias, cudnnTensorDescriptor_t y_d, void* y,
+              const char* what) {
+  const float one = 1;
+  TensorDesc b(what);
+  set_tensor(b, p.bias, what, cudnn_type(p.datatype));
+  NNC_CUDNN_CHECK(cudnnAddTensor(h, &one, b, bias, &one, y_d, y), what);
+}
+
 // ---- convolution ----
 
-bool accept_conv_forward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
-                         ccv_nnc_tensor_t* const* outputs, int output_size) {
+// The accept functions of both families: operands on the GPU and the plan's
+// checks that need no hint (types, the weights' format and packing). The
+// hint is not known here: exec plans with it and fails, with a message, the
+// padding cuDNN cannot express.
+template <bool (*Tensors)(const ccv_nnc_tensor_t*, const ccv_nnc_tensor_t*, const ccv_nnc_tensor_t*,
+                          const ccv_nnc_tensor_t*, std::string*)>
+bool accept_forward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                    ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (input_size < 2 || output_size < 1 || !inputs[0] || !inputs[1] || !outputs[0]) return false;
   if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
-  // The hint is not known here: only the checks that need none (types, the
-  // weights' format and packing); exec plans with the hint and fails, with a
-  // message, the padding cuDNN cannot express.
-  return cudnn_plan::conv_forward_tensors(inputs[0], inputs[1], input_size > 2 ? inputs[2] : nullptr, outputs[0],
-                                          nullptr);
+  return Tensors(inputs[0], inputs[1], input_size > 2 ? inputs[2] : nullptr, outputs[0], nullptr);
+}
+template <bool (*Tensors)(ccv_nnc_tensor_t* const*, int, ccv_nnc_tensor_t* const*, int, std::string*)>
+bool accept_backward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                     ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (input_size < 1 || output_size < 1 || !inputs[0]) return false;
+  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
+  return Tensors(inputs, input_size, outputs, output_size, nullptr);
 }
 
 NNC_KERNEL(conv_forward) {
@@ -299,41 +406,10 @@ NNC_KERNEL(conv_forward) {
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(stream_context, device, s, what);
   ConvDescs d(p, what);
-  auto heuristics = [&] {
-    int max_algos = 0;
-    NNC_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_algos), what);
-    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
-    int found = 0;
-    NNC_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, max_algos, &found, perf.data()),
-                    what);
-    perf.resize(static_cast<size_t>(found));
-    return perf;
-  };
-  const float one = 1, zero = 0;
-  run_with_algorithms<cudnnConvolutionFwdAlgo_t>(
-      algo_key(0, device, d.math, p, nullptr), cmd.algorithm, heuristics, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, d.math, s,
-      [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
-        return cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, a, bytes);
-      },
-      [&](cudnnConvolutionFwdAlgo_t a, void* ws, size_t bytes) {
-        return cudnnConvolutionForward(h, &one, d.x, x->data.f32, d.w, w->data.f32, d.conv, a, ws, bytes, &zero, d.y,
-                                       y->data.f32);
-      },
-      what);
-  if (p.has_bias) {
-    TensorDesc b(what);
-    set_tensor(b, p.bias, what);
-    NNC_CUDNN_CHECK(cudnnAddTensor(h, &one, b, bias->data.f32, &one, d.y, y->data.f32), what);
-  }
+  conv_forward_call(h, d, device, p, 0, nullptr, cmd.algorithm, x->data.f32, w->data.f32, d.y, y->data.f32, s, what);
+  if (p.has_bias) add_bias(h, p, bias->data.f32, d.y, y->data.f32, what);
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
-}
-
-bool accept_conv_backward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
-                          ccv_nnc_tensor_t* const* outputs, int output_size) {
-  if (input_size < 1 || output_size < 1 || !inputs[0]) return false;
-  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
-  return cudnn_plan::conv_backward_tensors(inputs, input_size, outputs, output_size, nullptr);
 }
 
 NNC_KERNEL(conv_backward) {
@@ -355,54 +431,14 @@ NNC_KERNEL(conv_backward) {
   }
   if (!p.bias_only) {
     ConvDescs d(p.conv, what);
-    if (p.dw) {
-      auto heuristics = [&] {
-        int max_algos = 0;
-        NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max_algos), what);
-        std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
-        int found = 0;
-        NNC_CUDNN_CHECK(
-            cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, max_algos, &found, perf.data()),
-            what);
-        perf.resize(static_cast<size_t>(found));
-        return perf;
-      };
-      run_with_algorithms<cudnnConvolutionBwdFilterAlgo_t>(
-          algo_key(2, device, d.math, p.conv, nullptr), cudnn_plan::backward_filter_algorithm(cmd.algorithm),
-          heuristics, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, d.math, s,
-          [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
-            return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, a, bytes);
-          },
-          [&](cudnnConvolutionBwdFilterAlgo_t a, void* ws, size_t bytes) {
-            return cudnnConvolutionBackwardFilter(h, &one, d.x, io.x->data.f32, d.y, io.g->data.f32, d.conv, a, ws,
-                                                  bytes, &zero, d.w, io.dw->data.f32);
-          },
-          what);
-    }
+    if (p.dw)
+      conv_backward_filter_call(h, d, device, p.conv, 2, cudnn_plan::backward_filter_algorithm(cmd.algorithm),
+                                io.x->data.f32, io.g->data.f32, io.dw->data.f32, s, what);
     if (p.dx) {
       TensorDesc dx(what);
       set_tensor(dx, p.dx_desc, what);
-      auto heuristics = [&] {
-        int max_algos = 0;
-        NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max_algos), what);
-        std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
-        int found = 0;
-        NNC_CUDNN_CHECK(
-            cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, dx, max_algos, &found, perf.data()), what);
-        perf.resize(static_cast<size_t>(found));
-        return perf;
-      };
-      run_with_algorithms<cudnnConvolutionBwdDataAlgo_t>(
-          algo_key(1, device, d.math, p.conv, &p.dx_desc), cudnn_plan::backward_data_algorithm(cmd.algorithm),
-          heuristics, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, d.math, s,
-          [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
-            return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, dx, a, bytes);
-          },
-          [&](cudnnConvolutionBwdDataAlgo_t a, void* ws, size_t bytes) {
-            return cudnnConvolutionBackwardData(h, &one, d.w, io.w->data.f32, d.y, io.g->data.f32, d.conv, a, ws, bytes,
-                                                &zero, dx, io.dx->data.f32);
-          },
-          what);
+      conv_backward_data_call(h, d, device, p.conv, 1, &p.dx_desc, cudnn_plan::backward_data_algorithm(cmd.algorithm),
+                              io.w->data.f32, io.g->data.f32, dx, io.dx->data.f32, s, what);
     }
   }
   finish(stream_context, s, what);
@@ -415,41 +451,6 @@ void reduce_sum(cudnnHandle_t h, cudnnTensorDescriptor_t ad, const void* a, cudn
 
 // ---- transposed convolution: the convolution's data gradient, roles exchanged ----
 // (cudnn_plan::ConvTranspose: conv.x describes NNC's y or g, conv.y NNC's x.)
-
-bool accept_convt_forward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
-                          ccv_nnc_tensor_t* const* outputs, int output_size) {
-  if (input_size < 2 || output_size < 1 || !inputs[0] || !inputs[1] || !outputs[0]) return false;
-  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
-  return cudnn_plan::conv_transpose_forward_tensors(inputs[0], inputs[1], input_size > 2 ? inputs[2] : nullptr,
-                                                    outputs[0], nullptr);
-}
-
-// dst (described by dst_d) = the data gradient of the convolution d from src
-// (described by d.y): NNC's transposed-convolution forward.
-void convt_backward_data(cudnnHandle_t h, const ConvDescs& d, int device, const cudnn_plan::Conv& p, int algorithm,
-                         const void* w, const void* src, cudnnTensorDescriptor_t dst_d, void* dst, cudaStream_t s,
-                         const char* what) {
-  auto heuristics = [&] {
-    int max_algos = 0;
-    NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max_algos), what);
-    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
-    int found = 0;
-    NNC_CUDNN_CHECK(
-        cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, dst_d, max_algos, &found, perf.data()), what);
-    perf.resize(static_cast<size_t>(found));
-    return perf;
-  };
-  const float one = 1, zero = 0;
-  run_with_algorithms<cudnnConvolutionBwdDataAlgo_t>(
-      algo_key(11, device, d.math, p, nullptr), algorithm, heuristics, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, d.math, s,
-      [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
-        return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, dst_d, a, bytes);
-      },
-      [&](cudnnConvolutionBwdDataAlgo_t a, void* ws, size_t bytes) {
-        return cudnnConvolutionBackwardData(h, &one, d.w, w, d.y, src, d.conv, a, ws, bytes, &zero, dst_d, dst);
-      },
-      what);
-}
 
 NNC_KERNEL(convt_forward) {
   static const char* what = "CONVOLUTION_TRANSPOSE_FORWARD (GPU_CUDNN)";
@@ -465,22 +466,12 @@ NNC_KERNEL(convt_forward) {
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(stream_context, device, s, what);
   ConvDescs d(p.conv, what);
-  convt_backward_data(h, d, device, p.conv, cmd.algorithm, w->data.ptr, x->data.ptr, d.x, y->data.ptr, s, what);
-  if (p.conv.has_bias) {
-    const float one = 1;
-    TensorDesc b(what);
-    set_tensor(b, p.conv.bias, what, cudnn_type(p.conv.datatype));
-    NNC_CUDNN_CHECK(cudnnAddTensor(h, &one, b, bias->data.ptr, &one, d.x, y->data.ptr), what);
-  }
+  // NNC's y is the data gradient of the convolution from dy = NNC's x.
+  conv_backward_data_call(h, d, device, p.conv, 11, nullptr, cmd.algorithm, w->data.ptr, x->data.ptr, d.x, y->data.ptr,
+                          s, what);
+  if (p.conv.has_bias) add_bias(h, p.conv, bias->data.ptr, d.x, y->data.ptr, what);
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
-}
-
-bool accept_convt_backward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
-                           ccv_nnc_tensor_t* const* outputs, int output_size) {
-  if (input_size < 1 || output_size < 1 || !inputs[0]) return false;
-  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
-  return cudnn_plan::conv_transpose_backward_tensors(inputs, input_size, outputs, output_size, nullptr);
 }
 
 NNC_KERNEL(convt_backward) {
@@ -509,54 +500,14 @@ NNC_KERNEL(convt_backward) {
   }
   if (!p.bias_only) {
     ConvDescs d(p.conv, what);
-    if (p.dw) {  // cuDNN's filter gradient with x = g and dy = NNC's x
-      auto heuristics = [&] {
-        int max_algos = 0;
-        NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max_algos), what);
-        std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
-        int found = 0;
-        NNC_CUDNN_CHECK(
-            cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, max_algos, &found, perf.data()),
-            what);
-        perf.resize(static_cast<size_t>(found));
-        return perf;
-      };
-      run_with_algorithms<cudnnConvolutionBwdFilterAlgo_t>(
-          algo_key(12, device, d.math, p.conv, nullptr), cudnn_plan::backward_filter_algorithm(cmd.algorithm),
-          heuristics, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, d.math, s,
-          [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
-            return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, a, bytes);
-          },
-          [&](cudnnConvolutionBwdFilterAlgo_t a, void* ws, size_t bytes) {
-            return cudnnConvolutionBackwardFilter(h, &one, d.x, io.g->data.ptr, d.y, io.x->data.ptr, d.conv, a, ws,
-                                                  bytes, &zero, d.w, io.dw->data.ptr);
-          },
-          what);
-    }
+    if (p.dw)  // cuDNN's filter gradient with x = g and dy = NNC's x
+      conv_backward_filter_call(h, d, device, p.conv, 12, cudnn_plan::backward_filter_algorithm(cmd.algorithm),
+                                io.g->data.ptr, io.x->data.ptr, io.dw->data.ptr, s, what);
     if (p.dx) {  // cuDNN's forward convolution of g into x's shape
       TensorDesc dx(what);
       set_tensor(dx, p.dx_desc, what, type);
-      auto heuristics = [&] {
-        int max_algos = 0;
-        NNC_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_algos), what);
-        std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
-        int found = 0;
-        NNC_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, dx, max_algos, &found, perf.data()),
-                        what);
-        perf.resize(static_cast<size_t>(found));
-        return perf;
-      };
-      run_with_algorithms<cudnnConvolutionFwdAlgo_t>(
-          algo_key(13, device, d.math, p.conv, &p.dx_desc), cudnn_plan::backward_data_algorithm(cmd.algorithm),
-          heuristics, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, d.math, s,
-          [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
-            return cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, dx, a, bytes);
-          },
-          [&](cudnnConvolutionFwdAlgo_t a, void* ws, size_t bytes) {
-            return cudnnConvolutionForward(h, &one, d.x, io.g->data.ptr, d.w, io.w->data.ptr, d.conv, a, ws, bytes,
-                                           &zero, dx, io.dx->data.ptr);
-          },
-          what);
+      conv_forward_call(h, d, device, p.conv, 13, &p.dx_desc, cudnn_plan::backward_data_algorithm(cmd.algorithm),
+                        io.g->data.ptr, io.w->data.ptr, dx, io.dx->data.ptr, s, what);
     }
   }
   finish(stream_context, s, what);
@@ -599,6 +550,59 @@ struct TuneScratch {
   void* get() const { return s ? s->get() : nullptr; }
 };
 
+// Find for each of the three calls (the same operands as conv_forward_call,
+// conv_backward_data_call, conv_backward_filter_call; outputs are overwritten):
+// the fastest algorithm that fits ws, or -1.
+int find_forward(cudnnHandle_t h, const ConvDescs& d, const void* x, const void* w, cudnnTensorDescriptor_t y_d,
+                 void* y, const TuneScratch& ws, const char* what) {
+  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  int n = 0;
+  NNC_CUDNN_CHECK(
+      cudnnFindConvolutionForwardAlgorithmEx(h, d.x, x, d.w, w, d.conv, y_d, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n,
+                                             perf, ws.get(), ws.bytes),
+      what);
+  return fastest(perf, n, d.math, ws.bytes);
+}
+
+int find_backward_data(cudnnHandle_t h, const ConvDescs& d, const void* w, const void* dy, cudnnTensorDescriptor_t dx_d,
+                       void* dx, const TuneScratch& ws, const char* what) {
+  cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+  int n = 0;
+  NNC_CUDNN_CHECK(
+      cudnnFindConvolutionBackwardDataAlgorithmEx(h, d.w, w, d.y, dy, d.conv, dx_d, dx,
+                                                  CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws.get(), ws.bytes),
+      what);
+  return fastest(perf, n, d.math, ws.bytes);
+}
+
+int find_backward_filter(cudnnHandle_t h, const ConvDescs& d, const void* x, const void* dy, void* dw,
+                         const TuneScratch& ws, const char* what) {
+  cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+  int n = 0;
+  NNC_CUDNN_CHECK(
+      cudnnFindConvolutionBackwardFilterAlgorithmEx(
+          h, d.x, x, d.y, dy, d.conv, d.w, dw, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws.get(), ws.bytes),
+      what);
+  return fastest(perf, n, d.math, ws.bytes);
+}
+
+// What every autotune below shares: on t's device, its stream and cuDNN
+// handle (held for the call), the plan's descriptors and Find's workspace;
+// pick(h, d, ws) runs the Find calls and returns the choice. Errors throw (the
+// callers answer -1: the heuristics then).
+template <class Pick>
+int tune(ccv_nnc_stream_context_t* stream_context, const ccv_nnc_tensor_t* t, const cudnn_plan::Conv& p,
+         size_t max_workspace_size, const char* what, Pick pick) {
+  const int device = device_of(t);
+  const cudaStream_t s = stream_of(stream_context, device, what);
+  const Lease h(stream_context, device, s, what);
+  ConvDescs d(p, what);
+  TuneScratch ws(tune_limit(max_workspace_size), s, what);
+  const int algo = pick(h, d, ws);
+  finish(stream_context, s, what);
+  return algo;
+}
+
 int conv_forward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_size, const ccv_nnc_hint_t hint,
                           const int, ccv_nnc_tensor_t* const* const inputs, const int input_size,
                           ccv_nnc_tensor_t* const* const outputs, const int output_size,
@@ -611,19 +615,10 @@ int conv_forward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_si
     ccv_nnc_tensor_t* y = outputs[0];
     cudnn_plan::Conv p;
     if (!cudnn_plan::conv_forward(cmd, hint, x, w, input_size > 2 ? inputs[2] : nullptr, y, &p, nullptr)) return -1;
-    const int device = device_of(y);
-    const cudaStream_t s = stream_of(stream_context, device, what);
-    const Lease h(stream_context, device, s, what);
-    ConvDescs d(p, what);
-    TuneScratch ws(tune_limit(max_workspace_size), s, what);
-    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    int n = 0;
-    NNC_CUDNN_CHECK(
-        cudnnFindConvolutionForwardAlgorithmEx(h, d.x, x->data.f32, d.w, w->data.f32, d.conv, d.y, y->data.f32,
-                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ws.get(), ws.bytes),
-        what);
-    finish(stream_context, s, what);
-    return fastest(perf, n, d.math, ws.bytes);
+    return tune(stream_context, y, p, max_workspace_size, what,
+                [&](cudnnHandle_t h, const ConvDescs& d, const TuneScratch& ws) {
+                  return find_forward(h, d, x->data.f32, w->data.f32, d.y, y->data.f32, ws, what);
+                });
   } catch (...) {
     return -1;  // the heuristics then
   }
@@ -639,34 +634,18 @@ int conv_backward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_s
     if (!cudnn_plan::conv_backward(cmd, hint, inputs, input_size, outputs, output_size, &p, nullptr) || p.bias_only)
       return -1;
     const conv_rules::BackwardIo io = conv_rules::backward_io(inputs, input_size, outputs, output_size);
-    const int device = device_of(io.g);
-    const cudaStream_t s = stream_of(stream_context, device, what);
-    const Lease h(stream_context, device, s, what);
-    ConvDescs d(p.conv, what);
-    TuneScratch ws(tune_limit(max_workspace_size), s, what);
-    int data = -1, filter = -1;
-    if (p.dx) {
-      TensorDesc dx(what);
-      set_tensor(dx, p.dx_desc, what);
-      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-      int n = 0;
-      NNC_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
-                          h, d.w, io.w->data.f32, d.y, io.g->data.f32, d.conv, dx, io.dx->data.f32,
-                          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws.get(), ws.bytes),
-                      what);
-      data = fastest(perf, n, d.math, ws.bytes);
-    }
-    if (p.dw) {
-      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-      int n = 0;
-      NNC_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-                          h, d.x, io.x->data.f32, d.y, io.g->data.f32, d.conv, d.w, io.dw->data.f32,
-                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws.get(), ws.bytes),
-                      what);
-      filter = fastest(perf, n, d.math, ws.bytes);
-    }
-    finish(stream_context, s, what);
-    return cudnn_plan::pack_backward_algorithms(data, filter);
+    return tune(stream_context, io.g, p.conv, max_workspace_size, what,
+                [&](cudnnHandle_t h, const ConvDescs& d, const TuneScratch& ws) {
+                  int data = -1, filter = -1;
+                  if (p.dx) {
+                    TensorDesc dx(what);
+                    set_tensor(dx, p.dx_desc, what);
+                    data = find_backward_data(h, d, io.w->data.f32, io.g->data.f32, dx, io.dx->data.f32, ws, what);
+                  }
+                  if (p.dw)
+                    filter = find_backward_filter(h, d, io.x->data.f32, io.g->data.f32, io.dw->data.f32, ws, what);
+                  return cudnn_plan::pack_backward_algorithms(data, filter);
+                });
   } catch (...) {
     return -1;
   }
@@ -688,19 +667,10 @@ int convt_forward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_s
     cudnn_plan::ConvTranspose p;
     if (!cudnn_plan::conv_transpose_forward(cmd, hint, x, w, input_size > 2 ? inputs[2] : nullptr, y, &p, nullptr))
       return -1;
-    const int device = device_of(y);
-    const cudaStream_t s = stream_of(stream_context, device, what);
-    const Lease h(stream_context, device, s, what);
-    ConvDescs d(p.conv, what);
-    TuneScratch ws(tune_limit(max_workspace_size), s, what);
-    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    int n = 0;
-    NNC_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(h, d.w, w->data.ptr, d.y, x->data.ptr, d.conv, d.x,
-                                                                y->data.ptr, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n,
-                                                                perf, ws.get(), ws.bytes),
-                    what);
-    finish(stream_context, s, what);
-    return fastest(perf, n, d.math, ws.bytes);
+    return tune(stream_context, y, p.conv, max_workspace_size, what,
+                [&](cudnnHandle_t h, const ConvDescs& d, const TuneScratch& ws) {
+                  return find_backward_data(h, d, w->data.ptr, x->data.ptr, d.x, y->data.ptr, ws, what);
+                });
   } catch (...) {
     return -1;
   }
@@ -717,34 +687,18 @@ int convt_backward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_
         p.bias_only)
       return -1;
     const conv_rules::BackwardIo io = conv_rules::backward_io(inputs, input_size, outputs, output_size);
-    const int device = device_of(io.g);
-    const cudaStream_t s = stream_of(stream_context, device, what);
-    const Lease h(stream_context, device, s, what);
-    ConvDescs d(p.conv, what);
-    TuneScratch ws(tune_limit(max_workspace_size), s, what);
-    int data = -1, filter = -1;
-    if (p.dx) {
-      TensorDesc dx(what);
-      set_tensor(dx, p.dx_desc, what, cudnn_type(p.conv.datatype));
-      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-      int n = 0;
-      NNC_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(h, d.x, io.g->data.ptr, d.w, io.w->data.ptr, d.conv, dx,
-                                                             io.dx->data.ptr, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n,
-                                                             perf, ws.get(), ws.bytes),
-                      what);
-      data = fastest(perf, n, d.math, ws.bytes);
-    }
-    if (p.dw) {
-      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-      int n = 0;
-      NNC_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-                          h, d.x, io.g->data.ptr, d.y, io.x->data.ptr, d.conv, d.w, io.dw->data.ptr,
-                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws.get(), ws.bytes),
-                      what);
-      filter = fastest(perf, n, d.math, ws.bytes);
-    }
-    finish(stream_context, s, what);
-    return cudnn_plan::pack_backward_algorithms(data, filter);
+    return tune(stream_context, io.g, p.conv, max_workspace_size, what,
+                [&](cudnnHandle_t h, const ConvDescs& d, const TuneScratch& ws) {
+                  int data = -1, filter = -1;
+                  if (p.dx) {
+                    TensorDesc dx(what);
+                    set_tensor(dx, p.dx_desc, what, cudnn_type(p.conv.datatype));
+                    data = find_forward(h, d, io.g->data.ptr, io.w->data.ptr, dx, io.dx->data.ptr, ws, what);
+                  }
+                  if (p.dw)
+                    filter = find_backward_filter(h, d, io.g->data.ptr, io.x->data.ptr, io.dw->data.ptr, ws, what);
+                  return cudnn_plan::pack_backward_algorithms(data, filter);
+                });
   } catch (...) {
     return -1;
   }
@@ -1191,15 +1145,18 @@ void register_cudnn(Registry& r) {
   t.formats = formats::kImage;
   // One "algorithm" each for autotune, whose pick (the autotune function:
   // cuDNN's Find) the kernel tries first.
-  r.add_kernels(t.accepting(accept_conv_forward).with_algorithms(1, conv_forward_autotune),
+  r.add_kernels(t.accepting(accept_forward<cudnn_plan::conv_forward_tensors>).with_algorithms(1, conv_forward_autotune),
                 {{CCV_NNC_CONVOLUTION_FORWARD, conv_forward}});
-  r.add_kernels(t.accepting(accept_conv_backward).with_algorithms(1, conv_backward_autotune),
-                {{CCV_NNC_CONVOLUTION_BACKWARD, conv_backward}});
+  r.add_kernels(
+      t.accepting(accept_backward<cudnn_plan::conv_backward_tensors>).with_algorithms(1, conv_backward_autotune),
+      {{CCV_NNC_CONVOLUTION_BACKWARD, conv_backward}});
   KernelTraits half = t;  // CONVOLUTION_TRANSPOSE: 32F and 16F
   half.datatypes = CCV_32F | CCV_16F;
-  r.add_kernels(half.accepting(accept_convt_forward).with_algorithms(1, convt_forward_autotune),
+  r.add_kernels(half.accepting(accept_forward<cudnn_plan::conv_transpose_forward_tensors>)
+                    .with_algorithms(1, convt_forward_autotune),
                 {{CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, convt_forward}});
-  r.add_kernels(half.accepting(accept_convt_backward).with_algorithms(1, convt_backward_autotune),
+  r.add_kernels(half.accepting(accept_backward<cudnn_plan::conv_transpose_backward_tensors>)
+                    .with_algorithms(1, convt_backward_autotune),
                 {{CCV_NNC_CONVOLUTION_TRANSPOSE_BACKWARD, convt_backward}});
   r.add_kernels(t.accepting(accept_pool_forward),
                 {{CCV_NNC_MAX_POOL_FORWARD, pool_forward}, {CCV_NNC_AVERAGE_POOL_FORWARD, pool_forward}});

@@ -13,35 +13,23 @@
 #include <cstring>
 #include <vector>
 
-#include "bench.hpp"
+#include "gpu_bench.hpp"
 #include "nnc/ccv_nnc.h"
 #include "nnc/ccv_nnc_easy.h"
 
 namespace {
 
-double median_ms(const std::function<void()>& f) { return nnc_bench::time_ms(f, 5, 0, 20, 20); }
-
 ccv_nnc_tensor_t* gpu(std::vector<int> d, int datatype, int format = CCV_TENSOR_FORMAT_NHWC) {
-  ccv_nnc_tensor_param_t p;
-  std::memset(&p, 0, sizeof(p));
-  p.type = CCV_TENSOR_GPU_MEMORY;
-  p.format = format;
-  p.datatype = datatype;
-  for (size_t i = 0; i < d.size(); i++) p.dim[i] = d[i];
-  ccv_nnc_tensor_t* t = ccv_nnc_tensor_new(nullptr, p, 0);
   // Bytes 0x3c: 0.0115 in fp32, 1.06 in fp16; finite, no denormals.
-  if (t) cudaMemset(t->data.u8, 0x3c, ccv_nnc_tensor_count(p) * (datatype == CCV_16F ? 2 : 4));
-  return t;
+  return nnc_bench::gpu_tensor(d, datatype, format, 0x3c);
 }
 
 bool row(const char* name, ccv_nnc_cmd_t cmd, ccv_nnc_hint_t hint, std::vector<ccv_nnc_tensor_t*> in,
          std::vector<ccv_nnc_tensor_t*> out) {
+  if (!nnc_bench::first_call(name, 44, cmd, hint, in, out)) return false;
   const int is = static_cast<int>(in.size()), os = static_cast<int>(out.size());
-  if (ccv_nnc_cmd_exec(cmd, hint, 0, in.data(), is, out.data(), os, nullptr) != CCV_NNC_EXEC_SUCCESS) {
-    std::printf("%-44s failed: %s\n", name, ccv_nnc_error_message());
-    return false;
-  }
-  const double ms = median_ms([&] { ccv_nnc_cmd_exec(cmd, hint, 0, in.data(), is, out.data(), os, nullptr); });
+  const double ms =
+      nnc_bench::gpu_median_ms([&] { ccv_nnc_cmd_exec(cmd, hint, 0, in.data(), is, out.data(), os, nullptr); });
   std::printf("%-44s %12.4f\n", name, ms);
   return true;
 }
@@ -49,14 +37,8 @@ bool row(const char* name, ccv_nnc_cmd_t cmd, ccv_nnc_hint_t hint, std::vector<c
 }  // namespace
 
 int main() {
-  ccv_nnc_init();
-  if (ccv_nnc_device_count(CCV_STREAM_CONTEXT_GPU) == 0) {
-    std::printf("no GPU found: nothing to measure\n");
-    return 0;
-  }
-  cudaDeviceProp prop;
-  cudaGetDeviceProperties(&prop, 0);
-  std::printf("GPU 0: %s; ms per call (median of 20, synchronised)\n", prop.name);
+  if (!nnc_bench::gpu_start()) return 0;
+  std::printf("GPU 0: %s; ms per call (median of 20, synchronised)\n", nnc_bench::gpu0_name().c_str());
   std::printf("%-44s %12s\n", "command", "ms");
   const int B = 8, H = 8, S = 512, D = 64;
   for (int dt : {CCV_32F, CCV_16F})

@@ -5,26 +5,17 @@
 # U-Net's 2x2 / stride-2 conv_transpose2d at batch 16, channels_last (NHWC)
 # and NCHW, fp32, cudnn.benchmark off (heuristics). Synchronised after each
 # call, median of 20 after 5 warm-ups, as bench-gattn.
-import time
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench-common"))
+from gpu_peer import fp32_without_tf32, median_ms  # noqa: E402
+
 import torch
 import torch.nn.functional as F
 
-torch.backends.cuda.matmul.allow_tf32 = False
-torch.backends.cudnn.allow_tf32 = False
+fp32_without_tf32()
 torch.backends.cudnn.benchmark = False
-print("PyTorch", torch.__version__, "cuDNN", torch.backends.cudnn.version(), "on", torch.cuda.get_device_name(0))
-
-
-def median_ms(f):
-    times = []
-    for i in range(25):
-        t = time.perf_counter()
-        f()
-        torch.cuda.synchronize()
-        if i >= 5:
-            times.append((time.perf_counter() - t) * 1e3)
-    times.sort()
-    return times[len(times) // 2]
 
 
 print(f"{'command':44s} {'ms':>12s}")

@@ -18,8 +18,10 @@
 #include "../../cmd_test_util.hpp"
 #include "cmd/common/cudnn_plan.hpp"
 #include "core/error.hpp"
+#include "cudnn_replay.hpp"
 
 using namespace cmdtest;
+using namespace cudnn_replay;
 namespace cp = nnc::cudnn_plan;
 
 namespace {
@@ -29,62 +31,8 @@ class CudnnPlanConvT : public ::testing::Test {
   static void SetUpTestSuite() { ccv_nnc_init(); }
 };
 
-constexpr int NHWC = CCV_TENSOR_FORMAT_NHWC, NCHW = CCV_TENSOR_FORMAT_NCHW;
-
-float& at(const ccv_nnc_tensor_t* t, const cp::Tensor4& d, int n, int c, int h, int w) {
-  return t->data.f32[static_cast<int64_t>(n) * d.stride[0] + static_cast<int64_t>(c) * d.stride[1] +
-                     static_cast<int64_t>(h) * d.stride[2] + static_cast<int64_t>(w) * d.stride[3]];
-}
-// Element (k, c, r, s) of a packed cuDNN filter {K, C, R, S} in the plan's layout.
-float& wat(const ccv_nnc_tensor_t* t, const cp::Filter& f, int k, int c, int r, int s) {
-  const int Cg = f.dim[1], R = f.dim[2], S = f.dim[3];
-  const size_t i = f.nhwc ? ((static_cast<size_t>(k) * R + r) * S + s) * Cg + c
-                          : ((static_cast<size_t>(k) * Cg + c) * R + r) * S + s;
-  return t->data.f32[i];
-}
-int cudnn_out(int in, int pad, int filter, int dil, int stride) {
-  return (in + 2 * pad - ((filter - 1) * dil + 1)) / stride + 1;
-}
-
 // x: N, H, W, C; y: N, OH, OW, K; w: C, KH, KW, K/G (NHWC) or C, K/G, KH, KW (NCHW).
-struct Case {
-  int N, H, W, C, K, KH, KW;
-  int SH = 1, SW = 1, PT = 0, PB = 0, PL = 0, PR = 0, DH = 1, DW = 1, G = 1, OP = 0;
-  int format = NHWC;
-  bool batched = true, views = false, bias = true;
-  int OH() const { return (H - 1) * SH + (KH - 1) * DH + 1 - PT - PB + OP; }
-  int OW() const { return (W - 1) * SW + (KW - 1) * DW + 1 - PL - PR + OP; }
-  std::vector<int> img(int n, int h, int w, int c) const {
-    std::vector<int> d = format == NHWC ? std::vector<int>{n, h, w, c} : std::vector<int>{n, c, h, w};
-    if (!batched) d.erase(d.begin());
-    return d;
-  }
-  std::vector<int> w_shape() const {
-    return format == NHWC ? std::vector<int>{C, KH, KW, K / G} : std::vector<int>{C, K / G, KH, KW};
-  }
-  ccv_nnc_hint_t hint() const {
-    ccv_nnc_hint_t h = {};
-    h.stride.dim[0] = SH, h.stride.dim[1] = SW;
-    h.border.begin[0] = PT, h.border.end[0] = PB, h.border.begin[1] = PL, h.border.end[1] = PR;
-    return h;
-  }
-  ccv_nnc_cmd_t cmd(uint32_t id) const {
-    ccv_nnc_cmd_param_t p;
-    std::memset(&p, 0, sizeof(p));
-    p.size.dim[0] = KH, p.size.dim[1] = KW, p.size.dim[2] = C;
-    p.convolution_transpose.count = K;
-    p.convolution_transpose.groups = G;
-    p.convolution_transpose.dilation[0] = DH, p.convolution_transpose.dilation[1] = DW;
-    p.convolution_transpose.output_padding = OP;
-    ccv_nnc_cmd_t c = ccv_nnc_cmd(id, nullptr, p, 0);
-    c.backend = CCV_NNC_BACKEND_CPU_REF;
-    return c;
-  }
-};
-
-T make(const std::vector<int>& shape, int format, bool view) {
-  return view ? T::view(CCV_32F, shape, format) : T(CCV_32F, shape, format);
-}
+using Case = nnc_test_conv::ConvCase<true>;
 
 std::vector<Case> cases() {
   std::vector<Case> cs;
@@ -144,25 +92,13 @@ TEST_F(CudnnPlanConvT, ForwardIsCudnnBackwardData) {
     ASSERT_EQ(q.y.dim[3], cudnn_out(q.x.dim[3], q.pad[1], q.w.dim[3], q.dilation[1], q.stride[1]));
     // cudnnConvolutionBackwardData: dx[n, c, ih, iw] = sum over the filters f of c's group and the taps where
     // oh * stride - pad + r * dilation = ih of w[f, c mod Cg, r, s] * dy[n, f, oh, ow]; then cudnnAddTensor's bias.
-    const int Cg = q.w.dim[1], Kg = q.w.dim[0] / q.groups;  // Cg: the convolution's channels per group
     std::vector<double> e(static_cast<size_t>(q.x.dim[0]) * q.x.dim[1] * q.x.dim[2] * q.x.dim[3], 0.0);
     auto E = [&](int n, int ch, int h, int ww) -> double& {
       return e[((static_cast<size_t>(n) * q.x.dim[1] + ch) * q.x.dim[2] + h) * q.x.dim[3] + ww];
     };
-    for (int n = 0; n < q.y.dim[0]; n++)
-      for (int f = 0; f < q.y.dim[1]; f++)
-        for (int oh = 0; oh < q.y.dim[2]; oh++)
-          for (int ow = 0; ow < q.y.dim[3]; ow++) {
-            const double dy = at(x, q.y, n, f, oh, ow);
-            for (int ci = 0; ci < Cg; ci++)
-              for (int r = 0; r < q.w.dim[2]; r++)
-                for (int s = 0; s < q.w.dim[3]; s++) {
-                  const int ih = oh * q.stride[0] - q.pad[0] + r * q.dilation[0];
-                  const int iw = ow * q.stride[1] - q.pad[1] + s * q.dilation[1];
-                  if (ih < 0 || iw < 0 || ih >= q.x.dim[2] || iw >= q.x.dim[3]) continue;
-                  E(n, (f / Kg) * Cg + ci, ih, iw) += dy * wat(w, q.w, f, ci, r, s);
-                }
-          }
+    for_each_tap(q, [&](int n, int f, int oh, int ow, int ch, int ci, int r, int s, int ih, int iw) {
+      E(n, ch, ih, iw) += static_cast<double>(at(x, q.y, n, f, oh, ow)) * wat(w, q.w, f, ci, r, s);
+    });
     double worst = 0;
     for (int n = 0; n < q.x.dim[0]; n++)
       for (int k = 0; k < q.x.dim[1]; k++)
@@ -201,41 +137,22 @@ TEST_F(CudnnPlanConvT, BackwardIsCudnnForwardAndBackwardFilter) {
       EXPECT_EQ(p.dbias, want_db);
       EXPECT_EQ(p.bias_only, !want_dx && !want_dw);
       const cp::Tensor4& gd = p.conv.x;  // g: the convolution's input
-      if (want_db) {
-        // cudnnConvolutionBackwardBias: the sum of dy (g) over n, h, w per channel.
-        for (int k = 0; k < gd.dim[1]; k++) {
-          double s = 0;
-          for (int n = 0; n < gd.dim[0]; n++)
-            for (int h = 0; h < gd.dim[2]; h++)
-              for (int ww = 0; ww < gd.dim[3]; ww++) s += at(g, gd, n, k, h, ww);
-          EXPECT_NEAR(s, db.get()->data.f32[k * p.conv.bias.stride[1]], 1e-4) << "dbias " << k;
-        }
-      }
+      if (want_db) expect_bias_gradient(g, gd, db, p.conv.bias);
       if (p.bias_only) continue;
       const cp::Conv& q = p.conv;
-      const int Cg = q.w.dim[1], Kg = q.w.dim[0] / q.groups;
+      const int Cg = q.w.dim[1];
       const int F = q.w.dim[0];  // filters: NNC's C
+      ASSERT_EQ(q.y.dim[1], F);  // the taps below run over q.y's channels
       // cudnnConvolutionForward (x = g, y = dx) and cudnnConvolutionBackwardFilter (x = g, dy = NNC's x).
       std::vector<double> edx(static_cast<size_t>(q.y.dim[0]) * F * q.y.dim[2] * q.y.dim[3], 0.0),
           edw(static_cast<size_t>(F) * Cg * q.w.dim[2] * q.w.dim[3], 0.0);
-      for (int n = 0; n < q.y.dim[0]; n++)
-        for (int f = 0; f < F; f++)
-          for (int oh = 0; oh < q.y.dim[2]; oh++)
-            for (int ow = 0; ow < q.y.dim[3]; ow++) {
-              const double xv = at(x, q.y, n, f, oh, ow);
-              for (int ci = 0; ci < Cg; ci++)
-                for (int r = 0; r < q.w.dim[2]; r++)
-                  for (int s = 0; s < q.w.dim[3]; s++) {
-                    const int ih = oh * q.stride[0] - q.pad[0] + r * q.dilation[0];
-                    const int iw = ow * q.stride[1] - q.pad[1] + s * q.dilation[1];
-                    if (ih < 0 || iw < 0 || ih >= q.x.dim[2] || iw >= q.x.dim[3]) continue;
-                    const double gv = at(g, q.x, n, (f / Kg) * Cg + ci, ih, iw);
-                    if (want_dx)
-                      edx[((static_cast<size_t>(n) * F + f) * q.y.dim[2] + oh) * q.y.dim[3] + ow] +=
-                          gv * wat(w, q.w, f, ci, r, s);
-                    if (want_dw) edw[((static_cast<size_t>(f) * Cg + ci) * q.w.dim[2] + r) * q.w.dim[3] + s] += gv * xv;
-                  }
-            }
+      for_each_tap(q, [&](int n, int f, int oh, int ow, int ch, int ci, int r, int s, int ih, int iw) {
+        const double gv = at(g, q.x, n, ch, ih, iw);
+        if (want_dx)
+          edx[((static_cast<size_t>(n) * F + f) * q.y.dim[2] + oh) * q.y.dim[3] + ow] += gv * wat(w, q.w, f, ci, r, s);
+        if (want_dw)
+          edw[((static_cast<size_t>(f) * Cg + ci) * q.w.dim[2] + r) * q.w.dim[3] + s] += gv * at(x, q.y, n, f, oh, ow);
+      });
       double worst = 0;
       if (want_dx)
         for (int n = 0; n < q.y.dim[0]; n++)

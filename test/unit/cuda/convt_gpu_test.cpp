@@ -28,6 +28,7 @@
 
 #include "gpu.hpp"
 #include "gpu_pair.hpp"
+#include "unit/common/conv_case.hpp"
 
 using namespace nnc_gpu_test;
 
@@ -35,46 +36,16 @@ namespace {
 
 constexpr int NHWC = CCV_TENSOR_FORMAT_NHWC, NCHW = CCV_TENSOR_FORMAT_NCHW;
 
-struct Case {
-  int N, H, W, C, K, KH, KW;
-  int SH = 1, SW = 1, PT = 0, PB = 0, PL = 0, PR = 0, DH = 1, DW = 1, G = 1, OP = 0;
-  int format = NHWC;
-  bool batched = true, views = false, bias = true;
-  int OH() const { return (H - 1) * SH + (KH - 1) * DH + 1 - PT - PB + OP; }
-  int OW() const { return (W - 1) * SW + (KW - 1) * DW + 1 - PL - PR + OP; }
-  std::vector<int> img(int n, int h, int w, int c) const {
-    std::vector<int> d = format == NHWC ? std::vector<int>{n, h, w, c} : std::vector<int>{n, c, h, w};
-    if (!batched) d.erase(d.begin());
-    return d;
-  }
-  std::vector<int> w_shape() const {
-    return format == NHWC ? std::vector<int>{C, KH, KW, K / G} : std::vector<int>{C, K / G, KH, KW};
-  }
-  ccv_nnc_hint_t hint() const {
-    ccv_nnc_hint_t h;
-    std::memset(&h, 0, sizeof(h));
-    h.stride.dim[0] = SH, h.stride.dim[1] = SW;
-    h.border.begin[0] = PT, h.border.end[0] = PB, h.border.begin[1] = PL, h.border.end[1] = PR;
-    return h;
-  }
-  ccv_nnc_cmd_t cmd(uint32_t id, uint32_t backend) const {
-    ccv_nnc_cmd_t c = make_cmd(id);
-    c.info.size.dim[0] = KH, c.info.size.dim[1] = KW, c.info.size.dim[2] = C;
-    c.info.convolution_transpose.count = K;
-    c.info.convolution_transpose.groups = G;
-    c.info.convolution_transpose.dilation[0] = DH, c.info.convolution_transpose.dilation[1] = DW;
-    c.info.convolution_transpose.output_padding = OP;
-    c.backend = backend;
-    return c;
-  }
-  std::string name(int dt) const {
-    char b[256];
-    std::snprintf(b, sizeof(b), "%s%s N%d %dx%d C%d K%d w%dx%d s%dx%d p%d,%d/%d,%d d%dx%d g%d op%d%s%s %s",
-                  format == NHWC ? "NHWC" : "NCHW", batched ? "" : " 3-d", N, H, W, C, K, KH, KW, SH, SW, PT, PB, PL,
-                  PR, DH, DW, G, OP, views ? " views" : "", bias ? "" : " no bias", dt == CCV_16F ? "16F" : "32F");
-    return b;
-  }
-};
+using Case = nnc_test_conv::ConvCase<true>;
+
+std::string name(const Case& c, int dt) {
+  char b[256];
+  std::snprintf(b, sizeof(b), "%s%s N%d %dx%d C%d K%d w%dx%d s%dx%d p%d,%d/%d,%d d%dx%d g%d op%d%s%s %s",
+                c.format == NHWC ? "NHWC" : "NCHW", c.batched ? "" : " 3-d", c.N, c.H, c.W, c.C, c.K, c.KH, c.KW, c.SH,
+                c.SW, c.PT, c.PB, c.PL, c.PR, c.DH, c.DW, c.G, c.OP, c.views ? " views" : "", c.bias ? "" : " no bias",
+                dt == CCV_16F ? "16F" : "32F");
+  return b;
+}
 
 std::vector<Case> cases() {
   std::vector<Case> cs;
@@ -121,7 +92,7 @@ void run_pair(const Case& c, uint32_t id, const std::vector<Both*>& in, const st
 }
 
 void forward_case(const Case& c, int dt, std::mt19937& rng, ccv_nnc_stream_context_t* stream = nullptr) {
-  SCOPED_TRACE(c.name(dt));
+  SCOPED_TRACE(name(c, dt));
   BothPtr x = both({c.img(c.N, c.H, c.W, c.C), c.views, dt, c.format}, rng);
   BothPtr w = both({c.w_shape(), false, dt, c.format}, rng);
   BothPtr b = both({{c.K}, false, dt, c.format}, rng);
@@ -141,7 +112,7 @@ TEST(ConvTransposeGpu, ForwardMatchesCpuRef) {
 }
 
 void backward_case(const Case& c, int dt, int outputs, std::mt19937& rng) {
-  SCOPED_TRACE(c.name(dt) + " outputs " + ((outputs & 1) ? "dx " : "") + ((outputs & 2) ? "dw " : "") +
+  SCOPED_TRACE(name(c, dt) + " outputs " + ((outputs & 1) ? "dx " : "") + ((outputs & 2) ? "dw " : "") +
                ((outputs & 4) ? "dbias" : ""));
   const bool want_dx = outputs & 1, want_dw = outputs & 2, want_db = outputs & 4;
   BothPtr x = both({c.img(c.N, c.H, c.W, c.C), c.views, dt, c.format}, rng);
@@ -177,7 +148,7 @@ TEST(ConvTransposeGpu, Autotune) {
   std::mt19937 rng(1955);
   for (const Case& c : cases()) {
     if (!(c.SH == 2 && c.KH == 2 && c.C >= 16)) continue;  // the U-Net shapes
-    SCOPED_TRACE(c.name(CCV_32F));
+    SCOPED_TRACE(name(c, CCV_32F));
     BothPtr x = both({c.img(c.N, c.H, c.W, c.C), false, CCV_32F, c.format}, rng);
     BothPtr w = both({c.w_shape(), false, CCV_32F, c.format}, rng);
     BothPtr b = both({{c.K}, false, CCV_32F, c.format}, rng);
