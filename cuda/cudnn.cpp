@@ -1,9 +1,12 @@
 // GPU_CUDNN: convolution (forward; backward with any subset of dx, dw,
-// dbias), MAX_POOL / AVERAGE_POOL forward and backward, SOFTMAX forward and
-// backward, BATCH_NORM forward (training and inference) and backward,
-// LAYER_NORM forward and backward on cuDNN 9's descriptor API (cudnn_cnn.h / cudnn_ops.h, deprecated
-// in 9 but present). fp32 tensors in device memory, NHWC or NCHW, views where
-// cuDNN takes strides (images and softmax rows; filters must be packed).
+// dbias), CONVOLUTION_TRANSPOSE forward and backward (32F and 16F: cuDNN's
+// data gradient run forward, see cudnn_plan::ConvTranspose), MAX_POOL /
+// AVERAGE_POOL forward and backward, SOFTMAX forward and backward, BATCH_NORM
+// forward (training and inference) and backward, LAYER_NORM forward and
+// backward on cuDNN 9's descriptor API (cudnn_cnn.h / cudnn_ops.h, deprecated
+// in 9 but present). fp32 tensors (the transposed convolution also 16F) in
+// device memory, NHWC or NCHW, views where cuDNN takes strides (images and
+// softmax rows; filters must be packed).
 //
 // What each call hands cuDNN (dims, strides, pads, groups, modes) comes from
 // cmd/common/cudnn_plan.hpp, host code tested on the CPU; a call the plan
@@ -148,8 +151,12 @@ using ConvDesc =
     Desc<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor, cudnnDestroyConvolutionDescriptor>;
 using PoolDesc = Desc<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor, cudnnDestroyPoolingDescriptor>;
 
-void set_tensor(cudnnTensorDescriptor_t d, const Tensor4& t, const char* what) {
-  NNC_CUDNN_CHECK(cudnnSetTensorNdDescriptor(d, CUDNN_DATA_FLOAT, 4, t.dim, t.stride), what);
+// cuDNN's storage type of a plan's datatype (32F unless 16F).
+cudnnDataType_t cudnn_type(int datatype) { return datatype == CCV_16F ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT; }
+
+void set_tensor(cudnnTensorDescriptor_t d, const Tensor4& t, const char* what,
+                cudnnDataType_t type = CUDNN_DATA_FLOAT) {
+  NNC_CUDNN_CHECK(cudnnSetTensorNdDescriptor(d, type, 4, t.dim, t.stride), what);
 }
 
 bool allow_tf32() {
@@ -164,16 +171,18 @@ struct ConvDescs {
   ConvDesc conv;
   cudnnMathType_t math;
   ConvDescs(const cudnn_plan::Conv& p, const char* what) : x(what), y(what), w(what), conv(what) {
-    set_tensor(x, p.x, what);
-    set_tensor(y, p.y, what);
-    NNC_CUDNN_CHECK(
-        cudnnSetFilterNdDescriptor(w, CUDNN_DATA_FLOAT, p.w.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, 4, p.w.dim),
-        what);
+    // 16F data (CONVOLUTION_TRANSPOSE) computes in fp32 (cuDNN's PSEUDO_HALF
+    // configuration) and may use tensor cores, which accumulate in fp32.
+    const cudnnDataType_t type = cudnn_type(p.datatype);
+    set_tensor(x, p.x, what, type);
+    set_tensor(y, p.y, what, type);
+    NNC_CUDNN_CHECK(cudnnSetFilterNdDescriptor(w, type, p.w.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, 4, p.w.dim),
+                    what);
     NNC_CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(conv, 2, p.pad, p.stride, p.dilation, CUDNN_CROSS_CORRELATION,
                                                     CUDNN_DATA_FLOAT),
                     what);
     NNC_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv, p.groups), what);
-    math = allow_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    math = type == CUDNN_DATA_HALF ? CUDNN_TENSOR_OP_MATH : allow_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
     NNC_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math), what);
   }
 };
@@ -182,7 +191,7 @@ struct ConvDescs {
 // the next call of the same shape tries it before asking the heuristics.
 using AlgoKey = std::vector<int>;
 AlgoKey algo_key(int op, int device, cudnnMathType_t math, const cudnn_plan::Conv& p, const Tensor4* dx) {
-  AlgoKey k = {op, device, static_cast<int>(math), p.w.nhwc ? 1 : 0, p.groups};
+  AlgoKey k = {op, device, static_cast<int>(math), p.w.nhwc ? 1 : 0, p.groups, p.datatype};
   for (const Tensor4* t : {&p.x, &p.y, dx})
     for (int i = 0; t && i < 4; i++) k.push_back(t->dim[i]), k.push_back(t->stride[i]);
   for (int i = 0; i < 4; i++) k.push_back(p.w.dim[i]);
@@ -263,17 +272,124 @@ bool all_on_gpu(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_
   return true;
 }
 
+// ---- the convolution's three cuDNN calls (the transposed convolution makes the same ones, roles exchanged) ----
+// Each asks the heuristics, then runs through run_with_algorithms. key_op and
+// key_dx name the call in the algorithm cache (the convolution's forward 0,
+// data 1, filter 2; the transposed convolution's forward 11 (a data gradient),
+// dw 12 (a filter gradient), dx 13 (a forward)); algorithm: the caller's
+// preferred one (autotune's pick) or -1.
+
+// y (described by y_d) = the convolution of x (described by d.x) with w.
+void conv_forward_call(cudnnHandle_t h, const ConvDescs& d, int device, const cudnn_plan::Conv& p, int key_op,
+                       const Tensor4* key_dx, int algorithm, const void* x, const void* w, cudnnTensorDescriptor_t y_d,
+                       void* y, cudaStream_t s, const char* what) {
+  auto heuristics = [&] {
+    int max_algos = 0;
+    NNC_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_algos), what);
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
+    int found = 0;
+    NNC_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, y_d, max_algos, &found, perf.data()),
+                    what);
+    perf.resize(static_cast<size_t>(found));
+    return perf;
+  };
+  const float one = 1, zero = 0;
+  run_with_algorithms<cudnnConvolutionFwdAlgo_t>(
+      algo_key(key_op, device, d.math, p, key_dx), algorithm, heuristics, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, d.math, s,
+      [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
+        return cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, y_d, a, bytes);
+      },
+      [&](cudnnConvolutionFwdAlgo_t a, void* ws, size_t bytes) {
+        return cudnnConvolutionForward(h, &one, d.x, x, d.w, w, d.conv, a, ws, bytes, &zero, y_d, y);
+      },
+      what);
+}
+
+// dx (described by dx_d) = the data gradient of the convolution from dy
+// (described by d.y) and w.
+void conv_backward_data_call(cudnnHandle_t h, const ConvDescs& d, int device, const cudnn_plan::Conv& p, int key_op,
+                             const Tensor4* key_dx, int algorithm, const void* w, const void* dy,
+                             cudnnTensorDescriptor_t dx_d, void* dx, cudaStream_t s, const char* what) {
+  auto heuristics = [&] {
+    int max_algos = 0;
+    NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max_algos), what);
+    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
+    int found = 0;
+    NNC_CUDNN_CHECK(
+        cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, dx_d, max_algos, &found, perf.data()), what);
+    perf.resize(static_cast<size_t>(found));
+    return perf;
+  };
+  const float one = 1, zero = 0;
+  run_with_algorithms<cudnnConvolutionBwdDataAlgo_t>(
+      algo_key(key_op, device, d.math, p, key_dx), algorithm, heuristics, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, d.math,
+      s,
+      [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
+        return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, dx_d, a, bytes);
+      },
+      [&](cudnnConvolutionBwdDataAlgo_t a, void* ws, size_t bytes) {
+        return cudnnConvolutionBackwardData(h, &one, d.w, w, d.y, dy, d.conv, a, ws, bytes, &zero, dx_d, dx);
+      },
+      what);
+}
+
+// dw (described by d.w) = the filter gradient of the convolution from x
+// (described by d.x) and dy (described by d.y).
+void conv_backward_filter_call(cudnnHandle_t h, const ConvDescs& d, int device, const cudnn_plan::Conv& p, int key_op,
+                               int algorithm, const void* x, const void* dy, void* dw, cudaStream_t s,
+                               const char* what) {
+  auto heuristics = [&] {
+    int max_algos = 0;
+    NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max_algos), what);
+    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
+    int found = 0;
+    NNC_CUDNN_CHECK(
+        cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, max_algos, &found, perf.data()), what);
+    perf.resize(static_cast<size_t>(found));
+    return perf;
+  };
+  const float one = 1, zero = 0;
+  run_with_algorithms<cudnnConvolutionBwdFilterAlgo_t>(
+      algo_key(key_op, device, d.math, p, nullptr), algorithm, heuristics, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+      d.math, s,
+      [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
+        return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, a, bytes);
+      },
+      [&](cudnnConvolutionBwdFilterAlgo_t a, void* ws, size_t bytes) {
+        return cudnnConvolutionBackwardFilter(h, &one, d.x, x, d.y, dy, d.conv, a, ws, bytes, &zero, d.w, dw);
+      },
+      what);
+}
+
+// y (described by y_d) += the bias p.bias, broadcast (p.datatype's storage type).
+void add_bias(cudnnHandle_t h, const cudnn_plan::Conv& p, const void* bias, cudnnTensorDescriptor_t y_d, void* y,
+              const char* what) {
+  const float one = 1;
+  TensorDesc b(what);
+  set_tensor(b, p.bias, what, cudnn_type(p.datatype));
+  NNC_CUDNN_CHECK(cudnnAddTensor(h, &one, b, bias, &one, y_d, y), what);
+}
+
 // ---- convolution ----
 
-bool accept_conv_forward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
-                         ccv_nnc_tensor_t* const* outputs, int output_size) {
+// The accept functions of both families: operands on the GPU and the plan's
+// checks that need no hint (types, the weights' format and packing). The
+// hint is not known here: exec plans with it and fails, with a message, the
+// padding cuDNN cannot express.
+template <bool (*Tensors)(const ccv_nnc_tensor_t*, const ccv_nnc_tensor_t*, const ccv_nnc_tensor_t*,
+                          const ccv_nnc_tensor_t*, std::string*)>
+bool accept_forward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                    ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (input_size < 2 || output_size < 1 || !inputs[0] || !inputs[1] || !outputs[0]) return false;
   if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
-  // The hint is not known here: only the checks that need none (types, the
-  // weights' format and packing); exec plans with the hint and fails, with a
-  // message, the padding cuDNN cannot express.
-  return cudnn_plan::conv_forward_tensors(inputs[0], inputs[1], input_size > 2 ? inputs[2] : nullptr, outputs[0],
-                                          nullptr);
+  return Tensors(inputs[0], inputs[1], input_size > 2 ? inputs[2] : nullptr, outputs[0], nullptr);
+}
+template <bool (*Tensors)(ccv_nnc_tensor_t* const*, int, ccv_nnc_tensor_t* const*, int, std::string*)>
+bool accept_backward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
+                     ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (input_size < 1 || output_size < 1 || !inputs[0]) return false;
+  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
+  return Tensors(inputs, input_size, outputs, output_size, nullptr);
 }
 
 NNC_KERNEL(conv_forward) {
@@ -290,41 +406,10 @@ NNC_KERNEL(conv_forward) {
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(stream_context, device, s, what);
   ConvDescs d(p, what);
-  auto heuristics = [&] {
-    int max_algos = 0;
-    NNC_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_algos), what);
-    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
-    int found = 0;
-    NNC_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, max_algos, &found, perf.data()),
-                    what);
-    perf.resize(static_cast<size_t>(found));
-    return perf;
-  };
-  const float one = 1, zero = 0;
-  run_with_algorithms<cudnnConvolutionFwdAlgo_t>(
-      algo_key(0, device, d.math, p, nullptr), cmd.algorithm, heuristics, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, d.math, s,
-      [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
-        return cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, a, bytes);
-      },
-      [&](cudnnConvolutionFwdAlgo_t a, void* ws, size_t bytes) {
-        return cudnnConvolutionForward(h, &one, d.x, x->data.f32, d.w, w->data.f32, d.conv, a, ws, bytes, &zero, d.y,
-                                       y->data.f32);
-      },
-      what);
-  if (p.has_bias) {
-    TensorDesc b(what);
-    set_tensor(b, p.bias, what);
-    NNC_CUDNN_CHECK(cudnnAddTensor(h, &one, b, bias->data.f32, &one, d.y, y->data.f32), what);
-  }
+  conv_forward_call(h, d, device, p, 0, nullptr, cmd.algorithm, x->data.f32, w->data.f32, d.y, y->data.f32, s, what);
+  if (p.has_bias) add_bias(h, p, bias->data.f32, d.y, y->data.f32, what);
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
-}
-
-bool accept_conv_backward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
-                          ccv_nnc_tensor_t* const* outputs, int output_size) {
-  if (input_size < 1 || output_size < 1 || !inputs[0]) return false;
-  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
-  return cudnn_plan::conv_backward_tensors(inputs, input_size, outputs, output_size, nullptr);
 }
 
 NNC_KERNEL(conv_backward) {
@@ -346,54 +431,83 @@ NNC_KERNEL(conv_backward) {
   }
   if (!p.bias_only) {
     ConvDescs d(p.conv, what);
-    if (p.dw) {
-      auto heuristics = [&] {
-        int max_algos = 0;
-        NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max_algos), what);
-        std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
-        int found = 0;
-        NNC_CUDNN_CHECK(
-            cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, max_algos, &found, perf.data()),
-            what);
-        perf.resize(static_cast<size_t>(found));
-        return perf;
-      };
-      run_with_algorithms<cudnnConvolutionBwdFilterAlgo_t>(
-          algo_key(2, device, d.math, p.conv, nullptr), cudnn_plan::backward_filter_algorithm(cmd.algorithm),
-          heuristics, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, d.math, s,
-          [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
-            return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, a, bytes);
-          },
-          [&](cudnnConvolutionBwdFilterAlgo_t a, void* ws, size_t bytes) {
-            return cudnnConvolutionBackwardFilter(h, &one, d.x, io.x->data.f32, d.y, io.g->data.f32, d.conv, a, ws,
-                                                  bytes, &zero, d.w, io.dw->data.f32);
-          },
-          what);
-    }
+    if (p.dw)
+      conv_backward_filter_call(h, d, device, p.conv, 2, cudnn_plan::backward_filter_algorithm(cmd.algorithm),
+                                io.x->data.f32, io.g->data.f32, io.dw->data.f32, s, what);
     if (p.dx) {
       TensorDesc dx(what);
       set_tensor(dx, p.dx_desc, what);
-      auto heuristics = [&] {
-        int max_algos = 0;
-        NNC_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max_algos), what);
-        std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(std::max(max_algos, 1)));
-        int found = 0;
-        NNC_CUDNN_CHECK(
-            cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, dx, max_algos, &found, perf.data()), what);
-        perf.resize(static_cast<size_t>(found));
-        return perf;
-      };
-      run_with_algorithms<cudnnConvolutionBwdDataAlgo_t>(
-          algo_key(1, device, d.math, p.conv, &p.dx_desc), cudnn_plan::backward_data_algorithm(cmd.algorithm),
-          heuristics, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, d.math, s,
-          [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
-            return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, dx, a, bytes);
-          },
-          [&](cudnnConvolutionBwdDataAlgo_t a, void* ws, size_t bytes) {
-            return cudnnConvolutionBackwardData(h, &one, d.w, io.w->data.f32, d.y, io.g->data.f32, d.conv, a, ws, bytes,
-                                                &zero, dx, io.dx->data.f32);
-          },
-          what);
+      conv_backward_data_call(h, d, device, p.conv, 1, &p.dx_desc, cudnn_plan::backward_data_algorithm(cmd.algorithm),
+                              io.w->data.f32, io.g->data.f32, dx, io.dx->data.f32, s, what);
+    }
+  }
+  finish(stream_context, s, what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// c = the sum of a over the dimensions where c has extent 1 (cudnnReduceTensor, fp32 accumulation); below.
+void reduce_sum(cudnnHandle_t h, cudnnTensorDescriptor_t ad, const void* a, cudnnTensorDescriptor_t cd, void* c,
+                cudaStream_t s, const char* what);
+
+// ---- transposed convolution: the convolution's data gradient, roles exchanged ----
+// (cudnn_plan::ConvTranspose: conv.x describes NNC's y or g, conv.y NNC's x.)
+
+NNC_KERNEL(convt_forward) {
+  static const char* what = "CONVOLUTION_TRANSPOSE_FORWARD (GPU_CUDNN)";
+  const ccv_nnc_tensor_t* x = inputs[0];
+  const ccv_nnc_tensor_t* w = inputs[1];
+  const ccv_nnc_tensor_t* bias = input_size > 2 ? inputs[2] : nullptr;
+  ccv_nnc_tensor_t* y = outputs[0];
+  cudnn_plan::ConvTranspose p;
+  std::string why;
+  if (!cudnn_plan::conv_transpose_forward(cmd, hint, x, w, bias, y, &p, &why))
+    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  const int device = device_of(y);
+  const cudaStream_t s = stream_of(stream_context, device, what);
+  const Lease h(stream_context, device, s, what);
+  ConvDescs d(p.conv, what);
+  // NNC's y is the data gradient of the convolution from dy = NNC's x.
+  conv_backward_data_call(h, d, device, p.conv, 11, nullptr, cmd.algorithm, w->data.ptr, x->data.ptr, d.x, y->data.ptr,
+                          s, what);
+  if (p.conv.has_bias) add_bias(h, p.conv, bias->data.ptr, d.x, y->data.ptr, what);
+  finish(stream_context, s, what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+NNC_KERNEL(convt_backward) {
+  static const char* what = "CONVOLUTION_TRANSPOSE_BACKWARD (GPU_CUDNN)";
+  cudnn_plan::ConvTranspose p;
+  std::string why;
+  if (!cudnn_plan::conv_transpose_backward(cmd, hint, inputs, input_size, outputs, output_size, &p, &why))
+    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  const conv_rules::BackwardIo io = conv_rules::backward_io(inputs, input_size, outputs, output_size);
+  const int device = device_of(io.g);
+  const cudaStream_t s = stream_of(stream_context, device, what);
+  const Lease h(stream_context, device, s, what);
+  const cudnnDataType_t type = cudnn_type(p.conv.datatype);
+  const float one = 1, zero = 0;
+  if (p.dbias) {
+    TensorDesc g(what), b(what);
+    set_tensor(g, p.conv.x, what, type);
+    set_tensor(b, p.conv.bias, what, type);
+    // Should a cuDNN build decline fp16 here, a tensor reduction (fp32
+    // accumulation) computes the same sum.
+    const cudnnStatus_t st = cudnnConvolutionBackwardBias(h, &one, g, io.g->data.ptr, &zero, b, io.dbias->data.ptr);
+    if (not_supported(st) || CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_BAD_PARAM)
+      reduce_sum(h, g, io.g->data.ptr, b, io.dbias->data.ptr, s, what);
+    else
+      check_cudnn(st, what, "cudnnConvolutionBackwardBias");
+  }
+  if (!p.bias_only) {
+    ConvDescs d(p.conv, what);
+    if (p.dw)  // cuDNN's filter gradient with x = g and dy = NNC's x
+      conv_backward_filter_call(h, d, device, p.conv, 12, cudnn_plan::backward_filter_algorithm(cmd.algorithm),
+                                io.g->data.ptr, io.x->data.ptr, io.dw->data.ptr, s, what);
+    if (p.dx) {  // cuDNN's forward convolution of g into x's shape
+      TensorDesc dx(what);
+      set_tensor(dx, p.dx_desc, what, type);
+      conv_forward_call(h, d, device, p.conv, 13, &p.dx_desc, cudnn_plan::backward_data_algorithm(cmd.algorithm),
+                        io.g->data.ptr, io.w->data.ptr, dx, io.dx->data.ptr, s, what);
     }
   }
   finish(stream_context, s, what);
@@ -436,6 +550,59 @@ struct TuneScratch {
   void* get() const { return s ? s->get() : nullptr; }
 };
 
+// Find for each of the three calls (the same operands as conv_forward_call,
+// conv_backward_data_call, conv_backward_filter_call; outputs are overwritten):
+// the fastest algorithm that fits ws, or -1.
+int find_forward(cudnnHandle_t h, const ConvDescs& d, const void* x, const void* w, cudnnTensorDescriptor_t y_d,
+                 void* y, const TuneScratch& ws, const char* what) {
+  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  int n = 0;
+  NNC_CUDNN_CHECK(
+      cudnnFindConvolutionForwardAlgorithmEx(h, d.x, x, d.w, w, d.conv, y_d, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n,
+                                             perf, ws.get(), ws.bytes),
+      what);
+  return fastest(perf, n, d.math, ws.bytes);
+}
+
+int find_backward_data(cudnnHandle_t h, const ConvDescs& d, const void* w, const void* dy, cudnnTensorDescriptor_t dx_d,
+                       void* dx, const TuneScratch& ws, const char* what) {
+  cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+  int n = 0;
+  NNC_CUDNN_CHECK(
+      cudnnFindConvolutionBackwardDataAlgorithmEx(h, d.w, w, d.y, dy, d.conv, dx_d, dx,
+                                                  CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws.get(), ws.bytes),
+      what);
+  return fastest(perf, n, d.math, ws.bytes);
+}
+
+int find_backward_filter(cudnnHandle_t h, const ConvDescs& d, const void* x, const void* dy, void* dw,
+                         const TuneScratch& ws, const char* what) {
+  cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+  int n = 0;
+  NNC_CUDNN_CHECK(
+      cudnnFindConvolutionBackwardFilterAlgorithmEx(
+          h, d.x, x, d.y, dy, d.conv, d.w, dw, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws.get(), ws.bytes),
+      what);
+  return fastest(perf, n, d.math, ws.bytes);
+}
+
+// What every autotune below shares: on t's device, its stream and cuDNN
+// handle (held for the call), the plan's descriptors and Find's workspace;
+// pick(h, d, ws) runs the Find calls and returns the choice. Errors throw (the
+// callers answer -1: the heuristics then).
+template <class Pick>
+int tune(ccv_nnc_stream_context_t* stream_context, const ccv_nnc_tensor_t* t, const cudnn_plan::Conv& p,
+         size_t max_workspace_size, const char* what, Pick pick) {
+  const int device = device_of(t);
+  const cudaStream_t s = stream_of(stream_context, device, what);
+  const Lease h(stream_context, device, s, what);
+  ConvDescs d(p, what);
+  TuneScratch ws(tune_limit(max_workspace_size), s, what);
+  const int algo = pick(h, d, ws);
+  finish(stream_context, s, what);
+  return algo;
+}
+
 int conv_forward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_size, const ccv_nnc_hint_t hint,
                           const int, ccv_nnc_tensor_t* const* const inputs, const int input_size,
                           ccv_nnc_tensor_t* const* const outputs, const int output_size,
@@ -448,19 +615,10 @@ int conv_forward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_si
     ccv_nnc_tensor_t* y = outputs[0];
     cudnn_plan::Conv p;
     if (!cudnn_plan::conv_forward(cmd, hint, x, w, input_size > 2 ? inputs[2] : nullptr, y, &p, nullptr)) return -1;
-    const int device = device_of(y);
-    const cudaStream_t s = stream_of(stream_context, device, what);
-    const Lease h(stream_context, device, s, what);
-    ConvDescs d(p, what);
-    TuneScratch ws(tune_limit(max_workspace_size), s, what);
-    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    int n = 0;
-    NNC_CUDNN_CHECK(
-        cudnnFindConvolutionForwardAlgorithmEx(h, d.x, x->data.f32, d.w, w->data.f32, d.conv, d.y, y->data.f32,
-                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ws.get(), ws.bytes),
-        what);
-    finish(stream_context, s, what);
-    return fastest(perf, n, d.math, ws.bytes);
+    return tune(stream_context, y, p, max_workspace_size, what,
+                [&](cudnnHandle_t h, const ConvDescs& d, const TuneScratch& ws) {
+                  return find_forward(h, d, x->data.f32, w->data.f32, d.y, y->data.f32, ws, what);
+                });
   } catch (...) {
     return -1;  // the heuristics then
   }
@@ -476,34 +634,71 @@ int conv_backward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_s
     if (!cudnn_plan::conv_backward(cmd, hint, inputs, input_size, outputs, output_size, &p, nullptr) || p.bias_only)
       return -1;
     const conv_rules::BackwardIo io = conv_rules::backward_io(inputs, input_size, outputs, output_size);
-    const int device = device_of(io.g);
-    const cudaStream_t s = stream_of(stream_context, device, what);
-    const Lease h(stream_context, device, s, what);
-    ConvDescs d(p.conv, what);
-    TuneScratch ws(tune_limit(max_workspace_size), s, what);
-    int data = -1, filter = -1;
-    if (p.dx) {
-      TensorDesc dx(what);
-      set_tensor(dx, p.dx_desc, what);
-      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-      int n = 0;
-      NNC_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
-                          h, d.w, io.w->data.f32, d.y, io.g->data.f32, d.conv, dx, io.dx->data.f32,
-                          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws.get(), ws.bytes),
-                      what);
-      data = fastest(perf, n, d.math, ws.bytes);
-    }
-    if (p.dw) {
-      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-      int n = 0;
-      NNC_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-                          h, d.x, io.x->data.f32, d.y, io.g->data.f32, d.conv, d.w, io.dw->data.f32,
-                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws.get(), ws.bytes),
-                      what);
-      filter = fastest(perf, n, d.math, ws.bytes);
-    }
-    finish(stream_context, s, what);
-    return cudnn_plan::pack_backward_algorithms(data, filter);
+    return tune(stream_context, io.g, p.conv, max_workspace_size, what,
+                [&](cudnnHandle_t h, const ConvDescs& d, const TuneScratch& ws) {
+                  int data = -1, filter = -1;
+                  if (p.dx) {
+                    TensorDesc dx(what);
+                    set_tensor(dx, p.dx_desc, what);
+                    data = find_backward_data(h, d, io.w->data.f32, io.g->data.f32, dx, io.dx->data.f32, ws, what);
+                  }
+                  if (p.dw)
+                    filter = find_backward_filter(h, d, io.x->data.f32, io.g->data.f32, io.dw->data.f32, ws, what);
+                  return cudnn_plan::pack_backward_algorithms(data, filter);
+                });
+  } catch (...) {
+    return -1;
+  }
+}
+
+// CONVOLUTION_TRANSPOSE: the same Find calls with the roles exchanged (the
+// forward's pick is a backward-data algorithm; the backward packs dx's
+// forward algorithm as the "data" part and dw's filter algorithm).
+int convt_forward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_size, const ccv_nnc_hint_t hint,
+                           const int, ccv_nnc_tensor_t* const* const inputs, const int input_size,
+                           ccv_nnc_tensor_t* const* const outputs, const int output_size,
+                           ccv_nnc_stream_context_t* const stream_context) {
+  static const char* what = "CONVOLUTION_TRANSPOSE_FORWARD autotune (GPU_CUDNN)";
+  try {
+    if (input_size < 2 || output_size < 1) return -1;
+    const ccv_nnc_tensor_t* x = inputs[0];
+    const ccv_nnc_tensor_t* w = inputs[1];
+    ccv_nnc_tensor_t* y = outputs[0];
+    cudnn_plan::ConvTranspose p;
+    if (!cudnn_plan::conv_transpose_forward(cmd, hint, x, w, input_size > 2 ? inputs[2] : nullptr, y, &p, nullptr))
+      return -1;
+    return tune(stream_context, y, p.conv, max_workspace_size, what,
+                [&](cudnnHandle_t h, const ConvDescs& d, const TuneScratch& ws) {
+                  return find_backward_data(h, d, w->data.ptr, x->data.ptr, d.x, y->data.ptr, ws, what);
+                });
+  } catch (...) {
+    return -1;
+  }
+}
+
+int convt_backward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_size, const ccv_nnc_hint_t hint,
+                            const int, ccv_nnc_tensor_t* const* const inputs, const int input_size,
+                            ccv_nnc_tensor_t* const* const outputs, const int output_size,
+                            ccv_nnc_stream_context_t* const stream_context) {
+  static const char* what = "CONVOLUTION_TRANSPOSE_BACKWARD autotune (GPU_CUDNN)";
+  try {
+    cudnn_plan::ConvTranspose p;
+    if (!cudnn_plan::conv_transpose_backward(cmd, hint, inputs, input_size, outputs, output_size, &p, nullptr) ||
+        p.bias_only)
+      return -1;
+    const conv_rules::BackwardIo io = conv_rules::backward_io(inputs, input_size, outputs, output_size);
+    return tune(stream_context, io.g, p.conv, max_workspace_size, what,
+                [&](cudnnHandle_t h, const ConvDescs& d, const TuneScratch& ws) {
+                  int data = -1, filter = -1;
+                  if (p.dx) {
+                    TensorDesc dx(what);
+                    set_tensor(dx, p.dx_desc, what, cudnn_type(p.conv.datatype));
+                    data = find_forward(h, d, io.g->data.ptr, io.w->data.ptr, dx, io.dx->data.ptr, ws, what);
+                  }
+                  if (p.dw)
+                    filter = find_backward_filter(h, d, io.g->data.ptr, io.x->data.ptr, io.dw->data.ptr, ws, what);
+                  return cudnn_plan::pack_backward_algorithms(data, filter);
+                });
   } catch (...) {
     return -1;
   }
@@ -950,10 +1145,19 @@ void register_cudnn(Registry& r) {
   t.formats = formats::kImage;
   // One "algorithm" each for autotune, whose pick (the autotune function:
   // cuDNN's Find) the kernel tries first.
-  r.add_kernels(t.accepting(accept_conv_forward).with_algorithms(1, conv_forward_autotune),
+  r.add_kernels(t.accepting(accept_forward<cudnn_plan::conv_forward_tensors>).with_algorithms(1, conv_forward_autotune),
                 {{CCV_NNC_CONVOLUTION_FORWARD, conv_forward}});
-  r.add_kernels(t.accepting(accept_conv_backward).with_algorithms(1, conv_backward_autotune),
-                {{CCV_NNC_CONVOLUTION_BACKWARD, conv_backward}});
+  r.add_kernels(
+      t.accepting(accept_backward<cudnn_plan::conv_backward_tensors>).with_algorithms(1, conv_backward_autotune),
+      {{CCV_NNC_CONVOLUTION_BACKWARD, conv_backward}});
+  KernelTraits half = t;  // CONVOLUTION_TRANSPOSE: 32F and 16F
+  half.datatypes = CCV_32F | CCV_16F;
+  r.add_kernels(half.accepting(accept_forward<cudnn_plan::conv_transpose_forward_tensors>)
+                    .with_algorithms(1, convt_forward_autotune),
+                {{CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, convt_forward}});
+  r.add_kernels(half.accepting(accept_backward<cudnn_plan::conv_transpose_backward_tensors>)
+                    .with_algorithms(1, convt_backward_autotune),
+                {{CCV_NNC_CONVOLUTION_TRANSPOSE_BACKWARD, convt_backward}});
   r.add_kernels(t.accepting(accept_pool_forward),
                 {{CCV_NNC_MAX_POOL_FORWARD, pool_forward}, {CCV_NNC_AVERAGE_POOL_FORWARD, pool_forward}});
   r.add_kernels(t.accepting(accept_pool_backward),

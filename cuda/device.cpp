@@ -151,6 +151,8 @@ void register_transfer(Registry& r);
 void register_gemm(Registry& r);
 void register_ewgpu(Registry& r);
 void register_gpu_more(Registry& r);  // more_gpu.cpp
+void register_attn_gpu(Registry& r);  // attn_gpu.cpp
+void register_gpu_misc(Registry& r);  // misc_gpu.cpp
 void register_cudnn(Registry& r);  // cudnn.cpp (cudnn_none.cpp without cuDNN)
 void register_nccl(Registry& r);   // nccl.cpp (nccl_none.cpp without NCCL)
 
@@ -166,6 +168,8 @@ void register_cuda(Registry& r) {
   cuda::register_gemm(r);
   cuda::register_ewgpu(r);
   cuda::register_gpu_more(r);
+  cuda::register_attn_gpu(r);
+  cuda::register_gpu_misc(r);
   cuda::register_cudnn(r);
   cuda::register_nccl(r);
 }

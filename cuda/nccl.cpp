@@ -8,6 +8,15 @@
 //   BROADCAST |x| -> |y_1 .. y_n|            y_i = x, from x's device (which
 //                                            may hold no y; it still takes part)
 //   REDUCE    |x_1 .. x_n| -> |y_1 .. y_n|   y_1 = sum x on y_1's device
+// and their backwards (lib/cmd/comm/comm.cpp's slots):
+//   ALLREDUCE |g_1 .. g_n, ...| -> |dx_1 .. dx_n|  dx_i = sum g (the first n
+//                                            inputs; an allreduce)
+//   BROADCAST |g_1 .. g_n| -> |dx|           dx = sum g on dx's device (a
+//                                            reduce; dx on one of g's devices)
+//             |g_1 .. g_n| -> |dx_1 .. dx_n| every dx_i = sum g (dx_i beside
+//                                            g_i: an allreduce, as CPU_REF)
+//   REDUCE    |g_1, ...| -> |dx_1 .. dx_n|   dx_i = g_1 (a broadcast from g_1's
+//                                            device; the other inputs unused)
 // The call is synchronous: each device's part runs on its default stream and
 // is waited for; a GPU stream context given is waited for first (so the
 // inputs its work writes are there). Collectives across processes are the
@@ -93,8 +102,22 @@ bool accept_collective(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs
   const size_t count = ccv_nnc_tensor_count(inputs[0]->info);
   const int dt = inputs[0]->info.datatype;
   std::vector<int> in_devices, out_devices;
-  if (cmd.cmd == CCV_NNC_COMM_BROADCAST_FORWARD)
-    return input_size == 1 && same_packed(inputs, 1, count, dt, nullptr) && same_packed(outputs, output_size, count, dt, &out_devices);
+  switch (cmd.cmd) {
+    case CCV_NNC_COMM_BROADCAST_FORWARD:
+      return input_size == 1 && same_packed(inputs, 1, count, dt, nullptr) && same_packed(outputs, output_size, count, dt, &out_devices);
+    case CCV_NNC_COMM_REDUCE_BACKWARD:  // a broadcast of g_1 (the other inputs unused)
+      return same_packed(inputs, 1, count, dt, nullptr) && same_packed(outputs, output_size, count, dt, &out_devices);
+    case CCV_NNC_COMM_ALLREDUCE_BACKWARD:  // the first output_size inputs are the gradients
+      if (input_size < output_size) return false;
+      return same_packed(inputs, output_size, count, dt, &in_devices) && same_packed(outputs, output_size, count, dt, &out_devices) &&
+             in_devices == out_devices;
+    case CCV_NNC_COMM_BROADCAST_BACKWARD:
+      if (!same_packed(inputs, input_size, count, dt, &in_devices) || !same_packed(outputs, output_size, count, dt, &out_devices)) return false;
+      if (output_size == 1) return std::find(in_devices.begin(), in_devices.end(), out_devices[0]) != in_devices.end();
+      return in_devices == out_devices;
+    default:
+      break;
+  }
   if (input_size != output_size) return false;
   if (!same_packed(inputs, input_size, count, dt, &in_devices) || !same_packed(outputs, output_size, count, dt, &out_devices)) return false;
   // Output i beside input i (REDUCE: the others are untouched, but on the same devices).
@@ -130,19 +153,16 @@ std::vector<int> devices_of(ccv_nnc_tensor_t* const* ts, int n) {
   return devices;
 }
 
-NNC_KERNEL(allreduce) {
-  static const char* what = "COMM_ALLREDUCE_FORWARD (GPU_NCCL)";
-  wait_for(stream_context);
-  group(devices_of(inputs, input_size), inputs[0], what, [&](size_t i, size_t count, ncclDataType_t type, ncclComm_t comm, cudaStream_t s) {
+// y_i = sum of x_i over the first n tensors of each list (device i's pair).
+void allreduce_n(ccv_nnc_tensor_t* const* inputs, ccv_nnc_tensor_t* const* outputs, int n, const char* what) {
+  group(devices_of(inputs, n), inputs[0], what, [&](size_t i, size_t count, ncclDataType_t type, ncclComm_t comm, cudaStream_t s) {
     return ncclAllReduce(inputs[i]->data.u8, outputs[i]->data.u8, count, type, ncclSum, comm, s);
   });
-  return CCV_NNC_EXEC_SUCCESS;
 }
 
-NNC_KERNEL(broadcast) {
-  static const char* what = "COMM_BROADCAST_FORWARD (GPU_NCCL)";
-  wait_for(stream_context);
-  const int root_device = device_of(inputs[0]);
+// Every output = x, from x's device.
+void broadcast_from(const ccv_nnc_tensor_t* x, ccv_nnc_tensor_t* const* outputs, int output_size, const char* what) {
+  const int root_device = device_of(x);
   // The ranks: the root's device first, then each output's (the root's own output, if any, is its rank).
   std::vector<int> devices{root_device};
   std::vector<void*> recv{nullptr};
@@ -154,10 +174,23 @@ NNC_KERNEL(broadcast) {
     devices.push_back(device_of(outputs[i]));
     recv.push_back(outputs[i]->data.u8);
   }
-  if (!recv[0]) recv[0] = inputs[0]->data.u8;  // in place on the root
-  group(devices, inputs[0], what, [&](size_t i, size_t count, ncclDataType_t type, ncclComm_t comm, cudaStream_t s) {
-    return ncclBroadcast(i == 0 ? inputs[0]->data.u8 : nullptr, recv[i], count, type, 0, comm, s);
+  if (!recv[0]) recv[0] = x->data.u8;  // in place on the root
+  group(devices, x, what, [&](size_t i, size_t count, ncclDataType_t type, ncclComm_t comm, cudaStream_t s) {
+    return ncclBroadcast(i == 0 ? x->data.u8 : nullptr, recv[i], count, type, 0, comm, s);
   });
+}
+
+NNC_KERNEL(allreduce) {
+  static const char* what = "COMM_ALLREDUCE_FORWARD (GPU_NCCL)";
+  wait_for(stream_context);
+  allreduce_n(inputs, outputs, input_size, what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+NNC_KERNEL(broadcast) {
+  static const char* what = "COMM_BROADCAST_FORWARD (GPU_NCCL)";
+  wait_for(stream_context);
+  broadcast_from(inputs[0], outputs, output_size, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
 
@@ -167,6 +200,40 @@ NNC_KERNEL(reduce) {
   group(devices_of(inputs, input_size), inputs[0], what, [&](size_t i, size_t count, ncclDataType_t type, ncclComm_t comm, cudaStream_t s) {
     return ncclReduce(inputs[i]->data.u8, i == 0 ? outputs[0]->data.u8 : nullptr, count, type, ncclSum, 0, comm, s);
   });
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// The gradient of an allreduce is the allreduce of the gradients.
+NNC_KERNEL(allreduce_backward) {
+  static const char* what = "COMM_ALLREDUCE_BACKWARD (GPU_NCCL)";
+  wait_for(stream_context);
+  allreduce_n(inputs, outputs, output_size, what);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// The gradient of a broadcast: the sum of the gradients, reduced onto dx's
+// device, or allreduced when every g has its dx.
+NNC_KERNEL(broadcast_backward) {
+  static const char* what = "COMM_BROADCAST_BACKWARD (GPU_NCCL)";
+  wait_for(stream_context);
+  if (output_size == input_size && output_size > 1) {
+    allreduce_n(inputs, outputs, output_size, what);
+    return CCV_NNC_EXEC_SUCCESS;
+  }
+  const std::vector<int> devices = devices_of(inputs, input_size);
+  const int root = static_cast<int>(std::find(devices.begin(), devices.end(), device_of(outputs[0])) - devices.begin());
+  group(devices, inputs[0], what, [&](size_t i, size_t count, ncclDataType_t type, ncclComm_t comm, cudaStream_t s) {
+    return ncclReduce(inputs[i]->data.u8, static_cast<int>(i) == root ? outputs[0]->data.u8 : nullptr, count, type, ncclSum,
+                      root, comm, s);
+  });
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+// The gradient of a reduce: the root's gradient to every device.
+NNC_KERNEL(reduce_backward) {
+  static const char* what = "COMM_REDUCE_BACKWARD (GPU_NCCL)";
+  wait_for(stream_context);
+  broadcast_from(inputs[0], outputs, output_size, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
 
@@ -180,7 +247,10 @@ void register_nccl(Registry& r) {
   t.formats = formats::kAll;
   r.add_kernels(t.accepting(accept_collective), {{CCV_NNC_COMM_ALLREDUCE_FORWARD, allreduce},
                                                  {CCV_NNC_COMM_BROADCAST_FORWARD, broadcast},
-                                                 {CCV_NNC_COMM_REDUCE_FORWARD, reduce}});
+                                                 {CCV_NNC_COMM_REDUCE_FORWARD, reduce},
+                                                 {CCV_NNC_COMM_ALLREDUCE_BACKWARD, allreduce_backward},
+                                                 {CCV_NNC_COMM_BROADCAST_BACKWARD, broadcast_backward},
+                                                 {CCV_NNC_COMM_REDUCE_BACKWARD, reduce_backward}});
 }
 
 }  // namespace nnc::cuda

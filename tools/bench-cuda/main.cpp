@@ -23,16 +23,11 @@
 #include <tuple>
 #include <vector>
 
-#include "bench.hpp"
+#include "gpu_bench.hpp"
 #include "nnc/ccv_nnc.h"
 #include "nnc/ccv_nnc_easy.h"
 
 namespace {
-
-template <class F>
-double median_ms(F&& f) {
-  return nnc_bench::time_ms(f, 5, 0, 20, 20);
-}
 
 ccv_nnc_tensor_param_t gpu(int datatype, std::vector<int> dims) {
   ccv_nnc_tensor_param_t p{};
@@ -83,11 +78,7 @@ struct Row {
 }  // namespace
 
 int main() {
-  ccv_nnc_init();
-  if (ccv_nnc_device_count(CCV_STREAM_CONTEXT_GPU) == 0) {
-    std::printf("no GPU found: nothing to measure\n");
-    return 0;
-  }
+  if (!nnc_bench::gpu_start()) return 0;
   // PyTorch first, in its own process, so the two never share the GPU.
   std::map<std::string, double> torch_ms;
   std::string peer = std::getenv("NNC_BENCH_PEER") ? std::getenv("NNC_BENCH_PEER") : NNC_BENCH_PEER;
@@ -107,9 +98,8 @@ int main() {
     }
     pclose(p);
   }
-  cudaDeviceProp prop;
-  cudaGetDeviceProperties(&prop, 0);
-  std::printf("GPU 0: %s; ms per call (median of 20), device synchronised after each\n", prop.name);
+  std::printf("GPU 0: %s; ms per call (median of 20), device synchronised after each\n",
+              nnc_bench::gpu0_name().c_str());
   cublasHandle_t h;
   cublasCreate(&h);
   Tensors T;
@@ -219,8 +209,8 @@ int main() {
   std::printf("%-26s %10s %10s %10s %9s %9s %10s\n", "row", "NNC ms", "cuBLAS ms", "torch ms", "/cuBLAS", "/torch",
               "NNC TF/s");
   for (const Row& r : rows) {
-    const double ours = median_ms(r.nnc);
-    const double direct = median_ms(r.cublas);
+    const double ours = nnc_bench::gpu_median_ms(r.nnc);
+    const double direct = nnc_bench::gpu_median_ms(r.cublas);
     const auto it = torch_ms.find(r.name);
     char tcol[32] = "-", tratio[32] = "-";
     if (it != torch_ms.end()) {

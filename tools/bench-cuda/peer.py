@@ -2,8 +2,11 @@
 # shapes and types; TF32 only where the row allows it), each call synchronised,
 # median of 20 after 5 warm-ups. Prints "torch <row> <ms>" per row; bench-cuda
 # runs it first and reads those lines.
-import time
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench-common"))
+from gpu_peer import median_ms  # noqa: E402
 
 try:
     import torch
@@ -13,18 +16,6 @@ except ImportError:
 if not torch.cuda.is_available():
     print("peer: PyTorch sees no GPU; no torch column")
     sys.exit(0)
-
-
-def median_ms(f):
-    times = []
-    for i in range(25):
-        t = time.perf_counter()
-        f()
-        torch.cuda.synchronize()
-        if i >= 5:
-            times.append((time.perf_counter() - t) * 1e3)
-    times.sort()
-    return times[len(times) // 2]
 
 
 def row(name, f):

@@ -12,29 +12,13 @@
 #include <cstring>
 #include <vector>
 
-#include "bench.hpp"
+#include "gpu_bench.hpp"
 #include "nnc/ccv_nnc.h"
 #include "nnc/ccv_nnc_easy.h"
 
 namespace {
 
-// The median of 20 timed calls after 5 warm-ups (nnc_bench::time_ms).
-template <class F>
-double median_ms(F&& f) {
-  return nnc_bench::time_ms(f, 5, 0, 20, 20);
-}
-
-ccv_nnc_tensor_t* gpu(std::vector<int> d, int format) {
-  ccv_nnc_tensor_param_t p;
-  std::memset(&p, 0, sizeof(p));
-  p.type = CCV_TENSOR_GPU_MEMORY;
-  p.format = format;
-  p.datatype = CCV_32F;
-  for (size_t i = 0; i < d.size(); i++) p.dim[i] = d[i];
-  ccv_nnc_tensor_t* t = ccv_nnc_tensor_new(nullptr, p, 0);
-  if (t) cudaMemset(t->data.u8, 0, ccv_nnc_tensor_count(p) * 4);
-  return t;
-}
+ccv_nnc_tensor_t* gpu(std::vector<int> d, int format) { return nnc_bench::gpu_tensor(d, CCV_32F, format, 0); }
 
 std::vector<int> img(int n, int h, int w, int c, int format) {
   return format == CCV_TENSOR_FORMAT_NHWC ? std::vector<int>{n, h, w, c} : std::vector<int>{n, c, h, w};
@@ -50,28 +34,21 @@ ccv_nnc_hint_t pad(int p, int s) {
 
 void row(const char* name, ccv_nnc_cmd_t cmd, ccv_nnc_hint_t hint, std::vector<ccv_nnc_tensor_t*> in,
          std::vector<ccv_nnc_tensor_t*> out) {
+  if (!nnc_bench::first_call(name, 34, cmd, hint, in, out)) return;
   const int is = static_cast<int>(in.size()), os = static_cast<int>(out.size());
-  if (ccv_nnc_cmd_exec(cmd, hint, 0, in.data(), is, out.data(), os, nullptr) != CCV_NNC_EXEC_SUCCESS) {
-    std::printf("%-34s failed: %s\n", name, ccv_nnc_error_message());
-    return;
-  }
-  const double heur = median_ms([&] { ccv_nnc_cmd_exec(cmd, hint, 0, in.data(), is, out.data(), os, nullptr); });
+  const double heur =
+      nnc_bench::gpu_median_ms([&] { ccv_nnc_cmd_exec(cmd, hint, 0, in.data(), is, out.data(), os, nullptr); });
   const ccv_nnc_cmd_t tuned = ccv_nnc_cmd_autotune(cmd, 0, hint, 0, in.data(), is, out.data(), os, nullptr);
-  const double tune = median_ms([&] { ccv_nnc_cmd_exec(tuned, hint, 0, in.data(), is, out.data(), os, nullptr); });
+  const double tune =
+      nnc_bench::gpu_median_ms([&] { ccv_nnc_cmd_exec(tuned, hint, 0, in.data(), is, out.data(), os, nullptr); });
   std::printf("%-34s %12.4f %12.4f %10d\n", name, heur, tune, tuned.algorithm);
 }
 
 }  // namespace
 
 int main() {
-  ccv_nnc_init();
-  if (ccv_nnc_device_count(CCV_STREAM_CONTEXT_GPU) == 0) {
-    std::printf("no GPU found: nothing to measure\n");
-    return 0;
-  }
-  cudaDeviceProp prop;
-  cudaGetDeviceProperties(&prop, 0);
-  std::printf("GPU 0: %s; GPU_CUDNN, fp32; ms per call (median of 20, synchronised)\n", prop.name);
+  if (!nnc_bench::gpu_start()) return 0;
+  std::printf("GPU 0: %s; GPU_CUDNN, fp32; ms per call (median of 20, synchronised)\n", nnc_bench::gpu0_name().c_str());
   std::printf("%-34s %12s %12s %10s\n", "command (batch 64)", "heuristics", "autotuned", "algorithm");
   const int N = 64;
   for (int f : {CCV_TENSOR_FORMAT_NHWC, CCV_TENSOR_FORMAT_NCHW}) {

@@ -2,25 +2,16 @@
 # pools (batch 64, fp32, TF32 off) in NCHW and channels_last (NHWC), with
 # torch.backends.cudnn.benchmark off (heuristics) and on (timed choice),
 # synchronised after each call, median of 20 after 5 warm-ups.
-import time
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench-common"))
+from gpu_peer import fp32_without_tf32, median_ms  # noqa: E402
+
 import torch
 import torch.nn.functional as F
 
-torch.backends.cuda.matmul.allow_tf32 = False
-torch.backends.cudnn.allow_tf32 = False
-print("PyTorch", torch.__version__, "cuDNN", torch.backends.cudnn.version(), "on", torch.cuda.get_device_name(0))
-
-
-def median_ms(f):
-    times = []
-    for i in range(25):
-        t = time.perf_counter()
-        f()
-        torch.cuda.synchronize()
-        if i >= 5:
-            times.append((time.perf_counter() - t) * 1e3)
-    times.sort()
-    return times[len(times) // 2]
+fp32_without_tf32()
 
 
 print(f"{'command (batch 64)':34s} {'heuristics':>12s} {'benchmark':>12s}")

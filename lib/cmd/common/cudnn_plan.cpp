@@ -9,6 +9,7 @@
 #include "cmd/common/axes.hpp"
 #include "cmd/common/image.hpp"
 #include "cmd/convolution/convolution.hpp"
+#include "cmd/convolution_transpose/convolution_transpose.hpp"
 #include "cmd/norm/norm.hpp"
 #include "cmd/pool/pool.hpp"
 #include "core/error.hpp"
@@ -510,6 +511,135 @@ bool softmax_rows(const ccv_nnc_tensor_t* t, Tensor4* desc, std::string* why) {
   desc->dim[0] = static_cast<int>(rows), desc->dim[1] = static_cast<int>(cols), desc->dim[2] = 1, desc->dim[3] = 1;
   desc->stride[0] = static_cast<int>(row_stride), desc->stride[1] = static_cast<int>(col_stride);
   desc->stride[2] = desc->stride[3] = 1;
+  return true;
+}
+
+// ---- CONVOLUTION_TRANSPOSE ----
+
+namespace {
+
+// 32F or 16F, and t's type is x's.
+bool convt_type(const ccv_nnc_tensor_t* t, const ccv_nnc_tensor_t* x) {
+  if (!t) return true;
+  const int dt = CCV_GET_DATA_TYPE(t->info.datatype);
+  return (dt == CCV_32F || dt == CCV_16F) && dt == CCV_GET_DATA_TYPE(x->info.datatype);
+}
+const char* kConvtTypes = "GPU_CUDNN takes 32F or 16F tensors, all of one type";
+
+bool convt_weights(const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* x, const char* role, std::string* why) {
+  if (!convt_type(w, x)) return refuse(why, kConvtTypes);
+  if (w->info.format != x->info.format)
+    return refuse(why, std::string(role) + " is " + format_name(w->info.format) + " but x is " +
+                           format_name(x->info.format) + "; GPU_CUDNN takes weights in x's format");
+  if (!layout_of(w).packed()) return refuse(why, std::string(role) + " is a view; a cuDNN filter must be packed");
+  return true;
+}
+
+bool convt_of(const convt::Geometry& g, const ccv_nnc_tensor_t* w, Conv* p, std::string* why) {
+  p->datatype = g.datatype;
+  if (!tensor4_of(g.y, &p->x) || !tensor4_of(g.x, &p->y))
+    return refuse(why, "a tensor has more than 2^31 - 1 elements");
+  p->w.dim[0] = g.C, p->w.dim[1] = g.Kg, p->w.dim[2] = g.KH, p->w.dim[3] = g.KW;
+  p->w.nhwc = w->info.format == CCV_TENSOR_FORMAT_NHWC;
+  const int eh = (g.KH - 1) * g.DH + 1, ew = (g.KW - 1) * g.DW + 1;
+  // The convolution runs from y (OH x OW) to x (H x W): cuDNN's extent
+  // formula must give back x's extent with NNC's leading pad.
+  if (!symmetric_pad(g.OH, g.PT, g.PB, eh, g.SH, g.H, &p->pad[0]) ||
+      !symmetric_pad(g.OW, g.PL, g.PR, ew, g.SW, g.W, &p->pad[1]))
+    return refuse(why, "padding " + std::to_string(g.PT) + "," + std::to_string(g.PB) + " / " + std::to_string(g.PL) +
+                           "," + std::to_string(g.PR) + " with output_padding " + std::to_string(g.OP) +
+                           " is not the data gradient of a convolution with one pad on both sides; cuDNN pads both "
+                           "sides alike");
+  p->stride[0] = g.SH, p->stride[1] = g.SW;
+  p->dilation[0] = g.DH, p->dilation[1] = g.DW;
+  p->groups = g.G;
+  return true;
+}
+
+}  // namespace
+
+bool conv_transpose_forward_tensors(const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* bias,
+                                    const ccv_nnc_tensor_t* y, std::string* why) {
+  if (!x || !w || !y) return refuse(why, "x, w and y are required");
+  for (const ccv_nnc_tensor_t* t : {x, y, bias})
+    if (!convt_type(t, x)) return refuse(why, kConvtTypes);
+  if (!is_image(x) || !is_image(y)) return refuse(why, "x and y must be 3-d or 4-d NHWC or NCHW tensors");
+  return convt_weights(w, x, "w", why);
+}
+
+bool conv_transpose_backward_tensors(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                                     int output_size, std::string* why) {
+  if (input_size < 1 || output_size < 1 || input_size > 5 || output_size > 3) return refuse(why, "wrong slots");
+  const convt::BackwardIo io = convt::backward_io(inputs, input_size, outputs, output_size);
+  if (!io.g || (!io.dx && !io.dw && !io.dbias)) return refuse(why, "needs g and an output");
+  for (const ccv_nnc_tensor_t* t : {io.g, io.x, io.dx, io.dbias})
+    if (!convt_type(t, io.g)) return refuse(why, kConvtTypes);
+  if (!is_image(io.g)) return refuse(why, "g must be a 3-d or 4-d NHWC or NCHW tensor");
+  if (!io.dx && !io.dw) return true;
+  if (!io.x || !io.w) return refuse(why, "dx and dw need x and w");
+  if (!is_image(io.x)) return refuse(why, "x must be a 3-d or 4-d NHWC or NCHW tensor");
+  if (!convt_weights(io.w, io.x, "w", why)) return false;
+  if (io.dw && !convt_weights(io.dw, io.x, "dw", why)) return false;
+  return true;
+}
+
+bool conv_transpose_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const ccv_nnc_tensor_t* x,
+                            const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* bias, const ccv_nnc_tensor_t* y,
+                            ConvTranspose* plan, std::string* why) {
+  NNC_CHECK(x && w && y, "CONVOLUTION_TRANSPOSE_FORWARD (GPU_CUDNN): x, w and y are required");
+  const convt::Geometry g = convt::geometry(cmd, hint, x, w, bias, y, "CONVOLUTION_TRANSPOSE_FORWARD");
+  if (!conv_transpose_forward_tensors(x, w, bias, y, why)) return false;
+  ConvTranspose p;
+  if (!convt_of(g, w, &p.conv, why)) return false;
+  if (bias) {
+    if (!bias_of(bias, g.K, &p.conv.bias)) return refuse(why, "the bias's stride does not fit cuDNN's int");
+    p.conv.has_bias = true;
+  }
+  *plan = p;
+  return true;
+}
+
+bool conv_transpose_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv_nnc_tensor_t* const* inputs,
+                             int input_size, ccv_nnc_tensor_t* const* outputs, int output_size, ConvTranspose* plan,
+                             std::string* why) {
+  static const char* name = "CONVOLUTION_TRANSPOSE_BACKWARD";
+  const convt::BackwardIo io = conv_rules::check_backward_slots(name, inputs, input_size, outputs, output_size);
+  ConvTranspose p;
+  p.dx = io.dx != nullptr, p.dw = io.dw != nullptr, p.dbias = io.dbias != nullptr;
+  if (!p.dx && !p.dw) {
+    convt::check_bias_only(io.g, io.dbias, name);
+    if (!convt_type(io.g, io.g) || !convt_type(io.dbias, io.g)) return refuse(why, kConvtTypes);
+    const Image gimg = image_of(io.g);
+    if (!tensor4_of(gimg, &p.conv.x) || !bias_of(io.dbias, gimg.c, &p.conv.bias))
+      return refuse(why, "a tensor has more than 2^31 - 1 elements");
+    p.conv.datatype = gimg.datatype;
+    p.conv.has_bias = true;
+    p.bias_only = true;
+    *plan = p;
+    return true;
+  }
+  NNC_CHECK(io.x && io.w, "%s: dx and dw need x (input 1) and w (input 2)", name);
+  const convt::Geometry g = convt::geometry(cmd, hint, io.x, io.w, nullptr, io.g, name);
+  if (!conv_transpose_backward_tensors(inputs, input_size, outputs, output_size, why)) return false;
+  if (!convt_of(g, io.w, &p.conv, why)) return false;
+  if (io.dx) {
+    NNC_CHECK(same_shape(io.dx->info, io.x->info) && io.dx->info.format == io.x->info.format,
+              "%s: dx is %s but x is %s; they must match", name, shape_string(io.dx->info.dim).c_str(),
+              shape_string(io.x->info.dim).c_str());
+    if (!tensor4_of(image_of(io.dx), &p.dx_desc)) return refuse(why, "dx has more than 2^31 - 1 elements");
+  }
+  if (io.dw) {
+    NNC_CHECK(same_shape(io.dw->info, io.w->info), "%s: dw is %s but w is %s; they must match", name,
+              shape_string(io.dw->info.dim).c_str(), shape_string(io.w->info.dim).c_str());
+    if (io.dw->info.format != io.w->info.format) return refuse(why, "dw's format differs from w's");
+  }
+  if (io.dbias) {
+    NNC_CHECK(layout_of(io.dbias).count() == static_cast<size_t>(g.K), "%s: dbias is %s but there are %d channels",
+              name, shape_string(io.dbias->info.dim).c_str(), g.K);
+    if (!bias_of(io.dbias, g.K, &p.conv.bias)) return refuse(why, "dbias's stride does not fit cuDNN's int");
+    p.conv.has_bias = true;
+  }
+  *plan = p;
   return true;
 }
 

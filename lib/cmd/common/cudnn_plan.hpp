@@ -77,6 +77,35 @@ bool conv_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv_nnc
                    int input_size, ccv_nnc_tensor_t* const* outputs, int output_size, ConvBackward* plan,
                    std::string* why);
 
+// CONVOLUTION_TRANSPOSE as the convolution whose data gradient it is. That
+// convolution reads NNC's output y (or the backward's g: K channels, OH x OW)
+// and produces NNC's input x (C channels, H x W), with NNC's weights as its
+// filter {C, K/groups, KH, KW}: libnnc's NHWC weights [C, KH, KW, K/groups]
+// are cuDNN's NHWC (KRSC) filter, NCHW weights [C, K/groups, KH, KW] its
+// KCRS one. So NNC's forward is cudnnConvolutionBackwardData(w, dy = x) into
+// dx = y, dx is cudnnConvolutionForward(g, w) into x's shape, dw is
+// cudnnConvolutionBackwardFilter(g, dy = x). The pad is NNC's leading one;
+// output_padding rows / columns (the bottom / right of y) get no term.
+// 32F or 16F, every tensor one type (fp16 runs with fp32 accumulation).
+struct ConvTranspose {
+  Conv conv;  // conv.x: y (forward) or g (backward); conv.y: x; conv.w: w as that filter; conv.bias: bias / dbias
+  bool dx = false, dw = false, dbias = false;
+  bool bias_only = false;  // backward with dbias alone: only conv.x (g) and conv.bias are set
+  Tensor4 dx_desc;         // backward: dx (x's shape: cuDNN's forward output)
+};
+// Hint-free checks (types, the weights' format and packing), for accept functions.
+bool conv_transpose_forward_tensors(const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* bias,
+                                    const ccv_nnc_tensor_t* y, std::string* why);
+bool conv_transpose_backward_tensors(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                                     int output_size, std::string* why);
+// Forward |x|w|bias| -> |y|; backward |g|x|w|bias|y| -> |dx|dw|dbias| (any subset libnnc allows).
+bool conv_transpose_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const ccv_nnc_tensor_t* x,
+                            const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* bias, const ccv_nnc_tensor_t* y,
+                            ConvTranspose* plan, std::string* why);
+bool conv_transpose_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv_nnc_tensor_t* const* inputs,
+                             int input_size, ccv_nnc_tensor_t* const* outputs, int output_size, ConvTranspose* plan,
+                             std::string* why);
+
 enum class PoolMode { kMax, kAverageExcludePadding };
 
 // One pooling: x the input (or dx), y the pooled side (the output or g).

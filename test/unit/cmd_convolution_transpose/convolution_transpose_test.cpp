@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../../cmd_test_util.hpp"
+#include "unit/common/conv_case.hpp"
 
 extern "C" {
 ccv_nnc_cmd_t nnc_test_convt_forward(void);
@@ -26,41 +27,8 @@ class ConvTranspose : public ::testing::Test {
 constexpr int NHWC = CCV_TENSOR_FORMAT_NHWC, NCHW = CCV_TENSOR_FORMAT_NCHW;
 constexpr uint32_t REF = CCV_NNC_BACKEND_CPU_REF, OPT = CCV_NNC_BACKEND_CPU_OPT;
 
-struct Case {
-  int N, H, W, C, K, KH, KW;
-  int G = 1, SH = 1, SW = 1, PT = 0, PL = 0, PB = 0, PR = 0, DH = 1, DW = 1, OP = 0;
-  int format = NHWC;
-  bool bias = true;
-  int OH() const { return (H - 1) * SH + (KH - 1) * DH + 1 - PT - PB + OP; }
-  int OW() const { return (W - 1) * SW + (KW - 1) * DW + 1 - PL - PR + OP; }
-  std::vector<int> img(int h, int w, int c) const {
-    return format == NHWC ? std::vector<int>{N, h, w, c} : std::vector<int>{N, c, h, w};
-  }
-  std::vector<int> x() const { return img(H, W, C); }
-  std::vector<int> y() const { return img(OH(), OW(), K); }
-  std::vector<int> w() const {
-    return format == NHWC ? std::vector<int>{C, KH, KW, K / G} : std::vector<int>{C, K / G, KH, KW};
-  }
-  ccv_nnc_hint_t hint() const {
-    ccv_nnc_hint_t h;
-    std::memset(&h, 0, sizeof(h));
-    h.stride.dim[0] = SH, h.stride.dim[1] = SW;
-    h.border.begin[0] = PT, h.border.begin[1] = PL, h.border.end[0] = PB, h.border.end[1] = PR;
-    return h;
-  }
-  ccv_nnc_cmd_t cmd(uint32_t id, uint32_t backend = 0) const {
-    ccv_nnc_cmd_param_t p;
-    std::memset(&p, 0, sizeof(p));
-    p.size.dim[0] = KH, p.size.dim[1] = KW, p.size.dim[2] = C;
-    p.convolution_transpose.count = K;
-    p.convolution_transpose.groups = G;
-    p.convolution_transpose.dilation[0] = DH, p.convolution_transpose.dilation[1] = DW;
-    p.convolution_transpose.output_padding = OP;
-    ccv_nnc_cmd_t c = ccv_nnc_cmd(id, nullptr, p, 0);
-    c.backend = backend;
-    return c;
-  }
-};
+// N, H, W, C in; N, OH, OW, K out; weights C, KH, KW, K/G (NHWC) or C, K/G, KH, KW.
+using Case = nnc_test_conv::ConvCase<true>;
 
 // Element access by meaning (n, h, w, c) whatever the format.
 double img_get(const T& t, const Case& c, int n, int h, int w, int ch) {
@@ -103,9 +71,9 @@ std::vector<double> reference(const Case& c, const T& x, const T& w, const T* b)
 
 const Case kCases[] = {
     {.N = 2, .H = 3, .W = 4, .C = 3, .K = 5, .KH = 3, .KW = 2},
-    {.N = 1, .H = 4, .W = 3, .C = 4, .K = 6, .KH = 3, .KW = 3, .G = 2, .SH = 2, .SW = 3, .PT = 1, .PL = 1, .PB = 1, .PR = 2, .OP = 1},
+    {.N = 1, .H = 4, .W = 3, .C = 4, .K = 6, .KH = 3, .KW = 3, .SH = 2, .SW = 3, .PT = 1, .PB = 1, .PL = 1, .PR = 2, .G = 2, .OP = 1},
     {.N = 2, .H = 3, .W = 3, .C = 2, .K = 3, .KH = 2, .KW = 3, .SH = 2, .SW = 1, .DH = 2, .DW = 3, .format = NCHW},
-    {.N = 1, .H = 5, .W = 4, .C = 6, .K = 3, .KH = 3, .KW = 3, .G = 3, .SH = 3, .SW = 2, .PT = 2, .PB = 1, .OP = 1, .format = NCHW, .bias = false},
+    {.N = 1, .H = 5, .W = 4, .C = 6, .K = 3, .KH = 3, .KW = 3, .SH = 3, .SW = 2, .PT = 2, .PB = 1, .G = 3, .OP = 1, .format = NCHW, .bias = false},
     {.N = 2, .H = 3, .W = 5, .C = 4, .K = 6, .KH = 2, .KW = 2, .SH = 2, .SW = 2},                  // tiles the output
     {.N = 1, .H = 3, .W = 3, .C = 2, .K = 2, .KH = 2, .KW = 2, .SH = 1, .SW = 1, .DH = 3, .DW = 3, .OP = 2},  // output_padding past the stride
 };
@@ -117,7 +85,7 @@ TEST_F(ConvTranspose, ForwardMatchesReference) {
       for (int dt : {CCV_32F, CCV_64F}) {
         if (backend == OPT && dt == CCV_64F) continue;
         std::mt19937 rng(seed++);
-        T x(dt, c.x(), c.format), w(dt, c.w(), c.format), b(dt, {c.K}), y(dt, c.y(), c.format);
+        T x(dt, c.x_shape(), c.format), w(dt, c.w_shape(), c.format), b(dt, {c.K}), y(dt, c.y_shape(), c.format);
         fill_uniform(x, rng), fill_uniform(w, rng), fill_uniform(b, rng);
         std::vector<ccv_nnc_tensor_t*> in = {x, w};
         if (c.bias) in.push_back(b);
@@ -140,7 +108,7 @@ TEST_F(ConvTranspose, HalfPrecisionOnTheReferenceBackend) {
   std::mt19937 rng(1820);
   for (int dt : {CCV_16F, CCV_16BF})
     for (const Case& c : {kCases[1], kCases[2]}) {
-      T x(dt, c.x(), c.format), w(dt, c.w(), c.format), b(dt, {c.K}), y(dt, c.y(), c.format);
+      T x(dt, c.x_shape(), c.format), w(dt, c.w_shape(), c.format), b(dt, {c.K}), y(dt, c.y_shape(), c.format);
       fill_random(x, rng), fill_random(w, rng), fill_random(b, rng);
       ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, REF), c.hint(), {x, w, b}, {y}), CCV_NNC_EXEC_SUCCESS)
           << ccv_nnc_error_message();
@@ -184,14 +152,14 @@ TEST_F(ConvTranspose, BackwardMatchesFiniteDifferences) {
   std::mt19937 rng(1801);
   for (uint32_t backend : {REF}) {
     for (const Case& c : kCases) {
-      T x(CCV_64F, c.x(), c.format), w(CCV_64F, c.w(), c.format), b(CCV_64F, {c.K});
+      T x(CCV_64F, c.x_shape(), c.format), w(CCV_64F, c.w_shape(), c.format), b(CCV_64F, {c.K});
       fill_uniform(x, rng), fill_uniform(w, rng), fill_uniform(b, rng);
       std::vector<T*> in = {&x, &w};
       std::vector<bool> diff = {true, true};
       if (c.bias) in.push_back(&b), diff.push_back(true);
       expect_gradients_match(c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, backend),
-                             c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_BACKWARD, backend), c.hint(), in, {c.y()}, diff, rng,
-                             1e-6, 1e-7, c.format);
+                             c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_BACKWARD, backend), c.hint(), in, {c.y_shape()}, diff,
+                             rng, 1e-6, 1e-7, c.format);
     }
   }
 }
@@ -205,22 +173,24 @@ TEST_F(ConvTranspose, OptAgreesWithRefOnOddViewsAndThreadedShapes) {
   std::vector<Case> cases(std::begin(kCases), std::end(kCases));
   // Threaded sizes: a U-Net decoder step (2x2, stride 2) and a 3x3 / stride-2 one with padding.
   cases.push_back({.N = 2, .H = 16, .W = 16, .C = 64, .K = 32, .KH = 2, .KW = 2, .SH = 2, .SW = 2});
-  cases.push_back({.N = 1, .H = 13, .W = 11, .C = 48, .K = 40, .KH = 3, .KW = 3, .SH = 2, .SW = 2, .PT = 1, .PL = 1, .PB = 1, .PR = 1, .OP = 1, .format = NCHW});
-  cases.push_back({.N = 1, .H = 17, .W = 19, .C = 32, .K = 24, .KH = 3, .KW = 3, .PT = 1, .PL = 1, .PB = 1, .PR = 1});
+  cases.push_back({.N = 1, .H = 13, .W = 11, .C = 48, .K = 40, .KH = 3, .KW = 3, .SH = 2, .SW = 2, .PT = 1, .PB = 1, .PL = 1, .PR = 1, .OP = 1, .format = NCHW});
+  cases.push_back({.N = 1, .H = 17, .W = 19, .C = 32, .K = 24, .KH = 3, .KW = 3, .PT = 1, .PB = 1, .PL = 1, .PR = 1});
   uint32_t seed = 1810;
   for (const Case& c : cases)
     for (int view : {0, 1}) {
       std::mt19937 rng(seed++);
       const int dt = CCV_32F;
-      T x = make(dt, c.x(), c.format, view), w = make(dt, c.w(), c.format, view), b = make(dt, {c.K}, NHWC, view);
-      T g = make(dt, c.y(), c.format, view);
+      T x = make(dt, c.x_shape(), c.format, view), w = make(dt, c.w_shape(), c.format, view),
+        b = make(dt, {c.K}, NHWC, view);
+      T g = make(dt, c.y_shape(), c.format, view);
       fill_uniform(x, rng), fill_uniform(w, rng), fill_uniform(b, rng), fill_uniform(g, rng);
       std::vector<ccv_nnc_tensor_t*> in = {x, w};
       if (c.bias) in.push_back(b);
       const double tol = 1e-4;
-      expect_backends_agree(c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD), c.hint(), in, {c.y()}, dt, OPT, tol, c.format);
+      expect_backends_agree(c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, 0), c.hint(), in, {c.y_shape()}, dt, OPT, tol,
+                            c.format);
       // Outputs into views too (the tiled path refuses them and takes the general one).
-      T yv = T::view(dt, c.y(), c.format, 2), yr(dt, c.y(), c.format);
+      T yv = T::view(dt, c.y_shape(), c.format, 2), yr(dt, c.y_shape(), c.format);
       ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, OPT), c.hint(), in, {yv}), CCV_NNC_EXEC_SUCCESS)
           << ccv_nnc_error_message();
       ASSERT_EQ(run_hint(c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, REF), c.hint(), in, {yr}), CCV_NNC_EXEC_SUCCESS);
@@ -228,8 +198,9 @@ TEST_F(ConvTranspose, OptAgreesWithRefOnOddViewsAndThreadedShapes) {
       EXPECT_TRUE(yv.guard_intact());
       // Backward: dx, dw, dbias all together, then each pattern libnnc allows.
       for (int pattern = 0; pattern < 3; pattern++) {
-        T dxr(dt, c.x(), c.format), dwr(dt, c.w(), c.format), dbr(dt, {c.K});
-        T dxo = make(dt, c.x(), c.format, view), dwo = make(dt, c.w(), c.format, view), dbo = make(dt, {c.K}, NHWC, view);
+        T dxr(dt, c.x_shape(), c.format), dwr(dt, c.w_shape(), c.format), dbr(dt, {c.K});
+        T dxo = make(dt, c.x_shape(), c.format, view), dwo = make(dt, c.w_shape(), c.format, view),
+          dbo = make(dt, {c.K}, NHWC, view);
         std::vector<ccv_nnc_tensor_t*> bin = {g, x, w};
         std::vector<ccv_nnc_tensor_t*> ro = {dxr, dwr, dbr}, oo = {dxo, dwo, dbo};
         if (pattern == 1) bin[2] = nullptr, ro[0] = oo[0] = nullptr;  // g, x -> dw, dbias
@@ -238,8 +209,12 @@ TEST_F(ConvTranspose, OptAgreesWithRefOnOddViewsAndThreadedShapes) {
         ASSERT_EQ(run_hint(bw, c.hint(), bin, ro), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
         bw.backend = OPT;
         ASSERT_EQ(run_hint(bw, c.hint(), bin, oo), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
-        if (ro[0]) EXPECT_LE(max_rel_diff(dxo, dxr), tol) << "dx, case " << c.C << "x" << c.K << " pattern " << pattern;
-        if (ro[1]) EXPECT_LE(max_rel_diff(dwo, dwr), 1e-3) << "dw, case " << c.C << "x" << c.K << " pattern " << pattern;
+        if (ro[0]) {
+          EXPECT_LE(max_rel_diff(dxo, dxr), tol) << "dx, case " << c.C << "x" << c.K << " pattern " << pattern;
+        }
+        if (ro[1]) {
+          EXPECT_LE(max_rel_diff(dwo, dwr), 1e-3) << "dw, case " << c.C << "x" << c.K << " pattern " << pattern;
+        }
         EXPECT_LE(max_rel_diff(dbo, dbr), 1e-4) << "dbias";
         EXPECT_TRUE(dxo.guard_intact() && dwo.guard_intact() && dbo.guard_intact());
       }
@@ -254,22 +229,23 @@ TEST_F(ConvTranspose, LibnncContract) {
   for (int format : {NHWC, NCHW}) {
     Case f = c;
     f.format = format;
-    ccv_nnc_tensor_param_t in[3] = {param(CCV_32F, f.x(), format), param(CCV_32F, f.w(), format), param(CCV_32F, {f.K})};
+    ccv_nnc_tensor_param_t in[3] = {param(CCV_32F, f.x_shape(), format), param(CCV_32F, f.w_shape(), format),
+                                    param(CCV_32F, {f.K})};
     ccv_nnc_tensor_param_t out;
-    ccv_nnc_hint_tensor_auto(f.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD), in, 3, f.hint(), &out, 1);
-    const std::vector<int> want = f.y();
+    ccv_nnc_hint_tensor_auto(f.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, 0), in, 3, f.hint(), &out, 1);
+    const std::vector<int> want = f.y_shape();
     for (int i = 0; i < 4; i++) EXPECT_EQ(out.dim[i], want[i]) << i;
     EXPECT_EQ(out.dim[4], 0);
     EXPECT_EQ(out.format, format);
     // 3-d inputs keep their rank.
     ccv_nnc_tensor_param_t x3 = param(CCV_32F, {c.H, c.W, c.C});
-    ccv_nnc_tensor_param_t in3[2] = {x3, param(CCV_32F, c.w())};
-    ccv_nnc_hint_tensor_auto(c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD), in3, 2, c.hint(), &out, 1);
+    ccv_nnc_tensor_param_t in3[2] = {x3, param(CCV_32F, c.w_shape())};
+    ccv_nnc_hint_tensor_auto(c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, 0), in3, 2, c.hint(), &out, 1);
     EXPECT_EQ(out.dim[0], c.OH()); EXPECT_EQ(out.dim[1], c.OW()); EXPECT_EQ(out.dim[2], c.K); EXPECT_EQ(out.dim[3], 0);
     // Backward: dx like x, dw like w, dbias like bias.
-    ccv_nnc_tensor_param_t bin[4] = {param(CCV_32F, f.y(), format), in[0], in[1], in[2]};
+    ccv_nnc_tensor_param_t bin[4] = {param(CCV_32F, f.y_shape(), format), in[0], in[1], in[2]};
     ccv_nnc_tensor_param_t bout[3];
-    ccv_nnc_hint_tensor_auto(f.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_BACKWARD), bin, 4, f.hint(), bout, 3);
+    ccv_nnc_hint_tensor_auto(f.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_BACKWARD, 0), bin, 4, f.hint(), bout, 3);
     for (int i = 0; i < 3; i++)
       for (int d = 0; d < 4; d++) EXPECT_EQ(bout[i].dim[d], bin[i + 1].dim[d]) << i << "," << d;
   }
@@ -301,8 +277,8 @@ TEST_F(ConvTranspose, LibnncContract) {
 
 TEST_F(ConvTranspose, BadInputFailsWithAMessage) {
   const Case c = kCases[0];
-  T x(CCV_32F, c.x()), w(CCV_32F, c.w()), b(CCV_32F, {c.K}), y(CCV_32F, c.y());
-  const ccv_nnc_cmd_t f = c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD);
+  T x(CCV_32F, c.x_shape()), w(CCV_32F, c.w_shape()), b(CCV_32F, {c.K}), y(CCV_32F, c.y_shape());
+  const ccv_nnc_cmd_t f = c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, 0);
   for (uint32_t backend : {REF, OPT}) {
     ccv_nnc_cmd_t fb = f;
     fb.backend = backend;
@@ -318,7 +294,7 @@ TEST_F(ConvTranspose, BadInputFailsWithAMessage) {
   f2.info.convolution_transpose.count = c.K + 1;
   EXPECT_EQ(run_hint(f2, c.hint(), {x, w, b}, {y}), CCV_NNC_EXEC_INVALID);
   EXPECT_TRUE(message_has("count")) << ccv_nnc_error_message();
-  T x64(CCV_64F, c.x());
+  T x64(CCV_64F, c.x_shape());
   EXPECT_EQ(run_hint(f, c.hint(), {x64, w, b}, {y}), CCV_NNC_EXEC_INVALID);
   EXPECT_TRUE(message_has("share one type")) << ccv_nnc_error_message();
   EXPECT_NE(run_hint(f, c.hint(), {x, nullptr, b}, {y}), CCV_NNC_EXEC_SUCCESS);
@@ -331,8 +307,8 @@ TEST_F(ConvTranspose, BadInputFailsWithAMessage) {
   T b_bad(CCV_32F, {c.K + 2});
   EXPECT_EQ(run_hint(f, c.hint(), {x, w, b_bad}, {y}), CCV_NNC_EXEC_INVALID);
   EXPECT_TRUE(message_has("bias")) << ccv_nnc_error_message();
-  const ccv_nnc_cmd_t bw = c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_BACKWARD);
-  T dx(CCV_32F, c.x()), dw_bad(CCV_32F, {c.C, c.KH, c.KW, c.K + 1});
+  const ccv_nnc_cmd_t bw = c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_BACKWARD, 0);
+  T dx(CCV_32F, c.x_shape()), dw_bad(CCV_32F, {c.C, c.KH, c.KW, c.K + 1});
   EXPECT_EQ(run_hint(bw, c.hint(), {y, x, w}, {dx, dw_bad}), CCV_NNC_EXEC_INVALID);
   EXPECT_TRUE(message_has("dw")) << ccv_nnc_error_message();
   EXPECT_EQ(run_hint(bw, c.hint(), {y, x, w}, {nullptr, nullptr, nullptr}), CCV_NNC_EXEC_INVALID);

@@ -18,8 +18,10 @@
 
 #include "../../cmd_test_util.hpp"
 #include "core/error.hpp"
+#include "cudnn_replay.hpp"
 
 using namespace cmdtest;
+using namespace cudnn_replay;
 namespace cp = nnc::cudnn_plan;
 
 namespace {
@@ -29,62 +31,7 @@ class CudnnPlan : public ::testing::Test {
   static void SetUpTestSuite() { ccv_nnc_init(); }
 };
 
-constexpr int NHWC = CCV_TENSOR_FORMAT_NHWC, NCHW = CCV_TENSOR_FORMAT_NCHW;
-
-// Element (n, c, h, w) of a tensor through a plan's descriptor.
-float& at(const ccv_nnc_tensor_t* t, const cp::Tensor4& d, int n, int c, int h, int w) {
-  return t->data.f32[static_cast<int64_t>(n) * d.stride[0] + static_cast<int64_t>(c) * d.stride[1] +
-                     static_cast<int64_t>(h) * d.stride[2] + static_cast<int64_t>(w) * d.stride[3]];
-}
-// Element (k, c, r, s) of a packed filter in the plan's layout.
-float& wat(const ccv_nnc_tensor_t* t, const cp::Filter& f, int k, int c, int r, int s) {
-  const int Cg = f.dim[1], R = f.dim[2], S = f.dim[3];
-  const size_t i = f.nhwc ? ((static_cast<size_t>(k) * R + r) * S + s) * Cg + c
-                          : ((static_cast<size_t>(k) * Cg + c) * R + r) * S + s;
-  return t->data.f32[i];
-}
-// cuDNN's output extent (cudnnGetConvolutionNdForwardOutputDim).
-int cudnn_out(int in, int pad, int filter, int dil, int stride) {
-  return (in + 2 * pad - ((filter - 1) * dil + 1)) / stride + 1;
-}
-
-struct Case {
-  int N, H, W, C, K, KH, KW;
-  int SH = 1, SW = 1, PT = 0, PB = 0, PL = 0, PR = 0, DH = 1, DW = 1, G = 1;
-  int format = NHWC;
-  bool batched = true, views = false, bias = true;
-  int OH() const { return (H + PT + PB - ((KH - 1) * DH + 1)) / SH + 1; }
-  int OW() const { return (W + PL + PR - ((KW - 1) * DW + 1)) / SW + 1; }
-  std::vector<int> img(int n, int h, int w, int c) const {
-    std::vector<int> d = format == NHWC ? std::vector<int>{n, h, w, c} : std::vector<int>{n, c, h, w};
-    if (!batched) d.erase(d.begin());
-    return d;
-  }
-  std::vector<int> w_shape() const {
-    return format == NHWC ? std::vector<int>{K, KH, KW, C / G} : std::vector<int>{K, C / G, KH, KW};
-  }
-  ccv_nnc_hint_t hint() const {
-    ccv_nnc_hint_t h = {};
-    h.stride.dim[0] = SH, h.stride.dim[1] = SW;
-    h.border.begin[0] = PT, h.border.end[0] = PB, h.border.begin[1] = PL, h.border.end[1] = PR;
-    return h;
-  }
-  ccv_nnc_cmd_t cmd(uint32_t id) const {
-    ccv_nnc_cmd_param_t p;
-    std::memset(&p, 0, sizeof(p));
-    p.size.dim[0] = KH, p.size.dim[1] = KW, p.size.dim[2] = C;
-    p.convolution.count = K;
-    p.convolution.groups = G;
-    p.convolution.dilation[0] = DH, p.convolution.dilation[1] = DW;
-    ccv_nnc_cmd_t c = ccv_nnc_cmd(id, nullptr, p, 0);
-    c.backend = CCV_NNC_BACKEND_CPU_REF;
-    return c;
-  }
-};
-
-T make(const std::vector<int>& shape, int format, bool view) {
-  return view ? T::view(CCV_32F, shape, format) : T(CCV_32F, shape, format);
-}
+using Case = nnc_test_conv::ConvCase<false>;
 
 std::vector<Case> conv_cases() {
   std::vector<Case> cs;
@@ -151,22 +98,20 @@ TEST_F(CudnnPlan, ConvolutionForwardMeansWhatCpuRefComputes) {
     // cuDNN checks y against its own extent formula.
     ASSERT_EQ(p.y.dim[2], cudnn_out(c.H, p.pad[0], c.KH, p.dilation[0], p.stride[0]));
     ASSERT_EQ(p.y.dim[3], cudnn_out(c.W, p.pad[1], c.KW, p.dilation[1], p.stride[1]));
-    // cuDNN's cross-correlation over the plan.
-    const int Cg = p.w.dim[1], Kg = p.w.dim[0] / p.groups;
+    // cuDNN's cross-correlation over the plan, then the bias.
+    std::vector<double> e(static_cast<size_t>(p.y.dim[0]) * p.y.dim[1] * p.y.dim[2] * p.y.dim[3], 0.0);
+    auto E = [&](int n, int k, int oh, int ow) -> double& {
+      return e[((static_cast<size_t>(n) * p.y.dim[1] + k) * p.y.dim[2] + oh) * p.y.dim[3] + ow];
+    };
+    for_each_tap(p, [&](int n, int k, int oh, int ow, int ch, int ci, int r, int q, int h, int ww) {
+      E(n, k, oh, ow) += static_cast<double>(at(x, p.x, n, ch, h, ww)) * wat(w, p.w, k, ci, r, q);
+    });
     double worst = 0;
     for (int n = 0; n < p.y.dim[0]; n++)
       for (int k = 0; k < p.y.dim[1]; k++)
         for (int oh = 0; oh < p.y.dim[2]; oh++)
           for (int ow = 0; ow < p.y.dim[3]; ow++) {
-            double s = p.has_bias ? b.get()->data.f32[k * p.bias.stride[1]] : 0;
-            for (int ci = 0; ci < Cg; ci++)
-              for (int r = 0; r < p.w.dim[2]; r++)
-                for (int q = 0; q < p.w.dim[3]; q++) {
-                  const int h = oh * p.stride[0] - p.pad[0] + r * p.dilation[0];
-                  const int ww = ow * p.stride[1] - p.pad[1] + q * p.dilation[1];
-                  if (h < 0 || ww < 0 || h >= p.x.dim[2] || ww >= p.x.dim[3]) continue;
-                  s += static_cast<double>(at(x, p.x, n, (k / Kg) * Cg + ci, h, ww)) * wat(w, p.w, k, ci, r, q);
-                }
+            const double s = (p.has_bias ? b.get()->data.f32[k * p.bias.stride[1]] : 0) + E(n, k, oh, ow);
             worst = std::max(worst, std::fabs(s - at(y, p.y, n, k, oh, ow)));
           }
     EXPECT_LE(worst, 1e-4);
@@ -202,38 +147,17 @@ TEST_F(CudnnPlan, ConvolutionBackwardMeansWhatCpuRefComputes) {
       EXPECT_EQ(p.dbias, want_db);
       EXPECT_EQ(p.bias_only, !want_dx && !want_dw);
       const cp::Tensor4& gd = p.conv.y;
-      if (want_db) {
-        for (int k = 0; k < gd.dim[1]; k++) {
-          double s = 0;
-          for (int n = 0; n < gd.dim[0]; n++)
-            for (int h = 0; h < gd.dim[2]; h++)
-              for (int ww = 0; ww < gd.dim[3]; ww++) s += at(g, gd, n, k, h, ww);
-          EXPECT_NEAR(s, db.get()->data.f32[k * p.conv.bias.stride[1]], 1e-4) << "dbias " << k;
-        }
-      }
+      if (want_db) expect_bias_gradient(g, gd, db, p.conv.bias);
       if (p.bias_only) continue;
       const cp::Conv& q = p.conv;
-      const int Cg = q.w.dim[1], Kg = q.w.dim[0] / q.groups;
+      const int Cg = q.w.dim[1];
       std::vector<double> edx(static_cast<size_t>(c.N) * c.C * c.H * c.W, 0.0),
           edw(static_cast<size_t>(c.K) * Cg * c.KH * c.KW, 0.0);
-      for (int n = 0; n < gd.dim[0]; n++)
-        for (int k = 0; k < gd.dim[1]; k++)
-          for (int oh = 0; oh < gd.dim[2]; oh++)
-            for (int ow = 0; ow < gd.dim[3]; ow++) {
-              const double gv = at(g, gd, n, k, oh, ow);
-              for (int ci = 0; ci < Cg; ci++)
-                for (int r = 0; r < q.w.dim[2]; r++)
-                  for (int s = 0; s < q.w.dim[3]; s++) {
-                    const int h = oh * q.stride[0] - q.pad[0] + r * q.dilation[0];
-                    const int ww = ow * q.stride[1] - q.pad[1] + s * q.dilation[1];
-                    if (h < 0 || ww < 0 || h >= q.x.dim[2] || ww >= q.x.dim[3]) continue;
-                    const int cc = (k / Kg) * Cg + ci;
-                    if (want_dx)
-                      edx[((static_cast<size_t>(n) * c.C + cc) * c.H + h) * c.W + ww] += gv * wat(w, q.w, k, ci, r, s);
-                    if (want_dw)
-                      edw[((static_cast<size_t>(k) * Cg + ci) * c.KH + r) * c.KW + s] += gv * at(x, q.x, n, cc, h, ww);
-                  }
-            }
+      for_each_tap(q, [&](int n, int k, int oh, int ow, int cc, int ci, int r, int s, int h, int ww) {
+        const double gv = at(g, gd, n, k, oh, ow);
+        if (want_dx) edx[((static_cast<size_t>(n) * c.C + cc) * c.H + h) * c.W + ww] += gv * wat(w, q.w, k, ci, r, s);
+        if (want_dw) edw[((static_cast<size_t>(k) * Cg + ci) * c.KH + r) * c.KW + s] += gv * at(x, q.x, n, cc, h, ww);
+      });
       double worst = 0;
       if (want_dx)
         for (int n = 0; n < c.N; n++)

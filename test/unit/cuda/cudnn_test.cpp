@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "gpu.hpp"
+#include "unit/common/conv_case.hpp"
 
 using namespace nnc_gpu_test;
 
@@ -99,30 +100,14 @@ ccv_nnc_cmd_t with_backend(ccv_nnc_cmd_t c, uint32_t backend) {
 
 // ---- convolution ----
 
-struct ConvCase {
-  int N, H, W, C, K, KH, KW;
-  int SH = 1, SW = 1, PT = 0, PB = 0, PL = 0, PR = 0, DH = 1, DW = 1, G = 1;
-  int format = NHWC;
-  bool batched = true, views = false, bias = true;
-  int OH() const { return (H + PT + PB - ((KH - 1) * DH + 1)) / SH + 1; }
-  int OW() const { return (W + PL + PR - ((KW - 1) * DW + 1)) / SW + 1; }
-  std::vector<int> img(int n, int h, int w, int c) const {
-    std::vector<int> d = format == NHWC ? std::vector<int>{n, h, w, c} : std::vector<int>{n, c, h, w};
-    if (!batched) d.erase(d.begin());
-    return d;
-  }
-  std::vector<int> w_shape() const {
-    return format == NHWC ? std::vector<int>{K, KH, KW, C / G} : std::vector<int>{K, C / G, KH, KW};
-  }
-  ccv_nnc_hint_t hint() const { return make_hint(SH, SW, PT, PB, PL, PR); }
+// The convolution's geometry (test/unit/common/conv_case.hpp); these tests
+// give size.dim[2] the filter's channels per group (C / G) and name cases
+// their own way.
+struct ConvCase : nnc_test_conv::ConvCase<false> {
   ccv_nnc_cmd_t cmd(uint32_t id, uint32_t backend) const {
-    ccv_nnc_cmd_param_t p;
-    std::memset(&p, 0, sizeof(p));
-    p.size.dim[0] = KH, p.size.dim[1] = KW, p.size.dim[2] = C / G;
-    p.convolution.count = K;
-    p.convolution.groups = G;
-    p.convolution.dilation[0] = DH, p.convolution.dilation[1] = DW;
-    return with_backend(ccv_nnc_cmd(id, nullptr, p, 0), backend);
+    ccv_nnc_cmd_t c = nnc_test_conv::ConvCase<false>::cmd(id, backend);
+    c.info.size.dim[2] = C / G;
+    return c;
   }
   std::string name() const {
     return std::string(format == NHWC ? "NHWC" : "NCHW") + " N" + std::to_string(N) + " " + std::to_string(H) + "x" +

@@ -37,6 +37,7 @@
 
 #include "test/unit/cuda/gpu.hpp"
 #include "test/unit/cuda/gpu_pair.hpp"
+#include "unit/common/half_optimisers.hpp"
 
 namespace {
 
@@ -84,39 +85,8 @@ void expect_ulp(const Both& b, int type, const std::string& what, double atol = 
 
 // --- optimisers ---------------------------------------------------------------
 
-struct Opt {
-  const char* name;
-  ccv_nnc_cmd_t cmd;
-  int state;
-};
-
-std::vector<Opt> optimisers() {
-  std::vector<Opt> o;
-  ccv_nnc_cmd_t c = make_cmd(CCV_NNC_SGD_FORWARD);
-  c.info.sgd.rate = 0.1f, c.info.sgd.scale = 1;
-  o.push_back({"SGD", c, 1});
-  c = make_cmd(CCV_NNC_SGD_FORWARD);
-  c.info.sgd.rate = 0.05f, c.info.sgd.scale = 0.5f, c.info.sgd.decay = 0.01f, c.info.sgd.momentum = 0.9f;
-  c.info.sgd.dampening = 0.1f, c.info.sgd.nesterov = 1;
-  o.push_back({"SGD momentum nesterov decay", c, 1});
-  for (uint32_t id : {CCV_NNC_ADAM_FORWARD, CCV_NNC_ADAMW_FORWARD})
-    for (int ams = 0; ams < 2; ams++) {
-      c = make_cmd(id);
-      c.info.adam.step = 3, c.info.adam.rate = 0.01f, c.info.adam.beta1 = 0.9f, c.info.adam.beta2 = 0.999f;
-      c.info.adam.decay = 0.02f, c.info.adam.epsilon = 1e-8f, c.info.adam.amsgrad = ams, c.info.adam.scale = 1;
-      o.push_back({id == CCV_NNC_ADAM_FORWARD ? (ams ? "ADAM amsgrad" : "ADAM") : (ams ? "ADAMW amsgrad" : "ADAMW"), c,
-                   ams ? 3 : 2});
-    }
-  c = make_cmd(CCV_NNC_RMSPROP_FORWARD);
-  c.info.rmsprop.rate = 0.01f, c.info.rmsprop.scale = 1, c.info.rmsprop.decay = 0.001f, c.info.rmsprop.alpha = 0.9f;
-  c.info.rmsprop.momentum = 0.5f, c.info.rmsprop.epsilon = 1e-6f;
-  o.push_back({"RMSPROP", c, 2});
-  c = make_cmd(CCV_NNC_LAMB_FORWARD);
-  c.info.lamb.step = 2, c.info.lamb.rate = 0.01f, c.info.lamb.beta1 = 0.9f, c.info.lamb.beta2 = 0.999f;
-  c.info.lamb.decay = 0.01f, c.info.lamb.epsilon = 1e-6f, c.info.lamb.scale = 1;
-  o.push_back({"LAMB", c, 2});
-  return o;
-}
+using nnc_test_half::Opt;
+using nnc_test_half::optimisers;
 
 // Two steps in place over views (b = a, n = m, u = v, um = vm), then one out of
 // place into packed tensors: every output compared after each run.

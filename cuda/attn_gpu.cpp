@@ -1,0 +1,169 @@
+// GPU_REF SCALED_DOT_PRODUCT_ATTENTION forward and backward, with the
+// CPU family's contract (lib/cmd/attention/attention.cpp: slots, shapes,
+// causal bottom-right, the broadcast mask, fewer kv heads, the fused
+// unify-head projection, lse [B, H, Sq] or [Sq, B] as saved for the backward,
+// which either backend's backward reads). 32F and 16F tensors (lse 32F or
+// 16F), any strides, fp32 accumulation whatever
+// scaled_dot_product_attention.flags asks.
+//
+// The algorithm (cmd/common/gpu_attn.hpp, whose math the CPU tests check):
+// per chunk of (batch, kv head) units, one block per query row writes the
+// row's probabilities into float scratch (at most kChunkBytes, or one unit's
+// G Sq Sk floats, from the module's caching allocator on the call's stream),
+// then o; the backward recomputes the
+// probabilities from the saved lse (or recomputes lse when not given, and the
+// attention result for a fused call), ds, then dq, dk, dv one thread per
+// element. Not a fused flash kernel: memory traffic is O(B H Sq Sk) floats.
+#include <cstdlib>
+#include <string>
+
+#include "cmd/attention/attention.hpp"
+#include "cmd/common/gpu_attn.hpp"
+#include "core/error.hpp"
+#include "core/kernel.hpp"
+#include "core/registry.hpp"
+#include "core/tensor.hpp"
+#include "cuda/attn_kern.hpp"
+#include "cuda/cuda.hpp"
+#include "cuda/ewgpu.hpp"
+
+namespace nnc::cuda {
+
+namespace {
+
+constexpr int64_t kChunkBytes = int64_t{512} << 20;
+
+// The scratch limit per chunk: kChunkBytes, or NNC_GPU_ATTN_CHUNK_BYTES from
+// the environment (tests set it small to run many chunks).
+int64_t chunk_bytes() {
+  const char* e = std::getenv("NNC_GPU_ATTN_CHUNK_BYTES");
+  if (!e || !*e) return kChunkBytes;
+  const long long v = std::atoll(e);
+  return v > 0 ? static_cast<int64_t>(v) : kChunkBytes;
+}
+
+bool accept_attn(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                 ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (!on_one_gpu(inputs, input_size, outputs, output_size, nullptr)) return false;
+  const int base = cmd.cmd == CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD ? 3 : 0;
+  if (input_size <= base || !inputs[base]) return false;
+  const int dt = CCV_GET_DATA_TYPE(inputs[base]->info.datatype);
+  return dt == CCV_32F || dt == CCV_16F;
+}
+
+gpu::AttnPlan plan_of(const attn::Problem& p, const char* what) {
+  gpu::AttnPlan a;
+  std::string why;
+  if (!gpu::attn_plan(p, &a, &why)) fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  return a;
+}
+
+AttnRows rows_of(const attn::Problem& p, const gpu::AttnPlan& a) {
+  AttnRows r;
+  r.s = a.s;
+  r.half = a.datatype == CCV_16F;
+  r.q = p.q.data, r.k = p.k.data, r.v = p.v.data, r.mask = p.mask.data;
+  return r;
+}
+
+// Runs f for each chunk of `chunk` (batch, kv head) units.
+template <class F>
+void each_chunk(int64_t units, int64_t chunk, AttnRows& r, const F& f) {
+  for (int64_t u0 = 0; u0 < units; u0 += chunk) {
+    r.u0 = u0, r.u1 = u0 + chunk < units ? u0 + chunk : units;
+    f();
+  }
+}
+
+size_t floats(int64_t n) { return static_cast<size_t>(n) * sizeof(float); }
+
+NNC_KERNEL(attn_forward) {
+  static const char* what = "SCALED_DOT_PRODUCT_ATTENTION_FORWARD (GPU_REF)";
+  const attn::Problem p = attn::problem(cmd, inputs, input_size, outputs, output_size, false, what);
+  const gpu::AttnPlan a = plan_of(p, what);
+  const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
+  const int half = a.datatype == CCV_16F;
+  const int64_t units = static_cast<int64_t>(p.B) * p.Hk, per_unit = static_cast<int64_t>(p.H / p.Hk) * p.Sq * p.Sk;
+  const int64_t chunk = gpu::attn_chunk_units(units, per_unit, chunk_bytes());
+  const gpu::AttnView packed = gpu::attn_packed(p.Sq, p.H, p.Dv);
+  StreamBlock pbuf(floats(chunk * per_unit), c.s, what);
+  StreamBlock obuf(a.fused ? floats(static_cast<int64_t>(p.B) * p.Sq * p.H * p.Dv) : 0, c.s, what);
+  AttnRows r = rows_of(p, a);
+  r.p = static_cast<float*>(pbuf.get());
+  r.lse = p.lse.data;
+  r.lse_half = a.lse_type == CCV_16F;
+  if (a.fused) {
+    r.o = obuf.get(), r.o_view = packed, r.o_half = 0;
+  } else {
+    r.o = p.o.data, r.o_view = a.o, r.o_half = half;
+  }
+  each_chunk(units, chunk, r, [&] { c.check(launch_attn_forward_rows(c.s, r)); });
+  if (a.fused) {
+    if (p.o.data)  // qkv, when asked
+      c.check(launch_attn_copy(c.s, p.B, p.Sq, p.H, p.Dv, obuf.get(), packed, 0, p.o.data, a.o, half));
+    c.check(launch_attn_proj(c.s, a.proj, static_cast<const float*>(obuf.get()), p.w.data, p.bias, p.y3.data, half));
+  }
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+NNC_KERNEL(attn_backward) {
+  static const char* what = "SCALED_DOT_PRODUCT_ATTENTION_BACKWARD (GPU_REF)";
+  const attn::Problem p = attn::problem(cmd, inputs, input_size, outputs, output_size, true, what);
+  const gpu::AttnPlan a = plan_of(p, what);
+  const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
+  const int half = a.datatype == CCV_16F;
+  const int64_t units = static_cast<int64_t>(p.B) * p.Hk, per_unit = static_cast<int64_t>(p.H / p.Hk) * p.Sq * p.Sk;
+  const int64_t nO = static_cast<int64_t>(p.B) * p.Sq * p.H * p.Dv;
+  const bool attention_grads = p.dq.data || p.dk.data || p.dv.data;
+  // The forward again when the fused projection needs the attention result
+  // (for dw) or no lse was saved.
+  const bool need_fwd = (a.fused && p.dw.data) || (attention_grads && !p.lse.data);
+  const int64_t chunk = gpu::attn_chunk_units(units, 2 * per_unit, chunk_bytes());
+  const gpu::AttnView packed = gpu::attn_packed(p.Sq, p.H, p.Dv);
+  StreamBlock pbuf(need_fwd || attention_grads ? floats(chunk * per_unit) : 0, c.s, what);
+  StreamBlock dsbuf(attention_grads ? floats(chunk * per_unit) : 0, c.s, what);
+  StreamBlock dObuf(attention_grads ? floats(nO) : 0, c.s, what);
+  StreamBlock obuf(a.fused && p.dw.data ? floats(nO) : 0, c.s, what);
+  StreamBlock lsebuf(need_fwd ? floats(static_cast<int64_t>(p.B) * p.H * p.Sq) : 0, c.s, what);
+  AttnRows r = rows_of(p, a);
+  r.p = static_cast<float*>(pbuf.get());
+  if (need_fwd) {
+    r.s.lse = gpu::attn_packed_lse(p.Sq, p.H);
+    r.lse = lsebuf.get(), r.lse_half = 0;
+    r.o = obuf.get(), r.o_view = packed, r.o_half = 0;
+    each_chunk(units, chunk, r, [&] { c.check(launch_attn_forward_rows(c.s, r)); });
+    r.o = nullptr;
+  } else {
+    r.lse = p.lse.data, r.lse_half = a.lse_type == CCV_16F;
+  }
+  float* dO = static_cast<float*>(dObuf.get());
+  if (a.fused)
+    c.check(launch_attn_proj_backward(c.s, a.proj, p.g.data, p.w.data, static_cast<const float*>(obuf.get()), dO,
+                                      p.dw.data, a.dw_rs, a.dw_cs, p.dbias, a.dbias_stride, half));
+  else if (attention_grads)
+    c.check(launch_attn_copy(c.s, p.B, p.Sq, p.H, p.Dv, p.g.data, a.g, half, dO, packed, 0));
+  if (attention_grads) {
+    r.dO = dO;
+    r.ds = static_cast<float*>(dsbuf.get());
+    each_chunk(units, chunk, r, [&] {
+      c.check(launch_attn_backward_rows(c.s, r));
+      c.check(launch_attn_grads(c.s, r, p.dq.data, a.dq, p.dk.data, a.dk, p.dv.data, a.dv, half));
+    });
+  }
+  c.done();
+  return CCV_NNC_EXEC_SUCCESS;
+}
+
+}  // namespace
+
+void register_attn_gpu(Registry& r) {
+  KernelTraits t;
+  t.backend = CCV_NNC_BACKEND_GPU_REF;
+  t.memory = CCV_TENSOR_GPU_MEMORY;
+  t.datatypes = CCV_32F | CCV_16F;
+  r.add_kernels(t.accepting(accept_attn), {{CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_FORWARD, attn_forward},
+                                           {CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD, attn_backward}});
+}
+
+}  // namespace nnc::cuda

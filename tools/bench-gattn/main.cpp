@@ -1,0 +1,102 @@
+// bench-gattn: on GPU 0 through ccv_nnc_cmd_exec (synchronous calls, so the
+// figures include the wait), median of 20 after 5 warm-ups:
+//   SCALED_DOT_PRODUCT_ATTENTION (GPU_REF) at B 8, H 8, S 512, D 64, causal
+//   and not, fp32 and fp16: forward (o and lse) and backward (dq, dk, dv from
+//   the saved lse; the forward not included);
+//   CONVOLUTION_TRANSPOSE (GPU_CUDNN, fp32 FMA math, heuristics) for the
+//   U-Net decoder's 2x2 / stride-2 up-samplers at batch 16, NHWC and NCHW:
+//   forward (with bias) and backward (dx, dw, dbias).
+// tools/bench-gattn/peer.py prints PyTorch's figures for the same calls.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "gpu_bench.hpp"
+#include "nnc/ccv_nnc.h"
+#include "nnc/ccv_nnc_easy.h"
+
+namespace {
+
+ccv_nnc_tensor_t* gpu(std::vector<int> d, int datatype, int format = CCV_TENSOR_FORMAT_NHWC) {
+  // Bytes 0x3c: 0.0115 in fp32, 1.06 in fp16; finite, no denormals.
+  return nnc_bench::gpu_tensor(d, datatype, format, 0x3c);
+}
+
+bool row(const char* name, ccv_nnc_cmd_t cmd, ccv_nnc_hint_t hint, std::vector<ccv_nnc_tensor_t*> in,
+         std::vector<ccv_nnc_tensor_t*> out) {
+  if (!nnc_bench::first_call(name, 44, cmd, hint, in, out)) return false;
+  const int is = static_cast<int>(in.size()), os = static_cast<int>(out.size());
+  const double ms =
+      nnc_bench::gpu_median_ms([&] { ccv_nnc_cmd_exec(cmd, hint, 0, in.data(), is, out.data(), os, nullptr); });
+  std::printf("%-44s %12.4f\n", name, ms);
+  return true;
+}
+
+}  // namespace
+
+int main() {
+  if (!nnc_bench::gpu_start()) return 0;
+  std::printf("GPU 0: %s; ms per call (median of 20, synchronised)\n", nnc_bench::gpu0_name().c_str());
+  std::printf("%-44s %12s\n", "command", "ms");
+  const int B = 8, H = 8, S = 512, D = 64;
+  for (int dt : {CCV_32F, CCV_16F})
+    for (int causal : {0, 1}) {
+      ccv_nnc_tensor_t* q = gpu({B, S, H, D}, dt);
+      ccv_nnc_tensor_t* k = gpu({B, S, H, D}, dt);
+      ccv_nnc_tensor_t* v = gpu({B, S, H, D}, dt);
+      ccv_nnc_tensor_t* o = gpu({B, S, H, D}, dt);
+      ccv_nnc_tensor_t* lse = gpu({B, H, S}, CCV_32F);
+      ccv_nnc_tensor_t* g = gpu({B, S, H, D}, dt);
+      ccv_nnc_tensor_t* dq = gpu({B, S, H, D}, dt);
+      ccv_nnc_tensor_t* dk = gpu({B, S, H, D}, dt);
+      ccv_nnc_tensor_t* dv = gpu({B, S, H, D}, dt);
+      ccv_nnc_cmd_param_t p;
+      std::memset(&p, 0, sizeof(p));
+      p.scaled_dot_product_attention.scale = 0.125f;
+      p.scaled_dot_product_attention.is_causal = causal;
+      char name[96];
+      const char* tag = dt == CCV_16F ? "16F" : "32F";
+      std::snprintf(name, sizeof(name), "attn fwd B8 H8 S512 D64 %s%s", tag, causal ? " causal" : "");
+      row(name, ccv_nnc_cmd(CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_FORWARD, nullptr, p, 0), ccv_nnc_no_hint, {q, k, v},
+          {o, lse});
+      std::snprintf(name, sizeof(name), "attn bwd B8 H8 S512 D64 %s%s", tag, causal ? " causal" : "");
+      row(name, ccv_nnc_cmd(CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD, nullptr, p, 0), ccv_nnc_no_hint,
+          {g, nullptr, nullptr, q, k, v, nullptr, nullptr, nullptr, o, lse}, {dq, dk, dv});
+      for (ccv_nnc_tensor_t* t : {q, k, v, o, lse, g, dq, dk, dv}) ccv_nnc_tensor_free(t);
+    }
+  ccv_nnc_hint_t s2;
+  std::memset(&s2, 0, sizeof(s2));
+  s2.stride.dim[0] = s2.stride.dim[1] = 2;
+  const int N = 16;
+  struct Up {
+    int H, C, K;
+  };
+  for (int f : {CCV_TENSOR_FORMAT_NHWC, CCV_TENSOR_FORMAT_NCHW})
+    for (const Up u : {Up{16, 512, 256}, Up{32, 256, 128}, Up{64, 128, 64}}) {
+      const bool nhwc = f == CCV_TENSOR_FORMAT_NHWC;
+      auto img = [&](int h, int c) { return nhwc ? std::vector<int>{N, h, h, c} : std::vector<int>{N, c, h, h}; };
+      const std::vector<int> ws = nhwc ? std::vector<int>{u.C, 2, 2, u.K} : std::vector<int>{u.C, u.K, 2, 2};
+      ccv_nnc_tensor_t* x = gpu(img(u.H, u.C), CCV_32F, f);
+      ccv_nnc_tensor_t* w = gpu(ws, CCV_32F, f);
+      ccv_nnc_tensor_t* b = gpu({u.K}, CCV_32F, f);
+      ccv_nnc_tensor_t* y = gpu(img(2 * u.H, u.K), CCV_32F, f);
+      ccv_nnc_tensor_t* dx = gpu(img(u.H, u.C), CCV_32F, f);
+      ccv_nnc_tensor_t* dw = gpu(ws, CCV_32F, f);
+      ccv_nnc_tensor_t* db = gpu({u.K}, CCV_32F, f);
+      ccv_nnc_cmd_param_t p;
+      std::memset(&p, 0, sizeof(p));
+      p.size.dim[0] = p.size.dim[1] = 2, p.size.dim[2] = u.C;
+      p.convolution_transpose.count = u.K;
+      p.convolution_transpose.groups = 1;
+      char name[96];
+      const char* fmt = nhwc ? "NHWC" : "NCHW";
+      std::snprintf(name, sizeof(name), "convT 2x2/2 fwd N16 %dx%d %d->%d %s", u.H, u.H, u.C, u.K, fmt);
+      row(name, ccv_nnc_cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, nullptr, p, 0), s2, {x, w, b}, {y});
+      std::snprintf(name, sizeof(name), "convT 2x2/2 bwd N16 %dx%d %d->%d %s", u.H, u.H, u.C, u.K, fmt);
+      row(name, ccv_nnc_cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_BACKWARD, nullptr, p, 0), s2, {y, x, w}, {dx, dw, db});
+      for (ccv_nnc_tensor_t* t : {x, w, b, y, dx, dw, db}) ccv_nnc_tensor_free(t);
+    }
+  return 0;
+}
