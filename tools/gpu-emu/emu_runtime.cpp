@@ -1,7 +1,7 @@
 // GPU_REF under CPU emulation (design: CMakeLists.txt here): the block
 // scheduler behind emu::launch (cuda_emu.hpp) and a synchronous stand-in for
-// the part of the CUDA runtime (and the four cuBLAS handle calls of
-// cuda/stream.cpp) that the module's host code uses. "Device" memory is host
+// the part of the CUDA runtime (and of cuBLAS: handles, math mode, Sgemm)
+// that the module's host code uses. "Device" memory is host
 // memory; every copy, memset and kernel runs at once, on the calling thread,
 // so streams and events are always complete. One device.
 //
@@ -33,6 +33,14 @@
 
 #include "cuda_emu.hpp"
 
+// Fibers switch by a few instructions on x86-64 (emu_switch_stacks), else, and
+// under AddressSanitizer (which follows swapcontext only), by ucontext.
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define EMU_FAST_SWITCH 1
+#else
+#define EMU_FAST_SWITCH 0
+#endif
+
 namespace emu {
 namespace {
 
@@ -50,7 +58,11 @@ constexpr size_t kMaxDynamicShared = 227 * 1024;
 
 enum State { Ready, AtBarrier, AtWarpBarrier, Done };
 struct Fiber {
+#if EMU_FAST_SWITCH
+  void* sp = nullptr;  // its saved stack pointer while it is not running
+#else
   ucontext_t ctx;
+#endif
   void* stack = nullptr;
   State state = Ready;
   const char* file = nullptr;
@@ -61,7 +73,11 @@ struct Fiber {
 
 std::mutex g_launch;  // one launch at a time: __shared__ statics are per kernel, not per block
 std::vector<Fiber> g_fibers;
+#if EMU_FAST_SWITCH
+void* g_main_sp = nullptr;
+#else
 ucontext_t g_main;
+#endif
 unsigned g_current = 0;
 void (*g_body)(void*) = nullptr;
 void* g_arg = nullptr;
@@ -95,10 +111,71 @@ const bool g_env = [] {
   return true;
 }();
 
+void fiber_entry();
+
+#if EMU_FAST_SWITCH
+// Switches stacks: saves the callee-saved registers, MXCSR and the x87
+// control word on the current stack, stores its pointer in *from, and resumes
+// the stack `to` saved the same way (no system call, unlike swapcontext).
+extern "C" void emu_switch_stacks(void** from, void* to);
+asm(R"(
+  .text
+  .globl emu_switch_stacks
+  .type emu_switch_stacks,@function
+emu_switch_stacks:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size emu_switch_stacks,.-emu_switch_stacks
+)");
+
+// A fresh stack whose first switch "returns" into fiber_entry, as if called.
+void prepare(Fiber& f) {
+  uint64_t* sp = reinterpret_cast<uint64_t*>(static_cast<char*>(f.stack) + kStack);  // 16-byte aligned
+  *--sp = 0;                                             // fiber_entry's return address (never used)
+  *--sp = reinterpret_cast<uint64_t>(&fiber_entry);      // where the switch returns to
+  for (int r = 0; r < 6; r++) *--sp = 0;                 // rbp rbx r12 r13 r14 r15
+  uint32_t csr[2];
+  asm volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(csr[0]), "=m"(csr[1]));
+  *--sp = (static_cast<uint64_t>(csr[1] & 0xffff) << 32) | csr[0];
+  f.sp = sp;
+}
+void to_fiber(Fiber& f) { emu_switch_stacks(&g_main_sp, f.sp); }
+void to_scheduler(Fiber& f) { emu_switch_stacks(&f.sp, g_main_sp); }
+#else
+void prepare(Fiber& f) {
+  getcontext(&f.ctx);
+  f.ctx.uc_stack.ss_sp = f.stack;
+  f.ctx.uc_stack.ss_size = kStack;
+  f.ctx.uc_link = nullptr;
+  makecontext(&f.ctx, fiber_entry, 0);
+}
+void to_fiber(Fiber& f) { swapcontext(&g_main, &f.ctx); }
+void to_scheduler(Fiber& f) { swapcontext(&f.ctx, &g_main); }
+#endif
+
 void fiber_entry() {
   g_body(g_arg);
   g_fibers[g_current].state = Done;
-  swapcontext(&g_fibers[g_current].ctx, &g_main);
+  to_scheduler(g_fibers[g_current]);
 }
 
 void set_thread_index(unsigned i) {
@@ -152,11 +229,7 @@ bool run_block(unsigned n) {
   std::memset(dynamic_shared(), 0xff, g_dynamic_bytes);
   for (unsigned i = 0; i < n; i++) {
     Fiber& f = g_fibers[i];
-    getcontext(&f.ctx);
-    f.ctx.uc_stack.ss_sp = f.stack;
-    f.ctx.uc_stack.ss_size = kStack;
-    f.ctx.uc_link = nullptr;
-    makecontext(&f.ctx, fiber_entry, 0);
+    prepare(f);
     f.state = Ready;
   }
   for (;;) {
@@ -165,7 +238,7 @@ bool run_block(unsigned n) {
       if (g_fibers[i].state != Ready) continue;
       g_current = i;
       set_thread_index(i);
-      swapcontext(&g_main, &g_fibers[i].ctx);
+      to_fiber(g_fibers[i]);
     }
     // Every thread now waits at a barrier or has returned. Warps first.
     bool released = false;
@@ -216,7 +289,7 @@ void syncthreads(const char* file, int line) {
   f.state = AtBarrier;
   f.file = file;
   f.line = line;
-  swapcontext(&f.ctx, &g_main);
+  to_scheduler(f);
 }
 
 void* dynamic_shared() {
@@ -235,12 +308,12 @@ unsigned warp_exchange(unsigned mask, uint64_t value, const char* file, int line
   f.file = file;
   f.line = line;
   f.state = AtWarpBarrier;
-  swapcontext(&f.ctx, &g_main);
+  to_scheduler(f);
   for (unsigned l = 0; l < 32; l++) lanes[l] = (mask >> l & 1u) ? g_fibers[warp + l].slot : 0;
   // A second barrier: no lane may offer its next value before every lane has read this one.
   f.mask = mask;
   f.state = AtWarpBarrier;
-  swapcontext(&f.ctx, &g_main);
+  to_scheduler(f);
   return g_current - warp;
 }
 
@@ -424,8 +497,7 @@ cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSu
 cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
 cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
 
-// cuda/stream.cpp keeps a cuBLAS handle per stream; nothing here calls cuBLAS
-// with it (GPU_CUBLAS is not registered), so a token does.
+// cuda/stream.cpp keeps a cuBLAS handle per stream: a token here.
 cublasStatus_t CUBLASWINAPI cublasCreate_v2(cublasHandle_t* h) {
   *h = reinterpret_cast<cublasHandle_t>(new FakeObject{3});
   return CUBLAS_STATUS_SUCCESS;
@@ -435,6 +507,34 @@ cublasStatus_t CUBLASWINAPI cublasDestroy_v2(cublasHandle_t h) {
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t CUBLASWINAPI cublasSetStream_v2(cublasHandle_t, cudaStream_t) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t CUBLASWINAPI cublasGetMathMode(cublasHandle_t, cublasMath_t* mode) {
+  *mode = CUBLAS_DEFAULT_MATH;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t CUBLASWINAPI cublasSetMathMode(cublasHandle_t, cublasMath_t) { return CUBLAS_STATUS_SUCCESS; }
+// cublasSgemm, the one cuBLAS product the GPU_REF backends call (cuda/lstm_gpu.cpp):
+// column-major C = alpha op(A) op(B) + beta C, summed in float as cuBLAS does
+// (in another order). GPU_CUBLAS's GEMM (gemm.cpp: cuBLASLt, GemmEx) is not emulated.
+cublasStatus_t CUBLASWINAPI cublasSgemm_v2(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                           int k, const float* alpha, const float* A, int lda, const float* B, int ldb,
+                                           const float* beta, float* C, int ldc) {
+  if (m < 0 || n < 0 || k < 0 || (ta != CUBLAS_OP_N && ta != CUBLAS_OP_T) || (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T) ||
+      lda < (ta == CUBLAS_OP_N ? (m > 1 ? m : 1) : (k > 1 ? k : 1)) ||
+      ldb < (tb == CUBLAS_OP_N ? (k > 1 ? k : 1) : (n > 1 ? n : 1)) || ldc < (m > 1 ? m : 1))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  for (int j = 0; j < n; j++)
+    for (int i = 0; i < m; i++) {
+      float acc = 0;
+      for (int p = 0; p < k; p++) {
+        const float a = ta == CUBLAS_OP_N ? A[i + static_cast<int64_t>(p) * lda] : A[p + static_cast<int64_t>(i) * lda];
+        const float b = tb == CUBLAS_OP_N ? B[p + static_cast<int64_t>(j) * ldb] : B[j + static_cast<int64_t>(p) * ldb];
+        acc += a * b;
+      }
+      float& c = C[i + static_cast<int64_t>(j) * ldc];
+      c = *beta == 0.f ? *alpha * acc : *alpha * acc + *beta * c;  // beta 0: C is not read (may be NaN)
+    }
+  return CUBLAS_STATUS_SUCCESS;
+}
 cublasStatus_t CUBLASWINAPI cublasSetWorkspace_v2(cublasHandle_t, void*, size_t) { return CUBLAS_STATUS_SUCCESS; }
 
 }  // extern "C"
