@@ -101,10 +101,19 @@ T shuffle(Shfl kind, unsigned mask, T v, int arg, int width, const char* file, i
   const int base = lane / width * width;
   int src = lane;
   switch (kind) {
-    case kIdx: src = base + (arg % width + width) % width; break;
-    case kUp: src = lane - base >= arg ? lane - arg : lane; break;
-    case kDown: src = lane - base + arg < width ? lane + arg : lane; break;
-    case kXor: src = lane ^ arg; src = src / width == lane / width ? src : lane; break;
+    case kIdx:
+      src = base + (arg % width + width) % width;
+      break;
+    case kUp:
+      src = lane - base >= arg ? lane - arg : lane;
+      break;
+    case kDown:
+      src = lane - base + arg < width ? lane + arg : lane;
+      break;
+    case kXor:
+      src = lane ^ arg;  // a later group of `width` lanes gives the caller's own value (CUDA's rule)
+      src = src / width > lane / width || src >= 32 ? lane : src;
+      break;
   }
   return src == lane ? v : from_bits<T>(lanes[src]);
 }
@@ -125,10 +134,14 @@ inline unsigned vote(unsigned mask, int predicate, const char* file, int line) {
 #define __syncthreads_and(p) \
   (::emu::syncthreads_count((p) != 0, __FILE__, __LINE__) == static_cast<int>(blockDim.x * blockDim.y * blockDim.z))
 #define __syncwarp(...) ((void)::emu::vote(::emu::warp_mask(__VA_ARGS__), 0, __FILE__, __LINE__))
-#define __shfl_sync(mask, v, lane, ...) ::emu::shuffle(::emu::kIdx, mask, v, lane, ::emu::width(__VA_ARGS__), __FILE__, __LINE__)
-#define __shfl_up_sync(mask, v, d, ...) ::emu::shuffle(::emu::kUp, mask, v, d, ::emu::width(__VA_ARGS__), __FILE__, __LINE__)
-#define __shfl_down_sync(mask, v, d, ...) ::emu::shuffle(::emu::kDown, mask, v, d, ::emu::width(__VA_ARGS__), __FILE__, __LINE__)
-#define __shfl_xor_sync(mask, v, m, ...) ::emu::shuffle(::emu::kXor, mask, v, m, ::emu::width(__VA_ARGS__), __FILE__, __LINE__)
+#define __shfl_sync(mask, v, lane, ...) \
+  ::emu::shuffle(::emu::kIdx, mask, v, lane, ::emu::width(__VA_ARGS__), __FILE__, __LINE__)
+#define __shfl_up_sync(mask, v, d, ...) \
+  ::emu::shuffle(::emu::kUp, mask, v, d, ::emu::width(__VA_ARGS__), __FILE__, __LINE__)
+#define __shfl_down_sync(mask, v, d, ...) \
+  ::emu::shuffle(::emu::kDown, mask, v, d, ::emu::width(__VA_ARGS__), __FILE__, __LINE__)
+#define __shfl_xor_sync(mask, v, m, ...) \
+  ::emu::shuffle(::emu::kXor, mask, v, m, ::emu::width(__VA_ARGS__), __FILE__, __LINE__)
 #define __ballot_sync(mask, p) ::emu::vote(mask, p, __FILE__, __LINE__)
 #define __any_sync(mask, p) (::emu::vote(mask, p, __FILE__, __LINE__) != 0u)
 #define __all_sync(mask, p) (::emu::vote(mask, p, __FILE__, __LINE__) == ((mask) & ::emu::present_lanes()))
@@ -174,8 +187,8 @@ inline long long __double_as_longlong(double d) {
 inline int __double2hiint(double d) { return static_cast<int>(__double_as_longlong(d) >> 32); }
 inline int __double2loint(double d) { return static_cast<int>(__double_as_longlong(d) & 0xffffffffll); }
 inline double __hiloint2double(int hi, int lo) {
-  return __longlong_as_double(static_cast<long long>((static_cast<unsigned long long>(static_cast<unsigned>(hi)) << 32) |
-                                                     static_cast<unsigned>(lo)));
+  return __longlong_as_double(static_cast<long long>(
+      (static_cast<unsigned long long>(static_cast<unsigned>(hi)) << 32) | static_cast<unsigned>(lo)));
 }
 inline unsigned __float_as_uint(float f) { return static_cast<unsigned>(__float_as_int(f)); }
 inline float __uint_as_float(unsigned x) { return __int_as_float(static_cast<int>(x)); }

@@ -9,12 +9,11 @@
 #include <unistd.h>
 
 #include <csignal>
-#include <map>
-#include <mutex>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "core/device.hpp"
@@ -109,27 +108,32 @@ const Exclusion kExcluded[] = {
     {"Cuda.Gemm*", "GEMM is GPU_CUBLAS (cuBLAS is not emulated)"},
     {"GemmGpu.*", "GEMM is GPU_CUBLAS (cuBLAS is not emulated)"},
     {"Cuda.CompiledGraphBackwardOnGpuMatchesCpu", "its graph has a GEMM node (cuBLAS)"},
-    {"CudaSchedule.*", "the wide graph ends in a GEMM (cuBLAS); and its point, work spread over streams, needs "
-                       "asynchronous streams"},
+    {"CudaSchedule.*",
+     "the wide graph ends in a GEMM (cuBLAS); and its point, work spread over streams, needs "
+     "asynchronous streams"},
     {"CudaTrain.*", "the reference network has convolutions (cuDNN) and dense layers (cuBLAS)"},
     {"Cudnn.*", "GPU_CUDNN (cuDNN is not emulated)"},
     {"ConvTransposeGpu.*", "transposed convolution is GPU_CUDNN (cuDNN is not emulated)"},
     {"Nccl.*", "GPU_NCCL (NCCL is not emulated)"},
     {"GpuNcclBackward.*", "GPU_NCCL (NCCL is not emulated)"},
-    {"GpuStream.*", "streams and events: the emulated runtime runs all work at once, so a stream never has work "
-                    "pending (KernelOnAStream... and SignalBetweenTwoGpuStreams... wait for that forever) and the "
-                    "ordering between streams they check cannot fail; CublasGemm... and the graph tests need cuBLAS"},
-    {"CudaPinned.*", "transfers queued on a stream through pinned memory: the emulated stream is synchronous, so the "
-                     "test cannot fail"},
-    {"GpuAllocator.*", "the caching allocator over cudaMalloc: here cudaMalloc is host malloc with no device limit, "
-                       "which says nothing about the device"},
+    {"GpuStream.*",
+     "streams and events: the emulated runtime runs all work at once, so a stream never has work "
+     "pending (KernelOnAStream... and SignalBetweenTwoGpuStreams... wait for that forever) and the "
+     "ordering between streams they check cannot fail; CublasGemm... and the graph tests need cuBLAS"},
+    {"CudaPinned.*",
+     "transfers queued on a stream through pinned memory: the emulated stream is synchronous, so the "
+     "test cannot fail"},
+    {"GpuAllocator.*",
+     "the caching allocator over cudaMalloc: here cudaMalloc is host malloc with no device limit, "
+     "which says nothing about the device"},
 };
 
 // Left out as well when EMU_MAX_BLOCKS caps grids: kernels that need the grid
 // they launch (one partial result per block of a fixed grid, read back whole).
 const Exclusion kExcludedCapped[] = {
-    {"GpuRefMisc.Histogram*", "HISTOGRAM's statistics pass (misc_kernels.cu, hist_stats_kernel) writes one partial per "
-                              "block of a fixed grid of kStatsBlocks and its final pass reads them all"},
+    {"GpuRefMisc.Histogram*",
+     "HISTOGRAM's statistics pass (misc_kernels.cu, hist_stats_kernel) writes one partial per "
+     "block of a fixed grid of kStatsBlocks and its final pass reads them all"},
 };
 
 }  // namespace

@@ -67,8 +67,8 @@ struct Fiber {
   State state = Ready;
   const char* file = nullptr;
   int line = 0;
-  unsigned mask = 0;        // at a warp barrier: the lanes it waits for
-  uint64_t slot = 0;        // a value it offers its warp (shuffles, votes)
+  unsigned mask = 0;  // at a warp barrier: the lanes it waits for
+  uint64_t slot = 0;  // a value it offers its warp (shuffles, votes)
 };
 
 std::mutex g_launch;  // one launch at a time: __shared__ statics are per kernel, not per block
@@ -96,7 +96,8 @@ std::map<std::string, Stat>* g_stats = nullptr;  // EMU_STATS
 void print_stats() {
   std::fprintf(stderr, "gpu-emu: %zu kernels launched (launches, blocks, threads; kernel, launching function):\n",
                g_stats->size());
-  for (const auto& [k, s] : *g_stats) std::fprintf(stderr, "%10llu %10llu %12llu  %s\n", s.launches, s.blocks, s.threads, k.c_str());
+  for (const auto& [k, s] : *g_stats)
+    std::fprintf(stderr, "%10llu %10llu %12llu  %s\n", s.launches, s.blocks, s.threads, k.c_str());
 }
 
 const bool g_env = [] {
@@ -150,9 +151,9 @@ emu_switch_stacks:
 // A fresh stack whose first switch "returns" into fiber_entry, as if called.
 void prepare(Fiber& f) {
   uint64_t* sp = reinterpret_cast<uint64_t*>(static_cast<char*>(f.stack) + kStack);  // 16-byte aligned
-  *--sp = 0;                                             // fiber_entry's return address (never used)
-  *--sp = reinterpret_cast<uint64_t>(&fiber_entry);      // where the switch returns to
-  for (int r = 0; r < 6; r++) *--sp = 0;                 // rbp rbx r12 r13 r14 r15
+  *--sp = 0;                                         // fiber_entry's return address (never used)
+  *--sp = reinterpret_cast<uint64_t>(&fiber_entry);  // where the switch returns to
+  for (int r = 0; r < 6; r++) *--sp = 0;             // rbp rbx r12 r13 r14 r15
   uint32_t csr[2];
   asm volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(csr[0]), "=m"(csr[1]));
   *--sp = (static_cast<uint64_t>(csr[1] & 0xffff) << 32) | csr[0];
@@ -205,8 +206,9 @@ bool release_warps(unsigned n, bool* released) {
                        "gpu-emu: block (%u,%u,%u): thread %u waits for its warp (mask 0x%08x) at %s:%d, but thread %u "
                        "%s\n",
                        blockIdx.x, blockIdx.y, blockIdx.z, i, f.mask, f.file, f.line, j,
-                       g.state == Done ? "has returned" : g.state == AtBarrier ? "waits at __syncthreads"
-                                                                               : "waits with another mask");
+                       g.state == Done        ? "has returned"
+                       : g.state == AtBarrier ? "waits at __syncthreads"
+                                              : "waits with another mask");
           return false;
         }
       }
@@ -397,15 +399,24 @@ cudaError_t CUDARTAPI cudaGetLastError(void) {
 cudaError_t CUDARTAPI cudaPeekAtLastError(void) { return emu::g_last; }
 const char* CUDARTAPI cudaGetErrorName(cudaError_t e) {
   switch (e) {
-    case cudaSuccess: return "cudaSuccess";
-    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
-    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
-    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
-    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
-    case cudaErrorNotSupported: return "cudaErrorNotSupported";
-    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
-    case cudaErrorNotReady: return "cudaErrorNotReady";
-    default: return "cudaError (gpu-emu)";
+    case cudaSuccess:
+      return "cudaSuccess";
+    case cudaErrorInvalidValue:
+      return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation:
+      return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration:
+      return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevice:
+      return "cudaErrorInvalidDevice";
+    case cudaErrorNotSupported:
+      return "cudaErrorNotSupported";
+    case cudaErrorLaunchFailure:
+      return "cudaErrorLaunchFailure";
+    case cudaErrorNotReady:
+      return "cudaErrorNotReady";
+    default:
+      return "cudaError (gpu-emu)";
   }
 }
 const char* CUDARTAPI cudaGetErrorString(cudaError_t e) { return cudaGetErrorName(e); }
@@ -436,7 +447,8 @@ cudaError_t CUDARTAPI cudaFree(void* p) {
   if (!p) return cudaSuccess;
   {
     const std::lock_guard<std::mutex> lock(g_memory);
-    if (!g_blocks.erase(static_cast<const char*>(p))) return emu::set_error(cudaErrorInvalidValue), cudaErrorInvalidValue;
+    if (!g_blocks.erase(static_cast<const char*>(p)))
+      return emu::set_error(cudaErrorInvalidValue), cudaErrorInvalidValue;
   }
   std::free(p);
   return cudaSuccess;
