@@ -1,0 +1,552 @@
+// GPU_REF under CPU emulation (design: CMakeLists.txt here): the block
+// scheduler behind emu::launch (cuda_emu.hpp) and a synchronous stand-in for
+// the part of the CUDA runtime (and of cuBLAS: handles, math mode, Sgemm)
+// that the module's host code uses. "Device" memory is host
+// memory; every copy, memset and kernel runs at once, on the calling thread,
+// so streams and events are always complete. One device.
+//
+// Environment:
+//   EMU_ORDER=reverse  blocks, and a block's threads within each phase, run
+//                      last to first (a kernel whose result depends on that
+//                      order has a race: tools/test runs both orders)
+//   EMU_MAX_BLOCKS=n   grids of more than n blocks (along x) launched with
+//                      n: every grid-stride loop then goes round (on the
+//                      GPU only grids past the launch code's cap do)
+//   EMU_STATS=1        at exit, each kernel's launches, blocks and threads
+//                      (to stderr)
+//   EMU_EXACT_MEMORY=1 each GPU tensor its own allocation, ending at an
+//                      inaccessible page (or exact under ASan): emu_main.cpp
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "cuda_emu.hpp"
+
+// Fibers switch by a few instructions on x86-64 (emu_switch_stacks), else, and
+// under AddressSanitizer (which follows swapcontext only), by ucontext.
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define EMU_FAST_SWITCH 1
+#else
+#define EMU_FAST_SWITCH 0
+#endif
+
+namespace emu {
+namespace {
+
+thread_local cudaError_t g_last = cudaSuccess;  // cudaGetLastError's status
+void set_error(cudaError_t e) {
+  if (g_last == cudaSuccess) g_last = e;
+}
+
+// --- the block scheduler ---------------------------------------------------
+constexpr size_t kStack = 256 * 1024;  // per emulated thread (mapped lazily)
+constexpr unsigned kMaxThreads = 1024;
+// sm_90's 227 KiB of shared memory per block (more than 48 KiB needs
+// cudaFuncSetAttribute there, which is not checked here).
+constexpr size_t kMaxDynamicShared = 227 * 1024;
+
+enum State { Ready, AtBarrier, AtWarpBarrier, Done };
+struct Fiber {
+#if EMU_FAST_SWITCH
+  void* sp = nullptr;  // its saved stack pointer while it is not running
+#else
+  ucontext_t ctx;
+#endif
+  void* stack = nullptr;
+  State state = Ready;
+  const char* file = nullptr;
+  int line = 0;
+  unsigned mask = 0;  // at a warp barrier: the lanes it waits for
+  uint64_t slot = 0;  // a value it offers its warp (shuffles, votes)
+};
+
+std::mutex g_launch;  // one launch at a time: __shared__ statics are per kernel, not per block
+std::vector<Fiber> g_fibers;
+#if EMU_FAST_SWITCH
+void* g_main_sp = nullptr;
+#else
+ucontext_t g_main;
+#endif
+unsigned g_current = 0;
+void (*g_body)(void*) = nullptr;
+void* g_arg = nullptr;
+bool g_in_kernel = false;
+int g_barrier_count = 0;  // threads with a nonzero predicate at the barrier last released
+std::vector<unsigned char> g_dynamic_shared;
+size_t g_dynamic_bytes = 0;
+bool g_reverse = false;
+unsigned g_max_blocks = 0;  // EMU_MAX_BLOCKS (0: no cap)
+
+struct Stat {
+  unsigned long long launches = 0, blocks = 0, threads = 0;
+};
+std::map<std::string, Stat>* g_stats = nullptr;  // EMU_STATS
+
+void print_stats() {
+  std::fprintf(stderr, "gpu-emu: %zu kernels launched (launches, blocks, threads; kernel, launching function):\n",
+               g_stats->size());
+  for (const auto& [k, s] : *g_stats)
+    std::fprintf(stderr, "%10llu %10llu %12llu  %s\n", s.launches, s.blocks, s.threads, k.c_str());
+}
+
+const bool g_env = [] {
+  const char* o = std::getenv("EMU_ORDER");
+  g_reverse = o && std::strcmp(o, "reverse") == 0;
+  if (const char* m = std::getenv("EMU_MAX_BLOCKS")) g_max_blocks = static_cast<unsigned>(std::strtoul(m, nullptr, 10));
+  const char* st = std::getenv("EMU_STATS");
+  if (st && *st && std::strcmp(st, "0") != 0) {
+    g_stats = new std::map<std::string, Stat>;
+    std::atexit(print_stats);
+  }
+  return true;
+}();
+
+void fiber_entry();
+
+#if EMU_FAST_SWITCH
+// Switches stacks: saves the callee-saved registers, MXCSR and the x87
+// control word on the current stack, stores its pointer in *from, and resumes
+// the stack `to` saved the same way (no system call, unlike swapcontext).
+extern "C" void emu_switch_stacks(void** from, void* to);
+asm(R"(
+  .text
+  .globl emu_switch_stacks
+  .type emu_switch_stacks,@function
+emu_switch_stacks:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size emu_switch_stacks,.-emu_switch_stacks
+)");
+
+// A fresh stack whose first switch "returns" into fiber_entry, as if called.
+void prepare(Fiber& f) {
+  uint64_t* sp = reinterpret_cast<uint64_t*>(static_cast<char*>(f.stack) + kStack);  // 16-byte aligned
+  *--sp = 0;                                         // fiber_entry's return address (never used)
+  *--sp = reinterpret_cast<uint64_t>(&fiber_entry);  // where the switch returns to
+  for (int r = 0; r < 6; r++) *--sp = 0;             // rbp rbx r12 r13 r14 r15
+  uint32_t csr[2];
+  asm volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(csr[0]), "=m"(csr[1]));
+  *--sp = (static_cast<uint64_t>(csr[1] & 0xffff) << 32) | csr[0];
+  f.sp = sp;
+}
+void to_fiber(Fiber& f) { emu_switch_stacks(&g_main_sp, f.sp); }
+void to_scheduler(Fiber& f) { emu_switch_stacks(&f.sp, g_main_sp); }
+#else
+void prepare(Fiber& f) {
+  getcontext(&f.ctx);
+  f.ctx.uc_stack.ss_sp = f.stack;
+  f.ctx.uc_stack.ss_size = kStack;
+  f.ctx.uc_link = nullptr;
+  makecontext(&f.ctx, fiber_entry, 0);
+}
+void to_fiber(Fiber& f) { swapcontext(&g_main, &f.ctx); }
+void to_scheduler(Fiber& f) { swapcontext(&f.ctx, &g_main); }
+#endif
+
+void fiber_entry() {
+  g_body(g_arg);
+  g_fibers[g_current].state = Done;
+  to_scheduler(g_fibers[g_current]);
+}
+
+void set_thread_index(unsigned i) {
+  threadIdx.x = i % blockDim.x;
+  threadIdx.y = (i / blockDim.x) % blockDim.y;
+  threadIdx.z = i / (blockDim.x * blockDim.y);
+}
+
+// Releases the warp barriers every lane of whose mask has reached (with the
+// same mask); false, with a message, when a warp can never go on.
+bool release_warps(unsigned n, bool* released) {
+  *released = false;
+  bool waiting = false;
+  for (unsigned w = 0; w < n; w += 32) {
+    const unsigned end = w + 32 < n ? w + 32 : n;
+    for (unsigned i = w; i < end; i++) {
+      const Fiber& f = g_fibers[i];
+      if (f.state != AtWarpBarrier) continue;
+      bool all = true;
+      for (unsigned j = w; j < end; j++) {
+        if (!(f.mask >> (j - w) & 1u)) continue;
+        const Fiber& g = g_fibers[j];
+        if (g.state == AtWarpBarrier && g.mask == f.mask) continue;
+        all = false;
+        if (g.state == Done || g.state == AtBarrier || g.state == AtWarpBarrier) {
+          std::fprintf(stderr,
+                       "gpu-emu: block (%u,%u,%u): thread %u waits for its warp (mask 0x%08x) at %s:%d, but thread %u "
+                       "%s\n",
+                       blockIdx.x, blockIdx.y, blockIdx.z, i, f.mask, f.file, f.line, j,
+                       g.state == Done        ? "has returned"
+                       : g.state == AtBarrier ? "waits at __syncthreads"
+                                              : "waits with another mask");
+          return false;
+        }
+      }
+      if (all) {
+        for (unsigned j = w; j < end; j++)
+          if (f.mask >> (j - w) & 1u) g_fibers[j].state = Ready;
+        *released = true;
+      } else {
+        waiting = true;
+      }
+    }
+  }
+  (void)waiting;
+  return true;
+}
+
+// Runs the n threads of the current block; false (with a message) when they
+// cannot end correctly.
+bool run_block(unsigned n) {
+  std::memset(dynamic_shared(), 0xff, g_dynamic_bytes);
+  for (unsigned i = 0; i < n; i++) {
+    Fiber& f = g_fibers[i];
+    prepare(f);
+    f.state = Ready;
+  }
+  for (;;) {
+    for (unsigned j = 0; j < n; j++) {
+      const unsigned i = g_reverse ? n - 1 - j : j;
+      if (g_fibers[i].state != Ready) continue;
+      g_current = i;
+      set_thread_index(i);
+      to_fiber(g_fibers[i]);
+    }
+    // Every thread now waits at a barrier or has returned. Warps first.
+    bool released = false;
+    if (!release_warps(n, &released)) return false;
+    if (released) continue;
+    unsigned waiting = 0, done = 0, first = 0;
+    for (unsigned i = 0; i < n; i++) {
+      if (g_fibers[i].state == AtBarrier && waiting++ == 0) first = i;
+      if (g_fibers[i].state == Done) done++;
+    }
+    if (waiting == 0) return true;
+    const Fiber& a = g_fibers[first];
+    if (done > 0) {
+      std::fprintf(stderr,
+                   "gpu-emu: block (%u,%u,%u): %u threads wait at __syncthreads (%s:%d) after %u of the block's "
+                   "threads returned\n",
+                   blockIdx.x, blockIdx.y, blockIdx.z, waiting, a.file, a.line, done);
+      return false;
+    }
+    for (unsigned i = 0; i < n; i++) {
+      const Fiber& b = g_fibers[i];
+      if (b.line != a.line || std::strcmp(b.file, a.file) != 0) {
+        std::fprintf(stderr,
+                     "gpu-emu: block (%u,%u,%u): divergent __syncthreads: thread %u waits at %s:%d, thread %u at "
+                     "%s:%d\n",
+                     blockIdx.x, blockIdx.y, blockIdx.z, first, a.file, a.line, i, b.file, b.line);
+        return false;
+      }
+    }
+    g_barrier_count = 0;
+    for (unsigned i = 0; i < n; i++) {
+      g_barrier_count += g_fibers[i].slot != 0;
+      g_fibers[i].state = Ready;
+    }
+  }
+}
+
+}  // namespace
+
+int syncthreads_count(int predicate, const char* file, int line) {
+  g_fibers[g_current].slot = predicate != 0;
+  syncthreads(file, line);
+  return g_barrier_count;  // read before any thread can reach the next barrier
+}
+
+void syncthreads(const char* file, int line) {
+  Fiber& f = g_fibers[g_current];
+  f.state = AtBarrier;
+  f.file = file;
+  f.line = line;
+  to_scheduler(f);
+}
+
+void* dynamic_shared() {
+  // 16-byte aligned, as CUDA's (vector types may live there).
+  const uintptr_t p = reinterpret_cast<uintptr_t>(g_dynamic_shared.data());
+  return reinterpret_cast<void*>((p + 15) / 16 * 16);
+}
+
+unsigned warp_exchange(unsigned mask, uint64_t value, const char* file, int line, uint64_t* lanes) {
+  Fiber& f = g_fibers[g_current];
+  const unsigned warp = g_current / 32 * 32;
+  const unsigned present = blockDim.x * blockDim.y * blockDim.z - warp;  // lanes the warp has
+  if (present < 32) mask &= (1u << present) - 1;
+  f.slot = value;
+  f.mask = mask;
+  f.file = file;
+  f.line = line;
+  f.state = AtWarpBarrier;
+  to_scheduler(f);
+  for (unsigned l = 0; l < 32; l++) lanes[l] = (mask >> l & 1u) ? g_fibers[warp + l].slot : 0;
+  // A second barrier: no lane may offer its next value before every lane has read this one.
+  f.mask = mask;
+  f.state = AtWarpBarrier;
+  to_scheduler(f);
+  return g_current - warp;
+}
+
+void launch_body(dim3 grid, dim3 block, size_t shared_bytes, const char* kernel, const char* caller,
+                 void (*body)(void*), void* arg) {
+  const unsigned long long n = 1ull * block.x * block.y * block.z;
+  if (n == 0 || n > kMaxThreads || block.z > 64 || grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 0x7fffffffu ||
+      grid.y > 65535 || grid.z > 65535) {
+    std::fprintf(stderr, "gpu-emu: invalid launch configuration: grid (%u,%u,%u), block (%u,%u,%u)\n", grid.x, grid.y,
+                 grid.z, block.x, block.y, block.z);
+    set_error(cudaErrorInvalidConfiguration);
+    return;
+  }
+  if (shared_bytes > kMaxDynamicShared) {
+    std::fprintf(stderr, "gpu-emu: %zu bytes of dynamic shared memory asked for (at most %zu)\n", shared_bytes,
+                 kMaxDynamicShared);
+    set_error(cudaErrorInvalidValue);
+    return;
+  }
+  if (g_max_blocks > 0 && grid.x > g_max_blocks) grid.x = g_max_blocks;
+  const std::lock_guard<std::mutex> lock(g_launch);
+  if (g_in_kernel) {
+    std::fprintf(stderr, "gpu-emu: a launch from inside a kernel is not emulated\n");
+    set_error(cudaErrorNotSupported);
+    return;
+  }
+  while (g_fibers.size() < n) {
+    Fiber f;
+    f.stack = mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (f.stack == MAP_FAILED) {
+      set_error(cudaErrorMemoryAllocation);
+      return;
+    }
+    g_fibers.push_back(f);
+  }
+  if (g_stats) {
+    Stat& st = (*g_stats)[std::string(kernel) + "  (" + caller + ")"];
+    st.launches++;
+    st.blocks += 1ull * grid.x * grid.y * grid.z;
+    st.threads += 1ull * grid.x * grid.y * grid.z * n;
+  }
+  g_dynamic_bytes = shared_bytes;
+  if (g_dynamic_shared.size() < shared_bytes + 16) g_dynamic_shared.resize(shared_bytes + 16);
+  g_body = body;
+  g_arg = arg;
+  g_in_kernel = true;
+  gridDim = grid;
+  blockDim = block;
+  bool ok = true;
+  for (unsigned z = 0; ok && z < grid.z; z++)
+    for (unsigned y = 0; ok && y < grid.y; y++)
+      for (unsigned x = 0; ok && x < grid.x; x++) {
+        blockIdx = g_reverse ? uint3{grid.x - 1 - x, grid.y - 1 - y, grid.z - 1 - z} : uint3{x, y, z};
+        ok = run_block(static_cast<unsigned>(n));
+      }
+  g_in_kernel = false;
+  if (!ok) set_error(cudaErrorLaunchFailure);
+}
+
+}  // namespace emu
+
+// --- the CUDA runtime, synchronous -----------------------------------------
+namespace {
+struct FakeObject {
+  int kind;
+};
+int g_device = 0;
+std::mutex g_memory;
+std::map<const char*, size_t> g_blocks;  // cudaMalloc's blocks: start, bytes
+cudaStream_t new_stream() { return reinterpret_cast<cudaStream_t>(new FakeObject{1}); }
+cudaEvent_t new_event() { return reinterpret_cast<cudaEvent_t>(new FakeObject{2}); }
+}  // namespace
+
+extern "C" {
+
+cudaError_t CUDARTAPI cudaGetLastError(void) {
+  const cudaError_t e = emu::g_last;
+  emu::g_last = cudaSuccess;
+  return e;
+}
+cudaError_t CUDARTAPI cudaPeekAtLastError(void) { return emu::g_last; }
+const char* CUDARTAPI cudaGetErrorName(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess:
+      return "cudaSuccess";
+    case cudaErrorInvalidValue:
+      return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation:
+      return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration:
+      return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevice:
+      return "cudaErrorInvalidDevice";
+    case cudaErrorNotSupported:
+      return "cudaErrorNotSupported";
+    case cudaErrorLaunchFailure:
+      return "cudaErrorLaunchFailure";
+    case cudaErrorNotReady:
+      return "cudaErrorNotReady";
+    default:
+      return "cudaError (gpu-emu)";
+  }
+}
+const char* CUDARTAPI cudaGetErrorString(cudaError_t e) { return cudaGetErrorName(e); }
+
+cudaError_t CUDARTAPI cudaGetDeviceCount(int* n) {
+  *n = 1;
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaSetDevice(int d) {
+  if (d != 0) return emu::set_error(cudaErrorInvalidDevice), cudaErrorInvalidDevice;
+  g_device = d;
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaGetDevice(int* d) {
+  *d = g_device;
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaDeviceSynchronize(void) { return cudaSuccess; }
+
+cudaError_t CUDARTAPI cudaMalloc(void** p, size_t bytes) {
+  *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
+  if (!*p) return emu::set_error(cudaErrorMemoryAllocation), cudaErrorMemoryAllocation;
+  const std::lock_guard<std::mutex> lock(g_memory);
+  g_blocks[static_cast<const char*>(*p)] = bytes;
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaFree(void* p) {
+  if (!p) return cudaSuccess;
+  {
+    const std::lock_guard<std::mutex> lock(g_memory);
+    if (!g_blocks.erase(static_cast<const char*>(p)))
+      return emu::set_error(cudaErrorInvalidValue), cudaErrorInvalidValue;
+  }
+  std::free(p);
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaPointerGetAttributes(struct cudaPointerAttributes* a, const void* p) {
+  std::memset(a, 0, sizeof(*a));
+  const char* c = static_cast<const char*>(p);
+  const std::lock_guard<std::mutex> lock(g_memory);
+  auto it = g_blocks.upper_bound(c);
+  if (it != g_blocks.begin() && c < std::prev(it)->first + std::prev(it)->second) {
+    a->type = cudaMemoryTypeDevice;
+    a->device = 0;
+    a->devicePointer = const_cast<void*>(p);
+  } else {
+    a->type = cudaMemoryTypeUnregistered;
+    a->device = -2;
+  }
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaHostRegister(void*, size_t, unsigned int) { return cudaSuccess; }
+cudaError_t CUDARTAPI cudaHostUnregister(void*) { return cudaSuccess; }
+
+cudaError_t CUDARTAPI cudaMemcpy(void* dst, const void* src, size_t n, enum cudaMemcpyKind) {
+  if (n) std::memmove(dst, src, n);
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaMemcpyAsync(void* dst, const void* src, size_t n, enum cudaMemcpyKind k, cudaStream_t) {
+  return cudaMemcpy(dst, src, n, k);
+}
+cudaError_t CUDARTAPI cudaMemset(void* p, int v, size_t n) {
+  if (n) std::memset(p, v, n);
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t) { return cudaMemset(p, v, n); }
+
+cudaError_t CUDARTAPI cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) {
+  *s = new_stream();
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaStreamCreate(cudaStream_t* s) { return cudaStreamCreateWithFlags(s, 0); }
+cudaError_t CUDARTAPI cudaStreamDestroy(cudaStream_t s) {
+  delete reinterpret_cast<FakeObject*>(s);
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t CUDARTAPI cudaStreamQuery(cudaStream_t) { return cudaSuccess; }
+cudaError_t CUDARTAPI cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return cudaSuccess; }
+cudaError_t CUDARTAPI cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int) {
+  *e = new_event();
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaEventCreate(cudaEvent_t* e) { return cudaEventCreateWithFlags(e, 0); }
+cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t e) {
+  delete reinterpret_cast<FakeObject*>(e);
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+
+// cuda/stream.cpp keeps a cuBLAS handle per stream: a token here.
+cublasStatus_t CUBLASWINAPI cublasCreate_v2(cublasHandle_t* h) {
+  *h = reinterpret_cast<cublasHandle_t>(new FakeObject{3});
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t CUBLASWINAPI cublasDestroy_v2(cublasHandle_t h) {
+  delete reinterpret_cast<FakeObject*>(h);
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t CUBLASWINAPI cublasSetStream_v2(cublasHandle_t, cudaStream_t) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t CUBLASWINAPI cublasGetMathMode(cublasHandle_t, cublasMath_t* mode) {
+  *mode = CUBLAS_DEFAULT_MATH;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t CUBLASWINAPI cublasSetMathMode(cublasHandle_t, cublasMath_t) { return CUBLAS_STATUS_SUCCESS; }
+// cublasSgemm, the one cuBLAS product the GPU_REF backends call (cuda/lstm_gpu.cpp):
+// column-major C = alpha op(A) op(B) + beta C, summed in float as cuBLAS does
+// (in another order). GPU_CUBLAS's GEMM (gemm.cpp: cuBLASLt, GemmEx) is not emulated.
+cublasStatus_t CUBLASWINAPI cublasSgemm_v2(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                           int k, const float* alpha, const float* A, int lda, const float* B, int ldb,
+                                           const float* beta, float* C, int ldc) {
+  if (m < 0 || n < 0 || k < 0 || (ta != CUBLAS_OP_N && ta != CUBLAS_OP_T) || (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T) ||
+      lda < (ta == CUBLAS_OP_N ? (m > 1 ? m : 1) : (k > 1 ? k : 1)) ||
+      ldb < (tb == CUBLAS_OP_N ? (k > 1 ? k : 1) : (n > 1 ? n : 1)) || ldc < (m > 1 ? m : 1))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  for (int j = 0; j < n; j++)
+    for (int i = 0; i < m; i++) {
+      float acc = 0;
+      for (int p = 0; p < k; p++) {
+        const float a = ta == CUBLAS_OP_N ? A[i + static_cast<int64_t>(p) * lda] : A[p + static_cast<int64_t>(i) * lda];
+        const float b = tb == CUBLAS_OP_N ? B[p + static_cast<int64_t>(j) * ldb] : B[j + static_cast<int64_t>(p) * ldb];
+        acc += a * b;
+      }
+      float& c = C[i + static_cast<int64_t>(j) * ldc];
+      c = *beta == 0.f ? *alpha * acc : *alpha * acc + *beta * c;  // beta 0: C is not read (may be NaN)
+    }
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t CUBLASWINAPI cublasSetWorkspace_v2(cublasHandle_t, void*, size_t) { return CUBLAS_STATUS_SUCCESS; }
+
+}  // extern "C"

@@ -1,0 +1,109 @@
+// The emulation's own checks (selftest_test.cpp): kernels that use what
+// cuda_emu.hpp emulates, written as CUDA (only the emulation compiles them).
+#include <cuda_runtime.h>
+
+namespace gpu_emu_selftest {
+namespace {
+
+// Block sums by a shared-memory tree (needs every __syncthreads).
+__global__ void block_sum_kernel(const float* x, float* y, int n) {
+  __shared__ float part[256];
+  float acc = 0;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) acc += x[i];
+  part[threadIdx.x] = acc;
+  __syncthreads();
+  for (unsigned w = blockDim.x / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) y[blockIdx.x] = part[0];
+}
+
+// Warp sums by __shfl_xor_sync, a ballot of odd values and shuffles up / down / by index.
+__global__ void warp_kernel(const int* x, int* sum, unsigned* ballot, int* up, int* down, int* idx) {
+  const int t = threadIdx.x;
+  int v = x[t];
+  for (int m = 16; m > 0; m /= 2) v += __shfl_xor_sync(0xffffffffu, v, m);
+  sum[t] = v;
+  ballot[t] = __ballot_sync(0xffffffffu, x[t] & 1);
+  up[t] = __shfl_up_sync(0xffffffffu, x[t], 3);
+  down[t] = __shfl_down_sync(0xffffffffu, x[t], 5, 16);
+  idx[t] = __shfl_sync(0xffffffffu, x[t], 7);
+  __syncwarp();
+}
+
+// Each block reverses its shares of x (blockDim.x elements each, grid-stride
+// over `parts` of them) through dynamic shared memory.
+__global__ void reverse_kernel(const float* x, float* y, int parts) {
+  extern __shared__ float buf[];
+  const int t = threadIdx.x;
+  for (int part = blockIdx.x; part < parts; part += gridDim.x) {
+    const int base = part * blockDim.x;
+    buf[t] = x[base + t];
+    __syncthreads();
+    y[base + t] = buf[blockDim.x - 1 - t];
+    __syncthreads();
+  }
+}
+
+// Block votes: how many threads hold an odd value, whether any holds 7, whether all are below 1000.
+__global__ void vote_kernel(const int* x, int* count, int* any7, int* all_small) {
+  const int v = x[threadIdx.x];
+  const int c = __syncthreads_count(v & 1);
+  const int a = __syncthreads_or(v == 7);
+  const int s = __syncthreads_and(v < 1000);
+  count[threadIdx.x] = c;
+  any7[threadIdx.x] = a;
+  all_small[threadIdx.x] = s;
+}
+
+// __syncthreads where only some threads go: invalid.
+__global__ void divergent_kernel(int* y) {
+  if (threadIdx.x < 16) {
+    __syncthreads();
+    y[threadIdx.x] = 1;
+  } else {
+    __syncthreads();
+    y[threadIdx.x] = 2;
+  }
+}
+
+// Some threads return before the others reach __syncthreads: invalid.
+__global__ void early_return_kernel(int* y) {
+  if (threadIdx.x == 0) return;
+  __syncthreads();
+  y[threadIdx.x] = 1;
+}
+
+}  // namespace
+
+cudaError_t block_sum(const float* x, float* y, int n, int blocks, int threads) {
+  block_sum_kernel<<<blocks, threads>>>(x, y, n);
+  return cudaGetLastError();
+}
+cudaError_t warp_ops(const int* x, int* sum, unsigned* ballot, int* up, int* down, int* idx, int threads) {
+  warp_kernel<<<1, threads>>>(x, sum, ballot, up, down, idx);
+  return cudaGetLastError();
+}
+cudaError_t reverse_blocks(const float* x, float* y, int blocks, int threads) {
+  reverse_kernel<<<blocks, threads, threads * sizeof(float)>>>(x, y, blocks);
+  return cudaGetLastError();
+}
+cudaError_t block_votes(const int* x, int* count, int* any7, int* all_small, int threads) {
+  vote_kernel<<<1, threads>>>(x, count, any7, all_small);
+  return cudaGetLastError();
+}
+cudaError_t divergent(int* y) {
+  divergent_kernel<<<1, 32>>>(y);
+  return cudaGetLastError();
+}
+cudaError_t early_return(int* y) {
+  early_return_kernel<<<1, 32>>>(y);
+  return cudaGetLastError();
+}
+cudaError_t bad_config(int* y) {
+  early_return_kernel<<<1, 2048>>>(y);
+  return cudaGetLastError();
+}
+
+}  // namespace gpu_emu_selftest
