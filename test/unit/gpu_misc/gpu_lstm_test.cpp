@@ -18,6 +18,8 @@
 
 #include <gtest/gtest.h>
 
+#include "host_tensor.hpp"
+
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -172,22 +174,7 @@ struct CpuOps {
   }
 };
 
-struct Tensor {
-  ccv_nnc_tensor_t* t = nullptr;
-  Tensor(int datatype, std::vector<int> dim) {
-    ccv_nnc_tensor_param_t p{};
-    p.type = CCV_TENSOR_CPU_MEMORY;
-    p.format = CCV_TENSOR_FORMAT_NHWC;
-    p.datatype = datatype;
-    for (size_t i = 0; i < dim.size(); i++) p.dim[i] = dim[i];
-    t = ccv_nnc_tensor_new(nullptr, p, 0);
-  }
-  ~Tensor() { ccv_nnc_tensor_free(t); }
-  Tensor(const Tensor&) = delete;
-  Tensor& operator=(const Tensor&) = delete;
-  size_t count() const { return ccv_nnc_tensor_count(t->info); }
-  float* f() const { return t->data.f32; }
-};
+using gpu_misc_test::Tensor;
 
 void expect_near(const float* mine, const float* ref, size_t n, double rtol, double atol, const std::string& what) {
   size_t bad = 0;
