@@ -295,6 +295,9 @@ void run_gpu(Graph* g, const Schedule& s, std::vector<ccv_nnc_stream_context_t*>
   } catch (const std::bad_alloc&) {
     code = CCV_NNC_EXEC_OOM;
     message = "ccv_nnc_graph_run: out of memory";
+  } catch (const std::exception& e) {
+    code = CCV_NNC_EXEC_INVALID;
+    message = e.what();
   }
   if (caller && code == CCV_NNC_EXEC_SUCCESS) {
     // The caller's later work starts after every stream's.
