@@ -341,19 +341,11 @@ cudaError_t launch_optim(cudaStream_t s, GpuType type, const EwPlan& plan, const
   if (plan.count == 0) return cudaSuccess;
   const gpu::EwLaunch l = gpu::choose_ew(plan.count);
   const dim3 grid(static_cast<unsigned>(l.blocks));
-  switch (type) {
-    case kF32:
-      optim_kernel<float><<<grid, l.threads, 0, s>>>(plan, ptrs, a);
-      break;
-    case kF16:
-      optim_kernel<__half><<<grid, l.threads, 0, s>>>(plan, ptrs, a);
-      break;
-    case kBF16:
-      optim_kernel<__nv_bfloat16><<<grid, l.threads, 0, s>>>(plan, ptrs, a);
-      break;
-    default:
-      return cudaErrorInvalidValue;
-  }
+  if (!with_float_type(type, [&](auto tag) {
+        using Elem = decltype(tag);
+        optim_kernel<Elem><<<grid, l.threads, 0, s>>>(plan, ptrs, a);
+      }))
+    return cudaErrorInvalidValue;
   return cudaGetLastError();
 }
 

@@ -40,19 +40,11 @@ cudaError_t launch_act(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, co
   if (plan.count == 0) return cudaSuccess;
   const gpu::EwLaunch l = gpu::choose_ew(plan.count);
   const dim3 grid(static_cast<unsigned>(l.blocks));
-  switch (type) {
-    case kF16:
-      act_kernel<__half><<<grid, l.threads, 0, s>>>(plan, ptrs, op, n_out, n_in, args);
-      break;
-    case kBF16:
-      act_kernel<__nv_bfloat16><<<grid, l.threads, 0, s>>>(plan, ptrs, op, n_out, n_in, args);
-      break;
-    case kF32:
-      act_kernel<float><<<grid, l.threads, 0, s>>>(plan, ptrs, op, n_out, n_in, args);
-      break;
-    default:
-      return cudaErrorInvalidValue;
-  }
+  if (!with_float_type(type, [&](auto tag) {
+        using Elem = decltype(tag);
+        act_kernel<Elem><<<grid, l.threads, 0, s>>>(plan, ptrs, op, n_out, n_in, args);
+      }))
+    return cudaErrorInvalidValue;
   return cudaGetLastError();
 }
 
@@ -146,19 +138,11 @@ cudaError_t launch_upsample(cudaStream_t s, GpuType type, const gpu::UpMap& m, v
   if (m.count == 0) return cudaSuccess;
   const gpu::EwLaunch l = gpu::choose_ew(m.count);
   const dim3 grid(static_cast<unsigned>(l.blocks));
-  switch (type) {
-    case kF32:
-      upsample_kernel<float><<<grid, l.threads, 0, s>>>(m, y, x);
-      break;
-    case kF16:
-      upsample_kernel<__half><<<grid, l.threads, 0, s>>>(m, y, x);
-      break;
-    case kBF16:
-      upsample_kernel<__nv_bfloat16><<<grid, l.threads, 0, s>>>(m, y, x);
-      break;
-    default:
-      return cudaErrorInvalidValue;
-  }
+  if (!with_float_type(type, [&](auto tag) {
+        using Elem = decltype(tag);
+        upsample_kernel<Elem><<<grid, l.threads, 0, s>>>(m, y, x);
+      }))
+    return cudaErrorInvalidValue;
   return cudaGetLastError();
 }
 
@@ -246,19 +230,11 @@ cudaError_t launch_arg(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, in
   if (len < 1 || plan.operands != 2) return cudaErrorInvalidValue;
   const gpu::EwLaunch l = gpu::choose_ew(plan.count);
   const dim3 grid(static_cast<unsigned>(l.blocks));
-  switch (type) {
-    case kF32:
-      arg_kernel<float><<<grid, l.threads, 0, s>>>(plan, y, x, len, stride, is_max);
-      break;
-    case kF16:
-      arg_kernel<__half><<<grid, l.threads, 0, s>>>(plan, y, x, len, stride, is_max);
-      break;
-    case kBF16:
-      arg_kernel<__nv_bfloat16><<<grid, l.threads, 0, s>>>(plan, y, x, len, stride, is_max);
-      break;
-    default:
-      return cudaErrorInvalidValue;
-  }
+  if (!with_float_type(type, [&](auto tag) {
+        using Elem = decltype(tag);
+        arg_kernel<Elem><<<grid, l.threads, 0, s>>>(plan, y, x, len, stride, is_max);
+      }))
+    return cudaErrorInvalidValue;
   return cudaGetLastError();
 }
 
@@ -335,38 +311,22 @@ int loss_threads(const RowArgs& a) {
 cudaError_t launch_loss_rows(cudaStream_t s, const RowArgs& a, int op, const gpu::LossArgs& p) {
   if (a.rows.count == 0) return cudaSuccess;
   if (!a.row_ptr[0] || !a.row_ptr[1] || a.rows.operands < 3) return cudaErrorInvalidValue;
-  switch (a.row_type) {
-    case kF32:
-      loss_rows_kernel<float><<<loss_grid(a), loss_threads(a), 0, s>>>(a, op, p);
-      break;
-    case kF16:
-      loss_rows_kernel<__half><<<loss_grid(a), loss_threads(a), 0, s>>>(a, op, p);
-      break;
-    case kBF16:
-      loss_rows_kernel<__nv_bfloat16><<<loss_grid(a), loss_threads(a), 0, s>>>(a, op, p);
-      break;
-    default:
-      return cudaErrorInvalidValue;
-  }
+  if (!with_float_type(a.row_type, [&](auto tag) {
+        using Elem = decltype(tag);
+        loss_rows_kernel<Elem><<<loss_grid(a), loss_threads(a), 0, s>>>(a, op, p);
+      }))
+    return cudaErrorInvalidValue;
   return cudaGetLastError();
 }
 
 cudaError_t launch_loss_rows_backward(cudaStream_t s, const RowArgs& a, int op, const gpu::LossArgs& p) {
   if (a.rows.count == 0 || a.cols == 0) return cudaSuccess;
   if ((!a.row_ptr[0] && !a.row_ptr[5]) || !a.row_ptr[1] || a.rows.operands < 6) return cudaErrorInvalidValue;
-  switch (a.row_type) {
-    case kF32:
-      loss_rows_backward_kernel<float><<<loss_grid(a), loss_threads(a), 0, s>>>(a, op, p);
-      break;
-    case kF16:
-      loss_rows_backward_kernel<__half><<<loss_grid(a), loss_threads(a), 0, s>>>(a, op, p);
-      break;
-    case kBF16:
-      loss_rows_backward_kernel<__nv_bfloat16><<<loss_grid(a), loss_threads(a), 0, s>>>(a, op, p);
-      break;
-    default:
-      return cudaErrorInvalidValue;
-  }
+  if (!with_float_type(a.row_type, [&](auto tag) {
+        using Elem = decltype(tag);
+        loss_rows_backward_kernel<Elem><<<loss_grid(a), loss_threads(a), 0, s>>>(a, op, p);
+      }))
+    return cudaErrorInvalidValue;
   return cudaGetLastError();
 }
 
@@ -501,22 +461,12 @@ cudaError_t launch_norm_forward(cudaStream_t s, const gpu::ReducePlan& groups, i
                                 int rms, float epsilon) {
   if (groups.outer.count == 0 || group_size == 0) return cudaSuccess;
   if (!q.ptr[gpu::kNormX] || !q.ptr[gpu::kNormY] || groups.inner.count != group_size) return cudaErrorInvalidValue;
-  switch (q.type) {
-    case kF32:
-      norm_forward_kernel<float>
-          <<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms, epsilon);
-      break;
-    case kF16:
-      norm_forward_kernel<__half>
-          <<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms, epsilon);
-      break;
-    case kBF16:
-      norm_forward_kernel<__nv_bfloat16>
-          <<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms, epsilon);
-      break;
-    default:
-      return cudaErrorInvalidValue;
-  }
+  if (!with_float_type(q.type, [&](auto tag) {
+        using Elem = decltype(tag);
+        norm_forward_kernel<Elem>
+            <<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms, epsilon);
+      }))
+    return cudaErrorInvalidValue;
   return cudaGetLastError();
 }
 
@@ -526,22 +476,12 @@ cudaError_t launch_norm_backward_dx(cudaStream_t s, const gpu::ReducePlan& group
   if (!q.ptr[gpu::kNormX] || !q.ptr[gpu::kNormG] || !q.ptr[gpu::kNormDx] || !q.ptr[gpu::kNormInv] ||
       (!rms && !q.ptr[gpu::kNormMean]) || groups.inner.count != group_size)
     return cudaErrorInvalidValue;
-  switch (q.type) {
-    case kF32:
-      norm_backward_dx_kernel<float>
-          <<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms);
-      break;
-    case kF16:
-      norm_backward_dx_kernel<__half>
-          <<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms);
-      break;
-    case kBF16:
-      norm_backward_dx_kernel<__nv_bfloat16>
-          <<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms);
-      break;
-    default:
-      return cudaErrorInvalidValue;
-  }
+  if (!with_float_type(q.type, [&](auto tag) {
+        using Elem = decltype(tag);
+        norm_backward_dx_kernel<Elem>
+            <<<norm_grid(groups.outer.count), norm_threads(group_size), 0, s>>>(groups, group_size, q, rms);
+      }))
+    return cudaErrorInvalidValue;
   return cudaGetLastError();
 }
 
@@ -549,22 +489,12 @@ cudaError_t launch_norm_backward_params(cudaStream_t s, const gpu::ReducePlan& p
   if (params.outer.count == 0) return cudaSuccess;
   if (!q.ptr[gpu::kNormX] || !q.ptr[gpu::kNormG] || !q.ptr[gpu::kNormInv] || (!rms && !q.ptr[gpu::kNormMean]))
     return cudaErrorInvalidValue;
-  switch (q.type) {
-    case kF32:
-      norm_backward_params_kernel<float>
-          <<<norm_grid(params.outer.count), norm_threads(params.inner.count), 0, s>>>(params, q, rms);
-      break;
-    case kF16:
-      norm_backward_params_kernel<__half>
-          <<<norm_grid(params.outer.count), norm_threads(params.inner.count), 0, s>>>(params, q, rms);
-      break;
-    case kBF16:
-      norm_backward_params_kernel<__nv_bfloat16>
-          <<<norm_grid(params.outer.count), norm_threads(params.inner.count), 0, s>>>(params, q, rms);
-      break;
-    default:
-      return cudaErrorInvalidValue;
-  }
+  if (!with_float_type(q.type, [&](auto tag) {
+        using Elem = decltype(tag);
+        norm_backward_params_kernel<Elem>
+            <<<norm_grid(params.outer.count), norm_threads(params.inner.count), 0, s>>>(params, q, rms);
+      }))
+    return cudaErrorInvalidValue;
   return cudaGetLastError();
 }
 
@@ -760,19 +690,11 @@ cudaError_t launch_isnan(cudaStream_t s, const gpu::ReducePlan& plan, void* y, i
   if (plan.outer.operands != 2 || plan.inner.operands != 1 || y_code < 0 || y_code > 6) return cudaErrorInvalidValue;
   const gpu::EwLaunch l = gpu::choose_ew(plan.outer.count);
   const dim3 grid(static_cast<unsigned>(l.blocks));
-  switch (x_type) {
-    case kF32:
-      isnan_kernel<float><<<grid, l.threads, 0, s>>>(plan.outer, plan.inner, y, y_code, x);
-      break;
-    case kF16:
-      isnan_kernel<__half><<<grid, l.threads, 0, s>>>(plan.outer, plan.inner, y, y_code, x);
-      break;
-    case kBF16:
-      isnan_kernel<__nv_bfloat16><<<grid, l.threads, 0, s>>>(plan.outer, plan.inner, y, y_code, x);
-      break;
-    default:
-      return cudaErrorInvalidValue;
-  }
+  if (!with_float_type(x_type, [&](auto tag) {
+        using Elem = decltype(tag);
+        isnan_kernel<Elem><<<grid, l.threads, 0, s>>>(plan.outer, plan.inner, y, y_code, x);
+      }))
+    return cudaErrorInvalidValue;
   return cudaGetLastError();
 }
 

@@ -9,7 +9,29 @@
 
 #include <cstdint>
 
+#include "cuda/kern.hpp"
+
 namespace nnc::cuda {
+
+// Host side of a launch: calls f(Elem{}) with the element type a GpuType
+// names (kF32 float, kF16 __half, kBF16 __nv_bfloat16) so that one launch
+// line serves the three; false (nothing called) for any other type.
+template <class F>
+bool with_float_type(int type, F&& f) {
+  switch (type) {
+    case kF32:
+      f(float{});
+      return true;
+    case kF16:
+      f(__half{});
+      return true;
+    case kBF16:
+      f(__nv_bfloat16{});
+      return true;
+    default:
+      return false;
+  }
+}
 
 template <class T>
 __device__ __forceinline__ float ld(const void* p, int64_t off);
