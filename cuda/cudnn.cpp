@@ -878,12 +878,15 @@ NNC_KERNEL(softmax_backward) {
 
 // ---- batch norm ----
 
-bool accept_bnorm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
-                          ccv_nnc_tensor_t* const* outputs, int output_size) {
+// The norms' accept: everything on the GPU and a plan `planner` makes.
+template <class Plan, bool (*planner)(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const*, int, ccv_nnc_tensor_t* const*, int, Plan*,
+                                      std::string*)>
+bool accept_planned(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                    int output_size) {
   if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
   try {
-    cudnn_plan::BatchNorm p;
-    return cudnn_plan::batch_norm_forward(cmd, inputs, input_size, outputs, output_size, &p, nullptr);
+    Plan p;
+    return planner(cmd, inputs, input_size, outputs, output_size, &p, nullptr);
   } catch (...) {
     return false;
   }
@@ -951,17 +954,6 @@ NNC_KERNEL(bnorm_forward) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
-bool accept_bnorm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
-                           ccv_nnc_tensor_t* const* outputs, int output_size) {
-  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
-  try {
-    cudnn_plan::BatchNorm p;
-    return cudnn_plan::batch_norm_backward(cmd, inputs, input_size, outputs, output_size, &p, nullptr);
-  } catch (...) {
-    return false;
-  }
-}
-
 // Training backward from the saved statistics. cuDNN writes dx, dscale and
 // dbias always: scratch stands in for those not asked for.
 NNC_KERNEL(bnorm_backward) {
@@ -1025,17 +1017,6 @@ void reduce_sum(cudnnHandle_t h, cudnnTensorDescriptor_t ad, const void* a, cudn
   NNC_CUDNN_CHECK(cudnnReduceTensor(h, d, nullptr, 0, ws.get(), bytes, &one, ad, a, &zero, cd, c), what);
 }
 
-bool accept_lnorm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
-                          ccv_nnc_tensor_t* const* outputs, int output_size) {
-  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
-  try {
-    cudnn_plan::LayerNorm p;
-    return cudnn_plan::layer_norm_forward(cmd, inputs, input_size, outputs, output_size, &p, nullptr);
-  } catch (...) {
-    return false;
-  }
-}
-
 // cuDNN's batch norm over the rows (scale 1, bias 0 per row) normalises; the
 // per-element scale and bias follow (cudnnOpTensor, cudnnAddTensor).
 NNC_KERNEL(lnorm_forward) {
@@ -1071,17 +1052,6 @@ NNC_KERNEL(lnorm_forward) {
   if (io.bias) NNC_CUDNN_CHECK(cudnnAddTensor(h, &one, fd, io.bias->data.f32, &one, xd, io.y->data.f32), what);
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
-}
-
-bool accept_lnorm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
-                           ccv_nnc_tensor_t* const* outputs, int output_size) {
-  if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
-  try {
-    cudnn_plan::LayerNorm p;
-    return cudnn_plan::layer_norm_backward(cmd, inputs, input_size, outputs, output_size, &p, nullptr);
-  } catch (...) {
-    return false;
-  }
 }
 
 // dx: cuDNN's batch-norm backward over the rows with dy = g * scale (h), which
@@ -1166,10 +1136,10 @@ void register_cudnn(Registry& r) {
   any.formats = formats::kAll;
   r.add_kernels(any.accepting(accept_softmax_forward), {{CCV_NNC_SOFTMAX_FORWARD, softmax_forward}});
   r.add_kernels(any.accepting(accept_softmax_backward), {{CCV_NNC_SOFTMAX_BACKWARD, softmax_backward}});
-  r.add_kernels(any.accepting(accept_bnorm_forward), {{CCV_NNC_BATCH_NORM_FORWARD, bnorm_forward}});
-  r.add_kernels(any.accepting(accept_bnorm_backward), {{CCV_NNC_BATCH_NORM_BACKWARD, bnorm_backward}});
-  r.add_kernels(any.accepting(accept_lnorm_forward), {{CCV_NNC_LAYER_NORM_FORWARD, lnorm_forward}});
-  r.add_kernels(any.accepting(accept_lnorm_backward), {{CCV_NNC_LAYER_NORM_BACKWARD, lnorm_backward}});
+  r.add_kernels(any.accepting(accept_planned<cudnn_plan::BatchNorm, cudnn_plan::batch_norm_forward>), {{CCV_NNC_BATCH_NORM_FORWARD, bnorm_forward}});
+  r.add_kernels(any.accepting(accept_planned<cudnn_plan::BatchNorm, cudnn_plan::batch_norm_backward>), {{CCV_NNC_BATCH_NORM_BACKWARD, bnorm_backward}});
+  r.add_kernels(any.accepting(accept_planned<cudnn_plan::LayerNorm, cudnn_plan::layer_norm_forward>), {{CCV_NNC_LAYER_NORM_FORWARD, lnorm_forward}});
+  r.add_kernels(any.accepting(accept_planned<cudnn_plan::LayerNorm, cudnn_plan::layer_norm_backward>), {{CCV_NNC_LAYER_NORM_BACKWARD, lnorm_backward}});
 }
 
 }  // namespace nnc::cuda
