@@ -401,13 +401,7 @@ const Schedule* gpu_schedule(Graph* g) {
     g->gpu_schedule_checked = true;
     if (!gpu_stream_hooks()) return nullptr;
     int device = -1;
-    for (const Graph::Node& node : g->nodes) {
-      for (const auto* list : {&node.inputs, &node.outputs})
-        for (const ccv_nnc_tensor_t* t : *list)
-          if (device < 0 && t && !CCV_IS_TENSOR_MULTIVIEW(t) && CCV_TENSOR_GET_MEMORY(t->info.type) == CCV_TENSOR_GPU_MEMORY)
-            device = CCV_TENSOR_GET_DEVICE_ID(t->info.type);
-      if (device >= 0) break;
-    }
+    for (int v = 0; v < static_cast<int>(g->nodes.size()) && device < 0; v++) device = node_device(g, v, -1);
     if (device < 0) return nullptr;
     int type = CCV_STREAM_CONTEXT_GPU;
     CCV_STREAM_SET_DEVICE_ID(type, device);

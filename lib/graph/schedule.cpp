@@ -62,9 +62,7 @@ bool exclusive(Graph* g, int v) {
     return false;  // the run reports it
   }
 }
-
-// The device whose stream a node's kernel queues on: its first GPU input's
-// (a transfer between devices runs on its source's), else its first GPU
+}  // namespace
 // output's, else `fallback` (host nodes, sub-graphs).
 int node_device(Graph* g, int v, int fallback) {
   const Graph::Node& node = g->nodes[static_cast<size_t>(v)];
@@ -74,7 +72,6 @@ int node_device(Graph* g, int v, int fallback) {
         return CCV_TENSOR_GET_DEVICE_ID(t->info.type);
   return fallback;
 }
-}  // namespace
 
 Schedule make_schedule(Graph* g, int stream_type, int max_stream_count, const ccv_nnc_graph_exec_t* sources,
                        int source_size, const ccv_nnc_graph_exec_t* destinations, int destination_size) {

@@ -62,6 +62,11 @@ struct Streams {
   ~Streams();
 };
 
+// The GPU whose stream node v's kernel queues on: its first GPU input's (a
+// transfer between devices runs on its source's), else its first GPU
+// output's, else `fallback` (host nodes, sub-graphs).
+int node_device(Graph* g, int v, int fallback);
+
 Schedule make_schedule(Graph* g, int stream_type, int max_stream_count, const ccv_nnc_graph_exec_t* sources,
                        int source_size, const ccv_nnc_graph_exec_t* destinations, int destination_size);
 // Runs a schedule: without a caller stream, stream 0's nodes on the calling
