@@ -63,7 +63,7 @@ bool exclusive(Graph* g, int v) {
   }
 }
 }  // namespace
-// output's, else `fallback` (host nodes, sub-graphs).
+
 int node_device(Graph* g, int v, int fallback) {
   const Graph::Node& node = g->nodes[static_cast<size_t>(v)];
   for (const auto* list : {&node.inputs, &node.outputs})
