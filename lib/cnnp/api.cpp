@@ -17,9 +17,13 @@ using namespace nnc::cnnp;
 
 namespace {
 
+// The model, after the work its fit / evaluate queued on GPU streams (the
+// call reads or writes its state from the host).
 Model* check_model(const ccv_cnnp_model_t* m, const char* what) {
   NNC_CHECK(m, "%s: the model is NULL", what);
-  return const_cast<Model*>(m);
+  Model* model = const_cast<Model*>(m);
+  settle(model);
+  return model;
 }
 
 Param* one_parameter(Model* m, const ccv_cnnp_model_io_t io, const char* what) {
@@ -177,11 +181,16 @@ NNC_API void ccv_cnnp_model_format(const ccv_cnnp_model_t* const model, const cc
 
 // A call given a stream starts after the stream's earlier work (a batch
 // copied in on it, this model's previous call queued on it). On a GPU stream
-// fit and evaluate then queue their work there and return; otherwise the
-// call runs synchronously, which a stream's caller may always get.
+// fit and evaluate queue their work there, behind that work on the device,
+// and return at once: the host waits for nothing, so the next step is queued
+// while this one runs. Otherwise the host waits for the stream and the call
+// runs synchronously, which a stream's caller may always get.
 namespace {
 void after_stream(ccv_nnc_stream_context_t* stream) {
   if (stream) nnc::stream_wait(stream);
+}
+void before_queueing(ccv_nnc_stream_context_t* stream) {
+  if (!nnc::is_gpu_stream(stream)) after_stream(stream);
 }
 ccv_nnc_stream_context_t* gpu_or_null(ccv_nnc_stream_context_t* stream) { return nnc::is_gpu_stream(stream) ? stream : nullptr; }
 }  // namespace
@@ -191,7 +200,7 @@ NNC_API void ccv_cnnp_model_fit(ccv_cnnp_model_t* const model, ccv_nnc_tensor_t*
                                 const int output_size, ccv_nnc_tensor_tape_t* const tensor_tape, ccv_nnc_stream_context_t* const stream_context) {
   guard_void([&] {
     NNC_CHECK(!tensor_tape, "ccv_cnnp_model_fit: tensor tapes are not supported yet");
-    after_stream(stream_context);
+    before_queueing(stream_context);
     fit(model, inputs, input_size, fits, fit_size, outputs, output_size, gpu_or_null(stream_context));
   });
 }
@@ -201,7 +210,7 @@ NNC_API void ccv_cnnp_model_evaluate(ccv_cnnp_model_t* const model, const ccv_cn
                                      ccv_nnc_tensor_tape_t* const tensor_tape, ccv_nnc_stream_context_t* const stream_context) {
   guard_void([&] {
     NNC_CHECK(!tensor_tape, "ccv_cnnp_model_evaluate: tensor tapes are not supported yet");
-    after_stream(stream_context);
+    before_queueing(stream_context);
     evaluate(model, params, inputs, input_size, outputs, output_size, false, gpu_or_null(stream_context));
   });
 }
@@ -230,7 +239,9 @@ NNC_API void ccv_cnnp_model_apply_gradients(ccv_cnnp_model_t* const model, ccv_n
 
 NNC_API void ccv_cnnp_model_cancel(ccv_cnnp_model_t* const model) {
   guard_void([&] {
-    Model* m = check_model(model, "ccv_cnnp_model_cancel");
+    // From another thread, while a call runs: no waiting (queued work cannot be cancelled).
+    NNC_CHECK(model, "ccv_cnnp_model_cancel: the model is NULL");
+    Model* m = const_cast<Model*>(model);
     m->cancelled = 1;
     cancel_jits(m);
   });

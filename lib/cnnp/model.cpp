@@ -31,6 +31,7 @@
 #include "core/tensor.hpp"
 #include "nnc/ccv_nnc_easy.h"
 #include "core/gpu_stream.hpp"
+#include "core/stream.hpp"
 #include "graph/graph.hpp"
 #include "graph/schedule.hpp"
 #include "symbolic/graph.hpp"
@@ -507,10 +508,22 @@ struct Jit {
 
 Compiled::~Compiled() = default;
 
-Compiled& compiled_of(Model* m, const char* what) {
+Compiled& compiled_queued(Model* m, const char* what) {
   NNC_CHECK(m, "%s: no model", what);
   NNC_CHECK(m->compiled, "%s: model %s is not compiled (call ccv_cnnp_model_compile first)", what, model_label(*m).c_str());
   return *m->compiled;
+}
+
+Compiled& compiled_of(Model* m, const char* what) {
+  Compiled& c = compiled_queued(m, what);
+  settle(m);
+  return c;
+}
+
+void settle(Model* m) {
+  if (!m || !m->pending) return;
+  m->pending = false;  // a failed wait is reported once, by the call that waited
+  signal_wait(nullptr, m->inflight);
 }
 
 void drop_jits(Model* m) {
@@ -1176,12 +1189,23 @@ void schedule_for(Model* m, Jit& j) {
   j.scheduled_streams = streams;
 }
 
+// Runs j's graph (from src to dst; the whole graph when both are empty).
+// Given a GPU stream the run is queued there behind the model's earlier
+// queued runs (a device-side wait, whatever stream they went to) and the
+// model's signal is emitted after it; the host waits for nothing.
 void run(Model* m, Jit& j, const char* what, const std::vector<ccv_nnc_graph_exec_t>& src = {},
          const std::vector<ccv_nnc_graph_exec_t>& dst = {}, ccv_nnc_stream_context_t* stream = nullptr) {
   m->cancelled = 0;
   if (src.empty() && dst.empty()) schedule_for(m, j);
+  const bool queued = is_gpu_stream(stream);
+  if (queued && m->pending) signal_wait(stream, m->inflight);
   const int r = ccv_nnc_graph_run(j.graph, 0, src.empty() ? nullptr : src.data(), static_cast<int>(src.size()),
                                   dst.empty() ? nullptr : dst.data(), static_cast<int>(dst.size()), nullptr, stream);
+  if (queued) {
+    if (!m->inflight) m->inflight = signal_new(CCV_STREAM_CONTEXT_GPU);
+    signal_emit(stream, m->inflight);  // also after a failed run: what it queued is ordered before later calls
+    m->pending = true;
+  }
   if (r != CCV_NNC_EXEC_SUCCESS) fail(r, "%s: %s", what, error_message().c_str());
 }
 
@@ -1326,7 +1350,7 @@ void check_groups(ccv_nnc_tensor_t* const* ts, int per, int groups, const char* 
 void fit(Model* m, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* fits, int fit_size,
          ccv_nnc_tensor_t* const* outputs, int output_size, ccv_nnc_stream_context_t* stream) {
   const char* what = "ccv_cnnp_model_fit";
-  Compiled& c = compiled_of(m, what);
+  Compiled& c = is_gpu_stream(stream) ? compiled_queued(m, what) : compiled_of(m, what);
   NNC_CHECK(!is_noop(c.minimizer), "%s: model %s was compiled without a minimiser", what, model_label(*m).c_str());
   const int groups = std::max(m->parallel, 1);
   NNC_CHECK(inputs || input_size == 0, "%s: inputs is NULL", what);
@@ -1347,7 +1371,10 @@ void fit(Model* m, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tens
     NNC_CHECK(shapes[i].datatype == c.inputs[i].datatype, "%s: input %zu has another data type than at compile", what, i);
   Jit* j = find_jit(
       c, [&](const Jit& x) { return x.mode == Jit::FIT && same_list(x.key_inputs, shapes) && same_list(x.key_fits, fit_shapes); },
-      [&] { return make_fit(m, shapes, fit_shapes); });
+      [&] {
+        settle(m);  // a new graph copies parameter state that queued steps may still update
+        return make_fit(m, shapes, fit_shapes);
+      });
   bind_groups(*j, j->inputs, inputs, per_input, groups, what, "input");
   bind_groups(*j, j->fits, fits, per_fit, groups, what, "fit");
   bind_groups(*j, j->outputs, outputs, per_output, groups, what, "output");
@@ -1358,7 +1385,7 @@ void fit(Model* m, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tens
 void evaluate(Model* m, const ccv_cnnp_evaluate_param_t& params, ccv_nnc_tensor_t* const* inputs, int input_size,
               ccv_nnc_tensor_t* const* outputs, int output_size, bool dry_run, ccv_nnc_stream_context_t* stream) {
   const char* what = dry_run ? "ccv_cnnp_model_dry_run" : "ccv_cnnp_model_evaluate";
-  Compiled& c = compiled_of(m, what);
+  Compiled& c = is_gpu_stream(stream) && !params.requires_grad ? compiled_queued(m, what) : compiled_of(m, what);
   const int groups = std::max(m->parallel, 1);
   NNC_CHECK(inputs || input_size == 0, "%s: inputs is NULL", what);
   const int per_input = group_size(m, input_size, c.inputs.size(), true, what, "input");
@@ -1392,7 +1419,10 @@ void evaluate(Model* m, const ccv_cnnp_evaluate_param_t& params, ccv_nnc_tensor_
   }
   Jit* j = find_jit(
       c, [&](const Jit& x) { return x.mode == Jit::INFER && x.is_test == is_test && same_list(x.key_inputs, shapes); },
-      [&] { return make_infer(m, shapes, is_test); });
+      [&] {
+        settle(m);
+        return make_infer(m, shapes, is_test);
+      });
   c.last_outputs.clear();
   for (Sym o : j->outputs) c.last_outputs.push_back(ccv_nnc_tensor_symbol_params(j->sg, o));
   bind_groups(*j, j->inputs, inputs, per_input, groups, what, "input");
@@ -1609,4 +1639,15 @@ uint64_t memory_size(const Model* m) {
 
 }  // namespace nnc::cnnp
 
-ccv_cnnp_model_s::~ccv_cnnp_model_s() { delete absorbed; }
+ccv_cnnp_model_s::~ccv_cnnp_model_s() {
+  // Queued work may still use the graphs' memory and the parameters.
+  if (pending) {
+    try {
+      nnc::signal_wait(nullptr, inflight);
+    } catch (...) {
+      // A failed step: its work is over either way.
+    }
+  }
+  if (inflight) nnc::signal_free(inflight);
+  delete absorbed;
+}

@@ -197,6 +197,11 @@ struct ccv_cnnp_model_s {
   int parallel = 1;
   // ccv_cnnp_model_set_max_concurrency: GPU streams per device a run may use (0: no limit).
   int max_concurrency = 0;
+  // fit / evaluate queued on a GPU stream and not yet waited for: `inflight`
+  // is emitted on the stream after each such call (made on first use), and
+  // `pending` says whether the host has waited for the last one since.
+  ccv_nnc_stream_signal_t* inflight = nullptr;
+  bool pending = false;
 
   // Add this model's computation to b.graph.
   virtual void build(nnc::cnnp::Build& b, const std::vector<nnc::cnnp::Sym>& in, std::vector<nnc::cnnp::Sym>& out) = 0;
@@ -237,6 +242,15 @@ void copy_values(ccv_nnc_tensor_t* src, ccv_nnc_tensor_t* dst, const char* what)
 // Throws nnc::Error (INVALID) naming the model when a layer gets the wrong number of inputs.
 void expect_inputs(const Model& m, const std::vector<Sym>& in, int count);
 std::string model_label(const Model& m);
+
+// Steps in flight. fit / evaluate given a GPU stream queue their work and
+// return without waiting for anything: a later one (on any GPU stream) is
+// ordered after the earlier ones on the device. Everything else that reads
+// or writes the model's state from the host (parameters, recompiles, the
+// synchronous calls, free) first waits for the queued work: settle().
+void settle(Model* m);
+// compiled_of without the wait, for calls that queue on a GPU stream.
+Compiled& compiled_queued(Model* m, const char* what);
 
 // Compile-time and run-time entry points used by api.cpp.
 void compile(Model* m, const ccv_nnc_tensor_param_t* inputs, int input_size, const ccv_nnc_cmd_t& minimizer, const ccv_nnc_cmd_t& loss);

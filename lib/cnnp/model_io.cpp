@@ -30,6 +30,7 @@ void write_model(const Model* m, sqlite3* db, const char* name, const ccv_nnc_te
   NNC_CHECK(m, "%s: the model is NULL", what);
   NNC_CHECK(db, "%s: the database handle is NULL", what);
   NNC_CHECK(m->compiled, "%s: model %s is not compiled, so it has no parameters yet", what, model_label(*m).c_str());
+  settle(const_cast<Model*>(m));  // steps queued on a GPU stream update the parameters
   io::Transaction tx(db, "nnc_model");
   for (const Param& p : m->compiled->params) {
     const std::string k = key_of(name, p.name, -1);
@@ -50,6 +51,7 @@ void read_model(sqlite3* db, const char* name, const ccv_nnc_tensor_io_option_t*
   NNC_CHECK(db, "%s: the database handle is NULL", what);
   Model* m = const_cast<Model*>(cm);
   NNC_CHECK(m->compiled, "%s: model %s is not compiled; compile it first so its parameters have shapes", what, model_label(*m).c_str());
+  settle(m);
   std::vector<std::pair<ccv_nnc_tensor_t*, TensorRef>> loaded;  // target, what was read
   for (Param& p : m->compiled->params) {
     const std::string k = key_of(name, p.name, -1);

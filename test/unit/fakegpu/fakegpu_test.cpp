@@ -245,6 +245,129 @@ TEST(FakeGpu, ModelTrainsOnAGpuStreamAsOnTheCpu) {
   }
 }
 
+// Steps in flight: fit queued on a GPU stream returns without waiting, so
+// the host queues step after step while the device works. Each batch comes
+// from pinned host memory of its own (copied in on the stream, as the
+// logits are copied out), and nothing waits until the end. Then:
+// - nothing ran while the steps were queued (the host never waited);
+// - reading the parameters without waiting for the stream first waits for
+//   the queued steps (they equal the CPU model's after the same steps);
+// - an evaluate on a second stream, queued right behind two more fits on the
+//   first, sees their updates (it waits for them on the device);
+// and every step's logits equal the CPU model's.
+TEST(FakeGpu, ModelStepsInFlightOnGpuStreams) {
+  const int N = 6, C = 2, H = 6, W = 5, K = 6;
+  ccv_nnc_tensor_param_t xp = cpu({N, C, H, W});
+  xp.format = CCV_TENSOR_FORMAT_NCHW;
+  ccv_nnc_tensor_param_t gxp = xp;
+  gxp.type = static_cast<int>(CCV_TENSOR_GPU_MEMORY) | (1 << 8);
+  for (int concurrency : {1, 3}) {
+    SCOPED_TRACE(concurrency);
+    ccv_cnnp_model_t* on_cpu = small_net();
+    ccv_cnnp_model_t* on_gpu = small_net();
+    ccv_cnnp_model_compile(on_cpu, &xp, 1, sgd(0.05f, 0.9f), crossentropy());
+    ccv_cnnp_model_compile(on_gpu, &gxp, 1, sgd(0.05f, 0.9f), crossentropy());
+    ASSERT_STREQ(ccv_nnc_error_message(), "");
+    ccv_cnnp_model_set_max_concurrency(on_gpu, concurrency);
+    copy_parameters(on_cpu, on_gpu);
+    const int type = static_cast<int>(CCV_STREAM_CONTEXT_GPU) | (1 << 8);
+    ccv_nnc_stream_context_t* a = ccv_nnc_stream_context_new(type);
+    ccv_nnc_stream_context_t* b = ccv_nnc_stream_context_new(type);
+    ASSERT_TRUE(a && b) << ccv_nnc_error_message();
+    std::mt19937 rng(21);
+    std::vector<ccv_nnc_tensor_t*> xs, ls, backs, cpu_logits, owned;
+    for (int k = 0; k < K + 2; k++) {
+      xs.push_back(ccv_nnc_tensor_new(nullptr, xp, 0));
+      ls.push_back(ccv_nnc_tensor_new(nullptr, cpu({N}), 0));
+      backs.push_back(ccv_nnc_tensor_new(nullptr, cpu({N, 4}), 0));
+      cpu_logits.push_back(ccv_nnc_tensor_new(nullptr, cpu({N, 4}), 0));
+      fill(xs.back(), rng);
+      for (int n = 0; n < N; n++) ls.back()->data.f32[n] = static_cast<float>((n * 5 + k) % 4);
+      for (ccv_nnc_tensor_t* t : {xs.back(), ls.back(), backs.back()}) ASSERT_EQ(ccv_nnc_tensor_pin_memory(t), 0) << ccv_nnc_error_message();
+    }
+    ccv_nnc_tensor_t* gx = ccv_nnc_tensor_new(nullptr, gxp, 0);
+    ccv_nnc_tensor_t* glabels = ccv_nnc_tensor_new(nullptr, gpu(1, {N}), 0);
+    ccv_nnc_tensor_t* glogits = ccv_nnc_tensor_new(nullptr, gpu(1, {N, 4}), 0);
+    ccv_nnc_tensor_t* gx2 = ccv_nnc_tensor_new(nullptr, gxp, 0);
+    ccv_nnc_tensor_t* gout2 = ccv_nnc_tensor_new(nullptr, gpu(1, {N, 4}), 0);
+    auto queue_step = [&](int k) {
+      ccv_nnc_tensor_t *in[] = {xs[k], ls[k]}, *out[] = {gx, glabels};
+      ASSERT_EQ(ccv_nnc_cmd_exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), ccv_nnc_no_hint, 0, in, 2, out, 2, a), CCV_NNC_EXEC_SUCCESS);
+      ccv_nnc_tensor_t *gxs[] = {gx}, *gf[] = {glabels}, *go[] = {glogits};
+      ccv_cnnp_model_fit(on_gpu, gxs, 1, gf, 1, go, 1, nullptr, a);
+      ASSERT_STREQ(ccv_nnc_error_message(), "") << "step " << k;
+      ccv_nnc_tensor_t* back = backs[k];
+      ASSERT_EQ(ccv_nnc_cmd_exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), ccv_nnc_no_hint, 0, &glogits, 1, &back, 1, a), CCV_NNC_EXEC_SUCCESS);
+    };
+    auto cpu_step = [&](int k) {
+      ccv_nnc_tensor_t *cx[] = {xs[k]}, *cf[] = {ls[k]}, *co[] = {cpu_logits[k]};
+      ccv_cnnp_model_fit(on_cpu, cx, 1, cf, 1, co, 1, nullptr, nullptr);
+      ASSERT_STREQ(ccv_nnc_error_message(), "");
+    };
+    // The first step compiles fit's graph (the host waits for nothing queued yet).
+    nnc_fakegpu::set_stream_order_seed(static_cast<uint32_t>(concurrency));
+    queue_step(0);
+    ccv_nnc_stream_context_wait(a);
+    const size_t ran = nnc_fakegpu::kernels_run();
+    for (int k = 1; k < K; k++) queue_step(k);
+    EXPECT_EQ(nnc_fakegpu::kernels_run(), ran) << "the host waited for a step while queueing the next";
+    for (int k = 0; k < K; k++) cpu_step(k);
+    // Parameters read without waiting for the stream: the read waits for the steps.
+    expect_same_parameters(on_cpu, on_gpu, 1e-4f);
+    ccv_nnc_stream_context_wait(a);
+    for (int k = 0; k < K; k++)
+      for (int i = 0; i < N * 4; i++)
+        ASSERT_NEAR(backs[k]->data.f32[i], cpu_logits[k]->data.f32[i], 1e-4f) << "step " << k << " logit " << i;
+    // Two more fits on a, then at once an evaluate on b (another input
+    // tensor, so only the parameters tie it to the fits). Its graph is made
+    // first (making a graph waits for queued work).
+    ccv_cnnp_evaluate_param_t warm{};
+    warm.is_test = 1;
+    ccv_nnc_tensor_t *wi[] = {gx2}, *wo[] = {gout2};
+    ccv_cnnp_model_evaluate(on_gpu, warm, wi, 1, wo, 1, nullptr, b);
+    ccv_nnc_stream_context_wait(b);
+    const size_t ran2 = nnc_fakegpu::kernels_run();
+    for (int k = K; k < K + 2; k++) queue_step(k);
+    {
+      ccv_nnc_tensor_t *in[] = {xs[0]}, *out[] = {gx2};
+      ASSERT_EQ(ccv_nnc_cmd_exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), ccv_nnc_no_hint, 0, in, 1, out, 1, b), CCV_NNC_EXEC_SUCCESS);
+      ccv_cnnp_evaluate_param_t ep{};
+      ep.is_test = 1;
+      ccv_nnc_tensor_t *gi[] = {gx2}, *go[] = {gout2};
+      ccv_cnnp_model_evaluate(on_gpu, ep, gi, 1, go, 1, nullptr, b);
+      ASSERT_STREQ(ccv_nnc_error_message(), "");
+      ccv_nnc_tensor_t* back = backs[0];
+      ASSERT_EQ(ccv_nnc_cmd_exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), ccv_nnc_no_hint, 0, &gout2, 1, &back, 1, b), CCV_NNC_EXEC_SUCCESS);
+    }
+    EXPECT_EQ(nnc_fakegpu::kernels_run(), ran2) << "nothing waited yet, so nothing ran";
+    ccv_nnc_stream_context_wait(b);  // b only
+    for (int k = K; k < K + 2; k++) cpu_step(k);
+    ccv_nnc_tensor_t* want = ccv_nnc_tensor_new(nullptr, cpu({N, 4}), 0);
+    {
+      ccv_cnnp_evaluate_param_t ep{};
+      ep.is_test = 1;
+      ccv_nnc_tensor_t *ci[] = {xs[0]}, *co[] = {want};
+      ccv_cnnp_model_evaluate(on_cpu, ep, ci, 1, co, 1, nullptr, nullptr);
+      ASSERT_STREQ(ccv_nnc_error_message(), "");
+    }
+    for (int i = 0; i < N * 4; i++) EXPECT_NEAR(backs[0]->data.f32[i], want->data.f32[i], 1e-4f) << "logit " << i;
+    ccv_nnc_stream_context_wait(a);
+    for (int k = K; k < K + 2; k++)
+      for (int i = 0; i < N * 4; i++)
+        ASSERT_NEAR(backs[k]->data.f32[i], cpu_logits[k]->data.f32[i], 1e-4f) << "step " << k << " logit " << i;
+    expect_same_parameters(on_cpu, on_gpu, 1e-4f);
+    // Freed with work queued: the model waits for it first.
+    queue_step(1);
+    ccv_cnnp_model_free(on_gpu);
+    ccv_cnnp_model_free(on_cpu);
+    ccv_nnc_stream_context_free(a);
+    ccv_nnc_stream_context_free(b);
+    for (ccv_nnc_tensor_t* t : {gx, glabels, glogits, gx2, gout2, want}) ccv_nnc_tensor_free(t);
+    for (auto* v : {&xs, &ls, &backs, &cpu_logits})
+      for (ccv_nnc_tensor_t* t : *v) ccv_nnc_tensor_free(t);
+  }
+}
+
 TEST(FakeGpu, TensorZeroRunsOnTheDevice) {
   std::mt19937 rng(3);
   ccv_nnc_tensor_t* h = ccv_nnc_tensor_new(nullptr, cpu({5, 3}), 0);
