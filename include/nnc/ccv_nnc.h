@@ -856,7 +856,8 @@ void ccv_nnc_stream_context_emit_signal(ccv_nnc_stream_context_t* const stream, 
 ccv_nnc_stream_signal_t* ccv_nnc_stream_context_emit_signal_new(ccv_nnc_stream_context_t* const stream);
 /**
  * Make `stream` wait, before anything queued after this call, until the
- * signal's latest emission has happened. The caller does not block.
+ * signal's latest emission has happened. The caller does not block. With a
+ * NULL stream the calling thread itself waits until then.
  */
 void ccv_nnc_stream_context_wait_signal(const ccv_nnc_stream_context_t* const stream, const ccv_nnc_stream_signal_t* const signal);
 /** The stream the signal was last emitted on, or NULL. */

@@ -183,7 +183,14 @@ static void model_evaluate(ccv_cnnp_model_t* model, ccv_nnc_tensor_t* x, ccv_nnc
 	transfer(&gz, z);
 }
 
-static void model_fit(ccv_cnnp_model_t* model, ccv_nnc_tensor_t* x, ccv_nnc_tensor_t* labels, ccv_nnc_tensor_t* z)
+/* One training step. On the GPU it is queued on g_stream: the batch copied
+ * in, the step, the logits copied out (x, labels and z are pinned, so the
+ * copies are queued too), then `done` emitted; the call returns at once and
+ * the caller reads z after waiting for `done`. Meanwhile it prepares and
+ * queues the next step (steps in flight). */
+static ccv_nnc_stream_context_t* g_stream = 0;
+
+static void model_fit(ccv_cnnp_model_t* model, ccv_nnc_tensor_t* x, ccv_nnc_tensor_t* labels, ccv_nnc_tensor_t* z, ccv_nnc_stream_signal_t* done)
 {
 	if (!g_gpu)
 	{
@@ -191,10 +198,10 @@ static void model_fit(ccv_cnnp_model_t* model, ccv_nnc_tensor_t* x, ccv_nnc_tens
 		return;
 	}
 	ccv_nnc_tensor_t gx = staged(0, x), gl = staged(1, labels), gz = staged(2, z);
-	transfer(x, &gx);
-	transfer(labels, &gl);
-	ccv_cnnp_model_fit(model, TENSOR_LIST(&gx), TENSOR_LIST(&gl), TENSOR_LIST(&gz), 0, 0);
-	transfer(&gz, z);
+	ccv_nnc_cmd_exec(CMD_DATA_TRANSFER_FORWARD(), ccv_nnc_no_hint, 0, TENSOR_LIST(x, labels), TENSOR_LIST(&gx, &gl), g_stream);
+	ccv_cnnp_model_fit(model, TENSOR_LIST(&gx), TENSOR_LIST(&gl), TENSOR_LIST(&gz), 0, g_stream);
+	ccv_nnc_cmd_exec(CMD_DATA_TRANSFER_FORWARD(), ccv_nnc_no_hint, 0, TENSOR_LIST(&gz), TENSOR_LIST(z), g_stream);
+	ccv_nnc_stream_context_emit_signal(g_stream, done);
 }
 
 /* Initialise as reference-net.md says: one stream (seed 42), in PyTorch's
@@ -643,9 +650,33 @@ int main(int argc, char** argv)
 	ccv_nnc_tensor_t* loss_sums = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(64F, 1), 0);
 	const ccv_nnc_cmd_t sum_across = ccv_nnc_cmd_set_comm(CMD_COMM_ALLREDUCE_FORWARD(), comm);
 	int* order = malloc(sizeof(int) * (size_t)n_train);
-	ccv_nnc_tensor_t* x = ccv_nnc_tensor_new(0, image_params(nhwc, batch), 0);
-	ccv_nnc_tensor_t* labels = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, batch), 0);
-	ccv_nnc_tensor_t* logits = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, batch, CLASSES), 0);
+	/* Host batches: one on the CPU; two on the GPU (pinned), the step being
+	 * prepared and the one in flight, whose logits are read after the next is
+	 * queued. */
+	ccv_nnc_tensor_t* xs[2] = { 0 };
+	ccv_nnc_tensor_t* labels_of[2] = { 0 };
+	ccv_nnc_tensor_t* logits_of[2] = { 0 };
+	ccv_nnc_stream_signal_t* step_done[2] = { 0 };
+	const int lag = g_gpu ? 1 : 0;
+	for (i = 0; i <= lag; i++)
+	{
+		xs[i] = ccv_nnc_tensor_new(0, image_params(nhwc, batch), 0);
+		labels_of[i] = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, batch), 0);
+		logits_of[i] = ccv_nnc_tensor_new(0, CPU_TENSOR_NHWC(32F, batch, CLASSES), 0);
+		if (g_gpu && (ccv_nnc_tensor_pin_memory(xs[i]) || ccv_nnc_tensor_pin_memory(labels_of[i]) || ccv_nnc_tensor_pin_memory(logits_of[i]) ||
+				!(step_done[i] = ccv_nnc_stream_signal_new(CCV_STREAM_CONTEXT_GPU | CCV_COMPUTE_DEVICE_000))))
+		{
+			fprintf(stderr, "nnc-demo: --gpu: %s\n", ccv_nnc_error_message());
+			return 1;
+		}
+	}
+	if (g_gpu && !(g_stream = ccv_nnc_stream_context_new(CCV_STREAM_CONTEXT_GPU | CCV_COMPUTE_DEVICE_000)))
+	{
+		fprintf(stderr, "nnc-demo: --gpu: %s\n", ccv_nnc_error_message());
+		return 1;
+	}
+	ccv_nnc_tensor_t* x = xs[0];
+	ccv_nnc_tensor_t* logits = logits_of[0];
 	if (done > 0 && rank == 0)
 		printf("resuming from %s after epoch %d (test accuracy %.4f); --fresh starts over\n", ckpt, done, curves.accuracy[done]);
 	else if (rank == 0) {
@@ -729,32 +760,46 @@ int main(int argc, char** argv)
 		double loss_sum = 0, point_sum = 0;
 		int seen = 0, point_seen = 0, next_point = 1;
 		const double start = now();
-		for (int step = 0; step < steps; step++)
+		/* Step s is queued in pass s and its loss read in pass s + lag. */
+		for (int pass = 0; pass < steps + lag; pass++)
 		{
+			if (pass < steps)
+			{
+				const int slot = pass % (lag + 1);
+				const int b = pass * batch + batch <= n_used ? batch : n_used - pass * batch;
+				/* This process's rows of the batch: all of them on one process. */
+				const int lo = (int)((long)rank * b / size), hi = (int)((long)(rank + 1) * b / size), nb = hi - lo;
+				const int* rows = order + pass * batch + lo;
+				ccv_nnc_tensor_t xb = ccv_nnc_tensor(xs[slot]->data.f32, image_params(nhwc, nb), 0);
+				ccv_nnc_tensor_t lb = ccv_nnc_tensor(labels_of[slot]->data.f32, CPU_TENSOR_NHWC(32F, nb), 0);
+				ccv_nnc_tensor_t zb = ccv_nnc_tensor(logits_of[slot]->data.f32, CPU_TENSOR_NHWC(32F, nb, CLASSES), 0);
+				copy_images(xs[slot]->data.f32, train_pixels, rows, 0, nb);
+				for (i = 0; i < nb; i++)
+					labels_of[slot]->data.f32[i] = (float)train_labels[rows[i]];
+				/* The loss is a mean over the batch: the step scales the summed gradient by size / b. */
+				if (b != batch)
+					ccv_cnnp_model_set_minimizer(model, CMD_SGD_FORWARD(0, 0.01, (float)size / b, 0, 0.9, 0), 0, 0, 0);
+				model_fit(model, &xb, &lb, &zb, step_done[slot]);
+				if (b != batch)
+					ccv_cnnp_model_set_minimizer(model, CMD_SGD_FORWARD(0, 0.01, (float)size / batch, 0, 0.9, 0), 0, 0, 0);
+				if (ccv_nnc_error_message()[0])
+				{
+					fprintf(stderr, "\nnnc-demo: training step %d failed: %s\n", pass, ccv_nnc_error_message());
+					return 1;
+				}
+			}
+			const int step = pass - lag;
+			if (step < 0)
+				continue;
+			const int slot = step % (lag + 1);
 			const int b = step * batch + batch <= n_used ? batch : n_used - step * batch;
-			/* This process's rows of the batch: all of them on one process. */
 			const int lo = (int)((long)rank * b / size), hi = (int)((long)(rank + 1) * b / size), nb = hi - lo;
 			const int* rows = order + step * batch + lo;
-			ccv_nnc_tensor_t xb = ccv_nnc_tensor(x->data.f32, image_params(nhwc, nb), 0);
-			ccv_nnc_tensor_t lb = ccv_nnc_tensor(labels->data.f32, CPU_TENSOR_NHWC(32F, nb), 0);
-			ccv_nnc_tensor_t zb = ccv_nnc_tensor(logits->data.f32, CPU_TENSOR_NHWC(32F, nb, CLASSES), 0);
-			copy_images(x->data.f32, train_pixels, rows, 0, nb);
-			for (i = 0; i < nb; i++)
-				labels->data.f32[i] = (float)train_labels[rows[i]];
-			/* The loss is a mean over the batch: the step scales the summed gradient by size / b. */
-			if (b != batch)
-				ccv_cnnp_model_set_minimizer(model, CMD_SGD_FORWARD(0, 0.01, (float)size / b, 0, 0.9, 0), 0, 0, 0);
-			model_fit(model, &xb, &lb, &zb);
-			if (b != batch)
-				ccv_cnnp_model_set_minimizer(model, CMD_SGD_FORWARD(0, 0.01, (float)size / batch, 0, 0.9, 0), 0, 0, 0);
-			if (ccv_nnc_error_message()[0])
-			{
-				fprintf(stderr, "\nnnc-demo: training step %d failed: %s\n", step, ccv_nnc_error_message());
-				return 1;
-			}
+			if (g_gpu)
+				ccv_nnc_stream_context_wait_signal(0, step_done[slot]);
 			double batch_loss = 0;
 			for (i = 0; i < nb; i++)
-				batch_loss += row_loss(logits->data.f32 + i * CLASSES, train_labels[rows[i]]);
+				batch_loss += row_loss(logits_of[slot]->data.f32 + i * CLASSES, train_labels[rows[i]]);
 			if (comm)
 			{
 				/* The whole batch's loss: the processes' sums added up. */
@@ -821,10 +866,17 @@ int main(int argc, char** argv)
 	if (bench)
 		printf("bench: peak_rss_mb %.1f\n", usage.ru_maxrss / 1024.0);
 	(void)j;
-	ccv_nnc_tensor_free(x);
-	ccv_nnc_tensor_free(labels);
-	ccv_nnc_tensor_free(logits);
 	ccv_cnnp_model_free(model);
+	for (i = 0; i <= lag; i++)
+	{
+		ccv_nnc_tensor_free(xs[i]);
+		ccv_nnc_tensor_free(labels_of[i]);
+		ccv_nnc_tensor_free(logits_of[i]);
+		if (step_done[i])
+			ccv_nnc_stream_signal_free(step_done[i]);
+	}
+	if (g_stream)
+		ccv_nnc_stream_context_free(g_stream);
 	for (i = 0; i < 3; i++)
 		if (g_staging[i])
 			ccv_nnc_tensor_free(g_staging[i]);
