@@ -337,6 +337,7 @@ NNC_API void ccv_cnnp_model_set_parameter(ccv_cnnp_model_t* const model, const c
     NNC_CHECK(tensor, "%s: no tensor", what);
     copy_values(const_cast<ccv_nnc_tensor_t*>(tensor), p->tensor.get(), format("%s: %s", what, p->name.c_str()).c_str());
     p->initialized = true;
+    params_written(model);
   });
 }
 
@@ -414,6 +415,7 @@ NNC_API void ccv_cnnp_model_set_parameters(ccv_cnnp_model_t* const model, const 
       copy_values(from[i]->tensor.get(), to[i]->tensor.get(), format("%s: %s from %s", what, to[i]->name.c_str(), from[i]->name.c_str()).c_str());
       to[i]->initialized = true;
     }
+    params_written(model);
   });
 }
 
@@ -451,6 +453,7 @@ NNC_API void ccv_cnnp_model_share_parameters(ccv_cnnp_model_t* const model, cons
       to[i]->initialized = true;
     }
     drop_jits(model);  // the compiled graphs bound the old tensors
+    params_written(model);
   });
 }
 
@@ -466,6 +469,7 @@ NNC_API void ccv_cnnp_model_parameters_zip_map(ccv_cnnp_model_t* const model, co
     std::vector<ccv_nnc_tensor_t*> t, f;
     for (size_t i = 0; i < to.size(); i++) t.push_back(to[i]->tensor.get()), f.push_back(from[i]->tensor.get());
     map_tensors(t, f, cmd, hint, flags, aux_ins, aux_in_size, aux_outs, aux_out_size, stream_context, what);
+    params_written(model);
   });
 }
 
@@ -477,6 +481,7 @@ NNC_API void ccv_cnnp_model_parameters_map(ccv_cnnp_model_t* const model, const 
     std::vector<ccv_nnc_tensor_t*> t;
     for (Param* p : select(check_model(model, what), parameters, what)) t.push_back(p->tensor.get());
     map_tensors(t, {}, cmd, hint, flags, aux_ins, aux_in_size, aux_outs, aux_out_size, stream_context, what);
+    params_written(model);
   });
 }
 

@@ -520,6 +520,34 @@ Compiled& compiled_of(Model* m, const char* what) {
   return c;
 }
 
+void params_written(Model* m) {
+  if (m && m->compiled) m->compiled->copies_stale = true;
+}
+
+namespace {
+
+// The parameters and minimiser state copied to their copies on the other
+// devices, where host code changed them since the last run.
+// A parameter shared with another model (ccv_cnnp_model_share_parameters)
+// may change whenever that model runs: its copies are refreshed every run.
+void refresh_copies(Model* m) {
+  Compiled& c = *m->compiled;
+  bool shared = false;
+  for (const Param& p : c.params) shared = shared || (!p.copies.empty() && p.tensor.use_count() > 1);
+  if (!c.copies_stale && !shared) return;
+  settle(m);
+  for (Param& p : c.params) {
+    if (!c.copies_stale && p.tensor.use_count() <= 1) continue;
+    for (auto& [d, t] : p.copies) copy_values(p.tensor.get(), t.get(), "ccv_cnnp_model_set_data_parallel: refreshing a parameter's copy");
+    for (auto& [d, ts] : p.aux_copies)
+      for (size_t a = 0; a < ts.size() && a < p.aux.size(); a++)
+        copy_values(p.aux[a].get(), ts[a].get(), "ccv_cnnp_model_set_data_parallel: refreshing a minimiser state's copy");
+  }
+  c.copies_stale = false;
+}
+
+}  // namespace
+
 void settle(Model* m) {
   if (!m || !m->pending) return;
   m->pending = false;  // a failed wait is reported once, by the call that waited
@@ -706,6 +734,7 @@ ccv_nnc_tensor_t* param_on(Param& p, int aux, int device) {
     for (auto& [d, t] : p.copies)
       if (d == device) return t.get();
     p.copies.emplace_back(device, new_tensor(with_device(p.tensor->info)));
+    copy_values(p.tensor.get(), p.copies.back().second.get(), "ccv_cnnp_model_set_data_parallel: copying a parameter");
     return p.copies.back().second.get();
   }
   for (auto& [d, ts] : p.aux_copies)
@@ -722,7 +751,8 @@ ccv_nnc_tensor_t* param_on(Param& p, int aux, int device) {
 }
 
 // ccv_cnnp_model_set_data_parallel: the graph copied over the devices, the
-// parameters broadcast from the graph's device, the gradients (`grads`)
+// parameters that are not trainable broadcast from the graph's device (the
+// trainable ones are kept equal by equal updates), the gradients (`grads`)
 // summed over the devices before the minimisers read them; then each bind of
 // a parameter or minimiser state gets its copy on every other device.
 // `roles` says what each bind is: the parameter index and -1 (the
@@ -734,7 +764,8 @@ void spread(Model* m, Jit& j, const Build& b, const std::vector<size_t>& which, 
   NNC_CHECK(device >= 0, "model %s: data parallelism over %d devices needs the model's inputs on a GPU (they are in CPU memory)",
             model_label(*m).c_str(), m->parallel);
   std::vector<Sym> params;
-  for (size_t i = 0; i < which.size(); i++) params.push_back(b.found[i].symbol);
+  for (size_t i = 0; i < which.size(); i++)
+    if (!b.found[i].trainable) params.push_back(b.found[i].symbol);
   checked([&] { ccv_nnc_graph_exec_symbol_autogen(j.sg, nullptr, 0, CCV_NNC_AUTOGEN_SOURCES_AND_DESTINATIONS); });
   checked([&] {
     ccv_nnc_symbolic_graph_data_parallel(j.sg, m->parallel, params.data(), static_cast<int>(params.size()), grads.data(),
@@ -1197,6 +1228,7 @@ void run(Model* m, Jit& j, const char* what, const std::vector<ccv_nnc_graph_exe
          const std::vector<ccv_nnc_graph_exec_t>& dst = {}, ccv_nnc_stream_context_t* stream = nullptr) {
   m->cancelled = 0;
   if (src.empty() && dst.empty()) schedule_for(m, j);
+  refresh_copies(m);
   const bool queued = is_gpu_stream(stream);
   if (queued && m->pending) signal_wait(stream, m->inflight);
   const int r = ccv_nnc_graph_run(j.graph, 0, src.empty() ? nullptr : src.data(), static_cast<int>(src.size()),
@@ -1521,6 +1553,7 @@ void apply_gradients(Model* m) {
     ccv_nnc_tensor_zero(p.gradient.get());
     p.has_gradient = false;
   }
+  params_written(m);
   NNC_CHECK(any, "%s: model %s has no gradients (call ccv_cnnp_model_backward first)", what, model_label(*m).c_str());
 }
 
@@ -1572,6 +1605,7 @@ void set_minimizer(Model* m, const ccv_nnc_cmd_t& minimizer, int reset, const cc
     if (reset || static_cast<int>(p->aux.size()) != aux)
       for (auto& a : p->aux) ccv_nnc_tensor_zero(a.get());
   }
+  params_written(m);
   if (parameter_size <= 0) c.minimizer = minimizer;
   if (!rebuild) return;
   // Only the minimiser execs change: update them in the compiled graphs.

@@ -134,8 +134,10 @@ struct Param {
   TensorRef gradient;          // summed by ccv_cnnp_model_backward, zeroed by apply_gradients
   bool has_gradient = false;
   // ccv_cnnp_model_set_data_parallel: the parameter and its minimiser state on
-  // each other device (device id -> tensors). The graphs broadcast the
-  // parameter to them every run; the state stays equal by equal updates.
+  // each other device (device id -> tensors). Equal updates keep them equal
+  // (Compiled::copies_stale says when they are not); a parameter that is not
+  // trainable (batch norm's running statistics, which each device updates
+  // from its own rows) is broadcast to them by the graphs every run instead.
   std::vector<std::pair<int, TensorRef>> copies;
   std::vector<std::pair<int, std::vector<TensorRef>>> aux_copies;
 };
@@ -151,6 +153,12 @@ struct Compiled {
   std::vector<std::unique_ptr<Jit>> jits;  // most recently used first
   Jit* staged = nullptr;                   // the graph evaluate(requires_grad) ran, for backward / apply_gradients
   int staged_state = 0;                    // 0 none, 1 forward ran, 2 backward ran
+  // ccv_cnnp_model_set_data_parallel: the trainable parameters' copies on
+  // the other devices (Param::copies, aux_copies) stay equal to the model's
+  // own by equal updates in fit's graphs; anything else that writes the
+  // parameters or their minimiser state sets this, and the next run copies
+  // them over first.
+  bool copies_stale = true;
   ccv_nnc_symbolic_graph_compile_param_t compile_params{};
   std::vector<ccv_nnc_tensor_param_t> last_outputs;  // output shapes of the last evaluate (for ccv_nnc_dynamic_graph_evaluate)
   size_t workspace_size = 0;
@@ -249,6 +257,9 @@ std::string model_label(const Model& m);
 // or writes the model's state from the host (parameters, recompiles, the
 // synchronous calls, free) first waits for the queued work: settle().
 void settle(Model* m);
+// After host code wrote parameters or minimiser state: the copies on the
+// other devices (data parallelism) are refreshed before the next run.
+void params_written(Model* m);
 // compiled_of without the wait, for calls that queue on a GPU stream.
 Compiled& compiled_queued(Model* m, const char* what);
 

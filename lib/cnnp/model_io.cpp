@@ -81,6 +81,7 @@ void read_model(sqlite3* db, const char* name, const ccv_nnc_tensor_io_option_t*
   }
   for (auto& [dst, src] : loaded) copy_values(src.get(), dst, what);
   for (Param& p : m->compiled->params) p.initialized = true;
+  params_written(m);
 }
 
 }  // namespace

@@ -712,9 +712,10 @@ TEST(FakeGpu, SymbolicGraphDataParallelRefusals) {
 }
 
 // ccv_cnnp_model_set_data_parallel(2): fit takes one group of tensors per
-// device (device 0's first), each half the batch; three SGD steps with
-// momentum give the parameters one device reaches on the whole batch, on
-// both devices, and evaluate gives each device its rows.
+// device (device 0's first), each half the batch; four SGD steps with
+// momentum (a parameter set and the momenta reset after the second) give the
+// parameters one device reaches on the whole batch, on both devices, and
+// evaluate gives each device its rows.
 // Two copies of the small net from the same parameters: `one` on GPU 0 for
 // batches `whole` (N NCHW images), `two` over GPUs 0 and 1 for halves (`part`).
 void one_and_two(int N, int C, int H, int W, ccv_cnnp_model_t** one, ccv_cnnp_model_t** two, ccv_nnc_tensor_param_t* whole,
@@ -765,7 +766,24 @@ TEST(FakeGpu, ModelDataParallelOverTwoDevices) {
       ccv_nnc_tensor_free(lk);
     }
   };
-  for (int step = 0; step < 3; step++) {
+  for (int step = 0; step < 4; step++) {
+    if (step == 2) {
+      // Host writes between steps: a parameter set anew and the momenta
+      // reset. The parameter copies on device 1 are kept equal by equal
+      // updates, not by a broadcast every step, so they must be refreshed
+      // after such writes (device 1's outputs below show whether they were).
+      ccv_cnnp_model_io_t p1 = ccv_cnnp_model_parameters(one, ALL_PARAMETERS, 0), p2 = ccv_cnnp_model_parameters(two, ALL_PARAMETERS, 0);
+      ccv_nnc_tensor_param_t hp = ccv_cnnp_model_parameter_tensor_params(one, p1);
+      hp.type = CCV_TENSOR_CPU_MEMORY;
+      ccv_nnc_tensor_t* w = ccv_nnc_tensor_new(nullptr, hp, 0);
+      fill(w, rng);
+      ccv_cnnp_model_set_parameter(one, p1, w);
+      ccv_cnnp_model_set_parameter(two, p2, w);
+      ccv_nnc_tensor_free(w);
+      ccv_cnnp_model_set_minimizer(one, sgd(0.05f, 0.9f), 1, nullptr, 0);
+      ccv_cnnp_model_set_minimizer(two, sgd(0.05f, 0.9f), 1, nullptr, 0);
+      ASSERT_STREQ(ccv_nnc_error_message(), "");
+    }
     fill(x, rng);
     for (int n = 0; n < N; n++) labels->data.f32[n] = static_cast<float>((n * 3 + step) % 4);
     load();
