@@ -5,9 +5,9 @@
 //   shape        TRANSPOSE (any type), PAD (zero, replicate, reflect; the
 //                backward 32F), UPSAMPLE (nearest and bilinear, align_corners
 //                or not; the backward 32F), forward and backward;
-//   reduce       REDUCE_MIN and REDUCE_NORM2 forward (32F) and, with
-//                REDUCE_MAX, backward (32F, 16F, 16BF); ARGMAX / ARGMIN (32F,
-//                16F, 16BF in, 32S out);
+//   reduce       REDUCE_MIN and REDUCE_NORM2 forward and, with REDUCE_MAX,
+//                backward (32F, 16F, 16BF; the forward sums in float and
+//                rounds once); ARGMAX / ARGMIN (32F, 16F, 16BF in, 32S out);
 //   losses       MSE, SMOOTH_L1, BINARY_CROSSENTROPY, SIGMOID_BINARY_CROSSENTROPY
 //                forward and backward (32F, 16F or 16BF rows along the last dimension, any
 //                strides; losses in any shape of one entry per row; NULL g
@@ -17,7 +17,8 @@
 //                views; statistics in double; the saved statistics optional
 //                forward, read backward as CPU_REF does);
 //   optimiser    LAMB (32F, 16F, 16BF; the trust ratio's norms summed on the device);
-//   complex      CMUL forward and backward (32F, broadcasts, views);
+//   complex      CMUL forward and backward (32F, 16F, 16BF in double, rounded
+//                once; broadcasts, views);
 //   isnan        REDUCE_ISNAN forward (x 32F / 16F / 16BF, y 32F, 64F, 16F,
 //                16BF, 32S, 64S or 8U) and backward (zeros, any type);
 //   fills        SET_BACKWARD (as SET_FORWARD: every output set to blas.a[0])
@@ -369,13 +370,15 @@ NNC_KERNEL(upsample_backward) {
 bool accept_reduce2(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
                     ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (input_size < 1 || !inputs[0] || output_size < 1 || !outputs[0]) return false;
-  if (CCV_GET_DATA_TYPE(inputs[0]->info.datatype) != CCV_32F || CCV_GET_DATA_TYPE(outputs[0]->info.datatype) != CCV_32F)
-    return false;
+  // 64F too, only to be refused with a message (refuse_f64).
+  const int t = CCV_GET_DATA_TYPE(inputs[0]->info.datatype);
+  if (!(t & types::kFloat) || CCV_GET_DATA_TYPE(outputs[0]->info.datatype) != t) return false;
   return on_one_gpu(inputs, 1, outputs, 1, nullptr) && inputs[0]->data.u8 != outputs[0]->data.u8;
 }
 
 NNC_KERNEL(reduce2_forward) {
   const char* what = name_of(cmd.cmd);
+  refuse_f64(inputs, 1, outputs, 1, what);
   const Layout x = layout_of(inputs[0], what), y = layout_of(outputs[0], what);
   NNC_CHECK(x.nd == y.nd, "%s: x is %s but y is %s; y keeps x's rank", what, shape_string(inputs[0]->info.dim).c_str(),
             shape_string(outputs[0]->info.dim).c_str());
@@ -385,8 +388,7 @@ NNC_KERNEL(reduce2_forward) {
             "%s: x %s does not reduce to y %s", what, shape_string(inputs[0]->info.dim).c_str(),
             shape_string(outputs[0]->info.dim).c_str());
   const Call c(stream_context, device_of(inputs, 1, outputs, 1), what);
-  c.check(launch_reduce2(c.s, rp, gpu::choose_reduce(rp), reinterpret_cast<float*>(y.data),
-                         reinterpret_cast<const float*>(x.data),
+  c.check(launch_reduce2(c.s, gpu_type(y.datatype), rp, gpu::choose_reduce(rp), y.data, x.data,
                          cmd.cmd == CCV_NNC_REDUCE_MIN_FORWARD ? kRed2Min : kRed2Norm2));
   c.done();
   return CCV_NNC_EXEC_SUCCESS;
@@ -743,10 +745,16 @@ void pair_strides(const Layout& t, const int* half, int n, int64_t* s, int64_t* 
 bool accept_cmul(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
                  ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (!on_one_gpu(inputs, input_size, outputs, output_size, nullptr)) return false;
-  for (int i = 0; i < input_size; i++)
-    if (inputs[i] && CCV_GET_DATA_TYPE(inputs[i]->info.datatype) != CCV_32F) return false;
-  for (int i = 0; i < output_size; i++)
-    if (outputs[i] && CCV_GET_DATA_TYPE(outputs[i]->info.datatype) != CCV_32F) return false;
+  // Every tensor present of one float type (the family's check); 64F only to
+  // be refused with a message (refuse_f64).
+  int type = 0;
+  for (int i = 0; i < input_size + output_size; i++) {
+    const ccv_nnc_tensor_t* x = i < input_size ? inputs[i] : outputs[i - input_size];
+    if (!x) continue;
+    const int t = CCV_GET_DATA_TYPE(x->info.datatype);
+    if (!(t & types::kFloat) || (type && t != type)) return false;
+    type = t;
+  }
   if (cmd.cmd == CCV_NNC_CMUL_FORWARD) return input_size >= 2 && inputs[0] && inputs[1] && output_size >= 1;
   // Backward: a gradient that is an input would be overwritten while sums still read it.
   for (int j = 0; j < output_size && j < 2; j++)
@@ -757,6 +765,7 @@ bool accept_cmul(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int 
 
 NNC_KERNEL(cmul_forward) {
   const char* what = name_of(cmd.cmd);
+  refuse_f64(inputs, input_size, outputs, output_size, what);
   const Layout a = layout_of(inputs[0], what), b = layout_of(inputs[1], what), c = layout_of(outputs[0], what);
   int half[kMaxDim];
   for (int i = 0; i < c.nd; i++) half[i] = c.dim[i];
@@ -769,14 +778,14 @@ NNC_KERNEL(cmul_forward) {
   gpu::EwPlan p;
   NNC_CHECK(gpu::make_plan(p, half, c.nd, 3, sp), "%s: cannot plan the kernel", what);
   const Call call(stream_context, device_of(inputs, input_size, outputs, output_size), what);
-  call.check(launch_cmul(call.s, p, reinterpret_cast<float*>(c.data), reinterpret_cast<const float*>(a.data),
-                         reinterpret_cast<const float*>(b.data), im));
+  call.check(launch_cmul(call.s, gpu_type(c.datatype), p, c.data, a.data, b.data, im));
   call.done();
   return CCV_NNC_EXEC_SUCCESS;
 }
 
 NNC_KERNEL(cmul_backward) {
   const char* what = name_of(cmd.cmd);
+  refuse_f64(inputs, input_size, outputs, output_size, what);
   const ccv_nnc_tensor_t* gt = inputs[0];
   const Layout a = layout_of(inputs[1], what), b = layout_of(inputs[2], what);
   // The full shape: g's, or (NULL g) the broadcast of a and b.
@@ -815,9 +824,7 @@ NNC_KERNEL(cmul_backward) {
     gpu::ReducePlan rp;
     NNC_CHECK(gpu::make_reduce_plan(rp, half, n, dh, ds, d.nd, 2, ins), "%s: gradient %d %s does not reduce from %s",
               what, j, shape_string(outputs[j]->info.dim).c_str(), shape_string_n(full, n).c_str());
-    call.check(launch_cmul_backward(call.s, rp, reinterpret_cast<float*>(d.data),
-                                    gt ? reinterpret_cast<const float*>(gt->data.f32) : nullptr,
-                                    reinterpret_cast<const float*>(o.data), im));
+    call.check(launch_cmul_backward(call.s, gpu_type(d.datatype), rp, d.data, gt ? gt->data.ptr : nullptr, o.data, im));
   }
   call.done();
   return CCV_NNC_EXEC_SUCCESS;
@@ -928,9 +935,12 @@ void register_gpu_more(Registry& r) {
   r.add_kernels(all.accepting(accept_transpose),
                 {{CCV_NNC_TRANSPOSE_FORWARD, transpose}, {CCV_NNC_TRANSPOSE_BACKWARD, transpose}});
   r.add_kernels(all.accepting(accept_pad), {{CCV_NNC_PAD_FORWARD, pad_forward}, {CCV_NNC_PAD_BACKWARD, pad_backward}});
-  KernelTraits f32 = t;
-  f32.datatypes = CCV_32F;
-  r.add_kernels(f32.accepting(accept_reduce2),
+  // Losses, norms, LAMB, REDUCE_MIN / NORM2 forward and CMUL: 32F, 16F and
+  // 16BF computed in float (CMUL in double); 64F reaches their kernels only
+  // to be refused with a message (refuse_f64).
+  KernelTraits fl = t;
+  fl.datatypes = CCV_32F | CCV_16F | CCV_16BF | CCV_64F;
+  r.add_kernels(fl.accepting(accept_reduce2),
                 {{CCV_NNC_REDUCE_MIN_FORWARD, reduce2_forward}, {CCV_NNC_REDUCE_NORM2_FORWARD, reduce2_forward}});
   r.add_kernels(t.accepting(accept_reduce2_backward), {{CCV_NNC_REDUCE_MAX_BACKWARD, reduce2_backward},
                                                        {CCV_NNC_REDUCE_MIN_BACKWARD, reduce2_backward},
@@ -939,10 +949,6 @@ void register_gpu_more(Registry& r) {
   arg.datatypes = CCV_32F | CCV_16F | CCV_16BF | CCV_32S;
   r.add_kernels(arg.accepting(accept_arg),
                 {{CCV_NNC_ARGMAX_FORWARD, arg_forward}, {CCV_NNC_ARGMIN_FORWARD, arg_forward}});
-  // Losses, norms and LAMB: 32F, 16F and 16BF computed in float; 64F reaches
-  // their kernels only to be refused with a message (refuse_f64).
-  KernelTraits fl = t;
-  fl.datatypes = CCV_32F | CCV_16F | CCV_16BF | CCV_64F;
   r.add_kernels(fl.accepting(accept_loss), {{CCV_NNC_MSE_FORWARD, loss_forward},
                                             {CCV_NNC_MSE_BACKWARD, loss_backward},
                                             {CCV_NNC_SMOOTH_L1_FORWARD, loss_forward},
@@ -958,7 +964,7 @@ void register_gpu_more(Registry& r) {
                                             {CCV_NNC_GROUP_NORM_FORWARD, norm_forward},
                                             {CCV_NNC_GROUP_NORM_BACKWARD, norm_backward}});
   r.add_kernels(fl.accepting(accept_lamb), {{CCV_NNC_LAMB_FORWARD, lamb}});
-  r.add_kernels(f32.accepting(accept_cmul),
+  r.add_kernels(fl.accepting(accept_cmul),
                 {{CCV_NNC_CMUL_FORWARD, cmul_forward}, {CCV_NNC_CMUL_BACKWARD, cmul_backward}});
   r.add_kernels(all.accepting(accept_isnan),
                 {{CCV_NNC_REDUCE_ISNAN_FORWARD, isnan_forward}, {CCV_NNC_REDUCE_ISNAN_BACKWARD, isnan_backward}});

@@ -38,11 +38,12 @@ cudaError_t launch_upsample(cudaStream_t s, GpuType type, const gpu::UpMap& m, v
 cudaError_t launch_upsample_backward(cudaStream_t s, const gpu::UpMap& m, const float* g, float* dx);
 
 // REDUCE_MIN (NaN propagates, as CPU_REF) and REDUCE_NORM2 (sqrt of the sum
-// of squares, summed in float) of one 32F input: y[o] over the plan's inner
+// of squares, summed in float) of one input: y[o] over the plan's inner
 // elements; a thread or a block per output as `launch` says (gpu_plan.hpp).
+// x and y of `type` (32F, 16F or 16BF), loaded as float, y rounded once.
 enum Reduce2Op : int { kRed2Min = 0, kRed2Norm2 };
-cudaError_t launch_reduce2(cudaStream_t s, const gpu::ReducePlan& plan, const gpu::ReduceLaunch& launch, float* y,
-                           const float* x, int op);
+cudaError_t launch_reduce2(cudaStream_t s, GpuType type, const gpu::ReducePlan& plan, const gpu::ReduceLaunch& launch,
+                           void* y, const void* x, int op);
 // ARGMAX / ARGMIN along one axis: `plan` walks the outputs (operand 0 y, 32S;
 // operand 1 x's first element along the axis), each thread scans len
 // elements `stride` apart: the first best, a NaN counting as best (CPU_REF).
@@ -84,15 +85,17 @@ cudaError_t launch_norm_backward_params(cudaStream_t s, const gpu::ReducePlan& p
 cudaError_t launch_lamb(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, const EwPtrs& q, const gpu::LambCoef& c,
                         double* sums);
 
-// CMUL (32F) over complex pairs: plans walk the pairs (the last axis halved,
-// its stride doubled), each operand's imaginary part im[k] elements after
-// its real one. Forward operands 0 c, 1 a, 2 b (broadcast: strides 0).
-cudaError_t launch_cmul(cudaStream_t s, const gpu::EwPlan& plan, float* c, const float* a, const float* b,
+// CMUL over complex pairs, every operand of `type` (32F, 16F or 16BF),
+// products and sums in double, each output rounded once: plans walk the
+// pairs (the last axis halved, its stride doubled), each operand's imaginary
+// part im[k] elements after its real one. Forward operands 0 c, 1 a, 2 b
+// (broadcast: strides 0).
+cudaError_t launch_cmul(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, void* c, const void* a, const void* b,
                         const int64_t* im);
 // Backward: d = sum over the reduced pairs of g conj(o) (a thread per output
 // pair, summed in double); plan inputs 0 g (NULL: 1 + 1i, a tensor of ones), 1 o.
-cudaError_t launch_cmul_backward(cudaStream_t s, const gpu::ReducePlan& plan, float* d, const float* g, const float* o,
-                                 const int64_t* im);
+cudaError_t launch_cmul_backward(cudaStream_t s, GpuType type, const gpu::ReducePlan& plan, void* d, const void* g,
+                                 const void* o, const int64_t* im);
 
 // REDUCE_ISNAN forward: y[o] = 1 if any x of output o's inner elements is NaN,
 // else 0 (a thread per output), x 32F / 16F / 16BF, y stored as y_type (a
