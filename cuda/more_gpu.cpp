@@ -3,8 +3,8 @@
 //   activations  LEAKY_RELU, GELU (exact and tanh forms), SWISH, forward and backward;
 //   ew math      CLAMP, MIN, MAX, forward and backward;
 //   shape        TRANSPOSE (any type), PAD (zero, replicate, reflect; the
-//                backward 32F), UPSAMPLE (nearest and bilinear, align_corners
-//                or not; the backward 32F), forward and backward;
+//                backward 32F, 16F, 16BF), UPSAMPLE (nearest and bilinear,
+//                align_corners or not; 32F, 16F, 16BF), forward and backward;
 //   reduce       REDUCE_MIN and REDUCE_NORM2 forward and, with REDUCE_MAX,
 //                backward (32F, 16F, 16BF; the forward sums in float and
 //                rounds once); ARGMAX / ARGMIN (32F, 16F, 16BF in, 32S out);
@@ -35,6 +35,7 @@
 // work. Index arithmetic: cmd/common/gpu_plan.hpp (tested on the CPU).
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "cmd/common/axes.hpp"
@@ -255,18 +256,50 @@ NNC_KERNEL(transpose) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
-// The backwards that scatter g into a zeroed dx with atomicAdd keep dx in
-// 32F: a 16F / 16BF dx would round at every addition (and 64F would be
-// narrowed), so they refuse other types rather than convert them silently.
-void require_f32_accumulation(const Layout& g, const Layout& dx, const char* what) {
-  if (g.datatype != CCV_32F || dx.datatype != CCV_32F)
+// The backwards that scatter g into dx with atomic additions (PAD,
+// UPSAMPLE): 32F adds into the zeroed dx with float atomics; 16F and 16BF add
+// into a zeroed, packed double scratch of dx's shape (8 bytes an element,
+// stream-ordered), then one conversion rounds each sum once into dx, as
+// CPU_REF's double sums rounded once. Not half atomics: they would round at
+// every addition. Not a float scratch: a double holds a sum of 16F values
+// exactly (all are multiples of 2^-24 below 2^16) while its partial sums stay
+// below 2^29, so PAD's sums are order-free and bit-equal to CPU_REF's (16BF:
+// error ~2^-53, far below its rounding); UPSAMPLE's weighted taps are off by
+// a few double roundings at most. 64F is refused with a message (the
+// kernels load through float).
+struct Accumulator {
+  Layout acc;  // where the kernel adds: dx, or the scratch (packed, 64F)
+  std::unique_ptr<StreamBlock> block;
+  bool scratch = false;
+};
+
+Accumulator accumulator_of(const Call& c, const Layout& g, const Layout& dx, const char* what) {
+  const int t = dx.datatype;
+  if (g.datatype != t || (t != CCV_32F && t != CCV_16F && t != CCV_16BF))
     fail(CCV_NNC_EXEC_NO_KERNEL,
-         "%s: GPU_REF sums the gradient into dx with 32F atomic additions, so it takes 32F only (g is %s, dx %s; "
-         "a 16F / 16BF dx would round at every addition): convert to 32F first",
-         what, datatype_name(g.datatype), datatype_name(dx.datatype));
+         "%s: GPU_REF sums the gradient in float or double and takes 32F, 16F and 16BF, g and dx of one type "
+         "(g is %s, dx %s): run 64F on the CPU",
+         what, datatype_name(g.datatype), datatype_name(t));
+  Accumulator a;
+  a.acc = dx;
+  if (t == CCV_32F) return a;
+  a.scratch = true;
+  a.block = std::make_unique<StreamBlock>(dx.count() * sizeof(double), c.s, what);
+  a.acc.data = static_cast<unsigned char*>(a.block->get());
+  a.acc.datatype = CCV_64F;
+  a.acc.element_size = sizeof(double);
+  nnc::packed_strides(dx.dim.data(), dx.nd, a.acc.stride.data());
+  return a;
 }
 
-// --- PAD: |x| -> |y| (any type); |g|x..| -> |dx| (32F) ----------------------
+// dx = the scratch's sums, each rounded once (nothing for 32F).
+void store_sums(const Call& c, const Accumulator& a, const Layout& dx) {
+  if (!a.scratch) return;
+  const gpu::EwPlan p = plan_of(dx, {&a.acc}, c.what);
+  if (p.count) c.check(launch_convert(c.s, p, dx.data, gpu_type(dx.datatype), a.acc.data, kF64));
+}
+
+// --- PAD: |x| -> |y| (any type); |g|x..| -> |dx| (32F, 16F, 16BF) -------------
 
 // dx (or y) zeroed on the call's stream.
 void zero(const Call& c, const Layout& t) {
@@ -291,8 +324,8 @@ bool accept_pad(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int i
   if (!on_one_gpu(inputs, 1, outputs, 1, nullptr)) return false;
   if (inputs[0]->data.u8 == outputs[0]->data.u8) return false;  // no in-place pair
   const int es = CCV_GET_DATA_TYPE_SIZE(inputs[0]->info.datatype);
-  // The backward takes any float type here only to refuse all but 32F with a
-  // message (pad_backward): it accumulates with float atomics.
+  // The backward: 32F, 16F, 16BF; 64F only to be refused with a message
+  // (accumulator_of).
   if (cmd.cmd == CCV_NNC_PAD_BACKWARD) return CCV_GET_DATA_TYPE(inputs[0]->info.datatype) & types::kFloat;
   return es == 1 || es == 2 || es == 4 || es == 8;
 }
@@ -310,24 +343,25 @@ NNC_KERNEL(pad_forward) {
 NNC_KERNEL(pad_backward) {
   const char* what = name_of(cmd.cmd);
   const Layout g = layout_of(inputs[0], what), dx = layout_of(outputs[0], what);
-  require_f32_accumulation(g, dx, what);
-  const gpu::PadMap m = pad_map_of(cmd, dx, g, what);
   const Call c(stream_context, device_of(inputs, 1, outputs, 1), what);
-  zero(c, dx);
-  c.check(launch_pad_backward(c.s, m, reinterpret_cast<const float*>(g.data), reinterpret_cast<float*>(dx.data)));
+  const Accumulator a = accumulator_of(c, g, dx, what);
+  const gpu::PadMap m = pad_map_of(cmd, a.acc, g, what);
+  zero(c, a.acc);
+  c.check(launch_pad_backward(c.s, gpu_type(g.datatype), m, g.data, a.acc.data));
+  store_sums(c, a, dx);
   c.done();
   return CCV_NNC_EXEC_SUCCESS;
 }
 
-// --- UPSAMPLE: |x| -> |y| (32F, 16F, 16BF); |g|x|y| -> |dx| (32F) ------------
+// --- UPSAMPLE: |x| -> |y|, |g|x|y| -> |dx| (32F, 16F, 16BF) ------------------
 
 bool accept_upsample(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
                      ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (input_size < 1 || output_size < 1 || !inputs[0] || !outputs[0]) return false;
   if (!on_one_gpu(inputs, 1, outputs, 1, nullptr)) return false;
   if (inputs[0]->data.u8 == outputs[0]->data.u8) return false;  // no in-place pair
-  // The backward takes any float type here only to refuse all but 32F with a
-  // message (upsample_backward): it accumulates with float atomics.
+  // The backward: 32F, 16F, 16BF; 64F only to be refused with a message
+  // (accumulator_of).
   return cmd.cmd == CCV_NNC_UPSAMPLE_FORWARD || (CCV_GET_DATA_TYPE(inputs[0]->info.datatype) & types::kFloat);
 }
 
@@ -356,11 +390,12 @@ NNC_KERNEL(upsample_forward) {
 NNC_KERNEL(upsample_backward) {
   const char* what = name_of(cmd.cmd);
   const Layout g = layout_of(inputs[0], what), dx = layout_of(outputs[0], what);
-  require_f32_accumulation(g, dx, what);
-  const gpu::UpMap m = up_map_of(cmd, outputs[0], dx, g, what);
   const Call c(stream_context, device_of(inputs, 1, outputs, 1), what);
-  zero(c, dx);
-  c.check(launch_upsample_backward(c.s, m, reinterpret_cast<const float*>(g.data), reinterpret_cast<float*>(dx.data)));
+  const Accumulator a = accumulator_of(c, g, dx, what);
+  const gpu::UpMap m = up_map_of(cmd, outputs[0], a.acc, g, what);
+  zero(c, a.acc);
+  c.check(launch_upsample_backward(c.s, gpu_type(g.datatype), m, g.data, a.acc.data));
+  store_sums(c, a, dx);
   c.done();
   return CCV_NNC_EXEC_SUCCESS;
 }

@@ -27,15 +27,17 @@ cudaError_t launch_act(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, co
 // PAD forward: y element i (row-major over y) = x at pad_map, or 0 bytes;
 // elements of 1, 2, 4 or 8 bytes.
 cudaError_t launch_pad(cudaStream_t s, const gpu::PadMap& m, void* y, const void* x, int element_size);
-// PAD backward (32F): every g element (the map's big tensor) adds into dx at
-// its source (atomics; dx zeroed by the caller first).
-cudaError_t launch_pad_backward(cudaStream_t s, const gpu::PadMap& m, const float* g, float* dx);
+// PAD backward: every g element (the map's big tensor, of `type`: 32F, 16F
+// or 16BF) adds into acc at its source (atomics; acc zeroed by the caller
+// first): acc is dx itself for 32F (float), else a double scratch of dx's
+// shape (the map built with its strides) that the caller converts into dx.
+cudaError_t launch_pad_backward(cudaStream_t s, GpuType type, const gpu::PadMap& m, const void* g, void* acc);
 // UPSAMPLE forward: y (the map's big tensor) from its x taps, blended in
 // double (nearest: one read) and rounded once; 32F, 16F, 16BF.
 cudaError_t launch_upsample(cudaStream_t s, GpuType type, const gpu::UpMap& m, void* y, const void* x);
-// UPSAMPLE backward (32F): every g element adds w g into its dx taps of
-// nonzero weight (atomics; dx zeroed by the caller first).
-cudaError_t launch_upsample_backward(cudaStream_t s, const gpu::UpMap& m, const float* g, float* dx);
+// UPSAMPLE backward: every g element adds w g into its acc taps of nonzero
+// weight (atomics; acc zeroed by the caller first; acc as PAD backward's).
+cudaError_t launch_upsample_backward(cudaStream_t s, GpuType type, const gpu::UpMap& m, const void* g, void* acc);
 
 // REDUCE_MIN (NaN propagates, as CPU_REF) and REDUCE_NORM2 (sqrt of the sum
 // of squares, summed in float) of one input: y[o] over the plan's inner

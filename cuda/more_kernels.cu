@@ -60,12 +60,15 @@ __global__ void pad_kernel(gpu::PadMap m, U* y, const U* x) {
   }
 }
 
-__global__ void pad_backward_kernel(gpu::PadMap m, const float* g, float* dx) {
+// The scattering backwards add g (of T) into acc: dx itself (32F, A float)
+// or a double scratch of dx's shape (16F / 16BF; more_gpu.cpp says why).
+template <class T, class A>
+__global__ void pad_backward_kernel(gpu::PadMap m, const void* g, A* acc) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < m.count; i += step) {
     int64_t go;
     const int64_t xo = gpu::pad_map(m, i, &go);
-    if (xo >= 0) atomicAdd(dx + xo, g[go]);
+    if (xo >= 0) atomicAdd(acc + xo, static_cast<A>(ld<T>(g, go)));
   }
 }
 
@@ -89,16 +92,17 @@ __global__ void upsample_kernel(gpu::UpMap m, void* y, const void* x) {
   }
 }
 
-__global__ void upsample_backward_kernel(gpu::UpMap m, const float* g, float* dx) {
+template <class T, class A>
+__global__ void upsample_backward_kernel(gpu::UpMap m, const void* g, A* acc) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < m.count; i += step) {
     int64_t go, so[4];
     double w[4];
     gpu::up_map(m, i, &go, so, w);
-    const double v = g[go];
+    const double v = ld<T>(g, go);
 #pragma unroll
     for (int k = 0; k < 4; k++)
-      if (w[k] != 0) atomicAdd(dx + so[k], static_cast<float>(w[k] * v));
+      if (w[k] != 0) atomicAdd(acc + so[k], static_cast<A>(w[k] * v));
   }
 }
 
@@ -127,10 +131,23 @@ cudaError_t launch_pad(cudaStream_t s, const gpu::PadMap& m, void* y, const void
   return cudaGetLastError();
 }
 
-cudaError_t launch_pad_backward(cudaStream_t s, const gpu::PadMap& m, const float* g, float* dx) {
+cudaError_t launch_pad_backward(cudaStream_t s, GpuType type, const gpu::PadMap& m, const void* g, void* acc) {
   if (m.count == 0) return cudaSuccess;
   const gpu::EwLaunch l = gpu::choose_ew(m.count);
-  pad_backward_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(m, g, dx);
+  const dim3 grid(static_cast<unsigned>(l.blocks));
+  switch (type) {
+    case kF32:
+      pad_backward_kernel<float, float><<<grid, l.threads, 0, s>>>(m, g, static_cast<float*>(acc));
+      break;
+    case kF16:
+      pad_backward_kernel<__half, double><<<grid, l.threads, 0, s>>>(m, g, static_cast<double*>(acc));
+      break;
+    case kBF16:
+      pad_backward_kernel<__nv_bfloat16, double><<<grid, l.threads, 0, s>>>(m, g, static_cast<double*>(acc));
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
   return cudaGetLastError();
 }
 
@@ -146,10 +163,23 @@ cudaError_t launch_upsample(cudaStream_t s, GpuType type, const gpu::UpMap& m, v
   return cudaGetLastError();
 }
 
-cudaError_t launch_upsample_backward(cudaStream_t s, const gpu::UpMap& m, const float* g, float* dx) {
+cudaError_t launch_upsample_backward(cudaStream_t s, GpuType type, const gpu::UpMap& m, const void* g, void* acc) {
   if (m.count == 0) return cudaSuccess;
   const gpu::EwLaunch l = gpu::choose_ew(m.count);
-  upsample_backward_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(m, g, dx);
+  const dim3 grid(static_cast<unsigned>(l.blocks));
+  switch (type) {
+    case kF32:
+      upsample_backward_kernel<float, float><<<grid, l.threads, 0, s>>>(m, g, static_cast<float*>(acc));
+      break;
+    case kF16:
+      upsample_backward_kernel<__half, double><<<grid, l.threads, 0, s>>>(m, g, static_cast<double*>(acc));
+      break;
+    case kBF16:
+      upsample_backward_kernel<__nv_bfloat16, double><<<grid, l.threads, 0, s>>>(m, g, static_cast<double*>(acc));
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
   return cudaGetLastError();
 }
 

@@ -1,9 +1,9 @@
 // GPU_REF in 16F and 16BF for the last families that took 32F only: the
 // reductions (REDUCE_SUM / MEAN / MAX / MIN / NORM2 forward, SUM / MEAN
 // backward; cuda/reduce_gpu.cpp, cuda/more_gpu.cpp), INDEX_SELECT backward
-// (cuda/index_gpu.cpp, also 64F) and CMUL forward and backward
-// (cuda/more_gpu.cpp), each against CPU_REF on the same half inputs: odd
-// shapes, long reductions (a block per output) and many short ones (a thread
+// (cuda/index_gpu.cpp, also 64F), CMUL forward and backward and PAD /
+// UPSAMPLE backward (cuda/more_gpu.cpp), each against CPU_REF on the same
+// half inputs: odd shapes, long reductions (a block per output) and many short ones (a thread
 // per output), views inside larger parents (whole parents compared: a write
 // outside a view fails), repeated and never-picked rows, broadcasts, NULL g,
 // in place; and 64F refused with a message where GPU_REF computes in float.
@@ -28,6 +28,7 @@
 //   truncating or double rounding fails that.
 // - MEAN backward: g times float(1 / n) in float against g / n in double,
 //   each rounded once: at most ulp_T apart, >= 90% bit-equal.
+// - PAD / UPSAMPLE backward: see PadUpsampleBackwardMatchCpuRef.
 // - CMUL forward: products of halves are exact in double (<= 22 significant
 //   bits) and so is their difference (the exponents here span far less than
 //   31 binades): both sides round the same exact value once: 0. Backward: a
@@ -334,6 +335,79 @@ TEST(GpuRefHalf2, CmulMatchesCpuRef) {
   auto a = both({{3, 4, 6}, true, CCV_16BF}, rng), b = both({{4, 6}, false, CCV_16BF}, rng);
   run_both(make_cmd(CCV_NNC_CMUL_FORWARD), {a.get(), b.get()}, {a.get()}, "CMUL 16BF in place");
   a->expect_close(0, 0, "CMUL 16BF in place");
+}
+
+// --- PAD and UPSAMPLE backward ------------------------------------------------------
+
+ccv_nnc_cmd_t pad_backward(int type, const std::vector<int>& begin, const std::vector<int>& end) {
+  ccv_nnc_cmd_t c = make_cmd(CCV_NNC_PAD_BACKWARD);
+  c.info.pad.type = type;
+  for (size_t i = 0; i < begin.size(); i++) {
+    c.info.size.dim[i] = begin[i];
+    c.info.pad.end[i] = end[i];
+  }
+  return c;
+}
+
+ccv_nnc_cmd_t upsample_backward(int type, int align) {
+  ccv_nnc_cmd_t c = make_cmd(CCV_NNC_UPSAMPLE_BACKWARD);
+  c.info.upsample.type = type;
+  c.info.upsample.align_corners = align;
+  c.info.upsample.width_scale = 2;
+  c.info.upsample.height_scale = 2;
+  return c;
+}
+
+// PAD backward sums g values (replicate / reflect fold several into one dx
+// element): exact in double on both sides, so bit-equal (0). UPSAMPLE
+// backward sums w g products (w from the taps' geometry, in double on both
+// sides, in other orders): one ulp_T, >= 90% bit-equal.
+TEST(GpuRefHalf2, PadUpsampleBackwardMatchCpuRef) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(3141);
+  struct PadCase {
+    std::vector<int> dim, begin, end;
+    bool view;
+  };
+  const PadCase pads[] = {
+      {{5, 7}, {1, 2}, {3, 0}, true},
+      {{3, 4}, {5, 7}, {6, 2}, false},  // pads longer than the axis: reflect folds 2-3 periods
+      {{2, 3, 4, 5}, {0, 1, 2, 3}, {1, 0, 3, 2}, true},
+  };
+  for (int dt : kHalves)
+    for (const PadCase& k : pads)
+      for (int type : {CCV_NNC_PAD_ZERO, CCV_NNC_PAD_REPLICATE, CCV_NNC_PAD_REFLECT}) {
+        std::vector<int> big = k.dim;
+        for (size_t i = 0; i < big.size(); i++) big[i] += k.begin[i] + k.end[i];
+        const std::string what = "PAD_BACKWARD " + tname(dt) + " type " + std::to_string(type) + " nd " +
+                                 std::to_string(k.dim.size()) + (k.view ? " (views)" : "");
+        auto g = both({big, k.view, dt}, rng), x = both({k.dim, false, dt}, rng), dx = both({k.dim, k.view, dt}, rng);
+        run_both(pad_backward(type, k.begin, k.end), {g.get(), x.get()}, {dx.get()}, what);
+        dx->expect_close(0, 0, what);
+      }
+  struct UpCase {
+    std::vector<int> small, big;
+    int format;
+    bool view;
+  };
+  const UpCase ups[] = {
+      {{2, 5, 7, 3}, {2, 10, 14, 3}, CCV_TENSOR_FORMAT_NHWC, true},
+      {{2, 3, 5, 7}, {2, 3, 11, 6}, CCV_TENSOR_FORMAT_NCHW, false},  // height up, width down
+      {{9, 12}, {3, 4}, CCV_TENSOR_FORMAT_NHWC, true},               // a 3x downsample
+  };
+  for (int dt : kHalves)
+    for (const UpCase& k : ups)
+      for (int type : {CCV_NNC_UPSAMPLE_NEAREST, CCV_NNC_UPSAMPLE_BILINEAR})
+        for (int align : {0, 1}) {
+          const std::string what = "UPSAMPLE_BACKWARD " + tname(dt) +
+                                   (type == CCV_NNC_UPSAMPLE_NEAREST ? " nearest" : " bilinear") +
+                                   (align ? " aligned" : "") + " nd " + std::to_string(k.small.size()) +
+                                   (k.view ? " (views)" : "");
+          auto g = both({k.big, !k.view, dt, k.format}, rng), x = both({k.small, false, dt, k.format}, rng),
+               y = both({k.big, false, dt, k.format}, rng), dx = both({k.small, k.view, dt, k.format}, rng);
+          run_both(upsample_backward(type, align), {g.get(), x.get(), y.get()}, {dx.get()}, what);
+          expect_ulp(*dx, dt, {}, what);
+        }
 }
 
 // --- 64F: refused with a message (GPU_REF computes these in float) -------------------
