@@ -98,7 +98,7 @@ NNC_KERNEL(index_select) {
 //    cannot change a bit, the result is deterministic and bit-equal to
 //    CPU_REF's. A float scratch would round (16F sums need up to 40 bits) and
 //    so depend on the order; 16F / 16BF atomics would round at every
-//    addition (a sum of 1000 g's off by ~1000 half-ulps). 16BF spans more
+//    addition (an error growing with the rows picked). 16BF spans more
 //    binades: its double sums are exact while one element's addends span
 //    fewer than ~45 binades and otherwise off by ~2^-53 relative, far below
 //    16BF's rounding step (2^-8), so equal to CPU_REF's bar a near-tie. The

@@ -666,8 +666,8 @@ cudaError_t launch_cmul(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, v
   const gpu::EwLaunch l = gpu::choose_ew(plan.count);
   if (!with_float_type(type, [&](auto tag) {
         using Elem = decltype(tag);
-        cmul_kernel<Elem><<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(plan, c, a, b,
-                                                                              Im3{{im[0], im[1], im[2]}});
+        cmul_kernel<Elem>
+            <<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(plan, c, a, b, Im3{{im[0], im[1], im[2]}});
       }))
     return cudaErrorInvalidValue;
   return cudaGetLastError();
@@ -680,8 +680,8 @@ cudaError_t launch_cmul_backward(cudaStream_t s, GpuType type, const gpu::Reduce
   const gpu::EwLaunch l = gpu::choose_ew(plan.outer.count);
   if (!with_float_type(type, [&](auto tag) {
         using Elem = decltype(tag);
-        cmul_backward_kernel<Elem><<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(
-            plan.outer, plan.inner, d, g, o, Im3{{im[0], im[1], im[2]}});
+        cmul_backward_kernel<Elem><<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(plan.outer, plan.inner, d, g,
+                                                                                         o, Im3{{im[0], im[1], im[2]}});
       }))
     return cudaErrorInvalidValue;
   return cudaGetLastError();

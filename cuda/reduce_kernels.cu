@@ -75,9 +75,8 @@ __global__ void reduce_block_kernel(EwPlan outer, EwPlan inner, void* y, const v
 
 }  // namespace
 
-cudaError_t launch_reduce_as(cudaStream_t s, GpuType type, const gpu::ReducePlan& plan,
-                             const gpu::ReduceLaunch& launch, void* y, const void* x1, const void* x2, int op,
-                             float scale) {
+cudaError_t launch_reduce_as(cudaStream_t s, GpuType type, const gpu::ReducePlan& plan, const gpu::ReduceLaunch& launch,
+                             void* y, const void* x1, const void* x2, int op, float scale) {
   if (plan.outer.count == 0 || launch.blocks == 0) return cudaSuccess;
   const int inputs = plan.inner.operands;
   if (inputs < 1 || inputs > 2 || (op == kRedSumProd && (inputs != 2 || !x2)) || launch.threads > 256 ||

@@ -147,7 +147,7 @@ struct RedCase {
   bool view;
 };
 const RedCase kRedCases[] = {
-    {{7, 33, 5}, {1}, true},     {{64, 129}, {0}, false}, {{3, 515}, {1}, true},       {{2000, 3}, {1}, false},
+    {{7, 33, 5}, {1}, true},       {{64, 129}, {0}, false},      {{3, 515}, {1}, true}, {{2000, 3}, {1}, false},
     {{5, 6, 7}, {0, 1, 2}, false}, {{3, 5, 7, 9}, {0, 2}, true}, {{1}, {0}, false},
 };
 
@@ -175,9 +175,12 @@ TEST(GpuRefHalf2, ReductionsForwardMatchCpuRef) {
         const double n = count_of(k.dim, k.axes), gamma = (n + 8) * std::ldexp(1.0, -24);
         std::vector<double> extra = abs_sums(x->cpu(), k.dim, k.axes, id == CCV_NNC_REDUCE_NORM2_FORWARD);
         for (double& e : extra) {
-          if (id == CCV_NNC_REDUCE_MEAN_FORWARD) e = gamma * e / n;
-          else if (id == CCV_NNC_REDUCE_NORM2_FORWARD) e = gamma * std::sqrt(e);
-          else e = gamma * e;
+          if (id == CCV_NNC_REDUCE_MEAN_FORWARD)
+            e = gamma * e / n;
+          else if (id == CCV_NNC_REDUCE_NORM2_FORWARD)
+            e = gamma * std::sqrt(e);
+          else
+            e = gamma * e;
         }
         expect_ulp(*y, type, extra, what);
       }
@@ -218,7 +221,7 @@ TEST(GpuRefHalf2, IndexSelectBackwardMatchesCpuRef) {
   NNC_REQUIRE_GPU();
   std::mt19937 rng(3119);
   struct Case {
-    std::vector<int> dx;  // dx's shape (x's)
+    std::vector<int> dx;   // dx's shape (x's)
     std::vector<int> ind;  // the indices' shape (their count is g's rows)
     int index_type;
     bool view;
@@ -240,8 +243,7 @@ TEST(GpuRefHalf2, IndexSelectBackwardMatchesCpuRef) {
       gd[0] = n;
       auto ind = both({k.ind, false, k.index_type}, rng, 0, 0);
       set_indices(*ind, k.dx[0], rng);
-      auto g = both({gd, k.view, type}, rng), x = both({k.dx, false, type}, rng),
-           dx = both({k.dx, k.view, type}, rng);
+      auto g = both({gd, k.view, type}, rng), x = both({k.dx, false, type}, rng), dx = both({k.dx, k.view, type}, rng);
       run_both(make_cmd(CCV_NNC_INDEX_SELECT_BACKWARD), {g.get(), x.get(), ind.get()}, {dx.get()}, what);
       if (type == CCV_64F)
         dx->expect_close(1e-6f, 1e-6f, what);  // compared as 32F: rows and sums, not the last double bits
@@ -399,10 +401,9 @@ TEST(GpuRefHalf2, PadUpsampleBackwardMatchCpuRef) {
     for (const UpCase& k : ups)
       for (int type : {CCV_NNC_UPSAMPLE_NEAREST, CCV_NNC_UPSAMPLE_BILINEAR})
         for (int align : {0, 1}) {
-          const std::string what = "UPSAMPLE_BACKWARD " + tname(dt) +
-                                   (type == CCV_NNC_UPSAMPLE_NEAREST ? " nearest" : " bilinear") +
-                                   (align ? " aligned" : "") + " nd " + std::to_string(k.small.size()) +
-                                   (k.view ? " (views)" : "");
+          const std::string what =
+              "UPSAMPLE_BACKWARD " + tname(dt) + (type == CCV_NNC_UPSAMPLE_NEAREST ? " nearest" : " bilinear") +
+              (align ? " aligned" : "") + " nd " + std::to_string(k.small.size()) + (k.view ? " (views)" : "");
           auto g = both({k.big, !k.view, dt, k.format}, rng), x = both({k.small, false, dt, k.format}, rng),
                y = both({k.big, false, dt, k.format}, rng), dx = both({k.small, k.view, dt, k.format}, rng);
           run_both(upsample_backward(type, align), {g.get(), x.get(), y.get()}, {dx.get()}, what);

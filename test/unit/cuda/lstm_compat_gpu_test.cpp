@@ -103,7 +103,7 @@ TEST(GpuLstmCompat, ExplicitGpuCudnnMatchesCpuRef) {
   auto dy = both({{T, B, O}}, rng), dhy = both({{L * D, B, H}}, rng), dcy = both({{L * D, B, H}}, rng);
   auto dx = both({{T, B, F}}, rng), dhx = both({{L * D, B, H}}, rng), dcx = both({{L * D, B, H}}, rng);
   auto dw = both({{weight_count()}}, rng);
-  const std::vector<Both*> bin{dy.get(), dhy.get(), dcy.get(), nullptr, x.get(),  xs.get(), nullptr,
+  const std::vector<Both*> bin{dy.get(), dhy.get(), dcy.get(), nullptr, x.get(), xs.get(), nullptr,
                                nullptr,  w.get(),   nullptr,   nullptr, nullptr, r.get()};
   const std::vector<Both*> bout{dx.get(), nullptr, dhx.get(), dcx.get(), dw.get()};
   ASSERT_EQ(exec_n(lstm(CCV_NNC_LSTM_BACKWARD, CCV_NNC_BACKEND_CPU_REF), bin, bout, false), CCV_NNC_EXEC_SUCCESS)
@@ -121,9 +121,9 @@ TEST(GpuLstmCompat, ExplicitGpuCudnnMatchesCpuRef) {
   for (Both* b : fin) gi.push_back(b->gpu());
   for (Both* b : fout) go.push_back(b->gpu());
   for (uint32_t asked : {static_cast<uint32_t>(CCV_NNC_BACKEND_GPU_CUDNN), 0u}) {
-    const ccv_nnc_cmd_t tuned = ccv_nnc_cmd_autotune(lstm(CCV_NNC_LSTM_FORWARD, asked), 0, ccv_nnc_no_hint, 0,
-                                                     gi.data(), static_cast<int>(gi.size()), go.data(),
-                                                     static_cast<int>(go.size()), nullptr);
+    const ccv_nnc_cmd_t tuned =
+        ccv_nnc_cmd_autotune(lstm(CCV_NNC_LSTM_FORWARD, asked), 0, ccv_nnc_no_hint, 0, gi.data(),
+                             static_cast<int>(gi.size()), go.data(), static_cast<int>(go.size()), nullptr);
     if (asked)
       EXPECT_EQ(tuned.backend, asked);
     else
