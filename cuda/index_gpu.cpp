@@ -4,9 +4,10 @@
 //     element type, views; indices 32S or 64S of any shape (row-major). An
 //     index outside x fails with CCV_NNC_EXEC_INVALID on a synchronous call
 //     (on a GPU stream its row is zeroed and no error can be reported).
-//   INDEX_SELECT_BACKWARD |g|x|indices| -> |dx|: dx zeroed, then g's rows
-//     added into theirs (32F; float atomics, so rows picked several times sum
-//     in no fixed order).
+//   INDEX_SELECT_BACKWARD |g|x|indices| -> |dx|: g's rows added into their
+//     rows of dx (0 for rows nothing picked); 32F, 16F, 16BF and 64F, g and
+//     dx of one type (the family's check). How the sums are made:
+//     index_select_backward.
 //   MASKED_FILL forward |x|mask| -> |y| and backward |g|x|mask| -> |dx|dmask|
 //     (dmask zeroed): x 32F / 16F / 16BF, the mask 32F / 16F / 32S / 8U
 //     broadcast to x.
@@ -35,9 +36,10 @@ bool accept_index(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int
   if (!on_one_gpu(inputs, input_size, outputs, output_size, nullptr) || output_size < 1 || !outputs[0]) return false;
   if (cmd.cmd == CCV_NNC_INDEX_SELECT_FORWARD) return input_size >= 2 && index_typed(inputs[1]);
   if (output_size > 1 && outputs[1]) return false;
+  // Every float type CPU_REF takes (the family checks that g and dx agree).
   return input_size >= 3 && index_typed(inputs[2]) && inputs[0] &&
-         CCV_GET_DATA_TYPE(inputs[0]->info.datatype) == CCV_32F &&
-         CCV_GET_DATA_TYPE(outputs[0]->info.datatype) == CCV_32F;
+         (CCV_GET_DATA_TYPE(inputs[0]->info.datatype) & types::kFloat) &&
+         (CCV_GET_DATA_TYPE(outputs[0]->info.datatype) & types::kFloat);
 }
 
 // The plans of one gather / scatter: the axes after 0 of big (x or dx) and
@@ -82,21 +84,56 @@ NNC_KERNEL(index_select) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
+// Rows picked several times sum with atomic additions, in no fixed order:
+//  - 32F: float atomics straight into the zeroed dx (as before: the order
+//    moves a sum by float roundings, ~1e-7 relative per addition);
+//  - 64F: double atomics straight into dx;
+//  - 16F / 16BF: double atomics into a packed double scratch (a StreamBlock
+//    of 8 bytes per dx element, zeroed), then one conversion into dx that
+//    rounds each sum once, as CPU_REF (double sums, one rounding) does.
+//    Why double and not a float scratch or half atomics: every 16F value is
+//    an integer multiple of 2^-24 below 2^16, so a double (53 bits) holds any
+//    sum of them EXACTLY while its partial sums stay below 2^29 (8192 rows
+//    of the largest 16F, or 2^29 rows of |g| <= 1): the atomics' order then
+//    cannot change a bit, the result is deterministic and bit-equal to
+//    CPU_REF's. A float scratch would round (16F sums need up to 40 bits) and
+//    so depend on the order; 16F / 16BF atomics would round at every
+//    addition (an error growing with the rows picked). 16BF spans more
+//    binades: its double sums are exact while one element's addends span
+//    fewer than ~45 binades and otherwise off by ~2^-53 relative, far below
+//    16BF's rounding step (2^-8), so equal to CPU_REF's bar a near-tie. The
+//    cost: the scratch, native double atomics (sm_60+), one extra pass.
 NNC_KERNEL(index_select_backward) {
   const char* what = name_of(cmd.cmd);
   const Layout g = layout_of(inputs[0], what), ind = layout_of(inputs[2], what), dx = layout_of(outputs[0], what);
-  const Rows r = rows_of(g, dx, ind, what);
-  // rows_of's inner plan has operands (g, dx); the scatter wants (dx, g).
-  const int64_t* sp[] = {dx.stride.data() + 1, g.stride.data() + 1};
+  NNC_CHECK(g.datatype == dx.datatype, "%s: g is %s but dx is %s", what, datatype_name(g.datatype),
+            datatype_name(dx.datatype));
+  const GpuType type = gpu_type(dx.datatype);
+  const bool scratch = type == kF16 || type == kBF16;
+  const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
+  // The accumulator: dx itself, or the packed double scratch of dx's shape.
+  StreamBlock block(scratch ? dx.count() * sizeof(double) : 0, c.s, what);
+  Layout acc = dx;
+  if (scratch) {
+    acc.data = static_cast<unsigned char*>(block.get());
+    acc.datatype = CCV_64F;
+    acc.element_size = sizeof(double);
+    packed_strides(dx.dim.data(), dx.nd, acc.stride.data());
+  }
+  const Rows r = rows_of(g, acc, ind, what);
+  // rows_of's inner plan has operands (g, acc); the scatter wants (acc, g).
+  const int64_t* sp[] = {acc.stride.data() + 1, g.stride.data() + 1};
   gpu::EwPlan inner = r.inner;
   if (g.nd > 1) NNC_CHECK(gpu::make_plan(inner, g.dim.data() + 1, g.nd - 1, 2, sp), "%s: cannot plan the rows", what);
-  const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
-  const gpu::EwPlan all = plan_of(dx, {}, what);
-  c.check(launch_fill(c.s, all, dx.data, 0, 4));
+  const gpu::EwPlan all = plan_of(acc, {}, what);
+  if (all.count) c.check(launch_fill(c.s, all, acc.data, 0, static_cast<int>(acc.element_size)));
   DeviceFlag bad(c, true);
-  c.check(launch_scatter_add(c.s, inner, r.idx, ind.data, ind.datatype == CCV_64S, dx.dim[0], r.n,
-                             reinterpret_cast<float*>(dx.data), dx.stride[0], reinterpret_cast<const float*>(g.data),
-                             g.stride[0], bad.device()));
+  c.check(launch_scatter_add(c.s, type, inner, r.idx, ind.data, ind.datatype == CCV_64S, dx.dim[0], r.n, acc.data,
+                             acc.stride[0], g.data, g.stride[0], bad.device()));
+  if (scratch) {
+    const gpu::EwPlan conv = plan_of(dx, {&acc}, what);
+    if (conv.count) c.check(launch_convert(c.s, conv, dx.data, type, acc.data, kF64));
+  }
   check_indices(c, bad.done());
   return CCV_NNC_EXEC_SUCCESS;
 }

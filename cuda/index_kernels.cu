@@ -34,9 +34,29 @@ __global__ void gather_kernel(EwPlan inner, EwPlan idx, const void* indices, int
   }
 }
 
-// dx[idx[i], ...] += g[i, ...] (dx zeroed before).
+// g's element as the accumulator's type (16F / 16BF widen exactly).
+template <class A>
+__device__ __forceinline__ A widen(float v) {
+  return static_cast<A>(v);
+}
+template <class A>
+__device__ __forceinline__ A widen(double v) {
+  return static_cast<A>(v);
+}
+template <class A>
+__device__ __forceinline__ A widen(__half v) {
+  return static_cast<A>(__half2float(v));
+}
+template <class A>
+__device__ __forceinline__ A widen(__nv_bfloat16 v) {
+  return static_cast<A>(__bfloat162float(v));
+}
+
+// acc[idx[i], ...] += g[i, ...] (acc zeroed before): acc is dx (32F, 64F) or
+// a double scratch of dx's shape (16F, 16BF; index_gpu.cpp says why).
+template <class T, class A>
 __global__ void scatter_add_kernel(EwPlan inner, EwPlan idx, const void* indices, int wide, int64_t rows_dx, int64_t n,
-                                   float* dx, int64_t ds0, const float* g, int64_t gs0, int* bad) {
+                                   A* acc, int64_t as0, const T* g, int64_t gs0, int* bad) {
   const int64_t total = n * inner.count;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total; t += step) {
@@ -48,8 +68,17 @@ __global__ void scatter_add_kernel(EwPlan inner, EwPlan idx, const void* indices
     }
     int64_t o[2];
     gpu::plan_offsets(inner, 2, e, o);
-    atomicAdd(dx + r * ds0 + o[0], g[i * gs0 + o[1]]);
+    atomicAdd(acc + r * as0 + o[0], widen<A>(g[i * gs0 + o[1]]));
   }
+}
+
+template <class T, class A>
+cudaError_t scatter_as(cudaStream_t s, const EwPlan& inner, const EwPlan& idx, const void* indices, int wide,
+                       int64_t rows_dx, int64_t n, void* acc, int64_t as0, const void* g, int64_t gs0, int* bad) {
+  const gpu::EwLaunch l = gpu::choose_ew(n * inner.count);
+  scatter_add_kernel<T, A><<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(
+      inner, idx, indices, wide, rows_dx, n, static_cast<A*>(acc), as0, static_cast<const T*>(g), gs0, bad);
+  return cudaGetLastError();
 }
 
 template <class M>
@@ -128,15 +157,21 @@ cudaError_t launch_gather(cudaStream_t s, const EwPlan& inner, const EwPlan& idx
   return cudaGetLastError();
 }
 
-cudaError_t launch_scatter_add(cudaStream_t s, const EwPlan& inner, const EwPlan& idx, const void* indices, int wide,
-                               int64_t rows_dx, int64_t n, float* dx, int64_t ds0, const float* g, int64_t gs0,
-                               int* bad) {
-  const int64_t total = n * inner.count;
-  if (total == 0) return cudaSuccess;
-  const gpu::EwLaunch l = gpu::choose_ew(total);
-  scatter_add_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(inner, idx, indices, wide, rows_dx, n, dx,
-                                                                           ds0, g, gs0, bad);
-  return cudaGetLastError();
+cudaError_t launch_scatter_add(cudaStream_t s, GpuType type, const EwPlan& inner, const EwPlan& idx,
+                               const void* indices, int wide, int64_t rows_dx, int64_t n, void* acc, int64_t as0,
+                               const void* g, int64_t gs0, int* bad) {
+  if (n * inner.count == 0) return cudaSuccess;
+  switch (type) {
+    case kF32:
+      return scatter_as<float, float>(s, inner, idx, indices, wide, rows_dx, n, acc, as0, g, gs0, bad);
+    case kF64:
+      return scatter_as<double, double>(s, inner, idx, indices, wide, rows_dx, n, acc, as0, g, gs0, bad);
+    case kF16:
+      return scatter_as<__half, double>(s, inner, idx, indices, wide, rows_dx, n, acc, as0, g, gs0, bad);
+    case kBF16:
+      return scatter_as<__nv_bfloat16, double>(s, inner, idx, indices, wide, rows_dx, n, acc, as0, g, gs0, bad);
+  }
+  return cudaErrorInvalidValue;
 }
 
 cudaError_t launch_masked_fill(cudaStream_t s, GpuType type, const EwPlan& p, void* y, const void* x, const void* mask,

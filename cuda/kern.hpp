@@ -65,6 +65,10 @@ enum ReduceOp : int {
 };
 cudaError_t launch_reduce(cudaStream_t s, const gpu::ReducePlan& plan, const gpu::ReduceLaunch& launch, float* y,
                           const float* x1, const float* x2, int op, float scale);
+// The same over 32F, 16F or 16BF storage (every operand of `type`), summed in
+// float, each output rounded once.
+cudaError_t launch_reduce_as(cudaStream_t s, GpuType type, const gpu::ReducePlan& plan, const gpu::ReduceLaunch& launch,
+                             void* y, const void* x1, const void* x2, int op, float scale);
 
 // Row-wise kernels (losses, softmax): every row tensor is rows x cols along
 // its last dimension; `rows` walks the leading dimensions (operand k: the
@@ -121,11 +125,12 @@ cudaError_t launch_optim(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, 
 cudaError_t launch_gather(cudaStream_t s, const gpu::EwPlan& inner, const gpu::EwPlan& idx, const void* indices,
                           int wide, int64_t rows_x, int64_t n, void* y, int64_t ys0, const void* x, int64_t xs0,
                           int element_size, int* bad);
-// Its backward on a zeroed dx (32F): dx row indices[i] += g row i (atomics;
-// inner operands 0 dx, 1 g).
-cudaError_t launch_scatter_add(cudaStream_t s, const gpu::EwPlan& inner, const gpu::EwPlan& idx, const void* indices,
-                               int wide, int64_t rows_dx, int64_t n, float* dx, int64_t ds0, const float* g,
-                               int64_t gs0, int* bad);
+// Its backward: acc row indices[i] += g row i (atomics; acc zeroed by the
+// caller; inner operands 0 acc, 1 g). g is of `type`; acc is float for kF32,
+// double for kF64, kF16 and kBF16 (index_gpu.cpp: a double scratch for halves).
+cudaError_t launch_scatter_add(cudaStream_t s, GpuType type, const gpu::EwPlan& inner, const gpu::EwPlan& idx,
+                               const void* indices, int wide, int64_t rows_dx, int64_t n, void* acc, int64_t as0,
+                               const void* g, int64_t gs0, int* bad);
 // MASKED_FILL: y = mask == eq ? fill : x (operands 0 y, 1 x, 2 the mask broadcast).
 enum MaskType : int { kMaskF32 = 0, kMaskF16, kMaskI32, kMaskU8 };
 cudaError_t launch_masked_fill(cudaStream_t s, GpuType type, const gpu::EwPlan& p, void* y, const void* x,

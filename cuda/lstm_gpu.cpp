@@ -1,4 +1,5 @@
-// GPU_CUBLAS LSTM forward and backward (fp32, packed tensors): the schedule of
+// GPU_CUBLAS LSTM forward and backward (fp32, packed tensors; also registered
+// as GPU_CUDNN, see register_lstm_gpu): the schedule of
 // cmd/common/gpu_lstm.hpp (tested on the CPU against CPU_REF) run with
 // cublasSgemm for the products and the fused kernels of lstm_kernels.cu for
 // the rest. The contract is lib/cmd/rnn/lstm.cpp's (PyTorch's packed weight
@@ -14,6 +15,7 @@
 // (CPU_REF fails before writing anything); on a GPU stream it is not reported.
 #include <climits>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "cmd/common/gpu_lstm.hpp"
@@ -192,13 +194,31 @@ NNC_KERNEL(lstm_backward) {
 
 }  // namespace
 
+// Registered twice: as GPU_CUBLAS (what it is: our kernels and cuBLAS
+// products) and, for compatibility, as GPU_CUDNN, the only GPU backend libnnc
+// has for LSTM: a libnnc program that sets cmd.backend to GPU_CUDNN, or asks
+// ccv_nnc_cmd_find_backend / ccv_nnc_cmd_aux for it, gets this same
+// implementation (not cuDNN's RNN API: the reserve is cmd/rnn/lstm.hpp's
+// layout, shared with CPU_REF, so the aux is CPU_REF's reserve_size too).
+// Both entries run the same code, so automatic choice (GPU_CUDNN ranks first)
+// loses nothing, and autotune times two equal candidates.
 void register_lstm_gpu(Registry& r) {
-  KernelTraits t;
-  t.backend = CCV_NNC_BACKEND_GPU_CUBLAS;
-  t.memory = CCV_TENSOR_GPU_MEMORY;
-  t.datatypes = CCV_32F | CCV_32S;
-  r.add_kernels(t.accepting(accept_lstm),
-                {{CCV_NNC_LSTM_FORWARD, lstm_forward}, {CCV_NNC_LSTM_BACKWARD, lstm_backward}});
+  for (const uint32_t backend : {CCV_NNC_BACKEND_GPU_CUBLAS, CCV_NNC_BACKEND_GPU_CUDNN}) {
+    const std::pair<uint32_t, ccv_nnc_cmd_exec_f> execs[] = {{CCV_NNC_LSTM_FORWARD, lstm_forward},
+                                                             {CCV_NNC_LSTM_BACKWARD, lstm_backward}};
+    for (const auto& [cmd, exec] : execs) {
+      Kernel k;
+      k.cmd = cmd;
+      k.backend = backend;
+      k.tensor_formats = formats::kAll;
+      k.tensor_datatypes = CCV_32F | CCV_32S;
+      k.tensor_memory = CCV_TENSOR_GPU_MEMORY;
+      k.exec = exec;
+      k.accept = accept_lstm;
+      k.aux = reinterpret_cast<void*>(&lstm::reserve_size);  // libnnc's ccv_nnc_cmd_aux: the reserve's size
+      r.add_kernel(k);
+    }
+  }
 }
 
 }  // namespace nnc::cuda

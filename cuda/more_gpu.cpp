@@ -3,11 +3,11 @@
 //   activations  LEAKY_RELU, GELU (exact and tanh forms), SWISH, forward and backward;
 //   ew math      CLAMP, MIN, MAX, forward and backward;
 //   shape        TRANSPOSE (any type), PAD (zero, replicate, reflect; the
-//                backward 32F), UPSAMPLE (nearest and bilinear, align_corners
-//                or not; the backward 32F), forward and backward;
-//   reduce       REDUCE_MIN and REDUCE_NORM2 forward (32F) and, with
-//                REDUCE_MAX, backward (32F, 16F, 16BF); ARGMAX / ARGMIN (32F,
-//                16F, 16BF in, 32S out);
+//                backward 32F, 16F, 16BF), UPSAMPLE (nearest and bilinear,
+//                align_corners or not; 32F, 16F, 16BF), forward and backward;
+//   reduce       REDUCE_MIN and REDUCE_NORM2 forward and, with REDUCE_MAX,
+//                backward (32F, 16F, 16BF; the forward sums in float and
+//                rounds once); ARGMAX / ARGMIN (32F, 16F, 16BF in, 32S out);
 //   losses       MSE, SMOOTH_L1, BINARY_CROSSENTROPY, SIGMOID_BINARY_CROSSENTROPY
 //                forward and backward (32F, 16F or 16BF rows along the last dimension, any
 //                strides; losses in any shape of one entry per row; NULL g
@@ -17,7 +17,8 @@
 //                views; statistics in double; the saved statistics optional
 //                forward, read backward as CPU_REF does);
 //   optimiser    LAMB (32F, 16F, 16BF; the trust ratio's norms summed on the device);
-//   complex      CMUL forward and backward (32F, broadcasts, views);
+//   complex      CMUL forward and backward (32F, 16F, 16BF in double, rounded
+//                once; broadcasts, views);
 //   isnan        REDUCE_ISNAN forward (x 32F / 16F / 16BF, y 32F, 64F, 16F,
 //                16BF, 32S, 64S or 8U) and backward (zeros, any type);
 //   fills        SET_BACKWARD (as SET_FORWARD: every output set to blas.a[0])
@@ -34,6 +35,7 @@
 // work. Index arithmetic: cmd/common/gpu_plan.hpp (tested on the CPU).
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "cmd/common/axes.hpp"
@@ -254,18 +256,50 @@ NNC_KERNEL(transpose) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
-// The backwards that scatter g into a zeroed dx with atomicAdd keep dx in
-// 32F: a 16F / 16BF dx would round at every addition (and 64F would be
-// narrowed), so they refuse other types rather than convert them silently.
-void require_f32_accumulation(const Layout& g, const Layout& dx, const char* what) {
-  if (g.datatype != CCV_32F || dx.datatype != CCV_32F)
+// The backwards that scatter g into dx with atomic additions (PAD,
+// UPSAMPLE): 32F adds into the zeroed dx with float atomics; 16F and 16BF add
+// into a zeroed, packed double scratch of dx's shape (8 bytes an element,
+// stream-ordered), then one conversion rounds each sum once into dx, as
+// CPU_REF's double sums rounded once. Not half atomics: they would round at
+// every addition. Not a float scratch: a double holds a sum of 16F values
+// exactly (all are multiples of 2^-24 below 2^16) while its partial sums stay
+// below 2^29, so PAD's sums are order-free and bit-equal to CPU_REF's (16BF:
+// error ~2^-53, far below its rounding); UPSAMPLE's weighted taps are off by
+// a few double roundings at most. 64F is refused with a message (the
+// kernels load through float).
+struct Accumulator {
+  Layout acc;  // where the kernel adds: dx, or the scratch (packed, 64F)
+  std::unique_ptr<StreamBlock> block;
+  bool scratch = false;
+};
+
+Accumulator accumulator_of(const Call& c, const Layout& g, const Layout& dx, const char* what) {
+  const int t = dx.datatype;
+  if (g.datatype != t || (t != CCV_32F && t != CCV_16F && t != CCV_16BF))
     fail(CCV_NNC_EXEC_NO_KERNEL,
-         "%s: GPU_REF sums the gradient into dx with 32F atomic additions, so it takes 32F only (g is %s, dx %s; "
-         "a 16F / 16BF dx would round at every addition): convert to 32F first",
-         what, datatype_name(g.datatype), datatype_name(dx.datatype));
+         "%s: GPU_REF sums the gradient in float or double and takes 32F, 16F and 16BF, g and dx of one type "
+         "(g is %s, dx %s): run 64F on the CPU",
+         what, datatype_name(g.datatype), datatype_name(t));
+  Accumulator a;
+  a.acc = dx;
+  if (t == CCV_32F) return a;
+  a.scratch = true;
+  a.block = std::make_unique<StreamBlock>(dx.count() * sizeof(double), c.s, what);
+  a.acc.data = static_cast<unsigned char*>(a.block->get());
+  a.acc.datatype = CCV_64F;
+  a.acc.element_size = sizeof(double);
+  nnc::packed_strides(dx.dim.data(), dx.nd, a.acc.stride.data());
+  return a;
 }
 
-// --- PAD: |x| -> |y| (any type); |g|x..| -> |dx| (32F) ----------------------
+// dx = the scratch's sums, each rounded once (nothing for 32F).
+void store_sums(const Call& c, const Accumulator& a, const Layout& dx) {
+  if (!a.scratch) return;
+  const gpu::EwPlan p = plan_of(dx, {&a.acc}, c.what);
+  if (p.count) c.check(launch_convert(c.s, p, dx.data, gpu_type(dx.datatype), a.acc.data, kF64));
+}
+
+// --- PAD: |x| -> |y| (any type); |g|x..| -> |dx| (32F, 16F, 16BF) -------------
 
 // dx (or y) zeroed on the call's stream.
 void zero(const Call& c, const Layout& t) {
@@ -290,8 +324,8 @@ bool accept_pad(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int i
   if (!on_one_gpu(inputs, 1, outputs, 1, nullptr)) return false;
   if (inputs[0]->data.u8 == outputs[0]->data.u8) return false;  // no in-place pair
   const int es = CCV_GET_DATA_TYPE_SIZE(inputs[0]->info.datatype);
-  // The backward takes any float type here only to refuse all but 32F with a
-  // message (pad_backward): it accumulates with float atomics.
+  // The backward: 32F, 16F, 16BF; 64F only to be refused with a message
+  // (accumulator_of).
   if (cmd.cmd == CCV_NNC_PAD_BACKWARD) return CCV_GET_DATA_TYPE(inputs[0]->info.datatype) & types::kFloat;
   return es == 1 || es == 2 || es == 4 || es == 8;
 }
@@ -309,24 +343,25 @@ NNC_KERNEL(pad_forward) {
 NNC_KERNEL(pad_backward) {
   const char* what = name_of(cmd.cmd);
   const Layout g = layout_of(inputs[0], what), dx = layout_of(outputs[0], what);
-  require_f32_accumulation(g, dx, what);
-  const gpu::PadMap m = pad_map_of(cmd, dx, g, what);
   const Call c(stream_context, device_of(inputs, 1, outputs, 1), what);
-  zero(c, dx);
-  c.check(launch_pad_backward(c.s, m, reinterpret_cast<const float*>(g.data), reinterpret_cast<float*>(dx.data)));
+  const Accumulator a = accumulator_of(c, g, dx, what);
+  const gpu::PadMap m = pad_map_of(cmd, a.acc, g, what);
+  zero(c, a.acc);
+  c.check(launch_pad_backward(c.s, gpu_type(g.datatype), m, g.data, a.acc.data));
+  store_sums(c, a, dx);
   c.done();
   return CCV_NNC_EXEC_SUCCESS;
 }
 
-// --- UPSAMPLE: |x| -> |y| (32F, 16F, 16BF); |g|x|y| -> |dx| (32F) ------------
+// --- UPSAMPLE: |x| -> |y|, |g|x|y| -> |dx| (32F, 16F, 16BF) ------------------
 
 bool accept_upsample(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
                      ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (input_size < 1 || output_size < 1 || !inputs[0] || !outputs[0]) return false;
   if (!on_one_gpu(inputs, 1, outputs, 1, nullptr)) return false;
   if (inputs[0]->data.u8 == outputs[0]->data.u8) return false;  // no in-place pair
-  // The backward takes any float type here only to refuse all but 32F with a
-  // message (upsample_backward): it accumulates with float atomics.
+  // The backward: 32F, 16F, 16BF; 64F only to be refused with a message
+  // (accumulator_of).
   return cmd.cmd == CCV_NNC_UPSAMPLE_FORWARD || (CCV_GET_DATA_TYPE(inputs[0]->info.datatype) & types::kFloat);
 }
 
@@ -355,11 +390,12 @@ NNC_KERNEL(upsample_forward) {
 NNC_KERNEL(upsample_backward) {
   const char* what = name_of(cmd.cmd);
   const Layout g = layout_of(inputs[0], what), dx = layout_of(outputs[0], what);
-  require_f32_accumulation(g, dx, what);
-  const gpu::UpMap m = up_map_of(cmd, outputs[0], dx, g, what);
   const Call c(stream_context, device_of(inputs, 1, outputs, 1), what);
-  zero(c, dx);
-  c.check(launch_upsample_backward(c.s, m, reinterpret_cast<const float*>(g.data), reinterpret_cast<float*>(dx.data)));
+  const Accumulator a = accumulator_of(c, g, dx, what);
+  const gpu::UpMap m = up_map_of(cmd, outputs[0], a.acc, g, what);
+  zero(c, a.acc);
+  c.check(launch_upsample_backward(c.s, gpu_type(g.datatype), m, g.data, a.acc.data));
+  store_sums(c, a, dx);
   c.done();
   return CCV_NNC_EXEC_SUCCESS;
 }
@@ -369,13 +405,15 @@ NNC_KERNEL(upsample_backward) {
 bool accept_reduce2(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
                     ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (input_size < 1 || !inputs[0] || output_size < 1 || !outputs[0]) return false;
-  if (CCV_GET_DATA_TYPE(inputs[0]->info.datatype) != CCV_32F || CCV_GET_DATA_TYPE(outputs[0]->info.datatype) != CCV_32F)
-    return false;
+  // 64F too, only to be refused with a message (refuse_f64).
+  const int t = CCV_GET_DATA_TYPE(inputs[0]->info.datatype);
+  if (!(t & types::kFloat) || CCV_GET_DATA_TYPE(outputs[0]->info.datatype) != t) return false;
   return on_one_gpu(inputs, 1, outputs, 1, nullptr) && inputs[0]->data.u8 != outputs[0]->data.u8;
 }
 
 NNC_KERNEL(reduce2_forward) {
   const char* what = name_of(cmd.cmd);
+  refuse_f64(inputs, 1, outputs, 1, what);
   const Layout x = layout_of(inputs[0], what), y = layout_of(outputs[0], what);
   NNC_CHECK(x.nd == y.nd, "%s: x is %s but y is %s; y keeps x's rank", what, shape_string(inputs[0]->info.dim).c_str(),
             shape_string(outputs[0]->info.dim).c_str());
@@ -385,8 +423,7 @@ NNC_KERNEL(reduce2_forward) {
             "%s: x %s does not reduce to y %s", what, shape_string(inputs[0]->info.dim).c_str(),
             shape_string(outputs[0]->info.dim).c_str());
   const Call c(stream_context, device_of(inputs, 1, outputs, 1), what);
-  c.check(launch_reduce2(c.s, rp, gpu::choose_reduce(rp), reinterpret_cast<float*>(y.data),
-                         reinterpret_cast<const float*>(x.data),
+  c.check(launch_reduce2(c.s, gpu_type(y.datatype), rp, gpu::choose_reduce(rp), y.data, x.data,
                          cmd.cmd == CCV_NNC_REDUCE_MIN_FORWARD ? kRed2Min : kRed2Norm2));
   c.done();
   return CCV_NNC_EXEC_SUCCESS;
@@ -743,10 +780,16 @@ void pair_strides(const Layout& t, const int* half, int n, int64_t* s, int64_t* 
 bool accept_cmul(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
                  ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (!on_one_gpu(inputs, input_size, outputs, output_size, nullptr)) return false;
-  for (int i = 0; i < input_size; i++)
-    if (inputs[i] && CCV_GET_DATA_TYPE(inputs[i]->info.datatype) != CCV_32F) return false;
-  for (int i = 0; i < output_size; i++)
-    if (outputs[i] && CCV_GET_DATA_TYPE(outputs[i]->info.datatype) != CCV_32F) return false;
+  // Every tensor present of one float type (the family's check); 64F only to
+  // be refused with a message (refuse_f64).
+  int type = 0;
+  for (int i = 0; i < input_size + output_size; i++) {
+    const ccv_nnc_tensor_t* x = i < input_size ? inputs[i] : outputs[i - input_size];
+    if (!x) continue;
+    const int t = CCV_GET_DATA_TYPE(x->info.datatype);
+    if (!(t & types::kFloat) || (type && t != type)) return false;
+    type = t;
+  }
   if (cmd.cmd == CCV_NNC_CMUL_FORWARD) return input_size >= 2 && inputs[0] && inputs[1] && output_size >= 1;
   // Backward: a gradient that is an input would be overwritten while sums still read it.
   for (int j = 0; j < output_size && j < 2; j++)
@@ -757,6 +800,7 @@ bool accept_cmul(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int 
 
 NNC_KERNEL(cmul_forward) {
   const char* what = name_of(cmd.cmd);
+  refuse_f64(inputs, input_size, outputs, output_size, what);
   const Layout a = layout_of(inputs[0], what), b = layout_of(inputs[1], what), c = layout_of(outputs[0], what);
   int half[kMaxDim];
   for (int i = 0; i < c.nd; i++) half[i] = c.dim[i];
@@ -769,14 +813,14 @@ NNC_KERNEL(cmul_forward) {
   gpu::EwPlan p;
   NNC_CHECK(gpu::make_plan(p, half, c.nd, 3, sp), "%s: cannot plan the kernel", what);
   const Call call(stream_context, device_of(inputs, input_size, outputs, output_size), what);
-  call.check(launch_cmul(call.s, p, reinterpret_cast<float*>(c.data), reinterpret_cast<const float*>(a.data),
-                         reinterpret_cast<const float*>(b.data), im));
+  call.check(launch_cmul(call.s, gpu_type(c.datatype), p, c.data, a.data, b.data, im));
   call.done();
   return CCV_NNC_EXEC_SUCCESS;
 }
 
 NNC_KERNEL(cmul_backward) {
   const char* what = name_of(cmd.cmd);
+  refuse_f64(inputs, input_size, outputs, output_size, what);
   const ccv_nnc_tensor_t* gt = inputs[0];
   const Layout a = layout_of(inputs[1], what), b = layout_of(inputs[2], what);
   // The full shape: g's, or (NULL g) the broadcast of a and b.
@@ -815,9 +859,7 @@ NNC_KERNEL(cmul_backward) {
     gpu::ReducePlan rp;
     NNC_CHECK(gpu::make_reduce_plan(rp, half, n, dh, ds, d.nd, 2, ins), "%s: gradient %d %s does not reduce from %s",
               what, j, shape_string(outputs[j]->info.dim).c_str(), shape_string_n(full, n).c_str());
-    call.check(launch_cmul_backward(call.s, rp, reinterpret_cast<float*>(d.data),
-                                    gt ? reinterpret_cast<const float*>(gt->data.f32) : nullptr,
-                                    reinterpret_cast<const float*>(o.data), im));
+    call.check(launch_cmul_backward(call.s, gpu_type(d.datatype), rp, d.data, gt ? gt->data.ptr : nullptr, o.data, im));
   }
   call.done();
   return CCV_NNC_EXEC_SUCCESS;
@@ -928,9 +970,12 @@ void register_gpu_more(Registry& r) {
   r.add_kernels(all.accepting(accept_transpose),
                 {{CCV_NNC_TRANSPOSE_FORWARD, transpose}, {CCV_NNC_TRANSPOSE_BACKWARD, transpose}});
   r.add_kernels(all.accepting(accept_pad), {{CCV_NNC_PAD_FORWARD, pad_forward}, {CCV_NNC_PAD_BACKWARD, pad_backward}});
-  KernelTraits f32 = t;
-  f32.datatypes = CCV_32F;
-  r.add_kernels(f32.accepting(accept_reduce2),
+  // Losses, norms, LAMB, REDUCE_MIN / NORM2 forward and CMUL: 32F, 16F and
+  // 16BF computed in float (CMUL in double); 64F reaches their kernels only
+  // to be refused with a message (refuse_f64).
+  KernelTraits fl = t;
+  fl.datatypes = CCV_32F | CCV_16F | CCV_16BF | CCV_64F;
+  r.add_kernels(fl.accepting(accept_reduce2),
                 {{CCV_NNC_REDUCE_MIN_FORWARD, reduce2_forward}, {CCV_NNC_REDUCE_NORM2_FORWARD, reduce2_forward}});
   r.add_kernels(t.accepting(accept_reduce2_backward), {{CCV_NNC_REDUCE_MAX_BACKWARD, reduce2_backward},
                                                        {CCV_NNC_REDUCE_MIN_BACKWARD, reduce2_backward},
@@ -939,10 +984,6 @@ void register_gpu_more(Registry& r) {
   arg.datatypes = CCV_32F | CCV_16F | CCV_16BF | CCV_32S;
   r.add_kernels(arg.accepting(accept_arg),
                 {{CCV_NNC_ARGMAX_FORWARD, arg_forward}, {CCV_NNC_ARGMIN_FORWARD, arg_forward}});
-  // Losses, norms and LAMB: 32F, 16F and 16BF computed in float; 64F reaches
-  // their kernels only to be refused with a message (refuse_f64).
-  KernelTraits fl = t;
-  fl.datatypes = CCV_32F | CCV_16F | CCV_16BF | CCV_64F;
   r.add_kernels(fl.accepting(accept_loss), {{CCV_NNC_MSE_FORWARD, loss_forward},
                                             {CCV_NNC_MSE_BACKWARD, loss_backward},
                                             {CCV_NNC_SMOOTH_L1_FORWARD, loss_forward},
@@ -958,7 +999,7 @@ void register_gpu_more(Registry& r) {
                                             {CCV_NNC_GROUP_NORM_FORWARD, norm_forward},
                                             {CCV_NNC_GROUP_NORM_BACKWARD, norm_backward}});
   r.add_kernels(fl.accepting(accept_lamb), {{CCV_NNC_LAMB_FORWARD, lamb}});
-  r.add_kernels(f32.accepting(accept_cmul),
+  r.add_kernels(fl.accepting(accept_cmul),
                 {{CCV_NNC_CMUL_FORWARD, cmul_forward}, {CCV_NNC_CMUL_BACKWARD, cmul_backward}});
   r.add_kernels(all.accepting(accept_isnan),
                 {{CCV_NNC_REDUCE_ISNAN_FORWARD, isnan_forward}, {CCV_NNC_REDUCE_ISNAN_BACKWARD, isnan_backward}});

@@ -27,22 +27,25 @@ cudaError_t launch_act(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, co
 // PAD forward: y element i (row-major over y) = x at pad_map, or 0 bytes;
 // elements of 1, 2, 4 or 8 bytes.
 cudaError_t launch_pad(cudaStream_t s, const gpu::PadMap& m, void* y, const void* x, int element_size);
-// PAD backward (32F): every g element (the map's big tensor) adds into dx at
-// its source (atomics; dx zeroed by the caller first).
-cudaError_t launch_pad_backward(cudaStream_t s, const gpu::PadMap& m, const float* g, float* dx);
+// PAD backward: every g element (the map's big tensor, of `type`: 32F, 16F
+// or 16BF) adds into acc at its source (atomics; acc zeroed by the caller
+// first): acc is dx itself for 32F (float), else a double scratch of dx's
+// shape (the map built with its strides) that the caller converts into dx.
+cudaError_t launch_pad_backward(cudaStream_t s, GpuType type, const gpu::PadMap& m, const void* g, void* acc);
 // UPSAMPLE forward: y (the map's big tensor) from its x taps, blended in
 // double (nearest: one read) and rounded once; 32F, 16F, 16BF.
 cudaError_t launch_upsample(cudaStream_t s, GpuType type, const gpu::UpMap& m, void* y, const void* x);
-// UPSAMPLE backward (32F): every g element adds w g into its dx taps of
-// nonzero weight (atomics; dx zeroed by the caller first).
-cudaError_t launch_upsample_backward(cudaStream_t s, const gpu::UpMap& m, const float* g, float* dx);
+// UPSAMPLE backward: every g element adds w g into its acc taps of nonzero
+// weight (atomics; acc zeroed by the caller first; acc as PAD backward's).
+cudaError_t launch_upsample_backward(cudaStream_t s, GpuType type, const gpu::UpMap& m, const void* g, void* acc);
 
 // REDUCE_MIN (NaN propagates, as CPU_REF) and REDUCE_NORM2 (sqrt of the sum
-// of squares, summed in float) of one 32F input: y[o] over the plan's inner
+// of squares, summed in float) of one input: y[o] over the plan's inner
 // elements; a thread or a block per output as `launch` says (gpu_plan.hpp).
+// x and y of `type` (32F, 16F or 16BF), loaded as float, y rounded once.
 enum Reduce2Op : int { kRed2Min = 0, kRed2Norm2 };
-cudaError_t launch_reduce2(cudaStream_t s, const gpu::ReducePlan& plan, const gpu::ReduceLaunch& launch, float* y,
-                           const float* x, int op);
+cudaError_t launch_reduce2(cudaStream_t s, GpuType type, const gpu::ReducePlan& plan, const gpu::ReduceLaunch& launch,
+                           void* y, const void* x, int op);
 // ARGMAX / ARGMIN along one axis: `plan` walks the outputs (operand 0 y, 32S;
 // operand 1 x's first element along the axis), each thread scans len
 // elements `stride` apart: the first best, a NaN counting as best (CPU_REF).
@@ -84,15 +87,17 @@ cudaError_t launch_norm_backward_params(cudaStream_t s, const gpu::ReducePlan& p
 cudaError_t launch_lamb(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, const EwPtrs& q, const gpu::LambCoef& c,
                         double* sums);
 
-// CMUL (32F) over complex pairs: plans walk the pairs (the last axis halved,
-// its stride doubled), each operand's imaginary part im[k] elements after
-// its real one. Forward operands 0 c, 1 a, 2 b (broadcast: strides 0).
-cudaError_t launch_cmul(cudaStream_t s, const gpu::EwPlan& plan, float* c, const float* a, const float* b,
+// CMUL over complex pairs, every operand of `type` (32F, 16F or 16BF),
+// products and sums in double, each output rounded once: plans walk the
+// pairs (the last axis halved, its stride doubled), each operand's imaginary
+// part im[k] elements after its real one. Forward operands 0 c, 1 a, 2 b
+// (broadcast: strides 0).
+cudaError_t launch_cmul(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, void* c, const void* a, const void* b,
                         const int64_t* im);
 // Backward: d = sum over the reduced pairs of g conj(o) (a thread per output
 // pair, summed in double); plan inputs 0 g (NULL: 1 + 1i, a tensor of ones), 1 o.
-cudaError_t launch_cmul_backward(cudaStream_t s, const gpu::ReducePlan& plan, float* d, const float* g, const float* o,
-                                 const int64_t* im);
+cudaError_t launch_cmul_backward(cudaStream_t s, GpuType type, const gpu::ReducePlan& plan, void* d, const void* g,
+                                 const void* o, const int64_t* im);
 
 // REDUCE_ISNAN forward: y[o] = 1 if any x of output o's inner elements is NaN,
 // else 0 (a thread per output), x 32F / 16F / 16BF, y stored as y_type (a

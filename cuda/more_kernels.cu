@@ -60,12 +60,15 @@ __global__ void pad_kernel(gpu::PadMap m, U* y, const U* x) {
   }
 }
 
-__global__ void pad_backward_kernel(gpu::PadMap m, const float* g, float* dx) {
+// The scattering backwards add g (of T) into acc: dx itself (32F, A float)
+// or a double scratch of dx's shape (16F / 16BF; more_gpu.cpp says why).
+template <class T, class A>
+__global__ void pad_backward_kernel(gpu::PadMap m, const void* g, A* acc) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < m.count; i += step) {
     int64_t go;
     const int64_t xo = gpu::pad_map(m, i, &go);
-    if (xo >= 0) atomicAdd(dx + xo, g[go]);
+    if (xo >= 0) atomicAdd(acc + xo, static_cast<A>(ld<T>(g, go)));
   }
 }
 
@@ -89,16 +92,17 @@ __global__ void upsample_kernel(gpu::UpMap m, void* y, const void* x) {
   }
 }
 
-__global__ void upsample_backward_kernel(gpu::UpMap m, const float* g, float* dx) {
+template <class T, class A>
+__global__ void upsample_backward_kernel(gpu::UpMap m, const void* g, A* acc) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < m.count; i += step) {
     int64_t go, so[4];
     double w[4];
     gpu::up_map(m, i, &go, so, w);
-    const double v = g[go];
+    const double v = ld<T>(g, go);
 #pragma unroll
     for (int k = 0; k < 4; k++)
-      if (w[k] != 0) atomicAdd(dx + so[k], static_cast<float>(w[k] * v));
+      if (w[k] != 0) atomicAdd(acc + so[k], static_cast<A>(w[k] * v));
   }
 }
 
@@ -127,10 +131,23 @@ cudaError_t launch_pad(cudaStream_t s, const gpu::PadMap& m, void* y, const void
   return cudaGetLastError();
 }
 
-cudaError_t launch_pad_backward(cudaStream_t s, const gpu::PadMap& m, const float* g, float* dx) {
+cudaError_t launch_pad_backward(cudaStream_t s, GpuType type, const gpu::PadMap& m, const void* g, void* acc) {
   if (m.count == 0) return cudaSuccess;
   const gpu::EwLaunch l = gpu::choose_ew(m.count);
-  pad_backward_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(m, g, dx);
+  const dim3 grid(static_cast<unsigned>(l.blocks));
+  switch (type) {
+    case kF32:
+      pad_backward_kernel<float, float><<<grid, l.threads, 0, s>>>(m, g, static_cast<float*>(acc));
+      break;
+    case kF16:
+      pad_backward_kernel<__half, double><<<grid, l.threads, 0, s>>>(m, g, static_cast<double*>(acc));
+      break;
+    case kBF16:
+      pad_backward_kernel<__nv_bfloat16, double><<<grid, l.threads, 0, s>>>(m, g, static_cast<double*>(acc));
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
   return cudaGetLastError();
 }
 
@@ -146,10 +163,23 @@ cudaError_t launch_upsample(cudaStream_t s, GpuType type, const gpu::UpMap& m, v
   return cudaGetLastError();
 }
 
-cudaError_t launch_upsample_backward(cudaStream_t s, const gpu::UpMap& m, const float* g, float* dx) {
+cudaError_t launch_upsample_backward(cudaStream_t s, GpuType type, const gpu::UpMap& m, const void* g, void* acc) {
   if (m.count == 0) return cudaSuccess;
   const gpu::EwLaunch l = gpu::choose_ew(m.count);
-  upsample_backward_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(m, g, dx);
+  const dim3 grid(static_cast<unsigned>(l.blocks));
+  switch (type) {
+    case kF32:
+      upsample_backward_kernel<float, float><<<grid, l.threads, 0, s>>>(m, g, static_cast<float*>(acc));
+      break;
+    case kF16:
+      upsample_backward_kernel<__half, double><<<grid, l.threads, 0, s>>>(m, g, static_cast<double*>(acc));
+      break;
+    case kBF16:
+      upsample_backward_kernel<__nv_bfloat16, double><<<grid, l.threads, 0, s>>>(m, g, static_cast<double*>(acc));
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
   return cudaGetLastError();
 }
 
@@ -162,33 +192,35 @@ __device__ __forceinline__ float red2_combine(int op, float a, float v) {
 __device__ __forceinline__ float red2_element(int op, float v) { return op == kRed2Norm2 ? v * v : v; }
 __device__ __forceinline__ float red2_final(int op, float a) { return op == kRed2Norm2 ? sqrtf(a) : a; }
 
-__global__ void reduce2_thread_kernel(gpu::EwPlan outer, gpu::EwPlan inner, float* y, const float* x, int op) {
+template <class T>
+__global__ void reduce2_thread_kernel(gpu::EwPlan outer, gpu::EwPlan inner, void* y, const void* x, int op) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < outer.count; o += step) {
     int64_t base[2];
     gpu::plan_offsets(outer, 2, o, base);
     float acc = op == kRed2Min ? INFINITY : 0.f;
     for (int64_t r = 0; r < inner.count; r++)
-      acc = red2_combine(op, acc, red2_element(op, x[base[1] + gpu::plan_offset(inner, 0, r)]));
-    y[base[0]] = red2_final(op, acc);
+      acc = red2_combine(op, acc, red2_element(op, ld<T>(x, base[1] + gpu::plan_offset(inner, 0, r))));
+    st<T>(y, base[0], red2_final(op, acc));
   }
 }
 
-__global__ void reduce2_block_kernel(gpu::EwPlan outer, gpu::EwPlan inner, float* y, const float* x, int op) {
+template <class T>
+__global__ void reduce2_block_kernel(gpu::EwPlan outer, gpu::EwPlan inner, void* y, const void* x, int op) {
   __shared__ float part[256];
   for (int64_t o = blockIdx.x; o < outer.count; o += gridDim.x) {
     int64_t base[2];
     gpu::plan_offsets(outer, 2, o, base);
     float acc = op == kRed2Min ? INFINITY : 0.f;
     for (int64_t r = threadIdx.x; r < inner.count; r += blockDim.x)
-      acc = red2_combine(op, acc, red2_element(op, x[base[1] + gpu::plan_offset(inner, 0, r)]));
+      acc = red2_combine(op, acc, red2_element(op, ld<T>(x, base[1] + gpu::plan_offset(inner, 0, r))));
     part[threadIdx.x] = acc;
     __syncthreads();
     for (unsigned w = blockDim.x / 2; w > 0; w /= 2) {
       if (threadIdx.x < w) part[threadIdx.x] = red2_combine(op, part[threadIdx.x], part[threadIdx.x + w]);
       __syncthreads();
     }
-    if (threadIdx.x == 0) y[base[0]] = red2_final(op, part[0]);
+    if (threadIdx.x == 0) st<T>(y, base[0], red2_final(op, part[0]));
     __syncthreads();  // part is reused by the next output
   }
 }
@@ -211,16 +243,20 @@ __global__ void arg_kernel(gpu::EwPlan p, int32_t* y, const void* x, int64_t len
 
 }  // namespace
 
-cudaError_t launch_reduce2(cudaStream_t s, const gpu::ReducePlan& plan, const gpu::ReduceLaunch& launch, float* y,
-                           const float* x, int op) {
+cudaError_t launch_reduce2(cudaStream_t s, GpuType type, const gpu::ReducePlan& plan, const gpu::ReduceLaunch& launch,
+                           void* y, const void* x, int op) {
   if (plan.outer.count == 0 || launch.blocks == 0) return cudaSuccess;
   if (plan.inner.operands != 1 || launch.threads > 256 || (launch.threads & (launch.threads - 1)))
     return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>(launch.blocks));
-  if (launch.block_per_output)
-    reduce2_block_kernel<<<grid, launch.threads, 0, s>>>(plan.outer, plan.inner, y, x, op);
-  else
-    reduce2_thread_kernel<<<grid, launch.threads, 0, s>>>(plan.outer, plan.inner, y, x, op);
+  if (!with_float_type(type, [&](auto tag) {
+        using Elem = decltype(tag);
+        if (launch.block_per_output)
+          reduce2_block_kernel<Elem><<<grid, launch.threads, 0, s>>>(plan.outer, plan.inner, y, x, op);
+        else
+          reduce2_thread_kernel<Elem><<<grid, launch.threads, 0, s>>>(plan.outer, plan.inner, y, x, op);
+      }))
+    return cudaErrorInvalidValue;
   return cudaGetLastError();
 }
 
@@ -586,18 +622,22 @@ struct Im3 {
   int64_t v[3];
 };
 
-__global__ void cmul_kernel(gpu::EwPlan p, float* c, const float* a, const float* b, Im3 im) {
+// Products and sums in double, each output rounded once (st_d), as CPU_REF.
+template <class T>
+__global__ void cmul_kernel(gpu::EwPlan p, void* c, const void* a, const void* b, Im3 im) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.count; i += step) {
     int64_t off[3];
     gpu::plan_offsets(p, 3, i, off);
-    const double ar = a[off[1]], ai = a[off[1] + im.v[1]], br = b[off[2]], bi = b[off[2] + im.v[2]];
-    c[off[0]] = static_cast<float>(ar * br - ai * bi);  // both parts read first: c may be a
-    c[off[0] + im.v[0]] = static_cast<float>(ar * bi + ai * br);
+    const double ar = ld<T>(a, off[1]), ai = ld<T>(a, off[1] + im.v[1]), br = ld<T>(b, off[2]),
+                 bi = ld<T>(b, off[2] + im.v[2]);
+    st_d<T>(c, off[0], ar * br - ai * bi);  // both parts read first: c may be a
+    st_d<T>(c, off[0] + im.v[0], ar * bi + ai * br);
   }
 }
 
-__global__ void cmul_backward_kernel(gpu::EwPlan outer, gpu::EwPlan inner, float* d, const float* g, const float* o,
+template <class T>
+__global__ void cmul_backward_kernel(gpu::EwPlan outer, gpu::EwPlan inner, void* d, const void* g, const void* o,
                                      Im3 im) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t q = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; q < outer.count; q += step) {
@@ -607,34 +647,43 @@ __global__ void cmul_backward_kernel(gpu::EwPlan outer, gpu::EwPlan inner, float
     for (int64_t r = 0; r < inner.count; r++) {
       int64_t off[2];
       gpu::plan_offsets(inner, 2, r, off);
-      const double gr = g ? g[base[1] + off[0]] : 1.0, gi = g ? g[base[1] + off[0] + im.v[1]] : 1.0;
-      const double orr = o[base[2] + off[1]], oi = o[base[2] + off[1] + im.v[2]];
+      const double gr = g ? ld<T>(g, base[1] + off[0]) : 1.0, gi = g ? ld<T>(g, base[1] + off[0] + im.v[1]) : 1.0;
+      const double orr = ld<T>(o, base[2] + off[1]), oi = ld<T>(o, base[2] + off[1] + im.v[2]);
       re += gr * orr + gi * oi;
       imv += gi * orr - gr * oi;
     }
-    d[base[0]] = static_cast<float>(re);
-    d[base[0] + im.v[0]] = static_cast<float>(imv);
+    st_d<T>(d, base[0], re);
+    st_d<T>(d, base[0] + im.v[0], imv);
   }
 }
 
 }  // namespace
 
-cudaError_t launch_cmul(cudaStream_t s, const gpu::EwPlan& plan, float* c, const float* a, const float* b,
+cudaError_t launch_cmul(cudaStream_t s, GpuType type, const gpu::EwPlan& plan, void* c, const void* a, const void* b,
                         const int64_t* im) {
   if (plan.count == 0) return cudaSuccess;
   if (plan.operands != 3) return cudaErrorInvalidValue;
   const gpu::EwLaunch l = gpu::choose_ew(plan.count);
-  cmul_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(plan, c, a, b, Im3{{im[0], im[1], im[2]}});
+  if (!with_float_type(type, [&](auto tag) {
+        using Elem = decltype(tag);
+        cmul_kernel<Elem>
+            <<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(plan, c, a, b, Im3{{im[0], im[1], im[2]}});
+      }))
+    return cudaErrorInvalidValue;
   return cudaGetLastError();
 }
 
-cudaError_t launch_cmul_backward(cudaStream_t s, const gpu::ReducePlan& plan, float* d, const float* g, const float* o,
-                                 const int64_t* im) {
+cudaError_t launch_cmul_backward(cudaStream_t s, GpuType type, const gpu::ReducePlan& plan, void* d, const void* g,
+                                 const void* o, const int64_t* im) {
   if (plan.outer.count == 0) return cudaSuccess;
   if (plan.outer.operands != 3 || plan.inner.operands != 2) return cudaErrorInvalidValue;
   const gpu::EwLaunch l = gpu::choose_ew(plan.outer.count);
-  cmul_backward_kernel<<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(plan.outer, plan.inner, d, g, o,
-                                                                             Im3{{im[0], im[1], im[2]}});
+  if (!with_float_type(type, [&](auto tag) {
+        using Elem = decltype(tag);
+        cmul_backward_kernel<Elem><<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(plan.outer, plan.inner, d, g,
+                                                                                         o, Im3{{im[0], im[1], im[2]}});
+      }))
+    return cudaErrorInvalidValue;
   return cudaGetLastError();
 }
 

@@ -3,8 +3,11 @@
 // plan's inner elements. One thread per output (a sequential loop), or one
 // block per output (a strided loop per thread, then a shared-memory tree):
 // cmd/common/gpu_plan.hpp chooses. No atomics: every output is written by
-// exactly one thread, so results are deterministic.
+// exactly one thread, so results are deterministic. Storage 32F, 16F or 16BF
+// (every operand one type), loaded as float, summed in float, each output
+// rounded once on store.
 #include "cuda/kern.hpp"
+#include "cuda/typed_access.cuh"
 
 namespace nnc::cuda {
 
@@ -17,17 +20,18 @@ __device__ __forceinline__ float combine(int op, float acc, float v) {
   return acc + v;
 }
 
-__device__ __forceinline__ float element(int op, const float* x1, const float* x2, int64_t o1, int64_t o2) {
-  const float a = x1 ? x1[o1] : 1.f;
-  return op == kRedSumProd ? a * x2[o2] : a;
+template <class T>
+__device__ __forceinline__ float element(int op, const void* x1, const void* x2, int64_t o1, int64_t o2) {
+  const float a = x1 ? ld<T>(x1, o1) : 1.f;
+  return op == kRedSumProd ? a * ld<T>(x2, o2) : a;
 }
 
 __device__ __forceinline__ float identity(int op) { return op == kRedMax ? -INFINITY : 0.f; }
 
 // IN inputs: 1 (x1) or 2 (x1, x2); outer operands: 0 y, 1 x1, 2 x2. (A
 // compile-time count keeps the offsets in registers.)
-template <int IN>
-__global__ void reduce_thread_kernel(EwPlan outer, EwPlan inner, float* y, const float* x1, const float* x2, int op,
+template <class T, int IN>
+__global__ void reduce_thread_kernel(EwPlan outer, EwPlan inner, void* y, const void* x1, const void* x2, int op,
                                      float scale) {
   constexpr int inputs = IN;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -38,14 +42,14 @@ __global__ void reduce_thread_kernel(EwPlan outer, EwPlan inner, float* y, const
     for (int64_t r = 0; r < inner.count; r++) {
       int64_t off[2] = {0, 0};
       gpu::plan_offsets(inner, inputs, r, off);
-      acc = combine(op, acc, element(op, x1, x2, base[1] + off[0], base[2] + off[1]));
+      acc = combine(op, acc, element<T>(op, x1, x2, base[1] + off[0], base[2] + off[1]));
     }
-    y[base[0]] = op == kRedMax ? acc : scale * acc;
+    st<T>(y, base[0], op == kRedMax ? acc : scale * acc);
   }
 }
 
-template <int IN>
-__global__ void reduce_block_kernel(EwPlan outer, EwPlan inner, float* y, const float* x1, const float* x2, int op,
+template <class T, int IN>
+__global__ void reduce_block_kernel(EwPlan outer, EwPlan inner, void* y, const void* x1, const void* x2, int op,
                                     float scale) {
   constexpr int inputs = IN;
   __shared__ float part[256];
@@ -56,7 +60,7 @@ __global__ void reduce_block_kernel(EwPlan outer, EwPlan inner, float* y, const 
     for (int64_t r = threadIdx.x; r < inner.count; r += blockDim.x) {
       int64_t off[2] = {0, 0};
       gpu::plan_offsets(inner, inputs, r, off);
-      acc = combine(op, acc, element(op, x1, x2, base[1] + off[0], base[2] + off[1]));
+      acc = combine(op, acc, element<T>(op, x1, x2, base[1] + off[0], base[2] + off[1]));
     }
     part[threadIdx.x] = acc;
     __syncthreads();
@@ -64,33 +68,42 @@ __global__ void reduce_block_kernel(EwPlan outer, EwPlan inner, float* y, const 
       if (threadIdx.x < w) part[threadIdx.x] = combine(op, part[threadIdx.x], part[threadIdx.x + w]);
       __syncthreads();
     }
-    if (threadIdx.x == 0) y[base[0]] = op == kRedMax ? part[0] : scale * part[0];
+    if (threadIdx.x == 0) st<T>(y, base[0], op == kRedMax ? part[0] : scale * part[0]);
     __syncthreads();  // part is reused by the next output
   }
 }
 
 }  // namespace
 
-cudaError_t launch_reduce(cudaStream_t s, const gpu::ReducePlan& plan, const gpu::ReduceLaunch& launch, float* y,
-                          const float* x1, const float* x2, int op, float scale) {
+cudaError_t launch_reduce_as(cudaStream_t s, GpuType type, const gpu::ReducePlan& plan, const gpu::ReduceLaunch& launch,
+                             void* y, const void* x1, const void* x2, int op, float scale) {
   if (plan.outer.count == 0 || launch.blocks == 0) return cudaSuccess;
   const int inputs = plan.inner.operands;
   if (inputs < 1 || inputs > 2 || (op == kRedSumProd && (inputs != 2 || !x2)) || launch.threads > 256 ||
       (launch.threads & (launch.threads - 1)))
     return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>(launch.blocks));
-  if (launch.block_per_output) {
-    if (inputs == 1)
-      reduce_block_kernel<1><<<grid, launch.threads, 0, s>>>(plan.outer, plan.inner, y, x1, x2, op, scale);
-    else
-      reduce_block_kernel<2><<<grid, launch.threads, 0, s>>>(plan.outer, plan.inner, y, x1, x2, op, scale);
-  } else {
-    if (inputs == 1)
-      reduce_thread_kernel<1><<<grid, launch.threads, 0, s>>>(plan.outer, plan.inner, y, x1, x2, op, scale);
-    else
-      reduce_thread_kernel<2><<<grid, launch.threads, 0, s>>>(plan.outer, plan.inner, y, x1, x2, op, scale);
-  }
+  if (!with_float_type(type, [&](auto tag) {
+        using Elem = decltype(tag);
+        if (launch.block_per_output) {
+          if (inputs == 1)
+            reduce_block_kernel<Elem, 1><<<grid, launch.threads, 0, s>>>(plan.outer, plan.inner, y, x1, x2, op, scale);
+          else
+            reduce_block_kernel<Elem, 2><<<grid, launch.threads, 0, s>>>(plan.outer, plan.inner, y, x1, x2, op, scale);
+        } else {
+          if (inputs == 1)
+            reduce_thread_kernel<Elem, 1><<<grid, launch.threads, 0, s>>>(plan.outer, plan.inner, y, x1, x2, op, scale);
+          else
+            reduce_thread_kernel<Elem, 2><<<grid, launch.threads, 0, s>>>(plan.outer, plan.inner, y, x1, x2, op, scale);
+        }
+      }))
+    return cudaErrorInvalidValue;
   return cudaGetLastError();
+}
+
+cudaError_t launch_reduce(cudaStream_t s, const gpu::ReducePlan& plan, const gpu::ReduceLaunch& launch, float* y,
+                          const float* x1, const float* x2, int op, float scale) {
+  return launch_reduce_as(s, kF32, plan, launch, y, x1, x2, op, scale);
 }
 
 }  // namespace nnc::cuda

@@ -65,11 +65,12 @@ TEST(GpuRefCmul, Refusals) {
   f.backend = CCV_NNC_BACKEND_GPU_REF;
   EXPECT_NE(exec(f, ccv_nnc_no_hint, {a->gpu(), b->gpu()}, {c->gpu()}), CCV_NNC_EXEC_SUCCESS);
   EXPECT_STRNE(ccv_nnc_error_message(), "");
-  // 16F: GPU_REF's CMUL is 32F.
-  auto h = both({{3, 4}, false, CCV_16F}, rng), h2 = both({{3, 4}, false, CCV_16F}, rng),
-       h3 = both({{3, 4}, false, CCV_16F}, rng);
-  EXPECT_NE(exec(f, ccv_nnc_no_hint, {h->gpu(), h2->gpu()}, {h3->gpu()}), CCV_NNC_EXEC_SUCCESS);
-  EXPECT_STRNE(ccv_nnc_error_message(), "");
+  // 64F: GPU_REF's CMUL takes 32F, 16F and 16BF (half2_gpu_test.cpp) and
+  // refuses 64F with a message.
+  auto h = both({{3, 4}, false, CCV_64F}, rng), h2 = both({{3, 4}, false, CCV_64F}, rng),
+       h3 = both({{3, 4}, false, CCV_64F}, rng);
+  EXPECT_EQ(exec(f, ccv_nnc_no_hint, {h->gpu(), h2->gpu()}, {h3->gpu()}), CCV_NNC_EXEC_NO_KERNEL);
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("64F"), std::string::npos) << ccv_nnc_error_message();
   // A backward gradient over g: refused.
   auto g = both({{3, 4}}, rng), x = both({{3, 4}}, rng), y = both({{3, 4}}, rng);
   ccv_nnc_cmd_t bw = make_cmd(CCV_NNC_CMUL_BACKWARD);

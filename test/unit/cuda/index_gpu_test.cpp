@@ -72,8 +72,9 @@ TEST(GpuRefIndex, IndexOutsideRowsIsAnError) {
   c.backend = CCV_NNC_BACKEND_GPU_REF;
   EXPECT_EQ(exec(c, ccv_nnc_no_hint, {x->gpu(), ind->gpu()}, {y->gpu()}), CCV_NNC_EXEC_INVALID);
   EXPECT_NE(std::string(ccv_nnc_error_message()).find("indices[1]"), std::string::npos) << ccv_nnc_error_message();
-  // A 16F backward: refused by GPU_REF (its sums are 32F).
-  auto g = both({{3, 5}, false, CCV_16F}, rng), dx = both({{6, 5}, false, CCV_16F}, rng);
+  // A 32S backward: not a float type (the family's check; 16F, 16BF and 64F:
+  // half2_gpu_test.cpp).
+  auto g = both({{3, 5}, false, CCV_32S}, rng, 0, 3), dx = both({{6, 5}, false, CCV_32S}, rng, 0, 3);
   ccv_nnc_cmd_t b = make_cmd(CCV_NNC_INDEX_SELECT_BACKWARD);
   b.backend = CCV_NNC_BACKEND_GPU_REF;
   ind->cpu_parent()->data.i32[1] = 3;
