@@ -58,7 +58,8 @@ void check(const char* what) {
 }
 
 // NNC's milliseconds per step at this batch: synchronous fit (the host waits
-// for each step), or fit queued on a GPU stream (one wait per round of
+// for each step), or fit queued on a GPU stream (steps in flight: each call
+// returns once its step is queued, and the host waits once per round of
 // steps). Either runs the model's static schedule over up to 4 streams.
 double nnc_step_ms(int batch, int steps, bool on_stream) {
   ccv_cnnp_model_t* net = reference_net();
