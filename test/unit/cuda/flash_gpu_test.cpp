@@ -267,7 +267,7 @@ void expect_agree(const ccv_nnc_tensor_t* a, const ccv_nnc_tensor_t* b, float to
 
 // The flash kernels and the row kernels agree on the same inputs (fp32: only
 // the order of the fp32 sums differs), and the row kernels, now the
-// fallback, still match CPU_REF. Two flash runs give the same bits.
+// fallback, still match CPU_REF (also one unit per chunk). Two flash runs give the same bits.
 TEST(FlashGpu, AgreesWithTheRowKernels) {
   NNC_REQUIRE_GPU();
   std::mt19937 rng(3005);
@@ -287,7 +287,11 @@ TEST(FlashGpu, AgreesWithTheRowKernels) {
     }
   }
   EnvGuard off("NNC_GPU_ATTN_FLASH", "0");
-  for (const Case& c : {cs[1], cs[3]}) check_case(c, CCV_32F, true, rng);
+  check_case(cs[1], CCV_32F, true, rng);
+  // The row kernels' chunks (which the AttnGpu tests now only reach through
+  // the fused cases): one (batch, kv head) unit per chunk.
+  EnvGuard chunk("NNC_GPU_ATTN_CHUNK_BYTES", "1");
+  for (const Case& c : {cs[3], cs[4]}) check_case(c, CCV_32F, true, rng);
 }
 
 // What the flash kernels decline runs on the row kernels by default; with
