@@ -291,7 +291,7 @@ TEST(FlashGpu, AgreesWithTheRowKernels) {
   // The row kernels' chunks (which the AttnGpu tests now only reach through
   // the fused cases): one (batch, kv head) unit per chunk.
   EnvGuard chunk("NNC_GPU_ATTN_CHUNK_BYTES", "1");
-  for (const Case& c : {cs[3], cs[4]}) check_case(c, CCV_32F, true, rng);
+  check_case(cs[3], CCV_32F, true, rng);  // 3 units
 }
 
 // What the flash kernels decline runs on the row kernels by default; with
