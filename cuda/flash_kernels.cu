@@ -47,10 +47,22 @@ __device__ __forceinline__ float group_sum(float v) {
   return v;
 }
 
-__device__ __forceinline__ float dot(const float* a, const float* b, int n) {
-  float acc = 0;
-  for (int d = 0; d < n; d++) acc = fmaf(a[d], b[d], acc);
-  return acc;
+constexpr int kKpt = 64 / kFlashTpr;  // a thread's keys (or rows) of a tile: tiles are at most 64 long
+
+// out[k] = arow . b row (t + k kFlashTpr) (n floats each, rows `stride`
+// floats apart) for each k < kKpt with t + k kFlashTpr < count (the others
+// are left 0): each element of arow is read from shared memory once for all
+// of a thread's dots.
+__device__ __forceinline__ void dots(const float* arow, const float* b, int stride, int n, int t, int count,
+                                     float* out) {
+#pragma unroll
+  for (int k = 0; k < kKpt; k++) out[k] = 0.f;
+  for (int d = 0; d < n; d++) {
+    const float x = arow[d];
+#pragma unroll
+    for (int k = 0; k < kKpt; k++)
+      if (t + k * kFlashTpr < count) out[k] = fmaf(x, b[(t + k * kFlashTpr) * stride + d], out[k]);
+  }
 }
 
 // rows x n elements of operand x (b, row0 + r, head, d) at view xv into
@@ -100,19 +112,25 @@ __global__ void flash_forward(FlashArgs a) {
       load_tile<T>(sk, g.ks, g.fwd_tile, s.D, a.k, s.k, b, j0, hk, s.Sk);
       load_tile<T>(sv, g.vs, g.fwd_tile, s.Dv, a.v, s.v, b, j0, hk, s.Sk);
       __syncthreads();
+      // The thread's keys jj = t + k kFlashTpr of the tile: scores, then p.
+      float sc[kKpt];
+      dots(sq + r * g.ks, sk, g.ks, s.D, t, g.fwd_tile, sc);
       float tmax = gpu::attn_neg_inf();
-      for (int jj = t; jj < g.fwd_tile; jj += kFlashTpr) {
-        const int j = j0 + jj;
-        float sc = gpu::attn_neg_inf();
-        if (j < rend) sc = gpu::attn_score_finish(s, dot(sq + r * g.ks, sk + jj * g.ks, s.D), ldm, a.mask, b, h, i, j);
-        prow[jj] = sc;
-        tmax = fmaxf(tmax, sc);
+#pragma unroll
+      for (int k = 0; k < kKpt; k++) {
+        const int jj = t + k * kFlashTpr, j = j0 + jj;
+        if (jj >= g.fwd_tile) break;
+        sc[k] = j < rend ? gpu::attn_score_finish(s, sc[k], ldm, a.mask, b, h, i, j) : gpu::attn_neg_inf();
+        tmax = fmaxf(tmax, sc[k]);
       }
       const float m2 = fmaxf(m, group_max(tmax));
       const float alpha = gpu::flash_alpha(m, m2);
       float psum = 0.f;
-      for (int jj = t; jj < g.fwd_tile; jj += kFlashTpr) {
-        const float p = gpu::flash_prob(prow[jj], m2);
+#pragma unroll
+      for (int k = 0; k < kKpt; k++) {
+        const int jj = t + k * kFlashTpr;
+        if (jj >= g.fwd_tile) break;
+        const float p = gpu::flash_prob(sc[k], m2);
         prow[jj] = p;
         psum += p;
       }
@@ -164,20 +182,18 @@ __global__ void flash_delta(FlashArgs a) {
   }
 }
 
-// p and ds of (query row i: q row qr, dO row dr, lse, delta; key j: k row kr,
-// v row vr); 0 for a hidden pair.
+// p and ds of (query row i with its lse and delta, key j) from the dots
+// q_i . k_j (qk) and dO_i . v_j (dp); 0 for a hidden pair.
 template <class T>
-__device__ __forceinline__ void flash_pds(const FlashArgs& a, const float* qr, const float* dr, float lse,
-                                          float delta, const float* kr, const float* vr, int b, int h, int i, int j,
-                                          float* p, float* ds) {
+__device__ __forceinline__ void flash_pds(const FlashArgs& a, float qk, float dp, float lse, float delta, int b, int h,
+                                          int i, int j, float* p, float* ds) {
   const AttnShape& s = a.s;
   *p = 0.f, *ds = 0.f;
   if (!gpu::flash_visible(s, i, j)) return;
-  const float sc = gpu::attn_score_finish(s, dot(qr, kr, s.D), LdT<T>{}, a.mask, b, h, i, j);
-  const float pp = gpu::attn_prob(sc, lse);
+  const float pp = gpu::attn_prob(gpu::attn_score_finish(s, qk, LdT<T>{}, a.mask, b, h, i, j), lse);
   if (pp == 0.f) return;
   *p = pp;
-  *ds = gpu::flash_ds(pp, dot(dr, vr, s.Dv), delta, s.scale);
+  *ds = gpu::flash_ds(pp, dp, delta, s.scale);
 }
 
 // dq, one block per (b, h, kFlashRows query rows), over the key tiles.
@@ -215,12 +231,18 @@ __global__ void flash_dq(FlashArgs a) {
       load_tile<T>(sk, g.ks, tile, s.D, a.k, s.k, b, j0, hk, s.Sk);
       load_tile<T>(sv, g.vs, tile, s.Dv, a.v, s.v, b, j0, hk, s.Sk);
       __syncthreads();
-      for (int e = tid; e < kFlashRows * tile; e += blockDim.x) {
-        const int ii = e / tile, jj = e - ii * tile;
-        float p, ds;
-        flash_pds<T>(a, sq + ii * g.ks, sdo + ii * g.vs, sl[ii], sdl[ii], sk + jj * g.ks, sv + jj * g.vs, b, h,
-                     i0 + ii, j0 + jj, &p, &ds);
-        ss[ii * g.dq_ps + jj] = ds;
+      {  // row r's pairs with the keys jj = t + k kFlashTpr
+        float qk[kKpt], dp[kKpt];
+        dots(sq + r * g.ks, sk, g.ks, s.D, t, tile, qk);
+        dots(sdo + r * g.vs, sv, g.vs, s.Dv, t, tile, dp);
+#pragma unroll
+        for (int k = 0; k < kKpt; k++) {
+          const int jj = t + k * kFlashTpr;
+          if (jj >= tile) break;
+          float p, ds;
+          flash_pds<T>(a, qk[k], dp[k], sl[r], sdl[r], b, h, i, j0 + jj, &p, &ds);
+          ss[r * g.dq_ps + jj] = ds;
+        }
       }
       __syncthreads();
       const float* srow = ss + r * g.dq_ps;
@@ -284,13 +306,19 @@ __global__ void flash_dkdv(FlashArgs a) {
           sdl[ii] = i < s.Sq ? a.delta[(static_cast<int64_t>(b) * s.H + h) * s.Sq + i] : 0.f;
         }
         __syncthreads();
-        for (int e = tid; e < qt * kFlashRows; e += blockDim.x) {
-          const int ii = e / kFlashRows, x = e - ii * kFlashRows;
-          float p, ds;
-          flash_pds<T>(a, sq + ii * g.ks, sdo + ii * g.vs, sl[ii], sdl[ii], sk + x * g.ks, sv + x * g.vs, b, h,
-                       i0 + ii, j0 + x, &p, &ds);
-          sp[ii * g.kv_ps + x] = p;
-          ss[ii * g.kv_ps + x] = ds;
+        {  // key kk's pairs with the query rows ii = t + k kFlashTpr
+          float qk[kKpt], dp[kKpt];
+          dots(sk + kk * g.ks, sq, g.ks, s.D, t, qt, qk);
+          dots(sv + kk * g.vs, sdo, g.vs, s.Dv, t, qt, dp);
+#pragma unroll
+          for (int k = 0; k < kKpt; k++) {
+            const int ii = t + k * kFlashTpr;
+            if (ii >= qt) break;
+            float p, ds;
+            flash_pds<T>(a, qk[k], dp[k], sl[ii], sdl[ii], b, h, i0 + ii, j, &p, &ds);
+            sp[ii * g.kv_ps + kk] = p;
+            ss[ii * g.kv_ps + kk] = ds;
+          }
         }
         __syncthreads();
 #pragma unroll
