@@ -24,9 +24,11 @@
 //     dk_j += ds q_i; and one block per (b, h, kFlashRows query rows) for dq,
 //     looping over key tiles: dq_i += ds k_j. Each output element is summed
 //     by one thread in a fixed order: no atomics, deterministic.
-// Threads: kFlashThreads per block; in the row-parallel phases thread t
-// serves row t / kFlashTpr (a group of kFlashTpr lanes of one warp) and the
-// columns d = t % kFlashTpr + c kFlashTpr, c < nc (accumulators in registers).
+// Threads: kFlashThreads per block; thread t serves row (or key) t /
+// kFlashTpr (a group of kFlashTpr lanes of one warp): its pairs with the
+// tile's keys (or query rows) t % kFlashTpr + k kFlashTpr (the dots of a
+// thread computed together, its own row read once), and the output columns
+// d = t % kFlashTpr + c kFlashTpr, c < nc (accumulators in registers).
 #pragma once
 
 #include <cmath>
