@@ -31,9 +31,9 @@
 #include "core/registry.hpp"
 #include "core/tensor.hpp"
 #include "cuda/attn_kern.hpp"
-#include "cuda/flash_kern.hpp"
 #include "cuda/cuda.hpp"
 #include "cuda/ewgpu.hpp"
+#include "cuda/flash_kern.hpp"
 
 namespace nnc::cuda {
 

@@ -17,7 +17,8 @@ namespace {
 using gpu::AttnShape;
 using gpu::AttnView;
 using gpu::FlashGeom;
-using gpu::kFlashRows;
+using gpu::kFlashGroups;
+using gpu::kFlashKeys;
 using gpu::kFlashThreads;
 using gpu::kFlashTpr;
 
@@ -49,19 +50,28 @@ __device__ __forceinline__ float group_sum(float v) {
 
 constexpr int kKpt = 64 / kFlashTpr;  // a thread's keys (or rows) of a tile: tiles are at most 64 long
 
-// out[k] = arow . b row (t + k kFlashTpr) (n floats each, rows `stride`
-// floats apart) for each k < kKpt with t + k kFlashTpr < count (the others
-// are left 0): each element of arow is read from shared memory once for all
-// of a thread's dots.
-__device__ __forceinline__ void dots(const float* arow, const float* b, int stride, int n, int t, int count,
-                                     float* out) {
+// out[u][k] = (row u of a, at a + u astep) . (row t + k kFlashTpr of b) (n
+// floats each, b's rows `stride` floats apart) for each k < kKpt with
+// t + k kFlashTpr < count (the others are left 0): each shared-memory element
+// of b is read once for the thread's R rows, each of a once for its keys.
+template <int R>
+__device__ __forceinline__ void dots(const float* a, int astep, const float* b, int stride, int n, int t, int count,
+                                     float (&out)[R][kKpt]) {
 #pragma unroll
-  for (int k = 0; k < kKpt; k++) out[k] = 0.f;
+  for (int u = 0; u < R; u++)
+#pragma unroll
+    for (int k = 0; k < kKpt; k++) out[u][k] = 0.f;
   for (int d = 0; d < n; d++) {
-    const float x = arow[d];
+    float x[R];
+#pragma unroll
+    for (int u = 0; u < R; u++) x[u] = a[u * astep + d];
 #pragma unroll
     for (int k = 0; k < kKpt; k++)
-      if (t + k * kFlashTpr < count) out[k] = fmaf(x, b[(t + k * kFlashTpr) * stride + d], out[k]);
+      if (t + k * kFlashTpr < count) {
+        const float y = b[(t + k * kFlashTpr) * stride + d];
+#pragma unroll
+        for (int u = 0; u < R; u++) out[u][k] = fmaf(x[u], y, out[u][k]);
+      }
   }
 }
 
@@ -86,6 +96,7 @@ __device__ __forceinline__ void load_tile_any(float* dst, int stride, int rows, 
 
 template <int NC, class T>
 __global__ void flash_forward(FlashArgs a) {
+  constexpr int R = gpu::flash_rpt(NC), kRows = kFlashGroups * R;  // rows per thread, per block (= g.rows)
   extern __shared__ float fsm[];
   const AttnShape& s = a.s;
   const FlashGeom& g = a.g;
@@ -93,70 +104,91 @@ __global__ void flash_forward(FlashArgs a) {
   float* sk = fsm + g.fwd_k;
   float* sv = fsm + g.fwd_v;
   float* sp = fsm + g.fwd_p;
-  const int tid = threadIdx.x, r = tid / kFlashTpr, t = tid % kFlashTpr;
+  const int tid = threadIdx.x, grp = tid / kFlashTpr, t = tid % kFlashTpr, tile = g.fwd_tile;
   const LdT<T> ldm;
-  const int64_t items = gpu::flash_row_tiles(s);
+  const int64_t items = gpu::flash_row_tiles(s, kRows);
   for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
     int b, h, i0;
-    gpu::flash_row_tile(s, w, &b, &h, &i0);
-    const int hk = gpu::attn_kv_head(s, h), i = i0 + r;
-    const int kend = gpu::flash_tile_key_end(s, i0, kFlashRows);
-    const int rend = i < s.Sq ? gpu::attn_key_end(s, i) : 0;
-    load_tile<T>(sq, g.ks, kFlashRows, s.D, a.q, s.q, b, i0, h, s.Sq);
-    float m = gpu::attn_neg_inf(), l = 0.f, acc[NC];
+    gpu::flash_row_tile(s, kRows, w, &b, &h, &i0);
+    const int hk = gpu::attn_kv_head(s, h);
+    const int kend = gpu::flash_tile_key_end(s, i0, kRows);
+    // The thread's rows: i0 + grp + u kFlashGroups.
+    int rend[R];
+    float m[R], l[R], acc[R][NC];
 #pragma unroll
-    for (int c = 0; c < NC; c++) acc[c] = 0.f;
-    float* prow = sp + r * g.fwd_ps;
-    for (int j0 = 0; j0 < kend; j0 += g.fwd_tile) {
+    for (int u = 0; u < R; u++) {
+      const int i = i0 + grp + u * kFlashGroups;
+      rend[u] = i < s.Sq ? gpu::attn_key_end(s, i) : 0;
+      m[u] = gpu::attn_neg_inf(), l[u] = 0.f;
+#pragma unroll
+      for (int c = 0; c < NC; c++) acc[u][c] = 0.f;
+    }
+    load_tile<T>(sq, g.ks, kRows, s.D, a.q, s.q, b, i0, h, s.Sq);
+    for (int j0 = 0; j0 < kend; j0 += tile) {
       __syncthreads();  // q is in place; the previous tile's k, v and p are read
-      load_tile<T>(sk, g.ks, g.fwd_tile, s.D, a.k, s.k, b, j0, hk, s.Sk);
-      load_tile<T>(sv, g.vs, g.fwd_tile, s.Dv, a.v, s.v, b, j0, hk, s.Sk);
+      load_tile<T>(sk, g.ks, tile, s.D, a.k, s.k, b, j0, hk, s.Sk);
+      load_tile<T>(sv, g.vs, tile, s.Dv, a.v, s.v, b, j0, hk, s.Sk);
       __syncthreads();
       // The thread's keys jj = t + k kFlashTpr of the tile: scores, then p.
-      float sc[kKpt];
-      dots(sq + r * g.ks, sk, g.ks, s.D, t, g.fwd_tile, sc);
-      float tmax = gpu::attn_neg_inf();
+      float sc[R][kKpt], alpha[R];
+      dots<R>(sq + grp * g.ks, kFlashGroups * g.ks, sk, g.ks, s.D, t, tile, sc);
 #pragma unroll
-      for (int k = 0; k < kKpt; k++) {
-        const int jj = t + k * kFlashTpr, j = j0 + jj;
-        if (jj >= g.fwd_tile) break;
-        sc[k] = j < rend ? gpu::attn_score_finish(s, sc[k], ldm, a.mask, b, h, i, j) : gpu::attn_neg_inf();
-        tmax = fmaxf(tmax, sc[k]);
-      }
-      const float m2 = fmaxf(m, group_max(tmax));
-      const float alpha = gpu::flash_alpha(m, m2);
-      float psum = 0.f;
+      for (int u = 0; u < R; u++) {
+        const int row = grp + u * kFlashGroups, i = i0 + row;
+        float tmax = gpu::attn_neg_inf();
 #pragma unroll
-      for (int k = 0; k < kKpt; k++) {
-        const int jj = t + k * kFlashTpr;
-        if (jj >= g.fwd_tile) break;
-        const float p = gpu::flash_prob(sc[k], m2);
-        prow[jj] = p;
-        psum += p;
+        for (int k = 0; k < kKpt; k++) {
+          const int jj = t + k * kFlashTpr, j = j0 + jj;
+          if (jj >= tile) break;
+          sc[u][k] = j < rend[u] ? gpu::attn_score_finish(s, sc[u][k], ldm, a.mask, b, h, i, j) : gpu::attn_neg_inf();
+          tmax = fmaxf(tmax, sc[u][k]);
+        }
+        const float m2 = fmaxf(m[u], group_max(tmax));
+        alpha[u] = gpu::flash_alpha(m[u], m2);
+        float psum = 0.f;
+        float* prow = sp + row * g.fwd_ps;
+#pragma unroll
+        for (int k = 0; k < kKpt; k++) {
+          const int jj = t + k * kFlashTpr;
+          if (jj >= tile) break;
+          const float p = gpu::flash_prob(sc[u][k], m2);
+          prow[jj] = p;
+          psum += p;
+        }
+        l[u] = l[u] * alpha[u] + group_sum(psum);
+        m[u] = m2;
       }
-      l = l * alpha + group_sum(psum);
-      m = m2;
-      __syncwarp();  // the row's p (written by its group's lanes) is visible to the group
+      __syncwarp();  // the rows' p (written by their group's lanes) are visible to the group
 #pragma unroll
       for (int c = 0; c < NC; c++) {
         const int d = t + c * kFlashTpr;
         if (d < s.Dv) {
-          float x = acc[c] * alpha;
-          for (int jj = 0; jj < g.fwd_tile; jj++) x = fmaf(prow[jj], sv[jj * g.vs + d], x);
-          acc[c] = x;
+          float x[R];
+#pragma unroll
+          for (int u = 0; u < R; u++) x[u] = acc[u][c] * alpha[u];
+          for (int jj = 0; jj < tile; jj++) {
+            const float vv = sv[jj * g.vs + d];
+#pragma unroll
+            for (int u = 0; u < R; u++) x[u] = fmaf(sp[(grp + u * kFlashGroups) * g.fwd_ps + jj], vv, x[u]);
+          }
+#pragma unroll
+          for (int u = 0; u < R; u++) acc[u][c] = x[u];
         }
       }
     }
-    if (i < s.Sq) {
-      const float inv = gpu::flash_out_scale(l);
+#pragma unroll
+    for (int u = 0; u < R; u++) {
+      const int i = i0 + grp + u * kFlashGroups;
+      if (i >= s.Sq) continue;
+      const float inv = gpu::flash_out_scale(l[u]);
       if (a.o) {
 #pragma unroll
         for (int c = 0; c < NC; c++) {
           const int d = t + c * kFlashTpr;
-          if (d < s.Dv) store_any(a.o, gpu::attn_off(a.o_view, b, i, h, d), a.o_half, acc[c] * inv);
+          if (d < s.Dv) store_any(a.o, gpu::attn_off(a.o_view, b, i, h, d), a.o_half, acc[u][c] * inv);
         }
       }
-      if (a.lse && t == 0) store_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_half, gpu::attn_lse(m, l));
+      if (a.lse && t == 0) store_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_half, gpu::attn_lse(m[u], l[u]));
     }
     __syncthreads();  // q, k, v and p are reused by the next item
   }
@@ -196,9 +228,10 @@ __device__ __forceinline__ void flash_pds(const FlashArgs& a, float qk, float dp
   *ds = gpu::flash_ds(pp, dp, delta, s.scale);
 }
 
-// dq, one block per (b, h, kFlashRows query rows), over the key tiles.
+// dq, one block per (b, h, kRows query rows), over the key tiles.
 template <int NC, class T>
 __global__ void flash_dq(FlashArgs a) {
+  constexpr int R = gpu::flash_rpt(NC), kRows = kFlashGroups * R;  // rows per thread, per block (= g.rows)
   extern __shared__ float fsm[];
   const AttnShape& s = a.s;
   const FlashGeom& g = a.g;
@@ -209,65 +242,82 @@ __global__ void flash_dq(FlashArgs a) {
   float* sk = fsm + g.dq_k;
   float* sv = fsm + g.dq_v;
   float* ss = fsm + g.dq_s;
-  const int tid = threadIdx.x, r = tid / kFlashTpr, t = tid % kFlashTpr, tile = g.dq_tile;
-  const int64_t items = gpu::flash_row_tiles(s);
+  const int tid = threadIdx.x, grp = tid / kFlashTpr, t = tid % kFlashTpr, tile = g.dq_tile;
+  const int64_t items = gpu::flash_row_tiles(s, kRows);
   for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
     int b, h, i0;
-    gpu::flash_row_tile(s, w, &b, &h, &i0);
-    const int hk = gpu::attn_kv_head(s, h), i = i0 + r;
-    const int kend = gpu::flash_tile_key_end(s, i0, kFlashRows);
-    load_tile<T>(sq, g.ks, kFlashRows, s.D, a.q, s.q, b, i0, h, s.Sq);
-    load_tile_any(sdo, g.vs, kFlashRows, s.Dv, a.dO, a.dO_view, a.dO_half, b, i0, h, s.Sq);
-    if (tid < kFlashRows) {
-      const int ii = i0 + tid;
-      sl[tid] = ii < s.Sq ? load_any(a.lse, gpu::attn_lse_off(s, b, h, ii), a.lse_half) : 0.f;
-      sdl[tid] = ii < s.Sq ? a.delta[(static_cast<int64_t>(b) * s.H + h) * s.Sq + ii] : 0.f;
+    gpu::flash_row_tile(s, kRows, w, &b, &h, &i0);
+    const int hk = gpu::attn_kv_head(s, h);
+    const int kend = gpu::flash_tile_key_end(s, i0, kRows);
+    load_tile<T>(sq, g.ks, kRows, s.D, a.q, s.q, b, i0, h, s.Sq);
+    load_tile_any(sdo, g.vs, kRows, s.Dv, a.dO, a.dO_view, a.dO_half, b, i0, h, s.Sq);
+    for (int row = tid; row < kRows; row += blockDim.x) {
+      const int i = i0 + row;
+      sl[row] = i < s.Sq ? load_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_half) : 0.f;
+      sdl[row] = i < s.Sq ? a.delta[(static_cast<int64_t>(b) * s.H + h) * s.Sq + i] : 0.f;
     }
-    float acc[NC];
+    float acc[R][NC];
 #pragma unroll
-    for (int c = 0; c < NC; c++) acc[c] = 0.f;
+    for (int u = 0; u < R; u++)
+#pragma unroll
+      for (int c = 0; c < NC; c++) acc[u][c] = 0.f;
     for (int j0 = 0; j0 < kend; j0 += tile) {
       __syncthreads();  // q, dO, lse, delta in place; the previous tile's k and ds are read
       load_tile<T>(sk, g.ks, tile, s.D, a.k, s.k, b, j0, hk, s.Sk);
       load_tile<T>(sv, g.vs, tile, s.Dv, a.v, s.v, b, j0, hk, s.Sk);
       __syncthreads();
-      {  // row r's pairs with the keys jj = t + k kFlashTpr
-        float qk[kKpt], dp[kKpt];
-        dots(sq + r * g.ks, sk, g.ks, s.D, t, tile, qk);
-        dots(sdo + r * g.vs, sv, g.vs, s.Dv, t, tile, dp);
+      {  // the rows' pairs with the keys jj = t + k kFlashTpr
+        float qk[R][kKpt], dp[R][kKpt];
+        dots<R>(sq + grp * g.ks, kFlashGroups * g.ks, sk, g.ks, s.D, t, tile, qk);
+        dots<R>(sdo + grp * g.vs, kFlashGroups * g.vs, sv, g.vs, s.Dv, t, tile, dp);
 #pragma unroll
-        for (int k = 0; k < kKpt; k++) {
-          const int jj = t + k * kFlashTpr;
-          if (jj >= tile) break;
-          float p, ds;
-          flash_pds<T>(a, qk[k], dp[k], sl[r], sdl[r], b, h, i, j0 + jj, &p, &ds);
-          ss[r * g.dq_ps + jj] = ds;
+        for (int u = 0; u < R; u++) {
+          const int row = grp + u * kFlashGroups;
+#pragma unroll
+          for (int k = 0; k < kKpt; k++) {
+            const int jj = t + k * kFlashTpr;
+            if (jj >= tile) break;
+            float p, ds;
+            flash_pds<T>(a, qk[u][k], dp[u][k], sl[row], sdl[row], b, h, i0 + row, j0 + jj, &p, &ds);
+            ss[row * g.dq_ps + jj] = ds;
+          }
         }
       }
       __syncthreads();
-      const float* srow = ss + r * g.dq_ps;
 #pragma unroll
       for (int c = 0; c < NC; c++) {
         const int d = t + c * kFlashTpr;
         if (d < s.D) {
-          float x = acc[c];
-          for (int jj = 0; jj < tile; jj++) x = fmaf(srow[jj], sk[jj * g.ks + d], x);
-          acc[c] = x;
+          float x[R];
+#pragma unroll
+          for (int u = 0; u < R; u++) x[u] = acc[u][c];
+          for (int jj = 0; jj < tile; jj++) {
+            const float kv = sk[jj * g.ks + d];
+#pragma unroll
+            for (int u = 0; u < R; u++) x[u] = fmaf(ss[(grp + u * kFlashGroups) * g.dq_ps + jj], kv, x[u]);
+          }
+#pragma unroll
+          for (int u = 0; u < R; u++) acc[u][c] = x[u];
         }
       }
     }
-    if (i < s.Sq && a.dq) {
+    if (a.dq) {
 #pragma unroll
-      for (int c = 0; c < NC; c++) {
-        const int d = t + c * kFlashTpr;
-        if (d < s.D) store_any(a.dq, gpu::attn_off(a.dq_view, b, i, h, d), a.out_half, acc[c]);
+      for (int u = 0; u < R; u++) {
+        const int i = i0 + grp + u * kFlashGroups;
+        if (i >= s.Sq) continue;
+#pragma unroll
+        for (int c = 0; c < NC; c++) {
+          const int d = t + c * kFlashTpr;
+          if (d < s.D) store_any(a.dq, gpu::attn_off(a.dq_view, b, i, h, d), a.out_half, acc[u][c]);
+        }
       }
     }
     __syncthreads();
   }
 }
 
-// dk and dv, one block per (b, kv head, kFlashRows keys), over the group's
+// dk and dv, one block per (b, kv head, kFlashKeys keys), over the group's
 // query heads and the query tiles that see the keys.
 template <int NC, class T>
 __global__ void flash_dkdv(FlashArgs a) {
@@ -289,8 +339,8 @@ __global__ void flash_dkdv(FlashArgs a) {
     int b, hk, j0;
     gpu::flash_key_tile(s, w, &b, &hk, &j0);
     const int j = j0 + kk;
-    load_tile<T>(sk, g.ks, kFlashRows, s.D, a.k, s.k, b, j0, hk, s.Sk);
-    load_tile<T>(sv, g.vs, kFlashRows, s.Dv, a.v, s.v, b, j0, hk, s.Sk);
+    load_tile<T>(sk, g.ks, kFlashKeys, s.D, a.k, s.k, b, j0, hk, s.Sk);
+    load_tile<T>(sv, g.vs, kFlashKeys, s.Dv, a.v, s.v, b, j0, hk, s.Sk);
     float dk[NC], dv[NC];
 #pragma unroll
     for (int c = 0; c < NC; c++) dk[c] = dv[c] = 0.f;
@@ -307,15 +357,15 @@ __global__ void flash_dkdv(FlashArgs a) {
         }
         __syncthreads();
         {  // key kk's pairs with the query rows ii = t + k kFlashTpr
-          float qk[kKpt], dp[kKpt];
-          dots(sk + kk * g.ks, sq, g.ks, s.D, t, qt, qk);
-          dots(sv + kk * g.vs, sdo, g.vs, s.Dv, t, qt, dp);
+          float qk[1][kKpt], dp[1][kKpt];
+          dots<1>(sk + kk * g.ks, 0, sq, g.ks, s.D, t, qt, qk);
+          dots<1>(sv + kk * g.vs, 0, sdo, g.vs, s.Dv, t, qt, dp);
 #pragma unroll
           for (int k = 0; k < kKpt; k++) {
             const int ii = t + k * kFlashTpr;
             if (ii >= qt) break;
             float p, ds;
-            flash_pds<T>(a, qk[k], dp[k], sl[ii], sdl[ii], b, h, i0 + ii, j, &p, &ds);
+            flash_pds<T>(a, qk[0][k], dp[0][k], sl[ii], sdl[ii], b, h, i0 + ii, j, &p, &ds);
             sp[ii * g.kv_ps + kk] = p;
             ss[ii * g.kv_ps + kk] = ds;
           }
@@ -378,7 +428,8 @@ struct LaunchForward {
   const FlashArgs& a;
   template <int NC, class T>
   cudaError_t operator()() const {
-    flash_forward<NC, T><<<gpu::flash_grid(gpu::flash_row_tiles(a.s)), kFlashThreads, bytes(a.g.fwd_floats), st>>>(a);
+    flash_forward<NC, T>
+        <<<gpu::flash_grid(gpu::flash_row_tiles(a.s, a.g.rows)), kFlashThreads, bytes(a.g.fwd_floats), st>>>(a);
     return cudaGetLastError();
   }
 };
@@ -387,7 +438,8 @@ struct LaunchDq {
   const FlashArgs& a;
   template <int NC, class T>
   cudaError_t operator()() const {
-    flash_dq<NC, T><<<gpu::flash_grid(gpu::flash_row_tiles(a.s)), kFlashThreads, bytes(a.g.dq_floats), st>>>(a);
+    flash_dq<NC, T>
+        <<<gpu::flash_grid(gpu::flash_row_tiles(a.s, a.g.rows)), kFlashThreads, bytes(a.g.dq_floats), st>>>(a);
     return cudaGetLastError();
   }
 };
@@ -404,7 +456,7 @@ struct LaunchDkdv {
 }  // namespace
 
 cudaError_t launch_flash_forward(cudaStream_t st, const FlashArgs& a) {
-  if (gpu::flash_row_tiles(a.s) == 0) return cudaSuccess;
+  if (gpu::flash_row_tiles(a.s, a.g.rows) == 0) return cudaSuccess;
   return with_nc_type(a, LaunchForward{st, a});
 }
 

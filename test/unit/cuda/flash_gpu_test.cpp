@@ -105,7 +105,7 @@ struct Case {
 std::vector<Case> cases() {
   std::vector<Case> cs;
   cs.push_back(Case(2, 37, 53, 4, 2, 24, 24));  // over several tiles both ways, 2 query heads per kv head
-  Case one{1, 1, 37, 2, 1, 1, 3};                // one query row, D = 1, mask [B, H, 1, Sk], lse 16F
+  Case one{1, 1, 37, 2, 1, 1, 3};               // one query row, D = 1, mask [B, H, 1, Sk], lse 16F
   one.mask = {1, 2, 1, 37}, one.half_lse = true;
   cs.push_back(one);
   Case lc{2, 37, 130, 2, 2, 64, 64};  // causal, Sq < Sk: rows end at different keys within a tile
@@ -162,7 +162,8 @@ void check_case(const Case& c, int dt, bool saved, std::mt19937& rng) {
   o->expect_close(fwd_tol(dt), fwd_tol(dt), "o");
   // -inf rows compare equal; a 16F lse is one of two roundings of values up to ~8.
   lse->expect_close(1e-3f, c.lse_type(dt) == CCV_16F ? 4e-3f : 1e-4f, "lse");
-  BothPtr dq = both({c.shape(c.Sq, c.H, c.D), c.views, dt}, rng), dk = both({c.shape(c.Sk, c.Hk, c.D), c.views, dt}, rng),
+  BothPtr dq = both({c.shape(c.Sq, c.H, c.D), c.views, dt}, rng),
+          dk = both({c.shape(c.Sk, c.Hk, c.D), c.views, dt}, rng),
           dv = both({c.shape(c.Sk, c.Hk, c.Dv), c.views, dt}, rng);
   run_both(c.cmd(BWD),
            {in.g.get(), nullptr, nullptr, in.q.get(), in.k.get(), in.v.get(), in.mask.get(), nullptr, nullptr,
@@ -324,8 +325,9 @@ TEST(FlashGpu, DeclinedCallsFallBackOrFailWhenForced) {
     Owned qkv(param_of(fc.shape(fc.Sq, fc.H, fc.Dv), CCV_32F, CCV_TENSOR_FORMAT_NHWC, true));
     ccv_nnc_cmd_t ff = fc.cmd(FWD);
     ff.backend = CCV_NNC_BACKEND_GPU_REF;
-    EXPECT_NE(exec(ff, ccv_nnc_no_hint, {fi.q->gpu(), fi.k->gpu(), fi.v->gpu(), nullptr, w->gpu()}, {y.t, lse.t, qkv.t}),
-              CCV_NNC_EXEC_SUCCESS);
+    EXPECT_NE(
+        exec(ff, ccv_nnc_no_hint, {fi.q->gpu(), fi.k->gpu(), fi.v->gpu(), nullptr, w->gpu()}, {y.t, lse.t, qkv.t}),
+        CCV_NNC_EXEC_SUCCESS);
     EXPECT_NE(std::string(ccv_nnc_error_message()).find("fused"), std::string::npos) << ccv_nnc_error_message();
   }
 }

@@ -54,6 +54,9 @@ TEST_F(GpuFlash, GeometryFitsAndIsDisjointForEveryHeadSize) {
       // Every column of both heads has a thread: kFlashTpr threads times nc columns.
       ASSERT_GE(x.nc * g::kFlashTpr, std::max(D, Dv));
       ASSERT_TRUE(x.nc == 4 || x.nc == 8 || x.nc == 16 || x.nc == 32);
+      // Two rows per group for heads up to 64, one above.
+      ASSERT_EQ(x.rows, g::kFlashGroups * (std::max(D, Dv) <= 64 ? 2 : 1)) << D << "/" << Dv;
+      ASSERT_EQ(x.rows, g::kFlashGroups * g::flash_rpt(x.nc));
       ASSERT_EQ(x.ks % 2, 1);
       ASSERT_EQ(x.vs % 2, 1);
       ASSERT_GE(x.ks, D);
@@ -62,20 +65,19 @@ TEST_F(GpuFlash, GeometryFitsAndIsDisjointForEveryHeadSize) {
       ASSERT_GE(x.dq_tile, 4);
       ASSERT_GE(x.kv_q_tile, 4);
       // The regions, in order, each as big as its tile needs, the total within the limit.
-      const std::vector<std::pair<int, int>> fwd = {{x.fwd_q, g::kFlashRows * x.ks},
+      const std::vector<std::pair<int, int>> fwd = {{x.fwd_q, x.rows * x.ks},
                                                     {x.fwd_k, x.fwd_tile * x.ks},
                                                     {x.fwd_v, x.fwd_tile * x.vs},
-                                                    {x.fwd_p, g::kFlashRows * x.fwd_ps}};
+                                                    {x.fwd_p, x.rows * x.fwd_ps}};
       const std::vector<std::pair<int, int>> dq = {
-          {x.dq_q, g::kFlashRows * x.ks}, {x.dq_do, g::kFlashRows * x.vs}, {x.dq_l, g::kFlashRows},
-          {x.dq_dl, g::kFlashRows},       {x.dq_k, x.dq_tile * x.ks},      {x.dq_v, x.dq_tile * x.vs},
-          {x.dq_s, g::kFlashRows * x.dq_ps}};
-      const std::vector<std::pair<int, int>> kv = {
-          {x.kv_k, g::kFlashRows * x.ks},   {x.kv_v, g::kFlashRows * x.vs},  {x.kv_q, x.kv_q_tile * x.ks},
-          {x.kv_do, x.kv_q_tile * x.vs},    {x.kv_l, x.kv_q_tile},           {x.kv_dl, x.kv_q_tile},
-          {x.kv_p, x.kv_q_tile * x.kv_ps},  {x.kv_s, x.kv_q_tile * x.kv_ps}};
-      for (const auto& [regions, total] : {std::make_pair(fwd, x.fwd_floats), std::make_pair(dq, x.dq_floats),
-                                           std::make_pair(kv, x.kv_floats)}) {
+          {x.dq_q, x.rows * x.ks},    {x.dq_do, x.rows * x.vs},   {x.dq_l, x.rows},          {x.dq_dl, x.rows},
+          {x.dq_k, x.dq_tile * x.ks}, {x.dq_v, x.dq_tile * x.vs}, {x.dq_s, x.rows * x.dq_ps}};
+      const std::vector<std::pair<int, int>> kv = {{x.kv_k, g::kFlashKeys * x.ks},  {x.kv_v, g::kFlashKeys * x.vs},
+                                                   {x.kv_q, x.kv_q_tile * x.ks},    {x.kv_do, x.kv_q_tile * x.vs},
+                                                   {x.kv_l, x.kv_q_tile},           {x.kv_dl, x.kv_q_tile},
+                                                   {x.kv_p, x.kv_q_tile * x.kv_ps}, {x.kv_s, x.kv_q_tile * x.kv_ps}};
+      for (const auto& [regions, total] :
+           {std::make_pair(fwd, x.fwd_floats), std::make_pair(dq, x.dq_floats), std::make_pair(kv, x.kv_floats)}) {
         int at = 0;
         for (const auto& [off, n] : regions) {
           ASSERT_EQ(off, at) << D << "/" << Dv;
@@ -87,20 +89,26 @@ TEST_F(GpuFlash, GeometryFitsAndIsDisjointForEveryHeadSize) {
       // The score tiles' strides leave room for the tile.
       ASSERT_GE(x.fwd_ps, x.fwd_tile);
       ASSERT_GE(x.dq_ps, x.dq_tile);
-      ASSERT_GE(x.kv_ps, g::kFlashRows);
+      ASSERT_GE(x.kv_ps, g::kFlashKeys);
       // The largest tile that fits: doubling it would not.
-      if (x.fwd_tile < 64) ASSERT_GT(int64_t{g::flash_fwd_floats(D, Dv, 2 * x.fwd_tile)} * 4, g::kFlashShmemLimit);
-      if (x.dq_tile < 64) ASSERT_GT(int64_t{g::flash_dq_floats(D, Dv, 2 * x.dq_tile)} * 4, g::kFlashShmemLimit);
-      if (x.kv_q_tile < 64)
-        ASSERT_GT(int64_t{g::flash_kv_floats(D, Dv, 2 * x.kv_q_tile)} * 4, g::kFlashShmemLimit);
+      if (x.fwd_tile < 64)
+        ASSERT_GT(int64_t{g::flash_fwd_floats(D, Dv, 2 * x.fwd_tile, x.rows)} * 4, g::kFlashShmemLimit);
+      if (x.dq_tile < 64) ASSERT_GT(int64_t{g::flash_dq_floats(D, Dv, 2 * x.dq_tile, x.rows)} * 4, g::kFlashShmemLimit);
+      if (x.kv_q_tile < 64) ASSERT_GT(int64_t{g::flash_kv_floats(D, Dv, 2 * x.kv_q_tile)} * 4, g::kFlashShmemLimit);
       checked++;
     }
   EXPECT_EQ(checked, 256 * 256);
   // Small heads get the largest tiles.
   g::FlashGeom x;
   ASSERT_TRUE(g::flash_geometry(64, 64, g::kFlashShmemLimit, &x));
-  EXPECT_EQ(x.fwd_tile, 64);
+  EXPECT_EQ(x.fwd_tile, 32);
   EXPECT_EQ(x.nc, 8);
+  EXPECT_EQ(x.rows, 32);
+  ASSERT_TRUE(g::flash_geometry(24, 16, g::kFlashShmemLimit, &x));
+  EXPECT_EQ(x.fwd_tile, 64);
+  ASSERT_TRUE(g::flash_geometry(128, 128, g::kFlashShmemLimit, &x));
+  EXPECT_EQ(x.rows, 16);
+  EXPECT_EQ(x.nc, 16);
   // Out of range, or a limit nothing fits in.
   EXPECT_FALSE(g::flash_geometry(0, 4, g::kFlashShmemLimit, &x));
   EXPECT_FALSE(g::flash_geometry(4, 257, g::kFlashShmemLimit, &x));
@@ -117,45 +125,48 @@ g::AttnShape shape(int B, int Sq, int Sk, int H, int Hk, bool causal) {
 TEST_F(GpuFlash, WorkItemsCoverEveryRowAndKeyOnce) {
   for (const g::AttnShape& s :
        {shape(1, 1, 1, 1, 1, false), shape(2, 37, 130, 3, 1, true), shape(3, 16, 16, 2, 2, false),
-        shape(2, 33, 17, 4, 2, true), shape(1, 130, 37, 1, 1, true), shape(2, 15, 1, 6, 3, false)}) {
-    SCOPED_TRACE(testing::Message() << "B" << s.B << " Sq" << s.Sq << " Sk" << s.Sk << " H" << s.H << "/" << s.Hk);
-    std::vector<int> rows(static_cast<size_t>(s.B) * s.H * s.Sq, 0), keys(static_cast<size_t>(s.B) * s.Hk * s.Sk, 0);
-    const int64_t nr = g::flash_row_tiles(s), nk = g::flash_key_tiles(s);
-    ASSERT_EQ(nr, int64_t{s.B} * s.H * ((s.Sq + 15) / 16));
-    for (int64_t w = 0; w < nr; w++) {
-      int b, h, i0;
-      g::flash_row_tile(s, w, &b, &h, &i0);
-      ASSERT_TRUE(b >= 0 && b < s.B && h >= 0 && h < s.H && i0 >= 0 && i0 < s.Sq && i0 % g::kFlashRows == 0);
-      // The tile's key range is the union of its rows' ranges.
-      int most = 0;
-      for (int i = i0; i < std::min(i0 + g::kFlashRows, s.Sq); i++) {
-        rows[(static_cast<size_t>(b) * s.H + h) * s.Sq + i]++;
-        most = std::max(most, g::attn_key_end(s, i));
+        shape(2, 33, 17, 4, 2, true), shape(1, 130, 37, 1, 1, true), shape(2, 15, 1, 6, 3, false)})
+    for (const int R : {g::kFlashGroups, 2 * g::kFlashGroups}) {  // the geometry's row tiles
+      SCOPED_TRACE(testing::Message() << "B" << s.B << " Sq" << s.Sq << " Sk" << s.Sk << " H" << s.H << "/" << s.Hk
+                                      << " rows " << R);
+      std::vector<int> rows(static_cast<size_t>(s.B) * s.H * s.Sq, 0), keys(static_cast<size_t>(s.B) * s.Hk * s.Sk, 0);
+      const int64_t nr = g::flash_row_tiles(s, R), nk = g::flash_key_tiles(s);
+      ASSERT_EQ(nr, int64_t{s.B} * s.H * ((s.Sq + R - 1) / R));
+      ASSERT_EQ(nk, int64_t{s.B} * s.Hk * ((s.Sk + g::kFlashKeys - 1) / g::kFlashKeys));
+      for (int64_t w = 0; w < nr; w++) {
+        int b, h, i0;
+        g::flash_row_tile(s, R, w, &b, &h, &i0);
+        ASSERT_TRUE(b >= 0 && b < s.B && h >= 0 && h < s.H && i0 >= 0 && i0 < s.Sq && i0 % R == 0);
+        // The tile's key range is the union of its rows' ranges.
+        int most = 0;
+        for (int i = i0; i < std::min(i0 + R, s.Sq); i++) {
+          rows[(static_cast<size_t>(b) * s.H + h) * s.Sq + i]++;
+          most = std::max(most, g::attn_key_end(s, i));
+        }
+        EXPECT_EQ(g::flash_tile_key_end(s, i0, R), most);
       }
-      EXPECT_EQ(g::flash_tile_key_end(s, i0, g::kFlashRows), most);
-    }
-    for (int64_t w = 0; w < nk; w++) {
-      int b, hk, j0;
-      g::flash_key_tile(s, w, &b, &hk, &j0);
-      ASSERT_TRUE(b >= 0 && b < s.B && hk >= 0 && hk < s.Hk && j0 >= 0 && j0 < s.Sk && j0 % g::kFlashRows == 0);
-      // Every row that sees a key of the tile lies in [query_begin(j0), Sq).
-      const int ib = g::flash_tile_query_begin(s, j0);
-      for (int j = j0; j < std::min(j0 + g::kFlashRows, s.Sk); j++) {
-        keys[(static_cast<size_t>(b) * s.Hk + hk) * s.Sk + j]++;
-        for (int i = 0; i < s.Sq; i++)
-          if (g::flash_visible(s, i, j)) ASSERT_GE(i, ib) << "key " << j;
+      for (int64_t w = 0; w < nk; w++) {
+        int b, hk, j0;
+        g::flash_key_tile(s, w, &b, &hk, &j0);
+        ASSERT_TRUE(b >= 0 && b < s.B && hk >= 0 && hk < s.Hk && j0 >= 0 && j0 < s.Sk && j0 % g::kFlashKeys == 0);
+        // Every row that sees a key of the tile lies in [query_begin(j0), Sq).
+        const int ib = g::flash_tile_query_begin(s, j0);
+        for (int j = j0; j < std::min(j0 + g::kFlashKeys, s.Sk); j++) {
+          keys[(static_cast<size_t>(b) * s.Hk + hk) * s.Sk + j]++;
+          for (int i = 0; i < s.Sq; i++)
+            if (g::flash_visible(s, i, j)) ASSERT_GE(i, ib) << "key " << j;
+        }
+      }
+      EXPECT_EQ(std::count(rows.begin(), rows.end(), 1), static_cast<std::ptrdiff_t>(rows.size()));
+      EXPECT_EQ(std::count(keys.begin(), keys.end(), 1), static_cast<std::ptrdiff_t>(keys.size()));
+      // Causal: the query tiles of a (b, h) come longest rows first.
+      if (s.Sq > R) {
+        int b, h, first, second;
+        g::flash_row_tile(s, R, 0, &b, &h, &first);
+        g::flash_row_tile(s, R, 1, &b, &h, &second);
+        EXPECT_GT(first, second);
       }
     }
-    EXPECT_EQ(std::count(rows.begin(), rows.end(), 1), static_cast<std::ptrdiff_t>(rows.size()));
-    EXPECT_EQ(std::count(keys.begin(), keys.end(), 1), static_cast<std::ptrdiff_t>(keys.size()));
-    // Causal: the query tiles of a (b, h) come longest rows first.
-    if (s.Sq > g::kFlashRows) {
-      int b, h, first, second;
-      g::flash_row_tile(s, 0, &b, &h, &first);
-      g::flash_row_tile(s, 1, &b, &h, &second);
-      EXPECT_GT(first, second);
-    }
-  }
   EXPECT_EQ(g::flash_grid(0), 1);
   EXPECT_EQ(g::flash_grid(77), 77);
   EXPECT_EQ(g::flash_grid(int64_t{1} << 40), g::kFlashMaxGrid);
@@ -235,20 +246,20 @@ struct Case {
 T make(const std::vector<int>& s, bool view) { return view ? T::view(CCV_32F, s) : T(CCV_32F, s); }
 const float* f32(const nnc::attn::View4& v) { return reinterpret_cast<const float*>(v.data); }
 
-// The forward as the kernel runs it: work items of kFlashRows rows, key
+// The forward as the kernel runs it: work items of `rows` rows, key
 // tiles of `tile` keys up to the item's key end, the online softmax per row.
-void replay_forward(const g::AttnPlan& a, const nnc::attn::Problem& p, int tile, std::vector<float>* O,
+void replay_forward(const g::AttnPlan& a, const nnc::attn::Problem& p, int rows, int tile, std::vector<float>* O,
                     std::vector<float>* lse) {
   const g::AttnShape& s = a.s;
   const HostLd ld;
   O->assign(static_cast<size_t>(s.B) * s.Sq * s.H * s.Dv, std::nanf(""));
   lse->assign(static_cast<size_t>(s.B) * s.H * s.Sq, std::nanf(""));
   std::vector<float> qrow(s.D), acc(s.Dv), pt(tile);
-  for (int64_t w = 0; w < g::flash_row_tiles(s); w++) {
+  for (int64_t w = 0; w < g::flash_row_tiles(s, rows); w++) {
     int b, h, i0;
-    g::flash_row_tile(s, w, &b, &h, &i0);
-    const int kend = g::flash_tile_key_end(s, i0, g::kFlashRows), hk = g::attn_kv_head(s, h);
-    for (int i = i0; i < std::min(i0 + g::kFlashRows, s.Sq); i++) {
+    g::flash_row_tile(s, rows, w, &b, &h, &i0);
+    const int kend = g::flash_tile_key_end(s, i0, rows), hk = g::attn_kv_head(s, h);
+    for (int i = i0; i < std::min(i0 + rows, s.Sq); i++) {
       for (int d = 0; d < s.D; d++) qrow[d] = ld(p.q.data, g::attn_off(s.q, b, i, h, d));
       const int rend = g::attn_key_end(s, i);
       float m = g::attn_neg_inf(), l = 0;
@@ -296,9 +307,9 @@ void pds(const g::AttnShape& s, const nnc::attn::Problem& p, const float* qrow, 
 
 // The backward as the kernels run it. lse: (b, h, i) at the plan's layout of
 // p.lse; O: CPU_REF's o at the plan's a.o; dO: g at a.g.
-void replay_backward(const g::AttnPlan& a, const nnc::attn::Problem& p, int dq_tile, int q_tile, std::vector<float>* dq,
+void replay_backward(const g::AttnPlan& a, const nnc::attn::Problem& p, int rows, int q_tile, std::vector<float>* dq,
                      std::vector<float>* dk, std::vector<float>* dv) {
-  (void)dq_tile;  // dq sums over keys one by one in key order, whatever the tile
+  // (dq sums over the keys one by one in key order, whatever the key tile.)
   const g::AttnShape& s = a.s;
   const HostLd ld;
   const size_t nrows = static_cast<size_t>(s.B) * s.H * s.Sq;
@@ -320,11 +331,11 @@ void replay_backward(const g::AttnPlan& a, const nnc::attn::Problem& p, int dq_t
   dk->assign(static_cast<size_t>(s.B) * s.Sk * s.Hk * s.D, std::nanf(""));
   dv->assign(static_cast<size_t>(s.B) * s.Sk * s.Hk * s.Dv, std::nanf(""));
   std::vector<float> acc(std::max(s.D, s.Dv)), acc2(std::max(s.D, s.Dv));
-  for (int64_t w = 0; w < g::flash_row_tiles(s); w++) {
+  for (int64_t w = 0; w < g::flash_row_tiles(s, rows); w++) {
     int b, h, i0;
-    g::flash_row_tile(s, w, &b, &h, &i0);
-    const int kend = g::flash_tile_key_end(s, i0, g::kFlashRows), hk = g::attn_kv_head(s, h);
-    for (int i = i0; i < std::min(i0 + g::kFlashRows, s.Sq); i++) {
+    g::flash_row_tile(s, rows, w, &b, &h, &i0);
+    const int kend = g::flash_tile_key_end(s, i0, rows), hk = g::attn_kv_head(s, h);
+    for (int i = i0; i < std::min(i0 + rows, s.Sq); i++) {
       const size_t r = (static_cast<size_t>(b) * s.H + h) * s.Sq + i;
       std::fill(acc.begin(), acc.end(), 0.f);
       for (int j = 0; j < kend; j++) {
@@ -340,7 +351,7 @@ void replay_backward(const g::AttnPlan& a, const nnc::attn::Problem& p, int dq_t
     int b, hk, j0;
     g::flash_key_tile(s, w, &b, &hk, &j0);
     const int ib = g::flash_tile_query_begin(s, j0);
-    for (int j = j0; j < std::min(j0 + g::kFlashRows, s.Sk); j++) {
+    for (int j = j0; j < std::min(j0 + g::kFlashKeys, s.Sk); j++) {
       std::fill(acc.begin(), acc.end(), 0.f);    // dk
       std::fill(acc2.begin(), acc2.end(), 0.f);  // dv
       for (int h = hk * G; h < (hk + 1) * G; h++)
@@ -422,12 +433,12 @@ TEST_F(GpuFlash, TiledAlgorithmMatchesCpuRef) {
     fill_uniform(gr, rng);
     T dq = make(c.shape(c.Sq, c.H, c.D), false), dk = make(c.shape(c.Sk, c.Hk, c.D), false),
       dv = make(c.shape(c.Sk, c.Hk, c.Dv), false);
-    std::vector<ccv_nnc_tensor_t*> bin = {gr, nullptr, nullptr, q, k, v, mask ? mask->get() : nullptr,
-                                          nullptr, nullptr, o, lse};
+    std::vector<ccv_nnc_tensor_t*> bin = {gr,      nullptr, nullptr, q,  k, v, mask ? mask->get() : nullptr,
+                                          nullptr, nullptr, o,       lse};
     std::vector<ccv_nnc_tensor_t*> bout = {dq, dk, dv};
     ASSERT_EQ(run(c.cmd(BWD), bin, bout), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
-    const nnc::attn::Problem pb = nnc::attn::problem(c.cmd(BWD), bin.data(), static_cast<int>(bin.size()),
-                                                     bout.data(), static_cast<int>(bout.size()), true, "test");
+    const nnc::attn::Problem pb = nnc::attn::problem(c.cmd(BWD), bin.data(), static_cast<int>(bin.size()), bout.data(),
+                                                     static_cast<int>(bout.size()), true, "test");
     g::AttnPlan ab;
     ASSERT_TRUE(g::attn_plan(pb, &ab, &why)) << why;
     for (const int tile : {geo.fwd_tile, 4, 5, 1}) {
@@ -435,7 +446,7 @@ TEST_F(GpuFlash, TiledAlgorithmMatchesCpuRef) {
                                       << " D" << c.D << "/" << c.Dv << (c.causal ? " causal" : "") << " mask nd "
                                       << c.mask.size() << " tile " << tile);
       std::vector<float> O, L;
-      replay_forward(a, pf, tile, &O, &L);
+      replay_forward(a, pf, geo.rows, tile, &O, &L);
       // CPU_REF's o is a view (or not) of [B, Sq, H, Dv]: compare through a packed copy of it.
       T op = make(c.shape(c.Sq, c.H, c.Dv), false);
       for (int b = 0; b < c.B; b++)
@@ -452,7 +463,7 @@ TEST_F(GpuFlash, TiledAlgorithmMatchesCpuRef) {
             lp.set((static_cast<size_t>(b) * c.H + h) * c.Sq + i, f32(pf.lse)[g::attn_lse_off(a.s, b, h, i)]);
       expect_near_v(L, lp, 2e-5, "lse");
       std::vector<float> DQ, DK, DV;
-      replay_backward(ab, pb, geo.dq_tile, tile, &DQ, &DK, &DV);
+      replay_backward(ab, pb, geo.rows, tile, &DQ, &DK, &DV);
       expect_near_v(DQ, dq, 1e-4, "dq");
       expect_near_v(DK, dk, 1e-4, "dk");
       expect_near_v(DV, dv, 1e-4, "dv");
