@@ -14,6 +14,13 @@
 // probabilities from the saved lse (or recomputes lse when not given, and the
 // attention result for a fused call), ds, then dq, dk, dv one thread per
 // element. Not a fused flash kernel: memory traffic is O(B H Sq Sk) floats.
+//
+// Those row kernels are the fallback. What gpu::flash_plan takes (not fused,
+// head sizes 1 .. 256; cmd/common/gpu_flash.hpp) runs on the fused flash
+// kernels instead (flash_kernels.cu: online softmax over key tiles in shared
+// memory, O(S) memory, FlashAttention-2's backward with a separate dq pass, no
+// atomics). NNC_GPU_ATTN_FLASH=0 forces the row kernels, =1 the flash kernels
+// (an error saying why when they decline the call).
 #include <cstdlib>
 #include <string>
 
@@ -26,6 +33,7 @@
 #include "cuda/attn_kern.hpp"
 #include "cuda/cuda.hpp"
 #include "cuda/ewgpu.hpp"
+#include "cuda/flash_kern.hpp"
 
 namespace nnc::cuda {
 
@@ -77,11 +85,77 @@ void each_chunk(int64_t units, int64_t chunk, AttnRows& r, const F& f) {
 
 size_t floats(int64_t n) { return static_cast<size_t>(n) * sizeof(float); }
 
+// Whether the call runs on the flash kernels (their geometry in *g), by
+// NNC_GPU_ATTN_FLASH and gpu::flash_plan; with =1 a declined call fails.
+bool use_flash(const gpu::AttnPlan& a, gpu::FlashGeom* g, const char* what) {
+  const gpu::FlashMode mode = gpu::flash_mode_from_env();
+  if (mode == gpu::FlashMode::kOff) return false;
+  std::string why;
+  if (gpu::flash_plan(a, gpu::kFlashShmemLimit, g, &why)) return true;
+  if (mode == gpu::FlashMode::kForce)
+    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: NNC_GPU_ATTN_FLASH=1 but %s", what, why.c_str());
+  return false;
+}
+
+FlashArgs flash_args(const attn::Problem& p, const gpu::AttnPlan& a, const gpu::FlashGeom& g) {
+  FlashArgs f;
+  f.s = a.s;
+  f.g = g;
+  f.half = a.datatype == CCV_16F;
+  f.q = p.q.data, f.k = p.k.data, f.v = p.v.data, f.mask = p.mask.data;
+  return f;
+}
+
+void flash_forward(const attn::Problem& p, const gpu::AttnPlan& a, const gpu::FlashGeom& g, const Call& c) {
+  FlashArgs f = flash_args(p, a, g);
+  f.lse = p.lse.data, f.lse_half = a.lse_type == CCV_16F;
+  f.o = p.o.data, f.o_view = a.o, f.o_half = f.half;
+  c.check(launch_flash_forward(c.s, f));
+  c.done();
+}
+
+// The backward: lse and o as saved, or (when either is missing) recomputed
+// by the flash forward into float scratch; then delta, dk / dv and dq.
+void flash_backward(const attn::Problem& p, const gpu::AttnPlan& a, const gpu::FlashGeom& g, const Call& c,
+                    const char* what) {
+  if (!p.dq.data && !p.dk.data && !p.dv.data) return c.done();
+  const bool need_fwd = !p.lse.data || !p.o.data;
+  const int64_t rows = static_cast<int64_t>(p.B) * p.H * p.Sq;
+  StreamBlock obuf(need_fwd ? floats(rows * p.Dv) : 0, c.s, what);
+  StreamBlock lsebuf(need_fwd ? floats(rows) : 0, c.s, what);
+  StreamBlock dbuf(floats(rows), c.s, what);
+  FlashArgs f = flash_args(p, a, g);
+  if (need_fwd) {
+    f.s.lse = gpu::attn_packed_lse(p.Sq, p.H);
+    f.lse = lsebuf.get(), f.lse_half = 0;
+    f.o = obuf.get(), f.o_view = gpu::attn_packed(p.Sq, p.H, p.Dv), f.o_half = 0;
+    c.check(launch_flash_forward(c.s, f));
+    f.O = f.o, f.O_view = f.o_view, f.O_half = 0;
+    f.o = nullptr;
+  } else {
+    f.lse = p.lse.data, f.lse_half = a.lse_type == CCV_16F;
+    f.O = p.o.data, f.O_view = a.o, f.O_half = f.half;
+  }
+  f.dO = p.g.data, f.dO_view = a.g, f.dO_half = f.half;
+  f.delta = static_cast<float*>(dbuf.get());
+  f.dq = p.dq.data, f.dq_view = a.dq;
+  f.dk = p.dk.data, f.dk_view = a.dk;
+  f.dv = p.dv.data, f.dv_view = a.dv;
+  f.out_half = f.half;
+  c.check(launch_flash_backward(c.s, f));
+  c.done();  // while the scratch blocks are alive, as the row path does
+}
+
 NNC_KERNEL(attn_forward) {
   static const char* what = "SCALED_DOT_PRODUCT_ATTENTION_FORWARD (GPU_REF)";
   const attn::Problem p = attn::problem(cmd, inputs, input_size, outputs, output_size, false, what);
   const gpu::AttnPlan a = plan_of(p, what);
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
+  gpu::FlashGeom fg;
+  if (use_flash(a, &fg, what)) {
+    flash_forward(p, a, fg, c);
+    return CCV_NNC_EXEC_SUCCESS;
+  }
   const int half = a.datatype == CCV_16F;
   const int64_t units = static_cast<int64_t>(p.B) * p.Hk, per_unit = static_cast<int64_t>(p.H / p.Hk) * p.Sq * p.Sk;
   const int64_t chunk = gpu::attn_chunk_units(units, per_unit, chunk_bytes());
@@ -112,6 +186,11 @@ NNC_KERNEL(attn_backward) {
   const attn::Problem p = attn::problem(cmd, inputs, input_size, outputs, output_size, true, what);
   const gpu::AttnPlan a = plan_of(p, what);
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
+  gpu::FlashGeom fg;
+  if (use_flash(a, &fg, what)) {
+    flash_backward(p, a, fg, c, what);
+    return CCV_NNC_EXEC_SUCCESS;
+  }
   const int half = a.datatype == CCV_16F;
   const int64_t units = static_cast<int64_t>(p.B) * p.Hk, per_unit = static_cast<int64_t>(p.H / p.Hk) * p.Sq * p.Sk;
   const int64_t nO = static_cast<int64_t>(p.B) * p.Sq * p.H * p.Dv;

@@ -1,15 +1,19 @@
 // bench-gattn: on GPU 0 through ccv_nnc_cmd_exec (synchronous calls, so the
 // figures include the wait), median of 20 after 5 warm-ups:
-//   SCALED_DOT_PRODUCT_ATTENTION (GPU_REF) at B 8, H 8, S 512, D 64, causal
-//   and not, fp32 and fp16: forward (o and lse) and backward (dq, dk, dv from
-//   the saved lse; the forward not included);
+//   SCALED_DOT_PRODUCT_ATTENTION (GPU_REF) at B 8, H 8, S 512, D 64 (and
+//   D 128; and B 2, S 2048, D 64), causal and not, fp32 and fp16: forward (o
+//   and lse) and backward (dq, dk, dv from the saved lse; the forward not
+//   included), each on the fused flash kernels (NNC_GPU_ATTN_FLASH=1) and on
+//   the row kernels (NNC_GPU_ATTN_FLASH=0) side by side, with their ratio;
 //   CONVOLUTION_TRANSPOSE (GPU_CUDNN, fp32 FMA math, heuristics) for the
 //   U-Net decoder's 2x2 / stride-2 up-samplers at batch 16, NHWC and NCHW:
 //   forward (with bias) and backward (dx, dw, dbias).
 // tools/bench-gattn/peer.py prints PyTorch's figures for the same calls.
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -34,38 +38,59 @@ bool row(const char* name, ccv_nnc_cmd_t cmd, ccv_nnc_hint_t hint, std::vector<c
   return true;
 }
 
+// The attention call under NNC_GPU_ATTN_FLASH=1 (flash) and =0 (rows):
+// both medians and rows / flash.
+void attn_row(const char* name, ccv_nnc_cmd_t cmd, std::vector<ccv_nnc_tensor_t*> in,
+              std::vector<ccv_nnc_tensor_t*> out) {
+  double ms[2] = {-1, -1};
+  const char* modes[2] = {"1", "0"};
+  const int is = static_cast<int>(in.size()), os = static_cast<int>(out.size());
+  for (int m = 0; m < 2; m++) {
+    setenv("NNC_GPU_ATTN_FLASH", modes[m], 1);
+    if (!nnc_bench::first_call(name, 44, cmd, ccv_nnc_no_hint, in, out)) continue;
+    ms[m] = nnc_bench::gpu_median_ms(
+        [&] { ccv_nnc_cmd_exec(cmd, ccv_nnc_no_hint, 0, in.data(), is, out.data(), os, nullptr); });
+  }
+  unsetenv("NNC_GPU_ATTN_FLASH");
+  std::printf("%-44s %12.4f %12.4f %8.2f\n", name, ms[0], ms[1], ms[0] > 0 && ms[1] > 0 ? ms[1] / ms[0] : 0.0);
+}
+
 }  // namespace
 
 int main() {
   if (!nnc_bench::gpu_start()) return 0;
   std::printf("GPU 0: %s; ms per call (median of 20, synchronised)\n", nnc_bench::gpu0_name().c_str());
+  std::printf("%-44s %12s %12s %8s\n", "attention", "flash ms", "rows ms", "rows/fl");
+  struct Shape {
+    int B, H, S, D;
+  };
+  for (const Shape sh : {Shape{8, 8, 512, 64}, Shape{8, 8, 512, 128}, Shape{2, 8, 2048, 64}})
+    for (int dt : {CCV_32F, CCV_16F})
+      for (int causal : {0, 1}) {
+        const int B = sh.B, H = sh.H, S = sh.S, D = sh.D;
+        ccv_nnc_tensor_t* q = gpu({B, S, H, D}, dt);
+        ccv_nnc_tensor_t* k = gpu({B, S, H, D}, dt);
+        ccv_nnc_tensor_t* v = gpu({B, S, H, D}, dt);
+        ccv_nnc_tensor_t* o = gpu({B, S, H, D}, dt);
+        ccv_nnc_tensor_t* lse = gpu({B, H, S}, CCV_32F);
+        ccv_nnc_tensor_t* g = gpu({B, S, H, D}, dt);
+        ccv_nnc_tensor_t* dq = gpu({B, S, H, D}, dt);
+        ccv_nnc_tensor_t* dk = gpu({B, S, H, D}, dt);
+        ccv_nnc_tensor_t* dv = gpu({B, S, H, D}, dt);
+        ccv_nnc_cmd_param_t p;
+        std::memset(&p, 0, sizeof(p));
+        p.scaled_dot_product_attention.scale = 1.f / std::sqrt(static_cast<float>(D));
+        p.scaled_dot_product_attention.is_causal = causal;
+        char name[96];
+        const char* tag = dt == CCV_16F ? "16F" : "32F";
+        std::snprintf(name, sizeof(name), "attn fwd B%d H%d S%d D%d %s%s", B, H, S, D, tag, causal ? " causal" : "");
+        attn_row(name, ccv_nnc_cmd(CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_FORWARD, nullptr, p, 0), {q, k, v}, {o, lse});
+        std::snprintf(name, sizeof(name), "attn bwd B%d H%d S%d D%d %s%s", B, H, S, D, tag, causal ? " causal" : "");
+        attn_row(name, ccv_nnc_cmd(CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD, nullptr, p, 0),
+                 {g, nullptr, nullptr, q, k, v, nullptr, nullptr, nullptr, o, lse}, {dq, dk, dv});
+        for (ccv_nnc_tensor_t* t : {q, k, v, o, lse, g, dq, dk, dv}) ccv_nnc_tensor_free(t);
+      }
   std::printf("%-44s %12s\n", "command", "ms");
-  const int B = 8, H = 8, S = 512, D = 64;
-  for (int dt : {CCV_32F, CCV_16F})
-    for (int causal : {0, 1}) {
-      ccv_nnc_tensor_t* q = gpu({B, S, H, D}, dt);
-      ccv_nnc_tensor_t* k = gpu({B, S, H, D}, dt);
-      ccv_nnc_tensor_t* v = gpu({B, S, H, D}, dt);
-      ccv_nnc_tensor_t* o = gpu({B, S, H, D}, dt);
-      ccv_nnc_tensor_t* lse = gpu({B, H, S}, CCV_32F);
-      ccv_nnc_tensor_t* g = gpu({B, S, H, D}, dt);
-      ccv_nnc_tensor_t* dq = gpu({B, S, H, D}, dt);
-      ccv_nnc_tensor_t* dk = gpu({B, S, H, D}, dt);
-      ccv_nnc_tensor_t* dv = gpu({B, S, H, D}, dt);
-      ccv_nnc_cmd_param_t p;
-      std::memset(&p, 0, sizeof(p));
-      p.scaled_dot_product_attention.scale = 0.125f;
-      p.scaled_dot_product_attention.is_causal = causal;
-      char name[96];
-      const char* tag = dt == CCV_16F ? "16F" : "32F";
-      std::snprintf(name, sizeof(name), "attn fwd B8 H8 S512 D64 %s%s", tag, causal ? " causal" : "");
-      row(name, ccv_nnc_cmd(CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_FORWARD, nullptr, p, 0), ccv_nnc_no_hint, {q, k, v},
-          {o, lse});
-      std::snprintf(name, sizeof(name), "attn bwd B8 H8 S512 D64 %s%s", tag, causal ? " causal" : "");
-      row(name, ccv_nnc_cmd(CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD, nullptr, p, 0), ccv_nnc_no_hint,
-          {g, nullptr, nullptr, q, k, v, nullptr, nullptr, nullptr, o, lse}, {dq, dk, dv});
-      for (ccv_nnc_tensor_t* t : {q, k, v, o, lse, g, dq, dk, dv}) ccv_nnc_tensor_free(t);
-    }
   ccv_nnc_hint_t s2;
   std::memset(&s2, 0, sizeof(s2));
   s2.stride.dim[0] = s2.stride.dim[1] = 2;

@@ -1,6 +1,6 @@
 # PyTorch's side of bench-gattn on the same GPU: scaled_dot_product_attention
 # on [B, S, H, D] tensors (viewed as torch's [B, H, S, D]) at B 8, H 8, S 512,
-# D 64, fp32 (TF32 off) and fp16, causal and not, forward, and backward
+# D 64 and D 128 and at B 2, H 8, S 2048, D 64 (scale 1 / sqrt(D)), fp32 (TF32 off) and fp16, causal and not, forward, and backward
 # (torch.autograd.grad, which also runs the forward: "fwd incl."); and the
 # U-Net's 2x2 / stride-2 conv_transpose2d at batch 16, channels_last (NHWC)
 # and NCHW, fp32, cudnn.benchmark off (heuristics). Synchronised after each
@@ -19,19 +19,22 @@ torch.backends.cudnn.benchmark = False
 
 
 print(f"{'command':44s} {'ms':>12s}")
-B, H, S, D = 8, 8, 512, 64
-for dt, tag in ((torch.float32, "32F"), (torch.float16, "16F")):
-    for causal in (False, True):
-        q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=dt).transpose(1, 2).requires_grad_() for _ in range(3))
-        c = " causal" if causal else ""
-        with torch.no_grad():
-            fwd = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=0.125))
-        o = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=0.125)
-        g = torch.randn_like(o)
-        bwd = median_ms(lambda: torch.autograd.grad(
-            F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=0.125), (q, k, v), g))
-        print(f"{'attn fwd B8 H8 S512 D64 ' + tag + c:44s} {fwd:12.4f}")
-        print(f"{'attn bwd (fwd incl.) B8 H8 S512 D64 ' + tag + c:44s} {bwd:12.4f}")
+for B, H, S, D in ((8, 8, 512, 64), (8, 8, 512, 128), (2, 8, 2048, 64)):
+    sc = 1.0 / D ** 0.5
+    shape = f"B{B} H{H} S{S} D{D} "
+    for dt, tag in ((torch.float32, "32F"), (torch.float16, "16F")):
+        for causal in (False, True):
+            q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=dt).transpose(1, 2).requires_grad_()
+                       for _ in range(3))
+            c = " causal" if causal else ""
+            with torch.no_grad():
+                fwd = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=sc))
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=sc)
+            g = torch.randn_like(o)
+            bwd = median_ms(lambda: torch.autograd.grad(
+                F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=sc), (q, k, v), g))
+            print(f"{'attn fwd ' + shape + tag + c:44s} {fwd:12.4f}")
+            print(f"{'attn bwd (fwd incl.) ' + shape + tag + c:44s} {bwd:12.4f}")
 N = 16
 for fmt in ("NHWC", "NCHW"):
     mf = torch.channels_last if fmt == "NHWC" else torch.contiguous_format

@@ -1,0 +1,37 @@
+// gpu_flash.hpp's host side: the flash attention kernels' mode (from
+// NNC_GPU_ATTN_FLASH) and eligibility.
+#include "cmd/common/gpu_flash.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "nnc/ccv_nnc.h"
+
+namespace nnc::gpu {
+
+FlashMode flash_mode(const char* v) {
+  if (v && std::strcmp(v, "0") == 0) return FlashMode::kOff;
+  if (v && std::strcmp(v, "1") == 0) return FlashMode::kForce;
+  return FlashMode::kAuto;
+}
+
+FlashMode flash_mode_from_env() { return flash_mode(std::getenv("NNC_GPU_ATTN_FLASH")); }
+
+bool flash_plan(const AttnPlan& a, int64_t shmem_limit, FlashGeom* g, std::string* why) {
+  auto refuse = [&](const char* r) {
+    if (why) *why = r;
+    return false;
+  };
+  if (a.datatype != CCV_32F && a.datatype != CCV_16F) return refuse("the flash kernels take 32F or 16F");
+  if (a.fused) return refuse("the flash kernels do not take the fused unify-head projection");
+  if (a.s.D < 1 || a.s.Dv < 1 || a.s.D > kFlashMaxHead || a.s.Dv > kFlashMaxHead)
+    return refuse("the flash kernels take head sizes D and Dv from 1 to 256");
+  if (a.s.H < 1 || a.s.Hk < 1 || a.s.H % a.s.Hk != 0) return refuse("the kv heads must divide the query heads");
+  FlashGeom x;
+  if (!flash_geometry(a.s.D, a.s.Dv, shmem_limit, &x))
+    return refuse("the flash kernels' tiles for these head sizes do not fit the shared memory limit");
+  if (g) *g = x;
+  return true;
+}
+
+}  // namespace nnc::gpu

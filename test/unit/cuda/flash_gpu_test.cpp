@@ -1,0 +1,348 @@
+// The fused (flash) GPU_REF SCALED_DOT_PRODUCT_ATTENTION kernels
+// (cuda/flash_kernels.cu) against CPU_REF on random inputs with fixed seeds,
+// with NNC_GPU_ATTN_FLASH=1 so that a call the flash kernels decline fails
+// instead of quietly running the row kernels (that this mode errors out is
+// itself tested below, so a passing run proves the flash kernels ran):
+// forward o and lse, backward dq, dk, dv (from each side's own saved o and
+// lse, and without them: recomputed), on lengths that are not multiples of
+// the tiles (1, 19, 37, 40, 53, 130, 300), heads D / Dv of 1 .. 128, causal
+// (Sq < Sk, Sq > Sk with rows that see no key, square), masks of several
+// broadcast shapes with -inf entries, fewer kv heads, 3-d operands, views
+// (whole parents compared: nothing outside a view is written), 32F and 16F
+// (lse 32F and 16F); the flash kernels against the row kernels
+// (NNC_GPU_ATTN_FLASH=0, which must still match CPU_REF) on the same inputs;
+// the fallback for what the flash kernels decline (head sizes above 256, the
+// fused projection) and its message under NNC_GPU_ATTN_FLASH=1; bit-identical
+// reruns. Skips without a GPU.
+//
+// Tolerances. CPU_REF computes in double and rounds once. The flash kernels
+// sum in fp32 (FMA): a score is a dot of D <= 128 terms of magnitude <= 1
+// (error ~ D 2^-24 relative to sum |terms|, ~1e-5), the online softmax
+// rescales the running sums once per key tile (a relative ~1e-7 each), o is a
+// convex mix of v (|o| <= 1). So fp32 forward: 1e-4 + 1e-4 |cpu|. The
+// gradients are sums over up to Sq * H / Hk (or Sk) terms of products of
+// values below ~1, partly cancelling, with delta = dO . O taken from the
+// forward's fp32 o: 5e-4 + 5e-4 |cpu|. A wrong index (a head group, a tile
+// edge, the causal bound by one, a mask stride) moves values by 1e-2 or more.
+// fp16: both sides read the same fp16 inputs and round their results to fp16
+// once (2^-11 relative, one ulp apart at worst: 2^-10 |cpu|); in the backward
+// the GPU's delta uses the fp16-rounded o (CPU_REF: its exact row sums; the
+// difference, ~2^-11 |dO| |o| sqrt(Dv), passes into ds scaled by p), and lse
+// when saved as fp16 is one of two roundings (up to 2^-8 absolute for lse
+// in [4, 8), i.e. p off by 0.4%): so 4e-3 + 4e-3 |cpu| forward and
+// 1e-2 + 1e-2 |cpu| backward (gradients up to a few units).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpu.hpp"
+#include "gpu_pair.hpp"
+
+using namespace nnc_gpu_test;
+
+namespace {
+
+constexpr uint32_t FWD = CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_FORWARD,
+                   BWD = CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD;
+
+// Sets an environment variable for a scope, restoring what was there.
+class EnvGuard {
+ public:
+  EnvGuard(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+  }
+  ~EnvGuard() {
+    if (had_)
+      setenv(name_.c_str(), old_.c_str(), 1);
+    else
+      unsetenv(name_.c_str());
+  }
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+
+struct Case {
+  int B, Sq, Sk, H, Hk, D, Dv;
+  Case(int b, int sq, int sk, int h, int hk, int d, int dv) : B(b), Sq(sq), Sk(sk), H(h), Hk(hk), D(d), Dv(dv) {}
+  bool causal = false, four_d = true, views = false, half_lse = false;
+  std::vector<int> mask;
+  std::string name(int dt) const {
+    char b[200];
+    std::snprintf(b, sizeof(b), "B%d Sq%d Sk%d H%d/%d D%d/%d%s%s%s mask nd %d %s%s", B, Sq, Sk, H, Hk, D, Dv,
+                  causal ? " causal" : "", four_d ? "" : " 3-d", views ? " views" : "", static_cast<int>(mask.size()),
+                  dt == CCV_16F ? "16F" : "32F", half_lse && dt == CCV_16F ? " lse 16F" : "");
+    return b;
+  }
+  std::vector<int> shape(int S, int h, int d) const {
+    return four_d ? std::vector<int>{B, S, h, d} : std::vector<int>{B, S, d};
+  }
+  std::vector<int> lse_shape() const { return four_d ? std::vector<int>{B, H, Sq} : std::vector<int>{Sq, B}; }
+  int lse_type(int dt) const { return half_lse && dt == CCV_16F ? CCV_16F : CCV_32F; }
+  ccv_nnc_cmd_t cmd(uint32_t id) const {
+    ccv_nnc_cmd_t c = make_cmd(id);
+    c.info.scaled_dot_product_attention.scale = 1.1f / std::sqrt(static_cast<float>(D));
+    c.info.scaled_dot_product_attention.is_causal = causal;
+    return c;
+  }
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> cs;
+  cs.push_back(Case(2, 37, 53, 4, 2, 24, 24));  // over several tiles both ways, 2 query heads per kv head
+  Case one{1, 1, 37, 2, 1, 1, 3};               // one query row, D = 1, mask [B, H, 1, Sk], lse 16F
+  one.mask = {1, 2, 1, 37}, one.half_lse = true;
+  cs.push_back(one);
+  Case lc{2, 37, 130, 2, 2, 64, 64};  // causal, Sq < Sk: rows end at different keys within a tile
+  lc.causal = true;
+  cs.push_back(lc);
+  Case sk{1, 40, 23, 3, 3, 7, 9};  // causal with Sq > Sk (rows 0..16 see no key), mask [Sq, Sk], views
+  sk.causal = true, sk.mask = {40, 23}, sk.views = true;
+  cs.push_back(sk);
+  Case t3{2, 19, 19, 1, 1, 96, 64};  // 3-d, causal square, mask [Sk]
+  t3.four_d = false, t3.causal = true, t3.mask = {19};
+  cs.push_back(t3);
+  Case big{1, 17, 33, 2, 1, 128, 128};  // the largest head here, views, mask [B, 1, Sq, Sk]
+  big.views = true, big.mask = {1, 1, 17, 33};
+  cs.push_back(big);
+  return cs;
+}
+
+BothPtr make_mask(const Case& c, int dt, std::mt19937& rng) {
+  if (c.mask.empty()) return nullptr;
+  BothPtr m = both({c.mask, false, dt}, rng);
+  Owned f = as_f32(m->cpu_parent());
+  for (size_t i = 0; i < ccv_nnc_tensor_count(f->info); i += 5)
+    f->data.f32[i] = -std::numeric_limits<float>::infinity();
+  ccv_nnc_cmd_t conv = make_cmd(CCV_NNC_DATATYPE_CONVERSION_FORWARD);
+  conv.backend = CCV_NNC_BACKEND_CPU_REF;
+  EXPECT_EQ(exec(conv, ccv_nnc_no_hint, {f.t}, {m->cpu_parent()}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  m->upload();
+  return m;
+}
+
+struct Inputs {
+  BothPtr q, k, v, mask, g;
+  Inputs(const Case& c, int dt, std::mt19937& rng) {
+    q = both({c.shape(c.Sq, c.H, c.D), c.views, dt}, rng);
+    k = both({c.shape(c.Sk, c.Hk, c.D), c.views, dt}, rng);
+    v = both({c.shape(c.Sk, c.Hk, c.Dv), c.views, dt}, rng);
+    mask = make_mask(c, dt, rng);
+    g = both({c.shape(c.Sq, c.H, c.Dv), c.views, dt}, rng);
+  }
+};
+
+float fwd_tol(int dt) { return dt == CCV_16F ? 4e-3f : 1e-4f; }
+float bwd_tol(int dt) { return dt == CCV_16F ? 1e-2f : 5e-4f; }
+
+// Forward then backward of one case on both sides (each backward from its
+// own side's saved o and lse, or with `saved` false from neither), checked
+// against CPU_REF.
+void check_case(const Case& c, int dt, bool saved, std::mt19937& rng) {
+  SCOPED_TRACE(c.name(dt) + (saved ? "" : " (backward without o, lse)"));
+  Inputs in(c, dt, rng);
+  BothPtr o = both({c.shape(c.Sq, c.H, c.Dv), c.views, dt}, rng);
+  BothPtr lse = both({c.lse_shape(), false, c.lse_type(dt)}, rng);
+  run_both(c.cmd(FWD), {in.q.get(), in.k.get(), in.v.get(), in.mask.get()}, {o.get(), lse.get()}, "forward");
+  o->expect_close(fwd_tol(dt), fwd_tol(dt), "o");
+  // -inf rows compare equal; a 16F lse is one of two roundings of values up to ~8.
+  lse->expect_close(1e-3f, c.lse_type(dt) == CCV_16F ? 4e-3f : 1e-4f, "lse");
+  BothPtr dq = both({c.shape(c.Sq, c.H, c.D), c.views, dt}, rng),
+          dk = both({c.shape(c.Sk, c.Hk, c.D), c.views, dt}, rng),
+          dv = both({c.shape(c.Sk, c.Hk, c.Dv), c.views, dt}, rng);
+  run_both(c.cmd(BWD),
+           {in.g.get(), nullptr, nullptr, in.q.get(), in.k.get(), in.v.get(), in.mask.get(), nullptr, nullptr,
+            saved ? o.get() : nullptr, saved ? lse.get() : nullptr},
+           {dq.get(), dk.get(), dv.get()}, "backward");
+  dq->expect_close(bwd_tol(dt), bwd_tol(dt), "dq");
+  dk->expect_close(bwd_tol(dt), bwd_tol(dt), "dk");
+  dv->expect_close(bwd_tol(dt), bwd_tol(dt), "dv");
+}
+
+TEST(FlashGpu, MatchesCpuRef) {
+  NNC_REQUIRE_GPU();
+  EnvGuard flash("NNC_GPU_ATTN_FLASH", "1");
+  std::mt19937 rng(3001);
+  for (int dt : {CCV_32F, CCV_16F})
+    for (const Case& c : cases()) check_case(c, dt, true, rng);
+}
+
+TEST(FlashGpu, BackwardWithoutSavedOutputs) {
+  NNC_REQUIRE_GPU();
+  EnvGuard flash("NNC_GPU_ATTN_FLASH", "1");
+  std::mt19937 rng(3002);
+  const std::vector<Case> cs = cases();
+  for (const Case& c : {cs[0], cs[3]}) check_case(c, CCV_32F, false, rng);
+}
+
+// A longer causal sequence: many key tiles per row tile and many query tiles
+// per key tile; one kv head for 3 query heads.
+TEST(FlashGpu, LongerCausalSequence) {
+  NNC_REQUIRE_GPU();
+  EnvGuard flash("NNC_GPU_ATTN_FLASH", "1");
+  std::mt19937 rng(3003);
+  Case c{1, 300, 300, 3, 1, 16, 8};
+  c.causal = true;
+  check_case(c, CCV_32F, true, rng);
+}
+
+// Each of dq, dk, dv alone (the others stay as they were, equal on both sides).
+TEST(FlashGpu, EachGradientAlone) {
+  NNC_REQUIRE_GPU();
+  EnvGuard flash("NNC_GPU_ATTN_FLASH", "1");
+  std::mt19937 rng(3004);
+  const Case c = cases()[3];
+  for (int which = 0; which < 3; which++) {
+    SCOPED_TRACE(which);
+    Inputs in(c, CCV_32F, rng);
+    BothPtr o = both({c.shape(c.Sq, c.H, c.Dv), false, CCV_32F}, rng), lse = both({c.lse_shape(), false, CCV_32F}, rng);
+    run_both(c.cmd(FWD), {in.q.get(), in.k.get(), in.v.get(), in.mask.get()}, {o.get(), lse.get()}, "forward");
+    BothPtr dq = both({c.shape(c.Sq, c.H, c.D), false, CCV_32F}, rng),
+            dk = both({c.shape(c.Sk, c.Hk, c.D), false, CCV_32F}, rng),
+            dv = both({c.shape(c.Sk, c.Hk, c.Dv), false, CCV_32F}, rng);
+    run_both(c.cmd(BWD),
+             {in.g.get(), nullptr, nullptr, in.q.get(), in.k.get(), in.v.get(), in.mask.get(), nullptr, nullptr,
+              o.get(), lse.get()},
+             {which == 0 ? dq.get() : nullptr, which == 1 ? dk.get() : nullptr, which == 2 ? dv.get() : nullptr},
+             "backward");
+    dq->expect_close(5e-4f, 5e-4f, "dq");
+    dk->expect_close(5e-4f, 5e-4f, "dk");
+    dv->expect_close(5e-4f, 5e-4f, "dv");
+  }
+}
+
+// GPU results of one call under NNC_GPU_ATTN_FLASH=`mode`.
+std::vector<Owned> gpu_run(const Case& c, int dt, const Inputs& in, const char* mode) {
+  EnvGuard flash("NNC_GPU_ATTN_FLASH", mode);
+  std::vector<Owned> out;
+  out.emplace_back(param_of(c.shape(c.Sq, c.H, c.Dv), dt, CCV_TENSOR_FORMAT_NHWC, true));
+  out.emplace_back(param_of(c.lse_shape(), CCV_32F, CCV_TENSOR_FORMAT_NHWC, true));
+  out.emplace_back(param_of(c.shape(c.Sq, c.H, c.D), dt, CCV_TENSOR_FORMAT_NHWC, true));
+  out.emplace_back(param_of(c.shape(c.Sk, c.Hk, c.D), dt, CCV_TENSOR_FORMAT_NHWC, true));
+  out.emplace_back(param_of(c.shape(c.Sk, c.Hk, c.Dv), dt, CCV_TENSOR_FORMAT_NHWC, true));
+  ccv_nnc_cmd_t f = c.cmd(FWD), b = c.cmd(BWD);
+  f.backend = b.backend = CCV_NNC_BACKEND_GPU_REF;
+  EXPECT_EQ(exec(f, ccv_nnc_no_hint, {in.q->gpu(), in.k->gpu(), in.v->gpu(), in.mask ? in.mask->gpu() : nullptr},
+                 {out[0].t, out[1].t}),
+            CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  EXPECT_EQ(exec(b, ccv_nnc_no_hint,
+                 {in.g->gpu(), nullptr, nullptr, in.q->gpu(), in.k->gpu(), in.v->gpu(),
+                  in.mask ? in.mask->gpu() : nullptr, nullptr, nullptr, out[0].t, out[1].t},
+                 {out[2].t, out[3].t, out[4].t}),
+            CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  std::vector<Owned> back;
+  for (const Owned& t : out) back.push_back(to_cpu(t.t));
+  return back;
+}
+
+// a against b, both packed fp32 CPU tensors: |a - b| <= tol (1 + |b|), equal
+// infinities (rows without keys: lse -inf) agreeing.
+void expect_agree(const ccv_nnc_tensor_t* a, const ccv_nnc_tensor_t* b, float tol, const char* what) {
+  const size_t n = ccv_nnc_tensor_count(b->info);
+  ASSERT_EQ(ccv_nnc_tensor_count(a->info), n) << what;
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    const float x = a->data.f32[i], y = b->data.f32[i];
+    if (!(x == y || std::fabs(x - y) <= tol * (1 + std::fabs(y))) && bad++ < 5)
+      ADD_FAILURE() << what << ": element " << i << " is " << x << " on the flash kernels, " << y << " on the rows";
+  }
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << n << " elements differ";
+}
+
+// The flash kernels and the row kernels agree on the same inputs (fp32: only
+// the order of the fp32 sums differs), and the row kernels, now the
+// fallback, still match CPU_REF (also one unit per chunk). Two flash runs give the same bits.
+TEST(FlashGpu, AgreesWithTheRowKernels) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(3005);
+  const char* names[5] = {"o", "lse", "dq", "dk", "dv"};
+  const std::vector<Case> cs = cases();
+  // (The row kernels run a block per query row: the emulation is slow on the
+  // longer cases, so these four.)
+  for (const Case& c : {cs[0], cs[1], cs[3], cs[4]}) {
+    SCOPED_TRACE(c.name(CCV_32F));
+    Inputs in(c, CCV_32F, rng);
+    std::vector<Owned> flash = gpu_run(c, CCV_32F, in, "1"), rows = gpu_run(c, CCV_32F, in, "0"),
+                       again = gpu_run(c, CCV_32F, in, "1");
+    for (int i = 0; i < 5; i++) {
+      expect_agree(flash[i].t, rows[i].t, 1e-4f, names[i]);
+      const size_t bytes = ccv_nnc_tensor_count(flash[i]->info) * sizeof(float);
+      EXPECT_EQ(std::memcmp(flash[i]->data.u8, again[i]->data.u8, bytes), 0) << names[i] << ": reruns differ";
+    }
+  }
+  EnvGuard off("NNC_GPU_ATTN_FLASH", "0");
+  check_case(cs[1], CCV_32F, true, rng);
+  // The row kernels' chunks (which the AttnGpu tests now only reach through
+  // the fused cases): one (batch, kv head) unit per chunk.
+  EnvGuard chunk("NNC_GPU_ATTN_CHUNK_BYTES", "1");
+  check_case(cs[3], CCV_32F, true, rng);  // 3 units
+}
+
+// What the flash kernels decline runs on the row kernels by default; with
+// NNC_GPU_ATTN_FLASH=1 it fails with a message saying why (so the tests
+// above, which run with =1, ran the flash kernels).
+TEST(FlashGpu, DeclinedCallsFallBackOrFailWhenForced) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(3006);
+  Case wide{1, 5, 6, 1, 1, 300, 4};  // D above 256
+  {
+    EnvGuard flash("NNC_GPU_ATTN_FLASH", nullptr);
+    check_case(wide, CCV_32F, true, rng);
+  }
+  {
+    EnvGuard flash("NNC_GPU_ATTN_FLASH", "1");
+    Inputs in(wide, CCV_32F, rng);
+    Owned o(param_of(wide.shape(wide.Sq, wide.H, wide.Dv), CCV_32F, CCV_TENSOR_FORMAT_NHWC, true));
+    ccv_nnc_cmd_t f = wide.cmd(FWD);
+    f.backend = CCV_NNC_BACKEND_GPU_REF;
+    EXPECT_NE(exec(f, ccv_nnc_no_hint, {in.q->gpu(), in.k->gpu(), in.v->gpu()}, {o.t}), CCV_NNC_EXEC_SUCCESS);
+    const std::string msg = ccv_nnc_error_message();
+    EXPECT_NE(msg.find("NNC_GPU_ATTN_FLASH=1"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("256"), std::string::npos) << msg;
+    // The fused unify-head projection: declined too.
+    Case fc{1, 5, 6, 2, 2, 8, 4};
+    Inputs fi(fc, CCV_32F, rng);
+    BothPtr w = both({{3, fc.H * fc.Dv}, false, CCV_32F}, rng);
+    Owned y(param_of({fc.B, fc.Sq, 3}, CCV_32F, CCV_TENSOR_FORMAT_NHWC, true));
+    Owned lse(param_of(fc.lse_shape(), CCV_32F, CCV_TENSOR_FORMAT_NHWC, true));
+    Owned qkv(param_of(fc.shape(fc.Sq, fc.H, fc.Dv), CCV_32F, CCV_TENSOR_FORMAT_NHWC, true));
+    ccv_nnc_cmd_t ff = fc.cmd(FWD);
+    ff.backend = CCV_NNC_BACKEND_GPU_REF;
+    EXPECT_NE(
+        exec(ff, ccv_nnc_no_hint, {fi.q->gpu(), fi.k->gpu(), fi.v->gpu(), nullptr, w->gpu()}, {y.t, lse.t, qkv.t}),
+        CCV_NNC_EXEC_SUCCESS);
+    EXPECT_NE(std::string(ccv_nnc_error_message()).find("fused"), std::string::npos) << ccv_nnc_error_message();
+  }
+}
+
+// Longer rows (Sk 257: five key tiles of 64, the last one key long) with the
+// row kernels' scratch limit at one byte: the flash kernels (forced) take no
+// O(Sq Sk) scratch and do not read the limit; the result matches CPU_REF.
+TEST(FlashGpu, LongRowsIgnoreTheRowKernelsScratchLimit) {
+  NNC_REQUIRE_GPU();
+  EnvGuard flash("NNC_GPU_ATTN_FLASH", "1");
+  EnvGuard chunk("NNC_GPU_ATTN_CHUNK_BYTES", "1");
+  std::mt19937 rng(3007);
+  Case c{1, 130, 257, 1, 1, 8, 8};
+  c.mask = {130, 257};
+  check_case(c, CCV_32F, true, rng);
+}
+
+}  // namespace
