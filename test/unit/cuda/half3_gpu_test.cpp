@@ -23,9 +23,10 @@
 //   from CPU_REF's (another order; on a GPU also the device's fused
 //   multiply-adds in the weights) by ~terms x 2^-52 relative, and both store
 //   it through float to the type: they differ only if the sum lies within
-//   that distance of a rounding boundary, ~2^-40 per element here. The case
-//   of 20 boxes over one image puts ~100 terms into pixels: a float scratch
-//   (2^-24 per addition) flips ~1% of the 16F roundings there and fails.
+//   that distance of a rounding boundary, ~2^-40 per element here. A float
+//   scratch (2^-24 per addition) flips a 16F rounding only now and then on
+//   random data (7 of 44100 elements in one case here, none in others), so
+//   RoiAlignBackwardSumsInDouble builds a sum where it always shows.
 //   64F: double atomics into da; |gpu - cpu| <= 1e-11 (sums of < 200 terms
 //   of magnitude < 1, each addition off by 2^-53 of a sum < 100).
 // - DROPOUT, RANDOM_UNIFORM: the same draws and the same double arithmetic,
@@ -304,7 +305,7 @@ TEST(GpuRefHalf3, RoiAlignBackwardMatchesCpuRef) {
     int box_type;
   };
   const Case cases[] = {
-      {1, 20, 13, 11, 3, 3, 4, false, false, CCV_32F},  // 20 boxes over one image: ~100 terms in a pixel
+      {1, 60, 16, 15, 4, 5, 5, false, false, CCV_32F},  // 60 boxes over one image: many terms in a pixel
       {3, 3, 9, 17, 5, 2, 5, true, true, CCV_64F},
       {2, 2, 31, 5, 2, 1, 3, true, false, CCV_32F},
       {1, 4, 40, 33, 8, 5, 3, false, true, CCV_32F},
@@ -325,6 +326,36 @@ TEST(GpuRefHalf3, RoiAlignBackwardMatchesCpuRef) {
       else
         da->expect_close(0, 0, what);
     }
+}
+
+// Sums that a float accumulator gets wrong (as half2_gpu_test's INDEX_SELECT
+// case): 9000 boxes, each the whole of a 1 x 1 map, pooled to one bin of
+// one sample, so each g element adds g times weight 1 into the one pixel.
+// g is 1, then 8999 times 2^-24 (the smallest 16F). Added to 1 in float,
+// each 2^-24 is a tie that rounds back to 1, so a float scratch adding the 1
+// first ends at 1 (16F 1); the exact sum 1 + 8999 2^-24 = 1.000536 rounds to
+// 1 + 2^-10 in 16F, as CPU_REF has it. (In the emulator's reverse order the
+// tiny ones come first and a float scratch would pass; the normal order
+// catches it.)
+TEST(GpuRefHalf3, RoiAlignBackwardSumsInDouble) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(4205);
+  const int n = 9000;
+  auto g = both({{n, 1, 1, 1}, false, CCV_16F}, rng), da = both({{1, 1, 1, 1}, false, CCV_16F}, rng);
+  auto boxes = both({{n, 4}}, rng);
+  const uint16_t one = 0x3c00, tiny = 0x0001;  // 16F bits of 1 and 2^-24
+  for (int i = 0; i < n; i++) {
+    std::memcpy(g->cpu_parent()->data.u8 + 2 * i, i == 0 ? &one : &tiny, 2);
+    float* b = boxes->cpu_parent()->data.f32 + 4 * i;
+    b[0] = 0, b[1] = 0, b[2] = 1, b[3] = 1;
+  }
+  g->upload();
+  boxes->upload();
+  run_both(roi_cmd(CCV_NNC_ROI_ALIGN_BACKWARD, 1, 1), {g.get(), nullptr, boxes.get()}, {da.get()},
+           "ROI_ALIGN_BACKWARD 16F exact sums");
+  Owned c = as_f32(da->cpu_parent());
+  EXPECT_EQ(c->data.f32[0], 1.f + std::ldexp(1.f, -10)) << "CPU_REF's exact sum, rounded once";
+  da->expect_close(0, 0, "ROI_ALIGN_BACKWARD 16F exact sums");
 }
 
 // A box that is not finite: an error naming it, and da (16F, through the
