@@ -42,8 +42,8 @@ cudaError_t launch_roi_forward(cudaStream_t s, const ImgArg& a, const ImgArg& b,
 // `scratch` (da.n * da.h * da.w * da.c doubles, device memory; NULL for the
 // others) with double atomics, then each sum stored into da (misc_gpu.cpp
 // says why).
-cudaError_t launch_roi_backward(cudaStream_t s, const ImgArg& g, const ImgArg& da, const RowsArg& boxes,
-                                const int* bad, void* scratch);
+cudaError_t launch_roi_backward(cudaStream_t s, const ImgArg& g, const ImgArg& da, const RowsArg& boxes, const int* bad,
+                                void* scratch);
 
 // NMS forward: order and kept are device scratch of batch * n ints each.
 cudaError_t launch_nms_forward(cudaStream_t s, const RowsArg& a, const RowsArg& b, const RowsArg& c, double threshold,

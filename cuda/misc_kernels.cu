@@ -403,8 +403,8 @@ cudaError_t launch_roi_forward(cudaStream_t s, const ImgArg& a, const ImgArg& b,
   return cudaGetLastError();
 }
 
-cudaError_t launch_roi_backward(cudaStream_t s, const ImgArg& g, const ImgArg& da, const RowsArg& boxes,
-                                const int* bad, void* scratch) {
+cudaError_t launch_roi_backward(cudaStream_t s, const ImgArg& g, const ImgArg& da, const RowsArg& boxes, const int* bad,
+                                void* scratch) {
   const int64_t dtotal = static_cast<int64_t>(da.n) * da.h * da.w * da.c;
   if (dtotal == 0) return cudaSuccess;
   const bool half = da.type == kF16 || da.type == kBF16;

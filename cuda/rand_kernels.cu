@@ -110,7 +110,7 @@ cudaError_t launch_dropout(cudaStream_t s, GpuType type, const EwPlan& p, void* 
   const gpu::EwLaunch l = gpu::choose_ew(p.count);
   if (!with_type(type, [&](auto tag) {
         dropout_kernel<decltype(tag)><<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(p, y, x, mask, shaped, key,
-                                                                                          threshold, scale, keep_all);
+                                                                                            threshold, scale, keep_all);
       }))
     return cudaErrorInvalidValue;
   return cudaGetLastError();

@@ -199,7 +199,7 @@ TEST(GpuRefHalf3, BlasBackwardMatchesCpuRef) {
       {CCV_NNC_ADD_BACKWARD, 1.25f, -0.75f, {300, 7}, {1, 7}, {300, 7}, true, true, false, false, false},  // 300; 1
       {CCV_NNC_ADD_BACKWARD, 0.5f, 2.f, {5, 4, 3}, {5, 1, 3}, {1, 4, 3}, true, true, false, false, true},
       {CCV_NNC_MUL_BACKWARD, 0.75f, 0, {6, 13, 9}, {6, 1, 9}, {13, 9}, true, true, true, false, false},
-      {CCV_NNC_MUL_BACKWARD, -1.5f, 0, {40, 33}, {40, 33}, {1}, true, true, false, false, false},  // 1320 into db
+      {CCV_NNC_MUL_BACKWARD, -1.5f, 0, {40, 33}, {40, 33}, {1}, true, true, false, false, false},     // 1320 into db
       {CCV_NNC_MUL_BACKWARD, 1.f, 0, {7, 5, 3}, {7, 5, 3}, {5, 1}, false, true, true, false, false},  // db only
       {CCV_NNC_MUL_BACKWARD, 2.f, 0, {3, 4, 5}, {3, 1, 5}, {4, 1}, true, true, false, false, true},
   };
@@ -210,7 +210,8 @@ TEST(GpuRefHalf3, BlasBackwardMatchesCpuRef) {
       for (int d : k.g) what.append(" ").append(std::to_string(d));
       if (k.null_g) what += " (NULL)";
       BothPtr g = k.null_g ? nullptr : both({k.g, k.view, type}, rng);
-      BothPtr a = k.null_ab ? nullptr : both({k.a, k.view, type}, rng), b = k.null_ab ? nullptr : both({k.b, false, type}, rng);
+      BothPtr a = k.null_ab ? nullptr : both({k.a, k.view, type}, rng),
+              b = k.null_ab ? nullptr : both({k.b, false, type}, rng);
       BothPtr da = k.want_da ? both({k.a, k.view, type}, rng) : nullptr;
       BothPtr db = k.want_db ? both({k.b, false, type}, rng) : nullptr;
       run_both(blas(k.id, k.p, k.q), {g.get(), a.get(), b.get()}, {da.get(), db.get()}, what);
@@ -219,7 +220,8 @@ TEST(GpuRefHalf3, BlasBackwardMatchesCpuRef) {
       if (g) ag = abs_f32(g->cpu());
       if (a) aa = abs_f32(a->cpu());
       if (b) ab = abs_f32(b->cpu());
-      Owned sa(param_of(k.a, CCV_32F, CCV_TENSOR_FORMAT_NHWC, false)), sb(param_of(k.b, CCV_32F, CCV_TENSOR_FORMAT_NHWC, false));
+      Owned sa(param_of(k.a, CCV_32F, CCV_TENSOR_FORMAT_NHWC, false)),
+          sb(param_of(k.b, CCV_32F, CCV_TENSOR_FORMAT_NHWC, false));
       ccv_nnc_cmd_t s = blas(k.id, std::fabs(k.p), std::fabs(k.q));
       s.backend = CCV_NNC_BACKEND_CPU_REF;
       ASSERT_EQ(exec(s, ccv_nnc_no_hint, {ag.t, aa.t, ab.t}, {k.want_da ? sa.t : nullptr, k.want_db ? sb.t : nullptr}),
@@ -319,8 +321,7 @@ TEST(GpuRefHalf3, RoiAlignBackwardMatchesCpuRef) {
       set_boxes(*boxes, k.boxes, k.view, rng);
       auto g = both({image_dims(k.boxes, k.rows, k.cols, k.c, k.nchw), k.view, type, fmt}, rng);
       auto da = both({image_dims(k.images, k.h, k.w, k.c, k.nchw), k.view, type, fmt}, rng);
-      run_both(roi_cmd(CCV_NNC_ROI_ALIGN_BACKWARD, k.rows, k.cols), {g.get(), nullptr, boxes.get()}, {da.get()},
-               what);
+      run_both(roi_cmd(CCV_NNC_ROI_ALIGN_BACKWARD, k.rows, k.cols), {g.get(), nullptr, boxes.get()}, {da.get()}, what);
       if (type == CCV_64F)
         expect_close64(*da, 1e-11, what);
       else
@@ -472,7 +473,9 @@ TEST(GpuRefHalf3, DropoutMatchesCpuRefUnderOneSeed) {
   for (int type : {CCV_16F, CCV_16BF, CCV_64F})
     for (const Case& k : cases)
       for (int rep = 0; rep < 2; rep++, seed += 7) {
-        std::vector<int> md = k.entirety && !k.shaped_mask ? std::vector<int>{1} : k.shaped_mask ? k.x : reserved_mask(k.x, type);
+        std::vector<int> md = k.entirety && !k.shaped_mask ? std::vector<int>{1}
+                              : k.shaped_mask              ? k.x
+                                                           : reserved_mask(k.x, type);
         const int mt = k.shaped_mask ? CCV_8U : type;
         const std::string what =
             "DROPOUT " + tname(type) + " p " + std::to_string(k.p) + (k.entirety ? " entirety" : "");
@@ -508,7 +511,8 @@ TEST(GpuRefHalf3, DropoutHalfIsThe32FResultRounded) {
     const std::string what = "DROPOUT " + tname(type) + " against 32F";
     auto x = both({shape, false, type}, rng, -3, 3);
     Owned x32 = gpu_as(x->gpu(), CCV_32F);  // exact
-    Owned gx32 = to_gpu(x32), gy32(on_gpu(x32->info)), gm32(on_gpu(param_of(shape, CCV_8U, CCV_TENSOR_FORMAT_NHWC, false)));
+    Owned gx32 = to_gpu(x32), gy32(on_gpu(x32->info)),
+          gm32(on_gpu(param_of(shape, CCV_8U, CCV_TENSOR_FORMAT_NHWC, false)));
     Owned gy(on_gpu(x->gpu_parent()->info)), gm(on_gpu(param_of(shape, CCV_8U, CCV_TENSOR_FORMAT_NHWC, false)));
     const ccv_nnc_cmd_t d = dropout(CCV_NNC_DROPOUT_FORWARD, 0.4f, 0);
     run_gpu_seeded(d, 99, {gx32.t}, {gy32.t, gm32.t}, what);
@@ -590,7 +594,8 @@ TEST(GpuRefHalf3, RandomHalfIsThe32FResultRounded) {
       ccv_nnc_cmd_t c = make_cmd(id);
       c.info.blas.a[0] = id == CCV_NNC_RANDOM_UNIFORM_FORWARD ? -1.5f : 2.f;
       c.info.blas.a[1] = id == CCV_NNC_RANDOM_UNIFORM_FORWARD ? 2.5f : -0.5f;
-      Owned y32(on_gpu(param_of(shape, CCV_32F, CCV_TENSOR_FORMAT_NHWC, false))), yh(on_gpu(param_of(shape, type, CCV_TENSOR_FORMAT_NHWC, false)));
+      Owned y32(on_gpu(param_of(shape, CCV_32F, CCV_TENSOR_FORMAT_NHWC, false))),
+          yh(on_gpu(param_of(shape, type, CCV_TENSOR_FORMAT_NHWC, false)));
       run_gpu_seeded(c, 1234, {}, {y32.t}, what);
       run_gpu_seeded(c, 1234, {}, {yh.t}, what);
       expect_same_bytes(to_cpu(yh.t).t, gpu_as(y32.t, type).t, what);
