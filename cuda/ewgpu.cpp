@@ -452,13 +452,21 @@ NNC_KERNEL(sum_grad) {
 // --- ADD / MUL / SCALAR_MUL backward: sums over broadcast dimensions -----
 
 // Gradients are computed one after another, so one that is an input a later
-// one reads is refused (the CPU backends take that case).
+// one reads is refused (the CPU backends take that case). 32F, 16F, 16BF,
+// every tensor of the call in one type (the family's rule): each gradient
+// element is one reduction over g's broadcast axes (launch_reduce_as: loaded
+// as float, products and sums in float, scaled and rounded once on store; no
+// atomics, so deterministic), where CPU_REF sums in double and rounds once:
+// they differ by the float sum's rounding error only.
 bool accept_blas_grad(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
                       ccv_nnc_tensor_t* const* outputs, int output_size) {
   if (!accept_gpu(cmd, inputs, input_size, outputs, output_size)) return false;
-  if (CCV_GET_DATA_TYPE((outputs[0] ? outputs[0] : outputs[output_size - 1])->info.datatype) != CCV_32F) return false;
+  const int type = CCV_GET_DATA_TYPE((outputs[0] ? outputs[0] : outputs[output_size - 1])->info.datatype);
+  if (type != CCV_32F && type != CCV_16F && type != CCV_16BF) return false;
+  for (int i = 0; i < output_size; i++)
+    if (outputs[i] && CCV_GET_DATA_TYPE(outputs[i]->info.datatype) != type) return false;
   for (int i = 0; i < input_size; i++)
-    if (inputs[i] && CCV_GET_DATA_TYPE(inputs[i]->info.datatype) != CCV_32F) return false;
+    if (inputs[i] && CCV_GET_DATA_TYPE(inputs[i]->info.datatype) != type) return false;
   const ccv_nnc_tensor_t* da = outputs[0];
   if (da && output_size > 1 && outputs[1])
     for (int i = 0; i < input_size && i < 3; i++)
@@ -509,7 +517,7 @@ NNC_KERNEL(blas_grad) {
     const float scale = op == CCV_NNC_ADD_FORWARD ? cmd.info.blas.a[j] : cmd.info.blas.a[0];
     int64_t gs[gpu::kPlanDims] = {}, os[gpu::kPlanDims] = {};
     for (int i = 0; i < g.nd; i++) gs[i] = gt ? g.stride[i] : 0;
-    const float* other = nullptr;
+    const void* other = nullptr;
     int inputs_n = 1;
     if (op == CCV_NNC_MUL_FORWARD) {
       const int k = 2 - j;  // da reads b, db reads a
@@ -517,7 +525,7 @@ NNC_KERNEL(blas_grad) {
       const Layout o = layout_of(inputs[k], what);
       NNC_CHECK(gpu::broadcast_strides(o.dim.data(), o.stride.data(), o.nd, g.dim.data(), g.nd, os),
                 "%s: input %d does not broadcast to g", what, k);
-      other = reinterpret_cast<const float*>(o.data);
+      other = o.data;
       inputs_n = 2;
     }
     const int64_t* ins[] = {gs, os};
@@ -525,8 +533,8 @@ NNC_KERNEL(blas_grad) {
     NNC_CHECK(gpu::make_reduce_plan(rp, g.dim.data(), g.nd, d.dim.data(), d.stride.data(), d.nd, inputs_n, ins),
               "%s: gradient %d (%s) does not reduce from g %s", what, j, shape_string(outputs[j]->info.dim).c_str(),
               shape_string_n(g.dim.data(), g.nd).c_str());
-    c.check(launch_reduce(c.s, rp, gpu::choose_reduce(rp), reinterpret_cast<float*>(d.data),
-                          gt ? gt->data.f32 : nullptr, other, inputs_n == 2 ? kRedSumProd : kRedSum, scale));
+    c.check(launch_reduce_as(c.s, gpu_type(d.datatype), rp, gpu::choose_reduce(rp), d.data, gt ? gt->data.ptr : nullptr,
+                             other, inputs_n == 2 ? kRedSumProd : kRedSum, scale));
   }
   c.done();
   return CCV_NNC_EXEC_SUCCESS;

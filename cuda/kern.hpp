@@ -140,14 +140,19 @@ cudaError_t launch_masked_fill(cudaStream_t s, GpuType type, const gpu::EwPlan& 
 // execution takes the splitmix64 output of key + (k + 1) * golden, k = i
 // (64-bit words) or i / 2 (32-bit halves), so the GPU draws CPU_REF's values.
 // Plans walk the elements in row-major order (operand 0 the output).
+// Data of `type` (kF32, kF16, kBF16, kF64: x, y, g, dx in one type), computed
+// in double and stored as CPU_REF stores (rand_kernels.cu).
 // DROPOUT forward: operands 0 y, 1 x, 2 the mask when `shaped` (an 8U tensor
 // of x's shape), else mask bytes at mask + i; keep_all >= 0 for entirety.
-cudaError_t launch_dropout(cudaStream_t s, const gpu::EwPlan& p, float* y, const float* x, unsigned char* mask,
-                           int shaped, uint64_t key, uint64_t threshold, double scale, int keep_all);
+cudaError_t launch_dropout(cudaStream_t s, GpuType type, const gpu::EwPlan& p, void* y, const void* x,
+                           unsigned char* mask, int shaped, uint64_t key, uint64_t threshold, double scale,
+                           int keep_all);
 // Backward: operands 0 dx, 1 g, 2 the mask when shaped; entirety reads mask[0].
-cudaError_t launch_dropout_backward(cudaStream_t s, const gpu::EwPlan& p, float* dx, const float* g,
+cudaError_t launch_dropout_backward(cudaStream_t s, GpuType type, const gpu::EwPlan& p, void* dx, const void* g,
                                     const unsigned char* mask, int shaped, double scale, int entirety);
-// RANDOM_UNIFORM (lb + range u) and RANDOM_NORMAL (mean + std z) into a 32F plan.
-cudaError_t launch_random(cudaStream_t s, const gpu::EwPlan& p, float* y, uint64_t key, int normal, double a, double b);
+// RANDOM_UNIFORM (lb + range u; 64F: 53 bits of word64(i)) and RANDOM_NORMAL
+// (mean + std z) into a plan of `type`.
+cudaError_t launch_random(cudaStream_t s, GpuType type, const gpu::EwPlan& p, void* y, uint64_t key, int normal,
+                          double a, double b);
 
 }  // namespace nnc::cuda

@@ -1,6 +1,7 @@
 // GPU_REF backends of the families that had only CPU kernels (issue 19):
-//   ROI_ALIGN        forward (a and b 32F, 16F, 16BF or 64F; boxes any float
-//                    type, views) and backward (g and da 32F: float atomics);
+//   ROI_ALIGN        forward and backward (a and b, g and da 32F, 16F, 16BF
+//                    or 64F; boxes any float type, views; the backward's
+//                    atomics: see roi_backward);
 //   NMS              forward (a any float type, c 32S) and backward;
 //   HISTOGRAM        forward, every mode, the optional stats (x any float type);
 //   COMPRESSION_LSSC forward (compress) and backward (decompress), 16F;
@@ -46,7 +47,6 @@ const char* name_of(uint32_t cmd) {
 
 int type_of(const ccv_nnc_tensor_t* t) { return CCV_GET_DATA_TYPE(t->info.datatype); }
 bool is_float(const ccv_nnc_tensor_t* t) { return t && (type_of(t) & types::kFloat); }
-bool is_f32(const ccv_nnc_tensor_t* t) { return t && type_of(t) == CCV_32F; }
 const ccv_nnc_tensor_t* at(ccv_nnc_tensor_t* const* ts, int size, int i) { return i < size ? ts[i] : nullptr; }
 
 ImgArg img_of(const ccv_nnc_tensor_t* t) {
@@ -101,8 +101,8 @@ bool accept_roi(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int i
   if (cmd.cmd == CCV_NNC_ROI_ALIGN_FORWARD)
     return is_float(at(inputs, input_size, 0)) && is_float(at(inputs, input_size, 1)) &&
            !same_data(inputs[0], outputs[0]);
-  // Backward: float atomics into da.
-  return is_f32(at(inputs, input_size, 0)) && is_float(at(inputs, input_size, 2)) && is_f32(outputs[0]) &&
+  // Backward: g and da of one float type (validated), added up with atomics (roi_backward).
+  return is_float(at(inputs, input_size, 0)) && is_float(at(inputs, input_size, 2)) && is_float(outputs[0]) &&
          !same_data(inputs[0], outputs[0]) && (output_size < 2 || !outputs[1]);
 }
 
@@ -122,14 +122,37 @@ NNC_KERNEL(roi_forward) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
+// The backward scatters: each element of g adds its samples' shares into up
+// to four pixels of da per sample, many elements of g into one pixel, with
+// atomic additions in an order that varies run to run. 32F adds into da with
+// float atomics (as before: order-dependent at float rounding); 64F with
+// double atomics into da. 16F / 16BF add into a zeroed, packed double scratch
+// of da's shape (8 bytes an element, stream-ordered), then one pass stores
+// each sum into da as CPU_REF stores its double sums (through float, the
+// rounding nnc::store_double does). Why double and not half atomics or a
+// float scratch: a pixel's sum has up to thousands of terms wt * g, and
+// rounding at every addition (half atomics: 2^-11 relative each) would be
+// far from CPU_REF's double sum rounded once; a float scratch would round
+// at 2^-24 each addition, still order-dependent, and flip the final 16F
+// rounding at a rate of roughly (terms x 2^-13) per pixel. In double each
+// addition errs by 2^-53 relative, so the order of the atomics changes a sum
+// by ~terms x 2^-53, some 2^-33 of a 16F ulp for a thousand terms: the stored
+// value is that of CPU_REF's own double sum except in the vanishingly rare
+// case of a sum within that distance of a 16F / 16BF rounding boundary
+// (order-independent in practice, deterministic run to run likewise).
+// Exactness as INDEX_SELECT's is not on offer: the weights wt are products
+// of bilinear fractions and 1 / samples, not short binary fractions.
 NNC_KERNEL(roi_backward) {
   const char* what = name_of(cmd.cmd);
   const ImgArg g = img_of(inputs[0]), da = img_of(outputs[0]);
   RowsArg boxes = rows_of(inputs[2], what);
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
+  const bool half = da.type == kF16 || da.type == kBF16;
+  const size_t count = static_cast<size_t>(da.n) * da.h * da.w * da.c;
+  StreamBlock scratch(half ? count * sizeof(double) : 0, c.s, what);
   DeviceFlag bad(c, true);
   c.check(launch_roi_check(c.s, boxes, bad.device()));
-  c.check(launch_roi_backward(c.s, g, da, boxes, bad.device()));
+  c.check(launch_roi_backward(c.s, g, da, boxes, bad.device(), scratch.get()));
   check_boxes(c, bad.done());
   return CCV_NNC_EXEC_SUCCESS;
 }

@@ -37,9 +37,13 @@ struct RowsArg {
 // first box with a value that is not finite (0: all finite).
 cudaError_t launch_roi_check(cudaStream_t s, const RowsArg& boxes, int* bad);
 cudaError_t launch_roi_forward(cudaStream_t s, const ImgArg& a, const ImgArg& b, const RowsArg& boxes, const int* bad);
-// da (32F) zeroed, then every sample's share of g (32F) added into its pixels.
-cudaError_t launch_roi_backward(cudaStream_t s, const ImgArg& g, const ImgArg& da, const RowsArg& boxes,
-                                const int* bad);
+// da zeroed, then every sample's share of g added into its pixels: 32F with
+// float atomics into da, 64F with double atomics into da; 16F / 16BF into
+// `scratch` (da.n * da.h * da.w * da.c doubles, device memory; NULL for the
+// others) with double atomics, then each sum stored into da (misc_gpu.cpp
+// says why).
+cudaError_t launch_roi_backward(cudaStream_t s, const ImgArg& g, const ImgArg& da, const RowsArg& boxes, const int* bad,
+                                void* scratch);
 
 // NMS forward: order and kept are device scratch of batch * n ints each.
 cudaError_t launch_nms_forward(cudaStream_t s, const RowsArg& a, const RowsArg& b, const RowsArg& c, double threshold,

@@ -94,6 +94,8 @@ __global__ void roi_forward_kernel(ImgArg a, ImgArg b, RowsArg boxes, const int*
   }
 }
 
+// Every element of an image set to 0 (im.type: kF32 or kF64, the
+// accumulators of ROI_ALIGN's backward).
 __global__ void zero_image_kernel(ImgArg im, const int* bad) {
   if (*bad) return;
   const int64_t total = static_cast<int64_t>(im.n) * im.h * im.w * im.c;
@@ -105,15 +107,22 @@ __global__ void zero_image_kernel(ImgArg im, const int* bad) {
     q /= im.w;
     const int y = static_cast<int>(q % im.h);
     const int n = static_cast<int>(q / im.h);
-    static_cast<float*>(im.p)[n * im.sn + y * im.sh + x * im.sw + c * im.sc] = 0.f;
+    const int64_t off = n * im.sn + y * im.sh + x * im.sw + c * im.sc;
+    if (im.type == kF64)
+      static_cast<double*>(im.p)[off] = 0;
+    else
+      static_cast<float*>(im.p)[off] = 0.f;
   }
 }
 
-// One thread per element (k, i, j, c) of g, its samples' shares added into da.
-__global__ void roi_backward_kernel(ImgArg g, ImgArg da, RowsArg boxes, const int* bad) {
+// One thread per element (k, i, j, c) of g (any float type), its samples'
+// shares added into acc (A: float for a 32F da, double for a 64F da or the
+// double scratch of a 16F / 16BF one).
+template <class A>
+__global__ void roi_backward_kernel(ImgArg g, ImgArg acc, RowsArg boxes, const int* bad) {
   if (*bad) return;
   const int64_t total = static_cast<int64_t>(g.n) * g.h * g.w * g.c;
-  float* out = static_cast<float*>(da.p);
+  A* out = static_cast<A*>(acc.p);
   for (int64_t t = first_thread(); t < total; t += stride_threads()) {
     int64_t q = t;
     const int c = static_cast<int>(q % g.c);
@@ -122,13 +131,32 @@ __global__ void roi_backward_kernel(ImgArg g, ImgArg da, RowsArg boxes, const in
     q /= g.w;
     const int i = static_cast<int>(q % g.h);
     const int k = static_cast<int>(q / g.h);
-    const double gv = static_cast<const float*>(g.p)[k * g.sn + i * g.sh + j * g.sw + c * g.sc];
+    const double gv = ldd(g.p, g.type, k * g.sn + i * g.sh + j * g.sw + c * g.sc);
     if (gv == 0) continue;
-    const gpu::RoiBin bin = bin_of(boxes, k, da, g.h, g.w);
-    const int64_t base = (da.n == 1 ? 0 : static_cast<int64_t>(k) * da.sn) + c * da.sc;
-    gpu::roi_for_each_tap(bin, da.h, da.w, i, j, [&](int y, int x, double wt) {
-      atomicAdd(out + base + y * da.sh + x * da.sw, static_cast<float>(wt * gv));
+    const gpu::RoiBin bin = bin_of(boxes, k, acc, g.h, g.w);
+    const int64_t base = (acc.n == 1 ? 0 : static_cast<int64_t>(k) * acc.sn) + c * acc.sc;
+    gpu::roi_for_each_tap(bin, acc.h, acc.w, i, j, [&](int y, int x, double wt) {
+      atomicAdd(out + base + y * acc.sh + x * acc.sw, static_cast<A>(wt * gv));
     });
+  }
+}
+
+// da = the double scratch's sums, each stored as CPU_REF's store_double
+// stores them (std_as).
+__global__ void roi_store_kernel(ImgArg acc, ImgArg da, const int* bad) {
+  if (*bad) return;
+  const int64_t total = static_cast<int64_t>(da.n) * da.h * da.w * da.c;
+  const double* sum = static_cast<const double*>(acc.p);
+  for (int64_t t = first_thread(); t < total; t += stride_threads()) {
+    int64_t q = t;
+    const int c = static_cast<int>(q % da.c);
+    q /= da.c;
+    const int x = static_cast<int>(q % da.w);
+    q /= da.w;
+    const int y = static_cast<int>(q % da.h);
+    const int n = static_cast<int>(q / da.h);
+    std_as(da.p, da.type, n * da.sn + y * da.sh + x * da.sw + c * da.sc,
+           sum[n * acc.sn + y * acc.sh + x * acc.sw + c * acc.sc]);
   }
 }
 
@@ -375,13 +403,30 @@ cudaError_t launch_roi_forward(cudaStream_t s, const ImgArg& a, const ImgArg& b,
   return cudaGetLastError();
 }
 
-cudaError_t launch_roi_backward(cudaStream_t s, const ImgArg& g, const ImgArg& da, const RowsArg& boxes,
-                                const int* bad) {
+cudaError_t launch_roi_backward(cudaStream_t s, const ImgArg& g, const ImgArg& da, const RowsArg& boxes, const int* bad,
+                                void* scratch) {
   const int64_t dtotal = static_cast<int64_t>(da.n) * da.h * da.w * da.c;
   if (dtotal == 0) return cudaSuccess;
-  zero_image_kernel<<<grid_for(dtotal), 256, 0, s>>>(da, bad);
+  const bool half = da.type == kF16 || da.type == kBF16;
+  if (half && !scratch) return cudaErrorInvalidValue;
+  ImgArg acc = da;  // 32F and 64F: da itself (float or double atomics)
+  if (half) {       // the packed double scratch, NHWC order of meaning
+    acc.p = scratch;
+    acc.type = kF64;
+    acc.sc = 1;
+    acc.sw = da.c;
+    acc.sh = static_cast<int64_t>(da.w) * da.c;
+    acc.sn = static_cast<int64_t>(da.h) * acc.sh;
+  }
+  zero_image_kernel<<<grid_for(dtotal), 256, 0, s>>>(acc, bad);
   const int64_t total = static_cast<int64_t>(g.n) * g.h * g.w * g.c;
-  if (total > 0) roi_backward_kernel<<<grid_for(total), 256, 0, s>>>(g, da, boxes, bad);
+  if (total > 0) {
+    if (acc.type == kF64)
+      roi_backward_kernel<double><<<grid_for(total), 256, 0, s>>>(g, acc, boxes, bad);
+    else
+      roi_backward_kernel<float><<<grid_for(total), 256, 0, s>>>(g, acc, boxes, bad);
+  }
+  if (half) roi_store_kernel<<<grid_for(dtotal), 256, 0, s>>>(acc, da, bad);
   return cudaGetLastError();
 }
 

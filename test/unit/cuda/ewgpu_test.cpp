@@ -255,13 +255,14 @@ TEST(GpuRefEw, RefusalsAndBadShapes) {
   c.backend = CCV_NNC_BACKEND_GPU_REF;
   EXPECT_NE(exec(c, ccv_nnc_no_hint, {a->gpu(), b->gpu()}, {y->gpu()}), CCV_NNC_EXEC_SUCCESS);
   EXPECT_NE(std::string(ccv_nnc_error_message()).find("broadcast"), std::string::npos) << ccv_nnc_error_message();
-  // MUL backward on 16F: GPU_REF refuses it (its sums are 32F only).
-  auto g16 = both({{7, 5}, false, CCV_16F}, rng), a16 = both({{7, 5}, false, CCV_16F}, rng),
-       b16 = both({{7, 5}, false, CCV_16F}, rng);
-  auto d16 = both({{7, 5}, false, CCV_16F}, rng);
+  // MUL backward on 64F: GPU_REF refuses it (its sums are in float; 16F and
+  // 16BF run since branch ghalf3, half3_gpu_test.cpp).
+  auto g64 = both({{7, 5}, false, CCV_64F}, rng), a64 = both({{7, 5}, false, CCV_64F}, rng),
+       b64 = both({{7, 5}, false, CCV_64F}, rng);
+  auto d64 = both({{7, 5}, false, CCV_64F}, rng);
   ccv_nnc_cmd_t m = blas(CCV_NNC_MUL_BACKWARD, 1);
   m.backend = CCV_NNC_BACKEND_GPU_REF;
-  EXPECT_NE(exec(m, ccv_nnc_no_hint, {g16->gpu(), a16->gpu(), b16->gpu()}, {d16->gpu()}), CCV_NNC_EXEC_SUCCESS);
+  EXPECT_NE(exec(m, ccv_nnc_no_hint, {g64->gpu(), a64->gpu(), b64->gpu()}, {d64->gpu()}), CCV_NNC_EXEC_SUCCESS);
   EXPECT_STRNE(ccv_nnc_error_message(), "");
   // A mix of CPU and GPU tensors: refused (no backend takes it).
   ccv_nnc_cmd_t e = make_cmd(CCV_NNC_EWEXP_FORWARD);
