@@ -11,7 +11,7 @@
 // N (N + 1) / 2 x f, rank 0's value is f. Every call mixes datatypes (one
 // message per type), strided views (written only inside the view: the
 // elements around it keep their marks) and, in some calls, CPU tensors
-// beside the GPU ones. On a GPU stream, the inputs are written by a kernel
+// beside the GPU ones or pairs on both pretend devices of the process. On a GPU stream, the inputs are written by a kernel
 // queued on the stream just before the call and the outputs read by one
 // queued just after: a call that did not wait for the stream, or left its
 // results out of the stream's order, gives wrong sums (the pretend stream
@@ -36,6 +36,7 @@ struct Pair {
   bool view = false;      // a strided view into a wider base (both sides)
   bool in_place = false;  // the output is the input
   bool cpu_in = false, cpu_out = false;
+  int other_device = 0;  // 1: on this process's other pretend device
 };
 
 double f(const Pair& p, int which, size_t i) {
@@ -55,7 +56,7 @@ struct Side {
 // Views: the pair's dims [a, b] inside a base [a + 1, b + 3] at (1, 2).
 Side make_side(const Pair& p, bool cpu, double mark) {
   Side s;
-  const int device = cpu ? -1 : g_device;
+  const int device = cpu ? -1 : (g_device + p.other_device) % 2;
   s.base_dims = p.dims;
   if (p.view) s.base_dims = {p.dims[0] + 1, p.dims[1] + 3};
   s.base = ccv_nnc_tensor_new(nullptr, params(device, p.datatype, s.base_dims), 0);
@@ -225,6 +226,13 @@ int main() {
       {CCV_64F, {2, 3}, true, false, false, true},  // GPU view in, CPU view out
   };
   for (uint32_t id : ids) check_call(comm, id, cpu_and_gpu, nullptr, "CPU and GPU pairs");
+  // Pairs on both pretend devices of the process in one call.
+  const std::vector<Pair> two_devices = {
+      {CCV_32F, {5, 3}},
+      {CCV_32F, {4, 6}, false, false, false, false, 1},
+      {CCV_16F, {3, 5}, true, false, false, false, 1},
+  };
+  for (uint32_t id : ids) check_call(comm, id, two_devices, nullptr, "two devices");
   // On a GPU stream of this process's device.
   {
     ccv_nnc_stream_context_t* stream = ccv_nnc_stream_context_new(static_cast<int>(CCV_STREAM_CONTEXT_GPU) | (g_device << 8));
