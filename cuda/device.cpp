@@ -155,6 +155,7 @@ void register_attn_gpu(Registry& r);  // attn_gpu.cpp
 void register_gpu_misc(Registry& r);  // misc_gpu.cpp
 void register_cudnn(Registry& r);  // cudnn.cpp (cudnn_none.cpp without cuDNN)
 void register_nccl(Registry& r);   // nccl.cpp (nccl_none.cpp without NCCL)
+void install_nccl_across();        // nccl_across.cpp (nccl_across_none.cpp without NCCL)
 
 }  // namespace nnc::cuda
 
@@ -172,6 +173,7 @@ void register_cuda(Registry& r) {
   cuda::register_gpu_misc(r);
   cuda::register_cudnn(r);
   cuda::register_nccl(r);
+  cuda::install_nccl_across();
 }
 
 }  // namespace nnc

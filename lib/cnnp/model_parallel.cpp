@@ -10,8 +10,10 @@
 // equal starts and equal averaged gradients, every process applies the same
 // updates and the parameters stay equal.
 #include <cstring>
+#include <vector>
 
 #include "cmd/comm/communicator.hpp"
+#include "cmd/comm/gpu_across.hpp"
 #include "cnnp/model.hpp"
 #include "core/error.hpp"
 #include "core/tensor.hpp"
@@ -39,15 +41,26 @@ uint64_t signature(const Compiled& c) {
   return h;
 }
 
+// Rank 0's bytes of `t` to every process. A GPU tensor (a model compiled on
+// a GPU) travels through host memory by DATA_TRANSFER (gpu_across.hpp): the
+// host never reads or writes device memory itself.
 void broadcast_tensor(ccv_nnc_comm_t* comm, ccv_nnc_tensor_t* t, const char* what) {
   comm::Job job;
   job.op = comm::Collective::Broadcast;
   job.root = 0;
-  job.recv = t->data.u8;
   job.count = ccv_nnc_tensor_count(t->info) * datatype_size(CCV_GET_DATA_TYPE(t->info.datatype));
   job.datatype = CCV_8U;
   job.what = what;
+  if (!comm::is_gpu_tensor(t)) {
+    job.recv = t->data.u8;
+    comm::run(comm, &job);
+    return;
+  }
+  std::vector<unsigned char> host(job.count);
+  if (comm->rank == 0) comm::to_host(t, host.data(), what);
+  job.recv = host.data();
   comm::run(comm, &job);
+  if (comm->rank != 0) comm::from_host(host.data(), t, what);
 }
 
 }  // namespace

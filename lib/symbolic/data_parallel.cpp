@@ -6,6 +6,7 @@
 #include <cstring>
 #include <set>
 
+#include "cmd/comm/gpu_across.hpp"
 #include "core/error.hpp"
 #include "core/tensor.hpp"
 #include "graph/graph.hpp"
@@ -14,10 +15,12 @@ namespace nnc::symbolic {
 
 namespace {
 
-// A gradient (any strides) into the staging buffer.
+// A gradient (any strides) into the staging buffer; a GPU gradient by
+// DATA_TRANSFER (the custom command runs after its stream's queued work).
 void pack_gradient(const ccv_nnc_tensor_t* t, unsigned char* to, size_t count) {
   const Layout l = layout_of(t, "data parallel: a gradient");
   NNC_CHECK(l.count() == count, "data parallel: a gradient has %zu elements, its bucket expects %zu", l.count(), count);
+  if (comm::is_gpu_tensor(t)) return comm::to_host(t, to, "data parallel: a gradient");
   nnc::pack(l, to);
 }
 
@@ -25,6 +28,13 @@ void pack_gradient(const ccv_nnc_tensor_t* t, unsigned char* to, size_t count) {
 void unpack_scaled(const unsigned char* from, ccv_nnc_tensor_t* t, size_t count, double scale) {
   const Layout l = layout_of(t, "data parallel: an average");
   NNC_CHECK(l.count() == count, "data parallel: an average has %zu elements, its bucket holds %zu", l.count(), count);
+  if (comm::is_gpu_tensor(t)) {
+    // Scaled in the staging buffer (read no more after this), then copied over.
+    unsigned char* at = const_cast<unsigned char*>(from);
+    for (size_t i = 0; i < count; i++)
+      store_double(at + i * l.element_size, l.datatype, load_double(at + i * l.element_size, l.datatype) * scale);
+    return comm::from_host(at, t, "data parallel: an average");
+  }
   if (l.packed() && l.datatype == CCV_32F) {
     const float* src = reinterpret_cast<const float*>(from);
     float* dst = reinterpret_cast<float*>(l.data);
@@ -160,8 +170,6 @@ void data_parallel_comm(Graph* g, ccv_nnc_comm_t* comm, const ccv_nnc_tensor_sym
     NNC_CHECK(t.alias_of < 0, "%s: gradient %d (%s) is an alias; average its base", what, i, tensor_label(g, d).c_str());
     NNC_CHECK(is_float(CCV_GET_DATA_TYPE(t.info.datatype)), "%s: gradient %d (%s) is %s; averages are of 16F, 16BF, 32F or 64F", what,
               i, tensor_label(g, d).c_str(), datatype_name(CCV_GET_DATA_TYPE(t.info.datatype)));
-    NNC_CHECK(CCV_TENSOR_GET_MEMORY(t.info.type) == CCV_TENSOR_CPU_MEMORY,
-              "%s: gradient %d (%s) is not in CPU memory (GPU gradients need NCCL)", what, i, tensor_label(g, d).c_str());
     NNC_CHECK(t.writers.size() == 1, "%s: gradient %d (%s) is written by %zu execs; it needs exactly one", what, i,
               tensor_label(g, d).c_str(), t.writers.size());
     for (int j = 0; j < i; j++) NNC_CHECK(grad[static_cast<size_t>(j)] != d, "%s: gradient %d is gradient %d again", what, i, j);
@@ -280,7 +288,8 @@ void data_parallel_comm(Graph* g, ccv_nnc_comm_t* comm, const ccv_nnc_tensor_sym
         m.last = std::max(m.last, position[static_cast<size_t>(writer[static_cast<size_t>(i)])]);
       }
       ccv_nnc_tensor_param_t token_info{};
-      token_info.type = CCV_TENSOR_CPU_MEMORY;
+      // Where the gradients are (a GPU graph's arena holds GPU memory only).
+      token_info.type = g->tensors[static_cast<size_t>(grad[static_cast<size_t>(buckets[k].front())])].info.type;
       token_info.format = CCV_TENSOR_FORMAT_NHWC;
       token_info.datatype = CCV_32F;
       token_info.dim[0] = 1;

@@ -26,6 +26,9 @@
 #include "cmd/comm/comm.hpp"
 
 #include "cmd/comm/communicator.hpp"
+#include "cmd/comm/gpu_across.hpp"
+
+#include <iterator>
 
 #include "cmd/common/checks.hpp"
 #include "core/error.hpp"
@@ -155,6 +158,58 @@ bool first_pair(const ccv_nnc_cmd_param_t&, int input_idx, int, int output_idx, 
   return input_idx == 0 && output_idx == 0;
 }
 
+// Across processes with GPU tensors: a kernel in GPU_NCCL's place (it ranks
+// before GPU_REF and the CPU backends, so it is chosen wherever a GPU tensor
+// meets a communicator). The CUDA module's own GPU_NCCL kernel for the GPUs
+// of one process, registered before this family, is kept and run for calls
+// without a communicator. CPU tensors with a communicator stay with CPU_REF.
+constexpr uint32_t kCommCmds[] = {CCV_NNC_COMM_ALLREDUCE_FORWARD, CCV_NNC_COMM_ALLREDUCE_BACKWARD, CCV_NNC_COMM_BROADCAST_FORWARD,
+                                  CCV_NNC_COMM_BROADCAST_BACKWARD, CCV_NNC_COMM_REDUCE_FORWARD,    CCV_NNC_COMM_REDUCE_BACKWARD};
+struct Kept {
+  bool present = false;
+  Kernel kernel;
+};
+Kept g_kept[std::size(kCommCmds)];
+
+const Kept* kept_for(uint32_t cmd) {
+  for (size_t i = 0; i < std::size(kCommCmds); i++)
+    if (kCommCmds[i] == cmd) return g_kept[i].present ? &g_kept[i] : nullptr;
+  return nullptr;
+}
+
+bool kept_accepts(const Kernel& k, const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                  ccv_nnc_tensor_t* const* outputs, int output_size) {
+  auto ok = [&](const ccv_nnc_tensor_t* t) {
+    return !t || ((k.tensor_memory & CCV_TENSOR_GET_MEMORY(t->info.type)) && (k.tensor_formats & t->info.format) &&
+                  (k.tensor_datatypes & CCV_GET_DATA_TYPE(t->info.datatype)));
+  };
+  for (int i = 0; i < input_size; i++)
+    if (!ok(inputs[i])) return false;
+  for (int i = 0; i < output_size; i++)
+    if (!ok(outputs[i])) return false;
+  return !k.accept || k.accept(cmd, inputs, input_size, outputs, output_size);
+}
+
+bool accept_across_gpu(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                       int output_size) {
+  if (comm_of(cmd)) {
+    for (int i = 0; i < input_size; i++)
+      if (is_gpu_tensor(inputs[i])) return true;
+    for (int i = 0; i < output_size; i++)
+      if (is_gpu_tensor(outputs[i])) return true;
+    return false;
+  }
+  const Kept* k = kept_for(cmd.cmd);
+  return k && kept_accepts(k->kernel, cmd, inputs, input_size, outputs, output_size);
+}
+
+NNC_KERNEL(across_gpu) {
+  if (ccv_nnc_comm_t* c = comm_of(cmd)) return run_across(c, cmd.cmd, inputs, input_size, outputs, output_size, stream_context);
+  const Kept* k = kept_for(cmd.cmd);
+  NNC_CHECK(k && k->kernel.exec, "%s: no kernel for these tensors without a communicator", ccv_nnc_cmd_name(cmd.cmd));
+  return k->kernel.exec(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
+}
+
 }  // namespace
 
 }  // namespace comm
@@ -173,6 +228,22 @@ void register_comm(Registry& r) {
                                   {CCV_NNC_COMM_BROADCAST_BACKWARD, broadcast_backward_ref},
                                   {CCV_NNC_COMM_REDUCE_FORWARD, reduce_forward_ref},
                                   {CCV_NNC_COMM_REDUCE_BACKWARD, reduce_backward_ref}});
+  for (size_t i = 0; i < std::size(kCommCmds); i++) {
+    const Kernel* k = r.kernel(kCommCmds[i], CCV_NNC_BACKEND_GPU_NCCL);
+    g_kept[i] = {};
+    if (k) g_kept[i] = {true, *k};
+    Kernel w;
+    w.cmd = kCommCmds[i];
+    w.backend = CCV_NNC_BACKEND_GPU_NCCL;
+    w.tensor_formats = formats::kAll;
+    w.tensor_datatypes = kTypes | (k ? k->tensor_datatypes : 0);
+    w.tensor_memory = CCV_TENSOR_CPU_MEMORY | CCV_TENSOR_GPU_MEMORY;
+    w.algorithms = k ? k->algorithms : 1;
+    w.exclusive = k ? k->exclusive : false;
+    w.exec = across_gpu;
+    w.accept = accept_across_gpu;
+    r.add_kernel(w);
+  }
 }
 
 }  // namespace nnc

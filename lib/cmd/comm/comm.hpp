@@ -17,6 +17,6 @@ NNC_KERNEL(reduce_backward_ref);
 void validate_across(const char* name, ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
                      int output_size);
 int run_across(ccv_nnc_comm_t* comm, uint32_t cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
-               ccv_nnc_tensor_t* const* outputs, int output_size);
+               ccv_nnc_tensor_t* const* outputs, int output_size, ccv_nnc_stream_context_t* stream = nullptr);
 
 }  // namespace nnc::comm

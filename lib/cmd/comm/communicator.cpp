@@ -3,6 +3,7 @@
 // ccv_nnc_comm_new_mpi refuses with a message; every other call then only
 // ever sees NULL.
 #include "cmd/comm/communicator.hpp"
+#include "cmd/comm/gpu_across.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -429,6 +430,15 @@ bool overlaps(const ccv_nnc_comm_t* comm) { return comm && comm->engine && comm-
 }  // namespace nnc::comm
 
 ccv_nnc_comm_s::~ccv_nnc_comm_s() {
+  {
+    const bool broken = engine && ccv_nnc_comm_is_broken(this);
+    const nnc::comm::GpuAcrossHooks* hooks = nnc::comm::gpu_across_hooks();
+    for (auto& [device, state] : device_states)
+      if (state && hooks && hooks->destroy) hooks->destroy(state, broken);
+    device_states.clear();
+    if (staging) ccv_nnc_tensor_free(staging);
+    staging = nullptr;
+  }
   if (engine && !nnc::comm::free_engine(engine.get())) (void)engine.release();  // its worker still uses it
 }
 

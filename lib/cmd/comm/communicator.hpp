@@ -25,6 +25,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -64,6 +65,12 @@ struct ccv_nnc_comm_s {
   int rank = 0;
   int size = 1;
   std::unique_ptr<nnc::comm::Engine> engine;
+  // GPU tensors across processes (gpu_across.hpp), under gpu_mutex: the
+  // device communicators the CUDA module made, by device, and the pinned
+  // host buffer GPU pairs are staged through.
+  std::mutex gpu_mutex;
+  std::map<int, void*> device_states;
+  ccv_nnc_tensor_t* staging = nullptr;
   ~ccv_nnc_comm_s();
 };
 
