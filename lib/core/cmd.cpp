@@ -326,7 +326,12 @@ PreparedExec prepare_exec(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, 
 }
 
 uint32_t find_backend(const ccv_nnc_cmd_t& cmd, int memory, int formats, int datatypes) {
+  static const int kLastGpu = backend_rank(CCV_NNC_BACKEND_MPS);
   for (const Kernel& k : registry().kernels(cmd.cmd)) {
+    // A GPU backend that also takes CPU tensors (the COMM_ commands across
+    // processes, for pairs with one side in each) is not the answer for CPU
+    // memory alone, as in libnnc.
+    if (!(memory & CCV_TENSOR_GPU_MEMORY) && backend_rank(k.backend) <= kLastGpu) continue;
     if ((k.tensor_memory & memory) == memory && (k.tensor_formats & formats) == formats &&
         (k.tensor_datatypes & datatypes) == datatypes)
       return k.backend;

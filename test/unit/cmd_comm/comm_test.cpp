@@ -195,3 +195,15 @@ TEST_F(Comm, BadInputFailsWithAMessage) {
 }
 
 }  // namespace
+
+// For CPU memory the COMM_ commands' backend is CPU_REF, as in libnnc: the
+// kernel in GPU_NCCL's place that also takes CPU tensors (pairs across
+// processes with one side on a GPU) is not the answer for CPU memory alone.
+TEST_F(Comm, CpuMemoryFindsCpuRef) {
+  for (uint32_t id : {CCV_NNC_COMM_ALLREDUCE_FORWARD, CCV_NNC_COMM_ALLREDUCE_BACKWARD, CCV_NNC_COMM_BROADCAST_FORWARD,
+                      CCV_NNC_COMM_BROADCAST_BACKWARD, CCV_NNC_COMM_REDUCE_FORWARD, CCV_NNC_COMM_REDUCE_BACKWARD}) {
+    const ccv_nnc_cmd_t c = ccv_nnc_cmd(id, nullptr, ccv_nnc_cmd_auto, 0);
+    EXPECT_EQ(ccv_nnc_cmd_find_backend(c, CCV_TENSOR_CPU_MEMORY, CCV_TENSOR_FORMAT_NHWC, CCV_32F), CCV_NNC_BACKEND_CPU_REF)
+        << ccv_nnc_cmd_name(id);
+  }
+}
