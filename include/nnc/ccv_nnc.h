@@ -827,8 +827,10 @@ typedef void(*ccv_nnc_callback_f)(void* const callback_context);
 void ccv_nnc_stream_context_add_callback(ccv_nnc_stream_context_t* const stream, const ccv_nnc_callback_f callback, void* const callback_context);
 /**
  * Block until everything queued on the stream has run. A command that failed
- * on the stream leaves its message readable through ccv_nnc_error_message on
- * the thread that waits.
+ * on the stream (or, on a GPU stream, bad input a kernel found on the device
+ * after its call returned) leaves its message readable through
+ * ccv_nnc_error_message on the thread that waits, and the next call queued on
+ * the stream returns that failure once (NNC: see ccv_nnc_stream_context_error).
  */
 void ccv_nnc_stream_context_wait(const ccv_nnc_stream_context_t* const stream);
 /**
