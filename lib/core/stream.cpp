@@ -316,6 +316,17 @@ void stream_take_held(ccv_nnc_stream_context_t* s) {
                            message.c_str()));
 }
 
+void stream_raise_failures(ccv_nnc_stream_context_t* s) {
+  if (!s) return;
+  std::unique_lock<std::mutex> lock(s->mutex);
+  if (s->failures.empty()) return;
+  const int code = s->failures.code();
+  std::string message = s->failures.message();
+  s->failures.clear();
+  lock.unlock();
+  throw Error(code, message);
+}
+
 int stream_error(ccv_nnc_stream_context_t* s) {
   check_stream(s, "ccv_nnc_stream_context_error");
   std::lock_guard<std::mutex> lock(s->mutex);

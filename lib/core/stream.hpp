@@ -67,6 +67,11 @@ void stream_wait(const ccv_nnc_stream_context_t* stream);
 // returned yet, throws it (once) so that this call returns its code without
 // running. Nothing for NULL or a stream holding nothing (one atomic load).
 void stream_take_held(ccv_nnc_stream_context_t* stream);
+// For a stream whose failures nobody else will report (a graph's own streams,
+// waited for by a synchronous run): throws what failed on it since the last
+// wait and forgets it (nothing is held). Does not wait: call after host_sync
+// (GPU) or once the stream is idle.
+void stream_raise_failures(ccv_nnc_stream_context_t* stream);
 // ccv_nnc_stream_context_error: takes the held failure (returns its code and
 // sets the thread's message), CCV_NNC_EXEC_SUCCESS when none. Does not wait.
 int stream_error(ccv_nnc_stream_context_t* stream);

@@ -272,6 +272,60 @@ TEST_F(HeldGpuError, HostWorkOnTheStreamReadsTheLogButTheNextWaitReportsIt) {
   EXPECT_EQ(g_runs, 1);
 }
 
+// A custom command standing for a device kernel that flags blas.a[0] in its
+// stream's log (a synchronous call has no log: it fails at once).
+int flag_exec(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t, const int, ccv_nnc_tensor_t* const*, const int,
+              ccv_nnc_tensor_t* const*, const int, ccv_nnc_stream_context_t* const stream) {
+  g_runs++;
+  const int value = static_cast<int>(cmd.info.blas.a[0]);
+  if (!nnc::gpu_stream_of(stream)) return value ? CCV_NNC_EXEC_INVALID : CCV_NNC_EXEC_SUCCESS;
+  device_call(stream, "CCV_NNC_INDEX_SELECT_FORWARD", value);
+  return CCV_NNC_EXEC_SUCCESS;
+}
+ccv_nnc_cmd_vtab_t g_flag_isa = {flag_exec, nullptr};
+
+TEST_F(HeldGpuError, AScheduledGraphRunWithoutAStreamReportsBadInputOfItsOwnStreams) {
+  ccv_nnc_graph_t* g = ccv_nnc_graph_new();
+  ccv_nnc_cmd_param_t p = no_params();
+  p.blas.a[0] = 0;
+  ccv_nnc_tensor_t* in = x;
+  ccv_nnc_tensor_t* out = y;
+  const ccv_nnc_graph_exec_t a = ccv_nnc_graph_exec_new(g, ccv_nnc_cmd(CCV_NNC_CUSTOM_FORWARD, &g_flag_isa, p, 0), ccv_nnc_no_hint, &in, 1, &out, 1);
+  p.blas.a[0] = 8;
+  const ccv_nnc_graph_exec_t b = ccv_nnc_graph_exec_new(g, ccv_nnc_cmd(CCV_NNC_CUSTOM_FORWARD, &g_flag_isa, p, 0), ccv_nnc_no_hint, &in, 1, &out, 1);
+  ASSERT_GE(a.d, 0);
+  ASSERT_GE(b.d, 0);
+  ccv_nnc_graph_set_sources(g, &a, 1);
+  ccv_nnc_graph_set_destinations(g, &b, 1);
+  ASSERT_EQ(ccv_nnc_graph_exec_concat(g, a, b), 0);
+  ccv_nnc_graph_set_default_static_schedule(g, CCV_STREAM_CONTEXT_GPU, 2);
+  ccv_nnc_error_clear();
+  // Without a stream the run waits for its own GPU streams: it reports what they found.
+  EXPECT_EQ(ccv_nnc_graph_run(g, 0, nullptr, 0, nullptr, 0, nullptr, nullptr), CCV_NNC_EXEC_INVALID);
+  EXPECT_TRUE(has(last_error(), "indices[7] is outside the rows")) << last_error();
+  EXPECT_EQ(g_runs, 2);
+  // Reported once: a clean run after it reports nothing.
+  ccv_nnc_graph_free(g);
+  ccv_nnc_graph_t* g2 = ccv_nnc_graph_new();
+  p.blas.a[0] = 0;
+  const ccv_nnc_graph_exec_t c = ccv_nnc_graph_exec_new(g2, ccv_nnc_cmd(CCV_NNC_CUSTOM_FORWARD, &g_flag_isa, p, 0), ccv_nnc_no_hint, &in, 1, &out, 1);
+  ASSERT_GE(c.d, 0);
+  ccv_nnc_graph_set_default_static_schedule(g2, CCV_STREAM_CONTEXT_GPU, 2);
+  EXPECT_EQ(ccv_nnc_graph_run(g2, 0, nullptr, 0, nullptr, 0, nullptr, nullptr), CCV_NNC_EXEC_SUCCESS) << last_error();
+  // On the caller's GPU stream, the first stream is the caller's: reported by its wait.
+  p.blas.a[0] = 3;
+  ccv_nnc_graph_t* g3 = ccv_nnc_graph_new();
+  const ccv_nnc_graph_exec_t d = ccv_nnc_graph_exec_new(g3, ccv_nnc_cmd(CCV_NNC_CUSTOM_FORWARD, &g_flag_isa, p, 0), ccv_nnc_no_hint, &in, 1, &out, 1);
+  ASSERT_GE(d.d, 0);
+  ccv_nnc_graph_set_default_static_schedule(g3, CCV_STREAM_CONTEXT_GPU, 1);
+  EXPECT_EQ(ccv_nnc_graph_run(g3, 0, nullptr, 0, nullptr, 0, nullptr, s), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ccv_nnc_stream_context_wait(s);
+  EXPECT_TRUE(has(last_error(), "indices[2] is outside the rows")) << last_error();
+  EXPECT_EQ(ccv_nnc_graph_run(g3, 0, nullptr, 0, nullptr, 0, nullptr, s), CCV_NNC_EXEC_INVALID);
+  ccv_nnc_graph_free(g2);
+  ccv_nnc_graph_free(g3);
+}
+
 TEST_F(HeldGpuError, AFreedStreamWithUnreportedBadInputLeaksNothing) {
   device_call(s, "CCV_NNC_INDEX_SELECT_FORWARD", 1);
   // TearDown frees it with the failure unreported: no crash, no leak (ASan).
