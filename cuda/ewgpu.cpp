@@ -107,6 +107,11 @@ void Call::done() const { finish(stream, s, what); }
 
 DeviceFlag::DeviceFlag(const Call& c, bool needed) : c_(c) {
   if (!needed) return;
+  // On a GPU stream context the call cannot wait to read its flag: it gets a
+  // slot of the stream's error log, read back when the host next waits for
+  // the stream (cuda/stream.hpp: error_slot).
+  d_ = error_slot(c.stream, c.what);
+  if (d_) return;
   block_ = std::make_unique<StreamBlock>(sizeof(int), c.s, c.what);
   d_ = static_cast<int*>(block_->get());
   NNC_CUDA_CHECK(cudaMemsetAsync(d_, 0, sizeof(int), c.s), c.what);
@@ -115,7 +120,9 @@ DeviceFlag::DeviceFlag(const Call& c, bool needed) : c_(c) {
 DeviceFlag::~DeviceFlag() = default;
 
 int DeviceFlag::done() {
-  if (d_ && !c_.stream) NNC_CUDA_CHECK(cudaMemcpyAsync(&host_, d_, sizeof(int), cudaMemcpyDeviceToHost, c_.s), c_.what);
+  // A synchronous call (no stream context, or a CPU stream context's worker,
+  // which runs GPU kernels synchronously too) reads its own block back.
+  if (block_) NNC_CUDA_CHECK(cudaMemcpyAsync(&host_, d_, sizeof(int), cudaMemcpyDeviceToHost, c_.s), c_.what);
   c_.done();
   block_.reset();  // after the call's work (stream-ordered on a GPU stream)
   d_ = nullptr;

@@ -40,9 +40,15 @@ struct Call {
 };
 
 // A device int a kernel sets to flag bad input (a class index, a row
-// index), a block of the module's allocator ordered on the call's stream.
-// done() ends the call (finish) and returns the flag, read back on
-// synchronous calls only (0 on a GPU stream, which the call cannot wait for).
+// index), starting at 0. done() ends the call (finish) and returns the flag.
+// On a synchronous call (no stream context, or a CPU one) it is a block of the
+// module's allocator, read back. On a GPU stream context, which the call
+// cannot wait for, it is a slot of the stream's device error log and done()
+// returns 0: the slot is read back when the host next waits for the stream,
+// and a nonzero value is reported then as a failure of the stream
+// (core/stream_errors.hpp), worded by describe_gpu_flag
+// (cmd/common/gpu_flags.cpp) from the command's name: a new user of
+// DeviceFlag adds its command's encoding there.
 class DeviceFlag {
  public:
   DeviceFlag(const Call& c, bool needed);

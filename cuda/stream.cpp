@@ -2,12 +2,15 @@
 // for them (core/gpu_stream.hpp), and the per-stream cuBLAS handles.
 #include "cuda/stream.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <utility>
 #include <vector>
 
+#include "cmd/common/gpu_flags.hpp"
 #include "core/gpu_stream.hpp"
+#include "core/stream_errors.hpp"
 #include "cuda/cuda.hpp"
 
 namespace nnc::cuda {
@@ -17,6 +20,11 @@ namespace {
 // cuBLAS's workspace per handle: NVIDIA's recommendation for Hopper (sm_90)
 // is 32 MiB; smaller makes some GEMMs pick slower algorithms.
 constexpr size_t kCublasWorkspace = size_t{32} << 20;
+
+// Slots of a stream's device error log: bad-input flags of kernel calls
+// (DeviceFlag) between two host waits. More calls than this between waits
+// cost one extra wait per kSlots calls (error_slot), nothing else.
+constexpr int kLogSlots = 256;
 
 struct GpuStream {
   int device = 0;
@@ -33,7 +41,38 @@ struct GpuStream {
     void (*destroy)(void*);
   };
   std::vector<Attachment> attachments;
+  // The device error log (error_slot): kLogSlots ints, made on first use and
+  // kept at 0 except for what the calls lent a slot since the last read-back
+  // wrote. `found` keeps what the read-backs found until the core takes it.
+  std::mutex log_mutex;
+  DeviceErrorLog log{kLogSlots};
+  int* log_device = nullptr;
+  StreamErrors found;
 };
+
+// Reads back the log slots in `span` (lent before the stream's last sync, so
+// their calls' work is done), clears them on the device and keeps what they
+// found. The caller holds log_mutex and has made the device current.
+void read_log(GpuStream* g, DeviceErrorLog::Span span, const char* what) {
+  if (span.count == 0 || !g->log_device) return;
+  std::vector<int> values(static_cast<size_t>(span.count));
+  // At most two pieces: the span may wrap round the end of the ring.
+  const int first_piece = std::min(span.count, kLogSlots - span.first);
+  const struct {
+    int slot, count, offset;
+  } pieces[2] = {{span.first, first_piece, 0}, {0, span.count - first_piece, first_piece}};
+  for (const auto& p : pieces) {
+    if (p.count == 0) continue;
+    NNC_CUDA_CHECK(cudaMemcpyAsync(values.data() + p.offset, g->log_device + p.slot, sizeof(int) * p.count,
+                                   cudaMemcpyDeviceToHost, g->stream),
+                   what);
+  }
+  NNC_CUDA_CHECK(cudaStreamSynchronize(g->stream), what);
+  // Cleared on the stream, so before any later call's kernels use the slots.
+  for (const auto& p : pieces)
+    if (p.count) NNC_CUDA_CHECK(cudaMemsetAsync(g->log_device + p.slot, 0, sizeof(int) * p.count, g->stream), what);
+  g->log.drain(span, values.data(), g->found, describe_gpu_flag);
+}
 
 void* stream_new(int device) {
   static const char* what = "ccv_nnc_stream_context_new";
@@ -59,6 +98,7 @@ void stream_free(void* p) {
     if (g->blas) cublasDestroy(g->blas);
     if (g->blas_workspace) device_free_on(g->device, g->blas_workspace);
     if (g->workspace) device_free_on(g->device, g->workspace);
+    if (g->log_device) device_free_on(g->device, g->log_device);
     cudaStreamDestroy(g->stream);
   }
   cudaGetLastError();
@@ -66,8 +106,23 @@ void stream_free(void* p) {
 }
 
 void stream_wait(void* p) {
+  static const char* what = "ccv_nnc_stream_context_wait";
   auto* g = static_cast<GpuStream*>(p);
-  NNC_CUDA_CHECK(cudaStreamSynchronize(g->stream), "ccv_nnc_stream_context_wait");
+  const std::lock_guard<std::mutex> lock(g->log_mutex);
+  // Only the slots lent before the sync: a call on another thread may lend
+  // one meanwhile, whose kernels need not have run yet.
+  const DeviceErrorLog::Span span = g->log.in_use();
+  NNC_CUDA_CHECK(cudaStreamSynchronize(g->stream), what);
+  if (span.count) {
+    NNC_CUDA_CHECK(cudaSetDevice(g->device), what);
+    read_log(g, span, what);
+  }
+}
+
+void take_errors(void* p, StreamErrors& out) {
+  auto* g = static_cast<GpuStream*>(p);
+  const std::lock_guard<std::mutex> lock(g->log_mutex);
+  out.merge(g->found);
 }
 
 void* workspace(void* p, size_t bytes) {
@@ -121,8 +176,8 @@ void event_sync(void* e) {
   NNC_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(e)), "ccv_nnc_stream_context_wait_signal");
 }
 
-const GpuStreamHooks kHooks = {stream_new, stream_free, stream_wait, workspace, drain,
-                               event_new,  event_free,  event_record, stream_wait_event, event_sync};
+const GpuStreamHooks kHooks = {stream_new, stream_free,  stream_wait,  workspace,         drain,     event_new,
+                               event_free, event_record, stream_wait_event, event_sync, take_errors};
 
 // cuBLAS handles of synchronous calls: one per thread and device (a handle
 // may not be rebound to another stream while another thread uses it).
@@ -194,6 +249,29 @@ cublasHandle_t cublas_handle(ccv_nnc_stream_context_t* stream, int device, cudaS
   // per-thread default streams): the handle's own default, as cuBLAS knows it.
   NNC_CUDA_CHECK(cublasSetStream(h, s == cudaStreamLegacy ? nullptr : s), what);
   return h;
+}
+
+int* error_slot(ccv_nnc_stream_context_t* stream, const char* what) {
+  GpuStream* g = gpu(stream);
+  if (!g) return nullptr;
+  const std::lock_guard<std::mutex> lock(g->log_mutex);
+  NNC_CUDA_CHECK(cudaSetDevice(g->device), what);
+  if (!g->log_device) {
+    void* p = device_alloc_on(g->device, sizeof(int) * kLogSlots, g->stream, what);
+    const cudaError_t e = cudaMemsetAsync(p, 0, sizeof(int) * kLogSlots, g->stream);
+    if (e != cudaSuccess) device_free_on(g->device, p);
+    NNC_CUDA_CHECK(e, what);
+    g->log_device = static_cast<int*>(p);
+  }
+  int slot = g->log.reserve(what);
+  if (slot < 0) {  // every slot lent since the last wait: wait now and read them back
+    const DeviceErrorLog::Span span = g->log.in_use();
+    NNC_CUDA_CHECK(cudaStreamSynchronize(g->stream), what);
+    read_log(g, span, what);
+    slot = g->log.reserve(what);
+    NNC_CHECK(slot >= 0, "%s: no slot in the stream's error log after reading it back", what);
+  }
+  return g->log_device + slot;
 }
 
 void* stream_attachment(ccv_nnc_stream_context_t* stream, const void* key, void* (*make)(int device, cudaStream_t s),

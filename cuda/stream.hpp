@@ -41,6 +41,15 @@ cublasHandle_t cublas_handle(ccv_nnc_stream_context_t* stream, int device, cudaS
 void* stream_attachment(ccv_nnc_stream_context_t* stream, const void* key, void* (*make)(int device, cudaStream_t s),
                         void (*destroy)(void* object));
 
+// For a kernel call's bad-input flag (ewgpu.hpp: DeviceFlag) on a GPU stream
+// context: a device int of the stream's error log, 0 now, lent to this call
+// of `what` until the host next waits for the stream, which reads it back (a
+// nonzero value becomes a failure of the stream, reported by
+// ccv_nnc_stream_context_wait). When every slot is lent, waits for the stream
+// and reads them back first. NULL for NULL or a CPU stream context (the call
+// is synchronous: it keeps its own flag). Throws on CUDA failure.
+int* error_slot(ccv_nnc_stream_context_t* stream, const char* what);
+
 // Registers the GPU stream hooks with the core (register_cuda calls it).
 void install_stream_hooks();
 

@@ -827,10 +827,33 @@ typedef void(*ccv_nnc_callback_f)(void* const callback_context);
 void ccv_nnc_stream_context_add_callback(ccv_nnc_stream_context_t* const stream, const ccv_nnc_callback_f callback, void* const callback_context);
 /**
  * Block until everything queued on the stream has run. A command that failed
- * on the stream leaves its message readable through ccv_nnc_error_message on
- * the thread that waits.
+ * on the stream (or, on a GPU stream, bad input a kernel found on the device
+ * after its call returned) leaves its message readable through
+ * ccv_nnc_error_message on the thread that waits, and the next call queued on
+ * the stream returns that failure once (NNC: see ccv_nnc_stream_context_error).
  */
 void ccv_nnc_stream_context_wait(const ccv_nnc_stream_context_t* const stream);
+/**
+ * NNC addition (libnnc has no such call): the failure a stream holds.
+ * ccv_nnc_stream_context_wait returns nothing, so a failure of the stream's
+ * work since the previous wait (a command that failed on a CPU stream's
+ * worker; bad input a GPU kernel found on the device after its call had
+ * returned, such as an INDEX_SELECT row index or a SOFTMAX_CROSSENTROPY label
+ * out of range) is reported twice: the wait sets ccv_nnc_error_message, and
+ * the stream holds the failure until the next call that queues work on it
+ * (ccv_nnc_cmd_exec, ccv_nnc_graph_run, ccv_nnc_graph_run_with_schedule, ...
+ * with this stream), which returns its code and message without running;
+ * the call after that runs. Several failures between two waits are reported
+ * as the first, with a count of the others.
+ * This call takes the held failure instead: it returns its code and sets
+ * ccv_nnc_error_message to its message, and the next call on the stream
+ * runs. It does not wait for the stream.
+ * @param stream The stream context (CPU or GPU).
+ * @return CCV_NNC_EXEC_SUCCESS when the stream holds no failure; the held
+ *   failure's code (CCV_NNC_EXEC_INVALID, ...) otherwise; CCV_NNC_EXEC_INVALID
+ *   with a message for a NULL stream.
+ */
+int ccv_nnc_stream_context_error(ccv_nnc_stream_context_t* const stream);
 typedef void (*ccv_nnc_stream_context_destructor_f)(const ccv_nnc_stream_context_t* const stream, void* const context);
 /** Call destructor(stream, context) when the stream is freed. @return an id for removal, or -1. */
 int ccv_nnc_stream_context_add_destructor_hook(ccv_nnc_stream_context_t* const stream, ccv_nnc_stream_context_destructor_f destructor, void* const context);

@@ -298,6 +298,10 @@ NNC_API void ccv_nnc_stream_context_wait(const ccv_nnc_stream_context_t* const s
   });
 }
 
+NNC_API int ccv_nnc_stream_context_error(ccv_nnc_stream_context_t* const stream) {
+  return guard<int>(CCV_NNC_EXEC_INVALID, [&] { return stream_error(stream); });
+}
+
 NNC_API int ccv_nnc_stream_context_add_destructor_hook(ccv_nnc_stream_context_t* const stream,
                                                        ccv_nnc_stream_context_destructor_f destructor, void* const context) {
   return guard<int>(-1, [&] { return stream_add_destructor_hook(stream, destructor, context); });

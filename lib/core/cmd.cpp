@@ -254,6 +254,7 @@ ccv_nnc_cmd_t make_cmd(uint32_t cmd, ccv_nnc_cmd_vtab_t* isa, const ccv_nnc_cmd_
 
 int cmd_exec(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& given_hint, int flags, ccv_nnc_tensor_t* const* inputs, int input_size,
              ccv_nnc_tensor_t* const* outputs, int output_size, ccv_nnc_stream_context_t* stream) {
+  if (stream) stream_take_held(stream);  // a failure the last wait reported comes back here, once
   const Registry::Lookup l = validate(cmd, given_hint, flags, inputs, input_size, outputs, output_size);
   const CommandInfo* info = l.info;
   const ccv_nnc_hint_t& hint = given_hint;

@@ -15,6 +15,10 @@
 //   expression) first waits for the stream's queued device work
 //   (`wait`), then runs on the calling thread: it sees the results of
 //   everything queued before it.
+// - Bad input that a kernel finds on the device while the call has returned
+//   (cuda: DeviceFlag) is logged on the device and read back whenever the
+//   host waits for the stream (`stream_wait`, then `take_errors`); it is
+//   reported as any failure on a stream is (core/stream_errors.hpp).
 // - Signals emitted on a GPU stream are device events. The matrix of waits:
 //     emitter GPU, waiter GPU: the waiter's stream waits for the event on the
 //       device (the host does not block);
@@ -33,6 +37,8 @@
 #include <cstddef>
 
 namespace nnc {
+
+class StreamErrors;  // core/stream_errors.hpp
 
 struct GpuStreamHooks {
   // A stream on `device` (CUDA: a non-blocking stream and what belongs to
@@ -56,6 +62,11 @@ struct GpuStreamHooks {
   void (*event_record)(void* event, void* stream);
   void (*stream_wait_event)(void* stream, void* event);
   void (*event_sync)(void* event);
+  // Bad input the stream's kernels found on the device (cuda: DeviceFlag's
+  // slots of the stream's error log), read back by stream_wait and not taken
+  // yet: moved into `out`, oldest first. The core calls it after every
+  // stream_wait. NULL: the module keeps no such log.
+  void (*take_errors)(void* stream, StreamErrors& out);
 };
 
 // Installed once by the CUDA module when the library initialises (and by

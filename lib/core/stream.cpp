@@ -30,6 +30,7 @@
 #include "core/parallel.hpp"
 #include "core/live.hpp"
 #include "core/registry.hpp"
+#include "core/stream_errors.hpp"
 
 // A device event of a signal, freed through the hooks that made it (a test
 // may install other hooks meanwhile).
@@ -93,9 +94,14 @@ struct ccv_nnc_stream_context_s {
   size_t pending = 0;  // queued plus running
   bool stop = false;
   std::thread worker;
-  // First failure since the last wait.
-  int error_code = CCV_NNC_EXEC_SUCCESS;
-  std::string error_message;
+  // Failures since the last wait (the first whole, the rest counted).
+  nnc::StreamErrors failures;
+  // What the last wait reported, held for the next call that queues on the
+  // stream (stream_take_held): its code and message. `has_held` lets that
+  // call see an empty hold without the lock.
+  std::atomic<bool> has_held{false};
+  int held_code = CCV_NNC_EXEC_SUCCESS;
+  std::string held_message;
   // Scratch memory, only touched from the worker (or with the queue empty).
   void* workspace = nullptr;
   size_t workspace_size = 0;
@@ -216,10 +222,7 @@ void run_worker(ccv_nnc_stream_context_t* s) {
       s->spare_io.push_back(std::move(task.io_more));
       task.io_more = {};
     }
-    if (code != CCV_NNC_EXEC_SUCCESS && s->error_code == CCV_NNC_EXEC_SUCCESS) {
-      s->error_code = code;
-      s->error_message = message.empty() ? format("a command on a stream failed with %d", code) : message;
-    }
+    if (code != CCV_NNC_EXEC_SUCCESS) s->failures.add(code, std::move(message));
     if (--s->pending == 0) s->idle_cv.notify_all();
   }
 }
@@ -244,10 +247,29 @@ std::atomic<const GpuStreamHooks*> g_gpu_hooks{nullptr};
 
 void record_failure(ccv_nnc_stream_context_t* s, int code, const std::string& message) {
   std::lock_guard<std::mutex> lock(s->mutex);
-  if (s->error_code == CCV_NNC_EXEC_SUCCESS) {
-    s->error_code = code;
-    s->error_message = message.empty() ? format("a command on a stream failed with %d", code) : message;
+  s->failures.add(code, message);
+}
+
+// The host waits for a GPU stream's queued device work; bad input its kernels
+// found meanwhile becomes pending failures of the stream. Throws what the
+// wait itself throws (an asynchronous fault), after keeping the found ones.
+void gpu_sync(ccv_nnc_stream_context_t* s) {
+  const GpuStreamHooks* h = s->gpu_hooks;
+  std::exception_ptr fault;
+  try {
+    h->stream_wait(s->gpu);
+  } catch (...) {
+    fault = std::current_exception();
   }
+  if (h->take_errors) {
+    StreamErrors found;
+    h->take_errors(s->gpu, found);
+    if (!found.empty()) {
+      std::lock_guard<std::mutex> lock(s->mutex);
+      s->failures.merge(found);
+    }
+  }
+  if (fault) std::rethrow_exception(fault);
 }
 
 // Host work for a GPU stream: after its queued device work, on the calling
@@ -257,7 +279,7 @@ void run_inline(ccv_nnc_stream_context_t* s, const std::function<int()>& task) {
   ccv_nnc_stream_context_t* const outer = t_current_stream;
   int code = CCV_NNC_EXEC_SUCCESS;
   try {
-    s->gpu_hooks->stream_wait(s->gpu);
+    gpu_sync(s);
     t_current_stream = s;
     code = task();
   } catch (...) {
@@ -277,7 +299,44 @@ int gpu_stream_device(const ccv_nnc_stream_context_t* s) { return s && s->gpu ? 
 bool is_gpu_stream(const ccv_nnc_stream_context_t* s) { return s && s->gpu; }
 
 void host_sync(ccv_nnc_stream_context_t* s) {
-  if (s && s->gpu) s->gpu_hooks->stream_wait(s->gpu);
+  if (s && s->gpu) gpu_sync(s);
+}
+
+void stream_take_held(ccv_nnc_stream_context_t* s) {
+  if (!s || !s->has_held.load(std::memory_order_acquire)) return;
+  std::unique_lock<std::mutex> lock(s->mutex);
+  if (!s->has_held.load(std::memory_order_relaxed)) return;
+  const int code = s->held_code;
+  std::string message = std::move(s->held_message);
+  s->held_code = CCV_NNC_EXEC_SUCCESS;
+  s->held_message.clear();
+  s->has_held.store(false, std::memory_order_release);
+  lock.unlock();
+  throw Error(code, format("%s (held on the stream since ccv_nnc_stream_context_wait reported it; this call did not run)",
+                           message.c_str()));
+}
+
+void stream_raise_failures(ccv_nnc_stream_context_t* s) {
+  if (!s) return;
+  std::unique_lock<std::mutex> lock(s->mutex);
+  if (s->failures.empty()) return;
+  const int code = s->failures.code();
+  std::string message = s->failures.message();
+  s->failures.clear();
+  lock.unlock();
+  throw Error(code, message);
+}
+
+int stream_error(ccv_nnc_stream_context_t* s) {
+  check_stream(s, "ccv_nnc_stream_context_error");
+  std::lock_guard<std::mutex> lock(s->mutex);
+  if (!s->has_held.load(std::memory_order_relaxed)) return CCV_NNC_EXEC_SUCCESS;
+  const int code = s->held_code;
+  set_error_message(s->held_message);
+  s->held_code = CCV_NNC_EXEC_SUCCESS;
+  s->held_message.clear();
+  s->has_held.store(false, std::memory_order_release);
+  return code;
 }
 
 int gpu_stream_exec(ccv_nnc_stream_context_t* s, ccv_nnc_cmd_exec_f exec, bool device_kernel, const ccv_nnc_cmd_t& cmd,
@@ -398,18 +457,23 @@ void stream_wait(const ccv_nnc_stream_context_t* cs) {
   NNC_CHECK(t_current_stream != s, "ccv_nnc_stream_context_wait: a stream cannot wait for itself from its own work");
   if (s->gpu) {
     try {
-      s->gpu_hooks->stream_wait(s->gpu);
+      gpu_sync(s);
     } catch (const Error& e) {
       record_failure(s, e.code(), e.what());
     }
   }
   std::unique_lock<std::mutex> lock(s->mutex);
   s->idle_cv.wait(lock, [&] { return s->pending == 0; });
-  if (s->error_code != CCV_NNC_EXEC_SUCCESS) {
-    const std::string message = s->error_message;
-    const int code = s->error_code;
-    s->error_code = CCV_NNC_EXEC_SUCCESS;
-    s->error_message.clear();
+  if (!s->failures.empty()) {
+    // Reported here as a message (the wait returns nothing) and held for the
+    // next call that queues on the stream, which returns it as a code. A
+    // report not yet taken is replaced: the newer one is what the caller saw.
+    const std::string message = s->failures.message();
+    const int code = s->failures.code();
+    s->failures.clear();
+    s->held_code = code;
+    s->held_message = message;
+    s->has_held.store(true, std::memory_order_release);
     lock.unlock();
     throw Error(code, message);
   }
@@ -420,7 +484,7 @@ void stream_free(ccv_nnc_stream_context_t* s) {
   NNC_CHECK(t_current_stream != s, "ccv_nnc_stream_context_free: a stream cannot free itself from its own work");
   if (s->gpu) {
     try {
-      s->gpu_hooks->stream_wait(s->gpu);  // the destructor hooks run after the stream's work
+      gpu_sync(s);  // the destructor hooks run after the stream's work
     } catch (...) {
     }
     for (auto& [id, hook] : s->hooks) hook.first(s, hook.second);

@@ -57,7 +57,24 @@ int stream_type(const ccv_nnc_stream_context_t* stream);
 void* stream_get_workspace(ccv_nnc_stream_context_t* stream, size_t size, int mem);
 void stream_drain(ccv_nnc_stream_context_t* stream);
 void stream_add_callback(ccv_nnc_stream_context_t* stream, ccv_nnc_callback_f callback, void* context);
+// Waits for the stream. Failures of its work since the last wait (a CPU
+// stream's failed commands, bad input a GPU stream's kernels found: see
+// core/stream_errors.hpp) are thrown (the API call sets the thread's message)
+// and held for the next call that queues on the stream (stream_take_held).
 void stream_wait(const ccv_nnc_stream_context_t* stream);
+// At the start of a call that queues work on `stream` (ccv_nnc_cmd_exec,
+// ccv_nnc_graph_run, ...): if a wait reported a failure that no call has
+// returned yet, throws it (once) so that this call returns its code without
+// running. Nothing for NULL or a stream holding nothing (one atomic load).
+void stream_take_held(ccv_nnc_stream_context_t* stream);
+// For a stream whose failures nobody else will report (a graph's own streams,
+// waited for by a synchronous run): throws what failed on it since the last
+// wait and forgets it (nothing is held). Does not wait: call after host_sync
+// (GPU) or once the stream is idle.
+void stream_raise_failures(ccv_nnc_stream_context_t* stream);
+// ccv_nnc_stream_context_error: takes the held failure (returns its code and
+// sets the thread's message), CCV_NNC_EXEC_SUCCESS when none. Does not wait.
+int stream_error(ccv_nnc_stream_context_t* stream);
 int stream_add_destructor_hook(ccv_nnc_stream_context_t* stream, ccv_nnc_stream_context_destructor_f f, void* context);
 void stream_remove_destructor_hook(ccv_nnc_stream_context_t* stream, int id);
 void stream_set_seed(ccv_nnc_stream_context_t* stream, uint32_t seed);

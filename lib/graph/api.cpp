@@ -140,8 +140,10 @@ NNC_API void ccv_nnc_graph_free(ccv_nnc_graph_t* const graph) { delete graph; }
 NNC_API int ccv_nnc_graph_run(ccv_nnc_graph_t* const graph, const int flags, const ccv_nnc_graph_exec_t* const sources, const int source_size,
                               const ccv_nnc_graph_exec_t* const destinations, const int destination_size,
                               ccv_nnc_tensor_tape_t* const tensor_tape, ccv_nnc_stream_context_t* const stream_context) {
-  const int code =
-      guard_code([&] { return run(graph, flags, sources, source_size, destinations, destination_size, tensor_tape, stream_context); });
+  const int code = guard_code([&] {
+    stream_take_held(stream_context);  // core/stream.hpp: a failure the last wait reported comes back here
+    return run(graph, flags, sources, source_size, destinations, destination_size, tensor_tape, stream_context);
+  });
   if (__builtin_expect(memory_efficient(), 0) && GuardScope::outside()) release_thread_workspace();
   return code;
 }
@@ -186,6 +188,7 @@ NNC_API int ccv_nnc_graph_run_with_schedule(ccv_nnc_graph_t* const graph, const 
     NNC_CHECK(graph, "ccv_nnc_graph_run_with_schedule: graph is NULL");
     NNC_CHECK(schedule, "ccv_nnc_graph_run_with_schedule: schedule is NULL");
     NNC_CHECK(!graph->parent, "ccv_nnc_graph_run_with_schedule: this graph is a sub-graph; run its parent");
+    stream_take_held(stream_context);
     return run_schedule(graph, schedule->s, tensor_tape, stream_context);
   });
 }

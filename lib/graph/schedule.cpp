@@ -309,6 +309,7 @@ void run_gpu(Graph* g, const Schedule& s, std::vector<ccv_nnc_stream_context_t*>
   for (int k = 0; k < count; k++) {
     try {
       host_sync(streams[static_cast<size_t>(k)]);
+      stream_raise_failures(streams[static_cast<size_t>(k)]);  // bad input its kernels found (core/stream.hpp)
     } catch (const Error& e) {
       if (code == CCV_NNC_EXEC_SUCCESS) {
         code = e.code();

@@ -120,7 +120,7 @@ void mock_event_sync(void* e) { note("host waits for " + static_cast<MockEvent*>
 
 const nnc::GpuStreamHooks kMock = {mock_stream_new, mock_stream_free, mock_stream_wait, mock_workspace, mock_drain,
                                    mock_event_new,  mock_event_free,  mock_event_record, mock_stream_wait_event,
-                                   mock_event_sync};
+                                   mock_event_sync, nullptr};
 
 std::string name_of(ccv_nnc_stream_context_t* s) { return static_cast<MockStream*>(nnc::gpu_stream_of(s))->name; }
 

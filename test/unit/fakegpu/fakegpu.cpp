@@ -291,7 +291,8 @@ void event_sync(void* e) {
 }
 
 const nnc::GpuStreamHooks kStreams = {stream_new, stream_free,  stream_wait,  stream_workspace, stream_drain,
-                                      event_new,  event_free,   event_record, stream_wait_event, event_sync};
+                                      event_new,  event_free,   event_record, stream_wait_event, event_sync,
+                                      nullptr};
 
 // A tensor's header as it is now (a queued kernel sees the tensor as it was
 // when queued, as a CUDA launch captures its arguments).
