@@ -251,18 +251,38 @@ cublasHandle_t cublas_handle(ccv_nnc_stream_context_t* stream, int device, cudaS
   return h;
 }
 
+namespace {
+
+// The device log of g, made on first use. The caller holds g->log_mutex.
+void ensure_log(GpuStream* g, const char* what) {
+  NNC_CUDA_CHECK(cudaSetDevice(g->device), what);
+  if (g->log_device) return;
+  void* p = device_alloc_on(g->device, sizeof(int) * kLogSlots, g->stream, what);
+  const cudaError_t e = cudaMemsetAsync(p, 0, sizeof(int) * kLogSlots, g->stream);
+  if (e != cudaSuccess) device_free_on(g->device, p);
+  NNC_CUDA_CHECK(e, what);
+  g->log_device = static_cast<int*>(p);
+}
+
+}  // namespace
+
 int* error_slot(ccv_nnc_stream_context_t* stream, const char* what) {
   GpuStream* g = gpu(stream);
   if (!g) return nullptr;
-  const std::lock_guard<std::mutex> lock(g->log_mutex);
-  NNC_CUDA_CHECK(cudaSetDevice(g->device), what);
-  if (!g->log_device) {
-    void* p = device_alloc_on(g->device, sizeof(int) * kLogSlots, g->stream, what);
-    const cudaError_t e = cudaMemsetAsync(p, 0, sizeof(int) * kLogSlots, g->stream);
-    if (e != cudaSuccess) device_free_on(g->device, p);
-    NNC_CUDA_CHECK(e, what);
-    g->log_device = static_cast<int*>(p);
+  // A node of a graph queued behind a caller's stream: a slot of the caller's
+  // log (core/gpu_stream.hpp: ErrorLogOwner) when it is on the same device and
+  // has one free. (The caller's log is cleared on the caller's stream, which
+  // the graph's streams wait for at the next run's entry; a full one is not
+  // read back here, since this run's other streams may still write it.)
+  if (GpuStream* owner = gpu(error_log_owner()); owner && owner != g && owner->device == g->device) {
+    const std::lock_guard<std::mutex> lock(owner->log_mutex);
+    ensure_log(owner, what);
+    const int slot = owner->log.reserve(what);
+    NNC_CUDA_CHECK(cudaSetDevice(g->device), what);
+    if (slot >= 0) return owner->log_device + slot;
   }
+  const std::lock_guard<std::mutex> lock(g->log_mutex);
+  ensure_log(g, what);
   int slot = g->log.reserve(what);
   if (slot < 0) {  // every slot lent since the last wait: wait now and read them back
     const DeviceErrorLog::Span span = g->log.in_use();

@@ -91,4 +91,24 @@ bool is_gpu_stream(const ccv_nnc_stream_context_s* stream);
 // for its queued device work; nothing otherwise.
 void host_sync(ccv_nnc_stream_context_s* stream);
 
+// While a graph's static schedule queues its nodes behind a caller's GPU
+// stream (graph/schedule.cpp), bad input that kernels on the graph's own
+// streams find goes to the caller's device error log instead of theirs: the
+// caller waits for the caller's stream, never for the graph's, and that wait
+// (which comes after the graph's streams' exit waits) reads the log. Set on
+// the queueing thread for the span of the queueing; the CUDA module's
+// error_slot reads it (for streams on the owner's device).
+class ErrorLogOwner {
+ public:
+  explicit ErrorLogOwner(ccv_nnc_stream_context_s* owner);
+  ~ErrorLogOwner();
+  ErrorLogOwner(const ErrorLogOwner&) = delete;
+  ErrorLogOwner& operator=(const ErrorLogOwner&) = delete;
+
+ private:
+  ccv_nnc_stream_context_s* previous_;
+};
+// The stream whose error log this thread's device errors go to now (NULL: each stream's own).
+ccv_nnc_stream_context_s* error_log_owner();
+
 }  // namespace nnc

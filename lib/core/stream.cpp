@@ -298,6 +298,14 @@ void* gpu_stream_of(const ccv_nnc_stream_context_t* s) { return s ? s->gpu : nul
 int gpu_stream_device(const ccv_nnc_stream_context_t* s) { return s && s->gpu ? s->device : -1; }
 bool is_gpu_stream(const ccv_nnc_stream_context_t* s) { return s && s->gpu; }
 
+namespace {
+thread_local ccv_nnc_stream_context_t* t_error_log_owner = nullptr;
+}  // namespace
+
+ErrorLogOwner::ErrorLogOwner(ccv_nnc_stream_context_t* owner) : previous_(t_error_log_owner) { t_error_log_owner = owner; }
+ErrorLogOwner::~ErrorLogOwner() { t_error_log_owner = previous_; }
+ccv_nnc_stream_context_t* error_log_owner() { return t_error_log_owner; }
+
 void host_sync(ccv_nnc_stream_context_t* s) {
   if (s && s->gpu) gpu_sync(s);
 }

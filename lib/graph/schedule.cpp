@@ -276,6 +276,8 @@ void run_gpu(Graph* g, const Schedule& s, std::vector<ccv_nnc_stream_context_t*>
   }
   int code = CCV_NNC_EXEC_SUCCESS;
   std::string message;
+  // Behind a caller, what the kernels find is the caller's to report (core/gpu_stream.hpp).
+  const ErrorLogOwner log_owner(caller ? caller : error_log_owner());
   try {
     for (size_t p = 0; p < n; p++) {
       const int k = s.stream_of[p];

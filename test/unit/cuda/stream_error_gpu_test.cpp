@@ -261,3 +261,40 @@ TEST(GpuStreamError, AGpuKernelOnACpuStreamReportsItsBadInputAtTheWait) {
 }
 
 }  // namespace
+
+// A graph of three independent INDEX_SELECTs, each with a bad row, on a
+// static schedule over 3 GPU streams (three chains: one a stream), run behind
+// a caller's GPU stream. The caller waits only for its own stream, so what
+// the kernels on the graph's other streams found must reach the caller's log:
+// the wait reports the first and counts the other two, and the next call on
+// the caller returns it once.
+TEST(GpuStreamError, AGraphBehindACallerReportsItsOtherStreamsFindingsAtTheCallersWait) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(829);
+  IndexCase k(rng);
+  Owned gy[3] = {gpu_filled(param({11, 13}), 7), gpu_filled(param({11, 13}), 7), gpu_filled(param({11, 13}), 7)};
+  ccv_nnc_graph_t* graph = ccv_nnc_graph_new();
+  for (int i = 0; i < 3; i++) {
+    ccv_nnc_tensor_t* in[2] = {k.gx, k.gind_bad};
+    ccv_nnc_tensor_t* out[1] = {gy[i]};
+    (void)ccv_nnc_graph_exec_new(graph, cmd_of(CCV_NNC_INDEX_SELECT_FORWARD, CCV_NNC_BACKEND_GPU_REF), ccv_nnc_no_hint, in, 2, out, 1);
+  }
+  ccv_nnc_graph_static_schedule_t* sched = ccv_nnc_graph_static_schedule_new(graph, CCV_STREAM_CONTEXT_GPU, 3, nullptr, 0, nullptr, 0);
+  ASSERT_NE(sched, nullptr) << last_error();
+  ccv_nnc_stream_context_t* caller = gpu_stream();
+  ASSERT_NE(caller, nullptr);
+  ccv_nnc_error_clear();
+  ASSERT_EQ(ccv_nnc_graph_run_with_schedule(graph, 0, sched, nullptr, caller), CCV_NNC_EXEC_SUCCESS) << last_error();
+  ccv_nnc_stream_context_wait(caller);
+  const std::string reported = last_error();
+  EXPECT_TRUE(has(reported, "CCV_NNC_INDEX_SELECT_FORWARD on a GPU stream: row index out of range: indices[4] is outside the rows"))
+      << reported;
+  EXPECT_TRUE(has(reported, "(and 2 further errors on this stream)")) << reported;
+  ccv_nnc_error_clear();
+  EXPECT_EQ(ccv_nnc_graph_run_with_schedule(graph, 0, sched, nullptr, caller), CCV_NNC_EXEC_INVALID);
+  EXPECT_TRUE(has(last_error(), "row index out of range")) << last_error();
+  ccv_nnc_stream_context_wait(caller);
+  ccv_nnc_graph_static_schedule_free(sched);
+  ccv_nnc_graph_free(graph);
+  ccv_nnc_stream_context_free(caller);
+}
