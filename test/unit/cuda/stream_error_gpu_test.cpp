@@ -277,7 +277,9 @@ TEST(GpuStreamError, AGraphBehindACallerReportsItsOtherStreamsFindingsAtTheCalle
   for (int i = 0; i < 3; i++) {
     ccv_nnc_tensor_t* in[2] = {k.gx, k.gind_bad};
     ccv_nnc_tensor_t* out[1] = {gy[i]};
-    (void)ccv_nnc_graph_exec_new(graph, cmd_of(CCV_NNC_INDEX_SELECT_FORWARD, CCV_NNC_BACKEND_GPU_REF), ccv_nnc_no_hint, in, 2, out, 1);
+    const ccv_nnc_graph_exec_t e =
+        ccv_nnc_graph_exec_new(graph, cmd_of(CCV_NNC_INDEX_SELECT_FORWARD, CCV_NNC_BACKEND_GPU_REF), ccv_nnc_no_hint, in, 2, out, 1);
+    ASSERT_GE(e.d, 0) << last_error();
   }
   ccv_nnc_graph_static_schedule_t* sched = ccv_nnc_graph_static_schedule_new(graph, CCV_STREAM_CONTEXT_GPU, 3, nullptr, 0, nullptr, 0);
   ASSERT_NE(sched, nullptr) << last_error();
