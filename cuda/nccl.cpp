@@ -32,29 +32,12 @@
 #include "core/registry.hpp"
 #include "core/tensor.hpp"
 #include "cuda/cuda.hpp"
+#include "cuda/nccl_util.hpp"
 #include "cuda/stream.hpp"
 
 namespace nnc::cuda {
 
 namespace {
-
-void check_nccl(ncclResult_t r, const char* what, const char* call) {
-  if (r != ncclSuccess) fail(CCV_NNC_EXEC_INVALID, "%s: %s failed: %s", what, call, ncclGetErrorString(r));
-}
-#define NNC_NCCL_CHECK(call, what) check_nccl((call), (what), #call)
-
-bool nccl_type(int datatype, ncclDataType_t* t) {
-  switch (CCV_GET_DATA_TYPE(datatype)) {
-    case CCV_32F: *t = ncclFloat32; return true;
-    case CCV_64F: *t = ncclFloat64; return true;
-    case CCV_16F: *t = ncclFloat16; return true;
-    case CCV_16BF: *t = ncclBfloat16; return true;
-    case CCV_32S: *t = ncclInt32; return true;
-    case CCV_64S: *t = ncclInt64; return true;
-    case CCV_8U: *t = ncclUint8; return true;
-    default: return false;
-  }
-}
 
 int device_of(const ccv_nnc_tensor_t* t) { return CCV_TENSOR_GET_DEVICE_ID(t->info.type); }
 

@@ -23,6 +23,7 @@
 #include <nccl.h>
 
 #include <cstring>
+#include <string>
 
 #include "cmd/comm/communicator.hpp"
 #include "cmd/comm/gpu_across.hpp"
@@ -30,27 +31,15 @@
 #include "core/gpu_stream.hpp"
 #include "core/tensor.hpp"
 #include "cuda/cuda.hpp"
+#include "cuda/nccl_util.hpp"
 #include "cuda/stream.hpp"
 
 namespace nnc::cuda {
 
 namespace {
 
-void check_nccl_across(ncclResult_t r, const char* what, const char* call) {
-  if (r != ncclSuccess) fail(CCV_NNC_EXEC_INVALID, "%s across processes: %s failed: %s", what, call, ncclGetErrorString(r));
-}
-#define NNC_NCCL_ACROSS_CHECK(call, what) check_nccl_across((call), (what), #call)
-
-bool nccl_type_of(int datatype, ncclDataType_t* t) {
-  switch (CCV_GET_DATA_TYPE(datatype)) {
-    case CCV_32F: *t = ncclFloat32; return true;
-    case CCV_64F: *t = ncclFloat64; return true;
-    case CCV_16F: *t = ncclFloat16; return true;
-    case CCV_16BF: *t = ncclBfloat16; return true;
-    case CCV_32S: *t = ncclInt32; return true;
-    default: return false;
-  }
-}
+// NCCL's statuses as errors that say the call went across processes.
+#define NNC_NCCL_ACROSS_CHECK(call, what) check_nccl((call), (std::string(what) + " across processes").c_str(), #call)
 
 struct Across {
   ncclComm_t comm = nullptr;
@@ -100,7 +89,7 @@ bool run_across_nccl(ccv_nnc_comm_t* comm, uint32_t cmd, ccv_nnc_tensor_t* const
   for (int i = 0; i < n; i++) {
     ncclDataType_t t;
     if (!packed_gpu(inputs[i]) || !packed_gpu(outputs[i]) || CCV_TENSOR_GET_DEVICE_ID(inputs[i]->info.type) != device ||
-        CCV_TENSOR_GET_DEVICE_ID(outputs[i]->info.type) != device || !nccl_type_of(inputs[i]->info.datatype, &t))
+        CCV_TENSOR_GET_DEVICE_ID(outputs[i]->info.type) != device || !nccl_type(inputs[i]->info.datatype, &t))
       return false;
   }
   if (stream && gpu_stream_device(stream) >= 0 && gpu_stream_device(stream) != device) return false;
@@ -111,7 +100,7 @@ bool run_across_nccl(ccv_nnc_comm_t* comm, uint32_t cmd, ccv_nnc_tensor_t* const
   NNC_NCCL_ACROSS_CHECK(ncclGroupStart(), what);
   for (int i = 0; i < n; i++) {
     ncclDataType_t type = ncclFloat32;
-    nccl_type_of(inputs[i]->info.datatype, &type);
+    nccl_type(inputs[i]->info.datatype, &type);
     const size_t count = ccv_nnc_tensor_count(inputs[i]->info);
     void* x = inputs[i]->data.u8;
     void* y = outputs[i]->data.u8;
@@ -127,7 +116,7 @@ bool run_across_nccl(ccv_nnc_comm_t* comm, uint32_t cmd, ccv_nnc_tensor_t* const
     }
     if (r != ncclSuccess) {
       ncclGroupEnd();
-      check_nccl_across(r, what, "the collective");
+      check_nccl(r, (std::string(what) + " across processes").c_str(), "the collective");
     }
   }
   NNC_NCCL_ACROSS_CHECK(ncclGroupEnd(), what);

@@ -28,7 +28,6 @@ using namespace gpu_mpi;
 
 namespace {
 
-int g_rank = 0, g_size = 1, g_device = 0;
 
 struct Pair {
   int datatype;
@@ -187,19 +186,8 @@ const nnc::comm::GpuAcrossHooks kDeclining = {declining_run, nullptr};
 }  // namespace
 
 int main() {
-  const bool installed = nnc_fakegpu::install(2);
-  ccv_nnc_init();
-  CHECK(installed, "the pretend GPU is installed before the registry");
-  if (!ccv_nnc_comm_mpi_available()) {
-    std::printf("gpu_collectives: built without MPI; nothing to test\n");
-    return failed ? 1 : 0;
-  }
-  ccv_nnc_comm_t* comm = ccv_nnc_comm_new_mpi(nullptr);
-  CHECK(comm, "communicator");
-  if (!comm) return 1;
-  g_rank = ccv_nnc_comm_rank(comm), g_size = ccv_nnc_comm_size(comm);
-  g_device = g_rank % 2;
-  ccv_nnc_comm_set_timeout(comm, 120);
+  ccv_nnc_comm_t* comm = start("gpu_collectives");
+  if (!comm) return failed ? 1 : 0;
   const size_t before = nnc_fakegpu::kernels_run();
 
   // Several pairs of mixed datatypes, views and packed tensors.

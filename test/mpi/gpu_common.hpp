@@ -27,6 +27,30 @@ inline int failed = 0;
     }                                                         \
   } while (0)
 
+// This process's rank, the communicator's size, and the pretend GPU it uses.
+inline int g_rank = 0, g_size = 1, g_device = 0;
+
+// The start of each program: the pretend GPU (two devices) installed before
+// the registry, then a communicator over MPI_COMM_WORLD with a 120 s timeout,
+// and g_rank, g_size, g_device (rank % 2) set. NULL when the build has no MPI
+// (nothing to test: says so) or the communicator fails (counted).
+inline ccv_nnc_comm_t* start(const char* name) {
+  const bool installed = nnc_fakegpu::install(2);
+  ccv_nnc_init();
+  CHECK(installed, "the pretend GPU is installed before the registry");
+  if (!ccv_nnc_comm_mpi_available()) {
+    std::printf("%s: built without MPI; nothing to test\n", name);
+    return nullptr;
+  }
+  ccv_nnc_comm_t* comm = ccv_nnc_comm_new_mpi(nullptr);
+  CHECK(comm, "communicator");
+  if (!comm) return nullptr;
+  g_rank = ccv_nnc_comm_rank(comm), g_size = ccv_nnc_comm_size(comm);
+  g_device = g_rank % 2;
+  ccv_nnc_comm_set_timeout(comm, 120);
+  return comm;
+}
+
 inline ccv_nnc_tensor_param_t params(int device, int datatype, std::vector<int> dims) {
   ccv_nnc_tensor_param_t p{};
   p.type = device < 0 ? static_cast<int>(CCV_TENSOR_CPU_MEMORY) : (static_cast<int>(CCV_TENSOR_GPU_MEMORY) | (device << 8));

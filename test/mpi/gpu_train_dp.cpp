@@ -35,7 +35,6 @@ using namespace gpu_mpi;
 namespace {
 
 constexpr int kBatch = 12, kH = 6, kW = 5, kC = 2, kClasses = 4, kFitSteps = 6, kApplySteps = 2;
-int g_rank = 0, g_size = 1, g_device = 0;
 
 uint64_t splitmix64(uint64_t* s) {
   uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
@@ -156,19 +155,8 @@ bool same_as_rank0(ccv_nnc_comm_t* comm, ccv_nnc_tensor_t* t) {
 }  // namespace
 
 int main() {
-  const bool installed = nnc_fakegpu::install(2);
-  ccv_nnc_init();
-  CHECK(installed, "the pretend GPU is installed before the registry");
-  if (!ccv_nnc_comm_mpi_available()) {
-    std::printf("gpu_train_dp: built without MPI; nothing to test\n");
-    return failed ? 1 : 0;
-  }
-  ccv_nnc_comm_t* comm = ccv_nnc_comm_new_mpi(nullptr);
-  CHECK(comm, "communicator");
-  if (!comm) return 1;
-  g_rank = ccv_nnc_comm_rank(comm), g_size = ccv_nnc_comm_size(comm);
-  g_device = g_rank % 2;
-  ccv_nnc_comm_set_timeout(comm, 120);
+  ccv_nnc_comm_t* comm = start("gpu_train_dp");
+  if (!comm) return failed ? 1 : 0;
   CHECK(kBatch % g_size == 0, "%d processes do not divide the batch", g_size);
   const int rows = kBatch / g_size;
   ccv_cnnp_model_t* single = compiled(kBatch, 1, kClasses, g_device);

@@ -45,33 +45,11 @@
 
 #include "test/unit/cuda/gpu.hpp"
 #include "test/unit/cuda/gpu_pair.hpp"
+#include "test/unit/cuda/half_util.hpp"
 
 namespace {
 
 using namespace nnc_gpu_test;
-
-constexpr int kHalves[] = {CCV_16F, CCV_16BF};
-std::string tname(int type) {
-  switch (type) {
-    case CCV_16F:
-      return "16F";
-    case CCV_16BF:
-      return "16BF";
-    case CCV_64F:
-      return "64F";
-    default:
-      return "32F";
-  }
-}
-
-double ulp(int type, double v) {
-  const int mant = type == CCV_16F ? 10 : 7;
-  const int emin = type == CCV_16F ? -14 : -126;
-  const double a = std::fabs(v);
-  int e = a > 0 ? static_cast<int>(std::floor(std::log2(a))) : emin;
-  if (e < emin) e = emin;
-  return std::ldexp(1.0, e - mant);
-}
 
 // The GPU parent of b against its CPU parent: every element within
 // ulp_T(max |.|) + extra[i] (extra empty: 0), and >= min_exact of them
