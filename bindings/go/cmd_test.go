@@ -314,6 +314,31 @@ func TestStream(t *testing.T) {
 	if !errors.Is(err, ErrInvalid) || err.(*Error).Message == "" {
 		t.Fatalf("bad shapes on a stream: %v", err)
 	}
+	// A failure while running (a label outside the classes: found by the
+	// kernel on the stream's thread) is Wait's error, and only Wait's: the
+	// stream then runs the next command.
+	logits := must(NewTensor(Float32, NHWC, 3, 5))
+	labels := must(NewTensor(Float32, NHWC, 3))
+	loss := must(NewTensor(Float32, NHWC, 3, 1))
+	sm := must(NewTensor(Float32, NHWC, 3, 5))
+	for _, x := range []*Tensor{logits, labels, loss, sm} {
+		defer x.Close()
+	}
+	if err := labels.SetFloat32s([]float32{1, 9, 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Exec(SoftmaxCrossEntropy(), NoHint, []*Tensor{logits, labels}, []*Tensor{loss, sm}); err != nil {
+		t.Fatalf("queued: %v", err)
+	}
+	if err := s.Wait(); !errors.Is(err, ErrInvalid) || err.(*Error).Message == "" {
+		t.Fatalf("a label outside the classes on a stream: %v", err)
+	}
+	if err := s.Exec(EWSum(), NoHint, in, []*Tensor{c}); err != nil {
+		t.Fatalf("the call after a failed wait: %v", err)
+	}
+	if err := s.Wait(); err != nil {
+		t.Fatalf("the wait after a failed wait: %v", err)
+	}
 	s.Close()
 	s.Close()
 	if err := s.Exec(EWSum(), NoHint, in, []*Tensor{c}); !errors.Is(err, ErrClosed) {

@@ -51,7 +51,7 @@ func (s *Stream) Exec(cmd Cmd, hint Hint, inputs, outputs []*Tensor) error {
 }
 
 // Wait blocks until everything queued has run, and returns the first failure
-// of a queued command, if any.
+// of a queued command, if any. The stream then runs what is queued next.
 func (s *Stream) Wait() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -60,7 +60,13 @@ func (s *Stream) Wait() error {
 	}
 	err := cCall("Stream.Wait", func() int {
 		C.ccv_nnc_stream_context_wait(s.p)
-		return voidFailed()
+		code := voidFailed()
+		if code != 0 {
+			// The failure is this error now: taken from the stream, so the C
+			// library does not also return it from the next Exec.
+			C.ccv_nnc_stream_context_error(s.p)
+		}
+		return code
 	})
 	s.pending = nil
 	runtime.KeepAlive(s)

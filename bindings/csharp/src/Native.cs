@@ -122,6 +122,7 @@ namespace Nnc
 		// Streams
 		[DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)] public static extern IntPtr ccv_nnc_stream_context_new(int type);
 		[DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)] public static extern void ccv_nnc_stream_context_wait(IntPtr stream);
+		[DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)] public static extern int ccv_nnc_stream_context_error(IntPtr stream);
 		[DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)] public static extern void ccv_nnc_stream_context_free(IntPtr stream);
 
 		// Dynamic graph

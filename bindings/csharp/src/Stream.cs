@@ -44,7 +44,8 @@ namespace Nnc
 			}
 		}
 
-		/// <summary>Block until everything queued has run; throws the first failure of a queued command.</summary>
+		/// <summary>Block until everything queued has run; throws the first failure of a queued command
+		/// (the stream then runs what is queued next).</summary>
 		public void Wait()
 		{
 			bool added = false;
@@ -53,7 +54,17 @@ namespace Nnc
 				Handle.DangerousAddRef(ref added);
 				Native.ccv_nnc_error_clear();
 				Native.ccv_nnc_stream_context_wait(Handle.DangerousGetHandle());
-				NncException.CheckVoid("Stream.Wait");
+				try
+				{
+					NncException.CheckVoid("Stream.Wait");
+				}
+				catch (NncException)
+				{
+					// The failure is this exception now: taken from the stream, so the
+					// C library does not also return it from the next command.
+					Native.ccv_nnc_stream_context_error(Handle.DangerousGetHandle());
+					throw;
+				}
 			}
 			finally
 			{

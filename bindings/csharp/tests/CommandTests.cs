@@ -200,6 +200,19 @@ namespace Nnc.Tests
 				Util.Close("stream", td.ToFloatArray(), a.Select((v, i) => (double)((v + b[i]) * v)).ToArray(), 0);
 				var e = Assert.Throws<NncException>(() => { Cmd.EwSum().Exec(Hint.None, new[] { ta, tb }, new[] { bad }, s); s.Wait(); });
 				Assert.IsNotEmpty(e.NativeMessage);
+				// A failure while running (a label outside the classes, found by the kernel on the
+				// stream's thread) is Wait's exception, and only Wait's: the stream then runs the next command.
+				using (var logits = Tensor.Create(DataType.Float32, Format.NHWC, 3, 5))
+				using (var labels = Tensor.FromArray(new float[] { 1, 9, 2 }, 3))
+				using (var loss = Tensor.Create(DataType.Float32, Format.NHWC, 3, 1))
+				using (var sm = Tensor.Create(DataType.Float32, Format.NHWC, 3, 5))
+				{
+					Cmd.SoftmaxCrossEntropy().Exec(Hint.None, new[] { logits, labels }, new[] { loss, sm }, s);
+					var held = Assert.Throws<NncException>(() => s.Wait());
+					StringAssert.Contains("outside", held.NativeMessage);
+					Cmd.EwSum().Exec(Hint.None, new[] { ta, tb }, new[] { tc }, s);
+					s.Wait();
+				}
 				s.Dispose();
 				s.Dispose();
 				Assert.Throws<ObjectDisposedException>(() => Cmd.EwSum().Exec(Hint.None, new[] { ta, tb }, new[] { tc }, s));

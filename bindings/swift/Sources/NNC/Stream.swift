@@ -23,11 +23,15 @@ public final class StreamContext: @unchecked Sendable {
     lock.unlock()
   }
 
-  /// Block until every queued command has run; throws what a queued command reported.
+  /// Block until every queued command has run; throws what a queued command reported
+  /// (the stream then runs what is queued next).
   public func wait() throws {
     ccv_nnc_stream_context_wait(handle)
     let failed = ccv_nnc_error_message().pointee != 0
     let error = failed ? NNCError.last(code: NNCError.invalid, fallback: "a queued command failed") : nil
+    // The failure is this error now: taken from the stream, so the C library
+    // does not also return it from the next command.
+    if failed { _ = ccv_nnc_stream_context_error(handle) }
     lock.lock()
     pending.removeAll()
     lock.unlock()

@@ -197,5 +197,17 @@ final class CommandTests: XCTestCase {
     try Command.relu().exec(inputs: [try Tensor(x, shape: [64])], outputs: &outs, stream: stream)
     try stream.wait()
     XCTAssertEqual(outs[0].floats, x.map { max($0, 0) })
+    // A failure while running (a label outside the classes, found by the
+    // kernel on the stream's thread) is wait's error, and only wait's: the
+    // stream then runs the next command.
+    var sce = [try Tensor(shape: [3, 1]), try Tensor(shape: [3, 5])]
+    try Command.softmaxCrossEntropy().exec(
+      inputs: [try Tensor(shape: [3, 5]), try Tensor([1, 9, 2], shape: [3])], outputs: &sce, stream: stream)
+    XCTAssertThrowsError(try stream.wait()) { e in
+      XCTAssertTrue((e as! NNCError).message.contains("outside"), "\(e)")
+    }
+    try Command.relu().exec(inputs: [try Tensor(x, shape: [64])], outputs: &outs, stream: stream)
+    try stream.wait()
+    XCTAssertEqual(outs[0].floats, x.map { max($0, 0) })
   }
 }
