@@ -531,6 +531,7 @@ namespace {
 // A parameter shared with another model (ccv_cnnp_model_share_parameters)
 // may change whenever that model runs: its copies are refreshed every run.
 void refresh_copies(Model* m) {
+  if (m->parallel <= 1) return;  // one device: no copies in use (every step comes here)
   Compiled& c = *m->compiled;
   bool shared = false;
   for (const Param& p : c.params) shared = shared || (!p.copies.empty() && p.tensor.use_count() > 1);
@@ -1083,8 +1084,8 @@ std::unique_ptr<Jit> make_staged(Model* m, const std::vector<ccv_nnc_tensor_para
   if (m->parallel > 1) {
     // Over several devices: the graph copied onto each, the gradients summed
     // over the devices before the accumulators read them, and only the
-    // graph's own device accumulates (apply_gradients updates its parameters;
-    // every run broadcasts them to the others).
+    // graph's own device accumulates (apply_gradients updates its parameters
+    // and marks the other devices' copies stale: the next run refreshes them).
     spread(m, *j, b, which, grads, binds, roles);
     for (auto e : accumulators)
       for (int d = 0; d < m->parallel; d++) {

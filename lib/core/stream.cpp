@@ -310,16 +310,27 @@ void host_sync(ccv_nnc_stream_context_t* s) {
   if (s && s->gpu) gpu_sync(s);
 }
 
-void stream_take_held(ccv_nnc_stream_context_t* s) {
-  if (!s || !s->has_held.load(std::memory_order_acquire)) return;
-  std::unique_lock<std::mutex> lock(s->mutex);
-  if (!s->has_held.load(std::memory_order_relaxed)) return;
-  const int code = s->held_code;
-  std::string message = std::move(s->held_message);
+namespace {
+
+// Takes the failure the last wait held (false when none): its code and message.
+bool take_held(ccv_nnc_stream_context_t* s, int* code, std::string* message) {
+  std::lock_guard<std::mutex> lock(s->mutex);
+  if (!s->has_held.load(std::memory_order_relaxed)) return false;
+  *code = s->held_code;
+  *message = std::move(s->held_message);
   s->held_code = CCV_NNC_EXEC_SUCCESS;
   s->held_message.clear();
   s->has_held.store(false, std::memory_order_release);
-  lock.unlock();
+  return true;
+}
+
+}  // namespace
+
+void stream_take_held(ccv_nnc_stream_context_t* s) {
+  if (!s || !s->has_held.load(std::memory_order_acquire)) return;
+  int code;
+  std::string message;
+  if (!take_held(s, &code, &message)) return;
   throw Error(code, format("%s (held on the stream since ccv_nnc_stream_context_wait reported it; this call did not run)",
                            message.c_str()));
 }
@@ -337,13 +348,10 @@ void stream_raise_failures(ccv_nnc_stream_context_t* s) {
 
 int stream_error(ccv_nnc_stream_context_t* s) {
   check_stream(s, "ccv_nnc_stream_context_error");
-  std::lock_guard<std::mutex> lock(s->mutex);
-  if (!s->has_held.load(std::memory_order_relaxed)) return CCV_NNC_EXEC_SUCCESS;
-  const int code = s->held_code;
-  set_error_message(s->held_message);
-  s->held_code = CCV_NNC_EXEC_SUCCESS;
-  s->held_message.clear();
-  s->has_held.store(false, std::memory_order_release);
+  int code;
+  std::string message;
+  if (!take_held(s, &code, &message)) return CCV_NNC_EXEC_SUCCESS;
+  set_error_message(message);
   return code;
 }
 
