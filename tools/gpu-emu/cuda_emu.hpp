@@ -25,10 +25,16 @@
 //   lane of the mask has, reads, and waits again. A lane of the mask that has
 //   returned or waits elsewhere fails the launch. Lanes outside the mask read
 //   nothing (a shuffle from one gives 0).
+// - Tensor-core products (cuda/mma.cuh's mma_16816, which tests
+//   NNC_GPU_EMU): three such warp exchanges of the lanes' fragments, then
+//   each lane computes its part of the product in float by the PTX ISA's
+//   fragment layout.
 // - Math and half / bfloat16 conversions are the CUDA headers' host versions
 //   and libm: values may differ from the device's in the last place (no FMA
 //   contraction, __expf is expf).
 #pragma once
+
+#define NNC_GPU_EMU 1  // cuda/mma.cuh: the emulated tensor-core product
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
