@@ -101,15 +101,15 @@ FlashArgs flash_args(const attn::Problem& p, const gpu::AttnPlan& a, const gpu::
   FlashArgs f;
   f.s = a.s;
   f.g = g;
-  f.half = a.datatype == CCV_16F;
+  f.type = gpu_type(a.datatype);
   f.q = p.q.data, f.k = p.k.data, f.v = p.v.data, f.mask = p.mask.data;
   return f;
 }
 
 void flash_forward(const attn::Problem& p, const gpu::AttnPlan& a, const gpu::FlashGeom& g, const Call& c) {
   FlashArgs f = flash_args(p, a, g);
-  f.lse = p.lse.data, f.lse_half = a.lse_type == CCV_16F;
-  f.o = p.o.data, f.o_view = a.o, f.o_half = f.half;
+  f.lse = p.lse.data, f.lse_type = gpu_type(a.lse_type);
+  f.o = p.o.data, f.o_view = a.o, f.o_type = f.type;
   c.check(launch_flash_forward(c.s, f));
   c.done();
 }
@@ -127,21 +127,21 @@ void flash_backward(const attn::Problem& p, const gpu::AttnPlan& a, const gpu::F
   FlashArgs f = flash_args(p, a, g);
   if (need_fwd) {
     f.s.lse = gpu::attn_packed_lse(p.Sq, p.H);
-    f.lse = lsebuf.get(), f.lse_half = 0;
-    f.o = obuf.get(), f.o_view = gpu::attn_packed(p.Sq, p.H, p.Dv), f.o_half = 0;
+    f.lse = lsebuf.get(), f.lse_type = kF32;
+    f.o = obuf.get(), f.o_view = gpu::attn_packed(p.Sq, p.H, p.Dv), f.o_type = kF32;
     c.check(launch_flash_forward(c.s, f));
-    f.O = f.o, f.O_view = f.o_view, f.O_half = 0;
+    f.O = f.o, f.O_view = f.o_view, f.O_type = kF32;
     f.o = nullptr;
   } else {
-    f.lse = p.lse.data, f.lse_half = a.lse_type == CCV_16F;
-    f.O = p.o.data, f.O_view = a.o, f.O_half = f.half;
+    f.lse = p.lse.data, f.lse_type = gpu_type(a.lse_type);
+    f.O = p.o.data, f.O_view = a.o, f.O_type = f.type;
   }
-  f.dO = p.g.data, f.dO_view = a.g, f.dO_half = f.half;
+  f.dO = p.g.data, f.dO_view = a.g, f.dO_type = f.type;
   f.delta = static_cast<float*>(dbuf.get());
   f.dq = p.dq.data, f.dq_view = a.dq;
   f.dk = p.dk.data, f.dk_view = a.dk;
   f.dv = p.dv.data, f.dv_view = a.dv;
-  f.out_half = f.half;
+  f.out_type = f.type;
   c.check(launch_flash_backward(c.s, f));
   c.done();  // while the scratch blocks are alive, as the row path does
 }

@@ -10,33 +10,34 @@
 #include <cstdint>
 
 #include "cmd/common/gpu_flash.hpp"
+#include "cuda/kern.hpp"
 
 namespace nnc::cuda {
 
 struct FlashArgs {
   gpu::AttnShape s;  // s.lse: the layout lse is written (forward) or read (backward) at
   gpu::FlashGeom g;  // from gpu::flash_plan
-  int half = 0;      // q, k, v, mask are fp16 (else fp32)
+  int type = kF32;   // q, k, v, mask: kF32, kF16 or kBF16 (GpuType)
   const void *q = nullptr, *k = nullptr, *v = nullptr, *mask = nullptr;
   void* lse = nullptr;  // forward: written when not NULL; backward: read
-  int lse_half = 0;
-  // Forward: o (written when not NULL) at o_view, of type o_half.
+  int lse_type = kF32;
+  // Forward: o (written when not NULL) at o_view, of type o_type.
   void* o = nullptr;
   gpu::AttnView o_view;
-  int o_half = 0;
+  int o_type = kF32;
   // Backward: dO (g) and the forward's O, each at its view and of its type;
   // delta: float [B, H, Sq] scratch (written by the first pass).
   const void* dO = nullptr;
   gpu::AttnView dO_view;
-  int dO_half = 0;
+  int dO_type = kF32;
   const void* O = nullptr;
   gpu::AttnView O_view;
-  int O_half = 0;
+  int O_type = kF32;
   float* delta = nullptr;
-  // Backward outputs (each when not NULL), of type out_half.
+  // Backward outputs (each when not NULL), of type out_type.
   void *dq = nullptr, *dk = nullptr, *dv = nullptr;
   gpu::AttnView dq_view, dk_view, dv_view;
-  int out_half = 0;
+  int out_type = kF32;
 };
 
 // o and lse.

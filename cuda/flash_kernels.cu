@@ -27,14 +27,17 @@ struct LdT {
   __device__ float operator()(const void* p, int64_t o) const { return ld<T>(p, o); }
 };
 
-__device__ __forceinline__ float load_any(const void* p, int64_t o, int half) {
-  return half ? __half2float(static_cast<const __half*>(p)[o]) : static_cast<const float*>(p)[o];
+// Element o of p, of run-time GpuType `type` (kF32, kF16, kBF16).
+__device__ __forceinline__ float load_any(const void* p, int64_t o, int type) {
+  return type == kF16 ? ld<__half>(p, o) : type == kBF16 ? ld<__nv_bfloat16>(p, o) : ld<float>(p, o);
 }
-__device__ __forceinline__ void store_any(void* p, int64_t o, int half, float v) {
-  if (half)
-    static_cast<__half*>(p)[o] = __float2half_rn(v);
+__device__ __forceinline__ void store_any(void* p, int64_t o, int type, float v) {
+  if (type == kF16)
+    st<__half>(p, o, v);
+  else if (type == kBF16)
+    st<__nv_bfloat16>(p, o, v);
   else
-    static_cast<float*>(p)[o] = v;
+    st<float>(p, o, v);
 }
 
 // Max / sum over the kFlashTpr lanes of a row group (every lane of the warp
@@ -87,10 +90,10 @@ __device__ __forceinline__ void load_tile(float* dst, int stride, int rows, int 
 }
 // The same for an operand of run-time type (dO, O).
 __device__ __forceinline__ void load_tile_any(float* dst, int stride, int rows, int n, const void* x,
-                                              const AttnView& xv, int half, int b, int row0, int head, int limit) {
+                                              const AttnView& xv, int type, int b, int row0, int head, int limit) {
   for (int e = threadIdx.x; e < rows * n; e += blockDim.x) {
     const int r = e / n, d = e - r * n, row = row0 + r;
-    dst[r * stride + d] = row < limit ? load_any(x, gpu::attn_off(xv, b, row, head, d), half) : 0.f;
+    dst[r * stride + d] = row < limit ? load_any(x, gpu::attn_off(xv, b, row, head, d), type) : 0.f;
   }
 }
 
@@ -185,10 +188,10 @@ __global__ void flash_forward(FlashArgs a) {
 #pragma unroll
         for (int c = 0; c < NC; c++) {
           const int d = t + c * kFlashTpr;
-          if (d < s.Dv) store_any(a.o, gpu::attn_off(a.o_view, b, i, h, d), a.o_half, acc[u][c] * inv);
+          if (d < s.Dv) store_any(a.o, gpu::attn_off(a.o_view, b, i, h, d), a.o_type, acc[u][c] * inv);
         }
       }
-      if (a.lse && t == 0) store_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_half, gpu::attn_lse(m[u], l[u]));
+      if (a.lse && t == 0) store_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_type, gpu::attn_lse(m[u], l[u]));
     }
     __syncthreads();  // q, k, v and p are reused by the next item
   }
@@ -207,8 +210,8 @@ __global__ void flash_delta(FlashArgs a) {
     const int h = static_cast<int>(bh % s.H), b = static_cast<int>(bh / s.H);
     float acc = 0.f;
     for (int d = lane; d < s.Dv; d += 32)
-      acc = fmaf(load_any(a.dO, gpu::attn_off(a.dO_view, b, i, h, d), a.dO_half),
-                 load_any(a.O, gpu::attn_off(a.O_view, b, i, h, d), a.O_half), acc);
+      acc = fmaf(load_any(a.dO, gpu::attn_off(a.dO_view, b, i, h, d), a.dO_type),
+                 load_any(a.O, gpu::attn_off(a.O_view, b, i, h, d), a.O_type), acc);
     for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
     if (lane == 0) a.delta[row] = acc;
   }
@@ -250,10 +253,10 @@ __global__ void flash_dq(FlashArgs a) {
     const int hk = gpu::attn_kv_head(s, h);
     const int kend = gpu::flash_tile_key_end(s, i0, kRows);
     load_tile<T>(sq, g.ks, kRows, s.D, a.q, s.q, b, i0, h, s.Sq);
-    load_tile_any(sdo, g.vs, kRows, s.Dv, a.dO, a.dO_view, a.dO_half, b, i0, h, s.Sq);
+    load_tile_any(sdo, g.vs, kRows, s.Dv, a.dO, a.dO_view, a.dO_type, b, i0, h, s.Sq);
     for (int row = tid; row < kRows; row += blockDim.x) {
       const int i = i0 + row;
-      sl[row] = i < s.Sq ? load_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_half) : 0.f;
+      sl[row] = i < s.Sq ? load_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_type) : 0.f;
       sdl[row] = i < s.Sq ? a.delta[(static_cast<int64_t>(b) * s.H + h) * s.Sq + i] : 0.f;
     }
     float acc[R][NC];
@@ -309,7 +312,7 @@ __global__ void flash_dq(FlashArgs a) {
 #pragma unroll
         for (int c = 0; c < NC; c++) {
           const int d = t + c * kFlashTpr;
-          if (d < s.D) store_any(a.dq, gpu::attn_off(a.dq_view, b, i, h, d), a.out_half, acc[u][c]);
+          if (d < s.D) store_any(a.dq, gpu::attn_off(a.dq_view, b, i, h, d), a.out_type, acc[u][c]);
         }
       }
     }
@@ -349,10 +352,10 @@ __global__ void flash_dkdv(FlashArgs a) {
       for (int i0 = ib; i0 < s.Sq; i0 += qt) {
         __syncthreads();  // k, v in place; the previous tile's q, dO, p, ds are read
         load_tile<T>(sq, g.ks, qt, s.D, a.q, s.q, b, i0, h, s.Sq);
-        load_tile_any(sdo, g.vs, qt, s.Dv, a.dO, a.dO_view, a.dO_half, b, i0, h, s.Sq);
+        load_tile_any(sdo, g.vs, qt, s.Dv, a.dO, a.dO_view, a.dO_type, b, i0, h, s.Sq);
         for (int ii = tid; ii < qt; ii += blockDim.x) {
           const int i = i0 + ii;
-          sl[ii] = i < s.Sq ? load_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_half) : 0.f;
+          sl[ii] = i < s.Sq ? load_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_type) : 0.f;
           sdl[ii] = i < s.Sq ? a.delta[(static_cast<int64_t>(b) * s.H + h) * s.Sq + i] : 0.f;
         }
         __syncthreads();
@@ -390,8 +393,8 @@ __global__ void flash_dkdv(FlashArgs a) {
 #pragma unroll
       for (int c = 0; c < NC; c++) {
         const int d = t + c * kFlashTpr;
-        if (a.dk && d < s.D) store_any(a.dk, gpu::attn_off(a.dk_view, b, j, hk, d), a.out_half, dk[c]);
-        if (a.dv && d < s.Dv) store_any(a.dv, gpu::attn_off(a.dv_view, b, j, hk, d), a.out_half, dv[c]);
+        if (a.dk && d < s.D) store_any(a.dk, gpu::attn_off(a.dk_view, b, j, hk, d), a.out_type, dk[c]);
+        if (a.dv && d < s.Dv) store_any(a.dv, gpu::attn_off(a.dv_view, b, j, hk, d), a.out_type, dv[c]);
       }
     }
     __syncthreads();  // k and v are reused by the next item
@@ -402,7 +405,8 @@ __global__ void flash_dkdv(FlashArgs a) {
 // and input type.
 template <int NC, class F>
 cudaError_t with_type(const FlashArgs& a, F&& f) {
-  if (a.half) return f.template operator()<NC, __half>();
+  if (a.type == kF16) return f.template operator()<NC, __half>();
+  if (a.type == kBF16) return f.template operator()<NC, __nv_bfloat16>();
   return f.template operator()<NC, float>();
 }
 template <class F>
