@@ -17,6 +17,10 @@ FlashMode flash_mode(const char* v) {
 
 FlashMode flash_mode_from_env() { return flash_mode(std::getenv("NNC_GPU_ATTN_FLASH")); }
 
+bool flash_mma_allowed(const char* v) { return !(v && std::strcmp(v, "0") == 0); }
+
+bool flash_mma_allowed_from_env() { return flash_mma_allowed(std::getenv("NNC_GPU_ATTN_MMA")); }
+
 bool flash_plan(const AttnPlan& a, int64_t shmem_limit, FlashGeom* g, std::string* why) {
   auto refuse = [&](const char* r) {
     if (why) *why = r;

@@ -218,6 +218,12 @@ enum class FlashMode { kAuto, kOff, kForce };
 FlashMode flash_mode(const char* env_value);
 FlashMode flash_mode_from_env();
 
+// NNC_GPU_ATTN_MMA: "0" keeps 16F / 16BF flash calls on the scalar kernels;
+// unset or anything else lets the tensor-core (mma.sync) flash kernels take
+// the calls they accept.
+bool flash_mma_allowed(const char* env_value);
+bool flash_mma_allowed_from_env();
+
 // Whether the flash kernels take a planned call (gpu_attn.hpp's attn_plan),
 // with their geometry; false with the reason otherwise: the fused unify-head
 // projection, head sizes outside 1 .. kFlashMaxHead, or a layout that does

@@ -223,6 +223,9 @@ TEST_F(GpuFlash, PlanAndMode) {
   EXPECT_EQ(g::flash_mode("auto"), g::FlashMode::kAuto);
   EXPECT_EQ(g::flash_mode("0"), g::FlashMode::kOff);
   EXPECT_EQ(g::flash_mode("1"), g::FlashMode::kForce);
+  EXPECT_TRUE(g::flash_mma_allowed(nullptr));
+  EXPECT_TRUE(g::flash_mma_allowed("1"));
+  EXPECT_FALSE(g::flash_mma_allowed("0"));
 }
 
 // ---- the tiled algorithm against CPU_REF ----
