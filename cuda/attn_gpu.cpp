@@ -106,11 +106,18 @@ FlashArgs flash_args(const attn::Problem& p, const gpu::AttnPlan& a, const gpu::
   return f;
 }
 
+// The forward on the flash kernels: the tensor-core ones for what
+// gpu::flash_mma_forward_plan takes (16F / 16BF, heads up to 128, unless
+// NNC_GPU_ATTN_MMA=0), else the scalar ones.
 void flash_forward(const attn::Problem& p, const gpu::AttnPlan& a, const gpu::FlashGeom& g, const Call& c) {
   FlashArgs f = flash_args(p, a, g);
   f.lse = p.lse.data, f.lse_type = gpu_type(a.lse_type);
   f.o = p.o.data, f.o_view = a.o, f.o_type = f.type;
-  c.check(launch_flash_forward(c.s, f));
+  int bucket = 0;
+  if (gpu::flash_mma_forward_plan(a, gpu::flash_mma_allowed_from_env(), &bucket, nullptr))
+    c.check(launch_flash_mma_forward(c.s, f, bucket));
+  else
+    c.check(launch_flash_forward(c.s, f));
   c.done();
 }
 

@@ -42,6 +42,9 @@ struct FlashArgs {
 
 // o and lse.
 cudaError_t launch_flash_forward(cudaStream_t s, const FlashArgs& a);
+// o and lse on the tensor cores (flash_mma_kernels.cu): a.type kF16 or kBF16,
+// `bucket` from gpu::flash_mma_forward_plan (a.g is not used).
+cudaError_t launch_flash_mma_forward(cudaStream_t s, const FlashArgs& a, int bucket);
 // delta, then dk and dv (when asked), then dq (when asked).
 cudaError_t launch_flash_backward(cudaStream_t s, const FlashArgs& a);
 

@@ -154,6 +154,8 @@ inline unsigned vote(unsigned mask, int predicate, const char* file, int line) {
 #undef __shared__
 #define __shared__ static
 #define __threadfence() ((void)0)
+#undef __launch_bounds__
+#define __launch_bounds__(...)
 
 // Device intrinsics that have no host version in the CUDA headers (the fast
 // approximations as the exact operation; the host rounds to nearest).

@@ -21,6 +21,20 @@ bool flash_mma_allowed(const char* v) { return !(v && std::strcmp(v, "0") == 0);
 
 bool flash_mma_allowed_from_env() { return flash_mma_allowed(std::getenv("NNC_GPU_ATTN_MMA")); }
 
+bool flash_mma_forward_plan(const AttnPlan& a, bool allowed, int* bucket, std::string* why) {
+  auto refuse = [&](const char* r) {
+    if (why) *why = r;
+    return false;
+  };
+  if (!allowed) return refuse("NNC_GPU_ATTN_MMA=0");
+  if (a.datatype != CCV_16F && a.datatype != CCV_16BF) return refuse("the tensor-core kernels take 16F or 16BF");
+  if (a.fused) return refuse("the flash kernels do not take the fused unify-head projection");
+  const int b = flash_mma_bucket(a.s.D, a.s.Dv);
+  if (!b || a.s.D < 1 || a.s.Dv < 1) return refuse("the tensor-core kernels take head sizes D and Dv from 1 to 128");
+  if (bucket) *bucket = b;
+  return true;
+}
+
 bool flash_plan(const AttnPlan& a, int64_t shmem_limit, FlashGeom* g, std::string* why) {
   auto refuse = [&](const char* r) {
     if (why) *why = r;

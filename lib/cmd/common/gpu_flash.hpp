@@ -204,6 +204,32 @@ NNC_HD float flash_out_scale(float l) { return l > 0 ? 1.f / l : 0.f; }
 // The score gradient: ds = p (dp - delta) scale.
 NNC_HD float flash_ds(float p, float dp, float delta, float scale) { return p * (dp - delta) * scale; }
 
+// The tensor-core forward (cuda/flash_mma_kernels.cu) for 16F / 16BF q, k, v
+// with head sizes D, Dv up to kFlashMmaMaxHead: FlashAttention-2 on
+// mma.sync.m16n8k16 (cuda/mma.cuh), fp32 accumulation. A block of 4 warps
+// serves kFlashMmaRows query rows (16 a warp: its q fragments stay in
+// registers) over key tiles of kFlashMmaKeys; the k and v tiles are 16-bit
+// values in shared memory, rows of the head bucket (D and Dv rounded up to
+// 32, 64 or 128, zero-filled) plus 8 (paired loads fall in distinct banks).
+// The scores' online softmax runs on the accumulators (a lane knows its rows
+// and columns), p is rounded to 16 bits for the p v product (as
+// FlashAttention does), l sums p unrounded.
+constexpr int kFlashMmaThreads = 128;
+constexpr int kFlashMmaRows = 64;
+constexpr int kFlashMmaKeys = 64;
+constexpr int kFlashMmaMaxHead = 128;
+// The head bucket for D, Dv: 32, 64 or 128; 0 above kFlashMmaMaxHead.
+NNC_HD int flash_mma_bucket(int D, int Dv) {
+  const int m = D > Dv ? D : Dv;
+  return m <= 32 ? 32 : m <= 64 ? 64 : m <= kFlashMmaMaxHead ? 128 : 0;
+}
+// The row stride (16-bit elements) of a shared k / v (and staged q) tile.
+NNC_HD int flash_mma_stride(int bucket) { return bucket + 8; }
+// Dynamic shared memory of a block: the k and v tiles (q is staged in k's).
+NNC_HD int64_t flash_mma_shmem_bytes(int bucket) {
+  return int64_t{2} * kFlashMmaKeys * flash_mma_stride(bucket) * 2;
+}
+
 }  // namespace nnc::gpu
 
 // ---- host side (gpu_flash.cpp) ----
@@ -223,6 +249,11 @@ FlashMode flash_mode_from_env();
 // the calls they accept.
 bool flash_mma_allowed(const char* env_value);
 bool flash_mma_allowed_from_env();
+
+// Whether the tensor-core forward takes a call flash_plan took, with its
+// head bucket; false with the reason otherwise (not 16F / 16BF, a head
+// above kFlashMmaMaxHead, NNC_GPU_ATTN_MMA=0 as `allowed` false).
+bool flash_mma_forward_plan(const AttnPlan& a, bool allowed, int* bucket, std::string* why);
 
 // Whether the flash kernels take a planned call (gpu_attn.hpp's attn_plan),
 // with their geometry; false with the reason otherwise: the fused unify-head

@@ -1,0 +1,242 @@
+// The tensor-core flash attention forward (design: lib/cmd/common/gpu_flash.hpp,
+// "The tensor-core forward"): FlashAttention-2 on mma.sync.m16n8k16 for 16F /
+// 16BF q, k, v, fp32 accumulation, o and lse as the scalar flash forward
+// writes them (flash_kernels.cu, whose backward reads this lse).
+//
+// Per work item (b, h, 64 query rows), warp w owns rows 16 w .. 16 w + 15:
+//   q rows -> shared (staged in the k tile) -> the warp's A fragments, held
+//   in registers for the whole item (KD = bucket / 16 of them);
+//   per key tile of 64: k and v -> shared (16-bit, zero past Sk and past
+//   D / Dv); S = q k^T in 8 accumulator tiles of 16 x 8; the scores finished
+//   (scale, mask, causal: gpu_attn.hpp), the running max and sum per row (a
+//   row's 16 values of a tile sit in the 4 lanes of a quad: two xor
+//   shuffles), o rescaled, p packed to 16 bits straight from the accumulators
+//   into A fragments (accumulator tiles 2 kk and 2 kk + 1 are the A fragment
+//   of keys 16 kk .. 16 kk + 15), o += p v.
+// Each o element is summed by one lane in a fixed order: reruns give the
+// same bits.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "cuda/flash_kern.hpp"
+#include "cuda/mma.cuh"
+#include "cuda/typed_access.cuh"
+
+namespace nnc::cuda {
+
+namespace {
+
+using gpu::AttnShape;
+using gpu::kFlashMmaKeys;
+using gpu::kFlashMmaRows;
+using gpu::kFlashMmaThreads;
+
+template <class T>
+struct LdMask {
+  __device__ float operator()(const void* p, int64_t o) const { return ld<T>(p, o); }
+};
+
+__device__ __forceinline__ float quad_max(float v) {
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+__device__ __forceinline__ float quad_sum(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+
+// rows x n of operand x (b, row0 + r, head, d) into dst[r * stride + d] as
+// T's bits; 0 for rows at or past `limit` and for d in [n, width).
+template <class T>
+__device__ __forceinline__ void load_tile16(uint16_t* dst, int stride, int rows, int n, int width, const void* x,
+                                            const gpu::AttnView& xv, int b, int row0, int head, int limit) {
+  for (int e = threadIdx.x; e < rows * width; e += blockDim.x) {
+    const int r = e / width, d = e - r * width, row = row0 + r;
+    uint16_t bits = 0;
+    if (row < limit && d < n) bits = static_cast<const uint16_t*>(x)[gpu::attn_off(xv, b, row, head, d)];
+    dst[r * stride + d] = bits;
+  }
+}
+
+// A 32-bit pair of 16-bit elements at an even index.
+__device__ __forceinline__ uint32_t ld_pair(const uint16_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
+
+// HB: the head bucket (32, 64, 128): q and k rows of HB, v rows of HB.
+template <int HB, class T>
+__global__ void __launch_bounds__(kFlashMmaThreads) flash_mma_forward(FlashArgs a) {
+  constexpr int KD = HB / 16;             // k-steps of q k^T
+  constexpr int NV = HB / 8;              // 8-column tiles of o
+  constexpr int NS = kFlashMmaKeys / 8;   // 8-key tiles of a score tile
+  constexpr int KP = kFlashMmaKeys / 16;  // k-steps of p v
+  constexpr int LD = HB + 8;              // = gpu::flash_mma_stride(HB)
+  extern __shared__ float fsm[];
+  uint16_t* sk = reinterpret_cast<uint16_t*>(fsm);
+  uint16_t* sv = sk + kFlashMmaKeys * LD;
+  const AttnShape& s = a.s;
+  const LdMask<T> ldm;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int64_t items = gpu::flash_row_tiles(s, kFlashMmaRows);
+  for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
+    int b, h, i0;
+    gpu::flash_row_tile(s, kFlashMmaRows, w, &b, &h, &i0);
+    const int hk = gpu::attn_kv_head(s, h);
+    const int kend = gpu::flash_tile_key_end(s, i0, kFlashMmaRows);
+    // The lane's two rows: r0 = 16 warp + g and r0 + 8.
+    const int r0 = warp * 16 + g;
+    int rend[2];
+    float m[2], l[2];
+    for (int u = 0; u < 2; u++) {
+      const int i = i0 + r0 + 8 * u;
+      rend[u] = i < s.Sq ? gpu::attn_key_end(s, i) : 0;
+      m[u] = gpu::attn_neg_inf(), l[u] = 0.f;
+    }
+    float o[NV][4];
+#pragma unroll
+    for (int n = 0; n < NV; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+    // q: staged in the k tile, then into the warp's A fragments.
+    load_tile16<T>(sk, LD, kFlashMmaRows, s.D, HB, a.q, s.q, b, i0, h, s.Sq);
+    __syncthreads();
+    uint32_t qa[KD][4];
+#pragma unroll
+    for (int kd = 0; kd < KD; kd++) {
+      const uint16_t* p = sk + r0 * LD + kd * 16 + 2 * t;
+      qa[kd][0] = ld_pair(p);
+      qa[kd][1] = ld_pair(p + 8 * LD);
+      qa[kd][2] = ld_pair(p + 8);
+      qa[kd][3] = ld_pair(p + 8 * LD + 8);
+    }
+    for (int j0 = 0; j0 < kend; j0 += kFlashMmaKeys) {
+      __syncthreads();  // q's fragments are read (first tile); the previous tile's k and v are read
+      load_tile16<T>(sk, LD, kFlashMmaKeys, s.D, HB, a.k, s.k, b, j0, hk, s.Sk);
+      load_tile16<T>(sv, LD, kFlashMmaKeys, s.Dv, HB, a.v, s.v, b, j0, hk, s.Sk);
+      __syncthreads();
+      float sc[NS][4];
+#pragma unroll
+      for (int n = 0; n < NS; n++) {
+        sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;
+        const uint16_t* kr = sk + (n * 8 + g) * LD + 2 * t;
+#pragma unroll
+        for (int kd = 0; kd < KD; kd++) {
+          const uint32_t kb[2] = {ld_pair(kr + kd * 16), ld_pair(kr + kd * 16 + 8)};
+          mma_16816<T>(sc[n], qa[kd], kb, sc[n]);
+        }
+      }
+      // Finish the scores; the rows' new max, alpha, p and sums.
+      float tmax[2] = {gpu::attn_neg_inf(), gpu::attn_neg_inf()};
+#pragma unroll
+      for (int n = 0; n < NS; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const int u = e >> 1, i = i0 + r0 + 8 * u, j = j0 + n * 8 + 2 * t + (e & 1);
+          const float x =
+              j < rend[u] ? gpu::attn_score_finish(s, sc[n][e], ldm, a.mask, b, h, i, j) : gpu::attn_neg_inf();
+          sc[n][e] = x;
+          tmax[u] = fmaxf(tmax[u], x);
+        }
+      float alpha[2], psum[2] = {0.f, 0.f};
+#pragma unroll
+      for (int u = 0; u < 2; u++) {
+        const float m2 = fmaxf(m[u], quad_max(tmax[u]));
+        alpha[u] = gpu::flash_alpha(m[u], m2);
+        m[u] = m2;
+      }
+#pragma unroll
+      for (int n = 0; n < NS; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const float p = gpu::flash_prob(sc[n][e], m[e >> 1]);
+          sc[n][e] = p;
+          psum[e >> 1] += p;
+        }
+#pragma unroll
+      for (int u = 0; u < 2; u++) l[u] = l[u] * alpha[u] + quad_sum(psum[u]);
+#pragma unroll
+      for (int n = 0; n < NV; n++) {
+        o[n][0] *= alpha[0], o[n][1] *= alpha[0];
+        o[n][2] *= alpha[1], o[n][3] *= alpha[1];
+      }
+      // o += p v: p's A fragments from the score accumulators, v's B
+      // fragments B[key][col] = v[key][col] (two rows a register).
+#pragma unroll
+      for (int kk = 0; kk < KP; kk++) {
+        const uint32_t pa[4] = {pack_floats<T>(sc[2 * kk][0], sc[2 * kk][1]),
+                                pack_floats<T>(sc[2 * kk][2], sc[2 * kk][3]),
+                                pack_floats<T>(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
+                                pack_floats<T>(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
+        const uint16_t* vr = sv + (kk * 16 + 2 * t) * LD + g;
+#pragma unroll
+        for (int n = 0; n < NV; n++) {
+          const uint16_t* p = vr + n * 8;
+          const uint32_t vb[2] = {pack16(p[0], p[LD]), pack16(p[8 * LD], p[9 * LD])};
+          mma_16816<T>(o[n], pa, vb, o[n]);
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < 2; u++) {
+      const int i = i0 + r0 + 8 * u;
+      if (i >= s.Sq) continue;
+      const float inv = gpu::flash_out_scale(l[u]);
+      if (a.o) {
+#pragma unroll
+        for (int n = 0; n < NV; n++)
+#pragma unroll
+          for (int c = 0; c < 2; c++) {
+            const int d = n * 8 + 2 * t + c;
+            if (d < s.Dv) {
+              const int64_t off = gpu::attn_off(a.o_view, b, i, h, d);
+              const float v = o[n][2 * u + c] * inv;
+              if (a.o_type == kF16)
+                st<__half>(a.o, off, v);
+              else if (a.o_type == kBF16)
+                st<__nv_bfloat16>(a.o, off, v);
+              else
+                st<float>(a.o, off, v);
+            }
+          }
+      }
+      if (a.lse && t == 0) {
+        const int64_t off = gpu::attn_lse_off(s, b, h, i);
+        const float v = gpu::attn_lse(m[u], l[u]);
+        if (a.lse_type == kF16)
+          st<__half>(a.lse, off, v);
+        else if (a.lse_type == kBF16)
+          st<__nv_bfloat16>(a.lse, off, v);
+        else
+          st<float>(a.lse, off, v);
+      }
+    }
+    __syncthreads();  // the k tile (q's staging) is reused by the next item
+  }
+}
+
+template <int HB, class T>
+cudaError_t launch(cudaStream_t st, const FlashArgs& a) {
+  const int64_t items = gpu::flash_row_tiles(a.s, kFlashMmaRows);
+  flash_mma_forward<HB, T><<<gpu::flash_grid(items), kFlashMmaThreads, gpu::flash_mma_shmem_bytes(HB), st>>>(a);
+  return cudaGetLastError();
+}
+template <class T>
+cudaError_t launch_bucket(cudaStream_t st, const FlashArgs& a, int bucket) {
+  switch (bucket) {
+    case 32:
+      return launch<32, T>(st, a);
+    case 64:
+      return launch<64, T>(st, a);
+    case 128:
+      return launch<128, T>(st, a);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_flash_mma_forward(cudaStream_t st, const FlashArgs& a, int bucket) {
+  if (gpu::flash_row_tiles(a.s, kFlashMmaRows) == 0) return cudaSuccess;
+  if (a.type == kF16) return launch_bucket<__half>(st, a, bucket);
+  if (a.type == kBF16) return launch_bucket<__nv_bfloat16>(st, a, bucket);
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace nnc::cuda
