@@ -345,4 +345,69 @@ TEST(FlashGpu, LongRowsIgnoreTheRowKernelsScratchLimit) {
   check_case(c, CCV_32F, true, rng);
 }
 
+// ---- the tensor-core forward (flash_mma_kernels.cu) ----
+// It takes the 16F / 16BF forward calls with heads up to 128 unless
+// NNC_GPU_ATTN_MMA=0. Besides the fp32 sums it rounds p to the input type
+// before the p v product (fp16: 2^-11 relative, so o moves by at most
+// 2^-11 |o| <= 5e-4): within fwd_tol of CPU_REF, and of the scalar flash
+// kernels (fp32 p), which round o once as it does.
+
+std::vector<Case> mma_cases() {
+  std::vector<Case> cs;
+  cs.push_back(Case(2, 70, 130, 4, 2, 40, 24));  // two row tiles, three key tiles, GQA; D padded to the 64 bucket
+  Case b{1, 130, 75, 2, 1, 100, 72};            // bucket 128; causal with Sq > Sk (rows without keys); a mask
+  b.causal = true, b.mask = {1, 2, 130, 75};
+  cs.push_back(b);
+  Case c{1, 19, 200, 3, 3, 8, 16};  // bucket 32; causal with Sq < Sk; views
+  c.causal = true, c.views = true;
+  cs.push_back(c);
+  Case d{2, 64, 64, 1, 1, 128, 128};  // whole tiles, the largest head, 3-d, mask [Sk]
+  d.four_d = false, d.mask = {64};
+  cs.push_back(d);
+  return cs;
+}
+
+// o (as fp32) and lse of the GPU forward under NNC_GPU_ATTN_MMA=`mma`.
+std::vector<Owned> gpu_forward(const Case& c, int dt, const Inputs& in, const char* mma) {
+  EnvGuard flash("NNC_GPU_ATTN_FLASH", "1");
+  EnvGuard tc("NNC_GPU_ATTN_MMA", mma);
+  Owned o(param_of(c.shape(c.Sq, c.H, c.Dv), dt, CCV_TENSOR_FORMAT_NHWC, true));
+  Owned lse(param_of(c.lse_shape(), CCV_32F, CCV_TENSOR_FORMAT_NHWC, true));
+  ccv_nnc_cmd_t f = c.cmd(FWD);
+  f.backend = CCV_NNC_BACKEND_GPU_REF;
+  EXPECT_EQ(exec(f, ccv_nnc_no_hint, {in.q->gpu(), in.k->gpu(), in.v->gpu(), in.mask ? in.mask->gpu() : nullptr},
+                 {o.t, lse.t}),
+            CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  std::vector<Owned> back;
+  back.push_back(as_f32(to_cpu(o.t)));
+  back.push_back(to_cpu(lse.t));
+  return back;
+}
+
+// Against CPU_REF (forward, and the backward from the saved o and lse), then
+// against the scalar flash kernels on the same inputs (which must differ in
+// some bits: else the tensor-core kernel did not run), and a rerun giving
+// the same bits.
+TEST(FlashMma, ForwardMatchesCpuRefAndTheScalarKernels) {
+  NNC_REQUIRE_GPU();
+  EnvGuard flash("NNC_GPU_ATTN_FLASH", "1");
+  std::mt19937 rng(3101);
+  for (int dt : {CCV_16F})
+    for (const Case& c : mma_cases()) {
+      check_case(c, dt, true, rng);
+      SCOPED_TRACE(c.name(dt) + " (tensor cores against the scalar kernels)");
+      Inputs in(c, dt, rng);
+      std::vector<Owned> tc = gpu_forward(c, dt, in, nullptr), scalar = gpu_forward(c, dt, in, "0"),
+                         again = gpu_forward(c, dt, in, nullptr);
+      expect_agree(tc[0].t, scalar[0].t, fwd_tol(dt), "o");
+      expect_agree(tc[1].t, scalar[1].t, 1e-4f, "lse");
+      const size_t bytes = ccv_nnc_tensor_count(tc[0]->info) * sizeof(float);
+      EXPECT_NE(std::memcmp(tc[0]->data.u8, scalar[0]->data.u8, bytes), 0) << "o: the same bits as the scalar kernels";
+      for (int i = 0; i < 2; i++)
+        EXPECT_EQ(std::memcmp(tc[i]->data.u8, again[i]->data.u8, ccv_nnc_tensor_count(tc[i]->info) * sizeof(float)), 0)
+            << "reruns differ";
+    }
+}
+
 }  // namespace
