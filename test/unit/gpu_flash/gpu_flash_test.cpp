@@ -228,6 +228,42 @@ TEST_F(GpuFlash, PlanAndMode) {
   EXPECT_FALSE(g::flash_mma_allowed("0"));
 }
 
+// The tensor-core forward's buckets, shared memory and eligibility.
+TEST(GpuFlashMma, TensorCoreForwardPlan) {
+  EXPECT_EQ(g::flash_mma_bucket(1, 1), 32);
+  EXPECT_EQ(g::flash_mma_bucket(32, 8), 32);
+  EXPECT_EQ(g::flash_mma_bucket(8, 33), 64);
+  EXPECT_EQ(g::flash_mma_bucket(65, 64), 128);
+  EXPECT_EQ(g::flash_mma_bucket(128, 128), 128);
+  EXPECT_EQ(g::flash_mma_bucket(129, 1), 0);
+  for (int b : {32, 64, 128}) {
+    EXPECT_EQ(g::flash_mma_stride(b) % 2, 0) << "paired 16-bit loads need 4-byte aligned rows";
+    // k and v tiles of kFlashMmaKeys rows (q, kFlashMmaRows rows, is staged in k's).
+    EXPECT_EQ(g::flash_mma_shmem_bytes(b), int64_t{2} * g::kFlashMmaKeys * (b + 8) * 2);
+    EXPECT_LE(g::flash_mma_shmem_bytes(b), g::kFlashShmemLimit);
+  }
+  EXPECT_LE(g::kFlashMmaRows, g::kFlashMmaKeys);
+  EXPECT_EQ(g::kFlashMmaRows, 16 * g::kFlashMmaThreads / 32) << "a warp serves 16 rows";
+  g::AttnPlan a;
+  a.s.D = 100, a.s.Dv = 72, a.datatype = CCV_16F;
+  int bucket = 0;
+  std::string why;
+  EXPECT_TRUE(g::flash_mma_forward_plan(a, true, &bucket, &why)) << why;
+  EXPECT_EQ(bucket, 128);
+  a.datatype = CCV_16BF;
+  EXPECT_TRUE(g::flash_mma_forward_plan(a, true, &bucket, &why)) << why;
+  EXPECT_FALSE(g::flash_mma_forward_plan(a, false, &bucket, &why));
+  EXPECT_NE(why.find("NNC_GPU_ATTN_MMA=0"), std::string::npos) << why;
+  a.datatype = CCV_32F;
+  EXPECT_FALSE(g::flash_mma_forward_plan(a, true, &bucket, &why));
+  EXPECT_NE(why.find("16F or 16BF"), std::string::npos) << why;
+  a.datatype = CCV_16F, a.s.Dv = 129;
+  EXPECT_FALSE(g::flash_mma_forward_plan(a, true, &bucket, &why));
+  EXPECT_NE(why.find("128"), std::string::npos) << why;
+  a.s.Dv = 64, a.fused = true;
+  EXPECT_FALSE(g::flash_mma_forward_plan(a, true, &bucket, &why));
+}
+
 // ---- the tiled algorithm against CPU_REF ----
 
 struct Case {
