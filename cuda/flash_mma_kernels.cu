@@ -45,15 +45,33 @@ __device__ __forceinline__ float quad_sum(float v) {
   return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
+// Whether operand x's rows can be read 8 elements (16 bytes) at a time: d
+// contiguous, n a multiple of 8, every row start 16-byte aligned.
+__device__ __forceinline__ bool vec8(const void* x, const gpu::AttnView& xv, int n) {
+  return xv.sd == 1 && n % 8 == 0 && xv.sb % 8 == 0 && xv.ss % 8 == 0 && xv.sh % 8 == 0 &&
+         reinterpret_cast<uintptr_t>(x) % 16 == 0;
+}
+
 // rows x n of operand x (b, row0 + r, head, d) into dst[r * stride + d] as
-// T's bits; 0 for rows at or past `limit` and for d in [n, width).
-template <class T>
+// T's bits (16-bit either way); 0 for rows at or past `limit` and for d in
+// [n, width). dst rows are 16-byte aligned (stride and width multiples of 8).
 __device__ __forceinline__ void load_tile16(uint16_t* dst, int stride, int rows, int n, int width, const void* x,
                                             const gpu::AttnView& xv, int b, int row0, int head, int limit) {
+  const auto* x16 = static_cast<const uint16_t*>(x);
+  if (vec8(x, xv, n)) {
+    const int chunks = width / 8;
+    for (int e = threadIdx.x; e < rows * chunks; e += blockDim.x) {
+      const int r = e / chunks, d = (e - r * chunks) * 8, row = row0 + r;
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (row < limit && d < n) v = *reinterpret_cast<const uint4*>(x16 + gpu::attn_off(xv, b, row, head, d));
+      *reinterpret_cast<uint4*>(dst + r * stride + d) = v;
+    }
+    return;
+  }
   for (int e = threadIdx.x; e < rows * width; e += blockDim.x) {
     const int r = e / width, d = e - r * width, row = row0 + r;
     uint16_t bits = 0;
-    if (row < limit && d < n) bits = static_cast<const uint16_t*>(x)[gpu::attn_off(xv, b, row, head, d)];
+    if (row < limit && d < n) bits = x16[gpu::attn_off(xv, b, row, head, d)];
     dst[r * stride + d] = bits;
   }
 }
@@ -94,7 +112,7 @@ __global__ void __launch_bounds__(kFlashMmaThreads) flash_mma_forward(FlashArgs 
 #pragma unroll
     for (int n = 0; n < NV; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
     // q: staged in the k tile, then into the warp's A fragments.
-    load_tile16<T>(sk, LD, kFlashMmaRows, s.D, HB, a.q, s.q, b, i0, h, s.Sq);
+    load_tile16(sk, LD, kFlashMmaRows, s.D, HB, a.q, s.q, b, i0, h, s.Sq);
     __syncthreads();
     uint32_t qa[KD][4];
 #pragma unroll
@@ -107,8 +125,8 @@ __global__ void __launch_bounds__(kFlashMmaThreads) flash_mma_forward(FlashArgs 
     }
     for (int j0 = 0; j0 < kend; j0 += kFlashMmaKeys) {
       __syncthreads();  // q's fragments are read (first tile); the previous tile's k and v are read
-      load_tile16<T>(sk, LD, kFlashMmaKeys, s.D, HB, a.k, s.k, b, j0, hk, s.Sk);
-      load_tile16<T>(sv, LD, kFlashMmaKeys, s.Dv, HB, a.v, s.v, b, j0, hk, s.Sk);
+      load_tile16(sk, LD, kFlashMmaKeys, s.D, HB, a.k, s.k, b, j0, hk, s.Sk);
+      load_tile16(sv, LD, kFlashMmaKeys, s.Dv, HB, a.v, s.v, b, j0, hk, s.Sk);
       __syncthreads();
       float sc[NS][4];
 #pragma unroll
