@@ -3,8 +3,10 @@
 //   SCALED_DOT_PRODUCT_ATTENTION (GPU_REF) at B 8, H 8, S 512, D 64 (and
 //   D 128; and B 2, S 2048, D 64), causal and not, fp32 and fp16: forward (o
 //   and lse) and backward (dq, dk, dv from the saved lse; the forward not
-//   included), each on the fused flash kernels (NNC_GPU_ATTN_FLASH=1) and on
-//   the row kernels (NNC_GPU_ATTN_FLASH=0) side by side, with their ratio;
+//   included), each on the fused flash kernels (NNC_GPU_ATTN_FLASH=1: the
+//   tensor-core ones for 16F where they take the call), on the scalar flash
+//   kernels (NNC_GPU_ATTN_MMA=0) and on the row kernels
+//   (NNC_GPU_ATTN_FLASH=0) side by side, with the ratios to the first;
 //   CONVOLUTION_TRANSPOSE (GPU_CUDNN, fp32 FMA math, heuristics) for the
 //   U-Net decoder's 2x2 / stride-2 up-samplers at batch 16, NHWC and NCHW:
 //   forward (with bias) and backward (dx, dw, dbias).
@@ -38,21 +40,27 @@ bool row(const char* name, ccv_nnc_cmd_t cmd, ccv_nnc_hint_t hint, std::vector<c
   return true;
 }
 
-// The attention call under NNC_GPU_ATTN_FLASH=1 (flash) and =0 (rows):
-// both medians and rows / flash.
+// The attention call on the flash kernels (NNC_GPU_ATTN_FLASH=1: the
+// tensor-core ones where they take the call, 16F and 16BF), on the scalar
+// flash kernels (NNC_GPU_ATTN_MMA=0 too) and on the row kernels
+// (NNC_GPU_ATTN_FLASH=0): the three medians, scalar / flash and rows / flash.
 void attn_row(const char* name, ccv_nnc_cmd_t cmd, std::vector<ccv_nnc_tensor_t*> in,
               std::vector<ccv_nnc_tensor_t*> out) {
-  double ms[2] = {-1, -1};
-  const char* modes[2] = {"1", "0"};
+  double ms[3] = {-1, -1, -1};
+  const char* flash[3] = {"1", "1", "0"};
+  const char* mma[3] = {"1", "0", "1"};
   const int is = static_cast<int>(in.size()), os = static_cast<int>(out.size());
-  for (int m = 0; m < 2; m++) {
-    setenv("NNC_GPU_ATTN_FLASH", modes[m], 1);
+  for (int m = 0; m < 3; m++) {
+    setenv("NNC_GPU_ATTN_FLASH", flash[m], 1);
+    setenv("NNC_GPU_ATTN_MMA", mma[m], 1);
     if (!nnc_bench::first_call(name, 44, cmd, ccv_nnc_no_hint, in, out)) continue;
     ms[m] = nnc_bench::gpu_median_ms(
         [&] { ccv_nnc_cmd_exec(cmd, ccv_nnc_no_hint, 0, in.data(), is, out.data(), os, nullptr); });
   }
   unsetenv("NNC_GPU_ATTN_FLASH");
-  std::printf("%-44s %12.4f %12.4f %8.2f\n", name, ms[0], ms[1], ms[0] > 0 && ms[1] > 0 ? ms[1] / ms[0] : 0.0);
+  unsetenv("NNC_GPU_ATTN_MMA");
+  auto ratio = [&](int m) { return ms[0] > 0 && ms[m] > 0 ? ms[m] / ms[0] : 0.0; };
+  std::printf("%-44s %10.4f %10.4f %10.4f %8.2f %8.2f\n", name, ms[0], ms[1], ms[2], ratio(1), ratio(2));
 }
 
 }  // namespace
@@ -60,7 +68,7 @@ void attn_row(const char* name, ccv_nnc_cmd_t cmd, std::vector<ccv_nnc_tensor_t*
 int main() {
   if (!nnc_bench::gpu_start()) return 0;
   std::printf("GPU 0: %s; ms per call (median of 20, synchronised)\n", nnc_bench::gpu0_name().c_str());
-  std::printf("%-44s %12s %12s %8s\n", "attention", "flash ms", "rows ms", "rows/fl");
+  std::printf("%-44s %10s %10s %10s %8s %8s\n", "attention", "flash ms", "scalar ms", "rows ms", "sc/fl", "rows/fl");
   struct Shape {
     int B, H, S, D;
   };
