@@ -1960,8 +1960,15 @@ void ccv_cnnp_model_parameter_gradients_map(ccv_cnnp_model_t* const model, const
 /* The minimiser, for all parameters or some. */
 void ccv_cnnp_model_set_minimizer(ccv_cnnp_model_t* const model, const ccv_nnc_cmd_t minimizer, const int reset, const ccv_cnnp_model_io_t* const parameters, const int parameter_size);
 CCV_WARN_UNUSED(ccv_nnc_cmd_t) ccv_cnnp_model_minimizer(ccv_cnnp_model_t* const model);
-/* The compiled model's stream (0 on the CPU), its arena bytes; free. */
+/*
+ * The compiled model's default stream: a GPU stream on the model's device,
+ * owned by the model (do not free it), made on first ask; 0 for a model that
+ * is not compiled or whose inputs are on the CPU. Queue the batch's copies on
+ * it and pass it to fit / evaluate to keep the steps on the device; a fit /
+ * evaluate given no stream first waits for what was queued there.
+ */
 CCV_WARN_UNUSED(ccv_nnc_stream_context_t*) ccv_cnnp_model_default_stream(const ccv_cnnp_model_t* const model);
+/* The compiled model's arena bytes; free. */
 CCV_WARN_UNUSED(uint64_t) ccv_cnnp_model_memory_size(const ccv_cnnp_model_t* const model);
 void ccv_cnnp_model_free(ccv_cnnp_model_t* const model);
 /* Clip the gradients to a total norm (as PyTorch's clip_grad_norm_); detect NaN gradients. */

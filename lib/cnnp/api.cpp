@@ -320,8 +320,10 @@ NNC_API size_t ccv_cnnp_model_workspace_size(ccv_cnnp_model_t* const model) {
 }
 
 NNC_API ccv_nnc_stream_context_t* ccv_cnnp_model_default_stream(const ccv_cnnp_model_t* const model) {
-  (void)model;
-  return nullptr;
+  return guard<ccv_nnc_stream_context_t*>(nullptr, [&] {
+    NNC_CHECK(model, "ccv_cnnp_model_default_stream: the model is NULL");
+    return default_stream(const_cast<Model*>(model));  // no settle: queued steps may go on
+  });
 }
 
 NNC_API uint64_t ccv_cnnp_model_memory_size(const ccv_cnnp_model_t* const model) {

@@ -555,6 +555,19 @@ void settle(Model* m) {
   signal_wait(nullptr, m->inflight);
 }
 
+ccv_nnc_stream_context_t* default_stream(Model* m) {
+  if (!m->compiled || m->compiled->inputs.empty()) return nullptr;
+  const int type = m->compiled->inputs[0].type;
+  if (CCV_TENSOR_GET_MEMORY(type) != CCV_TENSOR_GPU_MEMORY) return nullptr;
+  if (!m->default_stream) {
+    int st = CCV_STREAM_CONTEXT_GPU;
+    CCV_STREAM_SET_DEVICE_ID(st, CCV_TENSOR_GET_DEVICE_ID(type));
+    m->default_stream = ccv_nnc_stream_context_new(st);
+    NNC_CHECK(m->default_stream, "ccv_cnnp_model_default_stream: %s", error_message().c_str());
+  }
+  return m->default_stream;
+}
+
 void drop_jits(Model* m) {
   if (!m->compiled) return;
   m->compiled->jits.clear();
@@ -1228,6 +1241,12 @@ void schedule_for(Model* m, Jit& j) {
 void run(Model* m, Jit& j, const char* what, const std::vector<ccv_nnc_graph_exec_t>& src = {},
          const std::vector<ccv_nnc_graph_exec_t>& dst = {}, ccv_nnc_stream_context_t* stream = nullptr) {
   m->cancelled = 0;
+  // Given no stream, what the caller queued on the model's default stream comes first.
+  if (!stream && m->default_stream) {
+    ccv_nnc_stream_context_wait(m->default_stream);
+    const int e = ccv_nnc_stream_context_error(m->default_stream);
+    if (e != CCV_NNC_EXEC_SUCCESS) fail(e, "%s: work queued on the model's default stream failed: %s", what, error_message().c_str());
+  }
   if (src.empty() && dst.empty()) schedule_for(m, j);
   refresh_copies(m);
   const bool queued = is_gpu_stream(stream);
@@ -1684,5 +1703,6 @@ ccv_cnnp_model_s::~ccv_cnnp_model_s() {
     }
   }
   if (inflight) nnc::signal_free(inflight);
+  if (default_stream) ccv_nnc_stream_context_free(default_stream);
   delete absorbed;
 }

@@ -210,6 +210,10 @@ struct ccv_cnnp_model_s {
   // `pending` says whether the host has waited for the last one since.
   ccv_nnc_stream_signal_t* inflight = nullptr;
   bool pending = false;
+  // ccv_cnnp_model_default_stream: a GPU stream on the model's device, made
+  // when first asked for (models on a GPU only). A fit / evaluate given no
+  // stream waits for what was queued there first.
+  ccv_nnc_stream_context_t* default_stream = nullptr;
 
   // Add this model's computation to b.graph.
   virtual void build(nnc::cnnp::Build& b, const std::vector<nnc::cnnp::Sym>& in, std::vector<nnc::cnnp::Sym>& out) = 0;
@@ -257,6 +261,9 @@ std::string model_label(const Model& m);
 // or writes the model's state from the host (parameters, recompiles, the
 // synchronous calls, free) first waits for the queued work: settle().
 void settle(Model* m);
+// The model's default stream (see Model::default_stream): NULL for a model
+// that is not compiled or not on a GPU.
+ccv_nnc_stream_context_t* default_stream(Model* m);
 // After host code wrote parameters or minimiser state: the copies on the
 // other devices (data parallelism) are refreshed before the next run.
 void params_written(Model* m);

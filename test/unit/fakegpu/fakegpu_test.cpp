@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <unistd.h>
@@ -184,8 +185,11 @@ void train_beside_the_cpu(int stream_type, int concurrency) {
   ccv_cnnp_model_compile(on_gpu, &gxp, 1, sgd(0.05f, 0.9f), crossentropy());
   ASSERT_STREQ(ccv_nnc_error_message(), "");
   ccv_cnnp_model_set_max_concurrency(on_gpu, concurrency);
-  ccv_nnc_stream_context_t* stream = stream_type ? ccv_nnc_stream_context_new(stream_type) : nullptr;
-  ASSERT_TRUE(!stream_type || stream) << ccv_nnc_error_message();
+  ccv_nnc_stream_context_t* stream = stream_type > 0 ? ccv_nnc_stream_context_new(stream_type) : nullptr;
+  ASSERT_TRUE(stream_type <= 0 || stream) << ccv_nnc_error_message();
+  // stream_type < 0: the copies go on the model's default stream, fit gets none.
+  ccv_nnc_stream_context_t* copies = stream_type < 0 ? ccv_cnnp_model_default_stream(on_gpu) : stream;
+  ASSERT_TRUE(stream_type >= 0 || copies) << ccv_nnc_error_message();
   ASSERT_EQ(ccv_cnnp_model_parameter_count(on_gpu), 4);
   for (int i = 0; i < 4; i++) {
     const ccv_nnc_tensor_param_t gp = ccv_cnnp_model_parameter_tensor_params(on_gpu, ccv_cnnp_model_parameters(on_gpu, ALL_PARAMETERS, i));
@@ -198,6 +202,9 @@ void train_beside_the_cpu(int stream_type, int concurrency) {
   ccv_nnc_tensor_t* labels = ccv_nnc_tensor_new(nullptr, cpu({N}), 0);
   ccv_nnc_tensor_t* logits = ccv_nnc_tensor_new(nullptr, cpu({N, 4}), 0);
   ccv_nnc_tensor_t* glogits_back = ccv_nnc_tensor_new(nullptr, cpu({N, 4}), 0);
+  // From pinned memory a pretend stream's copy runs late, as a GPU's may.
+  if (stream_type < 0)
+    for (ccv_nnc_tensor_t* t : {x, labels}) ASSERT_EQ(ccv_nnc_tensor_pin_memory(t), 0) << ccv_nnc_error_message();
   ccv_nnc_tensor_t* gx = ccv_nnc_tensor_new(nullptr, gxp, 0);
   ccv_nnc_tensor_t* glabels = ccv_nnc_tensor_new(nullptr, gpu(1, {N}), 0);
   ccv_nnc_tensor_t* glogits = ccv_nnc_tensor_new(nullptr, gpu(1, {N, 4}), 0);
@@ -207,7 +214,7 @@ void train_beside_the_cpu(int stream_type, int concurrency) {
     fill(x, rng);
     for (int n = 0; n < N; n++) labels->data.f32[n] = static_cast<float>((n * 7 + step) % 4);
     ccv_nnc_tensor_t *in[] = {x, labels}, *out[] = {gx, glabels};
-    ASSERT_EQ(ccv_nnc_cmd_exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), ccv_nnc_no_hint, 0, in, 2, out, 2, stream), CCV_NNC_EXEC_SUCCESS);
+    ASSERT_EQ(ccv_nnc_cmd_exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), ccv_nnc_no_hint, 0, in, 2, out, 2, copies), CCV_NNC_EXEC_SUCCESS);
     ccv_nnc_tensor_t *cx[] = {x}, *cf[] = {labels}, *co[] = {logits};
     ccv_nnc_tensor_t *gxs[] = {gx}, *gf[] = {glabels}, *go[] = {glogits};
     ccv_cnnp_model_fit(on_cpu, cx, 1, cf, 1, co, 1, nullptr, nullptr);
@@ -215,8 +222,8 @@ void train_beside_the_cpu(int stream_type, int concurrency) {
     ccv_cnnp_model_fit(on_gpu, gxs, 1, gf, 1, go, 1, nullptr, stream);
     ASSERT_STREQ(ccv_nnc_error_message(), "") << "step " << step;
     ccv_nnc_tensor_t* back = glogits_back;
-    ASSERT_EQ(ccv_nnc_cmd_exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), ccv_nnc_no_hint, 0, &glogits, 1, &back, 1, stream), CCV_NNC_EXEC_SUCCESS);
-    if (stream) ccv_nnc_stream_context_wait(stream);
+    ASSERT_EQ(ccv_nnc_cmd_exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), ccv_nnc_no_hint, 0, &glogits, 1, &back, 1, copies), CCV_NNC_EXEC_SUCCESS);
+    if (copies) ccv_nnc_stream_context_wait(copies);
     // The GPU side runs the reference kernels, the CPU side the optimised
     // ones: they agree to fp32 rounding of sums of a few dozen terms.
     for (int i = 0; i < N * 4; i++)
@@ -236,6 +243,31 @@ void train_beside_the_cpu(int stream_type, int concurrency) {
 }
 
 TEST(FakeGpu, ModelTrainsOnTheGpuAsOnTheCpu) { train_beside_the_cpu(0, 0); }
+
+// ccv_cnnp_model_default_stream: none before compile or for a model on the
+// CPU; for a model on GPU 1 a GPU stream of that device, the same each time.
+// Batches copied in on it, then fit given no stream: the fit waits for the
+// copies (the pretend streams run them late), so it trains as on the CPU.
+TEST(FakeGpu, ModelDefaultStream) {
+  ccv_cnnp_model_t* m = small_net();
+  EXPECT_EQ(ccv_cnnp_model_default_stream(m), nullptr);
+  ccv_nnc_tensor_param_t xp = cpu({6, 2, 6, 5});
+  xp.format = CCV_TENSOR_FORMAT_NCHW;
+  ccv_cnnp_model_compile(m, &xp, 1, sgd(0.05f, 0.9f), crossentropy());
+  EXPECT_EQ(ccv_cnnp_model_default_stream(m), nullptr);
+  ccv_cnnp_model_free(m);
+  m = small_net();
+  xp.type = static_cast<int>(CCV_TENSOR_GPU_MEMORY) | (1 << 8);
+  ccv_cnnp_model_compile(m, &xp, 1, sgd(0.05f, 0.9f), crossentropy());
+  ccv_nnc_stream_context_t* s = ccv_cnnp_model_default_stream(m);
+  ASSERT_NE(s, nullptr) << ccv_nnc_error_message();
+  EXPECT_EQ(ccv_nnc_stream_context_type(s), static_cast<int>(CCV_STREAM_CONTEXT_GPU) | (1 << 8));
+  EXPECT_EQ(ccv_cnnp_model_default_stream(m), s);
+  ccv_cnnp_model_free(m);
+  EXPECT_EQ(ccv_cnnp_model_default_stream(nullptr), nullptr);
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("NULL"), std::string::npos) << ccv_nnc_error_message();
+  train_beside_the_cpu(-1, 0);
+}
 
 TEST(FakeGpu, ModelTrainsOnAGpuStreamAsOnTheCpu) {
   const int type = static_cast<int>(CCV_STREAM_CONTEXT_GPU) | (1 << 8);  // GPU 1, the model's
