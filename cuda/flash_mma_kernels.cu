@@ -3,7 +3,8 @@
 // 16BF q, k, v, fp32 accumulation, o and lse as the scalar flash forward
 // writes them (flash_kernels.cu, whose backward reads this lse).
 //
-// Per work item (b, h, 64 query rows), warp w owns rows 16 w .. 16 w + 15:
+// Per work item (b, kv head, 64 (query row, query head) pairs of the heads
+// sharing the kv head: gpu::flash_mma_item), warp w owns rows 16 w .. 16 w + 15:
 //   q rows -> shared (staged in the k tile) -> the warp's A fragments, held
 //   in registers for the whole item (KD = bucket / 16 of them);
 //   per key tile of 64: k and v -> shared (16-bit, zero past Sk and past
@@ -52,27 +53,25 @@ __device__ __forceinline__ bool vec8(const void* x, const gpu::AttnView& xv, int
          reinterpret_cast<uintptr_t>(x) % 16 == 0;
 }
 
-// rows x n of operand x (b, row0 + r, head, d) into dst[r * stride + d] as
-// T's bits (16-bit either way); 0 for rows at or past `limit` and for d in
-// [n, width). dst rows are 16-byte aligned (stride and width multiples of 8).
+// rows x n of operand x into dst[r * stride + d] as T's bits (16-bit either
+// way): tile row r is pair v = v0 + r, sequence row v / G of head head0 + v %
+// G (k, v: G 1); 0 for pairs at or past `limit` and for d in [n, width). dst
+// rows are 16-byte aligned (stride and width multiples of 8).
 __device__ __forceinline__ void load_tile16(uint16_t* dst, int stride, int rows, int n, int width, const void* x,
-                                            const gpu::AttnView& xv, int b, int row0, int head, int limit) {
+                                            const gpu::AttnView& xv, int b, int v0, int G, int head0, int limit) {
   const auto* x16 = static_cast<const uint16_t*>(x);
-  if (vec8(x, xv, n)) {
-    const int chunks = width / 8;
-    for (int e = threadIdx.x; e < rows * chunks; e += blockDim.x) {
-      const int r = e / chunks, d = (e - r * chunks) * 8, row = row0 + r;
-      uint4 v = make_uint4(0, 0, 0, 0);
-      if (row < limit && d < n) v = *reinterpret_cast<const uint4*>(x16 + gpu::attn_off(xv, b, row, head, d));
-      *reinterpret_cast<uint4*>(dst + r * stride + d) = v;
+  const bool vec = vec8(x, xv, n);
+  const int step = vec ? 8 : 1, chunks = width / step;
+  for (int e = threadIdx.x; e < rows * chunks; e += blockDim.x) {
+    const int r = e / chunks, d = (e - r * chunks) * step, v = v0 + r;
+    const bool in = v < limit && d < n;
+    const int64_t off = in ? gpu::attn_off(xv, b, v / G, head0 + v % G, d) : 0;
+    if (vec) {
+      *reinterpret_cast<uint4*>(dst + r * stride + d) =
+          in ? *reinterpret_cast<const uint4*>(x16 + off) : make_uint4(0, 0, 0, 0);
+    } else {
+      dst[r * stride + d] = in ? x16[off] : uint16_t{0};
     }
-    return;
-  }
-  for (int e = threadIdx.x; e < rows * width; e += blockDim.x) {
-    const int r = e / width, d = e - r * width, row = row0 + r;
-    uint16_t bits = 0;
-    if (row < limit && d < n) bits = x16[gpu::attn_off(xv, b, row, head, d)];
-    dst[r * stride + d] = bits;
   }
 }
 
@@ -93,26 +92,28 @@ __global__ void __launch_bounds__(kFlashMmaThreads) flash_mma_forward(FlashArgs 
   const AttnShape& s = a.s;
   const LdMask<T> ldm;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int64_t items = gpu::flash_row_tiles(s, kFlashMmaRows);
+  const int G = gpu::flash_mma_group(s);
+  const int64_t items = gpu::flash_mma_items(s);
   for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
-    int b, h, i0;
-    gpu::flash_row_tile(s, kFlashMmaRows, w, &b, &h, &i0);
-    const int hk = gpu::attn_kv_head(s, h);
-    const int kend = gpu::flash_tile_key_end(s, i0, kFlashMmaRows);
-    // The lane's two rows: r0 = 16 warp + g and r0 + 8.
+    int b, hk, v0;
+    gpu::flash_mma_item(s, w, &b, &hk, &v0);
+    const int kend = gpu::flash_mma_key_end(s, v0);
+    // The lane's two rows: pairs v0 + r0 and v0 + r0 + 8 (r0 = 16 warp + g),
+    // each a query row i[u] of head h[u] (valid[u]: within the G Sq pairs).
     const int r0 = warp * 16 + g;
-    int rend[2];
+    int rend[2], i[2], h[2];
+    bool valid[2];
     float m[2], l[2];
     for (int u = 0; u < 2; u++) {
-      const int i = i0 + r0 + 8 * u;
-      rend[u] = i < s.Sq ? gpu::attn_key_end(s, i) : 0;
+      valid[u] = gpu::flash_mma_pair(s, hk, v0 + r0 + 8 * u, &i[u], &h[u]);
+      rend[u] = valid[u] ? gpu::attn_key_end(s, i[u]) : 0;
       m[u] = gpu::attn_neg_inf(), l[u] = 0.f;
     }
     float o[NV][4];
 #pragma unroll
     for (int n = 0; n < NV; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
     // q: staged in the k tile, then into the warp's A fragments.
-    load_tile16(sk, LD, kFlashMmaRows, s.D, HB, a.q, s.q, b, i0, h, s.Sq);
+    load_tile16(sk, LD, kFlashMmaRows, s.D, HB, a.q, s.q, b, v0, G, hk * G, G * s.Sq);
     __syncthreads();
     uint32_t qa[KD][4];
 #pragma unroll
@@ -125,8 +126,8 @@ __global__ void __launch_bounds__(kFlashMmaThreads) flash_mma_forward(FlashArgs 
     }
     for (int j0 = 0; j0 < kend; j0 += kFlashMmaKeys) {
       __syncthreads();  // q's fragments are read (first tile); the previous tile's k and v are read
-      load_tile16(sk, LD, kFlashMmaKeys, s.D, HB, a.k, s.k, b, j0, hk, s.Sk);
-      load_tile16(sv, LD, kFlashMmaKeys, s.Dv, HB, a.v, s.v, b, j0, hk, s.Sk);
+      load_tile16(sk, LD, kFlashMmaKeys, s.D, HB, a.k, s.k, b, j0, 1, hk, s.Sk);
+      load_tile16(sv, LD, kFlashMmaKeys, s.Dv, HB, a.v, s.v, b, j0, 1, hk, s.Sk);
       __syncthreads();
       float sc[NS][4];
 #pragma unroll
@@ -145,9 +146,9 @@ __global__ void __launch_bounds__(kFlashMmaThreads) flash_mma_forward(FlashArgs 
       for (int n = 0; n < NS; n++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-          const int u = e >> 1, i = i0 + r0 + 8 * u, j = j0 + n * 8 + 2 * t + (e & 1);
+          const int u = e >> 1, j = j0 + n * 8 + 2 * t + (e & 1);
           const float x =
-              j < rend[u] ? gpu::attn_score_finish(s, sc[n][e], ldm, a.mask, b, h, i, j) : gpu::attn_neg_inf();
+              j < rend[u] ? gpu::attn_score_finish(s, sc[n][e], ldm, a.mask, b, h[u], i[u], j) : gpu::attn_neg_inf();
           sc[n][e] = x;
           tmax[u] = fmaxf(tmax[u], x);
         }
@@ -192,8 +193,7 @@ __global__ void __launch_bounds__(kFlashMmaThreads) flash_mma_forward(FlashArgs 
     }
 #pragma unroll
     for (int u = 0; u < 2; u++) {
-      const int i = i0 + r0 + 8 * u;
-      if (i >= s.Sq) continue;
+      if (!valid[u]) continue;
       const float inv = gpu::flash_out_scale(l[u]);
       if (a.o) {
 #pragma unroll
@@ -202,7 +202,7 @@ __global__ void __launch_bounds__(kFlashMmaThreads) flash_mma_forward(FlashArgs 
           for (int c = 0; c < 2; c++) {
             const int d = n * 8 + 2 * t + c;
             if (d < s.Dv) {
-              const int64_t off = gpu::attn_off(a.o_view, b, i, h, d);
+              const int64_t off = gpu::attn_off(a.o_view, b, i[u], h[u], d);
               const float v = o[n][2 * u + c] * inv;
               if (a.o_type == kF16)
                 st<__half>(a.o, off, v);
@@ -214,7 +214,7 @@ __global__ void __launch_bounds__(kFlashMmaThreads) flash_mma_forward(FlashArgs 
           }
       }
       if (a.lse && t == 0) {
-        const int64_t off = gpu::attn_lse_off(s, b, h, i);
+        const int64_t off = gpu::attn_lse_off(s, b, h[u], i[u]);
         const float v = gpu::attn_lse(m[u], l[u]);
         if (a.lse_type == kF16)
           st<__half>(a.lse, off, v);
@@ -230,7 +230,7 @@ __global__ void __launch_bounds__(kFlashMmaThreads) flash_mma_forward(FlashArgs 
 
 template <int HB, class T>
 cudaError_t launch(cudaStream_t st, const FlashArgs& a) {
-  const int64_t items = gpu::flash_row_tiles(a.s, kFlashMmaRows);
+  const int64_t items = gpu::flash_mma_items(a.s);
   flash_mma_forward<HB, T><<<gpu::flash_grid(items), kFlashMmaThreads, gpu::flash_mma_shmem_bytes(HB), st>>>(a);
   return cudaGetLastError();
 }
@@ -251,7 +251,7 @@ cudaError_t launch_bucket(cudaStream_t st, const FlashArgs& a, int bucket) {
 }  // namespace
 
 cudaError_t launch_flash_mma_forward(cudaStream_t st, const FlashArgs& a, int bucket) {
-  if (gpu::flash_row_tiles(a.s, kFlashMmaRows) == 0) return cudaSuccess;
+  if (gpu::flash_mma_items(a.s) == 0) return cudaSuccess;
   if (a.type == kF16) return launch_bucket<__half>(st, a, bucket);
   if (a.type == kBF16) return launch_bucket<__nv_bfloat16>(st, a, bucket);
   return cudaErrorInvalidValue;

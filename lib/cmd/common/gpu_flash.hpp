@@ -207,8 +207,9 @@ NNC_HD float flash_ds(float p, float dp, float delta, float scale) { return p * 
 // The tensor-core forward (cuda/flash_mma_kernels.cu) for 16F / 16BF q, k, v
 // with head sizes D, Dv up to kFlashMmaMaxHead: FlashAttention-2 on
 // mma.sync.m16n8k16 (cuda/mma.cuh), fp32 accumulation. A block of 4 warps
-// serves kFlashMmaRows query rows (16 a warp: its q fragments stay in
-// registers) over key tiles of kFlashMmaKeys; the k and v tiles are 16-bit
+// serves kFlashMmaRows (query row, query head) pairs of one kv head's group
+// (16 a warp: their q fragments stay in registers; flash_mma_item below)
+// over key tiles of kFlashMmaKeys; the k and v tiles are 16-bit
 // values in shared memory, rows of the head bucket (D and Dv rounded up to
 // 32, 64 or 128, zero-filled) plus 8 (paired loads fall in distinct banks).
 // The scores' online softmax runs on the accumulators (a lane knows its rows
@@ -222,6 +223,41 @@ constexpr int kFlashMmaMaxHead = 128;
 NNC_HD int flash_mma_bucket(int D, int Dv) {
   const int m = D > Dv ? D : Dv;
   return m <= 32 ? 32 : m <= 64 ? 64 : m <= kFlashMmaMaxHead ? 128 : 0;
+}
+// The tensor-core forward's rows: per (b, kv head), the G Sq (query row, query
+// head) pairs of the G = H / Hk query heads that share the kv head, query row
+// major: pair v is row v / G of head hk G + v % G. A block takes
+// kFlashMmaRows consecutive pairs, so the heads of a group share each k / v
+// tile (loaded once for all of them), and a short query (decoding: Sq 1)
+// still fills the block's rows. Items: B Hk ceil(G Sq / kFlashMmaRows), the
+// tiles of a (b, kv head) last first (under a causal mask the longest rows
+// start first).
+NNC_HD int flash_mma_group(const AttnShape& s) { return s.H / s.Hk; }
+NNC_HD int64_t flash_mma_items(const AttnShape& s) {
+  const int64_t pairs = static_cast<int64_t>(flash_mma_group(s)) * s.Sq;
+  return static_cast<int64_t>(s.B) * s.Hk * ((pairs + kFlashMmaRows - 1) / kFlashMmaRows);
+}
+NNC_HD void flash_mma_item(const AttnShape& s, int64_t w, int* b, int* hk, int* v0) {
+  const int64_t pairs = static_cast<int64_t>(flash_mma_group(s)) * s.Sq;
+  const int64_t nt = (pairs + kFlashMmaRows - 1) / kFlashMmaRows;
+  const int64_t bh = w / nt;
+  *v0 = static_cast<int>(nt - 1 - w % nt) * kFlashMmaRows;
+  *b = static_cast<int>(bh / s.Hk);
+  *hk = static_cast<int>(bh % s.Hk);
+}
+// Pair v of kv head hk: its query row and head; false past the G Sq pairs.
+NNC_HD bool flash_mma_pair(const AttnShape& s, int hk, int v, int* i, int* h) {
+  const int G = flash_mma_group(s);
+  if (v >= G * s.Sq) return false;
+  *i = v / G, *h = hk * G + v % G;
+  return true;
+}
+// The keys the pairs [v0, v0 + kFlashMmaRows) may see: [0, end).
+NNC_HD int flash_mma_key_end(const AttnShape& s, int v0) {
+  const int G = flash_mma_group(s);
+  int last = v0 + kFlashMmaRows - 1;
+  if (last > G * s.Sq - 1) last = G * s.Sq - 1;
+  return last < v0 ? 0 : attn_key_end(s, last / G);
 }
 // The row stride (16-bit elements) of a shared k / v (and staged q) tile.
 NNC_HD int flash_mma_stride(int bucket) { return bucket + 8; }

@@ -364,6 +364,12 @@ std::vector<Case> mma_cases() {
   Case d{2, 64, 64, 1, 1, 128, 128};  // whole tiles, the largest head, 3-d, mask [Sk]
   d.four_d = false, d.mask = {64};
   cs.push_back(d);
+  Case e{2, 1, 70, 8, 2, 64, 64};  // decoding: one query row, 4 query heads per kv head share a block
+  e.mask = {2, 8, 1, 70};
+  cs.push_back(e);
+  Case f{1, 21, 30, 12, 3, 32, 16};  // 84 (row, head) pairs a kv head: two blocks, causal, rows split between them
+  f.causal = true;
+  cs.push_back(f);
   return cs;
 }
 

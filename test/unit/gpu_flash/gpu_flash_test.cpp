@@ -264,6 +264,39 @@ TEST(GpuFlashMma, TensorCoreForwardPlan) {
   EXPECT_FALSE(g::flash_mma_forward_plan(a, true, &bucket, &why));
 }
 
+// The tensor-core forward's work items cover every (b, query head, query row)
+// exactly once, each block's pairs from one kv head's group, and each item's
+// key end is the largest its rows need.
+TEST(GpuFlashMma, WorkItemsCoverEveryRowOnce) {
+  struct S {
+    int B, Sq, Sk, H, Hk, causal;
+  };
+  for (const S c : {S{2, 1, 70, 8, 2, 0}, S{1, 37, 53, 4, 2, 1}, S{3, 130, 75, 2, 1, 1}, S{1, 64, 64, 3, 3, 0},
+                    S{2, 5, 9, 12, 3, 1}}) {
+    g::AttnShape s;
+    s.B = c.B, s.Sq = c.Sq, s.Sk = c.Sk, s.H = c.H, s.Hk = c.Hk, s.causal = c.causal;
+    const int G = c.H / c.Hk;
+    std::vector<int> seen(static_cast<size_t>(c.B) * c.H * c.Sq, 0);
+    const int64_t items = g::flash_mma_items(s);
+    EXPECT_EQ(items, static_cast<int64_t>(c.B) * c.Hk * ((G * c.Sq + 63) / 64));
+    for (int64_t w = 0; w < items; w++) {
+      int b, hk, v0;
+      g::flash_mma_item(s, w, &b, &hk, &v0);
+      ASSERT_TRUE(b >= 0 && b < c.B && hk >= 0 && hk < c.Hk && v0 % g::kFlashMmaRows == 0);
+      int need = 0;
+      for (int r = 0; r < g::kFlashMmaRows; r++) {
+        int i, h;
+        if (!g::flash_mma_pair(s, hk, v0 + r, &i, &h)) continue;
+        ASSERT_TRUE(i >= 0 && i < c.Sq && h / G == hk && g::attn_kv_head(s, h) == hk);
+        seen[(static_cast<size_t>(b) * c.H + h) * c.Sq + i]++;
+        need = std::max(need, g::attn_key_end(s, i));
+      }
+      EXPECT_EQ(g::flash_mma_key_end(s, v0), need);
+    }
+    for (size_t x = 0; x < seen.size(); x++) ASSERT_EQ(seen[x], 1) << "row " << x;
+  }
+}
+
 // ---- the tiled algorithm against CPU_REF ----
 
 struct Case {
