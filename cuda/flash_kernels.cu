@@ -27,18 +27,6 @@ struct LdT {
   __device__ float operator()(const void* p, int64_t o) const { return ld<T>(p, o); }
 };
 
-// Element o of p, of run-time GpuType `type` (kF32, kF16, kBF16).
-__device__ __forceinline__ float load_any(const void* p, int64_t o, int type) {
-  return type == kF16 ? ld<__half>(p, o) : type == kBF16 ? ld<__nv_bfloat16>(p, o) : ld<float>(p, o);
-}
-__device__ __forceinline__ void store_any(void* p, int64_t o, int type, float v) {
-  if (type == kF16)
-    st<__half>(p, o, v);
-  else if (type == kBF16)
-    st<__nv_bfloat16>(p, o, v);
-  else
-    st<float>(p, o, v);
-}
 
 // Max / sum over the kFlashTpr lanes of a row group (every lane of the warp
 // takes part; the groups are aligned within the warp).
@@ -93,7 +81,7 @@ __device__ __forceinline__ void load_tile_any(float* dst, int stride, int rows, 
                                               const AttnView& xv, int type, int b, int row0, int head, int limit) {
   for (int e = threadIdx.x; e < rows * n; e += blockDim.x) {
     const int r = e / n, d = e - r * n, row = row0 + r;
-    dst[r * stride + d] = row < limit ? load_any(x, gpu::attn_off(xv, b, row, head, d), type) : 0.f;
+    dst[r * stride + d] = row < limit ? ld_any(x, gpu::attn_off(xv, b, row, head, d), type) : 0.f;
   }
 }
 
@@ -188,10 +176,10 @@ __global__ void flash_forward(FlashArgs a) {
 #pragma unroll
         for (int c = 0; c < NC; c++) {
           const int d = t + c * kFlashTpr;
-          if (d < s.Dv) store_any(a.o, gpu::attn_off(a.o_view, b, i, h, d), a.o_type, acc[u][c] * inv);
+          if (d < s.Dv) st_any(a.o, gpu::attn_off(a.o_view, b, i, h, d), a.o_type, acc[u][c] * inv);
         }
       }
-      if (a.lse && t == 0) store_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_type, gpu::attn_lse(m[u], l[u]));
+      if (a.lse && t == 0) st_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_type, gpu::attn_lse(m[u], l[u]));
     }
     __syncthreads();  // q, k, v and p are reused by the next item
   }
@@ -210,8 +198,8 @@ __global__ void flash_delta(FlashArgs a) {
     const int h = static_cast<int>(bh % s.H), b = static_cast<int>(bh / s.H);
     float acc = 0.f;
     for (int d = lane; d < s.Dv; d += 32)
-      acc = fmaf(load_any(a.dO, gpu::attn_off(a.dO_view, b, i, h, d), a.dO_type),
-                 load_any(a.O, gpu::attn_off(a.O_view, b, i, h, d), a.O_type), acc);
+      acc = fmaf(ld_any(a.dO, gpu::attn_off(a.dO_view, b, i, h, d), a.dO_type),
+                 ld_any(a.O, gpu::attn_off(a.O_view, b, i, h, d), a.O_type), acc);
     for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
     if (lane == 0) a.delta[row] = acc;
   }
@@ -256,7 +244,7 @@ __global__ void flash_dq(FlashArgs a) {
     load_tile_any(sdo, g.vs, kRows, s.Dv, a.dO, a.dO_view, a.dO_type, b, i0, h, s.Sq);
     for (int row = tid; row < kRows; row += blockDim.x) {
       const int i = i0 + row;
-      sl[row] = i < s.Sq ? load_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_type) : 0.f;
+      sl[row] = i < s.Sq ? ld_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_type) : 0.f;
       sdl[row] = i < s.Sq ? a.delta[(static_cast<int64_t>(b) * s.H + h) * s.Sq + i] : 0.f;
     }
     float acc[R][NC];
@@ -312,7 +300,7 @@ __global__ void flash_dq(FlashArgs a) {
 #pragma unroll
         for (int c = 0; c < NC; c++) {
           const int d = t + c * kFlashTpr;
-          if (d < s.D) store_any(a.dq, gpu::attn_off(a.dq_view, b, i, h, d), a.out_type, acc[u][c]);
+          if (d < s.D) st_any(a.dq, gpu::attn_off(a.dq_view, b, i, h, d), a.out_type, acc[u][c]);
         }
       }
     }
@@ -355,7 +343,7 @@ __global__ void flash_dkdv(FlashArgs a) {
         load_tile_any(sdo, g.vs, qt, s.Dv, a.dO, a.dO_view, a.dO_type, b, i0, h, s.Sq);
         for (int ii = tid; ii < qt; ii += blockDim.x) {
           const int i = i0 + ii;
-          sl[ii] = i < s.Sq ? load_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_type) : 0.f;
+          sl[ii] = i < s.Sq ? ld_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_type) : 0.f;
           sdl[ii] = i < s.Sq ? a.delta[(static_cast<int64_t>(b) * s.H + h) * s.Sq + i] : 0.f;
         }
         __syncthreads();
@@ -393,8 +381,8 @@ __global__ void flash_dkdv(FlashArgs a) {
 #pragma unroll
       for (int c = 0; c < NC; c++) {
         const int d = t + c * kFlashTpr;
-        if (a.dk && d < s.D) store_any(a.dk, gpu::attn_off(a.dk_view, b, j, hk, d), a.out_type, dk[c]);
-        if (a.dv && d < s.Dv) store_any(a.dv, gpu::attn_off(a.dv_view, b, j, hk, d), a.out_type, dv[c]);
+        if (a.dk && d < s.D) st_any(a.dk, gpu::attn_off(a.dk_view, b, j, hk, d), a.out_type, dk[c]);
+        if (a.dv && d < s.Dv) st_any(a.dv, gpu::attn_off(a.dv_view, b, j, hk, d), a.out_type, dv[c]);
       }
     }
     __syncthreads();  // k and v are reused by the next item

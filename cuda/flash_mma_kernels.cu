@@ -202,27 +202,11 @@ __global__ void __launch_bounds__(kFlashMmaThreads) flash_mma_forward(FlashArgs 
           for (int c = 0; c < 2; c++) {
             const int d = n * 8 + 2 * t + c;
             if (d < s.Dv) {
-              const int64_t off = gpu::attn_off(a.o_view, b, i[u], h[u], d);
-              const float v = o[n][2 * u + c] * inv;
-              if (a.o_type == kF16)
-                st<__half>(a.o, off, v);
-              else if (a.o_type == kBF16)
-                st<__nv_bfloat16>(a.o, off, v);
-              else
-                st<float>(a.o, off, v);
+              st_any(a.o, gpu::attn_off(a.o_view, b, i[u], h[u], d), a.o_type, o[n][2 * u + c] * inv);
             }
           }
       }
-      if (a.lse && t == 0) {
-        const int64_t off = gpu::attn_lse_off(s, b, h[u], i[u]);
-        const float v = gpu::attn_lse(m[u], l[u]);
-        if (a.lse_type == kF16)
-          st<__half>(a.lse, off, v);
-        else if (a.lse_type == kBF16)
-          st<__nv_bfloat16>(a.lse, off, v);
-        else
-          st<float>(a.lse, off, v);
-      }
+      if (a.lse && t == 0) st_any(a.lse, gpu::attn_lse_off(s, b, h[u], i[u]), a.lse_type, gpu::attn_lse(m[u], l[u]));
     }
     __syncthreads();  // the k tile (q's staging) is reused by the next item
   }

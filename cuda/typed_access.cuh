@@ -63,6 +63,20 @@ __device__ __forceinline__ void st<__nv_bfloat16>(void* p, int64_t off, float v)
   static_cast<__nv_bfloat16*>(p)[off] = __float2bfloat16_rn(v);
 }
 
+// Element off of p of run-time GpuType `type` (kF32, kF16, kBF16) as float,
+// and its store rounded to nearest.
+__device__ __forceinline__ float ld_any(const void* p, int64_t off, int type) {
+  return type == kF16 ? ld<__half>(p, off) : type == kBF16 ? ld<__nv_bfloat16>(p, off) : ld<float>(p, off);
+}
+__device__ __forceinline__ void st_any(void* p, int64_t off, int type, float v) {
+  if (type == kF16)
+    st<__half>(p, off, v);
+  else if (type == kBF16)
+    st<__nv_bfloat16>(p, off, v);
+  else
+    st<float>(p, off, v);
+}
+
 template <class T>
 __device__ __forceinline__ void st_d(void* p, int64_t off, double v);
 template <>
