@@ -22,12 +22,6 @@ using gpu::kFlashKeys;
 using gpu::kFlashThreads;
 using gpu::kFlashTpr;
 
-template <class T>
-struct LdT {
-  __device__ float operator()(const void* p, int64_t o) const { return ld<T>(p, o); }
-};
-
-
 // Max / sum over the kFlashTpr lanes of a row group (every lane of the warp
 // takes part; the groups are aligned within the warp).
 __device__ __forceinline__ float group_max(float v) {
@@ -96,7 +90,7 @@ __global__ void flash_forward(FlashArgs a) {
   float* sv = fsm + g.fwd_v;
   float* sp = fsm + g.fwd_p;
   const int tid = threadIdx.x, grp = tid / kFlashTpr, t = tid % kFlashTpr, tile = g.fwd_tile;
-  const LdT<T> ldm;
+  const LdAs<T> ldm;
   const int64_t items = gpu::flash_row_tiles(s, kRows);
   for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
     int b, h, i0;
@@ -213,7 +207,7 @@ __device__ __forceinline__ void flash_pds(const FlashArgs& a, float qk, float dp
   const AttnShape& s = a.s;
   *p = 0.f, *ds = 0.f;
   if (!gpu::flash_visible(s, i, j)) return;
-  const float pp = gpu::attn_prob(gpu::attn_score_finish(s, qk, LdT<T>{}, a.mask, b, h, i, j), lse);
+  const float pp = gpu::attn_prob(gpu::attn_score_finish(s, qk, LdAs<T>{}, a.mask, b, h, i, j), lse);
   if (pp == 0.f) return;
   *p = pp;
   *ds = gpu::flash_ds(pp, dp, delta, s.scale);

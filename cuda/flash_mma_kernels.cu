@@ -32,11 +32,6 @@ using gpu::kFlashMmaKeys;
 using gpu::kFlashMmaRows;
 using gpu::kFlashMmaThreads;
 
-template <class T>
-struct LdMask {
-  __device__ float operator()(const void* p, int64_t o) const { return ld<T>(p, o); }
-};
-
 __device__ __forceinline__ float quad_max(float v) {
   v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
   return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
@@ -90,7 +85,7 @@ __global__ void __launch_bounds__(kFlashMmaThreads) flash_mma_forward(FlashArgs 
   uint16_t* sk = reinterpret_cast<uint16_t*>(fsm);
   uint16_t* sv = sk + kFlashMmaKeys * LD;
   const AttnShape& s = a.s;
-  const LdMask<T> ldm;
+  const LdAs<T> ldm;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int G = gpu::flash_mma_group(s);
   const int64_t items = gpu::flash_mma_items(s);

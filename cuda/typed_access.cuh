@@ -63,6 +63,12 @@ __device__ __forceinline__ void st<__nv_bfloat16>(void* p, int64_t off, float v)
   static_cast<__nv_bfloat16*>(p)[off] = __float2bfloat16_rn(v);
 }
 
+// ld<T> as a functor (the loader the gpu:: attention formulas take).
+template <class T>
+struct LdAs {
+  __device__ float operator()(const void* p, int64_t off) const { return ld<T>(p, off); }
+};
+
 // Element off of p of run-time GpuType `type` (kF32, kF16, kBF16) as float,
 // and its store rounded to nearest.
 __device__ __forceinline__ float ld_any(const void* p, int64_t off, int type) {
