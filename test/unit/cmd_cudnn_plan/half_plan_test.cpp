@@ -198,7 +198,8 @@ struct PoolCase {
 
 TEST_F(CudnnHalfPlan, PoolingSameNumbersOwnType) {
   for (int f : {NHWC, NCHW})
-    for (const PoolCase& c : {PoolCase{3, 7, 9, 5, 3, 3, 2, 2, 1, 1, 1, 1, f}, PoolCase{2, 6, 5, 4, 3, 2, 1, 2, 1, 1, 0, 0, f, true}})
+    for (const PoolCase& c :
+         {PoolCase{3, 7, 9, 5, 3, 3, 2, 2, 1, 1, 1, 1, f}, PoolCase{2, 6, 5, 4, 3, 2, 1, 2, 1, 1, 0, 0, f, true}})
       for (int dt : kHalves)
         for (uint32_t id : {CCV_NNC_MAX_POOL_FORWARD, CCV_NNC_AVERAGE_POOL_BACKWARD}) {
           SCOPED_TRACE(testing::Message() << (f == NHWC ? "NHWC" : "NCHW") << (c.views ? " views" : "")
@@ -279,8 +280,8 @@ TEST_F(CudnnHalfPlan, BatchNormSameNumbersOwnType) {
       SCOPED_TRACE(testing::Message() << c.shape.size() << "-d" << (c.views ? " views" : "")
                                       << (dt == CCV_16F ? " 16F" : " 16BF"));
       auto make_set = [&](int type, std::vector<T>* t) {
-        t->push_back(tensor(type, c.shape, c.format, c.views));  // x
-        t->push_back(tensor(type, c.shape, c.format, c.views));  // y (g's and dx's stand-in too)
+        t->push_back(tensor(type, c.shape, c.format, c.views));       // x
+        t->push_back(tensor(type, c.shape, c.format, c.views));       // y (g's and dx's stand-in too)
         for (int i = 0; i < 6; i++) t->emplace_back(type, c.kept());  // scale bias mean var saved_mean saved_inv_std
       };
       std::vector<T> a, h;

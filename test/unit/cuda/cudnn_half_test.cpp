@@ -321,7 +321,8 @@ TEST(Cudnn, HalfSoftmaxMatchesCpuRef) {
     bool view;
   };
   for (int dt : kHalves)
-    for (const S& s : {S{{7}, false}, S{{64, 10}, false}, S{{3, 5, 33}, false}, S{{6, 13}, true}, S{{97, 1001}, false}}) {
+    for (const S& s :
+         {S{{7}, false}, S{{64, 10}, false}, S{{3, 5, 33}, false}, S{{6, 13}, true}, S{{97, 1001}, false}}) {
       SCOPED_TRACE(tname(dt) + " " + std::to_string(s.shape.size()) + "-d, last " + std::to_string(s.shape.back()) +
                    (s.view ? ", view" : ""));
       BothPtr x = both({s.shape, s.view, dt}, rng, -8, 8), y = both({s.shape, s.view, dt}, rng);
@@ -346,8 +347,7 @@ TEST(Cudnn, HalfSoftmaxMatchesCpuRef) {
     Owned back = to_cpu(x->gpu()), got = as_f32(back), want = as_f32(y->cpu());
     size_t bad = 0;
     for (size_t i = 0; i < ccv_nnc_tensor_count(want->info); i++)
-      if (!(std::fabs(got->data.f32[i] - want->data.f32[i]) <= 1e-5 + eps_of(dt) * std::fabs(want->data.f32[i])))
-        bad++;
+      if (!(std::fabs(got->data.f32[i] - want->data.f32[i]) <= 1e-5 + eps_of(dt) * std::fabs(want->data.f32[i]))) bad++;
     EXPECT_EQ(bad, 0u) << "in place";
   }
 }
@@ -417,14 +417,26 @@ TEST(Cudnn, HalfBatchNormMatchesCpuRef) {
         for (int mask : {7, 1, 6}) {
           SCOPED_TRACE("outputs " + std::to_string(mask));
           BothPtr g = both({c.shape, c.views, dt, c.format}, rng), dx = both({c.shape, c.views, dt, c.format}, rng);
-          BothPtr dscale = both({c.kept(), false, dt, c.format}, rng), dbias = both({c.kept(), false, dt, c.format}, rng);
+          BothPtr dscale = both({c.kept(), false, dt, c.format}, rng),
+                  dbias = both({c.kept(), false, dt, c.format}, rng);
           auto side = [&](bool gpu) {
             auto t = [&](const BothPtr& b, bool on = true) -> ccv_nnc_tensor_t* {
               return on ? (gpu ? b->gpu() : b->cpu()) : nullptr;
             };
-            std::vector<ccv_nnc_tensor_t*> in = {t(g),    nullptr, nullptr, nullptr, nullptr,
-                                                 t(x),    t(scale), t(bias), t(mean), t(var),
-                                                 t(y),    nullptr, nullptr, gpu ? smg.t : sm->cpu(),
+            std::vector<ccv_nnc_tensor_t*> in = {t(g),
+                                                 nullptr,
+                                                 nullptr,
+                                                 nullptr,
+                                                 nullptr,
+                                                 t(x),
+                                                 t(scale),
+                                                 t(bias),
+                                                 t(mean),
+                                                 t(var),
+                                                 t(y),
+                                                 nullptr,
+                                                 nullptr,
+                                                 gpu ? smg.t : sm->cpu(),
                                                  gpu ? sig.t : si->cpu()};
             std::vector<ccv_nnc_tensor_t*> out = {t(dx, mask & 1), t(dscale, mask & 2), t(dbias, mask & 4)};
             ccv_nnc_cmd_t cmd = c.cmd(CCV_NNC_BATCH_NORM_BACKWARD, false);
