@@ -1,12 +1,13 @@
 // GPU_CUDNN: convolution (forward; backward with any subset of dx, dw,
-// dbias), CONVOLUTION_TRANSPOSE forward and backward (32F and 16F: cuDNN's
+// dbias), CONVOLUTION_TRANSPOSE forward and backward (cuDNN's
 // data gradient run forward, see cudnn_plan::ConvTranspose), MAX_POOL /
 // AVERAGE_POOL forward and backward, SOFTMAX forward and backward, BATCH_NORM
 // forward (training and inference) and backward, LAYER_NORM forward and
 // backward on cuDNN 9's descriptor API (cudnn_cnn.h / cudnn_ops.h, deprecated
-// in 9 but present). fp32 tensors (the transposed convolution also 16F) in
-// device memory, NHWC or NCHW, views where cuDNN takes strides (images and
-// softmax rows; filters must be packed).
+// in 9 but present). 32F, 16F and 16BF tensors (every tensor of a call one
+// type; LAYER_NORM 32F only) in device memory, NHWC or NCHW, views where cuDNN
+// takes strides (images and softmax rows; filters must be packed). 16-bit
+// data is cuDNN's HALF / BFLOAT16 with fp32 compute.
 //
 // What each call hands cuDNN (dims, strides, pads, groups, modes) comes from
 // cmd/common/cudnn_plan.hpp, host code tested on the CPU; a call the plan
@@ -1391,12 +1392,10 @@ void register_cudnn(Registry& r) {
   r.add_kernels(
       t.accepting(accept_backward<cudnn_plan::conv_backward_tensors>).with_algorithms(1, conv_backward_autotune),
       {{CCV_NNC_CONVOLUTION_BACKWARD, conv_backward}});
-  KernelTraits half = t;  // CONVOLUTION_TRANSPOSE: 32F and 16F
-  half.datatypes = CCV_32F | CCV_16F;
-  r.add_kernels(half.accepting(accept_forward<cudnn_plan::conv_transpose_forward_tensors>)
+  r.add_kernels(t.accepting(accept_forward<cudnn_plan::conv_transpose_forward_tensors>)
                     .with_algorithms(1, convt_forward_autotune),
                 {{CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, convt_forward}});
-  r.add_kernels(half.accepting(accept_backward<cudnn_plan::conv_transpose_backward_tensors>)
+  r.add_kernels(t.accepting(accept_backward<cudnn_plan::conv_transpose_backward_tensors>)
                     .with_algorithms(1, convt_backward_autotune),
                 {{CCV_NNC_CONVOLUTION_TRANSPOSE_BACKWARD, convt_backward}});
   r.add_kernels(t.accepting(accept_pool_forward),

@@ -550,13 +550,9 @@ bool softmax_rows(const ccv_nnc_tensor_t* t, Tensor4* desc, std::string* why) {
 
 namespace {
 
-// 32F or 16F, and t's type is x's.
-bool convt_type(const ccv_nnc_tensor_t* t, const ccv_nnc_tensor_t* x) {
-  if (!t) return true;
-  const int dt = CCV_GET_DATA_TYPE(t->info.datatype);
-  return (dt == CCV_32F || dt == CCV_16F) && dt == CCV_GET_DATA_TYPE(x->info.datatype);
-}
-const char* kConvtTypes = "GPU_CUDNN takes 32F or 16F tensors, all of one type";
+// 32F, 16F or 16BF, and t's type is x's.
+bool convt_type(const ccv_nnc_tensor_t* t, const ccv_nnc_tensor_t* x) { return same_type(t, x); }
+const char* kConvtTypes = kTypes;
 
 bool convt_weights(const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* x, const char* role, std::string* why) {
   if (!convt_type(w, x)) return refuse(why, kConvtTypes);

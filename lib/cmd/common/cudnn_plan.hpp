@@ -91,7 +91,7 @@ bool conv_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv_nnc
 // dx = y, dx is cudnnConvolutionForward(g, w) into x's shape, dw is
 // cudnnConvolutionBackwardFilter(g, dy = x). The pad is NNC's leading one;
 // output_padding rows / columns (the bottom / right of y) get no term.
-// 32F or 16F, every tensor one type (fp16 runs with fp32 accumulation).
+// 32F, 16F or 16BF, every tensor one type (16-bit data runs with fp32 accumulation).
 struct ConvTranspose {
   Conv conv;  // conv.x: y (forward) or g (backward); conv.y: x; conv.w: w as that filter; conv.bias: bias / dbias
   bool dx = false, dw = false, dbias = false;
