@@ -191,7 +191,8 @@ TEST_F(CudnnPlanConvT, HalfPlansAndRefusals) {
     // 16BF likewise, with the 32F plan's numbers.
     T xb(CCV_16BF, c.img(2, 5, 5, 3), NHWC), wb(CCV_16BF, c.w_shape(), NHWC),
         yb(CCV_16BF, c.img(2, c.OH(), c.OW(), 4), NHWC);
-    T xf(CCV_32F, c.img(2, 5, 5, 3), NHWC), wf(CCV_32F, c.w_shape(), NHWC), yf(CCV_32F, c.img(2, c.OH(), c.OW(), 4), NHWC);
+    T xf(CCV_32F, c.img(2, 5, 5, 3), NHWC), wf(CCV_32F, c.w_shape(), NHWC),
+        yf(CCV_32F, c.img(2, c.OH(), c.OW(), 4), NHWC);
     cp::ConvTranspose pb, pf;
     ASSERT_TRUE(cp::conv_transpose_forward(c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD), c.hint(), xb, wb, nullptr, yb,
                                            &pb, &why))

@@ -43,7 +43,9 @@ std::string name(const Case& c, int dt) {
   std::snprintf(b, sizeof(b), "%s%s N%d %dx%d C%d K%d w%dx%d s%dx%d p%d,%d/%d,%d d%dx%d g%d op%d%s%s %s",
                 c.format == NHWC ? "NHWC" : "NCHW", c.batched ? "" : " 3-d", c.N, c.H, c.W, c.C, c.K, c.KH, c.KW, c.SH,
                 c.SW, c.PT, c.PB, c.PL, c.PR, c.DH, c.DW, c.G, c.OP, c.views ? " views" : "", c.bias ? "" : " no bias",
-                dt == CCV_16F ? "16F" : dt == CCV_16BF ? "16BF" : "32F");
+                dt == CCV_16F    ? "16F"
+                : dt == CCV_16BF ? "16BF"
+                                 : "32F");
   return b;
 }
 
