@@ -6,7 +6,8 @@
 // kernels, padding, stride 2), groups, dilation, 3-d, views; max and average
 // pooling forward and backward; softmax forward and backward; batch norm
 // forward (training with the running statistics, and inference) and
-// backward; fp32 accumulation; autotune; the refusals. Every call names
+// backward; fp32 accumulation; autotune; a small 16-bit CNN on the default
+// backends; the refusals. Every call names
 // GPU_CUDNN so that no other backend stands in. Skips without a GPU; left out
 // of the CPU emulation (tools/gpu-emu: "Cudnn.*", cuDNN is not emulated).
 //
@@ -451,6 +452,59 @@ TEST(Cudnn, HalfBatchNormMatchesCpuRef) {
           dbias->expect_close(eps, sum_atol, "dbias");
         }
       }
+    }
+}
+
+// ---- a small 16-bit CNN on the default GPU backends ----
+
+// conv 3x3 (8 -> 16, pad 1) + bias -> batch norm (training) -> ReLU -> max
+// pool 2x2 / 2 on 15x13 images, every GPU command on the registry's choice
+// (GPU_CUDNN for all but ReLU), against the same chain on CPU_REF. Error
+// budget: the convolution's (above, a1 = eps (1 + 2 sqrt(n)) with n = 73,
+// about 18 eps) scaled by batch norm's inv_std (about 3 / sqrt(n), the
+// convolution's spread being sqrt(n) / 3) and |scale| <= 1 is about 6 eps,
+// its 2 eps |conv| part at most 2 eps x 4 (|conv - mean| inv_std <= 4, the
+// 12-sigma bound) = 8 eps; batch norm's own rounding eps |out|; ReLU and the
+// max are exact (ties after ReLU are zeros on both sides). So eps |cpu| + 16 eps.
+TEST(Cudnn, HalfSmallCnnOnDefaultBackends) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(2109);
+  for (int dt : kHalves)
+    for (int f : {NHWC, NCHW}) {
+      SCOPED_TRACE(tname(dt) + (f == NHWC ? " NHWC" : " NCHW"));
+      Case c{4, 15, 13, 8, 16, 3, 3};
+      c.PT = c.PB = c.PL = c.PR = 1, c.format = f;
+      const std::vector<int> ys = c.y_shape();
+      const std::vector<int> ps = c.img(4, 7, 6, 16);
+      BothPtr x = both({c.x_shape(), false, dt, f}, rng), w = both({c.w_shape(), false, dt, f}, rng);
+      BothPtr b = both({{16}, false, dt, f}, rng), y = both({ys, false, dt, f}, rng);
+      BothPtr scale = both({{16}, false, dt, f}, rng), bias = both({{16}, false, dt, f}, rng);
+      BothPtr mean = both({{16}, false, dt, f}, rng), var = both({{16}, false, dt, f}, rng, 0.5f, 2.f);
+      BothPtr z = both({ys, false, dt, f}, rng), r = both({ys, false, dt, f}, rng), q = both({ps, false, dt, f}, rng);
+      ccv_nnc_cmd_t bn = make_cmd(CCV_NNC_BATCH_NORM_FORWARD);
+      bn.info.bnorm.count = 3;
+      const int axes[3] = {0, f == NHWC ? 1 : 2, f == NHWC ? 2 : 3};
+      for (int i = 0; i < 3; i++) bn.info.bnorm.axis[i] = axes[i];
+      bn.info.bnorm.epsilon = 1e-5f;
+      bn.info.bnorm.momentum = 0.9f;
+      PoolCase pc{4, 15, 13, 16, 2, 2, 2, 2, 0, 0, 0, 0, f};
+      for (bool gpu : {false, true}) {
+        SCOPED_TRACE(gpu ? "GPU" : "CPU_REF");
+        const uint32_t be = gpu ? 0u : static_cast<uint32_t>(CCV_NNC_BACKEND_CPU_REF);
+        auto t = [&](const BothPtr& p) { return gpu ? p->gpu() : p->cpu(); };
+        auto run = [&](ccv_nnc_cmd_t cmd, ccv_nnc_hint_t h, std::vector<ccv_nnc_tensor_t*> in,
+                       std::vector<ccv_nnc_tensor_t*> out) {
+          cmd.backend = be;
+          ASSERT_EQ(exec(cmd, h, in, out), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+        };
+        run(conv_cmd(c, CCV_NNC_CONVOLUTION_FORWARD, be), c.hint(), {t(x), t(w), t(b)}, {t(y)});
+        run(bn, ccv_nnc_no_hint, {t(y), t(scale), t(bias), t(mean), t(var)}, {t(z)});
+        run(make_cmd(CCV_NNC_RELU_FORWARD), ccv_nnc_no_hint, {t(z)}, {t(r)});
+        run(pc.cmd(CCV_NNC_MAX_POOL_FORWARD), pc.hint(), {t(r)}, {t(q)});
+      }
+      const float eps = static_cast<float>(eps_of(dt));
+      y->expect_close(conv_rtol(dt), conv_atol(dt, 8 * 9 + 1), "conv");
+      q->expect_close(eps, 16 * eps, "pooled output");
     }
 }
 
