@@ -1,12 +1,13 @@
 // GPU_CUDNN: convolution (forward; backward with any subset of dx, dw,
-// dbias), CONVOLUTION_TRANSPOSE forward and backward (32F and 16F: cuDNN's
+// dbias), CONVOLUTION_TRANSPOSE forward and backward (cuDNN's
 // data gradient run forward, see cudnn_plan::ConvTranspose), MAX_POOL /
 // AVERAGE_POOL forward and backward, SOFTMAX forward and backward, BATCH_NORM
 // forward (training and inference) and backward, LAYER_NORM forward and
 // backward on cuDNN 9's descriptor API (cudnn_cnn.h / cudnn_ops.h, deprecated
-// in 9 but present). fp32 tensors (the transposed convolution also 16F) in
-// device memory, NHWC or NCHW, views where cuDNN takes strides (images and
-// softmax rows; filters must be packed).
+// in 9 but present). 32F, 16F and 16BF tensors (every tensor of a call one
+// type; LAYER_NORM 32F only) in device memory, NHWC or NCHW, views where cuDNN
+// takes strides (images and softmax rows; filters must be packed). 16-bit
+// data is cuDNN's HALF / BFLOAT16 with fp32 compute.
 //
 // What each call hands cuDNN (dims, strides, pads, groups, modes) comes from
 // cmd/common/cudnn_plan.hpp, host code tested on the CPU; a call the plan
@@ -42,6 +43,8 @@
 #include "core/registry.hpp"
 #include "core/tensor.hpp"
 #include "cuda/cuda.hpp"
+#include "cuda/ewgpu.hpp"
+#include "cuda/kern.hpp"
 #include "cuda/stream.hpp"
 
 namespace nnc::cuda {
@@ -151,8 +154,16 @@ using ConvDesc =
     Desc<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor, cudnnDestroyConvolutionDescriptor>;
 using PoolDesc = Desc<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor, cudnnDestroyPoolingDescriptor>;
 
-// cuDNN's storage type of a plan's datatype (32F unless 16F).
-cudnnDataType_t cudnn_type(int datatype) { return datatype == CCV_16F ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT; }
+// cuDNN's storage type of a plan's datatype: 16F as HALF, 16BF as BFLOAT16,
+// 32F as FLOAT (the plans take no other).
+cudnnDataType_t cudnn_type(int datatype) {
+  return datatype == CCV_16F ? CUDNN_DATA_HALF : datatype == CCV_16BF ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+}
+size_t element_size(int datatype) { return datatype == CCV_32F ? 4 : 2; }
+
+// A status that means "not this configuration" (an algorithm, a type): the
+// caller may try another way.
+bool declined(cudnnStatus_t st) { return not_supported(st) || CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_BAD_PARAM; }
 
 void set_tensor(cudnnTensorDescriptor_t d, const Tensor4& t, const char* what,
                 cudnnDataType_t type = CUDNN_DATA_FLOAT) {
@@ -171,8 +182,9 @@ struct ConvDescs {
   ConvDesc conv;
   cudnnMathType_t math;
   ConvDescs(const cudnn_plan::Conv& p, const char* what) : x(what), y(what), w(what), conv(what) {
-    // 16F data (CONVOLUTION_TRANSPOSE) computes in fp32 (cuDNN's PSEUDO_HALF
-    // configuration) and may use tensor cores, which accumulate in fp32.
+    // 16F / 16BF data computes in fp32 (cuDNN's PSEUDO_HALF /
+    // PSEUDO_BFLOAT16 configurations: fp32 compute type) and may use tensor
+    // cores, which accumulate in fp32.
     const cudnnDataType_t type = cudnn_type(p.datatype);
     set_tensor(x, p.x, what, type);
     set_tensor(y, p.y, what, type);
@@ -182,7 +194,7 @@ struct ConvDescs {
                                                     CUDNN_DATA_FLOAT),
                     what);
     NNC_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv, p.groups), what);
-    math = type == CUDNN_DATA_HALF ? CUDNN_TENSOR_OP_MATH : allow_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    math = type != CUDNN_DATA_FLOAT ? CUDNN_TENSOR_OP_MATH : allow_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
     NNC_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math), what);
   }
 };
@@ -361,14 +373,79 @@ void conv_backward_filter_call(cudnnHandle_t h, const ConvDescs& d, int device, 
       what);
 }
 
-// y (described by y_d) += the bias p.bias, broadcast (p.datatype's storage type).
-void add_bias(cudnnHandle_t h, const cudnn_plan::Conv& p, const void* bias, cudnnTensorDescriptor_t y_d, void* y,
-              const char* what) {
+// y (described by yt) += the bias p.bias, broadcast (p.datatype's storage
+// type). Should cuDNN decline the 16-bit type, GPU_REF's element-wise sum
+// (fp32 arithmetic, one rounding) adds it on the same stream.
+void add_bias(cudnnHandle_t h, const cudnn_plan::Conv& p, const void* bias, cudnnTensorDescriptor_t y_d,
+              const Tensor4& yt, void* y, cudaStream_t s, const char* what) {
   const float one = 1;
   TensorDesc b(what);
   set_tensor(b, p.bias, what, cudnn_type(p.datatype));
-  NNC_CUDNN_CHECK(cudnnAddTensor(h, &one, b, bias, &one, y_d, y), what);
+  const cudnnStatus_t st = cudnnAddTensor(h, &one, b, bias, &one, y_d, y);
+  if (p.datatype == CCV_32F || !declined(st)) {
+    check_cudnn(st, what, "cudnnAddTensor");
+    return;
+  }
+  gpu::EwPlan plan;
+  plan.nd = 4;
+  plan.operands = 3;
+  plan.count = 1;
+  for (int i = 0; i < 4; i++) {
+    plan.dim[i] = yt.dim[i];
+    plan.count *= yt.dim[i];
+    plan.stride[0][i] = plan.stride[1][i] = yt.stride[i];
+    plan.stride[2][i] = i == 1 ? p.bias.stride[1] : 0;
+  }
+  EwPtrs ptrs;
+  ptrs.p[0] = y;
+  ptrs.p[1] = y;
+  ptrs.p[2] = const_cast<void*>(bias);
+  NNC_CUDA_CHECK(launch_ew(s, gpu_type(p.datatype), plan, ptrs, kEwSum, 2, 1, 0), what);
 }
+
+// A packed fp32 copy of a tensor described by d (16-bit storage `datatype`),
+// for the cuDNN calls that decline 16-bit data: load() converts the tensor
+// in, store() the result back (only the elements d describes: views keep
+// their surroundings). Scratch from the caching allocator on the call's stream.
+class F32Stage {
+ public:
+  F32Stage(const Tensor4& d, int datatype, cudaStream_t s, const char* what)
+      : src_(d), type_(gpu_type(datatype)), s_(s), what_(what), buf_(cudnn_plan::extent(packed(d)) * 4, s, what) {
+    packed_ = packed(d);
+  }
+  void load(const void* from) const { convert(buf_.get(), kF32, packed_, from, type_, src_); }
+  void store(void* to) const { convert(to, type_, src_, buf_.get(), kF32, packed_); }
+  const Tensor4& desc() const { return packed_; }
+  float* get() const { return static_cast<float*>(buf_.get()); }
+
+ private:
+  static Tensor4 packed(const Tensor4& d) {
+    Tensor4 t = d;
+    t.stride[3] = 1;
+    t.stride[2] = d.dim[3];
+    t.stride[1] = d.dim[2] * d.dim[3];
+    t.stride[0] = d.dim[1] * d.dim[2] * d.dim[3];
+    return t;
+  }
+  void convert(void* y, GpuType yt, const Tensor4& yd, const void* x, GpuType xt, const Tensor4& xd) const {
+    gpu::EwPlan plan;
+    plan.nd = 4;
+    plan.operands = 2;
+    plan.count = 1;
+    for (int i = 0; i < 4; i++) {
+      plan.dim[i] = yd.dim[i];
+      plan.count *= yd.dim[i];
+      plan.stride[0][i] = yd.stride[i];
+      plan.stride[1][i] = xd.stride[i];
+    }
+    NNC_CUDA_CHECK(launch_convert(s_, plan, y, yt, x, xt), what_);
+  }
+  Tensor4 src_, packed_;
+  GpuType type_;
+  cudaStream_t s_;
+  const char* what_;
+  Scratch buf_;
+};
 
 // ---- convolution ----
 
@@ -392,6 +469,10 @@ bool accept_backward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int 
   return Tensors(inputs, input_size, outputs, output_size, nullptr);
 }
 
+// c = the sum of a over the dimensions where c has extent 1 (cudnnReduceTensor, fp32 accumulation); below.
+void reduce_sum(cudnnHandle_t h, cudnnTensorDescriptor_t ad, const void* a, cudnnTensorDescriptor_t cd, void* c,
+                cudaStream_t s, const char* what);
+
 NNC_KERNEL(conv_forward) {
   static const char* what = "CONVOLUTION_FORWARD (GPU_CUDNN)";
   const ccv_nnc_tensor_t* x = inputs[0];
@@ -406,8 +487,8 @@ NNC_KERNEL(conv_forward) {
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(stream_context, device, s, what);
   ConvDescs d(p, what);
-  conv_forward_call(h, d, device, p, 0, nullptr, cmd.algorithm, x->data.f32, w->data.f32, d.y, y->data.f32, s, what);
-  if (p.has_bias) add_bias(h, p, bias->data.f32, d.y, y->data.f32, what);
+  conv_forward_call(h, d, device, p, 0, nullptr, cmd.algorithm, x->data.ptr, w->data.ptr, d.y, y->data.ptr, s, what);
+  if (p.has_bias) add_bias(h, p, bias->data.ptr, d.y, p.y, y->data.ptr, s, what);
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
@@ -422,32 +503,36 @@ NNC_KERNEL(conv_backward) {
   const int device = device_of(io.g);
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(stream_context, device, s, what);
+  const cudnnDataType_t type = cudnn_type(p.conv.datatype);
   const float one = 1, zero = 0;
   if (p.dbias) {
     TensorDesc g(what), b(what);
-    set_tensor(g, p.conv.y, what);
-    set_tensor(b, p.conv.bias, what);
-    NNC_CUDNN_CHECK(cudnnConvolutionBackwardBias(h, &one, g, io.g->data.f32, &zero, b, io.dbias->data.f32), what);
+    set_tensor(g, p.conv.y, what, type);
+    set_tensor(b, p.conv.bias, what, type);
+    // Should cuDNN decline a 16-bit type here, a tensor reduction (fp32
+    // accumulation) computes the same sum.
+    const cudnnStatus_t st = cudnnConvolutionBackwardBias(h, &one, g, io.g->data.ptr, &zero, b, io.dbias->data.ptr);
+    if (type != CUDNN_DATA_FLOAT && declined(st))
+      reduce_sum(h, g, io.g->data.ptr, b, io.dbias->data.ptr, s, what);
+    else
+      check_cudnn(st, what, "cudnnConvolutionBackwardBias");
   }
   if (!p.bias_only) {
     ConvDescs d(p.conv, what);
     if (p.dw)
       conv_backward_filter_call(h, d, device, p.conv, 2, cudnn_plan::backward_filter_algorithm(cmd.algorithm),
-                                io.x->data.f32, io.g->data.f32, io.dw->data.f32, s, what);
+                                io.x->data.ptr, io.g->data.ptr, io.dw->data.ptr, s, what);
     if (p.dx) {
       TensorDesc dx(what);
-      set_tensor(dx, p.dx_desc, what);
+      set_tensor(dx, p.dx_desc, what, type);
       conv_backward_data_call(h, d, device, p.conv, 1, &p.dx_desc, cudnn_plan::backward_data_algorithm(cmd.algorithm),
-                              io.w->data.f32, io.g->data.f32, dx, io.dx->data.f32, s, what);
+                              io.w->data.ptr, io.g->data.ptr, dx, io.dx->data.ptr, s, what);
     }
   }
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
 
-// c = the sum of a over the dimensions where c has extent 1 (cudnnReduceTensor, fp32 accumulation); below.
-void reduce_sum(cudnnHandle_t h, cudnnTensorDescriptor_t ad, const void* a, cudnnTensorDescriptor_t cd, void* c,
-                cudaStream_t s, const char* what);
 
 // ---- transposed convolution: the convolution's data gradient, roles exchanged ----
 // (cudnn_plan::ConvTranspose: conv.x describes NNC's y or g, conv.y NNC's x.)
@@ -469,7 +554,7 @@ NNC_KERNEL(convt_forward) {
   // NNC's y is the data gradient of the convolution from dy = NNC's x.
   conv_backward_data_call(h, d, device, p.conv, 11, nullptr, cmd.algorithm, w->data.ptr, x->data.ptr, d.x, y->data.ptr,
                           s, what);
-  if (p.conv.has_bias) add_bias(h, p.conv, bias->data.ptr, d.x, y->data.ptr, what);
+  if (p.conv.has_bias) add_bias(h, p.conv, bias->data.ptr, d.x, p.conv.x, y->data.ptr, s, what);
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
@@ -617,7 +702,7 @@ int conv_forward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_si
     if (!cudnn_plan::conv_forward(cmd, hint, x, w, input_size > 2 ? inputs[2] : nullptr, y, &p, nullptr)) return -1;
     return tune(stream_context, y, p, max_workspace_size, what,
                 [&](cudnnHandle_t h, const ConvDescs& d, const TuneScratch& ws) {
-                  return find_forward(h, d, x->data.f32, w->data.f32, d.y, y->data.f32, ws, what);
+                  return find_forward(h, d, x->data.ptr, w->data.ptr, d.y, y->data.ptr, ws, what);
                 });
   } catch (...) {
     return -1;  // the heuristics then
@@ -639,11 +724,11 @@ int conv_backward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_s
                   int data = -1, filter = -1;
                   if (p.dx) {
                     TensorDesc dx(what);
-                    set_tensor(dx, p.dx_desc, what);
-                    data = find_backward_data(h, d, io.w->data.f32, io.g->data.f32, dx, io.dx->data.f32, ws, what);
+                    set_tensor(dx, p.dx_desc, what, cudnn_type(p.conv.datatype));
+                    data = find_backward_data(h, d, io.w->data.ptr, io.g->data.ptr, dx, io.dx->data.ptr, ws, what);
                   }
                   if (p.dw)
-                    filter = find_backward_filter(h, d, io.x->data.f32, io.g->data.f32, io.dw->data.f32, ws, what);
+                    filter = find_backward_filter(h, d, io.x->data.ptr, io.g->data.ptr, io.dw->data.ptr, ws, what);
                   return cudnn_plan::pack_backward_algorithms(data, filter);
                 });
   } catch (...) {
@@ -730,12 +815,25 @@ NNC_KERNEL(pool_forward) {
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(stream_context, device, s, what);
   PoolDesc pd(what);
-  TensorDesc x(what), y(what);
   set_pool(pd, p, what);
-  set_tensor(x, p.x, what);
-  set_tensor(y, p.y, what);
   const float one = 1, zero = 0;
-  NNC_CUDNN_CHECK(cudnnPoolingForward(h, pd, &one, x, inputs[0]->data.f32, &zero, y, outputs[0]->data.f32), what);
+  auto run = [&](cudnnDataType_t type, const Tensor4& xt, const void* x, const Tensor4& yt, void* y) {
+    TensorDesc xd(what), yd(what);
+    set_tensor(xd, xt, what, type);
+    set_tensor(yd, yt, what, type);
+    return cudnnPoolingForward(h, pd, &one, xd, x, &zero, yd, y);
+  };
+  const cudnnStatus_t st = run(cudnn_type(p.datatype), p.x, inputs[0]->data.ptr, p.y, outputs[0]->data.ptr);
+  if (p.datatype != CCV_32F && declined(st)) {
+    // This cuDNN declines the 16-bit type here: pool fp32 copies (the
+    // maximum and the average of rounded inputs, rounded once on the way back).
+    const F32Stage xs(p.x, p.datatype, s, what), ys(p.y, p.datatype, s, what);
+    xs.load(inputs[0]->data.ptr);
+    check_cudnn(run(CUDNN_DATA_FLOAT, xs.desc(), xs.get(), ys.desc(), ys.get()), what, "cudnnPoolingForward (fp32)");
+    ys.store(outputs[0]->data.ptr);
+  } else {
+    check_cudnn(st, what, "cudnnPoolingForward");
+  }
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
@@ -780,19 +878,46 @@ NNC_KERNEL(pool_backward) {
   const Lease h(stream_context, device, s, what);
   PoolDesc pd(what);
   set_pool(pd, p, what);
-  TensorDesc gd(what), xd(what);
-  set_tensor(gd, p.y, what);
-  set_tensor(xd, p.x, what);
   const float one = 1, zero = 0;
-  const void* xdata = max ? x->data.f32 : dx->data.f32;
-  const void* ydata = y_as_is ? y->data.f32 : g->data.f32;
-  Scratch scratch(max && !y_as_is ? cudnn_plan::extent(p.y) * sizeof(float) : 0, s, what);
-  if (max && !y_as_is) {
-    NNC_CUDNN_CHECK(cudnnPoolingForward(h, pd, &one, xd, xdata, &zero, gd, scratch.get()), what);
-    ydata = scratch.get();
+  // One backward in storage `type` with x / dx described by xt and g / y by
+  // gt; y NULL: the max pool's y is pooled again from x into scratch.
+  auto run = [&](cudnnDataType_t type, const Tensor4& xt, const Tensor4& gt, const void* xdata, const void* gdata,
+                 const void* ydata, void* dxdata) {
+    TensorDesc gd(what), xd(what);
+    set_tensor(gd, gt, what, type);
+    set_tensor(xd, xt, what, type);
+    Scratch scratch(ydata ? 0 : cudnn_plan::extent(gt) * (type == CUDNN_DATA_FLOAT ? 4 : 2), s, what);
+    if (!ydata) {
+      const cudnnStatus_t f = cudnnPoolingForward(h, pd, &one, xd, xdata, &zero, gd, scratch.get());
+      if (f != CUDNN_STATUS_SUCCESS) return f;
+      ydata = scratch.get();
+    }
+    return cudnnPoolingBackward(h, pd, &one, gd, ydata, gd, gdata, xd, xdata, &zero, xd, dxdata);
+  };
+  // The average reads neither x nor y: dx and g stand in.
+  const cudnnStatus_t st = run(cudnn_type(p.datatype), p.x, p.y, max ? x->data.ptr : dx->data.ptr, g->data.ptr,
+                               !max ? g->data.ptr : y_as_is ? y->data.ptr : nullptr, dx->data.ptr);
+  if (p.datatype != CCV_32F && declined(st)) {
+    // This cuDNN declines the 16-bit type here: fp32 copies of g, x (max),
+    // y (max, when given as is) and dx.
+    const F32Stage gs(p.y, p.datatype, s, what), dxs(p.x, p.datatype, s, what);
+    std::unique_ptr<F32Stage> xs, ys;
+    gs.load(g->data.ptr);
+    if (max) {
+      xs = std::make_unique<F32Stage>(p.x, p.datatype, s, what);
+      xs->load(x->data.ptr);
+    }
+    if (y_as_is) {
+      ys = std::make_unique<F32Stage>(p.y, p.datatype, s, what);
+      ys->load(y->data.ptr);
+    }
+    check_cudnn(run(CUDNN_DATA_FLOAT, dxs.desc(), gs.desc(), max ? xs->get() : dxs.get(), gs.get(),
+                    !max ? gs.get() : ys ? ys->get() : nullptr, dxs.get()),
+                what, "cudnnPoolingBackward (fp32)");
+    dxs.store(dx->data.ptr);
+  } else {
+    check_cudnn(st, what, "cudnnPoolingBackward");
   }
-  NNC_CUDNN_CHECK(cudnnPoolingBackward(h, pd, &one, gd, ydata, gd, g->data.f32, xd, xdata, &zero, xd, dx->data.f32),
-                  what);
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
@@ -805,7 +930,8 @@ bool accept_softmax_forward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* input
   if (!all_on_gpu(inputs, input_size, outputs, output_size)) return false;
   try {
     Tensor4 a, b;
-    return cudnn_plan::softmax_rows(inputs[0], &a, nullptr) && cudnn_plan::softmax_rows(outputs[0], &b, nullptr) &&
+    return cudnn_plan::one_type({inputs[0], outputs[0]}, nullptr) &&
+           cudnn_plan::softmax_rows(inputs[0], &a, nullptr) && cudnn_plan::softmax_rows(outputs[0], &b, nullptr) &&
            a.dim[0] == b.dim[0] && a.dim[1] == b.dim[1];
   } catch (...) {
     return false;
@@ -816,20 +942,33 @@ NNC_KERNEL(softmax_forward) {
   static const char* what = "SOFTMAX_FORWARD (GPU_CUDNN)";
   Tensor4 xa, ya;
   std::string why;
-  if (!cudnn_plan::softmax_rows(inputs[0], &xa, &why) || !cudnn_plan::softmax_rows(outputs[0], &ya, &why))
+  if (!cudnn_plan::one_type({inputs[0], outputs[0]}, &why) || !cudnn_plan::softmax_rows(inputs[0], &xa, &why) ||
+      !cudnn_plan::softmax_rows(outputs[0], &ya, &why))
     fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  const int datatype = CCV_GET_DATA_TYPE(inputs[0]->info.datatype);
   NNC_CHECK(xa.dim[0] == ya.dim[0] && xa.dim[1] == ya.dim[1], "%s: x is %s but y is %s; they must hold the same rows",
             what, shape_string(inputs[0]->info.dim).c_str(), shape_string(outputs[0]->info.dim).c_str());
   const int device = device_of(outputs[0]);
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(stream_context, device, s, what);
-  TensorDesc x(what), y(what);
-  set_tensor(x, xa, what);
-  set_tensor(y, ya, what);
   const float one = 1, zero = 0;
-  NNC_CUDNN_CHECK(cudnnSoftmaxForward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, x,
-                                      inputs[0]->data.f32, &zero, y, outputs[0]->data.f32),
-                  what);
+  auto run = [&](cudnnDataType_t type, const Tensor4& xt, const void* x, const Tensor4& yt, void* y) {
+    TensorDesc xd(what), yd(what);
+    set_tensor(xd, xt, what, type);
+    set_tensor(yd, yt, what, type);
+    return cudnnSoftmaxForward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, xd, x, &zero, yd, y);
+  };
+  const cudnnStatus_t st = run(cudnn_type(datatype), xa, inputs[0]->data.ptr, ya, outputs[0]->data.ptr);
+  if (datatype != CCV_32F && declined(st)) {
+    // This cuDNN declines the 16-bit type: fp32 copies (in place stays in
+    // place: x is read into its copy before y is written).
+    const F32Stage xs(xa, datatype, s, what), ys(ya, datatype, s, what);
+    xs.load(inputs[0]->data.ptr);
+    check_cudnn(run(CUDNN_DATA_FLOAT, xs.desc(), xs.get(), ys.desc(), ys.get()), what, "cudnnSoftmaxForward (fp32)");
+    ys.store(outputs[0]->data.ptr);
+  } else {
+    check_cudnn(st, what, "cudnnSoftmaxForward");
+  }
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
@@ -843,7 +982,8 @@ bool accept_softmax_backward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inpu
   try {
     Tensor4 g, y, dx;
     // cuDNN wants y and dy laid out alike (cudnnSoftmaxBackward's BAD_PARAM conditions).
-    return cudnn_plan::softmax_rows(inputs[0], &g, nullptr) && cudnn_plan::softmax_rows(inputs[2], &y, nullptr) &&
+    return cudnn_plan::one_type({inputs[0], inputs[2], outputs[0], input_size > 1 ? inputs[1] : nullptr}, nullptr) &&
+           cudnn_plan::softmax_rows(inputs[0], &g, nullptr) && cudnn_plan::softmax_rows(inputs[2], &y, nullptr) &&
            cudnn_plan::softmax_rows(outputs[0], &dx, nullptr) && cudnn_plan::same_desc(g, y) && dx.dim[0] == y.dim[0] &&
            dx.dim[1] == y.dim[1];
   } catch (...) {
@@ -855,23 +995,39 @@ NNC_KERNEL(softmax_backward) {
   static const char* what = "SOFTMAX_BACKWARD (GPU_CUDNN)";
   Tensor4 ga, ya, da;
   std::string why;
-  if (!cudnn_plan::softmax_rows(inputs[0], &ga, &why) || !cudnn_plan::softmax_rows(inputs[2], &ya, &why) ||
+  if (!cudnn_plan::one_type({inputs[0], inputs[2], outputs[0]}, &why) ||
+      !cudnn_plan::softmax_rows(inputs[0], &ga, &why) || !cudnn_plan::softmax_rows(inputs[2], &ya, &why) ||
       !cudnn_plan::softmax_rows(outputs[0], &da, &why))
     fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  const int datatype = CCV_GET_DATA_TYPE(inputs[0]->info.datatype);
   NNC_CHECK(ga.dim[0] == ya.dim[0] && ga.dim[1] == ya.dim[1] && da.dim[0] == ya.dim[0] && da.dim[1] == ya.dim[1],
             "%s: g %s, y %s and dx %s must hold the same rows", what, shape_string(inputs[0]->info.dim).c_str(),
             shape_string(inputs[2]->info.dim).c_str(), shape_string(outputs[0]->info.dim).c_str());
   const int device = device_of(outputs[0]);
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(stream_context, device, s, what);
-  TensorDesc g(what), y(what), dx(what);
-  set_tensor(g, ga, what);
-  set_tensor(y, ya, what);
-  set_tensor(dx, da, what);
   const float one = 1, zero = 0;
-  NNC_CUDNN_CHECK(cudnnSoftmaxBackward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, y,
-                                       inputs[2]->data.f32, g, inputs[0]->data.f32, &zero, dx, outputs[0]->data.f32),
-                  what);
+  auto run = [&](cudnnDataType_t type, const Tensor4& gt, const void* g, const Tensor4& yt, const void* y,
+                 const Tensor4& dt, void* dx) {
+    TensorDesc gd(what), yd(what), dd(what);
+    set_tensor(gd, gt, what, type);
+    set_tensor(yd, yt, what, type);
+    set_tensor(dd, dt, what, type);
+    return cudnnSoftmaxBackward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, yd, y, gd, g, &zero, dd,
+                                dx);
+  };
+  const cudnnStatus_t st =
+      run(cudnn_type(datatype), ga, inputs[0]->data.ptr, ya, inputs[2]->data.ptr, da, outputs[0]->data.ptr);
+  if (datatype != CCV_32F && declined(st)) {
+    const F32Stage gs(ga, datatype, s, what), ys(ya, datatype, s, what), ds(da, datatype, s, what);
+    gs.load(inputs[0]->data.ptr);
+    ys.load(inputs[2]->data.ptr);
+    check_cudnn(run(CUDNN_DATA_FLOAT, gs.desc(), gs.get(), ys.desc(), ys.get(), ds.desc(), ds.get()), what,
+                "cudnnSoftmaxBackward (fp32)");
+    ds.store(outputs[0]->data.ptr);
+  } else {
+    check_cudnn(st, what, "cudnnSoftmaxBackward");
+  }
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
@@ -897,13 +1053,75 @@ void copy_floats(float* to, const float* from, size_t n, cudaStream_t s, const c
   if (to != from) NNC_CUDA_CHECK(cudaMemcpyAsync(to, from, n * sizeof(float), cudaMemcpyDeviceToDevice, s), what);
 }
 
+// Float views of batch norm's per-channel tensors. cuDNN wants them in fp32
+// beside 16-bit x (its derived parameter descriptor is FLOAT for HALF and
+// BFLOAT16 data), while NNC keeps them in x's type: for a 16-bit call, in()
+// converts one into a float slot of scratch (from the caching allocator, on
+// the call's stream) and out() hands a float slot that store() converts into
+// the tensor at the end. 32F tensors are used as they are.
+class ParamFloats {
+ public:
+  ParamFloats(int datatype, size_t C, int slots, cudaStream_t s, const char* what)
+      : half_(datatype != CCV_32F),
+        type_(gpu_type(datatype)),
+        C_(C),
+        s_(s),
+        what_(what),
+        buf_(half_ ? static_cast<size_t>(slots) * C * sizeof(float) : 0, s, what),
+        slots_(half_ ? slots : 0) {}
+  const float* in(const ccv_nnc_tensor_t* t) {
+    if (!t) return nullptr;
+    if (!half_) return t->data.f32;
+    float* f = slot();
+    convert(f, kF32, t->data.ptr, type_);
+    return f;
+  }
+  float* out(ccv_nnc_tensor_t* t) {
+    if (!t) return nullptr;
+    if (!half_) return t->data.f32;
+    float* f = slot();
+    pending_.push_back({t, f});
+    return f;
+  }
+  void store() {
+    for (const auto& [t, f] : pending_) convert(t->data.ptr, type_, f, kF32);
+    pending_.clear();
+  }
+
+ private:
+  float* slot() {
+    NNC_CHECK(used_ < slots_, "%s: internal: too few parameter slots", what_);
+    return static_cast<float*>(buf_.get()) + C_ * static_cast<size_t>(used_++);
+  }
+  void convert(void* y, GpuType yt, const void* x, GpuType xt) const {
+    gpu::EwPlan plan;
+    plan.nd = 1;
+    plan.operands = 2;
+    plan.count = static_cast<int64_t>(C_);
+    plan.dim[0] = static_cast<int64_t>(C_);
+    plan.stride[0][0] = plan.stride[1][0] = 1;
+    NNC_CUDA_CHECK(launch_convert(s_, plan, y, yt, x, xt), what_);
+  }
+  bool half_;
+  GpuType type_;
+  size_t C_;
+  cudaStream_t s_;
+  const char* what_;
+  Scratch buf_;
+  int slots_, used_ = 0;
+  std::vector<std::pair<ccv_nnc_tensor_t*, float*>> pending_;
+};
+
 // Training: y from the batch statistics; saved_mean / saved_inv_std straight
 // from cuDNN (scratch when not asked for). The running statistics: NNC's rule
 // is out = in * momentum + batch * (1 - momentum) with the biased batch
 // variance; cuDNN's running variance takes the unbiased one. So cuDNN writes
 // the batch mean and unbiased variance (factor 1) into zeroed scratch, and
 // two cudnnAddTensor calls blend them in with the plan's factors
-// (cudnn_plan::BatchNorm: keep, take_mean, take_var).
+// (cudnn_plan::BatchNorm: keep, take_mean, take_var). 16F / 16BF x and y are
+// cuDNN's HALF / BFLOAT16 (statistics in fp32); the per-channel tensors go
+// through ParamFloats. Should cuDNN decline the 16-bit type, x and y go
+// through fp32 copies (F32Stage) instead.
 NNC_KERNEL(bnorm_forward) {
   static const char* what = "BATCH_NORM_FORWARD (GPU_CUDNN)";
   cudnn_plan::BatchNorm p;
@@ -914,48 +1132,82 @@ NNC_KERNEL(bnorm_forward) {
   const int device = device_of(io.y);
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(stream_context, device, s, what);
-  TensorDesc xd(what), pd(what);
-  set_tensor(xd, p.x, what);
+  TensorDesc pd(what);
   set_tensor(pd, p.param, what);
   const float one = 1, zero = 0;
   const size_t C = static_cast<size_t>(p.channels);
+  ParamFloats f(p.datatype, C, 8, s, what);
+  const float* scale = f.in(io.scale);
+  const float* bias = f.in(io.bias);
+  // One cuDNN call over x and y in storage `type` (described by xt).
+  auto run = [&](cudnnDataType_t type, const Tensor4& xt, const void* x, void* y, auto&& call) {
+    TensorDesc xd(what);
+    set_tensor(xd, xt, what, type);
+    return call(static_cast<cudnnTensorDescriptor_t>(xd), x, y);
+  };
+  auto with_fallback = [&](auto&& call, const char* name) {
+    const cudnnStatus_t st = run(cudnn_type(p.datatype), p.x, io.x->data.ptr, io.y->data.ptr, call);
+    if (p.datatype == CCV_32F || !declined(st)) {
+      check_cudnn(st, what, name);
+      return;
+    }
+    const F32Stage xs(p.x, p.datatype, s, what), ys(p.x, p.datatype, s, what);
+    xs.load(io.x->data.ptr);
+    check_cudnn(run(CUDNN_DATA_FLOAT, xs.desc(), xs.get(), ys.get(), call), what, name);
+    ys.store(io.y->data.ptr);
+  };
   if (!p.training) {
-    NNC_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(
-                        h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xd, io.x->data.f32, xd, io.y->data.f32, pd,
-                        io.scale->data.f32, io.bias->data.f32, io.mean->data.f32, io.var->data.f32, p.epsilon),
-                    what);
+    const float* mean = f.in(io.mean);
+    const float* var = f.in(io.var);
+    with_fallback(
+        [&](cudnnTensorDescriptor_t xd, const void* x, void* y) {
+          return cudnnBatchNormalizationForwardInference(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xd, x, xd, y, pd,
+                                                         scale, bias, mean, var, p.epsilon);
+        },
+        "cudnnBatchNormalizationForwardInference");
     finish(stream_context, s, what);
     return CCV_NNC_EXEC_SUCCESS;
   }
   const bool running = io.out_mean || io.out_var;
+  // Running statistics in (converted before anything is written: outputs may be the inputs).
+  const float* mean_in = io.out_mean ? f.in(io.mean) : nullptr;
+  const float* var_in = io.out_var ? f.in(io.var) : nullptr;
   // Scratch: [batch mean | batch unbiased var | saved mean | saved inv std].
   Scratch scratch(4 * C * sizeof(float), s, what);
   float* base = static_cast<float*>(scratch.get());
   float* batch_mean = base;
   float* batch_var = base + C;
-  float* saved_mean = io.saved_mean ? io.saved_mean->data.f32 : base + 2 * C;
-  float* saved_inv_std = io.saved_inv_std ? io.saved_inv_std->data.f32 : base + 3 * C;
-  if (running)
-    NNC_CUDA_CHECK(cudaMemsetAsync(base, 0, 2 * C * sizeof(float), s), what);  // factor 1 still reads them (times 0)
-  NNC_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
-                      h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xd, io.x->data.f32, xd, io.y->data.f32, pd,
-                      io.scale->data.f32, io.bias->data.f32, 1.0, running ? batch_mean : nullptr,
-                      running ? batch_var : nullptr, p.epsilon, saved_mean, saved_inv_std),
-                  what);
+  float* saved_mean = io.saved_mean ? f.out(io.saved_mean) : base + 2 * C;
+  float* saved_inv_std = io.saved_inv_std ? f.out(io.saved_inv_std) : base + 3 * C;
+  with_fallback(
+      [&](cudnnTensorDescriptor_t xd, const void* x, void* y) {
+        if (running)  // factor 1 still reads them (times 0)
+          NNC_CUDA_CHECK(cudaMemsetAsync(base, 0, 2 * C * sizeof(float), s), what);
+        return cudnnBatchNormalizationForwardTraining(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xd, x, xd, y, pd, scale,
+                                                      bias, 1.0, running ? batch_mean : nullptr,
+                                                      running ? batch_var : nullptr, p.epsilon, saved_mean,
+                                                      saved_inv_std);
+      },
+      "cudnnBatchNormalizationForwardTraining");
   if (io.out_mean) {
-    copy_floats(io.out_mean->data.f32, io.mean->data.f32, C, s, what);
-    NNC_CUDNN_CHECK(cudnnAddTensor(h, &p.take_mean, pd, batch_mean, &p.keep, pd, io.out_mean->data.f32), what);
+    float* out = f.out(io.out_mean);
+    copy_floats(out, mean_in, C, s, what);
+    NNC_CUDNN_CHECK(cudnnAddTensor(h, &p.take_mean, pd, batch_mean, &p.keep, pd, out), what);
   }
   if (io.out_var) {
-    copy_floats(io.out_var->data.f32, io.var->data.f32, C, s, what);
-    NNC_CUDNN_CHECK(cudnnAddTensor(h, &p.take_var, pd, batch_var, &p.keep, pd, io.out_var->data.f32), what);
+    float* out = f.out(io.out_var);
+    copy_floats(out, var_in, C, s, what);
+    NNC_CUDNN_CHECK(cudnnAddTensor(h, &p.take_var, pd, batch_var, &p.keep, pd, out), what);
   }
+  f.store();
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
 
 // Training backward from the saved statistics. cuDNN writes dx, dscale and
-// dbias always: scratch stands in for those not asked for.
+// dbias always: scratch stands in for those not asked for. 16-bit calls as
+// the forward: per-channel tensors through ParamFloats, x / g / dx through
+// fp32 copies should cuDNN decline the type.
 NNC_KERNEL(bnorm_backward) {
   static const char* what = "BATCH_NORM_BACKWARD (GPU_CUDNN)";
   cudnn_plan::BatchNorm p;
@@ -966,24 +1218,42 @@ NNC_KERNEL(bnorm_backward) {
   const int device = device_of(io.x);
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(stream_context, device, s, what);
-  TensorDesc xd(what), pd(what);
-  set_tensor(xd, p.x, what);
+  TensorDesc pd(what);
   set_tensor(pd, p.param, what);
   const size_t C = static_cast<size_t>(p.channels);
-  const size_t dx_floats = io.dx ? 0 : cudnn_plan::extent(p.x);
+  const size_t esize = element_size(p.datatype);
+  const size_t dx_bytes = io.dx ? 0 : cudnn_plan::extent(p.x) * esize;
+  ParamFloats f(p.datatype, C, 5, s, what);
+  const float* saved_mean = f.in(io.saved_mean);
+  const float* saved_inv_std = f.in(io.saved_inv_std);
+  const float* scale_in = f.in(io.scale);
   // Scratch: [dscale | dbias | scale (unread without dx) | dx].
-  Scratch scratch((3 * C + dx_floats) * sizeof(float), s, what);
+  Scratch scratch(3 * C * sizeof(float) + dx_bytes, s, what);
   float* base = static_cast<float*>(scratch.get());
-  float* dscale = io.dscale ? io.dscale->data.f32 : base;
-  float* dbias = io.dbias ? io.dbias->data.f32 : base + C;
-  const float* scale = io.scale ? io.scale->data.f32 : base + 2 * C;
-  float* dx = io.dx ? io.dx->data.f32 : base + 3 * C;
+  float* dscale = io.dscale ? f.out(io.dscale) : base;
+  float* dbias = io.dbias ? f.out(io.dbias) : base + C;
+  const float* scale = scale_in ? scale_in : base + 2 * C;
+  void* dx = io.dx ? io.dx->data.ptr : static_cast<void*>(base + 3 * C);
   if (!io.scale) NNC_CUDA_CHECK(cudaMemsetAsync(base + 2 * C, 0, C * sizeof(float), s), what);
   const float one = 1, zero = 0;
-  NNC_CUDNN_CHECK(cudnnBatchNormalizationBackward(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, xd,
-                                                  io.x->data.f32, xd, io.g->data.f32, xd, dx, pd, scale, dscale, dbias,
-                                                  p.epsilon, io.saved_mean->data.f32, io.saved_inv_std->data.f32),
-                  what);
+  auto run = [&](cudnnDataType_t type, const Tensor4& xt, const void* x, const void* g, void* d) {
+    TensorDesc xd(what);
+    set_tensor(xd, xt, what, type);
+    return cudnnBatchNormalizationBackward(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, xd, x, xd, g, xd, d,
+                                           pd, scale, dscale, dbias, p.epsilon, saved_mean, saved_inv_std);
+  };
+  const cudnnStatus_t st = run(cudnn_type(p.datatype), p.x, io.x->data.ptr, io.g->data.ptr, dx);
+  if (p.datatype != CCV_32F && declined(st)) {
+    const F32Stage xs(p.x, p.datatype, s, what), gs(p.x, p.datatype, s, what), ds(p.x, p.datatype, s, what);
+    xs.load(io.x->data.ptr);
+    gs.load(io.g->data.ptr);
+    check_cudnn(run(CUDNN_DATA_FLOAT, xs.desc(), xs.get(), gs.get(), ds.get()), what,
+                "cudnnBatchNormalizationBackward (fp32)");
+    if (io.dx) ds.store(io.dx->data.ptr);
+  } else {
+    check_cudnn(st, what, "cudnnBatchNormalizationBackward");
+  }
+  f.store();
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
@@ -1110,7 +1380,9 @@ NNC_KERNEL(lnorm_backward) {
 void register_cudnn(Registry& r) {
   KernelTraits t;
   t.backend = CCV_NNC_BACKEND_GPU_CUDNN;
-  t.datatypes = CCV_32F;
+  // 32F, 16F and 16BF, every tensor of a call one type (cudnn_plan refuses
+  // mixed types, saying so); LAYER_NORM stays 32F (GPU_REF runs 16-bit ones).
+  t.datatypes = CCV_32F | CCV_16F | CCV_16BF;
   t.memory = CCV_TENSOR_GPU_MEMORY;
   t.formats = formats::kImage;
   // One "algorithm" each for autotune, whose pick (the autotune function:
@@ -1120,12 +1392,10 @@ void register_cudnn(Registry& r) {
   r.add_kernels(
       t.accepting(accept_backward<cudnn_plan::conv_backward_tensors>).with_algorithms(1, conv_backward_autotune),
       {{CCV_NNC_CONVOLUTION_BACKWARD, conv_backward}});
-  KernelTraits half = t;  // CONVOLUTION_TRANSPOSE: 32F and 16F
-  half.datatypes = CCV_32F | CCV_16F;
-  r.add_kernels(half.accepting(accept_forward<cudnn_plan::conv_transpose_forward_tensors>)
+  r.add_kernels(t.accepting(accept_forward<cudnn_plan::conv_transpose_forward_tensors>)
                     .with_algorithms(1, convt_forward_autotune),
                 {{CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, convt_forward}});
-  r.add_kernels(half.accepting(accept_backward<cudnn_plan::conv_transpose_backward_tensors>)
+  r.add_kernels(t.accepting(accept_backward<cudnn_plan::conv_transpose_backward_tensors>)
                     .with_algorithms(1, convt_backward_autotune),
                 {{CCV_NNC_CONVOLUTION_TRANSPOSE_BACKWARD, convt_backward}});
   r.add_kernels(t.accepting(accept_pool_forward),
@@ -1138,8 +1408,10 @@ void register_cudnn(Registry& r) {
   r.add_kernels(any.accepting(accept_softmax_backward), {{CCV_NNC_SOFTMAX_BACKWARD, softmax_backward}});
   r.add_kernels(any.accepting(accept_planned<cudnn_plan::BatchNorm, cudnn_plan::batch_norm_forward>), {{CCV_NNC_BATCH_NORM_FORWARD, bnorm_forward}});
   r.add_kernels(any.accepting(accept_planned<cudnn_plan::BatchNorm, cudnn_plan::batch_norm_backward>), {{CCV_NNC_BATCH_NORM_BACKWARD, bnorm_backward}});
-  r.add_kernels(any.accepting(accept_planned<cudnn_plan::LayerNorm, cudnn_plan::layer_norm_forward>), {{CCV_NNC_LAYER_NORM_FORWARD, lnorm_forward}});
-  r.add_kernels(any.accepting(accept_planned<cudnn_plan::LayerNorm, cudnn_plan::layer_norm_backward>), {{CCV_NNC_LAYER_NORM_BACKWARD, lnorm_backward}});
+  KernelTraits f32 = any;  // LAYER_NORM: 32F
+  f32.datatypes = CCV_32F;
+  r.add_kernels(f32.accepting(accept_planned<cudnn_plan::LayerNorm, cudnn_plan::layer_norm_forward>), {{CCV_NNC_LAYER_NORM_FORWARD, lnorm_forward}});
+  r.add_kernels(f32.accepting(accept_planned<cudnn_plan::LayerNorm, cudnn_plan::layer_norm_backward>), {{CCV_NNC_LAYER_NORM_BACKWARD, lnorm_backward}});
 }
 
 }  // namespace nnc::cuda

@@ -2,7 +2,9 @@
 // batch 64 on GPU 0 through ccv_nnc_cmd_exec (GPU_CUDNN), fp32 (no TF32), in
 // NHWC and NCHW: once with cuDNN's heuristics, once with the command that
 // ccv_nnc_cmd_autotune returns. Each call synchronises (NNC's synchronous
-// calls do), so the figures include it. Median of 20 after 5 warm-ups.
+// calls do), so the figures include it. Median of 20 after 5 warm-ups. The
+// 32 -> 64 layer also in 16F and 16BF (cuDNN HALF / BFLOAT16 storage, fp32
+// compute, tensor-op math).
 // tools/bench-cudnn/peer.py prints PyTorch's figures for the same calls.
 #include <cuda_runtime.h>
 
@@ -18,7 +20,8 @@
 
 namespace {
 
-ccv_nnc_tensor_t* gpu(std::vector<int> d, int format) { return nnc_bench::gpu_tensor(d, CCV_32F, format, 0); }
+int g_type = CCV_32F;  // the datatype of the tensors gpu() makes
+ccv_nnc_tensor_t* gpu(std::vector<int> d, int format) { return nnc_bench::gpu_tensor(d, g_type, format, 0); }
 
 std::vector<int> img(int n, int h, int w, int c, int format) {
   return format == CCV_TENSOR_FORMAT_NHWC ? std::vector<int>{n, h, w, c} : std::vector<int>{n, c, h, w};
@@ -48,53 +51,60 @@ void row(const char* name, ccv_nnc_cmd_t cmd, ccv_nnc_hint_t hint, std::vector<c
 
 int main() {
   if (!nnc_bench::gpu_start()) return 0;
-  std::printf("GPU 0: %s; GPU_CUDNN, fp32; ms per call (median of 20, synchronised)\n", nnc_bench::gpu0_name().c_str());
+  std::printf("GPU 0: %s; GPU_CUDNN, fp32 (and 16F / 16BF rows); ms per call (median of 20, synchronised)\n",
+              nnc_bench::gpu0_name().c_str());
   std::printf("%-34s %12s %12s %10s\n", "command (batch 64)", "heuristics", "autotuned", "algorithm");
   const int N = 64;
-  for (int f : {CCV_TENSOR_FORMAT_NHWC, CCV_TENSOR_FORMAT_NCHW}) {
-    const char* fmt = f == CCV_TENSOR_FORMAT_NHWC ? "NHWC" : "NCHW";
-    struct Layer {
-      int H, C, K;
-    };
-    for (const Layer l : {Layer{28, 1, 32}, Layer{14, 32, 64}}) {
-      ccv_nnc_tensor_t* x = gpu(img(N, l.H, l.H, l.C, f), f);
-      ccv_nnc_tensor_t* w =
-          gpu(f == CCV_TENSOR_FORMAT_NHWC ? std::vector<int>{l.K, 5, 5, l.C} : std::vector<int>{l.K, l.C, 5, 5}, f);
-      ccv_nnc_tensor_t* b = gpu({l.K}, f);
-      ccv_nnc_tensor_t* y = gpu(img(N, l.H, l.H, l.K, f), f);
-      ccv_nnc_tensor_t* dx = gpu(img(N, l.H, l.H, l.C, f), f);
-      ccv_nnc_tensor_t* dw =
-          gpu(f == CCV_TENSOR_FORMAT_NHWC ? std::vector<int>{l.K, 5, 5, l.C} : std::vector<int>{l.K, l.C, 5, 5}, f);
-      ccv_nnc_tensor_t* db = gpu({l.K}, f);
-      ccv_nnc_tensor_t* p = gpu(img(N, l.H / 2, l.H / 2, l.K, f), f);
-      ccv_nnc_tensor_t* dy = gpu(img(N, l.H, l.H, l.K, f), f);
-      if (!x || !w || !b || !y || !dx || !dw || !db || !p || !dy) {
-        std::printf("allocation failed: %s\n", ccv_nnc_error_message());
-        return 1;
+  for (int dt : {CCV_32F, CCV_16F, CCV_16BF}) {
+    for (int f : {CCV_TENSOR_FORMAT_NHWC, CCV_TENSOR_FORMAT_NCHW}) {
+      g_type = dt;
+      const char* fmt = dt == CCV_32F   ? (f == CCV_TENSOR_FORMAT_NHWC ? "NHWC" : "NCHW")
+                        : dt == CCV_16F ? (f == CCV_TENSOR_FORMAT_NHWC ? "NHWC 16F" : "NCHW 16F")
+                                        : (f == CCV_TENSOR_FORMAT_NHWC ? "NHWC 16BF" : "NCHW 16BF");
+      struct Layer {
+        int H, C, K;
+      };
+      for (const Layer l : {Layer{28, 1, 32}, Layer{14, 32, 64}}) {
+        if (dt != CCV_32F && l.C == 1) continue;  // 16-bit rows: the 32 -> 64 layer only (a short run)
+        ccv_nnc_tensor_t* x = gpu(img(N, l.H, l.H, l.C, f), f);
+        ccv_nnc_tensor_t* w =
+            gpu(f == CCV_TENSOR_FORMAT_NHWC ? std::vector<int>{l.K, 5, 5, l.C} : std::vector<int>{l.K, l.C, 5, 5}, f);
+        ccv_nnc_tensor_t* b = gpu({l.K}, f);
+        ccv_nnc_tensor_t* y = gpu(img(N, l.H, l.H, l.K, f), f);
+        ccv_nnc_tensor_t* dx = gpu(img(N, l.H, l.H, l.C, f), f);
+        ccv_nnc_tensor_t* dw =
+            gpu(f == CCV_TENSOR_FORMAT_NHWC ? std::vector<int>{l.K, 5, 5, l.C} : std::vector<int>{l.K, l.C, 5, 5}, f);
+        ccv_nnc_tensor_t* db = gpu({l.K}, f);
+        ccv_nnc_tensor_t* p = gpu(img(N, l.H / 2, l.H / 2, l.K, f), f);
+        ccv_nnc_tensor_t* dy = gpu(img(N, l.H, l.H, l.K, f), f);
+        if (!x || !w || !b || !y || !dx || !dw || !db || !p || !dy) {
+          std::printf("allocation failed: %s\n", ccv_nnc_error_message());
+          return 1;
+        }
+        ccv_nnc_cmd_param_t cp;
+        std::memset(&cp, 0, sizeof(cp));
+        cp.size.dim[0] = cp.size.dim[1] = 5, cp.size.dim[2] = l.C;
+        cp.convolution.count = l.K;
+        cp.convolution.groups = 1;
+        const ccv_nnc_cmd_t fwd = ccv_nnc_cmd(CCV_NNC_CONVOLUTION_FORWARD, nullptr, cp, 0);
+        const ccv_nnc_cmd_t bwd = ccv_nnc_cmd(CCV_NNC_CONVOLUTION_BACKWARD, nullptr, cp, 0);
+        char name[64];
+        std::snprintf(name, sizeof(name), "conv fwd %d->%d %s", l.C, l.K, fmt);
+        row(name, fwd, pad(2, 1), {x, w, b}, {y});
+        std::snprintf(name, sizeof(name), "conv bwd %s %d->%d %s", l.C == 1 ? "dw db" : "dx dw db", l.C, l.K, fmt);
+        if (l.C == 1)
+          row(name, bwd, pad(2, 1), {y, x, nullptr}, {nullptr, dw, db});
+        else
+          row(name, bwd, pad(2, 1), {y, x, w}, {dx, dw, db});
+        ccv_nnc_cmd_param_t pp;
+        std::memset(&pp, 0, sizeof(pp));
+        pp.size.dim[0] = pp.size.dim[1] = 2, pp.size.dim[2] = 1;
+        std::snprintf(name, sizeof(name), "max pool fwd %d %s", l.K, fmt);
+        row(name, ccv_nnc_cmd(CCV_NNC_MAX_POOL_FORWARD, nullptr, pp, 0), pad(0, 2), {y}, {p});
+        std::snprintf(name, sizeof(name), "max pool bwd %d %s", l.K, fmt);
+        row(name, ccv_nnc_cmd(CCV_NNC_MAX_POOL_BACKWARD, nullptr, pp, 0), pad(0, 2), {p, y, p}, {dy});
+        for (ccv_nnc_tensor_t* t : {x, w, b, y, dx, dw, db, p, dy}) ccv_nnc_tensor_free(t);
       }
-      ccv_nnc_cmd_param_t cp;
-      std::memset(&cp, 0, sizeof(cp));
-      cp.size.dim[0] = cp.size.dim[1] = 5, cp.size.dim[2] = l.C;
-      cp.convolution.count = l.K;
-      cp.convolution.groups = 1;
-      const ccv_nnc_cmd_t fwd = ccv_nnc_cmd(CCV_NNC_CONVOLUTION_FORWARD, nullptr, cp, 0);
-      const ccv_nnc_cmd_t bwd = ccv_nnc_cmd(CCV_NNC_CONVOLUTION_BACKWARD, nullptr, cp, 0);
-      char name[64];
-      std::snprintf(name, sizeof(name), "conv fwd %d->%d %s", l.C, l.K, fmt);
-      row(name, fwd, pad(2, 1), {x, w, b}, {y});
-      std::snprintf(name, sizeof(name), "conv bwd %s %d->%d %s", l.C == 1 ? "dw db" : "dx dw db", l.C, l.K, fmt);
-      if (l.C == 1)
-        row(name, bwd, pad(2, 1), {y, x, nullptr}, {nullptr, dw, db});
-      else
-        row(name, bwd, pad(2, 1), {y, x, w}, {dx, dw, db});
-      ccv_nnc_cmd_param_t pp;
-      std::memset(&pp, 0, sizeof(pp));
-      pp.size.dim[0] = pp.size.dim[1] = 2, pp.size.dim[2] = 1;
-      std::snprintf(name, sizeof(name), "max pool fwd %d %s", l.K, fmt);
-      row(name, ccv_nnc_cmd(CCV_NNC_MAX_POOL_FORWARD, nullptr, pp, 0), pad(0, 2), {y}, {p});
-      std::snprintf(name, sizeof(name), "max pool bwd %d %s", l.K, fmt);
-      row(name, ccv_nnc_cmd(CCV_NNC_MAX_POOL_BACKWARD, nullptr, pp, 0), pad(0, 2), {p, y, p}, {dy});
-      for (ccv_nnc_tensor_t* t : {x, w, b, y, dx, dw, db, p, dy}) ccv_nnc_tensor_free(t);
     }
   }
   return 0;

@@ -1,7 +1,8 @@
 # PyTorch's side of bench-cudnn on the same GPU: the same convolutions and
 # pools (batch 64, fp32, TF32 off) in NCHW and channels_last (NHWC), with
 # torch.backends.cudnn.benchmark off (heuristics) and on (timed choice),
-# synchronised after each call, median of 20 after 5 warm-ups.
+# synchronised after each call, median of 20 after 5 warm-ups; the 32 -> 64
+# layer also in fp16 and bf16.
 import os
 import sys
 
@@ -15,26 +16,29 @@ fp32_without_tf32()
 
 
 print(f"{'command (batch 64)':34s} {'heuristics':>12s} {'benchmark':>12s}")
-for fmt in ("NHWC", "NCHW"):
-    mf = torch.channels_last if fmt == "NHWC" else torch.contiguous_format
-    for h, c, k in ((28, 1, 32), (14, 32, 64)):
-        x = torch.zeros(64, c, h, h, device="cuda").to(memory_format=mf).requires_grad_(c != 1)
-        w = torch.zeros(k, c, 5, 5, device="cuda").to(memory_format=mf).requires_grad_()
-        b = torch.zeros(k, device="cuda", requires_grad=True)
-        res = {}
-        for bench in (False, True):
-            torch.backends.cudnn.benchmark = bench
-            y = F.conv2d(x, w, b, padding=2)
-            g = torch.zeros_like(y)
-            res.setdefault("fwd", []).append(median_ms(lambda: F.conv2d(x, w, b, padding=2)))
-            res.setdefault("bwd", []).append(median_ms(lambda: torch.autograd.grad(F.conv2d(x, w, b, padding=2), [t for t in (x, w, b) if t.requires_grad], g)))
-            yd = y.detach().requires_grad_()
-            res.setdefault("pool", []).append(median_ms(lambda: F.max_pool2d(yd, 2)))
-            p = F.max_pool2d(yd, 2)
-            gp = torch.zeros_like(p)
-            res.setdefault("poolb", []).append(median_ms(lambda: torch.autograd.grad(F.max_pool2d(yd, 2), [yd], gp)))
-        tag = f" {c}->{k} {fmt}"
-        print(f"{'conv fwd' + tag:34s} {res['fwd'][0]:12.4f} {res['fwd'][1]:12.4f}")
-        print(f"{'conv bwd (fwd included)' + tag:34s} {res['bwd'][0]:12.4f} {res['bwd'][1]:12.4f}")
-        print(f"{'max pool fwd ' + str(k) + ' ' + fmt:34s} {res['pool'][0]:12.4f} {res['pool'][1]:12.4f}")
-        print(f"{'max pool bwd (fwd incl.) ' + str(k) + ' ' + fmt:34s} {res['poolb'][0]:12.4f} {res['poolb'][1]:12.4f}")
+for dt, dname in ((torch.float32, ""), (torch.float16, " 16F"), (torch.bfloat16, " 16BF")):
+    for fmt in ("NHWC", "NCHW"):
+        mf = torch.channels_last if fmt == "NHWC" else torch.contiguous_format
+        for h, c, k in ((28, 1, 32), (14, 32, 64)):
+            if dt != torch.float32 and c == 1:
+                continue  # 16-bit rows: the 32 -> 64 layer only, as bench-cudnn
+            x = torch.zeros(64, c, h, h, device="cuda", dtype=dt).to(memory_format=mf).requires_grad_(c != 1)
+            w = torch.zeros(k, c, 5, 5, device="cuda", dtype=dt).to(memory_format=mf).requires_grad_()
+            b = torch.zeros(k, device="cuda", dtype=dt, requires_grad=True)
+            res = {}
+            for bench in (False, True):
+                torch.backends.cudnn.benchmark = bench
+                y = F.conv2d(x, w, b, padding=2)
+                g = torch.zeros_like(y)
+                res.setdefault("fwd", []).append(median_ms(lambda: F.conv2d(x, w, b, padding=2)))
+                res.setdefault("bwd", []).append(median_ms(lambda: torch.autograd.grad(F.conv2d(x, w, b, padding=2), [t for t in (x, w, b) if t.requires_grad], g)))
+                yd = y.detach().requires_grad_()
+                res.setdefault("pool", []).append(median_ms(lambda: F.max_pool2d(yd, 2)))
+                p = F.max_pool2d(yd, 2)
+                gp = torch.zeros_like(p)
+                res.setdefault("poolb", []).append(median_ms(lambda: torch.autograd.grad(F.max_pool2d(yd, 2), [yd], gp)))
+            tag = f" {c}->{k} {fmt}{dname}"
+            print(f"{'conv fwd' + tag:34s} {res['fwd'][0]:12.4f} {res['fwd'][1]:12.4f}")
+            print(f"{'conv bwd (fwd included)' + tag:34s} {res['bwd'][0]:12.4f} {res['bwd'][1]:12.4f}")
+            print(f"{'max pool fwd ' + str(k) + ' ' + fmt + dname:34s} {res['pool'][0]:12.4f} {res['pool'][1]:12.4f}")
+            print(f"{'max pool bwd (fwd incl.) ' + str(k) + ' ' + fmt + dname:34s} {res['poolb'][0]:12.4f} {res['poolb'][1]:12.4f}")

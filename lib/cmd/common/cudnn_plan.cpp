@@ -26,6 +26,16 @@ bool refuse(std::string* why, std::string reason) {
 
 bool gpu_f32(const ccv_nnc_tensor_t* t) { return t && CCV_GET_DATA_TYPE(t->info.datatype) == CCV_32F; }
 
+// A storage type cuDNN takes here: 32F, 16F (CUDNN_DATA_HALF) or 16BF
+// (CUDNN_DATA_BFLOAT16); the 16-bit ones compute and accumulate in fp32.
+bool cudnn_float(int dt) { return dt == CCV_32F || dt == CCV_16F || dt == CCV_16BF; }
+int type_of(const ccv_nnc_tensor_t* t) { return CCV_GET_DATA_TYPE(t->info.datatype); }
+// t absent, or of one of those types and of ref's type.
+bool same_type(const ccv_nnc_tensor_t* t, const ccv_nnc_tensor_t* ref) {
+  return !t || (cudnn_float(type_of(t)) && type_of(t) == type_of(ref));
+}
+const char* const kTypes = "GPU_CUDNN takes 32F, 16F or 16BF tensors, all of one type";
+
 // An image's (n, c, h, w) as cuDNN wants them. A 3-d image has no batch
 // stride: N = 1, and its stride is the extent of the rest (any value is right
 // for a size-1 dimension; this one keeps the layout recognisable as packed).
@@ -63,7 +73,7 @@ bool is_image(const ccv_nnc_tensor_t* t) {
 }
 
 bool weights_ok(const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* x, const char* role, std::string* why) {
-  if (!gpu_f32(w)) return refuse(why, "GPU_CUDNN takes 32F tensors");
+  if (!same_type(w, x) || !cudnn_float(type_of(x))) return refuse(why, kTypes);
   if (w->info.format != x->info.format)
     return refuse(why, std::string(role) + " is " + format_name(w->info.format) + " but x is " +
                            format_name(x->info.format) + "; GPU_CUDNN takes weights in x's format");
@@ -85,7 +95,7 @@ bool symmetric_pad(int in, int begin, int end, int window_extent, int stride, in
 bool conv_of(const conv::Geometry& g, const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* y,
              Conv* p, std::string* why) {
   if (!weights_ok(w, x, "w", why)) return false;
-  p->datatype = CCV_32F;
+  p->datatype = type_of(x);
   if (!tensor4_of(g.x, &p->x) || !tensor4_of(g.y, &p->y))
     return refuse(why, "a tensor has more than 2^31 - 1 elements");
   (void)y;
@@ -110,7 +120,7 @@ bool conv_forward_tensors(const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* w, 
                           const ccv_nnc_tensor_t* y, std::string* why) {
   if (!x || !w || !y) return refuse(why, "x, w and y are required");
   for (const ccv_nnc_tensor_t* t : {x, y, bias})
-    if (t && !gpu_f32(t)) return refuse(why, "GPU_CUDNN takes 32F tensors");
+    if (!same_type(t, x)) return refuse(why, kTypes);
   if (!is_image(x) || !is_image(y)) return refuse(why, "x and y must be 3-d or 4-d NHWC or NCHW tensors");
   return weights_ok(w, x, "w", why);
 }
@@ -121,7 +131,7 @@ bool conv_backward_tensors(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_
   const conv::BackwardIo io = conv::backward_io(inputs, input_size, outputs, output_size);
   if (!io.g || (!io.dx && !io.dw && !io.dbias)) return refuse(why, "needs g and an output");
   for (const ccv_nnc_tensor_t* t : {io.g, io.x, io.dx, io.dbias})
-    if (t && !gpu_f32(t)) return refuse(why, "GPU_CUDNN takes 32F tensors");
+    if (!same_type(t, io.g)) return refuse(why, kTypes);
   if (!is_image(io.g)) return refuse(why, "g must be a 3-d or 4-d NHWC or NCHW tensor");
   if (!io.dx && !io.dw) return true;
   if (!io.x || !io.w) return refuse(why, "dx and dw need x and w");
@@ -133,7 +143,7 @@ bool conv_backward_tensors(ccv_nnc_tensor_t* const* inputs, int input_size, ccv_
 
 bool pool_tensors(const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* y, std::string* why) {
   if (!x || !y) return refuse(why, "the input and the pooled tensor are required");
-  if (!gpu_f32(x) || !gpu_f32(y)) return refuse(why, "GPU_CUDNN takes 32F tensors");
+  if (!same_type(x, x) || !same_type(y, x)) return refuse(why, kTypes);
   if (!is_image(x) || !is_image(y)) return refuse(why, "pooling takes 3-d or 4-d NHWC or NCHW tensors");
   return true;
 }
@@ -159,6 +169,14 @@ bool fold(const Layout& l, int a, int b, int64_t* extent, int64_t* stride) {
 }
 
 bool packed_per_channel(const ccv_nnc_tensor_t* t) { return !t || (gpu_f32(t) && layout_of(t).packed()); }
+// Batch norm's per-channel tensors: in x's type (NNC's contract: every tensor
+// of the command one type) and packed.
+bool packed_like(const ccv_nnc_tensor_t* t, const ccv_nnc_tensor_t* x) {
+  return !t || (same_type(t, x) && layout_of(t).packed());
+}
+const char* const kLayerNormHalf =
+    "GPU_CUDNN's layer norm takes 32F only (its per-feature scale and bias run through fp32 cudnnOpTensor / "
+    "cudnnReduceTensor); 16F and 16BF layer norm run on GPU_REF";
 
 // x as {before, kept, after, 1} for a reduced-axis mask, and the channel count.
 // Fills the extent-1 slots of (n, c, h, w) with the strides a packed NCHW
@@ -288,15 +306,16 @@ bool batch_norm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* input
                         ccv_nnc_tensor_t* const* outputs, int output_size, BatchNorm* plan, std::string* why) {
   const norm::BatchNormIo io = norm::batch_norm_forward_io(inputs, input_size, outputs, output_size);
   if (!io.x || !io.y || !io.scale || !io.bias) return refuse(why, "x, scale, bias and y are required");
-  if (!gpu_f32(io.x) || !gpu_f32(io.y)) return refuse(why, "GPU_CUDNN takes 32F tensors");
+  if (!same_type(io.x, io.x) || !same_type(io.y, io.x)) return refuse(why, kTypes);
   if (!same_strides(io.x, io.y))
     return refuse(why, "x and y are laid out differently; cuDNN takes one layout for both");
   for (const ccv_nnc_tensor_t* t :
        {io.scale, io.bias, io.mean, io.var, io.out_mean, io.out_var, io.saved_mean, io.saved_inv_std})
-    if (!packed_per_channel(t))
-      return refuse(why, "a per-channel tensor is a view or not 32F; cuDNN takes them packed");
+    if (!packed_like(t, io.x))
+      return refuse(why, "a per-channel tensor is a view or not of x's type; cuDNN takes them packed");
   BatchNorm p;
   if (!batch_norm_x(cmd, io.x, &p, why)) return false;
+  p.datatype = type_of(io.x);
   if (p.training && p.per_channel < 2)
     return refuse(why, "one element per statistic: cuDNN's running variance (unbiased) is undefined there");
   *plan = p;
@@ -312,15 +331,16 @@ bool batch_norm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inpu
     return refuse(why, "g, x, saved_mean and saved_inv_std are required");
   if (!io.dx && !io.dscale && !io.dbias) return refuse(why, "no output");
   if (io.dx && !io.scale) return refuse(why, "dx needs scale");
-  for (const ccv_nnc_tensor_t* t : {io.g, io.x, io.dx})
-    if (t && !gpu_f32(t)) return refuse(why, "GPU_CUDNN takes 32F tensors");
+  for (const ccv_nnc_tensor_t* t : {io.x, io.g, io.dx})
+    if (!same_type(t, io.x)) return refuse(why, kTypes);
   if (!same_strides(io.x, io.g) || (io.dx && !same_strides(io.x, io.dx)))
     return refuse(why, "x, g and dx are laid out differently; cuDNN takes one layout for the three");
   for (const ccv_nnc_tensor_t* t : {io.scale, io.saved_mean, io.saved_inv_std, io.dscale, io.dbias})
-    if (!packed_per_channel(t))
-      return refuse(why, "a per-channel tensor is a view or not 32F; cuDNN takes them packed");
+    if (!packed_like(t, io.x))
+      return refuse(why, "a per-channel tensor is a view or not of x's type; cuDNN takes them packed");
   BatchNorm p;
   if (!batch_norm_x(cmd, io.x, &p, why)) return false;
+  p.datatype = type_of(io.x);
   *plan = p;
   return true;
 }
@@ -339,6 +359,7 @@ bool layer_norm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* input
                         ccv_nnc_tensor_t* const* outputs, int output_size, LayerNorm* plan, std::string* why) {
   const norm::LayerNormIo io = norm::layer_norm_forward_io(cmd, inputs, input_size, outputs, output_size);
   if (!io.x || !io.y) return refuse(why, "x and y are required");
+  if (cudnn_float(type_of(io.x)) && type_of(io.x) != CCV_32F) return refuse(why, kLayerNormHalf);
   if (!gpu_f32(io.x) || !gpu_f32(io.y)) return refuse(why, "GPU_CUDNN takes 32F tensors");
   if (!same_strides(io.x, io.y))
     return refuse(why, "x and y are laid out differently; cuDNN takes one layout for both");
@@ -357,6 +378,7 @@ bool layer_norm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inpu
   if (!io.g || !io.x || !io.saved_mean || !io.saved_inv_std)
     return refuse(why, "g, x, saved_mean and saved_inv_std are required");
   if (!io.dx && !io.dscale && !io.dbias) return refuse(why, "no output");
+  if (cudnn_float(type_of(io.x)) && type_of(io.x) != CCV_32F) return refuse(why, kLayerNormHalf);
   for (const ccv_nnc_tensor_t* t : {io.g, io.x, io.dx})
     if (t && !gpu_f32(t)) return refuse(why, "GPU_CUDNN takes 32F tensors");
   if (!same_strides(io.x, io.g) || (io.dx && !same_strides(io.x, io.dx)))
@@ -366,6 +388,16 @@ bool layer_norm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inpu
   LayerNorm p;
   if (!layer_norm_x(cmd, io.x, &p, why)) return false;
   *plan = p;
+  return true;
+}
+
+bool one_type(std::initializer_list<const ccv_nnc_tensor_t*> ts, std::string* why) {
+  const ccv_nnc_tensor_t* first = nullptr;
+  for (const ccv_nnc_tensor_t* t : ts)
+    if (t && !first) first = t;
+  if (!first) return true;
+  for (const ccv_nnc_tensor_t* t : ts)
+    if (!same_type(t, first)) return refuse(why, kTypes);
   return true;
 }
 
@@ -416,7 +448,7 @@ bool conv_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv_nnc
       conv_rules::check_backward_slots("CONVOLUTION_BACKWARD", inputs, input_size, outputs, output_size);
   ConvBackward p;
   p.dx = io.dx != nullptr, p.dw = io.dw != nullptr, p.dbias = io.dbias != nullptr;
-  if (!gpu_f32(io.g)) return refuse(why, "GPU_CUDNN takes 32F tensors");
+  if (!same_type(io.g, io.g)) return refuse(why, kTypes);
   if (!p.dx && !p.dw) {
     const ccv_nnc_tensor_param_t& gi = io.g->info;
     NNC_CHECK((nd_of(gi.dim) == 3 || nd_of(gi.dim) == 4) &&
@@ -427,10 +459,10 @@ bool conv_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv_nnc
     NNC_CHECK(layout_of(io.dbias).count() == static_cast<size_t>(gimg.c),
               "CONVOLUTION_BACKWARD: dbias is %s but g has %d channels", shape_string(io.dbias->info.dim).c_str(),
               gimg.c);
-    if (!gpu_f32(io.dbias)) return refuse(why, "GPU_CUDNN takes 32F tensors");
+    if (!same_type(io.dbias, io.g)) return refuse(why, kTypes);
     if (!tensor4_of(gimg, &p.conv.y) || !bias_of(io.dbias, gimg.c, &p.conv.bias))
       return refuse(why, "a tensor has more than 2^31 - 1 elements");
-    p.conv.datatype = CCV_32F;
+    p.conv.datatype = type_of(io.g);
     p.conv.has_bias = true;
     p.bias_only = true;
     *plan = p;
@@ -439,8 +471,8 @@ bool conv_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv_nnc
   NNC_CHECK(io.x && io.w, "CONVOLUTION_BACKWARD: dx and dw need x (input 1) and w (input 2)");
   const conv::Geometry g = conv::geometry(cmd, hint, io.x, io.w, nullptr, io.g, "CONVOLUTION_BACKWARD");
   if (!conv_of(g, io.x, io.w, io.g, &p.conv, why)) return false;
-  for (const ccv_nnc_tensor_t* t : {io.dx, io.dw, io.dbias})
-    if (t && !gpu_f32(t)) return refuse(why, "GPU_CUDNN takes 32F tensors");
+  for (const ccv_nnc_tensor_t* t : {io.g, io.dx, io.dw, io.dbias})
+    if (!same_type(t, io.x)) return refuse(why, kTypes);
   if (io.dx) {
     NNC_CHECK(same_shape(io.dx->info, io.x->info) && io.dx->info.format == io.x->info.format,
               "CONVOLUTION_BACKWARD: dx is %s but x is %s; they must match", shape_string(io.dx->info.dim).c_str(),
@@ -472,7 +504,7 @@ bool pool(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const ccv_nnc_te
   const pool::Geometry g = pool::geometry(cmd, hint, x, y, name);
   if (!pool_tensors(x, y, why)) return false;
   Pool p;
-  p.datatype = CCV_32F;
+  p.datatype = type_of(x);
   // NNC's average does not count padding (pool.cpp): cuDNN's EXCLUDE_PADDING.
   p.mode = max ? PoolMode::kMax : PoolMode::kAverageExcludePadding;
   if (!tensor4_of(g.x, &p.x) || !tensor4_of(g.y, &p.y)) return refuse(why, "a tensor has more than 2^31 - 1 elements");
@@ -490,7 +522,7 @@ bool pool(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const ccv_nnc_te
 
 bool softmax_rows(const ccv_nnc_tensor_t* t, Tensor4* desc, std::string* why) {
   NNC_CHECK(t, "SOFTMAX (GPU_CUDNN): a tensor is NULL");
-  if (!gpu_f32(t)) return refuse(why, "GPU_CUDNN takes 32F tensors");
+  if (!cudnn_float(type_of(t))) return refuse(why, kTypes);
   const Layout l = layout_of(t);
   NNC_CHECK(l.nd >= 1, "SOFTMAX (GPU_CUDNN): the tensor has no dimension");
   const int64_t cols = l.dim[l.nd - 1], col_stride = l.stride[l.nd - 1];
@@ -518,13 +550,9 @@ bool softmax_rows(const ccv_nnc_tensor_t* t, Tensor4* desc, std::string* why) {
 
 namespace {
 
-// 32F or 16F, and t's type is x's.
-bool convt_type(const ccv_nnc_tensor_t* t, const ccv_nnc_tensor_t* x) {
-  if (!t) return true;
-  const int dt = CCV_GET_DATA_TYPE(t->info.datatype);
-  return (dt == CCV_32F || dt == CCV_16F) && dt == CCV_GET_DATA_TYPE(x->info.datatype);
-}
-const char* kConvtTypes = "GPU_CUDNN takes 32F or 16F tensors, all of one type";
+// 32F, 16F or 16BF, and t's type is x's.
+bool convt_type(const ccv_nnc_tensor_t* t, const ccv_nnc_tensor_t* x) { return same_type(t, x); }
+const char* kConvtTypes = kTypes;
 
 bool convt_weights(const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* x, const char* role, std::string* why) {
   if (!convt_type(w, x)) return refuse(why, kConvtTypes);

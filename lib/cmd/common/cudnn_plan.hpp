@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstddef>
+#include <initializer_list>
 #include <string>
 
 #include "nnc/ccv_nnc.h"
@@ -39,8 +40,12 @@ struct Filter {
 };
 
 // One convolution (forward, or backward with y = g).
+// Types: 32F, 16F or 16BF, every tensor of a call one type (the plans refuse
+// others, saying so). cuDNN stores 16F as CUDNN_DATA_HALF and 16BF as
+// CUDNN_DATA_BFLOAT16 and computes in fp32 (convolutions: fp32 compute type,
+// tensor-core math allowed for the 16-bit types; 32F stays on FMA math).
 struct Conv {
-  int datatype = 0;  // CCV_32F
+  int datatype = 0;  // CCV_32F, CCV_16F or CCV_16BF
   Tensor4 x, y;      // y: the output, or g for the backward
   Filter w;
   int pad[2] = {0, 0};  // symmetric (cuDNN has no other), rows then cols
@@ -86,7 +91,7 @@ bool conv_backward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, ccv_nnc
 // dx = y, dx is cudnnConvolutionForward(g, w) into x's shape, dw is
 // cudnnConvolutionBackwardFilter(g, dy = x). The pad is NNC's leading one;
 // output_padding rows / columns (the bottom / right of y) get no term.
-// 32F or 16F, every tensor one type (fp16 runs with fp32 accumulation).
+// 32F, 16F or 16BF, every tensor one type (16-bit data runs with fp32 accumulation).
 struct ConvTranspose {
   Conv conv;  // conv.x: y (forward) or g (backward); conv.y: x; conv.w: w as that filter; conv.bias: bias / dbias
   bool dx = false, dw = false, dbias = false;
@@ -124,7 +129,8 @@ bool pool(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const ccv_nnc_te
           Pool* plan, std::string* why);
 
 // SOFTMAX over the last dimension: a tensor as {rows, cols, 1, 1} (cuDNN's
-// INSTANCE mode over c, h, w).
+// INSTANCE mode over c, h, w). 32F, 16F or 16BF (one_type checks the
+// operands agree).
 bool softmax_rows(const ccv_nnc_tensor_t* t, Tensor4* desc, std::string* why);
 
 // BATCH_NORM as cuDNN's SPATIAL mode: the kept (channel) axes fold into c and
@@ -134,7 +140,12 @@ bool softmax_rows(const ccv_nnc_tensor_t* t, Tensor4* desc, std::string* why);
 // are packed {1, C, 1, 1}. cuDNN takes one layout for x, y (forward) and x, g,
 // dx (backward): others are declined, as are views of per-channel tensors,
 // axes that do not fold, inference-mode backward and dmean / dvar.
+// Types: x's (32F, 16F or 16BF); NNC keeps the per-channel tensors (scale,
+// bias, running and saved statistics, their gradients) in x's type too, while
+// cuDNN wants them in fp32 for 16-bit data: the backend converts them through
+// float scratch (datatype != CCV_32F).
 struct BatchNorm {
+  int datatype = CCV_32F;
   Tensor4 x;      // x, and y or g / dx (laid out alike)
   Tensor4 param;  // {1, C, 1, 1}, packed
   int channels = 0;
@@ -154,7 +165,8 @@ bool batch_norm_forward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* input
 bool batch_norm_backward(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
                          ccv_nnc_tensor_t* const* outputs, int output_size, BatchNorm* plan, std::string* why);
 
-// LAYER_NORM as cuDNN's SPATIAL batch norm with the rows as channels: the
+// LAYER_NORM (32F only: 16F / 16BF are refused with the reason, GPU_REF runs
+// them) as cuDNN's SPATIAL batch norm with the rows as channels: the
 // kept axes (the statistics' index) fold into c, the normalised ones fill h,
 // w (then n), so (rows, features) becomes {1, R, F, 1}; cuDNN's per-c scale
 // and bias are 1 and 0, and the per-feature affine is applied after through
@@ -183,6 +195,10 @@ constexpr int kAlgorithmsPerPart = 16;
 int pack_backward_algorithms(int data, int filter);
 int backward_data_algorithm(int packed);    // -1: none chosen
 int backward_filter_algorithm(int packed);  // -1: none chosen
+
+// Every tensor given (NULLs skipped) 32F, 16F or 16BF and of one type
+// (softmax's operands).
+bool one_type(std::initializer_list<const ccv_nnc_tensor_t*> ts, std::string* why);
 
 // Same dims and strides.
 bool same_desc(const Tensor4& a, const Tensor4& b);

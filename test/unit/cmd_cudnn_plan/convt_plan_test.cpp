@@ -188,6 +188,28 @@ TEST_F(CudnnPlanConvT, HalfPlansAndRefusals) {
         << why;
     EXPECT_EQ(p.conv.datatype, CCV_16F);
     EXPECT_EQ(p.conv.pad[0], 1);
+    // 16BF likewise, with the 32F plan's numbers.
+    T xb(CCV_16BF, c.img(2, 5, 5, 3), NHWC), wb(CCV_16BF, c.w_shape(), NHWC),
+        yb(CCV_16BF, c.img(2, c.OH(), c.OW(), 4), NHWC);
+    T xf(CCV_32F, c.img(2, 5, 5, 3), NHWC), wf(CCV_32F, c.w_shape(), NHWC),
+        yf(CCV_32F, c.img(2, c.OH(), c.OW(), 4), NHWC);
+    cp::ConvTranspose pb, pf;
+    ASSERT_TRUE(cp::conv_transpose_forward(c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD), c.hint(), xb, wb, nullptr, yb,
+                                           &pb, &why))
+        << why;
+    ASSERT_TRUE(cp::conv_transpose_forward(c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD), c.hint(), xf, wf, nullptr, yf,
+                                           &pf, &why))
+        << why;
+    EXPECT_EQ(pb.conv.datatype, CCV_16BF);
+    for (int i = 0; i < 4; i++) {
+      EXPECT_EQ(pb.conv.x.dim[i], pf.conv.x.dim[i]);
+      EXPECT_EQ(pb.conv.x.stride[i], pf.conv.x.stride[i]);
+      EXPECT_EQ(pb.conv.y.dim[i], pf.conv.y.dim[i]);
+      EXPECT_EQ(pb.conv.y.stride[i], pf.conv.y.stride[i]);
+      EXPECT_EQ(pb.conv.w.dim[i], pf.conv.w.dim[i]);
+    }
+    EXPECT_EQ(pb.conv.pad[0], pf.conv.pad[0]);
+    EXPECT_EQ(pb.conv.pad[1], pf.conv.pad[1]);
     // 16F x with 32F w: a refusal (CPU_REF would throw; the family's check comes first here).
     T w32(CCV_32F, c.w_shape(), NHWC);
     EXPECT_FALSE(cp::conv_transpose_forward_tensors(x, w32, nullptr, y, &why));
@@ -199,7 +221,7 @@ TEST_F(CudnnPlanConvT, HalfPlansAndRefusals) {
     T xd(CCV_64F, c.img(2, 5, 5, 3), NHWC), wd(CCV_64F, c.w_shape(), NHWC), yd(CCV_64F, c.img(2, 5, 5, 4), NHWC);
     EXPECT_FALSE(cp::conv_transpose_forward(c.cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD), c.hint(), xd, wd, nullptr, yd,
                                             &p, &why));
-    EXPECT_NE(why.find("32F or 16F"), std::string::npos) << why;
+    EXPECT_NE(why.find("32F, 16F or 16BF"), std::string::npos) << why;
   }
   {
     // Padding at the start only (2, 0) with stride 1: NNC's y is 5 - 2 = 3 rows short of cuDNN's reading.

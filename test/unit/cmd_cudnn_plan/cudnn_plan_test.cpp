@@ -210,9 +210,10 @@ TEST_F(CudnnPlan, ConvolutionRefusals) {
     EXPECT_FALSE(cp::conv_backward_tensors(in.data(), 3, out.data(), 3, nullptr));
   }
   {
-    T xh(CCV_16F, c.img(2, 5, 5, 3), NHWC), wh(CCV_16F, c.w_shape(), NHWC), yh(CCV_16F, c.img(2, 3, 3, 4), NHWC);
+    // 64F: not a cuDNN storage type here (16F / 16BF: half_plan_test.cpp).
+    T xh(CCV_64F, c.img(2, 5, 5, 3), NHWC), wh(CCV_64F, c.w_shape(), NHWC), yh(CCV_64F, c.img(2, 3, 3, 4), NHWC);
     EXPECT_FALSE(cp::conv_forward(c.cmd(CCV_NNC_CONVOLUTION_FORWARD), ccv_nnc_no_hint, xh, wh, nullptr, yh, &p, &why));
-    EXPECT_NE(why.find("32F"), std::string::npos) << why;
+    EXPECT_NE(why.find("32F, 16F or 16BF"), std::string::npos) << why;
   }
   // Bad shapes are errors (as on CPU_REF), not refusals.
   T ybad(CCV_32F, c.img(2, 4, 3, 4), NHWC);
@@ -418,8 +419,9 @@ TEST_F(CudnnPlan, SoftmaxRows) {
   std::string why;
   EXPECT_FALSE(cp::softmax_rows(v, &d, &why));
   EXPECT_NE(why.find("fold"), std::string::npos) << why;
-  T h(CCV_16F, {4, 5});
+  T h(CCV_64F, {4, 5});
   EXPECT_FALSE(cp::softmax_rows(h, &d, &why));
+  EXPECT_NE(why.find("32F, 16F or 16BF"), std::string::npos) << why;
 }
 
 // ---- batch norm ----

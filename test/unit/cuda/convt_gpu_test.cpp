@@ -2,8 +2,8 @@
 // seeds: forward (with and without bias) and backward (every output subset
 // libnnc's bitmask allows), NHWC and NCHW, 3-d and 4-d, groups, dilation,
 // stride and padding from the hint, output_padding, views of x / y / g / dx
-// (whole parents compared, so nothing outside a view is written), fp32 and
-// fp16, autotune (cuDNN's Find), a GPU stream context, the refusals. Every
+// (whole parents compared, so nothing outside a view is written), fp32,
+// fp16 and bf16, autotune (cuDNN's Find), a GPU stream context, the refusals. Every
 // call names GPU_CUDNN so no other backend can stand in. Skips without a GPU.
 //
 // Tolerances. CPU_REF sums in double and rounds once. cuDNN sums in fp32 in
@@ -43,7 +43,9 @@ std::string name(const Case& c, int dt) {
   std::snprintf(b, sizeof(b), "%s%s N%d %dx%d C%d K%d w%dx%d s%dx%d p%d,%d/%d,%d d%dx%d g%d op%d%s%s %s",
                 c.format == NHWC ? "NHWC" : "NCHW", c.batched ? "" : " 3-d", c.N, c.H, c.W, c.C, c.K, c.KH, c.KW, c.SH,
                 c.SW, c.PT, c.PB, c.PL, c.PR, c.DH, c.DW, c.G, c.OP, c.views ? " views" : "", c.bias ? "" : " no bias",
-                dt == CCV_16F ? "16F" : "32F");
+                dt == CCV_16F    ? "16F"
+                : dt == CCV_16BF ? "16BF"
+                                 : "32F");
   return b;
 }
 
@@ -76,8 +78,12 @@ std::vector<Case> cases() {
   return cs;
 }
 
-float atol_for(int dt, size_t n) { return dt == CCV_16F ? 1e-3f + 1e-4f * n : 1e-6f + 1e-5f * n; }
-float rtol_for(int dt) { return dt == CCV_16F ? 2e-3f : 1e-4f; }
+// bf16 (8-bit significand, one ulp 2^-7 relative): the fp16 argument with
+// its ulp, 2^-7 |cpu| per rounding (two with a bias), and the fp32 part.
+float atol_for(int dt, size_t n) {
+  return dt == CCV_16F ? 1e-3f + 1e-4f * n : dt == CCV_16BF ? 8e-3f + 1e-4f * n : 1e-6f + 1e-5f * n;
+}
+float rtol_for(int dt) { return dt == CCV_16F ? 2e-3f : dt == CCV_16BF ? 1.6e-2f : 1e-4f; }
 
 void run_pair(const Case& c, uint32_t id, const std::vector<Both*>& in, const std::vector<Both*>& out,
               ccv_nnc_stream_context_t* stream = nullptr) {
@@ -107,7 +113,7 @@ void forward_case(const Case& c, int dt, std::mt19937& rng, ccv_nnc_stream_conte
 TEST(ConvTransposeGpu, ForwardMatchesCpuRef) {
   NNC_REQUIRE_GPU();
   std::mt19937 rng(1951);
-  for (int dt : {CCV_32F, CCV_16F})
+  for (int dt : {CCV_32F, CCV_16F, CCV_16BF})
     for (const Case& c : cases()) forward_case(c, dt, rng);
 }
 
@@ -134,10 +140,10 @@ void backward_case(const Case& c, int dt, int outputs, std::mt19937& rng) {
 TEST(ConvTransposeGpu, BackwardEveryOutputSubset) {
   NNC_REQUIRE_GPU();
   std::mt19937 rng(1952);
-  for (int dt : {CCV_32F, CCV_16F})
+  for (int dt : {CCV_32F, CCV_16F, CCV_16BF})
     for (const Case& c : cases())
       for (int outputs = 1; outputs < 8; outputs++) {
-        if (dt == CCV_16F && outputs != 7 && outputs != 4) continue;  // fp16: all three, and dbias alone
+        if (dt != CCV_32F && outputs != 7 && outputs != 4) continue;  // 16-bit: all three, and dbias alone
         backward_case(c, dt, outputs, rng);
       }
 }
