@@ -229,6 +229,70 @@ TEST(AttnBf16Gpu, FusedProjectionOnTheRowKernels) {
   }
 }
 
+// The default flash path of a 16BF forward: the tensor-core kernels
+// (flash_mma_kernels.cu; heads up to 128), which round p to bf16 before the
+// p v product: o moves by at most 2^-9 sum_j p_j |v_j| <= 2^-9 (~2e-3) before
+// its own rounding, so o gets atol 4e-3 here; lse and the backward (the scalar
+// flash kernels, from this forward's o and lse) as above. The tensor-core
+// results differ in some bits from the scalar kernels' (so they ran).
+TEST(AttnBf16Gpu, TensorCoreForward) {
+  NNC_REQUIRE_GPU();
+  EnvGuard flash("NNC_GPU_ATTN_FLASH", "1");
+  EnvGuard mma("NNC_GPU_ATTN_MMA", nullptr);
+  std::mt19937 rng(4105);
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name());
+    Inputs in(c, rng);
+    BothPtr o = both({c.shape(c.Sq, c.H, c.Dv), c.views, BF}, rng);
+    BothPtr lse = both({c.lse_shape(), false, c.lse_type()}, rng);
+    run_both(c.cmd(FWD), {in.q.get(), in.k.get(), in.v.get(), in.mask.get()}, {o.get(), lse.get()}, "forward");
+    o->expect_close(1e-2f, 4e-3f, "o");
+    lse->expect_close(c.bf16_lse ? 1e-2f : 1e-4f, 1e-4f, "lse");
+    // The scalar kernels' o on the same inputs.
+    Owned scalar(param_of(c.shape(c.Sq, c.H, c.Dv), BF, CCV_TENSOR_FORMAT_NHWC, true));
+    {
+      EnvGuard off("NNC_GPU_ATTN_MMA", "0");
+      ccv_nnc_cmd_t f = c.cmd(FWD);
+      f.backend = CCV_NNC_BACKEND_GPU_REF;
+      ASSERT_EQ(exec(f, ccv_nnc_no_hint,
+                     {in.q->gpu(), in.k->gpu(), in.v->gpu(), in.mask ? in.mask->gpu() : nullptr}, {scalar.t}),
+                CCV_NNC_EXEC_SUCCESS)
+          << ccv_nnc_error_message();
+    }
+    Owned a = as_f32(to_cpu(scalar.t)), mma_o = to_cpu(o->gpu_parent());
+    Owned m = as_f32(mma_o);
+    // Compare the view's elements: the packed scalar o against o's window.
+    size_t differ = 0;
+    const std::vector<int> dim = c.shape(c.Sq, c.H, c.Dv);
+    const size_t n = ccv_nnc_tensor_count(a->info);
+    for (size_t e = 0; e < n; e++) {
+      // The parent index of packed element e (a border of one when o is a view).
+      size_t x = e, pe = 0, mul = 1;
+      for (int d = static_cast<int>(dim.size()) - 1; d >= 0; d--) {
+        const size_t sz = static_cast<size_t>(dim[static_cast<size_t>(d)]);
+        pe += ((x % sz) + (c.views ? 1 : 0)) * mul;
+        mul *= sz + (c.views ? 2 : 0);
+        x /= sz;
+      }
+      if (a->data.f32[e] != m->data.f32[pe]) differ++;
+    }
+    if (c.Sq > 1) EXPECT_GT(differ, 0u) << "the tensor-core forward gave the scalar kernels' bits: did it run?";
+    BothPtr g = both({c.shape(c.Sq, c.H, c.Dv), c.views, BF}, rng);
+    BothPtr dq = both({c.shape(c.Sq, c.H, c.D), c.views, BF}, rng),
+            dk = both({c.shape(c.Sk, c.Hk, c.D), c.views, BF}, rng),
+            dv = both({c.shape(c.Sk, c.Hk, c.Dv), c.views, BF}, rng);
+    run_both(c.cmd(BWD),
+             {g.get(), nullptr, nullptr, in.q.get(), in.k.get(), in.v.get(), in.mask.get(), nullptr, nullptr, o.get(),
+              lse.get()},
+             {dq.get(), dk.get(), dv.get()}, "backward");
+    if (c.bf16_lse) ASSERT_LT(max_finite_lse(*lse), 4.f) << "the tolerance's argument needs lse in [-4, 4)";
+    const float rtol = c.bf16_lse ? 3e-2f : 1e-2f, atol = c.bf16_lse ? 2e-2f : 5e-3f;
+    dq->expect_close(rtol, atol, "dq");
+    dk->expect_close(rtol, atol, "dk");
+    dv->expect_close(rtol, atol, "dv");
+  }
+}
+
 // Errors with messages, not crashes: mixed types (the family's check), 64F
 // (no GPU kernel: the registry's message names the tensors' types), the
 // fused projection when the flash kernels are forced.
