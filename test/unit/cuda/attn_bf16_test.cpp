@@ -83,7 +83,8 @@ struct Case {
 // Cases both paths take.
 std::vector<Case> cases() {
   std::vector<Case> cs;
-  Case a{1, 19, 70, 2, 1, 16, 16};  // causal, Sq < Sk: rows end at different keys, past one key tile; 2 heads per kv head
+  // Causal, Sq < Sk: rows end at different keys, past one key tile; 2 heads per kv head.
+  Case a{1, 19, 70, 2, 1, 16, 16};
   a.causal = true;
   cs.push_back(a);
   Case b{2, 70, 19, 2, 2, 8, 12};  // causal, Sq > Sk (rows 0..50 see no key), mask [Sq, Sk], views
@@ -173,16 +174,17 @@ void check_case(const Case& c, bool saved, std::mt19937& rng) {
     ASSERT_LT(max_finite_lse(*lse), 4.f) << "the tolerance's argument needs lse in [-4, 4)";
     rtol = 3e-2f, atol = 2e-2f;
   }
-  BothPtr g = c.fused ? both({{c.B, c.Sq, c.Nout}, c.views, BF}, rng) : both({c.shape(c.Sq, c.H, c.Dv), c.views, BF}, rng);
+  BothPtr g =
+      c.fused ? both({{c.B, c.Sq, c.Nout}, c.views, BF}, rng) : both({c.shape(c.Sq, c.H, c.Dv), c.views, BF}, rng);
   BothPtr dq = both({c.shape(c.Sq, c.H, c.D), c.views, BF}, rng),
           dk = both({c.shape(c.Sk, c.Hk, c.D), c.views, BF}, rng),
           dv = both({c.shape(c.Sk, c.Hk, c.Dv), c.views, BF}, rng);
   BothPtr dw = c.fused ? both({{c.Nout, c.H * c.Dv}, false, BF}, rng) : nullptr;
   BothPtr db = c.fused && c.bias ? both({{c.Nout}, false, BF}, rng) : nullptr;
   Both* so = saved ? o.get() : nullptr;
-  std::vector<Both*> bin = {g.get(),      nullptr,     nullptr,       in.q.get(),      in.k.get(),
-                            in.v.get(),   in.mask.get(), in.w.get(),  in.bias.get(),   c.fused ? nullptr : so,
-                            saved ? lse.get() : nullptr, c.fused ? so : nullptr};
+  // g, -, -, q, k, v, mask, w, bias, o, lse, qkv.
+  std::vector<Both*> bin = {g.get(), nullptr, nullptr, in.q.get(), in.k.get(), in.v.get(), in.mask.get(), in.w.get()};
+  bin.insert(bin.end(), {in.bias.get(), c.fused ? nullptr : so, saved ? lse.get() : nullptr, c.fused ? so : nullptr});
   std::vector<Both*> bout = {dq.get(), dk.get(), dv.get()};
   if (c.fused) bout.insert(bout.end(), {nullptr, dw.get(), db.get()});
   run_both(c.cmd(BWD), bin, bout, "backward");
@@ -254,8 +256,8 @@ TEST(AttnBf16Gpu, TensorCoreForward) {
       EnvGuard off("NNC_GPU_ATTN_MMA", "0");
       ccv_nnc_cmd_t f = c.cmd(FWD);
       f.backend = CCV_NNC_BACKEND_GPU_REF;
-      ASSERT_EQ(exec(f, ccv_nnc_no_hint,
-                     {in.q->gpu(), in.k->gpu(), in.v->gpu(), in.mask ? in.mask->gpu() : nullptr}, {scalar.t}),
+      ASSERT_EQ(exec(f, ccv_nnc_no_hint, {in.q->gpu(), in.k->gpu(), in.v->gpu(), in.mask ? in.mask->gpu() : nullptr},
+                     {scalar.t}),
                 CCV_NNC_EXEC_SUCCESS)
           << ccv_nnc_error_message();
     }
@@ -276,7 +278,9 @@ TEST(AttnBf16Gpu, TensorCoreForward) {
       }
       if (a->data.f32[e] != m->data.f32[pe]) differ++;
     }
-    if (c.Sq > 1) EXPECT_GT(differ, 0u) << "the tensor-core forward gave the scalar kernels' bits: did it run?";
+    if (c.Sq > 1) {
+      EXPECT_GT(differ, 0u) << "the tensor-core forward gave the scalar kernels' bits: did it run?";
+    }
     BothPtr g = both({c.shape(c.Sq, c.H, c.Dv), c.views, BF}, rng);
     BothPtr dq = both({c.shape(c.Sq, c.H, c.D), c.views, BF}, rng),
             dk = both({c.shape(c.Sk, c.Hk, c.D), c.views, BF}, rng),
@@ -285,7 +289,9 @@ TEST(AttnBf16Gpu, TensorCoreForward) {
              {g.get(), nullptr, nullptr, in.q.get(), in.k.get(), in.v.get(), in.mask.get(), nullptr, nullptr, o.get(),
               lse.get()},
              {dq.get(), dk.get(), dv.get()}, "backward");
-    if (c.bf16_lse) ASSERT_LT(max_finite_lse(*lse), 4.f) << "the tolerance's argument needs lse in [-4, 4)";
+    if (c.bf16_lse) {
+      ASSERT_LT(max_finite_lse(*lse), 4.f) << "the tolerance's argument needs lse in [-4, 4)";
+    }
     const float rtol = c.bf16_lse ? 3e-2f : 1e-2f, atol = c.bf16_lse ? 2e-2f : 5e-3f;
     dq->expect_close(rtol, atol, "dq");
     dk->expect_close(rtol, atol, "dk");
@@ -317,7 +323,8 @@ TEST(AttnBf16Gpu, Refusals) {
   // The backward: a 16F g with 16BF q, k, v.
   ccv_nnc_cmd_t b = c.cmd(BWD);
   b.backend = CCV_NNC_BACKEND_GPU_REF;
-  BothPtr g16 = both({c.shape(c.Sq, c.H, c.Dv), false, CCV_16F}, rng), dq = both({c.shape(c.Sq, c.H, c.D), false, BF}, rng);
+  BothPtr g16 = both({c.shape(c.Sq, c.H, c.Dv), false, CCV_16F}, rng),
+          dq = both({c.shape(c.Sq, c.H, c.D), false, BF}, rng);
   EXPECT_EQ(exec(b, ccv_nnc_no_hint, {g16->gpu(), nullptr, nullptr, q->gpu(), k->gpu(), v->gpu()}, {dq->gpu()}),
             CCV_NNC_EXEC_INVALID);
   msg = ccv_nnc_error_message();
@@ -325,14 +332,15 @@ TEST(AttnBf16Gpu, Refusals) {
   EXPECT_NE(msg.find("16BF"), std::string::npos) << msg;
   // A 64F lse beside 16BF q, k, v: no GPU kernel (CPU_REF takes it).
   BothPtr lse64 = both({c.lse_shape(), false, CCV_64F}, rng);
-  EXPECT_EQ(exec(f, ccv_nnc_no_hint, {q->gpu(), k->gpu(), v->gpu()}, {o->gpu(), lse64->gpu()}),
-            CCV_NNC_EXEC_NO_KERNEL);
+  EXPECT_EQ(exec(f, ccv_nnc_no_hint, {q->gpu(), k->gpu(), v->gpu()}, {o->gpu(), lse64->gpu()}), CCV_NNC_EXEC_NO_KERNEL);
   msg = ccv_nnc_error_message();
   EXPECT_NE(msg.find("GPU_REF"), std::string::npos) << msg;
   EXPECT_NE(msg.find("64F"), std::string::npos) << msg;
   // 64F throughout.
-  BothPtr qd = both({c.shape(c.Sq, c.H, c.D), false, CCV_64F}, rng), kd = both({c.shape(c.Sk, c.Hk, c.D), false, CCV_64F}, rng),
-          vd = both({c.shape(c.Sk, c.Hk, c.Dv), false, CCV_64F}, rng), od = both({c.shape(c.Sq, c.H, c.Dv), false, CCV_64F}, rng);
+  BothPtr qd = both({c.shape(c.Sq, c.H, c.D), false, CCV_64F}, rng),
+          kd = both({c.shape(c.Sk, c.Hk, c.D), false, CCV_64F}, rng),
+          vd = both({c.shape(c.Sk, c.Hk, c.Dv), false, CCV_64F}, rng),
+          od = both({c.shape(c.Sq, c.H, c.Dv), false, CCV_64F}, rng);
   EXPECT_EQ(exec(f, ccv_nnc_no_hint, {qd->gpu(), kd->gpu(), vd->gpu()}, {od->gpu()}), CCV_NNC_EXEC_NO_KERNEL);
   EXPECT_NE(std::string(ccv_nnc_error_message()).find("64F"), std::string::npos) << ccv_nnc_error_message();
   // The fused projection in 16BF with the flash kernels forced: declined, saying why.
