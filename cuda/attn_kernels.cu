@@ -17,26 +17,6 @@ using gpu::AttnView;
 constexpr int kRowThreads = 128;  // a multiple of 32 (the reductions assume whole warps)
 constexpr int kThreads = 256;
 
-// The loader gpu_attn.hpp's functions take: element o of a T array as float.
-template <class T>
-struct LdT {
-  __device__ float operator()(const void* p, int64_t o) const { return ld<T>(p, o); }
-};
-
-// Element o of p of run-time GpuType `type` (kF32, kF16, kBF16), as float;
-// stores round to nearest.
-__device__ __forceinline__ float load(const void* p, int64_t o, int type) {
-  return type == kF16 ? ld<__half>(p, o) : type == kBF16 ? ld<__nv_bfloat16>(p, o) : ld<float>(p, o);
-}
-__device__ __forceinline__ void store(void* p, int64_t o, int type, float v) {
-  if (type == kF16)
-    st<__half>(p, o, v);
-  else if (type == kBF16)
-    st<__nv_bfloat16>(p, o, v);
-  else
-    st<float>(p, o, v);
-}
-
 // Max (is_max) or sum over the block, returned to every thread. `red` holds
 // 32 floats; the block is whole warps.
 __device__ float block_reduce(float v, float* red, bool is_max) {
@@ -93,7 +73,7 @@ __global__ void forward_rows(AttnRows a) {
     const float lse = gpu::attn_lse(m, l);
     gpu::attn_prob_part(s, prow, lse, i, t, n);
     __syncthreads();  // every probability of the row is written
-    if (a.lse && t == 0) store(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_type, lse);
+    if (a.lse && t == 0) st_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_type, lse);
     if (a.o) {
       const int parts = gpu::attn_out_parts(s.Dv, n);
       if (parts > 1) {  // every thread works: part t / Dv of the keys for column t % Dv, then the parts summed
@@ -103,11 +83,11 @@ __global__ void forward_rows(AttnRows a) {
         if (t < s.Dv) {
           float o = 0;
           for (int k = 0; k < parts; k++) o += acc[k * s.Dv + t];
-          store(a.o, gpu::attn_off(a.o_view, b, i, h, t), a.o_type, o);
+          st_any(a.o, gpu::attn_off(a.o_view, b, i, h, t), a.o_type, o);
         }
       } else {
         for (int d = t; d < s.Dv; d += n)
-          store(a.o, gpu::attn_off(a.o_view, b, i, h, d), a.o_type, gpu::attn_out(s, prow, ld, a.v, b, h, i, d));
+          st_any(a.o, gpu::attn_off(a.o_view, b, i, h, d), a.o_type, gpu::attn_out(s, prow, ld, a.v, b, h, i, d));
       }
     }
     __syncthreads();  // qrow, prow and acc are reused by the next row
@@ -133,7 +113,7 @@ __global__ void backward_rows(AttnRows a) {
     for (int d = t; d < s.D; d += n) qrow[d] = ld(a.q, gpu::attn_off(s.q, b, i, h, d));
     for (int d = t; d < s.Dv; d += n) dOrow[d] = a.dO[gpu::attn_off(dov, b, i, h, d)];
     __syncthreads();
-    const float lse = load(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_type);
+    const float lse = ld_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_type);
     // One warp per key: the score and dp = dO_i . v_j, kept by lane 0.
     const int lane = t & 31, warp = t >> 5, warps = n >> 5, end = gpu::attn_key_end(s, i);
     for (int j = warp; j < end; j += warps) {
@@ -172,15 +152,15 @@ __global__ void grads(AttnRows a, void* dq, AttnView dqv, void* dk, AttnView dkv
     if (e < nq) {
       int b, i, h, d;
       gpu::attn_dq_index(s, a.u0, e, &b, &i, &h, &d);
-      store(dq, gpu::attn_off(dqv, b, i, h, d), out_type, gpu::attn_dq(s, a.ds, a.u0, ld, a.k, b, i, h, d));
+      st_any(dq, gpu::attn_off(dqv, b, i, h, d), out_type, gpu::attn_dq(s, a.ds, a.u0, ld, a.k, b, i, h, d));
     } else if (e < nq + nk) {
       int b, j, hk, d;
       gpu::attn_dkv_index(s, a.u0, e - nq, s.D, &b, &j, &hk, &d);
-      store(dk, gpu::attn_off(dkv, b, j, hk, d), out_type, gpu::attn_dk(s, a.ds, a.u0, ld, a.q, b, j, hk, d));
+      st_any(dk, gpu::attn_off(dkv, b, j, hk, d), out_type, gpu::attn_dk(s, a.ds, a.u0, ld, a.q, b, j, hk, d));
     } else {
       int b, j, hk, d;
       gpu::attn_dkv_index(s, a.u0, e - nq - nk, s.Dv, &b, &j, &hk, &d);
-      store(dv, gpu::attn_off(dvv, b, j, hk, d), out_type, gpu::attn_dv(s, a.p, a.u0, a.dO, b, j, hk, d));
+      st_any(dv, gpu::attn_off(dvv, b, j, hk, d), out_type, gpu::attn_dv(s, a.p, a.u0, a.dO, b, j, hk, d));
     }
   }
 }
@@ -198,13 +178,13 @@ __global__ void copy4(int B, int S, int H, int D, const void* src, AttnView sv, 
     const int i = static_cast<int>(x % S);
     x /= S;
     const int b = static_cast<int>(x);
-    store(dst, gpu::attn_off(dv, b, i, h, d), dst_type, load(src, gpu::attn_off(sv, b, i, h, d), src_type));
+    st_any(dst, gpu::attn_off(dv, b, i, h, d), dst_type, ld_any(src, gpu::attn_off(sv, b, i, h, d), src_type));
   }
 }
 
 template <class T>
 __global__ void proj(gpu::AttnProj p, const float* O, const void* w, const void* bias, void* y) {
-  const LdT<T> load_t;
+  const LdAs<T> load_t;
   const int64_t n = static_cast<int64_t>(p.R) * p.N;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
@@ -217,7 +197,7 @@ __global__ void proj(gpu::AttnProj p, const float* O, const void* w, const void*
 template <class T>
 __global__ void proj_backward(gpu::AttnProj p, const void* g, const void* w, const float* O, float* dO, void* dw,
                               int64_t dw_rs, int64_t dw_cs, void* dbias, int64_t dbias_stride) {
-  const LdT<T> load_t;
+  const LdAs<T> load_t;
   const int64_t nx = dO ? static_cast<int64_t>(p.R) * p.C : 0;
   const int64_t nw = dw ? static_cast<int64_t>(p.N) * p.C : 0;
   const int64_t nb = dbias ? p.N : 0;
@@ -249,7 +229,7 @@ cudaError_t launch_attn_forward_rows(cudaStream_t st, const AttnRows& a) {
   const size_t shm = static_cast<size_t>(a.s.D) * sizeof(float);
   if (!with_float_type(a.type, [&](auto tag) {
         using T = decltype(tag);
-        forward_rows<LdT<T>><<<row_grid(a), kRowThreads, shm, st>>>(a);
+        forward_rows<LdAs<T>><<<row_grid(a), kRowThreads, shm, st>>>(a);
       }))
     return cudaErrorInvalidValue;
   return cudaGetLastError();
@@ -259,7 +239,7 @@ cudaError_t launch_attn_backward_rows(cudaStream_t st, const AttnRows& a) {
   const size_t shm = static_cast<size_t>(a.s.D + a.s.Dv) * sizeof(float);
   if (!with_float_type(a.type, [&](auto tag) {
         using T = decltype(tag);
-        backward_rows<LdT<T>><<<row_grid(a), kRowThreads, shm, st>>>(a);
+        backward_rows<LdAs<T>><<<row_grid(a), kRowThreads, shm, st>>>(a);
       }))
     return cudaErrorInvalidValue;
   return cudaGetLastError();
@@ -275,7 +255,7 @@ cudaError_t launch_attn_grads(cudaStream_t st, const AttnRows& a, void* dq, Attn
   const int grid = static_cast<int>(grid_for(n, kThreads));
   if (!with_float_type(a.type, [&](auto tag) {
         using T = decltype(tag);
-        grads<LdT<T>><<<grid, kThreads, 0, st>>>(a, dq, dqv, dk, dkv, dv, dvv, out_type);
+        grads<LdAs<T>><<<grid, kThreads, 0, st>>>(a, dq, dqv, dk, dkv, dv, dvv, out_type);
       }))
     return cudaErrorInvalidValue;
   return cudaGetLastError();
