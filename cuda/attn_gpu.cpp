@@ -2,9 +2,10 @@
 // CPU family's contract (lib/cmd/attention/attention.cpp: slots, shapes,
 // causal bottom-right, the broadcast mask, fewer kv heads, the fused
 // unify-head projection, lse [B, H, Sq] or [Sq, B] as saved for the backward,
-// which either backend's backward reads). 32F and 16F tensors (lse 32F or
-// 16F), any strides, fp32 accumulation whatever
-// scaled_dot_product_attention.flags asks.
+// which either backend's backward reads). 32F, 16F and 16BF tensors (one
+// type for all but lse; lse 32F, 16F or 16BF), any strides, fp32
+// accumulation whatever scaled_dot_product_attention.flags asks. 64F (which
+// CPU_REF takes) is not taken on the GPU.
 //
 // The algorithm (cmd/common/gpu_attn.hpp, whose math the CPU tests check):
 // per chunk of (batch, kv head) units, one block per query row writes the
@@ -55,8 +56,10 @@ bool accept_attn(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int 
   if (!on_one_gpu(inputs, input_size, outputs, output_size, nullptr)) return false;
   const int base = cmd.cmd == CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD ? 3 : 0;
   if (input_size <= base || !inputs[base]) return false;
+  // Only q's type here: the family's checks (attn::problem) then refuse
+  // mixed types with a message naming both.
   const int dt = CCV_GET_DATA_TYPE(inputs[base]->info.datatype);
-  return dt == CCV_32F || dt == CCV_16F;
+  return dt == CCV_32F || dt == CCV_16F || dt == CCV_16BF;
 }
 
 gpu::AttnPlan plan_of(const attn::Problem& p, const char* what) {
@@ -69,7 +72,7 @@ gpu::AttnPlan plan_of(const attn::Problem& p, const char* what) {
 AttnRows rows_of(const attn::Problem& p, const gpu::AttnPlan& a) {
   AttnRows r;
   r.s = a.s;
-  r.half = a.datatype == CCV_16F;
+  r.type = gpu_type(a.datatype);
   r.q = p.q.data, r.k = p.k.data, r.v = p.v.data, r.mask = p.mask.data;
   return r;
 }
@@ -163,7 +166,7 @@ NNC_KERNEL(attn_forward) {
     flash_forward(p, a, fg, c);
     return CCV_NNC_EXEC_SUCCESS;
   }
-  const int half = a.datatype == CCV_16F;
+  const int type = gpu_type(a.datatype);
   const int64_t units = static_cast<int64_t>(p.B) * p.Hk, per_unit = static_cast<int64_t>(p.H / p.Hk) * p.Sq * p.Sk;
   const int64_t chunk = gpu::attn_chunk_units(units, per_unit, chunk_bytes());
   const gpu::AttnView packed = gpu::attn_packed(p.Sq, p.H, p.Dv);
@@ -172,17 +175,17 @@ NNC_KERNEL(attn_forward) {
   AttnRows r = rows_of(p, a);
   r.p = static_cast<float*>(pbuf.get());
   r.lse = p.lse.data;
-  r.lse_half = a.lse_type == CCV_16F;
+  if (p.lse.data) r.lse_type = gpu_type(a.lse_type);
   if (a.fused) {
-    r.o = obuf.get(), r.o_view = packed, r.o_half = 0;
+    r.o = obuf.get(), r.o_view = packed, r.o_type = kF32;
   } else {
-    r.o = p.o.data, r.o_view = a.o, r.o_half = half;
+    r.o = p.o.data, r.o_view = a.o, r.o_type = type;
   }
   each_chunk(units, chunk, r, [&] { c.check(launch_attn_forward_rows(c.s, r)); });
   if (a.fused) {
     if (p.o.data)  // qkv, when asked
-      c.check(launch_attn_copy(c.s, p.B, p.Sq, p.H, p.Dv, obuf.get(), packed, 0, p.o.data, a.o, half));
-    c.check(launch_attn_proj(c.s, a.proj, static_cast<const float*>(obuf.get()), p.w.data, p.bias, p.y3.data, half));
+      c.check(launch_attn_copy(c.s, p.B, p.Sq, p.H, p.Dv, obuf.get(), packed, kF32, p.o.data, a.o, type));
+    c.check(launch_attn_proj(c.s, a.proj, static_cast<const float*>(obuf.get()), p.w.data, p.bias, p.y3.data, type));
   }
   c.done();
   return CCV_NNC_EXEC_SUCCESS;
@@ -198,7 +201,7 @@ NNC_KERNEL(attn_backward) {
     flash_backward(p, a, fg, c, what);
     return CCV_NNC_EXEC_SUCCESS;
   }
-  const int half = a.datatype == CCV_16F;
+  const int type = gpu_type(a.datatype);
   const int64_t units = static_cast<int64_t>(p.B) * p.Hk, per_unit = static_cast<int64_t>(p.H / p.Hk) * p.Sq * p.Sk;
   const int64_t nO = static_cast<int64_t>(p.B) * p.Sq * p.H * p.Dv;
   const bool attention_grads = p.dq.data || p.dk.data || p.dv.data;
@@ -216,25 +219,25 @@ NNC_KERNEL(attn_backward) {
   r.p = static_cast<float*>(pbuf.get());
   if (need_fwd) {
     r.s.lse = gpu::attn_packed_lse(p.Sq, p.H);
-    r.lse = lsebuf.get(), r.lse_half = 0;
-    r.o = obuf.get(), r.o_view = packed, r.o_half = 0;
+    r.lse = lsebuf.get(), r.lse_type = kF32;
+    r.o = obuf.get(), r.o_view = packed, r.o_type = kF32;
     each_chunk(units, chunk, r, [&] { c.check(launch_attn_forward_rows(c.s, r)); });
     r.o = nullptr;
   } else {
-    r.lse = p.lse.data, r.lse_half = a.lse_type == CCV_16F;
+    r.lse = p.lse.data, r.lse_type = gpu_type(a.lse_type);
   }
   float* dO = static_cast<float*>(dObuf.get());
   if (a.fused)
     c.check(launch_attn_proj_backward(c.s, a.proj, p.g.data, p.w.data, static_cast<const float*>(obuf.get()), dO,
-                                      p.dw.data, a.dw_rs, a.dw_cs, p.dbias, a.dbias_stride, half));
+                                      p.dw.data, a.dw_rs, a.dw_cs, p.dbias, a.dbias_stride, type));
   else if (attention_grads)
-    c.check(launch_attn_copy(c.s, p.B, p.Sq, p.H, p.Dv, p.g.data, a.g, half, dO, packed, 0));
+    c.check(launch_attn_copy(c.s, p.B, p.Sq, p.H, p.Dv, p.g.data, a.g, type, dO, packed, kF32));
   if (attention_grads) {
     r.dO = dO;
     r.ds = static_cast<float*>(dsbuf.get());
     each_chunk(units, chunk, r, [&] {
       c.check(launch_attn_backward_rows(c.s, r));
-      c.check(launch_attn_grads(c.s, r, p.dq.data, a.dq, p.dk.data, a.dk, p.dv.data, a.dv, half));
+      c.check(launch_attn_grads(c.s, r, p.dq.data, a.dq, p.dk.data, a.dk, p.dv.data, a.dv, type));
     });
   }
   c.done();
@@ -247,7 +250,7 @@ void register_attn_gpu(Registry& r) {
   KernelTraits t;
   t.backend = CCV_NNC_BACKEND_GPU_REF;
   t.memory = CCV_TENSOR_GPU_MEMORY;
-  t.datatypes = CCV_32F | CCV_16F;
+  t.datatypes = CCV_32F | CCV_16F | CCV_16BF;
   r.add_kernels(t.accepting(accept_attn), {{CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_FORWARD, attn_forward},
                                            {CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD, attn_backward}});
 }

@@ -1,11 +1,11 @@
 // SCALED_DOT_PRODUCT_ATTENTION's GPU kernels (see attn_kern.hpp): one block
 // per query row for the row passes, one thread per element for the rest. The
-// values come from cmd/common/gpu_attn.hpp's functions.
-#include <cuda_fp16.h>
-
+// values come from cmd/common/gpu_attn.hpp's functions. Storage of 32F, 16F
+// or 16BF (AttnRows' GpuType codes), float arithmetic and scratch.
 #include <algorithm>
 
 #include "cuda/attn_kern.hpp"
+#include "cuda/typed_access.cuh"
 
 namespace nnc::cuda {
 
@@ -16,23 +16,6 @@ using gpu::AttnView;
 
 constexpr int kRowThreads = 128;  // a multiple of 32 (the reductions assume whole warps)
 constexpr int kThreads = 256;
-
-struct Ld32 {
-  __device__ float operator()(const void* p, int64_t o) const { return static_cast<const float*>(p)[o]; }
-};
-struct Ld16 {
-  __device__ float operator()(const void* p, int64_t o) const { return __half2float(static_cast<const __half*>(p)[o]); }
-};
-
-__device__ __forceinline__ float load(const void* p, int64_t o, int half) {
-  return half ? __half2float(static_cast<const __half*>(p)[o]) : static_cast<const float*>(p)[o];
-}
-__device__ __forceinline__ void store(void* p, int64_t o, int half, float v) {
-  if (half)
-    static_cast<__half*>(p)[o] = __float2half_rn(v);
-  else
-    static_cast<float*>(p)[o] = v;
-}
 
 // Max (is_max) or sum over the block, returned to every thread. `red` holds
 // 32 floats; the block is whole warps.
@@ -90,7 +73,7 @@ __global__ void forward_rows(AttnRows a) {
     const float lse = gpu::attn_lse(m, l);
     gpu::attn_prob_part(s, prow, lse, i, t, n);
     __syncthreads();  // every probability of the row is written
-    if (a.lse && t == 0) store(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_half, lse);
+    if (a.lse && t == 0) st_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_type, lse);
     if (a.o) {
       const int parts = gpu::attn_out_parts(s.Dv, n);
       if (parts > 1) {  // every thread works: part t / Dv of the keys for column t % Dv, then the parts summed
@@ -100,11 +83,11 @@ __global__ void forward_rows(AttnRows a) {
         if (t < s.Dv) {
           float o = 0;
           for (int k = 0; k < parts; k++) o += acc[k * s.Dv + t];
-          store(a.o, gpu::attn_off(a.o_view, b, i, h, t), a.o_half, o);
+          st_any(a.o, gpu::attn_off(a.o_view, b, i, h, t), a.o_type, o);
         }
       } else {
         for (int d = t; d < s.Dv; d += n)
-          store(a.o, gpu::attn_off(a.o_view, b, i, h, d), a.o_half, gpu::attn_out(s, prow, ld, a.v, b, h, i, d));
+          st_any(a.o, gpu::attn_off(a.o_view, b, i, h, d), a.o_type, gpu::attn_out(s, prow, ld, a.v, b, h, i, d));
       }
     }
     __syncthreads();  // qrow, prow and acc are reused by the next row
@@ -130,7 +113,7 @@ __global__ void backward_rows(AttnRows a) {
     for (int d = t; d < s.D; d += n) qrow[d] = ld(a.q, gpu::attn_off(s.q, b, i, h, d));
     for (int d = t; d < s.Dv; d += n) dOrow[d] = a.dO[gpu::attn_off(dov, b, i, h, d)];
     __syncthreads();
-    const float lse = load(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_half);
+    const float lse = ld_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_type);
     // One warp per key: the score and dp = dO_i . v_j, kept by lane 0.
     const int lane = t & 31, warp = t >> 5, warps = n >> 5, end = gpu::attn_key_end(s, i);
     for (int j = warp; j < end; j += warps) {
@@ -157,7 +140,7 @@ int64_t grid_for(int64_t n, int threads) {
 
 template <class L>
 __global__ void grads(AttnRows a, void* dq, AttnView dqv, void* dk, AttnView dkv, void* dv, AttnView dvv,
-                      int out_half) {
+                      int out_type) {
   const AttnShape& s = a.s;
   const L ld;
   const int64_t units = a.u1 - a.u0;
@@ -169,21 +152,21 @@ __global__ void grads(AttnRows a, void* dq, AttnView dqv, void* dk, AttnView dkv
     if (e < nq) {
       int b, i, h, d;
       gpu::attn_dq_index(s, a.u0, e, &b, &i, &h, &d);
-      store(dq, gpu::attn_off(dqv, b, i, h, d), out_half, gpu::attn_dq(s, a.ds, a.u0, ld, a.k, b, i, h, d));
+      st_any(dq, gpu::attn_off(dqv, b, i, h, d), out_type, gpu::attn_dq(s, a.ds, a.u0, ld, a.k, b, i, h, d));
     } else if (e < nq + nk) {
       int b, j, hk, d;
       gpu::attn_dkv_index(s, a.u0, e - nq, s.D, &b, &j, &hk, &d);
-      store(dk, gpu::attn_off(dkv, b, j, hk, d), out_half, gpu::attn_dk(s, a.ds, a.u0, ld, a.q, b, j, hk, d));
+      st_any(dk, gpu::attn_off(dkv, b, j, hk, d), out_type, gpu::attn_dk(s, a.ds, a.u0, ld, a.q, b, j, hk, d));
     } else {
       int b, j, hk, d;
       gpu::attn_dkv_index(s, a.u0, e - nq - nk, s.Dv, &b, &j, &hk, &d);
-      store(dv, gpu::attn_off(dvv, b, j, hk, d), out_half, gpu::attn_dv(s, a.p, a.u0, a.dO, b, j, hk, d));
+      st_any(dv, gpu::attn_off(dvv, b, j, hk, d), out_type, gpu::attn_dv(s, a.p, a.u0, a.dO, b, j, hk, d));
     }
   }
 }
 
-__global__ void copy4(int B, int S, int H, int D, const void* src, AttnView sv, int src_half, void* dst, AttnView dv,
-                      int dst_half) {
+__global__ void copy4(int B, int S, int H, int D, const void* src, AttnView sv, int src_type, void* dst, AttnView dv,
+                      int dst_type) {
   const int64_t n = static_cast<int64_t>(B) * S * H * D;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
@@ -195,26 +178,26 @@ __global__ void copy4(int B, int S, int H, int D, const void* src, AttnView sv, 
     const int i = static_cast<int>(x % S);
     x /= S;
     const int b = static_cast<int>(x);
-    store(dst, gpu::attn_off(dv, b, i, h, d), dst_half, load(src, gpu::attn_off(sv, b, i, h, d), src_half));
+    st_any(dst, gpu::attn_off(dv, b, i, h, d), dst_type, ld_any(src, gpu::attn_off(sv, b, i, h, d), src_type));
   }
 }
 
-template <class L>
-__global__ void proj(gpu::AttnProj p, const float* O, const void* w, const void* bias, void* y, int half) {
-  const L ld;
+template <class T>
+__global__ void proj(gpu::AttnProj p, const float* O, const void* w, const void* bias, void* y) {
+  const LdAs<T> load_t;
   const int64_t n = static_cast<int64_t>(p.R) * p.N;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
     const int64_t r = e / p.N;
     const int c = static_cast<int>(e % p.N);
-    store(y, gpu::attn_proj_off(p, r, c), half, gpu::attn_proj(p, O, ld, w, bias, r, c));
+    st<T>(y, gpu::attn_proj_off(p, r, c), gpu::attn_proj(p, O, load_t, w, bias, r, c));
   }
 }
 
-template <class L>
+template <class T>
 __global__ void proj_backward(gpu::AttnProj p, const void* g, const void* w, const float* O, float* dO, void* dw,
-                              int64_t dw_rs, int64_t dw_cs, void* dbias, int64_t dbias_stride, int half) {
-  const L ld;
+                              int64_t dw_rs, int64_t dw_cs, void* dbias, int64_t dbias_stride) {
+  const LdAs<T> load_t;
   const int64_t nx = dO ? static_cast<int64_t>(p.R) * p.C : 0;
   const int64_t nw = dw ? static_cast<int64_t>(p.N) * p.C : 0;
   const int64_t nb = dbias ? p.N : 0;
@@ -223,14 +206,14 @@ __global__ void proj_backward(gpu::AttnProj p, const void* g, const void* w, con
     if (e < nx) {
       const int64_t r = e / p.C;
       const int c = static_cast<int>(e % p.C);
-      dO[e] = gpu::attn_proj_dx(p, ld, g, w, r, c);
+      dO[e] = gpu::attn_proj_dx(p, load_t, g, w, r, c);
     } else if (e < nx + nw) {
       const int64_t x = e - nx;
       const int n = static_cast<int>(x / p.C), c = static_cast<int>(x % p.C);
-      store(dw, n * dw_rs + c * dw_cs, half, gpu::attn_proj_dw(p, ld, g, O, n, c));
+      st<T>(dw, n * dw_rs + c * dw_cs, gpu::attn_proj_dw(p, load_t, g, O, n, c));
     } else {
       const int n = static_cast<int>(e - nx - nw);
-      store(dbias, n * dbias_stride, half, gpu::attn_proj_dbias(p, ld, g, n));
+      st<T>(dbias, n * dbias_stride, gpu::attn_proj_dbias(p, load_t, g, n));
     }
   }
 }
@@ -244,66 +227,71 @@ int row_grid(const AttnRows& a) {
 
 cudaError_t launch_attn_forward_rows(cudaStream_t st, const AttnRows& a) {
   const size_t shm = static_cast<size_t>(a.s.D) * sizeof(float);
-  if (a.half)
-    forward_rows<Ld16><<<row_grid(a), kRowThreads, shm, st>>>(a);
-  else
-    forward_rows<Ld32><<<row_grid(a), kRowThreads, shm, st>>>(a);
+  if (!with_float_type(a.type, [&](auto tag) {
+        using T = decltype(tag);
+        forward_rows<LdAs<T>><<<row_grid(a), kRowThreads, shm, st>>>(a);
+      }))
+    return cudaErrorInvalidValue;
   return cudaGetLastError();
 }
 
 cudaError_t launch_attn_backward_rows(cudaStream_t st, const AttnRows& a) {
   const size_t shm = static_cast<size_t>(a.s.D + a.s.Dv) * sizeof(float);
-  if (a.half)
-    backward_rows<Ld16><<<row_grid(a), kRowThreads, shm, st>>>(a);
-  else
-    backward_rows<Ld32><<<row_grid(a), kRowThreads, shm, st>>>(a);
+  if (!with_float_type(a.type, [&](auto tag) {
+        using T = decltype(tag);
+        backward_rows<LdAs<T>><<<row_grid(a), kRowThreads, shm, st>>>(a);
+      }))
+    return cudaErrorInvalidValue;
   return cudaGetLastError();
 }
 
 cudaError_t launch_attn_grads(cudaStream_t st, const AttnRows& a, void* dq, AttnView dqv, void* dk, AttnView dkv,
-                              void* dv, AttnView dvv, int out_half) {
+                              void* dv, AttnView dvv, int out_type) {
   const AttnShape& s = a.s;
   const int64_t units = a.u1 - a.u0;
   const int64_t n = (dq ? gpu::attn_chunk_rows(s, a.u0, a.u1) * s.D : 0) + (dk ? units * s.Sk * s.D : 0) +
                     (dv ? units * s.Sk * s.Dv : 0);
   if (n == 0) return cudaSuccess;
   const int grid = static_cast<int>(grid_for(n, kThreads));
-  if (a.half)
-    grads<Ld16><<<grid, kThreads, 0, st>>>(a, dq, dqv, dk, dkv, dv, dvv, out_half);
-  else
-    grads<Ld32><<<grid, kThreads, 0, st>>>(a, dq, dqv, dk, dkv, dv, dvv, out_half);
+  if (!with_float_type(a.type, [&](auto tag) {
+        using T = decltype(tag);
+        grads<LdAs<T>><<<grid, kThreads, 0, st>>>(a, dq, dqv, dk, dkv, dv, dvv, out_type);
+      }))
+    return cudaErrorInvalidValue;
   return cudaGetLastError();
 }
 
 cudaError_t launch_attn_copy(cudaStream_t st, int B, int S, int H, int D, const void* src, AttnView src_view,
-                             int src_half, void* dst, AttnView dst_view, int dst_half) {
+                             int src_type, void* dst, AttnView dst_view, int dst_type) {
   const int64_t n = static_cast<int64_t>(B) * S * H * D;
-  copy4<<<static_cast<int>(grid_for(n, kThreads)), kThreads, 0, st>>>(B, S, H, D, src, src_view, src_half, dst,
-                                                                      dst_view, dst_half);
+  copy4<<<static_cast<int>(grid_for(n, kThreads)), kThreads, 0, st>>>(B, S, H, D, src, src_view, src_type, dst,
+                                                                      dst_view, dst_type);
   return cudaGetLastError();
 }
 
 cudaError_t launch_attn_proj(cudaStream_t st, const gpu::AttnProj& p, const float* O, const void* w, const void* bias,
-                             void* y, int half) {
+                             void* y, int type) {
   const int grid = static_cast<int>(grid_for(static_cast<int64_t>(p.R) * p.N, kThreads));
-  if (half)
-    proj<Ld16><<<grid, kThreads, 0, st>>>(p, O, w, bias, y, half);
-  else
-    proj<Ld32><<<grid, kThreads, 0, st>>>(p, O, w, bias, y, half);
+  if (!with_float_type(type, [&](auto tag) {
+        using T = decltype(tag);
+        proj<T><<<grid, kThreads, 0, st>>>(p, O, w, bias, y);
+      }))
+    return cudaErrorInvalidValue;
   return cudaGetLastError();
 }
 
 cudaError_t launch_attn_proj_backward(cudaStream_t st, const gpu::AttnProj& p, const void* g, const void* w,
                                       const float* O, float* dO, void* dw, int64_t dw_rs, int64_t dw_cs, void* dbias,
-                                      int64_t dbias_stride, int half) {
+                                      int64_t dbias_stride, int type) {
   const int64_t n =
       (dO ? static_cast<int64_t>(p.R) * p.C : 0) + (dw ? static_cast<int64_t>(p.N) * p.C : 0) + (dbias ? p.N : 0);
   if (n == 0) return cudaSuccess;
   const int grid = static_cast<int>(grid_for(n, kThreads));
-  if (half)
-    proj_backward<Ld16><<<grid, kThreads, 0, st>>>(p, g, w, O, dO, dw, dw_rs, dw_cs, dbias, dbias_stride, half);
-  else
-    proj_backward<Ld32><<<grid, kThreads, 0, st>>>(p, g, w, O, dO, dw, dw_rs, dw_cs, dbias, dbias_stride, half);
+  if (!with_float_type(type, [&](auto tag) {
+        using T = decltype(tag);
+        proj_backward<T><<<grid, kThreads, 0, st>>>(p, g, w, O, dO, dw, dw_rs, dw_cs, dbias, dbias_stride);
+      }))
+    return cudaErrorInvalidValue;
   return cudaGetLastError();
 }
 

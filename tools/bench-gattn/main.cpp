@@ -1,10 +1,11 @@
 // bench-gattn: on GPU 0 through ccv_nnc_cmd_exec (synchronous calls, so the
 // figures include the wait), median of 20 after 5 warm-ups:
 //   SCALED_DOT_PRODUCT_ATTENTION (GPU_REF) at B 8, H 8, S 512, D 64 (and
-//   D 128; and B 2, S 2048, D 64), causal and not, fp32 and fp16: forward (o
-//   and lse) and backward (dq, dk, dv from the saved lse; the forward not
-//   included), each on the fused flash kernels (NNC_GPU_ATTN_FLASH=1: the
-//   tensor-core ones for 16F where they take the call), on the scalar flash
+//   D 128; and B 2, S 2048, D 64), causal and not, fp32 and fp16 (and bf16
+//   at the first shape): forward (o and lse) and backward (dq, dk, dv from
+//   the saved lse; the forward not included), each on the fused flash
+//   kernels (NNC_GPU_ATTN_FLASH=1: the tensor-core ones for 16F and 16BF
+//   where they take the call), on the scalar flash
 //   kernels (NNC_GPU_ATTN_MMA=0) and on the row kernels
 //   (NNC_GPU_ATTN_FLASH=0) side by side, with the ratios to the first;
 //   CONVOLUTION_TRANSPOSE (GPU_CUDNN, fp32 FMA math, heuristics) for the
@@ -26,7 +27,7 @@
 namespace {
 
 ccv_nnc_tensor_t* gpu(std::vector<int> d, int datatype, int format = CCV_TENSOR_FORMAT_NHWC) {
-  // Bytes 0x3c: 0.0115 in fp32, 1.06 in fp16; finite, no denormals.
+  // Bytes 0x3c: 0.0115 in fp32 and bf16, 1.06 in fp16; finite, no denormals.
   return nnc_bench::gpu_tensor(d, datatype, format, 0x3c);
 }
 
@@ -73,8 +74,9 @@ int main() {
     int B, H, S, D;
   };
   for (const Shape sh : {Shape{8, 8, 512, 64}, Shape{8, 8, 512, 128}, Shape{2, 8, 2048, 64}})
-    for (int dt : {CCV_32F, CCV_16F})
+    for (int dt : {CCV_32F, CCV_16F, CCV_16BF})
       for (int causal : {0, 1}) {
+        if (dt == CCV_16BF && !(sh.S == 512 && sh.D == 64)) continue;
         const int B = sh.B, H = sh.H, S = sh.S, D = sh.D;
         ccv_nnc_tensor_t* q = gpu({B, S, H, D}, dt);
         ccv_nnc_tensor_t* k = gpu({B, S, H, D}, dt);
@@ -90,7 +92,7 @@ int main() {
         p.scaled_dot_product_attention.scale = 1.f / std::sqrt(static_cast<float>(D));
         p.scaled_dot_product_attention.is_causal = causal;
         char name[96];
-        const char* tag = dt == CCV_16F ? "16F" : "32F";
+        const char* tag = dt == CCV_16F ? "16F" : dt == CCV_16BF ? "16BF" : "32F";
         std::snprintf(name, sizeof(name), "attn fwd B%d H%d S%d D%d %s%s", B, H, S, D, tag, causal ? " causal" : "");
         attn_row(name, ccv_nnc_cmd(CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_FORWARD, nullptr, p, 0), {q, k, v}, {o, lse});
         std::snprintf(name, sizeof(name), "attn bwd B%d H%d S%d D%d %s%s", B, H, S, D, tag, causal ? " causal" : "");

@@ -18,7 +18,7 @@ AttnView from(const attn::View4& v) {
   return a;
 }
 
-bool gpu_type(int dt) { return dt == CCV_32F || dt == CCV_16F; }
+bool gpu_type(int dt) { return dt == CCV_32F || dt == CCV_16F || dt == CCV_16BF; }
 
 }  // namespace
 
@@ -34,8 +34,8 @@ bool attn_plan(const attn::Problem& p, AttnPlan* plan, std::string* why) {
     if (why) *why = r;
     return false;
   };
-  if (!gpu_type(p.datatype)) return refuse("the GPU kernels take 32F or 16F q, k, v (one type)");
-  if (p.lse.data && !gpu_type(p.lse.datatype)) return refuse("the GPU kernels take a 32F or 16F lse");
+  if (!gpu_type(p.datatype)) return refuse("the GPU kernels take 32F, 16F or 16BF q, k, v (one type)");
+  if (p.lse.data && !gpu_type(p.lse.datatype)) return refuse("the GPU kernels take a 32F, 16F or 16BF lse");
   // The row kernels keep a query row and a dO row in shared memory: D + Dv
   // floats beside their static 640 bytes within the 48 KiB a launch gets.
   if (static_cast<int64_t>(p.D) + p.Dv > 12000) return refuse("the GPU kernels take head sizes D + Dv up to 12000");

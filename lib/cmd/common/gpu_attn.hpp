@@ -360,8 +360,8 @@ namespace nnc::gpu {
 
 struct AttnPlan {
   AttnShape s;       // s.lse: the saved lse's strides (when lse_type != 0)
-  int datatype = 0;  // CCV_32F or CCV_16F: q, k, v, mask, w, bias, o, g and the gradients
-  int lse_type = 0;  // the lse tensor's type (CCV_32F / CCV_16F), 0 when absent
+  int datatype = 0;  // CCV_32F, CCV_16F or CCV_16BF: q, k, v, mask, w, bias, o, g and the gradients
+  int lse_type = 0;  // the lse tensor's type (CCV_32F / CCV_16F / CCV_16BF), 0 when absent
   bool fused = false;
   AttnProj proj;        // fused: y (forward) or g (backward) and w
   AttnView o;           // the attention result's strides (o, or qkv when fused), when given
@@ -371,7 +371,7 @@ struct AttnPlan {
 };
 
 // The plan of a checked problem (attn::problem), or false with the reason
-// when the GPU kernels do not take it (types other than 32F / 16F).
+// when the GPU kernels do not take it (types other than 32F / 16F / 16BF).
 bool attn_plan(const attn::Problem& p, AttnPlan* plan, std::string* why);
 
 // Units (b, hk) per chunk so that `floats_per_unit` float scratch per unit

@@ -40,7 +40,8 @@ bool flash_plan(const AttnPlan& a, int64_t shmem_limit, FlashGeom* g, std::strin
     if (why) *why = r;
     return false;
   };
-  if (a.datatype != CCV_32F && a.datatype != CCV_16F) return refuse("the flash kernels take 32F or 16F");
+  if (a.datatype != CCV_32F && a.datatype != CCV_16F && a.datatype != CCV_16BF)
+    return refuse("the flash kernels take 32F, 16F or 16BF");
   if (a.fused) return refuse("the flash kernels do not take the fused unify-head projection");
   if (a.s.D < 1 || a.s.Dv < 1 || a.s.D > kFlashMaxHead || a.s.Dv > kFlashMaxHead)
     return refuse("the flash kernels take head sizes D and Dv from 1 to 256");

@@ -445,15 +445,21 @@ TEST_F(GpuAttn, IndexMaps) {
 }
 
 TEST_F(GpuAttn, PlanRefusesOtherTypes) {
+  // 64F is refused; 16BF (like 32F and 16F) is taken, its lse too.
   for (int dt : {CCV_64F, CCV_16BF}) {
-    T q(dt, {1, 3, 2, 4}), k(dt, {1, 3, 2, 4}), v(dt, {1, 3, 2, 4}), o(dt, {1, 3, 2, 4});
-    std::vector<ccv_nnc_tensor_t*> in = {q, k, v}, out = {o};
+    T q(dt, {1, 3, 2, 4}), k(dt, {1, 3, 2, 4}), v(dt, {1, 3, 2, 4}), o(dt, {1, 3, 2, 4}), l(dt, {1, 2, 3});
+    std::vector<ccv_nnc_tensor_t*> in = {q, k, v}, out = {o, l};
     Case c{1, 3, 3, 2, 2, 4, 4};
-    const nnc::attn::Problem p = nnc::attn::problem(c.cmd(FWD), in.data(), 3, out.data(), 1, false, "test");
+    const nnc::attn::Problem p = nnc::attn::problem(c.cmd(FWD), in.data(), 3, out.data(), 2, false, "test");
     g::AttnPlan a;
     std::string why;
-    EXPECT_FALSE(g::attn_plan(p, &a, &why));
-    EXPECT_NE(why.find("32F or 16F"), std::string::npos) << why;
+    EXPECT_EQ(g::attn_plan(p, &a, &why), dt == CCV_16BF) << why;
+    if (dt == CCV_64F) {
+      EXPECT_NE(why.find("32F, 16F or 16BF"), std::string::npos) << why;
+    } else {
+      EXPECT_EQ(a.datatype, CCV_16BF);
+      EXPECT_EQ(a.lse_type, CCV_16BF);
+    }
   }
   T q(CCV_16F, {1, 3, 2, 4}), k(CCV_16F, {1, 3, 2, 4}), v(CCV_16F, {1, 3, 2, 4}), o(CCV_16F, {1, 3, 2, 4});
   T lse(CCV_64F, {1, 2, 3});

@@ -199,6 +199,8 @@ TEST_F(GpuFlash, PlanAndMode) {
   EXPECT_EQ(x.D, 64);
   a.datatype = CCV_16F;
   EXPECT_TRUE(g::flash_plan(a, g::kFlashShmemLimit, &x, &why)) << why;
+  a.datatype = CCV_16BF;
+  EXPECT_TRUE(g::flash_plan(a, g::kFlashShmemLimit, &x, &why)) << why;
   a.s.D = 256, a.s.Dv = 256;
   EXPECT_TRUE(g::flash_plan(a, g::kFlashShmemLimit, &x, &why)) << why;
   EXPECT_FALSE(g::flash_plan(a, 8 << 10, &x, &why));
@@ -215,6 +217,7 @@ TEST_F(GpuFlash, PlanAndMode) {
   a.fused = false;
   a.datatype = CCV_64F;
   EXPECT_FALSE(g::flash_plan(a, g::kFlashShmemLimit, &x, &why));
+  EXPECT_NE(why.find("32F, 16F or 16BF"), std::string::npos) << why;
   a.datatype = CCV_32F;
   a.s.Hk = 3;
   EXPECT_FALSE(g::flash_plan(a, g::kFlashShmemLimit, &x, &why));
