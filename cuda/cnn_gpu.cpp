@@ -16,9 +16,8 @@
 //   convolution products summed in float (32F, 16F, 16BF) or double (64F),
 //               rounded once; dx a gather per input element, dw one thread
 //               per weight, dbias one block per filter: no atomics.
-#include "cmd/common/gpu_cnn.hpp"
+#include "cmd/common/gpu_cnn_args.hpp"
 
-#include "cmd/common/axes.hpp"
 #include "cmd/common/image.hpp"
 #include "cmd/convolution/convolution.hpp"
 #include "cmd/norm/norm.hpp"
@@ -36,7 +35,13 @@ namespace nnc::cuda {
 
 namespace {
 
-static_assert(gpu::kCnnF32 == kF32 && gpu::kCnnF16 == kF16 && gpu::kCnnBF16 == kBF16 && gpu::kCnnF64 == kF64,
+using gpu::cnn_image;
+using gpu::cnn_weights;
+using gpu::conv_geom;
+using gpu::pool_geom;
+
+static_assert(int{gpu::kCnnF32} == int{kF32} && int{gpu::kCnnF16} == int{kF16} && int{gpu::kCnnBF16} == int{kBF16} &&
+                  int{gpu::kCnnF64} == int{kF64},
               "gpu_cnn.hpp's type codes are GpuType's");
 
 const char* name_of(uint32_t cmd) {
@@ -49,33 +54,7 @@ bool accept_gpu(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input
   return on_one_gpu(inputs, input_size, outputs, output_size, nullptr);
 }
 
-gpu::CnnImage cnn_image(const Image& im) {
-  gpu::CnnImage a;
-  a.p = im.data;
-  a.type = gpu_type(im.datatype);
-  a.n = im.n, a.h = im.h, a.w = im.w, a.c = im.c;
-  a.sn = im.sn, a.sh = im.sh, a.sw = im.sw, a.sc = im.sc;
-  return a;
-}
-
-gpu::CnnWeights cnn_weights(const conv::Weights& w) {
-  gpu::CnnWeights a;
-  a.p = w.data;
-  a.type = gpu_type(w.datatype);
-  a.k = w.k, a.kh = w.kh, a.kw = w.kw, a.c = w.c;
-  a.sk = w.sk, a.skh = w.skh, a.skw = w.skw, a.sc = w.sc;
-  return a;
-}
-
 // --- MAX_POOL / AVERAGE_POOL ------------------------------------------------
-
-gpu::PoolGeom pool_geom(const pool::Geometry& g, bool max) {
-  gpu::PoolGeom p;
-  p.H = g.H, p.W = g.W, p.OH = g.OH, p.OW = g.OW;
-  p.KH = g.KH, p.KW = g.KW, p.SH = g.SH, p.SW = g.SW, p.PT = g.PT, p.PL = g.PL;
-  p.max = max;
-  return p;
-}
 
 NNC_KERNEL(pool_forward) {
   const char* what = name_of(cmd.cmd);
@@ -100,24 +79,6 @@ NNC_KERNEL(pool_backward) {
 
 // --- CONVOLUTION ----------------------------------------------------------
 
-gpu::ConvGeom conv_geom(const conv::Geometry& g) {
-  gpu::ConvGeom p;
-  p.N = g.N, p.H = g.H, p.W = g.W, p.C = g.C, p.K = g.K, p.OH = g.OH, p.OW = g.OW;
-  p.KH = g.KH, p.KW = g.KW, p.SH = g.SH, p.SW = g.SW, p.PT = g.PT, p.PL = g.PL, p.DH = g.DH, p.DW = g.DW;
-  p.Cg = g.Cg, p.Kg = g.Kg;
-  return p;
-}
-
-// K elements of a bias-like tensor: the stride along its (last) extent of K
-// (CPU_REF's rule; 1 when every extent is 1).
-int64_t k_stride(const ccv_nnc_tensor_t* t, int K, const char* what) {
-  const Layout b = layout_of(t, what);
-  int64_t stride = 1;
-  for (int i = 0; i < b.nd; i++)
-    if (b.dim[i] == K) stride = b.stride[i];
-  return stride;
-}
-
 NNC_KERNEL(conv_forward) {
   const char* what = "CONVOLUTION_FORWARD";
   const ccv_nnc_tensor_t* bias = input_size > 2 ? inputs[2] : nullptr;
@@ -132,120 +93,42 @@ NNC_KERNEL(conv_forward) {
 NNC_KERNEL(conv_backward) {
   const char* what = "CONVOLUTION_BACKWARD";
   const conv::BackwardIo io = conv::backward_io(inputs, input_size, outputs, output_size);
-  const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
   const gpu::CnnImage gy = cnn_image(image_of(io.g));
-  if (io.dx || io.dw) {
+  gpu::ConvGeom geom;
+  gpu::CnnImage x, dx;
+  gpu::CnnWeights w, dw;
+  if (io.dx || io.dw) {  // else dbias alone: neither x nor w is read (CPU_REF)
     const conv::Geometry g = conv::geometry(cmd, hint, io.x, io.w, nullptr, io.g, what);
-    gpu::CnnImage dx;
-    gpu::CnnWeights dw;
+    geom = conv_geom(g), x = cnn_image(g.x), w = cnn_weights(g.w);
     if (io.dx) dx = cnn_image(image_of(io.dx));
     if (io.dw) dw = cnn_weights(conv::weights_of(io.dw));
-    c.check(launch_conv_backward(c.s, conv_geom(g), gy, cnn_image(g.x), cnn_weights(g.w), dx, dw));
   }
-  if (io.dbias) c.check(launch_conv_dbias(c.s, gy, io.dbias->data.u8, k_stride(io.dbias, gy.c, what)));
+  const int64_t db_stride = io.dbias ? gpu::k_stride(io.dbias, gy.c) : 1;
+  const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
+  if (io.dx || io.dw) c.check(launch_conv_backward(c.s, geom, gy, x, w, dx, dw));
+  if (io.dbias) c.check(launch_conv_dbias(c.s, gy, io.dbias->data.u8, db_stride));
   c.done();
   return CCV_NNC_EXEC_SUCCESS;
 }
 
 // --- BATCH_NORM -----------------------------------------------------------
 
-// x's axes split into kept (channel) and reduced ones; x-shaped operands'
-// strides over each, per-channel operands as they are.
-struct BnBuild {
-  gpu::BnArgs a;
-  Layout x;
-  unsigned mask = 0;
-  const char* what;
-
-  BnBuild(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* xt, const char* w) : what(w) {
-    x = layout_of(xt, what);
-    mask = axis_mask(what, cmd.info.bnorm.axis, cmd.info.bnorm.count, x.nd);
-    a.type = gpu_type(x.datatype);
-    a.channels = 1, a.per_channel = 1;
-    for (int i = 0; i < x.nd; i++) {
-      if ((mask >> i) & 1u) {
-        a.rdim[a.nr++] = x.dim[i];
-        a.per_channel *= x.dim[i];
-      } else {
-        a.kdim[a.nk++] = x.dim[i];
-        a.channels *= x.dim[i];
-      }
-    }
-    a.epsilon = cmd.info.bnorm.epsilon;
-    a.momentum = cmd.info.bnorm.momentum;
-    a.is_test = cmd.info.bnorm.is_test;
-  }
-  void big(int op, const ccv_nnc_tensor_t* t) {
-    if (!t) return;
-    const Layout l = layout_of(t, what);
-    NNC_CHECK(l.nd == x.nd && l.datatype == x.datatype, "%s: a tensor is %s %s but x is %s %s", what,
-              datatype_name(l.datatype), shape_string(t->info.dim).c_str(), datatype_name(x.datatype),
-              shape_string_n(x.dim.data(), x.nd).c_str());
-    gpu::BnBig& b = a.big[op];
-    b.p = l.data;
-    for (int i = 0, k = 0, r = 0; i < x.nd; i++) {
-      if ((mask >> i) & 1u)
-        b.rs[r++] = l.stride[i];
-      else
-        b.ks[k++] = l.stride[i];
-    }
-  }
-  void small(int op, const ccv_nnc_tensor_t* t) {
-    if (!t) return;
-    const Layout l = layout_of(t, what);
-    NNC_CHECK(l.datatype == x.datatype && static_cast<int64_t>(l.count()) == a.channels,
-              "%s: a per-channel tensor is %s %s but x is %s with %lld channels", what, datatype_name(l.datatype),
-              shape_string(t->info.dim).c_str(), datatype_name(x.datatype), static_cast<long long>(a.channels));
-    gpu::BnSmall& s = a.small[op];
-    s.p = l.data;
-    s.nd = l.nd;
-    for (int i = 0; i < l.nd; i++) s.dim[i] = l.dim[i], s.stride[i] = l.stride[i];
-  }
-};
-
 NNC_KERNEL(bn_forward) {
   const char* what = "BATCH_NORM_FORWARD";
-  const norm::BatchNormIo io = norm::batch_norm_forward_io(inputs, input_size, outputs, output_size);
-  BnBuild b(cmd, io.x, what);
-  b.big(gpu::kBnX, io.x);
-  b.big(gpu::kBnY, io.y);
-  b.small(gpu::kBnScale, io.scale);
-  b.small(gpu::kBnBias, io.bias);
-  b.small(gpu::kBnMean, io.mean);
-  b.small(gpu::kBnVar, io.var);
-  if (!cmd.info.bnorm.is_test) {  // inference writes outputs 1..4 not at all (CPU_REF)
-    b.small(gpu::kBnOutMean, io.out_mean);
-    b.small(gpu::kBnOutVar, io.out_var);
-    b.small(gpu::kBnSavedMean, io.saved_mean);
-    b.small(gpu::kBnSavedInv, io.saved_inv_std);
-  }
+  const gpu::BnArgs a =
+      gpu::bn_args(cmd, norm::batch_norm_forward_io(inputs, input_size, outputs, output_size), true, what);
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
-  c.check(launch_bn_forward(c.s, b.a));
+  c.check(launch_bn_forward(c.s, a));
   c.done();
   return CCV_NNC_EXEC_SUCCESS;
 }
 
 NNC_KERNEL(bn_backward) {
   const char* what = "BATCH_NORM_BACKWARD";
-  const norm::BatchNormIo io = norm::batch_norm_backward_io(inputs, input_size, outputs, output_size);
-  BnBuild b(cmd, io.x, what);
-  b.big(gpu::kBnX, io.x);
-  b.big(gpu::kBnG, io.g);
-  b.big(gpu::kBnDx, io.dx);
-  b.small(gpu::kBnScale, io.scale);
-  if (cmd.info.bnorm.is_test) {
-    b.small(gpu::kBnMean, io.mean);
-    b.small(gpu::kBnVar, io.var);
-  } else {
-    b.small(gpu::kBnSavedMean, io.saved_mean);
-    b.small(gpu::kBnSavedInv, io.saved_inv_std);
-  }
-  b.small(gpu::kBnDscale, io.dscale);
-  b.small(gpu::kBnDbias, io.dbias);
-  b.small(gpu::kBnDmean, io.dmean);
-  b.small(gpu::kBnDvar, io.dvar);
+  const gpu::BnArgs a =
+      gpu::bn_args(cmd, norm::batch_norm_backward_io(inputs, input_size, outputs, output_size), false, what);
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
-  c.check(launch_bn_backward(c.s, b.a));
+  c.check(launch_bn_backward(c.s, a));
   c.done();
   return CCV_NNC_EXEC_SUCCESS;
 }
