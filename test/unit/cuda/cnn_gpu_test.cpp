@@ -186,24 +186,32 @@ ccv_nnc_cmd_t bn_cmd(uint32_t id, const std::vector<int>& axes, bool test) {
   return c;
 }
 
-// x 2 x 5 x 7 x 3 (NHWC, statistics over 0, 1, 2, per-channel tensors [3])
-// or 2 x 3 x 5 x 7 (NCHW, over 0, 2, 3, per-channel [1, 3, 1, 1]); the
-// running mean / var updated in place (outputs 1 / 2 are inputs 3 / 4).
+// x 2 x 5 x 7 x 3 (NHWC, statistics over 0, 1, 2, per-channel tensors [3]),
+// 2 x 3 x 5 x 7 (NCHW, over 0, 2, 3, per-channel [1, 3, 1, 1]) or a 3-d
+// CHWN 4 x 3 x 5 over axis 1 alone (4 x 5 channels, per-channel [4, 1, 5]);
+// the running mean / var updated in place (outputs 1 / 2 are inputs 3 / 4).
 TEST(CnnGpu, BatchNormTrainAndTest) {
   NNC_REQUIRE_GPU();
   std::mt19937 rng(1903);
   int run = 0;
   for (int type : kTypes)
-    for (bool nchw : {false, true})
+    for (int layout = 0; layout < 3; layout++)
       for (bool test : {false, true}) {
         const bool view = (run++ % 2) == 1;
         const Tol tol = bn_tol(type);
-        const std::string what = std::string("BATCH_NORM ") + type_name(type) + (nchw ? " NCHW" : " NHWC") +
+        const char* names[] = {" NHWC", " NCHW", " CHWN 3-d"};
+        const std::string what = std::string("BATCH_NORM ") + type_name(type) + names[layout] +
                                  (test ? " inference" : " training") + (view ? " views" : "");
-        const int fmt = nchw ? CCV_TENSOR_FORMAT_NCHW : CCV_TENSOR_FORMAT_NHWC;
-        const std::vector<int> xd = img(2, 5, 7, 3, nchw);
-        const std::vector<int> cd = nchw ? std::vector<int>{1, 3, 1, 1} : std::vector<int>{3};
-        const std::vector<int> axes = nchw ? std::vector<int>{0, 2, 3} : std::vector<int>{0, 1, 2};
+        const int fmt = layout == 0 ? CCV_TENSOR_FORMAT_NHWC
+                        : layout == 1 ? CCV_TENSOR_FORMAT_NCHW
+                                      : CCV_TENSOR_FORMAT_CHWN;
+        const std::vector<int> xd = layout == 2 ? std::vector<int>{4, 3, 5} : img(2, 5, 7, 3, layout == 1);
+        const std::vector<int> cd = layout == 0   ? std::vector<int>{3}
+                                    : layout == 1 ? std::vector<int>{1, 3, 1, 1}
+                                                  : std::vector<int>{4, 1, 5};
+        const std::vector<int> axes = layout == 0   ? std::vector<int>{0, 1, 2}
+                                      : layout == 1 ? std::vector<int>{0, 2, 3}
+                                                    : std::vector<int>{1};
         BothPtr x = both({xd, view, type, fmt}, rng, -2, 3);
         BothPtr y = both({xd, view, type, fmt}, rng);
         BothPtr scale = both({cd, false, type, fmt}, rng, 0.5f, 1.5f), bias = both({cd, false, type, fmt}, rng);

@@ -395,7 +395,7 @@ TEST(GpuCnn, BatchNormMatchesCpuRef) {
     for (int layout = 0; layout < 3; layout++)
       for (bool test : {false, true}) {
         // NHWC over 0, 1, 2 with [3]; NCHW over 0, 2, 3 with [1, 3, 1, 1]; a
-        // 3-d [4, 3, 5] over axis 1 alone: 4 x 5 channels, per-channel [4, 1, 5].
+        // CHWN 3-d [4, 3, 5] over axis 1 alone: 4 x 5 channels, per-channel [4, 1, 5].
         const bool nchw = layout == 1;
         const std::vector<int> xd = layout == 2 ? std::vector<int>{4, 3, 5} : img(2, 5, 7, 3, nchw);
         const std::vector<int> cd = layout == 0   ? std::vector<int>{3}
@@ -407,7 +407,7 @@ TEST(GpuCnn, BatchNormMatchesCpuRef) {
         const std::string what = std::string("BATCH_NORM ") + nnc::datatype_name(type) + " layout " +
                                  std::to_string(layout) + (test ? " inference" : " training");
         const double tol = type == CCV_16F ? 2e-3 : type == CCV_16BF ? 1.6e-2 : type == CCV_64F ? 1e-12 : 1e-6;
-        const int fmt = nchw ? CCV_TENSOR_FORMAT_NCHW : CCV_TENSOR_FORMAT_NHWC;
+        const int fmt = layout == 2 ? CCV_TENSOR_FORMAT_CHWN : nchw ? CCV_TENSOR_FORMAT_NCHW : CCV_TENSOR_FORMAT_NHWC;
         Tensor x(type, xd, fmt), scale(type, cd, fmt), bias(type, cd, fmt);
         Tensor mean(type, cd, fmt), var(type, cd, fmt), meank(type, cd, fmt), vark(type, cd, fmt);
         Tensor y(type, xd, fmt), yk(type, xd, fmt), sm(type, cd, fmt), smk(type, cd, fmt), si(type, cd, fmt),
