@@ -284,7 +284,7 @@ TEST(CnnGpu, ConvolutionForwardBackward) {
         const int Cg = k.C / k.G;
         const std::vector<int> wd = nchw ? std::vector<int>{k.K, Cg, k.KH, k.KW} : std::vector<int>{k.K, k.KH, k.KW, Cg};
         BothPtr x = both({img(2, 7, 9, k.C, nchw), view, type, fmt}, rng);
-        BothPtr w = both({wd, false, type, fmt}, rng);
+        BothPtr w = both({wd, view, type, fmt}, rng);
         BothPtr bias = both({{k.K}, false, type, fmt}, rng);
         BothPtr y = both({img(2, k.OH, k.OW, k.K, nchw), view, type, fmt}, rng);
         const ccv_nnc_cmd_t fw = conv_cmd(CCV_NNC_CONVOLUTION_FORWARD, k.K, k.KH, k.KW, k.C, k.G, k.DH, k.DW);
@@ -295,7 +295,7 @@ TEST(CnnGpu, ConvolutionForwardBackward) {
         y->expect_close(tol.rtol, tol.atol, what + " y");
         BothPtr g = both({img(2, k.OH, k.OW, k.K, nchw), !view, type, fmt}, rng);
         BothPtr dx = both({img(2, 7, 9, k.C, nchw), view, type, fmt}, rng);
-        BothPtr dw = both({wd, false, type, fmt}, rng);
+        BothPtr dw = both({wd, !view, type, fmt}, rng);
         BothPtr db = both({{k.K}, false, type, fmt}, rng);
         const ccv_nnc_cmd_t bw = conv_cmd(CCV_NNC_CONVOLUTION_BACKWARD, k.K, k.KH, k.KW, k.C, k.G, k.DH, k.DW);
         run_pair(bw, k.hint, {g.get(), x.get(), w.get()}, {dx.get(), dw.get(), db.get()}, what + " backward");
@@ -310,6 +310,35 @@ TEST(CnnGpu, ConvolutionForwardBackward) {
         run_pair(bw, k.hint, {g.get(), nullptr, w.get()}, {dx2.get()}, what + " dx alone");
         dx2->expect_close(tol.rtol, tol.atol, what + " dx alone");
       }
+}
+
+// 3-d (unbatched) images: x 7 x 9 x 3 (NHWC) or 3 x 7 x 9 (NCHW), a 3 x 3
+// convolution with padding 1 and a 2 x 2 max pool with stride 2.
+TEST(CnnGpu, Unbatched3d) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(1905);
+  for (int type : {CCV_32F, CCV_16F})
+    for (bool nchw : {false, true}) {
+      const Tol tol = conv_tol(type);
+      const std::string what = std::string("3-d ") + type_name(type) + (nchw ? " NCHW" : " NHWC");
+      const int fmt = nchw ? CCV_TENSOR_FORMAT_NCHW : CCV_TENSOR_FORMAT_NHWC;
+      auto im3 = [&](int h, int w, int c) { return nchw ? std::vector<int>{c, h, w} : std::vector<int>{h, w, c}; };
+      const std::vector<int> wd = {5, 3, 3, 3};  // K, KH, KW, C or K, C, KH, KW: all 3
+      BothPtr x = both({im3(7, 9, 3), false, type, fmt}, rng), w = both({wd, false, type, fmt}, rng);
+      BothPtr y = both({im3(7, 9, 5), false, type, fmt}, rng);
+      const ccv_nnc_hint_t h1 = hint_of(1, 1, 1, 1, 1, 1);
+      run_pair(conv_cmd(CCV_NNC_CONVOLUTION_FORWARD, 5, 3, 3, 3, 1, 1, 1), h1, {x.get(), w.get()}, {y.get()}, what);
+      y->expect_close(tol.rtol, tol.atol, what + " conv y");
+      BothPtr g = both({im3(7, 9, 5), false, type, fmt}, rng), dx = both({im3(7, 9, 3), false, type, fmt}, rng);
+      BothPtr dw = both({wd, false, type, fmt}, rng);
+      run_pair(conv_cmd(CCV_NNC_CONVOLUTION_BACKWARD, 5, 3, 3, 3, 1, 1, 1), h1, {g.get(), x.get(), w.get()},
+               {dx.get(), dw.get()}, what);
+      dx->expect_close(tol.rtol, tol.atol, what + " conv dx");
+      dw->expect_close(tol.rtol, tol.atol, what + " conv dw");
+      BothPtr p = both({im3(3, 4, 3), false, type, fmt}, rng);
+      run_pair(pool_cmd(CCV_NNC_MAX_POOL_FORWARD, 2, 2), hint_of(2, 2, 0, 0, 0, 0), {x.get()}, {p.get()}, what);
+      p->expect_close(0, 0, what + " max pool");
+    }
 }
 
 // Refusals: mismatched types, a CPU tensor among GPU ones, and a pooled
