@@ -17,7 +17,6 @@
 //               rounded once; dx a gather per input element, dw one thread
 //               per weight, dbias one block per filter: no atomics.
 #include "cmd/common/gpu_cnn_args.hpp"
-
 #include "cmd/common/image.hpp"
 #include "cmd/convolution/convolution.hpp"
 #include "cmd/norm/norm.hpp"
@@ -72,7 +71,8 @@ NNC_KERNEL(pool_backward) {
   const pool::Geometry g = max ? pool::geometry(cmd, hint, inputs[1], inputs[0], what)
                                : pool::geometry(cmd, hint, outputs[0], inputs[0], what);
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
-  c.check(launch_pool_backward(c.s, pool_geom(g, max), cnn_image(g.x), cnn_image(g.y), cnn_image(image_of(outputs[0]))));
+  c.check(
+      launch_pool_backward(c.s, pool_geom(g, max), cnn_image(g.x), cnn_image(g.y), cnn_image(image_of(outputs[0]))));
   c.done();
   return CCV_NNC_EXEC_SUCCESS;
 }
@@ -84,8 +84,8 @@ NNC_KERNEL(conv_forward) {
   const ccv_nnc_tensor_t* bias = input_size > 2 ? inputs[2] : nullptr;
   const conv::Geometry g = conv::geometry(cmd, hint, inputs[0], inputs[1], bias, outputs[0], what);
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
-  c.check(launch_conv_forward(c.s, conv_geom(g), cnn_image(g.x), cnn_weights(g.w), g.bias, g.bias_stride,
-                              cnn_image(g.y)));
+  c.check(
+      launch_conv_forward(c.s, conv_geom(g), cnn_image(g.x), cnn_weights(g.w), g.bias, g.bias_stride, cnn_image(g.y)));
   c.done();
   return CCV_NNC_EXEC_SUCCESS;
 }

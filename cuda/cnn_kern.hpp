@@ -14,8 +14,7 @@ namespace nnc::cuda {
 
 // MAX_POOL / AVERAGE_POOL (g.max picks): y from x; dx from g (and x for max),
 // a gather per dx element.
-cudaError_t launch_pool_forward(cudaStream_t s, const gpu::PoolGeom& g, const gpu::CnnImage& x,
-                                const gpu::CnnImage& y);
+cudaError_t launch_pool_forward(cudaStream_t s, const gpu::PoolGeom& g, const gpu::CnnImage& x, const gpu::CnnImage& y);
 cudaError_t launch_pool_backward(cudaStream_t s, const gpu::PoolGeom& g, const gpu::CnnImage& x,
                                  const gpu::CnnImage& gy, const gpu::CnnImage& dx);
 

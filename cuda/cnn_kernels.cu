@@ -152,7 +152,8 @@ __global__ void bn_forward_kernel(gpu::BnArgs a) {
     const double scale = gpu::bn_small_ld(a, gpu::kBnScale, k, 1.0), bias = gpu::bn_small_ld(a, gpu::kBnBias, k, 0.0);
     for (int64_t r = threadIdx.x; r < R; r += blockDim.x) {
       const double x = gpu::cnn_ld<double>(a.big[gpu::kBnX].p, a.type, gpu::bn_big_off(a, gpu::kBnX, k, r));
-      gpu::cnn_st(a.big[gpu::kBnY].p, a.type, gpu::bn_big_off(a, gpu::kBnY, k, r), gpu::bn_y(x, mean, inv, scale, bias));
+      gpu::cnn_st(a.big[gpu::kBnY].p, a.type, gpu::bn_big_off(a, gpu::kBnY, k, r),
+                  gpu::bn_y(x, mean, inv, scale, bias));
     }
   }
 }
@@ -196,8 +197,7 @@ cudaError_t launch_pool_forward(cudaStream_t s, const gpu::PoolGeom& g, const Cn
 cudaError_t launch_pool_backward(cudaStream_t s, const gpu::PoolGeom& g, const CnnImage& x, const CnnImage& gy,
                                  const CnnImage& dx) {
   const int64_t total = gpu::cnn_count(dx);
-  if (total > 0)
-    pool_backward_kernel<<<grid_for(total), kThreads, 0, s>>>(g, x, gy, dx, gpu::cnn_channels_fast(dx));
+  if (total > 0) pool_backward_kernel<<<grid_for(total), kThreads, 0, s>>>(g, x, gy, dx, gpu::cnn_channels_fast(dx));
   return cudaGetLastError();
 }
 

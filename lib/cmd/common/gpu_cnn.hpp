@@ -214,8 +214,7 @@ NNC_HD A conv_forward_at(const ConvGeom& g, const CnnImage& x, const CnnWeights&
       const int iw = ow * g.SW + kw * g.DW - g.PL;
       if (iw < 0 || iw >= g.W) continue;
       const int64_t xo = cnn_off(x, n, ih, iw, c0), wo = cnn_woff(w, k, kh, kw, 0);
-      for (int c = 0; c < g.Cg; c++)
-        s += cnn_ld<A>(x.p, x.type, xo + c * x.sc) * cnn_ld<A>(w.p, w.type, wo + c * w.sc);
+      for (int c = 0; c < g.Cg; c++) s += cnn_ld<A>(x.p, x.type, xo + c * x.sc) * cnn_ld<A>(w.p, w.type, wo + c * w.sc);
     }
   }
   return s;
@@ -307,9 +306,9 @@ enum BnBigOperand : int { kBnX = 0, kBnY, kBnG, kBnDx, kBnBigs };
 enum BnSmallOperand : int {
   kBnScale = 0,
   kBnBias,
-  kBnMean,      // input mean (running; the forward's momentum update and inference read it)
-  kBnVar,       // input var
-  kBnOutMean,   // forward outputs 1..4
+  kBnMean,     // input mean (running; the forward's momentum update and inference read it)
+  kBnVar,      // input var
+  kBnOutMean,  // forward outputs 1..4
   kBnOutVar,
   kBnSavedMean,
   kBnSavedInv,

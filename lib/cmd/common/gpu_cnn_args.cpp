@@ -10,10 +10,14 @@ namespace nnc::gpu {
 
 int cnn_type(int datatype) {
   switch (CCV_GET_DATA_TYPE(datatype)) {
-    case CCV_16F: return kCnnF16;
-    case CCV_16BF: return kCnnBF16;
-    case CCV_64F: return kCnnF64;
-    default: return kCnnF32;
+    case CCV_16F:
+      return kCnnF16;
+    case CCV_16BF:
+      return kCnnBF16;
+    case CCV_64F:
+      return kCnnF64;
+    default:
+      return kCnnF32;
   }
 }
 

@@ -44,10 +44,14 @@ const int kTypes[] = {CCV_32F, CCV_16F, CCV_16BF, CCV_64F};
 
 const char* type_name(int t) {
   switch (t) {
-    case CCV_32F: return "32F";
-    case CCV_16F: return "16F";
-    case CCV_16BF: return "16BF";
-    default: return "64F";
+    case CCV_32F:
+      return "32F";
+    case CCV_16F:
+      return "16F";
+    case CCV_16BF:
+      return "16BF";
+    default:
+      return "64F";
   }
 }
 
@@ -147,8 +151,8 @@ TEST(CnnGpu, PoolForwardBackward) {
         for (bool max : {true, false}) {
           const bool view = (run++ % 3) == 1;
           const std::string what = std::string(max ? "MAX" : "AVERAGE") + "_POOL " + type_name(type) +
-                                   (nchw ? " NCHW" : " NHWC") + (view ? " views" : "") + " " +
-                                   std::to_string(s.H) + "x" + std::to_string(s.W);
+                                   (nchw ? " NCHW" : " NHWC") + (view ? " views" : "") + " " + std::to_string(s.H) +
+                                   "x" + std::to_string(s.W);
           const int fmt = nchw ? CCV_TENSOR_FORMAT_NCHW : CCV_TENSOR_FORMAT_NHWC;
           BothPtr x = both({img(2, s.H, s.W, 3, nchw), view, type, fmt}, rng);
           grid_values(*x, rng, max ? 11 : -1);
@@ -202,7 +206,7 @@ TEST(CnnGpu, BatchNormTrainAndTest) {
         const char* names[] = {" NHWC", " NCHW", " CHWN 3-d"};
         const std::string what = std::string("BATCH_NORM ") + type_name(type) + names[layout] +
                                  (test ? " inference" : " training") + (view ? " views" : "");
-        const int fmt = layout == 0 ? CCV_TENSOR_FORMAT_NHWC
+        const int fmt = layout == 0   ? CCV_TENSOR_FORMAT_NHWC
                         : layout == 1 ? CCV_TENSOR_FORMAT_NCHW
                                       : CCV_TENSOR_FORMAT_CHWN;
         const std::vector<int> xd = layout == 2 ? std::vector<int>{4, 3, 5} : img(2, 5, 7, 3, layout == 1);
@@ -232,9 +236,9 @@ TEST(CnnGpu, BatchNormTrainAndTest) {
         BothPtr g = both({xd, !view, type, fmt}, rng), dx = both({xd, view, type, fmt}, rng);
         BothPtr dscale = both({cd, false, type, fmt}, rng), dbias = both({cd, false, type, fmt}, rng);
         BothPtr dmean = both({cd, false, type, fmt}, rng), dvar = both({cd, false, type, fmt}, rng);
-        std::vector<Both*> in = {g.get(),    nullptr,   nullptr,  nullptr,     nullptr,
-                                 x.get(),    scale.get(), bias.get(), mean.get(), var.get(),
-                                 y.get(),    mean.get(),  var.get(),  smean.get(), sinv.get()};
+        std::vector<Both*> in = {g.get(), nullptr,     nullptr,    nullptr,     nullptr,
+                                 x.get(), scale.get(), bias.get(), mean.get(),  var.get(),
+                                 y.get(), mean.get(),  var.get(),  smean.get(), sinv.get()};
         std::vector<Both*> out = {dx.get(), dscale.get(), dbias.get()};
         if (test) out.push_back(dmean.get()), out.push_back(dvar.get());
         run_pair(bn_cmd(CCV_NNC_BATCH_NORM_BACKWARD, axes, test), ccv_nnc_no_hint, in, out, what + " backward");
@@ -282,7 +286,8 @@ TEST(CnnGpu, ConvolutionForwardBackward) {
                                  (with_bias ? " bias" : "");
         const int fmt = nchw ? CCV_TENSOR_FORMAT_NCHW : CCV_TENSOR_FORMAT_NHWC;
         const int Cg = k.C / k.G;
-        const std::vector<int> wd = nchw ? std::vector<int>{k.K, Cg, k.KH, k.KW} : std::vector<int>{k.K, k.KH, k.KW, Cg};
+        const std::vector<int> wd =
+            nchw ? std::vector<int>{k.K, Cg, k.KH, k.KW} : std::vector<int>{k.K, k.KH, k.KW, Cg};
         BothPtr x = both({img(2, 7, 9, k.C, nchw), view, type, fmt}, rng);
         BothPtr w = both({wd, view, type, fmt}, rng);
         BothPtr bias = both({{k.K}, false, type, fmt}, rng);
@@ -357,8 +362,7 @@ TEST(CnnGpu, Refusals) {
       << ccv_nnc_error_message();
   EXPECT_NE(std::string(ccv_nnc_error_message()).find("16F"), std::string::npos) << ccv_nnc_error_message();
   EXPECT_NE(exec(c, h, {x.t}, {ybad.t}), CCV_NNC_EXEC_SUCCESS);
-  EXPECT_NE(std::string(ccv_nnc_error_message()).find("pooled tensor"), std::string::npos)
-      << ccv_nnc_error_message();
+  EXPECT_NE(std::string(ccv_nnc_error_message()).find("pooled tensor"), std::string::npos) << ccv_nnc_error_message();
   EXPECT_NE(exec(c, h, {x.t}, {ycpu.t}), CCV_NNC_EXEC_SUCCESS);
   EXPECT_NE(std::string(ccv_nnc_error_message()).find("GPU_REF"), std::string::npos) << ccv_nnc_error_message();
   // A convolution whose weights carry the wrong channel count.

@@ -302,7 +302,8 @@ TEST(GpuCnn, ConvolutionMatchesCpuRef) {
         const double atol = type == CCV_16F ? 2e-3 : type == CCV_16BF ? 1.6e-2 : type == CCV_64F ? 1e-12 : 1e-4;
         const int fmt = nchw ? CCV_TENSOR_FORMAT_NCHW : CCV_TENSOR_FORMAT_NHWC;
         const int Cg = k.C / k.G;
-        const std::vector<int> wd = nchw ? std::vector<int>{k.K, Cg, k.KH, k.KW} : std::vector<int>{k.K, k.KH, k.KW, Cg};
+        const std::vector<int> wd =
+            nchw ? std::vector<int>{k.K, Cg, k.KH, k.KW} : std::vector<int>{k.K, k.KH, k.KW, Cg};
         Tensor x(type, img(2, 7, 9, k.C, nchw), fmt), w(type, wd, fmt), bias(type, {k.K}, fmt);
         Tensor y(type, img(2, k.OH, k.OW, k.K, nchw), fmt), yk(type, img(2, k.OH, k.OW, k.K, nchw), fmt);
         Tensor gy(type, img(2, k.OH, k.OW, k.K, nchw), fmt);
@@ -401,7 +402,7 @@ TEST(GpuCnn, BatchNormMatchesCpuRef) {
         const std::vector<int> cd = layout == 0   ? std::vector<int>{3}
                                     : layout == 1 ? std::vector<int>{1, 3, 1, 1}
                                                   : std::vector<int>{4, 1, 5};
-        const std::vector<int> axes = layout == 0 ? std::vector<int>{0, 1, 2}
+        const std::vector<int> axes = layout == 0   ? std::vector<int>{0, 1, 2}
                                       : layout == 1 ? std::vector<int>{0, 2, 3}
                                                     : std::vector<int>{1};
         const std::string what = std::string("BATCH_NORM ") + nnc::datatype_name(type) + " layout " +
@@ -420,9 +421,9 @@ TEST(GpuCnn, BatchNormMatchesCpuRef) {
         if (test) out.resize(1), outk.resize(1);
         cpu_ref(fw, ccv_nnc_no_hint, {x.t, scale.t, bias.t, mean.t, var.t}, out);
         std::vector<ccv_nnc_tensor_t*> in = {x.t, scale.t, bias.t, meank.t, vark.t};
-        bn_forward_walk(bn_args(fw, nnc::norm::batch_norm_forward_io(in.data(), 5, outk.data(),
-                                                                       static_cast<int>(outk.size())),
-                                true, "test"));
+        bn_forward_walk(
+            bn_args(fw, nnc::norm::batch_norm_forward_io(in.data(), 5, outk.data(), static_cast<int>(outk.size())),
+                    true, "test"));
         expect_close(yk, y, tol, tol, what + " y");
         if (!test) {
           expect_close(meank, mean, tol, tol, what + " running mean");
@@ -435,11 +436,13 @@ TEST(GpuCnn, BatchNormMatchesCpuRef) {
             dvk(type, cd, fmt);
         fill(g, rng);
         const ccv_nnc_cmd_t bw = bn_cmd(CCV_NNC_BATCH_NORM_BACKWARD, axes, test);
-        std::vector<ccv_nnc_tensor_t*> bin = {g.t,     nullptr, nullptr, nullptr,  nullptr, x.t,  scale.t, bias.t,
-                                              mean.t,  var.t,   y.t,     mean.t,   var.t,   sm.t, si.t};
-        std::vector<ccv_nnc_tensor_t*> bout = {dx.t, ds.t, dbi.t, dm.t, dv.t}, boutk = {dxk.t, dsk.t, dbik.t, dmk.t, dvk.t};
+        std::vector<ccv_nnc_tensor_t*> bin = {g.t,    nullptr, nullptr, nullptr, nullptr, x.t,  scale.t, bias.t,
+                                              mean.t, var.t,   y.t,     mean.t,  var.t,   sm.t, si.t};
+        std::vector<ccv_nnc_tensor_t*> bout = {dx.t, ds.t, dbi.t, dm.t, dv.t},
+                                       boutk = {dxk.t, dsk.t, dbik.t, dmk.t, dvk.t};
         cpu_ref(bw, ccv_nnc_no_hint, bin, bout);
-        bn_backward_walk(bn_args(bw, nnc::norm::batch_norm_backward_io(bin.data(), 15, boutk.data(), 5), false, "test"));
+        bn_backward_walk(
+            bn_args(bw, nnc::norm::batch_norm_backward_io(bin.data(), 15, boutk.data(), 5), false, "test"));
         expect_close(dxk, dx, tol, tol, what + " dx");
         expect_close(dsk, ds, tol, tol, what + " dscale");
         expect_close(dbik, dbi, tol, tol, what + " dbias");
