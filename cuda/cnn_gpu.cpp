@@ -12,10 +12,14 @@
 //   pooling     sums and maxima in double, CPU_REF's order and tie rule
 //               (the first maximum, row-major; a NaN wins): CPU_REF's bits;
 //   batch norm  statistics and gradient sums in double (block sums, another
-//               order than CPU_REF's), each result rounded once;
+//               order than CPU_REF's), each result rounded once; one block
+//               per channel, or for long channels S blocks per channel and
+//               then one thread per element in x's memory order;
 //   convolution products summed in float (32F, 16F, 16BF) or double (64F),
 //               rounded once; dx a gather per input element, dw one thread
 //               per weight, dbias one block per filter: no atomics.
+#include <cstdlib>
+
 #include "cmd/common/gpu_cnn_args.hpp"
 #include "cmd/common/image.hpp"
 #include "cmd/convolution/convolution.hpp"
@@ -113,12 +117,37 @@ NNC_KERNEL(conv_backward) {
 
 // --- BATCH_NORM -----------------------------------------------------------
 
+// Elements per slice below which a channel is not cut (gpu::bn_slices):
+// 4096, or NNC_GPU_BN_MIN_SLICE from the environment (tests set it small to
+// run the sliced schedule on small tensors).
+int64_t bn_min_slice() {
+  const char* e = std::getenv("NNC_GPU_BN_MIN_SLICE");
+  if (!e || !*e) return 4096;
+  const long long v = std::atoll(e);
+  return v > 0 ? static_cast<int64_t>(v) : 4096;
+}
+
+// One block per channel, or (long channels) the sliced schedule with its scratch.
+void bn_launch(const Call& c, const gpu::BnArgs& a, bool forward, const char* what) {
+  const int64_t S = gpu::bn_slices(a.channels, a.per_channel, bn_min_slice());
+  if (S == 1) {
+    c.check(forward ? launch_bn_forward(c.s, a) : launch_bn_backward(c.s, a));
+    return;
+  }
+  const size_t chan_bytes = static_cast<size_t>(a.channels) * 4 * sizeof(double);
+  StreamBlock scratch(chan_bytes * static_cast<size_t>(S + 1), c.s, what);
+  double* chan = static_cast<double*>(scratch.get());
+  double* partial = chan + a.channels * 4;
+  c.check(forward ? launch_bn_forward_sliced(c.s, a, S, chan, partial)
+                  : launch_bn_backward_sliced(c.s, a, S, chan, partial));
+}
+
 NNC_KERNEL(bn_forward) {
   const char* what = "BATCH_NORM_FORWARD";
   const gpu::BnArgs a =
       gpu::bn_args(cmd, norm::batch_norm_forward_io(inputs, input_size, outputs, output_size), true, what);
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
-  c.check(launch_bn_forward(c.s, a));
+  bn_launch(c, a, true, what);
   c.done();
   return CCV_NNC_EXEC_SUCCESS;
 }
@@ -128,7 +157,7 @@ NNC_KERNEL(bn_backward) {
   const gpu::BnArgs a =
       gpu::bn_args(cmd, norm::batch_norm_backward_io(inputs, input_size, outputs, output_size), false, what);
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
-  c.check(launch_bn_backward(c.s, a));
+  bn_launch(c, a, false, what);
   c.done();
   return CCV_NNC_EXEC_SUCCESS;
 }

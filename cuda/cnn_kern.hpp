@@ -33,5 +33,10 @@ cudaError_t launch_conv_dbias(cudaStream_t s, const gpu::CnnImage& gy, void* dbi
 // element-wise pass).
 cudaError_t launch_bn_forward(cudaStream_t s, const gpu::BnArgs& a);
 cudaError_t launch_bn_backward(cudaStream_t s, const gpu::BnArgs& a);
+// The sliced schedule (gpu::bn_slices): S blocks per channel, then one
+// thread per element. Scratch (device memory): chan 4 doubles per channel,
+// partial 4 S doubles per channel.
+cudaError_t launch_bn_forward_sliced(cudaStream_t s, const gpu::BnArgs& a, int64_t S, double* chan, double* partial);
+cudaError_t launch_bn_backward_sliced(cudaStream_t s, const gpu::BnArgs& a, int64_t S, double* chan, double* partial);
 
 }  // namespace nnc::cuda

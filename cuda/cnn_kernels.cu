@@ -186,6 +186,90 @@ __global__ void bn_backward_kernel(gpu::BnArgs a) {
   }
 }
 
+// --- batch norm, sliced (long channels) ------------------------------------
+
+constexpr int kBnSumX = 0, kBnSumDev = 1, kBnSumGrad = 2, kBnRunning = 3;
+
+// Block (k, s): the sums of slice s of channel k into partial[(k S + s) 4 + j]:
+// x (kBnSumX), (x - mean)^2 with chan's mean (kBnSumDev), or h, h xhat,
+// g xhat, g (kBnSumGrad, with the backward's statistics).
+__global__ void bn_partial_kernel(gpu::BnArgs a, int64_t S, int mode, const double* chan, double* partial) {
+  __shared__ double part[4 * kThreads];
+  const int m = mode == kBnSumGrad ? 4 : 1;
+  for (int64_t item = blockIdx.x; item < a.channels * S; item += gridDim.x) {
+    const int64_t k = item / S, s = item - k * S;
+    const int64_t r0 = gpu::bn_slice_begin(a.per_channel, S, s), r1 = gpu::bn_slice_begin(a.per_channel, S, s + 1);
+    double mean = 0, inv = 1, scale = 1;
+    if (mode == kBnSumDev) mean = chan[k * 4];
+    if (mode == kBnSumGrad) {
+      gpu::bn_backward_stats(a, k, &mean, &inv);
+      scale = gpu::bn_small_ld(a, gpu::kBnScale, k, 1.0);
+    }
+    double v[4] = {0, 0, 0, 0};
+    for (int64_t r = r0 + threadIdx.x; r < r1; r += blockDim.x) {
+      const double x = gpu::cnn_ld<double>(a.big[gpu::kBnX].p, a.type, gpu::bn_big_off(a, gpu::kBnX, k, r));
+      if (mode == kBnSumX) {
+        v[0] += x;
+      } else if (mode == kBnSumDev) {
+        v[0] += (x - mean) * (x - mean);
+      } else {
+        const double g = gpu::cnn_ld<double>(a.big[gpu::kBnG].p, a.type, gpu::bn_big_off(a, gpu::kBnG, k, r));
+        const double xhat = (x - mean) * inv, h = g * scale;
+        v[0] += h, v[1] += h * xhat, v[2] += g * xhat, v[3] += g;
+      }
+    }
+    block_sums(part, v, m);
+    if (threadIdx.x == 0)
+      for (int j = 0; j < m; j++) partial[item * 4 + j] = v[j];
+  }
+}
+
+// One thread per channel: the partial sums combined in slice order into
+// chan[k 4 + 0..3] = mean, inv_std, sum h, sum h xhat, and the channel's
+// outputs written (running / saved statistics; dscale, dbias, dmean, dvar).
+__global__ void bn_combine_kernel(gpu::BnArgs a, int64_t S, int mode, double* chan, const double* partial) {
+  for (int64_t k = first_thread(); k < a.channels; k += stride_threads()) {
+    double v[4] = {0, 0, 0, 0};
+    if (mode != kBnRunning)
+      for (int64_t s = 0; s < S; s++)
+        for (int j = 0; j < 4; j++) v[j] += partial[(k * S + s) * 4 + j];
+    const double R = static_cast<double>(a.per_channel);
+    if (mode == kBnSumX) {
+      chan[k * 4] = v[0] / R;
+    } else if (mode == kBnSumDev) {
+      chan[k * 4 + 1] = gpu::bn_channel_outputs(a, k, chan[k * 4], v[0] / R);
+    } else if (mode == kBnRunning) {
+      chan[k * 4] = gpu::bn_small_ld(a, gpu::kBnMean, k, 0.0);
+      chan[k * 4 + 1] = 1.0 / sqrt(gpu::bn_small_ld(a, gpu::kBnVar, k, 1.0) + a.epsilon);
+    } else {
+      double mean, inv;
+      gpu::bn_backward_stats(a, k, &mean, &inv);
+      gpu::bn_backward_channel(a, k, inv, v[0], v[1], v[2], v[3]);
+      chan[k * 4] = mean, chan[k * 4 + 1] = inv, chan[k * 4 + 2] = v[0], chan[k * 4 + 3] = v[1];
+    }
+  }
+}
+
+// One thread per element of x, in x's memory order: y (forward) or dx.
+__global__ void bn_apply_kernel(gpu::BnArgs a, bool forward, const double* chan) {
+  const int64_t total = a.channels * a.per_channel;
+  for (int64_t t = first_thread(); t < total; t += stride_threads()) {
+    int64_t k, r;
+    gpu::bn_split_index(a, t, &k, &r);
+    const double mean = chan[k * 4], inv = chan[k * 4 + 1];
+    const double scale = gpu::bn_small_ld(a, gpu::kBnScale, k, 1.0);
+    const double x = gpu::cnn_ld<double>(a.big[gpu::kBnX].p, a.type, gpu::bn_big_off(a, gpu::kBnX, k, r));
+    if (forward) {
+      gpu::cnn_st(a.big[gpu::kBnY].p, a.type, gpu::bn_big_off(a, gpu::kBnY, k, r),
+                  gpu::bn_y(x, mean, inv, scale, gpu::bn_small_ld(a, gpu::kBnBias, k, 0.0)));
+    } else {
+      const double g = gpu::cnn_ld<double>(a.big[gpu::kBnG].p, a.type, gpu::bn_big_off(a, gpu::kBnG, k, r));
+      gpu::cnn_st(a.big[gpu::kBnDx].p, a.type, gpu::bn_big_off(a, gpu::kBnDx, k, r),
+                  gpu::bn_dx(a, g * scale, (x - mean) * inv, inv, chan[k * 4 + 2], chan[k * 4 + 3]));
+    }
+  }
+}
+
 }  // namespace
 
 cudaError_t launch_pool_forward(cudaStream_t s, const gpu::PoolGeom& g, const CnnImage& x, const CnnImage& y) {
@@ -256,6 +340,31 @@ cudaError_t launch_bn_forward(cudaStream_t s, const gpu::BnArgs& a) {
 
 cudaError_t launch_bn_backward(cudaStream_t s, const gpu::BnArgs& a) {
   if (a.channels > 0 && a.per_channel > 0) bn_backward_kernel<<<blocks_for(a.channels), kThreads, 0, s>>>(a);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_bn_forward_sliced(cudaStream_t s, const gpu::BnArgs& a, int64_t S, double* chan, double* partial) {
+  const int64_t total = a.channels * a.per_channel;
+  if (total == 0) return cudaSuccess;
+  const dim3 per_channel = grid_for(a.channels);
+  if (a.is_test) {
+    bn_combine_kernel<<<per_channel, kThreads, 0, s>>>(a, S, kBnRunning, chan, partial);
+  } else {
+    bn_partial_kernel<<<blocks_for(a.channels * S), kThreads, 0, s>>>(a, S, kBnSumX, chan, partial);
+    bn_combine_kernel<<<per_channel, kThreads, 0, s>>>(a, S, kBnSumX, chan, partial);
+    bn_partial_kernel<<<blocks_for(a.channels * S), kThreads, 0, s>>>(a, S, kBnSumDev, chan, partial);
+    bn_combine_kernel<<<per_channel, kThreads, 0, s>>>(a, S, kBnSumDev, chan, partial);
+  }
+  bn_apply_kernel<<<grid_for(total), kThreads, 0, s>>>(a, true, chan);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_bn_backward_sliced(cudaStream_t s, const gpu::BnArgs& a, int64_t S, double* chan, double* partial) {
+  const int64_t total = a.channels * a.per_channel;
+  if (total == 0) return cudaSuccess;
+  bn_partial_kernel<<<blocks_for(a.channels * S), kThreads, 0, s>>>(a, S, kBnSumGrad, chan, partial);
+  bn_combine_kernel<<<grid_for(a.channels), kThreads, 0, s>>>(a, S, kBnSumGrad, chan, partial);
+  if (a.big[gpu::kBnDx].p) bn_apply_kernel<<<grid_for(total), kThreads, 0, s>>>(a, false, chan);
   return cudaGetLastError();
 }
 

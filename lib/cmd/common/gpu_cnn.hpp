@@ -326,6 +326,9 @@ struct BnArgs {
   int64_t channels = 0, per_channel = 0;
   double epsilon = 0, momentum = 0;
   bool is_test = false;
+  int nd = 0;  // x's own shape, and bit i of mask set for a reduced axis i
+  int dim[kCnnDims] = {};
+  unsigned mask = 0;
   BnBig big[kBnBigs];
   BnSmall small[kBnSmalls];
 };
@@ -386,6 +389,41 @@ NNC_HD double bn_dx(const BnArgs& a, double h, double xhat, double inv, double s
     v = h - sh / n - xhat * shx / n;
   }
   return v * inv;
+}
+
+// The sliced schedule, for channels too long for one block each: every
+// channel's reduced elements cut into `slices` runs (one block each, partial
+// sums in scratch, combined per channel in slice order), then one thread per
+// element of x in its row-major (memory) order. 1: one block per channel
+// (the channels alone give 512 blocks, or a channel holds fewer than
+// 2 min_slice elements); else runs of at least min_slice elements, up to
+// 512 blocks in all and 1024 per channel.
+NNC_HD int64_t bn_slices(int64_t channels, int64_t per_channel, int64_t min_slice) {
+  if (min_slice < 1 || per_channel < 2 * min_slice || channels >= 512) return 1;
+  int64_t s = per_channel / min_slice;
+  const int64_t want = (512 + channels - 1) / channels;
+  if (s > want) s = want;
+  if (s > 1024) s = 1024;
+  return s < 1 ? 1 : s;
+}
+// Run s of `slices` over [0, per_channel) starts here (run s ends where s + 1 starts).
+NNC_HD int64_t bn_slice_begin(int64_t per_channel, int64_t slices, int64_t s) { return per_channel * s / slices; }
+// Element t of x in row-major order of its own axes: its channel k (row-major
+// over the kept axes) and reduced index r (over the reduced axes).
+NNC_HD void bn_split_index(const BnArgs& a, int64_t t, int64_t* k, int64_t* r) {
+  int64_t kk = 0, rr = 0, km = 1, rm = 1;
+  for (int d = a.nd - 1; d >= 0; d--) {
+    const int64_t i = t % a.dim[d];
+    t /= a.dim[d];
+    if ((a.mask >> d) & 1u) {
+      rr += i * rm;
+      rm *= a.dim[d];
+    } else {
+      kk += i * km;
+      km *= a.dim[d];
+    }
+  }
+  *k = kk, *r = rr;
 }
 
 }  // namespace nnc::gpu

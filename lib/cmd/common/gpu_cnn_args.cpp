@@ -76,6 +76,9 @@ struct BnBuild {
     NNC_CHECK(x.nd <= kCnnDims, "%s: x has %d axes", what, x.nd);
     mask = axis_mask(what, cmd.info.bnorm.axis, cmd.info.bnorm.count, x.nd);
     a.type = cnn_type(x.datatype);
+    a.nd = x.nd;
+    a.mask = mask;
+    for (int i = 0; i < x.nd; i++) a.dim[i] = x.dim[i];
     a.channels = 1, a.per_channel = 1;
     for (int i = 0; i < x.nd; i++) {
       if ((mask >> i) & 1u) {

@@ -29,6 +29,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -192,11 +193,10 @@ ccv_nnc_cmd_t bn_cmd(uint32_t id, const std::vector<int>& axes, bool test) {
 
 // x 2 x 5 x 7 x 3 (NHWC, statistics over 0, 1, 2, per-channel tensors [3]),
 // 2 x 3 x 5 x 7 (NCHW, over 0, 2, 3, per-channel [1, 3, 1, 1]) or a 3-d
-// CHWN 4 x 3 x 5 over axis 1 alone (4 x 5 channels, per-channel [4, 1, 5]);
+// CHWN 4 x 9 x 5 over axis 1 alone (4 x 5 channels, per-channel [4, 1, 5]);
 // the running mean / var updated in place (outputs 1 / 2 are inputs 3 / 4).
-TEST(CnnGpu, BatchNormTrainAndTest) {
-  NNC_REQUIRE_GPU();
-  std::mt19937 rng(1903);
+void batch_norm_cases(uint32_t seed) {
+  std::mt19937 rng(seed);
   int run = 0;
   for (int type : kTypes)
     for (int layout = 0; layout < 3; layout++)
@@ -209,7 +209,7 @@ TEST(CnnGpu, BatchNormTrainAndTest) {
         const int fmt = layout == 0   ? CCV_TENSOR_FORMAT_NHWC
                         : layout == 1 ? CCV_TENSOR_FORMAT_NCHW
                                       : CCV_TENSOR_FORMAT_CHWN;
-        const std::vector<int> xd = layout == 2 ? std::vector<int>{4, 3, 5} : img(2, 5, 7, 3, layout == 1);
+        const std::vector<int> xd = layout == 2 ? std::vector<int>{4, 9, 5} : img(2, 5, 7, 3, layout == 1);
         const std::vector<int> cd = layout == 0   ? std::vector<int>{3}
                                     : layout == 1 ? std::vector<int>{1, 3, 1, 1}
                                                   : std::vector<int>{4, 1, 5};
@@ -250,6 +250,23 @@ TEST(CnnGpu, BatchNormTrainAndTest) {
           dvar->expect_close(tol.rtol, tol.atol, what + " dvar");
         }
       }
+}
+
+TEST(CnnGpu, BatchNormTrainAndTest) {
+  NNC_REQUIRE_GPU();
+  batch_norm_cases(1903);
+}
+
+// The same with channels cut into runs (NNC_GPU_BN_MIN_SLICE=4: 17 blocks a
+// channel for 70 elements, 2 uneven runs of 4 and 5 for the CHWN case), then
+// one thread per element: the sliced schedule large tensors get.
+TEST(CnnGpu, BatchNormSliced) {
+  NNC_REQUIRE_GPU();
+  struct Env {
+    Env() { setenv("NNC_GPU_BN_MIN_SLICE", "4", 1); }
+    ~Env() { unsetenv("NNC_GPU_BN_MIN_SLICE"); }
+  } env;
+  batch_norm_cases(1906);
 }
 
 ccv_nnc_cmd_t conv_cmd(uint32_t id, int K, int KH, int KW, int C, int groups, int dh, int dw) {

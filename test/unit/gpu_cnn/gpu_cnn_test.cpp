@@ -451,6 +451,43 @@ TEST(GpuCnn, BatchNormMatchesCpuRef) {
       }
 }
 
+// The sliced schedule's maps: bn_split_index walks a packed x in memory order
+// (element t at offset t) for every layout and axis set; the runs of
+// bn_slice_begin partition each channel; bn_slices' choices.
+TEST(GpuCnn, BatchNormSlicedMaps) {
+  struct Case {
+    std::vector<int> dim;
+    std::vector<int> axes;
+  };
+  const Case cases[] = {{{2, 5, 7, 3}, {0, 1, 2}}, {{2, 3, 5, 7}, {0, 2, 3}}, {{4, 9, 5}, {1}}, {{3, 4, 5}, {0, 2}}};
+  for (const Case& c : cases) {
+    Tensor x(CCV_32F, c.dim, CCV_TENSOR_FORMAT_NHWC), y(CCV_32F, c.dim, CCV_TENSOR_FORMAT_NHWC);
+    const ccv_nnc_cmd_t fw = bn_cmd(CCV_NNC_BATCH_NORM_FORWARD, c.axes, true);
+    std::vector<ccv_nnc_tensor_t*> in = {x.t, nullptr, nullptr, nullptr, nullptr}, out = {y.t};
+    const BnArgs a = bn_args(fw, nnc::norm::batch_norm_forward_io(in.data(), 5, out.data(), 1), true, "test");
+    ASSERT_EQ(static_cast<size_t>(a.channels * a.per_channel), x.count());
+    for (int64_t t = 0; t < a.channels * a.per_channel; t++) {
+      int64_t k, r;
+      bn_split_index(a, t, &k, &r);
+      ASSERT_TRUE(k >= 0 && k < a.channels && r >= 0 && r < a.per_channel);
+      ASSERT_EQ(bn_big_off(a, kBnX, k, r), t) << "element " << t;
+    }
+  }
+  for (int64_t R : {1, 7, 70, 4096, 100000})
+    for (int64_t S : {1, 2, 3, 17, 1024}) {
+      if (S > R) continue;
+      EXPECT_EQ(bn_slice_begin(R, S, 0), 0);
+      EXPECT_EQ(bn_slice_begin(R, S, S), R);
+      for (int64_t s = 0; s < S; s++) EXPECT_LT(bn_slice_begin(R, S, s), bn_slice_begin(R, S, s + 1));
+    }
+  EXPECT_EQ(bn_slices(64, 100352, 4096), 8);    // 64 channels of 32 x 56 x 56: 8 runs each, 512 blocks
+  EXPECT_EQ(bn_slices(3, 1 << 20, 4096), 171);  // few long channels: ~512 blocks
+  EXPECT_EQ(bn_slices(1, 1 << 24, 4096), 512);  // one channel
+  EXPECT_EQ(bn_slices(512, 1 << 20, 4096), 1);  // the channels fill the device
+  EXPECT_EQ(bn_slices(64, 8191, 4096), 1);      // short channels
+  EXPECT_EQ(bn_slices(3, 70, 4), 17);           // the GPU test's NNC_GPU_BN_MIN_SLICE=4
+}
+
 // bn_args refuses a per-channel tensor of the wrong count, with a message.
 TEST(GpuCnn, BatchNormArgsRefuseMisfits) {
   Tensor x(CCV_32F, {2, 5, 3}, CCV_TENSOR_FORMAT_NHWC), y(CCV_32F, {2, 5, 3}, CCV_TENSOR_FORMAT_NHWC),
