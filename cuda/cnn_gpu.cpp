@@ -75,8 +75,11 @@ NNC_KERNEL(pool_backward) {
   const pool::Geometry g = max ? pool::geometry(cmd, hint, inputs[1], inputs[0], what)
                                : pool::geometry(cmd, hint, outputs[0], inputs[0], what);
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
-  c.check(
-      launch_pool_backward(c.s, pool_geom(g, max), cnn_image(g.x), cnn_image(g.y), cnn_image(image_of(outputs[0]))));
+  // Max: each window's maximum first, into scratch (one int32 per element of g).
+  const gpu::CnnImage gy = cnn_image(g.y);
+  StreamBlock am(max ? static_cast<size_t>(gpu::cnn_count(gy)) * sizeof(int32_t) : 0, c.s, what);
+  c.check(launch_pool_backward(c.s, pool_geom(g, max), cnn_image(g.x), gy, cnn_image(image_of(outputs[0])),
+                               static_cast<int32_t*>(am.get())));
   c.done();
   return CCV_NNC_EXEC_SUCCESS;
 }

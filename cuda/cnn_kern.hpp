@@ -13,10 +13,11 @@
 namespace nnc::cuda {
 
 // MAX_POOL / AVERAGE_POOL (g.max picks): y from x; dx from g (and x for max),
-// a gather per dx element.
+// a gather per dx element. am (max only; device scratch of one int32 per
+// element of g) receives each window's maximum first.
 cudaError_t launch_pool_forward(cudaStream_t s, const gpu::PoolGeom& g, const gpu::CnnImage& x, const gpu::CnnImage& y);
 cudaError_t launch_pool_backward(cudaStream_t s, const gpu::PoolGeom& g, const gpu::CnnImage& x,
-                                 const gpu::CnnImage& gy, const gpu::CnnImage& dx);
+                                 const gpu::CnnImage& gy, const gpu::CnnImage& dx, int32_t* am);
 
 // CONVOLUTION. bias: K elements at bias_stride (NULL: 0). Any of dx / dw /
 // dbias may be absent (p NULL); dbias: K elements at dbias_stride, summed

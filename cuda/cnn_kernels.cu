@@ -41,12 +41,26 @@ __global__ void pool_forward_kernel(gpu::PoolGeom g, CnnImage x, CnnImage y, boo
   }
 }
 
-__global__ void pool_backward_kernel(gpu::PoolGeom g, CnnImage x, CnnImage gy, CnnImage dx, bool cfast) {
+// Max pooling: each window's maximum (a position h * W + w) into am.
+__global__ void pool_argmax_kernel(gpu::PoolGeom g, CnnImage x, CnnImage gy, int32_t* am, bool cfast) {
+  const int64_t total = gpu::cnn_count(gy);
+  for (int64_t t = first_thread(); t < total; t += stride_threads()) {
+    int n, oh, ow, c;
+    gpu::cnn_index(gy, cfast, t, &n, &oh, &ow, &c);
+    am[gpu::pool_am_index(g, n, oh, ow, c)] = gpu::pool_argmax_at(g, x, n, oh, ow, c);
+  }
+}
+
+// dx: a gather over the covering windows (max: through am).
+__global__ void pool_backward_kernel(gpu::PoolGeom g, CnnImage x, CnnImage gy, CnnImage dx, const int32_t* am,
+                                     bool cfast) {
   const int64_t total = gpu::cnn_count(dx);
   for (int64_t t = first_thread(); t < total; t += stride_threads()) {
     int n, h, w, c;
     gpu::cnn_index(dx, cfast, t, &n, &h, &w, &c);
-    gpu::cnn_st(dx.p, dx.type, gpu::cnn_off(dx, n, h, w, c), gpu::pool_backward_at(g, x, gy, n, h, w, c));
+    const double v =
+        g.max ? gpu::pool_max_backward_at(g, am, gy, n, h, w, c) : gpu::pool_backward_at(g, x, gy, n, h, w, c);
+    gpu::cnn_st(dx.p, dx.type, gpu::cnn_off(dx, n, h, w, c), v);
   }
 }
 
@@ -279,9 +293,13 @@ cudaError_t launch_pool_forward(cudaStream_t s, const gpu::PoolGeom& g, const Cn
 }
 
 cudaError_t launch_pool_backward(cudaStream_t s, const gpu::PoolGeom& g, const CnnImage& x, const CnnImage& gy,
-                                 const CnnImage& dx) {
-  const int64_t total = gpu::cnn_count(dx);
-  if (total > 0) pool_backward_kernel<<<grid_for(total), kThreads, 0, s>>>(g, x, gy, dx, gpu::cnn_channels_fast(dx));
+                                 const CnnImage& dx, int32_t* am) {
+  if (g.max && !am) return cudaErrorInvalidValue;
+  const int64_t pooled = gpu::cnn_count(gy), total = gpu::cnn_count(dx);
+  if (g.max && pooled > 0)
+    pool_argmax_kernel<<<grid_for(pooled), kThreads, 0, s>>>(g, x, gy, am, gpu::cnn_channels_fast(gy));
+  if (total > 0)
+    pool_backward_kernel<<<grid_for(total), kThreads, 0, s>>>(g, x, gy, dx, am, gpu::cnn_channels_fast(dx));
   return cudaGetLastError();
 }
 

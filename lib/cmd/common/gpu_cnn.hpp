@@ -98,7 +98,7 @@ NNC_HD int cnn_floor_div(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) 
 // --- pooling (lib/cmd/pool) ------------------------------------------------
 
 struct PoolGeom {
-  int H = 0, W = 0, OH = 0, OW = 0;
+  int H = 0, W = 0, OH = 0, OW = 0, C = 0;
   int KH = 1, KW = 1, SH = 1, SW = 1, PT = 0, PL = 0;
   bool max = true;
 };
@@ -179,6 +179,32 @@ NNC_HD double pool_backward_at(const PoolGeom& g, const CnnImage& x, const CnnIm
         s += gv / win.count();
       }
     }
+  return s;
+}
+
+// Max pooling's backward in two steps, so that a dx element does not scan
+// every window covering it (a global window would cost its area squared):
+// first each window's maximum as a position h * W + w (one thread per
+// pooled element; am packed in (n, oh, ow, c) order), then each dx element
+// sums g over the covering windows whose maximum it is, in CPU_REF's order.
+NNC_HD int64_t pool_am_index(const PoolGeom& g, int n, int oh, int ow, int c) {
+  return ((static_cast<int64_t>(n) * g.OH + oh) * g.OW + ow) * g.C + c;
+}
+NNC_HD int32_t pool_argmax_at(const PoolGeom& g, const CnnImage& x, int n, int oh, int ow, int c) {
+  int bh, bw;
+  pool_argmax(x, pool_window(g, oh, ow), n, c, &bh, &bw);
+  return bh * g.W + bw;
+}
+NNC_HD double pool_max_backward_at(const PoolGeom& g, const int32_t* am, const CnnImage& gy, int n, int h, int w,
+                                   int c) {
+  int oh0, oh1, ow0, ow1;
+  pool_covering(h, g.KH, g.SH, g.PT, g.OH, &oh0, &oh1);
+  pool_covering(w, g.KW, g.SW, g.PL, g.OW, &ow0, &ow1);
+  const int32_t here = h * g.W + w;
+  double s = 0;
+  for (int oh = oh0; oh < oh1; oh++)
+    for (int ow = ow0; ow < ow1; ow++)
+      if (am[pool_am_index(g, n, oh, ow, c)] == here) s += cnn_ld<double>(gy.p, gy.type, cnn_off(gy, n, oh, ow, c));
   return s;
 }
 

@@ -41,7 +41,7 @@ CnnWeights cnn_weights(const conv::Weights& w) {
 
 PoolGeom pool_geom(const pool::Geometry& g, bool max) {
   PoolGeom p;
-  p.H = g.H, p.W = g.W, p.OH = g.OH, p.OW = g.OW;
+  p.H = g.H, p.W = g.W, p.OH = g.OH, p.OW = g.OW, p.C = g.C;
   p.KH = g.KH, p.KW = g.KW, p.SH = g.SH, p.SW = g.SW, p.PT = g.PT, p.PL = g.PL;
   p.max = max;
   return p;

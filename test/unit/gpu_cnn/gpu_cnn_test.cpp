@@ -241,6 +241,22 @@ TEST(GpuCnn, PoolMatchesCpuRefBitForBit) {
             cnn_st(di.p, di.type, cnn_off(di, n, h, w, c), pool_backward_at(pg, xi, gi, n, h, w, c));
           }
           expect_same_bytes(dxk, dx, what + " backward");
+          if (max) {  // the kernels' two steps: every window's maximum, then the gather through them
+            std::vector<int32_t> am(static_cast<size_t>(cnn_count(gi)));
+            for (int n = 0; n < 2; n++)
+              for (int oh = 0; oh < s.OH; oh++)
+                for (int ow = 0; ow < s.OW; ow++)
+                  for (int c = 0; c < 3; c++)
+                    am[pool_am_index(pg, n, oh, ow, c)] = pool_argmax_at(pg, xi, n, oh, ow, c);
+            Tensor dx2(type, img(2, s.H, s.W, 3, nchw), fmt);
+            const CnnImage d2 = cnn_image(nnc::image_of(dx2.t));
+            for (int64_t t = 0; t < cnn_count(d2); t++) {
+              int n, h, w, c;
+              cnn_index(d2, cnn_channels_fast(d2), t, &n, &h, &w, &c);
+              cnn_st(d2.p, d2.type, cnn_off(d2, n, h, w, c), pool_max_backward_at(pg, am.data(), gi, n, h, w, c));
+            }
+            expect_same_bytes(dx2, dx, what + " backward through the maxima");
+          }
         }
 }
 
