@@ -153,6 +153,7 @@ void register_ewgpu(Registry& r);
 void register_gpu_more(Registry& r);  // more_gpu.cpp
 void register_attn_gpu(Registry& r);  // attn_gpu.cpp
 void register_gpu_misc(Registry& r);  // misc_gpu.cpp
+void register_cnn_gpu(Registry& r);  // cnn_gpu.cpp
 void register_cudnn(Registry& r);  // cudnn.cpp (cudnn_none.cpp without cuDNN)
 void register_nccl(Registry& r);   // nccl.cpp (nccl_none.cpp without NCCL)
 void install_nccl_across();        // nccl_across.cpp (nccl_across_none.cpp without NCCL)
@@ -171,6 +172,7 @@ void register_cuda(Registry& r) {
   cuda::register_gpu_more(r);
   cuda::register_attn_gpu(r);
   cuda::register_gpu_misc(r);
+  cuda::register_cnn_gpu(r);
   cuda::register_cudnn(r);
   cuda::register_nccl(r);
   cuda::install_nccl_across();
