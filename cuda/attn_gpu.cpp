@@ -35,6 +35,7 @@
 #include "cuda/cuda.hpp"
 #include "cuda/ewgpu.hpp"
 #include "cuda/flash_kern.hpp"
+#include "cuda/flash_mma_bwd.hpp"
 
 namespace nnc::cuda {
 
@@ -152,7 +153,12 @@ void flash_backward(const attn::Problem& p, const gpu::AttnPlan& a, const gpu::F
   f.dk = p.dk.data, f.dk_view = a.dk;
   f.dv = p.dv.data, f.dv_view = a.dv;
   f.out_type = f.type;
-  c.check(launch_flash_backward(c.s, f));
+  // 16F / 16BF on the tensor-core kernels (flash_mma_bwd.hpp) unless
+  // NNC_GPU_ATTN_MMA=0 or the head sizes are past theirs.
+  gpu::FlashMmaGeom mg;
+  const bool mma = (f.type == kF16 || f.type == kBF16) && gpu::flash_mma_allowed_from_env() &&
+                   gpu::flash_mma_geometry(p.D, p.Dv, &mg);
+  c.check(mma ? launch_flash_mma_backward(c.s, f, mg) : launch_flash_backward(c.s, f));
   c.done();  // while the scratch blocks are alive, as the row path does
 }
 

@@ -462,3 +462,15 @@ cudaError_t launch_flash_backward(cudaStream_t st, const FlashArgs& a) {
 }
 
 }  // namespace nnc::cuda
+
+namespace nnc::cuda {
+
+cudaError_t launch_flash_delta(cudaStream_t st, const FlashArgs& a) {
+  const int64_t rows = static_cast<int64_t>(a.s.B) * a.s.H * a.s.Sq;
+  if (rows == 0) return cudaSuccess;
+  const int64_t warps_per_block = kFlashThreads / 32;
+  flash_delta<<<gpu::flash_grid((rows + warps_per_block - 1) / warps_per_block), kFlashThreads, 0, st>>>(a);
+  return cudaGetLastError();
+}
+
+}  // namespace nnc::cuda

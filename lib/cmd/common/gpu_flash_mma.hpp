@@ -1,0 +1,148 @@
+// The tensor-core (mma.sync.m16n8k16) FlashAttention-2 BACKWARD for 16F and
+// 16BF (cuda/flash_mma_bwd_kernels.cu): geometry, eligibility, work-item maps
+// and the fragment index maps, as host + device inline functions (nvcc
+// compiles this header into the kernels as it is; test/unit/gpu_flash_mma
+// checks them on the CPU). No CUDA headers, no .cpp.
+//
+// The algorithm is the scalar flash backward's (gpu_flash.hpp: delta = dO . O
+// first, then dk / dv per key tile over the query tiles that see it, then dq
+// per query tile over the key tiles: no atomics, deterministic), with every
+// tile product on tensor cores (fp16 / bf16 operands, fp32 accumulators):
+//   dk / dv: one block of kFlashMmaWarps warps per (b, kv head, kFlashMmaKeys
+//     keys), warp w owning keys j0 + 16 w .. + 15. For each query head of the
+//     group and each tile of kv_q_tile query rows that can see the keys:
+//       S^T  (16 keys x q_tile) = K_w Q^T     (A: the warp's K rows, B(d, i) = Q[i][d])
+//       dP^T (16 keys x q_tile) = V_w dO^T
+//       P^T = exp(S^T scale (+ mask) - lse_i), dS^T = P^T (dP^T - delta_i) scale
+//         (attn_score_finish, attn_prob, flash_ds: CPU_REF's causal and mask rules)
+//       dV_w += P^T dO,  dK_w += dS^T Q       (A: P^T / dS^T from the accumulators,
+//                                              rounded to 16 bits; B(i, d) = dO[i][d], Q[i][d])
+//   dq: one block of kFlashMmaWarps warps per (b, h, kFlashMmaRows query rows),
+//     warp w owning rows i0 + 16 w .. + 15, over tiles of dq_k_tile keys:
+//       S = Q_w K^T, dP = dO_w V^T, dS as above, dQ_w += dS K.
+// The accumulators of a product are per lane (documented fragment layout,
+// cuda/mma.cuh): lane 4 g + t holds C[g][2t, 2t+1] and C[g+8][2t, 2t+1] of each
+// n8 tile, so the softmax and ds are computed element by element with the
+// (row, column) known; two adjacent n8 accumulator tiles are the A fragment
+// of the next product (flash_mma_c2a_*).
+// Shared memory: tiles as 16-bit values (the bits of the input type) with the
+// head zero-padded to Dp = D rounded up to 16 (and Dvp), past the sequence
+// ends zero; row strides Dp + 8 halves (16 bytes of padding: the fragment
+// loads of a warp, 8 rows x 4 words, fall in 32 different banks); lse and
+// delta of a dk / dv query tile as floats. More than 48 KiB (heads above 64)
+// needs the launch's cudaFuncAttributeMaxDynamicSharedMemorySize opt-in (up
+// to 227 KiB on sm_90).
+#pragma once
+
+#include <cstdint>
+
+#include "cmd/common/gpu_attn.hpp"
+
+namespace nnc::gpu {
+
+constexpr int kFlashMmaWarps = 4;
+constexpr int kFlashMmaThreads = kFlashMmaWarps * 32;
+constexpr int kFlashMmaKeys = 16 * kFlashMmaWarps;  // keys per dk / dv block
+constexpr int kFlashMmaRows = 16 * kFlashMmaWarps;  // query rows per dq block
+constexpr int kFlashMmaMaxHead = 128;               // D and Dv up to this
+constexpr int64_t kFlashMmaDefaultShmem = int64_t{48} << 10;  // without the opt-in
+constexpr int64_t kFlashMmaMaxShmem = int64_t{227} << 10;     // sm_90's per-block limit with it
+
+// A head size rounded up to the k16 of the product.
+NNC_HD int flash_mma_pad(int n) { return (n + 15) / 16 * 16; }
+// The compile-time bucket of the register accumulators (columns of the
+// padded heads): 32, 64 or 128.
+NNC_HD int flash_mma_bucket(int D, int Dv) {
+  const int m = flash_mma_pad(D > Dv ? D : Dv);
+  return m <= 32 ? 32 : m <= 64 ? 64 : 128;
+}
+// Query rows per dk / dv tile for a bucket: 64, or 32 for heads above 64
+// (the dK and dV accumulators, 2 x 64 floats a lane, leave room for S^T and
+// dP^T of 32 rows only).
+NNC_HD constexpr int flash_mma_kv_q_tile(int bucket) { return bucket > 64 ? 32 : 64; }
+// Keys per dq tile.
+NNC_HD constexpr int flash_mma_dq_k_tile(int /*bucket*/) { return 64; }
+
+// The shared-memory layouts (byte offsets from the start of the dynamic
+// shared memory) and sizes.
+struct FlashMmaGeom {
+  int D = 0, Dv = 0, Dp = 0, Dvp = 0, bucket = 32;
+  int ks = 0, vs = 0;  // row strides in halves of q / k tiles (Dp + 8) and v / dO tiles (Dvp + 8)
+  // dq: [kFlashMmaRows] q, dO; [dq_k_tile] k, v.
+  int dq_k_tile = 0;
+  int dq_q = 0, dq_do = 0, dq_k = 0, dq_v = 0, dq_bytes = 0;
+  // dk / dv: [kFlashMmaKeys] k, v; [kv_q_tile] q, dO (halves), lse, delta (floats).
+  int kv_q_tile = 0;
+  int kv_k = 0, kv_v = 0, kv_q = 0, kv_do = 0, kv_l = 0, kv_dl = 0, kv_bytes = 0;
+};
+
+NNC_HD int flash_mma_stride(int padded) { return padded + 8; }
+
+// The geometry for head sizes D, Dv (1 .. kFlashMmaMaxHead); false outside.
+inline bool flash_mma_geometry(int D, int Dv, FlashMmaGeom* g) {
+  if (D < 1 || Dv < 1 || D > kFlashMmaMaxHead || Dv > kFlashMmaMaxHead) return false;
+  FlashMmaGeom x;
+  x.D = D, x.Dv = Dv, x.Dp = flash_mma_pad(D), x.Dvp = flash_mma_pad(Dv), x.bucket = flash_mma_bucket(D, Dv);
+  x.ks = flash_mma_stride(x.Dp), x.vs = flash_mma_stride(x.Dvp);
+  x.dq_k_tile = flash_mma_dq_k_tile(x.bucket);
+  x.dq_q = 0;
+  x.dq_do = x.dq_q + kFlashMmaRows * x.ks * 2;
+  x.dq_k = x.dq_do + kFlashMmaRows * x.vs * 2;
+  x.dq_v = x.dq_k + x.dq_k_tile * x.ks * 2;
+  x.dq_bytes = x.dq_v + x.dq_k_tile * x.vs * 2;
+  x.kv_q_tile = flash_mma_kv_q_tile(x.bucket);
+  x.kv_k = 0;
+  x.kv_v = x.kv_k + kFlashMmaKeys * x.ks * 2;
+  x.kv_q = x.kv_v + kFlashMmaKeys * x.vs * 2;
+  x.kv_do = x.kv_q + x.kv_q_tile * x.ks * 2;
+  x.kv_l = x.kv_do + x.kv_q_tile * x.vs * 2;
+  x.kv_dl = x.kv_l + x.kv_q_tile * 4;
+  x.kv_bytes = x.kv_dl + x.kv_q_tile * 4;
+  if (x.dq_bytes > kFlashMmaMaxShmem || x.kv_bytes > kFlashMmaMaxShmem) return false;
+  *g = x;
+  return true;
+}
+
+// Work items. dq: (b, h, query tile of kFlashMmaRows) with the query tiles of
+// a (b, h) last first (under a causal mask the longest rows start first);
+// dk / dv: (b, kv head, key tile of kFlashMmaKeys).
+NNC_HD int64_t flash_mma_row_tiles(const AttnShape& s) {
+  return static_cast<int64_t>(s.B) * s.H * ((s.Sq + kFlashMmaRows - 1) / kFlashMmaRows);
+}
+NNC_HD void flash_mma_row_tile(const AttnShape& s, int64_t w, int* b, int* h, int* i0) {
+  const int64_t nt = (s.Sq + kFlashMmaRows - 1) / kFlashMmaRows;
+  const int64_t bh = w / nt;
+  *i0 = static_cast<int>(nt - 1 - w % nt) * kFlashMmaRows;
+  *b = static_cast<int>(bh / s.H);
+  *h = static_cast<int>(bh % s.H);
+}
+NNC_HD int64_t flash_mma_key_tiles(const AttnShape& s) {
+  return static_cast<int64_t>(s.B) * s.Hk * ((s.Sk + kFlashMmaKeys - 1) / kFlashMmaKeys);
+}
+NNC_HD void flash_mma_key_tile(const AttnShape& s, int64_t w, int* b, int* hk, int* j0) {
+  const int64_t nt = (s.Sk + kFlashMmaKeys - 1) / kFlashMmaKeys;
+  const int64_t bh = w / nt;
+  *j0 = static_cast<int>(w % nt) * kFlashMmaKeys;
+  *b = static_cast<int>(bh / s.Hk);
+  *hk = static_cast<int>(bh % s.Hk);
+}
+
+// The fragment layout of mma.m16n8k16 (cuda/mma.cuh) for lane = 4 g + t.
+// A (16 x 16): register r (0..3) holds row flash_mma_a_row, columns
+// flash_mma_a_col and + 1.
+NNC_HD int flash_mma_a_row(int lane, int r) { return (lane >> 2) + 8 * (r & 1); }
+NNC_HD int flash_mma_a_col(int lane, int r) { return 2 * (lane & 3) + 8 * (r >> 1); }
+// B (16 x 8): register r (0..1) holds rows (k) flash_mma_b_k and + 1 of
+// column (n) flash_mma_b_n.
+NNC_HD int flash_mma_b_k(int lane, int r) { return 2 * (lane & 3) + 8 * r; }
+NNC_HD int flash_mma_b_n(int lane) { return lane >> 2; }
+// C / D (16 x 8): element e (0..3) is (flash_mma_c_row, flash_mma_c_col).
+NNC_HD int flash_mma_c_row(int lane, int e) { return (lane >> 2) + 8 * (e >> 1); }
+NNC_HD int flash_mma_c_col(int lane, int e) { return 2 * (lane & 3) + (e & 1); }
+// Accumulators -> A: the 16 x 16 A of k-step kk is the accumulator n8 tiles
+// 2 kk and 2 kk + 1 side by side; register r is the pair of elements
+// (flash_mma_c2a_elem(r), + 1) of tile 2 kk + flash_mma_c2a_tile(r) (same lane).
+NNC_HD int flash_mma_c2a_tile(int r) { return r >> 1; }
+NNC_HD int flash_mma_c2a_elem(int r) { return 2 * (r & 1); }
+
+}  // namespace nnc::gpu
