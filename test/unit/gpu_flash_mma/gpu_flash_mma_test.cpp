@@ -1,0 +1,235 @@
+// gpu_flash_mma.hpp on the CPU (no GPU needed): the tensor-core flash
+// backward's shared-memory layouts for every head pair D, Dv in 1 .. 128
+// (padded heads, disjoint 4-byte-aligned regions within sm_90's 227 KiB, and
+// within the default 48 KiB up to heads of 64), its refusals, the work items
+// (each query row and key in exactly one), and the fragment index maps: equal
+// to the PTX ISA's documented mma.m16n8k16 layout (written out here from the
+// documentation, independently of the header), each matrix element held by
+// exactly one (lane, register, half), the accumulator -> A conversion taking
+// the same element, a CPU replay of a 16 x 16 x 16 product through the maps,
+// and the shared-memory fragment loads of a warp free of bank conflicts for
+// every padded stride.
+#include "cmd/common/gpu_flash_mma.hpp"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+#include <vector>
+
+namespace g = nnc::gpu;
+
+namespace {
+
+TEST(GpuFlashMma, GeometryForEveryHeadPair) {
+  for (int D = 1; D <= g::kFlashMmaMaxHead; D++)
+    for (int Dv = 1; Dv <= g::kFlashMmaMaxHead; Dv++) {
+      g::FlashMmaGeom x;
+      ASSERT_TRUE(g::flash_mma_geometry(D, Dv, &x)) << D << " " << Dv;
+      ASSERT_EQ(x.Dp % 16, 0);
+      ASSERT_TRUE(x.Dp >= D && x.Dp < D + 16);
+      ASSERT_EQ(x.Dvp % 16, 0);
+      ASSERT_TRUE(x.Dvp >= Dv && x.Dvp < Dv + 16);
+      ASSERT_TRUE(x.bucket >= x.Dp && x.bucket >= x.Dvp) << D << " " << Dv;  // the register tiles cover the heads
+      ASSERT_TRUE(x.bucket == 32 || x.bucket == 64 || x.bucket == 128);
+      ASSERT_EQ(x.ks % 2, 0);  // rows start 4-byte aligned (paired loads)
+      ASSERT_EQ(x.vs % 2, 0);
+      ASSERT_GE(x.ks, x.Dp);
+      ASSERT_GE(x.vs, x.Dvp);
+      // dq: q, dO [64 rows], k, v [dq_k_tile rows], in order, disjoint, aligned.
+      const int dq[5] = {x.dq_q, x.dq_do, x.dq_k, x.dq_v, x.dq_bytes};
+      const int dq_len[4] = {g::kFlashMmaRows * x.ks * 2, g::kFlashMmaRows * x.vs * 2, x.dq_k_tile * x.ks * 2,
+                             x.dq_k_tile * x.vs * 2};
+      ASSERT_EQ(dq[0], 0);
+      for (int r = 0; r < 4; r++) {
+        ASSERT_EQ(dq[r] % 16, 0) << r;
+        ASSERT_EQ(dq[r + 1], dq[r] + dq_len[r]) << r;
+      }
+      const int kv[7] = {x.kv_k, x.kv_v, x.kv_q, x.kv_do, x.kv_l, x.kv_dl, x.kv_bytes};
+      const int kv_len[6] = {g::kFlashMmaKeys * x.ks * 2, g::kFlashMmaKeys * x.vs * 2, x.kv_q_tile * x.ks * 2,
+                             x.kv_q_tile * x.vs * 2, x.kv_q_tile * 4, x.kv_q_tile * 4};
+      ASSERT_EQ(kv[0], 0);
+      for (int r = 0; r < 6; r++) {
+        ASSERT_EQ(kv[r] % 16, 0) << r;
+        ASSERT_EQ(kv[r + 1], kv[r] + kv_len[r]) << r;
+      }
+      ASSERT_LE(x.dq_bytes, g::kFlashMmaMaxShmem);
+      ASSERT_LE(x.kv_bytes, g::kFlashMmaMaxShmem);
+      if (x.bucket <= 64) {  // no opt-in needed
+        ASSERT_LE(x.dq_bytes, g::kFlashMmaDefaultShmem) << D << " " << Dv;
+        ASSERT_LE(x.kv_bytes, g::kFlashMmaDefaultShmem) << D << " " << Dv;
+      }
+      // The products' tiles: k steps of 16 along the query / key tiles.
+      ASSERT_EQ(x.kv_q_tile % 16, 0);
+      ASSERT_EQ(x.dq_k_tile % 16, 0);
+    }
+  g::FlashMmaGeom x;
+  EXPECT_FALSE(g::flash_mma_geometry(0, 8, &x));
+  EXPECT_FALSE(g::flash_mma_geometry(8, 0, &x));
+  EXPECT_FALSE(g::flash_mma_geometry(129, 8, &x));
+  EXPECT_FALSE(g::flash_mma_geometry(8, 129, &x));
+  EXPECT_TRUE(g::flash_mma_geometry(128, 128, &x));
+  EXPECT_EQ(x.dq_bytes, 4 * 64 * 136 * 2);                    // 69632: needs the opt-in
+  EXPECT_EQ(x.kv_bytes, 2 * 64 * 136 * 2 + 2 * 32 * 136 * 2 + 2 * 32 * 4);
+}
+
+TEST(GpuFlashMma, WorkItemsCoverEachRowAndKeyOnce) {
+  for (const auto& dims : std::vector<std::vector<int>>{{1, 1, 1, 1, 1}, {2, 70, 130, 4, 2}, {3, 64, 64, 1, 1},
+                                                        {1, 129, 65, 3, 3}, {2, 1, 200, 2, 1}}) {
+    g::AttnShape s;
+    s.B = dims[0], s.Sq = dims[1], s.Sk = dims[2], s.H = dims[3], s.Hk = dims[4];
+    std::vector<int> rows(static_cast<size_t>(s.B) * s.H * s.Sq, 0), keys(static_cast<size_t>(s.B) * s.Hk * s.Sk, 0);
+    for (int64_t w = 0; w < g::flash_mma_row_tiles(s); w++) {
+      int b, h, i0;
+      g::flash_mma_row_tile(s, w, &b, &h, &i0);
+      ASSERT_TRUE(b >= 0 && b < s.B && h >= 0 && h < s.H && i0 >= 0 && i0 < s.Sq && i0 % g::kFlashMmaRows == 0);
+      for (int i = i0; i < i0 + g::kFlashMmaRows && i < s.Sq; i++) rows[(static_cast<size_t>(b) * s.H + h) * s.Sq + i]++;
+    }
+    for (int64_t w = 0; w < g::flash_mma_key_tiles(s); w++) {
+      int b, hk, j0;
+      g::flash_mma_key_tile(s, w, &b, &hk, &j0);
+      ASSERT_TRUE(b >= 0 && b < s.B && hk >= 0 && hk < s.Hk && j0 >= 0 && j0 < s.Sk && j0 % g::kFlashMmaKeys == 0);
+      for (int j = j0; j < j0 + g::kFlashMmaKeys && j < s.Sk; j++)
+        keys[(static_cast<size_t>(b) * s.Hk + hk) * s.Sk + j]++;
+    }
+    for (int c : rows) ASSERT_EQ(c, 1);
+    for (int c : keys) ASSERT_EQ(c, 1);
+  }
+}
+
+// The PTX ISA's layout for mma.m16n8k16 with .f16 / .bf16 A, B and .f32 C / D
+// ("Matrix Fragments for mma.m16n8k16 with floating point type"), lane =
+// 4 groupID + threadID_in_group: A: row = groupID for a0, a1, a4, a5 and
+// groupID + 8 for a2, a3, a6, a7; col = 2 threadID + (i & 1) for a0..a3 and
+// + 8 for a4..a7 (ai: the i-th 16-bit element, two per register). B: row
+// (k) = 2 threadID + (i & 1) for b0, b1 and + 8 for b2, b3; col (n) = groupID.
+// C: row = groupID for c0, c1, groupID + 8 for c2, c3; col = 2 threadID + (i & 1).
+TEST(GpuFlashMma, FragmentMapsFollowThePtxLayout) {
+  for (int lane = 0; lane < 32; lane++) {
+    const int gid = lane >> 2, tid = lane & 3;
+    for (int i = 0; i < 8; i++) {  // A's 16-bit elements: register i / 2, half i % 2
+      const int r = i / 2, h = i % 2;
+      const int row = (i == 2 || i == 3 || i == 6 || i == 7) ? gid + 8 : gid;
+      const int col = 2 * tid + (i & 1) + (i >= 4 ? 8 : 0);
+      EXPECT_EQ(g::flash_mma_a_row(lane, r), row) << lane << " " << i;
+      EXPECT_EQ(g::flash_mma_a_col(lane, r) + h, col) << lane << " " << i;
+    }
+    for (int i = 0; i < 4; i++) {
+      EXPECT_EQ(g::flash_mma_b_k(lane, i / 2) + i % 2, 2 * tid + (i & 1) + (i >= 2 ? 8 : 0));
+      EXPECT_EQ(g::flash_mma_b_n(lane), gid);
+      EXPECT_EQ(g::flash_mma_c_row(lane, i), i < 2 ? gid : gid + 8);
+      EXPECT_EQ(g::flash_mma_c_col(lane, i), 2 * tid + (i & 1));
+    }
+  }
+}
+
+TEST(GpuFlashMma, EachElementHeldOnceAndAccumulatorsBecomeA) {
+  std::set<int> a, b, c;
+  for (int lane = 0; lane < 32; lane++) {
+    for (int r = 0; r < 4; r++)
+      for (int h = 0; h < 2; h++) a.insert(g::flash_mma_a_row(lane, r) * 16 + g::flash_mma_a_col(lane, r) + h);
+    for (int r = 0; r < 2; r++)
+      for (int h = 0; h < 2; h++) b.insert((g::flash_mma_b_k(lane, r) + h) * 8 + g::flash_mma_b_n(lane));
+    for (int e = 0; e < 4; e++) c.insert(g::flash_mma_c_row(lane, e) * 8 + g::flash_mma_c_col(lane, e));
+    // A of k-step kk from accumulator tiles 2 kk, 2 kk + 1 (16 x 8 each, side
+    // by side = 16 x 16): register r, half h of the lane is the lane's own
+    // element c2a_elem(r) + h of tile 2 kk + c2a_tile(r) at the same (row, column).
+    for (int r = 0; r < 4; r++)
+      for (int h = 0; h < 2; h++) {
+        const int tile = g::flash_mma_c2a_tile(r), e = g::flash_mma_c2a_elem(r) + h;
+        ASSERT_TRUE(tile == 0 || tile == 1);
+        ASSERT_TRUE(e >= 0 && e < 4);
+        EXPECT_EQ(g::flash_mma_c_row(lane, e), g::flash_mma_a_row(lane, r)) << lane << " " << r;
+        EXPECT_EQ(8 * tile + g::flash_mma_c_col(lane, e), g::flash_mma_a_col(lane, r) + h) << lane << " " << r;
+      }
+  }
+  EXPECT_EQ(a.size(), 256u);
+  EXPECT_EQ(b.size(), 128u);
+  EXPECT_EQ(c.size(), 128u);
+}
+
+// C = A B (16 x 16 by 16 x 16, two n8 tiles) through the maps, as a warp of
+// mma.m16n8k16 would compute it: gather A and B from the lanes' fragments,
+// each lane's accumulators; then the two accumulator tiles become the A of
+// a second product (the kernels' P -> dV step) E = C F.
+TEST(GpuFlashMma, ProductReplayedThroughTheMaps) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> u(-8, 8);
+  float A[16][16], B[16][16], F[16][8];
+  for (auto& r : A)
+    for (float& x : r) x = u(rng) / 8.f;
+  for (auto& r : B)
+    for (float& x : r) x = u(rng) / 8.f;
+  for (auto& r : F)
+    for (float& x : r) x = u(rng) / 8.f;
+  // Fragments per lane (floats instead of 16-bit pairs).
+  auto mma = [](const float (&af)[32][8], const float (&bf)[32][4], float (&cf)[32][4]) {
+    float a[16][16], b[16][8];
+    for (int lane = 0; lane < 32; lane++) {
+      for (int r = 0; r < 4; r++)
+        for (int h = 0; h < 2; h++) a[g::flash_mma_a_row(lane, r)][g::flash_mma_a_col(lane, r) + h] = af[lane][2 * r + h];
+      for (int r = 0; r < 2; r++)
+        for (int h = 0; h < 2; h++) b[g::flash_mma_b_k(lane, r) + h][g::flash_mma_b_n(lane)] = bf[lane][2 * r + h];
+    }
+    for (int lane = 0; lane < 32; lane++)
+      for (int e = 0; e < 4; e++) {
+        float s = cf[lane][e];
+        for (int k = 0; k < 16; k++) s += a[g::flash_mma_c_row(lane, e)][k] * b[k][g::flash_mma_c_col(lane, e)];
+        cf[lane][e] = s;
+      }
+  };
+  float af[32][8], bf[2][32][4], cf[2][32][4] = {}, ff[32][4], ef[32][4] = {}, caf[32][8];
+  for (int lane = 0; lane < 32; lane++) {
+    for (int r = 0; r < 4; r++)
+      for (int h = 0; h < 2; h++) af[lane][2 * r + h] = A[g::flash_mma_a_row(lane, r)][g::flash_mma_a_col(lane, r) + h];
+    for (int nt = 0; nt < 2; nt++)
+      for (int r = 0; r < 2; r++)
+        for (int h = 0; h < 2; h++)
+          bf[nt][lane][2 * r + h] = B[g::flash_mma_b_k(lane, r) + h][8 * nt + g::flash_mma_b_n(lane)];
+    for (int r = 0; r < 2; r++)
+      for (int h = 0; h < 2; h++) ff[lane][2 * r + h] = F[g::flash_mma_b_k(lane, r) + h][g::flash_mma_b_n(lane)];
+  }
+  for (int nt = 0; nt < 2; nt++) mma(af, bf[nt], cf[nt]);
+  for (int lane = 0; lane < 32; lane++)
+    for (int r = 0; r < 4; r++)
+      for (int h = 0; h < 2; h++)
+        caf[lane][2 * r + h] = cf[g::flash_mma_c2a_tile(r)][lane][g::flash_mma_c2a_elem(r) + h];
+  mma(caf, ff, ef);
+  double C[16][16] = {}, E[16][8] = {};
+  for (int i = 0; i < 16; i++)
+    for (int j = 0; j < 16; j++)
+      for (int k = 0; k < 16; k++) C[i][j] += static_cast<double>(A[i][k]) * B[k][j];
+  for (int i = 0; i < 16; i++)
+    for (int j = 0; j < 8; j++)
+      for (int k = 0; k < 16; k++) E[i][j] += C[i][k] * F[k][j];
+  for (int lane = 0; lane < 32; lane++)
+    for (int e = 0; e < 4; e++) {
+      const int row = g::flash_mma_c_row(lane, e), col = g::flash_mma_c_col(lane, e);
+      for (int nt = 0; nt < 2; nt++) EXPECT_EQ(cf[nt][lane][e], C[row][8 * nt + col]);  // exact: multiples of 1/64
+      EXPECT_EQ(ef[lane][e], E[row][col]);
+    }
+}
+
+// The kernels' 32-bit fragment loads from a row-major 16-bit tile with row
+// stride `stride` halves: A (row, col pair) and the transposed B (n row,
+// k pair) touch word row * stride / 2 + col / 2; for each register the 32
+// lanes hit 32 different banks for every padded stride of the geometry.
+TEST(GpuFlashMma, FragmentLoadsAreFreeOfBankConflicts) {
+  for (int padded = 16; padded <= g::kFlashMmaMaxHead; padded += 16) {
+    const int stride = g::flash_mma_stride(padded);
+    for (int r = 0; r < 4; r++) {
+      std::set<int> banks;
+      for (int lane = 0; lane < 32; lane++)
+        banks.insert(((g::flash_mma_a_row(lane, r) * stride + g::flash_mma_a_col(lane, r)) / 2) % 32);
+      EXPECT_EQ(banks.size(), 32u) << "A, stride " << stride << ", register " << r;
+    }
+    for (int r = 0; r < 2; r++) {
+      std::set<int> banks;
+      for (int lane = 0; lane < 32; lane++)
+        banks.insert(((g::flash_mma_b_n(lane) * stride + g::flash_mma_b_k(lane, r)) / 2) % 32);
+      EXPECT_EQ(banks.size(), 32u) << "B, stride " << stride << ", register " << r;
+    }
+  }
+}
+
+}  // namespace
