@@ -51,9 +51,40 @@ __device__ __forceinline__ void store_any(void* p, int64_t o, int type, float v)
 // rows x npad 16-bit values (T's bits) into dst (row stride `stride` halves):
 // element (r, d) is x(b, row0 + r, head, d) (of GpuType xtype) for
 // row0 + r < limit and d < n, else 0. Consecutive threads take consecutive d.
+// 16 bytes from src to dst (both 16-byte aligned).
+__device__ __forceinline__ void copy16(uint16_t* dst, const uint16_t* src) {
+#if defined(NNC_GPU_EMU)
+  std::memcpy(dst, src, 16);
+#else
+  *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+#endif
+}
+__device__ __forceinline__ void zero16(uint16_t* dst) {
+#if defined(NNC_GPU_EMU)
+  std::memset(dst, 0, 16);
+#else
+  *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
+#endif
+}
+
 template <class T>
 __device__ __forceinline__ void load_tile16(uint16_t* dst, int stride, int rows, int n, int npad, const void* x,
                                             const AttnView& xv, int xtype, int b, int row0, int head, int limit) {
+  // Runs of 8 (16 bytes) when the operand is of type T with rows of whole,
+  // 16-byte aligned runs (dst rows are: stride and the regions are multiples
+  // of 8 halves, npad of 16).
+  if (xtype == kTypeCode<T> && xv.sd == 1 && n % 8 == 0 && xv.ss % 8 == 0 && xv.sh % 8 == 0 && xv.sb % 8 == 0 &&
+      (reinterpret_cast<uintptr_t>(x) & 15) == 0) {
+    const int runs = npad / 8, count = rows * runs;
+    for (int e = threadIdx.x; e < count; e += blockDim.x) {
+      const int r = e / runs, d = 8 * (e - r * runs), row = row0 + r;
+      if (row < limit && d < n)
+        copy16(dst + r * stride + d, static_cast<const uint16_t*>(x) + gpu::attn_off(xv, b, row, head, d));
+      else
+        zero16(dst + r * stride + d);
+    }
+    return;
+  }
   const int count = rows * npad;
   for (int e = threadIdx.x; e < count; e += blockDim.x) {
     const int r = e / npad, d = e - r * npad, row = row0 + r;
