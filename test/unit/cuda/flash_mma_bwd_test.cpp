@@ -99,6 +99,34 @@ TEST(FlashMmaBwd, WideHeadsFallBackToTheScalarKernels) {
   check_case(Case(1, 19, 23, 1, 1, 160, 16), CCV_16F, true, rng);
 }
 
+// Each of dq, dk, dv alone (the others stay as they were, equal on both
+// sides): the dq kernel alone, or the dk / dv kernel storing one of the two.
+TEST(FlashMmaBwd, F16EachGradientAlone) {
+  NNC_REQUIRE_GPU();
+  EnvGuard flash("NNC_GPU_ATTN_FLASH", "1");
+  EnvGuard mma("NNC_GPU_ATTN_MMA", nullptr);
+  std::mt19937 rng(4107);
+  const Case c = mma_cases()[1];
+  const int dt = CCV_16F;
+  const float tol = bwd_tol(dt);
+  for (int which = 0; which < 3; which++) {
+    SCOPED_TRACE(which);
+    Inputs in(c, dt, rng);
+    BothPtr o = both({c.shape(c.Sq, c.H, c.Dv), false, dt}, rng), lse = both({c.lse_shape(), false, CCV_32F}, rng);
+    run_both(c.cmd(FWD), {in.q.get(), in.k.get(), in.v.get(), in.mask.get()}, {o.get(), lse.get()}, "forward");
+    BothPtr dq = both({c.shape(c.Sq, c.H, c.D), false, dt}, rng), dk = both({c.shape(c.Sk, c.Hk, c.D), false, dt}, rng),
+            dv = both({c.shape(c.Sk, c.Hk, c.Dv), false, dt}, rng);
+    run_both(c.cmd(BWD),
+             {in.g.get(), nullptr, nullptr, in.q.get(), in.k.get(), in.v.get(), in.mask.get(), nullptr, nullptr,
+              o.get(), lse.get()},
+             {which == 0 ? dq.get() : nullptr, which == 1 ? dk.get() : nullptr, which == 2 ? dv.get() : nullptr},
+             "backward");
+    dq->expect_close(tol, tol, "dq");
+    dk->expect_close(tol, tol, "dk");
+    dv->expect_close(tol, tol, "dv");
+  }
+}
+
 // dq, dk, dv of one backward (16F) from the given saved o / lse under
 // NNC_GPU_ATTN_MMA=`mma`, as packed 32F CPU tensors.
 std::vector<Owned> backward_run(const Case& c, const Inputs& in, const Owned& o, const Owned& lse, const char* mma) {
