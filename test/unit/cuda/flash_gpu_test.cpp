@@ -30,7 +30,10 @@
 // difference, ~2^-11 |dO| |o| sqrt(Dv), passes into ds scaled by p), and lse
 // when saved as fp16 is one of two roundings (up to 2^-8 absolute for lse
 // in [4, 8), i.e. p off by 0.4%): so 4e-3 + 4e-3 |cpu| forward and
-// 1e-2 + 1e-2 |cpu| backward (gradients up to a few units).
+// 1e-2 + 1e-2 |cpu| backward (gradients up to a few units). The 16F backward
+// runs on the tensor-core kernels (flash_mma_bwd_test.cpp), which round p and
+// ds to fp16 before their products: at most 2^-11 of each term more, i.e.
+// 2^-11 of the sum of |terms| (a few units here: ~1e-3, random in sign).
 #include <gtest/gtest.h>
 
 #include <cmath>
