@@ -167,8 +167,8 @@ __device__ __forceinline__ void mma_abt(float (&c)[N][4], const uint16_t* a, int
 // acc[nt] += A B for nt < ntiles (of N), A the k-step kk fragment, B(k, n) =
 // m[16 kk + k][8 nt + n].
 template <class T, int N>
-__device__ __forceinline__ void mma_acc_kn(float (&acc)[N][4], const uint32_t (&af)[4], const uint16_t* m,
-                                           int stride, int kk, int ntiles, int lane) {
+__device__ __forceinline__ void mma_acc_kn(float (&acc)[N][4], const uint32_t (&af)[4], const uint16_t* m, int stride,
+                                           int kk, int ntiles, int lane) {
 #pragma unroll
   for (int nt = 0; nt < N; nt++)
     if (nt < ntiles) {
@@ -182,9 +182,9 @@ __device__ __forceinline__ void mma_acc_kn(float (&acc)[N][4], const uint32_t (&
 // 16 w .. 16 w + 15 of the tile, over the key tiles the rows can see.
 template <class T, int DM>
 __global__ void flash_mma_dq(FlashArgs a, FlashMmaGeom g) {
-  constexpr int NT = DM / 8;                              // n8 tiles of the lane's dQ
-  constexpr int BK = gpu::flash_mma_dq_k_tile(DM);        // keys per tile
-  constexpr int ST = BK / 8;                              // n8 tiles of S, dP
+  constexpr int NT = DM / 8;                        // n8 tiles of the lane's dQ
+  constexpr int BK = gpu::flash_mma_dq_k_tile(DM);  // keys per tile
+  constexpr int ST = BK / 8;                        // n8 tiles of S, dP
   extern __shared__ __align__(16) unsigned char fmsm[];
   const AttnShape& s = a.s;
   uint16_t* sq = reinterpret_cast<uint16_t*>(fmsm + g.dq_q);
@@ -260,9 +260,9 @@ __global__ void flash_mma_dq(FlashArgs a, FlashMmaGeom g) {
 // query tiles that can see the keys.
 template <class T, int DM>
 __global__ void flash_mma_dkdv(FlashArgs a, FlashMmaGeom g) {
-  constexpr int NT = DM / 8;                          // n8 tiles of the lane's dK, dV
-  constexpr int BQ = gpu::flash_mma_kv_q_tile(DM);    // query rows per tile
-  constexpr int ST = BQ / 8;                          // n8 tiles of S^T, dP^T
+  constexpr int NT = DM / 8;                        // n8 tiles of the lane's dK, dV
+  constexpr int BQ = gpu::flash_mma_kv_q_tile(DM);  // query rows per tile
+  constexpr int ST = BQ / 8;                        // n8 tiles of S^T, dP^T
   extern __shared__ __align__(16) unsigned char fmsm[];
   const AttnShape& s = a.s;
   uint16_t* sk = reinterpret_cast<uint16_t*>(fmsm + g.kv_k);

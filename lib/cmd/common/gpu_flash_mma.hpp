@@ -42,9 +42,9 @@ namespace nnc::gpu {
 
 constexpr int kFlashMmaWarps = 4;
 constexpr int kFlashMmaThreads = kFlashMmaWarps * 32;
-constexpr int kFlashMmaKeys = 16 * kFlashMmaWarps;  // keys per dk / dv block
-constexpr int kFlashMmaRows = 16 * kFlashMmaWarps;  // query rows per dq block
-constexpr int kFlashMmaMaxHead = 128;               // D and Dv up to this
+constexpr int kFlashMmaKeys = 16 * kFlashMmaWarps;            // keys per dk / dv block
+constexpr int kFlashMmaRows = 16 * kFlashMmaWarps;            // query rows per dq block
+constexpr int kFlashMmaMaxHead = 128;                         // D and Dv up to this
 constexpr int64_t kFlashMmaDefaultShmem = int64_t{48} << 10;  // without the opt-in
 constexpr int64_t kFlashMmaMaxShmem = int64_t{227} << 10;     // sm_90's per-block limit with it
 

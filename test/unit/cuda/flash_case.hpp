@@ -21,7 +21,7 @@
 namespace nnc_gpu_test::flash {
 
 inline constexpr uint32_t FWD = CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_FORWARD,
-                   BWD = CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD;
+                          BWD = CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD;
 
 // Sets an environment variable for a scope, restoring what was there.
 class EnvGuard {

@@ -46,9 +46,9 @@
 #include <string>
 #include <vector>
 
+#include "flash_case.hpp"
 #include "gpu.hpp"
 #include "gpu_pair.hpp"
-#include "flash_case.hpp"
 
 using namespace nnc_gpu_test;
 using namespace nnc_gpu_test::flash;

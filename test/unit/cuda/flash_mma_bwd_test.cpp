@@ -30,6 +30,8 @@
 // (fp32 throughout) within 1e-4 (A + |ref|) + 1e-6. A misplaced fragment
 // element, a wrong tile edge or a causal bound off by one moves whole terms
 // (far more than u of the sum).
+#include "cuda/flash_mma_bwd.hpp"
+
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -41,7 +43,6 @@
 #include <string>
 #include <vector>
 
-#include "cuda/flash_mma_bwd.hpp"
 #include "cuda/stream.hpp"
 #include "flash_case.hpp"
 #include "gpu.hpp"
@@ -189,7 +190,8 @@ TEST(FlashMmaBwd, F16AgreesWithTheScalarKernels) {
           ADD_FAILURE() << names[x] << ": element " << i << " is " << a << " on tensor cores, " << b << " scalar";
       }
       EXPECT_EQ(bad, 0u) << names[x];
-      EXPECT_EQ(std::memcmp(mma[x]->data.f32, again[x]->data.f32, n * sizeof(float)), 0) << names[x] << ": reruns differ";
+      EXPECT_EQ(std::memcmp(mma[x]->data.f32, again[x]->data.f32, n * sizeof(float)), 0)
+          << names[x] << ": reruns differ";
     }
     EXPECT_GT(differ, 0u) << "the tensor-core and the scalar kernels gave the same bits everywhere: did both run?";
   }
@@ -281,8 +283,8 @@ void expect_within(const std::vector<float>& gpu, const std::vector<double>& ref
 }
 
 void check_direct(const Direct& t, bool bf16, std::mt19937& rng) {
-  SCOPED_TRACE(std::string(bf16 ? "16BF" : "16F") + " B" + std::to_string(t.B) + " Sq" + std::to_string(t.Sq) +
-               " Sk" + std::to_string(t.Sk) + " H" + std::to_string(t.H) + "/" + std::to_string(t.Hk) + " D" +
+  SCOPED_TRACE(std::string(bf16 ? "16BF" : "16F") + " B" + std::to_string(t.B) + " Sq" + std::to_string(t.Sq) + " Sk" +
+               std::to_string(t.Sk) + " H" + std::to_string(t.H) + "/" + std::to_string(t.Hk) + " D" +
                std::to_string(t.D) + "/" + std::to_string(t.Dv) + (t.causal ? " causal" : "") +
                (t.mask ? " mask" : "") + (t.bhsd ? " [B, H, S, D+3]" : ""));
   const Operand q(t, t.Sq, t.H, t.D, bf16, rng), k(t, t.Sk, t.Hk, t.D, bf16, rng), v(t, t.Sk, t.Hk, t.Dv, bf16, rng),
@@ -402,8 +404,8 @@ void check_direct(const Direct& t, bool bf16, std::mt19937& rng) {
   g::FlashMmaGeom mg;
   ASSERT_TRUE(g::flash_mma_geometry(t.D, t.Dv, &mg));
   EXPECT_EQ(cu::launch_flash_mma_backward(st, f32, mg), cudaErrorInvalidValue);
-  for (const void* p : {a.q, a.k, a.v, a.mask, static_cast<const void*>(a.lse), a.dO, a.O,
-                        static_cast<const void*>(a.delta)})
+  for (const void* p :
+       {a.q, a.k, a.v, a.mask, static_cast<const void*>(a.lse), a.dO, a.O, static_cast<const void*>(a.delta)})
     if (p) cudaFree(const_cast<void*>(p));
   ccv_nnc_stream_context_free(sc);
 }

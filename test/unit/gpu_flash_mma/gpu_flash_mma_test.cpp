@@ -46,8 +46,12 @@ TEST(GpuFlashMma, GeometryForEveryHeadPair) {
         ASSERT_EQ(dq[r + 1], dq[r] + dq_len[r]) << r;
       }
       const int kv[7] = {x.kv_k, x.kv_v, x.kv_q, x.kv_do, x.kv_l, x.kv_dl, x.kv_bytes};
-      const int kv_len[6] = {g::kFlashMmaKeys * x.ks * 2, g::kFlashMmaKeys * x.vs * 2, x.kv_q_tile * x.ks * 2,
-                             x.kv_q_tile * x.vs * 2, x.kv_q_tile * 4, x.kv_q_tile * 4};
+      const int kv_len[6] = {g::kFlashMmaKeys * x.ks * 2,
+                             g::kFlashMmaKeys * x.vs * 2,
+                             x.kv_q_tile * x.ks * 2,
+                             x.kv_q_tile * x.vs * 2,
+                             x.kv_q_tile * 4,
+                             x.kv_q_tile * 4};
       ASSERT_EQ(kv[0], 0);
       for (int r = 0; r < 6; r++) {
         ASSERT_EQ(kv[r] % 16, 0) << r;
@@ -69,13 +73,13 @@ TEST(GpuFlashMma, GeometryForEveryHeadPair) {
   EXPECT_FALSE(g::flash_mma_geometry(129, 8, &x));
   EXPECT_FALSE(g::flash_mma_geometry(8, 129, &x));
   EXPECT_TRUE(g::flash_mma_geometry(128, 128, &x));
-  EXPECT_EQ(x.dq_bytes, 4 * 64 * 136 * 2);                    // 69632: needs the opt-in
+  EXPECT_EQ(x.dq_bytes, 4 * 64 * 136 * 2);  // 69632: needs the opt-in
   EXPECT_EQ(x.kv_bytes, 2 * 64 * 136 * 2 + 2 * 32 * 136 * 2 + 2 * 32 * 4);
 }
 
 TEST(GpuFlashMma, WorkItemsCoverEachRowAndKeyOnce) {
-  for (const auto& dims : std::vector<std::vector<int>>{{1, 1, 1, 1, 1}, {2, 70, 130, 4, 2}, {3, 64, 64, 1, 1},
-                                                        {1, 129, 65, 3, 3}, {2, 1, 200, 2, 1}}) {
+  for (const auto& dims : std::vector<std::vector<int>>{
+           {1, 1, 1, 1, 1}, {2, 70, 130, 4, 2}, {3, 64, 64, 1, 1}, {1, 129, 65, 3, 3}, {2, 1, 200, 2, 1}}) {
     g::AttnShape s;
     s.B = dims[0], s.Sq = dims[1], s.Sk = dims[2], s.H = dims[3], s.Hk = dims[4];
     std::vector<int> rows(static_cast<size_t>(s.B) * s.H * s.Sq, 0), keys(static_cast<size_t>(s.B) * s.Hk * s.Sk, 0);
@@ -83,7 +87,8 @@ TEST(GpuFlashMma, WorkItemsCoverEachRowAndKeyOnce) {
       int b, h, i0;
       g::flash_mma_row_tile(s, w, &b, &h, &i0);
       ASSERT_TRUE(b >= 0 && b < s.B && h >= 0 && h < s.H && i0 >= 0 && i0 < s.Sq && i0 % g::kFlashMmaRows == 0);
-      for (int i = i0; i < i0 + g::kFlashMmaRows && i < s.Sq; i++) rows[(static_cast<size_t>(b) * s.H + h) * s.Sq + i]++;
+      for (int i = i0; i < i0 + g::kFlashMmaRows && i < s.Sq; i++)
+        rows[(static_cast<size_t>(b) * s.H + h) * s.Sq + i]++;
     }
     for (int64_t w = 0; w < g::flash_mma_key_tiles(s); w++) {
       int b, hk, j0;
@@ -167,7 +172,8 @@ TEST(GpuFlashMma, ProductReplayedThroughTheMaps) {
     float a[16][16], b[16][8];
     for (int lane = 0; lane < 32; lane++) {
       for (int r = 0; r < 4; r++)
-        for (int h = 0; h < 2; h++) a[g::flash_mma_a_row(lane, r)][g::flash_mma_a_col(lane, r) + h] = af[lane][2 * r + h];
+        for (int h = 0; h < 2; h++)
+          a[g::flash_mma_a_row(lane, r)][g::flash_mma_a_col(lane, r) + h] = af[lane][2 * r + h];
       for (int r = 0; r < 2; r++)
         for (int h = 0; h < 2; h++) b[g::flash_mma_b_k(lane, r) + h][g::flash_mma_b_n(lane)] = bf[lane][2 * r + h];
     }
