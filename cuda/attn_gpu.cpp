@@ -155,9 +155,9 @@ void flash_backward(const attn::Problem& p, const gpu::AttnPlan& a, const gpu::F
   f.out_type = f.type;
   // 16F / 16BF on the tensor-core kernels (flash_mma_bwd.hpp) unless
   // NNC_GPU_ATTN_MMA=0 or the head sizes are past theirs.
-  gpu::FlashMmaGeom mg;
+  gpu::FlashMmaBwdGeom mg;
   const bool mma = (f.type == kF16 || f.type == kBF16) && gpu::flash_mma_allowed_from_env() &&
-                   gpu::flash_mma_geometry(p.D, p.Dv, &mg);
+                   gpu::flash_mma_bwd_geometry(p.D, p.Dv, &mg);
   c.check(mma ? launch_flash_mma_backward(c.s, f, mg) : launch_flash_backward(c.s, f));
   c.done();  // while the scratch blocks are alive, as the row path does
 }

@@ -23,30 +23,13 @@ namespace {
 
 using gpu::AttnShape;
 using gpu::AttnView;
-using gpu::FlashMmaGeom;
-using gpu::kFlashMmaKeys;
-using gpu::kFlashMmaRows;
-using gpu::kFlashMmaThreads;
+using gpu::FlashMmaBwdGeom;
+using gpu::kFlashMmaBwdKeys;
+using gpu::kFlashMmaBwdRows;
+using gpu::kFlashMmaBwdThreads;
 
 template <class T>
 constexpr int kTypeCode = std::is_same_v<T, __half> ? kF16 : kBF16;
-
-template <class T>
-struct LdT {
-  __device__ float operator()(const void* p, int64_t o) const { return ld<T>(p, o); }
-};
-
-__device__ __forceinline__ float load_any(const void* p, int64_t o, int type) {
-  return type == kF16 ? ld<__half>(p, o) : type == kBF16 ? ld<__nv_bfloat16>(p, o) : ld<float>(p, o);
-}
-__device__ __forceinline__ void store_any(void* p, int64_t o, int type, float v) {
-  if (type == kF16)
-    st<__half>(p, o, v);
-  else if (type == kBF16)
-    st<__nv_bfloat16>(p, o, v);
-  else
-    st<float>(p, o, v);
-}
 
 // rows x npad 16-bit values (T's bits) into dst (row stride `stride` halves):
 // element (r, d) is x(b, row0 + r, head, d) (of GpuType xtype) for
@@ -91,7 +74,7 @@ __device__ __forceinline__ void load_tile16(uint16_t* dst, int stride, int rows,
     uint16_t v = 0;
     if (row < limit && d < n) {
       const int64_t o = gpu::attn_off(xv, b, row, head, d);
-      v = xtype == kTypeCode<T> ? static_cast<const uint16_t*>(x)[o] : bits16<T>(load_any(x, o, xtype));
+      v = xtype == kTypeCode<T> ? static_cast<const uint16_t*>(x)[o] : bits16<T>(ld_any(x, o, xtype));
     }
     dst[r * stride + d] = v;
   }
@@ -111,21 +94,21 @@ __device__ __forceinline__ uint32_t ld32(const uint16_t* p) {
 __device__ __forceinline__ void frag_a(uint32_t (&a)[4], const uint16_t* m, int stride, int row0, int col0, int lane) {
 #pragma unroll
   for (int r = 0; r < 4; r++)
-    a[r] = ld32(m + (row0 + gpu::flash_mma_a_row(lane, r)) * stride + col0 + gpu::flash_mma_a_col(lane, r));
+    a[r] = ld32(m + (row0 + gpu::mma16816_a_row(lane, r)) * stride + col0 + gpu::mma16816_a_col(lane, r));
 }
 // The B fragment B(k, n) = m[n0 + n][k0 + k] (a row-major tile read
 // transposed: the pairs along k are adjacent).
 __device__ __forceinline__ void frag_b_nk(uint32_t (&bf)[2], const uint16_t* m, int stride, int n0, int k0, int lane) {
 #pragma unroll
   for (int r = 0; r < 2; r++)
-    bf[r] = ld32(m + (n0 + gpu::flash_mma_b_n(lane)) * stride + k0 + gpu::flash_mma_b_k(lane, r));
+    bf[r] = ld32(m + (n0 + gpu::mma16816_b_n(lane)) * stride + k0 + gpu::mma16816_b_k(lane, r));
 }
 // The B fragment B(k, n) = m[k0 + k][n0 + n] (the pairs along k are two rows).
 __device__ __forceinline__ void frag_b_kn(uint32_t (&bf)[2], const uint16_t* m, int stride, int k0, int n0, int lane) {
-  const int n = n0 + gpu::flash_mma_b_n(lane);
+  const int n = n0 + gpu::mma16816_b_n(lane);
 #pragma unroll
   for (int r = 0; r < 2; r++) {
-    const int k = k0 + gpu::flash_mma_b_k(lane, r);
+    const int k = k0 + gpu::mma16816_b_k(lane, r);
     bf[r] = pack16(m[k * stride + n], m[(k + 1) * stride + n]);
   }
 }
@@ -134,7 +117,7 @@ template <class T, int N>
 __device__ __forceinline__ void frag_a_from_acc(uint32_t (&a)[4], const float (&c)[N][4], int kk) {
 #pragma unroll
   for (int r = 0; r < 4; r++) {
-    const int tile = 2 * kk + gpu::flash_mma_c2a_tile(r), e = gpu::flash_mma_c2a_elem(r);
+    const int tile = 2 * kk + gpu::mma16816_c2a_tile(r), e = gpu::mma16816_c2a_elem(r);
     a[r] = pack_floats<T>(c[tile][e], c[tile][e + 1]);
   }
 }
@@ -178,13 +161,13 @@ __device__ __forceinline__ void mma_acc_kn(float (&acc)[N][4], const uint32_t (&
     }
 }
 
-// dq: one block per (b, h, kFlashMmaRows query rows), warp w owning rows
+// dq: one block per (b, h, kFlashMmaBwdRows query rows), warp w owning rows
 // 16 w .. 16 w + 15 of the tile, over the key tiles the rows can see.
 template <class T, int DM>
-__global__ void flash_mma_dq(FlashArgs a, FlashMmaGeom g) {
-  constexpr int NT = DM / 8;                        // n8 tiles of the lane's dQ
-  constexpr int BK = gpu::flash_mma_dq_k_tile(DM);  // keys per tile
-  constexpr int ST = BK / 8;                        // n8 tiles of S, dP
+__global__ void flash_mma_dq(FlashArgs a, FlashMmaBwdGeom g) {
+  constexpr int NT = DM / 8;                            // n8 tiles of the lane's dQ
+  constexpr int BK = gpu::flash_mma_bwd_dq_k_tile(DM);  // keys per tile
+  constexpr int ST = BK / 8;                            // n8 tiles of S, dP
   extern __shared__ __align__(16) unsigned char fmsm[];
   const AttnShape& s = a.s;
   uint16_t* sq = reinterpret_cast<uint16_t*>(fmsm + g.dq_q);
@@ -193,23 +176,23 @@ __global__ void flash_mma_dq(FlashArgs a, FlashMmaGeom g) {
   uint16_t* sv = reinterpret_cast<uint16_t*>(fmsm + g.dq_v);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int ndt = g.Dp / 8, nkd = g.Dp / 16, nkv = g.Dvp / 16;
-  const LdT<T> ldm;
-  const int64_t items = gpu::flash_mma_row_tiles(s);
+  const LdAs<T> ldm;
+  const int64_t items = gpu::flash_mma_bwd_row_tiles(s);
   for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
     int b, h, i0;
-    gpu::flash_mma_row_tile(s, w, &b, &h, &i0);
+    gpu::flash_mma_bwd_row_tile(s, w, &b, &h, &i0);
     const int hk = gpu::attn_kv_head(s, h);
-    const int kend = gpu::flash_tile_key_end(s, i0, kFlashMmaRows);
-    load_tile16<T>(sq, g.ks, kFlashMmaRows, s.D, g.Dp, a.q, s.q, a.type, b, i0, h, s.Sq);
-    load_tile16<T>(sdo, g.vs, kFlashMmaRows, s.Dv, g.Dvp, a.dO, a.dO_view, a.dO_type, b, i0, h, s.Sq);
+    const int kend = gpu::flash_tile_key_end(s, i0, kFlashMmaBwdRows);
+    load_tile16<T>(sq, g.ks, kFlashMmaBwdRows, s.D, g.Dp, a.q, s.q, a.type, b, i0, h, s.Sq);
+    load_tile16<T>(sdo, g.vs, kFlashMmaBwdRows, s.Dv, g.Dvp, a.dO, a.dO_view, a.dO_type, b, i0, h, s.Sq);
     // The lane's rows (accumulator rows g and g + 8 of the warp's 16).
     int row[2];
     float lse[2], dl[2];
 #pragma unroll
     for (int u = 0; u < 2; u++) {
-      const int i = i0 + 16 * warp + gpu::flash_mma_c_row(lane, 2 * u);
+      const int i = i0 + 16 * warp + gpu::mma16816_c_row(lane, 2 * u);
       row[u] = i;
-      lse[u] = i < s.Sq ? load_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_type) : 0.f;
+      lse[u] = i < s.Sq ? ld_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_type) : 0.f;
       dl[u] = i < s.Sq ? a.delta[(static_cast<int64_t>(b) * s.H + h) * s.Sq + i] : 0.f;
     }
     float acc[NT][4];
@@ -227,7 +210,7 @@ __global__ void flash_mma_dq(FlashArgs a, FlashMmaGeom g) {
       for (int nt = 0; nt < ST; nt++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-          const int u = e >> 1, i = row[u], j = j0 + 8 * nt + gpu::flash_mma_c_col(lane, e);
+          const int u = e >> 1, i = row[u], j = j0 + 8 * nt + gpu::mma16816_c_col(lane, e);
           float ds = 0.f;
           if (gpu::flash_visible(s, i, j)) {
             const float p = gpu::attn_prob(gpu::attn_score_finish(s, sc[nt][e], ldm, a.mask, b, h, i, j), lse[u]);
@@ -247,22 +230,22 @@ __global__ void flash_mma_dq(FlashArgs a, FlashMmaGeom g) {
       for (int nt = 0; nt < NT; nt++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-          const int i = row[e >> 1], d = 8 * nt + gpu::flash_mma_c_col(lane, e);
-          if (i < s.Sq && d < s.D) store_any(a.dq, gpu::attn_off(a.dq_view, b, i, h, d), a.out_type, acc[nt][e]);
+          const int i = row[e >> 1], d = 8 * nt + gpu::mma16816_c_col(lane, e);
+          if (i < s.Sq && d < s.D) st_any(a.dq, gpu::attn_off(a.dq_view, b, i, h, d), a.out_type, acc[nt][e]);
         }
     }
     __syncthreads();  // q, dO, k, v are reused by the next item
   }
 }
 
-// dk and dv: one block per (b, kv head, kFlashMmaKeys keys), warp w owning
+// dk and dv: one block per (b, kv head, kFlashMmaBwdKeys keys), warp w owning
 // keys 16 w .. 16 w + 15 of the tile, over the group's query heads and the
 // query tiles that can see the keys.
 template <class T, int DM>
-__global__ void flash_mma_dkdv(FlashArgs a, FlashMmaGeom g) {
-  constexpr int NT = DM / 8;                        // n8 tiles of the lane's dK, dV
-  constexpr int BQ = gpu::flash_mma_kv_q_tile(DM);  // query rows per tile
-  constexpr int ST = BQ / 8;                        // n8 tiles of S^T, dP^T
+__global__ void flash_mma_dkdv(FlashArgs a, FlashMmaBwdGeom g) {
+  constexpr int NT = DM / 8;                            // n8 tiles of the lane's dK, dV
+  constexpr int BQ = gpu::flash_mma_bwd_kv_q_tile(DM);  // query rows per tile
+  constexpr int ST = BQ / 8;                            // n8 tiles of S^T, dP^T
   extern __shared__ __align__(16) unsigned char fmsm[];
   const AttnShape& s = a.s;
   uint16_t* sk = reinterpret_cast<uint16_t*>(fmsm + g.kv_k);
@@ -274,16 +257,16 @@ __global__ void flash_mma_dkdv(FlashArgs a, FlashMmaGeom g) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int nkd = g.Dp / 16, nkv = g.Dvp / 16, ndk = g.Dp / 8, ndv = g.Dvp / 8;
   const int G = s.H / s.Hk;
-  const LdT<T> ldm;
-  const int64_t items = gpu::flash_mma_key_tiles(s);
+  const LdAs<T> ldm;
+  const int64_t items = gpu::flash_mma_bwd_key_tiles(s);
   for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
     int b, hk, j0;
-    gpu::flash_mma_key_tile(s, w, &b, &hk, &j0);
-    load_tile16<T>(sk, g.ks, kFlashMmaKeys, s.D, g.Dp, a.k, s.k, a.type, b, j0, hk, s.Sk);
-    load_tile16<T>(sv, g.vs, kFlashMmaKeys, s.Dv, g.Dvp, a.v, s.v, a.type, b, j0, hk, s.Sk);
+    gpu::flash_mma_bwd_key_tile(s, w, &b, &hk, &j0);
+    load_tile16<T>(sk, g.ks, kFlashMmaBwdKeys, s.D, g.Dp, a.k, s.k, a.type, b, j0, hk, s.Sk);
+    load_tile16<T>(sv, g.vs, kFlashMmaBwdKeys, s.Dv, g.Dvp, a.v, s.v, a.type, b, j0, hk, s.Sk);
     int key[2];  // the lane's keys (accumulator rows g and g + 8 of the warp's 16)
 #pragma unroll
-    for (int u = 0; u < 2; u++) key[u] = j0 + 16 * warp + gpu::flash_mma_c_row(lane, 2 * u);
+    for (int u = 0; u < 2; u++) key[u] = j0 + 16 * warp + gpu::mma16816_c_row(lane, 2 * u);
     float dk[NT][4], dv[NT][4];
     zero(dk), zero(dv);
     const int ib = gpu::flash_tile_query_begin(s, j0);
@@ -294,7 +277,7 @@ __global__ void flash_mma_dkdv(FlashArgs a, FlashMmaGeom g) {
         load_tile16<T>(sdo, g.vs, BQ, s.Dv, g.Dvp, a.dO, a.dO_view, a.dO_type, b, i0, h, s.Sq);
         for (int ii = threadIdx.x; ii < BQ; ii += blockDim.x) {
           const int i = i0 + ii;
-          sl[ii] = i < s.Sq ? load_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_type) : 0.f;
+          sl[ii] = i < s.Sq ? ld_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_type) : 0.f;
           sdl[ii] = i < s.Sq ? a.delta[(static_cast<int64_t>(b) * s.H + h) * s.Sq + i] : 0.f;
         }
         __syncthreads();
@@ -306,7 +289,7 @@ __global__ void flash_mma_dkdv(FlashArgs a, FlashMmaGeom g) {
         for (int nt = 0; nt < ST; nt++)
 #pragma unroll
           for (int e = 0; e < 4; e++) {
-            const int u = e >> 1, j = key[u], ii = 8 * nt + gpu::flash_mma_c_col(lane, e), i = i0 + ii;
+            const int u = e >> 1, j = key[u], ii = 8 * nt + gpu::mma16816_c_col(lane, e), i = i0 + ii;
             float p = 0.f, ds = 0.f;
             if (j < s.Sk && gpu::flash_visible(s, i, j)) {
               p = gpu::attn_prob(gpu::attn_score_finish(s, sc[nt][e], ldm, a.mask, b, h, i, j), sl[ii]);
@@ -328,43 +311,45 @@ __global__ void flash_mma_dkdv(FlashArgs a, FlashMmaGeom g) {
     for (int nt = 0; nt < NT; nt++)
 #pragma unroll
       for (int e = 0; e < 4; e++) {
-        const int j = key[e >> 1], d = 8 * nt + gpu::flash_mma_c_col(lane, e);
+        const int j = key[e >> 1], d = 8 * nt + gpu::mma16816_c_col(lane, e);
         if (j >= s.Sk) continue;
-        if (a.dk && d < s.D) store_any(a.dk, gpu::attn_off(a.dk_view, b, j, hk, d), a.out_type, dk[nt][e]);
-        if (a.dv && d < s.Dv) store_any(a.dv, gpu::attn_off(a.dv_view, b, j, hk, d), a.out_type, dv[nt][e]);
+        if (a.dk && d < s.D) st_any(a.dk, gpu::attn_off(a.dk_view, b, j, hk, d), a.out_type, dk[nt][e]);
+        if (a.dv && d < s.Dv) st_any(a.dv, gpu::attn_off(a.dv_view, b, j, hk, d), a.out_type, dv[nt][e]);
       }
     __syncthreads();  // k and v are reused by the next item
   }
 }
 
 template <class T, int DM>
-cudaError_t launch_typed(cudaStream_t st, const FlashArgs& a, const FlashMmaGeom& g) {
+cudaError_t launch_typed(cudaStream_t st, const FlashArgs& a, const FlashMmaBwdGeom& g) {
 #if !defined(NNC_GPU_EMU)  // (the emulation takes up to 227 KiB without the opt-in)
-  if (g.kv_bytes > gpu::kFlashMmaDefaultShmem) {
+  if (g.kv_bytes > gpu::kFlashShmemLimit) {
     const cudaError_t e =
         cudaFuncSetAttribute(flash_mma_dkdv<T, DM>, cudaFuncAttributeMaxDynamicSharedMemorySize, g.kv_bytes);
     if (e != cudaSuccess) return e;
   }
-  if (g.dq_bytes > gpu::kFlashMmaDefaultShmem) {
+  if (g.dq_bytes > gpu::kFlashShmemLimit) {
     const cudaError_t e =
         cudaFuncSetAttribute(flash_mma_dq<T, DM>, cudaFuncAttributeMaxDynamicSharedMemorySize, g.dq_bytes);
     if (e != cudaSuccess) return e;
   }
 #endif
-  if ((a.dk || a.dv) && gpu::flash_mma_key_tiles(a.s) > 0) {
-    flash_mma_dkdv<T, DM><<<gpu::flash_grid(gpu::flash_mma_key_tiles(a.s)), kFlashMmaThreads, g.kv_bytes, st>>>(a, g);
+  if ((a.dk || a.dv) && gpu::flash_mma_bwd_key_tiles(a.s) > 0) {
+    flash_mma_dkdv<T, DM>
+        <<<gpu::flash_grid(gpu::flash_mma_bwd_key_tiles(a.s)), kFlashMmaBwdThreads, g.kv_bytes, st>>>(a, g);
     const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }
-  if (a.dq && gpu::flash_mma_row_tiles(a.s) > 0) {
-    flash_mma_dq<T, DM><<<gpu::flash_grid(gpu::flash_mma_row_tiles(a.s)), kFlashMmaThreads, g.dq_bytes, st>>>(a, g);
+  if (a.dq && gpu::flash_mma_bwd_row_tiles(a.s) > 0) {
+    flash_mma_dq<T, DM>
+        <<<gpu::flash_grid(gpu::flash_mma_bwd_row_tiles(a.s)), kFlashMmaBwdThreads, g.dq_bytes, st>>>(a, g);
     return cudaGetLastError();
   }
   return cudaSuccess;
 }
 
 template <class T>
-cudaError_t launch_bucket(cudaStream_t st, const FlashArgs& a, const FlashMmaGeom& g) {
+cudaError_t launch_bucket(cudaStream_t st, const FlashArgs& a, const FlashMmaBwdGeom& g) {
   switch (g.bucket) {
     case 32:
       return launch_typed<T, 32>(st, a, g);
@@ -379,7 +364,7 @@ cudaError_t launch_bucket(cudaStream_t st, const FlashArgs& a, const FlashMmaGeo
 
 }  // namespace
 
-cudaError_t launch_flash_mma_backward(cudaStream_t st, const FlashArgs& a, const FlashMmaGeom& g) {
+cudaError_t launch_flash_mma_backward(cudaStream_t st, const FlashArgs& a, const FlashMmaBwdGeom& g) {
   if (a.type != kF16 && a.type != kBF16) return cudaErrorInvalidValue;
   if (g.D != a.s.D || g.Dv != a.s.Dv) return cudaErrorInvalidValue;
   if (static_cast<int64_t>(a.s.B) * a.s.H * a.s.Sq == 0) return cudaSuccess;

@@ -8,7 +8,7 @@
 // first, then dk / dv per key tile over the query tiles that see it, then dq
 // per query tile over the key tiles: no atomics, deterministic), with every
 // tile product on tensor cores (fp16 / bf16 operands, fp32 accumulators):
-//   dk / dv: one block of kFlashMmaWarps warps per (b, kv head, kFlashMmaKeys
+//   dk / dv: one block of kFlashMmaBwdWarps warps per (b, kv head, kFlashMmaBwdKeys
 //     keys), warp w owning keys j0 + 16 w .. + 15. For each query head of the
 //     group and each tile of kv_q_tile query rows that can see the keys:
 //       S^T  (16 keys x q_tile) = K_w Q^T     (A: the warp's K rows, B(d, i) = Q[i][d])
@@ -17,7 +17,7 @@
 //         (attn_score_finish, attn_prob, flash_ds: CPU_REF's causal and mask rules)
 //       dV_w += P^T dO,  dK_w += dS^T Q       (A: P^T / dS^T from the accumulators,
 //                                              rounded to 16 bits; B(i, d) = dO[i][d], Q[i][d])
-//   dq: one block of kFlashMmaWarps warps per (b, h, kFlashMmaRows query rows),
+//   dq: one block of kFlashMmaBwdWarps warps per (b, h, kFlashMmaBwdRows query rows),
 //     warp w owning rows i0 + 16 w .. + 15, over tiles of dq_k_tile keys:
 //       S = Q_w K^T, dP = dO_w V^T, dS as above, dQ_w += dS K.
 // The accumulators of a product are per lane (documented fragment layout,
@@ -36,113 +36,109 @@
 
 #include <cstdint>
 
-#include "cmd/common/gpu_attn.hpp"
+#include "cmd/common/gpu_flash.hpp"
 
 namespace nnc::gpu {
 
-constexpr int kFlashMmaWarps = 4;
-constexpr int kFlashMmaThreads = kFlashMmaWarps * 32;
-constexpr int kFlashMmaKeys = 16 * kFlashMmaWarps;            // keys per dk / dv block
-constexpr int kFlashMmaRows = 16 * kFlashMmaWarps;            // query rows per dq block
-constexpr int kFlashMmaMaxHead = 128;                         // D and Dv up to this
-constexpr int64_t kFlashMmaDefaultShmem = int64_t{48} << 10;  // without the opt-in
-constexpr int64_t kFlashMmaMaxShmem = int64_t{227} << 10;     // sm_90's per-block limit with it
+// From gpu_flash.hpp (shared with the tensor-core forward): kFlashMmaMaxHead
+// (D and Dv up to 128), flash_mma_bucket (the compile-time bucket of the
+// register accumulators, 32, 64 or 128 columns of the padded heads) and
+// kFlashShmemLimit (48 KiB: what a launch gets without the opt-in).
+constexpr int kFlashMmaBwdWarps = 4;
+constexpr int kFlashMmaBwdThreads = kFlashMmaBwdWarps * 32;
+constexpr int kFlashMmaBwdKeys = 16 * kFlashMmaBwdWarps;      // keys per dk / dv block
+constexpr int kFlashMmaBwdRows = 16 * kFlashMmaBwdWarps;      // query rows per dq block
+constexpr int64_t kFlashMmaBwdMaxShmem = int64_t{227} << 10;  // sm_90's per-block limit with the opt-in
 
 // A head size rounded up to the k16 of the product.
-NNC_HD int flash_mma_pad(int n) { return (n + 15) / 16 * 16; }
-// The compile-time bucket of the register accumulators (columns of the
-// padded heads): 32, 64 or 128.
-NNC_HD int flash_mma_bucket(int D, int Dv) {
-  const int m = flash_mma_pad(D > Dv ? D : Dv);
-  return m <= 32 ? 32 : m <= 64 ? 64 : 128;
-}
+NNC_HD int flash_mma_bwd_pad(int n) { return (n + 15) / 16 * 16; }
 // Query rows per dk / dv tile for a bucket: 64, or 32 for heads above 64
 // (the dK and dV accumulators, 2 x 64 floats a lane, leave room for S^T and
 // dP^T of 32 rows only).
-NNC_HD constexpr int flash_mma_kv_q_tile(int bucket) { return bucket > 64 ? 32 : 64; }
+NNC_HD constexpr int flash_mma_bwd_kv_q_tile(int bucket) { return bucket > 64 ? 32 : 64; }
 // Keys per dq tile.
-NNC_HD constexpr int flash_mma_dq_k_tile(int /*bucket*/) { return 64; }
+NNC_HD constexpr int flash_mma_bwd_dq_k_tile(int /*bucket*/) { return 64; }
 
 // The shared-memory layouts (byte offsets from the start of the dynamic
 // shared memory) and sizes.
-struct FlashMmaGeom {
+struct FlashMmaBwdGeom {
   int D = 0, Dv = 0, Dp = 0, Dvp = 0, bucket = 32;
   int ks = 0, vs = 0;  // row strides in halves of q / k tiles (Dp + 8) and v / dO tiles (Dvp + 8)
-  // dq: [kFlashMmaRows] q, dO; [dq_k_tile] k, v.
+  // dq: [kFlashMmaBwdRows] q, dO; [dq_k_tile] k, v.
   int dq_k_tile = 0;
   int dq_q = 0, dq_do = 0, dq_k = 0, dq_v = 0, dq_bytes = 0;
-  // dk / dv: [kFlashMmaKeys] k, v; [kv_q_tile] q, dO (halves), lse, delta (floats).
+  // dk / dv: [kFlashMmaBwdKeys] k, v; [kv_q_tile] q, dO (halves), lse, delta (floats).
   int kv_q_tile = 0;
   int kv_k = 0, kv_v = 0, kv_q = 0, kv_do = 0, kv_l = 0, kv_dl = 0, kv_bytes = 0;
 };
 
-NNC_HD int flash_mma_stride(int padded) { return padded + 8; }
+NNC_HD int flash_mma_bwd_stride(int padded) { return padded + 8; }
 
 // The geometry for head sizes D, Dv (1 .. kFlashMmaMaxHead); false outside.
-inline bool flash_mma_geometry(int D, int Dv, FlashMmaGeom* g) {
+inline bool flash_mma_bwd_geometry(int D, int Dv, FlashMmaBwdGeom* g) {
   if (D < 1 || Dv < 1 || D > kFlashMmaMaxHead || Dv > kFlashMmaMaxHead) return false;
-  FlashMmaGeom x;
-  x.D = D, x.Dv = Dv, x.Dp = flash_mma_pad(D), x.Dvp = flash_mma_pad(Dv), x.bucket = flash_mma_bucket(D, Dv);
-  x.ks = flash_mma_stride(x.Dp), x.vs = flash_mma_stride(x.Dvp);
-  x.dq_k_tile = flash_mma_dq_k_tile(x.bucket);
+  FlashMmaBwdGeom x;
+  x.D = D, x.Dv = Dv, x.Dp = flash_mma_bwd_pad(D), x.Dvp = flash_mma_bwd_pad(Dv), x.bucket = flash_mma_bucket(D, Dv);
+  x.ks = flash_mma_bwd_stride(x.Dp), x.vs = flash_mma_bwd_stride(x.Dvp);
+  x.dq_k_tile = flash_mma_bwd_dq_k_tile(x.bucket);
   x.dq_q = 0;
-  x.dq_do = x.dq_q + kFlashMmaRows * x.ks * 2;
-  x.dq_k = x.dq_do + kFlashMmaRows * x.vs * 2;
+  x.dq_do = x.dq_q + kFlashMmaBwdRows * x.ks * 2;
+  x.dq_k = x.dq_do + kFlashMmaBwdRows * x.vs * 2;
   x.dq_v = x.dq_k + x.dq_k_tile * x.ks * 2;
   x.dq_bytes = x.dq_v + x.dq_k_tile * x.vs * 2;
-  x.kv_q_tile = flash_mma_kv_q_tile(x.bucket);
+  x.kv_q_tile = flash_mma_bwd_kv_q_tile(x.bucket);
   x.kv_k = 0;
-  x.kv_v = x.kv_k + kFlashMmaKeys * x.ks * 2;
-  x.kv_q = x.kv_v + kFlashMmaKeys * x.vs * 2;
+  x.kv_v = x.kv_k + kFlashMmaBwdKeys * x.ks * 2;
+  x.kv_q = x.kv_v + kFlashMmaBwdKeys * x.vs * 2;
   x.kv_do = x.kv_q + x.kv_q_tile * x.ks * 2;
   x.kv_l = x.kv_do + x.kv_q_tile * x.vs * 2;
   x.kv_dl = x.kv_l + x.kv_q_tile * 4;
   x.kv_bytes = x.kv_dl + x.kv_q_tile * 4;
-  if (x.dq_bytes > kFlashMmaMaxShmem || x.kv_bytes > kFlashMmaMaxShmem) return false;
+  if (x.dq_bytes > kFlashMmaBwdMaxShmem || x.kv_bytes > kFlashMmaBwdMaxShmem) return false;
   *g = x;
   return true;
 }
 
-// Work items. dq: (b, h, query tile of kFlashMmaRows) with the query tiles of
+// Work items. dq: (b, h, query tile of kFlashMmaBwdRows) with the query tiles of
 // a (b, h) last first (under a causal mask the longest rows start first);
-// dk / dv: (b, kv head, key tile of kFlashMmaKeys).
-NNC_HD int64_t flash_mma_row_tiles(const AttnShape& s) {
-  return static_cast<int64_t>(s.B) * s.H * ((s.Sq + kFlashMmaRows - 1) / kFlashMmaRows);
+// dk / dv: (b, kv head, key tile of kFlashMmaBwdKeys).
+NNC_HD int64_t flash_mma_bwd_row_tiles(const AttnShape& s) {
+  return static_cast<int64_t>(s.B) * s.H * ((s.Sq + kFlashMmaBwdRows - 1) / kFlashMmaBwdRows);
 }
-NNC_HD void flash_mma_row_tile(const AttnShape& s, int64_t w, int* b, int* h, int* i0) {
-  const int64_t nt = (s.Sq + kFlashMmaRows - 1) / kFlashMmaRows;
+NNC_HD void flash_mma_bwd_row_tile(const AttnShape& s, int64_t w, int* b, int* h, int* i0) {
+  const int64_t nt = (s.Sq + kFlashMmaBwdRows - 1) / kFlashMmaBwdRows;
   const int64_t bh = w / nt;
-  *i0 = static_cast<int>(nt - 1 - w % nt) * kFlashMmaRows;
+  *i0 = static_cast<int>(nt - 1 - w % nt) * kFlashMmaBwdRows;
   *b = static_cast<int>(bh / s.H);
   *h = static_cast<int>(bh % s.H);
 }
-NNC_HD int64_t flash_mma_key_tiles(const AttnShape& s) {
-  return static_cast<int64_t>(s.B) * s.Hk * ((s.Sk + kFlashMmaKeys - 1) / kFlashMmaKeys);
+NNC_HD int64_t flash_mma_bwd_key_tiles(const AttnShape& s) {
+  return static_cast<int64_t>(s.B) * s.Hk * ((s.Sk + kFlashMmaBwdKeys - 1) / kFlashMmaBwdKeys);
 }
-NNC_HD void flash_mma_key_tile(const AttnShape& s, int64_t w, int* b, int* hk, int* j0) {
-  const int64_t nt = (s.Sk + kFlashMmaKeys - 1) / kFlashMmaKeys;
+NNC_HD void flash_mma_bwd_key_tile(const AttnShape& s, int64_t w, int* b, int* hk, int* j0) {
+  const int64_t nt = (s.Sk + kFlashMmaBwdKeys - 1) / kFlashMmaBwdKeys;
   const int64_t bh = w / nt;
-  *j0 = static_cast<int>(w % nt) * kFlashMmaKeys;
+  *j0 = static_cast<int>(w % nt) * kFlashMmaBwdKeys;
   *b = static_cast<int>(bh / s.Hk);
   *hk = static_cast<int>(bh % s.Hk);
 }
 
 // The fragment layout of mma.m16n8k16 (cuda/mma.cuh) for lane = 4 g + t.
-// A (16 x 16): register r (0..3) holds row flash_mma_a_row, columns
-// flash_mma_a_col and + 1.
-NNC_HD int flash_mma_a_row(int lane, int r) { return (lane >> 2) + 8 * (r & 1); }
-NNC_HD int flash_mma_a_col(int lane, int r) { return 2 * (lane & 3) + 8 * (r >> 1); }
-// B (16 x 8): register r (0..1) holds rows (k) flash_mma_b_k and + 1 of
-// column (n) flash_mma_b_n.
-NNC_HD int flash_mma_b_k(int lane, int r) { return 2 * (lane & 3) + 8 * r; }
-NNC_HD int flash_mma_b_n(int lane) { return lane >> 2; }
-// C / D (16 x 8): element e (0..3) is (flash_mma_c_row, flash_mma_c_col).
-NNC_HD int flash_mma_c_row(int lane, int e) { return (lane >> 2) + 8 * (e >> 1); }
-NNC_HD int flash_mma_c_col(int lane, int e) { return 2 * (lane & 3) + (e & 1); }
+// A (16 x 16): register r (0..3) holds row mma16816_a_row, columns
+// mma16816_a_col and + 1.
+NNC_HD int mma16816_a_row(int lane, int r) { return (lane >> 2) + 8 * (r & 1); }
+NNC_HD int mma16816_a_col(int lane, int r) { return 2 * (lane & 3) + 8 * (r >> 1); }
+// B (16 x 8): register r (0..1) holds rows (k) mma16816_b_k and + 1 of
+// column (n) mma16816_b_n.
+NNC_HD int mma16816_b_k(int lane, int r) { return 2 * (lane & 3) + 8 * r; }
+NNC_HD int mma16816_b_n(int lane) { return lane >> 2; }
+// C / D (16 x 8): element e (0..3) is (mma16816_c_row, mma16816_c_col).
+NNC_HD int mma16816_c_row(int lane, int e) { return (lane >> 2) + 8 * (e >> 1); }
+NNC_HD int mma16816_c_col(int lane, int e) { return 2 * (lane & 3) + (e & 1); }
 // Accumulators -> A: the 16 x 16 A of k-step kk is the accumulator n8 tiles
 // 2 kk and 2 kk + 1 side by side; register r is the pair of elements
-// (flash_mma_c2a_elem(r), + 1) of tile 2 kk + flash_mma_c2a_tile(r) (same lane).
-NNC_HD int flash_mma_c2a_tile(int r) { return r >> 1; }
-NNC_HD int flash_mma_c2a_elem(int r) { return 2 * (r & 1); }
+// (mma16816_c2a_elem(r), + 1) of tile 2 kk + mma16816_c2a_tile(r) (same lane).
+NNC_HD int mma16816_c2a_tile(int r) { return r >> 1; }
+NNC_HD int mma16816_c2a_elem(int r) { return 2 * (r & 1); }
 
 }  // namespace nnc::gpu

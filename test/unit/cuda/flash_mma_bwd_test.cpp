@@ -96,7 +96,7 @@ TEST(FlashMmaBwd, WideHeadsFallBackToTheScalarKernels) {
   EnvGuard flash("NNC_GPU_ATTN_FLASH", "1");
   EnvGuard mma("NNC_GPU_ATTN_MMA", nullptr);
   std::mt19937 rng(4103);
-  EXPECT_FALSE(nnc::gpu::flash_mma_geometry(160, 16, nullptr));
+  EXPECT_FALSE(nnc::gpu::flash_mma_bwd_geometry(160, 16, nullptr));
   check_case(Case(1, 19, 23, 1, 1, 160, 16), CCV_16F, true, rng);
 }
 
@@ -381,8 +381,8 @@ void check_direct(const Direct& t, bool bf16, std::mt19937& rng) {
     a.dq = upload(std::vector<float>(nq, NAN)), a.dk = upload(std::vector<float>(nk, NAN));
     a.dv = upload(std::vector<float>(nv, NAN));
     if (mma) {
-      g::FlashMmaGeom mg;
-      ASSERT_TRUE(g::flash_mma_geometry(t.D, t.Dv, &mg));
+      g::FlashMmaBwdGeom mg;
+      ASSERT_TRUE(g::flash_mma_bwd_geometry(t.D, t.Dv, &mg));
       ASSERT_EQ(cu::launch_flash_mma_backward(st, a, mg), cudaSuccess);
     } else {
       ASSERT_TRUE(g::flash_geometry(t.D, t.Dv, g::kFlashShmemLimit, &a.g));
@@ -401,8 +401,8 @@ void check_direct(const Direct& t, bool bf16, std::mt19937& rng) {
   // Not 16F / 16BF: refused.
   cu::FlashArgs f32 = a;
   f32.type = cu::kF32;
-  g::FlashMmaGeom mg;
-  ASSERT_TRUE(g::flash_mma_geometry(t.D, t.Dv, &mg));
+  g::FlashMmaBwdGeom mg;
+  ASSERT_TRUE(g::flash_mma_bwd_geometry(t.D, t.Dv, &mg));
   EXPECT_EQ(cu::launch_flash_mma_backward(st, f32, mg), cudaErrorInvalidValue);
   for (const void* p :
        {a.q, a.k, a.v, a.mask, static_cast<const void*>(a.lse), a.dO, a.O, static_cast<const void*>(a.delta)})

@@ -21,11 +21,11 @@ namespace g = nnc::gpu;
 
 namespace {
 
-TEST(GpuFlashMma, GeometryForEveryHeadPair) {
+TEST(GpuFlashMmaBwd, GeometryForEveryHeadPair) {
   for (int D = 1; D <= g::kFlashMmaMaxHead; D++)
     for (int Dv = 1; Dv <= g::kFlashMmaMaxHead; Dv++) {
-      g::FlashMmaGeom x;
-      ASSERT_TRUE(g::flash_mma_geometry(D, Dv, &x)) << D << " " << Dv;
+      g::FlashMmaBwdGeom x;
+      ASSERT_TRUE(g::flash_mma_bwd_geometry(D, Dv, &x)) << D << " " << Dv;
       ASSERT_EQ(x.Dp % 16, 0);
       ASSERT_TRUE(x.Dp >= D && x.Dp < D + 16);
       ASSERT_EQ(x.Dvp % 16, 0);
@@ -38,7 +38,7 @@ TEST(GpuFlashMma, GeometryForEveryHeadPair) {
       ASSERT_GE(x.vs, x.Dvp);
       // dq: q, dO [64 rows], k, v [dq_k_tile rows], in order, disjoint, aligned.
       const int dq[5] = {x.dq_q, x.dq_do, x.dq_k, x.dq_v, x.dq_bytes};
-      const int dq_len[4] = {g::kFlashMmaRows * x.ks * 2, g::kFlashMmaRows * x.vs * 2, x.dq_k_tile * x.ks * 2,
+      const int dq_len[4] = {g::kFlashMmaBwdRows * x.ks * 2, g::kFlashMmaBwdRows * x.vs * 2, x.dq_k_tile * x.ks * 2,
                              x.dq_k_tile * x.vs * 2};
       ASSERT_EQ(dq[0], 0);
       for (int r = 0; r < 4; r++) {
@@ -46,8 +46,8 @@ TEST(GpuFlashMma, GeometryForEveryHeadPair) {
         ASSERT_EQ(dq[r + 1], dq[r] + dq_len[r]) << r;
       }
       const int kv[7] = {x.kv_k, x.kv_v, x.kv_q, x.kv_do, x.kv_l, x.kv_dl, x.kv_bytes};
-      const int kv_len[6] = {g::kFlashMmaKeys * x.ks * 2,
-                             g::kFlashMmaKeys * x.vs * 2,
+      const int kv_len[6] = {g::kFlashMmaBwdKeys * x.ks * 2,
+                             g::kFlashMmaBwdKeys * x.vs * 2,
                              x.kv_q_tile * x.ks * 2,
                              x.kv_q_tile * x.vs * 2,
                              x.kv_q_tile * 4,
@@ -57,44 +57,44 @@ TEST(GpuFlashMma, GeometryForEveryHeadPair) {
         ASSERT_EQ(kv[r] % 16, 0) << r;
         ASSERT_EQ(kv[r + 1], kv[r] + kv_len[r]) << r;
       }
-      ASSERT_LE(x.dq_bytes, g::kFlashMmaMaxShmem);
-      ASSERT_LE(x.kv_bytes, g::kFlashMmaMaxShmem);
+      ASSERT_LE(x.dq_bytes, g::kFlashMmaBwdMaxShmem);
+      ASSERT_LE(x.kv_bytes, g::kFlashMmaBwdMaxShmem);
       if (x.bucket <= 64) {  // no opt-in needed
-        ASSERT_LE(x.dq_bytes, g::kFlashMmaDefaultShmem) << D << " " << Dv;
-        ASSERT_LE(x.kv_bytes, g::kFlashMmaDefaultShmem) << D << " " << Dv;
+        ASSERT_LE(x.dq_bytes, g::kFlashShmemLimit) << D << " " << Dv;
+        ASSERT_LE(x.kv_bytes, g::kFlashShmemLimit) << D << " " << Dv;
       }
       // The products' tiles: k steps of 16 along the query / key tiles.
       ASSERT_EQ(x.kv_q_tile % 16, 0);
       ASSERT_EQ(x.dq_k_tile % 16, 0);
     }
-  g::FlashMmaGeom x;
-  EXPECT_FALSE(g::flash_mma_geometry(0, 8, &x));
-  EXPECT_FALSE(g::flash_mma_geometry(8, 0, &x));
-  EXPECT_FALSE(g::flash_mma_geometry(129, 8, &x));
-  EXPECT_FALSE(g::flash_mma_geometry(8, 129, &x));
-  EXPECT_TRUE(g::flash_mma_geometry(128, 128, &x));
+  g::FlashMmaBwdGeom x;
+  EXPECT_FALSE(g::flash_mma_bwd_geometry(0, 8, &x));
+  EXPECT_FALSE(g::flash_mma_bwd_geometry(8, 0, &x));
+  EXPECT_FALSE(g::flash_mma_bwd_geometry(129, 8, &x));
+  EXPECT_FALSE(g::flash_mma_bwd_geometry(8, 129, &x));
+  EXPECT_TRUE(g::flash_mma_bwd_geometry(128, 128, &x));
   EXPECT_EQ(x.dq_bytes, 4 * 64 * 136 * 2);  // 69632: needs the opt-in
   EXPECT_EQ(x.kv_bytes, 2 * 64 * 136 * 2 + 2 * 32 * 136 * 2 + 2 * 32 * 4);
 }
 
-TEST(GpuFlashMma, WorkItemsCoverEachRowAndKeyOnce) {
+TEST(GpuFlashMmaBwd, WorkItemsCoverEachRowAndKeyOnce) {
   for (const auto& dims : std::vector<std::vector<int>>{
            {1, 1, 1, 1, 1}, {2, 70, 130, 4, 2}, {3, 64, 64, 1, 1}, {1, 129, 65, 3, 3}, {2, 1, 200, 2, 1}}) {
     g::AttnShape s;
     s.B = dims[0], s.Sq = dims[1], s.Sk = dims[2], s.H = dims[3], s.Hk = dims[4];
     std::vector<int> rows(static_cast<size_t>(s.B) * s.H * s.Sq, 0), keys(static_cast<size_t>(s.B) * s.Hk * s.Sk, 0);
-    for (int64_t w = 0; w < g::flash_mma_row_tiles(s); w++) {
+    for (int64_t w = 0; w < g::flash_mma_bwd_row_tiles(s); w++) {
       int b, h, i0;
-      g::flash_mma_row_tile(s, w, &b, &h, &i0);
-      ASSERT_TRUE(b >= 0 && b < s.B && h >= 0 && h < s.H && i0 >= 0 && i0 < s.Sq && i0 % g::kFlashMmaRows == 0);
-      for (int i = i0; i < i0 + g::kFlashMmaRows && i < s.Sq; i++)
+      g::flash_mma_bwd_row_tile(s, w, &b, &h, &i0);
+      ASSERT_TRUE(b >= 0 && b < s.B && h >= 0 && h < s.H && i0 >= 0 && i0 < s.Sq && i0 % g::kFlashMmaBwdRows == 0);
+      for (int i = i0; i < i0 + g::kFlashMmaBwdRows && i < s.Sq; i++)
         rows[(static_cast<size_t>(b) * s.H + h) * s.Sq + i]++;
     }
-    for (int64_t w = 0; w < g::flash_mma_key_tiles(s); w++) {
+    for (int64_t w = 0; w < g::flash_mma_bwd_key_tiles(s); w++) {
       int b, hk, j0;
-      g::flash_mma_key_tile(s, w, &b, &hk, &j0);
-      ASSERT_TRUE(b >= 0 && b < s.B && hk >= 0 && hk < s.Hk && j0 >= 0 && j0 < s.Sk && j0 % g::kFlashMmaKeys == 0);
-      for (int j = j0; j < j0 + g::kFlashMmaKeys && j < s.Sk; j++)
+      g::flash_mma_bwd_key_tile(s, w, &b, &hk, &j0);
+      ASSERT_TRUE(b >= 0 && b < s.B && hk >= 0 && hk < s.Hk && j0 >= 0 && j0 < s.Sk && j0 % g::kFlashMmaBwdKeys == 0);
+      for (int j = j0; j < j0 + g::kFlashMmaBwdKeys && j < s.Sk; j++)
         keys[(static_cast<size_t>(b) * s.Hk + hk) * s.Sk + j]++;
     }
     for (int c : rows) ASSERT_EQ(c, 1);
@@ -109,43 +109,43 @@ TEST(GpuFlashMma, WorkItemsCoverEachRowAndKeyOnce) {
 // + 8 for a4..a7 (ai: the i-th 16-bit element, two per register). B: row
 // (k) = 2 threadID + (i & 1) for b0, b1 and + 8 for b2, b3; col (n) = groupID.
 // C: row = groupID for c0, c1, groupID + 8 for c2, c3; col = 2 threadID + (i & 1).
-TEST(GpuFlashMma, FragmentMapsFollowThePtxLayout) {
+TEST(GpuFlashMmaBwd, FragmentMapsFollowThePtxLayout) {
   for (int lane = 0; lane < 32; lane++) {
     const int gid = lane >> 2, tid = lane & 3;
     for (int i = 0; i < 8; i++) {  // A's 16-bit elements: register i / 2, half i % 2
       const int r = i / 2, h = i % 2;
       const int row = (i == 2 || i == 3 || i == 6 || i == 7) ? gid + 8 : gid;
       const int col = 2 * tid + (i & 1) + (i >= 4 ? 8 : 0);
-      EXPECT_EQ(g::flash_mma_a_row(lane, r), row) << lane << " " << i;
-      EXPECT_EQ(g::flash_mma_a_col(lane, r) + h, col) << lane << " " << i;
+      EXPECT_EQ(g::mma16816_a_row(lane, r), row) << lane << " " << i;
+      EXPECT_EQ(g::mma16816_a_col(lane, r) + h, col) << lane << " " << i;
     }
     for (int i = 0; i < 4; i++) {
-      EXPECT_EQ(g::flash_mma_b_k(lane, i / 2) + i % 2, 2 * tid + (i & 1) + (i >= 2 ? 8 : 0));
-      EXPECT_EQ(g::flash_mma_b_n(lane), gid);
-      EXPECT_EQ(g::flash_mma_c_row(lane, i), i < 2 ? gid : gid + 8);
-      EXPECT_EQ(g::flash_mma_c_col(lane, i), 2 * tid + (i & 1));
+      EXPECT_EQ(g::mma16816_b_k(lane, i / 2) + i % 2, 2 * tid + (i & 1) + (i >= 2 ? 8 : 0));
+      EXPECT_EQ(g::mma16816_b_n(lane), gid);
+      EXPECT_EQ(g::mma16816_c_row(lane, i), i < 2 ? gid : gid + 8);
+      EXPECT_EQ(g::mma16816_c_col(lane, i), 2 * tid + (i & 1));
     }
   }
 }
 
-TEST(GpuFlashMma, EachElementHeldOnceAndAccumulatorsBecomeA) {
+TEST(GpuFlashMmaBwd, EachElementHeldOnceAndAccumulatorsBecomeA) {
   std::set<int> a, b, c;
   for (int lane = 0; lane < 32; lane++) {
     for (int r = 0; r < 4; r++)
-      for (int h = 0; h < 2; h++) a.insert(g::flash_mma_a_row(lane, r) * 16 + g::flash_mma_a_col(lane, r) + h);
+      for (int h = 0; h < 2; h++) a.insert(g::mma16816_a_row(lane, r) * 16 + g::mma16816_a_col(lane, r) + h);
     for (int r = 0; r < 2; r++)
-      for (int h = 0; h < 2; h++) b.insert((g::flash_mma_b_k(lane, r) + h) * 8 + g::flash_mma_b_n(lane));
-    for (int e = 0; e < 4; e++) c.insert(g::flash_mma_c_row(lane, e) * 8 + g::flash_mma_c_col(lane, e));
+      for (int h = 0; h < 2; h++) b.insert((g::mma16816_b_k(lane, r) + h) * 8 + g::mma16816_b_n(lane));
+    for (int e = 0; e < 4; e++) c.insert(g::mma16816_c_row(lane, e) * 8 + g::mma16816_c_col(lane, e));
     // A of k-step kk from accumulator tiles 2 kk, 2 kk + 1 (16 x 8 each, side
     // by side = 16 x 16): register r, half h of the lane is the lane's own
     // element c2a_elem(r) + h of tile 2 kk + c2a_tile(r) at the same (row, column).
     for (int r = 0; r < 4; r++)
       for (int h = 0; h < 2; h++) {
-        const int tile = g::flash_mma_c2a_tile(r), e = g::flash_mma_c2a_elem(r) + h;
+        const int tile = g::mma16816_c2a_tile(r), e = g::mma16816_c2a_elem(r) + h;
         ASSERT_TRUE(tile == 0 || tile == 1);
         ASSERT_TRUE(e >= 0 && e < 4);
-        EXPECT_EQ(g::flash_mma_c_row(lane, e), g::flash_mma_a_row(lane, r)) << lane << " " << r;
-        EXPECT_EQ(8 * tile + g::flash_mma_c_col(lane, e), g::flash_mma_a_col(lane, r) + h) << lane << " " << r;
+        EXPECT_EQ(g::mma16816_c_row(lane, e), g::mma16816_a_row(lane, r)) << lane << " " << r;
+        EXPECT_EQ(8 * tile + g::mma16816_c_col(lane, e), g::mma16816_a_col(lane, r) + h) << lane << " " << r;
       }
   }
   EXPECT_EQ(a.size(), 256u);
@@ -157,7 +157,7 @@ TEST(GpuFlashMma, EachElementHeldOnceAndAccumulatorsBecomeA) {
 // mma.m16n8k16 would compute it: gather A and B from the lanes' fragments,
 // each lane's accumulators; then the two accumulator tiles become the A of
 // a second product (the kernels' P -> dV step) E = C F.
-TEST(GpuFlashMma, ProductReplayedThroughTheMaps) {
+TEST(GpuFlashMmaBwd, ProductReplayedThroughTheMaps) {
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> u(-8, 8);
   float A[16][16], B[16][16], F[16][8];
@@ -172,34 +172,32 @@ TEST(GpuFlashMma, ProductReplayedThroughTheMaps) {
     float a[16][16], b[16][8];
     for (int lane = 0; lane < 32; lane++) {
       for (int r = 0; r < 4; r++)
-        for (int h = 0; h < 2; h++)
-          a[g::flash_mma_a_row(lane, r)][g::flash_mma_a_col(lane, r) + h] = af[lane][2 * r + h];
+        for (int h = 0; h < 2; h++) a[g::mma16816_a_row(lane, r)][g::mma16816_a_col(lane, r) + h] = af[lane][2 * r + h];
       for (int r = 0; r < 2; r++)
-        for (int h = 0; h < 2; h++) b[g::flash_mma_b_k(lane, r) + h][g::flash_mma_b_n(lane)] = bf[lane][2 * r + h];
+        for (int h = 0; h < 2; h++) b[g::mma16816_b_k(lane, r) + h][g::mma16816_b_n(lane)] = bf[lane][2 * r + h];
     }
     for (int lane = 0; lane < 32; lane++)
       for (int e = 0; e < 4; e++) {
         float s = cf[lane][e];
-        for (int k = 0; k < 16; k++) s += a[g::flash_mma_c_row(lane, e)][k] * b[k][g::flash_mma_c_col(lane, e)];
+        for (int k = 0; k < 16; k++) s += a[g::mma16816_c_row(lane, e)][k] * b[k][g::mma16816_c_col(lane, e)];
         cf[lane][e] = s;
       }
   };
   float af[32][8], bf[2][32][4], cf[2][32][4] = {}, ff[32][4], ef[32][4] = {}, caf[32][8];
   for (int lane = 0; lane < 32; lane++) {
     for (int r = 0; r < 4; r++)
-      for (int h = 0; h < 2; h++) af[lane][2 * r + h] = A[g::flash_mma_a_row(lane, r)][g::flash_mma_a_col(lane, r) + h];
+      for (int h = 0; h < 2; h++) af[lane][2 * r + h] = A[g::mma16816_a_row(lane, r)][g::mma16816_a_col(lane, r) + h];
     for (int nt = 0; nt < 2; nt++)
       for (int r = 0; r < 2; r++)
         for (int h = 0; h < 2; h++)
-          bf[nt][lane][2 * r + h] = B[g::flash_mma_b_k(lane, r) + h][8 * nt + g::flash_mma_b_n(lane)];
+          bf[nt][lane][2 * r + h] = B[g::mma16816_b_k(lane, r) + h][8 * nt + g::mma16816_b_n(lane)];
     for (int r = 0; r < 2; r++)
-      for (int h = 0; h < 2; h++) ff[lane][2 * r + h] = F[g::flash_mma_b_k(lane, r) + h][g::flash_mma_b_n(lane)];
+      for (int h = 0; h < 2; h++) ff[lane][2 * r + h] = F[g::mma16816_b_k(lane, r) + h][g::mma16816_b_n(lane)];
   }
   for (int nt = 0; nt < 2; nt++) mma(af, bf[nt], cf[nt]);
   for (int lane = 0; lane < 32; lane++)
     for (int r = 0; r < 4; r++)
-      for (int h = 0; h < 2; h++)
-        caf[lane][2 * r + h] = cf[g::flash_mma_c2a_tile(r)][lane][g::flash_mma_c2a_elem(r) + h];
+      for (int h = 0; h < 2; h++) caf[lane][2 * r + h] = cf[g::mma16816_c2a_tile(r)][lane][g::mma16816_c2a_elem(r) + h];
   mma(caf, ff, ef);
   double C[16][16] = {}, E[16][8] = {};
   for (int i = 0; i < 16; i++)
@@ -210,7 +208,7 @@ TEST(GpuFlashMma, ProductReplayedThroughTheMaps) {
       for (int k = 0; k < 16; k++) E[i][j] += C[i][k] * F[k][j];
   for (int lane = 0; lane < 32; lane++)
     for (int e = 0; e < 4; e++) {
-      const int row = g::flash_mma_c_row(lane, e), col = g::flash_mma_c_col(lane, e);
+      const int row = g::mma16816_c_row(lane, e), col = g::mma16816_c_col(lane, e);
       for (int nt = 0; nt < 2; nt++) EXPECT_EQ(cf[nt][lane][e], C[row][8 * nt + col]);  // exact: multiples of 1/64
       EXPECT_EQ(ef[lane][e], E[row][col]);
     }
@@ -220,19 +218,19 @@ TEST(GpuFlashMma, ProductReplayedThroughTheMaps) {
 // stride `stride` halves: A (row, col pair) and the transposed B (n row,
 // k pair) touch word row * stride / 2 + col / 2; for each register the 32
 // lanes hit 32 different banks for every padded stride of the geometry.
-TEST(GpuFlashMma, FragmentLoadsAreFreeOfBankConflicts) {
+TEST(GpuFlashMmaBwd, FragmentLoadsAreFreeOfBankConflicts) {
   for (int padded = 16; padded <= g::kFlashMmaMaxHead; padded += 16) {
-    const int stride = g::flash_mma_stride(padded);
+    const int stride = g::flash_mma_bwd_stride(padded);
     for (int r = 0; r < 4; r++) {
       std::set<int> banks;
       for (int lane = 0; lane < 32; lane++)
-        banks.insert(((g::flash_mma_a_row(lane, r) * stride + g::flash_mma_a_col(lane, r)) / 2) % 32);
+        banks.insert(((g::mma16816_a_row(lane, r) * stride + g::mma16816_a_col(lane, r)) / 2) % 32);
       EXPECT_EQ(banks.size(), 32u) << "A, stride " << stride << ", register " << r;
     }
     for (int r = 0; r < 2; r++) {
       std::set<int> banks;
       for (int lane = 0; lane < 32; lane++)
-        banks.insert(((g::flash_mma_b_n(lane) * stride + g::flash_mma_b_k(lane, r)) / 2) % 32);
+        banks.insert(((g::mma16816_b_n(lane) * stride + g::mma16816_b_k(lane, r)) / 2) % 32);
       EXPECT_EQ(banks.size(), 32u) << "B, stride " << stride << ", register " << r;
     }
   }
