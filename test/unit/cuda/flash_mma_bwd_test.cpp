@@ -4,10 +4,11 @@
 // NNC_GPU_ATTN_MMA=0. Runs under the CPU emulation in CI (tools/gpu-emu, which
 // emulates mma.sync from the lanes' fragments); skips without a GPU.
 //
-// 1. Through the command (16F; the GPU backend does not take 16BF yet), with
-//    NNC_GPU_ATTN_FLASH=1 (a declined call fails): against CPU_REF on the same
-//    inputs (flash_case.hpp's check_case and its tolerances, argued in
-//    flash_gpu_test.cpp: 1e-2 + 1e-2 |cpu| for fp16 gradients), and against
+// 1. Through the command (16F and 16BF), with NNC_GPU_ATTN_FLASH=1 (a
+//    declined call fails): against CPU_REF on the same inputs (flash_case.hpp's
+//    check_case and its tolerances, argued in flash_gpu_test.cpp and
+//    flash_case.hpp: 1e-2 + 1e-2 |cpu| for fp16 gradients, 2e-2 + 2e-2 |cpu|
+//    for bf16), and against
 //    the scalar flash kernels (NNC_GPU_ATTN_MMA=0) on the same inputs and
 //    saved o / lse. Lengths 1, 19, 37, 70, 130 (across the 64-row / 64-key
 //    tiles), heads 8, 40, 64, 80, 128 (padded to 16 in the kernels), causal
@@ -90,6 +91,17 @@ TEST(FlashMmaBwd, F16WithoutSavedOutputs) {
   for (const Case& c : {cs[1], cs[2]}) check_case(c, CCV_16F, false, rng);  // o, lse recomputed as fp32
 }
 
+// 16BF through the command (forward and backward both on the tensor cores).
+TEST(FlashMmaBwd, Bf16MatchesCpuRef) {
+  NNC_REQUIRE_GPU();
+  EnvGuard flash("NNC_GPU_ATTN_FLASH", "1");
+  EnvGuard mma("NNC_GPU_ATTN_MMA", nullptr);
+  std::mt19937 rng(4108);
+  const std::vector<Case> cs = mma_cases();
+  for (const Case& c : cs) check_case(c, CCV_16BF, true, rng);
+  check_case(cs[2], CCV_16BF, false, rng);  // o, lse recomputed as fp32
+}
+
 // Heads above 128: the tensor-core kernels decline, the scalar ones run.
 TEST(FlashMmaBwd, WideHeadsFallBackToTheScalarKernels) {
   NNC_REQUIRE_GPU();
@@ -128,12 +140,12 @@ TEST(FlashMmaBwd, F16EachGradientAlone) {
   }
 }
 
-// dq, dk, dv of one backward (16F) from the given saved o / lse under
+// dq, dk, dv of one backward (type dt) from the given saved o / lse under
 // NNC_GPU_ATTN_MMA=`mma`, as packed 32F CPU tensors.
-std::vector<Owned> backward_run(const Case& c, const Inputs& in, const Owned& o, const Owned& lse, const char* mma) {
+std::vector<Owned> backward_run(const Case& c, int dt, const Inputs& in, const Owned& o, const Owned& lse,
+                                const char* mma) {
   EnvGuard flash("NNC_GPU_ATTN_FLASH", "1");
   EnvGuard m("NNC_GPU_ATTN_MMA", mma);
-  const int dt = CCV_16F;
   std::vector<Owned> out;
   out.emplace_back(param_of(c.shape(c.Sq, c.H, c.D), dt, CCV_TENSOR_FORMAT_NHWC, true));
   out.emplace_back(param_of(c.shape(c.Sk, c.Hk, c.D), dt, CCV_TENSOR_FORMAT_NHWC, true));
@@ -152,21 +164,21 @@ std::vector<Owned> backward_run(const Case& c, const Inputs& in, const Owned& o,
 }
 
 // The tensor-core and the scalar kernels on the same inputs and saved o /
-// lse: both read the same fp16 values; the tensor-core kernels round p and ds
-// to fp16 (2^-11 relative) before their products, and both round the
-// gradients to fp16 once (one ulp apart at worst): within 4e-3 (1 + |x|)
-// here, where a wrong index moves values by 1e-2 or more. Some element must
-// differ in its bits (so two different kernels did run), and a rerun gives
-// the same bits (no atomics).
-TEST(FlashMmaBwd, F16AgreesWithTheScalarKernels) {
-  NNC_REQUIRE_GPU();
-  std::mt19937 rng(4104);
+// lse: both read the same 16-bit values; the tensor-core kernels round p and
+// ds to the type (2^-11 relative for fp16, 2^-9 for bf16) before their
+// products, and both round the gradients once (one ulp apart at worst:
+// 2^-10 / 2^-7): within 4e-3 (1 + |x|) for 16F, 2e-2 (1 + |x|) for 16BF,
+// where a wrong index moves values by 1e-1 or more. Some element must differ
+// in its bits (so two different kernels did run), and a rerun gives the same
+// bits (no atomics).
+void agree_with_scalar(int dt, std::mt19937& rng) {
+  const float tol = dt == CCV_16F ? 4e-3f : 2e-2f;
   const char* names[3] = {"dq", "dk", "dv"};
   const std::vector<Case> cs = mma_cases();
   for (const Case& c : {cs[0], cs[1], cs[3]}) {
-    SCOPED_TRACE(c.name(CCV_16F));
-    Inputs in(c, CCV_16F, rng);
-    Owned o(param_of(c.shape(c.Sq, c.H, c.Dv), CCV_16F, CCV_TENSOR_FORMAT_NHWC, true));
+    SCOPED_TRACE(c.name(dt));
+    Inputs in(c, dt, rng);
+    Owned o(param_of(c.shape(c.Sq, c.H, c.Dv), dt, CCV_TENSOR_FORMAT_NHWC, true));
     Owned lse(param_of(c.lse_shape(), CCV_32F, CCV_TENSOR_FORMAT_NHWC, true));
     {
       EnvGuard flash("NNC_GPU_ATTN_FLASH", "1");
@@ -177,8 +189,8 @@ TEST(FlashMmaBwd, F16AgreesWithTheScalarKernels) {
                 CCV_NNC_EXEC_SUCCESS)
           << ccv_nnc_error_message();
     }
-    std::vector<Owned> mma = backward_run(c, in, o, lse, nullptr), scalar = backward_run(c, in, o, lse, "0"),
-                       again = backward_run(c, in, o, lse, "1");
+    std::vector<Owned> mma = backward_run(c, dt, in, o, lse, nullptr), scalar = backward_run(c, dt, in, o, lse, "0"),
+                       again = backward_run(c, dt, in, o, lse, "1");
     size_t differ = 0;
     for (int x = 0; x < 3; x++) {
       const size_t n = ccv_nnc_tensor_count(mma[x]->info);
@@ -186,7 +198,7 @@ TEST(FlashMmaBwd, F16AgreesWithTheScalarKernels) {
       for (size_t i = 0; i < n; i++) {
         const float a = mma[x]->data.f32[i], b = scalar[x]->data.f32[i];
         differ += a != b;
-        if (!(std::fabs(a - b) <= 4e-3f * (1 + std::fabs(b))) && bad++ < 5)
+        if (!(std::fabs(a - b) <= tol * (1 + std::fabs(b))) && bad++ < 5)
           ADD_FAILURE() << names[x] << ": element " << i << " is " << a << " on tensor cores, " << b << " scalar";
       }
       EXPECT_EQ(bad, 0u) << names[x];
@@ -195,6 +207,18 @@ TEST(FlashMmaBwd, F16AgreesWithTheScalarKernels) {
     }
     EXPECT_GT(differ, 0u) << "the tensor-core and the scalar kernels gave the same bits everywhere: did both run?";
   }
+}
+
+TEST(FlashMmaBwd, F16AgreesWithTheScalarKernels) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(4104);
+  agree_with_scalar(CCV_16F, rng);
+}
+
+TEST(FlashMmaBwd, Bf16AgreesWithTheScalarKernels) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(4109);
+  agree_with_scalar(CCV_16BF, rng);
 }
 
 // ---- 2. the launch functions directly, 16F and 16BF, against double ----
