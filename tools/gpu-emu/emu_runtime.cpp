@@ -14,6 +14,13 @@
 //                      GPU only grids past the launch code's cap do)
 //   EMU_STATS=1        at exit, each kernel's launches, blocks and threads
 //                      (to stderr)
+//   EMU_WARP_AHEAD=1   at warp barriers (warp intrinsics, tensor-core
+//                      products) one warp at a time goes on (the first in
+//                      the thread order), so a warp runs ahead of the
+//                      others up to its next __syncthreads: shared memory a
+//                      warp overwrites while another still reads it (a
+//                      missing __syncthreads) shows. Without it every warp
+//                      moves one warp barrier per round, in step.
 //   EMU_EXACT_MEMORY=1 each GPU tensor its own allocation, ending at an
 //                      inaccessible page (or exact under ASan): emu_main.cpp
 #include <cublas_v2.h>
@@ -86,6 +93,7 @@ int g_barrier_count = 0;  // threads with a nonzero predicate at the barrier las
 std::vector<unsigned char> g_dynamic_shared;
 size_t g_dynamic_bytes = 0;
 bool g_reverse = false;
+bool g_warp_ahead = false;  // EMU_WARP_AHEAD
 unsigned g_max_blocks = 0;  // EMU_MAX_BLOCKS (0: no cap)
 
 struct Stat {
@@ -103,6 +111,8 @@ void print_stats() {
 const bool g_env = [] {
   const char* o = std::getenv("EMU_ORDER");
   g_reverse = o && std::strcmp(o, "reverse") == 0;
+  const char* wa = std::getenv("EMU_WARP_AHEAD");
+  g_warp_ahead = wa && *wa && std::strcmp(wa, "0") != 0;
   if (const char* m = std::getenv("EMU_MAX_BLOCKS")) g_max_blocks = static_cast<unsigned>(std::strtoul(m, nullptr, 10));
   const char* st = std::getenv("EMU_STATS");
   if (st && *st && std::strcmp(st, "0") != 0) {
@@ -186,11 +196,16 @@ void set_thread_index(unsigned i) {
 }
 
 // Releases the warp barriers every lane of whose mask has reached (with the
-// same mask); false, with a message, when a warp can never go on.
+// same mask): every such warp, or with EMU_WARP_AHEAD the first in the
+// thread order (the last with EMU_ORDER=reverse); false, with a message, when
+// a warp can never go on.
 bool release_warps(unsigned n, bool* released) {
   *released = false;
   bool waiting = false;
-  for (unsigned w = 0; w < n; w += 32) {
+  const unsigned warps = (n + 31) / 32;
+  for (unsigned k = 0; k < warps; k++) {
+    if (g_warp_ahead && *released) return true;
+    const unsigned w = 32 * (g_reverse ? warps - 1 - k : k);
     const unsigned end = w + 32 < n ? w + 32 : n;
     for (unsigned i = w; i < end; i++) {
       const Fiber& f = g_fibers[i];
