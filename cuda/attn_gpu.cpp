@@ -110,18 +110,22 @@ FlashArgs flash_args(const attn::Problem& p, const gpu::AttnPlan& a, const gpu::
   return f;
 }
 
-// The forward on the flash kernels: the tensor-core ones for what
+// Queues f's forward on the flash kernels: the tensor-core ones for what
 // gpu::flash_mma_forward_plan takes (16F / 16BF, heads up to 128, unless
 // NNC_GPU_ATTN_MMA=0), else the scalar ones.
-void flash_forward(const attn::Problem& p, const gpu::AttnPlan& a, const gpu::FlashGeom& g, const Call& c) {
-  FlashArgs f = flash_args(p, a, g);
-  f.lse = p.lse.data, f.lse_type = gpu_type(a.lse_type);
-  f.o = p.o.data, f.o_view = a.o, f.o_type = f.type;
+void queue_flash_forward(const gpu::AttnPlan& a, const FlashArgs& f, const Call& c) {
   int bucket = 0;
   if (gpu::flash_mma_forward_plan(a, gpu::flash_mma_allowed_from_env(), &bucket, nullptr))
     c.check(launch_flash_mma_forward(c.s, f, bucket));
   else
     c.check(launch_flash_forward(c.s, f));
+}
+
+void flash_forward(const attn::Problem& p, const gpu::AttnPlan& a, const gpu::FlashGeom& g, const Call& c) {
+  FlashArgs f = flash_args(p, a, g);
+  f.lse = p.lse.data, f.lse_type = gpu_type(a.lse_type);
+  f.o = p.o.data, f.o_view = a.o, f.o_type = f.type;
+  queue_flash_forward(a, f, c);
   c.done();
 }
 
@@ -140,7 +144,7 @@ void flash_backward(const attn::Problem& p, const gpu::AttnPlan& a, const gpu::F
     f.s.lse = gpu::attn_packed_lse(p.Sq, p.H);
     f.lse = lsebuf.get(), f.lse_type = kF32;
     f.o = obuf.get(), f.o_view = gpu::attn_packed(p.Sq, p.H, p.Dv), f.o_type = kF32;
-    c.check(launch_flash_forward(c.s, f));
+    queue_flash_forward(a, f, c);
     f.O = f.o, f.O_view = f.o_view, f.O_type = kF32;
     f.o = nullptr;
   } else {
