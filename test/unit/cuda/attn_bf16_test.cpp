@@ -113,18 +113,7 @@ std::vector<Case> fused_cases() {
 
 // A mask of uniform values with every 5th entry -inf (set as 32F on the CPU
 // parent, converted to 16BF there, then uploaded).
-BothPtr make_mask(const Case& c, std::mt19937& rng) {
-  if (c.mask.empty()) return nullptr;
-  BothPtr m = both({c.mask, false, BF}, rng);
-  Owned f = as_f32(m->cpu_parent());
-  for (size_t i = 0; i < ccv_nnc_tensor_count(f->info); i += 5)
-    f->data.f32[i] = -std::numeric_limits<float>::infinity();
-  ccv_nnc_cmd_t conv = make_cmd(CCV_NNC_DATATYPE_CONVERSION_FORWARD);
-  conv.backend = CCV_NNC_BACKEND_CPU_REF;
-  EXPECT_EQ(exec(conv, ccv_nnc_no_hint, {f.t}, {m->cpu_parent()}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
-  m->upload();
-  return m;
-}
+BothPtr make_mask(const Case& c, std::mt19937& rng) { return attn_mask(c.mask, BF, rng, 5); }
 
 struct Inputs {
   BothPtr q, k, v, mask, w, bias;

@@ -73,18 +73,7 @@ inline std::vector<Case> cases() {
   return cs;
 }
 
-inline BothPtr make_mask(const Case& c, int dt, std::mt19937& rng) {
-  if (c.mask.empty()) return nullptr;
-  BothPtr m = both({c.mask, false, dt}, rng);
-  Owned f = as_f32(m->cpu_parent());
-  for (size_t i = 0; i < ccv_nnc_tensor_count(f->info); i += 5)
-    f->data.f32[i] = -std::numeric_limits<float>::infinity();
-  ccv_nnc_cmd_t conv = make_cmd(CCV_NNC_DATATYPE_CONVERSION_FORWARD);
-  conv.backend = CCV_NNC_BACKEND_CPU_REF;
-  EXPECT_EQ(exec(conv, ccv_nnc_no_hint, {f.t}, {m->cpu_parent()}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
-  m->upload();
-  return m;
-}
+inline BothPtr make_mask(const Case& c, int dt, std::mt19937& rng) { return attn_mask(c.mask, dt, rng, 5); }
 
 struct Inputs {
   BothPtr q, k, v, mask, g;

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -156,6 +157,22 @@ class Both {
 using BothPtr = std::unique_ptr<Both>;
 inline BothPtr both(const Spec& s, std::mt19937& rng, float lo = -1, float hi = 1) {
   return std::make_unique<Both>(s, rng, lo, hi);
+}
+
+// An attention mask (packed, of type dt, both sides): uniform values with
+// every `every`-th entry -inf (set as 32F on the CPU parent, converted there,
+// then uploaded); NULL for empty dims.
+inline BothPtr attn_mask(const std::vector<int>& dims, int dt, std::mt19937& rng, size_t every) {
+  if (dims.empty()) return nullptr;
+  BothPtr m = both({dims, false, dt}, rng);
+  Owned f = as_f32(m->cpu_parent());
+  for (size_t i = 0; i < ccv_nnc_tensor_count(f->info); i += every)
+    f->data.f32[i] = -std::numeric_limits<float>::infinity();
+  ccv_nnc_cmd_t conv = make_cmd(CCV_NNC_DATATYPE_CONVERSION_FORWARD);
+  conv.backend = CCV_NNC_BACKEND_CPU_REF;
+  EXPECT_EQ(exec(conv, ccv_nnc_no_hint, {f.t}, {m->cpu_parent()}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  m->upload();
+  return m;
 }
 
 // Runs c on CPU_REF over the CPU sides and on GPU_REF over the GPU sides
