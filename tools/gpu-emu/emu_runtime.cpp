@@ -295,6 +295,13 @@ bool run_block(unsigned n) {
 
 }  // namespace
 
+bool set_warp_ahead(bool on) {
+  const bool was = g_warp_ahead;
+  g_warp_ahead = on;
+  return was;
+}
+bool order_reversed() { return g_reverse; }
+
 int syncthreads_count(int predicate, const char* file, int line) {
   g_fibers[g_current].slot = predicate != 0;
   syncthreads(file, line);

@@ -75,8 +75,26 @@ __global__ void early_return_kernel(int* y) {
   y[threadIdx.x] = 1;
 }
 
+// Warp 1 writes slot after a warp barrier; warp 0 reads it after the next
+// one, with no __syncthreads between (a race): in step both warps pass the
+// first barrier before warp 0 reads, so it sees the write; with warp 0
+// running ahead (EMU_WARP_AHEAD, first to last) it reads before warp 1 wrote.
+__global__ void warp_race_kernel(int* seen) {
+  __shared__ int slot;
+  if (threadIdx.x == 0) slot = 0;
+  __syncthreads();
+  __syncwarp();
+  if (threadIdx.x == 32) slot = 1;
+  __syncwarp();
+  if (threadIdx.x == 0) *seen = slot;
+}
+
 }  // namespace
 
+cudaError_t warp_race(int* seen) {
+  warp_race_kernel<<<1, 64>>>(seen);
+  return cudaGetLastError();
+}
 cudaError_t block_sum(const float* x, float* y, int n, int blocks, int threads) {
   block_sum_kernel<<<blocks, threads>>>(x, y, n);
   return cudaGetLastError();

@@ -16,7 +16,13 @@ cudaError_t block_votes(const int* x, int* count, int* any7, int* all_small, int
 cudaError_t divergent(int* y);
 cudaError_t early_return(int* y);
 cudaError_t bad_config(int* y);
+cudaError_t warp_race(int* seen);
 }  // namespace gpu_emu_selftest
+namespace emu {
+// emu_runtime.cpp: the scheduling modes, set for one test.
+bool set_warp_ahead(bool on);  // returns the previous setting
+bool order_reversed();
+}  // namespace emu
 
 namespace {
 using namespace gpu_emu_selftest;
@@ -93,6 +99,22 @@ TEST(GpuEmu, BlockVotes) {
       EXPECT_EQ(all_small[static_cast<size_t>(t)], small ? 1 : 0);
     }
   }
+}
+
+// EMU_WARP_AHEAD lets one warp run ahead of the others between barriers: a
+// read of another warp's shared write with only warp barriers between
+// (a missing __syncthreads) then sees the old value, as the GPU may.
+TEST(GpuEmu, WarpAheadShowsAMissingBarrierBetweenWarps) {
+  const bool was = emu::set_warp_ahead(false);
+  int seen = -1;
+  ASSERT_EQ(warp_race(&seen), cudaSuccess);
+  EXPECT_EQ(seen, 1) << "in step, warp 0 reads after warp 1 wrote";
+  emu::set_warp_ahead(true);
+  ASSERT_EQ(warp_race(&seen), cudaSuccess);
+  // First to last, warp 0 runs ahead and reads before warp 1 writes; last
+  // to first, warp 1 runs ahead and writes first.
+  EXPECT_EQ(seen, emu::order_reversed() ? 1 : 0);
+  emu::set_warp_ahead(was);
 }
 
 TEST(GpuEmu, InvalidBarriersAndConfigurationsFailTheLaunch) {
