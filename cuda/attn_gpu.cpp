@@ -23,6 +23,7 @@
 // atomics). NNC_GPU_ATTN_FLASH=0 forces the row kernels, =1 the flash kernels
 // (an error saying why when they decline the call).
 #include <cstdlib>
+#include <memory>
 #include <string>
 
 #include "cmd/attention/attention.hpp"
@@ -112,20 +113,31 @@ FlashArgs flash_args(const attn::Problem& p, const gpu::AttnPlan& a, const gpu::
 
 // Queues f's forward on the flash kernels: the tensor-core ones for what
 // gpu::flash_mma_forward_plan takes (16F / 16BF, heads up to 128, unless
-// NNC_GPU_ATTN_MMA=0), else the scalar ones.
-void queue_flash_forward(const gpu::AttnPlan& a, const FlashArgs& f, const Call& c) {
+// NNC_GPU_ATTN_MMA=0), their keys split over blocks when the call has few
+// work items (scratch in *part, which the caller keeps until c.done()),
+// else the scalar ones.
+void queue_flash_forward(const gpu::AttnPlan& a, FlashArgs f, const Call& c, std::unique_ptr<StreamBlock>* part,
+                         const char* what) {
   int bucket = 0;
-  if (gpu::flash_mma_forward_plan(a, gpu::flash_mma_allowed_from_env(), &bucket, nullptr))
-    c.check(launch_flash_mma_forward(c.s, f, bucket));
-  else
+  if (!gpu::flash_mma_forward_plan(a, gpu::flash_mma_allowed_from_env(), &bucket, nullptr)) {
     c.check(launch_flash_forward(c.s, f));
+    return;
+  }
+  f.splits = gpu::flash_mma_splits_from_env(f.s);
+  if (f.splits > 1) {
+    *part = std::make_unique<StreamBlock>(floats(gpu::flash_mma_split_floats(f.s, f.splits)), c.s, what);
+    f.part = static_cast<float*>((*part)->get());
+  }
+  c.check(launch_flash_mma_forward(c.s, f, bucket));
 }
 
-void flash_forward(const attn::Problem& p, const gpu::AttnPlan& a, const gpu::FlashGeom& g, const Call& c) {
+void flash_forward(const attn::Problem& p, const gpu::AttnPlan& a, const gpu::FlashGeom& g, const Call& c,
+                   const char* what) {
   FlashArgs f = flash_args(p, a, g);
   f.lse = p.lse.data, f.lse_type = gpu_type(a.lse_type);
   f.o = p.o.data, f.o_view = a.o, f.o_type = f.type;
-  queue_flash_forward(a, f, c);
+  std::unique_ptr<StreamBlock> part;
+  queue_flash_forward(a, f, c, &part, what);
   c.done();
 }
 
@@ -139,12 +151,13 @@ void flash_backward(const attn::Problem& p, const gpu::AttnPlan& a, const gpu::F
   StreamBlock obuf(need_fwd ? floats(rows * p.Dv) : 0, c.s, what);
   StreamBlock lsebuf(need_fwd ? floats(rows) : 0, c.s, what);
   StreamBlock dbuf(floats(rows), c.s, what);
+  std::unique_ptr<StreamBlock> part;  // the recomputed forward's split scratch
   FlashArgs f = flash_args(p, a, g);
   if (need_fwd) {
     f.s.lse = gpu::attn_packed_lse(p.Sq, p.H);
     f.lse = lsebuf.get(), f.lse_type = kF32;
     f.o = obuf.get(), f.o_view = gpu::attn_packed(p.Sq, p.H, p.Dv), f.o_type = kF32;
-    queue_flash_forward(a, f, c);
+    queue_flash_forward(a, f, c, &part, what);
     f.O = f.o, f.O_view = f.o_view, f.O_type = kF32;
     f.o = nullptr;
   } else {
@@ -173,7 +186,7 @@ NNC_KERNEL(attn_forward) {
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
   gpu::FlashGeom fg;
   if (use_flash(a, &fg, what)) {
-    flash_forward(p, a, fg, c);
+    flash_forward(p, a, fg, c, what);
     return CCV_NNC_EXEC_SUCCESS;
   }
   const int type = gpu_type(a.datatype);

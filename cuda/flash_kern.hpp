@@ -38,12 +38,19 @@ struct FlashArgs {
   void *dq = nullptr, *dk = nullptr, *dv = nullptr;
   gpu::AttnView dq_view, dk_view, dv_view;
   int out_type = kF32;
+  // The tensor-core forward's key splits (gpu::flash_mma_splits; 1: none)
+  // and, when more than 1, their float scratch of
+  // gpu::flash_mma_split_floats(s, splits).
+  int splits = 1;
+  float* part = nullptr;
 };
 
 // o and lse.
 cudaError_t launch_flash_forward(cudaStream_t s, const FlashArgs& a);
 // o and lse on the tensor cores (flash_mma_kernels.cu): a.type kF16 or kBF16,
-// `bucket` from gpu::flash_mma_forward_plan (a.g is not used).
+// `bucket` from gpu::flash_mma_forward_plan (a.g is not used); with
+// a.splits > 1 the keys are split over blocks (a.part their scratch) and a
+// second kernel combines them.
 cudaError_t launch_flash_mma_forward(cudaStream_t s, const FlashArgs& a, int bucket);
 // delta, then dk and dv (when asked), then dq (when asked).
 cudaError_t launch_flash_backward(cudaStream_t s, const FlashArgs& a);

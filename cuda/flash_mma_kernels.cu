@@ -88,11 +88,12 @@ __global__ void __launch_bounds__(kFlashMmaThreads) flash_mma_forward(FlashArgs 
   const LdAs<T> ldm;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int G = gpu::flash_mma_group(s);
-  const int64_t items = gpu::flash_mma_items(s);
+  const int splits = a.splits;
+  const int64_t items = gpu::flash_mma_items(s) * splits;
   for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
-    int b, hk, v0;
-    gpu::flash_mma_item(s, w, &b, &hk, &v0);
-    const int kend = gpu::flash_mma_key_end(s, v0);
+    int b, hk, v0, jbegin, jend;
+    gpu::flash_mma_item(s, w / splits, &b, &hk, &v0);
+    gpu::flash_mma_split_keys(gpu::flash_mma_key_end(s, v0), splits, static_cast<int>(w % splits), &jbegin, &jend);
     // The lane's two rows: pairs v0 + r0 and v0 + r0 + 8 (r0 = 16 warp + g),
     // each a query row i[u] of head h[u] (valid[u]: within the G Sq pairs).
     const int r0 = warp * 16 + g;
@@ -119,7 +120,7 @@ __global__ void __launch_bounds__(kFlashMmaThreads) flash_mma_forward(FlashArgs 
       qa[kd][2] = ld_pair(p + 8);
       qa[kd][3] = ld_pair(p + 8 * LD + 8);
     }
-    for (int j0 = 0; j0 < kend; j0 += kFlashMmaKeys) {
+    for (int j0 = jbegin; j0 < jend; j0 += kFlashMmaKeys) {
       __syncthreads();  // q's fragments are read (first tile); the previous tile's k and v are read
       load_tile16(sk, LD, kFlashMmaKeys, s.D, HB, a.k, s.k, b, j0, 1, hk, s.Sk);
       load_tile16(sv, LD, kFlashMmaKeys, s.Dv, HB, a.v, s.v, b, j0, 1, hk, s.Sk);
@@ -186,6 +187,27 @@ __global__ void __launch_bounds__(kFlashMmaThreads) flash_mma_forward(FlashArgs 
         }
       }
     }
+    if (splits > 1) {  // this split's unnormalised o, m and l for the combine
+      const int sp = static_cast<int>(w % splits);
+      const int64_t rows = static_cast<int64_t>(s.B) * s.H * s.Sq * splits;
+      float* pm = a.part + rows * s.Dv;
+      float* pl = pm + rows;
+#pragma unroll
+      for (int u = 0; u < 2; u++) {
+        if (!valid[u]) continue;
+        const int64_t r = gpu::flash_mma_row(s, b, h[u], i[u]) * splits + sp;
+#pragma unroll
+        for (int n = 0; n < NV; n++)
+#pragma unroll
+          for (int c = 0; c < 2; c++) {
+            const int d = n * 8 + 2 * t + c;
+            if (d < s.Dv) a.part[r * s.Dv + d] = o[n][2 * u + c];
+          }
+        if (t == 0) pm[r] = m[u], pl[r] = l[u];
+      }
+      __syncthreads();  // the k tile (q's staging) is reused by the next item
+      continue;
+    }
 #pragma unroll
     for (int u = 0; u < 2; u++) {
       if (!valid[u]) continue;
@@ -207,10 +229,43 @@ __global__ void __launch_bounds__(kFlashMmaThreads) flash_mma_forward(FlashArgs 
   }
 }
 
+// The split runs of each row combined: o = sum_s o_s e^(m_s - M) / L and
+// lse = M + log L, L = sum_s l_s e^(m_s - M), M = max_s m_s (a row no run saw
+// a key of: o 0, lse -inf, as unsplit). One thread per (row, column).
+__global__ void flash_mma_combine(FlashArgs a) {
+  const AttnShape& s = a.s;
+  const int splits = a.splits;
+  const int64_t rows = static_cast<int64_t>(s.B) * s.H * s.Sq, n = rows * s.Dv;
+  const float* pm = a.part + rows * splits * s.Dv;
+  const float* pl = pm + rows * splits;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = e / s.Dv;
+    const int d = static_cast<int>(e - r * s.Dv);
+    float M = gpu::attn_neg_inf();
+    for (int sp = 0; sp < splits; sp++) M = fmaxf(M, pm[r * splits + sp]);
+    float L = 0.f, acc = 0.f;
+    for (int sp = 0; sp < splits; sp++) {
+      const float x = gpu::flash_alpha(pm[r * splits + sp], M);  // 0 for a run without keys
+      L += pl[r * splits + sp] * x;
+      acc += a.part[(r * splits + sp) * s.Dv + d] * x;
+    }
+    const int i = static_cast<int>(r % s.Sq);
+    const int64_t bh = r / s.Sq;
+    const int h = static_cast<int>(bh % s.H), b = static_cast<int>(bh / s.H);
+    if (a.o) st_any(a.o, gpu::attn_off(a.o_view, b, i, h, d), a.o_type, acc * gpu::flash_out_scale(L));
+    if (a.lse && d == 0) st_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_type, gpu::attn_lse(M, L));
+  }
+}
+
 template <int HB, class T>
 cudaError_t launch(cudaStream_t st, const FlashArgs& a) {
-  const int64_t items = gpu::flash_mma_items(a.s);
+  const int64_t items = gpu::flash_mma_items(a.s) * a.splits;
   flash_mma_forward<HB, T><<<gpu::flash_grid(items), kFlashMmaThreads, gpu::flash_mma_shmem_bytes(HB), st>>>(a);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess || a.splits <= 1) return e;
+  const int64_t n = static_cast<int64_t>(a.s.B) * a.s.H * a.s.Sq * a.s.Dv;
+  flash_mma_combine<<<gpu::flash_grid((n + 255) / 256), 256, 0, st>>>(a);
   return cudaGetLastError();
 }
 template <class T>
@@ -231,6 +286,7 @@ cudaError_t launch_bucket(cudaStream_t st, const FlashArgs& a, int bucket) {
 
 cudaError_t launch_flash_mma_forward(cudaStream_t st, const FlashArgs& a, int bucket) {
   if (gpu::flash_mma_items(a.s) == 0) return cudaSuccess;
+  if (a.splits < 1 || (a.splits > 1 && !a.part)) return cudaErrorInvalidValue;
   if (a.type == kF16) return launch_bucket<__half>(st, a, bucket);
   if (a.type == kBF16) return launch_bucket<__nv_bfloat16>(st, a, bucket);
   return cudaErrorInvalidValue;

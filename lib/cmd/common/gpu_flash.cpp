@@ -21,6 +21,16 @@ bool flash_mma_allowed(const char* v) { return !(v && std::strcmp(v, "0") == 0);
 
 bool flash_mma_allowed_from_env() { return flash_mma_allowed(std::getenv("NNC_GPU_ATTN_MMA")); }
 
+int flash_mma_splits_for(const AttnShape& s, const char* v) {
+  if (v && *v) {
+    const long n = std::strtol(v, nullptr, 10);
+    return n < 1 ? 1 : n > kFlashMmaMaxSplits ? kFlashMmaMaxSplits : static_cast<int>(n);
+  }
+  return flash_mma_splits(flash_mma_items(s), (s.Sk + kFlashMmaKeys - 1) / kFlashMmaKeys);
+}
+
+int flash_mma_splits_from_env(const AttnShape& s) { return flash_mma_splits_for(s, std::getenv("NNC_GPU_ATTN_SPLITS")); }
+
 bool flash_mma_forward_plan(const AttnPlan& a, bool allowed, int* bucket, std::string* why) {
   auto refuse = [&](const char* r) {
     if (why) *why = r;

@@ -259,6 +259,43 @@ NNC_HD int flash_mma_key_end(const AttnShape& s, int v0) {
   if (last > G * s.Sq - 1) last = G * s.Sq - 1;
   return last < v0 ? 0 : attn_key_end(s, last / G);
 }
+// Splitting the keys (flash-decoding): with few work items (a short query
+// over long keys, few kv heads) each item's key tiles are cut into
+// `splits` runs, each a block of its own writing its unnormalised o and its
+// running max m and sum l to float scratch; a second kernel combines the
+// runs of a row (o = sum_s o_s e^(m_s - M) / L, L = sum_s l_s e^(m_s - M),
+// M = max_s m_s). The splits for `items` items of up to `tiles` key tiles:
+// enough blocks for kFlashMmaSplitBlocks, at most kFlashMmaMaxSplits, at
+// most one split a tile; 1 (no split) when the items alone are enough.
+constexpr int kFlashMmaSplitBlocks = 264;  // two blocks per SM of an H100 (132 SMs)
+constexpr int kFlashMmaMaxSplits = 16;
+NNC_HD int flash_mma_splits(int64_t items, int tiles) {
+  if (items <= 0 || tiles <= 1 || items >= kFlashMmaSplitBlocks) return 1;
+  int64_t s = (kFlashMmaSplitBlocks + items - 1) / items;
+  if (s > kFlashMmaMaxSplits) s = kFlashMmaMaxSplits;
+  if (s > tiles) s = tiles;
+  return static_cast<int>(s);
+}
+// Split sp's keys of an item whose keys end at kend: [*j0, *j1) in whole
+// tiles (empty for a split past the item's tiles).
+NNC_HD void flash_mma_split_keys(int kend, int splits, int sp, int* j0, int* j1) {
+  const int tiles = (kend + kFlashMmaKeys - 1) / kFlashMmaKeys;
+  const int per = (tiles + splits - 1) / splits;
+  int a = sp * per * kFlashMmaKeys, e = (sp + 1) * per * kFlashMmaKeys;
+  if (a > kend) a = kend;
+  if (e > kend) e = kend;
+  *j0 = a, *j1 = e;
+}
+// The scratch a split call needs (floats): for each of the B H Sq rows and
+// each split, Dv of o, m and l.
+NNC_HD int64_t flash_mma_split_floats(const AttnShape& s, int splits) {
+  return splits <= 1 ? 0 : static_cast<int64_t>(s.B) * s.H * s.Sq * splits * (s.Dv + 2);
+}
+// The row index (b, h, i) of the scratch: ((b H + h) Sq + i).
+NNC_HD int64_t flash_mma_row(const AttnShape& s, int b, int h, int i) {
+  return (static_cast<int64_t>(b) * s.H + h) * s.Sq + i;
+}
+
 // The row stride (16-bit elements) of a shared k / v (and staged q) tile.
 NNC_HD int flash_mma_stride(int bucket) { return bucket + 8; }
 // Dynamic shared memory of a block: the k and v tiles (q is staged in k's).
@@ -285,6 +322,12 @@ FlashMode flash_mode_from_env();
 // the calls they accept.
 bool flash_mma_allowed(const char* env_value);
 bool flash_mma_allowed_from_env();
+
+// The key splits of a tensor-core forward (flash_mma_splits for the call's
+// items and key tiles), or NNC_GPU_ATTN_SPLITS when set (1 ..
+// kFlashMmaMaxSplits; tests use it to split short sequences).
+int flash_mma_splits_for(const AttnShape& s, const char* env_value);
+int flash_mma_splits_from_env(const AttnShape& s);
 
 // Whether the tensor-core forward takes a call flash_plan took, with its
 // head bucket; false with the reason otherwise (not 16F / 16BF, a head

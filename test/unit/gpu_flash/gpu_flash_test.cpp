@@ -267,6 +267,38 @@ TEST(GpuFlashMma, TensorCoreForwardPlan) {
   EXPECT_FALSE(g::flash_mma_forward_plan(a, true, &bucket, &why));
 }
 
+// The key splits: enough blocks, never more splits than tiles or the cap;
+// the runs of an item cover its keys in whole tiles, disjoint and in order.
+TEST(GpuFlashMma, KeySplitsCoverTheKeysOnce) {
+  EXPECT_EQ(g::flash_mma_splits(1000, 64), 1);  // enough items already
+  EXPECT_EQ(g::flash_mma_splits(8, 1), 1);      // one tile: nothing to split
+  EXPECT_EQ(g::flash_mma_splits(8, 64), g::kFlashMmaMaxSplits);
+  EXPECT_EQ(g::flash_mma_splits(8, 3), 3);
+  EXPECT_EQ(g::flash_mma_splits(100, 64), 3);  // 300 blocks >= kFlashMmaSplitBlocks
+  for (int kend : {0, 1, 63, 64, 65, 130, 257, 1000})
+    for (int splits : {1, 2, 3, 5, 16}) {
+      int next = 0;
+      for (int sp = 0; sp < splits; sp++) {
+        int j0, j1;
+        g::flash_mma_split_keys(kend, splits, sp, &j0, &j1);
+        ASSERT_LE(j0, j1);
+        if (j0 == j1) continue;
+        EXPECT_EQ(j0, next) << "kend " << kend << " splits " << splits << " run " << sp;
+        EXPECT_EQ(j0 % g::kFlashMmaKeys, 0);
+        next = j1;
+      }
+      EXPECT_EQ(next, kend) << "kend " << kend << " splits " << splits;
+    }
+  g::AttnShape s;
+  s.B = 1, s.Sq = 1, s.Sk = 4096, s.H = 8, s.Hk = 8;  // decoding: 8 items of 64 tiles
+  EXPECT_EQ(g::flash_mma_splits_for(s, nullptr), g::kFlashMmaMaxSplits);
+  EXPECT_EQ(g::flash_mma_splits_for(s, "3"), 3);
+  EXPECT_EQ(g::flash_mma_splits_for(s, "0"), 1);
+  EXPECT_EQ(g::flash_mma_splits_for(s, "99"), g::kFlashMmaMaxSplits);
+  EXPECT_EQ(g::flash_mma_split_floats(s, 1), 0);
+  EXPECT_EQ(g::flash_mma_split_floats(s, 4), int64_t{1} * 8 * 1 * 4 * (s.Dv + 2));
+}
+
 // The tensor-core forward's work items cover every (b, query head, query row)
 // exactly once, each block's pairs from one kv head's group, and each item's
 // key end is the largest its rows need.
