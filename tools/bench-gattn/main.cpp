@@ -100,6 +100,24 @@ int main() {
                  {g, nullptr, nullptr, q, k, v, nullptr, nullptr, nullptr, o, lse}, {dq, dk, dv});
         for (ccv_nnc_tensor_t* t : {q, k, v, o, lse, g, dq, dk, dv}) ccv_nnc_tensor_free(t);
       }
+  // Decoding: one query row over 4096 cached keys, 32 query heads over 32
+  // kv heads (MHA) and over 8 (GQA), 16F, forward only (the tensor-core
+  // kernels split the keys over blocks here).
+  for (const int Hk : {32, 8}) {
+    const int B = 1, H = 32, Sk = 4096, D = 128;
+    ccv_nnc_tensor_t* q = gpu({B, 1, H, D}, CCV_16F);
+    ccv_nnc_tensor_t* k = gpu({B, Sk, Hk, D}, CCV_16F);
+    ccv_nnc_tensor_t* v = gpu({B, Sk, Hk, D}, CCV_16F);
+    ccv_nnc_tensor_t* o = gpu({B, 1, H, D}, CCV_16F);
+    ccv_nnc_tensor_t* lse = gpu({B, H, 1}, CCV_32F);
+    ccv_nnc_cmd_param_t p;
+    std::memset(&p, 0, sizeof(p));
+    p.scaled_dot_product_attention.scale = 1.f / std::sqrt(static_cast<float>(D));
+    char name[96];
+    std::snprintf(name, sizeof(name), "attn fwd decode B%d H%d/%d Sq1 Sk%d D%d 16F", B, H, Hk, Sk, D);
+    attn_row(name, ccv_nnc_cmd(CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_FORWARD, nullptr, p, 0), {q, k, v}, {o, lse});
+    for (ccv_nnc_tensor_t* t : {q, k, v, o, lse}) ccv_nnc_tensor_free(t);
+  }
   std::printf("%-44s %12s\n", "command", "ms");
   ccv_nnc_hint_t s2;
   std::memset(&s2, 0, sizeof(s2));

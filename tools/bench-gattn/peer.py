@@ -35,6 +35,13 @@ for B, H, S, D in ((8, 8, 512, 64), (8, 8, 512, 128), (2, 8, 2048, 64)):
                 F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=sc), (q, k, v), g))
             print(f"{'attn fwd ' + shape + tag + c:44s} {fwd:12.4f}")
             print(f"{'attn bwd (fwd incl.) ' + shape + tag + c:44s} {bwd:12.4f}")
+# Decoding: one query row over 4096 keys, 32 heads (MHA; bench-gattn's GQA
+# row has no peer line here), fp16, forward.
+q = torch.randn(1, 32, 1, 128, device="cuda", dtype=torch.float16)
+k, v = (torch.randn(1, 32, 4096, 128, device="cuda", dtype=torch.float16) for _ in range(2))
+with torch.no_grad():
+    dec = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, scale=1.0 / 128 ** 0.5))
+print(f"{'attn fwd decode B1 H32/32 Sq1 Sk4096 D128 16F':44s} {dec:12.4f}")
 N = 16
 for fmt in ("NHWC", "NCHW"):
     mf = torch.channels_last if fmt == "NHWC" else torch.contiguous_format
