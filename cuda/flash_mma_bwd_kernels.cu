@@ -15,6 +15,7 @@
 
 #include "cuda/flash_mma_bwd.hpp"
 #include "cuda/mma.cuh"
+#include "cuda/mma_tile.cuh"
 #include "cuda/typed_access.cuh"
 
 namespace nnc::cuda {
@@ -27,100 +28,6 @@ using gpu::FlashMmaBwdGeom;
 using gpu::kFlashMmaBwdKeys;
 using gpu::kFlashMmaBwdRows;
 using gpu::kFlashMmaBwdThreads;
-
-template <class T>
-constexpr int kTypeCode = std::is_same_v<T, __half> ? kF16 : kBF16;
-
-// rows x npad 16-bit values (T's bits) into dst (row stride `stride` halves):
-// element (r, d) is x(b, row0 + r, head, d) (of GpuType xtype) for
-// row0 + r < limit and d < n, else 0. Consecutive threads take consecutive d.
-// 16 bytes from src to dst (both 16-byte aligned).
-__device__ __forceinline__ void copy16(uint16_t* dst, const uint16_t* src) {
-#if defined(NNC_GPU_EMU)
-  std::memcpy(dst, src, 16);
-#else
-  *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
-#endif
-}
-__device__ __forceinline__ void zero16(uint16_t* dst) {
-#if defined(NNC_GPU_EMU)
-  std::memset(dst, 0, 16);
-#else
-  *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
-#endif
-}
-
-template <class T>
-__device__ __forceinline__ void load_tile16(uint16_t* dst, int stride, int rows, int n, int npad, const void* x,
-                                            const AttnView& xv, int xtype, int b, int row0, int head, int limit) {
-  // Runs of 8 (16 bytes) when the operand is of type T with rows of whole,
-  // 16-byte aligned runs (dst rows are: stride and the regions are multiples
-  // of 8 halves, npad of 16).
-  if (xtype == kTypeCode<T> && xv.sd == 1 && n % 8 == 0 && xv.ss % 8 == 0 && xv.sh % 8 == 0 && xv.sb % 8 == 0 &&
-      (reinterpret_cast<uintptr_t>(x) & 15) == 0) {
-    const int runs = npad / 8, count = rows * runs;
-    for (int e = threadIdx.x; e < count; e += blockDim.x) {
-      const int r = e / runs, d = 8 * (e - r * runs), row = row0 + r;
-      if (row < limit && d < n)
-        copy16(dst + r * stride + d, static_cast<const uint16_t*>(x) + gpu::attn_off(xv, b, row, head, d));
-      else
-        zero16(dst + r * stride + d);
-    }
-    return;
-  }
-  const int count = rows * npad;
-  for (int e = threadIdx.x; e < count; e += blockDim.x) {
-    const int r = e / npad, d = e - r * npad, row = row0 + r;
-    uint16_t v = 0;
-    if (row < limit && d < n) {
-      const int64_t o = gpu::attn_off(xv, b, row, head, d);
-      v = xtype == kTypeCode<T> ? static_cast<const uint16_t*>(x)[o] : bits16<T>(ld_any(x, o, xtype));
-    }
-    dst[r * stride + d] = v;
-  }
-}
-
-// Two adjacent 16-bit values of shared memory (4-byte aligned) as one register.
-__device__ __forceinline__ uint32_t ld32(const uint16_t* p) {
-#if defined(NNC_GPU_EMU)
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-#else
-  return *reinterpret_cast<const uint32_t*>(p);
-#endif
-}
-// The A fragment of the 16 x 16 block at (row0, col0) of a row-major tile.
-__device__ __forceinline__ void frag_a(uint32_t (&a)[4], const uint16_t* m, int stride, int row0, int col0, int lane) {
-#pragma unroll
-  for (int r = 0; r < 4; r++)
-    a[r] = ld32(m + (row0 + gpu::mma16816_a_row(lane, r)) * stride + col0 + gpu::mma16816_a_col(lane, r));
-}
-// The B fragment B(k, n) = m[n0 + n][k0 + k] (a row-major tile read
-// transposed: the pairs along k are adjacent).
-__device__ __forceinline__ void frag_b_nk(uint32_t (&bf)[2], const uint16_t* m, int stride, int n0, int k0, int lane) {
-#pragma unroll
-  for (int r = 0; r < 2; r++)
-    bf[r] = ld32(m + (n0 + gpu::mma16816_b_n(lane)) * stride + k0 + gpu::mma16816_b_k(lane, r));
-}
-// The B fragment B(k, n) = m[k0 + k][n0 + n] (the pairs along k are two rows).
-__device__ __forceinline__ void frag_b_kn(uint32_t (&bf)[2], const uint16_t* m, int stride, int k0, int n0, int lane) {
-  const int n = n0 + gpu::mma16816_b_n(lane);
-#pragma unroll
-  for (int r = 0; r < 2; r++) {
-    const int k = k0 + gpu::mma16816_b_k(lane, r);
-    bf[r] = pack16(m[k * stride + n], m[(k + 1) * stride + n]);
-  }
-}
-// The A fragment of k-step kk from fp32 accumulator tiles (rounded to T).
-template <class T, int N>
-__device__ __forceinline__ void frag_a_from_acc(uint32_t (&a)[4], const float (&c)[N][4], int kk) {
-#pragma unroll
-  for (int r = 0; r < 4; r++) {
-    const int tile = 2 * kk + gpu::mma16816_c2a_tile(r), e = gpu::mma16816_c2a_elem(r);
-    a[r] = pack_floats<T>(c[tile][e], c[tile][e + 1]);
-  }
-}
 
 template <int N>
 __device__ __forceinline__ void zero(float (&c)[N][4]) {
@@ -183,8 +90,8 @@ __global__ void flash_mma_dq(FlashArgs a, FlashMmaBwdGeom g) {
     gpu::flash_mma_bwd_row_tile(s, w, &b, &h, &i0);
     const int hk = gpu::attn_kv_head(s, h);
     const int kend = gpu::flash_tile_key_end(s, i0, kFlashMmaBwdRows);
-    load_tile16<T>(sq, g.ks, kFlashMmaBwdRows, s.D, g.Dp, a.q, s.q, a.type, b, i0, h, s.Sq);
-    load_tile16<T>(sdo, g.vs, kFlashMmaBwdRows, s.Dv, g.Dvp, a.dO, a.dO_view, a.dO_type, b, i0, h, s.Sq);
+    load_tile16<T>(sq, g.ks, kFlashMmaBwdRows, s.D, g.Dp, a.q, s.q, a.type, b, i0, 1, h, s.Sq);
+    load_tile16<T>(sdo, g.vs, kFlashMmaBwdRows, s.Dv, g.Dvp, a.dO, a.dO_view, a.dO_type, b, i0, 1, h, s.Sq);
     // The lane's rows (accumulator rows g and g + 8 of the warp's 16).
     int row[2];
     float lse[2], dl[2];
@@ -199,8 +106,8 @@ __global__ void flash_mma_dq(FlashArgs a, FlashMmaBwdGeom g) {
     zero(acc);
     for (int j0 = 0; j0 < kend; j0 += BK) {
       __syncthreads();  // q, dO in place; the previous tile's k, v are read
-      load_tile16<T>(sk, g.ks, BK, s.D, g.Dp, a.k, s.k, a.type, b, j0, hk, s.Sk);
-      load_tile16<T>(sv, g.vs, BK, s.Dv, g.Dvp, a.v, s.v, a.type, b, j0, hk, s.Sk);
+      load_tile16<T>(sk, g.ks, BK, s.D, g.Dp, a.k, s.k, a.type, b, j0, 1, hk, s.Sk);
+      load_tile16<T>(sv, g.vs, BK, s.Dv, g.Dvp, a.v, s.v, a.type, b, j0, 1, hk, s.Sk);
       __syncthreads();
       float sc[ST][4], dp[ST][4];
       zero(sc), zero(dp);
@@ -262,8 +169,8 @@ __global__ void flash_mma_dkdv(FlashArgs a, FlashMmaBwdGeom g) {
   for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
     int b, hk, j0;
     gpu::flash_mma_bwd_key_tile(s, w, &b, &hk, &j0);
-    load_tile16<T>(sk, g.ks, kFlashMmaBwdKeys, s.D, g.Dp, a.k, s.k, a.type, b, j0, hk, s.Sk);
-    load_tile16<T>(sv, g.vs, kFlashMmaBwdKeys, s.Dv, g.Dvp, a.v, s.v, a.type, b, j0, hk, s.Sk);
+    load_tile16<T>(sk, g.ks, kFlashMmaBwdKeys, s.D, g.Dp, a.k, s.k, a.type, b, j0, 1, hk, s.Sk);
+    load_tile16<T>(sv, g.vs, kFlashMmaBwdKeys, s.Dv, g.Dvp, a.v, s.v, a.type, b, j0, 1, hk, s.Sk);
     int key[2];  // the lane's keys (accumulator rows g and g + 8 of the warp's 16)
 #pragma unroll
     for (int u = 0; u < 2; u++) key[u] = j0 + 16 * warp + gpu::mma16816_c_row(lane, 2 * u);
@@ -273,8 +180,8 @@ __global__ void flash_mma_dkdv(FlashArgs a, FlashMmaBwdGeom g) {
     for (int h = hk * G; h < (hk + 1) * G; h++)
       for (int i0 = ib; i0 < s.Sq; i0 += BQ) {
         __syncthreads();  // k, v in place; the previous tile's q, dO, lse, delta are read
-        load_tile16<T>(sq, g.ks, BQ, s.D, g.Dp, a.q, s.q, a.type, b, i0, h, s.Sq);
-        load_tile16<T>(sdo, g.vs, BQ, s.Dv, g.Dvp, a.dO, a.dO_view, a.dO_type, b, i0, h, s.Sq);
+        load_tile16<T>(sq, g.ks, BQ, s.D, g.Dp, a.q, s.q, a.type, b, i0, 1, h, s.Sq);
+        load_tile16<T>(sdo, g.vs, BQ, s.Dv, g.Dvp, a.dO, a.dO_view, a.dO_type, b, i0, 1, h, s.Sq);
         for (int ii = threadIdx.x; ii < BQ; ii += blockDim.x) {
           const int i = i0 + ii;
           sl[ii] = i < s.Sq ? ld_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_type) : 0.f;

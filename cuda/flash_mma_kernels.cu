@@ -21,6 +21,7 @@
 
 #include "cuda/flash_kern.hpp"
 #include "cuda/mma.cuh"
+#include "cuda/mma_tile.cuh"
 #include "cuda/typed_access.cuh"
 
 namespace nnc::cuda {
@@ -40,38 +41,6 @@ __device__ __forceinline__ float quad_sum(float v) {
   v += __shfl_xor_sync(0xffffffffu, v, 1);
   return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
-
-// Whether operand x's rows can be read 8 elements (16 bytes) at a time: d
-// contiguous, n a multiple of 8, every row start 16-byte aligned.
-__device__ __forceinline__ bool vec8(const void* x, const gpu::AttnView& xv, int n) {
-  return xv.sd == 1 && n % 8 == 0 && xv.sb % 8 == 0 && xv.ss % 8 == 0 && xv.sh % 8 == 0 &&
-         reinterpret_cast<uintptr_t>(x) % 16 == 0;
-}
-
-// rows x n of operand x into dst[r * stride + d] as T's bits (16-bit either
-// way): tile row r is pair v = v0 + r, sequence row v / G of head head0 + v %
-// G (k, v: G 1); 0 for pairs at or past `limit` and for d in [n, width). dst
-// rows are 16-byte aligned (stride and width multiples of 8).
-__device__ __forceinline__ void load_tile16(uint16_t* dst, int stride, int rows, int n, int width, const void* x,
-                                            const gpu::AttnView& xv, int b, int v0, int G, int head0, int limit) {
-  const auto* x16 = static_cast<const uint16_t*>(x);
-  const bool vec = vec8(x, xv, n);
-  const int step = vec ? 8 : 1, chunks = width / step;
-  for (int e = threadIdx.x; e < rows * chunks; e += blockDim.x) {
-    const int r = e / chunks, d = (e - r * chunks) * step, v = v0 + r;
-    const bool in = v < limit && d < n;
-    const int64_t off = in ? gpu::attn_off(xv, b, v / G, head0 + v % G, d) : 0;
-    if (vec) {
-      *reinterpret_cast<uint4*>(dst + r * stride + d) =
-          in ? *reinterpret_cast<const uint4*>(x16 + off) : make_uint4(0, 0, 0, 0);
-    } else {
-      dst[r * stride + d] = in ? x16[off] : uint16_t{0};
-    }
-  }
-}
-
-// A 32-bit pair of 16-bit elements at an even index.
-__device__ __forceinline__ uint32_t ld_pair(const uint16_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
 // HB: the head bucket (32, 64, 128): q and k rows of HB, v rows of HB.
 template <int HB, class T>
@@ -109,30 +78,24 @@ __global__ void __launch_bounds__(kFlashMmaThreads) flash_mma_forward(FlashArgs 
 #pragma unroll
     for (int n = 0; n < NV; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
     // q: staged in the k tile, then into the warp's A fragments.
-    load_tile16(sk, LD, kFlashMmaRows, s.D, HB, a.q, s.q, b, v0, G, hk * G, G * s.Sq);
+    load_tile16<T>(sk, LD, kFlashMmaRows, s.D, HB, a.q, s.q, a.type, b, v0, G, hk * G, G * s.Sq);
     __syncthreads();
     uint32_t qa[KD][4];
 #pragma unroll
-    for (int kd = 0; kd < KD; kd++) {
-      const uint16_t* p = sk + r0 * LD + kd * 16 + 2 * t;
-      qa[kd][0] = ld_pair(p);
-      qa[kd][1] = ld_pair(p + 8 * LD);
-      qa[kd][2] = ld_pair(p + 8);
-      qa[kd][3] = ld_pair(p + 8 * LD + 8);
-    }
+    for (int kd = 0; kd < KD; kd++) frag_a(qa[kd], sk, LD, warp * 16, kd * 16, lane);
     for (int j0 = jbegin; j0 < jend; j0 += kFlashMmaKeys) {
       __syncthreads();  // q's fragments are read (first tile); the previous tile's k and v are read
-      load_tile16(sk, LD, kFlashMmaKeys, s.D, HB, a.k, s.k, b, j0, 1, hk, s.Sk);
-      load_tile16(sv, LD, kFlashMmaKeys, s.Dv, HB, a.v, s.v, b, j0, 1, hk, s.Sk);
+      load_tile16<T>(sk, LD, kFlashMmaKeys, s.D, HB, a.k, s.k, a.type, b, j0, 1, hk, s.Sk);
+      load_tile16<T>(sv, LD, kFlashMmaKeys, s.Dv, HB, a.v, s.v, a.type, b, j0, 1, hk, s.Sk);
       __syncthreads();
       float sc[NS][4];
 #pragma unroll
       for (int n = 0; n < NS; n++) {
         sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;
-        const uint16_t* kr = sk + (n * 8 + g) * LD + 2 * t;
 #pragma unroll
         for (int kd = 0; kd < KD; kd++) {
-          const uint32_t kb[2] = {ld_pair(kr + kd * 16), ld_pair(kr + kd * 16 + 8)};
+          uint32_t kb[2];
+          frag_b_nk(kb, sk, LD, n * 8, kd * 16, lane);  // B(d, key) = k[key][d]
           mma_16816<T>(sc[n], qa[kd], kb, sc[n]);
         }
       }
@@ -170,19 +133,15 @@ __global__ void __launch_bounds__(kFlashMmaThreads) flash_mma_forward(FlashArgs 
         o[n][0] *= alpha[0], o[n][1] *= alpha[0];
         o[n][2] *= alpha[1], o[n][3] *= alpha[1];
       }
-      // o += p v: p's A fragments from the score accumulators, v's B
-      // fragments B[key][col] = v[key][col] (two rows a register).
+      // o += p v: p's A fragments straight from the score accumulators.
 #pragma unroll
       for (int kk = 0; kk < KP; kk++) {
-        const uint32_t pa[4] = {pack_floats<T>(sc[2 * kk][0], sc[2 * kk][1]),
-                                pack_floats<T>(sc[2 * kk][2], sc[2 * kk][3]),
-                                pack_floats<T>(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
-                                pack_floats<T>(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
-        const uint16_t* vr = sv + (kk * 16 + 2 * t) * LD + g;
+        uint32_t pa[4];
+        frag_a_from_acc<T>(pa, sc, kk);
 #pragma unroll
         for (int n = 0; n < NV; n++) {
-          const uint16_t* p = vr + n * 8;
-          const uint32_t vb[2] = {pack16(p[0], p[LD]), pack16(p[8 * LD], p[9 * LD])};
+          uint32_t vb[2];
+          frag_b_kn(vb, sv, LD, kk * 16, n * 8, lane);  // B(key, col) = v[key][col]
           mma_16816<T>(o[n], pa, vb, o[n]);
         }
       }

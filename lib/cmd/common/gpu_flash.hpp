@@ -162,13 +162,14 @@ NNC_HD void flash_row_tile(const AttnShape& s, int rows, int64_t w, int* b, int*
   *b = static_cast<int>(bh / s.H);
   *h = static_cast<int>(bh % s.H);
 }
-NNC_HD int64_t flash_key_tiles(const AttnShape& s) {
-  return static_cast<int64_t>(s.B) * s.Hk * ((s.Sk + kFlashKeys - 1) / kFlashKeys);
+// (`keys`: the key tile; the tensor-core backward's is larger.)
+NNC_HD int64_t flash_key_tiles(const AttnShape& s, int keys = kFlashKeys) {
+  return static_cast<int64_t>(s.B) * s.Hk * ((s.Sk + keys - 1) / keys);
 }
-NNC_HD void flash_key_tile(const AttnShape& s, int64_t w, int* b, int* hk, int* j0) {
-  const int64_t nt = (s.Sk + kFlashKeys - 1) / kFlashKeys;
+NNC_HD void flash_key_tile(const AttnShape& s, int64_t w, int* b, int* hk, int* j0, int keys = kFlashKeys) {
+  const int64_t nt = (s.Sk + keys - 1) / keys;
   const int64_t bh = w / nt;
-  *j0 = static_cast<int>(w % nt) * kFlashKeys;
+  *j0 = static_cast<int>(w % nt) * keys;
   *b = static_cast<int>(bh / s.Hk);
   *hk = static_cast<int>(bh % s.Hk);
 }

@@ -102,25 +102,13 @@ inline bool flash_mma_bwd_geometry(int D, int Dv, FlashMmaBwdGeom* g) {
 // Work items. dq: (b, h, query tile of kFlashMmaBwdRows) with the query tiles of
 // a (b, h) last first (under a causal mask the longest rows start first);
 // dk / dv: (b, kv head, key tile of kFlashMmaBwdKeys).
-NNC_HD int64_t flash_mma_bwd_row_tiles(const AttnShape& s) {
-  return static_cast<int64_t>(s.B) * s.H * ((s.Sq + kFlashMmaBwdRows - 1) / kFlashMmaBwdRows);
-}
+NNC_HD int64_t flash_mma_bwd_row_tiles(const AttnShape& s) { return flash_row_tiles(s, kFlashMmaBwdRows); }
 NNC_HD void flash_mma_bwd_row_tile(const AttnShape& s, int64_t w, int* b, int* h, int* i0) {
-  const int64_t nt = (s.Sq + kFlashMmaBwdRows - 1) / kFlashMmaBwdRows;
-  const int64_t bh = w / nt;
-  *i0 = static_cast<int>(nt - 1 - w % nt) * kFlashMmaBwdRows;
-  *b = static_cast<int>(bh / s.H);
-  *h = static_cast<int>(bh % s.H);
+  flash_row_tile(s, kFlashMmaBwdRows, w, b, h, i0);
 }
-NNC_HD int64_t flash_mma_bwd_key_tiles(const AttnShape& s) {
-  return static_cast<int64_t>(s.B) * s.Hk * ((s.Sk + kFlashMmaBwdKeys - 1) / kFlashMmaBwdKeys);
-}
+NNC_HD int64_t flash_mma_bwd_key_tiles(const AttnShape& s) { return flash_key_tiles(s, kFlashMmaBwdKeys); }
 NNC_HD void flash_mma_bwd_key_tile(const AttnShape& s, int64_t w, int* b, int* hk, int* j0) {
-  const int64_t nt = (s.Sk + kFlashMmaBwdKeys - 1) / kFlashMmaBwdKeys;
-  const int64_t bh = w / nt;
-  *j0 = static_cast<int>(w % nt) * kFlashMmaBwdKeys;
-  *b = static_cast<int>(bh / s.Hk);
-  *hk = static_cast<int>(bh % s.Hk);
+  flash_key_tile(s, w, b, hk, j0, kFlashMmaBwdKeys);
 }
 
 // The fragment layout of mma.m16n8k16 (cuda/mma.cuh) for lane = 4 g + t.
