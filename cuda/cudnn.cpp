@@ -28,6 +28,7 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <cstdarg>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -39,6 +40,7 @@
 #include "cmd/common/conv_rules.hpp"
 #include "cmd/common/cudnn_plan.hpp"
 #include "cmd/norm/norm.hpp"
+#include "core/declined.hpp"
 #include "core/kernel.hpp"
 #include "core/registry.hpp"
 #include "core/tensor.hpp"
@@ -53,8 +55,39 @@ namespace {
 
 using cudnn_plan::Tensor4;
 
+// Refusals at run time (core/declined.hpp). A call cuDNN answers
+// NOT_SUPPORTED (this cuDNN, GPU or configuration cannot run what the plan
+// allowed), and a plan that only the hint, known at exec, rules out, throw
+// Declined: ccv_nnc_cmd_exec and graph runs then hand the call to the next
+// backend (GPU_REF) instead of failing. That is sound while the kernel has
+// changed none of its inputs, so a kernel that updates an input in place over
+// several calls (running statistics; an output that may be the input, written
+// before the last call) holds a Committed from that point on: a refusal after
+// it is an error, as any other cuDNN failure.
+thread_local bool t_committed = false;
+class Committed {
+ public:
+  Committed() : previous_(t_committed) { t_committed = true; }
+  ~Committed() { t_committed = previous_; }
+  Committed(const Committed&) = delete;
+  Committed& operator=(const Committed&) = delete;
+
+ private:
+  bool previous_;
+};
+
+[[noreturn, gnu::format(printf, 1, 2)]] void refuse(const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  std::string message = vformat(fmt, args);
+  va_end(args);
+  throw Declined(std::move(message));
+}
+
 void check_cudnn(cudnnStatus_t s, const char* what, const char* call) {
   if (s == CUDNN_STATUS_SUCCESS) return;
+  if (!t_committed && CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED)
+    refuse("%s: cuDNN refused %s: %s (cuDNN status %d)", what, call, cudnnGetErrorString(s), static_cast<int>(s));
   const bool oom = s == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED ||
                    s == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;
   fail(oom ? CCV_NNC_EXEC_OOM : CCV_NNC_EXEC_INVALID, "%s: %s failed: %s (cuDNN status %d)", what, call,
@@ -201,6 +234,8 @@ struct ConvDescs {
 
 // The algorithm that last ran a convolution of this description, per device:
 // the next call of the same shape tries it before asking the heuristics.
+// kNoAlgorithm: none ran it, so the next call is refused at once (the search
+// tries every algorithm, each with a workspace query).
 using AlgoKey = std::vector<int>;
 AlgoKey algo_key(int op, int device, cudnnMathType_t math, const cudnn_plan::Conv& p, const Tensor4* dx) {
   AlgoKey k = {op, device, static_cast<int>(math), p.w.nhwc ? 1 : 0, p.groups, p.datatype};
@@ -210,6 +245,7 @@ AlgoKey algo_key(int op, int device, cudnnMathType_t math, const cudnn_plan::Con
   for (int i = 0; i < 2; i++) k.push_back(p.pad[i]), k.push_back(p.stride[i]), k.push_back(p.dilation[i]);
   return k;
 }
+constexpr int kNoAlgorithm = -2;
 std::mutex g_algo_mutex;
 std::map<AlgoKey, int> g_algos;
 int cached_algo(const AlgoKey& k) {
@@ -235,6 +271,8 @@ void run_with_algorithms(const AlgoKey& key, int preferred, HeuristicsFn heurist
   auto skippable = [](cudnnStatus_t st) {
     return not_supported(st) || CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_BAD_PARAM;
   };
+  if (preferred < 0 && cached_algo(key) == kNoAlgorithm)
+    refuse("%s: no cuDNN algorithm runs this convolution (as an earlier call of this shape found)", what);
   cudnnStatus_t last = CUDNN_STATUS_NOT_SUPPORTED;
   std::vector<Algo> tried;
   auto attempt = [&](Algo a) {
@@ -267,8 +305,10 @@ void run_with_algorithms(const AlgoKey& key, int preferred, HeuristicsFn heurist
   }
   for (int a = 0; a < algo_count; a++)
     if (attempt(static_cast<Algo>(a))) return;
-  fail(CCV_NNC_EXEC_INVALID, "%s: no cuDNN algorithm runs this convolution (last status: %s, %d)", what,
-       cudnnGetErrorString(last), static_cast<int>(last));
+  // Nothing ran: GPU_REF may run it instead, now and for the next calls of this shape.
+  remember_algo(key, kNoAlgorithm);
+  refuse("%s: no cuDNN algorithm runs this convolution (last status: %s, %d)", what, cudnnGetErrorString(last),
+         static_cast<int>(last));
 }
 
 int device_of(const ccv_nnc_tensor_t* t) { return CCV_TENSOR_GET_DEVICE_ID(t->info.type); }
@@ -482,7 +522,7 @@ NNC_KERNEL(conv_forward) {
   cudnn_plan::Conv p;
   std::string why;
   if (!cudnn_plan::conv_forward(cmd, hint, x, w, bias, y, &p, &why))
-    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+    refuse("%s: %s", what, why.c_str());
   const int device = device_of(y);
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(stream_context, device, s, what);
@@ -498,7 +538,7 @@ NNC_KERNEL(conv_backward) {
   cudnn_plan::ConvBackward p;
   std::string why;
   if (!cudnn_plan::conv_backward(cmd, hint, inputs, input_size, outputs, output_size, &p, &why))
-    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+    refuse("%s: %s", what, why.c_str());
   const conv_rules::BackwardIo io = conv_rules::backward_io(inputs, input_size, outputs, output_size);
   const int device = device_of(io.g);
   const cudaStream_t s = stream_of(stream_context, device, what);
@@ -546,7 +586,7 @@ NNC_KERNEL(convt_forward) {
   cudnn_plan::ConvTranspose p;
   std::string why;
   if (!cudnn_plan::conv_transpose_forward(cmd, hint, x, w, bias, y, &p, &why))
-    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+    refuse("%s: %s", what, why.c_str());
   const int device = device_of(y);
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(stream_context, device, s, what);
@@ -564,7 +604,7 @@ NNC_KERNEL(convt_backward) {
   cudnn_plan::ConvTranspose p;
   std::string why;
   if (!cudnn_plan::conv_transpose_backward(cmd, hint, inputs, input_size, outputs, output_size, &p, &why))
-    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+    refuse("%s: %s", what, why.c_str());
   const conv_rules::BackwardIo io = conv_rules::backward_io(inputs, input_size, outputs, output_size);
   const int device = device_of(io.g);
   const cudaStream_t s = stream_of(stream_context, device, what);
@@ -810,7 +850,7 @@ NNC_KERNEL(pool_forward) {
   cudnn_plan::Pool p;
   std::string why;
   if (!cudnn_plan::pool(cmd, hint, inputs[0], outputs[0], &p, &why))
-    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+    refuse("%s: %s", what, why.c_str());
   const int device = device_of(outputs[0]);
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(stream_context, device, s, what);
@@ -859,7 +899,7 @@ NNC_KERNEL(pool_backward) {
   NNC_CHECK(!max || x, "%s: MAX_POOL_BACKWARD needs x (input 1)", what);
   cudnn_plan::Pool p;
   std::string why;
-  if (!cudnn_plan::pool(cmd, hint, dx, g, &p, &why)) fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+  if (!cudnn_plan::pool(cmd, hint, dx, g, &p, &why)) refuse("%s: %s", what, why.c_str());
   // cuDNN wants x laid out like dx and y like g (cudnnPoolingBackward's
   // BAD_PARAM conditions). The average reads neither: dx and g stand in.
   // The max reads x (accept saw its strides match dx's) and y: one laid out
@@ -869,7 +909,7 @@ NNC_KERNEL(pool_backward) {
     NNC_CHECK(same_shape(x->info, dx->info) && x->info.format == dx->info.format,
               "%s: x is %s but dx is %s; they must match", what, shape_string(x->info.dim).c_str(),
               shape_string(dx->info.dim).c_str());
-    if (!cudnn_plan::same_strides(x, dx)) fail(CCV_NNC_EXEC_NO_KERNEL, "%s: x and dx are laid out differently", what);
+    if (!cudnn_plan::same_strides(x, dx)) refuse("%s: x and dx are laid out differently", what);
   }
   const bool y_as_is =
       max && y && same_shape(y->info, g->info) && y->info.format == g->info.format && cudnn_plan::same_strides(y, g);
@@ -944,7 +984,7 @@ NNC_KERNEL(softmax_forward) {
   std::string why;
   if (!cudnn_plan::one_type({inputs[0], outputs[0]}, &why) || !cudnn_plan::softmax_rows(inputs[0], &xa, &why) ||
       !cudnn_plan::softmax_rows(outputs[0], &ya, &why))
-    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+    refuse("%s: %s", what, why.c_str());
   const int datatype = CCV_GET_DATA_TYPE(inputs[0]->info.datatype);
   NNC_CHECK(xa.dim[0] == ya.dim[0] && xa.dim[1] == ya.dim[1], "%s: x is %s but y is %s; they must hold the same rows",
             what, shape_string(inputs[0]->info.dim).c_str(), shape_string(outputs[0]->info.dim).c_str());
@@ -998,7 +1038,7 @@ NNC_KERNEL(softmax_backward) {
   if (!cudnn_plan::one_type({inputs[0], inputs[2], outputs[0]}, &why) ||
       !cudnn_plan::softmax_rows(inputs[0], &ga, &why) || !cudnn_plan::softmax_rows(inputs[2], &ya, &why) ||
       !cudnn_plan::softmax_rows(outputs[0], &da, &why))
-    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+    refuse("%s: %s", what, why.c_str());
   const int datatype = CCV_GET_DATA_TYPE(inputs[0]->info.datatype);
   NNC_CHECK(ga.dim[0] == ya.dim[0] && ga.dim[1] == ya.dim[1] && da.dim[0] == ya.dim[0] && da.dim[1] == ya.dim[1],
             "%s: g %s, y %s and dx %s must hold the same rows", what, shape_string(inputs[0]->info.dim).c_str(),
@@ -1127,7 +1167,7 @@ NNC_KERNEL(bnorm_forward) {
   cudnn_plan::BatchNorm p;
   std::string why;
   if (!cudnn_plan::batch_norm_forward(cmd, inputs, input_size, outputs, output_size, &p, &why))
-    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+    refuse("%s: %s", what, why.c_str());
   const norm::BatchNormIo io = norm::batch_norm_forward_io(inputs, input_size, outputs, output_size);
   const int device = device_of(io.y);
   const cudaStream_t s = stream_of(stream_context, device, what);
@@ -1189,6 +1229,7 @@ NNC_KERNEL(bnorm_forward) {
                                                       saved_inv_std);
       },
       "cudnnBatchNormalizationForwardTraining");
+  const Committed committed;  // y may be x; the running statistics are updated in place below
   if (io.out_mean) {
     float* out = f.out(io.out_mean);
     copy_floats(out, mean_in, C, s, what);
@@ -1213,7 +1254,7 @@ NNC_KERNEL(bnorm_backward) {
   cudnn_plan::BatchNorm p;
   std::string why;
   if (!cudnn_plan::batch_norm_backward(cmd, inputs, input_size, outputs, output_size, &p, &why))
-    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+    refuse("%s: %s", what, why.c_str());
   const norm::BatchNormIo io = norm::batch_norm_backward_io(inputs, input_size, outputs, output_size);
   const int device = device_of(io.x);
   const cudaStream_t s = stream_of(stream_context, device, what);
@@ -1294,7 +1335,7 @@ NNC_KERNEL(lnorm_forward) {
   cudnn_plan::LayerNorm p;
   std::string why;
   if (!cudnn_plan::layer_norm_forward(cmd, inputs, input_size, outputs, output_size, &p, &why))
-    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+    refuse("%s: %s", what, why.c_str());
   const norm::LayerNormIo io = norm::layer_norm_forward_io(cmd, inputs, input_size, outputs, output_size);
   const int device = device_of(io.y);
   const cudaStream_t s = stream_of(stream_context, device, what);
@@ -1318,6 +1359,7 @@ NNC_KERNEL(lnorm_forward) {
                                                          xd, target, rd, base, base + R, 1.0, nullptr, nullptr,
                                                          p.epsilon, saved_mean, saved_inv_std),
                   what);
+  const Committed committed;  // y may be x: scaled and shifted in place below
   if (io.scale) op_tensor(h, CUDNN_OP_TENSOR_MUL, 1, xd, target, fd, io.scale->data.f32, xd, io.y->data.f32, what);
   if (io.bias) NNC_CUDNN_CHECK(cudnnAddTensor(h, &one, fd, io.bias->data.f32, &one, xd, io.y->data.f32), what);
   finish(stream_context, s, what);
@@ -1333,7 +1375,7 @@ NNC_KERNEL(lnorm_backward) {
   cudnn_plan::LayerNorm p;
   std::string why;
   if (!cudnn_plan::layer_norm_backward(cmd, inputs, input_size, outputs, output_size, &p, &why))
-    fail(CCV_NNC_EXEC_NO_KERNEL, "%s: %s", what, why.c_str());
+    refuse("%s: %s", what, why.c_str());
   const norm::LayerNormIo io = norm::layer_norm_backward_io(cmd, inputs, input_size, outputs, output_size);
   const int device = device_of(io.x);
   const cudaStream_t s = stream_of(stream_context, device, what);
@@ -1363,6 +1405,7 @@ NNC_KERNEL(lnorm_backward) {
                                         dy, xd, io.dx->data.f32, rd, base, base + R, base + 2 * R, p.epsilon,
                                         io.saved_mean->data.f32, io.saved_inv_std->data.f32),
         what);
+  const Committed committed;  // dx may be g, read below
   if (io.dscale) {
     op_tensor(h, CUDNN_OP_TENSOR_ADD, -1, xd, io.x->data.f32, rd, io.saved_mean->data.f32, xd, gxhat,
               what);                                                                                  // x - mean

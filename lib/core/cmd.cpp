@@ -15,6 +15,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/declined.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "core/gpu_stream.hpp"
@@ -154,6 +155,24 @@ inline void check_tensor(const ccv_nnc_tensor_t* t, const char* kind, int index,
   no_kernel(cmd, inputs, input_size, outputs, output_size);
 }
 
+// After `declined` (one of `kernels`) threw Declined for this call: the next
+// kernel in preference order that accepts it. Throws when the caller named the
+// backend (the refusal stands) or when no later kernel accepts the call.
+[[gnu::noinline, gnu::cold]] const Kernel* next_after_decline(const ccv_nnc_cmd_t& cmd, std::span<const Kernel> kernels,
+                                                            const Kernel* declined, const Declined& why,
+                                                            ccv_nnc_tensor_t* const* inputs, int input_size,
+                                                            ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (cmd.backend) throw why;
+  bool after = false;
+  for (const Kernel& k : kernels) {
+    if (after && accepts(k, cmd, inputs, input_size, outputs, output_size)) return &k;
+    if (&k == declined) after = true;
+  }
+  const char* b = backend_name(declined->backend);
+  fail(CCV_NNC_EXEC_NO_KERNEL, "%s: backend %s declined these tensors at run time (%s), and no backend after it accepts them",
+       describe(cmd.cmd), b ? b : "(unknown backend)", why.what());
+}
+
 // Shared checks of an execution; returns the command's description (NULL for
 // the special commands).
 [[noreturn, gnu::noinline, gnu::cold]] void bad_arguments(const ccv_nnc_cmd_t& cmd, int flags, ccv_nnc_tensor_t* const* inputs,
@@ -285,16 +304,31 @@ inline int run_kernel(const ccv_nnc_cmd_t& cmd, const Registry::Lookup& l, const
                ccv_nnc_stream_context_t* stream) {
   const Kernel* k = choose_kernel(cmd, l.kernels, inputs, input_size, outputs, output_size);
   if (!stream) {
-    const int code = k->exec(cmd, hint, flags, inputs, input_size, outputs, output_size, nullptr);
+    int code;
+    for (;;) {
+      try {
+        code = k->exec(cmd, hint, flags, inputs, input_size, outputs, output_size, nullptr);
+        break;
+      } catch (const Declined& why) {
+        k = next_after_decline(cmd, l.kernels, k, why, inputs, input_size, outputs, output_size);
+      }
+    }
     if (may_have_streamed(outputs, output_size)) store_fence();
     if (code != CCV_NNC_EXEC_SUCCESS && error_message().empty())
       set_error_message(format("%s: backend %s failed with %d", describe(cmd.cmd), backend_name(k->backend), code));
     return code;
   }
   if (is_gpu_stream(stream)) {
-    const bool device_kernel = (k->tensor_memory & CCV_TENSOR_GPU_MEMORY) != 0;
-    const int code =
-        gpu_stream_exec(stream, k->exec, device_kernel, cmd, hint, flags, inputs, input_size, outputs, output_size);
+    int code;
+    for (;;) {
+      try {
+        const bool device_kernel = (k->tensor_memory & CCV_TENSOR_GPU_MEMORY) != 0;
+        code = gpu_stream_exec(stream, k->exec, device_kernel, cmd, hint, flags, inputs, input_size, outputs, output_size);
+        break;
+      } catch (const Declined& why) {
+        k = next_after_decline(cmd, l.kernels, k, why, inputs, input_size, outputs, output_size);
+      }
+    }
     if (code != CCV_NNC_EXEC_SUCCESS && error_message().empty())
       set_error_message(format("%s: backend %s failed with %d", describe(cmd.cmd), backend_name(k->backend), code));
     return code;
@@ -319,6 +353,23 @@ PreparedExec prepare_exec(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, 
   if (l.info->windowed && is_no_hint(hint) && input_size > 0 && output_size > 0 && inputs[0] && outputs[0])
     p.hint = hint_auto(cmd.info, inputs[0]->info, outputs[0]->info);
   const Kernel* k = choose_kernel(cmd, l.kernels, inputs, input_size, outputs, output_size);
+  p.exec = k->exec;
+  p.backend = k->backend;
+  p.exclusive = k->exclusive;
+  p.device = (k->tensor_memory & CCV_TENSOR_GPU_MEMORY) != 0;
+  return p;
+}
+
+PreparedExec prepare_exec_after_decline(const ccv_nnc_cmd_t& cmd, const PreparedExec& declined, const Declined& why,
+                                        ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                                        int output_size) {
+  const std::span<const Kernel> kernels = reg().lookup(cmd.cmd).kernels;
+  const Kernel* d = nullptr;
+  for (const Kernel& k : kernels)
+    if (k.backend == declined.backend) d = &k;
+  if (!d || cmd.backend) throw why;
+  const Kernel* k = next_after_decline(cmd, kernels, d, why, inputs, input_size, outputs, output_size);
+  PreparedExec p = declined;
   p.exec = k->exec;
   p.backend = k->backend;
   p.exclusive = k->exclusive;

@@ -44,6 +44,14 @@ struct PreparedExec {
 PreparedExec prepare_exec(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, int flags, ccv_nnc_tensor_t* const* inputs,
                           int input_size, ccv_nnc_tensor_t* const* outputs, int output_size);
 
+class Declined;  // core/declined.hpp
+// After `declined` (what prepare_exec chose) threw Declined: the same call on
+// the next kernel in preference order that accepts it. Throws like
+// ccv_nnc_cmd_exec does (the refusal itself when the caller named the backend).
+PreparedExec prepare_exec_after_decline(const ccv_nnc_cmd_t& cmd, const PreparedExec& declined, const Declined& why,
+                                        ccv_nnc_tensor_t* const* inputs, int input_size, ccv_nnc_tensor_t* const* outputs,
+                                        int output_size);
+
 // Spatial (H, W, …) dimensions of an image-shaped tensor: the index of the
 // first spatial dimension in dim[] and how many there are, or -1 if the
 // shape is not image-like for its format.

@@ -173,6 +173,7 @@ struct Step {
   bool has_multiview = false;
   bool prepared = false;
   bool device = false;  // a GPU kernel (PreparedExec::device): no host wait before it on a GPU stream
+  uint32_t backend = 0;  // the kernel's backend (PreparedExec::backend)
 };
 struct Plan {
   uint64_t plan_version = 0;  // the graph's plan_version when made

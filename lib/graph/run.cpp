@@ -6,6 +6,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/declined.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "core/gpu_stream.hpp"
@@ -123,12 +124,37 @@ void prepare(const Graph* g, Plan& plan, Step& st, ccv_nnc_tensor_t* const* io) 
   }
   st.exec = p.exec;
   st.device = p.device;
+  st.backend = p.backend;
   st.ch = plan.interned->cmd(node.cmd, p.hint);
   const ccv_nnc_tensor_param_t** seen = plan.seen.data() + st.io;
   for (int i = 0; i < st.ni + st.no; i++) seen[i] = io[i] ? plan.interned->param(io[i]->info) : nullptr;
   st.prepared = true;
 }
 
+
+// A node's kernel declined its tensors (core/declined.hpp): moves the step to
+// the next backend that accepts them (CCV_NNC_EXEC_SUCCESS), or records the
+// failure and returns its code when there is none (or the node names its
+// backend).
+[[gnu::noinline, gnu::cold]] int fall_back(const Graph* g, Step& st, ccv_nnc_tensor_t* const* io, RunContext& ctx,
+                                            const Declined& why) {
+  const Graph::Node& node = g->nodes[static_cast<size_t>(st.node)];
+  PreparedExec was;
+  was.exec = st.exec;
+  was.hint = st.ch->hint;
+  was.backend = st.backend;
+  was.device = st.device;
+  try {
+    const PreparedExec p = prepare_exec_after_decline(node.cmd, was, why, io, st.ni, io + st.ni, st.no);
+    st.exec = p.exec;
+    st.device = p.device;
+    st.backend = p.backend;
+  } catch (...) {
+    return record_current_exception();
+  }
+  if (ctx.gpu_stream && !st.device) host_sync(ctx.stream);
+  return CCV_NNC_EXEC_SUCCESS;
+}
 
 void run_command(Graph* g, Plan& plan, Step& st, RunContext& ctx) {
   const int n = st.ni + st.no;
@@ -167,10 +193,18 @@ void run_command(Graph* g, Plan& plan, Step& st, RunContext& ctx) {
     if (ctx.gpu_stream && !st.device) host_sync(ctx.stream);
     // A kernel throws what it cannot run (core/kernel.hpp); the node's name is added here either way.
     int code;
-    try {
-      code = st.exec(st.ch->cmd, st.ch->hint, 0, io, st.ni, io + st.ni, st.no, ctx.stream);
-    } catch (...) {
-      code = record_current_exception();
+    for (;;) {
+      try {
+        code = st.exec(st.ch->cmd, st.ch->hint, 0, io, st.ni, io + st.ni, st.no, ctx.stream);
+      } catch (const Declined& why) {
+        // Refused at run time (core/declined.hpp): the node keeps the next
+        // backend that accepts its tensors, until they change.
+        code = fall_back(g, st, io, ctx, why);
+        if (code == CCV_NNC_EXEC_SUCCESS) continue;  // run it there
+      } catch (...) {
+        code = record_current_exception();
+      }
+      break;
     }
     store_fence();  // the kernel's streaming stores, if any (core/parallel.hpp)
     if (__builtin_expect(code != CCV_NNC_EXEC_SUCCESS, 0)) {

@@ -450,6 +450,38 @@ TEST(Cudnn, PoolingRefusals) {
   EXPECT_STRNE(ccv_nnc_error_message(), "");
 }
 
+// What GPU_CUDNN took but cannot run (the hint, known only at exec, pads one
+// side only) it refuses at run time (core/declined.hpp): chosen
+// automatically, the call runs on GPU_REF and gives CPU_REF's results, the
+// first time and the next (the convolution's algorithm cache remembers the
+// refusal).
+TEST(Cudnn, RefusedAtRunTimeRunsOnGpuRef) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(1906);
+  ConvCase a{2, 5, 5, 3, 4, 3, 3};
+  a.PB = a.PR = 1;  // end padding only
+  Both x(a.img(2, 5, 5, 3), NHWC, false, rng), w(a.w_shape(), NHWC, false, rng);
+  for (int round = 0; round < 2; round++) {
+    Both y(a.img(2, a.OH(), a.OW(), 4), NHWC, false, rng);
+    ASSERT_EQ(exec(a.cmd(CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_BACKEND_CPU_REF), a.hint(), {x.c(), w.c()}, {y.c()}),
+              CCV_NNC_EXEC_SUCCESS);
+    ASSERT_EQ(exec(a.cmd(CCV_NNC_CONVOLUTION_FORWARD, 0), a.hint(), {x.g(), w.g()}, {y.g()}), CCV_NNC_EXEC_SUCCESS)
+        << ccv_nnc_error_message();
+    EXPECT_STREQ(ccv_nnc_error_message(), "");
+    y.atol = 1e-5f;
+    y.expect_same(round ? "end-padded convolution, again" : "end-padded convolution");
+  }
+  // Pooling with end padding only, likewise.
+  PoolCase c{1, 5, 5, 2, 3, 3, 1, 1, 0, 2, 0, 0, NHWC};
+  Both px(c.img(1, 5, 5, 2), NHWC, false, rng), py(c.img(1, c.OH(), c.OW(), 2), NHWC, false, rng);
+  ASSERT_EQ(exec(c.cmd(CCV_NNC_MAX_POOL_FORWARD, CCV_NNC_BACKEND_CPU_REF), c.hint(), {px.c()}, {py.c()}),
+            CCV_NNC_EXEC_SUCCESS);
+  ASSERT_EQ(exec(c.cmd(CCV_NNC_MAX_POOL_FORWARD, 0), c.hint(), {px.g()}, {py.g()}), CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  py.atol = 0;
+  py.expect_same("end-padded max pooling");
+}
+
 // ---- softmax ----
 
 TEST(Cudnn, SoftmaxMatchesCpuRef) {

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/declined.hpp"
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/gpu_stream.hpp"
@@ -346,6 +347,35 @@ int exec(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, cc
   return CCV_NNC_EXEC_SUCCESS;
 }
 
+// The pretend GPU_CUDNN (set_declining): the same work as the pretend
+// GPU_REF, preferred to it, for a few commands; either can refuse calls at
+// run time as cuDNN does (core/declined.hpp).
+constexpr uint32_t kDeclinable[] = {CCV_NNC_CONVOLUTION_FORWARD, CCV_NNC_CONVOLUTION_BACKWARD, CCV_NNC_EWSUM_FORWARD};
+std::map<std::pair<uint32_t, uint32_t>, int> g_declining;  // under g_mutex: (command, backend) -> refusals left (-1: all)
+std::atomic<size_t> g_declines{0};
+
+void maybe_decline(uint32_t cmd, uint32_t backend) {
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  auto it = g_declining.find({cmd, backend});
+  if (it == g_declining.end() || it->second == 0) return;
+  if (it->second > 0) it->second--;
+  g_declines++;
+  throw nnc::Declined(nnc::format("fake %s: refused at run time (set_declining)",
+                                  backend == CCV_NNC_BACKEND_GPU_CUDNN ? "GPU_CUDNN" : "GPU_REF"));
+}
+
+int exec(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* inputs,
+         const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size,
+         ccv_nnc_stream_context_t* const stream_context);
+
+template <uint32_t kBackend>
+int exec_declinable(const ccv_nnc_cmd_t cmd, const ccv_nnc_hint_t hint, const int flags, ccv_nnc_tensor_t* const* inputs,
+                    const int input_size, ccv_nnc_tensor_t* const* outputs, const int output_size,
+                    ccv_nnc_stream_context_t* const stream_context) {
+  maybe_decline(cmd.cmd, kBackend);
+  return exec(cmd, hint, flags, inputs, input_size, outputs, output_size, stream_context);
+}
+
 void late(nnc::Registry& r) {
   nnc::set_device_memory(&kMemory);
   for (uint32_t cmd : r.commands()) {
@@ -360,6 +390,12 @@ void late(nnc::Registry& r) {
     m.accept = accept;
     m.autotune = nullptr;
     m.algorithms = 1;
+    if (std::find(std::begin(kDeclinable), std::end(kDeclinable), cmd) != std::end(kDeclinable)) {
+      m.exec = exec_declinable<CCV_NNC_BACKEND_GPU_REF>;
+      r.add_kernel(m);
+      m.backend = CCV_NNC_BACKEND_GPU_CUDNN;
+      m.exec = exec_declinable<CCV_NNC_BACKEND_GPU_CUDNN>;
+    }
     r.add_kernel(m);
   }
 }
@@ -403,5 +439,12 @@ size_t allocations(int device) {
 }
 
 size_t kernels_run() { return g_kernels.load(); }
+
+void set_declining(uint32_t cmd, int calls, uint32_t backend) {
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  g_declining[{cmd, backend}] = calls;
+}
+
+size_t declines() { return g_declines.load(); }
 
 }  // namespace nnc_fakegpu

@@ -24,6 +24,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "nnc/ccv_nnc.h"
+
 namespace nnc_fakegpu {
 
 // Each command's GPU_REF kernel runs its CPU_REF kernel, or with
@@ -38,6 +40,14 @@ size_t kernels_run();
 size_t kernels_queued();
 // The seed of the random order in which queued work runs.
 void set_stream_order_seed(uint32_t seed);
+// CONVOLUTION_FORWARD / BACKWARD and EWSUM_FORWARD also have a pretend
+// GPU_CUDNN kernel, preferred to GPU_REF and doing the same work. The one of
+// `backend` (CCV_NNC_BACKEND_GPU_CUDNN or _GPU_REF) refuses (throws
+// nnc::Declined, core/declined.hpp) the next `calls` calls of `cmd` (-1: every
+// call; 0: none, the default) before queueing anything, as cuDNN may refuse a
+// call it had seemed to take. declines() counts the refusals.
+void set_declining(uint32_t cmd, int calls, uint32_t backend = CCV_NNC_BACKEND_GPU_CUDNN);
+size_t declines();
 // Host bytes pinned (ccv_nnc_tensor_pin_memory) now. A transfer on a pretend
 // stream from or to pinned memory is queued like device work (the host
 // memory is read or written when the stream gets there, as with CUDA).

@@ -1044,4 +1044,167 @@ TEST(FakeGpu, PinnedHostMemory) {
   ccv_nnc_stream_context_free(s);
 }
 
+// ---- Run-time refusals (core/declined.hpp) ----
+// A kernel that accepted a call and then finds its library refusing it
+// (cuDNN answering NOT_SUPPORTED) throws nnc::Declined before doing anything:
+// the call goes on to the next backend that accepts it. The pretend
+// GPU_CUDNN and GPU_REF kernels of EWSUM / the convolutions refuse on demand.
+
+struct Declining {  // refusals of one command, undone at the end of a scope
+  uint32_t cmd;
+  ~Declining() {
+    nnc_fakegpu::set_declining(cmd, 0, CCV_NNC_BACKEND_GPU_CUDNN);
+    nnc_fakegpu::set_declining(cmd, 0, CCV_NNC_BACKEND_GPU_REF);
+  }
+};
+
+TEST(FakeGpu, ARefusedCallRunsOnTheNextBackend) {
+  std::mt19937 rng(31);
+  ccv_nnc_tensor_t* a = ccv_nnc_tensor_new(nullptr, cpu({5, 7}), 0);
+  ccv_nnc_tensor_t* b = ccv_nnc_tensor_new(nullptr, cpu({5, 7}), 0);
+  ccv_nnc_tensor_t* zero = ccv_nnc_tensor_new(nullptr, cpu({5, 7}), 0);
+  ccv_nnc_tensor_t* back = ccv_nnc_tensor_new(nullptr, cpu({5, 7}), 0);
+  fill(a, rng), fill(b, rng);
+  std::memset(zero->data.f32, 0, 35 * sizeof(float));
+  ccv_nnc_tensor_t* ga = ccv_nnc_tensor_new(nullptr, gpu(0, {5, 7}), 0);
+  ccv_nnc_tensor_t* gb = ccv_nnc_tensor_new(nullptr, gpu(0, {5, 7}), 0);
+  ccv_nnc_tensor_t* gc = ccv_nnc_tensor_new(nullptr, gpu(0, {5, 7}), 0);
+  ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {a, b}, {ga, gb}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  // gc starts at zero each time, so a result can only come from the call checked.
+  auto clear = [&] { ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {zero}, {gc}), CCV_NNC_EXEC_SUCCESS); };
+  auto expect_sum = [&](bool summed, const char* where) {
+    ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {gc}, {back}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    for (int i = 0; i < 35; i++)
+      ASSERT_EQ(back->data.f32[i], summed ? a->data.f32[i] + b->data.f32[i] : 0.f) << where << ", element " << i;
+  };
+  const Declining undo{CCV_NNC_EWSUM_FORWARD};
+  const size_t d0 = nnc_fakegpu::declines(), k0 = nnc_fakegpu::kernels_run();
+  // Refused by GPU_CUDNN (the preferred backend), run by GPU_REF: no error.
+  nnc_fakegpu::set_declining(CCV_NNC_EWSUM_FORWARD, -1);
+  clear();
+  ASSERT_EQ(exec(cmd(CCV_NNC_EWSUM_FORWARD), {ga, gb}, {gc}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  EXPECT_STREQ(ccv_nnc_error_message(), "");
+  EXPECT_EQ(nnc_fakegpu::declines(), d0 + 1);
+  expect_sum(true, "no stream");
+  // The same on a GPU stream: refused when queued, then queued on GPU_REF.
+  ccv_nnc_stream_context_t* s = ccv_nnc_stream_context_new(CCV_STREAM_CONTEXT_GPU);
+  ASSERT_NE(s, nullptr) << ccv_nnc_error_message();
+  clear();
+  ccv_nnc_tensor_t *in[] = {ga, gb}, *out[] = {gc};
+  ASSERT_EQ(ccv_nnc_cmd_exec(cmd(CCV_NNC_EWSUM_FORWARD), ccv_nnc_no_hint, 0, in, 2, out, 1, s), CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  EXPECT_EQ(nnc_fakegpu::declines(), d0 + 2);
+  ccv_nnc_stream_context_wait(s);
+  EXPECT_STREQ(ccv_nnc_error_message(), "");
+  expect_sum(true, "on a GPU stream");
+  // A caller who names the refusing backend gets its refusal.
+  clear();
+  ccv_nnc_cmd_t named = cmd(CCV_NNC_EWSUM_FORWARD);
+  named.backend = CCV_NNC_BACKEND_GPU_CUDNN;
+  EXPECT_EQ(exec(named, {ga, gb}, {gc}), CCV_NNC_EXEC_NO_KERNEL);
+  EXPECT_NE(std::strstr(ccv_nnc_error_message(), "GPU_CUDNN: refused at run time"), nullptr) << ccv_nnc_error_message();
+  EXPECT_EQ(nnc_fakegpu::declines(), d0 + 3);
+  expect_sum(false, "after the named backend refused");
+  // Both refuse: nothing after GPU_REF takes GPU tensors.
+  nnc_fakegpu::set_declining(CCV_NNC_EWSUM_FORWARD, -1, CCV_NNC_BACKEND_GPU_REF);
+  EXPECT_EQ(exec(cmd(CCV_NNC_EWSUM_FORWARD), {ga, gb}, {gc}), CCV_NNC_EXEC_NO_KERNEL);
+  EXPECT_NE(std::strstr(ccv_nnc_error_message(), "backend CCV_NNC_BACKEND_GPU_REF declined these tensors at run time (fake GPU_REF: refused"), nullptr)
+      << ccv_nnc_error_message();
+  EXPECT_NE(std::strstr(ccv_nnc_error_message(), "no backend after it accepts them"), nullptr) << ccv_nnc_error_message();
+  EXPECT_EQ(nnc_fakegpu::declines(), d0 + 5);
+  expect_sum(false, "after both refused");
+  // A single refusal: the next call runs on GPU_CUDNN again.
+  nnc_fakegpu::set_declining(CCV_NNC_EWSUM_FORWARD, 0, CCV_NNC_BACKEND_GPU_REF);
+  nnc_fakegpu::set_declining(CCV_NNC_EWSUM_FORWARD, 1);
+  for (int round = 0; round < 2; round++) {
+    clear();
+    ASSERT_EQ(exec(cmd(CCV_NNC_EWSUM_FORWARD), {ga, gb}, {gc}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    expect_sum(true, round ? "second call" : "first call");
+  }
+  EXPECT_EQ(nnc_fakegpu::declines(), d0 + 6);
+  EXPECT_GT(nnc_fakegpu::kernels_run(), k0);
+  ccv_nnc_stream_context_free(s);
+  for (ccv_nnc_tensor_t* t : {a, b, zero, back, ga, gb, gc}) ccv_nnc_tensor_free(t);
+}
+
+// In a graph the node that fell back keeps its new backend until its tensors
+// change: the refusing backend is asked once per node, not once per run.
+TEST(FakeGpu, AGraphNodeKeepsTheBackendItFellBackTo) {
+  std::mt19937 rng(32);
+  ccv_nnc_tensor_t* a = ccv_nnc_tensor_new(nullptr, cpu({3, 11}), 0);
+  ccv_nnc_tensor_t* b = ccv_nnc_tensor_new(nullptr, cpu({3, 11}), 0);
+  ccv_nnc_tensor_t* back = ccv_nnc_tensor_new(nullptr, cpu({3, 11}), 0);
+  fill(a, rng), fill(b, rng);
+  ccv_nnc_tensor_t* ga = ccv_nnc_tensor_new(nullptr, gpu(1, {3, 11}), 0);
+  ccv_nnc_tensor_t* gb = ccv_nnc_tensor_new(nullptr, gpu(1, {3, 11}), 0);
+  ccv_nnc_tensor_t* gc = ccv_nnc_tensor_new(nullptr, gpu(1, {3, 11}), 0);
+  ccv_nnc_tensor_t* gd = ccv_nnc_tensor_new(nullptr, gpu(1, {3, 11}), 0);
+  ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {a, b}, {ga, gb}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  const Declining undo{CCV_NNC_EWSUM_FORWARD};
+  // c = a + b, then d = c + a (gb is overwritten by d's inputs never).
+  ccv_nnc_graph_t* g = ccv_nnc_graph_new();
+  ccv_nnc_tensor_t *i0[] = {ga, gb}, *o0[] = {gc}, *i1[] = {gc, ga}, *o1[] = {gd};
+  const ccv_nnc_graph_exec_t n0 = ccv_nnc_graph_exec_new(g, cmd(CCV_NNC_EWSUM_FORWARD), ccv_nnc_no_hint, i0, 2, o0, 1);
+  const ccv_nnc_graph_exec_t n1 = ccv_nnc_graph_exec_new(g, cmd(CCV_NNC_EWSUM_FORWARD), ccv_nnc_no_hint, i1, 2, o1, 1);
+  ASSERT_EQ(ccv_nnc_graph_exec_concat(g, n0, n1), 0);
+  auto expect_d = [&](const char* where) {
+    ASSERT_EQ(exec(cmd(CCV_NNC_DATA_TRANSFER_FORWARD), {gd}, {back}), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    for (int i = 0; i < 33; i++) {
+      const float c = a->data.f32[i] + b->data.f32[i];
+      ASSERT_EQ(back->data.f32[i], c + a->data.f32[i]) << where << ", element " << i;
+    }
+  };
+  const size_t d0 = nnc_fakegpu::declines();
+  nnc_fakegpu::set_declining(CCV_NNC_EWSUM_FORWARD, -1);
+  ASSERT_EQ(ccv_nnc_graph_run(g, 0, nullptr, 0, nullptr, 0, nullptr, nullptr), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  EXPECT_EQ(nnc_fakegpu::declines(), d0 + 2) << "each node refused once";
+  expect_d("first run");
+  ASSERT_EQ(ccv_nnc_graph_run(g, 0, nullptr, 0, nullptr, 0, nullptr, nullptr), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  EXPECT_EQ(nnc_fakegpu::declines(), d0 + 2) << "the nodes stayed on GPU_REF";
+  expect_d("second run");
+  ccv_nnc_stream_context_t* s = ccv_nnc_stream_context_new(static_cast<int>(CCV_STREAM_CONTEXT_GPU) | (1 << 8));
+  ASSERT_NE(s, nullptr) << ccv_nnc_error_message();
+  // A run on a GPU stream goes through a schedule of its own (its own
+  // prepared steps): each node is refused once there too, then no more.
+  for (int round = 0; round < 2; round++) {
+    ASSERT_EQ(ccv_nnc_graph_run(g, 0, nullptr, 0, nullptr, 0, nullptr, s), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    ccv_nnc_stream_context_wait(s);
+    EXPECT_STREQ(ccv_nnc_error_message(), "");
+    EXPECT_EQ(nnc_fakegpu::declines(), d0 + 4) << "round " << round;
+    expect_d("on a GPU stream");
+  }
+  // Now GPU_REF refuses as well: the run fails, naming the node and both refusals' end.
+  nnc_fakegpu::set_declining(CCV_NNC_EWSUM_FORWARD, -1, CCV_NNC_BACKEND_GPU_REF);
+  EXPECT_EQ(ccv_nnc_graph_run(g, 0, nullptr, 0, nullptr, 0, nullptr, nullptr), CCV_NNC_EXEC_NO_KERNEL);
+  EXPECT_NE(std::strstr(ccv_nnc_error_message(), "node 0"), nullptr) << ccv_nnc_error_message();
+  EXPECT_NE(std::strstr(ccv_nnc_error_message(), "no backend after it accepts them"), nullptr) << ccv_nnc_error_message();
+  nnc_fakegpu::set_declining(CCV_NNC_EWSUM_FORWARD, 0, CCV_NNC_BACKEND_GPU_REF);
+  ccv_nnc_graph_free(g);
+  // A node that names the refusing backend fails with its refusal.
+  ccv_nnc_graph_t* h = ccv_nnc_graph_new();
+  ccv_nnc_cmd_t named = cmd(CCV_NNC_EWSUM_FORWARD);
+  named.backend = CCV_NNC_BACKEND_GPU_CUDNN;
+  (void)ccv_nnc_graph_exec_new(h, named, ccv_nnc_no_hint, i0, 2, o0, 1);
+  const size_t d1 = nnc_fakegpu::declines();
+  EXPECT_EQ(ccv_nnc_graph_run(h, 0, nullptr, 0, nullptr, 0, nullptr, nullptr), CCV_NNC_EXEC_NO_KERNEL);
+  EXPECT_NE(std::strstr(ccv_nnc_error_message(), "GPU_CUDNN: refused at run time"), nullptr) << ccv_nnc_error_message();
+  EXPECT_NE(std::strstr(ccv_nnc_error_message(), "node 0"), nullptr) << ccv_nnc_error_message();
+  EXPECT_EQ(nnc_fakegpu::declines(), d1 + 1);
+  ccv_nnc_graph_free(h);
+  ccv_nnc_stream_context_free(s);
+  for (ccv_nnc_tensor_t* t : {a, b, back, ga, gb, gc, gd}) ccv_nnc_tensor_free(t);
+}
+
+// A model whose convolutions the preferred backend refuses at run time
+// trains as on the CPU, on GPU_REF.
+TEST(FakeGpu, ModelTrainsWhenItsConvolutionsAreRefused) {
+  const Declining forward{CCV_NNC_CONVOLUTION_FORWARD}, backward{CCV_NNC_CONVOLUTION_BACKWARD};
+  nnc_fakegpu::set_declining(CCV_NNC_CONVOLUTION_FORWARD, -1);
+  nnc_fakegpu::set_declining(CCV_NNC_CONVOLUTION_BACKWARD, -1);
+  const size_t d0 = nnc_fakegpu::declines();
+  const int type = static_cast<int>(CCV_STREAM_CONTEXT_GPU) | (1 << 8);
+  train_beside_the_cpu(type, 1);
+  EXPECT_GE(nnc_fakegpu::declines(), d0 + 2) << "the forward and the backward were each refused";
+}
+
 }  // namespace
