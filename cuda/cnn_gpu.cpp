@@ -97,6 +97,12 @@ NNC_KERNEL(conv_forward) {
   return CCV_NNC_EXEC_SUCCESS;
 }
 
+// NNC_GPU_CONV_DW_PARTS=n asks for n parts (tests cut small batches unevenly); 0: the default choice.
+int conv_dw_parts_wanted() {
+  const char* e = std::getenv("NNC_GPU_CONV_DW_PARTS");
+  return e && *e ? std::atoi(e) : 0;
+}
+
 NNC_KERNEL(conv_backward) {
   const char* what = "CONVOLUTION_BACKWARD";
   const conv::BackwardIo io = conv::backward_io(inputs, input_size, outputs, output_size);
@@ -112,7 +118,16 @@ NNC_KERNEL(conv_backward) {
   }
   const int64_t db_stride = io.dbias ? gpu::k_stride(io.dbias, gy.c) : 1;
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
-  if (io.dx || io.dw) c.check(launch_conv_backward(c.s, geom, gy, x, w, dx, dw));
+  if (io.dx || io.dw) {
+    // dw in parts of the batch when it has few weights (gpu::conv_dw_parts).
+    const int64_t weights = io.dw ? static_cast<int64_t>(dw.k) * dw.kh * dw.kw * dw.c : 0;
+    const int parts = io.dw ? gpu::conv_dw_parts(weights, geom.N, conv_dw_parts_wanted()) : 1;
+    const size_t bytes = parts > 1 ? static_cast<size_t>(weights) * static_cast<size_t>(parts) *
+                                         (gy.type == gpu::kCnnF64 ? sizeof(double) : sizeof(float))
+                                   : 0;
+    StreamBlock scratch(bytes, c.s, what);
+    c.check(launch_conv_backward(c.s, geom, gy, x, w, dx, dw, parts, scratch.get()));
+  }
   if (io.dbias) c.check(launch_conv_dbias(c.s, gy, io.dbias->data.u8, db_stride));
   c.done();
   return CCV_NNC_EXEC_SUCCESS;

@@ -21,13 +21,15 @@ cudaError_t launch_pool_backward(cudaStream_t s, const gpu::PoolGeom& g, const g
 
 // CONVOLUTION. bias: K elements at bias_stride (NULL: 0). Any of dx / dw /
 // dbias may be absent (p NULL); dbias: K elements at dbias_stride, summed
-// over g's n, h, w (one block per filter).
+// over g's n, h, w (one block per filter). dw in dw_parts parts
+// (gpu::conv_dw_parts) when above 1: dw_scratch holds weights x dw_parts
+// floats (doubles for 64F).
 cudaError_t launch_conv_forward(cudaStream_t s, const gpu::ConvGeom& g, const gpu::CnnImage& x,
                                 const gpu::CnnWeights& w, const void* bias, int64_t bias_stride,
                                 const gpu::CnnImage& y);
 cudaError_t launch_conv_backward(cudaStream_t s, const gpu::ConvGeom& g, const gpu::CnnImage& gy,
                                  const gpu::CnnImage& x, const gpu::CnnWeights& w, const gpu::CnnImage& dx,
-                                 const gpu::CnnWeights& dw);
+                                 const gpu::CnnWeights& dw, int dw_parts, void* dw_scratch);
 cudaError_t launch_conv_dbias(cudaStream_t s, const gpu::CnnImage& gy, void* dbias, int64_t dbias_stride);
 
 // BATCH_NORM: one block per channel (statistics in double, then the

@@ -101,6 +101,33 @@ __global__ void conv_dw_kernel(gpu::ConvGeom g, CnnImage gy, CnnImage x, CnnWeig
   }
 }
 
+// The weight gradient in parts (gpu::conv_dw_parts): thread t sums part
+// t / weights of weight t % weights into partial[t]; the combine adds each
+// weight's parts in order.
+template <class A>
+__global__ void conv_dw_partial_kernel(gpu::ConvGeom g, CnnImage gy, CnnImage x, CnnWeights dw, int parts, A* partial) {
+  const int64_t weights = static_cast<int64_t>(dw.k) * dw.kh * dw.kw * dw.c;
+  for (int64_t t = first_thread(); t < weights * parts; t += stride_threads()) {
+    const int p = static_cast<int>(t / weights);
+    int k, kh, kw, c;
+    gpu::cnn_weight_index(dw, t - p * weights, &k, &kh, &kw, &c);
+    partial[t] = gpu::conv_dw_at<A>(g, gy, x, k, kh, kw, c, gpu::conv_dw_part_begin(g.N, parts, p),
+                                    gpu::conv_dw_part_begin(g.N, parts, p + 1));
+  }
+}
+
+template <class A>
+__global__ void conv_dw_combine_kernel(CnnWeights dw, int parts, const A* partial) {
+  const int64_t weights = static_cast<int64_t>(dw.k) * dw.kh * dw.kw * dw.c;
+  for (int64_t t = first_thread(); t < weights; t += stride_threads()) {
+    A s = partial[t];
+    for (int p = 1; p < parts; p++) s += partial[p * weights + t];
+    int k, kh, kw, c;
+    gpu::cnn_weight_index(dw, t, &k, &kh, &kw, &c);
+    gpu::cnn_st(dw.p, dw.type, gpu::cnn_woff(dw, k, kh, kw, c), static_cast<double>(s));
+  }
+}
+
 // dbias[k] = the sum of g over n, h, w: one block per filter.
 template <class A>
 __global__ void conv_dbias_kernel(CnnImage gy, void* dbias, int64_t dbias_stride) {
@@ -316,7 +343,8 @@ cudaError_t launch_conv_forward(cudaStream_t s, const gpu::ConvGeom& g, const Cn
 }
 
 cudaError_t launch_conv_backward(cudaStream_t s, const gpu::ConvGeom& g, const CnnImage& gy, const CnnImage& x,
-                                 const CnnWeights& w, const CnnImage& dx, const CnnWeights& dw) {
+                                 const CnnWeights& w, const CnnImage& dx, const CnnWeights& dw, int dw_parts,
+                                 void* dw_scratch) {
   const bool f64 = gy.type == gpu::kCnnF64;
   if (dx.p) {
     const int64_t total = gpu::cnn_count(dx);
@@ -332,7 +360,20 @@ cudaError_t launch_conv_backward(cudaStream_t s, const gpu::ConvGeom& g, const C
   }
   if (dw.p) {
     const int64_t total = static_cast<int64_t>(dw.k) * dw.kh * dw.kw * dw.c;
-    if (total > 0) {
+    if (total > 0 && dw_parts > 1) {
+      if (!dw_scratch) return cudaErrorInvalidValue;
+      if (f64) {
+        conv_dw_partial_kernel<double>
+            <<<grid_for(total * dw_parts), kThreads, 0, s>>>(g, gy, x, dw, dw_parts, static_cast<double*>(dw_scratch));
+        conv_dw_combine_kernel<double>
+            <<<grid_for(total), kThreads, 0, s>>>(dw, dw_parts, static_cast<const double*>(dw_scratch));
+      } else {
+        conv_dw_partial_kernel<float>
+            <<<grid_for(total * dw_parts), kThreads, 0, s>>>(g, gy, x, dw, dw_parts, static_cast<float*>(dw_scratch));
+        conv_dw_combine_kernel<float>
+            <<<grid_for(total), kThreads, 0, s>>>(dw, dw_parts, static_cast<const float*>(dw_scratch));
+      }
+    } else if (total > 0) {
       if (f64)
         conv_dw_kernel<double><<<grid_for(total), kThreads, 0, s>>>(g, gy, x, dw);
       else

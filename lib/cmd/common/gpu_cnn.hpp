@@ -273,12 +273,15 @@ NNC_HD A conv_dx_at(const ConvGeom& g, const CnnImage& gy, const CnnWeights& w, 
   return s;
 }
 
-// dw[k, kh, kw, c]: the sum over n, oh, ow of g * x.
+// dw[k, kh, kw, c]: the sum over n, oh, ow of g * x (over images n0 <= n <
+// n1 only when given: a part of the sum, see conv_dw_parts).
 template <class A>
-NNC_HD A conv_dw_at(const ConvGeom& g, const CnnImage& gy, const CnnImage& x, int k, int kh, int kw, int c) {
+NNC_HD A conv_dw_at(const ConvGeom& g, const CnnImage& gy, const CnnImage& x, int k, int kh, int kw, int c, int n0 = 0,
+                    int n1 = -1) {
   const int ci = (k / g.Kg) * g.Cg + c;
+  if (n1 < 0) n1 = g.N;
   A s = 0;
-  for (int n = 0; n < g.N; n++)
+  for (int n = n0; n < n1; n++)
     for (int oh = 0; oh < g.OH; oh++) {
       const int ih = oh * g.SH + kh * g.DH - g.PT;
       if (ih < 0 || ih >= g.H) continue;
@@ -289,6 +292,29 @@ NNC_HD A conv_dw_at(const ConvGeom& g, const CnnImage& gy, const CnnImage& x, in
       }
     }
   return s;
+}
+
+// The weight gradient in parts: with few weights (a small layer, a large
+// batch), one thread per weight leaves most of a GPU idle while each thread
+// walks the whole batch. The batch is then cut into `parts` runs of images,
+// each weight's run sums written to scratch (weights x parts in A) by one
+// thread each, and a second kernel adds a weight's parts in order (no
+// atomics: the same bits every run). conv_dw_parts: enough threads for a
+// large GPU (kConvDwThreads), at most the batch and kConvDwMaxParts; 1 means
+// no scratch. want > 0 (NNC_GPU_CONV_DW_PARTS, for tests) asks for that many,
+// capped at the batch.
+constexpr int64_t kConvDwThreads = int64_t{1} << 18;
+constexpr int kConvDwMaxParts = 64;
+inline int conv_dw_parts(int64_t weights, int N, int want = 0) {
+  if (weights <= 0 || N <= 1) return 1;
+  int64_t p = want > 0 ? want : (kConvDwThreads + weights - 1) / weights;
+  if (want <= 0 && p > kConvDwMaxParts) p = kConvDwMaxParts;
+  if (p > N) p = N;
+  return p < 1 ? 1 : static_cast<int>(p);
+}
+// The first image of part p of `parts` (part p covers [begin(p), begin(p + 1))).
+NNC_HD int conv_dw_part_begin(int N, int parts, int p) {
+  return static_cast<int>(static_cast<int64_t>(N) * p / parts);
 }
 
 // Weight element t of k * kh * kw * c, channels fastest.

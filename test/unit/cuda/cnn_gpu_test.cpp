@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "test/unit/cuda/env_guard.hpp"
 #include "test/unit/cuda/gpu.hpp"
 #include "test/unit/cuda/gpu_pair.hpp"
 
@@ -332,6 +333,28 @@ TEST(CnnGpu, ConvolutionForwardBackward) {
         run_pair(bw, k.hint, {g.get(), nullptr, w.get()}, {dx2.get()}, what + " dx alone");
         dx2->expect_close(tol.rtol, tol.atol, what + " dx alone");
       }
+}
+
+// The weight gradient in parts of the batch (gpu::conv_dw_parts): the
+// default split (one image per part here: few weights), an uneven one (7
+// images in 3 parts: 2, 2, 3) and none (1 part), each against CPU_REF.
+TEST(CnnGpu, WeightGradientInParts) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(1910);
+  for (int type : {CCV_32F, CCV_16F, CCV_64F})
+    for (const char* parts : {static_cast<const char*>(nullptr), "3", "1"}) {
+      const nnc_gpu_test::EnvGuard env("NNC_GPU_CONV_DW_PARTS", parts);
+      const Tol tol = conv_tol(type);
+      const std::string what = std::string("CONVOLUTION dw ") + type_name(type) + " parts " + (parts ? parts : "default");
+      const int fmt = CCV_TENSOR_FORMAT_NHWC;
+      BothPtr x = both({img(7, 6, 5, 3, false), false, type, fmt}, rng);
+      BothPtr w = both({{4, 3, 3, 3}, false, type, fmt}, rng);
+      BothPtr g = both({img(7, 6, 5, 4, false), false, type, fmt}, rng);
+      BothPtr dw = both({{4, 3, 3, 3}, true, type, fmt}, rng);
+      const ccv_nnc_cmd_t bw = conv_cmd(CCV_NNC_CONVOLUTION_BACKWARD, 4, 3, 3, 3, 1, 1, 1);
+      run_pair(bw, hint_of(1, 1, 1, 1, 1, 1), {g.get(), x.get(), w.get()}, {nullptr, dw.get()}, what);
+      dw->expect_close(tol.rtol, tol.atol, what);
+    }
 }
 
 // 3-d (unbatched) images: x 7 x 9 x 3 (NHWC) or 3 x 7 x 9 (NCHW), a 3 x 3

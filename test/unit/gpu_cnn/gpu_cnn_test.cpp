@@ -119,6 +119,32 @@ void expect_close(const Tensor& a, const Tensor& b, double rtol, double atol, co
 
 // --- index maps ------------------------------------------------------------
 
+// The weight gradient's parts (gpu::conv_dw_parts): enough threads, at most
+// the batch and 64 parts, the override capped at the batch, and the parts'
+// image runs cover the batch once, in order, none empty.
+TEST(GpuCnn, WeightGradientPartsCoverTheBatchOnce) {
+  using nnc::gpu::conv_dw_parts;
+  EXPECT_EQ(conv_dw_parts(int64_t{1} << 20, 64), 1);   // weights enough to fill the GPU
+  EXPECT_EQ(conv_dw_parts(int64_t{1} << 16, 64), 4);   // 2^18 threads
+  EXPECT_EQ(conv_dw_parts(51200, 64), 6);              // the reference network's conv2: ceil(2^18 / 51200)
+  EXPECT_EQ(conv_dw_parts(800, 64), 64);               // capped by the batch (and 64)
+  EXPECT_EQ(conv_dw_parts(800, 500), 64);
+  EXPECT_EQ(conv_dw_parts(800, 5), 5);
+  EXPECT_EQ(conv_dw_parts(800, 1), 1);
+  EXPECT_EQ(conv_dw_parts(0, 8), 1);
+  EXPECT_EQ(conv_dw_parts(800, 7, 3), 3);  // asked for
+  EXPECT_EQ(conv_dw_parts(800, 7, 100), 7);
+  EXPECT_EQ(conv_dw_parts(int64_t{1} << 20, 7, 2), 2);
+  for (int N : {1, 2, 7, 64, 100})
+    for (int P = 1; P <= N && P <= 64; P++) {
+      EXPECT_EQ(nnc::gpu::conv_dw_part_begin(N, P, 0), 0);
+      EXPECT_EQ(nnc::gpu::conv_dw_part_begin(N, P, P), N);
+      for (int p = 0; p < P; p++)
+        EXPECT_LT(nnc::gpu::conv_dw_part_begin(N, P, p), nnc::gpu::conv_dw_part_begin(N, P, p + 1))
+            << "N " << N << " parts " << P << " part " << p;
+    }
+}
+
 TEST(GpuCnn, WalkCoversEveryElementOnce) {
   for (bool nchw : {false, true}) {
     Tensor x(CCV_32F, img(2, 3, 5, 4, nchw), nchw ? CCV_TENSOR_FORMAT_NCHW : CCV_TENSOR_FORMAT_NHWC);
