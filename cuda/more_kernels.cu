@@ -597,15 +597,19 @@ __device__ __forceinline__ float warp_sum_f(float v) {
 
 // The row's sum over its tpr threads (threadIdx.x), the same in every one of
 // them: a warp butterfly, then (block path) the warps' sums in order through
-// red[32]. Every thread of the block calls it together in the block path.
-__device__ __forceinline__ float row_sum(float v, int tpr, float* red) {
+// red[flip][0..tpr / 32). Every thread of the block calls it together in the
+// block path. The two halves of red alternate (flip) so that one barrier a
+// sum is enough: a warp that writes red[flip] again has passed the barrier of
+// the sum in between, which every warp reaches only after its reads.
+__device__ __forceinline__ float row_sum(float v, int tpr, float (*red)[32], int& flip) {
   v = warp_sum_f(v);
   if (tpr <= 32) return v;
-  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+  float* r = red[flip];
+  flip ^= 1;
+  if ((threadIdx.x & 31) == 0) r[threadIdx.x >> 5] = v;
   __syncthreads();
   float s = 0.f;
-  for (int w = 0; w < tpr / 32; w++) s += red[w];
-  __syncthreads();  // red is written again by the next sum
+  for (int w = 0; w < tpr / 32; w++) s += r[w];
   return s;
 }
 
@@ -615,7 +619,8 @@ __device__ __forceinline__ float row_sum(float v, int tpr, float* red) {
 template <class T, int K>
 __global__ void norm_rows_forward_kernel(gpu::EwPlan rows, int64_t n, NormPtrs q, int rms, float eps, int vector) {
   constexpr int V = RowIo<T>::kV;
-  __shared__ float red[32];
+  __shared__ float red[2][32];
+  int flip = 0;
   const int tpr = blockDim.x, t = threadIdx.x;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.y;
   const void* x = q.ptr[gpu::kNormX];
@@ -633,7 +638,7 @@ __global__ void norm_rows_forward_kernel(gpu::EwPlan rows, int64_t n, NormPtrs q
 #pragma unroll
       for (int j = 0; j < V; j++) s += v[c][j];
     }
-    const float mean = rms ? 0.f : row_sum(s, tpr, red) * inv_n;
+    const float mean = rms ? 0.f : row_sum(s, tpr, red, flip) * inv_n;
     float d2 = 0.f;
 #pragma unroll
     for (int c = 0; c < K; c++)
@@ -643,7 +648,7 @@ __global__ void norm_rows_forward_kernel(gpu::EwPlan rows, int64_t n, NormPtrs q
         const float d = e < n ? v[c][j] - mean : 0.f;
         d2 += d * d;
       }
-    const float inv = 1.f / sqrtf(row_sum(d2, tpr, red) * inv_n + eps);
+    const float inv = 1.f / sqrtf(row_sum(d2, tpr, red, flip) * inv_n + eps);
     if (t == 0) {
       if (q.ptr[gpu::kNormMean]) st<T>(q.ptr[gpu::kNormMean], base[1 + gpu::kNormMean], mean);
       if (q.ptr[gpu::kNormInv]) st<T>(q.ptr[gpu::kNormInv], base[1 + gpu::kNormInv], inv);
@@ -670,7 +675,8 @@ __global__ void norm_rows_forward_kernel(gpu::EwPlan rows, int64_t n, NormPtrs q
 template <class T, int K>
 __global__ void norm_rows_backward_dx_kernel(gpu::EwPlan rows, int64_t n, NormPtrs q, int rms, int vector) {
   constexpr int V = RowIo<T>::kV;
-  __shared__ float red[32];
+  __shared__ float red[2][32];
+  int flip = 0;
   const int tpr = blockDim.x, t = threadIdx.x;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.y;
   const void* scale = q.ptr[gpu::kNormScale];
@@ -700,8 +706,8 @@ __global__ void norm_rows_backward_dx_kernel(gpu::EwPlan rows, int64_t n, NormPt
         shx += h[c][j] * xh[c][j];
       }
     }
-    const float mh = rms ? 0.f : row_sum(sh, tpr, red) * inv_n;
-    const float mhx = row_sum(shx, tpr, red) * inv_n;
+    const float mh = rms ? 0.f : row_sum(sh, tpr, red, flip) * inv_n;
+    const float mhx = row_sum(shx, tpr, red, flip) * inv_n;
 #pragma unroll
     for (int c = 0; c < K; c++) {
       const int64_t e0 = (static_cast<int64_t>(c) * tpr + t) * V;
