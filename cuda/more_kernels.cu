@@ -572,6 +572,24 @@ struct RowIo {
 #pragma unroll
     for (int j = 0; j < kV; j++) v[j] = e0 + j < n ? ld<T>(p, base + e0 + j) : 0.f;
   }
+  // The same chunk kept as stored (16 bytes: 4 registers whatever T is, where
+  // 8 floats would take 8 for the halves), 0 past the row's end; unpack()
+  // gives the floats.
+  static __device__ __forceinline__ uint4 load_raw(const void* p, int64_t base, int64_t e0, int64_t n, bool vector) {
+    if (vector && e0 + kV <= n) return *reinterpret_cast<const uint4*>(static_cast<const T*>(p) + base + e0);
+    T t[kV];
+#pragma unroll
+    for (int j = 0; j < kV; j++) t[j] = e0 + j < n ? static_cast<const T*>(p)[base + e0 + j] : T(0.f);
+    uint4 raw;
+    memcpy(&raw, t, sizeof(raw));
+    return raw;
+  }
+  static __device__ __forceinline__ void unpack(const uint4& raw, float* v) {
+    T t[kV];
+    memcpy(t, &raw, sizeof(raw));
+#pragma unroll
+    for (int j = 0; j < kV; j++) v[j] = ld<T>(t, j);
+  }
   static __device__ __forceinline__ void store(void* p, int64_t base, int64_t e0, int64_t n, bool vector,
                                                const float* v) {
     if (vector && e0 + kV <= n) {
@@ -617,7 +635,8 @@ __device__ __forceinline__ float row_sum(float v, int tpr, float (*red)[32], int
 // threadIdx.y, each warp on its own (no block barrier); block path: blockDim.y
 // is 1 and the whole block walks the rows together.
 template <class T, int K>
-__global__ void norm_rows_forward_kernel(gpu::EwPlan rows, int64_t n, NormPtrs q, int rms, float eps, int vector) {
+__global__ void __launch_bounds__(gpu::kNormRowMaxThreads)
+    norm_rows_forward_kernel(gpu::EwPlan rows, int64_t n, NormPtrs q, int rms, float eps, int vector) {
   constexpr int V = RowIo<T>::kV;
   __shared__ float red[2][32];
   int flip = 0;
@@ -630,24 +649,29 @@ __global__ void norm_rows_forward_kernel(gpu::EwPlan rows, int64_t n, NormPtrs q
   for (int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y; row < rows.count; row += step) {
     int64_t base[1 + gpu::kNormOperands];
     gpu::plan_offsets(rows, 1 + gpu::kNormOperands, row, base);
-    float v[K][V];
+    uint4 xr[K];  // the thread's part of the row, as stored
     float s = 0.f;
 #pragma unroll
     for (int c = 0; c < K; c++) {
-      RowIo<T>::load(v[c], x, base[1 + gpu::kNormX], (static_cast<int64_t>(c) * tpr + t) * V, n, vector);
+      xr[c] = RowIo<T>::load_raw(x, base[1 + gpu::kNormX], (static_cast<int64_t>(c) * tpr + t) * V, n, vector);
+      float v[V];
+      RowIo<T>::unpack(xr[c], v);
 #pragma unroll
-      for (int j = 0; j < V; j++) s += v[c][j];
+      for (int j = 0; j < V; j++) s += v[j];
     }
     const float mean = rms ? 0.f : row_sum(s, tpr, red, flip) * inv_n;
     float d2 = 0.f;
 #pragma unroll
-    for (int c = 0; c < K; c++)
+    for (int c = 0; c < K; c++) {
+      float v[V];
+      RowIo<T>::unpack(xr[c], v);
 #pragma unroll
       for (int j = 0; j < V; j++) {
         const int64_t e = (static_cast<int64_t>(c) * tpr + t) * V + j;
-        const float d = e < n ? v[c][j] - mean : 0.f;
+        const float d = e < n ? v[j] - mean : 0.f;
         d2 += d * d;
       }
+    }
     const float inv = 1.f / sqrtf(row_sum(d2, tpr, red, flip) * inv_n + eps);
     if (t == 0) {
       if (q.ptr[gpu::kNormMean]) st<T>(q.ptr[gpu::kNormMean], base[1 + gpu::kNormMean], mean);
@@ -657,14 +681,15 @@ __global__ void norm_rows_forward_kernel(gpu::EwPlan rows, int64_t n, NormPtrs q
     for (int c = 0; c < K; c++) {
       const int64_t e0 = (static_cast<int64_t>(c) * tpr + t) * V;
       if (e0 >= n) continue;
-      float sc[V], bi[V];
+      float v[V], sc[V], bi[V];
+      RowIo<T>::unpack(xr[c], v);
 #pragma unroll
       for (int j = 0; j < V; j++) sc[j] = 1.f, bi[j] = 0.f;
       if (scale) RowIo<T>::load(sc, scale, base[1 + gpu::kNormScale], e0, n, vector);
       if (bias) RowIo<T>::load(bi, bias, base[1 + gpu::kNormBias], e0, n, vector);
 #pragma unroll
-      for (int j = 0; j < V; j++) v[c][j] = (v[c][j] - mean) * inv * sc[j] + bi[j];
-      RowIo<T>::store(q.ptr[gpu::kNormY], base[1 + gpu::kNormY], e0, n, vector, v[c]);
+      for (int j = 0; j < V; j++) v[j] = (v[j] - mean) * inv * sc[j] + bi[j];
+      RowIo<T>::store(q.ptr[gpu::kNormY], base[1 + gpu::kNormY], e0, n, vector, v);
     }
   }
 }
@@ -673,7 +698,8 @@ __global__ void norm_rows_forward_kernel(gpu::EwPlan rows, int64_t n, NormPtrs q
 // inv from the saved statistics as stored (CPU_REF's rule); the two means in
 // float as the forward's sums.
 template <class T, int K>
-__global__ void norm_rows_backward_dx_kernel(gpu::EwPlan rows, int64_t n, NormPtrs q, int rms, int vector) {
+__global__ void __launch_bounds__(gpu::kNormRowMaxThreads)
+    norm_rows_backward_dx_kernel(gpu::EwPlan rows, int64_t n, NormPtrs q, int rms, int vector) {
   constexpr int V = RowIo<T>::kV;
   __shared__ float red[2][32];
   int flip = 0;
@@ -686,24 +712,27 @@ __global__ void norm_rows_backward_dx_kernel(gpu::EwPlan rows, int64_t n, NormPt
     gpu::plan_offsets(rows, 1 + gpu::kNormOperands, row, base);
     const float mean = rms ? 0.f : ld<T>(q.ptr[gpu::kNormMean], base[1 + gpu::kNormMean]);
     const float inv = ld<T>(q.ptr[gpu::kNormInv], base[1 + gpu::kNormInv]);
-    float h[K][V], xh[K][V];
+    uint4 gr[K], xr[K];  // g and x as stored (scale is read again in the second pass: cached)
     float sh = 0.f, shx = 0.f;
 #pragma unroll
     for (int c = 0; c < K; c++) {
       const int64_t e0 = (static_cast<int64_t>(c) * tpr + t) * V;
-      RowIo<T>::load(h[c], q.ptr[gpu::kNormG], base[1 + gpu::kNormG], e0, n, vector);
-      RowIo<T>::load(xh[c], q.ptr[gpu::kNormX], base[1 + gpu::kNormX], e0, n, vector);
-      float sc[V];
+      gr[c] = RowIo<T>::load_raw(q.ptr[gpu::kNormG], base[1 + gpu::kNormG], e0, n, vector);
+      xr[c] = RowIo<T>::load_raw(q.ptr[gpu::kNormX], base[1 + gpu::kNormX], e0, n, vector);
+      if (e0 >= n) continue;  // past the row: g and x are 0 there, h too
+      float h[V], xh[V], sc[V];
 #pragma unroll
       for (int j = 0; j < V; j++) sc[j] = 1.f;
-      if (scale && e0 < n) RowIo<T>::load(sc, scale, base[1 + gpu::kNormScale], e0, n, vector);
+      if (scale) RowIo<T>::load(sc, scale, base[1 + gpu::kNormScale], e0, n, vector);
+      RowIo<T>::unpack(gr[c], h);
+      RowIo<T>::unpack(xr[c], xh);
 #pragma unroll
       for (int j = 0; j < V; j++) {
-        // Past the row's end g and x load as 0: h is 0, and xhat is forced to 0.
-        h[c][j] *= sc[j];
-        xh[c][j] = e0 + j < n ? (xh[c][j] - mean) * inv : 0.f;
-        sh += h[c][j];
-        shx += h[c][j] * xh[c][j];
+        // Past the row's end g loads as 0 (h 0); xhat forced to 0.
+        h[j] *= sc[j];
+        xh[j] = e0 + j < n ? (xh[j] - mean) * inv : 0.f;
+        sh += h[j];
+        shx += h[j] * xh[j];
       }
     }
     const float mh = rms ? 0.f : row_sum(sh, tpr, red, flip) * inv_n;
@@ -712,9 +741,15 @@ __global__ void norm_rows_backward_dx_kernel(gpu::EwPlan rows, int64_t n, NormPt
     for (int c = 0; c < K; c++) {
       const int64_t e0 = (static_cast<int64_t>(c) * tpr + t) * V;
       if (e0 >= n) continue;
+      float h[V], xh[V], sc[V];
 #pragma unroll
-      for (int j = 0; j < V; j++) h[c][j] = inv * (h[c][j] - mh - xh[c][j] * mhx);
-      RowIo<T>::store(q.ptr[gpu::kNormDx], base[1 + gpu::kNormDx], e0, n, vector, h[c]);
+      for (int j = 0; j < V; j++) sc[j] = 1.f;
+      if (scale) RowIo<T>::load(sc, scale, base[1 + gpu::kNormScale], e0, n, vector);
+      RowIo<T>::unpack(gr[c], h);
+      RowIo<T>::unpack(xr[c], xh);
+#pragma unroll
+      for (int j = 0; j < V; j++) h[j] = inv * (h[j] * sc[j] - mh - (xh[j] - mean) * inv * mhx);
+      RowIo<T>::store(q.ptr[gpu::kNormDx], base[1 + gpu::kNormDx], e0, n, vector, h);
     }
   }
 }
@@ -796,7 +831,7 @@ bool rows_ok(const gpu::NormRows& r, const gpu::EwPlan& rows, int type) {
   return r.fast && rows.count == r.rows && r.vec_width == 16 / es &&
          (r.chunks == 1 || r.chunks == 2 || r.chunks == 4) &&
          (r.threads_per_row == 32 ? r.rows_per_block >= 1 : r.rows_per_block == 1) && r.threads_per_row >= 32 &&
-         r.threads_per_row <= 1024 && r.threads_per_row % 32 == 0 &&
+         r.threads_per_row <= gpu::kNormRowMaxThreads && r.threads_per_row % 32 == 0 &&
          static_cast<int64_t>(r.threads_per_row) * r.chunks * r.vec_width >= r.cols;
 }
 

@@ -98,7 +98,7 @@ NormRows choose_norm_rows(const NormPlan& p, const bool* present, const uintptr_
     // About 4 chunks a thread (16 floats of x for 32F, 32 for the halves):
     // enough independent loads in flight, few enough registers.
     int t = 128;
-    while (t < 1024 && static_cast<int64_t>(t) * kNormRowMaxChunks < chunks) t *= 2;
+    while (t < kNormRowMaxThreads && static_cast<int64_t>(t) * kNormRowMaxChunks < chunks) t *= 2;
     if (static_cast<int64_t>(t) * kNormRowMaxChunks < chunks) return NormRows{};  // too long: the general way
     r.threads_per_row = t;
     r.rows_per_block = 1;
