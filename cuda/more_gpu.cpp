@@ -15,7 +15,9 @@
 //   norms        LAYER_NORM (after cuDNN's), RMSNORM and GROUP_NORM forward and
 //                backward (32F, 16F, 16BF; any axes,
 //                views; statistics in double; the saved statistics optional
-//                forward, read backward as CPU_REF does);
+//                forward, read backward as CPU_REF does); LAYER_NORM /
+//                RMSNORM over packed innermost axes on the row kernels
+//                (gpu::choose_norm_rows: a row read once, statistics in float);
 //   optimiser    LAMB (32F, 16F, 16BF; the trust ratio's norms summed on the device);
 //   complex      CMUL forward and backward (32F, 16F, 16BF in double, rounded
 //                once; broadcasts, views);

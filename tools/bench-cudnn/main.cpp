@@ -99,9 +99,10 @@ double norm_ms(ccv_nnc_cmd_t cmd, int backend, std::vector<ccv_nnc_tensor_t*> in
 
 void norm_rows() {
   const std::map<std::string, double> peer = norm_peer();
-  std::printf("\nLAYER_NORM / RMSNORM over the last axis; ms per call (median of 20, synchronised); ratios: the other "
-              "over GPU_REF (> 1: GPU_REF faster)%s\n",
-              peer.empty() ? "; PyTorch: not run (python3 / torch / tools/bench-cudnn/peer.py not found)" : "");
+  std::printf(
+      "\nLAYER_NORM / RMSNORM over the last axis; ms per call (median of 20, synchronised); ratios: the other "
+      "over GPU_REF (> 1: GPU_REF faster)%s\n",
+      peer.empty() ? "; PyTorch: not run (python3 / torch / tools/bench-cudnn/peer.py not found)" : "");
   std::printf("%-30s %10s %8s %10s %8s %10s %8s\n", "command", "GPU_REF", "GB/s", "GPU_CUDNN", "ratio", "PyTorch",
               "ratio");
   struct Shape {
@@ -138,7 +139,8 @@ void norm_rows() {
                         sh.rows, sh.cols, tn);
           const ccv_nnc_cmd_t c = back ? b : f;
           const double ref = norm_ms(c, CCV_NNC_BACKEND_GPU_REF, back ? bi_ : fi, back ? bo : fo);
-          const double cud = dt == CCV_32F ? norm_ms(c, CCV_NNC_BACKEND_GPU_CUDNN, back ? bi_ : fi, back ? bo : fo) : -1;
+          const double cud =
+              dt == CCV_32F ? norm_ms(c, CCV_NNC_BACKEND_GPU_CUDNN, back ? bi_ : fi, back ? bo : fo) : -1;
           // One pass: forward reads x, writes y; backward reads g and x, writes dx.
           const double bytes = static_cast<double>(sh.rows) * sh.cols * es * (back ? 3 : 2);
           const auto it = peer.find(name);

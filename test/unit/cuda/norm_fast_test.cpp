@@ -241,8 +241,9 @@ TEST(NormFastGpu, ManyRows) {
 }
 
 // The general kernels still serve a normalised axis that is not the innermost
-// (x [33, 37] over axis 0) and three-axis views: the host declines the row
-// kernels, and the results still match CPU_REF.
+// (x [33, 37] over axis 0): the host declines the row kernels, and the results
+// still match CPU_REF. (Views whose rows are not packed: GpuRefNorm2.* and
+// test_gpu_plan's GpuNormRows.*.)
 TEST(NormFastGpu, OtherAxesGoTheGeneralWay) {
   NNC_REQUIRE_GPU();
   std::mt19937 rng(4245);

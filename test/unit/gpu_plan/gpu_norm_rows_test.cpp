@@ -70,18 +70,18 @@ TEST(GpuNormRows, AlignmentDecidesTheVectorLoads) {
   EXPECT_TRUE(choose(3, 8, 8, 8, 0, 4, 16, 32).vector);
   // Rows 10 apart (a window of a wider tensor): 40 bytes, not a multiple of 16.
   EXPECT_FALSE(choose(3, 8, 10, 8, 0, 4).vector);
-  EXPECT_TRUE(choose(3, 8, 12, 8, 0, 4).vector);  // 48 bytes: still aligned
-  EXPECT_TRUE(choose(3, 8, 16, 8, 0, 2).vector);  // halves: 32 bytes
+  EXPECT_TRUE(choose(3, 8, 12, 8, 0, 4).vector);   // 48 bytes: still aligned
+  EXPECT_TRUE(choose(3, 8, 16, 8, 0, 2).vector);   // halves: 32 bytes
   EXPECT_FALSE(choose(3, 8, 12, 8, 0, 2).vector);  // 24 bytes
   EXPECT_TRUE(choose(3, 8, 12, 8, 0, 4).fast);
 }
 
 TEST(GpuNormRows, OtherLayoutsGoTheGeneralWay) {
-  EXPECT_FALSE(choose(37, 8192 + 1, 8193, 8193, 0, 4).fast);     // past 512 x 4 chunks of 32F
-  EXPECT_TRUE(choose(3, 16384, 16384, 16384, 0, 2).fast);        // 16F: 512 x 4 chunks of 8
+  EXPECT_FALSE(choose(37, 8192 + 1, 8193, 8193, 0, 4).fast);  // past 512 x 4 chunks of 32F
+  EXPECT_TRUE(choose(3, 16384, 16384, 16384, 0, 2).fast);     // 16F: 512 x 4 chunks of 8
   EXPECT_FALSE(choose(3, 16385, 16385, 16385, 0, 2).fast);
-  EXPECT_FALSE(choose(3, 8, 8, 8, 0, 8).fast);                   // 64F
-  EXPECT_FALSE(choose(3, 8, 8, 8, 8, 4).fast);                   // scale varies by row
+  EXPECT_FALSE(choose(3, 8, 8, 8, 0, 8).fast);  // 64F
+  EXPECT_FALSE(choose(3, 8, 8, 8, 8, 4).fast);  // scale varies by row
   // The normalised axis not the innermost: x [8, 3] over axis 0.
   {
     const int dim[2] = {8, 3};
