@@ -771,6 +771,7 @@ __global__ void norm_cols_partial_kernel(gpu::EwPlan rows, int64_t cols, gpu::No
       const int64_t r1 = r0 + c.rows_per_split < rows.count ? r0 + c.rows_per_split : rows.count;
       float sgx = 0.f, sg = 0.f;
       if (col < cols)
+#pragma unroll 4  // independent rows: several loads of g and x in flight a thread
         for (int64_t row = r0 + threadIdx.y; row < r1; row += gpu::kNormColRowThreads) {
           int64_t base[1 + gpu::kNormOperands];
           gpu::plan_offsets(rows, 1 + gpu::kNormOperands, row, base);
