@@ -15,7 +15,9 @@
 //   norms        LAYER_NORM (after cuDNN's), RMSNORM and GROUP_NORM forward and
 //                backward (32F, 16F, 16BF; any axes,
 //                views; statistics in double; the saved statistics optional
-//                forward, read backward as CPU_REF does);
+//                forward, read backward as CPU_REF does); LAYER_NORM /
+//                RMSNORM over packed innermost axes on the row kernels
+//                (gpu::choose_norm_rows: a row read once, statistics in float);
 //   optimiser    LAMB (32F, 16F, 16BF; the trust ratio's norms summed on the device);
 //   complex      CMUL forward and backward (32F, 16F, 16BF in double, rounded
 //                once; broadcasts, views);
@@ -647,6 +649,16 @@ NormShape norm_shape(const ccv_nnc_cmd_t& cmd, const Layout& x, NormCall& n, con
   return sh;
 }
 
+// The row kernels' choice (gpu::choose_norm_rows) for a LAYER_NORM /
+// RMSNORM call's operands; GROUP_NORM (ga >= 0) goes the general way.
+gpu::NormRows rows_of(const NormCall& n, const gpu::NormPlan& p, int ga) {
+  if (ga >= 0) return {};
+  uintptr_t addr[gpu::kNormOperands];
+  for (int k = 0; k < gpu::kNormOperands; k++) addr[k] = reinterpret_cast<uintptr_t>(n.q.ptr[k]);
+  const int es = n.q.type == kF32 ? 4 : n.q.type == kF16 || n.q.type == kBF16 ? 2 : 0;
+  return gpu::choose_norm_rows(p, n.present, addr, es);
+}
+
 NNC_KERNEL(norm_forward) {
   const char* what = name_of(cmd.cmd);
   refuse_f64(inputs, input_size, outputs, output_size, what);
@@ -675,7 +687,11 @@ NNC_KERNEL(norm_forward) {
   const float eps = rms                                     ? cmd.info.rmsnorm.epsilon
                     : cmd.cmd == CCV_NNC_LAYER_NORM_FORWARD ? cmd.info.lnorm.epsilon
                                                             : cmd.info.gnorm.epsilon;
-  c.check(launch_norm_forward(c.s, p.groups, p.group_size, n.q, rms, eps));
+  const gpu::NormRows r = rows_of(n, p, sh.ga);
+  if (r.fast)
+    c.check(launch_norm_rows_forward(c.s, r, p.groups.outer, n.q, rms, eps));
+  else
+    c.check(launch_norm_forward(c.s, p.groups, p.group_size, n.q, rms, eps));
   c.done();
   return CCV_NNC_EXEC_SUCCESS;
 }
@@ -699,6 +715,7 @@ NNC_KERNEL(norm_backward) {
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
   // Both passes read g, x and the statistics before any output is written
   // (dscale / dbias first: dx may be g).
+  std::unique_ptr<StreamBlock> partial;  // the row case's dscale / dbias partials, kept until done()
   if (dscale || dbias) {
     NormCall n;
     const NormShape sh = norm_shape(cmd, xl, n, what);
@@ -709,7 +726,15 @@ NNC_KERNEL(norm_backward) {
     set_norm(n, gpu::kNormMean, mean, xl, sh.stats, sh.ga, sh.groups, true, what);
     set_norm(n, gpu::kNormInv, inv, xl, sh.stats, sh.ga, sh.groups, true, what);
     const gpu::NormPlan p = norm_plan(n, sh.norm, sh.param, what);
-    c.check(launch_norm_backward_params(c.s, p.params, n.q, rms));
+    if (rows_of(n, p, sh.ga).fast) {
+      const gpu::NormCols cols = gpu::choose_norm_cols(p.groups.outer.count, p.group_size);
+      partial = std::make_unique<StreamBlock>(static_cast<size_t>(2 * cols.splits * p.group_size) * sizeof(float),
+                                              c.s, what);
+      c.check(launch_norm_cols_params(c.s, cols, p.groups.outer, p.group_size, n.q, rms,
+                                      static_cast<float*>(partial->get())));
+    } else {
+      c.check(launch_norm_backward_params(c.s, p.params, n.q, rms));
+    }
   }
   if (dx) {
     NormCall n;
@@ -721,7 +746,11 @@ NNC_KERNEL(norm_backward) {
     set_norm(n, gpu::kNormMean, mean, xl, sh.stats, sh.ga, sh.groups, true, what);
     set_norm(n, gpu::kNormInv, inv, xl, sh.stats, sh.ga, sh.groups, true, what);
     const gpu::NormPlan p = norm_plan(n, sh.norm, sh.param, what);
-    c.check(launch_norm_backward_dx(c.s, p.groups, p.group_size, n.q, rms));
+    const gpu::NormRows r = rows_of(n, p, sh.ga);
+    if (r.fast)
+      c.check(launch_norm_rows_backward_dx(c.s, r, p.groups.outer, n.q, rms));
+    else
+      c.check(launch_norm_backward_dx(c.s, p.groups, p.group_size, n.q, rms));
   }
   c.done();
   return CCV_NNC_EXEC_SUCCESS;

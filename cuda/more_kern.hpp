@@ -80,6 +80,21 @@ cudaError_t launch_norm_backward_dx(cudaStream_t s, const gpu::ReducePlan& group
 // plan's strides) hold dscale and dbias (either NULL).
 cudaError_t launch_norm_backward_params(cudaStream_t s, const gpu::ReducePlan& params, const NormPtrs& q, int rms);
 
+// The row kernels (gpu::NormRows, chosen on the host by choose_norm_rows):
+// `rows` is the groups plan's outer walk (operand 1 + k: operand k's row
+// start). Forward: y, and the saved statistics where given. Backward: dx from
+// g, x, the saved statistics (as stored) and scale. Each row is read once
+// into registers and written after it is read: y may be x, dx may be g.
+cudaError_t launch_norm_rows_forward(cudaStream_t s, const gpu::NormRows& r, const gpu::EwPlan& rows, const NormPtrs& q,
+                                     int rms, float epsilon);
+cudaError_t launch_norm_rows_backward_dx(cudaStream_t s, const gpu::NormRows& r, const gpu::EwPlan& rows,
+                                         const NormPtrs& q, int rms);
+// dscale / dbias of the row case (gpu::NormCols): kNormScale / kNormBias hold
+// dscale / dbias (either NULL; packed over the row); `partial` is device
+// scratch of 2 c.splits cols floats.
+cudaError_t launch_norm_cols_params(cudaStream_t s, const gpu::NormCols& c, const gpu::EwPlan& rows, int64_t cols,
+                                    const NormPtrs& q, int rms, float* partial);
+
 // LAMB (32F, 16F or 16BF, every operand one type): plan operands 0 g, 1 a, 2 m, 3 v, 4 b, 5 n, 6 u over a's
 // shape. Pass 1 writes n, u and sums |a|^2, |r|^2 in double into sums[0..1]
 // (device memory the caller zeroed); pass 2 writes b = a - rate trust r,

@@ -7,6 +7,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstring>
+#include <type_traits>
+
 #include "cuda/more_kern.hpp"
 #include "cuda/typed_access.cuh"
 
@@ -529,6 +532,359 @@ cudaError_t launch_norm_backward_params(cudaStream_t s, const gpu::ReducePlan& p
         using Elem = decltype(tag);
         norm_backward_params_kernel<Elem>
             <<<norm_grid(params.outer.count), norm_threads(params.inner.count), 0, s>>>(params, q, rms);
+      }))
+    return cudaErrorInvalidValue;
+  return cudaGetLastError();
+}
+
+// --- The row kernels (gpu::NormRows): LAYER_NORM / RMSNORM over packed rows ---
+//
+// Precision: statistics in float. Each thread sums its <= 4 chunks (<= 32
+// terms) in order, then a butterfly over the warp and, in the block path, the
+// warps' sums in order: the computed sum of n terms is within about
+// (32 + log2(1024)) u sum|t| of the exact one (u = 2^-24), so the mean is off
+// by <= ~3e-6 max|x| and the variance (deviations from that float mean,
+// squared) by a relative ~3e-6; 1 / sqrtf rounds once more. y = (x - mean)
+// inv scale + bias in float, rounded once to T on store: for 32F within a few
+// ulps of CPU_REF's double formula when |mean| is not many times the standard
+// deviation (the mean's error scales with max|x|, y's with the deviation);
+// for 16F / 16BF one rounding of the storage type plus that. The tests'
+// tolerances (test/unit/cuda/norm_fast_test.cpp) follow from this.
+
+namespace {
+
+template <class T>
+struct RowIo {
+  static constexpr int kV = 16 / static_cast<int>(sizeof(T));
+  // Chunk [e0, e0 + kV) of a row of n elements at p (element offset base) as
+  // float: one 16-byte load when `vector` and the chunk is whole; else element
+  // loads, and 0 past the row's end.
+  static __device__ __forceinline__ void load(float* v, const void* p, int64_t base, int64_t e0, int64_t n,
+                                              bool vector) {
+    if (vector && e0 + kV <= n) {
+      const uint4 raw = *reinterpret_cast<const uint4*>(static_cast<const T*>(p) + base + e0);
+      T t[kV];
+      memcpy(t, &raw, sizeof(raw));
+#pragma unroll
+      for (int j = 0; j < kV; j++) v[j] = ld<T>(t, j);
+      return;
+    }
+#pragma unroll
+    for (int j = 0; j < kV; j++) v[j] = e0 + j < n ? ld<T>(p, base + e0 + j) : 0.f;
+  }
+  // The same chunk kept as stored (16 bytes: 4 registers whatever T is, where
+  // 8 floats would take 8 for the halves), 0 past the row's end; unpack()
+  // gives the floats.
+  static __device__ __forceinline__ uint4 load_raw(const void* p, int64_t base, int64_t e0, int64_t n, bool vector) {
+    if (vector && e0 + kV <= n) return *reinterpret_cast<const uint4*>(static_cast<const T*>(p) + base + e0);
+    T t[kV];
+#pragma unroll
+    for (int j = 0; j < kV; j++) t[j] = e0 + j < n ? static_cast<const T*>(p)[base + e0 + j] : T(0.f);
+    uint4 raw;
+    memcpy(&raw, t, sizeof(raw));
+    return raw;
+  }
+  static __device__ __forceinline__ void unpack(const uint4& raw, float* v) {
+    T t[kV];
+    memcpy(t, &raw, sizeof(raw));
+#pragma unroll
+    for (int j = 0; j < kV; j++) v[j] = ld<T>(t, j);
+  }
+  static __device__ __forceinline__ void store(void* p, int64_t base, int64_t e0, int64_t n, bool vector,
+                                               const float* v) {
+    if (vector && e0 + kV <= n) {
+      T t[kV];
+#pragma unroll
+      for (int j = 0; j < kV; j++) st<T>(t, j, v[j]);
+      uint4 raw;
+      memcpy(&raw, t, sizeof(raw));
+      *reinterpret_cast<uint4*>(static_cast<T*>(p) + base + e0) = raw;
+      return;
+    }
+#pragma unroll
+    for (int j = 0; j < kV; j++)
+      if (e0 + j < n) st<T>(p, base + e0 + j, v[j]);
+  }
+};
+
+__device__ __forceinline__ float warp_sum_f(float v) {
+#pragma unroll
+  for (int m = 16; m > 0; m /= 2) v += __shfl_xor_sync(0xffffffffu, v, m);
+  return v;  // the same bits in every lane (each step adds the same pair)
+}
+
+// The row's sum over its tpr threads (threadIdx.x), the same in every one of
+// them: a warp butterfly, then (block path) the warps' sums in order through
+// red[flip][0..tpr / 32). Every thread of the block calls it together in the
+// block path. The two halves of red alternate (flip) so that one barrier a
+// sum is enough: a warp that writes red[flip] again has passed the barrier of
+// the sum in between, which every warp reaches only after its reads.
+__device__ __forceinline__ float row_sum(float v, int tpr, float (*red)[32], int& flip) {
+  v = warp_sum_f(v);
+  if (tpr <= 32) return v;
+  float* r = red[flip];
+  flip ^= 1;
+  if ((threadIdx.x & 31) == 0) r[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float s = 0.f;
+  for (int w = 0; w < tpr / 32; w++) s += r[w];
+  return s;
+}
+
+// The row loop: warp path (tpr 32): row blockIdx.x rows_per_block +
+// threadIdx.y, each warp on its own (no block barrier); block path: blockDim.y
+// is 1 and the whole block walks the rows together.
+template <class T, int K>
+__global__ void __launch_bounds__(gpu::kNormRowMaxThreads)
+    norm_rows_forward_kernel(gpu::EwPlan rows, int64_t n, NormPtrs q, int rms, float eps, int vector) {
+  constexpr int V = RowIo<T>::kV;
+  __shared__ float red[2][32];
+  int flip = 0;
+  const int tpr = blockDim.x, t = threadIdx.x;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.y;
+  const void* x = q.ptr[gpu::kNormX];
+  const void* scale = q.ptr[gpu::kNormScale];
+  const void* bias = q.ptr[gpu::kNormBias];
+  const float inv_n = 1.f / static_cast<float>(n);
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y; row < rows.count; row += step) {
+    int64_t base[1 + gpu::kNormOperands];
+    gpu::plan_offsets(rows, 1 + gpu::kNormOperands, row, base);
+    uint4 xr[K];  // the thread's part of the row, as stored
+    float s = 0.f;
+#pragma unroll
+    for (int c = 0; c < K; c++) {
+      xr[c] = RowIo<T>::load_raw(x, base[1 + gpu::kNormX], (static_cast<int64_t>(c) * tpr + t) * V, n, vector);
+      float v[V];
+      RowIo<T>::unpack(xr[c], v);
+#pragma unroll
+      for (int j = 0; j < V; j++) s += v[j];
+    }
+    const float mean = rms ? 0.f : row_sum(s, tpr, red, flip) * inv_n;
+    float d2 = 0.f;
+#pragma unroll
+    for (int c = 0; c < K; c++) {
+      float v[V];
+      RowIo<T>::unpack(xr[c], v);
+#pragma unroll
+      for (int j = 0; j < V; j++) {
+        const int64_t e = (static_cast<int64_t>(c) * tpr + t) * V + j;
+        const float d = e < n ? v[j] - mean : 0.f;
+        d2 += d * d;
+      }
+    }
+    const float inv = 1.f / sqrtf(row_sum(d2, tpr, red, flip) * inv_n + eps);
+    if (t == 0) {
+      if (q.ptr[gpu::kNormMean]) st<T>(q.ptr[gpu::kNormMean], base[1 + gpu::kNormMean], mean);
+      if (q.ptr[gpu::kNormInv]) st<T>(q.ptr[gpu::kNormInv], base[1 + gpu::kNormInv], inv);
+    }
+#pragma unroll
+    for (int c = 0; c < K; c++) {
+      const int64_t e0 = (static_cast<int64_t>(c) * tpr + t) * V;
+      if (e0 >= n) continue;
+      float v[V], sc[V], bi[V];
+      RowIo<T>::unpack(xr[c], v);
+#pragma unroll
+      for (int j = 0; j < V; j++) sc[j] = 1.f, bi[j] = 0.f;
+      if (scale) RowIo<T>::load(sc, scale, base[1 + gpu::kNormScale], e0, n, vector);
+      if (bias) RowIo<T>::load(bi, bias, base[1 + gpu::kNormBias], e0, n, vector);
+#pragma unroll
+      for (int j = 0; j < V; j++) v[j] = (v[j] - mean) * inv * sc[j] + bi[j];
+      RowIo<T>::store(q.ptr[gpu::kNormY], base[1 + gpu::kNormY], e0, n, vector, v);
+    }
+  }
+}
+
+// dx = inv (h - mean(h) - xhat mean(h xhat)), h = g scale, xhat = (x - mean)
+// inv from the saved statistics as stored (CPU_REF's rule); the two means in
+// float as the forward's sums.
+template <class T, int K>
+__global__ void __launch_bounds__(gpu::kNormRowMaxThreads)
+    norm_rows_backward_dx_kernel(gpu::EwPlan rows, int64_t n, NormPtrs q, int rms, int vector) {
+  constexpr int V = RowIo<T>::kV;
+  __shared__ float red[2][32];
+  int flip = 0;
+  const int tpr = blockDim.x, t = threadIdx.x;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.y;
+  const void* scale = q.ptr[gpu::kNormScale];
+  const float inv_n = 1.f / static_cast<float>(n);
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y; row < rows.count; row += step) {
+    int64_t base[1 + gpu::kNormOperands];
+    gpu::plan_offsets(rows, 1 + gpu::kNormOperands, row, base);
+    const float mean = rms ? 0.f : ld<T>(q.ptr[gpu::kNormMean], base[1 + gpu::kNormMean]);
+    const float inv = ld<T>(q.ptr[gpu::kNormInv], base[1 + gpu::kNormInv]);
+    uint4 gr[K], xr[K];  // g and x as stored (scale is read again in the second pass: cached)
+    float sh = 0.f, shx = 0.f;
+#pragma unroll
+    for (int c = 0; c < K; c++) {
+      const int64_t e0 = (static_cast<int64_t>(c) * tpr + t) * V;
+      gr[c] = RowIo<T>::load_raw(q.ptr[gpu::kNormG], base[1 + gpu::kNormG], e0, n, vector);
+      xr[c] = RowIo<T>::load_raw(q.ptr[gpu::kNormX], base[1 + gpu::kNormX], e0, n, vector);
+      if (e0 >= n) continue;  // past the row: g and x are 0 there, h too
+      float h[V], xh[V], sc[V];
+#pragma unroll
+      for (int j = 0; j < V; j++) sc[j] = 1.f;
+      if (scale) RowIo<T>::load(sc, scale, base[1 + gpu::kNormScale], e0, n, vector);
+      RowIo<T>::unpack(gr[c], h);
+      RowIo<T>::unpack(xr[c], xh);
+#pragma unroll
+      for (int j = 0; j < V; j++) {
+        // Past the row's end g loads as 0 (h 0); xhat forced to 0.
+        h[j] *= sc[j];
+        xh[j] = e0 + j < n ? (xh[j] - mean) * inv : 0.f;
+        sh += h[j];
+        shx += h[j] * xh[j];
+      }
+    }
+    const float mh = rms ? 0.f : row_sum(sh, tpr, red, flip) * inv_n;
+    const float mhx = row_sum(shx, tpr, red, flip) * inv_n;
+#pragma unroll
+    for (int c = 0; c < K; c++) {
+      const int64_t e0 = (static_cast<int64_t>(c) * tpr + t) * V;
+      if (e0 >= n) continue;
+      float h[V], xh[V], sc[V];
+#pragma unroll
+      for (int j = 0; j < V; j++) sc[j] = 1.f;
+      if (scale) RowIo<T>::load(sc, scale, base[1 + gpu::kNormScale], e0, n, vector);
+      RowIo<T>::unpack(gr[c], h);
+      RowIo<T>::unpack(xr[c], xh);
+#pragma unroll
+      for (int j = 0; j < V; j++) h[j] = inv * (h[j] * sc[j] - mh - (xh[j] - mean) * inv * mhx);
+      RowIo<T>::store(q.ptr[gpu::kNormDx], base[1 + gpu::kNormDx], e0, n, vector, h);
+    }
+  }
+}
+
+// dscale / dbias partials: block (strip, slice) sums columns [32 strip, + 32)
+// over rows [slice rows_per_split, + rows_per_split); thread (x, y) its
+// column over every kNormColRowThreads-th row of the slice, in float; the
+// block's y threads combined in y order. part[(2 slice + 0) cols + col]:
+// sum g xhat, [(2 slice + 1) cols + col]: sum g.
+template <class T>
+__global__ void norm_cols_partial_kernel(gpu::EwPlan rows, int64_t cols, gpu::NormCols c, NormPtrs q, int rms,
+                                         float* part) {
+  __shared__ float acc[2][gpu::kNormColRowThreads][gpu::kNormColWidth + 1];
+  // Grid-stride over (strip, slice): the grid is (strips, splits) unless capped.
+  for (int64_t slice = blockIdx.y; slice < c.splits; slice += gridDim.y)
+    for (int64_t strip = blockIdx.x; strip < c.strips; strip += gridDim.x) {
+      const int64_t col = strip * gpu::kNormColWidth + threadIdx.x;
+      const int64_t r0 = slice * c.rows_per_split;
+      const int64_t r1 = r0 + c.rows_per_split < rows.count ? r0 + c.rows_per_split : rows.count;
+      float sgx = 0.f, sg = 0.f;
+      if (col < cols)
+#pragma unroll 4  // independent rows: several loads of g and x in flight a thread
+        for (int64_t row = r0 + threadIdx.y; row < r1; row += gpu::kNormColRowThreads) {
+          int64_t base[1 + gpu::kNormOperands];
+          gpu::plan_offsets(rows, 1 + gpu::kNormOperands, row, base);
+          const float g = ld<T>(q.ptr[gpu::kNormG], base[1 + gpu::kNormG] + col);
+          const float mean = rms ? 0.f : ld<T>(q.ptr[gpu::kNormMean], base[1 + gpu::kNormMean]);
+          const float inv = ld<T>(q.ptr[gpu::kNormInv], base[1 + gpu::kNormInv]);
+          sgx += g * ((ld<T>(q.ptr[gpu::kNormX], base[1 + gpu::kNormX] + col) - mean) * inv);
+          sg += g;
+        }
+      acc[0][threadIdx.y][threadIdx.x] = sgx;
+      acc[1][threadIdx.y][threadIdx.x] = sg;
+      __syncthreads();
+      if (threadIdx.y < 2 && col < cols) {
+        float s = 0.f;
+        for (int y = 0; y < gpu::kNormColRowThreads; y++) s += acc[threadIdx.y][y][threadIdx.x];
+        part[(2 * slice + threadIdx.y) * cols + col] = s;
+      }
+      __syncthreads();  // acc is written again by the next (strip, slice)
+    }
+}
+
+// dscale[col] / dbias[col]: the slices' partials added in slice order,
+// rounded once to T.
+template <class T>
+__global__ void norm_cols_combine_kernel(int64_t cols, int64_t splits, NormPtrs q, const float* part) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t col = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; col < cols; col += step) {
+    float sgx = 0.f, sg = 0.f;
+    for (int64_t k = 0; k < splits; k++) {
+      sgx += part[(2 * k) * cols + col];
+      sg += part[(2 * k + 1) * cols + col];
+    }
+    if (q.ptr[gpu::kNormScale]) st<T>(q.ptr[gpu::kNormScale], col, sgx);
+    if (q.ptr[gpu::kNormBias]) st<T>(q.ptr[gpu::kNormBias], col, sg);
+  }
+}
+
+// Calls f(Elem{}, std::integral_constant<int, K>{}) for the row's chunk count.
+template <class F>
+bool with_rows_kernel(int type, int chunks, F&& f) {
+  return with_float_type(type, [&](auto tag) {
+    switch (chunks) {
+      case 1:
+        f(tag, std::integral_constant<int, 1>{});
+        break;
+      case 2:
+        f(tag, std::integral_constant<int, 2>{});
+        break;
+      default:
+        f(tag, std::integral_constant<int, 4>{});
+        break;
+    }
+  });
+}
+
+bool rows_ok(const gpu::NormRows& r, const gpu::EwPlan& rows, int type) {
+  const int es = type == kF32 ? 4 : 2;
+  return r.fast && rows.count == r.rows && r.vec_width == 16 / es &&
+         (r.chunks == 1 || r.chunks == 2 || r.chunks == 4) &&
+         (r.threads_per_row == 32 ? r.rows_per_block >= 1 : r.rows_per_block == 1) && r.threads_per_row >= 32 &&
+         r.threads_per_row <= gpu::kNormRowMaxThreads && r.threads_per_row % 32 == 0 &&
+         static_cast<int64_t>(r.threads_per_row) * r.chunks * r.vec_width >= r.cols;
+}
+
+}  // namespace
+
+cudaError_t launch_norm_rows_forward(cudaStream_t s, const gpu::NormRows& r, const gpu::EwPlan& rows, const NormPtrs& q,
+                                     int rms, float epsilon) {
+  if (r.rows == 0) return cudaSuccess;
+  if (!q.ptr[gpu::kNormX] || !q.ptr[gpu::kNormY] || !rows_ok(r, rows, q.type)) return cudaErrorInvalidValue;
+  const dim3 block(static_cast<unsigned>(r.threads_per_row), static_cast<unsigned>(r.rows_per_block));
+  if (!with_rows_kernel(q.type, r.chunks, [&](auto tag, auto k) {
+        using Elem = decltype(tag);
+        norm_rows_forward_kernel<Elem, decltype(k)::value>
+            <<<static_cast<unsigned>(r.blocks), block, 0, s>>>(rows, r.cols, q, rms, epsilon, r.vector ? 1 : 0);
+      }))
+    return cudaErrorInvalidValue;
+  return cudaGetLastError();
+}
+
+cudaError_t launch_norm_rows_backward_dx(cudaStream_t s, const gpu::NormRows& r, const gpu::EwPlan& rows,
+                                         const NormPtrs& q, int rms) {
+  if (r.rows == 0) return cudaSuccess;
+  if (!q.ptr[gpu::kNormX] || !q.ptr[gpu::kNormG] || !q.ptr[gpu::kNormDx] || !q.ptr[gpu::kNormInv] ||
+      (!rms && !q.ptr[gpu::kNormMean]) || !rows_ok(r, rows, q.type))
+    return cudaErrorInvalidValue;
+  const dim3 block(static_cast<unsigned>(r.threads_per_row), static_cast<unsigned>(r.rows_per_block));
+  if (!with_rows_kernel(q.type, r.chunks, [&](auto tag, auto k) {
+        using Elem = decltype(tag);
+        norm_rows_backward_dx_kernel<Elem, decltype(k)::value>
+            <<<static_cast<unsigned>(r.blocks), block, 0, s>>>(rows, r.cols, q, rms, r.vector ? 1 : 0);
+      }))
+    return cudaErrorInvalidValue;
+  return cudaGetLastError();
+}
+
+cudaError_t launch_norm_cols_params(cudaStream_t s, const gpu::NormCols& c, const gpu::EwPlan& rows, int64_t cols,
+                                    const NormPtrs& q, int rms, float* partial) {
+  if (rows.count == 0 || cols == 0) return cudaSuccess;
+  if (!q.ptr[gpu::kNormX] || !q.ptr[gpu::kNormG] || !q.ptr[gpu::kNormInv] || (!rms && !q.ptr[gpu::kNormMean]) ||
+      !partial || c.splits < 1 || c.splits > gpu::kMaxBlocks || c.rows_per_split * c.splits < rows.count ||
+      c.strips * gpu::kNormColWidth < cols)
+    return cudaErrorInvalidValue;
+  const dim3 grid(static_cast<unsigned>(c.strips < gpu::kMaxBlocks ? c.strips : gpu::kMaxBlocks),
+                  static_cast<unsigned>(c.splits));
+  const dim3 block(gpu::kNormColWidth, gpu::kNormColRowThreads);
+  const int64_t cb = (cols + 255) / 256;
+  if (!with_float_type(q.type, [&](auto tag) {
+        using Elem = decltype(tag);
+        norm_cols_partial_kernel<Elem><<<grid, block, 0, s>>>(rows, cols, c, q, rms, partial);
+        norm_cols_combine_kernel<Elem>
+            <<<static_cast<unsigned>(cb < gpu::kMaxBlocks ? cb : gpu::kMaxBlocks), 256, 0, s>>>(cols, c.splits, q,
+                                                                                                partial);
       }))
     return cudaErrorInvalidValue;
   return cudaGetLastError();

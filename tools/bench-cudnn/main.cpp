@@ -6,12 +6,21 @@
 // 32 -> 64 layer also in 16F and 16BF (cuDNN HALF / BFLOAT16 storage, fp32
 // compute, tensor-op math).
 // tools/bench-cudnn/peer.py prints PyTorch's figures for the same calls.
+// Then LAYER_NORM / RMSNORM over the last axis of [8192, 1024] and
+// [4096, 4096], forward and backward (dx, dscale, dbias), 32F / 16F / 16BF:
+// GPU_REF (the row kernels), GPU_CUDNN where it takes the call (32F), and
+// PyTorch's F.layer_norm / rms_norm on the same GPU (peer.py --norm, run
+// from here when python3 and torch are there), with ratios and GPU_REF's
+// effective bandwidth (the bytes a single pass must move).
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "gpu_bench.hpp"
@@ -45,6 +54,114 @@ void row(const char* name, ccv_nnc_cmd_t cmd, ccv_nnc_hint_t hint, std::vector<c
   const double tune =
       nnc_bench::gpu_median_ms([&] { ccv_nnc_cmd_exec(tuned, hint, 0, in.data(), is, out.data(), os, nullptr); });
   std::printf("%-34s %12.4f %12.4f %10d\n", name, heur, tune, tuned.algorithm);
+}
+
+// PyTorch's norm rows (peer.py --norm: "name ms" lines), by name; empty
+// when python3, torch or the GPU is not there for it.
+std::map<std::string, double> norm_peer() {
+  std::map<std::string, double> m;
+  const char* py = std::getenv("NNC_BENCH_PYTHON");
+  const std::string cmd = std::string(py ? py : "python3") + " tools/bench-cudnn/peer.py --norm 2>/dev/null";
+  FILE* f = popen(cmd.c_str(), "r");
+  if (!f) return m;
+  char line[256];
+  while (std::fgets(line, sizeof(line), f)) {
+    std::string l(line);
+    const size_t bar = l.find('|');
+    if (bar == std::string::npos) continue;
+    m[l.substr(0, bar)] = std::atof(l.c_str() + bar + 1);
+  }
+  pclose(f);
+  return m;
+}
+
+ccv_nnc_tensor_t* zeros(std::vector<int> d, int dt) {
+  ccv_nnc_tensor_param_t p;
+  std::memset(&p, 0, sizeof(p));
+  p.type = CCV_TENSOR_GPU_MEMORY;
+  p.format = CCV_TENSOR_FORMAT_NHWC;
+  p.datatype = dt;
+  for (size_t i = 0; i < d.size(); i++) p.dim[i] = d[i];
+  ccv_nnc_tensor_t* t = ccv_nnc_tensor_new(nullptr, p, 0);
+  if (t) cudaMemset(t->data.u8, 0, ccv_nnc_tensor_count(p) * (dt == CCV_32F ? 4 : 2));
+  return t;
+}
+
+// ms per call of cmd on `backend`; negative when it does not take the call.
+double norm_ms(ccv_nnc_cmd_t cmd, int backend, std::vector<ccv_nnc_tensor_t*> in, std::vector<ccv_nnc_tensor_t*> out) {
+  cmd.backend = backend;
+  const int is = static_cast<int>(in.size()), os = static_cast<int>(out.size());
+  if (ccv_nnc_cmd_exec(cmd, ccv_nnc_no_hint, 0, in.data(), is, out.data(), os, nullptr) != CCV_NNC_EXEC_SUCCESS)
+    return -1;
+  return nnc_bench::gpu_median_ms(
+      [&] { ccv_nnc_cmd_exec(cmd, ccv_nnc_no_hint, 0, in.data(), is, out.data(), os, nullptr); });
+}
+
+void norm_rows() {
+  const std::map<std::string, double> peer = norm_peer();
+  std::printf(
+      "\nLAYER_NORM / RMSNORM over the last axis; ms per call (median of 20, synchronised); ratios: the other "
+      "over GPU_REF (> 1: GPU_REF faster)%s\n",
+      peer.empty() ? "; PyTorch: not run (python3 / torch / tools/bench-cudnn/peer.py not found)" : "");
+  std::printf("%-30s %10s %8s %10s %8s %10s %8s\n", "command", "GPU_REF", "GB/s", "GPU_CUDNN", "ratio", "PyTorch",
+              "ratio");
+  struct Shape {
+    int rows, cols;
+  };
+  for (const Shape sh : {Shape{8192, 1024}, Shape{4096, 4096}})
+    for (int dt : {CCV_32F, CCV_16F, CCV_16BF})
+      for (int rms : {0, 1}) {
+        const char* tn = dt == CCV_32F ? "32F" : dt == CCV_16F ? "16F" : "16BF";
+        const int es = dt == CCV_32F ? 4 : 2;
+        const std::vector<int> xd = {sh.rows, sh.cols}, sd = {1, sh.cols}, md = {sh.rows, 1};
+        ccv_nnc_tensor_t *x = zeros(xd, dt), *y = zeros(xd, dt), *g = zeros(xd, dt), *dx = zeros(xd, dt);
+        ccv_nnc_tensor_t *sc = zeros(sd, dt), *bi = zeros(sd, dt), *ds = zeros(sd, dt), *db = zeros(sd, dt);
+        ccv_nnc_tensor_t *mean = zeros(md, dt), *inv = zeros(md, dt);
+        ccv_nnc_cmd_param_t cp;
+        std::memset(&cp, 0, sizeof(cp));
+        ccv_nnc_cmd_t f, b;
+        std::vector<ccv_nnc_tensor_t*> fi, fo, bi_, bo;
+        if (rms) {
+          cp.rmsnorm.count = 1, cp.rmsnorm.axis[0] = 1, cp.rmsnorm.epsilon = 1e-5f;
+          f = ccv_nnc_cmd(CCV_NNC_RMSNORM_FORWARD, nullptr, cp, 0);
+          b = ccv_nnc_cmd(CCV_NNC_RMSNORM_BACKWARD, nullptr, cp, 0);
+          fi = {x, sc}, fo = {y, inv}, bi_ = {g, nullptr, x, sc, y, inv}, bo = {dx, ds};
+        } else {
+          cp.lnorm.count = 1, cp.lnorm.axis[0] = 1, cp.lnorm.epsilon = 1e-5f, cp.lnorm.elementwise_affine = 1;
+          f = ccv_nnc_cmd(CCV_NNC_LAYER_NORM_FORWARD, nullptr, cp, 0);
+          b = ccv_nnc_cmd(CCV_NNC_LAYER_NORM_BACKWARD, nullptr, cp, 0);
+          fi = {x, sc, bi}, fo = {y, mean, inv}, bi_ = {g, nullptr, nullptr, x, sc, bi, y, mean, inv},
+          bo = {dx, ds, db};
+        }
+        for (int back : {0, 1}) {
+          char name[64];
+          std::snprintf(name, sizeof(name), "%s %s %dx%d %s", rms ? "RMSNORM" : "LAYER_NORM", back ? "bwd" : "fwd",
+                        sh.rows, sh.cols, tn);
+          const ccv_nnc_cmd_t c = back ? b : f;
+          const double ref = norm_ms(c, CCV_NNC_BACKEND_GPU_REF, back ? bi_ : fi, back ? bo : fo);
+          const double cud =
+              dt == CCV_32F ? norm_ms(c, CCV_NNC_BACKEND_GPU_CUDNN, back ? bi_ : fi, back ? bo : fo) : -1;
+          // One pass: forward reads x, writes y; backward reads g and x, writes dx.
+          const double bytes = static_cast<double>(sh.rows) * sh.cols * es * (back ? 3 : 2);
+          const auto it = peer.find(name);
+          const double pt = it == peer.end() ? -1 : it->second;
+          std::printf("%-30s", name);
+          if (ref > 0)
+            std::printf(" %10.4f %8.0f", ref, bytes / (ref * 1e6));
+          else
+            std::printf(" %10s %8s", "failed", "-");
+          if (cud > 0 && ref > 0)
+            std::printf(" %10.4f %8.2f", cud, cud / ref);
+          else
+            std::printf(" %10s %8s", "-", "-");
+          if (pt > 0 && ref > 0)
+            std::printf(" %10.4f %8.2f\n", pt, pt / ref);
+          else
+            std::printf(" %10s %8s\n", "-", "-");
+        }
+        for (ccv_nnc_tensor_t* t : {x, y, g, dx, sc, bi, ds, db, mean, inv})
+          if (t) ccv_nnc_tensor_free(t);
+      }
 }
 
 }  // namespace
@@ -107,5 +224,6 @@ int main() {
       }
     }
   }
+  norm_rows();
   return 0;
 }

@@ -2,7 +2,11 @@
 # pools (batch 64, fp32, TF32 off) in NCHW and channels_last (NHWC), with
 # torch.backends.cudnn.benchmark off (heuristics) and on (timed choice),
 # synchronised after each call, median of 20 after 5 warm-ups; the 32 -> 64
-# layer also in fp16 and bf16.
+# layer also in fp16 and bf16. With --norm (bench-cudnn runs it so): only
+# LAYER_NORM / RMSNORM rows as "name|ms" lines, F.layer_norm and F.rms_norm
+# (a formula where this PyTorch has none) over the last axis of [8192, 1024]
+# and [4096, 4096], forward and backward (dx, dweight, dbias), fp32 / fp16 /
+# bf16.
 import os
 import sys
 
@@ -13,6 +17,38 @@ import torch
 import torch.nn.functional as F
 
 fp32_without_tf32()
+
+
+def norm_rows():
+    def rms_norm(x, w, eps):
+        if hasattr(F, "rms_norm"):
+            return F.rms_norm(x, (x.shape[-1],), w, eps)
+        return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + eps).to(x.dtype) * w
+
+    for rows, cols in ((8192, 1024), (4096, 4096)):
+        for dt, tn in ((torch.float32, "32F"), (torch.float16, "16F"), (torch.bfloat16, "16BF")):
+            for rms in (False, True):
+                x = torch.randn(rows, cols, device="cuda", dtype=dt, requires_grad=True)
+                w = torch.ones(cols, device="cuda", dtype=dt, requires_grad=True)
+                b = torch.zeros(cols, device="cuda", dtype=dt, requires_grad=True)
+                if rms:
+                    fwd = lambda: rms_norm(x, w, 1e-5)  # noqa: E731
+                    params = [x, w]
+                else:
+                    fwd = lambda: F.layer_norm(x, (cols,), w, b, 1e-5)  # noqa: E731
+                    params = [x, w, b]
+                name = f"{'RMSNORM' if rms else 'LAYER_NORM'} %s {rows}x{cols} {tn}"
+                with torch.no_grad():
+                    print(f"{name % 'fwd'}|{median_ms(fwd):.5f}", flush=True)
+                y = fwd()
+                g = torch.randn_like(y)
+                print(f"{name % 'bwd'}|{median_ms(lambda: torch.autograd.grad(y, params, g, retain_graph=True)):.5f}",
+                      flush=True)
+
+
+if "--norm" in sys.argv:
+    norm_rows()
+    sys.exit(0)
 
 
 print(f"{'command (batch 64)':34s} {'heuristics':>12s} {'benchmark':>12s}")
