@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -377,6 +378,70 @@ TEST(GpuEwVec, CopyFillConvert) {
         }
       if (HasFailure()) return;
     }
+}
+
+// The optimisers' step (cuda/loss_optim_kernels.cu, every operand packed and
+// aligned alike: vector): SGD (plain; momentum, nesterov, decay), ADAM and
+// ADAMW with and without amsgrad, RMSPROP; in place (b = a, state updated
+// where it is) and out of place. Tolerance 1e-5 relative for 32F as the
+// optimiser tests (CPU_REF's formulas in double, ours in float), one half
+// ulp for 16F / 16BF as above.
+TEST(GpuEwVec, Optimisers) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(1907);
+  struct Opt {
+    const char* name;
+    uint32_t id;
+    int state;
+    ccv_nnc_cmd_param_t p;
+  };
+  std::vector<Opt> opts;
+  auto add = [&](const char* name, uint32_t id, int state, auto set) {
+    Opt o{name, id, state, {}};
+    std::memset(&o.p, 0, sizeof(o.p));
+    set(o.p);
+    opts.push_back(o);
+  };
+  add("SGD", CCV_NNC_SGD_FORWARD, 1, [](ccv_nnc_cmd_param_t& p) { p.sgd.rate = 0.1f, p.sgd.scale = 1; });
+  add("SGD momentum nesterov decay", CCV_NNC_SGD_FORWARD, 1, [](ccv_nnc_cmd_param_t& p) {
+    p.sgd.rate = 0.05f, p.sgd.scale = 0.5f, p.sgd.decay = 0.01f, p.sgd.momentum = 0.9f, p.sgd.dampening = 0.1f,
+    p.sgd.nesterov = 1;
+  });
+  for (uint32_t id : {CCV_NNC_ADAM_FORWARD, CCV_NNC_ADAMW_FORWARD})
+    for (int ams = 0; ams < 2; ams++)
+      add(id == CCV_NNC_ADAM_FORWARD ? (ams ? "ADAM amsgrad" : "ADAM") : (ams ? "ADAMW amsgrad" : "ADAMW"), id,
+          ams ? 3 : 2, [ams](ccv_nnc_cmd_param_t& p) {
+            p.adam.step = 3, p.adam.rate = 0.01f, p.adam.beta1 = 0.9f, p.adam.beta2 = 0.999f, p.adam.decay = 0.02f,
+            p.adam.epsilon = 1e-8f, p.adam.amsgrad = ams, p.adam.scale = 1;
+          });
+  add("RMSPROP", CCV_NNC_RMSPROP_FORWARD, 2, [](ccv_nnc_cmd_param_t& p) {
+    p.rmsprop.rate = 0.01f, p.rmsprop.scale = 1, p.rmsprop.decay = 0.001f, p.rmsprop.alpha = 0.9f,
+    p.rmsprop.momentum = 0.5f, p.rmsprop.epsilon = 1e-6f;
+  });
+  for (int dt : kTypes)
+    for (int n : {1, 7, 9, 4097})
+      for (const auto& st : kStarts)
+        for (const Opt& o : opts) {
+          const ccv_nnc_cmd_t c = ccv_nnc_cmd(o.id, nullptr, o.p, 0);
+          const float r = std::max(1e-5f, rtol_of(dt));
+          Win g({n}, st[0], dt, rng), a({n}, st[1], dt, rng);
+          std::vector<std::unique_ptr<Win>> state, fresh;
+          std::vector<const Win*> in{&g, &a}, out{&a}, out2, vec{&g, &a};
+          for (int i = 0; i < o.state; i++) {
+            state.push_back(std::make_unique<Win>(std::vector<int>{n}, st[i % 2], dt, rng, i ? 0.f : -1.f, 1.f));
+            in.push_back(state.back().get());
+            out.push_back(state.back().get());
+            vec.push_back(state.back().get());
+          }
+          check(c, in, out, expect_vec(vec, n), name(o.name, dt, n, st[0], st[1]) + " in place", r);
+          for (size_t i = 0; i < out.size(); i++) {
+            fresh.push_back(std::make_unique<Win>(std::vector<int>{n}, st[(i + 1) % 2], dt, rng));
+            out2.push_back(fresh.back().get());
+            vec.push_back(fresh.back().get());
+          }
+          check(c, in, out2, expect_vec(vec, n), name(o.name, dt, n, st[0], st[1]) + " out of place", r);
+          if (HasFailure()) return;
+        }
 }
 
 // 2^17 + 5 elements: many blocks (and grid-stride rounds under
