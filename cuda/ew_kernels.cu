@@ -1,10 +1,16 @@
 // GPU_REF element-wise kernels over strided, broadcast operands: every
 // element's offsets come from the plan (cmd/common/gpu_plan.hpp, tested on
 // the CPU); grid-stride loops with 64-bit indices. Computation in float for
-// 32F / 16F / 16BF storage.
+// 32F / 16F / 16BF storage. Packed (and scalar / bias-like broadcast)
+// operands aligned alike take the vector kernels: 16 bytes per operand per
+// thread, the decision host code (cmd/common/gpu_vec.hpp, tested on the CPU);
+// they compute exactly what the scalar kernels compute.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <atomic>
+
+#include "cmd/common/gpu_vec.hpp"
 #include "cuda/typed_access.cuh"
 #include "cuda/kern.hpp"
 
@@ -13,7 +19,31 @@ namespace nnc::cuda {
 namespace {
 
 using gpu::EwPlan;
+using gpu::EwVec;
 using gpu::kPlanOperands;
+
+// W elements of U in one aligned access (16 bytes or less).
+template <class U, int W>
+struct alignas(sizeof(U) * W) VecOf {
+  U e[W];
+};
+
+template <class U, int W>
+__device__ __forceinline__ VecOf<U, W> ld_vec(const void* p, int64_t off) {
+  return *reinterpret_cast<const VecOf<U, W>*>(static_cast<const U*>(p) + off);
+}
+template <class U, int W>
+__device__ __forceinline__ void st_vec(void* p, int64_t off, const VecOf<U, W>& v) {
+  *reinterpret_cast<VecOf<U, W>*>(static_cast<U*>(p) + off) = v;
+}
+
+// The addresses and element sizes of a launch's operands, for choose_ew_vec.
+gpu::EwVec vec_of(const EwPlan& p, const void* const* ptrs, const int* sizes) {
+  if (!gpu::ew_vec_allowed_from_env()) return {};
+  uint64_t addr[kPlanOperands] = {};
+  for (int k = 0; k < p.operands && k < kPlanOperands; k++) addr[k] = reinterpret_cast<uintptr_t>(ptrs[k]);
+  return gpu::choose_ew_vec(p, addr, sizes);
+}
 
 
 __device__ __forceinline__ float sigmoidf(float x) { return 1.f / (1.f + expf(-x)); }
@@ -108,8 +138,79 @@ __global__ void ew_fixed_kernel(EwPlan p, EwPtrs q, int op, float a, float b, in
   }
 }
 
+// Input k's W values at vector element i (operand 1 + k of v): a vector, or
+// one value for all W (a broadcast scalar or column; a NULL input reads 1).
+template <class T, int W>
+__device__ __forceinline__ void ld_operand(const EwVec& v, const EwPtrs& q, int k, int64_t i, float* x) {
+  const void* p = q.p[k];
+  const int m = v.mode[k];
+  if (m == gpu::kVecPacked || m == gpu::kVecRow) {
+    const VecOf<T, W> in = ld_vec<T, W>(p, v.offset(k, i));
+#pragma unroll
+    for (int e = 0; e < W; e++) x[e] = ld<T>(in.e, e);
+    return;
+  }
+  const float s = p ? ld<T>(p, v.offset(k, i)) : 1.f;
+#pragma unroll
+  for (int e = 0; e < W; e++) x[e] = s;
+}
+
+// ew_fixed_kernel's work on a vector launch (cmd/common/gpu_vec.hpp): the
+// head and tail elements one at a time, then W = 16 / sizeof(T) elements per
+// thread per step, each operand one 16-byte access (or one value). Every
+// vector is read whole before it is written: an input may be the output.
+template <class T, int N>
+__global__ void ew_vec_kernel(EwVec v, EwPtrs q, int op, float a, float b) {
+  constexpr int W = gpu::kVecBytes / sizeof(T);
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t t0 = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t ns = v.scalars();
+  for (int64_t t = t0; t < ns; t += step) {
+    const int64_t i = v.scalar_index(t);
+    float x[N];
+#pragma unroll
+    for (int k = 0; k < N; k++) x[k] = q.p[1 + k] ? ld<T>(q.p[1 + k], v.offset(1 + k, i)) : 1.f;
+    st<T>(q.p[0], i, apply(op, x, N, a, b));
+  }
+  for (int64_t j = t0; j < v.vectors; j += step) {
+    const int64_t i = v.head + j * W;
+    float x[N][W];
+#pragma unroll
+    for (int k = 0; k < N; k++) ld_operand<T, W>(v, q, 1 + k, i, x[k]);
+    VecOf<T, W> out;
+#pragma unroll
+    for (int e = 0; e < W; e++) {
+      float xe[N];
+#pragma unroll
+      for (int k = 0; k < N; k++) xe[k] = x[k][e];
+      st<T>(out.e, e, apply(op, xe, N, a, b));
+    }
+    st_vec<T, W>(q.p[0], i, out);
+  }
+}
+
+template <class T, int N>
+void ew_vec_launch(cudaStream_t s, const EwVec& v, const EwPtrs& ptrs, int op, float a, float b) {
+  ew_vec_kernel<T, N><<<static_cast<unsigned>(v.launch.blocks), v.launch.threads, 0, s>>>(v, ptrs, op, a, b);
+}
+
 template <class T>
 cudaError_t ew_as(cudaStream_t s, const EwPlan& plan, const EwPtrs& ptrs, int op, int n, float a, float b) {
+  if (n <= 3 && plan.operands == n + 1) {
+    int sizes[kPlanOperands];
+    for (int k = 0; k < kPlanOperands; k++) sizes[k] = static_cast<int>(sizeof(T));
+    const EwVec v = vec_of(plan, ptrs.p, sizes);
+    if (v.width) {
+      if (n == 1)
+        ew_vec_launch<T, 1>(s, v, ptrs, op, a, b);
+      else if (n == 2)
+        ew_vec_launch<T, 2>(s, v, ptrs, op, a, b);
+      else
+        ew_vec_launch<T, 3>(s, v, ptrs, op, a, b);
+      count_vec_launch();
+      return cudaGetLastError();
+    }
+  }
   const gpu::EwLaunch l = gpu::choose_ew(plan.count);
   const dim3 grid(static_cast<unsigned>(l.blocks));
   int packed = plan.nd == 1;
@@ -139,6 +240,37 @@ __global__ void copy_kernel(EwPlan p, U* y, const U* x) {
     gpu::plan_offsets(p, 2, i, off);
     y[off[0]] = x[off[1]];
   }
+}
+
+// copy_kernel on a vector launch (both operands packed): 16 bytes a step.
+template <class U>
+__global__ void copy_vec_kernel(EwVec v, U* y, const U* x) {
+  constexpr int W = gpu::kVecBytes / sizeof(U);
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t t0 = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t ns = v.scalars();
+  for (int64_t t = t0; t < ns; t += step) {
+    const int64_t i = v.scalar_index(t);
+    y[i] = x[i];
+  }
+  for (int64_t j = t0; j < v.vectors; j += step) {
+    const int64_t i = v.head + j * W;
+    st_vec<U, W>(y, i, ld_vec<U, W>(x, i));
+  }
+}
+
+// fill_kernel on a vector launch: 16 bytes of the pattern a step.
+template <class U>
+__global__ void fill_vec_kernel(EwVec v, U* y, U val) {
+  constexpr int W = gpu::kVecBytes / sizeof(U);
+  VecOf<U, W> pat;
+#pragma unroll
+  for (int e = 0; e < W; e++) pat.e[e] = val;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t t0 = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t ns = v.scalars();
+  for (int64_t t = t0; t < ns; t += step) y[v.scalar_index(t)] = val;
+  for (int64_t j = t0; j < v.vectors; j += step) st_vec<U, W>(y, v.head + j * W, pat);
 }
 
 template <class U>
@@ -182,8 +314,42 @@ __global__ void convert_kernel(EwPlan p, B* y, const A* x) {
   }
 }
 
+// convert_kernel on a vector launch: W = 16 / the larger element size
+// elements a step, one access each side.
+template <class A, class B>
+__global__ void convert_vec_kernel(EwVec v, B* y, const A* x) {
+  constexpr int W = gpu::kVecBytes / (sizeof(A) > sizeof(B) ? sizeof(A) : sizeof(B));
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t t0 = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t ns = v.scalars();
+  for (int64_t t = t0; t < ns; t += step) {
+    const int64_t i = v.scalar_index(t);
+    y[i] = from_d<B>(to_d(x[i]));
+  }
+  for (int64_t j = t0; j < v.vectors; j += step) {
+    const int64_t i = v.head + j * W;
+    const VecOf<A, W> in = ld_vec<A, W>(x, i);
+    VecOf<B, W> out;
+#pragma unroll
+    for (int e = 0; e < W; e++) out.e[e] = from_d<B>(to_d(in.e[e]));
+    st_vec<B, W>(y, i, out);
+  }
+}
+
 template <class A, class B>
 cudaError_t convert_as(cudaStream_t s, const EwPlan& plan, void* y, const void* x) {
+  {
+    const int sizes[kPlanOperands] = {static_cast<int>(sizeof(B)), static_cast<int>(sizeof(A))};
+    const void* ptrs[] = {y, x};
+    const EwVec v = plan.operands == 2 ? vec_of(plan, ptrs, sizes) : EwVec{};
+    constexpr int W = gpu::kVecBytes / (sizeof(A) > sizeof(B) ? sizeof(A) : sizeof(B));
+    if (v.width == W && v.mode[1] == gpu::kVecPacked) {
+      convert_vec_kernel<A, B><<<static_cast<unsigned>(v.launch.blocks), v.launch.threads, 0, s>>>(
+          v, static_cast<B*>(y), static_cast<const A*>(x));
+      count_vec_launch();
+      return cudaGetLastError();
+    }
+  }
   const gpu::EwLaunch l = gpu::choose_ew(plan.count);
   convert_kernel<A, B>
       <<<static_cast<unsigned>(l.blocks), l.threads, 0, s>>>(plan, static_cast<B*>(y), static_cast<const A*>(x));
@@ -205,7 +371,12 @@ cudaError_t convert_from(cudaStream_t s, const EwPlan& plan, void* y, GpuType to
   return cudaErrorInvalidValue;
 }
 
+std::atomic<uint64_t> g_vec_launches{0};
+
 }  // namespace
+
+uint64_t vec_launches() { return g_vec_launches.load(); }
+void count_vec_launch() { g_vec_launches.fetch_add(1); }
 
 cudaError_t launch_ew(cudaStream_t s, GpuType type, const EwPlan& plan, const EwPtrs& ptrs, int op, int n_inputs,
                       float a, float b) {
@@ -225,6 +396,33 @@ cudaError_t launch_ew(cudaStream_t s, GpuType type, const EwPlan& plan, const Ew
 
 cudaError_t launch_copy(cudaStream_t s, const EwPlan& plan, void* y, const void* x, int element_size) {
   if (plan.count == 0) return cudaSuccess;
+  {
+    const int sizes[kPlanOperands] = {element_size, element_size};
+    const void* ptrs[] = {y, x};
+    const EwVec v = plan.operands == 2 ? vec_of(plan, ptrs, sizes) : EwVec{};
+    if (v.width && v.mode[1] == gpu::kVecPacked) {
+      const dim3 grid(static_cast<unsigned>(v.launch.blocks));
+      switch (element_size) {
+        case 1:
+          copy_vec_kernel<<<grid, v.launch.threads, 0, s>>>(v, static_cast<uint8_t*>(y), static_cast<const uint8_t*>(x));
+          break;
+        case 2:
+          copy_vec_kernel<<<grid, v.launch.threads, 0, s>>>(v, static_cast<uint16_t*>(y),
+                                                            static_cast<const uint16_t*>(x));
+          break;
+        case 4:
+          copy_vec_kernel<<<grid, v.launch.threads, 0, s>>>(v, static_cast<uint32_t*>(y),
+                                                            static_cast<const uint32_t*>(x));
+          break;
+        default:
+          copy_vec_kernel<<<grid, v.launch.threads, 0, s>>>(v, static_cast<uint64_t*>(y),
+                                                            static_cast<const uint64_t*>(x));
+          break;
+      }
+      count_vec_launch();
+      return cudaGetLastError();
+    }
+  }
   const gpu::EwLaunch l = gpu::choose_ew(plan.count);
   const dim3 grid(static_cast<unsigned>(l.blocks));
   switch (element_size) {
@@ -248,6 +446,32 @@ cudaError_t launch_copy(cudaStream_t s, const EwPlan& plan, void* y, const void*
 
 cudaError_t launch_fill(cudaStream_t s, const EwPlan& plan, void* y, uint64_t pattern, int element_size) {
   if (plan.count == 0) return cudaSuccess;
+  {
+    const int sizes[kPlanOperands] = {element_size};
+    const void* ptrs[] = {y};
+    const EwVec v = plan.operands == 1 ? vec_of(plan, ptrs, sizes) : EwVec{};
+    if (v.width) {
+      const dim3 grid(static_cast<unsigned>(v.launch.blocks));
+      switch (element_size) {
+        case 1:
+          fill_vec_kernel<<<grid, v.launch.threads, 0, s>>>(v, static_cast<uint8_t*>(y), static_cast<uint8_t>(pattern));
+          break;
+        case 2:
+          fill_vec_kernel<<<grid, v.launch.threads, 0, s>>>(v, static_cast<uint16_t*>(y),
+                                                            static_cast<uint16_t>(pattern));
+          break;
+        case 4:
+          fill_vec_kernel<<<grid, v.launch.threads, 0, s>>>(v, static_cast<uint32_t*>(y),
+                                                            static_cast<uint32_t>(pattern));
+          break;
+        default:
+          fill_vec_kernel<<<grid, v.launch.threads, 0, s>>>(v, static_cast<uint64_t*>(y), pattern);
+          break;
+      }
+      count_vec_launch();
+      return cudaGetLastError();
+    }
+  }
   const gpu::EwLaunch l = gpu::choose_ew(plan.count);
   const dim3 grid(static_cast<unsigned>(l.blocks));
   switch (element_size) {

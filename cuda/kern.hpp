@@ -56,6 +56,12 @@ cudaError_t launch_fill(cudaStream_t s, const gpu::EwPlan& plan, void* y, uint64
 // y (type `to`) = x (type `from`) converted, correctly rounded (doubles
 // narrowed to 16F / 16BF in one rounding).
 cudaError_t launch_convert(cudaStream_t s, const gpu::EwPlan& plan, void* y, GpuType to, const void* x, GpuType from);
+// Launches that took a vector kernel (16 bytes per operand per thread; the
+// decision: cmd/common/gpu_vec.hpp) in this process so far: launch_ew,
+// launch_copy, launch_fill, launch_convert and launch_optim count theirs, so a
+// test can check which path a call took. count_vec_launch is theirs to call.
+uint64_t vec_launches();
+void count_vec_launch();
 
 // Reductions: y[o] = scale * R over r of f(x1, x2) (plan: cmd/common/gpu_plan.hpp).
 enum ReduceOp : int {

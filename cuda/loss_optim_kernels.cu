@@ -10,6 +10,7 @@
 #include <cuda_fp16.h>
 
 #include "cmd/common/gpu_softmax.hpp"
+#include "cmd/common/gpu_vec.hpp"
 #include "cuda/kern.hpp"
 #include "cuda/typed_access.cuh"
 
@@ -293,6 +294,58 @@ __global__ void optim_kernel(EwPlan plan, EwPtrs q, OptimArgs c) {
   }
 }
 
+// The vector path of optim_kernel (cmd/common/gpu_vec.hpp; every operand
+// packed and aligned alike): operands g a m [v [vm]] then b n [u [um]]; one
+// element's step from its inputs x (as float) into its outputs r, by the
+// same formulas, so each element comes out bit for bit as optim_kernel's.
+__device__ __forceinline__ void optim_values(const OptimArgs& c, const float* x, float* r) {
+  if (c.kind == gpu::kOptSgd)
+    gpu::sgd_step_f(c, x[0], x[1], x[2], &r[0], &r[1]);
+  else if (c.kind == gpu::kOptRmsprop)
+    gpu::rmsprop_step_f(c, x[0], x[1], x[2], x[3], &r[0], &r[1], &r[2]);
+  else
+    gpu::adam_step_f(c, x[0], x[1], x[2], x[3], c.amsgrad ? x[4] : 0.f, &r[0], &r[1], &r[2], &r[3]);
+}
+
+// NI inputs, NO outputs (SGD 3 / 2, RMSPROP and ADAM 4 / 3, ADAM with
+// amsgrad 5 / 4) known at compile time, so values and pointers stay in registers.
+template <class T, int NI, int NO>
+__global__ void optim_vec_kernel(gpu::EwVec v, EwPtrs q, OptimArgs c) {
+  constexpr int W = gpu::kVecBytes / sizeof(T);
+  struct alignas(sizeof(T) * W) Vec {
+    T e[W];
+  };
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t t0 = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t ns = v.scalars();
+  for (int64_t t = t0; t < ns; t += step) {
+    const int64_t i = v.scalar_index(t);
+    float x[5] = {}, r[4] = {};
+#pragma unroll
+    for (int k = 0; k < NI; k++) x[k] = ld<T>(q.p[k], i);
+    optim_values(c, x, r);
+#pragma unroll
+    for (int k = 0; k < NO; k++) st<T>(q.p[NI + k], i, r[k]);
+  }
+  for (int64_t j = t0; j < v.vectors; j += step) {
+    const int64_t i = v.head + j * W;
+    Vec in[NI], out[NO];
+#pragma unroll
+    for (int k = 0; k < NI; k++) in[k] = *reinterpret_cast<const Vec*>(static_cast<const T*>(q.p[k]) + i);
+#pragma unroll
+    for (int e = 0; e < W; e++) {
+      float x[5] = {}, r[4] = {};
+#pragma unroll
+      for (int k = 0; k < NI; k++) x[k] = ld<T>(in[k].e, e);
+      optim_values(c, x, r);
+#pragma unroll
+      for (int k = 0; k < NO; k++) st<T>(out[k].e, e, r[k]);
+    }
+#pragma unroll
+    for (int k = 0; k < NO; k++) *reinterpret_cast<Vec*>(static_cast<T*>(q.p[NI + k]) + i) = out[k];
+  }
+}
+
 }  // namespace
 
 // The row kernel K instantiated for the rows' storage type.
@@ -339,6 +392,33 @@ cudaError_t launch_softmax_backward(cudaStream_t s, const RowArgs& a) {
 
 cudaError_t launch_optim(cudaStream_t s, GpuType type, const EwPlan& plan, const EwPtrs& ptrs, const OptimArgs& a) {
   if (plan.count == 0) return cudaSuccess;
+  const int esize = type == kF32 ? 4 : 2;
+  // Operands g a state.. | b state..: ni inputs, ni - 1 outputs.
+  const int ni = a.kind == gpu::kOptSgd ? 3 : a.kind == gpu::kOptRmsprop ? 4 : a.amsgrad ? 5 : 4;
+  gpu::EwVec v;
+  if ((type == kF32 || type == kF16 || type == kBF16) && plan.operands == 2 * ni - 1 &&
+      gpu::ew_vec_allowed_from_env()) {
+    uint64_t addr[gpu::kPlanOperands] = {};
+    for (int k = 0; k < plan.operands && k < gpu::kPlanOperands; k++) addr[k] = reinterpret_cast<uintptr_t>(ptrs.p[k]);
+    v = gpu::choose_ew_vec(plan, addr, esize);
+    // Every operand read or written as a vector (no NULL, no broadcast).
+    for (int k = 0; k < plan.operands && v.width; k++)
+      if (v.mode[k] != gpu::kVecPacked) v.width = 0;
+  }
+  if (v.width) {
+    const dim3 vgrid(static_cast<unsigned>(v.launch.blocks));
+    with_float_type(type, [&](auto tag) {
+      using Elem = decltype(tag);
+      if (ni == 3)
+        optim_vec_kernel<Elem, 3, 2><<<vgrid, v.launch.threads, 0, s>>>(v, ptrs, a);
+      else if (ni == 4)
+        optim_vec_kernel<Elem, 4, 3><<<vgrid, v.launch.threads, 0, s>>>(v, ptrs, a);
+      else
+        optim_vec_kernel<Elem, 5, 4><<<vgrid, v.launch.threads, 0, s>>>(v, ptrs, a);
+    });
+    count_vec_launch();
+    return cudaGetLastError();
+  }
   const gpu::EwLaunch l = gpu::choose_ew(plan.count);
   const dim3 grid(static_cast<unsigned>(l.blocks));
   if (!with_float_type(type, [&](auto tag) {
