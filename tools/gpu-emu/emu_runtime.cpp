@@ -76,6 +76,16 @@ struct Fiber {
   int line = 0;
   unsigned mask = 0;  // at a warp barrier: the lanes it waits for
   uint64_t slot = 0;  // a value it offers its warp (shuffles, votes)
+  // Asynchronous copies (cp.async, cuda/async_copy.cuh): those not yet
+  // committed, the committed groups not yet retired by a wait (oldest
+  // first), and those retired, written at the thread's next __syncthreads.
+  struct Copy {
+    void* dst;
+    const void* src;
+    size_t bytes;
+  };
+  std::vector<Copy> open, landed;
+  std::vector<std::vector<Copy>> groups;
 };
 
 std::mutex g_launch;  // one launch at a time: __shared__ statics are per kernel, not per block
@@ -248,6 +258,7 @@ bool run_block(unsigned n) {
     Fiber& f = g_fibers[i];
     prepare(f);
     f.state = Ready;
+    f.open.clear(), f.landed.clear(), f.groups.clear();  // copies never waited for and synchronised are dropped
   }
   for (;;) {
     for (unsigned j = 0; j < n; j++) {
@@ -287,6 +298,8 @@ bool run_block(unsigned n) {
     }
     g_barrier_count = 0;
     for (unsigned i = 0; i < n; i++) {
+      for (const Fiber::Copy& c : g_fibers[i].landed) std::memcpy(c.dst, c.src, c.bytes);  // cp.async retired by a wait
+      g_fibers[i].landed.clear();
       g_barrier_count += g_fibers[i].slot != 0;
       g_fibers[i].state = Ready;
     }
@@ -314,6 +327,24 @@ void syncthreads(const char* file, int line) {
   f.file = file;
   f.line = line;
   to_scheduler(f);
+}
+
+void async_copy(void* dst, const void* src, size_t bytes) { g_fibers[g_current].open.push_back({dst, src, bytes}); }
+void async_commit() {
+  Fiber& f = g_fibers[g_current];
+  f.groups.push_back(std::move(f.open));
+  f.open.clear();
+}
+// The retired groups' copies land when the thread's next __syncthreads releases (CUDA
+// makes them visible to the block's other threads only after one): so a
+// read before the wait, or after it with no __syncthreads, sees the old
+// bytes. (A thread reading its own copies right after the wait would too;
+// no kernel of ours does.)
+void async_wait(int pending) {
+  Fiber& f = g_fibers[g_current];
+  const size_t n = f.groups.size() > static_cast<size_t>(pending) ? f.groups.size() - pending : 0;
+  for (size_t k = 0; k < n; k++) f.landed.insert(f.landed.end(), f.groups[k].begin(), f.groups[k].end());
+  f.groups.erase(f.groups.begin(), f.groups.begin() + static_cast<std::ptrdiff_t>(n));
 }
 
 void* dynamic_shared() {
