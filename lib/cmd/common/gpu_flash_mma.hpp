@@ -71,6 +71,11 @@ struct FlashMmaBwdGeom {
   // dk / dv: [kFlashMmaBwdKeys] k, v; [kv_q_tile] q, dO (halves), lse, delta (floats).
   int kv_q_tile = 0;
   int kv_k = 0, kv_v = 0, kv_q = 0, kv_do = 0, kv_l = 0, kv_dl = 0, kv_bytes = 0;
+  // With cp.async (cuda/flash_mma_bwd_kernels.cu, operands with
+  // flash_tile16_runs): a second buffer of the tiles loaded per step, after
+  // the rest: dq's k and v, dk / dv's q and dO.
+  int dq_k1 = 0, dq_v1 = 0, dq_async_bytes = 0;
+  int kv_q1 = 0, kv_do1 = 0, kv_async_bytes = 0;
 };
 
 NNC_HD int flash_mma_bwd_stride(int padded) { return padded + 8; }
@@ -95,7 +100,13 @@ inline bool flash_mma_bwd_geometry(int D, int Dv, FlashMmaBwdGeom* g) {
   x.kv_l = x.kv_do + x.kv_q_tile * x.vs * 2;
   x.kv_dl = x.kv_l + x.kv_q_tile * 4;
   x.kv_bytes = x.kv_dl + x.kv_q_tile * 4;
-  if (x.dq_bytes > kFlashMmaBwdMaxShmem || x.kv_bytes > kFlashMmaBwdMaxShmem) return false;
+  x.dq_k1 = x.dq_bytes;
+  x.dq_v1 = x.dq_k1 + x.dq_k_tile * x.ks * 2;
+  x.dq_async_bytes = x.dq_v1 + x.dq_k_tile * x.vs * 2;
+  x.kv_q1 = x.kv_bytes;
+  x.kv_do1 = x.kv_q1 + x.kv_q_tile * x.ks * 2;
+  x.kv_async_bytes = x.kv_do1 + x.kv_q_tile * x.vs * 2;
+  if (x.dq_async_bytes > kFlashMmaBwdMaxShmem || x.kv_async_bytes > kFlashMmaBwdMaxShmem) return false;
   *g = x;
   return true;
 }

@@ -1,4 +1,4 @@
-// The tensor-core flash forward's cp.async / ldmatrix path
+// The tensor-core flash forward's (and backward's) cp.async / ldmatrix path
 // (cuda/flash_mma_kernels.cu, kAsync: k and v double-buffered by cp.async,
 // fragments by ldmatrix; taken where k and v copy in 16-byte runs:
 // gpu::flash_tile16_runs) against CPU_REF, and against the plain loads
@@ -99,6 +99,62 @@ TEST(FlashMmaAsync, MatchesCpuRefAndThePlainLoads) {
         expect_near(fast[1].t, plain[1].t, 1e-5f, "lse");
       }
   }
+}
+
+// dq, dk, dv (as fp32) of the GPU forward then backward (from that o and
+// lse) with NNC_GPU_ATTN_ASYNC=`async`.
+std::vector<Owned> gradients(const Case& c, int dt, const Inputs& in, const char* async) {
+  EnvGuard flash("NNC_GPU_ATTN_FLASH", "1");
+  EnvGuard tc("NNC_GPU_ATTN_MMA", nullptr);
+  EnvGuard as("NNC_GPU_ATTN_ASYNC", async);
+  Owned o(param_of(c.shape(c.Sq, c.H, c.Dv), dt, CCV_TENSOR_FORMAT_NHWC, true));
+  Owned lse(param_of(c.lse_shape(), CCV_32F, CCV_TENSOR_FORMAT_NHWC, true));
+  ccv_nnc_cmd_t f = c.cmd(FWD);
+  f.backend = CCV_NNC_BACKEND_GPU_REF;
+  EXPECT_EQ(exec(f, ccv_nnc_no_hint, {in.q->gpu(), in.k->gpu(), in.v->gpu(), in.mask ? in.mask->gpu() : nullptr},
+                 {o.t, lse.t}),
+            CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  std::vector<Owned> out;
+  out.emplace_back(param_of(c.shape(c.Sq, c.H, c.D), dt, CCV_TENSOR_FORMAT_NHWC, true));
+  out.emplace_back(param_of(c.shape(c.Sk, c.Hk, c.D), dt, CCV_TENSOR_FORMAT_NHWC, true));
+  out.emplace_back(param_of(c.shape(c.Sk, c.Hk, c.Dv), dt, CCV_TENSOR_FORMAT_NHWC, true));
+  ccv_nnc_cmd_t b = c.cmd(BWD);
+  b.backend = CCV_NNC_BACKEND_GPU_REF;
+  EXPECT_EQ(exec(b, ccv_nnc_no_hint,
+                 {in.g->gpu(), nullptr, nullptr, in.q->gpu(), in.k->gpu(), in.v->gpu(),
+                  in.mask ? in.mask->gpu() : nullptr, nullptr, nullptr, o.t, lse.t},
+                 {out[0].t, out[1].t, out[2].t}),
+            CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  std::vector<Owned> back;
+  for (const Owned& t : out) back.push_back(as_f32(to_cpu(t.t)));
+  return back;
+}
+
+// The backward's cp.async path (dq: k and v double-buffered over the key
+// tiles; dk / dv: q and dO over the (query head, query tile) steps, across
+// heads of a group) against its plain loads, forward included, on the same
+// inputs (CPU_REF: check_case above, 16F). The same products in the same
+// order (the same bits under emulation); on a GPU a contraction difference
+// in the fp32 softmax / ds arithmetic may flip a gradient's last unit after
+// the rounding to 16 bits: 5e-3 (1 + |x|) for 16F (one unit: 2^-10
+// relative), 2e-2 (1 + |x|) for 16BF (2^-7); a stale or misplaced tile moves
+// whole terms, 1e-1 or more.
+TEST(FlashMmaAsync, BackwardMatchesThePlainLoads) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(5151);
+  const char* names[3] = {"dq", "dk", "dv"};
+  const std::vector<Case> cs = async_cases();
+  for (size_t k = 0; k < cs.size(); k++)
+    for (int dt : {CCV_16F, CCV_16BF}) {
+      if (dt == CCV_16BF && k != 0) continue;  // (emulation time: one 16BF case)
+      const Case& c = cs[k];
+      SCOPED_TRACE(c.name(dt));
+      Inputs in(c, dt, rng);
+      std::vector<Owned> fast = gradients(c, dt, in, nullptr), plain = gradients(c, dt, in, "0");
+      for (int i = 0; i < 3; i++) expect_near(fast[i].t, plain[i].t, dt == CCV_16F ? 5e-3f : 2e-2f, names[i]);
+    }
 }
 
 // The switch: "0" keeps the plain loads, anything else (or unset) allows

@@ -62,6 +62,20 @@ TEST(GpuFlashMmaBwd, GeometryForEveryHeadPair) {
         ASSERT_EQ(kv[r] % 16, 0) << r;
         ASSERT_EQ(kv[r + 1], kv[r] + kv_len[r]) << r;
       }
+      // cp.async's second buffers (dq: k, v; dk / dv: q, dO) after the rest, 16-byte aligned.
+      const int dq1[3] = {x.dq_k1, x.dq_v1, x.dq_async_bytes};
+      const int kv1[3] = {x.kv_q1, x.kv_do1, x.kv_async_bytes};
+      ASSERT_EQ(dq1[0], x.dq_bytes);
+      ASSERT_EQ(kv1[0], x.kv_bytes);
+      for (int r = 0; r < 2; r++) {
+        ASSERT_EQ(dq1[r] % 16, 0) << r;
+        ASSERT_EQ(kv1[r] % 16, 0) << r;
+        ASSERT_EQ(dq1[r + 1], dq1[r] + dq_len[2 + r]) << r;
+        ASSERT_EQ(kv1[r + 1], kv1[r] + kv_len[2 + r]) << r;
+      }
+      // Two blocks an SM (228 KiB, 1 KiB reserved per block) with either.
+      ASSERT_LE(2 * (x.dq_async_bytes + 1024), 228 << 10) << D << " " << Dv;
+      ASSERT_LE(2 * (x.kv_async_bytes + 1024), 228 << 10) << D << " " << Dv;
       ASSERT_LE(x.dq_bytes, g::kFlashMmaBwdMaxShmem);
       ASSERT_LE(x.kv_bytes, g::kFlashMmaBwdMaxShmem);
       if (x.bucket <= 64) {  // no opt-in needed
