@@ -33,6 +33,8 @@
 //   reads stale data. Copies never retired are dropped at the thread's end.
 // - ldmatrix is a warp exchange of the lanes' row addresses, then each lane
 //   reads its elements by the layout above.
+// - A misaligned address (cp.async: either; ldmatrix: a row) fails the
+//   launch with cudaErrorMisalignedAddress, as on the GPU.
 #pragma once
 
 #include <cstdint>
@@ -90,6 +92,8 @@ inline uint32_t element_pair(const uint64_t* rows, int m, int lane, bool trans) 
 }
 template <int M>
 inline void load(uint32_t (&r)[M], const void* row, bool trans, const char* file, int line) {
+  if (reinterpret_cast<uintptr_t>(row) % 16 != 0)
+    ::emu::fault(cudaErrorMisalignedAddress, "ldmatrix: a row address not 16-byte aligned", row, file, line);
   uint64_t rows[32];
   const int lane = static_cast<int>(
       ::emu::warp_exchange(0xffffffffu, static_cast<uint64_t>(reinterpret_cast<uintptr_t>(row)), file, line, rows));

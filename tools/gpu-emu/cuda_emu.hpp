@@ -86,11 +86,14 @@ void syncthreads(const char* file, int line);
 int syncthreads_count(int predicate, const char* file, int line);
 // The current block's dynamic shared memory (the launch's shmem bytes).
 void* dynamic_shared();
+// A fault of the calling thread (a misaligned address, ...): the message, and
+// the launch reports `e` (cudaGetLastError), as CUDA's sticky errors do.
+void fault(cudaError_t e, const char* what, const void* address, const char* file, int line);
 // Asynchronous copies (cp.async: cuda/async_copy.cuh) of the calling thread:
 // queued, closed into a group by async_commit, retired by async_wait and
 // written when the thread's next __syncthreads releases: a read before the wait, or
 // after it without that barrier, sees the old bytes.
-void async_copy(void* dst, const void* src, size_t bytes);
+void async_copy(void* dst, const void* src, size_t bytes);  // (both aligned to `bytes`, else a fault)
 void async_commit();
 void async_wait(int pending);  // performs every group but the `pending` most recent
 // The warp barrier: offers `value`, waits for the lanes of `mask`, fills

@@ -329,7 +329,17 @@ void syncthreads(const char* file, int line) {
   to_scheduler(f);
 }
 
-void async_copy(void* dst, const void* src, size_t bytes) { g_fibers[g_current].open.push_back({dst, src, bytes}); }
+void fault(cudaError_t e, const char* what, const void* address, const char* file, int line) {
+  std::fprintf(stderr, "gpu-emu: block (%u,%u,%u) thread %u: %s (%p) at %s:%d\n", blockIdx.x, blockIdx.y, blockIdx.z,
+               g_current, what, address, file, line);
+  set_error(e);
+}
+void async_copy(void* dst, const void* src, size_t bytes) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src);
+  if (a % bytes != 0)
+    fault(cudaErrorMisalignedAddress, "cp.async: an address not aligned to its size", dst, __FILE__, __LINE__);
+  g_fibers[g_current].open.push_back({dst, src, bytes});
+}
 void async_commit() {
   Fiber& f = g_fibers[g_current];
   f.groups.push_back(std::move(f.open));

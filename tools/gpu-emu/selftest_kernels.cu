@@ -142,8 +142,29 @@ __global__ void ldmatrix_kernel(const uint16_t* tile, uint32_t* out) {
   for (int m = 0; m < 4; m++) out[l * 4 + m] = r[m], out[128 + l * 4 + m] = rt[m];
 }
 
+// A cp.async from a source 8 bytes off 16 (which = 0), or an ldmatrix of rows
+// 2 bytes off 16 (which = 1): both fault on a GPU.
+__global__ void misaligned_kernel(const uint16_t* src, int which) {
+  __shared__ __align__(16) uint16_t sm[32 * 8 + 8];
+  for (int e = threadIdx.x; e < 32 * 8 + 8; e += 32) sm[e] = 0;
+  __syncthreads();
+  if (which == 0) {
+    nnc::cuda::cp_async16(sm + threadIdx.x * 8, src + 4 + threadIdx.x * 8);
+    nnc::cuda::cp_async_commit();
+    nnc::cuda::cp_async_wait<0>();
+    __syncthreads();
+  } else {
+    uint32_t r[4];
+    nnc::cuda::ldmatrix_x4(r, sm + 1 + threadIdx.x * 8);
+  }
+}
+
 }  // namespace
 
+cudaError_t misaligned(const uint16_t* src, int which) {
+  misaligned_kernel<<<1, 32>>>(src, which);
+  return cudaGetLastError();
+}
 cudaError_t cp_async(const void* src, void* out, int wait, int threads) {
   cp_async_kernel<<<1, threads>>>(static_cast<const uint4*>(src), static_cast<uint4*>(out), wait);
   return cudaGetLastError();

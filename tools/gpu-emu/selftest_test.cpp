@@ -19,6 +19,7 @@ cudaError_t bad_config(int* y);
 cudaError_t warp_race(int* seen);
 cudaError_t cp_async(const void* src, void* out, int wait, int threads);
 cudaError_t ldmatrix(const uint16_t* tile, uint32_t* out);
+cudaError_t misaligned(const uint16_t* src, int which);
 }  // namespace gpu_emu_selftest
 namespace emu {
 // emu_runtime.cpp: the scheduling modes, set for one test.
@@ -169,6 +170,15 @@ TEST(GpuEmu, LdmatrixFollowsTheIsaLayout) {
   for (int i = 0; i < 256; i++)
     EXPECT_EQ(out[static_cast<size_t>(i)], want[static_cast<size_t>(i)])
         << (i < 128 ? "x4" : "x4.trans") << " lane " << i % 128 / 4 << " register " << i % 4;
+}
+
+// cp.async and ldmatrix need 16-byte aligned addresses: a launch that
+// passes others fails with cudaErrorMisalignedAddress, as on a GPU.
+TEST(GpuEmu, MisalignedCpAsyncAndLdmatrixFailTheLaunch) {
+  alignas(16) static uint16_t src[32 * 8 + 16];
+  EXPECT_EQ(misaligned(src, 0), cudaErrorMisalignedAddress);
+  EXPECT_EQ(misaligned(src, 1), cudaErrorMisalignedAddress);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);  // read and cleared
 }
 
 TEST(GpuEmu, InvalidBarriersAndConfigurationsFailTheLaunch) {
