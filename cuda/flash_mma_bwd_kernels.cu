@@ -41,9 +41,37 @@ __device__ __forceinline__ void zero(float (&c)[N][4]) {
 
 // c[nt] += A (16 x 16k rows row0.. of a, k over kd steps) B, B(k, n) = b[n0 + n][k]
 // for the N n8 tiles n0 = 8 nt: the "X Y^T" product of two row-major tiles.
-template <class T, int N>
+// kLdsm: fragments by ldmatrix (two k-steps at a time, the last odd one by
+// .x2), the sums of each c[nt] in the same order (k-steps ascending).
+template <class T, bool kLdsm, int N>
 __device__ __forceinline__ void mma_abt(float (&c)[N][4], const uint16_t* a, int as, int row0, const uint16_t* b,
                                         int bs, int ksteps, int lane) {
+  if constexpr (kLdsm) {
+    int kd = 0;
+    for (; kd + 1 < ksteps; kd += 2) {
+      uint32_t af0[4], af1[4];
+      frag_a_x4(af0, a, as, row0, 16 * kd, lane);
+      frag_a_x4(af1, a, as, row0, 16 * kd + 16, lane);
+#pragma unroll
+      for (int nt = 0; nt < N; nt++) {
+        uint32_t bf0[2], bf1[2];
+        frag_b_nk_x4(bf0, bf1, b, bs, 8 * nt, 16 * kd, lane);
+        mma_16816<T>(c[nt], af0, bf0, c[nt]);
+        mma_16816<T>(c[nt], af1, bf1, c[nt]);
+      }
+    }
+    if (kd < ksteps) {
+      uint32_t af[4];
+      frag_a_x4(af, a, as, row0, 16 * kd, lane);
+#pragma unroll
+      for (int nt = 0; nt < N; nt++) {
+        uint32_t bf[2];
+        frag_b_nk_x2(bf, b, bs, 8 * nt, 16 * kd, lane);
+        mma_16816<T>(c[nt], af, bf, c[nt]);
+      }
+    }
+    return;
+  }
   for (int kd = 0; kd < ksteps; kd++) {
     uint32_t af[4];
     frag_a(af, a, as, row0, 16 * kd, lane);
@@ -56,11 +84,24 @@ __device__ __forceinline__ void mma_abt(float (&c)[N][4], const uint16_t* a, int
   }
 }
 
-// acc[nt] += A B for nt < ntiles (of N), A the k-step kk fragment, B(k, n) =
-// m[16 kk + k][8 nt + n].
-template <class T, int N>
+// acc[nt] += A B for nt < ntiles (of N; both even), A the k-step kk
+// fragment, B(k, n) = m[16 kk + k][8 nt + n]. kLdsm: B by ldmatrix .trans,
+// two n-tiles at a time.
+template <class T, bool kLdsm, int N>
 __device__ __forceinline__ void mma_acc_kn(float (&acc)[N][4], const uint32_t (&af)[4], const uint16_t* m, int stride,
                                            int kk, int ntiles, int lane) {
+  if constexpr (kLdsm) {
+    static_assert(N % 2 == 0, "pairs of n-tiles");
+#pragma unroll
+    for (int nt = 0; nt < N; nt += 2)
+      if (nt < ntiles) {
+        uint32_t bf0[2], bf1[2];
+        frag_b_kn_x4(bf0, bf1, m, stride, 16 * kk, 8 * nt, lane);
+        mma_16816<T>(acc[nt], af, bf0, acc[nt]);
+        mma_16816<T>(acc[nt + 1], af, bf1, acc[nt + 1]);
+      }
+    return;
+  }
 #pragma unroll
   for (int nt = 0; nt < N; nt++)
     if (nt < ntiles) {
@@ -74,12 +115,17 @@ __device__ __forceinline__ void mma_acc_kn(float (&acc)[N][4], const uint32_t (&
 // 16 w .. 16 w + 15 of the tile, over the key tiles the rows can see.
 // kAsync (k and v with gpu::flash_tile16_runs, NNC_GPU_ATTN_ASYNC not 0): the
 // k and v tiles by cp.async into two buffers (g.dq_k / dq_v and g.dq_k1 /
-// dq_v1), tile j + 1 in flight while tile j is computed on.
+// dq_v1), tile j + 1 in flight while tile j is computed on; at the 128
+// bucket fragments by ldmatrix.
 template <class T, int DM, bool kAsync>
 __global__ void flash_mma_dq(FlashArgs a, FlashMmaBwdGeom g) {
   constexpr int NT = DM / 8;                            // n8 tiles of the lane's dQ
   constexpr int BK = gpu::flash_mma_bwd_dq_k_tile(DM);  // keys per tile
   constexpr int ST = BK / 8;                            // n8 tiles of S, dP
+  // Fragments by ldmatrix with cp.async at the 128 bucket only: below it the
+  // registers ldmatrix's paired fragments take (181 / 185 against 150 / 168
+  // at 32 / 64) would cost a block an SM (3 -> 2).
+  constexpr bool kLdsm = kAsync && DM == 128;
   extern __shared__ __align__(16) unsigned char fmsm[];
   const AttnShape& s = a.s;
   uint16_t* sq = reinterpret_cast<uint16_t*>(fmsm + g.dq_q);
@@ -138,8 +184,8 @@ __global__ void flash_mma_dq(FlashArgs a, FlashMmaBwdGeom g) {
       }
       float sc[ST][4], dp[ST][4];
       zero(sc), zero(dp);
-      mma_abt<T>(sc, sq, g.ks, 16 * warp, sk, g.ks, nkd, lane);   // S = Q K^T
-      mma_abt<T>(dp, sdo, g.vs, 16 * warp, sv, g.vs, nkv, lane);  // dP = dO V^T
+      mma_abt<T, kLdsm>(sc, sq, g.ks, 16 * warp, sk, g.ks, nkd, lane);   // S = Q K^T
+      mma_abt<T, kLdsm>(dp, sdo, g.vs, 16 * warp, sv, g.vs, nkv, lane);  // dP = dO V^T
 #pragma unroll
       for (int nt = 0; nt < ST; nt++)
 #pragma unroll
@@ -156,7 +202,7 @@ __global__ void flash_mma_dq(FlashArgs a, FlashMmaBwdGeom g) {
       for (int kk = 0; kk < BK / 16; kk++) {  // dQ += dS K
         uint32_t af[4];
         frag_a_from_acc<T>(af, sc, kk);
-        mma_acc_kn<T>(acc, af, sk, g.ks, kk, ndt, lane);
+        mma_acc_kn<T, kLdsm>(acc, af, sk, g.ks, kk, ndt, lane);
       }
     }
     if (a.dq) {
@@ -177,7 +223,8 @@ __global__ void flash_mma_dq(FlashArgs a, FlashMmaBwdGeom g) {
 // query tiles that can see the keys (steps (h, i0), i0 fastest). kAsync (q
 // and dO with gpu::flash_tile16_runs, NNC_GPU_ATTN_ASYNC not 0): the q and dO
 // tiles by cp.async into two buffers (g.kv_q / kv_do and g.kv_q1 / kv_do1),
-// the next step's in flight while this step's are computed on.
+// the next step's in flight while this step's are computed on; fragments by
+// ldmatrix.
 template <class T, int DM, bool kAsync>
 __global__ void flash_mma_dkdv(FlashArgs a, FlashMmaBwdGeom g) {
   constexpr int NT = DM / 8;                            // n8 tiles of the lane's dK, dV
@@ -247,8 +294,8 @@ __global__ void flash_mma_dkdv(FlashArgs a, FlashMmaBwdGeom g) {
         __syncthreads();
         float sc[ST][4], dp[ST][4];
         zero(sc), zero(dp);
-        mma_abt<T>(sc, sk, g.ks, 16 * warp, sq, g.ks, nkd, lane);   // S^T = K Q^T
-        mma_abt<T>(dp, sv, g.vs, 16 * warp, sdo, g.vs, nkv, lane);  // dP^T = V dO^T
+        mma_abt<T, kAsync>(sc, sk, g.ks, 16 * warp, sq, g.ks, nkd, lane);   // S^T = K Q^T
+        mma_abt<T, kAsync>(dp, sv, g.vs, 16 * warp, sdo, g.vs, nkv, lane);  // dP^T = V dO^T
 #pragma unroll
         for (int nt = 0; nt < ST; nt++)
 #pragma unroll
@@ -266,9 +313,9 @@ __global__ void flash_mma_dkdv(FlashArgs a, FlashMmaBwdGeom g) {
         for (int kk = 0; kk < BQ / 16; kk++) {
           uint32_t af[4];
           frag_a_from_acc<T>(af, sc, kk);  // dV += P^T dO
-          mma_acc_kn<T>(dv, af, sdo, g.vs, kk, ndv, lane);
+          mma_acc_kn<T, kAsync>(dv, af, sdo, g.vs, kk, ndv, lane);
           frag_a_from_acc<T>(af, dp, kk);  // dK += dS^T Q
-          mma_acc_kn<T>(dk, af, sq, g.ks, kk, ndk, lane);
+          mma_acc_kn<T, kAsync>(dk, af, sq, g.ks, kk, ndk, lane);
         }
       }
 #pragma unroll

@@ -140,6 +140,12 @@ __device__ __forceinline__ void frag_b_nk_x4(uint32_t (&b0)[2], uint32_t (&b1)[2
   ldmatrix_x4(r, m + (n0 + gpu::ldsm_row8_row(lane)) * stride + k0 + gpu::ldsm_row8_col(lane));
   b0[0] = r[0], b0[1] = r[1], b1[0] = r[2], b1[1] = r[3];
 }
+// frag_b_nk's B fragment of k-step k0 alone (ldmatrix .x2: lanes 0..15's
+// addresses; the others give the same, valid ones).
+__device__ __forceinline__ void frag_b_nk_x2(uint32_t (&bf)[2], const uint16_t* m, int stride, int n0, int k0,
+                                             int lane) {
+  ldmatrix_x2(bf, m + (n0 + gpu::ldsm_row8_row(lane & 15)) * stride + k0 + gpu::ldsm_row8_col(lane & 15));
+}
 // frag_b_kn's B fragments of n-tiles n0 (b0) and n0 + 8 (b1).
 __device__ __forceinline__ void frag_b_kn_x4(uint32_t (&b0)[2], uint32_t (&b1)[2], const uint16_t* m, int stride,
                                              int k0, int n0, int lane) {
