@@ -30,10 +30,11 @@
 //   each lane computes its part of the product in float by the PTX ISA's
 //   fragment layout.
 // - cp.async (cuda/async_copy.cuh): each thread's copies wait in a queue of
-//   committed groups until a wait_group retires them and land at the
-//   thread's next __syncthreads (a missing wait, or a missing barrier after
-//   it, reads stale shared memory); ldmatrix: a warp exchange of the row
-//   addresses.
+//   committed groups until a wait_group retires them and land when the
+//   thread's next __syncthreads releases (a missing wait, or a missing
+//   barrier after it, reads stale shared memory); with EMU_WARP_AHEAD they
+//   land at once instead (a prefetch overwriting a buffer another warp still
+//   reads shows). ldmatrix: a warp exchange of the row addresses.
 // - Math and half / bfloat16 conversions are the CUDA headers' host versions
 //   and libm: values may differ from the device's in the last place (no FMA
 //   contraction, __expf is expf).

@@ -21,6 +21,12 @@
 //                      warp overwrites while another still reads it (a
 //                      missing __syncthreads) shows. Without it every warp
 //                      moves one warp barrier per round, in step.
+//                      cp.async copies (cuda/async_copy.cuh) then land at
+//                      once, the earliest a GPU may land them (a prefetch
+//                      into a buffer another warp still reads shows);
+//                      without it they land at the latest, when the
+//                      __syncthreads after the wait retiring them releases
+//                      (a missing wait or barrier shows).
 //   EMU_EXACT_MEMORY=1 each GPU tensor its own allocation, ending at an
 //                      inaccessible page (or exact under ASan): emu_main.cpp
 #include <cublas_v2.h>
@@ -338,6 +344,10 @@ void async_copy(void* dst, const void* src, size_t bytes) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src);
   if (a % bytes != 0)
     fault(cudaErrorMisalignedAddress, "cp.async: an address not aligned to its size", dst, __FILE__, __LINE__);
+  if (g_warp_ahead) {  // the earliest a copy may land: a buffer overwritten while another warp reads it shows
+    std::memcpy(dst, src, bytes);
+    return;
+  }
   g_fibers[g_current].open.push_back({dst, src, bytes});
 }
 void async_commit() {

@@ -124,8 +124,10 @@ TEST(GpuEmu, WarpAheadShowsAMissingBarrierBetweenWarps) {
 // retired its group and the thread reached a __syncthreads after it, so a
 // read with no wait, or after the wait with no barrier, sees the old bytes
 // (as a GPU may: a missing wait or barrier shows); wait_group 1 lands the
-// older of two groups only, wait_group 0 both.
+// older of two groups only, wait_group 0 both. With EMU_WARP_AHEAD they land
+// at once instead.
 TEST(GpuEmu, CpAsyncLandsAtTheWaitAndBarrier) {
+  const bool was = emu::set_warp_ahead(false);  // (with it, copies land at once: below)
   const int n = 48;
   const uint32_t old = 0xaaaaaaaau;
   std::vector<uint32_t> src(2 * n * 4), out(8 * n * 4, 0);
@@ -148,6 +150,15 @@ TEST(GpuEmu, CpAsyncLandsAtTheWaitAndBarrier) {
       EXPECT_EQ(chunk(3, 0, t)[w], copied(0, t)[w]) << "wait_group 0: the first group, thread " << t;
       EXPECT_EQ(chunk(3, 1, t)[w], copied(1, t)[w]) << "wait_group 0: the second group, thread " << t;
     }
+  // EMU_WARP_AHEAD: copies land as they are issued (the earliest a GPU may
+  // land them), so the read after the first __syncthreads, without a wait,
+  // sees both groups.
+  emu::set_warp_ahead(true);
+  ASSERT_EQ(cp_async(src.data(), out.data(), 0, n), cudaSuccess);
+  for (int g = 0; g < 2; g++)
+    for (int t = 0; t < n; t++)
+      for (int w = 0; w < 4; w++) EXPECT_EQ(chunk(0, g, t)[w], copied(g, t)[w]) << "at once: group " << g;
+  emu::set_warp_ahead(was);
 }
 
 // ldmatrix .x4 / .x4.trans of the four 8 x 8 quarters of a 16 x 16 tile,
