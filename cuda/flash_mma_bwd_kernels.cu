@@ -10,9 +10,11 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
+#include "cuda/async_copy.cuh"
 #include "cuda/flash_mma_bwd.hpp"
 #include "cuda/mma.cuh"
 #include "cuda/mma_tile.cuh"
@@ -39,9 +41,37 @@ __device__ __forceinline__ void zero(float (&c)[N][4]) {
 
 // c[nt] += A (16 x 16k rows row0.. of a, k over kd steps) B, B(k, n) = b[n0 + n][k]
 // for the N n8 tiles n0 = 8 nt: the "X Y^T" product of two row-major tiles.
-template <class T, int N>
+// kLdsm: fragments by ldmatrix (two k-steps at a time, the last odd one by
+// .x2), the sums of each c[nt] in the same order (k-steps ascending).
+template <class T, bool kLdsm, int N>
 __device__ __forceinline__ void mma_abt(float (&c)[N][4], const uint16_t* a, int as, int row0, const uint16_t* b,
                                         int bs, int ksteps, int lane) {
+  if constexpr (kLdsm) {
+    int kd = 0;
+    for (; kd + 1 < ksteps; kd += 2) {
+      uint32_t af0[4], af1[4];
+      frag_a_x4(af0, a, as, row0, 16 * kd, lane);
+      frag_a_x4(af1, a, as, row0, 16 * kd + 16, lane);
+#pragma unroll
+      for (int nt = 0; nt < N; nt++) {
+        uint32_t bf0[2], bf1[2];
+        frag_b_nk_x4(bf0, bf1, b, bs, 8 * nt, 16 * kd, lane);
+        mma_16816<T>(c[nt], af0, bf0, c[nt]);
+        mma_16816<T>(c[nt], af1, bf1, c[nt]);
+      }
+    }
+    if (kd < ksteps) {
+      uint32_t af[4];
+      frag_a_x4(af, a, as, row0, 16 * kd, lane);
+#pragma unroll
+      for (int nt = 0; nt < N; nt++) {
+        uint32_t bf[2];
+        frag_b_nk_x2(bf, b, bs, 8 * nt, 16 * kd, lane);
+        mma_16816<T>(c[nt], af, bf, c[nt]);
+      }
+    }
+    return;
+  }
   for (int kd = 0; kd < ksteps; kd++) {
     uint32_t af[4];
     frag_a(af, a, as, row0, 16 * kd, lane);
@@ -54,11 +84,24 @@ __device__ __forceinline__ void mma_abt(float (&c)[N][4], const uint16_t* a, int
   }
 }
 
-// acc[nt] += A B for nt < ntiles (of N), A the k-step kk fragment, B(k, n) =
-// m[16 kk + k][8 nt + n].
-template <class T, int N>
+// acc[nt] += A B for nt < ntiles (of N; both even), A the k-step kk
+// fragment, B(k, n) = m[16 kk + k][8 nt + n]. kLdsm: B by ldmatrix .trans,
+// two n-tiles at a time.
+template <class T, bool kLdsm, int N>
 __device__ __forceinline__ void mma_acc_kn(float (&acc)[N][4], const uint32_t (&af)[4], const uint16_t* m, int stride,
                                            int kk, int ntiles, int lane) {
+  if constexpr (kLdsm) {
+    static_assert(N % 2 == 0, "pairs of n-tiles");
+#pragma unroll
+    for (int nt = 0; nt < N; nt += 2)
+      if (nt < ntiles) {
+        uint32_t bf0[2], bf1[2];
+        frag_b_kn_x4(bf0, bf1, m, stride, 16 * kk, 8 * nt, lane);
+        mma_16816<T>(acc[nt], af, bf0, acc[nt]);
+        mma_16816<T>(acc[nt + 1], af, bf1, acc[nt + 1]);
+      }
+    return;
+  }
 #pragma unroll
   for (int nt = 0; nt < N; nt++)
     if (nt < ntiles) {
@@ -70,11 +113,19 @@ __device__ __forceinline__ void mma_acc_kn(float (&acc)[N][4], const uint32_t (&
 
 // dq: one block per (b, h, kFlashMmaBwdRows query rows), warp w owning rows
 // 16 w .. 16 w + 15 of the tile, over the key tiles the rows can see.
-template <class T, int DM>
+// kAsync (k and v with gpu::flash_tile16_runs, NNC_GPU_ATTN_ASYNC not 0): the
+// k and v tiles by cp.async into two buffers (g.dq_k / dq_v and g.dq_k1 /
+// dq_v1), tile j + 1 in flight while tile j is computed on; at the 128
+// bucket fragments by ldmatrix.
+template <class T, int DM, bool kAsync>
 __global__ void flash_mma_dq(FlashArgs a, FlashMmaBwdGeom g) {
   constexpr int NT = DM / 8;                            // n8 tiles of the lane's dQ
   constexpr int BK = gpu::flash_mma_bwd_dq_k_tile(DM);  // keys per tile
   constexpr int ST = BK / 8;                            // n8 tiles of S, dP
+  // Fragments by ldmatrix with cp.async at the 128 bucket only: below it the
+  // registers ldmatrix's paired fragments take (181 / 185 against 150 / 168
+  // at 32 / 64) would cost a block an SM (3 -> 2).
+  constexpr bool kLdsm = kAsync && DM == 128;
   extern __shared__ __align__(16) unsigned char fmsm[];
   const AttnShape& s = a.s;
   uint16_t* sq = reinterpret_cast<uint16_t*>(fmsm + g.dq_q);
@@ -83,6 +134,13 @@ __global__ void flash_mma_dq(FlashArgs a, FlashMmaBwdGeom g) {
   uint16_t* sv = reinterpret_cast<uint16_t*>(fmsm + g.dq_v);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int ndt = g.Dp / 8, nkd = g.Dp / 16, nkv = g.Dvp / 16;
+  // kAsync: the k and v tiles of keys j0 into buffer p (one commit group).
+  auto prefetch = [&](int p, int b, int hk, int j0) {
+    cp_tile16<T>(reinterpret_cast<uint16_t*>(fmsm + (p ? g.dq_k1 : g.dq_k)), g.ks, BK, s.D, g.Dp, a.k, s.k, b, j0, hk,
+                 s.Sk);
+    cp_tile16<T>(reinterpret_cast<uint16_t*>(fmsm + (p ? g.dq_v1 : g.dq_v)), g.vs, BK, s.Dv, g.Dvp, a.v, s.v, b, j0, hk,
+                 s.Sk);
+  };
   const LdAs<T> ldm;
   const int64_t items = gpu::flash_mma_bwd_row_tiles(s);
   for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
@@ -90,6 +148,10 @@ __global__ void flash_mma_dq(FlashArgs a, FlashMmaBwdGeom g) {
     gpu::flash_mma_bwd_row_tile(s, w, &b, &h, &i0);
     const int hk = gpu::attn_kv_head(s, h);
     const int kend = gpu::flash_tile_key_end(s, i0, kFlashMmaBwdRows);
+    if constexpr (kAsync) {
+      if (kend > 0) prefetch(0, b, hk, 0);
+      cp_async_commit();
+    }
     load_tile16<T>(sq, g.ks, kFlashMmaBwdRows, s.D, g.Dp, a.q, s.q, a.type, b, i0, 1, h, s.Sq);
     load_tile16<T>(sdo, g.vs, kFlashMmaBwdRows, s.Dv, g.Dvp, a.dO, a.dO_view, a.dO_type, b, i0, 1, h, s.Sq);
     // The lane's rows (accumulator rows g and g + 8 of the warp's 16).
@@ -104,15 +166,26 @@ __global__ void flash_mma_dq(FlashArgs a, FlashMmaBwdGeom g) {
     }
     float acc[NT][4];
     zero(acc);
+    int buf = 0;  // kAsync: the buffer of tile j0
     for (int j0 = 0; j0 < kend; j0 += BK) {
       __syncthreads();  // q, dO in place; the previous tile's k, v are read
-      load_tile16<T>(sk, g.ks, BK, s.D, g.Dp, a.k, s.k, a.type, b, j0, 1, hk, s.Sk);
-      load_tile16<T>(sv, g.vs, BK, s.Dv, g.Dvp, a.v, s.v, a.type, b, j0, 1, hk, s.Sk);
-      __syncthreads();
+      if constexpr (kAsync) {
+        if (j0 + BK < kend) prefetch(buf ^ 1, b, hk, j0 + BK);
+        cp_async_commit();
+        cp_async_wait<1>();  // this thread's copies of tile j0 have landed ...
+        __syncthreads();     // ... and every thread's
+        sk = reinterpret_cast<uint16_t*>(fmsm + (buf ? g.dq_k1 : g.dq_k));
+        sv = reinterpret_cast<uint16_t*>(fmsm + (buf ? g.dq_v1 : g.dq_v));
+        buf ^= 1;
+      } else {
+        load_tile16<T>(sk, g.ks, BK, s.D, g.Dp, a.k, s.k, a.type, b, j0, 1, hk, s.Sk);
+        load_tile16<T>(sv, g.vs, BK, s.Dv, g.Dvp, a.v, s.v, a.type, b, j0, 1, hk, s.Sk);
+        __syncthreads();
+      }
       float sc[ST][4], dp[ST][4];
       zero(sc), zero(dp);
-      mma_abt<T>(sc, sq, g.ks, 16 * warp, sk, g.ks, nkd, lane);   // S = Q K^T
-      mma_abt<T>(dp, sdo, g.vs, 16 * warp, sv, g.vs, nkv, lane);  // dP = dO V^T
+      mma_abt<T, kLdsm>(sc, sq, g.ks, 16 * warp, sk, g.ks, nkd, lane);   // S = Q K^T
+      mma_abt<T, kLdsm>(dp, sdo, g.vs, 16 * warp, sv, g.vs, nkv, lane);  // dP = dO V^T
 #pragma unroll
       for (int nt = 0; nt < ST; nt++)
 #pragma unroll
@@ -129,7 +202,7 @@ __global__ void flash_mma_dq(FlashArgs a, FlashMmaBwdGeom g) {
       for (int kk = 0; kk < BK / 16; kk++) {  // dQ += dS K
         uint32_t af[4];
         frag_a_from_acc<T>(af, sc, kk);
-        mma_acc_kn<T>(acc, af, sk, g.ks, kk, ndt, lane);
+        mma_acc_kn<T, kLdsm>(acc, af, sk, g.ks, kk, ndt, lane);
       }
     }
     if (a.dq) {
@@ -147,8 +220,12 @@ __global__ void flash_mma_dq(FlashArgs a, FlashMmaBwdGeom g) {
 
 // dk and dv: one block per (b, kv head, kFlashMmaBwdKeys keys), warp w owning
 // keys 16 w .. 16 w + 15 of the tile, over the group's query heads and the
-// query tiles that can see the keys.
-template <class T, int DM>
+// query tiles that can see the keys (steps (h, i0), i0 fastest). kAsync (q
+// and dO with gpu::flash_tile16_runs, NNC_GPU_ATTN_ASYNC not 0): the q and dO
+// tiles by cp.async into two buffers (g.kv_q / kv_do and g.kv_q1 / kv_do1),
+// the next step's in flight while this step's are computed on; fragments by
+// ldmatrix.
+template <class T, int DM, bool kAsync>
 __global__ void flash_mma_dkdv(FlashArgs a, FlashMmaBwdGeom g) {
   constexpr int NT = DM / 8;                            // n8 tiles of the lane's dK, dV
   constexpr int BQ = gpu::flash_mma_bwd_kv_q_tile(DM);  // query rows per tile
@@ -177,21 +254,48 @@ __global__ void flash_mma_dkdv(FlashArgs a, FlashMmaBwdGeom g) {
     float dk[NT][4], dv[NT][4];
     zero(dk), zero(dv);
     const int ib = gpu::flash_tile_query_begin(s, j0);
+    // kAsync: the q and dO tiles of step (h, i0) into buffer p (one commit group).
+    auto prefetch = [&](int p, int h, int i0) {
+      cp_tile16<T>(reinterpret_cast<uint16_t*>(fmsm + (p ? g.kv_q1 : g.kv_q)), g.ks, BQ, s.D, g.Dp, a.q, s.q, b, i0, h,
+                   s.Sq);
+      cp_tile16<T>(reinterpret_cast<uint16_t*>(fmsm + (p ? g.kv_do1 : g.kv_do)), g.vs, BQ, s.Dv, g.Dvp, a.dO, a.dO_view,
+                   b, i0, h, s.Sq);
+    };
+    if constexpr (kAsync) {
+      if (ib < s.Sq) prefetch(0, hk * G, ib);
+      cp_async_commit();
+    }
+    int buf = 0;  // kAsync: the buffer of step (h, i0)
     for (int h = hk * G; h < (hk + 1) * G; h++)
       for (int i0 = ib; i0 < s.Sq; i0 += BQ) {
         __syncthreads();  // k, v in place; the previous tile's q, dO, lse, delta are read
-        load_tile16<T>(sq, g.ks, BQ, s.D, g.Dp, a.q, s.q, a.type, b, i0, 1, h, s.Sq);
-        load_tile16<T>(sdo, g.vs, BQ, s.Dv, g.Dvp, a.dO, a.dO_view, a.dO_type, b, i0, 1, h, s.Sq);
+        if constexpr (kAsync) {
+          const bool last_row = i0 + BQ >= s.Sq;
+          if (!last_row)
+            prefetch(buf ^ 1, h, i0 + BQ);
+          else if (h + 1 < (hk + 1) * G)
+            prefetch(buf ^ 1, h + 1, ib);
+          cp_async_commit();
+        } else {
+          load_tile16<T>(sq, g.ks, BQ, s.D, g.Dp, a.q, s.q, a.type, b, i0, 1, h, s.Sq);
+          load_tile16<T>(sdo, g.vs, BQ, s.Dv, g.Dvp, a.dO, a.dO_view, a.dO_type, b, i0, 1, h, s.Sq);
+        }
         for (int ii = threadIdx.x; ii < BQ; ii += blockDim.x) {
           const int i = i0 + ii;
           sl[ii] = i < s.Sq ? ld_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_type) : 0.f;
           sdl[ii] = i < s.Sq ? a.delta[(static_cast<int64_t>(b) * s.H + h) * s.Sq + i] : 0.f;
         }
+        if constexpr (kAsync) {
+          cp_async_wait<1>();  // this thread's copies of this step have landed (every thread's after the barrier)
+          sq = reinterpret_cast<uint16_t*>(fmsm + (buf ? g.kv_q1 : g.kv_q));
+          sdo = reinterpret_cast<uint16_t*>(fmsm + (buf ? g.kv_do1 : g.kv_do));
+          buf ^= 1;
+        }
         __syncthreads();
         float sc[ST][4], dp[ST][4];
         zero(sc), zero(dp);
-        mma_abt<T>(sc, sk, g.ks, 16 * warp, sq, g.ks, nkd, lane);   // S^T = K Q^T
-        mma_abt<T>(dp, sv, g.vs, 16 * warp, sdo, g.vs, nkv, lane);  // dP^T = V dO^T
+        mma_abt<T, kAsync>(sc, sk, g.ks, 16 * warp, sq, g.ks, nkd, lane);   // S^T = K Q^T
+        mma_abt<T, kAsync>(dp, sv, g.vs, 16 * warp, sdo, g.vs, nkv, lane);  // dP^T = V dO^T
 #pragma unroll
         for (int nt = 0; nt < ST; nt++)
 #pragma unroll
@@ -209,9 +313,9 @@ __global__ void flash_mma_dkdv(FlashArgs a, FlashMmaBwdGeom g) {
         for (int kk = 0; kk < BQ / 16; kk++) {
           uint32_t af[4];
           frag_a_from_acc<T>(af, sc, kk);  // dV += P^T dO
-          mma_acc_kn<T>(dv, af, sdo, g.vs, kk, ndv, lane);
+          mma_acc_kn<T, kAsync>(dv, af, sdo, g.vs, kk, ndv, lane);
           frag_a_from_acc<T>(af, dp, kk);  // dK += dS^T Q
-          mma_acc_kn<T>(dk, af, sq, g.ks, kk, ndk, lane);
+          mma_acc_kn<T, kAsync>(dk, af, sq, g.ks, kk, ndk, lane);
         }
       }
 #pragma unroll
@@ -227,30 +331,41 @@ __global__ void flash_mma_dkdv(FlashArgs a, FlashMmaBwdGeom g) {
   }
 }
 
-template <class T, int DM>
-cudaError_t launch_typed(cudaStream_t st, const FlashArgs& a, const FlashMmaBwdGeom& g) {
+// Kernel k's launch with `bytes` of dynamic shared memory (opting in above
+// the default 48 KiB).
+template <class K>
+cudaError_t launch_kernel(K k, int64_t blocks, int bytes, cudaStream_t st, const FlashArgs& a,
+                          const FlashMmaBwdGeom& g) {
 #if !defined(NNC_GPU_EMU)  // (the emulation takes up to 227 KiB without the opt-in)
-  if (g.kv_bytes > gpu::kFlashShmemLimit) {
-    const cudaError_t e =
-        cudaFuncSetAttribute(flash_mma_dkdv<T, DM>, cudaFuncAttributeMaxDynamicSharedMemorySize, g.kv_bytes);
-    if (e != cudaSuccess) return e;
-  }
-  if (g.dq_bytes > gpu::kFlashShmemLimit) {
-    const cudaError_t e =
-        cudaFuncSetAttribute(flash_mma_dq<T, DM>, cudaFuncAttributeMaxDynamicSharedMemorySize, g.dq_bytes);
+  if (bytes > gpu::kFlashShmemLimit) {
+    const cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
     if (e != cudaSuccess) return e;
   }
 #endif
-  if ((a.dk || a.dv) && gpu::flash_mma_bwd_key_tiles(a.s) > 0) {
-    flash_mma_dkdv<T, DM>
-        <<<gpu::flash_grid(gpu::flash_mma_bwd_key_tiles(a.s)), kFlashMmaBwdThreads, g.kv_bytes, st>>>(a, g);
-    const cudaError_t e = cudaGetLastError();
+  k<<<gpu::flash_grid(blocks), kFlashMmaBwdThreads, bytes, st>>>(a, g);
+  return cudaGetLastError();
+}
+
+template <class T, int DM>
+cudaError_t launch_typed(cudaStream_t st, const FlashArgs& a, const FlashMmaBwdGeom& g) {
+  // cp.async for the tiles loaded per step where they copy in 16-byte runs,
+  // unless NNC_GPU_ATTN_ASYNC=0.
+  const gpu::AttnShape& s = a.s;
+  const bool allowed = gpu::flash_mma_async_allowed(std::getenv("NNC_GPU_ATTN_ASYNC"));
+  const bool dq_async = allowed && gpu::flash_tile16_runs(a.type, kTypeCode<T>, s.k, s.D, a.k) &&
+                        gpu::flash_tile16_runs(a.type, kTypeCode<T>, s.v, s.Dv, a.v);
+  const bool kv_async = allowed && gpu::flash_tile16_runs(a.type, kTypeCode<T>, s.q, s.D, a.q) &&
+                        gpu::flash_tile16_runs(a.dO_type, kTypeCode<T>, a.dO_view, s.Dv, a.dO);
+  if ((a.dk || a.dv) && gpu::flash_mma_bwd_key_tiles(s) > 0) {
+    const int64_t blocks = gpu::flash_mma_bwd_key_tiles(s);
+    const cudaError_t e = kv_async ? launch_kernel(flash_mma_dkdv<T, DM, true>, blocks, g.kv_async_bytes, st, a, g)
+                                   : launch_kernel(flash_mma_dkdv<T, DM, false>, blocks, g.kv_bytes, st, a, g);
     if (e != cudaSuccess) return e;
   }
-  if (a.dq && gpu::flash_mma_bwd_row_tiles(a.s) > 0) {
-    flash_mma_dq<T, DM>
-        <<<gpu::flash_grid(gpu::flash_mma_bwd_row_tiles(a.s)), kFlashMmaBwdThreads, g.dq_bytes, st>>>(a, g);
-    return cudaGetLastError();
+  if (a.dq && gpu::flash_mma_bwd_row_tiles(s) > 0) {
+    const int64_t blocks = gpu::flash_mma_bwd_row_tiles(s);
+    return dq_async ? launch_kernel(flash_mma_dq<T, DM, true>, blocks, g.dq_async_bytes, st, a, g)
+                    : launch_kernel(flash_mma_dq<T, DM, false>, blocks, g.dq_bytes, st, a, g);
   }
   return cudaSuccess;
 }

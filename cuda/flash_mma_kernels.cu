@@ -19,6 +19,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstdlib>
+
+#include "cuda/async_copy.cuh"
 #include "cuda/flash_kern.hpp"
 #include "cuda/mma.cuh"
 #include "cuda/mma_tile.cuh"
@@ -43,16 +46,24 @@ __device__ __forceinline__ float quad_sum(float v) {
 }
 
 // HB: the head bucket (32, 64, 128): q and k rows of HB, v rows of HB.
-template <int HB, class T>
+// kAsync (k and v with gpu::flash_tile16_runs, NNC_GPU_ATTN_ASYNC not 0):
+// k and v tiles by cp.async into two buffers (buffer p: k at
+// sk + 2 p kFlashMmaKeys LD, v right after it), tile j + 1 in flight while
+// tile j is computed on (q is staged in buffer 1's k while the item's first
+// tile loads into buffer 0), fragments by ldmatrix; the products and sums in
+// the same order as the plain loads', so both give the same bits.
+template <int HB, class T, bool kAsync>
 __global__ void __launch_bounds__(kFlashMmaThreads) flash_mma_forward(FlashArgs a) {
-  constexpr int KD = HB / 16;             // k-steps of q k^T
-  constexpr int NV = HB / 8;              // 8-column tiles of o
-  constexpr int NS = kFlashMmaKeys / 8;   // 8-key tiles of a score tile
-  constexpr int KP = kFlashMmaKeys / 16;  // k-steps of p v
-  constexpr int LD = HB + 8;              // = gpu::flash_mma_stride(HB)
-  extern __shared__ float fsm[];
-  uint16_t* sk = reinterpret_cast<uint16_t*>(fsm);
-  uint16_t* sv = sk + kFlashMmaKeys * LD;
+  constexpr int KD = HB / 16;               // k-steps of q k^T
+  constexpr int NV = HB / 8;                // 8-column tiles of o
+  constexpr int NS = kFlashMmaKeys / 8;     // 8-key tiles of a score tile
+  constexpr int KP = kFlashMmaKeys / 16;    // k-steps of p v
+  constexpr int LD = HB + 8;                // = gpu::flash_mma_stride(HB)
+  constexpr int TILE = kFlashMmaKeys * LD;  // halves of a k or v tile
+  extern __shared__ __align__(16) float fsm[];
+  uint16_t* const sbase = reinterpret_cast<uint16_t*>(fsm);
+  uint16_t* sk = sbase;
+  uint16_t* sv = sk + TILE;
   const AttnShape& s = a.s;
   const LdAs<T> ldm;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -77,26 +88,63 @@ __global__ void __launch_bounds__(kFlashMmaThreads) flash_mma_forward(FlashArgs 
     float o[NV][4];
 #pragma unroll
     for (int n = 0; n < NV; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
-    // q: staged in the k tile, then into the warp's A fragments.
-    load_tile16<T>(sk, LD, kFlashMmaRows, s.D, HB, a.q, s.q, a.type, b, v0, G, hk * G, G * s.Sq);
+    // The k and v tiles of keys j0 into buffer p, by cp.async (one commit group).
+    auto prefetch = [&](int p, int j0) {
+      cp_tile16<T>(sbase + 2 * p * TILE, LD, kFlashMmaKeys, s.D, HB, a.k, s.k, b, j0, hk, s.Sk);
+      cp_tile16<T>(sbase + (2 * p + 1) * TILE, LD, kFlashMmaKeys, s.Dv, HB, a.v, s.v, b, j0, hk, s.Sk);
+    };
+    uint16_t* sq = sk;  // q's staging
+    if constexpr (kAsync) {
+      if (jbegin < jend) prefetch(0, jbegin);
+      cp_async_commit();
+      sq = sbase + 2 * TILE;
+    }
+    // q: staged in a k tile, then into the warp's A fragments.
+    load_tile16<T>(sq, LD, kFlashMmaRows, s.D, HB, a.q, s.q, a.type, b, v0, G, hk * G, G * s.Sq);
     __syncthreads();
     uint32_t qa[KD][4];
 #pragma unroll
-    for (int kd = 0; kd < KD; kd++) frag_a(qa[kd], sk, LD, warp * 16, kd * 16, lane);
+    for (int kd = 0; kd < KD; kd++) {
+      if constexpr (kAsync)
+        frag_a_x4(qa[kd], sq, LD, warp * 16, kd * 16, lane);
+      else
+        frag_a(qa[kd], sq, LD, warp * 16, kd * 16, lane);
+    }
+    int buf = 0;  // kAsync: the buffer of tile j0
     for (int j0 = jbegin; j0 < jend; j0 += kFlashMmaKeys) {
       __syncthreads();  // q's fragments are read (first tile); the previous tile's k and v are read
-      load_tile16<T>(sk, LD, kFlashMmaKeys, s.D, HB, a.k, s.k, a.type, b, j0, 1, hk, s.Sk);
-      load_tile16<T>(sv, LD, kFlashMmaKeys, s.Dv, HB, a.v, s.v, a.type, b, j0, 1, hk, s.Sk);
-      __syncthreads();
+      if constexpr (kAsync) {
+        if (j0 + kFlashMmaKeys < jend) prefetch(buf ^ 1, j0 + kFlashMmaKeys);
+        cp_async_commit();
+        cp_async_wait<1>();  // this thread's copies of tile j0 have landed ...
+        __syncthreads();     // ... and every thread's
+        sk = sbase + 2 * buf * TILE;
+        sv = sk + TILE;
+        buf ^= 1;
+      } else {
+        load_tile16<T>(sk, LD, kFlashMmaKeys, s.D, HB, a.k, s.k, a.type, b, j0, 1, hk, s.Sk);
+        load_tile16<T>(sv, LD, kFlashMmaKeys, s.Dv, HB, a.v, s.v, a.type, b, j0, 1, hk, s.Sk);
+        __syncthreads();
+      }
       float sc[NS][4];
 #pragma unroll
       for (int n = 0; n < NS; n++) {
         sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;
+        if constexpr (kAsync) {
 #pragma unroll
-        for (int kd = 0; kd < KD; kd++) {
-          uint32_t kb[2];
-          frag_b_nk(kb, sk, LD, n * 8, kd * 16, lane);  // B(d, key) = k[key][d]
-          mma_16816<T>(sc[n], qa[kd], kb, sc[n]);
+          for (int kd = 0; kd < KD; kd += 2) {
+            uint32_t kb0[2], kb1[2];
+            frag_b_nk_x4(kb0, kb1, sk, LD, n * 8, kd * 16, lane);  // B(d, key) = k[key][d], two k-steps
+            mma_16816<T>(sc[n], qa[kd], kb0, sc[n]);
+            mma_16816<T>(sc[n], qa[kd + 1], kb1, sc[n]);
+          }
+        } else {
+#pragma unroll
+          for (int kd = 0; kd < KD; kd++) {
+            uint32_t kb[2];
+            frag_b_nk(kb, sk, LD, n * 8, kd * 16, lane);  // B(d, key) = k[key][d]
+            mma_16816<T>(sc[n], qa[kd], kb, sc[n]);
+          }
         }
       }
       // Finish the scores; the rows' new max, alpha, p and sums.
@@ -138,11 +186,21 @@ __global__ void __launch_bounds__(kFlashMmaThreads) flash_mma_forward(FlashArgs 
       for (int kk = 0; kk < KP; kk++) {
         uint32_t pa[4];
         frag_a_from_acc<T>(pa, sc, kk);
+        if constexpr (kAsync) {
 #pragma unroll
-        for (int n = 0; n < NV; n++) {
-          uint32_t vb[2];
-          frag_b_kn(vb, sv, LD, kk * 16, n * 8, lane);  // B(key, col) = v[key][col]
-          mma_16816<T>(o[n], pa, vb, o[n]);
+          for (int n = 0; n < NV; n += 2) {
+            uint32_t vb0[2], vb1[2];
+            frag_b_kn_x4(vb0, vb1, sv, LD, kk * 16, n * 8, lane);  // B(key, col) = v[key][col], two n-tiles
+            mma_16816<T>(o[n], pa, vb0, o[n]);
+            mma_16816<T>(o[n + 1], pa, vb1, o[n + 1]);
+          }
+        } else {
+#pragma unroll
+          for (int n = 0; n < NV; n++) {
+            uint32_t vb[2];
+            frag_b_kn(vb, sv, LD, kk * 16, n * 8, lane);  // B(key, col) = v[key][col]
+            mma_16816<T>(o[n], pa, vb, o[n]);
+          }
         }
       }
     }
@@ -218,9 +276,22 @@ __global__ void flash_mma_combine(FlashArgs a) {
 }
 
 template <int HB, class T>
-cudaError_t launch(cudaStream_t st, const FlashArgs& a) {
+cudaError_t launch(cudaStream_t st, const FlashArgs& a, bool async) {
   const int64_t items = gpu::flash_mma_items(a.s) * a.splits;
-  flash_mma_forward<HB, T><<<gpu::flash_grid(items), kFlashMmaThreads, gpu::flash_mma_shmem_bytes(HB), st>>>(a);
+  if (async) {
+    const int64_t bytes = gpu::flash_mma_async_shmem_bytes(HB);
+#if !defined(NNC_GPU_EMU)  // (the emulation takes up to 227 KiB without the opt-in)
+    if (bytes > gpu::kFlashShmemLimit) {
+      const cudaError_t e = cudaFuncSetAttribute(flash_mma_forward<HB, T, true>,
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+      if (e != cudaSuccess) return e;
+    }
+#endif
+    flash_mma_forward<HB, T, true><<<gpu::flash_grid(items), kFlashMmaThreads, bytes, st>>>(a);
+  } else {
+    flash_mma_forward<HB, T, false>
+        <<<gpu::flash_grid(items), kFlashMmaThreads, gpu::flash_mma_shmem_bytes(HB), st>>>(a);
+  }
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess || a.splits <= 1) return e;
   const int64_t n = static_cast<int64_t>(a.s.B) * a.s.H * a.s.Sq * a.s.Dv;
@@ -229,13 +300,18 @@ cudaError_t launch(cudaStream_t st, const FlashArgs& a) {
 }
 template <class T>
 cudaError_t launch_bucket(cudaStream_t st, const FlashArgs& a, int bucket) {
+  // cp.async and ldmatrix where k and v copy in 16-byte runs (the fast case
+  // of load_tile16), unless NNC_GPU_ATTN_ASYNC=0.
+  const bool async = gpu::flash_mma_async_allowed(std::getenv("NNC_GPU_ATTN_ASYNC")) &&
+                     gpu::flash_tile16_runs(a.type, kTypeCode<T>, a.s.k, a.s.D, a.k) &&
+                     gpu::flash_tile16_runs(a.type, kTypeCode<T>, a.s.v, a.s.Dv, a.v);
   switch (bucket) {
     case 32:
-      return launch<32, T>(st, a);
+      return launch<32, T>(st, a, async);
     case 64:
-      return launch<64, T>(st, a);
+      return launch<64, T>(st, a, async);
     case 128:
-      return launch<128, T>(st, a);
+      return launch<128, T>(st, a, async);
     default:
       return cudaErrorInvalidValue;
   }

@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "cmd/common/gpu_flash_mma.hpp"
+#include "cuda/async_copy.cuh"
 #include "cuda/mma.cuh"
 #include "cuda/typed_access.cuh"
 
@@ -50,8 +51,7 @@ __device__ __forceinline__ void load_tile16(uint16_t* dst, int stride, int rows,
   // Runs of 8 (16 bytes) when the operand is of type T with rows of whole,
   // 16-byte aligned runs (dst rows are: stride and the regions are multiples
   // of 8 halves, npad of 16).
-  if (xtype == kTypeCode<T> && xv.sd == 1 && n % 8 == 0 && xv.ss % 8 == 0 && xv.sh % 8 == 0 && xv.sb % 8 == 0 &&
-      (reinterpret_cast<uintptr_t>(x) & 15) == 0) {
+  if (gpu::flash_tile16_runs(xtype, kTypeCode<T>, xv, n, x)) {
     const int runs = npad / 8, count = rows * runs;
     for (int e = threadIdx.x; e < count; e += blockDim.x) {
       const int r = e / runs, d = 8 * (e - r * runs), v = row0 + r;
@@ -71,6 +71,25 @@ __device__ __forceinline__ void load_tile16(uint16_t* dst, int stride, int rows,
       bits = xtype == kTypeCode<T> ? static_cast<const uint16_t*>(x)[o] : bits16<T>(ld_any(x, o, xtype));
     }
     dst[r * stride + d] = bits;
+  }
+}
+
+// load_tile16's copy in runs of 16 bytes (G 1), started with cp.async: rows
+// x npad values of x (an operand with gpu::flash_tile16_runs) into dst, rows
+// row0 + r < limit of head `head`, zero past the limit and past n (those
+// runs by plain stores). The calling thread's copies join its next
+// cp_async_commit group; the tile is complete for the block after a
+// cp_async_wait retiring that group and a __syncthreads.
+template <class T>
+__device__ __forceinline__ void cp_tile16(uint16_t* dst, int stride, int rows, int n, int npad, const void* x,
+                                          const gpu::AttnView& xv, int b, int row0, int head, int limit) {
+  const int runs = npad / 8, count = rows * runs;
+  for (int e = threadIdx.x; e < count; e += blockDim.x) {
+    const int r = e / runs, d = 8 * (e - r * runs), v = row0 + r;
+    if (v < limit && d < n)
+      cp_async16(dst + r * stride + d, static_cast<const uint16_t*>(x) + gpu::attn_off(xv, b, v, head, d));
+    else
+      zero16(dst + r * stride + d);
   }
 }
 
@@ -106,6 +125,35 @@ __device__ __forceinline__ void frag_b_kn(uint32_t (&bf)[2], const uint16_t* m, 
     bf[r] = pack16(m[k * stride + n], m[(k + 1) * stride + n]);
   }
 }
+// The same fragments by ldmatrix (cuda/async_copy.cuh; lane addresses:
+// gpu::ldsm_*, checked on the CPU against the gpu::mma16816_* maps). Rows
+// must be 16-byte aligned (stride and column offsets multiples of 8).
+// frag_a's A fragment.
+__device__ __forceinline__ void frag_a_x4(uint32_t (&a)[4], const uint16_t* m, int stride, int row0, int col0,
+                                          int lane) {
+  ldmatrix_x4(a, m + (row0 + gpu::ldsm_quad_row(lane)) * stride + col0 + gpu::ldsm_quad_col(lane));
+}
+// frag_b_nk's B fragments of k-steps k0 (b0) and k0 + 16 (b1).
+__device__ __forceinline__ void frag_b_nk_x4(uint32_t (&b0)[2], uint32_t (&b1)[2], const uint16_t* m, int stride,
+                                             int n0, int k0, int lane) {
+  uint32_t r[4];
+  ldmatrix_x4(r, m + (n0 + gpu::ldsm_row8_row(lane)) * stride + k0 + gpu::ldsm_row8_col(lane));
+  b0[0] = r[0], b0[1] = r[1], b1[0] = r[2], b1[1] = r[3];
+}
+// frag_b_nk's B fragment of k-step k0 alone (ldmatrix .x2: lanes 0..15's
+// addresses; the others give the same, valid ones).
+__device__ __forceinline__ void frag_b_nk_x2(uint32_t (&bf)[2], const uint16_t* m, int stride, int n0, int k0,
+                                             int lane) {
+  ldmatrix_x2(bf, m + (n0 + gpu::ldsm_row8_row(lane & 15)) * stride + k0 + gpu::ldsm_row8_col(lane & 15));
+}
+// frag_b_kn's B fragments of n-tiles n0 (b0) and n0 + 8 (b1).
+__device__ __forceinline__ void frag_b_kn_x4(uint32_t (&b0)[2], uint32_t (&b1)[2], const uint16_t* m, int stride,
+                                             int k0, int n0, int lane) {
+  uint32_t r[4];
+  ldmatrix_x4_trans(r, m + (k0 + gpu::ldsm_quad_row(lane)) * stride + n0 + gpu::ldsm_quad_col(lane));
+  b0[0] = r[0], b0[1] = r[1], b1[0] = r[2], b1[1] = r[3];
+}
+
 // The A fragment of k-step kk from fp32 accumulator tiles (rounded to T).
 template <class T, int N>
 __device__ __forceinline__ void frag_a_from_acc(uint32_t (&a)[4], const float (&c)[N][4], int kk) {

@@ -6,8 +6,10 @@
 //   the saved lse; the forward not included), each on the fused flash
 //   kernels (NNC_GPU_ATTN_FLASH=1: the tensor-core ones for 16F and 16BF
 //   where they take the call), on the scalar flash
-//   kernels (NNC_GPU_ATTN_MMA=0) and on the row kernels
-//   (NNC_GPU_ATTN_FLASH=0) side by side, with the ratios to the first;
+//   kernels (NNC_GPU_ATTN_MMA=0), on the row kernels
+//   (NNC_GPU_ATTN_FLASH=0) and on the flash kernels with plain tile loads
+//   (NNC_GPU_ATTN_ASYNC=0: the tensor-core forward without cp.async /
+//   ldmatrix) side by side, with the ratios to the first;
 //   CONVOLUTION_TRANSPOSE (GPU_CUDNN, fp32 FMA math, heuristics) for the
 //   U-Net decoder's 2x2 / stride-2 up-samplers at batch 16, NHWC and NCHW:
 //   forward (with bias) and backward (dx, dw, dbias).
@@ -42,26 +44,32 @@ bool row(const char* name, ccv_nnc_cmd_t cmd, ccv_nnc_hint_t hint, std::vector<c
 }
 
 // The attention call on the flash kernels (NNC_GPU_ATTN_FLASH=1: the
-// tensor-core ones where they take the call, 16F and 16BF), on the scalar
-// flash kernels (NNC_GPU_ATTN_MMA=0 too) and on the row kernels
-// (NNC_GPU_ATTN_FLASH=0): the three medians, scalar / flash and rows / flash.
+// tensor-core ones where they take the call, 16F and 16BF, with cp.async
+// where they can), on the scalar flash kernels (NNC_GPU_ATTN_MMA=0 too), on
+// the row kernels (NNC_GPU_ATTN_FLASH=0) and on the flash kernels with plain
+// loads (NNC_GPU_ATTN_ASYNC=0: the tensor-core forward without cp.async /
+// ldmatrix): the four medians, scalar / flash, rows / flash and plain / flash.
 void attn_row(const char* name, ccv_nnc_cmd_t cmd, std::vector<ccv_nnc_tensor_t*> in,
               std::vector<ccv_nnc_tensor_t*> out) {
-  double ms[3] = {-1, -1, -1};
-  const char* flash[3] = {"1", "1", "0"};
-  const char* mma[3] = {"1", "0", "1"};
+  double ms[4] = {-1, -1, -1, -1};
+  const char* flash[4] = {"1", "1", "0", "1"};
+  const char* mma[4] = {"1", "0", "1", "1"};
+  const char* async[4] = {"1", "1", "1", "0"};
   const int is = static_cast<int>(in.size()), os = static_cast<int>(out.size());
-  for (int m = 0; m < 3; m++) {
+  for (int m = 0; m < 4; m++) {
     setenv("NNC_GPU_ATTN_FLASH", flash[m], 1);
     setenv("NNC_GPU_ATTN_MMA", mma[m], 1);
+    setenv("NNC_GPU_ATTN_ASYNC", async[m], 1);
     if (!nnc_bench::first_call(name, 44, cmd, ccv_nnc_no_hint, in, out)) continue;
     ms[m] = nnc_bench::gpu_median_ms(
         [&] { ccv_nnc_cmd_exec(cmd, ccv_nnc_no_hint, 0, in.data(), is, out.data(), os, nullptr); });
   }
   unsetenv("NNC_GPU_ATTN_FLASH");
   unsetenv("NNC_GPU_ATTN_MMA");
+  unsetenv("NNC_GPU_ATTN_ASYNC");
   auto ratio = [&](int m) { return ms[0] > 0 && ms[m] > 0 ? ms[m] / ms[0] : 0.0; };
-  std::printf("%-44s %10.4f %10.4f %10.4f %8.2f %8.2f\n", name, ms[0], ms[1], ms[2], ratio(1), ratio(2));
+  std::printf("%-44s %10.4f %10.4f %10.4f %10.4f %8.2f %8.2f %8.2f\n", name, ms[0], ms[1], ms[2], ms[3], ratio(1),
+              ratio(2), ratio(3));
 }
 
 }  // namespace
@@ -69,7 +77,8 @@ void attn_row(const char* name, ccv_nnc_cmd_t cmd, std::vector<ccv_nnc_tensor_t*
 int main() {
   if (!nnc_bench::gpu_start()) return 0;
   std::printf("GPU 0: %s; ms per call (median of 20, synchronised)\n", nnc_bench::gpu0_name().c_str());
-  std::printf("%-44s %10s %10s %10s %8s %8s\n", "attention", "flash ms", "scalar ms", "rows ms", "sc/fl", "rows/fl");
+  std::printf("%-44s %10s %10s %10s %10s %8s %8s %8s\n", "attention", "flash ms", "scalar ms", "rows ms", "plain ms",
+              "sc/fl", "rows/fl", "pl/fl");
   struct Shape {
     int B, H, S, D;
   };

@@ -29,6 +29,12 @@
 //   NNC_GPU_EMU): three such warp exchanges of the lanes' fragments, then
 //   each lane computes its part of the product in float by the PTX ISA's
 //   fragment layout.
+// - cp.async (cuda/async_copy.cuh): each thread's copies wait in a queue of
+//   committed groups until a wait_group retires them and land when the
+//   thread's next __syncthreads releases (a missing wait, or a missing
+//   barrier after it, reads stale shared memory); with EMU_WARP_AHEAD they
+//   land at once instead (a prefetch overwriting a buffer another warp still
+//   reads shows). ldmatrix: a warp exchange of the row addresses.
 // - Math and half / bfloat16 conversions are the CUDA headers' host versions
 //   and libm: values may differ from the device's in the last place (no FMA
 //   contraction, __expf is expf).
@@ -81,6 +87,16 @@ void syncthreads(const char* file, int line);
 int syncthreads_count(int predicate, const char* file, int line);
 // The current block's dynamic shared memory (the launch's shmem bytes).
 void* dynamic_shared();
+// A fault of the calling thread (a misaligned address, ...): the message, and
+// the launch reports `e` (cudaGetLastError), as CUDA's sticky errors do.
+void fault(cudaError_t e, const char* what, const void* address, const char* file, int line);
+// Asynchronous copies (cp.async: cuda/async_copy.cuh) of the calling thread:
+// queued, closed into a group by async_commit, retired by async_wait and
+// written when the thread's next __syncthreads releases: a read before the wait, or
+// after it without that barrier, sees the old bytes.
+void async_copy(void* dst, const void* src, size_t bytes);  // (both aligned to `bytes`, else a fault)
+void async_commit();
+void async_wait(int pending);  // performs every group but the `pending` most recent
 // The warp barrier: offers `value`, waits for the lanes of `mask`, fills
 // lanes[32] with their values; returns the caller's lane.
 unsigned warp_exchange(unsigned mask, uint64_t value, const char* file, int line, uint64_t* lanes);

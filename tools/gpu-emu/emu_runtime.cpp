@@ -21,6 +21,12 @@
 //                      warp overwrites while another still reads it (a
 //                      missing __syncthreads) shows. Without it every warp
 //                      moves one warp barrier per round, in step.
+//                      cp.async copies (cuda/async_copy.cuh) then land at
+//                      once, the earliest a GPU may land them (a prefetch
+//                      into a buffer another warp still reads shows);
+//                      without it they land at the latest, when the
+//                      __syncthreads after the wait retiring them releases
+//                      (a missing wait or barrier shows).
 //   EMU_EXACT_MEMORY=1 each GPU tensor its own allocation, ending at an
 //                      inaccessible page (or exact under ASan): emu_main.cpp
 #include <cublas_v2.h>
@@ -76,6 +82,16 @@ struct Fiber {
   int line = 0;
   unsigned mask = 0;  // at a warp barrier: the lanes it waits for
   uint64_t slot = 0;  // a value it offers its warp (shuffles, votes)
+  // Asynchronous copies (cp.async, cuda/async_copy.cuh): those not yet
+  // committed, the committed groups not yet retired by a wait (oldest
+  // first), and those retired, written at the thread's next __syncthreads.
+  struct Copy {
+    void* dst;
+    const void* src;
+    size_t bytes;
+  };
+  std::vector<Copy> open, landed;
+  std::vector<std::vector<Copy>> groups;
 };
 
 std::mutex g_launch;  // one launch at a time: __shared__ statics are per kernel, not per block
@@ -248,6 +264,7 @@ bool run_block(unsigned n) {
     Fiber& f = g_fibers[i];
     prepare(f);
     f.state = Ready;
+    f.open.clear(), f.landed.clear(), f.groups.clear();  // copies never waited for and synchronised are dropped
   }
   for (;;) {
     for (unsigned j = 0; j < n; j++) {
@@ -287,6 +304,8 @@ bool run_block(unsigned n) {
     }
     g_barrier_count = 0;
     for (unsigned i = 0; i < n; i++) {
+      for (const Fiber::Copy& c : g_fibers[i].landed) std::memcpy(c.dst, c.src, c.bytes);  // cp.async retired by a wait
+      g_fibers[i].landed.clear();
       g_barrier_count += g_fibers[i].slot != 0;
       g_fibers[i].state = Ready;
     }
@@ -314,6 +333,38 @@ void syncthreads(const char* file, int line) {
   f.file = file;
   f.line = line;
   to_scheduler(f);
+}
+
+void fault(cudaError_t e, const char* what, const void* address, const char* file, int line) {
+  std::fprintf(stderr, "gpu-emu: block (%u,%u,%u) thread %u: %s (%p) at %s:%d\n", blockIdx.x, blockIdx.y, blockIdx.z,
+               g_current, what, address, file, line);
+  set_error(e);
+}
+void async_copy(void* dst, const void* src, size_t bytes) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src);
+  if (a % bytes != 0)
+    fault(cudaErrorMisalignedAddress, "cp.async: an address not aligned to its size", dst, __FILE__, __LINE__);
+  if (g_warp_ahead) {  // the earliest a copy may land: a buffer overwritten while another warp reads it shows
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  g_fibers[g_current].open.push_back({dst, src, bytes});
+}
+void async_commit() {
+  Fiber& f = g_fibers[g_current];
+  f.groups.push_back(std::move(f.open));
+  f.open.clear();
+}
+// The retired groups' copies land when the thread's next __syncthreads releases (CUDA
+// makes them visible to the block's other threads only after one): so a
+// read before the wait, or after it with no __syncthreads, sees the old
+// bytes. (A thread reading its own copies right after the wait would too;
+// no kernel of ours does.)
+void async_wait(int pending) {
+  Fiber& f = g_fibers[g_current];
+  const size_t n = f.groups.size() > static_cast<size_t>(pending) ? f.groups.size() - pending : 0;
+  for (size_t k = 0; k < n; k++) f.landed.insert(f.landed.end(), f.groups[k].begin(), f.groups[k].end());
+  f.groups.erase(f.groups.begin(), f.groups.begin() + static_cast<std::ptrdiff_t>(n));
 }
 
 void* dynamic_shared() {

@@ -2,6 +2,10 @@
 // cuda_emu.hpp emulates, written as CUDA (only the emulation compiles them).
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
+#include "cuda/async_copy.cuh"
+
 namespace gpu_emu_selftest {
 namespace {
 
@@ -89,8 +93,86 @@ __global__ void warp_race_kernel(int* seen) {
   if (threadIdx.x == 0) *seen = slot;
 }
 
+// cp.async of two groups of 16-byte chunks into shared memory (each thread's
+// chunk lands where the next thread reads it), then read back: `wait` 0:
+// after a __syncthreads with no wait (read 0); 1: after wait_group 1 with no
+// __syncthreads (read 1), after the __syncthreads (read 2: the first group
+// landed, the second may not have), after wait_group 0 and a __syncthreads
+// (read 3: both landed). out: 4 reads x 2 groups x blockDim.x chunks.
+__global__ void cp_async_kernel(const uint4* src, uint4* out, int wait) {
+  __shared__ __align__(16) uint4 buf[2][64];
+  const int t = threadIdx.x, n = blockDim.x, to = (t + 1) % n;
+  buf[0][t] = buf[1][t] = make_uint4(0xaaaaaaaau, 0xaaaaaaaau, 0xaaaaaaaau, 0xaaaaaaaau);
+  __syncthreads();
+  nnc::cuda::cp_async16(&buf[0][to], src + t);
+  nnc::cuda::cp_async_commit();
+  nnc::cuda::cp_async16(&buf[1][to], src + n + t);
+  nnc::cuda::cp_async_commit();
+  auto read = [&](int r) { out[(2 * r) * n + t] = buf[0][t], out[(2 * r + 1) * n + t] = buf[1][t]; };
+  if (wait == 0) {
+    __syncthreads();
+    read(0);
+    __syncthreads();  // every thread has read before any copy lands
+    nnc::cuda::cp_async_wait<0>();
+    return;
+  }
+  nnc::cuda::cp_async_wait<1>();
+  read(1);
+  __syncthreads();
+  read(2);
+  __syncthreads();
+  nnc::cuda::cp_async_wait<0>();
+  __syncthreads();
+  read(3);
+}
+
+// ldmatrix of a 16 x 16 row-major tile of 16-bit values (rows 24 apart):
+// lane l addresses row 8 ((l / 8) & 1) + l % 8, column 8 (l / 16), so the four
+// matrices are the tile's quarters, top left, bottom left, top right, bottom
+// right. out: 32 lanes x 4 registers, x4 then x4.trans.
+__global__ void ldmatrix_kernel(const uint16_t* tile, uint32_t* out) {
+  __shared__ __align__(16) uint16_t sm[16 * 24];
+  const int l = threadIdx.x;
+  for (int e = l; e < 16 * 16; e += 32) sm[e / 16 * 24 + e % 16] = tile[e];
+  __syncthreads();
+  const uint16_t* row = sm + (8 * ((l / 8) & 1) + l % 8) * 24 + 8 * (l / 16);
+  uint32_t r[4], rt[4];
+  nnc::cuda::ldmatrix_x4(r, row);
+  nnc::cuda::ldmatrix_x4_trans(rt, row);
+  for (int m = 0; m < 4; m++) out[l * 4 + m] = r[m], out[128 + l * 4 + m] = rt[m];
+}
+
+// A cp.async from a source 8 bytes off 16 (which = 0), or an ldmatrix of rows
+// 2 bytes off 16 (which = 1): both fault on a GPU.
+__global__ void misaligned_kernel(const uint16_t* src, int which) {
+  __shared__ __align__(16) uint16_t sm[32 * 8 + 8];
+  for (int e = threadIdx.x; e < 32 * 8 + 8; e += 32) sm[e] = 0;
+  __syncthreads();
+  if (which == 0) {
+    nnc::cuda::cp_async16(sm + threadIdx.x * 8, src + 4 + threadIdx.x * 8);
+    nnc::cuda::cp_async_commit();
+    nnc::cuda::cp_async_wait<0>();
+    __syncthreads();
+  } else {
+    uint32_t r[4];
+    nnc::cuda::ldmatrix_x4(r, sm + 1 + threadIdx.x * 8);
+  }
+}
+
 }  // namespace
 
+cudaError_t misaligned(const uint16_t* src, int which) {
+  misaligned_kernel<<<1, 32>>>(src, which);
+  return cudaGetLastError();
+}
+cudaError_t cp_async(const void* src, void* out, int wait, int threads) {
+  cp_async_kernel<<<1, threads>>>(static_cast<const uint4*>(src), static_cast<uint4*>(out), wait);
+  return cudaGetLastError();
+}
+cudaError_t ldmatrix(const uint16_t* tile, uint32_t* out) {
+  ldmatrix_kernel<<<1, 32>>>(tile, out);
+  return cudaGetLastError();
+}
 cudaError_t warp_race(int* seen) {
   warp_race_kernel<<<1, 64>>>(seen);
   return cudaGetLastError();

@@ -17,6 +17,9 @@ cudaError_t divergent(int* y);
 cudaError_t early_return(int* y);
 cudaError_t bad_config(int* y);
 cudaError_t warp_race(int* seen);
+cudaError_t cp_async(const void* src, void* out, int wait, int threads);
+cudaError_t ldmatrix(const uint16_t* tile, uint32_t* out);
+cudaError_t misaligned(const uint16_t* src, int which);
 }  // namespace gpu_emu_selftest
 namespace emu {
 // emu_runtime.cpp: the scheduling modes, set for one test.
@@ -115,6 +118,78 @@ TEST(GpuEmu, WarpAheadShowsAMissingBarrierBetweenWarps) {
   // to first, warp 1 runs ahead and writes first.
   EXPECT_EQ(seen, emu::order_reversed() ? 1 : 0);
   emu::set_warp_ahead(was);
+}
+
+// cp.async (cuda/async_copy.cuh): a copy lands only when a wait_group has
+// retired its group and the thread reached a __syncthreads after it, so a
+// read with no wait, or after the wait with no barrier, sees the old bytes
+// (as a GPU may: a missing wait or barrier shows); wait_group 1 lands the
+// older of two groups only, wait_group 0 both. With EMU_WARP_AHEAD they land
+// at once instead.
+TEST(GpuEmu, CpAsyncLandsAtTheWaitAndBarrier) {
+  const bool was = emu::set_warp_ahead(false);  // (with it, copies land at once: below)
+  const int n = 48;
+  const uint32_t old = 0xaaaaaaaau;
+  std::vector<uint32_t> src(2 * n * 4), out(8 * n * 4, 0);
+  std::mt19937 rng(13);
+  for (uint32_t& v : src) v = static_cast<uint32_t>(rng());
+  auto chunk = [&](int read, int group, int t) { return &out[static_cast<size_t>(((2 * read + group) * n + t) * 4)]; };
+  // The chunk thread t reads of group g: what thread t - 1 copied.
+  auto copied = [&](int group, int t) { return &src[static_cast<size_t>((group * n + (t + n - 1) % n) * 4)]; };
+  ASSERT_EQ(cp_async(src.data(), out.data(), 0, n), cudaSuccess);
+  for (int g = 0; g < 2; g++)
+    for (int t = 0; t < n; t++)
+      for (int w = 0; w < 4; w++) EXPECT_EQ(chunk(0, g, t)[w], old) << "no wait: group " << g << " landed";
+  ASSERT_EQ(cp_async(src.data(), out.data(), 1, n), cudaSuccess);
+  for (int t = 0; t < n; t++)
+    for (int w = 0; w < 4; w++) {
+      EXPECT_EQ(chunk(1, 0, t)[w], old) << "wait_group 1, no barrier: the first group landed, thread " << t;
+      EXPECT_EQ(chunk(1, 1, t)[w], old) << "wait_group 1, no barrier: the second group landed, thread " << t;
+      EXPECT_EQ(chunk(2, 0, t)[w], copied(0, t)[w]) << "wait_group 1: the first group, thread " << t;
+      EXPECT_EQ(chunk(2, 1, t)[w], old) << "wait_group 1: the second group landed, thread " << t;
+      EXPECT_EQ(chunk(3, 0, t)[w], copied(0, t)[w]) << "wait_group 0: the first group, thread " << t;
+      EXPECT_EQ(chunk(3, 1, t)[w], copied(1, t)[w]) << "wait_group 0: the second group, thread " << t;
+    }
+  // EMU_WARP_AHEAD: copies land as they are issued (the earliest a GPU may
+  // land them), so the read after the first __syncthreads, without a wait,
+  // sees both groups.
+  emu::set_warp_ahead(true);
+  ASSERT_EQ(cp_async(src.data(), out.data(), 0, n), cudaSuccess);
+  for (int g = 0; g < 2; g++)
+    for (int t = 0; t < n; t++)
+      for (int w = 0; w < 4; w++) EXPECT_EQ(chunk(0, g, t)[w], copied(g, t)[w]) << "at once: group " << g;
+  emu::set_warp_ahead(was);
+}
+
+// ldmatrix .x4 / .x4.trans of the four 8 x 8 quarters of a 16 x 16 tile,
+// checked element by element by where the PTX ISA puts it: element (r, c) of
+// matrix m goes to register m of lane 4 r + c / 2, half c % 2 (plain), and to
+// lane 4 c + r / 2, half r % 2 (.trans).
+TEST(GpuEmu, LdmatrixFollowsTheIsaLayout) {
+  std::vector<uint16_t> tile(256);
+  std::mt19937 rng(17);
+  for (uint16_t& v : tile) v = static_cast<uint16_t>(rng());
+  std::vector<uint32_t> out(256, 0), want(256, 0);
+  ASSERT_EQ(ldmatrix(tile.data(), out.data()), cudaSuccess);
+  for (int row = 0; row < 16; row++)
+    for (int col = 0; col < 16; col++) {
+      const int m = row / 8 + 2 * (col / 8), r = row % 8, c = col % 8;
+      const uint32_t v = tile[static_cast<size_t>(row * 16 + col)];
+      want[static_cast<size_t>((4 * r + c / 2) * 4 + m)] |= v << (16 * (c % 2));
+      want[static_cast<size_t>(128 + (4 * c + r / 2) * 4 + m)] |= v << (16 * (r % 2));
+    }
+  for (int i = 0; i < 256; i++)
+    EXPECT_EQ(out[static_cast<size_t>(i)], want[static_cast<size_t>(i)])
+        << (i < 128 ? "x4" : "x4.trans") << " lane " << i % 128 / 4 << " register " << i % 4;
+}
+
+// cp.async and ldmatrix need 16-byte aligned addresses: a launch that
+// passes others fails with cudaErrorMisalignedAddress, as on a GPU.
+TEST(GpuEmu, MisalignedCpAsyncAndLdmatrixFailTheLaunch) {
+  alignas(16) static uint16_t src[32 * 8 + 16];
+  EXPECT_EQ(misaligned(src, 0), cudaErrorMisalignedAddress);
+  EXPECT_EQ(misaligned(src, 1), cudaErrorMisalignedAddress);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);  // read and cleared
 }
 
 TEST(GpuEmu, InvalidBarriersAndConfigurationsFailTheLaunch) {

@@ -35,6 +35,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "cmd/common/gpu_flash.hpp"
 
@@ -70,6 +71,11 @@ struct FlashMmaBwdGeom {
   // dk / dv: [kFlashMmaBwdKeys] k, v; [kv_q_tile] q, dO (halves), lse, delta (floats).
   int kv_q_tile = 0;
   int kv_k = 0, kv_v = 0, kv_q = 0, kv_do = 0, kv_l = 0, kv_dl = 0, kv_bytes = 0;
+  // With cp.async (cuda/flash_mma_bwd_kernels.cu, operands with
+  // flash_tile16_runs): a second buffer of the tiles loaded per step, after
+  // the rest: dq's k and v, dk / dv's q and dO.
+  int dq_k1 = 0, dq_v1 = 0, dq_async_bytes = 0;
+  int kv_q1 = 0, kv_do1 = 0, kv_async_bytes = 0;
 };
 
 NNC_HD int flash_mma_bwd_stride(int padded) { return padded + 8; }
@@ -94,7 +100,13 @@ inline bool flash_mma_bwd_geometry(int D, int Dv, FlashMmaBwdGeom* g) {
   x.kv_l = x.kv_do + x.kv_q_tile * x.vs * 2;
   x.kv_dl = x.kv_l + x.kv_q_tile * 4;
   x.kv_bytes = x.kv_dl + x.kv_q_tile * 4;
-  if (x.dq_bytes > kFlashMmaBwdMaxShmem || x.kv_bytes > kFlashMmaBwdMaxShmem) return false;
+  x.dq_k1 = x.dq_bytes;
+  x.dq_v1 = x.dq_k1 + x.dq_k_tile * x.ks * 2;
+  x.dq_async_bytes = x.dq_v1 + x.dq_k_tile * x.vs * 2;
+  x.kv_q1 = x.kv_bytes;
+  x.kv_do1 = x.kv_q1 + x.kv_q_tile * x.ks * 2;
+  x.kv_async_bytes = x.kv_do1 + x.kv_q_tile * x.vs * 2;
+  if (x.dq_async_bytes > kFlashMmaBwdMaxShmem || x.kv_async_bytes > kFlashMmaBwdMaxShmem) return false;
   *g = x;
   return true;
 }
@@ -128,5 +140,44 @@ NNC_HD int mma16816_c_col(int lane, int e) { return 2 * (lane & 3) + (e & 1); }
 // (mma16816_c2a_elem(r), + 1) of tile 2 kk + mma16816_c2a_tile(r) (same lane).
 NNC_HD int mma16816_c2a_tile(int r) { return r >> 1; }
 NNC_HD int mma16816_c2a_elem(int r) { return 2 * (r & 1); }
+
+// ---- Latency hiding in the tensor-core forward (cuda/flash_mma_kernels.cu) ----
+// Where k and v can be copied in 16-byte runs (flash_tile16_runs for both),
+// the forward loads them with cp.async (cuda/async_copy.cuh) into two
+// buffers: tile j + 1 is in flight while tile j is computed on; and reads
+// its fragments with ldmatrix. Other operands (strided along the head,
+// another type, unaligned) keep the plain loads into one buffer, as does
+// NNC_GPU_ATTN_ASYNC=0 (flash_mma_async_allowed).
+
+// Whether an attention operand x (GpuType xtype, view xv, head size n) of a
+// kernel of 16-bit type `type` is copied in runs of 8 values (16 bytes): of
+// that type, contiguous along the head, n and every stride multiples of 8
+// values, the base 16-byte aligned (cuda/mma_tile.cuh's load_tile16 then
+// copies 16 bytes at a time; the forward's cp.async path needs it).
+NNC_HD bool flash_tile16_runs(int xtype, int type, const AttnView& xv, int n, const void* x) {
+  return xtype == type && xv.sd == 1 && n % 8 == 0 && xv.ss % 8 == 0 && xv.sh % 8 == 0 && xv.sb % 8 == 0 &&
+         (reinterpret_cast<uintptr_t>(x) & 15) == 0;
+}
+// The forward's dynamic shared memory with double-buffered k and v tiles:
+// twice flash_mma_shmem_bytes (69632 bytes at the 128 bucket: above
+// kFlashShmemLimit, so its launch opts in).
+NNC_HD int64_t flash_mma_async_shmem_bytes(int bucket) { return 2 * flash_mma_shmem_bytes(bucket); }
+// NNC_GPU_ATTN_ASYNC: "0" keeps the plain loads (one buffer, 32-bit fragment
+// reads: the forward as it was); unset or anything else allows cp.async.
+inline bool flash_mma_async_allowed(const char* env_value) { return !(env_value && std::strcmp(env_value, "0") == 0); }
+
+// ldmatrix .x4 row addresses (cuda/async_copy.cuh: lane l gives row l % 8 of
+// matrix l / 8): the (row, column) lane l addresses, relative to a block's
+// corner, in a row-major tile of 16-bit values, for
+// - the A fragment of a 16 x 16 block (plain), and the B fragments of two n8
+//   tiles side by side (columns n0 and n0 + 8) of a 16 x 16 block B(k, n) =
+//   m[k][n] (.trans): the matrices are the quarters top left, bottom left,
+//   top right, bottom right;
+NNC_HD int ldsm_quad_row(int lane) { return (lane & 7) + 8 * ((lane >> 3) & 1); }
+NNC_HD int ldsm_quad_col(int lane) { return 8 * (lane >> 4); }
+// - the B fragments of two k-steps (k0 and k0 + 16) of an n8 tile B(k, n) =
+//   m[n][k] (plain): the matrices are 8 rows by 8 columns each, side by side.
+NNC_HD int ldsm_row8_row(int lane) { return lane & 7; }
+NNC_HD int ldsm_row8_col(int lane) { return 8 * (lane >> 3); }
 
 }  // namespace nnc::gpu

@@ -8,13 +8,18 @@
 // exactly one (lane, register, half), the accumulator -> A conversion taking
 // the same element, a CPU replay of a 16 x 16 x 16 product through the maps,
 // and the shared-memory fragment loads of a warp free of bank conflicts for
-// every padded stride.
+// every padded stride. The forward's cp.async / ldmatrix path (GpuFlashMma.*):
+// the ldmatrix row addresses give exactly the fragments of the maps above
+// (ldmatrix's layout written out here from the PTX ISA), without bank
+// conflicts; which operands take it, the switch, the shared memory.
 #include "cmd/common/gpu_flash_mma.hpp"
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <random>
 #include <set>
+#include <utility>
 #include <vector>
 
 namespace g = nnc::gpu;
@@ -57,6 +62,20 @@ TEST(GpuFlashMmaBwd, GeometryForEveryHeadPair) {
         ASSERT_EQ(kv[r] % 16, 0) << r;
         ASSERT_EQ(kv[r + 1], kv[r] + kv_len[r]) << r;
       }
+      // cp.async's second buffers (dq: k, v; dk / dv: q, dO) after the rest, 16-byte aligned.
+      const int dq1[3] = {x.dq_k1, x.dq_v1, x.dq_async_bytes};
+      const int kv1[3] = {x.kv_q1, x.kv_do1, x.kv_async_bytes};
+      ASSERT_EQ(dq1[0], x.dq_bytes);
+      ASSERT_EQ(kv1[0], x.kv_bytes);
+      for (int r = 0; r < 2; r++) {
+        ASSERT_EQ(dq1[r] % 16, 0) << r;
+        ASSERT_EQ(kv1[r] % 16, 0) << r;
+        ASSERT_EQ(dq1[r + 1], dq1[r] + dq_len[2 + r]) << r;
+        ASSERT_EQ(kv1[r + 1], kv1[r] + kv_len[2 + r]) << r;
+      }
+      // Two blocks an SM (228 KiB, 1 KiB reserved per block) with either.
+      ASSERT_LE(2 * (x.dq_async_bytes + 1024), 228 << 10) << D << " " << Dv;
+      ASSERT_LE(2 * (x.kv_async_bytes + 1024), 228 << 10) << D << " " << Dv;
       ASSERT_LE(x.dq_bytes, g::kFlashMmaBwdMaxShmem);
       ASSERT_LE(x.kv_bytes, g::kFlashMmaBwdMaxShmem);
       if (x.bucket <= 64) {  // no opt-in needed
@@ -233,6 +252,123 @@ TEST(GpuFlashMmaBwd, FragmentLoadsAreFreeOfBankConflicts) {
         banks.insert(((g::mma16816_b_n(lane) * stride + g::mma16816_b_k(lane, r)) / 2) % 32);
       EXPECT_EQ(banks.size(), 32u) << "B, stride " << stride << ", register " << r;
     }
+  }
+}
+
+// ldmatrix by the PTX ISA ("ldmatrix"): lane l gives the address of row
+// l % 8 of matrix l / 8; register m of lane l holds elements (l / 4, 2 (l % 4))
+// and (l / 4, 2 (l % 4) + 1) of matrix m, or with .trans (2 (l % 4), l / 4)
+// and (2 (l % 4) + 1, l / 4); low half first. tile: ids, row-major, `stride`;
+// addr(l): the (row, column) lane l addresses.
+template <class Addr>
+std::vector<std::array<uint32_t, 4>> ldmatrix_x4(const std::vector<uint32_t>& tile, int stride, bool trans, Addr addr) {
+  std::vector<std::array<uint32_t, 4>> regs(32);
+  for (int l = 0; l < 32; l++)
+    for (int m = 0; m < 4; m++) {
+      auto at = [&](int r, int c) {
+        const auto [row, col] = addr(8 * m + r);
+        return tile[static_cast<size_t>(row * stride + col + c)];
+      };
+      const int g = l / 4, t = l % 4;
+      regs[static_cast<size_t>(l)][static_cast<size_t>(m)] =
+          trans ? (at(2 * t, g) | at(2 * t + 1, g) << 16) : (at(g, 2 * t) | at(g, 2 * t + 1) << 16);
+    }
+  return regs;
+}
+
+TEST(GpuFlashMma, LdmatrixAddressesGiveTheMmaFragments) {
+  // A 32 x 40 tile of ids (< 2^16): element (r, c) is r * 40 + c + 1.
+  const int stride = 40, rows = 32;
+  std::vector<uint32_t> tile(static_cast<size_t>(rows * stride));
+  for (size_t i = 0; i < tile.size(); i++) tile[i] = static_cast<uint32_t>(i + 1);
+  auto id = [&](int r, int c) { return tile[static_cast<size_t>(r * stride + c)]; };
+  for (int r0 : {0, 16})
+    for (int c0 : {0, 8, 16}) {
+      // A of the 16 x 16 block at (r0, c0): plain x4 at the quad addresses.
+      auto a = ldmatrix_x4(tile, stride, false, [&](int l) {
+        return std::pair<int, int>{r0 + g::ldsm_quad_row(l), c0 + g::ldsm_quad_col(l)};
+      });
+      // B(k, n) = m[n0 + n][k0 + k] of k-steps k0 = c0 and c0 + 16 (n0 = r0): plain x4 at the row8 addresses.
+      auto bnk = ldmatrix_x4(tile, stride, false, [&](int l) {
+        return std::pair<int, int>{r0 + g::ldsm_row8_row(l), c0 + g::ldsm_row8_col(l)};
+      });
+      // B(k, n) = m[k0 + k][n0 + n] of n-tiles n0 = c0 and c0 + 8 (k0 = r0): .trans x4 at the quad addresses.
+      auto bkn = ldmatrix_x4(tile, stride, true, [&](int l) {
+        return std::pair<int, int>{r0 + g::ldsm_quad_row(l), c0 + g::ldsm_quad_col(l)};
+      });
+      for (int lane = 0; lane < 32; lane++) {
+        const auto L = static_cast<size_t>(lane);
+        for (int r = 0; r < 4; r++) {
+          const int row = r0 + g::mma16816_a_row(lane, r), col = c0 + g::mma16816_a_col(lane, r);
+          EXPECT_EQ(a[L][static_cast<size_t>(r)], id(row, col) | id(row, col + 1) << 16)
+              << "A lane " << lane << " r " << r;
+        }
+        for (int step = 0; step < 2; step++)
+          for (int r = 0; r < 2; r++) {
+            const int n = r0 + g::mma16816_b_n(lane), k = c0 + 16 * step + g::mma16816_b_k(lane, r);
+            EXPECT_EQ(bnk[L][static_cast<size_t>(2 * step + r)], id(n, k) | id(n, k + 1) << 16)
+                << "B nk lane " << lane << " k-step " << step << " r " << r;
+          }
+        for (int nt = 0; nt < 2; nt++)
+          for (int r = 0; r < 2; r++) {
+            const int k = r0 + g::mma16816_b_k(lane, r), n = c0 + 8 * nt + g::mma16816_b_n(lane);
+            EXPECT_EQ(bkn[L][static_cast<size_t>(2 * nt + r)], id(k, n) | id(k + 1, n) << 16)
+                << "B kn lane " << lane << " n-tile " << nt << " r " << r;
+          }
+      }
+    }
+}
+
+// ldmatrix reads one 8 x 8 matrix (8 rows of 16 bytes) per phase: the rows
+// of the forward's k / v tiles (stride bucket + 8 halves) fall in 32
+// different banks for each address map.
+TEST(GpuFlashMma, LdmatrixRowsAreFreeOfBankConflicts) {
+  for (int bucket : {32, 64, 128}) {
+    const int stride = g::flash_mma_stride(bucket);
+    for (int map = 0; map < 2; map++)
+      for (int m = 0; m < 4; m++) {
+        std::set<int> banks;
+        for (int l = 8 * m; l < 8 * m + 8; l++) {
+          const int row = map ? g::ldsm_row8_row(l) : g::ldsm_quad_row(l);
+          const int col = map ? g::ldsm_row8_col(l) : g::ldsm_quad_col(l);
+          const int word = (row * stride + col) / 2;  // 4-byte words
+          for (int w = 0; w < 4; w++) banks.insert((word + w) % 32);
+          EXPECT_EQ((row * stride + col) % 8, 0) << "row address not 16-byte aligned";
+        }
+        EXPECT_EQ(banks.size(), 32u) << "bucket " << bucket << " map " << map << " matrix " << m;
+      }
+  }
+}
+
+TEST(GpuFlashMma, AsyncPathOperandsSwitchAndSharedMemory) {
+  const g::AttnView packed{8 * 64 * 3, 64 * 3, 64, 1};  // [B, S, 3 heads, 64]
+  alignas(16) static uint16_t buf[64];
+  const int f16 = 1, bf16 = 2;
+  EXPECT_TRUE(g::flash_tile16_runs(f16, f16, packed, 64, buf));
+  EXPECT_TRUE(g::flash_tile16_runs(f16, f16, packed, 40, buf));       // a view of the first 40 of 64
+  EXPECT_FALSE(g::flash_tile16_runs(bf16, f16, packed, 64, buf));     // another type: converted
+  EXPECT_FALSE(g::flash_tile16_runs(f16, f16, packed, 36, buf));      // the head not in runs of 8
+  EXPECT_FALSE(g::flash_tile16_runs(f16, f16, packed, 64, buf + 4));  // 8-byte aligned only
+  g::AttnView v = packed;
+  v.sd = 2;
+  EXPECT_FALSE(g::flash_tile16_runs(f16, f16, v, 32, buf));  // strided along the head
+  for (int64_t g::AttnView::* st : {&g::AttnView::ss, &g::AttnView::sh, &g::AttnView::sb}) {
+    v = packed;
+    v.*st += 4;
+    EXPECT_FALSE(g::flash_tile16_runs(f16, f16, v, 64, buf));  // a row not 16-byte aligned
+  }
+  EXPECT_TRUE(g::flash_mma_async_allowed(nullptr));
+  EXPECT_TRUE(g::flash_mma_async_allowed("1"));
+  EXPECT_TRUE(g::flash_mma_async_allowed(""));
+  EXPECT_FALSE(g::flash_mma_async_allowed("0"));
+  // Two buffers of k and v; above the default 48 KiB only at the 128 bucket
+  // (the launch opts in), and two blocks still fit an SM's 228 KiB.
+  for (int bucket : {32, 64, 128}) {
+    const int64_t bytes = g::flash_mma_async_shmem_bytes(bucket);
+    EXPECT_EQ(bytes, 2 * 2 * 2 * g::kFlashMmaKeys * int64_t{bucket + 8});
+    EXPECT_EQ(bytes > g::kFlashShmemLimit, bucket == 128);
+    EXPECT_LE(2 * (bytes + 1024), int64_t{228} << 10);
+    EXPECT_LE(bytes, g::kFlashMmaBwdMaxShmem);
   }
 }
 
