@@ -336,12 +336,10 @@ __global__ void flash_mma_dkdv(FlashArgs a, FlashMmaBwdGeom g) {
 template <class K>
 cudaError_t launch_kernel(K k, int64_t blocks, int bytes, cudaStream_t st, const FlashArgs& a,
                           const FlashMmaBwdGeom& g) {
-#if !defined(NNC_GPU_EMU)  // (the emulation takes up to 227 KiB without the opt-in)
   if (bytes > gpu::kFlashShmemLimit) {
     const cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
     if (e != cudaSuccess) return e;
   }
-#endif
   k<<<gpu::flash_grid(blocks), kFlashMmaBwdThreads, bytes, st>>>(a, g);
   return cudaGetLastError();
 }

@@ -280,13 +280,11 @@ cudaError_t launch(cudaStream_t st, const FlashArgs& a, bool async) {
   const int64_t items = gpu::flash_mma_items(a.s) * a.splits;
   if (async) {
     const int64_t bytes = gpu::flash_mma_async_shmem_bytes(HB);
-#if !defined(NNC_GPU_EMU)  // (the emulation takes up to 227 KiB without the opt-in)
     if (bytes > gpu::kFlashShmemLimit) {
       const cudaError_t e = cudaFuncSetAttribute(flash_mma_forward<HB, T, true>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
       if (e != cudaSuccess) return e;
     }
-#endif
     flash_mma_forward<HB, T, true><<<gpu::flash_grid(items), kFlashMmaThreads, bytes, st>>>(a);
   } else {
     flash_mma_forward<HB, T, false>

@@ -75,11 +75,21 @@ inline unsigned present_lanes() {
 // where cudaGetLastError() finds it.
 // `kernel` (its name as the launch spells it) and `caller` (the launching
 // function) are counted for EMU_STATS.
-void launch_body(dim3 grid, dim3 block, size_t shared_bytes, const char* kernel, const char* caller,
+// func: the kernel's address (kernel_address; NULL when the launch asks for
+// no dynamic shared memory). More than 48 KiB of dynamic shared memory needs
+// the kernel's opt-in (cudaFuncSetAttribute with
+// cudaFuncAttributeMaxDynamicSharedMemorySize) of at least that many bytes
+// first, as on a GPU; without it the launch fails (cudaErrorInvalidValue).
+void launch_body(dim3 grid, dim3 block, size_t shared_bytes, const char* kernel, const char* caller, const void* func,
                  void (*body)(void*), void* arg);
 template <class F>
-void launch(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t, const char* kernel, const char* caller, F&& f) {
-  launch_body(grid, block, shared_bytes, kernel, caller, [](void* p) { (*static_cast<F*>(p))(); }, &f);
+void launch(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t, const char* kernel, const char* caller,
+            const void* func, F&& f) {
+  launch_body(grid, block, shared_bytes, kernel, caller, func, [](void* p) { (*static_cast<F*>(p))(); }, &f);
+}
+template <class K>
+const void* kernel_address(K* k) {
+  return reinterpret_cast<const void*>(k);
 }
 void syncthreads(const char* file, int line);
 // __syncthreads_count / _and / _or: the barrier, returning how many of the
@@ -273,4 +283,11 @@ inline T atomicCAS(T* p, std::type_identity_t<T> compare, std::type_identity_t<T
   const T old = *p;
   if (old == compare) *p = v;
   return old;
+}
+
+// cuda_runtime.h's typed cudaFuncSetAttribute (a kernel, not its address) is
+// nvcc's only; the emulation's for host compilers.
+template <class T>
+cudaError_t cudaFuncSetAttribute(T* entry, enum cudaFuncAttribute attr, int value) {
+  return ::cudaFuncSetAttribute(reinterpret_cast<const void*>(entry), attr, value);
 }

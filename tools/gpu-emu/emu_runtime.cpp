@@ -65,9 +65,12 @@ void set_error(cudaError_t e) {
 // --- the block scheduler ---------------------------------------------------
 constexpr size_t kStack = 256 * 1024;  // per emulated thread (mapped lazily)
 constexpr unsigned kMaxThreads = 1024;
-// sm_90's 227 KiB of shared memory per block (more than 48 KiB needs
-// cudaFuncSetAttribute there, which is not checked here).
+// sm_90's 227 KiB of shared memory per block; more than 48 KiB needs the
+// kernel's opt-in (cudaFuncSetAttribute, below), checked at launch.
 constexpr size_t kMaxDynamicShared = 227 * 1024;
+constexpr size_t kDefaultDynamicShared = 48 * 1024;
+std::mutex g_opt_in_mutex;
+std::map<const void*, size_t> g_opt_in;  // kernel -> its cudaFuncAttributeMaxDynamicSharedMemorySize
 
 enum State { Ready, AtBarrier, AtWarpBarrier, Done };
 struct Fiber {
@@ -392,7 +395,7 @@ unsigned warp_exchange(unsigned mask, uint64_t value, const char* file, int line
   return g_current - warp;
 }
 
-void launch_body(dim3 grid, dim3 block, size_t shared_bytes, const char* kernel, const char* caller,
+void launch_body(dim3 grid, dim3 block, size_t shared_bytes, const char* kernel, const char* caller, const void* func,
                  void (*body)(void*), void* arg) {
   const unsigned long long n = 1ull * block.x * block.y * block.z;
   if (n == 0 || n > kMaxThreads || block.z > 64 || grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 0x7fffffffu ||
@@ -407,6 +410,22 @@ void launch_body(dim3 grid, dim3 block, size_t shared_bytes, const char* kernel,
                  kMaxDynamicShared);
     set_error(cudaErrorInvalidValue);
     return;
+  }
+  if (shared_bytes > kDefaultDynamicShared) {
+    size_t allowed = 0;
+    if (func) {
+      const std::lock_guard<std::mutex> lock(g_opt_in_mutex);
+      const auto it = g_opt_in.find(func);
+      if (it != g_opt_in.end()) allowed = it->second;
+    }
+    if (shared_bytes > allowed) {
+      std::fprintf(stderr,
+                   "gpu-emu: %s (from %s) asks for %zu bytes of dynamic shared memory, above 48 KiB, but its opt-in "
+                   "(cudaFuncSetAttribute, cudaFuncAttributeMaxDynamicSharedMemorySize) allows %zu\n",
+                   kernel, caller, shared_bytes, allowed);
+      set_error(cudaErrorInvalidValue);
+      return;
+    }
   }
   if (g_max_blocks > 0 && grid.x > g_max_blocks) grid.x = g_max_blocks;
   const std::lock_guard<std::mutex> lock(g_launch);
@@ -508,6 +527,18 @@ cudaError_t CUDARTAPI cudaGetDevice(int* d) {
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaDeviceSynchronize(void) { return cudaSuccess; }
+
+// The opt-in above 48 KiB of dynamic shared memory that launch_body checks;
+// other attributes are accepted and ignored.
+cudaError_t CUDARTAPI cudaFuncSetAttribute(const void* func, enum cudaFuncAttribute attr, int value) {
+  if (!func) return cudaErrorInvalidDeviceFunction;
+  if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize) {
+    if (value < 0 || static_cast<size_t>(value) > emu::kMaxDynamicShared) return cudaErrorInvalidValue;
+    const std::lock_guard<std::mutex> lock(emu::g_opt_in_mutex);
+    emu::g_opt_in[func] = static_cast<size_t>(value);
+  }
+  return cudaSuccess;
+}
 
 cudaError_t CUDARTAPI cudaMalloc(void** p, size_t bytes) {
   *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);

@@ -2,7 +2,9 @@
 """GPU_REF under CPU emulation (see CMakeLists.txt here): copies a .cu file to
 a host C++ file with each kernel launch `K<...><<<grid, block[, shmem[,
 stream]]>>>(args);` rewritten to
-    ::emu::launch(grid, block, shmem, stream, "K<...>", __func__, [&] { K<...>(args); });
+    ::emu::launch(grid, block, shmem, stream, "K<...>", __func__, func, [&] { K<...>(args); });
+(func: the kernel's address, ::emu::kernel_address(K<...>), when shmem is not
+the literal 0; nullptr otherwise),
 each `extern __shared__ [__align__(n)] T name[];` (dynamic shared memory)
 rewritten to `T* const name = static_cast<T*>(::emu::dynamic_shared());`, and
 nothing else changed (a #line directive keeps compiler messages pointing
@@ -81,8 +83,13 @@ def rewrite(s, path):
             q += 1
         args = s[p + 1:q]
         out.append(s[pos:k])
-        out.append('::emu::launch(%s, %s, %s, %s, "%s", __func__,%s%s[&] { %s(%s); })' %
-                   (cfg[0], cfg[1], cfg[2], cfg[3], name, gap, gap2, name, args))
+        # Launches with dynamic shared memory pass the kernel's address, so
+        # the emulation can hold them to the opt-in above 48 KiB
+        # (cudaFuncSetAttribute) as a GPU does; others pass NULL (a kernel
+        # template deduced from its arguments has no address to take).
+        func = 'nullptr' if cfg[2] == '0' else '::emu::kernel_address(%s)' % name
+        out.append('::emu::launch(%s, %s, %s, %s, "%s", __func__, %s,%s%s[&] { %s(%s); })' %
+                   (cfg[0], cfg[1], cfg[2], cfg[3], name, func, gap, gap2, name, args))
         pos = q + 1
     out.append(s[pos:])
     return ''.join(out)

@@ -206,4 +206,22 @@ cudaError_t bad_config(int* y) {
   return cudaGetLastError();
 }
 
+// Fills `bytes` of dynamic shared memory and copies them out (a launch that
+// needs the opt-in above 48 KiB; opt_in: cudaFuncSetAttribute first with
+// that many bytes, 0: none).
+__global__ void big_shared_kernel(unsigned char* out, int bytes) {
+  extern __shared__ unsigned char big[];
+  for (int i = threadIdx.x; i < bytes; i += blockDim.x) big[i] = static_cast<unsigned char>(i * 7);
+  __syncthreads();
+  for (int i = threadIdx.x; i < bytes; i += blockDim.x) out[i] = big[bytes - 1 - i];
+}
+cudaError_t big_shared(unsigned char* out, int bytes, int opt_in) {
+  if (opt_in > 0) {
+    const cudaError_t e = cudaFuncSetAttribute(big_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, opt_in);
+    if (e != cudaSuccess) return e;
+  }
+  big_shared_kernel<<<1, 128, bytes>>>(out, bytes);
+  return cudaGetLastError();
+}
+
 }  // namespace gpu_emu_selftest

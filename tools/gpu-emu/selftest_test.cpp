@@ -4,6 +4,8 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -20,6 +22,7 @@ cudaError_t warp_race(int* seen);
 cudaError_t cp_async(const void* src, void* out, int wait, int threads);
 cudaError_t ldmatrix(const uint16_t* tile, uint32_t* out);
 cudaError_t misaligned(const uint16_t* src, int which);
+cudaError_t big_shared(unsigned char* out, int bytes, int opt_in);
 }  // namespace gpu_emu_selftest
 namespace emu {
 // emu_runtime.cpp: the scheduling modes, set for one test.
@@ -189,6 +192,25 @@ TEST(GpuEmu, MisalignedCpAsyncAndLdmatrixFailTheLaunch) {
   alignas(16) static uint16_t src[32 * 8 + 16];
   EXPECT_EQ(misaligned(src, 0), cudaErrorMisalignedAddress);
   EXPECT_EQ(misaligned(src, 1), cudaErrorMisalignedAddress);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);  // read and cleared
+}
+
+// More than 48 KiB of dynamic shared memory needs the kernel's opt-in of at
+// least that many bytes (cudaFuncSetAttribute), as on a GPU: without it, or
+// with too small a one, the launch fails and nothing runs.
+TEST(GpuEmu, SharedMemoryAbove48KiBNeedsTheOptIn) {
+  const int bytes = 64 * 1024;
+  std::vector<unsigned char> out(bytes, 0);
+  EXPECT_EQ(big_shared(out.data(), 48 * 1024, 0), cudaSuccess);  // the default limit: no opt-in needed
+  EXPECT_EQ(out[0], static_cast<unsigned char>((48 * 1024 - 1) * 7));
+  std::fill(out.begin(), out.end(), 0);
+  EXPECT_EQ(big_shared(out.data(), bytes, 0), cudaErrorInvalidValue);
+  EXPECT_EQ(out[0], 0) << "the refused launch ran";
+  EXPECT_EQ(big_shared(out.data(), bytes, bytes - 16), cudaErrorInvalidValue);  // an opt-in below the launch's
+  EXPECT_EQ(out[0], 0);
+  EXPECT_EQ(big_shared(out.data(), bytes, bytes), cudaSuccess);
+  for (int i = 0; i < bytes; i++) ASSERT_EQ(out[i], static_cast<unsigned char>((bytes - 1 - i) * 7)) << i;
+  EXPECT_EQ(big_shared(out.data(), bytes, 228 * 1024), cudaErrorInvalidValue);  // past sm_90's 227 KiB
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);  // read and cleared
 }
 
