@@ -70,16 +70,16 @@ __device__ __forceinline__ void mma_abt(float (&c)[N][4], const uint16_t* a, int
         mma_16816<T>(c[nt], af, bf, c[nt]);
       }
     }
-    return;
-  }
-  for (int kd = 0; kd < ksteps; kd++) {
-    uint32_t af[4];
-    frag_a(af, a, as, row0, 16 * kd, lane);
+  } else {
+    for (int kd = 0; kd < ksteps; kd++) {
+      uint32_t af[4];
+      frag_a(af, a, as, row0, 16 * kd, lane);
 #pragma unroll
-    for (int nt = 0; nt < N; nt++) {
-      uint32_t bf[2];
-      frag_b_nk(bf, b, bs, 8 * nt, 16 * kd, lane);
-      mma_16816<T>(c[nt], af, bf, c[nt]);
+      for (int nt = 0; nt < N; nt++) {
+        uint32_t bf[2];
+        frag_b_nk(bf, b, bs, 8 * nt, 16 * kd, lane);
+        mma_16816<T>(c[nt], af, bf, c[nt]);
+      }
     }
   }
 }
@@ -100,15 +100,15 @@ __device__ __forceinline__ void mma_acc_kn(float (&acc)[N][4], const uint32_t (&
         mma_16816<T>(acc[nt], af, bf0, acc[nt]);
         mma_16816<T>(acc[nt + 1], af, bf1, acc[nt + 1]);
       }
-    return;
-  }
+  } else {
 #pragma unroll
-  for (int nt = 0; nt < N; nt++)
-    if (nt < ntiles) {
-      uint32_t bf[2];
-      frag_b_kn(bf, m, stride, 16 * kk, 8 * nt, lane);
-      mma_16816<T>(acc[nt], af, bf, acc[nt]);
-    }
+    for (int nt = 0; nt < N; nt++)
+      if (nt < ntiles) {
+        uint32_t bf[2];
+        frag_b_kn(bf, m, stride, 16 * kk, 8 * nt, lane);
+        mma_16816<T>(acc[nt], af, bf, acc[nt]);
+      }
+  }
 }
 
 // dq: one block per (b, h, kFlashMmaBwdRows query rows), warp w owning rows

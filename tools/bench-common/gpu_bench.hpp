@@ -10,7 +10,9 @@
 
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -61,6 +63,33 @@ inline bool first_call(const char* name, int width, const ccv_nnc_cmd_t& cmd, co
     return true;
   std::printf("%-*s failed: %s\n", width, name, ccv_nnc_error_message());
   return false;
+}
+
+// Runs the PyTorch peer first, in its own process (the two never share the
+// GPU): `python3 <peer> <args>`, the peer being $NNC_BENCH_PEER, else
+// `built_in` (the source tree's, compiled in), else `fallback` (relative to
+// the current folder, as gpu-check runs from the tree). Lines "torch NAME MS"
+// become the map; every other line is printed as it comes.
+inline std::map<std::string, double> run_peer(const char* built_in, const char* fallback, const std::string& args = "") {
+  std::map<std::string, double> ms;
+  std::string peer = std::getenv("NNC_BENCH_PEER") ? std::getenv("NNC_BENCH_PEER") : built_in;
+  if (FILE* f = std::fopen(peer.c_str(), "r"))
+    std::fclose(f);
+  else
+    peer = fallback;
+  if (FILE* p = popen(("python3 " + peer + (args.empty() ? "" : " " + args) + " 2>&1").c_str(), "r")) {
+    char line[512];
+    while (std::fgets(line, sizeof(line), p)) {
+      char name[128];
+      double v = 0;
+      if (std::sscanf(line, "torch %127s %lf", name, &v) == 2)
+        ms[name] = v;
+      else
+        std::fputs(line, stdout);
+    }
+    pclose(p);
+  }
+  return ms;
 }
 
 }  // namespace nnc_bench

@@ -80,24 +80,7 @@ struct Row {
 int main() {
   if (!nnc_bench::gpu_start()) return 0;
   // PyTorch first, in its own process, so the two never share the GPU.
-  std::map<std::string, double> torch_ms;
-  std::string peer = std::getenv("NNC_BENCH_PEER") ? std::getenv("NNC_BENCH_PEER") : NNC_BENCH_PEER;
-  if (FILE* f = std::fopen(peer.c_str(), "r"))
-    std::fclose(f);
-  else
-    peer = "tools/bench-cuda/peer.py";
-  if (FILE* p = popen(("python3 " + peer + " 2>&1").c_str(), "r")) {
-    char line[512];
-    while (std::fgets(line, sizeof(line), p)) {
-      char name[128];
-      double ms = 0;
-      if (std::sscanf(line, "torch %127s %lf", name, &ms) == 2)
-        torch_ms[name] = ms;
-      else
-        std::fputs(line, stdout);
-    }
-    pclose(p);
-  }
+  const std::map<std::string, double> torch_ms = nnc_bench::run_peer(NNC_BENCH_PEER, "tools/bench-cuda/peer.py");
   std::printf("GPU 0: %s; ms per call (median of 20), device synchronised after each\n",
               nnc_bench::gpu0_name().c_str());
   cublasHandle_t h;

@@ -72,15 +72,7 @@ std::vector<Owned> forward(const Case& c, int dt, const Inputs& in, const char* 
 }
 
 void expect_near(const ccv_nnc_tensor_t* a, const ccv_nnc_tensor_t* b, float tol, const char* what) {
-  const size_t n = ccv_nnc_tensor_count(b->info);
-  ASSERT_EQ(ccv_nnc_tensor_count(a->info), n) << what;
-  size_t bad = 0;
-  for (size_t i = 0; i < n; i++) {
-    const float x = a->data.f32[i], y = b->data.f32[i];
-    if (!(x == y || std::fabs(x - y) <= tol * (1 + std::fabs(y))) && bad++ < 5)
-      ADD_FAILURE() << what << ": element " << i << " is " << x << " with cp.async, " << y << " with plain loads";
-  }
-  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << n << " elements differ";
+  nnc_gpu_test::flash::expect_agree(a, b, tol, what, "with cp.async", "with plain loads");
 }
 
 TEST(FlashMmaAsync, MatchesCpuRefAndThePlainLoads) {

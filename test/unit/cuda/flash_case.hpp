@@ -120,4 +120,20 @@ inline void check_case(const Case& c, int dt, bool saved, std::mt19937& rng) {
   dv->expect_close(bwd_tol(dt), bwd_tol(dt), "dv");
 }
 
+// a against b, both packed fp32 CPU tensors of one count: |a - b| <= tol
+// (1 + |b|), equal values (infinities too: rows without keys have lse -inf)
+// agreeing. a_is / b_is name the two sides in the failures.
+inline void expect_agree(const ccv_nnc_tensor_t* a, const ccv_nnc_tensor_t* b, float tol, const char* what,
+                         const char* a_is, const char* b_is) {
+  const size_t n = ccv_nnc_tensor_count(b->info);
+  ASSERT_EQ(ccv_nnc_tensor_count(a->info), n) << what;
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    const float x = a->data.f32[i], y = b->data.f32[i];
+    if (!(x == y || std::fabs(x - y) <= tol * (1 + std::fabs(y))) && bad++ < 5)
+      ADD_FAILURE() << what << ": element " << i << " is " << x << " " << a_is << ", " << y << " " << b_is;
+  }
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << n << " elements differ";
+}
+
 }  // namespace nnc_gpu_test::flash

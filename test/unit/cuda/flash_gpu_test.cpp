@@ -133,18 +133,9 @@ std::vector<Owned> gpu_run(const Case& c, int dt, const Inputs& in, const char* 
   return back;
 }
 
-// a against b, both packed fp32 CPU tensors: |a - b| <= tol (1 + |b|), equal
-// infinities (rows without keys: lse -inf) agreeing.
+// The flash kernels' results against the row kernels' (flash_case.hpp's expect_agree).
 void expect_agree(const ccv_nnc_tensor_t* a, const ccv_nnc_tensor_t* b, float tol, const char* what) {
-  const size_t n = ccv_nnc_tensor_count(b->info);
-  ASSERT_EQ(ccv_nnc_tensor_count(a->info), n) << what;
-  size_t bad = 0;
-  for (size_t i = 0; i < n; i++) {
-    const float x = a->data.f32[i], y = b->data.f32[i];
-    if (!(x == y || std::fabs(x - y) <= tol * (1 + std::fabs(y))) && bad++ < 5)
-      ADD_FAILURE() << what << ": element " << i << " is " << x << " on the flash kernels, " << y << " on the rows";
-  }
-  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << n << " elements differ";
+  nnc_gpu_test::flash::expect_agree(a, b, tol, what, "on the flash kernels", "on the rows");
 }
 
 // The flash kernels and the row kernels agree on the same inputs (fp32: only
