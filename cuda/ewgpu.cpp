@@ -540,8 +540,10 @@ NNC_KERNEL(blas_grad) {
     NNC_CHECK(gpu::make_reduce_plan(rp, g.dim.data(), g.nd, d.dim.data(), d.stride.data(), d.nd, inputs_n, ins),
               "%s: gradient %d (%s) does not reduce from g %s", what, j, shape_string(outputs[j]->info.dim).c_str(),
               shape_string_n(g.dim.data(), g.nd).c_str());
-    c.check(launch_reduce_as(c.s, gpu_type(d.datatype), rp, gpu::choose_reduce(rp), d.data, gt ? gt->data.ptr : nullptr,
-                             other, inputs_n == 2 ? kRedSumProd : kRedSum, scale));
+    const gpu::ReduceLaunch l = gpu::choose_reduce_sliced(rp);
+    StreamBlock scratch(static_cast<size_t>(gpu::reduce_scratch_elements(l, rp)) * sizeof(float), c.s, what);
+    c.check(launch_reduce_as(c.s, gpu_type(d.datatype), rp, l, d.data, gt ? gt->data.ptr : nullptr, other,
+                             inputs_n == 2 ? kRedSumProd : kRedSum, scale, static_cast<float*>(scratch.get())));
   }
   c.done();
   return CCV_NNC_EXEC_SUCCESS;

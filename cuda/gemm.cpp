@@ -36,7 +36,10 @@
 namespace nnc::cuda {
 
 cudaError_t launch_gemm_bias_fill(cudaStream_t s, int type, const gpu::EwPlan& p, void* c, const void* bias);
-cudaError_t launch_gemm_bias_grad(cudaStream_t s, int type, const gpu::ReducePlan& r, void* dbias, const void* g);
+// dbias (launch: gpu::choose_reduce_sliced; a sliced one needs scratch of
+// gpu::reduce_scratch_elements accumulators: floats, doubles for 64F).
+cudaError_t launch_gemm_bias_grad(cudaStream_t s, int type, const gpu::ReducePlan& r, const gpu::ReduceLaunch& l,
+                                  void* dbias, const void* g, void* scratch);
 cudaError_t launch_gemm_store_f32(cudaStream_t s, int type, const gpu::EwPlan& p, void* c, const float* x);
 
 namespace {
@@ -403,7 +406,12 @@ NNC_KERNEL(gemm_backward) {
         run_call(h, *c, t, false, what);
     }
   }
-  if (b.dbias) NNC_CUDA_CHECK(launch_gemm_bias_grad(s, t.kernel_type, b.reduce, b.dbias_data, b.g_data), what);
+  if (b.dbias) {
+    const gpu::ReduceLaunch l = gpu::choose_reduce_sliced(b.reduce);
+    const size_t acc = t.kernel_type == kF64 ? sizeof(double) : sizeof(float);
+    StreamBlock scratch(static_cast<size_t>(gpu::reduce_scratch_elements(l, b.reduce)) * acc, s, what);
+    NNC_CUDA_CHECK(launch_gemm_bias_grad(s, t.kernel_type, b.reduce, l, b.dbias_data, b.g_data, scratch.get()), what);
+  }
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
 }

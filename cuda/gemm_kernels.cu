@@ -78,6 +78,40 @@ __global__ void bias_grad_block_kernel(EwPlan outer, EwPlan inner, void* dbias, 
   }
 }
 
+// The sliced launch (gpu::choose_reduce_sliced: a tall g, few bias
+// elements): thread t sums run t / m of dbias element t % m into partial[t]
+// (A: float, double for fp64), then each element's partials are added in
+// run order.
+template <class T>
+__global__ void bias_grad_slice_kernel(EwPlan outer, EwPlan inner, int64_t slices, typename Acc<T>::type* partial,
+                                       const void* g) {
+  using A = typename Acc<T>::type;
+  const int64_t m = outer.count, n = inner.count;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < m * slices; t += step) {
+    const int64_t s = t / m, o = t - s * m;
+    int64_t base[2] = {0, 0};
+    gpu::plan_offsets(outer, 2, o, base);
+    A acc = 0;
+    const int64_t r1 = gpu::reduce_slice_begin(n, slices, s + 1);
+    for (int64_t r = gpu::reduce_slice_begin(n, slices, s); r < r1; r++)
+      acc += Acc<T>::load(g, base[1] + gpu::plan_offset(inner, 0, r));
+    partial[t] = acc;
+  }
+}
+template <class T>
+__global__ void bias_grad_combine_kernel(EwPlan outer, int64_t slices, const typename Acc<T>::type* partial,
+                                         void* dbias) {
+  using A = typename Acc<T>::type;
+  const int64_t m = outer.count;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < m; o += step) {
+    A acc = partial[o];
+    for (int64_t s = 1; s < slices; s++) acc += partial[s * m + o];
+    Acc<T>::store(dbias, gpu::plan_offset(outer, 0, o), acc);
+  }
+}
+
 // c[off0] = x[off1] rounded to T (operand 0: the output, operand 1: an fp32 scratch).
 template <class T>
 __global__ void store_f32_kernel(EwPlan p, void* c, const float* x) {
@@ -106,13 +140,18 @@ cudaError_t fill_typed(cudaStream_t s, const EwPlan& p, void* c, const void* bia
 }
 
 template <class T>
-cudaError_t grad_typed(cudaStream_t s, const gpu::ReducePlan& r, void* dbias, const void* g) {
-  if (r.outer.count == 0) return cudaSuccess;
-  const gpu::ReduceLaunch l = gpu::choose_reduce(r);
-  if (l.blocks == 0) return cudaSuccess;
-  if (l.threads > 256 || (l.threads & (l.threads - 1))) return cudaErrorInvalidValue;
+cudaError_t grad_typed(cudaStream_t s, const gpu::ReducePlan& r, const gpu::ReduceLaunch& l, void* dbias, const void* g,
+                       void* scratch) {
+  if (r.outer.count == 0 || l.blocks == 0) return cudaSuccess;
+  if (l.threads > 256 || (l.threads & (l.threads - 1)) || (l.slices > 1 && !scratch)) return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>(l.blocks));
-  if (l.block_per_output)
+  if (l.slices > 1) {
+    using A = typename Acc<T>::type;
+    bias_grad_slice_kernel<T><<<grid, l.threads, 0, s>>>(r.outer, r.inner, l.slices, static_cast<A*>(scratch), g);
+    const gpu::EwLaunch c = gpu::choose_ew(r.outer.count);
+    bias_grad_combine_kernel<T>
+        <<<static_cast<unsigned>(c.blocks), c.threads, 0, s>>>(r.outer, l.slices, static_cast<const A*>(scratch), dbias);
+  } else if (l.block_per_output)
     bias_grad_block_kernel<T><<<grid, l.threads, 0, s>>>(r.outer, r.inner, dbias, g);
   else
     bias_grad_thread_kernel<T><<<grid, l.threads, 0, s>>>(r.outer, r.inner, dbias, g);
@@ -147,16 +186,17 @@ cudaError_t launch_gemm_store_f32(cudaStream_t s, int type, const gpu::EwPlan& p
   }
 }
 
-cudaError_t launch_gemm_bias_grad(cudaStream_t s, int type, const gpu::ReducePlan& r, void* dbias, const void* g) {
+cudaError_t launch_gemm_bias_grad(cudaStream_t s, int type, const gpu::ReducePlan& r, const gpu::ReduceLaunch& l,
+                                  void* dbias, const void* g, void* scratch) {
   switch (type) {
     case kF32:
-      return grad_typed<float>(s, r, dbias, g);
+      return grad_typed<float>(s, r, l, dbias, g, scratch);
     case kF16:
-      return grad_typed<__half>(s, r, dbias, g);
+      return grad_typed<__half>(s, r, l, dbias, g, scratch);
     case kBF16:
-      return grad_typed<__nv_bfloat16>(s, r, dbias, g);
+      return grad_typed<__nv_bfloat16>(s, r, l, dbias, g, scratch);
     case kF64:
-      return grad_typed<double>(s, r, dbias, g);
+      return grad_typed<double>(s, r, l, dbias, g, scratch);
     default:
       return cudaErrorInvalidValue;
   }

@@ -72,9 +72,11 @@ enum ReduceOp : int {
 cudaError_t launch_reduce(cudaStream_t s, const gpu::ReducePlan& plan, const gpu::ReduceLaunch& launch, float* y,
                           const float* x1, const float* x2, int op, float scale);
 // The same over 32F, 16F or 16BF storage (every operand of `type`), summed in
-// float, each output rounded once.
+// float, each output rounded once. A sliced launch (launch.slices > 1,
+// gpu::choose_reduce_sliced) needs scratch of gpu::reduce_scratch_elements
+// floats on the stream.
 cudaError_t launch_reduce_as(cudaStream_t s, GpuType type, const gpu::ReducePlan& plan, const gpu::ReduceLaunch& launch,
-                             void* y, const void* x1, const void* x2, int op, float scale);
+                             void* y, const void* x1, const void* x2, int op, float scale, float* scratch = nullptr);
 
 // Row-wise kernels (losses, softmax): every row tensor is rows x cols along
 // its last dimension; `rows` walks the leading dimensions (operand k: the

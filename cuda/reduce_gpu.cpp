@@ -12,6 +12,7 @@
 #include "core/kernel.hpp"
 #include "core/registry.hpp"
 #include "core/tensor.hpp"
+#include "cuda/cuda.hpp"
 #include "cuda/ewgpu.hpp"
 #include "cuda/rows.hpp"
 
@@ -53,7 +54,10 @@ NNC_KERNEL(reduce_forward) {
       cmd.cmd == CCV_NNC_REDUCE_MEAN_FORWARD ? static_cast<float>(1.0 / static_cast<double>(rp.inner.count)) : 1.f;
   const Call c(stream_context, device_of(inputs, 1, outputs, 1), what);
   NNC_CHECK(x.data != y.data || rp.inner.count == 1, "%s: y cannot be x itself", what);
-  c.check(launch_reduce_as(c.s, gpu_type(y.datatype), rp, gpu::choose_reduce(rp), y.data, x.data, nullptr, op, scale));
+  const gpu::ReduceLaunch l = gpu::choose_reduce_sliced(rp);
+  StreamBlock scratch(static_cast<size_t>(gpu::reduce_scratch_elements(l, rp)) * sizeof(float), c.s, what);
+  c.check(launch_reduce_as(c.s, gpu_type(y.datatype), rp, l, y.data, x.data, nullptr, op, scale,
+                           static_cast<float*>(scratch.get())));
   c.done();
   return CCV_NNC_EXEC_SUCCESS;
 }

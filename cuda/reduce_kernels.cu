@@ -1,7 +1,9 @@
 // GPU_REF reductions over strided operands (REDUCE_SUM / MEAN / MAX, the
 // gradients of broadcast operands): y[o] = scale * R_r f(x1, x2) over the
-// plan's inner elements. One thread per output (a sequential loop), or one
-// block per output (a strided loop per thread, then a shared-memory tree):
+// plan's inner elements. One thread per output (a sequential loop), one
+// block per output (a strided loop per thread, then a shared-memory tree),
+// or runs of the inner elements per thread with the partials combined in
+// order by a second kernel (few outputs over long sums):
 // cmd/common/gpu_plan.hpp chooses. No atomics: every output is written by
 // exactly one thread, so results are deterministic. Storage 32F, 16F or 16BF
 // (every operand one type), loaded as float, summed in float, each output
@@ -73,19 +75,66 @@ __global__ void reduce_block_kernel(EwPlan outer, EwPlan inner, void* y, const v
   }
 }
 
+// The sliced launch (gpu::choose_reduce_sliced): thread t sums run t / m of
+// output t % m (m outputs) into partial[t]; neighbouring threads take
+// neighbouring outputs, so their reads are neighbours.
+template <class T, int IN>
+__global__ void reduce_slice_kernel(EwPlan outer, EwPlan inner, int64_t slices, float* partial, const void* x1,
+                                    const void* x2, int op) {
+  constexpr int inputs = IN;
+  const int64_t m = outer.count, n = inner.count;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < m * slices; t += step) {
+    const int64_t s = t / m, o = t - s * m;
+    int64_t base[3] = {0, 0, 0};
+    gpu::plan_offsets(outer, 1 + inputs, o, base);
+    float acc = identity(op);
+    const int64_t r1 = gpu::reduce_slice_begin(n, slices, s + 1);
+    for (int64_t r = gpu::reduce_slice_begin(n, slices, s); r < r1; r++) {
+      int64_t off[2] = {0, 0};
+      gpu::plan_offsets(inner, inputs, r, off);
+      acc = combine(op, acc, element<T>(op, x1, x2, base[1] + off[0], base[2] + off[1]));
+    }
+    partial[t] = acc;
+  }
+}
+
+// Each output's partials combined in run order, scaled and stored once.
+template <class T>
+__global__ void reduce_combine_kernel(EwPlan outer, int64_t slices, const float* partial, void* y, int op,
+                                      float scale) {
+  const int64_t m = outer.count;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < m; o += step) {
+    float acc = partial[o];
+    for (int64_t s = 1; s < slices; s++) acc = combine(op, acc, partial[s * m + o]);
+    st<T>(y, gpu::plan_offset(outer, 0, o), op == kRedMax ? acc : scale * acc);
+  }
+}
+
 }  // namespace
 
 cudaError_t launch_reduce_as(cudaStream_t s, GpuType type, const gpu::ReducePlan& plan, const gpu::ReduceLaunch& launch,
-                             void* y, const void* x1, const void* x2, int op, float scale) {
+                             void* y, const void* x1, const void* x2, int op, float scale, float* scratch) {
   if (plan.outer.count == 0 || launch.blocks == 0) return cudaSuccess;
   const int inputs = plan.inner.operands;
   if (inputs < 1 || inputs > 2 || (op == kRedSumProd && (inputs != 2 || !x2)) || launch.threads > 256 ||
-      (launch.threads & (launch.threads - 1)))
+      (launch.threads & (launch.threads - 1)) || (launch.slices > 1 && !scratch))
     return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>(launch.blocks));
   if (!with_float_type(type, [&](auto tag) {
         using Elem = decltype(tag);
-        if (launch.block_per_output) {
+        if (launch.slices > 1) {
+          if (inputs == 1)
+            reduce_slice_kernel<Elem, 1><<<grid, launch.threads, 0, s>>>(plan.outer, plan.inner, launch.slices, scratch,
+                                                                         x1, x2, op);
+          else
+            reduce_slice_kernel<Elem, 2><<<grid, launch.threads, 0, s>>>(plan.outer, plan.inner, launch.slices, scratch,
+                                                                         x1, x2, op);
+          const gpu::EwLaunch c = gpu::choose_ew(plan.outer.count);
+          reduce_combine_kernel<Elem><<<static_cast<unsigned>(c.blocks), c.threads, 0, s>>>(plan.outer, launch.slices,
+                                                                                           scratch, y, op, scale);
+        } else if (launch.block_per_output) {
           if (inputs == 1)
             reduce_block_kernel<Elem, 1><<<grid, launch.threads, 0, s>>>(plan.outer, plan.inner, y, x1, x2, op, scale);
           else
@@ -103,7 +152,7 @@ cudaError_t launch_reduce_as(cudaStream_t s, GpuType type, const gpu::ReducePlan
 
 cudaError_t launch_reduce(cudaStream_t s, const gpu::ReducePlan& plan, const gpu::ReduceLaunch& launch, float* y,
                           const float* x1, const float* x2, int op, float scale) {
-  return launch_reduce_as(s, kF32, plan, launch, y, x1, x2, op, scale);
+  return launch_reduce_as(s, kF32, plan, launch, y, x1, x2, op, scale, nullptr);
 }
 
 }  // namespace nnc::cuda

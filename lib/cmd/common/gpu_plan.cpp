@@ -124,6 +124,22 @@ ReduceLaunch choose_reduce(const ReducePlan& r) {
   return l;
 }
 
+ReduceLaunch choose_reduce_sliced(const ReducePlan& r) {
+  const int64_t m = r.outer.count, n = r.inner.count;
+  if (m <= 0 || n < 4 * kReduceSliceMin || r.outer.stride[1][r.outer.nd - 1] != 1 || m >= kReduceSliceThreads)
+    return choose_reduce(r);
+  int64_t slices = (kReduceSliceThreads + m - 1) / m;
+  if (slices > n / kReduceSliceMin) slices = n / kReduceSliceMin;
+  if (slices > kReduceMaxSlices) slices = kReduceMaxSlices;
+  if (slices < 2) return choose_reduce(r);
+  ReduceLaunch l;
+  l.slices = slices;
+  l.threads = 256;
+  const int64_t b = (m * slices + l.threads - 1) / l.threads;
+  l.blocks = b < kMaxBlocks ? b : kMaxBlocks;
+  return l;
+}
+
 EwLaunch choose_ew(int64_t count) {
   EwLaunch l;
   l.threads = 256;

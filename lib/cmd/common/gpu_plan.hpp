@@ -103,9 +103,32 @@ struct ReduceLaunch {
   bool block_per_output = false;
   int threads = 256;   // per block
   int64_t blocks = 1;  // at most kMaxBlocks; kernels loop over the rest
+  // Above 1 (choose_reduce_sliced only): the inner elements cut into `slices`
+  // runs; a thread per (run, output) writes its partial to scratch
+  // (reduce_slice_begin), and a second kernel combines each output's
+  // partials in run order. blocks / threads are the first kernel's.
+  int64_t slices = 1;
 };
 constexpr int64_t kMaxBlocks = 65535;
 ReduceLaunch choose_reduce(const ReducePlan& r);
+// choose_reduce, or the sliced launch where outputs that are neighbours read
+// neighbouring input elements but are too few to fill a GPU with one thread
+// each over long sums (a bias gradient: a column sum of a tall matrix): runs
+// of at least kReduceSliceMin inner elements, enough (run, output) pairs for
+// kReduceSliceThreads threads, at most kReduceMaxSlices runs. Only for
+// callers that supply the scratch (reduce_scratch_elements).
+constexpr int64_t kReduceSliceThreads = int64_t{1} << 17;
+constexpr int64_t kReduceSliceMin = 32;
+constexpr int64_t kReduceMaxSlices = 1024;
+ReduceLaunch choose_reduce_sliced(const ReducePlan& r);
+// Partials the sliced launch keeps (0 when not sliced).
+inline int64_t reduce_scratch_elements(const ReduceLaunch& l, const ReducePlan& r) {
+  return l.slices > 1 ? l.slices * r.outer.count : 0;
+}
+// The first inner element of run s of `slices` over n elements.
+NNC_HD int64_t reduce_slice_begin(int64_t n, int64_t slices, int64_t s) {
+  return n / slices * s + (s < n % slices ? s : n % slices);
+}
 
 // An element-wise launch: `threads` per block, blocks capped (grid-stride loops).
 struct EwLaunch {

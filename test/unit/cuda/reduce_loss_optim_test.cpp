@@ -11,6 +11,7 @@
 // fp32 arithmetic on O(1) values is within a few ulp: rtol / atol 1e-5.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,63 @@ TEST(GpuRefReduce, MaxPropagatesNaN) {
   Owned back = to_cpu(y->gpu());
   EXPECT_TRUE(std::isnan(back->data.f32[2]));
   EXPECT_FALSE(std::isnan(back->data.f32[1]));
+}
+
+// Column sums of tall inputs (few outputs, long sums) take the sliced launch
+// (gpu::choose_reduce_sliced: runs of rows per thread, partials combined in
+// order): REDUCE_SUM / MEAN / MAX and ADD's broadcast gradient (a bias
+// gradient) against CPU_REF, uneven runs, a multi-dimensional inner walk,
+// 16F, and a NaN that must reach its column's maximum from any run.
+TEST(GpuRefReduce, ColumnSumsOfTallInputsInRuns) {
+  NNC_REQUIRE_GPU();
+  std::mt19937 rng(229);
+  struct Case {
+    std::vector<int> dim;
+    std::vector<int> axes;
+    int dt;
+  };
+  const Case cases[] = {{{1000, 70}, {0}, CCV_32F}, {{2, 517, 37}, {0, 1}, CCV_32F}, {{1000, 70}, {0}, CCV_16F}};
+  for (const Case& k : cases) {
+    std::vector<int> out = k.dim;
+    size_t n = 1;
+    for (int a : k.axes) {
+      n *= static_cast<size_t>(out[static_cast<size_t>(a)]);
+      out[static_cast<size_t>(a)] = 1;
+    }
+    for (uint32_t id : {CCV_NNC_REDUCE_SUM_FORWARD, CCV_NNC_REDUCE_MEAN_FORWARD, CCV_NNC_REDUCE_MAX_FORWARD}) {
+      auto x = both({k.dim, false, k.dt}, rng), y = both({out, false, k.dt}, rng);
+      const std::string what = std::string(ccv_nnc_cmd_name(id)) + " of columns over " + std::to_string(n) +
+                               (k.dt == CCV_16F ? " 16F" : "");
+      run_both(reduce_cmd(id, k.axes), {x.get()}, {y.get()}, what);
+      // 16F: one rounding of the float sum (about 5e-4 relative) on top.
+      const float rtol = k.dt == CCV_16F ? 2e-3f : 1e-5f;
+      const float atol = id == CCV_NNC_REDUCE_MAX_FORWARD    ? 0.f
+                         : id == CCV_NNC_REDUCE_MEAN_FORWARD ? (k.dt == CCV_16F ? 1e-3f : 1e-6f)
+                                                             : (k.dt == CCV_16F ? 2e-3f : 1e-6f) * static_cast<float>(n);
+      y->expect_close(rtol, atol, what);
+    }
+  }
+  // The bias gradient of ADD: db[70] = the sum of g[1000, 70] over rows.
+  {
+    auto g = both({{1000, 70}}, rng), da = both({{1000, 70}}, rng), db = both({{70}}, rng);
+    ccv_nnc_cmd_t add = make_cmd(CCV_NNC_ADD_BACKWARD);
+    add.info.blas.a[0] = 1, add.info.blas.a[1] = 1;
+    auto a = both({{1000, 70}}, rng), b = both({{70}}, rng);
+    run_both(add, {g.get(), a.get(), b.get()}, {da.get(), db.get()}, "ADD backward, bias gradient");
+    db->expect_close(1e-5f, 1e-6f * 1000, "ADD backward db");
+    da->expect_close(1e-6f, 0, "ADD backward da");
+  }
+  // A NaN in one column, deep in the rows: only that column's maximum is NaN.
+  {
+    auto x = both({{1000, 70}}, rng), y = both({{1, 70}}, rng);
+    Owned host = to_cpu(x->gpu());
+    host->data.f32[777 * 70 + 13] = NAN;
+    x->cpu()->data.f32[777 * 70 + 13] = NAN;
+    ASSERT_EQ(exec(make_cmd(CCV_NNC_DATA_TRANSFER_FORWARD), ccv_nnc_no_hint, {host.t}, {x->gpu()}), CCV_NNC_EXEC_SUCCESS);
+    run_both(reduce_cmd(CCV_NNC_REDUCE_MAX_FORWARD, {0}), {x.get()}, {y.get()}, "column REDUCE_MAX with NaN");
+    Owned back = to_cpu(y->gpu());
+    for (int j = 0; j < 70; j++) EXPECT_EQ(std::isnan(back->data.f32[j]), j == 13) << "column " << j;
+  }
 }
 
 TEST(GpuRefReduce, Refusals) {

@@ -242,6 +242,43 @@ TEST(GpuPlan, LaunchGeometry) {
   ASSERT_TRUE(make_reduce_plan(cols, full2, 2, out2, os2, 2, 1, ins2));
   EXPECT_FALSE(choose_reduce(cols).block_per_output);
   EXPECT_EQ(choose_reduce(cols).blocks, 32);
+  // Sliced: the same columns summed in 4 runs of 32 rows (2^17 threads would
+  // want 16 runs; runs of at least 32). Rows are never sliced (outputs not
+  // neighbours in the input), nor short sums, nor outputs enough to fill the GPU.
+  const ReduceLaunch sc = choose_reduce_sliced(cols);
+  EXPECT_EQ(sc.slices, 4);
+  EXPECT_EQ(sc.threads, 256);
+  EXPECT_EQ(sc.blocks, 8192 * 4 / 256);
+  EXPECT_EQ(reduce_scratch_elements(sc, cols), 4 * 8192);
+  EXPECT_EQ(choose_reduce_sliced(rows).slices, 1);
+  EXPECT_TRUE(choose_reduce_sliced(rows).block_per_output);
+  EXPECT_EQ(reduce_scratch_elements(choose_reduce_sliced(rows), rows), 0);
+  ReducePlan tall;  // a bias gradient of a tall g: 100,000 x 256 -> 256
+  const int full3[] = {100000, 256};
+  const int out3[] = {1, 256};
+  int64_t fs3[2], os3[2] = {256, 1};
+  packed_strides(full3, 2, fs3);
+  const int64_t* ins3[] = {fs3};
+  ASSERT_TRUE(make_reduce_plan(tall, full3, 2, out3, os3, 2, 1, ins3));
+  EXPECT_EQ(choose_reduce_sliced(tall).slices, 512);  // ceil(2^17 / 256)
+  const int full4[] = {96, 70};
+  const int out4[] = {1, 70};
+  int64_t fs4[2], os4[2] = {70, 1};
+  packed_strides(full4, 2, fs4);
+  const int64_t* ins4[] = {fs4};
+  ReducePlan shortcols;
+  ASSERT_TRUE(make_reduce_plan(shortcols, full4, 2, out4, os4, 2, 1, ins4));
+  EXPECT_EQ(choose_reduce_sliced(shortcols).slices, 1) << "96 rows: too short to slice";
+  // The runs cover the inner elements once, in order, none empty.
+  for (int64_t n : {128, 129, 1000, 4097})
+    for (int64_t k : {2, 3, 31, 32}) {
+      EXPECT_EQ(reduce_slice_begin(n, k, 0), 0);
+      EXPECT_EQ(reduce_slice_begin(n, k, k), n);
+      for (int64_t j = 0; j < k; j++) {
+        const int64_t len = reduce_slice_begin(n, k, j + 1) - reduce_slice_begin(n, k, j);
+        EXPECT_TRUE(len == n / k || len == n / k + 1) << n << " in " << k << ", run " << j;
+      }
+    }
 }
 
 }  // namespace
