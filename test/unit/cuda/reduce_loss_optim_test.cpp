@@ -29,6 +29,16 @@ ccv_nnc_cmd_t reduce_cmd(uint32_t id, const std::vector<int>& axes) {
   return c;
 }
 
+// dim with the axes reduced to 1, and in *n how many elements each output sums.
+std::vector<int> reduced(std::vector<int> dim, const std::vector<int>& axes, size_t* n) {
+  *n = 1;
+  for (int a : axes) {
+    *n *= static_cast<size_t>(dim[static_cast<size_t>(a)]);
+    dim[static_cast<size_t>(a)] = 1;
+  }
+  return dim;
+}
+
 TEST(GpuRefReduce, SumMeanMaxOverAnyAxes) {
   NNC_REQUIRE_GPU();
   std::mt19937 rng(211);
@@ -44,12 +54,8 @@ TEST(GpuRefReduce, SumMeanMaxOverAnyAxes) {
       {{2, 1, 100003}, {2}, false}, {{5, 1}, {1}, true},
   };
   for (const Case& k : cases) {
-    std::vector<int> out = k.dim;
-    size_t n = 1;
-    for (int a : k.axes) {
-      n *= static_cast<size_t>(out[static_cast<size_t>(a)]);
-      out[static_cast<size_t>(a)] = 1;
-    }
+    size_t n = 0;
+    const std::vector<int> out = reduced(k.dim, k.axes, &n);
     for (uint32_t id : {CCV_NNC_REDUCE_SUM_FORWARD, CCV_NNC_REDUCE_MEAN_FORWARD, CCV_NNC_REDUCE_MAX_FORWARD}) {
       auto x = both({k.dim, k.view}, rng), y = both({out, k.view}, rng);
       const std::string what = std::string(ccv_nnc_cmd_name(id)) + " over " + std::to_string(n);
@@ -99,12 +105,8 @@ TEST(GpuRefReduce, ColumnSumsOfTallInputsInRuns) {
   };
   const Case cases[] = {{{1000, 70}, {0}, CCV_32F}, {{2, 517, 37}, {0, 1}, CCV_32F}, {{1000, 70}, {0}, CCV_16F}};
   for (const Case& k : cases) {
-    std::vector<int> out = k.dim;
-    size_t n = 1;
-    for (int a : k.axes) {
-      n *= static_cast<size_t>(out[static_cast<size_t>(a)]);
-      out[static_cast<size_t>(a)] = 1;
-    }
+    size_t n = 0;
+    const std::vector<int> out = reduced(k.dim, k.axes, &n);
     for (uint32_t id : {CCV_NNC_REDUCE_SUM_FORWARD, CCV_NNC_REDUCE_MEAN_FORWARD, CCV_NNC_REDUCE_MAX_FORWARD}) {
       auto x = both({k.dim, false, k.dt}, rng), y = both({out, false, k.dt}, rng);
       const std::string what = std::string(ccv_nnc_cmd_name(id)) + " of columns over " + std::to_string(n) +
