@@ -57,18 +57,7 @@ std::vector<Owned> forward(const Case& c, int dt, const Inputs& in, const char* 
   EnvGuard tc("NNC_GPU_ATTN_MMA", nullptr);
   EnvGuard as("NNC_GPU_ATTN_ASYNC", async);
   EnvGuard split("NNC_GPU_ATTN_SPLITS", splits);
-  Owned o(param_of(c.shape(c.Sq, c.H, c.Dv), dt, CCV_TENSOR_FORMAT_NHWC, true));
-  Owned lse(param_of(c.lse_shape(), CCV_32F, CCV_TENSOR_FORMAT_NHWC, true));
-  ccv_nnc_cmd_t f = c.cmd(FWD);
-  f.backend = CCV_NNC_BACKEND_GPU_REF;
-  EXPECT_EQ(exec(f, ccv_nnc_no_hint, {in.q->gpu(), in.k->gpu(), in.v->gpu(), in.mask ? in.mask->gpu() : nullptr},
-                 {o.t, lse.t}),
-            CCV_NNC_EXEC_SUCCESS)
-      << ccv_nnc_error_message();
-  std::vector<Owned> back;
-  back.push_back(as_f32(to_cpu(o.t)));
-  back.push_back(to_cpu(lse.t));
-  return back;
+  return GpuForward(c, dt, in).on_cpu();
 }
 
 void expect_near(const ccv_nnc_tensor_t* a, const ccv_nnc_tensor_t* b, float tol, const char* what) {
@@ -99,29 +88,8 @@ std::vector<Owned> gradients(const Case& c, int dt, const Inputs& in, const char
   EnvGuard flash("NNC_GPU_ATTN_FLASH", "1");
   EnvGuard tc("NNC_GPU_ATTN_MMA", nullptr);
   EnvGuard as("NNC_GPU_ATTN_ASYNC", async);
-  Owned o(param_of(c.shape(c.Sq, c.H, c.Dv), dt, CCV_TENSOR_FORMAT_NHWC, true));
-  Owned lse(param_of(c.lse_shape(), CCV_32F, CCV_TENSOR_FORMAT_NHWC, true));
-  ccv_nnc_cmd_t f = c.cmd(FWD);
-  f.backend = CCV_NNC_BACKEND_GPU_REF;
-  EXPECT_EQ(exec(f, ccv_nnc_no_hint, {in.q->gpu(), in.k->gpu(), in.v->gpu(), in.mask ? in.mask->gpu() : nullptr},
-                 {o.t, lse.t}),
-            CCV_NNC_EXEC_SUCCESS)
-      << ccv_nnc_error_message();
-  std::vector<Owned> out;
-  out.emplace_back(param_of(c.shape(c.Sq, c.H, c.D), dt, CCV_TENSOR_FORMAT_NHWC, true));
-  out.emplace_back(param_of(c.shape(c.Sk, c.Hk, c.D), dt, CCV_TENSOR_FORMAT_NHWC, true));
-  out.emplace_back(param_of(c.shape(c.Sk, c.Hk, c.Dv), dt, CCV_TENSOR_FORMAT_NHWC, true));
-  ccv_nnc_cmd_t b = c.cmd(BWD);
-  b.backend = CCV_NNC_BACKEND_GPU_REF;
-  EXPECT_EQ(exec(b, ccv_nnc_no_hint,
-                 {in.g->gpu(), nullptr, nullptr, in.q->gpu(), in.k->gpu(), in.v->gpu(),
-                  in.mask ? in.mask->gpu() : nullptr, nullptr, nullptr, o.t, lse.t},
-                 {out[0].t, out[1].t, out[2].t}),
-            CCV_NNC_EXEC_SUCCESS)
-      << ccv_nnc_error_message();
-  std::vector<Owned> back;
-  for (const Owned& t : out) back.push_back(as_f32(to_cpu(t.t)));
-  return back;
+  const GpuForward f(c, dt, in);
+  return gpu_backward(c, dt, in, f.o, f.lse);
 }
 
 // The backward's cp.async path (dq: k and v double-buffered over the key

@@ -86,6 +86,48 @@ struct Inputs {
   }
 };
 
+// One GPU forward (GPU_REF, under whatever NNC_GPU_ATTN_* the caller set):
+// o and lse on the GPU, and o (as fp32) and lse on the CPU.
+struct GpuForward {
+  Owned o, lse;
+  GpuForward(const Case& c, int dt, const Inputs& in)
+      : o(param_of(c.shape(c.Sq, c.H, c.Dv), dt, CCV_TENSOR_FORMAT_NHWC, true)),
+        lse(param_of(c.lse_shape(), CCV_32F, CCV_TENSOR_FORMAT_NHWC, true)) {
+    ccv_nnc_cmd_t f = c.cmd(FWD);
+    f.backend = CCV_NNC_BACKEND_GPU_REF;
+    EXPECT_EQ(exec(f, ccv_nnc_no_hint, {in.q->gpu(), in.k->gpu(), in.v->gpu(), in.mask ? in.mask->gpu() : nullptr},
+                   {o.t, lse.t}),
+              CCV_NNC_EXEC_SUCCESS)
+        << ccv_nnc_error_message();
+  }
+  std::vector<Owned> on_cpu() const {
+    std::vector<Owned> back;
+    back.push_back(as_f32(to_cpu(o.t)));
+    back.push_back(to_cpu(lse.t));
+    return back;
+  }
+};
+
+// dq, dk, dv (as packed fp32 CPU tensors) of one GPU backward (GPU_REF,
+// under the caller's NNC_GPU_ATTN_*) from the saved o and lse.
+inline std::vector<Owned> gpu_backward(const Case& c, int dt, const Inputs& in, const Owned& o, const Owned& lse) {
+  std::vector<Owned> out;
+  out.emplace_back(param_of(c.shape(c.Sq, c.H, c.D), dt, CCV_TENSOR_FORMAT_NHWC, true));
+  out.emplace_back(param_of(c.shape(c.Sk, c.Hk, c.D), dt, CCV_TENSOR_FORMAT_NHWC, true));
+  out.emplace_back(param_of(c.shape(c.Sk, c.Hk, c.Dv), dt, CCV_TENSOR_FORMAT_NHWC, true));
+  ccv_nnc_cmd_t b = c.cmd(BWD);
+  b.backend = CCV_NNC_BACKEND_GPU_REF;
+  EXPECT_EQ(exec(b, ccv_nnc_no_hint,
+                 {in.g->gpu(), nullptr, nullptr, in.q->gpu(), in.k->gpu(), in.v->gpu(),
+                  in.mask ? in.mask->gpu() : nullptr, nullptr, nullptr, o.t, lse.t},
+                 {out[0].t, out[1].t, out[2].t}),
+            CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  std::vector<Owned> back;
+  for (const Owned& t : out) back.push_back(as_f32(to_cpu(t.t)));
+  return back;
+}
+
 // (16BF, on the tensor-core kernels both ways: bf16 rounds at 2^-9 relative,
 // results that differ by rounding are one ulp, 2^-7, apart; the forward
 // rounds p to bf16 before p v (o off by <= 2^-9 of sum p |v|), the backward

@@ -252,18 +252,7 @@ std::vector<Owned> gpu_forward(const Case& c, int dt, const Inputs& in, const ch
   EnvGuard flash("NNC_GPU_ATTN_FLASH", "1");
   EnvGuard tc("NNC_GPU_ATTN_MMA", mma);
   EnvGuard split("NNC_GPU_ATTN_SPLITS", splits);
-  Owned o(param_of(c.shape(c.Sq, c.H, c.Dv), dt, CCV_TENSOR_FORMAT_NHWC, true));
-  Owned lse(param_of(c.lse_shape(), CCV_32F, CCV_TENSOR_FORMAT_NHWC, true));
-  ccv_nnc_cmd_t f = c.cmd(FWD);
-  f.backend = CCV_NNC_BACKEND_GPU_REF;
-  EXPECT_EQ(exec(f, ccv_nnc_no_hint, {in.q->gpu(), in.k->gpu(), in.v->gpu(), in.mask ? in.mask->gpu() : nullptr},
-                 {o.t, lse.t}),
-            CCV_NNC_EXEC_SUCCESS)
-      << ccv_nnc_error_message();
-  std::vector<Owned> back;
-  back.push_back(as_f32(to_cpu(o.t)));
-  back.push_back(to_cpu(lse.t));
-  return back;
+  return GpuForward(c, dt, in).on_cpu();
 }
 
 // Against CPU_REF (forward, and the backward from the saved o and lse), then

@@ -146,21 +146,7 @@ std::vector<Owned> backward_run(const Case& c, int dt, const Inputs& in, const O
                                 const char* mma) {
   EnvGuard flash("NNC_GPU_ATTN_FLASH", "1");
   EnvGuard m("NNC_GPU_ATTN_MMA", mma);
-  std::vector<Owned> out;
-  out.emplace_back(param_of(c.shape(c.Sq, c.H, c.D), dt, CCV_TENSOR_FORMAT_NHWC, true));
-  out.emplace_back(param_of(c.shape(c.Sk, c.Hk, c.D), dt, CCV_TENSOR_FORMAT_NHWC, true));
-  out.emplace_back(param_of(c.shape(c.Sk, c.Hk, c.Dv), dt, CCV_TENSOR_FORMAT_NHWC, true));
-  ccv_nnc_cmd_t b = c.cmd(BWD);
-  b.backend = CCV_NNC_BACKEND_GPU_REF;
-  EXPECT_EQ(exec(b, ccv_nnc_no_hint,
-                 {in.g->gpu(), nullptr, nullptr, in.q->gpu(), in.k->gpu(), in.v->gpu(),
-                  in.mask ? in.mask->gpu() : nullptr, nullptr, nullptr, o.t, lse.t},
-                 {out[0].t, out[1].t, out[2].t}),
-            CCV_NNC_EXEC_SUCCESS)
-      << ccv_nnc_error_message();
-  std::vector<Owned> back;
-  for (const Owned& t : out) back.push_back(as_f32(to_cpu(t.t)));
-  return back;
+  return gpu_backward(c, dt, in, o, lse);
 }
 
 // The tensor-core and the scalar kernels on the same inputs and saved o /
@@ -178,19 +164,11 @@ void agree_with_scalar(int dt, std::mt19937& rng) {
   for (const Case& c : {cs[0], cs[1], cs[3]}) {
     SCOPED_TRACE(c.name(dt));
     Inputs in(c, dt, rng);
-    Owned o(param_of(c.shape(c.Sq, c.H, c.Dv), dt, CCV_TENSOR_FORMAT_NHWC, true));
-    Owned lse(param_of(c.lse_shape(), CCV_32F, CCV_TENSOR_FORMAT_NHWC, true));
-    {
-      EnvGuard flash("NNC_GPU_ATTN_FLASH", "1");
-      ccv_nnc_cmd_t f = c.cmd(FWD);
-      f.backend = CCV_NNC_BACKEND_GPU_REF;
-      ASSERT_EQ(exec(f, ccv_nnc_no_hint, {in.q->gpu(), in.k->gpu(), in.v->gpu(), in.mask ? in.mask->gpu() : nullptr},
-                     {o.t, lse.t}),
-                CCV_NNC_EXEC_SUCCESS)
-          << ccv_nnc_error_message();
-    }
-    std::vector<Owned> mma = backward_run(c, dt, in, o, lse, nullptr), scalar = backward_run(c, dt, in, o, lse, "0"),
-                       again = backward_run(c, dt, in, o, lse, "1");
+    EnvGuard flash("NNC_GPU_ATTN_FLASH", "1");
+    const GpuForward f(c, dt, in);
+    ASSERT_FALSE(::testing::Test::HasFailure());
+    std::vector<Owned> mma = backward_run(c, dt, in, f.o, f.lse, nullptr),
+                       scalar = backward_run(c, dt, in, f.o, f.lse, "0"), again = backward_run(c, dt, in, f.o, f.lse, "1");
     size_t differ = 0;
     for (int x = 0; x < 3; x++) {
       const size_t n = ccv_nnc_tensor_count(mma[x]->info);
