@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <cstdarg>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -258,6 +259,35 @@ void remember_algo(const AlgoKey& k, int a) {
   g_algos[k] = a;
 }
 
+// The transform algorithms: FFT, FFT tiling and the non-fused Winograd
+// compute through transforms whose rounding grows with the tile, not the
+// sums of products an fp32 user expects. The first GPU run (H200, cuDNN 9.19)
+// gave a 5x5 fp32 filter gradient up to 2% off where fp32 sums err by 1e-5;
+// under FMA math (fp32 that means fp32, the default) these are skipped, and
+// NNC_CUDNN_ALLOW_TF32=1 allows them with TF32.
+bool reduced_precision(cudnnConvolutionFwdAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_FWD_ALGO_FFT || a == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+bool reduced_precision(cudnnConvolutionBwdDataAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+}
+bool reduced_precision(cudnnConvolutionBwdFilterAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT || a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+}
+
+// NNC_CUDNN_TRACE=1: each convolution call prints the algorithm that ran it
+// to stderr (for reading a GPU run's log).
+bool trace_algorithms() {
+  static const bool on = [] {
+    const char* e = std::getenv("NNC_CUDNN_TRACE");
+    return e && e[0] == '1';
+  }();
+  return on;
+}
+
 // Runs `run(algo, workspace, bytes)` with `preferred` (autotune's pick, or
 // -1) and the algorithm that last ran this shape, then, asking
 // `heuristics()` for cuDNN's list, the algorithms in its order of preference,
@@ -278,6 +308,7 @@ void run_with_algorithms(const AlgoKey& key, int preferred, HeuristicsFn heurist
   auto attempt = [&](Algo a) {
     if (std::find(tried.begin(), tried.end(), a) != tried.end()) return false;
     tried.push_back(a);
+    if (math == CUDNN_FMA_MATH && reduced_precision(a)) return false;
     size_t bytes = 0;
     const cudnnStatus_t q = size(a, &bytes);
     if (q != CUDNN_STATUS_SUCCESS) {
@@ -289,6 +320,9 @@ void run_with_algorithms(const AlgoKey& key, int preferred, HeuristicsFn heurist
     Scratch ws(bytes, s, what);
     const cudnnStatus_t r = run(a, ws.get(), bytes);
     if (r == CUDNN_STATUS_SUCCESS) {
+      if (trace_algorithms())
+        std::fprintf(stderr, "%s: cuDNN algorithm %d (math type %d, workspace %zu bytes)\n", what, static_cast<int>(a),
+                     static_cast<int>(math), bytes);
       remember_algo(key, static_cast<int>(a));
       return true;
     }
@@ -443,22 +477,27 @@ void add_bias(cudnnHandle_t h, const cudnn_plan::Conv& p, const void* bias, cudn
   NNC_CUDA_CHECK(launch_ew(s, gpu_type(p.datatype), plan, ptrs, kEwSum, 2, 1, 0), what);
 }
 
-// A packed fp32 copy of a tensor described by d (16-bit storage `datatype`),
-// for the cuDNN calls that decline 16-bit data: load() converts the tensor
-// in, store() the result back (only the elements d describes: views keep
-// their surroundings). Scratch from the caching allocator on the call's stream.
-class F32Stage {
+// A packed copy of a tensor described by d (storage `datatype`), in fp32
+// (F32Stage: for the cuDNN calls that decline 16-bit data) or in its own type
+// (for the calls that refuse strided views): load() copies the tensor in,
+// store() the result back (only the elements d describes: views keep their
+// surroundings). Scratch from the caching allocator on the call's stream.
+class Stage {
  public:
-  F32Stage(const Tensor4& d, int datatype, cudaStream_t s, const char* what)
-      : src_(d), type_(gpu_type(datatype)), s_(s), what_(what), buf_(cudnn_plan::extent(packed(d)) * 4, s, what) {
+  Stage(const Tensor4& d, int datatype, GpuType staged, cudaStream_t s, const char* what)
+      : src_(d),
+        type_(gpu_type(datatype)),
+        staged_(staged),
+        s_(s),
+        what_(what),
+        buf_(cudnn_plan::extent(packed(d)) * (staged == kF32 ? 4 : 2), s, what) {
     packed_ = packed(d);
   }
-  void load(const void* from) const { convert(buf_.get(), kF32, packed_, from, type_, src_); }
-  void store(void* to) const { convert(to, type_, src_, buf_.get(), kF32, packed_); }
+  void load(const void* from) const { convert(buf_.get(), staged_, packed_, from, type_, src_); }
+  void store(void* to) const { convert(to, type_, src_, buf_.get(), staged_, packed_); }
   const Tensor4& desc() const { return packed_; }
-  float* get() const { return static_cast<float*>(buf_.get()); }
+  void* data() const { return buf_.get(); }
 
- private:
   static Tensor4 packed(const Tensor4& d) {
     Tensor4 t = d;
     t.stride[3] = 1;
@@ -467,6 +506,8 @@ class F32Stage {
     t.stride[0] = d.dim[1] * d.dim[2] * d.dim[3];
     return t;
   }
+
+ private:
   void convert(void* y, GpuType yt, const Tensor4& yd, const void* x, GpuType xt, const Tensor4& xd) const {
     gpu::EwPlan plan;
     plan.nd = 4;
@@ -481,10 +522,51 @@ class F32Stage {
     NNC_CUDA_CHECK(launch_convert(s_, plan, y, yt, x, xt), what_);
   }
   Tensor4 src_, packed_;
-  GpuType type_;
+  GpuType type_, staged_;
   cudaStream_t s_;
   const char* what_;
   Scratch buf_;
+};
+
+class F32Stage : public Stage {
+ public:
+  F32Stage(const Tensor4& d, int datatype, cudaStream_t s, const char* what) : Stage(d, datatype, kF32, s, what) {}
+  float* get() const { return static_cast<float*>(data()); }
+};
+
+// Whether d is laid out packed in NCHW order of its dims (what Stage makes).
+bool is_packed(const Tensor4& d) {
+  const Tensor4 p = Stage::packed(d);
+  for (int i = 0; i < 4; i++)
+    if (d.dim[i] > 1 && d.stride[i] != p.stride[i]) return false;
+  return true;
+}
+
+// An operand as cuDNN gets it: the tensor itself when packed, else a packed
+// copy in its own type. cuDNN 9 refuses strided views in its legacy
+// convolutions (on an H200, cuDNN 9.19, every algorithm answered NOT_SUPPORTED
+// for NHWC and NCHW views) and its softmax ran them wrong, so those calls take
+// views through here. An input is copied in at construction; an output is
+// copied out by store() (the view's surroundings stay as they were).
+class Packed {
+ public:
+  Packed(const Tensor4& d, int datatype, void* data, bool input, cudaStream_t s, const char* what)
+      : desc_(d), data_(data) {
+    if (!data || is_packed(d)) return;
+    stage_ = std::make_unique<Stage>(d, datatype, gpu_type(datatype), s, what);
+    desc_ = stage_->desc();
+    if (input) stage_->load(data);
+  }
+  const Tensor4& desc() const { return desc_; }
+  void* get() const { return stage_ ? stage_->data() : data_; }
+  void store() const {
+    if (stage_) stage_->store(data_);
+  }
+
+ private:
+  Tensor4 desc_;
+  void* data_;
+  std::unique_ptr<Stage> stage_;
 };
 
 // ---- convolution ----
@@ -509,9 +591,36 @@ bool accept_backward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int 
   return Tensors(inputs, input_size, outputs, output_size, nullptr);
 }
 
-// c = the sum of a over the dimensions where c has extent 1 (cudnnReduceTensor, fp32 accumulation); below.
-void reduce_sum(cudnnHandle_t h, cudnnTensorDescriptor_t ad, const void* a, cudnnTensorDescriptor_t cd, void* c,
-                cudaStream_t s, const char* what);
+// db (described by bt: {1, K, 1, 1}) = the sum of g (described by gt) over
+// all but its channel dimension: cudnnConvolutionBackwardBias, or where cuDNN
+// declines the type (16BF on an H200, cuDNN 9.19, in it and in
+// cudnnReduceTensor alike) GPU_REF's reduction kernels (fp32 accumulation,
+// one rounding).
+void bias_gradient(cudnnHandle_t h, int datatype, const Tensor4& gt, const void* g, const Tensor4& bt, void* db,
+                   cudaStream_t s, const char* what) {
+  const cudnnDataType_t type = cudnn_type(datatype);
+  TensorDesc gd(what), bd(what);
+  set_tensor(gd, gt, what, type);
+  set_tensor(bd, bt, what, type);
+  const float one = 1, zero = 0;
+  const cudnnStatus_t st = cudnnConvolutionBackwardBias(h, &one, gd, g, &zero, bd, db);
+  if (type == CUDNN_DATA_FLOAT || !declined(st)) {
+    check_cudnn(st, what, "cudnnConvolutionBackwardBias");
+    return;
+  }
+  int64_t gs[4], bs[4];
+  int bdim[4];
+  for (int i = 0; i < 4; i++) gs[i] = gt.stride[i], bs[i] = bt.stride[i], bdim[i] = bt.dim[i];
+  const int64_t* ins[] = {gs};
+  gpu::ReducePlan rp;
+  NNC_CHECK(gpu::make_reduce_plan(rp, gt.dim, 4, bdim, bs, 4, 1, ins), "%s: g does not reduce to the bias's shape",
+            what);
+  const gpu::ReduceLaunch l = gpu::choose_reduce_sliced(rp);
+  Scratch scratch(static_cast<size_t>(gpu::reduce_scratch_elements(l, rp)) * sizeof(float), s, what);
+  NNC_CUDA_CHECK(launch_reduce_as(s, gpu_type(datatype), rp, l, db, g, nullptr, kRedSum, 1.f,
+                                  static_cast<float*>(scratch.get())),
+                 what);
+}
 
 NNC_KERNEL(conv_forward) {
   static const char* what = "CONVOLUTION_FORWARD (GPU_CUDNN)";
@@ -526,9 +635,12 @@ NNC_KERNEL(conv_forward) {
   const int device = device_of(y);
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(stream_context, device, s, what);
+  const Packed xp(p.x, p.datatype, x->data.ptr, true, s, what), yp(p.y, p.datatype, y->data.ptr, false, s, what);
+  p.x = xp.desc(), p.y = yp.desc();
   ConvDescs d(p, what);
-  conv_forward_call(h, d, device, p, 0, nullptr, cmd.algorithm, x->data.ptr, w->data.ptr, d.y, y->data.ptr, s, what);
-  if (p.has_bias) add_bias(h, p, bias->data.ptr, d.y, p.y, y->data.ptr, s, what);
+  conv_forward_call(h, d, device, p, 0, nullptr, cmd.algorithm, xp.get(), w->data.ptr, d.y, yp.get(), s, what);
+  if (p.has_bias) add_bias(h, p, bias->data.ptr, d.y, p.y, yp.get(), s, what);
+  yp.store();
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
@@ -544,29 +656,23 @@ NNC_KERNEL(conv_backward) {
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(stream_context, device, s, what);
   const cudnnDataType_t type = cudnn_type(p.conv.datatype);
-  const float one = 1, zero = 0;
-  if (p.dbias) {
-    TensorDesc g(what), b(what);
-    set_tensor(g, p.conv.y, what, type);
-    set_tensor(b, p.conv.bias, what, type);
-    // Should cuDNN decline a 16-bit type here, a tensor reduction (fp32
-    // accumulation) computes the same sum.
-    const cudnnStatus_t st = cudnnConvolutionBackwardBias(h, &one, g, io.g->data.ptr, &zero, b, io.dbias->data.ptr);
-    if (type != CUDNN_DATA_FLOAT && declined(st))
-      reduce_sum(h, g, io.g->data.ptr, b, io.dbias->data.ptr, s, what);
-    else
-      check_cudnn(st, what, "cudnnConvolutionBackwardBias");
-  }
+  const int dt = p.conv.datatype;
+  const Packed gp(p.conv.y, dt, io.g->data.ptr, true, s, what);
+  const Packed xp(p.conv.x, dt, !p.bias_only && p.dw ? io.x->data.ptr : nullptr, true, s, what);
+  const Packed dxp(p.dx_desc, dt, !p.bias_only && p.dx ? io.dx->data.ptr : nullptr, false, s, what);
+  p.conv.y = gp.desc(), p.conv.x = xp.desc(), p.dx_desc = dxp.desc();
+  if (p.dbias) bias_gradient(h, dt, p.conv.y, gp.get(), p.conv.bias, io.dbias->data.ptr, s, what);
   if (!p.bias_only) {
     ConvDescs d(p.conv, what);
     if (p.dw)
       conv_backward_filter_call(h, d, device, p.conv, 2, cudnn_plan::backward_filter_algorithm(cmd.algorithm),
-                                io.x->data.ptr, io.g->data.ptr, io.dw->data.ptr, s, what);
+                                xp.get(), gp.get(), io.dw->data.ptr, s, what);
     if (p.dx) {
       TensorDesc dx(what);
       set_tensor(dx, p.dx_desc, what, type);
       conv_backward_data_call(h, d, device, p.conv, 1, &p.dx_desc, cudnn_plan::backward_data_algorithm(cmd.algorithm),
-                              io.w->data.ptr, io.g->data.ptr, dx, io.dx->data.ptr, s, what);
+                              io.w->data.ptr, gp.get(), dx, dxp.get(), s, what);
+      dxp.store();
     }
   }
   finish(stream_context, s, what);
@@ -590,11 +696,15 @@ NNC_KERNEL(convt_forward) {
   const int device = device_of(y);
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(stream_context, device, s, what);
+  const int dt = p.conv.datatype;
+  const Packed xp(p.conv.y, dt, x->data.ptr, true, s, what), yp(p.conv.x, dt, y->data.ptr, false, s, what);
+  p.conv.y = xp.desc(), p.conv.x = yp.desc();
   ConvDescs d(p.conv, what);
   // NNC's y is the data gradient of the convolution from dy = NNC's x.
-  conv_backward_data_call(h, d, device, p.conv, 11, nullptr, cmd.algorithm, w->data.ptr, x->data.ptr, d.x, y->data.ptr,
-                          s, what);
-  if (p.conv.has_bias) add_bias(h, p.conv, bias->data.ptr, d.x, p.conv.x, y->data.ptr, s, what);
+  conv_backward_data_call(h, d, device, p.conv, 11, nullptr, cmd.algorithm, w->data.ptr, xp.get(), d.x, yp.get(), s,
+                          what);
+  if (p.conv.has_bias) add_bias(h, p.conv, bias->data.ptr, d.x, p.conv.x, yp.get(), s, what);
+  yp.store();
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
@@ -610,29 +720,23 @@ NNC_KERNEL(convt_backward) {
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(stream_context, device, s, what);
   const cudnnDataType_t type = cudnn_type(p.conv.datatype);
-  const float one = 1, zero = 0;
-  if (p.dbias) {
-    TensorDesc g(what), b(what);
-    set_tensor(g, p.conv.x, what, type);
-    set_tensor(b, p.conv.bias, what, type);
-    // Should a cuDNN build decline fp16 here, a tensor reduction (fp32
-    // accumulation) computes the same sum.
-    const cudnnStatus_t st = cudnnConvolutionBackwardBias(h, &one, g, io.g->data.ptr, &zero, b, io.dbias->data.ptr);
-    if (not_supported(st) || CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_BAD_PARAM)
-      reduce_sum(h, g, io.g->data.ptr, b, io.dbias->data.ptr, s, what);
-    else
-      check_cudnn(st, what, "cudnnConvolutionBackwardBias");
-  }
+  const int dt = p.conv.datatype;
+  const Packed gp(p.conv.x, dt, io.g->data.ptr, true, s, what);
+  const Packed xp(p.conv.y, dt, !p.bias_only && p.dw ? io.x->data.ptr : nullptr, true, s, what);
+  const Packed dxp(p.dx_desc, dt, !p.bias_only && p.dx ? io.dx->data.ptr : nullptr, false, s, what);
+  p.conv.x = gp.desc(), p.conv.y = xp.desc(), p.dx_desc = dxp.desc();
+  if (p.dbias) bias_gradient(h, dt, p.conv.x, gp.get(), p.conv.bias, io.dbias->data.ptr, s, what);
   if (!p.bias_only) {
     ConvDescs d(p.conv, what);
     if (p.dw)  // cuDNN's filter gradient with x = g and dy = NNC's x
       conv_backward_filter_call(h, d, device, p.conv, 12, cudnn_plan::backward_filter_algorithm(cmd.algorithm),
-                                io.g->data.ptr, io.x->data.ptr, io.dw->data.ptr, s, what);
+                                gp.get(), xp.get(), io.dw->data.ptr, s, what);
     if (p.dx) {  // cuDNN's forward convolution of g into x's shape
       TensorDesc dx(what);
       set_tensor(dx, p.dx_desc, what, type);
       conv_forward_call(h, d, device, p.conv, 13, &p.dx_desc, cudnn_plan::backward_data_algorithm(cmd.algorithm),
-                        io.g->data.ptr, io.w->data.ptr, dx, io.dx->data.ptr, s, what);
+                        gp.get(), io.w->data.ptr, dx, dxp.get(), s, what);
+      dxp.store();
     }
   }
   finish(stream_context, s, what);
@@ -649,6 +753,7 @@ int fastest(const Perf* perf, int n, cudnnMathType_t math, size_t limit) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > limit) continue;
     if (math == CUDNN_FMA_MATH && perf[i].mathType != CUDNN_FMA_MATH && perf[i].mathType != CUDNN_DEFAULT_MATH)
       continue;
+    if (math == CUDNN_FMA_MATH && reduced_precision(perf[i].algo)) continue;
     return static_cast<int>(perf[i].algo);
   }
   return -1;
@@ -998,17 +1103,21 @@ NNC_KERNEL(softmax_forward) {
     set_tensor(yd, yt, what, type);
     return cudnnSoftmaxForward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, xd, x, &zero, yd, y);
   };
-  const cudnnStatus_t st = run(cudnn_type(datatype), xa, inputs[0]->data.ptr, ya, outputs[0]->data.ptr);
+  // Views through packed copies (Packed: cuDNN 9.19 ran strided rows wrong).
+  const Packed xp(xa, datatype, inputs[0]->data.ptr, true, s, what);
+  const Packed yp(ya, datatype, outputs[0]->data.ptr, false, s, what);
+  const cudnnStatus_t st = run(cudnn_type(datatype), xp.desc(), xp.get(), yp.desc(), yp.get());
   if (datatype != CCV_32F && declined(st)) {
     // This cuDNN declines the 16-bit type: fp32 copies (in place stays in
     // place: x is read into its copy before y is written).
-    const F32Stage xs(xa, datatype, s, what), ys(ya, datatype, s, what);
-    xs.load(inputs[0]->data.ptr);
+    const F32Stage xs(xp.desc(), datatype, s, what), ys(yp.desc(), datatype, s, what);
+    xs.load(xp.get());
     check_cudnn(run(CUDNN_DATA_FLOAT, xs.desc(), xs.get(), ys.desc(), ys.get()), what, "cudnnSoftmaxForward (fp32)");
-    ys.store(outputs[0]->data.ptr);
+    ys.store(yp.get());
   } else {
     check_cudnn(st, what, "cudnnSoftmaxForward");
   }
+  yp.store();
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
@@ -1056,18 +1165,21 @@ NNC_KERNEL(softmax_backward) {
     return cudnnSoftmaxBackward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, yd, y, gd, g, &zero, dd,
                                 dx);
   };
-  const cudnnStatus_t st =
-      run(cudnn_type(datatype), ga, inputs[0]->data.ptr, ya, inputs[2]->data.ptr, da, outputs[0]->data.ptr);
+  const Packed gp(ga, datatype, inputs[0]->data.ptr, true, s, what);
+  const Packed yp(ya, datatype, inputs[2]->data.ptr, true, s, what);
+  const Packed dp(da, datatype, outputs[0]->data.ptr, false, s, what);
+  const cudnnStatus_t st = run(cudnn_type(datatype), gp.desc(), gp.get(), yp.desc(), yp.get(), dp.desc(), dp.get());
   if (datatype != CCV_32F && declined(st)) {
-    const F32Stage gs(ga, datatype, s, what), ys(ya, datatype, s, what), ds(da, datatype, s, what);
-    gs.load(inputs[0]->data.ptr);
-    ys.load(inputs[2]->data.ptr);
+    const F32Stage gs(gp.desc(), datatype, s, what), ys(yp.desc(), datatype, s, what), ds(dp.desc(), datatype, s, what);
+    gs.load(gp.get());
+    ys.load(yp.get());
     check_cudnn(run(CUDNN_DATA_FLOAT, gs.desc(), gs.get(), ys.desc(), ys.get(), ds.desc(), ds.get()), what,
                 "cudnnSoftmaxBackward (fp32)");
-    ds.store(outputs[0]->data.ptr);
+    ds.store(dp.get());
   } else {
     check_cudnn(st, what, "cudnnSoftmaxBackward");
   }
+  dp.store();
   finish(stream_context, s, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
@@ -1305,16 +1417,7 @@ using OpDesc = Desc<cudnnOpTensorDescriptor_t, cudnnCreateOpTensorDescriptor, cu
 using ReduceDesc =
     Desc<cudnnReduceTensorDescriptor_t, cudnnCreateReduceTensorDescriptor, cudnnDestroyReduceTensorDescriptor>;
 
-// c = a (op) b, b broadcast where its extents are 1 (c never aliases a or b here).
-void op_tensor(cudnnHandle_t h, cudnnOpTensorOp_t op, float alpha_b, cudnnTensorDescriptor_t ad, const void* a,
-               cudnnTensorDescriptor_t bd, const void* b, cudnnTensorDescriptor_t cd, void* c, const char* what) {
-  OpDesc d(what);
-  NNC_CUDNN_CHECK(cudnnSetOpTensorDescriptor(d, op, CUDNN_DATA_FLOAT, CUDNN_PROPAGATE_NAN), what);
-  const float one = 1, zero = 0;
-  NNC_CUDNN_CHECK(cudnnOpTensor(h, d, &one, ad, a, &alpha_b, bd, b, &zero, cd, c), what);
-}
-
-// c = the sum of a over the dimensions where c has extent 1.
+// c = the sum of a over the dimensions where c has extent 1 (cudnnReduceTensor, fp32 accumulation).
 void reduce_sum(cudnnHandle_t h, cudnnTensorDescriptor_t ad, const void* a, cudnnTensorDescriptor_t cd, void* c,
                 cudaStream_t s, const char* what) {
   ReduceDesc d(what);
@@ -1327,6 +1430,17 @@ void reduce_sum(cudnnHandle_t h, cudnnTensorDescriptor_t ad, const void* a, cudn
   const float one = 1, zero = 0;
   NNC_CUDNN_CHECK(cudnnReduceTensor(h, d, nullptr, 0, ws.get(), bytes, &one, ad, a, &zero, cd, c), what);
 }
+
+// c = a (op) b, b broadcast where its extents are 1 (c never aliases a or b here).
+void op_tensor(cudnnHandle_t h, cudnnOpTensorOp_t op, float alpha_b, cudnnTensorDescriptor_t ad, const void* a,
+               cudnnTensorDescriptor_t bd, const void* b, cudnnTensorDescriptor_t cd, void* c, const char* what) {
+  OpDesc d(what);
+  NNC_CUDNN_CHECK(cudnnSetOpTensorDescriptor(d, op, CUDNN_DATA_FLOAT, CUDNN_PROPAGATE_NAN), what);
+  const float one = 1, zero = 0;
+  NNC_CUDNN_CHECK(cudnnOpTensor(h, d, &one, ad, a, &alpha_b, bd, b, &zero, cd, c), what);
+}
+
+// c = the sum of a over the dimensions where c has extent 1.
 
 // cuDNN's batch norm over the rows (scale 1, bias 0 per row) normalises; the
 // per-element scale and bias follow (cudnnOpTensor, cudnnAddTensor).
