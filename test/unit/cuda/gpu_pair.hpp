@@ -175,10 +175,10 @@ inline BothPtr attn_mask(const std::vector<int>& dims, int dt, std::mt19937& rng
   return m;
 }
 
-// Runs c on CPU_REF over the CPU sides and on GPU_REF over the GPU sides
-// (NULL entries stay NULL); both must succeed.
+// Runs c on CPU_REF over the CPU sides and on gpu_backend (GPU_REF unless
+// named) over the GPU sides (NULL entries stay NULL); both must succeed.
 inline void run_both(ccv_nnc_cmd_t c, const std::vector<Both*>& in, const std::vector<Both*>& out,
-                     const std::string& what) {
+                     const std::string& what, uint32_t gpu_backend = CCV_NNC_BACKEND_GPU_REF) {
   std::vector<ccv_nnc_tensor_t*> ci, gi, co, go;
   for (Both* b : in) {
     ci.push_back(b ? b->cpu() : nullptr);
@@ -191,9 +191,9 @@ inline void run_both(ccv_nnc_cmd_t c, const std::vector<Both*>& in, const std::v
   c.backend = CCV_NNC_BACKEND_CPU_REF;
   ASSERT_EQ(exec(c, ccv_nnc_no_hint, ci, co), CCV_NNC_EXEC_SUCCESS)
       << what << " (CPU_REF): " << ccv_nnc_error_message();
-  c.backend = CCV_NNC_BACKEND_GPU_REF;
+  c.backend = gpu_backend;
   ASSERT_EQ(exec(c, ccv_nnc_no_hint, gi, go), CCV_NNC_EXEC_SUCCESS)
-      << what << " (GPU_REF): " << ccv_nnc_error_message();
+      << what << " (" << ccv_nnc_cmd_backend_name(gpu_backend) << "): " << ccv_nnc_error_message();
 }
 
 }  // namespace nnc_gpu_test
