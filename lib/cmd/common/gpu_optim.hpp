@@ -15,6 +15,26 @@
 
 namespace nnc::gpu {
 
+// Float products and sums that nvcc may not fuse into an fma: it fuses
+// a * b + c where it sees fit, and two inlined copies of one formula (the
+// element-wise vector and scalar kernels) came out one bit apart on an H200.
+// __fmul_rn / __fadd_rn are never fused, so every path rounds each step alike.
+NNC_HD float mul_rn(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+NNC_HD float add_rn(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+NNC_HD float sub_rn(float a, float b) { return add_rn(a, -b); }
+
 // optim::Coef's SGD / ADAM / ADAMW / RMSPROP fields in float (the 1 - x
 // factors formed in double on the host, as optim.hpp forms them).
 enum OptimKind : int { kOptSgd = 0, kOptAdam, kOptAdamW, kOptRmsprop };
@@ -31,44 +51,44 @@ struct OptimArgs {
 
 // SGD: b, n from g, a, m (every input read before an output is written).
 NNC_HD void sgd_step_f(const OptimArgs& c, float g, float a, float m, float* b, float* n) {
-  const float grad = c.scale * g + c.decay * a;
+  const float grad = add_rn(mul_rn(c.scale, g), mul_rn(c.decay, a));
   float nm, upd;
   if (c.momentum == 0.f) {
     nm = grad;
     upd = grad;
   } else {
-    nm = c.momentum * m + c.one_minus_dampening * grad;
-    upd = c.nesterov ? grad + c.momentum * nm : nm;
+    nm = add_rn(mul_rn(c.momentum, m), mul_rn(c.one_minus_dampening, grad));
+    upd = c.nesterov ? add_rn(grad, mul_rn(c.momentum, nm)) : nm;
   }
   *n = nm;
-  *b = a - c.rate * upd;
+  *b = sub_rn(a, mul_rn(c.rate, upd));
 }
 
 // ADAM / ADAMW: b, n, u (and um with amsgrad, from vm).
 NNC_HD void adam_step_f(const OptimArgs& c, float g, float a, float m, float v, float vm, float* b, float* n, float* u,
                         float* um) {
-  const float grad = c.kind == kOptAdamW ? c.scale * g : c.scale * g + c.decay * a;
-  const float nm = c.beta1 * m + c.one_minus_beta1 * grad;
-  const float nv = c.beta2 * v + c.one_minus_beta2 * grad * grad;
+  const float grad = c.kind == kOptAdamW ? mul_rn(c.scale, g) : add_rn(mul_rn(c.scale, g), mul_rn(c.decay, a));
+  const float nm = add_rn(mul_rn(c.beta1, m), mul_rn(c.one_minus_beta1, grad));
+  const float nv = add_rn(mul_rn(c.beta2, v), mul_rn(mul_rn(c.one_minus_beta2, grad), grad));
   float d = nv;
   if (c.amsgrad) {
     d = vm > nv ? vm : nv;
     *um = d;
   }
-  const float denom = sqrtf(d) * c.inv_sqrt_bc2 + c.epsilon;
+  const float denom = add_rn(mul_rn(sqrtf(d), c.inv_sqrt_bc2), c.epsilon);
   *n = nm;
   *u = nv;
-  *b = a * c.weight_keep - c.step_size * nm / denom;
+  *b = sub_rn(mul_rn(a, c.weight_keep), mul_rn(c.step_size, nm) / denom);
 }
 
 // RMSPROP: b, n, u (n from the unrounded u, as CPU_REF's double).
 NNC_HD void rmsprop_step_f(const OptimArgs& c, float g, float a, float m, float v, float* b, float* n, float* u) {
-  const float grad = c.scale * g + c.decay * a;
-  const float nv = c.alpha * v + c.one_minus_alpha * grad * grad;
-  const float nm = c.momentum * m + grad / (sqrtf(nv) + c.epsilon);
+  const float grad = add_rn(mul_rn(c.scale, g), mul_rn(c.decay, a));
+  const float nv = add_rn(mul_rn(c.alpha, v), mul_rn(mul_rn(c.one_minus_alpha, grad), grad));
+  const float nm = add_rn(mul_rn(c.momentum, m), grad / add_rn(sqrtf(nv), c.epsilon));
   *u = nv;
   *n = nm;
-  *b = a - c.rate * nm;
+  *b = sub_rn(a, mul_rn(c.rate, nm));
 }
 
 // optim::Coef's LAMB fields.
