@@ -64,6 +64,7 @@ void check(const char* what) {
 struct StepMs {
   double step = 0;   // wall time per step, the host waiting at the end of each round
   double queue = 0;  // host time per step spent in fit itself (queueing, on a stream)
+  double host = 0;   // on a stream: fit's time for one step queued on an idle GPU (the host's own cost)
 };
 StepMs nnc_step_ms(int batch, int steps, bool on_stream) {
   ccv_cnnp_model_t* net = reference_net();
@@ -114,12 +115,23 @@ StepMs nnc_step_ms(int batch, int steps, bool on_stream) {
     queued.push_back(std::chrono::duration<double, std::milli>(q - a).count() / steps);
   }
   check("fit");
+  // One step at a time on an idle GPU: the host's own cost per step (a step
+  // queued behind a full launch queue waits for the GPU; this one cannot).
+  std::vector<double> alone;
+  for (int i = 0; stream && i < 21; i++) {
+    done();
+    const auto a = std::chrono::steady_clock::now();
+    step();
+    alone.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+  }
+  done();
+  std::sort(alone.begin(), alone.end());
   if (stream) ccv_nnc_stream_context_free(stream);
   std::sort(rounds.begin(), rounds.end());
   std::sort(queued.begin(), queued.end());
   for (ccv_nnc_tensor_t* t : {x, l, gx, gl}) ccv_nnc_tensor_free(t);
   ccv_cnnp_model_free(net);
-  return {rounds[2], queued[2]};
+  return {rounds[2], queued[2], alone.empty() ? 0.0 : alone[alone.size() / 2]};
 }
 
 }  // namespace
@@ -155,21 +167,25 @@ int main(int argc, char** argv) {
   }
   std::printf("reference network, one SGD step, fp32 NHWC, %d steps x 5 rounds (median)\n", steps);
   // "queue ms": the host's time inside fit per step. On a stream, when it is
-  // close to "NNC ms" the step is bound by the host (launches, planning), not
-  // by the GPU.
-  std::printf("%-8s %-7s %12s %10s %12s %12s %12s %8s\n", "batch", "NNC on", "NNC ms", "queue ms", "NNC img/s", "torch ms",
-              "torch img/s", "ratio");
+  // close to "NNC ms" the step is bound by the host (launches, planning) or
+  // by a full launch queue; "host ms" (on a stream) is one step's fit on an
+  // idle GPU, the host's own cost: close to "NNC ms", the host bounds the step.
+  std::printf("%-8s %-7s %12s %10s %10s %12s %12s %12s %8s\n", "batch", "NNC on", "NNC ms", "queue ms", "host ms",
+              "NNC img/s", "torch ms", "torch img/s", "ratio");
   for (int b : batches)
     for (bool on_stream : {false, true}) {
       const StepMs r = nnc_step_ms(b, steps, on_stream);
       const double ms = r.step;
       const char* how = on_stream ? "stream" : "sync";
       const auto it = torch_ms.find(b);
+      char host[16] = "-";
+      if (on_stream) std::snprintf(host, sizeof(host), "%.4f", r.host);
       if (it != torch_ms.end())
-        std::printf("%-8d %-7s %12.4f %10.4f %12.0f %12.4f %12.0f %7.3fx\n", b, how, ms, r.queue, b * 1e3 / ms, it->second,
-                    b * 1e3 / it->second, ms / it->second);
+        std::printf("%-8d %-7s %12.4f %10.4f %10s %12.0f %12.4f %12.0f %7.3fx\n", b, how, ms, r.queue, host,
+                    b * 1e3 / ms, it->second, b * 1e3 / it->second, ms / it->second);
       else
-        std::printf("%-8d %-7s %12.4f %10.4f %12.0f %12s %12s %8s\n", b, how, ms, r.queue, b * 1e3 / ms, "-", "-", "-");
+        std::printf("%-8d %-7s %12.4f %10.4f %10s %12.0f %12s %12s %8s\n", b, how, ms, r.queue, host, b * 1e3 / ms, "-",
+                    "-", "-");
     }
   return 0;
 }
