@@ -1200,6 +1200,16 @@ bool accept_planned(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, i
   }
 }
 
+// LAYER_NORM: what the plan takes, but for the calls GPU_REF's row kernels
+// run (layer_norm_takes_rows: those are several times faster there).
+template <bool (*planner)(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const*, int, ccv_nnc_tensor_t* const*, int,
+                          cudnn_plan::LayerNorm*, std::string*)>
+bool accept_layer_norm(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                       ccv_nnc_tensor_t* const* outputs, int output_size) {
+  return accept_planned<cudnn_plan::LayerNorm, planner>(cmd, inputs, input_size, outputs, output_size) &&
+         !layer_norm_takes_rows(cmd, inputs, input_size, outputs, output_size);
+}
+
 // A device copy of n floats on s (nothing when from == to).
 void copy_floats(float* to, const float* from, size_t n, cudaStream_t s, const char* what) {
   if (to != from) NNC_CUDA_CHECK(cudaMemcpyAsync(to, from, n * sizeof(float), cudaMemcpyDeviceToDevice, s), what);
@@ -1567,8 +1577,8 @@ void register_cudnn(Registry& r) {
   r.add_kernels(any.accepting(accept_planned<cudnn_plan::BatchNorm, cudnn_plan::batch_norm_backward>), {{CCV_NNC_BATCH_NORM_BACKWARD, bnorm_backward}});
   KernelTraits f32 = any;  // LAYER_NORM: 32F
   f32.datatypes = CCV_32F;
-  r.add_kernels(f32.accepting(accept_planned<cudnn_plan::LayerNorm, cudnn_plan::layer_norm_forward>), {{CCV_NNC_LAYER_NORM_FORWARD, lnorm_forward}});
-  r.add_kernels(f32.accepting(accept_planned<cudnn_plan::LayerNorm, cudnn_plan::layer_norm_backward>), {{CCV_NNC_LAYER_NORM_BACKWARD, lnorm_backward}});
+  r.add_kernels(f32.accepting(accept_layer_norm<cudnn_plan::layer_norm_forward>), {{CCV_NNC_LAYER_NORM_FORWARD, lnorm_forward}});
+  r.add_kernels(f32.accepting(accept_layer_norm<cudnn_plan::layer_norm_backward>), {{CCV_NNC_LAYER_NORM_BACKWARD, lnorm_backward}});
 }
 
 }  // namespace nnc::cuda

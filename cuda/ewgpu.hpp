@@ -73,4 +73,12 @@ void copy_views(ccv_nnc_stream_context_t* stream, const ccv_nnc_tensor_t* a, ccv
 
 void register_ewgpu(Registry& r);
 
+// Whether GPU_REF runs this LAYER_NORM call (forward, or the backward's dx
+// pass — without dx its dscale / dbias pass) on its row kernels
+// (gpu::choose_norm_rows; more_gpu.cpp). GPU_CUDNN declines those calls: on
+// an H200 the row kernels ran 3.5 to 17 times faster than GPU_CUDNN's layer
+// norm (bench-cudnn, 8192x1024 and 4096x4096 fp32). False for bad input.
+bool layer_norm_takes_rows(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                           ccv_nnc_tensor_t* const* outputs, int output_size);
+
 }  // namespace nnc::cuda

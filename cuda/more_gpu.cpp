@@ -976,6 +976,47 @@ NNC_KERNEL(fill) {
 
 }  // namespace
 
+bool layer_norm_takes_rows(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs, int input_size,
+                           ccv_nnc_tensor_t* const* outputs, int output_size) {
+  if (cmd.cmd != CCV_NNC_LAYER_NORM_FORWARD && cmd.cmd != CCV_NNC_LAYER_NORM_BACKWARD) return false;
+  try {
+    const char* what = name_of(cmd.cmd);
+    NormCall n;
+    if (cmd.cmd == CCV_NNC_LAYER_NORM_FORWARD) {
+      const norm::GroupNormIo io = norm::layer_norm_forward_io(cmd, inputs, input_size, outputs, output_size);
+      if (!io.x || !io.y) return false;
+      const Layout xl = layout_of(io.x, what);
+      const NormShape sh = norm_shape(cmd, xl, n, what);
+      set_norm(n, gpu::kNormX, io.x, xl, nullptr, sh.ga, sh.groups, false, what);
+      set_norm(n, gpu::kNormY, io.y, xl, nullptr, sh.ga, sh.groups, false, what);
+      set_norm(n, gpu::kNormScale, io.scale, xl, sh.scale, sh.ga, sh.groups, false, what);
+      set_norm(n, gpu::kNormBias, io.bias, xl, sh.scale, sh.ga, sh.groups, false, what);
+      set_norm(n, gpu::kNormMean, io.saved_mean, xl, sh.stats, sh.ga, sh.groups, true, what);
+      set_norm(n, gpu::kNormInv, io.saved_inv_std, xl, sh.stats, sh.ga, sh.groups, true, what);
+      return rows_of(n, norm_plan(n, sh.norm, sh.param, what), sh.ga).fast;
+    }
+    // The backward: its dx pass (without dx, the dscale / dbias pass), as norm_backward chooses.
+    const norm::GroupNormIo io = norm::layer_norm_backward_io(cmd, inputs, input_size, outputs, output_size);
+    if (!io.x || !io.g || (!io.dx && !io.dscale && !io.dbias)) return false;
+    const Layout xl = layout_of(io.x, what);
+    const NormShape sh = norm_shape(cmd, xl, n, what);
+    set_norm(n, gpu::kNormX, io.x, xl, nullptr, sh.ga, sh.groups, false, what);
+    set_norm(n, gpu::kNormG, io.g, xl, nullptr, sh.ga, sh.groups, false, what);
+    if (io.dx) {
+      set_norm(n, gpu::kNormDx, io.dx, xl, nullptr, sh.ga, sh.groups, false, what);
+      set_norm(n, gpu::kNormScale, io.scale, xl, sh.scale, sh.ga, sh.groups, false, what);
+    } else {
+      set_norm(n, gpu::kNormScale, io.dscale, xl, sh.scale, sh.ga, sh.groups, false, what);
+      set_norm(n, gpu::kNormBias, io.dbias, xl, sh.scale, sh.ga, sh.groups, false, what);
+    }
+    set_norm(n, gpu::kNormMean, io.saved_mean, xl, sh.stats, sh.ga, sh.groups, true, what);
+    set_norm(n, gpu::kNormInv, io.saved_inv_std, xl, sh.stats, sh.ga, sh.groups, true, what);
+    return rows_of(n, norm_plan(n, sh.norm, sh.param, what), sh.ga).fast;
+  } catch (...) {
+    return false;
+  }
+}
+
 // Every backend of this file: the one call register_cuda makes.
 void register_gpu_more(Registry& r) {
   KernelTraits t;

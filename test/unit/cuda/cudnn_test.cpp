@@ -665,7 +665,11 @@ TEST(Cudnn, BatchNormRefusals) {
 // ---- layer norm ----
 
 // Same tolerance argument as batch norm: statistics over F elements per row,
-// dscale / dbias sums over the rows.
+// dscale / dbias sums over the rows. The GPU side runs on the default
+// backends: GPU_CUDNN declines the calls GPU_REF's row kernels take (the
+// normalised axes innermost, each row contiguous: several times faster
+// there), so the axes {0, 2} case runs on GPU_CUDNN and the rest on GPU_REF;
+// each case checks that GPU_CUDNN, named, takes exactly the calls it should.
 TEST(Cudnn, LayerNormMatchesCpuRef) {
   NNC_REQUIRE_GPU();
   std::mt19937 rng(1912);
@@ -675,7 +679,10 @@ TEST(Cudnn, LayerNormMatchesCpuRef) {
     bool affine, views;
   };
   for (const L& c : {L{{4, 37, 256}, {2}, true, false}, L{{2, 3, 8, 9}, {1, 2, 3}, true, false},
-                     L{{16, 100}, {1}, true, true}, L{{6, 65}, {1}, false, false}}) {
+                     L{{16, 100}, {1}, true, true}, L{{6, 65}, {1}, false, false}, L{{6, 10, 7}, {0, 2}, true, false}}) {
+    bool row_kernels = true;  // the normalised axes are the trailing ones
+    for (size_t i = 0; i < c.axes.size(); i++)
+      row_kernels = row_kernels && c.axes[i] == static_cast<int>(c.shape.size() - c.axes.size() + i);
     SCOPED_TRACE(std::to_string(c.shape.size()) + "-d, " + std::to_string(c.axes.size()) + " axes" +
                  (c.affine ? "" : ", no affine") + (c.views ? ", views" : ""));
     std::vector<int> fshape = c.shape, sshape = c.shape;
@@ -704,10 +711,20 @@ TEST(Cudnn, LayerNormMatchesCpuRef) {
       std::vector<ccv_nnc_tensor_t*> in = {t(x)};
       if (c.affine) in.push_back(t(scale)), in.push_back(t(bias));
       std::vector<ccv_nnc_tensor_t*> out = {t(y), t(sm), t(si)};
-      return exec(with_backend(fwd, gpu ? CCV_NNC_BACKEND_GPU_CUDNN : CCV_NNC_BACKEND_CPU_REF), ccv_nnc_no_hint, in,
-                  out);
+      return exec(with_backend(fwd, gpu ? 0u : static_cast<uint32_t>(CCV_NNC_BACKEND_CPU_REF)), ccv_nnc_no_hint, in, out);
     };
     ASSERT_EQ(side(false), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+    {  // GPU_CUDNN named: it declines exactly the row kernels' calls.
+      std::vector<ccv_nnc_tensor_t*> in = {x.g()};
+      if (c.affine) in.push_back(scale.g()), in.push_back(bias.g());
+      const int r = exec(with_backend(fwd, CCV_NNC_BACKEND_GPU_CUDNN), ccv_nnc_no_hint, in, {y.g(), sm.g(), si.g()});
+      if (row_kernels) {
+        EXPECT_NE(r, CCV_NNC_EXEC_SUCCESS) << "GPU_CUDNN took a call GPU_REF's row kernels take";
+        EXPECT_STRNE(ccv_nnc_error_message(), "");
+      } else {
+        EXPECT_EQ(r, CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+      }
+    }
     ASSERT_EQ(side(true), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
     y.expect_same("LAYER_NORM_FORWARD y");
     sm.expect_same("saved_mean");
@@ -729,8 +746,7 @@ TEST(Cudnn, LayerNormMatchesCpuRef) {
         in.push_back(t(y)), in.push_back(gpu ? smg.t : sm.cpu.t), in.push_back(gpu ? sig.t : si.cpu.t);
         std::vector<ccv_nnc_tensor_t*> out = {t(dx, mask & 1)};
         if (c.affine) out.push_back(t(dscale, mask & 2)), out.push_back(t(dbias, mask & 4));
-        return exec(with_backend(bwd, gpu ? CCV_NNC_BACKEND_GPU_CUDNN : CCV_NNC_BACKEND_CPU_REF), ccv_nnc_no_hint, in,
-                    out);
+        return exec(with_backend(bwd, gpu ? 0u : static_cast<uint32_t>(CCV_NNC_BACKEND_CPU_REF)), ccv_nnc_no_hint, in, out);
       };
       ASSERT_EQ(back(false), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
       ASSERT_EQ(back(true), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();

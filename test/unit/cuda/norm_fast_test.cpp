@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "cmd/common/gpu_norm.hpp"
+#include "cuda/ewgpu.hpp"
 #include "test/unit/cuda/gpu.hpp"
 #include "test/unit/cuda/gpu_pair.hpp"
 
@@ -148,6 +149,20 @@ void run_layer_norm(int ti, const Case& k, bool affine, std::mt19937& rng) {
   const gpu::NormRows r = choice(k.rows, k.cols, type, x->gpu(), y->gpu(), affine ? scale->gpu() : nullptr,
                                  affine ? bias->gpu() : nullptr, inv->gpu());
   ASSERT_TRUE(r.fast) << what << ": the row kernels must serve a packed last axis";
+  {  // GPU_CUDNN leaves these calls to the row kernels: the same choice, made from the command.
+    std::vector<ccv_nnc_tensor_t*> in = {x->gpu()}, out = {y->gpu(), mean->gpu(), inv->gpu()};
+    if (affine) in.push_back(scale->gpu()), in.push_back(bias->gpu());
+    EXPECT_TRUE(nnc::cuda::layer_norm_takes_rows(ln(false, 1, affine), in.data(), static_cast<int>(in.size()),
+                                                 out.data(), 3))
+        << what;
+    std::vector<ccv_nnc_tensor_t*> bin = {x->gpu(), nullptr, nullptr, x->gpu()}, bout = {y->gpu()};
+    if (affine) bin.push_back(scale->gpu()), bin.push_back(bias->gpu());
+    bin.push_back(y->gpu()), bin.push_back(mean->gpu()), bin.push_back(inv->gpu());
+    EXPECT_TRUE(nnc::cuda::layer_norm_takes_rows(ln(true, 1, affine), bin.data(), static_cast<int>(bin.size()),
+                                                 bout.data(), 1))
+        << what << " backward";
+    EXPECT_FALSE(nnc::cuda::layer_norm_takes_rows(ln(false, 1, affine), nullptr, 0, out.data(), 3)) << "no x";
+  }
   // Aligned rows (a packed tensor whose rows are whole 16-byte chunks, or one
   // row) load by 16 bytes; a view's rows start at element 1: never.
   const int v = 16 / esize(type);
@@ -263,6 +278,10 @@ TEST(NormFastGpu, OtherAxesGoTheGeneralWay) {
       ASSERT_TRUE(gpu::make_norm_plan(p, dim, 2, sp, 1u, 1u));
       EXPECT_FALSE(gpu::choose_norm_rows(p, present, addr, esize(type)).fast) << what;
     }
+    {  // so GPU_CUDNN keeps such calls (cuda::layer_norm_takes_rows)
+      std::vector<ccv_nnc_tensor_t*> in = {x->gpu(), scale->gpu(), bias->gpu()}, out = {y->gpu(), mean->gpu(), inv->gpu()};
+      EXPECT_FALSE(nnc::cuda::layer_norm_takes_rows(ln(false, 0, true), in.data(), 3, out.data(), 3)) << what;
+    }
     run_both(ln(false, 0, true), {x.get(), scale.get(), bias.get()}, {y.get(), mean.get(), inv.get()}, what);
     expect_near(*y, type, 1e-5f, 2e-5f, what + " y");
     expect_near(*inv, type, 1e-5f, 2e-5f, what + " saved_inv_std");
@@ -276,6 +295,11 @@ TEST(NormFastGpu, Refusals) {
   std::mt19937 rng(4246);
   auto x = both({{3, 40}}, rng), y = both({{3, 40}}, rng), scale = both({{1, 41}}, rng), bias = both({{1, 40}}, rng);
   auto mean = both({{3, 1}}, rng), inv = both({{3, 1}}, rng);
+  {  // bad input: not the row kernels' call (GPU_CUDNN then judges it itself), and no crash
+    std::vector<ccv_nnc_tensor_t*> in = {x->gpu(), scale->gpu(), bias->gpu()}, out = {y->gpu(), mean->gpu(), inv->gpu()};
+    EXPECT_FALSE(nnc::cuda::layer_norm_takes_rows(ln(false, 1, true), in.data(), 3, out.data(), 3));
+    EXPECT_FALSE(nnc::cuda::layer_norm_takes_rows(ln(false, 1, true), in.data(), 3, nullptr, 0));
+  }
   ccv_nnc_cmd_t c = ln(false, 1, true);
   c.backend = CCV_NNC_BACKEND_GPU_REF;
   EXPECT_NE(exec(c, ccv_nnc_no_hint, {x->gpu(), scale->gpu(), bias->gpu()}, {y->gpu(), mean->gpu(), inv->gpu()}),
