@@ -484,28 +484,20 @@ void add_bias(cudnnHandle_t h, const cudnn_plan::Conv& p, const void* bias, cudn
 // surroundings). Scratch from the caching allocator on the call's stream.
 class Stage {
  public:
-  Stage(const Tensor4& d, int datatype, GpuType staged, cudaStream_t s, const char* what)
+  // nhwc: the copy packed NHWC (as a convolution's NHWC filter needs); else NCHW.
+  Stage(const Tensor4& d, int datatype, GpuType staged, cudaStream_t s, const char* what, bool nhwc = false)
       : src_(d),
+        packed_(cudnn_plan::packed_as(d, nhwc)),
         type_(gpu_type(datatype)),
         staged_(staged),
         s_(s),
         what_(what),
-        buf_(cudnn_plan::extent(packed(d)) * (staged == kF32 ? 4 : 2), s, what) {
-    packed_ = packed(d);
-  }
+        buf_(cudnn_plan::extent(packed_) * (staged == kF32 ? 4 : 2), s, what) {}
   void load(const void* from) const { convert(buf_.get(), staged_, packed_, from, type_, src_); }
   void store(void* to) const { convert(to, type_, src_, buf_.get(), staged_, packed_); }
   const Tensor4& desc() const { return packed_; }
   void* data() const { return buf_.get(); }
 
-  static Tensor4 packed(const Tensor4& d) {
-    Tensor4 t = d;
-    t.stride[3] = 1;
-    t.stride[2] = d.dim[3];
-    t.stride[1] = d.dim[2] * d.dim[3];
-    t.stride[0] = d.dim[1] * d.dim[2] * d.dim[3];
-    return t;
-  }
 
  private:
   void convert(void* y, GpuType yt, const Tensor4& yd, const void* x, GpuType xt, const Tensor4& xd) const {
@@ -534,26 +526,19 @@ class F32Stage : public Stage {
   float* get() const { return static_cast<float*>(data()); }
 };
 
-// Whether d is laid out packed in NCHW order of its dims (what Stage makes).
-bool is_packed(const Tensor4& d) {
-  const Tensor4 p = Stage::packed(d);
-  for (int i = 0; i < 4; i++)
-    if (d.dim[i] > 1 && d.stride[i] != p.stride[i]) return false;
-  return true;
-}
 
-// An operand as cuDNN gets it: the tensor itself when packed, else a packed
-// copy in its own type. cuDNN 9 refuses strided views in its legacy
+// An operand as cuDNN gets it: the tensor itself when packed (NHWC or NCHW as
+// `nhwc` says: a convolution's filter layout), else a packed copy in its own type. cuDNN 9 refuses strided views in its legacy
 // convolutions (on an H200, cuDNN 9.19, every algorithm answered NOT_SUPPORTED
 // for NHWC and NCHW views) and its softmax ran them wrong, so those calls take
 // views through here. An input is copied in at construction; an output is
 // copied out by store() (the view's surroundings stay as they were).
 class Packed {
  public:
-  Packed(const Tensor4& d, int datatype, void* data, bool input, cudaStream_t s, const char* what)
+  Packed(const Tensor4& d, int datatype, void* data, bool input, bool nhwc, cudaStream_t s, const char* what)
       : desc_(d), data_(data) {
-    if (!data || is_packed(d)) return;
-    stage_ = std::make_unique<Stage>(d, datatype, gpu_type(datatype), s, what);
+    if (!data || cudnn_plan::is_packed(d, nhwc)) return;
+    stage_ = std::make_unique<Stage>(d, datatype, gpu_type(datatype), s, what, nhwc);
     desc_ = stage_->desc();
     if (input) stage_->load(data);
   }
@@ -635,7 +620,8 @@ NNC_KERNEL(conv_forward) {
   const int device = device_of(y);
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(stream_context, device, s, what);
-  const Packed xp(p.x, p.datatype, x->data.ptr, true, s, what), yp(p.y, p.datatype, y->data.ptr, false, s, what);
+  const Packed xp(p.x, p.datatype, x->data.ptr, true, p.w.nhwc, s, what);
+  const Packed yp(p.y, p.datatype, y->data.ptr, false, p.w.nhwc, s, what);
   p.x = xp.desc(), p.y = yp.desc();
   ConvDescs d(p, what);
   conv_forward_call(h, d, device, p, 0, nullptr, cmd.algorithm, xp.get(), w->data.ptr, d.y, yp.get(), s, what);
@@ -657,9 +643,10 @@ NNC_KERNEL(conv_backward) {
   const Lease h(stream_context, device, s, what);
   const cudnnDataType_t type = cudnn_type(p.conv.datatype);
   const int dt = p.conv.datatype;
-  const Packed gp(p.conv.y, dt, io.g->data.ptr, true, s, what);
-  const Packed xp(p.conv.x, dt, !p.bias_only && p.dw ? io.x->data.ptr : nullptr, true, s, what);
-  const Packed dxp(p.dx_desc, dt, !p.bias_only && p.dx ? io.dx->data.ptr : nullptr, false, s, what);
+  const bool nhwc = p.conv.w.nhwc;
+  const Packed gp(p.conv.y, dt, io.g->data.ptr, true, nhwc, s, what);
+  const Packed xp(p.conv.x, dt, !p.bias_only && p.dw ? io.x->data.ptr : nullptr, true, nhwc, s, what);
+  const Packed dxp(p.dx_desc, dt, !p.bias_only && p.dx ? io.dx->data.ptr : nullptr, false, nhwc, s, what);
   p.conv.y = gp.desc(), p.conv.x = xp.desc(), p.dx_desc = dxp.desc();
   if (p.dbias) bias_gradient(h, dt, p.conv.y, gp.get(), p.conv.bias, io.dbias->data.ptr, s, what);
   if (!p.bias_only) {
@@ -697,7 +684,8 @@ NNC_KERNEL(convt_forward) {
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(stream_context, device, s, what);
   const int dt = p.conv.datatype;
-  const Packed xp(p.conv.y, dt, x->data.ptr, true, s, what), yp(p.conv.x, dt, y->data.ptr, false, s, what);
+  const Packed xp(p.conv.y, dt, x->data.ptr, true, p.conv.w.nhwc, s, what);
+  const Packed yp(p.conv.x, dt, y->data.ptr, false, p.conv.w.nhwc, s, what);
   p.conv.y = xp.desc(), p.conv.x = yp.desc();
   ConvDescs d(p.conv, what);
   // NNC's y is the data gradient of the convolution from dy = NNC's x.
@@ -721,9 +709,10 @@ NNC_KERNEL(convt_backward) {
   const Lease h(stream_context, device, s, what);
   const cudnnDataType_t type = cudnn_type(p.conv.datatype);
   const int dt = p.conv.datatype;
-  const Packed gp(p.conv.x, dt, io.g->data.ptr, true, s, what);
-  const Packed xp(p.conv.y, dt, !p.bias_only && p.dw ? io.x->data.ptr : nullptr, true, s, what);
-  const Packed dxp(p.dx_desc, dt, !p.bias_only && p.dx ? io.dx->data.ptr : nullptr, false, s, what);
+  const bool nhwc = p.conv.w.nhwc;
+  const Packed gp(p.conv.x, dt, io.g->data.ptr, true, nhwc, s, what);
+  const Packed xp(p.conv.y, dt, !p.bias_only && p.dw ? io.x->data.ptr : nullptr, true, nhwc, s, what);
+  const Packed dxp(p.dx_desc, dt, !p.bias_only && p.dx ? io.dx->data.ptr : nullptr, false, nhwc, s, what);
   p.conv.x = gp.desc(), p.conv.y = xp.desc(), p.dx_desc = dxp.desc();
   if (p.dbias) bias_gradient(h, dt, p.conv.x, gp.get(), p.conv.bias, io.dbias->data.ptr, s, what);
   if (!p.bias_only) {
@@ -1104,8 +1093,8 @@ NNC_KERNEL(softmax_forward) {
     return cudnnSoftmaxForward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, xd, x, &zero, yd, y);
   };
   // Views through packed copies (Packed: cuDNN 9.19 ran strided rows wrong).
-  const Packed xp(xa, datatype, inputs[0]->data.ptr, true, s, what);
-  const Packed yp(ya, datatype, outputs[0]->data.ptr, false, s, what);
+  const Packed xp(xa, datatype, inputs[0]->data.ptr, true, false, s, what);
+  const Packed yp(ya, datatype, outputs[0]->data.ptr, false, false, s, what);
   const cudnnStatus_t st = run(cudnn_type(datatype), xp.desc(), xp.get(), yp.desc(), yp.get());
   if (datatype != CCV_32F && declined(st)) {
     // This cuDNN declines the 16-bit type: fp32 copies (in place stays in
@@ -1165,9 +1154,9 @@ NNC_KERNEL(softmax_backward) {
     return cudnnSoftmaxBackward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, yd, y, gd, g, &zero, dd,
                                 dx);
   };
-  const Packed gp(ga, datatype, inputs[0]->data.ptr, true, s, what);
-  const Packed yp(ya, datatype, inputs[2]->data.ptr, true, s, what);
-  const Packed dp(da, datatype, outputs[0]->data.ptr, false, s, what);
+  const Packed gp(ga, datatype, inputs[0]->data.ptr, true, false, s, what);
+  const Packed yp(ya, datatype, inputs[2]->data.ptr, true, false, s, what);
+  const Packed dp(da, datatype, outputs[0]->data.ptr, false, false, s, what);
   const cudnnStatus_t st = run(cudnn_type(datatype), gp.desc(), gp.get(), yp.desc(), yp.get(), dp.desc(), dp.get());
   if (datatype != CCV_32F && declined(st)) {
     const F32Stage gs(gp.desc(), datatype, s, what), ys(yp.desc(), datatype, s, what), ds(dp.desc(), datatype, s, what);

@@ -425,6 +425,30 @@ size_t extent(const Tensor4& t) {
   return last + 1;
 }
 
+Tensor4 packed_as(const Tensor4& t, bool nhwc) {
+  Tensor4 p = t;
+  const int n = 0, c = 1, h = 2, w = 3;
+  if (nhwc) {
+    p.stride[c] = 1;
+    p.stride[w] = t.dim[c];
+    p.stride[h] = t.dim[w] * t.dim[c];
+    p.stride[n] = t.dim[h] * t.dim[w] * t.dim[c];
+  } else {
+    p.stride[w] = 1;
+    p.stride[h] = t.dim[w];
+    p.stride[c] = t.dim[h] * t.dim[w];
+    p.stride[n] = t.dim[c] * t.dim[h] * t.dim[w];
+  }
+  return p;
+}
+
+bool is_packed(const Tensor4& t, bool nhwc) {
+  const Tensor4 p = packed_as(t, nhwc);
+  for (int i = 0; i < 4; i++)
+    if (t.dim[i] > 1 && t.stride[i] != p.stride[i]) return false;
+  return true;
+}
+
 bool conv_forward(const ccv_nnc_cmd_t& cmd, const ccv_nnc_hint_t& hint, const ccv_nnc_tensor_t* x,
                   const ccv_nnc_tensor_t* w, const ccv_nnc_tensor_t* bias, const ccv_nnc_tensor_t* y, Conv* plan,
                   std::string* why) {

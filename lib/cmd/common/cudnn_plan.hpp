@@ -208,5 +208,12 @@ bool same_strides(const ccv_nnc_tensor_t* a, const ccv_nnc_tensor_t* b);
 // Elements from the first to one past the last that a descriptor addresses
 // (what scratch laid out by it needs).
 size_t extent(const Tensor4& t);
+// t's dims packed NHWC (strides {H W C, 1, W C, C}) or NCHW ({C H W, H W,
+// W, 1}), as the plans describe packed tensors. cuDNN's legacy convolutions
+// refuse strided views but take either packed layout (the filter's layout
+// must match), so GPU_CUDNN stages views into this.
+Tensor4 packed_as(const Tensor4& t, bool nhwc);
+// t is packed_as(t, nhwc) over the dimensions whose extent is not 1.
+bool is_packed(const Tensor4& t, bool nhwc);
 
 }  // namespace nnc::cudnn_plan

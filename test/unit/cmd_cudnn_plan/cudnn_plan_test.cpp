@@ -337,6 +337,44 @@ TEST_F(CudnnPlan, PoolingMeansWhatCpuRefComputes) {
     }
 }
 
+// GPU_CUDNN stages strided views into packed copies (cuDNN 9.19 refused
+// views in every legacy convolution algorithm) in the filter's layout: a
+// packed tensor of either format is used as it is, and a view's packed copy
+// has exactly the descriptor of the same tensor made packed. (Staging packed
+// NHWC tensors as NCHW made every NHWC convolution unsupported on the GPU.)
+TEST_F(CudnnPlan, ViewsStageIntoTheirOwnLayout) {
+  for (const Case& c : conv_cases()) {
+    SCOPED_TRACE(testing::Message() << (c.format == NHWC ? "NHWC" : "NCHW") << " N" << c.N << " " << c.H << "x" << c.W
+                                    << " C" << c.C << (c.views ? " views" : ""));
+    T x = make(c.img(c.N, c.H, c.W, c.C), c.format, c.views), w(CCV_32F, c.w_shape(), c.format);
+    T y = make(c.img(c.N, c.OH(), c.OW(), c.K), c.format, c.views);
+    T xp = make(c.img(c.N, c.H, c.W, c.C), c.format, false), yp = make(c.img(c.N, c.OH(), c.OW(), c.K), c.format, false);
+    cp::Conv p, q;
+    std::string why;
+    ASSERT_TRUE(cp::conv_forward(c.cmd(CCV_NNC_CONVOLUTION_FORWARD), c.hint(), x, w, nullptr, y, &p, &why)) << why;
+    ASSERT_TRUE(cp::conv_forward(c.cmd(CCV_NNC_CONVOLUTION_FORWARD), c.hint(), xp, w, nullptr, yp, &q, &why)) << why;
+    const bool nhwc = p.w.nhwc;
+    EXPECT_EQ(nhwc, c.format == NHWC);
+    EXPECT_TRUE(cp::is_packed(q.x, nhwc));
+    EXPECT_TRUE(cp::is_packed(q.y, nhwc));
+    EXPECT_FALSE(cp::is_packed(q.x, !nhwc) && c.C > 1 && c.H * c.W > 1);
+    EXPECT_EQ(cp::is_packed(p.x, nhwc), !c.views);
+    EXPECT_EQ(cp::is_packed(p.y, nhwc), !c.views);
+    EXPECT_TRUE(cp::same_desc(cp::packed_as(p.x, nhwc), q.x));
+    EXPECT_TRUE(cp::same_desc(cp::packed_as(p.y, nhwc), q.y));
+    EXPECT_EQ(cp::extent(cp::packed_as(p.x, nhwc)), static_cast<size_t>(c.N) * c.H * c.W * c.C);
+  }
+  // Extents of 1 (a one-channel image, a batch of one): any stride there is packed.
+  cp::Tensor4 t;
+  t.dim[0] = 1, t.dim[1] = 1, t.dim[2] = 5, t.dim[3] = 7;
+  t.stride[0] = 999, t.stride[1] = 3, t.stride[2] = 7, t.stride[3] = 1;
+  EXPECT_TRUE(cp::is_packed(t, false));
+  EXPECT_TRUE(cp::is_packed(t, true));
+  t.stride[2] = 8;  // rows 8 apart: a view
+  EXPECT_FALSE(cp::is_packed(t, false));
+  EXPECT_EQ(cp::packed_as(t, false).stride[2], 7);
+}
+
 TEST_F(CudnnPlan, BackwardAlgorithmNumbers) {
   EXPECT_EQ(cp::backward_data_algorithm(-1), -1);
   EXPECT_EQ(cp::backward_filter_algorithm(-1), -1);
