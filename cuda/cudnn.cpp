@@ -556,6 +556,20 @@ class Packed {
 
 // ---- convolution ----
 
+// A backward's three operands as cuDNN gets them (Packed): g (described by
+// gd), x (xd; read only for dw) and dx (xd's shape, dxd; written only when
+// wanted); each description is replaced by its packed copy's.
+struct StagedBackward {
+  Packed g, x, dx;
+  StagedBackward(Tensor4& gd, Tensor4& xd, Tensor4& dxd, const conv_rules::BackwardIo& io, bool want_dw, bool want_dx,
+                 int datatype, bool nhwc, cudaStream_t s, const char* what)
+      : g(gd, datatype, io.g->data.ptr, true, nhwc, s, what),
+        x(xd, datatype, want_dw ? io.x->data.ptr : nullptr, true, nhwc, s, what),
+        dx(dxd, datatype, want_dx ? io.dx->data.ptr : nullptr, false, nhwc, s, what) {
+    gd = g.desc(), xd = x.desc(), dxd = dx.desc();
+  }
+};
+
 // The accept functions of both families: operands on the GPU and the plan's
 // checks that need no hint (types, the weights' format and packing). The
 // hint is not known here: exec plans with it and fails, with a message, the
@@ -642,24 +656,20 @@ NNC_KERNEL(conv_backward) {
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(stream_context, device, s, what);
   const cudnnDataType_t type = cudnn_type(p.conv.datatype);
-  const int dt = p.conv.datatype;
-  const bool nhwc = p.conv.w.nhwc;
-  const Packed gp(p.conv.y, dt, io.g->data.ptr, true, nhwc, s, what);
-  const Packed xp(p.conv.x, dt, !p.bias_only && p.dw ? io.x->data.ptr : nullptr, true, nhwc, s, what);
-  const Packed dxp(p.dx_desc, dt, !p.bias_only && p.dx ? io.dx->data.ptr : nullptr, false, nhwc, s, what);
-  p.conv.y = gp.desc(), p.conv.x = xp.desc(), p.dx_desc = dxp.desc();
-  if (p.dbias) bias_gradient(h, dt, p.conv.y, gp.get(), p.conv.bias, io.dbias->data.ptr, s, what);
+  const StagedBackward st(p.conv.y, p.conv.x, p.dx_desc, io, !p.bias_only && p.dw, !p.bias_only && p.dx,
+                          p.conv.datatype, p.conv.w.nhwc, s, what);
+  if (p.dbias) bias_gradient(h, p.conv.datatype, p.conv.y, st.g.get(), p.conv.bias, io.dbias->data.ptr, s, what);
   if (!p.bias_only) {
     ConvDescs d(p.conv, what);
     if (p.dw)
       conv_backward_filter_call(h, d, device, p.conv, 2, cudnn_plan::backward_filter_algorithm(cmd.algorithm),
-                                xp.get(), gp.get(), io.dw->data.ptr, s, what);
+                                st.x.get(), st.g.get(), io.dw->data.ptr, s, what);
     if (p.dx) {
       TensorDesc dx(what);
       set_tensor(dx, p.dx_desc, what, type);
       conv_backward_data_call(h, d, device, p.conv, 1, &p.dx_desc, cudnn_plan::backward_data_algorithm(cmd.algorithm),
-                              io.w->data.ptr, gp.get(), dx, dxp.get(), s, what);
-      dxp.store();
+                              io.w->data.ptr, st.g.get(), dx, st.dx.get(), s, what);
+      st.dx.store();
     }
   }
   finish(stream_context, s, what);
@@ -708,24 +718,21 @@ NNC_KERNEL(convt_backward) {
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(stream_context, device, s, what);
   const cudnnDataType_t type = cudnn_type(p.conv.datatype);
-  const int dt = p.conv.datatype;
-  const bool nhwc = p.conv.w.nhwc;
-  const Packed gp(p.conv.x, dt, io.g->data.ptr, true, nhwc, s, what);
-  const Packed xp(p.conv.y, dt, !p.bias_only && p.dw ? io.x->data.ptr : nullptr, true, nhwc, s, what);
-  const Packed dxp(p.dx_desc, dt, !p.bias_only && p.dx ? io.dx->data.ptr : nullptr, false, nhwc, s, what);
-  p.conv.x = gp.desc(), p.conv.y = xp.desc(), p.dx_desc = dxp.desc();
-  if (p.dbias) bias_gradient(h, dt, p.conv.x, gp.get(), p.conv.bias, io.dbias->data.ptr, s, what);
+  // Roles exchanged: NNC's g is cuDNN's x, NNC's x cuDNN's dy.
+  const StagedBackward st(p.conv.x, p.conv.y, p.dx_desc, io, !p.bias_only && p.dw, !p.bias_only && p.dx,
+                          p.conv.datatype, p.conv.w.nhwc, s, what);
+  if (p.dbias) bias_gradient(h, p.conv.datatype, p.conv.x, st.g.get(), p.conv.bias, io.dbias->data.ptr, s, what);
   if (!p.bias_only) {
     ConvDescs d(p.conv, what);
     if (p.dw)  // cuDNN's filter gradient with x = g and dy = NNC's x
       conv_backward_filter_call(h, d, device, p.conv, 12, cudnn_plan::backward_filter_algorithm(cmd.algorithm),
-                                gp.get(), xp.get(), io.dw->data.ptr, s, what);
+                                st.g.get(), st.x.get(), io.dw->data.ptr, s, what);
     if (p.dx) {  // cuDNN's forward convolution of g into x's shape
       TensorDesc dx(what);
       set_tensor(dx, p.dx_desc, what, type);
       conv_forward_call(h, d, device, p.conv, 13, &p.dx_desc, cudnn_plan::backward_data_algorithm(cmd.algorithm),
-                        gp.get(), io.w->data.ptr, dx, dxp.get(), s, what);
-      dxp.store();
+                        st.g.get(), io.w->data.ptr, dx, st.dx.get(), s, what);
+      st.dx.store();
     }
   }
   finish(stream_context, s, what);
