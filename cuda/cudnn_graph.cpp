@@ -20,8 +20,8 @@
 // stream; cudnnBackendExecute on the Lease's handle, already bound to it.
 #include "cuda/cudnn_graph.hpp"
 
-#include <cstdarg>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -205,8 +205,9 @@ std::vector<Backend> configurations(const Backend& heur) {
   return cfgs;
 }
 
-// Whether the engine of configuration `cfg` may run this call (its numerical notes).
-bool allowed(const Backend& cfg, int datatype, bool allow_tf32, std::string* why) {
+// Whether the engine of configuration `cfg` may run this call (its numerical
+// notes); *engine: its global index and notes, for messages.
+bool allowed(const Backend& cfg, int datatype, bool allow_tf32, std::string* why, std::string* engine_text) {
   Backend engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR, "cudnnBackendCreateDescriptor(ENGINE)");
   cudnnBackendDescriptor_t e = engine.get();
   int64_t n = 0;
@@ -223,6 +224,12 @@ bool allowed(const Backend& cfg, int datatype, bool allow_tf32, std::string* why
     down_convert |= notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS;
     reduced |= notes[i] == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION;
   }
+  int64_t index = -1;
+  if (cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &index) !=
+      CUDNN_STATUS_SUCCESS)
+    index = -1;
+  *engine_text = format("engine %lld%s%s%s", static_cast<long long>(index), tensor_core ? ", tensor cores" : "",
+                        down_convert ? ", down-converts inputs" : "", reduced ? ", reduced-precision reduction" : "");
   if (gp::engine_allowed(datatype, allow_tf32, tensor_core, down_convert, reduced)) return true;
   *why = reduced ? "reduced-precision reduction" : "TF32 (tensor cores on fp32 data)";
   return false;
@@ -282,9 +289,9 @@ std::shared_ptr<Plan> find_plan(cudnnHandle_t h, const gp::GraphConv& g, const i
           last = "every engine configuration rejected (NNC_CUDNN_GRAPH_REJECT=1)";
           continue;
         }
-        std::string why;
-        if (!allowed(cfgs[i], g.datatype, allow_tf32, &why)) {
-          last = format("%s configuration %zu: %s", mode_name, i, why.c_str());
+        std::string why, engine;
+        if (!allowed(cfgs[i], g.datatype, allow_tf32, &why, &engine)) {
+          last = format("%s configuration %zu (%s): %s", mode_name, i, engine.c_str(), why.c_str());
           continue;
         }
         auto plan = std::make_unique<Backend>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
@@ -297,11 +304,12 @@ std::shared_ptr<Plan> find_plan(cudnnHandle_t h, const gp::GraphConv& g, const i
                                       &ws),
              "cudnnBackendGetAttribute(CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE)");
         if (ws < 0 || ws > kWorkspaceLimit) {
-          last = format("%s configuration %zu: workspace of %lld bytes", mode_name, i, static_cast<long long>(ws));
+          last = format("%s configuration %zu (%s): workspace of %lld bytes", mode_name, i, engine.c_str(),
+                        static_cast<long long>(ws));
           continue;
         }
         p->workspace = ws;
-        p->engine = format("%s, configuration %zu", mode_name, i);
+        p->engine = format("%s configuration %zu (%s)", mode_name, i, engine.c_str());
         p->plan = std::move(plan);
         p->parts.push_back(std::move(heur));
         for (Backend& c : cfgs) p->parts.push_back(std::move(c));
@@ -336,6 +344,27 @@ Cache* cache_for(ccv_nnc_stream_context_t* stream, int device) {
   std::unique_ptr<Cache>& c = g_device_caches[device];
   if (!c) c = std::make_unique<Cache>();
   return c.get();
+}
+
+// NNC_CUDNN_GRAPH_VERBOSE=1: one line on stderr for each shape planned (the
+// engine chosen, its workspace) or found to have no plan (why).
+std::string describe(const gp::GraphConv& g) {
+  static const char* ops[] = {"forward", "backward data", "backward filter"};
+  auto t = [](const gp::GraphTensor& d) {
+    return format("[%lld,%lld,%lld,%lld]/[%lld,%lld,%lld,%lld]", static_cast<long long>(d.dim[0]),
+                  static_cast<long long>(d.dim[1]), static_cast<long long>(d.dim[2]), static_cast<long long>(d.dim[3]),
+                  static_cast<long long>(d.stride[0]), static_cast<long long>(d.stride[1]),
+                  static_cast<long long>(d.stride[2]), static_cast<long long>(d.stride[3]));
+  };
+  return format("%s %s x %s w %s y %s pad %lld,%lld stride %lld,%lld dilation %lld,%lld", ops[static_cast<int>(g.op)],
+                g.datatype == CCV_32F ? "32F" : g.datatype == CCV_16F ? "16F" : "16BF", t(g.x).c_str(), t(g.w).c_str(),
+                t(g.y).c_str(), static_cast<long long>(g.pad[0]), static_cast<long long>(g.pad[1]),
+                static_cast<long long>(g.stride[0]), static_cast<long long>(g.stride[1]),
+                static_cast<long long>(g.dilation[0]), static_cast<long long>(g.dilation[1]));
+}
+void verbose(const gp::GraphConv& g, const std::string& what) {
+  if (env_is("NNC_CUDNN_GRAPH_VERBOSE", "1"))
+    std::fprintf(stderr, "cuDNN graph API: %s: %s\n", describe(g).c_str(), what.c_str());
 }
 
 [[noreturn]] void refuse_no_plan(const char* what, const std::string& why) {
@@ -385,10 +414,12 @@ bool run(cudnnHandle_t h, ccv_nnc_stream_context_t* stream, int device, cudaStre
           const std::lock_guard<std::mutex> no_plan_lock(g_mutex);
           g_no_plan[key] = e.why;
         }
+        verbose(g, "no plan: " + e.why);
         if (mode == gp::Mode::kOnly) refuse_no_plan(what, e.why);
         return false;
       }
       cache->plans[key] = plan;
+      verbose(g, format("%s, workspace %lld bytes", plan->engine.c_str(), static_cast<long long>(plan->workspace)));
     }
   }
   // Nothing is written before cudnnBackendExecute succeeds: a refusal up to
@@ -426,7 +457,11 @@ bool run(cudnnHandle_t h, ccv_nnc_stream_context_t* stream, int device, cudaStre
   const cudnnStatus_t st = cudnnBackendExecute(h, plan->plan->get(), pack->get());
   if (st == CUDNN_STATUS_SUCCESS) return true;
   const std::string call = status_text(st, "cudnnBackendExecute");
-  if (CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_NOT_SUPPORTED) return give_up(plan->engine + ": " + call);
+  // NOT_SUPPORTED / BAD_PARAM: this plan does not take these operands after all; nothing was written.
+  if (CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_NOT_SUPPORTED || CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_BAD_PARAM) {
+    verbose(g, "execution refused: " + plan->engine + ": " + call);
+    return give_up(plan->engine + ": " + call);
+  }
   const bool oom = st == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED ||
                    st == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;
   fail(oom ? CCV_NNC_EXEC_OOM : CCV_NNC_EXEC_INVALID, "%s: cuDNN graph API (%s) failed: %s", what,

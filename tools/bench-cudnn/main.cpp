@@ -53,12 +53,14 @@ double graph_ms(ccv_nnc_cmd_t cmd, ccv_nnc_hint_t hint, std::vector<ccv_nnc_tens
                 std::vector<ccv_nnc_tensor_t*>& out, std::string* why) {
   const int is = static_cast<int>(in.size()), os = static_cast<int>(out.size());
   setenv("NNC_CUDNN_GRAPH", "2", 1);
+  setenv("NNC_CUDNN_GRAPH_VERBOSE", "1", 1);  // the engine it plans with, once per shape, on stderr
   double ms = -1;
   if (ccv_nnc_cmd_exec(cmd, hint, 0, in.data(), is, out.data(), os, nullptr) == CCV_NNC_EXEC_SUCCESS)
     ms = nnc_bench::gpu_median_ms([&] { ccv_nnc_cmd_exec(cmd, hint, 0, in.data(), is, out.data(), os, nullptr); });
   else
     *why = ccv_nnc_error_message();
   unsetenv("NNC_CUDNN_GRAPH");
+  unsetenv("NNC_CUDNN_GRAPH_VERBOSE");
   return ms;
 }
 

@@ -48,6 +48,7 @@ bool row(const char* name, ccv_nnc_cmd_t cmd, ccv_nnc_hint_t hint, std::vector<c
   }
   // The same call through cuDNN's graph API only (NNC_CUDNN_GRAPH=2).
   setenv("NNC_CUDNN_GRAPH", "2", 1);
+  setenv("NNC_CUDNN_GRAPH_VERBOSE", "1", 1);  // the engine it plans with, once per shape, on stderr
   double g = -1;
   std::string why;
   if (ccv_nnc_cmd_exec(cmd, hint, 0, in.data(), is, out.data(), os, nullptr) == CCV_NNC_EXEC_SUCCESS)
@@ -55,6 +56,7 @@ bool row(const char* name, ccv_nnc_cmd_t cmd, ccv_nnc_hint_t hint, std::vector<c
   else
     why = ccv_nnc_error_message();
   unsetenv("NNC_CUDNN_GRAPH");
+  unsetenv("NNC_CUDNN_GRAPH_VERBOSE");
   if (g > 0) {
     std::printf("%-44s %12.4f %12.4f %8.2f\n", name, ms, g, g / ms);
   } else {
