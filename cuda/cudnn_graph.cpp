@@ -269,7 +269,14 @@ std::shared_ptr<Plan> find_plan(cudnnHandle_t h, const gp::GraphConv& g, const i
     graph.finalize("cudnnBackendFinalize(OPERATIONGRAPH)");
   }
   const size_t tg = p->parts.size() - 1;
-  std::string last = "no engine configuration";
+  // Why each configuration was passed over: the first reason and the last
+  // are kept (with the count) for the message.
+  std::string first, last = "no engine configuration";
+  int passed_over = 0;
+  auto note = [&](std::string reason) {
+    if (passed_over++ == 0) first = reason;
+    last = std::move(reason);
+  };
   for (const cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
     const char* mode_name = mode == CUDNN_HEUR_MODE_A ? "mode A" : "mode FALLBACK";
     Backend heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, "cudnnBackendCreateDescriptor(ENGINEHEUR)");
@@ -280,18 +287,18 @@ std::shared_ptr<Plan> find_plan(cudnnHandle_t h, const gp::GraphConv& g, const i
       heur.finalize("cudnnBackendFinalize(ENGINEHEUR)");
       cfgs = configurations(heur);
     } catch (const NoPlan& e) {
-      last = format("heuristics %s: %s", mode_name, e.why.c_str());
+      note(format("heuristics %s: %s", mode_name, e.why.c_str()));
       continue;
     }
     for (size_t i = 0; i < cfgs.size(); i++) {
       try {
         if (reject) {
-          last = "every engine configuration rejected (NNC_CUDNN_GRAPH_REJECT=1)";
+          note("every engine configuration rejected (NNC_CUDNN_GRAPH_REJECT=1)");
           continue;
         }
         std::string why, engine;
         if (!allowed(cfgs[i], g.datatype, allow_tf32, &why, &engine)) {
-          last = format("%s configuration %zu (%s): %s", mode_name, i, engine.c_str(), why.c_str());
+          note(format("%s configuration %zu (%s): %s", mode_name, i, engine.c_str(), why.c_str()));
           continue;
         }
         auto plan = std::make_unique<Backend>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
@@ -304,8 +311,8 @@ std::shared_ptr<Plan> find_plan(cudnnHandle_t h, const gp::GraphConv& g, const i
                                       &ws),
              "cudnnBackendGetAttribute(CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE)");
         if (ws < 0 || ws > kWorkspaceLimit) {
-          last = format("%s configuration %zu (%s): workspace of %lld bytes", mode_name, i, engine.c_str(),
-                        static_cast<long long>(ws));
+          note(format("%s configuration %zu (%s): workspace of %lld bytes", mode_name, i, engine.c_str(),
+                      static_cast<long long>(ws)));
           continue;
         }
         p->workspace = ws;
@@ -315,11 +322,12 @@ std::shared_ptr<Plan> find_plan(cudnnHandle_t h, const gp::GraphConv& g, const i
         for (Backend& c : cfgs) p->parts.push_back(std::move(c));
         return p;
       } catch (const NoPlan& e) {
-        last = format("%s configuration %zu: %s", mode_name, i, e.why.c_str());
+        note(format("%s configuration %zu: %s", mode_name, i, e.why.c_str()));
       }
     }
   }
-  throw NoPlan{last};
+  if (passed_over <= 1) throw NoPlan{last};
+  throw NoPlan{format("%d passed over; first %s; last %s", passed_over, first.c_str(), last.c_str())};
 }
 
 // The plans finalized with one handle, by key.
