@@ -286,6 +286,7 @@ std::shared_ptr<Plan> find_plan(cudnnHandle_t h, const gp::GraphConv& g, const i
       heur.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode, "CUDNN_ATTR_ENGINEHEUR_MODE");
       heur.finalize("cudnnBackendFinalize(ENGINEHEUR)");
       cfgs = configurations(heur);
+      if (cfgs.empty()) note(format("heuristics %s: no engine configuration", mode_name));
     } catch (const NoPlan& e) {
       note(format("heuristics %s: %s", mode_name, e.why.c_str()));
       continue;
