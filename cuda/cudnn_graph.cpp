@@ -464,7 +464,11 @@ bool run(cudnnHandle_t h, ccv_nnc_stream_context_t* stream, int device, cudaStre
     return give_up(plan->engine + ": " + e.why);
   }
   const cudnnStatus_t st = cudnnBackendExecute(h, plan->plan->get(), pack->get());
-  if (st == CUDNN_STATUS_SUCCESS) return true;
+  if (st == CUDNN_STATUS_SUCCESS) {
+    if (env_is("NNC_CUDNN_TRACE", "1"))  // as the legacy calls' trace: each call, what ran it
+      std::fprintf(stderr, "%s: cuDNN graph API, %s: %s\n", what, describe(g).c_str(), plan->engine.c_str());
+    return true;
+  }
   const std::string call = status_text(st, "cudnnBackendExecute");
   // NOT_SUPPORTED / BAD_PARAM: this plan does not take these operands after all; nothing was written.
   if (CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_NOT_SUPPORTED || CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_BAD_PARAM) {

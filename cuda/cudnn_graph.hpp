@@ -9,7 +9,9 @@
 // graph API first; 2 the graph API only (a shape it has no plan for is
 // refused with nnc::Declined, saying why: for tests and benchmarks).
 // NNC_CUDNN_GRAPH_REJECT=1 (tests) skips every engine configuration, as if
-// none finalized: the "no plan" path end to end.
+// none finalized: the "no plan" path end to end. NNC_CUDNN_GRAPH_VERBOSE=1
+// prints each shape's plan (or why it has none) once; NNC_CUDNN_TRACE=1, as
+// for the legacy calls, prints every call the graph API ran and its engine.
 //
 // Every call: `h` the Lease's handle (bound to `s`), `stream` the call's
 // stream context (the plan cache lives with the stream's own handle there),
