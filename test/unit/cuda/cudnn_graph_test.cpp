@@ -8,8 +8,11 @@
 //   except the shapes the benchmarks time (they must run on it);
 // - ExistingCases: the existing convolution tests (cudnn_test.cpp,
 //   cudnn_half_test.cpp, convt_gpu_test.cpp) rerun in a child process of this
-//   program under NNC_CUDNN_GRAPH=2, their output copied into this one's
-//   (strict: a shape without a plan fails there, with cuDNN's reason);
+//   program under NNC_CUDNN_GRAPH=1 (the graph API wherever it has a plan,
+//   the legacy calls elsewhere: the mode a default would turn on) and
+//   NNC_CUDNN_GRAPH_VERBOSE=1, their output copied into this one's; they must
+//   pass, and the graph API must have planned some of their shapes (the
+//   count of shapes with and without a plan is printed);
 // - NoPlan*: with every engine configuration rejected
 //   (NNC_CUDNN_GRAPH_REJECT=1), NNC_CUDNN_GRAPH=1 still gives CPU_REF's
 //   answer through the legacy calls (twice: the shape is remembered), and
@@ -73,8 +76,8 @@ std::string name(const C& c, int dt) {
   return b;
 }
 
-// Packed operands only here (the views' staging is the legacy path's; views
-// on the graph path run in ExistingCases).
+// Packed operands only here (views reach the graph path as the packed copies
+// cudnn.cpp stages; they run in ExistingCases).
 std::vector<Case> conv_cases() {
   std::vector<Case> cs;
   for (int f : {NHWC, NCHW}) {
@@ -296,18 +299,19 @@ TEST(CudnnGraph, NoPlanGraphOnlyRefusesOrFallsBack) {
   y->expect_close(rtol_for(CCV_32F), atol_for(CCV_32F, static_cast<size_t>(c.C) * c.KH * c.KW), "y on GPU_REF");
 }
 
-// The existing convolution tests, rerun with the graph path forced: this
-// program again in a child process (NNC_CUDNN_GRAPH=2 inherited), its output
-// copied here with each line prefixed "graph| " (so that scripts reading this
-// program's own "[  FAILED  ]" / "[ RUN      ]" lines do not take them for
-// its own; this test's failure names the child's failures). Skipped under a CUDA tool that injects itself
+// The existing convolution tests, rerun with the graph path on: this program
+// again in a child process (NNC_CUDNN_GRAPH=1 and NNC_CUDNN_GRAPH_VERBOSE=1
+// inherited), its output copied here with each line prefixed "graph| " (so
+// that scripts reading this program's own "[  FAILED  ]" / "[ RUN      ]"
+// lines do not take them for its own; this test's failure names the child's
+// failures). Skipped under a CUDA tool that injects itself
 // (compute-sanitizer: CUDA_INJECTION64_PATH), where the rerun would be slow
 // and the tool would not watch the child anyway.
 TEST(CudnnGraph, ExistingCases) {
   NNC_REQUIRE_GPU();
   if (std::getenv("CUDA_INJECTION64_PATH")) GTEST_SKIP() << "under a CUDA tool (CUDA_INJECTION64_PATH set)";
-  EnvGuard only("NNC_CUDNN_GRAPH", "2"), reject("NNC_CUDNN_GRAPH_REJECT", nullptr);
-  EnvGuard no_xml("GTEST_OUTPUT", nullptr);
+  EnvGuard first("NNC_CUDNN_GRAPH", "1"), reject("NNC_CUDNN_GRAPH_REJECT", nullptr);
+  EnvGuard verbose("NNC_CUDNN_GRAPH_VERBOSE", "1"), no_xml("GTEST_OUTPUT", nullptr);
   const std::string filter =
       "Cudnn.ConvolutionForwardMatchesCpuRef:Cudnn.ConvolutionForwardOnViews:"
       "Cudnn.ConvolutionBackwardEveryOutputSubset:Cudnn.ConvolutionIsNotTf32:Cudnn.ConvolutionOnAStream:"
@@ -322,21 +326,24 @@ TEST(CudnnGraph, ExistingCases) {
   FILE* f = popen(cmd.c_str(), "r");
   ASSERT_NE(f, nullptr) << "cannot start " << cmd;
   char line[4096];
-  int passed_line = 0;
+  int passed_line = 0, planned = 0, no_plan = 0;
   std::string failed;
-  std::printf("---- the child run (NNC_CUDNN_GRAPH=2): %s\n", filter.c_str());
+  std::printf("---- the child run (NNC_CUDNN_GRAPH=1): %s\n", filter.c_str());
   while (std::fgets(line, sizeof(line), f)) {
     std::printf("graph| %s", line);  // prefixed: not this run's own gtest lines
     const std::string l(line);
     if (l.find("[  PASSED  ]") == 0) passed_line = 1;
+    if (l.find("cuDNN graph API: ") == 0) ++(l.find(": no plan: ") != std::string::npos ? no_plan : planned);
     if (l.find("[  FAILED  ] ") == 0 && l.find(" ms)") != std::string::npos)
       failed += l.substr(13, l.find(' ', 13) - 13) + " ";
   }
   const int status = pclose(f);
-  std::printf("---- end of the child run (status %d)\n", status);
-  EXPECT_EQ(status, 0) << "the convolution tests failed with NNC_CUDNN_GRAPH=2 (their output is above): "
-                       << failed;
+  std::printf("---- end of the child run (status %d): the graph API planned %d shapes, had no plan for %d (the legacy "
+              "calls ran those)\n",
+              status, planned, no_plan);
+  EXPECT_EQ(status, 0) << "the convolution tests failed with NNC_CUDNN_GRAPH=1 (their output is above): " << failed;
   EXPECT_TRUE(passed_line) << "the child run printed no PASSED line";
+  EXPECT_GT(planned, 0) << "the graph API planned none of the convolution tests' shapes";
 }
 
 }  // namespace
