@@ -179,9 +179,11 @@ struct Plan {
   Plan& operator=(const Plan&) = delete;
 };
 
-bool env_is(const char* name, const char* value) {
+// An environment switch as cudnn.cpp reads its own (NNC_CUDNN_ALLOW_TF32,
+// NNC_CUDNN_TRACE): on when set and starting with '1'.
+bool env_on(const char* name) {
   const char* e = std::getenv(name);
-  return e && std::string(e) == value;
+  return e && e[0] == '1';
 }
 
 // The engine configurations of `heur` (finalized), in cuDNN's order.
@@ -372,7 +374,7 @@ std::string describe(const gp::GraphConv& g) {
                 static_cast<long long>(g.dilation[0]), static_cast<long long>(g.dilation[1]));
 }
 void verbose(const gp::GraphConv& g, const std::string& what) {
-  if (env_is("NNC_CUDNN_GRAPH_VERBOSE", "1"))
+  if (env_on("NNC_CUDNN_GRAPH_VERBOSE"))
     std::fprintf(stderr, "cuDNN graph API: %s: %s\n", describe(g).c_str(), what.c_str());
 }
 
@@ -393,8 +395,8 @@ bool run(cudnnHandle_t h, ccv_nnc_stream_context_t* stream, int device, cudaStre
     if (mode == gp::Mode::kOnly) refuse_no_plan(what, why);
     return false;
   }
-  const bool allow_tf32 = env_is("NNC_CUDNN_ALLOW_TF32", "1");
-  const bool reject = env_is("NNC_CUDNN_GRAPH_REJECT", "1");
+  const bool allow_tf32 = env_on("NNC_CUDNN_ALLOW_TF32");
+  const bool reject = env_on("NNC_CUDNN_GRAPH_REJECT");
   const int64_t alignment[3] = {gp::byte_alignment(reinterpret_cast<uintptr_t>(x)),
                                 gp::byte_alignment(reinterpret_cast<uintptr_t>(w)),
                                 gp::byte_alignment(reinterpret_cast<uintptr_t>(y))};
@@ -465,7 +467,7 @@ bool run(cudnnHandle_t h, ccv_nnc_stream_context_t* stream, int device, cudaStre
   }
   const cudnnStatus_t st = cudnnBackendExecute(h, plan->plan->get(), pack->get());
   if (st == CUDNN_STATUS_SUCCESS) {
-    if (env_is("NNC_CUDNN_TRACE", "1"))  // as the legacy calls' trace: each call, what ran it
+    if (env_on("NNC_CUDNN_TRACE"))  // as the legacy calls' trace: each call, what ran it
       std::fprintf(stderr, "%s: cuDNN graph API, %s: %s\n", what, describe(g).c_str(), plan->engine.c_str());
     return true;
   }
