@@ -20,6 +20,7 @@ find_library(NNC_CUDNN_LIBRARY NAMES cudnn libcudnn.so.9 HINTS ${_nnc_cudnn_hint
 if(NNC_CUDNN_INCLUDE_DIR AND NNC_CUDNN_LIBRARY)
   message(STATUS "cuDNN: ${NNC_CUDNN_LIBRARY} (headers ${NNC_CUDNN_INCLUDE_DIR}); GPU_CUDNN backends built")
   target_sources(nnc_cuda PRIVATE ${CMAKE_CURRENT_LIST_DIR}/cudnn.cpp)
+  target_sources(nnc_cuda PRIVATE ${CMAKE_CURRENT_LIST_DIR}/cudnn_graph.cpp)  # the convolutions through the graph API
   target_include_directories(nnc_cuda PRIVATE ${NNC_CUDNN_INCLUDE_DIR})
   target_compile_definitions(nnc_cuda PRIVATE NNC_HAVE_CUDNN=1)
   # The libraries are assembled from the modules' objects (lib/CMakeLists.txt):

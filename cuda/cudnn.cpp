@@ -46,6 +46,7 @@
 #include "core/registry.hpp"
 #include "core/tensor.hpp"
 #include "cuda/cuda.hpp"
+#include "cuda/cudnn_graph.hpp"
 #include "cuda/ewgpu.hpp"
 #include "cuda/kern.hpp"
 #include "cuda/stream.hpp"
@@ -638,7 +639,8 @@ NNC_KERNEL(conv_forward) {
   const Packed yp(p.y, p.datatype, y->data.ptr, false, p.w.nhwc, s, what);
   p.x = xp.desc(), p.y = yp.desc();
   ConvDescs d(p, what);
-  conv_forward_call(h, d, device, p, 0, nullptr, cmd.algorithm, xp.get(), w->data.ptr, d.y, yp.get(), s, what);
+  if (!cudnn_graph::conv_forward(h, stream_context, device, s, p, p.x, p.y, xp.get(), w->data.ptr, yp.get(), what))
+    conv_forward_call(h, d, device, p, 0, nullptr, cmd.algorithm, xp.get(), w->data.ptr, d.y, yp.get(), s, what);
   if (p.has_bias) add_bias(h, p, bias->data.ptr, d.y, p.y, yp.get(), s, what);
   yp.store();
   finish(stream_context, s, what);
@@ -661,14 +663,19 @@ NNC_KERNEL(conv_backward) {
   if (p.dbias) bias_gradient(h, p.conv.datatype, p.conv.y, st.g.get(), p.conv.bias, io.dbias->data.ptr, s, what);
   if (!p.bias_only) {
     ConvDescs d(p.conv, what);
-    if (p.dw)
+    if (p.dw && !cudnn_graph::conv_backward_filter(h, stream_context, device, s, p.conv, p.conv.x, p.conv.y,
+                                                   st.x.get(), st.g.get(), io.dw->data.ptr, what))
       conv_backward_filter_call(h, d, device, p.conv, 2, cudnn_plan::backward_filter_algorithm(cmd.algorithm),
                                 st.x.get(), st.g.get(), io.dw->data.ptr, s, what);
     if (p.dx) {
-      TensorDesc dx(what);
-      set_tensor(dx, p.dx_desc, what, type);
-      conv_backward_data_call(h, d, device, p.conv, 1, &p.dx_desc, cudnn_plan::backward_data_algorithm(cmd.algorithm),
-                              io.w->data.ptr, st.g.get(), dx, st.dx.get(), s, what);
+      if (!cudnn_graph::conv_backward_data(h, stream_context, device, s, p.conv, p.dx_desc, p.conv.y, io.w->data.ptr,
+                                           st.g.get(), st.dx.get(), what)) {
+        TensorDesc dx(what);
+        set_tensor(dx, p.dx_desc, what, type);
+        conv_backward_data_call(h, d, device, p.conv, 1, &p.dx_desc,
+                                cudnn_plan::backward_data_algorithm(cmd.algorithm), io.w->data.ptr, st.g.get(), dx,
+                                st.dx.get(), s, what);
+      }
       st.dx.store();
     }
   }
@@ -699,8 +706,10 @@ NNC_KERNEL(convt_forward) {
   p.conv.y = xp.desc(), p.conv.x = yp.desc();
   ConvDescs d(p.conv, what);
   // NNC's y is the data gradient of the convolution from dy = NNC's x.
-  conv_backward_data_call(h, d, device, p.conv, 11, nullptr, cmd.algorithm, w->data.ptr, xp.get(), d.x, yp.get(), s,
-                          what);
+  if (!cudnn_graph::conv_backward_data(h, stream_context, device, s, p.conv, p.conv.x, p.conv.y, w->data.ptr, xp.get(),
+                                      yp.get(), what))
+    conv_backward_data_call(h, d, device, p.conv, 11, nullptr, cmd.algorithm, w->data.ptr, xp.get(), d.x, yp.get(), s,
+                            what);
   if (p.conv.has_bias) add_bias(h, p.conv, bias->data.ptr, d.x, p.conv.x, yp.get(), s, what);
   yp.store();
   finish(stream_context, s, what);
@@ -724,14 +733,19 @@ NNC_KERNEL(convt_backward) {
   if (p.dbias) bias_gradient(h, p.conv.datatype, p.conv.x, st.g.get(), p.conv.bias, io.dbias->data.ptr, s, what);
   if (!p.bias_only) {
     ConvDescs d(p.conv, what);
-    if (p.dw)  // cuDNN's filter gradient with x = g and dy = NNC's x
+    if (p.dw && !cudnn_graph::conv_backward_filter(h, stream_context, device, s, p.conv, p.conv.x, p.conv.y,
+                                                   st.g.get(), st.x.get(), io.dw->data.ptr, what))
+      // cuDNN's filter gradient with x = g and dy = NNC's x
       conv_backward_filter_call(h, d, device, p.conv, 12, cudnn_plan::backward_filter_algorithm(cmd.algorithm),
                                 st.g.get(), st.x.get(), io.dw->data.ptr, s, what);
     if (p.dx) {  // cuDNN's forward convolution of g into x's shape
-      TensorDesc dx(what);
-      set_tensor(dx, p.dx_desc, what, type);
-      conv_forward_call(h, d, device, p.conv, 13, &p.dx_desc, cudnn_plan::backward_data_algorithm(cmd.algorithm),
-                        st.g.get(), io.w->data.ptr, dx, st.dx.get(), s, what);
+      if (!cudnn_graph::conv_forward(h, stream_context, device, s, p.conv, p.conv.x, p.dx_desc, st.g.get(),
+                                     io.w->data.ptr, st.dx.get(), what)) {
+        TensorDesc dx(what);
+        set_tensor(dx, p.dx_desc, what, type);
+        conv_forward_call(h, d, device, p.conv, 13, &p.dx_desc, cudnn_plan::backward_data_algorithm(cmd.algorithm),
+                          st.g.get(), io.w->data.ptr, dx, st.dx.get(), s, what);
+      }
       st.dx.store();
     }
   }

@@ -4,7 +4,10 @@
 // ccv_nnc_cmd_autotune returns. Each call synchronises (NNC's synchronous
 // calls do), so the figures include it. Median of 20 after 5 warm-ups. The
 // 32 -> 64 layer also in 16F and 16BF (cuDNN HALF / BFLOAT16 storage, fp32
-// compute, tensor-op math).
+// compute, tensor-op math). Convolution rows add a third timing: the same
+// call through cuDNN's graph API (NNC_CUDNN_GRAPH=2: graph only, so a shape
+// it has no plan for says so instead of timing the legacy calls), and its
+// ratio to the heuristics' (< 1: the graph API faster).
 // tools/bench-cudnn/peer.py prints PyTorch's figures for the same calls.
 // Then LAYER_NORM / RMSNORM over the last axis of [8192, 1024] and
 // [4096, 4096], forward and backward (dx, dscale, dbias), 32F / 16F / 16BF:
@@ -44,8 +47,25 @@ ccv_nnc_hint_t pad(int p, int s) {
   return h;
 }
 
+// ms per call of cmd through cuDNN's graph API (NNC_CUDNN_GRAPH=2 for the
+// call); negative when it has no plan (*why: the message).
+double graph_ms(ccv_nnc_cmd_t cmd, ccv_nnc_hint_t hint, std::vector<ccv_nnc_tensor_t*>& in,
+                std::vector<ccv_nnc_tensor_t*>& out, std::string* why) {
+  const int is = static_cast<int>(in.size()), os = static_cast<int>(out.size());
+  setenv("NNC_CUDNN_GRAPH", "2", 1);
+  setenv("NNC_CUDNN_GRAPH_VERBOSE", "1", 1);  // the engine it plans with, once per shape, on stderr
+  double ms = -1;
+  if (ccv_nnc_cmd_exec(cmd, hint, 0, in.data(), is, out.data(), os, nullptr) == CCV_NNC_EXEC_SUCCESS)
+    ms = nnc_bench::gpu_median_ms([&] { ccv_nnc_cmd_exec(cmd, hint, 0, in.data(), is, out.data(), os, nullptr); });
+  else
+    *why = ccv_nnc_error_message();
+  unsetenv("NNC_CUDNN_GRAPH");
+  unsetenv("NNC_CUDNN_GRAPH_VERBOSE");
+  return ms;
+}
+
 void row(const char* name, ccv_nnc_cmd_t cmd, ccv_nnc_hint_t hint, std::vector<ccv_nnc_tensor_t*> in,
-         std::vector<ccv_nnc_tensor_t*> out) {
+         std::vector<ccv_nnc_tensor_t*> out, bool graph = false) {
   if (!nnc_bench::first_call(name, 34, cmd, hint, in, out)) return;
   const int is = static_cast<int>(in.size()), os = static_cast<int>(out.size());
   const double heur =
@@ -53,7 +73,18 @@ void row(const char* name, ccv_nnc_cmd_t cmd, ccv_nnc_hint_t hint, std::vector<c
   const ccv_nnc_cmd_t tuned = ccv_nnc_cmd_autotune(cmd, 0, hint, 0, in.data(), is, out.data(), os, nullptr);
   const double tune =
       nnc_bench::gpu_median_ms([&] { ccv_nnc_cmd_exec(tuned, hint, 0, in.data(), is, out.data(), os, nullptr); });
-  std::printf("%-34s %12.4f %12.4f %10d\n", name, heur, tune, tuned.algorithm);
+  if (!graph) {
+    std::printf("%-34s %12.4f %12.4f %10d\n", name, heur, tune, tuned.algorithm);
+    return;
+  }
+  std::string why;
+  const double g = graph_ms(cmd, hint, in, out, &why);
+  if (g > 0) {
+    std::printf("%-34s %12.4f %12.4f %10d %12.4f %10.2f\n", name, heur, tune, tuned.algorithm, g, g / heur);
+  } else {
+    std::printf("%-34s %12.4f %12.4f %10d %12s %10s\n", name, heur, tune, tuned.algorithm, "no plan", "-");
+    std::printf("  graph API: %.300s\n", why.c_str());
+  }
 }
 
 // PyTorch's norm rows (peer.py --norm: "name ms" lines), by name; empty
@@ -170,7 +201,8 @@ int main() {
   if (!nnc_bench::gpu_start()) return 0;
   std::printf("GPU 0: %s; GPU_CUDNN, fp32 (and 16F / 16BF rows); ms per call (median of 20, synchronised)\n",
               nnc_bench::gpu0_name().c_str());
-  std::printf("%-34s %12s %12s %10s\n", "command (batch 64)", "heuristics", "autotuned", "algorithm");
+  std::printf("%-34s %12s %12s %10s %12s %10s\n", "command (batch 64)", "heuristics", "autotuned", "algorithm", "graph",
+              "graph/heur");
   const int N = 64;
   for (int dt : {CCV_32F, CCV_16F, CCV_16BF}) {
     for (int f : {CCV_TENSOR_FORMAT_NHWC, CCV_TENSOR_FORMAT_NCHW}) {
@@ -207,12 +239,12 @@ int main() {
         const ccv_nnc_cmd_t bwd = ccv_nnc_cmd(CCV_NNC_CONVOLUTION_BACKWARD, nullptr, cp, 0);
         char name[64];
         std::snprintf(name, sizeof(name), "conv fwd %d->%d %s", l.C, l.K, fmt);
-        row(name, fwd, pad(2, 1), {x, w, b}, {y});
+        row(name, fwd, pad(2, 1), {x, w, b}, {y}, true);
         std::snprintf(name, sizeof(name), "conv bwd %s %d->%d %s", l.C == 1 ? "dw db" : "dx dw db", l.C, l.K, fmt);
         if (l.C == 1)
-          row(name, bwd, pad(2, 1), {y, x, nullptr}, {nullptr, dw, db});
+          row(name, bwd, pad(2, 1), {y, x, nullptr}, {nullptr, dw, db}, true);
         else
-          row(name, bwd, pad(2, 1), {y, x, w}, {dx, dw, db});
+          row(name, bwd, pad(2, 1), {y, x, w}, {dx, dw, db}, true);
         ccv_nnc_cmd_param_t pp;
         std::memset(&pp, 0, sizeof(pp));
         pp.size.dim[0] = pp.size.dim[1] = 2, pp.size.dim[2] = 1;

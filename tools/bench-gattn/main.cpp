@@ -12,7 +12,9 @@
 //   ldmatrix) side by side, with the ratios to the first;
 //   CONVOLUTION_TRANSPOSE (GPU_CUDNN, fp32 FMA math, heuristics) for the
 //   U-Net decoder's 2x2 / stride-2 up-samplers at batch 16, NHWC and NCHW:
-//   forward (with bias) and backward (dx, dw, dbias).
+//   forward (with bias) and backward (dx, dw, dbias); beside it the same call
+//   through cuDNN's graph API (NNC_CUDNN_GRAPH=2: graph only, "no plan"
+//   where it has none) and its ratio to the first (< 1: graph faster).
 // tools/bench-gattn/peer.py prints PyTorch's figures for the same calls.
 #include <cuda_runtime.h>
 
@@ -20,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "gpu_bench.hpp"
@@ -34,12 +37,32 @@ ccv_nnc_tensor_t* gpu(std::vector<int> d, int datatype, int format = CCV_TENSOR_
 }
 
 bool row(const char* name, ccv_nnc_cmd_t cmd, ccv_nnc_hint_t hint, std::vector<ccv_nnc_tensor_t*> in,
-         std::vector<ccv_nnc_tensor_t*> out) {
+         std::vector<ccv_nnc_tensor_t*> out, bool graph = false) {
   if (!nnc_bench::first_call(name, 44, cmd, hint, in, out)) return false;
   const int is = static_cast<int>(in.size()), os = static_cast<int>(out.size());
   const double ms =
       nnc_bench::gpu_median_ms([&] { ccv_nnc_cmd_exec(cmd, hint, 0, in.data(), is, out.data(), os, nullptr); });
-  std::printf("%-44s %12.4f\n", name, ms);
+  if (!graph) {
+    std::printf("%-44s %12.4f\n", name, ms);
+    return true;
+  }
+  // The same call through cuDNN's graph API only (NNC_CUDNN_GRAPH=2).
+  setenv("NNC_CUDNN_GRAPH", "2", 1);
+  setenv("NNC_CUDNN_GRAPH_VERBOSE", "1", 1);  // the engine it plans with, once per shape, on stderr
+  double g = -1;
+  std::string why;
+  if (ccv_nnc_cmd_exec(cmd, hint, 0, in.data(), is, out.data(), os, nullptr) == CCV_NNC_EXEC_SUCCESS)
+    g = nnc_bench::gpu_median_ms([&] { ccv_nnc_cmd_exec(cmd, hint, 0, in.data(), is, out.data(), os, nullptr); });
+  else
+    why = ccv_nnc_error_message();
+  unsetenv("NNC_CUDNN_GRAPH");
+  unsetenv("NNC_CUDNN_GRAPH_VERBOSE");
+  if (g > 0) {
+    std::printf("%-44s %12.4f %12.4f %8.2f\n", name, ms, g, g / ms);
+  } else {
+    std::printf("%-44s %12.4f %12s %8s\n", name, ms, "no plan", "-");
+    std::printf("  graph API: %.300s\n", why.c_str());
+  }
   return true;
 }
 
@@ -127,7 +150,7 @@ int main() {
     attn_row(name, ccv_nnc_cmd(CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_FORWARD, nullptr, p, 0), {q, k, v}, {o, lse});
     for (ccv_nnc_tensor_t* t : {q, k, v, o, lse}) ccv_nnc_tensor_free(t);
   }
-  std::printf("%-44s %12s\n", "command", "ms");
+  std::printf("%-44s %12s %12s %8s\n", "command", "ms", "graph API", "ratio");
   ccv_nnc_hint_t s2;
   std::memset(&s2, 0, sizeof(s2));
   s2.stride.dim[0] = s2.stride.dim[1] = 2;
@@ -155,9 +178,10 @@ int main() {
       char name[96];
       const char* fmt = nhwc ? "NHWC" : "NCHW";
       std::snprintf(name, sizeof(name), "convT 2x2/2 fwd N16 %dx%d %d->%d %s", u.H, u.H, u.C, u.K, fmt);
-      row(name, ccv_nnc_cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, nullptr, p, 0), s2, {x, w, b}, {y});
+      row(name, ccv_nnc_cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_FORWARD, nullptr, p, 0), s2, {x, w, b}, {y}, true);
       std::snprintf(name, sizeof(name), "convT 2x2/2 bwd N16 %dx%d %d->%d %s", u.H, u.H, u.C, u.K, fmt);
-      row(name, ccv_nnc_cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_BACKWARD, nullptr, p, 0), s2, {y, x, w}, {dx, dw, db});
+      row(name, ccv_nnc_cmd(CCV_NNC_CONVOLUTION_TRANSPOSE_BACKWARD, nullptr, p, 0), s2, {y, x, w}, {dx, dw, db},
+          true);
       for (ccv_nnc_tensor_t* t : {x, w, b, y, dx, dw, db}) ccv_nnc_tensor_free(t);
     }
   return 0;

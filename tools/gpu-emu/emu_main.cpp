@@ -113,6 +113,7 @@ const Exclusion kExcluded[] = {
      "asynchronous streams"},
     {"CudaTrain.*", "the reference network has convolutions (cuDNN) and dense layers (cuBLAS)"},
     {"Cudnn.*", "GPU_CUDNN (cuDNN is not emulated)"},
+    {"CudnnGraph.*", "GPU_CUDNN through cuDNN's graph API (cuDNN is not emulated)"},
     {"ConvTransposeGpu.*", "transposed convolution is GPU_CUDNN (cuDNN is not emulated)"},
     {"Nccl.*", "GPU_NCCL (NCCL is not emulated)"},
     {"GpuNcclBackward.*", "GPU_NCCL (NCCL is not emulated)"},
