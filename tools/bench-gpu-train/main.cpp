@@ -153,7 +153,9 @@ int main(int argc, char** argv) {
   else
     peer = "tools/bench-gpu-train/peer.py";
   const std::string cmd = "python3 " + peer + " " + std::to_string(steps) + " 64 256 2>&1";
-  if (FILE* p = popen(cmd.c_str(), "r")) {
+  // NNC_BENCH_NO_PEER=1: NNC's rows only (a second run under other settings).
+  const bool no_peer = std::getenv("NNC_BENCH_NO_PEER") && std::getenv("NNC_BENCH_NO_PEER")[0] == '1';
+  if (FILE* p = no_peer ? nullptr : popen(cmd.c_str(), "r")) {
     char line[512];
     while (std::fgets(line, sizeof(line), p)) {
       int b = 0;
