@@ -23,7 +23,8 @@
 // in a fixed order (reruns give the same bits).
 //
 // NNC_GPU_ATTN_F32=old keeps the old scalar flash kernels (flash_kernels.cu)
-// for everything; unset or anything else: these kernels for heads up to 128.
+// for everything, =fwd / =bwd takes only the forward / only the backward
+// here; unset or anything else: these kernels for heads up to 128.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -39,14 +40,17 @@ constexpr int kFlashTiledThreads = 256;
 constexpr int kFlashTiledRows = 64;  // query rows (or keys) per block and per tile
 constexpr int kFlashTiledMaxHead = 128;
 
-// Whether the tiled kernels take a call with head sizes D, Dv, given the
-// value of NNC_GPU_ATTN_F32 (NULL when unset).
-inline bool flash_tiled_takes(int D, int Dv, const char* env_value) {
+// Whether the tiled kernels take a call's forward (backward false) or
+// backward (true) with head sizes D, Dv, given the value of NNC_GPU_ATTN_F32
+// (NULL when unset): "old" neither (the old scalar kernels), "fwd" only the
+// forward, "bwd" only the backward, anything else both.
+inline bool flash_tiled_takes(int D, int Dv, bool backward, const char* env_value) {
   if (env_value && std::strcmp(env_value, "old") == 0) return false;
+  if (env_value && std::strcmp(env_value, backward ? "fwd" : "bwd") == 0) return false;
   return D >= 1 && Dv >= 1 && D <= kFlashTiledMaxHead && Dv <= kFlashTiledMaxHead;
 }
-inline bool flash_tiled_takes_from_env(int D, int Dv) {
-  return flash_tiled_takes(D, Dv, std::getenv("NNC_GPU_ATTN_F32"));
+inline bool flash_tiled_takes_from_env(int D, int Dv, bool backward) {
+  return flash_tiled_takes(D, Dv, backward, std::getenv("NNC_GPU_ATTN_F32"));
 }
 
 // o and lse (as launch_flash_forward).

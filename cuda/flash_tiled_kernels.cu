@@ -39,25 +39,51 @@ __device__ __forceinline__ float sum16(float v) {
 
 // Transposed tile: rows [row0, row0 + 64) (rows at or past `limit` as 0),
 // d in [0, DB) (d at or past n as 0) of operand x (b, row, head, d) at view
-// xv into dst[d * 64 + (r ^ ((d & 7) << 2))]. A warp stores 8 d x 4 rows:
-// 32 distinct banks.
+// xv into dst[d * 64 + (r ^ ((d & 7) << 2))]. Warp w of the block takes the
+// d blocks w + 8 c (8 d each, lane & 7), rows lane >> 3 + 4 it: a warp's
+// stores hit 32 distinct banks, its loads 4 rows x 8 consecutive d, and
+// each thread's offsets advance by a constant (4 rows) per step.
 template <int DB, class L>
 __device__ __forceinline__ void load_t(float* dst, const L& ld, const void* x, const AttnView& xv, int b, int row0,
                                        int head, int limit, int n) {
-  constexpr int nd = DB / 8;
-  for (int e = threadIdx.x; e < kT * DB; e += kThreads) {
-    const int lane = e & 31, w = e >> 5;
-    const int d = (w % nd) * 8 + (lane & 7), r = (w / nd) * 4 + (lane >> 3), row = row0 + r;
-    dst[d * kT + (r ^ ((d & 7) << 2))] = row < limit && d < n ? ld(x, gpu::attn_off(xv, b, row, head, d)) : 0.f;
+  const int lane = threadIdx.x & 31, wq = threadIdx.x >> 5, r0 = lane >> 3;
+#pragma unroll
+  for (int c = 0; c < DB / 64; c++) {
+    const int d = (wq + 8 * c) * 8 + (lane & 7);
+    float* out = dst + d * kT;
+    const int sw = (d & 7) << 2;
+    if (d >= n) {
+#pragma unroll
+      for (int it = 0; it < kT / 4; it++) out[(r0 + 4 * it) ^ sw] = 0.f;
+      continue;
+    }
+    int64_t off = gpu::attn_off(xv, b, row0 + r0, head, d);
+    const int64_t step = 4 * xv.ss;
+#pragma unroll 4
+    for (int it = 0; it < kT / 4; it++, off += step) {
+      const int r = r0 + 4 * it;
+      out[r ^ sw] = row0 + r < limit ? ld(x, off) : 0.f;
+    }
   }
 }
-// Natural tile: dst[r * DB + d], same zero fill.
+// Natural tile: dst[r * DB + d], same zero fill; thread t takes column
+// t % DB and rows t / DB + (256 / DB) it.
 template <int DB, class L>
 __device__ __forceinline__ void load_n(float* dst, const L& ld, const void* x, const AttnView& xv, int b, int row0,
                                        int head, int limit, int n) {
-  for (int e = threadIdx.x; e < kT * DB; e += kThreads) {
-    const int r = e / DB, d = e - r * DB, row = row0 + r;
-    dst[e] = row < limit && d < n ? ld(x, gpu::attn_off(xv, b, row, head, d)) : 0.f;
+  constexpr int kStep = kThreads / DB;
+  const int d = threadIdx.x % DB, r0 = threadIdx.x / DB;
+  if (d >= n) {
+#pragma unroll
+    for (int it = 0; it < kT / kStep; it++) dst[(r0 + kStep * it) * DB + d] = 0.f;
+    return;
+  }
+  int64_t off = gpu::attn_off(xv, b, row0 + r0, head, d);
+  const int64_t step = kStep * xv.ss;
+#pragma unroll 4
+  for (int it = 0; it < kT / kStep; it++, off += step) {
+    const int r = r0 + kStep * it;
+    dst[r * DB + d] = row0 + r < limit ? ld(x, off) : 0.f;
   }
 }
 
@@ -242,7 +268,7 @@ __device__ __forceinline__ void row_stats(const FlashArgs& a, int b, int h, int 
 
 // dq: one block per (b, h, 64 query rows), over the key tiles.
 template <int DB, class T>
-__global__ void __launch_bounds__(kThreads, DB <= 64 ? 2 : 1) flash_tiled_dq(FlashArgs a) {
+__global__ void __launch_bounds__(kThreads, DB <= 64 && sizeof(T) == 4 ? 2 : 1) flash_tiled_dq(FlashArgs a) {
   constexpr int NC = DB / 16;
   extern __shared__ float4 ftsm4[];
   float* sq = reinterpret_cast<float*>(ftsm4);  // transposed q
@@ -444,13 +470,13 @@ struct LaunchDkdv {
 }  // namespace
 
 cudaError_t launch_flash_tiled_forward(cudaStream_t st, const FlashArgs& a) {
-  if (!flash_tiled_takes(a.s.D, a.s.Dv, nullptr)) return cudaErrorInvalidValue;
+  if (!flash_tiled_takes(a.s.D, a.s.Dv, false, nullptr)) return cudaErrorInvalidValue;
   if (gpu::flash_row_tiles(a.s, kT) == 0) return cudaSuccess;
   return with_db_type(a, LaunchForward{st, a});
 }
 
 cudaError_t launch_flash_tiled_backward(cudaStream_t st, const FlashArgs& a) {
-  if (!flash_tiled_takes(a.s.D, a.s.Dv, nullptr)) return cudaErrorInvalidValue;
+  if (!flash_tiled_takes(a.s.D, a.s.Dv, true, nullptr)) return cudaErrorInvalidValue;
   if (static_cast<int64_t>(a.s.B) * a.s.H * a.s.Sq == 0) return cudaSuccess;
   cudaError_t e = launch_flash_delta(st, a);
   if (e != cudaSuccess) return e;

@@ -87,8 +87,8 @@ std::vector<Owned> run_f32(const Case& c, const Inputs& in, const char* f32) {
 }
 
 // The tiled kernels against the old scalar ones on the same inputs (which
-// must differ in some bits, else the tiled kernels did not run), and a
-// rerun of the tiled ones giving the same bits.
+// must differ in some bits, else the tiled kernels did not run), a rerun of
+// the tiled ones giving the same bits, and the mixed modes =fwd / =bwd.
 TEST(FlashTiled, AgreesWithTheOldKernels) {
   NNC_REQUIRE_GPU();
   std::mt19937 rng(3303);
@@ -106,6 +106,19 @@ TEST(FlashTiled, AgreesWithTheOldKernels) {
       EXPECT_EQ(std::memcmp(tiled[i]->data.u8, again[i]->data.u8, bytes), 0) << names[i] << ": reruns differ";
     }
     EXPECT_TRUE(differ) << "the same bits as the old kernels: NNC_GPU_ATTN_F32 chose nothing";
+    // =fwd: the tiled forward (its bits) and the old backward; =bwd: the
+    // old forward (its bits) and the tiled backward.
+    std::vector<Owned> fwd = run_f32(c, in, "fwd"), bwd = run_f32(c, in, "bwd");
+    for (int i = 0; i < 2; i++) {
+      const size_t bytes = ccv_nnc_tensor_count(tiled[i]->info) * sizeof(float);
+      EXPECT_EQ(std::memcmp(fwd[i]->data.u8, tiled[i]->data.u8, bytes), 0)
+          << names[i] << ": =fwd not on the tiled forward";
+      EXPECT_EQ(std::memcmp(bwd[i]->data.u8, old[i]->data.u8, bytes), 0) << names[i] << ": =bwd not on the old forward";
+    }
+    for (int i = 2; i < 5; i++) {
+      expect_agree(fwd[i].t, old[i].t, 1e-4f, names[i], "with =fwd", "on the old kernels");
+      expect_agree(bwd[i].t, tiled[i].t, 1e-4f, names[i], "with =bwd", "on the tiled kernels");
+    }
   }
 }
 
