@@ -120,22 +120,29 @@ __device__ __forceinline__ void write_p(float* P, int ay, int bx, const float (&
   }
 }
 
-// acc[r][4 c + q] += sum over k < klim of P[k][4 ay + r] N[k][64 c + 4 bx + q]
-// (P as write_p leaves it, N a natural tile).
-template <int DB>
+// acc[r][4 c + q] += sum over k < klim (rounded up to 4: the callers' p
+// past klim are 0 and their N rows there zero-filled or loaded) of
+// P[k][4 ay + r] N[k][64 c + 4 bx + q] (P as write_p leaves it, N a natural
+// tile); the 4 k of a step unrolled KU at a time.
+template <int DB, int KU = 4>
 __device__ __forceinline__ void mm_pn(const float* P, const float* N, int ay, int bx, int klim,
                                       float (&acc)[4][DB / 16]) {
-  for (int k = 0; k < klim; k++) {
-    const float4 p = *reinterpret_cast<const float4*>(P + k * kT + ((ay ^ (k >> 2)) << 2));
-    const float ps[4] = {p.x, p.y, p.z, p.w};
+  for (int k0 = 0; k0 < klim; k0 += 4) {
+    const float* pk = P + k0 * kT + ((ay ^ (k0 >> 2)) << 2);
+    const float* nk = N + k0 * DB + bx * 4;
+#pragma unroll KU
+    for (int kk = 0; kk < 4; kk++) {
+      const float4 p = *reinterpret_cast<const float4*>(pk + kk * kT);
+      const float ps[4] = {p.x, p.y, p.z, p.w};
 #pragma unroll
-    for (int c = 0; c < DB / 64; c++) {
-      const float4 n = *reinterpret_cast<const float4*>(N + k * DB + c * 64 + bx * 4);
-      const float ns[4] = {n.x, n.y, n.z, n.w};
+      for (int c = 0; c < DB / 64; c++) {
+        const float4 n = *reinterpret_cast<const float4*>(nk + kk * DB + c * 64);
+        const float ns[4] = {n.x, n.y, n.z, n.w};
 #pragma unroll
-      for (int r = 0; r < 4; r++)
+        for (int r = 0; r < 4; r++)
 #pragma unroll
-        for (int q = 0; q < 4; q++) acc[r][c * 4 + q] = fmaf(ps[r], ns[q], acc[r][c * 4 + q]);
+          for (int q = 0; q < 4; q++) acc[r][c * 4 + q] = fmaf(ps[r], ns[q], acc[r][c * 4 + q]);
+      }
     }
   }
 }
@@ -317,7 +324,7 @@ __global__ void __launch_bounds__(kThreads, DB <= 64 && sizeof(T) == 4 ? 2 : 1) 
         }
       write_p(sds, ty, tx, qk);
       __syncthreads();
-      mm_pn<DB>(sds, skn, ty, tx, min_int(kT, kend - j0), acc);
+      mm_pn<DB, sizeof(T) == 4 && DB <= 64 ? 1 : 4>(sds, skn, ty, tx, min_int(kT, kend - j0), acc);  // (128 registers)
     }
     if (a.dq) {
 #pragma unroll
