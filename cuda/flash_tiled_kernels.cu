@@ -5,6 +5,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <type_traits>
+
+#include "cuda/async_copy.cuh"
 #include "cuda/flash_tiled.hpp"
 #include "cuda/typed_access.cuh"
 
@@ -26,6 +29,32 @@ struct LdAny {
   __device__ float operator()(const void* p, int64_t off) const { return ld_any(p, off, type); }
 };
 
+// 4 bytes gmem -> smem asynchronously (cp.async.ca; async_copy.cuh has the
+// commit / wait and the emulation's rules).
+__device__ __forceinline__ void cp_async4(float* smem, const float* gmem) {
+#if defined(__CUDA_ARCH__)
+  const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(sa), "l"(gmem) : "memory");
+#elif defined(NNC_GPU_EMU)
+  ::emu::async_copy(smem, gmem, 4);
+#else
+  (void)smem, (void)gmem;
+#endif
+}
+// One element of a tile: loaded (ASYNC: a 32F operand copied by cp.async)
+// or 0.
+template <bool ASYNC, class L>
+__device__ __forceinline__ void put(float* dst, const L& ld, const void* x, int64_t off, bool in) {
+  if constexpr (ASYNC) {
+    if (in)
+      cp_async4(dst, static_cast<const float*>(x) + off);
+    else
+      *dst = 0.f;
+  } else {
+    *dst = in ? ld(x, off) : 0.f;
+  }
+}
+
 // Max / sum over the 16 lanes (tx) that share a row (lanes 0-15 and 16-31
 // of a warp are two rows groups; every lane takes part).
 __device__ __forceinline__ float max16(float v) {
@@ -43,7 +72,7 @@ __device__ __forceinline__ float sum16(float v) {
 // d blocks w + 8 c (8 d each, lane & 7), rows lane >> 3 + 4 it: a warp's
 // stores hit 32 distinct banks, its loads 4 rows x 8 consecutive d, and
 // each thread's offsets advance by a constant (4 rows) per step.
-template <int DB, class L>
+template <int DB, bool ASYNC = false, class L>
 __device__ __forceinline__ void load_t(float* dst, const L& ld, const void* x, const AttnView& xv, int b, int row0,
                                        int head, int limit, int n) {
   const int lane = threadIdx.x & 31, wq = threadIdx.x >> 5, r0 = lane >> 3;
@@ -62,13 +91,13 @@ __device__ __forceinline__ void load_t(float* dst, const L& ld, const void* x, c
 #pragma unroll 4
     for (int it = 0; it < kT / 4; it++, off += step) {
       const int r = r0 + 4 * it;
-      out[r ^ sw] = row0 + r < limit ? ld(x, off) : 0.f;
+      put<ASYNC>(out + (r ^ sw), ld, x, off, row0 + r < limit);
     }
   }
 }
 // Natural tile: dst[r * DB + d], same zero fill; thread t takes column
 // t % DB and rows t / DB + (256 / DB) it.
-template <int DB, class L>
+template <int DB, bool ASYNC = false, class L>
 __device__ __forceinline__ void load_n(float* dst, const L& ld, const void* x, const AttnView& xv, int b, int row0,
                                        int head, int limit, int n) {
   constexpr int kStep = kThreads / DB;
@@ -83,7 +112,7 @@ __device__ __forceinline__ void load_n(float* dst, const L& ld, const void* x, c
 #pragma unroll 4
   for (int it = 0; it < kT / kStep; it++, off += step) {
     const int r = r0 + kStep * it;
-    dst[r * DB + d] = row0 + r < limit ? ld(x, off) : 0.f;
+    put<ASYNC>(dst + r * DB + d, ld, x, off, row0 + r < limit);
   }
 }
 
@@ -150,18 +179,19 @@ __device__ __forceinline__ void mm_pn(const float* P, const float* N, int ay, in
 __device__ __forceinline__ int min_int(int a, int b) { return a < b ? a : b; }
 
 // Shared-memory floats of each kernel.
-constexpr int fwd_floats(int DB) { return 3 * kT * DB + kT * kT; }
+constexpr int fwd_floats(int DB, bool async) { return (async ? 5 : 3) * kT * DB + kT * kT; }
 constexpr int dq_floats(int DB) { return 5 * kT * DB + kT * kT; }
 constexpr int kv_floats(int DB) { return 6 * kT * DB + 2 * kT * kT; }
 
-template <int DB, class T>
+// ASYNC (32F only): two k / v buffers, the next tile's copied by cp.async
+// while the current one is computed on.
+template <int DB, class T, bool ASYNC>
 __global__ void __launch_bounds__(kThreads, 2) flash_tiled_forward(FlashArgs a) {
   constexpr int NC = DB / 16;
   extern __shared__ float4 ftsm4[];
   float* sq = reinterpret_cast<float*>(ftsm4);
-  float* sk = sq + kT * DB;
-  float* sv = sk + kT * DB;
-  float* sp = sv + kT * DB;
+  float* skv = sq + kT * DB;  // [k | v] per buffer
+  float* sp = skv + (ASYNC ? 4 : 2) * kT * DB;
   const AttnShape& s = a.s;
   const int tid = threadIdx.x, ty = tid >> 4, tx = tid & 15;
   const float sl2 = s.scale * kLog2e;
@@ -184,10 +214,31 @@ __global__ void __launch_bounds__(kThreads, 2) flash_tiled_forward(FlashArgs a) 
       for (int c = 0; c < NC; c++) acc[r][c] = 0.f;
     }
     load_t<DB>(sq, ldt, a.q, s.q, b, i0, h, s.Sq, s.D);
-    for (int j0 = 0; j0 < kend; j0 += kT) {
+    // (ASYNC) Starts the copies of key tile j into buffer bb.
+    auto issue = [&](int j, int bb) {
+      float* k = skv + bb * 2 * kT * DB;
+      load_t<DB, true>(k, ldt, a.k, s.k, b, j, hk, s.Sk, s.D);
+      load_n<DB, true>(k + kT * DB, ldt, a.v, s.v, b, j, hk, s.Sk, s.Dv);
+      cp_async_commit();
+    };
+    if constexpr (ASYNC) {
+      if (kend > 0) issue(0, 0);
+    }
+    for (int j0 = 0, bb = 0; j0 < kend; j0 += kT, bb ^= 1) {
       __syncthreads();  // q in place; the previous tile's k, v, p read
-      load_t<DB>(sk, ldt, a.k, s.k, b, j0, hk, s.Sk, s.D);
-      load_n<DB>(sv, ldt, a.v, s.v, b, j0, hk, s.Sk, s.Dv);
+      float* sk = skv + (ASYNC ? bb : 0) * 2 * kT * DB;
+      float* sv = sk + kT * DB;
+      if constexpr (ASYNC) {
+        if (j0 + kT < kend) {
+          issue(j0 + kT, bb ^ 1);
+          cp_async_wait<1>();
+        } else {
+          cp_async_wait<0>();
+        }
+      } else {
+        load_t<DB>(sk, ldt, a.k, s.k, b, j0, hk, s.Sk, s.D);
+        load_n<DB>(sv, ldt, a.v, s.v, b, j0, hk, s.Sk, s.Dv);
+      }
       __syncthreads();
       float sc[4][4];
       mm_tt(sq, sk, ty, tx, dlim, sc);
@@ -452,9 +503,14 @@ cudaError_t with_db_type(const FlashArgs& a, F&& f) {
 struct LaunchForward {
   cudaStream_t st;
   const FlashArgs& a;
+  bool async;
   template <int DB, class T>
   cudaError_t operator()() const {
-    return launch(flash_tiled_forward<DB, T>, fwd_floats(DB), gpu::flash_row_tiles(a.s, kT), st, a);
+    if constexpr (std::is_same_v<T, float>) {
+      if (async)
+        return launch(flash_tiled_forward<DB, T, true>, fwd_floats(DB, true), gpu::flash_row_tiles(a.s, kT), st, a);
+    }
+    return launch(flash_tiled_forward<DB, T, false>, fwd_floats(DB, false), gpu::flash_row_tiles(a.s, kT), st, a);
   }
 };
 struct LaunchDq {
@@ -479,7 +535,7 @@ struct LaunchDkdv {
 cudaError_t launch_flash_tiled_forward(cudaStream_t st, const FlashArgs& a) {
   if (!flash_tiled_takes(a.s.D, a.s.Dv, false, nullptr)) return cudaErrorInvalidValue;
   if (gpu::flash_row_tiles(a.s, kT) == 0) return cudaSuccess;
-  return with_db_type(a, LaunchForward{st, a});
+  return with_db_type(a, LaunchForward{st, a, flash_tiled_async_from_env()});
 }
 
 cudaError_t launch_flash_tiled_backward(cudaStream_t st, const FlashArgs& a) {

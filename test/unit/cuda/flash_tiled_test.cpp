@@ -122,6 +122,37 @@ TEST(FlashTiled, AgreesWithTheOldKernels) {
   }
 }
 
+// NNC_GPU_ATTN_F32_ASYNC=1 (the forward's k / v tiles double-buffered by
+// cp.async) computes the same products in the same order: the same bits as
+// the plain loads, on every case (causal keys ending mid-tile, one key tile,
+// several), and the backward from its o / lse still matches CPU_REF.
+TEST(FlashTiled, AsyncForwardGivesTheSameBits) {
+  NNC_REQUIRE_GPU();
+  EnvGuard flash("NNC_GPU_ATTN_FLASH", "1");
+  std::mt19937 rng(3305);
+  for (const Case& c : tiled_cases()) {
+    SCOPED_TRACE(c.name(CCV_32F));
+    Inputs in(c, CCV_32F, rng);
+    std::vector<Owned> plain, async;
+    {
+      EnvGuard as("NNC_GPU_ATTN_F32_ASYNC", nullptr);
+      plain = GpuForward(c, CCV_32F, in).on_cpu();
+    }
+    {
+      EnvGuard as("NNC_GPU_ATTN_F32_ASYNC", "1");
+      async = GpuForward(c, CCV_32F, in).on_cpu();
+    }
+    for (int i = 0; i < 2; i++)
+      EXPECT_EQ(std::memcmp(plain[i]->data.u8, async[i]->data.u8, ccv_nnc_tensor_count(plain[i]->info) * sizeof(float)),
+                0)
+          << (i ? "lse" : "o") << ": the async forward differs";
+  }
+  EnvGuard as("NNC_GPU_ATTN_F32_ASYNC", "1");
+  const std::vector<Case> cs = tiled_cases();
+  check_case(cs[1], CCV_32F, true, rng);
+  check_case(cs[2], CCV_32F, false, rng);
+}
+
 // Heads above 128 stay on the old scalar kernels (still right).
 TEST(FlashTiled, WideHeadsKeepTheOldKernels) {
   NNC_REQUIRE_GPU();
