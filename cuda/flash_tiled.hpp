@@ -53,13 +53,19 @@ inline bool flash_tiled_takes_from_env(int D, int Dv, bool backward) {
   return flash_tiled_takes(D, Dv, backward, std::getenv("NNC_GPU_ATTN_F32"));
 }
 
-// NNC_GPU_ATTN_F32_ASYNC=1: the tiled forward of 32F calls double-buffers
-// its k / v tiles, the next tile copied by cp.async while the current one is
-// computed on (shared memory 96 KB / 176 KB for heads up to 64 / 128, so
-// at heads above 64 one block per SM instead of two); unset or anything
-// else: one buffer, loads through registers.
-inline bool flash_tiled_async(const char* env_value) { return env_value && std::strcmp(env_value, "1") == 0; }
-inline bool flash_tiled_async_from_env() { return flash_tiled_async(std::getenv("NNC_GPU_ATTN_F32_ASYNC")); }
+// NNC_GPU_ATTN_F32_ASYNC: double-buffered 32F tiles, the next tile copied
+// by cp.async while the current one is computed on — in the forward k / v
+// (shared memory 96 KB / 176 KB for heads up to 64 / 128), in dk / dv the q
+// / dO tiles (heads up to 64 only: 192 KB). "0": never (one buffer, loads
+// through registers); "1": wherever it fits (the forward at heads above 64
+// then runs one block per SM instead of two); unset or anything else
+// (mode 2): where it keeps the occupancy, heads up to 64.
+inline int flash_tiled_async_mode(const char* v) {
+  if (v && std::strcmp(v, "0") == 0) return 0;
+  if (v && std::strcmp(v, "1") == 0) return 1;
+  return 2;
+}
+inline int flash_tiled_async_mode_from_env() { return flash_tiled_async_mode(std::getenv("NNC_GPU_ATTN_F32_ASYNC")); }
 
 // o and lse (as launch_flash_forward).
 cudaError_t launch_flash_tiled_forward(cudaStream_t s, const FlashArgs& a);

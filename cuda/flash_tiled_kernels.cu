@@ -181,9 +181,9 @@ __device__ __forceinline__ int min_int(int a, int b) { return a < b ? a : b; }
 // Shared-memory floats of each kernel.
 constexpr int fwd_floats(int DB, bool async) { return (async ? 5 : 3) * kT * DB + kT * kT; }
 constexpr int dq_floats(int DB) { return 5 * kT * DB + kT * kT; }
-constexpr int kv_floats(int DB) { return 6 * kT * DB + 2 * kT * kT; }
+constexpr int kv_floats(int DB, bool async) { return (async ? 10 : 6) * kT * DB + 2 * kT * kT; }
 
-// ASYNC (32F only): two k / v buffers, the next tile's copied by cp.async
+// ASYNC (32F): two k / v buffers, the next tile's copied by cp.async
 // while the current one is computed on.
 template <int DB, class T, bool ASYNC>
 __global__ void __launch_bounds__(kThreads, 2) flash_tiled_forward(FlashArgs a) {
@@ -396,17 +396,16 @@ __global__ void __launch_bounds__(kThreads, DB <= 64 && sizeof(T) == 4 ? 2 : 1) 
 // dk and dv: one block per (b, kv head, 64 keys), over the group's query
 // heads and the query tiles that see the keys. The thread's micro-tile:
 // keys 4 ty + r, query rows 4 tx + q.
-template <int DB, class T>
+// ASYNC (32F, heads up to 64): two buffers of the q / dO tiles, the next
+// (head, query tile)'s copied by cp.async while the current one is computed on.
+template <int DB, class T, bool ASYNC>
 __global__ void __launch_bounds__(kThreads, 1) flash_tiled_dkdv(FlashArgs a) {
   constexpr int NC = DB / 16;
   extern __shared__ float4 ftsm4[];
   float* skt = reinterpret_cast<float*>(ftsm4);  // transposed k
   float* svt = skt + kT * DB;                    // transposed v
-  float* sqt = svt + kT * DB;                    // transposed q
-  float* sdot = sqt + kT * DB;                   // transposed dO
-  float* sqn = sdot + kT * DB;                   // natural q
-  float* sdon = sqn + kT * DB;                   // natural dO
-  float* sp = sdon + kT * DB;                    // p [row][keys]
+  float* sbuf = svt + kT * DB;                   // per buffer: transposed q, dO; natural q, dO
+  float* sp = sbuf + (ASYNC ? 8 : 4) * kT * DB;  // p [row][keys]
   float* sds = sp + kT * kT;                     // ds [row][keys]
   const AttnShape& s = a.s;
   const int tid = threadIdx.x, ty = tid >> 4, tx = tid & 15;
@@ -426,36 +425,65 @@ __global__ void __launch_bounds__(kThreads, 1) flash_tiled_dkdv(FlashArgs a) {
     for (int r = 0; r < 4; r++)
 #pragma unroll
       for (int c = 0; c < NC; c++) dk[r][c] = dv[r][c] = 0.f;
+    // The (query head, query tile) pairs that see the keys: t < nt, head
+    // hk G + t / nq, rows from ib + (t % nq) 64.
     const int ib = gpu::flash_tile_query_begin(s, j0);
-    for (int h = hk * G; h < (hk + 1) * G; h++)
-      for (int i0 = ib; i0 < s.Sq; i0 += kT) {
-        __syncthreads();  // k, v in place; the previous tile's q, dO, p, ds read
+    const int nq = ib < s.Sq ? (s.Sq - ib + kT - 1) / kT : 0, nt = G * nq;
+    // (ASYNC) Starts the copies of pair t into buffer bb.
+    auto issue = [&](int t, int bb) {
+      const int h = hk * G + t / nq, i0 = ib + (t % nq) * kT;
+      float* q = sbuf + bb * 4 * kT * DB;
+      load_t<DB, true>(q, ldt, a.q, s.q, b, i0, h, s.Sq, s.D);
+      load_t<DB, true>(q + kT * DB, ldo, a.dO, a.dO_view, b, i0, h, s.Sq, s.Dv);
+      load_n<DB, true>(q + 2 * kT * DB, ldt, a.q, s.q, b, i0, h, s.Sq, s.D);
+      load_n<DB, true>(q + 3 * kT * DB, ldo, a.dO, a.dO_view, b, i0, h, s.Sq, s.Dv);
+      cp_async_commit();
+    };
+    if constexpr (ASYNC) {
+      if (nt > 0) issue(0, 0);
+    }
+    for (int t = 0, bb = 0; t < nt; t++, bb ^= 1) {
+      const int h = hk * G + t / nq, i0 = ib + (t % nq) * kT;
+      __syncthreads();                                     // k, v in place; the previous tile's q, dO, p, ds read
+      float* sqt = sbuf + (ASYNC ? bb : 0) * 4 * kT * DB;  // transposed q
+      float* sdot = sqt + kT * DB;                         // transposed dO
+      float* sqn = sdot + kT * DB;                         // natural q
+      float* sdon = sqn + kT * DB;                         // natural dO
+      if constexpr (ASYNC) {
+        if (t + 1 < nt) {
+          issue(t + 1, bb ^ 1);
+          cp_async_wait<1>();
+        } else {
+          cp_async_wait<0>();
+        }
+      } else {
         load_t<DB>(sqt, ldt, a.q, s.q, b, i0, h, s.Sq, s.D);
         load_t<DB>(sdot, ldo, a.dO, a.dO_view, b, i0, h, s.Sq, s.Dv);
         load_n<DB>(sqn, ldt, a.q, s.q, b, i0, h, s.Sq, s.D);
         load_n<DB>(sdon, ldo, a.dO, a.dO_view, b, i0, h, s.Sq, s.Dv);
-        float lse2[4], dl[4];
-#pragma unroll
-        for (int q = 0; q < 4; q++) row_stats(a, b, h, i0 + tx * 4 + q, &lse2[q], &dl[q]);
-        __syncthreads();
-        float qk[4][4], dp[4][4];
-        mm_tt(skt, sqt, ty, tx, dlim, qk);
-        mm_tt(svt, sdot, ty, tx, dvlim, dp);
-#pragma unroll
-        for (int r = 0; r < 4; r++)
-#pragma unroll
-          for (int q = 0; q < 4; q++) {
-            float p, ds;
-            tiled_pds<T>(a, qk[r][q], dp[r][q], lse2[q], dl[q], b, h, i0 + tx * 4 + q, j0 + ty * 4 + r, sl2, &p, &ds);
-            qk[r][q] = p, dp[r][q] = ds;
-          }
-        write_p(sp, ty, tx, qk);
-        write_p(sds, ty, tx, dp);
-        __syncthreads();
-        const int klim = min_int(kT, s.Sq - i0);
-        mm_pn<DB>(sp, sdon, ty, tx, klim, dv);
-        mm_pn<DB>(sds, sqn, ty, tx, klim, dk);
       }
+      float lse2[4], dl[4];
+#pragma unroll
+      for (int q = 0; q < 4; q++) row_stats(a, b, h, i0 + tx * 4 + q, &lse2[q], &dl[q]);
+      __syncthreads();
+      float qk[4][4], dp[4][4];
+      mm_tt(skt, sqt, ty, tx, dlim, qk);
+      mm_tt(svt, sdot, ty, tx, dvlim, dp);
+#pragma unroll
+      for (int r = 0; r < 4; r++)
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+          float p, ds;
+          tiled_pds<T>(a, qk[r][q], dp[r][q], lse2[q], dl[q], b, h, i0 + tx * 4 + q, j0 + ty * 4 + r, sl2, &p, &ds);
+          qk[r][q] = p, dp[r][q] = ds;
+        }
+      write_p(sp, ty, tx, qk);
+      write_p(sds, ty, tx, dp);
+      __syncthreads();
+      const int klim = min_int(kT, s.Sq - i0);
+      mm_pn<DB>(sp, sdon, ty, tx, klim, dv);
+      mm_pn<DB>(sds, sqn, ty, tx, klim, dk);
+    }
 #pragma unroll
     for (int r = 0; r < 4; r++) {
       const int j = j0 + ty * 4 + r;
@@ -503,11 +531,11 @@ cudaError_t with_db_type(const FlashArgs& a, F&& f) {
 struct LaunchForward {
   cudaStream_t st;
   const FlashArgs& a;
-  bool async;
+  int async;  // flash_tiled_async_mode
   template <int DB, class T>
   cudaError_t operator()() const {
     if constexpr (std::is_same_v<T, float>) {
-      if (async)
+      if (async == 1 || (async == 2 && DB <= 64))
         return launch(flash_tiled_forward<DB, T, true>, fwd_floats(DB, true), gpu::flash_row_tiles(a.s, kT), st, a);
     }
     return launch(flash_tiled_forward<DB, T, false>, fwd_floats(DB, false), gpu::flash_row_tiles(a.s, kT), st, a);
@@ -524,9 +552,14 @@ struct LaunchDq {
 struct LaunchDkdv {
   cudaStream_t st;
   const FlashArgs& a;
+  int async;  // flash_tiled_async_mode
   template <int DB, class T>
   cudaError_t operator()() const {
-    return launch(flash_tiled_dkdv<DB, T>, kv_floats(DB), gpu::flash_key_tiles(a.s, kT), st, a);
+    if constexpr (std::is_same_v<T, float> && DB <= 64) {
+      if (async && a.dO_type == kF32)
+        return launch(flash_tiled_dkdv<DB, T, true>, kv_floats(DB, true), gpu::flash_key_tiles(a.s, kT), st, a);
+    }
+    return launch(flash_tiled_dkdv<DB, T, false>, kv_floats(DB, false), gpu::flash_key_tiles(a.s, kT), st, a);
   }
 };
 
@@ -535,7 +568,7 @@ struct LaunchDkdv {
 cudaError_t launch_flash_tiled_forward(cudaStream_t st, const FlashArgs& a) {
   if (!flash_tiled_takes(a.s.D, a.s.Dv, false, nullptr)) return cudaErrorInvalidValue;
   if (gpu::flash_row_tiles(a.s, kT) == 0) return cudaSuccess;
-  return with_db_type(a, LaunchForward{st, a, flash_tiled_async_from_env()});
+  return with_db_type(a, LaunchForward{st, a, flash_tiled_async_mode_from_env()});
 }
 
 cudaError_t launch_flash_tiled_backward(cudaStream_t st, const FlashArgs& a) {
@@ -544,7 +577,7 @@ cudaError_t launch_flash_tiled_backward(cudaStream_t st, const FlashArgs& a) {
   cudaError_t e = launch_flash_delta(st, a);
   if (e != cudaSuccess) return e;
   if ((a.dk || a.dv) && gpu::flash_key_tiles(a.s, kT) > 0) {
-    e = with_db_type(a, LaunchDkdv{st, a});
+    e = with_db_type(a, LaunchDkdv{st, a, flash_tiled_async_mode_from_env()});
     if (e != cudaSuccess) return e;
   }
   if (a.dq) e = with_db_type(a, LaunchDq{st, a});
