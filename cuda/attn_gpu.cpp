@@ -37,6 +37,7 @@
 #include "cuda/ewgpu.hpp"
 #include "cuda/flash_kern.hpp"
 #include "cuda/flash_mma_bwd.hpp"
+#include "cuda/flash_tiled.hpp"
 
 namespace nnc::cuda {
 
@@ -120,7 +121,9 @@ void queue_flash_forward(const gpu::AttnPlan& a, FlashArgs f, const Call& c, std
                          const char* what) {
   int bucket = 0;
   if (!gpu::flash_mma_forward_plan(a, gpu::flash_mma_allowed_from_env(), &bucket, nullptr)) {
-    c.check(launch_flash_forward(c.s, f));
+    // The register-tiled kernels (heads up to 128) unless NNC_GPU_ATTN_F32=old / bwd.
+    c.check(flash_tiled_takes_from_env(f.s.D, f.s.Dv, false) ? launch_flash_tiled_forward(c.s, f)
+                                                             : launch_flash_forward(c.s, f));
     return;
   }
   f.splits = gpu::flash_mma_splits_from_env(f.s);
@@ -175,7 +178,9 @@ void flash_backward(const attn::Problem& p, const gpu::AttnPlan& a, const gpu::F
   gpu::FlashMmaBwdGeom mg;
   const bool mma = (f.type == kF16 || f.type == kBF16) && gpu::flash_mma_allowed_from_env() &&
                    gpu::flash_mma_bwd_geometry(p.D, p.Dv, &mg);
-  c.check(mma ? launch_flash_mma_backward(c.s, f, mg) : launch_flash_backward(c.s, f));
+  c.check(mma                                               ? launch_flash_mma_backward(c.s, f, mg)
+          : flash_tiled_takes_from_env(f.s.D, f.s.Dv, true) ? launch_flash_tiled_backward(c.s, f)
+                                                            : launch_flash_backward(c.s, f));
   c.done();  // while the scratch blocks are alive, as the row path does
 }
 
