@@ -126,7 +126,9 @@ void queue_flash_forward(const gpu::AttnPlan& a, FlashArgs f, const Call& c, std
                                                              : launch_flash_forward(c.s, f));
     return;
   }
-  f.splits = gpu::flash_mma_splits_from_env(f.s);
+  const bool async = gpu::flash_mma_fwd_async(f.type, f.s, f.k, f.v, std::getenv("NNC_GPU_ATTN_ASYNC"));
+  f.rows = gpu::flash_mma_fwd_rows_from_env(f.s, async);
+  f.splits = gpu::flash_mma_splits_from_env(f.s, f.rows);
   if (f.splits > 1) {
     *part = std::make_unique<StreamBlock>(floats(gpu::flash_mma_split_floats(f.s, f.splits)), c.s, what);
     f.part = static_cast<float*>((*part)->get());

@@ -43,6 +43,9 @@ struct FlashArgs {
   // gpu::flash_mma_split_floats(s, splits).
   int splits = 1;
   float* part = nullptr;
+  // The tensor-core forward's pairs a block (gpu::flash_mma_fwd_rows:
+  // kFlashMmaRows, or kFlashMmaWideRows on the cp.async path).
+  int rows = gpu::kFlashMmaRows;
 };
 
 // o and lse.

@@ -21,15 +21,29 @@ bool flash_mma_allowed(const char* v) { return !(v && std::strcmp(v, "0") == 0);
 
 bool flash_mma_allowed_from_env() { return flash_mma_allowed(std::getenv("NNC_GPU_ATTN_MMA")); }
 
-int flash_mma_splits_for(const AttnShape& s, const char* v) {
+int flash_mma_splits_for(const AttnShape& s, const char* v, int rows) {
   if (v && *v) {
     const long n = std::strtol(v, nullptr, 10);
     return n < 1 ? 1 : n > kFlashMmaMaxSplits ? kFlashMmaMaxSplits : static_cast<int>(n);
   }
-  return flash_mma_splits(flash_mma_items(s), (s.Sk + kFlashMmaKeys - 1) / kFlashMmaKeys);
+  return flash_mma_splits(flash_mma_items(s, rows), (s.Sk + kFlashMmaKeys - 1) / kFlashMmaKeys);
 }
 
-int flash_mma_splits_from_env(const AttnShape& s) { return flash_mma_splits_for(s, std::getenv("NNC_GPU_ATTN_SPLITS")); }
+int flash_mma_fwd_rows(const AttnShape& s, bool async, const char* v) {
+  if (!async || s.has_mask) return kFlashMmaRows;
+  if (v && std::strcmp(v, "64") == 0) return kFlashMmaRows;
+  if (v && std::strcmp(v, "128") == 0) return kFlashMmaWideRows;
+  const bool prefill = static_cast<int64_t>(flash_mma_group(s)) * s.Sq > kFlashMmaRows;
+  return prefill && flash_mma_bucket(s.D, s.Dv) <= 64 ? kFlashMmaWideRows : kFlashMmaRows;
+}
+
+int flash_mma_fwd_rows_from_env(const AttnShape& s, bool async) {
+  return flash_mma_fwd_rows(s, async, std::getenv("NNC_GPU_ATTN_FWD_ROWS"));
+}
+
+int flash_mma_splits_from_env(const AttnShape& s, int rows) {
+  return flash_mma_splits_for(s, std::getenv("NNC_GPU_ATTN_SPLITS"), rows);
+}
 
 bool flash_mma_forward_plan(const AttnPlan& a, bool allowed, int* bucket, std::string* why) {
   auto refuse = [&](const char* r) {

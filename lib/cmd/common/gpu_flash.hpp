@@ -220,6 +220,7 @@ constexpr int kFlashMmaThreads = 128;
 constexpr int kFlashMmaRows = 64;
 constexpr int kFlashMmaKeys = 64;
 constexpr int kFlashMmaMaxHead = 128;
+constexpr int kFlashMmaWarps = kFlashMmaThreads / 32;
 // The head bucket for D, Dv: 32, 64 or 128; 0 above kFlashMmaMaxHead.
 NNC_HD int flash_mma_bucket(int D, int Dv) {
   const int m = D > Dv ? D : Dv;
@@ -234,15 +235,17 @@ NNC_HD int flash_mma_bucket(int D, int Dv) {
 // tiles of a (b, kv head) last first (under a causal mask the longest rows
 // start first).
 NNC_HD int flash_mma_group(const AttnShape& s) { return s.H / s.Hk; }
-NNC_HD int64_t flash_mma_items(const AttnShape& s) {
+// (`rows`: the block's pairs, kFlashMmaRows or kFlashMmaWideRows: see
+// flash_mma_fwd_rows.)
+NNC_HD int64_t flash_mma_items(const AttnShape& s, int rows = kFlashMmaRows) {
   const int64_t pairs = static_cast<int64_t>(flash_mma_group(s)) * s.Sq;
-  return static_cast<int64_t>(s.B) * s.Hk * ((pairs + kFlashMmaRows - 1) / kFlashMmaRows);
+  return static_cast<int64_t>(s.B) * s.Hk * ((pairs + rows - 1) / rows);
 }
-NNC_HD void flash_mma_item(const AttnShape& s, int64_t w, int* b, int* hk, int* v0) {
+NNC_HD void flash_mma_item(const AttnShape& s, int64_t w, int* b, int* hk, int* v0, int rows = kFlashMmaRows) {
   const int64_t pairs = static_cast<int64_t>(flash_mma_group(s)) * s.Sq;
-  const int64_t nt = (pairs + kFlashMmaRows - 1) / kFlashMmaRows;
+  const int64_t nt = (pairs + rows - 1) / rows;
   const int64_t bh = w / nt;
-  *v0 = static_cast<int>(nt - 1 - w % nt) * kFlashMmaRows;
+  *v0 = static_cast<int>(nt - 1 - w % nt) * rows;
   *b = static_cast<int>(bh / s.Hk);
   *hk = static_cast<int>(bh % s.Hk);
 }
@@ -253,26 +256,47 @@ NNC_HD bool flash_mma_pair(const AttnShape& s, int hk, int v, int* i, int* h) {
   *i = v / G, *h = hk * G + v % G;
   return true;
 }
-// The keys the pairs [v0, v0 + kFlashMmaRows) may see: [0, end).
-NNC_HD int flash_mma_key_end(const AttnShape& s, int v0) {
+// The keys the pairs [v0, v0 + rows) may see: [0, end) (0 when none of them
+// is a pair: a warp past the last pair in the kernel).
+NNC_HD int flash_mma_key_end(const AttnShape& s, int v0, int rows = kFlashMmaRows) {
   const int G = flash_mma_group(s);
-  int last = v0 + kFlashMmaRows - 1;
+  int last = v0 + rows - 1;
   if (last > G * s.Sq - 1) last = G * s.Sq - 1;
   return last < v0 ? 0 : attn_key_end(s, last / G);
 }
+// The block's pairs: kFlashMmaRows (64: each warp 16, one m16 tile) or
+// kFlashMmaWideRows (128: each warp 32, two m16 tiles, FlashAttention-2's
+// 128-row blocks of 4 warps: each k / v fragment read from shared memory
+// feeds two products and each k / v tile loaded from global memory serves
+// twice the rows; q's fragments are then read from shared memory at each
+// key step). Per product a warp reads 256 bytes of shared memory with 64
+// rows, 160 with 128 at heads up to 64 (the 128 bucket, whose steps are 16
+// keys there for the registers: 256 again). The wide blocks need the
+// cp.async path (`async`: k and v with flash_tile16_runs, NNC_GPU_ATTN_ASYNC
+// not 0) and no mask (its addressing would make them spill).
+// NNC_GPU_ATTN_FWD_ROWS ("64" or "128", `env_value`) asks for one (128 only
+// where allowed); otherwise 128 at heads up to 64 when a (b, kv head) has
+// more than 64 pairs (prefill: 256 blocks instead of 512 at B 8, H 8, S 512,
+// one wave of two blocks an SM on 132 SMs), else 64 (decoding, where the
+// second m16 tile would be empty; the 128 bucket).
+constexpr int kFlashMmaWideRows = 128;
+int flash_mma_fwd_rows(const AttnShape& s, bool async, const char* env_value);
+int flash_mma_fwd_rows_from_env(const AttnShape& s, bool async);
 // Splitting the keys (flash-decoding): with few work items (a short query
 // over long keys, few kv heads) each item's key tiles are cut into
 // `splits` runs, each a block of its own writing its unnormalised o and its
 // running max m and sum l to float scratch; a second kernel combines the
 // runs of a row (o = sum_s o_s e^(m_s - M) / L, L = sum_s l_s e^(m_s - M),
 // M = max_s m_s). The splits for `items` items of up to `tiles` key tiles:
-// enough blocks for kFlashMmaSplitBlocks, at most kFlashMmaMaxSplits, at
-// most one split a tile; 1 (no split) when the items alone are enough.
-constexpr int kFlashMmaSplitBlocks = 264;  // two blocks per SM of an H100 (132 SMs)
-constexpr int kFlashMmaMaxSplits = 16;
+// as many blocks as fit in kFlashMmaSplitBlocks (one wave, not a wave and a
+// few: the split count is rounded down, at least 2), at most
+// kFlashMmaMaxSplits, at most one split a tile; 1 (no split) when the items
+// alone are enough (half of kFlashMmaSplitBlocks or more).
+constexpr int kFlashMmaSplitBlocks = 264;  // two blocks per SM of an H100 / H200 (132 SMs)
+constexpr int kFlashMmaMaxSplits = 32;
 NNC_HD int flash_mma_splits(int64_t items, int tiles) {
-  if (items <= 0 || tiles <= 1 || items >= kFlashMmaSplitBlocks) return 1;
-  int64_t s = (kFlashMmaSplitBlocks + items - 1) / items;
+  if (items <= 0 || tiles <= 1 || 2 * items > kFlashMmaSplitBlocks) return 1;
+  int64_t s = kFlashMmaSplitBlocks / items;
   if (s > kFlashMmaMaxSplits) s = kFlashMmaMaxSplits;
   if (s > tiles) s = tiles;
   return static_cast<int>(s);
@@ -299,6 +323,18 @@ NNC_HD int64_t flash_mma_row(const AttnShape& s, int b, int h, int i) {
 
 // The row stride (16-bit elements) of a shared k / v (and staged q) tile.
 NNC_HD int flash_mma_stride(int bucket) { return bucket + 8; }
+// Whether the forward keeps the warp's q fragments in registers for the
+// whole item (KD 4 registers a lane, up to 32): with one m16 tile a warp;
+// with two (128 rows) o and the scores take the registers, q stays in shared
+// memory and its fragments are read by ldmatrix at each key tile.
+NNC_HD constexpr bool flash_mma_q_in_regs(int /*bucket*/, int rows) { return rows == kFlashMmaRows; }
+// The forward's keys a step (k and v tiles): kFlashMmaKeys, but 32 for 128
+// rows at the 128 bucket (two m16 tiles of o, 128 floats a lane, leave room
+// for 32 keys' scores only). The split runs (whole kFlashMmaKeys tiles) are
+// whole steps either way.
+NNC_HD constexpr int flash_mma_fwd_keys(int bucket, int rows) {
+  return rows == kFlashMmaWideRows && bucket > 64 ? kFlashMmaKeys / 4 : kFlashMmaKeys;
+}
 // Dynamic shared memory of a block: the k and v tiles (q is staged in k's).
 NNC_HD int64_t flash_mma_shmem_bytes(int bucket) {
   return int64_t{2} * kFlashMmaKeys * flash_mma_stride(bucket) * 2;
@@ -325,10 +361,10 @@ bool flash_mma_allowed(const char* env_value);
 bool flash_mma_allowed_from_env();
 
 // The key splits of a tensor-core forward (flash_mma_splits for the call's
-// items and key tiles), or NNC_GPU_ATTN_SPLITS when set (1 ..
+// items of `rows` pairs and key tiles), or NNC_GPU_ATTN_SPLITS when set (1 ..
 // kFlashMmaMaxSplits; tests use it to split short sequences).
-int flash_mma_splits_for(const AttnShape& s, const char* env_value);
-int flash_mma_splits_from_env(const AttnShape& s);
+int flash_mma_splits_for(const AttnShape& s, const char* env_value, int rows = kFlashMmaRows);
+int flash_mma_splits_from_env(const AttnShape& s, int rows = kFlashMmaRows);
 
 // Whether the tensor-core forward takes a call flash_plan took, with its
 // head bucket; false with the reason otherwise (not 16F / 16BF, a head

@@ -165,6 +165,26 @@ NNC_HD int64_t flash_mma_async_shmem_bytes(int bucket) { return 2 * flash_mma_sh
 // NNC_GPU_ATTN_ASYNC: "0" keeps the plain loads (one buffer, 32-bit fragment
 // reads: the forward as it was); unset or anything else allows cp.async.
 inline bool flash_mma_async_allowed(const char* env_value) { return !(env_value && std::strcmp(env_value, "0") == 0); }
+// Whether a tensor-core forward of 16-bit type `type` takes the cp.async
+// path: allowed (NNC_GPU_ATTN_ASYNC's value `env_value`), k and v in 16-byte
+// runs. The host (which picks the block's rows by it: flash_mma_fwd_rows)
+// and the launch ask the same question.
+inline bool flash_mma_fwd_async(int type, const AttnShape& s, const void* k, const void* v, const char* env_value) {
+  return flash_mma_async_allowed(env_value) && flash_tile16_runs(type, type, s.k, s.D, k) &&
+         flash_tile16_runs(type, type, s.v, s.Dv, v);
+}
+// The forward's dynamic shared memory for a block of `rows` pairs: the plain
+// loads one k and one v tile of kFlashMmaKeys (q staged in k's: rows 64
+// only); cp.async two of each of flash_mma_fwd_keys rows (q staged in the
+// second buffer's, 128 rows spanning its k and v), plus q's own tile when its
+// fragments are read at every key step (flash_mma_q_in_regs false: 128 rows;
+// 55,296 bytes at the 64 bucket, 69,632 at the 128 bucket with 32-key steps).
+NNC_HD int64_t flash_mma_fwd_shmem_bytes(int bucket, int rows, bool async) {
+  if (!async) return flash_mma_shmem_bytes(bucket);
+  const int64_t st = flash_mma_stride(bucket);
+  const int64_t q = flash_mma_q_in_regs(bucket, rows) ? 0 : int64_t{2} * rows * st;
+  return int64_t{2} * 4 * flash_mma_fwd_keys(bucket, rows) * st + q;
+}
 
 // ldmatrix .x4 row addresses (cuda/async_copy.cuh: lane l gives row l % 8 of
 // matrix l / 8): the (row, column) lane l addresses, relative to a block's

@@ -11,6 +11,7 @@
 // fewer kv heads, 3-d operands and views, with the geometry's tiles and with
 // other tile sizes (the result must not depend on the tiling).
 #include "cmd/common/gpu_flash.hpp"
+#include "cmd/common/gpu_flash_mma.hpp"
 
 #include <gtest/gtest.h>
 
@@ -274,7 +275,18 @@ TEST(GpuFlashMma, KeySplitsCoverTheKeysOnce) {
   EXPECT_EQ(g::flash_mma_splits(8, 1), 1);      // one tile: nothing to split
   EXPECT_EQ(g::flash_mma_splits(8, 64), g::kFlashMmaMaxSplits);
   EXPECT_EQ(g::flash_mma_splits(8, 3), 3);
-  EXPECT_EQ(g::flash_mma_splits(100, 64), 3);  // 300 blocks >= kFlashMmaSplitBlocks
+  EXPECT_EQ(g::flash_mma_splits(100, 64), 2);  // 200 blocks: a third would make a second wave
+  EXPECT_EQ(g::flash_mma_splits(132, 64), 2);
+  EXPECT_EQ(g::flash_mma_splits(133, 64), 1);  // over half the blocks already: one wave unsplit
+  EXPECT_EQ(g::flash_mma_splits(32, 64), 8);   // decoding B1 H32: 256 blocks, not 288 (one wave of two an SM)
+  // Never more blocks than kFlashMmaSplitBlocks once split.
+  for (int64_t items = 1; items <= 300; items++) {
+    const int sp = g::flash_mma_splits(items, 1000);
+    if (sp > 1) {
+      EXPECT_LE(items * sp, g::kFlashMmaSplitBlocks) << items;
+    }
+    EXPECT_GE(sp, 1);
+  }
   for (int kend : {0, 1, 63, 64, 65, 130, 257, 1000})
     for (int splits : {1, 2, 3, 5, 16}) {
       int next = 0;
@@ -291,8 +303,12 @@ TEST(GpuFlashMma, KeySplitsCoverTheKeysOnce) {
     }
   g::AttnShape s;
   s.B = 1, s.Sq = 1, s.Sk = 4096, s.H = 8, s.Hk = 8;  // decoding: 8 items of 64 tiles
-  EXPECT_EQ(g::flash_mma_splits_for(s, nullptr), g::kFlashMmaMaxSplits);
+  EXPECT_EQ(g::flash_mma_splits_for(s, nullptr), g::kFlashMmaMaxSplits);  // 264 / 8 = 33: the cap, 32
   EXPECT_EQ(g::flash_mma_splits_for(s, "3"), 3);
+  s.Sq = 512, s.Sk = 512;  // 64 items of 64 rows, 32 of 128: split 4 and 8
+  EXPECT_EQ(g::flash_mma_splits_for(s, nullptr, g::kFlashMmaRows), 4);
+  EXPECT_EQ(g::flash_mma_splits_for(s, nullptr, g::kFlashMmaWideRows), 8);
+  s.Sq = 1, s.Sk = 4096;
   EXPECT_EQ(g::flash_mma_splits_for(s, "0"), 1);
   EXPECT_EQ(g::flash_mma_splits_for(s, "99"), g::kFlashMmaMaxSplits);
   EXPECT_EQ(g::flash_mma_split_floats(s, 1), 0);
@@ -311,24 +327,76 @@ TEST(GpuFlashMma, WorkItemsCoverEveryRowOnce) {
     g::AttnShape s;
     s.B = c.B, s.Sq = c.Sq, s.Sk = c.Sk, s.H = c.H, s.Hk = c.Hk, s.causal = c.causal;
     const int G = c.H / c.Hk;
-    std::vector<int> seen(static_cast<size_t>(c.B) * c.H * c.Sq, 0);
-    const int64_t items = g::flash_mma_items(s);
-    EXPECT_EQ(items, static_cast<int64_t>(c.B) * c.Hk * ((G * c.Sq + 63) / 64));
-    for (int64_t w = 0; w < items; w++) {
-      int b, hk, v0;
-      g::flash_mma_item(s, w, &b, &hk, &v0);
-      ASSERT_TRUE(b >= 0 && b < c.B && hk >= 0 && hk < c.Hk && v0 % g::kFlashMmaRows == 0);
-      int need = 0;
-      for (int r = 0; r < g::kFlashMmaRows; r++) {
-        int i, h;
-        if (!g::flash_mma_pair(s, hk, v0 + r, &i, &h)) continue;
-        ASSERT_TRUE(i >= 0 && i < c.Sq && h / G == hk && g::attn_kv_head(s, h) == hk);
-        seen[(static_cast<size_t>(b) * c.H + h) * c.Sq + i]++;
-        need = std::max(need, g::attn_key_end(s, i));
+    for (const int rows : {g::kFlashMmaRows, g::kFlashMmaWideRows}) {
+      std::vector<int> seen(static_cast<size_t>(c.B) * c.H * c.Sq, 0);
+      const int64_t items = g::flash_mma_items(s, rows);
+      EXPECT_EQ(items, static_cast<int64_t>(c.B) * c.Hk * ((G * c.Sq + rows - 1) / rows));
+      for (int64_t w = 0; w < items; w++) {
+        int b, hk, v0;
+        g::flash_mma_item(s, w, &b, &hk, &v0, rows);
+        ASSERT_TRUE(b >= 0 && b < c.B && hk >= 0 && hk < c.Hk && v0 % rows == 0);
+        int need = 0;
+        for (int r = 0; r < rows; r++) {
+          int i, h;
+          if (!g::flash_mma_pair(s, hk, v0 + r, &i, &h)) continue;
+          ASSERT_TRUE(i >= 0 && i < c.Sq && h / G == hk && g::attn_kv_head(s, h) == hk);
+          seen[(static_cast<size_t>(b) * c.H + h) * c.Sq + i]++;
+          need = std::max(need, g::attn_key_end(s, i));
+        }
+        EXPECT_EQ(g::flash_mma_key_end(s, v0, rows), need);
+        // A warp's keys (the kernel skips the tiles past them): the most any
+        // of its 16 or 32 pairs needs, 0 for a warp without pairs.
+        const int wr = rows / 4;
+        for (int warp = 0; warp < 4; warp++) {
+          int wneed = 0;
+          for (int r = 0; r < wr; r++) {
+            int i, h;
+            if (g::flash_mma_pair(s, hk, v0 + wr * warp + r, &i, &h)) wneed = std::max(wneed, g::attn_key_end(s, i));
+          }
+          EXPECT_EQ(g::flash_mma_key_end(s, v0 + wr * warp, wr), wneed);
+        }
       }
-      EXPECT_EQ(g::flash_mma_key_end(s, v0), need);
+      for (size_t x = 0; x < seen.size(); x++) ASSERT_EQ(seen[x], 1) << "row " << x << " rows " << rows;
     }
-    for (size_t x = 0; x < seen.size(); x++) ASSERT_EQ(seen[x], 1) << "row " << x;
+  }
+}
+
+// The forward's block size: 128 rows only on the cp.async path, without a
+// mask, at heads up to 64 by default (for prefill: more than 64 pairs a kv
+// head), or where NNC_GPU_ATTN_FWD_ROWS asks; the key steps and shared
+// memory of each kernel.
+TEST(GpuFlashMma, ForwardBlockRows) {
+  g::AttnShape s;
+  s.B = 8, s.Sq = 512, s.Sk = 512, s.H = 8, s.Hk = 8, s.D = 64, s.Dv = 64;
+  EXPECT_EQ(g::flash_mma_fwd_rows(s, true, nullptr), g::kFlashMmaWideRows);
+  EXPECT_EQ(g::flash_mma_fwd_rows(s, true, "64"), g::kFlashMmaRows);
+  EXPECT_EQ(g::flash_mma_fwd_rows(s, true, "junk"), g::kFlashMmaWideRows);
+  EXPECT_EQ(g::flash_mma_fwd_rows(s, false, "128"), g::kFlashMmaRows);  // the plain loads: 64 rows only
+  s.D = s.Dv = 128;
+  EXPECT_EQ(g::flash_mma_fwd_rows(s, true, nullptr), g::kFlashMmaRows);  // the 128 bucket: 64 unless asked
+  EXPECT_EQ(g::flash_mma_fwd_rows(s, true, "128"), g::kFlashMmaWideRows);
+  s.has_mask = true;
+  EXPECT_EQ(g::flash_mma_fwd_rows(s, true, "128"), g::kFlashMmaRows);  // a mask: 64 rows
+  s.has_mask = false, s.D = s.Dv = 64, s.Sq = 1, s.H = 32, s.Hk = 8;       // decoding, 4 query heads a kv head
+  EXPECT_EQ(g::flash_mma_fwd_rows(s, true, nullptr), g::kFlashMmaRows);
+  s.Sq = 17;  // 68 pairs a kv head
+  EXPECT_EQ(g::flash_mma_fwd_rows(s, true, nullptr), g::kFlashMmaWideRows);
+  for (int b : {32, 64, 128}) {
+    EXPECT_EQ(g::flash_mma_fwd_keys(b, g::kFlashMmaRows), g::kFlashMmaKeys);
+    const int wk = g::flash_mma_fwd_keys(b, g::kFlashMmaWideRows);
+    EXPECT_EQ(wk, b == 128 ? 16 : 64);
+    EXPECT_EQ(g::kFlashMmaKeys % wk, 0) << "split runs are whole steps";
+    EXPECT_TRUE(g::flash_mma_q_in_regs(b, g::kFlashMmaRows));
+    EXPECT_FALSE(g::flash_mma_q_in_regs(b, g::kFlashMmaWideRows));
+    const int64_t ld = b + 8;
+    EXPECT_EQ(g::flash_mma_fwd_shmem_bytes(b, g::kFlashMmaRows, false), g::flash_mma_shmem_bytes(b));
+    EXPECT_EQ(g::flash_mma_fwd_shmem_bytes(b, g::kFlashMmaRows, true), g::flash_mma_async_shmem_bytes(b));
+    // Two buffers of wk-key k and v tiles and q's own 128-row tile.
+    const int64_t wide = g::flash_mma_fwd_shmem_bytes(b, g::kFlashMmaWideRows, true);
+    EXPECT_EQ(wide, 2 * (4 * wk * ld + 128 * ld));
+    EXPECT_LE(2 * (wide + 1024), int64_t{228} << 10) << "two blocks an SM";
+    // q staged in the second buffer (64 rows) fits it.
+    EXPECT_LE(g::kFlashMmaRows * ld, 2 * g::kFlashMmaKeys * ld);
   }
 }
 
