@@ -31,6 +31,14 @@ using gpu::kFlashMmaBwdKeys;
 using gpu::kFlashMmaBwdRows;
 using gpu::kFlashMmaBwdThreads;
 
+// The softmax in base 2 (as the forward, flash_mma_kernels.cu): x = dot
+// scale log2(e) (+ mask log2(e)), p = 2^(x - lse log2(e)); a row without
+// keys (lse -inf) subtracts +inf instead, so that its p is 0 as attn_prob's.
+constexpr float kLog2e = 1.4426950408889634f;
+__device__ __forceinline__ float lse_base2(float lse) {
+  return lse == gpu::attn_neg_inf() ? INFINITY : lse * kLog2e;
+}
+
 template <int N>
 __device__ __forceinline__ void zero(float (&c)[N][4]) {
 #pragma unroll
@@ -117,7 +125,10 @@ __device__ __forceinline__ void mma_acc_kn(float (&acc)[N][4], const uint32_t (&
 // k and v tiles by cp.async into two buffers (g.dq_k / dq_v and g.dq_k1 /
 // dq_v1), tile j + 1 in flight while tile j is computed on; at the 128
 // bucket fragments by ldmatrix.
-template <class T, int DM, bool kAsync>
+// kMask: s.has_mask (kernels of their own: the mask's addressing costs
+// registers). The visibility test and the mask run only on the tiles that
+// cross some row's end (or with a mask).
+template <class T, int DM, bool kAsync, bool kMask>
 __global__ void flash_mma_dq(FlashArgs a, FlashMmaBwdGeom g) {
   constexpr int NT = DM / 8;                            // n8 tiles of the lane's dQ
   constexpr int BK = gpu::flash_mma_bwd_dq_k_tile(DM);  // keys per tile
@@ -154,16 +165,22 @@ __global__ void flash_mma_dq(FlashArgs a, FlashMmaBwdGeom g) {
     }
     load_tile16<T>(sq, g.ks, kFlashMmaBwdRows, s.D, g.Dp, a.q, s.q, a.type, b, i0, 1, h, s.Sq);
     load_tile16<T>(sdo, g.vs, kFlashMmaBwdRows, s.Dv, g.Dvp, a.dO, a.dO_view, a.dO_type, b, i0, 1, h, s.Sq);
-    // The lane's rows (accumulator rows g and g + 8 of the warp's 16).
-    int row[2];
+    // The lane's rows (accumulator rows g and g + 8 of the warp's 16): the
+    // keys each sees (0 past Sq), lse in base 2, delta; rmin the fewest keys
+    // a row of the lane sees.
+    int row[2], rend[2];
     float lse[2], dl[2];
+    int rmin = 0x7fffffff;
 #pragma unroll
     for (int u = 0; u < 2; u++) {
       const int i = i0 + 16 * warp + gpu::mma16816_c_row(lane, 2 * u);
       row[u] = i;
-      lse[u] = i < s.Sq ? ld_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_type) : 0.f;
+      rend[u] = i < s.Sq ? gpu::attn_key_end(s, i) : 0;
+      if (i < s.Sq && rend[u] < rmin) rmin = rend[u];
+      lse[u] = i < s.Sq ? lse_base2(ld_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_type)) : INFINITY;
       dl[u] = i < s.Sq ? a.delta[(static_cast<int64_t>(b) * s.H + h) * s.Sq + i] : 0.f;
     }
+    const float sl2 = s.scale * kLog2e;
     float acc[NT][4];
     zero(acc);
     int buf = 0;  // kAsync: the buffer of tile j0
@@ -186,18 +203,31 @@ __global__ void flash_mma_dq(FlashArgs a, FlashMmaBwdGeom g) {
       zero(sc), zero(dp);
       mma_abt<T, kLdsm>(sc, sq, g.ks, 16 * warp, sk, g.ks, nkd, lane);   // S = Q K^T
       mma_abt<T, kLdsm>(dp, sdo, g.vs, 16 * warp, sv, g.vs, nkv, lane);  // dP = dO V^T
+      if (kMask || j0 + BK > rmin) {  // a mask, or a key hidden from a row of the lane
 #pragma unroll
-      for (int nt = 0; nt < ST; nt++)
+        for (int nt = 0; nt < ST; nt++)
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-          const int u = e >> 1, i = row[u], j = j0 + 8 * nt + gpu::mma16816_c_col(lane, e);
-          float ds = 0.f;
-          if (gpu::flash_visible(s, i, j)) {
-            const float p = gpu::attn_prob(gpu::attn_score_finish(s, sc[nt][e], ldm, a.mask, b, h, i, j), lse[u]);
-            if (p != 0.f) ds = gpu::flash_ds(p, dp[nt][e], dl[u], s.scale);
+          for (int e = 0; e < 4; e++) {
+            const int u = e >> 1, j = j0 + 8 * nt + gpu::mma16816_c_col(lane, e);
+            float ds = 0.f;
+            if (j < rend[u]) {
+              float x = sc[nt][e] * sl2;
+              if constexpr (kMask) x += ldm(a.mask, gpu::attn_mask_off(s, b, h, row[u], j)) * kLog2e;
+              const float p = exp2f(x - lse[u]);
+              if (p != 0.f) ds = gpu::flash_ds(p, dp[nt][e], dl[u], s.scale);
+            }
+            sc[nt][e] = ds;
           }
-          sc[nt][e] = ds;
-        }
+      } else {
+#pragma unroll
+        for (int nt = 0; nt < ST; nt++)
+#pragma unroll
+          for (int e = 0; e < 4; e++) {
+            const int u = e >> 1;
+            const float p = exp2f(sc[nt][e] * sl2 - lse[u]);
+            sc[nt][e] = p != 0.f ? gpu::flash_ds(p, dp[nt][e], dl[u], s.scale) : 0.f;
+          }
+      }
 #pragma unroll
       for (int kk = 0; kk < BK / 16; kk++) {  // dQ += dS K
         uint32_t af[4];
@@ -225,7 +255,8 @@ __global__ void flash_mma_dq(FlashArgs a, FlashMmaBwdGeom g) {
 // tiles by cp.async into two buffers (g.kv_q / kv_do and g.kv_q1 / kv_do1),
 // the next step's in flight while this step's are computed on; fragments by
 // ldmatrix.
-template <class T, int DM, bool kAsync>
+// kMask as flash_mma_dq's.
+template <class T, int DM, bool kAsync, bool kMask>
 __global__ void flash_mma_dkdv(FlashArgs a, FlashMmaBwdGeom g) {
   constexpr int NT = DM / 8;                            // n8 tiles of the lane's dK, dV
   constexpr int BQ = gpu::flash_mma_bwd_kv_q_tile(DM);  // query rows per tile
@@ -248,9 +279,17 @@ __global__ void flash_mma_dkdv(FlashArgs a, FlashMmaBwdGeom g) {
     gpu::flash_mma_bwd_key_tile(s, w, &b, &hk, &j0);
     load_tile16<T>(sk, g.ks, kFlashMmaBwdKeys, s.D, g.Dp, a.k, s.k, a.type, b, j0, 1, hk, s.Sk);
     load_tile16<T>(sv, g.vs, kFlashMmaBwdKeys, s.Dv, g.Dvp, a.v, s.v, a.type, b, j0, 1, hk, s.Sk);
-    int key[2];  // the lane's keys (accumulator rows g and g + 8 of the warp's 16)
+    // The lane's keys (accumulator rows g and g + 8 of the warp's 16), the
+    // first query row that sees each (Sq: none; past Sk: none), and qmax,
+    // the last of those of the lane's keys within Sk.
+    int key[2], qbeg[2], qmax = 0;
 #pragma unroll
-    for (int u = 0; u < 2; u++) key[u] = j0 + 16 * warp + gpu::mma16816_c_row(lane, 2 * u);
+    for (int u = 0; u < 2; u++) {
+      key[u] = j0 + 16 * warp + gpu::mma16816_c_row(lane, 2 * u);
+      qbeg[u] = key[u] < s.Sk ? gpu::attn_query_begin(s, key[u]) : s.Sq;
+      if (key[u] < s.Sk && qbeg[u] > qmax) qmax = qbeg[u];
+    }
+    const float sl2 = s.scale * kLog2e;
     float dk[NT][4], dv[NT][4];
     zero(dk), zero(dv);
     const int ib = gpu::flash_tile_query_begin(s, j0);
@@ -282,7 +321,7 @@ __global__ void flash_mma_dkdv(FlashArgs a, FlashMmaBwdGeom g) {
         }
         for (int ii = threadIdx.x; ii < BQ; ii += blockDim.x) {
           const int i = i0 + ii;
-          sl[ii] = i < s.Sq ? ld_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_type) : 0.f;
+          sl[ii] = i < s.Sq ? lse_base2(ld_any(a.lse, gpu::attn_lse_off(s, b, h, i), a.lse_type)) : INFINITY;
           sdl[ii] = i < s.Sq ? a.delta[(static_cast<int64_t>(b) * s.H + h) * s.Sq + i] : 0.f;
         }
         if constexpr (kAsync) {
@@ -296,19 +335,33 @@ __global__ void flash_mma_dkdv(FlashArgs a, FlashMmaBwdGeom g) {
         zero(sc), zero(dp);
         mma_abt<T, kAsync>(sc, sk, g.ks, 16 * warp, sq, g.ks, nkd, lane);   // S^T = K Q^T
         mma_abt<T, kAsync>(dp, sv, g.vs, 16 * warp, sdo, g.vs, nkv, lane);  // dP^T = V dO^T
+        if (kMask || i0 + BQ > s.Sq || i0 < qmax) {  // a mask, or a row hidden from a key of the lane
 #pragma unroll
-        for (int nt = 0; nt < ST; nt++)
+          for (int nt = 0; nt < ST; nt++)
 #pragma unroll
-          for (int e = 0; e < 4; e++) {
-            const int u = e >> 1, j = key[u], ii = 8 * nt + gpu::mma16816_c_col(lane, e), i = i0 + ii;
-            float p = 0.f, ds = 0.f;
-            if (j < s.Sk && gpu::flash_visible(s, i, j)) {
-              p = gpu::attn_prob(gpu::attn_score_finish(s, sc[nt][e], ldm, a.mask, b, h, i, j), sl[ii]);
-              if (p != 0.f) ds = gpu::flash_ds(p, dp[nt][e], sdl[ii], s.scale);
+            for (int e = 0; e < 4; e++) {
+              const int u = e >> 1, ii = 8 * nt + gpu::mma16816_c_col(lane, e), i = i0 + ii;
+              float p = 0.f, ds = 0.f;
+              if (i >= qbeg[u] && i < s.Sq) {
+                float x = sc[nt][e] * sl2;
+                if constexpr (kMask) x += ldm(a.mask, gpu::attn_mask_off(s, b, h, i, key[u])) * kLog2e;
+                p = exp2f(x - sl[ii]);
+                if (p != 0.f) ds = gpu::flash_ds(p, dp[nt][e], sdl[ii], s.scale);
+              }
+              sc[nt][e] = p;
+              dp[nt][e] = ds;
             }
-            sc[nt][e] = p;
-            dp[nt][e] = ds;
-          }
+        } else {
+#pragma unroll
+          for (int nt = 0; nt < ST; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+              const int ii = 8 * nt + gpu::mma16816_c_col(lane, e);
+              const float p = exp2f(sc[nt][e] * sl2 - sl[ii]);
+              sc[nt][e] = p;
+              dp[nt][e] = p != 0.f ? gpu::flash_ds(p, dp[nt][e], sdl[ii], s.scale) : 0.f;
+            }
+        }
 #pragma unroll
         for (int kk = 0; kk < BQ / 16; kk++) {
           uint32_t af[4];
@@ -344,7 +397,7 @@ cudaError_t launch_kernel(K k, int64_t blocks, int bytes, cudaStream_t st, const
   return cudaGetLastError();
 }
 
-template <class T, int DM>
+template <class T, int DM, bool kMask>
 cudaError_t launch_typed(cudaStream_t st, const FlashArgs& a, const FlashMmaBwdGeom& g) {
   // cp.async for the tiles loaded per step where they copy in 16-byte runs,
   // unless NNC_GPU_ATTN_ASYNC=0.
@@ -356,27 +409,28 @@ cudaError_t launch_typed(cudaStream_t st, const FlashArgs& a, const FlashMmaBwdG
                         gpu::flash_tile16_runs(a.dO_type, kTypeCode<T>, a.dO_view, s.Dv, a.dO);
   if ((a.dk || a.dv) && gpu::flash_mma_bwd_key_tiles(s) > 0) {
     const int64_t blocks = gpu::flash_mma_bwd_key_tiles(s);
-    const cudaError_t e = kv_async ? launch_kernel(flash_mma_dkdv<T, DM, true>, blocks, g.kv_async_bytes, st, a, g)
-                                   : launch_kernel(flash_mma_dkdv<T, DM, false>, blocks, g.kv_bytes, st, a, g);
+    const cudaError_t e = kv_async
+                              ? launch_kernel(flash_mma_dkdv<T, DM, true, kMask>, blocks, g.kv_async_bytes, st, a, g)
+                              : launch_kernel(flash_mma_dkdv<T, DM, false, kMask>, blocks, g.kv_bytes, st, a, g);
     if (e != cudaSuccess) return e;
   }
   if (a.dq && gpu::flash_mma_bwd_row_tiles(s) > 0) {
     const int64_t blocks = gpu::flash_mma_bwd_row_tiles(s);
-    return dq_async ? launch_kernel(flash_mma_dq<T, DM, true>, blocks, g.dq_async_bytes, st, a, g)
-                    : launch_kernel(flash_mma_dq<T, DM, false>, blocks, g.dq_bytes, st, a, g);
+    return dq_async ? launch_kernel(flash_mma_dq<T, DM, true, kMask>, blocks, g.dq_async_bytes, st, a, g)
+                    : launch_kernel(flash_mma_dq<T, DM, false, kMask>, blocks, g.dq_bytes, st, a, g);
   }
   return cudaSuccess;
 }
 
-template <class T>
+template <class T, bool kMask>
 cudaError_t launch_bucket(cudaStream_t st, const FlashArgs& a, const FlashMmaBwdGeom& g) {
   switch (g.bucket) {
     case 32:
-      return launch_typed<T, 32>(st, a, g);
+      return launch_typed<T, 32, kMask>(st, a, g);
     case 64:
-      return launch_typed<T, 64>(st, a, g);
+      return launch_typed<T, 64, kMask>(st, a, g);
     case 128:
-      return launch_typed<T, 128>(st, a, g);
+      return launch_typed<T, 128, kMask>(st, a, g);
     default:
       return cudaErrorInvalidValue;
   }
@@ -390,7 +444,9 @@ cudaError_t launch_flash_mma_backward(cudaStream_t st, const FlashArgs& a, const
   if (static_cast<int64_t>(a.s.B) * a.s.H * a.s.Sq == 0) return cudaSuccess;
   cudaError_t e = launch_flash_delta(st, a);
   if (e != cudaSuccess) return e;
-  return a.type == kF16 ? launch_bucket<__half>(st, a, g) : launch_bucket<__nv_bfloat16>(st, a, g);
+  if (a.s.has_mask)
+    return a.type == kF16 ? launch_bucket<__half, true>(st, a, g) : launch_bucket<__nv_bfloat16, true>(st, a, g);
+  return a.type == kF16 ? launch_bucket<__half, false>(st, a, g) : launch_bucket<__nv_bfloat16, false>(st, a, g);
 }
 
 }  // namespace nnc::cuda

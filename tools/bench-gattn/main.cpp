@@ -9,7 +9,9 @@
 //   kernels (NNC_GPU_ATTN_MMA=0), on the row kernels
 //   (NNC_GPU_ATTN_FLASH=0) and on the flash kernels with plain tile loads
 //   (NNC_GPU_ATTN_ASYNC=0: the tensor-core forward without cp.async /
-//   ldmatrix) side by side, with the ratios to the first;
+//   ldmatrix) and, for 16-bit forwards, the tensor-core forward in blocks of
+//   64 and 128 rows (NNC_GPU_ATTN_FWD_ROWS) side by side, with the ratios to
+//   the first; decoding also by key splits (NNC_GPU_ATTN_SPLITS 4 .. 32);
 //   CONVOLUTION_TRANSPOSE (GPU_CUDNN, fp32 FMA math, heuristics) for the
 //   U-Net decoder's 2x2 / stride-2 up-samplers at batch 16, NHWC and NCHW:
 //   forward (with bias) and backward (dx, dw, dbias); beside it the same call
@@ -68,31 +70,61 @@ bool row(const char* name, ccv_nnc_cmd_t cmd, ccv_nnc_hint_t hint, std::vector<c
 
 // The attention call on the flash kernels (NNC_GPU_ATTN_FLASH=1: the
 // tensor-core ones where they take the call, 16F and 16BF, with cp.async
-// where they can), on the scalar flash kernels (NNC_GPU_ATTN_MMA=0 too), on
-// the row kernels (NNC_GPU_ATTN_FLASH=0) and on the flash kernels with plain
-// loads (NNC_GPU_ATTN_ASYNC=0: the tensor-core forward without cp.async /
-// ldmatrix): the four medians, scalar / flash, rows / flash and plain / flash.
+// where they can, each knob at its default), on the scalar flash kernels
+// (NNC_GPU_ATTN_MMA=0 too), on the row kernels (NNC_GPU_ATTN_FLASH=0), on
+// the flash kernels with plain loads (NNC_GPU_ATTN_ASYNC=0: the tensor-core
+// forward without cp.async / ldmatrix, 64-row blocks) and, for a 16-bit
+// forward (`rows` true), the tensor-core forward in blocks of 64 and of 128
+// rows (NNC_GPU_ATTN_FWD_ROWS=64 / 128; 128 at the 128 bucket in 16-key
+// steps): the six medians (-1: not measured), then scalar / flash, rows /
+// flash, plain / flash, r64 / flash and r128 / flash.
+struct Variant {
+  const char *flash, *mma, *async, *rows;
+};
 void attn_row(const char* name, ccv_nnc_cmd_t cmd, std::vector<ccv_nnc_tensor_t*> in,
-              std::vector<ccv_nnc_tensor_t*> out) {
-  double ms[4] = {-1, -1, -1, -1};
-  const char* flash[4] = {"1", "1", "0", "1"};
-  const char* mma[4] = {"1", "0", "1", "1"};
-  const char* async[4] = {"1", "1", "1", "0"};
+              std::vector<ccv_nnc_tensor_t*> out, bool rows) {
+  constexpr int kVariants = 6;
+  const Variant var[kVariants] = {{"1", "1", "1", nullptr}, {"1", "0", "1", nullptr}, {"0", "1", "1", nullptr},
+                                  {"1", "1", "0", nullptr}, {"1", "1", "1", "64"},    {"1", "1", "1", "128"}};
+  double ms[kVariants];
   const int is = static_cast<int>(in.size()), os = static_cast<int>(out.size());
-  for (int m = 0; m < 4; m++) {
-    setenv("NNC_GPU_ATTN_FLASH", flash[m], 1);
-    setenv("NNC_GPU_ATTN_MMA", mma[m], 1);
-    setenv("NNC_GPU_ATTN_ASYNC", async[m], 1);
+  for (int m = 0; m < kVariants; m++) {
+    ms[m] = -1;
+    if (m >= 4 && !rows) continue;
+    setenv("NNC_GPU_ATTN_FLASH", var[m].flash, 1);
+    setenv("NNC_GPU_ATTN_MMA", var[m].mma, 1);
+    setenv("NNC_GPU_ATTN_ASYNC", var[m].async, 1);
+    if (var[m].rows)
+      setenv("NNC_GPU_ATTN_FWD_ROWS", var[m].rows, 1);
+    else
+      unsetenv("NNC_GPU_ATTN_FWD_ROWS");
     if (!nnc_bench::first_call(name, 44, cmd, ccv_nnc_no_hint, in, out)) continue;
     ms[m] = nnc_bench::gpu_median_ms(
         [&] { ccv_nnc_cmd_exec(cmd, ccv_nnc_no_hint, 0, in.data(), is, out.data(), os, nullptr); });
   }
-  unsetenv("NNC_GPU_ATTN_FLASH");
-  unsetenv("NNC_GPU_ATTN_MMA");
-  unsetenv("NNC_GPU_ATTN_ASYNC");
+  for (const char* e : {"NNC_GPU_ATTN_FLASH", "NNC_GPU_ATTN_MMA", "NNC_GPU_ATTN_ASYNC", "NNC_GPU_ATTN_FWD_ROWS"})
+    unsetenv(e);
   auto ratio = [&](int m) { return ms[0] > 0 && ms[m] > 0 ? ms[m] / ms[0] : 0.0; };
-  std::printf("%-44s %10.4f %10.4f %10.4f %10.4f %8.2f %8.2f %8.2f\n", name, ms[0], ms[1], ms[2], ms[3], ratio(1),
-              ratio(2), ratio(3));
+  std::printf("%-44s %10.4f %10.4f %10.4f %10.4f %10.4f %10.4f %8.2f %8.2f %8.2f %8.2f %8.2f\n", name, ms[0], ms[1],
+              ms[2], ms[3], ms[4], ms[5], ratio(1), ratio(2), ratio(3), ratio(4), ratio(5));
+}
+
+// A decoding forward on the tensor-core kernels with its keys split in
+// `splits` runs (NNC_GPU_ATTN_SPLITS; 0: the automatic choice).
+double decode_ms(const char* name, ccv_nnc_cmd_t cmd, std::vector<ccv_nnc_tensor_t*> in,
+                 std::vector<ccv_nnc_tensor_t*> out, int splits) {
+  char v[16];
+  std::snprintf(v, sizeof(v), "%d", splits);
+  setenv("NNC_GPU_ATTN_FLASH", "1", 1);
+  if (splits > 0) setenv("NNC_GPU_ATTN_SPLITS", v, 1);
+  double ms = -1;
+  const int is = static_cast<int>(in.size()), os = static_cast<int>(out.size());
+  if (nnc_bench::first_call(name, 44, cmd, ccv_nnc_no_hint, in, out))
+    ms = nnc_bench::gpu_median_ms(
+        [&] { ccv_nnc_cmd_exec(cmd, ccv_nnc_no_hint, 0, in.data(), is, out.data(), os, nullptr); });
+  unsetenv("NNC_GPU_ATTN_FLASH");
+  unsetenv("NNC_GPU_ATTN_SPLITS");
+  return ms;
 }
 
 }  // namespace
@@ -100,8 +132,8 @@ void attn_row(const char* name, ccv_nnc_cmd_t cmd, std::vector<ccv_nnc_tensor_t*
 int main() {
   if (!nnc_bench::gpu_start()) return 0;
   std::printf("GPU 0: %s; ms per call (median of 20, synchronised)\n", nnc_bench::gpu0_name().c_str());
-  std::printf("%-44s %10s %10s %10s %10s %8s %8s %8s\n", "attention", "flash ms", "scalar ms", "rows ms", "plain ms",
-              "sc/fl", "rows/fl", "pl/fl");
+  std::printf("%-44s %10s %10s %10s %10s %10s %10s %8s %8s %8s %8s %8s\n", "attention", "flash ms", "scalar ms",
+              "rows ms", "plain ms", "r64 ms", "r128 ms", "sc/fl", "rows/fl", "pl/fl", "r64/fl", "r128/fl");
   struct Shape {
     int B, H, S, D;
   };
@@ -126,10 +158,11 @@ int main() {
         char name[96];
         const char* tag = dt == CCV_16F ? "16F" : dt == CCV_16BF ? "16BF" : "32F";
         std::snprintf(name, sizeof(name), "attn fwd B%d H%d S%d D%d %s%s", B, H, S, D, tag, causal ? " causal" : "");
-        attn_row(name, ccv_nnc_cmd(CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_FORWARD, nullptr, p, 0), {q, k, v}, {o, lse});
+        attn_row(name, ccv_nnc_cmd(CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_FORWARD, nullptr, p, 0), {q, k, v}, {o, lse},
+                 dt != CCV_32F);
         std::snprintf(name, sizeof(name), "attn bwd B%d H%d S%d D%d %s%s", B, H, S, D, tag, causal ? " causal" : "");
         attn_row(name, ccv_nnc_cmd(CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD, nullptr, p, 0),
-                 {g, nullptr, nullptr, q, k, v, nullptr, nullptr, nullptr, o, lse}, {dq, dk, dv});
+                 {g, nullptr, nullptr, q, k, v, nullptr, nullptr, nullptr, o, lse}, {dq, dk, dv}, false);
         for (ccv_nnc_tensor_t* t : {q, k, v, o, lse, g, dq, dk, dv}) ccv_nnc_tensor_free(t);
       }
   // Decoding: one query row over 4096 cached keys, 32 query heads over 32
@@ -147,7 +180,15 @@ int main() {
     p.scaled_dot_product_attention.scale = 1.f / std::sqrt(static_cast<float>(D));
     char name[96];
     std::snprintf(name, sizeof(name), "attn fwd decode B%d H%d/%d Sq1 Sk%d D%d 16F", B, H, Hk, Sk, D);
-    attn_row(name, ccv_nnc_cmd(CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_FORWARD, nullptr, p, 0), {q, k, v}, {o, lse});
+    const ccv_nnc_cmd_t fwd = ccv_nnc_cmd(CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_FORWARD, nullptr, p, 0);
+    attn_row(name, fwd, {q, k, v}, {o, lse}, true);
+    // The key splits side by side (auto: 8 runs at H32/32, 256 blocks; 32
+    // at H32/8).
+    double sp[5];
+    const int counts[5] = {0, 4, 8, 16, 32};
+    for (int x = 0; x < 5; x++) sp[x] = decode_ms(name, fwd, {q, k, v}, {o, lse}, counts[x]);
+    std::printf("%-44s auto %.4f  splits 4 %.4f  8 %.4f  16 %.4f  32 %.4f ms\n", "  (same, by key splits)", sp[0], sp[1],
+                sp[2], sp[3], sp[4]);
     for (ccv_nnc_tensor_t* t : {q, k, v, o, lse}) ccv_nnc_tensor_free(t);
   }
   std::printf("%-44s %12s %12s %8s\n", "command", "ms", "graph API", "ratio");
