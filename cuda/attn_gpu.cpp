@@ -128,6 +128,7 @@ void queue_flash_forward(const gpu::AttnPlan& a, FlashArgs f, const Call& c, std
   }
   const bool async = gpu::flash_mma_fwd_async(f.type, f.s, f.k, f.v, std::getenv("NNC_GPU_ATTN_ASYNC"));
   f.rows = gpu::flash_mma_fwd_rows_from_env(f.s, async);
+  f.narrow = gpu::flash_mma_fwd_narrow_from_env(bucket, f.rows);
   f.splits = gpu::flash_mma_splits_from_env(f.s, f.rows);
   if (f.splits > 1) {
     *part = std::make_unique<StreamBlock>(floats(gpu::flash_mma_split_floats(f.s, f.splits)), c.s, what);

@@ -46,6 +46,8 @@ struct FlashArgs {
   // The tensor-core forward's pairs a block (gpu::flash_mma_fwd_rows:
   // kFlashMmaRows, or kFlashMmaWideRows on the cp.async path).
   int rows = gpu::kFlashMmaRows;
+  // 32-key steps at the 128 bucket in 64-row blocks (gpu::flash_mma_fwd_narrow).
+  bool narrow = false;
 };
 
 // o and lse.

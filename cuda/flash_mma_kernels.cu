@@ -70,14 +70,17 @@ constexpr float kLn2 = 0.6931471805599453f;
 // or with a mask.
 // kMask: s.has_mask (a kernel of its own: the mask's addressing costs
 // registers, 30 to 50 a lane, that calls without a mask need not pay).
-template <int HB, class T, bool kAsync, int RW, bool kMask>
-__global__ void __launch_bounds__(kFlashMmaThreads) flash_mma_forward(FlashArgs a) {
+// kNarrow: 32-key steps at the 128 bucket in 64-row blocks
+// (gpu::flash_mma_fwd_keys), compiled for three blocks an SM (168
+// registers, no spills).
+template <int HB, class T, bool kAsync, int RW, bool kMask, bool kNarrow>
+__global__ void __launch_bounds__(kFlashMmaThreads, kNarrow ? 3 : 0) flash_mma_forward(FlashArgs a) {
   static_assert(RW == 1 || (RW == 2 && kAsync), "wide blocks load by cp.async");
   constexpr int ROWS = 64 * RW;             // pairs of a block
   constexpr int WR = 16 * RW;               // pairs of a warp
   constexpr int KD = HB / 16;               // k-steps of q k^T
   constexpr int NV = HB / 8;                // 8-column tiles of o
-  constexpr int KT = gpu::flash_mma_fwd_keys(HB, ROWS);  // keys a step
+  constexpr int KT = gpu::flash_mma_fwd_keys(HB, ROWS, kNarrow);  // keys a step
   constexpr int NS = KT / 8;                // 8-key tiles of a score tile
   constexpr int KP = KT / 16;               // k-steps of p v
   constexpr int LD = HB + 8;                // = gpu::flash_mma_stride(HB)
@@ -376,16 +379,16 @@ __global__ void flash_mma_combine(FlashArgs a) {
   }
 }
 
-template <int HB, class T, bool kAsync, int RW, bool kMask>
+template <int HB, class T, bool kAsync, int RW, bool kMask, bool kNarrow = false>
 cudaError_t launch_kernel(cudaStream_t st, const FlashArgs& a) {
   const int64_t items = gpu::flash_mma_items(a.s, 64 * RW) * a.splits;
-  const int64_t bytes = gpu::flash_mma_fwd_shmem_bytes(HB, 64 * RW, kAsync);
+  const int64_t bytes = gpu::flash_mma_fwd_shmem_bytes(HB, 64 * RW, kAsync, kNarrow);
   if (bytes > gpu::kFlashShmemLimit) {
-    const cudaError_t e = cudaFuncSetAttribute(flash_mma_forward<HB, T, kAsync, RW, kMask>,
+    const cudaError_t e = cudaFuncSetAttribute(flash_mma_forward<HB, T, kAsync, RW, kMask, kNarrow>,
                                                cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
     if (e != cudaSuccess) return e;
   }
-  flash_mma_forward<HB, T, kAsync, RW, kMask><<<gpu::flash_grid(items), kFlashMmaThreads, bytes, st>>>(a);
+  flash_mma_forward<HB, T, kAsync, RW, kMask, kNarrow><<<gpu::flash_grid(items), kFlashMmaThreads, bytes, st>>>(a);
   return cudaGetLastError();
 }
 template <int HB, class T, bool kMask>
@@ -398,6 +401,11 @@ cudaError_t launch_rows(cudaStream_t st, const FlashArgs& a, bool async) {
     else return launch_kernel<HB, T, true, 2, false>(st, a);
   }
   if (a.rows != gpu::kFlashMmaRows) return cudaErrorInvalidValue;
+  if constexpr (HB == 128) {
+    if (a.narrow)
+      return async ? launch_kernel<HB, T, true, 1, kMask, true>(st, a)
+                   : launch_kernel<HB, T, false, 1, kMask, true>(st, a);
+  }
   return async ? launch_kernel<HB, T, true, 1, kMask>(st, a) : launch_kernel<HB, T, false, 1, kMask>(st, a);
 }
 template <int HB, class T>

@@ -76,21 +76,25 @@ bool row(const char* name, ccv_nnc_cmd_t cmd, ccv_nnc_hint_t hint, std::vector<c
 // forward without cp.async / ldmatrix, 64-row blocks) and, for a 16-bit
 // forward (`rows` true), the tensor-core forward in blocks of 64 and of 128
 // rows (NNC_GPU_ATTN_FWD_ROWS=64 / 128; 128 at the 128 bucket in 16-key
-// steps): the six medians (-1: not measured), then scalar / flash, rows /
-// flash, plain / flash, r64 / flash and r128 / flash.
+// steps) and, at the 128 bucket, in 64-row blocks of 32-key steps at three
+// blocks an SM (NNC_GPU_ATTN_FWD_KEYS=32): the seven medians (-1: not
+// measured), then scalar / flash, rows / flash, plain / flash, r64 / flash,
+// r128 / flash and k32 / flash.
 struct Variant {
-  const char *flash, *mma, *async, *rows;
+  const char *flash, *mma, *async, *rows, *keys;
 };
 void attn_row(const char* name, ccv_nnc_cmd_t cmd, std::vector<ccv_nnc_tensor_t*> in,
-              std::vector<ccv_nnc_tensor_t*> out, bool rows) {
-  constexpr int kVariants = 6;
-  const Variant var[kVariants] = {{"1", "1", "1", nullptr}, {"1", "0", "1", nullptr}, {"0", "1", "1", nullptr},
-                                  {"1", "1", "0", nullptr}, {"1", "1", "1", "64"},    {"1", "1", "1", "128"}};
+              std::vector<ccv_nnc_tensor_t*> out, bool rows, bool keys) {
+  constexpr int kVariants = 7;
+  const Variant var[kVariants] = {{"1", "1", "1", nullptr, nullptr}, {"1", "0", "1", nullptr, nullptr},
+                                  {"0", "1", "1", nullptr, nullptr}, {"1", "1", "0", nullptr, nullptr},
+                                  {"1", "1", "1", "64", nullptr},    {"1", "1", "1", "128", nullptr},
+                                  {"1", "1", "1", "64", "32"}};
   double ms[kVariants];
   const int is = static_cast<int>(in.size()), os = static_cast<int>(out.size());
   for (int m = 0; m < kVariants; m++) {
     ms[m] = -1;
-    if (m >= 4 && !rows) continue;
+    if ((m >= 4 && !rows) || (m == 6 && !keys)) continue;
     setenv("NNC_GPU_ATTN_FLASH", var[m].flash, 1);
     setenv("NNC_GPU_ATTN_MMA", var[m].mma, 1);
     setenv("NNC_GPU_ATTN_ASYNC", var[m].async, 1);
@@ -98,15 +102,20 @@ void attn_row(const char* name, ccv_nnc_cmd_t cmd, std::vector<ccv_nnc_tensor_t*
       setenv("NNC_GPU_ATTN_FWD_ROWS", var[m].rows, 1);
     else
       unsetenv("NNC_GPU_ATTN_FWD_ROWS");
+    if (var[m].keys)
+      setenv("NNC_GPU_ATTN_FWD_KEYS", var[m].keys, 1);
+    else
+      unsetenv("NNC_GPU_ATTN_FWD_KEYS");
     if (!nnc_bench::first_call(name, 44, cmd, ccv_nnc_no_hint, in, out)) continue;
     ms[m] = nnc_bench::gpu_median_ms(
         [&] { ccv_nnc_cmd_exec(cmd, ccv_nnc_no_hint, 0, in.data(), is, out.data(), os, nullptr); });
   }
-  for (const char* e : {"NNC_GPU_ATTN_FLASH", "NNC_GPU_ATTN_MMA", "NNC_GPU_ATTN_ASYNC", "NNC_GPU_ATTN_FWD_ROWS"})
+  for (const char* e :
+       {"NNC_GPU_ATTN_FLASH", "NNC_GPU_ATTN_MMA", "NNC_GPU_ATTN_ASYNC", "NNC_GPU_ATTN_FWD_ROWS", "NNC_GPU_ATTN_FWD_KEYS"})
     unsetenv(e);
   auto ratio = [&](int m) { return ms[0] > 0 && ms[m] > 0 ? ms[m] / ms[0] : 0.0; };
-  std::printf("%-44s %10.4f %10.4f %10.4f %10.4f %10.4f %10.4f %8.2f %8.2f %8.2f %8.2f %8.2f\n", name, ms[0], ms[1],
-              ms[2], ms[3], ms[4], ms[5], ratio(1), ratio(2), ratio(3), ratio(4), ratio(5));
+  std::printf("%-44s %10.4f %10.4f %10.4f %10.4f %10.4f %10.4f %10.4f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n", name,
+              ms[0], ms[1], ms[2], ms[3], ms[4], ms[5], ms[6], ratio(1), ratio(2), ratio(3), ratio(4), ratio(5), ratio(6));
 }
 
 // A decoding forward on the tensor-core kernels with its keys split in
@@ -132,8 +141,9 @@ double decode_ms(const char* name, ccv_nnc_cmd_t cmd, std::vector<ccv_nnc_tensor
 int main() {
   if (!nnc_bench::gpu_start()) return 0;
   std::printf("GPU 0: %s; ms per call (median of 20, synchronised)\n", nnc_bench::gpu0_name().c_str());
-  std::printf("%-44s %10s %10s %10s %10s %10s %10s %8s %8s %8s %8s %8s\n", "attention", "flash ms", "scalar ms",
-              "rows ms", "plain ms", "r64 ms", "r128 ms", "sc/fl", "rows/fl", "pl/fl", "r64/fl", "r128/fl");
+  std::printf("%-44s %10s %10s %10s %10s %10s %10s %10s %8s %8s %8s %8s %8s %8s\n", "attention", "flash ms",
+              "scalar ms", "rows ms", "plain ms", "r64 ms", "r128 ms", "k32 ms", "sc/fl", "rows/fl", "pl/fl", "r64/fl",
+              "r128/fl", "k32/fl");
   struct Shape {
     int B, H, S, D;
   };
@@ -159,10 +169,10 @@ int main() {
         const char* tag = dt == CCV_16F ? "16F" : dt == CCV_16BF ? "16BF" : "32F";
         std::snprintf(name, sizeof(name), "attn fwd B%d H%d S%d D%d %s%s", B, H, S, D, tag, causal ? " causal" : "");
         attn_row(name, ccv_nnc_cmd(CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_FORWARD, nullptr, p, 0), {q, k, v}, {o, lse},
-                 dt != CCV_32F);
+                 dt != CCV_32F, dt != CCV_32F && D > 64);
         std::snprintf(name, sizeof(name), "attn bwd B%d H%d S%d D%d %s%s", B, H, S, D, tag, causal ? " causal" : "");
         attn_row(name, ccv_nnc_cmd(CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD, nullptr, p, 0),
-                 {g, nullptr, nullptr, q, k, v, nullptr, nullptr, nullptr, o, lse}, {dq, dk, dv}, false);
+                 {g, nullptr, nullptr, q, k, v, nullptr, nullptr, nullptr, o, lse}, {dq, dk, dv}, false, false);
         for (ccv_nnc_tensor_t* t : {q, k, v, o, lse, g, dq, dk, dv}) ccv_nnc_tensor_free(t);
       }
   // Decoding: one query row over 4096 cached keys, 32 query heads over 32
@@ -181,7 +191,7 @@ int main() {
     char name[96];
     std::snprintf(name, sizeof(name), "attn fwd decode B%d H%d/%d Sq1 Sk%d D%d 16F", B, H, Hk, Sk, D);
     const ccv_nnc_cmd_t fwd = ccv_nnc_cmd(CCV_NNC_SCALED_DOT_PRODUCT_ATTENTION_FORWARD, nullptr, p, 0);
-    attn_row(name, fwd, {q, k, v}, {o, lse}, true);
+    attn_row(name, fwd, {q, k, v}, {o, lse}, true, true);
     // The key splits side by side (auto: 8 runs at H32/32, 256 blocks; 32
     // at H32/8).
     double sp[5];

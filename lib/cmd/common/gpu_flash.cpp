@@ -37,6 +37,14 @@ int flash_mma_fwd_rows(const AttnShape& s, bool async, const char* v) {
   return prefill && flash_mma_bucket(s.D, s.Dv) <= 64 ? kFlashMmaWideRows : kFlashMmaRows;
 }
 
+bool flash_mma_fwd_narrow(int bucket, int rows, const char* v) {
+  return bucket > 64 && rows == kFlashMmaRows && v && std::strcmp(v, "32") == 0;
+}
+
+bool flash_mma_fwd_narrow_from_env(int bucket, int rows) {
+  return flash_mma_fwd_narrow(bucket, rows, std::getenv("NNC_GPU_ATTN_FWD_KEYS"));
+}
+
 int flash_mma_fwd_rows_from_env(const AttnShape& s, bool async) {
   return flash_mma_fwd_rows(s, async, std::getenv("NNC_GPU_ATTN_FWD_ROWS"));
 }

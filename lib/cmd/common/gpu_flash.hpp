@@ -328,13 +328,23 @@ NNC_HD int flash_mma_stride(int bucket) { return bucket + 8; }
 // with two (128 rows) o and the scores take the registers, q stays in shared
 // memory and its fragments are read by ldmatrix at each key tile.
 NNC_HD constexpr bool flash_mma_q_in_regs(int /*bucket*/, int rows) { return rows == kFlashMmaRows; }
-// The forward's keys a step (k and v tiles): kFlashMmaKeys, but 32 for 128
+// The forward's keys a step (k and v tiles): kFlashMmaKeys, but 16 for 128
 // rows at the 128 bucket (two m16 tiles of o, 128 floats a lane, leave room
-// for 32 keys' scores only). The split runs (whole kFlashMmaKeys tiles) are
-// whole steps either way.
-NNC_HD constexpr int flash_mma_fwd_keys(int bucket, int rows) {
-  return rows == kFlashMmaWideRows && bucket > 64 ? kFlashMmaKeys / 4 : kFlashMmaKeys;
+// for 16 keys' scores only), and 32 for 64 rows at the 128 bucket when
+// asked (`narrow`: NNC_GPU_ATTN_FWD_KEYS=32, flash_mma_fwd_narrow: half the
+// scores' registers, so the kernel fits 168 registers, three blocks an SM
+// instead of two, at twice the steps). The split runs (whole kFlashMmaKeys
+// tiles) are whole steps either way.
+NNC_HD constexpr int flash_mma_fwd_keys(int bucket, int rows, bool narrow = false) {
+  return bucket <= 64 ? kFlashMmaKeys
+         : rows == kFlashMmaWideRows ? kFlashMmaKeys / 4
+         : narrow ? kFlashMmaKeys / 2
+                  : kFlashMmaKeys;
 }
+// NNC_GPU_ATTN_FWD_KEYS ("32", `env_value`): the 32-key steps above, taken
+// only by 64-row blocks at the 128 bucket.
+bool flash_mma_fwd_narrow(int bucket, int rows, const char* env_value);
+bool flash_mma_fwd_narrow_from_env(int bucket, int rows);
 // Dynamic shared memory of a block: the k and v tiles (q is staged in k's).
 NNC_HD int64_t flash_mma_shmem_bytes(int bucket) {
   return int64_t{2} * kFlashMmaKeys * flash_mma_stride(bucket) * 2;

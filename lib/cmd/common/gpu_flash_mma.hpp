@@ -179,11 +179,13 @@ inline bool flash_mma_fwd_async(int type, const AttnShape& s, const void* k, con
 // second buffer's, 128 rows spanning its k and v), plus q's own tile when its
 // fragments are read at every key step (flash_mma_q_in_regs false: 128 rows;
 // 55,296 bytes at the 64 bucket, 69,632 at the 128 bucket with 32-key steps).
-NNC_HD int64_t flash_mma_fwd_shmem_bytes(int bucket, int rows, bool async) {
+// (`narrow`: 32-key steps, flash_mma_fwd_keys; 34,816 bytes at the 128
+// bucket, q staged in the second buffer's k and v.)
+NNC_HD int64_t flash_mma_fwd_shmem_bytes(int bucket, int rows, bool async, bool narrow = false) {
   if (!async) return flash_mma_shmem_bytes(bucket);
   const int64_t st = flash_mma_stride(bucket);
   const int64_t q = flash_mma_q_in_regs(bucket, rows) ? 0 : int64_t{2} * rows * st;
-  return int64_t{2} * 4 * flash_mma_fwd_keys(bucket, rows) * st + q;
+  return int64_t{2} * 4 * flash_mma_fwd_keys(bucket, rows, narrow) * st + q;
 }
 
 // ldmatrix .x4 row addresses (cuda/async_copy.cuh: lane l gives row l % 8 of

@@ -51,48 +51,72 @@ std::vector<Case> rows_cases() {
   Case f{1, 70, 65, 2, 1, 32, 32};  // views (no 16-byte runs): the plain loads, 64 rows
   f.views = true;
   cs.push_back(f);
+  Case g{1, 45, 100, 2, 2, 128, 128};  // bucket 128, a mask [B, H, Sq, Sk] (32-key steps with a mask), 4 steps
+  g.mask = {1, 2, 45, 100};
+  cs.push_back(g);
+  Case h{1, 33, 70, 2, 1, 96, 112};  // bucket 128, views: 32-key steps on the plain loads
+  h.views = true;
+  cs.push_back(h);
   return cs;
 }
 
-// o (as fp32) and lse of the GPU forward with NNC_GPU_ATTN_FWD_ROWS=`rows`
-// and NNC_GPU_ATTN_SPLITS=`splits` (NULL: unset).
-std::vector<Owned> forward(const Case& c, int dt, const Inputs& in, const char* rows, const char* splits) {
+// The forward's variants: NNC_GPU_ATTN_FWD_ROWS and NNC_GPU_ATTN_FWD_KEYS.
+struct Variant {
+  const char *rows, *keys;
+  std::string name() const {
+    return std::string("rows ") + rows + (keys ? std::string(", keys ") + keys : std::string());
+  }
+};
+const Variant kVariants[] = {{"64", nullptr}, {"128", nullptr}, {"64", "32"}};
+
+// o (as fp32) and lse of the GPU forward under variant `v` and
+// NNC_GPU_ATTN_SPLITS=`splits` (NULL: unset).
+std::vector<Owned> forward(const Case& c, int dt, const Inputs& in, const Variant& v, const char* splits) {
   EnvGuard flash("NNC_GPU_ATTN_FLASH", "1");
   EnvGuard tc("NNC_GPU_ATTN_MMA", nullptr);
   EnvGuard as("NNC_GPU_ATTN_ASYNC", nullptr);
-  EnvGuard r("NNC_GPU_ATTN_FWD_ROWS", rows);
+  EnvGuard r("NNC_GPU_ATTN_FWD_ROWS", v.rows);
+  EnvGuard k("NNC_GPU_ATTN_FWD_KEYS", v.keys);
   EnvGuard split("NNC_GPU_ATTN_SPLITS", splits);
   return GpuForward(c, dt, in).on_cpu();
 }
 
-TEST(FlashMmaRows, BothBlockSizesMatchCpuRef) {
+TEST(FlashMmaRows, EveryVariantMatchesCpuRef) {
   NNC_REQUIRE_GPU();
   EnvGuard flash("NNC_GPU_ATTN_FLASH", "1");
   EnvGuard as("NNC_GPU_ATTN_ASYNC", nullptr);
   std::mt19937 rng(5151);
-  for (const char* rows : {"64", "128"}) {
-    EnvGuard r("NNC_GPU_ATTN_FWD_ROWS", rows);
+  for (const Variant& v : kVariants) {
+    EnvGuard r("NNC_GPU_ATTN_FWD_ROWS", v.rows);
+    EnvGuard k("NNC_GPU_ATTN_FWD_KEYS", v.keys);
     for (const Case& c : rows_cases()) {
-      SCOPED_TRACE(std::string("NNC_GPU_ATTN_FWD_ROWS=") + rows);
+      if (v.keys && c.D <= 64 && c.Dv <= 64) continue;  // 32-key steps: the 128 bucket only (else the 64-row kernel)
+      SCOPED_TRACE(v.name());
       check_case(c, CCV_16F, true, rng);  // forward against CPU_REF (and the backward from its o and lse)
     }
   }
 }
 
-TEST(FlashMmaRows, WideBlocksAgreeWithNarrowOnesSplitOrNot) {
+TEST(FlashMmaRows, VariantsAgreeSplitOrNot) {
   NNC_REQUIRE_GPU();
   std::mt19937 rng(5152);
   const std::vector<Case> cs = rows_cases();
   for (size_t n = 0; n < cs.size(); n++) {
     const Case& c = cs[n];
     const int dt = n % 2 ? CCV_16BF : CCV_16F;
+    const bool b128 = c.D > 64 || c.Dv > 64;
     for (const char* splits : {"1", "3"}) {
-      if (n >= 4 && splits[0] == '3') continue;  // the 64-row calls: split runs are FlashMmaAsync's
+      if (n == 4 || n == 5 || (n >= 6 && splits[0] == '3')) continue;  // 64 rows, not split: FlashMmaAsync's
       SCOPED_TRACE(c.name(dt) + " splits " + splits);
       Inputs in(c, dt, rng);
-      std::vector<Owned> wide = forward(c, dt, in, "128", splits), narrow = forward(c, dt, in, "64", splits);
-      expect_agree(wide[0].t, narrow[0].t, 5e-3f, "o", "with 128 rows", "with 64 rows");
-      expect_agree(wide[1].t, narrow[1].t, 1e-5f, "lse", "with 128 rows", "with 64 rows");
+      const std::vector<Owned> base = forward(c, dt, in, kVariants[0], splits);
+      for (int x = 1; x < 3; x++) {
+        if (x == 2 && !b128) continue;
+        SCOPED_TRACE(kVariants[x].name());
+        const std::vector<Owned> other = forward(c, dt, in, kVariants[x], splits);
+        expect_agree(other[0].t, base[0].t, 5e-3f, "o", "with this variant", "with 64 rows");
+        expect_agree(other[1].t, base[1].t, 1e-5f, "lse", "with this variant", "with 64 rows");
+      }
     }
   }
 }

@@ -397,6 +397,17 @@ TEST(GpuFlashMma, ForwardBlockRows) {
     EXPECT_LE(2 * (wide + 1024), int64_t{228} << 10) << "two blocks an SM";
     // q staged in the second buffer (64 rows) fits it.
     EXPECT_LE(g::kFlashMmaRows * ld, 2 * g::kFlashMmaKeys * ld);
+    // NNC_GPU_ATTN_FWD_KEYS=32: 32-key steps for 64-row blocks at the 128 bucket only.
+    EXPECT_EQ(g::flash_mma_fwd_narrow(b, g::kFlashMmaRows, "32"), b == 128);
+    EXPECT_FALSE(g::flash_mma_fwd_narrow(b, g::kFlashMmaWideRows, "32"));
+    EXPECT_FALSE(g::flash_mma_fwd_narrow(b, g::kFlashMmaRows, nullptr));
+    EXPECT_FALSE(g::flash_mma_fwd_narrow(b, g::kFlashMmaRows, "64"));
+    const int nk = g::flash_mma_fwd_keys(b, g::kFlashMmaRows, b == 128);
+    EXPECT_EQ(nk, b == 128 ? 32 : 64);
+    EXPECT_GE(2 * nk, g::kFlashMmaRows) << "q staged in the second buffer's k and v";
+    EXPECT_EQ(g::flash_mma_fwd_shmem_bytes(b, g::kFlashMmaRows, true, b == 128), 2 * 4 * nk * ld);
+    EXPECT_LE(3 * (g::flash_mma_fwd_shmem_bytes(b, g::kFlashMmaRows, true, b == 128) + 1024), int64_t{228} << 10)
+        << "three blocks an SM";
   }
 }
 
