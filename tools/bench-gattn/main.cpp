@@ -147,10 +147,14 @@ int main() {
   struct Shape {
     int B, H, S, D;
   };
+  // NNC_BENCH_GATTN_32F_ONLY=1: the 32F attention rows alone (a second run
+  // under other NNC_GPU_ATTN_F32* settings).
+  const bool only32 = std::getenv("NNC_BENCH_GATTN_32F_ONLY") && std::getenv("NNC_BENCH_GATTN_32F_ONLY")[0] == '1';
   for (const Shape sh : {Shape{8, 8, 512, 64}, Shape{8, 8, 512, 128}, Shape{2, 8, 2048, 64}})
     for (int dt : {CCV_32F, CCV_16F, CCV_16BF})
       for (int causal : {0, 1}) {
         if (dt == CCV_16BF && !(sh.S == 512 && sh.D == 64)) continue;
+        if (only32 && dt != CCV_32F) continue;
         const int B = sh.B, H = sh.H, S = sh.S, D = sh.D;
         ccv_nnc_tensor_t* q = gpu({B, S, H, D}, dt);
         ccv_nnc_tensor_t* k = gpu({B, S, H, D}, dt);
@@ -175,6 +179,7 @@ int main() {
                  {g, nullptr, nullptr, q, k, v, nullptr, nullptr, nullptr, o, lse}, {dq, dk, dv}, false, false);
         for (ccv_nnc_tensor_t* t : {q, k, v, o, lse, g, dq, dk, dv}) ccv_nnc_tensor_free(t);
       }
+  if (only32) return 0;
   // Decoding: one query row over 4096 cached keys, 32 query heads over 32
   // kv heads (MHA) and over 8 (GQA), 16F, forward only (the tensor-core
   // kernels split the keys over blocks here).
