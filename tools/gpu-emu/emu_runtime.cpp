@@ -12,8 +12,10 @@
 //   EMU_MAX_BLOCKS=n   grids of more than n blocks (along x) launched with
 //                      n: every grid-stride loop then goes round (on the
 //                      GPU only grids past the launch code's cap do)
-//   EMU_STATS=1        at exit, each kernel's launches, blocks and threads
-//                      (to stderr)
+//   EMU_STATS=1        at exit, each kernel's launches, blocks, threads and
+//                      most threads in one block (to stderr; EMU_STATS=<file>:
+//                      to that file), which tools/gpu-emu/check_registers.py
+//                      holds against ptxas's registers per kernel
 //   EMU_WARP_AHEAD=1   at warp barriers (warp intrinsics, tensor-core
 //                      products) one warp at a time goes on (the first in
 //                      the thread order), so a warp runs ahead of the
@@ -34,6 +36,7 @@
 #include <sys/mman.h>
 #include <ucontext.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -117,14 +120,24 @@ unsigned g_max_blocks = 0;  // EMU_MAX_BLOCKS (0: no cap)
 
 struct Stat {
   unsigned long long launches = 0, blocks = 0, threads = 0;
+  unsigned block_max = 0;  // the most threads one block of it had
 };
 std::map<std::string, Stat>* g_stats = nullptr;  // EMU_STATS
+std::string g_stats_path;                         // EMU_STATS=<file>: there instead of stderr
 
 void print_stats() {
-  std::fprintf(stderr, "gpu-emu: %zu kernels launched (launches, blocks, threads; kernel, launching function):\n",
+  FILE* f = g_stats_path.empty() ? stderr : std::fopen(g_stats_path.c_str(), "w");
+  if (!f) {
+    std::fprintf(stderr, "gpu-emu: cannot write the statistics to %s\n", g_stats_path.c_str());
+    return;
+  }
+  std::fprintf(f,
+               "gpu-emu: %zu kernels launched (launches, blocks, threads, most threads a block; kernel, launching "
+               "function):\n",
                g_stats->size());
   for (const auto& [k, s] : *g_stats)
-    std::fprintf(stderr, "%10llu %10llu %12llu  %s\n", s.launches, s.blocks, s.threads, k.c_str());
+    std::fprintf(f, "%10llu %10llu %12llu %6u  %s\n", s.launches, s.blocks, s.threads, s.block_max, k.c_str());
+  if (f != stderr) std::fclose(f);
 }
 
 const bool g_env = [] {
@@ -135,6 +148,7 @@ const bool g_env = [] {
   if (const char* m = std::getenv("EMU_MAX_BLOCKS")) g_max_blocks = static_cast<unsigned>(std::strtoul(m, nullptr, 10));
   const char* st = std::getenv("EMU_STATS");
   if (st && *st && std::strcmp(st, "0") != 0) {
+    if (std::strcmp(st, "1") != 0) g_stats_path = st;
     g_stats = new std::map<std::string, Stat>;
     std::atexit(print_stats);
   }
@@ -448,6 +462,7 @@ void launch_body(dim3 grid, dim3 block, size_t shared_bytes, const char* kernel,
     st.launches++;
     st.blocks += 1ull * grid.x * grid.y * grid.z;
     st.threads += 1ull * grid.x * grid.y * grid.z * n;
+    st.block_max = std::max(st.block_max, static_cast<unsigned>(n));
   }
   g_dynamic_bytes = shared_bytes;
   if (g_dynamic_shared.size() < shared_bytes + 16) g_dynamic_shared.resize(shared_bytes + 16);
