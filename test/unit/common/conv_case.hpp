@@ -73,4 +73,17 @@ struct ConvCase {
   }
 };
 
+// The three odd cases every convolution test starts from, in `format`: odd
+// sizes with pad 1; groups 2 with stride 2x3, dilation 2x1 and pads 2 / 0;
+// unbatched (3-d) with groups 4, no bias and column padding only.
+inline std::vector<ConvCase<false>> odd_conv_cases(int format) {
+  ConvCase<false> a{2, 7, 9, 3, 5, 3, 3};
+  a.PT = a.PB = a.PL = a.PR = 1, a.format = format;
+  ConvCase<false> b{3, 11, 10, 6, 4, 3, 2};
+  b.SH = 2, b.SW = 3, b.PT = b.PB = 2, b.G = 2, b.DH = 2, b.format = format;
+  ConvCase<false> c{1, 6, 5, 4, 8, 3, 3};
+  c.batched = false, c.G = 4, c.bias = false, c.format = format, c.PL = c.PR = 1;
+  return {a, b, c};
+}
+
 }  // namespace nnc_test_conv

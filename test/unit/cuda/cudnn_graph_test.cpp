@@ -81,15 +81,7 @@ std::string name(const C& c, int dt) {
 std::vector<Case> conv_cases() {
   std::vector<Case> cs;
   for (int f : {NHWC, NCHW}) {
-    Case a{2, 7, 9, 3, 5, 3, 3};  // odd sizes, pad 1
-    a.PT = a.PB = a.PL = a.PR = 1, a.format = f;
-    cs.push_back(a);
-    Case b{3, 11, 10, 6, 4, 3, 2};  // groups 2, stride 2x3, dilation 2x1, pad 2 / 0
-    b.SH = 2, b.SW = 3, b.PT = b.PB = 2, b.G = 2, b.DH = 2, b.format = f;
-    cs.push_back(b);
-    Case c{1, 6, 5, 4, 8, 3, 3};  // 3-d, groups 4, no bias
-    c.batched = false, c.G = 4, c.bias = false, c.format = f, c.PL = c.PR = 1;
-    cs.push_back(c);
+    for (const auto& k : nnc_test_conv::odd_conv_cases(f)) cs.push_back(k);
     Case r{4, 14, 14, 32, 64, 5, 5};  // the reference network's second layer (tensor-core sizes)
     r.PT = r.PB = r.PL = r.PR = 2, r.format = f;
     cs.push_back(r);

@@ -121,15 +121,7 @@ struct ConvCase : nnc_test_conv::ConvCase<false> {
 std::vector<ConvCase> conv_cases() {
   std::vector<ConvCase> cs;
   for (int f : {NHWC, NCHW}) {
-    ConvCase a{2, 7, 9, 3, 5, 3, 3};  // odd sizes, pad 1
-    a.PT = a.PB = a.PL = a.PR = 1, a.format = f;
-    cs.push_back(a);
-    ConvCase b{3, 11, 10, 6, 4, 3, 2};  // groups 2, stride 2x3, dilation 2x1, pad 2 / 0
-    b.SH = 2, b.SW = 3, b.PT = b.PB = 2, b.G = 2, b.DH = 2, b.format = f;
-    cs.push_back(b);
-    ConvCase c{1, 6, 5, 4, 8, 3, 3};  // 3-d, groups 4, no bias, column padding only
-    c.batched = false, c.G = 4, c.bias = false, c.format = f, c.PL = c.PR = 1;
-    cs.push_back(c);
+    for (const auto& k : nnc_test_conv::odd_conv_cases(f)) cs.push_back(ConvCase{k});
     ConvCase d{2, 6, 6, 3, 4, 3, 3};  // unequal pads (1 / 0) that keep cuDNN's extent, stride 2
     d.SH = d.SW = 2, d.PT = d.PL = 1, d.format = f;
     cs.push_back(d);
