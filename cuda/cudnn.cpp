@@ -499,7 +499,6 @@ class Stage {
   const Tensor4& desc() const { return packed_; }
   void* data() const { return buf_.get(); }
 
-
  private:
   void convert(void* y, GpuType yt, const Tensor4& yd, const void* x, GpuType xt, const Tensor4& xd) const {
     gpu::EwPlan plan;
@@ -527,12 +526,11 @@ class F32Stage : public Stage {
   float* get() const { return static_cast<float*>(data()); }
 };
 
-
 // An operand as cuDNN gets it: the tensor itself when packed (NHWC or NCHW as
-// `nhwc` says: a convolution's filter layout), else a packed copy in its own type. cuDNN 9 refuses strided views in its legacy
-// convolutions (on an H200, cuDNN 9.19, every algorithm answered NOT_SUPPORTED
-// for NHWC and NCHW views) and its softmax ran them wrong, so those calls take
-// views through here. An input is copied in at construction; an output is
+// `nhwc` says: a convolution's filter layout), else a packed copy in its own
+// type. cuDNN 9 refuses strided views in its legacy convolutions (on an H200,
+// cuDNN 9.19, every algorithm answered NOT_SUPPORTED for NHWC and NCHW views)
+// and its softmax ran them wrong, so those calls take views through here. An input is copied in at construction; an output is
 // copied out by store() (the view's surroundings stay as they were).
 class Packed {
  public:
@@ -1437,7 +1435,16 @@ using OpDesc = Desc<cudnnOpTensorDescriptor_t, cudnnCreateOpTensorDescriptor, cu
 using ReduceDesc =
     Desc<cudnnReduceTensorDescriptor_t, cudnnCreateReduceTensorDescriptor, cudnnDestroyReduceTensorDescriptor>;
 
-// c = the sum of a over the dimensions where c has extent 1 (cudnnReduceTensor, fp32 accumulation).
+// c = a (op) b, b broadcast where its extents are 1 (c never aliases a or b here).
+void op_tensor(cudnnHandle_t h, cudnnOpTensorOp_t op, float alpha_b, cudnnTensorDescriptor_t ad, const void* a,
+               cudnnTensorDescriptor_t bd, const void* b, cudnnTensorDescriptor_t cd, void* c, const char* what) {
+  OpDesc d(what);
+  NNC_CUDNN_CHECK(cudnnSetOpTensorDescriptor(d, op, CUDNN_DATA_FLOAT, CUDNN_PROPAGATE_NAN), what);
+  const float one = 1, zero = 0;
+  NNC_CUDNN_CHECK(cudnnOpTensor(h, d, &one, ad, a, &alpha_b, bd, b, &zero, cd, c), what);
+}
+
+// c = the sum of a over the dimensions where c has extent 1.
 void reduce_sum(cudnnHandle_t h, cudnnTensorDescriptor_t ad, const void* a, cudnnTensorDescriptor_t cd, void* c,
                 cudaStream_t s, const char* what) {
   ReduceDesc d(what);
@@ -1450,17 +1457,6 @@ void reduce_sum(cudnnHandle_t h, cudnnTensorDescriptor_t ad, const void* a, cudn
   const float one = 1, zero = 0;
   NNC_CUDNN_CHECK(cudnnReduceTensor(h, d, nullptr, 0, ws.get(), bytes, &one, ad, a, &zero, cd, c), what);
 }
-
-// c = a (op) b, b broadcast where its extents are 1 (c never aliases a or b here).
-void op_tensor(cudnnHandle_t h, cudnnOpTensorOp_t op, float alpha_b, cudnnTensorDescriptor_t ad, const void* a,
-               cudnnTensorDescriptor_t bd, const void* b, cudnnTensorDescriptor_t cd, void* c, const char* what) {
-  OpDesc d(what);
-  NNC_CUDNN_CHECK(cudnnSetOpTensorDescriptor(d, op, CUDNN_DATA_FLOAT, CUDNN_PROPAGATE_NAN), what);
-  const float one = 1, zero = 0;
-  NNC_CUDNN_CHECK(cudnnOpTensor(h, d, &one, ad, a, &alpha_b, bd, b, &zero, cd, c), what);
-}
-
-// c = the sum of a over the dimensions where c has extent 1.
 
 // cuDNN's batch norm over the rows (scale 1, bias 0 per row) normalises; the
 // per-element scale and bias follow (cudnnOpTensor, cudnnAddTensor).

@@ -659,6 +659,50 @@ gpu::NormRows rows_of(const NormCall& n, const gpu::NormPlan& p, int ga) {
   return gpu::choose_norm_rows(p, n.present, addr, es);
 }
 
+// A norm call's operands as the kernels take them, with its plan and the
+// row kernels' choice (rows_of). The forward: x, y, scale, bias and the saved
+// statistics; the backward's dx pass: x, g, dx, scale and the statistics; its
+// parameter pass: x, g, dscale, dbias and the statistics (NULLs stay absent).
+struct NormSetup {
+  NormCall n;
+  NormShape sh;
+  gpu::NormPlan p;
+  gpu::NormRows rows;
+};
+NormSetup norm_setup(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* x, int k1, const ccv_nnc_tensor_t* t1, int k2,
+                     const ccv_nnc_tensor_t* t2, const ccv_nnc_tensor_t* scale, const ccv_nnc_tensor_t* bias,
+                     const ccv_nnc_tensor_t* mean, const ccv_nnc_tensor_t* inv, const char* what) {
+  NormSetup u;
+  const Layout xl = layout_of(x, what);
+  u.sh = norm_shape(cmd, xl, u.n, what);
+  const NormShape& sh = u.sh;
+  set_norm(u.n, gpu::kNormX, x, xl, nullptr, sh.ga, sh.groups, false, what);
+  set_norm(u.n, k1, t1, xl, nullptr, sh.ga, sh.groups, false, what);
+  if (k2 >= 0) set_norm(u.n, k2, t2, xl, nullptr, sh.ga, sh.groups, false, what);
+  set_norm(u.n, gpu::kNormScale, scale, xl, sh.scale, sh.ga, sh.groups, false, what);
+  set_norm(u.n, gpu::kNormBias, bias, xl, sh.scale, sh.ga, sh.groups, false, what);
+  set_norm(u.n, gpu::kNormMean, mean, xl, sh.stats, sh.ga, sh.groups, true, what);
+  set_norm(u.n, gpu::kNormInv, inv, xl, sh.stats, sh.ga, sh.groups, true, what);
+  u.p = norm_plan(u.n, sh.norm, sh.param, what);
+  u.rows = rows_of(u.n, u.p, sh.ga);
+  return u;
+}
+NormSetup forward_setup(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* y,
+                        const ccv_nnc_tensor_t* scale, const ccv_nnc_tensor_t* bias, const ccv_nnc_tensor_t* mean,
+                        const ccv_nnc_tensor_t* inv, const char* what) {
+  return norm_setup(cmd, x, gpu::kNormY, y, -1, nullptr, scale, bias, mean, inv, what);
+}
+NormSetup backward_dx_setup(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* g,
+                            const ccv_nnc_tensor_t* dx, const ccv_nnc_tensor_t* scale, const ccv_nnc_tensor_t* mean,
+                            const ccv_nnc_tensor_t* inv, const char* what) {
+  return norm_setup(cmd, x, gpu::kNormG, g, gpu::kNormDx, dx, scale, nullptr, mean, inv, what);
+}
+NormSetup backward_params_setup(const ccv_nnc_cmd_t& cmd, const ccv_nnc_tensor_t* x, const ccv_nnc_tensor_t* g,
+                                const ccv_nnc_tensor_t* dscale, const ccv_nnc_tensor_t* dbias,
+                                const ccv_nnc_tensor_t* mean, const ccv_nnc_tensor_t* inv, const char* what) {
+  return norm_setup(cmd, x, gpu::kNormG, g, -1, nullptr, dscale, dbias, mean, inv, what);
+}
+
 NNC_KERNEL(norm_forward) {
   const char* what = name_of(cmd.cmd);
   refuse_f64(inputs, input_size, outputs, output_size, what);
@@ -673,25 +717,15 @@ NNC_KERNEL(norm_forward) {
                                      : norm::group_norm_forward_io(cmd, inputs, input_size, outputs, output_size);
     x = io.x, scale = io.scale, bias = io.bias, y = io.y, mean = io.saved_mean, inv = io.saved_inv_std;
   }
-  const Layout xl = layout_of(x, what);
-  NormCall n;
-  const NormShape sh = norm_shape(cmd, xl, n, what);
-  set_norm(n, gpu::kNormX, x, xl, nullptr, sh.ga, sh.groups, false, what);
-  set_norm(n, gpu::kNormY, y, xl, nullptr, sh.ga, sh.groups, false, what);
-  set_norm(n, gpu::kNormScale, scale, xl, sh.scale, sh.ga, sh.groups, false, what);
-  set_norm(n, gpu::kNormBias, bias, xl, sh.scale, sh.ga, sh.groups, false, what);
-  set_norm(n, gpu::kNormMean, mean, xl, sh.stats, sh.ga, sh.groups, true, what);
-  set_norm(n, gpu::kNormInv, inv, xl, sh.stats, sh.ga, sh.groups, true, what);
-  const gpu::NormPlan p = norm_plan(n, sh.norm, sh.param, what);
+  const NormSetup u = forward_setup(cmd, x, y, scale, bias, mean, inv, what);
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
   const float eps = rms                                     ? cmd.info.rmsnorm.epsilon
                     : cmd.cmd == CCV_NNC_LAYER_NORM_FORWARD ? cmd.info.lnorm.epsilon
                                                             : cmd.info.gnorm.epsilon;
-  const gpu::NormRows r = rows_of(n, p, sh.ga);
-  if (r.fast)
-    c.check(launch_norm_rows_forward(c.s, r, p.groups.outer, n.q, rms, eps));
+  if (u.rows.fast)
+    c.check(launch_norm_rows_forward(c.s, u.rows, u.p.groups.outer, u.n.q, rms, eps));
   else
-    c.check(launch_norm_forward(c.s, p.groups, p.group_size, n.q, rms, eps));
+    c.check(launch_norm_forward(c.s, u.p.groups, u.p.group_size, u.n.q, rms, eps));
   c.done();
   return CCV_NNC_EXEC_SUCCESS;
 }
@@ -711,46 +745,28 @@ NNC_KERNEL(norm_backward) {
     g = io.g, x = io.x, scale = io.scale, mean = io.saved_mean, inv = io.saved_inv_std, dx = io.dx, dscale = io.dscale,
     dbias = io.dbias;
   }
-  const Layout xl = layout_of(x, what);
   const Call c(stream_context, device_of(inputs, input_size, outputs, output_size), what);
   // Both passes read g, x and the statistics before any output is written
   // (dscale / dbias first: dx may be g).
   std::unique_ptr<StreamBlock> partial;  // the row case's dscale / dbias partials, kept until done()
   if (dscale || dbias) {
-    NormCall n;
-    const NormShape sh = norm_shape(cmd, xl, n, what);
-    set_norm(n, gpu::kNormX, x, xl, nullptr, sh.ga, sh.groups, false, what);
-    set_norm(n, gpu::kNormG, g, xl, nullptr, sh.ga, sh.groups, false, what);
-    set_norm(n, gpu::kNormScale, dscale, xl, sh.scale, sh.ga, sh.groups, false, what);
-    set_norm(n, gpu::kNormBias, dbias, xl, sh.scale, sh.ga, sh.groups, false, what);
-    set_norm(n, gpu::kNormMean, mean, xl, sh.stats, sh.ga, sh.groups, true, what);
-    set_norm(n, gpu::kNormInv, inv, xl, sh.stats, sh.ga, sh.groups, true, what);
-    const gpu::NormPlan p = norm_plan(n, sh.norm, sh.param, what);
-    if (rows_of(n, p, sh.ga).fast) {
-      const gpu::NormCols cols = gpu::choose_norm_cols(p.groups.outer.count, p.group_size);
-      partial = std::make_unique<StreamBlock>(static_cast<size_t>(2 * cols.splits * p.group_size) * sizeof(float),
+    const NormSetup u = backward_params_setup(cmd, x, g, dscale, dbias, mean, inv, what);
+    if (u.rows.fast) {
+      const gpu::NormCols cols = gpu::choose_norm_cols(u.p.groups.outer.count, u.p.group_size);
+      partial = std::make_unique<StreamBlock>(static_cast<size_t>(2 * cols.splits * u.p.group_size) * sizeof(float),
                                               c.s, what);
-      c.check(launch_norm_cols_params(c.s, cols, p.groups.outer, p.group_size, n.q, rms,
+      c.check(launch_norm_cols_params(c.s, cols, u.p.groups.outer, u.p.group_size, u.n.q, rms,
                                       static_cast<float*>(partial->get())));
     } else {
-      c.check(launch_norm_backward_params(c.s, p.params, n.q, rms));
+      c.check(launch_norm_backward_params(c.s, u.p.params, u.n.q, rms));
     }
   }
   if (dx) {
-    NormCall n;
-    const NormShape sh = norm_shape(cmd, xl, n, what);
-    set_norm(n, gpu::kNormX, x, xl, nullptr, sh.ga, sh.groups, false, what);
-    set_norm(n, gpu::kNormG, g, xl, nullptr, sh.ga, sh.groups, false, what);
-    set_norm(n, gpu::kNormDx, dx, xl, nullptr, sh.ga, sh.groups, false, what);
-    set_norm(n, gpu::kNormScale, scale, xl, sh.scale, sh.ga, sh.groups, false, what);
-    set_norm(n, gpu::kNormMean, mean, xl, sh.stats, sh.ga, sh.groups, true, what);
-    set_norm(n, gpu::kNormInv, inv, xl, sh.stats, sh.ga, sh.groups, true, what);
-    const gpu::NormPlan p = norm_plan(n, sh.norm, sh.param, what);
-    const gpu::NormRows r = rows_of(n, p, sh.ga);
-    if (r.fast)
-      c.check(launch_norm_rows_backward_dx(c.s, r, p.groups.outer, n.q, rms));
+    const NormSetup u = backward_dx_setup(cmd, x, g, dx, scale, mean, inv, what);
+    if (u.rows.fast)
+      c.check(launch_norm_rows_backward_dx(c.s, u.rows, u.p.groups.outer, u.n.q, rms));
     else
-      c.check(launch_norm_backward_dx(c.s, p.groups, p.group_size, n.q, rms));
+      c.check(launch_norm_backward_dx(c.s, u.p.groups, u.p.group_size, u.n.q, rms));
   }
   c.done();
   return CCV_NNC_EXEC_SUCCESS;
@@ -981,37 +997,18 @@ bool layer_norm_takes_rows(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* in
   if (cmd.cmd != CCV_NNC_LAYER_NORM_FORWARD && cmd.cmd != CCV_NNC_LAYER_NORM_BACKWARD) return false;
   try {
     const char* what = name_of(cmd.cmd);
-    NormCall n;
     if (cmd.cmd == CCV_NNC_LAYER_NORM_FORWARD) {
       const norm::GroupNormIo io = norm::layer_norm_forward_io(cmd, inputs, input_size, outputs, output_size);
-      if (!io.x || !io.y) return false;
-      const Layout xl = layout_of(io.x, what);
-      const NormShape sh = norm_shape(cmd, xl, n, what);
-      set_norm(n, gpu::kNormX, io.x, xl, nullptr, sh.ga, sh.groups, false, what);
-      set_norm(n, gpu::kNormY, io.y, xl, nullptr, sh.ga, sh.groups, false, what);
-      set_norm(n, gpu::kNormScale, io.scale, xl, sh.scale, sh.ga, sh.groups, false, what);
-      set_norm(n, gpu::kNormBias, io.bias, xl, sh.scale, sh.ga, sh.groups, false, what);
-      set_norm(n, gpu::kNormMean, io.saved_mean, xl, sh.stats, sh.ga, sh.groups, true, what);
-      set_norm(n, gpu::kNormInv, io.saved_inv_std, xl, sh.stats, sh.ga, sh.groups, true, what);
-      return rows_of(n, norm_plan(n, sh.norm, sh.param, what), sh.ga).fast;
+      return io.x && io.y &&
+             forward_setup(cmd, io.x, io.y, io.scale, io.bias, io.saved_mean, io.saved_inv_std, what).rows.fast;
     }
     // The backward: its dx pass (without dx, the dscale / dbias pass), as norm_backward chooses.
     const norm::GroupNormIo io = norm::layer_norm_backward_io(cmd, inputs, input_size, outputs, output_size);
-    if (!io.x || !io.g || (!io.dx && !io.dscale && !io.dbias)) return false;
-    const Layout xl = layout_of(io.x, what);
-    const NormShape sh = norm_shape(cmd, xl, n, what);
-    set_norm(n, gpu::kNormX, io.x, xl, nullptr, sh.ga, sh.groups, false, what);
-    set_norm(n, gpu::kNormG, io.g, xl, nullptr, sh.ga, sh.groups, false, what);
-    if (io.dx) {
-      set_norm(n, gpu::kNormDx, io.dx, xl, nullptr, sh.ga, sh.groups, false, what);
-      set_norm(n, gpu::kNormScale, io.scale, xl, sh.scale, sh.ga, sh.groups, false, what);
-    } else {
-      set_norm(n, gpu::kNormScale, io.dscale, xl, sh.scale, sh.ga, sh.groups, false, what);
-      set_norm(n, gpu::kNormBias, io.dbias, xl, sh.scale, sh.ga, sh.groups, false, what);
-    }
-    set_norm(n, gpu::kNormMean, io.saved_mean, xl, sh.stats, sh.ga, sh.groups, true, what);
-    set_norm(n, gpu::kNormInv, io.saved_inv_std, xl, sh.stats, sh.ga, sh.groups, true, what);
-    return rows_of(n, norm_plan(n, sh.norm, sh.param, what), sh.ga).fast;
+    if (!io.x || !io.g) return false;
+    if (io.dx)
+      return backward_dx_setup(cmd, io.x, io.g, io.dx, io.scale, io.saved_mean, io.saved_inv_std, what).rows.fast;
+    return (io.dscale || io.dbias) &&
+           backward_params_setup(cmd, io.x, io.g, io.dscale, io.dbias, io.saved_mean, io.saved_inv_std, what).rows.fast;
   } catch (...) {
     return false;
   }
