@@ -20,35 +20,9 @@
 
 #include "nnc/ccv_nnc.h"
 #include "nnc/ccv_nnc_easy.h"
+#include "reference_net.hpp"
 
 namespace {
-
-ccv_cnnp_model_t* reference_net() {
-  int k5[CCV_NNC_MAX_DIM_ALLOC] = {5, 5}, k2[CCV_NNC_MAX_DIM_ALLOC] = {2, 2};
-  ccv_nnc_hint_t pad2{}, stride2{};
-  pad2.stride.dim[0] = pad2.stride.dim[1] = 1;
-  pad2.border.begin[0] = pad2.border.begin[1] = pad2.border.end[0] = pad2.border.end[1] = 2;
-  stride2.stride.dim[0] = stride2.stride.dim[1] = 2;
-  ccv_cnnp_model_t* layers[] = {
-      ccv_cnnp_convolution(1, 32, k5, nullptr, 0, pad2, 0, 1, "conv1"), ccv_cnnp_relu(nullptr),
-      ccv_cnnp_max_pool(k2, stride2, nullptr),
-      ccv_cnnp_convolution(1, 64, k5, nullptr, 0, pad2, 0, 1, "conv2"), ccv_cnnp_relu(nullptr),
-      ccv_cnnp_max_pool(k2, stride2, nullptr),
-      ccv_cnnp_flatten(nullptr),
-      ccv_cnnp_dense(256, 0, 0, 1, "fc1"), ccv_cnnp_relu(nullptr),
-      ccv_cnnp_dense(10, 0, 0, 1, "fc2"),
-  };
-  return ccv_cnnp_sequential_new(layers, 10, 1, "reference");
-}
-
-ccv_nnc_tensor_param_t gpu(std::vector<int> dims) {
-  ccv_nnc_tensor_param_t p{};
-  p.type = CCV_TENSOR_GPU_MEMORY;  // device 0
-  p.format = CCV_TENSOR_FORMAT_NHWC;
-  p.datatype = CCV_32F;
-  for (size_t i = 0; i < dims.size(); i++) p.dim[i] = dims[i];
-  return p;
-}
 
 void check(const char* what) {
   if (ccv_nnc_error_message()[0]) {
@@ -67,50 +41,17 @@ struct StepMs {
   double host = 0;   // on a stream: fit's time for one step queued on an idle GPU (the host's own cost)
 };
 StepMs nnc_step_ms(int batch, int steps, bool on_stream) {
-  ccv_cnnp_model_t* net = reference_net();
-  const ccv_nnc_tensor_param_t xp = gpu({batch, 28, 28, 1});
-  ccv_nnc_cmd_param_t sgd;
-  std::memset(&sgd, 0, sizeof(sgd));
-  sgd.sgd.rate = 0.01f, sgd.sgd.scale = 1.0f / batch, sgd.sgd.momentum = 0.9f;
-  ccv_nnc_cmd_param_t ce;
-  std::memset(&ce, 0, sizeof(ce));
-  ce.label_smoothing.trim1 = 1;
-  ccv_cnnp_model_compile(net, &xp, 1, ccv_nnc_cmd(CCV_NNC_SGD_FORWARD, nullptr, sgd, 0),
-                         ccv_nnc_cmd(CCV_NNC_SOFTMAX_CROSSENTROPY_FORWARD, nullptr, ce, 0));
+  nnc_bench::ReferenceStep net(batch, on_stream);
   check("compile");
-  ccv_nnc_tensor_param_t hx = xp, hl = gpu({batch});
-  hx.type = hl.type = CCV_TENSOR_CPU_MEMORY;
-  ccv_nnc_tensor_t* x = ccv_nnc_tensor_new(nullptr, hx, 0);
-  ccv_nnc_tensor_t* l = ccv_nnc_tensor_new(nullptr, hl, 0);
-  std::mt19937 rng(0);
-  std::normal_distribution<float> normal(0, 1);
-  for (int i = 0; i < batch * 784; i++) x->data.f32[i] = normal(rng);
-  for (int i = 0; i < batch; i++) l->data.f32[i] = static_cast<float>(rng() % 10);
-  ccv_nnc_tensor_t* gx = ccv_nnc_tensor_new(nullptr, xp, 0);
-  ccv_nnc_tensor_t* gl = ccv_nnc_tensor_new(nullptr, gpu({batch}), 0);
-  ccv_nnc_tensor_t* in[] = {x, l};
-  ccv_nnc_tensor_t* out[] = {gx, gl};
-  ccv_nnc_cmd_param_t none;
-  std::memset(&none, 0, sizeof(none));
-  ccv_nnc_cmd_exec(ccv_nnc_cmd(CCV_NNC_DATA_TRANSFER_FORWARD, nullptr, none, 0), ccv_nnc_no_hint, 0, in, 2, out, 2, nullptr);
-  check("transfer");
-  ccv_nnc_tensor_t* fi[] = {gx};
-  ccv_nnc_tensor_t* ff[] = {gl};
-  ccv_nnc_stream_context_t* stream = on_stream ? ccv_nnc_stream_context_new(CCV_STREAM_CONTEXT_GPU) : nullptr;
-  if (on_stream) ccv_cnnp_model_set_max_concurrency(net, 4);
-  auto step = [&] { ccv_cnnp_model_fit(net, fi, 1, ff, 1, nullptr, 0, nullptr, stream); };
-  auto done = [&] {
-    if (stream) ccv_nnc_stream_context_wait(stream);
-  };
-  for (int i = 0; i < 10; i++) step();
-  done();
+  for (int i = 0; i < 10; i++) net.step();
+  net.wait();
   check("fit");
   std::vector<double> rounds, queued;
   for (int r = 0; r < 5; r++) {
     const auto a = std::chrono::steady_clock::now();
-    for (int i = 0; i < steps; i++) step();
+    for (int i = 0; i < steps; i++) net.step();
     const auto q = std::chrono::steady_clock::now();
-    done();
+    net.wait();
     rounds.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count() / steps);
     queued.push_back(std::chrono::duration<double, std::milli>(q - a).count() / steps);
   }
@@ -118,19 +59,16 @@ StepMs nnc_step_ms(int batch, int steps, bool on_stream) {
   // One step at a time on an idle GPU: the host's own cost per step (a step
   // queued behind a full launch queue waits for the GPU; this one cannot).
   std::vector<double> alone;
-  for (int i = 0; stream && i < 21; i++) {
-    done();
+  for (int i = 0; on_stream && i < 21; i++) {
+    net.wait();
     const auto a = std::chrono::steady_clock::now();
-    step();
+    net.step();
     alone.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
   }
-  done();
+  net.wait();
   std::sort(alone.begin(), alone.end());
-  if (stream) ccv_nnc_stream_context_free(stream);
   std::sort(rounds.begin(), rounds.end());
   std::sort(queued.begin(), queued.end());
-  for (ccv_nnc_tensor_t* t : {x, l, gx, gl}) ccv_nnc_tensor_free(t);
-  ccv_cnnp_model_free(net);
   return {rounds[2], queued[2], alone.empty() ? 0.0 : alone[alone.size() / 2]};
 }
 

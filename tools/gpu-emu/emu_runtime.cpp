@@ -1,7 +1,7 @@
 // GPU_REF under CPU emulation (design: CMakeLists.txt here): the block
 // scheduler behind emu::launch (cuda_emu.hpp) and a synchronous stand-in for
-// the part of the CUDA runtime (and of cuBLAS: handles, math mode, Sgemm)
-// that the module's host code uses. "Device" memory is host
+// the part of the CUDA runtime that the module's host code uses (cuBLAS's:
+// emu_cublas.cpp). "Device" memory is host
 // memory; every copy, memset and kernel runs at once, on the calling thread,
 // so streams and events are always complete. One device.
 //
@@ -29,9 +29,11 @@
 //                      without it they land at the latest, when the
 //                      __syncthreads after the wait retiring them releases
 //                      (a missing wait or barrier shows).
+//   EMU_SKIP_KERNELS=1 launches are checked and counted but no block runs
+//                      (host-cost-emu: the host's own cost of a step; every
+//                      result is then garbage)
 //   EMU_EXACT_MEMORY=1 each GPU tensor its own allocation, ending at an
 //                      inaccessible page (or exact under ASan): emu_main.cpp
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <sys/mman.h>
 #include <ucontext.h>
@@ -48,6 +50,7 @@
 #include <vector>
 
 #include "cuda_emu.hpp"
+#include "emu_hooks.hpp"
 
 // Fibers switch by a few instructions on x86-64 (emu_switch_stacks), else, and
 // under AddressSanitizer (which follows swapcontext only), by ucontext.
@@ -117,6 +120,17 @@ size_t g_dynamic_bytes = 0;
 bool g_reverse = false;
 bool g_warp_ahead = false;  // EMU_WARP_AHEAD
 unsigned g_max_blocks = 0;  // EMU_MAX_BLOCKS (0: no cap)
+bool g_skip_kernels = false;  // EMU_SKIP_KERNELS (or set_skip_kernels)
+unsigned long long g_launches = 0;  // every launch that passed its checks (launch_count)
+
+// Calls of the emulated runtime's entry points (api_counts), by name: the
+// names are __func__ of each entry point, so one pointer a function.
+struct ApiCount {
+  const char* name;
+  unsigned long long calls;
+};
+ApiCount g_api[64];
+std::mutex g_api_mutex;
 
 struct Stat {
   unsigned long long launches = 0, blocks = 0, threads = 0;
@@ -146,6 +160,8 @@ const bool g_env = [] {
   const char* wa = std::getenv("EMU_WARP_AHEAD");
   g_warp_ahead = wa && *wa && std::strcmp(wa, "0") != 0;
   if (const char* m = std::getenv("EMU_MAX_BLOCKS")) g_max_blocks = static_cast<unsigned>(std::strtoul(m, nullptr, 10));
+  const char* sk = std::getenv("EMU_SKIP_KERNELS");
+  g_skip_kernels = sk && *sk && std::strcmp(sk, "0") != 0;
   const char* st = std::getenv("EMU_STATS");
   if (st && *st && std::strcmp(st, "0") != 0) {
     if (std::strcmp(st, "1") != 0) g_stats_path = st;
@@ -464,6 +480,8 @@ void launch_body(dim3 grid, dim3 block, size_t shared_bytes, const char* kernel,
     st.threads += 1ull * grid.x * grid.y * grid.z * n;
     st.block_max = std::max(st.block_max, static_cast<unsigned>(n));
   }
+  g_launches++;
+  if (g_skip_kernels) return;
   g_dynamic_bytes = shared_bytes;
   if (g_dynamic_shared.size() < shared_bytes + 16) g_dynamic_shared.resize(shared_bytes + 16);
   g_body = body;
@@ -480,6 +498,28 @@ void launch_body(dim3 grid, dim3 block, size_t shared_bytes, const char* kernel,
       }
   g_in_kernel = false;
   if (!ok) set_error(cudaErrorLaunchFailure);
+}
+
+void count_api(const char* name) {
+  const std::lock_guard<std::mutex> lock(g_api_mutex);
+  for (ApiCount& a : g_api)
+    if (a.name == name || !a.name) {
+      a.name = name;
+      a.calls++;
+      return;
+    }
+}
+
+void set_skip_kernels(bool skip) { g_skip_kernels = skip; }
+bool skipping_kernels() { return g_skip_kernels; }
+unsigned long long launch_count() { return g_launches; }
+void count_launch() { g_launches++; }
+std::vector<std::pair<std::string, unsigned long long>> api_counts() {
+  const std::lock_guard<std::mutex> lock(g_api_mutex);
+  std::vector<std::pair<std::string, unsigned long long>> r;
+  for (const ApiCount& a : g_api)
+    if (a.name) r.emplace_back(a.name, a.calls);
+  return r;
 }
 
 }  // namespace emu
@@ -499,12 +539,17 @@ cudaEvent_t new_event() { return reinterpret_cast<cudaEvent_t>(new FakeObject{2}
 extern "C" {
 
 cudaError_t CUDARTAPI cudaGetLastError(void) {
+  emu::count_api(__func__);
   const cudaError_t e = emu::g_last;
   emu::g_last = cudaSuccess;
   return e;
 }
-cudaError_t CUDARTAPI cudaPeekAtLastError(void) { return emu::g_last; }
+cudaError_t CUDARTAPI cudaPeekAtLastError(void) {
+  emu::count_api(__func__);
+  return emu::g_last;
+}
 const char* CUDARTAPI cudaGetErrorName(cudaError_t e) {
+  emu::count_api(__func__);
   switch (e) {
     case cudaSuccess:
       return "cudaSuccess";
@@ -529,23 +574,30 @@ const char* CUDARTAPI cudaGetErrorName(cudaError_t e) {
 const char* CUDARTAPI cudaGetErrorString(cudaError_t e) { return cudaGetErrorName(e); }
 
 cudaError_t CUDARTAPI cudaGetDeviceCount(int* n) {
+  emu::count_api(__func__);
   *n = 1;
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaSetDevice(int d) {
+  emu::count_api(__func__);
   if (d != 0) return emu::set_error(cudaErrorInvalidDevice), cudaErrorInvalidDevice;
   g_device = d;
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaGetDevice(int* d) {
+  emu::count_api(__func__);
   *d = g_device;
   return cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaDeviceSynchronize(void) { return cudaSuccess; }
+cudaError_t CUDARTAPI cudaDeviceSynchronize(void) {
+  emu::count_api(__func__);
+  return cudaSuccess;
+}
 
 // The opt-in above 48 KiB of dynamic shared memory that launch_body checks;
 // other attributes are accepted and ignored.
 cudaError_t CUDARTAPI cudaFuncSetAttribute(const void* func, enum cudaFuncAttribute attr, int value) {
+  emu::count_api(__func__);
   if (!func) return cudaErrorInvalidDeviceFunction;
   if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize) {
     if (value < 0 || static_cast<size_t>(value) > emu::kMaxDynamicShared) return cudaErrorInvalidValue;
@@ -556,6 +608,7 @@ cudaError_t CUDARTAPI cudaFuncSetAttribute(const void* func, enum cudaFuncAttrib
 }
 
 cudaError_t CUDARTAPI cudaMalloc(void** p, size_t bytes) {
+  emu::count_api(__func__);
   *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
   if (!*p) return emu::set_error(cudaErrorMemoryAllocation), cudaErrorMemoryAllocation;
   const std::lock_guard<std::mutex> lock(g_memory);
@@ -563,6 +616,7 @@ cudaError_t CUDARTAPI cudaMalloc(void** p, size_t bytes) {
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaFree(void* p) {
+  emu::count_api(__func__);
   if (!p) return cudaSuccess;
   {
     const std::lock_guard<std::mutex> lock(g_memory);
@@ -573,6 +627,7 @@ cudaError_t CUDARTAPI cudaFree(void* p) {
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaPointerGetAttributes(struct cudaPointerAttributes* a, const void* p) {
+  emu::count_api(__func__);
   std::memset(a, 0, sizeof(*a));
   const char* c = static_cast<const char*>(p);
   const std::lock_guard<std::mutex> lock(g_memory);
@@ -587,85 +642,90 @@ cudaError_t CUDARTAPI cudaPointerGetAttributes(struct cudaPointerAttributes* a, 
   }
   return cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaHostRegister(void*, size_t, unsigned int) { return cudaSuccess; }
-cudaError_t CUDARTAPI cudaHostUnregister(void*) { return cudaSuccess; }
+cudaError_t CUDARTAPI cudaHostRegister(void*, size_t, unsigned int) {
+  emu::count_api(__func__);
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaHostUnregister(void*) {
+  emu::count_api(__func__);
+  return cudaSuccess;
+}
 
 cudaError_t CUDARTAPI cudaMemcpy(void* dst, const void* src, size_t n, enum cudaMemcpyKind) {
+  emu::count_api(__func__);
   if (n) std::memmove(dst, src, n);
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaMemcpyAsync(void* dst, const void* src, size_t n, enum cudaMemcpyKind k, cudaStream_t) {
-  return cudaMemcpy(dst, src, n, k);
+  emu::count_api(__func__);
+  (void)k;
+  if (n) std::memmove(dst, src, n);
+  return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaMemset(void* p, int v, size_t n) {
+  emu::count_api(__func__);
   if (n) std::memset(p, v, n);
   return cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t) { return cudaMemset(p, v, n); }
+cudaError_t CUDARTAPI cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t) {
+  emu::count_api(__func__);
+  if (n) std::memset(p, v, n);
+  return cudaSuccess;
+}
 
 cudaError_t CUDARTAPI cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) {
+  emu::count_api(__func__);
   *s = new_stream();
   return cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaStreamCreate(cudaStream_t* s) { return cudaStreamCreateWithFlags(s, 0); }
+cudaError_t CUDARTAPI cudaStreamCreate(cudaStream_t* s) {
+  emu::count_api(__func__);
+  *s = new_stream();
+  return cudaSuccess;
+}
 cudaError_t CUDARTAPI cudaStreamDestroy(cudaStream_t s) {
+  emu::count_api(__func__);
   delete reinterpret_cast<FakeObject*>(s);
   return cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
-cudaError_t CUDARTAPI cudaStreamQuery(cudaStream_t) { return cudaSuccess; }
-cudaError_t CUDARTAPI cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return cudaSuccess; }
+cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t) {
+  emu::count_api(__func__);
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaStreamQuery(cudaStream_t) {
+  emu::count_api(__func__);
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) {
+  emu::count_api(__func__);
+  return cudaSuccess;
+}
 cudaError_t CUDARTAPI cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int) {
+  emu::count_api(__func__);
   *e = new_event();
   return cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaEventCreate(cudaEvent_t* e) { return cudaEventCreateWithFlags(e, 0); }
+cudaError_t CUDARTAPI cudaEventCreate(cudaEvent_t* e) {
+  emu::count_api(__func__);
+  *e = new_event();
+  return cudaSuccess;
+}
 cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t e) {
+  emu::count_api(__func__);
   delete reinterpret_cast<FakeObject*>(e);
   return cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
-cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
-cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
-
-// cuda/stream.cpp keeps a cuBLAS handle per stream: a token here.
-cublasStatus_t CUBLASWINAPI cublasCreate_v2(cublasHandle_t* h) {
-  *h = reinterpret_cast<cublasHandle_t>(new FakeObject{3});
-  return CUBLAS_STATUS_SUCCESS;
+cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t, cudaStream_t) {
+  emu::count_api(__func__);
+  return cudaSuccess;
 }
-cublasStatus_t CUBLASWINAPI cublasDestroy_v2(cublasHandle_t h) {
-  delete reinterpret_cast<FakeObject*>(h);
-  return CUBLAS_STATUS_SUCCESS;
+cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t) {
+  emu::count_api(__func__);
+  return cudaSuccess;
 }
-cublasStatus_t CUBLASWINAPI cublasSetStream_v2(cublasHandle_t, cudaStream_t) { return CUBLAS_STATUS_SUCCESS; }
-cublasStatus_t CUBLASWINAPI cublasGetMathMode(cublasHandle_t, cublasMath_t* mode) {
-  *mode = CUBLAS_DEFAULT_MATH;
-  return CUBLAS_STATUS_SUCCESS;
+cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t) {
+  emu::count_api(__func__);
+  return cudaSuccess;
 }
-cublasStatus_t CUBLASWINAPI cublasSetMathMode(cublasHandle_t, cublasMath_t) { return CUBLAS_STATUS_SUCCESS; }
-// cublasSgemm, the one cuBLAS product the GPU_REF backends call (cuda/lstm_gpu.cpp):
-// column-major C = alpha op(A) op(B) + beta C, summed in float as cuBLAS does
-// (in another order). GPU_CUBLAS's GEMM (gemm.cpp: cuBLASLt, GemmEx) is not emulated.
-cublasStatus_t CUBLASWINAPI cublasSgemm_v2(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-                                           int k, const float* alpha, const float* A, int lda, const float* B, int ldb,
-                                           const float* beta, float* C, int ldc) {
-  if (m < 0 || n < 0 || k < 0 || (ta != CUBLAS_OP_N && ta != CUBLAS_OP_T) || (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T) ||
-      lda < (ta == CUBLAS_OP_N ? (m > 1 ? m : 1) : (k > 1 ? k : 1)) ||
-      ldb < (tb == CUBLAS_OP_N ? (k > 1 ? k : 1) : (n > 1 ? n : 1)) || ldc < (m > 1 ? m : 1))
-    return CUBLAS_STATUS_INVALID_VALUE;
-  for (int j = 0; j < n; j++)
-    for (int i = 0; i < m; i++) {
-      float acc = 0;
-      for (int p = 0; p < k; p++) {
-        const float a = ta == CUBLAS_OP_N ? A[i + static_cast<int64_t>(p) * lda] : A[p + static_cast<int64_t>(i) * lda];
-        const float b = tb == CUBLAS_OP_N ? B[p + static_cast<int64_t>(j) * ldb] : B[j + static_cast<int64_t>(p) * ldb];
-        acc += a * b;
-      }
-      float& c = C[i + static_cast<int64_t>(j) * ldc];
-      c = *beta == 0.f ? *alpha * acc : *alpha * acc + *beta * c;  // beta 0: C is not read (may be NaN)
-    }
-  return CUBLAS_STATUS_SUCCESS;
-}
-cublasStatus_t CUBLASWINAPI cublasSetWorkspace_v2(cublasHandle_t, void*, size_t) { return CUBLAS_STATUS_SUCCESS; }
 
 }  // extern "C"
