@@ -25,9 +25,7 @@ const Exclusion kExcluded[] = {
     {"CudaTrain.*",
      "600 steps of the reference network at batch 64 (its convolutions on GPU_REF kernels) would take "
      "hours on the emulator's fibers; host-cost-emu runs the same step's host side in CI"},
-    {"Cudnn.*", "GPU_CUDNN (cuDNN is not emulated)"},
-    {"CudnnGraph.*", "GPU_CUDNN through cuDNN's graph API (cuDNN is not emulated)"},
-    {"ConvTransposeGpu.*", "transposed convolution is GPU_CUDNN (cuDNN is not emulated)"},
+    {"CudnnGraph.*", "GPU_CUDNN through cuDNN's graph API (emu_cudnn.cpp emulates the legacy calls only)"},
     {"Nccl.*", "GPU_NCCL (NCCL is not emulated)"},
     {"GpuNcclBackward.*", "GPU_NCCL (NCCL is not emulated)"},
     {"GpuStream.KernelOnAStream*:GpuStream.SignalBetweenTwoGpuStreams*:GpuStream.CpuStreamWaitsForAGpuSignal*",
