@@ -25,8 +25,13 @@ const char* cublas_status_name(cublasStatus_t s) {
 
 namespace {
 
+int device_count();
+
 // The caching allocator's view of the device (core/caching_allocator.hpp).
 void* raw_alloc(int device, size_t bytes) {
+  const int devices = device_count();
+  NNC_CHECK(device >= 0 && device < devices, "device allocator: GPU device %d does not exist (%d GPU%s found)", device,
+            devices, devices == 1 ? "" : "s");
   NNC_CUDA_CHECK(cudaSetDevice(device), "device allocator");
   void* p = nullptr;
   const cudaError_t e = cudaMalloc(&p, bytes);

@@ -80,12 +80,13 @@ inline unsigned present_lanes() {
 // the kernel's opt-in (cudaFuncSetAttribute with
 // cudaFuncAttributeMaxDynamicSharedMemorySize) of at least that many bytes
 // first, as on a GPU; without it the launch fails (cudaErrorInvalidValue).
-void launch_body(dim3 grid, dim3 block, size_t shared_bytes, const char* kernel, const char* caller, const void* func,
-                 void (*body)(void*), void* arg);
+// The stream must be the current device's (cudaSetDevice), as on a GPU.
+void launch_body(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream, const char* kernel,
+                 const char* caller, const void* func, void (*body)(void*), void* arg);
 template <class F>
-void launch(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t, const char* kernel, const char* caller,
+void launch(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream, const char* kernel, const char* caller,
             const void* func, F&& f) {
-  launch_body(grid, block, shared_bytes, kernel, caller, func, [](void* p) { (*static_cast<F*>(p))(); }, &f);
+  launch_body(grid, block, shared_bytes, stream, kernel, caller, func, [](void* p) { (*static_cast<F*>(p))(); }, &f);
 }
 template <class K>
 const void* kernel_address(K* k) {

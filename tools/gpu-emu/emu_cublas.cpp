@@ -29,6 +29,7 @@ namespace {
 
 struct Token {
   int kind;
+  cudaStream_t stream = nullptr;  // a cuBLAS handle's (cublasSetStream)
 };
 
 // One element of storage type t at p[i], as double (exact for every type).
@@ -92,6 +93,7 @@ struct Product {
   const void* alpha = nullptr;
   const void* beta = nullptr;
   const void* bias = nullptr;  // one value per row of D (the BIAS epilogue)
+  cudaStream_t stream = nullptr;
   cudaDataType_t bias_type = CUDA_R_32F;
   int64_t stride_bias = 0;
 };
@@ -106,7 +108,7 @@ cublasStatus_t run(const Product& p) {
   if (p.lda < (rows_a > 1 ? rows_a : 1) || p.ldb < (rows_b > 1 ? rows_b : 1) || p.ldc < (p.m > 1 ? p.m : 1) ||
       p.ldd < (p.m > 1 ? p.m : 1))
     return CUBLAS_STATUS_INVALID_VALUE;
-  emu::count_launch();
+  emu::count_launch(p.stream);
   if (emu::skipping_kernels()) return CUBLAS_STATUS_SUCCESS;
   const double alpha = scalar(p.scale, p.alpha), beta = scalar(p.scale, p.beta);
   // op(A) as m rows of k and op(B) as n rows of k, loaded once (TF32
@@ -214,8 +216,10 @@ cublasStatus_t CUBLASWINAPI cublasDestroy_v2(cublasHandle_t h) {
   delete reinterpret_cast<Token*>(h);
   return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t CUBLASWINAPI cublasSetStream_v2(cublasHandle_t, cudaStream_t) {
+cublasStatus_t CUBLASWINAPI cublasSetStream_v2(cublasHandle_t h, cudaStream_t s) {
   emu::count_api(__func__);
+  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+  reinterpret_cast<Token*>(h)->stream = s;
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t CUBLASWINAPI cublasGetMathMode(cublasHandle_t, cublasMath_t* mode) {
@@ -232,7 +236,7 @@ cublasStatus_t CUBLASWINAPI cublasSetWorkspace_v2(cublasHandle_t, void*, size_t)
   return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t CUBLASWINAPI cublasSgemm_v2(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+cublasStatus_t CUBLASWINAPI cublasSgemm_v2(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
                                            int k, const float* alpha, const float* A, int lda, const float* B, int ldb,
                                            const float* beta, float* C, int ldc) {
   emu::count_api(__func__);
@@ -241,10 +245,11 @@ cublasStatus_t CUBLASWINAPI cublasSgemm_v2(cublasHandle_t, cublasOperation_t ta,
     return CUBLAS_STATUS_INVALID_VALUE;
   p.m = m, p.n = n, p.k = k, p.alpha = alpha, p.beta = beta;
   p.a = A, p.b = B, p.c = C, p.d = C, p.lda = lda, p.ldb = ldb, p.ldc = p.ldd = ldc;
+  if (h) p.stream = reinterpret_cast<Token*>(h)->stream;
   return run(p);
 }
 
-cublasStatus_t CUBLASWINAPI cublasGemmStridedBatchedEx(cublasHandle_t, cublasOperation_t transa,
+cublasStatus_t CUBLASWINAPI cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t transa,
                                                        cublasOperation_t transb, int m, int n, int k,
                                                        const void* alpha, const void* A, cudaDataType Atype, int lda,
                                                        long long int strideA, const void* B, cudaDataType Btype,
@@ -262,6 +267,7 @@ cublasStatus_t CUBLASWINAPI cublasGemmStridedBatchedEx(cublasHandle_t, cublasOpe
   p.lda = lda, p.ldb = ldb, p.ldc = p.ldd = ldc;
   p.stride_a = strideA, p.stride_b = strideB, p.stride_c = p.stride_d = strideC, p.batch = batchCount;
   p.compute = computeType, p.scale = scale_of(computeType);
+  if (h) p.stream = reinterpret_cast<Token*>(h)->stream;
   return run(p);
 }
 
@@ -398,7 +404,7 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDes
                                            const void* A, cublasLtMatrixLayout_t la, const void* B,
                                            cublasLtMatrixLayout_t lb, const void* beta, const void* C,
                                            cublasLtMatrixLayout_t lc, void* D, cublasLtMatrixLayout_t ld,
-                                           const cublasLtMatmulAlgo_t*, void*, size_t, cudaStream_t) {
+                                           const cublasLtMatmulAlgo_t*, void*, size_t, cudaStream_t stream) {
   emu::count_api(__func__);
   const MatmulDesc* d = reinterpret_cast<const MatmulDesc*>(desc);
   const Layout *a = reinterpret_cast<const Layout*>(la), *b = reinterpret_cast<const Layout*>(lb),
@@ -424,6 +430,7 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDes
   p.stride_a = a->stride, p.stride_b = b->stride, p.stride_c = c->stride, p.stride_d = o->stride;
   p.batch = o->batch;
   p.compute = d->compute, p.scale = d->scale;
+  p.stream = stream;
   if (d->epilogue == CUBLASLT_EPILOGUE_BIAS) {
     if (!d->bias) return CUBLAS_STATUS_INVALID_VALUE;
     p.bias = d->bias;

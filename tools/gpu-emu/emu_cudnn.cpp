@@ -45,7 +45,10 @@ namespace {
 
 struct Token {
   int kind;
+  cudaStream_t stream = nullptr;  // a cuDNN handle's (cudnnSetStream)
 };
+thread_local cudaStream_t t_stream = nullptr;  // the stream of the call in progress's handle
+cudaStream_t stream_of(cudnnHandle_t h) { return h ? reinterpret_cast<Token*>(h)->stream : nullptr; }
 
 constexpr int kMaxDims = 8;
 
@@ -293,7 +296,7 @@ cudnnStatus_t conv_forward(const void* alpha, const TensorD* xd, const void* x, 
   if (st != CUDNN_STATUS_SUCCESS) return st;
   if (!fwd_runs(algo)) return CUDNN_STATUS_NOT_SUPPORTED;
   s.reduced = s.reduced || (s.type == CUDNN_DATA_FLOAT && fwd_rounds(algo));
-  emu::count_launch();
+  emu::count_launch(t_stream);
   if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
   const T4 Y{yd};
   const std::vector<double> xv = gather(s, *xd, x, s.N, s.C, s.H, s.W), wv = gather_filter(s, *wd, w);
@@ -317,7 +320,7 @@ cudnnStatus_t conv_data(const void* alpha, const FilterD* wd, const void* w, con
   if (st != CUDNN_STATUS_SUCCESS) return st;
   if (!data_runs(algo)) return CUDNN_STATUS_NOT_SUPPORTED;
   s.reduced = s.reduced || (s.type == CUDNN_DATA_FLOAT && data_rounds(algo));
-  emu::count_launch();
+  emu::count_launch(t_stream);
   if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
   const T4 X{dxd};
   const std::vector<double> gv = gather(s, *dyd, dy, s.N, s.K, s.P, s.Q), wv = gather_filter(s, *wd, w);
@@ -341,7 +344,7 @@ cudnnStatus_t conv_filter(const void* alpha, const TensorD* xd, const void* x, c
   if (st != CUDNN_STATUS_SUCCESS) return st;
   if (!filter_runs(algo)) return CUDNN_STATUS_NOT_SUPPORTED;
   s.reduced = s.reduced || (s.type == CUDNN_DATA_FLOAT && filter_rounds(algo));
-  emu::count_launch();
+  emu::count_launch(t_stream);
   if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
   const std::vector<double> xv = gather(s, *xd, x, s.N, s.C, s.H, s.W), gv = gather(s, *dyd, dy, s.N, s.K, s.P, s.Q);
   std::vector<double> acc(static_cast<size_t>(s.K) * s.Cg * s.R * s.S, 0.0);
@@ -488,9 +491,12 @@ cudnnStatus_t CUDNNWINAPI cudnnDestroy(cudnnHandle_t h) {
   delete as<Token>(h);
   return CUDNN_STATUS_SUCCESS;
 }
-cudnnStatus_t CUDNNWINAPI cudnnSetStream(cudnnHandle_t h, cudaStream_t) {
+cudnnStatus_t CUDNNWINAPI cudnnSetStream(cudnnHandle_t h, cudaStream_t s) {
   emu::count_api(__func__);
-  return h ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_BAD_PARAM;
+  t_stream = stream_of(h);
+  if (!h) return CUDNN_STATUS_BAD_PARAM;
+  as<Token>(h)->stream = s;
+  return CUDNN_STATUS_SUCCESS;
 }
 
 #define EMU_DESCRIPTOR(T, Name, Struct)                                  \
@@ -588,62 +594,69 @@ cudnnStatus_t CUDNNWINAPI cudnnSetReduceTensorDescriptor(cudnnReduceTensorDescri
 }
 
 // ---- convolution: algorithms, workspace, the three calls, bias ----
-cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionForwardAlgorithmMaxCount(cudnnHandle_t, int* n) {
+cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionForwardAlgorithmMaxCount(cudnnHandle_t handle, int* n) {
   emu::count_api(__func__);
+  t_stream = stream_of(handle);
   *n = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
   return CUDNN_STATUS_SUCCESS;
 }
-cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cudnnHandle_t, int* n) {
+cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cudnnHandle_t handle, int* n) {
   emu::count_api(__func__);
+  t_stream = stream_of(handle);
   *n = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
   return CUDNN_STATUS_SUCCESS;
 }
-cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cudnnHandle_t, int* n) {
+cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cudnnHandle_t handle, int* n) {
   emu::count_api(__func__);
+  t_stream = stream_of(handle);
   *n = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
   return CUDNN_STATUS_SUCCESS;
 }
-cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t, const cudnnTensorDescriptor_t,
+cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle, const cudnnTensorDescriptor_t,
                                                                  const cudnnFilterDescriptor_t w,
                                                                  const cudnnConvolutionDescriptor_t c,
                                                                  const cudnnTensorDescriptor_t, const int requested,
                                                                  int* found, cudnnConvolutionFwdAlgoPerf_t* perf) {
   emu::count_api(__func__);
+  t_stream = stream_of(handle);
   if (!c || !found || !perf) return CUDNN_STATUS_BAD_PARAM;
   fill_perf(perf, found, requested, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, fwd_runs, fwd_rounds, as<ConvD>(c)->math,
             as<FilterD>(w));
   return CUDNN_STATUS_SUCCESS;
 }
-cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t, const cudnnFilterDescriptor_t w,
+cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t handle, const cudnnFilterDescriptor_t w,
                                                                       const cudnnTensorDescriptor_t,
                                                                       const cudnnConvolutionDescriptor_t c,
                                                                       const cudnnTensorDescriptor_t,
                                                                       const int requested, int* found,
                                                                       cudnnConvolutionBwdDataAlgoPerf_t* perf) {
   emu::count_api(__func__);
+  t_stream = stream_of(handle);
   if (!c || !found || !perf) return CUDNN_STATUS_BAD_PARAM;
   fill_perf(perf, found, requested, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, data_runs, data_rounds, as<ConvD>(c)->math,
             as<FilterD>(w));
   return CUDNN_STATUS_SUCCESS;
 }
-cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnnHandle_t, const cudnnTensorDescriptor_t,
+cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnnHandle_t handle, const cudnnTensorDescriptor_t,
                                                                         const cudnnTensorDescriptor_t,
                                                                         const cudnnConvolutionDescriptor_t c,
                                                                         const cudnnFilterDescriptor_t dw,
                                                                         const int requested, int* found,
                                                                         cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
   emu::count_api(__func__);
+  t_stream = stream_of(handle);
   if (!c || !found || !perf) return CUDNN_STATUS_BAD_PARAM;
   fill_perf(perf, found, requested, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, filter_runs, filter_rounds,
             as<ConvD>(c)->math, as<FilterD>(dw));
   return CUDNN_STATUS_SUCCESS;
 }
-cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t, const cudnnTensorDescriptor_t x,
+cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t handle, const cudnnTensorDescriptor_t x,
                                                                   const cudnnFilterDescriptor_t w,
                                                                   const cudnnConvolutionDescriptor_t c,
                                                                   const cudnnTensorDescriptor_t y,
                                                                   cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
   emu::count_api(__func__);
+  t_stream = stream_of(handle);
   ConvShape s;
   const cudnnStatus_t st = conv_shape(as<TensorD>(x), as<FilterD>(w), as<ConvD>(c), as<TensorD>(y), &s);
   if (st != CUDNN_STATUS_SUCCESS) return st;
@@ -651,12 +664,13 @@ cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t,
   *bytes = workspace(a);
   return CUDNN_STATUS_SUCCESS;
 }
-cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionBackwardDataWorkspaceSize(cudnnHandle_t, const cudnnFilterDescriptor_t w,
+cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionBackwardDataWorkspaceSize(cudnnHandle_t handle, const cudnnFilterDescriptor_t w,
                                                                        const cudnnTensorDescriptor_t dy,
                                                                        const cudnnConvolutionDescriptor_t c,
                                                                        const cudnnTensorDescriptor_t dx,
                                                                        cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
   emu::count_api(__func__);
+  t_stream = stream_of(handle);
   ConvShape s;
   const cudnnStatus_t st = conv_shape(as<TensorD>(dx), as<FilterD>(w), as<ConvD>(c), as<TensorD>(dy), &s);
   if (st != CUDNN_STATUS_SUCCESS) return st;
@@ -664,7 +678,7 @@ cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionBackwardDataWorkspaceSize(cudnnHand
   *bytes = workspace(a);
   return CUDNN_STATUS_SUCCESS;
 }
-cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t,
+cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t handle,
                                                                          const cudnnTensorDescriptor_t x,
                                                                          const cudnnTensorDescriptor_t dy,
                                                                          const cudnnConvolutionDescriptor_t c,
@@ -672,6 +686,7 @@ cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHa
                                                                          cudnnConvolutionBwdFilterAlgo_t a,
                                                                          size_t* bytes) {
   emu::count_api(__func__);
+  t_stream = stream_of(handle);
   ConvShape s;
   const cudnnStatus_t st = conv_shape(as<TensorD>(x), as<FilterD>(dw), as<ConvD>(c), as<TensorD>(dy), &s);
   if (st != CUDNN_STATUS_SUCCESS) return st;
@@ -680,26 +695,28 @@ cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHa
   return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t CUDNNWINAPI cudnnConvolutionForward(cudnnHandle_t, const void* alpha, const cudnnTensorDescriptor_t xd,
+cudnnStatus_t CUDNNWINAPI cudnnConvolutionForward(cudnnHandle_t handle, const void* alpha, const cudnnTensorDescriptor_t xd,
                                                   const void* x, const cudnnFilterDescriptor_t wd, const void* w,
                                                   const cudnnConvolutionDescriptor_t cd, cudnnConvolutionFwdAlgo_t a,
                                                   void*, size_t bytes, const void* beta,
                                                   const cudnnTensorDescriptor_t yd, void* y) {
   emu::count_api(__func__);
+  t_stream = stream_of(handle);
   if (bytes < workspace(a) && fwd_runs(a)) return CUDNN_STATUS_BAD_PARAM;
   return conv_forward(alpha, as<TensorD>(xd), x, as<FilterD>(wd), w, as<ConvD>(cd), a, beta, as<TensorD>(yd), y);
 }
-cudnnStatus_t CUDNNWINAPI cudnnConvolutionBackwardData(cudnnHandle_t, const void* alpha,
+cudnnStatus_t CUDNNWINAPI cudnnConvolutionBackwardData(cudnnHandle_t handle, const void* alpha,
                                                        const cudnnFilterDescriptor_t wd, const void* w,
                                                        const cudnnTensorDescriptor_t dyd, const void* dy,
                                                        const cudnnConvolutionDescriptor_t cd,
                                                        cudnnConvolutionBwdDataAlgo_t a, void*, size_t bytes,
                                                        const void* beta, const cudnnTensorDescriptor_t dxd, void* dx) {
   emu::count_api(__func__);
+  t_stream = stream_of(handle);
   if (bytes < workspace(a) && data_runs(a)) return CUDNN_STATUS_BAD_PARAM;
   return conv_data(alpha, as<FilterD>(wd), w, as<TensorD>(dyd), dy, as<ConvD>(cd), a, beta, as<TensorD>(dxd), dx);
 }
-cudnnStatus_t CUDNNWINAPI cudnnConvolutionBackwardFilter(cudnnHandle_t, const void* alpha,
+cudnnStatus_t CUDNNWINAPI cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void* alpha,
                                                          const cudnnTensorDescriptor_t xd, const void* x,
                                                          const cudnnTensorDescriptor_t dyd, const void* dy,
                                                          const cudnnConvolutionDescriptor_t cd,
@@ -707,6 +724,7 @@ cudnnStatus_t CUDNNWINAPI cudnnConvolutionBackwardFilter(cudnnHandle_t, const vo
                                                          const void* beta, const cudnnFilterDescriptor_t dwd,
                                                          void* dw) {
   emu::count_api(__func__);
+  t_stream = stream_of(handle);
   if (bytes < workspace(a) && filter_runs(a)) return CUDNN_STATUS_BAD_PARAM;
   return conv_filter(alpha, as<TensorD>(xd), x, as<TensorD>(dyd), dy, as<ConvD>(cd), a, beta, as<FilterD>(dwd), dw);
 }
@@ -718,6 +736,7 @@ cudnnStatus_t CUDNNWINAPI cudnnFindConvolutionForwardAlgorithmEx(
     const cudnnConvolutionDescriptor_t cd, const cudnnTensorDescriptor_t yd, void* y, const int requested, int* found,
     cudnnConvolutionFwdAlgoPerf_t* perf, void* ws, size_t bytes) {
   emu::count_api(__func__);
+  t_stream = stream_of(h);
   if (!cd || !found || !perf) return CUDNN_STATUS_BAD_PARAM;
   fill_perf(perf, found, requested, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, fwd_runs, fwd_rounds, as<ConvD>(cd)->math,
             as<FilterD>(wd));
@@ -734,6 +753,7 @@ cudnnStatus_t CUDNNWINAPI cudnnFindConvolutionBackwardDataAlgorithmEx(
     const cudnnConvolutionDescriptor_t cd, const cudnnTensorDescriptor_t dxd, void* dx, const int requested,
     int* found, cudnnConvolutionBwdDataAlgoPerf_t* perf, void* ws, size_t bytes) {
   emu::count_api(__func__);
+  t_stream = stream_of(h);
   if (!cd || !found || !perf) return CUDNN_STATUS_BAD_PARAM;
   fill_perf(perf, found, requested, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, data_runs, data_rounds, as<ConvD>(cd)->math,
             as<FilterD>(wd));
@@ -750,6 +770,7 @@ cudnnStatus_t CUDNNWINAPI cudnnFindConvolutionBackwardFilterAlgorithmEx(
     const cudnnConvolutionDescriptor_t cd, const cudnnFilterDescriptor_t dwd, void* dw, const int requested,
     int* found, cudnnConvolutionBwdFilterAlgoPerf_t* perf, void* ws, size_t bytes) {
   emu::count_api(__func__);
+  t_stream = stream_of(h);
   if (!cd || !found || !perf) return CUDNN_STATUS_BAD_PARAM;
   fill_perf(perf, found, requested, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, filter_runs, filter_rounds,
             as<ConvD>(cd)->math, as<FilterD>(dwd));
@@ -764,16 +785,17 @@ cudnnStatus_t CUDNNWINAPI cudnnFindConvolutionBackwardFilterAlgorithmEx(
 
 // db = alpha * the sum of dy over N, H, W + beta * db (db: 1 x K x 1 x 1).
 // This cuDNN refuses BFLOAT16 here.
-cudnnStatus_t CUDNNWINAPI cudnnConvolutionBackwardBias(cudnnHandle_t, const void* alpha,
+cudnnStatus_t CUDNNWINAPI cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void* alpha,
                                                        const cudnnTensorDescriptor_t dyd, const void* dy,
                                                        const void* beta, const cudnnTensorDescriptor_t dbd, void* db) {
   emu::count_api(__func__);
+  t_stream = stream_of(handle);
   const TensorD *g = as<TensorD>(dyd), *b = as<TensorD>(dbd);
   if (!g || !b || g->nb != 4 || b->nb != 4 || b->dim[1] != g->dim[1] || b->dim[0] != 1 || b->dim[2] != 1 ||
       b->dim[3] != 1)
     return CUDNN_STATUS_BAD_PARAM;
   if (g->type == CUDNN_DATA_BFLOAT16 || b->type == CUDNN_DATA_BFLOAT16) return CUDNN_STATUS_NOT_SUPPORTED;
-  emu::count_launch();
+  emu::count_launch(t_stream);
   if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
   for (int k = 0; k < g->dim[1]; k++) {
     double s = 0;
@@ -784,15 +806,16 @@ cudnnStatus_t CUDNNWINAPI cudnnConvolutionBackwardBias(cudnnHandle_t, const void
 }
 
 // ---- pooling ----
-cudnnStatus_t CUDNNWINAPI cudnnPoolingForward(cudnnHandle_t, const cudnnPoolingDescriptor_t pd, const void* alpha,
+cudnnStatus_t CUDNNWINAPI cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescriptor_t pd, const void* alpha,
                                               const cudnnTensorDescriptor_t xd, const void* x, const void* beta,
                                               const cudnnTensorDescriptor_t yd, void* y) {
   emu::count_api(__func__);
+  t_stream = stream_of(handle);
   const PoolD* d = as<PoolD>(pd);
   const TensorD *X = as<TensorD>(xd), *Y = as<TensorD>(yd);
   const cudnnStatus_t st = pool_check(d, X, Y);
   if (st != CUDNN_STATUS_SUCCESS) return st;
-  emu::count_launch();
+  emu::count_launch(t_stream);
   if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
   const double a = scale(X->type, alpha), b = scale(X->type, beta);
   const T4 TX{X}, TY{Y};
@@ -814,19 +837,20 @@ cudnnStatus_t CUDNNWINAPI cudnnPoolingForward(cudnnHandle_t, const cudnnPoolingD
         }
   return CUDNN_STATUS_SUCCESS;
 }
-cudnnStatus_t CUDNNWINAPI cudnnPoolingBackward(cudnnHandle_t, const cudnnPoolingDescriptor_t pd, const void* alpha,
+cudnnStatus_t CUDNNWINAPI cudnnPoolingBackward(cudnnHandle_t handle, const cudnnPoolingDescriptor_t pd, const void* alpha,
                                                const cudnnTensorDescriptor_t yd, const void* y,
                                                const cudnnTensorDescriptor_t dyd, const void* dy,
                                                const cudnnTensorDescriptor_t xd, const void* x, const void* beta,
                                                const cudnnTensorDescriptor_t dxd, void* dx) {
   emu::count_api(__func__);
+  t_stream = stream_of(handle);
   const PoolD* d = as<PoolD>(pd);
   const TensorD *X = as<TensorD>(xd), *G = as<TensorD>(dyd), *DX = as<TensorD>(dxd);
   cudnnStatus_t st = pool_check(d, X, G);
   if (st != CUDNN_STATUS_SUCCESS) return st;
   if (!DX || !std::equal(X->dim, X->dim + 4, DX->dim) || DX->type != X->type) return CUDNN_STATUS_BAD_PARAM;
   (void)y, (void)yd;
-  emu::count_launch();
+  emu::count_launch(t_stream);
   if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
   const T4 TG{G}, TDX{DX};
   std::vector<double> acc(static_cast<size_t>(count(*X)), 0.0);
@@ -858,14 +882,15 @@ cudnnStatus_t CUDNNWINAPI cudnnPoolingBackward(cudnnHandle_t, const cudnnPooling
 }
 
 // ---- softmax over each instance (strided rows walked as if packed) ----
-cudnnStatus_t CUDNNWINAPI cudnnSoftmaxForward(cudnnHandle_t, cudnnSoftmaxAlgorithm_t algo, cudnnSoftmaxMode_t mode,
+cudnnStatus_t CUDNNWINAPI cudnnSoftmaxForward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t algo, cudnnSoftmaxMode_t mode,
                                               const void* alpha, const cudnnTensorDescriptor_t xd, const void* x,
                                               const void* beta, const cudnnTensorDescriptor_t yd, void* y) {
   emu::count_api(__func__);
+  t_stream = stream_of(handle);
   const TensorD *X0 = as<TensorD>(xd), *Y0 = as<TensorD>(yd);
   if (!X0 || !Y0 || X0->nb != Y0->nb || !std::equal(X0->dim, X0->dim + X0->nb, Y0->dim)) return CUDNN_STATUS_BAD_PARAM;
   if (mode != CUDNN_SOFTMAX_MODE_INSTANCE || X0->type != Y0->type) return CUDNN_STATUS_NOT_SUPPORTED;
-  emu::count_launch();
+  emu::count_launch(t_stream);
   if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
   const TensorD X = as_packed(*X0), Y = as_packed(*Y0);
   const int64_t rows = X.dim[0], row = count(X) / rows;
@@ -882,17 +907,18 @@ cudnnStatus_t CUDNNWINAPI cudnnSoftmaxForward(cudnnHandle_t, cudnnSoftmaxAlgorit
   }
   return CUDNN_STATUS_SUCCESS;
 }
-cudnnStatus_t CUDNNWINAPI cudnnSoftmaxBackward(cudnnHandle_t, cudnnSoftmaxAlgorithm_t algo, cudnnSoftmaxMode_t mode,
+cudnnStatus_t CUDNNWINAPI cudnnSoftmaxBackward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t algo, cudnnSoftmaxMode_t mode,
                                                const void* alpha, const cudnnTensorDescriptor_t yd, const void* y,
                                                const cudnnTensorDescriptor_t dyd, const void* dy, const void* beta,
                                                const cudnnTensorDescriptor_t dxd, void* dx) {
   emu::count_api(__func__);
+  t_stream = stream_of(handle);
   const TensorD *Y0 = as<TensorD>(yd), *G0 = as<TensorD>(dyd), *D0 = as<TensorD>(dxd);
   if (!Y0 || !G0 || !D0 || !std::equal(Y0->dim, Y0->dim + Y0->nb, G0->dim) ||
       !std::equal(Y0->dim, Y0->dim + Y0->nb, D0->dim))
     return CUDNN_STATUS_BAD_PARAM;
   if (mode != CUDNN_SOFTMAX_MODE_INSTANCE) return CUDNN_STATUS_NOT_SUPPORTED;
-  emu::count_launch();
+  emu::count_launch(t_stream);
   if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
   const TensorD Y = as_packed(*Y0), G = as_packed(*G0), D = as_packed(*D0);
   const int64_t rows = Y.dim[0], row = count(Y) / rows;
@@ -913,15 +939,16 @@ cudnnStatus_t CUDNNWINAPI cudnnSoftmaxBackward(cudnnHandle_t, cudnnSoftmaxAlgori
 
 // ---- spatial batch norm ----
 cudnnStatus_t CUDNNWINAPI cudnnBatchNormalizationForwardTraining(
-    cudnnHandle_t, cudnnBatchNormMode_t mode, const void* alpha, const void* beta, const cudnnTensorDescriptor_t xd,
+    cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void* alpha, const void* beta, const cudnnTensorDescriptor_t xd,
     const void* x, const cudnnTensorDescriptor_t yd, void* y, const cudnnTensorDescriptor_t pd, const void* scale_p,
     const void* bias_p, double factor, void* running_mean, void* running_var, double eps, void* save_mean,
     void* save_inv) {
   emu::count_api(__func__);
+  t_stream = stream_of(handle);
   const TensorD *X = as<TensorD>(xd), *Y = as<TensorD>(yd), *P = as<TensorD>(pd);
   if (!bn_shapes(X, Y, P) || !scale_p || !bias_p) return CUDNN_STATUS_BAD_PARAM;
   if (mode != CUDNN_BATCHNORM_SPATIAL && mode != CUDNN_BATCHNORM_SPATIAL_PERSISTENT) return CUDNN_STATUS_NOT_SUPPORTED;
-  emu::count_launch();
+  emu::count_launch(t_stream);
   if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
   const double a = scale(X->type, alpha), b = scale(X->type, beta);
   const double m = static_cast<double>(X->dim[0]) * X->dim[2] * X->dim[3];
@@ -951,14 +978,15 @@ cudnnStatus_t CUDNNWINAPI cudnnBatchNormalizationForwardTraining(
   return CUDNN_STATUS_SUCCESS;
 }
 cudnnStatus_t CUDNNWINAPI cudnnBatchNormalizationForwardInference(
-    cudnnHandle_t, cudnnBatchNormMode_t mode, const void* alpha, const void* beta, const cudnnTensorDescriptor_t xd,
+    cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void* alpha, const void* beta, const cudnnTensorDescriptor_t xd,
     const void* x, const cudnnTensorDescriptor_t yd, void* y, const cudnnTensorDescriptor_t pd, const void* scale_p,
     const void* bias_p, const void* est_mean, const void* est_var, double eps) {
   emu::count_api(__func__);
+  t_stream = stream_of(handle);
   const TensorD *X = as<TensorD>(xd), *Y = as<TensorD>(yd), *P = as<TensorD>(pd);
   if (!bn_shapes(X, Y, P) || !scale_p || !bias_p || !est_mean || !est_var) return CUDNN_STATUS_BAD_PARAM;
   if (mode != CUDNN_BATCHNORM_SPATIAL && mode != CUDNN_BATCHNORM_SPATIAL_PERSISTENT) return CUDNN_STATUS_NOT_SUPPORTED;
-  emu::count_launch();
+  emu::count_launch(t_stream);
   if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
   const double a = scale(X->type, alpha), b = scale(X->type, beta);
   const T4 TX{X}, TY{Y};
@@ -974,16 +1002,17 @@ cudnnStatus_t CUDNNWINAPI cudnnBatchNormalizationForwardInference(
   return CUDNN_STATUS_SUCCESS;
 }
 cudnnStatus_t CUDNNWINAPI cudnnBatchNormalizationBackward(
-    cudnnHandle_t, cudnnBatchNormMode_t mode, const void* alpha_d, const void* beta_d, const void* alpha_p,
+    cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void* alpha_d, const void* beta_d, const void* alpha_p,
     const void* beta_p, const cudnnTensorDescriptor_t xd, const void* x, const cudnnTensorDescriptor_t dyd,
     const void* dy, const cudnnTensorDescriptor_t dxd, void* dx, const cudnnTensorDescriptor_t pd, const void* scale_p,
     void* dscale, void* dbias, double eps, const void* saved_mean, const void* saved_inv) {
   emu::count_api(__func__);
+  t_stream = stream_of(handle);
   const TensorD *X = as<TensorD>(xd), *G = as<TensorD>(dyd), *D = as<TensorD>(dxd), *P = as<TensorD>(pd);
   if (!bn_shapes(X, G, P) || !D || !std::equal(X->dim, X->dim + 4, D->dim) || !scale_p || !dscale || !dbias)
     return CUDNN_STATUS_BAD_PARAM;
   if (mode != CUDNN_BATCHNORM_SPATIAL && mode != CUDNN_BATCHNORM_SPATIAL_PERSISTENT) return CUDNN_STATUS_NOT_SUPPORTED;
-  emu::count_launch();
+  emu::count_launch(t_stream);
   if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
   const double ad = scale(X->type, alpha_d), bd = scale(X->type, beta_d), ap = scale(X->type, alpha_p),
                bp = scale(X->type, beta_p);
@@ -1028,12 +1057,13 @@ cudnnStatus_t CUDNNWINAPI cudnnBatchNormalizationBackward(
 
 // ---- tensor arithmetic ----
 // C = alpha * A + beta * C, A broadcast.
-cudnnStatus_t CUDNNWINAPI cudnnAddTensor(cudnnHandle_t, const void* alpha, const cudnnTensorDescriptor_t ad,
+cudnnStatus_t CUDNNWINAPI cudnnAddTensor(cudnnHandle_t handle, const void* alpha, const cudnnTensorDescriptor_t ad,
                                          const void* A, const void* beta, const cudnnTensorDescriptor_t cd, void* C) {
   emu::count_api(__func__);
+  t_stream = stream_of(handle);
   const TensorD *Ad = as<TensorD>(ad), *Cd = as<TensorD>(cd);
   if (!Ad || !Cd || !broadcasts(*Ad, *Cd)) return CUDNN_STATUS_BAD_PARAM;
-  emu::count_launch();
+  emu::count_launch(t_stream);
   if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
   const double a = scale(Cd->type, alpha), b = scale(Cd->type, beta);
   for (int64_t i = 0, n = count(*Cd); i < n; i++)
@@ -1041,29 +1071,31 @@ cudnnStatus_t CUDNNWINAPI cudnnAddTensor(cudnnHandle_t, const void* alpha, const
   return CUDNN_STATUS_SUCCESS;
 }
 // Every element of y = value[0] (in y's type).
-cudnnStatus_t CUDNNWINAPI cudnnSetTensor(cudnnHandle_t, const cudnnTensorDescriptor_t yd, void* y, const void* value) {
+cudnnStatus_t CUDNNWINAPI cudnnSetTensor(cudnnHandle_t handle, const cudnnTensorDescriptor_t yd, void* y, const void* value) {
   emu::count_api(__func__);
+  t_stream = stream_of(handle);
   const TensorD* Y = as<TensorD>(yd);
   if (!Y || !value) return CUDNN_STATUS_BAD_PARAM;
-  emu::count_launch();
+  emu::count_launch(t_stream);
   if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
   const double v = load(Y->type, value, 0);
   for (int64_t i = 0, n = count(*Y); i < n; i++) store(Y->type, y, offset_of(*Y, i), v);
   return CUDNN_STATUS_SUCCESS;
 }
 // C = op(alpha1 * A, alpha2 * B) + beta * C, B broadcast.
-cudnnStatus_t CUDNNWINAPI cudnnOpTensor(cudnnHandle_t, const cudnnOpTensorDescriptor_t od, const void* alpha1,
+cudnnStatus_t CUDNNWINAPI cudnnOpTensor(cudnnHandle_t handle, const cudnnOpTensorDescriptor_t od, const void* alpha1,
                                         const cudnnTensorDescriptor_t ad, const void* A, const void* alpha2,
                                         const cudnnTensorDescriptor_t bd, const void* B, const void* beta,
                                         const cudnnTensorDescriptor_t cd, void* C) {
   emu::count_api(__func__);
+  t_stream = stream_of(handle);
   const OpD* o = as<OpD>(od);
   const TensorD *Ad = as<TensorD>(ad), *Bd = as<TensorD>(bd), *Cd = as<TensorD>(cd);
   if (!o || !Ad || !Bd || !Cd || !broadcasts(*Ad, *Cd) || !broadcasts(*Bd, *Cd)) return CUDNN_STATUS_BAD_PARAM;
   if (o->op != CUDNN_OP_TENSOR_ADD && o->op != CUDNN_OP_TENSOR_MUL && o->op != CUDNN_OP_TENSOR_MIN &&
       o->op != CUDNN_OP_TENSOR_MAX)
     return CUDNN_STATUS_NOT_SUPPORTED;
-  emu::count_launch();
+  emu::count_launch(t_stream);
   if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
   const double a1 = scale(Cd->type, alpha1), a2 = scale(Cd->type, alpha2), b = scale(Cd->type, beta);
   for (int64_t i = 0, n = count(*Cd); i < n; i++) {
@@ -1077,26 +1109,28 @@ cudnnStatus_t CUDNNWINAPI cudnnOpTensor(cudnnHandle_t, const cudnnOpTensorDescri
   }
   return CUDNN_STATUS_SUCCESS;
 }
-cudnnStatus_t CUDNNWINAPI cudnnGetReductionWorkspaceSize(cudnnHandle_t, const cudnnReduceTensorDescriptor_t,
+cudnnStatus_t CUDNNWINAPI cudnnGetReductionWorkspaceSize(cudnnHandle_t handle, const cudnnReduceTensorDescriptor_t,
                                                          const cudnnTensorDescriptor_t, const cudnnTensorDescriptor_t,
                                                          size_t* bytes) {
   emu::count_api(__func__);
+  t_stream = stream_of(handle);
   *bytes = 256;
   return CUDNN_STATUS_SUCCESS;
 }
 // C = alpha * (the sum of A over the dims where C has extent 1) + beta * C.
 // This cuDNN refuses BFLOAT16 here.
-cudnnStatus_t CUDNNWINAPI cudnnReduceTensor(cudnnHandle_t, const cudnnReduceTensorDescriptor_t rd, void*, size_t,
+cudnnStatus_t CUDNNWINAPI cudnnReduceTensor(cudnnHandle_t handle, const cudnnReduceTensorDescriptor_t rd, void*, size_t,
                                             void*, size_t, const void* alpha, const cudnnTensorDescriptor_t ad,
                                             const void* A, const void* beta, const cudnnTensorDescriptor_t cd,
                                             void* C) {
   emu::count_api(__func__);
+  t_stream = stream_of(handle);
   const ReduceD* r = as<ReduceD>(rd);
   const TensorD *Ad = as<TensorD>(ad), *Cd = as<TensorD>(cd);
   if (!r || !Ad || !Cd || !broadcasts(*Cd, *Ad)) return CUDNN_STATUS_BAD_PARAM;
   if (r->op != CUDNN_REDUCE_TENSOR_ADD || Ad->type == CUDNN_DATA_BFLOAT16 || Cd->type == CUDNN_DATA_BFLOAT16)
     return CUDNN_STATUS_NOT_SUPPORTED;
-  emu::count_launch();
+  emu::count_launch(t_stream);
   if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
   std::vector<double> acc(static_cast<size_t>(count(*Cd)), 0.0);
   TensorD packed_c = as_packed(*Cd);
@@ -1131,8 +1165,9 @@ cudnnStatus_t CUDNNWINAPI cudnnBackendFinalize(cudnnBackendDescriptor_t) {
   emu::count_api(__func__);
   return CUDNN_STATUS_NOT_SUPPORTED;
 }
-cudnnStatus_t CUDNNWINAPI cudnnBackendExecute(cudnnHandle_t, cudnnBackendDescriptor_t, cudnnBackendDescriptor_t) {
+cudnnStatus_t CUDNNWINAPI cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t, cudnnBackendDescriptor_t) {
   emu::count_api(__func__);
+  t_stream = stream_of(handle);
   return CUDNN_STATUS_NOT_SUPPORTED;
 }
 

@@ -3,6 +3,7 @@
 // launches from running (host-cost-emu measures the host's own cost with it).
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,7 +16,14 @@ void count_api(const char* name);
 std::vector<std::pair<std::string, unsigned long long>> api_counts();
 // Kernel launches (and emulated cuBLAS products) that passed their checks.
 unsigned long long launch_count();
-void count_launch();
+// Of those, the ones queued on a stream other than the default one.
+unsigned long long stream_launch_count();
+// Copies and fills (cudaMemcpy*, cudaMemset*) made.
+unsigned long long copy_count();
+// Host bytes registered with cudaHostRegister and not unregistered.
+size_t pinned_bytes();
+// A library's product counted as a launch, on `stream` (a cudaStream_t).
+void count_launch(const void* stream);
 // Launches are checked and counted but nothing runs (EMU_SKIP_KERNELS=1 sets
 // it at start): results are garbage, the host's own work is what is left.
 void set_skip_kernels(bool skip);

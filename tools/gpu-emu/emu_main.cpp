@@ -20,14 +20,27 @@ struct Exclusion {
   const char* pattern;  // gtest filter pattern
   const char* reason;
 };
+#if EMU_FAKEGPU_SUITE
+// test_fakegpu_emu: the pretend GPU's tests (test/unit/fakegpu) that need
+// what the emulated runtime does not do, and why.
+const Exclusion kExcluded[] = {
+    {"FakeGpuDeathTest.*", "emulated device memory is host memory: a host read of it cannot crash"},
+    {"FakeGpu.ModelStepsInFlightOnGpuStreams",
+     "it checks that queued steps have not run before the host waits; emulated streams run at once"},
+    {"FakeGpu.PinnedHostMemory",
+     "it checks that a copy to pinned memory is still queued before the wait; emulated streams run at once"},
+    {"FakeGpu.ARefusedCallRunsOnTheNextBackend:FakeGpu.AGraphNodeKeepsTheBackendItFellBackTo:"
+     "FakeGpu.ModelTrainsWhenItsConvolutionsAreRefused",
+     "cuDNN refusing calls on demand (nnc_fakegpu::set_declining) is the pretend GPU's; the Cudnn tests "
+     "check the real refusals"},
+};
+#else
 // The GPU tests that do not run under emulation, and why.
 const Exclusion kExcluded[] = {
     {"CudaTrain.ReferenceNetworkTrainsOnTheGpuAsOnTheCpu",
      "400 steps of the reference network at batch 64 on the emulated GPU take too long for CI; "
      "CudaTrain.FirstStepsMatchTheCpuStepByStep runs four"},
     {"CudnnGraph.*", "GPU_CUDNN through cuDNN's graph API (emu_cudnn.cpp emulates the legacy calls only)"},
-    {"Nccl.*", "GPU_NCCL (NCCL is not emulated)"},
-    {"GpuNcclBackward.*", "GPU_NCCL (NCCL is not emulated)"},
     {"GpuStream.KernelOnAStream*:GpuStream.SignalBetweenTwoGpuStreams*:GpuStream.CpuStreamWaitsForAGpuSignal*",
      "streams and events: the emulated runtime runs all work at once, so a stream never has work "
      "pending (KernelOnAStream... waits for that forever) and the ordering between streams the "
@@ -39,6 +52,7 @@ const Exclusion kExcluded[] = {
      "the caching allocator over cudaMalloc: here cudaMalloc is host malloc with no device limit, "
      "which says nothing about the device"},
 };
+#endif
 
 // Left out as well when EMU_MAX_BLOCKS caps grids: kernels that need the grid
 // they launch (one partial result per block of a fixed grid, read back whole).

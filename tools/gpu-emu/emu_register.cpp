@@ -2,6 +2,7 @@
 // CUDA module (cuda/device.cpp's register_cuda, compiled against the
 // emulated runtime) before the library starts, for test_cuda_emu and
 // host-cost-emu.
+#include <cuda_runtime.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -18,9 +19,19 @@
 
 namespace nnc {
 void register_cuda(Registry& r);  // cuda/device.cpp
+void register_comm(Registry& r);  // lib/cmd/comm/comm.cpp
 }  // namespace nnc
 
 namespace {
+
+int devices() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+void check_device(int device) {
+  if (device < 0 || device >= devices())
+    nnc::fail(CCV_NNC_EXEC_INVALID, "gpu-emu: device %d does not exist (%d devices)", device, devices());
+}
 
 // EMU_EXACT_MEMORY=1: each GPU tensor an allocation of its own instead of a
 // block of the caching allocator's segments, so that a kernel reading or
@@ -30,7 +41,7 @@ namespace {
 // message (tools/test runs one order this way).
 #if defined(__SANITIZE_ADDRESS__)
 void* exact_alloc(int device, size_t bytes) {
-  if (device != 0) nnc::fail(CCV_NNC_EXEC_INVALID, "gpu-emu: device %d does not exist (1 device)", device);
+  check_device(device);
   void* p = std::malloc(bytes ? bytes : 1);
   if (!p) nnc::fail(CCV_NNC_EXEC_OOM, "gpu-emu: cannot allocate %zu bytes", bytes);
   return p;
@@ -49,7 +60,7 @@ size_t page_size() {
   return p;
 }
 void* exact_alloc(int device, size_t bytes) {
-  if (device != 0) nnc::fail(CCV_NNC_EXEC_INVALID, "gpu-emu: device %d does not exist (1 device)", device);
+  check_device(device);
   const size_t data = (bytes + 7) / 8 * 8, pages = (data + page_size() - 1) / page_size() * page_size();
   void* m = mmap(nullptr, pages + page_size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) nnc::fail(CCV_NNC_EXEC_OOM, "gpu-emu: cannot map %zu bytes", bytes);
@@ -79,20 +90,33 @@ void install_fault_message() {
   signal(SIGBUS, on_fault);
 }
 #endif
-int one_device() { return 1; }
-const nnc::DeviceMemory kExactMemory = {exact_alloc, exact_free, one_device};
+const nnc::DeviceMemory kExactMemory = {exact_alloc, exact_free, devices};
 
-const bool g_registered = nnc::set_late_registration([](nnc::Registry& r) {
+void late(nnc::Registry& r) {
   nnc::register_cuda(r);
+  // A CUDA build registers the module before the COMM_ family, which wraps
+  // GPU_NCCL's kernels for communicators across processes; registered late,
+  // the module's GPU_NCCL kernels replace those wrappers: the family again.
+  nnc::register_comm(r);
   const char* e = std::getenv("EMU_EXACT_MEMORY");
   if (e && *e && std::strcmp(e, "0") != 0) {
     nnc::set_device_memory(&kExactMemory);
     install_fault_message();
   }
-});
+}
 
 }  // namespace
 
 namespace emu {
-bool cuda_registered() { return g_registered; }
+// Registered once, before the library builds its registry: at the latest
+// when this file's static initialisation runs, earlier if another file's
+// asks (the pretend GPU's install() in a test's static initialiser).
+bool cuda_registered() {
+  static const bool registered = nnc::set_late_registration(late);
+  return registered;
+}
 }  // namespace emu
+
+namespace {
+const bool g_registered = emu::cuda_registered();
+}  // namespace

@@ -29,6 +29,10 @@
 //                      without it they land at the latest, when the
 //                      __syncthreads after the wait retiring them releases
 //                      (a missing wait or barrier shows).
+//   EMU_DEVICES=n      n devices (default 2, at most 8): memory, streams
+//                      and events belong to one; a launch on another
+//                      device's stream than the current one's, or an event
+//                      recorded on another device's stream, fails as on a GPU
 //   EMU_SKIP_KERNELS=1 launches are checked and counted but no block runs
 //                      (host-cost-emu: the host's own cost of a step; every
 //                      result is then garbage)
@@ -121,7 +125,22 @@ bool g_reverse = false;
 bool g_warp_ahead = false;  // EMU_WARP_AHEAD
 unsigned g_max_blocks = 0;  // EMU_MAX_BLOCKS (0: no cap)
 bool g_skip_kernels = false;  // EMU_SKIP_KERNELS (or set_skip_kernels)
+// Devices (EMU_DEVICES=n, default 2, at most 8): the calling thread's
+// current one (cudaSetDevice is per thread, as CUDA's); streams and events
+// belong to the device current where they were made.
+int g_devices = 2;
+thread_local int t_device = 0;
+struct FakeObject {
+  int kind;
+  int device;
+};
+int device_of(cudaStream_t s) {
+  return s && s != cudaStreamLegacy && s != cudaStreamPerThread ? reinterpret_cast<FakeObject*>(s)->device : t_device;
+}
 unsigned long long g_launches = 0;  // every launch that passed its checks (launch_count)
+unsigned long long g_stream_launches = 0;  // those on a stream other than the default one
+size_t g_pinned = 0;  // bytes registered by cudaHostRegister and not unregistered
+std::map<void*, size_t>* g_pinned_ranges = new std::map<void*, size_t>;
 
 // Calls of the emulated runtime's entry points (api_counts), by name: the
 // names are __func__ of each entry point, so one pointer a function.
@@ -160,6 +179,7 @@ const bool g_env = [] {
   const char* wa = std::getenv("EMU_WARP_AHEAD");
   g_warp_ahead = wa && *wa && std::strcmp(wa, "0") != 0;
   if (const char* m = std::getenv("EMU_MAX_BLOCKS")) g_max_blocks = static_cast<unsigned>(std::strtoul(m, nullptr, 10));
+  if (const char* d = std::getenv("EMU_DEVICES")) g_devices = std::max(1, std::min(8, std::atoi(d)));
   const char* sk = std::getenv("EMU_SKIP_KERNELS");
   g_skip_kernels = sk && *sk && std::strcmp(sk, "0") != 0;
   const char* st = std::getenv("EMU_STATS");
@@ -425,8 +445,14 @@ unsigned warp_exchange(unsigned mask, uint64_t value, const char* file, int line
   return g_current - warp;
 }
 
-void launch_body(dim3 grid, dim3 block, size_t shared_bytes, const char* kernel, const char* caller, const void* func,
-                 void (*body)(void*), void* arg) {
+void launch_body(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream, const char* kernel,
+                 const char* caller, const void* func, void (*body)(void*), void* arg) {
+  if (device_of(stream) != t_device) {
+    std::fprintf(stderr, "gpu-emu: %s (from %s) launched on a stream of device %d while device %d is current\n", kernel,
+                 caller, device_of(stream), t_device);
+    set_error(cudaErrorInvalidResourceHandle);
+    return;
+  }
   const unsigned long long n = 1ull * block.x * block.y * block.z;
   if (n == 0 || n > kMaxThreads || block.z > 64 || grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 0x7fffffffu ||
       grid.y > 65535 || grid.z > 65535) {
@@ -481,6 +507,7 @@ void launch_body(dim3 grid, dim3 block, size_t shared_bytes, const char* kernel,
     st.block_max = std::max(st.block_max, static_cast<unsigned>(n));
   }
   g_launches++;
+  if (stream && stream != cudaStreamLegacy && stream != cudaStreamPerThread) g_stream_launches++;
   if (g_skip_kernels) return;
   g_dynamic_bytes = shared_bytes;
   if (g_dynamic_shared.size() < shared_bytes + 16) g_dynamic_shared.resize(shared_bytes + 16);
@@ -513,7 +540,22 @@ void count_api(const char* name) {
 void set_skip_kernels(bool skip) { g_skip_kernels = skip; }
 bool skipping_kernels() { return g_skip_kernels; }
 unsigned long long launch_count() { return g_launches; }
-void count_launch() { g_launches++; }
+unsigned long long stream_launch_count() { return g_stream_launches; }
+unsigned long long copy_count() {
+  unsigned long long n = 0;
+  for (const auto& [name, calls] : api_counts())
+    if (name.rfind("cudaMemcpy", 0) == 0 || name.rfind("cudaMemset", 0) == 0) n += calls;
+  return n;
+}
+size_t pinned_bytes() {
+  const std::lock_guard<std::mutex> lock(g_launch);
+  return g_pinned;
+}
+void count_launch(const void* stream) {
+  g_launches++;
+  const cudaStream_t s = static_cast<cudaStream_t>(const_cast<void*>(stream));
+  if (s && s != cudaStreamLegacy && s != cudaStreamPerThread) g_stream_launches++;
+}
 std::vector<std::pair<std::string, unsigned long long>> api_counts() {
   const std::lock_guard<std::mutex> lock(g_api_mutex);
   std::vector<std::pair<std::string, unsigned long long>> r;
@@ -526,14 +568,16 @@ std::vector<std::pair<std::string, unsigned long long>> api_counts() {
 
 // --- the CUDA runtime, synchronous -----------------------------------------
 namespace {
-struct FakeObject {
-  int kind;
+using emu::FakeObject;
+using emu::t_device;
+struct Block {
+  size_t bytes;
+  int device;
 };
-int g_device = 0;
 std::mutex g_memory;
-std::map<const char*, size_t> g_blocks;  // cudaMalloc's blocks: start, bytes
-cudaStream_t new_stream() { return reinterpret_cast<cudaStream_t>(new FakeObject{1}); }
-cudaEvent_t new_event() { return reinterpret_cast<cudaEvent_t>(new FakeObject{2}); }
+std::map<const char*, Block> g_blocks;  // cudaMalloc's blocks by start
+cudaStream_t new_stream() { return reinterpret_cast<cudaStream_t>(new FakeObject{1, t_device}); }
+cudaEvent_t new_event() { return reinterpret_cast<cudaEvent_t>(new FakeObject{2, t_device}); }
 }  // namespace
 
 extern "C" {
@@ -575,18 +619,18 @@ const char* CUDARTAPI cudaGetErrorString(cudaError_t e) { return cudaGetErrorNam
 
 cudaError_t CUDARTAPI cudaGetDeviceCount(int* n) {
   emu::count_api(__func__);
-  *n = 1;
+  *n = emu::g_devices;
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaSetDevice(int d) {
   emu::count_api(__func__);
-  if (d != 0) return emu::set_error(cudaErrorInvalidDevice), cudaErrorInvalidDevice;
-  g_device = d;
+  if (d < 0 || d >= emu::g_devices) return emu::set_error(cudaErrorInvalidDevice), cudaErrorInvalidDevice;
+  t_device = d;
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaGetDevice(int* d) {
   emu::count_api(__func__);
-  *d = g_device;
+  *d = t_device;
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaDeviceSynchronize(void) {
@@ -612,7 +656,7 @@ cudaError_t CUDARTAPI cudaMalloc(void** p, size_t bytes) {
   *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
   if (!*p) return emu::set_error(cudaErrorMemoryAllocation), cudaErrorMemoryAllocation;
   const std::lock_guard<std::mutex> lock(g_memory);
-  g_blocks[static_cast<const char*>(*p)] = bytes;
+  g_blocks[static_cast<const char*>(*p)] = Block{bytes, t_device};
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaFree(void* p) {
@@ -632,9 +676,9 @@ cudaError_t CUDARTAPI cudaPointerGetAttributes(struct cudaPointerAttributes* a, 
   const char* c = static_cast<const char*>(p);
   const std::lock_guard<std::mutex> lock(g_memory);
   auto it = g_blocks.upper_bound(c);
-  if (it != g_blocks.begin() && c < std::prev(it)->first + std::prev(it)->second) {
+  if (it != g_blocks.begin() && c < std::prev(it)->first + std::prev(it)->second.bytes) {
     a->type = cudaMemoryTypeDevice;
-    a->device = 0;
+    a->device = std::prev(it)->second.device;
     a->devicePointer = const_cast<void*>(p);
   } else {
     a->type = cudaMemoryTypeUnregistered;
@@ -642,12 +686,22 @@ cudaError_t CUDARTAPI cudaPointerGetAttributes(struct cudaPointerAttributes* a, 
   }
   return cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaHostRegister(void*, size_t, unsigned int) {
+cudaError_t CUDARTAPI cudaHostRegister(void* p, size_t bytes, unsigned int) {
   emu::count_api(__func__);
+  const std::lock_guard<std::mutex> lock(emu::g_launch);
+  if (!p || !bytes || !emu::g_pinned_ranges->emplace(p, bytes).second)
+    return emu::set_error(cudaErrorHostMemoryAlreadyRegistered), cudaErrorHostMemoryAlreadyRegistered;
+  emu::g_pinned += bytes;
   return cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaHostUnregister(void*) {
+cudaError_t CUDARTAPI cudaHostUnregister(void* p) {
   emu::count_api(__func__);
+  const std::lock_guard<std::mutex> lock(emu::g_launch);
+  const auto it = emu::g_pinned_ranges->find(p);
+  if (it == emu::g_pinned_ranges->end())
+    return emu::set_error(cudaErrorHostMemoryNotRegistered), cudaErrorHostMemoryNotRegistered;
+  emu::g_pinned -= it->second;
+  emu::g_pinned_ranges->erase(it);
   return cudaSuccess;
 }
 
@@ -715,8 +769,15 @@ cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t e) {
   delete reinterpret_cast<FakeObject*>(e);
   return cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t, cudaStream_t) {
+// The event and the stream must be one device's, as on a GPU.
+cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   emu::count_api(__func__);
+  if (!e) return emu::set_error(cudaErrorInvalidResourceHandle), cudaErrorInvalidResourceHandle;
+  if (reinterpret_cast<FakeObject*>(e)->device != emu::device_of(s)) {
+    std::fprintf(stderr, "gpu-emu: cudaEventRecord of an event of device %d on a stream of device %d\n",
+                 reinterpret_cast<FakeObject*>(e)->device, emu::device_of(s));
+    return emu::set_error(cudaErrorInvalidResourceHandle), cudaErrorInvalidResourceHandle;
+  }
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t) {
