@@ -17,10 +17,17 @@
 //                                            g_i: an allreduce, as CPU_REF)
 //   REDUCE    |g_1, ...| -> |dx_1 .. dx_n|   dx_i = g_1 (a broadcast from g_1's
 //                                            device; the other inputs unused)
-// The call is synchronous: each device's part runs on its default stream and
-// is waited for; a GPU stream context given is waited for first (so the
-// inputs its work writes are there). Collectives across processes are the
-// MPI communicator's (lib/cmd/comm).
+// Without a stream context (or on a CPU one, which is waited for first) the
+// call is synchronous: each device's part runs on its default stream and is
+// waited for. On a GPU stream context it is queued and the host waits for
+// nothing: the context's stream records an event that every other rank's
+// stream (one NCCL stream per device, the module's) waits for — the inputs
+// are written by then, since the context's stream is where this call's
+// predecessors were ordered —, the rank on the context's device runs on the
+// context's stream, and the context's stream waits for each other rank's end
+// through an event, so work ordered after this call on it (or behind its
+// signals) sees every output. Collectives across processes are the MPI
+// communicator's (lib/cmd/comm).
 #include <nccl.h>
 
 #include <algorithm>
@@ -33,6 +40,7 @@
 #include "core/tensor.hpp"
 #include "cuda/cuda.hpp"
 #include "cuda/nccl_util.hpp"
+#include "core/gpu_stream.hpp"
 #include "cuda/stream.hpp"
 
 namespace nnc::cuda {
@@ -107,27 +115,76 @@ bool accept_collective(const ccv_nnc_cmd_t& cmd, ccv_nnc_tensor_t* const* inputs
   return in_devices == out_devices;
 }
 
+// A CPU stream context's work (which may write the inputs) is done first.
 void wait_for(ccv_nnc_stream_context_t* stream_context) {
-  if (stream_context) ccv_nnc_stream_context_wait(stream_context);
+  if (stream_context && !is_gpu_stream(stream_context)) ccv_nnc_stream_context_wait(stream_context);
+}
+
+// The module's NCCL stream of each device (non-blocking, made on first use,
+// kept for the process): the ranks of queued collectives that are not on the
+// stream context's device run there.
+cudaStream_t nccl_stream(int device, const char* what) {
+  static std::mutex mutex;
+  static std::map<int, cudaStream_t> streams;
+  const std::lock_guard<std::mutex> lock(mutex);
+  cudaStream_t& s = streams[device];
+  if (!s) {
+    NNC_CUDA_CHECK(cudaSetDevice(device), what);
+    NNC_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), what);
+  }
+  return s;
+}
+
+// An event recorded on s (of `device`) that `waiter` then waits for; released
+// at once (CUDA keeps it until the wait is done).
+void order_after(int device, cudaStream_t s, cudaStream_t waiter, const char* what) {
+  NNC_CUDA_CHECK(cudaSetDevice(device), what);
+  cudaEvent_t e = nullptr;
+  NNC_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), what);
+  struct Release {
+    cudaEvent_t e;
+    ~Release() { cudaEventDestroy(e); }
+  } release{e};
+  NNC_CUDA_CHECK(cudaEventRecord(e, s), what);
+  NNC_CUDA_CHECK(cudaStreamWaitEvent(waiter, e, 0), what);
 }
 
 // One NCCL group over `devices` (rank i on devices[i]): `call(i, comm,
-// stream)` queues rank i's part; then every device's part is waited for.
+// stream)` queues rank i's part. Synchronous (every device's part waited
+// for), or queued behind and before a GPU stream context (file comment).
 template <class F>
-void group(const std::vector<int>& devices, const ccv_nnc_tensor_t* like, const char* what, F&& call) {
+void group(ccv_nnc_stream_context_t* stream_context, const std::vector<int>& devices, const ccv_nnc_tensor_t* like,
+           const char* what, F&& call) {
   const std::vector<ncclComm_t> comms = comms_for(devices, what);
   ncclDataType_t type = ncclFloat32;
   NNC_CHECK(nccl_type(like->info.datatype, &type), "%s: NCCL has no type for these tensors", what);
   const size_t count = ccv_nnc_tensor_count(like->info);
+  const bool queued = is_gpu_stream(stream_context);
+  const int home = queued ? gpu_stream_device(stream_context) : -1;
+  const cudaStream_t s0 = queued ? stream_of(stream_context, home, what) : nullptr;
   std::vector<cudaStream_t> streams;
-  for (int d : devices) streams.push_back(stream_of(nullptr, d, what));
+  for (int d : devices) {
+    if (!queued) {
+      streams.push_back(stream_of(nullptr, d, what));
+    } else if (d == home) {
+      streams.push_back(s0);
+    } else {
+      streams.push_back(nccl_stream(d, what));
+      order_after(home, s0, streams.back(), what);  // the inputs are written
+    }
+  }
   NNC_NCCL_CHECK(ncclGroupStart(), what);
   for (size_t i = 0; i < devices.size(); i++) NNC_NCCL_CHECK(call(i, count, type, comms[i], streams[i]), what);
   NNC_NCCL_CHECK(ncclGroupEnd(), what);
   for (size_t i = 0; i < devices.size(); i++) {
-    NNC_CUDA_CHECK(cudaSetDevice(devices[i]), what);
-    finish(nullptr, streams[i], what);
+    if (!queued) {
+      NNC_CUDA_CHECK(cudaSetDevice(devices[i]), what);
+      finish(nullptr, streams[i], what);
+    } else if (devices[i] != home) {
+      order_after(devices[i], streams[i], s0, what);  // the outputs are there for what follows on s0
+    }
   }
+  if (queued) NNC_CUDA_CHECK(cudaSetDevice(home), what);
 }
 
 std::vector<int> devices_of(ccv_nnc_tensor_t* const* ts, int n) {
@@ -137,14 +194,16 @@ std::vector<int> devices_of(ccv_nnc_tensor_t* const* ts, int n) {
 }
 
 // y_i = sum of x_i over the first n tensors of each list (device i's pair).
-void allreduce_n(ccv_nnc_tensor_t* const* inputs, ccv_nnc_tensor_t* const* outputs, int n, const char* what) {
-  group(devices_of(inputs, n), inputs[0], what, [&](size_t i, size_t count, ncclDataType_t type, ncclComm_t comm, cudaStream_t s) {
+void allreduce_n(ccv_nnc_stream_context_t* stream_context, ccv_nnc_tensor_t* const* inputs, ccv_nnc_tensor_t* const* outputs,
+                 int n, const char* what) {
+  group(stream_context, devices_of(inputs, n), inputs[0], what, [&](size_t i, size_t count, ncclDataType_t type, ncclComm_t comm, cudaStream_t s) {
     return ncclAllReduce(inputs[i]->data.u8, outputs[i]->data.u8, count, type, ncclSum, comm, s);
   });
 }
 
 // Every output = x, from x's device.
-void broadcast_from(const ccv_nnc_tensor_t* x, ccv_nnc_tensor_t* const* outputs, int output_size, const char* what) {
+void broadcast_from(ccv_nnc_stream_context_t* stream_context, const ccv_nnc_tensor_t* x, ccv_nnc_tensor_t* const* outputs,
+                    int output_size, const char* what) {
   const int root_device = device_of(x);
   // The ranks: the root's device first, then each output's (the root's own output, if any, is its rank).
   std::vector<int> devices{root_device};
@@ -158,7 +217,7 @@ void broadcast_from(const ccv_nnc_tensor_t* x, ccv_nnc_tensor_t* const* outputs,
     recv.push_back(outputs[i]->data.u8);
   }
   if (!recv[0]) recv[0] = x->data.u8;  // in place on the root
-  group(devices, x, what, [&](size_t i, size_t count, ncclDataType_t type, ncclComm_t comm, cudaStream_t s) {
+  group(stream_context, devices, x, what, [&](size_t i, size_t count, ncclDataType_t type, ncclComm_t comm, cudaStream_t s) {
     return ncclBroadcast(i == 0 ? x->data.u8 : nullptr, recv[i], count, type, 0, comm, s);
   });
 }
@@ -166,21 +225,21 @@ void broadcast_from(const ccv_nnc_tensor_t* x, ccv_nnc_tensor_t* const* outputs,
 NNC_KERNEL(allreduce) {
   static const char* what = "COMM_ALLREDUCE_FORWARD (GPU_NCCL)";
   wait_for(stream_context);
-  allreduce_n(inputs, outputs, input_size, what);
+  allreduce_n(stream_context, inputs, outputs, input_size, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
 
 NNC_KERNEL(broadcast) {
   static const char* what = "COMM_BROADCAST_FORWARD (GPU_NCCL)";
   wait_for(stream_context);
-  broadcast_from(inputs[0], outputs, output_size, what);
+  broadcast_from(stream_context, inputs[0], outputs, output_size, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
 
 NNC_KERNEL(reduce) {
   static const char* what = "COMM_REDUCE_FORWARD (GPU_NCCL)";
   wait_for(stream_context);
-  group(devices_of(inputs, input_size), inputs[0], what, [&](size_t i, size_t count, ncclDataType_t type, ncclComm_t comm, cudaStream_t s) {
+  group(stream_context, devices_of(inputs, input_size), inputs[0], what, [&](size_t i, size_t count, ncclDataType_t type, ncclComm_t comm, cudaStream_t s) {
     return ncclReduce(inputs[i]->data.u8, i == 0 ? outputs[0]->data.u8 : nullptr, count, type, ncclSum, 0, comm, s);
   });
   return CCV_NNC_EXEC_SUCCESS;
@@ -190,7 +249,7 @@ NNC_KERNEL(reduce) {
 NNC_KERNEL(allreduce_backward) {
   static const char* what = "COMM_ALLREDUCE_BACKWARD (GPU_NCCL)";
   wait_for(stream_context);
-  allreduce_n(inputs, outputs, output_size, what);
+  allreduce_n(stream_context, inputs, outputs, output_size, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
 
@@ -200,12 +259,12 @@ NNC_KERNEL(broadcast_backward) {
   static const char* what = "COMM_BROADCAST_BACKWARD (GPU_NCCL)";
   wait_for(stream_context);
   if (output_size == input_size && output_size > 1) {
-    allreduce_n(inputs, outputs, output_size, what);
+    allreduce_n(stream_context, inputs, outputs, output_size, what);
     return CCV_NNC_EXEC_SUCCESS;
   }
   const std::vector<int> devices = devices_of(inputs, input_size);
   const int root = static_cast<int>(std::find(devices.begin(), devices.end(), device_of(outputs[0])) - devices.begin());
-  group(devices, inputs[0], what, [&](size_t i, size_t count, ncclDataType_t type, ncclComm_t comm, cudaStream_t s) {
+  group(stream_context, devices, inputs[0], what, [&](size_t i, size_t count, ncclDataType_t type, ncclComm_t comm, cudaStream_t s) {
     return ncclReduce(inputs[i]->data.u8, static_cast<int>(i) == root ? outputs[0]->data.u8 : nullptr, count, type, ncclSum,
                       root, comm, s);
   });
@@ -216,7 +275,7 @@ NNC_KERNEL(broadcast_backward) {
 NNC_KERNEL(reduce_backward) {
   static const char* what = "COMM_REDUCE_BACKWARD (GPU_NCCL)";
   wait_for(stream_context);
-  broadcast_from(inputs[0], outputs, output_size, what);
+  broadcast_from(stream_context, inputs[0], outputs, output_size, what);
   return CCV_NNC_EXEC_SUCCESS;
 }
 

@@ -77,4 +77,63 @@ TEST(Nccl, CollectivesOverEveryGpu) {
   }
 }
 
+// Queued on a GPU stream context of device 0: the collectives return once
+// queued (the host waits for nothing), each other device's rank runs behind
+// the context's stream and the context's stream behind it. Work queued after
+// them on the context (a scale of device 0's sum, its copy to the host) sees
+// their results, and once the host has waited for the context the other
+// devices' outputs are there too (copied without a stream after the wait).
+TEST(Nccl, QueuedOnAGpuStreamContext) {
+  NNC_REQUIRE_GPU();
+  const int devices = ccv_nnc_device_count(CCV_STREAM_CONTEXT_GPU), n = 777;
+  ccv_nnc_stream_context_t* s = ccv_nnc_stream_context_new(CCV_STREAM_CONTEXT_GPU);
+  ASSERT_NE(s, nullptr) << ccv_nnc_error_message();
+  std::mt19937 rng(9);
+  std::vector<Owned> host, in, out;
+  std::vector<double> sum(n, 0);
+  for (int d = 0; d < devices; d++) {
+    host.emplace_back(nnc_gpu_test::on_cpu(on(0, n)));
+    nnc_gpu_test::fill(host.back(), rng);
+    for (int i = 0; i < n; i++) sum[i] += host.back()->data.f32[i];
+    in.emplace_back(on(d, n));
+    out.emplace_back(on(d, n));
+    ASSERT_EQ(nnc_gpu_test::exec(nnc_gpu_test::transfer(), ccv_nnc_no_hint, {host.back()}, {in.back()}), CCV_NNC_EXEC_SUCCESS)
+        << ccv_nnc_error_message();
+  }
+  std::vector<ccv_nnc_tensor_t*> ins, outs;
+  for (int d = 0; d < devices; d++) ins.push_back(in[d]), outs.push_back(out[d]);
+  ASSERT_EQ(nnc_gpu_test::exec(nccl(CCV_NNC_COMM_ALLREDUCE_FORWARD), ccv_nnc_no_hint, ins, outs, s), CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  ccv_nnc_cmd_param_t p;
+  std::memset(&p, 0, sizeof(p));
+  p.blas.a[0] = 2;
+  Owned doubled(on(0, n));
+  ASSERT_EQ(nnc_gpu_test::exec(ccv_nnc_cmd(CCV_NNC_SCALAR_MUL_FORWARD, nullptr, p, 0), ccv_nnc_no_hint, {outs[0]}, {doubled}, s),
+            CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  std::vector<Owned> back;
+  for (int d = 0; d < devices; d++) back.emplace_back(nnc_gpu_test::on_cpu(on(0, n)));
+  // Device 0's on the context (a copy on another device's stream is refused).
+  ASSERT_EQ(nnc_gpu_test::exec(nnc_gpu_test::transfer(), ccv_nnc_no_hint, {out[0]}, {back[0]}, s), CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  Owned back_doubled(nnc_gpu_test::on_cpu(on(0, n)));
+  ASSERT_EQ(nnc_gpu_test::exec(nnc_gpu_test::transfer(), ccv_nnc_no_hint, {doubled}, {back_doubled}, s), CCV_NNC_EXEC_SUCCESS);
+  ccv_nnc_stream_context_wait(s);
+  ASSERT_EQ(ccv_nnc_stream_context_error(s), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
+  for (int d = 1; d < devices; d++)
+    ASSERT_EQ(nnc_gpu_test::exec(nnc_gpu_test::transfer(), ccv_nnc_no_hint, {out[d]}, {back[d]}), CCV_NNC_EXEC_SUCCESS);
+  for (int d = 0; d < devices; d++)
+    for (int i = 0; i < n; i++) ASSERT_NEAR(back[d]->data.f32[i], sum[i], 1e-5 * devices) << "device " << d << " element " << i;
+  for (int i = 0; i < n; i++) ASSERT_NEAR(back_doubled->data.f32[i], 2 * sum[i], 2e-5 * devices) << "element " << i;
+  // BROADCAST from device 0's input, queued: every output is host[0].
+  ASSERT_EQ(nnc_gpu_test::exec(nccl(CCV_NNC_COMM_BROADCAST_FORWARD), ccv_nnc_no_hint, {ins[0]}, outs, s), CCV_NNC_EXEC_SUCCESS)
+      << ccv_nnc_error_message();
+  ccv_nnc_stream_context_wait(s);
+  for (int d = 0; d < devices; d++)
+    ASSERT_EQ(nnc_gpu_test::exec(nnc_gpu_test::transfer(), ccv_nnc_no_hint, {out[d]}, {back[d]}), CCV_NNC_EXEC_SUCCESS);
+  for (int d = 0; d < devices; d++)
+    for (int i = 0; i < n; i++) ASSERT_EQ(back[d]->data.f32[i], host[0]->data.f32[i]) << "device " << d << " element " << i;
+  ccv_nnc_stream_context_free(s);
+}
+
 }  // namespace
