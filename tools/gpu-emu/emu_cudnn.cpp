@@ -25,9 +25,8 @@
 //   their operands to TF32's 10 bits (they erred by 2% on an fp32 filter
 //   gradient), and so does DEFAULT math on fp32 (TF32 tensor cores);
 // - DIRECT and the fused Winograd answer NOT_SUPPORTED.
-// Not emulated: the graph (backend) API — cudnnBackendCreateDescriptor
-// answers NOT_SUPPORTED, so NNC_CUDNN_GRAPH=1 falls back to these calls —,
-// and everything else cuDNN has.
+// The graph (backend) API: emu_cudnn_graph.cpp, on these convolutions.
+// Not emulated: everything else cuDNN has.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cudnn.h>
@@ -63,6 +62,10 @@ struct FilterD {
   cudnnTensorFormat_t format = CUDNN_TENSOR_NCHW;
   int nb = 0;
   int dim[kMaxDims] = {};  // K, C / groups, R, S
+  // The graph API's filters: any strides (dims K, C / groups, R, S) instead
+  // of a packed format.
+  bool strided = false;
+  int64_t stride[4] = {};
 };
 struct ConvD {
   int n = 0;
@@ -70,6 +73,7 @@ struct ConvD {
   cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
   int groups = 1;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  bool bf16 = false;  // the graph API's reduced-precision engine
 };
 struct PoolD {
   cudnnPoolingMode_t mode = CUDNN_POOLING_MAX;
@@ -181,6 +185,7 @@ struct T4 {
 };
 // The filter's element (k, c, r, s), packed in its format.
 int64_t filter_at(const FilterD& f, int k, int c, int r, int s) {
+  if (f.strided) return k * f.stride[0] + c * f.stride[1] + r * f.stride[2] + s * f.stride[3];
   const int C = f.dim[1], R = f.dim[2], S = f.dim[3];
   return f.format == CUDNN_TENSOR_NHWC ? ((static_cast<int64_t>(k) * R + r) * S + s) * C + c
                                        : ((static_cast<int64_t>(k) * C + c) * R + r) * S + s;
@@ -192,6 +197,7 @@ struct ConvShape {
   int ph, pw, sh, sw, dh, dw;
   cudnnDataType_t type;
   bool reduced;  // operands rounded to TF32 (transform algorithms, DEFAULT math on fp32)
+  bool bf16 = false;  // operands rounded to bf16 (the graph API's reduced-precision engine)
 };
 cudnnStatus_t conv_shape(const TensorD* x, const FilterD* w, const ConvD* c, const TensorD* y, ConvShape* s) {
   if (!x || !w || !c || !y) return CUDNN_STATUS_BAD_PARAM;
@@ -204,12 +210,14 @@ cudnnStatus_t conv_shape(const TensorD* x, const FilterD* w, const ConvD* c, con
   const int P = (s->H + 2 * s->ph - ((s->R - 1) * s->dh + 1)) / s->sh + 1;
   const int Q = (s->W + 2 * s->pw - ((s->S - 1) * s->dw + 1)) / s->sw + 1;
   if (P != s->P || Q != s->Q) return CUDNN_STATUS_BAD_PARAM;
-  // This cuDNN's legacy convolutions: x and y packed in the filter's layout.
+  // This cuDNN's legacy convolutions: x and y packed in the filter's layout
+  // (the graph API's engines take strides).
   const bool nhwc = w->format == CUDNN_TENSOR_NHWC;
   for (const TensorD* t : {x, y})
-    if (nhwc ? !packed_nhwc(*t) : !packed_nchw(*t)) return CUDNN_STATUS_NOT_SUPPORTED;
+    if (!w->strided && (nhwc ? !packed_nhwc(*t) : !packed_nchw(*t))) return CUDNN_STATUS_NOT_SUPPORTED;
   if (c->mode != CUDNN_CROSS_CORRELATION) return CUDNN_STATUS_NOT_SUPPORTED;
   s->reduced = x->type == CUDNN_DATA_FLOAT && c->math == CUDNN_DEFAULT_MATH;
+  s->bf16 = c->bf16;
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -236,7 +244,10 @@ void each_term(const ConvShape& s, F&& f) {
     }
 }
 
-double operand(const ConvShape& s, double v) { return s.reduced ? tf32(static_cast<float>(v)) : v; }
+double operand(const ConvShape& s, double v) {
+  if (s.bf16) return __bfloat162float(__float2bfloat16(static_cast<float>(v)));
+  return s.reduced ? tf32(static_cast<float>(v)) : v;
+}
 
 // The operands read once into packed double arrays (rounded as the
 // algorithm rounds): images as n, c, h, w; filters as k, c, r, s.
@@ -466,6 +477,47 @@ void fill_perf(Perf* out, int* found, int requested, int count, bool (*runs)(int
 
 }  // namespace
 
+namespace emu {
+// The graph API's convolutions (emu_cudnn_graph.cpp): x, w and y by dims
+// and strides (w: K, C / groups, R, S), groups from x's and w's channels.
+// op: 0 forward (y from x, w), 1 data gradient (x from y, w), 2 filter
+// gradient (w from x, y). rounding: 0 none, 1 TF32 operands on fp32 data,
+// 2 bf16 operands.
+cudnnStatus_t convolve(int op, cudnnDataType_t type, const int64_t* xdim, const int64_t* xstride, void* x,
+                       const int64_t* wdim, const int64_t* wstride, void* w, const int64_t* ydim, const int64_t* ystride,
+                       void* y, const int64_t* pad, const int64_t* stride, const int64_t* dilation, int rounding,
+                       float alpha, float beta, cudaStream_t stream) {
+  TensorD xd, yd;
+  FilterD wd;
+  xd.type = yd.type = wd.type = type;
+  xd.nb = yd.nb = wd.nb = 4;
+  wd.strided = true;
+  for (int i = 0; i < 4; i++) {
+    xd.dim[i] = static_cast<int>(xdim[i]), xd.stride[i] = static_cast<int>(xstride[i]);
+    yd.dim[i] = static_cast<int>(ydim[i]), yd.stride[i] = static_cast<int>(ystride[i]);
+    wd.dim[i] = static_cast<int>(wdim[i]), wd.stride[i] = wstride[i];
+  }
+  ConvD cd;
+  cd.n = 2;
+  for (int i = 0; i < 2; i++)
+    cd.pad[i] = static_cast<int>(pad[i]), cd.stride[i] = static_cast<int>(stride[i]),
+    cd.dilation[i] = static_cast<int>(dilation[i]);
+  if (wd.dim[1] <= 0 || xd.dim[1] % wd.dim[1]) return CUDNN_STATUS_BAD_PARAM;
+  cd.groups = xd.dim[1] / wd.dim[1];
+  cd.math = rounding == 1 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+  cd.bf16 = rounding == 2;
+  t_stream = stream;
+  switch (op) {
+    case 0:
+      return conv_forward(&alpha, &xd, x, &wd, w, &cd, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, &beta, &yd, y);
+    case 1:
+      return conv_data(&alpha, &wd, w, &yd, y, &cd, CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, &beta, &xd, x);
+    default:
+      return conv_filter(&alpha, &xd, x, &yd, y, &cd, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, &beta, &wd, w);
+  }
+}
+}  // namespace emu
+
 extern "C" {
 
 const char* CUDNNWINAPI cudnnGetErrorString(cudnnStatus_t s) {
@@ -489,6 +541,12 @@ cudnnStatus_t CUDNNWINAPI cudnnCreate(cudnnHandle_t* h) {
 cudnnStatus_t CUDNNWINAPI cudnnDestroy(cudnnHandle_t h) {
   emu::count_api(__func__);
   delete as<Token>(h);
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t CUDNNWINAPI cudnnGetStream(cudnnHandle_t h, cudaStream_t* s) {
+  emu::count_api(__func__);
+  if (!h || !s) return CUDNN_STATUS_BAD_PARAM;
+  *s = as<Token>(h)->stream;
   return CUDNN_STATUS_SUCCESS;
 }
 cudnnStatus_t CUDNNWINAPI cudnnSetStream(cudnnHandle_t h, cudaStream_t s) {
@@ -1139,36 +1197,6 @@ cudnnStatus_t CUDNNWINAPI cudnnReduceTensor(cudnnHandle_t handle, const cudnnRed
   const double a = scale(Cd->type, alpha), b = scale(Cd->type, beta);
   for (int64_t i = 0, n = count(*Cd); i < n; i++) blend(Cd->type, C, offset_of(*Cd, i), a, acc[static_cast<size_t>(i)], b);
   return CUDNN_STATUS_SUCCESS;
-}
-
-// ---- the graph (backend) API: not emulated ----
-cudnnStatus_t CUDNNWINAPI cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t, cudnnBackendDescriptor_t* d) {
-  emu::count_api(__func__);
-  if (d) *d = nullptr;
-  return CUDNN_STATUS_NOT_SUPPORTED;
-}
-cudnnStatus_t CUDNNWINAPI cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t) {
-  emu::count_api(__func__);
-  return CUDNN_STATUS_SUCCESS;
-}
-cudnnStatus_t CUDNNWINAPI cudnnBackendSetAttribute(cudnnBackendDescriptor_t, cudnnBackendAttributeName_t,
-                                                   cudnnBackendAttributeType_t, int64_t, const void*) {
-  emu::count_api(__func__);
-  return CUDNN_STATUS_NOT_SUPPORTED;
-}
-cudnnStatus_t CUDNNWINAPI cudnnBackendGetAttribute(cudnnBackendDescriptor_t const, cudnnBackendAttributeName_t,
-                                                   cudnnBackendAttributeType_t, int64_t, int64_t*, void*) {
-  emu::count_api(__func__);
-  return CUDNN_STATUS_NOT_SUPPORTED;
-}
-cudnnStatus_t CUDNNWINAPI cudnnBackendFinalize(cudnnBackendDescriptor_t) {
-  emu::count_api(__func__);
-  return CUDNN_STATUS_NOT_SUPPORTED;
-}
-cudnnStatus_t CUDNNWINAPI cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t, cudnnBackendDescriptor_t) {
-  emu::count_api(__func__);
-  t_stream = stream_of(handle);
-  return CUDNN_STATUS_NOT_SUPPORTED;
 }
 
 }  // extern "C"

@@ -40,7 +40,6 @@ const Exclusion kExcluded[] = {
     {"CudaTrain.ReferenceNetworkTrainsOnTheGpuAsOnTheCpu",
      "400 steps of the reference network at batch 64 on the emulated GPU take too long for CI; "
      "CudaTrain.FirstStepsMatchTheCpuStepByStep runs four"},
-    {"CudnnGraph.*", "GPU_CUDNN through cuDNN's graph API (emu_cudnn.cpp emulates the legacy calls only)"},
     {"GpuStream.KernelOnAStream*:GpuStream.SignalBetweenTwoGpuStreams*:GpuStream.CpuStreamWaitsForAGpuSignal*",
      "streams and events: the emulated runtime runs all work at once, so a stream never has work "
      "pending (KernelOnAStream... waits for that forever) and the ordering between streams the "
