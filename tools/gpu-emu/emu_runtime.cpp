@@ -33,6 +33,8 @@
 //                      and events belong to one; a launch on another
 //                      device's stream than the current one's, or an event
 //                      recorded on another device's stream, fails as on a GPU
+//   EMU_DEVICE_MEMORY=bytes each device's memory (default 80 GiB): a
+//                      cudaMalloc past it fails (cudaErrorMemoryAllocation)
 //   EMU_SKIP_KERNELS=1 launches are checked and counted but no block runs
 //                      (host-cost-emu: the host's own cost of a step; every
 //                      result is then garbage)
@@ -129,6 +131,7 @@ bool g_skip_kernels = false;  // EMU_SKIP_KERNELS (or set_skip_kernels)
 // current one (cudaSetDevice is per thread, as CUDA's); streams and events
 // belong to the device current where they were made.
 int g_devices = 2;
+size_t g_capacity = size_t{80} << 30;  // EMU_DEVICE_MEMORY
 thread_local int t_device = 0;
 struct FakeObject {
   int kind;
@@ -180,6 +183,7 @@ const bool g_env = [] {
   g_warp_ahead = wa && *wa && std::strcmp(wa, "0") != 0;
   if (const char* m = std::getenv("EMU_MAX_BLOCKS")) g_max_blocks = static_cast<unsigned>(std::strtoul(m, nullptr, 10));
   if (const char* d = std::getenv("EMU_DEVICES")) g_devices = std::max(1, std::min(8, std::atoi(d)));
+  if (const char* m = std::getenv("EMU_DEVICE_MEMORY")) g_capacity = std::strtoull(m, nullptr, 10);
   const char* sk = std::getenv("EMU_SKIP_KERNELS");
   g_skip_kernels = sk && *sk && std::strcmp(sk, "0") != 0;
   const char* st = std::getenv("EMU_STATS");
@@ -576,6 +580,7 @@ struct Block {
 };
 std::mutex g_memory;
 std::map<const char*, Block> g_blocks;  // cudaMalloc's blocks by start
+size_t g_used[8] = {};                   // bytes cudaMalloc holds, by device
 cudaStream_t new_stream() { return reinterpret_cast<cudaStream_t>(new FakeObject{1, t_device}); }
 cudaEvent_t new_event() { return reinterpret_cast<cudaEvent_t>(new FakeObject{2, t_device}); }
 }  // namespace
@@ -659,9 +664,20 @@ cudaError_t CUDARTAPI cudaFuncSetAttribute(const void* func, enum cudaFuncAttrib
 
 cudaError_t CUDARTAPI cudaMalloc(void** p, size_t bytes) {
   emu::count_api(__func__);
+  *p = nullptr;
+  {
+    // Each device holds EMU_DEVICE_MEMORY bytes (default 80 GiB, an H100's):
+    // past that cudaMalloc fails as a full GPU's does (not sticky).
+    const std::lock_guard<std::mutex> lock(g_memory);
+    if (bytes > emu::g_capacity || g_used[t_device] > emu::g_capacity - bytes) return cudaErrorMemoryAllocation;
+    g_used[t_device] += bytes;
+  }
   *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
-  if (!*p) return emu::set_error(cudaErrorMemoryAllocation), cudaErrorMemoryAllocation;
   const std::lock_guard<std::mutex> lock(g_memory);
+  if (!*p) {
+    g_used[t_device] -= bytes;
+    return cudaErrorMemoryAllocation;
+  }
   g_blocks[static_cast<const char*>(*p)] = Block{bytes, t_device};
   return cudaSuccess;
 }
@@ -670,8 +686,10 @@ cudaError_t CUDARTAPI cudaFree(void* p) {
   if (!p) return cudaSuccess;
   {
     const std::lock_guard<std::mutex> lock(g_memory);
-    if (!g_blocks.erase(static_cast<const char*>(p)))
-      return emu::set_error(cudaErrorInvalidValue), cudaErrorInvalidValue;
+    const auto it = g_blocks.find(static_cast<const char*>(p));
+    if (it == g_blocks.end()) return emu::set_error(cudaErrorInvalidValue), cudaErrorInvalidValue;
+    g_used[it->second.device] -= it->second.bytes;
+    g_blocks.erase(it);
   }
   std::free(p);
   return cudaSuccess;
