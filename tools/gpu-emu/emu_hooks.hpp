@@ -20,6 +20,10 @@ unsigned long long launch_count();
 unsigned long long stream_launch_count();
 // Copies and fills (cudaMemcpy*, cudaMemset*) made.
 unsigned long long copy_count();
+// Marks [p, p + bytes) as device memory of `device` (bytes 0: forgets the
+// range starting at p), for memory the emulated cudaMalloc did not hand out
+// (EMU_EXACT_MEMORY's tensors): copies and fills check their ends against it.
+void device_range(const void* p, size_t bytes, int device);
 // Host bytes registered with cudaHostRegister and not unregistered.
 size_t pinned_bytes();
 // A library's product counted as a launch, on `stream` (a cudaStream_t).

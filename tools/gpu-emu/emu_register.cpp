@@ -16,6 +16,7 @@
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/registry.hpp"
+#include "emu_hooks.hpp"
 
 namespace nnc {
 void register_cuda(Registry& r);  // cuda/device.cpp
@@ -44,9 +45,13 @@ void* exact_alloc(int device, size_t bytes) {
   check_device(device);
   void* p = std::malloc(bytes ? bytes : 1);
   if (!p) nnc::fail(CCV_NNC_EXEC_OOM, "gpu-emu: cannot allocate %zu bytes", bytes);
+  emu::device_range(p, bytes ? bytes : 1, device);
   return p;
 }
-void exact_free(int, void* p) { std::free(p); }
+void exact_free(int, void* p) {
+  emu::device_range(p, 0, 0);
+  std::free(p);
+}
 void install_fault_message() {}
 #else
 struct Mapping {
@@ -67,6 +72,7 @@ void* exact_alloc(int device, size_t bytes) {
   char* base = static_cast<char*>(m);
   mprotect(base + pages, page_size(), PROT_NONE);
   void* p = base + pages - data;
+  emu::device_range(p, data ? data : 8, device);
   const std::lock_guard<std::mutex> lock(g_mutex);
   g_mappings[p] = Mapping{base, pages + page_size()};
   return p;
@@ -75,6 +81,7 @@ void exact_free(int, void* p) {
   const std::lock_guard<std::mutex> lock(g_mutex);
   auto it = g_mappings.find(p);
   if (it == g_mappings.end()) return;
+  emu::device_range(p, 0, 0);
   munmap(it->second.base, it->second.length);
   g_mappings.erase(it);
 }

@@ -581,9 +581,52 @@ struct Block {
 std::mutex g_memory;
 std::map<const char*, Block> g_blocks;  // cudaMalloc's blocks by start
 size_t g_used[8] = {};                   // bytes cudaMalloc holds, by device
+
+// Where a range of n bytes lies: inside one device block, clear of every
+// device block (host memory), or across the two (a bug either way).
+enum Where { kHost, kDevice, kStraddles };
+Where where(const void* p, size_t n) {
+  const char* c = static_cast<const char*>(p);
+  const std::lock_guard<std::mutex> lock(g_memory);
+  auto it = g_blocks.upper_bound(c);
+  if (it != g_blocks.begin()) {
+    const auto& [start, b] = *std::prev(it);
+    if (c < start + b.bytes) return c + n <= start + b.bytes ? kDevice : kStraddles;
+  }
+  return it != g_blocks.end() && it->first < c + n ? kStraddles : kHost;
+}
+void bad_range(const char* call, const char* which, const char* want) {
+  std::fprintf(stderr, "gpu-emu: %s: %s is not %s\n", call, which, want);
+  emu::set_error(cudaErrorInvalidValue);
+}
+// A copy's kind against where its ends are (cudaMemcpyDefault: anything).
+bool copy_ok(void* dst, const void* src, size_t n, cudaMemcpyKind k, const char* call) {
+  if (!n || k == cudaMemcpyDefault) return true;
+  const Where d = where(dst, n), s = where(src, n);
+  const bool dst_device = k == cudaMemcpyHostToDevice || k == cudaMemcpyDeviceToDevice;
+  const bool src_device = k == cudaMemcpyDeviceToHost || k == cudaMemcpyDeviceToDevice;
+  if (d != (dst_device ? kDevice : kHost)) {
+    bad_range(call, "the destination", dst_device ? "device memory (the copy's kind says so)" : "host memory (the copy's kind says so)");
+    return false;
+  }
+  if (s != (src_device ? kDevice : kHost)) {
+    bad_range(call, "the source", src_device ? "device memory (the copy's kind says so)" : "host memory (the copy's kind says so)");
+    return false;
+  }
+  return true;
+}
 cudaStream_t new_stream() { return reinterpret_cast<cudaStream_t>(new FakeObject{1, t_device}); }
 cudaEvent_t new_event() { return reinterpret_cast<cudaEvent_t>(new FakeObject{2, t_device}); }
 }  // namespace
+
+// EMU_EXACT_MEMORY's tensors (emu_register.cpp): device memory too.
+void emu::device_range(const void* p, size_t bytes, int device) {
+  const std::lock_guard<std::mutex> lock(g_memory);
+  if (bytes)
+    g_blocks[static_cast<const char*>(p)] = Block{bytes, device};
+  else
+    g_blocks.erase(static_cast<const char*>(p));
+}
 
 extern "C" {
 
@@ -729,24 +772,27 @@ cudaError_t CUDARTAPI cudaHostUnregister(void* p) {
   return cudaSuccess;
 }
 
-cudaError_t CUDARTAPI cudaMemcpy(void* dst, const void* src, size_t n, enum cudaMemcpyKind) {
+cudaError_t CUDARTAPI cudaMemcpy(void* dst, const void* src, size_t n, enum cudaMemcpyKind k) {
   emu::count_api(__func__);
+  if (!copy_ok(dst, src, n, k, __func__)) return emu::set_error(cudaErrorInvalidValue), cudaErrorInvalidValue;
   if (n) std::memmove(dst, src, n);
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaMemcpyAsync(void* dst, const void* src, size_t n, enum cudaMemcpyKind k, cudaStream_t) {
   emu::count_api(__func__);
-  (void)k;
+  if (!copy_ok(dst, src, n, k, __func__)) return emu::set_error(cudaErrorInvalidValue), cudaErrorInvalidValue;
   if (n) std::memmove(dst, src, n);
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaMemset(void* p, int v, size_t n) {
   emu::count_api(__func__);
+  if (n && where(p, n) != kDevice) return bad_range(__func__, "the memory set", "device memory"), cudaErrorInvalidValue;
   if (n) std::memset(p, v, n);
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t) {
   emu::count_api(__func__);
+  if (n && where(p, n) != kDevice) return bad_range(__func__, "the memory set", "device memory"), cudaErrorInvalidValue;
   if (n) std::memset(p, v, n);
   return cudaSuccess;
 }
