@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "emu_hooks.hpp"
+#include "emu_numbers.hpp"
 
 namespace {
 
@@ -32,49 +33,16 @@ struct Token {
   cudaStream_t stream = nullptr;  // a cuBLAS handle's (cublasSetStream)
 };
 
-// One element of storage type t at p[i], as double (exact for every type).
-double load(cudaDataType_t t, const void* p, int64_t i) {
-  switch (t) {
-    case CUDA_R_64F:
-      return static_cast<const double*>(p)[i];
-    case CUDA_R_16F:
-      return __half2float(static_cast<const __half*>(p)[i]);
-    case CUDA_R_16BF:
-      return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
-    default:
-      return static_cast<const float*>(p)[i];
-  }
+emu::Elem elem(cudaDataType_t t) {
+  return t == CUDA_R_64F ? emu::Elem::kF64 : t == CUDA_R_16F ? emu::Elem::kF16 : t == CUDA_R_16BF ? emu::Elem::kBF16 : emu::Elem::kF32;
 }
-void store(cudaDataType_t t, void* p, int64_t i, double v) {
-  switch (t) {
-    case CUDA_R_64F:
-      static_cast<double*>(p)[i] = v;
-      break;
-    case CUDA_R_16F:
-      static_cast<__half*>(p)[i] = __float2half(static_cast<float>(v));
-      break;
-    case CUDA_R_16BF:
-      static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16(static_cast<float>(v));
-      break;
-    default:
-      static_cast<float*>(p)[i] = static_cast<float>(v);
-      break;
-  }
-}
+double load(cudaDataType_t t, const void* p, int64_t i) { return emu::load(elem(t), p, i); }
+void store(cudaDataType_t t, void* p, int64_t i, double v) { emu::store(elem(t), p, i, v); }
 bool storage_ok(cudaDataType_t t) {
   return t == CUDA_R_32F || t == CUDA_R_64F || t == CUDA_R_16F || t == CUDA_R_16BF;
 }
 
-// fp32 rounded to TF32 (10 explicit mantissa bits), to nearest, ties away
-// from zero as the tensor cores' conversion does.
-float tf32(float x) {
-  if (!std::isfinite(x)) return x;
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  u = (u + 0x1000u) & 0xffffe000u;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
+using emu::tf32;
 
 // A product's description, from either API.
 struct Product {

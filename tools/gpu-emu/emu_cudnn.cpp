@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "emu_hooks.hpp"
+#include "emu_numbers.hpp"
 
 namespace {
 
@@ -95,34 +96,14 @@ T* as(H h) {
 bool type_ok(cudnnDataType_t t) {
   return t == CUDNN_DATA_FLOAT || t == CUDNN_DATA_DOUBLE || t == CUDNN_DATA_HALF || t == CUDNN_DATA_BFLOAT16;
 }
-double load(cudnnDataType_t t, const void* p, int64_t i) {
-  switch (t) {
-    case CUDNN_DATA_DOUBLE:
-      return static_cast<const double*>(p)[i];
-    case CUDNN_DATA_HALF:
-      return __half2float(static_cast<const __half*>(p)[i]);
-    case CUDNN_DATA_BFLOAT16:
-      return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
-    default:
-      return static_cast<const float*>(p)[i];
-  }
+emu::Elem elem(cudnnDataType_t t) {
+  return t == CUDNN_DATA_DOUBLE  ? emu::Elem::kF64
+         : t == CUDNN_DATA_HALF  ? emu::Elem::kF16
+         : t == CUDNN_DATA_BFLOAT16 ? emu::Elem::kBF16
+                                    : emu::Elem::kF32;
 }
-void store(cudnnDataType_t t, void* p, int64_t i, double v) {
-  switch (t) {
-    case CUDNN_DATA_DOUBLE:
-      static_cast<double*>(p)[i] = v;
-      break;
-    case CUDNN_DATA_HALF:
-      static_cast<__half*>(p)[i] = __float2half(static_cast<float>(v));
-      break;
-    case CUDNN_DATA_BFLOAT16:
-      static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16(static_cast<float>(v));
-      break;
-    default:
-      static_cast<float*>(p)[i] = static_cast<float>(v);
-      break;
-  }
-}
+double load(cudnnDataType_t t, const void* p, int64_t i) { return emu::load(elem(t), p, i); }
+void store(cudnnDataType_t t, void* p, int64_t i, double v) { emu::store(elem(t), p, i, v); }
 // alpha / beta: double for DOUBLE data, float for the rest.
 double scale(cudnnDataType_t data, const void* p) {
   return data == CUDNN_DATA_DOUBLE ? *static_cast<const double*>(p) : *static_cast<const float*>(p);
@@ -132,14 +113,7 @@ void blend(cudnnDataType_t t, void* p, int64_t i, double alpha, double v, double
   store(t, p, i, beta == 0 ? alpha * v : alpha * v + beta * load(t, p, i));
 }
 
-float tf32(float x) {
-  if (!std::isfinite(x)) return x;
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  u = (u + 0x1000u) & 0xffffe000u;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
+using emu::tf32;
 
 int64_t count(const TensorD& t) {
   int64_t n = 1;

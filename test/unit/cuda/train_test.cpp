@@ -10,32 +10,14 @@
 #include <random>
 #include <vector>
 
+#include "tools/bench-gpu-train/reference_net.hpp"
 #include "unit/cuda/gpu.hpp"
 
 namespace {
 
 using nnc_gpu_test::Owned;
 
-ccv_cnnp_model_t* reference_net() {
-  int k5[CCV_NNC_MAX_DIM_ALLOC] = {5, 5}, k2[CCV_NNC_MAX_DIM_ALLOC] = {2, 2};
-  ccv_nnc_hint_t pad2{}, stride2{};
-  pad2.stride.dim[0] = pad2.stride.dim[1] = 1;
-  pad2.border.begin[0] = pad2.border.begin[1] = pad2.border.end[0] = pad2.border.end[1] = 2;
-  stride2.stride.dim[0] = stride2.stride.dim[1] = 2;
-  ccv_cnnp_model_t* layers[] = {
-      ccv_cnnp_convolution(1, 32, k5, nullptr, 0, pad2, 0, 1, "conv1"),
-      ccv_cnnp_relu(nullptr),
-      ccv_cnnp_max_pool(k2, stride2, nullptr),
-      ccv_cnnp_convolution(1, 64, k5, nullptr, 0, pad2, 0, 1, "conv2"),
-      ccv_cnnp_relu(nullptr),
-      ccv_cnnp_max_pool(k2, stride2, nullptr),
-      ccv_cnnp_flatten(nullptr),
-      ccv_cnnp_dense(256, 0, 0, 1, "fc1"),
-      ccv_cnnp_relu(nullptr),
-      ccv_cnnp_dense(10, 0, 0, 1, "fc2"),
-  };
-  return ccv_cnnp_sequential_new(layers, 10, 1, "reference");
-}
+using nnc_bench::reference_net;  // tools/bench-gpu-train/reference_net.hpp
 
 ccv_nnc_cmd_t sgd(float rate, float scale, float momentum) {
   ccv_nnc_cmd_param_t p;
