@@ -20,14 +20,17 @@
 // Without a stream context (or on a CPU one, which is waited for first) the
 // call is synchronous: each device's part runs on its default stream and is
 // waited for. On a GPU stream context it is queued and the host waits for
-// nothing: the context's stream records an event that every other rank's
-// stream (one NCCL stream per device, the module's) waits for — the inputs
-// are written by then, since the context's stream is where this call's
-// predecessors were ordered —, the rank on the context's device runs on the
-// context's stream, and the context's stream waits for each other rank's end
-// through an event, so work ordered after this call on it (or behind its
-// signals) sees every output. Collectives across processes are the MPI
-// communicator's (lib/cmd/comm).
+// nothing: the context's stream records an event that every rank's stream
+// waits for — the inputs are written by then, since the context's stream is
+// where this call's predecessors were ordered —, and the context's stream
+// waits for each rank's end through an event, so work ordered after this call
+// on it (or behind its signals) sees every output. The ranks run on the
+// module's NCCL stream of their device (one per device), the context's own
+// device's rank too: the collectives on a communicator are then issued to its
+// ranks in one order, whichever streams of a schedule queue them (two
+// collectives of one communicator running on different streams of a device
+// could each wait inside NCCL for a rank the other one holds up).
+// Collectives across processes are the MPI communicator's (lib/cmd/comm).
 #include <nccl.h>
 
 #include <algorithm>
@@ -121,8 +124,7 @@ void wait_for(ccv_nnc_stream_context_t* stream_context) {
 }
 
 // The module's NCCL stream of each device (non-blocking, made on first use,
-// kept for the process): the ranks of queued collectives that are not on the
-// stream context's device run there.
+// kept for the process): the ranks of queued collectives run there.
 cudaStream_t nccl_stream(int device, const char* what) {
   static std::mutex mutex;
   static std::map<int, cudaStream_t> streams;
@@ -166,8 +168,6 @@ void group(ccv_nnc_stream_context_t* stream_context, const std::vector<int>& dev
   for (int d : devices) {
     if (!queued) {
       streams.push_back(stream_of(nullptr, d, what));
-    } else if (d == home) {
-      streams.push_back(s0);
     } else {
       streams.push_back(nccl_stream(d, what));
       order_after(home, s0, streams.back(), what);  // the inputs are written
@@ -180,7 +180,7 @@ void group(ccv_nnc_stream_context_t* stream_context, const std::vector<int>& dev
     if (!queued) {
       NNC_CUDA_CHECK(cudaSetDevice(devices[i]), what);
       finish(nullptr, streams[i], what);
-    } else if (devices[i] != home) {
+    } else {
       order_after(devices[i], streams[i], s0, what);  // the outputs are there for what follows on s0
     }
   }
