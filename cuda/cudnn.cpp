@@ -168,19 +168,48 @@ class Lease {
 // block of the module's caching allocator ordered on the call's stream.
 using Scratch = StreamBlock;
 
-// RAII cuDNN descriptors.
+// RAII cuDNN descriptors, kept for reuse: a destroyed one goes to the
+// thread's pool of its kind (up to kPooled of them) and the next one of that
+// kind comes from there, so a call does not make and free a descriptor per
+// operand (a training step of the reference network made and freed 35).
+// Every user sets a descriptor whole before use (the convolution's: its
+// geometry, group count and math type), so nothing of its last use remains.
 template <class T, cudnnStatus_t (*Create)(T*), cudnnStatus_t (*Destroy)(T)>
 class Desc {
  public:
-  explicit Desc(const char* what) { NNC_CUDNN_CHECK(Create(&d_), what); }
+  explicit Desc(const char* what) {
+    std::vector<T>& free = pool();
+    if (!free.empty()) {
+      d_ = free.back();
+      free.pop_back();
+      return;
+    }
+    NNC_CUDNN_CHECK(Create(&d_), what);
+  }
   ~Desc() {
-    if (d_) Destroy(d_);
+    if (!d_) return;
+    std::vector<T>& free = pool();
+    if (free.size() < kPooled)
+      free.push_back(d_);
+    else
+      Destroy(d_);
   }
   Desc(const Desc&) = delete;
   Desc& operator=(const Desc&) = delete;
   operator T() const { return d_; }
 
  private:
+  static constexpr size_t kPooled = 32;
+  struct Pool {
+    std::vector<T> free;
+    ~Pool() {
+      for (T d : free) Destroy(d);
+    }
+  };
+  static std::vector<T>& pool() {
+    thread_local Pool p;
+    return p.free;
+  }
   T d_ = nullptr;
 };
 using TensorDesc = Desc<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;

@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "cmd/common/gemm_plan.hpp"
@@ -156,11 +157,23 @@ bool lt_disabled() {
   return off;
 }
 
-// One planned call with the bias epilogue through cuBLASLt. False (nothing
-// queued) when cuBLASLt has no algorithm for it: the caller falls back.
-bool lt_bias_call(int device, cudaStream_t s, const gemm_plan::Call& c, const Types& t, const void* bias,
-                  const char* what) {
-  cublasLtHandle_t lt = lt_handle(device, what);
+// What one shape of bias-epilogue call needs from cuBLASLt, made on its
+// first call and kept (per thread, device, shape, types and alignments): the
+// matmul and layout descriptors and the heuristic's algorithm (ok false: it
+// had none). Later calls of the shape only point the bias at their operand.
+struct LtPlan {
+  bool ok = false;
+  cublasLtMatmulHeuristicResult_t result = {};
+  Owned<cublasLtMatmulDesc_t, cublasStatus_t (*)(cublasLtMatmulDesc_t)> desc{cublasLtMatmulDescDestroy};
+  Owned<cublasLtMatrixLayout_t, cublasStatus_t (*)(cublasLtMatrixLayout_t)> la{cublasLtMatrixLayoutDestroy},
+      lb{cublasLtMatrixLayoutDestroy}, lc{cublasLtMatrixLayoutDestroy};
+};
+
+// The descriptors and the heuristic's answer for call c (al: the operands'
+// worst alignments, a, b, c; worst_bias: the bias operand aligned worst).
+std::unique_ptr<LtPlan> make_lt_plan(cublasLtHandle_t lt, const gemm_plan::Call& c, const Types& t,
+                                     const uint32_t al[4], const void* worst_bias, const char* what) {
+  auto p = std::make_unique<LtPlan>();
   auto mk_layout = [&](cublasLtMatrixLayout_t* out, int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
     NNC_LT_CHECK(
         cublasLtMatrixLayoutCreate(out, t.storage, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld), what);
@@ -172,31 +185,51 @@ bool lt_bias_call(int device, cudaStream_t s, const gemm_plan::Call& c, const Ty
           what);
     }
   };
-  Owned<cublasLtMatmulDesc_t, cublasStatus_t (*)(cublasLtMatmulDesc_t)> desc(cublasLtMatmulDescDestroy);
-  Owned<cublasLtMatrixLayout_t, cublasStatus_t (*)(cublasLtMatrixLayout_t)> la(cublasLtMatrixLayoutDestroy),
-      lb(cublasLtMatrixLayoutDestroy), lc(cublasLtMatrixLayoutDestroy);
   Owned<cublasLtMatmulPreference_t, cublasStatus_t (*)(cublasLtMatmulPreference_t)> pref(
       cublasLtMatmulPreferenceDestroy);
-  NNC_LT_CHECK(cublasLtMatmulDescCreate(&desc.v, t.compute, t.scale), what);
+  NNC_LT_CHECK(cublasLtMatmulDescCreate(&p->desc.v, t.compute, t.scale), what);
   const cublasOperation_t ta = c.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = c.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  NNC_LT_CHECK(cublasLtMatmulDescSetAttribute(desc.v, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), what);
-  NNC_LT_CHECK(cublasLtMatmulDescSetAttribute(desc.v, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), what);
+  NNC_LT_CHECK(cublasLtMatmulDescSetAttribute(p->desc.v, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), what);
+  NNC_LT_CHECK(cublasLtMatmulDescSetAttribute(p->desc.v, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), what);
   const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-  NNC_LT_CHECK(cublasLtMatmulDescSetAttribute(desc.v, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), what);
+  NNC_LT_CHECK(cublasLtMatmulDescSetAttribute(p->desc.v, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), what);
   const cudaDataType_t bias_type = t.storage;
   NNC_LT_CHECK(
-      cublasLtMatmulDescSetAttribute(desc.v, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type), what);
+      cublasLtMatmulDescSetAttribute(p->desc.v, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type),
+      what);
   if (c.batch > 1) {
     const int64_t bs = c.stride_bias;
-    NNC_LT_CHECK(cublasLtMatmulDescSetAttribute(desc.v, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &bs, sizeof bs), what);
+    NNC_LT_CHECK(cublasLtMatmulDescSetAttribute(p->desc.v, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &bs, sizeof bs),
+                 what);
   }
-  mk_layout(&la.v, c.trans_a ? c.k : c.m, c.trans_a ? c.m : c.k, c.lda, c.stride_a);
-  mk_layout(&lb.v, c.trans_b ? c.n : c.k, c.trans_b ? c.k : c.n, c.ldb, c.stride_b);
-  mk_layout(&lc.v, c.m, c.n, c.ldc, c.stride_c);
+  mk_layout(&p->la.v, c.trans_a ? c.k : c.m, c.trans_a ? c.m : c.k, c.lda, c.stride_a);
+  mk_layout(&p->lb.v, c.trans_b ? c.n : c.k, c.trans_b ? c.k : c.n, c.ldb, c.stride_b);
+  mk_layout(&p->lc.v, c.m, c.n, c.ldc, c.stride_c);
   NNC_LT_CHECK(cublasLtMatmulPreferenceCreate(&pref.v), what);
   const uint64_t ws = kLtWorkspace;
   NNC_LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.v, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
                what);
+  const cublasLtMatmulPreferenceAttributes_t which[4] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  for (int i = 0; i < 4; i++)
+    NNC_LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.v, which[i], &al[i], sizeof al[i]), what);
+  // The heuristic reads the bias pointer for its alignment: the worst one.
+  NNC_LT_CHECK(
+      cublasLtMatmulDescSetAttribute(p->desc.v, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &worst_bias, sizeof worst_bias),
+      what);
+  int found = 0;
+  const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(lt, p->desc.v, p->la.v, p->lb.v, p->lc.v, p->lc.v, pref.v,
+                                                           1, &p->result, &found);
+  p->ok = hs == CUBLAS_STATUS_SUCCESS && found > 0;
+  return p;
+}
+
+// One planned call with the bias epilogue through cuBLASLt. False (nothing
+// queued) when cuBLASLt has no algorithm for it: the caller falls back.
+bool lt_bias_call(int device, cudaStream_t s, const gemm_plan::Call& c, const Types& t, const void* bias,
+                  const char* what) {
+  cublasLtHandle_t lt = lt_handle(device, what);
   // One algorithm for every base: chosen for the worst alignment among them
   // (the heuristic reads the bias pointer for its alignment too).
   const int64_t es = static_cast<int64_t>(t.esize);
@@ -210,15 +243,8 @@ bool lt_bias_call(int device, cudaStream_t s, const gemm_plan::Call& c, const Ty
     const void* bp = static_cast<const unsigned char*>(bias) + base.bias * es;
     if (alignment(bp) < bias_al) bias_al = alignment(bp), worst_bias = bp;
   }
-  const cublasLtMatmulPreferenceAttributes_t which[4] = {
-      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-  for (int i = 0; i < 4; i++)
-    NNC_LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.v, which[i], &al[i], sizeof al[i]), what);
-  NNC_LT_CHECK(
-      cublasLtMatmulDescSetAttribute(desc.v, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &worst_bias, sizeof worst_bias), what);
-  // The heuristic's answer is kept per shape, types and alignments (it costs
-  // more than a small GEMM), per thread and device.
+  // The heuristic's answer costs more than a small GEMM: kept per shape,
+  // types and alignments, per thread and device, with its descriptors.
   const AlgoKey key = {device,
                        static_cast<int64_t>(t.storage),
                        static_cast<int64_t>(t.compute),
@@ -239,32 +265,31 @@ bool lt_bias_call(int device, cudaStream_t s, const gemm_plan::Call& c, const Ty
                        al[1],
                        al[2],
                        bias_al};
-  thread_local std::map<AlgoKey, std::pair<bool, cublasLtMatmulHeuristicResult_t>> cache;
+  thread_local std::map<AlgoKey, std::unique_ptr<LtPlan>> cache;
   auto it = cache.find(key);
   if (it == cache.end()) {
-    cublasLtMatmulHeuristicResult_t r = {};
-    int found = 0;
-    const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(lt, desc.v, la.v, lb.v, lc.v, lc.v, pref.v, 1, &r, &found);
     if (cache.size() > 4096) cache.clear();
-    it = cache.emplace(key, std::make_pair(hs == CUBLAS_STATUS_SUCCESS && found > 0, r)).first;
+    it = cache.emplace(key, make_lt_plan(lt, c, t, al, worst_bias, what)).first;
   }
-  if (!it->second.first) return false;  // no algorithm: nothing queued, the caller falls back
-  const cublasLtMatmulHeuristicResult_t& result = it->second.second;
+  LtPlan& plan = *it->second;
+  if (!plan.ok) return false;  // no algorithm: nothing queued, the caller falls back
+  const cublasLtMatmulHeuristicResult_t& result = plan.result;
   const Scalars sc;
   StreamBlock workspace(result.workspaceSize, s, what);
   for (const gemm_plan::Base& base : c.bases) {
     const void* bias_at = static_cast<const unsigned char*>(bias) + base.bias * es;
-    NNC_LT_CHECK(cublasLtMatmulDescSetAttribute(desc.v, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_at, sizeof bias_at),
-                 what);
+    NNC_LT_CHECK(
+        cublasLtMatmulDescSetAttribute(plan.desc.v, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_at, sizeof bias_at), what);
     unsigned char* out = c.c + base.c * es;
     const cublasStatus_t st =
-        cublasLtMatmul(lt, desc.v, sc.get(t, 1), c.a + base.a * es, la.v, c.b + base.b * es, lb.v, sc.get(t, 0), out,
-                       lc.v, out, lc.v, &result.algo, workspace.get(), result.workspaceSize, s);
+        cublasLtMatmul(lt, plan.desc.v, sc.get(t, 1), c.a + base.a * es, plan.la.v, c.b + base.b * es, plan.lb.v,
+                       sc.get(t, 0), out, plan.lc.v, out, plan.lc.v, &result.algo, workspace.get(), result.workspaceSize,
+                       s);
     // Refused outright on the first call (nothing queued yet): fall back, and
     // remember not to try this shape again.
     if (st != CUBLAS_STATUS_SUCCESS && &base == &c.bases.front() &&
         (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE)) {
-      it->second.first = false;
+      plan.ok = false;
       return false;
     }
     check_lt(st, what, "cublasLtMatmul");
