@@ -15,10 +15,8 @@
 // algorithm for every call and asks for no workspace.
 #include <cublasLt.h>
 #include <cublas_v2.h>
-#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -61,9 +59,9 @@ struct Product {
   const void* alpha = nullptr;
   const void* beta = nullptr;
   const void* bias = nullptr;  // one value per row of D (the BIAS epilogue)
-  cudaStream_t stream = nullptr;
   cudaDataType_t bias_type = CUDA_R_32F;
   int64_t stride_bias = 0;
+  cudaStream_t stream = nullptr;  // for the launch counts
 };
 
 double scalar(cudaDataType_t t, const void* p) { return load(t, p, 0); }
@@ -81,46 +79,32 @@ cublasStatus_t run(const Product& p) {
   const double alpha = scalar(p.scale, p.alpha), beta = scalar(p.scale, p.beta);
   // op(A) as m rows of k and op(B) as n rows of k, loaded once (TF32
   // rounding applied there): every sum then walks two contiguous rows.
+  // Every storage type is exact in double, and but for 64F also in float.
   const bool wide = p.compute == CUBLAS_COMPUTE_64F, tf = p.compute == CUBLAS_COMPUTE_32F_FAST_TF32;
-  std::vector<double> ad, bd;
-  std::vector<float> af, bf;
-  if (wide)
-    ad.resize(static_cast<size_t>(p.m * p.k)), bd.resize(static_cast<size_t>(p.n * p.k));
-  else
-    af.resize(static_cast<size_t>(p.m * p.k)), bf.resize(static_cast<size_t>(p.n * p.k));
+  auto operand = [&](double v) { return tf ? tf32(static_cast<float>(v)) : v; };
+  std::vector<double> a(static_cast<size_t>(p.m * p.k)), b(static_cast<size_t>(p.n * p.k));
   for (int bi = 0; bi < p.batch; bi++) {
     const int64_t oa = bi * p.stride_a, ob = bi * p.stride_b, oc = bi * p.stride_c, od = bi * p.stride_d;
     for (int64_t i = 0; i < p.m; i++)
-      for (int64_t q = 0; q < p.k; q++) {
-        const double x = load(p.ta_type, p.a, oa + (p.ta ? q + i * p.lda : i + q * p.lda));
-        if (wide)
-          ad[static_cast<size_t>(i * p.k + q)] = x;
-        else
-          af[static_cast<size_t>(i * p.k + q)] = tf ? tf32(static_cast<float>(x)) : static_cast<float>(x);
-      }
+      for (int64_t q = 0; q < p.k; q++)
+        a[static_cast<size_t>(i * p.k + q)] = operand(load(p.ta_type, p.a, oa + (p.ta ? q + i * p.lda : i + q * p.lda)));
     for (int64_t j = 0; j < p.n; j++)
-      for (int64_t q = 0; q < p.k; q++) {
-        const double y = load(p.tb_type, p.b, ob + (p.tb ? j + q * p.ldb : q + j * p.ldb));
-        if (wide)
-          bd[static_cast<size_t>(j * p.k + q)] = y;
-        else
-          bf[static_cast<size_t>(j * p.k + q)] = tf ? tf32(static_cast<float>(y)) : static_cast<float>(y);
-      }
+      for (int64_t q = 0; q < p.k; q++)
+        b[static_cast<size_t>(j * p.k + q)] = operand(load(p.tb_type, p.b, ob + (p.tb ? j + q * p.ldb : q + j * p.ldb)));
     for (int64_t j = 0; j < p.n; j++)
       for (int64_t i = 0; i < p.m; i++) {
+        const double *x = &a[static_cast<size_t>(i * p.k)], *y = &b[static_cast<size_t>(j * p.k)];
         double acc = 0;
         if (wide) {
-          const double *x = &ad[static_cast<size_t>(i * p.k)], *y = &bd[static_cast<size_t>(j * p.k)];
           for (int64_t q = 0; q < p.k; q++) acc += x[q] * y[q];
         } else if (p.compute == CUBLAS_COMPUTE_16F) {
-          const float *x = &af[static_cast<size_t>(i * p.k)], *y = &bf[static_cast<size_t>(j * p.k)];
           __half h = __float2half(0.f);
-          for (int64_t q = 0; q < p.k; q++) h = __float2half(__half2float(h) + x[q] * y[q]);
+          for (int64_t q = 0; q < p.k; q++)
+            h = __float2half(__half2float(h) + static_cast<float>(x[q]) * static_cast<float>(y[q]));
           acc = __half2float(h);
         } else {
-          const float *x = &af[static_cast<size_t>(i * p.k)], *y = &bf[static_cast<size_t>(j * p.k)];
           float f = 0;
-          for (int64_t q = 0; q < p.k; q++) f += x[q] * y[q];
+          for (int64_t q = 0; q < p.k; q++) f += static_cast<float>(x[q]) * static_cast<float>(y[q]);
           acc = f;
         }
         double v = alpha * acc;
@@ -169,45 +153,64 @@ cublasStatus_t set(T* field, const void* buf, size_t bytes) {
   return CUBLAS_STATUS_SUCCESS;
 }
 
+// cublasGemmStridedBatchedEx's product (cublasGemmEx's with one batch).
+cublasStatus_t strided_ex(cublasHandle_t h, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k,
+                          const void* alpha, const void* A, cudaDataType Atype, int lda, long long strideA,
+                          const void* B, cudaDataType Btype, int ldb, long long strideB, const void* beta, void* C,
+                          cudaDataType Ctype, int ldc, long long strideC, int batchCount,
+                          cublasComputeType_t computeType) {
+  Product p;
+  if (op(transa, &p.ta) != CUBLAS_STATUS_SUCCESS || op(transb, &p.tb) != CUBLAS_STATUS_SUCCESS)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  p.m = m, p.n = n, p.k = k, p.alpha = alpha, p.beta = beta;
+  p.a = A, p.b = B, p.c = C, p.d = C;
+  p.ta_type = Atype, p.tb_type = Btype, p.tc_type = p.td_type = Ctype;
+  p.lda = lda, p.ldb = ldb, p.ldc = p.ldd = ldc;
+  p.stride_a = strideA, p.stride_b = strideB, p.stride_c = p.stride_d = strideC, p.batch = batchCount;
+  p.compute = computeType, p.scale = scale_of(computeType);
+  if (h) p.stream = reinterpret_cast<Token*>(h)->stream;
+  return run(p);
+}
+
 }  // namespace
 
 extern "C" {
 
 // cuda/stream.cpp keeps a cuBLAS handle per stream: a token here.
 cublasStatus_t CUBLASWINAPI cublasCreate_v2(cublasHandle_t* h) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   *h = reinterpret_cast<cublasHandle_t>(new Token{3});
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t CUBLASWINAPI cublasDestroy_v2(cublasHandle_t h) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   delete reinterpret_cast<Token*>(h);
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t CUBLASWINAPI cublasSetStream_v2(cublasHandle_t h, cudaStream_t s) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
   reinterpret_cast<Token*>(h)->stream = s;
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t CUBLASWINAPI cublasGetMathMode(cublasHandle_t, cublasMath_t* mode) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   *mode = CUBLAS_DEFAULT_MATH;
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t CUBLASWINAPI cublasSetMathMode(cublasHandle_t, cublasMath_t) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t CUBLASWINAPI cublasSetWorkspace_v2(cublasHandle_t, void*, size_t) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t CUBLASWINAPI cublasSgemm_v2(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
                                            int k, const float* alpha, const float* A, int lda, const float* B, int ldb,
                                            const float* beta, float* C, int ldc) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   Product p;
   if (op(ta, &p.ta) != CUBLAS_STATUS_SUCCESS || op(tb, &p.tb) != CUBLAS_STATUS_SUCCESS)
     return CUBLAS_STATUS_INVALID_VALUE;
@@ -225,37 +228,29 @@ cublasStatus_t CUBLASWINAPI cublasGemmStridedBatchedEx(cublasHandle_t h, cublasO
                                                        cudaDataType Ctype, int ldc, long long int strideC,
                                                        int batchCount, cublasComputeType_t computeType,
                                                        cublasGemmAlgo_t) {
-  emu::count_api(__func__);
-  Product p;
-  if (op(transa, &p.ta) != CUBLAS_STATUS_SUCCESS || op(transb, &p.tb) != CUBLAS_STATUS_SUCCESS)
-    return CUBLAS_STATUS_INVALID_VALUE;
-  p.m = m, p.n = n, p.k = k, p.alpha = alpha, p.beta = beta;
-  p.a = A, p.b = B, p.c = C, p.d = C;
-  p.ta_type = Atype, p.tb_type = Btype, p.tc_type = p.td_type = Ctype;
-  p.lda = lda, p.ldb = ldb, p.ldc = p.ldd = ldc;
-  p.stride_a = strideA, p.stride_b = strideB, p.stride_c = p.stride_d = strideC, p.batch = batchCount;
-  p.compute = computeType, p.scale = scale_of(computeType);
-  if (h) p.stream = reinterpret_cast<Token*>(h)->stream;
-  return run(p);
+  EMU_API_CALL();
+  return strided_ex(h, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, beta, C, Ctype,
+                    ldc, strideC, batchCount, computeType);
 }
 
 cublasStatus_t CUBLASWINAPI cublasGemmEx(cublasHandle_t h, cublasOperation_t transa, cublasOperation_t transb, int m,
                                          int n, int k, const void* alpha, const void* A, cudaDataType Atype, int lda,
                                          const void* B, cudaDataType Btype, int ldb, const void* beta, void* C,
                                          cudaDataType Ctype, int ldc, cublasComputeType_t computeType,
-                                         cublasGemmAlgo_t algo) {
-  return cublasGemmStridedBatchedEx(h, transa, transb, m, n, k, alpha, A, Atype, lda, 0, B, Btype, ldb, 0, beta, C,
-                                    Ctype, ldc, 0, 1, computeType, algo);
+                                         cublasGemmAlgo_t) {
+  EMU_API_CALL();
+  return strided_ex(h, transa, transb, m, n, k, alpha, A, Atype, lda, 0, B, Btype, ldb, 0, beta, C, Ctype, ldc, 0, 1,
+                    computeType);
 }
 
 cublasStatus_t CUBLASWINAPI cublasLtCreate(cublasLtHandle_t* h) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   if (!h) return CUBLAS_STATUS_INVALID_VALUE;
   *h = reinterpret_cast<cublasLtHandle_t>(new Token{4});
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t CUBLASWINAPI cublasLtDestroy(cublasLtHandle_t h) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   delete reinterpret_cast<Token*>(h);
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -274,20 +269,20 @@ const char* CUBLASWINAPI cublasLtGetStatusName(cublasStatus_t s) {
 
 cublasStatus_t CUBLASWINAPI cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* d, cublasComputeType_t compute,
                                                      cudaDataType_t scale) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   if (!d) return CUBLAS_STATUS_INVALID_VALUE;
   *d = reinterpret_cast<cublasLtMatmulDesc_t>(new MatmulDesc{compute, scale});
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t CUBLASWINAPI cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   delete reinterpret_cast<MatmulDesc*>(d);
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t CUBLASWINAPI cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
                                                            cublasLtMatmulDescAttributes_t attr, const void* buf,
                                                            size_t bytes) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   MatmulDesc* d = reinterpret_cast<MatmulDesc*>(desc);
   if (!d) return CUBLAS_STATUS_INVALID_VALUE;
   switch (attr) {
@@ -310,20 +305,20 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t 
 
 cublasStatus_t CUBLASWINAPI cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* l, cudaDataType type, uint64_t rows,
                                                        uint64_t cols, int64_t ld) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   if (!l) return CUBLAS_STATUS_INVALID_VALUE;
   *l = reinterpret_cast<cublasLtMatrixLayout_t>(new Layout{type, rows, cols, ld});
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t CUBLASWINAPI cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   delete reinterpret_cast<Layout*>(l);
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t CUBLASWINAPI cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t layout,
                                                              cublasLtMatrixLayoutAttribute_t attr, const void* buf,
                                                              size_t bytes) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   Layout* l = reinterpret_cast<Layout*>(layout);
   if (!l) return CUBLAS_STATUS_INVALID_VALUE;
   switch (attr) {
@@ -337,20 +332,20 @@ cublasStatus_t CUBLASWINAPI cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayou
 }
 
 cublasStatus_t CUBLASWINAPI cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* p) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   if (!p) return CUBLAS_STATUS_INVALID_VALUE;
   *p = reinterpret_cast<cublasLtMatmulPreference_t>(new Token{5});
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t CUBLASWINAPI cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   delete reinterpret_cast<Token*>(p);
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t CUBLASWINAPI cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p,
                                                                  cublasLtMatmulPreferenceAttributes_t, const void* buf,
                                                                  size_t) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   return p && buf ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
 }
 
@@ -359,7 +354,7 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, c
                                                            cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
                                                            cublasLtMatmulPreference_t pref, int requested,
                                                            cublasLtMatmulHeuristicResult_t results[], int* found) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   if (!h || !desc || !pref || requested < 1 || !results || !found) return CUBLAS_STATUS_INVALID_VALUE;
   std::memset(&results[0], 0, sizeof(results[0]));
   results[0].state = CUBLAS_STATUS_SUCCESS;
@@ -373,7 +368,7 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDes
                                            cublasLtMatrixLayout_t lb, const void* beta, const void* C,
                                            cublasLtMatrixLayout_t lc, void* D, cublasLtMatrixLayout_t ld,
                                            const cublasLtMatmulAlgo_t*, void*, size_t, cudaStream_t stream) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   const MatmulDesc* d = reinterpret_cast<const MatmulDesc*>(desc);
   const Layout *a = reinterpret_cast<const Layout*>(la), *b = reinterpret_cast<const Layout*>(lb),
                *c = reinterpret_cast<const Layout*>(lc), *o = reinterpret_cast<const Layout*>(ld);

@@ -274,74 +274,51 @@ bool filter_rounds(int a) {
 // scratch path runs.
 size_t workspace(int a) { return a == 0 ? 0 : 4096; }
 
-cudnnStatus_t conv_forward(const void* alpha, const TensorD* xd, const void* x, const FilterD* wd, const void* w,
-                           const ConvD* cd, int algo, const void* beta, const TensorD* yd, void* y) {
+// One of the convolution's three products, blended into its output by
+// alpha and beta: op 0 y from x and w (forward), 1 x from y and w (data
+// gradient), 2 w from x and y (filter gradient). The algorithm runs and
+// rounds by its rules above. The two inputs are read once into packed
+// arrays; the output is written once, rounded to its type.
+cudnnStatus_t convolution(int op, int algo, const void* alpha, const void* beta, const TensorD* xd, void* x,
+                          const FilterD* wd, void* w, const TensorD* yd, void* y, const ConvD* cd) {
+  static bool (*const runs[3])(int) = {fwd_runs, data_runs, filter_runs};
+  static bool (*const rounds[3])(int) = {fwd_rounds, data_rounds, filter_rounds};
   ConvShape s;
   const cudnnStatus_t st = conv_shape(xd, wd, cd, yd, &s);
   if (st != CUDNN_STATUS_SUCCESS) return st;
-  if (!fwd_runs(algo)) return CUDNN_STATUS_NOT_SUPPORTED;
-  s.reduced = s.reduced || (s.type == CUDNN_DATA_FLOAT && fwd_rounds(algo));
+  if (!runs[op](algo)) return CUDNN_STATUS_NOT_SUPPORTED;
+  s.reduced = s.reduced || (s.type == CUDNN_DATA_FLOAT && rounds[op](algo));
   emu::count_launch(t_stream);
   if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
-  const T4 Y{yd};
-  const std::vector<double> xv = gather(s, *xd, x, s.N, s.C, s.H, s.W), wv = gather_filter(s, *wd, w);
-  std::vector<double> acc(static_cast<size_t>(s.N) * s.K * s.P * s.Q, 0.0);
+  std::vector<double> xv, wv, yv;
+  if (op != 1) xv = gather(s, *xd, x, s.N, s.C, s.H, s.W);
+  if (op != 2) wv = gather_filter(s, *wd, w);
+  if (op != 0) yv = gather(s, *yd, y, s.N, s.K, s.P, s.Q);
+  std::vector<double> acc(op == 0 ? static_cast<size_t>(s.N) * s.K * s.P * s.Q
+                          : op == 1 ? static_cast<size_t>(s.N) * s.C * s.H * s.W
+                                    : static_cast<size_t>(s.K) * s.Cg * s.R * s.S,
+                          0.0);
   each_term(s, [&](int n, int k, int p, int q, int c, int cw, int r, int t, int h, int wi) {
-    acc[out(s, n, k, p, q)] += xv[img(s, n, c, h, wi)] * wv[flt(s, k, cw, r, t)];
+    if (op == 0)
+      acc[out(s, n, k, p, q)] += xv[img(s, n, c, h, wi)] * wv[flt(s, k, cw, r, t)];
+    else if (op == 1)
+      acc[img(s, n, c, h, wi)] += yv[out(s, n, k, p, q)] * wv[flt(s, k, cw, r, t)];
+    else
+      acc[flt(s, k, cw, r, t)] += xv[img(s, n, c, h, wi)] * yv[out(s, n, k, p, q)];
   });
   const double a = scale(s.type, alpha), b = scale(s.type, beta);
-  for (int n = 0; n < s.N; n++)
-    for (int k = 0; k < s.K; k++)
-      for (int p = 0; p < s.P; p++)
-        for (int q = 0; q < s.Q; q++)
-          blend(s.type, y, Y.at(n, k, p, q), a, acc[out(s, n, k, p, q)], b);
-  return CUDNN_STATUS_SUCCESS;
-}
-
-cudnnStatus_t conv_data(const void* alpha, const FilterD* wd, const void* w, const TensorD* dyd, const void* dy,
-                        const ConvD* cd, int algo, const void* beta, const TensorD* dxd, void* dx) {
-  ConvShape s;
-  const cudnnStatus_t st = conv_shape(dxd, wd, cd, dyd, &s);
-  if (st != CUDNN_STATUS_SUCCESS) return st;
-  if (!data_runs(algo)) return CUDNN_STATUS_NOT_SUPPORTED;
-  s.reduced = s.reduced || (s.type == CUDNN_DATA_FLOAT && data_rounds(algo));
-  emu::count_launch(t_stream);
-  if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
-  const T4 X{dxd};
-  const std::vector<double> gv = gather(s, *dyd, dy, s.N, s.K, s.P, s.Q), wv = gather_filter(s, *wd, w);
-  std::vector<double> acc(static_cast<size_t>(s.N) * s.C * s.H * s.W, 0.0);
-  each_term(s, [&](int n, int k, int p, int q, int c, int cw, int r, int t, int h, int wi) {
-    acc[img(s, n, c, h, wi)] += gv[out(s, n, k, p, q)] * wv[flt(s, k, cw, r, t)];
-  });
-  const double a = scale(s.type, alpha), b = scale(s.type, beta);
-  for (int n = 0; n < s.N; n++)
-    for (int c = 0; c < s.C; c++)
-      for (int h = 0; h < s.H; h++)
-        for (int wi = 0; wi < s.W; wi++)
-          blend(s.type, dx, X.at(n, c, h, wi), a, acc[img(s, n, c, h, wi)], b);
-  return CUDNN_STATUS_SUCCESS;
-}
-
-cudnnStatus_t conv_filter(const void* alpha, const TensorD* xd, const void* x, const TensorD* dyd, const void* dy,
-                          const ConvD* cd, int algo, const void* beta, const FilterD* dwd, void* dw) {
-  ConvShape s;
-  const cudnnStatus_t st = conv_shape(xd, dwd, cd, dyd, &s);
-  if (st != CUDNN_STATUS_SUCCESS) return st;
-  if (!filter_runs(algo)) return CUDNN_STATUS_NOT_SUPPORTED;
-  s.reduced = s.reduced || (s.type == CUDNN_DATA_FLOAT && filter_rounds(algo));
-  emu::count_launch(t_stream);
-  if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
-  const std::vector<double> xv = gather(s, *xd, x, s.N, s.C, s.H, s.W), gv = gather(s, *dyd, dy, s.N, s.K, s.P, s.Q);
-  std::vector<double> acc(static_cast<size_t>(s.K) * s.Cg * s.R * s.S, 0.0);
-  each_term(s, [&](int n, int k, int p, int q, int c, int cw, int r, int t, int h, int wi) {
-    acc[flt(s, k, cw, r, t)] += xv[img(s, n, c, h, wi)] * gv[out(s, n, k, p, q)];
-  });
-  const double a = scale(s.type, alpha), b = scale(s.type, beta);
-  for (int k = 0; k < s.K; k++)
-    for (int c = 0; c < s.Cg; c++)
-      for (int r = 0; r < s.R; r++)
-        for (int t = 0; t < s.S; t++)
-          blend(s.type, dw, filter_at(*dwd, k, c, r, t), a, acc[flt(s, k, c, r, t)], b);
+  const T4 X{xd}, Y{yd};
+  for (int i0 = 0; i0 < (op == 2 ? s.K : s.N); i0++)
+    for (int i1 = 0; i1 < (op == 0 ? s.K : op == 1 ? s.C : s.Cg); i1++)
+      for (int i2 = 0; i2 < (op == 0 ? s.P : op == 1 ? s.H : s.R); i2++)
+        for (int i3 = 0; i3 < (op == 0 ? s.Q : op == 1 ? s.W : s.S); i3++) {
+          if (op == 0)
+            blend(s.type, y, Y.at(i0, i1, i2, i3), a, acc[out(s, i0, i1, i2, i3)], b);
+          else if (op == 1)
+            blend(s.type, x, X.at(i0, i1, i2, i3), a, acc[img(s, i0, i1, i2, i3)], b);
+          else
+            blend(s.type, w, filter_at(*wd, i0, i1, i2, i3), a, acc[flt(s, i0, i1, i2, i3)], b);
+        }
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -385,8 +362,7 @@ cudnnStatus_t pool_check(const PoolD* d, const TensorD* x, const TensorD* y) {
   return CUDNN_STATUS_SUCCESS;
 }
 // The position of a window's maximum (the first in row order; NaN wins).
-void window_max(const PoolD& d, const TensorD& xd, const void* x, int n, int c, const Window& w, double* m, int* mh,
-                int* mw) {
+void window_max(const TensorD& xd, const void* x, int n, int c, const Window& w, double* m, int* mh, int* mw) {
   const T4 X{&xd};
   *m = -INFINITY, *mh = -1, *mw = -1;
   for (int h = w.h0; h < w.h1; h++)
@@ -395,7 +371,6 @@ void window_max(const PoolD& d, const TensorD& xd, const void* x, int n, int c, 
       if (std::isnan(*m)) continue;
       if (std::isnan(v) || v > *m || *mh < 0) *m = v, *mh = h, *mw = i;
     }
-  (void)d;
 }
 
 // Softmax over each instance (C * H * W of one n). This cuDNN walked
@@ -483,11 +458,11 @@ cudnnStatus_t convolve(int op, cudnnDataType_t type, const int64_t* xdim, const 
   t_stream = stream;
   switch (op) {
     case 0:
-      return conv_forward(&alpha, &xd, x, &wd, w, &cd, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, &beta, &yd, y);
+      return convolution(0, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, &alpha, &beta, &xd, x, &wd, w, &yd, y, &cd);
     case 1:
-      return conv_data(&alpha, &wd, w, &yd, y, &cd, CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, &beta, &xd, x);
+      return convolution(1, CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, &alpha, &beta, &xd, x, &wd, w, &yd, y, &cd);
     default:
-      return conv_filter(&alpha, &xd, x, &yd, y, &cd, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, &beta, &wd, w);
+      return convolution(2, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, &alpha, &beta, &xd, x, &wd, w, &yd, y, &cd);
   }
 }
 }  // namespace emu
@@ -508,23 +483,23 @@ const char* CUDNNWINAPI cudnnGetErrorString(cudnnStatus_t s) {
 }
 
 cudnnStatus_t CUDNNWINAPI cudnnCreate(cudnnHandle_t* h) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   *h = as<cudnnContext>(new Token{10});
   return CUDNN_STATUS_SUCCESS;
 }
 cudnnStatus_t CUDNNWINAPI cudnnDestroy(cudnnHandle_t h) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   delete as<Token>(h);
   return CUDNN_STATUS_SUCCESS;
 }
 cudnnStatus_t CUDNNWINAPI cudnnGetStream(cudnnHandle_t h, cudaStream_t* s) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   if (!h || !s) return CUDNN_STATUS_BAD_PARAM;
   *s = as<Token>(h)->stream;
   return CUDNN_STATUS_SUCCESS;
 }
 cudnnStatus_t CUDNNWINAPI cudnnSetStream(cudnnHandle_t h, cudaStream_t s) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(h);
   if (!h) return CUDNN_STATUS_BAD_PARAM;
   as<Token>(h)->stream = s;
@@ -533,12 +508,12 @@ cudnnStatus_t CUDNNWINAPI cudnnSetStream(cudnnHandle_t h, cudaStream_t s) {
 
 #define EMU_DESCRIPTOR(T, Name, Struct)                                  \
   cudnnStatus_t CUDNNWINAPI cudnnCreate##Name##Descriptor(T* d) {         \
-    emu::count_api(__func__);                                             \
+    EMU_API_CALL();                                             \
     *d = as<std::remove_pointer_t<T>>(new Struct);                        \
     return CUDNN_STATUS_SUCCESS;                                          \
   }                                                                       \
   cudnnStatus_t CUDNNWINAPI cudnnDestroy##Name##Descriptor(T d) {         \
-    emu::count_api(__func__);                                             \
+    EMU_API_CALL();                                             \
     delete as<Struct>(d);                                                 \
     return CUDNN_STATUS_SUCCESS;                                          \
   }
@@ -552,7 +527,7 @@ EMU_DESCRIPTOR(cudnnReduceTensorDescriptor_t, ReduceTensor, ReduceD)
 
 cudnnStatus_t CUDNNWINAPI cudnnSetTensorNdDescriptor(cudnnTensorDescriptor_t desc, cudnnDataType_t type, int nb,
                                                      const int dim[], const int stride[]) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   TensorD* t = as<TensorD>(desc);
   if (!t || nb < 3 || nb > kMaxDims || !dim || !stride) return CUDNN_STATUS_BAD_PARAM;
   if (!type_ok(type)) return CUDNN_STATUS_NOT_SUPPORTED;
@@ -564,7 +539,7 @@ cudnnStatus_t CUDNNWINAPI cudnnSetTensorNdDescriptor(cudnnTensorDescriptor_t des
 }
 cudnnStatus_t CUDNNWINAPI cudnnSetFilterNdDescriptor(cudnnFilterDescriptor_t desc, cudnnDataType_t type,
                                                      cudnnTensorFormat_t format, int nb, const int dim[]) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   FilterD* f = as<FilterD>(desc);
   if (!f || nb < 3 || nb > kMaxDims || !dim) return CUDNN_STATUS_BAD_PARAM;
   for (int i = 0; i < nb; i++)
@@ -576,7 +551,7 @@ cudnnStatus_t CUDNNWINAPI cudnnSetFilterNdDescriptor(cudnnFilterDescriptor_t des
 cudnnStatus_t CUDNNWINAPI cudnnSetConvolutionNdDescriptor(cudnnConvolutionDescriptor_t desc, int n, const int pad[],
                                                           const int stride[], const int dilation[],
                                                           cudnnConvolutionMode_t mode, cudnnDataType_t) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   ConvD* c = as<ConvD>(desc);
   if (!c || n < 1 || n > kMaxDims - 2) return CUDNN_STATUS_BAD_PARAM;
   for (int i = 0; i < n; i++)
@@ -586,13 +561,13 @@ cudnnStatus_t CUDNNWINAPI cudnnSetConvolutionNdDescriptor(cudnnConvolutionDescri
   return CUDNN_STATUS_SUCCESS;
 }
 cudnnStatus_t CUDNNWINAPI cudnnSetConvolutionGroupCount(cudnnConvolutionDescriptor_t desc, int groups) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   if (!desc || groups < 1) return CUDNN_STATUS_BAD_PARAM;
   as<ConvD>(desc)->groups = groups;
   return CUDNN_STATUS_SUCCESS;
 }
 cudnnStatus_t CUDNNWINAPI cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t desc, cudnnMathType_t math) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   if (!desc) return CUDNN_STATUS_BAD_PARAM;
   as<ConvD>(desc)->math = math;
   return CUDNN_STATUS_SUCCESS;
@@ -600,7 +575,7 @@ cudnnStatus_t CUDNNWINAPI cudnnSetConvolutionMathType(cudnnConvolutionDescriptor
 cudnnStatus_t CUDNNWINAPI cudnnSetPoolingNdDescriptor(cudnnPoolingDescriptor_t desc, const cudnnPoolingMode_t mode,
                                                       const cudnnNanPropagation_t, int n, const int window[],
                                                       const int pad[], const int stride[]) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   PoolD* p = as<PoolD>(desc);
   if (!p || n < 1 || n > kMaxDims - 2) return CUDNN_STATUS_BAD_PARAM;
   for (int i = 0; i < n; i++)
@@ -611,7 +586,7 @@ cudnnStatus_t CUDNNWINAPI cudnnSetPoolingNdDescriptor(cudnnPoolingDescriptor_t d
 }
 cudnnStatus_t CUDNNWINAPI cudnnSetOpTensorDescriptor(cudnnOpTensorDescriptor_t desc, cudnnOpTensorOp_t op,
                                                      cudnnDataType_t, cudnnNanPropagation_t) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   if (!desc) return CUDNN_STATUS_BAD_PARAM;
   as<OpD>(desc)->op = op;
   return CUDNN_STATUS_SUCCESS;
@@ -619,7 +594,7 @@ cudnnStatus_t CUDNNWINAPI cudnnSetOpTensorDescriptor(cudnnOpTensorDescriptor_t d
 cudnnStatus_t CUDNNWINAPI cudnnSetReduceTensorDescriptor(cudnnReduceTensorDescriptor_t desc, cudnnReduceTensorOp_t op,
                                                          cudnnDataType_t, cudnnNanPropagation_t,
                                                          cudnnReduceTensorIndices_t, cudnnIndicesType_t) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   if (!desc) return CUDNN_STATUS_BAD_PARAM;
   as<ReduceD>(desc)->op = op;
   return CUDNN_STATUS_SUCCESS;
@@ -627,19 +602,19 @@ cudnnStatus_t CUDNNWINAPI cudnnSetReduceTensorDescriptor(cudnnReduceTensorDescri
 
 // ---- convolution: algorithms, workspace, the three calls, bias ----
 cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionForwardAlgorithmMaxCount(cudnnHandle_t handle, int* n) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(handle);
   *n = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
   return CUDNN_STATUS_SUCCESS;
 }
 cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cudnnHandle_t handle, int* n) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(handle);
   *n = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
   return CUDNN_STATUS_SUCCESS;
 }
 cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cudnnHandle_t handle, int* n) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(handle);
   *n = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
   return CUDNN_STATUS_SUCCESS;
@@ -649,7 +624,7 @@ cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t h
                                                                  const cudnnConvolutionDescriptor_t c,
                                                                  const cudnnTensorDescriptor_t, const int requested,
                                                                  int* found, cudnnConvolutionFwdAlgoPerf_t* perf) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(handle);
   if (!c || !found || !perf) return CUDNN_STATUS_BAD_PARAM;
   fill_perf(perf, found, requested, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, fwd_runs, fwd_rounds, as<ConvD>(c)->math,
@@ -662,7 +637,7 @@ cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandl
                                                                       const cudnnTensorDescriptor_t,
                                                                       const int requested, int* found,
                                                                       cudnnConvolutionBwdDataAlgoPerf_t* perf) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(handle);
   if (!c || !found || !perf) return CUDNN_STATUS_BAD_PARAM;
   fill_perf(perf, found, requested, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, data_runs, data_rounds, as<ConvD>(c)->math,
@@ -675,7 +650,7 @@ cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnnHan
                                                                         const cudnnFilterDescriptor_t dw,
                                                                         const int requested, int* found,
                                                                         cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(handle);
   if (!c || !found || !perf) return CUDNN_STATUS_BAD_PARAM;
   fill_perf(perf, found, requested, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, filter_runs, filter_rounds,
@@ -687,7 +662,7 @@ cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t 
                                                                   const cudnnConvolutionDescriptor_t c,
                                                                   const cudnnTensorDescriptor_t y,
                                                                   cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(handle);
   ConvShape s;
   const cudnnStatus_t st = conv_shape(as<TensorD>(x), as<FilterD>(w), as<ConvD>(c), as<TensorD>(y), &s);
@@ -701,7 +676,7 @@ cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionBackwardDataWorkspaceSize(cudnnHand
                                                                        const cudnnConvolutionDescriptor_t c,
                                                                        const cudnnTensorDescriptor_t dx,
                                                                        cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(handle);
   ConvShape s;
   const cudnnStatus_t st = conv_shape(as<TensorD>(dx), as<FilterD>(w), as<ConvD>(c), as<TensorD>(dy), &s);
@@ -717,7 +692,7 @@ cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHa
                                                                          const cudnnFilterDescriptor_t dw,
                                                                          cudnnConvolutionBwdFilterAlgo_t a,
                                                                          size_t* bytes) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(handle);
   ConvShape s;
   const cudnnStatus_t st = conv_shape(as<TensorD>(x), as<FilterD>(dw), as<ConvD>(c), as<TensorD>(dy), &s);
@@ -732,10 +707,11 @@ cudnnStatus_t CUDNNWINAPI cudnnConvolutionForward(cudnnHandle_t handle, const vo
                                                   const cudnnConvolutionDescriptor_t cd, cudnnConvolutionFwdAlgo_t a,
                                                   void*, size_t bytes, const void* beta,
                                                   const cudnnTensorDescriptor_t yd, void* y) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(handle);
   if (bytes < workspace(a) && fwd_runs(a)) return CUDNN_STATUS_BAD_PARAM;
-  return conv_forward(alpha, as<TensorD>(xd), x, as<FilterD>(wd), w, as<ConvD>(cd), a, beta, as<TensorD>(yd), y);
+  return convolution(0, a, alpha, beta, as<TensorD>(xd), const_cast<void*>(x), as<FilterD>(wd), const_cast<void*>(w),
+                     as<TensorD>(yd), y, as<ConvD>(cd));
 }
 cudnnStatus_t CUDNNWINAPI cudnnConvolutionBackwardData(cudnnHandle_t handle, const void* alpha,
                                                        const cudnnFilterDescriptor_t wd, const void* w,
@@ -743,10 +719,11 @@ cudnnStatus_t CUDNNWINAPI cudnnConvolutionBackwardData(cudnnHandle_t handle, con
                                                        const cudnnConvolutionDescriptor_t cd,
                                                        cudnnConvolutionBwdDataAlgo_t a, void*, size_t bytes,
                                                        const void* beta, const cudnnTensorDescriptor_t dxd, void* dx) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(handle);
   if (bytes < workspace(a) && data_runs(a)) return CUDNN_STATUS_BAD_PARAM;
-  return conv_data(alpha, as<FilterD>(wd), w, as<TensorD>(dyd), dy, as<ConvD>(cd), a, beta, as<TensorD>(dxd), dx);
+  return convolution(1, a, alpha, beta, as<TensorD>(dxd), dx, as<FilterD>(wd), const_cast<void*>(w), as<TensorD>(dyd),
+                     const_cast<void*>(dy), as<ConvD>(cd));
 }
 cudnnStatus_t CUDNNWINAPI cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void* alpha,
                                                          const cudnnTensorDescriptor_t xd, const void* x,
@@ -755,10 +732,11 @@ cudnnStatus_t CUDNNWINAPI cudnnConvolutionBackwardFilter(cudnnHandle_t handle, c
                                                          cudnnConvolutionBwdFilterAlgo_t a, void*, size_t bytes,
                                                          const void* beta, const cudnnFilterDescriptor_t dwd,
                                                          void* dw) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(handle);
   if (bytes < workspace(a) && filter_runs(a)) return CUDNN_STATUS_BAD_PARAM;
-  return conv_filter(alpha, as<TensorD>(xd), x, as<TensorD>(dyd), dy, as<ConvD>(cd), a, beta, as<FilterD>(dwd), dw);
+  return convolution(2, a, alpha, beta, as<TensorD>(xd), const_cast<void*>(x), as<FilterD>(dwd), dw, as<TensorD>(dyd),
+                     const_cast<void*>(dy), as<ConvD>(cd));
 }
 
 // Find: every algorithm that runs, timed in emulation order (results left in
@@ -767,7 +745,7 @@ cudnnStatus_t CUDNNWINAPI cudnnFindConvolutionForwardAlgorithmEx(
     cudnnHandle_t h, const cudnnTensorDescriptor_t xd, const void* x, const cudnnFilterDescriptor_t wd, const void* w,
     const cudnnConvolutionDescriptor_t cd, const cudnnTensorDescriptor_t yd, void* y, const int requested, int* found,
     cudnnConvolutionFwdAlgoPerf_t* perf, void* ws, size_t bytes) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(h);
   if (!cd || !found || !perf) return CUDNN_STATUS_BAD_PARAM;
   fill_perf(perf, found, requested, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, fwd_runs, fwd_rounds, as<ConvD>(cd)->math,
@@ -784,7 +762,7 @@ cudnnStatus_t CUDNNWINAPI cudnnFindConvolutionBackwardDataAlgorithmEx(
     cudnnHandle_t h, const cudnnFilterDescriptor_t wd, const void* w, const cudnnTensorDescriptor_t dyd, const void* dy,
     const cudnnConvolutionDescriptor_t cd, const cudnnTensorDescriptor_t dxd, void* dx, const int requested,
     int* found, cudnnConvolutionBwdDataAlgoPerf_t* perf, void* ws, size_t bytes) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(h);
   if (!cd || !found || !perf) return CUDNN_STATUS_BAD_PARAM;
   fill_perf(perf, found, requested, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, data_runs, data_rounds, as<ConvD>(cd)->math,
@@ -801,7 +779,7 @@ cudnnStatus_t CUDNNWINAPI cudnnFindConvolutionBackwardFilterAlgorithmEx(
     cudnnHandle_t h, const cudnnTensorDescriptor_t xd, const void* x, const cudnnTensorDescriptor_t dyd, const void* dy,
     const cudnnConvolutionDescriptor_t cd, const cudnnFilterDescriptor_t dwd, void* dw, const int requested,
     int* found, cudnnConvolutionBwdFilterAlgoPerf_t* perf, void* ws, size_t bytes) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(h);
   if (!cd || !found || !perf) return CUDNN_STATUS_BAD_PARAM;
   fill_perf(perf, found, requested, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, filter_runs, filter_rounds,
@@ -820,7 +798,7 @@ cudnnStatus_t CUDNNWINAPI cudnnFindConvolutionBackwardFilterAlgorithmEx(
 cudnnStatus_t CUDNNWINAPI cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void* alpha,
                                                        const cudnnTensorDescriptor_t dyd, const void* dy,
                                                        const void* beta, const cudnnTensorDescriptor_t dbd, void* db) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(handle);
   const TensorD *g = as<TensorD>(dyd), *b = as<TensorD>(dbd);
   if (!g || !b || g->nb != 4 || b->nb != 4 || b->dim[1] != g->dim[1] || b->dim[0] != 1 || b->dim[2] != 1 ||
@@ -841,7 +819,7 @@ cudnnStatus_t CUDNNWINAPI cudnnConvolutionBackwardBias(cudnnHandle_t handle, con
 cudnnStatus_t CUDNNWINAPI cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescriptor_t pd, const void* alpha,
                                               const cudnnTensorDescriptor_t xd, const void* x, const void* beta,
                                               const cudnnTensorDescriptor_t yd, void* y) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(handle);
   const PoolD* d = as<PoolD>(pd);
   const TensorD *X = as<TensorD>(xd), *Y = as<TensorD>(yd);
@@ -859,7 +837,7 @@ cudnnStatus_t CUDNNWINAPI cudnnPoolingForward(cudnnHandle_t handle, const cudnnP
           double v = 0;
           if (is_max(*d)) {
             int mh, mw;
-            window_max(*d, *X, x, n, c, w, &v, &mh, &mw);
+            window_max(*X, x, n, c, w, &v, &mh, &mw);
           } else {
             for (int h = w.h0; h < w.h1; h++)
               for (int i = w.w0; i < w.w1; i++) v += load(X->type, x, TX.at(n, c, h, i));
@@ -874,7 +852,7 @@ cudnnStatus_t CUDNNWINAPI cudnnPoolingBackward(cudnnHandle_t handle, const cudnn
                                                const cudnnTensorDescriptor_t dyd, const void* dy,
                                                const cudnnTensorDescriptor_t xd, const void* x, const void* beta,
                                                const cudnnTensorDescriptor_t dxd, void* dx) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(handle);
   const PoolD* d = as<PoolD>(pd);
   const TensorD *X = as<TensorD>(xd), *G = as<TensorD>(dyd), *DX = as<TensorD>(dxd);
@@ -898,7 +876,7 @@ cudnnStatus_t CUDNNWINAPI cudnnPoolingBackward(cudnnHandle_t handle, const cudnn
           if (is_max(*d)) {
             double m;
             int mh, mw;
-            window_max(*d, *X, x, n, c, w, &m, &mh, &mw);
+            window_max(*X, x, n, c, w, &m, &mh, &mw);
             if (mh >= 0) acc[at(n, c, mh, mw)] += g;
           } else if (w.count > 0) {
             for (int h = w.h0; h < w.h1; h++)
@@ -917,7 +895,7 @@ cudnnStatus_t CUDNNWINAPI cudnnPoolingBackward(cudnnHandle_t handle, const cudnn
 cudnnStatus_t CUDNNWINAPI cudnnSoftmaxForward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t algo, cudnnSoftmaxMode_t mode,
                                               const void* alpha, const cudnnTensorDescriptor_t xd, const void* x,
                                               const void* beta, const cudnnTensorDescriptor_t yd, void* y) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(handle);
   const TensorD *X0 = as<TensorD>(xd), *Y0 = as<TensorD>(yd);
   if (!X0 || !Y0 || X0->nb != Y0->nb || !std::equal(X0->dim, X0->dim + X0->nb, Y0->dim)) return CUDNN_STATUS_BAD_PARAM;
@@ -943,7 +921,7 @@ cudnnStatus_t CUDNNWINAPI cudnnSoftmaxBackward(cudnnHandle_t handle, cudnnSoftma
                                                const void* alpha, const cudnnTensorDescriptor_t yd, const void* y,
                                                const cudnnTensorDescriptor_t dyd, const void* dy, const void* beta,
                                                const cudnnTensorDescriptor_t dxd, void* dx) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(handle);
   const TensorD *Y0 = as<TensorD>(yd), *G0 = as<TensorD>(dyd), *D0 = as<TensorD>(dxd);
   if (!Y0 || !G0 || !D0 || !std::equal(Y0->dim, Y0->dim + Y0->nb, G0->dim) ||
@@ -975,7 +953,7 @@ cudnnStatus_t CUDNNWINAPI cudnnBatchNormalizationForwardTraining(
     const void* x, const cudnnTensorDescriptor_t yd, void* y, const cudnnTensorDescriptor_t pd, const void* scale_p,
     const void* bias_p, double factor, void* running_mean, void* running_var, double eps, void* save_mean,
     void* save_inv) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(handle);
   const TensorD *X = as<TensorD>(xd), *Y = as<TensorD>(yd), *P = as<TensorD>(pd);
   if (!bn_shapes(X, Y, P) || !scale_p || !bias_p) return CUDNN_STATUS_BAD_PARAM;
@@ -1013,7 +991,7 @@ cudnnStatus_t CUDNNWINAPI cudnnBatchNormalizationForwardInference(
     cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void* alpha, const void* beta, const cudnnTensorDescriptor_t xd,
     const void* x, const cudnnTensorDescriptor_t yd, void* y, const cudnnTensorDescriptor_t pd, const void* scale_p,
     const void* bias_p, const void* est_mean, const void* est_var, double eps) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(handle);
   const TensorD *X = as<TensorD>(xd), *Y = as<TensorD>(yd), *P = as<TensorD>(pd);
   if (!bn_shapes(X, Y, P) || !scale_p || !bias_p || !est_mean || !est_var) return CUDNN_STATUS_BAD_PARAM;
@@ -1038,7 +1016,7 @@ cudnnStatus_t CUDNNWINAPI cudnnBatchNormalizationBackward(
     const void* beta_p, const cudnnTensorDescriptor_t xd, const void* x, const cudnnTensorDescriptor_t dyd,
     const void* dy, const cudnnTensorDescriptor_t dxd, void* dx, const cudnnTensorDescriptor_t pd, const void* scale_p,
     void* dscale, void* dbias, double eps, const void* saved_mean, const void* saved_inv) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(handle);
   const TensorD *X = as<TensorD>(xd), *G = as<TensorD>(dyd), *D = as<TensorD>(dxd), *P = as<TensorD>(pd);
   if (!bn_shapes(X, G, P) || !D || !std::equal(X->dim, X->dim + 4, D->dim) || !scale_p || !dscale || !dbias)
@@ -1091,7 +1069,7 @@ cudnnStatus_t CUDNNWINAPI cudnnBatchNormalizationBackward(
 // C = alpha * A + beta * C, A broadcast.
 cudnnStatus_t CUDNNWINAPI cudnnAddTensor(cudnnHandle_t handle, const void* alpha, const cudnnTensorDescriptor_t ad,
                                          const void* A, const void* beta, const cudnnTensorDescriptor_t cd, void* C) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(handle);
   const TensorD *Ad = as<TensorD>(ad), *Cd = as<TensorD>(cd);
   if (!Ad || !Cd || !broadcasts(*Ad, *Cd)) return CUDNN_STATUS_BAD_PARAM;
@@ -1104,7 +1082,7 @@ cudnnStatus_t CUDNNWINAPI cudnnAddTensor(cudnnHandle_t handle, const void* alpha
 }
 // Every element of y = value[0] (in y's type).
 cudnnStatus_t CUDNNWINAPI cudnnSetTensor(cudnnHandle_t handle, const cudnnTensorDescriptor_t yd, void* y, const void* value) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(handle);
   const TensorD* Y = as<TensorD>(yd);
   if (!Y || !value) return CUDNN_STATUS_BAD_PARAM;
@@ -1119,7 +1097,7 @@ cudnnStatus_t CUDNNWINAPI cudnnOpTensor(cudnnHandle_t handle, const cudnnOpTenso
                                         const cudnnTensorDescriptor_t ad, const void* A, const void* alpha2,
                                         const cudnnTensorDescriptor_t bd, const void* B, const void* beta,
                                         const cudnnTensorDescriptor_t cd, void* C) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(handle);
   const OpD* o = as<OpD>(od);
   const TensorD *Ad = as<TensorD>(ad), *Bd = as<TensorD>(bd), *Cd = as<TensorD>(cd);
@@ -1144,7 +1122,7 @@ cudnnStatus_t CUDNNWINAPI cudnnOpTensor(cudnnHandle_t handle, const cudnnOpTenso
 cudnnStatus_t CUDNNWINAPI cudnnGetReductionWorkspaceSize(cudnnHandle_t handle, const cudnnReduceTensorDescriptor_t,
                                                          const cudnnTensorDescriptor_t, const cudnnTensorDescriptor_t,
                                                          size_t* bytes) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(handle);
   *bytes = 256;
   return CUDNN_STATUS_SUCCESS;
@@ -1155,7 +1133,7 @@ cudnnStatus_t CUDNNWINAPI cudnnReduceTensor(cudnnHandle_t handle, const cudnnRed
                                             void*, size_t, const void* alpha, const cudnnTensorDescriptor_t ad,
                                             const void* A, const void* beta, const cudnnTensorDescriptor_t cd,
                                             void* C) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   t_stream = stream_of(handle);
   const ReduceD* r = as<ReduceD>(rd);
   const TensorD *Ad = as<TensorD>(ad), *Cd = as<TensorD>(cd);

@@ -280,20 +280,20 @@ void fill(Desc* d, int e, Desc* g) {
 extern "C" {
 
 cudnnStatus_t CUDNNWINAPI cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t type, cudnnBackendDescriptor_t* d) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   if (!d) return CUDNN_STATUS_BAD_PARAM;
   *d = reinterpret_cast<cudnnBackendDescriptor_t>(new Desc{type});
   return CUDNN_STATUS_SUCCESS;
 }
 cudnnStatus_t CUDNNWINAPI cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t d) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   delete as(d);
   return CUDNN_STATUS_SUCCESS;
 }
 cudnnStatus_t CUDNNWINAPI cudnnBackendSetAttribute(cudnnBackendDescriptor_t desc, cudnnBackendAttributeName_t name,
                                                    cudnnBackendAttributeType_t type, int64_t count,
                                                    const void* values) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   Desc* d = as(desc);
   if (!d || count < 0 || (count > 0 && !values)) return CUDNN_STATUS_BAD_PARAM;
   if (d->final) return CUDNN_STATUS_NOT_INITIALIZED;  // cuDNN: no setting after finalize
@@ -303,7 +303,7 @@ cudnnStatus_t CUDNNWINAPI cudnnBackendSetAttribute(cudnnBackendDescriptor_t desc
   return CUDNN_STATUS_SUCCESS;
 }
 cudnnStatus_t CUDNNWINAPI cudnnBackendFinalize(cudnnBackendDescriptor_t desc) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   Desc* d = as(desc);
   if (!d) return CUDNN_STATUS_BAD_PARAM;
   return finalize(*d);
@@ -311,7 +311,7 @@ cudnnStatus_t CUDNNWINAPI cudnnBackendFinalize(cudnnBackendDescriptor_t desc) {
 cudnnStatus_t CUDNNWINAPI cudnnBackendGetAttribute(cudnnBackendDescriptor_t const desc,
                                                    cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
                                                    int64_t requested, int64_t* count, void* values) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   Desc* d = as(desc);
   if (!d || !d->final || !count || requested < 0) return CUDNN_STATUS_BAD_PARAM;
   switch (name) {
@@ -371,7 +371,7 @@ cudnnStatus_t CUDNNWINAPI cudnnBackendGetAttribute(cudnnBackendDescriptor_t cons
 
 cudnnStatus_t CUDNNWINAPI cudnnBackendExecute(cudnnHandle_t h, cudnnBackendDescriptor_t plan,
                                               cudnnBackendDescriptor_t pack) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   const Desc *p = as(plan), *v = as(pack);
   if (!h || !p || !v || !p->final || !v->final || p->type != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR ||
       v->type != CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)

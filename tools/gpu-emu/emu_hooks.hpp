@@ -3,6 +3,7 @@
 // launches from running (host-cost-emu measures the host's own cost with it).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <string>
 #include <utility>
@@ -10,8 +11,15 @@
 
 namespace emu {
 
-// A runtime or cuBLAS entry point was called (`name`: its __func__).
-void count_api(const char* name);
+// The call counter of the entry point `name` (its __func__), made on its
+// first call; EMU_API_CALL() at the top of an entry point counts the call (a
+// relaxed increment after the first: host-cost-emu times the host around it).
+std::atomic<unsigned long long>* api_counter(const char* name);
+#define EMU_API_CALL()                                                                        \
+  do {                                                                                        \
+    static std::atomic<unsigned long long>* const emu_calls_ = ::emu::api_counter(__func__); \
+    emu_calls_->fetch_add(1, std::memory_order_relaxed);                                      \
+  } while (0)
 // Each entry point's calls so far, by name, in first-call order.
 std::vector<std::pair<std::string, unsigned long long>> api_counts();
 // Kernel launches (and emulated cuBLAS products) that passed their checks.

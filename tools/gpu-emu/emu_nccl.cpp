@@ -186,7 +186,7 @@ const char* ncclGetErrorString(ncclResult_t r) {
 }
 
 ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   int devices = 0;
   if (!comms || ndev < 1 || cudaGetDeviceCount(&devices) != cudaSuccess) return ncclInvalidArgument;
   for (int i = 0; i < ndev; i++) {
@@ -202,19 +202,19 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
   return ncclSuccess;
 }
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   delete reinterpret_cast<Comm*>(comm);
   return ncclSuccess;
 }
 
 ncclResult_t ncclGroupStart() {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   const std::lock_guard<std::mutex> lock(g_mutex);
   g_group_depth++;
   return ncclSuccess;
 }
 ncclResult_t ncclGroupEnd() {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   const std::lock_guard<std::mutex> lock(g_mutex);
   if (g_group_depth == 0) return ncclInvalidUsage;
   if (--g_group_depth > 0) return ncclSuccess;
@@ -229,18 +229,18 @@ ncclResult_t ncclGroupEnd() {
 
 ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
                            ncclComm_t comm, cudaStream_t stream) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   if (op != ncclSum) return ncclInvalidArgument;
   return enqueue(comm, Call{Op::kAllReduce, send, recv, count, type, 0, stream});
 }
 ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t type, int root, ncclComm_t comm,
                            cudaStream_t stream) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   return enqueue(comm, Call{Op::kBroadcast, send, recv, count, type, root, stream});
 }
 ncclResult_t ncclReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op, int root,
                         ncclComm_t comm, cudaStream_t stream) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   if (op != ncclSum) return ncclInvalidArgument;
   return enqueue(comm, Call{Op::kReduce, send, recv, count, type, root, stream});
 }

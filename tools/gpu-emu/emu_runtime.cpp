@@ -1,9 +1,10 @@
 // GPU_REF under CPU emulation (design: CMakeLists.txt here): the block
 // scheduler behind emu::launch (cuda_emu.hpp) and a synchronous stand-in for
-// the part of the CUDA runtime that the module's host code uses (cuBLAS's:
-// emu_cublas.cpp). "Device" memory is host
+// the part of the CUDA runtime that the module's host code uses (the
+// libraries': emu_cublas.cpp, emu_cudnn.cpp, emu_cudnn_graph.cpp,
+// emu_nccl.cpp). "Device" memory is host
 // memory; every copy, memset and kernel runs at once, on the calling thread,
-// so streams and events are always complete. One device.
+// so streams and events are always complete. EMU_DEVICES devices.
 //
 // Environment:
 //   EMU_ORDER=reverse  blocks, and a block's threads within each phase, run
@@ -45,7 +46,9 @@
 #include <ucontext.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <deque>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -142,17 +145,17 @@ int device_of(cudaStream_t s) {
 }
 unsigned long long g_launches = 0;  // every launch that passed its checks (launch_count)
 unsigned long long g_stream_launches = 0;  // those on a stream other than the default one
-size_t g_pinned = 0;  // bytes registered by cudaHostRegister and not unregistered
+// cudaHostRegister's ranges and their bytes (never destroyed: a tensor may
+// be unpinned by a static destructor after this file's would have run).
+std::mutex g_pinned_mutex;
+size_t g_pinned = 0;
 std::map<void*, size_t>* g_pinned_ranges = new std::map<void*, size_t>;
 
-// Calls of the emulated runtime's entry points (api_counts), by name: the
-// names are __func__ of each entry point, so one pointer a function.
-struct ApiCount {
-  const char* name;
-  unsigned long long calls;
-};
-ApiCount g_api[64];
+// The entry points' call counters (api_counter), in first-call order; a
+// deque, so a counter stays where it is as others are added.
+std::deque<std::pair<const char*, std::atomic<unsigned long long>>> g_api;
 std::mutex g_api_mutex;
+std::atomic<unsigned long long> g_copies{0};  // copies and fills (copy_count)
 
 struct Stat {
   unsigned long long launches = 0, blocks = 0, threads = 0;
@@ -531,28 +534,18 @@ void launch_body(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream
   if (!ok) set_error(cudaErrorLaunchFailure);
 }
 
-void count_api(const char* name) {
+std::atomic<unsigned long long>* api_counter(const char* name) {
   const std::lock_guard<std::mutex> lock(g_api_mutex);
-  for (ApiCount& a : g_api)
-    if (a.name == name || !a.name) {
-      a.name = name;
-      a.calls++;
-      return;
-    }
+  return &g_api.emplace_back(std::piecewise_construct, std::forward_as_tuple(name), std::forward_as_tuple(0)).second;
 }
 
 void set_skip_kernels(bool skip) { g_skip_kernels = skip; }
 bool skipping_kernels() { return g_skip_kernels; }
 unsigned long long launch_count() { return g_launches; }
 unsigned long long stream_launch_count() { return g_stream_launches; }
-unsigned long long copy_count() {
-  unsigned long long n = 0;
-  for (const auto& [name, calls] : api_counts())
-    if (name.rfind("cudaMemcpy", 0) == 0 || name.rfind("cudaMemset", 0) == 0) n += calls;
-  return n;
-}
+unsigned long long copy_count() { return g_copies; }
 size_t pinned_bytes() {
-  const std::lock_guard<std::mutex> lock(g_launch);
+  const std::lock_guard<std::mutex> lock(g_pinned_mutex);
   return g_pinned;
 }
 void count_launch(const void* stream) {
@@ -563,8 +556,7 @@ void count_launch(const void* stream) {
 std::vector<std::pair<std::string, unsigned long long>> api_counts() {
   const std::lock_guard<std::mutex> lock(g_api_mutex);
   std::vector<std::pair<std::string, unsigned long long>> r;
-  for (const ApiCount& a : g_api)
-    if (a.name) r.emplace_back(a.name, a.calls);
+  for (const auto& [name, calls] : g_api) r.emplace_back(name, calls.load());
   return r;
 }
 
@@ -615,6 +607,19 @@ bool copy_ok(void* dst, const void* src, size_t n, cudaMemcpyKind k, const char*
   }
   return true;
 }
+// The copies and fills, at once (every stream is always done), checked.
+cudaError_t copy(void* dst, const void* src, size_t n, cudaMemcpyKind k, const char* call) {
+  if (!copy_ok(dst, src, n, k, call)) return emu::set_error(cudaErrorInvalidValue), cudaErrorInvalidValue;
+  emu::g_copies++;
+  if (n) std::memmove(dst, src, n);
+  return cudaSuccess;
+}
+cudaError_t fill(void* p, int v, size_t n, const char* call) {
+  if (n && where(p, n) != kDevice) return bad_range(call, "the memory set", "device memory"), cudaErrorInvalidValue;
+  emu::g_copies++;
+  if (n) std::memset(p, v, n);
+  return cudaSuccess;
+}
 cudaStream_t new_stream() { return reinterpret_cast<cudaStream_t>(new FakeObject{1, t_device}); }
 cudaEvent_t new_event() { return reinterpret_cast<cudaEvent_t>(new FakeObject{2, t_device}); }
 }  // namespace
@@ -631,17 +636,17 @@ void emu::device_range(const void* p, size_t bytes, int device) {
 extern "C" {
 
 cudaError_t CUDARTAPI cudaGetLastError(void) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   const cudaError_t e = emu::g_last;
   emu::g_last = cudaSuccess;
   return e;
 }
 cudaError_t CUDARTAPI cudaPeekAtLastError(void) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   return emu::g_last;
 }
 const char* CUDARTAPI cudaGetErrorName(cudaError_t e) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   switch (e) {
     case cudaSuccess:
       return "cudaSuccess";
@@ -672,30 +677,30 @@ const char* CUDARTAPI cudaGetErrorName(cudaError_t e) {
 const char* CUDARTAPI cudaGetErrorString(cudaError_t e) { return cudaGetErrorName(e); }
 
 cudaError_t CUDARTAPI cudaGetDeviceCount(int* n) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   *n = emu::g_devices;
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaSetDevice(int d) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   if (d < 0 || d >= emu::g_devices) return emu::set_error(cudaErrorInvalidDevice), cudaErrorInvalidDevice;
   t_device = d;
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaGetDevice(int* d) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   *d = t_device;
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaDeviceSynchronize(void) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   return cudaSuccess;
 }
 
 // The opt-in above 48 KiB of dynamic shared memory that launch_body checks;
 // other attributes are accepted and ignored.
 cudaError_t CUDARTAPI cudaFuncSetAttribute(const void* func, enum cudaFuncAttribute attr, int value) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   if (!func) return cudaErrorInvalidDeviceFunction;
   if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize) {
     if (value < 0 || static_cast<size_t>(value) > emu::kMaxDynamicShared) return cudaErrorInvalidValue;
@@ -706,7 +711,7 @@ cudaError_t CUDARTAPI cudaFuncSetAttribute(const void* func, enum cudaFuncAttrib
 }
 
 cudaError_t CUDARTAPI cudaMalloc(void** p, size_t bytes) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   *p = nullptr;
   {
     // Each device holds EMU_DEVICE_MEMORY bytes (default 80 GiB, an H100's):
@@ -725,7 +730,7 @@ cudaError_t CUDARTAPI cudaMalloc(void** p, size_t bytes) {
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaFree(void* p) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   if (!p) return cudaSuccess;
   {
     const std::lock_guard<std::mutex> lock(g_memory);
@@ -738,7 +743,7 @@ cudaError_t CUDARTAPI cudaFree(void* p) {
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaPointerGetAttributes(struct cudaPointerAttributes* a, const void* p) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   std::memset(a, 0, sizeof(*a));
   const char* c = static_cast<const char*>(p);
   const std::lock_guard<std::mutex> lock(g_memory);
@@ -754,16 +759,16 @@ cudaError_t CUDARTAPI cudaPointerGetAttributes(struct cudaPointerAttributes* a, 
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaHostRegister(void* p, size_t bytes, unsigned int) {
-  emu::count_api(__func__);
-  const std::lock_guard<std::mutex> lock(emu::g_launch);
+  EMU_API_CALL();
+  const std::lock_guard<std::mutex> lock(emu::g_pinned_mutex);
   if (!p || !bytes || !emu::g_pinned_ranges->emplace(p, bytes).second)
     return emu::set_error(cudaErrorHostMemoryAlreadyRegistered), cudaErrorHostMemoryAlreadyRegistered;
   emu::g_pinned += bytes;
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaHostUnregister(void* p) {
-  emu::count_api(__func__);
-  const std::lock_guard<std::mutex> lock(emu::g_launch);
+  EMU_API_CALL();
+  const std::lock_guard<std::mutex> lock(emu::g_pinned_mutex);
   const auto it = emu::g_pinned_ranges->find(p);
   if (it == emu::g_pinned_ranges->end())
     return emu::set_error(cudaErrorHostMemoryNotRegistered), cudaErrorHostMemoryNotRegistered;
@@ -773,75 +778,67 @@ cudaError_t CUDARTAPI cudaHostUnregister(void* p) {
 }
 
 cudaError_t CUDARTAPI cudaMemcpy(void* dst, const void* src, size_t n, enum cudaMemcpyKind k) {
-  emu::count_api(__func__);
-  if (!copy_ok(dst, src, n, k, __func__)) return emu::set_error(cudaErrorInvalidValue), cudaErrorInvalidValue;
-  if (n) std::memmove(dst, src, n);
-  return cudaSuccess;
+  EMU_API_CALL();
+  return copy(dst, src, n, k, __func__);
 }
 cudaError_t CUDARTAPI cudaMemcpyAsync(void* dst, const void* src, size_t n, enum cudaMemcpyKind k, cudaStream_t) {
-  emu::count_api(__func__);
-  if (!copy_ok(dst, src, n, k, __func__)) return emu::set_error(cudaErrorInvalidValue), cudaErrorInvalidValue;
-  if (n) std::memmove(dst, src, n);
-  return cudaSuccess;
+  EMU_API_CALL();
+  return copy(dst, src, n, k, __func__);
 }
 cudaError_t CUDARTAPI cudaMemset(void* p, int v, size_t n) {
-  emu::count_api(__func__);
-  if (n && where(p, n) != kDevice) return bad_range(__func__, "the memory set", "device memory"), cudaErrorInvalidValue;
-  if (n) std::memset(p, v, n);
-  return cudaSuccess;
+  EMU_API_CALL();
+  return fill(p, v, n, __func__);
 }
 cudaError_t CUDARTAPI cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t) {
-  emu::count_api(__func__);
-  if (n && where(p, n) != kDevice) return bad_range(__func__, "the memory set", "device memory"), cudaErrorInvalidValue;
-  if (n) std::memset(p, v, n);
-  return cudaSuccess;
+  EMU_API_CALL();
+  return fill(p, v, n, __func__);
 }
 
 cudaError_t CUDARTAPI cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   *s = new_stream();
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaStreamCreate(cudaStream_t* s) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   *s = new_stream();
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaStreamDestroy(cudaStream_t s) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   delete reinterpret_cast<FakeObject*>(s);
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaStreamQuery(cudaStream_t) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   *e = new_event();
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaEventCreate(cudaEvent_t* e) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   *e = new_event();
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t e) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   delete reinterpret_cast<FakeObject*>(e);
   return cudaSuccess;
 }
 // The event and the stream must be one device's, as on a GPU.
 cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   if (!e) return emu::set_error(cudaErrorInvalidResourceHandle), cudaErrorInvalidResourceHandle;
   if (reinterpret_cast<FakeObject*>(e)->device != emu::device_of(s)) {
     std::fprintf(stderr, "gpu-emu: cudaEventRecord of an event of device %d on a stream of device %d\n",
@@ -851,11 +848,11 @@ cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t) {
-  emu::count_api(__func__);
+  EMU_API_CALL();
   return cudaSuccess;
 }
 
