@@ -87,6 +87,23 @@ void* stream_new(int device) {
   // Non-blocking: no implicit ordering with the legacy default stream, which
   // synchronous calls use; the two meet only where the core waits.
   NNC_CUDA_CHECK(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking), what);
+  // The device error log (error_slot), cleared now, before any work is
+  // queued here. A graph's streams behind this one wait only for the work
+  // queued here before the run: a log made and cleared on first use, during
+  // a run, could be cleared after a node on another stream wrote its slot.
+  cudaError_t cleared = cudaSuccess;
+  try {
+    g->log_device = static_cast<int*>(device_alloc_on(device, sizeof(int) * kLogSlots, g->stream, what));
+    cleared = cudaMemsetAsync(g->log_device, 0, sizeof(int) * kLogSlots, g->stream);
+  } catch (...) {
+    cudaStreamDestroy(g->stream);
+    throw;
+  }
+  if (cleared != cudaSuccess) {
+    device_free_on(device, g->log_device);
+    cudaStreamDestroy(g->stream);
+    check(cleared, what, "cudaMemsetAsync");
+  }
   return g.release();
 }
 
@@ -251,21 +268,6 @@ cublasHandle_t cublas_handle(ccv_nnc_stream_context_t* stream, int device, cudaS
   return h;
 }
 
-namespace {
-
-// The device log of g, made on first use. The caller holds g->log_mutex.
-void ensure_log(GpuStream* g, const char* what) {
-  NNC_CUDA_CHECK(cudaSetDevice(g->device), what);
-  if (g->log_device) return;
-  void* p = device_alloc_on(g->device, sizeof(int) * kLogSlots, g->stream, what);
-  const cudaError_t e = cudaMemsetAsync(p, 0, sizeof(int) * kLogSlots, g->stream);
-  if (e != cudaSuccess) device_free_on(g->device, p);
-  NNC_CUDA_CHECK(e, what);
-  g->log_device = static_cast<int*>(p);
-}
-
-}  // namespace
-
 int* error_slot(ccv_nnc_stream_context_t* stream, const char* what) {
   GpuStream* g = gpu(stream);
   if (!g) return nullptr;
@@ -276,13 +278,12 @@ int* error_slot(ccv_nnc_stream_context_t* stream, const char* what) {
   // read back here, since this run's other streams may still write it.)
   if (GpuStream* owner = gpu(error_log_owner()); owner && owner != g && owner->device == g->device) {
     const std::lock_guard<std::mutex> lock(owner->log_mutex);
-    ensure_log(owner, what);
     const int slot = owner->log.reserve(what);
     NNC_CUDA_CHECK(cudaSetDevice(g->device), what);
     if (slot >= 0) return owner->log_device + slot;
   }
   const std::lock_guard<std::mutex> lock(g->log_mutex);
-  ensure_log(g, what);
+  NNC_CUDA_CHECK(cudaSetDevice(g->device), what);
   int slot = g->log.reserve(what);
   if (slot < 0) {  // every slot lent since the last wait: wait now and read them back
     const DeviceErrorLog::Span span = g->log.in_use();
