@@ -267,6 +267,9 @@ void* upload(const std::vector<V>& v) {
   void* p = nullptr;
   EXPECT_EQ(cudaMalloc(&p, v.size() * sizeof(V)), cudaSuccess);
   EXPECT_EQ(cudaMemcpy(p, v.data(), v.size() * sizeof(V), cudaMemcpyHostToDevice), cudaSuccess);
+  // From pageable memory the copy may still be landing, on the legacy
+  // stream, which the kernels' non-blocking stream does not wait for.
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   return p;
 }
 

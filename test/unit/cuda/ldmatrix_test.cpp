@@ -44,6 +44,9 @@ Probe run_probe() {
   EXPECT_EQ(cudaMalloc(&dout, nnc::cuda::kLdmatrixProbeWords * 4), cudaSuccess);
   EXPECT_EQ(cudaMemcpy(dsrc, src.data(), src.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
   EXPECT_EQ(cudaMemset(dout, 0, nnc::cuda::kLdmatrixProbeWords * 4), cudaSuccess);
+  // Both are queued on the legacy stream (cudaMemset is asynchronous, and so
+  // may be the end of a cudaMemcpy from pageable memory): cs does not wait for it.
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(nnc::cuda::launch_ldmatrix_probe(cs, static_cast<const uint16_t*>(dsrc), static_cast<uint32_t*>(dout)),
             cudaSuccess);
   EXPECT_EQ(cudaStreamSynchronize(cs), cudaSuccess);

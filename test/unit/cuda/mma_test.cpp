@@ -54,6 +54,9 @@ void check_product(bool bf16) {
   ASSERT_EQ(cudaMalloc(&dd, 16 * 8 * sizeof(float)), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(da, a.data(), a.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(db, b.data(), b.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  // cudaMemcpy from pageable memory may return before its copy lands, on the
+  // legacy stream, which the non-blocking stream cs does not wait for.
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   ASSERT_EQ(nnc::cuda::launch_mma_probe(cs, bf16, da, db, static_cast<float*>(dd)), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(cs), cudaSuccess);
   std::vector<float> D(16 * 8, -1.f);
