@@ -50,6 +50,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -71,8 +73,11 @@ inline unsigned present_lanes() {
   return left >= 32 ? 0xffffffffu : (1u << left) - 1;
 }
 
-// Runs body() as the threads of every block of the grid; the status goes
-// where cudaGetLastError() finds it.
+// Queues a launch on `stream`: body() runs as the threads of every block of
+// the grid when the stream's work runs (emu_runtime.cpp: streams run their
+// work late, at the latest when the host waits for it). A bad launch fails
+// at once (cudaGetLastError); a failure inside the kernel shows where the
+// host next waits (cudaStreamSynchronize, ...) and in cudaGetLastError after.
 // `kernel` (its name as the launch spells it) and `caller` (the launching
 // function) are counted for EMU_STATS.
 // func: the kernel's address (kernel_address; NULL when the launch asks for
@@ -82,11 +87,16 @@ inline unsigned present_lanes() {
 // first, as on a GPU; without it the launch fails (cudaErrorInvalidValue).
 // The stream must be the current device's (cudaSetDevice), as on a GPU.
 void launch_body(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream, const char* kernel,
-                 const char* caller, const void* func, void (*body)(void*), void* arg);
-template <class F>
+                 const char* caller, const void* func, std::function<void()> body);
+// A launch as rewrite_launches.py writes it: f(args...) is the kernel's
+// call. The arguments are evaluated and copied here, at the launch, as
+// CUDA copies a kernel's parameters (the copy lives until the launch has
+// run; each emulated thread gets its own copy of it, as its parameters).
+template <class F, class... A>
 void launch(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream, const char* kernel, const char* caller,
-            const void* func, F&& f) {
-  launch_body(grid, block, shared_bytes, stream, kernel, caller, func, [](void* p) { (*static_cast<F*>(p))(); }, &f);
+            const void* func, F f, A&&... args) {
+  launch_body(grid, block, shared_bytes, stream, kernel, caller, func,
+              [f, values = std::tuple<std::decay_t<A>...>(std::forward<A>(args)...)] { std::apply(f, values); });
 }
 template <class K>
 const void* kernel_address(K* k) {

@@ -65,6 +65,7 @@ struct Product {
 };
 
 double scalar(cudaDataType_t t, const void* p) { return load(t, p, 0); }
+void product(const Product& p, double alpha, double beta);
 
 cublasStatus_t run(const Product& p) {
   if (p.m < 0 || p.n < 0 || p.k < 0 || p.batch < 0 || !p.alpha || !p.beta) return CUBLAS_STATUS_INVALID_VALUE;
@@ -74,9 +75,15 @@ cublasStatus_t run(const Product& p) {
   if (p.lda < (rows_a > 1 ? rows_a : 1) || p.ldb < (rows_b > 1 ? rows_b : 1) || p.ldc < (p.m > 1 ? p.m : 1) ||
       p.ldd < (p.m > 1 ? p.m : 1))
     return CUBLAS_STATUS_INVALID_VALUE;
-  emu::count_launch(p.stream);
-  if (emu::skipping_kernels()) return CUBLAS_STATUS_SUCCESS;
+  // alpha and beta are read now (host pointers, as cuBLAS's default
+  // pointer mode), the rest when the stream's work runs.
   const double alpha = scalar(p.scale, p.alpha), beta = scalar(p.scale, p.beta);
+  emu::library_work({p.stream}, [p, alpha, beta] { product(p, alpha, beta); });
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+// D = alpha op(A) op(B) + beta C (+ bias), as the stream's work.
+void product(const Product& p, double alpha, double beta) {
   // op(A) as m rows of k and op(B) as n rows of k, loaded once (TF32
   // rounding applied there): every sum then walks two contiguous rows.
   // Every storage type is exact in double, and but for 64F also in float.
@@ -114,7 +121,6 @@ cublasStatus_t run(const Product& p) {
         store(p.td_type, p.d, od + i + j * p.ldd, v);
       }
   }
-  return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t op(cublasOperation_t o, bool* t) {

@@ -50,6 +50,15 @@ struct Token {
 thread_local cudaStream_t t_stream = nullptr;  // the stream of the call in progress's handle
 cudaStream_t stream_of(cudnnHandle_t h) { return h ? reinterpret_cast<Token*>(h)->stream : nullptr; }
 
+// The rest of a call, queued as the work of its handle's stream (t_stream):
+// `work` owns copies of the descriptors and the host scalars (alpha, beta)
+// it needs, read at the call as cuDNN reads them; device memory is read and
+// written when the stream's work runs.
+cudnnStatus_t queue(std::function<void()> work) {
+  emu::library_work({t_stream}, std::move(work));
+  return CUDNN_STATUS_SUCCESS;
+}
+
 constexpr int kMaxDims = 8;
 
 struct TensorD {
@@ -288,38 +297,39 @@ cudnnStatus_t convolution(int op, int algo, const void* alpha, const void* beta,
   if (st != CUDNN_STATUS_SUCCESS) return st;
   if (!runs[op](algo)) return CUDNN_STATUS_NOT_SUPPORTED;
   s.reduced = s.reduced || (s.type == CUDNN_DATA_FLOAT && rounds[op](algo));
-  emu::count_launch(t_stream);
-  if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
-  std::vector<double> xv, wv, yv;
-  if (op != 1) xv = gather(s, *xd, x, s.N, s.C, s.H, s.W);
-  if (op != 2) wv = gather_filter(s, *wd, w);
-  if (op != 0) yv = gather(s, *yd, y, s.N, s.K, s.P, s.Q);
-  std::vector<double> acc(op == 0 ? static_cast<size_t>(s.N) * s.K * s.P * s.Q
-                          : op == 1 ? static_cast<size_t>(s.N) * s.C * s.H * s.W
-                                    : static_cast<size_t>(s.K) * s.Cg * s.R * s.S,
-                          0.0);
-  each_term(s, [&](int n, int k, int p, int q, int c, int cw, int r, int t, int h, int wi) {
-    if (op == 0)
-      acc[out(s, n, k, p, q)] += xv[img(s, n, c, h, wi)] * wv[flt(s, k, cw, r, t)];
-    else if (op == 1)
-      acc[img(s, n, c, h, wi)] += yv[out(s, n, k, p, q)] * wv[flt(s, k, cw, r, t)];
-    else
-      acc[flt(s, k, cw, r, t)] += xv[img(s, n, c, h, wi)] * yv[out(s, n, k, p, q)];
-  });
   const double a = scale(s.type, alpha), b = scale(s.type, beta);
-  const T4 X{xd}, Y{yd};
-  for (int i0 = 0; i0 < (op == 2 ? s.K : s.N); i0++)
-    for (int i1 = 0; i1 < (op == 0 ? s.K : op == 1 ? s.C : s.Cg); i1++)
-      for (int i2 = 0; i2 < (op == 0 ? s.P : op == 1 ? s.H : s.R); i2++)
-        for (int i3 = 0; i3 < (op == 0 ? s.Q : op == 1 ? s.W : s.S); i3++) {
-          if (op == 0)
-            blend(s.type, y, Y.at(i0, i1, i2, i3), a, acc[out(s, i0, i1, i2, i3)], b);
-          else if (op == 1)
-            blend(s.type, x, X.at(i0, i1, i2, i3), a, acc[img(s, i0, i1, i2, i3)], b);
-          else
-            blend(s.type, w, filter_at(*wd, i0, i1, i2, i3), a, acc[flt(s, i0, i1, i2, i3)], b);
-        }
-  return CUDNN_STATUS_SUCCESS;
+  return queue([=, xc = *xd, wc = *wd, yc = *yd] {
+    const TensorD *xd = &xc, *yd = &yc;
+    const FilterD* wd = &wc;
+    std::vector<double> xv, wv, yv;
+    if (op != 1) xv = gather(s, *xd, x, s.N, s.C, s.H, s.W);
+    if (op != 2) wv = gather_filter(s, *wd, w);
+    if (op != 0) yv = gather(s, *yd, y, s.N, s.K, s.P, s.Q);
+    std::vector<double> acc(op == 0 ? static_cast<size_t>(s.N) * s.K * s.P * s.Q
+                            : op == 1 ? static_cast<size_t>(s.N) * s.C * s.H * s.W
+                                      : static_cast<size_t>(s.K) * s.Cg * s.R * s.S,
+                            0.0);
+    each_term(s, [&](int n, int k, int p, int q, int c, int cw, int r, int t, int h, int wi) {
+      if (op == 0)
+        acc[out(s, n, k, p, q)] += xv[img(s, n, c, h, wi)] * wv[flt(s, k, cw, r, t)];
+      else if (op == 1)
+        acc[img(s, n, c, h, wi)] += yv[out(s, n, k, p, q)] * wv[flt(s, k, cw, r, t)];
+      else
+        acc[flt(s, k, cw, r, t)] += xv[img(s, n, c, h, wi)] * yv[out(s, n, k, p, q)];
+    });
+    const T4 X{xd}, Y{yd};
+    for (int i0 = 0; i0 < (op == 2 ? s.K : s.N); i0++)
+      for (int i1 = 0; i1 < (op == 0 ? s.K : op == 1 ? s.C : s.Cg); i1++)
+        for (int i2 = 0; i2 < (op == 0 ? s.P : op == 1 ? s.H : s.R); i2++)
+          for (int i3 = 0; i3 < (op == 0 ? s.Q : op == 1 ? s.W : s.S); i3++) {
+            if (op == 0)
+              blend(s.type, y, Y.at(i0, i1, i2, i3), a, acc[out(s, i0, i1, i2, i3)], b);
+            else if (op == 1)
+              blend(s.type, x, X.at(i0, i1, i2, i3), a, acc[img(s, i0, i1, i2, i3)], b);
+            else
+              blend(s.type, w, filter_at(*wd, i0, i1, i2, i3), a, acc[flt(s, i0, i1, i2, i3)], b);
+          }
+  });
 }
 
 // b broadcasts to c: each of b's dims equals c's or is 1.
@@ -805,14 +815,15 @@ cudnnStatus_t CUDNNWINAPI cudnnConvolutionBackwardBias(cudnnHandle_t handle, con
       b->dim[3] != 1)
     return CUDNN_STATUS_BAD_PARAM;
   if (g->type == CUDNN_DATA_BFLOAT16 || b->type == CUDNN_DATA_BFLOAT16) return CUDNN_STATUS_NOT_SUPPORTED;
-  emu::count_launch(t_stream);
-  if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
-  for (int k = 0; k < g->dim[1]; k++) {
-    double s = 0;
-    channel(*g, k, [&](int64_t off) { s += load(g->type, dy, off); });
-    blend(b->type, db, k * static_cast<int64_t>(b->stride[1]), scale(g->type, alpha), s, scale(g->type, beta));
-  }
-  return CUDNN_STATUS_SUCCESS;
+  const double a = scale(g->type, alpha), bt = scale(g->type, beta);
+  return queue([=, gc = *g, bc = *b] {
+    const TensorD *g = &gc, *b = &bc;
+    for (int k = 0; k < g->dim[1]; k++) {
+      double s = 0;
+      channel(*g, k, [&](int64_t off) { s += load(g->type, dy, off); });
+      blend(b->type, db, k * static_cast<int64_t>(b->stride[1]), a, s, bt);
+    }
+  });
 }
 
 // ---- pooling ----
@@ -825,27 +836,28 @@ cudnnStatus_t CUDNNWINAPI cudnnPoolingForward(cudnnHandle_t handle, const cudnnP
   const TensorD *X = as<TensorD>(xd), *Y = as<TensorD>(yd);
   const cudnnStatus_t st = pool_check(d, X, Y);
   if (st != CUDNN_STATUS_SUCCESS) return st;
-  emu::count_launch(t_stream);
-  if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
   const double a = scale(X->type, alpha), b = scale(X->type, beta);
-  const T4 TX{X}, TY{Y};
-  for (int n = 0; n < Y->dim[0]; n++)
-    for (int c = 0; c < Y->dim[1]; c++)
-      for (int p = 0; p < Y->dim[2]; p++)
-        for (int q = 0; q < Y->dim[3]; q++) {
-          const Window w = window(*d, *X, p, q);
-          double v = 0;
-          if (is_max(*d)) {
-            int mh, mw;
-            window_max(*X, x, n, c, w, &v, &mh, &mw);
-          } else {
-            for (int h = w.h0; h < w.h1; h++)
-              for (int i = w.w0; i < w.w1; i++) v += load(X->type, x, TX.at(n, c, h, i));
-            v = w.count > 0 ? v / w.count : 0;
+  return queue([=, dc = *d, Xc = *X, Yc = *Y] {
+    const PoolD* d = &dc;
+    const TensorD *X = &Xc, *Y = &Yc;
+    const T4 TX{X}, TY{Y};
+    for (int n = 0; n < Y->dim[0]; n++)
+      for (int c = 0; c < Y->dim[1]; c++)
+        for (int p = 0; p < Y->dim[2]; p++)
+          for (int q = 0; q < Y->dim[3]; q++) {
+            const Window w = window(*d, *X, p, q);
+            double v = 0;
+            if (is_max(*d)) {
+              int mh, mw;
+              window_max(*X, x, n, c, w, &v, &mh, &mw);
+            } else {
+              for (int h = w.h0; h < w.h1; h++)
+                for (int i = w.w0; i < w.w1; i++) v += load(X->type, x, TX.at(n, c, h, i));
+              v = w.count > 0 ? v / w.count : 0;
+            }
+            blend(Y->type, y, TY.at(n, c, p, q), a, v, b);
           }
-          blend(Y->type, y, TY.at(n, c, p, q), a, v, b);
-        }
-  return CUDNN_STATUS_SUCCESS;
+  });
 }
 cudnnStatus_t CUDNNWINAPI cudnnPoolingBackward(cudnnHandle_t handle, const cudnnPoolingDescriptor_t pd, const void* alpha,
                                                const cudnnTensorDescriptor_t yd, const void* y,
@@ -860,35 +872,36 @@ cudnnStatus_t CUDNNWINAPI cudnnPoolingBackward(cudnnHandle_t handle, const cudnn
   if (st != CUDNN_STATUS_SUCCESS) return st;
   if (!DX || !std::equal(X->dim, X->dim + 4, DX->dim) || DX->type != X->type) return CUDNN_STATUS_BAD_PARAM;
   (void)y, (void)yd;
-  emu::count_launch(t_stream);
-  if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
-  const T4 TG{G}, TDX{DX};
-  std::vector<double> acc(static_cast<size_t>(count(*X)), 0.0);
-  auto at = [&](int n, int c, int h, int w) {
-    return ((static_cast<size_t>(n) * X->dim[1] + c) * X->dim[2] + h) * X->dim[3] + w;
-  };
-  for (int n = 0; n < G->dim[0]; n++)
-    for (int c = 0; c < G->dim[1]; c++)
-      for (int p = 0; p < G->dim[2]; p++)
-        for (int q = 0; q < G->dim[3]; q++) {
-          const Window w = window(*d, *X, p, q);
-          const double g = load(G->type, dy, TG.at(n, c, p, q));
-          if (is_max(*d)) {
-            double m;
-            int mh, mw;
-            window_max(*X, x, n, c, w, &m, &mh, &mw);
-            if (mh >= 0) acc[at(n, c, mh, mw)] += g;
-          } else if (w.count > 0) {
-            for (int h = w.h0; h < w.h1; h++)
-              for (int i = w.w0; i < w.w1; i++) acc[at(n, c, h, i)] += g / w.count;
-          }
-        }
   const double a = scale(X->type, alpha), b = scale(X->type, beta);
-  for (int n = 0; n < X->dim[0]; n++)
-    for (int c = 0; c < X->dim[1]; c++)
-      for (int h = 0; h < X->dim[2]; h++)
-        for (int w = 0; w < X->dim[3]; w++) blend(DX->type, dx, TDX.at(n, c, h, w), a, acc[at(n, c, h, w)], b);
-  return CUDNN_STATUS_SUCCESS;
+  return queue([=, dc = *d, Xc = *X, Gc = *G, DXc = *DX] {
+    const PoolD* d = &dc;
+    const TensorD *X = &Xc, *G = &Gc, *DX = &DXc;
+    const T4 TG{G}, TDX{DX};
+    std::vector<double> acc(static_cast<size_t>(count(*X)), 0.0);
+    auto at = [&](int n, int c, int h, int w) {
+      return ((static_cast<size_t>(n) * X->dim[1] + c) * X->dim[2] + h) * X->dim[3] + w;
+    };
+    for (int n = 0; n < G->dim[0]; n++)
+      for (int c = 0; c < G->dim[1]; c++)
+        for (int p = 0; p < G->dim[2]; p++)
+          for (int q = 0; q < G->dim[3]; q++) {
+            const Window w = window(*d, *X, p, q);
+            const double g = load(G->type, dy, TG.at(n, c, p, q));
+            if (is_max(*d)) {
+              double m;
+              int mh, mw;
+              window_max(*X, x, n, c, w, &m, &mh, &mw);
+              if (mh >= 0) acc[at(n, c, mh, mw)] += g;
+            } else if (w.count > 0) {
+              for (int h = w.h0; h < w.h1; h++)
+                for (int i = w.w0; i < w.w1; i++) acc[at(n, c, h, i)] += g / w.count;
+            }
+          }
+    for (int n = 0; n < X->dim[0]; n++)
+      for (int c = 0; c < X->dim[1]; c++)
+        for (int h = 0; h < X->dim[2]; h++)
+          for (int w = 0; w < X->dim[3]; w++) blend(DX->type, dx, TDX.at(n, c, h, w), a, acc[at(n, c, h, w)], b);
+  });
 }
 
 // ---- softmax over each instance (strided rows walked as if packed) ----
@@ -900,22 +913,22 @@ cudnnStatus_t CUDNNWINAPI cudnnSoftmaxForward(cudnnHandle_t handle, cudnnSoftmax
   const TensorD *X0 = as<TensorD>(xd), *Y0 = as<TensorD>(yd);
   if (!X0 || !Y0 || X0->nb != Y0->nb || !std::equal(X0->dim, X0->dim + X0->nb, Y0->dim)) return CUDNN_STATUS_BAD_PARAM;
   if (mode != CUDNN_SOFTMAX_MODE_INSTANCE || X0->type != Y0->type) return CUDNN_STATUS_NOT_SUPPORTED;
-  emu::count_launch(t_stream);
-  if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
-  const TensorD X = as_packed(*X0), Y = as_packed(*Y0);
-  const int64_t rows = X.dim[0], row = count(X) / rows;
-  const double a = scale(X.type, alpha), b = scale(X.type, beta);
-  for (int64_t r = 0; r < rows; r++) {
-    double m = -INFINITY, s = 0;
-    for (int64_t i = 0; i < row; i++) m = std::max(m, load(X.type, x, offset_of(X, r * row + i)));
-    if (algo == CUDNN_SOFTMAX_FAST) m = 0;
-    for (int64_t i = 0; i < row; i++) s += std::exp(load(X.type, x, offset_of(X, r * row + i)) - m);
-    for (int64_t i = 0; i < row; i++) {
-      const double v = load(X.type, x, offset_of(X, r * row + i)) - m;
-      blend(Y.type, y, offset_of(Y, r * row + i), a, algo == CUDNN_SOFTMAX_LOG ? v - std::log(s) : std::exp(v) / s, b);
+  const double a = scale(X0->type, alpha), b = scale(X0->type, beta);
+  return queue([=, X0c = *X0, Y0c = *Y0] {
+    const TensorD *X0 = &X0c, *Y0 = &Y0c;
+    const TensorD X = as_packed(*X0), Y = as_packed(*Y0);
+    const int64_t rows = X.dim[0], row = count(X) / rows;
+    for (int64_t r = 0; r < rows; r++) {
+      double m = -INFINITY, s = 0;
+      for (int64_t i = 0; i < row; i++) m = std::max(m, load(X.type, x, offset_of(X, r * row + i)));
+      if (algo == CUDNN_SOFTMAX_FAST) m = 0;
+      for (int64_t i = 0; i < row; i++) s += std::exp(load(X.type, x, offset_of(X, r * row + i)) - m);
+      for (int64_t i = 0; i < row; i++) {
+        const double v = load(X.type, x, offset_of(X, r * row + i)) - m;
+        blend(Y.type, y, offset_of(Y, r * row + i), a, algo == CUDNN_SOFTMAX_LOG ? v - std::log(s) : std::exp(v) / s, b);
+      }
     }
-  }
-  return CUDNN_STATUS_SUCCESS;
+  });
 }
 cudnnStatus_t CUDNNWINAPI cudnnSoftmaxBackward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t algo, cudnnSoftmaxMode_t mode,
                                                const void* alpha, const cudnnTensorDescriptor_t yd, const void* y,
@@ -928,23 +941,23 @@ cudnnStatus_t CUDNNWINAPI cudnnSoftmaxBackward(cudnnHandle_t handle, cudnnSoftma
       !std::equal(Y0->dim, Y0->dim + Y0->nb, D0->dim))
     return CUDNN_STATUS_BAD_PARAM;
   if (mode != CUDNN_SOFTMAX_MODE_INSTANCE) return CUDNN_STATUS_NOT_SUPPORTED;
-  emu::count_launch(t_stream);
-  if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
-  const TensorD Y = as_packed(*Y0), G = as_packed(*G0), D = as_packed(*D0);
-  const int64_t rows = Y.dim[0], row = count(Y) / rows;
-  const double a = scale(Y.type, alpha), b = scale(Y.type, beta);
-  for (int64_t r = 0; r < rows; r++) {
-    double s = 0;
-    for (int64_t i = 0; i < row; i++) {
-      const double g = load(G.type, dy, offset_of(G, r * row + i)), v = load(Y.type, y, offset_of(Y, r * row + i));
-      s += algo == CUDNN_SOFTMAX_LOG ? g : g * v;
+  const double a = scale(Y0->type, alpha), b = scale(Y0->type, beta);
+  return queue([=, Y0c = *Y0, G0c = *G0, D0c = *D0] {
+    const TensorD *Y0 = &Y0c, *G0 = &G0c, *D0 = &D0c;
+    const TensorD Y = as_packed(*Y0), G = as_packed(*G0), D = as_packed(*D0);
+    const int64_t rows = Y.dim[0], row = count(Y) / rows;
+    for (int64_t r = 0; r < rows; r++) {
+      double s = 0;
+      for (int64_t i = 0; i < row; i++) {
+        const double g = load(G.type, dy, offset_of(G, r * row + i)), v = load(Y.type, y, offset_of(Y, r * row + i));
+        s += algo == CUDNN_SOFTMAX_LOG ? g : g * v;
+      }
+      for (int64_t i = 0; i < row; i++) {
+        const double g = load(G.type, dy, offset_of(G, r * row + i)), v = load(Y.type, y, offset_of(Y, r * row + i));
+        blend(D.type, dx, offset_of(D, r * row + i), a, algo == CUDNN_SOFTMAX_LOG ? g - std::exp(v) * s : v * (g - s), b);
+      }
     }
-    for (int64_t i = 0; i < row; i++) {
-      const double g = load(G.type, dy, offset_of(G, r * row + i)), v = load(Y.type, y, offset_of(Y, r * row + i));
-      blend(D.type, dx, offset_of(D, r * row + i), a, algo == CUDNN_SOFTMAX_LOG ? g - std::exp(v) * s : v * (g - s), b);
-    }
-  }
-  return CUDNN_STATUS_SUCCESS;
+  });
 }
 
 // ---- spatial batch norm ----
@@ -958,34 +971,34 @@ cudnnStatus_t CUDNNWINAPI cudnnBatchNormalizationForwardTraining(
   const TensorD *X = as<TensorD>(xd), *Y = as<TensorD>(yd), *P = as<TensorD>(pd);
   if (!bn_shapes(X, Y, P) || !scale_p || !bias_p) return CUDNN_STATUS_BAD_PARAM;
   if (mode != CUDNN_BATCHNORM_SPATIAL && mode != CUDNN_BATCHNORM_SPATIAL_PERSISTENT) return CUDNN_STATUS_NOT_SUPPORTED;
-  emu::count_launch(t_stream);
-  if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
   const double a = scale(X->type, alpha), b = scale(X->type, beta);
-  const double m = static_cast<double>(X->dim[0]) * X->dim[2] * X->dim[3];
-  for (int c = 0; c < X->dim[1]; c++) {
-    const int64_t pc = c * static_cast<int64_t>(P->stride[1]);
-    double mean = 0, var = 0;
-    channel(*X, c, [&](int64_t off) { mean += load(X->type, x, off); });
-    mean /= m;
-    channel(*X, c, [&](int64_t off) {
-      const double d = load(X->type, x, off) - mean;
-      var += d * d;
-    });
-    var /= m;
-    const double inv = 1 / std::sqrt(var + eps), g = load(P->type, scale_p, pc), bi = load(P->type, bias_p, pc);
-    const T4 TX{X}, TY{Y};
-    for (int n = 0; n < X->dim[0]; n++)
-      for (int h = 0; h < X->dim[2]; h++)
-        for (int w = 0; w < X->dim[3]; w++)
-          blend(Y->type, y, TY.at(n, c, h, w), a, g * (load(X->type, x, TX.at(n, c, h, w)) - mean) * inv + bi, b);
-    if (running_mean) store(P->type, running_mean, pc, (1 - factor) * load(P->type, running_mean, pc) + factor * mean);
-    if (running_var)
-      store(P->type, running_var, pc,
-            (1 - factor) * load(P->type, running_var, pc) + factor * (m > 1 ? var * m / (m - 1) : var));
-    if (save_mean) store(P->type, save_mean, pc, mean);
-    if (save_inv) store(P->type, save_inv, pc, inv);
-  }
-  return CUDNN_STATUS_SUCCESS;
+  return queue([=, Xc = *X, Yc = *Y, Pc = *P] {
+    const TensorD *X = &Xc, *Y = &Yc, *P = &Pc;
+    const double m = static_cast<double>(X->dim[0]) * X->dim[2] * X->dim[3];
+    for (int c = 0; c < X->dim[1]; c++) {
+      const int64_t pc = c * static_cast<int64_t>(P->stride[1]);
+      double mean = 0, var = 0;
+      channel(*X, c, [&](int64_t off) { mean += load(X->type, x, off); });
+      mean /= m;
+      channel(*X, c, [&](int64_t off) {
+        const double d = load(X->type, x, off) - mean;
+        var += d * d;
+      });
+      var /= m;
+      const double inv = 1 / std::sqrt(var + eps), g = load(P->type, scale_p, pc), bi = load(P->type, bias_p, pc);
+      const T4 TX{X}, TY{Y};
+      for (int n = 0; n < X->dim[0]; n++)
+        for (int h = 0; h < X->dim[2]; h++)
+          for (int w = 0; w < X->dim[3]; w++)
+            blend(Y->type, y, TY.at(n, c, h, w), a, g * (load(X->type, x, TX.at(n, c, h, w)) - mean) * inv + bi, b);
+      if (running_mean) store(P->type, running_mean, pc, (1 - factor) * load(P->type, running_mean, pc) + factor * mean);
+      if (running_var)
+        store(P->type, running_var, pc,
+              (1 - factor) * load(P->type, running_var, pc) + factor * (m > 1 ? var * m / (m - 1) : var));
+      if (save_mean) store(P->type, save_mean, pc, mean);
+      if (save_inv) store(P->type, save_inv, pc, inv);
+    }
+  });
 }
 cudnnStatus_t CUDNNWINAPI cudnnBatchNormalizationForwardInference(
     cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void* alpha, const void* beta, const cudnnTensorDescriptor_t xd,
@@ -996,20 +1009,20 @@ cudnnStatus_t CUDNNWINAPI cudnnBatchNormalizationForwardInference(
   const TensorD *X = as<TensorD>(xd), *Y = as<TensorD>(yd), *P = as<TensorD>(pd);
   if (!bn_shapes(X, Y, P) || !scale_p || !bias_p || !est_mean || !est_var) return CUDNN_STATUS_BAD_PARAM;
   if (mode != CUDNN_BATCHNORM_SPATIAL && mode != CUDNN_BATCHNORM_SPATIAL_PERSISTENT) return CUDNN_STATUS_NOT_SUPPORTED;
-  emu::count_launch(t_stream);
-  if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
   const double a = scale(X->type, alpha), b = scale(X->type, beta);
-  const T4 TX{X}, TY{Y};
-  for (int c = 0; c < X->dim[1]; c++) {
-    const int64_t pc = c * static_cast<int64_t>(P->stride[1]);
-    const double mean = load(P->type, est_mean, pc), inv = 1 / std::sqrt(load(P->type, est_var, pc) + eps);
-    const double g = load(P->type, scale_p, pc), bi = load(P->type, bias_p, pc);
-    for (int n = 0; n < X->dim[0]; n++)
-      for (int h = 0; h < X->dim[2]; h++)
-        for (int w = 0; w < X->dim[3]; w++)
-          blend(Y->type, y, TY.at(n, c, h, w), a, g * (load(X->type, x, TX.at(n, c, h, w)) - mean) * inv + bi, b);
-  }
-  return CUDNN_STATUS_SUCCESS;
+  return queue([=, Xc = *X, Yc = *Y, Pc = *P] {
+    const TensorD *X = &Xc, *Y = &Yc, *P = &Pc;
+    const T4 TX{X}, TY{Y};
+    for (int c = 0; c < X->dim[1]; c++) {
+      const int64_t pc = c * static_cast<int64_t>(P->stride[1]);
+      const double mean = load(P->type, est_mean, pc), inv = 1 / std::sqrt(load(P->type, est_var, pc) + eps);
+      const double g = load(P->type, scale_p, pc), bi = load(P->type, bias_p, pc);
+      for (int n = 0; n < X->dim[0]; n++)
+        for (int h = 0; h < X->dim[2]; h++)
+          for (int w = 0; w < X->dim[3]; w++)
+            blend(Y->type, y, TY.at(n, c, h, w), a, g * (load(X->type, x, TX.at(n, c, h, w)) - mean) * inv + bi, b);
+    }
+  });
 }
 cudnnStatus_t CUDNNWINAPI cudnnBatchNormalizationBackward(
     cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void* alpha_d, const void* beta_d, const void* alpha_p,
@@ -1022,47 +1035,47 @@ cudnnStatus_t CUDNNWINAPI cudnnBatchNormalizationBackward(
   if (!bn_shapes(X, G, P) || !D || !std::equal(X->dim, X->dim + 4, D->dim) || !scale_p || !dscale || !dbias)
     return CUDNN_STATUS_BAD_PARAM;
   if (mode != CUDNN_BATCHNORM_SPATIAL && mode != CUDNN_BATCHNORM_SPATIAL_PERSISTENT) return CUDNN_STATUS_NOT_SUPPORTED;
-  emu::count_launch(t_stream);
-  if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
   const double ad = scale(X->type, alpha_d), bd = scale(X->type, beta_d), ap = scale(X->type, alpha_p),
                bp = scale(X->type, beta_p);
-  const double m = static_cast<double>(X->dim[0]) * X->dim[2] * X->dim[3];
-  const T4 TX{X}, TG{G}, TD{D};
-  for (int c = 0; c < X->dim[1]; c++) {
-    const int64_t pc = c * static_cast<int64_t>(P->stride[1]);
-    double mean, inv;
-    if (saved_mean && saved_inv) {
-      mean = load(P->type, saved_mean, pc), inv = load(P->type, saved_inv, pc);
-    } else {
-      mean = 0;
-      double var = 0;
-      channel(*X, c, [&](int64_t off) { mean += load(X->type, x, off); });
-      mean /= m;
-      channel(*X, c, [&](int64_t off) {
-        const double d = load(X->type, x, off) - mean;
-        var += d * d;
-      });
-      inv = 1 / std::sqrt(var / m + eps);
+  return queue([=, Xc = *X, Gc = *G, Dc = *D, Pc = *P] {
+    const TensorD *X = &Xc, *G = &Gc, *D = &Dc, *P = &Pc;
+    const double m = static_cast<double>(X->dim[0]) * X->dim[2] * X->dim[3];
+    const T4 TX{X}, TG{G}, TD{D};
+    for (int c = 0; c < X->dim[1]; c++) {
+      const int64_t pc = c * static_cast<int64_t>(P->stride[1]);
+      double mean, inv;
+      if (saved_mean && saved_inv) {
+        mean = load(P->type, saved_mean, pc), inv = load(P->type, saved_inv, pc);
+      } else {
+        mean = 0;
+        double var = 0;
+        channel(*X, c, [&](int64_t off) { mean += load(X->type, x, off); });
+        mean /= m;
+        channel(*X, c, [&](int64_t off) {
+          const double d = load(X->type, x, off) - mean;
+          var += d * d;
+        });
+        inv = 1 / std::sqrt(var / m + eps);
+      }
+      double sg = 0, sgx = 0;
+      for (int n = 0; n < X->dim[0]; n++)
+        for (int h = 0; h < X->dim[2]; h++)
+          for (int w = 0; w < X->dim[3]; w++) {
+            const double g = load(G->type, dy, TG.at(n, c, h, w));
+            sg += g, sgx += g * (load(X->type, x, TX.at(n, c, h, w)) - mean) * inv;
+          }
+      const double gamma = load(P->type, scale_p, pc);
+      for (int n = 0; n < X->dim[0]; n++)
+        for (int h = 0; h < X->dim[2]; h++)
+          for (int w = 0; w < X->dim[3]; w++) {
+            const double xhat = (load(X->type, x, TX.at(n, c, h, w)) - mean) * inv;
+            const double g = load(G->type, dy, TG.at(n, c, h, w));
+            blend(D->type, dx, TD.at(n, c, h, w), ad, gamma * inv / m * (m * g - sg - xhat * sgx), bd);
+          }
+      blend(P->type, dscale, pc, ap, sgx, bp);
+      blend(P->type, dbias, pc, ap, sg, bp);
     }
-    double sg = 0, sgx = 0;
-    for (int n = 0; n < X->dim[0]; n++)
-      for (int h = 0; h < X->dim[2]; h++)
-        for (int w = 0; w < X->dim[3]; w++) {
-          const double g = load(G->type, dy, TG.at(n, c, h, w));
-          sg += g, sgx += g * (load(X->type, x, TX.at(n, c, h, w)) - mean) * inv;
-        }
-    const double gamma = load(P->type, scale_p, pc);
-    for (int n = 0; n < X->dim[0]; n++)
-      for (int h = 0; h < X->dim[2]; h++)
-        for (int w = 0; w < X->dim[3]; w++) {
-          const double xhat = (load(X->type, x, TX.at(n, c, h, w)) - mean) * inv;
-          const double g = load(G->type, dy, TG.at(n, c, h, w));
-          blend(D->type, dx, TD.at(n, c, h, w), ad, gamma * inv / m * (m * g - sg - xhat * sgx), bd);
-        }
-    blend(P->type, dscale, pc, ap, sgx, bp);
-    blend(P->type, dbias, pc, ap, sg, bp);
-  }
-  return CUDNN_STATUS_SUCCESS;
+  });
 }
 
 // ---- tensor arithmetic ----
@@ -1073,12 +1086,12 @@ cudnnStatus_t CUDNNWINAPI cudnnAddTensor(cudnnHandle_t handle, const void* alpha
   t_stream = stream_of(handle);
   const TensorD *Ad = as<TensorD>(ad), *Cd = as<TensorD>(cd);
   if (!Ad || !Cd || !broadcasts(*Ad, *Cd)) return CUDNN_STATUS_BAD_PARAM;
-  emu::count_launch(t_stream);
-  if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
   const double a = scale(Cd->type, alpha), b = scale(Cd->type, beta);
-  for (int64_t i = 0, n = count(*Cd); i < n; i++)
-    blend(Cd->type, C, offset_of(*Cd, i), a, load(Ad->type, A, broadcast_offset(*Ad, *Cd, i)), b);
-  return CUDNN_STATUS_SUCCESS;
+  return queue([=, Adc = *Ad, Cdc = *Cd] {
+    const TensorD *Ad = &Adc, *Cd = &Cdc;
+    for (int64_t i = 0, n = count(*Cd); i < n; i++)
+      blend(Cd->type, C, offset_of(*Cd, i), a, load(Ad->type, A, broadcast_offset(*Ad, *Cd, i)), b);
+  });
 }
 // Every element of y = value[0] (in y's type).
 cudnnStatus_t CUDNNWINAPI cudnnSetTensor(cudnnHandle_t handle, const cudnnTensorDescriptor_t yd, void* y, const void* value) {
@@ -1086,11 +1099,11 @@ cudnnStatus_t CUDNNWINAPI cudnnSetTensor(cudnnHandle_t handle, const cudnnTensor
   t_stream = stream_of(handle);
   const TensorD* Y = as<TensorD>(yd);
   if (!Y || !value) return CUDNN_STATUS_BAD_PARAM;
-  emu::count_launch(t_stream);
-  if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
   const double v = load(Y->type, value, 0);
-  for (int64_t i = 0, n = count(*Y); i < n; i++) store(Y->type, y, offset_of(*Y, i), v);
-  return CUDNN_STATUS_SUCCESS;
+  return queue([=, Yc = *Y] {
+    const TensorD* Y = &Yc;
+    for (int64_t i = 0, n = count(*Y); i < n; i++) store(Y->type, y, offset_of(*Y, i), v);
+  });
 }
 // C = op(alpha1 * A, alpha2 * B) + beta * C, B broadcast.
 cudnnStatus_t CUDNNWINAPI cudnnOpTensor(cudnnHandle_t handle, const cudnnOpTensorDescriptor_t od, const void* alpha1,
@@ -1105,19 +1118,20 @@ cudnnStatus_t CUDNNWINAPI cudnnOpTensor(cudnnHandle_t handle, const cudnnOpTenso
   if (o->op != CUDNN_OP_TENSOR_ADD && o->op != CUDNN_OP_TENSOR_MUL && o->op != CUDNN_OP_TENSOR_MIN &&
       o->op != CUDNN_OP_TENSOR_MAX)
     return CUDNN_STATUS_NOT_SUPPORTED;
-  emu::count_launch(t_stream);
-  if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
   const double a1 = scale(Cd->type, alpha1), a2 = scale(Cd->type, alpha2), b = scale(Cd->type, beta);
-  for (int64_t i = 0, n = count(*Cd); i < n; i++) {
-    const double u = a1 * load(Ad->type, A, broadcast_offset(*Ad, *Cd, i));
-    const double v = a2 * load(Bd->type, B, broadcast_offset(*Bd, *Cd, i));
-    const double r = o->op == CUDNN_OP_TENSOR_ADD   ? u + v
-                     : o->op == CUDNN_OP_TENSOR_MUL ? u * v
-                     : o->op == CUDNN_OP_TENSOR_MIN ? std::min(u, v)
-                                                    : std::max(u, v);
-    blend(Cd->type, C, offset_of(*Cd, i), 1, r, b);
-  }
-  return CUDNN_STATUS_SUCCESS;
+  return queue([=, oc = *o, Adc = *Ad, Bdc = *Bd, Cdc = *Cd] {
+    const OpD* o = &oc;
+    const TensorD *Ad = &Adc, *Bd = &Bdc, *Cd = &Cdc;
+    for (int64_t i = 0, n = count(*Cd); i < n; i++) {
+      const double u = a1 * load(Ad->type, A, broadcast_offset(*Ad, *Cd, i));
+      const double v = a2 * load(Bd->type, B, broadcast_offset(*Bd, *Cd, i));
+      const double r = o->op == CUDNN_OP_TENSOR_ADD   ? u + v
+                       : o->op == CUDNN_OP_TENSOR_MUL ? u * v
+                       : o->op == CUDNN_OP_TENSOR_MIN ? std::min(u, v)
+                                                      : std::max(u, v);
+      blend(Cd->type, C, offset_of(*Cd, i), 1, r, b);
+    }
+  });
 }
 cudnnStatus_t CUDNNWINAPI cudnnGetReductionWorkspaceSize(cudnnHandle_t handle, const cudnnReduceTensorDescriptor_t,
                                                          const cudnnTensorDescriptor_t, const cudnnTensorDescriptor_t,
@@ -1140,15 +1154,15 @@ cudnnStatus_t CUDNNWINAPI cudnnReduceTensor(cudnnHandle_t handle, const cudnnRed
   if (!r || !Ad || !Cd || !broadcasts(*Cd, *Ad)) return CUDNN_STATUS_BAD_PARAM;
   if (r->op != CUDNN_REDUCE_TENSOR_ADD || Ad->type == CUDNN_DATA_BFLOAT16 || Cd->type == CUDNN_DATA_BFLOAT16)
     return CUDNN_STATUS_NOT_SUPPORTED;
-  emu::count_launch(t_stream);
-  if (emu::skipping_kernels()) return CUDNN_STATUS_SUCCESS;
-  std::vector<double> acc(static_cast<size_t>(count(*Cd)), 0.0);
-  TensorD packed_c = as_packed(*Cd);
-  for (int64_t i = 0, n = count(*Ad); i < n; i++)
-    acc[static_cast<size_t>(broadcast_offset(packed_c, *Ad, i))] += load(Ad->type, A, offset_of(*Ad, i));
   const double a = scale(Cd->type, alpha), b = scale(Cd->type, beta);
-  for (int64_t i = 0, n = count(*Cd); i < n; i++) blend(Cd->type, C, offset_of(*Cd, i), a, acc[static_cast<size_t>(i)], b);
-  return CUDNN_STATUS_SUCCESS;
+  return queue([=, Adc = *Ad, Cdc = *Cd] {
+    const TensorD *Ad = &Adc, *Cd = &Cdc;
+    std::vector<double> acc(static_cast<size_t>(count(*Cd)), 0.0);
+    TensorD packed_c = as_packed(*Cd);
+    for (int64_t i = 0, n = count(*Ad); i < n; i++)
+      acc[static_cast<size_t>(broadcast_offset(packed_c, *Ad, i))] += load(Ad->type, A, offset_of(*Ad, i));
+    for (int64_t i = 0, n = count(*Cd); i < n; i++) blend(Cd->type, C, offset_of(*Cd, i), a, acc[static_cast<size_t>(i)], b);
+  });
 }
 
 }  // extern "C"

@@ -4,9 +4,9 @@
 // parallelism, persistence, dataframes on GPUs) runs unchanged against the
 // real module's backends, allocator, streams and transfers, on the emulated
 // runtime's two devices (test_fakegpu_emu, tools/gpu-emu/CMakeLists.txt).
-// What the emulated runtime cannot do — hold work queued on a stream (it
-// runs everything at once), refuse cuDNN calls on demand — the hooks do not
-// pretend: the tests that need it are left out (emu_main.cpp).
+// What the emulated runtime cannot do — refuse cuDNN calls on demand, crash
+// on a host read of device memory — the hooks do not pretend: the tests
+// that need it are left out (emu_main.cpp).
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -40,9 +40,9 @@ size_t allocations(int device) {
   return ccv_nnc_gpu_memory_stats(device, &s) == 0 ? static_cast<size_t>(s.allocations) : 0;
 }
 // Kernels, library products, copies and fills: the pretend GPU counts a transfer as a kernel.
-size_t kernels_run() { return static_cast<size_t>(emu::launch_count() + emu::copy_count()); }
+size_t kernels_run() { return static_cast<size_t>(emu::work_run()); }
 size_t kernels_queued() { return static_cast<size_t>(emu::stream_launch_count()); }
-void set_stream_order_seed(uint32_t) {}  // streams run their work at once here
+void set_stream_order_seed(uint32_t seed) { emu::set_stream_order_seed(seed); }
 // Not emulated (the tests that use it are left out): refusals on demand.
 void set_declining(uint32_t, int, uint32_t) {}
 size_t declines() { return 0; }

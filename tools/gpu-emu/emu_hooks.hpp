@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,14 +30,29 @@ unsigned long long launch_count();
 unsigned long long stream_launch_count();
 // Copies and fills (cudaMemcpy*, cudaMemset*) made.
 unsigned long long copy_count();
+// Kernels, copies, fills and library products that have run (queued work
+// counts once it has run; launch_count and copy_count count it as queued).
+unsigned long long work_run();
 // Marks [p, p + bytes) as device memory of `device` (bytes 0: forgets the
 // range starting at p), for memory the emulated cudaMalloc did not hand out
 // (EMU_EXACT_MEMORY's tensors): copies and fills check their ends against it.
 void device_range(const void* p, size_t bytes, int device);
 // Host bytes registered with cudaHostRegister and not unregistered.
 size_t pinned_bytes();
-// A library's product counted as a launch, on `stream` (a cudaStream_t).
-void count_launch(const void* stream);
+// A library's product, queued on `streams` (cudaStream_t; several for a
+// collective: one operation after each one's work), counted as a launch on
+// each. `work` runs when the streams' work does, so it must own copies of
+// what it reads from the call's arguments but device memory: descriptors,
+// host scalars (alpha, beta). With EMU_SKIP_KERNELS it never runs.
+void library_work(const std::vector<const void*>& streams, std::function<void()> work);
+// Queued work ready at once runs in a random order from `seed` from now on
+// (emu_runtime.cpp: streams run their work late).
+void set_stream_order_seed(uint64_t seed);
+// Operations queued on streams and not yet run.
+size_t queued_work();
+// Runs the work queued on `device` (as cudaDeviceSynchronize, without
+// changing the calling thread's current device); -1: on every device.
+void finish_device(int device);
 // Launches are checked and counted but nothing runs (EMU_SKIP_KERNELS=1 sets
 // it at start): results are garbage, the host's own work is what is left.
 void set_skip_kernels(bool skip);

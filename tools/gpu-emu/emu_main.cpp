@@ -25,12 +25,6 @@ struct Exclusion {
 // what the emulated runtime does not do, and why.
 const Exclusion kExcluded[] = {
     {"FakeGpuDeathTest.*", "emulated device memory is host memory: a host read of it cannot crash"},
-    {"FakeGpu.ModelStepsInFlightOnGpuStreams",
-     "it checks that queued steps have not run before the host waits; emulated streams run at once"},
-    {"GpuSchedule.TheHarnessRunsQueuedWorkOutOfOrderWithoutWaits:GpuSchedule.WithoutItsWaitsTheScheduleGoesWrongHere",
-     "they check that the pretend GPU's streams run work late and out of order; emulated streams run at once"},
-    {"FakeGpu.PinnedHostMemory",
-     "it checks that a copy to pinned memory is still queued before the wait; emulated streams run at once"},
     {"FakeGpu.ARefusedCallRunsOnTheNextBackend:FakeGpu.AGraphNodeKeepsTheBackendItFellBackTo:"
      "FakeGpu.ModelTrainsWhenItsConvolutionsAreRefused",
      "cuDNN refusing calls on demand (nnc_fakegpu::set_declining) is the pretend GPU's; the Cudnn tests "
@@ -42,13 +36,6 @@ const Exclusion kExcluded[] = {
     {"CudaTrain.ReferenceNetworkTrainsOnTheGpuAsOnTheCpu",
      "400 steps of the reference network at batch 64 on the emulated GPU take too long for CI; "
      "CudaTrain.FirstStepsMatchTheCpuStepByStep runs four"},
-    {"GpuStream.KernelOnAStream*:GpuStream.SignalBetweenTwoGpuStreams*:GpuStream.CpuStreamWaitsForAGpuSignal*",
-     "streams and events: the emulated runtime runs all work at once, so a stream never has work "
-     "pending (KernelOnAStream... waits for that forever) and the ordering between streams the "
-     "others check cannot fail"},
-    {"CudaPinned.*",
-     "transfers queued on a stream through pinned memory: the emulated stream is synchronous, so the "
-     "test cannot fail"},
 };
 #endif
 

@@ -49,6 +49,7 @@ void* exact_alloc(int device, size_t bytes) {
   return p;
 }
 void exact_free(int, void* p) {
+  emu::finish_device(-1);  // as cudaFree: queued work (of any device: a copy, a peer) may still use it
   emu::device_range(p, 0, 0);
   std::free(p);
 }
@@ -78,6 +79,7 @@ void* exact_alloc(int device, size_t bytes) {
   return p;
 }
 void exact_free(int, void* p) {
+  emu::finish_device(-1);  // as cudaFree: queued work (of any device: a copy, a peer) may still use it
   const std::lock_guard<std::mutex> lock(g_mutex);
   auto it = g_mappings.find(p);
   if (it == g_mappings.end()) return;
@@ -97,7 +99,14 @@ void install_fault_message() {
   signal(SIGBUS, on_fault);
 }
 #endif
-const nnc::DeviceMemory kExactMemory = {exact_alloc, exact_free, devices};
+void pin(void* host, size_t bytes) {
+  if (cudaHostRegister(host, bytes, cudaHostRegisterDefault) != cudaSuccess)
+    nnc::fail(CCV_NNC_EXEC_INVALID, "gpu-emu: cudaHostRegister of %zu bytes failed", bytes);
+}
+void unpin(void* host) {
+  if (cudaHostUnregister(host) != cudaSuccess) cudaGetLastError();
+}
+const nnc::DeviceMemory kExactMemory = {exact_alloc, exact_free, devices, nullptr, nullptr, pin, unpin};
 
 void late(nnc::Registry& r) {
   nnc::register_cuda(r);

@@ -2,9 +2,11 @@
 """GPU_REF under CPU emulation (see CMakeLists.txt here): copies a .cu file to
 a host C++ file with each kernel launch `K<...><<<grid, block[, shmem[,
 stream]]>>>(args);` rewritten to
-    ::emu::launch(grid, block, shmem, stream, "K<...>", __func__, func, [&] { K<...>(args); });
+    ::emu::launch(grid, block, shmem, stream, "K<...>", __func__, func,
+                  [=](auto... emu_a) { K<...>(emu_a...); }, args);
 (func: the kernel's address, ::emu::kernel_address(K<...>), when shmem is not
-the literal 0; nullptr otherwise),
+the literal 0; nullptr otherwise; the arguments are evaluated at the launch
+and copied into it, since it runs later, when its stream's work does),
 each `extern __shared__ [__align__(n)] T name[];` (dynamic shared memory)
 rewritten to `T* const name = static_cast<T*>(::emu::dynamic_shared());`, and
 nothing else changed (a #line directive keeps compiler messages pointing
@@ -88,8 +90,8 @@ def rewrite(s, path):
         # (cudaFuncSetAttribute) as a GPU does; others pass NULL (a kernel
         # template deduced from its arguments has no address to take).
         func = 'nullptr' if cfg[2] == '0' else '::emu::kernel_address(%s)' % name
-        out.append('::emu::launch(%s, %s, %s, %s, "%s", __func__, %s,%s%s[&] { %s(%s); })' %
-                   (cfg[0], cfg[1], cfg[2], cfg[3], name, func, gap, gap2, name, args))
+        out.append('::emu::launch(%s, %s, %s, %s, "%s", __func__, %s,%s%s[=](auto... emu_a) { %s(emu_a...); }%s)' %
+                   (cfg[0], cfg[1], cfg[2], cfg[3], name, func, gap, gap2, name, ', ' + args if args.strip() else args))
         pos = q + 1
     out.append(s[pos:])
     return ''.join(out)

@@ -161,49 +161,58 @@ __global__ void misaligned_kernel(const uint16_t* src, int which) {
 
 }  // namespace
 
+// A launch's status: a bad launch at once, a failure as it runs at the wait
+// (which leaves it as the last error too: cleared here).
+cudaError_t finished() {
+  cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  cudaGetLastError();
+  return e;
+}
+
 cudaError_t misaligned(const uint16_t* src, int which) {
   misaligned_kernel<<<1, 32>>>(src, which);
-  return cudaGetLastError();
+  return finished();
 }
 cudaError_t cp_async(const void* src, void* out, int wait, int threads) {
   cp_async_kernel<<<1, threads>>>(static_cast<const uint4*>(src), static_cast<uint4*>(out), wait);
-  return cudaGetLastError();
+  return finished();
 }
 cudaError_t ldmatrix(const uint16_t* tile, uint32_t* out) {
   ldmatrix_kernel<<<1, 32>>>(tile, out);
-  return cudaGetLastError();
+  return finished();
 }
 cudaError_t warp_race(int* seen) {
   warp_race_kernel<<<1, 64>>>(seen);
-  return cudaGetLastError();
+  return finished();
 }
 cudaError_t block_sum(const float* x, float* y, int n, int blocks, int threads) {
   block_sum_kernel<<<blocks, threads>>>(x, y, n);
-  return cudaGetLastError();
+  return finished();
 }
 cudaError_t warp_ops(const int* x, int* sum, unsigned* ballot, int* up, int* down, int* idx, int threads) {
   warp_kernel<<<1, threads>>>(x, sum, ballot, up, down, idx);
-  return cudaGetLastError();
+  return finished();
 }
 cudaError_t reverse_blocks(const float* x, float* y, int blocks, int threads) {
   reverse_kernel<<<blocks, threads, threads * sizeof(float)>>>(x, y, blocks);
-  return cudaGetLastError();
+  return finished();
 }
 cudaError_t block_votes(const int* x, int* count, int* any7, int* all_small, int threads) {
   vote_kernel<<<1, threads>>>(x, count, any7, all_small);
-  return cudaGetLastError();
+  return finished();
 }
 cudaError_t divergent(int* y) {
   divergent_kernel<<<1, 32>>>(y);
-  return cudaGetLastError();
+  return finished();
 }
 cudaError_t early_return(int* y) {
   early_return_kernel<<<1, 32>>>(y);
-  return cudaGetLastError();
+  return finished();
 }
 cudaError_t bad_config(int* y) {
   early_return_kernel<<<1, 2048>>>(y);
-  return cudaGetLastError();
+  return finished();
 }
 
 // Fills `bytes` of dynamic shared memory and copies them out (a launch that
@@ -221,7 +230,7 @@ cudaError_t big_shared(unsigned char* out, int bytes, int opt_in) {
     if (e != cudaSuccess) return e;
   }
   big_shared_kernel<<<1, 128, bytes>>>(out, bytes);
-  return cudaGetLastError();
+  return finished();
 }
 
 }  // namespace gpu_emu_selftest
