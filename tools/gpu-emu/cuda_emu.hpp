@@ -73,7 +73,7 @@ inline unsigned present_lanes() {
   return left >= 32 ? 0xffffffffu : (1u << left) - 1;
 }
 
-// Queues a launch on `stream`: body() runs as the threads of every block of
+// A launch on `stream`: body() runs as the threads of every block of
 // the grid when the stream's work runs (emu_runtime.cpp: streams run their
 // work late, at the latest when the host waits for it). A bad launch fails
 // at once (cudaGetLastError); a failure inside the kernel shows where the
@@ -86,17 +86,21 @@ inline unsigned present_lanes() {
 // cudaFuncAttributeMaxDynamicSharedMemorySize) of at least that many bytes
 // first, as on a GPU; without it the launch fails (cudaErrorInvalidValue).
 // The stream must be the current device's (cudaSetDevice), as on a GPU.
-void launch_body(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream, const char* kernel,
-                 const char* caller, const void* func, std::function<void()> body);
+bool launch_checked(dim3& grid, dim3 block, size_t shared_bytes, cudaStream_t stream, const char* kernel,
+                    const char* caller, const void* func);  // true: queue it (launch_queue)
+void launch_queue(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream, std::function<void()> body);
 // A launch as rewrite_launches.py writes it: f(args...) is the kernel's
 // call. The arguments are evaluated and copied here, at the launch, as
 // CUDA copies a kernel's parameters (the copy lives until the launch has
 // run; each emulated thread gets its own copy of it, as its parameters).
+// Checked and counted first; nothing is built when it fails or kernels are
+// skipped (EMU_SKIP_KERNELS: host-cost-emu times the host around it).
 template <class F, class... A>
 void launch(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream, const char* kernel, const char* caller,
             const void* func, F f, A&&... args) {
-  launch_body(grid, block, shared_bytes, stream, kernel, caller, func,
-              [f, values = std::tuple<std::decay_t<A>...>(std::forward<A>(args)...)] { std::apply(f, values); });
+  if (launch_checked(grid, block, shared_bytes, stream, kernel, caller, func))
+    launch_queue(grid, block, shared_bytes, stream,
+                 [f, values = std::tuple<std::decay_t<A>...>(std::forward<A>(args)...)] { std::apply(f, values); });
 }
 template <class K>
 const void* kernel_address(K* k) {

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,8 +44,15 @@ size_t pinned_bytes();
 // collective: one operation after each one's work), counted as a launch on
 // each. `work` runs when the streams' work does, so it must own copies of
 // what it reads from the call's arguments but device memory: descriptors,
-// host scalars (alpha, beta). With EMU_SKIP_KERNELS it never runs.
-void library_work(const std::vector<const void*>& streams, std::function<void()> work);
+// host scalars (alpha, beta). With EMU_SKIP_KERNELS it never runs (and
+// need not be built: NULL).
+void library_work(const void* const* streams, size_t count, std::function<void()> work);
+inline void library_work(std::initializer_list<const void*> streams, std::function<void()> work) {
+  library_work(streams.begin(), streams.size(), std::move(work));
+}
+inline void library_work(const std::vector<const void*>& streams, std::function<void()> work) {
+  library_work(streams.data(), streams.size(), std::move(work));
+}
 // Queued work ready at once runs in a random order from `seed` from now on
 // (emu_runtime.cpp: streams run their work late).
 void set_stream_order_seed(uint64_t seed);

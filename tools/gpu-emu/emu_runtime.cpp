@@ -296,10 +296,12 @@ void run_work(const std::function<void()>& work) {
 }
 
 // Queues work on the streams `on` (one operation, after each one's work:
-// a collective's), or runs it at once with EMU_STREAMS=eager; `also`: one
-// more operation it waits for.
+// a collective's), or runs it at once with EMU_STREAMS=eager or
+// EMU_SKIP_KERNELS; `also`: one more operation it waits for.
 void enqueue_on(const std::vector<cudaStream_t>& on, std::function<void()> work, uint64_t also = 0) {
-  if (g_eager) {
+  // Skipping kernels (host-cost-emu) stands for a GPU infinitely fast: what
+  // is still queued (copies, fills) is done at once, as the host would find it.
+  if (g_eager || g_skip_kernels) {
     if (work) run_work(work);
     return;
   }
@@ -727,14 +729,14 @@ unsigned warp_exchange(unsigned mask, uint64_t value, const char* file, int line
   return g_current - warp;
 }
 
-void launch_body(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream, const char* kernel,
-                 const char* caller, const void* func, std::function<void()> body) {
-  if (!alive(stream, kernel)) return;
+bool launch_checked(dim3& grid, dim3 block, size_t shared_bytes, cudaStream_t stream, const char* kernel,
+                    const char* caller, const void* func) {
+  if (!alive(stream, kernel)) return false;
   if (device_of(stream) != t_device) {
     std::fprintf(stderr, "gpu-emu: %s (from %s) launched on a stream of device %d while device %d is current\n", kernel,
                  caller, device_of(stream), t_device);
     set_error(cudaErrorInvalidResourceHandle);
-    return;
+    return false;
   }
   const unsigned long long n = 1ull * block.x * block.y * block.z;
   if (n == 0 || n > kMaxThreads || block.z > 64 || grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 0x7fffffffu ||
@@ -742,13 +744,13 @@ void launch_body(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream
     std::fprintf(stderr, "gpu-emu: invalid launch configuration: grid (%u,%u,%u), block (%u,%u,%u)\n", grid.x, grid.y,
                  grid.z, block.x, block.y, block.z);
     set_error(cudaErrorInvalidConfiguration);
-    return;
+    return false;
   }
   if (shared_bytes > kMaxDynamicShared) {
     std::fprintf(stderr, "gpu-emu: %zu bytes of dynamic shared memory asked for (at most %zu)\n", shared_bytes,
                  kMaxDynamicShared);
     set_error(cudaErrorInvalidValue);
-    return;
+    return false;
   }
   if (shared_bytes > kDefaultDynamicShared) {
     size_t allowed = 0;
@@ -763,14 +765,14 @@ void launch_body(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream
                    "(cudaFuncSetAttribute, cudaFuncAttributeMaxDynamicSharedMemorySize) allows %zu\n",
                    kernel, caller, shared_bytes, allowed);
       set_error(cudaErrorInvalidValue);
-      return;
+      return false;
     }
   }
   if (g_max_blocks > 0 && grid.x > g_max_blocks) grid.x = g_max_blocks;
   if (t_in_kernel) {
     std::fprintf(stderr, "gpu-emu: a launch from inside a kernel is not emulated\n");
     set_error(cudaErrorNotSupported);
-    return;
+    return false;
   }
   if (g_stats) {
     const std::lock_guard<std::mutex> lock(g_launch);
@@ -782,7 +784,11 @@ void launch_body(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream
   }
   g_launches++;
   if (!is_default(stream)) g_stream_launches++;
-  if (g_skip_kernels) return;
+  return !g_skip_kernels;
+}
+
+void launch_queue(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream, std::function<void()> body) {
+  const unsigned long long n = 1ull * block.x * block.y * block.z;
   enqueue(stream, [grid, block, shared_bytes, n, body = std::move(body)] {
     // The grid's blocks one after another, each block's threads as fibers.
     const std::lock_guard<std::mutex> lock(g_launch);
@@ -828,15 +834,17 @@ size_t pinned_bytes() {
   const std::lock_guard<std::mutex> lock(g_pinned_mutex);
   return g_pinned;
 }
-void library_work(const std::vector<const void*>& streams, std::function<void()> work) {
-  std::vector<cudaStream_t> on;
-  for (const void* stream : streams) {
-    on.push_back(static_cast<cudaStream_t>(const_cast<void*>(stream)));
-    if (!alive(on.back(), "a library call")) return;
+void library_work(const void* const* streams, size_t count, std::function<void()> work) {
+  for (size_t i = 0; i < count; i++) {
+    const cudaStream_t s = static_cast<cudaStream_t>(const_cast<void*>(streams[i]));
+    if (!alive(s, "a library call")) return;
     g_launches++;
-    if (!is_default(on.back())) g_stream_launches++;
+    if (!is_default(s)) g_stream_launches++;
   }
-  if (!g_skip_kernels) enqueue_on(on, std::move(work));
+  if (g_skip_kernels) return;
+  std::vector<cudaStream_t> on;
+  for (size_t i = 0; i < count; i++) on.push_back(static_cast<cudaStream_t>(const_cast<void*>(streams[i])));
+  enqueue_on(on, std::move(work));
 }
 void set_stream_order_seed(uint64_t seed) {
   const std::lock_guard<std::mutex> lock(g_queue_mutex);
