@@ -1,12 +1,16 @@
 // The caching device allocator on a GPU: freed tensor memory is reused without
 // new device memory, the figures follow, the cache goes back on request, an
-// impossible request fails with CCV_NNC_EXEC_OOM and a message, and a stream
-// workspace comes from it too. Skips, saying so, without a GPU.
+// impossible request fails with CCV_NNC_EXEC_OOM and a message, a stream
+// workspace comes from it too, and one freed is not another stream's before
+// the work using it has run. Skips, saying so, without a GPU.
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
+#include <vector>
 
+#include "cuda/stream.hpp"
 #include "unit/cuda/gpu.hpp"
 
 using namespace nnc_gpu_test;
@@ -108,6 +112,63 @@ TEST(GpuAllocator, StreamWorkspaceComesFromTheAllocator) {
   EXPECT_EQ(stats().hits, s1.hits + 1);
   ccv_nnc_stream_context_free(s);
   EXPECT_EQ(stats().in_use, before);  // the stream's memory went back with it
+}
+
+// A stream's workspace freed (replaced by a larger one) while work queued on
+// that stream still reads it is not handed to another stream before that
+// work has run: here the reader waits on a third stream's work, so the other
+// stream's write could otherwise land first (under the CPU emulation, whose
+// streams run only what a wait needs, it does: the allocator's stream event
+// is what keeps the block from the other stream).
+TEST(GpuAllocator, AStreamsFreedWorkspaceIsNotAnotherStreamsBeforeItsWorkRuns) {
+  NNC_REQUIRE_GPU();
+  // A large block (its own segment of 14 MiB, and the tightest free fit for
+  // the same request again), so that an allocator handing it over too early
+  // would hand it to b.
+  constexpr size_t kBytes = (size_t{13} << 20) + 4096;
+  ccv_nnc_stream_context_t* a = ccv_nnc_stream_context_new(CCV_STREAM_CONTEXT_GPU);
+  ccv_nnc_stream_context_t* b = ccv_nnc_stream_context_new(CCV_STREAM_CONTEXT_GPU);
+  ccv_nnc_stream_context_t* c = ccv_nnc_stream_context_new(CCV_STREAM_CONTEXT_GPU);
+  ASSERT_TRUE(a && b && c) << ccv_nnc_error_message();
+  const cudaStream_t sa = nnc::cuda::stream_of(a, 0, "test"), sb = nnc::cuda::stream_of(b, 0, "test"),
+                     sc = nnc::cuda::stream_of(c, 0, "test");
+  ccv_nnc_tensor_t* y = ccv_nnc_tensor_new(nullptr, gpu_f32(kBytes / 4), 0);
+  ccv_nnc_tensor_t* busy = ccv_nnc_tensor_new(nullptr, gpu_f32(kBytes / 4), 0);
+  ASSERT_TRUE(y && busy) << ccv_nnc_error_message();
+  // a's workspace filled with 0x11, and done.
+  void* wa = ccv_nnc_stream_context_get_workspace(a, kBytes, CCV_TENSOR_GPU_MEMORY);
+  ASSERT_NE(wa, nullptr) << ccv_nnc_error_message();
+  ASSERT_EQ(cudaMemsetAsync(wa, 0x11, kBytes, sa), cudaSuccess);
+  ccv_nnc_stream_context_wait(a);
+  // a: after c's work, y = the workspace; then the workspace is freed.
+  ASSERT_EQ(cudaMemsetAsync(busy->data.u8, 0, kBytes, sc), cudaSuccess);
+  cudaEvent_t after_c = nullptr;
+  ASSERT_EQ(cudaEventCreateWithFlags(&after_c, cudaEventDisableTiming), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(after_c, sc), cudaSuccess);
+  ASSERT_EQ(cudaStreamWaitEvent(sa, after_c, 0), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(y->data.u8, wa, kBytes, cudaMemcpyDeviceToDevice, sa), cudaSuccess);
+  // A larger workspace: the old block is freed with a's copy still queued
+  // (ccv_nnc_stream_context_drain would wait for a first).
+  ASSERT_NE(ccv_nnc_stream_context_get_workspace(a, 2 * kBytes, CCV_TENSOR_GPU_MEMORY), nullptr)
+      << ccv_nnc_error_message();
+  // b's workspace of the same size, filled with 0x22, and b waited for first.
+  void* wb = ccv_nnc_stream_context_get_workspace(b, kBytes, CCV_TENSOR_GPU_MEMORY);
+  ASSERT_NE(wb, nullptr) << ccv_nnc_error_message();
+  ASSERT_EQ(cudaMemsetAsync(wb, 0x22, kBytes, sb), cudaSuccess);
+  ccv_nnc_stream_context_wait(b);
+  ccv_nnc_stream_context_wait(a);
+  std::vector<unsigned char> got(kBytes);
+  ASSERT_EQ(cudaMemcpy(got.data(), y->data.u8, kBytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  size_t bad = 0;
+  for (unsigned char v : got) bad += v != 0x11;
+  EXPECT_EQ(bad, 0u) << "a's queued copy read its freed workspace after b had written it"
+                     << (wa == wb ? " (b was handed a's block)" : "");
+  cudaEventDestroy(after_c);
+  ccv_nnc_tensor_free(busy);
+  ccv_nnc_tensor_free(y);
+  ccv_nnc_stream_context_free(c);
+  ccv_nnc_stream_context_free(b);
+  ccv_nnc_stream_context_free(a);
 }
 
 }  // namespace
