@@ -28,6 +28,7 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -171,7 +172,9 @@ using Scratch = StreamBlock;
 // RAII cuDNN descriptors, kept for reuse: a destroyed one goes to the
 // thread's pool of its kind (up to kPooled of them) and the next one of that
 // kind comes from there, so a call does not make and free a descriptor per
-// operand (a training step of the reference network made and freed 35).
+// operand (pooling, op and reduce descriptors; tensor, filter and
+// convolution descriptors are kept set per shape instead: tensor_desc,
+// ConvDescs).
 // Every user sets a descriptor whole before use (the convolution's: its
 // geometry, group count and math type), so nothing of its last use remains.
 template <class T, cudnnStatus_t (*Create)(T*), cudnnStatus_t (*Destroy)(T)>
@@ -212,10 +215,6 @@ class Desc {
   }
   T d_ = nullptr;
 };
-using TensorDesc = Desc<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
-using FilterDesc = Desc<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
-using ConvDesc =
-    Desc<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor, cudnnDestroyConvolutionDescriptor>;
 using PoolDesc = Desc<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor, cudnnDestroyPoolingDescriptor>;
 
 // cuDNN's storage type of a plan's datatype: 16F as HALF, 16BF as BFLOAT16,
@@ -229,9 +228,59 @@ size_t element_size(int datatype) { return datatype == CCV_32F ? 4 : 2; }
 // caller may try another way.
 bool declined(cudnnStatus_t st) { return not_supported(st) || CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_BAD_PARAM; }
 
-void set_tensor(cudnnTensorDescriptor_t d, const Tensor4& t, const char* what,
-                cudnnDataType_t type = CUDNN_DATA_FLOAT) {
-  NNC_CUDNN_CHECK(cudnnSetTensorNdDescriptor(d, type, 4, t.dim, t.stride), what);
+// Descriptors set once per shape and kept, per thread (one is never set by
+// two threads at once), so that a step repeating its shapes sets none (a
+// training step of the reference network set 23 tensor descriptors and 5
+// convolutions' before). Two generations of kShapes entries: when the
+// current one is full it becomes the old one and the old one's descriptors
+// are destroyed, never one a call still holds (a call holds a few, fetched
+// since the last turnover).
+template <class Key, class Entry>
+class ShapeCache {
+ public:
+  // k's entry; make(entry) sets a new one up on a miss (and may throw).
+  template <class Make>
+  const Entry& get(const Key& k, Make&& make) {
+    if (auto it = now_.find(k); it != now_.end()) return it->second;
+    if (auto it = old_.find(k); it != old_.end()) return now_.insert(old_.extract(it)).position->second;
+    Entry e;
+    make(e);
+    if (now_.size() >= kShapes) {
+      old_.clear();
+      std::swap(old_, now_);
+    }
+    return now_.emplace(k, std::move(e)).first->second;
+  }
+
+ private:
+  static constexpr size_t kShapes = 256;
+  std::map<Key, Entry> now_, old_;
+};
+
+// One owned descriptor of a kind (moved, never copied).
+template <class T, cudnnStatus_t (*Destroy)(T)>
+struct Owned {
+  T d = nullptr;
+  Owned() = default;
+  Owned(Owned&& o) noexcept : d(o.d) { o.d = nullptr; }
+  Owned& operator=(Owned&&) = delete;
+  ~Owned() {
+    if (d) Destroy(d);
+  }
+};
+
+// t's tensor descriptor in `type`, set once per thread and shape.
+cudnnTensorDescriptor_t tensor_desc(const Tensor4& t, cudnnDataType_t type, const char* what) {
+  thread_local ShapeCache<std::array<int, 9>, Owned<cudnnTensorDescriptor_t, cudnnDestroyTensorDescriptor>> cache;
+  const std::array<int, 9> key = {static_cast<int>(type), t.dim[0], t.dim[1], t.dim[2], t.dim[3],
+                                  t.stride[0], t.stride[1], t.stride[2], t.stride[3]};
+  return cache
+      .get(key,
+           [&](auto& e) {
+             NNC_CUDNN_CHECK(cudnnCreateTensorDescriptor(&e.d), what);
+             NNC_CUDNN_CHECK(cudnnSetTensorNdDescriptor(e.d, type, 4, t.dim, t.stride), what);
+           })
+      .d;
 }
 
 bool allow_tf32() {
@@ -239,27 +288,41 @@ bool allow_tf32() {
   return e && e[0] == '1';
 }
 
-// The descriptors of one convolution.
+// The descriptors of one convolution, set once per thread and shape.
 struct ConvDescs {
-  TensorDesc x, y;
-  FilterDesc w;
-  ConvDesc conv;
+  cudnnTensorDescriptor_t x, y;
+  cudnnFilterDescriptor_t w;
+  cudnnConvolutionDescriptor_t conv;
   cudnnMathType_t math;
-  ConvDescs(const cudnn_plan::Conv& p, const char* what) : x(what), y(what), w(what), conv(what) {
+  ConvDescs(const cudnn_plan::Conv& p, const char* what) {
     // 16F / 16BF data computes in fp32 (cuDNN's PSEUDO_HALF /
     // PSEUDO_BFLOAT16 configurations: fp32 compute type) and may use tensor
     // cores, which accumulate in fp32.
     const cudnnDataType_t type = cudnn_type(p.datatype);
-    set_tensor(x, p.x, what, type);
-    set_tensor(y, p.y, what, type);
-    NNC_CUDNN_CHECK(cudnnSetFilterNdDescriptor(w, type, p.w.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, 4, p.w.dim),
-                    what);
-    NNC_CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(conv, 2, p.pad, p.stride, p.dilation, CUDNN_CROSS_CORRELATION,
-                                                    CUDNN_DATA_FLOAT),
-                    what);
-    NNC_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv, p.groups), what);
     math = type != CUDNN_DATA_FLOAT ? CUDNN_TENSOR_OP_MATH : allow_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
-    NNC_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math), what);
+    x = tensor_desc(p.x, type, what);
+    y = tensor_desc(p.y, type, what);
+    struct Entry {
+      Owned<cudnnFilterDescriptor_t, cudnnDestroyFilterDescriptor> w;
+      Owned<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor> conv;
+    };
+    thread_local ShapeCache<std::array<int, 14>, Entry> cache;
+    const std::array<int, 14> key = {static_cast<int>(type), static_cast<int>(math), p.w.nhwc ? 1 : 0, p.w.dim[0],
+                                     p.w.dim[1],  p.w.dim[2], p.w.dim[3], p.pad[0], p.pad[1], p.stride[0],
+                                     p.stride[1], p.dilation[0], p.dilation[1], p.groups};
+    const Entry& e = cache.get(key, [&](Entry& n) {
+      NNC_CUDNN_CHECK(cudnnCreateFilterDescriptor(&n.w.d), what);
+      NNC_CUDNN_CHECK(
+          cudnnSetFilterNdDescriptor(n.w.d, type, p.w.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, 4, p.w.dim), what);
+      NNC_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&n.conv.d), what);
+      NNC_CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(n.conv.d, 2, p.pad, p.stride, p.dilation,
+                                                      CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                      what);
+      NNC_CUDNN_CHECK(cudnnSetConvolutionGroupCount(n.conv.d, p.groups), what);
+      NNC_CUDNN_CHECK(cudnnSetConvolutionMathType(n.conv.d, math), what);
+    });
+    w = e.w.d;
+    conv = e.conv.d;
   }
 };
 
@@ -483,8 +546,7 @@ void conv_backward_filter_call(cudnnHandle_t h, const ConvDescs& d, int device, 
 void add_bias(cudnnHandle_t h, const cudnn_plan::Conv& p, const void* bias, cudnnTensorDescriptor_t y_d,
               const Tensor4& yt, void* y, cudaStream_t s, const char* what) {
   const float one = 1;
-  TensorDesc b(what);
-  set_tensor(b, p.bias, what, cudnn_type(p.datatype));
+  const cudnnTensorDescriptor_t b = tensor_desc(p.bias, cudnn_type(p.datatype), what);
   const cudnnStatus_t st = cudnnAddTensor(h, &one, b, bias, &one, y_d, y);
   if (p.datatype == CCV_32F || !declined(st)) {
     check_cudnn(st, what, "cudnnAddTensor");
@@ -626,9 +688,8 @@ bool accept_backward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int 
 void bias_gradient(cudnnHandle_t h, int datatype, const Tensor4& gt, const void* g, const Tensor4& bt, void* db,
                    cudaStream_t s, const char* what) {
   const cudnnDataType_t type = cudnn_type(datatype);
-  TensorDesc gd(what), bd(what);
-  set_tensor(gd, gt, what, type);
-  set_tensor(bd, bt, what, type);
+  const cudnnTensorDescriptor_t gd = tensor_desc(gt, type, what);
+  const cudnnTensorDescriptor_t bd = tensor_desc(bt, type, what);
   const float one = 1, zero = 0;
   const cudnnStatus_t st = cudnnConvolutionBackwardBias(h, &one, gd, g, &zero, bd, db);
   if (type == CUDNN_DATA_FLOAT || !declined(st)) {
@@ -697,8 +758,7 @@ NNC_KERNEL(conv_backward) {
     if (p.dx) {
       if (!cudnn_graph::conv_backward_data(h, stream_context, device, s, p.conv, p.dx_desc, p.conv.y, io.w->data.ptr,
                                            st.g.get(), st.dx.get(), what)) {
-        TensorDesc dx(what);
-        set_tensor(dx, p.dx_desc, what, type);
+        const cudnnTensorDescriptor_t dx = tensor_desc(p.dx_desc, type, what);
         conv_backward_data_call(h, d, device, p.conv, 1, &p.dx_desc,
                                 cudnn_plan::backward_data_algorithm(cmd.algorithm), io.w->data.ptr, st.g.get(), dx,
                                 st.dx.get(), s, what);
@@ -768,8 +828,7 @@ NNC_KERNEL(convt_backward) {
     if (p.dx) {  // cuDNN's forward convolution of g into x's shape
       if (!cudnn_graph::conv_forward(h, stream_context, device, s, p.conv, p.conv.x, p.dx_desc, st.g.get(),
                                      io.w->data.ptr, st.dx.get(), what)) {
-        TensorDesc dx(what);
-        set_tensor(dx, p.dx_desc, what, type);
+        const cudnnTensorDescriptor_t dx = tensor_desc(p.dx_desc, type, what);
         conv_forward_call(h, d, device, p.conv, 13, &p.dx_desc, cudnn_plan::backward_data_algorithm(cmd.algorithm),
                           st.g.get(), io.w->data.ptr, dx, st.dx.get(), s, what);
       }
@@ -905,8 +964,7 @@ int conv_backward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_s
                 [&](cudnnHandle_t h, const ConvDescs& d, const TuneScratch& ws) {
                   int data = -1, filter = -1;
                   if (p.dx) {
-                    TensorDesc dx(what);
-                    set_tensor(dx, p.dx_desc, what, cudnn_type(p.conv.datatype));
+                    const cudnnTensorDescriptor_t dx = tensor_desc(p.dx_desc, cudnn_type(p.conv.datatype), what);
                     data = find_backward_data(h, d, io.w->data.ptr, io.g->data.ptr, dx, io.dx->data.ptr, ws, what);
                   }
                   if (p.dw)
@@ -958,8 +1016,7 @@ int convt_backward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_
                 [&](cudnnHandle_t h, const ConvDescs& d, const TuneScratch& ws) {
                   int data = -1, filter = -1;
                   if (p.dx) {
-                    TensorDesc dx(what);
-                    set_tensor(dx, p.dx_desc, what, cudnn_type(p.conv.datatype));
+                    const cudnnTensorDescriptor_t dx = tensor_desc(p.dx_desc, cudnn_type(p.conv.datatype), what);
                     data = find_forward(h, d, io.g->data.ptr, io.w->data.ptr, dx, io.dx->data.ptr, ws, what);
                   }
                   if (p.dw)
@@ -1000,9 +1057,8 @@ NNC_KERNEL(pool_forward) {
   set_pool(pd, p, what);
   const float one = 1, zero = 0;
   auto run = [&](cudnnDataType_t type, const Tensor4& xt, const void* x, const Tensor4& yt, void* y) {
-    TensorDesc xd(what), yd(what);
-    set_tensor(xd, xt, what, type);
-    set_tensor(yd, yt, what, type);
+    const cudnnTensorDescriptor_t xd = tensor_desc(xt, type, what);
+    const cudnnTensorDescriptor_t yd = tensor_desc(yt, type, what);
     return cudnnPoolingForward(h, pd, &one, xd, x, &zero, yd, y);
   };
   const cudnnStatus_t st = run(cudnn_type(p.datatype), p.x, inputs[0]->data.ptr, p.y, outputs[0]->data.ptr);
@@ -1065,9 +1121,8 @@ NNC_KERNEL(pool_backward) {
   // gt; y NULL: the max pool's y is pooled again from x into scratch.
   auto run = [&](cudnnDataType_t type, const Tensor4& xt, const Tensor4& gt, const void* xdata, const void* gdata,
                  const void* ydata, void* dxdata) {
-    TensorDesc gd(what), xd(what);
-    set_tensor(gd, gt, what, type);
-    set_tensor(xd, xt, what, type);
+    const cudnnTensorDescriptor_t gd = tensor_desc(gt, type, what);
+    const cudnnTensorDescriptor_t xd = tensor_desc(xt, type, what);
     Scratch scratch(ydata ? 0 : cudnn_plan::extent(gt) * (type == CUDNN_DATA_FLOAT ? 4 : 2), s, what);
     if (!ydata) {
       const cudnnStatus_t f = cudnnPoolingForward(h, pd, &one, xd, xdata, &zero, gd, scratch.get());
@@ -1135,9 +1190,8 @@ NNC_KERNEL(softmax_forward) {
   const Lease h(stream_context, device, s, what);
   const float one = 1, zero = 0;
   auto run = [&](cudnnDataType_t type, const Tensor4& xt, const void* x, const Tensor4& yt, void* y) {
-    TensorDesc xd(what), yd(what);
-    set_tensor(xd, xt, what, type);
-    set_tensor(yd, yt, what, type);
+    const cudnnTensorDescriptor_t xd = tensor_desc(xt, type, what);
+    const cudnnTensorDescriptor_t yd = tensor_desc(yt, type, what);
     return cudnnSoftmaxForward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, xd, x, &zero, yd, y);
   };
   // Views through packed copies (Packed: cuDNN 9.19 ran strided rows wrong).
@@ -1195,10 +1249,9 @@ NNC_KERNEL(softmax_backward) {
   const float one = 1, zero = 0;
   auto run = [&](cudnnDataType_t type, const Tensor4& gt, const void* g, const Tensor4& yt, const void* y,
                  const Tensor4& dt, void* dx) {
-    TensorDesc gd(what), yd(what), dd(what);
-    set_tensor(gd, gt, what, type);
-    set_tensor(yd, yt, what, type);
-    set_tensor(dd, dt, what, type);
+    const cudnnTensorDescriptor_t gd = tensor_desc(gt, type, what);
+    const cudnnTensorDescriptor_t yd = tensor_desc(yt, type, what);
+    const cudnnTensorDescriptor_t dd = tensor_desc(dt, type, what);
     return cudnnSoftmaxBackward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, yd, y, gd, g, &zero, dd,
                                 dx);
   };
@@ -1331,8 +1384,7 @@ NNC_KERNEL(bnorm_forward) {
   const int device = device_of(io.y);
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(stream_context, device, s, what);
-  TensorDesc pd(what);
-  set_tensor(pd, p.param, what);
+  const cudnnTensorDescriptor_t pd = tensor_desc(p.param, CUDNN_DATA_FLOAT, what);
   const float one = 1, zero = 0;
   const size_t C = static_cast<size_t>(p.channels);
   ParamFloats f(p.datatype, C, 8, s, what);
@@ -1340,8 +1392,7 @@ NNC_KERNEL(bnorm_forward) {
   const float* bias = f.in(io.bias);
   // One cuDNN call over x and y in storage `type` (described by xt).
   auto run = [&](cudnnDataType_t type, const Tensor4& xt, const void* x, void* y, auto&& call) {
-    TensorDesc xd(what);
-    set_tensor(xd, xt, what, type);
+    const cudnnTensorDescriptor_t xd = tensor_desc(xt, type, what);
     return call(static_cast<cudnnTensorDescriptor_t>(xd), x, y);
   };
   auto with_fallback = [&](auto&& call, const char* name) {
@@ -1418,8 +1469,7 @@ NNC_KERNEL(bnorm_backward) {
   const int device = device_of(io.x);
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(stream_context, device, s, what);
-  TensorDesc pd(what);
-  set_tensor(pd, p.param, what);
+  const cudnnTensorDescriptor_t pd = tensor_desc(p.param, CUDNN_DATA_FLOAT, what);
   const size_t C = static_cast<size_t>(p.channels);
   const size_t esize = element_size(p.datatype);
   const size_t dx_bytes = io.dx ? 0 : cudnn_plan::extent(p.x) * esize;
@@ -1437,8 +1487,7 @@ NNC_KERNEL(bnorm_backward) {
   if (!io.scale) NNC_CUDA_CHECK(cudaMemsetAsync(base + 2 * C, 0, C * sizeof(float), s), what);
   const float one = 1, zero = 0;
   auto run = [&](cudnnDataType_t type, const Tensor4& xt, const void* x, const void* g, void* d) {
-    TensorDesc xd(what);
-    set_tensor(xd, xt, what, type);
+    const cudnnTensorDescriptor_t xd = tensor_desc(xt, type, what);
     return cudnnBatchNormalizationBackward(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, xd, x, xd, g, xd, d,
                                            pd, scale, dscale, dbias, p.epsilon, saved_mean, saved_inv_std);
   };
@@ -1499,10 +1548,9 @@ NNC_KERNEL(lnorm_forward) {
   const int device = device_of(io.y);
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(stream_context, device, s, what);
-  TensorDesc xd(what), rd(what), fd(what);
-  set_tensor(xd, p.x, what);
-  set_tensor(rd, p.row_param, what);
-  set_tensor(fd, p.feature, what);
+  const cudnnTensorDescriptor_t xd = tensor_desc(p.x, CUDNN_DATA_FLOAT, what);
+  const cudnnTensorDescriptor_t rd = tensor_desc(p.row_param, CUDNN_DATA_FLOAT, what);
+  const cudnnTensorDescriptor_t fd = tensor_desc(p.feature, CUDNN_DATA_FLOAT, what);
   const size_t R = static_cast<size_t>(p.rows);
   const size_t normalised = io.scale ? cudnn_plan::extent(p.x) : 0;  // y before the scale
   // Scratch: [ones | zeros | saved mean | saved inv std | normalised x].
@@ -1539,10 +1587,9 @@ NNC_KERNEL(lnorm_backward) {
   const int device = device_of(io.x);
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(stream_context, device, s, what);
-  TensorDesc xd(what), rd(what), fd(what);
-  set_tensor(xd, p.x, what);
-  set_tensor(rd, p.row_param, what);
-  set_tensor(fd, p.feature, what);
+  const cudnnTensorDescriptor_t xd = tensor_desc(p.x, CUDNN_DATA_FLOAT, what);
+  const cudnnTensorDescriptor_t rd = tensor_desc(p.row_param, CUDNN_DATA_FLOAT, what);
+  const cudnnTensorDescriptor_t fd = tensor_desc(p.feature, CUDNN_DATA_FLOAT, what);
   const size_t R = static_cast<size_t>(p.rows), X = cudnn_plan::extent(p.x);
   // Scratch: [ones | d row-scale | d row-bias | h | xhat | g xhat], the big parts only when needed.
   const size_t hx = io.scale ? X : 0, sx = io.dscale ? 2 * X : 0;
