@@ -657,6 +657,15 @@ bool set_warp_ahead(bool on) {
   return was;
 }
 bool order_reversed() { return g_reverse; }
+// Whether a wait may run other queued work than it needs (a random stream
+// order does); off: the stream order becomes the block order's (oldest or
+// newest first). Returns the previous setting.
+bool set_stream_extras(bool on) {
+  const std::lock_guard<std::mutex> lock(g_queue_mutex);
+  const bool was = g_stream_order == kRandom;
+  g_stream_order = on ? kRandom : g_reverse ? kNewest : kOldest;
+  return was;
+}
 
 int syncthreads_count(int predicate, const char* file, int line) {
   fibers()[g_current].slot = predicate != 0;

@@ -233,4 +233,20 @@ cudaError_t big_shared(unsigned char* out, int bytes, int opt_in) {
   return finished();
 }
 
+// Queued on a stream, not waited for (the stream tests wait themselves).
+__global__ void store_kernel(int* p, int v) { *p = v; }
+__global__ void add_one_kernel(const int* x, int* y) { *y = *x + 1; }
+cudaError_t store_on(cudaStream_t s, int* p, int v) {
+  store_kernel<<<1, 1, 0, s>>>(p, v);
+  return cudaGetLastError();
+}
+cudaError_t add_one_on(cudaStream_t s, const int* x, int* y) {
+  add_one_kernel<<<1, 1, 0, s>>>(x, y);
+  return cudaGetLastError();
+}
+cudaError_t divergent_on(cudaStream_t s, int* y) {
+  divergent_kernel<<<1, 32, 0, s>>>(y);
+  return cudaGetLastError();
+}
+
 }  // namespace gpu_emu_selftest

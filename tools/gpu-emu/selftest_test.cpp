@@ -1,6 +1,8 @@
 // The emulation's own checks: its kernels (selftest_kernels.cu) against
-// closed forms, in whichever order EMU_ORDER runs threads, and the launches
-// that must fail.
+// closed forms, in whichever order EMU_ORDER runs threads, the launches
+// that must fail, and its streams' rules (GpuEmuStreams: work runs late,
+// only what a wait needs, events and the legacy stream order it, copies by
+// CUDA's rules for pageable and pinned memory; EMU_STREAMS=eager fails six).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -23,11 +25,15 @@ cudaError_t cp_async(const void* src, void* out, int wait, int threads);
 cudaError_t ldmatrix(const uint16_t* tile, uint32_t* out);
 cudaError_t misaligned(const uint16_t* src, int which);
 cudaError_t big_shared(unsigned char* out, int bytes, int opt_in);
+cudaError_t store_on(cudaStream_t s, int* p, int v);
+cudaError_t add_one_on(cudaStream_t s, const int* x, int* y);
+cudaError_t divergent_on(cudaStream_t s, int* y);
 }  // namespace gpu_emu_selftest
 namespace emu {
 // emu_runtime.cpp: the scheduling modes, set for one test.
 bool set_warp_ahead(bool on);  // returns the previous setting
 bool order_reversed();
+bool set_stream_extras(bool on);  // returns the previous setting
 }  // namespace emu
 
 namespace {
@@ -220,6 +226,138 @@ TEST(GpuEmu, InvalidBarriersAndConfigurationsFailTheLaunch) {
   EXPECT_EQ(early_return(y.data()), cudaErrorLaunchFailure);
   EXPECT_EQ(bad_config(y.data()), cudaErrorInvalidConfiguration);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);  // read and cleared
+}
+
+// ---- streams that run their work late (emu_runtime.cpp) ----
+// (Kernels here write host memory, which the emulation lets them: device
+// memory is host memory.)
+
+// Two streams, and waits that run only what they need (not, as in a random
+// stream order, other queued work too) for the test's length.
+struct Streams {
+  cudaStream_t a = nullptr, b = nullptr;
+  bool extras = emu::set_stream_extras(false);
+  Streams(unsigned flags = cudaStreamNonBlocking) {
+    EXPECT_EQ(cudaStreamCreateWithFlags(&a, flags), cudaSuccess);
+    EXPECT_EQ(cudaStreamCreateWithFlags(&b, flags), cudaSuccess);
+  }
+  ~Streams() {
+    cudaStreamSynchronize(a), cudaStreamSynchronize(b);
+    cudaStreamDestroy(a), cudaStreamDestroy(b);
+    emu::set_stream_extras(extras);
+  }
+};
+
+TEST(GpuEmuStreams, QueuedWorkRunsWhenTheHostWaitsForIt) {
+  Streams st;
+  int x = 0;
+  ASSERT_EQ(store_on(st.a, &x, 7), cudaSuccess);
+  EXPECT_EQ(x, 0) << "the launch ran at once";
+  EXPECT_EQ(cudaStreamQuery(st.a), cudaErrorNotReady);
+  EXPECT_EQ(cudaStreamSynchronize(st.a), cudaSuccess);
+  EXPECT_EQ(x, 7);
+  EXPECT_EQ(cudaStreamQuery(st.a), cudaSuccess);
+}
+
+TEST(GpuEmuStreams, AWaitRunsOnlyWhatItNeeds) {
+  Streams st;
+  int x = 0, y = 0;
+  ASSERT_EQ(store_on(st.a, &x, 1), cudaSuccess);
+  ASSERT_EQ(store_on(st.b, &y, 2), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(st.b), cudaSuccess);
+  EXPECT_EQ(y, 2);
+  EXPECT_EQ(x, 0) << "waiting for b ran a's work";
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(x, 1);
+}
+
+// b reads what a writes: with the event between them it sees a's value;
+// without it, under the emulation, the old one (on a GPU: either).
+TEST(GpuEmuStreams, AnEventOrdersTwoStreamsAndWithoutItTheReaderRunsFirst) {
+  for (bool with_event : {true, false}) {
+    SCOPED_TRACE(with_event ? "with the event" : "without it");
+    Streams st;
+    int x = 0, y = -1;
+    cudaEvent_t e = nullptr;
+    ASSERT_EQ(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), cudaSuccess);
+    ASSERT_EQ(store_on(st.a, &x, 41), cudaSuccess);
+    ASSERT_EQ(cudaEventRecord(e, st.a), cudaSuccess);
+    EXPECT_EQ(cudaEventQuery(e), cudaErrorNotReady);
+    if (with_event) ASSERT_EQ(cudaStreamWaitEvent(st.b, e, 0), cudaSuccess);
+    ASSERT_EQ(add_one_on(st.b, &x, &y), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(st.b), cudaSuccess);
+    EXPECT_EQ(y, with_event ? 42 : 1);
+    EXPECT_EQ(cudaEventQuery(e), with_event ? cudaSuccess : cudaErrorNotReady);
+    ASSERT_EQ(cudaEventSynchronize(e), cudaSuccess);
+    EXPECT_EQ(x, 41);
+    cudaEventDestroy(e);
+  }
+}
+
+// The legacy stream and streams made without cudaStreamNonBlocking wait for
+// each other; a non-blocking stream and the legacy one do not.
+TEST(GpuEmuStreams, TheLegacyStreamWaitsForBlockingStreamsOnly) {
+  for (unsigned flags : {cudaStreamDefault, cudaStreamNonBlocking}) {
+    SCOPED_TRACE(flags == cudaStreamDefault ? "blocking" : "non-blocking");
+    Streams st(flags);
+    int x = 0, y = -1;
+    ASSERT_EQ(store_on(st.a, &x, 9), cudaSuccess);
+    ASSERT_EQ(add_one_on(nullptr, &x, &y), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(nullptr), cudaSuccess);
+    EXPECT_EQ(y, flags == cudaStreamDefault ? 10 : 1);
+  }
+}
+
+// From pageable memory a copy takes its bytes at the call; from pinned
+// memory when the stream's work runs. To pageable memory it returns done.
+TEST(GpuEmuStreams, CopiesFollowCudasRulesForPageableAndPinnedMemory) {
+  Streams st;
+  int* d = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d), 2 * sizeof(int)), cudaSuccess);
+  int pageable = 5;
+  ASSERT_EQ(cudaMemcpyAsync(d, &pageable, sizeof(int), cudaMemcpyHostToDevice, st.a), cudaSuccess);
+  pageable = 6;
+  static int pinned[4];
+  ASSERT_EQ(cudaHostRegister(pinned, sizeof(pinned), cudaHostRegisterDefault), cudaSuccess);
+  pinned[0] = 5;
+  ASSERT_EQ(cudaMemcpyAsync(d + 1, pinned, sizeof(int), cudaMemcpyHostToDevice, st.a), cudaSuccess);
+  pinned[0] = 6;
+  int back[2] = {0, 0};
+  ASSERT_EQ(cudaMemcpyAsync(back, d, sizeof(back), cudaMemcpyDeviceToHost, st.a), cudaSuccess);
+  EXPECT_EQ(back[0], 5) << "the pageable source was read late";
+  EXPECT_EQ(back[1], 6) << "the pinned source was read at the call";
+  // Into pinned memory the copy is still queued until the wait.
+  pinned[1] = 0;
+  ASSERT_EQ(cudaMemcpyAsync(pinned + 1, d, sizeof(int), cudaMemcpyDeviceToHost, st.a), cudaSuccess);
+  EXPECT_EQ(pinned[1], 0);
+  ASSERT_EQ(cudaStreamSynchronize(st.a), cudaSuccess);
+  EXPECT_EQ(pinned[1], 5);
+  ASSERT_EQ(cudaHostUnregister(pinned), cudaSuccess);
+  ASSERT_EQ(cudaFree(d), cudaSuccess);
+}
+
+TEST(GpuEmuStreams, AKernelFailingAsItRunsReportsAtTheWait) {
+  Streams st;
+  std::vector<int> y(32);
+  ASSERT_EQ(divergent_on(st.a, y.data()), cudaSuccess);  // queued: nothing has failed yet
+  EXPECT_EQ(cudaStreamSynchronize(st.a), cudaErrorLaunchFailure);
+  cudaGetLastError();
+  EXPECT_EQ(cudaStreamSynchronize(st.a), cudaSuccess);  // reported once
+}
+
+TEST(GpuEmuStreams, AStreamOrEventUsedAfterItsDestroyIsAnError) {
+  cudaStream_t s = nullptr;
+  cudaEvent_t e = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&e), cudaSuccess);
+  ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  ASSERT_EQ(cudaEventDestroy(e), cudaSuccess);
+  int x = 0;
+  EXPECT_EQ(store_on(s, &x, 1), cudaErrorInvalidResourceHandle);
+  EXPECT_EQ(cudaStreamSynchronize(s), cudaErrorInvalidResourceHandle);
+  EXPECT_EQ(cudaEventQuery(e), cudaErrorInvalidResourceHandle);
+  cudaGetLastError();
+  EXPECT_EQ(x, 0);
 }
 
 }  // namespace
