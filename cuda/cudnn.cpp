@@ -172,9 +172,9 @@ using Scratch = StreamBlock;
 // RAII cuDNN descriptors, kept for reuse: a destroyed one goes to the
 // thread's pool of its kind (up to kPooled of them) and the next one of that
 // kind comes from there, so a call does not make and free a descriptor per
-// operand (pooling, op and reduce descriptors; tensor, filter and
-// convolution descriptors are kept set per shape instead: tensor_desc,
-// ConvDescs).
+// operand (op and reduce descriptors; tensor, filter, convolution and
+// pooling descriptors are kept set per shape instead: tensor_desc,
+// ConvDescs, pool_desc).
 // Every user sets a descriptor whole before use (the convolution's: its
 // geometry, group count and math type), so nothing of its last use remains.
 template <class T, cudnnStatus_t (*Create)(T*), cudnnStatus_t (*Destroy)(T)>
@@ -215,7 +215,6 @@ class Desc {
   }
   T d_ = nullptr;
 };
-using PoolDesc = Desc<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor, cudnnDestroyPoolingDescriptor>;
 
 // cuDNN's storage type of a plan's datatype: 16F as HALF, 16BF as BFLOAT16,
 // 32F as FLOAT (the plans take no other).
@@ -341,15 +340,27 @@ AlgoKey algo_key(int op, int device, cudnnMathType_t math, const cudnn_plan::Con
 }
 constexpr int kNoAlgorithm = -2;
 std::mutex g_algo_mutex;
-std::map<AlgoKey, int> g_algos;
+struct CachedAlgo {
+  int algo;
+  size_t workspace;  // its workspace size query's answer (the same for every later call of the shape)
+};
+std::map<AlgoKey, CachedAlgo> g_algos;
 int cached_algo(const AlgoKey& k) {
   const std::lock_guard<std::mutex> lock(g_algo_mutex);
   const auto it = g_algos.find(k);
-  return it == g_algos.end() ? -1 : it->second;
+  return it == g_algos.end() ? -1 : it->second.algo;
 }
-void remember_algo(const AlgoKey& k, int a) {
+// The workspace of algorithm a for k, when a is the one cached for k.
+bool cached_workspace(const AlgoKey& k, int a, size_t* bytes) {
   const std::lock_guard<std::mutex> lock(g_algo_mutex);
-  g_algos[k] = a;
+  const auto it = g_algos.find(k);
+  if (it == g_algos.end() || it->second.algo != a || a < 0) return false;
+  *bytes = it->second.workspace;
+  return true;
+}
+void remember_algo(const AlgoKey& k, int a, size_t workspace = 0) {
+  const std::lock_guard<std::mutex> lock(g_algo_mutex);
+  g_algos[k] = CachedAlgo{a, workspace};
 }
 
 // The transform algorithms: FFT, FFT tiling and the non-fused Winograd
@@ -403,11 +414,13 @@ void run_with_algorithms(const AlgoKey& key, int preferred, HeuristicsFn heurist
     tried.push_back(a);
     if (math == CUDNN_FMA_MATH && reduced_precision(a)) return false;
     size_t bytes = 0;
-    const cudnnStatus_t q = size(a, &bytes);
-    if (q != CUDNN_STATUS_SUCCESS) {
-      if (!skippable(q)) check_cudnn(q, what, "the workspace size query");
-      last = q;
-      return false;
+    if (!cached_workspace(key, static_cast<int>(a), &bytes)) {
+      const cudnnStatus_t q = size(a, &bytes);
+      if (q != CUDNN_STATUS_SUCCESS) {
+        if (!skippable(q)) check_cudnn(q, what, "the workspace size query");
+        last = q;
+        return false;
+      }
     }
     if (bytes > kWorkspaceLimit) return false;
     Scratch ws(bytes, s, what);
@@ -416,7 +429,7 @@ void run_with_algorithms(const AlgoKey& key, int preferred, HeuristicsFn heurist
       if (trace_algorithms())
         std::fprintf(stderr, "%s: cuDNN algorithm %d (math type %d, workspace %zu bytes)\n", what, static_cast<int>(a),
                      static_cast<int>(math), bytes);
-      remember_algo(key, static_cast<int>(a));
+      remember_algo(key, static_cast<int>(a), bytes);
       return true;
     }
     if (!skippable(r)) check_cudnn(r, what, "the convolution");
@@ -1030,11 +1043,22 @@ int convt_backward_autotune(const ccv_nnc_cmd_t cmd, const size_t max_workspace_
 
 // ---- pooling ----
 
-void set_pool(cudnnPoolingDescriptor_t d, const cudnn_plan::Pool& p, const char* what) {
+// p's pooling descriptor, set once per thread and shape.
+cudnnPoolingDescriptor_t pool_desc(const cudnn_plan::Pool& p, const char* what) {
   const cudnnPoolingMode_t mode =
       p.mode == cudnn_plan::PoolMode::kMax ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
-  // NaN wins in NNC's max pool (pool.cpp): propagate it.
-  NNC_CUDNN_CHECK(cudnnSetPoolingNdDescriptor(d, mode, CUDNN_PROPAGATE_NAN, 2, p.window, p.pad, p.stride), what);
+  thread_local ShapeCache<std::array<int, 7>, Owned<cudnnPoolingDescriptor_t, cudnnDestroyPoolingDescriptor>> cache;
+  const std::array<int, 7> key = {static_cast<int>(mode), p.window[0], p.window[1], p.pad[0],
+                                  p.pad[1],               p.stride[0], p.stride[1]};
+  return cache
+      .get(key,
+           [&](auto& e) {
+             NNC_CUDNN_CHECK(cudnnCreatePoolingDescriptor(&e.d), what);
+             // NaN wins in NNC's max pool (pool.cpp): propagate it.
+             NNC_CUDNN_CHECK(cudnnSetPoolingNdDescriptor(e.d, mode, CUDNN_PROPAGATE_NAN, 2, p.window, p.pad, p.stride),
+                             what);
+           })
+      .d;
 }
 
 bool accept_pool_forward(const ccv_nnc_cmd_t&, ccv_nnc_tensor_t* const* inputs, int input_size,
@@ -1053,8 +1077,7 @@ NNC_KERNEL(pool_forward) {
   const int device = device_of(outputs[0]);
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(stream_context, device, s, what);
-  PoolDesc pd(what);
-  set_pool(pd, p, what);
+  const cudnnPoolingDescriptor_t pd = pool_desc(p, what);
   const float one = 1, zero = 0;
   auto run = [&](cudnnDataType_t type, const Tensor4& xt, const void* x, const Tensor4& yt, void* y) {
     const cudnnTensorDescriptor_t xd = tensor_desc(xt, type, what);
@@ -1114,8 +1137,7 @@ NNC_KERNEL(pool_backward) {
   const int device = device_of(dx);
   const cudaStream_t s = stream_of(stream_context, device, what);
   const Lease h(stream_context, device, s, what);
-  PoolDesc pd(what);
-  set_pool(pd, p, what);
+  const cudnnPoolingDescriptor_t pd = pool_desc(p, what);
   const float one = 1, zero = 0;
   // One backward in storage `type` with x / dx described by xt and g / y by
   // gt; y NULL: the max pool's y is pooled again from x into scratch.
