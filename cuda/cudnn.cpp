@@ -240,20 +240,38 @@ class ShapeCache {
   // k's entry; make(entry) sets a new one up on a miss (and may throw).
   template <class Make>
   const Entry& get(const Key& k, Make&& make) {
-    if (auto it = now_.find(k); it != now_.end()) return it->second;
-    if (auto it = old_.find(k); it != old_.end()) return now_.insert(old_.extract(it)).position->second;
-    Entry e;
-    make(e);
-    if (now_.size() >= kShapes) {
-      old_.clear();
-      std::swap(old_, now_);
+    // The last few found first: a step asks for the same shapes in turn.
+    for (const Recent& r : recent_)
+      if (r.entry && r.key == k) return *r.entry;
+    const Entry* e = nullptr;
+    if (auto it = now_.find(k); it != now_.end()) {
+      e = &it->second;
+    } else if (auto jt = old_.find(k); jt != old_.end()) {
+      e = &now_.insert(old_.extract(jt)).position->second;  // the node, and so the entry, stays where it is
+    } else {
+      Entry made;
+      make(made);
+      if (now_.size() >= kShapes) {
+        old_.clear();
+        std::swap(old_, now_);
+        recent_ = {};  // some of them were destroyed with the old generation
+      }
+      e = &now_.emplace(k, std::move(made)).first->second;
     }
-    return now_.emplace(k, std::move(e)).first->second;
+    recent_[next_] = Recent{k, e};
+    next_ = (next_ + 1) % recent_.size();
+    return *e;
   }
 
  private:
   static constexpr size_t kShapes = 256;
+  struct Recent {
+    Key key{};
+    const Entry* entry = nullptr;
+  };
   std::map<Key, Entry> now_, old_;
+  std::array<Recent, 8> recent_{};
+  size_t next_ = 0;
 };
 
 // One owned descriptor of a kind (moved, never copied).
