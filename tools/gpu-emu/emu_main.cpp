@@ -10,6 +10,8 @@
 #include <cstring>
 #include <string>
 
+#include "emu_hooks.hpp"
+
 namespace emu {
 bool cuda_registered();  // emu_register.cpp
 }  // namespace emu
@@ -53,6 +55,18 @@ const Exclusion kExcludedCapped[] = {
      "block of a fixed grid of kStatsBlocks and its final pass reads them all"},
 };
 
+// Work a test left queued on the emulated streams runs when it ends, so that
+// its effects (a late write into memory the next test is handed) stay with
+// it; it is named, since a test usually waits for what it queued.
+class RunLeftoverWork : public testing::EmptyTestEventListener {
+  void OnTestEnd(const testing::TestInfo& t) override {
+    const size_t left = emu::queued_work();
+    if (left == 0) return;
+    std::printf("gpu-emu: %s.%s left %zu operations queued; they run now\n", t.test_suite_name(), t.name(), left);
+    emu::finish_device(-1);
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -60,6 +74,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; i++)
     if (std::strncmp(argv[i], "--gtest_filter", 14) == 0) explicit_filter = true;
   testing::InitGoogleTest(&argc, argv);
+  testing::UnitTest::GetInstance()->listeners().Append(new RunLeftoverWork);
   if (!emu::cuda_registered()) {
     std::fprintf(stderr, "gpu-emu: the CUDA module could not be registered before the library started\n");
     return 1;
