@@ -78,10 +78,7 @@ cublasStatus_t run(const Product& p) {
   // alpha and beta are read now (host pointers, as cuBLAS's default
   // pointer mode), the rest when the stream's work runs.
   const double alpha = scalar(p.scale, p.alpha), beta = scalar(p.scale, p.beta);
-  if (emu::skipping_kernels())
-    emu::library_work({p.stream}, nullptr);  // counted only
-  else
-    emu::library_work({p.stream}, [p, alpha, beta] { product(p, alpha, beta); });
+  emu::library_call(p.stream, [p, alpha, beta] { product(p, alpha, beta); });
   return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -56,10 +56,7 @@ cudaStream_t stream_of(cudnnHandle_t h) { return h ? reinterpret_cast<Token*>(h)
 // written when the stream's work runs.
 template <class F>
 cudnnStatus_t queue(F&& work) {
-  if (emu::skipping_kernels())
-    emu::library_work({t_stream}, nullptr);  // counted only
-  else
-    emu::library_work({t_stream}, std::forward<F>(work));
+  emu::library_call(t_stream, std::forward<F>(work));
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -438,6 +435,21 @@ void fill_perf(Perf* out, int* found, int requested, int count, bool (*runs)(int
   *found = n;
 }
 
+// Find: every algorithm listed (fill_perf) that runs, each run by
+// run(algo, one, zero) into the caller's output (cuDNN leaves the last run's
+// there); one that needs more workspace than given is ALLOC_FAILED.
+template <class Perf, class Run>
+cudnnStatus_t find_all(Perf* perf, int* found, int requested, int count, bool (*runs)(int), bool (*rounds)(int),
+                       cudnnConvolutionDescriptor_t cd, cudnnFilterDescriptor_t wd, size_t bytes, Run run) {
+  if (!cd || !found || !perf) return CUDNN_STATUS_BAD_PARAM;
+  fill_perf(perf, found, requested, count, runs, rounds, as<ConvD>(cd)->math, as<FilterD>(wd));
+  const float one = 1, zero = 0;
+  for (int i = 0; i < *found; i++)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS)
+      perf[i].status = perf[i].memory > bytes ? CUDNN_STATUS_ALLOC_FAILED : run(perf[i].algo, &one, &zero);
+  return CUDNN_STATUS_SUCCESS;
+}
+
 }  // namespace
 
 namespace emu {
@@ -761,16 +773,10 @@ cudnnStatus_t CUDNNWINAPI cudnnFindConvolutionForwardAlgorithmEx(
     cudnnConvolutionFwdAlgoPerf_t* perf, void* ws, size_t bytes) {
   EMU_API_CALL();
   t_stream = stream_of(h);
-  if (!cd || !found || !perf) return CUDNN_STATUS_BAD_PARAM;
-  fill_perf(perf, found, requested, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, fwd_runs, fwd_rounds, as<ConvD>(cd)->math,
-            as<FilterD>(wd));
-  const float one = 1, zero = 0;
-  for (int i = 0; i < *found; i++)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS) {
-      if (perf[i].memory > bytes) perf[i].status = CUDNN_STATUS_ALLOC_FAILED;
-      else perf[i].status = cudnnConvolutionForward(h, &one, xd, x, wd, w, cd, perf[i].algo, ws, bytes, &zero, yd, y);
-    }
-  return CUDNN_STATUS_SUCCESS;
+  return find_all(perf, found, requested, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, fwd_runs, fwd_rounds, cd, wd, bytes,
+                  [&](auto algo, const float* one, const float* zero) {
+                    return cudnnConvolutionForward(h, one, xd, x, wd, w, cd, algo, ws, bytes, zero, yd, y);
+                  });
 }
 cudnnStatus_t CUDNNWINAPI cudnnFindConvolutionBackwardDataAlgorithmEx(
     cudnnHandle_t h, const cudnnFilterDescriptor_t wd, const void* w, const cudnnTensorDescriptor_t dyd, const void* dy,
@@ -778,16 +784,10 @@ cudnnStatus_t CUDNNWINAPI cudnnFindConvolutionBackwardDataAlgorithmEx(
     int* found, cudnnConvolutionBwdDataAlgoPerf_t* perf, void* ws, size_t bytes) {
   EMU_API_CALL();
   t_stream = stream_of(h);
-  if (!cd || !found || !perf) return CUDNN_STATUS_BAD_PARAM;
-  fill_perf(perf, found, requested, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, data_runs, data_rounds, as<ConvD>(cd)->math,
-            as<FilterD>(wd));
-  const float one = 1, zero = 0;
-  for (int i = 0; i < *found; i++)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS) {
-      if (perf[i].memory > bytes) perf[i].status = CUDNN_STATUS_ALLOC_FAILED;
-      else perf[i].status = cudnnConvolutionBackwardData(h, &one, wd, w, dyd, dy, cd, perf[i].algo, ws, bytes, &zero, dxd, dx);
-    }
-  return CUDNN_STATUS_SUCCESS;
+  return find_all(perf, found, requested, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, data_runs, data_rounds, cd, wd, bytes,
+                  [&](auto algo, const float* one, const float* zero) {
+                    return cudnnConvolutionBackwardData(h, one, wd, w, dyd, dy, cd, algo, ws, bytes, zero, dxd, dx);
+                  });
 }
 cudnnStatus_t CUDNNWINAPI cudnnFindConvolutionBackwardFilterAlgorithmEx(
     cudnnHandle_t h, const cudnnTensorDescriptor_t xd, const void* x, const cudnnTensorDescriptor_t dyd, const void* dy,
@@ -795,16 +795,10 @@ cudnnStatus_t CUDNNWINAPI cudnnFindConvolutionBackwardFilterAlgorithmEx(
     int* found, cudnnConvolutionBwdFilterAlgoPerf_t* perf, void* ws, size_t bytes) {
   EMU_API_CALL();
   t_stream = stream_of(h);
-  if (!cd || !found || !perf) return CUDNN_STATUS_BAD_PARAM;
-  fill_perf(perf, found, requested, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, filter_runs, filter_rounds,
-            as<ConvD>(cd)->math, as<FilterD>(dwd));
-  const float one = 1, zero = 0;
-  for (int i = 0; i < *found; i++)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS) {
-      if (perf[i].memory > bytes) perf[i].status = CUDNN_STATUS_ALLOC_FAILED;
-      else perf[i].status = cudnnConvolutionBackwardFilter(h, &one, xd, x, dyd, dy, cd, perf[i].algo, ws, bytes, &zero, dwd, dw);
-    }
-  return CUDNN_STATUS_SUCCESS;
+  return find_all(perf, found, requested, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, filter_runs, filter_rounds, cd, dwd, bytes,
+                  [&](auto algo, const float* one, const float* zero) {
+                    return cudnnConvolutionBackwardFilter(h, one, xd, x, dyd, dy, cd, algo, ws, bytes, zero, dwd, dw);
+                  });
 }
 
 // db = alpha * the sum of dy over N, H, W + beta * db (db: 1 x K x 1 x 1).

@@ -7,12 +7,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace emu {
+
+// An EMU_* switch: set, and not "0".
+bool env_flag(const char* name);
 
 // The call counter of the entry point `name` (its __func__), made on its
 // first call; EMU_API_CALL() at the top of an entry point counts the call (a
@@ -40,6 +42,10 @@ unsigned long long work_run();
 void device_range(const void* p, size_t bytes, int device);
 // Host bytes registered with cudaHostRegister and not unregistered.
 size_t pinned_bytes();
+// Launches are checked and counted but nothing runs (EMU_SKIP_KERNELS=1 sets
+// it at start): results are garbage, the host's own work is what is left.
+void set_skip_kernels(bool skip);
+bool skipping_kernels();
 // A library's product, queued on `streams` (cudaStream_t; several for a
 // collective: one operation after each one's work), counted as a launch on
 // each. `work` runs when the streams' work does, so it must own copies of
@@ -47,11 +53,14 @@ size_t pinned_bytes();
 // host scalars (alpha, beta). With EMU_SKIP_KERNELS it never runs (and
 // need not be built: NULL).
 void library_work(const void* const* streams, size_t count, std::function<void()> work);
-inline void library_work(std::initializer_list<const void*> streams, std::function<void()> work) {
-  library_work(streams.begin(), streams.size(), std::move(work));
-}
-inline void library_work(const std::vector<const void*>& streams, std::function<void()> work) {
-  library_work(streams.data(), streams.size(), std::move(work));
+// library_work on one stream, building the work only when it will run
+// (host-cost-emu times the host around the call).
+template <class F>
+void library_call(const void* stream, F&& work) {
+  if (skipping_kernels())
+    library_work(&stream, 1, nullptr);
+  else
+    library_work(&stream, 1, std::function<void()>(std::forward<F>(work)));
 }
 // Queued work ready at once runs in a random order from `seed` from now on
 // (emu_runtime.cpp: streams run their work late).
@@ -61,9 +70,5 @@ size_t queued_work();
 // Runs the work queued on `device` (as cudaDeviceSynchronize, without
 // changing the calling thread's current device); -1: on every device.
 void finish_device(int device);
-// Launches are checked and counted but nothing runs (EMU_SKIP_KERNELS=1 sets
-// it at start): results are garbage, the host's own work is what is left.
-void set_skip_kernels(bool skip);
-bool skipping_kernels();
 
 }  // namespace emu

@@ -85,8 +85,7 @@ int main(int argc, char** argv) {
       if (filter.back() != '-') filter += ':';
       filter += e.pattern;
     }
-    const char* exact = std::getenv("EMU_EXACT_MEMORY");
-    if (exact && *exact && std::strcmp(exact, "0") != 0)
+    if (emu::env_flag("EMU_EXACT_MEMORY"))
       for (const Exclusion& e : kExcludedExact) filter += std::string(":") + e.pattern;
     const char* capped = std::getenv("EMU_MAX_BLOCKS");
     if (capped && std::atoi(capped) > 0)

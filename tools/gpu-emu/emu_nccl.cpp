@@ -112,26 +112,24 @@ ncclResult_t run(const std::vector<const Call*>& calls) {
   std::vector<const void*> streams;
   std::vector<Call> copies;
   for (const Call* c : calls) streams.push_back(c->stream), copies.push_back(*c);
-  emu::library_work(streams, [copies] {
+  emu::library_work(streams.data(), streams.size(), [copies] {
     const Call& c0 = copies[0];
-    std::vector<const Call*> ranks;
-    for (const Call& c : copies) ranks.push_back(&c);
     const size_t n = c0.count, es = type_size(c0.type);
     switch (c0.op) {
       case Op::kAllReduce:
       case Op::kReduce: {
         std::vector<double> sum(n, 0.0);
-        for (const Call* c : ranks)
-          for (size_t i = 0; i < n; i++) sum[i] += load(c0.type, c->send, i);
-        for (size_t r = 0; r < ranks.size(); r++)
+        for (const Call& c : copies)
+          for (size_t i = 0; i < n; i++) sum[i] += load(c0.type, c.send, i);
+        for (size_t r = 0; r < copies.size(); r++)
           if (c0.op == Op::kAllReduce || static_cast<int>(r) == c0.root)
-            for (size_t i = 0; i < n; i++) store(c0.type, ranks[r]->recv, i, sum[i]);
+            for (size_t i = 0; i < n; i++) store(c0.type, copies[r].recv, i, sum[i]);
         break;
       }
       case Op::kBroadcast: {
         std::vector<unsigned char> data(n * es);
-        std::memcpy(data.data(), ranks[static_cast<size_t>(c0.root)]->send, n * es);
-        for (const Call* c : ranks) std::memcpy(c->recv, data.data(), n * es);
+        std::memcpy(data.data(), copies[static_cast<size_t>(c0.root)].send, n * es);
+        for (const Call& c : copies) std::memcpy(c.recv, data.data(), n * es);
         break;
       }
     }

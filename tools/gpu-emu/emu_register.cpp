@@ -114,8 +114,7 @@ void late(nnc::Registry& r) {
   // GPU_NCCL's kernels for communicators across processes; registered late,
   // the module's GPU_NCCL kernels replace those wrappers: the family again.
   nnc::register_comm(r);
-  const char* e = std::getenv("EMU_EXACT_MEMORY");
-  if (e && *e && std::strcmp(e, "0") != 0) {
+  if (emu::env_flag("EMU_EXACT_MEMORY")) {
     nnc::set_device_memory(&kExactMemory);
     install_fault_message();
   }

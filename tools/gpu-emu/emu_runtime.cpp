@@ -101,6 +101,13 @@
 #endif
 
 namespace emu {
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+}  // namespace emu
+
+namespace emu {
 namespace {
 
 thread_local cudaError_t g_last = cudaSuccess;  // cudaGetLastError's status
@@ -192,13 +199,18 @@ bool alive(const void* object, const char* call) {
   set_error(cudaErrorInvalidResourceHandle);
   return false;
 }
-bool is_default(cudaStream_t s);
-bool alive(cudaStream_t s, const char* call) {
-  return is_default(s) || alive(static_cast<const void*>(reinterpret_cast<FakeObject*>(s)), call);
-}
 // The default streams (cudaStreamLegacy, cudaStreamPerThread, 0) are each
 // device's legacy stream here.
 bool is_default(cudaStream_t s) { return !s || s == cudaStreamLegacy || s == cudaStreamPerThread; }
+bool alive(cudaStream_t s, const char* call) {
+  return is_default(s) || alive(static_cast<const void*>(reinterpret_cast<FakeObject*>(s)), call);
+}
+// An event handle that is not NULL and not destroyed, or the error set.
+bool usable(cudaEvent_t e, const char* call) {
+  if (e) return alive(static_cast<const void*>(e), call);
+  set_error(cudaErrorInvalidResourceHandle);
+  return false;
+}
 int device_of(cudaStream_t s) { return is_default(s) ? t_device : reinterpret_cast<FakeObject*>(s)->device; }
 std::atomic<unsigned long long> g_launches{0};  // every launch that passed its checks (launch_count)
 std::atomic<unsigned long long> g_stream_launches{0};  // those on a stream other than the default one
@@ -450,24 +462,21 @@ void print_stats() {
 const bool g_env = [] {
   const char* o = std::getenv("EMU_ORDER");
   g_reverse = o && std::strcmp(o, "reverse") == 0;
-  const char* wa = std::getenv("EMU_WARP_AHEAD");
-  g_warp_ahead = wa && *wa && std::strcmp(wa, "0") != 0;
+  g_warp_ahead = env_flag("EMU_WARP_AHEAD");
   if (const char* m = std::getenv("EMU_MAX_BLOCKS")) g_max_blocks = static_cast<unsigned>(std::strtoul(m, nullptr, 10));
   if (const char* d = std::getenv("EMU_DEVICES")) g_devices = std::max(1, std::min(8, std::atoi(d)));
   if (const char* m = std::getenv("EMU_DEVICE_MEMORY")) g_capacity = std::strtoull(m, nullptr, 10);
   const char* streams = std::getenv("EMU_STREAMS");
   g_eager = streams && std::strcmp(streams, "eager") == 0;
-  const char* trace = std::getenv("EMU_TRACE");
-  g_trace = trace && *trace && std::strcmp(trace, "0") != 0;
+  g_trace = env_flag("EMU_TRACE");
   g_stream_order = g_reverse ? kNewest : kOldest;
   if (const char* seed = std::getenv("EMU_STREAM_SEED"); seed && *seed) {
     g_stream_order = kRandom;
     g_rng = std::strtoull(seed, nullptr, 10);
   }
-  const char* sk = std::getenv("EMU_SKIP_KERNELS");
-  g_skip_kernels = sk && *sk && std::strcmp(sk, "0") != 0;
-  const char* st = std::getenv("EMU_STATS");
-  if (st && *st && std::strcmp(st, "0") != 0) {
+  g_skip_kernels = env_flag("EMU_SKIP_KERNELS");
+  if (env_flag("EMU_STATS")) {
+    const char* st = std::getenv("EMU_STATS");
     if (std::strcmp(st, "1") != 0) g_stats_path = st;
     g_stats = new std::map<std::string, Stat>;
     std::atexit(print_stats);
@@ -844,16 +853,14 @@ size_t pinned_bytes() {
   return g_pinned;
 }
 void library_work(const void* const* streams, size_t count, std::function<void()> work) {
-  for (size_t i = 0; i < count; i++) {
-    const cudaStream_t s = static_cast<cudaStream_t>(const_cast<void*>(streams[i]));
-    if (!alive(s, "a library call")) return;
-    g_launches++;
-    if (!is_default(s)) g_stream_launches++;
-  }
-  if (g_skip_kernels) return;
   std::vector<cudaStream_t> on;
-  for (size_t i = 0; i < count; i++) on.push_back(static_cast<cudaStream_t>(const_cast<void*>(streams[i])));
-  enqueue_on(on, std::move(work));
+  for (size_t i = 0; i < count; i++) {
+    on.push_back(static_cast<cudaStream_t>(const_cast<void*>(streams[i])));
+    if (!alive(on.back(), "a library call")) return;
+    g_launches++;
+    if (!is_default(on.back())) g_stream_launches++;
+  }
+  if (!g_skip_kernels) enqueue_on(on, std::move(work));
 }
 void set_stream_order_seed(uint64_t seed) {
   const std::lock_guard<std::mutex> lock(g_queue_mutex);
@@ -906,10 +913,9 @@ void bad_range(const char* call, const char* which, const char* want) {
   std::fprintf(stderr, "gpu-emu: %s: %s is not %s\n", call, which, want);
   emu::set_error(cudaErrorInvalidValue);
 }
-// A copy's kind against where its ends are (cudaMemcpyDefault: anything).
-bool copy_ok(void* dst, const void* src, size_t n, cudaMemcpyKind k, const char* call) {
-  if (!n || k == cudaMemcpyDefault) return true;
-  const Where d = where(dst, n), s = where(src, n);
+// A copy's kind against where its ends are, d and s (cudaMemcpyDefault: anything).
+bool copy_ok(Where d, Where s, cudaMemcpyKind k, const char* call) {
+  if (k == cudaMemcpyDefault) return true;
   const bool dst_device = k == cudaMemcpyHostToDevice || k == cudaMemcpyDeviceToDevice;
   const bool src_device = k == cudaMemcpyDeviceToHost || k == cudaMemcpyDeviceToDevice;
   if (d != (dst_device ? kDevice : kHost)) {
@@ -930,10 +936,11 @@ bool copy_ok(void* dst, const void* src, size_t n, cudaMemcpyKind k, const char*
 // pageable memory or from the device).
 cudaError_t copy(void* dst, const void* src, size_t n, cudaMemcpyKind k, cudaStream_t s, bool sync, const char* call) {
   if (!emu::alive(s, call)) return cudaErrorInvalidResourceHandle;
-  if (!copy_ok(dst, src, n, k, call)) return emu::set_error(cudaErrorInvalidValue), cudaErrorInvalidValue;
+  if (!n) return emu::g_copies++, cudaSuccess;
+  const Where dst_at = where(dst, n), src_at = where(src, n);
+  if (!copy_ok(dst_at, src_at, k, call)) return emu::set_error(cudaErrorInvalidValue), cudaErrorInvalidValue;
   emu::g_copies++;
-  if (!n) return cudaSuccess;
-  const bool dst_device = where(dst, n) == kDevice, src_device = where(src, n) == kDevice;
+  const bool dst_device = dst_at == kDevice, src_device = src_at == kDevice;
   const bool src_staged = !src_device && !emu::pinned(src, n);
   if (sync && src_staged && dst_device) emu::complete_stream(s);  // cudaMemcpy from pageable memory waits first
   if (src_staged) {  // pageable: copied to a staging buffer before the call returns
@@ -1202,8 +1209,7 @@ cudaError_t CUDARTAPI cudaStreamQuery(cudaStream_t s) {
 // captured (nothing, if never recorded).
 cudaError_t CUDARTAPI cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int) {
   EMU_API_CALL();
-  if (!e) return emu::set_error(cudaErrorInvalidResourceHandle), cudaErrorInvalidResourceHandle;
-  if (!emu::alive(s, __func__) || !emu::alive(e, __func__)) return cudaErrorInvalidResourceHandle;
+  if (!emu::alive(s, __func__) || !emu::usable(e, __func__)) return cudaErrorInvalidResourceHandle;
   uint64_t target = 0;
   {
     const std::lock_guard<std::mutex> lock(emu::g_queue_mutex);
@@ -1225,7 +1231,7 @@ cudaError_t CUDARTAPI cudaEventCreate(cudaEvent_t* e) {
 }
 cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t e) {
   EMU_API_CALL();
-  if (!e || !emu::alive(e, __func__)) return cudaErrorInvalidResourceHandle;
+  if (!emu::usable(e, __func__)) return cudaErrorInvalidResourceHandle;
   event_object(e)->destroyed = true;  // kept: a later use is caught
   return cudaSuccess;
 }
@@ -1233,8 +1239,7 @@ cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t e) {
 // stream must be one device's, as on a GPU.
 cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   EMU_API_CALL();
-  if (!e) return emu::set_error(cudaErrorInvalidResourceHandle), cudaErrorInvalidResourceHandle;
-  if (!emu::alive(s, __func__) || !emu::alive(e, __func__)) return cudaErrorInvalidResourceHandle;
+  if (!emu::alive(s, __func__) || !emu::usable(e, __func__)) return cudaErrorInvalidResourceHandle;
   if (event_object(e)->device != emu::device_of(s)) {
     std::fprintf(stderr, "gpu-emu: cudaEventRecord of an event of device %d on a stream of device %d\n",
                  event_object(e)->device, emu::device_of(s));
@@ -1255,13 +1260,13 @@ cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
 }
 cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t e) {
   EMU_API_CALL();
-  if (!e || !emu::alive(e, __func__)) return emu::set_error(cudaErrorInvalidResourceHandle), cudaErrorInvalidResourceHandle;
+  if (!emu::usable(e, __func__)) return cudaErrorInvalidResourceHandle;
   const std::lock_guard<std::mutex> lock(emu::g_queue_mutex);
   return emu::queued(event_object(e)->target) ? cudaErrorNotReady : cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t e) {
   EMU_API_CALL();
-  if (!e || !emu::alive(e, __func__)) return emu::set_error(cudaErrorInvalidResourceHandle), cudaErrorInvalidResourceHandle;
+  if (!emu::usable(e, __func__)) return cudaErrorInvalidResourceHandle;
   uint64_t target = 0;
   {
     const std::lock_guard<std::mutex> lock(emu::g_queue_mutex);
