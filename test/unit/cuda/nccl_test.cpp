@@ -30,49 +30,58 @@ ccv_nnc_tensor_param_t on(int device, int n) {
   return p;
 }
 
+// One rank a device: a random input of n floats on device d (and its host
+// copy), an output on d, and the inputs' sum in fp64.
+struct Ranks {
+  std::vector<Owned> host, in, out;
+  std::vector<ccv_nnc_tensor_t*> ins, outs;
+  std::vector<double> sum;
+};
+void make_ranks(int devices, int n, uint32_t seed, Ranks* r) {
+  std::mt19937 rng(seed);
+  r->sum.assign(static_cast<size_t>(n), 0);
+  for (int d = 0; d < devices; d++) {
+    r->host.emplace_back(nnc_gpu_test::on_cpu(on(0, n)));
+    nnc_gpu_test::fill(r->host.back(), rng);
+    for (int i = 0; i < n; i++) r->sum[static_cast<size_t>(i)] += r->host.back()->data.f32[i];
+    r->in.emplace_back(on(d, n));
+    r->out.emplace_back(on(d, n));
+    ASSERT_EQ(nnc_gpu_test::exec(nnc_gpu_test::transfer(), ccv_nnc_no_hint, {r->host.back()}, {r->in.back()}),
+              CCV_NNC_EXEC_SUCCESS)
+        << ccv_nnc_error_message();
+    r->ins.push_back(r->in.back()), r->outs.push_back(r->out.back());
+  }
+}
+
 TEST(Nccl, CollectivesOverEveryGpu) {
   NNC_REQUIRE_GPU();
   const int devices = ccv_nnc_device_count(CCV_STREAM_CONTEXT_GPU), n = 1031;
-  std::mt19937 rng(4);
-  std::vector<Owned> host, in, out;
-  std::vector<double> sum(n, 0);
-  for (int d = 0; d < devices; d++) {
-    host.emplace_back(nnc_gpu_test::on_cpu(on(0, n)));
-    nnc_gpu_test::fill(host.back(), rng);
-    for (int i = 0; i < n; i++) sum[i] += host.back()->data.f32[i];
-    in.push_back(nnc_gpu_test::to_gpu(host.back()));
-    ASSERT_EQ(CCV_TENSOR_GET_DEVICE_ID(in.back()->info.type), 0);  // to_gpu puts it on GPU 0: move it
-    Owned moved(on(d, n));
-    ASSERT_EQ(nnc_gpu_test::exec(nnc_gpu_test::transfer(), ccv_nnc_no_hint, {host.back()}, {moved}), CCV_NNC_EXEC_SUCCESS)
-        << ccv_nnc_error_message();
-    in.back() = std::move(moved);
-    out.emplace_back(on(d, n));
-  }
-  std::vector<ccv_nnc_tensor_t*> ins, outs;
-  for (int d = 0; d < devices; d++) ins.push_back(in[d]), outs.push_back(out[d]);
+  Ranks r;
+  ASSERT_NO_FATAL_FAILURE(make_ranks(devices, n, 4, &r));
+  ASSERT_EQ(CCV_TENSOR_GET_DEVICE_ID(nnc_gpu_test::to_gpu(r.host[0])->info.type), 0);  // to_gpu's tensors are on GPU 0
   // ALLREDUCE: every output holds the sum.
-  ASSERT_EQ(nnc_gpu_test::exec(nccl(CCV_NNC_COMM_ALLREDUCE_FORWARD), ccv_nnc_no_hint, ins, outs), CCV_NNC_EXEC_SUCCESS)
+  ASSERT_EQ(nnc_gpu_test::exec(nccl(CCV_NNC_COMM_ALLREDUCE_FORWARD), ccv_nnc_no_hint, r.ins, r.outs), CCV_NNC_EXEC_SUCCESS)
       << ccv_nnc_error_message();
   for (int d = 0; d < devices; d++) {
-    Owned back = nnc_gpu_test::to_cpu(out[d]);
-    for (int i = 0; i < n; i++) ASSERT_NEAR(back->data.f32[i], sum[i], 1e-5 * devices) << "device " << d << " element " << i;
+    Owned back = nnc_gpu_test::to_cpu(r.out[d]);
+    for (int i = 0; i < n; i++) ASSERT_NEAR(back->data.f32[i], r.sum[i], 1e-5 * devices) << "device " << d << " element " << i;
   }
   // BROADCAST from device 0: every output holds device 0's input.
-  ASSERT_EQ(nnc_gpu_test::exec(nccl(CCV_NNC_COMM_BROADCAST_FORWARD), ccv_nnc_no_hint, {ins[0]}, outs), CCV_NNC_EXEC_SUCCESS)
+  ASSERT_EQ(nnc_gpu_test::exec(nccl(CCV_NNC_COMM_BROADCAST_FORWARD), ccv_nnc_no_hint, {r.ins[0]}, r.outs), CCV_NNC_EXEC_SUCCESS)
       << ccv_nnc_error_message();
   for (int d = 0; d < devices; d++) {
-    Owned back = nnc_gpu_test::to_cpu(out[d]);
-    for (int i = 0; i < n; i++) ASSERT_EQ(back->data.f32[i], host[0]->data.f32[i]) << "device " << d << " element " << i;
+    Owned back = nnc_gpu_test::to_cpu(r.out[d]);
+    for (int i = 0; i < n; i++) ASSERT_EQ(back->data.f32[i], r.host[0]->data.f32[i]) << "device " << d << " element " << i;
   }
   // REDUCE onto device 0's output.
-  ASSERT_EQ(nnc_gpu_test::exec(nccl(CCV_NNC_COMM_REDUCE_FORWARD), ccv_nnc_no_hint, ins, outs), CCV_NNC_EXEC_SUCCESS)
+  ASSERT_EQ(nnc_gpu_test::exec(nccl(CCV_NNC_COMM_REDUCE_FORWARD), ccv_nnc_no_hint, r.ins, r.outs), CCV_NNC_EXEC_SUCCESS)
       << ccv_nnc_error_message();
-  Owned back = nnc_gpu_test::to_cpu(out[0]);
-  for (int i = 0; i < n; i++) ASSERT_NEAR(back->data.f32[i], sum[i], 1e-5 * devices) << "element " << i;
+  Owned back = nnc_gpu_test::to_cpu(r.out[0]);
+  for (int i = 0; i < n; i++) ASSERT_NEAR(back->data.f32[i], r.sum[i], 1e-5 * devices) << "element " << i;
   // Two tensors on one device: not for NCCL (no kernel accepts them).
   Owned twin(on(0, n));
   if (devices == 1) {
-    EXPECT_NE(nnc_gpu_test::exec(nccl(CCV_NNC_COMM_ALLREDUCE_FORWARD), ccv_nnc_no_hint, {ins[0], twin}, {outs[0], twin}),
+    EXPECT_NE(nnc_gpu_test::exec(nccl(CCV_NNC_COMM_ALLREDUCE_FORWARD), ccv_nnc_no_hint, {r.ins[0], twin}, {r.outs[0], twin}),
               CCV_NNC_EXEC_SUCCESS);
   }
 }
@@ -88,51 +97,39 @@ TEST(Nccl, QueuedOnAGpuStreamContext) {
   const int devices = ccv_nnc_device_count(CCV_STREAM_CONTEXT_GPU), n = 777;
   ccv_nnc_stream_context_t* s = ccv_nnc_stream_context_new(CCV_STREAM_CONTEXT_GPU);
   ASSERT_NE(s, nullptr) << ccv_nnc_error_message();
-  std::mt19937 rng(9);
-  std::vector<Owned> host, in, out;
-  std::vector<double> sum(n, 0);
-  for (int d = 0; d < devices; d++) {
-    host.emplace_back(nnc_gpu_test::on_cpu(on(0, n)));
-    nnc_gpu_test::fill(host.back(), rng);
-    for (int i = 0; i < n; i++) sum[i] += host.back()->data.f32[i];
-    in.emplace_back(on(d, n));
-    out.emplace_back(on(d, n));
-    ASSERT_EQ(nnc_gpu_test::exec(nnc_gpu_test::transfer(), ccv_nnc_no_hint, {host.back()}, {in.back()}), CCV_NNC_EXEC_SUCCESS)
-        << ccv_nnc_error_message();
-  }
-  std::vector<ccv_nnc_tensor_t*> ins, outs;
-  for (int d = 0; d < devices; d++) ins.push_back(in[d]), outs.push_back(out[d]);
-  ASSERT_EQ(nnc_gpu_test::exec(nccl(CCV_NNC_COMM_ALLREDUCE_FORWARD), ccv_nnc_no_hint, ins, outs, s), CCV_NNC_EXEC_SUCCESS)
+  Ranks r;
+  ASSERT_NO_FATAL_FAILURE(make_ranks(devices, n, 9, &r));
+  ASSERT_EQ(nnc_gpu_test::exec(nccl(CCV_NNC_COMM_ALLREDUCE_FORWARD), ccv_nnc_no_hint, r.ins, r.outs, s), CCV_NNC_EXEC_SUCCESS)
       << ccv_nnc_error_message();
   ccv_nnc_cmd_param_t p;
   std::memset(&p, 0, sizeof(p));
   p.blas.a[0] = 2;
   Owned doubled(on(0, n));
-  ASSERT_EQ(nnc_gpu_test::exec(ccv_nnc_cmd(CCV_NNC_SCALAR_MUL_FORWARD, nullptr, p, 0), ccv_nnc_no_hint, {outs[0]}, {doubled}, s),
+  ASSERT_EQ(nnc_gpu_test::exec(ccv_nnc_cmd(CCV_NNC_SCALAR_MUL_FORWARD, nullptr, p, 0), ccv_nnc_no_hint, {r.outs[0]}, {doubled}, s),
             CCV_NNC_EXEC_SUCCESS)
       << ccv_nnc_error_message();
   std::vector<Owned> back;
   for (int d = 0; d < devices; d++) back.emplace_back(nnc_gpu_test::on_cpu(on(0, n)));
   // Device 0's on the context (a copy on another device's stream is refused).
-  ASSERT_EQ(nnc_gpu_test::exec(nnc_gpu_test::transfer(), ccv_nnc_no_hint, {out[0]}, {back[0]}, s), CCV_NNC_EXEC_SUCCESS)
+  ASSERT_EQ(nnc_gpu_test::exec(nnc_gpu_test::transfer(), ccv_nnc_no_hint, {r.out[0]}, {back[0]}, s), CCV_NNC_EXEC_SUCCESS)
       << ccv_nnc_error_message();
   Owned back_doubled(nnc_gpu_test::on_cpu(on(0, n)));
   ASSERT_EQ(nnc_gpu_test::exec(nnc_gpu_test::transfer(), ccv_nnc_no_hint, {doubled}, {back_doubled}, s), CCV_NNC_EXEC_SUCCESS);
   ccv_nnc_stream_context_wait(s);
   ASSERT_EQ(ccv_nnc_stream_context_error(s), CCV_NNC_EXEC_SUCCESS) << ccv_nnc_error_message();
   for (int d = 1; d < devices; d++)
-    ASSERT_EQ(nnc_gpu_test::exec(nnc_gpu_test::transfer(), ccv_nnc_no_hint, {out[d]}, {back[d]}), CCV_NNC_EXEC_SUCCESS);
+    ASSERT_EQ(nnc_gpu_test::exec(nnc_gpu_test::transfer(), ccv_nnc_no_hint, {r.out[d]}, {back[d]}), CCV_NNC_EXEC_SUCCESS);
   for (int d = 0; d < devices; d++)
-    for (int i = 0; i < n; i++) ASSERT_NEAR(back[d]->data.f32[i], sum[i], 1e-5 * devices) << "device " << d << " element " << i;
-  for (int i = 0; i < n; i++) ASSERT_NEAR(back_doubled->data.f32[i], 2 * sum[i], 2e-5 * devices) << "element " << i;
+    for (int i = 0; i < n; i++) ASSERT_NEAR(back[d]->data.f32[i], r.sum[i], 1e-5 * devices) << "device " << d << " element " << i;
+  for (int i = 0; i < n; i++) ASSERT_NEAR(back_doubled->data.f32[i], 2 * r.sum[i], 2e-5 * devices) << "element " << i;
   // BROADCAST from device 0's input, queued: every output is host[0].
-  ASSERT_EQ(nnc_gpu_test::exec(nccl(CCV_NNC_COMM_BROADCAST_FORWARD), ccv_nnc_no_hint, {ins[0]}, outs, s), CCV_NNC_EXEC_SUCCESS)
+  ASSERT_EQ(nnc_gpu_test::exec(nccl(CCV_NNC_COMM_BROADCAST_FORWARD), ccv_nnc_no_hint, {r.ins[0]}, r.outs, s), CCV_NNC_EXEC_SUCCESS)
       << ccv_nnc_error_message();
   ccv_nnc_stream_context_wait(s);
   for (int d = 0; d < devices; d++)
-    ASSERT_EQ(nnc_gpu_test::exec(nnc_gpu_test::transfer(), ccv_nnc_no_hint, {out[d]}, {back[d]}), CCV_NNC_EXEC_SUCCESS);
+    ASSERT_EQ(nnc_gpu_test::exec(nnc_gpu_test::transfer(), ccv_nnc_no_hint, {r.out[d]}, {back[d]}), CCV_NNC_EXEC_SUCCESS);
   for (int d = 0; d < devices; d++)
-    for (int i = 0; i < n; i++) ASSERT_EQ(back[d]->data.f32[i], host[0]->data.f32[i]) << "device " << d << " element " << i;
+    for (int i = 0; i < n; i++) ASSERT_EQ(back[d]->data.f32[i], r.host[0]->data.f32[i]) << "device " << d << " element " << i;
   ccv_nnc_stream_context_free(s);
 }
 
