@@ -91,18 +91,13 @@ void* stream_new(int device) {
   // queued here. A graph's streams behind this one wait only for the work
   // queued here before the run: a log made and cleared on first use, during
   // a run, could be cleared after a node on another stream wrote its slot.
-  cudaError_t cleared = cudaSuccess;
   try {
     g->log_device = static_cast<int*>(device_alloc_on(device, sizeof(int) * kLogSlots, g->stream, what));
-    cleared = cudaMemsetAsync(g->log_device, 0, sizeof(int) * kLogSlots, g->stream);
+    NNC_CUDA_CHECK(cudaMemsetAsync(g->log_device, 0, sizeof(int) * kLogSlots, g->stream), what);
   } catch (...) {
+    if (g->log_device) device_free_on(device, g->log_device);
     cudaStreamDestroy(g->stream);
     throw;
-  }
-  if (cleared != cudaSuccess) {
-    device_free_on(device, g->log_device);
-    cudaStreamDestroy(g->stream);
-    check(cleared, what, "cudaMemsetAsync");
   }
   return g.release();
 }
